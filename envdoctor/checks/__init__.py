@@ -1,0 +1,68 @@
+"""Checks: small named, pure functions of the facts returning findings.
+
+A check is registered with :func:`check` and receives a :class:`CheckContext`
+(the facts, the probe results, the matrix).  It returns zero or more
+:class:`~envdoctor.findings.Finding`.  A check that raises is contained: it
+becomes an ``envdoctor.check_crashed`` finding asking the user to report it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Sequence
+
+from ..facts import Facts
+from ..findings import SEVERITY_RANK, Finding, Fix
+
+CheckFn = Callable[["CheckContext"], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    name: str
+    fn: CheckFn
+    codes: Sequence[str]  # the finding codes this check may emit (for `explain` and docs)
+
+
+_REGISTRY: Dict[str, CheckSpec] = {}
+
+#: Modules that define checks.
+CHECK_MODULES = ("envdoctor.checks.meta",)
+
+
+def check(name: str, codes: Sequence[str]) -> Callable[[CheckFn], CheckFn]:
+    def deco(fn: CheckFn) -> CheckFn:
+        _REGISTRY[name] = CheckSpec(name, fn, tuple(codes))
+        return fn
+
+    return deco
+
+
+def all_checks() -> List[CheckSpec]:
+    for mod in CHECK_MODULES:
+        importlib.import_module(mod)
+    return sorted(_REGISTRY.values(), key=lambda s: s.name)
+
+
+class CheckContext:
+    def __init__(self, facts: Facts, probes: Sequence[object]) -> None:
+        self.facts = facts
+        self.probes = probes
+
+
+def run_checks(ctx: CheckContext) -> List[Finding]:
+    findings: List[Finding] = []
+    for spec in all_checks():
+        try:
+            findings.extend(spec.fn(ctx))
+        except Exception as exc:  # noqa: BLE001 - contained, reported as a finding
+            findings.append(Finding(
+                code="envdoctor.check_crashed", severity="warning", components=["envdoctor"],
+                title="envdoctor's check %r crashed: %s: %s" % (spec.name, type(exc).__name__, exc),
+                detail="This is a bug in envdoctor, not in your machine; the other checks still ran.",
+                fix=Fix(text="Please report it with a snapshot attached: "
+                             "`envdoctor snapshot -o snap.json --redact-ids`."),
+            ))
+    findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], f.components[0] if f.components else "", f.code))
+    return findings

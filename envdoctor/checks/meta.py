@@ -1,0 +1,32 @@
+"""Findings about envdoctor's own run: probes that crashed or timed out."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..findings import Finding, Fix
+from . import CheckContext, check
+
+REPORT_HINT = ("Please report it at the envdoctor issue tracker with a snapshot attached "
+               "(`envdoctor snapshot -o snap.json --redact-ids`); the rest of the report is unaffected.")
+
+
+@check("probe-health", codes=("envdoctor.probe_crashed", "envdoctor.probe_timed_out"))
+def probe_health(ctx: CheckContext) -> Iterable[Finding]:
+    for res in ctx.probes:
+        status = getattr(res, "status", "ok")
+        if status == "crashed":
+            yield Finding(
+                code="envdoctor.probe_crashed", severity="warning", components=["envdoctor"],
+                title="The %s probe crashed: %s" % (res.name, res.error),
+                detail="envdoctor could not read this part of the machine; this is a bug in envdoctor.",
+                fix=Fix(text=REPORT_HINT),
+            )
+        elif status == "timed_out":
+            yield Finding(
+                code="envdoctor.probe_timed_out", severity="warning", components=["envdoctor"],
+                title="The %s probe did not finish in time" % res.name,
+                detail="Something it reads hung (a stuck driver, a hung network mount). Its facts are missing "
+                       "from this report. Raise the limit with --timeout, or look for processes in state D.",
+                fix=Fix(text="Re-run with a longer --timeout; if it still hangs, the driver or a mount is stuck."),
+            )

@@ -1,0 +1,80 @@
+"""The ``envdoctor`` command line.
+
+One module per command, loaded only when that command runs so ``--help``
+stays instant (the pattern hatch uses).
+
+Exit codes, for every command: 0 ran and found no errors; 1 ran and found
+errors (for ``install``: a step failed); 2 could not run as asked (bad
+arguments, bad input file, unsupported combination).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any, Dict, List, Optional
+
+import click
+
+from .. import __version__
+
+EXIT_OK, EXIT_FOUND_ERRORS, EXIT_USAGE = 0, 1, 2
+
+#: command name -> (module, function, one-line help)
+COMMANDS: Dict[str, tuple] = {
+    "diagnose": ("envdoctor.cli.diagnose", "diagnose", "Look at the whole GPU stack and judge it."),
+    "snapshot": ("envdoctor.cli.snapshot", "snapshot", "Capture this machine's raw evidence to a file."),
+}
+
+EPILOG = """\b
+Exit codes: 0 ran, no errors found; 1 ran, errors found (install: a step
+failed); 2 could not run as asked (bad arguments, bad input file).
+
+\b
+Examples:
+  envdoctor diagnose
+  envdoctor diagnose --format json > report.json
+  envdoctor snapshot -o node17.json --redact-ids
+  envdoctor diagnose --snapshot node17.json -v
+"""
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> List[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="envdoctor", message="%(prog)s %(version)s")
+def cli() -> None:
+    """envdoctor: get a GPU deep-learning machine from "fresh" to "works".
+
+    Probes the OS, NVIDIA driver, GPUs, CUDA toolkits, cuDNN/NCCL, compilers,
+    Python frameworks and container runtime; checks them against a sourced
+    compatibility matrix; and prints or runs the fix.
+    """
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> "click.exceptions.Exit":
+    """Print ``message`` to stderr and leave with ``code`` (default 2: could not run as asked)."""
+    click.echo("envdoctor: " + message, err=True)
+    return click.exceptions.Exit(code)
+
+
+def main(argv: Optional[List[str]] = None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="envdoctor")
+    except KeyboardInterrupt:
+        click.echo("envdoctor: interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,92 @@
+"""Facts: what the probes learned, each with where it came from.
+
+A fact is one answer ("driver.version" = "550.54.15") plus its ``source``
+(``file:/sys/module/nvidia/version``, ``nvml:system.driver_version``,
+``command:nvidia-smi ...``, ``env:CUDA_HOME``, ``derived``) and a status:
+
+* ``ok``: the value is known;
+* ``unknown``: it could not be learned, ``reason`` says why;
+* ``not_supported``: the hardware or driver does not offer it (not an error);
+* ``timed_out``: asking took too long.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Iterator, List, Optional
+
+STATUSES = ("ok", "unknown", "not_supported", "timed_out")
+
+
+@dataclass
+class Fact:
+    key: str
+    value: Any = None
+    source: str = ""
+    status: str = "ok"
+    reason: str = ""
+    label: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"key": self.key, "value": self.value, "status": self.status, "source": self.source}
+        if self.label:
+            d["label"] = self.label
+        if self.reason:
+            d["reason"] = self.reason
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Fact":
+        return cls(key=d["key"], value=d.get("value"), source=d.get("source", ""), status=d.get("status", "ok"),
+                   reason=d.get("reason", ""), label=d.get("label", ""))
+
+
+def ok(key: str, value: Any, source: str, label: str = "") -> Fact:
+    return Fact(key, value, source, "ok", "", label)
+
+
+def unknown(key: str, reason: str, source: str = "", label: str = "") -> Fact:
+    return Fact(key, None, source, "unknown", reason, label)
+
+
+def not_supported(key: str, source: str, label: str = "", reason: str = "") -> Fact:
+    return Fact(key, None, source, "not_supported", reason or "not supported by this GPU or driver", label)
+
+
+def timed_out(key: str, reason: str, source: str = "", label: str = "") -> Fact:
+    return Fact(key, None, source, "timed_out", reason, label)
+
+
+class Facts:
+    """All facts of one run, looked up by key."""
+
+    def __init__(self, facts: Iterable[Fact] = ()) -> None:
+        self._facts: Dict[str, Fact] = {}
+        for f in facts:
+            self.add(f)
+
+    def add(self, fact: Fact) -> None:
+        self._facts[fact.key] = fact
+
+    def get(self, key: str) -> Optional[Fact]:
+        return self._facts.get(key)
+
+    def value(self, key: str, default: Any = None) -> Any:
+        f = self._facts.get(key)
+        return f.value if f is not None and f.status == "ok" else default
+
+    def with_prefix(self, prefix: str) -> List[Fact]:
+        return [f for k, f in self._facts.items() if k.startswith(prefix)]
+
+    def __iter__(self) -> Iterator[Fact]:
+        return iter(self._facts.values())
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._facts

@@ -1,0 +1,302 @@
+"""The one seam between envdoctor and the machine it looks at.
+
+Every probe reads the machine through a :class:`Host`.  There are two
+implementations: :class:`~envdoctor.host.live.LiveHost` (this machine) and
+:class:`~envdoctor.host.snapshot.SnapshotHost` (a captured snapshot replayed
+from a file).  Probes never call ``open``, ``os.*``, ``subprocess`` or
+``pynvml`` themselves.
+
+Each primitive returns a small result object that carries either the answer or
+the reason there is none (missing file, permission denied, timed out...), so a
+probe can turn a failure into an "unknown, because ..." fact instead of an
+exception.
+"""
+
+from __future__ import annotations
+
+import errno
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+#: Largest file a probe may read through the seam (bytes).  Version files,
+#: /proc entries and JSON manifests are all far smaller; the cap keeps a
+#: hostile ``/proc`` or a huge log from ballooning memory or snapshots.
+MAX_FILE_BYTES = 1024 * 1024
+
+#: Default timeout for one command or NVML query (seconds).
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """Contents of a file, or why it could not be read."""
+
+    path: str
+    data: Optional[bytes] = None
+    error: Optional[str] = None  # errno name such as "ENOENT", "EACCES", "EISDIR"
+    message: str = ""
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.data is not None
+
+    @property
+    def missing(self) -> bool:
+        return self.error in ("ENOENT", "ENOTDIR")
+
+    @property
+    def text(self) -> Optional[str]:
+        if self.data is None:
+            return None
+        return self.data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class DirResult:
+    """Names in a directory (sorted), or why it could not be listed."""
+
+    path: str
+    entries: Optional[Tuple[str, ...]] = None
+    error: Optional[str] = None
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.entries is not None
+
+    def names(self) -> Tuple[str, ...]:
+        return self.entries or ()
+
+
+@dataclass(frozen=True)
+class LinkResult:
+    """Target of a symbolic link (as stored in the link), or why there is none."""
+
+    path: str
+    target: Optional[str] = None
+    error: Optional[str] = None  # "EINVAL" when the path exists but is no link
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.target is not None
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Outcome of running one command (argument list, no shell)."""
+
+    argv: Tuple[str, ...]
+    returncode: Optional[int] = None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    #: Set when the command could not be started at all: "ENOENT" (not
+    #: installed), "EACCES" (not executable), or "deadline" (no time left).
+    error: Optional[str] = None
+    message: str = ""
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and self.returncode == 0
+
+    @property
+    def not_found(self) -> bool:
+        return self.error == "ENOENT"
+
+    def describe_failure(self) -> str:
+        """One line saying why this command gave no usable answer."""
+        cmd = " ".join(self.argv)
+        if self.error == "ENOENT":
+            return "%s: not installed (not found on PATH)" % self.argv[0]
+        if self.error == "deadline":
+            return "%s: not run, the overall time limit was already spent" % cmd
+        if self.error:
+            return "%s: could not run (%s%s)" % (cmd, self.error, ": " + self.message if self.message else "")
+        if self.timed_out:
+            return "%s: timed out after %.1fs" % (cmd, self.duration)
+        if self.returncode != 0:
+            tail = (self.stderr or self.stdout).strip().splitlines()
+            why = tail[-1][:200] if tail else "no output"
+            return "%s: exit code %s (%s)" % (cmd, self.returncode, why)
+        return "%s: ok" % cmd
+
+
+@dataclass(frozen=True)
+class NvmlResult:
+    """Everything envdoctor asked NVML, as returned by the NVML worker.
+
+    ``data`` maps call names to ``{"value": ...}`` or ``{"error": NAME,
+    "code": N}``; see :mod:`envdoctor.host.nvml_worker` for the keys.  When the
+    worker itself failed (NVML library absent, worker hung...), ``data`` is
+    ``None`` and ``error``/``message`` say why.
+    """
+
+    data: Optional[Dict[str, Any]] = None
+    error: Optional[str] = None  # "timed_out", "worker_failed", "no_binding"
+    message: str = ""
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.data is not None
+
+
+@dataclass(frozen=True)
+class PythonInfo:
+    """The Python interpreter whose packages are inspected."""
+
+    executable: str
+    version: str  # "3.11.7"
+    implementation: str  # "cpython"
+    prefix: str
+    base_prefix: str
+    sys_path: Tuple[str, ...]
+    error: Optional[str] = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One installed Python distribution, found by its metadata directory."""
+
+    name: str  # as in the directory name, e.g. "torch" or "nvidia_cudnn_cu12"
+    version: str  # e.g. "2.4.0+cu121"
+    metadata_dir: str  # full path of the .dist-info / .egg-info directory
+    location: str  # the sys.path entry it was found in
+
+    @property
+    def key(self) -> str:
+        """Normalised project name (PEP 503), e.g. ``nvidia-cudnn-cu12``."""
+        return normalize_name(self.name)
+
+
+def normalize_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_DIST_DIR = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?(?:-[^-]+)?\.(?:dist-info|egg-info)$")
+
+
+def parse_dist_dir(dirname: str) -> Optional[Tuple[str, str]]:
+    """``torch-2.4.0+cu121.dist-info`` -> ``("torch", "2.4.0+cu121")``."""
+    m = _DIST_DIR.match(dirname)
+    if not m:
+        return None
+    return m.group("name"), m.group("version")
+
+
+class Host:
+    """Abstract access to one machine.  Subclasses implement the primitives."""
+
+    #: Human description for reports ("this machine", "snapshot foo.json").
+    description = "host"
+
+    # -- primitives -----------------------------------------------------
+    def read_file(self, path: str, limit: int = MAX_FILE_BYTES) -> FileResult:
+        raise NotImplementedError
+
+    def list_dir(self, path: str) -> DirResult:
+        raise NotImplementedError
+
+    def read_link(self, path: str) -> LinkResult:
+        raise NotImplementedError
+
+    def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
+        raise NotImplementedError
+
+    def environ(self) -> Dict[str, str]:
+        """Environment variables of the inspected process (secrets redacted in snapshots)."""
+        raise NotImplementedError
+
+    def uname(self) -> Dict[str, str]:
+        """``sysname``, ``release``, ``version``, ``machine`` (never the node name)."""
+        raise NotImplementedError
+
+    def nvml(self) -> NvmlResult:
+        raise NotImplementedError
+
+    def python(self) -> PythonInfo:
+        raise NotImplementedError
+
+    # -- helpers built on the primitives (recorded through them) --------
+    def getenv(self, name: str, default: Optional[str] = None) -> Optional[str]:
+        return self.environ().get(name, default)
+
+    def read_text(self, path: str, limit: int = MAX_FILE_BYTES) -> Optional[str]:
+        """File contents as text, or ``None`` when it cannot be read."""
+        return self.read_file(path, limit).text
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` names an entry, judged from its parent's listing."""
+        path = posixpath.normpath(path)
+        parent, name = posixpath.split(path)
+        if not name:
+            return self.list_dir(path).ok
+        return name in self.list_dir(parent or "/").names()
+
+    def is_dir(self, path: str) -> bool:
+        return self.list_dir(path).ok
+
+    def resolve(self, path: str, max_depth: int = 40) -> str:
+        """Follow symbolic links in every component of ``path`` (like ``realpath``).
+
+        Stops quietly at a loop or a dangling link and returns what it has.
+        """
+        parts = [p for p in posixpath.normpath(path).split("/") if p]
+        resolved = "/"
+        depth = 0
+        while parts:
+            part = parts.pop(0)
+            candidate = posixpath.join(resolved, part)
+            link = self.read_link(candidate)
+            if link.ok and depth < max_depth:
+                depth += 1
+                target = link.target or ""
+                base = "/" if target.startswith("/") else resolved
+                parts = [p for p in posixpath.normpath(posixpath.join(base, target)).split("/") if p] + parts
+                resolved = "/"
+                continue
+            resolved = candidate
+        return posixpath.normpath(resolved)
+
+    def glob_dir(self, path: str, pattern: str) -> List[str]:
+        """Full paths of the entries of ``path`` whose names match a regex."""
+        rx = re.compile(pattern)
+        return [posixpath.join(path, n) for n in self.list_dir(path).names() if rx.fullmatch(n)]
+
+    def which(self, program: str) -> Optional[str]:
+        """First ``program`` on PATH, judged from directory listings."""
+        for d in (self.getenv("PATH") or "").split(":"):
+            if d and program in self.list_dir(d).names():
+                return posixpath.join(d, program)
+        return None
+
+    def distributions(self) -> List[Distribution]:
+        """Installed distributions on the inspected interpreter's ``sys.path``.
+
+        Found from directory listings of each path entry, so it needs no
+        import of the packages and replays from snapshots.  The first
+        occurrence of a name wins, as it does for the import system.
+        """
+        seen: Dict[str, Distribution] = {}
+        for entry in self.python().sys_path:
+            if not entry or entry.endswith(".zip"):
+                continue
+            for name in self.list_dir(entry).names():
+                if not (name.endswith(".dist-info") or name.endswith(".egg-info")):
+                    continue
+                parsed = parse_dist_dir(name)
+                if not parsed:
+                    continue
+                dist = Distribution(parsed[0], parsed[1], posixpath.join(entry, name), entry)
+                seen.setdefault(dist.key, dist)
+        return sorted(seen.values(), key=lambda d: d.key)
+
+
+def errno_name(exc: OSError) -> str:
+    return errno.errorcode.get(exc.errno or 0, "EIO") if exc.errno else type(exc).__name__

@@ -1,0 +1,159 @@
+"""Ask NVML everything envdoctor needs, in a child process, and print JSON.
+
+Run as a script by :class:`envdoctor.host.live.LiveHost` (never imported by
+the tool itself): a driver that hangs or crashes inside NVML takes this
+process down, not envdoctor, which sees a time-out or an exit code.
+
+The output maps a key per question to ``{"value": ...}`` or
+``{"error": "NVML_ERROR_NOT_SUPPORTED", "code": 3}``.  Keys:
+
+``init``, ``system.driver_version``, ``system.cuda_driver_version``,
+``system.nvml_version``, ``device_count``, and for each device index ``i``
+``device.i.<field>`` (see ``DEVICE_FIELDS``).  It is the raw evidence stored in
+snapshots, so keys are never renamed, only added.
+"""
+
+import json
+import sys
+
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
+NVML_VOLATILE_ECC = 0
+NVML_AGGREGATE_ECC = 1
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+
+
+def _plain(value):
+    """Turn NVML's ctypes structures and bytes into JSON-able values."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    fields = getattr(value, "_fields_", None)
+    if fields is not None:
+        out = {}
+        for f in fields:
+            name = f[0]
+            if name.startswith("_") or name == "version":
+                continue
+            try:
+                out[name] = _plain(getattr(value, name))
+            except Exception:  # noqa: BLE001 - a field we cannot read is skipped
+                continue
+        return out
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def main():
+    try:
+        import pynvml
+    except Exception as exc:  # noqa: BLE001 - report any import failure as data
+        print(json.dumps({"binding_error": "nvidia-ml-py (pynvml) is not importable: %s" % exc}))
+        return 0
+
+    error_names = {}
+    for name in dir(pynvml):
+        if name.startswith("NVML_ERROR_"):
+            val = getattr(pynvml, name)
+            if isinstance(val, int):
+                error_names.setdefault(val, name)
+
+    out = {}
+
+    def ask(key, fn, *args):
+        try:
+            out[key] = {"value": _plain(fn(*args))}
+        except pynvml.NVMLError as exc:
+            code = getattr(exc, "value", None)
+            out[key] = {"error": error_names.get(code, "NVML_ERROR_%s" % code), "code": code}
+        except Exception as exc:  # noqa: BLE001 - binding lacks the call, bad ctypes...
+            out[key] = {"error": "EXCEPTION", "message": "%s: %s" % (type(exc).__name__, exc)}
+        return out[key].get("value")
+
+    def call(name, *args):
+        fn = getattr(pynvml, name, None)
+        if fn is None:
+            raise AttributeError("nvidia-ml-py has no %s" % name)
+        return fn(*args)
+
+    ask("init", call, "nvmlInit")
+    if "error" in out["init"]:
+        print(json.dumps(out, sort_keys=True))
+        return 0
+    out["init"] = {"value": True}
+    ask("system.driver_version", call, "nvmlSystemGetDriverVersion")
+    ask("system.cuda_driver_version", call, "nvmlSystemGetCudaDriverVersion_v2")
+    ask("system.nvml_version", call, "nvmlSystemGetNVMLVersion")
+    count = ask("device_count", call, "nvmlDeviceGetCount")
+    if not isinstance(count, int):
+        count = 0
+    for i in range(min(count, 64)):
+        p = "device.%d." % i
+        handle = None
+        try:
+            handle = call("nvmlDeviceGetHandleByIndex", i)
+            out[p + "handle"] = {"value": True}
+        except pynvml.NVMLError as exc:
+            code = getattr(exc, "value", None)
+            out[p + "handle"] = {"error": error_names.get(code, "NVML_ERROR_%s" % code), "code": code}
+        except Exception as exc:  # noqa: BLE001
+            out[p + "handle"] = {"error": "EXCEPTION", "message": str(exc)}
+        if handle is None:
+            continue
+        for field, fname, extra in DEVICE_FIELDS:
+            ask(p + field, call, fname, handle, *extra)
+    try:
+        call("nvmlShutdown")
+    except Exception:  # noqa: BLE001
+        pass
+    print(json.dumps(out, sort_keys=True))
+    return 0
+
+
+#: (key, NVML function, extra arguments after the handle)
+DEVICE_FIELDS = [
+    ("name", "nvmlDeviceGetName", ()),
+    ("uuid", "nvmlDeviceGetUUID", ()),
+    ("serial", "nvmlDeviceGetSerial", ()),
+    ("minor_number", "nvmlDeviceGetMinorNumber", ()),
+    ("pci", "nvmlDeviceGetPciInfo", ()),
+    ("compute_capability", "nvmlDeviceGetCudaComputeCapability", ()),
+    ("architecture", "nvmlDeviceGetArchitecture", ()),
+    ("brand", "nvmlDeviceGetBrand", ()),
+    ("vbios_version", "nvmlDeviceGetVbiosVersion", ()),
+    ("memory", "nvmlDeviceGetMemoryInfo", ()),
+    ("memory_bus_width", "nvmlDeviceGetMemoryBusWidth", ()),
+    ("max_clock_mem", "nvmlDeviceGetMaxClockInfo", (NVML_CLOCK_MEM,)),
+    ("max_clock_sm", "nvmlDeviceGetMaxClockInfo", (NVML_CLOCK_SM,)),
+    ("num_cores", "nvmlDeviceGetNumGpuCores", ()),
+    ("attributes", "nvmlDeviceGetAttributes", ()),
+    ("pcie_gen_current", "nvmlDeviceGetCurrPcieLinkGeneration", ()),
+    ("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration", ()),
+    ("pcie_gen_gpu_max", "nvmlDeviceGetGpuMaxPcieLinkGeneration", ()),
+    ("pcie_width_current", "nvmlDeviceGetCurrPcieLinkWidth", ()),
+    ("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth", ()),
+    ("persistence_mode", "nvmlDeviceGetPersistenceMode", ()),
+    ("ecc_mode", "nvmlDeviceGetEccMode", ()),
+    ("ecc_volatile_uncorrected", "nvmlDeviceGetTotalEccErrors",
+     (NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC)),
+    ("ecc_aggregate_uncorrected", "nvmlDeviceGetTotalEccErrors",
+     (NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC)),
+    ("mig_mode", "nvmlDeviceGetMigMode", ()),
+    ("display_mode", "nvmlDeviceGetDisplayMode", ()),
+    ("display_active", "nvmlDeviceGetDisplayActive", ()),
+    ("power_limit", "nvmlDeviceGetPowerManagementLimit", ()),
+    ("power_limit_default", "nvmlDeviceGetPowerManagementDefaultLimit", ()),
+    ("clock_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons", ()),
+    ("utilization", "nvmlDeviceGetUtilizationRates", ()),
+    ("temperature", "nvmlDeviceGetTemperature", (0,)),
+    ("compute_mode", "nvmlDeviceGetComputeMode", ()),
+]
+
+if __name__ == "__main__":
+    sys.exit(main())

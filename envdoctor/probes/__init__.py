@@ -1,0 +1,162 @@
+"""Probes: one small collector per layer of the stack, each turning raw evidence
+read through the :class:`~envdoctor.host.base.Host` into :class:`~envdoctor.facts.Fact` s.
+
+A probe is a function ``probe(ctx) -> iterable of Fact`` registered with
+:func:`register`.  Probes run concurrently (each in its own thread, so a slow
+command in one does not hold up the others) and are reported in a fixed
+order.  A probe may wait for another's facts with ``ctx.facts_of(name)``.
+
+A probe that raises becomes a "crashed" entry that asks the user to report
+it; a probe still running at the deadline becomes a "timed out" entry.  The
+user never sees a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
+
+from ..facts import Fact, Facts
+from ..host.base import Host
+
+ProbeFn = Callable[["ProbeContext"], Iterable[Fact]]
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    name: str
+    title: str
+    fn: ProbeFn
+    order: int
+
+
+@dataclass
+class ProbeResult:
+    name: str
+    title: str
+    facts: List[Fact] = field(default_factory=list)
+    status: str = "ok"  # ok | crashed | timed_out
+    error: str = ""
+    duration: float = 0.0
+
+    def to_dict(self) -> Dict[str, object]:
+        d: Dict[str, object] = {"name": self.name, "title": self.title, "status": self.status,
+                                "duration": round(self.duration, 4), "facts": [f.to_dict() for f in self.facts]}
+        if self.error:
+            d["error"] = self.error
+        return d
+
+
+_REGISTRY: Dict[str, ProbeSpec] = {}
+
+#: Modules that define probes, in report order.
+PROBE_MODULES = (
+    "envdoctor.probes.system",
+    "envdoctor.probes.driver",
+    "envdoctor.probes.gpu",
+    "envdoctor.probes.cuda",
+    "envdoctor.probes.libraries",
+    "envdoctor.probes.compilers",
+    "envdoctor.probes.python_env",
+    "envdoctor.probes.frameworks",
+    "envdoctor.probes.containers",
+)
+
+
+def register(name: str, title: str, order: int) -> Callable[[ProbeFn], ProbeFn]:
+    def deco(fn: ProbeFn) -> ProbeFn:
+        _REGISTRY[name] = ProbeSpec(name, title, fn, order)
+        return fn
+
+    return deco
+
+
+def all_probes() -> List[ProbeSpec]:
+    for mod in PROBE_MODULES:
+        importlib.import_module(mod)
+    return sorted(_REGISTRY.values(), key=lambda s: (s.order, s.name))
+
+
+class ProbeContext:
+    """What a probe gets: the host, and the facts of the probes it depends on."""
+
+    def __init__(self, host: Host, runner: "Optional[_Runner]" = None) -> None:
+        self.host = host
+        self._runner = runner
+
+    def facts_of(self, name: str) -> Facts:
+        """Facts of probe ``name`` (waits for it; empty if it crashed or timed out)."""
+        if self._runner is None:
+            raise RuntimeError("facts_of() needs a runner")
+        return self._runner.wait(name)
+
+
+class _Runner:
+    def __init__(self, host: Host, specs: Sequence[ProbeSpec], deadline: Optional[float]) -> None:
+        self.host = host
+        self.specs = {s.name: s for s in specs}
+        self.deadline = deadline
+        self.results: Dict[str, ProbeResult] = {}
+        self.done: Dict[str, threading.Event] = {s.name: threading.Event() for s in specs}
+        self.lock = threading.Lock()
+
+    def wait(self, name: str) -> Facts:
+        ev = self.done.get(name)
+        if ev is None:
+            return Facts()
+        timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        ev.wait(timeout)
+        with self.lock:
+            res = self.results.get(name)
+        return Facts(res.facts if res else ())
+
+    def run_one(self, spec: ProbeSpec) -> None:
+        start = time.monotonic()
+        try:
+            facts = list(spec.fn(ProbeContext(self.host, self)))
+            res = ProbeResult(spec.name, spec.title, facts, duration=time.monotonic() - start)
+        except Exception as exc:  # noqa: BLE001 - contained and reported, never a traceback
+            tb = traceback.extract_tb(exc.__traceback__)
+            where = ("%s:%d" % (tb[-1].filename.rsplit("/", 1)[-1], tb[-1].lineno)) if tb else "?"
+            res = ProbeResult(spec.name, spec.title, status="crashed", duration=time.monotonic() - start,
+                              error="%s: %s (at %s)" % (type(exc).__name__, exc, where))
+        with self.lock:
+            self.results.setdefault(spec.name, res)
+        self.done[spec.name].set()
+
+
+def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequence[str]] = None,
+               parallel: bool = True) -> List[ProbeResult]:
+    """Run the probes against ``host`` and return their results in report order.
+
+    ``deadline`` is a ``time.monotonic()`` value: probes still running then are
+    reported as timed out (their threads are daemons and are abandoned).
+    """
+    specs = [s for s in all_probes() if not only or s.name in only]
+    runner = _Runner(host, specs, deadline)
+    if parallel:
+        threads = []
+        for spec in specs:
+            t = threading.Thread(target=runner.run_one, args=(spec,), name="probe-" + spec.name, daemon=True)
+            t.start()
+            threads.append(t)
+        for spec in specs:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            runner.done[spec.name].wait(remaining)
+    else:
+        for spec in specs:
+            runner.run_one(spec)
+    out = []
+    for spec in specs:
+        with runner.lock:
+            res = runner.results.get(spec.name)
+            if res is None:
+                res = ProbeResult(spec.name, spec.title, status="timed_out",
+                                  error="did not finish before the time limit (a file or command it reads hangs)")
+                runner.results[spec.name] = res
+        out.append(res)
+    return out

@@ -1,0 +1,200 @@
+"""OS, kernel, C library, WSL, containers, CPU and memory."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from typing import Dict, Iterable, List, Optional
+
+from ..facts import Fact, ok, unknown
+from ..host.base import Host
+from . import ProbeContext, register
+
+#: distro's own notion of release files, applied to a listing of /etc.
+_RELEASE_FILE = re.compile(r"(\w+)[-_](release|version)$")
+
+#: distro ids -> envdoctor's OS family (what decides package manager and recipes).
+FAMILIES = {
+    "ubuntu": "debian", "debian": "debian", "linuxmint": "debian", "pop": "debian",
+    "rhel": "rhel", "centos": "rhel", "rocky": "rhel", "almalinux": "rhel", "ol": "rhel", "fedora": "rhel",
+    "amzn": "rhel", "scientific": "rhel", "cloudlinux": "rhel",
+    "sles": "suse", "opensuse": "suse", "opensuse-leap": "suse", "opensuse-tumbleweed": "suse",
+    "arch": "arch", "manjaro": "arch",
+}
+
+
+def _distro_from_host(host: Host) -> Dict[str, str]:
+    """Let the ``distro`` library answer from files read through the host.
+
+    The release files are copied into a miniature root directory, which is
+    how distro's own tests feed it, so its parsing and id normalisation are
+    used as they are.
+    """
+    import distro  # local: keeps --help fast
+
+    root = tempfile.mkdtemp(prefix="envdoctor-os-")
+    try:
+        names = ["os-release", "lsb-release"] + [n for n in host.list_dir("/etc").names() if _RELEASE_FILE.match(n)]
+        for rel in ["etc/" + n for n in sorted(set(names))] + ["usr/lib/os-release"]:
+            res = host.read_file("/" + rel, limit=64 * 1024)
+            if res.data is None:
+                continue
+            dest = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "wb") as fh:
+                fh.write(res.data)
+        d = distro.LinuxDistribution(root_dir=root, include_lsb=False, include_uname=False)
+        return {
+            "id": d.id(), "name": d.name(), "version": d.version(), "version_full": d.version(best=True),
+            "codename": d.codename(), "like": d.like(), "pretty": d.name(pretty=True),
+            "os_release": d.os_release_attr("version_id"),
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def os_family(distro_id: str, like: str) -> str:
+    if distro_id in FAMILIES:
+        return FAMILIES[distro_id]
+    for other in like.split():
+        if other in FAMILIES:
+            return FAMILIES[other]
+    return "other"
+
+
+def _wsl(host: Host, release: str) -> Optional[str]:
+    """'WSL2', 'WSL1' or None, with the evidence used."""
+    proc_version = host.read_text("/proc/version") or ""
+    text = (release + " " + proc_version).lower()
+    if "microsoft" not in text and "wsl" not in text:
+        return None
+    if "wsl2" in text or host.exists("/dev/dxg") or "microsoft-standard" in text:
+        return "WSL2"
+    return "WSL1"
+
+
+def _container(host: Host) -> Optional[str]:
+    if host.exists("/.dockerenv"):
+        return "docker"
+    if host.exists("/run/.containerenv"):
+        return "podman"
+    env_container = host.getenv("container")
+    if env_container:
+        return env_container
+    cgroup = host.read_text("/proc/1/cgroup") or ""
+    for marker, name in (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"),
+                         ("lxc", "lxc"), ("libpod", "podman")):
+        if marker in cgroup:
+            return name
+    return None
+
+
+@register("os", "Operating system", order=10)
+def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
+    host = ctx.host
+    facts: List[Fact] = []
+    os_release = host.read_file("/etc/os-release")
+    if os_release.data is None:
+        os_release = host.read_file("/usr/lib/os-release")
+    src = "file:" + os_release.path
+    info = _distro_from_host(host)
+    if info["id"]:
+        facts.append(ok("os.id", info["id"], src, "Distribution id"))
+        facts.append(ok("os.name", info["pretty"] or info["name"], src, "Distribution"))
+        if info["version"]:
+            facts.append(ok("os.version", info["version"], src, "Version"))
+        else:
+            facts.append(unknown("os.version", "the release files name no version (rolling release?)", src,
+                                 "Version"))
+        if info["codename"]:
+            facts.append(ok("os.codename", info["codename"], src, "Codename"))
+        facts.append(ok("os.family", os_family(info["id"], info["like"]), src, "Family"))
+    else:
+        why = ("/etc/os-release and /usr/lib/os-release are missing (%s)" % os_release.error
+               if os_release.data is None else "/etc/os-release names no distribution (garbled?)")
+        facts.append(unknown("os.id", why, src, "Distribution id"))
+        facts.append(unknown("os.family", why, src, "Family"))
+
+    u = host.uname()
+    facts.append(ok("kernel.release", u.get("release", ""), "uname", "Kernel"))
+    facts.append(ok("os.arch", u.get("machine", ""), "uname", "Architecture"))
+
+    getconf = host.run(["getconf", "GNU_LIBC_VERSION"], timeout=3)
+    m = re.match(r"glibc\s+(\d+\.\d+(?:\.\d+)?)", getconf.stdout.strip()) if getconf.ok else None
+    if m:
+        facts.append(ok("os.glibc", m.group(1), "command:getconf GNU_LIBC_VERSION", "glibc"))
+    else:
+        facts.append(unknown("os.glibc", getconf.describe_failure() if not getconf.ok else
+                             "unexpected output %r" % getconf.stdout.strip()[:80],
+                             "command:getconf GNU_LIBC_VERSION", "glibc"))
+
+    wsl = _wsl(host, u.get("release", ""))
+    facts.append(ok("os.wsl", wsl, "file:/proc/version", "WSL"))
+    container = _container(host)
+    facts.append(ok("os.container", container, "file:/.dockerenv,/run/.containerenv,/proc/1/cgroup",
+                    "Inside a container"))
+    return facts
+
+
+def _cpuinfo(text: str) -> Dict[str, object]:
+    model = None
+    logical = 0
+    cores = set()
+    sockets = set()
+    flags: List[str] = []
+    block: Dict[str, str] = {}
+    for line in text.splitlines() + [""]:
+        if not line.strip():
+            if "processor" in block:
+                logical += 1
+                model = model or block.get("model name") or block.get("Model") or block.get("cpu model")
+                phys = block.get("physical id", "0")
+                sockets.add(phys)
+                if "core id" in block:
+                    cores.add((phys, block["core id"]))
+                if not flags and "flags" in block:
+                    flags = block["flags"].split()
+            block = {}
+            continue
+        if ":" in line:
+            k, _, v = line.partition(":")
+            block[k.strip()] = v.strip()
+    return {"model": model, "logical": logical, "cores": len(cores) or None, "sockets": len(sockets) or None,
+            "flags": flags}
+
+
+@register("cpu", "CPU and memory", order=20)
+def probe_cpu(ctx: ProbeContext) -> Iterable[Fact]:
+    host = ctx.host
+    facts: List[Fact] = []
+    res = host.read_file("/proc/cpuinfo")
+    src = "file:/proc/cpuinfo"
+    if res.text is None:
+        facts.append(unknown("cpu.model", "cannot read /proc/cpuinfo (%s)" % res.error, src, "CPU"))
+    else:
+        info = _cpuinfo(res.text)
+        if info["logical"]:
+            facts.append(ok("cpu.model", info["model"] or "unknown model", src, "CPU"))
+            facts.append(ok("cpu.threads", info["logical"], src, "Threads"))
+            if info["cores"]:
+                facts.append(ok("cpu.cores", info["cores"], src, "Physical cores"))
+            if info["sockets"]:
+                facts.append(ok("cpu.sockets", info["sockets"], src, "Sockets"))
+            flags = info["flags"]
+            if isinstance(flags, list) and flags:
+                level = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else (
+                    "avx" if "avx" in flags else "sse")
+                facts.append(ok("cpu.simd", level, src, "Widest SIMD"))
+        else:
+            facts.append(unknown("cpu.model", "/proc/cpuinfo lists no processor (truncated or garbled)", src,
+                                 "CPU"))
+    mem = host.read_file("/proc/meminfo")
+    m = re.search(r"^MemTotal:\s+(\d+)\s*kB", mem.text or "", re.M)
+    if m:
+        facts.append(ok("memory.total_bytes", int(m.group(1)) * 1024, "file:/proc/meminfo", "Memory"))
+    else:
+        facts.append(unknown("memory.total_bytes", "cannot read MemTotal from /proc/meminfo (%s)" %
+                             (mem.error or "no MemTotal line"), "file:/proc/meminfo", "Memory"))
+    return facts

@@ -1,0 +1,1 @@
+"""Renderers: the only code that prints.  Human text and JSON come from the same objects."""

@@ -1,0 +1,124 @@
+"""Human report: facts grouped by layer, then findings worst first, then the next step."""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+from ..facts import Fact
+from ..findings import Finding
+from ..report import Report
+from .style import Style
+
+LABEL_WIDTH = 26
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return ("%.0f %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
+        n /= 1024.0
+    return str(n)  # pragma: no cover
+
+
+def format_value(key: str, value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)) and key.endswith("_bytes"):
+        return human_bytes(value)
+    if isinstance(value, float):
+        return "%g" % value
+    if isinstance(value, dict):
+        return ", ".join("%s=%s" % (k, format_value(k, v)) for k, v in value.items() if v is not None) or "-"
+    if isinstance(value, list):
+        if not value:
+            return "none"
+        if all(isinstance(v, dict) for v in value):
+            return "\n".join(_format_item(v) for v in value)
+        return ", ".join(format_value(key, v) for v in value)
+    return str(value)
+
+
+def _format_item(item: dict) -> str:
+    """One entry of a list fact (a toolkit, a library copy...): its headline fields first."""
+    head = [str(item[k]) for k in ("version", "name", "path") if item.get(k) not in (None, "")]
+    rest = ["%s=%s" % (k, format_value(k, v)) for k, v in item.items()
+            if k not in ("version", "name", "path", "source") and v not in (None, "", [], {})]
+    line = "  ".join(head)
+    if rest:
+        line += "  (" + ", ".join(rest) + ")"
+    return line
+
+
+def _fact_lines(f: Fact, style: Style, verbose: bool) -> List[str]:
+    label = (f.label or f.key).ljust(LABEL_WIDTH)
+    if f.status == "ok":
+        text = format_value(f.key, f.value)
+        mark = "  "
+    else:
+        text = style({"not_supported": "not supported"}.get(f.status, f.status.replace("_", " ")),
+                     "yellow" if f.status != "not_supported" else "dim")
+        if f.reason and (f.status != "not_supported" or verbose):
+            text += style(": " + f.reason, "dim")
+        mark = style.mark(f.status) + " "
+    first, *more = text.split("\n")
+    lines = ["  %s%s %s" % (mark, label, first)]
+    pad = " " * (4 + LABEL_WIDTH + 1)
+    lines += [pad + m for m in more]
+    if verbose and f.source:
+        lines.append(pad + style("from " + f.source, "dim"))
+    return lines
+
+
+def _finding_lines(fd: Finding, style: Style, verbose: bool) -> List[str]:
+    sev = {"error": "ERROR", "warning": "WARN", "info": "INFO"}[fd.severity]
+    colour = {"error": "red", "warning": "yellow", "info": "blue"}[fd.severity]
+    lines = ["  %s %s %s" % (style.mark(fd.severity), style(sev.ljust(5), colour, "bold"), fd.title),
+             "          " + style(fd.code, "dim")]
+    if fd.detail:
+        lines += ["          " + ln for ln in fd.detail.splitlines()]
+    if fd.fix.text:
+        lines.append("          " + style("fix: ", "bold") + fd.fix.text)
+    for cmd in fd.fix.commands:
+        lines.append("            $ " + cmd)
+    if fd.fix.install:
+        lines.append("            $ " + fd.fix.install)
+    if verbose:
+        for ev in fd.evidence:
+            lines.append("          " + style("evidence: %s = %s (%s)" % (ev.get("key"), ev.get("value"),
+                                                                         ev.get("source")), "dim"))
+        if fd.source.get("url"):
+            lines.append("          " + style("rule source: %s" % fd.source["url"], "dim"))
+    return lines
+
+
+def render(report: Report, style: Style, verbose: bool = False) -> str:
+    out: List[str] = []
+    src = report.source
+    out.append(style("envdoctor", "bold") + " report for %s  (%.2fs)" % (src.get("description", "?"),
+                                                                       report.duration))
+    for p in report.probes:
+        head = style(p.title, "bold")
+        if p.status != "ok":
+            head += "  " + style.mark(p.status) + " " + style(p.status.replace("_", " ") + ": " + p.error, "yellow")
+        elif verbose:
+            head += style("  (%.0f ms)" % (p.duration * 1000), "dim")
+        out.append("")
+        out.append(head)
+        for f in p.facts:
+            out.extend(_fact_lines(f, style, verbose))
+    out.append("")
+    s = report.summary
+    if report.findings:
+        out.append(style("Findings", "bold"))
+        for fd in report.findings:
+            out.extend(_finding_lines(fd, style, verbose))
+        out.append("")
+    out.append("Summary: %d error%s, %d warning%s, %d info" % (
+        s["error"], "" if s["error"] == 1 else "s", s["warning"], "" if s["warning"] == 1 else "s", s["info"]))
+    top = next((f for f in report.findings if f.severity != "info"), None)
+    if top is not None:
+        step = top.fix.install or (top.fix.commands[0] if top.fix.commands else top.fix.text)
+        out.append(style("Next step: ", "bold") + step)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,82 @@
+"""Shared test helpers: machines are replayed through the same Host seam the tool uses."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from envdoctor.facts import Facts
+from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+from envdoctor.probes import ProbeResult, run_probes
+from envdoctor.report import Report, diagnose
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MACHINES = os.path.join(HERE, "machines")
+
+
+def machine_path(name: str) -> str:
+    return os.path.join(MACHINES, name, "snapshot.json")
+
+
+def machine_names() -> List[str]:
+    if not os.path.isdir(MACHINES):
+        return []
+    return sorted(n for n in os.listdir(MACHINES) if os.path.isfile(machine_path(n)))
+
+
+def load_machine(name: str) -> SnapshotHost:
+    return SnapshotHost(load_snapshot(machine_path(name)), name)
+
+
+def make_host(files: Optional[Dict[str, str]] = None, dirs: Optional[Dict[str, List[str]]] = None,
+              links: Optional[Dict[str, str]] = None, commands: Optional[List[Dict[str, Any]]] = None,
+              environ: Optional[Dict[str, str]] = None, nvml: Optional[Dict[str, Any]] = None,
+              python: Optional[Dict[str, Any]] = None, uname: Optional[Dict[str, str]] = None,
+              auto_dirs: bool = True) -> SnapshotHost:
+    """A miniature machine for one test.
+
+    ``files`` maps paths to text; with ``auto_dirs`` every parent directory
+    lists its children, so ``host.exists()`` and listings agree with the files.
+    ``commands`` entries need ``argv`` and may give ``stdout``, ``returncode``...
+    """
+    doc: Dict[str, Any] = {"schema_version": 1}
+    doc["files"] = {p: {"text": t} for p, t in (files or {}).items()}
+    d: Dict[str, set] = {}
+    if auto_dirs:
+        for p in list((files or {}).keys()) + list((links or {}).keys()):
+            parts = p.strip("/").split("/")
+            for i in range(len(parts)):
+                parent = "/" + "/".join(parts[:i])
+                d.setdefault(parent, set()).add(parts[i])
+    for p, entries in (dirs or {}).items():
+        d.setdefault(p, set()).update(entries)
+    doc["dirs"] = {p: {"entries": sorted(e)} for p, e in d.items()}
+    doc["links"] = {p: {"target": t} for p, t in (links or {}).items()}
+    doc["commands"] = [dict({"returncode": 0, "stdout": "", "stderr": "", "timed_out": False}, **c)
+                       for c in (commands or [])]
+    doc["environ"] = environ or {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+    if nvml is not None:
+        doc["nvml"] = nvml
+    doc["python"] = python or {"executable": "/usr/bin/python3", "version": "3.10.12", "implementation": "cpython",
+                               "prefix": "/usr", "base_prefix": "/usr", "sys_path": []}
+    doc["uname"] = uname or {"sysname": "Linux", "release": "5.15.0-105-generic", "version": "#115-Ubuntu SMP",
+                             "machine": "x86_64"}
+    return SnapshotHost(json.loads(json.dumps(doc)), "test")
+
+
+def probe_facts(host) -> Facts:
+    """Run every probe on ``host`` and return all their facts."""
+    results: List[ProbeResult] = run_probes(host)
+    return Facts(f for r in results for f in r.facts)
+
+
+def run_report(host) -> Report:
+    return diagnose(host)
+
+
+@pytest.fixture
+def host_factory():
+    return make_host
