@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import select
 import signal
 import subprocess
 import sys
@@ -118,6 +119,7 @@ class LiveHost(Host):
         self._environ: Optional[Dict[str, str]] = None
         self._uname: Optional[Dict[str, str]] = None
         self._nvml_table: Dict[str, NvmlResult] = {}
+        self._nvml_child: Optional[Tuple[int, int, float]] = None  # (pid, read fd, start time)
         self._python: Optional[PythonInfo] = None
 
     # -- time ----------------------------------------------------------
@@ -207,7 +209,83 @@ class LiveHost(Host):
     def nvml(self) -> NvmlResult:
         return self._once(self._nvml_table, "nvml", self._ask_nvml)
 
+    def start_nvml(self) -> None:
+        """Start asking NVML now, in a forked child, so the answer is ready when a probe wants it.
+
+        Forking (no exec) spares a second interpreter start-up; it is done only
+        while this process has a single thread, where fork is safe.  The child
+        runs :func:`envdoctor.host.nvml_worker.collect` and writes JSON to a pipe;
+        if it hangs it is killed at the time limit, if it crashes only it dies.
+        """
+        if self._nvml_child is not None or self._nvml_table or threading.active_count() != 1:
+            return
+        if not hasattr(os, "fork"):
+            return
+        try:
+            rfd, wfd = os.pipe()
+        except OSError:
+            return
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(rfd)
+            os.close(wfd)
+            return
+        if pid == 0:  # the child: never returns
+            try:
+                os.close(rfd)
+                from . import nvml_worker
+
+                view = memoryview(json.dumps(nvml_worker.collect(), sort_keys=True).encode("utf-8"))
+                while view:
+                    view = view[os.write(wfd, view):]
+            except BaseException:  # noqa: BLE001 - the parent sees no output and says so
+                pass
+            finally:
+                os._exit(0)
+        os.close(wfd)
+        self._nvml_child = (pid, rfd, time.monotonic())
+
+    def _read_nvml_child(self) -> NvmlResult:
+        assert self._nvml_child is not None
+        pid, fd, started = self._nvml_child
+        chunks = []
+        timed_out = False
+        try:
+            while True:
+                budget = self.remaining()
+                ready, _, _ = select.select([fd], [], [], max(0.0, budget))
+                if not ready:
+                    timed_out = True
+                    break
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        if timed_out:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            _, status = os.waitpid(pid, 0)
+        except OSError:
+            status = 0
+        duration = time.monotonic() - started
+        if timed_out:
+            return NvmlResult(error="timed_out", duration=duration,
+                              message="NVML did not answer within %.1fs (driver hung or GPU lost?)" % duration)
+        if os.WIFSIGNALED(status) and not chunks:
+            return NvmlResult(error="worker_failed", duration=duration,
+                              message="the NVML query process crashed (signal %d) inside the NVIDIA library"
+                              % os.WTERMSIG(status))
+        return self._parse_worker_output(b"".join(chunks).decode("utf-8", "replace"), "", 0, duration)
+
     def _ask_nvml(self) -> NvmlResult:
+        if self._nvml_child is not None:
+            return self._read_nvml_child()
         budget = self.remaining()
         res = run_command([sys.executable, _WORKER], budget)
         if res.error == "deadline":
@@ -218,19 +296,22 @@ class LiveHost(Host):
                               duration=res.duration)
         if res.error:
             return NvmlResult(error="worker_failed", message=res.describe_failure(), duration=res.duration)
+        return self._parse_worker_output(res.stdout, res.stderr, res.returncode, res.duration)
+
+    @staticmethod
+    def _parse_worker_output(stdout: str, stderr: str, returncode: Optional[int], duration: float) -> NvmlResult:
         try:
-            doc = json.loads(res.stdout)
+            doc = json.loads(stdout)
         except ValueError:
-            why = (res.stderr.strip().splitlines() or ["no output"])[-1][:300]
+            why = (stderr.strip().splitlines() or ["no output"])[-1][:300]
             return NvmlResult(error="worker_failed",
-                              message="NVML query process ended with code %s: %s" % (res.returncode, why),
-                              duration=res.duration)
+                              message="NVML query process ended with code %s: %s" % (returncode, why),
+                              duration=duration)
         if not isinstance(doc, dict):
-            return NvmlResult(error="worker_failed", message="NVML query process gave no object",
-                              duration=res.duration)
+            return NvmlResult(error="worker_failed", message="NVML query process gave no object", duration=duration)
         if "binding_error" in doc:
-            return NvmlResult(error="no_binding", message=str(doc["binding_error"]), duration=res.duration)
-        return NvmlResult(data=doc, duration=res.duration)
+            return NvmlResult(error="no_binding", message=str(doc["binding_error"]), duration=duration)
+        return NvmlResult(data=doc, duration=duration)
 
     def python(self) -> PythonInfo:
         if self._python is None:

@@ -51,11 +51,17 @@ def _plain(value):
 
 
 def main():
+    sys.stdout.write(json.dumps(collect(), sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def collect():
+    """Ask NVML everything; return the answers (never raises)."""
     try:
         import pynvml
     except Exception as exc:  # noqa: BLE001 - report any import failure as data
-        print(json.dumps({"binding_error": "nvidia-ml-py (pynvml) is not importable: %s" % exc}))
-        return 0
+        return {"binding_error": "nvidia-ml-py (pynvml) is not importable: %s" % exc}
 
     error_names = {}
     for name in dir(pynvml):
@@ -84,8 +90,7 @@ def main():
 
     ask("init", call, "nvmlInit")
     if "error" in out["init"]:
-        print(json.dumps(out, sort_keys=True))
-        return 0
+        return out
     out["init"] = {"value": True}
     ask("system.driver_version", call, "nvmlSystemGetDriverVersion")
     ask("system.cuda_driver_version", call, "nvmlSystemGetCudaDriverVersion_v2")
@@ -112,8 +117,7 @@ def main():
         call("nvmlShutdown")
     except Exception:  # noqa: BLE001
         pass
-    print(json.dumps(out, sort_keys=True))
-    return 0
+    return out
 
 
 #: (key, NVML function, extra arguments after the handle)

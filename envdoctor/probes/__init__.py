@@ -137,6 +137,9 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
     reported as timed out (their threads are daemons and are abandoned).
     """
     specs = [s for s in all_probes() if not only or s.name in only]
+    start_nvml = getattr(host, "start_nvml", None)
+    if start_nvml is not None:
+        start_nvml()  # before any probe thread exists: the answer is ready when the GPU probe asks
     runner = _Runner(host, specs, deadline)
     if parallel:
         threads = []

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Time `envdoctor diagnose` against PyTorch's `collect_env` side by side, on this machine.
+
+Both run in the same Python environment (the interpreter running this script),
+alternating, several times each, as fresh processes. For each run the wall time
+and the peak resident memory of the process tree (from wait4's rusage) are
+recorded; the medians and their ratios are printed.
+
+    pip install torch==2.13.0        # CPU wheel; needed for collect_env
+    python scripts/bench_diagnose.py --runs 9
+    python scripts/bench_diagnose.py --json   # machine-readable
+
+Other peers can be added with --peer 'NAME=COMMAND ...' (e.g. a cuda-doctor or
+env-doctor installed in the same environment); they are timed the same way.
+The targets from the issue (15x faster, at most 1/4 of the peak memory) are
+printed as met / not met; no assertion, since these machines are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List, Sequence, Tuple
+
+
+def measure(argv: Sequence[str]) -> Tuple[float, int, int]:
+    """(wall seconds, peak RSS in KiB, exit code) of one fresh run of ``argv``."""
+    env = dict(os.environ, NO_COLOR="1")
+    start = time.perf_counter()
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status
+    return wall, int(usage.ru_maxrss), int(proc.returncode)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=7, help="runs per tool (default 7)")
+    ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
+                    help="another tool to time, e.g. 'cuda-doctor=cuda-doctor'")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+
+    py = sys.executable
+    tools: Dict[str, List[str]] = {
+        "envdoctor diagnose": [py, "-m", "envdoctor", "diagnose", "--format", "json"],
+    }
+    have_torch = subprocess.run([py, "-c", "import importlib.util,sys;"
+                                 "sys.exit(importlib.util.find_spec('torch') is None)"]).returncode == 0
+    if have_torch:
+        tools["torch collect_env"] = [py, "-m", "torch.utils.collect_env"]
+    else:
+        print("note: torch is not installed in this environment; `pip install torch==2.13.0` to compare "
+              "with collect_env", file=sys.stderr)
+    for spec in args.peer:
+        name, _, cmd = spec.partition("=")
+        tools[name.strip()] = shlex.split(cmd)
+
+    results: Dict[str, List[Tuple[float, int, int]]] = {name: [] for name in tools}
+    for name, argv in tools.items():  # one warm-up each: page cache, .pyc files
+        measure(argv)
+    for _ in range(args.runs):
+        for name, argv in tools.items():
+            results[name].append(measure(argv))
+
+    summary = {}
+    for name, runs in results.items():
+        summary[name] = {
+            "runs": len(runs),
+            "wall_median_s": statistics.median(r[0] for r in runs),
+            "wall_min_s": min(r[0] for r in runs),
+            "peak_rss_median_mib": statistics.median(r[1] for r in runs) / 1024.0,
+            "exit_codes": sorted({r[2] for r in runs}),
+        }
+    ed = summary["envdoctor diagnose"]
+    for name, s in summary.items():
+        if name != "envdoctor diagnose":
+            s["envdoctor_speedup"] = s["wall_median_s"] / ed["wall_median_s"]
+            s["envdoctor_memory_fraction"] = ed["peak_rss_median_mib"] / s["peak_rss_median_mib"]
+
+    if args.json:
+        print(json.dumps({"python": sys.version.split()[0], "results": summary}, indent=2))
+        return 0
+    print("Python %s, %d runs each (medians)\n" % (sys.version.split()[0], args.runs))
+    print("%-22s %12s %12s %14s" % ("tool", "wall (ms)", "min (ms)", "peak RSS (MiB)"))
+    for name, s in summary.items():
+        print("%-22s %12.0f %12.0f %14.1f" % (name, s["wall_median_s"] * 1000, s["wall_min_s"] * 1000,
+                                             s["peak_rss_median_mib"]))
+    for name, s in summary.items():
+        if name == "envdoctor diagnose":
+            continue
+        speed, mem = s["envdoctor_speedup"], s["envdoctor_memory_fraction"]
+        print("\nvs %s: envdoctor is %.1fx faster (target >= 15x: %s), uses %.2f of its peak memory "
+              "(target <= 0.25: %s)" % (name, speed, "met" if speed >= 15 else "NOT met", mem,
+                                        "met" if mem <= 0.25 else "NOT met"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
