@@ -188,8 +188,7 @@ def test_exit_code_is_1_when_errors_are_found(tmp_path, monkeypatch):
     def always_error(ctx):
         yield Finding(code="test.always", severity="error", components=["driver"], title="test error")
 
-    monkeypatch.setitem(checks._REGISTRY, "test-always", checks.CheckSpec("test-always", always_error,
-                                                                          ("test.always",)))
+    monkeypatch.setitem(checks._REGISTRY, "test-always", checks.CheckSpec("test-always", always_error, ()))
     snap = tmp_path / "s.json"
     snap.write_text(json.dumps({"schema_version": 1}))
     r = CliRunner().invoke(cli, ["diagnose", "--snapshot", str(snap), "--format", "json"])

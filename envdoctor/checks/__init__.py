@@ -19,10 +19,22 @@ CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
 
 @dataclass(frozen=True)
+class CodeDoc:
+    """Documentation of one finding code, served by ``envdoctor explain CODE``."""
+
+    code: str
+    severity: str  # the usual severity (a finding may be milder in context)
+    summary: str  # one line: what it means
+    looks_at: str  # which facts the check reads
+    why: str  # why it matters to the user
+    source: str = ""  # where the rule comes from (vendor table URL), when it is a matrix rule
+
+
+@dataclass(frozen=True)
 class CheckSpec:
     name: str
     fn: CheckFn
-    codes: Sequence[str]  # the finding codes this check may emit (for `explain` and docs)
+    codes: Sequence[CodeDoc]  # the finding codes this check may emit
 
 
 _REGISTRY: Dict[str, CheckSpec] = {}
@@ -31,12 +43,24 @@ _REGISTRY: Dict[str, CheckSpec] = {}
 CHECK_MODULES = ("envdoctor.checks.meta",)
 
 
-def check(name: str, codes: Sequence[str]) -> Callable[[CheckFn], CheckFn]:
+def check(name: str, codes: Sequence[CodeDoc]) -> Callable[[CheckFn], CheckFn]:
     def deco(fn: CheckFn) -> CheckFn:
         _REGISTRY[name] = CheckSpec(name, fn, tuple(codes))
         return fn
 
     return deco
+
+
+def code_docs() -> Dict[str, CodeDoc]:
+    """Every documented finding code, from every check."""
+    out: Dict[str, CodeDoc] = {}
+    for spec in all_checks():
+        for doc in spec.codes:
+            out[doc.code] = doc
+    out.setdefault("envdoctor.check_crashed", CodeDoc(
+        "envdoctor.check_crashed", "warning", "One of envdoctor's checks raised an exception.",
+        "envdoctor itself", "The other checks still ran; this one's verdict is missing. Please report it."))
+    return out
 
 
 def all_checks() -> List[CheckSpec]:

@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..findings import Finding, Fix
-from . import CheckContext, check
+from . import CheckContext, CodeDoc, check
 
 REPORT_HINT = ("Please report it at the envdoctor issue tracker with a snapshot attached "
                "(`envdoctor snapshot -o snap.json --redact-ids`); the rest of the report is unaffected.")
 
 
-@check("probe-health", codes=("envdoctor.probe_crashed", "envdoctor.probe_timed_out"))
+@check("probe-health", codes=(
+    CodeDoc("envdoctor.probe_crashed", "warning", "A probe raised an exception while reading the machine.",
+            "the status of every probe", "That layer's facts are missing from the report; it is a bug in "
+            "envdoctor, worth reporting with a snapshot."),
+    CodeDoc("envdoctor.probe_timed_out", "warning", "A probe did not finish before the time limit.",
+            "the status of every probe", "Something it reads hung (a stuck driver, a hung network mount); "
+            "its facts are missing. A hung driver is itself worth investigating."),
+))
 def probe_health(ctx: CheckContext) -> Iterable[Finding]:
     for res in ctx.probes:
         status = getattr(res, "status", "ok")

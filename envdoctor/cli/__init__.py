@@ -24,6 +24,7 @@ EXIT_OK, EXIT_FOUND_ERRORS, EXIT_USAGE = 0, 1, 2
 COMMANDS: Dict[str, tuple] = {
     "diagnose": ("envdoctor.cli.diagnose", "diagnose", "Look at the whole GPU stack and judge it."),
     "snapshot": ("envdoctor.cli.snapshot", "snapshot", "Capture this machine's raw evidence to a file."),
+    "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
 }
 
 EPILOG = """\b
