@@ -12,7 +12,7 @@ A fact is one answer ("driver.version" = "550.54.15") plus its ``source``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 STATUSES = ("ok", "unknown", "not_supported", "timed_out")
@@ -40,7 +40,7 @@ class Fact:
         return d
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "Fact":
+    def from_dict(cls, d: Dict[str, Any]) -> Fact:
         return cls(key=d["key"], value=d.get("value"), source=d.get("source", ""), status=d.get("status", "ok"),
                    reason=d.get("reason", ""), label=d.get("label", ""))
 

@@ -64,7 +64,7 @@ def main() -> int:
         tools[name.strip()] = shlex.split(cmd)
 
     results: Dict[str, List[Tuple[float, int, int]]] = {name: [] for name in tools}
-    for name, argv in tools.items():  # one warm-up each: page cache, .pyc files
+    for argv in tools.values():  # one warm-up each: page cache, .pyc files
         measure(argv)
     for _ in range(args.runs):
         for name, argv in tools.items():

@@ -179,11 +179,10 @@ def test_diagnose_makes_no_network_connection(tmp_path):
 def test_exit_code_is_1_when_errors_are_found(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
+    import envdoctor.checks as checks
     from envdoctor.checks import meta  # noqa: F401 - registers the built-in checks
     from envdoctor.cli import cli
     from envdoctor.findings import Finding
-
-    import envdoctor.checks as checks
 
     def always_error(ctx):
         yield Finding(code="test.always", severity="error", components=["driver"], title="test error")

@@ -118,3 +118,39 @@ def test_bad_snapshot_exits_2_with_a_message(tmp_path):
     assert "not valid JSON" in r.output and "Traceback" not in r.output
     missing = CliRunner().invoke(cli, ["diagnose", "--snapshot", str(tmp_path / "nope.json")])
     assert missing.exit_code == 2 and "cannot read snapshot" in missing.output
+
+
+def test_elf_dynamic_section_of_a_real_library_and_replay():
+    import glob
+
+    from envdoctor.host.privacy import Scrubber
+    from envdoctor.host.snapshot import SnapshotHost, document_from_host
+
+    libc = next(iter(sorted(glob.glob("/lib/*/libc.so.6") + glob.glob("/lib64/libc.so.6"))), None)
+    if libc is None:
+        import pytest
+
+        pytest.skip("no libc.so.6 found")
+    host = LiveHost(timeout=5)
+    res = host.elf(libc)
+    assert res.ok and res.soname == "libc.so.6"
+    bad = host.elf("/proc/cpuinfo")
+    assert bad.error == "not_elf"
+    assert host.elf("/no/such/lib.so").error == "ENOENT"
+    doc = document_from_host(host, Scrubber(include_host=True), "test")
+    replay = SnapshotHost(doc)
+    assert replay.elf(libc) == res and replay.elf("/proc/cpuinfo").error == "not_elf"
+
+
+def test_truncated_elf_is_an_error_not_a_crash(tmp_path):
+    import glob
+
+    src = next(iter(sorted(glob.glob("/lib/*/libc.so.6") + glob.glob("/lib64/libc.so.6"))), None)
+    if src is None:
+        import pytest
+
+        pytest.skip("no libc.so.6 found")
+    cut = tmp_path / "libcut.so"
+    cut.write_bytes(open(src, "rb").read(100))
+    res = LiveHost(timeout=5).elf(str(cut))
+    assert res.error == "bad_elf" and "truncated" in res.message

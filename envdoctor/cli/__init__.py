@@ -67,7 +67,7 @@ def cli() -> None:
     """
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> "click.exceptions.Exit":
+def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
     """Print ``message`` to stderr and leave with ``code`` (default 2: could not run as asked)."""
     click.echo("envdoctor: " + message, err=True)
     return click.exceptions.Exit(code)

@@ -46,7 +46,7 @@ def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optio
         try:
             doc = load_snapshot(snapshot_path)
         except SnapshotError as exc:
-            raise fail(str(exc), EXIT_USAGE)
+            raise fail(str(exc), EXIT_USAGE) from None
         host = SnapshotHost(doc, snapshot_path)
         scrubber = Scrubber(redact_ids=redact_ids, include_host=True)
         report = run_diagnose(host, scrubber=scrubber,

@@ -39,7 +39,7 @@ def snapshot(output: str, timeout: float, python_exe: Optional[str], include_hos
     try:
         write_snapshot(doc, output)
     except OSError as exc:
-        raise fail("cannot write %s: %s" % (output, exc.strerror or exc))
+        raise fail("cannot write %s: %s" % (output, exc.strerror or exc)) from None
     if output != "-":
         click.echo("envdoctor: snapshot written to %s (%d files, %d commands)" % (
             output, len(doc["files"]), len(doc["commands"])), err=True)

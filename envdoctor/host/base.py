@@ -17,7 +17,7 @@ from __future__ import annotations
 import errno
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 #: Largest file a probe may read through the seam (bytes).  Version files,
@@ -147,6 +147,23 @@ class NvmlResult:
 
 
 @dataclass(frozen=True)
+class ElfResult:
+    """Dynamic section of a shared object (see :mod:`envdoctor.host.elf`), or why it could not be read."""
+
+    path: str
+    soname: Optional[str] = None
+    needed: Tuple[str, ...] = ()
+    rpath: Tuple[str, ...] = ()
+    runpath: Tuple[str, ...] = ()
+    error: Optional[str] = None  # "ENOENT", "EACCES", "not_elf", "bad_elf"
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
 class PythonInfo:
     """The Python interpreter whose packages are inspected."""
 
@@ -207,6 +224,10 @@ class Host:
         raise NotImplementedError
 
     def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
+        raise NotImplementedError
+
+    def elf(self, path: str) -> ElfResult:
+        """SONAME, NEEDED, RPATH and RUNPATH of a shared object (its headers only)."""
         raise NotImplementedError
 
     def environ(self) -> Dict[str, str]:

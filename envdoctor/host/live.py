@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from struct import error as struct_error
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from .base import (
@@ -27,6 +28,7 @@ from .base import (
     MAX_FILE_BYTES,
     CommandResult,
     DirResult,
+    ElfResult,
     FileResult,
     Host,
     LinkResult,
@@ -82,7 +84,7 @@ def run_command(
                          duration=time.monotonic() - start)
 
 
-def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
@@ -116,6 +118,7 @@ class LiveHost(Host):
         self.dirs: Dict[str, DirResult] = {}
         self.links: Dict[str, LinkResult] = {}
         self.commands: Dict[Tuple[str, ...], CommandResult] = {}
+        self.elfs: Dict[str, ElfResult] = {}
         self._environ: Optional[Dict[str, str]] = None
         self._uname: Optional[Dict[str, str]] = None
         self._nvml_table: Dict[str, NvmlResult] = {}
@@ -185,6 +188,24 @@ class LiveHost(Host):
                 return LinkResult(path, error=errno_name(exc), message=exc.strerror or str(exc))
 
         return self._once(self.links, path, compute)
+
+    def elf(self, path: str) -> ElfResult:
+        def compute() -> ElfResult:
+            from .elf import ElfError, read_dynamic
+
+            try:
+                with open(path, "rb") as fh:
+                    d = read_dynamic(fh)
+            except OSError as exc:
+                return ElfResult(path, error=errno_name(exc), message=exc.strerror or str(exc))
+            except ElfError as exc:
+                return ElfResult(path, error="not_elf" if "not an ELF" in str(exc) else "bad_elf", message=str(exc))
+            except (struct_error, ValueError, IndexError) as exc:
+                return ElfResult(path, error="bad_elf", message=str(exc))
+            return ElfResult(path, soname=d["soname"], needed=tuple(d["needed"]),  # type: ignore[arg-type]
+                             rpath=tuple(d["rpath"]), runpath=tuple(d["runpath"]))  # type: ignore[arg-type]
+
+        return self._once(self.elfs, path, compute)
 
     def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
         key = tuple(str(a) for a in argv)

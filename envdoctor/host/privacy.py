@@ -64,7 +64,7 @@ class Scrubber:
 
     @classmethod
     def for_environ(cls, env: Dict[str, str], hostname: Optional[str], include_host: bool = False,
-                    redact_ids: bool = False) -> "Scrubber":
+                    redact_ids: bool = False) -> Scrubber:
         return cls(home=env.get("HOME"), user=env.get("USER") or env.get("LOGNAME"), hostname=hostname,
                    include_host=include_host, redact_ids=redact_ids)
 
@@ -77,7 +77,7 @@ class Scrubber:
                 s = s.replace(serial, placeholder)
         return s
 
-    def _uuid_placeholder(self, m: "re.Match[str]") -> str:
+    def _uuid_placeholder(self, m: re.Match[str]) -> str:
         key = m.group(0).lower()
         if key not in self._ids:
             self._ids[key] = "%s-redacted-%d" % (m.group(1), len(self._ids))

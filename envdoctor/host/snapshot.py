@@ -21,6 +21,7 @@ from .base import (
     MAX_FILE_BYTES,
     CommandResult,
     DirResult,
+    ElfResult,
     FileResult,
     Host,
     LinkResult,
@@ -78,6 +79,8 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
                      {"error": r.error or "EIO", "message": r.message}) for p, r in sorted(host.dirs.items())},
         "links": {p: ({"target": r.target} if r.target is not None else {"error": r.error or "EINVAL"})
                   for p, r in sorted(host.links.items())},
+        "elf": {p: ({"soname": r.soname, "needed": list(r.needed), "rpath": list(r.rpath), "runpath": list(r.runpath)}
+                    if r.ok else {"error": r.error, "message": r.message}) for p, r in sorted(host.elfs.items())},
         "commands": [
             {"argv": list(r.argv), "returncode": r.returncode, "stdout": r.stdout, "stderr": r.stderr,
              "timed_out": r.timed_out, "error": r.error, "message": r.message, "duration": round(r.duration, 4)}
@@ -132,7 +135,7 @@ def validate_document(doc: Any, path: str = "snapshot") -> None:
     if version > SCHEMA_VERSION:
         raise SnapshotError("%s has snapshot schema %d, newer than this envdoctor understands (%d); "
                             "upgrade envdoctor to replay it" % (path, version, SCHEMA_VERSION))
-    for section, kind in (("files", dict), ("dirs", dict), ("links", dict), ("commands", list),
+    for section, kind in (("files", dict), ("dirs", dict), ("links", dict), ("commands", list), ("elf", dict),
                           ("environ", dict), ("uname", dict), ("python", dict), ("nvml", dict)):
         if section in doc:
             _need(isinstance(doc[section], kind), path, section, "must be a JSON %s" %
@@ -149,6 +152,11 @@ def validate_document(doc: Any, path: str = "snapshot") -> None:
     for p, entry in doc.get("links", {}).items():
         _need(isinstance(entry, dict) and (isinstance(entry.get("target"), str) or isinstance(entry.get("error"), str)),
               path, "links[%r]" % p, "needs target or error")
+    for p, entry in doc.get("elf", {}).items():
+        ok = isinstance(entry, dict) and (isinstance(entry.get("error"), str) or all(
+            isinstance(entry.get(k, []), list) and all(isinstance(x, str) for x in entry.get(k, []))
+            for k in ("needed", "rpath", "runpath")))
+        _need(ok, path, "elf[%r]" % p, "needs needed/rpath/runpath string arrays or error")
     for i, cmd in enumerate(doc.get("commands", [])):
         _need(isinstance(cmd, dict) and isinstance(cmd.get("argv"), list) and cmd["argv"]
               and all(isinstance(a, str) for a in cmd["argv"]), path, "commands[%d]" % i, "needs a non-empty argv")
@@ -217,6 +225,18 @@ class SnapshotHost(Host):
                              stderr=c.get("stderr", ""), timed_out=bool(c.get("timed_out")),
                              error=c.get("error"), message=c.get("message", "") or "",
                              duration=float(c.get("duration") or 0.0))
+
+    def elf(self, path: str) -> ElfResult:
+        entry = self.doc.get("elf", {}).get(path)
+        if entry is None:
+            # Not recorded: absent, unless the snapshot holds the file itself (then: no ELF we can read).
+            if path in self.doc.get("files", {}) or self.exists(path):
+                return ElfResult(path, error="not_recorded", message="the snapshot holds no ELF headers for it")
+            return ElfResult(path, error="ENOENT", message="No such file or directory")
+        if "error" in entry:
+            return ElfResult(path, error=entry["error"], message=entry.get("message", ""))
+        return ElfResult(path, soname=entry.get("soname"), needed=tuple(entry.get("needed", [])),
+                         rpath=tuple(entry.get("rpath", [])), runpath=tuple(entry.get("runpath", [])))
 
     def environ(self) -> Dict[str, str]:
         return dict(self.doc.get("environ", {}))

@@ -84,7 +84,7 @@ def all_probes() -> List[ProbeSpec]:
 class ProbeContext:
     """What a probe gets: the host, and the facts of the probes it depends on."""
 
-    def __init__(self, host: Host, runner: "Optional[_Runner]" = None) -> None:
+    def __init__(self, host: Host, runner: Optional[_Runner] = None) -> None:
         self.host = host
         self._runner = runner
 
