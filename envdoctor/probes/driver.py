@@ -1,1 +1,593 @@
-"""(being written)"""
+"""The NVIDIA driver: kernel module, user-space library (NVML), and what stands around them.
+
+Evidence, in order of trust:
+
+* the loaded kernel module: ``/proc/driver/nvidia/version`` (its first line
+  names the flavour: "NVIDIA UNIX x86_64 Kernel Module" is the proprietary
+  module, "NVIDIA UNIX Open Kernel Module for x86_64" the open one) and
+  ``/sys/module/nvidia/version``;
+* NVML (``host.nvml()``), which answers for the user-space library and fails
+  with a precise error when the two halves disagree;
+* ``nvidia-smi``, only when NVML gave no answer (it is NVML underneath, and can
+  hang on a wedged GPU);
+* the ``libnvidia-ml.so.<version>`` / ``libcuda.so.<version>`` file names in
+  the usual library directories, which name the user-space version even when
+  nothing can be loaded.
+
+Around the driver: nouveau / nova (the in-kernel drivers that must not own
+the GPU), ``/dev/nvidia*`` nodes, a module built for the running kernel
+(DKMS or packaged), Secure Boot and module signing, NVSwitch + fabric manager,
+the persistence daemon, and WSL2 (where the driver lives on Windows).
+
+A machine with no NVIDIA driver and no NVIDIA GPU is a valid user: it gets
+one plain ``driver.installed = False`` fact, not a wall of unknowns.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Fact, not_supported, ok, timed_out, unknown
+from ..host.base import CommandResult, Host
+from . import ProbeContext, register
+
+PROC_VERSION = "/proc/driver/nvidia/version"
+SYS_VERSION = "/sys/module/nvidia/version"
+SYS_TAINT = "/sys/module/nvidia/taint"
+
+#: Where distributions put the driver's user-space libraries.
+LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/lib/aarch64-linux-gnu")
+
+WSL_LIB_DIR = "/usr/lib/wsl/lib"
+
+SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+
+MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
+
+#: Sub-directories of /lib/modules/<release>/ where a packaged or DKMS-built nvidia.ko lands.
+MODULE_SUBDIRS = ("updates/dkms", "updates", "kernel/drivers/video", "extra", "extra/nvidia", "misc",
+                  "kernel/drivers/char/drm", "weak-updates/nvidia")
+
+SMI_QUERY = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+SMI_PLAIN = ["nvidia-smi"]
+
+#: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024"
+#: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build  (...)"
+_NVRM = re.compile(
+    r"^NVRM version:\s+NVIDIA UNIX\s+(?P<open>Open\s+)?(?:(?P<arch1>\S+)\s+)?Kernel Module"
+    r"(?:\s+for\s+(?P<arch2>\S+))?\s+(?P<version>\d+\.\d+(?:\.\d+)*)\b",
+    re.M,
+)
+_GCC = re.compile(r"^GCC version:\s+(?:gcc version\s+)?(?P<text>.+?)\s*$", re.M)
+_DRIVER_VERSION = re.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
+_LIB_VERSION = re.compile(r"^(?P<lib>libnvidia-ml|libcuda)\.so\.(?P<version>\d{3,}\.\d+(?:\.\d+)?)$")
+_SMI_CUDA = re.compile(r"CUDA Version:\s*(?P<version>\d+\.\d+)")
+_SMI_NVML_LIB = re.compile(r"NVML library version:\s*(?P<version>\d+\.\d+(?:\.\d+)?)")
+_PCI_ADDR = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_NVIDIA_KO = re.compile(r"^nvidia\.ko(?:\.(?:xz|zst|gz))?$")
+_BLACKLIST = re.compile(r"^\s*blacklist\s+nouveau\s*$", re.M)
+#: dkms >= 3: "nvidia/550.54.15, 5.15.0-105-generic, x86_64: installed";
+#: dkms 2: "nvidia, 470.82.00, 5.4.0-91-generic, x86_64: installed".
+_DKMS = re.compile(
+    r"^(?P<module>nvidia[\w-]*)[/,]\s*(?P<version>[^,\s]+),\s*(?P<kernel>[^,\s]+),\s*(?P<arch>[^:\s]+):"
+    r"\s*(?P<state>[A-Za-z][\w ]*?)\s*(?:\(.*\))?\s*$",
+    re.M,
+)
+
+#: NVML error names -> what they mean for the user.
+NVML_REASONS = {
+    "NVML_ERROR_LIBRARY_NOT_FOUND": "libnvidia-ml.so.1 not found: no NVIDIA driver user-space is installed",
+    "NVML_ERROR_DRIVER_NOT_LOADED": "the NVIDIA kernel module is not loaded (libnvidia-ml is installed, but "
+                                    "/dev/nvidiactl is missing or the module failed to load)",
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": "Driver/library version mismatch: the loaded kernel module and the "
+                                          "user-space library are different driver versions (usually the driver "
+                                          "was upgraded without a reboot)",
+    "NVML_ERROR_NO_PERMISSION": "no permission to open the NVIDIA device files (/dev/nvidia*)",
+    "NVML_ERROR_GPU_IS_LOST": "a GPU has fallen off the bus or is otherwise inaccessible (see dmesg for Xid 79)",
+    "NVML_ERROR_FUNCTION_NOT_FOUND": "libnvidia-ml is older than the binding expects (driver too old)",
+    "NVML_ERROR_UNINITIALIZED": "NVML was not initialised",
+    "NVML_ERROR_UNKNOWN": "NVML failed with an unknown error (driver in a bad state?)",
+}
+WORKER_REASONS = {
+    "timed_out": "asking NVML timed out (a wedged GPU or driver makes NVML hang)",
+    "no_binding": "the NVML Python binding (nvidia-ml-py) is not available to envdoctor",
+    "worker_failed": "the NVML query process failed",
+}
+
+# Labels, one place.
+L_KVER = "Kernel module version"
+L_FLAVOR = "Kernel module flavour"
+L_NVML = "NVML"
+L_VERSION = "Driver version"
+L_CUDA = "Highest CUDA the driver supports"
+L_USER = "User-space driver library version"
+
+
+def _parse_version(text: str) -> Optional[Version]:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def parse_proc_version(text: str) -> Optional[Dict[str, str]]:
+    """Version, flavour, architecture and compiler from /proc/driver/nvidia/version."""
+    m = _NVRM.search(text)
+    if not m or _parse_version(m.group("version")) is None:
+        return None
+    out = {"version": m.group("version"), "flavor": "open" if m.group("open") else "proprietary",
+           "arch": m.group("arch2") or m.group("arch1") or ""}
+    g = _GCC.search(text)
+    if g:
+        out["gcc"] = g.group("text")
+    return out
+
+
+def cuda_from_int(value: object) -> Optional[str]:
+    """NVML's CUDA driver version integer (12040) -> "12.4"."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def parse_dkms_status(text: str) -> List[Dict[str, str]]:
+    return [m.groupdict() for m in _DKMS.finditer(text)]
+
+
+def _nvml_answer(data: Dict[str, object], key: str) -> Tuple[object, Optional[str]]:
+    """(value, error name) of one NVML answer."""
+    ans = data.get(key)
+    if not isinstance(ans, dict):
+        return None, "not asked"
+    if "value" in ans:
+        return ans["value"], None
+    return None, str(ans.get("error") or "EXCEPTION")
+
+
+def _userspace_libs(host: Host) -> List[Tuple[str, str]]:
+    """(path, version) of libnvidia-ml.so.<ver> and libcuda.so.<ver> in the usual directories."""
+    found = []
+    seen = set()
+    for d in LIB_DIRS:
+        for name in host.list_dir(d).names():
+            m = _LIB_VERSION.match(name)
+            if m and _parse_version(m.group("version")) is not None:
+                path = d + "/" + name
+                if path not in seen:
+                    seen.add(path)
+                    found.append((path, m.group("version")))
+    return found
+
+
+def _nvidia_pci_gpus(host: Host) -> List[str]:
+    """PCI addresses of NVIDIA display controllers (vendor 0x10de, class 0x03xxxx)."""
+    out = []
+    base = "/sys/bus/pci/devices"
+    for addr in host.list_dir(base).names():
+        vendor = (host.read_text(f"{base}/{addr}/vendor", limit=64) or "").strip().lower()
+        if vendor != "0x10de":
+            continue
+        cls = (host.read_text(f"{base}/{addr}/class", limit=64) or "").strip().lower()
+        if cls and not cls.startswith("0x03"):
+            continue  # the GPU's HDMI audio function, USB-C controller...
+        out.append(addr)
+    return out
+
+
+def _os_context(ctx: ProbeContext) -> Tuple[bool, Optional[str]]:
+    """(WSL2?, container kind) from the os probe's facts."""
+    try:
+        os_facts = ctx.facts_of("os")
+    except RuntimeError:  # run outside a runner: judge from the kernel release alone
+        return "microsoft-standard-wsl2" in ctx.host.uname().get("release", "").lower(), None
+    container = os_facts.value("os.container")
+    return os_facts.value("os.wsl") == "WSL2", container if isinstance(container, str) and container else None
+
+
+def _cmd_src(argv: List[str]) -> str:
+    return "command:" + " ".join(argv)
+
+
+def _state_of_service(host: Host, unit: str, key: str, label: str, optional: bool = False) -> Optional[Fact]:
+    argv = ["systemctl", "is-active", unit]
+    res = host.run(argv, timeout=5)
+    src = _cmd_src(argv)
+    if optional and res.not_found:
+        return None  # no systemd here (a container): nothing to say about an optional service
+    if res.timed_out:
+        return timed_out(key, res.describe_failure(), src, label)
+    if res.error:
+        return unknown(key, res.describe_failure(), src, label)
+    state = res.stdout.strip().splitlines()[0].strip() if res.stdout.strip() else ""
+    if state in ("active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown"):
+        return ok(key, state, src, label)
+    return unknown(key, "unexpected output from systemctl: %r" % (res.stdout.strip()[:80] or res.stderr.strip()[:80]),
+                   src, label)
+
+
+# -- parts ----------------------------------------------------------------------
+
+def _kernel_module(host: Host, wsl: bool) -> Tuple[List[Fact], Optional[Dict[str, str]], bool]:
+    """Facts about the loaded kernel module, its parsed /proc info, and whether it is loaded."""
+    facts: List[Fact] = []
+    proc = host.read_file(PROC_VERSION, limit=4096)
+    sysv = host.read_file(SYS_VERSION, limit=256)
+    sys_loaded = host.is_dir("/sys/module/nvidia")
+    loaded = proc.ok or sys_loaded
+    info = parse_proc_version(proc.text) if proc.text is not None else None
+    sys_ver = (sysv.text or "").strip()
+    sys_ok = bool(sys_ver) and _DRIVER_VERSION.match(sys_ver) is not None
+
+    facts.append(ok("driver.kernel_module.loaded", loaded,
+                    "file:" + PROC_VERSION if proc.ok else "dir:/sys/module/nvidia", "Kernel module loaded"))
+    if info:
+        facts.append(ok("driver.kernel_module.version", info["version"], "file:" + PROC_VERSION, L_KVER))
+        facts.append(ok("driver.kernel_module.flavor", info["flavor"], "file:" + PROC_VERSION, L_FLAVOR))
+        if info.get("gcc"):
+            facts.append(ok("driver.kernel_module.gcc", info["gcc"], "file:" + PROC_VERSION,
+                            "Compiler that built the module"))
+        return facts, info, loaded
+
+    # No usable /proc line: say why, then fall back to /sys/module/nvidia.
+    if wsl and not loaded:
+        why = "on WSL2 the NVIDIA driver runs on Windows; Linux has no nvidia kernel module (this is normal)"
+        facts.append(not_supported("driver.kernel_module.version", "file:" + PROC_VERSION, L_KVER, why))
+        facts.append(not_supported("driver.kernel_module.flavor", "file:" + PROC_VERSION, L_FLAVOR, why))
+        return facts, None, loaded
+    if proc.text is not None:
+        first = proc.text.strip().splitlines()[0][:120] if proc.text.strip() else ""
+        why = f"unexpected contents of {PROC_VERSION}: {first!r}" if first else f"{PROC_VERSION} is empty"
+    elif proc.missing and sys_loaded:
+        why = f"{PROC_VERSION} is absent although /sys/module/nvidia shows the module loaded"
+    elif proc.missing:
+        why = f"the nvidia kernel module is not loaded ({PROC_VERSION} is absent)"
+    else:
+        why = f"cannot read {PROC_VERSION} ({proc.error})"
+    if sys_ok:
+        facts.append(ok("driver.kernel_module.version", sys_ver, "file:" + SYS_VERSION, L_KVER))
+        info = {"version": sys_ver}
+    else:
+        facts.append(unknown("driver.kernel_module.version", why, "file:" + PROC_VERSION, L_KVER))
+    # Flavour without /proc: the proprietary module taints the kernel with "P", the open one does not.
+    taint = host.read_file(SYS_TAINT, limit=64)
+    taint_text = (taint.text or "").strip()
+    if taint.text is not None and re.fullmatch(r"[A-Z]*", taint_text):
+        flavor = "proprietary" if "P" in taint_text else "open"
+        facts.append(ok("driver.kernel_module.flavor", flavor, "file:" + SYS_TAINT, L_FLAVOR))
+        if info is not None:
+            info["flavor"] = flavor
+    else:
+        facts.append(unknown("driver.kernel_module.flavor", "cannot tell open from proprietary: %s, and %s is "
+                             "unreadable (%s)" % (why, SYS_TAINT, taint.error), "file:" + PROC_VERSION, L_FLAVOR))
+    return facts, info, loaded
+
+
+def _nvidia_smi(host: Host) -> Tuple[Optional[str], Optional[str], Optional[str], CommandResult]:
+    """(driver version, CUDA version, NVML library version from an error) from nvidia-smi."""
+    res = host.run(SMI_QUERY, timeout=10)
+    driver = cuda = nvml_lib = None
+    text = res.stdout + "\n" + res.stderr
+    m = _SMI_NVML_LIB.search(text)
+    if m:
+        nvml_lib = m.group(1)
+    if res.ok:
+        versions = {ln.strip() for ln in res.stdout.splitlines() if ln.strip()}
+        if len(versions) == 1 and _DRIVER_VERSION.match(next(iter(versions))):
+            driver = next(iter(versions))
+    if driver is not None:  # the header's "CUDA Version: 12.4" (the table is never parsed for anything else)
+        plain = host.run(SMI_PLAIN, timeout=10)
+        m = _SMI_CUDA.search(plain.stdout) if plain.ok else None
+        if m:
+            cuda = m.group("version")
+    return driver, cuda, nvml_lib, res
+
+
+def _nvml_part(ctx: ProbeContext, kinfo: Optional[Dict[str, str]],
+               libs: List[Tuple[str, str]]) -> Tuple[List[Fact], str]:
+    """NVML status, driver version, CUDA version (with nvidia-smi as fallback); returns the status value."""
+    host = ctx.host
+    facts: List[Fact] = []
+    nv = host.nvml()
+    lib_versions = sorted({v for _, v in libs if v}, key=Version)
+    if not nv.ok:
+        status = nv.error or "worker_failed"
+        reason = WORKER_REASONS.get(status, "NVML gave no answer") + (": " + nv.message if nv.message else "")
+        facts.append(Fact("driver.nvml.status", status, "nvml:init", "ok", reason, L_NVML))
+    else:
+        data = nv.data or {}
+        _, err = _nvml_answer(data, "init")
+        status = "ok" if err is None else err
+        if err is None:
+            facts.append(ok("driver.nvml.status", "ok", "nvml:init", L_NVML))
+        else:
+            reason = NVML_REASONS.get(err, f"NVML failed to initialise ({err})")
+            if err == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":
+                kv = kinfo.get("version") if kinfo else None
+                if kv or lib_versions:
+                    files = ", ".join(p.rsplit("/", 1)[-1] for p, _ in libs) or "no libnvidia-ml.so.<ver> found"
+                    uv = ", ".join(lib_versions) or "unknown"
+                    reason = (f"Driver/library version mismatch: the loaded kernel module is {kv or 'unknown'} "
+                              f"({PROC_VERSION}) but the user-space library is {uv} ({files}); usually the driver "
+                              "was upgraded without a reboot: reboot, or unload and reload the nvidia modules")
+            facts.append(Fact("driver.nvml.status", err, "nvml:init", "ok", reason, L_NVML))
+
+    version: Optional[str] = None
+    cuda: Optional[str] = None
+    why_no_version = ""
+    why_no_cuda = ""
+    if status == "ok":
+        data = nv.data or {}
+        v, err = _nvml_answer(data, "system.driver_version")
+        if err is None and isinstance(v, str) and _parse_version(v.strip()) is not None:
+            version = v.strip()
+            facts.append(ok("driver.version", version, "nvml:system.driver_version", L_VERSION))
+        else:
+            why_no_version = "NVML did not report the driver version (%s)" % (err or f"unexpected {v!r}")
+        c, err = _nvml_answer(data, "system.cuda_driver_version")
+        cuda = cuda_from_int(c) if err is None else None
+        if cuda:
+            facts.append(ok("driver.cuda_version", cuda, "nvml:system.cuda_driver_version", L_CUDA))
+        else:
+            why_no_cuda = "NVML did not report the CUDA driver version (%s)" % (err or f"unexpected {c!r}")
+        if version and cuda:
+            return facts, status
+
+    # Fallback: nvidia-smi, only because NVML gave no answer.
+    smi_driver, smi_cuda, smi_lib, res = _nvidia_smi(host)
+    src = _cmd_src(SMI_QUERY)
+    if version is None:
+        if smi_driver:
+            facts.append(ok("driver.version", smi_driver, src, L_VERSION))
+            version = smi_driver
+        else:
+            reason = "; ".join(x for x in (why_no_version or _status_reason(facts), _smi_failure(res)) if x)
+            maker = timed_out if res.timed_out else unknown
+            facts.append(maker("driver.version", reason, src, L_VERSION))
+    if cuda is None:
+        if smi_cuda:
+            facts.append(ok("driver.cuda_version", smi_cuda, _cmd_src(SMI_PLAIN), L_CUDA))
+        else:
+            reason = why_no_cuda or _status_reason(facts)
+            if res.timed_out:
+                facts.append(timed_out("driver.cuda_version", f"{reason}; {res.describe_failure()}", src,
+                                       L_CUDA))
+            else:
+                facts.append(unknown("driver.cuda_version", reason, "nvml:system.cuda_driver_version", L_CUDA))
+    if smi_lib and not lib_versions:
+        facts.append(ok("driver.userspace.version", smi_lib, src, L_USER))
+    return facts, status
+
+
+def _status_reason(facts: List[Fact]) -> str:
+    for f in facts:
+        if f.key == "driver.nvml.status":
+            return "NVML: %s" % (f.reason or f.value)
+    return ""
+
+
+def _smi_failure(res: CommandResult) -> str:
+    if res.ok:
+        return f"nvidia-smi printed no driver version ({res.stdout.strip()[:80]!r})"
+    return "fallback " + res.describe_failure()
+
+
+def _userspace_facts(libs: List[Tuple[str, str]]) -> List[Fact]:
+    if not libs:
+        return []
+    src = "dir:" + ",".join(sorted({p.rsplit("/", 1)[0] for p, _ in libs}))
+    ml = [v for p, v in libs if "libnvidia-ml" in p] or [v for _, v in libs]
+    newest = max(ml, key=Version)
+    facts = [ok("driver.userspace.version", newest, src, L_USER),
+             ok("driver.userspace.libraries", [p for p, _ in libs], src, "User-space driver libraries")]
+    distinct = sorted({v for _, v in libs}, key=Version)
+    if len(distinct) > 1:
+        facts.append(ok("driver.userspace.versions", distinct, src, "Several driver library versions installed"))
+    return facts
+
+
+def _in_kernel_drivers(host: Host) -> List[Fact]:
+    facts: List[Fact] = []
+    for name, modules, pci_drivers, label in (
+        ("nouveau", ("nouveau",), ("nouveau",), "nouveau"),
+        ("nova", ("nova_core", "nova_drm"), ("nova_core", "NovaCore", "nova-core"), "nova (Rust nova-core)"),
+    ):
+        loaded = [m for m in modules if host.is_dir("/sys/module/" + m)]
+        facts.append(ok(f"driver.{name}.loaded", bool(loaded), "dir:/sys/module/" + modules[0],
+                        f"{label} kernel module loaded"))
+        bound: List[str] = []
+        src = "dir:/sys/bus/pci/drivers/" + pci_drivers[0]
+        for drv in pci_drivers:
+            listing = host.list_dir("/sys/bus/pci/drivers/" + drv)
+            if listing.ok:
+                src = "dir:" + listing.path
+                bound.extend(n for n in listing.names() if _PCI_ADDR.match(n))
+        facts.append(ok(f"driver.{name}.bound", sorted(set(bound)), src, f"GPUs driven by {label}"))
+    return facts
+
+
+def _blacklist(host: Host) -> Fact:
+    where: List[str] = []
+    for d in MODPROBE_DIRS:
+        for path in host.glob_dir(d, r".+\.conf"):
+            text = host.read_text(path, limit=64 * 1024)
+            if text and _BLACKLIST.search(text):
+                where.append(path)
+    cmdline = host.read_text("/proc/cmdline", limit=16 * 1024) or ""
+    if re.search(r"(?:^|\s)modprobe\.blacklist=(?:\S*,)?nouveau(?:,|\s|$)", cmdline):
+        where.append("/proc/cmdline")
+    src = "file:" + ",".join(where) if where else "dir:" + ",".join(MODPROBE_DIRS)
+    return ok("driver.modprobe_blacklist_nouveau", bool(where), src, "nouveau blacklisted")
+
+
+def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
+    key, label = "driver.module_for_running_kernel", "nvidia module built for the running kernel"
+    release = host.uname().get("release", "")
+    if wsl:
+        return [not_supported(key, "uname", label, "on WSL2 the driver runs on Windows; no Linux module is needed")]
+    facts: List[Fact] = []
+    base = f"/lib/modules/{release}"
+    found: List[str] = []
+    if release and host.is_dir(base):
+        dirs = [base + "/" + s for s in MODULE_SUBDIRS]
+        kernel_dir = base + "/kernel"
+        # Ubuntu's prebuilt signed modules: /lib/modules/<rel>/kernel/nvidia-550/nvidia.ko
+        dirs += [kernel_dir + "/" + n for n in host.list_dir(kernel_dir).names() if n.startswith("nvidia")]
+        for d in dirs:
+            found.extend(d + "/" + n for n in host.list_dir(d).names() if _NVIDIA_KO.match(n))
+
+    dkms = host.run(["dkms", "status"], timeout=10)
+    entries = parse_dkms_status(dkms.stdout) if dkms.ok else []
+    dsrc = "command:dkms status"
+    if dkms.ok:
+        facts.append(ok("driver.dkms.status", entries, dsrc, "DKMS nvidia modules"))
+    elif not dkms.not_found:
+        maker = timed_out if dkms.timed_out else unknown
+        facts.append(maker("driver.dkms.status", dkms.describe_failure(), dsrc, "DKMS nvidia modules"))
+    dkms_here = [e for e in entries if e["kernel"] == release and e["state"].startswith("installed")]
+
+    if found or dkms_here:
+        src = ("dir:" + found[0].rsplit("/", 1)[0]) if found else dsrc
+        facts.append(ok(key, True, src, label))
+    elif not release:
+        facts.append(unknown(key, "the kernel release is unknown", "uname", label))
+    elif not host.is_dir(base) and not entries:
+        facts.append(unknown(key, f"{base} does not exist here (inside a container?)", "dir:" + base, label))
+    else:
+        fact = ok(key, False, "dir:" + base, label)
+        others = sorted({e["kernel"] for e in entries if e["state"].startswith("installed")})
+        fact.reason = ("no nvidia.ko under {}{}".format(base, "; DKMS built it only for " + ", ".join(others)
+                                                       if others else ""))
+        facts.append(fact)
+    return facts
+
+
+def _secure_boot(host: Host) -> Fact:
+    key, label = "driver.secure_boot", "Secure Boot"
+    if not host.is_dir("/sys/firmware/efi"):
+        return not_supported(key, "dir:/sys/firmware/efi", label,
+                             "legacy BIOS boot (no /sys/firmware/efi): Secure Boot does not apply")
+    var = host.read_file(SECURE_BOOT_VAR, limit=64)
+    # efivarfs: 4 bytes of attributes, then the variable's data (1 byte: 1 = enabled).
+    if var.data is not None and len(var.data) >= 5 and var.data[4] in (0, 1):
+        return ok(key, var.data[4] == 1, "file:" + SECURE_BOOT_VAR, label)
+    argv = ["mokutil", "--sb-state"]
+    res = host.run(argv, timeout=5)
+    text = (res.stdout + "\n" + res.stderr).lower()
+    if "secureboot enabled" in text:
+        return ok(key, True, _cmd_src(argv), label)
+    if "secureboot disabled" in text:
+        return ok(key, False, _cmd_src(argv), label)
+    if "doesn't support secure boot" in text or "not supported" in text:
+        return not_supported(key, _cmd_src(argv), label, "the firmware does not support Secure Boot")
+    why = ("{} is {}".format(SECURE_BOOT_VAR, f"unreadable ({var.error})" if var.data is None else "malformed")
+           + "; " + (res.describe_failure() if not res.ok else f"mokutil said {res.stdout.strip()[:80]!r}"))
+    if res.timed_out:
+        return timed_out(key, why, _cmd_src(argv), label)
+    return unknown(key, why, "file:" + SECURE_BOOT_VAR, label)
+
+
+def _module_signer(host: Host) -> List[Fact]:
+    argv = ["modinfo", "-F", "signer", "nvidia"]
+    res = host.run(argv, timeout=5)
+    src = _cmd_src(argv)
+    label = "nvidia module signed"
+    if res.ok:
+        signer = res.stdout.strip()
+        facts = [ok("driver.module_signed", bool(signer), src, label)]
+        if signer:
+            facts.append(ok("driver.module_signer", signer.splitlines()[0], src, "Module signed by"))
+        return facts
+    maker = timed_out if res.timed_out else unknown
+    return [maker("driver.module_signed", res.describe_failure(), src, label)]
+
+
+def _nvswitch(host: Host, dev_names: Tuple[str, ...]) -> List[Fact]:
+    nodes = [n for n in dev_names if n.startswith("nvidia-nvswitch")]
+    proc = host.list_dir("/proc/driver/nvidia-nvswitch/devices")
+    present = bool(nodes) or bool(proc.names())
+    src = "dir:/dev" if nodes else "dir:/proc/driver/nvidia-nvswitch/devices"
+    facts = [ok("driver.nvswitch.present", present, src, "NVSwitch present")]
+    if present:
+        fm = _state_of_service(host, "nvidia-fabricmanager", "driver.fabric_manager.state", "Fabric manager service")
+        if fm is not None:
+            facts.append(fm)
+    return facts
+
+
+@register("driver", "NVIDIA driver", order=30)
+def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
+    host = ctx.host
+    wsl, container = _os_context(ctx)
+    facts: List[Fact] = []
+
+    wsl_libs = host.glob_dir(WSL_LIB_DIR, r"libcuda\.so.*")
+    if wsl_libs:
+        facts.append(ok("driver.wsl_libcuda", wsl_libs, "dir:" + WSL_LIB_DIR, "WSL libcuda (Windows driver)"))
+
+    kfacts, kinfo, loaded = _kernel_module(host, wsl)
+    libs = _userspace_libs(host)
+    nv = host.nvml()
+    lib_missing = (nv.ok and _nvml_answer(nv.data or {}, "init")[1] == "NVML_ERROR_LIBRARY_NOT_FOUND")
+
+    if lib_missing and not loaded and not libs and not wsl_libs:
+        gpus = _nvidia_pci_gpus(host)
+        src = "nvml:init"
+        if gpus:
+            fact = ok("driver.installed", False, src, "NVIDIA driver installed")
+            fact.reason = f"an NVIDIA GPU is present (PCI {', '.join(gpus)}) but no NVIDIA driver is installed"
+        else:
+            fact = ok("driver.installed", False, src, "NVIDIA driver installed")
+            fact.reason = "no NVIDIA driver installed, and no NVIDIA GPU found on the PCI bus"
+        facts.append(fact)
+        facts.append(ok("driver.nvidia_pci_gpus", gpus, "dir:/sys/bus/pci/devices", "NVIDIA GPUs on the PCI bus"))
+        facts.extend(_in_kernel_drivers(host))
+        facts.append(_blacklist(host))
+        if gpus:  # what installing a driver will run into
+            facts.append(_secure_boot(host))
+            facts.extend(_module_on_disk(host, wsl))
+        return facts
+
+    loaded_src = next((f.source for f in kfacts if f.key == "driver.kernel_module.loaded"), "derived")
+    facts.append(ok("driver.installed", True, loaded_src if loaded else "nvml:init", "NVIDIA driver installed"))
+    facts.extend(kfacts)
+    nfacts, status = _nvml_part(ctx, kinfo, libs)
+    facts.extend(nfacts)
+    have_user = any(f.key == "driver.userspace.version" for f in nfacts)
+    if not have_user:
+        facts.extend(_userspace_facts(libs))
+    if not libs and not have_user and not wsl:
+        facts.append(unknown("driver.userspace.version", "no libnvidia-ml.so.<version> or libcuda.so.<version> in "
+                             + ", ".join(LIB_DIRS), "dir:" + ",".join(LIB_DIRS), L_USER))
+
+    if wsl:  # the driver is Windows': none of the Linux-side module questions apply
+        return facts
+
+    dev = host.list_dir("/dev")
+    dev_names = dev.names()
+    if dev.ok:
+        nodes = sorted(n for n in dev_names if n.startswith("nvidia"))
+        facts.append(ok("driver.device_nodes", nodes, "dir:/dev", "NVIDIA device nodes"))
+    else:
+        facts.append(unknown("driver.device_nodes", f"cannot list /dev ({dev.error})", "dir:/dev",
+                             "NVIDIA device nodes"))
+    facts.extend(_in_kernel_drivers(host))
+    facts.append(_blacklist(host))
+    if container:  # modules, signing and Secure Boot are the host's business, not visible from here
+        why = f"inside a {container} container: the kernel module is the host's"
+        facts.append(not_supported("driver.module_for_running_kernel", "derived", "nvidia module built for the "
+                                   "running kernel", why))
+    else:
+        facts.extend(_module_on_disk(host, wsl))
+        facts.append(_secure_boot(host))
+        if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
+            facts.extend(_module_signer(host))
+    facts.extend(_nvswitch(host, dev_names))
+    if loaded:
+        pd = _state_of_service(host, "nvidia-persistenced", "driver.persistenced.state", "Persistence daemon",
+                               optional=True)
+        if pd is not None:
+            facts.append(pd)
+    return facts
