@@ -1,1 +1,502 @@
-"""(being written)"""
+"""GPUs: what NVML says about each one, and what the PCI bus shows when NVML cannot answer.
+
+Evidence, in order of preference:
+
+* NVML (``host.nvml()``, answered by :mod:`envdoctor.host.nvml_worker`): one
+  ``device.N.<field>`` answer per question, each ``{"value": ...}`` or
+  ``{"error": "NVML_ERROR_...", "code": n}``.  ``NVML_ERROR_NOT_SUPPORTED``
+  becomes a ``not_supported`` fact (the board lacks the feature: not a fault);
+  any other error an ``unknown`` fact naming the NVML error.
+* The PCI bus (``/sys/bus/pci/devices/*/{vendor,class,device,driver}``), read
+  always: it is cheap and shows a GPU that ``nouveau`` or ``vfio-pci`` holds,
+  or one the NVIDIA driver cannot talk to.
+* ``/proc/driver/nvidia/gpus/*/information`` (model, bus location, UUID) when
+  NVML fails, so "an NVIDIA GPU is present but the driver is not working" is
+  reported with the model and bus id.
+
+Memory bandwidth is derived, not measured.  NVML's maximum memory clock
+(``nvmlDeviceGetMaxClockInfo(NVML_CLOCK_MEM)``, what ``nvidia-smi -q`` prints
+under "Max Clocks / Memory") is half the per-pin data rate for every memory
+type NVIDIA ships, so the theoretical peak is::
+
+    bytes/s = bus_width_bits / 8 * max_mem_clock_MHz * 1e6 * 2
+
+Checked against NVIDIA's own figures:
+
+* H100 SXM5 80GB HBM3: 5120-bit, 2619 MHz -> 3352 GB/s (spec sheet: 3.35 TB/s;
+  2619 MHz from ``nvidia-smi -q`` in https://github.com/NVIDIA/DCGM/issues/120).
+* RTX 4090 GDDR6X: 384-bit, 10501 MHz -> 1008 GB/s (spec: 1008 GB/s; nvbench
+  prints "1008 GB/sec (384-bit DDR @10501MHz)",
+  https://github.com/NVIDIA/nvbench/pull/207).
+* A100-SXM4-40GB HBM2: 5120-bit, 1215 MHz -> 1555 GB/s (spec: 1555 GB/s; clock
+  from ``nvidia-smi -q`` in https://github.com/NVIDIA/nvidia-docker/issues/1648).
+* Tesla P100 HBM2: 4096-bit, 715 MHz -> 732 GB/s (spec: 732 GB/s; clock from
+  https://github.com/NVIDIA/nvidia-docker/issues/1316).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Fact, not_supported, ok, timed_out, unknown
+from ..host.base import Host
+from . import ProbeContext, register
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+PROC_GPUS = "/proc/driver/nvidia/gpus"
+NVIDIA_VENDOR = "0x10de"
+#: PCI classes of a GPU: VGA compatible controller, 3D controller.  (NVIDIA
+#: boards also expose audio, USB and UCSI functions, which are not GPUs.)
+GPU_CLASSES = ("0x0300", "0x0302")
+
+#: Architecture by compute capability (major, minor); ``None`` minor = any.
+#: From NVIDIA's CUDA GPUs table, https://developer.nvidia.com/cuda-gpus.
+CC_ARCH: Tuple[Tuple[int, Optional[int], str], ...] = (
+    (3, None, "Kepler"),
+    (5, None, "Maxwell"),
+    (6, None, "Pascal"),
+    (7, 0, "Volta"),
+    (7, 2, "Volta"),
+    (7, 5, "Turing"),
+    (8, 0, "Ampere"),
+    (8, 6, "Ampere"),
+    (8, 7, "Ampere"),
+    (8, 9, "Ada Lovelace"),
+    (9, 0, "Hopper"),
+    (10, None, "Blackwell"),
+    (12, None, "Blackwell"),
+)
+
+#: ``nvmlDeviceArchitecture_t`` (nvml.h; pynvml ``NVML_DEVICE_ARCH_*``).
+NVML_ARCH = {
+    2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere", 8: "Ada Lovelace",
+    9: "Hopper", 10: "Blackwell", 13: "Rubin",
+}
+
+#: ``nvmlClocksEventReason*`` bits (nvml.h; pynvml ``nvmlClocksEventReason*`` and
+#: ``nvmlClocksThrottleReason*``), named as ``nvidia-smi -q`` prints them.
+CLOCK_EVENT_REASONS = (
+    (0x001, "GPU idle"),
+    (0x002, "applications clocks setting"),
+    (0x004, "SW power cap"),
+    (0x008, "HW slowdown"),
+    (0x010, "sync boost"),
+    (0x020, "SW thermal slowdown"),
+    (0x040, "HW thermal slowdown"),
+    (0x080, "HW power brake slowdown"),
+    (0x100, "display clock setting"),
+    (0x200, "board limit"),
+    (0x400, "reliability"),
+)
+
+#: ``nvmlComputeMode_t``.
+COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+
+NOT_SUPPORTED = "NVML_ERROR_NOT_SUPPORTED"
+
+
+# -- small converters: raise ValueError/TypeError on an answer of the wrong shape
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"not an integer: {v!r}")
+    return v
+
+
+def _nonneg(v: Any) -> int:
+    v = _int(v)
+    if v < 0:
+        raise ValueError(f"negative: {v!r}")
+    return v
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise TypeError(f"not a non-empty string: {v!r}")
+    return v.strip()
+
+
+def _enabled(v: Any) -> bool:
+    v = _int(v)
+    if v not in (0, 1):
+        raise ValueError(f"not 0/1: {v!r}")
+    return v == 1
+
+
+def _pair(v: Any) -> Tuple[Any, Any]:
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise TypeError(f"not a pair: {v!r}")
+    return v[0], v[1]
+
+
+def _struct(v: Any, name: str) -> Any:
+    if not isinstance(v, dict) or name not in v:
+        raise TypeError(f"no {name} in {v!r}")
+    return v[name]
+
+
+def compute_capability(v: Any) -> str:
+    major, minor = _pair(v)
+    return f"{_nonneg(major)}.{_nonneg(minor)}"
+
+
+def architecture_of(cc: str) -> Optional[str]:
+    """``"9.0"`` -> ``"Hopper"``; ``None`` for a capability not in the table."""
+    try:
+        ver = Version(cc)
+    except InvalidVersion:
+        return None
+    major, minor = ver.major, ver.minor
+    for a, b, name in CC_ARCH:
+        if a == major and (b is None or b == minor):
+            return name
+    return None
+
+
+def clock_event_reason_names(mask: int) -> List[str]:
+    names = [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
+    known = 0
+    for bit, _ in CLOCK_EVENT_REASONS:
+        known |= bit
+    if mask & ~known:
+        names.append("unknown reason bits 0x%x" % (mask & ~known))
+    return names
+
+
+def bandwidth_gbps(bus_width_bits: int, max_mem_clock_mhz: int) -> float:
+    """Theoretical peak memory bandwidth in GB/s (10^9 bytes/s); see the module docstring."""
+    return round(bus_width_bits / 8.0 * max_mem_clock_mhz * 1e6 * 2 / 1e9, 1)
+
+
+def _pci_id(bus_id: str) -> Optional[Tuple[int, int, int, int]]:
+    """``00000000:18:00.0`` or ``0000:18:00.0`` -> (domain, bus, device, function)."""
+    m = re.match(r"^\s*([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])\s*$", bus_id or "")
+    if not m:
+        return None
+    return int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16), int(m.group(4), 16)
+
+
+def _pci_str(bus_id: str) -> str:
+    """Canonical sysfs form ``0000:18:00.0`` (NVML writes an 8-digit domain, upper case)."""
+    t = _pci_id(bus_id)
+    return "{:04x}:{:02x}:{:02x}.{:x}".format(*t) if t else bus_id
+
+
+# -- NVML ------------------------------------------------------------------------
+
+def _nvml_error_reason(ans: Dict[str, Any]) -> str:
+    err = str(ans.get("error"))
+    if err == "EXCEPTION":
+        return "the NVML binding failed: {}".format(str(ans.get("message", ""))[:200])
+    if err == "NVML_ERROR_FUNCTION_NOT_FOUND":
+        return "this driver's NVML lacks the call (NVML_ERROR_FUNCTION_NOT_FOUND: driver older than the query)"
+    if err == "NVML_ERROR_NO_PERMISSION":
+        return "NVML refused (NVML_ERROR_NO_PERMISSION)"
+    if err == "NVML_ERROR_GPU_IS_LOST":
+        return "NVML_ERROR_GPU_IS_LOST: the GPU fell off the bus or hung; it needs a reset or reboot"
+    return f"NVML answered {err}"
+
+
+class _Device:
+    """Turns one GPU's NVML answers into facts."""
+
+    def __init__(self, data: Dict[str, Any], index: int, facts: List[Fact]) -> None:
+        self.data = data
+        self.i = index
+        self.facts = facts
+
+    def key(self, name: str) -> str:
+        return f"gpu.{self.i}.{name}"
+
+    def src(self, field: str) -> str:
+        return f"nvml:device.{self.i}.{field}"
+
+    def answer(self, field: str) -> Tuple[Any, Optional[Dict[str, Any]]]:
+        """(value, None) or (None, the error answer)."""
+        ans = self.data.get(f"device.{self.i}.{field}")
+        if not isinstance(ans, dict):
+            return None, {"error": "missing"}
+        if "error" in ans:
+            return None, ans
+        return ans.get("value"), None
+
+    def add(self, name: str, field: str, label: str, convert: Callable[[Any], Any] = lambda v: v) -> Any:
+        """Add fact ``gpu.N.name`` from NVML answer ``field``; return the value or ``None``."""
+        key, src = self.key(name), self.src(field)
+        value, err = self.answer(field)
+        if err is not None:
+            self.facts.append(self.error_fact(key, src, label, err))
+            return None
+        try:
+            out = convert(value)
+        except (TypeError, ValueError, KeyError) as exc:
+            self.facts.append(unknown(key, f"NVML gave an unexpected answer ({str(exc)[:120]})", src, label))
+            return None
+        self.facts.append(ok(key, out, src, label))
+        return out
+
+    @staticmethod
+    def error_fact(key: str, src: str, label: str, err: Dict[str, Any]) -> Fact:
+        if err.get("error") == "missing":
+            return unknown(key, "NVML was not asked (envdoctor's NVML query ended early)", src, label)
+        if err.get("error") == NOT_SUPPORTED:
+            return not_supported(key, src, label)
+        return unknown(key, _nvml_error_reason(err), src, label)
+
+
+def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
+    facts: List[Fact] = []
+    d = _Device(data, i, facts)
+    facts.append(ok(d.key("index"), i, d.src("handle"), "NVML index"))
+    d.add("name", "name", "Model", _text)
+    pci = d.add("pci_bus_id", "pci", "PCI bus id", lambda v: _text(_struct(v, "busId")))
+    if pci is not None:
+        d.add("pci_device_id", "pci", "PCI vendor:device",
+              lambda v: "{:04x}:{:04x}".format(_nonneg(_struct(v, "pciDeviceId")) & 0xFFFF,
+                                       _nonneg(_struct(v, "pciDeviceId")) >> 16))
+    d.add("uuid", "uuid", "UUID", _text)
+    d.add("minor_number", "minor_number", "Device node /dev/nvidiaN", _nonneg)
+    d.add("vbios_version", "vbios_version", "VBIOS", _text)
+
+    cc = d.add("compute_capability", "compute_capability", "Compute capability", compute_capability)
+    arch = architecture_of(cc) if cc else None
+    if arch:
+        facts.append(ok(d.key("architecture"), arch, d.src("compute_capability"), "Architecture"))
+    else:
+        why = f"compute capability {cc} is not in envdoctor's table" if cc else "no compute capability"
+        enum_name = d.add("architecture_nvml", "architecture", "Architecture (NVML enum)",
+                          lambda v: NVML_ARCH[_int(v)])
+        if enum_name:
+            facts.append(ok(d.key("architecture"), enum_name, d.src("architecture"), "Architecture"))
+        else:
+            facts.append(unknown(d.key("architecture"), why + ", and NVML did not name the architecture",
+                                 "derived", "Architecture"))
+
+    d.add("memory_total_bytes", "memory", "Memory", lambda v: _nonneg(_struct(v, "total")))
+    width = d.add("memory_bus_width_bits", "memory_bus_width", "Memory bus width (bits)", _nonneg)
+    clock = d.add("memory_clock_max_mhz", "max_clock_mem", "Max memory clock (MHz)", _nonneg)
+    d.add("sm_clock_max_mhz", "max_clock_sm", "Max SM clock (MHz)", _nonneg)
+    bw_key, bw_label = d.key("memory_bandwidth_gbps"), "Peak memory bandwidth (GB/s, theoretical)"
+    if width and clock:
+        facts.append(ok(bw_key, bandwidth_gbps(width, clock), "derived", bw_label))
+    else:
+        facts.append(unknown(bw_key, "needs the memory bus width and the max memory clock from NVML",
+                             "derived", bw_label))
+
+    d.add("sm_count", "attributes", "Streaming multiprocessors",
+          lambda v: _nonneg(_struct(v, "multiprocessorCount")))
+    d.add("cuda_cores", "num_cores", "CUDA cores", _nonneg)
+
+    d.add("pcie_gen_current", "pcie_gen_current", "PCIe generation (now)", _nonneg)
+    d.add("pcie_gen_max", "pcie_gen_max", "PCIe generation (max of GPU and slot)", _nonneg)
+    d.add("pcie_gen_gpu_max", "pcie_gen_gpu_max", "PCIe generation (max of GPU)", _nonneg)
+    d.add("pcie_width_current", "pcie_width_current", "PCIe width (now)", _nonneg)
+    d.add("pcie_width_max", "pcie_width_max", "PCIe width (max)", _nonneg)
+
+    d.add("persistence_mode", "persistence_mode", "Persistence mode", _enabled)
+    d.add("ecc_mode_current", "ecc_mode", "ECC (now)", lambda v: _enabled(_pair(v)[0]))
+    d.add("ecc_mode_pending", "ecc_mode", "ECC (after reset)", lambda v: _enabled(_pair(v)[1]))
+    d.add("ecc_errors_volatile_uncorrected", "ecc_volatile_uncorrected",
+          "Uncorrected ECC errors since boot", _nonneg)
+    d.add("ecc_errors_aggregate_uncorrected", "ecc_aggregate_uncorrected",
+          "Uncorrected ECC errors (lifetime)", _nonneg)
+    d.add("mig_mode_current", "mig_mode", "MIG (now)", lambda v: _enabled(_pair(v)[0]))
+    d.add("mig_mode_pending", "mig_mode", "MIG (after reset)", lambda v: _enabled(_pair(v)[1]))
+    d.add("display_active", "display_active", "Display active", _enabled)
+    d.add("compute_mode", "compute_mode", "Compute mode", lambda v: COMPUTE_MODES[_int(v)])
+
+    d.add("power_limit_watts", "power_limit", "Power limit (W)", lambda v: round(_nonneg(v) / 1000.0, 2))
+    d.add("power_limit_default_watts", "power_limit_default", "Default power limit (W)",
+          lambda v: round(_nonneg(v) / 1000.0, 2))
+    d.add("clock_event_reasons", "clock_event_reasons", "Clocks held down by",
+          lambda v: clock_event_reason_names(_nonneg(v)))
+    d.add("utilization_gpu_percent", "utilization", "GPU utilization (%)",
+          lambda v: _nonneg(_struct(v, "gpu")))
+    d.add("utilization_memory_percent", "utilization", "Memory controller utilization (%)",
+          lambda v: _nonneg(_struct(v, "memory")))
+    d.add("temperature_celsius", "temperature", "Temperature (C)", _nonneg)
+    return facts
+
+
+# -- PCI bus and /proc ---------------------------------------------------------------
+
+def pci_scan(host: Host) -> Tuple[Optional[List[Dict[str, Optional[str]]]], str]:
+    """NVIDIA GPUs on the PCI bus: ([{bus_id, device_id, driver}], "") or (None, why not)."""
+    listing = host.list_dir(PCI_DEVICES)
+    if not listing.ok:
+        return None, f"cannot list {PCI_DEVICES} ({listing.error})"
+    found: List[Dict[str, Optional[str]]] = []
+    for name in listing.names():
+        base = posixpath.join(PCI_DEVICES, name)
+        vendor = (host.read_text(base + "/vendor", limit=64) or "").strip().lower()
+        if vendor != NVIDIA_VENDOR:
+            continue
+        cls = (host.read_text(base + "/class", limit=64) or "").strip().lower()
+        if not cls.startswith(GPU_CLASSES):
+            continue
+        device = (host.read_text(base + "/device", limit=64) or "").strip().lower()
+        link = host.read_link(base + "/driver")
+        found.append({
+            "bus_id": name,
+            "device_id": f"10de:{device[2:]}" if device.startswith("0x") else None,
+            "driver": posixpath.basename(link.target.rstrip("/")) if link.ok and link.target else None,
+        })
+    return found, ""
+
+
+def parse_information(text: str) -> Dict[str, str]:
+    """``/proc/driver/nvidia/gpus/*/information``: ``Key: <tabs> value`` lines."""
+    out: Dict[str, str] = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(":")
+        if sep and k.strip() and v.strip():
+            out[k.strip()] = " ".join(v.split())
+    return out
+
+
+def _proc_gpus(host: Host) -> Dict[str, Tuple[str, Dict[str, str]]]:
+    """Canonical bus id -> (path, parsed information file) for GPUs the NVIDIA kernel driver knows."""
+    out: Dict[str, Tuple[str, Dict[str, str]]] = {}
+    for d in host.list_dir(PROC_GPUS).names():
+        path = posixpath.join(PROC_GPUS, d, "information")
+        text = host.read_text(path, limit=16 * 1024)
+        if text is None:
+            continue
+        out[_pci_str(d)] = (path, parse_information(text))
+    return out
+
+
+def _fallback(host: Host, pci: Optional[List[Dict[str, Optional[str]]]], why_nvml: str) -> List[Fact]:
+    """NVML gave nothing: report the GPUs the PCI bus and /proc show, with the model and bus id."""
+    facts: List[Fact] = []
+    proc = _proc_gpus(host)
+    by_bus: Dict[str, Dict[str, Any]] = {}
+    for dev in pci or []:
+        by_bus[_pci_str(str(dev["bus_id"]))] = {"pci": dev}
+    for bus, (path, info) in proc.items():
+        by_bus.setdefault(bus, {})["proc"] = (path, info)
+    for i, bus in enumerate(sorted(by_bus)):
+        entry = by_bus[bus]
+        dev = entry.get("pci") or {}
+        path, info = entry.get("proc") or ("", {})
+        k = f"gpu.{i}."
+        psrc = "dir:{}/{}".format(PCI_DEVICES, dev["bus_id"]) if dev else "file:" + path
+        facts.append(ok(k + "pci_bus_id", bus, psrc, "PCI bus id"))
+        model = info.get("Model")
+        if model and model.lower() != "unknown":
+            facts.append(ok(k + "name", model, "file:" + path, "Model"))
+        elif path:
+            facts.append(unknown(k + "name", "the NVIDIA kernel driver names the model \"Unknown\" (it cannot "
+                                 "talk to the GPU)", "file:" + path, "Model"))
+        else:
+            facts.append(unknown(k + "name", f"NVML gave no answer ({why_nvml}) and {PROC_GPUS} has no entry "
+                                 "for this GPU", psrc, "Model"))
+        uuid = info.get("GPU UUID")
+        if uuid and uuid.startswith("GPU-"):
+            facts.append(ok(k + "uuid", uuid, "file:" + path, "UUID"))
+        if dev.get("device_id"):
+            facts.append(ok(k + "pci_device_id", dev["device_id"], psrc + "/device", "PCI vendor:device"))
+        if dev:
+            facts.append(ok(k + "driver", dev.get("driver"), "link:{}/{}/driver".format(PCI_DEVICES, dev["bus_id"]),
+                            "Bound kernel driver"))
+    facts.insert(0, ok("gpu.count", len(by_bus), "derived", "NVIDIA GPUs"))
+    return facts
+
+
+# -- the probe -----------------------------------------------------------------
+
+def _nvml_failure(nv: Any) -> Tuple[Optional[str], Optional[str]]:
+    """(None, None) when NVML answered; else (status, reason)."""
+    if not nv.ok:
+        status = "timed_out" if nv.error in ("timed_out", "deadline") else "unknown"
+        return status, nv.message or str(nv.error)
+    init = nv.data.get("init")
+    if isinstance(init, dict) and "error" in init:
+        err = str(init.get("error"))
+        hints = {
+            "NVML_ERROR_LIBRARY_NOT_FOUND": "NVML library libnvidia-ml.so.1 not found (no NVIDIA driver installed?)",
+            "NVML_ERROR_DRIVER_NOT_LOADED": "the NVIDIA kernel module is not loaded (NVML_ERROR_DRIVER_NOT_LOADED)",
+            "NVML_ERROR_LIB_RM_VERSION_MISMATCH": "the NVML library and the loaded kernel module are different "
+                                                  "versions (NVML_ERROR_LIB_RM_VERSION_MISMATCH; reboot or "
+                                                  "reload the module after a driver update)",
+            "NVML_ERROR_NO_PERMISSION": "no permission to open /dev/nvidia* (NVML_ERROR_NO_PERMISSION)",
+        }
+        if err == "EXCEPTION":
+            return "unknown", "NVML could not be started: {}".format(str(init.get("message", ""))[:200])
+        return "unknown", hints.get(err, f"NVML failed to start ({err})")
+    if not isinstance(init, dict):
+        return "unknown", "NVML's answer has no init result (garbled)"
+    return None, None
+
+
+@register("gpu", "GPUs", order=40)
+def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
+    host = ctx.host
+    facts: List[Fact] = []
+    pci, pci_why = pci_scan(host)
+    if pci is None:
+        facts.append(unknown("gpu.pci_devices", pci_why, "dir:" + PCI_DEVICES, "NVIDIA GPUs on the PCI bus"))
+    else:
+        facts.append(ok("gpu.pci_devices", pci, "dir:" + PCI_DEVICES, "NVIDIA GPUs on the PCI bus"))
+
+    nv = host.nvml()
+    status, why = _nvml_failure(nv)
+    if status is None:
+        data: Dict[str, Any] = nv.data or {}
+        count_ans = data.get("device_count")
+        count = count_ans.get("value") if isinstance(count_ans, dict) else None
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            reason = (_nvml_error_reason(count_ans) if isinstance(count_ans, dict) and "error" in count_ans
+                      else "NVML gave no GPU count")
+            facts.append(unknown("gpu.count", reason, "nvml:device_count", "NVIDIA GPUs"))
+            facts.append(unknown("gpu.status", reason, "nvml:device_count", "GPUs"))
+            return facts
+        facts.append(ok("gpu.count", count, "nvml:device_count", "NVIDIA GPUs"))
+        if count == 0:
+            held = [d for d in pci or [] if d.get("driver") != "nvidia"]
+            drivers = ", ".join(sorted({str(d.get("driver") or "none") for d in held}))
+            msg = ("no NVIDIA GPU found" if not held else
+                   f"NVML sees no GPU, but the PCI bus has {len(held)} NVIDIA GPU(s) held by other drivers "
+                   f"({drivers})")
+            facts.append(ok("gpu.status", msg, "nvml:device_count", "GPUs"))
+            return facts
+        facts.append(ok("gpu.status", f"NVML answered for {count} GPU(s)", "nvml:device_count", "GPUs"))
+        for i in range(min(count, 64)):
+            handle = data.get(f"device.{i}.handle")
+            if isinstance(handle, dict) and "error" in handle:
+                facts.append(unknown(f"gpu.{i}.name", "NVML cannot open this GPU: " + _nvml_error_reason(handle),
+                                     f"nvml:device.{i}.handle", "Model"))
+                continue
+            facts.extend(_device_facts(data, i))
+        return facts
+
+    # NVML gave nothing: what does the hardware show?
+    rest = _fallback(host, pci, why or "")
+    count = rest[0].value
+    if count == 0:
+        if pci is None:
+            facts.append(unknown("gpu.count", f"NVML gave no answer ({why}) and {pci_why}", "derived",
+                                 "NVIDIA GPUs"))
+            facts.append(unknown("gpu.status", "cannot tell whether an NVIDIA GPU is present", "derived", "GPUs"))
+            return facts
+        if status == "timed_out":
+            msg = f"NVML did not answer ({why}); the PCI bus shows no NVIDIA GPU"
+            facts.append(timed_out("gpu.count", msg, "nvml:init", "NVIDIA GPUs"))
+            facts.append(timed_out("gpu.status", msg, "nvml:init", "GPUs"))
+            return facts
+        facts.append(ok("gpu.count", 0, "derived", "NVIDIA GPUs"))
+        none = ok("gpu.status", "no NVIDIA GPU found", "dir:" + PCI_DEVICES, "GPUs")
+        none.reason = f"no NVIDIA display or 3D controller on the PCI bus; NVML: {why}"
+        facts.append(none)
+        return facts
+    facts.extend(rest)
+    msg = f"NVIDIA GPU present, driver not working: {why}"
+    if status == "timed_out":
+        facts.append(timed_out("gpu.status", msg, "nvml:init", "GPUs"))
+    else:
+        facts.append(unknown("gpu.status", msg, "nvml:init", "GPUs"))
+    return facts

@@ -1,0 +1,293 @@
+/*
+ * A fake libnvidia-ml.so.1 for envdoctor's tests.
+ *
+ * It implements the NVML entry points that nvidia-ml-py (pynvml) calls for
+ * envdoctor/host/nvml_worker.py, with the struct layouts pynvml declares, and
+ * answers from a "key=value" file named by $FAKE_NVML_ANSWERS (written by
+ * tests/fakenvml/build.py from a JSON answer file).  Keys mirror the worker's:
+ *
+ *   init.error=18                 nvmlInitWithFlags returns this code
+ *   init.hang_seconds=30          nvmlInitWithFlags sleeps first (driver hang)
+ *   system.driver_version=...     system.cuda_driver_version=12040
+ *   device_count=2
+ *   device.0.name=...             device.0.memory.total=...   device.0.ecc_mode=1,1
+ *   device.0.<field>.error=3      that call returns NVML_ERROR_NOT_SUPPORTED
+ *
+ * A device value that is absent answers NVML_ERROR_NOT_SUPPORTED, as real NVML
+ * does for a feature a board lacks.  Built with -DFAKE_NVML_OLD it leaves out
+ * two calls newer drivers added, so pynvml raises FunctionNotFound for them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define OK 0
+#define ERR_UNINITIALIZED 1
+#define ERR_INVALID_ARGUMENT 2
+#define ERR_NOT_SUPPORTED 3
+#define ERR_INSUFFICIENT_SIZE 7
+#define MAX_LINES 2048
+#define MAX_DEVICES 64
+
+typedef struct { char busIdLegacy[16]; unsigned domain, bus, device, pciDeviceId, pciSubSystemId; char busId[32]; }
+    nvmlPciInfo_t;
+typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct { unsigned gpu, memory; } nvmlUtilization_t;
+typedef struct {
+    unsigned multiprocessorCount, sharedCopyEngineCount, sharedDecoderCount, sharedEncoderCount, sharedJpegCount,
+        sharedOfaCount, gpuInstanceSliceCount, computeInstanceSliceCount;
+    unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+typedef struct fake_device { int index; } *nvmlDevice_t;
+
+static char *keys[MAX_LINES];
+static char *vals[MAX_LINES];
+static int nlines = -1;
+static int initialized = 0;
+static struct fake_device devices[MAX_DEVICES];
+
+static void load(void) {
+    if (nlines >= 0) return;
+    nlines = 0;
+    const char *path = getenv("FAKE_NVML_ANSWERS");
+    FILE *fh = path ? fopen(path, "r") : NULL;
+    if (!fh) return;
+    char line[4096];
+    while (nlines < MAX_LINES && fgets(line, sizeof line, fh)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *eq = strchr(line, '=');
+        if (!eq || line[0] == '#') continue;
+        *eq = 0;
+        keys[nlines] = strdup(line);
+        vals[nlines] = strdup(eq + 1);
+        nlines++;
+    }
+    fclose(fh);
+}
+
+static const char *get(const char *key) {
+    load();
+    for (int i = nlines - 1; i >= 0; i--)
+        if (strcmp(keys[i], key) == 0) return vals[i];
+    return NULL;
+}
+
+static const char *dget(nvmlDevice_t d, const char *field) {
+    char key[256];
+    snprintf(key, sizeof key, "device.%d.%s", d ? d->index : -1, field);
+    return get(key);
+}
+
+/* The error a device call returns, or OK; absent value = NOT_SUPPORTED. */
+static int derr(nvmlDevice_t d, const char *field, const char *probe_key) {
+    if (!initialized) return ERR_UNINITIALIZED;
+    if (!d) return ERR_INVALID_ARGUMENT;
+    char key[256];
+    snprintf(key, sizeof key, "%s.error", field);
+    const char *e = dget(d, key);
+    if (e) return atoi(e);
+    if (!dget(d, probe_key ? probe_key : field)) return ERR_NOT_SUPPORTED;
+    return OK;
+}
+
+static unsigned long long dnum(nvmlDevice_t d, const char *field) {
+    const char *v = dget(d, field);
+    return v ? strtoull(v, NULL, 0) : 0;
+}
+
+static int copy_str(const char *v, char *buf, unsigned len) {
+    if (!buf) return ERR_INVALID_ARGUMENT;
+    if (strlen(v) + 1 > len) return ERR_INSUFFICIENT_SIZE;
+    strcpy(buf, v);
+    return OK;
+}
+
+/* -- init ------------------------------------------------------------------ */
+int nvmlInitWithFlags(unsigned flags) {
+    (void)flags;
+    const char *hang = get("init.hang_seconds");
+    if (hang) sleep((unsigned)atoi(hang));
+    const char *e = get("init.error");
+    if (e && atoi(e) != 0) return atoi(e);
+    for (int i = 0; i < MAX_DEVICES; i++) devices[i].index = i;
+    initialized = 1;
+    return OK;
+}
+int nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
+int nvmlInit(void) { return nvmlInitWithFlags(0); }
+int nvmlShutdown(void) { initialized = 0; return OK; }
+
+const char *nvmlErrorString(int result) {
+    switch (result) {
+    case 0: return "Success";
+    case 3: return "Not Supported";
+    case 9: return "Driver Not Loaded";
+    case 18: return "RM has detected an NVML/RM version mismatch.";
+    default: return "Unknown Error";
+    }
+}
+
+/* -- system ---------------------------------------------------------------- */
+static int sys_str(const char *key, char *buf, unsigned len) {
+    if (!initialized) return ERR_UNINITIALIZED;
+    char ekey[128];
+    snprintf(ekey, sizeof ekey, "%s.error", key);
+    if (get(ekey)) return atoi(get(ekey));
+    const char *v = get(key);
+    return v ? copy_str(v, buf, len) : ERR_NOT_SUPPORTED;
+}
+int nvmlSystemGetDriverVersion(char *buf, unsigned len) { return sys_str("system.driver_version", buf, len); }
+int nvmlSystemGetNVMLVersion(char *buf, unsigned len) { return sys_str("system.nvml_version", buf, len); }
+int nvmlSystemGetCudaDriverVersion_v2(int *v) {
+    if (!initialized) return ERR_UNINITIALIZED;
+    if (get("system.cuda_driver_version.error")) return atoi(get("system.cuda_driver_version.error"));
+    const char *s = get("system.cuda_driver_version");
+    if (!s) return ERR_NOT_SUPPORTED;
+    *v = atoi(s);
+    return OK;
+}
+int nvmlSystemGetCudaDriverVersion(int *v) { return nvmlSystemGetCudaDriverVersion_v2(v); }
+int nvmlDeviceGetCount_v2(unsigned *count) {
+    if (!initialized) return ERR_UNINITIALIZED;
+    if (get("device_count.error")) return atoi(get("device_count.error"));
+    const char *s = get("device_count");
+    *count = s ? (unsigned)atoi(s) : 0;
+    if (*count > MAX_DEVICES) *count = MAX_DEVICES;
+    return OK;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t *device) {
+    unsigned count = 0;
+    int rc = nvmlDeviceGetCount_v2(&count);
+    if (rc != OK) return rc;
+    if (index >= count) return ERR_INVALID_ARGUMENT;
+    char key[64];
+    snprintf(key, sizeof key, "device.%u.handle.error", index);
+    if (get(key)) return atoi(get(key));
+    *device = &devices[index];
+    return OK;
+}
+
+/* -- devices --------------------------------------------------------------- */
+#define DEV_STR(fn, field) \
+    int fn(nvmlDevice_t d, char *buf, unsigned len) { \
+        int rc = derr(d, field, NULL); \
+        return rc != OK ? rc : copy_str(dget(d, field), buf, len); \
+    }
+#define DEV_UINT(fn, field) \
+    int fn(nvmlDevice_t d, unsigned *out) { \
+        int rc = derr(d, field, NULL); \
+        if (rc == OK) *out = (unsigned)dnum(d, field); \
+        return rc; \
+    }
+
+DEV_STR(nvmlDeviceGetName, "name")
+DEV_STR(nvmlDeviceGetUUID, "uuid")
+DEV_STR(nvmlDeviceGetSerial, "serial")
+DEV_STR(nvmlDeviceGetVbiosVersion, "vbios_version")
+DEV_UINT(nvmlDeviceGetMinorNumber, "minor_number")
+DEV_UINT(nvmlDeviceGetArchitecture, "architecture")
+DEV_UINT(nvmlDeviceGetBrand, "brand")
+DEV_UINT(nvmlDeviceGetMemoryBusWidth, "memory_bus_width")
+DEV_UINT(nvmlDeviceGetCurrPcieLinkGeneration, "pcie_gen_current")
+DEV_UINT(nvmlDeviceGetMaxPcieLinkGeneration, "pcie_gen_max")
+DEV_UINT(nvmlDeviceGetCurrPcieLinkWidth, "pcie_width_current")
+DEV_UINT(nvmlDeviceGetMaxPcieLinkWidth, "pcie_width_max")
+DEV_UINT(nvmlDeviceGetPersistenceMode, "persistence_mode")
+DEV_UINT(nvmlDeviceGetDisplayMode, "display_mode")
+DEV_UINT(nvmlDeviceGetDisplayActive, "display_active")
+DEV_UINT(nvmlDeviceGetPowerManagementLimit, "power_limit")
+DEV_UINT(nvmlDeviceGetPowerManagementDefaultLimit, "power_limit_default")
+DEV_UINT(nvmlDeviceGetComputeMode, "compute_mode")
+#ifndef FAKE_NVML_OLD
+DEV_UINT(nvmlDeviceGetGpuMaxPcieLinkGeneration, "pcie_gen_gpu_max")
+DEV_UINT(nvmlDeviceGetNumGpuCores, "num_cores")
+#endif
+
+int nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) {
+    int rc = derr(d, "pci", "pci.bus_id");
+    if (rc != OK) return rc;
+    memset(pci, 0, sizeof *pci);
+    const char *bus_id = dget(d, "pci.bus_id");
+    unsigned dom = 0, bus = 0, dev = 0, fn = 0;
+    sscanf(bus_id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn);
+    pci->domain = dom;
+    pci->bus = bus;
+    pci->device = dev;
+    pci->pciDeviceId = (unsigned)dnum(d, "pci.device_id");
+    pci->pciSubSystemId = (unsigned)dnum(d, "pci.subsystem_id");
+    snprintf(pci->busId, sizeof pci->busId, "%s", bus_id);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", dom, bus, dev, fn);
+    return OK;
+}
+
+int nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor) {
+    int rc = derr(d, "compute_capability", NULL);
+    if (rc == OK && sscanf(dget(d, "compute_capability"), "%d,%d", major, minor) != 2) return ERR_NOT_SUPPORTED;
+    return rc;
+}
+
+int nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
+    int rc = derr(d, "memory", "memory.total");
+    if (rc != OK) return rc;
+    m->total = dnum(d, "memory.total");
+    m->free = dnum(d, "memory.free");
+    m->used = dnum(d, "memory.used");
+    return OK;
+}
+
+int nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned *clock) {
+    /* nvmlClockType_t: 0 graphics, 1 SM, 2 memory, 3 video */
+    const char *field = type == 2 ? "max_clock_mem" : type == 1 ? "max_clock_sm" : "max_clock_other";
+    int rc = derr(d, field, NULL);
+    if (rc == OK) *clock = (unsigned)dnum(d, field);
+    return rc;
+}
+
+int nvmlDeviceGetAttributes_v2(nvmlDevice_t d, nvmlDeviceAttributes_t *a) {
+    int rc = derr(d, "attributes", "attributes.multiprocessorCount");
+    if (rc != OK) return rc;
+    memset(a, 0, sizeof *a);
+    a->multiprocessorCount = (unsigned)dnum(d, "attributes.multiprocessorCount");
+    a->memorySizeMB = dnum(d, "attributes.memorySizeMB");
+    return OK;
+}
+
+static int two(nvmlDevice_t d, const char *field, unsigned *a, unsigned *b) {
+    int rc = derr(d, field, NULL);
+    if (rc == OK && sscanf(dget(d, field), "%u,%u", a, b) != 2) return ERR_NOT_SUPPORTED;
+    return rc;
+}
+int nvmlDeviceGetEccMode(nvmlDevice_t d, unsigned *cur, unsigned *pending) { return two(d, "ecc_mode", cur, pending); }
+int nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned *cur, unsigned *pending) { return two(d, "mig_mode", cur, pending); }
+
+int nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int error_type, int counter_type, unsigned long long *count) {
+    /* nvmlMemoryErrorType_t: 0 corrected, 1 uncorrected; nvmlEccCounterType_t: 0 volatile, 1 aggregate */
+    char field[64];
+    snprintf(field, sizeof field, "ecc_%s_%s", counter_type ? "aggregate" : "volatile",
+             error_type ? "uncorrected" : "corrected");
+    int rc = derr(d, field, NULL);
+    if (rc == OK) *count = dnum(d, field);
+    return rc;
+}
+
+int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *reasons) {
+    int rc = derr(d, "clock_event_reasons", NULL);
+    if (rc == OK) *reasons = dnum(d, "clock_event_reasons");
+    return rc;
+}
+
+int nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
+    int rc = derr(d, "utilization", "utilization.gpu");
+    if (rc != OK) return rc;
+    u->gpu = (unsigned)dnum(d, "utilization.gpu");
+    u->memory = (unsigned)dnum(d, "utilization.memory");
+    return OK;
+}
+
+int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned *temp) {
+    if (sensor != 0) return ERR_INVALID_ARGUMENT;
+    int rc = derr(d, "temperature", NULL);
+    if (rc == OK) *temp = (unsigned)dnum(d, "temperature");
+    return rc;
+}

@@ -1,0 +1,128 @@
+"""End to end through the real nvidia-ml-py binding and envdoctor's NVML worker, against a fake
+libnvidia-ml.so.1 (tests/fakenvml/fake_nvml.c) compiled here and answering from JSON files whose
+values come from real machines (sources inside each file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .fakenvml.build import build, fake_env, load_answers, write_answers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session")
+def fake_lib(tmp_path_factory):
+    try:
+        return build(str(tmp_path_factory.mktemp("fakenvml")))
+    except RuntimeError as exc:
+        pytest.skip(f"cannot build the fake NVML library: {exc}")
+
+
+@pytest.fixture(scope="session")
+def old_fake_lib(tmp_path_factory):
+    try:
+        return build(str(tmp_path_factory.mktemp("fakenvml_old")), old=True)
+    except RuntimeError as exc:
+        pytest.skip(f"cannot build the fake NVML library: {exc}")
+
+
+def envdoctor(lib_dir, answers, tmp_path, *args, timeout=60):
+    path = write_answers(answers, str(tmp_path / "answers.txt"))
+    return subprocess.run([sys.executable, "-m", "envdoctor"] + list(args), env=fake_env(lib_dir, path),
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def gpu_facts(stdout):
+    report = json.loads(stdout)
+    return {f["key"]: f for p in report["probes"] if p["name"] == "gpu" for f in p["facts"]}
+
+
+def test_h100_is_described_fully(fake_lib, tmp_path):
+    r = envdoctor(fake_lib, load_answers("h100.json"), tmp_path, "diagnose", "--format", "json")
+    facts = gpu_facts(r.stdout)
+    value = {k: f["value"] for k, f in facts.items()}
+    assert value["gpu.count"] == 1
+    assert value["gpu.0.name"] == "NVIDIA H100 80GB HBM3"
+    assert value["gpu.0.pci_bus_id"] == "00000000:18:00.0"
+    assert value["gpu.0.pci_device_id"] == "10de:2330"
+    assert value["gpu.0.compute_capability"] == "9.0"
+    assert value["gpu.0.architecture"] == "Hopper"
+    assert value["gpu.0.memory_total_bytes"] == 81559 * 1024 * 1024
+    # NVIDIA's datasheet: 3.35 TB/s for H100 SXM5.
+    assert value["gpu.0.memory_bandwidth_gbps"] == pytest.approx(3350, rel=0.01)
+    assert value["gpu.0.sm_count"] == 132 and value["gpu.0.cuda_cores"] == 16896
+    assert value["gpu.0.power_limit_watts"] == 700.0
+    assert value["gpu.0.ecc_mode_current"] is True and value["gpu.0.mig_mode_current"] is False
+    assert value["gpu.0.clock_event_reasons"] == ["GPU idle"]
+    assert (value["gpu.0.pcie_gen_current"], value["gpu.0.pcie_width_current"]) == (5, 16)
+    assert facts["gpu.0.name"]["source"] == "nvml:device.0.name"
+    # No VBIOS answer in the file: the fake says NOT_SUPPORTED, which is no error.
+    assert facts["gpu.0.vbios_version"]["status"] == "not_supported"
+
+
+def test_two_consumer_gpus_and_an_unsupported_field(fake_lib, tmp_path):
+    r = envdoctor(fake_lib, load_answers("two_rtx4090.json"), tmp_path, "diagnose", "--format", "json")
+    facts = gpu_facts(r.stdout)
+    assert facts["gpu.count"]["value"] == 2
+    for i in (0, 1):
+        assert facts[f"gpu.{i}.architecture"]["value"] == "Ada Lovelace"
+        # NVIDIA's spec: 1008 GB/s for the RTX 4090.
+        assert facts[f"gpu.{i}.memory_bandwidth_gbps"]["value"] == pytest.approx(1008, rel=0.005)
+        # GeForce: NVML answers NOT_SUPPORTED for the SM count and MIG; reported as such, not as errors.
+        assert facts[f"gpu.{i}.sm_count"]["status"] == "not_supported"
+        assert facts[f"gpu.{i}.mig_mode_current"]["status"] == "not_supported"
+    assert facts["gpu.0.display_active"]["value"] is True
+    assert facts["gpu.1.pcie_width_current"]["value"] == 8
+    assert facts["gpu.1.clock_event_reasons"]["value"] == ["SW power cap"]
+    assert facts["gpu.0.utilization_gpu_percent"]["value"] == 0  # idle: the gen-1 link is a power saving
+
+
+def test_version_mismatch_at_init_is_reported_not_raised(fake_lib, tmp_path):
+    r = envdoctor(fake_lib, {"init": {"error": 18}}, tmp_path, "diagnose", "--format", "json")
+    report = json.loads(r.stdout)
+    gpu = [p for p in report["probes"] if p["name"] == "gpu"][0]
+    assert gpu["status"] == "ok"
+    facts = {f["key"]: f for f in gpu["facts"]}
+    # This machine has no NVIDIA GPU on its PCI bus, so the verdict is "none", with NVML's reason kept.
+    assert facts["gpu.status"]["value"] == "no NVIDIA GPU found"
+    assert "LIB_RM_VERSION_MISMATCH" in facts["gpu.status"]["reason"]
+
+
+def test_hung_nvml_is_cut_off_by_the_timeout(fake_lib, tmp_path):
+    start = time.monotonic()
+    r = envdoctor(fake_lib, {"init": {"hang_seconds": 60}}, tmp_path, "diagnose", "--format", "json",
+                  "--timeout", "2")
+    elapsed = time.monotonic() - start
+    # --timeout 2 plus about a second, plus Python's own start-up in this subprocess.
+    assert elapsed < 6, elapsed
+    facts = gpu_facts(r.stdout)
+    assert facts["gpu.status"]["status"] == "timed_out"
+    assert "did not answer" in facts["gpu.status"]["reason"]
+
+
+def test_functions_an_old_driver_lacks_are_unknown_with_the_reason(old_fake_lib, tmp_path):
+    r = envdoctor(old_fake_lib, load_answers("h100.json"), tmp_path, "diagnose", "--format", "json")
+    facts = gpu_facts(r.stdout)
+    assert facts["gpu.0.name"]["value"] == "NVIDIA H100 80GB HBM3"
+    for key in ("gpu.0.cuda_cores", "gpu.0.pcie_gen_gpu_max"):
+        assert facts[key]["status"] == "unknown"
+        assert "FUNCTION_NOT_FOUND" in facts[key]["reason"]
+
+
+def test_snapshot_replay_gives_the_same_gpu_facts(fake_lib, tmp_path):
+    snap = str(tmp_path / "snap.json")
+    answers = load_answers("two_rtx4090.json")
+    r = envdoctor(fake_lib, answers, tmp_path, "snapshot", "-o", snap)
+    assert r.returncode == 0, r.stderr
+    live = gpu_facts(envdoctor(fake_lib, answers, tmp_path, "diagnose", "--format", "json").stdout)
+    replay = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--snapshot", snap, "--format", "json"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert gpu_facts(replay.stdout) == live
+    assert live["gpu.count"]["value"] == 2
