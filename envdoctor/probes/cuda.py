@@ -1,1 +1,448 @@
-"""(being written)"""
+"""CUDA toolkits: every copy on the machine, each with its path and how its version was learned.
+
+Sources, each read through the host:
+
+* ``/usr/local/cuda*`` directories: ``version.json`` (CUDA >= 11.1),
+  ``version.txt`` (older), or, for toolkits assembled from pip wheels, the
+  ``dist-info/`` folder naming ``nvidia_cuda_runtime-13.0.96.dist-info``;
+  ``bin/nvcc``, ``lib64/libcudart.so.*`` and ``compat/libcuda.so.<driver>``;
+* where ``/usr/local/cuda`` points, ``CUDA_HOME``/``CUDA_PATH``, ``nvcc`` on PATH;
+* distro packages (dpkg status file, or ``rpm -qa``), kept as ``cuda.packages``
+  so the libraries probe can reuse them;
+* conda environments (``conda-meta/*.json`` file names);
+* pip CUDA wheels of the inspected Python (``nvidia-cuda-runtime-cu12`` ...);
+* ``LD_LIBRARY_PATH``.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Fact, ok, timed_out, unknown
+from ..host.base import Host, normalize_name, parse_dist_dir
+from . import ProbeContext, register
+
+#: dpkg status files can be several MiB on a desktop install.
+DPKG_STATUS = "/var/lib/dpkg/status"
+DPKG_LIMIT = 16 * 1024 * 1024
+
+#: Distro packages worth keeping: CUDA itself and the libraries built on it.
+_PKG_NAME = re.compile(
+    r"^(nvidia-cuda-toolkit|nvidia-cuda-dev|nvidia-cudnn|cuda(-[a-z0-9.+-]+)?|libcudnn[0-9a-z.+-]*|"
+    r"libnccl[0-9a-z.+-]*|libnvinfer[0-9a-z.+-]*|tensorrt[0-9a-z.+-]*|libcudart[0-9a-z.+-]*|"
+    r"libcublas[0-9a-z.+-]*)$")
+
+#: A toolkit directory name under /usr/local.
+_TOOLKIT_DIR = re.compile(r"^cuda(-\d+(\.\d+)*)?$")
+_VERSION_TXT = re.compile(r"CUDA Version\s+(\d+\.\d+(?:\.\d+)*)")
+_NVCC_RELEASE = re.compile(r"release\s+(\d+\.\d+),\s*V(\d+\.\d+(?:\.\d+)*)")
+_CUDART = re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
+_COMPAT_LIBCUDA = re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)*)$")
+_CONDA_CUDA = re.compile(r"^(cudatoolkit|cuda-version|cuda-runtime|cuda-cudart|cuda-nvcc|cuda-toolkit|"
+                         r"cuda-libraries|cuda-compiler)-([^-]+)-([^-]+)\.json$")
+_CU_SUFFIX = re.compile(r"-cu(\d+)$")
+#: pip distributions named nvidia-* that carry no CUDA component.
+_NOT_CUDA_WHEELS = {"nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-smi"}
+
+
+def _valid(version: Optional[str]) -> Optional[Version]:
+    if not version:
+        return None
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+def release_of(version: Optional[str]) -> Optional[str]:
+    """``12.4.131`` -> ``12.4`` (major.minor, what compatibility tables speak)."""
+    v = _valid(version)
+    if v is None:
+        return None
+    return f"{v.major}.{v.minor}"
+
+
+def _best(versions: Iterable[str]) -> Optional[str]:
+    """The most precise of several spellings of one version (``12.4.127`` over ``12``)."""
+    best: Optional[str] = None
+    for v in versions:
+        if _valid(v) is None:
+            continue
+        if best is None or len(v.split(".")) > len(best.split(".")):
+            best = v
+    return best
+
+
+# -- one toolkit directory -------------------------------------------------------
+
+def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
+    """Everything one toolkit directory says about itself.
+
+    ``version`` is ``None`` (with ``reason``) when no source names it; ``source``
+    says which file gave it.
+    """
+    tk: Dict[str, Any] = {"path": path, "version": None, "release": None, "kind": "system", "nvcc": False,
+                          "source": None, "cudart": None, "compat": []}
+    reasons: List[str] = []
+    # version.json (CUDA 11.1 and later)
+    vj = host.read_file(posixpath.join(path, "version.json"))
+    if vj.text is not None:
+        try:
+            doc = json.loads(vj.text)
+            version = doc["cuda"]["version"]
+            if not isinstance(version, str) or _valid(version) is None:
+                raise ValueError(f"cuda.version is {version!r}")
+            tk["version"], tk["source"] = version, "file:" + vj.path
+        except (ValueError, KeyError, TypeError) as exc:
+            reasons.append(f"{vj.path} is garbled ({str(exc)[:80] or type(exc).__name__})")
+    elif not vj.missing:
+        reasons.append(f"cannot read {vj.path} ({vj.error})")
+    # version.txt (CUDA 11.0 and older)
+    if tk["version"] is None:
+        vt = host.read_file(posixpath.join(path, "version.txt"))
+        if vt.text is not None:
+            m = _VERSION_TXT.search(vt.text)
+            if m:
+                tk["version"], tk["source"] = m.group(1), "file:" + vt.path
+            else:
+                reasons.append(f"{vt.path} names no version ({vt.text.strip()[:60]!r})")
+    # a toolkit assembled from pip wheels keeps the wheels' dist-info folders
+    dist_dir = posixpath.join(path, "dist-info")
+    dists: Dict[str, str] = {}
+    for name in host.list_dir(dist_dir).names():
+        parsed = parse_dist_dir(name)
+        if parsed:
+            dists[normalize_name(parsed[0])] = parsed[1]
+    if dists:
+        tk["components"] = dict(sorted(dists.items()))
+        if tk["version"] is None:
+            for comp in ("nvidia-cuda-runtime", "nvidia-cuda-nvcc", "nvidia-cuda-cudart"):
+                if _valid(dists.get(comp)):
+                    tk["version"] = dists[comp]
+                    tk["source"] = "dir:{} ({}-{}.dist-info)".format(dist_dir, comp.replace("-", "_"), dists[comp])
+                    break
+            else:
+                reasons.append(f"{dist_dir} lists no nvidia_cuda_runtime or nvidia_cuda_nvcc wheel")
+        tk["kind"] = "pip-assembled"
+    # bin/nvcc
+    tk["nvcc"] = "nvcc" in host.list_dir(posixpath.join(path, "bin")).names()
+    # libcudart.so.X[.Y.Z] in lib64, lib or targets/<arch>/lib
+    lib_dirs = [posixpath.join(path, d) for d in ("lib64", "lib")]
+    for target in host.list_dir(posixpath.join(path, "targets")).names():
+        lib_dirs.append(posixpath.join(path, "targets", target, "lib"))
+    cudart: List[str] = []
+    for d in lib_dirs:
+        for name in host.list_dir(d).names():
+            m = _CUDART.match(name)
+            if m:
+                cudart.append(m.group(1))
+    tk["cudart"] = _best(cudart)
+    if tk["version"] is None and tk["cudart"] and len(tk["cudart"].split(".")) >= 3:
+        tk["version"], tk["source"] = tk["cudart"], "dir:{} (libcudart.so.{})".format(path, tk["cudart"])
+    # compat/: forward-compatibility libcuda for an older driver
+    compat_dir = posixpath.join(path, "compat")
+    for name in host.list_dir(compat_dir).names():
+        m = _COMPAT_LIBCUDA.match(name)
+        if m:
+            tk["compat"].append({"path": posixpath.join(compat_dir, name), "driver_version": m.group(1)})
+    tk["release"] = release_of(tk["version"])
+    if tk["version"] is None:
+        tk["reason"] = "; ".join(reasons) or "no version.json, version.txt, dist-info or versioned libcudart"
+    return tk
+
+
+# -- distro packages ---------------------------------------------------------------
+
+def parse_dpkg_status(text: str) -> List[Dict[str, str]]:
+    """Installed packages from a dpkg status file, filtered to CUDA-related names."""
+    out: List[Dict[str, str]] = []
+    for stanza in re.split(r"\n\s*\n", text):
+        fields: Dict[str, str] = {}
+        for line in stanza.splitlines():
+            if line[:1] in (" ", "\t") or ":" not in line:
+                continue
+            k, _, v = line.partition(":")
+            fields[k.strip()] = v.strip()
+        name = fields.get("Package", "")
+        status = fields.get("Status", "").split()
+        if not name or not _PKG_NAME.match(name) or status[-1:] != ["installed"]:
+            continue
+        out.append({"name": name, "version": fields.get("Version", ""), "manager": "dpkg"})
+    return sorted(out, key=lambda p: p["name"])
+
+
+def parse_rpm_qa(text: str) -> List[Dict[str, str]]:
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and _PKG_NAME.match(parts[0]):
+            out.append({"name": parts[0], "version": parts[1], "manager": "rpm"})
+    return sorted(out, key=lambda p: p["name"])
+
+
+RPM_ARGV = ("rpm", "-qa", "--qf", "%{NAME} %{VERSION}-%{RELEASE}\n")
+
+
+def upstream_version(pkg_version: str) -> str:
+    """``1:11.5.1-1ubuntu1`` -> ``11.5.1``; ``8.9.7.29-1+cuda12.2`` -> ``8.9.7.29``."""
+    v = pkg_version.split(":", 1)[-1]
+    return v.rsplit("-", 1)[0] if "-" in v else v
+
+
+def _packages(host: Host) -> Fact:
+    label = "CUDA-related distro packages"
+    res = host.read_file(DPKG_STATUS, limit=DPKG_LIMIT)
+    if res.text is not None:
+        pkgs = parse_dpkg_status(res.text)
+        if res.truncated:
+            why = f"{DPKG_STATUS} is larger than {DPKG_LIMIT // (1024 * 1024)} MiB; package list incomplete"
+            return unknown("cuda.packages", why, "file:" + DPKG_STATUS, label)
+        return ok("cuda.packages", pkgs, "file:" + DPKG_STATUS, label)
+    rpm = host.which("rpm")
+    if rpm:
+        argv = (rpm,) + RPM_ARGV[1:]
+        src = "command:" + " ".join(argv[:3]) + " ..."
+        r = host.run(list(argv), timeout=30)
+        if r.timed_out:
+            return timed_out("cuda.packages", r.describe_failure(), src, label)
+        if not r.ok:
+            return unknown("cuda.packages", r.describe_failure(), src, label)
+        return ok("cuda.packages", parse_rpm_qa(r.stdout), src, label)
+    if not res.missing:
+        return unknown("cuda.packages", f"cannot read {DPKG_STATUS} ({res.error})", "file:" + DPKG_STATUS,
+                       label)
+    return unknown("cuda.packages", f"no package database found (no {DPKG_STATUS}, no rpm on PATH)",
+                   "file:" + DPKG_STATUS, label)
+
+
+def _distro_toolkits(host: Host, pkgs: List[Dict[str, str]], toolkits: List[Dict[str, Any]]) -> None:
+    """Tie packages to toolkit directories, adding the distro's own CUDA (``nvidia-cuda-toolkit``)."""
+    by_path = {t["path"]: t for t in toolkits}
+    for p in pkgs:
+        m = re.match(r"^cuda-toolkit-(\d+)-(\d+)$", p["name"])
+        if m:
+            path = f"/usr/local/cuda-{m.group(1)}.{m.group(2)}"
+            if path in by_path:
+                by_path[path]["package"] = "{} {}".format(p["name"], p["version"])
+            else:
+                toolkits.append({"path": path, "version": upstream_version(p["version"]),
+                                 "release": release_of(upstream_version(p["version"])), "kind": "distro",
+                                 "nvcc": False, "source": "package:{} {}".format(p["name"], p["version"]),
+                                 "cudart": None, "compat": [],
+                                 "reason": f"package installed but {path} is missing"})
+        elif p["name"] == "nvidia-cuda-toolkit":
+            version = upstream_version(p["version"])
+            toolkits.append({"path": "/usr/lib/nvidia-cuda-toolkit", "version": version,
+                             "release": release_of(version), "kind": "distro",
+                             "nvcc": host.exists("/usr/bin/nvcc"),
+                             "source": "package:{} {}".format(p["name"], p["version"]), "cudart": None, "compat": []})
+
+
+# -- conda and pip ------------------------------------------------------------------
+
+def conda_prefixes(host: Host) -> List[Tuple[str, str]]:
+    """(prefix, how found): the active env, then those conda lists in ~/.conda/environments.txt."""
+    out: List[Tuple[str, str]] = []
+    active = host.getenv("CONDA_PREFIX")
+    if active:
+        out.append((active.rstrip("/") or "/", "env:CONDA_PREFIX"))
+    home = host.getenv("HOME")
+    if home:
+        envs_txt = posixpath.join(home, ".conda", "environments.txt")
+        for line in (host.read_text(envs_txt) or "").splitlines():
+            line = line.strip().rstrip("/")
+            if line.startswith("/") and line not in [p for p, _ in out]:
+                out.append((line, "file:" + envs_txt))
+    return out
+
+
+def _conda(host: Host) -> List[Dict[str, Any]]:
+    envs = []
+    for prefix, how in conda_prefixes(host):
+        meta = posixpath.join(prefix, "conda-meta")
+        listing = host.list_dir(meta)
+        pkgs = []
+        for name in listing.names():
+            m = _CONDA_CUDA.match(name)
+            if m:
+                pkgs.append({"name": m.group(1), "version": m.group(2), "build": m.group(3)})
+        by_name = {p["name"]: p["version"] for p in pkgs}
+        cuda_version = None
+        for n in ("cudatoolkit", "cuda-version", "cuda-runtime", "cuda-cudart", "cuda-toolkit"):
+            if _valid(by_name.get(n)):
+                cuda_version = by_name[n]
+                break
+        env: Dict[str, Any] = {"prefix": prefix, "found_by": how, "packages": pkgs, "cuda_version": cuda_version,
+                               "nvcc": "cuda-nvcc" in by_name, "source": "dir:" + meta}
+        if not listing.ok:
+            env["reason"] = f"cannot list {meta} ({listing.error})"
+        envs.append(env)
+    return envs
+
+
+def pip_cuda_wheels(host: Host) -> List[Dict[str, Any]]:
+    """NVIDIA CUDA wheels (``nvidia-cuda-runtime-cu12``, CUDA 13's ``nvidia-cuda-runtime``...)."""
+    out = []
+    for d in host.distributions():
+        if not d.key.startswith("nvidia-") or d.key in _NOT_CUDA_WHEELS:
+            continue
+        m = _CU_SUFFIX.search(d.key)
+        cuda_major: Optional[int] = int(m.group(1)) if m else None
+        v = _valid(d.version)
+        if cuda_major is None and d.key.startswith("nvidia-cuda-") and v is not None:
+            cuda_major = v.major  # CUDA 13 wheels drop the -cuNN suffix; their version is CUDA's
+        out.append({"name": d.key, "version": d.version, "cuda_major": cuda_major, "location": d.location,
+                    "metadata_dir": d.metadata_dir})
+    return out
+
+
+# -- nvcc ------------------------------------------------------------------------------
+
+def parse_nvcc_version(text: str) -> Optional[Tuple[str, str]]:
+    """``Cuda compilation tools, release 12.4, V12.4.131`` -> ``("12.4", "12.4.131")``."""
+    m = _NVCC_RELEASE.search(text)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _nvcc(host: Host) -> Fact:
+    label = "nvcc on PATH"
+    path = host.which("nvcc")
+    if not path:
+        return ok("cuda.nvcc", None, "env:PATH", label)
+    argv = [path, "--version"]
+    src = "command:" + " ".join(argv)
+    r = host.run(argv, timeout=15)
+    if r.timed_out:
+        return timed_out("cuda.nvcc", f"{path} hung: {r.describe_failure()}", src, label)
+    if not r.ok:
+        return unknown("cuda.nvcc", r.describe_failure(), src, label)
+    parsed = parse_nvcc_version(r.stdout)
+    if not parsed:
+        return unknown("cuda.nvcc", f"unexpected output of {path} --version: {r.stdout.strip()[-80:]!r}", src,
+                       label)
+    return ok("cuda.nvcc", {"path": path, "resolved": host.resolve(path), "release": parsed[0],
+                            "version": parsed[1]}, src, label)
+
+
+# -- the probe ---------------------------------------------------------------------------
+
+def _toolkit_root(host: Host, path: str) -> str:
+    return posixpath.normpath(host.resolve(path))
+
+
+@register("cuda", "CUDA toolkits", order=50)
+def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
+    host = ctx.host
+    facts: List[Fact] = []
+    toolkits: List[Dict[str, Any]] = []
+    seen: Dict[str, Dict[str, Any]] = {}
+
+    def add(path: str, found_by: str) -> Optional[Dict[str, Any]]:
+        root = _toolkit_root(host, path)
+        if root in seen:
+            return seen[root]
+        if not host.is_dir(root):
+            return None
+        tk = inspect_toolkit(host, root)
+        tk["found_by"] = found_by
+        seen[root] = tk
+        toolkits.append(tk)
+        return tk
+
+    usr_local = host.list_dir("/usr/local")
+    for name in usr_local.names():
+        if _TOOLKIT_DIR.match(name) and name != "cuda":
+            add(posixpath.join("/usr/local", name), "dir:/usr/local")
+
+    # /usr/local/cuda: normally a link to one of them (update-alternatives may add a hop)
+    link = host.read_link("/usr/local/cuda")
+    label = "/usr/local/cuda points to"
+    if link.ok:
+        tk = add("/usr/local/cuda", "link:/usr/local/cuda")
+        resolved = _toolkit_root(host, "/usr/local/cuda")
+        facts.append(ok("cuda.default_symlink", {"target": link.target, "resolved": resolved,
+                                                 "version": tk["version"] if tk else None,
+                                                 "dangling": tk is None}, "link:/usr/local/cuda", label))
+    elif "cuda" in usr_local.names():
+        tk = add("/usr/local/cuda", "dir:/usr/local")
+        facts.append(ok("cuda.default_symlink", {"target": None, "resolved": "/usr/local/cuda",
+                                                 "version": tk["version"] if tk else None, "dangling": False},
+                        "dir:/usr/local", label))
+    else:
+        facts.append(ok("cuda.default_symlink", None, "link:/usr/local/cuda", label))
+
+    # CUDA_HOME / CUDA_PATH
+    env = host.environ()
+    home_vars = [(v, env[v]) for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)]
+    if home_vars:
+        var, value = home_vars[0]
+        tk = add(value, "env:" + var)
+        home: Dict[str, Any] = {"var": var, "path": value, "resolved": _toolkit_root(host, value),
+                                "exists": tk is not None, "version": tk["version"] if tk else None}
+        if len(home_vars) > 1:
+            home["also"] = {v: p for v, p in home_vars[1:]}
+        facts.append(ok("cuda.home", home, "env:" + var, "CUDA_HOME / CUDA_PATH"))
+    else:
+        facts.append(ok("cuda.home", None, "env:CUDA_HOME,CUDA_PATH", "CUDA_HOME / CUDA_PATH"))
+
+    # nvcc on PATH, and the toolkit it belongs to
+    nvcc = _nvcc(host)
+    facts.append(nvcc)
+    if nvcc.known and nvcc.value:
+        resolved = nvcc.value["resolved"]
+        root = posixpath.dirname(posixpath.dirname(resolved))
+        tk = seen.get(root)
+        if tk is None and posixpath.basename(posixpath.dirname(resolved)) == "bin" and host.is_dir(root):
+            candidate = inspect_toolkit(host, root)
+            if candidate["version"]:  # /usr/local/bin/nvcc is no toolkit of its own
+                tk = add(root, "nvcc on PATH")
+        if tk is None:
+            # a wrapper script (/usr/local/bin/nvcc -> exec .../bin/nvcc): match by version
+            same = [t for t in toolkits if t["nvcc"] and t["release"] == nvcc.value["release"]]
+            if len(same) == 1:
+                tk = same[0]
+                nvcc.value["toolkit_by"] = "release match"
+        nvcc.value["toolkit"] = tk["path"] if tk else None
+
+    # distro packages
+    pkgs = _packages(host)
+    facts.append(pkgs)
+    if pkgs.known:
+        _distro_toolkits(host, pkgs.value, toolkits)
+
+    # conda
+    conda = _conda(host)
+    facts.append(ok("cuda.conda", conda, "env:CONDA_PREFIX,file:~/.conda/environments.txt", "conda CUDA packages"))
+    for envd in conda:
+        if envd["cuda_version"]:
+            toolkits.append({"path": envd["prefix"], "version": envd["cuda_version"],
+                             "release": release_of(envd["cuda_version"]), "kind": "conda", "nvcc": envd["nvcc"],
+                             "source": envd["source"], "cudart": None, "compat": [], "found_by": envd["found_by"]})
+
+    # pip wheels
+    py = host.python()
+    wheels_src = "python:" + (py.executable or "?")
+    if py.error:
+        facts.append(unknown("cuda.pip_wheels", "cannot inspect {} ({})".format(py.executable or "python", py.message or
+                                                                              py.error), wheels_src,
+                             "pip CUDA wheels"))
+    else:
+        facts.append(ok("cuda.pip_wheels", pip_cuda_wheels(host), wheels_src, "pip CUDA wheels"))
+
+    facts.append(ok("cuda.toolkits", toolkits, "derived", "CUDA toolkits"))
+    compat = [dict(c, toolkit=t["path"]) for t in toolkits for c in t.get("compat", [])]
+    facts.append(ok("cuda.forward_compat", compat, "derived", "Forward-compatibility libcuda"))
+
+    ldp = env.get("LD_LIBRARY_PATH")
+    facts.append(ok("cuda.ld_library_path", ld_library_path_dirs(ldp), "env:LD_LIBRARY_PATH", "LD_LIBRARY_PATH"))
+    return facts
+
+
+def ld_library_path_dirs(value: Optional[str]) -> List[str]:
+    """Directories of an ``LD_LIBRARY_PATH`` value, in order (empty entries dropped)."""
+    return [d for d in re.split(r"[:;]", value or "") if d]

@@ -1,1 +1,297 @@
-"""(being written)"""
+"""cuDNN, NCCL and TensorRT: every copy, its version, how it was found, and which one the loader picks.
+
+Copies come from library file names (``libcudnn.so.9.1.0``), headers
+(``cudnn_version.h``, ``nccl.h``, ``NvInferVersion.h``), the loader cache
+(``ldconfig -p``), pip wheels (``nvidia-cudnn-cu12`` and their ``lib/`` dirs)
+and distro packages (reused from the cuda probe's ``cuda.packages``).
+
+:func:`resolve_soname` answers "which file would ``dlopen("libcudnn.so.9")``
+load": ``LD_LIBRARY_PATH`` first, then a ``RUNPATH`` (the checks pass a
+framework's), then the ``ld.so`` cache, then the default directories.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Fact, ok, timed_out, unknown
+from ..host.base import Host
+from . import ProbeContext, register
+from .cuda import ld_library_path_dirs, upstream_version
+
+#: Where glibc looks after LD_LIBRARY_PATH, RUNPATH and the cache (plus Debian's multiarch dirs).
+DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+#: Other places libraries are commonly unpacked to (not searched by the loader unless configured).
+EXTRA_DIRS = ("/usr/local/lib", "/usr/local/lib64", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+              "/usr/local/cuda/targets/sbsa-linux/lib", "/opt/tensorrt/lib", "/usr/local/tensorrt/lib")
+INCLUDE_DIRS = ("/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu",
+                "/usr/local/include", "/usr/local/cuda/include")
+
+#: name -> (library stem, header files and their version macros, pip wheels, their lib dir, distro package regex)
+LIBRARIES: Dict[str, Dict[str, Any]] = {
+    "cudnn": {
+        "stem": "libcudnn",
+        "headers": (("cudnn_version.h", ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")),
+                    ("cudnn.h", ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"))),
+        "wheel": re.compile(r"^nvidia-cudnn(-cu\d+)?$"),
+        "wheel_dirs": ("nvidia/cudnn/lib",),
+        "package": re.compile(r"^(libcudnn\d+(-cuda-\d+)?|cudnn\d*(-cuda-\d+)?)$"),
+    },
+    "nccl": {
+        "stem": "libnccl",
+        "headers": (("nccl.h", ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH")),),
+        "wheel": re.compile(r"^nvidia-nccl(-cu\d+)?$"),
+        "wheel_dirs": ("nvidia/nccl/lib",),
+        "package": re.compile(r"^libnccl\d+$"),
+    },
+    "tensorrt": {
+        "stem": "libnvinfer",
+        "headers": (("NvInferVersion.h", ("NV_TENSORRT_MAJOR", "NV_TENSORRT_MINOR", "NV_TENSORRT_PATCH")),),
+        "wheel": re.compile(r"^tensorrt(-cu\d+)?(-libs)?$"),
+        "wheel_dirs": ("tensorrt_libs", "tensorrt"),
+        "package": re.compile(r"^(libnvinfer\d+|tensorrt)$"),
+    },
+}
+
+_LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
+
+
+# -- the loader ----------------------------------------------------------------------
+
+def ldconfig_argv(host: Host) -> List[str]:
+    path = host.which("ldconfig")
+    if not path:
+        for candidate in ("/sbin/ldconfig", "/usr/sbin/ldconfig"):
+            if host.exists(candidate):
+                path = candidate
+                break
+    return [path or "ldconfig", "-p"]
+
+
+def parse_ldconfig(text: str) -> List[Tuple[str, str, str]]:
+    """``ldconfig -p`` lines -> ``(soname, flags, path)`` in cache order."""
+    out = []
+    for line in text.splitlines():
+        m = _LDCONFIG_LINE.match(line)
+        if m:
+            out.append((m.group(1), m.group(2), m.group(3)))
+    return out
+
+
+def read_ld_cache(host: Host) -> Tuple[Optional[List[Tuple[str, str, str]]], Fact]:
+    """The loader cache and a fact describing it (``None`` when unreadable)."""
+    argv = ldconfig_argv(host)
+    src = "command:" + " ".join(argv)
+    label = "Dynamic loader cache"
+    r = host.run(argv, timeout=10)
+    if r.timed_out:
+        return None, timed_out("libraries.ld_cache", r.describe_failure(), src, label)
+    if not r.ok:
+        return None, unknown("libraries.ld_cache", r.describe_failure(), src, label)
+    entries = parse_ldconfig(r.stdout)
+    if not entries and r.stdout.strip():
+        return None, unknown("libraries.ld_cache", f"unexpected output of ldconfig -p: {r.stdout.strip()[:80]!r}",
+                             src, label)
+    return entries, ok("libraries.ld_cache", {"entries": len(entries)}, src, label)
+
+
+def _machine_flags(host: Host) -> str:
+    machine = host.uname().get("machine", "")
+    return {"x86_64": "x86-64", "aarch64": "AArch64"}.get(machine, "")
+
+
+def resolve_soname(host: Host, soname: str, runpath: Sequence[str] = (),
+                   ld_library_path: Optional[Sequence[str]] = None,
+                   cache: Optional[List[Tuple[str, str, str]]] = None) -> Dict[str, Any]:
+    """Which file ``dlopen(soname)`` would load, and why.
+
+    Search order (glibc, for an object with RUNPATH): ``LD_LIBRARY_PATH``,
+    ``runpath``, the ``ld.so`` cache, the default dirs.  ``ld_library_path``
+    defaults to the host's environment, ``cache`` to ``ldconfig -p``.
+    Returns ``{"soname", "path", "via", "resolved", "version", "others"}``;
+    ``path`` is ``None`` when nothing would be found.  ``others`` lists the
+    copies further down the search order that lose (shadowed copies).
+    """
+    if ld_library_path is None:
+        ld_library_path = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
+    if cache is None:
+        cache = read_ld_cache(host)[0] or []
+    flags = _machine_flags(host)
+    hits: List[Tuple[str, str]] = []
+    for d in ld_library_path:
+        if soname in host.list_dir(d).names():
+            hits.append((posixpath.join(d, soname), "LD_LIBRARY_PATH"))
+    for d in runpath:
+        if soname in host.list_dir(d).names():
+            hits.append((posixpath.join(d, soname), "RUNPATH"))
+    for name, fl, path in cache:
+        if name == soname and (not flags or flags in fl or "x86-64" not in fl and "AArch64" not in fl):
+            hits.append((path, "ldconfig cache"))
+    for d in DEFAULT_DIRS:
+        if soname in host.list_dir(d).names():
+            hits.append((posixpath.join(d, soname), "default dir"))
+    out: Dict[str, Any] = {"soname": soname, "path": None, "via": None, "resolved": None, "version": None,
+                           "others": []}
+    seen = set()
+    for path, via in hits:
+        real = host.resolve(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        if out["path"] is None:
+            out.update(path=path, via=via, resolved=real, version=version_from_name(posixpath.basename(real)))
+        else:
+            out["others"].append({"path": path, "via": via, "resolved": real,
+                                  "version": version_from_name(posixpath.basename(real))})
+    return out
+
+
+def version_from_name(name: str) -> Optional[str]:
+    """``libcudnn.so.9.1.0`` -> ``9.1.0``; ``libnccl.so.2`` -> ``2``."""
+    m = re.match(r"^lib[\w+-]+\.so\.(\d+(?:\.\d+)*)$", name)
+    return m.group(1) if m else None
+
+
+def parse_header_version(text: str, macros: Sequence[str]) -> Optional[str]:
+    parts = []
+    for macro in macros:
+        m = re.search(rf"^\s*#\s*define\s+{re.escape(macro)}\s+(\d+)\b", text, re.M)
+        if not m:
+            break
+        parts.append(m.group(1))
+    return ".".join(parts) if len(parts) >= 2 else None
+
+
+def _valid(v: Optional[str]) -> Optional[Version]:
+    try:
+        return Version(v) if v else None
+    except InvalidVersion:
+        return None
+
+
+# -- the probe ----------------------------------------------------------------------------
+
+def _lib_copies(host: Host, stem: str, d: str, found_by: str) -> List[Dict[str, Any]]:
+    """One copy per soname major in directory ``d`` (``libcudnn.so.9`` + ``libcudnn.so.9.1.0`` = one copy)."""
+    rx = re.compile(rf"^{re.escape(stem)}\.so\.(\d+)(?:\.\d+)*$")
+    by_major: Dict[str, List[str]] = {}
+    for name in host.list_dir(d).names():
+        m = rx.match(name)
+        if m:
+            by_major.setdefault(m.group(1), []).append(name)
+    copies = []
+    for major, names in sorted(by_major.items()):
+        soname = f"{stem}.so.{major}"
+        path = posixpath.join(d, soname if soname in names else sorted(names)[0])
+        versions = [version_from_name(n) or "" for n in names]
+        real = host.resolve(path)
+        versions.append(version_from_name(posixpath.basename(real)) or "")
+        version = max(versions, key=lambda v: len(v.split(".")))
+        copies.append({"path": path, "soname": soname, "version": version, "found_by": found_by,
+                       "resolved": real})
+    return copies
+
+
+def _rank(copy: Dict[str, Any], ldp: Sequence[str], cache_paths: Dict[str, int]) -> Tuple[int, int]:
+    """Loader order: LD_LIBRARY_PATH dirs, cache order, default dirs, then places the loader never looks."""
+    d = posixpath.dirname(copy.get("path") or "")
+    if copy.get("kind") == "library":
+        if d in ldp:
+            return (0, list(ldp).index(d))
+        if copy["path"] in cache_paths:
+            return (1, cache_paths[copy["path"]])
+        if d in DEFAULT_DIRS:
+            return (2, DEFAULT_DIRS.index(d))
+        return (3, 0)
+    return (4 if copy.get("kind") == "header" else 5, 0)
+
+
+def _add_dir(host: Host, stem: str, d: str, how: str, version: Optional[str], copies: List[Dict[str, Any]],
+             seen: Tuple[set, set]) -> None:
+    """Add the copies of ``stem`` in ``d`` (once per directory and per real file)."""
+    d = posixpath.normpath(d)
+    if d in seen[0]:
+        return
+    seen[0].add(d)
+    for c in _lib_copies(host, stem, d, how):
+        if c["resolved"] in seen[1]:
+            continue
+        seen[1].add(c["resolved"])
+        c["kind"] = "library"
+        if version and len(version.split(".")) > len((c["version"] or "").split(".")):
+            c["version"] = version  # a wheel's libs carry only the major in their names
+        copies.append(c)
+
+
+@register("libraries", "cuDNN, NCCL, TensorRT", order=60)
+def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
+    host = ctx.host
+    facts: List[Fact] = []
+    cuda = ctx.facts_of("cuda")
+    toolkits = cuda.value("cuda.toolkits") or []
+    packages = cuda.value("cuda.packages") or []
+    ldp = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
+    cache, cache_fact = read_ld_cache(host)
+    facts.append(cache_fact)
+    cache_paths = {p: i for i, (_, _, p) in enumerate(cache or [])}
+    dists = host.distributions()
+
+    lib_dirs: List[Tuple[str, str]] = [(d, "LD_LIBRARY_PATH") for d in ldp]
+    lib_dirs += [(posixpath.dirname(p), "ldconfig cache") for _, _, p in (cache or [])]
+    lib_dirs += [(d, "default dir") for d in DEFAULT_DIRS] + [(d, "usual dir") for d in EXTRA_DIRS]
+    inc_dirs = list(INCLUDE_DIRS)
+    for tk in toolkits:
+        if not isinstance(tk, dict) or not tk.get("path"):
+            continue
+        for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+            lib_dirs.append((posixpath.join(tk["path"], sub), "CUDA toolkit {}".format(tk["path"])))
+        inc_dirs.append(posixpath.join(tk["path"], "include"))
+
+    choices: Dict[str, Any] = {}
+    for lib, spec in LIBRARIES.items():
+        copies: List[Dict[str, Any]] = []
+        seen: Tuple[set, set] = (set(), set())  # dirs listed, real files kept
+
+        for d, how in lib_dirs:
+            _add_dir(host, spec["stem"], d, how, None, copies, seen)
+        for dist in dists:
+            if not spec["wheel"].match(dist.key):
+                continue
+            copies.append({"path": dist.metadata_dir, "version": dist.version, "kind": "pip",
+                           "found_by": f"pip wheel {dist.key}"})
+            for sub in spec["wheel_dirs"]:
+                _add_dir(host, spec["stem"], posixpath.join(dist.location, sub), f"pip wheel {dist.key}",
+                         dist.version, copies, seen)
+        for d in inc_dirs:
+            for header, macros in spec["headers"]:
+                path = posixpath.join(d, header)
+                if header not in host.list_dir(d).names():
+                    continue
+                text = host.read_text(path)
+                version = parse_header_version(text or "", macros)
+                copy = {"path": path, "version": version, "kind": "header", "found_by": "header " + header}
+                if version is None:
+                    copy["reason"] = (f"cannot read {path}" if text is None else
+                                      f"{path} has no {'/'.join(macros)} defines")
+                    if header == "cudnn.h":
+                        continue  # cuDNN 8+: the version lives in cudnn_version.h
+                copies.append(copy)
+                break
+        for p in packages:
+            if isinstance(p, dict) and spec["package"].match(p.get("name", "")):
+                how = "{} package {} {}".format(p.get("manager", ""), p["name"], p.get("version"))
+                copies.append({"path": None, "version": upstream_version(p.get("version", "")), "kind": "package",
+                               "found_by": how})
+        copies.sort(key=lambda c: _rank(c, ldp, cache_paths))
+        facts.append(ok("libraries." + lib, copies, "derived", {"cudnn": "cuDNN copies", "nccl": "NCCL copies",
+                                                                "tensorrt": "TensorRT copies"}[lib]))
+        for soname in sorted({c["soname"] for c in copies if c.get("soname")}):
+            choices[soname] = resolve_soname(host, soname, ld_library_path=ldp, cache=cache or [])
+
+    facts.append(ok("libraries.loader_choice", choices, "derived", "Library the loader would pick"))
+    return facts
