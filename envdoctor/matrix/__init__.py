@@ -1,0 +1,194 @@
+"""The compatibility matrix: sourced data tables shipped inside the package.
+
+Each table is one JSON file in ``envdoctor/matrix/data/`` named after its
+*area* (``cuda.json`` holds area ``"cuda"``).  Every row carries a ``source``
+envelope: the URL of the vendor table it comes from, the date it was
+checked, and whether it was verified against that table.  The format is
+described field by field in ``envdoctor/matrix/README.md``.
+
+:func:`load` reads a table once per process (cached), checks the envelope
+and the area's own rules, and returns the rows.  A malformed file raises
+:class:`MatrixError` naming the file; an unverified row never does (it is a
+warning for ``scripts/check_matrix.py`` and for the checks that use it).
+
+Area rules live beside the queries that use them: ``hardware.py`` and
+``frameworks.py`` each expose ``VALIDATORS``, a dict from area name to a
+function ``rows -> [problem, ...]``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import importlib
+import json
+import os
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+#: The folder holding the tables (inside the package, so it ships in the wheel).
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+#: Modules that contribute per-area validators (``VALIDATORS``).  A module
+#: that is not there yet (being written) is skipped.
+VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks")
+
+Row = Dict[str, Any]
+Validator = Callable[[List[Row]], List[str]]
+
+
+class MatrixError(Exception):
+    """A matrix data file is missing, unreadable, or breaks the format."""
+
+
+def data_path(area: str) -> str:
+    """The path of an area's data file."""
+    return os.path.join(DATA_DIR, area + ".json")
+
+
+def areas() -> List[str]:
+    """The areas that have a data file, sorted."""
+    try:
+        names = os.listdir(DATA_DIR)
+    except OSError:
+        return []
+    return sorted(n[: -len(".json")] for n in names if n.endswith(".json"))
+
+
+def parse_version(text: Any) -> Optional[Version]:
+    """A ``packaging`` Version, or None when ``text`` is not a version string."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return Version(text.strip())
+    except InvalidVersion:
+        return None
+
+
+def _check_date(value: Any) -> Optional[str]:
+    if not isinstance(value, str):
+        return "source.checked must be a date string YYYY-MM-DD"
+    try:
+        datetime.date(*(int(p) for p in value.split("-")))
+    except (TypeError, ValueError):
+        return f"source.checked {value!r} is not a date YYYY-MM-DD"
+    if len(value) != 10:
+        return f"source.checked {value!r} is not a date YYYY-MM-DD"
+    return None
+
+
+def envelope_problems(doc: Any, area: str) -> List[str]:
+    """Problems with a document's envelope: the parts every area shares."""
+    if not isinstance(doc, dict):
+        return [f"the document must be a JSON object, not {type(doc).__name__}"]
+    problems = []  # type: List[str]
+    if doc.get("area") != area:
+        problems.append(f"'area' is {doc.get('area')!r}, expected {area!r} (the file name)")
+    if not isinstance(doc.get("description"), str) or not doc.get("description"):
+        problems.append("'description' must be a non-empty string")
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows:
+        problems.append("'rows' must be a non-empty list")
+        return problems
+    for i, row in enumerate(rows):
+        where = f"row {i}"
+        if not isinstance(row, dict):
+            problems.append(f"{where}: must be an object")
+            continue
+        src = row.get("source")
+        if not isinstance(src, dict):
+            problems.append(f"{where}: has no 'source' envelope (url, checked, verified)")
+            continue
+        url = src.get("url")
+        if not isinstance(url, str) or not url.startswith("https://"):
+            problems.append(f"{where}: source.url must be an https:// URL, got {url!r}")
+        bad_date = _check_date(src.get("checked"))
+        if bad_date:
+            problems.append(f"{where}: {bad_date}")
+        if not isinstance(src.get("verified"), bool):
+            problems.append(f"{where}: source.verified must be true or false")
+        if "note" in src and not isinstance(src["note"], str):
+            problems.append(f"{where}: source.note must be a string")
+        if src.get("verified") is False and not src.get("note"):
+            problems.append(f"{where}: an unverified row needs a source.note saying why")
+        unverified = src.get("unverified_fields", [])
+        if not isinstance(unverified, list) or not all(isinstance(f, str) and f in row for f in unverified):
+            problems.append(f"{where}: source.unverified_fields must list fields of the row")
+    return problems
+
+
+@functools.lru_cache(maxsize=None)
+def validators() -> Dict[str, Validator]:
+    """Every area's validator, gathered from :data:`VALIDATOR_MODULES`."""
+    found = {}  # type: Dict[str, Validator]
+    for name in VALIDATOR_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            if getattr(exc, "name", None) == name:
+                continue  # that module is not written yet
+            raise
+        found.update(getattr(module, "VALIDATORS", {}))
+    return found
+
+
+def read_document(area: str) -> Any:
+    """The parsed JSON of an area's file; MatrixError (naming the file) when unreadable."""
+    path = data_path(area)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise MatrixError(f"matrix data file {path} not found (area {area!r})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MatrixError(f"matrix data file {path} could not be read: {exc}") from None
+    except ValueError as exc:  # json.JSONDecodeError
+        raise MatrixError(f"matrix data file {path} is not valid JSON: {exc}") from None
+
+
+def problems_of(area: str, doc: Any) -> List[str]:
+    """Envelope problems plus the area validator's problems, for a parsed document."""
+    problems = envelope_problems(doc, area)
+    if problems:
+        return problems
+    check = validators().get(area)
+    if check is not None:
+        try:
+            problems.extend(check(doc["rows"]))
+        except Exception as exc:  # noqa: BLE001 - a validator tripping on bad data is a data problem
+            problems.append(f"validator for {area!r} failed on this data: {exc!r}")
+    return problems
+
+
+@functools.lru_cache(maxsize=None)
+def _load(area: str) -> Tuple[Row, ...]:
+    doc = read_document(area)
+    problems = problems_of(area, doc)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise MatrixError(f"matrix data file {data_path(area)} is invalid: {shown}")
+    return tuple(doc["rows"])
+
+
+def load(area: str) -> List[Row]:
+    """The validated rows of an area (read and checked once per process).
+
+    Raises MatrixError, naming the file, when the file is missing, is not
+    JSON or breaks the format.  Callers must not mutate the rows.
+    """
+    return list(_load(area))
+
+
+def clear_cache() -> None:
+    """Forget loaded tables (tests that swap DATA_DIR use this)."""
+    _load.cache_clear()
+    validators.cache_clear()
+
+
+def unverified(row: Row, field: Optional[str] = None) -> bool:
+    """Whether a row (or one of its fields) was not checked against its source."""
+    src = row.get("source", {})
+    if not src.get("verified", False):
+        return True
+    return field is not None and field in src.get("unverified_fields", [])

@@ -1,0 +1,445 @@
+"""Hardware and CUDA tables: their rules (``VALIDATORS``) and the queries checks use.
+
+Areas: ``cuda`` (toolkit releases), ``cudnn`` (cuDNN releases), ``gpu_arch``
+(compute capability -> architecture) and ``gpus`` (GPU products).  Every
+version is compared with ``packaging.version``; a compute capability such
+as ``"8.6"`` is compared as a version too (so ``"12.0" > "9.0"``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from packaging.version import Version
+
+from . import Row, load, parse_version, read_document
+
+#: Minor releases that never shipped, so a gap there is expected.
+KNOWN_GAPS = {"12.7": "CUDA 12.7 was never released (12.6 Update 3 was followed by 12.8)"}
+
+#: Releases whose own GA driver is older than their major's minor-compatibility floor.
+FLOOR_ABOVE_GA = {
+    "11.0": "CUDA 11.0 shipped with 450.51.05; minor-version compatibility across 11.x needs 450.80.02 "
+    "(note under the table at docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html)",
+}
+
+#: The precisions a tensor-core generation may accelerate (gpu_arch.tensor_precisions).
+PRECISIONS = ("FP64", "TF32", "BF16", "FP16", "FP8", "FP6", "FP4", "INT8", "INT4")
+
+#: Market segments of gpus.segment.
+SEGMENTS = ("geforce", "workstation", "datacenter", "embedded")
+
+#: Words in an NVML device name that never tell two products apart.
+_NOISE_TOKENS = frozenset(
+    ["nvidia", "geforce", "tesla", "quadro", "generation", "edition", "workstation", "server", "graphics"]
+)
+_MEMORY_TOKEN = re.compile(r"^\d+gb$")
+
+Cuda = Union[str, Version]
+CC = Union[str, Sequence[int]]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _release(text: Cuda) -> Optional[Tuple[int, ...]]:
+    v = text if isinstance(text, Version) else parse_version(str(text).strip().lstrip("vV"))
+    return v.release if v is not None else None
+
+
+def _major_minor(text: Cuda) -> Optional[str]:
+    rel = _release(text)
+    if rel is None:
+        return None
+    return f"{rel[0]}.{rel[1] if len(rel) > 1 else 0}"
+
+
+def _cc(cc: CC) -> Optional[Version]:
+    """A compute capability as a Version: "8.6", "sm_86", (8, 6) all give 8.6."""
+    if isinstance(cc, (tuple, list)):
+        if len(cc) != 2 or not all(isinstance(p, int) for p in cc):
+            return None
+        return Version(f"{cc[0]}.{cc[1]}")
+    text = str(cc).strip().lower()
+    m = re.match(r"^(?:sm_|compute_)?(\d+)(\d)[af]?$", text)
+    if m and "." not in text:
+        return Version(f"{m.group(1)}.{m.group(2)}")
+    return parse_version(text)
+
+
+def _tokens(name: str) -> List[str]:
+    return [t for t in re.split(r"[^a-z0-9]+", name.lower()) if t]
+
+
+# ---------------------------------------------------------------- queries
+
+
+def cuda_release(version: Cuda) -> Optional[Row]:
+    """The CUDA table row for "12.4", "12.4.1" or "V12.4.131"; None when unknown."""
+    mm = _major_minor(version)
+    if mm is None:
+        return None
+    for row in load("cuda"):
+        if row["version"] == mm:
+            return row
+    return None
+
+
+def cuda_releases() -> List[Row]:
+    """Every CUDA release row, oldest first."""
+    return load("cuda")
+
+
+def _compat_need(row: Row) -> str:
+    """The oldest driver that runs a release under minor-version compatibility.
+
+    The major's floor, or the release's own driver where that is older (11.0).
+    """
+    own, floor = row["min_driver_linux"], row.get("minor_compat_min_driver")
+    if floor is None or Version(own) < Version(floor):
+        return own
+    return floor
+
+
+def min_driver_for_cuda(version: Cuda, minor_compat: bool = False) -> Optional[str]:
+    """The oldest Linux driver that runs this CUDA toolkit, or None when unknown.
+
+    Without ``minor_compat``: the driver of Table 3 for the release (for a
+    full version such as "11.4.3", the one its update needs).  With it: the
+    floor for CUDA minor-version compatibility in that major (11.x and later;
+    10.x has none, so the plain minimum applies).
+    """
+    row = cuda_release(version)
+    if row is None:
+        return None
+    if minor_compat and row.get("minor_compat_min_driver"):
+        return _compat_need(row)
+    best = row["min_driver_linux"]
+    rel = _release(version)
+    if rel is not None and len(rel) >= 3:
+        wanted = Version(".".join(str(p) for p in rel[:3]))
+        chosen = None  # type: Optional[Version]
+        for update, driver in row.get("driver_by_update", {}).items():
+            uv = Version(update)
+            if uv <= wanted and (chosen is None or uv > chosen):
+                chosen, best = uv, driver
+    return best
+
+
+def newest_cuda_for_driver(driver_version: str, minor_compat: bool = False) -> Optional[str]:
+    """The newest CUDA release ("major.minor") a driver runs; None when none or unparsable.
+
+    Without ``minor_compat`` this is Table 3 (the release's GA driver is at
+    most ``driver_version``).  With it, a driver at or above a major's
+    minor-compatibility floor also runs every minor of that major, with a
+    limited feature set (no PTX JIT of newer code).
+    """
+    drv = parse_version(driver_version)
+    if drv is None:
+        return None
+    best = None  # type: Optional[Row]
+    for row in load("cuda"):
+        need = _compat_need(row) if minor_compat else row["min_driver_linux"]
+        if drv >= Version(need):
+            if best is None or Version(row["version"]) > Version(best["version"]):
+                best = row
+    return best["version"] if best is not None else None
+
+
+def arch_for_cc(cc: CC) -> Optional[Row]:
+    """The gpu_arch row ("arch", "tensor_core_gen", "tensor_precisions") of a compute capability."""
+    want = _cc(cc)
+    if want is None:
+        return None
+    for row in load("gpu_arch"):
+        if Version(row["cc"]) == want:
+            return row
+    return None
+
+
+def cuda_supports_cc(cuda_version: Cuda, cc: CC) -> Optional[bool]:
+    """Whether this CUDA's nvcc can target the compute capability; None when either is unknown."""
+    row = cuda_release(cuda_version)
+    want = _cc(cc)
+    if row is None or want is None:
+        return None
+    return Version(row["cc_min"]) <= want <= Version(row["cc_max"])
+
+
+def cc_deprecated_in(cuda_version: Cuda, cc: CC) -> bool:
+    """Whether this CUDA still targets the compute capability but has deprecated it."""
+    row = cuda_release(cuda_version)
+    want = _cc(cc)
+    if row is None or want is None:
+        return False
+    return any(Version(d) == want for d in row.get("cc_deprecated", []))
+
+
+def cuda_for_cc(cc: CC) -> List[str]:
+    """The CUDA releases ("major.minor") that can target a compute capability, oldest first."""
+    want = _cc(cc)
+    if want is None:
+        return []
+    return [r["version"] for r in load("cuda") if Version(r["cc_min"]) <= want <= Version(r["cc_max"])]
+
+
+def gcc_max_for_cuda(version: Cuda) -> Optional[str]:
+    """The newest host GCC major this CUDA's nvcc accepts (e.g. "13"); None when unknown."""
+    row = cuda_release(version)
+    return row["gcc_max"] if row is not None else None
+
+
+def distributions_for_cuda(version: Cuda) -> Dict[str, List[str]]:
+    """The distributions (distro id -> versions) this CUDA release supports; {} when unknown."""
+    row = cuda_release(version)
+    return dict(row["distributions"]) if row is not None else {}
+
+
+def cudnn_releases_for_cuda(version: Cuda) -> List[Row]:
+    """The cuDNN releases that have a build for this CUDA minor, oldest first."""
+    mm = _major_minor(version)
+    if mm is None:
+        return []
+    return [row for row in load("cudnn") if mm in row["cuda"]]
+
+
+def cudnn_release(version: str) -> Optional[Row]:
+    """The cuDNN row for exactly this version, or the newest row of its major.minor series at or below it."""
+    want = parse_version(version)
+    if want is None:
+        return None
+    best = None  # type: Optional[Row]
+    for row in load("cudnn"):
+        v = Version(row["version"])
+        if v.release[:2] == want.release[:2] and v <= want and (best is None or v > Version(best["version"])):
+            best = row
+    return best
+
+
+def gpu_product(name: str) -> Optional[Row]:
+    """The product row for an NVML device name, or None when no product matches.
+
+    A product matches when every token of one of its ``match`` lists is in
+    the name and every other token of the name is noise (NVIDIA, GeForce,
+    Tesla, a memory size such as 16GB ...).  So "NVIDIA GeForce RTX 4090"
+    is the RTX 4090 while "NVIDIA GeForce RTX 4090 Laptop GPU" is unknown.
+    The most specific match wins.
+    """
+    if not isinstance(name, str):
+        return None
+    tokens = _tokens(name)
+    best = None  # type: Optional[Tuple[int, Row]]
+    for row in load("gpus"):
+        for wanted in row["match"]:
+            if not all(t in tokens for t in wanted):
+                continue
+            extra = [t for t in tokens if t not in wanted]
+            if all(t in _NOISE_TOKENS or _MEMORY_TOKEN.match(t) for t in extra):
+                if best is None or len(wanted) > best[0]:
+                    best = (len(wanted), row)
+    return best[1] if best is not None else None
+
+
+# ---------------------------------------------------------------- validators
+
+
+def _ordered(rows: Sequence[Row], key: str, where: str) -> List[str]:
+    problems = []
+    versions = [parse_version(r.get(key)) for r in rows]
+    for i, v in enumerate(versions):
+        if v is None:
+            problems.append(f"{where} row {i}: {key} {rows[i].get(key)!r} is not a version")
+    good = [v for v in versions if v is not None]
+    if len(set(good)) != len(good):
+        problems.append(f"{where}: duplicate {key} values")
+    if good != sorted(good):
+        problems.append(f"{where}: rows are not sorted by {key}")
+    return problems
+
+
+def _versions(value: Any) -> bool:
+    return isinstance(value, list) and all(parse_version(v) is not None for v in value)
+
+
+def validate_cuda(rows: List[Row]) -> List[str]:
+    problems = _ordered(rows, "version", "cuda")
+    if problems:
+        return problems
+    floors = {}  # type: Dict[int, str]
+    prev = None  # type: Optional[Row]
+    for _i, r in enumerate(rows):
+        w = "cuda {}".format(r.get("version"))
+        v = Version(r["version"])
+        fields = ("ga", "min_driver_linux", "cc_min", "cc_max", "gcc_max")
+        bad = [f for f in fields if parse_version(r.get(f)) is None]
+        if bad:
+            problems.append("{}: {} must be version strings".format(w, ", ".join(bad)))
+            continue
+        if Version(r["ga"]).release[:2] != v.release[:2]:
+            problems.append("{}: ga {} is not a {} release".format(w, r["ga"], r["version"]))
+        if Version(r["cc_min"]) > Version(r["cc_max"]):
+            problems.append("{}: cc_min {} is above cc_max {}".format(w, r["cc_min"], r["cc_max"]))
+        if not _versions(r.get("cc_deprecated", [])):
+            problems.append(f"{w}: cc_deprecated must be a list of versions")
+        elif any(not Version(r["cc_min"]) <= Version(d) <= Version(r["cc_max"]) for d in r.get("cc_deprecated", [])):
+            problems.append(f"{w}: a deprecated compute capability is outside cc_min..cc_max")
+        updates = r.get("driver_by_update", {})
+        if not isinstance(updates, dict):
+            problems.append(f"{w}: driver_by_update must be an object")
+            updates = {}
+        for upd, drv in updates.items():
+            uv, dv = parse_version(upd), parse_version(drv)
+            if uv is None or dv is None:
+                problems.append(f"{w}: driver_by_update {upd!r}: {drv!r} is not versions")
+            elif uv.release[:2] != v.release[:2] or uv <= Version(r["ga"]):
+                problems.append("{}: update {} is not a later {} release".format(w, upd, r["version"]))
+            elif dv < Version(r["min_driver_linux"]):
+                problems.append(f"{w}: update {upd} needs driver {drv}, older than the GA's {r['min_driver_linux']}")
+        dist = r.get("distributions")
+        if not isinstance(dist, dict) or not dist or not all(
+            isinstance(k, str) and _versions(vs) and vs for k, vs in dist.items()
+        ):
+            problems.append(f"{w}: distributions must map distro ids to lists of versions")
+        floor = r.get("minor_compat_min_driver")
+        if v.major < 11:
+            if floor is not None:
+                problems.append(f"{w}: CUDA before 11 has no minor-version compatibility floor")
+        elif parse_version(floor) is None:
+            problems.append(f"{w}: minor_compat_min_driver must be a version")
+        else:
+            if floors.setdefault(v.major, floor) != floor:
+                problems.append(
+                    f"{w}: minor_compat_min_driver {floor} differs from {floors[v.major]} for the rest of {v.major}.x"
+                )
+            if Version(floor) > Version(r["min_driver_linux"]) and r["version"] not in FLOOR_ABOVE_GA:
+                problems.append(f"{w}: minor-compat floor {floor} is above its own driver {r['min_driver_linux']}")
+        if prev is not None:
+            pv = Version(prev["version"])
+            for f in ("min_driver_linux", "cc_min", "gcc_max"):
+                if parse_version(prev.get(f)) is not None and Version(r[f]) < Version(prev[f]):
+                    problems.append("{}: {} {} goes back from {} in {}".format(w, f, r[f], prev[f], prev["version"]))
+            if parse_version(prev.get("cc_max")) is not None and Version(r["cc_max"]) < Version(prev["cc_max"]):
+                problems.append("{}: cc_max {} goes back from {}".format(w, r["cc_max"], prev["cc_max"]))
+            if v.major == pv.major:
+                for missing in range(pv.minor + 1, v.minor):
+                    if f"{v.major}.{missing}" not in KNOWN_GAPS:
+                        problems.append(f"cuda: {v.major}.{missing} is missing between {pv} and {v}")
+            elif v.major != pv.major + 1 or v.minor != 0:
+                problems.append(f"cuda: unexplained gap between {pv} and {v}")
+        prev = r
+    return problems
+
+
+def validate_cudnn(rows: List[Row]) -> List[str]:
+    problems = _ordered(rows, "version", "cudnn")
+    if problems:
+        return problems
+    try:
+        known = {r["version"] for r in read_document("cuda")["rows"]}
+    except Exception:  # noqa: BLE001 - the cuda file reports its own problems
+        known = set()
+    for r in rows:
+        w = "cudnn {}".format(r["version"])
+        major = str(Version(r["version"]).major)
+        if r.get("major") != major:
+            problems.append("{}: major {!r} does not match the version".format(w, r.get("major")))
+        cuda = r.get("cuda")
+        if not _versions(cuda) or not cuda:
+            problems.append(f"{w}: cuda must be a non-empty list of CUDA minors")
+        else:
+            if [Version(c) for c in cuda] != sorted(Version(c) for c in cuda):
+                problems.append(f"{w}: cuda minors are not sorted")
+            for c in cuda:
+                if known and Version(c) >= Version("10.0") and c not in known:
+                    problems.append(f"{w}: CUDA {c} is not in the cuda table")
+        sonames = r.get("sonames")
+        if not isinstance(sonames, list) or not sonames:
+            problems.append(f"{w}: sonames must be a non-empty list")
+        else:
+            for so in sonames:
+                m = re.match(r"^libcudnn(?:_\w+)?\.so\.(\d+)$", str(so))
+                if not m or m.group(1) != major:
+                    problems.append(f"{w}: soname {so!r} does not end in .so.{major}")
+        if parse_version(r.get("cc_min")) is None:
+            problems.append(f"{w}: cc_min must be a version")
+    return problems
+
+
+def validate_gpu_arch(rows: List[Row]) -> List[str]:
+    problems = _ordered(rows, "cc", "gpu_arch")
+    if problems:
+        return problems
+    last_gen = 0
+    for r in rows:
+        w = "gpu_arch {}".format(r["cc"])
+        if not isinstance(r.get("arch"), str) or not r.get("arch"):
+            problems.append(f"{w}: arch must be a name")
+        gen = r.get("tensor_core_gen")
+        prec = r.get("tensor_precisions")
+        if not isinstance(prec, list) or any(p not in PRECISIONS for p in prec):
+            problems.append("{}: tensor_precisions must be a list drawn from {}".format(w, ", ".join(PRECISIONS)))
+        if gen is None:
+            if prec:
+                problems.append(f"{w}: precisions listed without tensor cores")
+        elif not isinstance(gen, int) or isinstance(gen, bool) or gen < 1:
+            problems.append(f"{w}: tensor_core_gen must be null or a positive integer")
+        else:
+            if not prec:
+                problems.append(f"{w}: tensor cores with no precisions")
+            if gen < last_gen:
+                problems.append(f"{w}: tensor_core_gen {gen} goes back from {last_gen}")
+            last_gen = gen
+    return problems
+
+
+def validate_gpus(rows: List[Row]) -> List[str]:
+    problems = []  # type: List[str]
+    try:
+        ccs = {Version(r["cc"]) for r in read_document("gpu_arch")["rows"]}
+    except Exception:  # noqa: BLE001 - the gpu_arch file reports its own problems
+        ccs = set()
+    names = set()
+    keys = {}  # type: Dict[Tuple[str, ...], str]
+    for i, r in enumerate(rows):
+        name = r.get("name")
+        w = "gpus " + (name if isinstance(name, str) and name else f"row {i}")
+        if not isinstance(name, str) or not name:
+            problems.append(f"{w}: name must be a string")
+        elif name in names:
+            problems.append(f"{w}: duplicate name")
+        names.add(name)
+        match = r.get("match")
+        if not isinstance(match, list) or not match:
+            problems.append(f"{w}: match must be a non-empty list of token lists")
+        else:
+            for tok in match:
+                if not isinstance(tok, list) or not tok or tok != _tokens(" ".join(str(t) for t in tok)):
+                    problems.append(f"{w}: match {tok!r} must be lowercase alphanumeric tokens")
+                    continue
+                key = tuple(sorted(tok))
+                if key in keys:
+                    problems.append(f"{w}: match {tok!r} is also {keys[key]}'s")
+                keys[key] = str(name)
+        if r.get("segment") not in SEGMENTS:
+            problems.append("{}: segment must be one of {}".format(w, ", ".join(SEGMENTS)))
+        cc = parse_version(r.get("cc"))
+        if cc is None:
+            problems.append(f"{w}: cc must be a version")
+        elif ccs and cc not in ccs:
+            problems.append("{}: cc {} is not in the gpu_arch table".format(w, r["cc"]))
+        for f in ("memory_gb", "memory_bandwidth_gbs", "fp32_tflops"):
+            val = r.get(f)
+            if isinstance(val, bool) or not isinstance(val, (int, float)) or val <= 0:
+                problems.append(f"{w}: {f} must be a positive number")
+        if not isinstance(r.get("memory_type"), str):
+            problems.append(f"{w}: memory_type must be a string")
+    return problems
+
+
+VALIDATORS = {
+    "cuda": validate_cuda,
+    "cudnn": validate_cudnn,
+    "gpu_arch": validate_gpu_arch,
+    "gpus": validate_gpus,
+}
