@@ -20,7 +20,13 @@ def human_bytes(n: float) -> str:
     return str(n)  # pragma: no cover
 
 
-def format_value(key: str, value: Any) -> str:
+#: Fields of a structured fact shown without -v, in this order (the rest need -v).
+HEADLINE = ("summary", "version", "release", "name", "target", "path", "client", "server", "state", "kind",
+            "error", "message")
+_PLAIN = ("summary", "version", "release", "name", "target", "path")
+
+
+def format_value(key: str, value: Any, verbose: bool = False) -> str:
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -30,31 +36,38 @@ def format_value(key: str, value: Any) -> str:
     if isinstance(value, float):
         return "%g" % value
     if isinstance(value, dict):
-        return ", ".join("%s=%s" % (k, format_value(k, v)) for k, v in value.items() if v is not None) or "-"
+        return _format_item(value, verbose) or "-"
     if isinstance(value, list):
         if not value:
             return "none"
         if all(isinstance(v, dict) for v in value):
-            return "\n".join(_format_item(v) for v in value)
-        return ", ".join(format_value(key, v) for v in value)
+            return "\n".join(_format_item(v, verbose) for v in value)
+        return ", ".join(format_value(key, v, verbose) for v in value)
     return str(value)
 
 
-def _format_item(item: dict) -> str:
-    """One entry of a list fact (a toolkit, a library copy...): its headline fields first."""
-    head = [str(item[k]) for k in ("version", "name", "path") if item.get(k) not in (None, "")]
-    rest = ["%s=%s" % (k, format_value(k, v)) for k, v in item.items()
-            if k not in ("version", "name", "path", "source") and v not in (None, "", [], {})]
+def _format_item(item: dict, verbose: bool = False) -> str:
+    """A structured fact (a toolkit, a library copy, Docker...): headline fields, all of them with -v."""
+    def shown(v: Any) -> bool:
+        return v not in (None, "", [], {}) and (verbose or v is not False)
+
+    head = [str(item[k]) for k in _PLAIN if k in item and shown(item[k]) and not isinstance(item[k], (dict, list))]
+    extra_keys = [k for k in HEADLINE if k not in _PLAIN] if not verbose else [
+        k for k in item if k not in _PLAIN and k != "source"]
+    rest = ["%s: %s" % (k.replace("_", " "), format_value(k, item[k], verbose)) for k in extra_keys
+            if k in item and shown(item[k])]
+    if not head and not rest and not verbose:
+        return _format_item(item, verbose=True)  # nothing headline-worthy: show what there is
     line = "  ".join(head)
     if rest:
-        line += "  (" + ", ".join(rest) + ")"
+        line = (line + "  (" + "; ".join(rest) + ")") if line else "; ".join(rest)
     return line
 
 
 def _fact_lines(f: Fact, style: Style, verbose: bool) -> List[str]:
     label = (f.label or f.key).ljust(LABEL_WIDTH)
     if f.status == "ok":
-        text = format_value(f.key, f.value)
+        text = format_value(f.key, f.value, verbose)
         mark = "  "
     else:
         text = style({"not_supported": "not supported"}.get(f.status, f.status.replace("_", " ")),
