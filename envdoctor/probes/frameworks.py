@@ -1,1 +1,497 @@
-"""(being written)"""
+"""Deep-learning frameworks installed in the inspected interpreter, with the CUDA,
+cuDNN and NCCL they were built for or depend on.
+
+No framework is ever imported (importing torch costs seconds and can crash on
+a broken stack).  Everything is read through the host: the distributions'
+``METADATA`` (``Requires-Dist`` with its platform markers), and the small
+generated files the wheels ship: ``torch/version.py``,
+``tensorflow/python/platform/build_info.py``, ``onnxruntime/capi/version_info.py``,
+``paddle/version/__init__.py``.  Those files are parsed with :mod:`ast`
+(never executed); a garbled one yields the package version alone and a
+``details_error`` saying why the build details are missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Fact, ok, unknown
+from ..host.base import Distribution, Host, normalize_name
+from . import ProbeContext, register
+
+# -- generic helpers -------------------------------------------------------------
+
+
+def split_local(version: str) -> Tuple[str, Optional[str]]:
+    """``2.4.0+cu121`` -> ``("2.4.0", "cu121")`` using packaging's own parser."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        base, _, local = version.partition("+")
+        return base, local or None
+    return v.public, v.local
+
+
+def python_literals(text: str) -> Dict[str, Any]:
+    """Module-level ``name = <literal>`` assignments of a generated Python file.
+
+    Parsed with :mod:`ast` and :func:`ast.literal_eval`, never executed.
+    ``collections.OrderedDict([...])`` (TensorFlow's build_info) is read as a dict.
+    Raises ``SyntaxError``/``ValueError`` for a file that is not Python.
+    """
+    tree = ast.parse(text)
+    out: Dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            value = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            targets = [node.target.id]
+            value = node.value
+        else:
+            continue
+        if (isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name))
+                and (getattr(value.func, "attr", None) or getattr(value.func, "id", None)) in ("OrderedDict", "dict")
+                and len(value.args) == 1 and not value.keywords):
+            value = value.args[0]
+        try:
+            lit = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(lit, list) and all(isinstance(p, tuple) and len(p) == 2 for p in lit):
+            lit = dict(lit)
+        for t in targets:
+            out[t] = lit
+    return out
+
+
+def target_environment(host: Host) -> Dict[str, str]:
+    """PEP 508 marker environment of the inspected machine and interpreter."""
+    py = host.python()
+    ver = py.version or ""
+    parts = ver.split(".")
+    return {
+        "platform_system": "Linux",
+        "sys_platform": "linux",
+        "os_name": "posix",
+        "platform_machine": host.uname().get("machine", "") or "x86_64",
+        "python_version": ".".join(parts[:2]) if len(parts) >= 2 else ver,
+        "python_full_version": ver,
+        "implementation_name": py.implementation or "cpython",
+        "platform_python_implementation": "CPython" if (py.implementation or "cpython") == "cpython" else "PyPy",
+        "extra": "",
+    }
+
+
+class Metadata:
+    """``Requires-Dist`` of one distribution's METADATA, read through the host."""
+
+    def __init__(self, host: Host, dist: Distribution) -> None:
+        name = "METADATA" if dist.metadata_dir.endswith(".dist-info") else "PKG-INFO"
+        self.path = posixpath.join(dist.metadata_dir, name)
+        res = host.read_file(self.path, limit=512 * 1024)
+        self.error: Optional[str] = None if res.ok else (res.error or "unreadable")
+        self.requires: List[Requirement] = []
+        for line in (res.text or "").splitlines():
+            if not line.lower().startswith("requires-dist:"):
+                continue
+            try:
+                self.requires.append(Requirement(line.split(":", 1)[1].strip()))
+            except InvalidRequirement:
+                continue
+        if dist.metadata_dir.endswith(".egg-info"):
+            self._egg_requires(host, dist)
+
+    def _egg_requires(self, host: Host, dist: Distribution) -> None:
+        text = host.read_text(posixpath.join(dist.metadata_dir, "requires.txt")) or ""
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("["):
+                break  # extras sections follow
+            if line:
+                try:
+                    self.requires.append(Requirement(line))
+                except InvalidRequirement:
+                    continue
+
+    def applying(self, env: Dict[str, str], extra: str = "") -> List[Requirement]:
+        """Requirements whose markers hold on the target (for ``extra`` when given)."""
+        out = []
+        for req in self.requires:
+            if req.marker is None:
+                out.append(req)
+                continue
+            e = dict(env, extra=extra)
+            try:
+                if req.marker.evaluate(e):
+                    out.append(req)
+            except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+                continue
+        return out
+
+
+def pinned(req: Requirement) -> str:
+    """``==9.1.0.70`` -> ``9.1.0.70``; any other specifier as written (``>=8.9``)."""
+    specs = list(req.specifier)
+    if len(specs) == 1 and specs[0].operator in ("==", "==="):
+        return specs[0].version
+    return str(req.specifier) or "any"
+
+
+_NVIDIA_WHEEL = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)-cu(?P<cuda>\d+)$")
+
+
+def nvidia_wheels(reqs: Iterable[Requirement], installed: Dict[str, Distribution]) -> Dict[str, Dict[str, Any]]:
+    """``nvidia-*-cuNN`` requirements -> ``{name: {"required": .., "installed": ..}}``."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for req in reqs:
+        key = normalize_name(req.name)
+        if _NVIDIA_WHEEL.match(key):
+            d = installed.get(key)
+            out[key] = {"required": pinned(req), "installed": d.version if d else None}
+    return out
+
+
+def _lib_required(wheels: Dict[str, Dict[str, Any]], lib: str) -> Optional[Dict[str, Any]]:
+    for name, info in wheels.items():
+        m = _NVIDIA_WHEEL.match(name)
+        if m and m.group("lib") == lib:
+            return dict(info, package=name)
+    return None
+
+
+def read_literals(host: Host, path: str) -> Tuple[Dict[str, Any], Optional[str]]:
+    """Literals of a generated ``.py`` file, or ``({}, why not)``."""
+    res = host.read_file(path, limit=256 * 1024)
+    if res.text is None:
+        return {}, "{}: {}".format(path, "missing" if res.missing else (res.error or "unreadable"))
+    try:
+        lits = python_literals(res.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return {}, "{} is not valid Python ({}){}".format(path, type(exc).__name__,
+                                                        ", truncated?" if res.truncated else "")
+    return lits, None
+
+
+def _version_of(d: Distribution) -> Dict[str, Any]:
+    public, local = split_local(d.version)
+    return {"version": d.version, "public": public, "local": local, "package": d.key, "path": d.location}
+
+
+# -- PyTorch ---------------------------------------------------------------------
+
+_SO_MAJOR = re.compile(r"^lib(?P<lib>cudnn|nccl)(?:_[a-z_]+)?(?:-[0-9a-f]{8})?\.so\.(?P<major>\d+)(?:\.[\d.]+)?$")
+
+
+def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) -> List[Fact]:
+    d = dists["torch"]
+    value: Dict[str, Any] = _version_of(d)
+    vpath = posixpath.join(d.location, "torch", "version.py")
+    lits, why = read_literals(host, vpath)
+    cuda = lits.get("cuda") if isinstance(lits.get("cuda"), str) else None
+    hip = lits.get("hip") if isinstance(lits.get("hip"), str) else None
+    value.update({"cuda": cuda, "hip": hip, "debug": lits.get("debug"), "git_version": lits.get("git_version")})
+    if why:
+        value["details_error"] = why
+    local = value["local"] or ""
+    if hip or local.startswith("rocm"):
+        build = "rocm"
+    elif cuda or re.match(r"cu\d+", local):
+        build = "cuda"
+    elif local == "cpu" or (not why and cuda is None and hip is None):
+        build = "cpu"
+    else:
+        build = "unknown"
+    value["build"] = build
+    if cuda is None and build == "cuda":
+        m = re.match(r"cu(\d+)(\d)$", local)
+        value["cuda"] = f"{m.group(1)}.{m.group(2)}" if m else None
+
+    meta = Metadata(host, d)
+    wheels = nvidia_wheels(meta.applying(env), dists)
+    value["nvidia_wheels"] = wheels
+    lib_dir = posixpath.join(d.location, "torch", "lib")
+    value["lib_dir"] = lib_dir
+    bundled: Dict[str, List[str]] = {"cudnn": [], "nccl": []}
+    for name in host.list_dir(lib_dir).names():
+        m = _SO_MAJOR.match(name)
+        if m:
+            bundled[m.group("lib")].append(name)
+    value["bundled_libs"] = sorted(bundled["cudnn"] + bundled["nccl"])
+    for lib, key in (("cudnn", "cudnn_required"), ("nccl", "nccl_required")):
+        req = _lib_required(wheels, lib)
+        if req:
+            value[key] = {"version": req["required"], "from": "requires-dist", "package": req["package"],
+                          "installed": req["installed"]}
+        elif bundled[lib]:
+            majors = sorted({_SO_MAJOR.match(n).group("major") for n in bundled[lib]})  # type: ignore[union-attr]
+            value[key] = {"version": majors[0] if len(majors) == 1 else ",".join(majors), "from": "bundled",
+                          "files": sorted(bundled[lib])}
+        else:
+            value[key] = None
+    facts = [ok("framework.torch", value, "file:" + vpath if not why else "dir:" + d.metadata_dir, "PyTorch")]
+    for name, label in (("torchvision", "torchvision"), ("torchaudio", "torchaudio")):
+        if name in dists:
+            facts.append(ok("framework." + name, _version_of(dists[name]), "dir:" + dists[name].metadata_dir, label))
+    return facts
+
+
+# -- TensorFlow ------------------------------------------------------------------
+
+TF_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-gpu",
+               "tf-nightly-cpu", "tensorflow-intel", "tensorflow-rocm", "intel-tensorflow", "tensorflow-aarch64")
+
+
+def _tf_windows_version(v: Any) -> Any:
+    """Windows builds record ``'64_112'`` (from cudart64_112.dll) for 11.2."""
+    if isinstance(v, str):
+        m = re.match(r"^64_(\d+)$", v)
+        if m:
+            digits = m.group(1)
+            return digits if len(digits) == 1 else f"{digits[:-1]}.{digits[-1]}"
+    return v
+
+
+def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) -> List[Fact]:
+    found = [dists[p] for p in TF_PACKAGES if p in dists]
+    d = found[0]
+    value: Dict[str, Any] = _version_of(d)
+    value["packages"] = {x.key: x.version for x in found}
+    bpath = posixpath.join(d.location, "tensorflow", "python", "platform", "build_info.py")
+    lits, why = read_literals(host, bpath)
+    info = lits.get("build_info") if isinstance(lits.get("build_info"), dict) else {}
+    # TF < 2.3 wrote plain module variables instead of the dict.
+    for old, new in (("is_cuda_build", "is_cuda_build"), ("is_rocm_build", "is_rocm_build"),
+                     ("cuda_version_number", "cuda_version"), ("cudnn_version_number", "cudnn_version")):
+        if old in lits and new not in info:
+            info[new] = lits[old]
+    if why:
+        value["details_error"] = why
+    elif not info:
+        value["details_error"] = f"{bpath} holds no build_info"
+    value["cuda"] = _tf_windows_version(info.get("cuda_version")) or None
+    value["cudnn"] = _tf_windows_version(info.get("cudnn_version")) or None
+    value["compute_capabilities"] = info.get("cuda_compute_capabilities")
+    value["compiler"] = info.get("cpu_compiler")
+    value["tensorrt"] = info.get("is_tensorrt_build")
+    if info.get("is_rocm_build"):
+        value["build"] = "rocm"
+    elif info.get("is_cuda_build"):
+        value["build"] = "cuda"
+    elif info.get("is_cuda_build") is False or d.key.endswith("-cpu"):
+        value["build"] = "cpu"
+    else:
+        value["build"] = "unknown"
+    meta = Metadata(host, d)
+    value["and_cuda_wheels"] = nvidia_wheels(meta.applying(env, extra="and-cuda"), dists)
+    facts = [ok("framework.tensorflow", value, "file:" + bpath if not why else "dir:" + d.metadata_dir,
+                "TensorFlow")]
+    if len(found) > 1:
+        facts.append(ok("framework.tensorflow_conflict", sorted(value["packages"]), "derived",
+                        "Several TensorFlow packages installed over each other"))
+    return facts
+
+
+# -- JAX -------------------------------------------------------------------------
+
+_JAX_PLUGIN = re.compile(r"^jax-cuda(?P<cuda>\d+)-(?:plugin|pjrt)$")
+_JAXLIB_LOCAL = re.compile(r"^cuda(?P<cuda>\d+)(?:\.cudnn(?P<cudnn>\d+))?")
+
+
+def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
+    jax = dists.get("jax")
+    jaxlib = dists.get("jaxlib")
+    main = jax or jaxlib
+    assert main is not None
+    value: Dict[str, Any] = _version_of(main)
+    value["jaxlib"] = jaxlib.version if jaxlib else None
+    plugins = {k: d.version for k, d in dists.items() if _JAX_PLUGIN.match(k)}
+    value["plugins"] = plugins
+    cuda = None
+    cudnn = None
+    if jaxlib:
+        m = _JAXLIB_LOCAL.match(split_local(jaxlib.version)[1] or "")
+        if m:
+            cuda = m.group("cuda")
+            if m.group("cudnn"):
+                c = m.group("cudnn")
+                cudnn = f"{c[0]}.{c[1:]}" if len(c) > 1 else c
+    for name in plugins:
+        cuda = cuda or _JAX_PLUGIN.match(name).group("cuda")  # type: ignore[union-attr]
+    value["cuda"] = cuda
+    value["cudnn"] = cudnn
+    value["build"] = "cuda" if cuda else "cpu"
+    mismatched = []
+    if jaxlib:
+        lib_v = split_local(jaxlib.version)[0]
+        for name, v in plugins.items():
+            try:
+                if Version(split_local(v)[0]) != Version(lib_v):
+                    mismatched.append(f"{name} {v}")
+            except InvalidVersion:
+                mismatched.append(f"{name} {v}")
+    value["plugins_match_jaxlib"] = not mismatched if plugins else None
+    value["mismatched_plugins"] = mismatched
+    if plugins:
+        wheels: Dict[str, Dict[str, Any]] = {}
+        env = target_environment(host)
+        for name in plugins:
+            wheels.update(nvidia_wheels(Metadata(host, dists[name]).applying(env, extra="with-cuda"), dists))
+        value["nvidia_wheels"] = wheels
+    return [ok("framework.jax", value, "dir:" + main.metadata_dir, "JAX")]
+
+
+# -- ONNX Runtime ----------------------------------------------------------------
+
+ORT_PACKAGES = ("onnxruntime-gpu", "onnxruntime", "onnxruntime-training", "onnxruntime-directml",
+                "onnxruntime-openvino", "onnxruntime-rocm", "ort-nightly-gpu", "ort-nightly")
+
+
+def onnxruntime_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
+    found = [dists[p] for p in ORT_PACKAGES if p in dists]
+    d = found[0]  # the GPU package first: it is the one whose CUDA matters
+    value: Dict[str, Any] = _version_of(d)
+    value["packages"] = {x.key: x.version for x in found}
+    value["gpu"] = any(x.key.endswith("-gpu") for x in found)
+    # Both wheels write the same onnxruntime/ directory: the last one installed
+    # wins file by file, and the CUDA provider may silently be missing.
+    value["conflict"] = len(found) > 1
+    vpath = posixpath.join(d.location, "onnxruntime", "capi", "version_info.py")
+    lits, why = read_literals(host, vpath)
+    value["cuda"] = lits.get("cuda_version") or None
+    value["cudnn"] = lits.get("cudnn_version") or None
+    value["use_cuda"] = lits.get("use_cuda")
+    if why and value["gpu"]:
+        value["details_error"] = why
+    facts = [ok("framework.onnxruntime", value, "file:" + vpath if not why else "dir:" + d.metadata_dir,
+                "ONNX Runtime")]
+    if value["conflict"]:
+        facts.append(ok("framework.onnxruntime_conflict", sorted(value["packages"]), "derived",
+                        "Several ONNX Runtime packages installed over each other"))
+    return facts
+
+
+# -- PaddlePaddle ----------------------------------------------------------------
+
+
+def paddle_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
+    found = [dists[p] for p in ("paddlepaddle-gpu", "paddlepaddle") if p in dists]
+    d = found[0]
+    value: Dict[str, Any] = _version_of(d)
+    value["packages"] = {x.key: x.version for x in found}
+    vpath = posixpath.join(d.location, "paddle", "version", "__init__.py")
+    lits, why = read_literals(host, vpath)
+    cuda = lits.get("cuda_version")
+    cudnn = lits.get("cudnn_version")
+    # CPU builds write the string 'False' for both.
+    value["cuda"] = cuda if isinstance(cuda, str) and cuda not in ("False", "") else None
+    value["cudnn"] = cudnn if isinstance(cudnn, str) and cudnn not in ("False", "") else None
+    value["full_version"] = lits.get("full_version")
+    value["commit"] = lits.get("commit")
+    with_gpu = lits.get("with_gpu")
+    if isinstance(with_gpu, str):
+        with_gpu = with_gpu.upper() == "ON"
+    value["build"] = "cuda" if (value["cuda"] or with_gpu is True) else ("cpu" if not why else "unknown")
+    if why:
+        value["details_error"] = why
+    return [ok("framework.paddle", value, "file:" + vpath if not why else "dir:" + d.metadata_dir, "PaddlePaddle")]
+
+
+# -- CuPy, TensorRT, MXNet, Keras ------------------------------------------------
+
+_CUPY = re.compile(r"^cupy(?:-cuda(?P<cuda>\d+x|\d+))?$")
+_MXNET = re.compile(r"^mxnet(?:-cu(?P<cuda>\d+))?(?P<flavor>mkl)?$")
+_TRT = re.compile(r"^tensorrt(?:-cu(?P<cuda>\d+))?(?:[-_](?:libs|bindings))?$")
+
+
+def _cuda_from_suffix(s: str) -> str:
+    """``12x`` -> ``12``; ``112`` -> ``11.2``; ``102`` -> ``10.2``; ``12`` -> ``12``."""
+    if s.endswith("x"):
+        return s[:-1]
+    if len(s) >= 3:
+        return f"{s[:-1]}.{s[-1]}"
+    return s
+
+
+def cupy_fact(dists: Dict[str, Distribution]) -> List[Fact]:
+    found = [(k, d, _CUPY.match(k)) for k, d in dists.items() if _CUPY.match(k)]
+    _, d, m = found[0]
+    value: Dict[str, Any] = _version_of(d)
+    value["packages"] = {k: x.version for k, x, _ in found}
+    cuda = m.group("cuda") if m else None
+    value["cuda"] = _cuda_from_suffix(cuda) if cuda else None
+    value["build"] = "cuda" if cuda else "source"
+    value["conflict"] = len(found) > 1
+    return [ok("framework.cupy", value, "dir:" + d.metadata_dir, "CuPy")]
+
+
+def tensorrt_fact(dists: Dict[str, Distribution]) -> List[Fact]:
+    found = [(k, d, _TRT.match(k)) for k, d in sorted(dists.items()) if _TRT.match(k)]
+    main = next((x for x in found if x[0] == "tensorrt"), found[0])
+    _, d, _ = main
+    value: Dict[str, Any] = _version_of(d)
+    value["packages"] = {k: x.version for k, x, _ in found}
+    cudas = sorted({m.group("cuda") for _, _, m in found if m and m.group("cuda")})
+    value["cuda"] = cudas[0] if len(cudas) == 1 else (cudas or None)
+    return [ok("framework.tensorrt", value, "dir:" + d.metadata_dir, "TensorRT (Python)")]
+
+
+def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
+    found = [(k, d, _MXNET.match(k)) for k, d in sorted(dists.items()) if _MXNET.match(k)]
+    _, d, m = found[0]
+    value: Dict[str, Any] = _version_of(d)
+    value["packages"] = {k: x.version for k, x, _ in found}
+    cuda = m.group("cuda") if m else None
+    value["cuda"] = _cuda_from_suffix(cuda) if cuda else None
+    value["build"] = "cuda" if cuda else "cpu"
+    value["legacy"] = True  # retired to the Apache Attic in 2023
+    return [ok("framework.mxnet", value, "dir:" + d.metadata_dir, "MXNet")]
+
+
+FRAMEWORK_NAMES = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras")
+
+
+@register("frameworks", "Python frameworks", order=90)
+def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
+    host = ctx.host
+    py = host.python()
+    if py.error or not py.sys_path:
+        why = ("cannot inspect the interpreter {} ({}{})".format(py.executable or "?", py.error,
+                                                              ": " + py.message if py.message else "")
+               if py.error else "the interpreter reports an empty sys.path")
+        return [unknown("framework.scan", why, "command:%s" % (py.executable or "python"), "Frameworks")]
+    dists = {d.key: d for d in host.distributions()}
+    env = target_environment(host)
+    facts: List[Fact] = []
+    if "torch" in dists:
+        facts += torch_fact(host, dists, env)
+    if any(p in dists for p in TF_PACKAGES):
+        facts += tensorflow_fact(host, dists, env)
+    if "jax" in dists or "jaxlib" in dists:
+        facts += jax_fact(host, dists)
+    if any(p in dists for p in ORT_PACKAGES):
+        facts += onnxruntime_fact(host, dists)
+    if "paddlepaddle" in dists or "paddlepaddle-gpu" in dists:
+        facts += paddle_fact(host, dists)
+    if any(_CUPY.match(k) for k in dists):
+        facts += cupy_fact(dists)
+    if any(_TRT.match(k) for k in dists):
+        facts += tensorrt_fact(dists)
+    if any(_MXNET.match(k) for k in dists):
+        facts += mxnet_fact(dists)
+    if "keras" in dists:
+        facts.append(ok("framework.keras", _version_of(dists["keras"]), "dir:" + dists["keras"].metadata_dir,
+                        "Keras"))
+    if not any(f.key.split(".")[1] in FRAMEWORK_NAMES for f in facts):
+        facts.append(ok("framework.none",
+                        "no deep-learning framework (PyTorch, TensorFlow, JAX, ONNX Runtime, PaddlePaddle, CuPy, "
+                        "TensorRT, MXNet, Keras) is installed for %s" % (py.executable or "this Python"),
+                        "dir:" + ":".join(py.sys_path), "Frameworks"))
+    return facts
