@@ -24,6 +24,8 @@ EXIT_OK, EXIT_FOUND_ERRORS, EXIT_USAGE = 0, 1, 2
 COMMANDS: Dict[str, tuple] = {
     "diagnose": ("envdoctor.cli.diagnose", "diagnose", "Look at the whole GPU stack and judge it."),
     "snapshot": ("envdoctor.cli.snapshot", "snapshot", "Capture this machine's raw evidence to a file."),
+    "install": ("envdoctor.cli.install", "install",
+                "Print or run the steps that install a component (CUDA, cuDNN...)."),
     "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
 }
 
@@ -37,6 +39,7 @@ Examples:
   envdoctor diagnose --format json > report.json
   envdoctor snapshot -o node17.json --redact-ids
   envdoctor diagnose --snapshot node17.json -v
+  envdoctor install cuda --version 12.4.1 --method redist --prefix ~/cuda-12.4 --dry-run
 """
 
 

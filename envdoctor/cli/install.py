@@ -103,7 +103,7 @@ def install(component: str, version: str, method: str, prefix: Optional[str], co
         if log_file is not None:
             log_file = validate.prefix(log_file, what="--log-file")
     except ValidationError as exc:
-        raise fail(str(exc), EXIT_USAGE)
+        raise fail(str(exc), EXIT_USAGE) from None
 
     from recipes import cuda_redist
 
@@ -111,7 +111,7 @@ def install(component: str, version: str, method: str, prefix: Optional[str], co
         if plat is None:
             plat = cuda_redist.platform_for(_default_platform())
     except ValidationError as exc:
-        raise fail(str(exc) + "; choose one with --platform", EXIT_USAGE)
+        raise fail(str(exc) + "; choose one with --platform", EXIT_USAGE) from None
 
     from ..install.download import DownloadError, DownloadOptions, default_progress_stream, fetch_bytes
 
@@ -124,16 +124,18 @@ def install(component: str, version: str, method: str, prefix: Optional[str], co
     try:
         raw = fetch_bytes(req.manifest_url, options)
     except DownloadError as exc:
-        raise fail(f"cannot read the manifest: {exc}\n  (releases are listed at {req.url_base}/)", EXIT_USAGE)
+        hint = " (manifests name full releases, e.g. 12.4.1)" if len(release.release) < 3 else ""
+        raise fail(f"cannot read the manifest: {exc}{hint}\n  (releases are listed at {req.url_base}/)",
+                   EXIT_USAGE) from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise fail(f"{req.manifest_url} is not valid JSON ({exc})", EXIT_USAGE)
+        raise fail(f"{req.manifest_url} is not valid JSON ({exc})", EXIT_USAGE) from None
     try:
         manifest = cuda_redist.parse_manifest(doc, req.manifest_url)
         the_plan = cuda_redist.plan(req, manifest)
     except ValidationError as exc:
-        raise fail(str(exc), EXIT_USAGE)
+        raise fail(str(exc), EXIT_USAGE) from None
 
     from ..install.plan import render_sh
 
@@ -146,9 +148,10 @@ def install(component: str, version: str, method: str, prefix: Optional[str], co
 
     from ..install.executor import Executor, check_holds
 
-    installed = the_plan.steps[-2].verify[0] if the_plan.steps[-2].verify else None
+    installed = the_plan.installed
     if os.path.lexists(prefix_path) and not force and not (installed is not None and check_holds(installed)):
-        raise fail(f"{prefix_path} already exists and is never overwritten without --force (or choose another --prefix)", EXIT_USAGE)
+        raise fail(f"{prefix_path} already exists and is never overwritten without --force "
+                   "(or choose another --prefix)", EXIT_USAGE)
 
     for i, step in enumerate(the_plan.steps, 1):
         click.echo("  %2d. %s" % (i, step.title))

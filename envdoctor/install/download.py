@@ -1,0 +1,234 @@
+"""Downloads: streamed, resumable, verified.
+
+* ``requests`` is imported inside the functions (``diagnose`` never imports it);
+  proxies come from the usual ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``
+  variables, which ``requests`` honours.
+* A download goes to ``DEST.part``; an interrupted one is resumed with an
+  HTTP ``Range`` request (on a retry, or on the next run).
+* The finished file is checked against its size and sha256 before it is
+  renamed to ``DEST``; a mismatch deletes it, so nothing unverified remains.
+* A progress bar is drawn on a terminal only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, TextIO
+
+from .. import __version__
+
+USER_AGENT = f"envdoctor/{__version__}"
+CHUNK = 64 * 1024
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_RETRIES = 3
+#: Largest manifest accepted (NVIDIA's CUDA manifests are about 60 KB).
+MAX_MANIFEST_BYTES = 8 * 1024 * 1024
+
+
+class DownloadError(Exception):
+    """A download failed; the message says what and why, in one or two lines."""
+
+
+@dataclass
+class DownloadOptions:
+    timeout: float = DEFAULT_TIMEOUT  # seconds without data before giving up on an attempt
+    retries: int = DEFAULT_RETRIES  # further attempts after the first
+    backoff: float = 1.0  # seconds before the first retry, doubled each time
+    progress: Optional[TextIO] = None  # where to draw a progress bar (None: quiet)
+
+
+def default_progress_stream() -> Optional[TextIO]:
+    """stderr when it is a terminal, else None (no progress bars in logs and pipes)."""
+    try:
+        return sys.stderr if sys.stderr.isatty() else None
+    except (AttributeError, ValueError):
+        return None
+
+
+def sha256_of(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1024 * 1024), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _session() -> Any:
+    import requests
+
+    s = requests.Session()
+    s.headers["User-Agent"] = USER_AGENT
+    return s
+
+
+def _transient_errors() -> tuple:
+    import requests
+
+    return (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
+            requests.exceptions.ChunkedEncodingError)
+
+
+def _describe(exc: BaseException, timeout: float) -> str:
+    import requests
+
+    text = str(exc)
+    if isinstance(exc, (requests.exceptions.ReadTimeout,)) or "Read timed out" in text:
+        return f"the server stopped sending data (no data for {timeout:.1f}s)"
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return f"could not connect within {timeout:.1f}s"
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError) or "IncompleteRead" in text:
+        return "the connection was cut off before the file was complete"
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        return f"could not connect ({_short(text)})"
+    return _short(text)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def fetch_bytes(url: str, options: Optional[DownloadOptions] = None, max_bytes: int = MAX_MANIFEST_BYTES) -> bytes:
+    """A small document (a manifest) in memory, with timeouts and retries."""
+    opts = options or DownloadOptions()
+    transient = _transient_errors()
+    last = ""
+    for attempt in range(opts.retries + 1):
+        if attempt:
+            time.sleep(opts.backoff * (2 ** (attempt - 1)))
+        try:
+            with _session() as s:
+                r = s.get(url, stream=True, timeout=(opts.timeout, opts.timeout))
+                with r:
+                    if r.status_code != 200:
+                        raise DownloadError("%s: HTTP %d %s" % (url, r.status_code, r.reason or ""))
+                    data = bytearray()
+                    for chunk in r.iter_content(CHUNK):
+                        data += chunk
+                        if len(data) > max_bytes:
+                            raise DownloadError("%s: larger than %d bytes, refusing it" % (url, max_bytes))
+                    return bytes(data)
+        except transient as exc:
+            last = _describe(exc, opts.timeout)
+    raise DownloadError("%s: %s (tried %d times)" % (url, last, opts.retries + 1))
+
+
+def download(url: str, dest: str, sha256: str, size: Optional[int] = None,
+             options: Optional[DownloadOptions] = None, log: Optional[Callable[[str], None]] = None) -> str:
+    """Fetch ``url`` to ``dest`` through ``dest.part``, resuming and verifying; returns ``dest``.
+
+    Raises :class:`DownloadError` with a clear message on failure.  A partial
+    file is kept for the next attempt unless it is proven wrong (too big, or a
+    complete file with the wrong sha256), in which case it is deleted.
+    """
+    opts = options or DownloadOptions()
+    say = log or (lambda _m: None)
+    part = dest + ".part"
+    os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+    transient = _transient_errors()
+    last = ""
+    for attempt in range(opts.retries + 1):
+        if attempt:
+            time.sleep(opts.backoff * (2 ** (attempt - 1)))
+        have = os.path.getsize(part) if os.path.exists(part) else 0
+        if size is not None and have > size:
+            os.remove(part)
+            have = 0
+        try:
+            if size is None or have < size:
+                _fetch_into(url, part, have, size, opts, say)
+            return _finish(url, part, dest, sha256, size)
+        except transient as exc:
+            last = _describe(exc, opts.timeout)
+            now = os.path.getsize(part) if os.path.exists(part) else 0
+            say("download attempt %d of %s failed after %d bytes: %s" % (attempt + 1, url, now, last))
+    kept = os.path.getsize(part) if os.path.exists(part) else 0
+    raise DownloadError("%s: %s (tried %d times); %d bytes kept in %s, a re-run resumes from there"
+                        % (url, last, opts.retries + 1, kept, part))
+
+
+def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: DownloadOptions,
+                say: Callable[[str], None]) -> None:
+    headers = {"Range": "bytes=%d-" % have} if have else {}
+    with _session() as s:
+        r = s.get(url, stream=True, timeout=(opts.timeout, opts.timeout), headers=headers)
+        with r:
+            if r.status_code == 416 and have:
+                return  # nothing left to send: the .part is complete (verified next)
+            if r.status_code == 206 and have:
+                mode = "ab"
+                say("resuming %s at byte %d" % (url, have))
+            elif r.status_code == 200:
+                mode, have = "wb", 0  # the server ignored the range: start over
+            else:
+                raise DownloadError("%s: HTTP %d %s" % (url, r.status_code, r.reason or ""))
+            total = size
+            if total is None:
+                length = r.headers.get("Content-Length")
+                total = have + int(length) if length and length.isdigit() else None
+            bar = _Progress(opts.progress, os.path.basename(part[:-5]), total, have)
+            with open(part, mode) as f:
+                for chunk in r.iter_content(CHUNK):
+                    if not chunk:
+                        continue
+                    f.write(chunk)
+                    have += len(chunk)
+                    if size is not None and have > size:
+                        break
+                    bar.update(have)
+            bar.close()
+
+
+def _finish(url: str, part: str, dest: str, sha256: str, size: Optional[int]) -> str:
+    got_size = os.path.getsize(part) if os.path.exists(part) else 0
+    if size is not None and got_size != size:
+        if got_size > size:
+            os.remove(part)
+        raise DownloadError("%s: got %d bytes, expected %d; the file was deleted" % (url, got_size, size)
+                            if got_size > size else
+                            "%s: got %d of %d bytes" % (url, got_size, size))
+    digest = sha256_of(part)
+    if digest != sha256.lower():
+        os.remove(part)
+        raise DownloadError(f"{url}: sha256 mismatch (expected {sha256.lower()}, got {digest}); "
+                            "the download was deleted, nothing was installed. "
+                            "The server or mirror holds a corrupted or different file.")
+    os.replace(part, dest)
+    return dest
+
+
+class _Progress:
+    def __init__(self, stream: Optional[TextIO], name: str, total: Optional[int], start: int) -> None:
+        self.stream = stream
+        self.name = name[:40]
+        self.total = total
+        self.last = 0.0
+        self.update(start)
+
+    def update(self, have: int) -> None:
+        if self.stream is None:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and (self.total is None or have < self.total):
+            return
+        self.last = now
+        if self.total:
+            frac = min(1.0, have / float(self.total))
+            bar = "#" * int(frac * 30)
+            self.stream.write("\r%-40s [%-30s] %5.1f%% %s" % (self.name, bar, frac * 100, _mib(have)))
+        else:
+            self.stream.write("\r%-40s %s" % (self.name, _mib(have)))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _mib(n: int) -> str:
+    return "%.1f MiB" % (n / 1048576.0)

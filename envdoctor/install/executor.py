@@ -1,0 +1,310 @@
+"""The executor: the only code in envdoctor that changes the machine.
+
+It carries out a :class:`~envdoctor.install.plan.Plan` step by step:
+
+* refuses (exit 2) when a step needs root and we are not root, or when there
+  is no ``--yes`` and no terminal to ask on; otherwise asks for confirmation;
+* skips steps whose ``done_if`` check already holds, so a re-run resumes;
+* logs every step with its time and outcome to a log file the user is told about;
+* stops at the first failure and says what failed, why, and the command to resume;
+* says loudly at the end when a reboot or MOK enrolment is needed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, TextIO
+
+from .download import DownloadError, DownloadOptions, download, sha256_of
+from .plan import Check, Download, Extract, Move, Plan, Remove, RunCommand, Step, WriteFile, reboot_message
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+
+
+class StepError(Exception):
+    """A step's action failed; the message says why."""
+
+
+@dataclass
+class StepOutcome:
+    id: str
+    title: str
+    status: str  # "done" | "skipped" | "failed" | "not_run"
+    detail: str = ""
+    duration: float = 0.0
+
+
+@dataclass
+class ExecutionResult:
+    exit_code: int
+    outcomes: List[StepOutcome] = field(default_factory=list)
+    log_path: str = ""
+    message: str = ""
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+
+def default_log_path(now: Optional[datetime.datetime] = None) -> str:
+    """``$XDG_STATE_HOME/envdoctor/logs/install-YYYYmmdd-HHMMSS.log`` (``~/.local/state`` by default)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    stamp = (now or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    return os.path.join(base, "envdoctor", "logs", f"install-{stamp}.log")
+
+
+# -- checks, evaluated for real ---------------------------------------------
+def check_holds(check: Check) -> bool:
+    try:
+        if check.kind == "exists":
+            return os.path.lexists(check.path)
+        if check.kind == "absent":
+            return not os.path.lexists(check.path)
+        if check.kind == "sha256":
+            return os.path.isfile(check.path) and sha256_of(check.path) == check.value.lower()
+        if check.kind == "content":
+            if not os.path.isfile(check.path):
+                return False
+            with open(check.path, "rb") as f:
+                return f.read() == check.value.encode("utf-8")
+    except OSError:
+        return False
+    raise ValueError(f"unknown check kind {check.kind!r}")
+
+
+# -- actions, carried out for real ------------------------------------------
+def _run(action: RunCommand, log: Callable[[str], None]) -> None:
+    env = dict(os.environ, LC_ALL="C")
+    try:
+        proc = subprocess.run(list(action.argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=action.timeout, env=env, check=False)
+    except FileNotFoundError:
+        raise StepError(f"{action.argv[0]}: not installed (not found on PATH)") from None
+    except subprocess.TimeoutExpired:
+        raise StepError("{}: timed out after {}s".format(" ".join(action.argv), action.timeout)) from None
+    except OSError as exc:
+        raise StepError("{}: could not run ({})".format(" ".join(action.argv), exc)) from None
+    output = proc.stdout.decode("utf-8", errors="replace")
+    for line in output.splitlines()[-200:]:
+        log("    | " + line)
+    if proc.returncode != 0:
+        tail = [ln for ln in output.strip().splitlines() if ln.strip()]
+        raise StepError("%s: exit code %d%s" % (" ".join(action.argv), proc.returncode,
+                                                " (" + tail[-1][:200] + ")" if tail else ""))
+
+
+def _write(action: WriteFile) -> None:
+    d = os.path.dirname(action.path) or "."
+    os.makedirs(d, exist_ok=True)
+    tmp = action.path + ".envdoctor-tmp"
+    with open(tmp, "wb") as f:
+        f.write(action.content.encode("utf-8"))
+    os.chmod(tmp, action.mode)
+    os.replace(tmp, action.path)
+
+
+def _safe_members(tf: tarfile.TarFile, strip: int, dest: str) -> List[tarfile.TarInfo]:
+    """Members renamed by ``strip``, refusing anything that would land outside ``dest``."""
+    out = []
+    root = os.path.realpath(dest)
+    for m in tf.getmembers():
+        parts = [p for p in m.name.split("/") if p not in ("", ".")]
+        if len(parts) <= strip:
+            continue
+        parts = parts[strip:]
+        if m.name.startswith("/") or ".." in parts:
+            raise StepError(f"archive member {m.name!r} points outside the target directory")
+        if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
+            raise StepError(f"archive member {m.name!r} is a device or fifo, refusing it")
+        if m.issym():
+            target = os.path.normpath(os.path.join(root, *parts[:-1], m.linkname))
+            if m.linkname.startswith("/") or not (target == root or target.startswith(root + os.sep)):
+                raise StepError(f"archive member {m.name!r} links outside the target directory")
+        if m.islnk():
+            lparts = [p for p in m.linkname.split("/") if p not in ("", ".")][strip:]
+            if ".." in lparts or not lparts:
+                raise StepError(f"archive member {m.name!r} hard-links outside the target directory")
+            m.linkname = "/".join(lparts)
+        m.name = "/".join(parts)
+        m.uid = m.gid = 0
+        m.uname = m.gname = ""
+        m.mode &= 0o755 if not m.isdir() else 0o775
+        out.append(m)
+    return out
+
+
+def _extract(action: Extract) -> None:
+    os.makedirs(action.dest, exist_ok=True)
+    try:
+        with tarfile.open(action.archive, "r:*") as tf:
+            members = _safe_members(tf, action.strip_components, action.dest)
+            kwargs = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
+            tf.extractall(action.dest, members=members, **kwargs)  # noqa: S202 - members checked above
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise StepError(f"could not unpack {action.archive}: {exc}") from None
+    if action.marker:
+        with open(action.marker, "wb"):
+            pass
+
+
+def _move(action: Move) -> None:
+    if not os.path.lexists(action.src):
+        raise StepError(f"{action.src} does not exist (an earlier step did not produce it)")
+    old = action.dest + ".envdoctor-old"
+    if os.path.lexists(action.dest):
+        if not action.replace:
+            raise StepError(f"{action.dest} already exists; it is never overwritten without --force")
+        if os.path.lexists(old):
+            shutil.rmtree(old)
+        os.rename(action.dest, old)
+    os.makedirs(os.path.dirname(action.dest) or "/", exist_ok=True)
+    os.rename(action.src, action.dest)  # atomic: staging lives beside the destination
+    if os.path.lexists(old):
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _remove(action: Remove) -> None:
+    if os.path.isdir(action.path) and not os.path.islink(action.path):
+        shutil.rmtree(action.path)
+    elif os.path.lexists(action.path):
+        os.remove(action.path)
+
+
+class Executor:
+    """Runs a plan.  Everything it touches outside the plan is injectable for tests."""
+
+    def __init__(self, out: Callable[[str], None], *, yes: bool = False, interactive: bool = False,
+                 confirm: Optional[Callable[[str], bool]] = None, uid: Callable[[], int] = os.geteuid,
+                 log_path: Optional[str] = None, download_options: Optional[DownloadOptions] = None,
+                 clock: Callable[[], datetime.datetime] = datetime.datetime.now) -> None:
+        self.out = out
+        self.yes = yes
+        self.interactive = interactive
+        self.confirm = confirm
+        self.uid = uid
+        self.log_path = log_path or default_log_path()
+        self.download_options = download_options or DownloadOptions()
+        self.clock = clock
+        self._log: Optional[TextIO] = None
+
+    # -- logging --------------------------------------------------------
+    def log(self, message: str) -> None:
+        if self._log is not None:
+            self._log.write("{} {}\n".format(self.clock().isoformat(timespec="seconds"), message))
+            self._log.flush()
+
+    def _open_log(self) -> Optional[str]:
+        try:
+            os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
+            self._log = open(self.log_path, "a", encoding="utf-8")
+        except OSError as exc:
+            return f"cannot write the log file {self.log_path}: {exc} (choose another with --log-file)"
+        return None
+
+    # -- the run --------------------------------------------------------
+    def execute(self, plan: Plan) -> ExecutionResult:
+        if plan.needs_root and self.uid() != 0:
+            steps = ", ".join(s.id for s in plan.steps if s.needs_root)
+            msg = (f"this plan needs root (steps: {steps}) and you are not root: re-run with sudo, or choose a method "
+                   "that installs into a directory of your own (e.g. --method redist --prefix ~/cuda)")
+            self.out("envdoctor: " + msg)
+            return ExecutionResult(EXIT_REFUSED, message=msg)
+        if not self.yes:
+            if not self.interactive or self.confirm is None:
+                msg = "refusing to change this machine without confirmation: no terminal to ask on; pass --yes"
+                self.out("envdoctor: " + msg)
+                return ExecutionResult(EXIT_REFUSED, message=msg)
+            if not self.confirm("Run these %d steps (%s)?" % (len(plan.steps), plan.title)):
+                msg = "cancelled; nothing was changed"
+                self.out(msg)
+                return ExecutionResult(EXIT_REFUSED, message=msg)
+        err = self._open_log()
+        if err:
+            self.out("envdoctor: " + err)
+            return ExecutionResult(EXIT_REFUSED, message=err)
+        try:
+            return self._execute(plan)
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+    def _execute(self, plan: Plan) -> ExecutionResult:
+        result = ExecutionResult(EXIT_OK, log_path=self.log_path)
+        self.out(f"Log: {self.log_path}")
+        self.log("plan: %s (component %s %s, method %s, target %s, %d steps)"
+                 % (plan.title, plan.component, plan.version, plan.method, plan.target, len(plan.steps)))
+        total = len(plan.steps)
+        for i, step in enumerate(plan.steps, 1):
+            head = "[%d/%d] %s" % (i, total, step.title)
+            started = time.monotonic()
+            if step.done_if and any(check_holds(c) for c in step.done_if):
+                self.out(f"{head}: skipped (already done)")
+                self.log(f"step {step.id}: skipped (already done)")
+                result.outcomes.append(StepOutcome(step.id, step.title, "skipped"))
+                continue
+            self.out(f"{head} ...")
+            self.log(f"step {step.id}: start: {step.title}")
+            try:
+                self._do(step)
+                bad = [c for c in step.verify if not check_holds(c)]
+                if bad:
+                    raise StepError("verification failed: " + "; ".join(c.describe() for c in bad))
+            except (StepError, DownloadError, OSError) as exc:
+                took = time.monotonic() - started
+                why = str(exc) or type(exc).__name__
+                self.log(f"step {step.id}: FAILED after {took:.1f}s: {why}")
+                result.outcomes.append(StepOutcome(step.id, step.title, "failed", why, took))
+                for later in plan.steps[i:]:
+                    result.outcomes.append(StepOutcome(later.id, later.title, "not_run"))
+                result.exit_code = EXIT_FAILED
+                resume = plan.resume_command or "re-run the same envdoctor install command"
+                result.message = ("step %d of %d failed: %s (%s)\n  why: %s\n  log: %s\n  to resume (finished steps "
+                                  "are skipped), fix the cause and run:\n    %s"
+                                  % (i, total, step.title, step.id, why, self.log_path, resume))
+                self.out("envdoctor: " + result.message)
+                return result
+            took = time.monotonic() - started
+            self.log(f"step {step.id}: done in {took:.1f}s")
+            result.outcomes.append(StepOutcome(step.id, step.title, "done", duration=took))
+        summary = "%d steps done, %d skipped (already done)" % (result.count("done"), result.count("skipped"))
+        self.log("plan finished: " + summary)
+        self.out(f"Finished: {summary}. Log: {self.log_path}")
+        for note in plan.notes:
+            self.out(note)
+        if plan.reboot_required or plan.mok_enrolment:
+            banner = "!" * 72
+            self.out(banner)
+            self.out("!!! " + reboot_message(plan))
+            self.out(banner)
+            self.log("attention: " + reboot_message(plan))
+        result.message = summary
+        return result
+
+    def _do(self, step: Step) -> None:
+        a = step.action
+        if isinstance(a, RunCommand):
+            self.log("    run: {}".format(" ".join(a.argv)))
+            _run(a, self.log)
+        elif isinstance(a, WriteFile):
+            self.log("    write %s (mode %04o, %d bytes)" % (a.path, a.mode, len(a.content)))
+            _write(a)
+        elif isinstance(a, Download):
+            self.log(f"    download {a.url} -> {a.dest} (sha256 {a.sha256}, {a.size} bytes)")
+            download(a.url, a.dest, a.sha256, a.size, self.download_options, log=lambda m: self.log("    " + m))
+        elif isinstance(a, Extract):
+            self.log(f"    extract {a.archive} -> {a.dest}")
+            _extract(a)
+        elif isinstance(a, Move):
+            self.log("    move {} -> {}{}".format(a.src, a.dest, " (replacing)" if a.replace else ""))
+            _move(a)
+        elif isinstance(a, Remove):
+            self.log(f"    remove {a.path}")
+            _remove(a)
+        else:  # pragma: no cover - the Action union is closed
+            raise StepError(f"unknown action {a!r}")

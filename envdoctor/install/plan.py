@@ -1,0 +1,308 @@
+"""Plans and steps: what an install will do, as data.
+
+A :class:`Plan` is made by a recipe (a pure function) and carried out by the
+executor (the only code with side effects).  Each :class:`Step` has exactly one
+action, whether it needs root, the checks that say it is already done (any one
+of them true means "skip"), and the checks that verify it afterwards.
+
+Actions:
+
+* :class:`RunCommand`: run an argument list (never a shell string);
+* :class:`WriteFile`: write a file with given content and mode;
+* :class:`Download`: fetch a URL to a path, verified by size and sha256;
+* :class:`Extract`: unpack a ``.tar.xz``/``.tar.gz`` into a directory;
+* :class:`Move`: rename a directory into place (atomic on one filesystem);
+* :class:`Remove`: delete a file or directory tree.
+
+A plan renders as a reviewable shell script (:func:`render_sh`) that runs
+as-is, or as JSON (:meth:`Plan.to_dict`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Union
+
+PLAN_SCHEMA_VERSION = 1
+
+
+# -- checks ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Check:
+    """A yes/no question about the machine, answerable in Python and in sh.
+
+    ``kind`` is one of ``exists``, ``absent``, ``sha256`` (``value`` is the hex
+    digest) or ``content`` (the file holds exactly ``value``).
+    """
+
+    kind: str
+    path: str
+    value: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "exists":
+            return f"{self.path} exists"
+        if self.kind == "absent":
+            return f"{self.path} does not exist"
+        if self.kind == "sha256":
+            return f"{self.path} has sha256 {self.value}"
+        if self.kind == "content":
+            return f"{self.path} has the expected content"
+        return f"{self.kind} {self.path}"
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"kind": self.kind, "path": self.path}
+        if self.kind == "sha256":
+            d["sha256"] = self.value
+        elif self.kind == "content":
+            d["content"] = self.value
+        return d
+
+
+def exists(path: str) -> Check:
+    return Check("exists", path)
+
+
+def absent(path: str) -> Check:
+    return Check("absent", path)
+
+
+def has_sha256(path: str, digest: str) -> Check:
+    return Check("sha256", path, digest.lower())
+
+
+def has_content(path: str, content: str) -> Check:
+    return Check("content", path, content)
+
+
+# -- actions ---------------------------------------------------------------
+@dataclass(frozen=True)
+class RunCommand:
+    argv: List[str]
+    timeout: Optional[float] = None
+    kind: str = "run"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "argv": list(self.argv), "timeout": self.timeout}
+
+
+@dataclass(frozen=True)
+class WriteFile:
+    path: str
+    content: str
+    mode: int = 0o644
+    kind: str = "write_file"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "content": self.content, "mode": f"{self.mode:04o}"}
+
+
+@dataclass(frozen=True)
+class Download:
+    url: str
+    dest: str
+    sha256: str
+    size: Optional[int] = None
+    kind: str = "download"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "url": self.url, "dest": self.dest, "sha256": self.sha256, "size": self.size}
+
+
+@dataclass(frozen=True)
+class Extract:
+    archive: str
+    dest: str
+    strip_components: int = 0
+    #: Touched once the archive is fully unpacked, so a re-run can skip it.
+    marker: str = ""
+    kind: str = "extract"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "archive": self.archive, "dest": self.dest,
+                "strip_components": self.strip_components, "marker": self.marker}
+
+
+@dataclass(frozen=True)
+class Move:
+    src: str
+    dest: str
+    #: Replace an existing ``dest`` (only with ``--force``); otherwise its presence fails the step.
+    replace: bool = False
+    kind: str = "move"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "src": self.src, "dest": self.dest, "replace": self.replace}
+
+
+@dataclass(frozen=True)
+class Remove:
+    path: str
+    kind: str = "remove"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "path": self.path}
+
+
+Action = Union[RunCommand, WriteFile, Download, Extract, Move, Remove]
+
+
+@dataclass
+class Step:
+    id: str
+    title: str
+    action: Action
+    needs_root: bool = False
+    #: The step is already done when ANY of these holds (re-runs skip it).
+    done_if: List[Check] = field(default_factory=list)
+    #: After the action, ALL of these must hold or the step failed.
+    verify: List[Check] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"id": self.id, "title": self.title, "action": self.action.to_dict(), "needs_root": self.needs_root,
+                "done_if": [c.to_dict() for c in self.done_if], "verify": [c.to_dict() for c in self.verify]}
+
+
+@dataclass
+class Plan:
+    title: str
+    component: str
+    version: str
+    method: str
+    target: str  # e.g. "ubuntu 22.04 x86_64" or "linux-x86_64"
+    steps: List[Step] = field(default_factory=list)
+    reboot_required: bool = False
+    mok_enrolment: bool = False
+    #: Prose shown after a successful run (how to use what was installed).
+    notes: List[str] = field(default_factory=list)
+    #: The command that resumes this plan (re-running skips finished steps).
+    resume_command: str = ""
+    #: Holds when the whole plan's result is already in place (an identical install exists).
+    installed: Optional[Check] = None
+
+    @property
+    def needs_root(self) -> bool:
+        return any(s.needs_root for s in self.steps)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"schema_version": PLAN_SCHEMA_VERSION, "title": self.title, "component": self.component,
+                "version": self.version, "method": self.method, "target": self.target,
+                "needs_root": self.needs_root, "reboot_required": self.reboot_required,
+                "mok_enrolment": self.mok_enrolment, "resume_command": self.resume_command,
+                "notes": list(self.notes), "installed": self.installed.to_dict() if self.installed else None,
+                "steps": [s.to_dict() for s in self.steps]}
+
+
+# -- shell rendering -------------------------------------------------------
+q = shlex.quote
+
+
+def check_sh(check: Check) -> str:
+    """The shell test equivalent to ``check`` (exit status 0 means it holds)."""
+    p = q(check.path)
+    if check.kind == "exists":
+        return f"[ -e {p} ]"
+    if check.kind == "absent":
+        return f"[ ! -e {p} ]"
+    if check.kind == "sha256":
+        return f"{{ [ -f {p} ] && printf '%s  %s\\n' {q(check.value)} {p} | sha256sum -c --status -; }}"
+    if check.kind == "content":
+        return f"{{ [ -f {p} ] && printf '%s' {q(check.value)} | cmp -s - {p}; }}"
+    raise ValueError(f"unknown check kind {check.kind!r}")
+
+
+def action_sh(action: Action) -> List[str]:
+    """Shell lines performing ``action`` (the script runs under ``set -euo pipefail``)."""
+    if isinstance(action, RunCommand):
+        return [" ".join(q(a) for a in action.argv)]
+    if isinstance(action, WriteFile):
+        d = q(_dirname(action.path))
+        return [f"mkdir -p -- {d}",
+                f"printf '%s' {q(action.content)} > {q(action.path)}",
+                f"chmod {action.mode:04o} {q(action.path)}"]
+    if isinstance(action, Download):
+        part = q(action.dest + ".part")
+        mismatch = "sha256 mismatch: the download was deleted, nothing was installed"
+        lines = [f"mkdir -p -- {q(_dirname(action.dest))}",
+                 f"curl -fL --retry 3 --connect-timeout 30 -C - -o {part} {q(action.url)}",
+                 f"printf '%s  %s\\n' {q(action.sha256)} {part} | sha256sum -c - || "
+                 f"{{ rm -f -- {part}; echo {q(mismatch)} >&2; exit 1; }}",
+                 f"mv -f -- {part} {q(action.dest)}"]
+        return lines
+    if isinstance(action, Extract):
+        lines = [f"mkdir -p -- {q(action.dest)}"]
+        strip = " --strip-components=%d" % action.strip_components if action.strip_components else ""
+        lines.append(f"tar -xf {q(action.archive)} -C {q(action.dest)} --no-same-owner{strip}")
+        if action.marker:
+            lines.append(f"touch -- {q(action.marker)}")
+        return lines
+    if isinstance(action, Move):
+        src, dest, old = q(action.src), q(action.dest), q(action.dest + ".envdoctor-old")
+        if action.replace:
+            return [f"if [ -e {dest} ]; then rm -rf -- {old}; mv -T -- {dest} {old}; fi",
+                    f"mv -T -- {src} {dest}",
+                    f"rm -rf -- {old}"]
+        return ["if [ -e {} ]; then echo {} >&2; exit 1; fi".format(dest, q(f"{action.dest} already exists")),
+                f"mv -T -- {src} {dest}"]
+    if isinstance(action, Remove):
+        return [f"rm -rf -- {q(action.path)}"]
+    raise ValueError(f"unknown action {action!r}")
+
+
+def _dirname(path: str) -> str:
+    head = path.rsplit("/", 1)[0] if "/" in path else "."
+    return head or "/"
+
+
+def render_sh(plan: Plan) -> str:
+    """The plan as a commented bash script that runs as-is and skips finished steps."""
+    out = ["#!/usr/bin/env bash",
+           f"# {_one_line(plan.title)}",
+           "# Generated by envdoctor: review it, then run it with bash.",
+           f"# component: {plan.component} {plan.version}   method: {plan.method}   target: {_one_line(plan.target)}",
+           "# reboot required afterwards: %s" % ("yes" if plan.reboot_required else "no"),
+           "set -euo pipefail", ""]
+    if plan.installed is not None:
+        out += ["# The whole result is already in place when this holds (then every step is skipped):",
+                "already_installed() { %s; }" % check_sh(plan.installed), ""]
+    if plan.needs_root:
+        out += ['if [ "$(id -u)" -ne 0 ]; then',
+                "  echo 'this plan needs root: run it with sudo' >&2", "  exit 1", "fi", ""]
+    total = len(plan.steps)
+    for i, step in enumerate(plan.steps, 1):
+        out.append("# [%d/%d] %s%s" % (i, total, _one_line(step.title), "  (needs root)" if step.needs_root else ""))
+        out.append(f"# step id: {step.id}")
+        body = action_sh(step.action)
+        verify = ["{} || {{ echo {} >&2; exit 1; }}".format(check_sh(c), q("verification failed: " + c.describe()))
+                  for c in step.verify]
+        if step.done_if:
+            cond = " || ".join("already_installed" if c == plan.installed else check_sh(c) for c in step.done_if)
+            out.append(f"if {cond}; then")
+            out.append("  echo {}".format(q("skip (already done): " + _one_line(step.title))))
+            out.append("else")
+            out += ["  " + line for line in body + verify]
+            out.append("fi")
+        else:
+            out += body + verify
+        out.append("")
+    if plan.reboot_required or plan.mok_enrolment:
+        out.append("echo {}".format(q(">>> " + reboot_message(plan))))
+    for note in plan.notes:
+        out.append("# " + _one_line(note))
+    out.append("echo {}".format(q("done: " + _one_line(plan.title))))
+    return "\n".join(out) + "\n"
+
+
+def reboot_message(plan: Plan) -> str:
+    parts = []
+    if plan.mok_enrolment:
+        parts.append("MOK ENROLMENT NEEDED: at the next boot, the blue MOK manager screen asks for the password "
+                     "you set; choose 'Enroll MOK', or the signed kernel module will not load under Secure Boot")
+    if plan.reboot_required:
+        parts.append(f"REBOOT REQUIRED: reboot this machine before using the new {plan.component}")
+    return ". ".join(parts)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())

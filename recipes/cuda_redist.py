@@ -1,0 +1,268 @@
+"""CUDA (or cuDNN) from NVIDIA's redistributable archives, into a prefix, without root.
+
+NVIDIA publishes, per release, a manifest ``redistrib_X.Y.Z.json`` beside the
+archives, e.g. https://developer.download.nvidia.com/compute/cuda/redist/redistrib_12.4.1.json::
+
+    {"release_date": "2024-04-03", "release_label": "12.4.1", "release_product": "cuda",
+     "cuda_cudart": {"name": "CUDA Runtime (cudart)", "license": "CUDA Toolkit", "version": "12.4.127",
+                     "linux-x86_64": {
+                         "relative_path": "cuda_cudart/linux-x86_64/cuda_cudart-linux-x86_64-12.4.127-archive.tar.xz",
+                         "sha256": "...", "md5": "...", "size": "1099680"}, ...}, ...}
+
+cuDNN's manifests (https://developer.download.nvidia.com/compute/cudnn/redist/redistrib_9.1.0.json)
+have the same shape with one more level per CUDA major: ``"linux-x86_64": {"cuda11": {...}, "cuda12": {...}}``.
+
+Each archive holds one top directory (``cuda_cudart-linux-x86_64-12.4.127-archive/``)
+with ``bin/ include/ lib/ ...``.  The plan downloads the chosen archives into a
+staging directory beside the prefix, verifies their sha256, unpacks them into
+one merged tree (dropping the top directory), writes ``version.json`` in the
+toolkit's own format, and renames the tree onto the prefix in one step, so a
+failed run never leaves a half-installed toolkit.  :func:`plan` is pure: the
+manifest is fetched by the caller and passed in.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from envdoctor.install import validate
+from envdoctor.install.plan import (
+    Download,
+    Extract,
+    Move,
+    Plan,
+    Remove,
+    RunCommand,
+    Step,
+    WriteFile,
+    absent,
+    exists,
+    has_content,
+    has_sha256,
+)
+from envdoctor.install.validate import ValidationError
+
+#: Where NVIDIA serves each product's redist archives (``--mirror`` replaces it, same layout below).
+BASE_URLS = {
+    "cuda": "https://developer.download.nvidia.com/compute/cuda/redist",
+    "cudnn": "https://developer.download.nvidia.com/compute/cudnn/redist",
+}
+
+#: What a deep-learning user needs to build and run CUDA code (compiler, runtime, math
+#: libraries, profiling hooks); components absent from a release's manifest are left out.
+DEFAULT_COMPONENTS = {
+    "cuda": ("cuda_cudart", "cuda_nvcc", "cuda_cccl", "cuda_nvrtc", "cuda_nvtx", "cuda_cupti", "cuda_nvml_dev",
+             "cuda_cuobjdump", "cuda_nvdisasm", "cuda_profiler_api", "libcublas", "libcufft", "libcurand",
+             "libcusolver", "libcusparse", "libnvjitlink"),
+    "cudnn": ("cudnn",),
+}
+
+#: ``uname -m`` -> the manifest's platform key.
+ARCH_PLATFORMS = {"x86_64": "linux-x86_64", "amd64": "linux-x86_64", "aarch64": "linux-sbsa",
+                  "arm64": "linux-sbsa", "ppc64le": "linux-ppc64le"}
+
+_META_KEYS = ("release_date", "release_label", "release_product")
+
+
+@dataclass(frozen=True)
+class Archive:
+    component: str
+    relative_path: str
+    sha256: str
+    size: int
+
+    @property
+    def filename(self) -> str:
+        return posixpath.basename(self.relative_path)
+
+
+@dataclass(frozen=True)
+class Component:
+    key: str
+    name: str
+    version: str
+    license: str
+    #: platform -> variant ("" when the manifest has none, else e.g. "cuda12") -> archive
+    archives: Dict[str, Dict[str, Archive]]
+
+
+@dataclass
+class Manifest:
+    product: str
+    release_label: str
+    release_date: str
+    components: Dict[str, Component] = field(default_factory=dict)
+
+
+def parse_manifest(doc: Any, where: str = "manifest") -> Manifest:
+    """Check and read a redistrib JSON document (already decoded).  Raises ValidationError."""
+    if not isinstance(doc, dict):
+        raise ValidationError(f"{where}: not a JSON object")
+    label = doc.get("release_label")
+    if not isinstance(label, str):
+        raise ValidationError(f"{where}: no release_label, is this a redistrib_X.Y.Z.json manifest?")
+    validate.manifest_version(label, where)
+    m = Manifest(product=str(doc.get("release_product", "")), release_label=label,
+                 release_date=str(doc.get("release_date", "")))
+    for key, entry in doc.items():
+        if key in _META_KEYS or not isinstance(entry, dict):
+            continue
+        here = f"{where}: {key}"
+        if not validate._NAME.match(key):
+            raise ValidationError(f"{here}: component name is not plain")
+        archives: Dict[str, Dict[str, Archive]] = {}
+        for plat, info in entry.items():
+            if not isinstance(info, dict) or not plat.startswith("linux-"):
+                continue
+            validate.platform(plat)
+            if "relative_path" in info:
+                archives[plat] = {"": _archive(key, info, f"{here} {plat}")}
+            else:
+                archives[plat] = {var: _archive(key, sub, f"{here} {plat} {var}")
+                                  for var, sub in info.items()
+                                  if isinstance(sub, dict) and "relative_path" in sub and validate._NAME.match(var)}
+        m.components[key] = Component(key, _plain(entry.get("name", key)),
+                                      validate.manifest_version(entry.get("version", ""), here),
+                                      _plain(entry.get("license", "")), archives)
+    if not m.components:
+        raise ValidationError(f"{where}: lists no components")
+    return m
+
+
+def _archive(component: str, info: Dict[str, Any], where: str) -> Archive:
+    return Archive(component, validate.relative_path(info.get("relative_path"), where),
+                   validate.sha256(info.get("sha256"), where), validate.size(info.get("size"), where))
+
+
+def _plain(value: Any) -> str:
+    return " ".join(str(value).split())[:200]
+
+
+@dataclass
+class RedistRequest:
+    product: str  # "cuda" | "cudnn"
+    version: str  # the manifest's release, e.g. "12.4.1" (validated)
+    prefix: str  # absolute install directory (validated)
+    base_url: str = ""  # NVIDIA's server or a mirror with the same layout
+    components: Optional[Sequence[str]] = None  # None: DEFAULT_COMPONENTS present in the manifest
+    platform: str = "linux-x86_64"
+    cuda_variant: str = ""  # cuDNN: "cuda12"; empty: the newest the manifest offers
+    force: bool = False  # replace an existing prefix
+    resume_command: str = ""
+
+    @property
+    def url_base(self) -> str:
+        return (self.base_url or BASE_URLS[self.product]).rstrip("/")
+
+    @property
+    def manifest_url(self) -> str:
+        return f"{self.url_base}/redistrib_{self.version}.json"
+
+
+def staging_dir(prefix: str) -> str:
+    """Beside the prefix (same filesystem), so the final rename is atomic."""
+    return prefix.rstrip("/") + ".envdoctor-staging"
+
+
+def platform_for(arch: str) -> str:
+    try:
+        return ARCH_PLATFORMS[arch]
+    except KeyError:
+        raise ValidationError(f"no NVIDIA redist archives for the {arch!r} architecture") from None
+
+
+def version_json(product: str, manifest: Manifest, chosen: List[Component]) -> str:
+    """``version.json`` in the format the CUDA toolkit itself ships (``{"cuda": {"name", "version"}, ...}``)."""
+    doc: Dict[str, Dict[str, str]] = {}
+    if product == "cuda":
+        doc["cuda"] = {"name": "CUDA SDK", "version": manifest.release_label}
+    for c in chosen:
+        doc[c.key] = {"name": c.name, "version": c.version}
+    return json.dumps(doc, indent=3, sort_keys=True) + "\n"
+
+
+def select(req: RedistRequest, manifest: Manifest) -> List[Archive]:
+    """The archives to install, in manifest order; raises ValidationError naming what is missing."""
+    wanted = list(req.components) if req.components else None
+    names = wanted or [c for c in DEFAULT_COMPONENTS.get(req.product, ()) if c in manifest.components]
+    if not names:
+        raise ValidationError(f"the {req.product} {manifest.release_label} manifest has none of the default "
+                              "components; name them with --components")
+    missing = [n for n in names if n not in manifest.components]
+    if missing:
+        raise ValidationError("not in the {} {} manifest: {} (it has: {})".format(
+            req.product, manifest.release_label, ", ".join(missing), ", ".join(sorted(manifest.components))))
+    out = []
+    for n in names:
+        per_plat = manifest.components[n].archives.get(req.platform)
+        if not per_plat:
+            if wanted:
+                raise ValidationError(f"{n} {manifest.release_label} has no {req.platform} archive")
+            continue
+        if "" in per_plat:
+            out.append(per_plat[""])
+        elif req.cuda_variant:
+            if req.cuda_variant not in per_plat:
+                raise ValidationError("{} has no {} build for {} (it has: {})".format(
+                    n, req.cuda_variant, req.platform, ", ".join(sorted(per_plat))))
+            out.append(per_plat[req.cuda_variant])
+        else:
+            newest = sorted(per_plat, key=lambda v: int("".join(ch for ch in v if ch.isdigit()) or 0))[-1]
+            out.append(per_plat[newest])
+    if not out:
+        raise ValidationError(f"the {req.product} {manifest.release_label} manifest has no {req.platform} archives")
+    return out
+
+
+def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
+    """The steps installing ``req`` from ``manifest``.  Pure: reads nothing, changes nothing."""
+    validate.prefix(req.prefix)
+    validate.platform(req.platform)
+    archives = select(req, manifest)
+    chosen = [manifest.components[a.component] for a in archives]
+    prefix = req.prefix.rstrip("/")
+    staging = staging_dir(prefix)
+    downloads, tree, markers = (posixpath.join(staging, d) for d in ("downloads", "tree", "markers"))
+    vjson = version_json(req.product, manifest, chosen)
+    installed = has_content(posixpath.join(prefix, "version.json"), vjson)
+    steps: List[Step] = [Step("prepare", f"create the staging directory {staging}",
+                              RunCommand(["mkdir", "-p", "--", downloads, tree, markers]),
+                              done_if=[installed], verify=[exists(tree)])]
+    for a in archives:
+        dest = posixpath.join(downloads, a.filename)
+        steps.append(Step(f"download-{a.component}",
+                          f"download {a.component} {manifest.components[a.component].version} "
+                          f"({a.size / 1048576.0:.1f} MiB)",
+                          Download(f"{req.url_base}/{a.relative_path}", dest, a.sha256, a.size),
+                          done_if=[has_sha256(dest, a.sha256), installed], verify=[has_sha256(dest, a.sha256)]))
+    for a in archives:
+        marker = posixpath.join(markers, a.component + ".unpacked")
+        steps.append(Step(f"unpack-{a.component}", f"unpack {a.component} into the staging tree",
+                          Extract(posixpath.join(downloads, a.filename), tree, strip_components=1, marker=marker),
+                          done_if=[exists(marker), installed], verify=[exists(marker)]))
+    if req.product == "cuda":
+        lib64 = posixpath.join(tree, "lib64")
+        steps.append(Step("link-lib64", "link lib64 -> lib (where build systems look for CUDA libraries)",
+                          RunCommand(["ln", "-sfn", "lib", lib64]), done_if=[exists(lib64), installed]))
+    tree_vjson = posixpath.join(tree, "version.json")
+    steps.append(Step("version-json", "write version.json (what envdoctor and build tools read)",
+                      WriteFile(tree_vjson, vjson, 0o644), done_if=[has_content(tree_vjson, vjson), installed]))
+    steps.append(Step("move-into-place", "move the finished tree to {}{}".format(prefix, " (replacing it)" if req.force
+                                                                             else ""),
+                      Move(tree, prefix, replace=req.force), done_if=[installed], verify=[installed]))
+    steps.append(Step("cleanup", f"remove the staging directory {staging}", Remove(staging),
+                      done_if=[absent(staging)]))
+    title = "install {} {} ({}) into {} from {} redist archives".format(
+        req.product.upper() if req.product == "cuda" else "cuDNN", manifest.release_label,
+        ", ".join(a.component for a in archives), prefix, "mirror" if req.base_url else "NVIDIA")
+    if req.product == "cuda":
+        notes = [f"To use it: export CUDA_HOME={prefix} PATH={prefix}/bin:$PATH "
+                 f"LD_LIBRARY_PATH={prefix}/lib:$LD_LIBRARY_PATH"]
+    else:
+        notes = [f"To use it: export LD_LIBRARY_PATH={prefix}/lib:$LD_LIBRARY_PATH (headers in {prefix}/include)"]
+    return Plan(title=title, component=req.product, version=manifest.release_label, method="redist",
+                target=req.platform, steps=steps, notes=notes, resume_command=req.resume_command,
+                installed=installed)
