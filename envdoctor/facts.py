@@ -12,20 +12,32 @@ A fact is one answer ("driver.version" = "550.54.15") plus its ``source``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 STATUSES = ("ok", "unknown", "not_supported", "timed_out")
 
 
-@dataclass
 class Fact:
-    key: str
-    value: Any = None
-    source: str = ""
-    status: str = "ok"
-    reason: str = ""
-    label: str = ""
+    """One answer with its evidence (a plain class: cheaper to define than a dataclass, see report.py)."""
+
+    __slots__ = ("key", "value", "source", "status", "reason", "label")
+
+    def __init__(self, key: str, value: Any = None, source: str = "", status: str = "ok", reason: str = "",
+                 label: str = "") -> None:
+        self.key = key
+        self.value = value
+        self.source = source
+        self.status = status
+        self.reason = reason
+        self.label = label
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fact):
+            return NotImplemented
+        return all(getattr(self, a) == getattr(other, a) for a in self.__slots__)
+
+    def __repr__(self) -> str:
+        return "Fact(%r, %r, status=%r)" % (self.key, self.value, self.status)
 
     @property
     def known(self) -> bool:

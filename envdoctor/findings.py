@@ -8,7 +8,6 @@ meaning), a ``severity``, the ``components`` it concerns, a one-line
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 SEVERITIES = ("error", "warning", "info")
@@ -20,33 +19,54 @@ COMPONENTS = frozenset(
 )
 
 
-@dataclass
 class Fix:
-    text: str = ""
-    commands: List[str] = field(default_factory=list)
-    install: Optional[str] = None  # an "envdoctor install ..." line where a recipe applies
+    """How to fix a finding: prose, exact commands, and the ``envdoctor install ...`` line where one applies."""
+
+    __slots__ = ("text", "commands", "install")
+
+    def __init__(self, text: str = "", commands: Optional[List[str]] = None, install: Optional[str] = None) -> None:
+        self.text = text
+        self.commands: List[str] = list(commands) if commands else []
+        self.install = install
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fix) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return "Fix(%r)" % (self.text,)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"text": self.text, "commands": list(self.commands), "install": self.install}
 
 
-@dataclass
 class Finding:
-    code: str
-    severity: str
-    components: List[str]
-    title: str
-    detail: str = ""
-    evidence: List[Dict[str, Any]] = field(default_factory=list)  # Fact.to_dict() items
-    source: Dict[str, Any] = field(default_factory=dict)  # {"rule": ..., "url": ..., "checked": ...}
-    fix: Fix = field(default_factory=Fix)
+    """A verdict: see the module docstring.  ``evidence`` holds Fact.to_dict() items; ``source`` the rule's
+    {"rule", "url", "checked"}."""
 
-    def __post_init__(self) -> None:
+    __slots__ = ("code", "severity", "components", "title", "detail", "evidence", "source", "fix")
+
+    def __init__(self, code: str, severity: str, components: List[str], title: str, detail: str = "",
+                 evidence: Optional[List[Dict[str, Any]]] = None, source: Optional[Dict[str, Any]] = None,
+                 fix: Optional[Fix] = None) -> None:
+        self.code = code
+        self.severity = severity
+        self.components = list(components)
+        self.title = title
+        self.detail = detail
+        self.evidence: List[Dict[str, Any]] = list(evidence) if evidence else []
+        self.source: Dict[str, Any] = dict(source) if source else {}
+        self.fix = fix if fix is not None else Fix()
         if self.severity not in SEVERITIES:
             raise ValueError("bad severity %r" % self.severity)
         bad = [c for c in self.components if c not in COMPONENTS]
         if bad:
             raise ValueError("unknown components %r" % bad)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Finding) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return "Finding(%r, %r, %r)" % (self.code, self.severity, self.title)
 
     def to_dict(self) -> Dict[str, Any]:
         return {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import time
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from . import __version__
@@ -18,14 +17,17 @@ from .probes import ProbeResult, run_probes
 REPORT_SCHEMA_VERSION = 1
 
 
-@dataclass
 class Report:
-    probes: List[ProbeResult]
-    findings: List[Finding]
-    source: Dict[str, str]
-    duration: float
-    generated: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc)
-                           .replace(microsecond=0).isoformat())
+    """Everything one diagnose run produced (rendered by envdoctor.render)."""
+
+    def __init__(self, probes: List[ProbeResult], findings: List[Finding], source: Dict[str, str],
+                 duration: float, generated: Optional[str] = None) -> None:
+        self.probes = probes
+        self.findings = findings
+        self.source = source
+        self.duration = duration
+        self.generated = generated or datetime.datetime.now(datetime.timezone.utc).replace(
+            microsecond=0).isoformat()
 
     @property
     def facts(self) -> Facts:

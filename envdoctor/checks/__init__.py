@@ -9,8 +9,7 @@ becomes an ``envdoctor.check_crashed`` finding asking the user to report it.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Sequence
+from typing import Callable, Dict, Iterable, List, NamedTuple, Sequence
 
 from ..facts import Facts
 from ..findings import SEVERITY_RANK, Finding, Fix
@@ -18,8 +17,7 @@ from ..findings import SEVERITY_RANK, Finding, Fix
 CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
 
-@dataclass(frozen=True)
-class CodeDoc:
+class CodeDoc(NamedTuple):
     """Documentation of one finding code, served by ``envdoctor explain CODE``."""
 
     code: str
@@ -30,8 +28,7 @@ class CodeDoc:
     source: str = ""  # where the rule comes from (vendor table URL), when it is a matrix rule
 
 
-@dataclass(frozen=True)
-class CheckSpec:
+class CheckSpec(NamedTuple):
     name: str
     fn: CheckFn
     codes: Sequence[CodeDoc]  # the finding codes this check may emit

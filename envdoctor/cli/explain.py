@@ -27,7 +27,7 @@ def explain(code: Optional[str], fmt: str) -> None:
     docs = code_docs()
     if not code:
         if fmt == "json":
-            click.echo(json.dumps([d.__dict__ for d in sorted(docs.values(), key=lambda d: d.code)], indent=2))
+            click.echo(json.dumps([d._asdict() for d in sorted(docs.values(), key=lambda d: d.code)], indent=2))
             return
         width = max(len(c) for c in docs)
         for c in sorted(docs):
@@ -39,7 +39,7 @@ def explain(code: Optional[str], fmt: str) -> None:
         hint = (" Did you mean: %s?" % ", ".join(close)) if close else " `envdoctor explain` lists them all."
         raise fail("unknown finding code %r.%s" % (code, hint), EXIT_USAGE)
     if fmt == "json":
-        click.echo(json.dumps(doc.__dict__, indent=2))
+        click.echo(json.dumps(doc._asdict(), indent=2))
         return
     click.echo("%s  (%s)\n\n%s\n\nWhat it looks at: %s\n\nWhy it matters: %s" % (
         doc.code, doc.severity, doc.summary, doc.looks_at, doc.why))

@@ -17,8 +17,7 @@ from __future__ import annotations
 import errno
 import posixpath
 import re
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 #: Largest file a probe may read through the seam (bytes).  Version files,
 #: /proc entries and JSON manifests are all far smaller; the cap keeps a
@@ -29,8 +28,7 @@ MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 
 
-@dataclass(frozen=True)
-class FileResult:
+class FileResult(NamedTuple):
     """Contents of a file, or why it could not be read."""
 
     path: str
@@ -54,8 +52,7 @@ class FileResult:
         return self.data.decode("utf-8", errors="replace")
 
 
-@dataclass(frozen=True)
-class DirResult:
+class DirResult(NamedTuple):
     """Names in a directory (sorted), or why it could not be listed."""
 
     path: str
@@ -71,8 +68,7 @@ class DirResult:
         return self.entries or ()
 
 
-@dataclass(frozen=True)
-class LinkResult:
+class LinkResult(NamedTuple):
     """Target of a symbolic link (as stored in the link), or why there is none."""
 
     path: str
@@ -85,8 +81,7 @@ class LinkResult:
         return self.target is not None
 
 
-@dataclass(frozen=True)
-class CommandResult:
+class CommandResult(NamedTuple):
     """Outcome of running one command (argument list, no shell)."""
 
     argv: Tuple[str, ...]
@@ -126,8 +121,7 @@ class CommandResult:
         return "%s: ok" % cmd
 
 
-@dataclass(frozen=True)
-class NvmlResult:
+class NvmlResult(NamedTuple):
     """Everything envdoctor asked NVML, as returned by the NVML worker.
 
     ``data`` maps call names to ``{"value": ...}`` or ``{"error": NAME,
@@ -146,8 +140,7 @@ class NvmlResult:
         return self.data is not None
 
 
-@dataclass(frozen=True)
-class ElfResult:
+class ElfResult(NamedTuple):
     """Dynamic section of a shared object (see :mod:`envdoctor.host.elf`), or why it could not be read."""
 
     path: str
@@ -163,8 +156,7 @@ class ElfResult:
         return self.error is None
 
 
-@dataclass(frozen=True)
-class PythonInfo:
+class PythonInfo(NamedTuple):
     """The Python interpreter whose packages are inspected."""
 
     executable: str
@@ -177,8 +169,7 @@ class PythonInfo:
     message: str = ""
 
 
-@dataclass(frozen=True)
-class Distribution:
+class Distribution(NamedTuple):
     """One installed Python distribution, found by its metadata directory."""
 
     name: str  # as in the directory name, e.g. "torch" or "nvidia_cudnn_cu12"

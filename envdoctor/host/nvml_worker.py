@@ -56,8 +56,38 @@ def main():
     return 0
 
 
+#: Where distributions put libnvidia-ml.so.1 (besides LD_LIBRARY_PATH and the loader cache).
+_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64",
+             "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/wsl/lib", "/usr/local/nvidia/lib64",
+             "/usr/local/nvidia/lib")
+
+
+def _library_loadable():
+    """Whether libnvidia-ml.so.1 can be loaded at all, decided cheaply.
+
+    Importing nvidia-ml-py costs tens of milliseconds; on the many machines
+    without a driver the answer is known sooner: no file in the usual places,
+    then a plain dlopen (which also consults the loader cache) to be sure.
+    """
+    import os
+
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d] + list(_LIB_DIRS)
+    if any(os.path.exists(os.path.join(d, "libnvidia-ml.so.1")) for d in dirs):
+        return True
+    try:
+        import ctypes
+
+        ctypes.CDLL("libnvidia-ml.so.1")
+        return True
+    except OSError:
+        return False
+
+
 def collect():
     """Ask NVML everything; return the answers (never raises)."""
+    if not _library_loadable():
+        # The same answer nvidia-ml-py gives (NVML_ERROR_LIBRARY_NOT_FOUND), without importing it.
+        return {"init": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND", "code": 12}}
     try:
         import pynvml
     except Exception as exc:  # noqa: BLE001 - report any import failure as data

@@ -17,8 +17,7 @@ import importlib
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from ..facts import Fact, Facts
 from ..host.base import Host
@@ -26,22 +25,29 @@ from ..host.base import Host
 ProbeFn = Callable[["ProbeContext"], Iterable[Fact]]
 
 
-@dataclass(frozen=True)
-class ProbeSpec:
+class ProbeSpec(NamedTuple):
     name: str
     title: str
     fn: ProbeFn
     order: int
 
 
-@dataclass
 class ProbeResult:
-    name: str
-    title: str
-    facts: List[Fact] = field(default_factory=list)
-    status: str = "ok"  # ok | crashed | timed_out
-    error: str = ""
-    duration: float = 0.0
+    """What one probe found: its facts, or why it has none (crashed, timed out)."""
+
+    __slots__ = ("name", "title", "facts", "status", "error", "duration")
+
+    def __init__(self, name: str, title: str, facts: Optional[List[Fact]] = None, status: str = "ok",
+                 error: str = "", duration: float = 0.0) -> None:
+        self.name = name
+        self.title = title
+        self.facts: List[Fact] = list(facts) if facts is not None else []
+        self.status = status  # ok | crashed | timed_out
+        self.error = error
+        self.duration = duration
+
+    def __repr__(self) -> str:
+        return "ProbeResult(%r, status=%r, %d facts)" % (self.name, self.status, len(self.facts))
 
     def to_dict(self) -> Dict[str, object]:
         d: Dict[str, object] = {"name": self.name, "title": self.title, "status": self.status,

@@ -16,10 +16,8 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from ..facts import Fact, ok, unknown
@@ -90,6 +88,10 @@ def target_environment(host: Host) -> Dict[str, str]:
     }
 
 
+if TYPE_CHECKING:  # packaging.requirements/markers cost ~15 ms to import: only when METADATA is parsed
+    from packaging.requirements import Requirement
+
+
 class Metadata:
     """``Requires-Dist`` of one distribution's METADATA, read through the host."""
 
@@ -99,7 +101,10 @@ class Metadata:
         res = host.read_file(self.path, limit=512 * 1024)
         self.error: Optional[str] = None if res.ok else (res.error or "unreadable")
         self.requires: List[Requirement] = []
-        for line in (res.text or "").splitlines():
+        lines = [ln for ln in (res.text or "").splitlines() if ln.lower().startswith("requires-dist:")]
+        if lines:
+            from packaging.requirements import InvalidRequirement, Requirement
+        for line in lines:
             if not line.lower().startswith("requires-dist:"):
                 continue
             try:
@@ -110,6 +115,8 @@ class Metadata:
             self._egg_requires(host, dist)
 
     def _egg_requires(self, host: Host, dist: Distribution) -> None:
+        from packaging.requirements import InvalidRequirement, Requirement
+
         text = host.read_text(posixpath.join(dist.metadata_dir, "requires.txt")) or ""
         for line in text.splitlines():
             line = line.strip()
@@ -123,6 +130,8 @@ class Metadata:
 
     def applying(self, env: Dict[str, str], extra: str = "") -> List[Requirement]:
         """Requirements whose markers hold on the target (for ``extra`` when given)."""
+        from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+
         out = []
         for req in self.requires:
             if req.marker is None:
