@@ -37,7 +37,14 @@ class CheckSpec(NamedTuple):
 _REGISTRY: Dict[str, CheckSpec] = {}
 
 #: Modules that define checks.
-CHECK_MODULES = ("envdoctor.checks.meta",)
+CHECK_MODULES = (
+    "envdoctor.checks.meta",
+    "envdoctor.checks.driver_health",
+    "envdoctor.checks.compat",
+    "envdoctor.checks.libraries",
+    "envdoctor.checks.containers",
+    "envdoctor.checks.hardware",
+)
 
 
 def check(name: str, codes: Sequence[CodeDoc]) -> Callable[[CheckFn], CheckFn]:

@@ -1,0 +1,851 @@
+"""Compatibility between the driver, the CUDA toolkits, the GPU architecture and the framework builds.
+
+Every rule comes from the matrix (``envdoctor/matrix/data``): the driver each
+CUDA release needs and its major's minor-version-compatibility floor
+(``cuda.json``), the compute capabilities each nvcc targets, its newest host
+GCC and its distributions (``cuda.json``), and the architectures each torch
+wheel carries (``torch.json``).  A finding cites the row it used
+(``source``); a row that was not verified against its vendor table yields a
+warning at most.
+
+Two NVIDIA rules are applied as stated in the CUDA C++ Programming Guide,
+"Binary Compatibility" / "PTX Compatibility"
+(https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility):
+a cubin built for X.y runs on X.z with z >= y, never across majors; PTX runs
+on any compute capability at or above its own, JIT-compiled by the driver.
+And CUDA minor-version compatibility
+(https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html):
+a driver at or above a major's floor runs every minor of that major, except
+what needs the driver to JIT PTX newer than it knows.
+
+Healthy is quiet: ``nvcc`` older than the "CUDA Version" the driver reports is
+normal (that number is the newest CUDA the driver runs, not what is installed),
+so it is documented (``driver.cuda_version_is_a_ceiling``, for
+``envdoctor explain``) but never reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from .. import matrix
+from ..facts import Fact, Facts
+from ..findings import Finding, Fix
+from ..matrix import frameworks as fw
+from ..matrix import hardware as hw
+from . import CheckContext, CodeDoc, check
+
+PROG_GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
+MINOR_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+CPP_EXTENSION = "https://github.com/pytorch/pytorch/blob/main/torch/utils/cpp_extension.py"
+CUDA_ENV = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#environment-setup"
+#: The date the two NVIDIA pages above and cpp_extension.py were read for these rules.
+RULES_CHECKED = "2026-11-22"
+
+#: Distribution ids that NVIDIA's tables list under "rhel" (by major version).
+RHEL_LIKE = ("rhel", "centos", "rocky", "almalinux", "ol")
+
+#: Framework fact -> (component, display name).
+FRAMEWORKS = (("torch", "torch"), ("tensorflow", "tensorflow"), ("jax", "jax"), ("onnxruntime", "onnxruntime"),
+              ("paddle", "paddle"), ("cupy", "cupy"), ("mxnet", "mxnet"))
+
+
+DOCS = (
+    CodeDoc("driver.too_old_for_framework", "error",
+            "The NVIDIA driver is too old for the CUDA runtime an installed framework was built with.",
+            "driver.version, driver.cuda_version, framework.* (torch +cuXXX / version.py, TensorFlow build_info, "
+            "JAX CUDA plugin, onnxruntime-gpu, CuPy cudaXXx, Paddle, MXNet)",
+            "The framework imports but finds no usable GPU (torch.cuda.is_available() is False, 'CUDA driver "
+            "version is insufficient for CUDA runtime version'). Within one CUDA major a driver at or above the "
+            "major's floor still runs newer minors (minor-version compatibility); across majors it cannot.",
+            "cuda.json (min_driver_linux, minor_compat_min_driver): " + MINOR_COMPAT),
+    CodeDoc("driver.too_old_for_toolkit", "error",
+            "The NVIDIA driver is too old for the active CUDA toolkit (nvcc, /usr/local/cuda) or the conda "
+            "environment's cudatoolkit / cuda-version.",
+            "driver.version, driver.cuda_version, cuda.nvcc, cuda.default_symlink, cuda.home, cuda.toolkits, "
+            "cuda.conda", "Programs built with that toolkit fail at their first CUDA call with "
+            "cudaErrorInsufficientDriver.", "cuda.json (min_driver_linux, minor_compat_min_driver)"),
+    CodeDoc("driver.minor_version_compat", "info",
+            "The driver is older than the CUDA minor in use but above its major's floor: it runs under CUDA "
+            "minor-version compatibility.",
+            "driver.cuda_version, driver.version, the framework's or toolkit's CUDA version",
+            "It works, with one limit: code that needs the driver to JIT-compile PTX newer than the driver knows "
+            "fails (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 'the provided PTX was compiled with an unsupported "
+            "toolchain'). A warning for a toolkit (nvcc embeds PTX), info for a framework that ships SASS for "
+            "the GPU.", MINOR_COMPAT),
+    CodeDoc("driver.missing_for_framework", "error",
+            "A CUDA build of a framework is installed and an NVIDIA GPU is on the PCI bus, but no NVIDIA driver "
+            "is installed.", "driver.installed, driver.nvidia_pci_gpus, framework.*",
+            "The framework falls back to the CPU or fails ('Found no NVIDIA driver on your system').",
+            "cuda.json (min_driver_linux)"),
+    CodeDoc("gpu.arch_not_in_build", "error",
+            "The installed framework build has no kernels for this GPU's compute capability: neither SASS for it "
+            "nor PTX it could JIT ('no kernel image is available for execution on the device').",
+            "gpu.N.compute_capability, framework.torch (matrix arch_list/ptx), framework.tensorflow "
+            "(build_info cuda_compute_capabilities)",
+            "Every kernel launch fails. A cubin for X.y runs on X.z (z >= y) only; PTX runs on any capability at or "
+            "above its own.", "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE),
+    CodeDoc("gpu.arch_ptx_jit_only", "warning",
+            "The framework build reaches this GPU only through PTX JIT compilation (no SASS for its compute "
+            "capability).", "gpu.N.compute_capability, framework.torch, framework.tensorflow",
+            "The first start compiles every kernel (minutes) and fills the JIT cache (~/.nv/ComputeCache, "
+            "CUDA_CACHE_MAXSIZE); performance may be lower, and under minor-version compatibility the JIT fails.",
+            "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE),
+    CodeDoc("cuda.toolkit_cannot_target_gpu", "error",
+            "The active CUDA toolkit's nvcc cannot compile for this GPU at all (support for its architecture was "
+            "dropped: CUDA 12 dropped Kepler, CUDA 13 Maxwell, Pascal and Volta).",
+            "cuda.nvcc / cuda.default_symlink / cuda.home, gpu.N.compute_capability",
+            "nvcc rejects -arch=sm_XX ('Unsupported gpu architecture'); extensions built with it do not run.",
+            "cuda.json (cc_min)"),
+    CodeDoc("cuda.gpu_newer_than_toolkit", "warning",
+            "The GPU is newer than the active CUDA toolkit knows: nvcc cannot emit SASS for its compute "
+            "capability.", "cuda.nvcc / cuda.default_symlink / cuda.home, gpu.N.compute_capability",
+            "Building extensions for this GPU (TORCH_CUDA_ARCH_LIST, -arch=native) fails; code built for older "
+            "architectures runs only through PTX JIT.", "cuda.json (cc_max)"),
+    CodeDoc("framework.cpu_only_build", "warning",
+            "A CPU-only build of a framework is installed on a machine with an NVIDIA GPU.",
+            "framework.* (build), gpu.count, driver.cuda_version",
+            "The GPU sits idle: torch.cuda.is_available() is False, TensorFlow lists no GPU device. The fix names "
+            "a CUDA build that this driver runs, picked from the matrix.", "torch.json, tensorflow.json, jax.json"),
+    CodeDoc("cuda.toolkits_disagree", "warning",
+            "/usr/local/cuda, the nvcc on PATH and CUDA_HOME point at different CUDA toolkits.",
+            "cuda.default_symlink, cuda.nvcc, cuda.home",
+            "Build tools choose differently (CMake and torch.utils.cpp_extension use CUDA_HOME, then nvcc on PATH, "
+            "then /usr/local/cuda): an extension can compile against one CUDA and link or run against another.",
+            CUDA_ENV),
+    CodeDoc("cuda.toolkit_differs_from_framework", "info",
+            "The active CUDA toolkit is not the CUDA the installed PyTorch was built with.",
+            "cuda.nvcc / cuda.home / cuda.default_symlink, framework.torch",
+            "Matters only when building CUDA extensions: torch.utils.cpp_extension refuses a different CUDA "
+            "major and warns on a different minor. Running PyTorch itself does not use the toolkit.",
+            CPP_EXTENSION),
+    CodeDoc("compiler.gcc_too_new_for_cuda", "error",
+            "The host GCC is newer than the active CUDA toolkit's nvcc accepts.",
+            "compiler.gcc, compiler.gcc_versions, the active toolkit",
+            "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!'.",
+            "cuda.json (gcc_max)"),
+    CodeDoc("os.unsupported_by_cuda", "warning",
+            "The active CUDA toolkit release does not list this distribution release as supported.",
+            "os.id, os.version, the active toolkit",
+            "It may work, but NVIDIA did not test it; packages for it may not exist.", "cuda.json (distributions)"),
+    CodeDoc("driver.cuda_version_is_a_ceiling", "info",
+            "Explanation only, never reported: the 'CUDA Version' nvidia-smi prints is the newest CUDA the driver "
+            "supports, not the installed toolkit; nvcc older than it is normal and healthy.",
+            "driver.cuda_version, cuda.nvcc",
+            "A driver runs every older CUDA; only a toolkit or framework NEWER than that number needs a newer "
+            "driver (or minor-version compatibility within its major).", MINOR_COMPAT),
+)
+
+
+# ------------------------------------------------------------------ small helpers
+
+
+def _v(text: Any) -> Optional[Version]:
+    if text is None:
+        return None
+    try:
+        return Version(str(text).strip().lstrip("vV"))
+    except InvalidVersion:
+        return None
+
+
+def _mm(text: Any) -> Optional[Tuple[int, Optional[int]]]:
+    """ "12.4.1" -> (12, 4); "12" / "12.x" -> (12, None)."""
+    if text is None:
+        return None
+    s = str(text).strip()
+    if s.endswith(".x"):
+        s = s[:-2]
+    v = _v(s)
+    if v is None:
+        return None
+    rel = v.release
+    return (rel[0], rel[1] if len(rel) > 1 else None)
+
+
+def _mm_str(mm: Tuple[int, Optional[int]]) -> str:
+    return "%d.%d" % mm if mm[1] is not None else "%d.x" % mm[0]
+
+
+def _ev(*facts: Optional[Fact]) -> List[Dict[str, Any]]:
+    return [f.to_dict() for f in facts if f is not None]
+
+
+def _source(rule: str, row: Optional[Dict[str, Any]] = None, url: str = "", checked: str = "") -> Dict[str, Any]:
+    if row is not None:
+        src = row.get("source", {})
+        return {"rule": rule, "url": src.get("url", ""), "checked": src.get("checked", ""),
+                "verified": not matrix.unverified(row)}
+    return {"rule": rule, "url": url, "checked": checked or RULES_CHECKED}
+
+
+def _severity(row: Optional[Dict[str, Any]], fields: Sequence[str], wanted: str = "error") -> str:
+    """``wanted``, unless a field the verdict rests on is unverified: then a warning at most."""
+    if wanted != "error":
+        return wanted
+    if row is None or any(matrix.unverified(row, f) for f in fields):
+        return "warning"
+    return "error"
+
+
+def _branch(driver: Optional[str]) -> Optional[str]:
+    v = _v(driver)
+    return str(v.release[0]) if v is not None else None
+
+
+def _major_rows(major: int) -> List[Dict[str, Any]]:
+    return [r for r in hw.cuda_releases() if Version(r["version"]).release[0] == major]
+
+
+def _rule_row(need: Tuple[int, Optional[int]]) -> Optional[Dict[str, Any]]:
+    """The cuda row behind "CUDA X.Y needs driver D": the release itself, or (major only) the major's first."""
+    if need[1] is not None:
+        return hw.cuda_release(_mm_str(need))
+    rows = _major_rows(need[0])
+    return rows[0] if rows else None
+
+
+def _floor_row(major: int) -> Optional[Dict[str, Any]]:
+    """A row of this major whose minor-compatibility floor was verified (the floor is the same for the major)."""
+    rows = _major_rows(major)
+    for r in rows:
+        if r.get("minor_compat_min_driver") and not matrix.unverified(r, "minor_compat_min_driver"):
+            return r
+    return rows[0] if rows else None
+
+
+class Driver:
+    """What the driver runs: the newest CUDA it supports, and its version."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.version_fact = facts.get("driver.version")
+        self.cuda_fact = facts.get("driver.cuda_version")
+        self.version: Optional[str] = facts.value("driver.version")
+        self.wsl = bool(facts.value("os.wsl"))
+        cuda = _mm(facts.value("driver.cuda_version"))
+        if cuda is None and self.version and not self.wsl:  # the Linux driver table answers for it
+            derived = hw.newest_cuda_for_driver(self.version)
+            cuda = _mm(derived)
+        self.cuda = cuda if cuda is not None and cuda[1] is not None else None
+
+    @property
+    def known(self) -> bool:
+        return self.cuda is not None
+
+    def describe(self) -> str:
+        who = "Driver %s" % self.version if self.version else "The driver"
+        return "%s supports CUDA up to %s" % (who, _mm_str(self.cuda)) if self.cuda else who
+
+    def verdict(self, need: Tuple[int, Optional[int]]) -> str:
+        """"ok", "minor_compat" or "too_old" for a CUDA need (major, minor|None)."""
+        assert self.cuda is not None
+        have = self.cuda
+        if need[1] is None:
+            return "ok" if have[0] >= need[0] else "too_old"
+        if (have[0], have[1]) >= (need[0], need[1]):  # type: ignore[operator]
+            return "ok"
+        if have[0] == need[0]:
+            floor = hw.min_driver_for_cuda(_mm_str(need), minor_compat=True)
+            if self.version and floor and not self.wsl and (_v(self.version) or Version("0")) < Version(floor):
+                return "too_old"
+            return "minor_compat"
+        return "too_old"
+
+
+# ------------------------------------------------------------------ what needs CUDA
+
+
+class Need:
+    """One consumer of a CUDA runtime: a framework build, a toolkit, a conda environment."""
+
+    def __init__(self, component: str, label: str, cuda: Tuple[int, Optional[int]], fact: Fact,
+                 kind: str, reinstall: Optional[Fix] = None, min_driver: Optional[str] = None,
+                 min_driver_row: Optional[Dict[str, Any]] = None) -> None:
+        self.component, self.label, self.cuda, self.fact, self.kind = component, label, cuda, fact, kind
+        self.reinstall = reinstall
+        self.min_driver, self.min_driver_row = min_driver, min_driver_row
+
+
+def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Optional[int]]]:
+    """The CUDA a framework build needs, from its fact; None for a CPU build or when unknown."""
+    if name == "onnxruntime":
+        if not value.get("gpu"):
+            return None
+        cuda = value.get("cuda")
+        if not cuda:
+            rel = fw.onnxruntime_release(value.get("version"))
+            cuda = rel.get("cuda") if rel else None
+        return _mm(cuda)
+    if value.get("build") != "cuda":
+        return None
+    return _mm(value.get("cuda"))
+
+
+def framework_needs(facts: Facts) -> List[Need]:
+    out: List[Need] = []
+    for name, component in FRAMEWORKS:
+        fact = facts.get("framework." + name)
+        if fact is None or not fact.known or not isinstance(fact.value, dict):
+            continue
+        cuda = _framework_cuda(name, fact.value)
+        if cuda is None:
+            continue
+        label = "%s %s" % (fact.value.get("package") or name, fact.value.get("version"))
+        need = Need(component, label, cuda, fact, "framework")
+        if name == "jax":
+            var = fw.jax_plugin_for(fact.value.get("jaxlib") or fact.value.get("version"), cuda[0])
+            row = fw.jax_release(fact.value.get("jaxlib") or fact.value.get("version"))
+            if var and var.get("min_driver") and row:
+                need.min_driver, need.min_driver_row = var["min_driver"], row
+        out.append(need)
+    return out
+
+
+def active_toolkit(facts: Facts) -> Optional[Tuple[str, str, Fact]]:
+    """(version, how it is chosen, fact) of the toolkit builds use: nvcc on PATH, CUDA_HOME, /usr/local/cuda."""
+    nvcc = facts.get("cuda.nvcc")
+    if nvcc is not None and nvcc.known and isinstance(nvcc.value, dict) and nvcc.value.get("version"):
+        return str(nvcc.value["version"]), "nvcc on PATH (%s)" % nvcc.value.get("path"), nvcc
+    home = facts.get("cuda.home")
+    if home is not None and home.known and isinstance(home.value, dict) and home.value.get("version"):
+        return str(home.value["version"]), "%s=%s" % (home.value.get("var"), home.value.get("path")), home
+    link = facts.get("cuda.default_symlink")
+    if link is not None and link.known and isinstance(link.value, dict) and link.value.get("version"):
+        return str(link.value["version"]), "/usr/local/cuda -> %s" % link.value.get("resolved"), link
+    return None
+
+
+def toolkit_needs(facts: Facts) -> List[Need]:
+    out: List[Need] = []
+    active = active_toolkit(facts)
+    if active is not None:
+        version, how, fact = active
+        mm = _mm(version)
+        if mm is not None and mm[1] is not None:
+            out.append(Need("cuda", "CUDA toolkit %s (%s)" % (version, how), mm, fact, "toolkit"))
+    conda = facts.get("cuda.conda")
+    for env in (conda.value if conda is not None and conda.known and isinstance(conda.value, list) else []):
+        if env.get("found_by") != "env:CONDA_PREFIX" or not env.get("cuda_version"):
+            continue
+        mm = _mm(env["cuda_version"])
+        if mm is None or mm[1] is None:
+            continue
+        pkg = next((p["name"] for p in env.get("packages", []) if p.get("version") == env["cuda_version"]),
+                   "cudatoolkit")
+        out.append(Need("conda", "conda %s %s (%s)" % (pkg, env["cuda_version"], env.get("prefix")), mm, conda,
+                        "conda"))
+    return out
+
+
+# ------------------------------------------------------------------ the GPUs
+
+
+def gpu_ccs(facts: Facts) -> List[Tuple[str, str, Fact]]:
+    """Distinct (compute capability, GPU name, fact) of the GPUs NVML answered for."""
+    seen: Dict[str, Tuple[str, str, Fact]] = {}
+    for f in facts.with_prefix("gpu."):
+        if not f.key.endswith(".compute_capability") or not f.known or _v(f.value) is None:
+            continue
+        idx = f.key.split(".")[1]
+        name = facts.value("gpu.%s.name" % idx) or "GPU %s" % idx
+        seen.setdefault(str(f.value), (str(f.value), str(name), f))
+    return [seen[k] for k in sorted(seen, key=Version)]
+
+
+def has_nvidia_gpu(facts: Facts) -> bool:
+    count = facts.value("gpu.count")
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return True
+    return bool(facts.value("driver.nvidia_pci_gpus")) or bool(facts.value("gpu.pci_devices"))
+
+
+# ------------------------------------------------------------------ suggestions
+
+
+def _python(facts: Facts) -> Optional[str]:
+    return facts.value("python.version")
+
+
+def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
+                  prefer: Optional[str] = None) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """(torch minor, variant) to install: a stable CUDA variant the driver runs (minor-version compatibility
+    included: the wheels carry SASS), with SASS for every GPU, for this Python; the installed minor first."""
+    rows = list(reversed(matrix.load("torch")))
+    if prefer:
+        rows.sort(key=lambda r: 0 if fw.torch_release(prefer) and r["version"] == fw.torch_release(prefer)["version"]
+                  else 1)
+    py = _python(facts)
+    for row in rows:
+        if py and fw.python_supported(row, py) is False:
+            continue
+        for var in reversed(row["variants"]):
+            if var.get("channel") != "stable":
+                continue
+            mm = _mm(var["cuda"])
+            if drv is not None and drv.known and (mm is None or drv.verdict(mm) == "too_old"):
+                continue
+            if any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs):
+                continue
+            return row["version"], var
+    return None
+
+
+def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]]) -> Fix:
+    if suggestion is None:
+        return Fix(text=text + " No published PyTorch CUDA wheel in envdoctor's matrix fits this driver and GPU; "
+                   "update the driver first.")
+    minor, var = suggestion
+    return Fix(text="%s Suggested: torch %s built for CUDA %s (%s), which this driver runs." % (
+        text, minor, var["cuda"], var["tag"]),
+        commands=["pip install --force-reinstall 'torch==%s.*' --index-url %s" % (minor, var["index_url"])],
+        install="envdoctor install pytorch --version %s --method pip" % minor)
+
+
+def _sass_for(archs: Sequence[str], cc: str) -> bool:
+    """A cubin for X.y runs on X.z with z >= y, never across majors (CUDA C++ Programming Guide)."""
+    want = _v(cc)
+    if want is None:
+        return False
+    for a in archs:
+        av = _v(a)
+        if av is not None and av.release[0] == want.release[0] and av <= want:
+            return True
+    return False
+
+
+def _ptx_for(ptx: Sequence[str], cc: str) -> bool:
+    """PTX runs on any compute capability at or above its own (JIT by the driver)."""
+    want = _v(cc)
+    return want is not None and any((_v(p) or Version("999")) <= want for p in ptx)
+
+
+# ------------------------------------------------------------------ the check
+
+
+@check("compat", codes=DOCS)
+def compat(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    out: List[Finding] = []
+    out.extend(_driver_vs_cuda(facts))
+    out.extend(_arch_vs_builds(facts))
+    out.extend(_toolkit_vs_gpu(facts))
+    out.extend(_cpu_builds(facts))
+    out.extend(_toolkits_disagree(facts))
+    out.extend(_toolkit_vs_framework(facts))
+    out.extend(_host_compiler_and_os(facts))
+    return out
+
+
+def _driver_vs_cuda(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    fneeds = framework_needs(facts)
+    installed = facts.get("driver.installed")
+    if installed is not None and installed.known and installed.value is False:
+        pci = facts.get("driver.nvidia_pci_gpus")
+        if fneeds and pci is not None and pci.known and pci.value:
+            need = max(fneeds, key=lambda n: (n.cuda[0], n.cuda[1] or 0))
+            row = _rule_row(need.cuda)
+            exact = row["min_driver_linux"] if row else None
+            names = ", ".join(n.label for n in fneeds)
+            out.append(Finding(
+                code="driver.missing_for_framework", severity="error", components=["driver", need.component],
+                title="No NVIDIA driver is installed, but %s needs CUDA %s (driver >= %s) and an NVIDIA GPU is on "
+                      "the PCI bus (%s)" % (names, _mm_str(need.cuda), exact or "?", ", ".join(pci.value)),
+                detail="The framework build expects the NVIDIA driver's libcuda.so.1; without it the GPU is unused "
+                       "('Found no NVIDIA driver on your system'). Install a driver of branch %s or newer." % (
+                           _branch(exact) or "a current"),
+                evidence=_ev(installed, pci, *[n.fact for n in fneeds]),
+                source=_source("CUDA %s needs Linux driver >= %s" % (_mm_str(need.cuda), exact), row),
+                fix=Fix(text="Install the NVIDIA driver, then reboot (or load the module).",
+                        commands=["sudo ubuntu-drivers install" if facts.value("os.id") == "ubuntu"
+                                  else "sudo dnf install nvidia-driver" if facts.value("os.family") == "rhel"
+                                  else "see https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"],
+                        install="envdoctor install driver --version %s" % (_branch(exact) or "latest")),
+            ))
+        return out
+    drv = Driver(facts)
+    if not drv.known:
+        return out  # NVML and nvidia-smi gave no answer: cannot judge
+    ccs = [cc for cc, _, _ in gpu_ccs(facts)]
+    for need in fneeds + toolkit_needs(facts):
+        verdict = drv.verdict(need.cuda)
+        if verdict == "ok":
+            # JAX states its own driver floor per CUDA wheel (jax.json min_driver)
+            if need.min_driver and drv.version and not drv.wsl and _v(drv.version) is not None \
+                    and _v(drv.version) < Version(need.min_driver):  # type: ignore[operator]
+                out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
+            continue
+        if verdict == "minor_compat":
+            out.append(_minor_compat(drv, need, ccs, facts))
+            continue
+        row = _floor_row(need.cuda[0])
+        floor = hw.min_driver_for_cuda(_mm_str(need.cuda) if need.cuda[1] is not None
+                                       else (row["version"] if row else ""), minor_compat=True)
+        if floor is None or row is None:
+            continue  # the matrix does not know this CUDA: no rule to apply
+        out.append(_too_old(facts, drv, need, floor, row, ["min_driver_linux", "minor_compat_min_driver"], ccs))
+    return out
+
+
+def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Dict[str, Any]],
+             fields: Sequence[str], ccs: Sequence[str]) -> Finding:
+    exact_row = _rule_row(need.cuda)
+    exact = exact_row["min_driver_linux"] if exact_row else floor
+    branch = _branch(exact) or _branch(floor)
+    code = "driver.too_old_for_framework" if need.kind == "framework" else "driver.too_old_for_toolkit"
+    text = ("Update the NVIDIA driver to branch %s or newer (any driver >= %s runs every CUDA %d.x minor "
+            "through minor-version compatibility; >= %s runs CUDA %s fully)." % (branch, floor, need.cuda[0],
+                                                                                  exact, _mm_str(need.cuda)))
+    commands = ["sudo ubuntu-drivers install nvidia:%s" % branch] if facts.value("os.id") == "ubuntu" else []
+    detail = ("The driver's 'CUDA Version' (%s) is the newest CUDA runtime it can run; %s was built for CUDA %s, a "
+              "newer major, and minor-version compatibility never crosses majors. Expect 'CUDA driver version is "
+              "insufficient for CUDA runtime version'." % (_mm_str(drv.cuda) if drv.cuda else "?", need.label,
+                                                            _mm_str(need.cuda)))
+    if need.kind == "framework" and need.component == "torch":
+        alt = suggest_torch(facts, drv, ccs, prefer=need.fact.value.get("version"))
+        if alt is not None:
+            text += (" Or keep this driver and install torch %s for CUDA %s: `pip install --force-reinstall "
+                     "'torch==%s.*' --index-url %s`." % (alt[0], alt[1]["cuda"], alt[0], alt[1]["index_url"]))
+    return Finding(
+        code=code, severity=_severity(row, fields), components=["driver", need.component],
+        title="%s, but %s needs CUDA %s (driver >= %s)" % (drv.describe(), need.label, _mm_str(need.cuda), floor),
+        detail=detail, evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source=_source("CUDA %d.x needs Linux driver >= %s (minor-version compatibility floor); CUDA %s's own "
+                       "driver is %s" % (need.cuda[0], floor, _mm_str(need.cuda), exact), row),
+        fix=Fix(text=text, commands=commands, install="envdoctor install driver --version %s" % branch),
+    )
+
+
+def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> Finding:
+    row = hw.cuda_release(_mm_str(need.cuda))
+    floor = hw.min_driver_for_cuda(_mm_str(need.cuda), minor_compat=True)
+    exact = row["min_driver_linux"] if row else "?"
+    jit = False
+    if need.component == "torch":
+        var = fw.torch_variant(need.fact.value.get("version")) or fw.torch_variant_for_cuda(
+            need.fact.value.get("version"), need.fact.value.get("cuda"))
+        jit = bool(var) and any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs)
+    severity = "warning" if need.kind != "framework" or jit else "info"
+    return Finding(
+        code="driver.minor_version_compat", severity=severity, components=["driver", need.component],
+        title="%s; %s needs CUDA %s (driver >= %s), so it runs through CUDA minor-version compatibility "
+              "(floor %s)" % (drv.describe(), need.label, _mm_str(need.cuda), exact, floor),
+        detail="Within CUDA %d.x a driver at or above %s runs newer minors, except what needs the driver to "
+               "JIT-compile PTX newer than it knows: such code fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
+               "('the provided PTX was compiled with an unsupported toolchain').%s" % (
+                   need.cuda[0], floor,
+                   " Here that matters: %s." % ("code nvcc builds embeds PTX" if need.kind != "framework"
+                                                 else "this build reaches the GPU only through PTX") if severity ==
+                   "warning" else " This build ships SASS for the GPU, so it runs normally."),
+        evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source=_source("CUDA %d.x minor-version compatibility floor %s; CUDA %s's own driver %s" % (
+            need.cuda[0], floor, _mm_str(need.cuda), exact), row),
+        fix=Fix(text="Nothing is required. To lift the PTX limit, update the driver to %s or newer." % exact,
+                install="envdoctor install driver --version %s" % (_branch(exact) or "latest")),
+    )
+
+
+def _arch_vs_builds(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    gpus = gpu_ccs(facts)
+    if not gpus:
+        return out
+    drv = Driver(facts)
+    torch = facts.get("framework.torch")
+    if torch is not None and torch.known and isinstance(torch.value, dict) and torch.value.get("build") == "cuda":
+        version = torch.value.get("version")
+        var = fw.torch_variant(version) or fw.torch_variant_for_cuda(version, torch.value.get("cuda"))
+        row = fw.torch_release(version)
+        if var is not None and row is not None:
+            archs, ptx = var.get("arch_list") or [], [var["ptx"]] if var.get("ptx") else []
+            out.extend(_arch_findings(facts, drv, "torch", "torch %s" % version, archs, ptx, gpus, torch,
+                                      _source("torch %s %s wheels carry SASS for %s%s" % (
+                                          row["version"], var["tag"], ", ".join(archs),
+                                          " and PTX %s" % ptx[0] if ptx else ""), row), row))
+    tf = facts.get("framework.tensorflow")
+    if tf is not None and tf.known and isinstance(tf.value, dict) and tf.value.get("build") == "cuda":
+        caps = tf.value.get("compute_capabilities")
+        if isinstance(caps, list) and caps:
+            sass = [_cc_text(c) for c in caps if str(c).startswith("sm_")]
+            ptx = [_cc_text(c) for c in caps if str(c).startswith("compute_")]
+            out.extend(_arch_findings(facts, drv, "tensorflow", "tensorflow %s" % tf.value.get("version"),
+                                      [s for s in sass if s], [p for p in ptx if p], gpus, tf,
+                                      _source("build_info cuda_compute_capabilities %s; SASS runs within a major "
+                                              "at >= its minor, PTX at >= its capability" % caps, url=PROG_GUIDE),
+                                      None))
+    return out
+
+
+def _cc_text(cap: Any) -> Optional[str]:
+    v = hw._cc(str(cap))
+    return "%d.%d" % (v.release[0], v.release[1] if len(v.release) > 1 else 0) if v is not None else None
+
+
+def _arch_findings(facts: Facts, drv: Driver, component: str, label: str, archs: Sequence[str],
+                   ptx: Sequence[str], gpus: Sequence[Tuple[str, str, Fact]], fw_fact: Fact,
+                   source: Dict[str, Any], row: Optional[Dict[str, Any]]) -> List[Finding]:
+    out: List[Finding] = []
+    built = ", ".join("sm_%s" % a.replace(".", "") for a in archs) + (
+        "" if not ptx else " + PTX " + ", ".join("compute_%s" % p.replace(".", "") for p in ptx))
+    for cc, name, cc_fact in gpus:
+        if _sass_for(archs, cc):
+            continue
+        sm = "sm_" + cc.replace(".", "")
+        fix_text = "Install a %s build compiled for %s." % (component, sm)
+        if component == "torch":
+            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]))
+        else:
+            fix = Fix(text=fix_text + " Newer TensorFlow releases add newer architectures.",
+                      commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
+        if _ptx_for(ptx, cc):
+            out.append(Finding(
+                code="gpu.arch_ptx_jit_only", severity="warning", components=["gpu", component],
+                title="%s (%s, compute capability %s) is reached by %s (%s) only through PTX JIT" % (
+                    name, sm, cc, label, built),
+                detail="No SASS for %s: the driver JIT-compiles the embedded PTX at first use. The first start "
+                       "takes minutes and fills the JIT cache (~/.nv/ComputeCache; raise CUDA_CACHE_MAXSIZE so it "
+                       "is kept), kernels may be slower, and under CUDA minor-version compatibility the JIT "
+                       "fails." % sm,
+                evidence=_ev(cc_fact, fw_fact), source=source, fix=fix))
+        else:
+            out.append(Finding(
+                code="gpu.arch_not_in_build", severity=_severity(row, ["variants"]) if row is not None else "error",
+                components=["gpu", component],
+                title="%s (%s, compute capability %s) is not supported by %s (built for %s)" % (
+                    name, sm, cc, label, built),
+                detail="Neither SASS for %s (a cubin runs only on the same major at an equal or higher minor) nor "
+                       "PTX at or below %s is in this build: every kernel launch fails with 'no kernel image is "
+                       "available for execution on the device'." % (sm, cc),
+                evidence=_ev(cc_fact, fw_fact), source=source, fix=fix))
+    return out
+
+
+def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    active = active_toolkit(facts)
+    if active is None:
+        return out
+    version, how, tk_fact = active
+    row = hw.cuda_release(version)
+    if row is None:
+        return out
+    for cc, name, cc_fact in gpu_ccs(facts):
+        want = Version(cc)
+        sm = "sm_" + cc.replace(".", "")
+        if want < Version(row["cc_min"]):
+            newest = [v for v in hw.cuda_for_cc(cc)]
+            last = newest[-1] if newest else None
+            out.append(Finding(
+                code="cuda.toolkit_cannot_target_gpu", severity=_severity(row, ["cc_min"]),
+                components=["cuda", "gpu"],
+                title="CUDA %s (%s) cannot compile for %s (%s, compute capability %s): it targets %s and newer" % (
+                    version, how, name, sm, cc, row["cc_min"]),
+                detail="Support for this architecture was removed from nvcc; code built with CUDA %s has no SASS "
+                       "or PTX this GPU can run. The last CUDA that targets it is %s." % (version, last or "?"),
+                evidence=_ev(tk_fact, cc_fact),
+                source=_source("CUDA %s nvcc targets compute capability %s..%s" % (
+                    row["version"], row["cc_min"], row["cc_max"]), row),
+                fix=Fix(text="Use a toolkit that still targets %s (CUDA %s) for this GPU." % (sm, last or "older"),
+                        install=("envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
+                            hw.cuda_release(last)["ga"], last)) if last else None)))
+        elif want > Version(row["cc_max"]):
+            newer = hw.cuda_for_cc(cc)
+            first = newer[0] if newer else None
+            out.append(Finding(
+                code="cuda.gpu_newer_than_toolkit", severity="warning", components=["cuda", "gpu"],
+                title="%s (%s, compute capability %s) is newer than CUDA %s (%s) can target (up to %s)" % (
+                    name, sm, cc, version, how, row["cc_max"]),
+                detail="nvcc %s rejects -arch=%s ('Unsupported gpu architecture'); code it builds runs on this GPU "
+                       "only through PTX JIT of an older architecture. The first CUDA that targets it is %s." % (
+                           version, sm, first or "not in envdoctor's matrix"),
+                evidence=_ev(tk_fact, cc_fact),
+                source=_source("CUDA %s nvcc targets compute capability %s..%s" % (
+                    row["version"], row["cc_min"], row["cc_max"]), row),
+                fix=Fix(text="Install CUDA %s or newer and point CUDA_HOME / PATH at it." % (first or "a newer"),
+                        install=("envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
+                            hw.cuda_release(first)["ga"], first)) if first else None)))
+    return out
+
+
+def _cpu_builds(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    if not has_nvidia_gpu(facts):
+        return out
+    drv = Driver(facts)
+    ccs = [cc for cc, _, _ in gpu_ccs(facts)]
+    gpu_ev = [facts.get("gpu.count"), facts.get("driver.cuda_version")]
+    for name, component in FRAMEWORKS:
+        fact = facts.get("framework." + name)
+        if fact is None or not fact.known or not isinstance(fact.value, dict):
+            continue
+        v = fact.value
+        cpu = (not v.get("gpu")) if name == "onnxruntime" else v.get("build") == "cpu"
+        if not cpu or name in ("cupy",):
+            continue
+        label = "%s %s" % (v.get("package") or name, v.get("version"))
+        src: Dict[str, Any] = _source("a CUDA build exists for this GPU", url=MINOR_COMPAT)
+        if name == "torch":
+            sug = suggest_torch(facts, drv if drv.known else None, ccs, prefer=v.get("version"))
+            fix = _torch_fix("Replace the CPU-only wheel with a CUDA build.", sug)
+            if sug is not None:
+                src = _source("torch %s %s (CUDA %s) runs on this driver" % (sug[0], sug[1]["tag"], sug[1]["cuda"]),
+                              fw.torch_release(sug[0]))
+        elif name == "tensorflow":
+            row = fw.tensorflow_release(v.get("public") or v.get("version"))
+            cmds = ["pip uninstall -y %s" % " ".join(sorted(v.get("packages") or [v.get("package")]))]
+            cmds.append("pip install 'tensorflow[and-cuda]==%s.*'" % (row["version"] if row else "2"))
+            fix = Fix(text="Install the CUDA build of TensorFlow (Linux x86_64/WSL2; 'and-cuda' pulls CUDA from "
+                           "PyPI).", commands=cmds)
+            if row is not None:
+                src = _source("tensorflow %s GPU wheels are built with CUDA %s" % (row["version"], row["cuda"]), row)
+        elif name == "jax":
+            major = drv.cuda[0] if drv.known and drv.cuda else 12
+            var = fw.jax_plugin_for(v.get("jaxlib") or v.get("version"), major)
+            extra = var["pip_extra"] if var else "jax[cuda%d]" % major
+            fix = Fix(text="jaxlib alone is CPU-only; install the CUDA %d plugin." % major,
+                      commands=["pip install -U '%s'" % extra])
+            jrow = fw.jax_release(v.get("jaxlib") or v.get("version"))
+            if jrow is not None:
+                src = _source("jax CUDA wheels: %s" % extra, jrow)
+        elif name == "onnxruntime":
+            fix = Fix(text="The 'onnxruntime' package has no CUDA execution provider; install onnxruntime-gpu "
+                           "instead (uninstall the CPU package first: both write the same files).",
+                      commands=["pip uninstall -y onnxruntime", "pip install onnxruntime-gpu==%s" % v.get("public")])
+            rel = fw.onnxruntime_release(v.get("version"))
+            if rel is not None:
+                src = {"rule": "onnxruntime-gpu %s is built for CUDA %s" % (rel["version"], rel["cuda"]),
+                       "url": rel["source"].get("url", ""), "checked": rel["source"].get("checked", "")}
+        elif name == "paddle":
+            fix = Fix(text="Install paddlepaddle-gpu instead of the CPU package.",
+                      commands=["pip uninstall -y paddlepaddle", "pip install paddlepaddle-gpu"])
+        else:
+            fix = Fix(text="Install a CUDA build of %s." % name)
+        who = drv.describe() if drv.known else "an NVIDIA GPU is present"
+        out.append(Finding(
+            code="framework.cpu_only_build", severity="warning", components=[component, "gpu"],
+            title="%s is a CPU-only build, but this machine has an NVIDIA GPU (%s)" % (label, who),
+            detail="This build never uses the GPU. The suggested CUDA build is one this driver runs.",
+            evidence=_ev(fact, *gpu_ev), source=src, fix=fix))
+    return out
+
+
+def _toolkits_disagree(facts: Facts) -> List[Finding]:
+    seen: List[Tuple[str, str, Fact]] = []
+    nvcc = facts.get("cuda.nvcc")
+    if nvcc is not None and nvcc.known and isinstance(nvcc.value, dict) and nvcc.value.get("version"):
+        seen.append(("nvcc on PATH (%s)" % nvcc.value.get("path"), str(nvcc.value["version"]), nvcc))
+    home = facts.get("cuda.home")
+    if home is not None and home.known and isinstance(home.value, dict) and home.value.get("version"):
+        seen.append(("%s=%s" % (home.value.get("var"), home.value.get("path")), str(home.value["version"]), home))
+    link = facts.get("cuda.default_symlink")
+    if link is not None and link.known and isinstance(link.value, dict) and link.value.get("version"):
+        seen.append(("/usr/local/cuda -> %s" % link.value.get("resolved"), str(link.value["version"]), link))
+    releases = {_mm(v) for _, v, _ in seen}
+    if len(releases) < 2:
+        return []
+    chosen = seen[0]
+    return [Finding(
+        code="cuda.toolkits_disagree", severity="warning", components=["cuda"],
+        title="CUDA toolkits disagree: %s" % "; ".join("%s is %s" % (w, v) for w, v, _ in seen),
+        detail="Build tools pick different ones: CMake and torch.utils.cpp_extension use CUDA_HOME first, then the "
+               "nvcc on PATH, then /usr/local/cuda; Makefiles often hard-code /usr/local/cuda. An extension can "
+               "compile with one CUDA and link against another.",
+        evidence=_ev(*[f for _, _, f in seen]),
+        source=_source("one toolkit should be reachable by PATH, CUDA_HOME and /usr/local/cuda", url=CUDA_ENV),
+        fix=Fix(text="Point all three at the toolkit you build with (%s, CUDA %s)." % (chosen[0], chosen[1]),
+                commands=["export CUDA_HOME=/usr/local/cuda-%s" % _mm_str(_mm(chosen[1]) or (0, 0)),
+                          "export PATH=$CUDA_HOME/bin:$PATH",
+                          "sudo ln -sfn /usr/local/cuda-%s /usr/local/cuda" % _mm_str(_mm(chosen[1]) or (0, 0))]))]
+
+
+def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
+    active = active_toolkit(facts)
+    torch = facts.get("framework.torch")
+    if active is None or torch is None or not torch.known or not isinstance(torch.value, dict):
+        return []
+    if torch.value.get("build") != "cuda":
+        return []
+    tk, fwc = _mm(active[0]), _mm(torch.value.get("cuda"))
+    if tk is None or fwc is None or fwc[1] is None or tk == fwc:
+        return []
+    major = tk[0] != fwc[0]
+    return [Finding(
+        code="cuda.toolkit_differs_from_framework", severity="info", components=["cuda", "torch"],
+        title="The active CUDA toolkit is %s (%s), but torch %s was built with CUDA %s" % (
+            active[0], active[1], torch.value.get("version"), _mm_str(fwc)),
+        detail=("Only building CUDA extensions uses the toolkit. torch.utils.cpp_extension %s." % (
+            "refuses a different CUDA major ('The detected CUDA version (%s) mismatches the version that was used "
+            "to compile PyTorch (%s)')" % (active[0], _mm_str(fwc)) if major else
+            "warns about a different minor and builds anyway")),
+        evidence=_ev(active[2], torch),
+        source=_source("cpp_extension compares the toolkit's CUDA with torch.version.cuda (major must match)",
+                       url=CPP_EXTENSION),
+        fix=Fix(text="Only if you build extensions: use CUDA %s for them." % _mm_str(fwc),
+                commands=["export CUDA_HOME=/usr/local/cuda-%s" % _mm_str(fwc)],
+                install="envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
+                    (hw.cuda_release(_mm_str(fwc)) or {}).get("ga", _mm_str(fwc)), _mm_str(fwc))))]
+
+
+def _host_compiler_and_os(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    active = active_toolkit(facts)
+    if active is None:
+        return out
+    version, how, tk_fact = active
+    row = hw.cuda_release(version)
+    if row is None:
+        return out
+    gcc = facts.get("compiler.gcc")
+    gv = _v(gcc.value.get("version")) if gcc is not None and gcc.known and isinstance(gcc.value, dict) else None
+    if gv is not None and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
+        gmax = int(Version(row["gcc_max"]).release[0])
+        others = facts.value("compiler.gcc_versions") or []
+        fitting = [g for g in others if _v(g.get("version")) is not None
+                   and _v(g["version"]).release[0] <= gmax]  # type: ignore[union-attr]
+        cmds = []
+        if fitting:
+            best = max(fitting, key=lambda g: _v(g["version"]))
+            cmds.append("export NVCC_CCBIN=%s" % best["path"].replace("gcc", "g++"))
+        else:
+            cmds.append("sudo apt-get install gcc-%d g++-%d" % (gmax, gmax) if facts.value("os.id") == "ubuntu"
+                        else "sudo dnf install gcc-toolset-%d" % gmax)
+            cmds.append("export NVCC_CCBIN=/usr/bin/g++-%d" % gmax)
+        out.append(Finding(
+            code="compiler.gcc_too_new_for_cuda", severity=_severity(row, ["gcc_max"]), components=["compiler", "cuda"],
+            title="GCC %s is newer than CUDA %s's nvcc accepts (GCC <= %d)" % (gcc.value["version"], version, gmax),
+            detail="nvcc stops with '#error -- unsupported GNU version! gcc versions later than %d are not "
+                   "supported!'. Point nvcc at an older GCC (NVCC_CCBIN, -ccbin) or use a newer CUDA. "
+                   "(-allow-unsupported-compiler exists but is unsafe.)" % gmax,
+            evidence=_ev(gcc, tk_fact),
+            source=_source("CUDA %s supports host GCC up to %s" % (row["version"], row["gcc_max"]), row),
+            fix=Fix(text="Use GCC %d or older for nvcc." % gmax, commands=cmds)))
+    os_id, os_ver = facts.value("os.id"), facts.value("os.version")
+    if os_id and os_ver:
+        dist = row.get("distributions") or {}
+        key, ver = str(os_id), str(os_ver)
+        if key in RHEL_LIKE:
+            key, ver = "rhel", ver.split(".")[0]
+        elif key == "debian":
+            ver = ver.split(".")[0]
+        if key in dist and ver not in dist[key]:
+            out.append(Finding(
+                code="os.unsupported_by_cuda", severity="warning", components=["os", "cuda"],
+                title="%s %s is not a supported distribution of CUDA %s (%s %s)" % (
+                    os_id, os_ver, version, key, ", ".join(dist[key])),
+                detail="NVIDIA did not build or test CUDA %s for this release; it may work (the runfile or "
+                       "redistributable tarballs often do) but packages for it may not exist." % row["version"],
+                evidence=_ev(facts.get("os.id"), facts.get("os.version"), tk_fact),
+                source=_source("CUDA %s supports %s %s" % (row["version"], key, ", ".join(dist[key])), row),
+                fix=Fix(text="Use a CUDA release that supports %s %s, or the distribution release CUDA %s "
+                             "supports." % (key, ver, row["version"]),
+                        install=_cuda_for_os(key, ver))))
+    return out
+
+
+def _cuda_for_os(key: str, ver: str) -> Optional[str]:
+    for r in reversed(hw.cuda_releases()):
+        if ver in (r.get("distributions") or {}).get(key, []):
+            return "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (r["ga"], r["version"])
+    return None

@@ -1,0 +1,772 @@
+"""Driver health: is the NVIDIA driver installed, loaded, whole, and the only driver of the GPU?
+
+One check, ``driver-health``, reads the driver probe's facts (and a few of the
+os, gpu and cuda probes') and says what stops CUDA from starting:
+
+* the kernel module and the user-space library are different versions
+  ("Failed to initialize NVML: Driver/library version mismatch");
+* no driver although an NVIDIA GPU is on the PCI bus, or a kernel module
+  without its user-space half;
+* nouveau / nova holding the GPU;
+* no module built for the running kernel (DKMS built for another one);
+* Secure Boot refusing an unsigned module;
+* ``/dev/nvidia*`` nodes missing while the module is loaded;
+* NVSwitch systems without a running fabric manager;
+* forward-compatibility ``libcuda`` on the loader path of a GPU that does not
+  support it;
+* WSL2 specifics (a Linux driver installed inside WSL; the Windows driver's
+  libraries not reachable);
+* NVML errors in general (no permission, GPU lost, module not loaded, hung).
+
+The findings are ordered so one root cause gives one finding: a module that
+is not loaded *because* it was never built for this kernel, or because
+Secure Boot rejects it, or because nouveau holds the GPU, is reported as that
+cause, not also as "module not loaded".
+
+Rules here are vendor statements, not version tables: each finding's
+``source`` names the NVIDIA (or kernel/distribution) document it comes from,
+in :data:`RULES`.  The only matrix rows used are ``gpus.json`` products (for
+the forward-compatibility GPU segment); those rows are unverified today, so
+that finding is a warning at most.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterable, List, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Facts
+from ..findings import Finding, Fix
+from ..matrix import unverified
+from ..matrix.hardware import gpu_product
+from . import CheckContext, CodeDoc, check
+
+CHECKED = "2026-11-22"
+
+#: The documents each rule comes from (checked on CHECKED).
+RULES: Dict[str, Dict[str, str]] = {
+    "nvml": {"url": "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html",
+             "rule": "nvmlReturn_t: what each NVML initialisation error means"},
+    "install": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html",
+                "rule": "CUDA Installation Guide for Linux: driver, kernel headers, nouveau, device nodes"},
+    "nouveau": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#disabling-nouveau",
+                "rule": "The nouveau driver must be disabled (blacklisted, initramfs regenerated) before the "
+                        "NVIDIA driver can own the GPU"},
+    "headers": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
+                       "#verify-the-system-has-the-correct-kernel-headers-and-development-packages-installed",
+                "rule": "The kernel module is built (DKMS) against the headers of the running kernel"},
+    "secure_boot": {"url": "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html",
+                    "rule": "With UEFI Secure Boot on, the kernel loads only modules signed by an enrolled key "
+                            "(Machine Owner Key)"},
+    "device_nodes": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
+                            "#device-node-verification",
+                     "rule": "CUDA needs /dev/nvidiactl and /dev/nvidiaN; nvidia-modprobe or udev create them"},
+    "fabric_manager": {"url": "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html",
+                       "rule": "NVSwitch systems need a running Fabric Manager of exactly the driver's version; "
+                               "without it CUDA initialisation fails with cudaErrorSystemNotReady (802)"},
+    "forward_compat": {"url": "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html",
+                       "rule": "Forward Compatibility is applicable only to NVIDIA Data Center GPUs, select NGC "
+                               "Server Ready SKUs of RTX cards and Jetson boards; elsewhere CUDA fails with "
+                               "cudaErrorCompatNotSupportedOnDevice (804)"},
+    "wsl": {"url": "https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
+            "rule": "On WSL 2 the Windows NVIDIA driver provides libcuda in /usr/lib/wsl/lib; no Linux NVIDIA "
+                    "driver may be installed inside WSL 2"},
+    "xid": {"url": "https://docs.nvidia.com/deploy/xid-errors/index.html",
+            "rule": "Xid 79: GPU has fallen off the bus; reset or reboot, then look at power, thermals, PCIe"},
+    "no_gpu": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
+                      "#verify-you-have-a-cuda-capable-gpu",
+               "rule": "CUDA needs an NVIDIA GPU; without one, CPU builds of the frameworks are the right choice"},
+}
+
+#: The modules to unload, users first (nvidia_uvm, nvidia_drm and nvidia_modeset depend on nvidia).
+RELOAD = "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
+
+NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
+NOUVEAU_TEXT = "blacklist nouveau\noptions nouveau modeset=0\n"
+NOVA_CONF = "/etc/modprobe.d/blacklist-nova.conf"
+NOVA_TEXT = "blacklist nova_drm\nblacklist nova_core\n"
+
+WSL_LIB = "/usr/lib/wsl/lib"
+
+_GPU_NODE = re.compile(r"^nvidia\d+$")
+
+
+def _source(rule: str, **extra: Any) -> Dict[str, Any]:
+    r = RULES[rule]
+    out: Dict[str, Any] = {"rule": r["rule"], "url": r["url"], "checked": CHECKED}
+    out.update(extra)
+    return out
+
+
+def _evidence(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
+    out = []
+    for k in keys:
+        f = facts.get(k)
+        if f is not None:
+            out.append(f.to_dict())
+    return out
+
+
+def _family(facts: Facts) -> str:
+    fam = facts.value("os.family")
+    return fam if isinstance(fam, str) else "other"
+
+
+def _branch(version: Optional[str]) -> Optional[str]:
+    """``"535.154.05"`` -> ``"535"``."""
+    if not version:
+        return None
+    try:
+        return str(Version(version).release[0])
+    except (InvalidVersion, IndexError):
+        return None
+
+
+def _initramfs(family: str) -> List[str]:
+    if family == "debian":
+        return ["sudo update-initramfs -u"]
+    if family in ("rhel", "fedora", "suse"):
+        return ["sudo dracut --force"]
+    return ["sudo update-initramfs -u   # Debian/Ubuntu", "sudo dracut --force   # RHEL/Fedora/SUSE"]
+
+
+def _headers(family: str) -> List[str]:
+    if family == "debian":
+        return ['sudo apt-get install -y "linux-headers-$(uname -r)"']
+    if family in ("rhel", "fedora"):
+        return ['sudo dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"']
+    if family == "suse":
+        return ["sudo zypper install -y kernel-default-devel"]
+    return ['sudo apt-get install -y "linux-headers-$(uname -r)"   # Debian/Ubuntu',
+            'sudo dnf install -y "kernel-devel-$(uname -r)"   # RHEL/Fedora']
+
+
+def _driver_label(facts: Facts) -> str:
+    v = (facts.value("driver.version") or facts.value("driver.kernel_module.version")
+         or facts.value("driver.userspace.version"))
+    return "driver %s" % v if v else "the NVIDIA driver"
+
+
+def _gpu_names(facts: Facts) -> List[str]:
+    names = []
+    for f in facts.with_prefix("gpu."):
+        if f.key.endswith(".name") and f.known and isinstance(f.value, str):
+            names.append(f.value)
+    return names
+
+
+def _pci_gpus(facts: Facts) -> List[str]:
+    gpus = facts.value("driver.nvidia_pci_gpus")
+    if isinstance(gpus, list) and gpus:
+        return [str(g) for g in gpus]
+    pci = facts.value("gpu.pci_devices")
+    out = []
+    if isinstance(pci, list):
+        for d in pci:
+            if isinstance(d, dict) and d.get("bus_id"):
+                out.append(str(d["bus_id"]))
+            elif isinstance(d, str):
+                out.append(d)
+    return out
+
+
+def _nvml_status(facts: Facts) -> Optional[str]:
+    f = facts.get("driver.nvml.status")
+    return f.value if f is not None and isinstance(f.value, str) else None
+
+
+def _nvml_reason(facts: Facts) -> str:
+    f = facts.get("driver.nvml.status")
+    return f.reason if f is not None else ""
+
+
+# -- the situations -----------------------------------------------------------------
+
+def _no_driver(facts: Facts) -> List[Finding]:
+    if facts.value("driver.installed") is not False:
+        return []
+    gpus = _pci_gpus(facts)
+    if not gpus and facts.value("os.wsl") == "WSL2":
+        # WSL2 shows no PCI GPU (it is paravirtualised); the Windows driver's libraries are simply absent.
+        return [_wsl_libcuda_missing(facts, "warning")]
+    if not gpus:
+        return [Finding(
+            code="gpu.none", severity="info", components=["gpu", "driver"],
+            title="No NVIDIA GPU and no NVIDIA driver: CPU-only frameworks are fine",
+            detail="No NVIDIA display or 3D controller is on the PCI bus and no NVIDIA driver is installed. "
+                   "Nothing is wrong: install the CPU builds of the frameworks (e.g. "
+                   "`pip install torch --index-url https://download.pytorch.org/whl/cpu`). CUDA builds would "
+                   "only add gigabytes of unused libraries.",
+            evidence=_evidence(facts, "driver.installed", "driver.nvidia_pci_gpus", "gpu.count"),
+            source=_source("no_gpu"),
+            fix=Fix(text="Nothing to fix. For GPU work, use a machine with an NVIDIA GPU."),
+        )]
+    family = _family(facts)
+    nouveau = facts.value("driver.nouveau.bound") or []
+    detail = ("An NVIDIA GPU is on the PCI bus (%s) but no NVIDIA driver is installed (no kernel module, no "
+              "libnvidia-ml, no libcuda), so CUDA cannot use it." % ", ".join(gpus))
+    if nouveau:
+        detail += (" The open-source nouveau driver currently holds it (%s); the NVIDIA packages blacklist "
+                   "nouveau, and a reboot after installing hands the GPU over." % ", ".join(nouveau))
+    if facts.value("driver.secure_boot") is True:
+        detail += (" Secure Boot is on: the installer will ask you to enrol a Machine Owner Key (MOK) so the "
+                   "kernel accepts the module; finish that enrolment at the next boot.")
+    if family == "debian":
+        cmds = ["sudo ubuntu-drivers list   # Ubuntu: the driver packages for this GPU",
+                "sudo apt-get install -y nvidia-driver-550   # or the branch ubuntu-drivers recommends",
+                "sudo reboot"]
+    elif family in ("rhel", "fedora"):
+        cmds = ["sudo dnf module install -y nvidia-driver:latest-dkms   # from NVIDIA's CUDA repository",
+                "sudo reboot"]
+    else:
+        cmds = ["sudo reboot   # after installing your distribution's NVIDIA driver package"]
+    return [Finding(
+        code="driver.not_installed", severity="error", components=["driver", "gpu"],
+        title="NVIDIA GPU on the PCI bus (%s), but no NVIDIA driver is installed" % ", ".join(gpus),
+        detail=detail,
+        evidence=_evidence(facts, "driver.installed", "driver.nvidia_pci_gpus", "driver.nouveau.bound",
+                           "driver.secure_boot", "os.family"),
+        source=_source("install"),
+        fix=Fix(text="Install the NVIDIA driver for this GPU and reboot.", commands=cmds,
+                install="envdoctor install driver"),
+    )]
+
+
+def _mismatch(facts: Facts) -> List[Finding]:
+    status = _nvml_status(facts)
+    kver = facts.value("driver.kernel_module.version")
+    uver = facts.value("driver.userspace.version")
+    if facts.value("os.wsl") == "WSL2":
+        return []
+    differ = False
+    if kver and uver:
+        try:
+            differ = Version(kver) != Version(uver)
+        except InvalidVersion:
+            differ = False
+    if status != "NVML_ERROR_LIB_RM_VERSION_MISMATCH" and not (differ and status not in ("ok", None)):
+        return []
+    k = kver or "unknown"
+    u = uver or "unknown"
+    return [Finding(
+        code="driver.library_mismatch", severity="error", components=["driver", "kernel"],
+        title="Loaded kernel module is driver %s, but the user-space library is driver %s "
+              "(Failed to initialize NVML: Driver/library version mismatch)" % (k, u),
+        detail="The NVIDIA kernel module in memory (%s, from /proc/driver/nvidia/version) and the user-space "
+               "libraries on disk (libnvidia-ml/libcuda %s) come from different driver releases. This happens "
+               "when the driver packages are upgraded (often by unattended upgrades) and the machine is not "
+               "rebooted: the old module stays loaded. NVML, nvidia-smi and CUDA all refuse to start until both "
+               "halves are the same version." % (k, u),
+        evidence=_evidence(facts, "driver.nvml.status", "driver.kernel_module.version", "driver.userspace.version",
+                           "driver.userspace.libraries"),
+        source=_source("nvml"),
+        fix=Fix(text="Reboot, which loads the new module. Without a reboot: stop everything using the GPU "
+                     "(display manager, nvidia-persistenced, containers, jobs), then unload and reload the "
+                     "modules.",
+                commands=["sudo reboot", RELOAD]),
+    )]
+
+
+def _userspace_missing(facts: Facts) -> List[Finding]:
+    if facts.value("os.wsl") == "WSL2":
+        return []
+    if facts.value("driver.kernel_module.loaded") is not True:
+        return []
+    if _nvml_status(facts) != "NVML_ERROR_LIBRARY_NOT_FOUND":
+        return []
+    kver = facts.value("driver.kernel_module.version")
+    flavor = facts.value("driver.kernel_module.flavor")
+    branch = _branch(kver)
+    family = _family(facts)
+    if family == "debian" and branch:
+        cmds = ["sudo apt-get install -y libnvidia-compute-%s nvidia-utils-%s" % (branch, branch)]
+    elif family in ("rhel", "fedora"):
+        cmds = ["sudo dnf install -y nvidia-driver-cuda nvidia-driver-cuda-libs"]
+    else:
+        cmds = []
+    return [Finding(
+        code="driver.userspace_missing", severity="error", components=["driver"],
+        title="The %skernel module %s is loaded, but no user-space driver library (libnvidia-ml, libcuda) "
+              "is installed" % ("%s " % flavor if flavor in ("open", "proprietary") else "",
+                                kver or "(version unknown)"),
+        detail="The kernel half of the driver is running, but libnvidia-ml.so.1 and libcuda.so.1 (the user-space "
+               "half, which CUDA applications and nvidia-smi load) are missing. Install the user-space packages "
+               "of the same driver version %s." % (kver or ""),
+        evidence=_evidence(facts, "driver.kernel_module.version", "driver.kernel_module.flavor",
+                           "driver.nvml.status", "driver.userspace.version"),
+        source=_source("nvml"),
+        fix=Fix(text="Install the user-space libraries of driver %s (the same version as the loaded module)."
+                     % (kver or "?"), commands=cmds,
+                install="envdoctor install driver --version %s" % branch if branch else "envdoctor install driver"),
+    )]
+
+
+def _in_kernel_conflict(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    if facts.value("driver.installed") is not True:
+        return out  # reported inside driver.not_installed
+    family = _family(facts)
+    nvidia_loaded = facts.value("driver.kernel_module.loaded") is True
+    for name, conf, text, modules in (
+        ("nouveau", NOUVEAU_CONF, NOUVEAU_TEXT, "nouveau"),
+        ("nova", NOVA_CONF, NOVA_TEXT, "nova_drm nova_core"),
+    ):
+        loaded = facts.value("driver.%s.loaded" % name) is True
+        bound = facts.value("driver.%s.bound" % name) or []
+        if not loaded and not bound:
+            continue
+        severe = bool(bound) or not nvidia_loaded
+        blacklisted = name == "nouveau" and facts.value("driver.modprobe_blacklist_nouveau") is True
+        if bound:
+            what = "%s drives the NVIDIA GPU %s" % (name, ", ".join(bound))
+        else:
+            what = "the %s kernel module is loaded" % name
+        detail = ("%s, so the NVIDIA driver cannot own it%s. The in-kernel %s driver and NVIDIA's driver "
+                  "cannot share a GPU." % (what[0].upper() + what[1:],
+                                           "" if nvidia_loaded else " (the nvidia module is not loaded)", name))
+        if blacklisted:
+            detail += (" A blacklist file exists already, but the initramfs still loads %s at boot: regenerate "
+                       "the initramfs and reboot." % name)
+        cmds = []
+        if not blacklisted:
+            cmds.append("printf '%s' | sudo tee %s" % (text.replace("\n", "\\n"), conf))
+        cmds += _initramfs(family) + ["sudo reboot"]
+        out.append(Finding(
+            code="driver.%s_conflict" % name, severity="error" if severe else "warning",
+            components=["driver", "kernel"],
+            title="%s is active next to %s (%s)" % (
+                "nouveau" if name == "nouveau" else "nova (nova-core)", _driver_label(facts),
+                "GPU %s" % ", ".join(bound) if bound else "module loaded"),
+            detail=detail,
+            evidence=_evidence(facts, "driver.%s.loaded" % name, "driver.%s.bound" % name,
+                               "driver.modprobe_blacklist_nouveau", "driver.kernel_module.loaded", "os.family"),
+            source=_source("nouveau"),
+            fix=Fix(text="Blacklist %s (%s with: %s), rebuild the initramfs so it is not loaded at boot, and "
+                         "reboot." % (name, conf, text.strip().replace("\n", "; ")) if not blacklisted else
+                         "Rebuild the initramfs so the blacklist applies at boot, and reboot (modules: %s)." % modules,
+                    commands=cmds),
+        ))
+    return out
+
+
+def _no_module_for_kernel(facts: Facts) -> List[Finding]:
+    if facts.value("driver.installed") is not True or facts.value("driver.kernel_module.loaded") is True:
+        return []
+    fact = facts.get("driver.module_for_running_kernel")
+    if fact is None or not fact.known or fact.value is not False:
+        return []
+    release = facts.value("kernel.release") or "the running kernel"
+    dkms = facts.value("driver.dkms.status") or []
+    others = sorted({e.get("kernel", "") for e in dkms if isinstance(e, dict) and
+                     str(e.get("state", "")).startswith("installed")} - {release})
+    versions = sorted({e.get("version", "") for e in dkms if isinstance(e, dict) and e.get("version")})
+    family = _family(facts)
+    title = "No nvidia kernel module is built for the running kernel %s" % release
+    if others:
+        title += " (DKMS built nvidia %s only for %s)" % (", ".join(versions) or "?", ", ".join(others))
+    cmds = _headers(family) + ["sudo dkms autoinstall", "sudo modprobe nvidia"]
+    return [Finding(
+        code="driver.no_module_for_kernel", severity="error", components=["driver", "kernel"],
+        title=title,
+        detail="The machine booted kernel %s, but /lib/modules/%s holds no nvidia.ko and DKMS has not built one "
+               "for it (usually a kernel update whose headers were not installed, so DKMS could not rebuild the "
+               "module). Until it is built, the module cannot load and CUDA sees no GPU." % (release, release),
+        evidence=_evidence(facts, "driver.module_for_running_kernel", "driver.dkms.status", "kernel.release",
+                           "driver.kernel_module.loaded"),
+        source=_source("headers"),
+        fix=Fix(text="Install the headers of the running kernel and let DKMS build the module for it (or boot "
+                     "the kernel it was built for).", commands=cmds),
+    )]
+
+
+def _secure_boot(facts: Facts) -> List[Finding]:
+    if facts.value("driver.secure_boot") is not True:
+        return []
+    signed = facts.get("driver.module_signed")
+    if signed is None or not signed.known or signed.value is not False:
+        return []
+    loaded = facts.value("driver.kernel_module.loaded") is True
+    return [Finding(
+        code="driver.module_unsigned_secure_boot", severity="warning" if loaded else "error",
+        components=["driver", "kernel"],
+        title="Secure Boot is on, but the nvidia module of %s is not signed" % _driver_label(facts),
+        detail=("With UEFI Secure Boot on, the kernel refuses modules not signed by an enrolled key "
+                "(\"Key was rejected by service\" from modprobe)." +
+                (" The module is loaded now (signature enforcement is off or it was loaded another way), but "
+                 "it will be refused when enforcement applies." if loaded else
+                 " That is why the module is not loaded.")),
+        evidence=_evidence(facts, "driver.secure_boot", "driver.module_signed", "driver.kernel_module.loaded"),
+        source=_source("secure_boot"),
+        fix=Fix(text="Sign the module with a Machine Owner Key and enrol that key: mokutil asks for a one-time "
+                     "password; at the next boot choose \"Enroll MOK\" in the blue MokManager screen and enter it. "
+                     "Then rebuild (DKMS signs with the enrolled key). Or turn Secure Boot off in the firmware.",
+                commands=["sudo mokutil --import /var/lib/dkms/mok.pub", "sudo reboot",
+                          "sudo dkms autoinstall", "sudo modprobe nvidia"]),
+    )]
+
+
+def _device_nodes(facts: Facts) -> List[Finding]:
+    if facts.value("driver.kernel_module.loaded") is not True:
+        return []
+    nodes = facts.value("driver.device_nodes")
+    if not isinstance(nodes, list):
+        return []
+    count = facts.value("gpu.count")
+    gpu_nodes = [n for n in nodes if _GPU_NODE.match(n)]
+    missing = []
+    if "nvidiactl" not in nodes:
+        missing.append("/dev/nvidiactl")
+    if isinstance(count, int) and not isinstance(count, bool) and count > len(gpu_nodes):
+        have = {int(n[len("nvidia"):]) for n in gpu_nodes}
+        missing += ["/dev/nvidia%d" % i for i in range(count) if i not in have]
+    if not missing:
+        return []
+    container = facts.value("os.container")
+    if container:
+        fix = Fix(text="Inside a container the device nodes come from the container runtime: start the container "
+                       "with the GPUs passed in (NVIDIA Container Toolkit).",
+                  commands=["docker run --gpus all ...", "podman run --device nvidia.com/gpu=all ..."])
+    else:
+        fix = Fix(text="Create the nodes (nvidia-modprobe ships with the driver) and keep them: run the persistence "
+                       "daemon, or check the udev rules of the driver package.",
+                  commands=["sudo nvidia-modprobe -c 0 -u", "sudo systemctl enable --now nvidia-persistenced",
+                            "ls -l /dev/nvidia*"])
+    return [Finding(
+        code="driver.device_nodes_missing", severity="error", components=["driver"] + (
+            ["container-toolkit"] if container else []),
+        title="The nvidia module of %s is loaded, but %s %s missing" % (
+            _driver_label(facts), ", ".join(missing), "is" if len(missing) == 1 else "are"),
+        detail="CUDA and NVML open /dev/nvidiactl and one /dev/nvidiaN per GPU. The kernel module does not create "
+               "them itself: nvidia-modprobe (setuid, called by libcuda), nvidia-persistenced or udev rules do%s."
+               % (" — or, in a container, the container runtime" if container else ""),
+        evidence=_evidence(facts, "driver.device_nodes", "driver.kernel_module.loaded", "gpu.count", "os.container"),
+        source=_source("device_nodes"),
+        fix=fix,
+    )]
+
+
+def _fabric_manager(facts: Facts) -> List[Finding]:
+    if facts.value("driver.nvswitch.present") is not True:
+        return []
+    state_fact = facts.get("driver.fabric_manager.state")
+    if state_fact is None or not state_fact.known or state_fact.value == "active":
+        return []
+    state = state_fact.value
+    version = facts.value("driver.version") or facts.value("driver.kernel_module.version")
+    branch = _branch(version)
+    family = _family(facts)
+    if family == "debian":
+        pkg = "sudo apt-get install -y nvidia-fabricmanager-%s=%s-*" % (branch or "<branch>", version or "<version>")
+    elif family in ("rhel", "fedora"):
+        pkg = "sudo dnf install -y nvidia-fabric-manager-%s" % (version or "<version>")
+    else:
+        pkg = "# install nvidia-fabricmanager of exactly driver version %s" % (version or "<version>")
+    return [Finding(
+        code="driver.fabric_manager_not_running", severity="error", components=["fabric-manager", "driver"],
+        title="NVSwitch system with %s, but the fabric manager service is %s (needs nvidia-fabricmanager %s)" % (
+            _driver_label(facts), state, version or "of the driver's exact version"),
+        detail="This machine has NVSwitches. Until NVIDIA Fabric Manager has configured the NVLink fabric, CUDA "
+               "initialisation fails with cudaErrorSystemNotReady (error 802, \"system not yet initialized\"). "
+               "The fabric manager package must be exactly the driver's version (%s); after a driver upgrade an "
+               "old fabric manager refuses to start (see `journalctl -u nvidia-fabricmanager`)." % (version or "?"),
+        evidence=_evidence(facts, "driver.nvswitch.present", "driver.fabric_manager.state", "driver.version"),
+        source=_source("fabric_manager"),
+        fix=Fix(text="Install the fabric manager of exactly driver version %s (if missing or of another version) "
+                     "and start it at boot." % (version or "?"),
+                commands=[pkg, "sudo systemctl enable --now nvidia-fabricmanager",
+                          "journalctl -u nvidia-fabricmanager -b --no-pager | tail -n 20"]),
+    )]
+
+
+def _forward_compat(facts: Facts) -> List[Finding]:
+    compat = facts.value("cuda.forward_compat") or []
+    ldp = facts.value("cuda.ld_library_path") or []
+    if not compat or not ldp:
+        return []
+    in_use = []
+    for c in compat:
+        if not isinstance(c, dict) or not c.get("path"):
+            continue
+        d = str(c["path"]).rsplit("/", 1)[0]
+        if d in ldp or d.rstrip("/") in [p.rstrip("/") for p in ldp]:
+            in_use.append(c)
+    if not in_use:
+        return []
+    names = sorted(set(_gpu_names(facts)))
+    bad = []
+    error = False
+    rows = []
+    for n in names:
+        row = gpu_product(n)
+        if row is not None:
+            if row.get("segment") in ("geforce", "workstation"):
+                bad.append(n)
+                rows.append(row)
+                if row.get("segment") == "geforce" and not unverified(row, "segment"):
+                    error = True
+        elif "geforce" in n.lower():  # NVIDIA names its consumer boards "GeForce": never Data Center
+            bad.append(n)
+    if not bad:
+        return []
+    lib = in_use[0]
+    libver = lib.get("driver_version") or "?"
+    row_src = [{"product": r["name"], "segment": r["segment"], "url": r["source"]["url"],
+                "checked": r["source"]["checked"], "verified": r["source"].get("verified", False)} for r in rows]
+    compat_dir = str(lib["path"]).rsplit("/", 1)[0]
+    return [Finding(
+        code="driver.forward_compat_unsupported_gpu", severity="error" if error else "warning",
+        components=["cuda", "driver", "gpu"],
+        title="Forward-compatibility libcuda %s (%s) is on LD_LIBRARY_PATH, but %s does not support forward "
+              "compatibility (%s)" % (libver, compat_dir, ", ".join(bad), _driver_label(facts)),
+        detail="The CUDA forward-compatibility package (cuda-compat) lets a newer CUDA run on an older driver only "
+               "on NVIDIA Data Center GPUs, select NGC Server Ready RTX SKUs and Jetson. On other GPUs CUDA fails to "
+               "initialise (cudaErrorCompatNotSupportedOnDevice, error 804) while this libcuda is picked first. "
+               "Take the compat directory off the loader path and upgrade the driver instead.",
+        evidence=_evidence(facts, "cuda.forward_compat", "cuda.ld_library_path") + [
+            f.to_dict() for f in facts.with_prefix("gpu.") if f.key.endswith(".name")],
+        source=_source("forward_compat", gpu_rows=row_src),
+        fix=Fix(text="Remove %s from LD_LIBRARY_PATH (and from /etc/ld.so.conf.d if listed there); to run a newer "
+                     "CUDA, upgrade the driver." % compat_dir,
+                commands=['export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s '
+                          '| paste -sd:)"' % compat_dir, "grep -rl compat /etc/ld.so.conf.d/ && sudo ldconfig"],
+                install="envdoctor install driver"),
+    )]
+
+
+def _wsl_libcuda_missing(facts: Facts, severity: str) -> Finding:
+    return Finding(
+        code="driver.wsl_libcuda_missing", severity=severity, components=["driver", "os"],
+        title="WSL2 without the Windows NVIDIA driver's libcuda: %s has no libcuda.so.1" % WSL_LIB,
+        detail="WSL2 gets CUDA from the Windows NVIDIA driver, which WSL mounts in %s. It is empty or missing: "
+               "the Windows driver is missing or too old for WSL GPU support, or GPU support is off for this WSL "
+               "instance. (If this Windows machine has no NVIDIA GPU, nothing is wrong: use CPU builds.)" % WSL_LIB,
+        evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "driver.installed", "driver.nvml.status"),
+        source=_source("wsl"),
+        fix=Fix(text="Install or update the NVIDIA driver on Windows (never inside WSL), update WSL from a Windows "
+                     "terminal, and restart it.",
+                commands=["wsl.exe --update", "wsl.exe --shutdown"]),
+    )
+
+
+def _wsl(facts: Facts) -> List[Finding]:
+    if facts.value("os.wsl") != "WSL2":
+        return []
+    out: List[Finding] = []
+    libs = facts.value("driver.userspace.libraries") or []
+    linux_libs = [p for p in libs if isinstance(p, str) and not p.startswith(WSL_LIB + "/")]
+    module = facts.value("driver.kernel_module.loaded") is True
+    family = _family(facts)
+    if linux_libs or module:
+        if family in ("rhel", "fedora"):
+            remove = ["sudo dnf remove -y 'nvidia-driver*' 'kmod-nvidia*'"]
+        else:
+            remove = ["sudo apt-get purge -y 'nvidia-driver-*' 'libnvidia-compute-*' 'nvidia-utils-*'"]
+        remove += ["sudo ldconfig", "wsl.exe --shutdown   # then reopen the WSL terminal"]
+        uver = facts.value("driver.userspace.version")
+        out.append(Finding(
+            code="driver.linux_driver_in_wsl", severity="error", components=["driver", "os"],
+            title="A Linux NVIDIA driver%s is installed inside WSL2, shadowing the Windows driver %s" % (
+                " %s" % uver if uver else "", facts.value("driver.version") or "in " + WSL_LIB),
+            detail="On WSL2 the GPU is driven by the Windows NVIDIA driver, whose libcuda and libnvidia-ml WSL "
+                   "mounts in %s. A Linux driver installed inside WSL (%s) is found first and breaks CUDA: "
+                   "NVIDIA's WSL guide says never to install a Linux NVIDIA driver in WSL 2 (install only the "
+                   "CUDA toolkit, e.g. the cuda-toolkit-12-x package of the WSL-Ubuntu repository)."
+                   % (WSL_LIB, ", ".join(linux_libs) or "nvidia kernel module"),
+            evidence=_evidence(facts, "os.wsl", "driver.userspace.libraries", "driver.kernel_module.loaded",
+                               "driver.wsl_libcuda"),
+            source=_source("wsl"),
+            fix=Fix(text="Remove the Linux driver packages from the WSL distribution (keep the Windows driver), "
+                         "refresh the loader cache and restart WSL.", commands=remove),
+        ))
+    if not facts.value("driver.wsl_libcuda"):
+        out.append(_wsl_libcuda_missing(facts, "error"))
+    elif _nvml_status(facts) == "NVML_ERROR_LIBRARY_NOT_FOUND" and not linux_libs:
+        out.append(Finding(
+            code="driver.wsl_lib_not_in_loader_path", severity="error", components=["driver", "os"],
+            title="WSL2: the Windows driver's libraries are in %s, but the loader does not find libnvidia-ml.so.1 "
+                  "there" % WSL_LIB,
+            detail="%s holds the Windows driver's libcuda and libnvidia-ml, but the dynamic loader's search path "
+                   "does not include it (WSL normally lists it in /etc/ld.so.conf.d/ld.wsl.conf), so CUDA and NVML "
+                   "cannot load." % WSL_LIB,
+            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "driver.nvml.status"),
+            source=_source("wsl"),
+            fix=Fix(text="Put %s back on the loader path and rebuild the loader cache." % WSL_LIB,
+                    commands=["echo %s | sudo tee /etc/ld.so.conf.d/ld.wsl.conf" % WSL_LIB, "sudo ldconfig"]),
+        ))
+    return out
+
+
+def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
+    """NVML failures that no more specific finding explains."""
+    status = _nvml_status(facts)
+    if status in (None, "ok", "no_binding", "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "NVML_ERROR_LIBRARY_NOT_FOUND"):
+        return []
+    codes = {f.code for f in already}
+    wsl = facts.value("os.wsl") == "WSL2"
+    container = facts.value("os.container")
+    ev = _evidence(facts, "driver.nvml.status", "driver.kernel_module.version", "driver.device_nodes",
+                   "os.container", "gpu.count")
+    label = _driver_label(facts)
+    reason = _nvml_reason(facts)
+    if status == "NVML_ERROR_NO_PERMISSION":
+        if container:
+            fix = Fix(text="Inside a container, pass the GPUs in with the NVIDIA Container Toolkit instead of "
+                           "mounting /dev/nvidia* by hand.",
+                      commands=["docker run --gpus all ...", "podman run --device nvidia.com/gpu=all ..."])
+        else:
+            fix = Fix(text="The device files should be readable and writable by the users running CUDA "
+                           "(mode 0666, the driver's default NVreg_DeviceFileMode); check who changed them "
+                           "(udev rules, NVreg_DeviceFileUID/GID/Mode in /etc/modprobe.d).",
+                      commands=["ls -l /dev/nvidia*", "grep -r NVreg_DeviceFile /etc/modprobe.d/",
+                                "sudo chmod 0666 /dev/nvidia*   # until the next boot"])
+        return [Finding(
+            code="driver.nvml_no_permission", severity="error", components=["driver"] + (
+                ["container-toolkit"] if container else []),
+            title="%s is installed, but this user may not open /dev/nvidia* (NVML: NO_PERMISSION)" % label.capitalize(),
+            detail="NVML (and so CUDA) could not open the NVIDIA device files: %s." % reason,
+            evidence=ev, source=_source("nvml"), fix=fix)]
+    if status == "NVML_ERROR_GPU_IS_LOST":
+        return [Finding(
+            code="gpu.lost", severity="error", components=["gpu", "driver"],
+            title="A GPU has fallen off the bus (NVML: GPU_IS_LOST, Xid 79) with %s" % label,
+            detail="The driver lost contact with a GPU (kernel log: \"NVRM: Xid ... 79, GPU has fallen off the "
+                   "bus\"). Nothing can use it until it is reset; a recurrence points at power, cooling, the PCIe "
+                   "slot or riser, or a failing board.",
+            evidence=ev, source=_source("xid"),
+            fix=Fix(text="Confirm in the kernel log, reset the GPU (nothing may be using it) or reboot; collect a "
+                         "bug report if it happens again.",
+                    commands=["sudo dmesg -T | grep -i xid", "sudo nvidia-smi --gpu-reset -i 0", "sudo reboot",
+                              "sudo nvidia-bug-report.sh"])),
+        ]
+    if status == "NVML_ERROR_DRIVER_NOT_LOADED":
+        if wsl or codes & {"driver.no_module_for_kernel", "driver.module_unsigned_secure_boot",
+                           "driver.nouveau_conflict", "driver.nova_conflict", "driver.linux_driver_in_wsl"}:
+            return []
+        gpus = _pci_gpus(facts)
+        return [Finding(
+            code="driver.not_loaded", severity="error", components=["driver", "kernel"],
+            title="The NVIDIA user-space driver %s is installed, but the nvidia kernel module is not loaded%s" % (
+                facts.value("driver.userspace.version") or "", " (GPU %s on the PCI bus)" % ", ".join(gpus)
+                if gpus else ""),
+            detail="libnvidia-ml is present but /dev/nvidiactl is missing or the module failed to load (%s). "
+                   "`sudo modprobe nvidia` either loads it or prints why not (e.g. \"Key was rejected by "
+                   "service\": Secure Boot; \"Module nvidia not found\": not built for this kernel)." % reason,
+            evidence=ev + _evidence(facts, "driver.kernel_module.loaded", "driver.module_for_running_kernel"),
+            source=_source("nvml"),
+            fix=Fix(text="Load the module and read the kernel log if it fails.",
+                    commands=["sudo modprobe nvidia", "sudo dmesg -T | grep -i -E 'nvidia|nvrm' | tail -n 20"]),
+        )]
+    if status == "timed_out":
+        return [Finding(
+            code="driver.nvml_hung", severity="error", components=["driver", "gpu"],
+            title="Asking the driver (NVML, %s) timed out: the driver or a GPU is hung" % label,
+            detail="NVML did not answer in time (%s). A wedged GPU or driver makes every CUDA program and "
+                   "nvidia-smi hang, often leaving processes in uninterruptible sleep (state D)." % reason,
+            evidence=ev, source=_source("nvml"),
+            fix=Fix(text="Find the stuck processes, collect NVIDIA's bug report, then reboot (a hung driver "
+                         "rarely recovers).",
+                    commands=["ps -eo pid,stat,cmd | awk '$2 ~ /D/'", "sudo dmesg -T | grep -i -E 'xid|nvrm'",
+                              "sudo nvidia-bug-report.sh", "sudo reboot"]),
+        )]
+    return [Finding(
+        code="driver.nvml_failed", severity="warning", components=["driver"],
+        title="NVML could not start with %s: %s" % (label, status),
+        detail="NVML failed to initialise (%s); CUDA may fail the same way." % (reason or status),
+        evidence=ev, source=_source("nvml"),
+        fix=Fix(text="Read the kernel log; if the driver is in a bad state, reboot.",
+                commands=["sudo dmesg -T | grep -i -E 'xid|nvrm' | tail -n 20", "nvidia-smi"]),
+    )]
+
+
+@check("driver-health", codes=(
+    CodeDoc("driver.library_mismatch", "error",
+            "The loaded NVIDIA kernel module and the user-space library are different driver versions.",
+            "driver.nvml.status, driver.kernel_module.version, driver.userspace.version",
+            "NVML, nvidia-smi and CUDA refuse to start (\"Driver/library version mismatch\"); a reboot after a "
+            "driver upgrade fixes it.", RULES["nvml"]["url"]),
+    CodeDoc("driver.not_installed", "error", "An NVIDIA GPU is on the PCI bus but no NVIDIA driver is installed.",
+            "driver.installed, driver.nvidia_pci_gpus", "Without the driver CUDA cannot use the GPU.",
+            RULES["install"]["url"]),
+    CodeDoc("gpu.none", "info", "No NVIDIA GPU and no NVIDIA driver: a CPU-only machine.",
+            "driver.installed, driver.nvidia_pci_gpus, gpu.count",
+            "Nothing is wrong; CPU builds of the frameworks are the right choice.", RULES["no_gpu"]["url"]),
+    CodeDoc("driver.userspace_missing", "error",
+            "The nvidia kernel module is loaded but libnvidia-ml/libcuda are not installed.",
+            "driver.kernel_module.loaded, driver.nvml.status", "CUDA programs cannot load libcuda.so.1.",
+            RULES["nvml"]["url"]),
+    CodeDoc("driver.nouveau_conflict", "error", "The in-kernel nouveau driver is loaded or drives the NVIDIA GPU.",
+            "driver.nouveau.loaded, driver.nouveau.bound, driver.modprobe_blacklist_nouveau",
+            "The NVIDIA driver cannot own a GPU nouveau holds.", RULES["nouveau"]["url"]),
+    CodeDoc("driver.nova_conflict", "error", "The in-kernel nova (nova-core) driver is loaded or drives the GPU.",
+            "driver.nova.loaded, driver.nova.bound", "The NVIDIA driver cannot own a GPU nova holds.",
+            RULES["nouveau"]["url"]),
+    CodeDoc("driver.no_module_for_kernel", "error", "No nvidia kernel module is built for the running kernel.",
+            "driver.module_for_running_kernel, driver.dkms.status, kernel.release",
+            "After a kernel update without headers DKMS cannot rebuild the module; the GPU is unusable.",
+            RULES["headers"]["url"]),
+    CodeDoc("driver.module_unsigned_secure_boot", "error",
+            "Secure Boot is on and the nvidia module is not signed (error when it is therefore not loaded).",
+            "driver.secure_boot, driver.module_signed, driver.kernel_module.loaded",
+            "The kernel refuses unsigned modules under Secure Boot.", RULES["secure_boot"]["url"]),
+    CodeDoc("driver.device_nodes_missing", "error", "The nvidia module is loaded but /dev/nvidia* nodes are missing.",
+            "driver.kernel_module.loaded, driver.device_nodes, gpu.count, os.container",
+            "CUDA opens /dev/nvidiactl and /dev/nvidiaN; without them it sees no GPU.",
+            RULES["device_nodes"]["url"]),
+    CodeDoc("driver.fabric_manager_not_running", "error",
+            "An NVSwitch system whose nvidia-fabricmanager service is not active.",
+            "driver.nvswitch.present, driver.fabric_manager.state, driver.version",
+            "CUDA initialisation fails with cudaErrorSystemNotReady (802) until the fabric is configured.",
+            RULES["fabric_manager"]["url"]),
+    CodeDoc("driver.forward_compat_unsupported_gpu", "warning",
+            "Forward-compatibility libcuda (cuda-compat) is on the loader path of a GPU that does not support it.",
+            "cuda.forward_compat, cuda.ld_library_path, gpu.N.name (gpus matrix segment)",
+            "CUDA fails with cudaErrorCompatNotSupportedOnDevice (804) on GeForce and most workstation GPUs.",
+            RULES["forward_compat"]["url"]),
+    CodeDoc("driver.linux_driver_in_wsl", "error", "A Linux NVIDIA driver is installed inside WSL2.",
+            "os.wsl, driver.userspace.libraries, driver.kernel_module.loaded",
+            "It shadows the Windows driver's libcuda in /usr/lib/wsl/lib and breaks CUDA.", RULES["wsl"]["url"]),
+    CodeDoc("driver.wsl_libcuda_missing", "error", "WSL2 without /usr/lib/wsl/lib/libcuda.so.1 (a warning when "
+            "no driver is seen at all: the Windows machine may have no NVIDIA GPU).",
+            "os.wsl, driver.wsl_libcuda", "The Windows driver is missing, too old, or GPU support is off.",
+            RULES["wsl"]["url"]),
+    CodeDoc("driver.wsl_lib_not_in_loader_path", "error",
+            "WSL2: /usr/lib/wsl/lib has the driver libraries but the loader does not find them.",
+            "os.wsl, driver.wsl_libcuda, driver.nvml.status", "CUDA and NVML cannot load libcuda/libnvidia-ml.",
+            RULES["wsl"]["url"]),
+    CodeDoc("driver.nvml_no_permission", "error", "NVML: no permission to open /dev/nvidia*.",
+            "driver.nvml.status, driver.device_nodes, os.container",
+            "CUDA cannot open the GPU as this user (or the container was started without --gpus).",
+            RULES["nvml"]["url"]),
+    CodeDoc("gpu.lost", "error", "NVML: a GPU has fallen off the bus (Xid 79).", "driver.nvml.status",
+            "The GPU is unusable until reset or reboot; recurrence points at hardware.", RULES["xid"]["url"]),
+    CodeDoc("driver.not_loaded", "error", "The user-space driver is installed but the kernel module is not loaded.",
+            "driver.nvml.status, driver.kernel_module.loaded", "CUDA sees no GPU until `modprobe nvidia` succeeds.",
+            RULES["nvml"]["url"]),
+    CodeDoc("driver.nvml_hung", "error", "Asking NVML timed out: the driver or a GPU is hung.",
+            "driver.nvml.status", "Every CUDA program and nvidia-smi will hang too.", RULES["nvml"]["url"]),
+    CodeDoc("driver.nvml_failed", "warning", "NVML failed to initialise with another error.",
+            "driver.nvml.status", "CUDA may fail the same way.", RULES["nvml"]["url"]),
+))
+def driver_health(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    if facts.get("driver.installed") is None:
+        return []  # the driver probe did not run (crashed or timed out: reported by probe-health)
+    found: List[Finding] = []
+    found += _no_driver(facts)
+    if facts.value("driver.installed") is not True:
+        return found
+    found += _mismatch(facts)
+    found += _userspace_missing(facts)
+    found += _wsl(facts)
+    found += _in_kernel_conflict(facts)
+    found += _no_module_for_kernel(facts)
+    found += _secure_boot(facts)
+    if not any(f.code in ("driver.library_mismatch", "driver.userspace_missing") for f in found):
+        found += _device_nodes(facts)
+    found += _fabric_manager(facts)
+    found += _forward_compat(facts)
+    found += _nvml_errors(facts, found)
+    return found
+

@@ -1,0 +1,289 @@
+"""Checks on the CUDA libraries frameworks load: cuDNN too old or of another major than the
+framework was built with, a system copy shadowing the one the framework ships, a library the
+loader cannot find, and ONNX Runtime packaging (CPU and GPU wheels together, cuDNN major).
+
+They read the ``linkage.<framework>`` facts (each NEEDED soname resolved the way ``ld.so``
+does, see :mod:`envdoctor.probes.linkage`), the framework facts, ``libraries.cudnn`` and
+``libraries.loader_choice``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from .. import matrix
+from ..facts import Facts
+from ..findings import Finding, Fix
+from ..matrix import frameworks as fwm
+from . import CheckContext, CodeDoc, check
+
+CHECKED = "2026-11-22"
+#: torch's own rule (torch/backends/cudnn/__init__.py, _init): different majors are always
+#: incompatible; from cuDNN 7 a runtime minor >= the compile-time minor is accepted.
+TORCH_CUDNN_RULE = {"rule": "cuDNN runtime must have the build's major and a minor >= the build's "
+                            "(torch/backends/cudnn/__init__.py)",
+                    "url": "https://github.com/pytorch/pytorch/blob/main/torch/backends/cudnn/__init__.py",
+                    "checked": CHECKED}
+LDSO_RULE = {"rule": "ld.so search order: DT_RPATH (without DT_RUNPATH), LD_LIBRARY_PATH, DT_RUNPATH, "
+                     "/etc/ld.so.cache, default dirs",
+             "url": "https://man7.org/linux/man-pages/man8/ld.so.8.html", "checked": CHECKED}
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
+NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime"}
+#: soname stem -> component
+STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
+         ("libcudart", "cuda"))
+
+
+def component_of(soname: str) -> str:
+    for stem, comp in STEMS:
+        if soname.startswith(stem + ".") or soname.startswith(stem + "Lt."):
+            return comp
+    return "cuda"
+
+
+def _v(text: Any) -> Optional[Version]:
+    try:
+        return Version(str(text)) if text not in (None, "") else None
+    except InvalidVersion:
+        return None
+
+
+def _evidence(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
+    return [f.to_dict() for f in (facts.get(k) for k in keys) if f is not None]
+
+
+def _fw_version(facts: Facts, name: str) -> str:
+    v = facts.value("framework." + name) or {}
+    return "%s %s" % (name, v.get("version", "?"))
+
+
+def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
+    value = facts.value("framework." + fw) or {}
+    comp = component_of(soname)
+    if fw == "torch" and comp == "cudnn" and (value.get("cudnn_required") or {}).get("from") == "requires-dist":
+        req = value["cudnn_required"]
+        return Fix(text="Install the cuDNN wheel %s pins, so it loads its own copy." % _fw_version(facts, fw),
+                   commands=["pip install '%s==%s'" % (req["package"], req["version"])])
+    if fw == "tensorflow":
+        return Fix(text="Install TensorFlow with its CUDA wheels, which bring the cuDNN it was built with.",
+                   commands=["pip install 'tensorflow[and-cuda]==%s'" % value.get("public", value.get("version"))])
+    major = soname.rsplit(".", 1)[-1]
+    cuda = str(value.get("cuda") or "12").split(".")[0]
+    if comp == "cudnn":
+        return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
+                   commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
+                   install="envdoctor install cudnn --version %s" % major)
+    return Fix(text="Install the library that provides %s for CUDA %s, or put its directory on the loader "
+                    "path." % (soname, cuda))
+
+
+def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
+    """The cuDNN version of the file the loader resolved (libraries.cudnn knows wheel versions)."""
+    for copy in facts.value("libraries.cudnn") or []:
+        if isinstance(copy, dict) and copy.get("resolved") and copy.get("resolved") == entry.get("resolved"):
+            if copy.get("version"):
+                return str(copy["version"])
+    return entry.get("version")
+
+
+@check("framework-linkage", codes=(
+    CodeDoc("cudnn.framework_cannot_load", "error", "A framework needs a cuDNN soname the loader cannot find.",
+            "linkage.<framework>", "Importing or first using the GPU fails with 'libcudnn.so.N: cannot open "
+            "shared object file'.", LDSO_RULE["url"]),
+    CodeDoc("cuda.framework_cannot_load", "error", "A framework needs a CUDA library (cuBLAS, cudart) the loader "
+            "cannot find.", "linkage.<framework>", "The framework fails to load its CUDA part.", LDSO_RULE["url"]),
+    CodeDoc("nccl.framework_cannot_load", "error", "A framework needs an NCCL soname the loader cannot find.",
+            "linkage.<framework>", "Distributed training cannot start.", LDSO_RULE["url"]),
+    CodeDoc("tensorrt.framework_cannot_load", "error", "A framework needs a TensorRT soname the loader cannot "
+            "find.", "linkage.<framework>", "The TensorRT path of the framework fails to load.", LDSO_RULE["url"]),
+    CodeDoc("cudnn.shadowed", "warning", "Another cuDNN file wins over the copy the framework ships.",
+            "linkage.<framework>", "The framework runs with a cuDNN it was not built and tested with.",
+            LDSO_RULE["url"]),
+    CodeDoc("cuda.shadowed", "warning", "Another cuBLAS/cudart file wins over the framework's copy.",
+            "linkage.<framework>", "Mixed CUDA library versions cause symbol errors or wrong kernels.",
+            LDSO_RULE["url"]),
+    CodeDoc("nccl.shadowed", "warning", "Another NCCL file wins over the framework's copy.",
+            "linkage.<framework>", "NCCL versions differ across ranks or from what the framework expects.",
+            LDSO_RULE["url"]),
+    CodeDoc("tensorrt.shadowed", "warning", "Another TensorRT file wins over the framework's copy.",
+            "linkage.<framework>", "TensorRT engines are tied to the exact TensorRT version.", LDSO_RULE["url"]),
+))
+def framework_linkage(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for fw in FRAMEWORKS:
+        entries = facts.value("linkage." + fw)
+        if not isinstance(entries, list):
+            continue
+        for e in entries:
+            soname = e.get("soname", "")
+            comp = component_of(soname)
+            comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
+            ev = _evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw)
+            if not e.get("path"):
+                yield Finding(
+                    code="%s.framework_cannot_load" % comp, severity="error", components=comps,
+                    title="%s needs %s, but the loader finds no such file" % (_fw_version(facts, fw), soname),
+                    detail="%s (%s) would fail with '%s: cannot open shared object file: No such file or "
+                           "directory': it is not in the library's own RPATH/RUNPATH, LD_LIBRARY_PATH, the "
+                           "ld.so cache or the default directories." % (NAMES[fw], e.get("how", "NEEDED"), soname),
+                    evidence=ev, source=dict(LDSO_RULE), fix=_pip_fix_for(facts, fw, soname))
+            elif e.get("shadowed"):
+                # torch's own cuDNN rule decides whether the winner is merely different or too old:
+                # that case is reported by cudnn-version (an error) instead.
+                yield Finding(
+                    code="%s.shadowed" % comp, severity="warning", components=comps,
+                    title="%s loads %s from %s (via %s), not the copy it ships at %s" % (
+                        _fw_version(facts, fw), soname, e.get("resolved") or e.get("path"), e.get("via"),
+                        e.get("expected")),
+                    detail="The dynamic loader finds %s through %s before reaching the framework's own copy; the "
+                           "framework then runs with a library it was not built and tested with." % (
+                               soname, e.get("via")),
+                    evidence=ev, source=dict(LDSO_RULE),
+                    fix=Fix(text="Remove the directory holding %s from LD_LIBRARY_PATH (or drop its ld.so.conf "
+                                 "entry and run ldconfig) so the framework's own copy is used." % (
+                                     e.get("resolved") or e.get("path")),
+                            commands=["unset LD_LIBRARY_PATH" if e.get("via") == "LD_LIBRARY_PATH"
+                                      else "sudo ldconfig"]))
+
+
+def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
+    """What cuDNN the framework was built for: {version, from, source, verified}."""
+    v = facts.value("framework." + fw) or {}
+    if fw == "torch":
+        req = v.get("cudnn_required")
+        if not isinstance(req, dict) or not req.get("version") or "," in str(req["version"]):
+            return None
+        src = dict(TORCH_CUDNN_RULE)
+        var = fwm.torch_variant(v.get("version"))
+        if var is not None:
+            row = fwm.torch_release(v.get("version")) or {}
+            src.update(url=row.get("source", {}).get("url", src["url"]),
+                       checked=row.get("source", {}).get("checked", CHECKED))
+        return {"version": str(req["version"]), "from": "%s (%s)" % (req.get("package") or "bundled",
+                                                                    req.get("from")), "source": src}
+    if fw in ("tensorflow", "jax") and v.get("cudnn"):
+        return {"version": str(v["cudnn"]), "from": "build info", "source": dict(
+            TORCH_CUDNN_RULE, rule="cuDNN runtime must have the build's major (and a minor >= the build's)")}
+    if fw == "onnxruntime" and v.get("gpu"):
+        rel = fwm.onnxruntime_release(v.get("version"))
+        if rel is None:
+            return None
+        src = {"rule": "onnxruntime-gpu %s is built for cuDNN %s" % (rel["version"], rel["cudnn_major"]),
+               "url": rel["source"].get("url"), "checked": rel["source"].get("checked")}
+        built = v.get("cudnn")
+        return {"version": str(built) if built else rel["cudnn_major"], "from": "matrix",
+                "source": src, "verified": not matrix.unverified({"source": rel["source"]})}
+    return None
+
+
+@check("cudnn-version", codes=(
+    CodeDoc("cudnn.major_mismatch", "error", "The cuDNN a framework loads has another major than it was built "
+            "with.", "linkage.<framework>, framework.<name>, libraries.cudnn", "cuDNN majors are not "
+            "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"]),
+    CodeDoc("cudnn.too_old_for_framework", "error", "The cuDNN a framework loads is older than the one it was "
+            "built with.", "linkage.<framework>, framework.<name>, libraries.cudnn",
+            "torch raises 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
+            "version ...'.", TORCH_CUDNN_RULE["url"]),
+))
+def cudnn_version(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for fw in FRAMEWORKS:
+        req = _required_cudnn(facts, fw)
+        entries = facts.value("linkage." + fw)
+        if req is None or not isinstance(entries, list):
+            continue
+        want = _v(req["version"])
+        if want is None:
+            continue
+        for e in entries:
+            if component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
+                continue
+            got_text = _cudnn_full_version(facts, e)
+            got = _v(got_text)
+            if got is None:
+                continue
+            severity = "error" if req.get("verified", True) else "warning"
+            ev = _evidence(facts, "framework." + fw, "linkage." + fw, "libraries.cudnn")
+            fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
+            if got.major != want.major:
+                yield Finding(
+                    code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
+                    title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s)" % (
+                        _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
+                    detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
+                        want.major, got.major, NAMES[fw], req["from"]),
+                    evidence=ev, source=req["source"], fix=fix)
+            elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
+                yield Finding(
+                    code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
+                    title="%s needs cuDNN >= %s, but loads cuDNN %s from %s" % (
+                        _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
+                    detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version "
+                           "incompatibility: PyTorch was compiled against ... but found runtime version ...').",
+                    evidence=ev, source=req["source"], fix=fix)
+
+
+@check("onnxruntime-packaging", codes=(
+    CodeDoc("onnxruntime.cpu_and_gpu_installed", "error", "onnxruntime and onnxruntime-gpu are installed "
+            "together.", "framework.onnxruntime", "Both write the same onnxruntime/ package; the last one "
+            "installed wins file by file and the CUDA provider silently disappears.",
+            "https://onnxruntime.ai/docs/install/"),
+    CodeDoc("onnxruntime.cudnn_major_mismatch", "error", "onnxruntime-gpu is built for another cuDNN major than "
+            "the loader can find.", "framework.onnxruntime, libraries.loader_choice",
+            "The CUDA execution provider fails to load and ONNX Runtime falls back to the CPU.",
+            "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements"),
+))
+def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    v = facts.value("framework.onnxruntime")
+    if not isinstance(v, dict):
+        return
+    pkgs = v.get("packages") or {}
+    gpu = [p for p in pkgs if p.endswith("-gpu")]
+    cpu = [p for p in pkgs if p in ("onnxruntime", "ort-nightly")]
+    if gpu and cpu:
+        g = gpu[0]
+        yield Finding(
+            code="onnxruntime.cpu_and_gpu_installed", severity="error", components=["onnxruntime"],
+            title="%s %s and %s %s are both installed; they provide the same onnxruntime module" % (
+                cpu[0], pkgs[cpu[0]], g, pkgs[g]),
+            detail="Both wheels write the onnxruntime/ directory; the one installed last wins file by file, so "
+                   "the CUDA execution provider can silently disappear (get_available_providers() shows only "
+                   "CPUExecutionProvider). Uninstalling either one breaks the other's files.",
+            evidence=_evidence(facts, "framework.onnxruntime", "framework.onnxruntime_conflict"),
+            source={"rule": "install only one onnxruntime package per environment",
+                    "url": "https://onnxruntime.ai/docs/install/", "checked": CHECKED},
+            fix=Fix(text="Remove both, then reinstall only the GPU package.",
+                    commands=["pip uninstall -y %s %s" % (cpu[0], g),
+                              "pip install '%s==%s'" % (g, pkgs[g])]))
+    if not v.get("gpu") or isinstance(facts.value("linkage.onnxruntime"), list):
+        return  # the linkage checks judge the provider library itself when it could be read
+    rel = fwm.onnxruntime_release(v.get("version"))
+    choice = facts.value("libraries.loader_choice")
+    if rel is None or not isinstance(choice, dict):
+        return
+    major = str(v.get("cudnn") or rel["cudnn_major"]).split(".")[0]
+    want = "libcudnn.so." + major
+    if (choice.get(want) or {}).get("path"):
+        return
+    found = sorted(s for s, r in choice.items() if s.startswith("libcudnn.so.") and (r or {}).get("path"))
+    if not found:
+        return  # no cuDNN at all: the cuDNN checks say so
+    verified = not matrix.unverified({"source": rel["source"]})
+    got = ", ".join("%s (%s)" % (s, choice[s].get("resolved")) for s in found)
+    yield Finding(
+        code="onnxruntime.cudnn_major_mismatch", severity="error" if verified else "warning",
+        components=["onnxruntime", "cudnn"],
+        title="onnxruntime-gpu %s needs cuDNN %s, but the loader only finds %s" % (v.get("version"), major, got),
+        detail="ONNX Runtime's CUDA provider (libonnxruntime_providers_cuda.so) links %s; without it "
+               "InferenceSession falls back to CPUExecutionProvider with a 'Failed to load library' error." % want,
+        evidence=_evidence(facts, "framework.onnxruntime", "libraries.loader_choice"),
+        source={"rule": "onnxruntime-gpu %s is built for cuDNN %s" % (rel["version"], rel["cudnn_major"]),
+                "url": rel["source"].get("url"), "checked": rel["source"].get("checked")},
+        fix=Fix(text="Install cuDNN %s (the pip wheel is enough), or the onnxruntime-gpu build for the cuDNN you "
+                     "have." % major,
+                commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (rel["cuda_major"], major, int(major) + 1)],
+                install="envdoctor install cudnn --version %s" % major))

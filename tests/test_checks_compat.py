@@ -1,0 +1,386 @@
+"""Driver / CUDA toolkit / GPU architecture / framework build compatibility (envdoctor/checks/compat.py).
+
+Each finding code has a machine where it fires and one where it stays quiet.  Machines are either
+miniature hosts (make_host, real probes) with real file contents, captured machines from
+tests/machines/, or Facts built directly with the values the probes write (see the probe modules
+for the shapes) when the probe is not the point.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.version import Version
+
+from envdoctor import matrix
+from envdoctor.checks import CheckContext
+from envdoctor.checks.compat import DOCS, compat
+from envdoctor.facts import Fact, Facts, ok, unknown
+from envdoctor.findings import Finding
+from envdoctor.matrix import hardware as hw
+from tests.conftest import load_machine, machine_names, make_host, probe_facts
+
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# `cat /usr/local/cuda-11.5/version.json` from a public Ubuntu setup log (first entries verbatim; the same
+# text tests/test_probe_cuda.py uses).
+VERSION_JSON_11_5 = """{
+   "cuda" : {
+      "name" : "CUDA SDK",
+      "version" : "11.5.2"
+   },
+   "cuda_cudart" : {
+      "name" : "CUDA Runtime (cudart)",
+      "version" : "11.5.117"
+   }
+}
+"""
+# Its `nvcc --version` (same log; also github.com/feuyeux/hello-ai toolkit/cuda.version.md).
+NVCC_11_5 = """nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-2021 NVIDIA Corporation
+Built on Thu_Nov_18_09:45:30_PST_2021
+Cuda compilation tools, release 11.5, V11.5.119
+Build cuda_11.5.r11.5/compiler.30672275_0
+"""
+
+
+def run(facts: Facts) -> List[Finding]:
+    return list(compat(CheckContext(facts, [])))
+
+
+def codes(findings: List[Finding]) -> List[str]:
+    return [f.code for f in findings]
+
+
+def only(findings: List[Finding], code: str) -> Finding:
+    hits = [f for f in findings if f.code == code]
+    assert len(hits) == 1, codes(findings)
+    return hits[0]
+
+
+# -- Facts as the probes write them ------------------------------------------------------------
+
+
+def driver(version: Optional[str], cuda: Optional[str]) -> List[Fact]:
+    out = [ok("driver.installed", True, "file:/proc/driver/nvidia/version")]
+    out.append(ok("driver.version", version, "nvml:system.driver_version") if version
+               else unknown("driver.version", "NVML: libnvidia-ml.so.1 not found", "nvml:system.driver_version"))
+    out.append(ok("driver.cuda_version", cuda, "nvml:system.cuda_driver_version") if cuda
+               else unknown("driver.cuda_version", "NVML: libnvidia-ml.so.1 not found",
+                            "nvml:system.cuda_driver_version"))
+    return out
+
+
+def gpu(cc: str, name: str, i: int = 0) -> List[Fact]:
+    return [ok("gpu.count", i + 1, "nvml:device_count"), ok("gpu.%d.name" % i, name, "nvml:device.%d.name" % i),
+            ok("gpu.%d.compute_capability" % i, cc, "nvml:device.%d.compute_capability" % i)]
+
+
+def torch(version: str, cuda: Optional[str]) -> Fact:
+    # the value torch_fact() writes (envdoctor/probes/frameworks.py); version.py's cuda is e.g. '12.1'
+    local = version.split("+", 1)[1] if "+" in version else None
+    return ok("framework.torch", {"version": version, "public": version.split("+")[0], "local": local,
+                                  "package": "torch", "path": "/usr/lib/python3/dist-packages", "cuda": cuda,
+                                  "build": "cuda" if cuda else "cpu"},
+              "file:/usr/lib/python3/dist-packages/torch/version.py")
+
+
+def nvcc(version: str, path: str = "/usr/local/cuda/bin/nvcc") -> Fact:
+    mm = ".".join(version.split(".")[:2])
+    return ok("cuda.nvcc", {"path": path, "resolved": path, "release": mm, "version": version,
+                            "toolkit": path.rsplit("/bin/", 1)[0]}, "command:%s --version" % path)
+
+
+def os_facts(distro: str, version: str) -> List[Fact]:
+    return [ok("os.id", distro, "file:/etc/os-release"), ok("os.version", version, "file:/etc/os-release")]
+
+
+def F(*parts: Any) -> Facts:
+    out: List[Fact] = []
+    for p in parts:
+        out.extend(p if isinstance(p, list) else [p])
+    return Facts(out)
+
+
+def nvml(version: str, cuda_int: int, count: int = 0) -> Dict[str, Any]:
+    # key format of envdoctor/host/nvml_worker.py (as tests/test_probe_driver.py writes it)
+    return {"data": {"init": {"value": None}, "system.driver_version": {"value": version},
+                     "system.cuda_driver_version": {"value": cuda_int}, "device_count": {"value": count}}}
+
+
+# -- driver vs CUDA ------------------------------------------------------------------------------
+
+
+def test_driver_too_old_for_torch_names_both_sides_and_the_floor():
+    # driver 470.82.01 (R470: CUDA 11.4) with torch 2.4.0+cu121 (torch/version.py cuda = '12.1')
+    found = run(F(driver("470.82.01", "11.4"), torch("2.4.0+cu121", "12.1"), gpu("8.6", "NVIDIA GeForce RTX 3060")))
+    f = only(found, "driver.too_old_for_framework")
+    assert f.title == ("Driver 470.82.01 supports CUDA up to 11.4, but torch 2.4.0+cu121 needs CUDA 12.1 "
+                       "(driver >= 525.60.13)")
+    # the 12.x rows of cuda.json are not verified: a warning at most
+    assert matrix.unverified(hw.cuda_release("12.0"))
+    assert f.severity == "warning"
+    assert f.fix.install == "envdoctor install driver --version 530"
+    assert f.source["url"].startswith("https://") and f.source["checked"]
+    assert {e["key"] for e in f.evidence} >= {"driver.version", "driver.cuda_version", "framework.torch"}
+    assert "never crosses majors" in f.detail
+
+
+def test_driver_too_old_is_an_error_when_the_rows_are_verified():
+    # driver 418.39 (CUDA 10.1) with torch 1.13.1+cu116: the 11.x floor 450.80.02 comes from verified rows
+    f = only(run(F(driver("418.39", "10.1"), torch("1.13.1+cu116", "11.6"))), "driver.too_old_for_framework")
+    assert f.severity == "error"
+    assert "needs CUDA 11.6 (driver >= 450.80.02)" in f.title
+
+
+def test_driver_new_enough_for_torch_is_quiet():
+    assert run(F(driver("550.54.15", "12.4"), torch("2.4.0+cu121", "12.1"), gpu("8.6", "NVIDIA GeForce RTX 3060"))) \
+        == []
+
+
+def test_no_nvml_means_no_verdict_on_the_driver():
+    assert run(F(driver(None, None), torch("2.4.0+cu121", "12.1"))) == []
+
+
+def test_minor_version_compat_is_explained_for_a_framework_as_info():
+    # captured machine: driver 535.154.05 (CUDA 12.2), torch nightly cu126 on 8x H100
+    found = run(probe_facts(load_machine("centosstream9-8xh100")))
+    f = only(found, "driver.minor_version_compat")
+    assert f.severity == "info" and "525.60.13" in f.title and "PTX" in f.detail
+    assert codes(found) == ["driver.minor_version_compat"]
+
+
+def miniature_11_5(nvml_answer: Dict[str, Any]):
+    return make_host(files={"/usr/local/cuda-11.5/version.json": VERSION_JSON_11_5,
+                            "/usr/local/cuda-11.5/bin/nvcc": ""},
+                     links={"/usr/local/cuda": "/usr/local/cuda-11.5"},
+                     commands=[{"argv": ["/usr/local/cuda-11.5/bin/nvcc", "--version"], "stdout": NVCC_11_5}],
+                     environ={"PATH": "/usr/local/cuda-11.5/bin:" + PATH}, nvml=nvml_answer)
+
+
+def test_toolkit_under_minor_version_compat_is_a_warning():
+    # driver 460.32.03 reports CUDA 11.2 (11020); nvcc 11.5 needs 495.29.05 but 11.x's floor is 450.80.02
+    f = only(run(probe_facts(miniature_11_5(nvml("460.32.03", 11020)))), "driver.minor_version_compat")
+    assert f.severity == "warning" and "CUDA toolkit 11.5.119" in f.title
+
+
+def test_driver_too_old_for_the_toolkit_across_majors():
+    # driver 418.39 reports CUDA 10.1 (10010): below the 11.x floor
+    f = only(run(probe_facts(miniature_11_5(nvml("418.39", 10010)))), "driver.too_old_for_toolkit")
+    assert f.severity == "error" and "CUDA toolkit 11.5.119" in f.title and "450.80.02" in f.title
+
+
+def test_nvcc_older_than_the_drivers_cuda_version_is_healthy_and_quiet():
+    # driver 550.54.15 reports CUDA 12.4 (12040); nvcc 11.5: the driver's number is a ceiling, not a mismatch
+    assert run(probe_facts(miniature_11_5(nvml("550.54.15", 12040)))) == []
+    doc = next(d for d in DOCS if d.code == "driver.cuda_version_is_a_ceiling")
+    assert doc.severity == "info" and "never reported" in doc.summary
+
+
+def test_conda_cudatoolkit_newer_than_the_driver():
+    conda = ok("cuda.conda", [{"prefix": "/opt/conda/envs/tf", "found_by": "env:CONDA_PREFIX",
+                               "packages": [{"name": "cudatoolkit", "version": "11.8.0", "build": "h37601d7_11"}],
+                               "cuda_version": "11.8.0", "nvcc": False, "source": "dir:/opt/conda/envs/tf/conda-meta"}],
+               "env:CONDA_PREFIX")
+    f = only(run(F(driver("440.33.01", "10.2"), conda)), "driver.too_old_for_toolkit")
+    assert "conda cudatoolkit 11.8.0" in f.title
+    assert run(F(driver("520.61.05", "11.8"), conda)) == []
+
+
+def test_missing_driver_with_a_gpu_on_the_bus_and_a_cuda_framework():
+    pci = ok("driver.nvidia_pci_gpus", ["0000:01:00.0"], "dir:/sys/bus/pci/devices")
+    missing = ok("driver.installed", False, "nvml:init")
+    f = only(run(F(missing, pci, torch("2.4.0+cu121", "12.1"), os_facts("ubuntu", "22.04"))),
+             "driver.missing_for_framework")
+    assert f.severity == "error" and f.fix.install == "envdoctor install driver --version 530"
+    # no GPU on the bus: a CUDA wheel on a laptop without NVIDIA is not this finding
+    nogpu = ok("driver.nvidia_pci_gpus", [], "dir:/sys/bus/pci/devices")
+    assert run(F(missing, nogpu, torch("2.4.0+cu121", "12.1"))) == []
+
+
+# -- GPU architecture vs builds ------------------------------------------------------------------
+
+
+def test_gpu_arch_missing_from_the_torch_wheel():
+    # captured machine: H100 (sm_90) with torch 2.0.1+cu117, the 'sm_90 is not compatible' report
+    found = run(probe_facts(load_machine("rocky9-h100-old-torch")))
+    f = only(found, "gpu.arch_not_in_build")
+    assert f.severity == "error"
+    assert "sm_90" in f.title and "torch 2.0.1+cu117" in f.title
+    assert "no kernel image is available" in f.detail
+    assert "--index-url https://download.pytorch.org/whl/cu1" in f.fix.commands[0]
+    assert f.fix.install.startswith("envdoctor install pytorch --version 2.")
+
+
+def test_gpu_arch_present_in_the_wheel_is_quiet():
+    # captured machine: H100 with torch 2.9.1+cu126 (sm_90 in its arch list), driver 580 (CUDA 13.0)
+    assert run(probe_facts(load_machine("conda-ubuntu2204-h100"))) == []
+
+
+def test_same_major_lower_minor_sass_runs():
+    # RTX 4090 is sm_89; torch 2.4 cu121 carries sm_86: a cubin for 8.6 runs on 8.9
+    assert "gpu.arch_not_in_build" not in codes(run(F(driver("550.54.15", "12.4"), torch("2.4.1+cu121", "12.1"),
+                                                      gpu("8.9", "NVIDIA GeForce RTX 4090"))))
+
+
+# TensorFlow 2.4-2.10 wheels' build_info.py: 'cuda_compute_capabilities': ['sm_35', 'sm_50', 'sm_60', 'sm_70',
+# 'sm_75', 'compute_80'] (tensorflow/python/platform/build_info.py of the tensorflow-2.x manylinux wheels).
+TF_CAPS = ["sm_35", "sm_50", "sm_60", "sm_70", "sm_75", "compute_80"]
+
+
+def tensorflow(version: str = "2.10.1") -> Fact:
+    return ok("framework.tensorflow", {"version": version, "public": version, "local": None, "package": "tensorflow",
+                                       "cuda": "11.2", "cudnn": "8", "compute_capabilities": TF_CAPS,
+                                       "build": "cuda", "packages": {"tensorflow": version}},
+              "file:/usr/lib/python3/dist-packages/tensorflow/python/platform/build_info.py")
+
+
+def test_gpu_reached_only_through_ptx_jit():
+    f = only(run(F(driver("525.60.13", "12.0"), tensorflow(), gpu("8.6", "NVIDIA GeForce RTX 3060"))),
+             "gpu.arch_ptx_jit_only")
+    assert f.severity == "warning" and "sm_86" in f.title and "JIT cache" in f.detail
+    # a Turing GPU has SASS (sm_75) in the same build
+    assert run(F(driver("525.60.13", "12.0"), tensorflow(), gpu("7.5", "Tesla T4"))) == []
+
+
+# -- toolkit vs GPU ------------------------------------------------------------------------------
+
+
+def test_toolkit_that_dropped_the_gpu_architecture():
+    # Tesla K80 is sm_37; CUDA 12 dropped Kepler (cuda.json cc_min 5.0)
+    assert hw.cuda_release("12.4")["cc_min"] == "5.0"
+    f = only(run(F(driver("470.82.01", "11.4"), nvcc("12.4.131"), gpu("3.7", "Tesla K80"))),
+             "cuda.toolkit_cannot_target_gpu")
+    assert "CUDA 12.4.131" in f.title and "sm_37" in f.title and "11.8" in f.detail
+    assert "cuda.toolkit_cannot_target_gpu" not in codes(run(F(driver("470.82.01", "11.4"), nvcc("11.4.152"),
+                                                               gpu("3.7", "Tesla K80"))))
+
+
+def test_gpu_newer_than_the_toolkit():
+    f = only(run(F(driver("535.104.12", "12.2"), nvcc("11.7.99"), gpu("9.0", "NVIDIA H100 PCIe"))),
+             "cuda.gpu_newer_than_toolkit")
+    assert "up to 8.7" in f.title and "11.8" in f.detail
+    assert run(F(driver("535.104.12", "12.2"), nvcc("11.8.89"), gpu("9.0", "NVIDIA H100 PCIe"))) == []
+
+
+# -- CPU-only builds -----------------------------------------------------------------------------
+
+
+def test_cpu_torch_on_a_gpu_machine_suggests_a_cuda_wheel_this_driver_runs():
+    found = run(F(driver("470.82.01", "11.4"), torch("2.4.1+cpu", None), gpu("8.6", "NVIDIA GeForce RTX 3060"),
+                  ok("python.version", "3.10.12", "python:/usr/bin/python3")))
+    f = only(found, "framework.cpu_only_build")
+    assert f.severity == "warning" and "torch 2.4.1+cpu" in f.title
+    # the driver runs CUDA 11.x only: torch 2.4's cu118 wheel is the one that fits
+    assert f.fix.commands == ["pip install --force-reinstall 'torch==2.4.*' --index-url "
+                              "https://download.pytorch.org/whl/cu118"]
+    assert f.fix.install == "envdoctor install pytorch --version 2.4 --method pip"
+
+
+def test_cpu_torch_without_a_gpu_is_quiet():
+    assert run(F(torch("2.4.1+cpu", None), ok("gpu.count", 0, "derived"))) == []
+
+
+def test_jaxlib_without_plugin_on_a_gpu_machine():
+    jax = ok("framework.jax", {"version": "0.4.30", "public": "0.4.30", "local": None, "package": "jax",
+                               "jaxlib": "0.4.30", "plugins": {}, "cuda": None, "build": "cpu"}, "dir:x")
+    f = only(run(F(driver("550.54.15", "12.4"), jax, gpu("8.0", "NVIDIA A100-SXM4-80GB"))), "framework.cpu_only_build")
+    assert "jax[cuda12]" in f.fix.commands[0]
+
+
+# -- several toolkits ----------------------------------------------------------------------------
+
+
+def test_toolkits_disagree_and_differ_from_torch():
+    link = ok("cuda.default_symlink", {"target": "cuda-12.4", "resolved": "/usr/local/cuda-12.4", "version": "12.4.1",
+                                       "dangling": False}, "link:/usr/local/cuda")
+    found = run(F(driver("550.54.15", "12.4"), link, nvcc("11.8.89", "/usr/local/cuda-11.8/bin/nvcc"),
+                  torch("2.4.0+cu121", "12.1")))
+    f = only(found, "cuda.toolkits_disagree")
+    assert f.severity == "warning" and "11.8.89" in f.title and "12.4.1" in f.title
+    g = only(found, "cuda.toolkit_differs_from_framework")
+    assert g.severity == "info" and "refuses a different CUDA major" in g.detail
+
+
+def test_one_toolkit_matching_torch_is_quiet():
+    link = ok("cuda.default_symlink", {"target": "cuda-12.1", "resolved": "/usr/local/cuda-12.1", "version": "12.1.1",
+                                       "dangling": False}, "link:/usr/local/cuda")
+    assert run(F(driver("550.54.15", "12.4"), link, nvcc("12.1.105", "/usr/local/cuda-12.1/bin/nvcc"),
+                 torch("2.4.0+cu121", "12.1"))) == []
+
+
+# -- host compiler and OS ------------------------------------------------------------------------
+
+
+def gcc(version: str, banner: str) -> Fact:
+    return ok("compiler.gcc", {"path": "/usr/bin/gcc", "version": version, "banner": banner},
+              "command:/usr/bin/gcc --version")
+
+
+def test_gcc_newer_than_nvcc_accepts():
+    # Ubuntu 24.04's gcc banner; CUDA 11.8's newest host GCC is 11 (cuda.json gcc_max)
+    g = gcc("13.2.0", "gcc (Ubuntu 13.2.0-23ubuntu4) 13.2.0")
+    f = only(run(F(nvcc("11.8.89"), g)), "compiler.gcc_too_new_for_cuda")
+    assert "GCC 13.2.0" in f.title and "GCC <= 11" in f.title
+    # Ubuntu 22.04's gcc 11.4.0 is accepted
+    assert run(F(nvcc("11.8.89"), gcc("11.4.0", "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0"))) == []
+
+
+def test_distribution_not_supported_by_the_toolkit():
+    f = only(run(F(nvcc("12.4.131"), os_facts("ubuntu", "24.04"))), "os.unsupported_by_cuda")
+    assert f.severity == "warning" and "ubuntu 24.04" in f.title
+    assert run(F(nvcc("12.4.131"), os_facts("ubuntu", "22.04"))) == []
+    assert run(F(nvcc("12.4.131"), os_facts("rocky", "8.9"))) == []  # Rocky 8 counts as RHEL 8
+
+
+# -- every captured machine, and the documentation -----------------------------------------------
+
+
+@pytest.mark.parametrize("name", machine_names())
+def test_captured_machines_never_crash_and_use_documented_codes(name):
+    documented = {d.code for d in DOCS}
+    for f in run(probe_facts(load_machine(name))):
+        assert f.code in documented and f.code != "driver.cuda_version_is_a_ceiling"
+        assert f.source.get("url", "").startswith("https://")
+        assert f.title and f.fix.text
+
+
+@pytest.mark.parametrize("name", ["debian12-nogpu", "ubuntu2004-rtx3060-cuda118", "wsl2-ubuntu2204-rtx4070",
+                                  "rocky8-4xa100-conda", "pipwheels-ubuntu2204-a100", "ubuntu2404-driver-mismatch"])
+def test_healthy_or_unjudgeable_captured_machines_are_quiet(name):
+    assert run(probe_facts(load_machine(name))) == []
+
+
+def test_codes_are_documented_lowercase_layer_snake_case():
+    import re
+    for d in DOCS:
+        assert re.match(r"^[a-z]+\.[a-z0-9_]+$", d.code) and d.summary and d.why and d.source
+
+
+# -- property: never raises; a combination the matrix supports gives no error --------------------
+
+CUDA_ROWS = [r for r in hw.cuda_releases()]
+TORCH_ROWS = matrix.load("torch")
+CCS = [r["cc"] for r in matrix.load("gpu_arch")]
+
+
+@settings(max_examples=150, deadline=None)
+@given(driver_row=st.sampled_from(CUDA_ROWS), torch_row=st.sampled_from(TORCH_ROWS), cc=st.sampled_from(CCS),
+       nvcc_row=st.sampled_from(CUDA_ROWS), data=st.data())
+def test_random_combinations_never_raise_and_supported_ones_give_no_error(driver_row, torch_row, cc, nvcc_row, data):
+    var = data.draw(st.sampled_from(torch_row["variants"]))
+    drv = driver_row["min_driver_linux"]
+    tv = "%s.0+%s" % (torch_row["version"], var["tag"])
+    facts = F(driver(drv, driver_row["version"]), torch(tv, var["cuda"]), gpu(cc, "GPU"), nvcc(nvcc_row["ga"]))
+    found = run(facts)
+    for f in found:
+        assert isinstance(f, Finding) and f.title
+    driver_runs = Version(drv) >= Version(hw.min_driver_for_cuda(var["cuda"]))
+    arch_ok = cc in var["arch_list"]
+    if driver_runs and arch_ok:
+        # the driver runs this wheel's CUDA and the wheel has SASS for the GPU: nothing about torch may be wrong
+        bad = [f for f in found if f.severity != "info" and "torch" in f.components]
+        assert bad == [], [f.title for f in bad]

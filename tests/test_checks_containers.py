@@ -1,0 +1,49 @@
+"""Container checks, on miniature machines made of the real docker / nvidia-ctk outputs used by the
+containers probe tests (sources cited there)."""
+
+from __future__ import annotations
+
+from envdoctor.checks import CheckContext
+from envdoctor.checks.containers import container_toolkit
+
+from .conftest import probe_facts
+from .test_probe_containers import DAEMON_JSON_NVIDIA, DOCKER_UP_JSON, NVIDIA_CTK_VERSION, docker_host
+from .test_probe_gpu import h100_nvml
+
+NO_NVIDIA_RUNTIME = '{"io.containerd.runc.v2":{"path":"runc"},"runc":{"path":"runc"}}'
+CTK = [{"argv": ["nvidia-ctk", "--version"], "stdout": NVIDIA_CTK_VERSION}]
+
+
+def codes(host, gpu=True):
+    if gpu:
+        host.doc["nvml"] = h100_nvml()
+    return {f.code: f for f in container_toolkit(CheckContext(probe_facts(host), []))}
+
+
+def test_docker_without_toolkit_on_a_gpu_machine_warns_with_install_line():
+    f = codes(docker_host(DOCKER_UP_JSON, runtimes=NO_NVIDIA_RUNTIME))["container-toolkit.missing"]
+    assert f.severity == "warning" and f.fix.install == "envdoctor install container-toolkit"
+    assert "sudo nvidia-ctk runtime configure --runtime=docker" in f.fix.commands
+
+
+def test_no_gpu_means_no_toolkit_finding():
+    assert codes(docker_host(DOCKER_UP_JSON, runtimes=NO_NVIDIA_RUNTIME), gpu=False) == {}
+
+
+def test_toolkit_without_runtime_registered_warns():
+    f = codes(docker_host(DOCKER_UP_JSON, runtimes=NO_NVIDIA_RUNTIME, extra_cmds=CTK))
+    assert set(f) == {"container-toolkit.runtime_not_configured"}
+    assert "1.17.8" in f["container-toolkit.runtime_not_configured"].title
+
+
+def test_configured_toolkit_is_quiet():
+    host = docker_host(DOCKER_UP_JSON, runtimes='{"nvidia":{"path":"nvidia-container-runtime"},"runc":{}}',
+                       files={"/etc/docker/daemon.json": DAEMON_JSON_NVIDIA}, extra_cmds=CTK)
+    assert codes(host) == {}
+
+
+def test_snap_docker_warns():
+    host = docker_host(DOCKER_UP_JSON, runtimes='{"nvidia":{"path":"nvidia-container-runtime"},"runc":{}}',
+                       files={"/snap/bin/docker": ""}, extra_cmds=CTK)
+    f = codes(host)["docker.snap"]
+    assert f.severity == "warning" and "snap" in f.title and f.source["url"].startswith("https://github.com/NVIDIA")

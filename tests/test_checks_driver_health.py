@@ -1,0 +1,384 @@
+"""The driver-health check: one miniature machine per situation, fired and quiet.
+
+The machines reuse the real evidence of ``tests/test_probe_driver.py`` (each
+constant there says where it was copied from); what is added here says where
+it comes from in a comment.  Every probe runs on each machine, so the check
+sees exactly the facts a user's run would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from envdoctor.checks import CheckContext
+from envdoctor.checks.driver_health import RELOAD, driver_health
+from envdoctor.facts import Facts
+from envdoctor.findings import Finding
+from envdoctor.probes.driver import SECURE_BOOT_VAR
+from tests.conftest import load_machine, machine_names, probe_facts
+from tests.test_probe_driver import (
+    DEV_4GPU,
+    DKMS_RHEL,
+    LIB_550_144,
+    NOUVEAU_BLACKLIST,
+    PCI_DRIVER_DIR,
+    PROC_535,
+    PROC_550,
+    QUERY,
+    SB_ON,
+    SIGNER_DKMS,
+    SMI_MISMATCH,
+    UBUNTU,
+    WSL_LIBS,
+    WSL_PROC_VERSION,
+    healthy_550,
+    machine,
+    nvml_error,
+    nvml_ok,
+)
+
+# /etc/os-release of Ubuntu 20.04.6 (tests/machines/ubuntu2004-rtx3060-cuda118, a public `cat /etc/os-release`).
+OS_UBUNTU = ('NAME="Ubuntu"\nVERSION="20.04.6 LTS (Focal Fossa)"\nID=ubuntu\nID_LIKE=debian\n'
+             'PRETTY_NAME="Ubuntu 20.04.6 LTS"\nVERSION_ID="20.04"\nVERSION_CODENAME=focal\nUBUNTU_CODENAME=focal\n')
+# /etc/os-release of Rocky Linux 9.3 (python-distro tests/resources/distros/rocky9, as in tests/machines).
+OS_ROCKY = ('NAME="Rocky Linux"\nVERSION="9.3 (Blue Onyx)"\nID="rocky"\nID_LIKE="rhel centos fedora"\n'
+            'VERSION_ID="9.3"\nPLATFORM_ID="platform:el9"\nPRETTY_NAME="Rocky Linux 9.3 (Blue Onyx)"\n')
+
+# `modinfo -F signer nvidia` of an unsigned module prints an empty line and exits 0 (kmod's modinfo prints
+# the field's value, empty when the module has no signature).
+UNSIGNED = "\n"
+
+NVIDIA_PCI = {"/sys/bus/pci/devices/0000:01:00.0/vendor": "0x10de\n",
+              "/sys/bus/pci/devices/0000:01:00.0/class": "0x030000\n"}
+
+
+def findings(host) -> List[Finding]:
+    return list(driver_health(CheckContext(probe_facts(host), [])))
+
+
+def codes(host) -> List[str]:
+    return [f.code for f in findings(host)]
+
+
+def only(host, code: str) -> Finding:
+    found = findings(host)
+    assert [f.code for f in found] == [code], [(f.code, f.title) for f in found]
+    f = found[0]
+    # every finding per DESIGN: a title, a source with URL and date, evidence, and a fix
+    assert f.title and f.detail
+    assert f.source["url"].startswith("https://") and f.source["checked"]
+    assert f.evidence and all("key" in e for e in f.evidence)
+    assert f.fix.text
+    return f
+
+
+def with_devices(nvml: Dict[str, Any], names: List[str]) -> Dict[str, Any]:
+    """NVML worker answers with a name per device (key format of envdoctor/host/nvml_worker.py)."""
+    for i, name in enumerate(names):
+        nvml["data"]["device.%d.handle" % i] = {"value": True}
+        nvml["data"]["device.%d.name" % i] = {"value": name}
+    nvml["data"]["device_count"] = {"value": len(names)}
+    return nvml
+
+
+def not_loaded_machine(os_release: str, release: str, commands: Optional[List[Dict[str, Any]]] = None,
+                       files: Optional[Dict[str, str]] = None, b64: Optional[Dict[str, str]] = None):
+    """User-space 550.54.15 installed, kernel module not loaded (NVML: DRIVER_NOT_LOADED)."""
+    f = {"/etc/os-release": os_release, "/usr/lib64/libnvidia-ml.so.550.54.15": "",
+         "/usr/lib64/libcuda.so.550.54.15": ""}
+    f.update(NVIDIA_PCI)
+    f.update(files or {})
+    return machine(files=f, dirs={"/lib/modules/" + release: ["kernel"], "/sys/firmware/efi": ["efivars"]},
+                   commands=commands, nvml=nvml_error("NVML_ERROR_DRIVER_NOT_LOADED", 9), release=release, b64=b64)
+
+
+# -- healthy machines stay quiet --------------------------------------------------------
+
+def test_healthy_driver_is_quiet():
+    assert findings(healthy_550(files={"/etc/os-release": OS_UBUNTU})) == []
+
+
+def test_healthy_with_secure_boot_and_signed_module_is_quiet():
+    assert findings(healthy_550(b64={SECURE_BOOT_VAR: SB_ON})) == []
+
+
+def test_healthy_wsl2_is_quiet():
+    host = machine(files={"/proc/version": WSL_PROC_VERSION},
+                   dirs={"/usr/lib/wsl/lib": WSL_LIBS, "/dev": ["dxg", "null"]},
+                   nvml=nvml_ok("591.97", 13010), release="5.15.133.1-microsoft-standard-WSL2")
+    assert findings(host) == []
+
+
+# -- version mismatch -----------------------------------------------------------------------
+
+def test_mismatch_names_both_versions_and_the_reload_commands():
+    host = machine(files={"/proc/driver/nvidia/version": PROC_535, "/usr/lib/x86_64-linux-gnu/" + LIB_550_144: ""},
+                   dirs={"/dev": ["nvidia0", "nvidiactl"]},
+                   commands=[{"argv": QUERY, "returncode": 18, "stdout": SMI_MISMATCH}],
+                   nvml=nvml_error("NVML_ERROR_LIB_RM_VERSION_MISMATCH", 18))
+    f = only(host, "driver.library_mismatch")
+    assert f.severity == "error"
+    assert "535.113.01" in f.title and "550.144.02" in f.title
+    assert "Driver/library version mismatch" in f.title
+    assert "without a reboot" in f.detail or "not rebooted" in f.detail
+    assert f.fix.commands == ["sudo reboot", RELOAD]
+    assert RELOAD == "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
+
+
+# -- no driver / no GPU ----------------------------------------------------------------------
+
+def test_gpu_without_driver_is_an_error_with_the_install_line():
+    host = machine(files=dict(NVIDIA_PCI, **{"/etc/os-release": OS_UBUNTU}))
+    f = only(host, "driver.not_installed")
+    assert f.severity == "error"
+    assert "0000:01:00.0" in f.title
+    assert f.fix.install == "envdoctor install driver"
+    assert "sudo reboot" in f.fix.commands
+
+
+def test_gpu_without_driver_held_by_nouveau_is_one_finding():
+    host = machine(files=NVIDIA_PCI, dirs={"/sys/module/nouveau": ["parameters"],
+                                           "/sys/bus/pci/drivers/nouveau": PCI_DRIVER_DIR})
+    f = only(host, "driver.not_installed")
+    assert "nouveau" in f.detail
+
+
+def test_no_gpu_no_driver_is_one_info_finding():
+    # A laptop with only an Intel iGPU: vendor/class files as sysfs shows them.
+    host = machine(files={"/sys/bus/pci/devices/0000:00:02.0/vendor": "0x8086\n",
+                          "/sys/bus/pci/devices/0000:00:02.0/class": "0x030000\n"})
+    f = only(host, "gpu.none")
+    assert f.severity == "info"
+    assert "CPU-only" in f.title
+
+
+def test_userspace_missing_next_to_a_loaded_module():
+    f = only(load_machine("ubuntu2404-open-module-no-nvml"), "driver.userspace_missing")
+    assert "565.57.01" in f.title and "open" in f.title
+    assert f.fix.commands == ["sudo apt-get install -y libnvidia-compute-565 nvidia-utils-565"]
+    assert f.fix.install == "envdoctor install driver --version 565"
+
+
+# -- nouveau / nova ----------------------------------------------------------------------------
+
+def test_nouveau_bound_next_to_installed_driver_is_an_error_with_blacklist_and_initramfs():
+    host = not_loaded_machine(OS_UBUNTU, UBUNTU, files={f"/lib/modules/{UBUNTU}/updates/dkms/nvidia.ko": ""})
+    host.doc["dirs"]["/sys/module/nouveau"] = {"entries": ["parameters"]}
+    host.doc["dirs"]["/sys/bus/pci/drivers/nouveau"] = {"entries": PCI_DRIVER_DIR}
+    f = only(host, "driver.nouveau_conflict")  # and not also "module not loaded"
+    assert f.severity == "error"
+    assert "0000:01:00.0" in f.title and "550.54.15" in f.title
+    assert f.fix.commands == [
+        "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
+        "sudo update-initramfs -u", "sudo reboot"]
+
+
+def test_nouveau_loaded_but_blacklisted_on_rhel_asks_for_dracut_only():
+    conf = "/usr/lib/modprobe.d/nvidia-installer-disable-nouveau.conf"
+    host = healthy_550(files={conf: NOUVEAU_BLACKLIST, "/etc/os-release": OS_ROCKY},
+                       dirs={"/sys/module/nouveau": ["parameters"]})
+    f = only(host, "driver.nouveau_conflict")
+    assert f.severity == "warning"  # nvidia is loaded and nouveau drives nothing
+    assert f.fix.commands == ["sudo dracut --force", "sudo reboot"]
+    assert "550.54.15" in f.title
+
+
+def test_nova_core_bound_is_a_conflict():
+    host = healthy_550(dirs={"/sys/module/nova_core": ["parameters"], "/sys/bus/pci/drivers/nova_core": PCI_DRIVER_DIR})
+    f = only(host, "driver.nova_conflict")
+    assert f.severity == "error"
+    assert any("blacklist-nova.conf" in c for c in f.fix.commands)
+
+
+# -- module for the running kernel, Secure Boot -----------------------------------------------
+
+def test_kernel_updated_without_module_asks_for_headers_and_dkms():
+    release = "4.18.0-553.el8_10.ppc64le"
+    host = not_loaded_machine(OS_ROCKY, release, commands=[{"argv": ["dkms", "status"], "stdout": DKMS_RHEL}])
+    f = only(host, "driver.no_module_for_kernel")
+    assert release in f.title and "4.18.0-513.5.1.el8_9.ppc64le" in f.title and "550.54.15" in f.title
+    assert f.fix.commands == ['sudo dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"',
+                              "sudo dkms autoinstall", "sudo modprobe nvidia"]
+
+
+def test_module_built_for_running_kernel_but_not_loaded_is_not_loaded():
+    host = not_loaded_machine(OS_UBUNTU, UBUNTU, files={f"/lib/modules/{UBUNTU}/updates/dkms/nvidia.ko": ""},
+                              commands=[{"argv": ["modinfo", "-F", "signer", "nvidia"], "stdout": SIGNER_DKMS}])
+    f = only(host, "driver.not_loaded")
+    assert "550.54.15" in f.title and "0000:01:00.0" in f.title
+    assert f.fix.commands[0] == "sudo modprobe nvidia"
+
+
+def test_unsigned_module_under_secure_boot_gives_the_mok_steps():
+    host = not_loaded_machine(OS_UBUNTU, UBUNTU, files={f"/lib/modules/{UBUNTU}/updates/dkms/nvidia.ko": ""},
+                              commands=[{"argv": ["modinfo", "-F", "signer", "nvidia"], "stdout": UNSIGNED}],
+                              b64={SECURE_BOOT_VAR: SB_ON})
+    f = only(host, "driver.module_unsigned_secure_boot")
+    assert f.severity == "error"
+    assert "550.54.15" in f.title
+    assert f.fix.commands[0] == "sudo mokutil --import /var/lib/dkms/mok.pub"
+
+
+def test_unsigned_module_without_secure_boot_is_quiet():
+    host = healthy_550(commands=[{"argv": ["modinfo", "-F", "signer", "nvidia"], "stdout": UNSIGNED}])
+    assert codes(host) == []
+
+
+# -- device nodes ----------------------------------------------------------------------------
+
+def test_missing_gpu_nodes_while_module_loaded():
+    host = healthy_550(dirs={"/dev": ["null", "nvidia0", "nvidiactl", "nvidia-uvm"]})  # NVML sees 4 GPUs
+    f = only(host, "driver.device_nodes_missing")
+    assert "/dev/nvidia1" in f.title and "/dev/nvidia3" in f.title and "/dev/nvidia0" not in f.title
+    assert "sudo nvidia-modprobe -c 0 -u" in f.fix.commands
+
+
+def test_missing_nodes_in_a_container_point_at_gpus_all():
+    host = machine(files={"/.dockerenv": "", "/proc/driver/nvidia/version": PROC_550,
+                          "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15": ""},
+                   dirs={"/dev": ["null", "zero"]}, nvml=nvml_ok("550.54.15", 12040))
+    f = only(host, "driver.device_nodes_missing")
+    assert "container-toolkit" in f.components
+    assert f.fix.commands[0] == "docker run --gpus all ..."
+
+
+# -- NVSwitch and fabric manager -------------------------------------------------------------
+
+@pytest.mark.parametrize("state, rc", [("inactive", 3), ("failed", 3)])
+def test_nvswitch_without_fabric_manager(state, rc):
+    host = healthy_550(files={"/etc/os-release": OS_UBUNTU},
+                       dirs={"/dev": DEV_4GPU + ["nvidia-nvswitch0", "nvidia-nvswitchctl"]},
+                       commands=[{"argv": ["systemctl", "is-active", "nvidia-fabricmanager"], "returncode": rc,
+                                  "stdout": state + "\n"}])
+    f = only(host, "driver.fabric_manager_not_running")
+    assert f.severity == "error" and "fabric-manager" in f.components
+    assert state in f.title and "550.54.15" in f.title
+    assert "802" in f.detail
+    assert f.fix.commands[:2] == ["sudo apt-get install -y nvidia-fabricmanager-550=550.54.15-*",
+                                  "sudo systemctl enable --now nvidia-fabricmanager"]
+
+
+def test_nvswitch_with_active_fabric_manager_is_quiet():
+    host = healthy_550(dirs={"/dev": DEV_4GPU + ["nvidia-nvswitch0", "nvidia-nvswitchctl"]},
+                       commands=[{"argv": ["systemctl", "is-active", "nvidia-fabricmanager"], "stdout": "active\n"}])
+    assert codes(host) == []
+
+
+# -- forward compatibility -------------------------------------------------------------------
+
+def compat_machine(gpu_name: str):
+    # /usr/local/cuda-12.4/compat/libcuda.so.550.54.15: the file cuda-compat-12-4 installs (NVIDIA's forward
+    # compatibility guide, "Installing the CUDA Forward Compatibility Package"); version.json of CUDA 12.4.1.
+    version_json = '{"cuda" : {"name" : "CUDA SDK", "version" : "12.4.1"}}'
+    host = healthy_550(files={"/usr/local/cuda-12.4/version.json": version_json,
+                              "/usr/local/cuda-12.4/compat/libcuda.so.550.54.15": ""},
+                       nvml=with_devices(nvml_ok("535.104.12", 12020), [gpu_name]))
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda-12.4/compat"
+    host.doc["files"]["/sys/module/nvidia/version"] = {"text": "535.104.12\n"}
+    return host
+
+
+def test_forward_compat_on_geforce_warns():
+    f = only(compat_machine("NVIDIA GeForce RTX 3060"), "driver.forward_compat_unsupported_gpu")
+    assert f.severity == "warning"  # the gpus matrix rows are unverified: warning at most
+    assert "GeForce RTX 3060" in f.title and "550.54.15" in f.title
+    assert f.source["url"] == "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+
+
+def test_forward_compat_on_a_data_center_gpu_is_quiet():
+    assert "driver.forward_compat_unsupported_gpu" not in codes(compat_machine("NVIDIA A100-SXM4-80GB"))
+
+
+# -- WSL2 ------------------------------------------------------------------------------------
+
+def wsl(files: Optional[Dict[str, str]] = None, wsl_libs: Optional[List[str]] = None, nvml=None):
+    f = {"/proc/version": WSL_PROC_VERSION, "/etc/os-release": OS_UBUNTU}
+    f.update(files or {})
+    dirs = {"/dev": ["dxg", "null"]}
+    if wsl_libs is not None:
+        dirs["/usr/lib/wsl/lib"] = wsl_libs
+    return machine(files=f, dirs=dirs, nvml=nvml or nvml_ok("591.97", 13010),
+                   release="5.15.133.1-microsoft-standard-WSL2")
+
+
+def test_linux_driver_installed_inside_wsl():
+    host = wsl(files={"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15": ""}, wsl_libs=WSL_LIBS)
+    f = only(host, "driver.linux_driver_in_wsl")
+    assert "550.54.15" in f.title and "591.97" in f.title
+    assert f.fix.commands[0] == "sudo apt-get purge -y 'nvidia-driver-*' 'libnvidia-compute-*' 'nvidia-utils-*'"
+
+
+def test_wsl_without_windows_driver_libraries():
+    host = wsl(wsl_libs=[], nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12))
+    f = only(host, "driver.wsl_libcuda_missing")
+    assert f.severity == "warning"  # no GPU can be seen at all from inside WSL: maybe there is none
+
+
+def test_wsl_libraries_present_but_not_on_the_loader_path():
+    host = wsl(wsl_libs=WSL_LIBS, nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12))
+    f = only(host, "driver.wsl_lib_not_in_loader_path")
+    assert f.fix.commands == ["echo /usr/lib/wsl/lib | sudo tee /etc/ld.so.conf.d/ld.wsl.conf", "sudo ldconfig"]
+
+
+# -- NVML errors -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("err, code, words", [
+    ("NVML_ERROR_NO_PERMISSION", "driver.nvml_no_permission", "ls -l /dev/nvidia*"),
+    ("NVML_ERROR_GPU_IS_LOST", "gpu.lost", "sudo dmesg -T | grep -i xid"),
+])
+def test_nvml_errors(err, code, words):
+    host = machine(files={"/proc/driver/nvidia/version": PROC_550,
+                          "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15": ""},
+                   dirs={"/dev": ["nvidia0", "nvidiactl"]}, nvml=nvml_error(err, 4))
+    f = only(host, code)
+    assert f.severity == "error"
+    assert words in f.fix.commands
+    assert "550.54.15" in f.title
+
+
+def test_hung_nvml_points_at_d_state_and_bug_report():
+    host = machine(files={"/proc/driver/nvidia/version": PROC_550},
+                   dirs={"/dev": ["nvidia0", "nvidiactl"]},
+                   commands=[{"argv": QUERY, "timed_out": True, "returncode": None, "duration": 10.0}],
+                   nvml={"error": "timed_out", "message": "NVML query did not answer within 10.0s"})
+    f = only(host, "driver.nvml_hung")
+    assert "sudo nvidia-bug-report.sh" in f.fix.commands
+    assert any("/D/" in c for c in f.fix.commands)
+
+
+def test_no_driver_probe_facts_means_no_findings():
+    assert list(driver_health(CheckContext(Facts(), []))) == []
+
+
+# -- every captured machine --------------------------------------------------------------------
+
+EXPECTED = {
+    "centos7-a100-cuda115": [],
+    "centosstream9-8xh100": [],
+    "conda-ubuntu2204-h100": [],
+    "debian12-nogpu": ["gpu.none"],
+    "pipwheels-ubuntu2204-a100": [],
+    "rocky8-4xa100-conda": [],
+    "rocky9-h100-old-torch": [],
+    "ubuntu2004-rtx3060-cuda118": [],
+    "ubuntu2204-a100-mig": [],
+    "ubuntu2404-driver-mismatch": ["driver.library_mismatch"],
+    "ubuntu2404-open-module-no-nvml": ["driver.userspace_missing"],
+    "wsl2-ubuntu2204-rtx4070": [],
+}
+
+
+def test_every_captured_machine_has_an_expectation():
+    assert sorted(EXPECTED) == machine_names()
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_captured_machine(name):
+    found = findings(load_machine(name))
+    assert sorted(f.code for f in found) == EXPECTED[name], [(f.code, f.title) for f in found]
+    if name == "debian12-nogpu":
+        assert [f.severity for f in found] == ["info"]
+    if name == "ubuntu2404-driver-mismatch":
+        assert "580.173.02" in found[0].title and "580.178.04" in found[0].title

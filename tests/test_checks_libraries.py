@@ -1,0 +1,84 @@
+"""Library checks: the linkage probe resolving a real torch wheel's DT_RPATH, and the checks on it.
+
+torch's libtorch_cuda.so from PyPI carries DT_RPATH $ORIGIN/../../nvidia/<lib>/lib:...:$ORIGIN
+(pytorch/pytorch .ci/manywheel/build_cuda.sh: CUDA_RPATHS + FORCE_RPATH="--force-rpath"), and NEEDS
+libcudnn.so.9 (torch 2.4 pins nvidia-cudnn-cu12==9.1.0.70, METADATA in test_probe_frameworks).
+"""
+
+from __future__ import annotations
+
+import envdoctor.probes.linkage  # noqa: F401 - registers the linkage probe (until the lead lists it)
+from envdoctor.checks import CheckContext
+from envdoctor.checks.libraries import cudnn_version, framework_linkage, onnxruntime_packaging
+from envdoctor.probes.linkage import expand_origin
+
+from .conftest import probe_facts
+from .test_probe_frameworks import SITE, TORCH_240_CU121_VERSION_PY, TORCH_240_METADATA, site_host
+
+LIB = SITE + "/torch/lib"
+RPATH = ["$ORIGIN/../../nvidia/cudnn/lib:$ORIGIN/../../nvidia/nccl/lib:$ORIGIN/../../nvidia/cublas/lib:$ORIGIN"]
+NEEDED = ["libc10_cuda.so", "libcudart.so.12", "libcublas.so.12", "libcudnn.so.9", "libnccl.so.2", "libc10.so"]
+
+
+def torch_host(cudnn_wheel=True, ldp=None, system_cudnn=None):
+    files = {"torch-2.4.0+cu121.dist-info/METADATA": TORCH_240_METADATA,
+             "torch/version.py": TORCH_240_CU121_VERSION_PY, "torch/lib/libtorch_cuda.so": "",
+             "nvidia/cublas/lib/libcublas.so.12": "", "nvidia/nccl/lib/libnccl.so.2": "",
+             "nvidia_cublas_cu12-12.1.3.1.dist-info/METADATA": "Name: nvidia-cublas-cu12\nVersion: 12.1.3.1\n"}
+    if cudnn_wheel:
+        files["nvidia/cudnn/lib/libcudnn.so.9"] = ""
+        files["nvidia_cudnn_cu12-9.1.0.70.dist-info/METADATA"] = "Name: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n"
+    host = site_host(files)
+    # the CUDA runtime: system toolkit, through the loader cache is not needed here; put it in torch/lib
+    host.doc["files"][LIB + "/libcudart.so.12"] = {"text": ""}
+    host.doc["dirs"][LIB]["entries"].append("libcudart.so.12")
+    if system_cudnn:
+        d, real = system_cudnn
+        host.doc["dirs"].setdefault(d, {"entries": []})["entries"] += ["libcudnn.so.9", real]
+        host.doc["links"][d + "/libcudnn.so.9"] = {"target": real}
+    if ldp:
+        host.doc["environ"]["LD_LIBRARY_PATH"] = ldp
+    host.doc["elf"] = {LIB + "/libtorch_cuda.so": {"soname": "libtorch_cuda.so", "needed": NEEDED, "rpath": RPATH,
+                                                   "runpath": []}}
+    return host
+
+
+def run(host, fn):
+    return {f.code: f for f in fn(CheckContext(probe_facts(host), []))}
+
+
+def test_expand_origin():
+    assert expand_origin(["$ORIGIN/../../nvidia/cudnn/lib:${ORIGIN}"], LIB) == [SITE + "/nvidia/cudnn/lib", LIB]
+
+
+def test_healthy_torch_wheel_is_quiet_and_rpath_beats_ld_library_path():
+    host = torch_host(ldp="/usr/local/cuda/lib64", system_cudnn=("/usr/local/cuda/lib64", "libcudnn.so.9.0.0"))
+    facts = probe_facts(host)
+    cudnn = [e for e in facts.value("linkage.torch") if e["soname"] == "libcudnn.so.9"][0]
+    assert cudnn["via"] == "RPATH" and cudnn["path"] == SITE + "/nvidia/cudnn/lib/libcudnn.so.9"
+    assert not cudnn["shadowed"]
+    ctx = CheckContext(facts, [])
+    assert list(framework_linkage(ctx)) == [] and list(cudnn_version(ctx)) == []
+
+
+def test_old_system_cudnn_used_when_the_wheel_is_missing():
+    host = torch_host(cudnn_wheel=False, ldp="/usr/local/cuda/lib64",
+                      system_cudnn=("/usr/local/cuda/lib64", "libcudnn.so.9.0.0"))
+    f = run(host, cudnn_version)["cudnn.too_old_for_framework"]
+    assert f.severity == "error" and "9.1.0.70" in f.title and "9.0.0" in f.title
+    assert f.fix.commands == ["pip install 'nvidia-cudnn-cu12==9.1.0.70'"]
+
+
+def test_cudnn_nowhere_cannot_be_loaded():
+    f = run(torch_host(cudnn_wheel=False), framework_linkage)["cudnn.framework_cannot_load"]
+    assert f.severity == "error" and "libcudnn.so.9" in f.title and "torch 2.4.0+cu121" in f.title
+
+
+def test_onnxruntime_cpu_and_gpu_together():
+    # dist-info names of the two PyPI wheels (https://pypi.org/project/onnxruntime-gpu/1.19.2/).
+    files = {"onnxruntime-1.19.2.dist-info/METADATA": "Name: onnxruntime\nVersion: 1.19.2\n",
+             "onnxruntime_gpu-1.19.2.dist-info/METADATA": "Name: onnxruntime-gpu\nVersion: 1.19.2\n"}
+    f = run(site_host(files), onnxruntime_packaging)["onnxruntime.cpu_and_gpu_installed"]
+    assert f.fix.commands[0] == "pip uninstall -y onnxruntime onnxruntime-gpu"
+    alone = {k: v for k, v in files.items() if "gpu" in k}
+    assert "onnxruntime.cpu_and_gpu_installed" not in run(site_host(alone), onnxruntime_packaging)
