@@ -24,6 +24,9 @@ EXIT_OK, EXIT_FOUND_ERRORS, EXIT_USAGE = 0, 1, 2
 COMMANDS: Dict[str, tuple] = {
     "diagnose": ("envdoctor.cli.diagnose", "diagnose", "Look at the whole GPU stack and judge it."),
     "snapshot": ("envdoctor.cli.snapshot", "snapshot", "Capture this machine's raw evidence to a file."),
+    "advise": ("envdoctor.cli.advise", "advise",
+               "Newest CUDA and the exact install command per framework for this driver and GPU."),
+    "matrix": ("envdoctor.cli.matrix", "matrix", "Look up the compatibility matrix (each row with its source)."),
     "install": ("envdoctor.cli.install", "install",
                 "Print or run the steps that install a component (CUDA, cuDNN...)."),
     "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
@@ -39,6 +42,8 @@ Examples:
   envdoctor diagnose --format json > report.json
   envdoctor snapshot -o node17.json --redact-ids
   envdoctor diagnose --snapshot node17.json -v
+  envdoctor advise --driver 535.104.05 --gpu "RTX 4090"
+  envdoctor matrix torch 2.4
   envdoctor install cuda --version 12.4.1 --method redist --prefix ~/cuda-12.4 --dry-run
 """
 

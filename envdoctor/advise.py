@@ -1,0 +1,564 @@
+"""``envdoctor advise``: what this driver and GPU can run, and the exact install command per framework.
+
+Pure functions of a :class:`Target` (driver version, compute capability, OS,
+Python, platform) and the compatibility matrix.  Nothing here reads the
+machine: :func:`target_from_facts` turns probe facts into a Target, explicit
+values from the command line override it (:func:`Target.merged`).
+
+Rules used, every one from a matrix row (its ``source`` travels with the answer):
+
+* newest CUDA: ``cuda.json`` Table 3 drivers (``min_driver_linux``), the
+  minor-version compatibility floor of each major, and ``cc_min``..``cc_max``;
+* PyTorch: ``torch.json`` variants (CUDA, ``arch_list``/``ptx``, Python range);
+* TensorFlow, JAX, ONNX Runtime, CuPy, PaddlePaddle: their tables' CUDA builds,
+  Python ranges and minimum compute capabilities where the table has one.
+
+Framework wheels that bring their own CUDA runtime from pip run on any driver
+at or above their CUDA major's minor-version-compatibility floor; a build the
+driver runs natively (Table 3) is preferred over one that needs that
+compatibility, and the answer says which it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from . import matrix
+from .facts import Facts
+from .matrix import frameworks as fw
+from .matrix import hardware as hw
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "cupy", "paddle")
+
+#: Where older jaxlib CUDA wheels (before the jax-cudaNN-plugin packages) were published
+#: (https://docs.jax.dev/en/latest/installation.html, "pip installation: NVIDIA GPU" of the 0.4.x docs).
+JAX_OLD_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
+
+#: onnxruntime-gpu builds that are not the PyPI default live on these feeds
+#: (https://onnxruntime.ai/docs/install/#install-onnx-runtime-gpu-cuda-12x and ...-cuda-11x).
+ORT_FEEDS = {
+    "11": "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-11/pypi/simple/",
+    "12": "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/",
+}
+
+#: Distribution ids that CUDA's tables list under another id.
+_DISTRO_ALIAS = {"rocky": "rhel", "almalinux": "rhel", "centos": "rhel", "ol": "rhel", "redhat": "rhel"}
+
+
+class AdviseError(ValueError):
+    """An explicit value that cannot be used (bad version, unknown GPU)."""
+
+
+# --------------------------------------------------------------------------- the question
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the advice is for.  ``origin`` says where each value came from (a fact key, "--driver" ...)."""
+
+    driver: Optional[str] = None
+    cc: Optional[str] = None
+    gpu: Optional[str] = None
+    os_id: Optional[str] = None
+    os_version: Optional[str] = None
+    python: Optional[str] = None
+    platform: str = "linux-x86_64"
+    origin: Tuple[Tuple[str, str], ...] = ()
+
+    def origin_of(self, name: str) -> str:
+        return dict(self.origin).get(name, "")
+
+    def merged(self, **given: Optional[str]) -> Target:
+        """This target with the explicitly given (non-None) values replacing the machine's."""
+        values = {k: v for k, v in given.items() if v is not None}
+        origin = dict(self.origin)
+        origin.update({k: "--" + ("os" if k in ("os_id", "os_version") else k) for k in values})
+        return replace(self, origin=tuple(sorted(origin.items())), **values)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"driver": self.driver, "compute_capability": self.cc, "gpu": self.gpu, "os_id": self.os_id,
+                "os_version": self.os_version, "python": self.python, "platform": self.platform,
+                "origin": dict(self.origin)}
+
+
+def parse_driver(text: str) -> str:
+    if not re.match(r"^\d{3}(\.\d+){0,2}$", text.strip()):
+        raise AdviseError(f"--driver {text!r} is not an NVIDIA driver version such as 535.104.05")
+    return text.strip()
+
+
+def parse_cc(text: str) -> str:
+    v = hw._cc(text)
+    if v is None or len(v.release) != 2 or v.pre or v.post or v.dev or v.local:
+        known = ", ".join(r["cc"] for r in matrix.load("gpu_arch"))
+        raise AdviseError(f"--cc {text!r} is not a compute capability such as 8.6 (known: {known})")
+    return f"{v.release[0]}.{v.release[1]}"
+
+
+def parse_python(text: str) -> str:
+    v = matrix.parse_version(text)
+    if v is None or len(v.release) < 2 or v.release[0] < 2:
+        raise AdviseError(f"--python {text!r} is not a Python version such as 3.11")
+    return text.strip()
+
+
+def parse_os(text: str) -> Tuple[str, str]:
+    """``ubuntu22.04`` / ``ubuntu-22.04`` / ``rhel9`` / ``debian12`` -> (id, version)."""
+    m = re.match(r"^([a-z]+)[-_ ]?(\d+(?:\.\d+)?)$", text.strip().lower())
+    if not m:
+        raise AdviseError(f"--os {text!r} is not a distribution and version such as ubuntu22.04 or rhel9")
+    return m.group(1), m.group(2)
+
+
+def gpu_cc(name: str) -> Tuple[str, str]:
+    """(product name, cc) of a GPU name from gpus.json; AdviseError naming the known products otherwise."""
+    row = hw.gpu_product(name)
+    if row is None:
+        hits = [r for r in matrix.load("gpus") if name.strip().lower() in r["name"].lower()]
+        if len(hits) == 1 or (hits and len({r["cc"] for r in hits}) == 1):
+            row = hits[0]
+    if row is None:
+        known = ", ".join(r["name"] for r in matrix.load("gpus"))
+        raise AdviseError(f"GPU {name!r} is not in envdoctor's GPU table; give --cc instead. Known: {known}")
+    return row["name"], row["cc"]
+
+
+def target_from_facts(facts: Facts) -> Target:
+    """The machine's driver, lowest GPU compute capability, OS, Python and platform from probe facts."""
+    origin = {}  # type: Dict[str, str]
+    driver = None
+    for key in ("driver.version", "driver.kernel_module.version", "driver.userspace.version"):
+        if isinstance(facts.value(key), str):
+            driver, origin["driver"] = facts.value(key), key
+            break
+    cc = gpu = None
+    count = facts.value("gpu.count")
+    for i in range(count if isinstance(count, int) else 0):
+        c = facts.value(f"gpu.{i}.compute_capability")
+        if isinstance(c, str) and matrix.parse_version(c) is not None:
+            if cc is None or Version(c) < Version(cc):
+                cc, gpu, origin["cc"] = c, facts.value(f"gpu.{i}.name"), f"gpu.{i}.compute_capability"
+    if gpu:
+        origin["gpu"] = origin["cc"].rsplit(".", 1)[0] + ".name"
+    os_id, os_version = facts.value("os.id"), facts.value("os.version")
+    if os_id:
+        origin["os_id"] = "os.id"
+    if os_version:
+        origin["os_version"] = "os.version"
+    python = facts.value("python.version")
+    if python:
+        origin["python"] = "python.version"
+    arch = facts.value("os.arch") or "x86_64"
+    platform = "wsl2" if facts.value("os.wsl") == "WSL2" else (
+        "linux-aarch64" if arch in ("aarch64", "arm64") else "linux-x86_64")
+    return Target(driver=driver, cc=cc, gpu=gpu, os_id=os_id, os_version=os_version, python=python,
+                  platform=platform, origin=tuple(sorted(origin.items())))
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def _source(row: Dict[str, Any]) -> Dict[str, Any]:
+    src = row.get("source", {})
+    out = {"url": src.get("url"), "checked": src.get("checked"), "verified": not matrix.unverified(row)}
+    if src.get("note") and matrix.unverified(row):
+        out["note"] = src["note"]
+    return out
+
+
+@dataclass
+class CudaAdvice:
+    newest_native: Optional[str] = None
+    newest_minor_compat: Optional[str] = None
+    gpu_range: Optional[Tuple[str, str]] = None   # oldest, newest CUDA that targets the GPU
+    newest_for_gpu: Optional[str] = None           # newest CUDA driver (natively) and GPU both allow
+    newest_for_gpu_minor_compat: Optional[str] = None
+    notes: List[str] = field(default_factory=list)
+    sources: List[Dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"newest_native": self.newest_native, "newest_minor_compat": self.newest_minor_compat,
+                "gpu_cuda_range": list(self.gpu_range) if self.gpu_range else None,
+                "newest_for_gpu": self.newest_for_gpu,
+                "newest_for_gpu_minor_compat": self.newest_for_gpu_minor_compat,
+                "notes": list(self.notes), "sources": list(self.sources)}
+
+
+def _distro_supported(cuda: str, os_id: Optional[str], os_version: Optional[str]) -> Optional[bool]:
+    if not os_id or not os_version:
+        return None
+    dist = hw.distributions_for_cuda(cuda)
+    did = _DISTRO_ALIAS.get(os_id, os_id)
+    if did not in dist:
+        return None if not dist else False
+    want = os_version if did == "ubuntu" else os_version.split(".")[0]
+    return want in dist[did]
+
+
+def advise_cuda(t: Target) -> CudaAdvice:
+    a = CudaAdvice()
+    if t.driver:
+        a.newest_native = hw.newest_cuda_for_driver(t.driver)
+        a.newest_minor_compat = hw.newest_cuda_for_driver(t.driver, minor_compat=True)
+        if a.newest_native is None and a.newest_minor_compat is None:
+            a.notes.append(f"Driver {t.driver} is older than every CUDA release in the table "
+                           f"(CUDA {hw.cuda_releases()[0]['version']} needs "
+                           f"{hw.cuda_releases()[0]['min_driver_linux']}).")
+    else:
+        a.notes.append("The driver version is unknown (no NVIDIA driver found); give --driver to ask about one.")
+    if t.cc:
+        ok = hw.cuda_for_cc(t.cc)
+        if ok:
+            a.gpu_range = (ok[0], ok[-1])
+        else:
+            a.notes.append(f"No CUDA release in the table targets compute capability {t.cc}.")
+
+    def capped(limit: Optional[str]) -> Optional[str]:
+        if limit is None:
+            return None
+        if not t.cc:
+            return limit
+        fits = [v for v in hw.cuda_for_cc(t.cc) if Version(v) <= Version(limit)]
+        return fits[-1] if fits else None
+
+    a.newest_for_gpu = capped(a.newest_native)
+    a.newest_for_gpu_minor_compat = capped(a.newest_minor_compat)
+    if a.newest_native:
+        row = hw.cuda_release(a.newest_native)
+        nxt = [r for r in hw.cuda_releases() if Version(r["version"]) > Version(a.newest_native)]
+        more = (f"; CUDA {nxt[0]['version']} needs {nxt[0]['min_driver_linux']}" if nxt else "")
+        a.notes.append(f"Driver {t.driver} meets the driver that CUDA {a.newest_native} needs "
+                       f"({row['min_driver_linux']}, Table 3){more}.")
+        a.sources.append(dict(_source(row), cuda=a.newest_native))
+    if a.newest_minor_compat and a.newest_minor_compat != a.newest_native:
+        row = hw.cuda_release(a.newest_minor_compat)
+        a.notes.append(
+            f"With CUDA minor-version compatibility (driver >= {row['minor_compat_min_driver']} for "
+            f"{a.newest_minor_compat.split('.')[0]}.x) applications built with CUDA up to "
+            f"{a.newest_minor_compat} also run on driver {t.driver}, with limits: no PTX JIT of code newer "
+            f"than the driver, and some APIs fail with cudaErrorCallRequiresNewerDriver.")
+        a.sources.append(dict(_source(row), cuda=a.newest_minor_compat))
+    if t.cc and a.gpu_range:
+        lo, hi = a.gpu_range
+        if a.newest_native and a.newest_for_gpu != a.newest_native:
+            row = hw.cuda_release(a.newest_native)
+            a.notes.append(f"CUDA {a.newest_native} targets compute capability {row['cc_min']}..{row['cc_max']}, "
+                           f"not {t.cc}: CUDA {hi} is the last release for this GPU.")
+        best = a.newest_for_gpu or a.newest_for_gpu_minor_compat
+        if best and hw.cc_deprecated_in(best, t.cc):
+            later = [r["version"] for r in hw.cuda_releases() if Version(r["version"]) > Version(hi)]
+            drop = f"CUDA {later[0]} drops it" if later else "a later release will drop it"
+            a.notes.append(f"CUDA {best} still targets compute capability {t.cc} but has deprecated it "
+                           f"(nvcc warns); {drop}.")
+        if a.newest_native and a.newest_for_gpu is None and Version(lo) > Version(a.newest_native):
+            a.notes.append(f"This GPU (compute capability {t.cc}) needs CUDA {lo} or newer, "
+                           f"which needs driver {hw.min_driver_for_cuda(lo)}.")
+    best = a.newest_for_gpu or a.newest_native
+    if best:
+        sup = _distro_supported(best, t.os_id, t.os_version)
+        if sup is False:
+            dist = hw.distributions_for_cuda(best)
+            listed = "; ".join(f"{k} {', '.join(v)}" for k, v in sorted(dist.items()))
+            a.notes.append(f"CUDA {best} does not list {t.os_id} {t.os_version} among its supported "
+                           f"distributions ({listed}).")
+    return a
+
+
+# --------------------------------------------------------------------------- framework candidates
+
+
+@dataclass
+class Candidate:
+    """One installable build: a framework release x CUDA variant, newest first."""
+
+    release: str
+    variant: str
+    cuda: Optional[str]           # CUDA major.minor the build uses (for the driver check)
+    command: str
+    row: Dict[str, Any]
+    python_spec: Optional[str] = None
+    arch_ok: Optional[Callable[[str], Optional[bool]]] = None
+    arch_desc: str = ""
+    platforms: Optional[List[str]] = None
+    min_driver: Optional[str] = None      # an explicit floor from the table (jax), else from cuda.json
+    major_only: bool = False               # "12.x" builds: any minor, minor-version compatibility by design
+    experimental: bool = False
+    notes: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    native: bool = False
+    reasons: List[str] = field(default_factory=list)
+    driver_note: str = ""
+
+
+def _driver_needs(c: Candidate) -> Tuple[Optional[str], Optional[str]]:
+    """(driver that runs it natively, driver that runs it under minor-version compatibility)."""
+    if c.min_driver:
+        return c.min_driver, c.min_driver
+    if not c.cuda:
+        return None, None
+    compat = hw.min_driver_for_cuda(c.cuda, minor_compat=True)
+    native = compat if c.major_only else hw.min_driver_for_cuda(c.cuda)
+    return native, compat
+
+
+def judge(c: Candidate, t: Target) -> Verdict:
+    reasons = []
+    if t.python and c.python_spec:
+        spec = SpecifierSet(c.python_spec)
+        v = Version(t.python)
+        if not spec.contains(Version(f"{v.release[0]}.{v.release[1]}"), prereleases=True):
+            reasons.append(f"needs Python {c.python_spec}, not {t.python}")
+    if c.platforms is not None and t.platform not in c.platforms:
+        reasons.append(f"has no GPU build for {t.platform} (only {', '.join(c.platforms) or 'none'})")
+    if t.cc and c.arch_ok is not None and c.arch_ok(t.cc) is False:
+        reasons.append(f"has no code for compute capability {t.cc} ({c.arch_desc})")
+    native_ok = True
+    note = ""
+    if t.driver:
+        native, compat = _driver_needs(c)
+        cuda = f"CUDA {c.cuda.split('.')[0]}.x" if c.major_only and c.cuda else f"CUDA {c.cuda}"
+        if compat is not None and Version(t.driver) < Version(compat):
+            if native == compat:
+                reasons.append(f"needs driver >= {compat} for {cuda}; driver {t.driver} is older")
+            else:
+                reasons.append(f"needs driver >= {native} for {cuda} (>= {compat} with minor-version "
+                               f"compatibility); driver {t.driver} is older")
+        elif native is not None and Version(t.driver) < Version(native):
+            native_ok = False
+            note = (f"runs on driver {t.driver} through CUDA minor-version compatibility ({cuda} natively needs "
+                    f"{native}; the {c.cuda.split('.')[0]}.x floor is {compat})")
+    return Verdict(ok=not reasons, native=native_ok, reasons=reasons, driver_note=note)
+
+
+def _pip_version(version: str) -> str:
+    """A pip pin for a matrix release: "2.7" -> "==2.7.*", "1.18.1" -> "==1.18.1"."""
+    return f"=={version}.*" if len(Version(version).release) == 2 else f"=={version}"
+
+
+def torch_candidates() -> List[Candidate]:
+    out = []
+    for row in reversed(matrix.load("torch")):
+        for var in reversed(row["variants"]):
+            archs = var["arch_list"]
+            desc = "its wheels carry sm_" + ", sm_".join(a.replace(".", "") for a in archs)
+            desc += f" + PTX {var['ptx']}" if var.get("ptx") else ", no PTX"
+            out.append(Candidate(
+                release=row["version"], variant=var["tag"], cuda=var["cuda"], row=row,
+                command=f'pip install "torch{_pip_version(row["version"])}" --index-url {var["index_url"]}',
+                python_spec=row.get("python"), arch_desc=desc,
+                arch_ok=lambda cc, var=var: fw.torch_supports_arch(var, cc),
+                experimental=var.get("channel") == "experimental",
+                notes=["experimental CUDA variant of this release (RELEASE.md)"]
+                if var.get("channel") == "experimental" else []))
+    return out
+
+
+def tensorflow_candidates() -> List[Candidate]:
+    out = []
+    for row in reversed(matrix.load("tensorflow")):
+        pin = _pip_version(row["version"])
+        if row.get("pip_extra"):
+            cmd = f'pip install "{row["pip_extra"]}{pin}"'
+            notes = ["brings CUDA {} and cuDNN {} from PyPI".format(row["cuda"], row["cudnn"])]
+        else:
+            cmd = f'pip install "tensorflow{pin}"'
+            notes = ["needs CUDA {} and cuDNN {} installed on the system".format(row["cuda"], row["cudnn"])]
+        out.append(Candidate(release=row["version"], variant=f"cuda{row['cuda']}", cuda=row["cuda"], row=row,
+                             command=cmd, python_spec=row.get("python"), platforms=list(row["gpu_platforms"]),
+                             notes=notes))
+    return out
+
+
+def _spec_text(spec: str) -> str:
+    return ",".join(sorted(str(s) for s in SpecifierSet(spec)))
+
+
+def jax_candidates() -> List[Candidate]:
+    out = []
+    for row in reversed(matrix.load("jax")):
+        variants = sorted(row["variants"], key=lambda v: Version(v["cuda_built"]), reverse=True)
+        for var in variants:
+            cmd = f'pip install "{var["pip_extra"]}{_spec_text(row["jax"])}"'
+            notes = []
+            if var.get("plugin") is None:
+                cmd += f" -f {JAX_OLD_FIND_LINKS}"
+                if "_local" in var["pip_extra"]:
+                    notes.append(f"uses the CUDA {var['cuda']} and cuDNN {var['cudnn']} installed on the system")
+            low = min((s.version for s in SpecifierSet(var["cuda"]) if s.operator in (">=", "==")), key=Version)
+            out.append(Candidate(
+                release=_spec_text(row["jax"]), variant=var["tag"], cuda=low, row=row, command=cmd,
+                min_driver=var.get("min_driver"), major_only=True,
+                arch_desc=f"needs compute capability {row['min_sm']}+",
+                arch_ok=lambda cc, row=row: Version(cc) >= Version(row["min_sm"]), notes=notes))
+    return out
+
+
+def onnxruntime_candidates() -> List[Candidate]:
+    out = []
+    for row in reversed(matrix.load("onnxruntime")):
+        builds = sorted(row["builds"], key=lambda b: Version(b["cuda"].replace("x", "0")), reverse=True)
+        for b in builds:
+            cmd = f'pip install "onnxruntime-gpu{_pip_version(row["version"])}"'
+            if not b.get("pypi_default"):
+                cmd += " --extra-index-url " + ORT_FEEDS.get(b["cuda_major"], "")
+            cuda = b["cuda"].replace(".x", ".0")
+            notes = [f"needs CUDA {b['cuda']} and cuDNN {b['cudnn']} libraries (system or nvidia-* wheels)"]
+            if b.get("note"):
+                notes.append(b["note"])
+            out.append(Candidate(release=row["version"], variant=f"cuda{b['cuda']}", cuda=cuda, row=row,
+                                 command=cmd, major_only=b["cuda"].endswith(".x"), notes=notes))
+    return out
+
+
+def cupy_candidates() -> List[Candidate]:
+    out = []
+    for row in reversed(matrix.load("cupy")):
+        for p in reversed(row["packages"]):
+            low = min((s.version for s in SpecifierSet(p["cuda"]) if s.operator in (">=", "==")), key=Version)
+            out.append(Candidate(
+                release=row["version"], variant=p["package"], cuda=low, row=row,
+                command=f'pip install "{p["package"]}=={row["version"]}.*"', python_spec=row.get("python"),
+                major_only=p["package"].endswith("x"), arch_desc=f"needs compute capability {row['min_cc']}+",
+                arch_ok=lambda cc, row=row: Version(cc) >= Version(row["min_cc"])))
+    return out
+
+
+def paddle_candidates() -> List[Candidate]:
+    out = []
+    for row in reversed(matrix.load("paddle")):
+        for var in sorted(row["variants"], key=lambda v: Version(v["cuda"]), reverse=True):
+            notes = []
+            if var.get("index_url"):
+                cmd = f'pip install "{row["package"]}{_pip_version(row["version"])}" -i {var["index_url"]}'
+            elif var.get("pypi_default"):
+                cmd = f'pip install "{row["package"]}{_pip_version(row["version"])}"'
+            else:
+                cmd = f"pip install {row['package']}=={row['version']}.<patch>.{var['tag']} -f {var['find_links']}"
+                notes.append(f"the matrix does not record {row['version']}.x patch releases: use the newest "
+                             f"{row['version']}.x.{var['tag']} listed on that page")
+            out.append(Candidate(release=row["version"], variant=var["tag"], cuda=var["cuda"], row=row,
+                                 command=cmd, python_spec=row.get("python"), notes=notes))
+    return out
+
+
+CANDIDATES = {
+    "torch": torch_candidates, "tensorflow": tensorflow_candidates, "jax": jax_candidates,
+    "onnxruntime": onnxruntime_candidates, "cupy": cupy_candidates, "paddle": paddle_candidates,
+}
+
+
+@dataclass
+class FrameworkAdvice:
+    framework: str
+    release: Optional[str] = None
+    variant: Optional[str] = None
+    cuda: Optional[str] = None
+    command: Optional[str] = None
+    native: bool = True
+    notes: List[str] = field(default_factory=list)
+    passed_over: List[Dict[str, Any]] = field(default_factory=list)
+    source: Optional[Dict[str, Any]] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"framework": self.framework, "release": self.release, "variant": self.variant, "cuda": self.cuda,
+                "command": self.command, "runs_natively": self.native if self.command else None,
+                "notes": list(self.notes), "passed_over": list(self.passed_over), "source": self.source}
+
+
+def choose(framework: str, candidates: Iterable[Candidate], t: Target) -> FrameworkAdvice:
+    """The newest release with a build that fits; within it a native, non-experimental, newest-CUDA build."""
+    cands = list(candidates)
+    verdicts = [(c, judge(c, t)) for c in cands]
+    advice = FrameworkAdvice(framework)
+    fitting = [(i, c, v) for i, (c, v) in enumerate(verdicts) if v.ok]
+    chosen = None  # type: Optional[Tuple[int, Candidate, Verdict]]
+    if fitting:
+        release = fitting[0][1].release
+        same = [x for x in fitting if x[1].release == release]
+        chosen = max(same, key=lambda x: (x[2].native, not x[1].experimental, -x[0]))
+    for i, (c, v) in enumerate(verdicts):
+        if chosen is not None:
+            if i == chosen[0]:
+                continue
+            if i > chosen[0]:
+                if c.release != chosen[1].release:
+                    break  # older releases: not "passed over"
+                if not (v.ok and chosen[2].native is False and v.native):
+                    continue  # older CUDA builds of the chosen release
+            if v.ok and c.release == chosen[1].release:
+                if chosen[2].native and not v.native:
+                    why = f"runs only through minor-version compatibility, while {chosen[1].variant} runs natively"
+                elif c.experimental and not chosen[1].experimental:
+                    why = f"experimental variant; {chosen[1].variant} is a stable one"
+                else:
+                    continue
+                advice.passed_over.append({"release": c.release, "variant": c.variant, "reasons": [why],
+                                           "kind": "preferred_other"})
+                continue
+        if not v.ok:
+            advice.passed_over.append({"release": c.release, "variant": c.variant, "reasons": list(v.reasons),
+                                       "kind": _kind(v.reasons)})
+    if chosen is None:
+        advice.notes.append(f"No {framework} build in the matrix fits this machine.")
+        return advice
+    c, v = chosen[1], chosen[2]
+    advice.release, advice.variant, advice.cuda, advice.command = c.release, c.variant, c.cuda, c.command
+    advice.native = v.native
+    advice.notes.extend(c.notes)
+    if v.driver_note:
+        advice.notes.append(v.driver_note)
+    if not t.cc and c.arch_ok is not None:
+        advice.notes.append("GPU compute capability unknown: not checked against " + c.arch_desc)
+    if not t.driver:
+        advice.notes.append("driver unknown: not checked against the driver")
+    if not t.python and c.python_spec:
+        advice.notes.append(f"Python unknown: this release needs Python {c.python_spec}")
+    advice.source = _source(c.row)
+    if not advice.source["verified"]:
+        advice.notes.append("the matrix row behind this answer is not verified against its source")
+    return advice
+
+
+def _kind(reasons: List[str]) -> str:
+    text = " ".join(reasons)
+    for word, kind in (("driver", "driver"), ("compute capability", "architecture"), ("Python", "python"),
+                       ("GPU build", "platform")):
+        if word in text:
+            return kind
+    return "other"
+
+
+# --------------------------------------------------------------------------- the whole answer
+
+
+@dataclass
+class Advice:
+    target: Target
+    cuda: CudaAdvice
+    frameworks: List[FrameworkAdvice]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"target": self.target.to_dict(), "cuda": self.cuda.to_dict(),
+                "frameworks": [f.to_dict() for f in self.frameworks]}
+
+    def framework(self, name: str) -> FrameworkAdvice:
+        return next(f for f in self.frameworks if f.framework == name)
+
+
+def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS) -> Advice:
+    """The newest CUDA and, per framework, the build to install for this target."""
+    return Advice(target=t, cuda=advise_cuda(t),
+                  frameworks=[choose(name, CANDIDATES[name](), t) for name in frameworks])
+
+
+__all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "gpu_cc", "parse_cc",
+           "parse_driver", "parse_os", "parse_python", "target_from_facts"]
