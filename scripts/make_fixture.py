@@ -38,7 +38,7 @@ MACHINES = os.path.join(REPO, "tests", "machines")
 #: machine.json keys copied into the snapshot as they are.
 _COPIED = ("environ", "python", "uname", "nvml")
 #: machine.json keys that describe the fixture, never part of the snapshot.
-_META = ("description", "sources", "expect", "expect_absent", "notes")
+_META = ("description", "sources", "expect", "expect_absent", "expect_findings", "findings_reviewed", "notes")
 
 
 class FixtureError(Exception):

@@ -366,6 +366,7 @@ EXPECTED = {
     "ubuntu2204-a100-mig": [],
     "ubuntu2404-driver-mismatch": ["driver.library_mismatch"],
     "ubuntu2404-open-module-no-nvml": ["driver.userspace_missing"],
+    "ubuntu2204-hostile-broken": ["driver.nvml_hung"],
     "wsl2-ubuntu2204-rtx4070": [],
 }
 

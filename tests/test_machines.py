@@ -169,3 +169,59 @@ def test_laptop_without_gpu_has_no_driver_or_cuda():
     assert facts["gpu.count"].value == 0
     assert facts["driver.installed"].value is False
     assert facts["cuda.toolkits"].value == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_expected_findings(name):
+    """The finding codes diagnose() gives on each machine, compared EXACTLY with machine.json's
+    "expect_findings" once the machine's list is reviewed ("findings_reviewed": true) or when
+    ENVDOCTOR_CHECK_FINDINGS=1 asks for every machine."""
+    meta = _meta(name)
+    assert isinstance(meta.get("expect_findings"), list), "%s: machine.json needs an \"expect_findings\" list" % name
+    if not (meta.get("findings_reviewed") is True or os.environ.get("ENVDOCTOR_CHECK_FINDINGS") == "1"):
+        pytest.skip("expect_findings not reviewed yet (set ENVDOCTOR_CHECK_FINDINGS=1 to compare)")
+    got = sorted({f.code for f in diagnose(load_machine(name)).findings})
+    assert got == sorted(set(meta["expect_findings"])), "%s: finding codes %r, expected %r" % (
+        name, got, sorted(set(meta["expect_findings"])))
+
+
+def test_hostile_machine_says_unknown_or_timed_out_with_reasons():
+    """Truncated /proc file, garbled taint and daemon.json, hung NVML/nvidia-smi/dkms/nvcc, corrupt
+    ldconfig output: every affected fact says unknown or timed_out and why; nothing crashes."""
+    name = "ubuntu2204-hostile-broken"
+    results = run_probes(load_machine(name))
+    assert all(r.status == "ok" for r in results), [(r.name, r.status, r.error) for r in results]
+    facts = {f.key: f for r in results for f in r.facts}
+    want = {
+        "driver.kernel_module.version": ("unknown", "unexpected contents of /proc/driver/nvidia/version"),
+        "driver.kernel_module.flavor": ("unknown", "cannot tell open from proprietary"),
+        "driver.version": ("timed_out", "timed out"),
+        "driver.cuda_version": ("timed_out", "timed out"),
+        "driver.dkms.status": ("timed_out", "timed out"),
+        "gpu.status": ("timed_out", "driver not working"),
+        "gpu.0.name": ("unknown", "NVML gave no answer"),
+        "cuda.nvcc": ("timed_out", "hung"),
+        "compiler.gcc": ("unknown", "unexpected output"),
+        "libraries.ld_cache": ("unknown", "unexpected output of ldconfig -p"),
+        "container.daemon_json": ("unknown", "not valid JSON"),
+    }
+    for key, (status, why) in want.items():
+        fact = facts.get(key)
+        assert fact is not None, "no fact %s" % key
+        assert fact.status == status, "%s is %s (%s), expected %s" % (key, fact.status, fact.reason, status)
+        assert fact.value is None, "%s guessed a value: %r" % (key, fact.value)
+        assert fact.reason and why in fact.reason, "%s: reason %r lacks %r" % (key, fact.reason, why)
+    # NVML's status is itself known: it timed out; the PCI bus still shows the GPU
+    assert facts["driver.nvml.status"].value == "timed_out"
+    assert facts["gpu.count"].value == 1
+    assert facts["gpu.0.pci_device_id"].value == "10de:20b2"
+    assert diagnose(load_machine(name)) is not None
+
+
+def test_enriched_machines_show_their_driver_from_every_side():
+    """PCI bus, /proc, taint, user-space libraries and the loader cache agree on a healthy machine."""
+    facts = _fact_map("centosstream9-8xh100")
+    assert [d["device_id"] for d in facts["gpu.pci_devices"].value] == ["10de:2330"] * 8
+    assert facts["driver.kernel_module.flavor"].value == "proprietary"
+    assert facts["driver.userspace.version"].value == facts["driver.version"].value == "535.154.05"
+    assert sorted(c["version"] for c in facts["libraries.cudnn"].value if c.get("version")) == ["8.8.0", "9.6.0"]
