@@ -1,6 +1,235 @@
 """Install recipes: pure functions ``(request, target, facts) -> Plan``.
 
-One module per component and method, e.g. :mod:`recipes.cuda_redist` (CUDA or
-cuDNN from NVIDIA's redistributable archives, into a prefix, without root).
-A recipe never touches the machine; the executor alone does.
+One module per component (``recipes.cuda``, ``recipes.driver`` ...), each
+exposing ``COMPONENT``, ``METHODS``, ``default_method(target)``, ``versions()``
+and ``plan(request, target, facts)``.  :mod:`recipes.cuda_redist` holds the
+no-root redist method (CUDA or cuDNN into a prefix); it needs a manifest
+fetched by the caller, so the CLI drives it directly.
+
+A recipe never touches the machine; the executor alone does.  This module
+holds the shared vocabulary: :class:`Target`, :class:`Request`,
+:class:`RecipeError`, the registry :data:`RECIPES`, and the helpers for
+NVIDIA's CUDA package repositories that several recipes use.
 """
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from packaging.version import Version
+
+from envdoctor.install.plan import RunCommand, Step, exists
+
+
+class RecipeError(Exception):
+    """An unsupported or impossible request; ``alternatives`` are shown to the user (CLI exit 2)."""
+
+    def __init__(self, message: str, alternatives: Optional[Sequence[str]] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.alternatives: List[str] = list(alternatives or [])
+
+    def __str__(self) -> str:
+        if not self.alternatives:
+            return self.message
+        return self.message + "\n  alternatives:\n" + "\n".join("    " + a for a in self.alternatives)
+
+
+# -- targets ---------------------------------------------------------------
+FAMILY = {"ubuntu": "debian", "debian": "debian", "centos": "rhel", "rhel": "rhel", "rocky": "rhel",
+          "almalinux": "rhel"}
+ARCHES = ("x86_64", "aarch64")
+
+SUPPORTED_TARGETS = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12", "centos7", "rhel8", "rhel9",
+                     "rocky8", "rocky9", "almalinux8", "almalinux9"]
+
+
+@dataclass(frozen=True)
+class Target:
+    os_id: str  # "ubuntu", "debian", "centos", "rhel", "rocky", "almalinux"
+    version: str  # "22.04", "12", "7", "8", "9"
+    family: str  # "debian" | "rhel"
+    arch: str = "x86_64"  # "x86_64" | "aarch64"
+
+    @property
+    def label(self) -> str:
+        return f"{self.os_id}{self.version}"
+
+    @property
+    def describe(self) -> str:
+        return f"{self.label} {self.arch}"
+
+    @property
+    def matrix_distro(self) -> str:
+        """The key of cuda.json ``distributions``: RHEL rebuilds (CentOS, Rocky, Alma) count as rhel."""
+        return "rhel" if self.family == "rhel" else self.os_id
+
+    @property
+    def repo_distro(self) -> str:
+        """NVIDIA's repository folder name: ubuntu2204, debian12, rhel9 (rebuilds use RHEL's)."""
+        if self.family == "rhel":
+            return "rhel" + self.version
+        return self.os_id + self.version.replace(".", "")
+
+    @property
+    def repo_arch(self) -> str:
+        """NVIDIA's repository architecture folder: x86_64, or sbsa for 64-bit Arm servers."""
+        return "sbsa" if self.arch == "aarch64" else "x86_64"
+
+    @property
+    def package_manager(self) -> str:
+        if self.family == "debian":
+            return "apt-get"
+        return "yum" if self.version == "7" else "dnf"
+
+
+_TARGET = re.compile(r"^(ubuntu|debian|centos|rhel|rocky|almalinux)([0-9]+(?:\.[0-9]+)?)(?:-(x86_64|aarch64))?$")
+
+
+def parse_target(text: str, arch: str = "x86_64") -> Target:
+    """``ubuntu22.04``, ``rhel9``, ``rocky8-aarch64`` -> Target; RecipeError for anything else."""
+    m = _TARGET.match((text or "").strip().lower())
+    if not m or f"{m.group(1)}{m.group(2)}" not in SUPPORTED_TARGETS:
+        raise RecipeError(f"--os {text!r} is not a supported target system",
+                          ["--os " + t for t in SUPPORTED_TARGETS])
+    a = m.group(3) or arch
+    if a not in ARCHES:
+        raise RecipeError(f"architecture {a!r} is not supported", [f"--os {m.group(1)}{m.group(2)}-{x}"
+                                                                      for x in ARCHES])
+    return Target(m.group(1), m.group(2), FAMILY[m.group(1)], a)
+
+
+def target_from_facts(facts: Any) -> Target:
+    """This machine's target from the ``os.id``, ``os.version`` and ``os.arch`` facts."""
+    os_id = str(facts.value("os.id") or "")
+    version = str(facts.value("os.version") or "")
+    arch = str(facts.value("os.arch") or "x86_64")
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
+    if FAMILY.get(os_id) == "rhel":
+        version = version.split(".")[0]
+    elif os_id == "debian":
+        version = version.split(".")[0]
+    label = f"{os_id}{version}" if os_id else "an unknown system"
+    if os_id not in FAMILY or f"{os_id}{version}" not in SUPPORTED_TARGETS:
+        raise RecipeError(f"this machine ({label}) is not a supported install target; plan for one with --os",
+                          ["--os " + t for t in SUPPORTED_TARGETS])
+    if arch not in ARCHES:
+        raise RecipeError(f"this machine's architecture {arch!r} is not supported")
+    return Target(os_id, version, FAMILY[os_id], arch)
+
+
+# -- requests --------------------------------------------------------------
+@dataclass(frozen=True)
+class Request:
+    component: str
+    version: Optional[str]
+    method: Optional[str]
+    prefix: Optional[str] = None
+    mirror: Optional[str] = None
+    force: bool = False
+    python: Optional[str] = None  # interpreter for pip
+    with_driver: bool = False
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+# -- registry --------------------------------------------------------------
+RECIPES: Dict[str, str] = {
+    "driver": "recipes.driver",
+    "cuda": "recipes.cuda",
+    "cudnn": "recipes.cudnn",
+    "nccl": "recipes.nccl",
+    "container-toolkit": "recipes.container_toolkit",
+    "pytorch": "recipes.pytorch",
+    "tensorflow": "recipes.tensorflow",
+    "jax": "recipes.jax",
+}
+
+
+def load_recipe(component: str) -> ModuleType:
+    """The recipe module of ``component`` (imported on first use)."""
+    if component not in RECIPES:
+        raise RecipeError(f"no recipe for {component!r}", sorted(RECIPES))
+    return importlib.import_module(RECIPES[component])
+
+
+def pick_method(module: Any, request: Request, target: Target) -> str:
+    method = request.method or module.default_method(target)
+    if method not in module.METHODS:
+        raise RecipeError(f"{module.COMPONENT} cannot be installed with --method {method}",
+                          [f"--method {m}" for m in module.METHODS])
+    return method
+
+
+def pick_version(wanted: str, known: Sequence[str], component: str) -> str:
+    """``wanted`` itself when known, else the newest known with ``wanted`` as prefix ("12.4" -> "12.4.1").
+
+    RecipeError listing the known versions otherwise.  ``wanted`` must already be validated.
+    """
+    if wanted in known:
+        return wanted
+    w = Version(wanted).release
+    matches = [k for k in known if Version(k).release[:len(w)] == w]
+    if matches:
+        return max(matches, key=Version)
+    raise RecipeError(f"{component} {wanted} is not a version envdoctor knows",
+                      ["--version " + k for k in known])
+
+
+# -- NVIDIA's CUDA package repository (driver, CUDA, cuDNN, NCCL all come from it) --
+REPO_BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
+#: The apt keyring package NVIDIA's guide installs; it also writes the repo's sources list.
+#: https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ ("Network Repository Installation", Ubuntu/Debian)
+KEYRING_DEB = "cuda-keyring_1.1-1_all.deb"
+KEYRING_FILE = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+DOWNLOAD_DIR = "/var/tmp/envdoctor"
+
+
+def repo_url(target: Target) -> str:
+    return f"{REPO_BASE}/{target.repo_distro}/{target.repo_arch}"
+
+
+def repo_steps(target: Target) -> List[Step]:
+    """Enable NVIDIA's CUDA repository on ``target`` (skipped when already enabled)."""
+    url = repo_url(target)
+    if target.family == "debian":
+        deb = f"{DOWNLOAD_DIR}/{KEYRING_DEB}"
+        # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Ubuntu / Debian, network repo):
+        #   wget https://developer.download.nvidia.com/compute/cuda/repos/<distro>/<arch>/cuda-keyring_1.1-1_all.deb
+        #   sudo dpkg -i cuda-keyring_1.1-1_all.deb ; sudo apt-get update
+        # NVIDIA publishes no checksum for the keyring package, so this is a plain HTTPS fetch (as in the
+        # guide), not a Download step (which requires a sha256); every package apt installs afterwards
+        # is verified against the key it holds.
+        return [
+            Step("fetch-cuda-keyring", f"fetch NVIDIA's repository key package {KEYRING_DEB} over HTTPS",
+                 RunCommand(["curl", "-fsSL", "--create-dirs", "-o", deb, f"{url}/{KEYRING_DEB}"]),
+                 needs_root=True, done_if=[exists(KEYRING_FILE)], verify=[]),
+            Step("install-cuda-keyring", "install it (adds the NVIDIA CUDA apt repository)",
+                 RunCommand(["dpkg", "-i", deb]), needs_root=True, done_if=[exists(KEYRING_FILE)],
+                 verify=[exists(KEYRING_FILE)]),
+            Step("apt-update", "refresh the package lists", RunCommand(["apt-get", "update"]), needs_root=True),
+        ]
+    repo_file = f"cuda-{target.repo_distro}.repo"
+    dest = f"/etc/yum.repos.d/{repo_file}"
+    if target.package_manager == "yum":
+        # CentOS 7 / RHEL 7 (https://docs.nvidia.com/cuda/archive/12.3.2/cuda-installation-guide-linux/):
+        #   sudo yum-config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/rhel7/x86_64/cuda-rhel7.repo
+        argv = ["yum-config-manager", "--add-repo", f"{url}/{repo_file}"]
+    else:
+        # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (RHEL / Rocky, network repo):
+        #   sudo dnf config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/cuda-rhel9.repo
+        argv = ["dnf", "config-manager", "--add-repo", f"{url}/{repo_file}"]
+    return [Step("add-cuda-repo", f"add NVIDIA's CUDA repository ({repo_file})", RunCommand(argv),
+                 needs_root=True, done_if=[exists(dest)], verify=[exists(dest)])]
+
+
+def install_step(target: Target, step_id: str, title: str, packages: Sequence[str]) -> Step:
+    """``apt-get install -y ...`` / ``dnf install -y ...`` / ``yum install -y ...`` as root."""
+    return Step(step_id, title, RunCommand([target.package_manager, "install", "-y", *packages]), needs_root=True)
+
+
+def target_note(target: Target) -> str:
+    return f"Planned for {target.describe}; NVIDIA repository {repo_url(target)}/"

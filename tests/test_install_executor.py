@@ -223,7 +223,7 @@ def test_good_mirror_loses_its_trailing_slash():
     (["--version", "12.4.1", "--prefix", "/scratch/cuda", "--mirror", "ftp://x/y"], "must be an http"),
     (["--version", "12.4.1", "--prefix", "/scratch/cuda", "--components", "cuda_nvcc;id"], "not a redist component"),
     (["--version", "12.4.1", "--prefix", "/scratch/cuda", "--platform", "linux-x86_64 -rf"], "platform"),
-    (["--version", "12.4.1"], "--prefix is required"),
+    (["--version", "12.4.1", "--method", "redist"], "--prefix is required"),
 ])
 def test_cli_refuses_hostile_values_with_exit_2_before_any_network(args, message, monkeypatch):
     import envdoctor.install.download as dl

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
@@ -36,23 +36,85 @@ def _default_platform() -> str:
     return LiveHost().uname().get("machine", "")
 
 
+def _machine_facts(snapshot: Optional[str], timeout: float) -> Any:
+    """This machine's facts (or a snapshot's): what the recipes pre-check against."""
+    from ..facts import Facts
+    from ..probes import run_probes
+
+    if snapshot:
+        from ..host.snapshot import SnapshotError, SnapshotHost, load_snapshot
+
+        try:
+            host: Any = SnapshotHost(load_snapshot(snapshot), snapshot)
+        except SnapshotError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+        deadline = None
+    else:
+        from .common import live_host
+
+        host, deadline = live_host(timeout, None)
+    facts = Facts()
+    for res in run_probes(host, deadline=deadline):
+        for f in res.facts:
+            facts.add(f)
+    return facts
+
+
+def list_text() -> str:
+    """``envdoctor install --list``: components, their methods (default first) and target systems."""
+    import importlib
+
+    from recipes import RECIPES, SUPPORTED_TARGETS, parse_target
+
+    lines = ["Components (methods; * marks the default on ubuntu22.04):"]
+    probe = parse_target("ubuntu22.04")
+    for name in sorted(RECIPES):
+        try:
+            mod = importlib.import_module(RECIPES[name])
+        except ImportError:
+            lines.append(f"  {name:<18} (not available yet)")
+            continue
+        default = mod.default_method(probe)
+        methods = ", ".join(m + ("*" if m == default else "") for m in mod.METHODS)
+        known = mod.versions()
+        vers = f"; versions {known[0]} .. {known[-1]}" if known else ""
+        lines.append(f"  {name:<18} {methods}{vers}")
+    lines.append("Target systems (--os): " + " ".join(SUPPORTED_TARGETS) + "  (append -aarch64 for Arm servers)")
+    return "\n".join(lines) + "\n"
+
+
 @click.command("install", epilog="""\b
 Examples:
-  envdoctor install cuda --version 12.4.1 --prefix ~/cuda-12.4 --dry-run   # review the plan
-  envdoctor install cuda --version 12.4.1 --prefix ~/cuda-12.4 --yes       # no root needed
-  envdoctor install cuda --version 12.4.1 --prefix /scratch/cuda \\
-      --mirror https://mirror.example.org/cuda/redist --components cuda_cudart,cuda_nvcc
+  envdoctor install --list                                   # components, methods, target systems
+  envdoctor install cuda --version 12.4 --dry-run            # NVIDIA's repo, this machine's OS
+  envdoctor install cuda --version 12.8 --with-driver --yes  # driver too (a reboot follows)
+  envdoctor install cuda --version 12.4.1 --method runfile --os rhel9 --dry-run
+  envdoctor install driver --version 550 --os ubuntu22.04 --format sh > driver.sh
+  envdoctor install container-toolkit --yes
+  envdoctor install cuda --version 12.4.1 --prefix ~/cuda-12.4 --dry-run   # redist, no root
   envdoctor install cudnn --version 9.1.0 --prefix ~/cudnn-9.1 --cuda-variant cuda12
 \b
 Exit codes: 0 installed (or nothing to do, or a dry run); 1 a step failed (the
 message gives the command that resumes); 2 could not run as asked (bad option,
-manifest unreachable or invalid, prefix exists without --force, root needed,
-no confirmation).""")
-@click.argument("component", type=click.Choice(["cuda", "cudnn"]))
-@click.option("--version", "version", required=True, metavar="X.Y.Z",
-              help="Release to install, as in NVIDIA's redistrib_X.Y.Z.json (e.g. 12.4.1, or 9.1.0 for cuDNN).")
-@click.option("--method", type=click.Choice(["redist"]), default="redist", show_default=True,
-              help="redist: NVIDIA's redistributable archives into --prefix, no root needed.")
+unsupported combination, manifest unreachable or invalid, prefix exists without
+--force, root needed, no confirmation).""")
+@click.argument("component", required=False)
+@click.option("--list", "list_", is_flag=True, help="List components, methods and target systems, then exit.")
+@click.option("--version", "version", metavar="VERSION",
+              help="Release to install: 12.4 (its newest update) or 12.4.1; a driver branch (550); redist: "
+                   "as in NVIDIA's redistrib_X.Y.Z.json (12.4.1, or 9.1.0 for cuDNN). Default: the newest "
+                   "the target supports.")
+@click.option("--method", metavar="METHOD",
+              help="repo, runfile, redist, pip, conda, docker (see --list). Default: the vendor's recommended "
+                   "one; redist when --prefix is given for cuda/cudnn.")
+@click.option("--os", "os_name", metavar="TARGET", help="Plan for this system instead of this machine, e.g. "
+                                                         "ubuntu22.04, rhel9, rocky8-aarch64 (see --list).")
+@click.option("--with-driver", is_flag=True, help="Also install the driver the component needs (a reboot follows).")
+@click.option("--python", "python_exe", metavar="PATH", help="pip methods: the interpreter to install for.")
+@click.option("--option", "extra", multiple=True, metavar="KEY=VALUE",
+              help="Recipe option, e.g. flavor=proprietary (driver), cuda=12 (cuDNN), symlink=yes (runfile).")
+@click.option("--snapshot", "snapshot", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Pre-check against a snapshot's facts instead of this machine's (with --dry-run).")
 @click.option("--prefix", metavar="DIR", envvar="ENVDOCTOR_PREFIX",
               help="Install directory (created; never overwritten without --force). [env: ENVDOCTOR_PREFIX]")
 @click.option("--components", "components", multiple=True, metavar="NAMES",
@@ -65,10 +127,10 @@ no confirmation).""")
 @click.option("--cuda-variant", default="", metavar="cudaNN", help="cuDNN only: the CUDA major it is built for "
                                                                   "(cuda11, cuda12; default: the newest).")
 @click.option("--dry-run", is_flag=True, help="Print the plan (a reviewable script) and change nothing.")
-@click.option("--format", "fmt", type=click.Choice(["sh", "json"]), default="sh", show_default=True,
-              help="Dry-run output: a bash script that runs as-is, or JSON.")
+@click.option("--format", "fmt", type=click.Choice(["text", "sh", "json"]), default="sh", show_default=True,
+              help="Dry-run output: a bash script that runs as-is, JSON, or a numbered list of steps (text).")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
-@click.option("--force", is_flag=True, help="Replace an existing --prefix.")
+@click.option("--force", is_flag=True, help="Replace an existing --prefix; reinstall what is already installed.")
 @click.option("--log-file", metavar="FILE", help="Where to log each step (default: "
                                                  "~/.local/state/envdoctor/logs/install-TIME.log).")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True, metavar="SECONDS",
@@ -76,16 +138,40 @@ no confirmation).""")
                                                         "data. [env: ENVDOCTOR_DOWNLOAD_TIMEOUT]")
 @click.option("--retries", type=click.IntRange(0, 20), default=3, show_default=True,
               help="Further attempts per download (each resumes where the last stopped).")
-def install(component: str, version: str, method: str, prefix: Optional[str], components: Tuple[str, ...],
-            mirror: Optional[str], platform: Optional[str], cuda_variant: str, dry_run: bool, fmt: str, yes: bool,
-            force: bool, log_file: Optional[str], timeout: float, retries: int) -> None:
-    """Install COMPONENT (cuda or cudnn) into a directory of your own, without root.
+def install(component: Optional[str], list_: bool, version: Optional[str], method: Optional[str],
+            os_name: Optional[str], with_driver: bool, python_exe: Optional[str], extra: Tuple[str, ...],
+            snapshot: Optional[str], prefix: Optional[str], components: Tuple[str, ...], mirror: Optional[str],
+            platform: Optional[str], cuda_variant: str, dry_run: bool, fmt: str, yes: bool, force: bool,
+            log_file: Optional[str], timeout: float, retries: int) -> None:
+    """Install COMPONENT (driver, cuda, cudnn, nccl, container-toolkit ...).
 
-    Downloads NVIDIA's redistrib manifest for --version, then its archives,
-    verifies each against the manifest's sha256, unpacks them beside the
-    prefix and moves the finished tree into place in one step. Re-running
-    skips what is already done and resumes interrupted downloads.
+    Builds a plan for the target system (this machine, or --os) after checking
+    the component against what is installed (CUDA over a driver too old for it
+    is refused unless --with-driver). --dry-run prints the plan as a script
+    that runs as-is; nothing runs without --yes or a confirmation.
+
+    With --method redist (the default for cuda/cudnn when --prefix is given):
+    downloads NVIDIA's redistrib manifest, then its archives, verifies each
+    against the manifest's sha256 and moves the finished tree into place, no
+    root needed.
     """
+    if list_:
+        click.echo(list_text(), nl=False)
+        return
+    if not component:
+        raise fail("name a COMPONENT (see envdoctor install --list)", EXIT_USAGE)
+    from recipes import RECIPES
+
+    if component not in RECIPES:
+        raise fail("unknown component {!r}; one of: {}".format(component, ", ".join(sorted(RECIPES))), EXIT_USAGE)
+    if method is None and prefix is not None and component in ("cuda", "cudnn"):
+        method = "redist"
+    if method != "redist" or component not in ("cuda", "cudnn"):
+        _install_system(component, version, method, os_name, with_driver, python_exe, extra, snapshot, prefix,
+                        mirror, dry_run, fmt, yes, force, log_file, timeout)
+        return
+    if version is None:
+        raise fail("--version is required for --method redist (e.g. --version 12.4.1)", EXIT_USAGE)
     import os
 
     from ..install import validate
@@ -137,13 +223,9 @@ def install(component: str, version: str, method: str, prefix: Optional[str], co
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
-    from ..install.plan import render_sh
 
     if dry_run:
-        if fmt == "json":
-            click.echo(json.dumps(the_plan.to_dict(), indent=2, sort_keys=True))
-        else:
-            click.echo(render_sh(the_plan), nl=False)
+        _print_plan(the_plan, fmt)
         return
 
     from ..install.executor import Executor, check_holds
@@ -175,3 +257,91 @@ def _stdin_is_tty() -> bool:
         return sys.stdin.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _print_plan(the_plan: Any, fmt: str) -> None:
+    from ..install.plan import reboot_message, render_sh
+
+    if fmt == "json":
+        click.echo(json.dumps(the_plan.to_dict(), indent=2, sort_keys=True))
+    elif fmt == "text":
+        click.echo(the_plan.title)
+        for i, step in enumerate(the_plan.steps, 1):
+            click.echo("  %2d. %s%s" % (i, step.title, "  (root)" if step.needs_root else ""))
+        if the_plan.reboot_required or the_plan.mok_enrolment:
+            click.echo(reboot_message(the_plan))
+        for note in the_plan.notes:
+            click.echo("  note: " + note)
+    else:
+        click.echo(render_sh(the_plan), nl=False)
+
+
+def parse_options(extra: Tuple[str, ...]) -> Dict[str, str]:
+    """``--option KEY=VALUE`` pairs; keys and values are plain words (they may reach a command line)."""
+    import re
+
+    out: Dict[str, str] = {}
+    for item in extra:
+        m = re.match(r"^([a-z][a-z0-9_-]{0,31})=([A-Za-z0-9._-]{1,64})$", item)
+        if not m:
+            raise fail(f"--option {item!r} is not KEY=VALUE with plain words (e.g. flavor=open)", EXIT_USAGE)
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def _install_system(component: str, version: Optional[str], method: Optional[str], os_name: Optional[str],
+                    with_driver: bool, python_exe: Optional[str], extra: Tuple[str, ...], snapshot: Optional[str],
+                    prefix: Optional[str], mirror: Optional[str], dry_run: bool, fmt: str, yes: bool, force: bool,
+                    log_file: Optional[str], timeout: float) -> None:
+    """Every method but redist: validate, pick the target, pre-check against the facts, plan, show or run."""
+    import re
+
+    from recipes import RecipeError, Request, load_recipe, parse_target, target_from_facts
+
+    from ..facts import Facts
+    from ..install import validate
+    from ..install.validate import ValidationError
+
+    try:
+        if version is not None:
+            validate.version(version)
+        if method is not None and not re.match(r"^[a-z]{1,16}$", method):
+            raise ValidationError(f"--method {method!r} is not a method name (see envdoctor install --list)")
+        prefix_path = validate.prefix(prefix) if prefix else None
+        mirror_url = validate.mirror(mirror) if mirror else None
+        if python_exe is not None:
+            validate.prefix(python_exe, what="--python")
+        if log_file is not None:
+            log_file = validate.prefix(log_file, what="--log-file")
+    except ValidationError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    options = parse_options(extra)
+    try:
+        module = load_recipe(component)
+    except ImportError:
+        raise fail(f"the {component} recipe is not available in this version", EXIT_USAGE) from None
+    except RecipeError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    try:
+        if os_name:
+            target = parse_target(os_name)
+            facts = _machine_facts(snapshot, timeout) if snapshot else Facts()
+        else:
+            facts = _machine_facts(snapshot, timeout)
+            target = target_from_facts(facts)
+        request = Request(component=component, version=version.strip() if version else None, method=method,
+                          prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe,
+                          with_driver=with_driver, options=options)
+        the_plan = module.plan(request, target, facts)
+    except (RecipeError, ValidationError) as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    if dry_run:
+        _print_plan(the_plan, fmt)
+        return
+    from ..install.executor import Executor
+
+    for i, step in enumerate(the_plan.steps, 1):
+        click.echo("  %2d. %s" % (i, step.title))
+    executor = Executor(_echo, yes=yes, interactive=_stdin_is_tty(), confirm=_confirm, log_path=log_file)
+    result = executor.execute(the_plan)
+    sys.exit(result.exit_code)

@@ -1,0 +1,103 @@
+"""cuDNN: NVIDIA's package repository, redist archives (no root) or pip wheels.
+
+Commands from NVIDIA's cuDNN installation guide,
+https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html :
+
+* ``repo`` (network repository, after enabling NVIDIA's CUDA repo): ``apt-get install -y cudnn9-cuda-12``
+  / ``dnf install -y cudnn9-cuda-12``: the newest cuDNN 9 built for CUDA 12 in the repository.
+* ``redist``: :mod:`recipes.cuda_redist` (the command line fetches the manifest and calls it).
+* ``pip``: ``python -m pip install nvidia-cudnn-cu12==9.1.0.*`` ("Installing cuDNN with pip").
+
+Which CUDA majors a cuDNN release was built for comes from the matrix (``cudnn.json``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, List, Tuple
+
+from packaging.version import Version
+
+from envdoctor.install import validate
+from envdoctor.install.plan import Plan, RunCommand, Step
+from envdoctor.matrix import load
+
+from . import RecipeError, Request, Target, install_step, pick_method, repo_steps, target_note
+
+COMPONENT = "cudnn"
+METHODS: Tuple[str, ...] = ("repo", "redist", "pip")
+GUIDE = "https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html"
+
+
+def default_method(target: Target) -> str:
+    return "repo"
+
+
+def versions() -> List[str]:
+    return [r["version"] for r in load("cudnn")]
+
+
+def _row(version: str) -> Any:
+    """The exact row, else (a row stands for its series up to the next row) the newest of the major at or below."""
+    want = Version(version)
+    if len(want.release) == 1:
+        rows = [r for r in load("cudnn") if Version(r["version"]).major == want.major]
+    else:
+        rows = [r for r in load("cudnn") if Version(r["version"]).major == want.major and Version(r["version"]) <= want]
+    if not rows:
+        raise RecipeError(f"cuDNN {version} is not a version envdoctor knows", ["--version " + v for v in versions()])
+    return rows[-1]
+
+
+def cuda_major(request: Request, facts: Any, row: Any) -> str:
+    """The CUDA major to build against: options["cuda"], else the driver's CUDA, else the newest the row has."""
+    majors = sorted({str(Version(c).major) for c in row["cuda"]}, key=int)
+    wanted = request.options.get("cuda") or ""
+    if not wanted:
+        sup = facts.value("driver.cuda_version")
+        if sup and str(Version(str(sup)).major) in majors:
+            wanted = str(Version(str(sup)).major)
+    # CUDA 12 builds are what the frameworks' wheels use today; else the newest the release has
+    wanted = wanted or ("12" if "12" in majors else majors[-1])
+    if wanted not in majors:
+        raise RecipeError(f"cuDNN {row['version']} has no build for CUDA {wanted} (it has CUDA {', '.join(majors)}; "
+                          f"source {row['source']['url']})", [f"--cuda {m}" for m in majors])
+    return wanted
+
+
+def plan(request: Request, target: Target, facts: Any) -> Plan:
+    method = pick_method(sys.modules[__name__], request, target)
+    if method == "redist":
+        raise RecipeError("the redist method needs NVIDIA's manifest, which the command line fetches",
+                          ["envdoctor install cudnn --method redist --version 9.1.0 --prefix ~/cudnn-9.1"])
+    version = request.version or versions()[-1]
+    validate.version(version)
+    row = _row(version)
+    cu = cuda_major(request, facts, row)
+    if method == "pip":
+        spec = "==" + ".".join(str(p) for p in Version(version).release) + ".*"
+        python = request.python or "python3"
+        # https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html ("Installing cuDNN with pip"):
+        #   py -m pip install nvidia-cudnn-cu12
+        step = Step("pip-install", f"install cuDNN {version} for CUDA {cu} with pip ({python})",
+                    RunCommand([python, "-m", "pip", "install", f"nvidia-cudnn-cu{cu}{spec}"]))
+        return Plan(title=f"install cuDNN {version} (pip, CUDA {cu})", component=COMPONENT, version=version,
+                    method=method, target=target.describe, steps=[step],
+                    notes=["Installs into the Python environment of " + python])
+    major = Version(row["version"]).major
+    newest_of_major = [v for v in versions() if Version(v).major == major][-1]
+    if major < 9 or (request.version and len(Version(request.version).release) > 1
+                     and row["version"] != newest_of_major):
+        raise RecipeError(f"the repo method installs the newest cuDNN {major} in NVIDIA's repository, not exactly "
+                          f"{version}" if major >= 9 else f"cuDNN {major} is not installed from the repository "
+                          "by envdoctor (cudnn9 packages only)",
+                          [f"--method redist --version {row['version']} --prefix ~/cudnn-{row['version']}",
+                           f"--method pip --version {version}", f"--method repo --version {newest_of_major}"])
+    pkg = f"cudnn{major}-cuda-{cu}"
+    # https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html (Ubuntu/Debian and RHEL network repo):
+    #   sudo apt-get -y install cudnn9-cuda-12   /   sudo dnf -y install cudnn9-cuda-12
+    steps = repo_steps(target) + [install_step(target, "install-cudnn", f"install cuDNN {major} for CUDA {cu} "
+                                               f"({pkg})", [pkg])]
+    return Plan(title=f"install cuDNN {major} for CUDA {cu} (repo) on {target.describe}", component=COMPONENT,
+                version=row["version"], method=method, target=target.describe, steps=steps,
+                notes=[target_note(target), f"The repository's newest cuDNN {major} for CUDA {cu} is installed"])

@@ -1,0 +1,198 @@
+"""PyTorch with the right CUDA build (pip, pip inside conda, conda-forge, or a Docker image).
+
+pytorch.org (https://pytorch.org/get-started/locally/) installs a CUDA build with
+``pip3 install torch --index-url https://download.pytorch.org/whl/cu126``; the
+variants of each release, their CUDA and the GPU architectures compiled in come
+from the matrix (``envdoctor/matrix/data/torch.json``).  The variant chosen is,
+among those every GPU's compute capability is compiled for (``gpu.N.compute_capability``)
+and the driver runs (``driver.version``; the wheels bundle their CUDA runtime, so CUDA
+minor-version compatibility applies): one the driver runs without it first, then the
+stable channel, then the newest CUDA.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from packaging.version import Version
+
+from envdoctor.install import validate
+from envdoctor.install.plan import Plan, RunCommand, Step
+from envdoctor.matrix import load
+from envdoctor.matrix.frameworks import torch_release, torch_supports_arch
+from recipes import RecipeError
+from recipes import docker_image as common
+
+COMPONENT = "pytorch"
+METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
+INDEX = "https://download.pytorch.org/whl"
+SMOKE = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+_CHANNEL_RANK = {"stable": 2, "experimental": 1, "legacy": 0}
+
+
+def default_method(target: Any) -> str:
+    return "pip"
+
+
+def versions() -> List[str]:
+    return [r["version"] for r in load("torch")]
+
+
+def _release(version: Optional[str]) -> Dict[str, Any]:
+    if not version:
+        return dict(load("torch")[-1])
+    try:
+        validate.version(version)
+    except validate.ValidationError as exc:
+        raise RecipeError(str(exc), ["--version " + versions()[-1]]) from None
+    row = torch_release(version)
+    if row is None:
+        raise RecipeError(f"torch {version} is not in the matrix", ["--version " + v for v in versions()[-3:]])
+    return row
+
+
+def _pin(version: Optional[str], row: Dict[str, Any]) -> str:
+    if version and len(Version(version).release) >= 3:
+        return f"torch=={version}"
+    return "torch=={}.*".format(row["version"])
+
+
+def _runs(var: Dict[str, Any], driver: Optional[Version], docker: bool) -> Tuple[bool, bool]:
+    """(runs at all, runs without minor-version compatibility) on ``driver``."""
+    if docker:
+        image = common.image_cuda_for(var["cuda"])
+        if image is None:
+            return False, False
+        full = common.IMAGES[image][0]
+        ok, _ = common.can_run(driver, full, minor_compat=False)
+        return ok, ok
+    strict, _ = common.can_run(driver, var["cuda"], minor_compat=False)
+    compat, _ = common.can_run(driver, var["cuda"], minor_compat=True)
+    return compat, strict
+
+
+def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = None, docker: bool = False,
+                   ignore_driver: bool = False) -> Dict[str, Any]:
+    """The variant of a torch release to install on the machine the facts describe."""
+    ccs = common.compute_capabilities(facts)
+    driver = None if ignore_driver else common.driver_version(facts)
+    variants = list(row["variants"])
+    if want_cuda:
+        tag = want_cuda if want_cuda.startswith("cu") else "cu" + want_cuda.replace(".", "")
+        variants = [v for v in variants if v["tag"] == tag]
+        if not variants:
+            raise RecipeError("torch {} has no {} build".format(row["version"], tag),
+                              ["--option cuda=" + v["cuda"] for v in row["variants"]])
+    arch_ok = [v for v in variants if all(torch_supports_arch(v, cc) for cc in ccs)]
+    if not arch_ok:
+        raise RecipeError(*_arch_refusal(row, ccs, variants))
+    usable = []
+    for v in arch_ok:
+        runs, strict = _runs(v, driver, docker)
+        if runs:
+            usable.append((strict, _CHANNEL_RANK.get(v["channel"], 0), Version(v["cuda"]), v))
+    if not usable:
+        raise RecipeError(*_driver_refusal(row, arch_ok, driver, docker))
+    usable.sort(key=lambda t: t[:3])
+    return usable[-1][3]
+
+
+def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, Any]]) -> Tuple[str, List[str]]:
+    bad = sorted({cc for cc in ccs if not any(torch_supports_arch(v, cc) for v in variants)}, key=Version)
+    built = ", ".join("{} (sm {}..{})".format(v["tag"], v["arch_list"][0], v["arch_list"][-1]) for v in variants)
+    msg = "torch {} has no CUDA build for compute capability {}: its builds cover {}".format(
+        row["version"], ", ".join(bad), built)
+    alts: List[str] = []
+    for r in reversed(load("torch")):
+        fit = [v for v in r["variants"] if all(torch_supports_arch(v, cc) for cc in bad)]
+        if fit:
+            newer = Version(r["version"]) > Version(row["version"])
+            msg += "; the {} release with sm_{} is torch {} ({})".format(
+                "first" if newer else "last", bad[0].replace(".", ""), r["version"], fit[-1]["tag"])
+            alts.append("envdoctor install pytorch --version {} --option cuda={}".format(r["version"],
+                                                                                         fit[-1]["cuda"]))
+            if not newer:
+                break
+    if not alts:
+        msg += "; no torch release in the matrix supports it"
+    return msg, alts
+
+
+def _driver_refusal(row: Dict[str, Any], variants: List[Dict[str, Any]], driver: Optional[Version],
+                    docker: bool) -> Tuple[str, List[str]]:
+    oldest = min(variants, key=lambda v: Version(v["cuda"]))
+    cuda = common.IMAGES[common.image_cuda_for(oldest["cuda"]) or "12.4"][0] if docker else oldest["cuda"]
+    need = common.hardware.min_driver_for_cuda(cuda, minor_compat=not docker)
+    plain = common.hardware.min_driver_for_cuda(cuda)
+    msg = "driver {} cannot run any CUDA build of torch {}: the oldest, {} (CUDA {}), needs driver >= {}".format(
+        driver, row["version"], oldest["tag"], oldest["cuda"], need)
+    if not docker:
+        msg += f" (with CUDA minor-version compatibility; {plain} without it)"
+    else:
+        msg += (" (nvidia/cuda images set NVIDIA_REQUIRE_CUDA, so minor-version compatibility does not apply: "
+                "the NVIDIA Container Toolkit refuses to start them on an older driver)")
+    alts = [f"envdoctor install driver --version {common.driver_branch(plain or need or '')}",
+            "--with-driver (install the driver first, in the same plan)"]
+    for r in reversed(load("torch")):
+        if Version(r["version"]) >= Version(row["version"]):
+            continue
+        if any(_runs(v, driver, docker)[0] for v in r["variants"]):
+            alts.append("envdoctor install pytorch --version {} (the newest release this driver runs)".format(
+                r["version"]))
+            break
+    return msg, alts
+
+
+def plan(request: Any, target: Any, facts: Any) -> Plan:
+    common.check_method(request, METHODS)
+    opts = common.options(request)
+    row = _release(request.version)
+    docker = request.method == "docker"
+    try:
+        # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
+        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=docker and "cuda" in opts)
+        driver_steps: List[Step] = []
+        reboot = False
+    except RecipeError:
+        if not request.with_driver:
+            raise
+        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True)
+        need = common.hardware.min_driver_for_cuda(var["cuda"]) or ""
+        driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
+    base = common.index_base(request, INDEX)
+    what = common.PipInstall((_pin(request.version, row),), index_url=f"{base}/{var['tag']}", smoke=SMOKE,
+                             python_spec=row.get("python"))
+    title = "install PyTorch {} ({}, CUDA {})".format(row["version"], var["tag"], var["cuda"])
+    notes = ["torch {} {}: CUDA {}, GPU architectures sm {}..{}{}, cuDNN {} (matrix: {})".format(
+        row["version"], var["tag"], var["cuda"], var["arch_list"][0], var["arch_list"][-1],
+        " + PTX " + var["ptx"] if var.get("ptx") else "", var.get("cudnn") or "bundled", row["source"]["url"])]
+    notes += common.unverified_note([row], f"torch {row['version']}")
+    if request.method == "conda" and opts.get("channel") == "conda-forge":
+        p = _conda_forge(request, target, row, var, title, notes)
+    else:
+        if opts.get("channel") not in (None, "", "pip"):
+            raise RecipeError("--option channel={} is not pip or conda-forge".format(opts["channel"]),
+                              ["--option channel=pip", "--option channel=conda-forge"])
+        p = common.plan_for_method(request, target, facts, component=COMPONENT, version=row["version"], what=what,
+                                   title=title, notes=notes, image_cuda=common.image_cuda_for(var["cuda"]),
+                                   name_tag="{}-{}".format(row["version"], var["tag"]), conda_default_env="torch")
+    if driver_steps:
+        p.steps = driver_steps + p.steps
+        p.reboot_required = p.reboot_required or reboot
+    return p
+
+
+def _conda_forge(request: Any, target: Any, row: Dict[str, Any], var: Dict[str, Any], title: str,
+                 notes: List[str]) -> Plan:
+    """conda-forge's ``pytorch-gpu`` pinned to the CUDA of the chosen variant with ``cuda-version``."""
+    env = common.conda_env(common.options(request), "torch")
+    minor = common.python_minor_for(row.get("python")) or "3.11"
+    argv = ["conda", "create", "-y", "-n", env, "-c", "conda-forge", "--override-channels", f"python={minor}",
+            "pytorch-gpu={}.*".format(row["version"]), "cuda-version={}".format(var["cuda"])]
+    steps = [Step("conda-create", f"create {env} with pytorch-gpu from conda-forge (CUDA {var['cuda']})",
+                  RunCommand(argv, 3600)),
+             Step("import-check", "import it and print what it sees",
+                  RunCommand(["conda", "run", "-n", env, "python", "-c", SMOKE], 300))]
+    return Plan(title=title.replace("install PyTorch", "install PyTorch from conda-forge"), component=COMPONENT,
+                version=row["version"], method="conda", target=common.target_label(target), steps=steps,
+                notes=notes + [f"Use it: conda activate {env}"], resume_command=common.resume_command(request))

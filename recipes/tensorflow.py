@@ -1,0 +1,103 @@
+"""TensorFlow with GPU support (pip, pip inside conda, or a Docker image).
+
+tensorflow.org (https://www.tensorflow.org/install/pip): from 2.14 on Linux,
+``pip install 'tensorflow[and-cuda]'`` pulls CUDA and cuDNN from PyPI (NVIDIA
+driver >= 525.60.13 for the CUDA 12 builds); older releases need the CUDA and
+cuDNN of their "tested build configurations" row installed on the system.
+Releases, their CUDA/cuDNN, Python range and GPU platforms come from the matrix
+(``envdoctor/matrix/data/tensorflow.json``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from packaging.version import Version
+
+from envdoctor.install import validate
+from envdoctor.install.plan import Plan
+from envdoctor.matrix import load
+from envdoctor.matrix.frameworks import python_supported, tensorflow_release
+from recipes import RecipeError
+from recipes import docker_image as common
+
+COMPONENT = "tensorflow"
+METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
+PYPI = "https://pypi.org/simple"
+SMOKE = "import tensorflow as tf; print(tf.__version__, tf.config.list_physical_devices('GPU'))"
+
+
+def default_method(target: Any) -> str:
+    return "pip"
+
+
+def versions() -> List[str]:
+    return [r["version"] for r in load("tensorflow")]
+
+
+def _release(version: Optional[str]) -> Dict[str, Any]:
+    if not version:
+        return dict(load("tensorflow")[-1])
+    try:
+        validate.version(version)
+    except validate.ValidationError as exc:
+        raise RecipeError(str(exc), ["--version " + versions()[-1]]) from None
+    row = tensorflow_release(version)
+    if row is None:
+        raise RecipeError(f"TensorFlow {version} is not in the matrix", ["--version " + v for v in versions()[-3:]])
+    return row
+
+
+def plan(request: Any, target: Any, facts: Any) -> Plan:
+    common.check_method(request, METHODS)
+    common.options(request, ("variant", "cudnn", "image_os", "env"))
+    row = _release(request.version)
+    platform = "linux-aarch64" if getattr(target, "arch", "x86_64") == "aarch64" else "linux-x86_64"
+    if platform not in row["gpu_platforms"]:
+        have = [r["version"] for r in load("tensorflow") if platform in r["gpu_platforms"]]
+        raise RecipeError("TensorFlow {} has no GPU build for {} (it has: {})".format(
+            row["version"], platform, ", ".join(row["gpu_platforms"])),
+            ["envdoctor install tensorflow --version " + have[-1]] if have else [])
+    py = facts.value("python.version") if facts is not None else None
+    if request.method in (None, "pip") and not request.python and py and python_supported(row, py) is False:
+        raise RecipeError("TensorFlow {} supports Python {}, this interpreter is {}".format(
+            row["version"], row["python"], py), _python_alternatives(py))
+    notes: List[str] = []
+    driver = common.driver_version(facts)
+    ok, need = common.can_run(driver, row["cuda"], minor_compat=True)
+    if not ok and request.method != "docker":
+        why = ("TensorFlow {} is built with CUDA {}, which needs NVIDIA driver >= {} (the CUDA {}.x "
+               "minor-version compatibility floor tensorflow.org asks for); this host has {}").format(
+            row["version"], row["cuda"], need, Version(row["cuda"]).major, driver)
+        if not request.force:
+            raise RecipeError(why, [f"envdoctor install driver --version {common.driver_branch(need or '')}"])
+        notes.append("WARNING (--force): " + why)
+    pin = "=={}.*".format(row["version"]) if not request.version or len(Version(request.version).release) < 3 \
+        else f"=={request.version}"
+    extra = row.get("pip_extra")
+    if extra:
+        req = extra + pin
+        notes.append("{} brings CUDA {} and cuDNN {} as NVIDIA wheels from PyPI (no system CUDA needed)".format(
+            extra, row["cuda"], row["cudnn"]))
+    else:
+        req = "tensorflow" + pin
+        notes.append("TensorFlow {} uses the system CUDA {} and cuDNN {}: envdoctor install cuda --version {} "
+                     "--method redist --prefix ~/cuda-{} and envdoctor install cudnn (tensorflow.org tested build "
+                     "configurations)".format(row["version"], row["cuda"], row["cudnn"], row["cuda"], row["cuda"]))
+    notes.append("matrix: {} (checked {})".format(row["source"]["url"], row["source"]["checked"]))
+    notes += common.unverified_note([row], "TensorFlow " + row["version"])
+    what = common.PipInstall((req,), smoke=SMOKE, python_spec=row.get("python"))
+    if request.mirror:
+        what = common.PipInstall((req,), index_url=common.index_base(request, PYPI), smoke=SMOKE,
+                                 python_spec=row.get("python"))
+    return common.plan_for_method(
+        request, target, facts, component=COMPONENT, version=row["version"], what=what,
+        title="install TensorFlow {} (CUDA {}, cuDNN {})".format(row["version"], row["cuda"], row["cudnn"]),
+        notes=notes, image_cuda=common.image_cuda_for(row["cuda"]), name_tag=row["version"],
+        need_cudnn=not extra, conda_default_env="tensorflow")
+
+
+def _python_alternatives(py: str) -> List[str]:
+    fits = [r["version"] for r in load("tensorflow") if python_supported(r, py)]
+    alts = [f"envdoctor install tensorflow --version {fits[-1]} (supports Python {py})"] if fits else []
+    return alts + ["--python /path/to/another/python", "--method conda"]

@@ -1,0 +1,253 @@
+"""Framework recipes (pytorch, tensorflow, jax) x methods (pip, conda, docker).
+
+The machines are miniature ones (``make_host``) whose NVML answers have the shapes
+envdoctor/host/nvml_worker.py writes (see tests/test_probe_driver.py, tests/test_probe_gpu.py);
+the facts come from running the real probes on them.  Driver versions are real releases
+(470.82.01, 535.54.03, 550.54.15, 570.124.06, 580.82.07); compute capabilities are NVIDIA's
+(https://developer.nvidia.com/cuda-gpus: K80 3.7, A100 8.0, RTX 5090 12.0).
+
+Golden plans live in tests/recipes_expected/; regenerate them with ENVDOCTOR_UPDATE_GOLDEN=1 and
+review the diff against pytorch.org/get-started/locally, tensorflow.org/install/pip and
+docs.jax.dev/en/latest/installation.html.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+import pytest
+
+from envdoctor.facts import Facts
+from envdoctor.install.plan import RunCommand, WriteFile, render_sh
+from envdoctor.probes import run_probes
+from tests.conftest import make_host
+
+try:
+    from recipes import RecipeError, Request, Target
+except ImportError:  # pragma: no cover - the registry module is written in parallel
+    pytest.skip("recipes/__init__.py has no Target/Request/RecipeError yet", allow_module_level=True)
+
+from recipes import docker_image, jax, load_recipe, pytorch, tensorflow
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPECTED = os.path.join(HERE, "recipes_expected")
+UBUNTU2204 = Target("ubuntu", "22.04", "debian", "x86_64")
+ROCKY9 = Target("rocky", "9", "rhel", "x86_64")
+UBUNTU2404_ARM = Target("ubuntu", "24.04", "debian", "aarch64")
+PY = "/opt/venv/bin/python"
+
+# /etc/os-release of Ubuntu 22.04.4 LTS, verbatim.
+OS_RELEASE_2204 = """PRETTY_NAME="Ubuntu 22.04.4 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.4 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=jammy
+"""
+
+
+def machine_facts(driver: str, cuda: int, ccs: List[List[int]], names: Optional[List[str]] = None) -> Facts:
+    """Facts of a machine with this driver (NVML ``system.cuda_driver_version`` as an int, 12020 = 12.2)."""
+    data = {"init": {"value": True}, "system.driver_version": {"value": driver},
+            "system.cuda_driver_version": {"value": cuda}, "device_count": {"value": len(ccs)}}
+    for i, cc in enumerate(ccs):
+        data[f"device.{i}.handle"] = {"value": True}
+        data[f"device.{i}.name"] = {"value": (names or ["NVIDIA GPU"] * len(ccs))[i]}
+        data[f"device.{i}.compute_capability"] = {"value": cc}
+    host = make_host(files={"/etc/os-release": OS_RELEASE_2204,
+                            "/sys/module/nvidia/version": driver + "\n"}, nvml={"data": data})
+    results = run_probes(host, only=["os", "driver", "gpu"], parallel=False)
+    return Facts(f for r in results for f in r.facts)
+
+
+def req(component: str, version: Optional[str] = None, method: str = "pip", **kw) -> Request:
+    kw.setdefault("python", PY)
+    return Request(component=component, version=version, method=method, **kw)
+
+
+def test_machine_facts_are_what_the_recipes_read():
+    facts = machine_facts("550.54.15", 12040, [[8, 0], [8, 0]])
+    assert str(docker_image.driver_version(facts)) == "550.54.15"
+    assert docker_image.compute_capabilities(facts) == ["8.0", "8.0"]
+
+
+# -- the torch variant choice --------------------------------------------------------------
+def test_driver_470_gets_a_cuda_11_torch_build():
+    # 470.82.01 runs CUDA <= 11.4; torch 2.4's cu118 needs 520.61.05, or 450.80.02 with minor-version compat.
+    facts = machine_facts("470.82.01", 11040, [[8, 0]])
+    var = pytorch.choose_variant(pytorch._release("2.4"), facts)
+    assert var["tag"] == "cu118"
+
+
+def test_driver_470_and_a_torch_without_cuda_11_is_refused_with_the_last_release_it_runs():
+    facts = machine_facts("470.82.01", 11040, [[8, 0]])
+    with pytest.raises(RecipeError) as err:
+        pytorch.plan(req("pytorch", "2.8"), UBUNTU2204, facts)
+    assert "driver 470.82.01 cannot run any CUDA build of torch 2.8" in err.value.message
+    assert "525.60.13" in err.value.message
+    assert any("--version 2.7" in a for a in err.value.alternatives)
+    assert any(a.startswith("envdoctor install driver --version") for a in err.value.alternatives)
+
+
+def test_a_recent_driver_gets_the_newest_stable_build_it_runs_without_compat():
+    # 535.54.03 is CUDA 12.2: torch 2.5's cu124 (driver 550.54.14) only under minor-version compat -> cu121.
+    facts = machine_facts("535.54.03", 12020, [[8, 0]])
+    assert pytorch.choose_variant(pytorch._release("2.5"), facts)["tag"] == "cu121"
+    facts = machine_facts("550.54.15", 12040, [[8, 0]])
+    assert pytorch.choose_variant(pytorch._release("2.5"), facts)["tag"] == "cu124"
+
+
+def test_rtx_5090_blackwell_gets_cu128_or_newer_only():
+    facts = machine_facts("570.124.06", 12080, [[12, 0]], ["NVIDIA GeForce RTX 5090"])
+    var = pytorch.choose_variant(pytorch._release("2.7"), facts)
+    assert var["tag"] == "cu128"  # cu126 (stable) stops at sm_90
+    with pytest.raises(RecipeError) as err:
+        pytorch.plan(req("pytorch", "2.6"), UBUNTU2204, facts)
+    assert "compute capability 12.0" in err.value.message
+    assert any("--version 2.7" in a for a in err.value.alternatives)
+
+
+def test_k80_is_refused_by_the_newest_torch_naming_the_last_release_with_sm_37():
+    facts = machine_facts("470.82.01", 11040, [[3, 7]], ["Tesla K80"])
+    with pytest.raises(RecipeError) as err:
+        pytorch.plan(req("pytorch"), UBUNTU2204, facts)
+    assert "compute capability 3.7" in err.value.message
+    assert "the last release with sm_37 is torch 2.7 (cu118)" in err.value.message
+    assert err.value.alternatives == ["envdoctor install pytorch --version 2.7 --option cuda=11.8"]
+
+
+def test_no_facts_plans_the_stable_default_for_another_os():
+    var = pytorch.choose_variant(pytorch._release("2.7"), Facts())
+    assert var["tag"] == "cu126"  # pytorch.org's default for 2.7; cu128 was "experimental"
+
+
+def test_unknown_version_and_method_and_option_are_refused():
+    with pytest.raises(RecipeError):
+        pytorch.plan(req("pytorch", "1.0"), UBUNTU2204, Facts())
+    with pytest.raises(RecipeError):
+        pytorch.plan(req("pytorch", "2.4; rm -rf /"), UBUNTU2204, Facts())
+    with pytest.raises(RecipeError):
+        pytorch.plan(req("pytorch", "2.4", method="runfile"), UBUNTU2204, Facts())
+    with pytest.raises(RecipeError):
+        pytorch.plan(req("pytorch", "2.4", options={"colour": "red"}), UBUNTU2204, Facts())
+    with pytest.raises(RecipeError):
+        pytorch.plan(req("pytorch", "2.4", python="python3"), UBUNTU2204, Facts())
+
+
+def test_pip_plan_argv_and_mirror():
+    facts = machine_facts("550.54.15", 12040, [[8, 0]])
+    p = pytorch.plan(req("pytorch", "2.5.1", mirror="https://mirror.example.org/whl/"), UBUNTU2204, facts)
+    install = next(s for s in p.steps if s.id == "pip-install").action
+    assert isinstance(install, RunCommand)
+    assert install.argv == [PY, "-m", "pip", "install", "torch==2.5.1", "--index-url",
+                            "https://mirror.example.org/whl/cu124"]
+
+
+# -- docker -----------------------------------------------------------------------------------
+def test_docker_refuses_an_image_the_driver_cannot_start_and_explains_minor_compat():
+    facts = machine_facts("535.54.03", 12020, [[8, 0]])
+    with pytest.raises(RecipeError) as err:
+        pytorch.plan(req("pytorch", "2.7", method="docker", options={"cuda": "12.8"}), UBUNTU2204, facts)
+    msg = err.value.message
+    assert "nvidia/cuda:12.8.1-runtime-ubuntu24.04 needs NVIDIA driver >= 570.124.06" in msg
+    assert "minor-version compatibility" in msg and "NVIDIA_REQUIRE_CUDA=cuda>=12.8" in msg
+    assert "envdoctor install driver --version 570" in err.value.alternatives
+
+
+def test_docker_picks_an_image_the_driver_starts():
+    facts = machine_facts("535.54.03", 12020, [[8, 0]])
+    p = pytorch.plan(req("pytorch", "2.5", method="docker"), UBUNTU2204, facts)
+    df = p.steps[0].action
+    assert isinstance(df, WriteFile)
+    assert "FROM nvidia/cuda:12.1.1-runtime-ubuntu22.04\n" in df.content
+    assert p.steps[1].action.argv[:4] == ["docker", "build", "-t", "envdoctor/pytorch:2.5-cu121"]
+
+
+def test_docker_cudnn_tags_follow_nvidias_naming():
+    assert docker_image.Image("11.8.0", "runtime", True, "ubuntu22.04").tag == "11.8.0-cudnn8-runtime-ubuntu22.04"
+    assert docker_image.Image("12.3.2", "devel", True, "ubuntu22.04").tag == "12.3.2-cudnn9-devel-ubuntu22.04"
+    assert docker_image.Image("12.4.1", "runtime", True, "ubuntu22.04").tag == "12.4.1-cudnn-runtime-ubuntu22.04"
+    assert docker_image.Image("12.6.3", "base", False, "ubuntu24.04").tag == "12.6.3-base-ubuntu24.04"
+    with pytest.raises(RecipeError):
+        docker_image.choose_image("12.4", {"variant": "base", "cudnn": "yes"}, None)
+    with pytest.raises(RecipeError):
+        docker_image.choose_image("12.4", {"image_os": "ubuntu24.04"}, None)
+
+
+# -- tensorflow, jax ---------------------------------------------------------------------------
+def test_tensorflow_and_cuda_from_2_14_and_system_cuda_before():
+    p = tensorflow.plan(req("tensorflow", "2.17"), UBUNTU2204, Facts())
+    assert p.steps[1].action.argv[-1] == "tensorflow[and-cuda]==2.17.*"
+    p = tensorflow.plan(req("tensorflow", "2.13"), UBUNTU2204, Facts())
+    assert p.steps[1].action.argv[-1] == "tensorflow==2.13.*"
+    assert any("system CUDA 11.8 and cuDNN 8.6" in n for n in p.notes)
+
+
+def test_tensorflow_refuses_an_old_driver_and_a_python_outside_its_range():
+    facts = machine_facts("470.82.01", 11040, [[8, 0]])
+    with pytest.raises(RecipeError) as err:
+        tensorflow.plan(req("tensorflow", "2.17"), UBUNTU2204, facts)
+    assert "525.60.13" in err.value.message
+    facts.add(type(next(iter(facts)))("python.version", "3.13.1", "python:/usr/bin/python3"))
+    with pytest.raises(RecipeError) as err:
+        tensorflow.plan(req("tensorflow", "2.13", python=None), UBUNTU2204, facts)
+    assert "supports Python >=3.8,<3.12, this interpreter is 3.13.1" in err.value.message
+
+
+def test_jax_picks_the_newest_cuda_major_the_driver_runs():
+    older = machine_facts("575.57.08", 12090, [[9, 0]])
+    newer = machine_facts("580.82.07", 13000, [[9, 0]])
+    assert jax.plan(req("jax"), UBUNTU2204, older).steps[1].action.argv[-1] == "jax[cuda12]"
+    assert jax.plan(req("jax"), UBUNTU2204, newer).steps[1].action.argv[-1] == "jax[cuda13]"
+    with pytest.raises(RecipeError):
+        jax.plan(req("jax"), UBUNTU2204, machine_facts("470.82.01", 11040, [[8, 0]]))
+    with pytest.raises(RecipeError):  # min_sm 5.2
+        jax.plan(req("jax"), UBUNTU2204, machine_facts("470.82.01", 11040, [[3, 7]]))
+
+
+def test_registry_loads_these_modules():
+    for name in ("pytorch", "tensorflow", "jax"):
+        mod = load_recipe(name)
+        assert mod.COMPONENT == name and "pip" in mod.METHODS and mod.versions()
+        assert mod.default_method(UBUNTU2204) == "pip"
+
+
+# -- golden plans -----------------------------------------------------------------------------
+GOLDEN = [
+    ("pytorch-pip-ubuntu22.04-a100-550", pytorch, req("pytorch", "2.5"), UBUNTU2204, ("550.54.15", 12040, [[8, 0]])),
+    ("pytorch-pip-ubuntu22.04-rtx5090", pytorch, req("pytorch", "2.7"), UBUNTU2204,
+     ("570.124.06", 12080, [[12, 0]])),
+    ("pytorch-conda-rocky9", pytorch, req("pytorch", "2.7", method="conda"), ROCKY9, None),
+    ("pytorch-conda-forge-ubuntu22.04", pytorch, req("pytorch", "2.7", method="conda",
+                                                     options={"channel": "conda-forge"}), UBUNTU2204, None),
+    ("pytorch-docker-ubuntu22.04", pytorch, req("pytorch", "2.7", method="docker", prefix="/srv/build/torch"),
+     UBUNTU2204, ("570.124.06", 12080, [[8, 0]])),
+    ("tensorflow-pip-ubuntu22.04", tensorflow, req("tensorflow", "2.17"), UBUNTU2204, None),
+    ("tensorflow-pip-2.13-rocky9", tensorflow, req("tensorflow", "2.13"), ROCKY9, None),
+    ("tensorflow-conda-ubuntu22.04", tensorflow, req("tensorflow", "2.17", method="conda"), UBUNTU2204, None),
+    ("tensorflow-docker-ubuntu22.04", tensorflow, req("tensorflow", "2.17", method="docker"), UBUNTU2204, None),
+    ("jax-pip-ubuntu24.04-aarch64", jax, req("jax"), UBUNTU2404_ARM, None),
+    ("jax-conda-ubuntu22.04", jax, req("jax", method="conda"), UBUNTU2204, None),
+    ("jax-docker-ubuntu22.04", jax, req("jax", "0.7.2", method="docker", options={"cuda": "12"}), UBUNTU2204,
+     ("580.82.07", 13000, [[9, 0]])),
+]
+
+
+@pytest.mark.parametrize("name,module,request_,target,machine", GOLDEN, ids=[g[0] for g in GOLDEN])
+def test_golden_plan(name, module, request_, target, machine):
+    facts = machine_facts(*machine) if machine else Facts()
+    text = render_sh(module.plan(request_, target, facts))
+    path = os.path.join(EXPECTED, name + ".sh")
+    if os.environ.get("ENVDOCTOR_UPDATE_GOLDEN") == "1":
+        os.makedirs(EXPECTED, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    with open(path) as f:
+        assert text == f.read(), f"{path} differs; review, then regenerate with ENVDOCTOR_UPDATE_GOLDEN=1"
