@@ -209,7 +209,20 @@ class LiveHost(Host):
 
     def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
         key = tuple(str(a) for a in argv)
-        return self._once(self.commands, key, lambda: run_command(key, self.remaining(timeout)))
+
+        def compute() -> CommandResult:
+            exe = key[0] if key else ""
+            if exe and "/" not in exe:
+                # Resolve the name from the PATH listings (cached, and recorded for snapshots) so a
+                # program that is not installed costs no process start at all.
+                found = self.which(exe)
+                if found is None:
+                    return CommandResult(key, error="ENOENT", message="not found on PATH")
+                res = run_command((found,) + key[1:], self.remaining(timeout))
+                return res._replace(argv=key)
+            return run_command(key, self.remaining(timeout))
+
+        return self._once(self.commands, key, compute)
 
     def environ(self) -> Dict[str, str]:
         if self._environ is None:

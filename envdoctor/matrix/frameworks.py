@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:  # packaging.specifiers pulls in packaging.tags (~15 ms): imported when first used
+    from packaging.specifiers import SpecifierSet
 
 from . import load
 
@@ -52,6 +54,8 @@ def _version(text: Any) -> Optional[Version]:
 
 
 def _spec(text: Any) -> Optional[SpecifierSet]:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     if not isinstance(text, str) or not text.strip():
         return None
     try:
