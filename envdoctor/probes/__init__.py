@@ -69,6 +69,7 @@ PROBE_MODULES = (
     "envdoctor.probes.compilers",
     "envdoctor.probes.python_env",
     "envdoctor.probes.frameworks",
+    "envdoctor.probes.linkage",
     "envdoctor.probes.containers",
 )
 
