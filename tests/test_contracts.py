@@ -218,3 +218,28 @@ def test_invalid_snapshots_get_a_clear_error(tmp_path, content, needle):
     r = _run_cli(["diagnose", "--snapshot", str(snap)])
     assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_hung_programs_end_as_timed_out_facts_within_the_time_limit(tmp_path):
+    """nvcc, nvidia-smi and docker that never answer (and spawn a child holding the pipe) cost one
+    timed-out fact each; diagnose still ends within --timeout plus about a second."""
+    import time
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("nvcc", "nvidia-smi", "docker"):
+        prog = bindir / name
+        prog.write_text("#!/bin/sh\nsleep 60 &\nsleep 60\n")
+        prog.chmod(0o755)
+    env = dict(os.environ, PATH=str(bindir) + ":" + os.environ.get("PATH", ""))
+    start = time.monotonic()
+    r = _run_cli(["diagnose", "--format", "json", "--timeout", "2"], env=env, timeout=30)
+    elapsed = time.monotonic() - start
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    facts = {f["key"]: f for p in doc["probes"] for f in p["facts"]}
+    assert facts["cuda.nvcc"]["status"] == "timed_out"
+    assert facts["container.docker"]["status"] == "timed_out" or \
+        (facts["container.docker"]["value"] or {}).get("error") == "timed_out"
+    # Interpreter start-up and the probes' own work come on top of the 2 s limit.
+    assert elapsed < 2 + 2.5, elapsed

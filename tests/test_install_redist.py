@@ -401,6 +401,10 @@ def test_cli_installs_from_a_mirror_and_tells_where_the_log_is(server, tmp_path)
     assert "Log: %s" % log in res.output
     assert os.path.isfile(os.path.join(prefix, "bin", "nvcc"))
     assert set(json.load(open(os.path.join(prefix, "version.json")))) == {"cuda", "cuda_cudart", "cuda_nvcc"}
+    # ...then diagnose runs again and finds the toolkit in the prefix (through CUDA_HOME, as its user will).
+    seen = res.output[res.output.index("envdoctor now sees:"):]
+    home = next(line for line in seen.splitlines() if "CUDA_HOME" in line)
+    assert prefix in home and "12.4" in home, seen
 
 
 def test_cli_dry_run_json_lists_downloads_with_checksums_and_changes_nothing(server, tmp_path):

@@ -241,7 +241,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     executor = Executor(_echo, yes=yes, interactive=interactive, confirm=_confirm, log_path=log_file,
                         download_options=options)
     result = executor.execute(the_plan)
-    sys.exit(result.exit_code)
+    sys.exit(_after(result.exit_code, component, prefix=str(prefix_path)))
 
 
 def _echo(message: str) -> None:
@@ -344,4 +344,16 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         click.echo("  %2d. %s" % (i, step.title))
     executor = Executor(_echo, yes=yes, interactive=_stdin_is_tty(), confirm=_confirm, log_path=log_file)
     result = executor.execute(the_plan)
-    sys.exit(result.exit_code)
+    sys.exit(_after(result.exit_code, component, prefix=request.prefix, python=request.python))
+
+
+def _after(exit_code: int, component: str, prefix: Optional[str] = None, python: Optional[str] = None) -> int:
+    """Once every step succeeded: diagnose again and show what envdoctor now sees (exit 1 on an error)."""
+    if exit_code != 0:
+        return exit_code
+    from ..install.verify import rediagnose
+
+    lines, ok = rediagnose(component, prefix=prefix, python=python)
+    for line in lines:
+        click.echo(line)
+    return 0 if ok else 1
