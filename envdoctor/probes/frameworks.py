@@ -101,7 +101,10 @@ class Metadata:
         res = host.read_file(self.path, limit=512 * 1024)
         self.error: Optional[str] = None if res.ok else (res.error or "unreadable")
         self.requires: List[Requirement] = []
-        lines = [ln for ln in (res.text or "").splitlines() if ln.lower().startswith("requires-dist:")]
+        # Only NVIDIA's wheels matter here; parsing every requirement with packaging would cost
+        # more than the rest of this probe (its requirement grammar compiles large regexes).
+        lines = [ln for ln in (res.text or "").splitlines()
+                 if ln.lower().startswith("requires-dist:") and _is_nvidia_requirement(ln.split(":", 1)[1])]
         if lines:
             from packaging.requirements import InvalidRequirement, Requirement
         for line in lines:
@@ -122,7 +125,7 @@ class Metadata:
             line = line.strip()
             if line.startswith("["):
                 break  # extras sections follow
-            if line:
+            if line and _is_nvidia_requirement(line):
                 try:
                     self.requires.append(Requirement(line))
                 except InvalidRequirement:
@@ -155,6 +158,15 @@ def pinned(req: Requirement) -> str:
 
 
 _NVIDIA_WHEEL = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)-cu(?P<cuda>\d+)$")
+
+
+_REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _is_nvidia_requirement(text: str) -> bool:
+    """Whether a requirement string names an NVIDIA CUDA wheel (judged on its project name alone)."""
+    m = _REQ_NAME.match(text)
+    return bool(m and _NVIDIA_WHEEL.match(normalize_name(m.group(1))))
 
 
 def nvidia_wheels(reqs: Iterable[Requirement], installed: Dict[str, Distribution]) -> Dict[str, Dict[str, Any]]:
