@@ -208,6 +208,8 @@ class _Device:
         self.data = data
         self.i = index
         self.facts = facts
+        #: NVML fields absent from the answers (an older or hand-made snapshot: a live run asks them all).
+        self.missing: List[str] = []
 
     def key(self, name: str) -> str:
         return f"gpu.{self.i}.{name}"
@@ -228,6 +230,10 @@ class _Device:
         """Add fact ``gpu.N.name`` from NVML answer ``field``; return the value or ``None``."""
         key, src = self.key(name), self.src(field)
         value, err = self.answer(field)
+        if err is not None and err.get("error") == "missing":
+            if field not in self.missing:
+                self.missing.append(field)
+            return None
         if err is not None:
             self.facts.append(self.error_fact(key, src, label, err))
             return None
@@ -283,7 +289,7 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
     bw_key, bw_label = d.key("memory_bandwidth_gbps"), "Peak memory bandwidth (GB/s, theoretical)"
     if width and clock:
         facts.append(ok(bw_key, bandwidth_gbps(width, clock), "derived", bw_label))
-    else:
+    elif not {"memory_bus_width", "max_clock_mem"} & set(d.missing):
         facts.append(unknown(bw_key, "needs the memory bus width and the max memory clock from NVML",
                              "derived", bw_label))
 
@@ -319,6 +325,11 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
     d.add("utilization_memory_percent", "utilization", "Memory controller utilization (%)",
           lambda v: _nonneg(_struct(v, "memory")))
     d.add("temperature_celsius", "temperature", "Temperature (C)", _nonneg)
+    if d.missing:
+        # One line, not one per field: a live run always records every answer, so this is a snapshot
+        # written by an older envdoctor, or put together by hand.
+        facts.append(unknown(d.key("nvml_not_recorded"), "%d NVML answers are not in this snapshot (%s)" % (
+            len(d.missing), ", ".join(d.missing)), "nvml:device.%d" % i, "NVML answers not recorded"))
     return facts
 
 

@@ -9,7 +9,7 @@ from ..findings import Finding
 from ..report import Report
 from .style import Style
 
-LABEL_WIDTH = 26
+LABEL_WIDTH = 34
 
 
 def human_bytes(n: float) -> str:
