@@ -12,7 +12,7 @@ import importlib
 from typing import Callable, Dict, Iterable, List, NamedTuple, Sequence
 
 from ..facts import Facts
-from ..findings import SEVERITY_RANK, Finding, Fix
+from ..findings import Finding, Fix, sort_key
 
 CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
@@ -92,5 +92,5 @@ def run_checks(ctx: CheckContext) -> List[Finding]:
                 fix=Fix(text="Please report it with a snapshot attached: "
                              "`envdoctor snapshot -o snap.json --redact-ids`."),
             ))
-    findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], f.components[0] if f.components else "", f.code))
+    findings.sort(key=sort_key)
     return findings

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, List
 
 from ..facts import Fact
-from ..findings import Finding
+from ..findings import LAYER_TITLES, SEVERITY_RANK, Finding, layer_of
 from ..report import Report
 from .style import Style
 
 LABEL_WIDTH = 34
+FRAMEWORK_LAYERS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "mxnet")
 
 
 def human_bytes(n: float) -> str:
@@ -124,9 +125,17 @@ def render(report: Report, style: Style, verbose: bool = False) -> str:
     out.append("")
     s = report.summary
     if report.findings:
-        out.append(style("Findings", "bold"))
+        out.append(style("Findings", "bold") + style("  (worst first, grouped by layer)", "dim"))
+        # Layers in the order of their worst finding; within a layer, worst first (report order).
+        groups: dict = {}
         for fd in report.findings:
-            out.extend(_finding_lines(fd, style, verbose))
+            layer = fd.components[0] if fd.components else layer_of(fd)  # its primary component
+            title = LAYER_TITLES.get(layer, "Frameworks" if layer in FRAMEWORK_LAYERS else layer)
+            groups.setdefault(title, []).append(fd)
+        for title, items in sorted(groups.items(), key=lambda kv: min(SEVERITY_RANK[f.severity] for f in kv[1])):
+            out.append("  " + style(title, "bold"))
+            for fd in items:
+                out.extend(_finding_lines(fd, style, verbose))
         out.append("")
     out.append("Summary: %d error%s, %d warning%s, %d info" % (
         s["error"], "" if s["error"] == 1 else "s", s["warning"], "" if s["warning"] == 1 else "s", s["info"]))
