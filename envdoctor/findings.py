@@ -29,12 +29,12 @@ LAYER_TITLES = {
 }
 
 
-def layer_of(finding: "Finding") -> str:
+def layer_of(finding: Finding) -> str:
     """The lowest layer a finding concerns (findings name their components in any order)."""
     return min(finding.components, key=lambda c: LAYER_RANK.get(c, len(LAYERS))) if finding.components else ""
 
 
-def sort_key(finding: "Finding") -> tuple:
+def sort_key(finding: Finding) -> tuple:
     return (SEVERITY_RANK[finding.severity], LAYER_RANK.get(layer_of(finding), len(LAYERS)), finding.code)
 
 COMPONENTS = frozenset(
