@@ -120,9 +120,9 @@ def test_driver_too_old_for_torch_names_both_sides_and_the_floor():
     f = only(found, "driver.too_old_for_framework")
     assert f.title == ("Driver 470.82.01 supports CUDA up to 11.4, but torch 2.4.0+cu121 needs CUDA 12.1 "
                        "(driver >= 525.60.13)")
-    # the 12.x rows of cuda.json are not verified: a warning at most
-    assert matrix.unverified(hw.cuda_release("12.0"))
-    assert f.severity == "warning"
+    # the 12.x driver floors of cuda.json are verified against NVIDIA's Table 3: an error
+    assert not matrix.unverified(hw.cuda_release("12.0"), "min_driver_linux")
+    assert f.severity == "error"
     assert f.fix.install == "envdoctor install driver --version 530"
     assert f.source["url"].startswith("https://") and f.source["checked"]
     assert {e["key"] for e in f.evidence} >= {"driver.version", "driver.cuda_version", "framework.torch"}
