@@ -158,19 +158,31 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
 
 # -- distro packages ---------------------------------------------------------------
 
+_DPKG_PACKAGE = re.compile(r"^Package:[ \t]*(\S+)", re.M)
+_DPKG_STANZA_END = re.compile(r"\n[ \t]*\n")
+
+
 def parse_dpkg_status(text: str) -> List[Dict[str, str]]:
-    """Installed packages from a dpkg status file, filtered to CUDA-related names."""
+    """Installed packages from a dpkg status file, filtered to CUDA-related names.
+
+    The file lists every package on the system (often megabytes): one regex pass
+    finds the ``Package:`` lines, and only the stanzas with a CUDA-related name
+    are parsed.
+    """
     out: List[Dict[str, str]] = []
-    for stanza in re.split(r"\n\s*\n", text):
+    for m in _DPKG_PACKAGE.finditer(text):
+        name = m.group(1)
+        if not _PKG_NAME.match(name):
+            continue
+        end = _DPKG_STANZA_END.search(text, m.end())
+        stanza = text[m.start():end.start() if end else len(text)]
         fields: Dict[str, str] = {}
         for line in stanza.splitlines():
             if line[:1] in (" ", "\t") or ":" not in line:
                 continue
             k, _, v = line.partition(":")
             fields[k.strip()] = v.strip()
-        name = fields.get("Package", "")
-        status = fields.get("Status", "").split()
-        if not name or not _PKG_NAME.match(name) or status[-1:] != ["installed"]:
+        if fields.get("Status", "").split()[-1:] != ["installed"]:
             continue
         out.append({"name": name, "version": fields.get("Version", ""), "manager": "dpkg"})
     return sorted(out, key=lambda p: p["name"])

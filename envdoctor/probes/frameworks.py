@@ -133,6 +133,8 @@ class Metadata:
 
     def applying(self, env: Dict[str, str], extra: str = "") -> List[Requirement]:
         """Requirements whose markers hold on the target (for ``extra`` when given)."""
+        if not self.requires:
+            return []  # nothing to evaluate: spare importing packaging.markers
         from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 
         out = []
