@@ -251,6 +251,12 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
         for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
             lib_dirs.append((posixpath.join(tk["path"], sub), "CUDA toolkit {}".format(tk["path"])))
         inc_dirs.append(posixpath.join(tk["path"], "include"))
+    # The loader cache names hundreds of libraries in a handful of directories: keep each directory
+    # once, at its first (highest-priority) place.
+    unique: Dict[str, str] = {}
+    for d, how in lib_dirs:
+        unique.setdefault(posixpath.normpath(d), how)
+    lib_dirs = list(unique.items())
 
     choices: Dict[str, Any] = {}
     for lib, spec in LIBRARIES.items():
