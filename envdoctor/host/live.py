@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import select
 import signal
 import subprocess
@@ -354,7 +353,7 @@ class LiveHost(Host):
             else:
                 self._python = PythonInfo(
                     executable=sys.executable,
-                    version=platform.python_version(),
+                    version="%d.%d.%d" % sys.version_info[:3],
                     implementation=sys.implementation.name,
                     prefix=sys.prefix,
                     base_prefix=getattr(sys, "base_prefix", sys.prefix),

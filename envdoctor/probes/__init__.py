@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-import traceback
 from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from ..facts import Fact, Facts
@@ -127,6 +126,8 @@ class _Runner:
             facts = list(spec.fn(ProbeContext(self.host, self)))
             res = ProbeResult(spec.name, spec.title, facts, duration=time.monotonic() - start)
         except Exception as exc:  # noqa: BLE001 - contained and reported, never a traceback
+            import traceback
+
             tb = traceback.extract_tb(exc.__traceback__)
             where = ("%s:%d" % (tb[-1].filename.rsplit("/", 1)[-1], tb[-1].lineno)) if tb else "?"
             res = ProbeResult(spec.name, spec.title, status="crashed", duration=time.monotonic() - start,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
+import time
 from typing import Dict, Iterable, List, Optional
 
 from ..facts import Fact, ok, unknown
@@ -25,6 +24,20 @@ FAMILIES = {
 }
 
 
+def _scratch_dir() -> str:
+    """A new private directory for distro's miniature root (what tempfile.mkdtemp does, without
+    importing tempfile and shutil, which cost more than this whole probe)."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    for attempt in range(100):
+        path = os.path.join(base, "envdoctor-os-%d-%d-%d" % (os.getpid(), time.monotonic_ns(), attempt))
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+    raise OSError("cannot create a scratch directory in %s" % base)
+
+
 def _distro_from_host(host: Host) -> Dict[str, str]:
     """Let the ``distro`` library answer from files read through the host.
 
@@ -34,7 +47,8 @@ def _distro_from_host(host: Host) -> Dict[str, str]:
     """
     import distro  # local: keeps --help fast
 
-    root = tempfile.mkdtemp(prefix="envdoctor-os-")
+    root = _scratch_dir()
+    written: List[str] = []
     try:
         names = ["os-release", "lsb-release"] + [n for n in host.list_dir("/etc").names() if _RELEASE_FILE.match(n)]
         for rel in ["etc/" + n for n in sorted(set(names))] + ["usr/lib/os-release"]:
@@ -42,9 +56,10 @@ def _distro_from_host(host: Host) -> Dict[str, str]:
             if res.data is None:
                 continue
             dest = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            with open(dest, "wb") as fh:
+            os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
+            with open(dest, "xb") as fh:
                 fh.write(res.data)
+            written.append(dest)
         d = distro.LinuxDistribution(root_dir=root, include_lsb=False, include_uname=False)
         return {
             "id": d.id(), "name": d.name(), "version": d.version(), "version_full": d.version(best=True),
@@ -52,7 +67,17 @@ def _distro_from_host(host: Host) -> Dict[str, str]:
             "os_release": d.os_release_attr("version_id"),
         }
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        # Only what was written here (no shutil: it costs more to import than this whole probe).
+        for path in written:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        for sub in ("usr/lib", "usr", "etc", ""):
+            try:
+                os.rmdir(os.path.join(root, sub))
+            except OSError:
+                pass
 
 
 def os_family(distro_id: str, like: str) -> str:
