@@ -232,11 +232,12 @@ def _add_dir(host: Host, stem: str, d: str, how: str, version: Optional[str], co
 def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []
+    # The loader cache first: `ldconfig -p` then runs while the cuda probe is still working.
+    cache, cache_fact = read_ld_cache(host)
     cuda = ctx.facts_of("cuda")
     toolkits = cuda.value("cuda.toolkits") or []
     packages = cuda.value("cuda.packages") or []
     ldp = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
-    cache, cache_fact = read_ld_cache(host)
     facts.append(cache_fact)
     cache_paths = {p: i for i, (_, _, p) in enumerate(cache or [])}
     dists = host.distributions()

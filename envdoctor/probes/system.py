@@ -89,7 +89,7 @@ def os_family(distro_id: str, like: str) -> str:
     return "other"
 
 
-def _wsl(host: Host, release: str) -> Optional[str]:
+def wsl_kind(host: Host, release: str) -> Optional[str]:
     """'WSL2', 'WSL1' or None, with the evidence used."""
     proc_version = host.read_text("/proc/version") or ""
     text = (release + " " + proc_version).lower()
@@ -100,7 +100,7 @@ def _wsl(host: Host, release: str) -> Optional[str]:
     return "WSL1"
 
 
-def _container(host: Host) -> Optional[str]:
+def container_kind(host: Host) -> Optional[str]:
     if host.exists("/.dockerenv"):
         return "docker"
     if host.exists("/run/.containerenv"):
@@ -120,6 +120,8 @@ def _container(host: Host) -> Optional[str]:
 def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []
+    # The one command first, so it runs while distro is imported (the driver probe waits for this one).
+    getconf = host.run(["getconf", "GNU_LIBC_VERSION"], timeout=3)
     os_release = host.read_file("/etc/os-release")
     if os_release.data is None:
         os_release = host.read_file("/usr/lib/os-release")
@@ -146,7 +148,6 @@ def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
     facts.append(ok("kernel.release", u.get("release", ""), "uname", "Kernel"))
     facts.append(ok("os.arch", u.get("machine", ""), "uname", "Architecture"))
 
-    getconf = host.run(["getconf", "GNU_LIBC_VERSION"], timeout=3)
     m = re.match(r"glibc\s+(\d+\.\d+(?:\.\d+)?)", getconf.stdout.strip()) if getconf.ok else None
     if m:
         facts.append(ok("os.glibc", m.group(1), "command:getconf GNU_LIBC_VERSION", "glibc"))
@@ -155,9 +156,9 @@ def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
                              "unexpected output %r" % getconf.stdout.strip()[:80],
                              "command:getconf GNU_LIBC_VERSION", "glibc"))
 
-    wsl = _wsl(host, u.get("release", ""))
+    wsl = wsl_kind(host, u.get("release", ""))
     facts.append(ok("os.wsl", wsl, "file:/proc/version", "WSL"))
-    container = _container(host)
+    container = container_kind(host)
     facts.append(ok("os.container", container, "file:/.dockerenv,/run/.containerenv,/proc/1/cgroup",
                     "Inside a container"))
     return facts
