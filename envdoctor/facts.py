@@ -91,6 +91,23 @@ class Facts:
         f = self._facts.get(key)
         return f.value if f is not None and f.status == "ok" else default
 
+    # Typed views: a check asks for the shape it needs and gets an empty one when the fact is
+    # missing, unknown or (from a garbled snapshot) of another shape, so no check crashes on it.
+    def text(self, key: str) -> Optional[str]:
+        v = self.value(key)
+        return v if isinstance(v, str) and v else None
+
+    def mapping(self, key: str) -> Dict[str, Any]:
+        v = self.value(key)
+        return v if isinstance(v, dict) else {}
+
+    def items(self, key: str) -> List[Any]:
+        v = self.value(key)
+        return v if isinstance(v, list) else []
+
+    def strings(self, key: str) -> List[str]:
+        return [x for x in self.items(key) if isinstance(x, str)]
+
     def with_prefix(self, prefix: str) -> List[Fact]:
         return [f for k, f in self._facts.items() if k.startswith(prefix)]
 

@@ -327,7 +327,7 @@ def toolkit_needs(facts: Facts) -> List[Need]:
             out.append(Need("cuda", "CUDA toolkit %s (%s)" % (version, how), mm, fact, "toolkit"))
     conda = facts.get("cuda.conda")
     for env in (conda.value if conda is not None and conda.known and isinstance(conda.value, list) else []):
-        if env.get("found_by") != "env:CONDA_PREFIX" or not env.get("cuda_version"):
+        if not isinstance(env, dict) or env.get("found_by") != "env:CONDA_PREFIX" or not env.get("cuda_version"):
             continue
         mm = _mm(env["cuda_version"])
         if mm is None or mm[1] is None:

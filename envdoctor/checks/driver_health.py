@@ -204,7 +204,7 @@ def _no_driver(facts: Facts) -> List[Finding]:
             fix=Fix(text="Nothing to fix. For GPU work, use a machine with an NVIDIA GPU."),
         )]
     family = _family(facts)
-    nouveau = facts.value("driver.nouveau.bound") or []
+    nouveau = facts.strings("driver.nouveau.bound")
     detail = ("An NVIDIA GPU is on the PCI bus (%s) but no NVIDIA driver is installed (no kernel module, no "
               "libnvidia-ml, no libcuda), so CUDA cannot use it." % ", ".join(gpus))
     if nouveau:
@@ -314,7 +314,7 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
         ("nova", NOVA_CONF, NOVA_TEXT, "nova_drm nova_core"),
     ):
         loaded = facts.value("driver.%s.loaded" % name) is True
-        bound = facts.value("driver.%s.bound" % name) or []
+        bound = facts.strings("driver.%s.bound" % name)
         if not loaded and not bound:
             continue
         severe = bool(bound) or not nvidia_loaded
@@ -410,9 +410,9 @@ def _secure_boot(facts: Facts) -> List[Finding]:
 def _device_nodes(facts: Facts) -> List[Finding]:
     if facts.value("driver.kernel_module.loaded") is not True:
         return []
-    nodes = facts.value("driver.device_nodes")
-    if not isinstance(nodes, list):
+    if not isinstance(facts.value("driver.device_nodes"), list):
         return []
+    nodes = facts.strings("driver.device_nodes")
     count = facts.value("gpu.count")
     gpu_nodes = [n for n in nodes if _GPU_NODE.match(n)]
     missing = []
@@ -481,8 +481,8 @@ def _fabric_manager(facts: Facts) -> List[Finding]:
 
 
 def _forward_compat(facts: Facts) -> List[Finding]:
-    compat = facts.value("cuda.forward_compat") or []
-    ldp = facts.value("cuda.ld_library_path") or []
+    compat = facts.items("cuda.forward_compat")
+    ldp = facts.strings("cuda.ld_library_path")
     if not compat or not ldp:
         return []
     in_use = []

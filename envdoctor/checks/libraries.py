@@ -151,7 +151,7 @@ def framework_linkage(ctx: CheckContext) -> Iterable[Finding]:
 
 def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
     """What cuDNN the framework was built for: {version, from, source, verified}."""
-    v = facts.value("framework." + fw) or {}
+    v = facts.mapping("framework." + fw)
     if fw == "torch":
         req = v.get("cudnn_required")
         if not isinstance(req, dict) or not req.get("version") or "," in str(req["version"]):
