@@ -94,10 +94,13 @@ def _finding_lines(fd: Finding, style: Style, verbose: bool) -> List[str]:
         lines += ["          " + ln for ln in fd.detail.splitlines()]
     if fd.fix.text:
         lines.append("          " + style("fix: ", "bold") + fd.fix.text)
+    if fd.fix.install:
+        # The recipe does the whole fix (and verifies it); the commands are the same by hand.
+        lines.append("            $ " + fd.fix.install)
+        if fd.fix.commands:
+            lines.append("          " + style("or by hand:", "dim"))
     for cmd in fd.fix.commands:
         lines.append("            $ " + cmd)
-    if fd.fix.install:
-        lines.append("            $ " + fd.fix.install)
     if verbose:
         for ev in fd.evidence:
             lines.append("          " + style("evidence: %s = %s (%s)" % (ev.get("key"), ev.get("value"),
