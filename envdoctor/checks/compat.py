@@ -622,15 +622,21 @@ def _arch_findings(facts: Facts, drv: Driver, component: str, label: str, archs:
     return out
 
 
-def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
-    out: List[Finding] = []
+def _active_toolkit_row(facts: Facts) -> Optional[Tuple[str, str, Fact, Dict[str, Any]]]:
+    """The active toolkit (version, how it was chosen, its fact) and its matrix row, or None."""
     active = active_toolkit(facts)
     if active is None:
+        return None
+    row = hw.cuda_release(active[0])
+    return None if row is None else (active[0], active[1], active[2], row)
+
+
+def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    active = _active_toolkit_row(facts)
+    if active is None:
         return out
-    version, how, tk_fact = active
-    row = hw.cuda_release(version)
-    if row is None:
-        return out
+    version, how, tk_fact, row = active
     for cc, name, cc_fact in gpu_ccs(facts):
         want = Version(cc)
         sm = "sm_" + cc.replace(".", "")
@@ -790,13 +796,10 @@ def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
 
 def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     out: List[Finding] = []
-    active = active_toolkit(facts)
+    active = _active_toolkit_row(facts)
     if active is None:
         return out
-    version, how, tk_fact = active
-    row = hw.cuda_release(version)
-    if row is None:
-        return out
+    version, how, tk_fact, row = active
     gcc = facts.get("compiler.gcc")
     gv = _v(gcc.value.get("version")) if gcc is not None and gcc.known and isinstance(gcc.value, dict) else None
     if gv is not None and gv.release[0] > int(Version(row["gcc_max"]).release[0]):

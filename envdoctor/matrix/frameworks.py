@@ -24,12 +24,12 @@ import copy
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 if TYPE_CHECKING:  # packaging.specifiers pulls in packaging.tags (~15 ms): imported when first used
     from packaging.specifiers import SpecifierSet
 
-from . import load
+from . import load, parse_version
 
 Row = Dict[str, Any]
 
@@ -43,14 +43,7 @@ TF_PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "wsl2", "maco
 
 
 def _version(text: Any) -> Optional[Version]:
-    if isinstance(text, Version):
-        return text
-    if not isinstance(text, str) or not text.strip():
-        return None
-    try:
-        return Version(text.strip())
-    except InvalidVersion:
-        return None
+    return text if isinstance(text, Version) else parse_version(text)
 
 
 def _spec(text: Any) -> Optional[SpecifierSet]:
@@ -611,6 +604,19 @@ def paddle_variant(version: Any, tag: Optional[str] = None) -> Optional[Row]:
     return None
 
 
+def _entry_for_cuda(entries: List[Row], cuda_version: Any) -> Optional[Row]:
+    """The first entry whose ``cuda`` range admits this CUDA's major.minor (cupy packages, TensorRT builds)."""
+    cv = _version(cuda_version)
+    if cv is None:
+        return None
+    want = Version("{}.{}".format(*_minor(cv)))
+    for entry in entries:
+        spec = _spec(entry.get("cuda"))
+        if spec is not None and spec.contains(want):
+            return entry
+    return None
+
+
 # CuPy ------------------------------------------------------------------------
 
 
@@ -621,15 +627,9 @@ def cupy_release(version: Any) -> Optional[Row]:
 
 def cupy_package_for(cupy_version: Any, cuda_version: Any) -> Optional[str]:
     """The wheel to install for a CuPy major and a CUDA version ("cupy-cuda12x"); None if none."""
-    row, cv = cupy_release(cupy_version), _version(cuda_version)
-    if row is None or cv is None:
-        return None
-    want = Version("{}.{}".format(*_minor(cv)))
-    for p in row.get("packages", []):
-        spec = _spec(p.get("cuda"))
-        if spec is not None and spec.contains(want):
-            return p.get("package")
-    return None
+    row = cupy_release(cupy_version)
+    entry = _entry_for_cuda(row.get("packages", []) if row else [], cuda_version)
+    return entry.get("package") if entry else None
 
 
 # TensorRT --------------------------------------------------------------------
@@ -642,15 +642,8 @@ def tensorrt_release(version: Any) -> Optional[Row]:
 
 def tensorrt_build_for(version: Any, cuda_version: Any) -> Optional[Row]:
     """The TensorRT build that supports this CUDA version; None when no build does."""
-    row, cv = tensorrt_release(version), _version(cuda_version)
-    if row is None or cv is None:
-        return None
-    want = Version("{}.{}".format(*_minor(cv)))
-    for b in row.get("builds", []):
-        spec = _spec(b.get("cuda"))
-        if spec is not None and spec.contains(want):
-            return b
-    return None
+    row = tensorrt_release(version)
+    return _entry_for_cuda(row.get("builds", []) if row else [], cuda_version)
 
 
 # MXNet -----------------------------------------------------------------------
