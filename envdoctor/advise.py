@@ -69,6 +69,8 @@ class Target:
     python: Optional[str] = None
     platform: str = "linux-x86_64"
     origin: Tuple[Tuple[str, str], ...] = ()
+    #: False when the machine was seen to have no NVIDIA GPU at all (none via NVML, none on the PCI bus).
+    gpu_present: Optional[bool] = None
 
     def origin_of(self, name: str) -> str:
         return dict(self.origin).get(name, "")
@@ -156,8 +158,15 @@ def target_from_facts(facts: Facts) -> Target:
     arch = facts.value("os.arch") or "x86_64"
     platform = "wsl2" if facts.value("os.wsl") == "WSL2" else (
         "linux-aarch64" if arch in ("aarch64", "arm64") else "linux-x86_64")
+    pci = facts.value("gpu.pci_devices")
+    if isinstance(count, int) and count > 0:
+        present: Optional[bool] = True
+    elif count == 0 and pci == [] and platform != "wsl2":  # WSL shows no PCI GPU even when it has one
+        present = False
+    else:
+        present = None
     return Target(driver=driver, cc=cc, gpu=gpu, os_id=os_id, os_version=os_version, python=python,
-                  platform=platform, origin=tuple(sorted(origin.items())))
+                  platform=platform, origin=tuple(sorted(origin.items())), gpu_present=present)
 
 
 # --------------------------------------------------------------------------- answers
@@ -540,22 +549,50 @@ def _kind(reasons: List[str]) -> str:
 # --------------------------------------------------------------------------- the whole answer
 
 
+#: What to install on a machine without an NVIDIA GPU (command, why), per framework.
+CPU_BUILDS: Dict[str, Tuple[Optional[str], str]] = {
+    "torch": ("pip install torch --index-url https://download.pytorch.org/whl/cpu",
+              "PyTorch's CPU wheels, without gigabytes of CUDA libraries (https://pytorch.org/get-started/locally/)"),
+    "tensorflow": ("pip install tensorflow",
+                   "the plain Linux wheel runs on the CPU; the [and-cuda] extra only adds GPU libraries "
+                   "(https://www.tensorflow.org/install/pip)"),
+    "jax": ("pip install -U jax", "JAX's default install is CPU-only (https://docs.jax.dev/en/latest/installation.html)"),
+    "onnxruntime": ("pip install onnxruntime", "the CPU package (onnxruntime-gpu needs CUDA)"),
+    "cupy": (None, "CuPy runs only on an NVIDIA (or AMD ROCm) GPU: nothing to install here"),
+    "paddle": ("pip install paddlepaddle", "the CPU package (paddlepaddle-gpu needs CUDA)"),
+}
+
+
 @dataclass
 class Advice:
     target: Target
     cuda: CudaAdvice
     frameworks: List[FrameworkAdvice]
+    #: Set when the machine has no NVIDIA GPU and no GPU was asked about: CPU builds instead.
+    cpu_builds: Optional[List[Dict[str, Any]]] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"target": self.target.to_dict(), "cuda": self.cuda.to_dict(),
-                "frameworks": [f.to_dict() for f in self.frameworks]}
+        out = {"target": self.target.to_dict(), "cuda": self.cuda.to_dict(),
+               "frameworks": [f.to_dict() for f in self.frameworks]}
+        if self.cpu_builds is not None:
+            out["cpu_builds"] = self.cpu_builds
+        return out
 
     def framework(self, name: str) -> FrameworkAdvice:
         return next(f for f in self.frameworks if f.framework == name)
 
 
 def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS) -> Advice:
-    """The newest CUDA and, per framework, the build to install for this target."""
+    """The newest CUDA and, per framework, the build to install for this target.
+
+    A machine seen to have no NVIDIA GPU (and no GPU or driver asked about) gets the CPU builds: a
+    laptop without a GPU is a valid user, and a CUDA wheel would only add unused gigabytes.
+    """
+    if t.gpu_present is False and t.driver is None and t.cc is None:
+        names = list(frameworks)
+        return Advice(target=t, cuda=advise_cuda(t), frameworks=[],
+                      cpu_builds=[{"framework": n, "command": CPU_BUILDS[n][0], "why": CPU_BUILDS[n][1]}
+                                  for n in names if n in CPU_BUILDS])
     return Advice(target=t, cuda=advise_cuda(t),
                   frameworks=[choose(name, CANDIDATES[name](), t) for name in frameworks])
 

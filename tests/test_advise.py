@@ -155,3 +155,25 @@ def test_cli_snapshot_and_override():
 def test_cli_bad_input_exits_2(args):
     r = CliRunner().invoke(advise_cmd, args)
     assert r.exit_code == 2, r.output
+
+
+def test_a_machine_without_an_nvidia_gpu_is_told_to_use_the_cpu_builds():
+    # The debian12-nogpu machine: no driver, NVML library absent, no NVIDIA device on the PCI bus.
+    from click.testing import CliRunner
+
+    from envdoctor.cli.advise import advise as advise_cmd
+
+    from .conftest import machine_path
+
+    res = CliRunner().invoke(advise_cmd, ["--snapshot", machine_path("debian12-nogpu")])
+    assert res.exit_code == 0, res.output
+    assert "No NVIDIA GPU on this machine" in res.output
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in res.output
+    assert "cu1" not in res.output  # no CUDA wheel is suggested
+    doc = json.loads(CliRunner().invoke(advise_cmd, ["--snapshot", machine_path("debian12-nogpu"),
+                                                     "--format", "json"]).output)
+    assert {b["framework"] for b in doc["cpu_builds"]} >= {"torch", "tensorflow", "jax"}
+    # ...but asking about a GPU explicitly still plans for that GPU.
+    res = CliRunner().invoke(advise_cmd, ["--snapshot", machine_path("debian12-nogpu"), "--driver", "550.54.15",
+                                          "--cc", "8.6"])
+    assert "No NVIDIA GPU" not in res.output and "download.pytorch.org/whl/cu" in res.output

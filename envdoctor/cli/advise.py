@@ -119,6 +119,16 @@ def render_text(answer: Any) -> str:
                                                              f"  [{t.platform}]"))
     out.append("  Python   " + _value(t, "python", t.python))
     out.append("")
+    if answer.cpu_builds is not None:
+        out.append("No NVIDIA GPU on this machine (none through NVML, none on the PCI bus): use the CPU builds.")
+        out.append("(To plan for a GPU machine instead, give --driver and --gpu or --cc.)")
+        for b in answer.cpu_builds:
+            out.append("")
+            out.append("%s:" % b["framework"])
+            if b["command"]:
+                out.append("  " + b["command"])
+            out.append("  - " + b["why"])
+        return "\n".join(out) + "\n"
     out.append("CUDA:")
     if c.newest_native:
         out.append(f"  newest CUDA the driver runs:                       {c.newest_native}")
