@@ -200,6 +200,11 @@ def repo_steps(target: Target) -> List[Step]:
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Ubuntu / Debian, network repo):
         #   wget https://developer.download.nvidia.com/compute/cuda/repos/<distro>/<arch>/cuda-keyring_1.1-1_all.deb
         #   sudo dpkg -i cuda-keyring_1.1-1_all.deb ; sudo apt-get update
+        # verified 2026-11-22 (keyring file name and its URL per distro/arch) against
+        # https://github.com/NVIDIA/cuda-repo-management (README "GPG keys": debian12 entrypoint
+        # .../repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb); not verified: the guide's own "Network Repo
+        # Installation for Ubuntu/Debian" text (only the start of
+        # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ is in the stored copies)
         # NVIDIA publishes no checksum for the keyring package, so this is a plain HTTPS fetch (as in the
         # guide), not a Download step (which requires a sha256); every package apt installs afterwards
         # is verified against the key it holds.
@@ -217,10 +222,14 @@ def repo_steps(target: Target) -> List[Step]:
     if target.package_manager == "yum":
         # CentOS 7 / RHEL 7 (https://docs.nvidia.com/cuda/archive/12.3.2/cuda-installation-guide-linux/):
         #   sudo yum-config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/rhel7/x86_64/cuda-rhel7.repo
+        # not verified: the RHEL 7 section of the archived 12.3.2 guide was not in the stored copies
         argv = ["yum-config-manager", "--add-repo", f"{url}/{repo_file}"]
     else:
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (RHEL / Rocky, network repo):
         #   sudo dnf config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/cuda-rhel9.repo
+        # verified 2026-11-22 (the .repo entrypoint URL) against https://github.com/NVIDIA/cuda-repo-management
+        # (README "GPG keys": .../repos/<distro>/<arch>/cuda-<distro>.repo); not verified: the guide's own
+        # "Network Repo Installation for RHEL" text (only the start of the guide is in the stored copies)
         argv = ["dnf", "config-manager", "--add-repo", f"{url}/{repo_file}"]
     return [Step("add-cuda-repo", f"add NVIDIA's CUDA repository ({repo_file})", RunCommand(argv),
                  needs_root=True, done_if=[exists(dest)], verify=[exists(dest)])]

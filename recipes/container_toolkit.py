@@ -64,6 +64,12 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     method = pick_method(sys.modules[__name__], request, target)
     version = str(validate.version(request.version)) if request.version else None
     if target.family == "debian":
+        # verified 2026-11-22 against
+        # https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html
+        # ("With apt: Ubuntu, Debian"; source NVIDIA/cloud-native-docs container-toolkit/install-guide.md):
+        # gpgkey URL, keyring path, stable/deb list URL, sed signed-by, list path, apt-get update; the key is
+        # fetched then dearmored (no pipe).  not verified: APT_LIST_CONTENT itself (the guide does not print
+        # the .list file; the stable line + commented experimental line is how public copies of it read)
         key = f"{DOWNLOAD_DIR}/nvidia-container-toolkit-gpgkey"
         steps = [
             Step("fetch-gpgkey", "fetch the libnvidia-container signing key over HTTPS",
@@ -76,14 +82,21 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
                  needs_root=True, done_if=[has_content(APT_LIST, APT_LIST_CONTENT)]),
             Step("apt-update", "refresh the package lists", RunCommand(["apt-get", "update"]), needs_root=True),
         ]
+        # verified 2026-11-22 (same guide, step "Install the NVIDIA Container Toolkit packages", apt):
+        # the four packages pinned =${NVIDIA_CONTAINER_TOOLKIT_VERSION} (<version>-1)
         pkgs = [f"{p}={version}-1" for p in PINNED] if version else ["nvidia-container-toolkit"]
     else:
+        # verified 2026-11-22 (same guide, "With dnf: RHEL/CentOS, Fedora, Amazon Linux"): the .repo URL and
+        # /etc/yum.repos.d/nvidia-container-toolkit.repo (curl ... | tee, here curl -o), packages pinned
+        # -<version>-1; CentOS 7 uses yum where the guide says dnf
         steps = [Step("fetch-repo-file", f"add the libnvidia-container repository ({YUM_REPO})",
                       RunCommand(["curl", "-fsSL", "-o", YUM_REPO, f"{BASE}/stable/rpm/nvidia-container-toolkit.repo"]),
                       needs_root=True, done_if=[exists(YUM_REPO)], verify=[exists(YUM_REPO)])]
         pkgs = [f"{p}-{version}-1" for p in PINNED] if version else ["nvidia-container-toolkit"]
     steps.append(install_step(target, "install-toolkit", "install the NVIDIA Container Toolkit"
                               + (f" {version}" if version else ""), pkgs))
+    # verified 2026-11-22 (same guide, "Configuring Docker"): nvidia-ctk runtime configure --runtime=docker,
+    # then systemctl restart docker
     steps.append(Step("configure-docker", "register the nvidia runtime in /etc/docker/daemon.json",
                       RunCommand(["nvidia-ctk", "runtime", "configure", "--runtime=docker"]), needs_root=True))
     steps.append(Step("restart-docker", "restart Docker so it loads the nvidia runtime",

@@ -147,6 +147,9 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     if method == "conda":
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ ("Conda Installation"):
         #   conda install cuda -c nvidia/label/cuda-12.4.1
+        # verified 2026-11-22 against https://anaconda.org/nvidia/cuda (NVIDIA's channel page:
+        # "conda install nvidia/label/cuda-12.4.1::cuda", one label per release); the guide's section
+        # itself was not in the stored copies
         step = Step("conda-install", f"install CUDA {full} into the active conda environment",
                     RunCommand(["conda", "install", "-y", "-c", f"nvidia/label/cuda-{full}", "cuda"]))
         return Plan(title=f"install CUDA {full} with conda", component=COMPONENT, version=full, method=method,
@@ -171,6 +174,8 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ :
         #   apt-get install cuda-toolkit / dnf install cuda-toolkit
         # (version-specific metapackage cuda-toolkit-12-4: "Meta Packages" table of the same guide)
+        # not verified: the guide's install/"Meta Packages" sections were not in the stored copies (only its
+        # start is); cuda-toolkit-X-Y is the form NVIDIA's download page and many public scripts use
         st = install_step(target, "install-cuda-toolkit", f"install the CUDA {mm} toolkit ({pinned})", [pinned])
         st.done_if, st.verify = done, [exists(nvcc)]
         steps.append(st)
@@ -218,6 +223,8 @@ def runfile_steps(request: Request, target: Target, facts: Any, full: str, prefi
              done_if=[exists(marker), *done], verify=[exists(marker)]),
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ ("Runfile Installation", "Advanced Options"):
         #   sudo sh cuda_<version>_linux.run --silent --toolkit --toolkitpath=<path> --no-opengl-libs
+        # not verified: the guide's "Runfile Installation" / "Advanced Options" table was not in the stored
+        # copies; the option names are the ones public install scripts pass to these runfiles
         Step("run-installer", f"install the toolkit into {prefix} (toolkit only, never the driver)",
              RunCommand(["sh", run, "--silent", "--toolkit", f"--toolkitpath={prefix}", "--no-opengl-libs"]),
              needs_root=True, done_if=list(done), verify=[exists(f"{prefix}/bin/nvcc")]),

@@ -79,6 +79,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         python = request.python or "python3"
         # https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html ("Installing cuDNN with pip"):
         #   py -m pip install nvidia-cudnn-cu12
+        # not verified: that section of the guide was not in the stored copies (only the page's start is)
         step = Step("pip-install", f"install cuDNN {version} for CUDA {cu} with pip ({python})",
                     RunCommand([python, "-m", "pip", "install", f"nvidia-cudnn-cu{cu}{spec}"]))
         return Plan(title=f"install cuDNN {version} (pip, CUDA {cu})", component=COMPONENT, version=version,
@@ -96,6 +97,9 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     pkg = f"cudnn{major}-cuda-{cu}"
     # https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html (Ubuntu/Debian and RHEL network repo):
     #   sudo apt-get -y install cudnn9-cuda-12   /   sudo dnf -y install cudnn9-cuda-12
+    # not verified: https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html is stored only up
+    # to "Package Manager Installation" (before the package names); cudnn9-cuda-12 is the name public
+    # scripts install from NVIDIA's repository
     steps = repo_steps(target) + [install_step(target, "install-cudnn", f"install cuDNN {major} for CUDA {cu} "
                                                f"({pkg})", [pkg])]
     return Plan(title=f"install cuDNN {major} for CUDA {cu} (repo) on {target.describe}", component=COMPONENT,

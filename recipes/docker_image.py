@@ -38,6 +38,9 @@ from recipes import RecipeError
 #: Where the image tags below were seen (Docker Hub lists them; these are the tags the
 #: recipes use, each confirmed in public Dockerfiles that build FROM them).
 IMAGE_SOURCE = {"url": "https://hub.docker.com/r/nvidia/cuda/tags", "checked": "2026-11-22"}
+# not verified: neither the Docker Hub tag list nor NVIDIA's supported-tags.md
+# (https://gitlab.com/nvidia/container-images/cuda/blob/master/doc/supported-tags.md) was readable in the stored
+# copies; the tags below are the ones public Dockerfiles build FROM
 
 #: CUDA minor -> (the newest image release of it, the cuDNN tag word, image OSes with their Python).
 #: cuDNN 8 images are tagged ``-cudnn8-``, 12.3's ``-cudnn9-``, and from 12.4 plain ``-cudnn-`` (cuDNN 9),

@@ -5,8 +5,10 @@ https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/ (network rep
 
 * Ubuntu / Debian: ``apt-get install -y nvidia-open`` (open kernel modules, NVIDIA's recommendation
   for Turing and newer) or ``cuda-drivers`` (proprietary); a branch: ``cuda-drivers-550``.
-* RHEL 8/9 and rebuilds: ``dnf module install -y nvidia-driver:open-dkms`` or ``nvidia-driver:latest-dkms``;
-  a branch: ``nvidia-driver:550-open`` / ``nvidia-driver:550-dkms``.
+* RHEL 8/9 and rebuilds, open flavor (guide, "Kernel Modules", Table 5 "Open GPU kernel module
+  installation"): ``dnf module enable nvidia-driver:open-dkms`` then ``dnf install nvidia-open``; a branch:
+  ``dnf module enable nvidia-driver:580-open`` then ``dnf install nvidia-open``.  Proprietary flavor:
+  ``dnf module install -y nvidia-driver:latest-dkms`` / ``nvidia-driver:550-dkms`` (not verified, see below).
 * CentOS 7: ``yum install -y nvidia-driver-latest-dkms`` (no module streams on 7).
 
 ``--version`` names a driver branch (``550``) or a full version whose branch is used.  A driver
@@ -54,9 +56,20 @@ def packages(target: Target, branch: Optional[str], flavor: str) -> Tuple[str, L
     """(how, argv tail) for the driver packages on ``target``."""
     if target.family == "debian":
         if branch:
+            # not verified: the guide's apt row for "install a specific branch" was not found in the stored
+            # copies; its "Recent Updates" page (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/,
+            # "Ubuntu 590 and later packages") says cuda-drivers-<branch> is removed from 590 on and branches
+            # are locked with pinning packages instead, and cuda-drivers-<branch> is the proprietary flavor.
             return "apt", [f"cuda-drivers-{branch}"]
+        # verified 2026-11-22 (package names) against
+        # https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/advanced-options.html
+        # ("Switching between Driver Module Flavors", Debian 12 / Ubuntu): open = nvidia-open,
+        # proprietary = cuda-drivers
         return "apt", ["nvidia-open" if flavor == "open" else "cuda-drivers"]
     if target.package_manager == "yum":
+        # verified 2026-11-22 (package name) against https://github.com/NVIDIA/yum-packaging-nvidia-driver
+        # (README, "RHEL7 flavor: latest-dkms" -> nvidia-driver-latest-dkms); the CentOS 7 install command
+        # itself is in no current NVIDIA guide (RHEL 7 is out of the driver guide's support list)
         if branch:
             raise RecipeError(f"driver branch {branch} cannot be pinned on {target.label} (no module streams)",
                               [f"envdoctor install driver --os {target.label}   (newest: nvidia-driver-latest-dkms)"])
@@ -65,13 +78,27 @@ def packages(target: Target, branch: Optional[str], flavor: str) -> Tuple[str, L
         stream = f"nvidia-driver:{branch}-open" if flavor == "open" else f"nvidia-driver:{branch}-dkms"
     else:
         stream = "nvidia-driver:open-dkms" if flavor == "open" else "nvidia-driver:latest-dkms"
-    return "module", [stream]
+    # stream names verified 2026-11-22 against https://github.com/NVIDIA/yum-packaging-dkms-nvidia (README:
+    # streams latest-dkms / XXX-dkms, and open-dkms / XXX-open from 515 on) and, for the open ones,
+    # against the guide's Table 5 (below)
+    return ("module-enable" if flavor == "open" else "module"), [stream]
 
 
 def driver_steps(target: Target, branch: Optional[str], flavor: str = "open") -> List[Step]:
     how, pkgs = packages(target, branch, flavor)
     title = "install the NVIDIA driver ({}{})".format(flavor, f", branch {branch}" if branch else ", newest")
+    if how == "module-enable":
+        # verified 2026-11-22 against https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html
+        # (Table 5 "Open GPU kernel module installation", RHEL / Rocky / AlmaLinux 8/9):
+        #   dnf module enable nvidia-driver:open-dkms   (a branch: nvidia-driver:580-open)
+        #   dnf install nvidia-open
+        return [Step("enable-driver-stream", f"enable the {pkgs[0]} module stream",
+                     RunCommand(["dnf", "module", "enable", "-y", *pkgs]), needs_root=True),
+                Step("install-driver", title, RunCommand(["dnf", "install", "-y", "nvidia-open"]), needs_root=True)]
     if how == "module":
+        # not verified: the guide's proprietary-flavor table (kernel-modules.html, "Proprietary GPU Kernel
+        # Modules Installation") was not readable in the stored copies; `dnf module install` of the stream is
+        # the form of older CUDA installation guides, not checked against the current driver guide
         return [Step("install-driver", title, RunCommand(["dnf", "module", "install", "-y", *pkgs]),
                      needs_root=True)]
     return [install_step(target, "install-driver", title, pkgs)]

@@ -24,6 +24,9 @@ from recipes import docker_image as common
 
 COMPONENT = "jax"
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
+#: verified 2026-11-22 against https://docs.jax.dev/en/latest/installation.html ("Summary", GPU NVIDIA):
+#:   pip install -U "jax[cuda13]"   (jax[cuda12] for CUDA 12)
+#: envdoctor runs ``python -m pip install 'jax[cudaNN]==<version>'`` (pinned, so no -U)
 PYPI = "https://pypi.org/simple"
 SMOKE = "import jax; print(jax.__version__, jax.devices())"
 

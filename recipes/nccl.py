@@ -53,10 +53,14 @@ def plan(request: Request, target: Target, facts: object) -> Plan:
     if method == "pip":
         python = request.python or "python3"
         major = cuda.split(".")[0]
+        # not verified: the guide gives no pip command; nvidia-nccl-cuNN is the wheel PyTorch depends on
         step = Step("pip-install", f"install NCCL {version} for CUDA {major} with pip ({python})",
                     RunCommand([python, "-m", "pip", "install", f"nvidia-nccl-cu{major}=={version}"]))
         return Plan(title=f"install NCCL {version} (pip)", component=COMPONENT, version=version, method=method,
                     target=target.describe, steps=[step], notes=["Installs into the Python environment of " + python])
+    # not verified: https://docs.nvidia.com/deeplearning/nccl/install-guide/index.html ("Installing NCCL",
+    # Ubuntu / RHEL) is stored only up to its overview; the libnccl2=<v>-1+cuda<X.Y> / libnccl-<v>-1+cuda<X.Y>
+    # pins are taken from the guide as quoted in the module docstring, and RELEASES is unverified too
     pin = f"{version}-1+cuda{cuda}"
     if target.family == "debian":
         pkgs = [f"libnccl2={pin}", f"libnccl-dev={pin}"]

@@ -25,6 +25,9 @@ from recipes import docker_image as common
 
 COMPONENT = "pytorch"
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
+#: verified 2026-11-22 against https://pytorch.org/get-started/locally/ ("Start Locally", Linux, Pip, CUDA):
+#:   pip3 install torch torchvision torchaudio --index-url https://download.pytorch.org/whl/cu118
+#: envdoctor runs ``python -m pip install torch==X.Y.* --index-url <INDEX>/<tag>`` (torch only, pinned)
 INDEX = "https://download.pytorch.org/whl"
 SMOKE = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
 _CHANNEL_RANK = {"stable": 2, "experimental": 1, "legacy": 0}
@@ -185,6 +188,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
 def _conda_forge(request: Any, target: Any, row: Dict[str, Any], var: Dict[str, Any], title: str,
                  notes: List[str]) -> Plan:
     """conda-forge's ``pytorch-gpu`` pinned to the CUDA of the chosen variant with ``cuda-version``."""
+    # not verified: no conda-forge page giving this command was found in the stored copies
     env = common.conda_env(common.options(request), "torch")
     minor = common.python_minor_for(row.get("python")) or "3.11"
     argv = ["conda", "create", "-y", "-n", env, "-c", "conda-forge", "--override-channels", f"python={minor}",

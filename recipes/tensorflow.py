@@ -23,6 +23,10 @@ from recipes import docker_image as common
 
 COMPONENT = "tensorflow"
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
+#: verified 2026-11-22 against https://www.tensorflow.org/install/pip (quick install, Linux):
+#:   python3 -m pip install 'tensorflow[and-cuda]'
+#: envdoctor pins it: ``tensorflow[and-cuda]==2.17.*`` (row pip_extra of the matrix); releases before 2.14
+#: install plain ``tensorflow==X.Y.*`` (not verified: the pre-2.14 instructions were not in the stored copies)
 PYPI = "https://pypi.org/simple"
 SMOKE = "import tensorflow as tf; print(tf.__version__, tf.config.list_physical_devices('GPU'))"
 

@@ -164,6 +164,15 @@ def test_with_driver_adds_the_driver_step_and_a_reboot():
     assert "REBOOT REQUIRED" in render_sh(p)
 
 
+def test_rhel_open_driver_enables_the_stream_then_installs_nvidia_open():
+    # NVIDIA Driver Installation Guide, kernel-modules.html, Table 5 (RHEL / Rocky / AlmaLinux 8/9):
+    #   dnf module enable nvidia-driver:580-open ; dnf install nvidia-open
+    p = load_recipe("driver").plan(Request("driver", "580", None), parse_target("rocky9"), _facts())
+    argvs = [s.action.argv for s in p.steps]
+    assert ["dnf", "module", "enable", "-y", "nvidia-driver:580-open"] in argvs
+    assert argvs[-1] == ["dnf", "install", "-y", "nvidia-open"]
+
+
 def test_driver_new_enough_stays_quiet():
     facts = _facts(**{"driver.installed": True, "driver.version": "570.124.06", "driver.cuda_version": "12.8"})
     p = load_recipe("cuda").plan(Request("cuda", "12.8", None), parse_target("ubuntu22.04"), facts)

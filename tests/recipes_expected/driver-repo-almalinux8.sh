@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# [1/2] add NVIDIA's CUDA repository (cuda-rhel8.repo)  (needs root)
+# [1/3] add NVIDIA's CUDA repository (cuda-rhel8.repo)  (needs root)
 # step id: add-cuda-repo
 if [ -e /etc/yum.repos.d/cuda-rhel8.repo ]; then
   echo 'skip (already done): add NVIDIA'"'"'s CUDA repository (cuda-rhel8.repo)'
@@ -19,9 +19,13 @@ else
   [ -e /etc/yum.repos.d/cuda-rhel8.repo ] || { echo 'verification failed: /etc/yum.repos.d/cuda-rhel8.repo exists' >&2; exit 1; }
 fi
 
-# [2/2] install the NVIDIA driver (open, newest)  (needs root)
+# [2/3] enable the nvidia-driver:open-dkms module stream  (needs root)
+# step id: enable-driver-stream
+dnf module enable -y nvidia-driver:open-dkms
+
+# [3/3] install the NVIDIA driver (open, newest)  (needs root)
 # step id: install-driver
-dnf module install -y nvidia-driver:open-dkms
+dnf install -y nvidia-open
 
 echo '>>> REBOOT REQUIRED: reboot this machine before using the new driver'
 # Planned for almalinux8 x86_64; NVIDIA repository https://developer.download.nvidia.com/compute/cuda/repos/rhel8/x86_64/
