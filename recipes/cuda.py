@@ -23,6 +23,7 @@ from typing import Any, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor import matrix
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, exists
 from envdoctor.matrix import hardware
@@ -36,6 +37,7 @@ from . import (
     pick_method,
     pick_version,
     repo_steps,
+    repo_url,
     target_note,
 )
 from . import driver as driver_recipe
@@ -81,11 +83,22 @@ def _supported_on(version: str, target: Target) -> bool:
     return target.version in hardware.distributions_for_cuda(version).get(target.matrix_distro, [])
 
 
-def check_target(full: str, target: Target) -> None:
+def check_target(full: str, target: Target) -> Optional[str]:
+    """Refuse a distribution NVIDIA does not list for this CUDA, when that list is verified.
+
+    Returns a warning for the plan instead when the matrix's list is not verified: an unverified row
+    may warn, never block (NVIDIA's lists also grow during a release's life).
+    """
     if _supported_on(full, target):
-        return
+        return None
     row = hardware.cuda_release(full)
     dists = hardware.distributions_for_cuda(full)
+    if row is not None and matrix.unverified(row, "distributions"):
+        return ("WARNING: envdoctor's list of distributions for CUDA {} is not verified and does not name {} "
+                "(it lists {}); check NVIDIA's release notes ({}) and that the repository {} exists before "
+                "running this.".format(full, target.label,
+                                       ", ".join(f"{d} {' '.join(v)}" for d, v in sorted(dists.items())),
+                                       row["source"]["url"], repo_url(target)))
     there = [v for v in versions() if _supported_on(v, target)]
     alts = []
     if there:
@@ -140,8 +153,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         raise RecipeError("the redist method needs NVIDIA's manifest, which the command line fetches",
                           ["envdoctor install cuda --method redist --version 12.4.1 --prefix ~/cuda-12.4"])
     full = resolve(request.version, target)
-    if method != "conda":
-        check_target(full, target)
+    dist_warning = check_target(full, target) if method != "conda" else None
     mm = _mm(full)
     dash = mm.replace(".", "-")
     if method == "conda":
@@ -184,6 +196,8 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         steps += dsteps + runfile_steps(request, target, facts, full, prefix, done)
         notes.append(f"To use it: export PATH={prefix}/bin:$PATH LD_LIBRARY_PATH={prefix}/lib64:$LD_LIBRARY_PATH")
     notes.insert(0, target_note(target))
+    if dist_warning:
+        notes.insert(0, dist_warning)
     return Plan(title=f"install CUDA {full} ({method}) on {target.describe}", component=COMPONENT, version=full,
                 method=method, target=target.describe, steps=steps, reboot_required=bool(dsteps), notes=notes)
 
