@@ -145,15 +145,16 @@ def test_diagnose_imports_no_framework_and_not_requests(tmp_path):
 def test_diagnose_makes_no_network_connection(tmp_path):
     """Air-gapped nodes: with every socket call refused, the report is unchanged."""
     script = textwrap.dedent("""
-        import socket, sys
+        import os, socket, sys
         attempts = []
         def deny(*a, **k):
             attempts.append(repr(a)[:100])
             raise OSError("network blocked by test")
-        socket.socket.connect = deny
-        socket.socket.connect_ex = deny
-        socket.create_connection = deny
-        socket.getaddrinfo = deny
+        if os.environ.get("BLOCK") == "1":
+            socket.socket.connect = deny
+            socket.socket.connect_ex = deny
+            socket.create_connection = deny
+            socket.getaddrinfo = deny
         from envdoctor.cli import main
         try:
             main(["diagnose", "--format", "json"])
@@ -161,8 +162,14 @@ def test_diagnose_makes_no_network_connection(tmp_path):
             pass
         sys.stderr.write("ATTEMPTS=%d\\n" % len(attempts))
     """)
-    blocked = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    blocked = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, BLOCK="1"))
     assert "ATTEMPTS=0" in blocked.stderr, blocked.stderr[-2000:]
+    free = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, BLOCK="0"))
+    a, b = json.loads(blocked.stdout), json.loads(free.stdout)
+    assert [p["facts"] for p in a["probes"]] == [p["facts"] for p in b["probes"]]
+    assert a["findings"] == b["findings"]
     cmd = [sys.executable, "-m", "envdoctor", "diagnose", "--format", "json"]
     if shutil.which("unshare") and os.geteuid() == 0:
         # A real network namespace with no interfaces, when the machine allows it.
