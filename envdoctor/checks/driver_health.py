@@ -116,7 +116,7 @@ def _family(facts: Facts) -> str:
 
 def _branch(version: Optional[str]) -> Optional[str]:
     """``"535.154.05"`` -> ``"535"``."""
-    if not version:
+    if not version or not isinstance(version, str):
         return None
     try:
         return str(Version(version).release[0])
@@ -236,8 +236,8 @@ def _no_driver(facts: Facts) -> List[Finding]:
 
 def _mismatch(facts: Facts) -> List[Finding]:
     status = _nvml_status(facts)
-    kver = facts.value("driver.kernel_module.version")
-    uver = facts.value("driver.userspace.version")
+    kver = facts.text("driver.kernel_module.version")
+    uver = facts.text("driver.userspace.version")
     if facts.value("os.wsl") == "WSL2":
         return []
     differ = False
