@@ -88,3 +88,21 @@ def test_a_combination_the_matrix_supports_yields_no_error(release, tag, cuda, c
 def test_the_supported_combinations_are_many():
     # The property above is only worth something if the matrix gives it many cases to check.
     assert len(COMBOS) >= 30
+
+
+def test_every_finding_produced_has_an_explain_entry():
+    # `envdoctor explain CODE` must know every code a user can see (codes built at run time included).
+    from envdoctor.checks import code_docs
+
+    docs = code_docs()
+    seen = set()
+    for facts in MACHINE_FACTS.values():
+        seen |= {f.code for f in run_checks(CheckContext(Facts(facts), []))}
+    for release, tag, cuda, cc, driver in COMBOS:
+        facts = [ok("driver.version", "450.80.02", "test"), ok("driver.cuda_version", "11.0", "test"),
+                 ok("gpu.count", 1, "test"), ok("gpu.0.compute_capability", "3.5", "test"),
+                 ok("framework.torch", {"version": "%s.0+%s" % (release, tag), "local": tag, "cuda": cuda,
+                                        "build": "cuda"}, "test")]
+        seen |= {f.code for f in run_checks(CheckContext(Facts(facts), []))}
+    assert len(seen) >= 8
+    assert sorted(c for c in seen if c not in docs) == []
