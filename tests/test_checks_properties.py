@@ -98,7 +98,7 @@ def test_every_finding_produced_has_an_explain_entry():
     seen = set()
     for facts in MACHINE_FACTS.values():
         seen |= {f.code for f in run_checks(CheckContext(Facts(facts), []))}
-    for release, tag, cuda, cc, driver in COMBOS:
+    for release, tag, cuda, _cc, _driver in COMBOS:
         facts = [ok("driver.version", "450.80.02", "test"), ok("driver.cuda_version", "11.0", "test"),
                  ok("gpu.count", 1, "test"), ok("gpu.0.compute_capability", "3.5", "test"),
                  ok("framework.torch", {"version": "%s.0+%s" % (release, tag), "local": tag, "cuda": cuda,
