@@ -118,6 +118,8 @@ def framework_linkage(ctx: CheckContext) -> Iterable[Finding]:
         if not isinstance(entries, list):
             continue
         for e in entries:
+            if not isinstance(e, dict):
+                continue
             soname = e.get("soname", "")
             comp = component_of(soname)
             comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
@@ -199,7 +201,7 @@ def cudnn_version(ctx: CheckContext) -> Iterable[Finding]:
         if want is None:
             continue
         for e in entries:
-            if component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
+            if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
                 continue
             got_text = _cudnn_full_version(facts, e)
             got = _v(got_text)
