@@ -114,6 +114,19 @@ def _mm(full: str) -> str:
     return f"{r[0]}.{r[1]}"
 
 
+def _driver_flavor(facts: Any) -> str:
+    """Open kernel modules (NVIDIA's default) unless a GPU older than Turing needs the proprietary ones."""
+    count = facts.value("gpu.count") if facts is not None else None
+    for i in range(count if isinstance(count, int) else 0):
+        cc = facts.value("gpu.%d.compute_capability" % i)
+        try:
+            if isinstance(cc, str) and Version(cc) < Version("7.5"):
+                return "proprietary"
+        except ValueError:
+            continue
+    return "open"
+
+
 def _driver_steps(request: Request, target: Target, facts: Any, full: str) -> Tuple[List[Step], List[str]]:
     """Pre-check the driver: steps to add (``--with-driver``) and notes; RecipeError when too old."""
     needed = hardware.min_driver_for_cuda(full) or ""
@@ -135,11 +148,11 @@ def _driver_steps(request: Request, target: Target, facts: Any, full: str) -> Tu
                 alts.append(f"envdoctor install cuda --version {newest}   (runs on the installed driver)")
             raise RecipeError(f"the installed driver ({installed}) cannot run CUDA {full}: it needs driver "
                               f">= {need} (Table 3, {src})", alts)
-        return (driver_recipe.driver_steps(target, branch),
+        return (driver_recipe.driver_steps(target, branch, _driver_flavor(facts), minimum=True),
                 [f"The installed driver ({installed}) is too old for CUDA {full} (needs >= {need}): "
                  f"driver branch {branch} is installed first, and a reboot follows"])
     if request.with_driver:
-        return (driver_recipe.driver_steps(target, branch),
+        return (driver_recipe.driver_steps(target, branch, _driver_flavor(facts), minimum=True),
                 [f"Driver branch {branch} (CUDA {full} needs >= {needed}) is installed too; a reboot follows"])
     if facts.value("driver.installed") is False:
         return [], [f"No NVIDIA driver is installed: CUDA {full} programs need driver >= {needed} to run "

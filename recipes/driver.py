@@ -60,6 +60,17 @@ def packages(target: Target, branch: Optional[str], flavor: str) -> Tuple[str, L
             # copies; its "Recent Updates" page (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/,
             # "Ubuntu 590 and later packages") says cuda-drivers-<branch> is removed from 590 on and branches
             # are locked with pinning packages instead, and cuda-drivers-<branch> is the proprietary flavor.
+            # So: planned only where that package exists (before 590) and is what was asked for; refused
+            # otherwise, rather than print a command that cannot work.
+            if int(branch) >= 590 or flavor == "open":
+                raise RecipeError(
+                    f"envdoctor cannot yet pin driver branch {branch} ({flavor} kernel modules) on {target.label}: "
+                    "NVIDIA replaced cuda-drivers-<branch> with pinning packages from 590 on, and the open "
+                    "flavor has no per-branch metapackage; the exact commands are in "
+                    "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/",
+                    ["envdoctor install driver   (the newest driver, open kernel modules)",
+                     "envdoctor install driver --option flavor=proprietary --version 580   "
+                     "(a proprietary branch before 590)"])
             return "apt", [f"cuda-drivers-{branch}"]
         # verified 2026-11-22 (package names) against
         # https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/advanced-options.html
@@ -84,9 +95,15 @@ def packages(target: Target, branch: Optional[str], flavor: str) -> Tuple[str, L
     return ("module-enable" if flavor == "open" else "module"), [stream]
 
 
-def driver_steps(target: Target, branch: Optional[str], flavor: str = "open") -> List[Step]:
-    how, pkgs = packages(target, branch, flavor)
-    title = "install the NVIDIA driver ({}{})".format(flavor, f", branch {branch}" if branch else ", newest")
+def driver_steps(target: Target, branch: Optional[str], flavor: str = "open", minimum: bool = False) -> List[Step]:
+    """Steps that install the driver.  With ``minimum`` the branch is a floor (CUDA's --with-driver):
+    on Debian/Ubuntu the newest open driver satisfies any floor and needs no per-branch package."""
+    if minimum and branch and target.family == "debian" and flavor == "open":
+        how, pkgs = packages(target, None, flavor)
+        title = f"install the NVIDIA driver (open, newest; branch {branch} or newer is needed)"
+    else:
+        how, pkgs = packages(target, branch, flavor)
+        title = "install the NVIDIA driver ({}{})".format(flavor, f", branch {branch}" if branch else ", newest")
     if how == "module-enable":
         # verified 2026-11-22 against https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html
         # (Table 5 "Open GPU kernel module installation", RHEL / Rocky / AlmaLinux 8/9):

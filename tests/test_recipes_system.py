@@ -174,9 +174,23 @@ def test_driver_too_old_for_cuda_is_refused_naming_the_driver():
 def test_with_driver_adds_the_driver_step_and_a_reboot():
     facts = _facts(**{"driver.installed": True, "driver.cuda_version": "12.2", "driver.version": "535.104.05"})
     p = load_recipe("cuda").plan(Request("cuda", "12.8", None, with_driver=True), parse_target("ubuntu22.04"), facts)
-    assert ["apt-get", "install", "-y", "cuda-drivers-570"] in [s.action.argv for s in p.steps]
+    # CUDA 12.8 needs branch 570 or newer: the newest open driver satisfies it (Turing and newer GPUs)
+    assert ["apt-get", "install", "-y", "nvidia-open"] in [s.action.argv for s in p.steps]
     assert p.reboot_required
     assert "REBOOT REQUIRED" in render_sh(p)
+    # a Pascal GPU cannot use the open modules: the proprietary package of the needed branch
+    pascal = _facts(**{"driver.installed": True, "driver.cuda_version": "12.2", "driver.version": "535.104.05",
+                       "gpu.count": 1, "gpu.0.compute_capability": "6.1"})
+    p = load_recipe("cuda").plan(Request("cuda", "12.8", None, with_driver=True), parse_target("ubuntu22.04"),
+                                 pascal)
+    assert ["apt-get", "install", "-y", "cuda-drivers-570"] in [s.action.argv for s in p.steps]
+
+
+def test_pinning_a_driver_branch_nvidia_no_longer_packages_is_refused_with_alternatives():
+    # NVIDIA driver guide, "Recent Updates": cuda-drivers-<branch> is gone from 590 on (pinning packages).
+    with pytest.raises(RecipeError) as e:
+        load_recipe("driver").plan(Request("driver", "590", None), parse_target("ubuntu24.04"), _facts())
+    assert "590" in e.value.message and any("envdoctor install driver" in a for a in e.value.alternatives)
 
 
 def test_rhel_open_driver_enables_the_stream_then_installs_nvidia_open():
