@@ -65,8 +65,11 @@ def unknown(key: str, reason: str, source: str = "", label: str = "") -> Fact:
     return Fact(key, None, source, "unknown", reason, label)
 
 
+NOT_SUPPORTED_DEFAULT = "not supported by this GPU or driver"
+
+
 def not_supported(key: str, source: str, label: str = "", reason: str = "") -> Fact:
-    return Fact(key, None, source, "not_supported", reason or "not supported by this GPU or driver", label)
+    return Fact(key, None, source, "not_supported", reason or NOT_SUPPORTED_DEFAULT, label)
 
 
 def timed_out(key: str, reason: str, source: str = "", label: str = "") -> Fact:

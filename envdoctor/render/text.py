@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from ..facts import Fact
+from ..facts import NOT_SUPPORTED_DEFAULT, Fact
 from ..findings import LAYER_TITLES, SEVERITY_RANK, Finding, layer_of
 from ..report import Report
 from .style import Style
@@ -73,7 +73,9 @@ def _fact_lines(f: Fact, style: Style, verbose: bool) -> List[str]:
     else:
         text = style({"not_supported": "not supported"}.get(f.status, f.status.replace("_", " ")),
                      "yellow" if f.status != "not_supported" else "dim")
-        if f.reason and (f.status != "not_supported" or verbose):
+        # The generic "not supported by this GPU or driver" is noise; a specific reason (WSL2: the
+        # driver runs on Windows) is worth a line.
+        if f.reason and (f.status != "not_supported" or verbose or f.reason != NOT_SUPPORTED_DEFAULT):
             text += style(": " + f.reason, "dim")
         mark = style.mark(f.status) + " "
     first, *more = text.split("\n")
