@@ -23,28 +23,8 @@ from envdoctor.findings import Finding
 from envdoctor.matrix import hardware as hw
 from tests.conftest import load_machine, machine_names, make_host, probe_facts
 
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-# `cat /usr/local/cuda-11.5/version.json` from a public Ubuntu setup log (first entries verbatim; the same
-# text tests/test_probe_cuda.py uses).
-VERSION_JSON_11_5 = """{
-   "cuda" : {
-      "name" : "CUDA SDK",
-      "version" : "11.5.2"
-   },
-   "cuda_cudart" : {
-      "name" : "CUDA Runtime (cudart)",
-      "version" : "11.5.117"
-   }
-}
-"""
-# Its `nvcc --version` (same log; also github.com/feuyeux/hello-ai toolkit/cuda.version.md).
-NVCC_11_5 = """nvcc: NVIDIA (R) Cuda compiler driver
-Copyright (c) 2005-2021 NVIDIA Corporation
-Built on Thu_Nov_18_09:45:30_PST_2021
-Cuda compilation tools, release 11.5, V11.5.119
-Build cuda_11.5.r11.5/compiler.30672275_0
-"""
+# The CUDA 11.5 toolkit's real version.json and `nvcc --version` (sources cited there).
+from tests.test_probe_cuda import NVCC_11_5, PATH, VERSION_JSON_11_5
 
 
 def run(facts: Facts) -> List[Finding]:
