@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from . import __version__
-from .checks import CheckContext, run_checks
+from .checks import CheckContext, all_checks, run_checks
 from .facts import Facts
 from .findings import Finding, summarize
 from .host.base import Host
@@ -54,23 +54,48 @@ class Report:
         }
 
 
-def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None,
-             source: Optional[Dict[str, str]] = None) -> Report:
-    start = time.monotonic()
-    probes = run_probes(host, deadline=deadline)
-    if scrubber is not None and scrubber.redact_ids:
-        nvml = host.nvml()  # already asked by the probes: answered from the cache
-        for key, ans in (nvml.data or {}).items():
-            if key.endswith(".serial") and isinstance(ans, dict) and isinstance(ans.get("value"), str):
-                scrubber.add_serial(ans["value"])
-    if scrubber is not None and scrubber.active:
+def nvml_serials(host: Host) -> List[str]:
+    """Board serial numbers NVML reported on ``host`` (asked already by the probes: from the cache)."""
+    return [ans["value"] for key, ans in (host.nvml().data or {}).items()
+            if key.endswith(".serial") and isinstance(ans, dict) and isinstance(ans.get("value"), str)]
+
+
+def scrub(probes: List[ProbeResult], scrubber: Scrubber, serials: Sequence[str] = ()) -> None:
+    """Apply ``scrubber`` to every fact (and the serials to hide, with --redact-ids), in place."""
+    if scrubber.redact_ids:
+        for serial in serials:
+            scrubber.add_serial(serial)
+    if scrubber.active:
         for p in probes:
             for f in p.facts:
                 f.value = scrubber(f.value)
                 f.source = scrubber(f.source)
                 f.reason = scrubber(f.reason)
             p.error = scrubber(p.error)
+
+
+def gather(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None) -> List[ProbeResult]:
+    """Run the probes on ``host`` and scrub what they found (the half of diagnose that reads the machine)."""
+    probes = run_probes(host, deadline=deadline)
+    if scrubber is not None:
+        scrub(probes, scrubber, nvml_serials(host) if scrubber.redact_ids else ())
+    return probes
+
+
+def load_checks() -> None:
+    """Import the checks (and the matrix they read) now rather than on first use."""
+    all_checks()
+
+
+def judge(probes: List[ProbeResult], source: Dict[str, str], started: float) -> Report:
+    """Check the probes' facts and wrap everything in a report (the other half)."""
     facts = Facts(f for p in probes for f in p.facts)
     findings = run_checks(CheckContext(facts, probes))
-    return Report(probes, findings, source or {"kind": "live", "description": host.description},
-                  time.monotonic() - start)
+    return Report(probes, findings, source, time.monotonic() - started)
+
+
+def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None,
+             source: Optional[Dict[str, str]] = None) -> Report:
+    start = time.monotonic()
+    probes = gather(host, deadline, scrubber)
+    return judge(probes, source or {"kind": "live", "description": host.description}, start)

@@ -3,8 +3,10 @@
 
 Both run in the same Python environment (the interpreter running this script),
 alternating, several times each, as fresh processes. For each run the wall time
-and the peak resident memory of the process tree (from wait4's rusage) are
-recorded; the medians and their ratios are printed.
+and the peak RSS of the largest process (wait4's rusage) are recorded; separate
+runs sample the memory of the whole process tree (every process alive at once,
+PSS added up), which is what the memory target is judged on. The medians and
+their ratios are printed.
 
     pip install torch==2.13.0        # CPU wheel; needed for collect_env
     python scripts/bench_diagnose.py --runs 9
@@ -41,6 +43,52 @@ def measure(argv: Sequence[str]) -> Tuple[float, int, int]:
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status
     return wall, int(usage.ru_maxrss), int(proc.returncode)
+
+
+def _tree(pid: int) -> List[int]:
+    """``pid`` and its descendants, from /proc/PID/task/TID/children."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, tid)) as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _memory_kib(pid: int) -> int:
+    """Proportional set size (shared pages split between the processes sharing them), else RSS."""
+    for path, field in (("/proc/%d/smaps_rollup" % pid, "Pss:"), ("/proc/%d/status" % pid, "VmRSS:")):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    if line.startswith(field):
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return 0
+
+
+def measure_tree_memory(argv: Sequence[str]) -> int:
+    """Peak memory (KiB) of the whole process tree, all processes alive at once added up.
+
+    wait4's ru_maxrss is the peak of the largest single process only; a tool that forks workers
+    (envdoctor's early probe worker) or runs subprocesses (collect_env runs pip, nvidia-smi) would
+    be under-counted.  Sampled every 2 ms, in runs of their own so the sampling does not slow
+    the timed runs.
+    """
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, sum(_memory_kib(p) for p in _tree(proc.pid)))
+        time.sleep(0.002)
+    return peak
 
 
 def installed_copy() -> str:
@@ -97,6 +145,10 @@ def main() -> int:
     for _ in range(args.runs):
         for name, argv in tools.items():
             results[name].append(measure(argv))
+    tree_memory: Dict[str, List[int]] = {name: [] for name in tools}
+    for _ in range(max(3, args.runs // 3)):
+        for name, argv in tools.items():
+            tree_memory[name].append(measure_tree_memory(argv))
 
     summary = {}
     for name, runs in results.items():
@@ -105,27 +157,31 @@ def main() -> int:
             "wall_median_s": statistics.median(r[0] for r in runs),
             "wall_min_s": min(r[0] for r in runs),
             "peak_rss_median_mib": statistics.median(r[1] for r in runs) / 1024.0,
+            "peak_tree_memory_median_mib": statistics.median(tree_memory[name]) / 1024.0,
             "exit_codes": sorted({r[2] for r in runs}),
         }
     ed = summary["envdoctor diagnose"]
     for name, s in summary.items():
         if name != "envdoctor diagnose":
             s["envdoctor_speedup"] = s["wall_median_s"] / ed["wall_median_s"]
-            s["envdoctor_memory_fraction"] = ed["peak_rss_median_mib"] / s["peak_rss_median_mib"]
+            s["envdoctor_memory_fraction"] = ed["peak_tree_memory_median_mib"] / s["peak_tree_memory_median_mib"]
 
     if args.json:
         print(json.dumps({"python": sys.version.split()[0], "results": summary}, indent=2))
         return 0
     print("Python %s, %d runs each (medians)\n" % (sys.version.split()[0], args.runs))
-    print("%-22s %12s %12s %14s" % ("tool", "wall (ms)", "min (ms)", "peak RSS (MiB)"))
+    print("%-22s %10s %10s %16s %18s" % ("tool", "wall (ms)", "min (ms)", "largest RSS (MiB)",
+                                          "tree memory (MiB)"))
     for name, s in summary.items():
-        print("%-22s %12.0f %12.0f %14.1f" % (name, s["wall_median_s"] * 1000, s["wall_min_s"] * 1000,
-                                             s["peak_rss_median_mib"]))
+        print("%-22s %10.0f %10.0f %16.1f %18.1f" % (name, s["wall_median_s"] * 1000, s["wall_min_s"] * 1000,
+                                                   s["peak_rss_median_mib"], s["peak_tree_memory_median_mib"]))
+    print("\nlargest RSS: peak of the biggest single process (wait4); tree memory: peak of all its processes "
+          "together (PSS, sampled)")
     for name, s in summary.items():
         if name == "envdoctor diagnose":
             continue
         speed, mem = s["envdoctor_speedup"], s["envdoctor_memory_fraction"]
-        line = "\nvs %s: envdoctor is %.1fx faster, uses %.2f of its peak memory" % (name, speed, mem)
+        line = "\nvs %s: envdoctor is %.1fx faster, uses %.2f of its peak tree memory" % (name, speed, mem)
         if name == "torch collect_env":  # the targets set for envdoctor (issue: diagnose)
             line += " (targets: >= 15x faster: %s; <= 0.25 of the memory: %s)" % (
                 "met" if speed >= 15 else "NOT met", "met" if mem <= 0.25 else "NOT met")

@@ -111,7 +111,8 @@ def _fake_frameworks(tmp_path):
     """Importable torch/tensorflow/jax stand-ins that leave a mark if anything imports them."""
     site = tmp_path / "site"
     marker = tmp_path / "imported"
-    for name, version in (("torch", "2.4.0+cu121"), ("tensorflow", "2.15.0"), ("jax", "0.4.30")):
+    for name, version in (("torch", "2.4.0+cu121"), ("tensorflow", "2.15.0"), ("jax", "0.4.30"),
+                          ("requests", "2.32.3")):
         pkg = site / name
         pkg.mkdir(parents=True)
         (pkg / "__init__.py").write_text("open(%r, 'a').write(%r)\n" % (str(marker), name + "\n"))
@@ -126,7 +127,7 @@ def test_diagnose_imports_no_framework_and_not_requests(tmp_path):
     script = textwrap.dedent("""
         import sys, json
         sys.path.insert(0, %r)
-        from envdoctor.cli import main
+        from envdoctor.launcher import main  # the console script's path: the early worker included
         try:
             main(["diagnose", "--format", "json"])
         except SystemExit:
@@ -149,24 +150,28 @@ def test_diagnose_makes_no_network_connection(tmp_path):
         attempts = []
         def deny(*a, **k):
             attempts.append(repr(a)[:100])
+            with open(os.environ["ATTEMPT_LOG"], "a") as log:  # seen from any process, the worker's too
+                log.write(repr(a)[:100] + "\\n")
             raise OSError("network blocked by test")
         if os.environ.get("BLOCK") == "1":
             socket.socket.connect = deny
             socket.socket.connect_ex = deny
             socket.create_connection = deny
             socket.getaddrinfo = deny
-        from envdoctor.cli import main
+        from envdoctor.launcher import main  # patched before the early worker is forked: it is covered too
         try:
             main(["diagnose", "--format", "json"])
         except SystemExit:
             pass
         sys.stderr.write("ATTEMPTS=%d\\n" % len(attempts))
     """)
+    log = tmp_path / "attempts.log"
     blocked = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                             env=dict(os.environ, BLOCK="1"))
+                             env=dict(os.environ, BLOCK="1", ATTEMPT_LOG=str(log)))
     assert "ATTEMPTS=0" in blocked.stderr, blocked.stderr[-2000:]
+    assert not log.exists(), log.read_text()
     free = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, BLOCK="0"))
+                          env=dict(os.environ, BLOCK="0", ATTEMPT_LOG=str(log)))
     a, b = json.loads(blocked.stdout), json.loads(free.stdout)
     assert [p["facts"] for p in a["probes"]] == [p["facts"] for p in b["probes"]]
     assert a["findings"] == b["findings"]

@@ -95,7 +95,7 @@ def test_hung_probe_becomes_timed_out(monkeypatch):
         _t.sleep(30)
         return []
 
-    monkeypatch.setattr(probes, "all_probes", lambda: [ProbeSpec("hang", "Hang", hang, 1)])
+    monkeypatch.setattr(probes, "probes_in", lambda modules: [ProbeSpec("hang", "Hang", hang, 1)])
     start = _t.monotonic()
     out = run_probes(make_host(), deadline=_t.monotonic() + 0.3)
     assert out[0].status == "timed_out" and _t.monotonic() - start < 2

@@ -126,3 +126,29 @@ def test_snapshot_replay_gives_the_same_gpu_facts(fake_lib, tmp_path):
                             capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert gpu_facts(replay.stdout) == live
     assert live["gpu.count"]["value"] == 2
+
+
+def test_early_worker_gives_the_same_report_and_hides_the_serial(fake_lib, tmp_path):
+    # The GPU probes run in the early worker (which forks the NVML query itself); with --redact-ids
+    # the UUID and the serial it read must be hidden everywhere, as without the worker.
+    answers = dict(load_answers("h100.json"))
+    answers["device.0.serial"] = "1321721009876"  # a made-up board serial (13 digits, as NVIDIA prints them)
+    reports = []
+    for prefork in ("", "1"):
+        run = tmp_path / ("run" + prefork)
+        run.mkdir()
+        path = write_answers(answers, str(run / "answers.txt"))
+        env = dict(fake_env(fake_lib, path), ENVDOCTOR_NO_PREFORK=prefork)
+        r = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--format", "json", "--redact-ids"],
+                           env=env, capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert r.returncode in (0, 1), r.stderr
+        assert "1321721009876" not in r.stdout and "8ca5630b" not in r.stdout
+        doc = json.loads(r.stdout)
+        for key in ("generated", "timings"):
+            doc.pop(key)
+        for p in doc["probes"]:
+            p.pop("duration")
+        reports.append(doc)
+    assert reports[0] == reports[1]
+    value = {f["key"]: f["value"] for p in reports[0]["probes"] for f in p["facts"]}
+    assert value["gpu.0.name"] == "NVIDIA H100 80GB HBM3" and value["gpu.0.uuid"].startswith("GPU-redacted")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable
 
 import click
 
-from ..host.base import DEFAULT_TIMEOUT, Host
-from ..host.privacy import Scrubber
+from ..host.base import DEFAULT_TIMEOUT
+from ..host.live import live_host
+from ..host.privacy import scrubber_for
+
+__all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option"]
 
 
 def timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -33,17 +35,3 @@ def python_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         "--python", "python_exe", metavar="PATH", envvar="ENVDOCTOR_PYTHON",
         help="Inspect the packages of this Python interpreter instead of the one running envdoctor "
              "(e.g. a venv's bin/python).")(fn)
-
-
-def live_host(timeout: float, python_exe: Optional[str]) -> Tuple[Host, float]:
-    """A live host whose whole run ends within ``timeout`` plus a small margin."""
-    from ..host.live import LiveHost
-
-    deadline = time.monotonic() + timeout
-    return LiveHost(timeout=timeout, deadline=deadline, python_executable=python_exe), deadline + 0.5
-
-
-def scrubber_for(host: Host, include_host: bool, redact_ids: bool) -> Scrubber:
-    nodename = getattr(host, "nodename", None)
-    return Scrubber.for_environ(host.environ(), nodename() if callable(nodename) else None,
-                                include_host=include_host, redact_ids=redact_ids)

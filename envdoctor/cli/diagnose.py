@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from . import EXIT_USAGE, fail
-from .common import live_host, privacy_options, python_option, scrubber_for, timeout_option
+from .common import privacy_options, python_option, timeout_option
 
 
 @click.command("diagnose", epilog="""\b
@@ -38,10 +38,10 @@ def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optio
     without touching the network.
     """
     from ..host.privacy import Scrubber
-    from ..report import diagnose as run_diagnose
 
     if snapshot_path:
         from ..host.snapshot import SnapshotError, SnapshotHost, load_snapshot
+        from ..report import diagnose as run_diagnose
 
         try:
             doc = load_snapshot(snapshot_path)
@@ -53,8 +53,12 @@ def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optio
                               source={"kind": "snapshot", "description": host.description,
                                       "captured": str(doc.get("created", ""))})
     else:
-        host, deadline = live_host(timeout, python_exe)
-        report = run_diagnose(host, deadline=deadline, scrubber=scrubber_for(host, include_host, redact_ids))
+        from ..early import LiveProbes
+        from ..report import judge, load_checks
+
+        live = LiveProbes(timeout, python_exe, include_host, redact_ids)  # the early worker starts now
+        probes = live.results(meanwhile=load_checks)
+        report = judge(probes, {"kind": "live", "description": live.host.description}, live.started)
     if fmt == "json":
         from ..render.json_out import dumps
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import time
 from struct import error as struct_error
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from ..forked import Forked
 from .base import (
     DEFAULT_TIMEOUT,
     MAX_FILE_BYTES,
@@ -37,6 +37,12 @@ from .base import (
 )
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvml_worker.py")
+
+
+def _nvml_in_child(job: Optional[bytes]) -> bytes:
+    from . import nvml_worker
+
+    return json.dumps(nvml_worker.collect(), sort_keys=True).encode("utf-8")
 
 
 def command_env(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -121,7 +127,7 @@ class LiveHost(Host):
         self._environ: Optional[Dict[str, str]] = None
         self._uname: Optional[Dict[str, str]] = None
         self._nvml_table: Dict[str, NvmlResult] = {}
-        self._nvml_child: Optional[Tuple[int, int, float]] = None  # (pid, read fd, start time)
+        self._nvml_child: Optional[Forked] = None
         self._python: Optional[PythonInfo] = None
 
     # -- time ----------------------------------------------------------
@@ -245,76 +251,27 @@ class LiveHost(Host):
     def start_nvml(self) -> None:
         """Start asking NVML now, in a forked child, so the answer is ready when a probe wants it.
 
-        Forking (no exec) spares a second interpreter start-up; it is done only
-        while this process has a single thread, where fork is safe.  The child
-        runs :func:`envdoctor.host.nvml_worker.collect` and writes JSON to a pipe;
-        if it hangs it is killed at the time limit, if it crashes only it dies.
+        Forking (no exec) spares a second interpreter start-up; see
+        :mod:`envdoctor.forked` for when that is done and what the child may do.
+        The child runs :func:`envdoctor.host.nvml_worker.collect` and writes
+        JSON; if it hangs it is killed at the time limit, if it crashes only it dies.
         """
-        if self._nvml_child is not None or self._nvml_table or threading.active_count() != 1:
+        if self._nvml_child is not None or self._nvml_table:
             return
-        if not hasattr(os, "fork"):
-            return
-        try:
-            rfd, wfd = os.pipe()
-        except OSError:
-            return
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(rfd)
-            os.close(wfd)
-            return
-        if pid == 0:  # the child: never returns
-            try:
-                os.close(rfd)
-                from . import nvml_worker
-
-                view = memoryview(json.dumps(nvml_worker.collect(), sort_keys=True).encode("utf-8"))
-                while view:
-                    view = view[os.write(wfd, view):]
-            except BaseException:  # noqa: BLE001 - the parent sees no output and says so
-                pass
-            finally:
-                os._exit(0)
-        os.close(wfd)
-        self._nvml_child = (pid, rfd, time.monotonic())
+        self._nvml_child = Forked.start(_nvml_in_child)
 
     def _read_nvml_child(self) -> NvmlResult:
         assert self._nvml_child is not None
-        pid, fd, started = self._nvml_child
-        chunks = []
-        timed_out = False
-        try:
-            while True:
-                budget = self.remaining()
-                ready, _, _ = select.select([fd], [], [], max(0.0, budget))
-                if not ready:
-                    timed_out = True
-                    break
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        if timed_out:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            _, status = os.waitpid(pid, 0)
-        except OSError:
-            status = 0
-        duration = time.monotonic() - started
-        if timed_out:
+        child, self._nvml_child = self._nvml_child, None
+        answer, why = child.result(time.monotonic() + max(0.0, self.remaining()))
+        duration = time.monotonic() - child.started
+        if why == "timed_out":
             return NvmlResult(error="timed_out", duration=duration,
                               message="NVML did not answer within %.1fs (driver hung or GPU lost?)" % duration)
-        if os.WIFSIGNALED(status) and not chunks:
+        if why.startswith("signal"):
             return NvmlResult(error="worker_failed", duration=duration,
-                              message="the NVML query process crashed (signal %d) inside the NVIDIA library"
-                              % os.WTERMSIG(status))
-        return self._parse_worker_output(b"".join(chunks).decode("utf-8", "replace"), "", 0, duration)
+                              message="the NVML query process crashed (%s) inside the NVIDIA library" % why)
+        return self._parse_worker_output((answer or b"").decode("utf-8", "replace"), "", 0, duration)
 
     def _ask_nvml(self) -> NvmlResult:
         if self._nvml_child is not None:
@@ -368,6 +325,16 @@ _PY_INFO_SCRIPT = (
     "'implementation':sys.implementation.name,'prefix':sys.prefix,"
     "'base_prefix':getattr(sys,'base_prefix',sys.prefix),'sys_path':[p for p in sys.path if p]}))"
 )
+
+
+def live_host(timeout: float, python_exe: Optional[str]) -> Tuple[LiveHost, float]:
+    """This machine, for one run that ends within ``timeout`` plus a small margin.
+
+    Returns the host and the deadline for the probes (half a second after the
+    host's own, which bounds every command and NVML query).
+    """
+    deadline = time.monotonic() + timeout
+    return LiveHost(timeout=timeout, deadline=deadline, python_executable=python_exe), deadline + 0.5
 
 
 def _python_info_of(executable: str, timeout: float) -> PythonInfo:

@@ -14,7 +14,10 @@ writes, which is why replaying a snapshot gives the same report.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
+
+if TYPE_CHECKING:
+    from .base import Host
 
 SECRET_NAME = re.compile(
     r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE|AUTH|COOKIE|SESSION|_KEY$|^KEY$"
@@ -106,3 +109,10 @@ class Scrubber:
     @property
     def active(self) -> bool:
         return bool(self._rules) or self.redact_ids
+
+
+def scrubber_for(host: Host, include_host: bool, redact_ids: bool) -> Scrubber:
+    """The scrubber for what ``host`` reports: its home, user and host name, unless asked to keep them."""
+    nodename = getattr(host, "nodename", None)
+    return Scrubber.for_environ(host.environ(), nodename() if callable(nodename) else None,
+                                include_host=include_host, redact_ids=redact_ids)

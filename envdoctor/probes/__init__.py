@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from ..facts import Fact, Facts
 from ..host.base import Host
@@ -29,6 +29,7 @@ class ProbeSpec(NamedTuple):
     title: str
     fn: ProbeFn
     order: int
+    uses_nvml: bool = False  # asks ``host.nvml()``: the query is started before the probes run
 
 
 class ProbeResult:
@@ -55,6 +56,12 @@ class ProbeResult:
             d["error"] = self.error
         return d
 
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> ProbeResult:
+        """The inverse of :meth:`to_dict` (how the early probe worker hands its results over)."""
+        return cls(d["name"], d["title"], [Fact.from_dict(f) for f in d["facts"]], status=d["status"],
+                   error=d.get("error", ""), duration=float(d["duration"]))
+
 
 _REGISTRY: Dict[str, ProbeSpec] = {}
 
@@ -73,18 +80,24 @@ PROBE_MODULES = (
 )
 
 
-def register(name: str, title: str, order: int) -> Callable[[ProbeFn], ProbeFn]:
+def register(name: str, title: str, order: int, uses_nvml: bool = False) -> Callable[[ProbeFn], ProbeFn]:
     def deco(fn: ProbeFn) -> ProbeFn:
-        _REGISTRY[name] = ProbeSpec(name, title, fn, order)
+        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml)
         return fn
 
     return deco
 
 
 def all_probes() -> List[ProbeSpec]:
-    for mod in PROBE_MODULES:
+    return probes_in(PROBE_MODULES)
+
+
+def probes_in(modules: Sequence[str]) -> List[ProbeSpec]:
+    """The probes defined in ``modules`` (importing them), in report order."""
+    for mod in modules:
         importlib.import_module(mod)
-    return sorted(_REGISTRY.values(), key=lambda s: (s.order, s.name))
+    return sorted((s for s in _REGISTRY.values() if getattr(s.fn, "__module__", None) in modules),
+                  key=lambda s: (s.order, s.name))
 
 
 class ProbeContext:
@@ -137,16 +150,23 @@ class _Runner:
         self.done[spec.name].set()
 
 
+def timed_out_result(spec: ProbeSpec, why: str = "") -> ProbeResult:
+    return ProbeResult(spec.name, spec.title, status="timed_out",
+                       error=why or "did not finish before the time limit (a file or command it reads hangs)")
+
+
 def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequence[str]] = None,
-               parallel: bool = True) -> List[ProbeResult]:
+               parallel: bool = True, modules: Optional[Sequence[str]] = None) -> List[ProbeResult]:
     """Run the probes against ``host`` and return their results in report order.
 
     ``deadline`` is a ``time.monotonic()`` value: probes still running then are
     reported as timed out (their threads are daemons and are abandoned).
+    ``only`` picks probes by name, ``modules`` by the module defining them
+    (default: all of :data:`PROBE_MODULES`).
     """
-    specs = [s for s in all_probes() if not only or s.name in only]
+    specs = [s for s in probes_in(modules or PROBE_MODULES) if not only or s.name in only]
     start_nvml = getattr(host, "start_nvml", None)
-    if start_nvml is not None:
+    if start_nvml is not None and any(s.uses_nvml for s in specs):
         start_nvml()  # before any probe thread exists: the answer is ready when the GPU probe asks
     runner = _Runner(host, specs, deadline)
     if parallel:
@@ -166,8 +186,7 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
         with runner.lock:
             res = runner.results.get(spec.name)
             if res is None:
-                res = ProbeResult(spec.name, spec.title, status="timed_out",
-                                  error="did not finish before the time limit (a file or command it reads hangs)")
+                res = timed_out_result(spec)
                 runner.results[spec.name] = res
         out.append(res)
     return out

@@ -444,7 +444,7 @@ def _nvml_failure(nv: Any) -> Tuple[Optional[str], Optional[str]]:
     return None, None
 
 
-@register("gpu", "GPUs", order=40)
+@register("gpu", "GPUs", order=40, uses_nvml=True)
 def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []

@@ -7,6 +7,8 @@ import re
 import time
 from typing import Dict, Iterable, List, Optional
 
+import distro
+
 from ..facts import Fact, ok, unknown
 from ..host.base import Host
 from . import ProbeContext, register
@@ -45,8 +47,6 @@ def _distro_from_host(host: Host) -> Dict[str, str]:
     how distro's own tests feed it, so its parsing and id normalisation are
     used as they are.
     """
-    import distro  # local: keeps --help fast
-
     root = _scratch_dir()
     written: List[str] = []
     try:
