@@ -141,9 +141,11 @@ def test_early_worker_gives_the_same_report_and_hides_the_serial(fake_lib, tmp_p
         env = dict(fake_env(fake_lib, path), ENVDOCTOR_NO_PREFORK=prefork)
         r = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--format", "json", "--redact-ids"],
                            env=env, capture_output=True, text=True, cwd=ROOT, timeout=60)
-        assert r.returncode in (0, 1), r.stderr
-        assert "1321721009876" not in r.stdout and "8ca5630b" not in r.stdout
         doc = json.loads(r.stdout)
+        # This VM's CUDA 13.0 toolkit needs a newer driver than the H100 answers' 550: an error, and
+        # the exit code says so (the console script's fast exit keeps it).
+        assert doc["summary"]["error"] >= 1 and r.returncode == 1, r.stderr
+        assert "1321721009876" not in r.stdout and "8ca5630b" not in r.stdout
         for key in ("generated", "timings"):
             doc.pop(key)
         for p in doc["probes"]:
