@@ -256,9 +256,15 @@ class LiveHost(Host):
         The child runs :func:`envdoctor.host.nvml_worker.collect` and writes
         JSON; if it hangs it is killed at the time limit, if it crashes only it dies.
         """
-        if self._nvml_child is not None or self._nvml_table:
+        if self._nvml_child is not None or self._nvml_table or self._nvml_absent():
             return
         self._nvml_child = Forked.start(_nvml_in_child)
+
+    def _nvml_absent(self) -> bool:
+        """No libnvidia-ml.so.1 for dlopen to find (most machines without a driver): nothing to ask."""
+        from . import nvml_worker
+
+        return nvml_worker.library_absent()
 
     def _read_nvml_child(self) -> NvmlResult:
         assert self._nvml_child is not None
@@ -276,6 +282,10 @@ class LiveHost(Host):
     def _ask_nvml(self) -> NvmlResult:
         if self._nvml_child is not None:
             return self._read_nvml_child()
+        if self._nvml_absent():
+            from . import nvml_worker
+
+            return self._parse_worker_output(json.dumps(nvml_worker.NOT_FOUND), "", 0, 0.0)
         budget = self.remaining()
         res = run_command([sys.executable, _WORKER], budget)
         if res.error == "deadline":

@@ -1,8 +1,10 @@
 """Ask NVML everything envdoctor needs, in a child process, and print JSON.
 
-Run as a script by :class:`envdoctor.host.live.LiveHost` (never imported by
-the tool itself): a driver that hangs or crashes inside NVML takes this
-process down, not envdoctor, which sees a time-out or an exit code.
+:class:`envdoctor.host.live.LiveHost` runs :func:`collect` in a forked child
+(or this file as a script where fork is not available): a driver that hangs
+or crashes inside NVML takes that process down, not envdoctor, which sees a
+time-out or an exit code.  The tool itself only calls :func:`library_absent`,
+which reads files and never loads the library.  No envdoctor imports here.
 
 The output maps a key per question to ``{"value": ...}`` or
 ``{"error": "NVML_ERROR_NOT_SUPPORTED", "code": 3}``.  Keys:
@@ -62,6 +64,40 @@ _LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/li
              "/usr/local/nvidia/lib")
 
 
+LIBRARY = "libnvidia-ml.so.1"
+NOT_FOUND = {"init": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND", "code": 12}}
+
+
+def _in_usual_places():
+    import os
+
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d] + list(_LIB_DIRS)
+    # An interpreter's own lib directory (conda, a relocated build) is on its RUNPATH.
+    dirs += [os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")]
+    return any(os.path.exists(os.path.join(d, LIBRARY)) for d in dirs)
+
+
+def library_absent(cache_path="/etc/ld.so.cache"):
+    """True only when dlopen("libnvidia-ml.so.1") certainly fails: NVML need not be asked at all.
+
+    dlopen looks in LD_LIBRARY_PATH, the loader cache, the default directories
+    and the RUNPATH of the program; the check looks in a superset of those
+    directories and for the name anywhere in the loader cache file, so a wrong
+    "absent" is not possible while a wrong "present" only costs the query.
+    An unreadable cache, or the library preloaded, counts as present.
+    """
+    import os
+
+    if "libnvidia-ml" in os.environ.get("LD_PRELOAD", "") or _in_usual_places():
+        return False
+    try:
+        with open(cache_path, "rb") as fh:
+            cache = fh.read(16 * 1024 * 1024)
+    except OSError:
+        return False
+    return (LIBRARY.encode("ascii") + b"\0") not in cache
+
+
 def _library_loadable():
     """Whether libnvidia-ml.so.1 can be loaded at all, decided cheaply.
 
@@ -69,15 +105,12 @@ def _library_loadable():
     without a driver the answer is known sooner: no file in the usual places,
     then a plain dlopen (which also consults the loader cache) to be sure.
     """
-    import os
-
-    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d] + list(_LIB_DIRS)
-    if any(os.path.exists(os.path.join(d, "libnvidia-ml.so.1")) for d in dirs):
+    if _in_usual_places():
         return True
     try:
         import ctypes
 
-        ctypes.CDLL("libnvidia-ml.so.1")
+        ctypes.CDLL(LIBRARY)
         return True
     except OSError:
         return False
@@ -87,7 +120,7 @@ def collect():
     """Ask NVML everything; return the answers (never raises)."""
     if not _library_loadable():
         # The same answer nvidia-ml-py gives (NVML_ERROR_LIBRARY_NOT_FOUND), without importing it.
-        return {"init": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND", "code": 12}}
+        return dict(NOT_FOUND)
     try:
         import pynvml
     except Exception as exc:  # noqa: BLE001 - report any import failure as data
