@@ -252,3 +252,16 @@ def test_parsers():
     assert parse_nvcc_version("garbage") is None
     assert upstream_version("1:11.5.1-1ubuntu1") == "11.5.1"
     assert upstream_version("8.9.7.29-1+cuda12.2") == "8.9.7.29"
+
+
+def test_dpkg_scan_finds_packages_wherever_the_name_sits():
+    # First line of the file, no space after "Package:", names only in Depends/Description lines
+    # (not packages), and a last stanza without a trailing newline.
+    text = ("Package: libcudnn9-cuda-12\nStatus: install ok installed\nVersion: 9.1.0.70-1\n\n"
+            "Package: python3-foo\nStatus: install ok installed\nDepends: cuda-runtime-12-4, libnccl2\n"
+            "Description: mentions tensorrt and cublas\n\n"
+            "Package:libnccl2\nStatus: install ok installed\nVersion: 2.21.5-1+cuda12.4\n\n"
+            "Package: libcublas-12-4\nStatus: install ok installed\nVersion: 12.4.5.8-1")
+    assert [(p["name"], p["version"]) for p in parse_dpkg_status(text)] == [
+        ("libcublas-12-4", "12.4.5.8-1"), ("libcudnn9-cuda-12", "9.1.0.70-1"), ("libnccl2", "2.21.5-1+cuda12.4")]
+    assert parse_dpkg_status("Package: bash\nStatus: install ok installed\nVersion: 5.2\n") == []

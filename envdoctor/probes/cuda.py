@@ -158,19 +158,36 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
 
 # -- distro packages ---------------------------------------------------------------
 
-_DPKG_PACKAGE = re.compile(r"^Package:[ \t]*(\S+)", re.M)
+_DPKG_PACKAGE = re.compile(r"Package:[ \t]*(\S+)")
 _DPKG_STANZA_END = re.compile(r"\n[ \t]*\n")
+#: Every name _PKG_NAME accepts contains one of these.
+_PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt")
+
+
+def _candidate_lines(text: str) -> List[int]:
+    """Offsets of the lines that mention a CUDA-related name (str.find: no regex over the whole file)."""
+    starts = set()
+    for needle in _PKG_NEEDLES:
+        pos = text.find(needle)
+        while pos != -1:
+            starts.add(text.rfind("\n", 0, pos) + 1)
+            end = text.find("\n", pos)
+            pos = -1 if end == -1 else text.find(needle, end)
+    return sorted(starts)
 
 
 def parse_dpkg_status(text: str) -> List[Dict[str, str]]:
     """Installed packages from a dpkg status file, filtered to CUDA-related names.
 
-    The file lists every package on the system (often megabytes): one regex pass
-    finds the ``Package:`` lines, and only the stanzas with a CUDA-related name
-    are parsed.
+    The file lists every package on the system (often megabytes): only the
+    lines that mention a CUDA-related name are looked at, and only the stanzas
+    whose ``Package:`` line has such a name are parsed.
     """
     out: List[Dict[str, str]] = []
-    for m in _DPKG_PACKAGE.finditer(text):
+    for start in _candidate_lines(text):
+        m = _DPKG_PACKAGE.match(text, start)
+        if m is None:
+            continue
         name = m.group(1)
         if not _PKG_NAME.match(name):
             continue
