@@ -282,7 +282,7 @@ def test_tensorflow_linux_build_info_and_and_cuda_wheels():
     assert (v["version"], v["cuda"], v["cudnn"], v["build"], v["tensorrt"]) == ("2.15.0", "12.3", "8", "cuda", True)
     assert v["compiler"] == "/usr/lib/llvm-17/bin/clang"
     wheels = v["and_cuda_wheels"]
-    assert wheels["nvidia-cudnn-cu12"] == {"required": "8.9.4.25", "installed": "8.9.4.25"}
+    assert wheels["nvidia-cudnn-cu12"] == {"required": "8.9.4.25", "specifier": "==8.9.4.25", "installed": "8.9.4.25"}
     assert wheels["nvidia-cublas-cu12"]["installed"] is None
     assert f.value("framework.keras")["version"] == "2.15.0"
 
@@ -390,3 +390,49 @@ def test_interpreter_that_cannot_be_asked_gives_unknown_not_a_crash():
     f = facts_of(host)
     scan = f.get("framework.scan")
     assert scan is not None and scan.status == "unknown" and "/opt/broken/bin/python" in scan.reason
+
+
+def _wheel_data(name: str) -> str:
+    import os
+
+    with open(os.path.join(os.path.dirname(__file__), "data", "wheels", name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def test_torch_2_14_cuda13_wheels_through_the_cuda_toolkit_meta_package():
+    # Real METADATA of torch 2.14.1 (CUDA 13.0, PyPI) and of cuda-toolkit 13.0.3.0: see tests/data/wheels.
+    host = site_host({
+        "torch/version.py": _wheel_data("torch-2.14.1.version.py"),
+        "torch-2.14.1.dist-info/METADATA": _wheel_data("torch-2.14.1.METADATA"),
+        "cuda_toolkit-13.0.3.0.dist-info/METADATA": _wheel_data("cuda_toolkit-13.0.3.0.METADATA"),
+        "nvidia_cuda_runtime-13.0.96.dist-info/METADATA": "Name: nvidia-cuda-runtime\nVersion: 13.0.96\n",
+        "nvidia_cublas-13.0.0.19.dist-info/METADATA": "Name: nvidia-cublas\nVersion: 13.0.0.19\n",
+        "nvidia_cudnn_cu13-9.24.0.43.dist-info/METADATA": "Name: nvidia-cudnn-cu13\nVersion: 9.24.0.43\n",
+    })
+    v = facts_of(host).value("framework.torch")
+    assert v["build"] == "cuda" and v["cuda"] == "13.0"
+    wheels = v["nvidia_wheels"]
+    # torch's own pins, suffixed
+    assert wheels["nvidia-cudnn-cu13"] == {"required": "9.24.0.43", "specifier": "==9.24.0.43",
+                                           "installed": "9.24.0.43"}
+    assert wheels["nvidia-nccl-cu13"] == {"required": "2.30.7", "specifier": "==2.30.7", "installed": None}
+    assert v["cudnn_required"]["version"] == "9.24.0.43" and v["nccl_required"]["version"] == "2.30.7"
+    # the meta-package itself, and what its extras require (suffix-less CUDA 13 names)
+    assert wheels["cuda-toolkit"]["required"] == "13.0.3" and wheels["cuda-toolkit"]["installed"] == "13.0.3.0"
+    assert "cudart" in wheels["cuda-toolkit"]["extras"] and "nvcc" not in wheels["cuda-toolkit"]["extras"]
+    assert wheels["nvidia-cuda-runtime"]["required"] == "13.0.96.*"
+    assert wheels["nvidia-cuda-runtime"]["installed"] == "13.0.96"
+    assert wheels["nvidia-cublas"]["installed"] == "13.0.0.19" and wheels["nvidia-cublas"]["required"] == "13.1.1.3.*"
+    assert wheels["nvidia-cublas"]["via"].startswith("cuda-toolkit[cublas,cudart,")
+    assert "nvidia-cuda-nvcc" not in wheels  # only the extras torch asks for
+    assert "nvidia-npp" not in wheels
+
+
+def test_cuda_toolkit_requirement_without_the_package_installed():
+    host = site_host({
+        "torch/version.py": _wheel_data("torch-2.14.1.version.py"),
+        "torch-2.14.1.dist-info/METADATA": _wheel_data("torch-2.14.1.METADATA"),
+    })
+    wheels = facts_of(host).value("framework.torch")["nvidia_wheels"]
+    assert wheels["cuda-toolkit"]["installed"] is None
+    assert not any(w.get("via") for w in wheels.values())

@@ -47,7 +47,8 @@ _CONDA_CUDA = re.compile(r"^(cudatoolkit|cuda-version|cuda-runtime|cuda-cudart|c
                          r"cuda-libraries|cuda-compiler)-([^-]+)-([^-]+)\.json$")
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 #: pip distributions named nvidia-* that carry no CUDA component.
-_NOT_CUDA_WHEELS = {"nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-smi"}
+#: nvidia-* projects on PyPI that are not CUDA libraries.
+NOT_CUDA_WHEELS = frozenset({"nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-smi"})
 
 
 def _valid(version: Optional[str]) -> Optional[Version]:
@@ -318,7 +319,7 @@ def pip_cuda_wheels(host: Host) -> List[Dict[str, Any]]:
     """NVIDIA CUDA wheels (``nvidia-cuda-runtime-cu12``, CUDA 13's ``nvidia-cuda-runtime``...)."""
     out = []
     for d in host.distributions():
-        if not d.key.startswith("nvidia-") or d.key in _NOT_CUDA_WHEELS:
+        if not d.key.startswith("nvidia-") or d.key in NOT_CUDA_WHEELS:
             continue
         m = _CU_SUFFIX.search(d.key)
         cuda_major: Optional[int] = int(m.group(1)) if m else None

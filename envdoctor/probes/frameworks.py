@@ -23,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from ..facts import Fact, ok, unknown
 from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
+from .cuda import NOT_CUDA_WHEELS
 
 # -- generic helpers -------------------------------------------------------------
 
@@ -159,26 +160,58 @@ def pinned(req: Requirement) -> str:
     return str(req.specifier) or "any"
 
 
-_NVIDIA_WHEEL = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)-cu(?P<cuda>\d+)$")
-
-
+#: ``nvidia-cudnn-cu12`` (lib ``cudnn``, CUDA 12) and CUDA 13's suffix-less ``nvidia-cuda-runtime``.
+_NVIDIA_WHEEL = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
+#: NVIDIA's meta-package through which torch 2.10+ requires most CUDA 13 wheels (by extras).
+CUDA_TOOLKIT_WHEEL = "cuda-toolkit"
 _REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _is_nvidia_wheel(key: str) -> bool:
+    return bool(_NVIDIA_WHEEL.match(key)) and key not in NOT_CUDA_WHEELS
 
 
 def _is_nvidia_requirement(text: str) -> bool:
     """Whether a requirement string names an NVIDIA CUDA wheel (judged on its project name alone)."""
     m = _REQ_NAME.match(text)
-    return bool(m and _NVIDIA_WHEEL.match(normalize_name(m.group(1))))
+    if not m:
+        return False
+    key = normalize_name(m.group(1))
+    return key == CUDA_TOOLKIT_WHEEL or _is_nvidia_wheel(key)
 
 
-def nvidia_wheels(reqs: Iterable[Requirement], installed: Dict[str, Distribution]) -> Dict[str, Dict[str, Any]]:
-    """``nvidia-*-cuNN`` requirements -> ``{name: {"required": .., "installed": ..}}``."""
+def nvidia_wheels(reqs: Iterable[Requirement], installed: Dict[str, Distribution], host: Optional[Host] = None,
+                  env: Optional[Dict[str, str]] = None) -> Dict[str, Dict[str, Any]]:
+    """NVIDIA CUDA wheel requirements -> ``{name: {"required": .., "installed": ..}}``.
+
+    ``nvidia-*-cuNN`` and CUDA 13's suffix-less ``nvidia-*`` wheels; a
+    ``cuda-toolkit[extras]`` requirement is listed and, when that package is
+    installed (and ``host`` given), expanded into the wheels its extras require
+    (marked ``"via"``).  A framework's own pin wins over the meta-package's.
+    """
     out: Dict[str, Dict[str, Any]] = {}
+    via: Dict[str, Dict[str, Any]] = {}
     for req in reqs:
         key = normalize_name(req.name)
-        if _NVIDIA_WHEEL.match(key):
-            d = installed.get(key)
-            out[key] = {"required": pinned(req), "installed": d.version if d else None}
+        d = installed.get(key)
+        if key == CUDA_TOOLKIT_WHEEL:
+            out[key] = {"required": pinned(req), "specifier": str(req.specifier),
+                        "installed": d.version if d else None, "extras": sorted(req.extras)}
+            if d is not None and host is not None:
+                label = "%s[%s]" % (key, ",".join(sorted(req.extras)))
+                meta = Metadata(host, d)
+                for extra in sorted(req.extras):
+                    for sub in meta.applying(env or {}, extra=extra):
+                        sub_key = normalize_name(sub.name)
+                        if _is_nvidia_wheel(sub_key) and sub_key not in via:
+                            sd = installed.get(sub_key)
+                            via[sub_key] = {"required": pinned(sub), "specifier": str(sub.specifier),
+                                            "installed": sd.version if sd else None, "via": label}
+        elif _is_nvidia_wheel(key):
+            out[key] = {"required": pinned(req), "specifier": str(req.specifier),
+                        "installed": d.version if d else None}
+    for key, info in via.items():
+        out.setdefault(key, info)
     return out
 
 
@@ -238,7 +271,7 @@ def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) 
         value["cuda"] = f"{m.group(1)}.{m.group(2)}" if m else None
 
     meta = Metadata(host, d)
-    wheels = nvidia_wheels(meta.applying(env), dists)
+    wheels = nvidia_wheels(meta.applying(env), dists, host, env)
     value["nvidia_wheels"] = wheels
     lib_dir = posixpath.join(d.location, "torch", "lib")
     value["lib_dir"] = lib_dir
@@ -313,7 +346,7 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
     else:
         value["build"] = "unknown"
     meta = Metadata(host, d)
-    value["and_cuda_wheels"] = nvidia_wheels(meta.applying(env, extra="and-cuda"), dists)
+    value["and_cuda_wheels"] = nvidia_wheels(meta.applying(env, extra="and-cuda"), dists, host, env)
     facts = [ok("framework.tensorflow", value, "file:" + bpath if not why else "dir:" + d.metadata_dir,
                 "TensorFlow")]
     if len(found) > 1:
@@ -366,7 +399,8 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
         wheels: Dict[str, Dict[str, Any]] = {}
         env = target_environment(host)
         for name in plugins:
-            wheels.update(nvidia_wheels(Metadata(host, dists[name]).applying(env, extra="with-cuda"), dists))
+            wheels.update(nvidia_wheels(Metadata(host, dists[name]).applying(env, extra="with-cuda"), dists,
+                                        host, env))
         value["nvidia_wheels"] = wheels
     return [ok("framework.jax", value, "dir:" + main.metadata_dir, "JAX")]
 
