@@ -436,3 +436,25 @@ def test_cuda_toolkit_requirement_without_the_package_installed():
     wheels = facts_of(host).value("framework.torch")["nvidia_wheels"]
     assert wheels["cuda-toolkit"]["installed"] is None
     assert not any(w.get("via") for w in wheels.values())
+
+
+def test_an_nvidia_wheel_that_does_not_satisfy_torch_is_a_finding():
+    # The real torch 2.14.1 / cuda-toolkit 13.0.3.0 requirements; cuBLAS 13.0.0.19 (the version torch
+    # 2.9's cu130 build pinned) left installed, where cuda-toolkit[cublas] 13.0.3 needs 13.1.1.3.*.
+    from envdoctor.checks import CheckContext, run_checks
+
+    host = site_host({
+        "torch/version.py": _wheel_data("torch-2.14.1.version.py"),
+        "torch-2.14.1.dist-info/METADATA": _wheel_data("torch-2.14.1.METADATA"),
+        "cuda_toolkit-13.0.3.0.dist-info/METADATA": _wheel_data("cuda_toolkit-13.0.3.0.METADATA"),
+        "nvidia_cuda_runtime-13.0.96.dist-info/METADATA": "Name: nvidia-cuda-runtime\nVersion: 13.0.96\n",
+        "nvidia_cublas-13.0.0.19.dist-info/METADATA": "Name: nvidia-cublas\nVersion: 13.0.0.19\n",
+        "nvidia_cudnn_cu13-9.24.0.43.dist-info/METADATA": "Name: nvidia-cudnn-cu13\nVersion: 9.24.0.43\n",
+    })
+    facts = facts_of(host)
+    found = [f for f in run_checks(CheckContext(facts, [])) if f.code == "framework.nvidia_wheel_mismatch"]
+    assert len(found) == 1, [f.title for f in found]  # runtime 13.0.96, cuDNN, cuda-toolkit itself: satisfied
+    f = found[0]
+    assert "nvidia-cublas==13.1.1.3.*" in f.title and "13.0.0.19 is installed" in f.title
+    assert "cuda-toolkit[cublas," in f.title
+    assert f.fix.commands == ["pip install 'nvidia-cublas==13.1.1.3.*'"]

@@ -289,3 +289,54 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
                      "have." % major,
                 commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (rel["cuda_major"], major, int(major) + 1)],
                 install="envdoctor install cudnn --version %s" % major))
+
+
+PIP_SPEC_RULE = {"rule": "an installed distribution must satisfy every Requires-Dist specifier of the packages that "
+                         "depend on it (what `pip check` verifies)",
+                 "url": "https://packaging.python.org/en/latest/specifications/version-specifiers/",
+                 "checked": CHECKED}
+#: framework -> the fact field listing the NVIDIA wheels it requires
+_WHEEL_FIELDS = (("torch", "nvidia_wheels"), ("jax", "nvidia_wheels"), ("tensorflow", "and_cuda_wheels"))
+
+
+@check("nvidia-wheels", codes=(
+    CodeDoc("framework.nvidia_wheel_mismatch", "warning", "An installed NVIDIA CUDA wheel does not satisfy the "
+            "version the framework requires.", "framework.<name> (nvidia_wheels)",
+            "The framework was built and tested against other CUDA library versions; a different cuBLAS, cuDNN "
+            "or NCCL can fail with undefined symbols, refuse to load, or compute differently. pip's resolver "
+            "would not have installed this combination (`pip check` reports it).", PIP_SPEC_RULE["url"]),
+))
+def nvidia_wheels_match(ctx: CheckContext) -> Iterable[Finding]:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    facts = ctx.facts
+    for fw, field in _WHEEL_FIELDS:
+        wheels = facts.mapping("framework." + fw).get(field)
+        if not isinstance(wheels, dict):
+            continue
+        for name, info in sorted(wheels.items()):
+            if not isinstance(info, dict) or not isinstance(info.get("installed"), str):
+                continue
+            spec_text = info.get("specifier")
+            installed = _v(info["installed"])
+            if not isinstance(spec_text, str) or not spec_text or installed is None:
+                continue
+            try:
+                spec = SpecifierSet(spec_text)
+            except InvalidSpecifier:
+                continue
+            if spec.contains(installed, prereleases=True):
+                continue
+            via = " (through %s)" % info["via"] if info.get("via") else ""
+            yield Finding(
+                code="framework.nvidia_wheel_mismatch", severity="warning", components=[fw, "cuda"],
+                title="%s requires %s%s%s, but %s is installed" % (
+                    _fw_version(facts, fw), name, spec_text, via, info["installed"]),
+                detail="%s was built against %s %s; the installed %s was probably pulled in by another package "
+                       "or installed by hand. Mismatched CUDA library wheels cause undefined-symbol errors at "
+                       "import or first use." % (NAMES.get(fw, fw), name, spec_text, info["installed"]),
+                evidence=_evidence(facts, "framework." + fw),
+                source=dict(PIP_SPEC_RULE),
+                fix=Fix(text="Install the version %s asks for (or reinstall %s so pip resolves its dependencies "
+                             "again)." % (fw, fw),
+                        commands=["pip install '%s%s'" % (name, spec_text)]))
