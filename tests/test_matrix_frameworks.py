@@ -346,3 +346,23 @@ def test_mxnet_is_legacy():
     assert row["legacy"] is True
     assert fw.mxnet_package_for("1.9.1", "11.2") == "mxnet-cu112"
     assert unverified(row)
+
+
+def test_torch_2_14_cu130_row_agrees_with_the_real_wheel():
+    # The real torch-2.14.1 wheel (PyPI's default, a CUDA 13.0 build; tests/data/wheels): its
+    # torch/version.py and the cuDNN/NCCL wheels its METADATA pins are what the matrix row says.
+    import os
+    import re
+
+    data = os.path.join(os.path.dirname(__file__), "data", "wheels")
+    with open(os.path.join(data, "torch-2.14.1.version.py"), encoding="utf-8") as fh:
+        version_py = fh.read()
+    with open(os.path.join(data, "torch-2.14.1.METADATA"), encoding="utf-8") as fh:
+        metadata = fh.read()
+    local = re.search(r"__version__ = '([^']+)'", version_py).group(1)
+    cuda = re.search(r"cuda: Optional\[str\] = '([^']+)'", version_py).group(1)
+    var = fw.torch_variant(local)
+    assert local == "2.14.1+cu130" and var is not None and var["cuda"] == cuda == "13.0"
+    pins = dict(re.findall(r"Requires-Dist: nvidia-(cudnn|nccl)-cu13==([0-9.]+)", metadata))
+    assert var["cudnn"] == pins["cudnn"] == "9.24.0.43"
+    assert var["nccl"] == pins["nccl"] == "2.30.7"
