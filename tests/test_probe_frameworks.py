@@ -458,3 +458,43 @@ def test_an_nvidia_wheel_that_does_not_satisfy_torch_is_a_finding():
     assert "nvidia-cublas==13.1.1.3.*" in f.title and "13.0.0.19 is installed" in f.title
     assert "cuda-toolkit[cublas," in f.title
     assert f.fix.commands == ["pip install 'nvidia-cublas==13.1.1.3.*'"]
+
+
+def test_onnxruntime_1_30_cpu_wheel_as_published():
+    # Real onnxruntime 1.30.0 CPU wheel (tests/data/wheels): no version_info.py any more, a
+    # build_and_package_info.py without cuda_version.
+    host = site_host({"onnxruntime-1.30.0.dist-info/METADATA": _wheel_data("onnxruntime-1.30.0.METADATA"),
+                      "onnxruntime/capi/build_and_package_info.py":
+                          _wheel_data("onnxruntime-1.30.0.build_and_package_info.py")})
+    v = facts_of(host).value("framework.onnxruntime")
+    assert v["version"] == "1.30.0" and v["gpu"] is False and v["cuda"] is None and v["use_cuda"] is False
+    assert v["build_package"] == "onnxruntime" and "details_error" not in v
+
+
+def test_onnxruntime_gpu_build_info_gives_its_cuda_and_which_package_won_the_directory():
+    # The GPU wheel's build_and_package_info.py adds cuda_version (the attribute ORT's own
+    # onnxruntime_validation.py reads); here shaped like the real CPU file above.
+    gpu_info = "package_name = 'onnxruntime-gpu'\n__version__ = '1.30.0'\ncuda_version = '12.8'\n"
+    host = site_host({"onnxruntime_gpu-1.30.0.dist-info/METADATA": "Name: onnxruntime-gpu\nVersion: 1.30.0\n",
+                      "onnxruntime/capi/build_and_package_info.py": gpu_info})
+    v = facts_of(host).value("framework.onnxruntime")
+    assert v["gpu"] is True and v["cuda"] == "12.8" and v["use_cuda"] is True
+    # Both packages installed, the CPU one last: its build information is what is on disk.
+    from envdoctor.checks import CheckContext, run_checks
+
+    host = site_host({"onnxruntime_gpu-1.30.0.dist-info/METADATA": "Name: onnxruntime-gpu\nVersion: 1.30.0\n",
+                      "onnxruntime-1.30.0.dist-info/METADATA": _wheel_data("onnxruntime-1.30.0.METADATA"),
+                      "onnxruntime/capi/build_and_package_info.py":
+                          _wheel_data("onnxruntime-1.30.0.build_and_package_info.py")})
+    facts = facts_of(host)
+    found = [f for f in run_checks(CheckContext(facts, [])) if f.code == "onnxruntime.cpu_and_gpu_installed"]
+    assert len(found) == 1 and "the onnxruntime files are in place" in found[0].detail
+
+
+def test_tensorflow_cpu_2_21_wheel_as_published():
+    # Real tensorflow-cpu 2.21.0 wheel (tests/data/wheels): build_info.py says is_cuda_build False.
+    host = site_host({"tensorflow/python/platform/build_info.py": _wheel_data("tensorflow_cpu-2.21.0.build_info.py"),
+                      "tensorflow_cpu-2.21.0.dist-info/METADATA": _wheel_data("tensorflow_cpu-2.21.0.METADATA")})
+    v = facts_of(host).value("framework.tensorflow")
+    assert v["version"] == "2.21.0" and v["package"] == "tensorflow-cpu"
+    assert v["build"] == "cpu" and v.get("cuda") is None and "details_error" not in v

@@ -254,7 +254,9 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
                 cpu[0], pkgs[cpu[0]], g, pkgs[g]),
             detail="Both wheels write the onnxruntime/ directory; the one installed last wins file by file, so "
                    "the CUDA execution provider can silently disappear (get_available_providers() shows only "
-                   "CPUExecutionProvider). Uninstalling either one breaks the other's files.",
+                   "CPUExecutionProvider). Uninstalling either one breaks the other's files.%s" % (
+                       " Its build information now says %s: the %s files are in place." % (
+                           v["build_package"], v["build_package"]) if v.get("build_package") else ""),
             evidence=_evidence(facts, "framework.onnxruntime", "framework.onnxruntime_conflict"),
             source={"rule": "install only one onnxruntime package per environment",
                     "url": "https://onnxruntime.ai/docs/install/", "checked": CHECKED},

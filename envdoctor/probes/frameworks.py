@@ -5,7 +5,8 @@ No framework is ever imported (importing torch costs seconds and can crash on
 a broken stack).  Everything is read through the host: the distributions'
 ``METADATA`` (``Requires-Dist`` with its platform markers), and the small
 generated files the wheels ship: ``torch/version.py``,
-``tensorflow/python/platform/build_info.py``, ``onnxruntime/capi/version_info.py``,
+``tensorflow/python/platform/build_info.py``, ``onnxruntime/capi/build_and_package_info.py``
+(``version_info.py`` in older wheels),
 ``paddle/version/__init__.py``.  Those files are parsed with :mod:`ast`
 (never executed); a garbled one yields the package version alone and a
 ``details_error`` saying why the build details are missing.
@@ -420,8 +421,20 @@ def onnxruntime_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     # Both wheels write the same onnxruntime/ directory: the last one installed
     # wins file by file, and the CUDA provider may silently be missing.
     value["conflict"] = len(found) > 1
-    vpath = posixpath.join(d.location, "onnxruntime", "capi", "version_info.py")
+    # ORT's own validation (onnxruntime/capi/onnxruntime_validation.py) reads build_and_package_info.py:
+    # package_name and __version__ always, cuda_version only in CUDA builds.  Older wheels wrote
+    # version_info.py (use_cuda, cuda_version, cudnn_version) instead.
+    capi = posixpath.join(d.location, "onnxruntime", "capi")
+    vpath = posixpath.join(capi, "build_and_package_info.py")
     lits, why = read_literals(host, vpath)
+    if why:
+        old_lits, old_why = read_literals(host, posixpath.join(capi, "version_info.py"))
+        if not old_why:
+            vpath, lits, why = posixpath.join(capi, "version_info.py"), old_lits, None
+    elif "use_cuda" not in lits:
+        lits = dict(lits, use_cuda=bool(lits.get("cuda_version")))
+    if lits.get("package_name"):
+        value["build_package"] = lits["package_name"]
     value["cuda"] = lits.get("cuda_version") or None
     value["cudnn"] = lits.get("cudnn_version") or None
     value["use_cuda"] = lits.get("use_cuda")
