@@ -31,7 +31,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.install import validate
-from envdoctor.install.plan import Plan, RunCommand, Step, WriteFile, exists
+from envdoctor.install.plan import Plan, RunCommand, Step, WriteFile, conda_env_exists, exists
 from envdoctor.matrix import hardware
 from recipes import RecipeError
 
@@ -226,10 +226,17 @@ def pip_steps(python: str, what: PipInstall, title: str) -> List[Step]:
     return steps
 
 
+CONDA_REUSE_NOTE = ("An existing conda environment named {env} is reused, never recreated (conda would delete it "
+                    "first); pick another name with --option env=NAME for a fresh one.")
+
+
 def conda_steps(env: str, python_minor: str, what: PipInstall, component: str) -> List[Step]:
     """A new conda environment with the framework installed by pip inside it."""
     steps = [Step("conda-create", f"create the conda environment {env} (Python {python_minor})",
-                  RunCommand(["conda", "create", "-y", "-n", env, f"python={python_minor}", "pip"], 1800)),
+                  RunCommand(["conda", "create", "-y", "-n", env, f"python={python_minor}", "pip"], 1800),
+                  # Never `conda create -y` over an existing environment: since conda 4.6 --yes answers its
+                  # "Remove existing environment?" and deletes it (conda/conda#7133, #15071).
+                  done_if=[conda_env_exists(env)]),
              Step("pip-install", f"install {component} with pip inside {env}",
                   RunCommand(["conda", "run", "-n", env, "python", "-m", "pip", "install"] + what.pip_args(), 3600))]
     if what.smoke:
@@ -451,7 +458,7 @@ def plan_for_method(request: Any, target: Any, facts: Any, *, component: str, ve
         env = conda_env(opts, conda_default_env or f"envdoctor-{component}")
         minor = python_minor_for(what.python_spec) or "3.11"
         steps = conda_steps(env, minor, what, component)
-        notes = notes + [f"Use it: conda activate {env}"]
+        notes = notes + [f"Use it: conda activate {env}", CONDA_REUSE_NOTE.format(env=env)]
         return Plan(title=title + f" in the conda environment {env}", component=component, version=version,
                     method="conda", target=_target_label(target), steps=steps, notes=notes,
                     resume_command=resume_command(request))

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from packaging.version import Version
 
 from envdoctor.install import validate
-from envdoctor.install.plan import Plan, RunCommand, Step
+from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import torch_release, torch_supports_arch
 from recipes import RecipeError
@@ -191,12 +191,18 @@ def _conda_forge(request: Any, target: Any, row: Dict[str, Any], var: Dict[str, 
     # not verified: no conda-forge page giving this command was found in the stored copies
     env = common.conda_env(common.options(request), "torch")
     minor = common.python_minor_for(row.get("python")) or "3.11"
-    argv = ["conda", "create", "-y", "-n", env, "-c", "conda-forge", "--override-channels", f"python={minor}",
-            "pytorch-gpu={}.*".format(row["version"]), "cuda-version={}".format(var["cuda"])]
-    steps = [Step("conda-create", f"create {env} with pytorch-gpu from conda-forge (CUDA {var['cuda']})",
-                  RunCommand(argv, 3600)),
+    forge = ["-c", "conda-forge", "--override-channels"]
+    pins = ["pytorch-gpu={}.*".format(row["version"]), "cuda-version={}".format(var["cuda"])]
+    # Create, then install: a re-run (or an environment of that name the user already has) skips the
+    # creation instead of letting `conda create -y` delete the existing environment first.
+    steps = [Step("conda-create", f"create the conda environment {env} (Python {minor})",
+                  RunCommand(["conda", "create", "-y", "-n", env] + forge + [f"python={minor}"], 1800),
+                  done_if=[conda_env_exists(env)]),
+             Step("conda-install", f"install pytorch-gpu from conda-forge into {env} (CUDA {var['cuda']})",
+                  RunCommand(["conda", "install", "-y", "-n", env] + forge + pins, 3600)),
              Step("import-check", "import it and print what it sees",
                   RunCommand(["conda", "run", "-n", env, "python", "-c", SMOKE], 300))]
     return Plan(title=title.replace("install PyTorch", "install PyTorch from conda-forge"), component=COMPONENT,
                 version=row["version"], method="conda", target=common.target_label(target), steps=steps,
-                notes=notes + [f"Use it: conda activate {env}"], resume_command=common.resume_command(request))
+                notes=notes + [f"Use it: conda activate {env}", common.CONDA_REUSE_NOTE.format(env=env)],
+                resume_command=common.resume_command(request))

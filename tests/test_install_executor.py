@@ -257,3 +257,41 @@ def cuda_staging(prefix: str) -> str:
     from recipes.cuda_redist import staging_dir
 
     return staging_dir(prefix)
+
+
+def _fake_conda(tmp_path, envs: List[str]) -> str:
+    """A `conda` that answers `env list --json` (as conda 24 prints it) and logs every other call."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    listing = json.dumps({"envs": envs}, indent=2)
+    prog = bindir / "conda"
+    prog.write_text("#!/bin/sh\nif [ \"$1 $2 $3\" = 'env list --json' ]; then\ncat <<'EOF'\n%s\nEOF\nexit 0\nfi\n"
+                    "echo \"$@\" >> %s\n" % (listing, tmp_path / "conda-calls.log"))
+    prog.chmod(0o755)
+    return str(bindir)
+
+
+@pytest.mark.parametrize("existing", [True, False])
+def test_conda_create_never_runs_over_an_existing_environment(tmp_path, monkeypatch, existing):
+    # `conda create -y -n NAME` deletes an existing NAME first: the recipes' creation step is skipped
+    # when conda lists it, by the executor and by the rendered script alike.
+    from recipes.docker_image import PipInstall, conda_steps
+
+    envs = ["/opt/conda"] + (["/home/ana/miniconda3/envs/envdoctor-torch"] if existing else [])
+    monkeypatch.setenv("PATH", _fake_conda(tmp_path, envs) + os.pathsep + os.environ["PATH"])
+    steps = conda_steps("envdoctor-torch", "3.11", PipInstall(("torch==2.4.1",)), "torch")
+    plan = Plan(title="t", component="pytorch", version="2.4.1", method="conda", target="ubuntu-22.04",
+                steps=steps, resume_command="envdoctor install pytorch --yes")
+    result = executor(tmp_path, []).execute(plan)
+    calls = (tmp_path / "conda-calls.log").read_text().splitlines()
+    assert result.exit_code == 0
+    assert any(c.startswith("create -y -n envdoctor-torch") for c in calls) is not existing
+    assert any(c.startswith("run -n envdoctor-torch python -m pip install torch==2.4.1") for c in calls)
+    if shutil.which("bash"):
+        (tmp_path / "conda-calls.log").unlink()
+        script = tmp_path / "plan.sh"
+        script.write_text(render_sh(plan))
+        r = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        calls = (tmp_path / "conda-calls.log").read_text().splitlines()
+        assert any(c.startswith("create -y -n envdoctor-torch") for c in calls) is not existing

@@ -13,6 +13,7 @@ It carries out a :class:`~envdoctor.install.plan.Plan` step by step:
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import shutil
 import subprocess
@@ -72,9 +73,22 @@ def check_holds(check: Check) -> bool:
                 return False
             with open(check.path, "rb") as f:
                 return f.read() == check.value.encode("utf-8")
+        if check.kind == "conda_env":
+            return check.path in conda_env_names()
     except OSError:
         return False
     raise ValueError(f"unknown check kind {check.kind!r}")
+
+
+def conda_env_names(timeout: float = 120) -> List[str]:
+    """Names of the environments ``conda env list --json`` reports (empty if conda cannot say)."""
+    try:
+        proc = subprocess.run(["conda", "env", "list", "--json"], stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout, env=dict(os.environ, LC_ALL="C"), check=False)
+        envs = json.loads(proc.stdout.decode("utf-8", "replace")).get("envs") if proc.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
+        return []
+    return [os.path.basename(str(p).rstrip("/")) for p in envs or [] if isinstance(p, str)]
 
 
 # -- actions, carried out for real ------------------------------------------

@@ -33,7 +33,8 @@ class Check:
     """A yes/no question about the machine, answerable in Python and in sh.
 
     ``kind`` is one of ``exists``, ``absent``, ``sha256`` (``value`` is the hex
-    digest) or ``content`` (the file holds exactly ``value``).
+    digest), ``content`` (the file holds exactly ``value``) or ``conda_env``
+    (``conda env list`` names an environment ``path``: a name, not a path).
     """
 
     kind: str
@@ -49,6 +50,8 @@ class Check:
             return f"{self.path} has sha256 {self.value}"
         if self.kind == "content":
             return f"{self.path} has the expected content"
+        if self.kind == "conda_env":
+            return f"the conda environment {self.path} exists"
         return f"{self.kind} {self.path}"
 
     def to_dict(self) -> Dict[str, Any]:
@@ -66,6 +69,11 @@ def exists(path: str) -> Check:
 
 def absent(path: str) -> Check:
     return Check("absent", path)
+
+
+def conda_env_exists(name: str) -> Check:
+    """``name`` must already be validated (letters, digits, ``_ . -``: see recipes.docker_image.conda_env)."""
+    return Check("conda_env", name)
 
 
 def has_sha256(path: str, digest: str) -> Check:
@@ -209,6 +217,9 @@ def check_sh(check: Check) -> str:
         return f"{{ [ -f {p} ] && printf '%s  %s\\n' {q(check.value)} {p} | sha256sum -c --status -; }}"
     if check.kind == "content":
         return f"{{ [ -f {p} ] && printf '%s' {q(check.value)} | cmp -s - {p}; }}"
+    if check.kind == "conda_env":
+        # conda env list --json gives each environment's path; a named one ends in /envs/NAME.
+        return f"{{ conda env list --json 2>/dev/null | grep -qF -- {q('/envs/' + check.path + chr(34))}; }}"
     raise ValueError(f"unknown check kind {check.kind!r}")
 
 

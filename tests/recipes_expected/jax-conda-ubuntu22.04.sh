@@ -7,7 +7,11 @@ set -euo pipefail
 
 # [1/3] create the conda environment jax (Python 3.12)
 # step id: conda-create
-conda create -y -n jax python=3.12 pip
+if { conda env list --json 2>/dev/null | grep -qF -- '/envs/jax"'; }; then
+  echo 'skip (already done): create the conda environment jax (Python 3.12)'
+else
+  conda create -y -n jax python=3.12 pip
+fi
 
 # [2/3] install jax with pip inside jax
 # step id: pip-install
@@ -20,4 +24,5 @@ conda run -n jax python -c 'import jax; print(jax.__version__, jax.devices())'
 # jax[cuda13] >=0.7.2: built with CUDA 13.0 and cuDNN 9.8; accepts CUDA >=13.0,<14, cuDNN >=9.8,<10, driver >= 580.65.06 (matrix: https://docs.jax.dev/en/latest/installation.html#nvidia-gpu)
 # Note: the matrix rows behind jax >=0.7.2 are not fully verified (https://docs.jax.dev/en/latest/installation.html#nvidia-gpu); check the vendor page before relying on the choice
 # Use it: conda activate jax
+# An existing conda environment named jax is reused, never recreated (conda would delete it first); pick another name with --option env=NAME for a fresh one.
 echo 'done: install JAX (jax[cuda13]) with CUDA 13 wheels in the conda environment jax'

@@ -5,14 +5,23 @@
 # reboot required afterwards: no
 set -euo pipefail
 
-# [1/2] create torch with pytorch-gpu from conda-forge (CUDA 12.6)
+# [1/3] create the conda environment torch (Python 3.12)
 # step id: conda-create
-conda create -y -n torch -c conda-forge --override-channels python=3.12 'pytorch-gpu=2.7.*' cuda-version=12.6
+if { conda env list --json 2>/dev/null | grep -qF -- '/envs/torch"'; }; then
+  echo 'skip (already done): create the conda environment torch (Python 3.12)'
+else
+  conda create -y -n torch -c conda-forge --override-channels python=3.12
+fi
 
-# [2/2] import it and print what it sees
+# [2/3] install pytorch-gpu from conda-forge into torch (CUDA 12.6)
+# step id: conda-install
+conda install -y -n torch -c conda-forge --override-channels 'pytorch-gpu=2.7.*' cuda-version=12.6
+
+# [3/3] import it and print what it sees
 # step id: import-check
 conda run -n torch python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())'
 
 # torch 2.7 cu126: CUDA 12.6, GPU architectures sm 5.0..9.0, cuDNN 9.5.1.17 (matrix: https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix)
 # Use it: conda activate torch
+# An existing conda environment named torch is reused, never recreated (conda would delete it first); pick another name with --option env=NAME for a fresh one.
 echo 'done: install PyTorch from conda-forge 2.7 (cu126, CUDA 12.6)'

@@ -7,7 +7,11 @@ set -euo pipefail
 
 # [1/3] create the conda environment torch (Python 3.12)
 # step id: conda-create
-conda create -y -n torch python=3.12 pip
+if { conda env list --json 2>/dev/null | grep -qF -- '/envs/torch"'; }; then
+  echo 'skip (already done): create the conda environment torch (Python 3.12)'
+else
+  conda create -y -n torch python=3.12 pip
+fi
 
 # [2/3] install pytorch with pip inside torch
 # step id: pip-install
@@ -19,4 +23,5 @@ conda run -n torch python -c 'import torch; print(torch.__version__, torch.versi
 
 # torch 2.7 cu126: CUDA 12.6, GPU architectures sm 5.0..9.0, cuDNN 9.5.1.17 (matrix: https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix)
 # Use it: conda activate torch
+# An existing conda environment named torch is reused, never recreated (conda would delete it first); pick another name with --option env=NAME for a fresh one.
 echo 'done: install PyTorch 2.7 (cu126, CUDA 12.6) in the conda environment torch'

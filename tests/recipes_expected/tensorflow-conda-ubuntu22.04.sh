@@ -7,7 +7,11 @@ set -euo pipefail
 
 # [1/3] create the conda environment tensorflow (Python 3.12)
 # step id: conda-create
-conda create -y -n tensorflow python=3.12 pip
+if { conda env list --json 2>/dev/null | grep -qF -- '/envs/tensorflow"'; }; then
+  echo 'skip (already done): create the conda environment tensorflow (Python 3.12)'
+else
+  conda create -y -n tensorflow python=3.12 pip
+fi
 
 # [2/3] install tensorflow with pip inside tensorflow
 # step id: pip-install
@@ -20,4 +24,5 @@ conda run -n tensorflow python -c 'import tensorflow as tf; print(tf.__version__
 # tensorflow[and-cuda] brings CUDA 12.3 and cuDNN 8.9 as NVIDIA wheels from PyPI (no system CUDA needed)
 # matrix: https://www.tensorflow.org/install/source#gpu (checked 2026-11-22)
 # Use it: conda activate tensorflow
+# An existing conda environment named tensorflow is reused, never recreated (conda would delete it first); pick another name with --option env=NAME for a fresh one.
 echo 'done: install TensorFlow 2.17 (CUDA 12.3, cuDNN 8.9) in the conda environment tensorflow'
