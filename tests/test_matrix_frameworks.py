@@ -208,10 +208,11 @@ def test_torch_variant_for_the_cuda_torch_reports():
     assert fw.torch_variant_for_cuda("2.5.1", "12.6") is None
 
 
-def test_unverified_torch_rows_are_marked_and_say_why():
-    assert unverified(fw.torch_release("2.10.0"))
-    assert fw.torch_release("2.10.0")["source"]["note"]
-    assert not unverified(fw.torch_release("2.4.1"))
+def test_unverified_rows_are_marked_and_say_why():
+    # TensorFlow 2.19's tested-build row was not found in any copy of tensorflow.org's table.
+    row = fw.tensorflow_release("2.19.0")
+    assert unverified(row) and row["source"]["note"]
+    assert not unverified(fw.torch_release("2.4.1")) and not unverified(fw.torch_release("2.10.0"))
 
 
 # --------------------------------------------------------------------------- TensorFlow
