@@ -21,9 +21,10 @@ def test_cuda_version_shows_drivers_and_source():
     assert "min_driver_linux: 550.54.14" in r.output
     assert "min_driver_minor_compat: 525.60.13" in r.output
     assert "source: https://docs.nvidia.com/cuda/archive/12.4.0/" in r.output
-    # its drivers are verified against Table 3, its architecture/GCC/distribution fields are not: said so
+    # its drivers, GCC and lowest architecture are verified, its newest architectures and distributions
+    # are not: said so
     assert "UNVERIFIED:" not in r.output
-    assert "unverified fields: cc_min, cc_max, cc_deprecated, distributions" in r.output
+    assert "unverified fields: cc_max, cc_deprecated, distributions" in r.output
 
 
 def test_cuda_update_uses_its_own_driver():
@@ -72,9 +73,9 @@ def test_every_area_lists_its_rows(area):
 
 
 def test_list_marks_unverified_rows():
-    lines = run("torch").output.splitlines()
-    assert any(line.startswith("  * 2.9 ") for line in lines)       # torch 2.9 row is unverified
-    assert any(line.startswith("    2.4 ") for line in lines)       # 2.4 is verified
+    lines = run("tensorflow").output.splitlines()
+    assert any(line.startswith("  * 2.19 ") for line in lines)      # TF 2.19's row is unverified
+    assert any(line.startswith("    2.15 ") for line in lines)      # 2.15 is verified
 
 
 @pytest.mark.parametrize("args,needle", [(("cuda", "12.7"), "never released"), (("torch", "9.9"), "known: 1.12"),
