@@ -166,37 +166,36 @@ class LiveProbes:
         """All probe results, scrubbed, in report order.  ``meanwhile`` runs while the worker works."""
         from .host.privacy import scrubber_for
         from .probes import probes_in, run_probes, timed_out_result
-        from .report import nvml_serials, scrub
+        from .report import gather, nvml_serials, scrub
 
+        scrubber = scrubber_for(self.host, self.include_host, self.redact_ids)
         if self.worker is None:
             if meanwhile is not None:
                 meanwhile()
-            probes = run_probes(self.host, deadline=self.deadline)
+            return gather(self.host, self.deadline, scrubber)
+        worker, self.worker = self.worker, None
+        local = run_probes(self.host, deadline=self.deadline, modules=parent_modules())
+        if meanwhile is not None:
+            meanwhile()
+        # The worker's probes give up at ``deadline``; half a second more for it to answer.
+        answer, why = worker.result(self.deadline + 0.5)
+        decoded = decode_answer(answer) if answer is not None else None
+        order = {s.name: s.order for s in probes_in(parent_modules())}
+        if decoded is not None:
+            remote, remote_order, serials = decoded
+            order.update(remote_order)
+        elif why == "timed_out":
+            specs = probes_in(WORKER_MODULES)
+            remote = [timed_out_result(s, "did not finish before the time limit (the probe worker was still "
+                                          "busy: a file or command it reads hangs)") for s in specs]
+            order.update((s.name, s.order) for s in specs)
+            serials = []
+        else:  # the worker crashed or answered garbage: probe here instead
+            remote = run_probes(self.host, deadline=self.deadline, modules=WORKER_MODULES)
+            order.update((s.name, s.order) for s in probes_in(WORKER_MODULES))
             serials = nvml_serials(self.host) if self.redact_ids else []
-        else:
-            worker, self.worker = self.worker, None
-            local = run_probes(self.host, deadline=self.deadline, modules=parent_modules())
-            if meanwhile is not None:
-                meanwhile()
-            # The worker's probes give up at ``deadline``; half a second more for it to answer.
-            answer, why = worker.result(self.deadline + 0.5)
-            decoded = decode_answer(answer) if answer is not None else None
-            order = {s.name: s.order for s in probes_in(parent_modules())}
-            if decoded is not None:
-                remote, remote_order, serials = decoded
-                order.update(remote_order)
-            elif why == "timed_out":
-                specs = probes_in(WORKER_MODULES)
-                remote = [timed_out_result(s, "did not finish before the time limit (the probe worker was still "
-                                              "busy: a file or command it reads hangs)") for s in specs]
-                order.update((s.name, s.order) for s in specs)
-                serials = []
-            else:  # the worker crashed or answered garbage: probe here instead
-                remote = run_probes(self.host, deadline=self.deadline, modules=WORKER_MODULES)
-                order.update((s.name, s.order) for s in probes_in(WORKER_MODULES))
-                serials = nvml_serials(self.host) if self.redact_ids else []
-            probes = sorted(local + remote, key=lambda p: (order.get(p.name, 0), p.name))
-        scrub(probes, scrubber_for(self.host, self.include_host, self.redact_ids), serials)
+        probes = sorted(local + remote, key=lambda p: (order.get(p.name, 0), p.name))
+        scrub(probes, scrubber, serials)
         return probes
 
 

@@ -128,6 +128,7 @@ class LiveHost(Host):
         self._uname: Optional[Dict[str, str]] = None
         self._nvml_table: Dict[str, NvmlResult] = {}
         self._nvml_child: Optional[Forked] = None
+        self._nvml_library_absent: Optional[bool] = None  # decided once, by _nvml_absent
         self._python: Optional[PythonInfo] = None
 
     # -- time ----------------------------------------------------------
@@ -262,9 +263,11 @@ class LiveHost(Host):
 
     def _nvml_absent(self) -> bool:
         """No libnvidia-ml.so.1 for dlopen to find (most machines without a driver): nothing to ask."""
-        from . import nvml_worker
+        if self._nvml_library_absent is None:
+            from . import nvml_worker
 
-        return nvml_worker.library_absent()
+            self._nvml_library_absent = nvml_worker.library_absent()
+        return self._nvml_library_absent
 
     def _read_nvml_child(self) -> NvmlResult:
         assert self._nvml_child is not None
