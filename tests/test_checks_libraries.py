@@ -82,3 +82,54 @@ def test_onnxruntime_cpu_and_gpu_together():
     assert f.fix.commands[0] == "pip uninstall -y onnxruntime onnxruntime-gpu"
     alone = {k: v for k, v in files.items() if "gpu" in k}
     assert "onnxruntime.cpu_and_gpu_installed" not in run(site_host(alone), onnxruntime_packaging)
+
+
+# -- cuDNN vs the GPU's compute capability ----------------------------------------------------------
+# cuDNN 9.11 dropped Maxwell, Pascal and Volta (cudnn.json 9.11.0 row; immich-app/immich#23110 is the
+# user report this replays: onnxruntime-gpu pulled nvidia-cudnn-cu12 9.14 onto GTX 10-series cards).
+
+def _with_gpu(host, cc, name):
+    from envdoctor.facts import ok
+    facts = probe_facts(host)
+    for f in (ok("gpu.count", 1, "nvml:device_count"), ok("gpu.0.name", name, "nvml:device.0.name"),
+              ok("gpu.0.compute_capability", cc, "nvml:device.0.compute_capability")):
+        facts.add(f)
+    return CheckContext(facts, [])
+
+
+def _ort_host(cudnn):
+    # dist-info names and versions as pip writes them for onnxruntime-gpu 1.23.0 and nvidia-cudnn-cu12
+    return site_host({"onnxruntime_gpu-1.23.0.dist-info/METADATA": "Name: onnxruntime-gpu\nVersion: 1.23.0\n",
+                      "onnxruntime/__init__.py": "", "nvidia/cudnn/lib/libcudnn.so.9": "",
+                      "nvidia_cudnn_cu12-%s.dist-info/METADATA" % cudnn:
+                          "Name: nvidia-cudnn-cu12\nVersion: %s\n" % cudnn})
+
+
+def test_cudnn_9_14_wheel_on_a_pascal_gpu_is_named_with_the_last_cudnn_that_works():
+    from envdoctor.checks.libraries import cudnn_gpu
+    found = list(cudnn_gpu(_with_gpu(_ort_host("9.14.0.64"), "6.1", "NVIDIA GeForce GTX 1080")))
+    assert [f.code for f in found] == ["cudnn.gpu_unsupported"]
+    f = found[0]
+    assert "cuDNN 9.14.0.64" in f.title and "onnxruntime 1.23.0" in f.title and "GTX 1080" in f.title
+    assert "needs 7.5 or newer" in f.title
+    # the 9.11.0 row is not checked against NVIDIA's own table yet: a warning, not an error
+    assert f.severity == "warning"
+    assert f.fix.commands == ["pip install 'nvidia-cudnn-cu12<9.11'"] and "9.10.2" in f.fix.text
+    assert {"libraries.cudnn", "gpu.0.compute_capability"} <= {e["key"] for e in f.evidence}
+
+
+def test_cudnn_9_10_on_pascal_and_9_14_on_turing_are_quiet():
+    from envdoctor.checks.libraries import cudnn_gpu
+    assert list(cudnn_gpu(_with_gpu(_ort_host("9.10.2.21"), "6.1", "NVIDIA GeForce GTX 1080"))) == []
+    assert list(cudnn_gpu(_with_gpu(_ort_host("9.14.0.64"), "7.5", "Tesla T4"))) == []
+
+
+def test_system_cudnn_a_framework_links_is_judged_by_its_own_version():
+    # torch loads the system copy (no wheel); a Volta V100 (7.0) with cuDNN 9.14 from the system
+    from envdoctor.checks.libraries import cudnn_gpu
+    host = torch_host(cudnn_wheel=False, ldp="/usr/local/cuda/lib64",
+                      system_cudnn=("/usr/local/cuda/lib64", "libcudnn.so.9.14.0"))
+    found = list(cudnn_gpu(_with_gpu(host, "7.0", "Tesla V100-SXM2-16GB")))
+    assert len(found) == 1
+    assert "/usr/local/cuda/lib64/libcudnn.so.9.14.0" in found[0].title
+    assert "torch 2.4.0+cu121" in found[0].title

@@ -217,6 +217,41 @@ def cudnn_release(version: str) -> Optional[Row]:
     return best
 
 
+def cudnn_support_row(version: str) -> Optional[Row]:
+    """The row whose GPU support applies to this cuDNN: the newest row of the same major at or below it.
+
+    cuDNN drops architectures at a release and never brings them back, so 9.13.1 is judged
+    by the 9.11.0 row (the first without Maxwell, Pascal and Volta) when no 9.13 row exists.
+    """
+    want = parse_version(version)
+    if want is None:
+        return None
+    best = None  # type: Optional[Row]
+    for row in load("cudnn"):
+        v = Version(row["version"])
+        if v.major == want.major and v <= want and (best is None or v > Version(best["version"])):
+            best = row
+    return best
+
+
+def cudnn_last_for_cc(cc: CC, major: int) -> Optional[Tuple[Row, Optional[Row]]]:
+    """The newest cuDNN row of ``major`` that still supports ``cc``, and the first row after it that
+    does not (None when every later row still does); None when no row of that major supports it."""
+    want = _cc(cc)
+    if want is None:
+        return None
+    rows = sorted((r for r in load("cudnn") if Version(r["version"]).major == major),
+                  key=lambda r: Version(r["version"]))
+    last = None  # type: Optional[Row]
+    for row in rows:
+        if Version(row["cc_min"]) <= want:
+            last = row
+            continue
+        if last is not None:
+            return last, row
+    return (last, None) if last is not None else None
+
+
 def gpu_product(name: str) -> Optional[Row]:
     """The product row for an NVML device name, or None when no product matches.
 
