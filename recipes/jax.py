@@ -62,6 +62,11 @@ def _min_driver(var: Dict[str, Any]) -> Optional[str]:
     return var.get("min_driver") or common.hardware.min_driver_for_cuda(var["cuda_built"], minor_compat=True)
 
 
+def _driver_meets(driver: Optional[Version], needed: Optional[str]) -> bool:
+    """True when the host's driver (None: unknown) is at least ``needed`` (None: no floor)."""
+    return driver is None or needed is None or driver >= Version(needed)
+
+
 def plan(request: Any, target: Any, facts: Any) -> Plan:
     common.check_method(request, METHODS)
     opts = common.options(request, ("cuda", "variant", "cudnn", "image_os", "env"))
@@ -78,7 +83,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
             raise RecipeError(f"jax {row['jax']} has no cuda{major} wheels",
                               ["--option cuda=" + v["tag"] for v in row["variants"]])
     driver = common.driver_version(facts)
-    usable = [v for v in variants if driver is None or _min_driver(v) is None or driver >= Version(_min_driver(v))]
+    usable = [v for v in variants if _driver_meets(driver, _min_driver(v))]
     notes: List[str] = []
     if not usable:
         low = min(variants, key=lambda v: Version(_min_driver(v) or "0"))

@@ -9,10 +9,13 @@ becomes an ``envdoctor.check_crashed`` finding asking the user to report it.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Dict, Iterable, List, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Sequence
 
 from ..facts import Facts
 from ..findings import Finding, Fix, sort_key
+
+if TYPE_CHECKING:
+    from ..probes import ProbeResult
 
 CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
@@ -74,7 +77,7 @@ def all_checks() -> List[CheckSpec]:
 
 
 class CheckContext:
-    def __init__(self, facts: Facts, probes: Sequence[object]) -> None:
+    def __init__(self, facts: Facts, probes: Sequence[ProbeResult]) -> None:
         self.facts = facts
         self.probes = probes
 

@@ -43,14 +43,17 @@ def _lookup(area: str, value: str) -> Tuple[List[Dict[str, Any]], Dict[str, Any]
             derived["min_driver"] = hw.min_driver_for_cuda(value)
             derived["min_driver_minor_compat"] = hw.min_driver_for_cuda(value, minor_compat=True)
     elif area == "cudnn":
+        from packaging.version import Version
+
         from ..matrix import parse_version
 
         row = hw.cudnn_release(value)
         want = parse_version(value)
         if row is None and want is not None and len(want.release) >= 2:
             # a row stands for its series up to the next row (matrix/README.md): 9.1.0 -> row 9.0.0
-            older = [r for r in rows if parse_version(r["version"]).major == want.major
-                     and parse_version(r["version"]) <= want]
+            # (load() has validated every row's version, so Version() cannot fail here)
+            older = [r for r in rows if Version(r["version"]).major == want.major
+                     and Version(r["version"]) <= want]
             row = older[-1] if older else None
         found = [row] if row else [r for r in rows if r["version"].startswith(value.rstrip(".") + ".")]
     elif area == "gpus":
@@ -208,6 +211,7 @@ def matrix(area: str, value: Optional[str], fmt: str) -> None:
     name = ALIASES.get(area.strip().lower())
     if name is None:
         raise fail("unknown matrix area {!r}; known: {}".format(area, ", ".join(sorted(ALIASES))), EXIT_USAGE)
+    derived: Dict[str, Any]
     try:
         rows = load(name)
         if value is None:

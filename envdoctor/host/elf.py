@@ -65,7 +65,8 @@ def read_dynamic(fh: BinaryIO) -> Dict[str, object]:
             loads.append((p_vaddr, p_filesz, p_offset))
         elif p_type == PT_DYNAMIC:
             dyn = (p_offset, min(p_filesz, _MAX_DYN))
-    out: Dict[str, object] = {"class": cls, "machine": machine, "soname": None, "needed": [], "rpath": [],
+    needed: List[str] = []
+    out: Dict[str, object] = {"class": cls, "machine": machine, "soname": None, "needed": needed, "rpath": [],
                               "runpath": []}
     if dyn is None:
         return out  # a static executable or an object without dynamic section
@@ -94,7 +95,7 @@ def read_dynamic(fh: BinaryIO) -> Dict[str, object]:
 
     for tag, val in tags:
         if tag == DT_NEEDED:
-            out["needed"].append(s(val))  # type: ignore[union-attr]
+            needed.append(s(val))
         elif tag == DT_SONAME:
             out["soname"] = s(val)
         elif tag == DT_RPATH:

@@ -117,7 +117,7 @@ class LiveHost(Host):
         self.deadline = deadline  # time.monotonic() value, or None
         self._python_executable = python_executable
         self._lock = threading.RLock()
-        self._inflight: Dict[Tuple[str, Any], threading.Event] = {}
+        self._inflight: Dict[Tuple[int, Any], threading.Event] = {}
         # Everything answered so far, keyed by question: the snapshot's raw material.
         self.files: Dict[str, FileResult] = {}
         self.dirs: Dict[str, DirResult] = {}
@@ -145,7 +145,7 @@ class LiveHost(Host):
                 return table[key]
             event = self._inflight.get((id(table), key))
             owner = event is None
-            if owner:
+            if event is None:
                 event = self._inflight[(id(table), key)] = threading.Event()
         if not owner:
             event.wait()

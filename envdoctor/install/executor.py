@@ -20,7 +20,7 @@ import subprocess
 import tarfile
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, TextIO
+from typing import Any, Callable, Dict, List, Optional, TextIO
 
 from .download import DownloadError, DownloadOptions, download, sha256_of
 from .plan import Check, Download, Extract, Move, Plan, Remove, RunCommand, Step, WriteFile, reboot_message
@@ -157,7 +157,8 @@ def _extract(action: Extract) -> None:
     try:
         with tarfile.open(action.archive, "r:*") as tf:
             members = _safe_members(tf, action.strip_components, action.dest)
-            kwargs = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
+            # extraction filters: 3.12+, 3.8.17+, 3.9.17+, 3.10.12+, 3.11.4+; older Pythons take no filter=
+            kwargs: Dict[str, Any] = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
             tf.extractall(action.dest, members=members, **kwargs)  # noqa: S202 - members checked above
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise StepError(f"could not unpack {action.archive}: {exc}") from None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -190,8 +190,8 @@ def _jax_floor(row: Row) -> Optional[Version]:
     spec = _spec(row.get("jax"))
     if spec is None:
         return None
-    floors = [_version(s.version) for s in spec if s.operator in (">=", "==", "~=")]
-    floors = [f for f in floors if f is not None]
+    parsed = [_version(s.version) for s in spec if s.operator in (">=", "==", "~=")]
+    floors = [f for f in parsed if f is not None]
     return max(floors) if floors else None
 
 
@@ -371,7 +371,7 @@ def validate_mxnet(rows: List[Row]) -> List[str]:
     return problems
 
 
-VALIDATORS = {
+VALIDATORS: Dict[str, Callable[[List[Row]], List[str]]] = {
     "torch": validate_torch,
     "tensorflow": validate_tensorflow,
     "jax": validate_jax,
@@ -380,7 +380,7 @@ VALIDATORS = {
     "cupy": validate_cupy,
     "tensorrt": validate_tensorrt,
     "mxnet": validate_mxnet,
-}  # type: Dict[str, Callable[[List[Row]], List[str]]]
+}
 
 
 # --------------------------------------------------------------------------- queries

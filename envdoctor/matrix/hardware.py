@@ -340,7 +340,7 @@ def validate_cuda(rows: List[Row]) -> List[str]:
         if v.major < 11:
             if floor is not None:
                 problems.append(f"{w}: CUDA before 11 has no minor-version compatibility floor")
-        elif parse_version(floor) is None:
+        elif not isinstance(floor, str) or parse_version(floor) is None:
             problems.append(f"{w}: minor_compat_min_driver must be a version")
         else:
             if floors.setdefault(v.major, floor) != floor:

@@ -142,7 +142,8 @@ class _Runner:
             import traceback
 
             tb = traceback.extract_tb(exc.__traceback__)
-            where = ("%s:%d" % (tb[-1].filename.rsplit("/", 1)[-1], tb[-1].lineno)) if tb else "?"
+            lineno = tb[-1].lineno if tb else None  # None on 3.11+ for code without line information
+            where = ("%s:%s" % (tb[-1].filename.rsplit("/", 1)[-1], "?" if lineno is None else lineno)) if tb else "?"
             res = ProbeResult(spec.name, spec.title, status="crashed", duration=time.monotonic() - start,
                               error="%s: %s (at %s)" % (type(exc).__name__, exc, where))
         with self.lock:

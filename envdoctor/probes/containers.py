@@ -48,6 +48,11 @@ def _last_line(text: str, needle: str) -> str:
     return text.splitlines()[-1].strip()[:300] if text else ""
 
 
+def _as_dict(value: Any) -> Dict[str, Any]:
+    """``value`` itself when it is a dict (a JSON object), else a new empty dict."""
+    return value if isinstance(value, dict) else {}
+
+
 def _first_json_object(text: str) -> Optional[Dict[str, Any]]:
     for line in text.splitlines():
         line = line.strip()
@@ -80,8 +85,8 @@ def docker_facts(host: Host) -> Tuple[List[Fact], Optional[List[str]]]:
                              "server": None, "api_version": None, "error": None, "message": ""}
     doc = _first_json_object(res.stdout)
     if doc:
-        client = doc.get("Client") if isinstance(doc.get("Client"), dict) else {}
-        server = doc.get("Server") if isinstance(doc.get("Server"), dict) else {}
+        client = _as_dict(doc.get("Client"))
+        server = _as_dict(doc.get("Server"))
         value["client"] = client.get("Version")
         value["api_version"] = client.get("ApiVersion")
         value["server"] = server.get("Version") if server else None
@@ -134,7 +139,7 @@ def daemon_json_fact(host: Host) -> Tuple[Fact, Optional[Dict[str, Any]]]:
         return unknown("container.daemon_json", why, src, label), None
     if not isinstance(doc, dict):
         return unknown("container.daemon_json", f"{DAEMON_JSON} is not a JSON object", src, label), None
-    runtimes = doc.get("runtimes") if isinstance(doc.get("runtimes"), dict) else {}
+    runtimes = _as_dict(doc.get("runtimes"))
     nvidia = runtimes.get("nvidia") if isinstance(runtimes.get("nvidia"), dict) else None
     value = {"present": True, "runtimes": sorted(runtimes), "default_runtime": doc.get("default-runtime"),
              "nvidia_runtime_path": nvidia.get("path") if nvidia else None}
@@ -206,7 +211,7 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(ok("container.nvidia_runtime_configured", "nvidia" in runtimes,
                         "command:" + " ".join(DOCKER_RUNTIMES), label))
     elif dj is not None:
-        rts = dj.get("runtimes") if isinstance(dj.get("runtimes"), dict) else {}
+        rts = _as_dict(dj.get("runtimes"))
         facts.append(ok("container.nvidia_runtime_configured", "nvidia" in rts, "file:" + DAEMON_JSON, label))
     elif dj_fact.known and dj_fact.value.get("present") is False:
         facts.append(ok("container.nvidia_runtime_configured", False, "file:" + DAEMON_JSON, label))

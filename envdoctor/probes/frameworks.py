@@ -323,7 +323,9 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
     value["packages"] = {x.key: x.version for x in found}
     bpath = posixpath.join(d.location, "tensorflow", "python", "platform", "build_info.py")
     lits, why = read_literals(host, bpath)
-    info = lits.get("build_info") if isinstance(lits.get("build_info"), dict) else {}
+    info = lits.get("build_info")
+    if not isinstance(info, dict):
+        info = {}
     # TF < 2.3 wrote plain module variables instead of the dict.
     for old, new in (("is_cuda_build", "is_cuda_build"), ("is_rocm_build", "is_rocm_build"),
                      ("cuda_version_number", "cuda_version"), ("cudnn_version_number", "cudnn_version")):
