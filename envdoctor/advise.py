@@ -30,6 +30,7 @@ from packaging.version import Version
 
 from . import matrix
 from .facts import Facts
+from .host.nvml_worker import MAX_GPUS
 from .matrix import frameworks as fw
 from .matrix import hardware as hw
 
@@ -77,7 +78,7 @@ class Target:
 
     def merged(self, **given: Optional[str]) -> Target:
         """This target with the explicitly given (non-None) values replacing the machine's."""
-        values = {k: v for k, v in given.items() if v is not None}
+        values: Dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         origin = dict(self.origin)
         origin.update({k: "--" + ("os" if k in ("os_id", "os_version") else k) for k in values})
         return replace(self, origin=tuple(sorted(origin.items())), **values)
@@ -139,8 +140,8 @@ def target_from_facts(facts: Facts) -> Target:
             driver, origin["driver"] = facts.value(key), key
             break
     cc = gpu = None
-    count = facts.value("gpu.count")
-    for i in range(count if isinstance(count, int) else 0):
+    count = facts.count("gpu.count", MAX_GPUS)
+    for i in range(count or 0):
         c = facts.value(f"gpu.{i}.compute_capability")
         if isinstance(c, str) and matrix.parse_version(c) is not None:
             if cc is None or Version(c) < Version(cc):
@@ -159,7 +160,7 @@ def target_from_facts(facts: Facts) -> Target:
     platform = "wsl2" if facts.value("os.wsl") == "WSL2" else (
         "linux-aarch64" if arch in ("aarch64", "arm64") else "linux-x86_64")
     pci = facts.value("gpu.pci_devices")
-    if isinstance(count, int) and count > 0:
+    if count:
         present: Optional[bool] = True
     elif count == 0 and pci == [] and platform != "wsl2":  # WSL shows no PCI GPU even when it has one
         present = False
@@ -239,6 +240,7 @@ def advise_cuda(t: Target) -> CudaAdvice:
     a.newest_for_gpu_minor_compat = capped(a.newest_minor_compat)
     if a.newest_native:
         row = hw.cuda_release(a.newest_native)
+        assert row is not None  # newest_cuda_for_driver answers with a row's own version
         nxt = [r for r in hw.cuda_releases() if Version(r["version"]) > Version(a.newest_native)]
         more = (f"; CUDA {nxt[0]['version']} needs {nxt[0]['min_driver_linux']}" if nxt else "")
         a.notes.append(f"Driver {t.driver} meets the driver that CUDA {a.newest_native} needs "
@@ -246,6 +248,7 @@ def advise_cuda(t: Target) -> CudaAdvice:
         a.sources.append(dict(_source(row), cuda=a.newest_native))
     if a.newest_minor_compat and a.newest_minor_compat != a.newest_native:
         row = hw.cuda_release(a.newest_minor_compat)
+        assert row is not None
         a.notes.append(
             f"With CUDA minor-version compatibility (driver >= {row['minor_compat_min_driver']} for "
             f"{a.newest_minor_compat.split('.')[0]}.x) applications built with CUDA up to "
@@ -256,6 +259,7 @@ def advise_cuda(t: Target) -> CudaAdvice:
         lo, hi = a.gpu_range
         if a.newest_native and a.newest_for_gpu != a.newest_native:
             row = hw.cuda_release(a.newest_native)
+            assert row is not None
             a.notes.append(f"CUDA {a.newest_native} targets compute capability {row['cc_min']}..{row['cc_max']}, "
                            f"not {t.cc}: CUDA {hi} is the last release for this GPU.")
         best = a.newest_for_gpu or a.newest_for_gpu_minor_compat
@@ -341,7 +345,7 @@ def judge(c: Candidate, t: Target) -> Verdict:
             else:
                 reasons.append(f"needs driver >= {native} for {cuda} (>= {compat} with minor-version "
                                f"compatibility); driver {t.driver} is older")
-        elif native is not None and Version(t.driver) < Version(native):
+        elif native is not None and c.cuda is not None and Version(t.driver) < Version(native):
             native_ok = False
             note = (f"runs on driver {t.driver} through CUDA minor-version compatibility ({cuda} natively needs "
                     f"{native}; the {c.cuda.split('.')[0]}.x floor is {compat})")
@@ -351,6 +355,16 @@ def judge(c: Candidate, t: Target) -> Verdict:
 def _pip_version(version: str) -> str:
     """A pip pin for a matrix release: "2.7" -> "==2.7.*", "1.18.1" -> "==1.18.1"."""
     return f"=={version}.*" if len(Version(version).release) == 2 else f"=={version}"
+
+
+def _torch_arch_ok(variant: Dict[str, Any]) -> Callable[[str], Optional[bool]]:
+    """``Candidate.arch_ok`` for a torch variant: does it carry code for the compute capability."""
+    return lambda cc: fw.torch_supports_arch(variant, cc)
+
+
+def _cc_at_least(row: Dict[str, Any], key: str) -> Callable[[str], bool]:
+    """``Candidate.arch_ok`` for a table row naming the lowest compute capability under ``key``."""
+    return lambda cc: Version(cc) >= Version(row[key])
 
 
 def torch_candidates() -> List[Candidate]:
@@ -364,7 +378,7 @@ def torch_candidates() -> List[Candidate]:
                 release=row["version"], variant=var["tag"], cuda=var["cuda"], row=row,
                 command=f'pip install "torch{_pip_version(row["version"])}" --index-url {var["index_url"]}',
                 python_spec=row.get("python"), arch_desc=desc,
-                arch_ok=lambda cc, var=var: fw.torch_supports_arch(var, cc),
+                arch_ok=_torch_arch_ok(var),
                 experimental=var.get("channel") == "experimental",
                 notes=["experimental CUDA variant of this release (RELEASE.md)"]
                 if var.get("channel") == "experimental" else []))
@@ -407,7 +421,7 @@ def jax_candidates() -> List[Candidate]:
                 release=_spec_text(row["jax"]), variant=var["tag"], cuda=low, row=row, command=cmd,
                 min_driver=var.get("min_driver"), major_only=True,
                 arch_desc=f"needs compute capability {row['min_sm']}+",
-                arch_ok=lambda cc, row=row: Version(cc) >= Version(row["min_sm"]), notes=notes))
+                arch_ok=_cc_at_least(row, "min_sm"), notes=notes))
     return out
 
 
@@ -437,7 +451,7 @@ def cupy_candidates() -> List[Candidate]:
                 release=row["version"], variant=p["package"], cuda=low, row=row,
                 command=f'pip install "{p["package"]}=={row["version"]}.*"', python_spec=row.get("python"),
                 major_only=p["package"].endswith("x"), arch_desc=f"needs compute capability {row['min_cc']}+",
-                arch_ok=lambda cc, row=row: Version(cc) >= Version(row["min_cc"])))
+                arch_ok=_cc_at_least(row, "min_cc")))
     return out
 
 

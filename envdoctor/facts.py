@@ -108,6 +108,12 @@ class Facts:
         v = self.value(key)
         return v if isinstance(v, list) else []
 
+    def count(self, key: str, most: int) -> Optional[int]:
+        """A count between 0 and ``most``; None for anything else (a bool, a negative or absurd number),
+        so a garbled count can never size a loop or a list."""
+        v = self.value(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= most else None
+
     def strings(self, key: str) -> List[str]:
         return [x for x in self.items(key) if isinstance(x, str)]
 

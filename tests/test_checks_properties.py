@@ -56,6 +56,15 @@ def test_garbled_facts_never_crash_a_check(machine, data):
     assert _crashes(facts) == []
 
 
+@pytest.mark.parametrize("count", [10**12, -1, True, 65])
+def test_a_garbled_gpu_count_sizes_nothing(count):
+    # Found by the property test: a check built one "/dev/nvidiaN" string per GPU the count claimed,
+    # and 10**12 of them took every byte of memory.
+    facts = [f for f in MACHINE_FACTS["centosstream9-8xh100"] if f.key != "gpu.count"]
+    facts.append(ok("gpu.count", count, "test"))
+    assert _crashes(facts) == []
+
+
 def _supported_combinations():
     for rel in load("torch"):
         for var in rel.get("variants", []):

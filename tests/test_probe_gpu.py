@@ -166,6 +166,18 @@ def test_gpu_count_error_and_lost_handle():
     assert facts["gpu.0.name"].status == "unknown" and "reset" in facts["gpu.0.name"].reason
 
 
+def test_an_absurd_gpu_count_is_garbled_not_a_machine():
+    # nvmlDeviceGetCount cannot exceed the driver's NV_MAX_DEVICES (32); a snapshot saying 10**12 was
+    # damaged or made up, and its number must not size anything downstream.
+    facts = facts_of(make_host(nvml=h100_nvml(device_count={"value": 10**12})))
+    assert facts["gpu.count"].status == "unknown"
+    assert "1000000000000 GPUs" in facts["gpu.count"].reason and "garbled" in facts["gpu.count"].reason
+    assert facts["gpu.status"].status == "unknown"
+    assert not any(k.startswith("gpu.0.") for k in facts)
+    facts = facts_of(make_host(nvml=h100_nvml(device_count={"value": 32})))  # the driver's own limit is fine
+    assert facts["gpu.count"].value == 32
+
+
 @pytest.mark.parametrize("bus_bits,clock_mhz,spec_gbps", [
     (5120, 2619, 3350),   # H100 SXM5 HBM3, NVIDIA: 3.35 TB/s; clock: NVIDIA/DCGM#120
     (384, 10501, 1008),   # RTX 4090 GDDR6X, NVIDIA: 1008 GB/s; clock: NVIDIA/nvbench#207

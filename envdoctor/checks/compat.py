@@ -166,7 +166,8 @@ def _mm(text: Any) -> Optional[Tuple[int, Optional[int]]]:
 
 
 def _mm_str(mm: Tuple[int, Optional[int]]) -> str:
-    return "%d.%d" % mm if mm[1] is not None else "%d.x" % mm[0]
+    major, minor = mm
+    return "%d.%d" % (major, minor) if minor is not None else "%d.x" % major
 
 
 def _ev(*facts: Optional[Fact]) -> List[Dict[str, Any]]:
@@ -332,6 +333,7 @@ def toolkit_needs(facts: Facts) -> List[Need]:
         mm = _mm(env["cuda_version"])
         if mm is None or mm[1] is None:
             continue
+        assert conda is not None  # the loop runs over conda's own value
         pkg = next((p["name"] for p in env.get("packages", []) if p.get("version") == env["cuda_version"]),
                    "cudatoolkit")
         out.append(Need("conda", "conda %s %s (%s)" % (pkg, env["cuda_version"], env.get("prefix")), mm, conda,
@@ -374,8 +376,8 @@ def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
     included: the wheels carry SASS), with SASS for every GPU, for this Python; the installed minor first."""
     rows = list(reversed(matrix.load("torch")))
     if prefer:
-        rows.sort(key=lambda r: 0 if fw.torch_release(prefer) and r["version"] == fw.torch_release(prefer)["version"]
-                  else 1)
+        preferred = fw.torch_release(prefer)
+        rows.sort(key=lambda r: 0 if preferred and r["version"] == preferred["version"] else 1)
     py = _python(facts)
     for row in rows:
         if py and fw.python_supported(row, py) is False:
@@ -526,7 +528,8 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
     if need.component == "torch":
         var = fw.torch_variant(need.fact.value.get("version")) or fw.torch_variant_for_cuda(
             need.fact.value.get("version"), need.fact.value.get("cuda"))
-        jit = bool(var) and any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs)
+        if var:
+            jit = any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs)
     severity = "warning" if need.kind != "framework" or jit else "info"
     return Finding(
         code="driver.minor_version_compat", severity=severity, components=["driver", need.component],
@@ -631,6 +634,13 @@ def _active_toolkit_row(facts: Facts) -> Optional[Tuple[str, str, Fact, Dict[str
     return None if row is None else (active[0], active[1], active[2], row)
 
 
+def _cuda_ga(version: str) -> str:
+    """The GA version ("12.4.0") of a CUDA release named by the table ("12.4")."""
+    row = hw.cuda_release(version)
+    assert row is not None  # version comes from the same table
+    return row["ga"]
+
+
 def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
     out: List[Finding] = []
     active = _active_toolkit_row(facts)
@@ -655,7 +665,7 @@ def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
                     row["version"], row["cc_min"], row["cc_max"]), row),
                 fix=Fix(text="Use a toolkit that still targets %s (CUDA %s) for this GPU." % (sm, last or "older"),
                         install=("envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
-                            hw.cuda_release(last)["ga"], last)) if last else None)))
+                            _cuda_ga(last), last)) if last else None)))
         elif want > Version(row["cc_max"]):
             newer = hw.cuda_for_cc(cc)
             first = newer[0] if newer else None
@@ -671,7 +681,7 @@ def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
                     row["version"], row["cc_min"], row["cc_max"]), row),
                 fix=Fix(text="Install CUDA %s or newer and point CUDA_HOME / PATH at it." % (first or "a newer"),
                         install=("envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
-                            hw.cuda_release(first)["ga"], first)) if first else None)))
+                            _cuda_ga(first), first)) if first else None)))
     return out
 
 
@@ -803,13 +813,17 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     gcc = facts.get("compiler.gcc")
     gv = _v(gcc.value.get("version")) if gcc is not None and gcc.known and isinstance(gcc.value, dict) else None
     if gv is not None and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
+        assert gcc is not None  # gv was read from it
         gmax = int(Version(row["gcc_max"]).release[0])
-        others = facts.value("compiler.gcc_versions") or []
-        fitting = [g for g in others if _v(g.get("version")) is not None
-                   and _v(g["version"]).release[0] <= gmax]  # type: ignore[union-attr]
+        others = [g for g in facts.items("compiler.gcc_versions") if isinstance(g, dict)]
+        fitting: List[Tuple[Version, Dict[str, Any]]] = []  # (version, entry) of the GCCs nvcc accepts
+        for g in others:
+            ov = _v(g.get("version"))
+            if ov is not None and ov.release[0] <= gmax:
+                fitting.append((ov, g))
         cmds = []
         if fitting:
-            best = max(fitting, key=lambda g: _v(g["version"]))
+            best = max(fitting, key=lambda vg: vg[0])[1]
             cmds.append("export NVCC_CCBIN=%s" % best["path"].replace("gcc", "g++"))
         else:
             cmds.append("sudo apt-get install gcc-%d g++-%d" % (gmax, gmax) if facts.value("os.id") == "ubuntu"

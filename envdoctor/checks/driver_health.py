@@ -39,6 +39,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..host.nvml_worker import MAX_GPUS
 from ..matrix import unverified
 from ..matrix.hardware import gpu_product
 from . import CheckContext, CodeDoc, check
@@ -358,7 +359,7 @@ def _no_module_for_kernel(facts: Facts) -> List[Finding]:
     if fact is None or not fact.known or fact.value is not False:
         return []
     release = facts.value("kernel.release") or "the running kernel"
-    dkms = facts.value("driver.dkms.status") or []
+    dkms = facts.items("driver.dkms.status")
     others = sorted({e.get("kernel", "") for e in dkms if isinstance(e, dict) and
                      str(e.get("state", "")).startswith("installed")} - {release})
     versions = sorted({e.get("version", "") for e in dkms if isinstance(e, dict) and e.get("version")})
@@ -413,12 +414,12 @@ def _device_nodes(facts: Facts) -> List[Finding]:
     if not isinstance(facts.value("driver.device_nodes"), list):
         return []
     nodes = facts.strings("driver.device_nodes")
-    count = facts.value("gpu.count")
+    count = facts.count("gpu.count", MAX_GPUS)
     gpu_nodes = [n for n in nodes if _GPU_NODE.match(n)]
     missing = []
     if "nvidiactl" not in nodes:
         missing.append("/dev/nvidiactl")
-    if isinstance(count, int) and not isinstance(count, bool) and count > len(gpu_nodes):
+    if count is not None and count > len(gpu_nodes):
         have = {int(n[len("nvidia"):]) for n in gpu_nodes}
         missing += ["/dev/nvidia%d" % i for i in range(count) if i not in have]
     if not missing:
@@ -554,7 +555,7 @@ def _wsl(facts: Facts) -> List[Finding]:
     if facts.value("os.wsl") != "WSL2":
         return []
     out: List[Finding] = []
-    libs = facts.value("driver.userspace.libraries") or []
+    libs = facts.items("driver.userspace.libraries")
     linux_libs = [p for p in libs if isinstance(p, str) and not p.startswith(WSL_LIB + "/")]
     module = facts.value("driver.kernel_module.loaded") is True
     family = _family(facts)

@@ -40,7 +40,7 @@ def _name(facts: Facts, i: int) -> str:
 
 def _busy(facts: Facts, i: int) -> bool:
     util = facts.value("gpu.%d.utilization_gpu_percent" % i)
-    reasons = facts.value("gpu.%d.clock_event_reasons" % i) or []
+    reasons = facts.strings("gpu.%d.clock_event_reasons" % i)
     return isinstance(util, int) and util >= BUSY_PERCENT and "GPU idle" not in reasons
 
 

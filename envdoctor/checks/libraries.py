@@ -56,12 +56,12 @@ def _evidence(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
 
 
 def _fw_version(facts: Facts, name: str) -> str:
-    v = facts.value("framework." + name) or {}
+    v = facts.mapping("framework." + name)
     return "%s %s" % (name, v.get("version", "?"))
 
 
 def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
-    value = facts.value("framework." + fw) or {}
+    value = facts.mapping("framework." + fw)
     comp = component_of(soname)
     if fw == "torch" and comp == "cudnn" and (value.get("cudnn_required") or {}).get("from") == "requires-dist":
         req = value["cudnn_required"]
@@ -82,7 +82,7 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
 
 def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
     """The cuDNN version of the file the loader resolved (libraries.cudnn knows wheel versions)."""
-    for copy in facts.value("libraries.cudnn") or []:
+    for copy in facts.items("libraries.cudnn"):
         if isinstance(copy, dict) and copy.get("resolved") and copy.get("resolved") == entry.get("resolved"):
             if copy.get("version"):
                 return str(copy["version"])
@@ -266,7 +266,7 @@ def _cudnn_in_use(facts: Facts) -> List[Dict[str, Any]]:
             if isinstance(e, dict) and component_of(e.get("soname", "")) == "cudnn" and e.get("path"):
                 add(e.get("resolved") or e.get("path"), _cudnn_full_version(facts, e), _fw_version(facts, fw),
                     "linkage." + fw)
-    for copy in facts.value("libraries.cudnn") or []:
+    for copy in facts.items("libraries.cudnn"):
         if (isinstance(copy, dict) and copy.get("kind") == "library"
                 and str(copy.get("found_by", "")).startswith("pip wheel")):
             for fw in unlinked:
@@ -287,7 +287,7 @@ def _cudnn_cc_fix(facts: Facts, cc: str, version: Version, path: str) -> Fix:
 
     found = hw.cudnn_last_for_cc(cc, version.major)
     cu = "cu12"
-    for copy in facts.value("libraries.cudnn") or []:
+    for copy in facts.items("libraries.cudnn"):
         if isinstance(copy, dict) and copy.get("resolved") == path and "nvidia-cudnn-cu" in str(copy.get("found_by")):
             cu = str(copy["found_by"]).rsplit("-", 1)[-1]
     if found is None:

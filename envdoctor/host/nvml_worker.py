@@ -18,6 +18,11 @@ snapshots, so keys are never renamed, only added.
 import json
 import sys
 
+#: The most GPU indices asked about. NVIDIA's driver drives at most NV_MAX_DEVICES = 32 GPUs in one
+#: system (open-gpu-kernel-modules, src/common/sdk/nvidia/inc/nvlimits.h); twice that leaves room for
+#: a future driver, and a device count above it is a garbled answer, not a machine.
+MAX_GPUS = 64
+
 NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
 NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
 NVML_VOLATILE_ECC = 0
@@ -161,7 +166,7 @@ def collect():
     count = ask("device_count", call, "nvmlDeviceGetCount")
     if not isinstance(count, int):
         count = 0
-    for i in range(min(count, 64)):
+    for i in range(min(count, MAX_GPUS)):
         p = "device.%d." % i
         handle = None
         try:

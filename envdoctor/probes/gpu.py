@@ -44,6 +44,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import Host
+from ..host.nvml_worker import MAX_GPUS
 from . import ProbeContext, register
 
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -393,7 +394,8 @@ def _fallback(host: Host, pci: Optional[List[Dict[str, Optional[str]]]], why_nvm
     for i, bus in enumerate(sorted(by_bus)):
         entry = by_bus[bus]
         dev = entry.get("pci") or {}
-        path, info = entry.get("proc") or ("", {})
+        proc_entry: Tuple[str, Dict[str, str]] = entry.get("proc") or ("", {})
+        path, info = proc_entry
         k = f"gpu.{i}."
         psrc = "dir:{}/{}".format(PCI_DEVICES, dev["bus_id"]) if dev else "file:" + path
         facts.append(ok(k + "pci_bus_id", bus, psrc, "PCI bus id"))
@@ -466,6 +468,12 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
             facts.append(unknown("gpu.count", reason, "nvml:device_count", "NVIDIA GPUs"))
             facts.append(unknown("gpu.status", reason, "nvml:device_count", "GPUs"))
             return facts
+        if count > MAX_GPUS:
+            reason = (f"NVML reported {count} GPUs, more than NVIDIA's driver can drive in one system "
+                      f"(32); the answer is garbled")
+            facts.append(unknown("gpu.count", reason, "nvml:device_count", "NVIDIA GPUs"))
+            facts.append(unknown("gpu.status", reason, "nvml:device_count", "GPUs"))
+            return facts
         facts.append(ok("gpu.count", count, "nvml:device_count", "NVIDIA GPUs"))
         if count == 0:
             held = [d for d in pci or [] if d.get("driver") != "nvidia"]
@@ -476,7 +484,7 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
             facts.append(ok("gpu.status", msg, "nvml:device_count", "GPUs"))
             return facts
         facts.append(ok("gpu.status", f"NVML answered for {count} GPU(s)", "nvml:device_count", "GPUs"))
-        for i in range(min(count, 64)):
+        for i in range(count):
             handle = data.get(f"device.{i}.handle")
             if isinstance(handle, dict) and "error" in handle:
                 facts.append(unknown(f"gpu.{i}.name", "NVML cannot open this GPU: " + _nvml_error_reason(handle),
