@@ -154,3 +154,21 @@ def test_truncated_elf_is_an_error_not_a_crash(tmp_path):
     cut.write_bytes(open(src, "rb").read(100))
     res = LiveHost(timeout=5).elf(str(cut))
     assert res.error == "bad_elf" and "truncated" in res.message
+
+
+def test_a_command_that_floods_its_output_is_stopped_not_read_to_the_end(tmp_path):
+    """`ldconfig` or `gcc` gone mad (or a hostile wrapper on PATH) printing gigabytes: envdoctor keeps
+    at most MAX_OUTPUT_BYTES of it and says why, instead of holding all of it in memory."""
+    import time
+
+    from envdoctor.host.live import MAX_OUTPUT_BYTES, run_command
+
+    for stream in ("", ">&2"):
+        start = time.monotonic()
+        res = run_command(["sh", "-c", "yes 0123456789abcdef %s" % stream], timeout=20)
+        assert time.monotonic() - start < 10
+        assert res.error == "output_too_large" and not res.ok
+        assert "printed more than" in res.describe_failure()
+        assert max(len(res.stdout), len(res.stderr)) == MAX_OUTPUT_BYTES
+    small = run_command(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=5)
+    assert (small.stdout, small.stderr, small.returncode, small.error) == ("out\n", "err\n", 3, None)

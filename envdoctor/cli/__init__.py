@@ -87,3 +87,9 @@ def main(argv: Optional[List[str]] = None) -> Any:
     except KeyboardInterrupt:
         click.echo("envdoctor: interrupted", err=True)
         sys.exit(130)
+    except BrokenPipeError:
+        # The reader went away (`envdoctor explain | head`): not an error of ours, and nothing to say.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_OK)

@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import timeout_option
+from .common import echo_output, timeout_option
 
 #: How many passed-over releases the text output lists per framework (JSON has them all).
 SHOWN_PASSED_OVER = 4
@@ -61,8 +61,8 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         raise fail(str(exc), EXIT_USAGE) from None
     given["cc"], given["gpu"] = cc_value, gpu_name
 
-    if snapshot_path:
-        target = logic.target_from_facts(_facts_of_snapshot(snapshot_path))
+    if snapshot_path is not None:
+        target = logic.target_from_facts(_facts_of_snapshot(snapshot_path, timeout))
     elif driver and cc_value:
         target = logic.Target()
     else:
@@ -74,21 +74,19 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     if fmt == "json":
         from ..render.json_out import dumps
 
-        click.echo(dumps(answer.to_dict()), nl=False)
+        echo_output(dumps(answer.to_dict()))
     else:
-        click.echo(render_text(answer), nl=False)
+        from ..render.style import printable
+
+        echo_output(printable(render_text(answer)))  # GPU names and versions can come from a snapshot
 
 
-def _facts_of_snapshot(path: str) -> Any:
+def _facts_of_snapshot(path: str, timeout: float) -> Any:
     from ..facts import Facts
-    from ..host.snapshot import SnapshotError, SnapshotHost, load_snapshot
     from ..probes import run_probes
+    from .common import open_snapshot
 
-    try:
-        doc = load_snapshot(path)
-    except SnapshotError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
-    return Facts(f for r in run_probes(SnapshotHost(doc, path)) for f in r.facts)
+    return Facts(f for r in run_probes(open_snapshot(path, timeout)) for f in r.facts)
 
 
 def _facts_of_this_machine(timeout: float) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import click
 
@@ -10,7 +10,8 @@ from ..host.base import DEFAULT_TIMEOUT
 from ..host.live import live_host
 from ..host.privacy import scrubber_for
 
-__all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option"]
+__all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
+           "echo_output"]
 
 
 def timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -30,8 +31,53 @@ def privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _interpreter(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """--python must name an executable file: a typo is a bad argument (exit 2), not a report of unknowns."""
+    import os
+
+    if value is None:
+        return None
+    if not value or not os.path.isfile(value) or not os.access(value, os.X_OK):
+        why = "no such file" if not value or not os.path.exists(value) else (
+            "not a file" if not os.path.isfile(value) else "not executable")
+        raise click.BadParameter("%r: %s; give a Python interpreter, e.g. ~/venv/bin/python" % (value, why))
+    return value
+
+
 def python_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--python", "python_exe", metavar="PATH", envvar="ENVDOCTOR_PYTHON",
+        "--python", "python_exe", metavar="PATH", envvar="ENVDOCTOR_PYTHON", callback=_interpreter,
         help="Inspect the packages of this Python interpreter instead of the one running envdoctor "
              "(e.g. a venv's bin/python).")(fn)
+
+
+def echo_output(text: str, color: Optional[bool] = None) -> None:
+    """Write a command's output to stdout; a reader that went away (`| head`) ends the output quietly,
+    an output that cannot be written (a full disk) is exit 2 with the reason, never a traceback.
+    ``color`` True keeps ANSI styling even into a pipe (``--color``); click strips it otherwise."""
+    import sys
+
+    from . import EXIT_USAGE, fail
+
+    try:
+        click.echo(text, nl=False, color=color)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        # Nothing more can be said on stdout; keep the interpreter from complaining at exit too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as exc:
+        raise fail("cannot write the output: %s" % (exc.strerror or exc), EXIT_USAGE) from None
+
+
+def open_snapshot(path: str, timeout: float) -> Any:
+    """The :class:`~envdoctor.host.snapshot.SnapshotHost` replaying ``path`` (``-``: standard input),
+    or exit 2 with the reason it cannot be replayed; reading a pipe waits at most ``timeout``."""
+    from ..host.snapshot import SnapshotError, SnapshotHost, load_snapshot
+    from . import EXIT_USAGE, fail
+
+    try:
+        return SnapshotHost(load_snapshot(path, timeout=max(timeout, 1.0)), path)
+    except SnapshotError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None

@@ -7,8 +7,7 @@ from typing import Optional
 
 import click
 
-from . import EXIT_USAGE, fail
-from .common import privacy_options, python_option, timeout_option
+from .common import echo_output, open_snapshot, privacy_options, python_option, timeout_option
 
 
 @click.command("diagnose", epilog="""\b
@@ -39,19 +38,14 @@ def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optio
     """
     from ..host.privacy import Scrubber
 
-    if snapshot_path:
-        from ..host.snapshot import SnapshotError, SnapshotHost, load_snapshot
+    if snapshot_path is not None:
         from ..report import diagnose as run_diagnose
 
-        try:
-            doc = load_snapshot(snapshot_path)
-        except SnapshotError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
-        host = SnapshotHost(doc, snapshot_path)
+        host = open_snapshot(snapshot_path, timeout)
         scrubber = Scrubber(redact_ids=redact_ids, include_host=True)
         report = run_diagnose(host, scrubber=scrubber,
                               source={"kind": "snapshot", "description": host.description,
-                                      "captured": str(doc.get("created", ""))})
+                                      "captured": str(host.doc.get("created", ""))})
     else:
         from ..early import LiveProbes
         from ..report import judge, load_checks
@@ -62,10 +56,11 @@ def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optio
     if fmt == "json":
         from ..render.json_out import dumps
 
-        click.echo(dumps(report.to_dict()), nl=False)
+        echo_output(dumps(report.to_dict()))
     else:
         from ..render.style import Style
         from ..render.text import render
 
-        click.echo(render(report, Style(sys.stdout, color), verbose=verbose), nl=False)
+        style = Style(sys.stdout, color)
+        echo_output(render(report, style, verbose=verbose), color=style.color)
     sys.exit(report.exit_code)

@@ -42,12 +42,9 @@ def _machine_facts(snapshot: Optional[str], timeout: float) -> Any:
     from ..probes import run_probes
 
     if snapshot:
-        from ..host.snapshot import SnapshotError, SnapshotHost, load_snapshot
+        from .common import open_snapshot
 
-        try:
-            host: Any = SnapshotHost(load_snapshot(snapshot), snapshot)
-        except SnapshotError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
+        host: Any = open_snapshot(snapshot, timeout)
         deadline = None
     else:
         from .common import live_host

@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
+from .common import echo_output
 
 #: What the user may type -> the matrix area.
 ALIASES = {
@@ -232,8 +233,8 @@ def matrix(area: str, value: Optional[str], fmt: str) -> None:
         doc: Dict[str, Any] = {"area": name, "query": value, "rows": [_with_flag(r) for r in found]}
         if derived:
             doc["derived"] = derived
-        click.echo(dumps(doc), nl=False)
+        echo_output(dumps(doc))
     elif value is None:
-        click.echo(render_list(name, found), nl=False)
+        echo_output(render_list(name, found))
     else:
-        click.echo(render_rows(name, found, derived), nl=False)
+        echo_output(render_rows(name, found, derived))

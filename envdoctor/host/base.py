@@ -90,7 +90,8 @@ class CommandResult(NamedTuple):
     stderr: str = ""
     timed_out: bool = False
     #: Set when the command could not be started at all: "ENOENT" (not
-    #: installed), "EACCES" (not executable), or "deadline" (no time left).
+    #: installed), "EACCES" (not executable), or "deadline" (no time left);
+    #: or "output_too_large" when it was stopped for printing too much.
     error: Optional[str] = None
     message: str = ""
     duration: float = 0.0
@@ -110,6 +111,8 @@ class CommandResult(NamedTuple):
             return "%s: not installed (not found on PATH)" % self.argv[0]
         if self.error == "deadline":
             return "%s: not run, the overall time limit was already spent" % cmd
+        if self.error == "output_too_large":
+            return "%s: %s (a runaway or broken program?)" % (cmd, self.message or "printed too much")
         if self.error:
             return "%s: could not run (%s%s)" % (cmd, self.error, ": " + self.message if self.message else "")
         if self.timed_out:

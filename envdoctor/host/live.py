@@ -54,10 +54,13 @@ def command_env(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     return env
 
 
-def run_command(
-    argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = None, stdin_data: Optional[bytes] = None
-) -> CommandResult:
-    """Run ``argv`` with a hard timeout.  Never raises for the command's sake."""
+#: The most of each output stream kept from one command: ``ldconfig -p`` on a full workstation
+#: prints about 100 KB. A command that prints more is stopped and reported, not read to the end.
+MAX_OUTPUT_BYTES = 4 * MAX_FILE_BYTES
+
+
+def run_command(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = None) -> CommandResult:
+    """Run ``argv`` with a hard timeout and bounded output.  Never raises for the command's sake."""
     argv = tuple(str(a) for a in argv)
     start = time.monotonic()
     if timeout <= 0:
@@ -65,7 +68,7 @@ def run_command(
     try:
         proc = subprocess.Popen(  # noqa: S603 - argument list, no shell
             list(argv),
-            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=command_env(env),
@@ -75,18 +78,58 @@ def run_command(
     except OSError as exc:
         return CommandResult(argv, error=errno_name(exc), message=exc.strerror or str(exc),
                              duration=time.monotonic() - start)
-    try:
-        out, err = proc.communicate(stdin_data, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    out, err, why = _read_bounded(proc, start + timeout)
+    if why is not None:
         _kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=1.0)
-        except (subprocess.TimeoutExpired, OSError, ValueError):
-            out, err = b"", b""
+    try:
+        proc.wait(timeout=1.0)
+    except subprocess.TimeoutExpired:  # killed but not reaped within a second: report what we have
+        pass
+    duration = time.monotonic() - start
+    if why == "timed_out":
         return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
-                             timed_out=True, duration=time.monotonic() - start)
+                             timed_out=True, duration=duration)
+    if why == "output_too_large":
+        return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
+                             error=why, message="printed more than %d MiB; stopped" % (MAX_OUTPUT_BYTES >> 20),
+                             duration=duration)
     return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
-                         duration=time.monotonic() - start)
+                         duration=duration)
+
+
+def _read_bounded(proc: subprocess.Popen[bytes], deadline: float) -> Tuple[bytes, bytes, Optional[str]]:
+    """Both output streams until they close: (stdout, stderr, None), or what came before the
+    deadline or the size limit with "timed_out" / "output_too_large"."""
+    import selectors
+
+    kept: Dict[int, bytearray] = {}
+    with selectors.DefaultSelector() as sel:
+        for stream in (proc.stdout, proc.stderr):
+            assert stream is not None
+            kept[stream.fileno()] = bytearray()
+            sel.register(stream.fileno(), selectors.EVENT_READ)
+        out_fd = proc.stdout.fileno() if proc.stdout else -1
+        why: Optional[str] = None
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "timed_out"
+                break
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                kept[key.fd] += chunk
+                if len(kept[key.fd]) > MAX_OUTPUT_BYTES:
+                    why = "output_too_large"
+            if why:
+                break
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    err_fd = next(fd for fd in kept if fd != out_fd)
+    return bytes(kept[out_fd][:MAX_OUTPUT_BYTES]), bytes(kept[err_fd][:MAX_OUTPUT_BYTES]), why
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -100,10 +143,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _decode(data: Optional[bytes]) -> str:
-    if not data:
-        return ""
-    # Cap what we keep: a runaway command must not fill memory or snapshots.
-    return data[: 4 * MAX_FILE_BYTES].decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace") if data else ""
 
 
 class LiveHost(Host):

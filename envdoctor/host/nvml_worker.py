@@ -16,6 +16,7 @@ snapshots, so keys are never renamed, only added.
 """
 
 import json
+import math
 import sys
 
 #: The most GPU indices asked about. NVIDIA's driver drives at most NV_MAX_DEVICES = 32 GPUs in one
@@ -35,6 +36,8 @@ def _plain(value):
     """Turn NVML's ctypes structures and bytes into JSON-able values."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # not representable in JSON; snapshots are strict JSON
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if isinstance(value, (list, tuple)):

@@ -91,29 +91,152 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
 
 
 def write_snapshot(doc: Dict[str, Any], path: str) -> None:
-    text = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    """Write ``doc`` to ``path`` (``-``: stdout; a name ending in ``.gz``: gzip-compressed).
+
+    The file appears whole or not at all: it is written beside its destination and renamed into
+    place, so a full disk or an interrupted run never leaves a truncated snapshot for a fleet's
+    archive to trip over later.
+    """
+    text = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
     if path == "-":
         import sys
 
         sys.stdout.write(text)
+        sys.stdout.flush()
         return
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    import os
+
+    data = text.encode("utf-8")
+    if path.endswith(".gz"):
+        import gzip
+
+        data = gzip.compress(data, mtime=0)
+    tmp = os.path.join(os.path.dirname(path) or ".", ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 # -- reading -------------------------------------------------------------------
 
-def load_snapshot(path: str) -> Dict[str, Any]:
-    """Read and validate a snapshot file; raise :class:`SnapshotError` with a clear reason."""
+#: The largest snapshot (after gunzip) replayed.  envdoctor writes about 1 MB on a full
+#: workstation (most of it the dpkg status file) and about 15 KB for the test machines.
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+#: How long a pipe or device may keep us waiting for more of the snapshot.
+READ_TIMEOUT = 60.0
+_GZIP_MAGIC = b"\x1f\x8b"
+_schema: Optional[Dict[str, Any]] = None
+
+
+def _read_bytes(path: str, timeout: float) -> bytes:
+    """The file's bytes, at most MAX_SNAPSHOT_BYTES + 1, never blocking on a FIFO or device for longer
+    than ``timeout`` (a FIFO nobody writes to reads as empty instead of hanging)."""
+    import os
+    import select
+    import stat
+    import time
+
+    if path == "-":
+        import sys
+
+        fd = os.dup(sys.stdin.fileno())
+        os.set_blocking(fd, False)
+    else:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(512 * 1024 * 1024 + 1)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise SnapshotError("cannot read snapshot %s: it is a directory" % path)
+        regular = stat.S_ISREG(mode)
+        deadline = time.monotonic() + timeout
+        chunks: List[bytes] = []
+        total = 0
+        while total <= MAX_SNAPSHOT_BYTES:
+            if not regular:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise SnapshotError("cannot read snapshot %s: %s within %gs" % (
+                        path, "the rest did not arrive" if chunks else "nothing arrived", timeout))
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            if not chunks:
+                _check_start(chunk, path)
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _check_start(head: bytes, path: str) -> None:
+    """Fail at the first read, not after 64 MiB, when the file cannot be a snapshot (``/dev/zero``)."""
+    text = head.lstrip(b" \t\r\n")
+    if text.startswith(b"\xef\xbb\xbf"):
+        text = text[3:].lstrip(b" \t\r\n")
+    if not text or text.startswith((b"{", _GZIP_MAGIC)):
+        return
+    if text[:1] in b'["-0123456789tfn':  # JSON, but not an object
+        raise SnapshotError("%s is not a valid envdoctor snapshot: the document must be a JSON object, and this "
+                            "file starts with %r" % (path, text[:16]))
+    raise SnapshotError("%s is not valid JSON (nor gzip): it starts with %r" % (path, text[:16]))
+
+
+def _gunzip(raw: bytes, path: str) -> bytes:
+    import zlib
+
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(raw, MAX_SNAPSHOT_BYTES + 1)
+    except zlib.error as exc:
+        raise SnapshotError("%s is not a valid gzip file: %s" % (path, exc)) from None
+    if len(out) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError("%s unpacks to more than %d MiB; envdoctor writes snapshots of about 1 MB" % (
+            path, MAX_SNAPSHOT_BYTES >> 20))
+    if not d.eof:
+        raise SnapshotError("%s is a truncated gzip file" % path)
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError("%s is not JSON (envdoctor never writes it)" % name)
+
+
+def load_snapshot(path: str, timeout: float = READ_TIMEOUT) -> Dict[str, Any]:
+    """Read and validate a snapshot file (``-``: standard input; gzip accepted); raise
+    :class:`SnapshotError` with a reason a user can act on, never another exception."""
+    if not path:
+        raise SnapshotError("no snapshot file named (an empty path)")
+    try:
+        raw = _read_bytes(path, timeout)
     except OSError as exc:
         raise SnapshotError("cannot read snapshot %s: %s" % (path, exc.strerror or exc)) from None
+    if len(raw) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError("%s is larger than %d MiB; envdoctor writes snapshots of about 1 MB" % (
+            path, MAX_SNAPSHOT_BYTES >> 20))
+    if raw.startswith(_GZIP_MAGIC):
+        raw = _gunzip(raw, path)
+        _check_start(raw[:64], path)
+    if not raw.strip():
+        raise SnapshotError("%s is empty, not a snapshot" % path)
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = json.loads(raw.decode("utf-8-sig"), parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise SnapshotError("%s is not a snapshot: not UTF-8 text" % path) from None
+    except RecursionError:
+        raise SnapshotError("%s is not a snapshot: its JSON is nested far deeper than any snapshot" % path) from None
     except ValueError as exc:
         hint = " (the file looks truncated)" if "Expecting" in str(exc) and raw.rstrip()[-1:] not in (b"}",) else ""
         raise SnapshotError("%s is not valid JSON%s: %s" % (path, hint, exc)) from None
@@ -121,59 +244,24 @@ def load_snapshot(path: str) -> Dict[str, Any]:
     return doc
 
 
-def _need(cond: bool, path: str, where: str, what: str) -> None:
-    if not cond:
-        raise SnapshotError("%s is not a valid envdoctor snapshot: %s %s" % (path, where, what))
-
-
 def validate_document(doc: Any, path: str = "snapshot") -> None:
-    """Structural validation matching the JSON Schema (without needing jsonschema)."""
-    _need(isinstance(doc, dict), path, "the document", "must be a JSON object")
+    """Raise :class:`SnapshotError` unless ``doc`` is valid against ``snapshot.schema.json`` and of a
+    schema version this envdoctor reads."""
+    global _schema
+    from .schema import first_error, load_schema
+
+    if not isinstance(doc, dict):
+        raise SnapshotError("%s is not a valid envdoctor snapshot: the document must be a JSON object" % path)
     version = doc.get("schema_version")
-    _need(isinstance(version, int) and not isinstance(version, bool), path, "schema_version",
-          "is missing or not an integer")
-    if version > SCHEMA_VERSION:
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise SnapshotError("%s has snapshot schema %d, newer than this envdoctor understands (%d); "
                             "upgrade envdoctor to replay it" % (path, version, SCHEMA_VERSION))
-    for section, kind in (("files", dict), ("dirs", dict), ("links", dict), ("commands", list), ("elf", dict),
-                          ("environ", dict), ("uname", dict), ("python", dict), ("nvml", dict)):
-        if section in doc:
-            _need(isinstance(doc[section], kind), path, section, "must be a JSON %s" %
-                  ("object" if kind is dict else "array"))
-    for p, entry in doc.get("files", {}).items():
-        _need(isinstance(entry, dict) and (isinstance(entry.get("text"), str) or isinstance(entry.get("base64"), str)
-                                           or isinstance(entry.get("error"), str)),
-              path, "files[%r]" % p, "needs text, base64 or error")
-    for p, entry in doc.get("dirs", {}).items():
-        ok = isinstance(entry, dict) and (
-            (isinstance(entry.get("entries"), list) and all(isinstance(n, str) for n in entry["entries"]))
-            or isinstance(entry.get("error"), str))
-        _need(ok, path, "dirs[%r]" % p, "needs entries (strings) or error")
-    for p, entry in doc.get("links", {}).items():
-        _need(isinstance(entry, dict) and (isinstance(entry.get("target"), str) or isinstance(entry.get("error"), str)),
-              path, "links[%r]" % p, "needs target or error")
-    for p, entry in doc.get("elf", {}).items():
-        ok = isinstance(entry, dict) and (isinstance(entry.get("error"), str) or all(
-            isinstance(entry.get(k, []), list) and all(isinstance(x, str) for x in entry.get(k, []))
-            for k in ("needed", "rpath", "runpath")))
-        _need(ok, path, "elf[%r]" % p, "needs needed/rpath/runpath string arrays or error")
-    for i, cmd in enumerate(doc.get("commands", [])):
-        _need(isinstance(cmd, dict) and isinstance(cmd.get("argv"), list) and cmd["argv"]
-              and all(isinstance(a, str) for a in cmd["argv"]), path, "commands[%d]" % i, "needs a non-empty argv")
-        rc = cmd.get("returncode")
-        _need(rc is None or (isinstance(rc, int) and not isinstance(rc, bool)), path, "commands[%d].returncode" % i,
-              "must be an integer or null")
-        for k in ("stdout", "stderr"):
-            _need(isinstance(cmd.get(k, ""), str), path, "commands[%d].%s" % (i, k), "must be a string")
-    env = doc.get("environ", {})
-    _need(all(isinstance(v, str) for v in env.values()), path, "environ", "values must be strings")
-    py = doc.get("python", {})
-    if py:
-        _need(isinstance(py.get("sys_path", []), list), path, "python.sys_path", "must be an array")
-    nvml = doc.get("nvml", {})
-    if nvml:
-        _need(isinstance(nvml.get("data"), dict) or isinstance(nvml.get("error"), str), path, "nvml",
-              "needs data (object) or error")
+    if _schema is None:
+        _schema = load_schema("snapshot")
+    problem = first_error(doc, _schema)
+    if problem is not None:
+        raise SnapshotError("%s is not a valid envdoctor snapshot: %s (see envdoctor/schemas/snapshot.schema.json)"
+                            % (path, problem))
 
 
 class SnapshotHost(Host):

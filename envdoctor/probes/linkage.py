@@ -141,4 +141,8 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
                                   _dlopened(name, value))
         facts.append(ok("linkage." + name, entries, "elf:" + elf.path,
                         "CUDA libraries %s would load" % name))
+    if not facts:
+        # Say why the section is empty rather than print a bare heading.
+        facts.append(ok("linkage.scan", "no framework with a CUDA library is installed, so nothing to resolve",
+                        "derived", "Frameworks checked"))
     return facts

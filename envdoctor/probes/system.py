@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Optional
 
 import distro
 
-from ..facts import Fact, ok, unknown
+from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import Host
 from . import ProbeContext, register
 
@@ -28,16 +28,28 @@ FAMILIES = {
 
 def _scratch_dir() -> str:
     """A new private directory for distro's miniature root (what tempfile.mkdtemp does, without
-    importing tempfile and shutil, which cost more than this whole probe)."""
-    base = os.environ.get("TMPDIR") or "/tmp"
-    for attempt in range(100):
-        path = os.path.join(base, "envdoctor-os-%d-%d-%d" % (os.getpid(), time.monotonic_ns(), attempt))
-        try:
-            os.mkdir(path, 0o700)
-            return path
-        except FileExistsError:
-            continue
-    raise OSError("cannot create a scratch directory in %s" % base)
+    importing tempfile and shutil, which cost more than this whole probe).
+
+    $TMPDIR first, then the usual writable places, so a $TMPDIR that is missing, read-only or full
+    costs nothing; OSError naming every place tried when none works.
+    """
+    bases: List[str] = []
+    for base in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp", "/dev/shm"):
+        if base and base not in bases:
+            bases.append(base)
+    tried = []
+    for base in bases:
+        for attempt in range(20):
+            path = os.path.join(base, "envdoctor-os-%d-%d-%d" % (os.getpid(), time.monotonic_ns(), attempt))
+            try:
+                os.mkdir(path, 0o700)
+                return path
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                tried.append("%s (%s)" % (base, exc.strerror or exc))
+                break
+    raise OSError("no writable scratch directory: " + ", ".join(tried))
 
 
 def _distro_from_host(host: Host) -> Dict[str, str]:
@@ -126,7 +138,11 @@ def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
     if os_release.data is None:
         os_release = host.read_file("/usr/lib/os-release")
     src = "file:" + os_release.path
-    info = _distro_from_host(host)
+    try:
+        info = _distro_from_host(host)
+    except OSError as exc:  # no scratch space at all (read-only root, full disks): say so, go on
+        why = "cannot run the distro library: %s" % (exc.strerror or exc)
+        info = {"id": "", "why": why}
     if info["id"]:
         facts.append(ok("os.id", info["id"], src, "Distribution id"))
         facts.append(ok("os.name", info["pretty"] or info["name"], src, "Distribution"))
@@ -139,8 +155,9 @@ def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
             facts.append(ok("os.codename", info["codename"], src, "Codename"))
         facts.append(ok("os.family", os_family(info["id"], info["like"]), src, "Family"))
     else:
-        why = ("/etc/os-release and /usr/lib/os-release are missing (%s)" % os_release.error
-               if os_release.data is None else "/etc/os-release names no distribution (garbled?)")
+        why = info.get("why") or (
+            "/etc/os-release and /usr/lib/os-release are missing (%s)" % os_release.error
+            if os_release.data is None else "/etc/os-release names no distribution (garbled?)")
         facts.append(unknown("os.id", why, src, "Distribution id"))
         facts.append(unknown("os.family", why, src, "Family"))
 
@@ -151,6 +168,9 @@ def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
     m = re.match(r"glibc\s+(\d+\.\d+(?:\.\d+)?)", getconf.stdout.strip()) if getconf.ok else None
     if m:
         facts.append(ok("os.glibc", m.group(1), "command:getconf GNU_LIBC_VERSION", "glibc"))
+    elif getconf.timed_out:
+        facts.append(timed_out("os.glibc", getconf.describe_failure(), "command:getconf GNU_LIBC_VERSION",
+                               "glibc"))
     else:
         facts.append(unknown("os.glibc", getconf.describe_failure() if not getconf.ok else
                              "unexpected output %r" % getconf.stdout.strip()[:80],

@@ -1,10 +1,27 @@
-"""Terminal styling: colour only on a terminal, never with NO_COLOR; ASCII when UTF-8 is unavailable."""
+"""Terminal styling: colour only on a terminal, never with NO_COLOR; ASCII when UTF-8 is unavailable.
+
+Also :func:`printable`: every string that came from the machine (a file, a command's output, a
+snapshot someone attached to a bug report) passes through it before reaching a terminal, so an
+escape sequence in an ``os-release`` or an ``nvcc`` banner cannot retitle the window, hide text,
+write the clipboard or reorder what the reader sees.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import IO, Optional
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is an 8-bit CSI), and the Unicode
+# bidirectional overrides and isolates that can make text read differently from what it is.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``), so it prints as what it is."""
+    return _UNPRINTABLE.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) < 0x100
+                            else "\\u%04x" % ord(m.group()), text)
 
 _CODES = {"red": "31", "yellow": "33", "green": "32", "blue": "34", "cyan": "36", "dim": "2", "bold": "1"}
 
@@ -13,7 +30,8 @@ class Style:
     def __init__(self, stream: Optional[IO[str]] = None, color: Optional[bool] = None) -> None:
         stream = stream or sys.stdout
         if color is None:
-            color = (hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
+            # https://no-color.org: NO_COLOR set to a non-empty value turns colour off; empty means unset.
+            color = (hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
                      and os.environ.get("TERM") != "dumb")
         self.color = bool(color)
         enc = (getattr(stream, "encoding", None) or "").lower().replace("-", "")

@@ -7,7 +7,7 @@ from typing import Any, List
 from ..facts import NOT_SUPPORTED_DEFAULT, Fact
 from ..findings import LAYER_TITLES, SEVERITY_RANK, Finding, layer_of
 from ..report import Report
-from .style import Style
+from .style import Style, printable
 
 LABEL_WIDTH = 34
 FRAMEWORK_LAYERS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "mxnet")
@@ -66,9 +66,9 @@ def _format_item(item: dict, verbose: bool = False) -> str:
 
 
 def _fact_lines(f: Fact, style: Style, verbose: bool) -> List[str]:
-    label = (f.label or f.key).ljust(LABEL_WIDTH)
+    label = printable(f.label or f.key).ljust(LABEL_WIDTH)
     if f.status == "ok":
-        text = format_value(f.key, f.value, verbose)
+        text = printable(format_value(f.key, f.value, verbose))
         mark = "  "
     else:
         text = style({"not_supported": "not supported"}.get(f.status, f.status.replace("_", " ")),
@@ -76,51 +76,52 @@ def _fact_lines(f: Fact, style: Style, verbose: bool) -> List[str]:
         # The generic "not supported by this GPU or driver" is noise; a specific reason (WSL2: the
         # driver runs on Windows) is worth a line.
         if f.reason and (f.status != "not_supported" or verbose or f.reason != NOT_SUPPORTED_DEFAULT):
-            text += style(": " + f.reason, "dim")
+            text += style(": " + printable(f.reason), "dim")
         mark = style.mark(f.status) + " "
     first, *more = text.split("\n")
     lines = ["  %s%s %s" % (mark, label, first)]
     pad = " " * (4 + LABEL_WIDTH + 1)
     lines += [pad + m for m in more]
     if verbose and f.source:
-        lines.append(pad + style("from " + f.source, "dim"))
+        lines.append(pad + style("from " + printable(f.source), "dim"))
     return lines
 
 
 def _finding_lines(fd: Finding, style: Style, verbose: bool) -> List[str]:
     sev = {"error": "ERROR", "warning": "WARN", "info": "INFO"}[fd.severity]
     colour = {"error": "red", "warning": "yellow", "info": "blue"}[fd.severity]
-    lines = ["  %s %s %s" % (style.mark(fd.severity), style(sev.ljust(5), colour, "bold"), fd.title),
-             "          " + style(fd.code, "dim")]
+    lines = ["  %s %s %s" % (style.mark(fd.severity), style(sev.ljust(5), colour, "bold"), printable(fd.title)),
+             "          " + style(printable(fd.code), "dim")]
     if fd.detail:
-        lines += ["          " + ln for ln in fd.detail.splitlines()]
+        lines += ["          " + ln for ln in printable(fd.detail).splitlines()]
     if fd.fix.text:
-        lines.append("          " + style("fix: ", "bold") + fd.fix.text)
+        lines.append("          " + style("fix: ", "bold") + printable(fd.fix.text))
     if fd.fix.install:
         # The recipe does the whole fix (and verifies it); the commands are the same by hand.
-        lines.append("            $ " + fd.fix.install)
+        lines.append("            $ " + printable(fd.fix.install))
         if fd.fix.commands:
             lines.append("          " + style("or by hand:", "dim"))
     for cmd in fd.fix.commands:
-        lines.append("            $ " + cmd)
+        lines.append("            $ " + printable(cmd))
     if verbose:
         for ev in fd.evidence:
-            lines.append("          " + style("evidence: %s = %s (%s)" % (ev.get("key"), ev.get("value"),
-                                                                         ev.get("source")), "dim"))
+            lines.append("          " + style(printable("evidence: %s = %s (%s)" % (
+                ev.get("key"), ev.get("value"), ev.get("source"))), "dim"))
         if fd.source.get("url"):
-            lines.append("          " + style("rule source: %s" % fd.source["url"], "dim"))
+            lines.append("          " + style(printable("rule source: %s" % fd.source["url"]), "dim"))
     return lines
 
 
 def render(report: Report, style: Style, verbose: bool = False) -> str:
     out: List[str] = []
     src = report.source
-    out.append(style("envdoctor", "bold") + " report for %s  (%.2fs)" % (src.get("description", "?"),
+    out.append(style("envdoctor", "bold") + " report for %s  (%.2fs)" % (printable(str(src.get("description", "?"))),
                                                                        report.duration))
     for p in report.probes:
         head = style(p.title, "bold")
         if p.status != "ok":
-            head += "  " + style.mark(p.status) + " " + style(p.status.replace("_", " ") + ": " + p.error, "yellow")
+            head += "  " + style.mark(p.status) + " " + style(p.status.replace("_", " ") + ": " + printable(p.error),
+                                                              "yellow")
         elif verbose:
             head += style("  (%.0f ms)" % (p.duration * 1000), "dim")
         out.append("")
