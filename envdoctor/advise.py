@@ -159,15 +159,20 @@ def target_from_facts(facts: Facts) -> Target:
     arch = facts.value("os.arch") or "x86_64"
     platform = "wsl2" if facts.value("os.wsl") == "WSL2" else (
         "linux-aarch64" if arch in ("aarch64", "arm64") else "linux-x86_64")
-    pci = facts.value("gpu.pci_devices")
-    if count:
-        present: Optional[bool] = True
-    elif count == 0 and pci == [] and platform != "wsl2":  # WSL shows no PCI GPU even when it has one
-        present = False
-    else:
-        present = None
     return Target(driver=driver, cc=cc, gpu=gpu, os_id=os_id, os_version=os_version, python=python,
-                  platform=platform, origin=tuple(sorted(origin.items())), gpu_present=present)
+                  platform=platform, origin=tuple(sorted(origin.items())), gpu_present=gpu_present(facts))
+
+
+def gpu_present(facts: Facts) -> Optional[bool]:
+    """Does the machine the facts describe have an NVIDIA GPU?  True when NVML counts one; False only when
+    that is known (NVML counts none and the PCI bus shows none, outside WSL2, whose GPU is not on its PCI
+    bus); None when the facts cannot tell (a snapshot without them, planning for another machine)."""
+    count = facts.count("gpu.count", MAX_GPUS)
+    if count:
+        return True
+    if count == 0 and facts.value("gpu.pci_devices") == [] and facts.value("os.wsl") != "WSL2":
+        return False
+    return None
 
 
 # --------------------------------------------------------------------------- answers
@@ -611,5 +616,5 @@ def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS) -> Advice:
                   frameworks=[choose(name, CANDIDATES[name](), t) for name in frameworks])
 
 
-__all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "gpu_cc", "parse_cc",
+__all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "gpu_cc", "gpu_present", "parse_cc",
            "parse_driver", "parse_os", "parse_python", "target_from_facts"]

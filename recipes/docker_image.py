@@ -87,6 +87,27 @@ def options(request: Any, allowed: Sequence[str] = OPTIONS) -> Dict[str, str]:
     return {k: str(v).strip() for k, v in opts.items()}
 
 
+def cpu_build_reason(request: Any, facts: Any, opts: Dict[str, str]) -> Optional[str]:
+    """Why a framework recipe installs its CPU build, or None for a CUDA build.
+
+    ``--option cuda=cpu`` asks for it. Otherwise pip and conda plans for a machine known to have no
+    NVIDIA GPU get it (a CUDA wheel there only adds gigabytes of libraries nothing can use), unless
+    ``--option cuda=X`` asks for a CUDA build anyway; a Docker plan always builds a CUDA image.
+    """
+    from envdoctor.advise import gpu_present
+
+    want = opts.get("cuda", "").lower()
+    if want == "cpu":
+        if (request.method or "pip") == "docker":
+            raise RecipeError("the docker method builds a CUDA image; the CPU build installs with pip or conda",
+                              [f"envdoctor install {request.component} --option cuda=cpu --method pip"])
+        return "asked for with --option cuda=cpu"
+    if want or (request.method or "pip") == "docker" or facts is None or gpu_present(facts) is not False:
+        return None
+    return ("this machine has no NVIDIA GPU (NVML counts none, the PCI bus shows none), so the CPU build "
+            "spares gigabytes of CUDA libraries nothing could use; for a CUDA build anyway, --option cuda=VERSION")
+
+
 def check_method(request: Any, methods: Sequence[str]) -> str:
     method = request.method or "pip"
     if method not in methods:

@@ -62,6 +62,18 @@ def _min_driver(var: Dict[str, Any]) -> Optional[str]:
     return var.get("min_driver") or common.hardware.min_driver_for_cuda(var["cuda_built"], minor_compat=True)
 
 
+def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str) -> Plan:
+    """Plain ``jax``: its default install is CPU-only (docs.jax.dev installation, "CPU: pip install -U jax")."""
+    req = "jax" + (f"=={request.version}" if request.version else "")
+    what = common.PipInstall((req,), index_url=common.index_base(request, PYPI) if request.mirror else None,
+                             smoke=SMOKE, python_spec=row.get("python"))
+    notes = ["CPU build: " + why] + common.unverified_note([row], "jax " + row["jax"])
+    return common.plan_for_method(request, target, facts, component=COMPONENT, version=request.version or row["jax"],
+                                  what=what, title=f"install JAX ({req}) for the CPU", notes=notes,
+                                  image_cuda=None, name_tag=(request.version or "latest") + "-cpu",
+                                  conda_default_env="jax")
+
+
 def _driver_meets(driver: Optional[Version], needed: Optional[str]) -> bool:
     """True when the host's driver (None: unknown) is at least ``needed`` (None: no floor)."""
     return driver is None or needed is None or driver >= Version(needed)
@@ -71,6 +83,9 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     common.check_method(request, METHODS)
     opts = common.options(request, ("cuda", "variant", "cudnn", "image_os", "env"))
     row = _release(request.version)
+    cpu = common.cpu_build_reason(request, facts, opts)
+    if cpu is not None:
+        return _cpu_plan(request, target, facts, row, cpu)
     bad = [cc for cc in common.compute_capabilities(facts) if Version(cc) < Version(row["min_sm"])]
     if bad:
         raise RecipeError("jax GPU wheels need compute capability >= {}; this machine has {}".format(

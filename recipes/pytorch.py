@@ -3,7 +3,9 @@
 pytorch.org (https://pytorch.org/get-started/locally/) installs a CUDA build with
 ``pip3 install torch --index-url https://download.pytorch.org/whl/cu126``; the
 variants of each release, their CUDA and the GPU architectures compiled in come
-from the matrix (``envdoctor/matrix/data/torch.json``).  The variant chosen is,
+from the matrix (``envdoctor/matrix/data/torch.json``).  On a machine known to have no NVIDIA
+GPU, or with ``--option cuda=cpu``, the CPU wheels (``--index-url .../whl/cpu``) instead.  Otherwise
+the variant chosen is,
 among those every GPU's compute capability is compiled for (``gpu.N.compute_capability``)
 and the driver runs (``driver.version``; the wheels bundle their CUDA runtime, so CUDA
 minor-version compatibility applies): one the driver runs without it first, then the
@@ -150,6 +152,9 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     common.check_method(request, METHODS)
     opts = common.options(request)
     row = _release(request.version)
+    cpu = common.cpu_build_reason(request, facts, opts)
+    if cpu is not None:
+        return _cpu_plan(request, target, facts, row, cpu, opts)
     docker = request.method == "docker"
     try:
         # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
@@ -183,6 +188,24 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         p.steps = driver_steps + p.steps
         p.reboot_required = p.reboot_required or reboot
     return p
+
+
+def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str, opts: Dict[str, str]) -> Plan:
+    """PyTorch's CPU wheels (pytorch.org "Start Locally", Compute Platform CPU: --index-url .../whl/cpu)."""
+    if opts.get("channel") == "conda-forge":
+        raise RecipeError("the CPU build installs from PyTorch's pip index; conda-forge's pytorch-gpu is CUDA only",
+                          ["--option channel=pip"])
+    what = common.PipInstall((_pin(request.version, row),), index_url=common.index_base(request, INDEX) + "/cpu",
+                             smoke=SMOKE, python_spec=row.get("python"))
+    notes = ["CPU build: " + why, "torch {} cpu: no CUDA, no cuDNN (matrix: {})".format(
+        row["version"], row["source"]["url"])]
+    if request.with_driver:
+        notes.append("--with-driver ignored: the CPU build needs no NVIDIA driver")
+    notes += common.unverified_note([row], f"torch {row['version']}")
+    return common.plan_for_method(request, target, facts, component=COMPONENT, version=row["version"], what=what,
+                                  title="install PyTorch {} (CPU build)".format(row["version"]), notes=notes,
+                                  image_cuda=None, name_tag="{}-cpu".format(row["version"]),
+                                  conda_default_env="torch")
 
 
 def _conda_forge(request: Any, target: Any, row: Dict[str, Any], var: Dict[str, Any], title: str,

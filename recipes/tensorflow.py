@@ -54,10 +54,14 @@ def _release(version: Optional[str]) -> Dict[str, Any]:
 
 def plan(request: Any, target: Any, facts: Any) -> Plan:
     common.check_method(request, METHODS)
-    common.options(request, ("variant", "cudnn", "image_os", "env"))
+    opts = common.options(request, ("cuda", "variant", "cudnn", "image_os", "env"))
     row = _release(request.version)
+    if opts.get("cuda", "cpu").lower() not in ("cpu", row["cuda"]):
+        raise RecipeError("TensorFlow {} is built with CUDA {} only".format(row["version"], row["cuda"]),
+                          ["--option cuda=" + row["cuda"], "--option cuda=cpu (the CPU build)"])
+    cpu = common.cpu_build_reason(request, facts, opts)
     platform = "linux-aarch64" if getattr(target, "arch", "x86_64") == "aarch64" else "linux-x86_64"
-    if platform not in row["gpu_platforms"]:
+    if cpu is None and platform not in row["gpu_platforms"]:
         have = [r["version"] for r in load("tensorflow") if platform in r["gpu_platforms"]]
         raise RecipeError("TensorFlow {} has no GPU build for {} (it has: {})".format(
             row["version"], platform, ", ".join(row["gpu_platforms"])),
@@ -66,6 +70,8 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     if request.method in (None, "pip") and not request.python and py and python_supported(row, py) is False:
         raise RecipeError("TensorFlow {} supports Python {}, this interpreter is {}".format(
             row["version"], row["python"], py), _python_alternatives(py))
+    if cpu is not None:
+        return _cpu_plan(request, target, facts, row, cpu)
     notes: List[str] = []
     driver = common.driver_version(facts)
     ok, need = common.can_run(driver, row["cuda"], minor_compat=True)
@@ -76,8 +82,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         if not request.force:
             raise RecipeError(why, [f"envdoctor install driver --version {common.driver_branch(need or '')}"])
         notes.append("WARNING (--force): " + why)
-    pin = "=={}.*".format(row["version"]) if not request.version or len(Version(request.version).release) < 3 \
-        else f"=={request.version}"
+    pin = _pin(request.version, row)
     extra = row.get("pip_extra")
     if extra:
         req = extra + pin
@@ -99,6 +104,23 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         title="install TensorFlow {} (CUDA {}, cuDNN {})".format(row["version"], row["cuda"], row["cudnn"]),
         notes=notes, image_cuda=common.image_cuda_for(row["cuda"]), name_tag=row["version"],
         need_cudnn=not extra, conda_default_env="tensorflow")
+
+
+def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str) -> Plan:
+    """The plain ``tensorflow`` wheel, which runs on the CPU (tensorflow.org/install/pip: the [and-cuda]
+    extra only adds the GPU libraries)."""
+    req = "tensorflow" + _pin(request.version, row)
+    what = common.PipInstall((req,), index_url=common.index_base(request, PYPI) if request.mirror else None,
+                             smoke=SMOKE, python_spec=row.get("python"))
+    notes = ["CPU build: " + why, "matrix: {} (checked {})".format(row["source"]["url"], row["source"]["checked"])]
+    notes += common.unverified_note([row], "TensorFlow " + row["version"])
+    return common.plan_for_method(request, target, facts, component=COMPONENT, version=row["version"], what=what,
+                                  title="install TensorFlow {} (CPU build)".format(row["version"]), notes=notes,
+                                  image_cuda=None, name_tag=row["version"] + "-cpu", conda_default_env="tensorflow")
+
+
+def _pin(version: Optional[str], row: Dict[str, Any]) -> str:
+    return "=={}.*".format(row["version"]) if not version or len(Version(version).release) < 3 else f"=={version}"
 
 
 def _python_alternatives(py: str) -> List[str]:

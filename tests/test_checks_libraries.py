@@ -40,7 +40,15 @@ def torch_host(cudnn_wheel=True, ldp=None, system_cudnn=None):
         host.doc["environ"]["LD_LIBRARY_PATH"] = ldp
     host.doc["elf"] = {LIB + "/libtorch_cuda.so": {"soname": "libtorch_cuda.so", "needed": NEEDED, "rpath": RPATH,
                                                    "runpath": []}}
-    return host
+    # Every glibc machine has a loader cache; this one lists only libc (glibc's `ldconfig -p` format).
+    host.doc["files"]["/sbin/ldconfig"] = {"text": ""}
+    host.doc["dirs"]["/sbin"] = {"entries": ["ldconfig"]}
+    host.doc["dirs"]["/"]["entries"].append("sbin")
+    host.doc.setdefault("commands", []).append({
+        "argv": ["/sbin/ldconfig", "-p"], "returncode": 0,
+        "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                  "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"})
+    return type(host)(host.doc)
 
 
 def run(host, fn):
@@ -133,3 +141,45 @@ def test_system_cudnn_a_framework_links_is_judged_by_its_own_version():
     assert len(found) == 1
     assert "/usr/local/cuda/lib64/libcudnn.so.9.14.0" in found[0].title
     assert "torch 2.4.0+cu121" in found[0].title
+
+
+# -- the ld.so cache unread: "not found" must not become a false error --------------------------------
+def _cudart_only_in_the_cache(ldconfig):
+    """torch's libcudart.so.12 lives in /usr/local/cuda-12.1/lib64, which only the ld.so cache lists."""
+    host = torch_host()
+    del host.doc["files"][LIB + "/libcudart.so.12"]
+    host.doc["dirs"][LIB]["entries"].remove("libcudart.so.12")
+    host.doc["files"]["/usr/local/cuda-12.1/lib64/libcudart.so.12"] = {"text": ""}
+    host.doc["dirs"]["/usr/local/cuda-12.1/lib64"] = {"entries": ["libcudart.so.12"]}
+    host.doc["commands"] = [c for c in host.doc["commands"] if c["argv"][0] != "/sbin/ldconfig"]
+    host.doc["commands"].append(dict(ldconfig, argv=["/sbin/ldconfig", "-p"]))
+    return type(host)(host.doc)
+
+
+_CACHE_HEADER = "{} libs found in cache `/etc/ld.so.cache'\n"
+_CUDART_LINE = "\tlibcudart.so.12 (libc6,x86-64) => /usr/local/cuda-12.1/lib64/libcudart.so.12\n"
+
+
+def test_a_library_the_cache_lists_is_found():
+    host = _cudart_only_in_the_cache({"returncode": 0, "stdout": _CACHE_HEADER.format(1) + _CUDART_LINE})
+    assert "cuda.framework_cannot_load" not in run(host, framework_linkage)
+
+
+def test_an_unreadable_or_truncated_cache_turns_cannot_load_into_a_warning_that_says_why():
+    """Found by the peer comparison's truncated `ldconfig -p`: the probe took 2 of 536 entries as the whole
+    cache, and a library only the cache lists became an error, 'the loader finds no such file'."""
+    cases = {
+        "truncated": ({"returncode": 0, "stdout": _CACHE_HEADER.format(536) + "\tlibc.so.6 (libc6,x86-64) => "
+                       "/lib/x86_64-linux-gnu/libc.so.6\n"}, "listed 1 of the 536 entries"),
+        "failed": ({"returncode": 1, "stderr": "ldconfig: Can't open cache file /etc/ld.so.cache\n"},
+                   "Can't open cache file"),
+        "hung": ({"timed_out": True, "duration": 10.0}, "timed out"),
+    }
+    for name, (ldconfig, why) in cases.items():
+        host = _cudart_only_in_the_cache(ldconfig)
+        facts = probe_facts(host)
+        assert not facts.get("libraries.ld_cache").known, name
+        f = run(host, framework_linkage)["cuda.framework_cannot_load"]
+        assert f.severity == "warning", name
+        assert "could not be read" in f.title and why in f.detail, (name, f.detail)
+        assert f.fix.commands[0] == "ldconfig -p | grep -F 'libcudart.so.12'"

@@ -14,7 +14,9 @@ PIP_CUDNN_LIB = SITE + "/nvidia/cudnn/lib"
 
 # `ldconfig -p | grep libcudnn` after installing NVIDIA's cuDNN 9 debs on Ubuntu 24.04,
 # github.com/ultrasev/stream-whisper issue #28 (first lines kept; header line as ldconfig prints it).
-LDCONFIG_CUDNN9 = """536 libs found in cache `/etc/ld.so.cache'
+# An excerpt of a real cache in glibc's format; as in tests/machines, the count header says how many
+# lines are kept (a count above the lines is how envdoctor recognises cut-off output).
+LDCONFIG_CUDNN9 = """5 libs found in cache `/etc/ld.so.cache'
 \tlibcudnn_ops.so.9 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcudnn_ops.so.9
 \tlibcudnn_ops.so (libc6,x86-64) => /lib/x86_64-linux-gnu/libcudnn_ops.so
 \tlibcudnn.so.9 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcudnn.so.9

@@ -251,3 +251,47 @@ def test_golden_plan(name, module, request_, target, machine):
             f.write(text)
     with open(path) as f:
         assert text == f.read(), f"{path} differs; review, then regenerate with ENVDOCTOR_UPDATE_GOLDEN=1"
+
+
+# -- CPU builds: a machine with no NVIDIA GPU, or --option cuda=cpu ----------------------------
+def no_gpu_facts() -> Facts:
+    """The GPU-less Debian 12 machine captured in tests/machines (no NVIDIA PCI device, NVML absent)."""
+    from tests.conftest import load_machine
+
+    return Facts(f for r in run_probes(load_machine("debian12-nogpu")) for f in r.facts)
+
+
+def _pip_line(plan) -> str:
+    return " ".join(next(s.action.argv for s in plan.steps if s.id == "pip-install"))
+
+
+@pytest.mark.parametrize("component,version,expect", [
+    ("pytorch", "2.4", "torch==2.4.* --index-url https://download.pytorch.org/whl/cpu"),
+    ("tensorflow", "2.17", "install tensorflow==2.17.*"),
+    ("jax", None, "install jax"),
+])
+def test_a_machine_without_a_gpu_gets_the_cpu_build(component, version, expect):
+    """Found comparing with the peers: `install pytorch` on a GPU-less box planned a cu121 wheel (gigabytes
+    of CUDA libraries nothing can use) while advise and diagnose said to use the CPU build."""
+    plan = load_recipe(component).plan(req(component, version), UBUNTU2204, no_gpu_facts())
+    line = _pip_line(plan)
+    assert line.endswith(expect) and "cu1" not in line and "and-cuda" not in line and "cuda" not in line.split()[-1]
+    assert "CPU" in plan.title and any("no NVIDIA GPU" in n for n in plan.notes)
+
+
+def test_cpu_on_request_and_cuda_on_request():
+    gpu = machine_facts("550.54.15", 12040, [[8, 0]])
+    plan = pytorch.plan(req("pytorch", "2.4", options={"cuda": "cpu"}), UBUNTU2204, gpu)
+    assert _pip_line(plan).endswith("/whl/cpu")
+    plan = pytorch.plan(req("pytorch", "2.4", options={"cuda": "12.1"}), UBUNTU2204, no_gpu_facts())
+    assert _pip_line(plan).endswith("/whl/cu121")
+    with pytest.raises(RecipeError, match="builds a CUDA image"):
+        pytorch.plan(req("pytorch", "2.4", method="docker", options={"cuda": "cpu"}), UBUNTU2204, gpu)
+    with pytest.raises(RecipeError, match="built with CUDA 12.3 only"):
+        tensorflow.plan(req("tensorflow", "2.17", options={"cuda": "11.8"}), UBUNTU2204, gpu)
+
+
+def test_planning_for_another_machine_keeps_the_cuda_build():
+    """--os with no snapshot: nothing is known about that machine's GPU, so no CPU guess."""
+    plan = pytorch.plan(req("pytorch", "2.4"), UBUNTU2204, Facts())
+    assert "/whl/cu" in _pip_line(plan) and "/whl/cpu" not in _pip_line(plan)

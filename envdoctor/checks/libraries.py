@@ -124,7 +124,20 @@ def framework_linkage(ctx: CheckContext) -> Iterable[Finding]:
             comp = component_of(soname)
             comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
             ev = _evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw)
-            if not e.get("path"):
+            if not e.get("path") and e.get("cache_unknown"):
+                # Not found outside the ld.so cache, and the cache itself could not be read: maybe it is there.
+                yield Finding(
+                    code="%s.framework_cannot_load" % comp, severity="warning", components=comps,
+                    title="%s needs %s, which is not in its RPATH/RUNPATH, LD_LIBRARY_PATH or the default "
+                          "directories; the ld.so cache could not be read to tell" % (_fw_version(facts, fw), soname),
+                    detail="%s (%s) fails with '%s: cannot open shared object file' unless the ld.so cache lists "
+                           "it, and envdoctor could not read the cache: %s." % (
+                               NAMES[fw], e.get("how", "NEEDED"), soname, e["cache_unknown"]),
+                    evidence=_evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw, "libraries.ld_cache"),
+                    source=dict(LDSO_RULE), fix=Fix(
+                        text="Check whether the cache lists it; if not, install it as below.",
+                        commands=["ldconfig -p | grep -F '%s'" % soname] + _pip_fix_for(facts, fw, soname).commands))
+            elif not e.get("path"):
                 yield Finding(
                     code="%s.framework_cannot_load" % comp, severity="error", components=comps,
                     title="%s needs %s, but the loader finds no such file" % (_fw_version(facts, fw), soname),
@@ -396,9 +409,11 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
     if not found:
         return  # no cuDNN at all: the cuDNN checks say so
     verified = not matrix.unverified({"source": rel["source"]})
+    cache = facts.get("libraries.ld_cache")
+    cache_read = cache is not None and cache.known  # without it, "not found" may only mean "not seen"
     got = ", ".join("%s (%s)" % (s, choice[s].get("resolved")) for s in found)
     yield Finding(
-        code="onnxruntime.cudnn_major_mismatch", severity="error" if verified else "warning",
+        code="onnxruntime.cudnn_major_mismatch", severity="error" if verified and cache_read else "warning",
         components=["onnxruntime", "cudnn"],
         title="onnxruntime-gpu %s needs cuDNN %s, but the loader only finds %s" % (v.get("version"), major, got),
         detail="ONNX Runtime's CUDA provider (libonnxruntime_providers_cuda.so) links %s; without it "

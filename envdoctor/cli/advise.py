@@ -100,7 +100,9 @@ def _facts_of_this_machine(timeout: float) -> Any:
 
 def _value(target: Any, name: str, shown: Optional[str]) -> str:
     if not shown:
-        return "unknown"
+        # A machine known to have no NVIDIA GPU has neither: "unknown" would send the reader looking.
+        return "none (no NVIDIA GPU on this machine)" if target.gpu_present is False and name in (
+            "driver", "cc") else "unknown"
     origin = target.origin_of(name)
     return f"{shown}  ({'given' if origin.startswith('--') else 'from ' + origin})" if origin else shown
 

@@ -107,8 +107,8 @@ def probe_compilers(ctx: ProbeContext) -> Iterable[Fact]:
     if override is not None:
         p = override["path"]
         override["exists"] = host.exists(p) if p.startswith("/") else host.which(p) is not None
-        facts.append(ok("compiler.nvcc_host", override, "env:" + override["var"], "Host compiler for nvcc"))
+        facts.append(ok("compiler.nvcc_host", override, "env:" + override["var"], "nvcc host-compiler override"))
     else:
         facts.append(ok("compiler.nvcc_host", None, "env:NVCC_CCBIN,CUDAHOSTCXX,NVCC_PREPEND_FLAGS,NVCC_APPEND_FLAGS",
-                        "Host compiler for nvcc"))
+                        "nvcc host-compiler override"))
     return facts

@@ -348,7 +348,7 @@ def _nvcc(host: Host) -> Fact:
     src = "command:" + " ".join(argv)
     r = host.run(argv, timeout=15)
     if r.timed_out:
-        return timed_out("cuda.nvcc", f"{path} hung: {r.describe_failure()}", src, label)
+        return timed_out("cuda.nvcc", "%s --version hung (no answer within %.1fs)" % (path, r.duration), src, label)
     if not r.ok:
         return unknown("cuda.nvcc", r.describe_failure(), src, label)
     parsed = parse_nvcc_version(r.stdout)

@@ -58,6 +58,7 @@ LIBRARIES: Dict[str, Dict[str, Any]] = {
     },
 }
 
+_LDCONFIG_HEADER = re.compile(r"^\s*(\d+) libs found in cache")
 _LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
 
 
@@ -97,6 +98,12 @@ def read_ld_cache(host: Host) -> Tuple[Optional[List[Tuple[str, str, str]]], Fac
     if not entries and r.stdout.strip():
         return None, unknown("libraries.ld_cache", f"unexpected output of ldconfig -p: {r.stdout.strip()[:80]!r}",
                              src, label)
+    # glibc prints "N libs found in cache `/etc/ld.so.cache'" before the N entries (elf/cache.c):
+    # fewer entries than announced is a cut-off listing, and a missing one would look "not found".
+    header = _LDCONFIG_HEADER.match(r.stdout)
+    if header and len(entries) < int(header.group(1)):
+        return None, unknown("libraries.ld_cache", "ldconfig -p listed %d of the %s entries it announced "
+                             "(truncated output)" % (len(entries), header.group(1)), src, label)
     return entries, ok("libraries.ld_cache", {"entries": len(entries)}, src, label)
 
 

@@ -107,6 +107,7 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     facts: List[Fact] = []
     ldp = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
     cache: Optional[List[Tuple[str, str, str]]] = None
+    cache_why: Optional[str] = None  # why the loader cache could not be read, when it could not
     for name, rels in LIBRARIES.items():
         value = fw.value("framework." + name)
         if not isinstance(value, dict) or not value.get("path"):
@@ -136,9 +137,16 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
                                                   "rpath": list(elf.rpath), "runpath": list(elf.runpath)},
                         "elf:" + elf.path, label))
         if cache is None:
-            cache = read_ld_cache(host)[0] or []
+            read, cache_fact = read_ld_cache(host)
+            cache = read or []
+            cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
         entries = resolve_linkage(host, elf.path, elf.needed, elf.rpath, elf.runpath, ldp, cache,
                                   _dlopened(name, value))
+        if cache_why:
+            # "not found" without the cache is "not found outside the cache": the checks say so, not "missing"
+            for e in entries:
+                if isinstance(e, dict) and not e.get("path"):
+                    e["cache_unknown"] = cache_why
         facts.append(ok("linkage." + name, entries, "elf:" + elf.path,
                         "CUDA libraries %s would load" % name))
     if not facts:

@@ -1,0 +1,82 @@
+"""Do the machine's own programs answer?  A hung daemon or a broken ``nvcc`` on PATH is itself a finding.
+
+Probes record these as "timed out" or "unknown, because ..." facts, which a person reads in the
+report; a fleet's pre-flight check reads findings and exit codes, so these get findings too (found
+comparing with the peers: a hung ``docker`` and a garbage-printing ``nvcc`` left a run at
+"0 errors, 0 warnings").
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from ..findings import Finding, Fix
+from . import CheckContext, CodeDoc, check
+
+#: fact key prefix -> the component a hung program belongs to (NVML's hangs are driver.nvml_hung's)
+_COMPONENT = (("container.docker", "docker"), ("container.", "container-toolkit"), ("cuda.", "cuda"),
+              ("libraries.", "os"), ("os.", "os"), ("kernel.", "kernel"), ("compiler.", "compiler"),
+              ("python.", "python"), ("framework.", "python"), ("conda.", "conda"))
+#: how to look for what hangs, per component
+_INVESTIGATE = {
+    "docker": ["sudo systemctl status docker containerd", "sudo journalctl -u docker --since -1h"],
+    "container-toolkit": ["sudo systemctl status docker containerd"],
+}
+_STUCK = "ps -eo pid,stat,wchan:32,args | awk '$2 ~ /^D/'"
+
+
+def _component(key: str) -> Optional[str]:
+    if key.startswith(("gpu.", "driver.")):
+        return None  # NVML and nvidia-smi hangs: driver.nvml_hung says it with the driver's context
+    return next((comp for prefix, comp in _COMPONENT if key.startswith(prefix)), "os")
+
+
+@check("hung-programs", codes=(
+    CodeDoc("system.command_hung", "warning", "A program envdoctor asked did not answer within the time limit.",
+            "every fact whose status is timed_out (except NVML's, see driver.nvml_hung)",
+            "A daemon or tool that hangs for envdoctor hangs for the job that needs it (a docker daemon that "
+            "never answers, nvcc on a dead network mount); it is also why those facts are missing."),
+))
+def hung_programs(ctx: CheckContext) -> Iterable[Finding]:
+    for fact in ctx.facts:  # (a probe that timed out as a whole has no facts: envdoctor.probe_timed_out)
+        if fact.status != "timed_out":
+            continue
+        comp = _component(fact.key)
+        if comp is None:
+            continue
+        yield Finding(
+            code="system.command_hung", severity="warning", components=[comp],
+            title="%s did not answer: %s" % (fact.label or fact.key, fact.reason or "timed out"),
+            detail="envdoctor gave up waiting, so this part of the report is missing; whatever else asks "
+                   "the same program (a training job, a container start) will wait too. A process stuck in "
+                   "the kernel (state D) usually points at a hung driver, device or network mount.",
+            evidence=[fact.to_dict()],
+            source={"rule": "a healthy machine answers these questions in well under a second",
+                    "url": "https://man7.org/linux/man-pages/man1/ps.1.html"},
+            fix=Fix(text="Find what hangs (processes in state D, the service's log), fix or restart it; on a "
+                         "merely slow machine, re-run with a longer --timeout.",
+                    commands=_INVESTIGATE.get(comp, []) + [_STUCK]))
+
+
+@check("nvcc-runs", codes=(
+    CodeDoc("cuda.nvcc_broken", "warning", "The nvcc first on PATH does not run or says nothing envdoctor "
+            "recognises.", "cuda.nvcc",
+            "Builds of CUDA extensions (flash-attn, apex, custom ops) and any script that asks `nvcc --version` "
+            "fail or get a wrong answer; often a half-removed toolkit or a wrapper left on PATH."),
+))
+def nvcc_runs(ctx: CheckContext) -> Iterable[Finding]:
+    fact = ctx.facts.get("cuda.nvcc")
+    if fact is None or fact.status != "unknown" or not fact.source.startswith("command:"):
+        return
+    path = fact.source[len("command:"):].rsplit(" --version", 1)[0]
+    yield Finding(
+        code="cuda.nvcc_broken", severity="warning", components=["cuda"],
+        title="nvcc on PATH (%s) does not work: %s" % (path, fact.reason),
+        detail="`nvcc --version` is the first thing build tools ask; a broken nvcc first on PATH hides any "
+               "working toolkit behind it.",
+        evidence=[fact.to_dict()],
+        source={"rule": "nvcc --version prints 'Cuda compilation tools, release X.Y, VX.Y.Z'",
+                "url": "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html"},
+        fix=Fix(text="See what it is and where it points; remove it from PATH or reinstall the toolkit it "
+                     "belongs to.",
+                commands=["ls -l %s" % path, "file -L %s" % path, "type -a nvcc"]))
