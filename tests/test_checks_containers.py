@@ -7,7 +7,13 @@ from envdoctor.checks import CheckContext
 from envdoctor.checks.containers import container_toolkit
 
 from .conftest import probe_facts
-from .test_probe_containers import DAEMON_JSON_NVIDIA, DOCKER_UP_JSON, NVIDIA_CTK_VERSION, docker_host
+from .test_probe_containers import (
+    DAEMON_JSON_NVIDIA,
+    DOCKER_UP_JSON,
+    NVIDIA_CTK_VERSION,
+    docker_host,
+    docker_machine,
+)
 from .test_probe_gpu import h100_nvml
 
 NO_NVIDIA_RUNTIME = '{"io.containerd.runc.v2":{"path":"runc"},"runc":{"path":"runc"}}'
@@ -47,3 +53,29 @@ def test_snap_docker_warns():
                        files={"/snap/bin/docker": ""}, extra_cmds=CTK)
     f = codes(host)["docker.snap"]
     assert f.severity == "warning" and "snap" in f.title and f.source["url"].startswith("https://github.com/NVIDIA")
+
+
+def test_remote_daemon_gives_one_info_instead_of_toolkit_warnings():
+    # No toolkit on this GPU machine, but docker talks to a daemon elsewhere: the toolkit that matters
+    # is that machine's, which envdoctor did not contact (no network).
+    host = docker_machine({"DOCKER_HOST": "tcp://192.0.2.1:2375"})
+    found = codes(host)
+    assert set(found) == {"docker.daemon_not_contacted"}
+    f = found["docker.daemon_not_contacted"]
+    assert f.severity == "info" and "28.2.2" in f.title and "tcp://192.0.2.1:2375" in f.title
+    assert "not contacted" in f.detail and "daemon not running" not in f.detail.lower()
+    assert f.fix.commands == ["DOCKER_HOST=unix:///var/run/docker.sock envdoctor diagnose"]
+
+
+def test_remote_daemon_on_a_machine_without_gpu_says_nothing():
+    assert codes(docker_machine({"DOCKER_HOST": "ssh://alice@192.0.2.1"}), gpu=False) == {}
+
+
+def test_local_socket_in_docker_host_still_gets_the_toolkit_warning():
+    found = codes(docker_machine({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}))
+    assert set(found) == {"container-toolkit.missing"}
+
+
+def test_snap_docker_with_a_remote_daemon_keeps_the_snap_warning():
+    host = docker_machine({"DOCKER_HOST": "tcp://192.0.2.1:2375"}, files={"/snap/bin/docker": ""})
+    assert set(codes(host)) == {"docker.snap", "docker.daemon_not_contacted"}

@@ -1,5 +1,9 @@
 """Checks on running GPU containers: Docker without the NVIDIA Container Toolkit or its runtime,
-and Docker installed from snap (whose confinement the NVIDIA runtime does not support)."""
+and Docker installed from snap (whose confinement the NVIDIA runtime does not support).
+
+When docker talks to a daemon envdoctor did not contact (DOCKER_HOST or a docker context elsewhere:
+diagnose opens no network connection), the toolkit and runtime checks are not made -- they concern the
+machine that daemon runs on -- and one info finding says so instead."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ CHECKED = "2026-11-22"
 INSTALL_GUIDE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 SNAP_ISSUE = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/522"
 CONFIGURE = ["sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker"]
+CONTEXTS = "https://docs.docker.com/engine/reference/commandline/context_use/"
+LOCAL_RUN = "DOCKER_HOST=unix:///var/run/docker.sock envdoctor diagnose"
 
 
 def _ev(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
@@ -35,17 +41,23 @@ def _has_gpu(facts: Facts) -> bool:
     CodeDoc("docker.snap", "warning", "Docker is installed from snap.", "container.docker_snap",
             "The snap's confinement does not see the host's NVIDIA libraries: GPU containers fail with "
             "'nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1'.", SNAP_ISSUE),
+    CodeDoc("docker.daemon_not_contacted", "info", "Docker on a GPU machine talks to a daemon envdoctor did not "
+            "contact (DOCKER_HOST or a docker context pointing elsewhere, or one it could not resolve), so the "
+            "GPU-container checks were not made.", "container.docker, gpu.count",
+            "diagnose opens no network connection; the NVIDIA Container Toolkit and runtime checks concern the "
+            "machine the daemon runs on, so run envdoctor there (or point docker at the local socket).", CONTEXTS),
 ))
 def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     docker = facts.value("container.docker")
     if not isinstance(docker, dict) or not docker.get("installed"):
         return
-    dver = docker.get("server") or docker.get("client") or "?"
+    ver = docker.get("server") or docker.get("client")
+    dname = "Docker %s" % ver if ver else "Docker"  # "Docker ?" said nothing when the version is unknown
     if facts.value("container.docker_snap") is True:
         yield Finding(
             code="docker.snap", severity="warning", components=["docker", "container-toolkit"],
-            title="Docker %s is the snap package; the NVIDIA Container Toolkit does not support snap Docker" % dver,
+            title="%s is the snap package; the NVIDIA Container Toolkit does not support snap Docker" % dname,
             detail="The snap runs dockerd confined, with its own daemon.json under /var/snap/docker; the NVIDIA "
                    "runtime hook cannot load the host's libnvidia-ml.so.1 from inside it (canonical/docker-snap#148), "
                    "and NVIDIA's toolkit tracks snap support as an open request (NVIDIA/nvidia-container-toolkit#522).",
@@ -59,12 +71,28 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
                     install="envdoctor install container-toolkit"))
     if not _has_gpu(facts):
         return
+    if docker.get("error") == "not_contacted":
+        where = docker.get("endpoint")
+        yield Finding(
+            code="docker.daemon_not_contacted", severity="info", components=["docker", "container-toolkit"],
+            title="%s talks to %s, which envdoctor did not contact: GPU containers were not checked" % (
+                dname, "the daemon at %s" % where if where else "a daemon it could not resolve"),
+            detail="%s. Whether `docker run --gpus all` works depends on the NVIDIA Container Toolkit and the "
+                   "nvidia runtime of the machine that daemon runs on, which envdoctor cannot see from here."
+                   % (docker.get("message") or "The daemon was not contacted"),
+            evidence=_ev(facts, "container.docker", "container.nvidia_runtime_configured", "gpu.count"),
+            source={"rule": "diagnose and snapshot open no network connection; docker talks to the daemon "
+                            "DOCKER_HOST or the current docker context names", "url": CONTEXTS,
+                    "checked": CHECKED},
+            fix=Fix(text="Run envdoctor on the machine the daemon runs on; to check this machine's own Docker "
+                         "daemon, point docker at its local socket for the run.", commands=[LOCAL_RUN]))
+        return
     tk = facts.value("container.toolkit")
     if isinstance(tk, dict) and tk.get("installed") is False:
         yield Finding(
             code="container-toolkit.missing", severity="warning", components=["container-toolkit", "docker"],
-            title="Docker %s is installed on a machine with %s NVIDIA GPU(s), but the NVIDIA Container Toolkit "
-                  "is not" % (dver, facts.value("gpu.count")),
+            title="%s is installed on a machine with %s NVIDIA GPU(s), but the NVIDIA Container Toolkit "
+                  "is not" % (dname, facts.value("gpu.count")),
             detail="Without nvidia-container-toolkit, `docker run --gpus all ...` fails with 'could not select "
                    "device driver \"\" with capabilities: [[gpu]]'.",
             evidence=_ev(facts, "container.docker", "container.toolkit", "gpu.count"),
@@ -77,8 +105,8 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
         yield Finding(
             code="container-toolkit.runtime_not_configured", severity="warning",
             components=["container-toolkit", "docker"],
-            title="NVIDIA Container Toolkit %s is installed, but Docker %s has no nvidia runtime registered" % (
-                tk.get("version"), dver),
+            title="NVIDIA Container Toolkit %s is installed, but %s has no nvidia runtime registered" % (
+                tk.get("version"), dname),
             detail="`docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia' until the "
                    "runtime is added to /etc/docker/daemon.json and dockerd is restarted.",
             evidence=_ev(facts, "container.toolkit", "container.nvidia_runtime_configured",

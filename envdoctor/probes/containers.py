@@ -5,20 +5,44 @@ config, CDI specs, Podman.
 The Docker daemon is often down, hung, or closed to the current user; each of
 those is reported as what it is (with the error Docker printed), never as
 "Docker not installed".
+
+No network: ``diagnose`` and ``snapshot`` open no network connection, and
+``docker version`` / ``docker info`` talk to whatever daemon DOCKER_HOST or the
+current docker context names -- a TCP port, or an ``ssh`` child process.  So the
+endpoint is worked out first, from the environment and the docker context store
+(:func:`docker_endpoint`), and the daemon is asked only when it is certainly a
+local unix socket.  Otherwise only the client's version is read, with a command
+that contacts nothing, and the daemon is reported as not contacted, with why.
+``podman --version`` is answered by the client before any connection is set up
+(cobra prints the version before podman's PersistentPreRunE connects, remote or
+not), so Podman needs no such care.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import CommandResult, Host
+from ..host.privacy import redact_environ
 from . import ProbeContext, register
 
 DOCKER_VERSION = ["docker", "version", "--format", "{{json .}}"]
 DOCKER_RUNTIMES = ["docker", "info", "--format", "{{json .Runtimes}}"]
+#: The client's version without contacting any daemon.  ``--version`` is answered before any API
+#: call; ``--host`` pins the endpoint to a path no daemon can listen on (connecting to it fails at
+#: once with ECONNREFUSED), because docker CLIs before 19.03.9 pinged the daemon while starting up,
+#: whatever the command (docker/cli#2424), and would otherwise dial DOCKER_HOST or the context's host.
+DOCKER_CLIENT_VERSION = ["docker", "--host", "unix:///dev/null", "--version"]
+#: The daemon docker uses when neither DOCKER_HOST nor a docker context names another (Linux).
+DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+NOT_CONTACTED = "envdoctor diagnose opens no network connection"
+#: More docker contexts than any workstation holds: past this, the store is not read through.
+MAX_CONTEXTS = 64
 DAEMON_JSON = "/etc/docker/daemon.json"
 TOOLKIT_CONFIG = "/etc/nvidia-container-runtime/config.toml"
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
@@ -66,8 +90,215 @@ def _first_json_object(text: str) -> Optional[Dict[str, Any]]:
     return None
 
 
-def docker_facts(host: Host) -> Tuple[List[Fact], Optional[List[str]]]:
-    """container.docker and container.docker_snap; also the runtimes docker reports."""
+class DockerEndpoint(NamedTuple):
+    """Where docker would send its API calls, and whether envdoctor may send them there too."""
+
+    url: Optional[str]  # credentials redacted; None when it cannot be told
+    source: str  # "env:DOCKER_HOST", "file:<context meta.json>", "dir:<context store>", "default"
+    contact: bool  # True only when every endpoint docker could be using is a local unix socket
+    reason: str = ""  # why not, when not
+
+
+def _redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced, by the very rule snapshots apply to environment
+    values, so a live report and the replay of its snapshot say the same."""
+    return redact_environ({"DOCKER_HOST": url})["DOCKER_HOST"]
+
+
+def _is_local(url: str) -> bool:
+    # unix:// is the only local transport on Linux; tcp://, http(s)://, ssh:// (docker runs `ssh`),
+    # fd://, npipe:// and a bare host:port (docker reads it as tcp://) all are, or may be, elsewhere.
+    # Even tcp://127.0.0.1 is an AF_INET connection, which the "no network" promise rules out.
+    return url.startswith("unix://")
+
+
+def _go_field(doc: Dict[str, Any], name: str) -> Any:
+    """``doc[name]`` as Go's encoding/json fills a struct field: keys match case-insensitively and the
+    last match in the document wins (so a hand-edited ``"host"`` after ``"Host"`` is the one docker
+    uses)."""
+    value = None
+    for key, v in doc.items():
+        if key.casefold() == name.casefold():
+            value = v
+    return value
+
+
+def _read_context(host: Host, path: str) -> Optional[Tuple[str, Optional[str], str]]:
+    """``(name, docker host URL, problem)`` from a context's meta.json; None when there is none.
+
+    The layout (docker/cli cli/context/store): ``<config dir>/contexts/meta/<sha256 of the context
+    name>/meta.json`` holding ``{"Name": ..., "Endpoints": {"docker": {"Host": ...}}}``.  TLS material
+    lives apart (``contexts/tls``) and is never read.
+    """
+    res = host.read_file(path, limit=64 * 1024)
+    if res.missing:
+        return None
+    if res.text is None:
+        return "?", None, f"cannot read {path} ({res.error})"
+    try:
+        doc = json.loads(res.text)
+    except ValueError as exc:
+        return "?", None, f"{path} is not valid JSON ({exc})"
+    if not isinstance(doc, dict):
+        return "?", None, f"{path} is not a JSON object"
+    name = _go_field(doc, "Name")
+    name = name if isinstance(name, str) and name else "?"
+    endpoint = _as_dict(_go_field(doc, "Endpoints")).get("docker")
+    url = _go_field(endpoint, "Host") if isinstance(endpoint, dict) else None
+    if not isinstance(url, str) or not url.strip():
+        return name, None, f"docker context {name!r} ({path}) names no docker host"
+    return name, url.strip(), ""
+
+
+def _config_dirs(host: Host, snap: bool) -> List[str]:
+    """docker's configuration directories: $DOCKER_CONFIG, else ~/.docker (docker/cli cli/config).
+    The snap runs docker with HOME set to its own data directory, so its store is looked at too."""
+    configured = host.getenv("DOCKER_CONFIG") or ""
+    if configured:
+        return [configured]
+    home = host.getenv("HOME") or ""
+    if not home:
+        # docker would ask the password database; the seam cannot, so no store is known and only
+        # DOCKER_HOST / DOCKER_CONTEXT decide (see docker_endpoint).
+        return []
+    dirs = [posixpath.join(home, ".docker")]
+    if snap:
+        dirs.append(posixpath.join(home, "snap", "docker", "current", ".docker"))
+    return dirs
+
+
+def _decide(candidates: List[Tuple[str, str, str]], problems: List[str], source: str,
+            fallback: Optional[str], hint: str = "") -> DockerEndpoint:
+    """Contact only when every endpoint docker could be using is local.  ``candidates`` holds
+    ``(url, source, what)``; ``fallback`` is the endpoint used when no candidate applies (None: docker
+    would fail before contacting anything); ``hint`` ends the reason when there is one."""
+    if problems:
+        return DockerEndpoint(None, source, False, "cannot tell which daemon docker would contact: %s; %s%s"
+                              % (problems[0], NOT_CONTACTED, hint))
+    for url, src, what in candidates:
+        if not _is_local(url):
+            return DockerEndpoint(_redact_url(url), src, False, "daemon at %s (%s) not contacted: %s%s"
+                                  % (_redact_url(url), what, NOT_CONTACTED, hint))
+    urls = sorted({_redact_url(url) for url, _, _ in candidates} | ({fallback} if fallback else set()))
+    if not urls:
+        return DockerEndpoint(None, source, False, "daemon not contacted: %s" % NOT_CONTACTED)
+    if len(candidates) == 1 and fallback is None:
+        return DockerEndpoint(urls[0], candidates[0][1], True)
+    return DockerEndpoint(" or ".join(urls), source, True)
+
+
+def docker_endpoint(host: Host, snap: bool = False) -> DockerEndpoint:
+    """The daemon a docker command would contact, decided the way the docker CLI does (docker/cli
+    cli/command/cli.go, resolveContextName): a non-empty DOCKER_HOST wins (the "default" context);
+    else the context named by DOCKER_CONTEXT; else the ``currentContext`` of config.json; else the
+    default context, whose endpoint is DEFAULT_DOCKER_HOST.
+
+    config.json is never read: it holds registry credentials ("auths"), and every file probes read
+    goes verbatim into snapshots.  Without it, the current context may be any context in the store,
+    so the daemon is contacted only when every one of them is local (the usual store, empty or
+    absent, leaves only the default).  One directory listing on the common path; no process.
+    """
+    raw = host.getenv("DOCKER_HOST") or ""
+    if raw:
+        return _decide([(raw.strip() or DEFAULT_DOCKER_HOST, "env:DOCKER_HOST", "DOCKER_HOST")], [],
+                       "env:DOCKER_HOST", None)
+    dirs = _config_dirs(host, snap)
+    name = host.getenv("DOCKER_CONTEXT") or ""
+    candidates: List[Tuple[str, str, str]] = []
+    problems: List[str] = []
+    if name == "default":
+        return DockerEndpoint(DEFAULT_DOCKER_HOST, "env:DOCKER_CONTEXT", True)
+    if name:
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()
+        for d in dirs:
+            path = posixpath.join(d, "contexts", "meta", digest, "meta.json")
+            ctx = _read_context(host, path)
+            if ctx is None:
+                continue
+            if ctx[2]:
+                problems.append(ctx[2])
+            else:
+                candidates.append((ctx[1] or "", "file:" + path, "docker context %r, from DOCKER_CONTEXT" % name))
+        if not candidates and not problems:
+            where = " or ".join(posixpath.join(d, "contexts") for d in dirs) or "any store (HOME is unset)"
+            problems.append("DOCKER_CONTEXT names docker context %r, which is not in %s (docker commands fail "
+                            "with 'context not found')" % (name, where))
+        return _decide(candidates, problems, "env:DOCKER_CONTEXT", None)
+    stores = []
+    for d in dirs:
+        meta = posixpath.join(d, "contexts", "meta")
+        listing = host.list_dir(meta)
+        if not listing.ok:
+            if listing.error not in ("ENOENT", "ENOTDIR"):
+                problems.append("cannot list the docker contexts in %s (%s)" % (meta, listing.error))
+            continue
+        stores.append(meta)
+        entries = listing.names()
+        if len(entries) > MAX_CONTEXTS:
+            problems.append("%s holds %d docker contexts, more than envdoctor reads" % (meta, len(entries)))
+            continue
+        for entry in entries:
+            path = posixpath.join(meta, entry, "meta.json")
+            ctx = _read_context(host, path)
+            if ctx is None:
+                continue  # no meta.json: docker cannot use it either
+            if ctx[2]:
+                problems.append(ctx[2])
+            else:
+                candidates.append((ctx[1] or "", "file:" + path, "docker context %r, which may be the current "
+                                                                  "one" % ctx[0]))
+    if not candidates and not problems:
+        return DockerEndpoint(DEFAULT_DOCKER_HOST, "default", True)
+    hint = (". The current context is named in docker's config.json, which envdoctor does not read (it holds "
+            "registry credentials); set DOCKER_CONTEXT to the context to check, or DOCKER_CONTEXT=default")
+    return _decide(candidates, problems, "dir:" + ",".join(stores), DEFAULT_DOCKER_HOST, hint)
+
+
+def _podman_wrapper(host: Host, path: str) -> bool:
+    """Whether ``docker`` may be Podman's docker wrapper (podman-docker: a script, or a link to podman),
+    which follows CONTAINER_HOST / CONTAINER_CONNECTION instead of DOCKER_HOST."""
+    real = host.resolve(path)
+    if posixpath.basename(real).startswith("podman"):
+        return True
+    return not host.elf(real).ok  # a script (or unreadable): cannot rule it out
+
+
+def _podman_remote(host: Host) -> Optional[str]:
+    """The remote service Podman is pointed at by the environment, if any."""
+    container_host = (host.getenv("CONTAINER_HOST") or "").strip()
+    if container_host and not _is_local(container_host):
+        return "CONTAINER_HOST=" + _redact_url(container_host)
+    connection = (host.getenv("CONTAINER_CONNECTION") or "").strip()
+    if connection:
+        return "CONTAINER_CONNECTION=" + connection
+    return None
+
+
+_DOCKER_CLIENT = re.compile(r"Docker version\s+([^\s,]+)")
+
+
+def _uncontacted_docker(host: Host, docker: str, path: str, ep: DockerEndpoint) -> Fact:
+    """container.docker when the daemon is not to be contacted: the client's version, and why."""
+    argv = [docker] + DOCKER_CLIENT_VERSION[1:]
+    src = "command:" + " ".join(argv)
+    res = host.run(argv, timeout=10)
+    if res.not_found:
+        why = f"docker was found ({path}) but could not be run: {res.describe_failure()}"
+        return unknown("container.docker", why, src, "Docker")
+    m = _DOCKER_CLIENT.search(res.stdout) if res.ok else None
+    message = ep.reason
+    if not m:
+        message += "; client version unknown (%s)" % (
+            res.describe_failure() if not res.ok else "unexpected output %r" % res.stdout.strip()[:80])
+    value = {"installed": True, "path": path, "client": m.group(1) if m else None, "server": None,
+             "api_version": None, "error": "not_contacted", "message": message, "endpoint": ep.url,
+             "endpoint_source": ep.source}
+    return ok("container.docker", value, src, "Docker")
+
+
+def docker_facts(host: Host) -> Tuple[List[Fact], Optional[List[str]], bool]:
+    """container.docker and container.docker_snap; the runtimes docker reports; whether the daemon
+    was contacted (False: remote or unresolved, see :func:`docker_endpoint`)."""
     facts: List[Fact] = []
     path = host.which("docker")
     snap = host.exists("/snap/bin/docker") or host.is_dir("/snap/docker")
@@ -75,14 +306,26 @@ def docker_facts(host: Host) -> Tuple[List[Fact], Optional[List[str]]]:
     if not path and not snap:
         facts.append(ok("container.docker", {"installed": False, "client": None, "server": None, "error": None},
                         "env:PATH", "Docker"))
-        return facts, None
+        return facts, None, True
     # A snap-only install is often missing from PATH (/snap/bin): call it by its full path then.
     docker = "docker" if path else "/snap/bin/docker"
+    shown = path or "/snap/bin/docker"
+    ep = docker_endpoint(host, snap=shown.startswith("/snap/"))
+    if ep.contact:
+        remote = _podman_remote(host)
+        if remote and _podman_wrapper(host, shown):
+            ep = DockerEndpoint(None, "env:" + remote.split("=", 1)[0], False,
+                                "daemon not contacted: %s may be Podman's docker wrapper, which follows %s; %s"
+                                % (shown, remote, NOT_CONTACTED))
+    if not ep.contact:
+        facts.append(_uncontacted_docker(host, docker, shown, ep))
+        return facts, None, False
     version_argv = [docker] + DOCKER_VERSION[1:]
     src = "command:" + " ".join(version_argv)
     res = host.run(version_argv, timeout=10)
-    value: Dict[str, Any] = {"installed": True, "path": path or "/snap/bin/docker", "client": None,
-                             "server": None, "api_version": None, "error": None, "message": ""}
+    value: Dict[str, Any] = {"installed": True, "path": shown, "client": None,
+                             "server": None, "api_version": None, "error": None, "message": "",
+                             "endpoint": ep.url, "endpoint_source": ep.source}
     doc = _first_json_object(res.stdout)
     if doc:
         client = _as_dict(doc.get("Client"))
@@ -97,15 +340,15 @@ def docker_facts(host: Host) -> Tuple[List[Fact], Optional[List[str]]]:
         value["error"], value["message"] = err
     if res.timed_out:
         facts.append(timed_out("container.docker", "docker version: " + value["message"], src, "Docker"))
-        return facts, None
+        return facts, None, True
     if res.not_found:
         why = f"docker was found ({path or docker}) but could not be run: {res.describe_failure()}"
         facts.append(unknown("container.docker", why, src, "Docker"))
-        return facts, None
+        return facts, None, True
     if not doc and not err:
         facts.append(unknown("container.docker", f"docker version printed no JSON ({res.stdout.strip()[:120]!r})",
                              src, "Docker"))
-        return facts, None
+        return facts, None, True
     facts.append(ok("container.docker", value, src, "Docker"))
     runtimes: Optional[List[str]] = None
     if value["server"]:
@@ -118,7 +361,7 @@ def docker_facts(host: Host) -> Tuple[List[Fact], Optional[List[str]]]:
                 rt = None
         if isinstance(rt, dict):
             runtimes = sorted(rt)
-    return facts, runtimes
+    return facts, runtimes, True
 
 
 def daemon_json_fact(host: Host) -> Tuple[Fact, Optional[Dict[str, Any]]]:
@@ -203,11 +446,17 @@ def podman_fact(host: Host) -> Fact:
 @register("containers", "Containers", order=100)
 def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
-    facts, runtimes = docker_facts(host)
+    facts, runtimes, contacted = docker_facts(host)
     dj_fact, dj = daemon_json_fact(host)
     facts.append(dj_fact)
     label = "NVIDIA runtime registered with Docker"
-    if runtimes is not None:
+    if not contacted:
+        # daemon.json describes this machine's dockerd, which need not be the daemon docker talks to.
+        facts.append(unknown("container.nvidia_runtime_configured",
+                             "Docker's daemon was not contacted (see Docker); %s describes this machine's own "
+                             "dockerd, which need not be the one docker uses" % DAEMON_JSON,
+                             "file:" + DAEMON_JSON, label))
+    elif runtimes is not None:
         facts.append(ok("container.nvidia_runtime_configured", "nvidia" in runtimes,
                         "command:" + " ".join(DOCKER_RUNTIMES), label))
     elif dj is not None:
