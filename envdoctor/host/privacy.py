@@ -1,7 +1,27 @@
 """Keep reports and snapshots safe to paste into a public bug report.
 
-* Secrets: environment variables whose names look like credentials are
-  replaced by ``<redacted>`` (always, even with ``--include-host``).
+* Secrets (always, even with ``--include-host``): the snapshot keeps every
+  environment variable's *name*, never a credential's *value*.  Three rules
+  apply to each variable (see :func:`redact_environ`):
+
+  - by name: a name that says it holds a credential (``*TOKEN*``,
+    ``*SECRET*``, ``*PASS*``, ``*KEY*``, ``*AUTH*``, ``*JWT*``, ``*_PWD``...)
+    has its whole value replaced by ``<redacted>``.  The shell's ``PWD`` and
+    ``OLDPWD`` are the working directory, not passwords: they are kept (and
+    their home path and user name hidden like any other path).
+  - in URLs anywhere in a value (lists of URLs too): the user information
+    before the host (up to the *last* ``@``, so an ``@`` or ``/`` inside the
+    password cannot leak the rest of it), and the values of credential-like
+    query parameters (``?token=<redacted>``; the parameter names stay, so a
+    report still shows a token was there).  The same goes for ``name=value``
+    pairs outside URLs (connection strings, ``--password=...`` flags).
+  - by shape: well-known token formats (GitHub ``ghp_...``, Hugging Face
+    ``hf_...``, AWS ``AKIA...``, Slack ``xox?-...``, JWTs, ``Bearer ...``,
+    private-key blocks...) whatever the variable is called.
+
+  The variables the probes read (``PATH``, ``LD_LIBRARY_PATH``, ``CUDA_HOME``,
+  ``CONDA_PREFIX``...) match none of these rules, so replaying a snapshot still
+  gives the report of the live run.
 * Host identity (unless ``--include-host``): the home directory becomes ``~``,
   the user name ``<user>`` and the host name ``<hostname>`` wherever they occur.
 * GPU identity (with ``--redact-ids``): GPU/MIG UUIDs and board serials become
@@ -14,36 +34,152 @@ writes, which is why replaying a snapshot gives the same report.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 if TYPE_CHECKING:
     from .base import Host
 
+REDACTED = "<redacted>"
+
+#: Names of variables that hold credentials (matched case-insensitively, anywhere in the name
+#: unless anchored).  Over-matching costs a harmless ``<redacted>``; no variable a probe reads
+#: (``PATH``, ``LD_LIBRARY_PATH``, ``CUDA_HOME``, ``CONDA_PREFIX``, ``NVCC_*``...) matches.
 SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE|AUTH|COOKIE|SESSION|_KEY$|^KEY$"
-    r"|_PAT$|WEBHOOK|DSN$)",
+    r"TOKEN|SECRET|PASS|PWD$|(^|_)PW$|CRED|PRIVATE|KEY|AUTH|JWT|COOKIE|SESSION|WEBHOOK|SIGNATURE"
+    r"|CONN(ECTION)?_?STR|DSN$|_PAT$",
     re.IGNORECASE,
 )
-REDACTED = "<redacted>"
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s:]+(:[^/@\s]*)?@")
+#: The shell's working directories: paths (scrubbed like any path), not passwords.
+_NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
+#: Query-parameter and ``name=value`` names that hold credentials, beyond :data:`SECRET_NAME`
+#: (``sig`` for Azure SAS, ``X-Amz-Signature``/``X-Amz-Credential`` for S3 presigned URLs).
+_SECRET_PARAM = re.compile(r"SIG|^CODE$", re.IGNORECASE)
+#: Variables that may hold a scheme-less ``user:password@host`` (curl reads ``http_proxy=u:p@proxy:3128``).
+_ADDRESS_NAME = re.compile(r"PROXY|_URLS?$|_URIS?$|_ENDPOINTS?$|_HOSTS?$|_ADDR(ESS)?$|_SERVERS?$|_REMOTE$",
+                           re.IGNORECASE)
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_WHITESPACE = re.compile(r"\s")
+#: ``name=value`` after the start, a space or a URL/connection-string separator: ``?token=...&``,
+#: ``;Password=...;``, ``--api-key=...``.
+_PARAM = re.compile(r"(?P<lead>^|[?&;,\s])(?P<name>[A-Za-z0-9_.\[\]-]+)=(?P<value>[^&;,\s#]*)")
+#: ``--password VALUE`` (a flag, a space, a value that is not another flag).
+_FLAG = re.compile(r"(?P<lead>(?<![\w-])--?)(?P<name>[A-Za-z][A-Za-z0-9_.-]*)(?P<space>\s+)(?P<value>[^\s-]\S*)")
+#: HTTP authorization: ``Bearer ...``, ``Basic ...``, ``Authorization: token ...``.
+_AUTH_SCHEME = re.compile(r"(?i)(?P<keep>\b(?:bearer|basic|digest)\s+)(?P<value>[A-Za-z0-9._~+/=-]{6,})")
+_AUTH_HEADER = re.compile(r"(?i)(?P<keep>\b(?:authorization|proxy-authorization|x-api-key|api-key|private-token"
+                          r"|x-auth-token)\s*:\s*(?:(?:bearer|basic|digest|token)\s+)?)(?P<value>\S+)")
+_PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY"
+                                r"( BLOCK)?-----|\Z)", re.DOTALL)
+#: Well-known token formats, recognised whatever the variable is called.
+_TOKEN_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_])(?:"
+    r"gh[pousr]_[A-Za-z0-9]{30,}"                # GitHub classic tokens
+    r"|github_pat_[A-Za-z0-9_]{30,}"             # GitHub fine-grained tokens
+    r"|hf_[A-Za-z0-9]{30,}"                      # Hugging Face
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}"                # AWS access key ids
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}"            # Slack
+    r"|glpat-[A-Za-z0-9_-]{20,}"                 # GitLab
+    r"|npm_[A-Za-z0-9]{36}"                      # npm
+    r"|pypi-AgE[A-Za-z0-9_-]{20,}"               # PyPI
+    r"|AIza[0-9A-Za-z_-]{35}"                    # Google API keys
+    r"|sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}"  # OpenAI/Anthropic-style secret keys
+    r"|eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"  # JWTs (header.payload.signature)
+    r")(?![A-Za-z0-9_])"
+)
+
 _GPU_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _IDENTITY_VARS = {"USER": "<user>", "LOGNAME": "<user>", "USERNAME": "<user>", "HOSTNAME": "<hostname>"}
 
 
 def is_secret_name(name: str) -> bool:
-    return bool(SECRET_NAME.search(name))
+    """Whether a variable called ``name`` holds a credential (its whole value is then redacted)."""
+    return name.upper() not in _NOT_SECRET_NAMES and bool(SECRET_NAME.search(name))
+
+
+def _is_secret_param(name: str) -> bool:
+    name = name.lstrip("-").replace("-", "_")  # ``?pwd=`` is a password, unlike the shell's $PWD
+    return bool(name) and bool(SECRET_NAME.search(name) or _SECRET_PARAM.search(name))
+
+
+def _userinfo_end(rest: str) -> Optional[int]:
+    """Where the user information of a URL ends (the index of its ``@``), given the URL after ``://``.
+
+    Up to the last ``@`` of the authority, so ``user:pa@ss@host`` hides ``pa@ss`` whole.  When the
+    authority (up to the first ``/``) holds a ``:`` but no ``@`` and an ``@`` follows later, the
+    password held a ``/`` (``user:pa/ss@host``): up to that last ``@``.  Erring this way can hide a
+    ``host:port/path@...`` too, which costs detail, never a secret.
+    """
+    slash = rest.find("/")
+    authority = rest if slash < 0 else rest[:slash]
+    at = authority.rfind("@")
+    if at >= 0:
+        return at
+    if ":" in authority:
+        at = rest.rfind("@")
+        if at >= 0:
+            return at
+    return None
+
+
+def _redact_urls(value: str) -> str:
+    """``scheme://user:password@host`` -> ``scheme://<redacted>@host`` for every URL in ``value``.
+
+    A URL runs to the next whitespace or the next ``scheme://``, so a list of URLs (separated by
+    ``,``, ``;`` or spaces) is handled one URL at a time, and a ``,`` inside a password stays hidden.
+    """
+    starts = list(_SCHEME.finditer(value))
+    if not starts:
+        return value
+    out: List[str] = []
+    pos = 0
+    for i, m in enumerate(starts):
+        begin = m.end()
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(value)
+        space = _WHITESPACE.search(value, begin, end)
+        if space:
+            end = space.start()
+        rest = value[begin:end]
+        cut = _userinfo_end(rest)
+        out.append(value[pos:begin])
+        out.append(rest if cut is None else REDACTED + rest[cut:])
+        pos = end
+    out.append(value[pos:])
+    return "".join(out)
+
+
+def _redact_bare_userinfo(value: str) -> str:
+    """``user:password@proxy:3128`` without a scheme (curl takes it), item by item."""
+    def item(m: re.Match[str]) -> str:
+        s = m.group(0)
+        if "://" in s or REDACTED in s:
+            return s
+        at = s.rfind("@")
+        return REDACTED + s[at:] if at > 0 else s
+
+    return re.sub(r"[^\s,;]+", item, value)
+
+
+def redact_value(value: str, name: str = "") -> str:
+    """``value`` with every credential found in it replaced by ``<redacted>`` (see the module's doc)."""
+    if not value:
+        return value
+    value = _PRIVATE_KEY_BLOCK.sub(REDACTED, value)
+    value = _redact_urls(value)
+    if name and _ADDRESS_NAME.search(name) and "@" in value:
+        value = _redact_bare_userinfo(value)
+    value = _PARAM.sub(lambda m: (m.group("lead") + m.group("name") + "=" + REDACTED
+                                  if m.group("value") and _is_secret_param(m.group("name")) else m.group(0)), value)
+    value = _FLAG.sub(lambda m: (m.group("lead") + m.group("name") + m.group("space") + REDACTED
+                                 if _is_secret_param(m.group("name")) else m.group(0)), value)
+    value = _AUTH_HEADER.sub(lambda m: m.group("keep") + REDACTED, value)  # idempotent: <redacted> stays
+    value = _AUTH_SCHEME.sub(lambda m: m.group("keep") + REDACTED, value)
+    return _TOKEN_SHAPES.sub(REDACTED, value)
 
 
 def redact_environ(env: Dict[str, str]) -> Dict[str, str]:
-    """Environment with credential-like values removed (names are kept)."""
-    out = {}
-    for name, value in env.items():
-        if is_secret_name(name):
-            out[name] = REDACTED
-        else:
-            # Proxy URLs and the like can carry user:password@.
-            out[name] = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + REDACTED + "@", value)
-    return out
+    """Environment with credentials removed: every name is kept, a credential's value never is."""
+    return {name: (REDACTED if is_secret_name(name) else redact_value(value, name)) for name, value in env.items()}
 
 
 class Scrubber:
