@@ -308,3 +308,20 @@ def test_envdoctor_snapshot_command_writes_no_secret(tmp_path):
         assert REDACTED in environ[name], name
     assert environ["CUDA_VISIBLE_DEVICES"] == "0,1"
     assert environ["HF_ENDPOINT"] == "https://x/?token=<redacted>&api_key=<redacted>"
+
+
+def test_url_credentials_are_removed_from_file_contents_too():
+    """Package metadata and tool configs carry credentials in URLs: a direct-URL requirement with a token,
+    a docker context reaching a build host over ssh. The snapshot holds files verbatim, so the scrubber
+    removes URL user information from every string, with or without --include-host."""
+    from envdoctor.host.privacy import Scrubber
+
+    metadata = ("Metadata-Version: 2.1\nName: mylib\nVersion: 1.0\n"
+                "Requires-Dist: helper @ git+https://ci-bot:TOKENabc123@github.com/acme/helper.git@v2\n")
+    meta_json = '{"Name":"build","Endpoints":{"docker":{"Host":"ssh://alice@build-01.corp.example"}}}'
+    doc = {"files": {"/venv/lib/python3.11/site-packages/mylib-1.0.dist-info/METADATA": {"text": metadata},
+                     "/home/alice/.docker/contexts/meta/x/meta.json": {"text": meta_json}}}
+    for include_host in (False, True):
+        out = json.dumps(Scrubber(include_host=include_host)(doc))
+        assert "TOKENabc123" not in out and "ci-bot" not in out and "alice@" not in out
+        assert "github.com/acme/helper.git@v2" in out and "build-01.corp.example" in out

@@ -22,6 +22,9 @@
   The variables the probes read (``PATH``, ``LD_LIBRARY_PATH``, ``CUDA_HOME``,
   ``CONDA_PREFIX``...) match none of these rules, so replaying a snapshot still
   gives the report of the live run.
+
+  URL credentials are also removed from every other string a snapshot or report holds (file
+  contents, command output), since package metadata and tool configs carry them too.
 * Host identity (unless ``--include-host``): the home directory becomes ``~``,
   the user name ``<user>`` and the host name ``<hostname>`` wherever they occur.
 * GPU identity (with ``--redact-ids``): GPU/MIG UUIDs and board serials become
@@ -208,6 +211,10 @@ class Scrubber:
                    include_host=include_host, redact_ids=redact_ids)
 
     def text(self, s: str) -> str:
+        # Credentials in URLs, in any string (always, like the environment's): a docker context's
+        # ssh://user@host, a METADATA line `Requires-Dist: pkg @ git+https://user:TOKEN@github.com/...`.
+        if "@" in s and "://" in s:
+            s = _redact_urls(s)
         for rx, repl in self._rules:
             s = rx.sub(repl, s)
         if self.redact_ids:
