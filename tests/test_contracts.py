@@ -255,3 +255,25 @@ def test_hung_programs_end_as_timed_out_facts_within_the_time_limit(tmp_path):
         (facts["container.docker"]["value"] or {}).get("error") == "timed_out"
     # Interpreter start-up and the probes' own work come on top of the 2 s limit.
     assert elapsed < 2 + 2.5, elapsed
+
+
+def test_planning_does_not_wait_for_programs_it_does_not_need(tmp_path):
+    """`install --dry-run` and `advise` read the driver, GPUs, OS and interpreter only: a hung docker
+    (found by the peer comparison: 10 s per dry-run) is never asked, and --list names this machine."""
+    import time
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("docker", "podman", "gcc"):
+        prog = bindir / name
+        prog.write_text("#!/bin/sh\nsleep 60\n")
+        prog.chmod(0o755)
+    env = dict(os.environ, PATH=str(bindir) + ":" + os.environ.get("PATH", ""))
+    for args in (["install", "cuda", "--version", "12.4", "--os", "ubuntu22.04", "--dry-run"],
+                 ["install", "pytorch", "--version", "2.4", "--dry-run"], ["advise"]):
+        start = time.monotonic()
+        r = _run_cli(args, env=env, timeout=60)
+        assert r.returncode == 0, (args, r.stderr)
+        assert time.monotonic() - start < 5, args
+    r = _run_cli(["install", "--list", "--os", "rhel9"])
+    assert r.returncode == 0 and "default on rhel9" in r.stdout

@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output, timeout_option
+from .common import echo_output, planning_facts, timeout_option
 
 #: How many passed-over releases the text output lists per framework (JSON has them all).
 SHOWN_PASSED_OVER = 4
@@ -62,11 +62,11 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     given["cc"], given["gpu"] = cc_value, gpu_name
 
     if snapshot_path is not None:
-        target = logic.target_from_facts(_facts_of_snapshot(snapshot_path, timeout))
+        target = logic.target_from_facts(planning_facts(snapshot_path, timeout))
     elif driver and cc_value:
         target = logic.Target()
     else:
-        target = logic.target_from_facts(_facts_of_this_machine(timeout))
+        target = logic.target_from_facts(planning_facts(None, timeout))
     if cc_value and not gpu_name:
         given["gpu"] = ""  # the machine's GPU name no longer describes the capability asked about
     target = target.merged(**given)
@@ -79,23 +79,6 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         from ..render.style import printable
 
         echo_output(printable(render_text(answer)))  # GPU names and versions can come from a snapshot
-
-
-def _facts_of_snapshot(path: str, timeout: float) -> Any:
-    from ..facts import Facts
-    from ..probes import run_probes
-    from .common import open_snapshot
-
-    return Facts(f for r in run_probes(open_snapshot(path, timeout)) for f in r.facts)
-
-
-def _facts_of_this_machine(timeout: float) -> Any:
-    from ..facts import Facts
-    from ..probes import run_probes
-    from .common import live_host
-
-    host, deadline = live_host(timeout, None)
-    return Facts(f for r in run_probes(host, deadline=deadline) for f in r.facts)
 
 
 def _value(target: Any, name: str, shown: Optional[str]) -> str:

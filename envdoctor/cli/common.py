@@ -11,7 +11,11 @@ from ..host.live import live_host
 from ..host.privacy import scrubber_for
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
-           "echo_output"]
+           "echo_output", "planning_facts", "PLANNING_PROBES"]
+
+#: The probes whose facts `advise` and the install recipes read (driver, GPUs, OS, interpreter): a
+#: plan need not wait for Docker, compilers or every framework, nor for one of them that hangs.
+PLANNING_PROBES = ("os", "driver", "gpu", "python")
 
 
 def timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -81,3 +85,26 @@ def open_snapshot(path: str, timeout: float) -> Any:
         return SnapshotHost(load_snapshot(path, timeout=max(timeout, 1.0)), path)
     except SnapshotError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
+
+
+def planning_facts(snapshot: Optional[str], timeout: float) -> Any:
+    """The facts a plan or an answer is made from (:data:`PLANNING_PROBES`), of a snapshot or this machine."""
+    from ..facts import Facts
+    from ..probes import run_probes
+
+    if snapshot is not None:
+        return Facts(f for r in run_probes(open_snapshot(snapshot, timeout), only=PLANNING_PROBES) for f in r.facts)
+    host, deadline = live_host(timeout, None)
+    return Facts(f for r in run_probes(host, deadline=deadline, only=PLANNING_PROBES) for f in r.facts)
+
+
+def env_timeout() -> float:
+    """``ENVDOCTOR_TIMEOUT`` (what ``diagnose --timeout`` defaults to), for commands whose own --timeout
+    means something else; the default when unset or not a number in 0.1..3600."""
+    import os
+
+    try:
+        value = float(os.environ.get("ENVDOCTOR_TIMEOUT", ""))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if 0.1 <= value <= 3600 else DEFAULT_TIMEOUT

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
+from .common import env_timeout, planning_facts
 
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
@@ -36,35 +37,33 @@ def _default_platform() -> str:
     return LiveHost().uname().get("machine", "")
 
 
-def _machine_facts(snapshot: Optional[str], timeout: float) -> Any:
-    """This machine's facts (or a snapshot's): what the recipes pre-check against."""
-    from ..facts import Facts
-    from ..probes import run_probes
-
-    if snapshot:
-        from .common import open_snapshot
-
-        host: Any = open_snapshot(snapshot, timeout)
-        deadline = None
-    else:
-        from .common import live_host
-
-        host, deadline = live_host(timeout, None)
-    facts = Facts()
-    for res in run_probes(host, deadline=deadline):
-        for f in res.facts:
-            facts.add(f)
-    return facts
+def _machine_facts(snapshot: Optional[str]) -> Any:
+    """This machine's facts (or a snapshot's): what the recipes pre-check against. Probing is bounded by
+    ENVDOCTOR_TIMEOUT, as diagnose is (this command's --timeout is the download time-out)."""
+    return planning_facts(snapshot, env_timeout())
 
 
-def list_text() -> str:
-    """``envdoctor install --list``: components, their methods (default first) and target systems."""
+def list_text(os_name: Optional[str] = None) -> str:
+    """``envdoctor install --list``: components, their methods (the default for the target marked) and
+    target systems. The target is ``--os``, else this machine when it is one, else ubuntu22.04."""
     import importlib
 
-    from recipes import RECIPES, SUPPORTED_TARGETS, parse_target
+    from recipes import RECIPES, SUPPORTED_TARGETS, RecipeError, parse_target, target_from_facts
 
-    lines = ["Components (methods; * marks the default on ubuntu22.04):"]
-    probe = parse_target("ubuntu22.04")
+    if os_name:
+        probe, which = parse_target(os_name), os_name
+    else:
+        from ..facts import Facts
+        from ..host.live import LiveHost
+        from ..probes import run_probes
+
+        try:
+            probe = target_from_facts(Facts(f for r in run_probes(LiveHost(timeout=env_timeout()), only=("os",))
+                                            for f in r.facts))
+            which = "this machine, %s%s" % (probe.os_id, probe.version)
+        except RecipeError:
+            probe, which = parse_target("ubuntu22.04"), "ubuntu22.04 (this machine is not a target; see --os)"
+    lines = ["Components (methods; * marks the default on %s):" % which]
     for name in sorted(RECIPES):
         try:
             mod = importlib.import_module(RECIPES[name])
@@ -153,7 +152,12 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     root needed.
     """
     if list_:
-        click.echo(list_text(), nl=False)
+        from recipes import RecipeError
+
+        try:
+            click.echo(list_text(os_name), nl=False)
+        except RecipeError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
         return
     if not component:
         raise fail("name a COMPONENT (see envdoctor install --list)", EXIT_USAGE)
@@ -322,9 +326,9 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
     try:
         if os_name:
             target = parse_target(os_name)
-            facts = _machine_facts(snapshot, timeout) if snapshot else Facts()
+            facts = _machine_facts(snapshot) if snapshot is not None else Facts()
         else:
-            facts = _machine_facts(snapshot, timeout)
+            facts = _machine_facts(snapshot)
             target = target_from_facts(facts)
         request = Request(component=component, version=version.strip() if version else None, method=method,
                           prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe,
