@@ -30,6 +30,8 @@ COMMANDS: Dict[str, tuple] = {
     "install": ("envdoctor.cli.install", "install",
                 "Print or run the steps that install a component (CUDA, cuDNN...)."),
     "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
+    "fleet": ("envdoctor.cli.fleet", "fleet", "Compare many nodes' reports or snapshots: what differs, what is "
+              "wrong where."),
 }
 
 EPILOG = """\b
@@ -42,6 +44,7 @@ Examples:
   envdoctor diagnose --format json > report.json
   envdoctor snapshot -o node17.json --redact-ids
   envdoctor diagnose --snapshot node17.json -v
+  envdoctor fleet reports/ --baseline reports/node01.json
   envdoctor advise --driver 535.104.05 --gpu "RTX 4090"
   envdoctor matrix torch 2.4
   envdoctor install cuda --version 12.4.1 --method redist --prefix ~/cuda-12.4 --dry-run

@@ -137,7 +137,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _schema: Optional[Dict[str, Any]] = None
 
 
-def _read_bytes(path: str, timeout: float) -> bytes:
+def _read_bytes(path: str, timeout: float, noun: str = "snapshot") -> bytes:
     """The file's bytes, at most MAX_SNAPSHOT_BYTES + 1, never blocking on a FIFO or device for longer
     than ``timeout`` (a FIFO nobody writes to reads as empty instead of hanging)."""
     import os
@@ -155,7 +155,7 @@ def _read_bytes(path: str, timeout: float) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise SnapshotError("cannot read snapshot %s: it is a directory" % path)
+            raise SnapshotError("cannot read %s %s: it is a directory" % (noun, path))
         regular = stat.S_ISREG(mode)
         deadline = time.monotonic() + timeout
         chunks: List[bytes] = []
@@ -164,8 +164,8 @@ def _read_bytes(path: str, timeout: float) -> bytes:
             if not regular:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([fd], [], [], left)[0]:
-                    raise SnapshotError("cannot read snapshot %s: %s within %gs" % (
-                        path, "the rest did not arrive" if chunks else "nothing arrived", timeout))
+                    raise SnapshotError("cannot read %s %s: %s within %gs" % (
+                        noun, path, "the rest did not arrive" if chunks else "nothing arrived", timeout))
             try:
                 chunk = os.read(fd, 1 << 20)
             except BlockingIOError:
@@ -173,7 +173,7 @@ def _read_bytes(path: str, timeout: float) -> bytes:
             if not chunk:
                 break
             if not chunks:
-                _check_start(chunk, path)
+                _check_start(chunk, path, noun)
             chunks.append(chunk)
             total += len(chunk)
         return b"".join(chunks)
@@ -181,7 +181,7 @@ def _read_bytes(path: str, timeout: float) -> bytes:
         os.close(fd)
 
 
-def _check_start(head: bytes, path: str) -> None:
+def _check_start(head: bytes, path: str, noun: str = "snapshot") -> None:
     """Fail at the first read, not after 64 MiB, when the file cannot be a snapshot (``/dev/zero``)."""
     text = head.lstrip(b" \t\r\n")
     if text.startswith(b"\xef\xbb\xbf"):
@@ -189,8 +189,8 @@ def _check_start(head: bytes, path: str) -> None:
     if not text or text.startswith((b"{", _GZIP_MAGIC)):
         return
     if text[:1] in b'["-0123456789tfn':  # JSON, but not an object
-        raise SnapshotError("%s is not a valid envdoctor snapshot: the document must be a JSON object, and this "
-                            "file starts with %r" % (path, text[:16]))
+        raise SnapshotError("%s is not a valid envdoctor %s: the document must be a JSON object, and this "
+                            "file starts with %r" % (path, noun, text[:16]))
     raise SnapshotError("%s is not valid JSON (nor gzip): it starts with %r" % (path, text[:16]))
 
 
@@ -214,32 +214,43 @@ def _no_constant(name: str) -> Any:
     raise ValueError("%s is not JSON (envdoctor never writes it)" % name)
 
 
-def load_snapshot(path: str, timeout: float = READ_TIMEOUT) -> Dict[str, Any]:
-    """Read and validate a snapshot file (``-``: standard input; gzip accepted); raise
-    :class:`SnapshotError` with a reason a user can act on, never another exception."""
+def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapshot") -> Dict[str, Any]:
+    """The JSON object in ``path`` (``-``: standard input; gzip accepted), read with every guard a file
+    from another machine needs (size, pipes that stall, devices, nesting, NaN); :class:`SnapshotError`
+    with a reason a user can act on, never another exception."""
     if not path:
-        raise SnapshotError("no snapshot file named (an empty path)")
+        raise SnapshotError("no %s file named (an empty path)" % noun)
     try:
-        raw = _read_bytes(path, timeout)
+        raw = _read_bytes(path, timeout, noun)
     except OSError as exc:
-        raise SnapshotError("cannot read snapshot %s: %s" % (path, exc.strerror or exc)) from None
+        raise SnapshotError("cannot read %s %s: %s" % (noun, path, exc.strerror or exc)) from None
     if len(raw) > MAX_SNAPSHOT_BYTES:
         raise SnapshotError("%s is larger than %d MiB; envdoctor writes snapshots of about 1 MB" % (
             path, MAX_SNAPSHOT_BYTES >> 20))
     if raw.startswith(_GZIP_MAGIC):
         raw = _gunzip(raw, path)
-        _check_start(raw[:64], path)
+        _check_start(raw[:64], path, noun)
     if not raw.strip():
-        raise SnapshotError("%s is empty, not a snapshot" % path)
+        raise SnapshotError("%s is empty, not a %s" % (path, noun))
     try:
         doc = json.loads(raw.decode("utf-8-sig"), parse_constant=_no_constant)
     except UnicodeDecodeError:
-        raise SnapshotError("%s is not a snapshot: not UTF-8 text" % path) from None
+        raise SnapshotError("%s is not a %s: not UTF-8 text" % (path, noun)) from None
     except RecursionError:
-        raise SnapshotError("%s is not a snapshot: its JSON is nested far deeper than any snapshot" % path) from None
+        raise SnapshotError("%s is not a %s: its JSON is nested far deeper than any %s" % (
+            path, noun, noun)) from None
     except ValueError as exc:
         hint = " (the file looks truncated)" if "Expecting" in str(exc) and raw.rstrip()[-1:] not in (b"}",) else ""
         raise SnapshotError("%s is not valid JSON%s: %s" % (path, hint, exc)) from None
+    if not isinstance(doc, dict):
+        raise SnapshotError("%s is not a valid envdoctor %s: the document must be a JSON object" % (path, noun))
+    return doc
+
+
+def load_snapshot(path: str, timeout: float = READ_TIMEOUT) -> Dict[str, Any]:
+    """Read and validate a snapshot file (``-``: standard input; gzip accepted); raise
+    :class:`SnapshotError` with a reason a user can act on, never another exception."""
+    doc = read_document(path, timeout)
     validate_document(doc, path)
     return doc
 
