@@ -121,6 +121,13 @@ DOCS = (
             "Matters only when building CUDA extensions: torch.utils.cpp_extension refuses a different CUDA "
             "major and warns on a different minor. Running PyTorch itself does not use the toolkit.",
             CPP_EXTENSION),
+    CodeDoc("cuda.extension_home_not_a_toolkit", "warning",
+            "The CUDA_HOME that building a PyTorch CUDA extension would use holds no CUDA toolkit.",
+            "cuda.extension_home, framework.torch, cuda.toolkits",
+            "Building flash-attn, apex, DeepSpeed ops or xformers from source fails ('cuda_runtime.h: No such "
+            "file or directory', or no nvcc): torch.utils.cpp_extension takes CUDA_HOME/CUDA_PATH, else the "
+            "directory above the nvcc on PATH, which for a wrapper like /usr/local/bin/nvcc is /usr/local.",
+            CPP_EXTENSION),
     CodeDoc("compiler.gcc_too_new_for_cuda", "error",
             "The host GCC is newer than the active CUDA toolkit's nvcc accepts.",
             "compiler.gcc, compiler.gcc_versions, the active toolkit",
@@ -436,6 +443,7 @@ def compat(ctx: CheckContext) -> Iterable[Finding]:
     out.extend(_cpu_builds(facts))
     out.extend(_toolkits_disagree(facts))
     out.extend(_toolkit_vs_framework(facts))
+    out.extend(_extension_home(facts))
     out.extend(_host_compiler_and_os(facts))
     return out
 
@@ -776,8 +784,58 @@ def _toolkits_disagree(facts: Facts) -> List[Finding]:
                           "sudo ln -sfn /usr/local/cuda-%s /usr/local/cuda" % _mm_str(_mm(chosen[1]) or (0, 0))]))]
 
 
+def _extension_toolkit(facts: Facts) -> Optional[Tuple[str, str, Fact]]:
+    """The toolkit torch.utils.cpp_extension builds with (its CUDA_HOME, when that is a known toolkit),
+    else the active one: (version, how it is chosen, fact)."""
+    home = facts.get("cuda.extension_home")
+    if home is not None and home.known and isinstance(home.value, dict) and home.value.get("version"):
+        how = "CUDA_HOME %s, from %s" % (home.value.get("path"), home.value.get("how"))
+        return str(home.value["version"]), how, home
+    return active_toolkit(facts)
+
+
+def _extension_home(facts: Facts) -> List[Finding]:
+    home = facts.get("cuda.extension_home")
+    torch = facts.mapping("framework.torch")
+    if home is None or not home.known or not isinstance(home.value, dict) or torch.get("build") != "cuda":
+        return []
+    h = home.value
+    missing = [what for what, ok_ in (("include/cuda_runtime.h", h.get("headers")), ("bin/nvcc", h.get("nvcc")))
+               if ok_ is False]
+    if not missing:
+        return []
+    want = _mm(torch.get("cuda"))
+    toolkits = [t for t in facts.items("cuda.toolkits") if isinstance(t, dict) and t.get("nvcc") and t.get("path")
+                and t.get("kind") != "conda"]
+    fitting = [t for t in toolkits if want is not None and _mm(t.get("version")) == want]
+    same_major = [t for t in toolkits if want is not None and (_mm(t.get("version")) or (None,))[0] == want[0]]
+    candidates = fitting or same_major
+    best: Optional[Dict[str, Any]] = candidates[0] if candidates else None
+    cmds = ["export CUDA_HOME=%s" % best["path"]] if best else []
+    install = None
+    if best is None and want is not None and want[1] is not None:
+        ga = (hw.cuda_release(_mm_str(want)) or {}).get("ga", _mm_str(want))
+        install = "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (ga, _mm_str(want))
+        cmds = ["export CUDA_HOME=~/cuda-%s" % _mm_str(want)]
+    return [Finding(
+        code="cuda.extension_home_not_a_toolkit", severity="warning", components=["cuda", "torch"],
+        title="Building torch %s CUDA extensions would use CUDA_HOME=%s (from %s), which has no %s" % (
+            torch.get("version"), h.get("path"), h.get("how"), " and no ".join(missing)),
+        detail="torch.utils.cpp_extension (and the setup.py of flash-attn, apex, DeepSpeed, xformers) takes "
+               "CUDA_HOME, else CUDA_PATH, else the directory above the nvcc on PATH, else /usr/local/cuda. "
+               "Here that is not a toolkit, so compiling fails with 'cuda_runtime.h: No such file or directory' "
+               "or cannot find nvcc. Running torch itself is unaffected.",
+        evidence=_ev(home, facts.get("framework.torch"), facts.get("cuda.nvcc")),
+        source=_source("torch.utils.cpp_extension._find_cuda_home: CUDA_HOME, CUDA_PATH, "
+                       "dirname(dirname(which nvcc)), /usr/local/cuda (torch 2.13.0)", url=CPP_EXTENSION),
+        fix=Fix(text=("Point CUDA_HOME at a toolkit with CUDA %s, the CUDA torch was built with, before building."
+                      % (_mm_str(want) if want else torch.get("cuda"))) + (
+                          "" if best or install else " No such toolkit was found."),
+                commands=cmds, install=install))]
+
+
 def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
-    active = active_toolkit(facts)
+    active = _extension_toolkit(facts)
     torch = facts.get("framework.torch")
     if active is None or torch is None or not torch.known or not isinstance(torch.value, dict):
         return []

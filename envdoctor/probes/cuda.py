@@ -365,6 +365,33 @@ def _toolkit_root(host: Host, path: str) -> str:
     return posixpath.normpath(host.resolve(path))
 
 
+#: torch.utils.cpp_extension._find_cuda_home (read in torch 2.13.0's wheel; the same since torch 1.5):
+#: CUDA_HOME or CUDA_PATH; else dirname(dirname(`which nvcc`)), the path as found, not resolved;
+#: else /usr/local/cuda if it exists. flash-attn, apex, DeepSpeed and xformers build through it.
+CPP_EXTENSION_HOME_RULE = "torch.utils.cpp_extension._find_cuda_home"
+
+
+def _extension_home(host: Host, home_vars: List[Tuple[str, str]], nvcc: Fact,
+                    seen: Dict[str, Dict[str, Any]]) -> Fact:
+    """cuda.extension_home: the CUDA_HOME that building a CUDA extension of PyTorch would use, and whether
+    it is a toolkit (headers to compile against, an nvcc to compile with)."""
+    label = "CUDA_HOME for torch extensions"
+    if home_vars:
+        path, how = home_vars[0][1], home_vars[0][0]
+    elif nvcc.known and isinstance(nvcc.value, dict) and nvcc.value.get("path"):
+        path, how = posixpath.dirname(posixpath.dirname(nvcc.value["path"])), "nvcc on PATH (%s)" % nvcc.value["path"]
+    elif nvcc.status == "ok" and host.exists("/usr/local/cuda"):
+        path, how = "/usr/local/cuda", "/usr/local/cuda exists"
+    elif nvcc.status == "ok":
+        return ok("cuda.extension_home", None, "derived", label)
+    else:  # nvcc on PATH hung or failed: which one torch would pick is still known, whether it works is not
+        return unknown("cuda.extension_home", "nvcc on PATH did not answer (%s)" % nvcc.reason, "derived", label)
+    tk = seen.get(_toolkit_root(host, path))
+    value = {"path": path, "how": how, "headers": host.exists(posixpath.join(path, "include", "cuda_runtime.h")),
+             "nvcc": host.exists(posixpath.join(path, "bin", "nvcc")), "version": tk["version"] if tk else None}
+    return ok("cuda.extension_home", value, "derived:" + CPP_EXTENSION_HOME_RULE, label)
+
+
 @register("cuda", "CUDA toolkits", order=50)
 def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
@@ -438,6 +465,7 @@ def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
                 tk = same[0]
                 nvcc.value["toolkit_by"] = "release match"
         nvcc.value["toolkit"] = tk["path"] if tk else None
+    facts.append(_extension_home(host, home_vars, nvcc, seen))
 
     # distro packages
     pkgs = _packages(host)
