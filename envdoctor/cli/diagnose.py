@@ -15,11 +15,13 @@ Examples:
   envdoctor diagnose                      # this machine, human report
   envdoctor diagnose -v                   # with each fact's evidence and probe timings
   envdoctor diagnose --format json        # for scripts and fleets
+  envdoctor diagnose --format markdown    # to paste into a GitHub/GitLab issue
   envdoctor diagnose --snapshot node.json # replay a captured machine
 \b
 Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, bad option).""")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              envvar="ENVDOCTOR_FORMAT", help="Output format. [env: ENVDOCTOR_FORMAT]")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
+              envvar="ENVDOCTOR_FORMAT", help="Output format: text, json, or markdown (to paste into an issue). "
+                                              "[env: ENVDOCTOR_FORMAT]")
 @click.option("-v", "--verbose", is_flag=True, help="Show where each fact came from, and probe timings.")
 @click.option("--snapshot", "snapshot_path", metavar="FILE",
               help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine.")
@@ -57,6 +59,10 @@ def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optio
         from ..render.json_out import dumps
 
         echo_output(dumps(report.to_dict()))
+    elif fmt == "markdown":
+        from ..render.markdown import render as render_markdown
+
+        echo_output(render_markdown(report))
     else:
         from ..render.style import Style
         from ..render.text import render
