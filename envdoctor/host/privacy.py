@@ -44,10 +44,25 @@ if TYPE_CHECKING:
 
 REDACTED = "<redacted>"
 
+
+class _Lazy:
+    """A regular expression compiled on first use: a live ``diagnose`` never redacts an environment (only
+    snapshots do), and compiling these at import cost every run about 2 ms."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._args = (pattern, flags)
+        self._rx: Optional[re.Pattern[str]] = None
+
+    def __getattr__(self, name: str) -> Any:  # search, sub, finditer... of the compiled pattern
+        if self._rx is None:
+            self._rx = re.compile(*self._args)
+        return getattr(self._rx, name)
+
+
 #: Names of variables that hold credentials (matched case-insensitively, anywhere in the name
 #: unless anchored).  Over-matching costs a harmless ``<redacted>``; no variable a probe reads
 #: (``PATH``, ``LD_LIBRARY_PATH``, ``CUDA_HOME``, ``CONDA_PREFIX``, ``NVCC_*``...) matches.
-SECRET_NAME = re.compile(
+SECRET_NAME = _Lazy(
     r"TOKEN|SECRET|PASS|PWD$|(^|_)PW$|CRED|PRIVATE|KEY|AUTH|JWT|COOKIE|SESSION|WEBHOOK|SIGNATURE"
     r"|CONN(ECTION)?_?STR|DSN$|_PAT$",
     re.IGNORECASE,
@@ -56,26 +71,26 @@ SECRET_NAME = re.compile(
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 #: Query-parameter and ``name=value`` names that hold credentials, beyond :data:`SECRET_NAME`
 #: (``sig`` for Azure SAS, ``X-Amz-Signature``/``X-Amz-Credential`` for S3 presigned URLs).
-_SECRET_PARAM = re.compile(r"SIG|^CODE$", re.IGNORECASE)
+_SECRET_PARAM = _Lazy(r"SIG|^CODE$", re.IGNORECASE)
 #: Variables that may hold a scheme-less ``user:password@host`` (curl reads ``http_proxy=u:p@proxy:3128``).
-_ADDRESS_NAME = re.compile(r"PROXY|_URLS?$|_URIS?$|_ENDPOINTS?$|_HOSTS?$|_ADDR(ESS)?$|_SERVERS?$|_REMOTE$",
+_ADDRESS_NAME = _Lazy(r"PROXY|_URLS?$|_URIS?$|_ENDPOINTS?$|_HOSTS?$|_ADDR(ESS)?$|_SERVERS?$|_REMOTE$",
                            re.IGNORECASE)
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _WHITESPACE = re.compile(r"\s")
 #: ``name=value`` after the start, a space or a URL/connection-string separator: ``?token=...&``,
 #: ``;Password=...;``, ``--api-key=...``.
-_PARAM = re.compile(r"(?P<lead>^|[?&;,\s])(?P<name>[A-Za-z0-9_.\[\]-]+)=(?P<value>[^&;,\s#]*)")
+_PARAM = _Lazy(r"(?P<lead>^|[?&;,\s])(?P<name>[A-Za-z0-9_.\[\]-]+)=(?P<value>[^&;,\s#]*)")
 #: ``--password VALUE`` (a flag, a space, a value that is not another flag).
-_FLAG = re.compile(r"(?P<lead>(?<![\w-])--?)(?P<name>[A-Za-z][A-Za-z0-9_.-]*)(?P<space>\s+)(?P<value>[^\s-]\S*)")
+_FLAG = _Lazy(r"(?P<lead>(?<![\w-])--?)(?P<name>[A-Za-z][A-Za-z0-9_.-]*)(?P<space>\s+)(?P<value>[^\s-]\S*)")
 #: HTTP authorization: ``Bearer ...``, ``Basic ...``, ``Authorization: token ...``.
-_AUTH_SCHEME = re.compile(r"(?i)(?P<keep>\b(?:bearer|basic|digest)\s+)(?P<value>[A-Za-z0-9._~+/=-]{6,})")
-_AUTH_HEADER = re.compile(r"(?i)(?P<keep>\b(?:authorization|proxy-authorization|x-api-key|api-key|private-token"
+_AUTH_SCHEME = _Lazy(r"(?i)(?P<keep>\b(?:bearer|basic|digest)\s+)(?P<value>[A-Za-z0-9._~+/=-]{6,})")
+_AUTH_HEADER = _Lazy(r"(?i)(?P<keep>\b(?:authorization|proxy-authorization|x-api-key|api-key|private-token"
                           r"|x-auth-token)\s*:\s*(?:(?:bearer|basic|digest|token)\s+)?)(?P<value>\S+)")
-_PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY"
+_PRIVATE_KEY_BLOCK = _Lazy(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY"
                                 r"( BLOCK)?-----|\Z)", re.DOTALL)
 #: Well-known token formats, recognised whatever the variable is called.
-_TOKEN_SHAPES = re.compile(
+_TOKEN_SHAPES = _Lazy(
     r"(?<![A-Za-z0-9_])(?:"
     r"gh[pousr]_[A-Za-z0-9]{30,}"                # GitHub classic tokens
     r"|github_pat_[A-Za-z0-9_]{30,}"             # GitHub fine-grained tokens
