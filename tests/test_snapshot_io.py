@@ -115,6 +115,11 @@ def test_an_oversized_or_bomb_snapshot_is_refused(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("text,needle", [
+    ("[1, 2, 3]", "must be a JSON object"),
+    ('{"schema_version": "1"}', "schema_version"),
+    ('{"schema_version": 1, "files": {"/etc/os-release": {"size": 3}}}', "files['/etc/os-release']"),
+    ('{"schema_version": 1, "commands": [{"argv": []}]}', "commands[0]"),
+    ("\x00\x01garbage", "not valid JSON"),
     ('{"schema_version": 1, "nvml": {"duration": NaN, "error": "x"}}', "NaN is not JSON"),
     ('{"schema_version": -1}', "schema_version must be at least 1"),
     ('{"schema_version": 1, "commands": [{"argv": ["nvcc"], "duration": "abc"}]}',
