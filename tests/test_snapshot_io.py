@@ -305,3 +305,15 @@ def test_escape_sequences_in_a_snapshot_cannot_steer_the_terminal(tmp_path):
             assert raw not in out, (args, raw)
     r, _ = _cli(["advise", "--snapshot", str(snap)])
     assert "\x1b]" not in r.stdout.decode("utf-8")
+
+
+def test_reading_stdin_leaves_its_blocking_mode_alone():
+    """O_NONBLOCK is shared with whoever else holds standard input (the user's shell, at a terminal)."""
+    r, w = os.pipe()
+    os.write(w, open(MACHINE, "rb").read())
+    os.close(w)
+    p = subprocess.run([sys.executable, "-c", "import os, sys; from envdoctor.host.snapshot import load_snapshot; "
+                        "load_snapshot('-'); print(os.get_blocking(0))"], stdin=r, capture_output=True, text=True,
+                       timeout=60)
+    os.close(r)
+    assert p.stdout.strip() == "True", p.stderr

@@ -148,8 +148,10 @@ def _read_bytes(path: str, timeout: float, noun: str = "snapshot") -> bytes:
     if path == "-":
         import sys
 
+        # Not made non-blocking: O_NONBLOCK belongs to the open file description, which standard
+        # input shares with the shell (a terminal left non-blocking breaks it). select() before each
+        # read is enough to keep the time limit.
         fd = os.dup(sys.stdin.fileno())
-        os.set_blocking(fd, False)
     else:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
