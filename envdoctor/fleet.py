@@ -95,11 +95,25 @@ def expand(paths: Sequence[str]) -> List[str]:
     return out
 
 
+def _list(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []
+
+
 def load_node(path: str, timeout: float, name: Optional[str] = None) -> Node:
     """One node from a report or a snapshot file; never raises for the file's sake."""
+    node = Node(name or node_name(path), path)
+    try:
+        return _load(node, timeout)
+    except Exception as exc:  # noqa: BLE001 - one strange file must not end a fleet's comparison
+        node.unreadable = "%s could not be used: %s: %s (a bug in envdoctor; please report it)" % (
+            path, type(exc).__name__, exc)
+        return node
+
+
+def _load(node: Node, timeout: float) -> Node:
     from .host.snapshot import SnapshotError, SnapshotHost, read_document, validate_document
 
-    node = Node(name or node_name(path), path)
+    path = node.path
     try:
         doc = read_document(path, timeout, noun="report or snapshot")
         if isinstance(doc.get("probes"), list):
@@ -117,12 +131,12 @@ def load_node(path: str, timeout: float, name: Optional[str] = None) -> Node:
         return node
     version = doc.get("envdoctor_version")
     node.envdoctor_version = version if isinstance(version, str) else ""
-    for probe in doc.get("probes") or []:
-        for fact in (probe.get("facts") or []) if isinstance(probe, dict) else []:
+    for probe in _list(doc.get("probes")):
+        for fact in _list(probe.get("facts")) if isinstance(probe, dict) else []:
             if isinstance(fact, dict) and isinstance(fact.get("key"), str):
                 node.facts[fact["key"]] = fact
-    node.findings = [f for f in doc.get("findings") or [] if isinstance(f, dict) and isinstance(f.get("code"), str)
-                     and f.get("severity") in SEVERITIES]
+    node.findings = [f for f in _list(doc.get("findings")) if isinstance(f, dict)
+                     and isinstance(f.get("code"), str) and f.get("severity") in SEVERITIES]
     if not node.facts and node.kind == "report":
         node.unreadable = "%s holds no facts: not an envdoctor report" % path
     return node
@@ -138,7 +152,10 @@ def _value(facts: Facts, key: str) -> Any:
 def _status(facts: Facts, key: str) -> Optional[str]:
     """None when the fact is absent, else its status (a report's unknown is worth showing as such)."""
     f = facts.get(key)
-    return f.get("status") if isinstance(f, dict) else None
+    if not isinstance(f, dict):
+        return None
+    status = f.get("status")
+    return status if isinstance(status, str) else "unknown"  # a damaged report's status is no status
 
 
 def _plain(facts: Facts, key: str, field_: Optional[str] = None, absent: str = "-") -> str:

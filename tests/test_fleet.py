@@ -141,3 +141,60 @@ def test_garbled_reports_do_not_crash_the_comparison(tmp_path):
     assert not node.unreadable and node.findings == []
     fleet = compare([node, load_node(machine_path(HEALTHY), 5)])
     assert fleet.exit_code == 0 and any(not f.uniform for f in fleet.facts)
+
+
+
+def _junk_strategy():
+    from hypothesis import strategies as st
+
+    return st.recursive(st.none() | st.booleans() | st.integers(-5, 10**6) | st.text(max_size=6),
+                        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(
+                            ["key", "value", "status", "facts", "code", "severity", "x"]), c, max_size=3),
+                        max_leaves=6)
+
+
+def _paths(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, path + (i,))
+
+
+_REPORTS = {name: _report(name) for name in (HEALTHY, "ubuntu2404-driver-mismatch", "debian12-nogpu")}
+
+
+def test_any_damage_to_a_report_leaves_the_fleet_comparable(tmp_path_factory):
+    """Found by the second audit: a report whose "findings" or a probe's "facts" was a number crashed
+    `fleet` with a traceback. Any value anywhere replaced by junk: the node loads (or is unreadable
+    with a reason) and the comparison renders."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from envdoctor.cli.fleet import render_text
+    from envdoctor.render.style import Style
+
+    tmp = tmp_path_factory.mktemp("garbled")
+    healthy = load_node(machine_path(HEALTHY), 5)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+    @given(name=st.sampled_from(sorted(_REPORTS)), data=st.data())
+    def run(name, data):
+        doc = json.loads(json.dumps(_REPORTS[name]))
+        for _ in range(data.draw(st.integers(1, 3))):
+            path = data.draw(st.sampled_from([p for p in _paths(doc) if p]))
+            parent = doc
+            for step in path[:-1]:
+                parent = parent[step]
+            parent[path[-1]] = data.draw(_junk_strategy())
+        f = tmp / "node.json"
+        f.write_text(json.dumps(doc))
+        node = load_node(str(f), 5)
+        assert "a bug in envdoctor" not in node.unreadable
+        fleet = compare([node, healthy])
+        render_text(fleet, Style(color=False))
+        json.dumps(fleet.to_dict("test", "now"))
+
+    run()
