@@ -131,14 +131,27 @@ def gpu_cc(name: str) -> Tuple[str, str]:
     return row["name"], row["cc"]
 
 
+#: Where the driver version is read from, best first: NVML; the kernel module when NVML cannot answer
+#: (a driver/library mismatch, no user-space driver); the user-space library's file name.
+DRIVER_KEYS = ("driver.version", "driver.kernel_module.version", "driver.userspace.version")
+
+
+def machine_driver(facts: Facts) -> Tuple[Optional[str], Optional[str]]:
+    """(driver version, the fact it came from) of the machine the facts describe, or (None, None).
+    advise and the install recipes both read it here, so they never disagree about the driver."""
+    for key in DRIVER_KEYS:
+        value = facts.value(key)
+        if isinstance(value, str) and matrix.parse_version(value) is not None:
+            return value, key
+    return None, None
+
+
 def target_from_facts(facts: Facts) -> Target:
     """The machine's driver, lowest GPU compute capability, OS, Python and platform from probe facts."""
     origin = {}  # type: Dict[str, str]
-    driver = None
-    for key in ("driver.version", "driver.kernel_module.version", "driver.userspace.version"):
-        if isinstance(facts.value(key), str):
-            driver, origin["driver"] = facts.value(key), key
-            break
+    driver, key = machine_driver(facts)
+    if key:
+        origin["driver"] = key
     cc = gpu = None
     count = facts.count("gpu.count", MAX_GPUS)
     for i in range(count or 0):
@@ -616,5 +629,6 @@ def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS) -> Advice:
                   frameworks=[choose(name, CANDIDATES[name](), t) for name in frameworks])
 
 
-__all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "gpu_cc", "gpu_present", "parse_cc",
+__all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "gpu_cc", "gpu_present",
+           "machine_driver", "parse_cc",
            "parse_driver", "parse_os", "parse_python", "target_from_facts"]

@@ -148,8 +148,11 @@ class DriverVersion(Version):
 
 
 def driver_version(facts: Any) -> Optional[Version]:
-    text = facts.value("driver.version") if facts is not None else None
-    if not isinstance(text, str) or _v(text) is None:
+    """The machine's driver, read as `advise` reads it (NVML, else the kernel module, else the library)."""
+    from envdoctor.advise import machine_driver
+
+    text = machine_driver(facts)[0] if facts is not None else None
+    if text is None or _v(text) is None:
         return None
     return DriverVersion(text.strip())
 

@@ -156,6 +156,9 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     if cpu is not None:
         return _cpu_plan(request, target, facts, row, cpu, opts)
     docker = request.method == "docker"
+    newest_note: List[str] = []
+    if not request.version and not request.with_driver and common.driver_version(facts) is not None:
+        row, newest_note = _newest_that_runs(row, facts, opts.get("cuda"), docker)
     try:
         # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
         var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=docker and "cuda" in opts)
@@ -174,7 +177,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     notes = ["torch {} {}: CUDA {}, GPU architectures sm {}..{}{}, cuDNN {} (matrix: {})".format(
         row["version"], var["tag"], var["cuda"], var["arch_list"][0], var["arch_list"][-1],
         " + PTX " + var["ptx"] if var.get("ptx") else "", var.get("cudnn") or "bundled", row["source"]["url"])]
-    notes += common.unverified_note([row], f"torch {row['version']}")
+    notes += newest_note + common.unverified_note([row], f"torch {row['version']}")
     if request.method == "conda" and opts.get("channel") == "conda-forge":
         p = _conda_forge(request, target, row, var, title, notes)
     else:
@@ -188,6 +191,24 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         p.steps = driver_steps + p.steps
         p.reboot_required = p.reboot_required or reboot
     return p
+
+
+def _newest_that_runs(newest: Dict[str, Any], facts: Any, want_cuda: Optional[str],
+                      docker: bool) -> Tuple[Dict[str, Any], List[str]]:
+    """No --version asked for: the newest release with a build for this machine's GPUs and driver (as
+    `advise` answers), with a note naming what newer releases need; the newest when none fits (its
+    refusal then says why)."""
+    for row in reversed(load("torch")):
+        try:
+            choose_variant(row, facts, want_cuda, docker=docker)
+        except RecipeError:
+            continue
+        if row["version"] == newest["version"]:
+            return row, []
+        return row, ["torch {} is the newest release this machine runs; torch {} has no build for its GPU and "
+                     "driver (envdoctor install driver, or --with-driver, for newer ones)".format(
+                         row["version"], newest["version"])]
+    return newest, []
 
 
 def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str, opts: Dict[str, str]) -> Plan:

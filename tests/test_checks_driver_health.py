@@ -383,3 +383,17 @@ def test_captured_machine(name):
         assert [f.severity for f in found] == ["info"]
     if name == "ubuntu2404-driver-mismatch":
         assert "580.173.02" in found[0].title and "580.178.04" in found[0].title
+
+
+def test_no_gpu_is_only_said_when_the_pci_bus_was_read():
+    """Found by the second audit: with no driver and nothing known of the PCI bus (the GPU facts said
+    "cannot tell whether an NVIDIA GPU is present"), gpu.none still said "No NVIDIA GPU"."""
+    from envdoctor.checks import CheckContext
+    from envdoctor.checks.driver_health import driver_health
+    from envdoctor.facts import Facts, ok, unknown
+
+    base = [ok("driver.installed", False, "test")]
+    quiet = Facts(base + [unknown("gpu.pci_devices", "cannot list /sys/bus/pci/devices (EACCES)", "test")])
+    assert "gpu.none" not in {f.code for f in driver_health(CheckContext(quiet, []))}
+    known = Facts(base + [ok("gpu.pci_devices", [], "test")])
+    assert "gpu.none" in {f.code for f in driver_health(CheckContext(known, []))}

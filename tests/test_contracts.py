@@ -200,13 +200,12 @@ def test_exit_code_is_1_when_errors_are_found(tmp_path, monkeypatch):
         yield Finding(code="test.always", severity="error", components=["driver"], title="test error")
 
     monkeypatch.setitem(checks._REGISTRY, "test-always", checks.CheckSpec("test-always", always_error, ()))
-    snap = tmp_path / "s.json"
-    snap.write_text(json.dumps({"schema_version": 1}))
-    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", str(snap), "--format", "json"])
+    snap = os.path.join(ROOT, "tests", "machines", "debian12-nogpu", "snapshot.json")  # no errors of its own
+    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", snap, "--format", "json"])
     assert r.exit_code == 1
     assert json.loads(r.output)["summary"]["error"] == 1
     monkeypatch.delitem(checks._REGISTRY, "test-always")
-    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", str(snap), "--format", "json"])
+    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", snap, "--format", "json"])
     assert r.exit_code == 0
 
 
@@ -261,3 +260,16 @@ def test_planning_does_not_wait_for_programs_it_does_not_need(tmp_path):
         assert time.monotonic() - start < 5, args
     r = _run_cli(["install", "--list", "--os", "rhel9"])
     assert r.returncode == 0 and "default on rhel9" in r.stdout
+
+
+def test_a_plan_for_another_machine_names_that_machines_interpreter():
+    """Found by the second audit: `install --snapshot` checked the snapshot's Python but wrote this machine's
+    venv path into the script; `--os` did the same."""
+    snap = os.path.join(ROOT, "tests", "machines", "conda-ubuntu2204-h100", "snapshot.json")
+    r = _run_cli(["install", "pytorch", "--dry-run", "--snapshot", snap])
+    assert r.returncode == 0, r.stderr
+    assert "\n/opt/conda/envs/feral/bin/python -m pip install" in r.stdout and sys.executable not in r.stdout
+    r = _run_cli(["install", "pytorch", "--dry-run", "--os", "ubuntu22.04"])
+    assert "\n/usr/bin/python3 -m pip install" in r.stdout and sys.executable not in r.stdout
+    r = _run_cli(["install", "pytorch", "--dry-run", "--os", "ubuntu22.04", "--python", "/opt/v/bin/python"])
+    assert "\n/opt/v/bin/python -m pip install" in r.stdout  # an explicit --python still wins

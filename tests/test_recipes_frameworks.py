@@ -114,13 +114,17 @@ def test_rtx_5090_blackwell_gets_cu128_or_newer_only():
     assert any("--version 2.7" in a for a in err.value.alternatives)
 
 
-def test_k80_is_refused_by_the_newest_torch_naming_the_last_release_with_sm_37():
+def test_k80_gets_the_last_torch_with_sm_37_and_asking_for_the_newest_is_refused_naming_it():
     facts = machine_facts("470.82.01", 11040, [[3, 7]], ["Tesla K80"])
     with pytest.raises(RecipeError) as err:
-        pytorch.plan(req("pytorch"), UBUNTU2204, facts)
+        pytorch.plan(req("pytorch", pytorch.versions()[-1]), UBUNTU2204, facts)
     assert "compute capability 3.7" in err.value.message
     assert "the last release with sm_37 is torch 2.7 (cu118)" in err.value.message
     assert err.value.alternatives == ["envdoctor install pytorch --version 2.7 --option cuda=11.8"]
+    # No --version: the newest release this machine runs, as advise answers, saying why not a newer one.
+    plan = pytorch.plan(req("pytorch"), UBUNTU2204, facts)
+    assert _pip_line(plan).endswith("torch==2.7.* --index-url https://download.pytorch.org/whl/cu118")
+    assert any(n.startswith("torch 2.7 is the newest release this machine runs") for n in plan.notes)
 
 
 def test_no_facts_plans_the_stable_default_for_another_os():
@@ -295,3 +299,22 @@ def test_planning_for_another_machine_keeps_the_cuda_build():
     """--os with no snapshot: nothing is known about that machine's GPU, so no CPU guess."""
     plan = pytorch.plan(req("pytorch", "2.4"), UBUNTU2204, Facts())
     assert "/whl/cu" in _pip_line(plan) and "/whl/cpu" not in _pip_line(plan)
+
+
+@pytest.mark.parametrize("machine", ["ubuntu2204-hostile-broken", "ubuntu2404-open-module-no-nvml",
+                                     "ubuntu2404-driver-mismatch", "centos7-a100-cuda115", "conda-ubuntu2204-h100",
+                                     "ubuntu2004-rtx3060-cuda118", "rocky8-4xa100-conda"])
+def test_install_and_advise_choose_the_same_torch_build(machine):
+    """Found by the second audit: with NVML unable to answer (hung, no user-space driver, a driver/library
+    mismatch) the recipes saw no driver and planned cu132, which those drivers cannot run, while advise read
+    the kernel module's version and said cu126. Both now read the driver the same way."""
+    from envdoctor.advise import advise, target_from_facts
+    from tests.conftest import load_machine
+
+    facts = Facts(f for r in run_probes(load_machine(machine)) for f in r.facts)
+    target = target_from_facts(facts)
+    torch = advise(target.merged(python="3.11"), ["torch"]).frameworks[0]  # the plans' --python is a 3.11 venv
+    plan = pytorch.plan(req("pytorch"), UBUNTU2204, facts)  # no --version: the newest that runs, as advise
+    line = " ".join(next(s.action.argv for s in plan.steps if s.id == "pip-install"))
+    assert torch.variant and line.endswith("torch==%s.* --index-url https://download.pytorch.org/whl/%s" % (
+        torch.release, torch.variant)), (line, torch.release, torch.variant)

@@ -140,6 +140,23 @@ def test_what_the_schema_rejects_is_refused_before_any_probe_runs(tmp_path, text
     assert needle in _refused(r)
 
 
+def test_a_report_a_fleet_comparison_or_an_empty_document_is_not_replayed_as_a_machine(tmp_path):
+    """Found by the second audit: a `diagnose --format json` report given as --snapshot replayed as an empty
+    machine ("No NVIDIA GPU... CPU-only frameworks are fine", exit 0) although the report was of an H100
+    with an error."""
+    report = tmp_path / "report.json"
+    r, _ = _cli(["diagnose", "--format", "json", "--snapshot", machine_path("rocky9-h100-old-torch")])
+    report.write_bytes(r.stdout)
+    fleet = tmp_path / "fleet.json"
+    fleet.write_text(json.dumps({"schema_version": 1, "nodes": [], "facts": [], "findings": [], "summary": {}}))
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"schema_version": 1}')
+    for path, needle in ((report, "is an envdoctor report"), (fleet, "fleet comparison"), (empty, "no evidence")):
+        for cmd in (["diagnose"], ["advise"]):
+            r, _ = _cli(cmd + ["--snapshot", str(path)])
+            assert needle in _refused(r), (cmd, path)
+
+
 def test_an_empty_snapshot_name_is_a_bad_argument_not_a_live_run():
     r, _ = _cli(["diagnose", "--snapshot", ""])
     assert "empty path" in _refused(r)
@@ -317,3 +334,30 @@ def test_reading_stdin_leaves_its_blocking_mode_alone():
                        timeout=60)
     os.close(r)
     assert p.stdout.strip() == "True", p.stderr
+
+
+def test_writing_into_a_device_a_fifo_or_through_a_link_leaves_them_what_they_are(tmp_path):
+    """Found by the second audit: `snapshot -o /dev/null` (as root) renamed a regular file over the device
+    node, and `-o link.json` replaced the link. A device or pipe is written into; a link is followed."""
+    dev = tmp_path / "null"
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own (needs root, as CI is)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = tmp_path / "received"
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=open(received, "wb"))
+    real = tmp_path / "real.json"
+    real.write_text("{}")
+    os.chmod(real, 0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to("real.json")
+    for target in (dev, fifo, link):
+        r, _ = _cli(["snapshot", "-o", str(target), "--timeout", "5"])
+        assert r.returncode == 0, r.stderr
+    reader.wait(timeout=30)
+    assert json.loads(received.read_text())["schema_version"] == snapmod.SCHEMA_VERSION  # the reader got it
+    assert stat.S_ISCHR(os.lstat(dev).st_mode) and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert os.path.islink(link) and json.loads(real.read_text())["schema_version"] == snapmod.SCHEMA_VERSION
+    assert stat.S_IMODE(os.stat(real).st_mode) == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "link.json", "null", "real.json", "received"]  # no temporary
+    r, _ = _cli(["snapshot", "-o", str(tmp_path), "--timeout", "5"])
+    assert "Is a directory" in _refused(r)

@@ -192,6 +192,10 @@ def _no_driver(facts: Facts) -> List[Finding]:
     if not gpus and facts.value("os.wsl") == "WSL2":
         # WSL2 shows no PCI GPU (it is paravirtualised); the Windows driver's libraries are simply absent.
         return [_wsl_libcuda_missing(facts, "warning")]
+    pci_known = isinstance(facts.value("gpu.pci_devices"), list) or isinstance(facts.value("driver.nvidia_pci_gpus"),
+                                                                                list)
+    if not gpus and not pci_known:
+        return []  # no driver, and the PCI bus could not be read: whether a GPU is there is unknown
     if not gpus:
         return [Finding(
             code="gpu.none", severity="info", components=["gpu", "driver"],

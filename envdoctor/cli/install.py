@@ -330,10 +330,20 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         else:
             facts = _machine_facts(snapshot)
             target = target_from_facts(facts)
+        python_note = None
+        if python_exe is None and (snapshot is not None or os_name):
+            # A plan for another machine must not name this machine's interpreter.
+            theirs = facts.value("python.executable")
+            python_exe = theirs if isinstance(theirs, str) and theirs.startswith("/") and not any(
+                c.isspace() for c in theirs) else "/usr/bin/python3"
+            python_note = "pip methods install into %s (%s; --python to choose another)" % (
+                python_exe, "the snapshot's interpreter" if python_exe == theirs else "the system Python 3")
         request = Request(component=component, version=version.strip() if version else None, method=method,
                           prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe,
                           with_driver=with_driver, options=options)
         the_plan = module.plan(request, target, facts)
+        if python_note and the_plan.method in ("pip", "conda"):
+            the_plan.notes.append(python_note)
     except (RecipeError, ValidationError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     if dry_run:

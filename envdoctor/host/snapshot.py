@@ -105,19 +105,37 @@ def write_snapshot(doc: Dict[str, Any], path: str) -> None:
         sys.stdout.flush()
         return
     import os
+    import stat
 
     data = text.encode("utf-8")
     if path.endswith(".gz"):
         import gzip
 
         data = gzip.compress(data, mtime=0)
-    tmp = os.path.join(os.path.dirname(path) or ".", ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    try:
+        st: Optional[os.stat_result] = os.stat(path)  # follows links: /dev/stdout is a pipe or a terminal
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "Is a directory", path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        # A device, pipe or socket (/dev/stdout, /dev/null): write into it. Renaming a finished file
+        # onto it, as below, would replace the device node itself.
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
+    # A regular file (or none yet): written whole beside it, then renamed over it; through a symbolic
+    # link, onto the file it points to, so the link stays a link.
+    real = os.path.realpath(path)
+    tmp = os.path.join(os.path.dirname(real), ".%s.%d.tmp" % (os.path.basename(real), os.getpid()))
     try:
         with open(tmp, "xb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))  # an existing file keeps its permissions
+        os.replace(tmp, real)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -249,11 +267,36 @@ def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapsho
     return doc
 
 
+#: The sections that hold evidence: envdoctor writes all of them, a hand-made snapshot at least one.
+EVIDENCE = ("files", "dirs", "links", "commands", "nvml", "environ", "uname", "python", "elf")
+
+
+def not_a_snapshot(doc: Dict[str, Any]) -> Optional[str]:
+    """Why a JSON object is another envdoctor document, not a snapshot (the snapshot schema, all of whose
+    sections are optional, lets it pass); None when it is not recognised as one."""
+    if isinstance(doc.get("probes"), list):
+        return ("is an envdoctor report (diagnose --format json): it holds conclusions, not the evidence to "
+                "replay; capture a snapshot with `envdoctor snapshot -o FILE`")
+    if isinstance(doc.get("nodes"), list) and isinstance(doc.get("facts"), list):
+        return "is an envdoctor fleet comparison, not a snapshot"
+    return None
+
+
+def holds_evidence(doc: Dict[str, Any]) -> bool:
+    return any(k in doc for k in EVIDENCE)
+
+
 def load_snapshot(path: str, timeout: float = READ_TIMEOUT) -> Dict[str, Any]:
     """Read and validate a snapshot file (``-``: standard input; gzip accepted); raise
     :class:`SnapshotError` with a reason a user can act on, never another exception."""
     doc = read_document(path, timeout)
+    why = not_a_snapshot(doc)
+    if why is not None:
+        raise SnapshotError("%s %s" % (path, why))
     validate_document(doc, path)
+    if not holds_evidence(doc):
+        raise SnapshotError("%s holds no evidence (no files, commands, NVML answers, environment...): not an "
+                            "envdoctor snapshot" % path)
     return doc
 
 
