@@ -283,6 +283,15 @@ def test_toolkits_disagree_and_differ_from_torch():
     assert f.severity == "warning" and "11.8.89" in f.title and "12.4.1" in f.title
     g = only(found, "cuda.toolkit_differs_from_framework")
     assert g.severity == "info" and "refuses a different CUDA major" in g.detail
+    # no CUDA 12.1 toolkit here: the hand fix points where the install line puts one (found by the second
+    # audit: it said /usr/local/cuda-12.1, which did not exist, beside an install into ~/cuda-12.1)
+    assert g.fix.commands == ["export CUDA_HOME=~/cuda-12.1"]
+    assert g.fix.install == "envdoctor install cuda --version 12.1.0 --prefix ~/cuda-12.1"
+    have = ok("cuda.toolkits", [{"path": "/opt/cuda-12.1", "version": "12.1.105", "nvcc": True, "kind": "system"}],
+              "derived")
+    g = only(run(F(driver("550.54.15", "12.4"), link, nvcc("11.8.89", "/usr/local/cuda-11.8/bin/nvcc"),
+                   torch("2.4.0+cu121", "12.1"), have)), "cuda.toolkit_differs_from_framework")
+    assert g.fix.commands == ["export CUDA_HOME=/opt/cuda-12.1"] and g.fix.install is None
 
 
 def test_one_toolkit_matching_torch_is_quiet():

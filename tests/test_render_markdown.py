@@ -57,3 +57,15 @@ def test_code_spans_survive_backticks_and_text_stays_one_line():
     assert code("`x`") == "`` `x` ``"  # padded when the content starts or ends with a backtick
     assert code("sudo reboot") == "`sudo reboot`"
     assert text("one\ntwo|three") == "one<br>two\\|three"
+
+
+def test_a_pipe_in_a_code_span_in_a_table_cell_is_escaped(tmp_path):
+    """Found by the second audit: GFM splits table cells at `|` even inside a code span, so an interpreter
+    path with a `|` cut the "from" cell (markdown-it rendered half of it)."""
+    doc = json.load(open(machine_path("ubuntu2204-a100-mig")))
+    doc["python"]["executable"] = "/opt/py|th`on/bin/python3"
+    snap = tmp_path / "pipe.json"
+    snap.write_text(json.dumps(doc))
+    rows = [ln for ln in _md(str(snap)).stdout.splitlines() if ln.startswith("| ") and "py" in ln and "th" in ln]
+    assert rows and all(len(_cells(r)) == 3 for r in rows), rows
+    assert code("a|b", in_table=True) == "`a\\|b`" and code("a|b") == "`a|b`"

@@ -361,3 +361,28 @@ def test_writing_into_a_device_a_fifo_or_through_a_link_leaves_them_what_they_ar
     assert sorted(os.listdir(tmp_path)) == ["fifo", "link.json", "null", "real.json", "received"]  # no temporary
     r, _ = _cli(["snapshot", "-o", str(tmp_path), "--timeout", "5"])
     assert "Is a directory" in _refused(r)
+
+
+def test_a_multi_member_gzip_snapshot_replays(tmp_path):
+    """`cat a.gz b.gz` is one valid gzip file (zcat reads both members); it was refused as bad JSON."""
+    raw = open(MACHINE, "rb").read()
+    mm = tmp_path / "two-members.json.gz"
+    mm.write_bytes(gzip.compress(raw[: len(raw) // 2]) + gzip.compress(raw[len(raw) // 2:]))
+    assert _report(["--snapshot", str(mm)]) == _report(["--snapshot", MACHINE])
+
+
+def test_a_format_from_the_environment_that_a_command_lacks_means_its_default():
+    """ENVDOCTOR_FORMAT is shared by every command; markdown is only diagnose's."""
+    env = dict(os.environ, ENVDOCTOR_FORMAT="markdown")
+    for cmd in (["advise", "--snapshot", MACHINE], ["matrix", "cuda", "12.4"]):
+        r, _ = _cli(cmd, env=env)
+        assert r.returncode == 0 and r.stdout and b"Traceback" not in r.stderr, (cmd, r.stderr)
+    r, _ = _cli(["diagnose", "--snapshot", MACHINE], env=env)
+    assert r.stdout.startswith(b"### envdoctor report")
+    r, _ = _cli(["advise", "--format", "markdown", "--snapshot", MACHINE])
+    assert r.returncode == 2  # typed on the command line, it is a mistake worth saying
+
+
+def test_install_with_a_directory_as_snapshot_says_so_in_one_line(tmp_path):
+    r, _ = _cli(["install", "cuda", "--version", "12.4", "--dry-run", "--snapshot", str(tmp_path)])
+    assert "it is a directory" in _refused(r)

@@ -805,18 +805,7 @@ def _extension_home(facts: Facts) -> List[Finding]:
     if not missing:
         return []
     want = _mm(torch.get("cuda"))
-    toolkits = [t for t in facts.items("cuda.toolkits") if isinstance(t, dict) and t.get("nvcc") and t.get("path")
-                and t.get("kind") != "conda"]
-    fitting = [t for t in toolkits if want is not None and _mm(t.get("version")) == want]
-    same_major = [t for t in toolkits if want is not None and (_mm(t.get("version")) or (None,))[0] == want[0]]
-    candidates = fitting or same_major
-    best: Optional[Dict[str, Any]] = candidates[0] if candidates else None
-    cmds = ["export CUDA_HOME=%s" % best["path"]] if best else []
-    install = None
-    if best is None and want is not None and want[1] is not None:
-        ga = (hw.cuda_release(_mm_str(want)) or {}).get("ga", _mm_str(want))
-        install = "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (ga, _mm_str(want))
-        cmds = ["export CUDA_HOME=~/cuda-%s" % _mm_str(want)]
+    cmds, install, found = _cuda_home_for(facts, want, same_major=True)
     return [Finding(
         code="cuda.extension_home_not_a_toolkit", severity="warning", components=["cuda", "torch"],
         title="Building torch %s CUDA extensions would use CUDA_HOME=%s (from %s), which has no %s" % (
@@ -830,8 +819,28 @@ def _extension_home(facts: Facts) -> List[Finding]:
                        "dirname(dirname(which nvcc)), /usr/local/cuda (torch 2.13.0)", url=CPP_EXTENSION),
         fix=Fix(text=("Point CUDA_HOME at a toolkit with CUDA %s, the CUDA torch was built with, before building."
                       % (_mm_str(want) if want else torch.get("cuda"))) + (
-                          "" if best or install else " No such toolkit was found."),
+                          "" if found or install else " No such toolkit was found."),
                 commands=cmds, install=install))]
+
+
+def _cuda_home_for(facts: Facts, want: Optional[Tuple[int, Optional[int]]],
+                   same_major: bool = False) -> Tuple[List[str], Optional[str], bool]:
+    """How to point CUDA_HOME at a toolkit with CUDA ``want``: (commands, the envdoctor install line or None,
+    whether such a toolkit is on the machine). A toolkit found (exactly that release, else with
+    ``same_major`` the same major) is named by its path; otherwise the one the install line puts in
+    ~/cuda-X.Y, so the two lines of a fix never disagree."""
+    toolkits = [t for t in facts.items("cuda.toolkits") if isinstance(t, dict) and t.get("nvcc") and t.get("path")
+                and t.get("kind") != "conda"]
+    fitting = [t for t in toolkits if want is not None and _mm(t.get("version")) == want]
+    if not fitting and same_major and want is not None:
+        fitting = [t for t in toolkits if (_mm(t.get("version")) or (None,))[0] == want[0]]
+    if fitting:
+        return ["export CUDA_HOME=%s" % fitting[0]["path"]], None, True
+    if want is None or want[1] is None:
+        return [], None, False
+    ga = (hw.cuda_release(_mm_str(want)) or {}).get("ga", _mm_str(want))
+    return (["export CUDA_HOME=~/cuda-%s" % _mm_str(want)],
+            "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (ga, _mm_str(want)), False)
 
 
 def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
@@ -845,6 +854,7 @@ def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
     if tk is None or fwc is None or fwc[1] is None or tk == fwc:
         return []
     major = tk[0] != fwc[0]
+    cmds, install, _ = _cuda_home_for(facts, fwc)
     return [Finding(
         code="cuda.toolkit_differs_from_framework", severity="info", components=["cuda", "torch"],
         title="The active CUDA toolkit is %s (%s), but torch %s was built with CUDA %s" % (
@@ -857,9 +867,7 @@ def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
         source=_source("cpp_extension compares the toolkit's CUDA with torch.version.cuda (major must match)",
                        url=CPP_EXTENSION),
         fix=Fix(text="Only if you build extensions: use CUDA %s for them." % _mm_str(fwc),
-                commands=["export CUDA_HOME=/usr/local/cuda-%s" % _mm_str(fwc)],
-                install="envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
-                    (hw.cuda_release(_mm_str(fwc)) or {}).get("ga", _mm_str(fwc)), _mm_str(fwc))))]
+                commands=cmds, install=install))]
 
 
 def _host_compiler_and_os(facts: Facts) -> List[Finding]:

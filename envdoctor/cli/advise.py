@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output, planning_facts, timeout_option
+from .common import echo_output, format_option, planning_facts, timeout_option
 
 #: How many passed-over releases the text output lists per framework (JSON has them all).
 SHOWN_PASSED_OVER = 4
@@ -25,8 +25,7 @@ Values given on the command line override the machine's. With --driver and
 --gpu/--cc both given, the machine is not looked at (a what-if question).
 \b
 Exit codes: 0 answered; 2 could not answer as asked (bad value, unknown GPU, bad snapshot).""")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              envvar="ENVDOCTOR_FORMAT", help="Output format. [env: ENVDOCTOR_FORMAT]")
+@format_option("text", "json")
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="Advise for a snapshot written by "
               "`envdoctor snapshot` instead of this machine.")
 @click.option("--driver", metavar="VERSION", help="NVIDIA driver version, e.g. 535.104.05.")

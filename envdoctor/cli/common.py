@@ -11,7 +11,7 @@ from ..host.live import live_host
 from ..host.privacy import scrubber_for
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
-           "echo_output", "planning_facts", "PLANNING_PROBES"]
+           "echo_output", "planning_facts", "PLANNING_PROBES", "format_option"]
 
 #: The probes whose facts `advise` and the install recipes read (driver, GPUs, OS, interpreter): a
 #: plan need not wait for Docker, compilers or every framework, nor for one of them that hangs.
@@ -108,3 +108,20 @@ def env_timeout() -> float:
     except ValueError:
         return DEFAULT_TIMEOUT
     return value if 0.1 <= value <= 3600 else DEFAULT_TIMEOUT
+
+
+def format_option(*choices: str, help_text: str = "Output format.") -> Callable[[Callable[..., Any]], Any]:
+    """``--format`` with these choices, also read from ENVDOCTOR_FORMAT. That variable is shared by every
+    command, so a value this command does not offer (``markdown`` is only diagnose's) means its default
+    here, while the same value typed on the command line is an error."""
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value in choices:
+            return value
+        if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.ENVIRONMENT:
+            return choices[0]
+        raise click.BadParameter("%r is not one of %s" % (value, ", ".join(choices)))
+
+    return click.option("--format", "fmt", type=str, default=choices[0], show_default=True,
+                        envvar="ENVDOCTOR_FORMAT", callback=check,
+                        metavar="[%s]" % "|".join(choices),
+                        help="%s [env: ENVDOCTOR_FORMAT]" % help_text)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from .common import echo_output, open_snapshot, privacy_options, python_option, timeout_option
+from .common import echo_output, format_option, open_snapshot, privacy_options, python_option, timeout_option
 
 
 @click.command("diagnose", epilog="""\b
@@ -19,9 +19,8 @@ Examples:
   envdoctor diagnose --snapshot node.json # replay a captured machine
 \b
 Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, bad option).""")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
-              envvar="ENVDOCTOR_FORMAT", help="Output format: text, json, or markdown (to paste into an issue). "
-                                              "[env: ENVDOCTOR_FORMAT]")
+@format_option("text", "json", "markdown", help_text="Output format: text, json, or markdown (to paste into an "
+                                                      "issue).")
 @click.option("-v", "--verbose", is_flag=True, help="Show where each fact came from, and probe timings.")
 @click.option("--snapshot", "snapshot_path", metavar="FILE",
               help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine.")

@@ -109,7 +109,7 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--python", "python_exe", metavar="PATH", help="pip methods: the interpreter to install for.")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="Recipe option, e.g. flavor=proprietary (driver), cuda=12 (cuDNN), symlink=yes (runfile).")
-@click.option("--snapshot", "snapshot", metavar="FILE", type=click.Path(dir_okay=False),
+@click.option("--snapshot", "snapshot", metavar="FILE",
               help="Pre-check against a snapshot's facts instead of this machine's (with --dry-run).")
 @click.option("--prefix", metavar="DIR", envvar="ENVDOCTOR_PREFIX",
               help="Install directory (created; never overwritten without --force). [env: ENVDOCTOR_PREFIX]")

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output
+from .common import echo_output, format_option
 
 #: What the user may type -> the matrix area.
 ALIASES = {
@@ -199,8 +199,7 @@ Examples:
 Exit codes: 0 answered; 2 unknown area or value (the known ones are listed).""")
 @click.argument("area")
 @click.argument("value", required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              envvar="ENVDOCTOR_FORMAT", help="Output format. [env: ENVDOCTOR_FORMAT]")
+@format_option("text", "json")
 def matrix(area: str, value: Optional[str], fmt: str) -> None:
     """Look up the compatibility matrix: one area's row for VALUE, or all its rows.
 

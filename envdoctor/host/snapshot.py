@@ -217,16 +217,20 @@ def _check_start(head: bytes, path: str, noun: str = "snapshot") -> None:
 def _gunzip(raw: bytes, path: str) -> bytes:
     import zlib
 
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = d.decompress(raw, MAX_SNAPSHOT_BYTES + 1)
-    except zlib.error as exc:
-        raise SnapshotError("%s is not a valid gzip file: %s" % (path, exc)) from None
-    if len(out) > MAX_SNAPSHOT_BYTES:
-        raise SnapshotError("%s unpacks to more than %d MiB; envdoctor writes snapshots of about 1 MB" % (
-            path, MAX_SNAPSHOT_BYTES >> 20))
-    if not d.eof:
-        raise SnapshotError("%s is a truncated gzip file" % path)
+    out = b""
+    rest = raw
+    while rest:  # a gzip file may hold several members one after another (`cat a.gz b.gz`); zcat reads all
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out += d.decompress(rest, MAX_SNAPSHOT_BYTES + 1 - len(out))
+        except zlib.error as exc:
+            raise SnapshotError("%s is not a valid gzip file: %s" % (path, exc)) from None
+        if len(out) > MAX_SNAPSHOT_BYTES or (not d.eof and d.unconsumed_tail):
+            raise SnapshotError("%s unpacks to more than %d MiB; envdoctor writes snapshots of about 1 MB" % (
+                path, MAX_SNAPSHOT_BYTES >> 20))
+        if not d.eof:
+            raise SnapshotError("%s is a truncated gzip file" % path)
+        rest = d.unused_data.lstrip(b"\0")  # gzip allows zero padding after the last member
     return out
 
 

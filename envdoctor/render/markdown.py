@@ -30,9 +30,12 @@ def text(s: object) -> str:
     return _MARKDOWN.sub(r"\\\1", out).replace("\r", "").replace("\n", "<br>")
 
 
-def code(s: object) -> str:
-    """An inline code span that no backtick in ``s`` can close early (CommonMark: a longer fence)."""
+def code(s: object, in_table: bool = False) -> str:
+    """An inline code span that no backtick in ``s`` can close early (CommonMark: a longer fence). In a
+    table cell a ``|`` must be ``\\|`` even inside the span (GFM splits cells before reading spans)."""
     body = printable(str(s)).replace("\n", " ")
+    if in_table:
+        body = body.replace("|", "\\|")
     fence = "`" * (max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
     pad = " " if body.startswith("`") or body.endswith("`") else ""
     return "%s%s%s%s%s" % (fence, pad, body, pad, fence)
@@ -90,7 +93,8 @@ def render(report: Report) -> str:
                 value = text(format_value(f.key, f.value))
             else:
                 value = "_%s_" % text(_STATUS.get(f.status, f.status)) + (": " + text(f.reason) if f.reason else "")
-            out.append("| %s | %s | %s |" % (text(f.label or f.key), value, code(f.source) if f.source else ""))
+            out.append("| %s | %s | %s |" % (text(f.label or f.key), value,
+                                              code(f.source, in_table=True) if f.source else ""))
         out.append("")
     out.append("</details>")
     out.append("")
