@@ -9,8 +9,13 @@ A cluster admin collects one file per node (``envdoctor diagnose --format json >
 * with ``baseline``: every node's deviations from a known-good node.
 
 Nodes are named after their files (``node17.json`` -> ``node17``), since reports carry no host
-name.  A report is read as it is; a snapshot is replayed by this envdoctor (newer checks apply).
-A file that cannot be read is a node with the reason, never the end of the run.
+name; the same file named twice is one node, and no two nodes share a name.  A report is read as it
+is; a snapshot is replayed by this envdoctor (newer checks apply).  A file that cannot be read is a
+node with the reason, never the end of the run.
+
+A fact a report does not hold (written by an older envdoctor, or its probe failed) is *absent*: it is
+shown apart from the values and is neither a difference between nodes nor a deviation from the
+baseline.
 """
 
 from __future__ import annotations
@@ -19,11 +24,12 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 FLEET_SCHEMA_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
 _SUFFIXES = re.compile(r"(\.snapshot)?(\.json)?(\.gz)?$")
+_DIGITS = re.compile(r"([0-9]+)")
 
 Facts = Dict[str, Dict[str, Any]]  # fact key -> the fact as a report holds it ({"value", "status", ...})
 
@@ -54,45 +60,132 @@ def node_name(path: str) -> str:
     return _SUFFIXES.sub("", os.path.basename(path.rstrip("/"))) or path
 
 
+def natural_key(text: str) -> Tuple[Tuple[Tuple[int, str], ...], str]:
+    """Sort key putting ``n2`` before ``n10`` (then case-blind, then exact, so the order is total)."""
+    chunks = _DIGITS.split(text)
+    return tuple((int(c), "") if i % 2 else (0, c.casefold()) for i, c in enumerate(chunks)), text
+
+
+def natural_sorted(names: Iterable[str]) -> List[str]:
+    return sorted(names, key=natural_key)
+
+
 def unique_names(paths: Sequence[str]) -> List[str]:
-    """Each file's node name, lengthened by its parent directories until no two nodes share one
-    (``a/snapshot.json``, ``b/snapshot.json`` -> ``a/snapshot``, ``b/snapshot``)."""
-    parts = [[p for p in os.path.normpath(path).split(os.sep) if p] for path in paths]
-    depth = [1] * len(paths)
+    """Each file's node name, never the same for two files.
+
+    A name is the file's name without its suffixes, lengthened by parent directories until no two
+    nodes share one (``a/snapshot.json``, ``b/snapshot.json`` -> ``a/snapshot``, ``b/snapshot``).
+    When directories cannot tell nodes apart, the file name keeps its suffixes (``node.json``,
+    ``node.json.gz``); as a last resort a later node gets ``#2``, ``#3``...
+    """
+    count = len(paths)
+    parts = [[p for p in os.path.normpath(path).split(os.sep) if p] or [path] for path in paths]
+    depth = [1] * count
+    keep_suffix = [False] * count
 
     def name(i: int) -> str:
-        tail = parts[i][-depth[i]:] if parts[i] else [paths[i]]
-        tail[-1] = node_name(tail[-1])
-        return "/".join(tail)
+        tail = parts[i][-depth[i]:]
+        return "/".join(tail[:-1] + [tail[-1] if keep_suffix[i] else node_name(tail[-1])])
 
-    for _ in range(max((len(p) for p in parts), default=0)):
-        names = [name(i) for i in range(len(paths))]
-        clash = {n for n, c in Counter(names).items() if c > 1}
-        if not clash:
-            break
+    def settle() -> List[str]:
+        """Lengthen the clashing names until none clashes or none can grow."""
+        while True:
+            names = [name(i) for i in range(count)]
+            seen = Counter(names)
+            grew = False
+            for i, n in enumerate(names):
+                if seen[n] > 1 and depth[i] < len(parts[i]):
+                    depth[i] += 1
+                    grew = True
+            if not grew:
+                return names
+
+    names = settle()
+    seen = Counter(names)
+    if len(seen) < count:  # the directories cannot tell some apart: their full file names may
         for i, n in enumerate(names):
-            if n in clash and depth[i] < len(parts[i]):
-                depth[i] += 1
-    names = [name(i) for i in range(len(paths))]
-    # nodes/node17/report.json, nodes/node18/report.json...: the directory is the name
-    last = {n.rsplit("/", 1)[-1] for n in names}
-    if len(names) > 1 and len(last) == 1 and all("/" in n for n in names):
-        trimmed = [n.rsplit("/", 1)[0] for n in names]
-        if len(set(trimmed)) == len(trimmed):
-            return trimmed
+            if seen[n] > 1:
+                keep_suffix[i], depth[i] = True, 1
+        names = settle()
+    if len(set(names)) == count:
+        # nodes/node17/report.json, nodes/node18/report.json...: the directory is the name
+        last = {n.rsplit("/", 1)[-1] for n in names}
+        if count > 1 and len(last) == 1 and all("/" in n for n in names):
+            trimmed = [n.rsplit("/", 1)[0] for n in names]
+            if len(set(trimmed)) == count:
+                return trimmed
+        return names
+    # The same path twice (or paths alike but for a leading / or ./): the file's short name, numbered.
+    seen = Counter(names)
+    clashing = [i for i, n in enumerate(names) if seen[n] > 1]
+    used = {n for n in names if seen[n] == 1}
+    for i in clashing:
+        base = node_name(parts[i][-1])
+        n, k = base, 1
+        while n in used:
+            k += 1
+            n = "%s#%d" % (base, k)
+        used.add(n)
+        names[i] = n
     return names
 
 
-def expand(paths: Sequence[str]) -> List[str]:
-    """The files named, with each directory replaced by its ``*.json`` and ``*.json.gz`` files (sorted)."""
-    out: List[str] = []
+@dataclass
+class Inputs:
+    """The files to compare, from the files and directories named on the command line."""
+
+    files: List[str] = field(default_factory=list)
+    empty_dirs: List[str] = field(default_factory=list)  # held no *.json or *.json.gz file
+    unlistable: List[str] = field(default_factory=list)  # "DIR: why it could not be listed"
+    skipped: List[str] = field(default_factory=list)  # the file this run writes its output to
+
+
+def _identity(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def gather(paths: Sequence[str], output: Optional[Tuple[int, int]] = None) -> Inputs:
+    """The files named, with each directory replaced by its ``*.json`` and ``*.json.gz`` files (in
+    natural order: ``n2`` before ``n10``), each file once: the same file named twice (or through a
+    link) is one node.  ``output``, the (device, inode) of the file standard output goes to, is left
+    out: ``envdoctor fleet dir/ --format json > dir/fleet.json`` does not read its own output."""
+    found = Inputs()
+    seen_real: Set[str] = set()
+    seen_ids: Set[Tuple[int, int]] = set()
+
+    def add(path: str) -> bool:
+        ident = _identity(path)
+        if output is not None and ident == output:
+            found.skipped.append(path)
+            return False
+        real = os.path.realpath(path)
+        if real in seen_real or (ident is not None and ident in seen_ids):
+            return True
+        seen_real.add(real)
+        if ident is not None:
+            seen_ids.add(ident)
+        found.files.append(path)
+        return True
+
     for p in paths:
-        if os.path.isdir(p):
-            out += sorted(os.path.join(p, n) for n in os.listdir(p)
-                          if n.endswith((".json", ".json.gz")) and not n.startswith("."))
+        if p != "-" and os.path.isdir(p):
+            try:
+                entries = os.listdir(p)
+            except OSError as exc:
+                found.unlistable.append("%s: %s" % (p, exc.strerror or exc))
+                continue
+            files = [os.path.join(p, n) for n in natural_sorted(entries)
+                     if n.endswith((".json", ".json.gz")) and not n.startswith(".")]
+            added = [f for f in files if not os.path.isdir(f) and add(f)]
+            if not added:
+                found.empty_dirs.append(p)
         else:
-            out.append(p)
-    return out
+            add(p)
+    return found
 
 
 def _list(value: Any) -> List[Any]:
@@ -111,13 +204,27 @@ def load_node(path: str, timeout: float, name: Optional[str] = None) -> Node:
 
 
 def _load(node: Node, timeout: float) -> Node:
-    from .host.snapshot import SnapshotError, SnapshotHost, read_document, validate_document
+    from .host.snapshot import (
+        SnapshotError,
+        SnapshotHost,
+        holds_evidence,
+        is_fleet_comparison,
+        read_document,
+        validate_document,
+    )
 
     path = node.path
     try:
         doc = read_document(path, timeout, noun="report or snapshot")
         if isinstance(doc.get("probes"), list):
             node.kind = "report"
+        elif is_fleet_comparison(doc):
+            raise SnapshotError("%s is an envdoctor fleet comparison, not a report or snapshot" % path)
+        elif not holds_evidence(doc):
+            # The snapshot schema, all of whose sections are optional, lets {"schema_version": 1} pass:
+            # replayed, it would be a machine with nothing on it.
+            raise SnapshotError("%s holds neither probes (a report) nor evidence (a snapshot: files, commands, "
+                                "NVML answers, environment...): not an envdoctor report or snapshot" % path)
         else:
             validate_document(doc, path)
             from .host.privacy import Scrubber
@@ -143,6 +250,9 @@ def _load(node: Node, timeout: float) -> Node:
 
 
 # ------------------------------------------------------------------------------------------ facts
+#
+# Each row's function gives the node's value as shown, or None when the report does not hold the
+# facts the row is made from (an older envdoctor wrote it, or its probe failed): absent, not a value.
 
 def _value(facts: Facts, key: str) -> Any:
     f = facts.get(key)
@@ -158,10 +268,10 @@ def _status(facts: Facts, key: str) -> Optional[str]:
     return status if isinstance(status, str) else "unknown"  # a damaged report's status is no status
 
 
-def _plain(facts: Facts, key: str, field_: Optional[str] = None, absent: str = "-") -> str:
+def _plain(facts: Facts, key: str, field_: Optional[str] = None) -> Optional[str]:
     status = _status(facts, key)
     if status is None:
-        return absent
+        return None
     if status != "ok":
         return status.replace("_", " ")
     v = _value(facts, key)
@@ -174,57 +284,66 @@ def _plain(facts: Facts, key: str, field_: Optional[str] = None, absent: str = "
     return str(v)
 
 
+def _or(value: Optional[str], instead: str) -> str:
+    return instead if value is None else value
+
+
 def _gpu_count(facts: Facts) -> int:
     n = _value(facts, "gpu.count")
     return n if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 64 else 0
 
 
-def _per_gpu(facts: Facts, name: str, show: Optional[Callable[[Facts, int], str]] = None) -> str:
+def _per_gpu(facts: Facts, name: str, show: Optional[Callable[[Facts, int], Optional[str]]] = None) -> Optional[str]:
     """One value per GPU, shown once when all GPUs agree (``yes``), else per GPU (``0:yes 1:no``)."""
     n = _gpu_count(facts)
     if not n:
         return "no GPU" if _status(facts, "gpu.count") == "ok" else _plain(facts, "gpu.count")
-    values = [show(facts, i) if show else _plain(facts, "gpu.%d.%s" % (i, name), absent="not recorded")
-              for i in range(n)]
+    got = [show(facts, i) if show else _plain(facts, "gpu.%d.%s" % (i, name)) for i in range(n)]
+    if all(v is None for v in got):
+        return None  # the report records no GPU's value: an envdoctor older than the fact
+    values = [_or(v, "not recorded") for v in got]
     return values[0] if len(set(values)) == 1 else " ".join("%d:%s" % (i, v) for i, v in enumerate(values))
 
 
-def _pcie(facts: Facts, i: int) -> str:
+def _pcie(facts: Facts, i: int) -> Optional[str]:
     gen, width = _value(facts, "gpu.%d.pcie_gen_current" % i), _value(facts, "gpu.%d.pcie_width_current" % i)
     if isinstance(gen, int) and isinstance(width, int):
         return "gen%d x%d" % (gen, width)
-    return _plain(facts, "gpu.%d.pcie_gen_current" % i, absent="not recorded")
+    return _plain(facts, "gpu.%d.pcie_gen_current" % i)
 
 
-def _gpus(facts: Facts) -> str:
+def _gpus(facts: Facts) -> Optional[str]:
     n = _gpu_count(facts)
     if not n:
         return "none" if _status(facts, "gpu.count") == "ok" else _plain(facts, "gpu.count")
-    names = Counter(_plain(facts, "gpu.%d.name" % i, absent="?") for i in range(n))
+    names = Counter(_or(_plain(facts, "gpu.%d.name" % i), "?") for i in range(n))
     return ", ".join("%d x %s" % (c, name) for name, c in sorted(names.items()))
 
 
-def _driver(facts: Facts) -> str:
+def _driver(facts: Facts) -> Optional[str]:
     if _value(facts, "driver.installed") is False:
         return "not installed"
     for key in ("driver.version", "driver.kernel_module.version"):
         if isinstance(_value(facts, key), str):
             return _value(facts, key)
-    return _plain(facts, "driver.version")
+    for key in ("driver.version", "driver.installed", "driver.kernel_module.version"):
+        if _status(facts, key) is not None:
+            return _plain(facts, key)
+    return None
 
 
-def _toolkit(facts: Facts) -> str:
+def _toolkit(facts: Facts) -> Optional[str]:
     nvcc = _value(facts, "cuda.nvcc")
     if isinstance(nvcc, dict) and nvcc.get("version"):
         return "nvcc %s" % nvcc["version"]
     link = _value(facts, "cuda.default_symlink")
     if isinstance(link, dict) and link.get("version"):
         return "/usr/local/cuda %s" % link["version"]
-    status = _status(facts, "cuda.nvcc")
-    return "none" if status == "ok" else (status or "-").replace("_", " ")
+    status = _status(facts, "cuda.nvcc") or _status(facts, "cuda.default_symlink")
+    return None if status is None else "none" if status == "ok" else status.replace("_", " ")
 
 
-def _loader(facts: Facts, prefix: str) -> str:
+def _loader(facts: Facts, prefix: str) -> Optional[str]:
     """The version of the library the dynamic loader picks for ``prefix`` (``libcudnn.so.``)."""
     choice = _value(facts, "libraries.loader_choice")
     if not isinstance(choice, dict):
@@ -234,17 +353,24 @@ def _loader(facts: Facts, prefix: str) -> str:
     return ", ".join(picked) or "none"
 
 
-def _framework(name: str) -> Callable[[Facts], str]:
-    def get(facts: Facts) -> str:
-        v = _value(facts, "framework." + name)
+def _framework(name: str) -> Callable[[Facts], Optional[str]]:
+    def get(facts: Facts) -> Optional[str]:
+        key = "framework." + name
+        v = _value(facts, key)
         if isinstance(v, dict):
             return str(v.get("version") or "installed")
-        return "not installed" if _status(facts, "framework." + name) in (None, "ok") else _plain(
-            facts, "framework." + name)
+        if _status(facts, key) is not None:
+            return _plain(facts, key)
+        scan = _status(facts, "framework.scan")
+        if scan not in (None, "ok"):  # the interpreter could not be asked which packages it has
+            return str(scan).replace("_", " ")
+        # The frameworks probe records only what is installed (framework.none when nothing is): with
+        # none of its facts in the report, the probe did not run there.
+        return "not installed" if any(k.startswith("framework.") for k in facts) else None
     return get
 
 
-def _docker(facts: Facts) -> str:
+def _docker(facts: Facts) -> Optional[str]:
     v = _value(facts, "container.docker")
     if not isinstance(v, dict):
         return _plain(facts, "container.docker")
@@ -255,22 +381,26 @@ def _docker(facts: Facts) -> str:
     return "client %s, daemon %s" % (v.get("client") or "?", daemon)
 
 
-def _toolkit_ctk(facts: Facts) -> str:
+def _toolkit_ctk(facts: Facts) -> Optional[str]:
     v = _value(facts, "container.toolkit")
     if not isinstance(v, dict):
         return _plain(facts, "container.toolkit")
     return (v.get("version") or "installed") if v.get("installed") else "not installed"
 
 
+def _fact(key: str, field_: Optional[str] = None) -> Callable[[Facts], Optional[str]]:
+    return lambda f: _plain(f, key, field_)
+
+
 #: (label, what it reads, how): the facts that decide whether a job runs on a node, in stack order.
-FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], str]]] = [
-    ("OS", "os.name", lambda f: _plain(f, "os.name")),
-    ("Kernel", "kernel.release", lambda f: _plain(f, "kernel.release")),
-    ("glibc", "os.glibc", lambda f: _plain(f, "os.glibc")),
+FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], Optional[str]]]] = [
+    ("OS", "os.name", _fact("os.name")),
+    ("Kernel", "kernel.release", _fact("kernel.release")),
+    ("glibc", "os.glibc", _fact("os.glibc")),
     ("NVIDIA driver", "driver.version", _driver),
-    ("Driver's CUDA", "driver.cuda_version", lambda f: _plain(f, "driver.cuda_version")),
-    ("Kernel module", "driver.kernel_module.flavor", lambda f: _plain(f, "driver.kernel_module.flavor")),
-    ("Fabric manager", "driver.fabric_manager.state", lambda f: _plain(f, "driver.fabric_manager.state")),
+    ("Driver's CUDA", "driver.cuda_version", _fact("driver.cuda_version")),
+    ("Kernel module", "driver.kernel_module.flavor", _fact("driver.kernel_module.flavor")),
+    ("Fabric manager", "driver.fabric_manager.state", _fact("driver.fabric_manager.state")),
     ("GPUs", "gpu.count, gpu.N.name", _gpus),
     ("ECC", "gpu.N.ecc_mode_current", lambda f: _per_gpu(f, "ecc_mode_current")),
     ("MIG", "gpu.N.mig_mode_current", lambda f: _per_gpu(f, "mig_mode_current")),
@@ -279,8 +409,8 @@ FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], str]]] = [
     ("CUDA toolkit", "cuda.nvcc, cuda.default_symlink", _toolkit),
     ("cuDNN (loader picks)", "libraries.loader_choice", lambda f: _loader(f, "libcudnn.so.")),
     ("NCCL (loader picks)", "libraries.loader_choice", lambda f: _loader(f, "libnccl.so.")),
-    ("gcc", "compiler.gcc", lambda f: _plain(f, "compiler.gcc", "version")),
-    ("Python", "python.version", lambda f: _plain(f, "python.version")),
+    ("gcc", "compiler.gcc", _fact("compiler.gcc", "version")),
+    ("Python", "python.version", _fact("python.version")),
     ("PyTorch", "framework.torch", _framework("torch")),
     ("TensorFlow", "framework.tensorflow", _framework("tensorflow")),
     ("JAX", "framework.jax", _framework("jax")),
@@ -288,8 +418,13 @@ FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], str]]] = [
     ("Docker", "container.docker", _docker),
     ("NVIDIA Container Toolkit", "container.toolkit", _toolkit_ctk),
     ("nvidia runtime in Docker", "container.nvidia_runtime_configured",
-     lambda f: _plain(f, "container.nvidia_runtime_configured")),
+     _fact("container.nvidia_runtime_configured")),
 ]
+
+#: How an absent fact's entry is written among a fact's values in JSON (with ``"absent": true``).
+ABSENT = "-"
+#: Values that say a fleet has no such thing: a fact every node shares with one of them is left out.
+_NOTHING = ("not installed", "none")
 
 
 # ------------------------------------------------------------------------------------------ comparison
@@ -299,25 +434,31 @@ class FactSpread:
     label: str
     reads: str
     values: List[Tuple[str, List[str]]]  # (value, nodes), most common first
+    absent: List[str] = field(default_factory=list)  # the nodes whose reports do not hold the fact
 
     @property
     def uniform(self) -> bool:
+        """One value across the nodes that hold the fact (a node without it is no difference)."""
         return len(self.values) <= 1
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"label": self.label, "reads": self.reads, "uniform": self.uniform,
-                "values": [{"value": v, "nodes": n} for v, n in self.values]}
+        values: List[Dict[str, Any]] = [{"value": v, "nodes": n} for v, n in self.values]
+        if self.absent:
+            values.append({"value": ABSENT, "nodes": self.absent, "absent": True})
+        return {"label": self.label, "reads": self.reads, "uniform": self.uniform, "values": values}
 
 
 @dataclass
 class FindingSpread:
     code: str
     severity: str
-    title: str  # from the first node it was found on
+    title: str  # as found on title_from
+    title_from: str  # the first node found with the worst severity
     nodes: List[str]
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "title": self.title, "nodes": self.nodes}
+        return {"code": self.code, "severity": self.severity, "title": self.title, "title_from": self.title_from,
+                "nodes": self.nodes}
 
 
 @dataclass
@@ -332,6 +473,18 @@ class Deviation:
 
 
 @dataclass
+class NotCompared:
+    """A fact a node could not be held against the baseline for: one of the two reports lacks it."""
+
+    label: str
+    nodes: List[str]
+    baseline_lacks_it: bool  # True: the baseline's report does not hold it (nodes: those whose reports do)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"label": self.label, "nodes": self.nodes, "baseline_lacks_it": self.baseline_lacks_it}
+
+
+@dataclass
 class Fleet:
     nodes: List[Node]
     facts: List[FactSpread]
@@ -339,10 +492,16 @@ class Fleet:
     baseline: Optional[Node] = None
     deviations: List[Deviation] = field(default_factory=list)
     uniform_required: bool = False
+    not_compared: List[NotCompared] = field(default_factory=list)
 
     @property
     def readable(self) -> List[Node]:
         return [n for n in self.nodes if not n.unreadable]
+
+    def versions(self) -> List[Tuple[str, int]]:
+        """(envdoctor version, how many readable nodes' reports it wrote), most nodes first; "" unknown."""
+        seen = Counter(n.envdoctor_version for n in self.readable)
+        return sorted(seen.items(), key=lambda vc: (-vc[1], natural_key(vc[0])))
 
     def summary(self) -> Dict[str, int]:
         return {"nodes": len(self.nodes), "unreadable": len(self.nodes) - len(self.readable),
@@ -363,6 +522,8 @@ class Fleet:
         return 1 if failed else 0
 
     def to_dict(self, envdoctor_version: str, generated: str) -> Dict[str, Any]:
+        summary: Dict[str, Any] = dict(self.summary())
+        summary["envdoctor_versions"] = [{"version": v or None, "nodes": c} for v, c in self.versions()]
         return {
             "schema_version": FLEET_SCHEMA_VERSION, "envdoctor_version": envdoctor_version, "generated": generated,
             "nodes": [n.to_dict() for n in self.nodes],
@@ -370,38 +531,56 @@ class Fleet:
             "findings": [f.to_dict() for f in self.findings],
             "baseline": None if self.baseline is None else {
                 "name": self.baseline.name, "path": self.baseline.path,
-                "deviations": [d.to_dict() for d in self.deviations]},
-            "summary": self.summary(),
+                "deviations": [d.to_dict() for d in self.deviations],
+                "not_compared": [c.to_dict() for c in self.not_compared]},
+            "summary": summary,
         }
 
 
-def _spread(nodes: Sequence[Node], how: Callable[[Facts], str]) -> List[Tuple[str, List[str]]]:
+def _spread(label: str, reads: str, nodes: Sequence[Node], how: Callable[[Facts], Optional[str]]) -> FactSpread:
     by_value: Dict[str, List[str]] = {}
+    absent: List[str] = []
     for n in nodes:
-        by_value.setdefault(how(n.facts), []).append(n.name)
-    return sorted(by_value.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        value = how(n.facts)
+        if value is None:
+            absent.append(n.name)
+        else:
+            by_value.setdefault(value, []).append(n.name)
+    values = sorted(((v, natural_sorted(names)) for v, names in by_value.items()),
+                    key=lambda kv: (-len(kv[1]), natural_key(kv[0])))
+    return FactSpread(label, reads, values, natural_sorted(absent))
 
 
 def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = False) -> Fleet:
     readable = [n for n in nodes if not n.unreadable]
-    facts = [FactSpread(label, reads, _spread(readable, how)) for label, reads, how in FLEET_FACTS]
+    facts = [_spread(label, reads, readable, how) for label, reads, how in FLEET_FACTS]
     # a fact no node has (a fleet without Docker) is noise: kept only when it differs
-    facts = [f for f in facts if not (f.uniform and f.values and f.values[0][0] in ("-", "not installed", "none"))]
+    facts = [f for f in facts if not (f.uniform and (not f.values or f.values[0][0] in _NOTHING))]
     seen: Dict[str, FindingSpread] = {}
     for n in readable:
         for f in n.findings:
-            spread = seen.setdefault(f["code"], FindingSpread(f["code"], f["severity"], str(f.get("title") or ""), []))
+            title = str(f.get("title") or "")
+            spread = seen.setdefault(f["code"], FindingSpread(f["code"], f["severity"], title, n.name, []))
             if SEVERITIES.index(f["severity"]) < SEVERITIES.index(spread.severity):
-                spread.severity, spread.title = f["severity"], str(f.get("title") or "")
+                spread.severity, spread.title, spread.title_from = f["severity"], title, n.name
             if n.name not in spread.nodes:
                 spread.nodes.append(n.name)
+    for spread in seen.values():
+        spread.nodes = natural_sorted(spread.nodes)
     findings = sorted(seen.values(), key=lambda s: (SEVERITIES.index(s.severity), -len(s.nodes), s.code))
     deviations: List[Deviation] = []
+    not_compared: List[NotCompared] = []
     if baseline is not None and not baseline.unreadable:
+        ordered = sorted(readable, key=lambda n: natural_key(n.name))
         for label, _, how in FLEET_FACTS:
             want = how(baseline.facts)
-            for n in readable:
-                got = how(n.facts)
-                if got != want:
-                    deviations.append(Deviation(n.name, label, want, got))
-    return Fleet(nodes, facts, findings, baseline, deviations, uniform)
+            got = [(n.name, how(n.facts)) for n in ordered]
+            if want is None:
+                if any(v is not None for _, v in got):
+                    not_compared.append(NotCompared(label, [name for name, v in got if v is not None], True))
+                continue
+            lacking = [name for name, v in got if v is None]
+            if lacking:
+                not_compared.append(NotCompared(label, lacking, False))
+            deviations += [Deviation(name, label, want, v) for name, v in got if v is not None and v != want]
+    return Fleet(nodes, facts, findings, baseline, deviations, uniform, not_compared)

@@ -17,7 +17,7 @@ import sys
 import jsonschema
 import pytest
 
-from envdoctor.fleet import compare, load_node, unique_names
+from envdoctor.fleet import compare, gather, load_node, natural_sorted, unique_names
 from envdoctor.host.privacy import Scrubber
 from envdoctor.report import diagnose
 
@@ -39,11 +39,29 @@ def _set_fact(report: dict, key: str, value) -> dict:
     return report
 
 
-def _fleet(args, timeout=120):
-    r = subprocess.run([sys.executable, "-m", "envdoctor", "fleet"] + args, capture_output=True, text=True,
-                       timeout=timeout)
+def _fleet(args, timeout=120, **kwargs):
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    r = subprocess.run([sys.executable, "-m", "envdoctor", "fleet"] + args, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout, **kwargs)
     assert "Traceback" not in r.stderr, r.stderr
     return r
+
+
+SCHEMA = json.load(open(os.path.join(ROOT, "envdoctor", "schemas", "fleet.schema.json")))
+
+
+def _json(args, **kwargs):
+    """The fleet comparison as JSON, checked against its schema."""
+    r = _fleet(args + ["--format", "json"], **kwargs)
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return doc, r
+
+
+def _drop_fact(report: dict, key: str) -> dict:
+    for probe in report["probes"]:
+        probe["facts"] = [f for f in probe["facts"] if f["key"] != key]
+    return report
 
 
 @pytest.fixture
@@ -198,3 +216,235 @@ def test_any_damage_to_a_report_leaves_the_fleet_comparable(tmp_path_factory):
         json.dumps(fleet.to_dict("test", "now"))
 
     run()
+
+
+# ---------------------------------------------------------------- found by the third audit
+
+
+def test_the_same_file_named_twice_is_one_node(cluster, tmp_path):
+    """`fleet X X other` counted X twice ("3 nodes") while findings said 1 node, and both copies were
+    named alike; a link to a file, and a file also inside a directory named, are the same file too."""
+    one, two = str(cluster / "node01.json"), str(cluster / "node02.json")
+    os.symlink(one, str(tmp_path / "alias.json"))
+    for args in ([one, one, two], [one, str(tmp_path / "alias.json"), two], [str(cluster), one, str(cluster)]):
+        doc, _ = _json(args)
+        names = [n["name"] for n in doc["nodes"]]
+        assert len(names) == len(set(names)) == doc["summary"]["nodes"], args
+        assert doc["summary"]["nodes"] == (4 if str(cluster) in args else 2), args
+    assert "2 nodes (2 reports)" in _fleet([one, one, two]).stdout
+
+
+def test_files_the_directories_cannot_tell_apart_keep_their_suffixes(tmp_path):
+    """`dir/node.json` beside `dir/node.json.gz` were two nodes both named `node`."""
+    report = json.dumps(_report(HEALTHY))
+    (tmp_path / "node.json").write_text(report)
+    (tmp_path / "node.json.gz").write_bytes(gzip.compress(report.encode()))
+    doc, _ = _json([str(tmp_path)])
+    assert [n["name"] for n in doc["nodes"]] == ["node.json", "node.json.gz"]
+    assert unique_names(["d/node.json", "d/node.json.gz", "d/node"]) == ["node.json", "node.json.gz", "node"]
+    assert unique_names(["a/x.json", "a/x.json"]) == ["x", "x#2"]  # only the last resort is left
+    assert unique_names(["x.json", "x.json", "x#2.json"]) == ["x", "x#3", "x#2"]
+
+
+def test_node_names_are_unique_for_any_paths():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    part = st.sampled_from(["a", "b", "n1", "n10", "node.json", "node.json.gz", "node", "x.snapshot.json",
+                            ".json", "report.json", "#2", "node#2.json", ".", ".."])
+    path = st.builds(lambda lead, parts: lead + "/".join(parts), st.sampled_from(["", "/", "./"]),
+                     st.lists(part, min_size=1, max_size=4))
+
+    @settings(max_examples=500, deadline=None, database=None)
+    @given(st.lists(path, max_size=8))
+    def run(paths):
+        names = unique_names(paths)
+        assert len(names) == len(paths) and len(set(names)) == len(names), (paths, names)
+        assert all(names), (paths, names)
+
+    run()
+
+
+def _raw(args):
+    """stdout and stderr as written (text=True would turn a \\r into a \\n), and the exit status."""
+    r = subprocess.run([sys.executable, "-m", "envdoctor", "fleet"] + args, capture_output=True, timeout=120)
+    return r.stdout.decode("utf-8"), r.stderr.decode("utf-8"), r.returncode
+
+
+def _lines(text):
+    """The text's lines as any reader splits them (str.splitlines also breaks at \\r, U+2028, U+0085...)."""
+    lines = text.splitlines()
+    assert len(lines) == text.count("\n"), text  # no line break but the output's own
+    return lines
+
+
+def test_a_line_break_in_a_value_a_title_or_a_name_forges_no_line(tmp_path):
+    """A fact value or finding title holding a newline forged lines of the text output (a fake
+    "Summary: 0 nodes" line)."""
+    breaks = ["\n", "\r", "\u2028", "\u2029", "\x85", "\r\n"]
+    for i, br in enumerate(breaks):
+        report = _report("ubuntu2404-driver-mismatch")
+        _set_fact(report, "os.name", "Ubuntu%sSummary: 0 nodes, 0 with errors" % br)
+        _set_fact(report, "driver.cuda_version", "12.%d%sFacts every node shares" % (i, br))
+        for f in report["findings"]:
+            f["title"] = "a title%sSummary: 0 nodes" % br
+            f["code"] = "x.y\nINFO z"  # on every node: its title is one node's
+        report["envdoctor_version"] = "0.0.%d%sSummary: 0 nodes" % (i, br)
+        (tmp_path / ("n%d.json" % i)).write_text(json.dumps(report))
+    (tmp_path / "evil\nSummary: 0 nodes.json").write_text(json.dumps(_report(HEALTHY)))
+    for args in ([str(tmp_path)], [str(tmp_path), "--baseline", str(tmp_path / "n0.json")]):
+        out, err, _ = _raw(args)
+        lines = _lines(out)
+        assert [x for x in lines if x.startswith("Summary:")] == [lines[-1]]
+        assert lines[-1].startswith("Summary: %d nodes" % (len(breaks) + 1))
+        for shown in ("\\n", "\\r", "\\u2028", "\\u2029", "\\x85", "\\r\\n"):
+            assert "Ubuntu%sSummary: 0 nodes" % shown in out, shown
+        assert "e.g. on n0: a title\\nSummary" in out and "x.y\\nINFO z" in out and "evil\\nSummary: 0 nodes" in out
+    # the names on standard error (no node could be read, or the baseline cannot be) are one line each too
+    bad = tmp_path / "bad\nenvdoctor: fake.json"
+    bad.write_text("{")
+    for args in ([str(bad)], [str(tmp_path), "--baseline", str(bad)]):
+        out, err, status = _raw(args)
+        assert status == 2 and not any(x.startswith("envdoctor: fake") for x in _lines(err)), err
+
+
+def test_timeout_is_the_wait_for_each_pipe_and_says_so(tmp_path):
+    """--timeout came from the shared option, whose help promised "the whole run finishes within it plus
+    about a second", while fleet waits that long for each pipe in turn (and never less than 1 s)."""
+    help_text = " ".join(_fleet(["--help"]).stdout.split())
+    assert "whole run" not in help_text and "pipe or a device" in help_text and "read whole" in help_text
+    fifos = [str(tmp_path / ("f%d.json" % i)) for i in range(2)]
+    for f in fifos:
+        os.mkfifo(f)
+    (tmp_path / "ok.json").write_text(json.dumps(_report(HEALTHY)))
+    doc, r = _json([str(tmp_path), "--timeout", "0.3"])
+    unreadable = [n["unreadable"] for n in doc["nodes"] if n.get("unreadable")]
+    assert len(unreadable) == 2 and all("nothing arrived within 0.3s" in u for u in unreadable), unreadable
+    env = dict(os.environ, ENVDOCTOR_TIMEOUT="0.2")
+    doc, _ = _json([fifos[0], str(tmp_path / "ok.json")], env=env)
+    assert "within 0.2s" in doc["nodes"][0]["unreadable"]
+
+
+@pytest.fixture
+def older(tmp_path):
+    """node01 by this envdoctor; old1 and old2 by an older one, which did not record driver.cuda_version."""
+    d = tmp_path / "mixed"
+    d.mkdir()
+    (d / "node01.json").write_text(json.dumps(_report(HEALTHY)))
+    for name in ("old2", "old1"):
+        report = _drop_fact(_report(HEALTHY), "driver.cuda_version")
+        report["envdoctor_version"] = "0.0.9"
+        (d / (name + ".json")).write_text(json.dumps(report))
+    return d
+
+
+def test_a_fact_a_report_does_not_hold_is_no_difference_nor_deviation(older):
+    """50 older reports without driver.cuda_version made the fact "differ", failed --uniform, and gave
+    50 deviations "Driver's CUDA: - (baseline: 12.2)"."""
+    doc, r = _json([str(older), "--uniform", "--baseline", str(older / "node01.json")])
+    assert r.returncode == 0, r.stdout
+    cuda = next(f for f in doc["facts"] if f["label"] == "Driver's CUDA")
+    assert cuda["uniform"] is True
+    assert cuda["values"][-1] == {"value": "-", "nodes": ["old1", "old2"], "absent": True}
+    assert [v["nodes"] for v in cuda["values"][:-1]] == [["node01"]]
+    assert doc["summary"]["differing_facts"] == 0 and doc["baseline"]["deviations"] == []
+    assert doc["baseline"]["not_compared"] == [{"label": "Driver's CUDA", "nodes": ["old1", "old2"],
+                                                "baseline_lacks_it": False}]
+    text = _fleet([str(older), "--baseline", str(older / "node01.json")]).stdout
+    assert "not in the reports of: old1, old2" in text and "(baseline:" not in text
+    assert "0 facts differ, 0 deviations from the baseline" in text
+    # the other way round: the baseline is the older report
+    doc, r = _json([str(older), "--baseline", str(older / "old1.json")])
+    assert r.returncode == 0 and doc["baseline"]["deviations"] == []
+    assert doc["baseline"]["not_compared"] == [{"label": "Driver's CUDA", "nodes": ["node01"],
+                                                "baseline_lacks_it": True}]
+    # a fact that differs among the nodes holding it still differs
+    report = _drop_fact(_report(HEALTHY), "driver.cuda_version")
+    _set_fact(report, "driver.version", "550.54.15")
+    (older / "odd.json").write_text(json.dumps(report))
+    doc, r = _json([str(older), "--uniform"])
+    assert r.returncode == 1 and doc["summary"]["differing_facts"] == 1
+    assert next(f for f in doc["facts"] if f["label"] == "Driver's CUDA")["uniform"] is True
+
+
+def test_mixed_envdoctor_versions_are_said(older):
+    text = _fleet([str(older)]).stdout
+    versions = [x for x in text.splitlines() if "envdoctor versions" in x]
+    assert len(versions) == 1 and "0.0.9 (2 nodes)" in versions[0] and "(1 node)" in versions[0]
+    doc, _ = _json([str(older)])
+    assert doc["summary"]["envdoctor_versions"][0] == {"version": "0.0.9", "nodes": 2}
+    one = _fleet([str(older / "old1.json"), str(older / "old2.json")]).stdout
+    assert "envdoctor versions" not in one
+
+
+def test_a_title_says_which_node_it_is_from(tmp_path):
+    """A finding's title came from the first node (naming its driver) with no word of which."""
+    for name, driver in (("n1", "580.1"), ("n2", "575.2")):
+        report = _report("ubuntu2404-driver-mismatch")
+        for f in report["findings"]:
+            f["title"] = "Driver %s is the odd one" % driver
+        (tmp_path / (name + ".json")).write_text(json.dumps(report))
+    doc, _ = _json([str(tmp_path / "n2.json"), str(tmp_path / "n1.json")])
+    finding = doc["findings"][0]
+    assert finding["nodes"] == ["n1", "n2"]
+    assert finding["title_from"] == "n2" and finding["title"] == "Driver 575.2 is the odd one"
+    text = _fleet([str(tmp_path / "n2.json"), str(tmp_path / "n1.json")]).stdout
+    assert "e.g. on n2: Driver 575.2 is the odd one" in text
+
+
+def test_nodes_are_in_natural_order(tmp_path):
+    for i in (10, 2, 1):
+        (tmp_path / ("n%d.json" % i)).write_text(json.dumps(_report(HEALTHY)))
+    doc, _ = _json([str(tmp_path)])
+    assert [n["name"] for n in doc["nodes"]] == ["n1", "n2", "n10"]
+    doc, _ = _json([str(tmp_path / "n10.json"), str(tmp_path / "n2.json")])
+    assert [n["name"] for n in doc["nodes"]] == ["n10", "n2"]  # files named: as named...
+    assert doc["facts"][0]["values"][0]["nodes"] == ["n2", "n10"]  # ...lists of nodes: natural
+    assert natural_sorted(["n10", "N2", "n2", "n1b", "n01"]) == ["n01", "n1b", "N2", "n2", "n10"]
+    assert gather([str(tmp_path)]).files == [str(tmp_path / n) for n in ("n1.json", "n2.json", "n10.json")]
+
+
+def test_a_directory_without_reports_is_named(tmp_path):
+    """`fleet emptydir/` said "name report or snapshot files...", as if none had been named."""
+    empty, subs = tmp_path / "empty", tmp_path / "only-subdirs"
+    empty.mkdir()
+    (subs / "a.json").mkdir(parents=True)
+    (empty / "notes.txt").write_text("x")
+    r = _fleet([str(empty), str(subs)])
+    assert r.returncode == 2
+    assert "no *.json or *.json.gz files in %s, %s" % (empty, subs) in r.stderr
+    (tmp_path / "n1.json").write_text(json.dumps(_report(HEALTHY)))
+    r = _fleet([str(empty), str(tmp_path / "n1.json")])
+    assert r.returncode == 0 and "no *.json or *.json.gz files in %s" % empty in r.stderr
+    assert "name report or snapshot files" in _fleet([]).stderr
+
+
+def test_a_fleet_comparison_or_an_empty_document_is_no_node(cluster):
+    """`fleet dir --format json > dir/fleet.json` read its own output back as a node (empty, or the last
+    run's comparison), and any JSON object with "schema_version": 1 was replayed as an empty machine."""
+    previous, _ = _json([str(cluster)])
+    (cluster / "fleet-monday.json").write_text(json.dumps(previous))
+    (cluster / "nothing.json").write_text('{"schema_version": 1}')
+    (cluster / "blank.json").write_text("")
+    doc, r = _json([str(cluster)])
+    why = {n["name"]: n.get("unreadable", "") for n in doc["nodes"]}
+    assert "is an envdoctor fleet comparison, not a report or snapshot" in why["fleet-monday"]
+    assert "holds neither probes (a report) nor evidence (a snapshot" in why["nothing"]
+    assert "is empty" in why["blank"]
+    assert r.returncode == 1 and doc["summary"]["unreadable"] == 3
+    for name in ("fleet-monday.json", "nothing.json", "blank.json"):
+        os.unlink(str(cluster / name))
+    # the file this run writes is not read, whether it is new or a previous run's
+    for _ in range(2):
+        with open(str(cluster / "fleet.json"), "w") as out:
+            r = _fleet([str(cluster), "--format", "json"], stdout=out)
+        assert r.returncode == 0, r.stderr
+        doc = json.load(open(str(cluster / "fleet.json")))
+        assert [n["name"] for n in doc["nodes"]] == ["node01", "node02", "node03", "node04"]
+
+
+def test_a_format_only_another_command_has_in_the_environment_is_the_default(cluster):
+    """ENVDOCTOR_FORMAT is shared by every command: markdown (diagnose's) means text here."""
+    r = _fleet([str(cluster)], env=dict(os.environ, ENVDOCTOR_FORMAT="markdown"))
+    assert r.returncode == 0 and r.stdout.startswith("envdoctor fleet: 4 nodes")
+    assert _fleet([str(cluster), "--format", "markdown"]).returncode == 2

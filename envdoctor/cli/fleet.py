@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, List, Optional, Tuple
 
 import click
 
+from ..host.base import DEFAULT_TIMEOUT
 from . import EXIT_USAGE, fail
-from .common import echo_output, timeout_option
+from .common import echo_output, format_option
 
 #: Node names shown per line in the text output (all of them in JSON).
 SHOWN = 8
@@ -22,7 +24,9 @@ Examples:
 \b
 Inputs: `envdoctor diagnose --format json` reports, or `envdoctor snapshot` files
 (replayed by this envdoctor), plain or gzip; a directory stands for its *.json
-and *.json.gz files. Nodes are named after their files.
+and *.json.gz files. Nodes are named after their files; a file named twice is
+one node. A fact a report does not hold (an older envdoctor wrote it) is listed
+apart, never counted as a difference or a deviation.
 \b
 Exit codes: 0 every node read and none has errors (nor deviates, with --baseline;
 nor differs, with --uniform); 1 otherwise; 2 could not run (no file could be read,
@@ -32,9 +36,12 @@ bad baseline, bad option).""")
                                                  "differences from it (and exit 1 if there are any).")
 @click.option("--uniform", is_flag=True, help="Exit 1 when any fact differs across the nodes (a fleet meant to be "
                                               "identical).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              envvar="ENVDOCTOR_FORMAT", help="Output format. [env: ENVDOCTOR_FORMAT]")
-@timeout_option
+@format_option("text", "json")
+@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=DEFAULT_TIMEOUT, show_default=True,
+              envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS",
+              help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read "
+                   "one after another, each allowed this long); regular files are read whole, however long "
+                   "that takes. [env: ENVDOCTOR_TIMEOUT]")
 def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, fmt: str, timeout: float) -> None:
     """Compare the reports (or snapshots) of many machines: the facts that differ
     between them and which nodes hold the odd values, every finding with the
@@ -42,21 +49,31 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, fmt: s
     """
     from .. import fleet as logic
 
-    paths = logic.expand(files)
-    if not paths:
+    inputs = logic.gather(files, _stdout_file())
+    for why in inputs.unlistable:
+        click.echo("envdoctor: cannot list the directory " + line(why), err=True)
+    empty = ", ".join(line(d) for d in inputs.empty_dirs)
+    if not inputs.files:
+        if inputs.empty_dirs or inputs.unlistable:
+            raise fail("no report or snapshot files to compare%s" % (
+                ": no *.json or *.json.gz files in " + empty if empty else ""), EXIT_USAGE)
+        if inputs.skipped:
+            raise fail("no report or snapshot files to compare besides this run's output, " + line(
+                inputs.skipped[0]), EXIT_USAGE)
         raise fail("name report or snapshot files, or directories holding them (see envdoctor fleet --help)",
                    EXIT_USAGE)
-    read_timeout = max(timeout, 1.0)
-    nodes = [logic.load_node(p, read_timeout, name) for p, name in zip(paths, logic.unique_names(paths))]
+    if empty:
+        click.echo("envdoctor: no *.json or *.json.gz files in " + empty, err=True)
+    nodes = [logic.load_node(p, timeout, name) for p, name in zip(inputs.files, logic.unique_names(inputs.files))]
     base = None
     if baseline is not None:
-        base = logic.load_node(baseline, read_timeout)
+        base = logic.load_node(baseline, timeout)
         if base.unreadable:
-            raise fail("the baseline cannot be used: " + base.unreadable, EXIT_USAGE)
+            raise fail("the baseline cannot be used: " + line(base.unreadable), EXIT_USAGE)
     result = logic.compare(nodes, base, uniform)
     if not result.readable:
         for n in nodes:
-            click.echo("envdoctor: " + n.unreadable, err=True)
+            click.echo("envdoctor: " + line(n.unreadable), err=True)
         raise fail("none of the %d file(s) could be read" % len(nodes), EXIT_USAGE)
     if fmt == "json":
         import datetime
@@ -76,14 +93,40 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, fmt: s
     raise click.exceptions.Exit(result.exit_code)
 
 
+def _stdout_file() -> Optional[Tuple[int, int]]:
+    """(device, inode) of the regular file standard output is written to (``> dir/fleet.json``), which
+    is no input even when it lies in a directory compared; None for a terminal or a pipe."""
+    import os
+    import stat
+    import sys
+
+    try:
+        st = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+#: What would break a line of the text output, and how it is shown instead.
+_BREAKS = {"\n": "\\n", "\r": "\\r", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_BREAK = re.compile("[%s]" % "".join(_BREAKS))
+
+
+def line(text: str) -> str:
+    """``text`` from a report, shown on one line: line breaks as escapes (``\\n``), and every other
+    control character as :func:`~envdoctor.render.style.printable` shows it.  A newline in a fact's
+    value must not forge a line of the output (a fake ``Summary: 0 nodes...``)."""
+    from ..render.style import printable
+
+    return printable(_BREAK.sub(lambda m: _BREAKS[m.group()], text))
+
+
 def _names(names: List[str]) -> str:
     shown = ", ".join(names[:SHOWN])
-    return shown + (" and %d more" % (len(names) - SHOWN) if len(names) > SHOWN else "")
+    return line(shown + (" and %d more" % (len(names) - SHOWN) if len(names) > SHOWN else ""))
 
 
 def render_text(result: Any, style: Any) -> str:
-    from ..render.style import printable
-
     out: List[str] = []
     kinds = {}  # type: dict
     for n in result.readable:
@@ -93,46 +136,65 @@ def render_text(result: Any, style: Any) -> str:
         s["nodes"], "" if s["nodes"] == 1 else "s",
         ", ".join("%d %s%s" % (c, k, "" if c == 1 else "s") for k, c in sorted(kinds.items())),
         ", %d unreadable" % s["unreadable"] if s["unreadable"] else ""))
+    versions = result.versions()
+    if len(versions) > 1:
+        out.append(style("The reports come from %d envdoctor versions: " % len(versions), "yellow") + line(", ".join(
+            "%s (%d node%s)" % (v or "unknown", c, "" if c == 1 else "s") for v, c in versions)) +
+            style("; a report from an older version may lack facts", "dim"))
     width = max((len(f.label) for f in result.facts), default=10) + 2
     differ = [f for f in result.facts if not f.uniform]
     same = [f for f in result.facts if f.uniform and f.values]
+
+    def absent(f: Any) -> None:
+        if f.absent:
+            out.append("  %s%s %s" % (" " * width, style("not in the reports of:", "dim"), _names(f.absent)))
+
     if differ:
         out.append("")
         out.append(style("Facts that differ between nodes", "bold") + style("  (most common first)", "dim"))
         for f in differ:
             (top, top_nodes), rest = f.values[0], f.values[1:]
-            out.append("  %s%s" % (f.label.ljust(width), printable("%s (%d)" % (top, len(top_nodes)))))
+            out.append("  %s%s" % (f.label.ljust(width), line("%s (%d)" % (top, len(top_nodes)))))
             for value, names in rest:
-                out.append("  %s%s %s" % (" " * width, style(printable("%s:" % value), "yellow"),
-                                          printable(_names(names))))
+                out.append("  %s%s %s" % (" " * width, style(line("%s:" % value), "yellow"), _names(names)))
+            absent(f)
     if same:
         out.append("")
-        out.append(style("Facts every node shares", "bold"))
+        out.append(style("Facts every node shares", "bold") + (
+            style("  (among the nodes whose reports hold them)", "dim") if any(f.absent for f in same) else ""))
         for f in same:
-            out.append("  %s%s" % (f.label.ljust(width), printable(f.values[0][0])))
+            out.append("  %s%s" % (f.label.ljust(width), line(f.values[0][0])))
+            absent(f)
     if result.findings:
         out.append("")
         out.append(style("Findings", "bold") + style("  (worst first, with the nodes they were found on)", "dim"))
         for fd in result.findings:
             sev = {"error": "ERROR", "warning": "WARN", "info": "INFO"}[fd.severity]
             colour = {"error": "red", "warning": "yellow", "info": "blue"}[fd.severity]
-            out.append("  %s %s  %d node%s: %s" % (style(sev.ljust(5), colour, "bold"), printable(fd.code),
+            out.append("  %s %s  %d node%s: %s" % (style(sev.ljust(5), colour, "bold"), line(fd.code),
                                                   len(fd.nodes), "" if len(fd.nodes) == 1 else "s",
-                                                  printable(_names(fd.nodes))))
-            out.append("        " + style(printable(fd.title), "dim"))
+                                                  _names(fd.nodes)))
+            # The title is one node's (it names that node's driver, paths...): say whose.
+            title = line(fd.title) if len(fd.nodes) == 1 else "e.g. on %s: %s" % (line(fd.title_from), line(fd.title))
+            out.append("        " + style(title, "dim"))
     unreadable = [n for n in result.nodes if n.unreadable]
     if unreadable:
         out.append("")
         out.append(style("Unreadable", "bold"))
         for n in unreadable:
-            out.append("  %s: %s" % (printable(n.name), printable(n.unreadable)))
+            out.append("  %s: %s" % (line(n.name), line(n.unreadable)))
     if result.baseline is not None:
         out.append("")
-        out.append(style("Against the baseline %s" % printable(result.baseline.name), "bold") +
+        out.append(style("Against the baseline %s" % line(result.baseline.name), "bold") +
                    ": %d deviation%s" % (len(result.deviations), "" if len(result.deviations) == 1 else "s"))
+        node_width = max((len(line(d.node)) for d in result.deviations), default=0)
         for d in result.deviations:
-            out.append("  %s  %s: %s (baseline: %s)" % (printable(d.node), d.label, printable(d.found),
-                                                      printable(d.expected)))
+            out.append("  %s  %s: %s (baseline: %s)" % (line(d.node).ljust(node_width), d.label, line(d.found),
+                                                      line(d.expected)))
+        for c in result.not_compared:
+            out.append("  " + style("%s: not compared %s" % (c.label, (
+                "(not in the baseline's report)" if c.baseline_lacks_it else
+                "on %s (not in their reports)" % _names(c.nodes))), "dim"))
     out.append("")
     parts = ["%d node%s" % (s["nodes"], "" if s["nodes"] == 1 else "s"),
              "%d with errors" % s["with_errors"], "%d with warnings" % s["with_warnings"]]

@@ -281,9 +281,16 @@ def not_a_snapshot(doc: Dict[str, Any]) -> Optional[str]:
     if isinstance(doc.get("probes"), list):
         return ("is an envdoctor report (diagnose --format json): it holds conclusions, not the evidence to "
                 "replay; capture a snapshot with `envdoctor snapshot -o FILE`")
-    if isinstance(doc.get("nodes"), list) and isinstance(doc.get("facts"), list):
+    if is_fleet_comparison(doc):
         return "is an envdoctor fleet comparison, not a snapshot"
     return None
+
+
+def is_fleet_comparison(doc: Dict[str, Any]) -> bool:
+    """Whether ``doc`` is what ``envdoctor fleet --format json`` writes (a previous run's output, often
+    kept beside the reports it compared)."""
+    return isinstance(doc.get("nodes"), list) and (isinstance(doc.get("facts"), list)
+                                                   or isinstance(doc.get("summary"), dict))
 
 
 def holds_evidence(doc: Dict[str, Any]) -> bool:
