@@ -112,7 +112,7 @@ def unique_names(paths: Sequence[str]) -> List[str]:
         last = {n.rsplit("/", 1)[-1] for n in names}
         if count > 1 and len(last) == 1 and all("/" in n for n in names):
             trimmed = [n.rsplit("/", 1)[0] for n in names]
-            if len(set(trimmed)) == count:
+            if len(set(trimmed)) == count and all(trimmed):  # "/..": no directory to name it by
                 return trimmed
         return names
     # The same path twice (or paths alike but for a leading / or ./): the file's short name, numbered.
