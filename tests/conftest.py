@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -80,3 +80,30 @@ def run_report(host) -> Report:
 @pytest.fixture
 def host_factory():
     return make_host
+
+
+def garbled_copy(doc: Any, data: Any, junk: Any, most: int = 3) -> Any:
+    """A deep copy of the JSON document ``doc`` with 1 to ``most`` values anywhere in it (at any depth)
+    replaced by values drawn from the hypothesis strategy ``junk``; ``data`` is the test's st.data()."""
+    import json
+
+    from hypothesis import strategies as st
+
+    out = json.loads(json.dumps(doc))
+    for _ in range(data.draw(st.integers(1, most))):
+        path = data.draw(st.sampled_from([p for p in _json_paths(out) if p]))
+        parent = out
+        for step in path[:-1]:
+            parent = parent[step]
+        parent[path[-1]] = data.draw(junk)
+    return out
+
+
+def _json_paths(node: Any, path: tuple = ()) -> Iterator[tuple]:
+    yield path
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _json_paths(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _json_paths(v, path + (i,))

@@ -21,7 +21,7 @@ from envdoctor.fleet import compare, gather, load_node, natural_sorted, unique_n
 from envdoctor.host.privacy import Scrubber
 from envdoctor.report import diagnose
 
-from .conftest import load_machine, machine_path
+from .conftest import garbled_copy, load_machine, machine_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEALTHY = "pipwheels-ubuntu2204-a100"  # A100, driver 565.57.01, torch 2.5.1+cu124 wheels: no errors
@@ -171,16 +171,6 @@ def _junk_strategy():
                         max_leaves=6)
 
 
-def _paths(node, path=()):
-    yield path
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, path + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, path + (i,))
-
-
 _REPORTS = {name: _report(name) for name in (HEALTHY, "ubuntu2404-driver-mismatch", "debian12-nogpu")}
 
 
@@ -200,13 +190,7 @@ def test_any_damage_to_a_report_leaves_the_fleet_comparable(tmp_path_factory):
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
     @given(name=st.sampled_from(sorted(_REPORTS)), data=st.data())
     def run(name, data):
-        doc = json.loads(json.dumps(_REPORTS[name]))
-        for _ in range(data.draw(st.integers(1, 3))):
-            path = data.draw(st.sampled_from([p for p in _paths(doc) if p]))
-            parent = doc
-            for step in path[:-1]:
-                parent = parent[step]
-            parent[path[-1]] = data.draw(_junk_strategy())
+        doc = garbled_copy(_REPORTS[name], data, _junk_strategy())
         f = tmp / "node.json"
         f.write_text(json.dumps(doc))
         node = load_node(str(f), 5)

@@ -28,7 +28,7 @@ from envdoctor.host.schema import SchemaUnsupported, check_keywords, first_error
 from envdoctor.host.snapshot import SnapshotError, SnapshotHost, load_snapshot
 from envdoctor.probes import run_probes
 
-from .conftest import machine_names, machine_path
+from .conftest import garbled_copy, machine_names, machine_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MACHINE = machine_path("ubuntu2204-a100-mig")
@@ -186,29 +186,12 @@ _junk = st.recursive(
                                                         max_size=3), max_leaves=6)
 
 
-def _paths(node, path=()):
-    yield path
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, path + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, path + (i,))
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(sorted(_DOCS)), data=st.data())
 def test_the_reader_accepts_exactly_what_the_json_schema_accepts(name, data):
     """Mutate a real machine's snapshot anywhere; envdoctor's verdict equals the jsonschema package's,
     and what it accepts replays without a crashed probe."""
-    doc = json.loads(json.dumps(_DOCS[name]))
-    for _ in range(data.draw(st.integers(1, 3))):
-        paths = [p for p in _paths(doc) if p]
-        path = data.draw(st.sampled_from(paths))
-        parent = doc
-        for step in path[:-1]:
-            parent = parent[step]
-        parent[path[-1]] = data.draw(_junk)
+    doc = garbled_copy(_DOCS[name], data, _junk)
     theirs = next(iter(jsonschema.Draft202012Validator(_SNAPSHOT_SCHEMA).iter_errors(doc)), None)
     ours = first_error(doc, _SNAPSHOT_SCHEMA)
     assert (ours is None) == (theirs is None), (ours, theirs)
