@@ -98,6 +98,7 @@ def installed_copy() -> str:
     start and which recompiles nothing only if bytecode may be written; users run a regular install
     (torch, beside it, was installed the regular way too). The copy is the checkout's own code.
     """
+    import atexit
     import compileall
     import shutil
     import tempfile
@@ -106,6 +107,7 @@ def installed_copy() -> str:
 
     src = os.path.dirname(os.path.abspath(envdoctor.__file__))
     dest = tempfile.mkdtemp(prefix="envdoctor-bench-")
+    atexit.register(shutil.rmtree, dest, True)  # removed when the benchmark ends, however it ends
     for pkg in ("envdoctor", "recipes"):
         path = os.path.join(os.path.dirname(src), pkg)
         if os.path.isdir(path):

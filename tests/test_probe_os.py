@@ -1,7 +1,7 @@
 """The OS probe when the machine it runs on is short of scratch space.
 
-distro answers from a miniature root of the release files the host read (written to a private
-scratch directory, as distro's own tests feed it). Where that directory goes must not decide the
+distro answers from a miniature root of the release files the host read (written to the host's
+private scratch directory, Host.scratch_root, as distro's own tests feed it). Where that directory goes must not decide the
 report: a replay on a machine whose $TMPDIR is gone reads the same OS as anywhere else.
 """
 
@@ -27,7 +27,9 @@ def test_no_scratch_space_anywhere_is_an_unknown_with_the_reason(monkeypatch):
     def refuse(path, mode=0o777):
         raise OSError(30, "Read-only file system", path)
 
-    monkeypatch.setattr(sysprobe.os, "mkdir", refuse)
+    from envdoctor.host import base
+
+    monkeypatch.setattr(base.os, "mkdir", refuse)
     facts = _os_facts()
     assert facts["os.id"].status == "unknown"
     assert "Read-only file system" in facts["os.id"].reason and "/var/tmp" in facts["os.id"].reason
@@ -41,3 +43,9 @@ def test_a_hung_getconf_is_timed_out_not_unknown():
                                 "duration": 3.0}])
     facts = {f.key: f for f in sysprobe.probe_os(ProbeContext(host))}
     assert facts["os.glibc"].status == "timed_out"
+
+
+def test_the_scratch_root_is_removed_after_use(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    _os_facts()
+    assert list(tmp_path.iterdir()) == []

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import time
 from typing import Dict, Iterable, List, Optional
 
 import distro
@@ -26,70 +24,25 @@ FAMILIES = {
 }
 
 
-def _scratch_dir() -> str:
-    """A new private directory for distro's miniature root (what tempfile.mkdtemp does, without
-    importing tempfile and shutil, which cost more than this whole probe).
-
-    $TMPDIR first, then the usual writable places, so a $TMPDIR that is missing, read-only or full
-    costs nothing; OSError naming every place tried when none works.
-    """
-    bases: List[str] = []
-    for base in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp", "/dev/shm"):
-        if base and base not in bases:
-            bases.append(base)
-    tried = []
-    for base in bases:
-        for attempt in range(20):
-            path = os.path.join(base, "envdoctor-os-%d-%d-%d" % (os.getpid(), time.monotonic_ns(), attempt))
-            try:
-                os.mkdir(path, 0o700)
-                return path
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                tried.append("%s (%s)" % (base, exc.strerror or exc))
-                break
-    raise OSError("no writable scratch directory: " + ", ".join(tried))
-
-
 def _distro_from_host(host: Host) -> Dict[str, str]:
     """Let the ``distro`` library answer from files read through the host.
 
-    The release files are copied into a miniature root directory, which is
-    how distro's own tests feed it, so its parsing and id normalisation are
-    used as they are.
+    The release files are copied into a miniature root directory (the host's scratch space), which is
+    how distro's own tests feed it, so its parsing and id normalisation are used as they are.
     """
-    root = _scratch_dir()
-    written: List[str] = []
-    try:
-        names = ["os-release", "lsb-release"] + [n for n in host.list_dir("/etc").names() if _RELEASE_FILE.match(n)]
-        for rel in ["etc/" + n for n in sorted(set(names))] + ["usr/lib/os-release"]:
-            res = host.read_file("/" + rel, limit=64 * 1024)
-            if res.data is None:
-                continue
-            dest = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
-            with open(dest, "xb") as fh:
-                fh.write(res.data)
-            written.append(dest)
+    files: Dict[str, bytes] = {}
+    names = ["os-release", "lsb-release"] + [n for n in host.list_dir("/etc").names() if _RELEASE_FILE.match(n)]
+    for rel in ["etc/" + n for n in sorted(set(names))] + ["usr/lib/os-release"]:
+        res = host.read_file("/" + rel, limit=64 * 1024)
+        if res.data is not None:
+            files[rel] = res.data
+    with host.scratch_root(files) as root:
         d = distro.LinuxDistribution(root_dir=root, include_lsb=False, include_uname=False)
         return {
             "id": d.id(), "name": d.name(), "version": d.version(), "version_full": d.version(best=True),
             "codename": d.codename(), "like": d.like(), "pretty": d.name(pretty=True),
             "os_release": d.os_release_attr("version_id"),
         }
-    finally:
-        # Only what was written here (no shutil: it costs more to import than this whole probe).
-        for path in written:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-        for sub in ("usr/lib", "usr", "etc", ""):
-            try:
-                os.rmdir(os.path.join(root, sub))
-            except OSError:
-                pass
 
 
 def os_family(distro_id: str, like: str) -> str:
