@@ -1,8 +1,8 @@
 """The OS probe when the machine it runs on is short of scratch space.
 
 distro answers from a miniature root of the release files the host read (written to the host's
-private scratch directory, Host.scratch_root, as distro's own tests feed it). Where that directory goes must not decide the
-report: a replay on a machine whose $TMPDIR is gone reads the same OS as anywhere else.
+private scratch directory, Host.scratch_root, as distro's own tests feed it). Where that directory
+goes must not decide the report: a replay on a machine whose $TMPDIR is gone reads the same OS as anywhere else.
 """
 
 from __future__ import annotations
