@@ -87,6 +87,14 @@ def options(request: Any, allowed: Sequence[str] = OPTIONS) -> Dict[str, str]:
     return {k: str(v).strip() for k, v in opts.items()}
 
 
+def release_pin(requested: Optional[str], release: str) -> str:
+    """The pip specifier for a framework release: exactly the version asked for when it names a patch
+    release (``==2.4.1``), else the newest patch of the matrix row's release (``==2.4.*``)."""
+    if requested and len(Version(requested).release) >= 3:
+        return "==" + requested
+    return "==%s.*" % release
+
+
 def cpu_build_reason(request: Any, facts: Any, opts: Dict[str, str]) -> Optional[str]:
     """Why a framework recipe installs its CPU build, or None for a CUDA build.
 

@@ -56,12 +56,6 @@ def _release(version: Optional[str]) -> Dict[str, Any]:
     return row
 
 
-def _pin(version: Optional[str], row: Dict[str, Any]) -> str:
-    if version and len(Version(version).release) >= 3:
-        return f"torch=={version}"
-    return "torch=={}.*".format(row["version"])
-
-
 def _runs(var: Dict[str, Any], driver: Optional[Version], docker: bool) -> Tuple[bool, bool]:
     """(runs at all, runs without minor-version compatibility) on ``driver``."""
     if docker:
@@ -171,7 +165,8 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         need = common.hardware.min_driver_for_cuda(var["cuda"]) or ""
         driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
     base = common.index_base(request, INDEX)
-    what = common.PipInstall((_pin(request.version, row),), index_url=f"{base}/{var['tag']}", smoke=SMOKE,
+    pin = "torch" + common.release_pin(request.version, row["version"])
+    what = common.PipInstall((pin,), index_url=f"{base}/{var['tag']}", smoke=SMOKE,
                              python_spec=row.get("python"))
     title = "install PyTorch {} ({}, CUDA {})".format(row["version"], var["tag"], var["cuda"])
     notes = ["torch {} {}: CUDA {}, GPU architectures sm {}..{}{}, cuDNN {} (matrix: {})".format(
@@ -216,7 +211,8 @@ def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: s
     if opts.get("channel") == "conda-forge":
         raise RecipeError("the CPU build installs from PyTorch's pip index; conda-forge's pytorch-gpu is CUDA only",
                           ["--option channel=pip"])
-    what = common.PipInstall((_pin(request.version, row),), index_url=common.index_base(request, INDEX) + "/cpu",
+    pin = "torch" + common.release_pin(request.version, row["version"])
+    what = common.PipInstall((pin,), index_url=common.index_base(request, INDEX) + "/cpu",
                              smoke=SMOKE, python_spec=row.get("python"))
     notes = ["CPU build: " + why, "torch {} cpu: no CUDA, no cuDNN (matrix: {})".format(
         row["version"], row["source"]["url"])]

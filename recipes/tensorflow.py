@@ -82,7 +82,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         if not request.force:
             raise RecipeError(why, [f"envdoctor install driver --version {common.driver_branch(need or '')}"])
         notes.append("WARNING (--force): " + why)
-    pin = _pin(request.version, row)
+    pin = common.release_pin(request.version, row["version"])
     extra = row.get("pip_extra")
     if extra:
         req = extra + pin
@@ -109,7 +109,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
 def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str) -> Plan:
     """The plain ``tensorflow`` wheel, which runs on the CPU (tensorflow.org/install/pip: the [and-cuda]
     extra only adds the GPU libraries)."""
-    req = "tensorflow" + _pin(request.version, row)
+    req = "tensorflow" + common.release_pin(request.version, row["version"])
     what = common.PipInstall((req,), index_url=common.index_base(request, PYPI) if request.mirror else None,
                              smoke=SMOKE, python_spec=row.get("python"))
     notes = ["CPU build: " + why, "matrix: {} (checked {})".format(row["source"]["url"], row["source"]["checked"])]
@@ -117,10 +117,6 @@ def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: s
     return common.plan_for_method(request, target, facts, component=COMPONENT, version=row["version"], what=what,
                                   title="install TensorFlow {} (CPU build)".format(row["version"]), notes=notes,
                                   image_cuda=None, name_tag=row["version"] + "-cpu", conda_default_env="tensorflow")
-
-
-def _pin(version: Optional[str], row: Dict[str, Any]) -> str:
-    return "=={}.*".format(row["version"]) if not version or len(Version(version).release) < 3 else f"=={version}"
 
 
 def _python_alternatives(py: str) -> List[str]:

@@ -92,7 +92,13 @@ def main(argv: Optional[List[str]] = None) -> Any:
         sys.exit(130)
     except BrokenPipeError:
         # The reader went away (`envdoctor explain | head`): not an error of ours, and nothing to say.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_stdout()
         sys.exit(EXIT_OK)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone (`| head`): nothing more can be said there, and
+    the interpreter's own flush at exit would otherwise complain of the broken pipe."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

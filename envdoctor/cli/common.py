@@ -61,16 +61,13 @@ def echo_output(text: str, color: Optional[bool] = None) -> None:
     ``color`` True keeps ANSI styling even into a pipe (``--color``); click strips it otherwise."""
     import sys
 
-    from . import EXIT_USAGE, fail
+    from . import EXIT_USAGE, fail, silence_stdout
 
     try:
         click.echo(text, nl=False, color=color)
         sys.stdout.flush()
     except BrokenPipeError:
-        import os
-
-        # Nothing more can be said on stdout; keep the interpreter from complaining at exit too.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_stdout()  # the command still exits with its own code (diagnose | head in a script)
     except OSError as exc:
         raise fail("cannot write the output: %s" % (exc.strerror or exc), EXIT_USAGE) from None
 

@@ -169,9 +169,7 @@ def render_text(result: Any, style: Any) -> str:
         out.append("")
         out.append(style("Findings", "bold") + style("  (worst first, with the nodes they were found on)", "dim"))
         for fd in result.findings:
-            sev = {"error": "ERROR", "warning": "WARN", "info": "INFO"}[fd.severity]
-            colour = {"error": "red", "warning": "yellow", "info": "blue"}[fd.severity]
-            out.append("  %s %s  %d node%s: %s" % (style(sev.ljust(5), colour, "bold"), line(fd.code),
+            out.append("  %s %s  %d node%s: %s" % (style.severity_label(fd.severity), line(fd.code),
                                                   len(fd.nodes), "" if len(fd.nodes) == 1 else "s",
                                                   _names(fd.nodes)))
             # The title is one node's (it names that node's driver, paths...): say whose.

@@ -43,6 +43,12 @@ class Style:
             return text
         return "\033[%sm%s\033[0m" % (";".join(_CODES[s] for s in styles), text)
 
+    def severity_label(self, severity: str) -> str:
+        """``ERROR``, ``WARN`` or ``INFO``, padded to one width and coloured (every renderer of findings)."""
+        label = {"error": "ERROR", "warning": "WARN", "info": "INFO"}[severity]
+        colour = {"error": "red", "warning": "yellow", "info": "blue"}[severity]
+        return self(label.ljust(5), colour, "bold")
+
     def mark(self, kind: str) -> str:
         uni = {"ok": "✓", "error": "✗", "warning": "!", "info": "i", "unknown": "?", "not_supported": "-",
                "timed_out": "⏱", "crashed": "✗"}

@@ -88,9 +88,7 @@ def _fact_lines(f: Fact, style: Style, verbose: bool) -> List[str]:
 
 
 def _finding_lines(fd: Finding, style: Style, verbose: bool) -> List[str]:
-    sev = {"error": "ERROR", "warning": "WARN", "info": "INFO"}[fd.severity]
-    colour = {"error": "red", "warning": "yellow", "info": "blue"}[fd.severity]
-    lines = ["  %s %s %s" % (style.mark(fd.severity), style(sev.ljust(5), colour, "bold"), printable(fd.title)),
+    lines = ["  %s %s %s" % (style.mark(fd.severity), style.severity_label(fd.severity), printable(fd.title)),
              "          " + style(printable(fd.code), "dim")]
     if fd.detail:
         lines += ["          " + ln for ln in printable(fd.detail).splitlines()]
