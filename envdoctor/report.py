@@ -16,6 +16,10 @@ from .probes import ProbeResult, run_probes
 
 REPORT_SCHEMA_VERSION = 1
 
+#: Findings that say the run could not see the driver or GPU state of a machine with an NVIDIA device:
+#: the human report says so in its first line (a pre-flight never passes such a node).
+UNSEEN_CODES = ("gpu.unverified", "driver.nvml_hung")
+
 
 class Report:
     """Everything one diagnose run produced (rendered by envdoctor.render)."""
@@ -36,6 +40,11 @@ class Report:
     @property
     def summary(self) -> Dict[str, int]:
         return summarize(self.findings)
+
+    @property
+    def unseen(self) -> Optional[Finding]:
+        """The first finding saying the driver/GPU state could not be established, if any."""
+        return next((f for f in self.findings if f.code in UNSEEN_CODES and f.severity == "error"), None)
 
     @property
     def exit_code(self) -> int:

@@ -73,7 +73,13 @@ def test_other_nvml_failures_are_reported():
                    ok("driver.kernel_module.version", "550.54.15", "test"),
                    ok("driver.nvml.status", "NVML_ERROR_UNKNOWN", "nvml:init"), ok("gpu.count", 1, "test")])
     f = _codes(driver_health(CheckContext(facts, [])))["driver.nvml_failed"]
-    assert f.severity == "warning" and "NVML_ERROR_UNKNOWN" in f.title
+    # The nvidia module is loaded: a node with an NVIDIA device whose NVML fails is not passed.
+    assert f.severity == "error" and "NVML_ERROR_UNKNOWN" in f.title and "internal driver error" in f.title
+    # Without any NVIDIA device seen (no module, nothing on the bus) the same failure is a warning.
+    facts = Facts([ok("driver.installed", True, "test"), ok("driver.kernel_module.loaded", False, "test"),
+                   ok("gpu.pci_devices", [], "test"), ok("gpu.proc_devices", [], "test"),
+                   ok("driver.nvml.status", "NVML_ERROR_UNKNOWN", "nvml:init")])
+    assert _codes(driver_health(CheckContext(facts, [])))["driver.nvml_failed"].severity == "warning"
 
 
 def test_a_crashed_or_hung_probe_becomes_a_finding_asking_for_a_report():

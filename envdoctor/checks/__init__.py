@@ -47,6 +47,7 @@ CHECK_MODULES = (
     "envdoctor.checks.libraries",
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
+    "envdoctor.checks.gpu_verdict",
     "envdoctor.checks.tools",
 )
 

@@ -675,13 +675,26 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
                     commands=["ps -eo pid,stat,cmd | awk '$2 ~ /D/'", "sudo dmesg -T | grep -i -E 'xid|nvrm'",
                               "sudo nvidia-bug-report.sh", "sudo reboot"]),
         )]
+    # Any other failure: an error where the PCI bus, /proc/driver/nvidia or a loaded module shows an NVIDIA
+    # device (a pre-flight must not pass it), with the code's meaning and fix; a warning where none is seen.
+    from .gpu_verdict import describe, has_nvidia_device
+
+    if status == "worker_failed":
+        meaning, fix_text = ("the NVML query process died inside the NVIDIA library",
+                             "Read the kernel log for Xid errors; reset the GPUs or reboot.")
+        commands = ["sudo dmesg -T | grep -i -E 'xid|nvrm' | tail -n 30", "nvidia-smi", "sudo reboot"]
+    else:
+        row = describe(status)
+        meaning, fix_text = row.meaning, row.fix
+        commands = [c.format(gpu=0) for c in row.commands] or ["nvidia-smi"]
     return [Finding(
-        code="driver.nvml_failed", severity="warning", components=["driver"],
-        title="NVML could not start with %s: %s" % (label, status),
-        detail="NVML failed to initialise (%s); CUDA may fail the same way." % (reason or status),
-        evidence=ev, source=_source("nvml"),
-        fix=Fix(text="Read the kernel log; if the driver is in a bad state, reboot.",
-                commands=["sudo dmesg -T | grep -i -E 'xid|nvrm' | tail -n 20", "nvidia-smi"]),
+        code="driver.nvml_failed", severity="error" if has_nvidia_device(facts) else "warning",
+        components=["driver"],
+        title="NVML could not start with %s: %s (%s)" % (label, status, meaning),
+        detail="NVML failed to initialise (%s): %s; CUDA fails the same way. %s" % (
+            reason or status, meaning, fix_text),
+        evidence=ev + _evidence(facts, "gpu.pci_devices", "gpu.proc_devices"), source=_source("nvml"),
+        fix=Fix(text=fix_text, commands=commands),
     )]
 
 
@@ -751,8 +764,10 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             RULES["nvml"]["url"]),
     CodeDoc("driver.nvml_hung", "error", "Asking NVML timed out: the driver or a GPU is hung.",
             "driver.nvml.status", "Every CUDA program and nvidia-smi will hang too.", RULES["nvml"]["url"]),
-    CodeDoc("driver.nvml_failed", "warning", "NVML failed to initialise with another error.",
-            "driver.nvml.status", "CUDA may fail the same way.", RULES["nvml"]["url"]),
+    CodeDoc("driver.nvml_failed", "error", "NVML failed to initialise with another error (a warning only where "
+            "no NVIDIA device is seen on the PCI bus or in /proc/driver/nvidia).",
+            "driver.nvml.status, gpu.pci_devices, gpu.proc_devices",
+            "CUDA fails the same way; the finding gives the code's meaning and fix.", RULES["nvml"]["url"]),
 ))
 def driver_health(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts

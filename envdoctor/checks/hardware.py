@@ -45,7 +45,7 @@ def _busy(facts: Facts, i: int) -> bool:
 
 
 @check("gpu-health", codes=(
-    CodeDoc("gpu.pcie_link_degraded", "warning", "A busy GPU's PCIe link runs below the generation or width "
+    CodeDoc("gpu.pcie_link_degraded", "warning", "A busy GPU's PCIe link runs below the generation "
             "the GPU and slot support.", "gpu.N.pcie_gen_current/max, pcie_width_current/max, utilization",
             "Host-device copies and multi-GPU traffic run at a fraction of the bandwidth (bad riser, slot, "
             "BIOS setting). An idle GPU lowering its link generation is normal power saving.", NVML_PCIE),
@@ -70,8 +70,9 @@ def gpu_health(ctx: CheckContext) -> Iterable[Finding]:
         gen, gmax = facts.value(k + "pcie_gen_current"), facts.value(k + "pcie_gen_max")
         wid, wmax = facts.value(k + "pcie_width_current"), facts.value(k + "pcie_width_max")
         low_gen = isinstance(gen, int) and isinstance(gmax, int) and 0 < gen < gmax
-        low_wid = isinstance(wid, int) and isinstance(wmax, int) and 0 < wid < wmax
-        if (low_gen or low_wid) and _busy(facts, i):
+        # A narrower link is judged idle or not (gpu.pcie_width_degraded, checks/gpu_verdict.py); here only
+        # the generation, which an idle GPU lowers to save power.
+        if low_gen and _busy(facts, i):
             yield Finding(
                 code="gpu.pcie_link_degraded", severity="warning", components=["gpu"],
                 title="%s runs PCIe Gen%s x%s while %s%% busy, but link supports Gen%s x%s" % (

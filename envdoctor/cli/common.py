@@ -11,16 +11,30 @@ from ..host.live import live_host
 from ..host.privacy import scrubber_for
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
-           "echo_output", "planning_facts", "PLANNING_PROBES", "format_option"]
+           "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "Seconds"]
 
 #: The probes whose facts `advise` and the install recipes read (driver, GPUs, OS, interpreter): a
 #: plan need not wait for Docker, compilers or every framework, nor for one of them that hangs.
 PLANNING_PROBES = ("os", "driver", "gpu", "python")
 
 
+class Seconds(click.FloatRange):
+    """A number of seconds in a range; NaN (which compares false with both bounds, so a plain FloatRange
+    lets it through, and then every wait times out at once) is refused like any value out of range."""
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
+        import math
+
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail("%r is not a number of seconds in the range %s<=x<=%s" % (str(value), self.min, self.max),
+                      param, ctx)
+        return number
+
+
 def timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--timeout", type=click.FloatRange(0.1, 3600), default=DEFAULT_TIMEOUT, show_default=True,
+        "--timeout", type=Seconds(0.1, 3600), default=DEFAULT_TIMEOUT, show_default=True,
         envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS",
         help="Longest any one command or NVML query may take; the whole run finishes within it plus about "
              "a second. [env: ENVDOCTOR_TIMEOUT]")(fn)
@@ -104,7 +118,7 @@ def env_timeout() -> float:
         value = float(os.environ.get("ENVDOCTOR_TIMEOUT", ""))
     except ValueError:
         return DEFAULT_TIMEOUT
-    return value if 0.1 <= value <= 3600 else DEFAULT_TIMEOUT
+    return value if 0.1 <= value <= 3600 else DEFAULT_TIMEOUT  # NaN compares false: the default
 
 
 def format_option(*choices: str, help_text: str = "Output format.") -> Callable[[Callable[..., Any]], Any]:

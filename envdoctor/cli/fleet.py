@@ -9,7 +9,7 @@ import click
 
 from ..host.base import DEFAULT_TIMEOUT
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option
+from .common import Seconds, echo_output, format_option
 
 #: Node names shown per line in the text output (all of them in JSON).
 SHOWN = 8
@@ -37,7 +37,7 @@ bad baseline, bad option).""")
 @click.option("--uniform", is_flag=True, help="Exit 1 when any fact differs across the nodes (a fleet meant to be "
                                               "identical).")
 @format_option("text", "json")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=DEFAULT_TIMEOUT, show_default=True,
+@click.option("--timeout", type=Seconds(0.1, 3600), default=DEFAULT_TIMEOUT, show_default=True,
               envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS",
               help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read "
                    "one after another, each allowed this long); regular files are read whole, however long "

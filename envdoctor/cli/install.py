@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import env_timeout, planning_facts
+from .common import Seconds, env_timeout, planning_facts
 
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
@@ -129,7 +129,7 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--force", is_flag=True, help="Replace an existing --prefix; reinstall what is already installed.")
 @click.option("--log-file", metavar="FILE", help="Where to log each step (default: "
                                                  "~/.local/state/envdoctor/logs/install-TIME.log).")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True, metavar="SECONDS",
+@click.option("--timeout", type=Seconds(0.1, 3600), default=30.0, show_default=True, metavar="SECONDS",
               envvar="ENVDOCTOR_DOWNLOAD_TIMEOUT", help="Give up on a download attempt after this long without "
                                                         "data. [env: ENVDOCTOR_DOWNLOAD_TIMEOUT]")
 @click.option("--retries", type=click.IntRange(0, 20), default=3, show_default=True,

@@ -162,11 +162,15 @@ def _userspace_libs(host: Host) -> List[Tuple[str, str]]:
     return found
 
 
-def _nvidia_pci_gpus(host: Host) -> List[str]:
-    """PCI addresses of NVIDIA display controllers (vendor 0x10de, class 0x03xxxx)."""
-    out = []
+def _nvidia_pci_gpus(host: Host) -> Optional[List[str]]:
+    """PCI addresses of NVIDIA display controllers (vendor 0x10de, class 0x03xxxx); None when the bus
+    cannot be listed (unknown is never "no GPU")."""
+    out: List[str] = []
     base = "/sys/bus/pci/devices"
-    for addr in host.list_dir(base).names():
+    listing = host.list_dir(base)
+    if not listing.ok:
+        return None
+    for addr in listing.names():
         vendor = (host.read_text(f"{base}/{addr}/vendor", limit=64) or "").strip().lower()
         if vendor != "0x10de":
             continue
@@ -532,16 +536,24 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     lib_missing = (nv.ok and _nvml_answer(nv.data or {}, "init")[1] == "NVML_ERROR_LIBRARY_NOT_FOUND")
 
     if lib_missing and not loaded and not libs and not wsl_libs:
-        gpus = _nvidia_pci_gpus(host)
+        listed = _nvidia_pci_gpus(host)
+        gpus = listed or []
         src = "nvml:init"
+        fact = ok("driver.installed", False, src, "NVIDIA driver installed")
         if gpus:
-            fact = ok("driver.installed", False, src, "NVIDIA driver installed")
             fact.reason = f"an NVIDIA GPU is present (PCI {', '.join(gpus)}) but no NVIDIA driver is installed"
+        elif listed is None:
+            fact.reason = "no NVIDIA driver installed; whether an NVIDIA GPU is present is unknown (the PCI bus " \
+                          "could not be listed)"
         else:
-            fact = ok("driver.installed", False, src, "NVIDIA driver installed")
             fact.reason = "no NVIDIA driver installed, and no NVIDIA GPU found on the PCI bus"
         facts.append(fact)
-        facts.append(ok("driver.nvidia_pci_gpus", gpus, "dir:/sys/bus/pci/devices", "NVIDIA GPUs on the PCI bus"))
+        if listed is None:
+            facts.append(unknown("driver.nvidia_pci_gpus", "cannot list /sys/bus/pci/devices",
+                                 "dir:/sys/bus/pci/devices", "NVIDIA GPUs on the PCI bus"))
+        else:
+            facts.append(ok("driver.nvidia_pci_gpus", gpus, "dir:/sys/bus/pci/devices",
+                            "NVIDIA GPUs on the PCI bus"))
         facts.extend(_in_kernel_drivers(host))
         facts.append(_blacklist(host))
         if gpus:  # what installing a driver will run into

@@ -422,6 +422,63 @@ def _fallback(host: Host, pci: Optional[List[Dict[str, Optional[str]]]], why_nvm
 
 # -- the probe -----------------------------------------------------------------
 
+#: Environment variables through which a job scheduler tells a job which GPUs it was given (a job sees
+#: only those: NVML counting fewer GPUs than the PCI bus shows is then expected).
+SCHEDULER_GPU_VARS = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "GPU_DEVICE_ORDINAL", "PBS_GPUFILE")
+
+
+def _scheduler_allocation(host: Host) -> Dict[str, str]:
+    return {name: str(host.getenv(name)) for name in SCHEDULER_GPU_VARS if host.getenv(name)}
+
+
+def nvml_failures(data: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Every NVML answer about the GPUs that is an error other than NOT_SUPPORTED (the board lacks the
+    feature): the count, a handle, or one call of one GPU, with that GPU's bus id and serial when NVML
+    gave them (the checks judge which codes mean trouble)."""
+    out: List[Dict[str, Any]] = []
+
+    def err_of(key: str) -> Optional[Dict[str, Any]]:
+        ans = data.get(key)
+        if isinstance(ans, dict) and "error" in ans and ans.get("error") != NOT_SUPPORTED:
+            return ans
+        return None
+
+    def add(gpu: Optional[int], call: str, ans: Dict[str, Any]) -> None:
+        entry: Dict[str, Any] = {"gpu": gpu, "call": call, "error": str(ans.get("error"))}
+        if isinstance(ans.get("code"), int):
+            entry["code"] = ans["code"]
+        if ans.get("error") == "EXCEPTION" and ans.get("message"):
+            entry["message"] = str(ans["message"])[:200]
+        if gpu is not None:
+            pci = data.get(f"device.{gpu}.pci")
+            bus = pci.get("value", {}).get("busId") if isinstance(pci, dict) and isinstance(pci.get("value"),
+                                                                                             dict) else None
+            if isinstance(bus, str):
+                entry["pci_bus_id"] = _pci_str(bus)
+            serial = data.get(f"device.{gpu}.serial")
+            if isinstance(serial, dict) and isinstance(serial.get("value"), str):
+                entry["serial"] = serial["value"]
+        out.append(entry)
+
+    count_err = err_of("device_count")
+    if count_err is not None:
+        add(None, "device_count", count_err)
+    indexes = set()
+    for key in data:
+        m = re.match(r"^device\.(\d+)\.(.+)$", key)
+        if m:
+            indexes.add(int(m.group(1)))
+    for i in sorted(indexes):
+        handle = err_of(f"device.{i}.handle")
+        if handle is not None:
+            add(i, "handle", handle)
+            continue
+        for field in sorted(k.split(".", 2)[2] for k in data if k.startswith(f"device.{i}.")):
+            ans = err_of(f"device.{i}.{field}")
+            if ans is not None:
+                add(i, field, ans)
+    return out
+
 def _nvml_failure(nv: Any) -> Tuple[Optional[str], Optional[str]]:
     """(None, None) when NVML answered; else (status, reason)."""
     if not nv.ok:
@@ -456,10 +513,24 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
     else:
         facts.append(ok("gpu.pci_devices", pci, "dir:" + PCI_DEVICES, "NVIDIA GPUs on the PCI bus"))
 
+    proc = host.list_dir(PROC_GPUS)
+    if proc.ok or proc.error in ("ENOENT", "ENOTDIR"):
+        facts.append(ok("gpu.proc_devices", [_pci_str(d) for d in proc.names()], "dir:" + PROC_GPUS,
+                        "GPUs the NVIDIA kernel driver knows"))
+    else:
+        facts.append(unknown("gpu.proc_devices", f"cannot list {PROC_GPUS} ({proc.error})", "dir:" + PROC_GPUS,
+                             "GPUs the NVIDIA kernel driver knows"))
+    alloc = _scheduler_allocation(host)
+    if alloc:
+        facts.append(ok("gpu.scheduler_allocation", alloc, "env:" + ",".join(sorted(alloc)),
+                        "GPUs allotted by a job scheduler"))
+
     nv = host.nvml()
     status, why = _nvml_failure(nv)
     if status is None:
         data: Dict[str, Any] = nv.data or {}
+        failures = nvml_failures(data)
+        facts.append(ok("gpu.nvml_failures", failures, "nvml:device", "NVML calls that failed"))
         count_ans = data.get("device_count")
         count = count_ans.get("value") if isinstance(count_ans, dict) else None
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -477,7 +548,13 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(ok("gpu.count", count, "nvml:device_count", "NVIDIA GPUs"))
         if count == 0:
             held = [d for d in pci or [] if d.get("driver") != "nvidia"]
+            bound = [str(d.get("bus_id")) for d in pci or [] if d.get("driver") == "nvidia"]
             drivers = ", ".join(sorted({str(d.get("driver") or "none") for d in held}))
+            if bound:
+                msg = (f"NVML sees no GPU, but {len(bound)} NVIDIA GPU(s) on the PCI bus are bound to the nvidia "
+                       f"driver ({', '.join(bound)})")
+                facts.append(unknown("gpu.status", msg, "nvml:device_count", "GPUs"))
+                return facts
             msg = ("no NVIDIA GPU found" if not held else
                    f"NVML sees no GPU, but the PCI bus has {len(held)} NVIDIA GPU(s) held by other drivers "
                    f"({drivers})")

@@ -70,6 +70,9 @@ def render(report: Report) -> str:
             s["error"], "" if s["error"] == 1 else "s", s["warning"], "" if s["warning"] == 1 else "s", s["info"]),
         "",
     ]
+    if report.unseen is not None:
+        out[0:0] = ["**NOT VERIFIED: could not establish the driver/GPU state of this node (%s)**" % text(
+            report.unseen.title), ""]
     if report.findings:
         out.append("#### Findings (worst first)")
         out.append("")

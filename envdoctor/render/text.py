@@ -113,6 +113,10 @@ def _finding_lines(fd: Finding, style: Style, verbose: bool) -> List[str]:
 def render(report: Report, style: Style, verbose: bool = False) -> str:
     out: List[str] = []
     src = report.source
+    unseen = report.unseen
+    if unseen is not None:
+        out.append(style("NOT VERIFIED: could not establish the driver/GPU state of this node (%s)" % printable(
+            unseen.title), "red"))
     out.append(style("envdoctor", "bold") + " report for %s  (%.2fs)" % (printable(str(src.get("description", "?"))),
                                                                        report.duration))
     for p in report.probes:
