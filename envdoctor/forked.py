@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 #: work(job) -> answer.  ``job`` is None for a child started without one.
 Work = Callable[[Optional[bytes]], bytes]
@@ -42,6 +42,63 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
+#: In a child: the descriptor its answer goes to (a work function may stream through it with
+#: :func:`stream`; whatever it returns is written after).
+child_answer_fd: Optional[int] = None
+
+#: Children started and not yet reaped, by pid: ended by :func:`end_children` (signals, exit).
+_children: Dict[int, Forked] = {}
+
+#: How long a killed child is given to be reaped before it is abandoned: a child stuck in the kernel
+#: (state D: a wedged driver) cannot die until the kernel lets go of it, and nothing may wait for that.
+REAP_GRACE = 0.2
+
+
+def stream(data: bytes) -> None:
+    """In a child: send part of the answer now, so what was answered survives a later hang."""
+    if child_answer_fd is not None:
+        _write_all(child_answer_fd, data)
+
+
+def _isolate(keep: Sequence[int]) -> None:
+    """In a new child: stdin, stdout and stderr on /dev/null and every other descriptor closed but
+    ``keep``, so a child that hangs holds no pipe of the caller's (``$(envdoctor ...)`` would wait for
+    it) and nothing the NVIDIA library prints reaches envdoctor's output."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if devnull != fd:
+            os.dup2(devnull, fd)
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def process_state(pid: int) -> Tuple[str, float]:
+    """(state letter from /proc/PID/stat, CPU seconds used), or ("?", 0.0) when it cannot be read."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            text = fh.read().decode("ascii", "replace")
+        fields = text[text.rindex(")") + 2:].split()
+        ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        return fields[0], (int(fields[11]) + int(fields[12])) / float(ticks or 100)
+    except (OSError, ValueError, IndexError):
+        return "?", 0.0
+
+
+def end_children() -> None:
+    """Kill every child still running (a signal ends the command); reap those that can be reaped."""
+    for child in list(_children.values()):
+        child.kill()
+        child._reap()
+
+
 def can_fork() -> bool:
     """Fork is available and safe now (Linux, a single thread)."""
     return hasattr(os, "fork") and sys.platform.startswith("linux") and threading.active_count() == 1
@@ -56,6 +113,14 @@ class Forked:
         self._answer_fd: Optional[int] = answer_fd
         self._job_fd = job_fd
         self._reaped = False
+        #: What the child had sent when it was cut off at the deadline (see :func:`stream`).
+        self.partial = b""
+        #: The child's (state, CPU seconds) when the deadline came: "D" is stuck in the kernel, "R"
+        #: wanted a CPU it did not get (a starved machine), "S" slept (waited for something).
+        self.state_at_deadline: Tuple[str, float] = ("", 0.0)
+        #: True when it could not be reaped (stuck in the kernel) and was left behind.
+        self.abandoned = False
+        _children[pid] = self
 
     @classmethod
     def start(cls, work: Work, takes_job: bool = False,
@@ -82,10 +147,11 @@ class Forked:
             return None
         if pid == 0:  # the child: never returns
             try:
-                os.close(answer_r)
+                global child_answer_fd
+                child_answer_fd = answer_w
+                _isolate(keep=(answer_w, job_r) if takes_job else (answer_w,))
                 job = None
                 if takes_job:
-                    os.close(job_w)
                     if prepare is not None:
                         prepare()
                     job = _read_all(job_r)
@@ -120,8 +186,9 @@ class Forked:
         """The child's answer, read until EOF or ``deadline`` (a ``time.monotonic()`` value).
 
         Returns (answer, "") on success, otherwise (None, why) with why one of
-        ``"timed_out"`` (the child was killed), ``"signal N"`` (it crashed) or
-        ``"no answer"`` (it exited without writing one).
+        ``"timed_out"`` (the child was killed; what it had sent is in :attr:`partial`), ``"signal N"``
+        or ``"exit code N"`` (it crashed) or ``"no answer"`` (it exited without writing one); a child
+        that sent something and then crashed gives (what it sent, "signal N" / "exit code N").
         """
         fd = self._answer_fd
         if fd is None:
@@ -145,15 +212,20 @@ class Forked:
         finally:
             os.close(fd)
         if timed_out:
+            self.partial = b"".join(chunks)
+            self.state_at_deadline = process_state(self.pid)
             self.kill()
         status = self._reap()
         if timed_out:
             return None, "timed_out"
-        if chunks:
-            return b"".join(chunks), ""
+        died = ""
         if status is not None and os.WIFSIGNALED(status):
-            return None, "signal %d" % os.WTERMSIG(status)
-        return None, "no answer"
+            died = "signal %d" % os.WTERMSIG(status)
+        elif status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0:
+            died = "exit code %d" % os.WEXITSTATUS(status)
+        if chunks:
+            return b"".join(chunks), died  # what it sent, and how it ended when that was not cleanly
+        return None, died or "no answer"
 
     def kill(self) -> None:
         try:
@@ -171,11 +243,24 @@ class Forked:
                 setattr(self, attr, None)
         self._reap()
 
-    def _reap(self) -> Optional[int]:
+    def _reap(self, grace: float = REAP_GRACE) -> Optional[int]:
+        """The child's exit status, waiting at most ``grace`` seconds (never blocking longer: a child
+        stuck in the kernel is abandoned, marked so, rather than waited for)."""
         if self._reaped:
             return None
-        self._reaped = True
-        try:
-            return os.waitpid(self.pid, 0)[1]
-        except OSError:
-            return None
+        end = time.monotonic() + grace
+        delay = 0.001
+        while True:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except OSError:  # not our child any more (reaped elsewhere)
+                pid, status = self.pid, None  # type: ignore[assignment]
+            if pid == self.pid:
+                self._reaped = True
+                _children.pop(self.pid, None)
+                return status
+            if time.monotonic() >= end:
+                self.abandoned = True
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)

@@ -606,9 +606,17 @@ def _wsl(facts: Facts) -> List[Finding]:
 def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     """NVML failures that no more specific finding explains."""
     status = _nvml_status(facts)
-    if status in (None, "ok", "no_binding", "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "NVML_ERROR_LIBRARY_NOT_FOUND"):
+    # "starved" and "deadline": NVML was not asked in time because the machine was busy or the time was
+    # spent; not the driver's fault (the unseen layer is gpu.unverified).
+    if status in (None, "ok", "no_binding", "starved", "deadline", "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+                  "NVML_ERROR_LIBRARY_NOT_FOUND"):
         return []
+    from .gpu_verdict import describe, has_nvidia_device
+
     codes = {f.code for f in already}
+    # Where no NVIDIA device is seen (nothing on the PCI bus or in /proc/driver/nvidia, no module loaded),
+    # an NVML failure cannot stop a GPU job: a warning. Where one is, an error: the node is not passed.
+    severe = "error" if has_nvidia_device(facts) else "warning"
     wsl = facts.value("os.wsl") == "WSL2"
     container = facts.value("os.container")
     ev = _evidence(facts, "driver.nvml.status", "driver.kernel_module.version", "driver.device_nodes",
@@ -627,14 +635,14 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
                       commands=["ls -l /dev/nvidia*", "grep -r NVreg_DeviceFile /etc/modprobe.d/",
                                 "sudo chmod 0666 /dev/nvidia*   # until the next boot"])
         return [Finding(
-            code="driver.nvml_no_permission", severity="error", components=["driver"] + (
+            code="driver.nvml_no_permission", severity=severe, components=["driver"] + (
                 ["container-toolkit"] if container else []),
             title="%s is installed, but this user may not open /dev/nvidia* (NVML: NO_PERMISSION)" % label.capitalize(),
             detail="NVML (and so CUDA) could not open the NVIDIA device files: %s." % reason,
             evidence=ev, source=_source("nvml"), fix=fix)]
     if status == "NVML_ERROR_GPU_IS_LOST":
         return [Finding(
-            code="gpu.lost", severity="error", components=["gpu", "driver"],
+            code="gpu.lost", severity=severe, components=["gpu", "driver"],
             title="A GPU has fallen off the bus (NVML: GPU_IS_LOST, Xid 79) with %s" % label,
             detail="The driver lost contact with a GPU (kernel log: \"NVRM: Xid ... 79, GPU has fallen off the "
                    "bus\"). Nothing can use it until it is reset; a recurrence points at power, cooling, the PCIe "
@@ -651,7 +659,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             return []
         gpus = _pci_gpus(facts)
         return [Finding(
-            code="driver.not_loaded", severity="error", components=["driver", "kernel"],
+            code="driver.not_loaded", severity=severe, components=["driver", "kernel"],
             title="The NVIDIA user-space driver %s is installed, but the nvidia kernel module is not loaded%s" % (
                 facts.value("driver.userspace.version") or "", " (GPU %s on the PCI bus)" % ", ".join(gpus)
                 if gpus else ""),
@@ -664,9 +672,14 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
                     commands=["sudo modprobe nvidia", "sudo dmesg -T | grep -i -E 'nvidia|nvrm' | tail -n 20"]),
         )]
     if status == "timed_out":
+        from ..host.nvml_worker import describe_call
+
+        src = facts.get("driver.nvml.status")
+        where = str(src.source)[len("nvml:"):] if src is not None and str(src.source).startswith("nvml:") else ""
         return [Finding(
             code="driver.nvml_hung", severity="error", components=["driver", "gpu"],
-            title="Asking the driver (NVML, %s) timed out: the driver or a GPU is hung" % label,
+            title="Asking the driver (NVML, %s) timed out: the driver or a GPU is hung%s" % (
+                label, " (in %s)" % describe_call(where) if where and where != "init" else ""),
             detail="NVML did not answer in time (%s). A wedged GPU or driver makes every CUDA program and "
                    "nvidia-smi hang, often leaving processes in uninterruptible sleep (state D)." % reason,
             evidence=ev, source=_source("nvml"),
@@ -677,8 +690,6 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
         )]
     # Any other failure: an error where the PCI bus, /proc/driver/nvidia or a loaded module shows an NVIDIA
     # device (a pre-flight must not pass it), with the code's meaning and fix; a warning where none is seen.
-    from .gpu_verdict import describe, has_nvidia_device
-
     if status == "worker_failed":
         meaning, fix_text = ("the NVML query process died inside the NVIDIA library",
                              "Read the kernel log for Xid errors; reset the GPUs or reboot.")
@@ -688,7 +699,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
         meaning, fix_text = row.meaning, row.fix
         commands = [c.format(gpu=0) for c in row.commands] or ["nvidia-smi"]
     return [Finding(
-        code="driver.nvml_failed", severity="error" if has_nvidia_device(facts) else "warning",
+        code="driver.nvml_failed", severity=severe,
         components=["driver"],
         title="NVML could not start with %s: %s (%s)" % (label, status, meaning),
         detail="NVML failed to initialise (%s): %s; CUDA fails the same way. %s" % (

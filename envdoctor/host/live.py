@@ -40,9 +40,29 @@ _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvml_worker.
 
 
 def _nvml_in_child(job: Optional[bytes]) -> bytes:
+    from .. import forked
     from . import nvml_worker
 
-    return json.dumps(nvml_worker.collect(), sort_keys=True).encode("utf-8")
+    def emit(doc: Dict[str, Any]) -> None:
+        forked.stream((json.dumps(doc, sort_keys=True) + "\n").encode("utf-8"))
+
+    nvml_worker.collect(emit)
+    return b""
+
+
+def classify_timeout(state: str, cpu: float, elapsed: float, asking: Optional[str]) -> str:
+    """Why an NVML query was still running at the deadline: "timed_out" (the driver hung: the child is
+    stuck in the kernel, state D; or sleeps, or spins, inside an NVML call) or "starved" (it wanted a CPU
+    it did not get, or had not reached NVML yet: a machine too busy, not a hung driver)."""
+    if state == "D":
+        return "timed_out"
+    if asking is None:
+        return "starved"  # still starting up (importing the binding): not NVML's doing
+    if state in ("S", "?", ""):
+        return "timed_out"  # waiting inside an NVML call (or its state could not be read)
+    if state == "R" and elapsed > 0 and cpu >= 0.5 * elapsed:
+        return "timed_out"  # spinning inside an NVML call, on a CPU it had
+    return "starved"
 
 
 def command_env(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -314,13 +334,40 @@ class LiveHost(Host):
         child, self._nvml_child = self._nvml_child, None
         answer, why = child.result(time.monotonic() + max(0.0, self.remaining()))
         duration = time.monotonic() - child.started
+        text = (answer if answer is not None else child.partial).decode("utf-8", "replace")
         if why == "timed_out":
-            return NvmlResult(error="timed_out", duration=duration,
-                              message="NVML did not answer within %.1fs (driver hung or GPU lost?)" % duration)
-        if why.startswith("signal"):
-            return NvmlResult(error="worker_failed", duration=duration,
-                              message="the NVML query process crashed (%s) inside the NVIDIA library" % why)
-        return self._parse_worker_output((answer or b"").decode("utf-8", "replace"), "", 0, duration)
+            state, cpu = child.state_at_deadline
+            return self._incomplete(text, "timed_out", duration, state, cpu)
+        from .nvml_worker import parse_stream
+
+        if why or not parse_stream(text)[2]:
+            return self._incomplete(text, "crashed (%s)" % (why or "it ended without finishing"), duration)
+        return self._parse_worker_output(text, "", 0, duration)
+
+    @staticmethod
+    def _incomplete(text: str, why: str, duration: float, state: str = "", cpu: float = 0.0) -> NvmlResult:
+        """What a query that hung or died had answered, and which call it was in."""
+        from .nvml_worker import describe_call, parse_stream
+
+        data, asking, done = parse_stream(text)
+        if done and why.startswith("crashed"):
+            return NvmlResult(data=data, duration=duration)  # it died after answering everything
+        reason = "crashed" if why.startswith("crashed") else classify_timeout(state, cpu, duration, asking)
+        call = describe_call(asking) if asking else "starting the NVML query"
+        if reason == "timed_out":
+            message = "NVML did not answer within %.1fs: hung in %s (driver hung or GPU lost?%s)" % (
+                duration, call, "; the query is stuck in the kernel, state D" if state == "D" else "")
+        elif reason == "starved":
+            message = ("NVML did not answer within %.1fs, but the query was not stuck: it was waiting for a CPU "
+                       "(%s; %.2fs of CPU time used): the machine is too busy, not the driver hung" % (
+                           duration, call, cpu))
+        else:
+            message = "the NVML query process %s in %s, inside the NVIDIA library" % (why, call)
+        if not data or asking == "init" or "init" not in data:
+            return NvmlResult(error="timed_out" if reason == "timed_out" else (
+                "starved" if reason == "starved" else "worker_failed"), message=message, duration=duration)
+        data["incomplete"] = {"call": asking, "reason": reason, "message": message}
+        return NvmlResult(data=data, duration=duration)
 
     def _ask_nvml(self) -> NvmlResult:
         if self._nvml_child is not None:
@@ -334,17 +381,23 @@ class LiveHost(Host):
         if res.error == "deadline":
             return NvmlResult(error="deadline", message="not asked: the overall time limit was already spent")
         if res.timed_out:
-            return NvmlResult(error="timed_out",
-                              message="NVML did not answer within %.1fs (driver hung or GPU lost?)" % res.duration,
-                              duration=res.duration)
+            return self._incomplete(res.stdout, "timed_out", res.duration)
         if res.error:
             return NvmlResult(error="worker_failed", message=res.describe_failure(), duration=res.duration)
+        from .nvml_worker import parse_stream
+
+        if res.returncode != 0 and not parse_stream(res.stdout)[2]:
+            return self._incomplete(res.stdout, "crashed (exit code %s)" % res.returncode, res.duration)
         return self._parse_worker_output(res.stdout, res.stderr, res.returncode, res.duration)
 
     @staticmethod
     def _parse_worker_output(stdout: str, stderr: str, returncode: Optional[int], duration: float) -> NvmlResult:
+        from .nvml_worker import parse_stream
+
         try:
-            doc = json.loads(stdout)
+            doc, _, done = parse_stream(stdout)
+            if not done or not doc:
+                raise ValueError("no complete answer")
         except ValueError:
             why = (stderr.strip().splitlines() or ["no output"])[-1][:300]
             return NvmlResult(error="worker_failed",

@@ -13,6 +13,12 @@ The output maps a key per question to ``{"value": ...}`` or
 ``system.nvml_version``, ``device_count``, and for each device index ``i``
 ``device.i.<field>`` (see ``DEVICE_FIELDS``).  It is the raw evidence stored in
 snapshots, so keys are never renamed, only added.
+
+The answers stream as they come (:func:`collect` with ``emit``): a line ``{"ask": KEY}`` before each
+call and ``{"key": KEY, "answer": {...}}`` after it, then ``{"done": true}``; so when a call hangs or
+crashes the answers before it survive and the call that hung is known.  The parent records that in the
+top-level key ``incomplete``: ``{"call": KEY, "reason": "timed_out" | "starved" | "crashed",
+"message": ...}``.
 """
 
 import json
@@ -61,9 +67,66 @@ def _plain(value):
 
 
 def main():
-    sys.stdout.write(json.dumps(collect(), sort_keys=True) + "\n")
-    sys.stdout.flush()
+    # The answer goes to a private copy of stdout; the NVIDIA library's own prints go to /dev/null (or
+    # they would corrupt the answer).
+    import os
+
+    out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+    def emit(doc):
+        data = (json.dumps(doc, sort_keys=True) + "\n").encode("utf-8")
+        while data:
+            data = data[os.write(out, data):]
+
+    collect(emit)
     return 0
+
+
+def parse_stream(text):
+    """``(answers, the key asked last without an answer or None, finished?)`` from streamed lines; a
+    document in the old one-object form is taken whole."""
+    data = {}
+    asking = None
+    done = False
+    for line in text.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue  # a line cut off by a crash or the deadline
+        if not isinstance(doc, dict):
+            continue
+        if "ask" in doc:
+            asking = str(doc["ask"])
+        elif "key" in doc and isinstance(doc.get("answer"), dict):
+            data[str(doc["key"])] = doc["answer"]
+            if asking == doc["key"]:
+                asking = None
+        elif doc.get("done") is True:
+            done = True
+        elif "key" not in doc and "ask" not in doc and not data:
+            return doc, None, True  # one whole object (NOT_FOUND, binding_error, an older worker)
+    return data, asking, done
+
+
+#: NVML function asked for each top-level key (for messages naming a call that hung).
+TOP_CALLS = {"init": "nvmlInit", "system.driver_version": "nvmlSystemGetDriverVersion",
+             "system.cuda_driver_version": "nvmlSystemGetCudaDriverVersion_v2",
+             "system.nvml_version": "nvmlSystemGetNVMLVersion", "device_count": "nvmlDeviceGetCount"}
+
+
+def describe_call(key):
+    """``device.7.temperature`` -> ``nvmlDeviceGetTemperature for GPU 7``."""
+    if key in TOP_CALLS:
+        return TOP_CALLS[key]
+    parts = str(key).split(".", 2)
+    if len(parts) == 3 and parts[0] == "device":
+        fname = "nvmlDeviceGetHandleByIndex" if parts[2] == "handle" else next(
+            (f for k, f, _ in DEVICE_FIELDS if k == parts[2]), parts[2])
+        return "%s for GPU %s" % (fname, parts[1])
+    return str(key)
 
 
 #: Where distributions put libnvidia-ml.so.1 (besides LD_LIBRARY_PATH and the loader cache).
@@ -124,15 +187,21 @@ def _library_loadable():
         return False
 
 
-def collect():
-    """Ask NVML everything; return the answers (never raises)."""
+def collect(emit=None):
+    """Ask NVML everything; return the answers (never raises).  With ``emit``, each question and answer
+    is also passed to it as it happens (see the module docstring)."""
+    def whole(doc):
+        if emit is not None:
+            emit(doc)
+        return doc
+
     if not _library_loadable():
         # The same answer nvidia-ml-py gives (NVML_ERROR_LIBRARY_NOT_FOUND), without importing it.
-        return dict(NOT_FOUND)
+        return whole(dict(NOT_FOUND))
     try:
         import pynvml
     except Exception as exc:  # noqa: BLE001 - report any import failure as data
-        return {"binding_error": "nvidia-ml-py (pynvml) is not importable: %s" % exc}
+        return whole({"binding_error": "nvidia-ml-py (pynvml) is not importable: %s" % exc})
 
     error_names = {}
     for name in dir(pynvml):
@@ -143,7 +212,12 @@ def collect():
 
     out = {}
 
+    def tell(doc):
+        if emit is not None:
+            emit(doc)
+
     def ask(key, fn, *args):
+        tell({"ask": key})
         try:
             out[key] = {"value": _plain(fn(*args))}
         except pynvml.NVMLError as exc:
@@ -151,6 +225,7 @@ def collect():
             out[key] = {"error": error_names.get(code, "NVML_ERROR_%s" % code), "code": code}
         except Exception as exc:  # noqa: BLE001 - binding lacks the call, bad ctypes...
             out[key] = {"error": "EXCEPTION", "message": "%s: %s" % (type(exc).__name__, exc)}
+        tell({"key": key, "answer": out[key]})
         return out[key].get("value")
 
     def call(name, *args):
@@ -161,6 +236,7 @@ def collect():
 
     ask("init", call, "nvmlInit")
     if "error" in out["init"]:
+        tell({"done": True})
         return out
     out["init"] = {"value": True}
     ask("system.driver_version", call, "nvmlSystemGetDriverVersion")
@@ -172,6 +248,7 @@ def collect():
     for i in range(min(count, MAX_GPUS)):
         p = "device.%d." % i
         handle = None
+        tell({"ask": p + "handle"})
         try:
             handle = call("nvmlDeviceGetHandleByIndex", i)
             out[p + "handle"] = {"value": True}
@@ -180,6 +257,7 @@ def collect():
             out[p + "handle"] = {"error": error_names.get(code, "NVML_ERROR_%s" % code), "code": code}
         except Exception as exc:  # noqa: BLE001
             out[p + "handle"] = {"error": "EXCEPTION", "message": str(exc)}
+        tell({"key": p + "handle", "answer": out[p + "handle"]})
         if handle is None:
             continue
         for field, fname, extra in DEVICE_FIELDS:
@@ -188,6 +266,7 @@ def collect():
         call("nvmlShutdown")
     except Exception:  # noqa: BLE001
         pass
+    tell({"done": True})
     return out
 
 

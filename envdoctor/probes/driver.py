@@ -95,7 +95,12 @@ WORKER_REASONS = {
     "timed_out": "asking NVML timed out (a wedged GPU or driver makes NVML hang)",
     "no_binding": "the NVML Python binding (nvidia-ml-py) is not available to envdoctor",
     "worker_failed": "the NVML query process failed",
+    "starved": "NVML was not asked in time because the machine was too busy (not a hung driver)",
+    "deadline": "NVML was not asked: the overall time limit was already spent",
 }
+
+#: ``incomplete.reason`` of a query cut off part-way (nvml_worker) -> driver.nvml.status.
+INCOMPLETE_STATUS = {"timed_out": "timed_out", "starved": "starved", "crashed": "worker_failed"}
 
 # Labels, one place.
 L_KVER = "Kernel module version"
@@ -303,7 +308,14 @@ def _nvml_part(ctx: ProbeContext, kinfo: Optional[Dict[str, str]],
         data = nv.data or {}
         _, err = _nvml_answer(data, "init")
         status = "ok" if err is None else err
-        if err is None:
+        inc = data.get("incomplete")
+        if err is None and isinstance(inc, dict):
+            # The query hung or died part-way: what it answered is kept, the status says where it stopped.
+            status = INCOMPLETE_STATUS.get(str(inc.get("reason")), "worker_failed")
+            facts.append(Fact("driver.nvml.status", status, "nvml:%s" % inc.get("call"), "ok",
+                              "%s: %s" % (WORKER_REASONS.get(status, "NVML gave no answer"), inc.get("message", "")),
+                              L_NVML))
+        elif err is None:
             facts.append(ok("driver.nvml.status", "ok", "nvml:init", L_NVML))
         else:
             reason = NVML_REASONS.get(err, f"NVML failed to initialise ({err})")
@@ -321,7 +333,7 @@ def _nvml_part(ctx: ProbeContext, kinfo: Optional[Dict[str, str]],
     cuda: Optional[str] = None
     why_no_version = ""
     why_no_cuda = ""
-    if status == "ok":
+    if nv.ok and _nvml_answer(nv.data or {}, "init")[1] is None:  # NVML started (even if it hung later)
         data = nv.data or {}
         v, err = _nvml_answer(data, "system.driver_version")
         if err is None and isinstance(v, str) and _parse_version(v.strip()) is not None:

@@ -207,6 +207,9 @@ class _Device:
 
     def __init__(self, data: Dict[str, Any], index: int, facts: List[Fact]) -> None:
         self.data = data
+        inc = data.get("incomplete")
+        #: Where a query that hung or died stopped (then the answers after it were never asked).
+        self.incomplete: Dict[str, Any] = inc if isinstance(inc, dict) else {}
         self.i = index
         self.facts = facts
         #: NVML fields absent from the answers (an older or hand-made snapshot: a live run asks them all).
@@ -231,6 +234,11 @@ class _Device:
         """Add fact ``gpu.N.name`` from NVML answer ``field``; return the value or ``None``."""
         key, src = self.key(name), self.src(field)
         value, err = self.answer(field)
+        hung_here = self.incomplete.get("call") == f"device.{self.i}.{field}"
+        if err is not None and err.get("error") == "missing" and hung_here:
+            maker = timed_out if self.incomplete.get("reason") != "crashed" else unknown
+            self.facts.append(maker(key, str(self.incomplete.get("message", "NVML did not answer")), src, label))
+            return None
         if err is not None and err.get("error") == "missing":
             if field not in self.missing:
                 self.missing.append(field)
@@ -326,7 +334,12 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
     d.add("utilization_memory_percent", "utilization", "Memory controller utilization (%)",
           lambda v: _nonneg(_struct(v, "memory")))
     d.add("temperature_celsius", "temperature", "Temperature (C)", _nonneg)
-    if d.missing:
+    if d.missing and d.incomplete:
+        facts.append(unknown(d.key("nvml_not_recorded"), "%d NVML questions were not asked, because the query "
+                             "stopped earlier (%s): %s" % (len(d.missing), d.incomplete.get("message", ""),
+                                                           ", ".join(d.missing)),
+                             "nvml:device.%d" % i, "NVML answers not recorded"))
+    elif d.missing:
         # One line, not one per field: a live run always records every answer, so this is a snapshot
         # written by an older envdoctor, or put together by hand.
         facts.append(unknown(d.key("nvml_not_recorded"), "%d NVML answers are not in this snapshot (%s)" % (
@@ -432,14 +445,14 @@ def _scheduler_allocation(host: Host) -> Dict[str, str]:
 
 
 def nvml_failures(data: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Every NVML answer about the GPUs that is an error other than NOT_SUPPORTED (the board lacks the
-    feature): the count, a handle, or one call of one GPU, with that GPU's bus id and serial when NVML
-    gave them (the checks judge which codes mean trouble)."""
+    """Every NVML answer about the GPUs that is an error: the count or a handle (any code), or one call of
+    one GPU (any but NOT_SUPPORTED: the board lacks the feature), with that GPU's bus id and serial when
+    NVML gave them (the checks judge which codes mean trouble)."""
     out: List[Dict[str, Any]] = []
 
-    def err_of(key: str) -> Optional[Dict[str, Any]]:
+    def err_of(key: str, any_error: bool = False) -> Optional[Dict[str, Any]]:
         ans = data.get(key)
-        if isinstance(ans, dict) and "error" in ans and ans.get("error") != NOT_SUPPORTED:
+        if isinstance(ans, dict) and "error" in ans and (any_error or ans.get("error") != NOT_SUPPORTED):
             return ans
         return None
 
@@ -460,7 +473,7 @@ def nvml_failures(data: Dict[str, Any]) -> List[Dict[str, Any]]:
                 entry["serial"] = serial["value"]
         out.append(entry)
 
-    count_err = err_of("device_count")
+    count_err = err_of("device_count", any_error=True)  # no count, no GPU: every code is a failure
     if count_err is not None:
         add(None, "device_count", count_err)
     indexes = set()
@@ -469,7 +482,7 @@ def nvml_failures(data: Dict[str, Any]) -> List[Dict[str, Any]]:
         if m:
             indexes.add(int(m.group(1)))
     for i in sorted(indexes):
-        handle = err_of(f"device.{i}.handle")
+        handle = err_of(f"device.{i}.handle", any_error=True)
         if handle is not None:
             add(i, "handle", handle)
             continue
@@ -482,7 +495,7 @@ def nvml_failures(data: Dict[str, Any]) -> List[Dict[str, Any]]:
 def _nvml_failure(nv: Any) -> Tuple[Optional[str], Optional[str]]:
     """(None, None) when NVML answered; else (status, reason)."""
     if not nv.ok:
-        status = "timed_out" if nv.error in ("timed_out", "deadline") else "unknown"
+        status = "timed_out" if nv.error in ("timed_out", "deadline", "starved") else "unknown"
         return status, nv.message or str(nv.error)
     init = nv.data.get("init")
     if isinstance(init, dict) and "error" in init:
@@ -531,11 +544,12 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
         data: Dict[str, Any] = nv.data or {}
         failures = nvml_failures(data)
         facts.append(ok("gpu.nvml_failures", failures, "nvml:device", "NVML calls that failed"))
+        inc = data.get("incomplete") if isinstance(data.get("incomplete"), dict) else None
         count_ans = data.get("device_count")
         count = count_ans.get("value") if isinstance(count_ans, dict) else None
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             reason = (_nvml_error_reason(count_ans) if isinstance(count_ans, dict) and "error" in count_ans
-                      else "NVML gave no GPU count")
+                      else str(inc.get("message")) if inc else "NVML gave no GPU count")
             facts.append(unknown("gpu.count", reason, "nvml:device_count", "NVIDIA GPUs"))
             facts.append(unknown("gpu.status", reason, "nvml:device_count", "GPUs"))
             return facts
@@ -560,7 +574,12 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
                    f"({drivers})")
             facts.append(ok("gpu.status", msg, "nvml:device_count", "GPUs"))
             return facts
-        facts.append(ok("gpu.status", f"NVML answered for {count} GPU(s)", "nvml:device_count", "GPUs"))
+        if inc:
+            maker = unknown if inc.get("reason") == "crashed" else timed_out
+            facts.append(maker("gpu.status", "NVML stopped part-way (%s); the answers before that are kept" % (
+                inc.get("message", "")), "nvml:%s" % inc.get("call"), "GPUs"))
+        else:
+            facts.append(ok("gpu.status", f"NVML answered for {count} GPU(s)", "nvml:device_count", "GPUs"))
         for i in range(count):
             handle = data.get(f"device.{i}.handle")
             if isinstance(handle, dict) and "error" in handle:

@@ -13,6 +13,16 @@
  *   device.0.name=...             device.0.memory.total=...   device.0.ecc_mode=1,1
  *   device.0.<field>.error=3      that call returns NVML_ERROR_NOT_SUPPORTED
  *
+ * Any call can also misbehave, keyed by the same prefix (init, device_count, device.N.handle,
+ * device.N.<field>, system.<field>):
+ *
+ *   <key>.stdout=TEXT             prints TEXT on stdout first (a library that writes to stdout)
+ *   <key>.hang_seconds=N          sleeps N seconds first (a driver call that hangs)
+ *   <key>.crash=segv|abort|exit   dies inside the call (SIGSEGV, abort(), _exit(3))
+ *   <key>.freeze=DIR              moves itself into the cgroup DIR and freezes it: the process sits in
+ *                                 uninterruptible sleep (state D with the v1 freezer), where SIGKILL does
+ *                                 nothing until the cgroup is thawed -- as a wedged driver holds a process
+ *
  * A device value that is absent answers NVML_ERROR_NOT_SUPPORTED, as real NVML
  * does for a feature a board lacks.  Built with -DFAKE_NVML_OLD it leaves out
  * two calls newer drivers added, so pynvml raises FunctionNotFound for them.
@@ -21,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
 
 #define OK 0
 #define ERR_UNINITIALIZED 1
@@ -46,6 +57,8 @@ static char *vals[MAX_LINES];
 static int nlines = -1;
 static int initialized = 0;
 static struct fake_device devices[MAX_DEVICES];
+
+static int count_calls = 0;
 
 static void load(void) {
     if (nlines >= 0) return;
@@ -73,6 +86,46 @@ static const char *get(const char *key) {
     return NULL;
 }
 
+static void write_file(const char *dir, const char *name, const char *text) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fh = fopen(path, "w");
+    if (!fh) return;
+    fputs(text, fh);
+    fclose(fh);
+}
+
+/* Misbehave as <key>.stdout / .hang_seconds / .crash / .freeze ask, before answering the call <key>. */
+static void misbehave(const char *key) {
+    char k[512];
+    const char *v;
+    snprintf(k, sizeof k, "%s.stdout", key);
+    if ((v = get(k))) { printf("%s\n", v); fflush(stdout); }
+    snprintf(k, sizeof k, "%s.freeze", key);
+    if ((v = get(k))) {
+        char pid[32];
+        snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+        char probe[1024];
+        snprintf(probe, sizeof probe, "%s/freezer.state", v);
+        if (access(probe, F_OK) == 0) {  /* cgroup v1 freezer */
+            write_file(v, "tasks", pid);
+            write_file(v, "freezer.state", "FROZEN\n");
+        } else {  /* cgroup v2 */
+            write_file(v, "cgroup.procs", pid);
+            write_file(v, "cgroup.freeze", "1\n");
+        }
+        sleep(3600);
+    }
+    snprintf(k, sizeof k, "%s.hang_seconds", key);
+    if ((v = get(k))) sleep((unsigned)atoi(v));
+    snprintf(k, sizeof k, "%s.crash", key);
+    if ((v = get(k))) {
+        if (strcmp(v, "abort") == 0) abort();
+        if (strcmp(v, "exit") == 0) _exit(3);
+        raise(SIGSEGV);
+    }
+}
+
 static const char *dget(nvmlDevice_t d, const char *field) {
     char key[256];
     snprintf(key, sizeof key, "device.%d.%s", d ? d->index : -1, field);
@@ -84,6 +137,8 @@ static int derr(nvmlDevice_t d, const char *field, const char *probe_key) {
     if (!initialized) return ERR_UNINITIALIZED;
     if (!d) return ERR_INVALID_ARGUMENT;
     char key[256];
+    snprintf(key, sizeof key, "device.%d.%s", d->index, field);
+    misbehave(key);
     snprintf(key, sizeof key, "%s.error", field);
     const char *e = dget(d, key);
     if (e) return atoi(e);
@@ -106,8 +161,9 @@ static int copy_str(const char *v, char *buf, unsigned len) {
 /* -- init ------------------------------------------------------------------ */
 int nvmlInitWithFlags(unsigned flags) {
     (void)flags;
-    const char *hang = get("init.hang_seconds");
-    if (hang) sleep((unsigned)atoi(hang));
+    nlines = -1;  /* re-read the answers at every init: one process can play many machines */
+    count_calls = 0;
+    misbehave("init");
     const char *e = get("init.error");
     if (e && atoi(e) != 0) return atoi(e);
     for (int i = 0; i < MAX_DEVICES; i++) devices[i].index = i;
@@ -131,6 +187,7 @@ const char *nvmlErrorString(int result) {
 /* -- system ---------------------------------------------------------------- */
 static int sys_str(const char *key, char *buf, unsigned len) {
     if (!initialized) return ERR_UNINITIALIZED;
+    misbehave(key);
     char ekey[128];
     snprintf(ekey, sizeof ekey, "%s.error", key);
     if (get(ekey)) return atoi(get(ekey));
@@ -150,6 +207,7 @@ int nvmlSystemGetCudaDriverVersion_v2(int *v) {
 int nvmlSystemGetCudaDriverVersion(int *v) { return nvmlSystemGetCudaDriverVersion_v2(v); }
 int nvmlDeviceGetCount_v2(unsigned *count) {
     if (!initialized) return ERR_UNINITIALIZED;
+    if (count_calls++ == 0) misbehave("device_count");  /* GetHandleByIndex counts too: once */
     if (get("device_count.error")) return atoi(get("device_count.error"));
     const char *s = get("device_count");
     *count = s ? (unsigned)atoi(s) : 0;
@@ -162,6 +220,8 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t *device) {
     if (rc != OK) return rc;
     if (index >= count) return ERR_INVALID_ARGUMENT;
     char key[64];
+    snprintf(key, sizeof key, "device.%u.handle", index);
+    misbehave(key);
     snprintf(key, sizeof key, "device.%u.handle.error", index);
     if (get(key)) return atoi(get(key));
     *device = &devices[index];

@@ -1,0 +1,158 @@
+"""A driver that hangs, crashes, prints or freezes: envdoctor ends in time, keeps what was answered,
+names the call that hung, and never lets the NVIDIA library's output or a stuck child reach the
+caller. End to end (a real `envdoctor` process) against the fake libnvidia-ml.so.1 (tests/fakenvml),
+built here with the system compiler; the H100 answers are from real machines (tests/fakenvml/h100.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from envdoctor.host.live import classify_timeout
+
+from .fakenvml.build import build, fake_env, load_answers, write_answers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Python's own start-up and the imports of a cold `envdoctor` process on a busy 2-core test machine:
+#: what a run may take beyond its --timeout plus the promised second.
+STARTUP = 3.0
+
+
+@pytest.fixture(scope="module")
+def fake_lib(tmp_path_factory):
+    try:
+        return build(str(tmp_path_factory.mktemp("fakenvml")))
+    except RuntimeError as exc:
+        pytest.skip(f"cannot build the fake NVML library: {exc}")
+
+
+def run(lib, answers, tmp_path, *args, timeout=60, env_extra=None):
+    path = write_answers(answers, str(tmp_path / "answers.txt"))
+    env = dict(fake_env(lib, path), **(env_extra or {}))
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "envdoctor"] + list(args), env=env, capture_output=True,
+                       cwd=ROOT, timeout=timeout)
+    return r, time.monotonic() - start
+
+
+def h100(**extra):
+    doc = dict(load_answers("h100.json"))
+    doc.update(extra)
+    return doc
+
+
+def facts_of(stdout):
+    doc = json.loads(stdout)
+    return {f["key"]: f for p in doc["probes"] for f in p["facts"]}, doc
+
+
+def test_a_hang_in_a_late_call_keeps_the_earlier_answers_and_names_the_call(fake_lib, tmp_path):
+    # nvmlDeviceGetTemperature is one of the last calls asked of each GPU.
+    r, took = run(fake_lib, h100(**{"device.0.temperature.hang_seconds": 60}), tmp_path,
+                  "diagnose", "--format", "json", "--timeout", "2")
+    assert took < 2 + 1 + STARTUP, took
+    facts, doc = facts_of(r.stdout)
+    assert facts["gpu.0.name"]["value"] == "NVIDIA H100 80GB HBM3"  # answered before the hang: kept
+    assert facts["gpu.0.memory_total_bytes"]["value"] == 85520809984
+    assert facts["gpu.0.temperature_celsius"]["status"] == "timed_out"
+    (hung,) = [f for f in doc["findings"] if f["code"] == "driver.nvml_hung"]
+    assert hung["severity"] == "error" and "nvmlDeviceGetTemperature for GPU 0" in hung["title"]
+    assert r.returncode == 1
+
+
+def test_a_hung_call_replays_from_the_snapshot_as_it_was_seen(fake_lib, tmp_path):
+    answers = h100(**{"device.0.ecc_mode.hang_seconds": 60})
+    snap = str(tmp_path / "snap.json")
+    r, took = run(fake_lib, answers, tmp_path, "snapshot", "-o", snap, "--timeout", "2")
+    assert r.returncode == 0 and took < 2 + 1 + STARTUP, (r.stderr, took)
+    live, _ = run(fake_lib, answers, tmp_path, "diagnose", "--format", "json", "--timeout", "2")
+    replay = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--snapshot", snap, "--format", "json"],
+                            capture_output=True, cwd=ROOT, timeout=60)
+    lf, ld = facts_of(live.stdout)
+    rf, rd = facts_of(replay.stdout)
+    gpu = sorted(k for k in lf if k.startswith(("gpu.", "driver.nvml")))
+    assert {k: lf[k]["status"] for k in gpu} == {k: rf.get(k, {}).get("status") for k in gpu}
+    assert {f["code"] for f in ld["findings"]} == {f["code"] for f in rd["findings"]}
+    assert "driver.nvml_hung" in {f["code"] for f in rd["findings"]}
+
+
+@pytest.mark.parametrize("where", ["init", "device.0.memory"])
+@pytest.mark.parametrize("how", ["segv", "abort", "exit"])
+def test_a_crash_inside_nvml_is_reported_with_the_call(fake_lib, tmp_path, where, how):
+    r, _ = run(fake_lib, h100(**{where + ".crash": how}), tmp_path, "diagnose", "--format", "json")
+    assert b"Traceback" not in r.stderr
+    facts, doc = facts_of(r.stdout)
+    status = facts["driver.nvml.status"]
+    assert status["value"] == "worker_failed"
+    assert ("nvmlInit" if where == "init" else "nvmlDeviceGetMemoryInfo for GPU 0") in status["reason"]
+    if where != "init":
+        assert facts["gpu.0.name"]["value"] == "NVIDIA H100 80GB HBM3"  # asked before the crash
+    assert "driver.nvml_failed" in {f["code"] for f in doc["findings"]}
+
+
+@pytest.mark.parametrize("where", ["init", "device.0.name"])
+def test_nvml_printing_on_stdout_never_reaches_envdoctors_output(fake_lib, tmp_path, where):
+    answers = h100(**{where + ".stdout": "NVML-SAYS-HELLO"})
+    for args in (("snapshot", "-o", "-"), ("diagnose", "--format", "json"), ("advise", "--format", "json")):
+        r, _ = run(fake_lib, answers, tmp_path, *args)
+        assert b"NVML-SAYS-HELLO" not in r.stdout, args
+        json.loads(r.stdout)  # still one JSON document
+
+
+def test_the_timeout_is_told_apart_from_a_starved_machine():
+    # Stuck in the kernel, or asleep / spinning inside an NVML call: the driver hung.
+    assert classify_timeout("D", 0.0, 3.0, None) == "timed_out"
+    assert classify_timeout("S", 0.1, 3.0, "device.3.temperature") == "timed_out"
+    assert classify_timeout("R", 2.9, 3.0, "init") == "timed_out"
+    # Runnable but given little CPU, or not yet at NVML (still importing the binding): a busy machine.
+    assert classify_timeout("R", 0.2, 3.0, "init") == "starved"
+    assert classify_timeout("S", 0.1, 3.0, None) == "starved"
+    assert classify_timeout("R", 0.1, 3.0, None) == "starved"
+
+
+def _freezer():
+    if os.geteuid() != 0:
+        return None, "the cgroup freezer needs root"
+    for base, v1 in (("/sys/fs/cgroup/freezer", True), ("/sys/fs/cgroup", False)):
+        probe = os.path.join(base, "freezer.state" if v1 else "cgroup.controllers")
+        if os.path.isdir(base) and (v1 or os.path.exists(probe)):
+            return base, ""
+    return None, "no cgroup freezer (v1 freezer or cgroup v2) mounted"
+
+
+def test_a_child_frozen_in_the_kernel_cannot_hold_the_caller(fake_lib, tmp_path):
+    base, why = _freezer()
+    if base is None:
+        pytest.skip(why)
+    cg = os.path.join(base, "envdoctor-test-%d" % os.getpid())
+    try:
+        os.mkdir(cg)
+    except OSError as exc:
+        pytest.skip("cannot make a cgroup: %s" % exc)
+    try:
+        answers = h100(**{"device.0.memory.freeze": cg})
+        # capture_output: the caller waits for EOF on the pipes, which a stuck child holding them would
+        # delay until the driver (here: the freezer) lets go.
+        r, took = run(fake_lib, answers, tmp_path, "diagnose", "--format", "json", "--timeout", "2", timeout=120)
+        assert took < 2 + 1 + STARTUP, took
+        facts, doc = facts_of(r.stdout)
+        assert facts["gpu.0.name"]["value"] == "NVIDIA H100 80GB HBM3"
+        (hung,) = [f for f in doc["findings"] if f["code"] == "driver.nvml_hung"]
+        assert "nvmlDeviceGetMemoryInfo for GPU 0" in hung["title"] and "state D" in hung["detail"]
+        r, took = run(fake_lib, answers, tmp_path, "snapshot", "-o", "-", "--timeout", "2", timeout=120)
+        assert took < 2 + 1 + STARTUP and json.loads(r.stdout)["nvml"]["data"]["incomplete"]["reason"] == "timed_out"
+    finally:
+        state = "freezer.state" if os.path.exists(os.path.join(cg, "freezer.state")) else "cgroup.freeze"
+        with open(os.path.join(cg, state), "w") as fh:
+            fh.write("THAWED\n" if state == "freezer.state" else "0\n")
+        for _ in range(50):
+            try:
+                os.rmdir(cg)
+                break
+            except OSError:
+                time.sleep(0.1)
