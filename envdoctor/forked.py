@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 #: work(job) -> answer.  ``job`` is None for a child started without one.
 Work = Callable[[Optional[bytes]], bytes]
@@ -45,6 +45,9 @@ def _read_all(fd: int) -> bytes:
 #: In a child: the descriptor its answer goes to (a work function may stream through it with
 #: :func:`stream`; whatever it returns is written after).
 child_answer_fd: Optional[int] = None
+
+#: True in a child made here (its own children stay in its process group).
+_in_child = False
 
 #: Children started and not yet reaped, by pid: ended by :func:`end_children` (signals, exit).
 _children: Dict[int, Forked] = {}
@@ -80,16 +83,23 @@ def _isolate(keep: Sequence[int]) -> None:
                 pass
 
 
-def process_state(pid: int) -> Tuple[str, float]:
-    """(state letter from /proc/PID/stat, CPU seconds used), or ("?", 0.0) when it cannot be read."""
+def process_state(pid: int) -> Tuple[str, float, float]:
+    """(state letter from /proc/PID/stat, CPU seconds used, seconds spent waiting for a CPU from
+    /proc/PID/schedstat, -1 when the kernel does not say), or ("?", 0.0, -1.0) when unreadable."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as fh:
             text = fh.read().decode("ascii", "replace")
         fields = text[text.rindex(")") + 2:].split()
         ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        return fields[0], (int(fields[11]) + int(fields[12])) / float(ticks or 100)
+        state, cpu = fields[0], (int(fields[11]) + int(fields[12])) / float(ticks or 100)
     except (OSError, ValueError, IndexError):
-        return "?", 0.0
+        return "?", 0.0, -1.0
+    try:
+        with open("/proc/%d/schedstat" % pid, "rb") as fh:
+            waiting = int(fh.read().split()[1])  # the first field (time on a CPU) reads 0 on some kernels
+        return state, cpu, waiting / 1e9
+    except (OSError, ValueError):
+        return state, cpu, -1.0
 
 
 def end_children() -> None:
@@ -97,6 +107,88 @@ def end_children() -> None:
     for child in list(_children.values()):
         child.kill()
         child._reap()
+
+
+#: Process groups of commands running now (:func:`envdoctor.host.live.run_command` starts each in its
+#: own session) and scratch directories in use (:meth:`envdoctor.host.base.Host.scratch_root`): what a
+#: signal must end and remove, whichever thread holds them.
+running_groups: Set[int] = set()
+scratch_dirs: Set[str] = set()
+
+_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+class Interrupted(BaseException):
+    """A signal ended the command (after its children were ended and its scratch files removed). Not a
+    KeyboardInterrupt, which click turns into "Aborted!" and exit 1."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def remove_tree(path: str) -> None:
+    """Remove a scratch directory and what is in it (never following a link out of it)."""
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            try:
+                os.remove(os.path.join(root, name))
+            except OSError:
+                pass
+        for name in dirs:
+            try:
+                os.rmdir(os.path.join(root, name))
+            except OSError:
+                pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def clean_up() -> None:
+    """End every child and running command, remove every scratch directory."""
+    end_children()
+    for group in list(running_groups):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+    for path in list(scratch_dirs):
+        remove_tree(path)
+        scratch_dirs.discard(path)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    clean_up()
+    raise Interrupted(signum)
+
+
+def install_signal_handlers() -> None:
+    """TERM, INT and HUP end the command cleanly (from the main thread only, where Python runs handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in _SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, _on_signal)
+            except (OSError, ValueError):
+                pass
+
+
+def _forget_parent() -> None:
+    """In a new child: the parent's children, commands and scratch are not its own to end."""
+    _children.clear()
+    running_groups.clear()
+    scratch_dirs.clear()
+    for name in _SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
 
 
 def can_fork() -> bool:
@@ -115,9 +207,9 @@ class Forked:
         self._reaped = False
         #: What the child had sent when it was cut off at the deadline (see :func:`stream`).
         self.partial = b""
-        #: The child's (state, CPU seconds) when the deadline came: "D" is stuck in the kernel, "R"
-        #: wanted a CPU it did not get (a starved machine), "S" slept (waited for something).
-        self.state_at_deadline: Tuple[str, float] = ("", 0.0)
+        #: The child's (state, CPU seconds, seconds waiting for a CPU) when the deadline came (see
+        #: :func:`process_state`): "D" is stuck in the kernel, "R" runnable, "S" asleep.
+        self.state_at_deadline: Tuple[str, float, float] = ("", 0.0, -1.0)
         #: True when it could not be reaped (stuck in the kernel) and was left behind.
         self.abandoned = False
         _children[pid] = self
@@ -147,8 +239,17 @@ class Forked:
             return None
         if pid == 0:  # the child: never returns
             try:
-                global child_answer_fd
+                global child_answer_fd, _in_child
                 child_answer_fd = answer_w
+                if not _in_child:
+                    # Its own process group, which its own children (the early worker's NVML query) join:
+                    # killing the group ends them all, and a terminal's ^C goes to envdoctor alone.
+                    try:
+                        os.setpgid(0, 0)
+                    except OSError:
+                        pass
+                _in_child = True
+                _forget_parent()
                 _isolate(keep=(answer_w, job_r) if takes_job else (answer_w,))
                 job = None
                 if takes_job:
@@ -228,6 +329,13 @@ class Forked:
         return None, died or "no answer"
 
     def kill(self) -> None:
+        """SIGKILL the child and what it started (its process group, when it leads one)."""
+        try:
+            if os.getpgid(self.pid) == self.pid:
+                os.killpg(self.pid, signal.SIGKILL)
+                return
+        except OSError:
+            pass
         try:
             os.kill(self.pid, signal.SIGKILL)
         except OSError:

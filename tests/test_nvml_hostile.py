@@ -113,6 +113,11 @@ def test_the_timeout_is_told_apart_from_a_starved_machine():
     assert classify_timeout("R", 0.2, 3.0, "init") == "starved"
     assert classify_timeout("S", 0.1, 3.0, None) == "starved"
     assert classify_timeout("R", 0.1, 3.0, None) == "starved"
+    # With the scheduler's statistics: asleep for most of its life inside a call is hung; caught asleep
+    # for a moment (a page fault, a lock) but mostly waiting for a CPU is starved.
+    assert classify_timeout("S", 0.05, 3.0, "device.0.name", waiting=0.1) == "timed_out"
+    assert classify_timeout("S", 0.3, 3.0, "device.0.name", waiting=2.5) == "starved"
+    assert classify_timeout("R", 2.8, 3.0, "init", waiting=0.1) == "timed_out"
 
 
 def _freezer():
@@ -156,3 +161,66 @@ def test_a_child_frozen_in_the_kernel_cannot_hold_the_caller(fake_lib, tmp_path)
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+def _ours(marker):
+    """Processes whose environment holds ``marker`` (the answers path of one test): ours, and only ours."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/environ" % pid, "rb") as fh:
+                    if marker.encode() in fh.read():
+                        found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("command,signame", [(("snapshot", "-o", "snap.json"), "SIGTERM"),
+                                             (("diagnose",), "SIGINT"), (("advise",), "SIGHUP")])
+def test_a_signal_ends_every_child_and_leaves_no_scratch(fake_lib, tmp_path, command, signame):
+    import signal
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    path = write_answers(h100(**{"init.hang_seconds": 60}), str(tmp_path / "answers.txt"))
+    env = dict(fake_env(fake_lib, path), TMPDIR=str(scratch))
+    proc = subprocess.Popen([sys.executable, "-m", "envdoctor"] + list(command) + ["--timeout", "30"], env=env,
+                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(2.5)  # NVML is asked (and hangs) by now
+        assert len(_ours(path)) >= 2  # envdoctor and its NVML query
+        sig = getattr(signal, signame)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, err
+    assert err.decode().strip() == "envdoctor: interrupted (%s)" % signame
+    time.sleep(0.3)
+    assert _ours(path) == []
+    assert os.listdir(str(scratch)) == []
+    assert not (tmp_path / "snap.json").exists()  # no half-written snapshot
+
+
+def test_a_signal_removes_a_scratch_directory_in_use(tmp_path, monkeypatch):
+    import signal
+
+    from envdoctor import forked
+    from envdoctor.host.live import LiveHost
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    forked.install_signal_handlers()
+    try:
+        with pytest.raises(forked.Interrupted):
+            with LiveHost().scratch_root({"etc/os-release": b"ID=test\n"}) as root:
+                assert os.path.isfile(os.path.join(root, "etc", "os-release"))
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1)  # the handler runs here
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    assert os.listdir(str(tmp_path)) == []

@@ -85,11 +85,25 @@ def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
 
 
 def main(argv: Optional[List[str]] = None) -> Any:
+    from ..forked import Interrupted, clean_up, install_signal_handlers
+
+    install_signal_handlers()
     try:
         return cli.main(args=argv, prog_name="envdoctor")
-    except KeyboardInterrupt:
-        click.echo("envdoctor: interrupted", err=True)
-        sys.exit(130)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        import signal
+
+        clean_up()
+        signum = getattr(exc, "signum", signal.SIGINT)
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = str(signum)
+        try:
+            click.echo("envdoctor: interrupted (%s)" % name, err=True)
+        except OSError:
+            pass
+        sys.exit(128 + int(signum))
     except BrokenPipeError:
         # The reader went away (`envdoctor explain | head`): not an error of ours, and nothing to say.
         silence_stdout()

@@ -31,6 +31,15 @@ MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 
 
+class ReadHung(Exception):
+    """Raised by a replayed snapshot for a read that was still hanging when the live run's time ran out
+    (recorded with error ``ETIMEDOUT``): the probe asking is then "timed out", as it was live."""
+
+
+#: The error a snapshot records for a read still in flight at the deadline.
+IN_FLIGHT = "ETIMEDOUT"
+
+
 class FileResult(NamedTuple):
     """Contents of a file, or why it could not be read."""
 
@@ -250,7 +259,10 @@ class Host:
         library that reads only from disk (``distro`` takes a root directory, the way its own tests feed
         it). The same for a live machine and a replayed snapshot; OSError when no scratch space is
         writable anywhere."""
+        from .. import forked
+
         root = _scratch_dir()
+        forked.scratch_dirs.add(root)  # a signal removes it, whichever thread is using it
         written: List[str] = []
         try:
             for rel, data in sorted(files.items()):
@@ -273,6 +285,7 @@ class Host:
                     os.rmdir(d)
                 except OSError:
                     pass
+            forked.scratch_dirs.discard(root)
 
     # -- primitives -----------------------------------------------------
     def read_file(self, path: str, limit: int = MAX_FILE_BYTES) -> FileResult:

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from struct import error as struct_error
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..forked import Forked
 from .base import (
@@ -50,18 +50,31 @@ def _nvml_in_child(job: Optional[bytes]) -> bytes:
     return b""
 
 
-def classify_timeout(state: str, cpu: float, elapsed: float, asking: Optional[str]) -> str:
-    """Why an NVML query was still running at the deadline: "timed_out" (the driver hung: the child is
-    stuck in the kernel, state D; or sleeps, or spins, inside an NVML call) or "starved" (it wanted a CPU
-    it did not get, or had not reached NVML yet: a machine too busy, not a hung driver)."""
+def classify_timeout(state: str, cpu: float, elapsed: float, asking: Optional[str], waiting: float = -1.0) -> str:
+    """Why an NVML query was still running at the deadline: "timed_out" (the driver hung) or "starved"
+    (a machine too busy: not the driver's fault).
+
+    ``state`` is the child's (/proc/PID/stat), ``cpu`` the CPU time it used, ``waiting`` the time it spent
+    runnable but waiting for a CPU (/proc/PID/schedstat; -1 unknown), ``asking`` the NVML call it was in
+    (None: it had not reached NVML yet). Stuck in the kernel (state D) is a hung driver. Otherwise the
+    time it spent neither running nor waiting for a CPU is the time it slept: most of its life asleep
+    inside an NVML call is a hung driver, most of it waiting for a CPU is a starved machine."""
     if state == "D":
         return "timed_out"
     if asking is None:
         return "starved"  # still starting up (importing the binding): not NVML's doing
+    if waiting >= 0 and elapsed > 0:
+        asleep = elapsed - cpu - waiting
+        if asleep >= 0.5 * elapsed:
+            return "timed_out"  # asleep inside an NVML call
+        if cpu >= 0.5 * elapsed:
+            return "timed_out"  # spinning inside an NVML call, on a CPU it had
+        return "starved"
+    # No scheduler statistics: judge by the state alone.
     if state in ("S", "?", ""):
-        return "timed_out"  # waiting inside an NVML call (or its state could not be read)
+        return "timed_out"
     if state == "R" and elapsed > 0 and cpu >= 0.5 * elapsed:
-        return "timed_out"  # spinning inside an NVML call, on a CPU it had
+        return "timed_out"
     return "starved"
 
 
@@ -98,13 +111,19 @@ def run_command(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str
     except OSError as exc:
         return CommandResult(argv, error=errno_name(exc), message=exc.strerror or str(exc),
                              duration=time.monotonic() - start)
-    out, err, why = _read_bounded(proc, start + timeout)
-    if why is not None:
-        _kill_group(proc)
+    from .. import forked
+
+    forked.running_groups.add(proc.pid)
     try:
-        proc.wait(timeout=1.0)
-    except subprocess.TimeoutExpired:  # killed but not reaped within a second: report what we have
-        pass
+        out, err, why = _read_bounded(proc, start + timeout)
+        if why is not None:
+            _kill_group(proc)
+        try:
+            proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:  # killed but not reaped within a second: report what we have
+            pass
+    finally:
+        forked.running_groups.discard(proc.pid)
     duration = time.monotonic() - start
     if why == "timed_out":
         return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
@@ -166,6 +185,10 @@ def _decode(data: Optional[bytes]) -> str:
     return data.decode("utf-8", errors="replace") if data else ""
 
 
+#: How much longer than the deadline a second asker waits for the first asker of the same question.
+IN_FLIGHT_GRACE = 0.4
+
+
 class LiveHost(Host):
     """This machine.  ``timeout`` bounds each command; ``deadline`` the whole run."""
 
@@ -208,7 +231,12 @@ class LiveHost(Host):
             if event is None:
                 event = self._inflight[(id(table), key)] = threading.Event()
         if not owner:
-            event.wait()
+            # Bounded like everything else: the first asker's read may be stuck in the kernel (a hung
+            # mount, a wedged driver), and a second probe must not wait past the run's deadline for it.
+            # The first asker is itself bounded by the deadline; a little longer lets it finish cleaning up
+            # (killing and reaping a child) and hand over what it got.
+            if not event.wait(max(0.0, self.remaining()) + IN_FLIGHT_GRACE):
+                return self._in_flight_answer(table, key)
             with self._lock:
                 if key in table:
                     return table[key]
@@ -222,6 +250,32 @@ class LiveHost(Host):
                 self._inflight.pop((id(table), key), None)
             event.set()
         return value
+
+    def _in_flight_answer(self, table: Dict[Any, Any], key: Any) -> Any:
+        """The answer for a question another thread is still stuck on at the deadline: timed out."""
+        message = "still being read when the time limit came (another probe's read of it hung)"
+        if table is self.files:
+            return FileResult(str(key), error="ETIMEDOUT", message=message)
+        if table is self.dirs:
+            return DirResult(str(key), error="ETIMEDOUT", message=message)
+        if table is self.links:
+            return LinkResult(str(key), error="ETIMEDOUT", message=message)
+        if table is self.elfs:
+            return ElfResult(str(key), error="ETIMEDOUT", message=message)
+        if table is self.commands:
+            return CommandResult(tuple(key), timed_out=True, message=message, duration=self.timeout)
+        return NvmlResult(error="timed_out", message="NVML " + message)
+
+    def in_flight(self) -> Dict[str, List[Any]]:
+        """Questions asked but not answered yet (a read stuck at the deadline), by table name: a snapshot
+        records them as timed out, so its replay sees what the live run saw."""
+        names = {id(self.files): "files", id(self.dirs): "dirs", id(self.links): "links",
+                 id(self.commands): "commands", id(self.elfs): "elf", id(self._nvml_table): "nvml"}
+        out: Dict[str, List[Any]] = {}
+        with self._lock:
+            for table_id, key in self._inflight:
+                out.setdefault(names.get(table_id, "?"), []).append(key)
+        return out
 
     # -- primitives ----------------------------------------------------
     def read_file(self, path: str, limit: int = MAX_FILE_BYTES) -> FileResult:
@@ -336,8 +390,8 @@ class LiveHost(Host):
         duration = time.monotonic() - child.started
         text = (answer if answer is not None else child.partial).decode("utf-8", "replace")
         if why == "timed_out":
-            state, cpu = child.state_at_deadline
-            return self._incomplete(text, "timed_out", duration, state, cpu)
+            state, cpu, waiting = child.state_at_deadline
+            return self._incomplete(text, "timed_out", duration, state, cpu, waiting)
         from .nvml_worker import parse_stream
 
         if why or not parse_stream(text)[2]:
@@ -345,22 +399,23 @@ class LiveHost(Host):
         return self._parse_worker_output(text, "", 0, duration)
 
     @staticmethod
-    def _incomplete(text: str, why: str, duration: float, state: str = "", cpu: float = 0.0) -> NvmlResult:
+    def _incomplete(text: str, why: str, duration: float, state: str = "", cpu: float = 0.0,
+                    waiting: float = -1.0) -> NvmlResult:
         """What a query that hung or died had answered, and which call it was in."""
         from .nvml_worker import describe_call, parse_stream
 
         data, asking, done = parse_stream(text)
         if done and why.startswith("crashed"):
             return NvmlResult(data=data, duration=duration)  # it died after answering everything
-        reason = "crashed" if why.startswith("crashed") else classify_timeout(state, cpu, duration, asking)
+        reason = "crashed" if why.startswith("crashed") else classify_timeout(state, cpu, duration, asking, waiting)
         call = describe_call(asking) if asking else "starting the NVML query"
         if reason == "timed_out":
             message = "NVML did not answer within %.1fs: hung in %s (driver hung or GPU lost?%s)" % (
                 duration, call, "; the query is stuck in the kernel, state D" if state == "D" else "")
         elif reason == "starved":
             message = ("NVML did not answer within %.1fs, but the query was not stuck: it was waiting for a CPU "
-                       "(%s; %.2fs of CPU time used): the machine is too busy, not the driver hung" % (
-                           duration, call, cpu))
+                       "(%s; %.2fs of CPU time used%s): the machine is too busy, not the driver hung" % (
+                           duration, call, cpu, ", %.2fs waiting for one" % waiting if waiting >= 0 else ""))
         else:
             message = "the NVML query process %s in %s, inside the NVIDIA library" % (why, call)
         if not data or asking == "init" or "init" not in data:

@@ -18,6 +18,7 @@ import json
 from typing import Any, Dict, List, Optional, Sequence
 
 from .base import (
+    IN_FLIGHT,
     MAX_FILE_BYTES,
     CommandResult,
     DirResult,
@@ -27,6 +28,7 @@ from .base import (
     LinkResult,
     NvmlResult,
     PythonInfo,
+    ReadHung,
 )
 from .live import LiveHost
 from .privacy import Scrubber
@@ -87,6 +89,19 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
             for _, r in sorted(host.commands.items())
         ],
     }
+    # Reads still hanging at the deadline (another probe was stuck on them): recorded as timed out, so
+    # the replay's verdict is the live run's.
+    hung = host.in_flight()
+    for table in ("files", "dirs", "links", "elf"):
+        for path in hung.get(table, []):
+            doc[table].setdefault(str(path), {"error": IN_FLIGHT, "message": "still being read when the time "
+                                                                           "limit came (hung)"})
+    for argv in hung.get("commands", []):
+        if all(tuple(c["argv"]) != tuple(argv) for c in doc["commands"]):
+            doc["commands"].append({"argv": list(argv), "returncode": None, "stdout": "", "stderr": "",
+                                    "timed_out": True, "error": None, "message": "still running when the time "
+                                                                                "limit came (hung)",
+                                    "duration": round(host.timeout, 4)})
     return scrubber(doc)
 
 
@@ -344,6 +359,8 @@ class SnapshotHost(Host):
         entry = self.doc.get("files", {}).get(path)
         if entry is None:
             return FileResult(path, error="ENOENT", message="No such file or directory")
+        if entry.get("error") == IN_FLIGHT:
+            raise ReadHung(path)
         if "text" in entry:
             data = entry["text"].encode("utf-8")
         elif "base64" in entry:
@@ -359,6 +376,8 @@ class SnapshotHost(Host):
         entry = self.doc.get("dirs", {}).get(path)
         if entry is None:
             return DirResult(path, error="ENOENT", message="No such file or directory")
+        if entry.get("error") == IN_FLIGHT:
+            raise ReadHung(path)
         if "entries" in entry:
             return DirResult(path, entries=tuple(sorted(entry["entries"])))
         return DirResult(path, error=entry.get("error") or "EIO", message=entry.get("message", ""))
@@ -367,6 +386,8 @@ class SnapshotHost(Host):
         entry = self.doc.get("links", {}).get(path)
         if entry is None:
             return LinkResult(path, error="EINVAL", message="not a symbolic link")
+        if entry.get("error") == IN_FLIGHT:
+            raise ReadHung(path)
         if "target" in entry:
             return LinkResult(path, target=entry["target"])
         return LinkResult(path, error=entry.get("error") or "EINVAL", message=entry.get("message", ""))
@@ -388,6 +409,8 @@ class SnapshotHost(Host):
             if path in self.doc.get("files", {}) or self.exists(path):
                 return ElfResult(path, error="not_recorded", message="the snapshot holds no ELF headers for it")
             return ElfResult(path, error="ENOENT", message="No such file or directory")
+        if entry.get("error") == IN_FLIGHT:
+            raise ReadHung(path)
         if "error" in entry:
             return ElfResult(path, error=entry["error"], message=entry.get("message", ""))
         return ElfResult(path, soname=entry.get("soname"), needed=tuple(entry.get("needed", [])),

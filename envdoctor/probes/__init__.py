@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from ..facts import Fact, Facts
-from ..host.base import Host
+from ..host.base import Host, ReadHung
 
 ProbeFn = Callable[["ProbeContext"], Iterable[Fact]]
 
@@ -138,6 +138,9 @@ class _Runner:
         try:
             facts = list(spec.fn(ProbeContext(self.host, self)))
             res = ProbeResult(spec.name, spec.title, facts, duration=time.monotonic() - start)
+        except ReadHung as exc:  # a replayed snapshot: this read hung in the live run
+            res = timed_out_result(spec, "did not finish before the time limit (reading %s hung)" % exc)
+            res.duration = time.monotonic() - start
         except Exception as exc:  # noqa: BLE001 - contained and reported, never a traceback
             import traceback
 
