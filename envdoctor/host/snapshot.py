@@ -112,7 +112,11 @@ def write_snapshot(doc: Dict[str, Any], path: str) -> None:
     place, so a full disk or an interrupted run never leaves a truncated snapshot for a fleet's
     archive to trip over later.
     """
-    text = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    from ..render.json_out import escape_raw
+
+    # Any byte sequence (a file name or variable that is not UTF-8 arrives as lone surrogates) is kept
+    # losslessly as a JSON escape, so the file is valid UTF-8 JSON and replays the same text.
+    text = escape_raw(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False)) + "\n"
     if path == "-":
         import sys
 

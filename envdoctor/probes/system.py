@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import distro
 
@@ -24,25 +24,54 @@ FAMILIES = {
 }
 
 
-def _distro_from_host(host: Host) -> Dict[str, str]:
+def _distro_from_host(host: Host) -> Dict[str, Any]:
     """Let the ``distro`` library answer from files read through the host.
 
     The release files are copied into a miniature root directory (the host's scratch space), which is
     how distro's own tests feed it, so its parsing and id normalisation are used as they are.
     """
     files: Dict[str, bytes] = {}
+    damaged: List[str] = []
     names = ["os-release", "lsb-release"] + [n for n in host.list_dir("/etc").names() if _RELEASE_FILE.match(n)]
     for rel in ["etc/" + n for n in sorted(set(names))] + ["usr/lib/os-release"]:
-        res = host.read_file("/" + rel, limit=64 * 1024)
+        res = host.read_file("/" + rel, limit=RELEASE_LIMIT)
         if res.data is not None:
-            files[rel] = res.data
+            data = res.data
+            if rel in ("etc/os-release", "usr/lib/os-release", "etc/lsb-release"):
+                data, bad = _shell_lines(data)
+                damaged += ["/%s line %d: %s" % (rel, n, text) for n, text in bad]
+            if res.truncated:
+                damaged.append("/%s: cut at %d KiB (larger than any release file: the rest is ignored)" % (
+                    rel, RELEASE_LIMIT // 1024))
+            files[rel] = data
     with host.scratch_root(files) as root:
         d = distro.LinuxDistribution(root_dir=root, include_lsb=False, include_uname=False)
         return {
             "id": d.id(), "name": d.name(), "version": d.version(), "version_full": d.version(best=True),
             "codename": d.codename(), "like": d.like(), "pretty": d.name(pretty=True),
-            "os_release": d.os_release_attr("version_id"),
+            "os_release": d.os_release_attr("version_id"), "damaged": damaged,
         }
+
+
+RELEASE_LIMIT = 64 * 1024
+
+
+def _shell_lines(data: bytes) -> Tuple[bytes, List[Tuple[int, str]]]:
+    """The lines of a KEY=value release file that parse as shell words (how distro reads them), and the
+    ones that do not (an unbalanced quote...), numbered: one bad line costs that line, not the file."""
+    import shlex
+
+    kept: List[bytes] = []
+    bad: List[Tuple[int, str]] = []
+    for n, raw in enumerate(data.splitlines(), 1):
+        line = raw.decode("utf-8", "replace")
+        try:
+            shlex.split(line, comments=True)
+        except ValueError:
+            bad.append((n, line[:120]))
+            continue
+        kept.append(raw)
+    return b"\n".join(kept) + b"\n", bad
 
 
 def os_family(distro_id: str, like: str) -> str:
@@ -92,10 +121,13 @@ def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
         os_release = host.read_file("/usr/lib/os-release")
     src = "file:" + os_release.path
     try:
-        info = _distro_from_host(host)
-    except OSError as exc:  # no scratch space at all (read-only root, full disks): say so, go on
-        why = "cannot run the distro library: %s" % (exc.strerror or exc)
+        info: Dict[str, Any] = _distro_from_host(host)
+    except (OSError, ValueError, UnicodeError) as exc:  # no scratch space at all (read-only root, full
+        # disks), or a release file distro cannot parse: say so, and go on with the rest of the layer
+        why = "cannot run the distro library: %s" % (getattr(exc, "strerror", None) or exc)
         info = {"id": "", "why": why}
+    if info.get("damaged"):
+        facts.append(ok("os.release_damaged", info["damaged"], src, "Release file lines ignored"))
     if info["id"]:
         facts.append(ok("os.id", info["id"], src, "Distribution id"))
         facts.append(ok("os.name", info["pretty"] or info["name"], src, "Distribution"))
@@ -164,11 +196,15 @@ def _cpuinfo(text: str) -> Dict[str, object]:
             "flags": flags}
 
 
+#: /proc/cpuinfo holds about 1.5 KiB per thread: 16 MiB is some 10,000 threads.
+CPUINFO_LIMIT = 16 * 1024 * 1024
+
+
 @register("cpu", "CPU and memory", order=20)
 def probe_cpu(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []
-    res = host.read_file("/proc/cpuinfo")
+    res = host.read_file("/proc/cpuinfo", limit=CPUINFO_LIMIT)
     src = "file:/proc/cpuinfo"
     if res.text is None:
         facts.append(unknown("cpu.model", "cannot read /proc/cpuinfo (%s)" % res.error, src, "CPU"))
@@ -176,7 +212,12 @@ def probe_cpu(ctx: ProbeContext) -> Iterable[Fact]:
         info = _cpuinfo(res.text)
         if info["logical"]:
             facts.append(ok("cpu.model", info["model"] or "unknown model", src, "CPU"))
-            facts.append(ok("cpu.threads", info["logical"], src, "Threads"))
+            if res.truncated:
+                # Counting what was read would under-count: say so instead of a wrong number.
+                facts.append(unknown("cpu.threads", "/proc/cpuinfo is larger than %d MiB and was cut there: at "
+                                     "least %s threads" % (CPUINFO_LIMIT >> 20, info["logical"]), src, "Threads"))
+            else:
+                facts.append(ok("cpu.threads", info["logical"], src, "Threads"))
             if info["cores"]:
                 facts.append(ok("cpu.cores", info["cores"], src, "Physical cores"))
             if info["sockets"]:

@@ -16,7 +16,8 @@ from typing import IO, Optional
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is an 8-bit CSI, 0x85 a next-line), the
 # Unicode line and paragraph separators, and the bidirectional overrides and isolates that can make
 # text read differently from what it is.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                          "\ud800-\udfff]")  # lone surrogates: undecodable bytes of a name or variable
 
 
 def printable(text: str) -> str:
