@@ -82,3 +82,35 @@ def test_a_cpuinfo_cut_at_its_limit_says_so_instead_of_undercounting():
     facts = _facts(doc)
     threads = facts.get("cpu.threads")
     assert threads.status == "unknown" and "at least 3 threads" in threads.reason
+
+
+def _cli(args, **kw):
+    return subprocess.run([sys.executable, "-m", "envdoctor"] + list(args), cwd=ROOT, capture_output=True,
+                          timeout=120, **kw)
+
+
+def test_output_that_cannot_be_written_is_one_line_and_exit_2():
+    cases = (("explain", "gpu.lost"), ("diagnose", "--snapshot", NOGPU), ("fleet", NOGPU))
+    for args in cases:
+        with open("/dev/full", "wb") as full:
+            r = subprocess.run([sys.executable, "-m", "envdoctor"] + list(args), cwd=ROOT, stdout=full,
+                               stderr=subprocess.PIPE, timeout=120)
+        assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and b"No space left" in r.stderr, (
+            args, r.stderr)
+        # Started with stdout closed.
+        r = subprocess.run([sys.executable, "-m", "envdoctor"] + list(args), cwd=ROOT, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, timeout=120, pass_fds=(), preexec_fn=lambda: os.close(1))
+        assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and b"closed" in r.stderr, (args, r.stderr)
+        # A reader that stops on purpose (`| head -c 1`): quiet, the command's own exit code.
+        p = subprocess.Popen([sys.executable, "-m", "envdoctor"] + list(args), cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        assert p.stdout is not None
+        p.stdout.read(1)
+        p.stdout.close()
+        err = p.stderr.read() if p.stderr else b""
+        assert p.wait(120) in (0, 1) and b"Traceback" not in err and err == b"", (args, err)
+
+
+def test_a_huge_number_is_a_usage_error():
+    r = _cli(["matrix", "cuda", "9" * 5000])
+    assert r.returncode == 2 and b"Traceback" not in r.stderr

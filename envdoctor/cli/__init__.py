@@ -88,8 +88,28 @@ def main(argv: Optional[List[str]] = None) -> Any:
     from ..forked import Interrupted, clean_up, install_signal_handlers
 
     install_signal_handlers()
+    import os
+
+    try:
+        os.fstat(1)
+    except OSError:
+        # Started with stdout closed (`>&-`): the next file opened would take descriptor 1 and receive
+        # the output. Say so once and stop.
+        _say("envdoctor: standard output is closed; nothing can be written")
+        sys.exit(EXIT_USAGE)
     try:
         return cli.main(args=argv, prog_name="envdoctor")
+    except OSError as exc:
+        import errno
+
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, errno.EFBIG, errno.EPIPE):
+            raise
+        if exc.errno == errno.EPIPE:
+            silence_stdout()
+            sys.exit(EXIT_OK)
+        silence_stdout()
+        _say("envdoctor: cannot write the output: %s" % (exc.strerror or exc))
+        sys.exit(EXIT_USAGE)
     except (Interrupted, KeyboardInterrupt) as exc:
         import signal
 
@@ -108,6 +128,15 @@ def main(argv: Optional[List[str]] = None) -> Any:
         # The reader went away (`envdoctor explain | head`): not an error of ours, and nothing to say.
         silence_stdout()
         sys.exit(EXIT_OK)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if stderr can take it."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, AttributeError, ValueError):
+        pass
 
 
 def silence_stdout() -> None:

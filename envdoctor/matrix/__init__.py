@@ -62,7 +62,7 @@ def parse_version(text: Any) -> Optional[Version]:
         return None
     try:
         return Version(text.strip())
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # not a version, or a number too long to be one (4300 digits)
         return None
 
 
