@@ -56,7 +56,7 @@ probe redacts the endpoint it reports, which on replay is already redacted.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
     from .base import Host
@@ -83,7 +83,7 @@ class _Lazy:
 #: unless anchored).  Over-matching costs a harmless ``<redacted>``; no variable a probe reads
 #: (``PATH``, ``LD_LIBRARY_PATH``, ``CUDA_HOME``, ``CONDA_PREFIX``, ``NVCC_*``...) matches.
 SECRET_NAME = _Lazy(
-    r"TOKEN|SECRET|PASS|PWD$|(^|_)PW$|CRED|PRIVATE|KEY|AUTH|JWT|COOKIE|SESSION|WEBHOOK|SIGNATURE"
+    r"TOKEN|SECRET|PASS|PWD$|(^|_)PW$|CRED|PRIVATE|KEY|AUTH|JWT|COOKIE|SESSION|WEBHOOK|SIG|SEED|SALT|HMAC"
     r"|CONN(ECTION)?_?STR|DSN$|_PAT$",
     re.IGNORECASE,
 )
@@ -205,7 +205,74 @@ _TOKEN_RULES = tuple((needle, _Lazy(shape + r"(?![A-Za-z0-9_])")) for needle, sh
 _SHORTEST_TOKEN = 20
 
 _GPU_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
-_IDENTITY_VARS = {"USER": "<user>", "LOGNAME": "<user>", "USERNAME": "<user>", "HOSTNAME": "<hostname>"}
+_IDENTITY_VARS = {"USER": "<user>", "LOGNAME": "<user>", "USERNAME": "<user>", "HOSTNAME": "<hostname>",
+                  "HOST": "<hostname>"}
+#: Variables naming this machine (or the job's machines) for a scheduler: hidden whole, and each name in
+#: them hidden wherever it occurs.
+_HOST_VARS = _Lazy(r"^(?:SLURM|PBS|SGE|LSB|FLUX|OMPI|PMIX)_\w*(?:HOST|NODE|NODES|NODELIST|NODENAME|HOSTS|HOSTNAME"
+                   r"|SERVER|NODEFILE_CONTENT)$|^(?:SLURMD_NODENAME|HOSTNAME|HOST|NODENAME|LSB_HOSTS|LSB_MCPU_HOSTS)$",
+                   re.IGNORECASE)
+_IPV4 = _Lazy(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])")
+_IPV6 = _Lazy(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%\w+)?(?![\w:])")
+#: User names too common as words to hide everywhere (a cloud image's ``ubuntu`` user is hidden in
+#: paths, ``/home/ubuntu``, but "Ubuntu 24.04" stays readable).
+_COMMON_WORDS = frozenset({"ubuntu", "debian", "centos", "fedora", "rocky", "alma", "admin", "user", "users",
+                           "nvidia", "cuda", "docker", "conda", "python", "torch", "test", "guest", "build",
+                           "runner", "jenkins", "gitlab", "github", "worker", "node", "home", "local", "ec2-user",
+                           "opc", "cloud", "linux", "default", "none", "nobody", "daemon", "system", "share"})
+
+
+def expand_hostlist(value: str) -> List[str]:
+    """Host names in a scheduler's host list: ``gpu[01-03,07],login1`` -> gpu01, gpu02, gpu03, gpu07,
+    login1 (one bracket group per name, as Slurm writes them)."""
+    out: List[str] = []
+    for m in re.finditer(r"([A-Za-z0-9_.-]*)\[([0-9,\-]+)\]([A-Za-z0-9_.-]*)|([A-Za-z0-9_.-]+)", value):
+        if m.group(4):
+            out.append(m.group(4))
+            continue
+        head, body, tail = m.group(1), m.group(2), m.group(3)
+        for part in body.split(","):
+            lo, _, hi = part.partition("-")
+            if not lo.isdigit():
+                continue
+            if hi.isdigit() and 0 <= int(hi) - int(lo) <= 4096:
+                out += ["%s%0*d%s" % (head, len(lo), n, tail) for n in range(int(lo), int(hi) + 1)]
+            else:
+                out.append(head + lo + tail)
+    return [h for h in out if h and not h.isdigit()]
+
+
+def host_names(env: Dict[str, str], nodename: Optional[str]) -> List[str]:
+    """Every name this machine goes by: the kernel's node name and the environment's (HOSTNAME, Slurm,
+    PBS...), each fully qualified and short (``gpu017.cluster.example.org`` and ``gpu017``)."""
+    names: List[str] = []
+    for value in [nodename or ""] + [v for k, v in env.items() if _HOST_VARS.search(k)]:
+        for name in expand_hostlist(value):
+            for n in (name, name.split(".")[0]):
+                if len(n) >= 3 and n not in names and not _IPV4.fullmatch(n):
+                    names.append(n)
+    return sorted(names, key=len, reverse=True)
+
+
+def user_names(env: Dict[str, str], uid_name: Optional[str]) -> List[str]:
+    """The user's names: from the uid (the password database: USER and LOGNAME are unset under cron,
+    systemd and ``docker exec``), then USER, LOGNAME, USERNAME."""
+    out: List[str] = []
+    for n in (uid_name, env.get("USER"), env.get("LOGNAME"), env.get("USERNAME")):
+        if n and len(n) >= 3 and n not in ("root", "<user>") and n not in out:
+            out.append(n)
+    return out
+
+
+def uid_user() -> Optional[str]:
+    """The name of the user running envdoctor, from its uid (None where there is no password entry)."""
+    try:
+        import os
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, OSError):
+        return None
 
 
 def is_secret_name(name: str) -> bool:
@@ -267,12 +334,42 @@ def _query_param(m: re.Match[str]) -> str:
     return m.group(0)
 
 
+#: Services whose URL path *is* the credential (a webhook, a bot): everything after the prefix goes.
+_SECRET_PATHS = _Lazy(r"^(?P<keep>(?:[^/]*\.)?(?:hooks\.slack\.com/(?:services|workflows|triggers)"
+                      r"|discord(?:app)?\.com/api/webhooks|[^/]*webhook\.office\.com/webhook[^/]*"
+                      r"|outlook\.office(?:365)?\.com/webhook|api\.telegram\.org"
+                      r"|chat\.googleapis\.com/v1/spaces|hooks\.zapier\.com/hooks/catch"
+                      r"|events\.pagerduty\.com/integration|[^/]*/(?:api/)?webhooks?)/)(?P<secret>[^?#\s]+)",
+                      re.IGNORECASE)
+#: A path segment that looks like a generated secret (16+ characters of letters and digits with upper
+#: and lower case and a digit, no dot): ``/T000/B000/XXXXXXXXXXXXXXXX`` rather than ``/cu121/``.
+_SECRET_SEGMENT = _Lazy(r"(?<=/)(?=[A-Za-z0-9_:~-]*[A-Z])(?=[A-Za-z0-9_:~-]*[a-z])(?=[A-Za-z0-9_:~-]*[0-9])"
+                        r"[A-Za-z0-9_:~-]{16,}(?=/|$|\?|#)")
+
+
+def _redact_url_path(rest: str) -> str:
+    slash = rest.find("/")
+    if slash < 0:
+        return rest
+    m = _SECRET_PATHS.match(rest)
+    if m:
+        return m.group("keep") + REDACTED
+    end = len(rest)
+    for c in "?#":
+        i = rest.find(c, slash)
+        if 0 <= i < end:
+            end = i
+    return rest[:slash] + _SECRET_SEGMENT.sub(REDACTED, rest[slash:end]) + rest[end:]
+
+
 def _redact_url(rest: str) -> str:
-    """One URL (after its ``://``) without user information, credential query parameters, conda token."""
+    """One URL (after its ``://``) without user information, credential query parameters, conda token,
+    webhook or secret-looking path segments."""
     if "@" in rest:
         cut = _userinfo_end(rest)
         if cut is not None:
             rest = REDACTED + rest[cut:]
+    rest = _redact_url_path(rest)
     if "=" in rest and ("?" in rest or "&" in rest or ";" in rest):
         rest = _QUERY_PARAM.sub(_query_param, rest)
     if "/t/" in rest:
@@ -315,6 +412,8 @@ def _redact_bare_userinfo(value: str) -> str:
         if "://" in s or REDACTED in s:
             return s
         at = s.rfind("@")
+        if at > 0 and s[:at].isdigit():
+            return s  # FlexLM's port@host (LICENSE_SERVER=27000@licsrv): an address, no credential
         return REDACTED + s[at:] if at > 0 else s
 
     return re.sub(r"[^\s,;]+", item, value)
@@ -443,7 +542,8 @@ class Scrubber:
     """Replaces credentials (always) and identifying strings throughout a JSON-like structure."""
 
     def __init__(self, home: Optional[str] = None, user: Optional[str] = None,
-                 hostname: Optional[str] = None, include_host: bool = False, redact_ids: bool = False) -> None:
+                 hostname: Optional[str] = None, include_host: bool = False, redact_ids: bool = False,
+                 users: Sequence[str] = (), hostnames: Sequence[str] = ()) -> None:
         self.include_host = include_host
         self.redact_ids = redact_ids
         self._ids: Dict[str, str] = {}
@@ -452,17 +552,24 @@ class Scrubber:
         if not include_host:
             if home and home not in ("/", "~") and len(home) > 1:
                 rules.append((re.compile(re.escape(home.rstrip("/")) + r"(?=/|$|[\s:;,\"'])"), "~"))
-            if hostname and len(hostname) >= 3 and hostname not in ("localhost", "<hostname>"):
-                rules.append((re.compile(r"(?<![\w.-])" + re.escape(hostname) + r"(?![\w-])"), "<hostname>"))
-            if user and len(user) >= 3 and user not in ("root", "<user>"):
-                rules.append((re.compile(r"(?<=/)" + re.escape(user) + r"(?=/|$)"), "<user>"))
+            hosts = [h for h in [hostname or ""] + list(hostnames)
+                     if len(h) >= 3 and h not in ("localhost", "<hostname>")]
+            for h in sorted(set(hosts), key=len, reverse=True):  # the FQDN before its short name
+                rules.append((re.compile(r"(?<![\w-])" + re.escape(h) + r"(?![\w-])"), "<hostname>"))
+            for u in dict.fromkeys([user or ""] + list(users)):
+                if len(u) >= 3 and u not in ("root", "<user>"):
+                    if u.lower() in _COMMON_WORDS or len(u) < 4:
+                        # As a path component only (/home/ubuntu/...), not as a word.
+                        rules.append((re.compile(r"(?<=/)" + re.escape(u) + r"(?=/|$)"), "<user>"))
+                    else:
+                        rules.append((re.compile(r"(?<![\w.-])" + re.escape(u) + r"(?![\w-])"), "<user>"))
         self._rules = rules
 
     @classmethod
     def for_environ(cls, env: Dict[str, str], hostname: Optional[str], include_host: bool = False,
-                    redact_ids: bool = False) -> Scrubber:
-        return cls(home=env.get("HOME"), user=env.get("USER") or env.get("LOGNAME"), hostname=hostname,
-                   include_host=include_host, redact_ids=redact_ids)
+                    redact_ids: bool = False, uid_name: Optional[str] = None) -> Scrubber:
+        return cls(home=env.get("HOME"), hostname=hostname, include_host=include_host, redact_ids=redact_ids,
+                   users=user_names(env, uid_name), hostnames=host_names(env, hostname))
 
     def text(self, s: str) -> str:
         # Credentials, in any string (always, like the environment's): a docker context's ssh://user@host,
@@ -491,7 +598,8 @@ class Scrubber:
     def environ(self, env: Dict[str, str]) -> Dict[str, str]:
         env = redact_environ(env)
         if not self.include_host:
-            env = {k: (_IDENTITY_VARS[k] if k in _IDENTITY_VARS else v) for k, v in env.items()}
+            env = {k: (_IDENTITY_VARS[k] if k in _IDENTITY_VARS else "<hostname>" if _HOST_VARS.search(k) and v
+                       else _ip_free(v) if k.upper().startswith("SSH_") else v) for k, v in env.items()}
         return {k: self.text(v) for k, v in env.items()}
 
     def __call__(self, obj: Any) -> Any:
@@ -510,8 +618,17 @@ class Scrubber:
         return True
 
 
+def _ip_free(value: str) -> str:
+    """``value`` with IP addresses replaced (SSH_CONNECTION, SSH_CLIENT: where the user connects from)."""
+    value = _IPV4.sub("<ip>", value)
+    return _IPV6.sub(lambda m: "<ip>" if m.group(0).count(":") >= 2 and any(c.isalnum() for c in m.group(0))
+                     else m.group(0), value)
+
+
 def scrubber_for(host: Host, include_host: bool, redact_ids: bool) -> Scrubber:
-    """The scrubber for what ``host`` reports: its home, user and host name, unless asked to keep them."""
+    """The scrubber for what ``host`` reports: its home, users (from the uid too) and every name it goes by,
+    unless asked to keep them."""
     nodename = getattr(host, "nodename", None)
     return Scrubber.for_environ(host.environ(), nodename() if callable(nodename) else None,
-                                include_host=include_host, redact_ids=redact_ids)
+                                include_host=include_host, redact_ids=redact_ids,
+                                uid_name=uid_user() if nodename is not None else None)
