@@ -11,8 +11,17 @@ import subprocess
 
 import pytest
 
-from .engines import BROKEN, BROKEN_LINE, HEALTHY, ROOT, envdoctor_argv, envdoctor_env, nhc_tarball, unpack_nhc, \
-    write_policy
+from .engines import (
+    BROKEN,
+    BROKEN_LINE,
+    HEALTHY,
+    ROOT,
+    envdoctor_argv,
+    envdoctor_env,
+    nhc_tarball,
+    unpack_nhc,
+    write_policy,
+)
 
 pytestmark = pytest.mark.skipif(not nhc_tarball(), reason="NHC 1.4.3 tarball (../shared/third_party/) not found")
 

@@ -21,7 +21,7 @@ import signal
 import socket
 import subprocess
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 import pytest
 

@@ -213,14 +213,15 @@ def prometheus_fleet(nodes: Iterable[Tuple[str, Dict[str, Any], Optional[Verdict
 NFD_PREFIX = "envdoctor.io/"
 NFD_MAX_BYTES = 64 * 1024
 _LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 def label_value(value: str) -> str:
     """``value`` in the Kubernetes label value grammar (at most 63 characters, alphanumeric at both
     ends, ``-_.`` inside): ``2.4.0+cu124`` -> ``2.4.0-cu124``."""
-    out = _LABEL_BAD.sub("-", value)[:63]
-    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", out)
+    def trim(text: str) -> str:
+        return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", text)
+
+    return trim(trim(_LABEL_BAD.sub("-", value))[:63])
 
 
 def _int_parts(version: str) -> List[str]:
