@@ -95,7 +95,7 @@ def render(fmt: str, report: Dict[str, Any], verdict: Any, name: str, duration: 
         doc["policy"] = verdict.to_dict()
         return dumps(doc)
     if fmt == "junit":
-        return engines.junit([(name, report, verdict)])
+        return engines.junit([engines.summarize(name, report, verdict)])
     if fmt == "prometheus":
         return engines.prometheus(report, verdict, duration)
     if fmt == "nhc":

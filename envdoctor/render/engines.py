@@ -90,6 +90,54 @@ def stack(report: Dict[str, Any]) -> Dict[str, Optional[str]]:
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 
 
+class NodeSummary:
+    """What the engine outputs need of one node, in plain data (small, and picklable for fleet's readers)."""
+
+    __slots__ = ("name", "ready", "counts", "stack", "gpus", "results", "has_policy", "on_unknown", "fail_on",
+                 "failing")
+
+    def __init__(self, name: str, ready: bool, counts: Dict[str, int], stack: Dict[str, Optional[str]],
+                 gpus: Optional[List[Tuple[int, str, bool]]], results: List[Tuple[str, str, str, str, str]],
+                 has_policy: bool, on_unknown: str, fail_on: str, failing: List[Dict[str, str]]) -> None:
+        self.name = name
+        self.ready = ready
+        self.counts = counts
+        self.stack = stack
+        self.gpus = gpus  # (index, name, healthy); None when the GPU count is unknown
+        self.results = results  # (requirement, status, want as written, found, source)
+        self.has_policy = has_policy
+        self.on_unknown = on_unknown
+        self.fail_on = fail_on
+        self.failing = failing  # the findings that fail the node: code, severity, title, detail
+
+    def blocking(self) -> List[Tuple[str, str, str, str, str]]:
+        """The requirements that fail the node, failed ones first."""
+        return [r for r in self.results if r[1] == "fail"] + (
+            [r for r in self.results if r[1] == "unknown"] if self.on_unknown == "fail" else [])
+
+
+def _finding_brief(f: Dict[str, Any]) -> Dict[str, str]:
+    return {"code": str(f.get("code")), "severity": str(f.get("severity")), "title": str(f.get("title") or ""),
+            "detail": str(f.get("detail") or "")}
+
+
+def summarize(name: str, report: Dict[str, Any], verdict: Optional[Verdict]) -> NodeSummary:
+    facts = report_facts(report)
+    count = gpu_count(facts)
+    gpus: Optional[List[Tuple[int, str, bool]]] = None
+    if count.known:
+        bad = unhealthy_gpus(report, verdict)
+        gpus = [(i, _value(facts, "gpu.%d.name" % i) or "", i not in bad) for i in range(count.value)]
+    if verdict is not None:
+        results = [(r.name, r.status, r.requirement.shown, r.found, r.source) for r in verdict.results]
+        failing = [_finding_brief(f) for f in verdict.failing_findings]
+        return NodeSummary(name, verdict.passed, _severity_counts(report), stack(report), gpus, results, True,
+                           verdict.policy.on_unknown, verdict.policy.fail_on, failing)
+    failing = [_finding_brief(f) for f in _findings(report) if f.get("severity") == "error"]
+    return NodeSummary(name, node_ready(report, None), _severity_counts(report), stack(report), gpus, [], False,
+                       "fail", "error", failing)
+
+
 # ------------------------------------------------------------------------------------------ NHC
 
 #: NHC writes the message into its log and into Slurm's drain reason: one short line.
@@ -150,15 +198,13 @@ class _Metrics:
         return "\n".join(out) + "\n"
 
 
-def _node_metrics(m: _Metrics, report: Dict[str, Any], verdict: Optional[Verdict], node: Tuple[Tuple[str, str], ...],
-                  duration: Optional[float]) -> None:
-    ready = 1 if node_ready(report, verdict) else 0
+def _node_metrics(m: _Metrics, n: NodeSummary, node: Tuple[Tuple[str, str], ...], duration: Optional[float]) -> None:
     m.add("envdoctor_node_ready", "1 when the node meets the policy (no requirement failed or unknown, no finding "
-          "at or above fail_on); without a policy, when it has no error.", node, ready)
-    counts = _severity_counts(report)
+          "at or above fail_on); without a policy, when it has no error.", node, 1 if n.ready else 0)
     for sev in SEVERITIES:
-        m.add("envdoctor_findings", "Findings on the node by severity.", node + (("severity", sev),), counts[sev])
-    s = stack(report)
+        m.add("envdoctor_findings", "Findings on the node by severity.", node + (("severity", sev),),
+              n.counts.get(sev, 0))
+    s = n.stack
     if s["driver"]:
         m.add("envdoctor_driver_info", "NVIDIA driver version and the newest CUDA it supports.",
               node + (("version", s["driver"]), ("cuda", s["driver_cuda"] or "")), 1)
@@ -169,21 +215,15 @@ def _node_metrics(m: _Metrics, report: Dict[str, Any], verdict: Optional[Verdict
         if s[fw]:
             m.add("envdoctor_framework_info", "Framework versions and the CUDA they were built with.",
                   node + (("framework", fw), ("version", s[fw] or ""), ("cuda", s[fw + "_cuda"] or "")), 1)
-    facts = report_facts(report)
-    count = gpu_count(facts)
-    if count.known:
-        m.add("envdoctor_gpus", "GPUs the driver reports.", node, count.value)
-        bad = unhealthy_gpus(report, verdict)
-        for i in range(count.value):
-            name = _value(facts, "gpu.%d.name" % i) or ""
+    if n.gpus is not None:
+        m.add("envdoctor_gpus", "GPUs the driver reports.", node, len(n.gpus))
+        for i, name, healthy in n.gpus:
             m.add("envdoctor_gpu_healthy", "1 unless a failing requirement or finding concerns this GPU.",
-                  node + (("gpu", str(i)), ("name", name)), 0 if i in bad else 1)
-    if verdict is not None:
-        for r in verdict.results:
-            for status in ("pass", "fail", "unknown"):
-                m.add("envdoctor_requirement", "One series per policy requirement and status; 1 on the "
-                      "requirement's status.", node + (("name", r.name), ("status", status)),
-                      1 if r.status == status else 0)
+                  node + (("gpu", str(i)), ("name", name)), 1 if healthy else 0)
+    for req, status_now, _, _, _ in n.results:
+        for status in ("pass", "fail", "unknown"):
+            m.add("envdoctor_requirement", "One series per policy requirement and status; 1 on the "
+                  "requirement's status.", node + (("name", req), ("status", status)), 1 if status_now == status else 0)
     if duration is not None:
         m.add("envdoctor_run_duration_seconds", "How long the check took.", node, round(float(duration), 4))
 
@@ -194,17 +234,17 @@ def prometheus(report: Dict[str, Any], verdict: Optional[Verdict], duration: Opt
     import time
 
     m = _Metrics()
-    _node_metrics(m, report, verdict, (), duration)
+    _node_metrics(m, summarize("", report, verdict), (), duration)
     m.add("envdoctor_last_run_timestamp_seconds", "When the check ran (Unix time).", (),
           float(int(now if now is not None else time.time())))
     return m.text()
 
 
-def prometheus_fleet(nodes: Iterable[Tuple[str, Dict[str, Any], Optional[Verdict]]]) -> str:
+def prometheus_fleet(nodes: Iterable[NodeSummary]) -> str:
     """Every node's metrics, told apart by a ``node`` label (for a textfile on the controller)."""
     m = _Metrics()
-    for name, report, verdict in nodes:
-        _node_metrics(m, report, verdict, (("node", name),), None)
+    for n in nodes:
+        _node_metrics(m, n, (("node", n.name),), None)
     return m.text()
 
 
@@ -273,47 +313,41 @@ def _xml_text(text: Any) -> str:
     return _XML_BAD.sub("?", str(text))
 
 
-def junit(nodes: Iterable[Tuple[str, Dict[str, Any], Optional[Verdict]]]) -> str:
+def junit(nodes: Iterable[NodeSummary]) -> str:
     """One testsuite per node; one testcase per requirement and per finding that fails the node (at or above
     ``fail_on`` and not ignored; without a policy, every error)."""
     import xml.etree.ElementTree as ET
 
     root = ET.Element("testsuites", name="envdoctor")
     total = failed = skipped_total = 0
-    for name, report, verdict in nodes:
-        suite = ET.SubElement(root, "testsuite", name=_xml_text(name))
+    for n in nodes:
+        suite = ET.SubElement(root, "testsuite", name=_xml_text(n.name))
         tests = failures = skipped = 0
-        if verdict is not None:
-            for r in verdict.results:
-                tests += 1
-                case = ET.SubElement(suite, "testcase", classname=_xml_text(name + ".requirement"),
-                                     name=_xml_text(r.name), time="0")
-                detail = "want %s, found %s (%s)" % (r.requirement.shown, r.found, r.source or "no source")
-                if r.status == "fail" or (r.status == "unknown" and verdict.policy.on_unknown == "fail"):
-                    failures += 1
-                    el = ET.SubElement(case, "failure", type=r.status,
-                                       message=_xml_text(_printable("%s: %s" % (r.name, detail))))
-                    el.text = _xml_text(detail)
-                elif r.status == "unknown":
-                    skipped += 1
-                    ET.SubElement(case, "skipped", message=_xml_text(_printable(detail)))
-            failing = verdict.failing_findings
-            level = verdict.policy.fail_on
-        else:
-            failing = [f for f in _findings(report) if f.get("severity") == "error"]
-            level = "error"
-        for f in failing:
+        for req, status, want, found, source in n.results:
+            tests += 1
+            case = ET.SubElement(suite, "testcase", classname=_xml_text(n.name + ".requirement"), name=_xml_text(req),
+                                 time="0")
+            detail = "want %s, found %s (%s)" % (want, found, source or "no source")
+            if status == "fail" or (status == "unknown" and n.on_unknown == "fail"):
+                failures += 1
+                message = _xml_text(_printable("%s: %s" % (req, detail)))
+                el = ET.SubElement(case, "failure", type=status, message=message)
+                el.text = _xml_text(detail)
+            elif status == "unknown":
+                skipped += 1
+                ET.SubElement(case, "skipped", message=_xml_text(_printable(detail)))
+        for f in n.failing:
             tests += 1
             failures += 1
-            case = ET.SubElement(suite, "testcase", classname=_xml_text(name + ".finding"),
-                                 name=_xml_text(f.get("code")), time="0")
-            el = ET.SubElement(case, "failure", type=_xml_text(f.get("severity")),
-                               message=_xml_text(_printable(str(f.get("title") or f.get("code")))))
-            el.text = _xml_text(f.get("detail") or "")
-        if not failing:
+            case = ET.SubElement(suite, "testcase", classname=_xml_text(n.name + ".finding"), name=_xml_text(f["code"]),
+                                 time="0")
+            el = ET.SubElement(case, "failure", type=_xml_text(f["severity"]),
+                               message=_xml_text(_printable(f["title"] or f["code"])))
+            el.text = _xml_text(f["detail"])
+        if not n.failing:
             tests += 1
-            ET.SubElement(suite, "testcase", classname=_xml_text(name + ".finding"),
-                          name=_xml_text("no finding at or above %s" % level), time="0")
+            ET.SubElement(suite, "testcase", classname=_xml_text(n.name + ".finding"),
+                          name=_xml_text("no finding at or above %s" % n.fail_on), time="0")
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         suite.set("errors", "0")
