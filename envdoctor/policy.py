@@ -479,8 +479,27 @@ def _list(value: Any) -> List[Any]:
     return value if isinstance(value, list) else []
 
 
+class FactIndex(dict):  # type: ignore[type-arg]
+    """A report's facts by key, remembering whether the frameworks probe left any fact (asked per
+    framework key, and a scan of a 400-fact report each time adds up over a fleet)."""
+
+    _frameworks: Optional[bool] = None
+
+    def has_frameworks(self) -> bool:
+        if self._frameworks is None:
+            self._frameworks = any(k.startswith("framework.") for k in self)
+        return self._frameworks
+
+
+def has_frameworks(facts: FactMap) -> bool:
+    """Did the frameworks probe leave any fact in ``facts`` (it lists only what is installed)?"""
+    if isinstance(facts, FactIndex):
+        return facts.has_frameworks()
+    return any(k.startswith("framework.") for k in facts)
+
+
 def report_facts(report: Dict[str, Any]) -> FactMap:
-    facts: FactMap = {}
+    facts: FactMap = FactIndex()
     for probe in _list(report.get("probes")):
         for fact in _list(probe.get("facts")) if isinstance(probe, dict) else []:
             if isinstance(fact, dict) and isinstance(fact.get("key"), str):
@@ -543,7 +562,7 @@ def _framework(facts: FactMap, name: str, field: str) -> Found:
     scan = _fact(facts, "framework.scan")
     if "framework.scan" in facts and not scan.known:
         return scan
-    if any(k.startswith("framework.") for k in facts):
+    if has_frameworks(facts):
         # the frameworks probe ran and lists what is installed: this one is not
         return Found(True, False if field == "installed" else None, "derived", "not installed")
     return Found(False, why="not in the report")
@@ -669,7 +688,14 @@ def judge_requirement(req: Requirement, facts: FactMap) -> Result:
     statuses = {s for _, s, _ in per}
     status = "fail" if "fail" in statuses else "unknown" if "unknown" in statuses else "pass"
     values = [f for _, _, f in per]
-    shown = values[0] if len(set(values)) == 1 else " ".join("%d:%s" % (i, f) for i, _, f in per)
+    passing = {f for _, st, f in per if st == "pass"}
+    if len(set(values)) == 1:
+        shown = values[0]
+    elif len(passing) == 1 and status != "pass":
+        # the GPUs off the policy by index, the others' one value after them ("3:8 (others 16)")
+        shown = "%s (others %s)" % (" ".join("%d:%s" % (i, f) for i, st, f in per if st != "pass"), passing.pop())
+    else:
+        shown = " ".join("%d:%s" % (i, f) for i, _, f in per)
     source = sources[0] if len(sources) == 1 else ", ".join(sources[:2]) + (
         " (and %d more)" % (len(sources) - 2) if len(sources) > 2 else "")
     same = len(set(values)) == 1 and all(type(r) is type(raw[0]) for r in raw)

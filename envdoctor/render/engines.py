@@ -71,9 +71,9 @@ def _value(facts: Dict[str, Dict[str, Any]], key: str) -> Optional[str]:
     return str(found.value)
 
 
-def stack(report: Dict[str, Any]) -> Dict[str, Optional[str]]:
+def stack(report: Dict[str, Any], facts: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Optional[str]]:
     """The versions a job cares about, as the report holds them (None: not known or not installed)."""
-    facts = report_facts(report)
+    facts = report_facts(report) if facts is None else facts
     out: Dict[str, Optional[str]] = {
         "driver": _value(facts, "driver.version") or _value(facts, "driver.kernel_module.version"),
         "driver_cuda": _value(facts, "driver.cuda_version"),
@@ -121,8 +121,11 @@ def _finding_brief(f: Dict[str, Any]) -> Dict[str, str]:
             "detail": str(f.get("detail") or "")}
 
 
-def summarize(name: str, report: Dict[str, Any], verdict: Optional[Verdict]) -> NodeSummary:
-    facts = report_facts(report)
+def summarize(name: str, report: Dict[str, Any], verdict: Optional[Verdict],
+              facts: Optional[Dict[str, Dict[str, Any]]] = None) -> NodeSummary:
+    """``facts``: the report's facts by key, when the caller has them already (``report`` then needs only
+    its findings)."""
+    facts = report_facts(report) if facts is None else facts
     count = gpu_count(facts)
     gpus: Optional[List[Tuple[int, str, bool]]] = None
     if count.known:
@@ -131,10 +134,11 @@ def summarize(name: str, report: Dict[str, Any], verdict: Optional[Verdict]) -> 
     if verdict is not None:
         results = [(r.name, r.status, r.requirement.shown, r.found, r.source) for r in verdict.results]
         failing = [_finding_brief(f) for f in verdict.failing_findings]
-        return NodeSummary(name, verdict.passed, _severity_counts(report), stack(report), gpus, results, True,
+        return NodeSummary(name, verdict.passed, _severity_counts(report), stack(report, facts), gpus, results, True,
                            verdict.policy.on_unknown, verdict.policy.fail_on, failing)
     failing = [_finding_brief(f) for f in _findings(report) if f.get("severity") == "error"]
-    return NodeSummary(name, node_ready(report, None), _severity_counts(report), stack(report), gpus, [], False,
+    return NodeSummary(name, not _severity_counts(report)["error"], _severity_counts(report), stack(report, facts),
+                       gpus, [], False,
                        "fail", "error", failing)
 
 
