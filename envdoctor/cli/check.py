@@ -42,10 +42,12 @@ Exit codes: 0 every requirement met and no finding at or above fail_on;
                                              "'localhost').")
 @click.option("--nfd-ttl", type=click.FloatRange(60, 366 * 86400), default=3600, show_default=True, metavar="SECONDS",
               help="How long NFD keeps the labels if they are not written again.")
+@click.option("--fail-on", type=click.Choice(("error", "warning", "info", "never")), default=None,
+              help="Override the policy's [findings] fail_on.")
 @timeout_option
 @python_option
 def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[str], fmt: str,
-          output: Optional[str], node: Optional[str], nfd_ttl: float, timeout: float,
+          output: Optional[str], node: Optional[str], nfd_ttl: float, fail_on: Optional[str], timeout: float,
           python_exe: Optional[str]) -> None:
     """Judge this machine (or a snapshot or report) against a cluster's policy."""
     started = time.monotonic()
@@ -59,6 +61,8 @@ def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[
         raise fail("bad policy: %s" % exc) from None
     for warning in policy.warnings:
         click.echo("envdoctor: policy %s: %s" % (policy_path, warning), err=True)
+    if fail_on is not None:
+        policy.fail_on = fail_on
     if report_path is not None:
         report = load_report(report_path, timeout, reports_only=True)
     elif snapshot_path is not None:
