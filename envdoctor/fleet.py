@@ -315,11 +315,19 @@ def _load(node: Node, timeout: float) -> Node:
         return node
     version = doc.get("envdoctor_version")
     node.envdoctor_version = version if isinstance(version, str) else ""
-    node.facts = FactIndex()
+    facts = node.facts = FactIndex()
     for probe in _list(doc.get("probes")):
-        for fact in _list(probe.get("facts")) if isinstance(probe, dict) else []:
-            if isinstance(fact, dict) and isinstance(fact.get("key"), str):
-                node.facts[fact["key"]] = fact
+        listed = probe.get("facts") if isinstance(probe, dict) else None
+        if not isinstance(listed, list):
+            continue
+        for fact in listed:
+            if type(fact) is dict:
+                key = fact.get("key")
+                if type(key) is str:
+                    facts[key] = fact
+        first = listed[0] if listed else None
+        if probe.get("name") == "frameworks" and type(first) is dict and str(first.get("key")).startswith("framework."):
+            facts._frameworks = True  # known without a scan of every fact (see FactIndex)
     node.findings = [f for f in _list(doc.get("findings")) if isinstance(f, dict)
                      and isinstance(f.get("code"), str) and f.get("severity") in SEVERITIES]
     if not node.facts and node.kind == "report":
@@ -636,6 +644,7 @@ class Fleet:
 
 
 def _spread(label: str, reads: str, nodes: Sequence[Node], how: Callable[[Facts], Optional[str]]) -> FactSpread:
+    """``nodes`` in natural order, so each value's nodes come out in it too."""
     by_value: Dict[str, List[str]] = {}
     absent: List[str] = []
     for n in nodes:
@@ -644,33 +653,35 @@ def _spread(label: str, reads: str, nodes: Sequence[Node], how: Callable[[Facts]
             absent.append(n.name)
         else:
             by_value.setdefault(value, []).append(n.name)
-    values = sorted(((v, natural_sorted(names)) for v, names in by_value.items()),
-                    key=lambda kv: (-len(kv[1]), natural_key(kv[0])))
-    return FactSpread(label, reads, values, natural_sorted(absent))
+    values = sorted(by_value.items(), key=lambda kv: (-len(kv[1]), natural_key(kv[0])))
+    return FactSpread(label, reads, values, absent)
 
 
 def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = False,
             policy: Optional[str] = None) -> Fleet:
     readable = [n for n in nodes if not n.unreadable]
-    facts = [_spread(label, reads, readable, how) for label, reads, how in FLEET_FACTS]
+    ordered = sorted(readable, key=lambda n: natural_key(n.name))  # once: every list below follows it
+    facts = [_spread(label, reads, ordered, how) for label, reads, how in FLEET_FACTS]
     # a fact no node has (a fleet without Docker) is noise: kept only when it differs
     facts = [f for f in facts if not (f.uniform and (not f.values or f.values[0][0] in _NOTHING))]
     seen: Dict[str, FindingSpread] = {}
+    seen_on: Dict[str, Set[str]] = {}
     for n in readable:
         for f in n.findings:
             title = str(f.get("title") or "")
             spread = seen.setdefault(f["code"], FindingSpread(f["code"], f["severity"], title, n.name, []))
             if SEVERITIES.index(f["severity"]) < SEVERITIES.index(spread.severity):
                 spread.severity, spread.title, spread.title_from = f["severity"], title, n.name
-            if n.name not in spread.nodes:
-                spread.nodes.append(n.name)
-    for spread in seen.values():
-        spread.nodes = natural_sorted(spread.nodes)
+    for n in ordered:
+        for f in n.findings:
+            names = seen_on.setdefault(f["code"], set())
+            if n.name not in names:
+                names.add(n.name)
+                seen[f["code"]].nodes.append(n.name)
     findings = sorted(seen.values(), key=lambda s: (SEVERITIES.index(s.severity), -len(s.nodes), s.code))
     deviations: List[Deviation] = []
     not_compared: List[NotCompared] = []
     if baseline is not None and not baseline.unreadable:
-        ordered = sorted(readable, key=lambda n: natural_key(n.name))
         for label, _, how in FLEET_FACTS:
             want = baseline.values[label] if label in baseline.values else how(baseline.facts)
             got = [(n.name, n.values[label] if label in n.values else how(n.facts)) for n in ordered]
