@@ -100,6 +100,28 @@ class Finding:
         }
 
 
+def pip_for(command: str, python: Optional[str]) -> str:
+    """``command`` with every ``pip`` call aimed at ``python`` (``pip --python PATH install ...``, pip >= 22.3),
+    so a fix or an advice installs into the interpreter envdoctor inspected, never into envdoctor's own
+    environment or whichever ``pip`` comes first on PATH. Other commands, and a missing ``python``,
+    leave ``command`` as it is."""
+    import re
+    import shlex
+
+    if not python or "--python" in command:
+        return command
+    return re.sub(r"(^|&& |; |\| )pip( +)(?=install|uninstall|download|list|show)",
+                  lambda m: "%spip --python %s " % (m.group(1), shlex.quote(python)), command)
+
+
+def pin_interpreter(findings: List[Finding], python: Optional[str]) -> None:
+    """Every finding's pip commands aimed at ``python`` (in place; see :func:`pip_for`)."""
+    if not python:
+        return
+    for f in findings:
+        f.fix.commands = [pip_for(c, python) for c in f.fix.commands]
+
+
 def summarize(findings: List[Finding]) -> Dict[str, int]:
     out = {s: 0 for s in SEVERITIES}
     for f in findings:
