@@ -200,3 +200,13 @@ def test_a_wrapped_command_still_pastes_as_the_same_command(command):
         assert shlex.split(pasted.replace("\\\n", " ")) == shlex.split(command)
         assert shell_words(pasted.replace("\\\n", " ")) == shell_words(command)
         assert all(ln.endswith(" \\") for ln in lines[:-1])
+
+
+def test_readme_samples_are_what_envdoctor_prints_for_the_real_capture():
+    """README.md's report samples come from tests/live (a real H100): scripts/readme_samples.py --check."""
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts", "readme_samples.py")
+    res = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -83,7 +83,8 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         from ..render.layout import terminal_width
         from ..render.style import printable
 
-        text = render_text(answer, terminal_width(sys.stdout), python_exe)
+        text = render_text(answer, terminal_width(sys.stdout), python_exe,
+                           "the snapshot" if snapshot_path is not None else "this machine")
         if verbose:
             text += "\n" + render_details(answer)
         echo_output(printable(text))  # GPU names and versions can come from a snapshot
@@ -98,7 +99,7 @@ def _value(target: Any, name: str, shown: Optional[str]) -> str:
     return f"{shown}  ({'given' if origin.startswith('--') else 'from ' + origin})" if origin else shown
 
 
-def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None) -> str:
+def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None, subject: str = "this machine") -> str:
     """The human answer: what it is for, the newest CUDA, then the chosen build per framework, one line
     each (in the order asked), then what was passed over, one line per framework and reason. ``-v``
     (:func:`render_details`) shows every note, source and passed-over build."""
@@ -109,11 +110,12 @@ def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None) 
     out: List[str] = []
     gpu = (f"{t.gpu} (compute capability {t.cc})" if t.gpu else f"compute capability {t.cc}") if t.cc else None
     os_text = f"{t.os_id} {t.os_version}" if t.os_id and t.os_version else t.os_id
-    facts = [("driver " + t.driver) if t.driver else None, gpu, os_text, ("Python " + t.python) if t.python else None]
+    py = ("Python " + t.python + (" at %s" % python_exe if python_exe else "")) if t.python else None
+    facts = [("driver " + t.driver) if t.driver else None, gpu, os_text, py]
     origins = {t.origin_of(n) for n in ("driver", "cc", "os_id", "python")} - {""}
-    whence = "as given" if origins and all(o.startswith("--") for o in origins) else (
-        "this machine, some values given" if any(o.startswith("--") for o in origins) else "this machine")
-    out += wrap("For %s (%s)" % (", ".join(f for f in facts if f) or "an unknown machine", whence), width, "", "  ")
+    whence = "the values given" if origins and all(o.startswith("--") for o in origins) else (
+        subject + ", with values given" if any(o.startswith("--") for o in origins) else subject)
+    out += wrap("For %s: %s" % (whence, ", ".join(f for f in facts if f) or "nothing known"), width, "", "  ")
     if answer.cpu_builds is not None:
         out += wrap("No NVIDIA GPU on this machine (none through NVML, none on the PCI bus): the CPU builds. "
                     "To plan for a GPU machine instead, give --driver and --gpu or --cc.", width)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import click
 
@@ -18,6 +18,15 @@ def _layers(ctx: click.Context, param: click.Parameter, value: Tuple[str, ...]) 
     if bad:
         raise click.BadParameter("%s: not a layer; choose from %s" % (", ".join(bad), ", ".join(LAYER_NAMES)))
     return names
+
+
+def _complete_layers(ctx: click.Context, param: click.Parameter, incomplete: str) -> List[Any]:
+    """Shell completion for --only/--skip: the layer names, after any already typed before a comma."""
+    from click.shell_completion import CompletionItem
+
+    done, _, last = incomplete.rpartition(",")
+    prefix = done + "," if done else ""
+    return [CompletionItem(prefix + n) for n in LAYER_NAMES if n.startswith(last)]
 
 
 @click.command("diagnose", epilog="""\b
@@ -41,10 +50,11 @@ Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, ba
               help="Also list every fact with where it came from, the notes, and probe timings.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the errors and warnings only (nothing when there are none).")
 @click.option("--only", "only", metavar="LAYER[,LAYER]", multiple=True, callback=_layers,
-              help="Report on these layers only: %s. The whole stack is still examined (a check "
-                   "may need another layer's facts); the exit code counts the errors shown." % ", ".join(LAYER_NAMES))
+              shell_complete=_complete_layers,
+              help="Report on these layers only: %s. The whole stack is still examined (a check may need another "
+                   "layer's facts); the exit code counts the errors shown." % ", ".join(LAYER_NAMES))
 @click.option("--skip", "skip", metavar="LAYER[,LAYER]", multiple=True, callback=_layers,
-              help="Leave these layers out of the report (same names as --only).")
+              shell_complete=_complete_layers, help="Leave these layers out of the report (same names as --only).")
 @click.option("--snapshot", "snapshot_path", metavar="FILE",
               help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "

@@ -535,7 +535,8 @@ def _stack_lines(report: Report, style: Style, verbose: bool, width: int, shown:
             out.extend(table[1:])
 
     step = _next_step(findings)
-    out.append("")
+    if step or not verbose:
+        out.append("")
     if step:
         out.extend(wrap_command(printable(step), width, style("Next step: ", "bold"), " " * 13)
                    if not style.color else _styled_step(step, width, style))
