@@ -127,7 +127,7 @@ def test_target_from_captured_machine():
 
 def test_cli_explicit_values_text_and_json():
     runner = CliRunner()
-    r = runner.invoke(advise_cmd, ["--driver", "470.82.01", "--cc", "3.7", "--python", "3.10"],
+    r = runner.invoke(advise_cmd, ["--driver", "470.82.01", "--cc", "3.7", "--python-version", "3.10"],
                       catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert "Newest CUDA: 11.4 (11.8 with minor-version compatibility)" in r.output

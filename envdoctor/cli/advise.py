@@ -18,7 +18,8 @@ Examples:
   envdoctor advise                                  # this machine
   envdoctor advise --snapshot node17.json           # a captured machine
   envdoctor advise --driver 470.82.01 --gpu "Tesla K80"
-  envdoctor advise --driver 535.104.05 --cc 6.1 --python 3.11 --os ubuntu22.04
+  envdoctor advise --driver 535.104.05 --cc 6.1 --python-version 3.11 --os ubuntu22.04
+  envdoctor advise --python ~/venvs/train/bin/python   # for that environment
   envdoctor advise --framework torch --format json
 \b
 Values given on the command line override the machine's. With --driver and
@@ -32,21 +33,35 @@ Exit codes: 0 answered; 2 could not answer as asked (bad value, unknown GPU, bad
 @click.option("--gpu", metavar="NAME", help='GPU product, e.g. "RTX 4090" (see `envdoctor matrix gpu`).')
 @click.option("--cc", metavar="X.Y", help="GPU compute capability, e.g. 8.9 (overrides --gpu's).")
 @click.option("--os", "os_name", metavar="DISTRO", help="Distribution and version, e.g. ubuntu22.04, rhel9.")
-@click.option("--python", "python_version", metavar="X.Y", help="Python version to install for, e.g. 3.11.")
+@click.option("--python-version", "python_version", metavar="X.Y",
+              help="Python version to install for, e.g. 3.11 (default: the inspected interpreter's).")
+@click.option("--python", "python_arg", metavar="PATH",
+              help="Advise for this interpreter (its Python version; the pip commands install into it) instead of "
+                   "the active environment's. An X.Y value is the old spelling of --python-version.")
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME",
               type=click.Choice(["torch", "tensorflow", "jax", "onnxruntime", "cupy", "paddle"]),
               help="Only these frameworks (repeatable; default: all).")
 @click.option("-v", "--verbose", is_flag=True, help="Also every note, source and passed-over build.")
 @timeout_option
 def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: Optional[str], cc: Optional[str],
-           os_name: Optional[str], python_version: Optional[str], frameworks: Tuple[str, ...], verbose: bool,
-           timeout: float) -> None:
+           os_name: Optional[str], python_version: Optional[str], python_arg: Optional[str],
+           frameworks: Tuple[str, ...], verbose: bool, timeout: float) -> None:
     """Say the newest CUDA this driver and GPU can run, and for each framework
     (torch, tensorflow, jax, onnxruntime, cupy, paddle) the exact install
     command, with why newer builds were passed over.
     """
-    from .. import advise as logic
+    import re
 
+    from .. import advise as logic
+    from .common import _interpreter, deprecated
+
+    interpreter = None
+    if python_arg is not None:
+        if re.fullmatch(r"\d+(\.\d+){0,2}", python_arg.strip()):  # the old meaning: a version
+            deprecated("advise --python %s" % python_arg.strip(), "--python-version %s" % python_arg.strip())
+            python_version = python_version or python_arg.strip()
+        else:
+            interpreter = _interpreter(click.get_current_context(), click.Option(["--python"]), python_arg)
     try:
         given = {"driver": logic.parse_driver(driver) if driver else None,
                  "python": logic.parse_python(python_version) if python_version else None}
@@ -63,7 +78,7 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
 
     python_exe = None
     if snapshot_path is not None or not (driver and cc_value):
-        facts = planning_facts(snapshot_path, timeout)
+        facts = planning_facts(snapshot_path, timeout, interpreter)
         target = logic.target_from_facts(facts)
         if not python_version:  # the pip commands install into the interpreter inspected
             python_exe = facts.text("python.executable")

@@ -9,7 +9,7 @@ import click
 
 from ..host.base import DEFAULT_TIMEOUT
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option
+from .common import echo_output, format_option, renamed_option, takes_renamed
 
 #: Node names shown per line in the text output (all of them in JSON).
 SHOWN = 8
@@ -37,11 +37,12 @@ bad baseline, bad option).""")
 @click.option("--uniform", is_flag=True, help="Exit 1 when any fact differs across the nodes (a fleet meant to be "
                                               "identical).")
 @format_option("text", "json")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=DEFAULT_TIMEOUT, show_default=True,
-              envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS",
+@click.option("--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=DEFAULT_TIMEOUT,
+              show_default=True, envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
               help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read "
                    "one after another, each allowed this long); regular files are read whole, however long "
                    "that takes. [env: ENVDOCTOR_TIMEOUT]")
+@renamed_option("--timeout", "--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), metavar="SECONDS")
 def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, fmt: str, timeout: float) -> None:
     """Compare the reports (or snapshots) of many machines: the facts that differ
     between them and which nodes hold the odd values, every finding with the
