@@ -1,4 +1,4 @@
-"""Findings: verdicts about the facts (see DESIGN.md, "Finding").
+"""Findings: verdicts about the facts (see docs/DESIGN.md, "Finding").
 
 A finding has a stable ``code`` (documented, never reused for another
 meaning), a ``severity``, the ``components`` it concerns, a one-line
