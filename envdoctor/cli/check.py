@@ -190,8 +190,8 @@ Example:
 @click.option("--from", "source", required=True, metavar="REPORT_OR_SNAPSHOT",
               help="A known-good node's report or snapshot.")
 @click.option("-o", "--output", metavar="FILE", help="Write the policy here (atomically) instead of standard output.")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10, show_default=True, metavar="SECONDS",
-              help="Longest wait for an input that is a pipe.")
+@click.option("--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=10, show_default=True,
+              metavar="SECONDS", help="Longest wait for an input that is a pipe or a device.")
 def policy_init(source: str, output: Optional[str], timeout: float) -> None:
     """Write a policy pinned to a golden node (like NHC's nhc-genconf): its driver, GPUs, CUDA toolkit,
     libraries and framework versions; a policy made from a node always passes on that node."""

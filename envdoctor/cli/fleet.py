@@ -9,7 +9,7 @@ import click
 
 from ..host.base import DEFAULT_TIMEOUT
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option
+from .common import echo_output, format_option, renamed_option, takes_renamed
 
 #: Node names shown per line in the text output (all of them in JSON).
 SHOWN = 8
@@ -45,11 +45,12 @@ bad baseline, bad option).""")
 @format_option("text", "json", "junit", "prometheus",
                help_text="Output format: text, json, junit (one testsuite per node) or prometheus (one series set "
                          "per node, labelled node=...).")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=DEFAULT_TIMEOUT, show_default=True,
-              envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS",
+@click.option("--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=DEFAULT_TIMEOUT,
+              show_default=True, envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
               help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read "
                    "one after another, each allowed this long); regular files are read whole, however long "
                    "that takes. [env: ENVDOCTOR_TIMEOUT]")
+@renamed_option("--timeout", "--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), metavar="SECONDS")
 def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy_path: Optional[str], fmt: str,
           timeout: float) -> None:
     """Compare the reports (or snapshots) of many machines: the facts that differ
