@@ -26,7 +26,7 @@ so it is documented (``driver.cuda_version_is_a_ceiling``, for
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -35,7 +35,7 @@ from ..facts import Fact, Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
-from . import CheckContext, CodeDoc, check
+from . import CodeDoc, check, docs_for, group
 
 PROG_GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 MINOR_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
@@ -433,19 +433,9 @@ def _ptx_for(ptx: Sequence[str], cc: str) -> bool:
 # ------------------------------------------------------------------ the check
 
 
-@check("compat", codes=DOCS)
-def compat(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    out: List[Finding] = []
-    out.extend(_driver_vs_cuda(facts))
-    out.extend(_arch_vs_builds(facts))
-    out.extend(_toolkit_vs_gpu(facts))
-    out.extend(_cpu_builds(facts))
-    out.extend(_toolkits_disagree(facts))
-    out.extend(_toolkit_vs_framework(facts))
-    out.extend(_extension_home(facts))
-    out.extend(_host_compiler_and_os(facts))
-    return out
+def _question(name: str, fn: Callable[[Facts], List[Finding]], *codes: str) -> None:
+    """Register ``fn`` as its own check (one question: a crash in it hides no other verdict)."""
+    check("compat." + name, codes=docs_for(DOCS, *codes))(lambda ctx: fn(ctx.facts))
 
 
 def _driver_vs_cuda(facts: Facts) -> List[Finding]:
@@ -932,3 +922,17 @@ def _cuda_for_os(key: str, ver: str) -> Optional[str]:
         if ver in (r.get("distributions") or {}).get(key, []):
             return "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (r["ga"], r["version"])
     return None
+
+
+_question("driver-vs-cuda", _driver_vs_cuda, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
+          "driver.minor_version_compat", "driver.missing_for_framework", "driver.cuda_version_is_a_ceiling")
+_question("arch-vs-builds", _arch_vs_builds, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only")
+_question("toolkit-vs-gpu", _toolkit_vs_gpu, "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit")
+_question("cpu-builds", _cpu_builds, "framework.cpu_only_build")
+_question("toolkits-disagree", _toolkits_disagree, "cuda.toolkits_disagree")
+_question("toolkit-vs-framework", _toolkit_vs_framework, "cuda.toolkit_differs_from_framework")
+_question("extension-home", _extension_home, "cuda.extension_home_not_a_toolkit")
+_question("host-compiler-and-os", _host_compiler_and_os, "compiler.gcc_too_new_for_cuda", "os.unsupported_by_cuda")
+
+#: Every compat question at once (tests, and callers that want this area only).
+compat = group("compat")

@@ -33,7 +33,7 @@ that finding is a warning at most.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from packaging.version import InvalidVersion, Version
 
@@ -42,7 +42,7 @@ from ..findings import Finding, Fix
 from ..host.nvml_worker import MAX_GPUS
 from ..matrix import unverified
 from ..matrix.hardware import gpu_product
-from . import CheckContext, CodeDoc, check
+from . import CheckContext, CodeDoc, check, group, quietly
 
 CHECKED = "2026-11-22"
 
@@ -754,24 +754,62 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     CodeDoc("driver.nvml_failed", "warning", "NVML failed to initialise with another error.",
             "driver.nvml.status", "CUDA may fail the same way.", RULES["nvml"]["url"]),
 ))
-def driver_health(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    if facts.get("driver.installed") is None:
+def driver_installed(ctx: CheckContext) -> Iterable[Finding]:
+    """Is a driver installed at all?  The other questions are their own checks (registered below)."""
+    if ctx.facts.get("driver.installed") is None:
         return []  # the driver probe did not run (crashed or timed out: reported by probe-health)
-    found: List[Finding] = []
-    found += _no_driver(facts)
-    if facts.value("driver.installed") is not True:
-        return found
-    found += _mismatch(facts)
-    found += _userspace_missing(facts)
-    found += _wsl(facts)
-    found += _in_kernel_conflict(facts)
-    found += _no_module_for_kernel(facts)
-    found += _secure_boot(facts)
-    if not any(f.code in ("driver.library_mismatch", "driver.userspace_missing") for f in found):
-        found += _device_nodes(facts)
-    found += _fabric_manager(facts)
-    found += _forward_compat(facts)
-    found += _nvml_errors(facts, found)
+    return _no_driver(ctx.facts)
+
+
+#: The questions asked of an installed driver, in the order one root cause is told once: a later question
+#: (device nodes, NVML errors) stays quiet about what an earlier one explains.
+_QUESTIONS = (
+    ("library-mismatch", _mismatch), ("userspace-missing", _userspace_missing), ("wsl", _wsl),
+    ("in-kernel-conflict", _in_kernel_conflict), ("module-for-kernel", _no_module_for_kernel),
+    ("secure-boot", _secure_boot), ("device-nodes", _device_nodes), ("fabric-manager", _fabric_manager),
+    ("forward-compat", _forward_compat),
+)
+
+
+def _installed(facts: Facts) -> bool:
+    return facts.value("driver.installed") is True
+
+
+def _earlier(facts: Facts, upto: str) -> List[Finding]:
+    """What the questions before ``upto`` conclude (each one's crash is reported by its own check)."""
+    found = quietly(_no_driver, facts)
+    for name, fn in _QUESTIONS:
+        if name == upto:
+            break
+        if name == "device-nodes" and any(f.code in ("driver.library_mismatch", "driver.userspace_missing")
+                                          for f in found):
+            continue
+        found += quietly(fn, facts)
     return found
 
+
+def _ask(name: str, fn: Callable[[Facts], List[Finding]]) -> None:
+    def run(ctx: CheckContext) -> List[Finding]:
+        if not _installed(ctx.facts):
+            return []
+        if name == "device-nodes" and any(f.code in ("driver.library_mismatch", "driver.userspace_missing")
+                                          for f in _earlier(ctx.facts, name)):
+            return []
+        return fn(ctx.facts)
+    check("driver-health." + name, codes=())(run)
+
+
+for _name, _fn in _QUESTIONS:
+    _ask(_name, _fn)
+
+
+@check("driver-health.nvml-errors", codes=())
+def nvml_errors(ctx: CheckContext) -> List[Finding]:
+    """NVML failures that no more specific finding (of the questions above) explains."""
+    if not _installed(ctx.facts):
+        return []
+    return _nvml_errors(ctx.facts, _earlier(ctx.facts, "nvml-errors"))
+
+
+#: Every driver-health question at once (tests, and callers that want this area only).
+driver_health = group("driver-health")

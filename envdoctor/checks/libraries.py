@@ -9,7 +9,7 @@ does, see :mod:`envdoctor.probes.linkage`), the framework facts, ``libraries.cud
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from packaging.version import InvalidVersion, Version
 
@@ -17,7 +17,7 @@ from .. import matrix
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fwm
-from . import CheckContext, CodeDoc, check
+from . import CheckContext, CodeDoc, check, group
 
 CHECKED = "2026-11-22"
 #: torch's own rule (torch/backends/cudnn/__init__.py, _init): different majors are always
@@ -35,6 +35,14 @@ NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxrunt
 #: soname stem -> component
 STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
          ("libcudart", "cuda"))
+
+
+def per_framework(question: Callable[[Facts, str], Iterable[Finding]], name: str, fw: str,
+                  codes: Sequence[CodeDoc]) -> None:
+    """Register ``question`` for one framework as the check ``name.fw``."""
+    def run(ctx: CheckContext) -> Iterable[Finding]:
+        return question(ctx.facts, fw)
+    check("%s.%s" % (name, fw), codes=codes)(run)
 
 
 def component_of(soname: str) -> str:
@@ -89,7 +97,7 @@ def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
     return entry.get("version")
 
 
-@check("framework-linkage", codes=(
+_FRAMEWORK_LINKAGE_DOCS = (
     CodeDoc("cudnn.framework_cannot_load", "error", "A framework needs a cuDNN soname the loader cannot find.",
             "linkage.<framework>", "Importing or first using the GPU fails with 'libcudnn.so.N: cannot open "
             "shared object file'.", LDSO_RULE["url"]),
@@ -110,58 +118,62 @@ def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
             LDSO_RULE["url"]),
     CodeDoc("tensorrt.shadowed", "warning", "Another TensorRT file wins over the framework's copy.",
             "linkage.<framework>", "TensorRT engines are tied to the exact TensorRT version.", LDSO_RULE["url"]),
-))
-def framework_linkage(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    for fw in FRAMEWORKS:
-        entries = facts.value("linkage." + fw)
-        if not isinstance(entries, list):
+)
+
+
+def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
+    entries = facts.value("linkage." + fw)
+    if not isinstance(entries, list):
+        return
+    for e in entries:
+        if not isinstance(e, dict):
             continue
-        for e in entries:
-            if not isinstance(e, dict):
-                continue
-            soname = e.get("soname", "")
-            comp = component_of(soname)
-            comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
-            ev = _evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw)
-            if not e.get("path") and e.get("cache_unknown"):
-                # Not found outside the ld.so cache, and the cache itself could not be read: maybe it is there.
-                yield Finding(
-                    code="%s.framework_cannot_load" % comp, severity="warning", components=comps,
-                    title="%s needs %s, which is not in its RPATH/RUNPATH, LD_LIBRARY_PATH or the default "
-                          "directories; the ld.so cache could not be read to tell" % (_fw_version(facts, fw), soname),
-                    detail="%s (%s) fails with '%s: cannot open shared object file' unless the ld.so cache lists "
-                           "it, and envdoctor could not read the cache: %s." % (
-                               NAMES[fw], e.get("how", "NEEDED"), soname, e["cache_unknown"]),
-                    evidence=_evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw, "libraries.ld_cache"),
-                    source=dict(LDSO_RULE), fix=Fix(
-                        text="Check whether the cache lists it; if not, install it as below.",
-                        commands=["ldconfig -p | grep -F '%s'" % soname] + _pip_fix_for(facts, fw, soname).commands))
-            elif not e.get("path"):
-                yield Finding(
-                    code="%s.framework_cannot_load" % comp, severity="error", components=comps,
-                    title="%s needs %s, but the loader finds no such file" % (_fw_version(facts, fw), soname),
-                    detail="%s (%s) would fail with '%s: cannot open shared object file: No such file or "
-                           "directory': it is not in the library's own RPATH/RUNPATH, LD_LIBRARY_PATH, the "
-                           "ld.so cache or the default directories." % (NAMES[fw], e.get("how", "NEEDED"), soname),
-                    evidence=ev, source=dict(LDSO_RULE), fix=_pip_fix_for(facts, fw, soname))
-            elif e.get("shadowed"):
-                # torch's own cuDNN rule decides whether the winner is merely different or too old:
-                # that case is reported by cudnn-version (an error) instead.
-                yield Finding(
-                    code="%s.shadowed" % comp, severity="warning", components=comps,
-                    title="%s loads %s from %s (via %s), not the copy it ships at %s" % (
-                        _fw_version(facts, fw), soname, e.get("resolved") or e.get("path"), e.get("via"),
-                        e.get("expected")),
-                    detail="The dynamic loader finds %s through %s before reaching the framework's own copy; the "
-                           "framework then runs with a library it was not built and tested with." % (
-                               soname, e.get("via")),
-                    evidence=ev, source=dict(LDSO_RULE),
-                    fix=Fix(text="Remove the directory holding %s from LD_LIBRARY_PATH (or drop its ld.so.conf "
-                                 "entry and run ldconfig) so the framework's own copy is used." % (
-                                     e.get("resolved") or e.get("path")),
-                            commands=["unset LD_LIBRARY_PATH" if e.get("via") == "LD_LIBRARY_PATH"
-                                      else "sudo ldconfig"]))
+        soname = e.get("soname", "")
+        comp = component_of(soname)
+        comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
+        ev = _evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw)
+        if not e.get("path") and e.get("cache_unknown"):
+            # Not found outside the ld.so cache, and the cache itself could not be read: maybe it is there.
+            yield Finding(
+                code="%s.framework_cannot_load" % comp, severity="warning", components=comps,
+                title="%s needs %s, which is not in its RPATH/RUNPATH, LD_LIBRARY_PATH or the default "
+                      "directories; the ld.so cache could not be read to tell" % (_fw_version(facts, fw), soname),
+                detail="%s (%s) fails with '%s: cannot open shared object file' unless the ld.so cache lists "
+                       "it, and envdoctor could not read the cache: %s." % (
+                           NAMES[fw], e.get("how", "NEEDED"), soname, e["cache_unknown"]),
+                evidence=_evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw, "libraries.ld_cache"),
+                source=dict(LDSO_RULE), fix=Fix(
+                    text="Check whether the cache lists it; if not, install it as below.",
+                    commands=["ldconfig -p | grep -F '%s'" % soname] + _pip_fix_for(facts, fw, soname).commands))
+        elif not e.get("path"):
+            yield Finding(
+                code="%s.framework_cannot_load" % comp, severity="error", components=comps,
+                title="%s needs %s, but the loader finds no such file" % (_fw_version(facts, fw), soname),
+                detail="%s (%s) would fail with '%s: cannot open shared object file: No such file or "
+                       "directory': it is not in the library's own RPATH/RUNPATH, LD_LIBRARY_PATH, the "
+                       "ld.so cache or the default directories." % (NAMES[fw], e.get("how", "NEEDED"), soname),
+                evidence=ev, source=dict(LDSO_RULE), fix=_pip_fix_for(facts, fw, soname))
+        elif e.get("shadowed"):
+            # torch's own cuDNN rule decides whether the winner is merely different or too old:
+            # that case is reported by cudnn-version (an error) instead.
+            yield Finding(
+                code="%s.shadowed" % comp, severity="warning", components=comps,
+                title="%s loads %s from %s (via %s), not the copy it ships at %s" % (
+                    _fw_version(facts, fw), soname, e.get("resolved") or e.get("path"), e.get("via"),
+                    e.get("expected")),
+                detail="The dynamic loader finds %s through %s before reaching the framework's own copy; the "
+                       "framework then runs with a library it was not built and tested with." % (
+                           soname, e.get("via")),
+                evidence=ev, source=dict(LDSO_RULE),
+                fix=Fix(text="Remove the directory holding %s from LD_LIBRARY_PATH (or drop its ld.so.conf "
+                             "entry and run ldconfig) so the framework's own copy is used." % (
+                                 e.get("resolved") or e.get("path")),
+                        commands=["unset LD_LIBRARY_PATH" if e.get("via") == "LD_LIBRARY_PATH"
+                                  else "sudo ldconfig"]))
+
+
+for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
+    per_framework(_framework_linkage, "framework-linkage", _fw, _FRAMEWORK_LINKAGE_DOCS if _fw == FRAMEWORKS[0] else ())
 
 
 def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
@@ -194,7 +206,7 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
     return None
 
 
-@check("cudnn-version", codes=(
+_CUDNN_VERSION_DOCS = (
     CodeDoc("cudnn.major_mismatch", "error", "The cuDNN a framework loads has another major than it was built "
             "with.", "linkage.<framework>, framework.<name>, libraries.cudnn", "cuDNN majors are not "
             "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"]),
@@ -202,44 +214,52 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
             "built with.", "linkage.<framework>, framework.<name>, libraries.cudnn",
             "torch raises 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
             "version ...'.", TORCH_CUDNN_RULE["url"]),
-))
-def cudnn_version(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    for fw in FRAMEWORKS:
-        req = _required_cudnn(facts, fw)
-        entries = facts.value("linkage." + fw)
-        if req is None or not isinstance(entries, list):
-            continue
-        want = _v(req["version"])
-        if want is None:
-            continue
-        for e in entries:
-            if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
-                continue
-            got_text = _cudnn_full_version(facts, e)
-            got = _v(got_text)
-            if got is None:
-                continue
-            severity = "error" if req.get("verified", True) else "warning"
-            ev = _evidence(facts, "framework." + fw, "linkage." + fw, "libraries.cudnn")
-            fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
-            if got.major != want.major:
-                yield Finding(
-                    code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
-                    title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s)" % (
-                        _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
-                    detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
-                        want.major, got.major, NAMES[fw], req["from"]),
-                    evidence=ev, source=req["source"], fix=fix)
-            elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
-                yield Finding(
-                    code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
-                    title="%s needs cuDNN >= %s, but loads cuDNN %s from %s" % (
-                        _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
-                    detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version "
-                           "incompatibility: PyTorch was compiled against ... but found runtime version ...').",
-                    evidence=ev, source=req["source"], fix=fix)
+)
 
+
+def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
+    req = _required_cudnn(facts, fw)
+    entries = facts.value("linkage." + fw)
+    if req is None or not isinstance(entries, list):
+        return
+    want = _v(req["version"])
+    if want is None:
+        return
+    for e in entries:
+        if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
+            continue
+        got_text = _cudnn_full_version(facts, e)
+        got = _v(got_text)
+        if got is None:
+            continue
+        severity = "error" if req.get("verified", True) else "warning"
+        ev = _evidence(facts, "framework." + fw, "linkage." + fw, "libraries.cudnn")
+        fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
+        if got.major != want.major:
+            yield Finding(
+                code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
+                title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s)" % (
+                    _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
+                detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
+                    want.major, got.major, NAMES[fw], req["from"]),
+                evidence=ev, source=req["source"], fix=fix)
+        elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
+            yield Finding(
+                code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
+                title="%s needs cuDNN >= %s, but loads cuDNN %s from %s" % (
+                    _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
+                detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version "
+                       "incompatibility: PyTorch was compiled against ... but found runtime version ...').",
+                evidence=ev, source=req["source"], fix=fix)
+
+
+for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
+    per_framework(_cudnn_version, "cudnn-version", _fw, _CUDNN_VERSION_DOCS if _fw == FRAMEWORKS[0] else ())
+
+
+#: Each question over every framework at once.
+framework_linkage = group("framework-linkage")
+cudnn_version = group("cudnn-version")
 
 CUDNN_GPU_URL = "https://docs.nvidia.com/deeplearning/cudnn/backend/latest/reference/support-matrix.html"
 #: frameworks whose GPU builds load cuDNN (for the wheel copies they would pick up)
