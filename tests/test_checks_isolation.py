@@ -19,8 +19,8 @@ from click.testing import CliRunner
 import envdoctor.checks as checks
 from envdoctor.checks import CheckContext, all_checks
 from envdoctor.cli import cli
-from envdoctor.probes import run_probes
 from envdoctor.facts import Facts
+from envdoctor.probes import run_probes
 
 from .conftest import load_machine, machine_names, machine_path
 

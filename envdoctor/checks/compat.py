@@ -26,6 +26,7 @@ so it is documented (``driver.cuda_version_is_a_ceiling``, for
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
@@ -83,8 +84,9 @@ DOCS = (
     CodeDoc("gpu.arch_not_in_build", "error",
             "The installed framework build has no kernels for this GPU's compute capability: neither SASS for it "
             "nor PTX it could JIT ('no kernel image is available for execution on the device').",
-            "gpu.N.compute_capability, framework.torch (matrix arch_list/ptx), framework.tensorflow "
-            "(build_info cuda_compute_capabilities)",
+            "gpu.N.compute_capability, framework.<name>.gpu_code (the SASS and PTX the framework's own "
+            "libraries carry, read from their CUDA fat binaries), else framework.torch (matrix arch_list/ptx), "
+            "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with",
             "Every kernel launch fails. A cubin for X.y runs on X.z (z >= y) only; PTX runs on any capability at or "
             "above its own.", "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE),
     CodeDoc("gpu.arch_ptx_jit_only", "warning",
@@ -93,6 +95,13 @@ DOCS = (
             "The first start compiles every kernel (minutes) and fills the JIT cache (~/.nv/ComputeCache, "
             "CUDA_CACHE_MAXSIZE); performance may be lower, and under minor-version compatibility the JIT fails.",
             "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE),
+    CodeDoc("gpu.arch_support_unknown", "warning",
+            "Whether the framework build has kernels for this GPU could not be established: its libraries' GPU "
+            "code was unreadable and no table lists the build. A warning when the CUDA it was built with cannot "
+            "emit SASS for the GPU's major (it runs only if the build embedded PTX); info when nothing is known.",
+            "gpu.N.compute_capability, framework.<name>.gpu_code, framework.<name> (cuda)",
+            "If the build lacks the GPU's architecture, every kernel launch fails with 'no kernel image is "
+            "available for execution on the device'.", "cuda.json (cc_min, cc_max); " + PROG_GUIDE),
     CodeDoc("cuda.toolkit_cannot_target_gpu", "error",
             "The active CUDA toolkit's nvcc cannot compile for this GPU at all (support for its architecture was "
             "dropped: CUDA 12 dropped Kepler, CUDA 13 Maxwell, Pascal and Volta).",
@@ -548,34 +557,195 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
     )
 
 
+#: Frameworks whose precompiled kernels decide whether the GPU runs at all; JAX (XLA) and CuPy (NVRTC)
+#: compile most kernels at run time for the GPU present, so only their precompiled ones are at stake.
+ARCH_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
+RUNTIME_COMPILED = ("jax", "cupy")
+
+
 def _arch_vs_builds(facts: Facts) -> List[Finding]:
     out: List[Finding] = []
     gpus = gpu_ccs(facts)
     if not gpus:
         return out
     drv = Driver(facts)
-    torch = facts.get("framework.torch")
-    if torch is not None and torch.known and isinstance(torch.value, dict) and torch.value.get("build") == "cuda":
-        version = torch.value.get("version")
-        var = fw.torch_variant(version) or fw.torch_variant_for_cuda(version, torch.value.get("cuda"))
+    for name in ARCH_FRAMEWORKS:
+        fact = facts.get("framework." + name)
+        if fact is None or not fact.known or not isinstance(fact.value, dict) or fact.value.get("build") != "cuda":
+            continue
+        label = "%s %s" % (name, fact.value.get("version"))
+        code = facts.get("framework.%s.gpu_code" % name)
+        if code is not None and code.known and isinstance(code.value, dict) and code.value.get("sass") is not None:
+            out.extend(_binary_arch_findings(facts, drv, name, label, fact, code, gpus))
+            continue
+        listed = _listed_archs(name, fact)
+        if listed is not None:
+            archs, ptx, source, row = listed
+            out.extend(_arch_findings(facts, drv, name, label, archs, ptx, gpus, fact, source, row))
+            continue
+        if name not in RUNTIME_COMPILED:
+            out.extend(_arch_from_cuda(name, label, fact, code, gpus))
+    return out
+
+
+def _listed_archs(name: str, fact: Fact) -> Optional[Tuple[List[str], List[str], Dict[str, Any],
+                                                          Optional[Dict[str, Any]]]]:
+    """The architectures a build carries according to the matrix (torch wheels) or its own build_info
+    (TensorFlow): (SASS "X.Y" list, PTX list, source, matrix row), or None when neither says."""
+    value = fact.value
+    if name == "torch":
+        version = value.get("version")
+        var = fw.torch_variant(version) or fw.torch_variant_for_cuda(version, value.get("cuda"))
         row = fw.torch_release(version)
-        if var is not None and row is not None:
-            archs, ptx = var.get("arch_list") or [], [var["ptx"]] if var.get("ptx") else []
-            out.extend(_arch_findings(facts, drv, "torch", "torch %s" % version, archs, ptx, gpus, torch,
-                                      _source("torch %s %s wheels carry SASS for %s%s" % (
-                                          row["version"], var["tag"], ", ".join(archs),
-                                          " and PTX %s" % ptx[0] if ptx else ""), row), row))
-    tf = facts.get("framework.tensorflow")
-    if tf is not None and tf.known and isinstance(tf.value, dict) and tf.value.get("build") == "cuda":
-        caps = tf.value.get("compute_capabilities")
-        if isinstance(caps, list) and caps:
-            sass = [_cc_text(c) for c in caps if str(c).startswith("sm_")]
-            ptx = [_cc_text(c) for c in caps if str(c).startswith("compute_")]
-            out.extend(_arch_findings(facts, drv, "tensorflow", "tensorflow %s" % tf.value.get("version"),
-                                      [s for s in sass if s], [p for p in ptx if p], gpus, tf,
-                                      _source("build_info cuda_compute_capabilities %s; SASS runs within a major "
-                                              "at >= its minor, PTX at >= its capability" % caps, url=PROG_GUIDE),
-                                      None))
+        if var is None or row is None or not var.get("arch_list"):
+            return None
+        archs, ptx = list(var.get("arch_list") or []), [var["ptx"]] if var.get("ptx") else []
+        return archs, ptx, _source("torch %s %s wheels carry SASS for %s%s" % (
+            row["version"], var["tag"], ", ".join(archs), " and PTX %s" % ptx[0] if ptx else ""), row), row
+    if name == "tensorflow":
+        caps = value.get("compute_capabilities")
+        if not (isinstance(caps, list) and caps):
+            return None
+        sass = [c for c in (_cc_text(c) for c in caps if str(c).startswith("sm_")) if c]
+        ptx = [c for c in (_cc_text(c) for c in caps if str(c).startswith("compute_")) if c]
+        return sass, ptx, _source("build_info cuda_compute_capabilities %s; SASS runs within a major at >= its "
+                                  "minor, PTX at >= its capability" % caps, url=PROG_GUIDE), None
+    return None
+
+
+def _arch_cc(arch: str) -> Tuple[Optional[Version], str]:
+    """"sm_90a" -> (Version("9.0"), "a"); "compute_120" -> (Version("12.0"), "")."""
+    body = arch.split("_", 1)[-1]
+    suffix = body[-1] if body[-1:] in ("a", "f") else ""
+    digits = body[:-1] if suffix else body
+    if not digits.isdigit() or len(digits) < 2:
+        return None, suffix
+    return _v("%s.%s" % (digits[:-1], digits[-1])), suffix
+
+
+def _binary_runs_on(sass: Sequence[str], ptx: Sequence[str], cc: str) -> Tuple[bool, bool]:
+    """(SASS for ``cc``, PTX that JITs to ``cc``) among a fat binary's entries.  A cubin for X.y runs on X.z,
+    z >= y; an arch-specific one ("a") only on X.y itself; a family one ("f") on X.z, z >= y.  PTX runs on any
+    capability at or above its own, arch-specific PTX only on its own (CUDA C++ Programming Guide)."""
+    want = _v(cc)
+    if want is None:
+        return False, False
+    has_sass = has_ptx = False
+    for a in sass:
+        v, suffix = _arch_cc(a)
+        if v is not None and v.release[0] == want.release[0] and (v == want if suffix == "a" else v <= want):
+            has_sass = True
+    for p in ptx:
+        v, suffix = _arch_cc(p)
+        if v is not None and (v == want if suffix == "a" else v <= want):
+            has_ptx = True
+    return has_sass, has_ptx
+
+
+def _arch_fix(facts: Facts, drv: Driver, name: str, cc: str) -> Fix:
+    sm = "sm_" + cc.replace(".", "")
+    text = "Install a %s build compiled for %s." % (name, sm)
+    if name == "torch":
+        return _torch_fix(text, suggest_torch(facts, drv, [cc]))
+    if name == "tensorflow":
+        return Fix(text=text + " Newer TensorFlow releases add newer architectures.",
+                   commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
+    return Fix(text=text + " Newer releases add newer architectures.")
+
+
+def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact: Fact, code: Fact,
+                          gpus: Sequence[Tuple[str, str, Fact]]) -> List[Finding]:
+    """Judge the GPUs against the architectures the framework's own binaries carry."""
+    out: List[Finding] = []
+    sass, ptx = list(code.value.get("sass") or []), list(code.value.get("ptx") or [])
+    libs = [posixpath.basename(str(lib.get("path", ""))) for lib in code.value.get("libraries") or []
+            if isinstance(lib, dict)]
+    where = ", ".join(libs) or "its libraries"
+    built = ", ".join(sass) + (" + PTX " + ", ".join(ptx) if ptx else "") if (sass or ptx) else "no GPU code"
+    complete = code.value.get("complete", True) is not False
+    source = {"rule": "the CUDA fat binary of %s carries SASS for %s and PTX for %s (read from the file); a cubin "
+                      "runs on its own major at an equal or higher minor, PTX at or above its capability" % (
+                          where, ", ".join(sass) or "nothing", ", ".join(ptx) or "nothing"),
+              "url": PROG_GUIDE, "checked": RULES_CHECKED}
+    runtime = name in RUNTIME_COMPILED
+    for cc, gpu, cc_fact in gpus:
+        has_sass, has_ptx = _binary_runs_on(sass, ptx, cc)
+        if has_sass:
+            continue
+        sm = "sm_" + cc.replace(".", "")
+        if has_ptx:
+            out.append(Finding(
+                code="gpu.arch_ptx_jit_only", severity="warning", components=["gpu", name],
+                title="%s (%s, compute capability %s) is reached by %s only through PTX JIT (%s carries %s)" % (
+                    gpu, sm, cc, label, where, built),
+                detail="No SASS for %s in the binary: the driver JIT-compiles the embedded PTX at first use. The "
+                       "first start takes minutes and fills the JIT cache (~/.nv/ComputeCache; raise "
+                       "CUDA_CACHE_MAXSIZE so it is kept), kernels may be slower, and under CUDA minor-version "
+                       "compatibility the JIT fails." % sm,
+                evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc)))
+            continue
+        if runtime:
+            severity, consequence = "warning", (
+                "%s compiles most kernels at run time for the GPU present, but its precompiled ones (sorting, "
+                "random numbers, linear-algebra helpers) fail with 'no kernel image is available for execution "
+                "on the device'." % ("XLA" if name == "jax" else "CuPy"))
+        else:
+            severity, consequence = ("error" if complete else "warning"), (
+                "Every kernel launch fails with 'no kernel image is available for execution on the device'.")
+        out.append(Finding(
+            code="gpu.arch_not_in_build", severity=severity, components=["gpu", name],
+            title="%s (%s, compute capability %s) is not supported by %s (%s carries %s)" % (
+                gpu, sm, cc, label, where, built),
+            detail="Neither SASS for %s (a cubin runs only on its own major at an equal or higher minor) nor PTX "
+                   "at or below %s is in the binary. %s%s" % (
+                       sm, cc, consequence, "" if complete else " (Part of the binary could not be read.)"),
+            evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc)))
+    return out
+
+
+def _arch_from_cuda(name: str, label: str, fact: Fact, code: Optional[Fact],
+                    gpus: Sequence[Tuple[str, str, Fact]]) -> List[Finding]:
+    """No binary could be read and no table lists the build: what its CUDA version could target at all
+    (cuda.json cc_min/cc_max: the architectures that release's nvcc emits), else say it is unknown."""
+    out: List[Finding] = []
+    cuda = _framework_cuda(name, fact.value)
+    row = hw.cuda_release(_mm_str(cuda)) if cuda is not None and cuda[1] is not None else None
+    why = code.reason if code is not None and code.reason else "no GPU code was read from its libraries"
+    for cc, gpu, cc_fact in gpus:
+        sm = "sm_" + cc.replace(".", "")
+        want = _v(cc)
+        if row is None or want is None:
+            out.append(Finding(
+                code="gpu.arch_support_unknown", severity="info", components=["gpu", name],
+                title="Whether %s has kernels for %s (%s) is unknown" % (label, gpu, sm),
+                detail="Its libraries' GPU code could not be read (%s), no table lists this build, and the CUDA "
+                       "version it was built with is %s." % (why, "unknown" if cuda is None else
+                                                              "not in the matrix (%s)" % _mm_str(cuda)),
+                evidence=_ev(cc_fact, fact, code), source=_source("the build's GPU code or CUDA version"),
+                fix=Fix(text="Check on the machine: python -c \"import %s\" and run one GPU operation." % name)))
+            continue
+        lo, hi = _v(row["cc_min"]), _v(row["cc_max"])
+        if lo is not None and want < lo:
+            out.append(Finding(
+                code="gpu.arch_not_in_build", severity="error", components=["gpu", name],
+                title="%s (%s, compute capability %s) is not supported by %s: built with CUDA %s, which "
+                      "targets compute capability %s and newer only" % (gpu, sm, cc, label, row["version"],
+                                                                       row["cc_min"]),
+                detail="CUDA %s's nvcc cannot emit code for %s, so no build made with it carries kernels for this "
+                       "GPU (its libraries' GPU code could not be read: %s)." % (row["version"], sm, why),
+                evidence=_ev(cc_fact, fact, code), source=_source("cuda.json cc_min of CUDA %s" % row["version"],
+                                                                  row),
+                fix=Fix(text="Install a %s build made with an older CUDA that still targets %s." % (name, sm))))
+        elif hi is not None and want.release[0] > hi.release[0]:
+            out.append(Finding(
+                code="gpu.arch_support_unknown", severity="warning", components=["gpu", name],
+                title="%s (%s) is newer than anything CUDA %s can compile for (up to compute capability %s): %s "
+                      "runs on it only if it embedded PTX" % (gpu, sm, row["version"], row["cc_max"], label),
+                detail="A build made with CUDA %s carries no SASS for %s; it runs only through PTX JIT, and only "
+                       "if it embedded PTX, which could not be read (%s)." % (row["version"], sm, why),
+                evidence=_ev(cc_fact, fact, code), source=_source("cuda.json cc_max of CUDA %s" % row["version"],
+                                                                  row),
+                fix=Fix(text="Install a %s build made with a CUDA that targets %s." % (name, sm))))
     return out
 
 
@@ -926,7 +1096,8 @@ def _cuda_for_os(key: str, ver: str) -> Optional[str]:
 
 _question("driver-vs-cuda", _driver_vs_cuda, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
           "driver.minor_version_compat", "driver.missing_for_framework", "driver.cuda_version_is_a_ceiling")
-_question("arch-vs-builds", _arch_vs_builds, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only")
+_question("arch-vs-builds", _arch_vs_builds, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only",
+          "gpu.arch_support_unknown")
 _question("toolkit-vs-gpu", _toolkit_vs_gpu, "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit")
 _question("cpu-builds", _cpu_builds, "framework.cpu_only_build")
 _question("toolkits-disagree", _toolkits_disagree, "cuda.toolkits_disagree")

@@ -76,6 +76,7 @@ PROBE_MODULES = (
     "envdoctor.probes.python_env",
     "envdoctor.probes.frameworks",
     "envdoctor.probes.linkage",
+    "envdoctor.probes.gpucode",
     "envdoctor.probes.containers",
 )
 
