@@ -802,6 +802,20 @@ def _active_toolkit_row(facts: Facts) -> Optional[Tuple[str, str, Fact, Dict[str
     return None if row is None else (active[0], active[1], active[2], row)
 
 
+def _can_compile(facts: Facts, tk_fact: Fact) -> bool:
+    """Whether the active toolkit has a compiler: a runtime-only one (a CUDA base/runtime container image,
+    cuda-cudart packages) compiles nothing, so what its nvcc could target does not matter."""
+    if tk_fact.key == "cuda.nvcc":
+        return True
+    value = tk_fact.value if isinstance(tk_fact.value, dict) else {}
+    where = {str(value.get(k)) for k in ("resolved", "path") if value.get(k)}
+    toolkits = facts.value("cuda.toolkits")
+    for tk in toolkits if isinstance(toolkits, list) else []:
+        if isinstance(tk, dict) and (tk.get("path") in where or tk.get("resolved") in where):
+            return tk.get("nvcc") is not False
+    return True  # not seen: assume it can (the verdict then errs on the side of saying)
+
+
 def _cuda_ga(version: str) -> str:
     """The GA version ("12.4.0") of a CUDA release named by the table ("12.4")."""
     row = hw.cuda_release(version)
@@ -815,6 +829,8 @@ def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
     if active is None:
         return out
     version, how, tk_fact, row = active
+    if not _can_compile(facts, tk_fact):
+        return out
     for cc, name, cc_fact in gpu_ccs(facts):
         want = Version(cc)
         sm = "sm_" + cc.replace(".", "")
@@ -1038,7 +1054,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     version, how, tk_fact, row = active
     gcc = facts.get("compiler.gcc")
     gv = _v(gcc.value.get("version")) if gcc is not None and gcc.known and isinstance(gcc.value, dict) else None
-    if gv is not None and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
+    if gv is not None and _can_compile(facts, tk_fact) and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
         assert gcc is not None  # gv was read from it
         gmax = int(Version(row["gcc_max"]).release[0])
         others = [g for g in facts.items("compiler.gcc_versions") if isinstance(g, dict)]

@@ -485,18 +485,34 @@ def _fabric_manager(facts: Facts) -> List[Finding]:
     )]
 
 
+def _compat_libcuda_in_use(facts: Facts) -> List[Dict[str, Any]]:
+    """Forward-compatibility libcuda the loader would pick: a cuda-compat directory on LD_LIBRARY_PATH, or a
+    libcuda newer than the running driver copied into a loader directory (container runtimes inject the
+    image's compat libraries there).  Each: {path, driver_version, via}."""
+    in_use: List[Dict[str, Any]] = []
+    ldp = [p.rstrip("/") for p in facts.strings("cuda.ld_library_path")]
+    for c in facts.items("cuda.forward_compat"):
+        if isinstance(c, dict) and c.get("path") and str(c["path"]).rsplit("/", 1)[0].rstrip("/") in ldp:
+            in_use.append(dict(c, via="LD_LIBRARY_PATH"))
+    running = _v(facts.value("driver.version")) if _nvml_status(facts) == "ok" else None
+    if running is not None:
+        for lib in facts.strings("driver.userspace.libraries"):
+            m = re.search(r"/libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$", lib)
+            newer = _v(m.group(1)) if m else None
+            if m and newer is not None and newer > running and not any(c["path"] == lib for c in in_use):
+                in_use.append({"path": lib, "driver_version": m.group(1), "via": "the loader's directories"})
+    return in_use
+
+
+def _v(text: Any) -> Optional[Version]:
+    try:
+        return Version(str(text)) if text else None
+    except InvalidVersion:
+        return None
+
+
 def _forward_compat(facts: Facts) -> List[Finding]:
-    compat = facts.items("cuda.forward_compat")
-    ldp = facts.strings("cuda.ld_library_path")
-    if not compat or not ldp:
-        return []
-    in_use = []
-    for c in compat:
-        if not isinstance(c, dict) or not c.get("path"):
-            continue
-        d = str(c["path"]).rsplit("/", 1)[0]
-        if d in ldp or d.rstrip("/") in [p.rstrip("/") for p in ldp]:
-            in_use.append(c)
+    in_use = _compat_libcuda_in_use(facts)
     if not in_use:
         return []
     names = sorted(set(_gpu_names(facts)))
@@ -509,10 +525,12 @@ def _forward_compat(facts: Facts) -> List[Finding]:
             if row.get("segment") in ("geforce", "workstation"):
                 bad.append(n)
                 rows.append(row)
-                if row.get("segment") == "geforce" and not unverified(row, "segment"):
+                # NVIDIA names its consumer boards "GeForce": that name alone settles it, verified row or not
+                if row.get("segment") == "geforce" and (not unverified(row, "segment") or "geforce" in n.lower()):
                     error = True
         elif "geforce" in n.lower():  # NVIDIA names its consumer boards "GeForce": never Data Center
             bad.append(n)
+            error = True
     if not bad:
         return []
     lib = in_use[0]
@@ -523,8 +541,9 @@ def _forward_compat(facts: Facts) -> List[Finding]:
     return [Finding(
         code="driver.forward_compat_unsupported_gpu", severity="error" if error else "warning",
         components=["cuda", "driver", "gpu"],
-        title="Forward-compatibility libcuda %s (%s) is on LD_LIBRARY_PATH, but %s does not support forward "
-              "compatibility (%s)" % (libver, compat_dir, ", ".join(bad), _driver_label(facts)),
+        title="Forward-compatibility libcuda %s (%s, via %s) is what CUDA loads, but %s does not support forward "
+              "compatibility (%s): CUDA fails with error 804" % (libver, lib["path"], lib.get("via"), ", ".join(bad),
+                                                                  _driver_label(facts)),
         detail="The CUDA forward-compatibility package (cuda-compat) lets a newer CUDA run on an older driver only "
                "on NVIDIA Data Center GPUs, select NGC Server Ready RTX SKUs and Jetson. On other GPUs CUDA fails to "
                "initialise (cudaErrorCompatNotSupportedOnDevice, error 804) while this libcuda is picked first. "
@@ -536,7 +555,12 @@ def _forward_compat(facts: Facts) -> List[Finding]:
                      "CUDA, upgrade the driver." % compat_dir,
                 commands=['export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s '
                           '| paste -sd:)"' % compat_dir, "grep -rl compat /etc/ld.so.conf.d/ && sudo ldconfig"],
-                install="envdoctor install driver"),
+                install="envdoctor install driver") if lib.get("via") == "LD_LIBRARY_PATH" else
+        Fix(text="This libcuda %s is newer than the running driver %s: a cuda-compat package's copy placed where the "
+                 "loader looks (a container runtime injects the host's or the image's compat libraries). Remove "
+                 "the cuda-compat package (on the host for an injected copy) so the driver's own libcuda is used; "
+                 "to run a newer CUDA, upgrade the driver." % (libver, facts.value("driver.version")),
+            commands=["ls -l %s" % lib["path"], "dpkg -l 'cuda-compat*' || rpm -qa 'cuda-compat*'"]),
     )]
 
 
@@ -724,8 +748,9 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "driver.nvswitch.present, driver.fabric_manager.state, driver.version",
             "CUDA initialisation fails with cudaErrorSystemNotReady (802) until the fabric is configured.",
             RULES["fabric_manager"]["url"]),
-    CodeDoc("driver.forward_compat_unsupported_gpu", "warning",
-            "Forward-compatibility libcuda (cuda-compat) is on the loader path of a GPU that does not support it.",
+    CodeDoc("driver.forward_compat_unsupported_gpu", "error",
+            "Forward-compatibility libcuda (cuda-compat) is on the loader path (LD_LIBRARY_PATH, or copied into a "
+            "loader directory, as container runtimes do) of a GPU that does not support it.",
             "cuda.forward_compat, cuda.ld_library_path, gpu.N.name (gpus matrix segment)",
             "CUDA fails with cudaErrorCompatNotSupportedOnDevice (804) on GeForce and most workstation GPUs.",
             RULES["forward_compat"]["url"]),
