@@ -62,6 +62,7 @@ def test_onnxruntime_gpu_without_its_cudnn_major():
         ok("libraries.loader_choice", {"libcudnn.so.8": {"path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8",
                                                           "resolved": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7"}},
            "test"),
+        ok("os.id", "ubuntu", "file:/etc/os-release"), ok("os.version", "22.04", "file:/etc/os-release"),
     ])
     f = _codes(onnxruntime_packaging(CheckContext(facts, [])))["onnxruntime.cudnn_major_mismatch"]
     assert "cuDNN 9" in f.title and "libcudnn.so.8" in f.title

@@ -37,6 +37,7 @@ from ..findings import Finding, Fix
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
 from . import CodeDoc, check, docs_for, group
+from .suggest import install_line
 
 PROG_GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 MINOR_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
@@ -410,7 +411,7 @@ def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
     return None
 
 
-def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]]) -> Fix:
+def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]], facts: Facts) -> Fix:
     if suggestion is None:
         return Fix(text=text + " No published PyTorch CUDA wheel in envdoctor's matrix fits this driver and GPU; "
                    "update the driver first.")
@@ -418,7 +419,7 @@ def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]]) -> F
     return Fix(text="%s Suggested: torch %s built for CUDA %s (%s), which this driver runs." % (
         text, minor, var["cuda"], var["tag"]),
         commands=["pip install --force-reinstall 'torch==%s.*' --index-url %s" % (minor, var["index_url"])],
-        install="envdoctor install pytorch --version %s --method pip" % minor)
+        install=install_line(facts, "pytorch", minor, "pip"))
 
 
 def _sass_for(archs: Sequence[str], cc: str) -> bool:
@@ -471,7 +472,7 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                         commands=["sudo ubuntu-drivers install" if facts.value("os.id") == "ubuntu"
                                   else "sudo dnf install nvidia-driver" if facts.value("os.family") == "rhel"
                                   else "see https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"],
-                        install="envdoctor install driver --version %s" % (_branch(exact) or "latest")),
+                        install=install_line(facts, "driver", _branch(exact), floor=True)),
             ))
         return out
     drv = Driver(facts)
@@ -523,7 +524,7 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         detail=detail, evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
         source=_source("CUDA %d.x needs Linux driver >= %s (minor-version compatibility floor); CUDA %s's own "
                        "driver is %s" % (need.cuda[0], floor, _mm_str(need.cuda), exact), row),
-        fix=Fix(text=text, commands=commands, install="envdoctor install driver --version %s" % branch),
+        fix=Fix(text=text, commands=commands, install=install_line(facts, "driver", branch, floor=True)),
     )
 
 
@@ -553,7 +554,7 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
         source=_source("CUDA %d.x minor-version compatibility floor %s; CUDA %s's own driver %s" % (
             need.cuda[0], floor, _mm_str(need.cuda), exact), row),
         fix=Fix(text="Nothing is required. To lift the PTX limit, update the driver to %s or newer." % exact,
-                install="envdoctor install driver --version %s" % (_branch(exact) or "latest")),
+                install=install_line(facts, "driver", _branch(exact), floor=True)),
     )
 
 
@@ -646,7 +647,7 @@ def _arch_fix(facts: Facts, drv: Driver, name: str, cc: str) -> Fix:
     sm = "sm_" + cc.replace(".", "")
     text = "Install a %s build compiled for %s." % (name, sm)
     if name == "torch":
-        return _torch_fix(text, suggest_torch(facts, drv, [cc]))
+        return _torch_fix(text, suggest_torch(facts, drv, [cc]), facts)
     if name == "tensorflow":
         return Fix(text=text + " Newer TensorFlow releases add newer architectures.",
                    commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
@@ -766,7 +767,7 @@ def _arch_findings(facts: Facts, drv: Driver, component: str, label: str, archs:
         sm = "sm_" + cc.replace(".", "")
         fix_text = "Install a %s build compiled for %s." % (component, sm)
         if component == "torch":
-            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]))
+            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]), facts)
         else:
             fix = Fix(text=fix_text + " Newer TensorFlow releases add newer architectures.",
                       commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
@@ -848,8 +849,8 @@ def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
                 source=_source("CUDA %s nvcc targets compute capability %s..%s" % (
                     row["version"], row["cc_min"], row["cc_max"]), row),
                 fix=Fix(text="Use a toolkit that still targets %s (CUDA %s) for this GPU." % (sm, last or "older"),
-                        install=("envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
-                            _cuda_ga(last), last)) if last else None)))
+                        install=install_line(facts, "cuda", _cuda_ga(last), prefix="~/cuda-%s" % last)
+                        if last else None)))
         elif want > Version(row["cc_max"]):
             newer = hw.cuda_for_cc(cc)
             first = newer[0] if newer else None
@@ -864,8 +865,8 @@ def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
                 source=_source("CUDA %s nvcc targets compute capability %s..%s" % (
                     row["version"], row["cc_min"], row["cc_max"]), row),
                 fix=Fix(text="Install CUDA %s or newer and point CUDA_HOME / PATH at it." % (first or "a newer"),
-                        install=("envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
-                            _cuda_ga(first), first)) if first else None)))
+                        install=install_line(facts, "cuda", _cuda_ga(first), prefix="~/cuda-%s" % first)
+                        if first else None)))
     return out
 
 
@@ -888,7 +889,7 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
         src: Dict[str, Any] = _source("a CUDA build exists for this GPU", url=MINOR_COMPAT)
         if name == "torch":
             sug = suggest_torch(facts, drv if drv.known else None, ccs, prefer=v.get("version"))
-            fix = _torch_fix("Replace the CPU-only wheel with a CUDA build.", sug)
+            fix = _torch_fix("Replace the CPU-only wheel with a CUDA build.", sug, facts)
             if sug is not None:
                 src = _source("torch %s %s (CUDA %s) runs on this driver" % (sug[0], sug[1]["tag"], sug[1]["cuda"]),
                               fw.torch_release(sug[0]))
@@ -1015,8 +1016,10 @@ def _cuda_home_for(facts: Facts, want: Optional[Tuple[int, Optional[int]]],
     if want is None or want[1] is None:
         return [], None, False
     ga = (hw.cuda_release(_mm_str(want)) or {}).get("ga", _mm_str(want))
-    return (["export CUDA_HOME=~/cuda-%s" % _mm_str(want)],
-            "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (ga, _mm_str(want)), False)
+    line = install_line(facts, "cuda", ga, prefix="~/cuda-%s" % _mm_str(want))
+    if line is None:  # never name a directory nothing will create
+        return [], None, False
+    return ["export CUDA_HOME=~/cuda-%s" % _mm_str(want)], line, False
 
 
 def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
@@ -1099,14 +1102,14 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
                 source=_source("CUDA %s supports %s %s" % (row["version"], key, ", ".join(dist[key])), row),
                 fix=Fix(text="Use a CUDA release that supports %s %s, or the distribution release CUDA %s "
                              "supports." % (key, ver, row["version"]),
-                        install=_cuda_for_os(key, ver))))
+                        install=_cuda_for_os(facts, key, ver))))
     return out
 
 
-def _cuda_for_os(key: str, ver: str) -> Optional[str]:
+def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
     for r in reversed(hw.cuda_releases()):
         if ver in (r.get("distributions") or {}).get(key, []):
-            return "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (r["ga"], r["version"])
+            return install_line(facts, "cuda", r["ga"], prefix="~/cuda-%s" % r["version"])
     return None
 
 

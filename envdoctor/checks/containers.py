@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterable, List
 from ..facts import Facts
 from ..findings import Finding, Fix
 from . import CheckContext, CodeDoc, check
+from .suggest import install_line
 
 CHECKED = "2026-11-22"
 INSTALL_GUIDE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -68,7 +69,7 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
                          "configure the toolkit.",
                     commands=["sudo snap remove --purge docker",
                               "curl -fsSL https://get.docker.com | sh"] + CONFIGURE,
-                    install="envdoctor install container-toolkit"))
+                    install=install_line(facts, "container-toolkit")))
     if not _has_gpu(facts):
         return
     if docker.get("error") == "not_contacted":
@@ -99,7 +100,7 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
             source={"rule": "GPU containers under Docker need the NVIDIA Container Toolkit", "url": INSTALL_GUIDE,
                     "checked": CHECKED},
             fix=Fix(text="Install the NVIDIA Container Toolkit and register its runtime with Docker.",
-                    commands=CONFIGURE, install="envdoctor install container-toolkit"))
+                    commands=CONFIGURE, install=install_line(facts, "container-toolkit")))
         return
     if isinstance(tk, dict) and tk.get("installed") and facts.value("container.nvidia_runtime_configured") is False:
         yield Finding(
@@ -114,4 +115,4 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
             source={"rule": "configure Docker with nvidia-ctk runtime configure --runtime=docker",
                     "url": INSTALL_GUIDE + "#configuring-docker", "checked": CHECKED},
             fix=Fix(text="Register the nvidia runtime with Docker and restart it.", commands=CONFIGURE,
-                    install="envdoctor install container-toolkit"))
+                    install=install_line(facts, "container-toolkit")))

@@ -43,6 +43,7 @@ from ..host.nvml_worker import MAX_GPUS
 from ..matrix import unverified
 from ..matrix.hardware import gpu_product
 from . import CheckContext, CodeDoc, check, group, quietly
+from .suggest import install_line
 
 CHECKED = "2026-11-22"
 
@@ -235,7 +236,7 @@ def _no_driver(facts: Facts) -> List[Finding]:
                            "driver.secure_boot", "os.family"),
         source=_source("install"),
         fix=Fix(text="Install the NVIDIA driver for this GPU and reboot.", commands=cmds,
-                install="envdoctor install driver"),
+                install=install_line(facts, "driver")),
     )]
 
 
@@ -304,7 +305,7 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         source=_source("nvml"),
         fix=Fix(text="Install the user-space libraries of driver %s (the same version as the loaded module)."
                      % (kver or "?"), commands=cmds,
-                install="envdoctor install driver --version %s" % branch if branch else "envdoctor install driver"),
+                install=install_line(facts, "driver", branch)),
     )]
 
 
@@ -555,7 +556,7 @@ def _forward_compat(facts: Facts) -> List[Finding]:
                      "CUDA, upgrade the driver." % compat_dir,
                 commands=['export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s '
                           '| paste -sd:)"' % compat_dir, "grep -rl compat /etc/ld.so.conf.d/ && sudo ldconfig"],
-                install="envdoctor install driver") if lib.get("via") == "LD_LIBRARY_PATH" else
+                install=install_line(facts, "driver")) if lib.get("via") == "LD_LIBRARY_PATH" else
         Fix(text="This libcuda %s is newer than the running driver %s: a cuda-compat package's copy placed where the "
                  "loader looks (a container runtime injects the host's or the image's compat libraries). Remove "
                  "the cuda-compat package (on the host for an injected copy) so the driver's own libcuda is used; "

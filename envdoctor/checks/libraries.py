@@ -18,6 +18,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fwm
 from . import CheckContext, CodeDoc, check, group
+from .suggest import install_line
 
 CHECKED = "2026-11-22"
 #: torch's own rule (torch/backends/cudnn/__init__.py, _init): different majors are always
@@ -83,7 +84,7 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
     if comp == "cudnn":
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
                    commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
-                   install="envdoctor install cudnn --version %s" % major)
+                   install=install_line(facts, "cudnn", major))
     return Fix(text="Install the library that provides %s for CUDA %s, or put its directory on the loader "
                     "path." % (soname, cuda))
 
@@ -444,7 +445,7 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
         fix=Fix(text="Install cuDNN %s (the pip wheel is enough), or the onnxruntime-gpu build for the cuDNN you "
                      "have." % major,
                 commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (rel["cuda_major"], major, int(major) + 1)],
-                install="envdoctor install cudnn --version %s" % major))
+                install=install_line(facts, "cudnn", major)))
 
 
 PIP_SPEC_RULE = {"rule": "an installed distribution must satisfy every Requires-Dist specifier of the packages that "
