@@ -54,3 +54,32 @@ def test_compat_libcuda_copied_into_a_loader_directory_is_an_error_on_geforce() 
     assert "cuda-compat" in f.fix.text and f.fix.install is None
     # the driver's own libcuda: nothing to say
     assert "driver.forward_compat_unsupported_gpu" not in run(driver_460_with_libcuda("460.80"))
+
+
+def nvcc(version: str, path: str, toolkit: Any) -> Fact:
+    return ok("cuda.nvcc", {"path": path, "resolved": path, "release": ".".join(version.split(".")[:2]),
+                            "version": version, "toolkit": toolkit}, "command:%s --version" % path)
+
+
+def test_two_toolkits_with_path_and_cuda_home_agreeing_is_a_deliberate_choice() -> None:
+    # corpus: healthy-switch-cuda-113-beside-122 (CUDA 11.3 chosen by PATH and CUDA_HOME, /usr/local/cuda -> 12.2)
+    link = ok("cuda.default_symlink", {"target": "/usr/local/cuda-12.2", "resolved": "/usr/local/cuda-12.2",
+                                       "version": "12.2.2", "dangling": False}, "link:/usr/local/cuda")
+    home = ok("cuda.home", {"var": "CUDA_HOME", "path": "/usr/local/cuda-11.3", "exists": True, "version": "11.3.1"},
+              "env:CUDA_HOME")
+    tk = nvcc("11.3.109", "/usr/local/cuda-11.3/bin/nvcc", "/usr/local/cuda-11.3")
+    assert "cuda.toolkits_disagree" not in run([link, home, tk])
+    # CUDA_HOME naming another toolkit than the nvcc on PATH: builds mix them
+    other = ok("cuda.home", {"var": "CUDA_HOME", "path": "/usr/local/cuda-12.2", "exists": True,
+                             "version": "12.2.2"}, "env:CUDA_HOME")
+    f = run([link, other, tk])["cuda.toolkits_disagree"]
+    assert "11.3.109" in f.title and "12.2.2" in f.title
+
+
+def test_a_distribution_packaged_nvcc_is_not_judged_by_nvidias_distribution_list() -> None:
+    # corpus: healthy-driver525-torch200-cu117-distro-nvcc115 (Ubuntu 22.04's own nvidia-cuda-toolkit 11.5)
+    ubuntu = [ok("os.id", "ubuntu", "file:/etc/os-release"), ok("os.version", "22.04", "file:/etc/os-release")]
+    assert "os.unsupported_by_cuda" not in run(ubuntu + [nvcc("11.5.119", "/usr/bin/nvcc", None)])
+    # NVIDIA's own CUDA 11.5 toolkit on Ubuntu 22.04: NVIDIA did not build it for that release
+    f = run(ubuntu + [nvcc("11.5.119", "/usr/local/cuda-11.5/bin/nvcc", "/usr/local/cuda-11.5")])
+    assert "ubuntu 22.04" in f["os.unsupported_by_cuda"].title

@@ -941,7 +941,11 @@ def _toolkits_disagree(facts: Facts) -> List[Finding]:
     if home is not None and home.known and isinstance(home.value, dict) and home.value.get("version"):
         seen.append(("%s=%s" % (home.value.get("var"), home.value.get("path")), str(home.value["version"]), home))
     link = facts.get("cuda.default_symlink")
-    if link is not None and link.known and isinstance(link.value, dict) and link.value.get("version"):
+    # With CUDA_HOME and the nvcc on PATH agreeing, /usr/local/cuda is never reached by the tools that honour
+    # them (it is their last fallback): a second toolkit there is a deliberate, consistent choice.
+    chosen_by_both = len(seen) == 2 and _mm(seen[0][1]) == _mm(seen[1][1])
+    if link is not None and link.known and isinstance(link.value, dict) and link.value.get("version") \
+            and not chosen_by_both:
         seen.append(("/usr/local/cuda -> %s" % link.value.get("resolved"), str(link.value["version"]), link))
     releases = {_mm(v) for _, v, _ in seen}
     if len(releases) < 2:
@@ -1084,7 +1088,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
             source=_source("CUDA %s supports host GCC up to %s" % (row["version"], row["gcc_max"]), row),
             fix=Fix(text="Use GCC %d or older for nvcc." % gmax, commands=cmds)))
     os_id, os_ver = facts.value("os.id"), facts.value("os.version")
-    if os_id and os_ver:
+    if os_id and os_ver and not _distribution_package(tk_fact):
         dist = row.get("distributions") or {}
         key, ver = str(os_id), str(os_ver)
         if key in RHEL_LIKE:
@@ -1104,6 +1108,15 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
                              "supports." % (key, ver, row["version"]),
                         install=_cuda_for_os(facts, key, ver))))
     return out
+
+
+def _distribution_package(tk_fact: Fact) -> bool:
+    """The active toolkit is the distribution's own package (Debian/Ubuntu nvidia-cuda-toolkit, Fedora/Arch
+    cuda: nvcc in /usr/bin, no toolkit directory of NVIDIA's layout): the distribution built and supports it
+    for its release, so NVIDIA's list of distributions for its own packages says nothing about it."""
+    value = tk_fact.value if isinstance(tk_fact.value, dict) else {}
+    return (tk_fact.key == "cuda.nvcc" and not value.get("toolkit")
+            and str(value.get("resolved") or value.get("path") or "").startswith("/usr/bin/"))
 
 
 def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:

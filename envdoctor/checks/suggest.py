@@ -16,6 +16,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 #: Where recipes plan for a machine they do not run on (the CLI's default for a snapshot).
 DEFAULT_PYTHON = "/usr/bin/python3"
+#: The oldest CUDA with redistributable archives (redistrib_X.Y.Z.json): 11.0-11.3 have none
+#: (https://github.com/JuliaPackaging/Yggdrasil/pull/7213, "dropping support for CUDA 11.0-11.3, which don't
+#: have redistributable sources"; read 2026-11-25).  The redist recipe itself only finds out at download time.
+OLDEST_REDIST_CUDA = "11.4"
 
 
 def _python(facts: Any) -> str:
@@ -54,6 +58,13 @@ def _redist_ok(component: str, version: str, prefix: str) -> bool:
     except (ValidationError, RecipeError, ImportError):
         return False
     mm = ".".join(version.split(".")[:2])
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        if component == "cuda" and Version(mm) < Version(OLDEST_REDIST_CUDA):
+            return False
+    except InvalidVersion:
+        return False
     return any(k == version or k == mm or k.startswith(mm + ".") for k in known)
 
 
