@@ -286,7 +286,8 @@ def test_toolkits_disagree_and_differ_from_torch():
     f = only(found, "cuda.toolkits_disagree")
     assert f.severity == "warning" and "11.8.89" in f.title and "12.4.1" in f.title
     g = only(found, "cuda.toolkit_differs_from_framework")
-    assert g.severity == "info" and "refuses a different CUDA major" in g.detail
+    # another CUDA major (11 vs 12): building extensions fails, so a warning (a different minor is info)
+    assert g.severity == "warning" and "refuses a different CUDA major" in g.detail
     # no CUDA 12.1 toolkit here: the hand fix points where the install line puts one (found by the second
     # audit: it said /usr/local/cuda-12.1, which did not exist, beside an install into ~/cuda-12.1)
     assert g.fix.commands == ["export CUDA_HOME=~/cuda-12.1"]
@@ -375,5 +376,7 @@ def test_random_combinations_never_raise_and_supported_ones_give_no_error(driver
     arch_ok = cc in var["arch_list"]
     if driver_runs and arch_ok:
         # the driver runs this wheel's CUDA and the wheel has SASS for the GPU: nothing about torch may be wrong
-        bad = [f for f in found if f.severity != "info" and "torch" in f.components]
+        # (building extensions with a toolkit of another major is its own question: not torch being wrong)
+        bad = [f for f in found if f.severity != "info" and "torch" in f.components
+               and f.code != "cuda.toolkit_differs_from_framework"]
         assert bad == [], [f.title for f in bad]

@@ -83,3 +83,21 @@ def test_a_distribution_packaged_nvcc_is_not_judged_by_nvidias_distribution_list
     # NVIDIA's own CUDA 11.5 toolkit on Ubuntu 22.04: NVIDIA did not build it for that release
     f = run(ubuntu + [nvcc("11.5.119", "/usr/local/cuda-11.5/bin/nvcc", "/usr/local/cuda-11.5")])
     assert "ubuntu 22.04" in f["os.unsupported_by_cuda"].title
+
+
+def test_torch_without_package_metadata_is_still_seen() -> None:
+    # corpus: torch1102-cu113-conda-system-nvcc101 (a conda env whose torch has no .dist-info): torch's own
+    # version.py (the real 1.10.2 cu113 one) names it, as `import torch` would
+    from envdoctor.probes import ProbeContext
+    from envdoctor.probes.frameworks import probe_frameworks
+
+    from .test_probe_frameworks import site_host
+
+    version_py = ("from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
+                  "__version__ = '1.10.2'\ndebug = False\ncuda: Optional[str] = '11.3'\nhip: Optional[str] = None\n")
+    facts = Facts(probe_frameworks(ProbeContext(site_host({"torch/version.py": version_py}))))
+    torch = facts.value("framework.torch")
+    assert torch["version"] == "1.10.2" and torch["cuda"] == "11.3" and torch["build"] == "cuda"
+    assert facts.get("framework.torch") is not None
+    assert Facts(probe_frameworks(ProbeContext(site_host({"numpy/version.py": "version = '1.26.4'\n"})))).get(
+        "framework.torch") is None

@@ -126,7 +126,8 @@ DOCS = (
             "then /usr/local/cuda): an extension can compile against one CUDA and link or run against another.",
             CUDA_ENV),
     CodeDoc("cuda.toolkit_differs_from_framework", "info",
-            "The active CUDA toolkit is not the CUDA the installed PyTorch was built with.",
+            "The active CUDA toolkit is not the CUDA the installed PyTorch was built with (a warning for another "
+            "CUDA major: building extensions then fails).",
             "cuda.nvcc / cuda.home / cuda.default_symlink, framework.torch",
             "Matters only when building CUDA extensions: torch.utils.cpp_extension refuses a different CUDA "
             "major and warns on a different minor. Running PyTorch itself does not use the toolkit.",
@@ -1039,7 +1040,8 @@ def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
     major = tk[0] != fwc[0]
     cmds, install, _ = _cuda_home_for(facts, fwc)
     return [Finding(
-        code="cuda.toolkit_differs_from_framework", severity="info", components=["cuda", "torch"],
+        code="cuda.toolkit_differs_from_framework", severity="warning" if major else "info",
+        components=["cuda", "torch"],
         title="The active CUDA toolkit is %s (%s), but torch %s was built with CUDA %s" % (
             active[0], active[1], torch.value.get("version"), _mm_str(fwc)),
         detail=("Only building CUDA extensions uses the toolkit. torch.utils.cpp_extension %s." % (
