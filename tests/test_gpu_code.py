@@ -220,8 +220,15 @@ def test_unreadable_binary_falls_back_to_what_the_cuda_version_can_target() -> N
     found = arch_findings(gpu("6.1", "NVIDIA GeForce GTX 1080"), framework("torch", "2.99.0+cu130", "13.0"), unread)
     assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
     assert "13.0" in found[0].title and "7.5" in found[0].title
-    # built with CUDA 11.7 (nvcc emits up to 8.7): a Hopper runs it only through PTX, if embedded
+    # built with CUDA 11.7 (nvcc emits up to 8.7): a Hopper runs it only through PTX, and PyTorch's cu117
+    # wheels (the matrix lists them) embed none: certainly no kernel
     found = arch_findings(gpu("9.0", "NVIDIA H100 80GB HBM3"), framework("torch", "1.99.0+cu117", "11.7"), unread)
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
+    assert "carry no PTX" in found[0].title
+    # a TensorFlow built with CUDA 11.2 whose build_info was unreadable: only PTX could reach a Hopper, and
+    # whether it embedded some is unknown
+    unread_tf = Fact("framework.tensorflow.gpu_code", None, "fatbin:" + SITE, "unknown", "not recorded")
+    found = arch_findings(gpu("9.0", "NVIDIA H100 80GB HBM3"), framework("tensorflow", "2.99.0", "11.2"), unread_tf)
     assert [(f.code, f.severity) for f in found] == [("gpu.arch_support_unknown", "warning")]
     # within what CUDA 12.4 targets: nothing to say
     assert arch_findings(gpu("8.6", "NVIDIA GeForce RTX 3090"), framework("torch", "2.99.0+cu124", "12.4"),

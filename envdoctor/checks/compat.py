@@ -705,6 +705,22 @@ def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact
     return out
 
 
+def _torch_cuda_wheels_no_ptx(cuda: str) -> List[str]:
+    """The torch releases whose wheels for exactly CUDA ``cuda`` the matrix lists, when none of them embeds PTX
+    (empty when none is listed or one does): PyTorch builds every release's wheels for a CUDA the same way."""
+    releases, with_ptx = [], False
+    for row in matrix.load("torch"):
+        for var in row.get("variants") or []:
+            if _mm(var.get("cuda")) == _mm(cuda):
+                releases.append(row["version"])
+                with_ptx = with_ptx or bool(var.get("ptx"))
+    return [] if with_ptx else releases
+
+
+def _arch_fix_for(name: str, cc: str) -> Fix:
+    return Fix(text="Install a %s build made with a CUDA that targets sm_%s." % (name, cc.replace(".", "")))
+
+
 def _arch_from_cuda(name: str, label: str, fact: Fact, code: Optional[Fact],
                     gpus: Sequence[Tuple[str, str, Fact]]) -> List[Finding]:
     """No binary could be read and no table lists the build: what its CUDA version could target at all
@@ -738,6 +754,22 @@ def _arch_from_cuda(name: str, label: str, fact: Fact, code: Optional[Fact],
                 evidence=_ev(cc_fact, fact, code), source=_source("cuda.json cc_min of CUDA %s" % row["version"],
                                                                   row),
                 fix=Fix(text="Install a %s build made with an older CUDA that still targets %s." % (name, sm))))
+        elif hi is not None and want.release[0] > hi.release[0] and name == "torch" and _torch_cuda_wheels_no_ptx(
+                row["version"]):
+            releases = _torch_cuda_wheels_no_ptx(row["version"])
+            out.append(Finding(
+                code="gpu.arch_not_in_build", severity="error", components=["gpu", name],
+                title="%s (%s, compute capability %s) is not supported by %s: CUDA %s compiles for compute capability "
+                      "%s at most, and PyTorch's CUDA %s wheels carry no PTX" % (
+                          gpu, sm, cc, label, row["version"], row["cc_max"], row["version"]),
+                detail="No build made with CUDA %s has SASS for %s, and the PyTorch wheels for CUDA %s that the "
+                       "matrix lists (torch %s) embed no PTX to JIT from: every kernel launch fails with 'no kernel "
+                       "image is available for execution on the device'. (Its own libraries' GPU code could not be "
+                       "read: %s.)" % (row["version"], sm, row["version"], ", ".join(releases), why),
+                evidence=_ev(cc_fact, fact, code),
+                source=_source("cuda.json cc_max of CUDA %s; torch.json variants for CUDA %s (no ptx)" % (
+                    row["version"], row["version"]), row),
+                fix=_arch_fix_for(name, cc)))
         elif hi is not None and want.release[0] > hi.release[0]:
             out.append(Finding(
                 code="gpu.arch_support_unknown", severity="warning", components=["gpu", name],
