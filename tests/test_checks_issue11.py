@@ -101,3 +101,36 @@ def test_torch_without_package_metadata_is_still_seen() -> None:
     assert facts.get("framework.torch") is not None
     assert Facts(probe_frameworks(ProbeContext(site_host({"numpy/version.py": "version = '1.26.4'\n"})))).get(
         "framework.torch") is None
+
+
+def _corpus_host(case: str, **replace_stdout: str) -> Any:
+    import json
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", case, "snapshot.json")
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    for c in doc.get("commands", []):
+        key = " ".join(c["argv"])
+        if key in replace_stdout:
+            c["stdout"] = replace_stdout[key]
+    return SnapshotHost(doc, case)
+
+
+def test_secure_boot_with_a_signed_module_whose_key_is_not_enrolled() -> None:
+    # corpus: mint22-secureboot-dkms-mok-not-enrolled (linuxmint/mintdrivers#100): the real `mokutil --test-key`
+    from .conftest import probe_facts
+
+    case = "mint22-secureboot-dkms-mok-not-enrolled"
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))}
+    f = found["driver.module_key_not_enrolled"]
+    assert f.severity == "error" and "/var/lib/shim-signed/mok/MOK.der" in f.title
+    assert f.fix.commands[0] == "sudo update-secureboot-policy --enroll-key" and "MokManager" in f.fix.text
+    assert "driver.not_loaded" not in found  # one root cause, one finding
+    # the key is enrolled: the module is kept out by something else, not this
+    key = "mokutil --test-key /var/lib/shim-signed/mok/MOK.der"
+    enrolled = _corpus_host(case, **{key: "/var/lib/shim-signed/mok/MOK.der is already enrolled\n"})
+    assert "driver.module_key_not_enrolled" not in {f.code for f in run_checks(CheckContext(probe_facts(enrolled),
+                                                                                              []))}

@@ -391,6 +391,8 @@ def _secure_boot(facts: Facts) -> List[Finding]:
     if facts.value("driver.secure_boot") is not True:
         return []
     signed = facts.get("driver.module_signed")
+    if signed is not None and signed.known and signed.value is True:
+        return _key_not_enrolled(facts)
     if signed is None or not signed.known or signed.value is not False:
         return []
     loaded = facts.value("driver.kernel_module.loaded") is True
@@ -410,6 +412,40 @@ def _secure_boot(facts: Facts) -> List[Finding]:
                      "Then rebuild (DKMS signs with the enrolled key). Or turn Secure Boot off in the firmware.",
                 commands=["sudo mokutil --import /var/lib/dkms/mok.pub", "sudo reboot",
                           "sudo dkms autoinstall", "sudo modprobe nvidia"]),
+    )]
+
+
+def _key_not_enrolled(facts: Facts) -> List[Finding]:
+    """Secure Boot on, the module signed, built for this kernel, and still not loaded: its signing key is not
+    enrolled (certain when ``mokutil --test-key`` says so for the key DKMS signs with)."""
+    if facts.value("driver.kernel_module.loaded") is not False or facts.value("driver.module_for_running_kernel") \
+            is not True:
+        return []
+    keys = [k for k in facts.items("driver.mok_keys") if isinstance(k, dict)]
+    if any(k.get("enrolled") is True for k in keys) and not any(k.get("enrolled") is False for k in keys):
+        return []  # the key is enrolled: something else keeps the module out
+    missing = [k for k in keys if k.get("enrolled") is False]
+    key = str(missing[0]["path"]) if missing else "/var/lib/shim-signed/mok/MOK.der"
+    signer = facts.value("driver.module_signer") or "a Machine Owner Key"
+    ubuntu_like = _family(facts) == "debian"
+    enrol = (["sudo update-secureboot-policy --enroll-key"] if ubuntu_like and key.startswith("/var/lib/shim-signed")
+             else ["sudo mokutil --import %s" % key])
+    return [Finding(
+        code="driver.module_key_not_enrolled", severity="error" if missing else "warning",
+        components=["driver", "kernel"],
+        title="Secure Boot is on and the nvidia module of %s is signed (by %s), but %s: the kernel refuses it" % (
+            _driver_label(facts), signer, "the signing key %s is not enrolled" % key if missing else
+            "it is not loaded, so its signing key is most likely not enrolled"),
+        detail="Under Secure Boot the kernel loads only modules signed by a key in the firmware's or shim's "
+               "database; modprobe says \"Key was rejected by service\". DKMS signed the module with the machine's "
+               "own key (MOK), which has to be enrolled once, at the next boot, in the blue MokManager screen.",
+        evidence=_evidence(facts, "driver.secure_boot", "driver.module_signed", "driver.module_signer",
+                           "driver.mok_keys", "driver.kernel_module.loaded", "driver.module_for_running_kernel"),
+        source=_source("secure_boot"),
+        fix=Fix(text="Enrol the signing key: the command asks for a one-time password; reboot, choose \"Enroll MOK\" "
+                     "in MokManager, confirm and enter that password; the module then loads. (Or turn Secure Boot "
+                     "off in the firmware.)",
+                commands=enrol + ["sudo reboot", "mokutil --test-key %s" % key, "sudo modprobe nvidia"]),
     )]
 
 
@@ -672,6 +708,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
         ]
     if status == "NVML_ERROR_DRIVER_NOT_LOADED":
         if wsl or codes & {"driver.no_module_for_kernel", "driver.module_unsigned_secure_boot",
+                           "driver.module_key_not_enrolled",
                            "driver.nouveau_conflict", "driver.nova_conflict", "driver.linux_driver_in_wsl"}:
             return []
         gpus = _pci_gpus(facts)
@@ -740,6 +777,13 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "Secure Boot is on and the nvidia module is not signed (error when it is therefore not loaded).",
             "driver.secure_boot, driver.module_signed, driver.kernel_module.loaded",
             "The kernel refuses unsigned modules under Secure Boot.", RULES["secure_boot"]["url"]),
+    CodeDoc("driver.module_key_not_enrolled", "error",
+            "Secure Boot is on and the nvidia module is signed, but by a Machine Owner Key that is not enrolled: "
+            "the kernel refuses it (a warning when that is only inferred from the module not loading).",
+            "driver.secure_boot, driver.module_signed, driver.module_signer, driver.mok_keys (mokutil --test-key), "
+            "driver.kernel_module.loaded, driver.module_for_running_kernel",
+            "modprobe fails with 'Key was rejected by service'; the GPU is unusable until the key is enrolled in "
+            "MokManager at boot.", RULES["secure_boot"]["url"]),
     CodeDoc("driver.device_nodes_missing", "error", "The nvidia module is loaded but /dev/nvidia* nodes are missing.",
             "driver.kernel_module.loaded, driver.device_nodes, gpu.count, os.container",
             "CUDA opens /dev/nvidiactl and /dev/nvidiaN; without them it sees no GPU.",

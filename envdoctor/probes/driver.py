@@ -503,6 +503,32 @@ def _module_signer(host: Host) -> List[Fact]:
     return [maker("driver.module_signed", res.describe_failure(), src, label)]
 
 
+#: Where distributions keep the Machine Owner Key that DKMS/akmods sign modules with: Ubuntu/Mint
+#: (update-secureboot-policy, shim-signed), DKMS 3 (mok.pub), Fedora akmods.
+MOK_KEYS = ("/var/lib/shim-signed/mok/MOK.der", "/var/lib/dkms/mok.pub", "/etc/pki/akmods/certs/public_key.der")
+
+
+def _mok_keys(host: Host) -> List[Fact]:
+    """Whether each module-signing key present is enrolled (``mokutil --test-key``): a module signed with a key
+    that is not enrolled is refused under Secure Boot just like an unsigned one."""
+    keys = []
+    src = "command:mokutil --test-key"
+    for path in MOK_KEYS:
+        if not host.exists(path):
+            continue
+        argv = ["mokutil", "--test-key", path]
+        res = host.run(argv, timeout=5)
+        text = (res.stdout + "\n" + res.stderr).lower()
+        enrolled = False if "not enrolled" in text else True if "already enrolled" in text else None
+        keys.append({"path": path, "enrolled": enrolled,
+                     **({} if enrolled is not None else {"why": res.describe_failure() if not res.ok
+                                                          else "mokutil said %r" % res.stdout.strip()[:80]})})
+        src = _cmd_src(argv)
+    if not keys:
+        return []
+    return [ok("driver.mok_keys", keys, src, "Module signing keys (MOK)")]
+
+
 def _nvswitch(host: Host, dev_names: Tuple[str, ...]) -> List[Fact]:
     nodes = [n for n in dev_names if n.startswith("nvidia-nvswitch")]
     proc = host.list_dir("/proc/driver/nvidia-nvswitch/devices")
@@ -583,6 +609,8 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(_secure_boot(host))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
+            if not loaded and any(f.key == "driver.secure_boot" and f.value is True for f in facts):
+                facts.extend(_mok_keys(host))
     facts.extend(_nvswitch(host, dev_names))
     if loaded:
         pd = _state_of_service(host, "nvidia-persistenced", "driver.persistenced.state", "Persistence daemon",
