@@ -134,3 +134,21 @@ def test_secure_boot_with_a_signed_module_whose_key_is_not_enrolled() -> None:
     enrolled = _corpus_host(case, **{key: "/var/lib/shim-signed/mok/MOK.der is already enrolled\n"})
     assert "driver.module_key_not_enrolled" not in {f.code for f in run_checks(CheckContext(probe_facts(enrolled),
                                                                                               []))}
+
+
+def test_systemd_cgroup_docker_without_dev_char_links() -> None:
+    # corpus: docker-systemd-cgroup-daemon-reload-nvml-unknown (NVIDIA/nvidia-docker#1730)
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "docker-systemd-cgroup-daemon-reload-nvml-unknown"
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))}
+    f = found["container-toolkit.dev_char_symlinks_missing"]
+    assert "/dev/char" in f.title and "systemd" in f.title
+    assert f.fix.commands[0] == "sudo nvidia-ctk system create-dev-char-symlinks --create-all"
+    # after `nvidia-ctk system create-dev-char-symlinks`: /dev/char/195:0 ... exist, quiet
+    doc = _corpus_host(case).doc
+    doc["dirs"]["/dev/char"]["entries"] += ["195:0", "195:255"]
+    fixed = probe_facts(SnapshotHost(doc))
+    assert "container-toolkit.dev_char_symlinks_missing" not in {f.code for f in run_checks(CheckContext(fixed, []))}
