@@ -152,3 +152,20 @@ def test_systemd_cgroup_docker_without_dev_char_links() -> None:
     doc["dirs"]["/dev/char"]["entries"] += ["195:0", "195:255"]
     fixed = probe_facts(SnapshotHost(doc))
     assert "container-toolkit.dev_char_symlinks_missing" not in {f.code for f in run_checks(CheckContext(fixed, []))}
+
+
+def test_wsl2_unversioned_libcuda_not_reachable() -> None:
+    # corpus: wsl2-unversioned-libcuda-not-in-ld-cache (microsoft/WSL#8587): the real `ldconfig -p`
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "wsl2-unversioned-libcuda-not-in-ld-cache"
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))}
+    f = found["driver.wsl_libcuda_unversioned_unreachable"]
+    assert "libcuda.so" in f.title and f.fix.commands[0].startswith("export LD_LIBRARY_PATH=/usr/lib/wsl/lib")
+    # the reporter's workaround: /usr/lib/wsl/lib on LD_LIBRARY_PATH, then dlopen("libcuda.so") finds it
+    doc = _corpus_host(case).doc
+    doc["environ"]["LD_LIBRARY_PATH"] = "/usr/lib/wsl/lib"
+    fixed = {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+    assert "driver.wsl_libcuda_unversioned_unreachable" not in fixed

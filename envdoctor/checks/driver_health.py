@@ -648,6 +648,20 @@ def _wsl(facts: Facts) -> List[Finding]:
         ))
     if not facts.value("driver.wsl_libcuda"):
         out.append(_wsl_libcuda_missing(facts, "error"))
+    elif _unversioned_libcuda_unreachable(facts) and not linux_libs:
+        out.append(Finding(
+            code="driver.wsl_libcuda_unversioned_unreachable", severity="warning", components=["driver", "os"],
+            title="WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in %s is not where the loader looks "
+                  "(not in the ld.so cache, %s not on LD_LIBRARY_PATH)" % (WSL_LIB, WSL_LIB),
+            detail="In %s the libcuda files are copies, not symbolic links, so ldconfig caches only the soname "
+                   "libcuda.so.1. Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, some CUDA "
+                   "runtime builds, Triton) fail with 'libcuda.so: cannot open shared object file'." % WSL_LIB,
+            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "libraries.libcuda", "cuda.ld_library_path"),
+            source=_source("wsl"),
+            fix=Fix(text="Put %s on LD_LIBRARY_PATH (in your shell profile) so the unversioned name is found."
+                         % WSL_LIB,
+                    commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % WSL_LIB]),
+        ))
     elif _nvml_status(facts) == "NVML_ERROR_LIBRARY_NOT_FOUND" and not linux_libs:
         out.append(Finding(
             code="driver.wsl_lib_not_in_loader_path", severity="error", components=["driver", "os"],
@@ -662,6 +676,15 @@ def _wsl(facts: Facts) -> List[Finding]:
                     commands=["echo %s | sudo tee /etc/ld.so.conf.d/ld.wsl.conf" % WSL_LIB, "sudo ldconfig"]),
         ))
     return out
+
+
+def _unversioned_libcuda_unreachable(facts: Facts) -> bool:
+    """WSL's /usr/lib/wsl/lib has libcuda.so, libcuda.so.1 loads, and a dlopen of libcuda.so finds nothing."""
+    if WSL_LIB + "/libcuda.so" not in facts.strings("driver.wsl_libcuda"):
+        return False
+    libcuda = facts.mapping("libraries.libcuda")
+    one, bare = libcuda.get("libcuda.so.1"), libcuda.get("libcuda.so")
+    return isinstance(one, dict) and bool(one.get("path")) and isinstance(bare, dict) and not bare.get("path")
 
 
 def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
@@ -809,6 +832,11 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     CodeDoc("driver.wsl_lib_not_in_loader_path", "error",
             "WSL2: /usr/lib/wsl/lib has the driver libraries but the loader does not find them.",
             "os.wsl, driver.wsl_libcuda, driver.nvml.status", "CUDA and NVML cannot load libcuda/libnvidia-ml.",
+            RULES["wsl"]["url"]),
+    CodeDoc("driver.wsl_libcuda_unversioned_unreachable", "warning",
+            "WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in /usr/lib/wsl/lib is neither in the ld.so "
+            "cache nor on LD_LIBRARY_PATH.", "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path",
+            "Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, Triton) fail to find the driver.",
             RULES["wsl"]["url"]),
     CodeDoc("driver.nvml_no_permission", "error", "NVML: no permission to open /dev/nvidia*.",
             "driver.nvml.status, driver.device_nodes, os.container",
