@@ -75,8 +75,8 @@ DOCS = (
             "driver.cuda_version, driver.version, the framework's or toolkit's CUDA version",
             "It works, with one limit: code that needs the driver to JIT-compile PTX newer than the driver knows "
             "fails (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 'the provided PTX was compiled with an unsupported "
-            "toolchain'). A warning for a toolkit (nvcc embeds PTX), info for a framework that ships SASS for "
-            "the GPU.", MINOR_COMPAT),
+            "toolchain'). A warning for a framework that reaches the GPU only through PTX; info otherwise (a "
+            "toolkit's code fails only when built for PTX alone).", MINOR_COMPAT),
     CodeDoc("driver.missing_for_framework", "error",
             "A CUDA build of a framework is installed and an NVIDIA GPU is on the PCI bus, but no NVIDIA driver "
             "is installed.", "driver.installed, driver.nvidia_pci_gpus, framework.*",
@@ -539,7 +539,9 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
             need.fact.value.get("version"), need.fact.value.get("cuda"))
         if var:
             jit = any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs)
-    severity = "warning" if need.kind != "framework" or jit else "info"
+    # A toolkit is only a possibility of trouble (code built PTX-only, e.g. nvcc's default target, fails to JIT;
+    # code built with SASS for the GPU runs): info. A framework that reaches the GPU only through PTX: warning.
+    severity = "warning" if need.kind == "framework" and jit else "info"
     return Finding(
         code="driver.minor_version_compat", severity=severity, components=["driver", need.component],
         title="%s; %s needs CUDA %s (driver >= %s), so it runs through CUDA minor-version compatibility "
@@ -548,9 +550,10 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
                "JIT-compile PTX newer than it knows: such code fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
                "('the provided PTX was compiled with an unsupported toolchain').%s" % (
                    need.cuda[0], floor,
-                   " Here that matters: %s." % ("code nvcc builds embeds PTX" if need.kind != "framework"
-                                                 else "this build reaches the GPU only through PTX") if severity ==
-                   "warning" else " This build ships SASS for the GPU, so it runs normally."),
+                   " Here that matters: this build reaches the GPU only through PTX." if severity == "warning"
+                   else " Code nvcc builds with SASS for the GPU (-arch=native, or -gencode for its sm_XY) runs "
+                   "normally; code built for PTX only (nvcc's default target) does not." if need.kind != "framework"
+                   else " This build ships SASS for the GPU, so it runs normally."),
         evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
         source=_source("CUDA %d.x minor-version compatibility floor %s; CUDA %s's own driver %s" % (
             need.cuda[0], floor, _mm_str(need.cuda), exact), row),
@@ -1072,7 +1075,8 @@ def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
     major = tk[0] != fwc[0]
     cmds, install, _ = _cuda_home_for(facts, fwc)
     return [Finding(
-        code="cuda.toolkit_differs_from_framework", severity="warning" if major else "info",
+        # another major breaks extension builds; said as a warning where they would run (a GPU is here)
+        code="cuda.toolkit_differs_from_framework", severity="warning" if major and has_nvidia_gpu(facts) else "info",
         components=["cuda", "torch"],
         title="The active CUDA toolkit is %s (%s), but torch %s was built with CUDA %s" % (
             active[0], active[1], torch.value.get("version"), _mm_str(fwc)),
