@@ -169,3 +169,54 @@ def test_wsl2_unversioned_libcuda_not_reachable() -> None:
     doc["environ"]["LD_LIBRARY_PATH"] = "/usr/lib/wsl/lib"
     fixed = {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
     assert "driver.wsl_libcuda_unversioned_unreachable" not in fixed
+
+
+def test_a_library_tensorflow_dlopens_is_looked_for_where_the_loader_looks() -> None:
+    # corpus: tf29-conda-cudatoolkit-not-on-loader-path (tensorflow#56413): conda's cudatoolkit in the env's lib
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "tf29-conda-cudatoolkit-not-on-loader-path"
+    found = [f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))
+             if f.code == "cuda.framework_cannot_load"]
+    cudart = [f for f in found if "libcudart.so.11.0" in f.title]
+    assert len(cudart) == 1 and cudart[0].severity == "error"
+    env_lib = "/home/user/anaconda3/envs/tf/lib"
+    assert env_lib + "/libcudart.so.11.0" in cudart[0].title  # the copy that exists but is not searched
+    assert cudart[0].fix.commands == ["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % env_lib]
+    # the thread's fix: the env's lib on LD_LIBRARY_PATH; then nothing is missing
+    doc = _corpus_host(case).doc
+    doc["environ"]["LD_LIBRARY_PATH"] = env_lib
+    after = [f.title for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))
+             if f.code.endswith("framework_cannot_load")]
+    # (the rebuilt env holds cudart, cuBLAS and cuDNN only: those are the ones now found)
+    assert after and not any(so in t for t in after for so in ("libcudart", "libcublas", "libcudnn"))
+
+
+def test_onnxruntime_cudnn_wheel_that_nothing_puts_on_the_search_path() -> None:
+    # corpus: ort1220-cudnn9-wheel-not-preloaded (onnxruntime#25609)
+    from .conftest import probe_facts
+
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "ort1220-cudnn9-wheel-not-preloaded")), []))}
+    f = found["cudnn.framework_cannot_load"]
+    assert "libcudnn.so.9" in f.title and "nvidia/cudnn/lib" in f.title
+
+
+def _tf(version: str, cudnn_file: str, cudnn_version: str) -> List[Fact]:
+    site = "/home/user/venv/lib/python3.10/site-packages"
+    return [ok("framework.tensorflow", {"version": version, "public": version, "package": "tensorflow", "path": site,
+                                        "cuda": "12.2", "cudnn": "8", "build": "cuda"}, "file:" + site),
+            ok("linkage.tensorflow.dlopen", [{"soname": "libcudnn.so.8", "how": "dlopen",
+                                              "path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8",
+                                              "resolved": "/usr/lib/x86_64-linux-gnu/" + cudnn_file,
+                                              "via": "ld.so cache", "version": cudnn_version, "others": [],
+                                              "elsewhere": [], "expected": None, "shadowed": False}], "derived")]
+
+
+def test_a_cudnn_minor_older_than_the_framework_was_built_with_is_an_error() -> None:
+    # corpus: tf215-system-cudnn880 (tensorflow/docs#2291): TF 2.15 is built with cuDNN 8.9 (tested configs)
+    f = run(_tf("2.15.0", "libcudnn.so.8.8.0", "8.8.0"))["cudnn.too_old_for_framework"]
+    assert f.severity == "error" and "8.9" in f.title and "8.8.0" in f.title
+    assert "cudnn.too_old_for_framework" not in run(_tf("2.15.0", "libcudnn.so.8.9.4", "8.9.4"))

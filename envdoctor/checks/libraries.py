@@ -9,7 +9,8 @@ does, see :mod:`envdoctor.probes.linkage`), the framework facts, ``libraries.cud
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+import posixpath
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -32,7 +33,8 @@ LDSO_RULE = {"rule": "ld.so search order: DT_RPATH (without DT_RUNPATH), LD_LIBR
              "url": "https://man7.org/linux/man-pages/man8/ld.so.8.html", "checked": CHECKED}
 
 FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
-NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime"}
+NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime",
+         "cupy": "CuPy"}
 #: soname stem -> component
 STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
          ("libcudart", "cuda"))
@@ -177,6 +179,26 @@ for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other
     per_framework(_framework_linkage, "framework-linkage", _fw, _FRAMEWORK_LINKAGE_DOCS if _fw == FRAMEWORKS[0] else ())
 
 
+def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[str, Any]]]:
+    """The cuDNN major.minor the matrix says a TensorFlow release / a JAX CUDA variant was built with:
+    (version, where from, source)."""
+    if fw == "tensorflow":
+        row = fwm.tensorflow_release(v.get("public") or v.get("version"))
+        if row and row.get("cudnn"):
+            return (str(row["cudnn"]), "TensorFlow %s's tested build configuration" % row["version"],
+                    {"rule": "TensorFlow %s is built with cuDNN %s; a runtime of the same major and an older "
+                             "minor is refused" % (row["version"], row["cudnn"]),
+                     "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked")})
+    if fw == "jax":
+        var = fwm.jax_plugin_for(v.get("version"), str(v.get("cuda") or "").split(".")[0])
+        if var and var.get("cudnn_built"):
+            row = fwm.jax_release(v.get("version")) or {}
+            return (str(var["cudnn_built"]), "the jax %s wheels (matrix)" % var.get("tag"),
+                    {"rule": "jax %s is built with cuDNN %s" % (var.get("tag"), var["cudnn_built"]),
+                     "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked")})
+    return None
+
+
 def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
     """What cuDNN the framework was built for: {version, from, source, verified}."""
     v = facts.mapping("framework." + fw)
@@ -185,16 +207,25 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
         if not isinstance(req, dict) or not req.get("version") or "," in str(req["version"]):
             return None
         src = dict(TORCH_CUDNN_RULE)
-        var = fwm.torch_variant(v.get("version"))
+        var = fwm.torch_variant(v.get("version")) or fwm.torch_variant_for_cuda(v.get("version"), v.get("cuda"))
+        version, origin = str(req["version"]), "%s (%s)" % (req.get("package") or "bundled", req.get("from"))
         if var is not None:
             row = fwm.torch_release(v.get("version")) or {}
             src.update(url=row.get("source", {}).get("url", src["url"]),
                        checked=row.get("source", {}).get("checked", CHECKED))
-        return {"version": str(req["version"]), "from": "%s (%s)" % (req.get("package") or "bundled",
-                                                                    req.get("from")), "source": src}
+            built = _v(var.get("cudnn"))
+            # a bundled copy named only by its major: the matrix knows which cuDNN that wheel ships
+            if "." not in version and built is not None and str(built.release[0]) == version:
+                version, origin = str(var["cudnn"]), "the cuDNN torch %s %s wheels ship (matrix)" % (
+                    row.get("version"), var.get("tag"))
+        return {"version": version, "from": origin, "source": src}
     if fw in ("tensorflow", "jax") and v.get("cudnn"):
-        return {"version": str(v["cudnn"]), "from": "build info", "source": dict(
-            TORCH_CUDNN_RULE, rule="cuDNN runtime must have the build's major (and a minor >= the build's)")}
+        version, origin = str(v["cudnn"]), "build info"
+        src = dict(TORCH_CUDNN_RULE, rule="cuDNN runtime must have the build's major (and a minor >= the build's)")
+        tested = _tested_cudnn(fw, v)
+        if tested is not None and "." not in version and tested[0].split(".")[0] == version:
+            version, origin, src = tested[0], tested[1], dict(tested[2])
+        return {"version": version, "from": origin, "source": src}
     if fw == "onnxruntime" and v.get("gpu"):
         rel = fwm.onnxruntime_release(v.get("version"))
         if rel is None:
@@ -220,8 +251,8 @@ _CUDNN_VERSION_DOCS = (
 
 def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
     req = _required_cudnn(facts, fw)
-    entries = facts.value("linkage." + fw)
-    if req is None or not isinstance(entries, list):
+    entries = [e for key in ("linkage." + fw, "linkage.%s.dlopen" % fw) for e in facts.items(key)]
+    if req is None or not entries:
         return
     want = _v(req["version"])
     if want is None:
@@ -257,6 +288,49 @@ def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
 for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
     per_framework(_cudnn_version, "cudnn-version", _fw, _CUDNN_VERSION_DOCS if _fw == FRAMEWORKS[0] else ())
 
+
+
+def _gpu_present(facts: Facts) -> bool:
+    count = facts.value("gpu.count")
+    return (isinstance(count, int) and count > 0) or bool(facts.value("driver.nvidia_pci_gpus"))
+
+
+def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
+    """The CUDA libraries the framework dlopens at run time that the loader cannot find (on a GPU machine: on a
+    CPU-only one a CUDA build falls back to the CPU, as intended)."""
+    entries = facts.value("linkage.%s.dlopen" % fw)
+    if not isinstance(entries, list) or not _gpu_present(facts):
+        return
+    needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
+    for e in entries:
+        if not isinstance(e, dict) or e.get("path") or e.get("soname") in needed:
+            continue
+        soname = str(e.get("soname", ""))
+        comp = component_of(soname)
+        elsewhere = [str(p) for p in e.get("elsewhere") or []]
+        if elsewhere:
+            where = posixpath.dirname(elsewhere[0])
+            fix = Fix(text="A copy is at %s, where the loader does not look: put its directory on "
+                           "LD_LIBRARY_PATH for %s." % (elsewhere[0], NAMES[fw]),
+                      commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where])
+        else:
+            fix = _pip_fix_for(facts, fw, soname)
+        yield Finding(
+            code="%s.framework_cannot_load" % comp, severity="error", components=[comp, fw],
+            title="%s loads %s at run time, but the loader finds no such file%s" % (
+                _fw_version(facts, fw), soname, " (a copy is at %s, which is not searched)" % elsewhere[0]
+                if elsewhere else ""),
+            detail="%s opens %s with dlopen when it first uses the GPU; it is not on LD_LIBRARY_PATH, in the "
+                   "directories %s adds itself, the ld.so cache or the default directories, so %s falls back to "
+                   "the CPU or fails ('%s: cannot open shared object file').%s" % (
+                       NAMES[fw], soname, NAMES[fw], NAMES[fw], soname,
+                       " Copies that exist but are not searched: %s." % ", ".join(elsewhere) if elsewhere else ""),
+            evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
+            source=dict(LDSO_RULE), fix=fix)
+
+
+for _fw in ("tensorflow", "onnxruntime", "cupy"):
+    per_framework(_dlopen_linkage, "framework-dlopen", _fw, ())
 
 #: Each question over every framework at once.
 framework_linkage = group("framework-linkage")

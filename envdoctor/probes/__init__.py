@@ -77,6 +77,7 @@ PROBE_MODULES = (
     "envdoctor.probes.frameworks",
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
+    "envdoctor.probes.dlopen",
     "envdoctor.probes.containers",
 )
 
