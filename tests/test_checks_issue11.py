@@ -220,3 +220,38 @@ def test_a_cudnn_minor_older_than_the_framework_was_built_with_is_an_error() -> 
     f = run(_tf("2.15.0", "libcudnn.so.8.8.0", "8.8.0"))["cudnn.too_old_for_framework"]
     assert f.severity == "error" and "8.9" in f.title and "8.8.0" in f.title
     assert "cudnn.too_old_for_framework" not in run(_tf("2.15.0", "libcudnn.so.8.9.4", "8.9.4"))
+
+
+def _gpus(count: int) -> List[Fact]:
+    return [ok("gpu.count", count, "nvml:device_count")] + [
+        ok("gpu.%d.uuid" % i, "GPU-%d1b2c3d4-0000-0000-0000-000000000000" % i, "nvml:device.%d.uuid" % i)
+        for i in range(count)]
+
+
+def test_cuda_visible_devices_naming_no_gpu() -> None:
+    # corpus: cvd-index2-on-single-titanx-pascal, cvd-export-1-in-script-single-rtx2070super
+    for value in ("2", "1", "", "-1", "GPU-ffffffff"):
+        f = run(_gpus(1) + [ok("env.cuda_visible_devices", value, "env:CUDA_VISIBLE_DEVICES")])
+        assert f["gpu.cuda_visible_devices_hides_all"].severity == "error", value
+        assert "CUDA_VISIBLE_DEVICES" in f["gpu.cuda_visible_devices_hides_all"].title
+    # naming GPUs that exist (by index or UUID), or selecting one of several: quiet
+    for value, count in (("0", 1), ("1", 2), ("0,1", 2), ("GPU-01b2c3d4", 1), ("1,7", 2)):
+        facts = _gpus(count) + [ok("env.cuda_visible_devices", value, "env:CUDA_VISIBLE_DEVICES")]
+        assert "gpu.cuda_visible_devices_hides_all" not in run(facts), value
+
+
+def test_the_toolkit_stub_libcuda_first_on_the_loader_path() -> None:
+    # corpus: warp-libcuda-stub-dir-on-ld-library-path (the real `ldconfig -p` of the case)
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "warp-libcuda-stub-dir-on-ld-library-path"
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))}
+    f = found["driver.libcuda_stub_on_loader_path"]
+    assert "stubs" in f.title and "LD_LIBRARY_PATH" in f.title and "grep -vx" in f.fix.commands[0]
+    doc = _corpus_host(case).doc
+    ldp = doc["environ"]["LD_LIBRARY_PATH"]
+    doc["environ"]["LD_LIBRARY_PATH"] = ":".join(p for p in ldp.split(":") if not p.rstrip("/").endswith("stubs"))
+    after = {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+    assert "driver.libcuda_stub_on_loader_path" not in after

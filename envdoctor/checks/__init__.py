@@ -51,6 +51,7 @@ CHECK_MODULES = (
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
     "envdoctor.checks.tools",
+    "envdoctor.checks.environment",
 )
 
 

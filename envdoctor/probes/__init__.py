@@ -78,6 +78,7 @@ PROBE_MODULES = (
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
     "envdoctor.probes.dlopen",
+    "envdoctor.probes.environment",
     "envdoctor.probes.containers",
 )
 
