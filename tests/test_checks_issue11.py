@@ -255,3 +255,21 @@ def test_the_toolkit_stub_libcuda_first_on_the_loader_path() -> None:
     doc["environ"]["LD_LIBRARY_PATH"] = ":".join(p for p in ldp.split(":") if not p.rstrip("/").endswith("stubs"))
     after = {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
     assert "driver.libcuda_stub_on_loader_path" not in after
+
+
+def test_library_mismatch_is_fixed_by_a_reboot_only_when_the_module_on_disk_matches() -> None:
+    # corpus: debian12-mismatch-module-package-not-upgraded (the real modinfo / dkms status of the case)
+    from .conftest import probe_facts
+
+    case = "debian12-mismatch-module-package-not-upgraded"
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))}
+    f = found["driver.module_on_disk_mismatch"]
+    assert f.severity == "error" and "520.56.06" in f.title and "525.85.12" in f.title
+    assert "sudo reboot" != found["driver.library_mismatch"].fix.commands[0]
+    assert found["driver.library_mismatch"].fix.commands[0] == "sudo apt-get install --fix-broken"
+    # the new module is installed, only not loaded yet: a reboot is the fix
+    fixed = _corpus_host(case, **{"modinfo -F version nvidia": "525.85.12\n",
+                                  "dkms status": "nvidia-current, 525.85.12, 6.1.0-3-amd64, x86_64: installed\n"})
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(fixed), []))}
+    assert "driver.module_on_disk_mismatch" not in found
+    assert found["driver.library_mismatch"].fix.commands[0] == "sudo reboot"

@@ -271,7 +271,58 @@ def _mismatch(facts: Facts) -> List[Finding]:
         fix=Fix(text="Reboot, which loads the new module. Without a reboot: stop everything using the GPU "
                      "(display manager, nvidia-persistenced, containers, jobs), then unload and reload the "
                      "modules.",
-                commands=["sudo reboot", RELOAD]),
+                commands=["sudo reboot", RELOAD]) if not _on_disk_differs(facts, uver) else
+        Fix(text="A reboot would load the same old module again: the module installed for this kernel is %s. "
+                 "Finish or repair the driver upgrade so the %s kernel module is built and installed, then "
+                 "reboot." % (_on_disk(facts), u), commands=_module_repair(facts)),
+    )] + _on_disk_mismatch(facts, uver)
+
+
+def _on_disk(facts: Facts) -> Optional[str]:
+    """The nvidia module version installed for the running kernel: modinfo, else DKMS's installed build."""
+    text = facts.text("driver.module_on_disk.version")
+    if text:
+        return text
+    release = facts.text("kernel.release")
+    for e in facts.items("driver.dkms.status"):
+        if isinstance(e, dict) and e.get("state") == "installed" and e.get("kernel") == release \
+                and str(e.get("module", "")).startswith("nvidia"):
+            return str(e.get("version"))
+    return None
+
+
+def _on_disk_differs(facts: Facts, uver: Optional[str]) -> bool:
+    disk = _v(_on_disk(facts))
+    user = _v(uver)
+    return disk is not None and user is not None and disk != user
+
+
+def _module_repair(facts: Facts) -> List[str]:
+    family = _family(facts)
+    if family == "debian":
+        return ["sudo apt-get install --fix-broken", "sudo dkms status", "sudo reboot"]
+    if family in ("rhel", "fedora"):
+        return ["sudo dnf distro-sync 'nvidia*' 'kmod-nvidia*'", "sudo dkms status", "sudo reboot"]
+    return ["sudo dkms status", "sudo dkms autoinstall", "sudo reboot"]
+
+
+def _on_disk_mismatch(facts: Facts, uver: Optional[str]) -> List[Finding]:
+    if not _on_disk_differs(facts, uver):
+        return []
+    disk = _on_disk(facts)
+    return [Finding(
+        code="driver.module_on_disk_mismatch", severity="error", components=["driver", "kernel"],
+        title="The nvidia module installed for kernel %s is %s, but the user-space driver is %s: a reboot will "
+              "not fix the mismatch" % (facts.text("kernel.release") or "(running)", disk, uver),
+        detail="The kernel module on disk (what the next boot loads) was not upgraded with the user-space "
+               "libraries, typically a half-finished package upgrade or a DKMS build that failed for the new "
+               "version. Until a %s module is built and installed, NVML and CUDA keep failing with 'Driver/library "
+               "version mismatch'." % uver,
+        evidence=_evidence(facts, "driver.module_on_disk.version", "driver.dkms.status", "driver.userspace.version",
+                           "kernel.release"),
+        source=_source("nvml"),
+        fix=Fix(text="Repair the driver packages so the %s kernel module is built for this kernel, then reboot."
+                     % uver, commands=_module_repair(facts)),
     )]
 
 
@@ -776,6 +827,12 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "driver.nvml.status, driver.kernel_module.version, driver.userspace.version",
             "NVML, nvidia-smi and CUDA refuse to start (\"Driver/library version mismatch\"); a reboot after a "
             "driver upgrade fixes it.", RULES["nvml"]["url"]),
+    CodeDoc("driver.module_on_disk_mismatch", "error",
+            "The nvidia module installed for the running kernel is another version than the user-space driver: a "
+            "reboot loads the same mismatching module again.", "driver.module_on_disk.version, driver.dkms.status, "
+            "driver.userspace.version, kernel.release",
+            "NVML and CUDA keep failing with 'Driver/library version mismatch' after every reboot until the module "
+            "package is repaired or rebuilt.", RULES["nvml"]["url"]),
     CodeDoc("driver.not_installed", "error", "An NVIDIA GPU is on the PCI bus but no NVIDIA driver is installed.",
             "driver.installed, driver.nvidia_pci_gpus", "Without the driver CUDA cannot use the GPU.",
             RULES["install"]["url"]),

@@ -529,6 +529,17 @@ def _mok_keys(host: Host) -> List[Fact]:
     return [ok("driver.mok_keys", keys, src, "Module signing keys (MOK)")]
 
 
+def _module_on_disk_version(host: Host) -> List[Fact]:
+    """The version of the nvidia module installed for the running kernel (what the next boot loads): modinfo
+    by name reads the file under /lib/modules/$(uname -r), not the module in memory."""
+    argv = ["modinfo", "-F", "version", "nvidia"]
+    res = host.run(argv, timeout=5)
+    text = res.stdout.strip().splitlines()[0].strip() if res.ok and res.stdout.strip() else ""
+    if not re.match(r"^\d+\.\d+(\.\d+)?$", text):
+        return []
+    return [ok("driver.module_on_disk.version", text, _cmd_src(argv), "nvidia module on disk (next boot)")]
+
+
 def _nvswitch(host: Host, dev_names: Tuple[str, ...]) -> List[Fact]:
     nodes = [n for n in dev_names if n.startswith("nvidia-nvswitch")]
     proc = host.list_dir("/proc/driver/nvidia-nvswitch/devices")
@@ -609,6 +620,8 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(_secure_boot(host))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
+            if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":
+                facts.extend(_module_on_disk_version(host))
             if not loaded and any(f.key == "driver.secure_boot" and f.value is True for f in facts):
                 facts.extend(_mok_keys(host))
     facts.extend(_nvswitch(host, dev_names))
