@@ -273,3 +273,16 @@ def test_library_mismatch_is_fixed_by_a_reboot_only_when_the_module_on_disk_matc
     found = {f.code: f for f in run_checks(CheckContext(probe_facts(fixed), []))}
     assert "driver.module_on_disk_mismatch" not in found
     assert found["driver.library_mismatch"].fix.commands[0] == "sudo reboot"
+
+
+def test_fabric_manager_of_another_version_is_named_with_both_versions() -> None:
+    # corpus: hgx-fabricmanager-version-differs-from-driver (NVIDIA/gpu-operator#544): `nv-fabricmanager --version`
+    from .conftest import probe_facts
+
+    case = "hgx-fabricmanager-version-differs-from-driver"
+    f = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))}[
+        "driver.fabric_manager_not_running"]
+    assert "530.30.02" in f.title and "530.41.03" in f.title
+    same = _corpus_host(case, **{"nv-fabricmanager --version": "Fabric Manager version is : 530.41.03\n"})
+    f = {f.code: f for f in run_checks(CheckContext(probe_facts(same), []))}["driver.fabric_manager_not_running"]
+    assert "530.30.02" not in f.title and "is failed" in f.title

@@ -556,15 +556,20 @@ def _fabric_manager(facts: Facts) -> List[Finding]:
         pkg = "sudo dnf install -y nvidia-fabric-manager-%s" % (version or "<version>")
     else:
         pkg = "# install nvidia-fabricmanager of exactly driver version %s" % (version or "<version>")
+    fm_version = facts.text("driver.fabric_manager.version")
+    other = bool(fm_version and version and fm_version != str(version))
     return [Finding(
         code="driver.fabric_manager_not_running", severity="error", components=["fabric-manager", "driver"],
-        title="NVSwitch system with %s, but the fabric manager service is %s (needs nvidia-fabricmanager %s)" % (
-            _driver_label(facts), state, version or "of the driver's exact version"),
+        title=("NVSwitch system with %s, but the fabric manager service is %s: the installed nvidia-fabricmanager "
+               "is %s, not the driver's %s" % (_driver_label(facts), state, fm_version, version)) if other else
+              "NVSwitch system with %s, but the fabric manager service is %s (needs nvidia-fabricmanager %s)" % (
+                  _driver_label(facts), state, version or "of the driver's exact version"),
         detail="This machine has NVSwitches. Until NVIDIA Fabric Manager has configured the NVLink fabric, CUDA "
                "initialisation fails with cudaErrorSystemNotReady (error 802, \"system not yet initialized\"). "
                "The fabric manager package must be exactly the driver's version (%s); after a driver upgrade an "
                "old fabric manager refuses to start (see `journalctl -u nvidia-fabricmanager`)." % (version or "?"),
-        evidence=_evidence(facts, "driver.nvswitch.present", "driver.fabric_manager.state", "driver.version"),
+        evidence=_evidence(facts, "driver.nvswitch.present", "driver.fabric_manager.state", "driver.version",
+                           "driver.fabric_manager.version"),
         source=_source("fabric_manager"),
         fix=Fix(text="Install the fabric manager of exactly driver version %s (if missing or of another version) "
                      "and start it at boot." % (version or "?"),

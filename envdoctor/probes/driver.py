@@ -550,6 +550,14 @@ def _nvswitch(host: Host, dev_names: Tuple[str, ...]) -> List[Fact]:
         fm = _state_of_service(host, "nvidia-fabricmanager", "driver.fabric_manager.state", "Fabric manager service")
         if fm is not None:
             facts.append(fm)
+            if fm.known and fm.value != "active":
+                # why it does not run: most often another version than the driver's, which it refuses
+                argv = ["nv-fabricmanager", "--version"]
+                res = host.run(argv, timeout=5)
+                m = re.search(r"version is\s*:\s*(\d+\.\d+(?:\.\d+)?)", res.stdout + res.stderr)
+                if m:
+                    facts.append(ok("driver.fabric_manager.version", m.group(1), _cmd_src(argv),
+                                    "Fabric manager version"))
     return facts
 
 
