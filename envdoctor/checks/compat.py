@@ -37,7 +37,7 @@ from ..findings import Finding, Fix
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
 from . import CodeDoc, check, docs_for, group
-from .suggest import install_line
+from .suggest import install_line, rpm_tool
 
 PROG_GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 MINOR_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
@@ -471,7 +471,8 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                 source=_source("CUDA %s needs Linux driver >= %s" % (_mm_str(need.cuda), exact), row),
                 fix=Fix(text="Install the NVIDIA driver, then reboot (or load the module).",
                         commands=["sudo ubuntu-drivers install" if facts.value("os.id") == "ubuntu"
-                                  else "sudo dnf install nvidia-driver" if facts.value("os.family") == "rhel"
+                                  else "sudo %s install nvidia-driver" % rpm_tool(facts)
+                                  if facts.value("os.family") == "rhel"
                                   else "see https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"],
                         install=install_line(facts, "driver", _branch(exact), floor=True)),
             ))
@@ -1114,6 +1115,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
             cmds.append("export NVCC_CCBIN=%s" % best["path"].replace("gcc", "g++"))
         else:
             cmds.append("sudo apt-get install gcc-%d g++-%d" % (gmax, gmax) if facts.value("os.id") == "ubuntu"
+                        else "sudo yum install devtoolset-%d" % gmax if rpm_tool(facts) == "yum"
                         else "sudo dnf install gcc-toolset-%d" % gmax)
             cmds.append("export NVCC_CCBIN=/usr/bin/g++-%d" % gmax)
         out.append(Finding(

@@ -43,7 +43,7 @@ from ..host.nvml_worker import MAX_GPUS
 from ..matrix import unverified
 from ..matrix.hardware import gpu_product
 from . import CheckContext, CodeDoc, check, group, quietly
-from .suggest import install_line
+from .suggest import install_line, rpm_tool
 
 CHECKED = "2026-11-22"
 
@@ -134,11 +134,11 @@ def _initramfs(family: str) -> List[str]:
     return ["sudo update-initramfs -u   # Debian/Ubuntu", "sudo dracut --force   # RHEL/Fedora/SUSE"]
 
 
-def _headers(family: str) -> List[str]:
+def _headers(family: str, tool: str = "dnf") -> List[str]:
     if family == "debian":
         return ['sudo apt-get install -y "linux-headers-$(uname -r)"']
     if family in ("rhel", "fedora"):
-        return ['sudo dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"']
+        return ['sudo %s install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"' % tool]
     if family == "suse":
         return ["sudo zypper install -y kernel-default-devel"]
     return ['sudo apt-get install -y "linux-headers-$(uname -r)"   # Debian/Ubuntu',
@@ -302,7 +302,7 @@ def _module_repair(facts: Facts) -> List[str]:
     if family == "debian":
         return ["sudo apt-get install --fix-broken", "sudo dkms status", "sudo reboot"]
     if family in ("rhel", "fedora"):
-        return ["sudo dnf distro-sync 'nvidia*' 'kmod-nvidia*'", "sudo dkms status", "sudo reboot"]
+        return ["sudo %s distro-sync 'nvidia*' 'kmod-nvidia*'" % rpm_tool(facts), "sudo dkms status", "sudo reboot"]
     return ["sudo dkms status", "sudo dkms autoinstall", "sudo reboot"]
 
 
@@ -340,7 +340,7 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
     if family == "debian" and branch:
         cmds = ["sudo apt-get install -y libnvidia-compute-%s nvidia-utils-%s" % (branch, branch)]
     elif family in ("rhel", "fedora"):
-        cmds = ["sudo dnf install -y nvidia-driver-cuda nvidia-driver-cuda-libs"]
+        cmds = ["sudo %s install -y nvidia-driver-cuda nvidia-driver-cuda-libs" % rpm_tool(facts)]
     else:
         cmds = []
     return [Finding(
@@ -423,8 +423,19 @@ def _no_module_for_kernel(facts: Facts) -> List[Finding]:
     title = "No nvidia kernel module is built for the running kernel %s" % release
     if others:
         title += " (DKMS built nvidia %s only for %s)" % (", ".join(versions) or "?", ", ".join(others))
-    cmds = _headers(family) + ["sudo dkms autoinstall", "sudo modprobe nvidia"]
-    return [Finding(
+    cmds = _headers(family, rpm_tool(facts)) + ["sudo dkms autoinstall", "sudo modprobe nvidia"]
+    headers = facts.mapping("kernel.headers")
+    missing_headers = [] if headers.get("present") is not False else [Finding(
+        code="driver.kernel_headers_missing", severity="error", components=["kernel", "driver"],
+        title="The headers of the running kernel %s are not installed, so DKMS cannot build the nvidia module for "
+              "it" % release,
+        detail="DKMS compiles the nvidia module against /lib/modules/%s/build; without the kernel's headers "
+               "package the build is skipped after a kernel update, and the new kernel boots without the module."
+               % release,
+        evidence=_evidence(facts, "kernel.headers", "kernel.release", "driver.dkms.status"),
+        source=_source("headers"),
+        fix=Fix(text="Install the headers of kernel %s; DKMS then builds the module." % release, commands=cmds))]
+    return missing_headers + [Finding(
         code="driver.no_module_for_kernel", severity="error", components=["driver", "kernel"],
         title=title,
         detail="The machine booted kernel %s, but /lib/modules/%s holds no nvidia.ko and DKMS has not built one "
@@ -553,7 +564,7 @@ def _fabric_manager(facts: Facts) -> List[Finding]:
     if family == "debian":
         pkg = "sudo apt-get install -y nvidia-fabricmanager-%s=%s-*" % (branch or "<branch>", version or "<version>")
     elif family in ("rhel", "fedora"):
-        pkg = "sudo dnf install -y nvidia-fabric-manager-%s" % (version or "<version>")
+        pkg = "sudo %s install -y nvidia-fabric-manager-%s" % (rpm_tool(facts), version or "<version>")
     else:
         pkg = "# install nvidia-fabricmanager of exactly driver version %s" % (version or "<version>")
     fm_version = facts.text("driver.fabric_manager.version")
@@ -682,7 +693,7 @@ def _wsl(facts: Facts) -> List[Finding]:
     family = _family(facts)
     if linux_libs or module:
         if family in ("rhel", "fedora"):
-            remove = ["sudo dnf remove -y 'nvidia-driver*' 'kmod-nvidia*'"]
+            remove = ["sudo %s remove -y 'nvidia-driver*' 'kmod-nvidia*'" % rpm_tool(facts)]
         else:
             remove = ["sudo apt-get purge -y 'nvidia-driver-*' 'libnvidia-compute-*' 'nvidia-utils-*'"]
         remove += ["sudo ldconfig", "wsl.exe --shutdown   # then reopen the WSL terminal"]
@@ -832,6 +843,11 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "driver.nvml.status, driver.kernel_module.version, driver.userspace.version",
             "NVML, nvidia-smi and CUDA refuse to start (\"Driver/library version mismatch\"); a reboot after a "
             "driver upgrade fixes it.", RULES["nvml"]["url"]),
+    CodeDoc("driver.kernel_headers_missing", "error",
+            "No nvidia module is built for the running kernel and its headers are not installed, so DKMS cannot "
+            "build one.", "kernel.headers, kernel.release, driver.module_for_running_kernel, driver.dkms.status",
+            "After a kernel update the new kernel boots without the nvidia module: no GPU until the headers are "
+            "installed and DKMS builds it.", RULES["headers"]["url"]),
     CodeDoc("driver.module_on_disk_mismatch", "error",
             "The nvidia module installed for the running kernel is another version than the user-space driver: a "
             "reboot loads the same mismatching module again.", "driver.module_on_disk.version, driver.dkms.status, "

@@ -103,3 +103,13 @@ def _planned(facts: Any, component: str, version: Optional[str], method: Optiona
             continue
         return [(_render(component, v, method, prefix, options), plan)]
     return []
+
+
+def rpm_tool(facts: Any) -> str:
+    """The package manager of a RHEL-family machine: yum on EL7 and older (dnf came with RHEL 8), dnf after."""
+    version = str(facts.value("os.version") or "")
+    major = version.split(".")[0]
+    if facts.value("os.family") == "rhel" or facts.value("os.id") in ("rhel", "centos", "rocky", "almalinux", "ol"):
+        if major.isdigit() and int(major) <= 7:
+            return "yum"
+    return "dnf"

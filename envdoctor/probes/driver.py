@@ -460,7 +460,17 @@ def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
         fact.reason = ("no nvidia.ko under {}{}".format(base, "; DKMS built it only for " + ", ".join(others)
                                                        if others else ""))
         facts.append(fact)
+        facts.append(_kernel_headers(host, release))
     return facts
+
+
+def _kernel_headers(host: Host, release: str) -> Fact:
+    """Whether the running kernel's headers are installed (what DKMS needs to build the module for it):
+    /lib/modules/<release>/build, or the distributions' header trees."""
+    candidates = [f"/lib/modules/{release}/build", f"/usr/src/linux-headers-{release}", f"/usr/src/kernels/{release}"]
+    present = [p for p in candidates if host.is_dir(p)]
+    return ok("kernel.headers", {"release": release, "present": bool(present), "path": present[0] if present
+                                 else None}, "dir:" + ",".join(candidates), "Headers of the running kernel")
 
 
 def _secure_boot(host: Host) -> Fact:
