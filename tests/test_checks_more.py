@@ -47,7 +47,9 @@ def test_a_runpath_library_is_shadowed_through_ld_library_path():
     found = _codes(framework_linkage(CheckContext(probe_facts(host), [])))
     f = found["cudnn.shadowed"]
     assert f.severity == "warning" and "/opt/cudnn/lib" in f.title and "LD_LIBRARY_PATH" in f.title
-    assert f.fix.commands == ["unset LD_LIBRARY_PATH"]
+    # the fix removes the one offending entry, not the whole variable (issue 11, "Fixes that work")
+    assert f.fix.commands == ['export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | '
+                              'grep -vx /opt/cudnn/lib | paste -sd:)"']
     # ...and with RPATH (the PyPI wheel as shipped) the same machine is quiet.
     assert "cudnn.shadowed" not in _codes(framework_linkage(CheckContext(probe_facts(torch_host(
         ldp="/opt/cudnn/lib", system_cudnn=("/opt/cudnn/lib", "libcudnn.so.9.1.0"))), [])))

@@ -78,3 +78,17 @@ def test_no_redist_line_for_a_cuda_without_redistributable_archives() -> None:
     assert install_line(ubuntu, "cuda", "11.1.0", prefix="~/cuda-11.1") is None
     assert install_line(ubuntu, "cuda", "12.4.1", prefix="~/cuda-12.4") == \
         "envdoctor install cuda --version 12.4.1 --prefix ~/cuda-12.4"
+
+
+def test_el7_commands_use_yum() -> None:
+    from envdoctor.checks.suggest import rpm_tool
+
+    assert rpm_tool(Facts([ok("os.id", "centos", "f"), ok("os.version", "7.9.2009", "f"),
+                           ok("os.family", "rhel", "f")])) == "yum"
+    assert rpm_tool(Facts([ok("os.id", "rocky", "f"), ok("os.version", "9.4", "f"), ok("os.family", "rhel", "f")])) \
+        == "dnf"
+    # the captured CentOS 7 machine: no command any finding suggests uses dnf
+    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", os.path.join(HERE, "machines", "centos7-a100-cuda115",
+                                                                       "snapshot.json"), "--format", "json"])
+    cmds = [c for f in json.loads(r.output)["findings"] for c in f["fix"]["commands"]]
+    assert not any(c.startswith("sudo dnf") for c in cmds)

@@ -171,8 +171,8 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                 fix=Fix(text="Remove the directory holding %s from LD_LIBRARY_PATH (or drop its ld.so.conf "
                              "entry and run ldconfig) so the framework's own copy is used." % (
                                  e.get("resolved") or e.get("path")),
-                        commands=["unset LD_LIBRARY_PATH" if e.get("via") == "LD_LIBRARY_PATH"
-                                  else "sudo ldconfig"]))
+                        commands=[_drop_ldp_entry(posixpath.dirname(str(e.get("path") or e.get("resolved"))))
+                                  if e.get("via") == "LD_LIBRARY_PATH" else "sudo ldconfig"]))
 
 
 for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
@@ -288,6 +288,12 @@ def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
 for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
     per_framework(_cudnn_version, "cudnn-version", _fw, _CUDNN_VERSION_DOCS if _fw == FRAMEWORKS[0] else ())
 
+
+
+def _drop_ldp_entry(directory: str) -> str:
+    """The shell line that removes one directory from LD_LIBRARY_PATH and keeps the others."""
+    return ('export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s | paste -sd:)"'
+            % directory)
 
 
 def _gpu_present(facts: Facts) -> bool:
