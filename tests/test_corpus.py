@@ -230,3 +230,21 @@ def test_fixture_elf_map_becomes_the_snapshot_elf_section(tmp_path: Any) -> None
     with pytest.raises(make_fixture.FixtureError, match="list of strings"):
         make_fixture._elf({"elf": {"/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7": {"needed": "libc.so.6"}}},
                           tree, str(root), "t")
+
+
+def test_fixture_program_answers_through_links(tmp_path: Any) -> None:
+    """machine.json lists nvcc once, by its real path; with PATH=/usr/local/cuda/bin the probes run
+    /usr/local/cuda/bin/nvcc, which must answer the same, as it does on the machine."""
+    root = tmp_path / "root"
+    (root / "usr/local/cuda-12.4/bin").mkdir(parents=True)
+    (root / "usr/local/cuda-12.4/bin/nvcc").write_text("")
+    os.symlink("cuda-12.4", str(root / "usr/local/cuda"))
+    tree = make_fixture._walk_root(str(root), "t")
+    listed = [{"argv": ["/usr/local/cuda-12.4/bin/nvcc", "--version"], "stdout": "release 12.4, V12.4.131\n"},
+              {"argv": ["/usr/bin/gcc", "--version"], "stdout": "gcc 13\n"}]
+    extra = make_fixture._command_aliases(listed, tree, str(root))
+    assert [c["argv"] for c in extra] == [["/usr/local/cuda/bin/nvcc", "--version"]]
+    assert extra[0]["stdout"] == "release 12.4, V12.4.131\n"
+    # a path machine.json lists itself keeps its own answer
+    listed.append({"argv": ["/usr/local/cuda/bin/nvcc", "--version"], "stdout": "hung"})
+    assert make_fixture._command_aliases(listed, tree, str(root)) == []
