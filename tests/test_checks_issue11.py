@@ -286,3 +286,18 @@ def test_fabric_manager_of_another_version_is_named_with_both_versions() -> None
     same = _corpus_host(case, **{"nv-fabricmanager --version": "Fabric Manager version is : 530.41.03\n"})
     f = {f.code: f for f in run_checks(CheckContext(probe_facts(same), []))}["driver.fabric_manager_not_running"]
     assert "530.30.02" not in f.title and "is failed" in f.title
+
+
+def test_runtime_compiling_frameworks_and_minor_version_compatibility() -> None:
+    # corpus: cupy900rc1-cuda113-build-on-driver460-cuda112 (cupy#5095), jaxlib0315-local-cuda1162-on-driver470
+    from .conftest import probe_facts
+
+    cupy = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "cupy900rc1-cuda113-build-on-driver460-cuda112")), []))}
+    f = cupy["driver.too_old_for_toolkit"]
+    assert f.severity == "error" and "11.3" in f.title and "11.2" in f.title
+    jax = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "jaxlib0315-local-cuda1162-on-driver470-no-kernel-image")), []))}
+    mvc = jax["driver.minor_version_compat"]
+    assert mvc.severity == "warning" and "jax" in mvc.detail
+    # the same toolkit with nothing compiling at run time against it: info (test_checks_compat)

@@ -489,8 +489,17 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                     and _v(drv.version) < Version(need.min_driver):  # type: ignore[operator]
                 out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
             continue
+        users = _toolkit_users(facts) if need.kind != "framework" else []
+        if verdict == "minor_compat" and (need.kind == "framework" and need.component == "cupy" or "cupy" in users):
+            # CuPy compiles its kernels with NVRTC into PTX of its own CUDA minor, which the driver must JIT:
+            # minor-version compatibility does not cover it (cudaErrorUnsupportedPtxVersion), so the driver
+            # of that exact minor is needed
+            row = hw.cuda_release(_mm_str(need.cuda))
+            if row is not None:
+                out.append(_too_old(facts, drv, need, row["min_driver_linux"], row, ["min_driver_linux"], ccs))
+                continue
         if verdict == "minor_compat":
-            out.append(_minor_compat(drv, need, ccs, facts))
+            out.append(_minor_compat(drv, need, ccs, facts, runtime_users=users))
             continue
         row = _floor_row(need.cuda[0])
         floor = hw.min_driver_for_cuda(_mm_str(need.cuda) if need.cuda[1] is not None
@@ -530,7 +539,23 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
     )
 
 
-def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> Finding:
+def _toolkit_users(facts: Facts) -> List[str]:
+    """Frameworks that compile their GPU code at run time with the machine's own CUDA toolkit: CuPy built from
+    source (against the local toolkit), jaxlib's "local CUDA" wheels (+cudaNN without a minor, using the ptxas
+    and libraries of the installed toolkit)."""
+    out = []
+    cupy = facts.mapping("framework.cupy")
+    if cupy.get("build") == "source":
+        out.append("cupy")
+    jax = facts.mapping("framework.jax")
+    cuda = _mm(jax.get("cuda"))
+    if jax.get("build") == "cuda" and cuda is not None and cuda[1] is None:
+        out.append("jax")
+    return out
+
+
+def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
+                  runtime_users: Sequence[str] = ()) -> Finding:
     row = hw.cuda_release(_mm_str(need.cuda))
     floor = hw.min_driver_for_cuda(_mm_str(need.cuda), minor_compat=True)
     exact = row["min_driver_linux"] if row else "?"
@@ -542,7 +567,10 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
             jit = any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs)
     # A toolkit is only a possibility of trouble (code built PTX-only, e.g. nvcc's default target, fails to JIT;
     # code built with SASS for the GPU runs): info. A framework that reaches the GPU only through PTX: warning.
-    severity = "warning" if need.kind == "framework" and jit else "info"
+    # JAX compiles its kernels at run time (XLA, with the ptxas/nvJitLink of its CUDA): under minor-version
+    # compatibility what needs the driver's JIT fails, so it is a warning like a PTX-only build
+    runtime = (need.kind == "framework" and need.component in RUNTIME_COMPILED) or bool(runtime_users)
+    severity = "warning" if (need.kind == "framework" and jit) or runtime else "info"
     return Finding(
         code="driver.minor_version_compat", severity=severity, components=["driver", need.component],
         title="%s; %s needs CUDA %s (driver >= %s), so it runs through CUDA minor-version compatibility "
@@ -551,7 +579,11 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
                "JIT-compile PTX newer than it knows: such code fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
                "('the provided PTX was compiled with an unsupported toolchain').%s" % (
                    need.cuda[0], floor,
-                   " Here that matters: this build reaches the GPU only through PTX." if severity == "warning"
+                   " Here that matters: %s." % (
+                       "%s compiles its kernels at run time with it" % ", ".join(runtime_users) if runtime_users
+                       else "it compiles its kernels at run time" if runtime else
+                                                 "this build reaches the GPU only through PTX")
+                   if severity == "warning"
                    else " Code nvcc builds with SASS for the GPU (-arch=native, or -gencode for its sm_XY) runs "
                    "normally; code built for PTX only (nvcc's default target) does not." if need.kind != "framework"
                    else " This build ships SASS for the GPU, so it runs normally."),
