@@ -301,3 +301,18 @@ def test_runtime_compiling_frameworks_and_minor_version_compatibility() -> None:
     mvc = jax["driver.minor_version_compat"]
     assert mvc.severity == "warning" and "jax" in mvc.detail
     # the same toolkit with nothing compiling at run time against it: info (test_checks_compat)
+
+
+def test_jaxlib_local_tag_cuda112_is_cuda_11_2() -> None:
+    from envdoctor.probes import ProbeContext
+    from envdoctor.probes.frameworks import probe_frameworks
+
+    from .test_probe_frameworks import site_host
+
+    def jax_cuda(jaxlib: str) -> Any:
+        host = site_host({"jax-0.2.13.dist-info/METADATA": "Name: jax\nVersion: 0.2.13\n",
+                          "jaxlib-%s.dist-info/METADATA" % jaxlib: "Name: jaxlib\nVersion: %s\n" % jaxlib})
+        return Facts(probe_frameworks(ProbeContext(host))).mapping("framework.jax").get("cuda")
+
+    assert jax_cuda("0.1.65+cuda112") == "11.2"      # corpus: jaxlib065-cuda112-system-cudnn805
+    assert jax_cuda("0.3.15+cuda11.cudnn82") == "11"  # the local-CUDA wheels name only the major

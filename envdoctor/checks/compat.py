@@ -597,7 +597,7 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
 
 #: Frameworks whose precompiled kernels decide whether the GPU runs at all; JAX (XLA) and CuPy (NVRTC)
 #: compile most kernels at run time for the GPU present, so only their precompiled ones are at stake.
-ARCH_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
+ARCH_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy", "paddle")
 RUNTIME_COMPILED = ("jax", "cupy")
 
 

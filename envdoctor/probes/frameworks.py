@@ -378,7 +378,9 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     if jaxlib:
         m = _JAXLIB_LOCAL.match(split_local(jaxlib.version)[1] or "")
         if m:
-            cuda = m.group("cuda")
+            # "cuda11" is a CUDA major (the local-CUDA wheels); "cuda112" is CUDA 11.2, "cuda101" 10.1
+            digits = m.group("cuda")
+            cuda = "%s.%s" % (digits[:-1], digits[-1]) if len(digits) >= 3 else digits
             if m.group("cudnn"):
                 c = m.group("cudnn")
                 cudnn = f"{c[0]}.{c[1:]}" if len(c) > 1 else c
