@@ -316,3 +316,13 @@ def test_jaxlib_local_tag_cuda112_is_cuda_11_2() -> None:
 
     assert jax_cuda("0.1.65+cuda112") == "11.2"      # corpus: jaxlib065-cuda112-system-cudnn805
     assert jax_cuda("0.3.15+cuda11.cudnn82") == "11"  # the local-CUDA wheels name only the major
+
+
+def test_module_file_names_of_every_distribution() -> None:
+    from envdoctor.probes.driver import _NVIDIA_KO
+
+    for name in ("nvidia.ko", "nvidia-current.ko", "nvidia_550.ko", "nvidia.ko.xz", "nvidia.ko.zst",
+                 "nvidia-current.ko.xz"):
+        assert _NVIDIA_KO.match(name), name
+    for name in ("nvidia-uvm.ko", "nvidia-drm.ko.zst", "nvidia_modeset.ko", "nouveau.ko.xz"):
+        assert not _NVIDIA_KO.match(name), name

@@ -49,7 +49,7 @@ MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
 
 #: Sub-directories of /lib/modules/<release>/ where a packaged or DKMS-built nvidia.ko lands.
 MODULE_SUBDIRS = ("updates/dkms", "updates", "kernel/drivers/video", "extra", "extra/nvidia", "misc",
-                  "kernel/drivers/char/drm", "weak-updates/nvidia")
+                  "kernel/drivers/char/drm", "weak-updates/nvidia", "extramodules")  # extramodules: Arch
 
 SMI_QUERY = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
 SMI_PLAIN = ["nvidia-smi"]
@@ -67,7 +67,8 @@ _LIB_VERSION = re.compile(r"^(?P<lib>libnvidia-ml|libcuda)\.so\.(?P<version>\d{3
 _SMI_CUDA = re.compile(r"CUDA Version:\s*(?P<version>\d+\.\d+)")
 _SMI_NVML_LIB = re.compile(r"NVML library version:\s*(?P<version>\d+\.\d+(?:\.\d+)?)")
 _PCI_ADDR = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_NVIDIA_KO = re.compile(r"^nvidia\.ko(?:\.(?:xz|zst|gz))?$")
+#: nvidia.ko, Debian's nvidia-current.ko, branch-named nvidia_NNN.ko / nvidia-NNN.ko, compressed (.xz, .zst, .gz)
+_NVIDIA_KO = re.compile(r"^nvidia(?:-current|[-_]\d+)?\.ko(?:\.(?:xz|zst|gz))?$")
 _BLACKLIST = re.compile(r"^\s*blacklist\s+nouveau\s*$", re.M)
 #: dkms >= 3: "nvidia/550.54.15, 5.15.0-105-generic, x86_64: installed";
 #: dkms 2: "nvidia, 470.82.00, 5.4.0-91-generic, x86_64: installed".
