@@ -326,3 +326,21 @@ def test_module_file_names_of_every_distribution() -> None:
         assert _NVIDIA_KO.match(name), name
     for name in ("nvidia-uvm.ko", "nvidia-drm.ko.zst", "nvidia_modeset.ko", "nouveau.ko.xz"):
         assert not _NVIDIA_KO.match(name), name
+
+
+def test_user_space_driver_is_found_where_the_loader_looks() -> None:
+    # the live H100 container capture: the injected driver libraries are in /usr/local/nvidia/lib64, named by
+    # LD_LIBRARY_PATH (the container layout); nvidia-smi printed Driver Version 580.159.04
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+
+    from .conftest import probe_facts
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "live", "h100-ubuntu2404-container",
+                        "snapshot.json.gz")
+    doc = load_snapshot(path)
+    assert probe_facts(SnapshotHost(doc)).value("driver.userspace.version") == "580.159.04"
+    doc["environ"].pop("LD_LIBRARY_PATH")
+    fact = probe_facts(SnapshotHost(doc)).get("driver.userspace.version")
+    assert fact is not None and not fact.known  # not where the loader looks any more: not claimed

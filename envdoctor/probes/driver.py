@@ -148,11 +148,23 @@ def _nvml_answer(data: Dict[str, object], key: str) -> Tuple[object, Optional[st
     return None, str(ans.get("error") or "EXCEPTION")
 
 
+def lib_search_dirs(host: Host) -> List[str]:
+    """Where the loader looks for the driver's libraries: LD_LIBRARY_PATH (containers put the injected driver in
+    /usr/local/nvidia/lib64 and name it there), then the usual directories."""
+    ldp = [d for d in (host.getenv("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
+    out: List[str] = []
+    for d in ldp + list(LIB_DIRS):
+        d = d.rstrip("/") or "/"
+        if d not in out:
+            out.append(d)
+    return out
+
+
 def _userspace_libs(host: Host) -> List[Tuple[str, str]]:
-    """(path, version) of libnvidia-ml.so.<ver> and libcuda.so.<ver> in the usual directories."""
+    """(path, version) of libnvidia-ml.so.<ver> and libcuda.so.<ver> where the loader looks."""
     found = []
     seen = set()
-    for d in LIB_DIRS:
+    for d in lib_search_dirs(host):
         for name in host.list_dir(d).names():
             m = _LIB_VERSION.match(name)
             if m and _parse_version(m.group("version")) is not None:
@@ -614,8 +626,9 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     if not have_user:
         facts.extend(_userspace_facts(libs))
     if not libs and not have_user and not wsl:
+        dirs = lib_search_dirs(host)
         facts.append(unknown("driver.userspace.version", "no libnvidia-ml.so.<version> or libcuda.so.<version> in "
-                             + ", ".join(LIB_DIRS), "dir:" + ",".join(LIB_DIRS), L_USER))
+                             + ", ".join(dirs), "dir:" + ",".join(dirs), L_USER))
 
     if wsl:  # the driver is Windows': none of the Linux-side module questions apply
         return facts
