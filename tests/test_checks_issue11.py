@@ -344,3 +344,22 @@ def test_user_space_driver_is_found_where_the_loader_looks() -> None:
     doc["environ"].pop("LD_LIBRARY_PATH")
     fact = probe_facts(SnapshotHost(doc)).get("driver.userspace.version")
     assert fact is not None and not fact.known  # not where the loader looks any more: not claimed
+
+
+def test_stale_driver_library_links_left_by_an_update() -> None:
+    # corpus: void-stale-libnvidia-nvvm-link-after-550-update, rhel7-ppc64le-stale-libnvidia-ml-link-function-not-found
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "void-stale-libnvidia-nvvm-link-after-550-update"
+    f = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))}["driver.stale_library_link"]
+    assert "libnvidia-nvvm.so.4" in f.title and "525.105.17" in f.title and "sudo ldconfig" in f.fix.commands
+    doc = _corpus_host(case).doc
+    doc["links"]["/usr/lib/libnvidia-nvvm.so.4"] = {"target": "libnvidia-nvvm.so.550.107.02"}
+    assert "driver.stale_library_link" not in {f.code for f in run_checks(CheckContext(
+        probe_facts(SnapshotHost(doc)), []))}
+    rhel = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "rhel7-ppc64le-stale-libnvidia-ml-link-function-not-found")), []))}
+    f = rhel["driver.library_mismatch"]
+    assert "387.26" in f.title and "384.81" in f.title and "sudo reboot" not in f.fix.commands

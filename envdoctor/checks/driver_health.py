@@ -32,6 +32,7 @@ that finding is a warning at most.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
@@ -977,6 +978,64 @@ def _ask(name: str, fn: Callable[[Facts], List[Finding]]) -> None:
 
 for _name, _fn in _QUESTIONS:
     _ask(_name, _fn)
+
+
+def _library_links(facts: Facts) -> List[Finding]:
+    """Driver library links naming another driver version's file, or a file that is gone (left by an update)."""
+    links = [lk for lk in facts.items("driver.library_links") if isinstance(lk, dict)]
+    if not links:
+        return []
+    running = facts.text("driver.kernel_module.version") or facts.text("driver.version")
+    if running is None:
+        versions = [str(lk.get("version")) for lk in links if lk.get("exists")]
+        running = max(set(versions), key=versions.count) if versions else None
+    out: List[Finding] = []
+    stale = [lk for lk in links if not lk.get("exists") or (running and lk.get("version") != running)]
+    core = [lk for lk in stale if posixpath.basename(str(lk["link"])) in ("libnvidia-ml.so.1", "libcuda.so.1")]
+    reported = {f.code for f in quietly(_mismatch, facts)}
+    if core and running and "driver.library_mismatch" not in reported:
+        lk = core[0]
+        out.append(Finding(
+            code="driver.library_mismatch", severity="error", components=["driver", "kernel"],
+            title="The loaded kernel module is driver %s, but %s still links to driver %s (%s): a stale link left "
+                  "by an update" % (running, posixpath.basename(str(lk["link"])), lk["version"], lk["target"]),
+            detail="The loader gives programs %s, which points at the previous driver's library; it cannot talk to "
+                   "the %s kernel module (NVML: 'Function Not Found' or 'Driver/library version mismatch'). A "
+                   "reboot does not fix a link." % (lk["link"], running),
+            evidence=_evidence(facts, "driver.library_links", "driver.kernel_module.version", "driver.nvml.status"),
+            source=_source("nvml"),
+            fix=Fix(text="ldconfig re-points each soname link at the newest library that carries the soname; if "
+                         "the %s libraries are missing, reinstall the driver packages first." % running,
+                    commands=["ls -l %s/lib*.so.1" % posixpath.dirname(str(lk["link"])), "sudo ldconfig",
+                              "ls -l %s" % lk["link"]])))
+    for lk in stale:
+        if lk in core:
+            continue
+        out.append(Finding(
+            code="driver.stale_library_link", severity="error", components=["driver"],
+            title="%s points to %s (driver %s%s), not to driver %s" % (
+                lk["link"], lk["target"], lk["version"], ", which no longer exists" if not lk.get("exists") else "",
+                running or "?"),
+            detail="A driver update left this link naming the previous driver's file. Whatever loads it (the "
+                   "NVIDIA Container Toolkit injects every driver library into containers; CUDA's NVVM loads "
+                   "libnvidia-nvvm) fails to load it or gets a library of the wrong version.",
+            evidence=_evidence(facts, "driver.library_links", "driver.kernel_module.version", "driver.version"),
+            source=_source("nvml"),
+            fix=Fix(text="ldconfig re-points the link at the newest library carrying its soname; if that is not the "
+                         "%s one, reinstall the driver packages of that version." % (running or "running driver's"),
+                    commands=["sudo ldconfig", "ls -l %s" % lk["link"]])))
+    return out
+
+
+@check("driver-health.library-links", codes=(
+    CodeDoc("driver.stale_library_link", "error",
+            "A driver library link (libnvidia-*.so.N) points to another driver version's file, or to one that no "
+            "longer exists, left by an update.", "driver.library_links, driver.kernel_module.version",
+            "Containers (the toolkit injects every driver library) and programs that load it fail.",
+            RULES["nvml"]["url"]),
+))
+def library_links(ctx: CheckContext) -> List[Finding]:
+    return _library_links(ctx.facts) if _installed(ctx.facts) else []
 
 
 @check("driver-health.nvml-errors", codes=())

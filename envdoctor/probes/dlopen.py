@@ -18,6 +18,7 @@ elsewhere, expected: None, shadowed: False}]``.
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
@@ -146,6 +147,37 @@ def _is_cuda_build(name: str, value: Dict[str, Any]) -> bool:
     return value.get("build") == "cuda"
 
 
+_DRIVER_LINK = re.compile(r"^lib(?:cuda|nvidia-[a-z0-9-]+)\.so\.\d+$")
+_VERSIONED = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
+def driver_library_links(host: Host, cache: List[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
+    """The driver's soname links (libcuda.so.1, libnvidia-ml.so.1, libnvidia-nvvm.so.4 ...) in the directories the
+    loader finds the driver in: each {link, target, version, exists}.  After an update a link may still name the
+    previous driver's file (or one that is gone)."""
+    dirs: List[str] = []
+    for name in ("libnvidia-ml.so.1", "libcuda.so.1"):
+        res = resolve_soname(host, name, cache=cache)
+        if res["path"] and posixpath.dirname(res["path"]) not in dirs:
+            dirs.append(posixpath.dirname(res["path"]))
+    out: List[Dict[str, Any]] = []
+    for d in dirs:
+        names = host.list_dir(d).names()
+        for n in sorted(names):
+            if not _DRIVER_LINK.match(n):
+                continue
+            link = host.read_link(posixpath.join(d, n))
+            if link.target is None:
+                continue
+            m = _VERSIONED.search(link.target)
+            if not m:
+                continue
+            target = posixpath.normpath(posixpath.join(d, link.target))
+            out.append({"link": posixpath.join(d, n), "target": target, "version": m.group(1),
+                        "exists": host.exists(target)})
+    return out
+
+
 @register("dlopen", "CUDA libraries frameworks load at run time", order=97)
 def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
@@ -153,6 +185,12 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
     facts: List[Fact] = []
     ldp = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
     cache: Optional[List[Tuple[str, str, str]]] = None
+    if ctx.facts_of("driver").value("driver.installed") is True:
+        cache = read_ld_cache(host)[0]
+        if cache is not None:
+            links = driver_library_links(host, cache)
+            if links:
+                facts.append(ok("driver.library_links", links, "derived", "Driver library links"))
     for name in LOADS:
         value = fw.value("framework." + name)
         if not isinstance(value, dict) or not _is_cuda_build(name, value):
