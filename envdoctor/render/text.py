@@ -465,8 +465,9 @@ def _verdict(report: Report, findings: Sequence[Finding], style: Style) -> str:
     counts = "%d error%s, %d warning%s" % (errors, "" if errors == 1 else "s", warnings, "" if warnings == 1 else "s")
     unseen = report.unseen
     if unseen is not None:  # the first line says the node could not be seen (a pre-flight never passes it)
-        return style.mark("error") + " " + style("NOT VERIFIED: could not establish the driver/GPU state of this "
-                                                 "node (%s); %s" % (printable(unseen.title), counts), "red", "bold")
+        # (Why is the finding's title, shown below: the line stays within the screen's width.)
+        return style.mark("error") + " " + style("Not ready: %s. NOT VERIFIED: driver/GPU state unseen" % counts,
+                                                 "red", "bold")
     if errors:
         return style.mark("error") + " " + style("Not ready: %s" % counts, "red", "bold")
     if warnings:
