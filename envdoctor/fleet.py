@@ -328,11 +328,36 @@ def _load(node: Node, timeout: float) -> Node:
         first = listed[0] if listed else None
         if probe.get("name") == "frameworks" and type(first) is dict and str(first.get("key")).startswith("framework."):
             facts._frameworks = True  # known without a scan of every fact (see FactIndex)
-    node.findings = [f for f in _list(doc.get("findings")) if isinstance(f, dict)
-                     and isinstance(f.get("code"), str) and f.get("severity") in SEVERITIES]
+    node.findings = []
+    for f in _list(doc.get("findings")):
+        if not isinstance(f, dict) or not isinstance(f.get("code"), str):
+            continue
+        if f.get("severity") not in SEVERITIES:
+            # A severity this envdoctor does not know (a newer one wrote it, or the file was edited): kept and
+            # counted as an error, since a node whose findings cannot be judged is not passed.
+            f = dict(f, severity="error", title="(severity %r, unknown to this envdoctor) %s" % (
+                str(f.get("severity"))[:40], f.get("title", "")))
+        node.findings.append(f)
+    newer = _newer_schema(doc, node.kind)
+    if newer:
+        node.findings.append({"code": "envdoctor.newer_schema", "severity": "warning", "components": ["envdoctor"],
+                              "title": newer})
     if not node.facts and node.kind == "report":
         node.unreadable = "%s holds no facts: not an envdoctor report" % path
     return node
+
+
+def _newer_schema(doc: Dict[str, Any], kind: str) -> str:
+    """Why ``doc`` was written in a newer format than this envdoctor reads ("" when it was not)."""
+    from .report import REPORT_SCHEMA_VERSION
+
+    version = doc.get("schema_version")
+    if kind == "report" and isinstance(version, int) and not isinstance(version, bool) \
+            and version > REPORT_SCHEMA_VERSION:
+        return ("written by a newer envdoctor (%s, report schema %d; this one reads %d): facts and findings it "
+                "added are not shown" % (doc.get("envdoctor_version") or "unknown version", version,
+                                         REPORT_SCHEMA_VERSION))
+    return ""
 
 
 # ------------------------------------------------------------------------------------------ facts

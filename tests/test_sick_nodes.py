@@ -137,3 +137,23 @@ def test_an_unreadable_pci_bus_is_unknown_never_no_gpu():
     facts = report.facts
     assert facts.get("driver.nvidia_pci_gpus").status == "unknown"
     assert "unknown" in facts.get("driver.installed").reason
+
+
+def test_fleet_flags_newer_reports_and_never_drops_an_unknown_severity(tmp_path):
+    with open(os.path.join(ROOT, "tests", "live", "h100-ubuntu2404-container", "live-diagnose.json"),
+              encoding="utf-8") as fh:
+        report = json.load(fh)
+    newer = dict(report, schema_version=99)
+    odd = dict(report, findings=list(report["findings"]) + [
+        {"code": "gpu.future_check", "severity": "critical", "components": ["gpu"], "title": "GPU on fire"}])
+    for name, doc in (("newer", newer), ("odd", odd), ("plain", report)):
+        (tmp_path / ("%s.json" % name)).write_text(json.dumps(doc), encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "envdoctor", "fleet", str(tmp_path), "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    doc = json.loads(r.stdout)
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    assert nodes["odd"]["summary"]["error"] == nodes["plain"]["summary"]["error"] + 1  # kept, judged an error
+    assert nodes["newer"]["summary"]["warning"] == nodes["plain"]["summary"]["warning"] + 1
+    codes = {f["code"]: f for f in doc["findings"]}
+    assert codes["envdoctor.newer_schema"]["nodes"] == ["newer"]
+    assert codes["gpu.future_check"]["nodes"] == ["odd"] and r.returncode == 1
