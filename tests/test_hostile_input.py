@@ -114,3 +114,25 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_2():
 def test_a_huge_number_is_a_usage_error():
     r = _cli(["matrix", "cuda", "9" * 5000])
     assert r.returncode == 2 and b"Traceback" not in r.stderr
+
+
+def test_snapshot_as_root_refuses_a_link_another_user_planted(tmp_path):
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("the refusal applies to root; the tests run as another user")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(str(shared), 0o1777)  # like /tmp
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    link = shared / "snap.json"
+    os.symlink(str(victim), str(link))
+    os.lchown(str(link), 65534, 65534)  # planted by nobody
+    r = _cli(["snapshot", "-o", str(link)], env=dict(os.environ, ENVDOCTOR_NO_PREFORK="1"))
+    assert r.returncode == 2 and b"symbolic link owned by uid 65534" in r.stderr and b"Traceback" not in r.stderr
+    assert victim.read_text() == "precious\n"
+    # root's own link is followed as before (the file it points to is replaced, the link stays).
+    os.lchown(str(link), 0, 0)
+    r = _cli(["snapshot", "-o", str(link)], env=dict(os.environ, ENVDOCTOR_NO_PREFORK="1"))
+    assert r.returncode == 0 and json.loads(victim.read_text())["schema_version"] >= 1 and os.path.islink(str(link))

@@ -135,6 +135,7 @@ def write_snapshot(doc: Dict[str, Any], path: str) -> None:
         import gzip
 
         data = gzip.compress(data, mtime=0)
+    _refuse_foreign_links(path)
     try:
         st: Optional[os.stat_result] = os.stat(path)  # follows links: /dev/stdout is a pipe or a terminal
     except FileNotFoundError:
@@ -165,6 +166,37 @@ def write_snapshot(doc: Dict[str, Any], path: str) -> None:
         except OSError:
             pass
         raise
+
+
+def _refuse_foreign_links(path: str) -> None:
+    """Run as root, never follow a symbolic link another user owns (in the path or its directories): in a
+    world-writable directory (``/tmp/snap.json``) anyone could point it at ``/etc/shadow``, and root would
+    overwrite that. PermissionError naming the link and its owner."""
+    import os
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    current = os.path.abspath(path)
+    seen = 0
+    while seen < 40:
+        seen += 1
+        parts = current.split(os.sep)
+        for i in range(2, len(parts) + 1):
+            prefix = os.sep.join(parts[:i]) or os.sep
+            try:
+                st = os.lstat(prefix)
+            except OSError:
+                return  # not there (yet): nothing to follow
+            if os.path.islink(prefix):
+                if st.st_uid != 0:
+                    raise PermissionError(1, "refusing, as root, to follow a symbolic link owned by uid %d"
+                                          % st.st_uid, prefix)
+                target = os.readlink(prefix)
+                rest = os.sep.join(parts[i:])
+                current = os.path.normpath(os.path.join(os.path.dirname(prefix), target, rest))
+                break
+        else:
+            return
 
 
 # -- reading -------------------------------------------------------------------
