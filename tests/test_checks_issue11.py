@@ -363,3 +363,14 @@ def test_stale_driver_library_links_left_by_an_update() -> None:
         "rhel7-ppc64le-stale-libnvidia-ml-link-function-not-found")), []))}
     f = rhel["driver.library_mismatch"]
     assert "387.26" in f.title and "384.81" in f.title and "sudo reboot" not in f.fix.commands
+
+
+def test_docker_desktop_context_is_named() -> None:
+    # corpus: docker-desktop-context-hides-nvidia-runtime (nvidia-container-toolkit#814)
+    from .conftest import probe_facts
+
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "docker-desktop-context-hides-nvidia-runtime")), []))}
+    f = found["container-toolkit.runtime_not_configured"]
+    assert "Docker Desktop" in f.title and f.fix.commands == ["docker context use default"]
+    # the plain case (tests/test_checks_containers.py: no desktop context) keeps nvidia-ctk runtime configure
