@@ -374,3 +374,19 @@ def test_docker_desktop_context_is_named() -> None:
     f = found["container-toolkit.runtime_not_configured"]
     assert "Docker Desktop" in f.title and f.fix.commands == ["docker context use default"]
     # the plain case (tests/test_checks_containers.py: no desktop context) keeps nvidia-ctk runtime configure
+
+
+def test_a_wheel_library_picks_an_older_nvjitlink_through_ld_library_path() -> None:
+    # corpus: jaxlib062-cusparse-picks-hpcsdk-nvjitlink (jax#30050): libcusparse.so.12's real NEEDED/RUNPATH
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "jaxlib062-cusparse-picks-hpcsdk-nvjitlink"
+    hits = [f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), [])) if f.code == "cuda.shadowed"]
+    assert len(hits) == 1 and hits[0].severity == "error"
+    assert "libnvJitLink.so.12" in hits[0].title and "12.4.127" in hits[0].title and "12.9.86" in hits[0].title
+    assert "grep -vx /opt/nvidia/hpc_sdk/Linux_x86_64/24.5/cuda/12.4/lib64" in hits[0].fix.commands[0]
+    doc = _corpus_host(case).doc
+    doc["environ"].pop("LD_LIBRARY_PATH")
+    assert "cuda.shadowed" not in {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}

@@ -338,6 +338,35 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
 for _fw in ("tensorflow", "onnxruntime", "cupy"):
     per_framework(_dlopen_linkage, "framework-dlopen", _fw, ())
 
+
+@check("nvidia-wheel-links", codes=())
+def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
+    """A wheel library (cuSPARSE, cuBLAS ...) that the loader links to another copy of its dependency than the one
+    its RUNPATH names: an older minor of the same major is an error (cuSPARSE needs an nvJitLink of its own CUDA
+    minor or newer: 'undefined symbol: __nvJitLinkCreate_12_x'), any other copy a warning."""
+    facts = ctx.facts
+    for lk in facts.items("linkage.nvidia_wheels"):
+        if not isinstance(lk, dict) or not lk.get("shadowed"):
+            continue
+        got, want = _v(lk.get("version")), _v(lk.get("expected_version"))
+        older = got is not None and want is not None and got.release[:2] < want.release[:2]
+        lib, dep = posixpath.basename(str(lk.get("library"))), str(lk.get("soname"))
+        comp = component_of(dep)
+        yield Finding(
+            code="%s.shadowed" % comp, severity="error" if older else "warning", components=[comp],
+            title="%s (pip wheel) loads %s from %s (%s, via %s), not its wheel's %s (%s)" % (
+                lib, dep, lk.get("path"), lk.get("version") or "version unknown", lk.get("via"), lk.get("expected"),
+                lk.get("expected_version") or "version unknown"),
+            detail="The wheel's RUNPATH names its own copy, but the loader searches %s first.%s" % (
+                lk.get("via"), " A CUDA library needs its dependencies of its own CUDA minor or newer: this older "
+                "one lacks the symbols it calls, so it fails to load ('undefined symbol')." if older else ""),
+            evidence=_evidence(facts, "linkage.nvidia_wheels", "cuda.ld_library_path"),
+            source=dict(LDSO_RULE),
+            fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's own copy is used." %
+                         posixpath.dirname(str(lk.get("path"))),
+                    commands=[_drop_ldp_entry(posixpath.dirname(str(lk.get("path"))))]
+                    if lk.get("via") == "LD_LIBRARY_PATH" else ["sudo ldconfig"]))
+
 #: Each question over every framework at once.
 framework_linkage = group("framework-linkage")
 cudnn_version = group("cudnn-version")
