@@ -390,3 +390,21 @@ def test_a_wheel_library_picks_an_older_nvjitlink_through_ld_library_path() -> N
     doc = _corpus_host(case).doc
     doc["environ"].pop("LD_LIBRARY_PATH")
     assert "cuda.shadowed" not in {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+
+
+def test_titles_have_no_double_spaces_or_repeated_unknowns() -> None:
+    # every finding on every captured and rebuilt machine: a missing version must not leave "  " or
+    # "driver unknown ... driver unknown" in the one line a user reads first
+    import glob
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+    from envdoctor.report import diagnose
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    snaps = glob.glob(os.path.join(here, "machines", "*", "snapshot.json")) + glob.glob(
+        os.path.join(here, "corpus", "*", "snapshot.json"))
+    titles = [f.title for s in snaps for f in diagnose(SnapshotHost(load_snapshot(s))).findings]
+    assert len(titles) > 50
+    bad = [t for t in titles if "  " in t or t.lower().count("unknown") > 1 or t != t.strip() or "None" in t]
+    assert bad == []
