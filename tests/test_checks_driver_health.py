@@ -66,7 +66,7 @@ def only(host, code: str) -> Finding:
     found = findings(host)
     assert [f.code for f in found] == [code], [(f.code, f.title) for f in found]
     f = found[0]
-    # every finding per DESIGN: a title, a source with URL and date, evidence, and a fix
+    # every finding per docs/DESIGN.md: a title, a source with URL and date, evidence, and a fix
     assert f.title and f.detail
     assert f.source["url"].startswith("https://") and f.source["checked"]
     assert f.evidence and all("key" in e for e in f.evidence)

@@ -36,6 +36,7 @@ from ..facts import Fact, Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
+from ..osinfo import nvidia_distro
 from . import CodeDoc, check, docs_for, group
 from .suggest import install_line, rpm_tool
 
@@ -45,9 +46,6 @@ CPP_EXTENSION = "https://github.com/pytorch/pytorch/blob/main/torch/utils/cpp_ex
 CUDA_ENV = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#environment-setup"
 #: The date the two NVIDIA pages above and cpp_extension.py were read for these rules.
 RULES_CHECKED = "2026-11-22"
-
-#: Distribution ids that NVIDIA's tables list under "rhel" (by major version).
-RHEL_LIKE = ("rhel", "centos", "rocky", "almalinux", "ol")
 
 #: Framework fact -> (component, display name).
 FRAMEWORKS = (("torch", "torch"), ("tensorflow", "tensorflow"), ("jax", "jax"), ("onnxruntime", "onnxruntime"),
@@ -1162,11 +1160,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     os_id, os_ver = facts.value("os.id"), facts.value("os.version")
     if os_id and os_ver and not _distribution_package(tk_fact):
         dist = row.get("distributions") or {}
-        key, ver = str(os_id), str(os_ver)
-        if key in RHEL_LIKE:
-            key, ver = "rhel", ver.split(".")[0]
-        elif key == "debian":
-            ver = ver.split(".")[0]
+        key, ver = nvidia_distro(str(os_id), str(os_ver))
         if key in dist and ver not in dist[key]:
             out.append(Finding(
                 code="os.unsupported_by_cuda", severity="warning", components=["os", "cuda"],

@@ -982,7 +982,8 @@ for _name, _fn in _QUESTIONS:
 
 def _library_links(facts: Facts) -> List[Finding]:
     """Driver library links naming another driver version's file, or a file that is gone (left by an update)."""
-    links = [lk for lk in facts.items("driver.library_links") if isinstance(lk, dict)]
+    links = [lk for lk in facts.items("driver.library_links")
+             if isinstance(lk, dict) and all(isinstance(lk.get(k), str) for k in ("link", "target", "version"))]
     if not links:
         return []
     running = facts.text("driver.kernel_module.version") or facts.text("driver.version")
