@@ -408,3 +408,23 @@ def test_titles_have_no_double_spaces_or_repeated_unknowns() -> None:
     assert len(titles) > 50
     bad = [t for t in titles if "  " in t or t.lower().count("unknown") > 1 or t != t.strip() or "None" in t]
     assert bad == []
+
+
+def test_nvidia_wheels_of_two_cuda_majors_in_one_environment() -> None:
+    # corpus: torch280-nccl-cu11-and-cu12-wheels-share-lib (rwth-i6/returnn#1802): collect_env's wheel list
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "torch280-nccl-cu11-and-cu12-wheels-share-lib"
+    found = [f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))
+             if f.code == "framework.nvidia_wheels_conflict"]
+    nccl = [f for f in found if "nvidia-nccl-cu11 2.14.3" in f.title]
+    assert nccl and nccl[0].severity == "error"
+    assert nccl[0].fix.commands[0].startswith("pip uninstall -y nvidia-nccl-cu11")
+    doc = _corpus_host(case).doc
+    for listing in doc["dirs"].values():
+        listing["entries"] = [e for e in listing.get("entries", []) if not e.startswith("nvidia_nccl_cu11")]
+    after = [f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))
+             if f.code == "framework.nvidia_wheels_conflict" and "nccl" in f.title]
+    assert after == []

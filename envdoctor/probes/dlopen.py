@@ -223,6 +223,26 @@ def wheel_links(host: Host, site: str, ldp: Sequence[str], cache: List[Tuple[str
     return out
 
 
+_NVIDIA_FAMILY = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
+#: NVIDIA packages that are not CUDA library wheels
+_NOT_LIBRARIES = ("nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-dali", "nvidia-modelopt")
+
+
+def wheel_families(host: Host) -> List[Dict[str, Any]]:
+    """NVIDIA library wheels of the same library for different CUDA majors installed in the same site-packages
+    (nvidia-nccl-cu11 next to nvidia-nccl-cu12): both write site-packages/nvidia/<lib>/lib, so the last one
+    installed overwrites the other's files."""
+    groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    for d in host.distributions():
+        m = _NVIDIA_FAMILY.match(d.key)
+        if not m or d.key in _NOT_LIBRARIES or d.key.startswith(_NOT_LIBRARIES):
+            continue
+        groups.setdefault((d.location, m.group("lib")), []).append(
+            {"name": d.key, "version": d.version, "cuda": m.group("cuda") or "13"})
+    return [{"location": loc, "lib": lib, "wheels": sorted(ws, key=lambda w: w["name"])}
+            for (loc, lib), ws in sorted(groups.items()) if len({w["cuda"] for w in ws}) > 1]
+
+
 @register("dlopen", "CUDA libraries frameworks load at run time", order=97)
 def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
@@ -236,6 +256,10 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
             links = driver_library_links(host, cache)
             if links:
                 facts.append(ok("driver.library_links", links, "derived", "Driver library links"))
+    families = wheel_families(host)
+    if families:
+        facts.append(ok("python.nvidia_wheel_conflicts", families, "derived",
+                        "NVIDIA wheels of one library for several CUDA majors"))
     sites = sorted({str(v.get("path")) for v in (fw.value("framework." + n) for n in ("torch", "jax", "tensorflow",
                                                                                      "cupy", "onnxruntime"))
                     if isinstance(v, dict) and v.get("path")})
