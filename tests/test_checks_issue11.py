@@ -428,3 +428,33 @@ def test_nvidia_wheels_of_two_cuda_majors_in_one_environment() -> None:
     after = [f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))
              if f.code == "framework.nvidia_wheels_conflict" and "nccl" in f.title]
     assert after == []
+
+
+def test_cuda_device_order_on_a_mixed_gpu_machine() -> None:
+    # corpus: cvd-3-mixed-8gpu-server-fastest-first-order (pytorch#20606)
+    names = ["NVIDIA GeForce GTX 1080 Ti", "NVIDIA TITAN V", "NVIDIA TITAN V", "NVIDIA GeForce GTX 1080 Ti"]
+    gpus = [ok("gpu.count", 4, "nvml")] + [ok("gpu.%d.name" % i, n, "nvml") for i, n in enumerate(names)]
+    cvd = ok("env.cuda_visible_devices", "3", "env:CUDA_VISIBLE_DEVICES")
+    f = run(gpus + [cvd, ok("env.cuda_device_order", None, "env:CUDA_DEVICE_ORDER")])["gpu.cuda_device_order_differs"]
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in f.title
+    assert "gpu.cuda_device_order_differs" not in run(gpus + [cvd, ok("env.cuda_device_order", "PCI_BUS_ID", "env")])
+    same = [ok("gpu.count", 4, "nvml")] + [ok("gpu.%d.name" % i, "NVIDIA A100-SXM4-80GB", "nvml") for i in range(4)]
+    assert "gpu.cuda_device_order_differs" not in run(same + [cvd, ok("env.cuda_device_order", None, "env")])
+
+
+def test_jax_pieces_must_agree() -> None:
+    # corpus: jax-cuda12-plugin092-with-jaxlib0901, jaxlib0169-cuda101-older-than-jax0226-minimum
+    from .conftest import probe_facts
+
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "jax-cuda12-plugin092-with-jaxlib0901")), []))}
+    f = found["framework.jax_plugin_mismatch"]
+    assert "0.9.2" in f.title and "0.9.0.1" in f.title
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "jaxlib0169-cuda101-older-than-jax0226-minimum")), []))}
+    f = found["framework.jaxlib_too_old_for_jax"]
+    assert "0.1.69" in f.title and "0.1.74" in f.title
+    jax = ok("framework.jax", {"version": "0.4.30", "jaxlib": "0.4.30", "jaxlib_minimum": "0.4.27",
+                               "plugins": {"jax-cuda12-plugin": "0.4.30"}, "plugins_match_jaxlib": True,
+                               "mismatched_plugins": [], "build": "cuda", "cuda": "12"}, "test")
+    assert not {"framework.jax_plugin_mismatch", "framework.jaxlib_too_old_for_jax"} & set(run([jax]))

@@ -371,6 +371,12 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     assert main is not None
     value: Dict[str, Any] = _version_of(main)
     value["jaxlib"] = jaxlib.version if jaxlib else None
+    if jax:
+        # jax refuses an older jaxlib at import ("jaxlib is version X, but this version of jax requires Y")
+        lits, _why = read_literals(host, posixpath.join(jax.location, "jax", "version.py"))
+        minimum = lits.get("_minimum_jaxlib_version")
+        if isinstance(minimum, str):
+            value["jaxlib_minimum"] = minimum
     plugins = {k: d.version for k, d in dists.items() if _JAX_PLUGIN.match(k)}
     value["plugins"] = plugins
     cuda = None
