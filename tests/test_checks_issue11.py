@@ -458,3 +458,21 @@ def test_jax_pieces_must_agree() -> None:
                                "plugins": {"jax-cuda12-plugin": "0.4.30"}, "plugins_match_jaxlib": True,
                                "mismatched_plugins": [], "build": "cuda", "cuda": "12"}, "test")
     assert not {"framework.jax_plugin_mismatch", "framework.jaxlib_too_old_for_jax"} & set(run([jax]))
+
+
+def test_nvidia_tensorflow_is_recognised_from_tensorflow_core() -> None:
+    # NVIDIA's nvidia-tensorflow (TF 1.15 line) keeps its package in tensorflow_core/; build_info.py of TF < 2.3
+    # is written as module variables (the form tensorflow-gpu 1.15's own build_info.py has)
+    from envdoctor.probes import ProbeContext
+    from envdoctor.probes.frameworks import probe_frameworks
+
+    from .test_probe_frameworks import site_host
+
+    build_info = ("# Lint as: python2, python3\nis_rocm_build = False\nis_cuda_build = True\n"
+                  "cuda_version_number = '11.8'\ncudnn_version_number = '8'\n")
+    host = site_host({"nvidia_tensorflow-1.15.5+nv22.12.dist-info/METADATA":
+                      "Name: nvidia-tensorflow\nVersion: 1.15.5+nv22.12\n",
+                      "tensorflow_core/python/platform/build_info.py": build_info,
+                      "tensorflow/__init__.py": ""})
+    tf = Facts(probe_frameworks(ProbeContext(host))).mapping("framework.tensorflow")
+    assert tf.get("build") == "cuda" and tf.get("cuda") == "11.8" and tf.get("package") == "nvidia-tensorflow"
