@@ -498,3 +498,25 @@ def test_forward_compat_reached_through_a_linked_directory() -> None:
     after = [f.title for f in run_checks(CheckContext(probe_facts(SnapshotHost(host.doc)), []))
              if f.code == "driver.forward_compat_unsupported_gpu"]
     assert not any("/usr/local/cuda-12.4/compat" in t for t in after)
+
+
+def test_a_corrupt_driver_library_first_on_the_loader_path_is_reported_with_the_loaders_error() -> None:
+    # the live H100 capture, with its libnvidia-ml.so.1 replaced by a file that is no ELF object (what a live
+    # snapshot records for such a file: the ELF reader's error)
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+
+    from .conftest import probe_facts
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "live", "h100-ubuntu2404-container",
+                        "snapshot.json.gz")
+    doc = load_snapshot(path)
+    assert "driver.library_unloadable" not in {f.code for f in run_checks(CheckContext(
+        probe_facts(SnapshotHost(doc)), []))}
+    doc.setdefault("elf", {})["/usr/local/nvidia/lib64/libnvidia-ml.so.1"] = {"error": "not_elf",
+                                                                           "message": "not an ELF file"}
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+    f = found["driver.library_unloadable"]
+    assert "/usr/local/nvidia/lib64/libnvidia-ml.so.1" in f.title and "not an ELF file" in f.title
+    assert "gpu.none" not in found
