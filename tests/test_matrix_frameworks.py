@@ -250,7 +250,7 @@ def test_jax_cuda13_plugin():
     var = fw.jax_plugin_for("0.8.1", "13.0")
     assert var["plugin"] == "jax-cuda13-plugin"
     assert var["pip_extra"] == "jax[cuda13]"
-    assert SpecifierSet(var["cudnn"]).contains("9.8") and not SpecifierSet(var["cudnn"]).contains("9.7")
+    assert SpecifierSet(var["cudnn"]).contains("9.12.0.46") and not SpecifierSet(var["cudnn"]).contains("9.8")
 
 
 def test_jax_cuda12_plugin_accepts_12_1_but_not_12_0():
