@@ -137,8 +137,6 @@ def matrix_value(fact: str) -> Tuple[bool, Any]:
     row = _find_row(area, key)
     if row is None:
         return False, None
-    if area == "gpu_arch":
-        return True, row["cc"]
     if len(parts) == 3:
         field = parts[2]
         if field == "python":
@@ -160,7 +158,7 @@ def same(fact: str, in_matrix: Any, proved: Any) -> bool:
             return Version(str(in_matrix)) == Version(str(proved))
         except InvalidVersion:
             return False
-    if field in ("cudnn_spec", "nccl_spec") or fact.startswith("jax|") and field in ("cudnn", "nccl"):
+    if field == "cudnn_pip" or fact.startswith("jax|") and field in ("cudnn", "nccl"):
         try:
             return SpecifierSet(str(in_matrix)) == SpecifierSet(str(proved))
         except Exception:  # noqa: BLE001 - an unparsable value is a difference
@@ -424,6 +422,8 @@ def _newest_per_minor(versions: Iterable[str]) -> Dict[str, str]:
 def derive_cuda(pypi: PyPI) -> List[Dict[str, Any]]:
     out = []  # type: List[Dict[str, Any]]
     arch = {}  # type: Dict[str, Dict[str, Any]]
+    first = {}  # type: Dict[str, Dict[str, Any]]
+    oldest = None  # type: Optional[str]
     for pkg in ("nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc"):
         for mm, ver in sorted(_newest_per_minor(pypi.releases(pkg)).items(), key=lambda x: Version(x[0])):
             if Version(mm) < Version("11.0"):
@@ -436,12 +436,18 @@ def derive_cuda(pypi: PyPI) -> List[Dict[str, Any]]:
             if pkg == "nvidia-cuda-nvcc":
                 crt_wheels = pypi.linux_wheels("nvidia-cuda-crt", ver)
                 crt = crt_wheels[0] if crt_wheels else None
+            oldest = oldest or mm
             for p in _cuda_facts(pypi, pkg, mm, nvcc, crt):
                 if p["fact"].startswith("gpu_arch|"):
                     arch[p["fact"]] = p  # the newest CUDA that targets an architecture names it
+                    cc = p["value"]
+                    if cc not in first and mm != oldest:  # first seen after the oldest wheel: its first CUDA
+                        first[cc] = dict(p, fact=f"gpu_arch|{cc}|first_cuda", value=mm,
+                                         how=p["how"] + " (the first CUDA release with nvcc wheels that does)")
+                    first.setdefault(cc, {})
                 else:
                     out.append(p)
-    return out + list(arch.values())
+    return out + list(arch.values()) + [p for p in first.values() if p]
 
 
 def _cuda_facts(pypi: PyPI, pkg: str, mm: str, nvcc: Dict[str, Any], crt: Optional[Dict[str, Any]]
@@ -645,6 +651,11 @@ def _tf_pins(pypi: PyPI, version: str, key: str) -> List[Dict[str, Any]]:
     f, reqs = got
     out = []
     src = f"https://pypi.org/project/tensorflow/{version}/"
+    pin = _pin(reqs, "nvidia-cudnn")
+    if pin:
+        out.append(proof(f"tensorflow|{key}|cudnn_pip", ",".join(sorted(str(s) for s in SpecifierSet(pin[1]))),
+                         f["filename"], f["digests"]["sha256"], src,
+                         f"METADATA of tensorflow {version}, extra and-cuda: {pin[0]}{pin[1]}"))
     for lib, field in (("nvidia-cudnn", "cudnn"), ("nvidia-cuda-runtime", "cuda")):
         pin = _pin(reqs, lib)
         if pin and _exact(pin[1]):

@@ -158,6 +158,22 @@ def arch_for_cc(cc: CC) -> Optional[Row]:
     return None
 
 
+def min_driver_for_cc(cc: CC) -> Optional[Tuple[str, str]]:
+    """(driver, CUDA release) for the oldest driver that knows a GPU architecture, or None when unknown.
+
+    A driver older than the first branch that knows an architecture cannot drive it, whatever CUDA
+    minor-version compatibility says: that branch is the one that shipped with the first CUDA release
+    whose nvcc targets the compute capability (``gpu_arch.first_cuda``; null for architectures older
+    than the table's first CUDA release, which every driver in the table knows).
+    """
+    row = arch_for_cc(cc)
+    first = row.get("first_cuda") if row is not None else None
+    if not first:
+        return None
+    driver = min_driver_for_cuda(first)
+    return (driver, first) if driver is not None else None
+
+
 def cuda_supports_cc(cuda_version: Cuda, cc: CC) -> Optional[bool]:
     """Whether this CUDA's nvcc can target the compute capability; None when either is unknown."""
     row = cuda_release(cuda_version)
@@ -410,6 +426,9 @@ def validate_gpu_arch(rows: List[Row]) -> List[str]:
         w = "gpu_arch {}".format(r["cc"])
         if not isinstance(r.get("arch"), str) or not r.get("arch"):
             problems.append(f"{w}: arch must be a name")
+        first = r.get("first_cuda")
+        if first is not None and (parse_version(first) is None or not re.match(r"^\d+\.\d+$", str(first))):
+            problems.append(f"{w}: first_cuda must be null or a CUDA release like '12.8'")
         gen = r.get("tensor_core_gen")
         prec = r.get("tensor_precisions")
         if not isinstance(prec, list) or any(p not in PRECISIONS for p in prec):
