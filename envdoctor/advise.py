@@ -21,6 +21,7 @@ compatibility, and the answer says which it is.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -341,15 +342,22 @@ class Verdict:
 
 def _driver_needs(c: Candidate) -> Tuple[Optional[str], Optional[str]]:
     """(driver that runs it natively, driver that runs it under minor-version compatibility)."""
-    if c.min_driver:
-        return c.min_driver, c.min_driver
-    if not c.cuda:
+    return _driver_needs_of(c.min_driver, c.cuda, c.major_only)
+
+
+@functools.lru_cache(maxsize=1024)
+def _driver_needs_of(min_driver: Optional[str], cuda: Optional[str], major_only: bool
+                     ) -> Tuple[Optional[str], Optional[str]]:
+    if min_driver:
+        return min_driver, min_driver
+    if not cuda:
         return None, None
-    compat = hw.min_driver_for_cuda(c.cuda, minor_compat=True)
-    native = compat if c.major_only else hw.min_driver_for_cuda(c.cuda)
+    compat = hw.min_driver_for_cuda(cuda, minor_compat=True)
+    native = compat if major_only else hw.min_driver_for_cuda(cuda)
     return native, compat
 
 
+@functools.lru_cache(maxsize=4096)
 def python_admits(spec: Optional[str], python: Optional[str]) -> Optional[bool]:
     """Whether a Python range admits the interpreter's major.minor (None when either is unknown)."""
     if not spec or not python:
@@ -358,6 +366,7 @@ def python_admits(spec: Optional[str], python: Optional[str]) -> Optional[bool]:
     return SpecifierSet(spec).contains(Version(f"{v.release[0]}.{v.release[1]}"), prereleases=True)
 
 
+@functools.lru_cache(maxsize=4096)
 def architecture_driver_reason(driver: Optional[str], cc: Optional[str]) -> Optional[str]:
     """Why a driver cannot drive a GPU at all (it predates the architecture), or None.
 
@@ -375,6 +384,7 @@ def architecture_driver_reason(driver: Optional[str], cc: Optional[str]) -> Opti
             f"shipped with CUDA {need[1]}")
 
 
+@functools.lru_cache(maxsize=4096)
 def cuda_floor_reason(cuda: Optional[str], cc: Optional[str]) -> Optional[str]:
     """Why a build made with this CUDA release has no code for the GPU (below what that CUDA targets), or None."""
     if not cuda or not cc:
@@ -386,6 +396,7 @@ def cuda_floor_reason(cuda: Optional[str], cc: Optional[str]) -> Optional[str]:
             f"{row['cc_min']} and newer, not {cc}")
 
 
+@functools.lru_cache(maxsize=4096)
 def cudnn_pin(package: str, spec_text: str, cc: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
     """(extra requirement, why, refusal) for the cuDNN that pip installs under ``spec_text`` on a GPU of ``cc``.
 
@@ -424,6 +435,15 @@ def cudnn_pin(package: str, spec_text: str, cc: str) -> Tuple[Optional[str], Opt
     return pin, why, None
 
 
+@functools.lru_cache(maxsize=None)
+def _version(text: str) -> Version:
+    return Version(text)
+
+
+matrix.DERIVED_CACHES.extend(f.cache_clear for f in (python_admits, architecture_driver_reason, cuda_floor_reason,
+                                                       cudnn_pin, _driver_needs_of))
+
+
 def judge(c: Candidate, t: Target) -> Verdict:
     reasons = []
     pins: List[str] = []
@@ -453,13 +473,13 @@ def judge(c: Candidate, t: Target) -> Verdict:
     if t.driver:
         native, compat = _driver_needs(c)
         cuda = f"CUDA {c.cuda.split('.')[0]}.x" if c.major_only and c.cuda else f"CUDA {c.cuda}"
-        if compat is not None and Version(t.driver) < Version(compat):
+        if compat is not None and _version(t.driver) < _version(compat):
             if native == compat:
                 reasons.append(f"needs driver >= {compat} for {cuda}; driver {t.driver} is older")
             else:
                 reasons.append(f"needs driver >= {native} for {cuda} (>= {compat} with minor-version "
                                f"compatibility); driver {t.driver} is older")
-        elif native is not None and c.cuda is not None and Version(t.driver) < Version(native):
+        elif native is not None and c.cuda is not None and _version(t.driver) < _version(native):
             native_ok = False
             note = (f"runs on driver {t.driver} through CUDA minor-version compatibility ({cuda} natively needs "
                     f"{native}; the {c.cuda.split('.')[0]}.x floor is {compat}); code that needs PTX JIT of "
@@ -550,6 +570,8 @@ def jax_candidates() -> List[Candidate]:
 def onnxruntime_candidates() -> List[Candidate]:
     out = []
     for row in reversed(matrix.load("onnxruntime")):
+        if row.get("installable") is False:
+            continue  # no files left on PyPI: pip cannot install it
         builds = sorted(row["builds"], key=lambda b: Version(b["cuda"].replace("x", "0")), reverse=True)
         for b in builds:
             cmd = f'pip install "onnxruntime-gpu{_pip_version(row["version"])}"'
@@ -734,7 +756,20 @@ def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS) -> Advice:
                       cpu_builds=[{"framework": n, "command": CPU_BUILDS[n][0], "why": CPU_BUILDS[n][1]}
                                   for n in names if n in CPU_BUILDS])
     return Advice(target=t, cuda=advise_cuda(t),
-                  frameworks=[choose(name, CANDIDATES[name](), t) for name in frameworks])
+                  frameworks=[choose(name, candidates(name), t) for name in frameworks])
+
+
+@functools.lru_cache(maxsize=None)
+def _candidates(name: str) -> Tuple[Candidate, ...]:
+    return tuple(CANDIDATES[name]())
+
+
+def candidates(name: str) -> List[Candidate]:
+    """Every build of a framework in the matrix, newest first (built once per loaded matrix; never mutated)."""
+    return list(_candidates(name))
+
+
+matrix.DERIVED_CACHES.append(_candidates.cache_clear)
 
 
 __all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "gpu_cc", "gpu_present",

@@ -140,7 +140,7 @@ def matrix_value(fact: str) -> Tuple[bool, Any]:
     if len(parts) == 3:
         field = parts[2]
         if field == "python":
-            return True, python_minors(row.get("python"))
+            return True, [] if row.get("installable") is False else python_minors(row.get("python"))
         return True, row.get(field)
     tag, field = parts[2], parts[3]
     var = _variant(row, "package" if area == "cupy" else "tag", tag)
@@ -575,10 +575,13 @@ def derive_frameworks(pypi: PyPI) -> List[Dict[str, Any]]:
                 vs = [v for v in _in_row(published, key, area) if not nxt or Version(v) < Version(nxt[0])]
             else:
                 vs = _in_row(published, key, area)
-            if vs:
-                p = _python_fact(pypi, pkg, vs, f"{area}|{key}|python")
-                if p:
-                    out.append(p)
+            p = _python_fact(pypi, pkg, vs, f"{area}|{key}|python") if vs else None
+            if p:
+                out.append(p)
+            elif area == "onnxruntime":  # a release with no files left on PyPI installs on no Python
+                out.append(proof(f"{area}|{key}|python", [], f"{pkg} {key} (no files)", "-" * 64,
+                                 f"https://pypi.org/project/{pkg}/#history",
+                                 "the project's release list on PyPI has no file for this release"))
     # per-variant Python ranges: jax plugins, cupy packages
     for row in _rows("jax"):
         key = row["jax"]

@@ -180,10 +180,16 @@ def load(area: str) -> List[Row]:
     return list(_load(area))
 
 
+#: Caches of answers derived from the tables (registered by their modules), forgotten with the tables.
+DERIVED_CACHES = []  # type: List[Callable[[], None]]
+
+
 def clear_cache() -> None:
-    """Forget loaded tables (tests that swap DATA_DIR use this)."""
+    """Forget loaded tables and every answer derived from them (tests that swap DATA_DIR use this)."""
     _load.cache_clear()
     validators.cache_clear()
+    for clear in DERIVED_CACHES:
+        clear()
 
 
 #: Whose tables an area's facts come from, for the sentence a user reads about an unconfirmed fact.
