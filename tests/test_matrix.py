@@ -393,3 +393,22 @@ def test_cudnn_support_follows_the_newest_row_at_or_below_and_names_the_last_rel
     assert (last["version"], first_without["version"]) == ("9.10.2", "9.11.0")
     assert hw.cudnn_last_for_cc("9.0", 9)[1] is None  # Hopper: every 9.x row supports it
     assert hw.cudnn_last_for_cc("3.0", 9) is None  # Kepler: no cuDNN 9 at all
+
+
+# ------------------------------------------------------------------ cuDNN lookups (issue 12)
+
+
+def test_cudnn_two_part_version_is_its_newest_series_row_not_an_older_one():
+    # "8.9" is the 8.9 series: the 8.9.7 row, never 8.6.0 (cudnn.json has no 8.9.0 row)
+    assert hw.cudnn_release("8.9")["version"] == "8.9.7"
+    assert hw.cudnn_release("8.9.4")["version"] == "8.9.7"
+    assert hw.cudnn_release("9.10")["version"] == "9.10.2"
+    assert hw.cudnn_release("9.1.0.70") is None  # no 9.1 row: the caller decides (the 9.0.0 row's span)
+
+
+def test_cudnn_9_builds_run_on_later_minors_of_their_cuda_major():
+    # cuDNN 9's support matrix lists "CUDA 12.x" builds: 9.0.0 (listed up to 12.3) runs on CUDA 12.4
+    for_124 = [r["version"] for r in hw.cudnn_releases_for_cuda("12.4")]
+    assert "9.0.0" in for_124 and "8.9.7" not in for_124
+    assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.0")] == ["9.14.0"]  # 9.10.2 has no CUDA 13 build
+    assert "8.9.7" in [r["version"] for r in hw.cudnn_releases_for_cuda("12.3")]

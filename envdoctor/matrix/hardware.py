@@ -213,24 +213,41 @@ def distributions_for_cuda(version: Cuda) -> Dict[str, List[str]]:
 
 
 def cudnn_releases_for_cuda(version: Cuda) -> List[Row]:
-    """The cuDNN releases that have a build for this CUDA minor, oldest first."""
+    """The cuDNN releases that have a build for this CUDA minor, oldest first.
+
+    From cuDNN 9 a build is made per CUDA major ("CUDA 12.x" in NVIDIA's support matrix) and runs on
+    every minor of that major from the first one it lists, including minors released after it (cuDNN
+    9.0.0's CUDA 12 build runs on CUDA 12.4); before 9 only the listed minors count.
+    """
     mm = _major_minor(version)
     if mm is None:
         return []
-    return [row for row in load("cudnn") if mm in row["cuda"]]
+    want = Version(mm)
+    out = []
+    for row in load("cudnn"):
+        if mm in row["cuda"]:
+            out.append(row)
+            continue
+        same_major = [Version(c) for c in row["cuda"] if Version(c).major == want.major]
+        if int(row["major"]) >= 9 and same_major and want >= min(same_major):
+            out.append(row)
+    return out
 
 
 def cudnn_release(version: str) -> Optional[Row]:
-    """The cuDNN row for exactly this version, or the newest row of its major.minor series at or below it."""
+    """The cuDNN row for a version: exactly it; for "8.9" the newest row of the 8.9 series; for "8.9.4"
+    the newest row of the 8.9 series at or below it, else that series' row (never an older series')."""
     want = parse_version(version)
     if want is None:
         return None
-    best = None  # type: Optional[Row]
-    for row in load("cudnn"):
-        v = Version(row["version"])
-        if v.release[:2] == want.release[:2] and v <= want and (best is None or v > Version(best["version"])):
-            best = row
-    return best
+    series = sorted((r for r in load("cudnn") if Version(r["version"]).release[:2] == want.release[:2]),
+                    key=lambda r: Version(r["version"]))
+    if not series:
+        return None
+    if len(want.release) < 3:
+        return series[-1]
+    at_or_below = [r for r in series if Version(r["version"]) <= want]
+    return at_or_below[-1] if at_or_below else series[0]
 
 
 def cudnn_support_row(version: str) -> Optional[Row]:
