@@ -292,6 +292,13 @@ def advise_cuda(t: Target) -> CudaAdvice:
         if a.newest_native and a.newest_for_gpu is None and Version(lo) > Version(a.newest_native):
             a.notes.append(f"This GPU (compute capability {t.cc}) needs CUDA {lo} or newer, "
                            f"which needs driver {hw.min_driver_for_cuda(lo)}.")
+    if t.driver and hw.branch_past_eol(t.driver):
+        branch = hw.driver_branch(t.driver)
+        assert branch is not None  # branch_past_eol answers only for a known branch
+        choices = hw.supported_branches(cc=t.cc)
+        better = ", ".join("R{} ({})".format(c["branch"], hw.BRANCH_TYPES[c["type"]]) for c in choices)
+        a.notes.append(f"Driver {t.driver}'s branch R{branch['branch']} is past its end of life ({branch['eol']})"
+                       + (f"; supported branches that know this GPU: {better}." if better else "."))
     best = a.newest_for_gpu or a.newest_native
     if best:
         sup = _distro_supported(best, t.os_id, t.os_version)

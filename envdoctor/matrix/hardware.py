@@ -8,6 +8,7 @@ as ``"8.6"`` is compared as a version too (so ``"12.0" > "9.0"``).
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -285,6 +286,48 @@ def cudnn_last_for_cc(cc: CC, major: int) -> Optional[Tuple[Row, Optional[Row]]]
     return (last, None) if last is not None else None
 
 
+BRANCH_TYPES = {"ltsb": "long-term support branch", "pb": "production branch", "nfb": "new feature branch"}
+
+
+def driver_branch(driver_version: str) -> Optional[Row]:
+    """The driver_branches row of a driver version ("580.82.07" -> branch "580"); None when not a row."""
+    v = parse_version(driver_version)
+    if v is None:
+        return None
+    for row in load("driver_branches"):
+        if row["branch"] == str(v.release[0]):
+            return row
+    return None
+
+
+def _today() -> datetime.date:
+    return datetime.date.today()
+
+
+def _month_end(eol: str) -> datetime.date:
+    year, month = (int(p) for p in eol.split("-"))
+    nxt = datetime.date(year + month // 12, month % 12 + 1, 1)
+    return nxt - datetime.timedelta(days=1)
+
+
+def branch_past_eol(driver_version: str, today: Optional[datetime.date] = None) -> Optional[bool]:
+    """Whether the driver's branch is past its end of life (support ends with its eol month); None when unknown."""
+    row = driver_branch(driver_version)
+    if row is None or not row.get("eol"):
+        return None
+    return (today or _today()) > _month_end(row["eol"])
+
+
+def supported_branches(today: Optional[datetime.date] = None, cc: Optional[CC] = None) -> List[Row]:
+    """Branches still supported on ``today`` that know the GPU (``cc``): long-term support first, by end of life."""
+    day = today or _today()
+    need = min_driver_for_cc(cc) if cc is not None else None
+    rows = [r for r in load("driver_branches") if r.get("eol") and day <= _month_end(r["eol"])
+            and (need is None or int(r["branch"]) >= Version(need[0]).release[0])]
+    order = {"ltsb": 0, "pb": 1, "nfb": 2}
+    return sorted(rows, key=lambda r: (order.get(r["type"], 3), r["eol"]), reverse=False)
+
+
 def gpu_product(name: str) -> Optional[Row]:
     """The product row for an NVML device name, or None when no product matches.
 
@@ -508,7 +551,23 @@ def validate_gpus(rows: List[Row]) -> List[str]:
     return problems
 
 
+def validate_driver_branches(rows: List[Row]) -> List[str]:
+    problems = _ordered(rows, "branch", "driver_branches")
+    for r in rows:
+        w = "driver_branches {}".format(r.get("branch"))
+        if r.get("type") not in BRANCH_TYPES:
+            problems.append("{}: type must be one of {}".format(w, ", ".join(BRANCH_TYPES)))
+        first = parse_version(r.get("first_version"))
+        if first is None or str(first.release[0]) != str(r.get("branch")):
+            problems.append(f"{w}: first_version must be a version of that branch")
+        eol = r.get("eol")
+        if not isinstance(eol, str) or not re.match(r"^\d{4}-(0[1-9]|1[0-2])$", eol):
+            problems.append(f"{w}: eol must be a month YYYY-MM")
+    return problems
+
+
 VALIDATORS = {
+    "driver_branches": validate_driver_branches,
     "cuda": validate_cuda,
     "cudnn": validate_cudnn,
     "gpu_arch": validate_gpu_arch,
