@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime
 from typing import Iterable, List, Optional
 
+from packaging.version import Version
+
 from .. import matrix
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
@@ -60,10 +62,11 @@ def driver_branch_eol(ctx: CheckContext) -> Iterable[Finding]:
     if row is None or not hw.branch_past_eol(driver, today):
         return []
     ccs = _machine_ccs(ctx)
-    newest_cc = max(ccs, key=matrix.parse_version) if ccs else None
+    newest_cc = max(ccs, key=Version) if ccs else None
     choices = hw.supported_branches(today, newest_cc)
     kind = hw.BRANCH_TYPES.get(row["type"], row["type"])
-    month = datetime.date(*(int(p) for p in row["eol"].split("-")), 1).strftime("%B %Y")
+    year, mon = (int(p) for p in row["eol"].split("-"))
+    month = datetime.date(year, mon, 1).strftime("%B %Y")
     detail = f"Driver {driver} is on the R{row['branch']} {kind}, whose support ended in {month}."
     fix = Fix()
     if choices:
