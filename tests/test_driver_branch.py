@@ -35,7 +35,7 @@ def test_supported_branches_prefer_long_term_support_and_know_the_gpu():
 
 def test_an_r535_machine_is_told_its_branch_ended_and_where_to_go():
     f = _codes("ubuntu2204-a100-mig")["driver.branch_end_of_life"]
-    assert f.severity == "warning"
+    assert f.severity == "info"
     assert "R535 long-term support branch, whose support ended in June 2026" in f.detail
     assert f.fix.install == "envdoctor install driver --version 580"
     assert f.source["url"].startswith("https://docs.nvidia.com/datacenter/tesla/drivers/615/")

@@ -45,7 +45,7 @@ def _driver(ctx: CheckContext) -> Optional[str]:
 
 
 @check("driver-branch", codes=(
-    CodeDoc("driver.branch_end_of_life", "warning",
+    CodeDoc("driver.branch_end_of_life", "info",
             "The installed driver belongs to a branch NVIDIA no longer supports (past its end of life).",
             "driver.version (else the kernel module's), gpu.N.compute_capability",
             "A branch past its end of life gets no bug or security fixes; newer CUDA releases and GPUs also "
@@ -79,7 +79,7 @@ def driver_branch_eol(ctx: CheckContext) -> Iterable[Finding]:
     if matrix.unverified(row, "eol") or matrix.unverified(row, "type"):
         detail += " This branch's end of life is not confirmed from NVIDIA's tables; treat it as a hint."
     src = row["source"]
-    severity = "info" if matrix.unverified(row, "eol") else "warning"
+    severity = "info"  # the machine works today: advice, not a fault (a corpus of healthy machines agrees)
     return [Finding("driver.branch_end_of_life", severity, ["driver"],
                     f"NVIDIA driver branch R{row['branch']} is past its end of life ({row['eol']})", detail,
                     evidence=[f.to_dict() for f in [ctx.facts.get(k) for k in DRIVER_KEYS] if f is not None][:1],
