@@ -538,7 +538,7 @@ def tensorflow_candidates() -> List[Candidate]:
             cmd = f'pip install "{row["pip_extra"]}{pin}"'
             notes = ["brings CUDA {} and cuDNN {} from PyPI".format(row["cuda"], row["cudnn"])]
         else:
-            cmd = f'pip install "tensorflow{pin}"'
+            cmd = f'pip install "{row.get("package") or "tensorflow"}{pin}"'
             notes = ["needs CUDA {} and cuDNN {} installed on the system".format(row["cuda"], row["cudnn"])]
         pip_cudnn = (f"nvidia-cudnn-cu{row['cuda'].split('.')[0]}", row["cudnn_pip"]) \
             if row.get("pip_extra") and row.get("cudnn_pip") else None

@@ -50,8 +50,8 @@ PROOFS = os.path.join(ROOT, "envdoctor", "matrix", "proofs.json")
 CACHE = os.environ.get("ENVDOCTOR_VERIFY_CACHE") or os.path.expanduser("~/.cache/envdoctor-verify")
 PYPI = "https://pypi.org/pypi/{}/json"
 
-#: Python minors a release's range is compared over (3.6 .. 3.15).
-PY_MINORS = ["3.%d" % m for m in range(6, 16)]
+#: Python minors a release's range is compared over (3.5 .. 3.15).
+PY_MINORS = ["3.%d" % m for m in range(5, 16)]
 
 #: Pages of the vendors themselves: a verified fact that is not proved here must be quoted from one.
 VENDOR_HOSTS = (
@@ -143,6 +143,9 @@ def matrix_value(fact: str) -> Tuple[bool, Any]:
             return True, [] if row.get("installable") is False else python_minors(row.get("python"))
         return True, row.get(field)
     tag, field = parts[2], parts[3]
+    if area == "onnxruntime" and tag == "pypi":  # the build pip installs from PyPI
+        var = next((b for b in row.get("builds", []) if b.get("pypi_default")), None)
+        return (var is not None), (var or {}).get(field)
     var = _variant(row, "package" if area == "cupy" else "tag", tag)
     if var is None:
         return False, None
@@ -564,10 +567,11 @@ def _in_row(versions: Iterable[str], key: str, area: str) -> List[str]:
 def derive_frameworks(pypi: PyPI) -> List[Dict[str, Any]]:
     out = []  # type: List[Dict[str, Any]]
     # row Python ranges
-    for area, pkg in (("torch", "torch"), ("tensorflow", "tensorflow"), ("onnxruntime", "onnxruntime-gpu"),
-                      ("jax", "jaxlib")):
-        published = list(pypi.releases(pkg))
+    for area, default_pkg in (("torch", "torch"), ("tensorflow", "tensorflow"), ("onnxruntime", "onnxruntime-gpu"),
+                              ("jax", "jaxlib")):
         for row in _rows(area):
+            pkg = row.get("package") or default_pkg
+            published = list(pypi.releases(pkg))
             key = _row_key(area, row)
             if area == "onnxruntime" and len(key.split(".")) == 3:
                 nxt = [r["version"] for r in _rows(area) if r["version"].startswith(key.rsplit(".", 1)[0] + ".")
@@ -582,6 +586,16 @@ def derive_frameworks(pypi: PyPI) -> List[Dict[str, Any]]:
                 out.append(proof(f"{area}|{key}|python", [], f"{pkg} {key} (no files)", "-" * 64,
                                  f"https://pypi.org/project/{pkg}/#history",
                                  "the project's release list on PyPI has no file for this release"))
+    # releases newer than the matrix's newest row: proved too, so the comparison names the missing rows
+    for area, pkg in (("torch", "torch"), ("tensorflow", "tensorflow"), ("onnxruntime", "onnxruntime-gpu")):
+        newest = max(Version(_row_key(area, r)) for r in _rows(area))
+        minors = sorted({"%d.%d" % Version(v).release[:2] for v in pypi.releases(pkg)
+                         if Version("%d.%d" % Version(v).release[:2]) > Version("%d.%d" % newest.release[:2])},
+                        key=Version)
+        for mm in minors:
+            p = _python_fact(pypi, pkg, _in_row(pypi.releases(pkg), mm, area), f"{area}|{mm}|python")
+            if p:
+                out.append(p)
     # per-variant Python ranges: jax plugins, cupy packages
     for row in _rows("jax"):
         key = row["jax"]
@@ -608,6 +622,27 @@ def derive_frameworks(pypi: PyPI) -> List[Dict[str, Any]]:
         vs = _in_row(pypi.releases("tensorflow"), row["version"], "tensorflow")
         if vs and row.get("pip_extra"):
             out.extend(_tf_pins(pypi, vs[-1], row["version"]))
+    for row in _rows("onnxruntime"):
+        vs = _in_row(pypi.releases("onnxruntime-gpu"), row["version"], "onnxruntime")
+        if vs:
+            out.extend(_ort_pins(pypi, vs[-1], row["version"]))
+    return out
+
+
+def _ort_pins(pypi: PyPI, version: str, key: str) -> List[Dict[str, Any]]:
+    """The CUDA and cuDNN majors of onnxruntime-gpu's PyPI build: its extras cuda and cudnn pin them."""
+    got = _meta_of(pypi, "onnxruntime-gpu", version)
+    if got is None:
+        return []
+    f, reqs = got
+    out = []
+    for lib, extra, field in (("nvidia-cuda-runtime", "cuda", "cuda_major"), ("nvidia-cudnn", "cudnn", "cudnn_major")):
+        pin = _pin(reqs, lib, (extra,))
+        floors = [s.version for s in SpecifierSet(pin[1])] if pin else []
+        if pin and floors:
+            out.append(proof(f"onnxruntime|{key}|pypi|{field}", floors[0].split(".")[0], f["filename"],
+                             f["digests"]["sha256"], f"https://pypi.org/project/onnxruntime-gpu/{version}/",
+                             f"METADATA of onnxruntime-gpu {version}, extra {extra}: {pin[0]}{pin[1]}"))
     return out
 
 

@@ -97,10 +97,20 @@ def test_blackwell_rtx5090_driver_575_needs_cu128():
 
 
 def test_blackwell_driver_580_gets_cu130_natively():
+    # torch 2.15's only build in the matrix is its PyPI one (cu132, CUDA 13.2 needs 595.45.04): it runs on
+    # 580 only through minor-version compatibility, and the answer says so with its limits
     torch = answer("580.82.07", "12.0").framework("torch")
-    assert (torch.release, torch.variant, torch.native) == ("2.14", "cu130", True)
-    # cu132 would only run through minor-version compatibility (13.2 needs a newer driver)
-    assert any(p["variant"] == "cu132" and p["kind"] == "preferred_other" for p in torch.passed_over)
+    assert (torch.release, torch.variant, torch.native) == ("2.15", "cu132", False)
+    assert any("minor-version compatibility" in n and "PTX JIT" in n for n in torch.notes)
+    # within 2.14, cu130 runs natively and is preferred over its cu132
+    older = advise(Target(driver="580.82.07", cc="12.0", python="3.12"), ["torch"])
+    assert older.framework("torch").release == "2.15"
+    from envdoctor.advise import choose, torch_candidates
+    only_214 = [c for c in torch_candidates() if c.release == "2.14"]
+    t = Target(driver="580.82.07", cc="12.0", python="3.12")
+    pick = choose("torch", only_214, t)
+    assert (pick.variant, pick.native) == ("cu130", True)
+    assert any(p["variant"] == "cu132" and p["kind"] == "preferred_other" for p in pick.passed_over)
 
 
 def test_unknown_driver_and_gpu_give_notes_not_guesses():

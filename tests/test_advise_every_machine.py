@@ -255,6 +255,6 @@ def test_a_560_driver_cannot_drive_a_blackwell_geforce_card():
 def test_tensorflow_on_pascal_pins_a_cudnn_that_still_runs():
     a = advise(Target(driver="580.65.06", cc="6.1", python="3.12"))
     tf = a.framework("tensorflow")
-    assert tf.release == "2.20"
-    assert tf.command == 'pip install "tensorflow[and-cuda]==2.20.*" "nvidia-cudnn-cu12<9.11"'
+    assert tf.release == "2.21"
+    assert tf.command == 'pip install "tensorflow[and-cuda]==2.21.*" "nvidia-cudnn-cu12<9.11"'
     assert any("cuDNN 9.11 and later support compute capability 7.5" in n for n in tf.notes)

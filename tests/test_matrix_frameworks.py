@@ -239,7 +239,8 @@ def test_tensorflow_windows_native_gpu_ends_at_2_10():
     assert fw.tensorflow_has_gpu_build("2.10.0", "windows-x86_64") is True
     assert fw.tensorflow_has_gpu_build("2.11.0", "windows-x86_64") is False
     assert fw.tensorflow_has_gpu_build("2.11.0", "wsl2") is True
-    assert fw.tensorflow_has_gpu_build("1.15.0", "linux-x86_64") is None
+    assert fw.tensorflow_has_gpu_build("1.15.0", "linux-x86_64") is True   # tensorflow-gpu 1.15 (history rows)
+    assert fw.tensorflow_has_gpu_build("1.14.0", "linux-x86_64") is None
 
 
 # --------------------------------------------------------------------------- JAX

@@ -175,6 +175,8 @@ def validate_tensorflow(rows: List[Row]) -> List[str]:
     problems = _check_order(rows, "version")
     for i, row in enumerate(rows):
         _check_python(i, row, problems)
+        if row.get("package", "tensorflow") not in ("tensorflow", "tensorflow-gpu"):
+            problems.append("row {}: package {!r} is not tensorflow or tensorflow-gpu".format(i, row.get("package")))
         for lib in ("cuda", "cudnn"):
             if _version(row.get(lib)) is None:
                 problems.append(f"row {i}: {lib} {row.get(lib)!r} is not a version")
