@@ -87,3 +87,23 @@ def test_unknown_area_or_value_exits_2_with_known_values(args, needle):
     r = CliRunner().invoke(matrix, list(args))
     assert r.exit_code == 2
     assert needle in r.output
+
+
+@pytest.mark.parametrize("area", ["cuda", "cudnn", "gpu", "cc", "torch", "tf", "jax", "ort", "paddle", "cupy", "trt",
+                                  "mxnet"])
+def test_what_a_user_reads_never_says_how_the_data_was_gathered(area):
+    # every row of the area, as text and as JSON: URL, check date and, for an unconfirmed fact, one plain
+    # sentence; never the maintainers' notes (tool names, internal ids, local paths)
+    for fmt in ("text", "json"):
+        r = run(area, "--format", fmt)
+        assert r.exit_code == 0, r.output
+        low = r.output.lower()
+        for word in ("index file", "file id", "search", "corpus", "corpora", "/opt/", "proofs.json"):
+            assert word not in low, (area, fmt, word)
+        if fmt == "json":
+            for row in json.loads(r.output)["rows"]:
+                assert set(row["source"]) <= {"url", "checked", "verified", "unverified_fields"}, row["source"]
+        assert "checked 20" in r.output or '"checked": "20' in r.output
+    r = run(area)
+    if "*" in r.output.split("\n", 1)[1]:
+        assert "treat as a hint" in r.output
