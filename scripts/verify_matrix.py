@@ -141,6 +141,8 @@ def matrix_value(fact: str) -> Tuple[bool, Any]:
         field = parts[2]
         if field == "python":
             return True, [] if row.get("installable") is False else python_minors(row.get("python"))
+        if field == "cuda_majors":
+            return True, sorted({str(Version(c).major) for c in row.get("cuda", [])}, key=int)
         return True, row.get(field)
     tag, field = parts[2], parts[3]
     if area == "onnxruntime" and tag == "pypi":  # the build pip installs from PyPI
@@ -622,10 +624,33 @@ def derive_frameworks(pypi: PyPI) -> List[Dict[str, Any]]:
         vs = _in_row(pypi.releases("tensorflow"), row["version"], "tensorflow")
         if vs and row.get("pip_extra"):
             out.extend(_tf_pins(pypi, vs[-1], row["version"]))
+    out.extend(_cudnn_majors(pypi))
     for row in _rows("onnxruntime"):
         vs = _in_row(pypi.releases("onnxruntime-gpu"), row["version"], "onnxruntime")
         if vs:
             out.extend(_ort_pins(pypi, vs[-1], row["version"]))
+    return out
+
+
+def _cudnn_majors(pypi: PyPI) -> List[Dict[str, Any]]:
+    """Per cuDNN 9 row: the CUDA majors NVIDIA publishes its wheels for (nvidia-cudnn-cu11/12/13 of that minor)."""
+    out = []
+    for row in _rows("cudnn"):
+        v = Version(row["version"])
+        if v.major < 9:
+            continue
+        majors, named = [], None
+        for cuda in ("11", "12", "13"):
+            pkg = f"nvidia-cudnn-cu{cuda}"
+            same = sorted((x for x in pypi.releases(pkg) if Version(x).release[:2] == v.release[:2]), key=Version)
+            if same:
+                majors.append(cuda)
+                files = pypi.linux_wheels(pkg, same[-1])
+                named = named or (files[0] if files else None)
+        if named is not None:
+            out.append(proof(f"cudnn|{row['version']}|cuda_majors", majors, named["filename"],
+                             named["digests"]["sha256"], "https://pypi.org/project/nvidia-cudnn-cu12/#history",
+                             "which of nvidia-cudnn-cu11/-cu12/-cu13 publish this cuDNN minor on PyPI"))
     return out
 
 

@@ -385,8 +385,10 @@ def test_check_script_fails_on_bad_data(tmp_path, capsys, area, change, message)
 
 def test_cudnn_support_follows_the_newest_row_at_or_below_and_names_the_last_release_per_gpu():
     from envdoctor.matrix import hardware as hw
-    # no 9.13 row: cuDNN 9.13.1 is judged by 9.11.0, the first release without Maxwell/Pascal/Volta
-    assert hw.cudnn_support_row("9.13.1.26")["version"] == "9.11.0"
+    # no 9.13 row: cuDNN 9.13.1 is judged by 9.12.0, the newest row below it (9.11.0 was the first release
+    # without Maxwell/Pascal/Volta)
+    assert hw.cudnn_support_row("9.13.1.26")["version"] == "9.12.0"
+    assert hw.cudnn_support_row("9.11.1.4")["version"] == "9.11.0"
     assert hw.cudnn_support_row("9.10.2.21")["version"] == "9.10.2"
     assert hw.cudnn_support_row("10.0") is None and hw.cudnn_support_row("garbage") is None
     last, first_without = hw.cudnn_last_for_cc("6.1", 9)
