@@ -141,6 +141,8 @@ def matrix_value(fact: str) -> Tuple[bool, Any]:
         field = parts[2]
         if field == "python":
             return True, [] if row.get("installable") is False else python_minors(row.get("python"))
+        if field == "cuda_majors" and area == "tensorrt":
+            return True, sorted({str(b["cuda_major"]) for b in row.get("builds", [])}, key=int)
         if field == "cuda_majors":
             return True, sorted({str(Version(c).major) for c in row.get("cuda", [])}, key=int)
         return True, row.get(field)
@@ -625,10 +627,35 @@ def derive_frameworks(pypi: PyPI) -> List[Dict[str, Any]]:
         if vs and row.get("pip_extra"):
             out.extend(_tf_pins(pypi, vs[-1], row["version"]))
     out.extend(_cudnn_majors(pypi))
+    out.extend(_tensorrt_majors(pypi))
     for row in _rows("onnxruntime"):
         vs = _in_row(pypi.releases("onnxruntime-gpu"), row["version"], "onnxruntime")
         if vs:
             out.extend(_ort_pins(pypi, vs[-1], row["version"]))
+    return out
+
+
+def _tensorrt_majors(pypi: PyPI) -> List[Dict[str, Any]]:
+    """Per TensorRT row from 10.0, and per newer published minor: the CUDA majors of the tensorrt-cuNN wheels of
+    the minor's newest patch release (10.13.0 still had CUDA 11 wheels, 10.13.2 dropped them)."""
+    by_pkg = {cuda: [Version(v) for v in pypi.releases(f"tensorrt-cu{cuda}") if Version(v).major >= 10]
+              for cuda in ("11", "12", "13")}
+    newest_patch = {}  # type: Dict[str, Tuple[int, ...]]
+    for versions in by_pkg.values():
+        for v in versions:
+            mm = "%d.%d" % v.release[:2]
+            newest_patch[mm] = max(newest_patch.get(mm, ()), tuple(v.release[:3]))
+    keys = {r["version"] for r in _rows("tensorrt")}
+    newest = max(Version(k) for k in keys)
+    out = []
+    for mm, patch in sorted(newest_patch.items(), key=lambda x: Version(x[0])):
+        if mm not in keys and Version(mm) <= newest:
+            continue
+        majors = [c for c, vs in by_pkg.items() if any(tuple(v.release[:3]) == patch for v in vs)]
+        shown = ".".join(str(p) for p in patch)
+        out.append(proof(f"tensorrt|{mm}|cuda_majors", majors, f"tensorrt-cu{majors[-1]} {shown}", "-" * 64,
+                         f"https://pypi.org/project/tensorrt-cu{majors[-1]}/#history",
+                         f"which of tensorrt-cu11/-cu12/-cu13 publish TensorRT {shown} on PyPI"))
     return out
 
 
