@@ -416,3 +416,15 @@ def test_cudnn_9_builds_run_on_later_minors_of_their_cuda_major():
     assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.0")] == ["9.12.0", "9.14.0", "9.28.0"]
     assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.5")] == ["9.12.0", "9.14.0", "9.28.0"]
     assert "8.9.7" in [r["version"] for r in hw.cudnn_releases_for_cuda("12.3")]
+
+
+def test_cuda_updates_are_addressable_by_their_names():
+    # Table 3 of the CUDA release notes: "CUDA 11.4 Update 3 (11.4.3) >= 470.82.01"; 13.4's GA is 13.4.1,
+    # so its Update 1 is 13.4.2
+    assert hw.cuda_full_version("11.4 Update 3") == "11.4.3"
+    assert hw.min_driver_for_cuda("11.4 Update 3") == "470.82.01"
+    assert hw.cuda_full_version("13.4 Update 1") == "13.4.2"
+    assert hw.cuda_full_version("12.1u1") == "12.1.1"
+    assert hw.cuda_release("12.3.2")["version"] == "12.3"
+    assert hw.cuda_full_version("12.7 Update 1") is None  # never released
+    assert hw.cuda_full_version("update") is None

@@ -44,9 +44,28 @@ CC = Union[str, Sequence[int]]
 # ---------------------------------------------------------------- helpers
 
 
+_UPDATE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?[\s_-]*(?:u|update)[\s_-]*(\d+)$", re.I)
+
+
 def _release(text: Cuda) -> Optional[Tuple[int, ...]]:
+    if not isinstance(text, Version):
+        m = _UPDATE.match(str(text).strip())
+        if m:  # "13.4 Update 1": the GA's version plus N in its last place (13.4 GA is 13.4.1, so 13.4.2)
+            mm = f"{m.group(1)}.{m.group(2)}"
+            ga = next((r["ga"] for r in load("cuda") if r["version"] == mm), None)
+            if ga is None:
+                return None
+            rel = Version(ga).release + (0,)
+            return (rel[0], rel[1], rel[2] + int(m.group(3)))
     v = text if isinstance(text, Version) else parse_version(str(text).strip().lstrip("vV"))
     return v.release if v is not None else None
+
+
+def cuda_full_version(text: Cuda) -> Optional[str]:
+    """ "12.3.2", "V12.4.131", "13.4 Update 1" (-> "13.4.2"), "12.1u1" (-> "12.1.1") as a version string; None
+    when unparsable."""
+    rel = _release(text)
+    return ".".join(str(p) for p in rel) if rel is not None else None
 
 
 def _major_minor(text: Cuda) -> Optional[str]:
