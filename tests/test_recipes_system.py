@@ -127,15 +127,15 @@ def test_runfile_never_installs_the_driver_and_links_only_when_absent():
 
 
 def test_unsupported_distribution_is_refused_with_alternatives(monkeypatch):
-    # cuda.json: CUDA 12.4 lists rhel 8, 9 only (CentOS 7 ended with 12.3). Refused when that list is
+    # cuda.json: CUDA 12.5 lists rhel 8, 9 only (RHEL/CentOS 7 ended with 12.4). Refused when that list is
     # verified (made so here: the shipped field is not verified yet, see the next test).
     from envdoctor import matrix
 
     monkeypatch.setattr(matrix, "unverified", lambda row, field=None: False)
     with pytest.raises(RecipeError) as e:
-        load_recipe("cuda").plan(Request("cuda", "12.4", "repo"), parse_target("centos7"), Facts())
+        load_recipe("cuda").plan(Request("cuda", "12.5", "repo"), parse_target("centos7"), Facts())
     assert "does not support centos7" in e.value.message
-    assert any("--version 12.3" in a for a in e.value.alternatives)
+    assert any("--version 12.4" in a for a in e.value.alternatives)
     assert any("--method redist" in a for a in e.value.alternatives)
 
 
@@ -143,7 +143,7 @@ def test_an_unverified_distribution_list_warns_instead_of_refusing():
     # An unverified matrix field may warn, never block: the plan is made, with the warning at its top.
     from envdoctor.install.plan import render_sh
 
-    plan = load_recipe("cuda").plan(Request("cuda", "12.4", "repo"), parse_target("centos7"), Facts())
+    plan = load_recipe("cuda").plan(Request("cuda", "12.5", "repo"), parse_target("centos7"), Facts())
     script = render_sh(plan)
     warning = next(line for line in script.splitlines() if "WARNING" in line)
     assert script.index(warning) < script.index("set -euo pipefail")
