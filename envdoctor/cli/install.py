@@ -15,7 +15,7 @@ from .common import env_timeout, planning_facts
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
                     mirror: Optional[str], platform: str, cuda_variant: str, force: bool,
-                    log_file: Optional[str]) -> str:
+                    log_file: Optional[str], force_any: bool = False) -> str:
     argv = ["envdoctor", "install", component, "--version", version, "--method", method, "--prefix", prefix]
     if components:
         argv += ["--components", ",".join(components)]
@@ -26,6 +26,8 @@ def _resume_command(component: str, version: str, method: str, prefix: str, comp
         argv += ["--cuda-variant", cuda_variant]
     if force:
         argv.append("--force")
+    if force_any:
+        argv.append("--force-any")
     if log_file:
         argv += ["--log-file", log_file]
     return " ".join(shlex.quote(a) for a in argv + ["--yes"])
@@ -126,7 +128,11 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--format", "fmt", type=click.Choice(["text", "sh", "json"]), default="sh", show_default=True,
               help="Dry-run output: a bash script that runs as-is, JSON, or a numbered list of steps (text).")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
-@click.option("--force", is_flag=True, help="Replace an existing --prefix; reinstall what is already installed.")
+@click.option("--force", is_flag=True, help="Replace an existing --prefix that holds a toolkit (it is moved aside to "
+                                            "PREFIX.envdoctor-old-DATE, never deleted); reinstall what is already "
+                                            "installed.")
+@click.option("--force-any", is_flag=True, help="With --force: replace (move aside) the --prefix even when it is "
+                                                "not a toolkit. System and home directories are never replaced.")
 @click.option("--log-file", metavar="FILE", help="Where to log each step (default: "
                                                  "~/.local/state/envdoctor/logs/install-TIME.log).")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True, metavar="SECONDS",
@@ -138,7 +144,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
             os_name: Optional[str], with_driver: bool, python_exe: Optional[str], extra: Tuple[str, ...],
             snapshot: Optional[str], prefix: Optional[str], components: Tuple[str, ...], mirror: Optional[str],
             platform: Optional[str], cuda_variant: str, dry_run: bool, fmt: str, yes: bool, force: bool,
-            log_file: Optional[str], timeout: float, retries: int) -> None:
+            force_any: bool, log_file: Optional[str], timeout: float, retries: int) -> None:
     """Install COMPONENT (driver, cuda, cudnn, nccl, container-toolkit ...).
 
     Builds a plan for the target system (this machine, or --os) after checking
@@ -161,6 +167,8 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
         return
     if not component:
         raise fail("name a COMPONENT (see envdoctor install --list)", EXIT_USAGE)
+    if force_any and not force:
+        raise fail("--force-any only widens --force: pass both", EXIT_USAGE)
     from recipes import RECIPES
 
     if component not in RECIPES:
@@ -192,7 +200,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
-    from recipes import cuda_redist
+    from recipes import RecipeError, cuda_redist
 
     try:
         if plat is None:
@@ -203,45 +211,73 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     from ..install.download import DownloadError, DownloadOptions, default_progress_stream, fetch_bytes
 
     options = DownloadOptions(timeout=timeout, retries=retries, progress=default_progress_stream())
+    facts = _machine_facts(snapshot) if (component == "cudnn" and not variant) or component == "cuda" else None
     resume = _resume_command(component, str(version).strip(), method, prefix_path, names, mirror_url, plat, variant,
-                             force, log_file)
+                             force, log_file, force_any)
     req = cuda_redist.RedistRequest(product=component, version=str(version).strip(), prefix=prefix_path,
                                     base_url=mirror_url or "", components=names or None, platform=plat,
-                                    cuda_variant=variant, force=force, resume_command=resume)
+                                    cuda_variant=variant, force=force, force_any=force_any, resume_command=resume,
+                                    driver_cuda_major=cuda_redist.variant_for_driver(facts))
     try:
         raw = fetch_bytes(req.manifest_url, options)
     except DownloadError as exc:
         hint = " (manifests name full releases, e.g. 12.4.1)" if len(release.release) < 3 else ""
         raise fail(f"cannot read the manifest: {exc}{hint}\n  (releases are listed at {req.url_base}/)",
                    EXIT_USAGE) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted (Ctrl-C) while reading the manifest; nothing was changed", 130) from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise fail(f"{req.manifest_url} is not valid JSON ({exc})", EXIT_USAGE) from None
     try:
         manifest = cuda_redist.parse_manifest(doc, req.manifest_url)
-        the_plan = cuda_redist.plan(req, manifest)
+        the_plan = cuda_redist.plan(req, manifest, facts)
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-
+    except RecipeError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
 
     if dry_run:
         _print_plan(the_plan, fmt)
         return
 
-    from ..install.executor import Executor, check_holds
+    from ..install.executor import EXIT_INTERRUPTED, Executor, check_holds
+    from ..install.lock import Busy, PrefixLock
 
     installed = the_plan.installed
-    if os.path.lexists(prefix_path) and not force and not (installed is not None and check_holds(installed)):
-        raise fail(f"{prefix_path} already exists and is never overwritten without --force "
-                   "(or choose another --prefix)", EXIT_USAGE)
-
-    for i, step in enumerate(the_plan.steps, 1):
-        click.echo("  %2d. %s" % (i, step.title))
-    interactive = _stdin_is_tty()
-    executor = Executor(_echo, yes=yes, interactive=interactive, confirm=_confirm, log_path=log_file,
-                        download_options=options)
-    result = executor.execute(the_plan)
+    already = installed is not None and check_holds(installed)
+    if os.path.lexists(prefix_path) and not already:
+        if not force:
+            raise fail(f"{prefix_path} already exists and is never overwritten without --force "
+                       "(or choose another --prefix)", EXIT_USAGE)
+        why = validate.replaceable(prefix_path, force_any)
+        if why:
+            raise fail(why, EXIT_USAGE)
+    lock = PrefixLock(prefix_path)
+    try:
+        lock.acquire()
+    except Busy as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    except OSError as exc:
+        raise fail(f"cannot lock {lock.path}: {exc}", EXIT_USAGE) from None
+    try:
+        if not already:
+            # Under the lock: this run's own private staging directory (an earlier one for the same plan is
+            # resumed), then the plan again with its paths.
+            req.staging = cuda_redist.claim_staging(prefix_path, cuda_redist.plan_id(req, manifest))
+            the_plan = cuda_redist.plan(req, manifest, facts)
+        for i, step in enumerate(the_plan.steps, 1):
+            click.echo("  %2d. %s" % (i, step.title))
+        interactive = _stdin_is_tty()
+        executor = Executor(_echo, yes=yes, interactive=interactive, confirm=_confirm, log_path=log_file,
+                            download_options=options)
+        try:
+            result = executor.execute(the_plan)
+        except KeyboardInterrupt:
+            raise fail("interrupted (Ctrl-C); nothing was changed. To resume: " + resume, EXIT_INTERRUPTED) from None
+    finally:
+        lock.release()
     sys.exit(_after(result.exit_code, component, prefix=str(prefix_path)))
 
 
