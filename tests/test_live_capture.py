@@ -1,0 +1,89 @@
+"""Live captures from real GPU machines (tests/live/*): replay equals the live run, and the facts
+agree with what NVIDIA's and the frameworks' own tools printed on that machine.
+
+tests/live/README.md says how each file was made. These are the only fixtures that were not
+rebuilt by hand: a regression here means envdoctor now reads a real, working GPU machine
+differently from how it read it live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+LIVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "live")
+CAPTURES = sorted(n for n in os.listdir(LIVE) if os.path.isfile(os.path.join(LIVE, n, "snapshot.json.gz")))
+
+
+def _replay(name: str) -> Dict[str, Any]:
+    snap = os.path.join(LIVE, name, "snapshot.json.gz")
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--snapshot", snap, "--format", "json"],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ, NO_COLOR="1"))
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _facts(report: Dict[str, Any]) -> Dict[str, Any]:
+    return {f["key"]: f.get("value") for p in report["probes"] for f in p["facts"]}
+
+
+def _findings(report: Dict[str, Any]) -> List[Tuple[str, str]]:
+    return sorted((f["code"], f["severity"]) for f in report["findings"])
+
+
+@pytest.fixture(scope="module", params=CAPTURES)
+def capture(request):
+    name = request.param
+    with open(os.path.join(LIVE, name, "live-diagnose.json"), encoding="utf-8") as fh:
+        live = json.load(fh)
+    with open(os.path.join(LIVE, name, "vendor-tools.txt"), encoding="utf-8", errors="replace") as fh:
+        vendor = fh.read()
+    return name, live, _replay(name), vendor
+
+
+def test_there_is_a_live_capture():
+    assert CAPTURES, "tests/live holds no capture"
+
+
+def test_the_working_machine_gets_no_error(capture):
+    # The verdict may legitimately change when the checks improve; what it must not do is raise an
+    # error on this machine, which worked (torch and JAX ran on its GPU).
+    _, _, replay, _ = capture
+    assert not [f for f in replay["findings"] if f["severity"] == "error"], replay["findings"]
+    assert replay["summary"]["error"] == 0
+
+
+def test_replay_reads_the_same_facts_as_the_live_run(capture):
+    _, live, replay, _ = capture
+    live_facts, replay_facts = _facts(live), _facts(replay)
+    # Facts can be added by newer probes; every fact the live run reported must replay unchanged.
+    changed = {k: (v, replay_facts.get(k)) for k, v in live_facts.items() if replay_facts.get(k, object()) != v}
+    assert not changed
+
+
+def test_facts_agree_with_the_vendor_tools(capture):
+    _, _, replay, vendor = capture
+    facts = _facts(replay)
+    smi = re.search(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)", vendor)
+    assert smi, "vendor-tools.txt lacks nvidia-smi's header"
+    assert facts["driver.version"] == smi.group(1)
+    assert facts["driver.cuda_version"] == smi.group(2)
+    names = re.findall(r"Product Name\s*:\s*(.+)", vendor)
+    assert facts["gpu.count"] == len(names)
+    for i, name in enumerate(names):
+        assert facts[f"gpu.{i}.name"] == name.strip()
+    # torch's own answer: "<version> <cuda> <cudnn> [arch list] <available> (major, minor)"
+    torch_line = re.search(r"^(\d+\.\d+\.\d+)(?:\+cu\d+)? (\d+\.\d+) \d+ \[.*\] True \((\d+), (\d+)\)$", vendor, re.M)
+    if torch_line:
+        assert facts["framework.torch"]["version"] == torch_line.group(1)
+        assert facts["framework.torch"]["cuda"] == torch_line.group(2)
+        assert facts["gpu.0.compute_capability"] == f"{torch_line.group(3)}.{torch_line.group(4)}"
+    nvcc = re.search(r"Cuda compilation tools, release (\d+\.\d+), V(\S+)", vendor)
+    if nvcc:
+        assert facts["cuda.nvcc"]["version"] == nvcc.group(2)
