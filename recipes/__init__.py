@@ -132,6 +132,7 @@ class Request:
     mirror: Optional[str] = None
     force: bool = False
     python: Optional[str] = None  # interpreter for pip
+    venv: Optional[str] = None  # pip: the virtual environment to make or use (default: under the user's data dir)
     with_driver: bool = False
     options: Mapping[str, str] = field(default_factory=dict)
 

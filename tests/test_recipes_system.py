@@ -48,6 +48,12 @@ def _combos():
                 yield comp, method, t
 
 
+@pytest.fixture(autouse=True)
+def _same_data_dir(monkeypatch):
+    """pip plans make a venv under the user's data directory: the goldens name this one on every machine."""
+    monkeypatch.setenv("XDG_DATA_HOME", "/home/user/.local/share")
+
+
 @pytest.mark.parametrize("component,method,target", list(_combos()))
 def test_golden_dry_run_script(component, method, target):
     mod = load_recipe(component)

@@ -108,7 +108,12 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--os", "os_name", metavar="TARGET", help="Plan for this system instead of this machine, e.g. "
                                                          "ubuntu22.04, rhel9, rocky8-aarch64 (see --list).")
 @click.option("--with-driver", is_flag=True, help="Also install the driver the component needs (a reboot follows).")
-@click.option("--python", "python_exe", metavar="PATH", help="pip methods: the interpreter to install for.")
+@click.option("--python", "python_exe", metavar="PATH", help="pip methods: the interpreter to install for (wins over "
+                                                              "everything else).")
+@click.option("--venv", "venv", metavar="PATH", help="pip methods: the virtual environment to install into (created if "
+                                                     "missing). Default: the active venv/conda environment, else "
+                                                     "~/.local/share/envdoctor/venvs/COMPONENT (never the system "
+                                                     "Python, never envdoctor's own environment).")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="Recipe option, e.g. flavor=proprietary (driver), cuda=12 (cuDNN), symlink=yes (runfile).")
 @click.option("--snapshot", "snapshot", metavar="FILE",
@@ -141,7 +146,8 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--retries", type=click.IntRange(0, 20), default=3, show_default=True,
               help="Further attempts per download (each resumes where the last stopped).")
 def install(component: Optional[str], list_: bool, version: Optional[str], method: Optional[str],
-            os_name: Optional[str], with_driver: bool, python_exe: Optional[str], extra: Tuple[str, ...],
+            os_name: Optional[str], with_driver: bool, python_exe: Optional[str], venv: Optional[str],
+            extra: Tuple[str, ...],
             snapshot: Optional[str], prefix: Optional[str], components: Tuple[str, ...], mirror: Optional[str],
             platform: Optional[str], cuda_variant: str, dry_run: bool, fmt: str, yes: bool, force: bool,
             force_any: bool, log_file: Optional[str], timeout: float, retries: int) -> None:
@@ -177,7 +183,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
         method = "redist"
     if method != "redist" or component not in ("cuda", "cudnn"):
         _install_system(component, version, method, os_name, with_driver, python_exe, extra, snapshot, prefix,
-                        mirror, dry_run, fmt, yes, force, log_file, timeout)
+                        mirror, dry_run, fmt, yes, force, log_file, timeout, venv)
         return
     if version is None:
         raise fail("--version is required for --method redist (e.g. --version 12.4.1)", EXIT_USAGE)
@@ -196,7 +202,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
         plat = validate.platform(platform) if platform else None
         variant = validate.component_names([cuda_variant])[0] if cuda_variant else ""
         if log_file is not None:
-            log_file = validate.prefix(log_file, what="--log-file")
+            log_file = validate.path_value(log_file, what="--log-file")
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
@@ -329,7 +335,7 @@ def parse_options(extra: Tuple[str, ...]) -> Dict[str, str]:
 def _install_system(component: str, version: Optional[str], method: Optional[str], os_name: Optional[str],
                     with_driver: bool, python_exe: Optional[str], extra: Tuple[str, ...], snapshot: Optional[str],
                     prefix: Optional[str], mirror: Optional[str], dry_run: bool, fmt: str, yes: bool, force: bool,
-                    log_file: Optional[str], timeout: float) -> None:
+                    log_file: Optional[str], timeout: float, venv: Optional[str] = None) -> None:
     """Every method but redist: validate, pick the target, pre-check against the facts, plan, show or run."""
     import re
 
@@ -347,9 +353,11 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         prefix_path = validate.prefix(prefix) if prefix else None
         mirror_url = validate.mirror(mirror) if mirror else None
         if python_exe is not None:
-            validate.prefix(python_exe, what="--python")
+            python_exe = validate.path_value(python_exe, what="--python")
+        if venv is not None:
+            venv = validate.prefix(venv, what="--venv")
         if log_file is not None:
-            log_file = validate.prefix(log_file, what="--log-file")
+            log_file = validate.path_value(log_file, what="--log-file")
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     options = parse_options(extra)
@@ -366,32 +374,27 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         else:
             facts = _machine_facts(snapshot)
             target = target_from_facts(facts)
-        python_note = None
-        if python_exe is None and (snapshot is not None or os_name):
-            # A plan for another machine must not name this machine's interpreter.
-            theirs = facts.value("python.executable")
-            python_exe = theirs if isinstance(theirs, str) and theirs.startswith("/") and not any(
-                c.isspace() for c in theirs) else "/usr/bin/python3"
-            python_note = "pip methods install into %s (%s; --python to choose another)" % (
-                python_exe, "the snapshot's interpreter" if python_exe == theirs else "the system Python 3")
+        # Without --python, a plan for another machine (--os, --snapshot) never names this machine's interpreter:
+        # the recipe picks the environment its facts show (a snapshot's venv/conda), else a virtual environment.
         request = Request(component=component, version=version.strip() if version else None, method=method,
-                          prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe,
+                          prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe, venv=venv,
                           with_driver=with_driver, options=options)
         the_plan = module.plan(request, target, facts)
-        if python_note and the_plan.method in ("pip", "conda"):
-            the_plan.notes.append(python_note)
     except (RecipeError, ValidationError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     if dry_run:
         _print_plan(the_plan, fmt)
         return
     from ..install.executor import Executor
+    from ..install.plan import RunCommand
 
     for i, step in enumerate(the_plan.steps, 1):
         click.echo("  %2d. %s" % (i, step.title))
     executor = Executor(_echo, yes=yes, interactive=_stdin_is_tty(), confirm=_confirm, log_path=log_file)
     result = executor.execute(the_plan)
-    sys.exit(_after(result.exit_code, component, prefix=request.prefix, python=request.python))
+    pip_python = next((st.action.argv[0] for st in the_plan.steps if isinstance(st.action, RunCommand)
+                       and list(st.action.argv[1:4]) == ["-m", "pip", "install"]), None)
+    sys.exit(_after(result.exit_code, component, prefix=request.prefix, python=request.python or pip_python))
 
 
 def _after(exit_code: int, component: str, prefix: Optional[str] = None, python: Optional[str] = None) -> int:

@@ -12,17 +12,21 @@ It carries out a :class:`~envdoctor.install.plan.Plan` step by step:
 
 from __future__ import annotations
 
+import collections
 import datetime
 import errno
 import json
 import os
+import queue
+import re
 import shutil
 import stat
 import subprocess
 import tarfile
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, TextIO
+from typing import Callable, Deque, List, Optional, TextIO
 
 from . import validate
 from .download import DownloadError, DownloadOptions, download, sha256_of
@@ -112,24 +116,88 @@ def conda_env_names(timeout: float = 120) -> List[str]:
 
 
 # -- actions, carried out for real ------------------------------------------
-def _run(action: RunCommand, log: Callable[[str], None]) -> None:
-    env = dict(os.environ, LC_ALL="C")
+#: Lines that say why a package manager failed, most telling first (the last line is often a summary such as
+#: pip's "ERROR: ..." hint or apt's "E: ..." count): network, then resolver, then disk, then PEP 668.
+WHY_PATTERNS = (
+    ("network", re.compile(r"Temporary failure in name resolution|Could not resolve host|Name or service not known|"
+                           r"Failed to establish a new connection|Network is unreachable|Connection refused|"
+                           r"Connection timed out|Read timed out|ConnectTimeoutError|Could not fetch URL|"
+                           r"Failed to fetch|Could not connect to|SSL: CERTIFICATE_VERIFY_FAILED|"
+                           r"Curl error|Cannot download|CondaHTTPError|ProxyError", re.I)),
+    ("resolver", re.compile(r"No matching distribution found|Could not find a version that satisfies|"
+                            r"ResolutionImpossible|conflicting dependencies|Unable to locate package|"
+                            r"has no installation candidate|Unable to correct problems|unmet dependencies|"
+                            r"No match for argument|nothing provides|conflicting requests|PackagesNotFoundError|"
+                            r"UnsatisfiableError|LibMambaUnsatisfiableError|Version '.*' for '.*' was not found|"
+                            r"is not a supported wheel|requires a different Python", re.I)),
+    ("disk", re.compile(r"No space left on device|Disk quota exceeded|ENOSPC|not enough (free )?space", re.I)),
+    ("environment", re.compile(r"externally-managed-environment|externally managed|ensurepip is not available|"
+                               r"Permission denied", re.I)),
+)
+
+
+def why_line(lines: List[str]) -> str:
+    """The output line that says why a command failed (see :data:`WHY_PATTERNS`), else the last non-empty one."""
+    useful = [ln.strip() for ln in lines if ln.strip()]
+    for _kind, pattern in WHY_PATTERNS:
+        hits = [ln for ln in useful if pattern.search(ln)]
+        if hits:
+            return hits[-1][:300]
+    return useful[-1][:300] if useful else ""
+
+
+def _run(action: RunCommand, log: Callable[[str], None], echo: Optional[Callable[[str], None]] = None) -> None:
+    """Run ``action.argv`` with its output streamed live (to ``echo`` and the log) as it comes."""
+    env = dict(os.environ, LC_ALL="C", PYTHONUNBUFFERED="1")
+    shown = " ".join(action.argv)
     try:
-        proc = subprocess.run(list(action.argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=action.timeout, env=env, check=False)
+        proc = subprocess.Popen(list(action.argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=env)
     except FileNotFoundError:
         raise StepError(f"{action.argv[0]}: not installed (not found on PATH)") from None
-    except subprocess.TimeoutExpired:
-        raise StepError("{}: timed out after {}s".format(" ".join(action.argv), action.timeout)) from None
     except OSError as exc:
-        raise StepError("{}: could not run ({})".format(" ".join(action.argv), exc)) from None
-    output = proc.stdout.decode("utf-8", errors="replace")
-    for line in output.splitlines()[-200:]:
-        log("    | " + line)
-    if proc.returncode != 0:
-        tail = [ln for ln in output.strip().splitlines() if ln.strip()]
-        raise StepError("%s: exit code %d%s" % (" ".join(action.argv), proc.returncode,
-                                                " (" + tail[-1][:200] + ")" if tail else ""))
+        raise StepError(f"{shown}: could not run ({exc})") from None
+    lines: Deque[str] = collections.deque(maxlen=5000)
+    feed: queue.Queue[Optional[bytes]] = queue.Queue()
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        try:
+            for raw in iter(proc.stdout.readline, b""):
+                feed.put(raw)
+        finally:
+            feed.put(None)
+
+    threading.Thread(target=reader, daemon=True).start()
+    deadline = time.monotonic() + action.timeout if action.timeout else None
+    try:
+        while True:
+            wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            try:
+                raw = feed.get(timeout=wait)
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    proc.kill()
+                    proc.wait()
+                    why = why_line(list(lines))
+                    raise StepError("{}: timed out after {}s{}".format(shown, action.timeout,
+                                                                       " (last: " + why + ")" if why else "")) from None
+                continue
+            if raw is None:
+                break
+            for line in raw.decode("utf-8", errors="replace").replace("\r", "\n").splitlines():
+                lines.append(line)
+                log("    | " + line)
+                if echo is not None:
+                    echo("    | " + line)
+        code = proc.wait()
+    finally:
+        if proc.poll() is None:  # Ctrl-C or an error here: the command does not outlive the step
+            proc.kill()
+            proc.wait()
+    if code != 0:
+        why = why_line(list(lines))
+        raise StepError("%s: exit code %d%s" % (shown, code, ": " + why if why else ""))
 
 
 def _write(action: WriteFile) -> None:
@@ -268,8 +336,10 @@ class Executor:
     def __init__(self, out: Callable[[str], None], *, yes: bool = False, interactive: bool = False,
                  confirm: Optional[Callable[[str], bool]] = None, uid: Callable[[], int] = os.geteuid,
                  log_path: Optional[str] = None, download_options: Optional[DownloadOptions] = None,
-                 clock: Callable[[], datetime.datetime] = datetime.datetime.now) -> None:
+                 clock: Callable[[], datetime.datetime] = datetime.datetime.now, stream: bool = True) -> None:
         self.out = out
+        #: Show each command's output as it comes (pip, apt, dnf and conda can run for many minutes).
+        self.stream = stream
         self.yes = yes
         self.interactive = interactive
         self.confirm = confirm
@@ -390,7 +460,7 @@ class Executor:
         a = step.action
         if isinstance(a, RunCommand):
             self.log("    run: {}".format(" ".join(a.argv)))
-            _run(a, self.log)
+            _run(a, self.log, self.out if self.stream else None)
         elif isinstance(a, WriteFile):
             self.log("    write %s (mode %04o, %d bytes)" % (a.path, a.mode, len(a.content)))
             _write(a)

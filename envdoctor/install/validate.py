@@ -46,7 +46,18 @@ def version(value: str, what: str = "--version") -> Version:
 
 
 def prefix(value: str, cwd: Optional[str] = None, what: str = "--prefix") -> str:
-    """An install directory: absolute (or made absolute), no control characters, not a system root."""
+    """An install directory: absolute (or made absolute), no control characters, not a system or home directory."""
+    path = path_value(value, cwd, what)
+    why = system_directory(path)
+    if why:
+        raise ValidationError(f"{what} {path} is {why}; give a directory of its own, e.g. "
+                              f"{_suggest(path)}")
+    return path
+
+
+def path_value(value: str, cwd: Optional[str] = None, what: str = "--log-file") -> str:
+    """A file path from the user (``--log-file``, ``--python``): absolute (or made absolute), no control
+    characters; unlike :func:`prefix`, anywhere (an interpreter lives in /usr/bin, a log in /var/log)."""
     if not value or not value.strip():
         raise ValidationError(f"{what} is empty")
     if _CONTROL.search(value):
@@ -57,10 +68,6 @@ def prefix(value: str, cwd: Optional[str] = None, what: str = "--prefix") -> str
     path = posixpath.normpath(path)
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
-    why = system_directory(path)
-    if why:
-        raise ValidationError(f"{what} {path} is {why}; give a directory of its own, e.g. "
-                              f"{_suggest(path)}")
     return path
 
 
