@@ -44,7 +44,7 @@ FAMILY = {"ubuntu": "debian", "debian": "debian", "centos": "rhel", "rhel": "rhe
           "almalinux": "rhel"}
 ARCHES = ("x86_64", "aarch64")
 
-SUPPORTED_TARGETS = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12", "centos7", "rhel8", "rhel9",
+SUPPORTED_TARGETS = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12", "centos7", "centos9", "rhel8", "rhel9",
                      "rocky8", "rocky9", "almalinux8", "almalinux9"]
 
 
@@ -232,8 +232,15 @@ def repo_steps(target: Target) -> List[Step]:
         # (README "GPG keys": .../repos/<distro>/<arch>/cuda-<distro>.repo); not verified: the guide's own
         # "Network Repo Installation for RHEL" text (only the start of the guide is in the stored copies)
         argv = ["dnf", "config-manager", "--add-repo", f"{url}/{repo_file}"]
-    return [Step("add-cuda-repo", f"add NVIDIA's CUDA repository ({repo_file})", RunCommand(argv),
-                 needs_root=True, done_if=[exists(dest)], verify=[exists(dest)])]
+    add = Step("add-cuda-repo", f"add NVIDIA's CUDA repository ({repo_file})", RunCommand(argv),
+               needs_root=True, done_if=[exists(dest)], verify=[exists(dest)])
+    if target.package_manager == "yum":
+        return [Step("yum-utils", "install yum-config-manager (yum-utils)",
+                     RunCommand(["yum", "install", "-y", "yum-utils"]), needs_root=True, done_if=[exists(dest)]), add]
+    # `dnf config-manager` is a plugin (dnf-plugins-core), absent from minimal installs and container images
+    return [Step("dnf-plugins", "install dnf's config-manager (dnf-plugins-core)",
+                 RunCommand(["dnf", "install", "-y", "dnf-plugins-core"]), needs_root=True, done_if=[exists(dest)]),
+            add]
 
 
 def install_step(target: Target, step_id: str, title: str, packages: Sequence[str]) -> Step:

@@ -82,8 +82,9 @@ def options(request: Any, allowed: Sequence[str] = OPTIONS) -> Dict[str, str]:
     opts = dict(getattr(request, "options", None) or {})
     unknown = sorted(k for k in opts if k not in allowed)
     if unknown:
-        raise RecipeError("unknown option {} for {}".format(", ".join(unknown), request.component),
-                          ["options: " + ", ".join(allowed)])
+        raise RecipeError("unknown option {} for {} (it takes: {})".format(", ".join(unknown), request.component,
+                                                                          ", ".join(allowed)),
+                          [f"envdoctor install {request.component} --option {k}=VALUE" for k in allowed])
     return {k: str(v).strip() for k, v in opts.items()}
 
 

@@ -283,3 +283,153 @@ def test_tensorflow_2_16_smoke_names_the_known_cause():
            "sys.modules['tensorflow'] = tf\n"
     r = subprocess.run([sys.executable, "-c", fake + smoke], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "issues/63362" in r.stderr and "2.17" in r.stderr
+
+
+# -- the driver: pre-installation steps, branch locking, Secure Boot ---------------------------------
+@pytest.mark.parametrize("target,branch,last", [
+    # issue 14: each of these was refused ("cannot be pinned", "not a supported target", "cannot yet pin")
+    ("centos7", "495", ["yum", "install", "-y", "nvidia-driver-branch-495"]),
+    ("centos9", "560", ["dnf", "versionlock", "add", "*nvidia*560*"]),
+    ("debian12", "580", ["apt-get", "install", "-y", "nvidia-open"]),
+])
+def test_driver_branches_that_were_refused_now_plan(target, branch, last):
+    p = load_recipe("driver").plan(Request("driver", branch, None), parse_target(target), Facts())
+    argvs = [s.action.argv for s in p.steps]
+    assert argvs[-1] == last and p.reboot_required
+    assert any("headers" in " ".join(a) and "uname -r" in " ".join(a) for a in argvs)  # the running kernel's
+
+
+def test_driver_pre_installation_steps_per_system():
+    def argvs(target: str) -> List[List[str]]:
+        return [s.action.argv for s in load_recipe("driver").plan(Request("driver", None, None),
+                                                                   parse_target(target), Facts()).steps]
+
+    assert ["add-apt-repository", "-y", "contrib"] in argvs("debian12")
+    assert ["add-apt-repository", "-y", "contrib"] not in argvs("ubuntu24.04")
+    assert ["dnf", "config-manager", "--set-enabled", "powertools"] in argvs("rocky8")
+    assert ["dnf", "config-manager", "--set-enabled", "crb"] in argvs("almalinux9")
+    assert ["subscription-manager", "repos", "--enable", "codeready-builder-for-rhel-9-x86_64-rpms"] in argvs("rhel9")
+    assert any(a[-1].endswith("epel-release-latest-8.noarch.rpm") for a in argvs("rhel8"))
+    assert ["yum", "install", "-y", "epel-release"] in argvs("centos7")
+    for t in ("rocky8", "rhel9", "centos7", "debian12"):  # EPEL / contrib before the driver, headers too
+        a = argvs(t)
+        assert a.index(next(x for x in a if "uname -r" in " ".join(x))) < len(a) - 1
+
+
+def test_secure_boot_adds_the_mok_enrolment_step():
+    facts = _facts(**{"driver.secure_boot": True})
+    p = load_recipe("driver").plan(Request("driver", "580", None), parse_target("ubuntu24.04"), facts)
+    assert p.mok_enrolment and p.steps[-1].action.argv == ["mokutil", "--import", "/var/lib/dkms/mok.pub",
+                                                           "--root-pw"]
+    p = load_recipe("driver").plan(Request("driver", "580", None), parse_target("ubuntu24.04"), Facts())
+    assert not p.mok_enrolment and not any(s.id == "enroll-mok" for s in p.steps)
+
+
+def test_cli_plans_the_issue_driver_commands(tmp_path):
+    from click.testing import CliRunner
+
+    from envdoctor.cli.install import install
+
+    for target, branch in (("centos7", "495"), ("centos9", "560"), ("debian12", "580")):
+        r = CliRunner().invoke(install, ["driver", "--version", branch, "--os", target, "--dry-run", "--format",
+                                         "text"])
+        assert r.exit_code == 0, r.output
+        assert "cannot" not in r.output
+
+
+# -- container-toolkit: the runtimes present ---------------------------------------------------
+def _toolkit(runtimes) -> List[List[str]]:
+    facts = _facts(**{"install.runtimes": runtimes})
+    return [s.action.argv for s in load_recipe("container-toolkit").plan(
+        Request("container-toolkit", None, None), UBUNTU, facts).steps if isinstance(s.action, RunCommand)]
+
+
+def test_container_toolkit_configures_the_runtimes_present():
+    k8s = _toolkit({"systemd": True, "kubelet": True, "runtimes": {"containerd": {"systemd": True}}})
+    assert ["nvidia-ctk", "runtime", "configure", "--runtime=containerd"] in k8s
+    assert ["systemctl", "restart", "containerd"] in k8s and not any("docker" in " ".join(a) for a in k8s)
+    crio = _toolkit({"systemd": True, "runtimes": {"crio": {"systemd": True}, "podman": {"systemd": False}}})
+    assert ["nvidia-ctk", "runtime", "configure", "--runtime=crio"] in crio and ["systemctl", "restart", "crio"] in crio
+    assert ["nvidia-ctk", "cdi", "generate", "--output=/etc/cdi/nvidia.yaml"] in crio
+    docker = _toolkit({"systemd": True, "runtimes": {"docker": {"systemd": True}, "containerd": {"systemd": True}}})
+    assert ["systemctl", "restart", "docker"] in docker
+    assert not any("containerd" in " ".join(a) for a in docker)  # Docker's own containerd is left alone
+
+
+def test_container_toolkit_without_systemd_prints_the_restart_instead():
+    facts = _facts(**{"install.runtimes": {"systemd": False, "runtimes": {"docker": {"systemd": False}}}})
+    p = load_recipe("container-toolkit").plan(Request("container-toolkit", None, None), UBUNTU, facts)
+    argvs = [s.action.argv for s in p.steps if isinstance(s.action, RunCommand)]
+    assert ["nvidia-ctk", "runtime", "configure", "--runtime=docker"] in argvs
+    assert not any(a[0] == "systemctl" for a in argvs)
+    assert any("not managed by systemd" in n and "restart" in n for n in p.notes)
+
+
+def test_runtime_detection_reads_programs_and_units():
+    from envdoctor.install.runtimes import detect
+
+    present = {"/run/systemd/system", "/usr/sbin/crio", "/usr/lib/systemd/system/crio.service"}
+    seen = detect(which=lambda name: "/usr/bin/podman" if name == "podman" else None, exists=present.__contains__)
+    assert seen == {"systemd": True, "kubelet": False,
+                    "runtimes": {"crio": {"systemd": True}, "podman": {"systemd": False}}}
+
+
+# -- every alternative and hint is a command `envdoctor install` accepts --------------------------------
+def _alternatives() -> List[tuple]:
+    from recipes import RECIPES
+
+    facts_variants = [Facts(), machine_facts("470.82.01", 11040, [[8, 0]]),
+                      machine_facts("580.65.06", 13000, [[6, 0]], ["Tesla P100"])]
+    options = [{}, {"flavor": "bogus"}, {"cuda": "11"}, {"cuda": "13"}, {"nonsense": "1"},
+               {"variant": "base", "cudnn": "yes", "channel": "x"}]
+    out = []
+    for comp in sorted(RECIPES):
+        mod = load_recipe(comp)
+        vers = [None, "99.9", "1.0"] + list(mod.versions())[::2]
+        for method in list(mod.METHODS) + ["bogus"]:
+            for target in ("ubuntu22.04", "centos7"):
+                for v in vers:
+                    for facts in facts_variants:
+                        for opts in options:
+                            for extra in ({}, {"with_driver": True}):
+                                try:
+                                    mod.plan(Request(comp, v, method, python="/opt/v/bin/python", options=opts,
+                                                     **extra), parse_target(target), facts)
+                                except RecipeError as exc:
+                                    out += [(comp, alt) for alt in exc.alternatives]
+                                except Exception:  # noqa: BLE001 - only the alternatives are looked at here
+                                    pass
+    return sorted(set(out))
+
+
+def test_every_alternative_is_a_command_envdoctor_install_accepts():
+    import shlex
+
+    from envdoctor.cli.install import install, parse_options
+    from recipes import RECIPES
+
+    alts = _alternatives()
+    assert len(alts) > 40
+    bad = []
+    for comp, alt in alts:
+        text = alt.split(" (", 1)[0].strip()
+        words = shlex.split(text)
+        if words[:2] == ["envdoctor", "install"]:
+            args = words[2:]
+        elif words and words[0].startswith("--"):
+            args = [comp] + words
+        else:
+            bad.append((comp, alt, "not a command"))
+            continue
+        try:
+            ctx = install.make_context("install", list(args))
+            p = ctx.params
+            assert p["component"] in RECIPES, "unknown component"
+            if p["method"]:
+                assert p["method"] in load_recipe(p["component"]).METHODS, "unknown method"
+            if p["os_name"]:
+                parse_target(p["os_name"])
+            parse_options(p["extra"])
+        except Exception as exc:  # noqa: BLE001
+            bad.append((comp, alt, str(exc) or type(exc).__name__))
+    assert not bad, "\n".join(f"{c}: {a!r}: {w}" for c, a, w in bad)

@@ -374,6 +374,11 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         else:
             facts = _machine_facts(snapshot)
             target = target_from_facts(facts)
+            if snapshot is None and component == "container-toolkit":
+                from ..facts import ok
+                from ..install.runtimes import detect
+
+                facts.add(ok("install.runtimes", detect(), "files:PATH,/run/systemd/system,systemd units"))
         # Without --python, a plan for another machine (--os, --snapshot) never names this machine's interpreter:
         # the recipe picks the environment its facts show (a snapshot's venv/conda), else a virtual environment.
         request = Request(component=component, version=version.strip() if version else None, method=method,
