@@ -139,14 +139,14 @@ class Request:
 
 # -- registry --------------------------------------------------------------
 RECIPES: Dict[str, str] = {
-    "driver": "recipes.driver",
-    "cuda": "recipes.cuda",
-    "cudnn": "recipes.cudnn",
-    "nccl": "recipes.nccl",
-    "container-toolkit": "recipes.container_toolkit",
-    "pytorch": "recipes.pytorch",
-    "tensorflow": "recipes.tensorflow",
-    "jax": "recipes.jax",
+    "driver": f"{__name__}.driver",
+    "cuda": f"{__name__}.cuda",
+    "cudnn": f"{__name__}.cudnn",
+    "nccl": f"{__name__}.nccl",
+    "container-toolkit": f"{__name__}.container_toolkit",
+    "pytorch": f"{__name__}.pytorch",
+    "tensorflow": f"{__name__}.tensorflow",
+    "jax": f"{__name__}.jax",
 }
 
 

@@ -33,7 +33,8 @@ from packaging.version import InvalidVersion, Version
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, WriteFile, conda_env_exists, exists
 from envdoctor.matrix import hardware
-from recipes import RecipeError
+
+from . import RecipeError
 
 #: Where the image tags below were seen (Docker Hub lists them; these are the tags the
 #: recipes use, each confirmed in public Dockerfiles that build FROM them).
@@ -532,7 +533,7 @@ def resume_command(request: Any) -> str:
 def driver_plan_steps(request: Any, target: Any, facts: Any, branch: str) -> Tuple[List[Step], bool]:
     """The driver recipe's steps for ``--with-driver`` (and whether a reboot follows)."""
     try:
-        import recipes as registry
+        from envdoctor import recipes as registry
 
         driver = registry.load_recipe("driver")
         sub = registry.Request(component="driver", version=branch, method=None, force=request.force)

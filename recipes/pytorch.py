@@ -22,8 +22,9 @@ from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import torch_release, torch_supports_arch
-from recipes import RecipeError
-from recipes import docker_image as common
+
+from . import RecipeError
+from . import docker_image as common
 
 COMPONENT = "pytorch"
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")

@@ -18,8 +18,9 @@ from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import python_supported, tensorflow_release
-from recipes import RecipeError
-from recipes import docker_image as common
+
+from . import RecipeError
+from . import docker_image as common
 
 COMPONENT = "tensorflow"
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")

@@ -108,10 +108,11 @@ def installed_copy() -> str:
     src = os.path.dirname(os.path.abspath(envdoctor.__file__))
     dest = tempfile.mkdtemp(prefix="envdoctor-bench-")
     atexit.register(shutil.rmtree, dest, True)  # removed when the benchmark ends, however it ends
-    for pkg in ("envdoctor", "recipes"):
-        path = os.path.join(os.path.dirname(src), pkg)
-        if os.path.isdir(path):
-            shutil.copytree(path, os.path.join(dest, pkg), ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(src, os.path.join(dest, "envdoctor"), ignore=shutil.ignore_patterns("__pycache__"))
+    recipes = os.path.join(os.path.dirname(src), "recipes")  # a checkout: installed as envdoctor.recipes
+    if os.path.isdir(recipes) and not os.path.isdir(os.path.join(dest, "envdoctor", "recipes")):
+        shutil.copytree(recipes, os.path.join(dest, "envdoctor", "recipes"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
     compileall.compile_dir(dest, quiet=1)
     return dest
 

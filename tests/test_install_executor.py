@@ -254,7 +254,7 @@ def test_cli_without_yes_and_without_a_terminal_refuses(tmp_path, monkeypatch):
 
 
 def cuda_staging(prefix: str) -> str:
-    from recipes.cuda_redist import staging_dir
+    from envdoctor.recipes.cuda_redist import staging_dir
 
     return staging_dir(prefix)
 
@@ -275,7 +275,7 @@ def _fake_conda(tmp_path, envs: List[str]) -> str:
 def test_conda_create_never_runs_over_an_existing_environment(tmp_path, monkeypatch, existing):
     # `conda create -y -n NAME` deletes an existing NAME first: the recipes' creation step is skipped
     # when conda lists it, by the executor and by the rendered script alike.
-    from recipes.docker_image import PipInstall, conda_steps
+    from envdoctor.recipes.docker_image import PipInstall, conda_steps
 
     envs = ["/opt/conda"] + (["/home/ana/miniconda3/envs/envdoctor-torch"] if existing else [])
     monkeypatch.setenv("PATH", _fake_conda(tmp_path, envs) + os.pathsep + os.environ["PATH"])

@@ -27,13 +27,13 @@ from typing import Dict, List, Optional
 
 import pytest
 from click.testing import CliRunner
+from envdoctor.recipes import cuda_redist
 
 from envdoctor.cli.install import install
 from envdoctor.install.download import DownloadError, DownloadOptions, default_progress_stream, download
 from envdoctor.install.executor import Executor
 from envdoctor.install.plan import render_sh
 from envdoctor.install.validate import ValidationError
-from recipes import cuda_redist
 
 # Excerpt of the real redistrib_12.4.1.json (NixOS/nixpkgs
 # pkgs/development/cuda-modules/cuda/manifests/redistrib_12.4.1.json, mirroring
@@ -508,6 +508,6 @@ def test_progress_bar_is_drawn_only_on_a_terminal_stream(server, tmp_path, monke
 
 def test_install_modules_do_not_import_requests_until_a_download_starts():
     code = ("import sys, envdoctor.cli.install, envdoctor.install.download, envdoctor.install.executor, "
-            "recipes.cuda_redist; print('requests' in sys.modules)")
+            "envdoctor.recipes.cuda_redist; print('requests' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr

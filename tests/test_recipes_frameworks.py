@@ -24,11 +24,11 @@ from envdoctor.probes import run_probes
 from tests.conftest import make_host
 
 try:
-    from recipes import RecipeError, Request, Target
+    from envdoctor.recipes import RecipeError, Request, Target
 except ImportError:  # pragma: no cover - the registry module is written in parallel
     pytest.skip("recipes/__init__.py has no Target/Request/RecipeError yet", allow_module_level=True)
 
-from recipes import docker_image, jax, load_recipe, pytorch, tensorflow
+from envdoctor.recipes import docker_image, jax, load_recipe, pytorch, tensorflow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = os.path.join(HERE, "recipes_expected")

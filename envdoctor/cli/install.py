@@ -50,7 +50,7 @@ def list_text(os_name: Optional[str] = None) -> str:
     target systems. The target is ``--os``, else this machine when it is one, else ubuntu22.04."""
     import importlib
 
-    from recipes import RECIPES, SUPPORTED_TARGETS, RecipeError, parse_target, target_from_facts
+    from envdoctor.recipes import RECIPES, SUPPORTED_TARGETS, RecipeError, parse_target, target_from_facts
 
     if os_name:
         probe, which = parse_target(os_name), os_name
@@ -164,7 +164,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     root needed.
     """
     if list_:
-        from recipes import RecipeError
+        from envdoctor.recipes import RecipeError
 
         try:
             click.echo(list_text(os_name), nl=False)
@@ -175,7 +175,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
         raise fail("name a COMPONENT (see envdoctor install --list)", EXIT_USAGE)
     if force_any and not force:
         raise fail("--force-any only widens --force: pass both", EXIT_USAGE)
-    from recipes import RECIPES
+    from envdoctor.recipes import RECIPES
 
     if component not in RECIPES:
         raise fail("unknown component {!r}; one of: {}".format(component, ", ".join(sorted(RECIPES))), EXIT_USAGE)
@@ -206,7 +206,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
-    from recipes import RecipeError, cuda_redist
+    from envdoctor.recipes import RecipeError, cuda_redist
 
     try:
         if plat is None:
@@ -339,7 +339,7 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
     """Every method but redist: validate, pick the target, pre-check against the facts, plan, show or run."""
     import re
 
-    from recipes import RecipeError, Request, load_recipe, parse_target, target_from_facts
+    from envdoctor.recipes import RecipeError, Request, load_recipe, parse_target, target_from_facts
 
     from ..facts import Facts
     from ..install import validate

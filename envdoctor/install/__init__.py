@@ -5,5 +5,5 @@
 * :mod:`envdoctor.install.download`: resumable, verified downloads (``requests``, imported lazily);
 * :mod:`envdoctor.install.executor`: runs a plan, logs it, skips finished steps, stops at the first failure.
 
-The recipes themselves live in the top-level :mod:`recipes` package.
+The recipes themselves live in the top-level ``recipes/`` folder, installed as :mod:`envdoctor.recipes`.
 """

@@ -1,0 +1,250 @@
+"""The real-world corpus (tests/corpus/<case>/): machines rebuilt from public bug reports.
+
+Each case's case.json is well formed (a public thread's URL, the confirmed cause, finding codes that
+envdoctor documents or that tests/corpus/PROPOSED_CODES.md proposes), each snapshot.json is what
+scripts/make_fixture.py builds today, the scorer runs, and every healthy-but-confusing machine stays
+quiet (no warning, no error): those tests carry the ``corpus`` marker so they can be deselected
+(``-m "not corpus"``) while envdoctor still misses some.  The score itself is printed by
+scripts/score_corpus.py, not asserted here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from types import ModuleType
+from typing import Any, Dict, List
+
+import pytest
+
+from envdoctor.checks import code_docs
+from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+from envdoctor.report import diagnose
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_corpus_" + name, os.path.join(REPO, "scripts", name + ".py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+score_corpus = _script("score_corpus")
+make_fixture = _script("make_fixture")
+CASES = score_corpus.case_names()
+
+
+def _case(name: str) -> Dict[str, Any]:
+    with open(os.path.join(CORPUS, name, "case.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _proposed_codes() -> Dict[str, str]:
+    """code -> its line in PROPOSED_CODES.md (``code — meaning — cases``)."""
+    out: Dict[str, str] = {}
+    path = os.path.join(CORPUS, "PROPOSED_CODES.md")
+    if not os.path.isfile(path):
+        return out
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            m = re.match(r"^\s*[-*]?\s*`?([a-z0-9_-]+\.[a-z0-9_]+)`?\s+—\s+\S", line)
+            if m:
+                out[m.group(1)] = line.strip()
+    return out
+
+
+def test_every_case_folder_is_complete() -> None:
+    for name in sorted(os.listdir(CORPUS)) if os.path.isdir(CORPUS) else []:
+        folder = os.path.join(CORPUS, name)
+        if not os.path.isdir(folder):
+            continue
+        for part in ("case.json", "machine.json", "snapshot.json"):
+            assert os.path.isfile(os.path.join(folder, part)), "tests/corpus/%s has no %s" % (name, part)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_case_is_well_formed(name: str) -> None:
+    case = _case(name)
+    assert score_corpus.case_problems(case) == [], name
+    assert re.match(r"^https://[a-z0-9.-]+\.[a-z]{2,}/\S+$", case["url"]), case["url"]
+    assert case["root_cause"].strip() and case["title"].strip() and case["notes"].strip()
+    known = set(code_docs()) | set(_proposed_codes())
+    for entry in case["expect"]:
+        for code in entry["codes"]:
+            assert code in known, ("%s expects %s, which `envdoctor explain` does not list and "
+                                   "tests/corpus/PROPOSED_CODES.md does not propose" % (name, code))
+
+
+def test_proposed_codes_are_used_and_new() -> None:
+    """Each proposed code is one no check documents yet, and some case expects it."""
+    proposed = _proposed_codes()
+    documented = set(code_docs())
+    used = {c for n in CASES for e in _case(n)["expect"] for c in e["codes"]}
+    for code, line in proposed.items():
+        assert code not in documented or code in used, "%s is documented now; drop it from PROPOSED_CODES.md" % code
+        assert code in used, "PROPOSED_CODES.md proposes %s but no case expects it: %s" % (code, line)
+
+
+def test_corpus_snapshots_are_fresh() -> None:
+    assert make_fixture.stale(make_fixture.corpus_names()) == [], \
+        "run python scripts/make_fixture.py to regenerate the corpus snapshots"
+
+
+def test_corpus_case_names_do_not_collide_with_machines() -> None:
+    assert not set(make_fixture.corpus_names()) & set(make_fixture._names_in(make_fixture.MACHINES))
+
+
+def test_scorer_runs_and_prints_the_score() -> None:
+    r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "score_corpus.py")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert re.match(r"^score: \d+/%d right \(\d+\.\d%%\), \d+ false alarms$" % len(CASES),
+                    r.stdout.splitlines()[0]), r.stdout[:200]
+
+
+def test_scorer_json_and_thresholds() -> None:
+    r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "score_corpus.py"), "--json"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["total"] == len(CASES)
+    assert sorted(c["case"] for c in doc["cases"]) == CASES
+    # an impossible threshold fails, a trivial one passes
+    r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "score_corpus.py"), "--min-score", "0",
+                        "--max-false-alarms", "100000"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    if CASES:
+        r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "score_corpus.py"), "--min-score", "101"],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 1 and "below --min-score" in r.stderr
+
+
+def test_scorer_matches_code_severity_and_words() -> None:
+    entry = {"codes": ["driver.too_old_for_framework"], "min_severity": "error", "words": ["470", "CU121"]}
+    finding: Dict[str, Any] = {"code": "driver.too_old_for_framework", "severity": "error",
+                               "title": "driver 470.57.02 is too old for torch 2.4.0+cu121", "detail": "",
+                               "evidence": []}
+    assert score_corpus.entry_matched_by(entry, finding)
+    assert not score_corpus.entry_matched_by(entry, dict(finding, severity="warning"))
+    assert not score_corpus.entry_matched_by(entry, dict(finding, code="cuda.shadowed"))
+    assert not score_corpus.entry_matched_by(entry, dict(finding, title="driver too old"))
+    # words may come from the evidence
+    assert score_corpus.entry_matched_by(entry, dict(finding, title="too old", evidence=[
+        {"name": "driver.version", "value": "470.57.02"}, {"name": "framework.torch", "value": {"cuda": "cu121"}}]))
+    assert "severity warning < error" in score_corpus.why_not(entry, [dict(finding, severity="warning")])
+    assert "no finding with code" in score_corpus.why_not(entry, [])
+
+
+HEALTHY = [n for n in CASES if _case(n)["healthy"]]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", HEALTHY)
+def test_healthy_case_raises_no_warning_or_error(name: str) -> None:
+    host = SnapshotHost(load_snapshot(os.path.join(CORPUS, name, "snapshot.json")), name)
+    loud: List[str] = ["%s %s: %s" % (f.severity, f.code, f.title) for f in diagnose(host).findings
+                       if f.severity in ("warning", "error")]
+    assert loud == [], "%s is healthy (%s) but envdoctor says:\n%s" % (name, _case(name)["url"], "\n".join(loud))
+
+
+# -- make_fixture: what a live snapshot records, expressed by hand-built machines ---------------------
+
+
+def test_fixture_directories_seen_through_symlinks(tmp_path: Any) -> None:
+    """root/usr/local/cuda -> cuda-12.4: /usr/local/cuda/bin and /usr/local/cuda/include are listable
+    and nvcc is found on PATH=/usr/local/cuda/bin, as on a live machine."""
+    root = tmp_path / "root"
+    (root / "usr/local/cuda-12.4/bin").mkdir(parents=True)
+    (root / "usr/local/cuda-12.4/include").mkdir(parents=True)
+    (root / "usr/local/cuda-12.4/targets/x86_64-linux/lib").mkdir(parents=True)
+    (root / "usr/local/cuda-12.4/bin/nvcc").write_text("")
+    (root / "usr/local/cuda-12.4/include/cuda.h").write_text("#define CUDA_VERSION 12040\n")
+    (root / "usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127").write_text("")
+    os.symlink("libcudart.so.12.4.127", str(root / "usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12"))
+    os.symlink("targets/x86_64-linux/lib", str(root / "usr/local/cuda-12.4/lib64"))
+    os.symlink("cuda-12.4", str(root / "usr/local/cuda"))
+    os.symlink("/usr/local/cuda", str(root / "usr/local/cuda-12"))  # absolute: a path of the machine
+    tree = make_fixture._walk_root(str(root), "t")
+    doc = dict(tree, schema_version=1, environ={"PATH": "/usr/local/cuda/bin:/usr/bin"})
+    host = SnapshotHost(doc, "t")
+    assert host.list_dir("/usr/local/cuda/bin").names() == ("nvcc",)
+    assert host.list_dir("/usr/local/cuda/include").names() == ("cuda.h",)
+    assert host.list_dir("/usr/local/cuda-12/include").names() == ("cuda.h",)
+    assert host.which("nvcc") == "/usr/local/cuda/bin/nvcc"
+    assert host.read_text("/usr/local/cuda/include/cuda.h") == "#define CUDA_VERSION 12040\n"
+    # a link inside a linked directory stays a link under the linked name, and resolves the same way
+    assert host.read_link("/usr/local/cuda/lib64/libcudart.so.12").target == "libcudart.so.12.4.127"
+    assert "libcudart.so.12" in host.list_dir("/usr/local/cuda/lib64").names()
+    assert host.resolve("/usr/local/cuda/lib64/libcudart.so.12") == \
+        "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"
+    # the real paths are unchanged
+    assert host.read_link("/usr/local/cuda").target == "cuda-12.4"
+    assert host.list_dir("/usr/local/cuda-12.4/bin").names() == ("nvcc",)
+
+
+def test_fixture_link_loops_end(tmp_path: Any) -> None:
+    """A link back into its own directory (Debian's /usr/bin/X11 -> .) is listed, not followed forever;
+    a loop of links reads as absent, as the machine answers ELOOP."""
+    root = tmp_path / "root"
+    (root / "usr/bin").mkdir(parents=True)
+    (root / "usr/bin/gcc").write_text("")
+    os.symlink(".", str(root / "usr/bin/X11"))
+    os.symlink("x", str(root / "y"))
+    os.symlink("y", str(root / "x"))
+    tree = make_fixture._walk_root(str(root), "t")
+    host = SnapshotHost(dict(tree, schema_version=1), "t")
+    assert host.list_dir("/usr/bin/X11").names() == ("X11", "gcc")
+    assert "/usr/bin/X11/gcc" in tree["files"]
+    assert "/usr/bin/X11/X11/X11" not in tree["dirs"]
+    assert host.read_link("/x").target == "y" and not host.list_dir("/x").ok
+
+
+def test_fixture_elf_map_becomes_the_snapshot_elf_section(tmp_path: Any) -> None:
+    root = tmp_path / "root"
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    lib.mkdir(parents=True)
+    (lib / "libcudnn.so.8.9.7").write_text("")
+    os.symlink("libcudnn.so.8.9.7", str(lib / "libcudnn.so.8"))
+    os.symlink("usr/lib", str(root / "lib"))
+    tree = make_fixture._walk_root(str(root), "t")
+    elf = make_fixture._elf({"elf": {"/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7": {
+        "soname": "libcudnn.so.8", "needed": ["libc.so.6"]}}}, tree, str(root), "t")
+    want = {"soname": "libcudnn.so.8", "needed": ["libc.so.6"], "rpath": [], "runpath": []}
+    # recorded under every path that reaches the library, as a live capture asked through any of them
+    assert elf["/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7"] == want
+    assert elf["/usr/lib/x86_64-linux-gnu/libcudnn.so.8"] == want
+    assert elf["/lib/x86_64-linux-gnu/libcudnn.so.8"] == want
+    host = SnapshotHost(dict(tree, elf=elf, schema_version=1), "t")
+    assert host.elf("/lib/x86_64-linux-gnu/libcudnn.so.8").soname == "libcudnn.so.8"
+    with pytest.raises(make_fixture.FixtureError, match="not a file in root"):
+        make_fixture._elf({"elf": {"/usr/lib/libnope.so": {"needed": []}}}, tree, str(root), "t")
+    with pytest.raises(make_fixture.FixtureError, match="list of strings"):
+        make_fixture._elf({"elf": {"/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7": {"needed": "libc.so.6"}}},
+                          tree, str(root), "t")
+
+
+def test_fixture_program_answers_through_links(tmp_path: Any) -> None:
+    """machine.json lists nvcc once, by its real path; with PATH=/usr/local/cuda/bin the probes run
+    /usr/local/cuda/bin/nvcc, which must answer the same, as it does on the machine."""
+    root = tmp_path / "root"
+    (root / "usr/local/cuda-12.4/bin").mkdir(parents=True)
+    (root / "usr/local/cuda-12.4/bin/nvcc").write_text("")
+    os.symlink("cuda-12.4", str(root / "usr/local/cuda"))
+    tree = make_fixture._walk_root(str(root), "t")
+    listed = [{"argv": ["/usr/local/cuda-12.4/bin/nvcc", "--version"], "stdout": "release 12.4, V12.4.131\n"},
+              {"argv": ["/usr/bin/gcc", "--version"], "stdout": "gcc 13\n"}]
+    extra = make_fixture._command_aliases(listed, tree, str(root))
+    assert [c["argv"] for c in extra] == [["/usr/local/cuda/bin/nvcc", "--version"]]
+    assert extra[0]["stdout"] == "release 12.4, V12.4.131\n"
+    # a path machine.json lists itself keeps its own answer
+    listed.append({"argv": ["/usr/local/cuda/bin/nvcc", "--version"], "stdout": "hung"})
+    assert make_fixture._command_aliases(listed, tree, str(root)) == []
