@@ -189,13 +189,15 @@ KEYRING_FILE = "/usr/share/keyrings/cuda-archive-keyring.gpg"
 DOWNLOAD_DIR = "/var/tmp/envdoctor"
 
 
-def repo_url(target: Target) -> str:
-    return f"{REPO_BASE}/{target.repo_distro}/{target.repo_arch}"
+def repo_url(target: Target, mirror: Optional[str] = None) -> str:
+    """NVIDIA's repository for ``target``, or the same layout below ``mirror`` (``--mirror``, already validated:
+    ``<mirror>/<distro>/<arch>``, as ``.../compute/cuda/repos`` is laid out)."""
+    return f"{(mirror or REPO_BASE).rstrip('/')}/{target.repo_distro}/{target.repo_arch}"
 
 
-def repo_steps(target: Target) -> List[Step]:
-    """Enable NVIDIA's CUDA repository on ``target`` (skipped when already enabled)."""
-    url = repo_url(target)
+def repo_steps(target: Target, mirror: Optional[str] = None) -> List[Step]:
+    """Enable NVIDIA's CUDA repository (or a mirror of it) on ``target`` (skipped when already enabled)."""
+    url = repo_url(target, mirror)
     if target.family == "debian":
         deb = f"{DOWNLOAD_DIR}/{KEYRING_DEB}"
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Ubuntu / Debian, network repo):
@@ -248,5 +250,6 @@ def install_step(target: Target, step_id: str, title: str, packages: Sequence[st
     return Step(step_id, title, RunCommand([target.package_manager, "install", "-y", *packages]), needs_root=True)
 
 
-def target_note(target: Target) -> str:
-    return f"Planned for {target.describe}; NVIDIA repository {repo_url(target)}/"
+def target_note(target: Target, mirror: Optional[str] = None) -> str:
+    return "Planned for {}; {} {}/".format(target.describe, "mirror of NVIDIA's repository" if mirror else
+                                          "NVIDIA repository", repo_url(target, mirror))

@@ -250,7 +250,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
             pinned = f"{pkg}={full}-1" if target.family == "debian" else f"{pkg}-{full}-1"
         else:
             pinned = pkg
-        steps += repo_steps(target) + dsteps
+        steps += repo_steps(target, request.mirror) + dsteps
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ :
         #   apt-get install cuda-toolkit / dnf install cuda-toolkit
         # (version-specific metapackage cuda-toolkit-12-4: "Meta Packages" table of the same guide)
@@ -263,7 +263,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     else:  # runfile
         steps += dsteps + runfile_steps(request, target, facts, full, prefix, done)
         notes.append(f"To use it: export PATH={prefix}/bin:$PATH LD_LIBRARY_PATH={prefix}/lib64:$LD_LIBRARY_PATH")
-    notes.insert(0, target_note(target))
+    notes.insert(0, target_note(target, request.mirror))
     if dist_warning:
         notes.insert(0, dist_warning)
     return Plan(title=f"install CUDA {full} ({method}) on {target.describe}", component=COMPONENT, version=full,

@@ -118,8 +118,9 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     # not verified: https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html is stored only up
     # to "Package Manager Installation" (before the package names); cudnn9-cuda-12 is the name public
     # scripts install from NVIDIA's repository
-    steps = repo_steps(target) + [install_step(target, "install-cudnn", f"install cuDNN {major} for CUDA {cu} "
-                                               f"({pkg})", [pkg])]
+    steps = repo_steps(target, request.mirror) + [
+        install_step(target, "install-cudnn", f"install cuDNN {major} for CUDA {cu} ({pkg})", [pkg])]
     return Plan(title=f"install cuDNN {major} for CUDA {cu} (repo) on {target.describe}", component=COMPONENT,
                 version=row["version"], method=method, target=target.describe, steps=steps,
-                notes=[target_note(target), f"The repository's newest cuDNN {major} for CUDA {cu} is installed"])
+                notes=[target_note(target, request.mirror),
+                       f"The repository's newest cuDNN {major} for CUDA {cu} is installed"])

@@ -236,8 +236,8 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         if branch not in known:
             raise RecipeError(f"driver branch {branch} is not one envdoctor knows",
                               ["envdoctor install driver --version " + b for b in known])
-    steps = repo_steps(target) + driver_steps(target, branch, flavor)
-    notes = [target_note(target)]
+    steps = repo_steps(target, request.mirror) + driver_steps(target, branch, flavor)
+    notes = [target_note(target, request.mirror)]
     secure = facts.value("driver.secure_boot") is True
     if secure:
         steps += mok_steps(target)

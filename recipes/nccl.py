@@ -100,8 +100,8 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         pkgs = [f"libnccl-{pin}", f"libnccl-devel-{pin}"]
     if not version:  # pragma: no cover - pick_version always answers
         raise RecipeError("no NCCL version")
-    steps = repo_steps(target) + [install_step(target, "install-nccl", f"install NCCL {version} built for CUDA "
-                                               f"{cuda}", pkgs)]
+    steps = repo_steps(target, request.mirror) + [
+        install_step(target, "install-nccl", f"install NCCL {version} built for CUDA {cuda}", pkgs)]
     return Plan(title=f"install NCCL {version}+cuda{cuda} (repo) on {target.describe}", component=COMPONENT,
                 version=version, method=method, target=target.describe, steps=steps,
-                notes=[target_note(target), f"NCCL versions: {SOURCE} (table unverified)"])
+                notes=[target_note(target, request.mirror), f"NCCL versions: {SOURCE} (table unverified)"])
