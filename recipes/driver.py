@@ -52,6 +52,10 @@ def branch_of(version: str) -> str:
     return str(Version(version).release[0])
 
 
+#: "Starting in the 560 driver release series, the open kernel module flavor is the default and suggested
+#: installation" (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html, verified
+#: 2026-11-25); an older branch asked for without a flavor gets the proprietary modules it defaulted to.
+OPEN_DEFAULT_FROM = 560
 #: From this branch on, Debian and Ubuntu lock a branch with NVIDIA's pinning package
 #: (``nvidia-driver-pinning-<branch>``, installed before the driver) instead of ``cuda-drivers-<branch>``.
 PINNING_FROM = 580
@@ -126,10 +130,14 @@ def packages(target: Target, branch: Optional[str], flavor: str) -> Tuple[str, L
             # package name is the one public install scripts use (apt-get install -y nvidia-driver-pinning-580)
             return "pin", [f"nvidia-driver-pinning-{branch}", name]
         if branch:
+            if flavor == "open" and int(branch) >= OPEN_DEFAULT_FROM:
+                # not verified: the guide's apt row for a branch before the pinning packages was not readable;
+                # nvidia-open-<branch> (560 ... 575) is the package public install scripts use from NVIDIA's repo
+                return "apt", [f"nvidia-open-{branch}"]
             if flavor == "open":
                 raise RecipeError(
                     f"envdoctor cannot pin open-module driver branch {branch} on {target.label}: before "
-                    f"{PINNING_FROM} NVIDIA's repository has no per-branch open metapackage ({GUIDE})",
+                    f"{OPEN_DEFAULT_FROM} NVIDIA's repository has no per-branch open metapackage ({GUIDE})",
                     [f"envdoctor install driver --version {branch} --option flavor=proprietary --os {target.label}",
                      f"envdoctor install driver --version {PINNING_FROM} --os {target.label}",
                      f"envdoctor install driver --os {target.label}"])
@@ -225,19 +233,30 @@ def mok_steps(target: Target) -> List[Step]:
 
 def plan(request: Request, target: Target, facts: Any) -> Plan:
     method = pick_method(sys.modules[__name__], request, target)
-    flavor = request.options.get("flavor", "open")
+    asked = request.version and str(request.version).split(".")[0].isdigit()
+    old_branch = bool(asked) and int(branch_of(str(request.version))) < OPEN_DEFAULT_FROM
+    flavor = request.options.get("flavor") or ("proprietary" if old_branch else "open")
     if flavor not in FLAVORS:
         raise RecipeError(f"driver flavor {flavor!r} is unknown",
                           [f"envdoctor install driver --option flavor={f}" for f in FLAVORS])
     branch = None
+    unknown_note = []
     if request.version:
         branch = branch_of(request.version)
         known = versions()
+        if int(branch) < int(known[0]) or int(branch) > int(known[-1]) + 50:
+            raise RecipeError(f"driver branch {branch} is outside the branches NVIDIA's CUDA repositories carry "
+                              f"({known[0]} .. {known[-1]})",
+                              ["envdoctor install driver --version " + b for b in (known[0], known[-1])])
         if branch not in known:
-            raise RecipeError(f"driver branch {branch} is not one envdoctor knows",
-                              ["envdoctor install driver --version " + b for b in known])
+            # a real branch between the ones the matrix names (565, say): planned, with a warning
+            unknown_note = [f"WARNING: driver branch {branch} is not one envdoctor's matrix names (it knows "
+                            f"{', '.join(known[-6:])} ...); check that NVIDIA's repository carries it before running"]
     steps = repo_steps(target, request.mirror) + driver_steps(target, branch, flavor)
-    notes = [target_note(target, request.mirror)]
+    notes = unknown_note + [target_note(target, request.mirror)]
+    if old_branch and "flavor" not in request.options:
+        notes.append(f"Branch {branch} predates the open kernel modules as NVIDIA's default ({OPEN_DEFAULT_FROM}): "
+                     "the proprietary flavor is installed (--option flavor=open to ask for the open one)")
     secure = facts.value("driver.secure_boot") is True
     if secure:
         steps += mok_steps(target)

@@ -434,3 +434,62 @@ def test_every_alternative_is_a_command_envdoctor_install_accepts():
         except Exception as exc:  # noqa: BLE001
             bad.append((comp, alt, str(exc) or type(exc).__name__))
     assert not bad, "\n".join(f"{c}: {a!r}: {w}" for c, a, w in bad)
+
+
+# -- the install lines findings suggest are commands `install` accepts ------------------------------------
+def _snapshots() -> List[str]:
+    here = os.path.dirname(__file__)
+    out = []
+    for base in ("machines", "corpus"):
+        root = os.path.join(here, base)
+        for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+            path = os.path.join(root, name, "snapshot.json")
+            if os.path.isfile(path):
+                out.append(path)
+    return out
+
+
+def test_every_install_line_a_finding_suggests_is_accepted():
+    """Replays every real machine and corpus snapshot, collects each finding's `envdoctor install ...` line and
+    plans it (--dry-run) against that snapshot: never a usage error (a refusal with reasons is fine)."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from envdoctor.cli.install import install
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+    from envdoctor.install import validate
+    from envdoctor.report import diagnose
+
+    lines = set()
+    for path in _snapshots():
+        try:
+            report = diagnose(SnapshotHost(load_snapshot(path), os.path.basename(os.path.dirname(path))))
+        except Exception:  # noqa: BLE001 - a snapshot this build cannot read is another test's business
+            continue
+        for fd in report.findings:
+            line = getattr(getattr(fd, "fix", None), "install", None)
+            if line:
+                lines.add((line, path))
+    assert len({ln for ln, _p in lines}) >= 5, lines
+    bad = []
+    for line, path in sorted(lines):
+        words = shlex.split(line)
+        assert words[:2] == ["envdoctor", "install"], line
+        args = [os.path.expanduser(w) if w.startswith("~") else w for w in words[2:]]
+        if "--prefix" in args:  # redist: reading NVIDIA's manifest needs the network; parse and check values only
+            try:
+                params = install.make_context("install", list(args)).params
+                validate.version(params["version"])
+                validate.prefix(params["prefix"])
+            except Exception as exc:  # noqa: BLE001
+                bad.append(f"{line}: {exc}")
+            continue
+        r = CliRunner().invoke(install, args + ["--snapshot", path, "--dry-run", "--format", "json"])
+        usage = ("No such option", "is not a release number", "Invalid value", "Missing argument", "Got unexpected")
+        # a driver branch NVIDIA's repositories carry must plan (565 was refused: "not one envdoctor knows")
+        must_plan = words[2] == "driver" and "--version" in words and int(words[words.index("--version") + 1]) >= 450
+        if r.exit_code not in (0, 2) or any(u in r.output for u in usage) or (
+                must_plan and r.exit_code != 0 and "not a supported install target" not in r.output):
+            bad.append(f"{line}  [{os.path.basename(os.path.dirname(path))}]: exit {r.exit_code}: {r.output[-300:]}")
+    assert not bad, "\n".join(bad)

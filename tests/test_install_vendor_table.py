@@ -103,6 +103,8 @@ TABLE: List[Row] = [
         + "advanced-options.html (Switching between Driver Module Flavors)", "verified"),
     Row(("driver",), DEB, r"apt-get install -y nvidia-driver-pinning-\d{3}", DRIVER_GUIDE
         + " (Recent Updates: Version locking packages for Ubuntu / Debian)", "verified (pinning before the driver)"),
+    Row(("driver",), DEB, r"apt-get install -y nvidia-open-5[67]\d",
+        DRIVER_GUIDE + " (open flavor default from 560); package name from public install scripts", "not verified"),
     Row(("driver",), DEB, r"apt-get install -y cuda-drivers-\d{3}", DRIVER_GUIDE + " (Recent Updates, Table 4)",
         "verified (pre-590 name)"),
     Row(("driver",), EL, r"subscription-manager repos --enable codeready-builder-for-rhel-[89]-(x86_64|aarch64)-rpms",
@@ -171,7 +173,7 @@ def _requests() -> Iterator[Tuple[str, str, Request, Facts]]:
             for t in SUPPORTED_TARGETS:
                 yield comp, t, Request(comp, _version(comp, method, t), method), Facts()
     for t in SUPPORTED_TARGETS:
-        for branch in ("495", "550", "580", "595"):
+        for branch in ("495", "550", "565", "580", "595"):
             for flavor in ("open", "proprietary"):
                 yield "driver", t, Request("driver", branch, None, options={"flavor": flavor}), \
                     _facts(**{"driver.secure_boot": True})

@@ -100,8 +100,8 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--list", "list_", is_flag=True, help="List components, methods and target systems, then exit.")
 @click.option("--version", "version", metavar="VERSION",
               help="Release to install: 12.4 (its newest update) or 12.4.1; a driver branch (550); redist: "
-                   "as in NVIDIA's redistrib_X.Y.Z.json (12.4.1, or 9.1.0 for cuDNN). Default: the newest "
-                   "the target supports.")
+                   "as in NVIDIA's redistrib_X.Y.Z.json (12.4.1, or 9.1.0 for cuDNN). Default (or 'latest'): "
+                   "the newest the target supports.")
 @click.option("--method", metavar="METHOD",
               help="repo, runfile, redist, pip, conda, docker (see --list). Default: the vendor's recommended "
                    "one; redist when --prefix is given for cuda/cudnn.")
@@ -175,6 +175,8 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
         raise fail("name a COMPONENT (see envdoctor install --list)", EXIT_USAGE)
     if force_any and not force:
         raise fail("--force-any only widens --force: pass both", EXIT_USAGE)
+    if version is not None and version.strip().lower() in ("latest", "newest"):
+        version = None  # what findings suggest for "the newest" (envdoctor install driver --version latest)
     from envdoctor.recipes import RECIPES
 
     if component not in RECIPES:
