@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from . import matrix
+from . import matrix, osinfo
 from .facts import Facts
 from .host.nvml_worker import MAX_GPUS
 from .matrix import frameworks as fw
@@ -48,7 +48,6 @@ ORT_FEEDS = {
 }
 
 #: Distribution ids that CUDA's tables list under another id.
-_DISTRO_ALIAS = {"rocky": "rhel", "almalinux": "rhel", "centos": "rhel", "ol": "rhel", "redhat": "rhel"}
 
 
 class AdviseError(ValueError):
@@ -111,11 +110,12 @@ def parse_python(text: str) -> str:
 
 
 def parse_os(text: str) -> Tuple[str, str]:
-    """``ubuntu22.04`` / ``ubuntu-22.04`` / ``rhel9`` / ``debian12`` -> (id, version)."""
-    m = re.match(r"^([a-z]+)[-_ ]?(\d+(?:\.\d+)?)$", text.strip().lower())
-    if not m:
-        raise AdviseError(f"--os {text!r} is not a distribution and version such as ubuntu22.04 or rhel9")
-    return m.group(1), m.group(2)
+    """``--os`` in the grammar ``install`` shares (:func:`envdoctor.osinfo.parse_os`) -> (id, version)."""
+    try:
+        spec = osinfo.parse_os(text)
+    except osinfo.OsSpecError as exc:
+        raise AdviseError(str(exc)) from None
+    return spec.os_id, spec.version
 
 
 def gpu_cc(name: str) -> Tuple[str, str]:
@@ -221,10 +221,9 @@ def _distro_supported(cuda: str, os_id: Optional[str], os_version: Optional[str]
     if not os_id or not os_version:
         return None
     dist = hw.distributions_for_cuda(cuda)
-    did = _DISTRO_ALIAS.get(os_id, os_id)
+    did, want = osinfo.nvidia_distro(os_id, os_version)
     if did not in dist:
         return None if not dist else False
-    want = os_version if did == "ubuntu" else os_version.split(".")[0]
     return want in dist[did]
 
 

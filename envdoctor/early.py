@@ -54,10 +54,10 @@ def wants_worker(args: Sequence[str], environ: Optional[dict] = None) -> bool:
     env = os.environ if environ is None else environ
     if env.get(DISABLE_VAR, "") not in ("", "0"):
         return False
-    if not args or args[0] != "diagnose":
+    if not args or args[0] not in ("diagnose", "check"):
         return False
     for a in args[1:]:
-        if a in ("-h", "--help") or a == "--snapshot" or a.startswith("--snapshot="):
+        if a in ("-h", "--help") or a in ("--snapshot", "--report") or a.startswith(("--snapshot=", "--report=")):
             return False
     return True
 

@@ -1,4 +1,4 @@
-"""Findings: verdicts about the facts (see DESIGN.md, "Finding").
+"""Findings: verdicts about the facts (see docs/DESIGN.md, "Finding").
 
 A finding has a stable ``code`` (documented, never reused for another
 meaning), a ``severity``, the ``components`` it concerns, a one-line
@@ -98,6 +98,28 @@ class Finding:
             "title": self.title, "detail": self.detail, "evidence": list(self.evidence),
             "source": dict(self.source), "fix": self.fix.to_dict(),
         }
+
+
+def pip_for(command: str, python: Optional[str]) -> str:
+    """``command`` with every ``pip`` call aimed at ``python`` (``pip --python PATH install ...``, pip >= 22.3),
+    so a fix or an advice installs into the interpreter envdoctor inspected, never into envdoctor's own
+    environment or whichever ``pip`` comes first on PATH. Other commands, and a missing ``python``,
+    leave ``command`` as it is."""
+    import re
+    import shlex
+
+    if not python or "--python" in command:
+        return command
+    return re.sub(r"(^|&& |; |\| )pip( +)(?=install|uninstall|download|list|show)",
+                  lambda m: "%spip --python %s " % (m.group(1), shlex.quote(python)), command)
+
+
+def pin_interpreter(findings: List[Finding], python: Optional[str]) -> None:
+    """Every finding's pip commands aimed at ``python`` (in place; see :func:`pip_for`)."""
+    if not python:
+        return
+    for f in findings:
+        f.fix.commands = [pip_for(c, python) for c in f.fix.commands]
 
 
 def summarize(findings: List[Finding]) -> Dict[str, int]:

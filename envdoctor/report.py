@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from . import __version__
 from .checks import CheckContext, all_checks, run_checks
 from .facts import Facts
-from .findings import Finding, summarize
+from .findings import Finding, pin_interpreter, summarize
 from .host.base import Host
 from .host.privacy import Scrubber
 from .probes import ProbeResult, run_probes
@@ -91,6 +91,7 @@ def judge(probes: List[ProbeResult], source: Dict[str, str], started: float) -> 
     """Check the probes' facts and wrap everything in a report (the other half)."""
     facts = Facts(f for p in probes for f in p.facts)
     findings = run_checks(CheckContext(facts, probes))
+    pin_interpreter(findings, facts.text("python.executable"))  # every pip fix names the interpreter inspected
     return Report(probes, findings, source, time.monotonic() - started)
 
 

@@ -15,13 +15,13 @@ NVIDIA's CUDA package repositories that several recipes use.
 from __future__ import annotations
 
 import importlib
-import re
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from packaging.version import Version
 
+from envdoctor import osinfo
 from envdoctor.install.plan import RunCommand, Step, exists
 
 
@@ -40,8 +40,6 @@ class RecipeError(Exception):
 
 
 # -- targets ---------------------------------------------------------------
-FAMILY = {"ubuntu": "debian", "debian": "debian", "centos": "rhel", "rhel": "rhel", "rocky": "rhel",
-          "almalinux": "rhel"}
 ARCHES = ("x86_64", "aarch64")
 
 SUPPORTED_TARGETS = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12", "centos7", "centos9", "rhel8", "rhel9",
@@ -87,20 +85,23 @@ class Target:
         return "yum" if self.version == "7" else "dnf"
 
 
-_TARGET = re.compile(r"^(ubuntu|debian|centos|rhel|rocky|almalinux)([0-9]+(?:\.[0-9]+)?)(?:-(x86_64|aarch64))?$")
 
 
 def parse_target(text: str, arch: str = "x86_64") -> Target:
-    """``ubuntu22.04``, ``rhel9``, ``rocky8-aarch64`` -> Target; RecipeError for anything else."""
-    m = _TARGET.match((text or "").strip().lower())
-    if not m or f"{m.group(1)}{m.group(2)}" not in SUPPORTED_TARGETS:
+    """``ubuntu22.04``, ``ubuntu-22.04``, ``rhel9``, ``rocky8-aarch64`` (the ``--os`` grammar ``advise``
+    shares: :func:`envdoctor.osinfo.parse_os`) -> Target; RecipeError for anything else."""
+    try:
+        spec = osinfo.parse_os(text)
+    except osinfo.OsSpecError as exc:
+        raise RecipeError(str(exc), ["--os " + t for t in SUPPORTED_TARGETS]) from None
+    if f"{spec.os_id}{spec.version}" not in SUPPORTED_TARGETS:
         raise RecipeError(f"--os {text!r} is not a supported target system",
                           ["--os " + t for t in SUPPORTED_TARGETS])
-    a = m.group(3) or arch
+    a = spec.arch or arch
     if a not in ARCHES:
-        raise RecipeError(f"architecture {a!r} is not supported", [f"--os {m.group(1)}{m.group(2)}-{x}"
+        raise RecipeError(f"architecture {a!r} is not supported", [f"--os {spec.os_id}{spec.version}-{x}"
                                                                       for x in ARCHES])
-    return Target(m.group(1), m.group(2), FAMILY[m.group(1)], a)
+    return Target(spec.os_id, spec.version, osinfo.family(spec.os_id), a)
 
 
 def target_from_facts(facts: Any) -> Target:
@@ -109,17 +110,15 @@ def target_from_facts(facts: Any) -> Target:
     version = str(facts.value("os.version") or "")
     arch = str(facts.value("os.arch") or "x86_64")
     arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
-    if FAMILY.get(os_id) == "rhel":
-        version = version.split(".")[0]
-    elif os_id == "debian":
+    if osinfo.family(os_id) == "rhel" or os_id == "debian":
         version = version.split(".")[0]
     label = f"{os_id}{version}" if os_id else "an unknown system"
-    if os_id not in FAMILY or f"{os_id}{version}" not in SUPPORTED_TARGETS:
+    if f"{os_id}{version}" not in SUPPORTED_TARGETS:
         raise RecipeError(f"this machine ({label}) is not a supported install target; plan for one with --os",
                           ["--os " + t for t in SUPPORTED_TARGETS])
     if arch not in ARCHES:
         raise RecipeError(f"this machine's architecture {arch!r} is not supported")
-    return Target(os_id, version, FAMILY[os_id], arch)
+    return Target(os_id, version, osinfo.family(os_id), arch)
 
 
 # -- requests --------------------------------------------------------------

@@ -127,10 +127,10 @@ def test_target_from_captured_machine():
 
 def test_cli_explicit_values_text_and_json():
     runner = CliRunner()
-    r = runner.invoke(advise_cmd, ["--driver", "470.82.01", "--cc", "3.7", "--python", "3.10"],
+    r = runner.invoke(advise_cmd, ["--driver", "470.82.01", "--cc", "3.7", "--python-version", "3.10"],
                       catch_exceptions=False)
     assert r.exit_code == 0, r.output
-    assert "newest CUDA the driver runs:" in r.output and "11.4" in r.output
+    assert "Newest CUDA: 11.4 (11.8 with minor-version compatibility)" in r.output
     assert "https://download.pytorch.org/whl/cu118" in r.output
     r = runner.invoke(advise_cmd, ["--driver", "575.57.08", "--gpu", "RTX 5090", "--format", "json",
                                    "--framework", "torch"], catch_exceptions=False)
@@ -168,7 +168,8 @@ def test_a_machine_without_an_nvidia_gpu_is_told_to_use_the_cpu_builds():
     res = CliRunner().invoke(advise_cmd, ["--snapshot", machine_path("debian12-nogpu")])
     assert res.exit_code == 0, res.output
     assert "No NVIDIA GPU on this machine" in res.output
-    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in res.output
+    assert "pip --python /usr/bin/python3 install torch --index-url" in res.output
+    assert "https://download.pytorch.org/whl/cpu" in res.output
     assert "cu1" not in res.output  # no CUDA wheel is suggested
     doc = json.loads(CliRunner().invoke(advise_cmd, ["--snapshot", machine_path("debian12-nogpu"),
                                                      "--format", "json"]).output)

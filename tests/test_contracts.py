@@ -1,4 +1,4 @@
-"""The public contracts a user or a fleet relies on (DESIGN.md): schemas, replay, privacy,
+"""The public contracts a user or a fleet relies on (docs/DESIGN.md): schemas, replay, privacy,
 no framework import, no network, exit codes."""
 
 from __future__ import annotations

@@ -302,7 +302,7 @@ def test_timeout_is_the_wait_for_each_pipe_and_says_so(tmp_path):
     for f in fifos:
         os.mkfifo(f)
     (tmp_path / "ok.json").write_text(json.dumps(_report(HEALTHY)))
-    doc, r = _json([str(tmp_path), "--timeout", "0.3"])
+    doc, r = _json([str(tmp_path), "--read-timeout", "0.3"])
     unreadable = [n["unreadable"] for n in doc["nodes"] if n.get("unreadable")]
     assert len(unreadable) == 2 and all("nothing arrived within 0.3s" in u for u in unreadable), unreadable
     env = dict(os.environ, ENVDOCTOR_TIMEOUT="0.2")

@@ -28,10 +28,10 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Dict, List, Optional, Tuple
 
 import pytest
-from envdoctor.recipes import Request, load_recipe, parse_target
 
 from envdoctor.facts import Facts
 from envdoctor.install.plan import render_sh
+from envdoctor.recipes import Request, load_recipe, parse_target
 
 MIRROR = "http://deb.debian.org/debian"
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"  # absolute: the chroot's PATH is not ours

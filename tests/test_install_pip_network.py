@@ -12,13 +12,13 @@ import subprocess
 import sys
 
 import pytest
-from envdoctor.recipes import docker_image
 
 from envdoctor.facts import Facts
 from envdoctor.host.live import LiveHost
 from envdoctor.install.executor import EXIT_OK, Executor
 from envdoctor.install.plan import Plan
 from envdoctor.probes import run_probes
+from envdoctor.recipes import docker_image
 
 WHEEL = "nvidia-cuda-runtime-cu12==12.4.127"
 pytestmark = [pytest.mark.network, pytest.mark.slow]

@@ -19,11 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Dict, List
 
 import pytest
-from envdoctor.recipes import RecipeError, Request, cuda_redist, load_recipe, parse_target
 
 from envdoctor.facts import Facts, ok
 from envdoctor.install.executor import Executor, why_line
 from envdoctor.install.plan import Plan, RunCommand, Step
+from envdoctor.recipes import RecipeError, Request, cuda_redist, load_recipe, parse_target
 from tests.test_install_redist import REAL_CUDA_12_4_1, REAL_CUDNN_9_1_0
 from tests.test_recipes_frameworks import machine_facts
 
@@ -405,9 +405,8 @@ def _alternatives() -> List[tuple]:
 def test_every_alternative_is_a_command_envdoctor_install_accepts():
     import shlex
 
-    from envdoctor.recipes import RECIPES
-
     from envdoctor.cli.install import install, parse_options
+    from envdoctor.recipes import RECIPES
 
     alts = _alternatives()
     assert len(alts) > 40

@@ -27,13 +27,13 @@ from typing import Dict, List, Optional
 
 import pytest
 from click.testing import CliRunner
-from envdoctor.recipes import cuda_redist
 
 from envdoctor.cli.install import install
 from envdoctor.install.download import DownloadError, DownloadOptions, default_progress_stream, download
 from envdoctor.install.executor import Executor
 from envdoctor.install.plan import render_sh
 from envdoctor.install.validate import ValidationError
+from envdoctor.recipes import cuda_redist
 
 # Excerpt of the real redistrib_12.4.1.json (NixOS/nixpkgs
 # pkgs/development/cuda-modules/cuda/manifests/redistrib_12.4.1.json, mirroring

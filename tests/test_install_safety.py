@@ -23,7 +23,6 @@ from typing import Dict, List
 
 import pytest
 from click.testing import CliRunner
-from envdoctor.recipes import cuda_redist
 
 from envdoctor.cli.install import install
 from envdoctor.install import extract as extract_mod
@@ -31,6 +30,7 @@ from envdoctor.install.download import DownloadError, DownloadOptions, download
 from envdoctor.install.executor import Executor
 from envdoctor.install.lock import Busy, PrefixLock
 from envdoctor.install.plan import Extract, Plan, Step, render_sh
+from envdoctor.recipes import cuda_redist
 from tests.test_install_redist import REAL_CUDA_12_4_1, Server, _archive_bytes, make_plan, run_plan, served_manifest
 
 ROOT = os.geteuid() == 0

@@ -16,10 +16,10 @@ import shlex
 from typing import Iterator, List, NamedTuple, Tuple
 
 import pytest
-from envdoctor.recipes import SUPPORTED_TARGETS, Request, load_recipe, parse_target
 
 from envdoctor.facts import Facts, ok
 from envdoctor.install.plan import RunCommand
+from envdoctor.recipes import SUPPORTED_TARGETS, Request, load_recipe, parse_target
 
 DEB = ("ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12")
 EL = ("rhel8", "rhel9", "rocky8", "rocky9", "almalinux8", "almalinux9", "centos9")

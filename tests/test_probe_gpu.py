@@ -190,7 +190,8 @@ def test_bandwidth_formula_matches_nvidia_spec_sheets(bus_bits, clock_mhz, spec_
 
 @pytest.mark.parametrize("cc,arch", [("3.7", "Kepler"), ("6.0", "Pascal"), ("7.0", "Volta"), ("7.5", "Turing"),
                                      ("8.6", "Ampere"), ("8.9", "Ada Lovelace"), ("9.0", "Hopper"),
-                                     ("10.0", "Blackwell"), ("12.0", "Blackwell"), ("7.1", None)])
+                                     ("10.0", "Blackwell"), ("11.0", "Blackwell"), ("12.0", "Blackwell"),
+                                     ("7.1", None), ("garbage", None)])
 def test_architecture_from_compute_capability(cc, arch):
     assert architecture_of(cc) == arch
 

@@ -12,6 +12,10 @@ import pathlib
 
 import pytest
 from click.testing import CliRunner
+
+from envdoctor.cli.install import install
+from envdoctor.facts import Facts, ok
+from envdoctor.install.plan import render_sh
 from envdoctor.recipes import (
     SUPPORTED_TARGETS,
     RecipeError,
@@ -20,10 +24,6 @@ from envdoctor.recipes import (
     parse_target,
     target_from_facts,
 )
-
-from envdoctor.cli.install import install
-from envdoctor.facts import Facts, ok
-from envdoctor.install.plan import render_sh
 
 GOLDEN = pathlib.Path(__file__).parent / "recipes_expected"
 SYSTEM = ("driver", "cuda", "cudnn", "nccl", "container-toolkit")

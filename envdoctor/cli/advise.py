@@ -18,7 +18,8 @@ Examples:
   envdoctor advise                                  # this machine
   envdoctor advise --snapshot node17.json           # a captured machine
   envdoctor advise --driver 470.82.01 --gpu "Tesla K80"
-  envdoctor advise --driver 535.104.05 --cc 6.1 --python 3.11 --os ubuntu22.04
+  envdoctor advise --driver 535.104.05 --cc 6.1 --python-version 3.11 --os ubuntu22.04
+  envdoctor advise --python ~/venvs/train/bin/python   # for that environment
   envdoctor advise --framework torch --format json
 \b
 Values given on the command line override the machine's. With --driver and
@@ -32,20 +33,35 @@ Exit codes: 0 answered; 2 could not answer as asked (bad value, unknown GPU, bad
 @click.option("--gpu", metavar="NAME", help='GPU product, e.g. "RTX 4090" (see `envdoctor matrix gpu`).')
 @click.option("--cc", metavar="X.Y", help="GPU compute capability, e.g. 8.9 (overrides --gpu's).")
 @click.option("--os", "os_name", metavar="DISTRO", help="Distribution and version, e.g. ubuntu22.04, rhel9.")
-@click.option("--python", "python_version", metavar="X.Y", help="Python version to install for, e.g. 3.11.")
+@click.option("--python-version", "python_version", metavar="X.Y",
+              help="Python version to install for, e.g. 3.11 (default: the inspected interpreter's).")
+@click.option("--python", "python_arg", metavar="PATH",
+              help="Advise for this interpreter (its Python version; the pip commands install into it) instead of "
+                   "the active environment's. An X.Y value is the old spelling of --python-version.")
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME",
               type=click.Choice(["torch", "tensorflow", "jax", "onnxruntime", "cupy", "paddle"]),
               help="Only these frameworks (repeatable; default: all).")
+@click.option("-v", "--verbose", is_flag=True, help="Also every note, source and passed-over build.")
 @timeout_option
 def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: Optional[str], cc: Optional[str],
-           os_name: Optional[str], python_version: Optional[str], frameworks: Tuple[str, ...],
-           timeout: float) -> None:
+           os_name: Optional[str], python_version: Optional[str], python_arg: Optional[str],
+           frameworks: Tuple[str, ...], verbose: bool, timeout: float) -> None:
     """Say the newest CUDA this driver and GPU can run, and for each framework
     (torch, tensorflow, jax, onnxruntime, cupy, paddle) the exact install
     command, with why newer builds were passed over.
     """
-    from .. import advise as logic
+    import re
 
+    from .. import advise as logic
+    from .common import _interpreter, deprecated
+
+    interpreter = None
+    if python_arg is not None:
+        if re.fullmatch(r"\d+(\.\d+){0,2}", python_arg.strip()):  # the old meaning: a version
+            deprecated("advise --python %s" % python_arg.strip(), "--python-version %s" % python_arg.strip())
+            python_version = python_version or python_arg.strip()
+        else:
+            interpreter = _interpreter(click.get_current_context(), click.Option(["--python"]), python_arg)
     try:
         given = {"driver": logic.parse_driver(driver) if driver else None,
                  "python": logic.parse_python(python_version) if python_version else None}
@@ -60,12 +76,14 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         raise fail(str(exc), EXIT_USAGE) from None
     given["cc"], given["gpu"] = cc_value, gpu_name
 
-    if snapshot_path is not None:
-        target = logic.target_from_facts(planning_facts(snapshot_path, timeout))
-    elif driver and cc_value:
-        target = logic.Target()
+    python_exe = None
+    if snapshot_path is not None or not (driver and cc_value):
+        facts = planning_facts(snapshot_path, timeout, interpreter)
+        target = logic.target_from_facts(facts)
+        if not python_version:  # the pip commands install into the interpreter inspected
+            python_exe = facts.text("python.executable")
     else:
-        target = logic.target_from_facts(planning_facts(None, timeout))
+        target = logic.Target()
     if cc_value and not gpu_name:
         given["gpu"] = ""  # the machine's GPU name no longer describes the capability asked about
     target = target.merged(**given)
@@ -75,9 +93,16 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
 
         echo_output(dumps(answer.to_dict()))
     else:
+        import sys
+
+        from ..render.layout import terminal_width
         from ..render.style import printable
 
-        echo_output(printable(render_text(answer)))  # GPU names and versions can come from a snapshot
+        text = render_text(answer, terminal_width(sys.stdout), python_exe,
+                           "the snapshot" if snapshot_path is not None else "this machine")
+        if verbose:
+            text += "\n" + render_details(answer)
+        echo_output(printable(text))  # GPU names and versions can come from a snapshot
 
 
 def _value(target: Any, name: str, shown: Optional[str]) -> str:
@@ -89,8 +114,119 @@ def _value(target: Any, name: str, shown: Optional[str]) -> str:
     return f"{shown}  ({'given' if origin.startswith('--') else 'from ' + origin})" if origin else shown
 
 
-def render_text(answer: Any) -> str:
-    """The human answer (the JSON output holds the same objects)."""
+def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None, subject: str = "this machine") -> str:
+    """The human answer: what it is for, the newest CUDA, then the chosen build per framework, one line
+    each (in the order asked), then what was passed over, one line per framework and reason. ``-v``
+    (:func:`render_details`) shows every note, source and passed-over build."""
+    from ..findings import pip_for
+    from ..render.layout import wrap, wrap_command
+
+    t, c = answer.target, answer.cuda
+    out: List[str] = []
+    gpu = (f"{t.gpu} (compute capability {t.cc})" if t.gpu else f"compute capability {t.cc}") if t.cc else None
+    os_text = f"{t.os_id} {t.os_version}" if t.os_id and t.os_version else t.os_id
+    py = ("Python " + t.python + (" at %s" % python_exe if python_exe else "")) if t.python else None
+    facts = [("driver " + t.driver) if t.driver else None, gpu, os_text, py]
+    origins = {t.origin_of(n) for n in ("driver", "cc", "os_id", "python")} - {""}
+    whence = "the values given" if origins and all(o.startswith("--") for o in origins) else (
+        subject + ", with values given" if any(o.startswith("--") for o in origins) else subject)
+    out += wrap("For %s: %s" % (whence, ", ".join(f for f in facts if f) or "nothing known"), width, "", "  ")
+    if answer.cpu_builds is not None:
+        out += wrap("No NVIDIA GPU on this machine (none through NVML, none on the PCI bus): the CPU builds. "
+                    "To plan for a GPU machine instead, give --driver and --gpu or --cc.", width)
+        out.append("")
+        for b in answer.cpu_builds:
+            name = "%-12s " % b["framework"]
+            if b["command"]:
+                out += wrap_command(pip_for(b["command"], python_exe), width, name, " " * 15)
+                name = " " * 13
+            out += wrap(b["why"], width, name, " " * 13)
+        return "\n".join(out) + "\n"
+    cuda = c.newest_for_gpu if (t.cc and t.driver) else c.newest_native
+    compat = c.newest_for_gpu_minor_compat if (t.cc and t.driver) else c.newest_minor_compat
+    if cuda or compat:
+        out += wrap("Newest CUDA: %s%s" % (cuda or "none natively", " (%s with minor-version compatibility)" % compat
+                                          if compat and compat != cuda else ""), width, "", "  ")
+    elif c.notes:
+        out += wrap(c.notes[0], width, "", "  ")
+    out.append("")
+    for f in answer.frameworks:
+        name = "%-12s " % f.framework
+        if f.command:
+            how = "" if f.native else ", minor-version compat"
+            out += wrap_command(pip_for(f.command, python_exe), width,
+                                "%s%s (%s%s): " % (name, f.release, f.variant, how), " " * 15)
+        else:
+            out += wrap("no build fits (below)" if f.passed_over else "no build fits", width, name, " " * 13)
+    folded = _passed_over_folded(answer.frameworks)
+    if folded:
+        out.append("")
+        out.append("Passed over (newer builds, one line per reason; all of them with -v):")
+        for line in folded:
+            out += wrap(line, width, "  ", "    ")
+    return "\n".join(out) + "\n"
+
+
+def _reason_kind(reason: str) -> Tuple[str, str]:
+    """(group, summary) of one passed-over reason: builds that fail for the same kind of reason fold."""
+    import re
+
+    from packaging.version import InvalidVersion, Version
+
+    if reason.startswith("needs Python"):
+        m = re.search(r"not (\S+)$", reason)
+        return "python", "need another Python than %s" % (m.group(1) if m else "this one")
+    if reason.startswith("needs driver"):
+        m = re.search(r"driver (\S+) is older", reason)
+        floors = []
+        for v in re.findall(r">= ([0-9][0-9.]*[0-9])", reason):
+            try:
+                floors.append((Version(v), v))
+            except InvalidVersion:
+                continue
+        floor = (" (the oldest wanted is %s)" % min(floors)[1]) if floors else ""
+        return "driver", "need a newer driver than %s%s" % (m.group(1) if m else "this one", floor)
+    return reason, reason
+
+
+def _passed_over_folded(frameworks: List[Any]) -> List[str]:
+    """One line per framework and kind of reason: "torch 2.14 to 2.0 (30 builds): need a newer driver ..."."""
+    lines: List[str] = []
+    for f in frameworks:
+        groups: dict = {}
+        for p in f.passed_over:
+            for r in p["reasons"]:
+                key, summary = _reason_kind(r)
+                g = groups.setdefault(key, {"summaries": [], "releases": [], "builds": 0})
+                g["builds"] += 1
+                if p["release"] not in g["releases"]:
+                    g["releases"].append(p["release"])
+                g["summaries"].append(summary)
+        for g in groups.values():
+            rels = g["releases"]
+            span = rels[0] if len(rels) == 1 else "%s to %s" % (rels[0], rels[-1])
+            # The driver floor differs per build: say the lowest any of them wants.
+            summary = min(g["summaries"], key=len) if not g["summaries"][0].startswith("need a newer driver") else \
+                _lowest_floor(g["summaries"])
+            lines.append("%s %s (%d build%s): %s" % (f.framework, span, g["builds"], "" if g["builds"] == 1 else "s",
+                                                     summary))
+    return lines
+
+
+def _lowest_floor(summaries: List[str]) -> str:
+    import re
+
+    from packaging.version import Version
+
+    def floor(s: str) -> Version:
+        m = re.search(r"oldest wanted is ([0-9.]+)\)", s)
+        return Version(m.group(1)) if m else Version("9999")
+
+    return min(summaries, key=floor)
+
+
+def render_details(answer: Any) -> str:
+    """Every note, source and passed-over build (``advise -v``; the JSON output holds the same objects)."""
     t, c = answer.target, answer.cuda
     out: List[str] = ["For:"]
     gpu = f"compute capability {t.cc}" + (f" ({t.gpu})" if t.gpu else "") if t.cc else None

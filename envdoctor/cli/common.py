@@ -11,7 +11,8 @@ from ..host.live import live_host
 from ..host.privacy import scrubber_for
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
-           "echo_output", "planning_facts", "PLANNING_PROBES", "format_option"]
+           "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
+           "deprecated"]
 
 #: The probes whose facts `advise` and the install recipes read (driver, GPUs, OS, interpreter): a
 #: plan need not wait for Docker, compilers or every framework, nor for one of them that hangs.
@@ -84,14 +85,15 @@ def open_snapshot(path: str, timeout: float) -> Any:
         raise fail(str(exc), EXIT_USAGE) from None
 
 
-def planning_facts(snapshot: Optional[str], timeout: float) -> Any:
-    """The facts a plan or an answer is made from (:data:`PLANNING_PROBES`), of a snapshot or this machine."""
+def planning_facts(snapshot: Optional[str], timeout: float, python_exe: Optional[str] = None) -> Any:
+    """The facts a plan or an answer is made from (:data:`PLANNING_PROBES`), of a snapshot or this machine
+    (whose interpreter is ``python_exe`` when given, else the default one: see ``default_interpreter``)."""
     from ..facts import Facts
     from ..probes import run_probes
 
     if snapshot is not None:
         return Facts(f for r in run_probes(open_snapshot(snapshot, timeout), only=PLANNING_PROBES) for f in r.facts)
-    host, deadline = live_host(timeout, None)
+    host, deadline = live_host(timeout, python_exe)
     return Facts(f for r in run_probes(host, deadline=deadline, only=PLANNING_PROBES) for f in r.facts)
 
 
@@ -122,3 +124,31 @@ def format_option(*choices: str, help_text: str = "Output format.") -> Callable[
                         envvar="ENVDOCTOR_FORMAT", callback=check,
                         metavar="[%s]" % "|".join(choices),
                         help="%s [env: ENVDOCTOR_FORMAT]" % help_text)
+
+
+def deprecated(old: str, new: str) -> None:
+    """The one line an old spelling prints (on stderr, so output and scripts reading it are unchanged)."""
+    click.echo("envdoctor: %s is deprecated and goes away in the next release; use %s" % (old, new), err=True)
+
+
+def renamed_option(old: str, new: str, dest: str, **kw: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``old``, an option renamed to ``new``: hidden, still accepted for one release with a deprecation
+    line; its value goes to ``new``'s parameter ``dest`` unless ``new`` is given too (``new`` must use
+    :func:`takes_renamed` as its callback)."""
+    def record(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            deprecated(old, new)
+            ctx.meta["envdoctor.renamed." + dest] = value
+        return value
+
+    return click.option(old, "renamed_" + dest, hidden=True, expose_value=False, callback=record, default=None,
+                        **kw)
+
+
+def takes_renamed(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Callback of an option that has an old spelling (:func:`renamed_option`): the new spelling on the
+    command line wins; otherwise the old one's value, if it was given, beats the default and the variable."""
+    src = ctx.get_parameter_source(param.name or "")
+    if src != click.core.ParameterSource.COMMANDLINE and "envdoctor.renamed.%s" % param.name in ctx.meta:
+        return ctx.meta["envdoctor.renamed.%s" % param.name]
+    return value

@@ -3,25 +3,58 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Any, List, Optional, Tuple
 
 import click
 
+from ..render.layers import LAYER_NAMES, select
 from .common import echo_output, format_option, open_snapshot, privacy_options, python_option, timeout_option
+
+
+def _layers(ctx: click.Context, param: click.Parameter, value: Tuple[str, ...]) -> Tuple[str, ...]:
+    """--only/--skip: names separated by commas or given several times, each one a known layer."""
+    names = tuple(n.strip().lower() for v in value for n in v.split(",") if n.strip())
+    bad = [n for n in names if n not in LAYER_NAMES]
+    if bad:
+        raise click.BadParameter("%s: not a layer; choose from %s" % (", ".join(bad), ", ".join(LAYER_NAMES)))
+    return names
+
+
+def _complete_layers(ctx: click.Context, param: click.Parameter, incomplete: str) -> List[Any]:
+    """Shell completion for --only/--skip: the layer names, after any already typed before a comma."""
+    from click.shell_completion import CompletionItem
+
+    done, _, last = incomplete.rpartition(",")
+    prefix = done + "," if done else ""
+    return [CompletionItem(prefix + n) for n in LAYER_NAMES if n.startswith(last)]
 
 
 @click.command("diagnose", epilog="""\b
 Examples:
-  envdoctor diagnose                      # this machine, human report
-  envdoctor diagnose -v                   # with each fact's evidence and probe timings
+  envdoctor diagnose                      # this machine: verdict, findings, one line per layer
+  envdoctor diagnose -v                   # also every fact, where it came from, probe timings
+  envdoctor diagnose -q                   # errors and warnings only
+  envdoctor diagnose --only driver,gpu    # just these layers
   envdoctor diagnose --format json        # for scripts and fleets
   envdoctor diagnose --format markdown    # to paste into a GitHub/GitLab issue
   envdoctor diagnose --snapshot node.json # replay a captured machine
 \b
+Colour: on a terminal; NO_COLOR=1 turns it off, FORCE_COLOR=1 or CLICOLOR_FORCE=1
+turns it on into a pipe, --color/--no-color overrides both. The text is wrapped to
+the terminal's width (80 columns into a pipe or a file).
+\b
 Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, bad option).""")
 @format_option("text", "json", "markdown", help_text="Output format: text, json, or markdown (to paste into an "
                                                       "issue).")
-@click.option("-v", "--verbose", is_flag=True, help="Show where each fact came from, and probe timings.")
+@click.option("-v", "--verbose", "--facts", "verbose", is_flag=True,
+              help="Also list every fact with where it came from, the notes, and probe timings.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the errors and warnings only (nothing when there are none).")
+@click.option("--only", "only", metavar="LAYER[,LAYER]", multiple=True, callback=_layers,
+              shell_complete=_complete_layers,
+              help="Report on these layers only: %s. The whole stack is still examined (a check may need another "
+                   "layer's facts); the exit code counts the errors shown." % ", ".join(LAYER_NAMES))
+@click.option("--skip", "skip", metavar="LAYER[,LAYER]", multiple=True, callback=_layers,
+              shell_complete=_complete_layers, help="Leave these layers out of the report (same names as --only).")
 @click.option("--snapshot", "snapshot_path", metavar="FILE",
               help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "
@@ -29,7 +62,8 @@ Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, ba
 @timeout_option
 @python_option
 @privacy_options
-def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optional[bool], timeout: float,
+def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: Tuple[str, ...],
+             snapshot_path: Optional[str], color: Optional[bool], timeout: float,
              python_exe: Optional[str], include_host: bool, redact_ids: bool) -> None:
     """Look at the whole GPU stack of this machine (or a snapshot) and judge it.
 
@@ -54,6 +88,13 @@ def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optio
         live = LiveProbes(timeout, python_exe, include_host, redact_ids)  # the early worker starts now
         probes = live.results(meanwhile=load_checks)
         report = judge(probes, {"kind": "live", "description": live.host.description}, live.started)
+    shown, findings = select(report, only, skip)
+    if (only or skip) and fmt != "text":
+        from ..render.layers import row_of_probe
+        from ..report import Report
+
+        report = Report([p for p in report.probes if row_of_probe(p.name) in shown], findings, report.source,
+                        report.duration, report.generated)
     if fmt == "json":
         from ..render.json_out import dumps
 
@@ -63,9 +104,11 @@ def diagnose(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optio
 
         echo_output(render_markdown(report))
     else:
+        from ..render.layout import terminal_width
         from ..render.style import Style
         from ..render.text import render
 
         style = Style(sys.stdout, color)
-        echo_output(render(report, style, verbose=verbose), color=style.color)
-    sys.exit(report.exit_code)
+        echo_output(render(report, style, verbose=verbose, width=terminal_width(sys.stdout), quiet=quiet,
+                           only=only, skip=skip), color=style.color)
+    sys.exit(1 if any(f.severity == "error" for f in findings) else 0)

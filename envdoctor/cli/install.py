@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import env_timeout, planning_facts
+from .common import env_timeout, planning_facts, renamed_option, takes_renamed
 
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
@@ -41,7 +41,7 @@ def _default_platform() -> str:
 
 def _machine_facts(snapshot: Optional[str]) -> Any:
     """This machine's facts (or a snapshot's): what the recipes pre-check against. Probing is bounded by
-    ENVDOCTOR_TIMEOUT, as diagnose is (this command's --timeout is the download time-out)."""
+    ENVDOCTOR_TIMEOUT, as diagnose is (this command's --download-timeout is the download time-out)."""
     return planning_facts(snapshot, env_timeout())
 
 
@@ -140,9 +140,10 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
                                                 "not a toolkit. System and home directories are never replaced.")
 @click.option("--log-file", metavar="FILE", help="Where to log each step (default: "
                                                  "~/.local/state/envdoctor/logs/install-TIME.log).")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True, metavar="SECONDS",
-              envvar="ENVDOCTOR_DOWNLOAD_TIMEOUT", help="Give up on a download attempt after this long without "
-                                                        "data. [env: ENVDOCTOR_DOWNLOAD_TIMEOUT]")
+@click.option("--download-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True,
+              metavar="SECONDS", envvar="ENVDOCTOR_DOWNLOAD_TIMEOUT", callback=takes_renamed,
+              help="Give up on a download attempt after this long without data. [env: ENVDOCTOR_DOWNLOAD_TIMEOUT]")
+@renamed_option("--timeout", "--download-timeout", "timeout", type=click.FloatRange(0.1, 3600), metavar="SECONDS")
 @click.option("--retries", type=click.IntRange(0, 20), default=3, show_default=True,
               help="Further attempts per download (each resumes where the last stopped).")
 def install(component: Optional[str], list_: bool, version: Optional[str], method: Optional[str],

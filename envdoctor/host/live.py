@@ -28,6 +28,7 @@ from .base import (
     CommandResult,
     DirResult,
     ElfResult,
+    FatbinResult,
     FileResult,
     Host,
     LinkResult,
@@ -164,6 +165,7 @@ class LiveHost(Host):
         self.links: Dict[str, LinkResult] = {}
         self.commands: Dict[Tuple[str, ...], CommandResult] = {}
         self.elfs: Dict[str, ElfResult] = {}
+        self.fatbins: Dict[str, FatbinResult] = {}
         self._environ: Optional[Dict[str, str]] = None
         self._uname: Optional[Dict[str, str]] = None
         self._nvml_table: Dict[str, NvmlResult] = {}
@@ -252,6 +254,26 @@ class LiveHost(Host):
                              rpath=tuple(d["rpath"]), runpath=tuple(d["runpath"]))  # type: ignore[arg-type]
 
         return self._once(self.elfs, path, compute)
+
+    def fatbin(self, path: str) -> FatbinResult:
+        def compute() -> FatbinResult:
+            from .elf import ElfError
+            from .fatbin import read_archs
+
+            try:
+                with open(path, "rb") as fh:
+                    d = read_archs(fh)
+            except OSError as exc:
+                return FatbinResult(path, error=errno_name(exc), message=exc.strerror or str(exc))
+            except ElfError as exc:
+                return FatbinResult(path, error="not_elf" if "not an ELF" in str(exc) else "bad_elf",
+                                    message=str(exc))
+            except (struct_error, ValueError, IndexError) as exc:
+                return FatbinResult(path, error="bad_elf", message=str(exc))
+            return FatbinResult(path, sass=tuple(d["sass"]), ptx=tuple(d["ptx"]),  # type: ignore[arg-type]
+                                section=bool(d["section"]), complete=bool(d["complete"]))
+
+        return self._once(self.fatbins, path, compute)
 
     def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
         key = tuple(str(a) for a in argv)
@@ -358,8 +380,9 @@ class LiveHost(Host):
 
     def python(self) -> PythonInfo:
         if self._python is None:
-            if self._python_executable:
-                self._python = _python_info_of(self._python_executable, self.remaining())
+            chosen = self._python_executable or default_interpreter(os.environ, sys.prefix, _console_script())[0]
+            if chosen:
+                self._python = _python_info_of(chosen, self.remaining())
             else:
                 self._python = PythonInfo(
                     executable=sys.executable,
@@ -370,6 +393,42 @@ class LiveHost(Host):
                     sys_path=tuple(p for p in sys.path if p),
                 )
         return self._python
+
+
+def _console_script() -> bool:
+    """Whether envdoctor runs as its ``envdoctor`` console script (a tool install: pipx, ``uv tool``), not
+    as ``python -m envdoctor`` (where the user chose the interpreter)."""
+    return os.path.basename(sys.argv[0] if sys.argv else "") == "envdoctor"
+
+
+def default_interpreter(environ: Any, own_prefix: str, console_script: bool) -> Tuple[Optional[str], str]:
+    """The interpreter whose packages to inspect when ``--python`` is not given, and why: the active
+    virtual environment's (``$VIRTUAL_ENV``), else the active conda environment's (``$CONDA_PREFIX``),
+    else, when envdoctor runs from a tool environment of its own (pipx, ``uv tool``), ``python3`` on
+    PATH. ``None`` means envdoctor's own interpreter: that is what the user runs, or nothing else is
+    active. The frameworks a user asks about live in their environment, never in the tool's."""
+    import shutil
+
+    def own(prefix: str) -> bool:
+        try:
+            return os.path.samefile(prefix, own_prefix)
+        except OSError:
+            return False
+
+    for var, why in (("VIRTUAL_ENV", "the active virtual environment"),
+                     ("CONDA_PREFIX", "the active conda environment")):
+        prefix = environ.get(var) or ""
+        if not prefix or not os.path.isabs(prefix):
+            continue
+        exe = os.path.join(prefix, "bin", "python")
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            continue
+        return (None, "envdoctor's own, the active environment") if own(prefix) else (exe, why)
+    if console_script and sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+        found = shutil.which("python3", path=environ.get("PATH") or os.defpath)
+        if found and not own(os.path.dirname(os.path.dirname(os.path.abspath(found)))):
+            return found, "python3 on PATH (envdoctor runs from its own tool environment)"
+    return None, "envdoctor's own"
 
 
 _PY_INFO_SCRIPT = (

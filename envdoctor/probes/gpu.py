@@ -40,8 +40,6 @@ import posixpath
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import Host
 from ..host.nvml_worker import MAX_GPUS
@@ -53,24 +51,6 @@ NVIDIA_VENDOR = "0x10de"
 #: PCI classes of a GPU: VGA compatible controller, 3D controller.  (NVIDIA
 #: boards also expose audio, USB and UCSI functions, which are not GPUs.)
 GPU_CLASSES = ("0x0300", "0x0302")
-
-#: Architecture by compute capability (major, minor); ``None`` minor = any.
-#: From NVIDIA's CUDA GPUs table, https://developer.nvidia.com/cuda-gpus.
-CC_ARCH: Tuple[Tuple[int, Optional[int], str], ...] = (
-    (3, None, "Kepler"),
-    (5, None, "Maxwell"),
-    (6, None, "Pascal"),
-    (7, 0, "Volta"),
-    (7, 2, "Volta"),
-    (7, 5, "Turing"),
-    (8, 0, "Ampere"),
-    (8, 6, "Ampere"),
-    (8, 7, "Ampere"),
-    (8, 9, "Ada Lovelace"),
-    (9, 0, "Hopper"),
-    (10, None, "Blackwell"),
-    (12, None, "Blackwell"),
-)
 
 #: ``nvmlDeviceArchitecture_t`` (nvml.h; pynvml ``NVML_DEVICE_ARCH_*``).
 NVML_ARCH = {
@@ -146,16 +126,16 @@ def compute_capability(v: Any) -> str:
 
 
 def architecture_of(cc: str) -> Optional[str]:
-    """``"9.0"`` -> ``"Hopper"``; ``None`` for a capability not in the table."""
+    """``"9.0"`` -> ``"Hopper"``, from the matrix's one cc -> architecture table
+    (``envdoctor/matrix/data/gpu_arch.json``, checked against https://developer.nvidia.com/cuda-gpus);
+    ``None`` for a capability not in it."""
+    from ..matrix import hardware
+
     try:
-        ver = Version(cc)
-    except InvalidVersion:
+        row = hardware.arch_for_cc(cc)
+    except Exception:  # noqa: BLE001 - a damaged table must not take the GPU layer down with it
         return None
-    major, minor = ver.major, ver.minor
-    for a, b, name in CC_ARCH:
-        if a == major and (b is None or b == minor):
-            return name
-    return None
+    return str(row["arch"]) if row else None
 
 
 def clock_event_reason_names(mask: int) -> List[str]:

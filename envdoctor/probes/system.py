@@ -9,20 +9,11 @@ import distro
 
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import Host
+from ..osinfo import family
 from . import ProbeContext, register
 
 #: distro's own notion of release files, applied to a listing of /etc.
 _RELEASE_FILE = re.compile(r"(\w+)[-_](release|version)$")
-
-#: distro ids -> envdoctor's OS family (what decides package manager and recipes).
-FAMILIES = {
-    "ubuntu": "debian", "debian": "debian", "linuxmint": "debian", "pop": "debian",
-    "rhel": "rhel", "centos": "rhel", "rocky": "rhel", "almalinux": "rhel", "ol": "rhel", "fedora": "rhel",
-    "amzn": "rhel", "scientific": "rhel", "cloudlinux": "rhel",
-    "sles": "suse", "opensuse": "suse", "opensuse-leap": "suse", "opensuse-tumbleweed": "suse",
-    "arch": "arch", "manjaro": "arch",
-}
-
 
 def _distro_from_host(host: Host) -> Dict[str, str]:
     """Let the ``distro`` library answer from files read through the host.
@@ -46,12 +37,8 @@ def _distro_from_host(host: Host) -> Dict[str, str]:
 
 
 def os_family(distro_id: str, like: str) -> str:
-    if distro_id in FAMILIES:
-        return FAMILIES[distro_id]
-    for other in like.split():
-        if other in FAMILIES:
-            return FAMILIES[other]
-    return "other"
+    """The family (osinfo's one table, keyed by distro's normalised ids), else that of an ``ID_LIKE`` id."""
+    return family(distro_id, like)
 
 
 def wsl_kind(host: Host, release: str) -> Optional[str]:

@@ -27,13 +27,30 @@ def printable(text: str) -> str:
 _CODES = {"red": "31", "yellow": "33", "green": "32", "blue": "34", "cyan": "36", "dim": "2", "bold": "1"}
 
 
+def color_wanted(stream: IO[str]) -> bool:
+    """Whether to colour ``stream`` when neither --color nor --no-color was given.
+
+    ``NO_COLOR`` (https://no-color.org) set to a non-empty value turns colour off and wins over
+    everything else; ``FORCE_COLOR`` (https://force-color.org, non-empty) or ``CLICOLOR_FORCE``
+    (https://bixense.com/clicolors/, anything but ``0``) turn it on even into a pipe (a CI log);
+    otherwise colour goes to a terminal only, never to ``TERM=dumb``."""
+    env = os.environ
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR") or env.get("CLICOLOR_FORCE", "0") not in ("", "0"):
+        return True
+    try:
+        tty = hasattr(stream, "isatty") and stream.isatty()
+    except (OSError, ValueError):
+        tty = False
+    return bool(tty) and env.get("TERM") != "dumb"
+
+
 class Style:
     def __init__(self, stream: Optional[IO[str]] = None, color: Optional[bool] = None) -> None:
         stream = stream or sys.stdout
         if color is None:
-            # https://no-color.org: NO_COLOR set to a non-empty value turns colour off; empty means unset.
-            color = (hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
-                     and os.environ.get("TERM") != "dumb")
+            color = color_wanted(stream)
         self.color = bool(color)
         enc = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
         self.unicode = enc in ("utf8", "utf_8")

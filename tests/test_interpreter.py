@@ -1,0 +1,101 @@
+"""Which interpreter envdoctor inspects, and that every pip command it prints installs into that one.
+
+A tool install (pipx, ``uv tool``) runs envdoctor from an environment of its own; the frameworks a user
+asks about live in *their* environment. Real virtual environments are made here (no mock): the
+interpreter chosen is then asked for its own ``sys`` answers like any other.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+from envdoctor.findings import pip_for
+from envdoctor.host.live import default_interpreter
+
+from .conftest import MACHINES
+
+LIVE = os.path.join(os.path.dirname(__file__), "live", "h100-ubuntu2404-container", "snapshot.json.gz")
+
+
+@pytest.fixture(scope="module")
+def user_venv(tmp_path_factory):
+    where = tmp_path_factory.mktemp("user") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
+    return str(where)
+
+
+def test_the_active_virtual_environment_is_inspected_not_envdoctor_s_own(user_venv):
+    exe, why = default_interpreter({"VIRTUAL_ENV": user_venv}, sys.prefix, console_script=False)
+    assert exe == os.path.join(user_venv, "bin", "python") and "virtual environment" in why
+    # Active conda environment: the same rule ($VIRTUAL_ENV first when both are set).
+    assert default_interpreter({"CONDA_PREFIX": user_venv}, sys.prefix, False)[0] == exe
+    # envdoctor's own environment active: nothing to switch to.
+    assert default_interpreter({"VIRTUAL_ENV": sys.prefix}, sys.prefix, False)[0] is None
+    # A stale variable (the environment was deleted) or a relative one is not followed.
+    assert default_interpreter({"VIRTUAL_ENV": user_venv + "-gone"}, sys.prefix, False)[0] is None
+    assert default_interpreter({"VIRTUAL_ENV": "venv"}, sys.prefix, False)[0] is None
+
+
+@pytest.mark.skipif(sys.prefix == getattr(sys, "base_prefix", sys.prefix), reason="envdoctor runs outside a venv")
+def test_a_tool_install_inspects_python3_on_path(user_venv):
+    path = os.path.join(user_venv, "bin")
+    os.symlink("python", os.path.join(path, "python3")) if not os.path.exists(os.path.join(path, "python3")) else None
+    exe, why = default_interpreter({"PATH": path}, sys.prefix, console_script=True)
+    assert exe == os.path.join(path, "python3") and "PATH" in why
+    # `python -m envdoctor`: the user chose this interpreter.
+    assert default_interpreter({"PATH": path}, sys.prefix, console_script=False)[0] is None
+
+
+def test_diagnose_says_which_interpreter_it_inspected(user_venv):
+    r = CliRunner().invoke(cli, ["diagnose", "--only", "python,frameworks", "--timeout", "30"],
+                           env={"VIRTUAL_ENV": user_venv, "ENVDOCTOR_PYTHON": None})
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())  # as read, whatever the wrapping
+    assert "Python %d.%d.%d %s/bin/python (venv)" % (sys.version_info[:3] + (user_venv,)) in text
+    assert "No deep-learning framework installed for %s/bin/python" % user_venv in text
+
+
+def test_pip_for_aims_every_pip_call_at_the_interpreter():
+    py = "/opt/my env/bin/python"
+    assert pip_for("pip install 'torch==2.4.*'", py) == "pip --python '/opt/my env/bin/python' install 'torch==2.4.*'"
+    assert pip_for("pip uninstall -y onnxruntime && pip install onnxruntime-gpu", "/v/bin/python") == (
+        "pip --python /v/bin/python uninstall -y onnxruntime && pip --python /v/bin/python install onnxruntime-gpu")
+    assert pip_for("sudo reboot", py) == "sudo reboot"
+    assert pip_for("pip install x", None) == "pip install x"
+    assert pip_for("pip --python /a install x", py) == "pip --python /a install x"
+
+
+def test_the_live_capture_s_pip_fixes_name_its_venv():
+    """The real H100 capture inspected /opt/torch/.venv (uv-made, without pip of its own): the fix for its
+    CPU-only onnxruntime must install there, through the pip on PATH."""
+    import json
+
+    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", LIVE, "--format", "json"])
+    commands = [c for f in json.loads(r.output)["findings"] for c in f["fix"]["commands"] if "pip" in c]
+    assert commands and all(c.startswith("pip --python /opt/torch/.venv/bin/python3 ") for c in commands), commands
+
+
+def test_advise_chosen_build_first_one_line_per_reason_and_pip_aimed():
+    snap = os.path.join(MACHINES, "centos7-a100-cuda115", "snapshot.json")
+    out = CliRunner().invoke(cli, ["advise", "--snapshot", snap]).output
+    lines = out.splitlines()
+    assert max(len(ln) for ln in lines if "://" not in ln) <= 80
+    chosen = [ln.split()[0] for ln in lines if ln[:1].isalpha() and not ln.startswith(("For", "Newest", "Passed"))]
+    assert chosen == ["torch", "tensorflow", "jax", "onnxruntime", "cupy", "paddle"]
+    assert out.index("tensorflow   2.6 (cuda11.2): pip --python /usr/bin/python3 install") < out.index("Passed over")
+    # The old text said "driver 470.57.02 is older" ~25 times; now once per framework at most.
+    passed = out[out.index("Passed over"):]
+    for fw in ("torch", "tensorflow", "cupy", "paddle"):
+        assert sum(1 for ln in passed.splitlines() if ln.startswith("  %s " % fw) and "driver" in ln) <= 1
+    assert "  torch 2.14 to 2.1 (32 builds): need a newer driver than 470.57.02" in passed
+    # Asked-for framework first, in the order asked.
+    asked = CliRunner().invoke(cli, ["advise", "--snapshot", snap, "--framework", "paddle", "--framework", "torch"])
+    firsts = [ln.split()[0] for ln in asked.output.splitlines() if ln.startswith(("paddle ", "torch "))]
+    assert firsts == ["paddle", "torch"]
+    assert "2.12" in CliRunner().invoke(cli, ["advise", "--snapshot", snap, "-v"]).output  # every build with -v

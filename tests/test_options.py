@@ -1,0 +1,75 @@
+"""One option, one meaning (issue 15, section 2): ``--python`` is an interpreter path everywhere, each time-out
+says what it bounds, and the old spellings still work for one release with a deprecation line on stderr
+(never on stdout, which scripts read)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+from envdoctor.cli.fleet import fleet as fleet_cmd
+from envdoctor.cli.install import install as install_cmd
+
+from .conftest import machine_path
+
+DEPRECATED = "is deprecated and goes away in the next release"
+
+
+def _params(command, args):
+    """The values a command would run with (parsing only: nothing is installed or read)."""
+    with command.make_context(command.name, list(args)) as ctx:
+        return ctx.params
+
+
+def _run(args):
+    """The command line as a user runs it: stdout and stderr apart."""
+    return subprocess.run([sys.executable, "-m", "envdoctor"] + args, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, ENVDOCTOR_DOWNLOAD_TIMEOUT="", ENVDOCTOR_TIMEOUT=""))
+
+
+@pytest.mark.parametrize("command,new", [(install_cmd, "--download-timeout"), (fleet_cmd, "--read-timeout")])
+def test_each_time_out_is_named_for_what_it_bounds_and_the_old_name_still_works(command, new, capsys):
+    base = ["cuda"] if command is install_cmd else ["reports/"]
+    assert _params(command, base + [new, "7"])["timeout"] == 7
+    assert _params(command, base + ["--timeout", "9"])["timeout"] == 9
+    assert DEPRECATED in capsys.readouterr().err
+    # Both given: the new spelling wins, whatever the order.
+    assert _params(command, base + ["--timeout", "9", new, "7"])["timeout"] == 7
+    assert _params(command, base + [new, "7", "--timeout", "9"])["timeout"] == 7
+    helptext = CliRunner().invoke(cli, [command.name, "--help"]).output
+    assert new in helptext and "--timeout" not in helptext
+
+
+def test_install_old_timeout_keeps_stdout_a_clean_script():
+    res = _run(["install", "cuda", "--version", "12.4", "--os", "ubuntu22.04", "--dry-run", "--timeout", "5"])
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("#!/usr/bin/env bash") and DEPRECATED not in res.stdout
+    assert "--timeout is deprecated and goes away in the next release; use --download-timeout" in res.stderr
+
+
+def test_advise_python_version_and_the_old_spelling():
+    what_if = ["advise", "--driver", "470.82.01", "--cc", "3.7", "--format", "json"]
+    new = _run(what_if + ["--python-version", "3.10"])
+    old = _run(what_if + ["--python", "3.10"])
+    assert new.returncode == old.returncode == 0, old.stderr
+    assert json.loads(new.stdout) == json.loads(old.stdout)
+    assert json.loads(new.stdout)["target"]["python"] == "3.10"
+    assert "advise --python 3.10 is deprecated" in old.stderr and "--python-version 3.10" in old.stderr
+    assert DEPRECATED not in new.stderr
+
+
+def test_advise_python_is_an_interpreter_like_everywhere_else():
+    """`advise --python PATH` advises for that interpreter: its version, and pip aimed at it."""
+    snap = machine_path("centos7-a100-cuda115")
+    res = _run(["advise", "--python", sys.executable, "--framework", "torch"])
+    assert res.returncode == 0, res.stderr
+    version = "%d.%d.%d" % sys.version_info[:3]
+    assert "Python %s at %s" % (version, sys.executable) in " ".join(res.stdout.split())
+    bad = _run(["advise", "--snapshot", snap, "--python", "/no/such/python"])
+    assert bad.returncode == 2 and "no such file" in bad.stderr
