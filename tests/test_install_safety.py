@@ -460,3 +460,19 @@ def test_the_dry_run_script_refuses_a_staging_link_too(server, tmp_path):
     run = subprocess.run(["bash", "-c", render_sh(make_plan(server, prefix))], capture_output=True, text=True,
                          timeout=60)
     assert run.returncode == 1 and "refusing to use it" in run.stderr
+
+
+def test_the_dry_run_script_moves_a_toolkit_aside_and_refuses_anything_else(server, tmp_path):
+    prefix = tmp_path / "cuda"
+    prefix.mkdir()
+    (prefix / "results.csv").write_text("weeks of work")
+    script = render_sh(make_plan(server, str(prefix), force=True))
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "not a CUDA toolkit" in run.stderr
+    assert (prefix / "results.csv").read_text() == "weeks of work"
+    (prefix / "results.csv").unlink()
+    (prefix / "version.json").write_text('{"cuda": {"version": "12.4.0"}}')
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    (old,) = [p for p in tmp_path.iterdir() if p.name.startswith("cuda.envdoctor-old-")]
+    assert "12.4.0" in (old / "version.json").read_text() and "moved aside to" in run.stdout

@@ -298,9 +298,18 @@ def action_sh(action: Action) -> List[str]:
         if action.replace:
             old = q(action.dest.rstrip("/") + ".envdoctor-old-") + '"$(date +%Y%m%d-%H%M%S)"'
             said = q("the previous " + action.dest + " was moved aside to")
-            return [f"if [ -e {dest} ] || [ -L {dest} ]; then old={old}; mv -T -- {dest} \"$old\"; "
-                    f"printf '%s %s\\n' {said} \"$old\"; fi",
-                    f"mv -T -- {src} {dest}"]
+            lines = []
+            if not action.replace_any:  # --force replaces a toolkit only (as the executor's validate.replaceable)
+                d = action.dest.rstrip("/")
+                toolkit = " || ".join(f"[ -e {q(d + '/' + f)} ]" for f in ("version.json", "bin/nvcc",
+                                                                           "include/cudnn_version.h"))
+                refuse = q(f"{action.dest} is not a CUDA toolkit or NVIDIA library tree; --force replaces only "
+                           "those (--force-any for any directory)")
+                lines.append(f"if [ -e {dest} ] && ! {{ {toolkit} || [ -z \"$(ls -A -- {dest})\" ]; }}; then "
+                             f"echo {refuse} >&2; exit 1; fi")
+            return lines + [f"if [ -e {dest} ] || [ -L {dest} ]; then old={old}; mv -T -- {dest} \"$old\"; "
+                            f"printf '%s %s\\n' {said} \"$old\"; fi",
+                            f"mv -T -- {src} {dest}"]
         return ["if [ -e {} ]; then echo {} >&2; exit 1; fi".format(dest, q(f"{action.dest} already exists")),
                 f"mv -T -- {src} {dest}"]
     if isinstance(action, Remove):
