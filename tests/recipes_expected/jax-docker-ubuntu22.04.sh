@@ -20,7 +20,7 @@ RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 RUN python -m pip install --upgrade pip \
  && python -m pip install '"'"'jax[cuda12]==0.6.2'"'"'
-CMD ["python", "-c", "import jax; print(jax.__version__, jax.devices())"]
+CMD ["python", "-c", "import jax; print(jax.__version__, jax.devices())\nimport sys\nif not any(d.platform == '"'"'gpu'"'"' for d in jax.devices()): sys.exit('"'"'jax '"'"' + jax.__version__ + '"'"' sees no GPU on this GPU machine (jax.devices() lists none): check the driver with nvidia-smi, and that the CUDA plugin was installed'"'"')"]
 ' > envdoctor-docker/jax-0.6.2-cuda12/Dockerfile
 chmod 0644 envdoctor-docker/jax-0.6.2-cuda12/Dockerfile
 
@@ -30,5 +30,5 @@ docker build -t envdoctor/jax:0.6.2-cuda12 envdoctor-docker/jax-0.6.2-cuda12
 
 # jax[cuda12] >=0.6,<0.7.2: built with CUDA 12.8 and cuDNN 9.8; accepts CUDA >=12.1,<13, cuDNN <10.0,>=9.8, driver >= 525.60.13 (matrix: https://docs.jax.dev/en/latest/installation.html#nvidia-gpu)
 # Note: the matrix rows behind jax >=0.6,<0.7.2 are not fully verified (https://docs.jax.dev/en/latest/installation.html#nvidia-gpu); check the vendor page before relying on the choice
-# Try it: docker run --gpus all --rm -it envdoctor/jax:0.6.2-cuda12 python -c 'import jax; print(jax.__version__, jax.devices())'
+# Try it: docker run --gpus all --rm -it envdoctor/jax:0.6.2-cuda12 python -c 'import jax; print(jax.__version__, jax.devices()) import sys if not any(d.platform == '"'"'gpu'"'"' for d in jax.devices()): sys.exit('"'"'jax '"'"' + jax.__version__ + '"'"' sees no GPU on this GPU machine (jax.devices() lists none): check the driver with nvidia-smi, and that the CUDA plugin was installed'"'"')'
 echo 'done: install JAX (jax[cuda12]==0.6.2) with CUDA 12 wheels in a Docker image FROM nvidia/cuda:12.8.1-runtime-ubuntu24.04'
