@@ -45,6 +45,8 @@ _REGISTRY: Dict[str, CheckSpec] = {}
 #: Modules that define checks.
 CHECK_MODULES = (
     "envdoctor.checks.meta",
+    "envdoctor.checks.environment",
+    "envdoctor.checks.jax",
     "envdoctor.checks.driver_health",
     "envdoctor.checks.compat",
     "envdoctor.checks.libraries",
@@ -52,7 +54,7 @@ CHECK_MODULES = (
     "envdoctor.checks.hardware",
     "envdoctor.checks.gpu_verdict",
     "envdoctor.checks.tools",
-    "envdoctor.checks.environment",
+    "envdoctor.checks.driver_branch",
 )
 
 
