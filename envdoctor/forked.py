@@ -164,11 +164,15 @@ def _on_signal(signum: int, frame: object) -> None:
     raise Interrupted(signum)
 
 
-def install_signal_handlers() -> None:
-    """TERM, INT and HUP end the command cleanly (from the main thread only, where Python runs handlers)."""
+def install_signal_handlers(keep_int: bool = False) -> None:
+    """TERM, INT and HUP end the command cleanly (from the main thread only, where Python runs handlers).
+    ``keep_int`` leaves SIGINT as Python's KeyboardInterrupt, for a command that handles it itself
+    (``install`` rolls back and says how to resume)."""
     if threading.current_thread() is not threading.main_thread():
         return
     for name in _SIGNALS:
+        if keep_int and name == "SIGINT":
+            continue
         sig = getattr(signal, name, None)
         if sig is not None:
             try:

@@ -224,3 +224,19 @@ def test_a_signal_removes_a_scratch_directory_in_use(tmp_path, monkeypatch):
         for s, h in old.items():
             signal.signal(s, h)
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_install_keeps_its_own_ctrl_c_handling():
+    import signal
+
+    from envdoctor import forked
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        forked.install_signal_handlers(keep_int=True)  # `install` rolls back on KeyboardInterrupt itself
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGTERM) is forked._on_signal
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

@@ -92,7 +92,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
 def main(argv: Optional[List[str]] = None) -> Any:
     from ..forked import Interrupted, clean_up, install_signal_handlers
 
-    install_signal_handlers()
+    install_signal_handlers(keep_int=bool(argv) and argv is not None and argv[0] == "install")
     import os
 
     try:
