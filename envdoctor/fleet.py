@@ -322,7 +322,7 @@ def _load(node: Node, timeout: float) -> Node:
             from .host.privacy import Scrubber
             from .report import diagnose
 
-            report = diagnose(SnapshotHost(doc, path), scrubber=Scrubber(include_host=True))
+            report = diagnose(SnapshotHost(doc, path, validated=True), scrubber=Scrubber(include_host=True))
             doc = report.to_dict()
             node.kind = "snapshot"
     except SnapshotError as exc:

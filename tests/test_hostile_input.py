@@ -136,3 +136,24 @@ def test_snapshot_as_root_refuses_a_link_another_user_planted(tmp_path):
     os.lchown(str(link), 0, 0)
     r = _cli(["snapshot", "-o", str(link)], env=dict(os.environ, ENVDOCTOR_NO_PREFORK="1"))
     assert r.returncode == 0 and json.loads(victim.read_text())["schema_version"] >= 1 and os.path.islink(str(link))
+
+
+def test_a_huge_listing_is_still_checked_item_by_item():
+    from envdoctor.host.snapshot import SnapshotError, validate_document
+
+    doc = _load()
+    doc["dirs"]["/opt/junk"] = {"entries": [str(i) for i in range(200000)] + [7]}
+    try:
+        validate_document(doc, "crafted")
+    except SnapshotError as exc:
+        assert "200000" in str(exc) and "string" in str(exc)
+    else:
+        raise AssertionError("a number among the names was accepted")
+    doc["dirs"]["/opt/junk"]["entries"].pop()
+    doc["environ"]["BAD"] = 5
+    try:
+        validate_document(doc, "crafted")
+    except SnapshotError as exc:
+        assert "BAD" in str(exc)
+    else:
+        raise AssertionError("a number as a variable's value was accepted")

@@ -94,7 +94,7 @@ def open_snapshot(path: str, timeout: float) -> Any:
     from . import EXIT_USAGE, fail
 
     try:
-        return SnapshotHost(load_snapshot(path, timeout=max(timeout, 1.0)), path)
+        return SnapshotHost(load_snapshot(path, timeout=max(timeout, 1.0)), path, validated=True)
     except SnapshotError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 

@@ -110,6 +110,12 @@ def first_error(instance: Any, schema: Dict[str, Any], root: Optional[Dict[str, 
                     return "%s needs %r" % (_where(path), key)
             props = node.get("properties", {})
             extra = node.get("additionalProperties", True)
+            simple = _simple_type(extra) if not props else None
+            if simple is not None:  # {name: string...} (the environment): one pass, nothing queued per value
+                bad = next((k for k, v in value.items() if not _TYPES[simple](v)), None)
+                if bad is not None:
+                    return "%s must be %s" % (_where(path + (bad,)), simple)
+                continue
             for key, sub in value.items():
                 if key in props:
                     todo.append((sub, props[key], path + (key,)))
@@ -121,9 +127,26 @@ def first_error(instance: Any, schema: Dict[str, Any], root: Optional[Dict[str, 
             if len(value) < node.get("minItems", 0):
                 return "%s needs at least %d item(s)" % (_where(path), node["minItems"])
             items = node.get("items")
-            if isinstance(items, dict):
+            simple = _simple_type(items)
+            if simple is not None:  # a list of strings (a directory listing): one pass, nothing queued
+                check = _TYPES[simple]
+                bad_at = next((i for i, v in enumerate(value) if not check(v)), None)
+                if bad_at is not None:
+                    return "%s must be %s" % (_where(path + (bad_at,)), simple)
+            elif isinstance(items, dict):
                 todo.extend((v, items, path + (i,)) for i, v in reversed(list(enumerate(value))))
     return None
+
+
+def _simple_type(node: Any) -> Optional[str]:
+    """``"string"`` for a schema that is exactly ``{"type": "string"}`` (plus annotations), else None: such
+    values are checked in a single pass (a crafted snapshot of millions of them must not queue millions of
+    work items)."""
+    if not isinstance(node, dict) or not isinstance(node.get("type"), str) or node["type"] not in _TYPES:
+        return None
+    if any(k not in _ANNOTATIONS and k != "type" for k in node):
+        return None
+    return str(node["type"])
 
 
 def _resolve(root: Dict[str, Any], ref: str) -> Dict[str, Any]:
