@@ -93,7 +93,7 @@ def test_advise_chosen_build_first_one_line_per_reason_and_pip_aimed():
     passed = out[out.index("Passed over"):]
     for fw in ("torch", "tensorflow", "cupy", "paddle"):
         assert sum(1 for ln in passed.splitlines() if ln.startswith("  %s " % fw) and "driver" in ln) <= 1
-    assert "  torch 2.14 to 2.1 (32 builds): need a newer driver than 470.57.02" in passed
+    assert "  torch 2.15 to 2.1 (33 builds): need a newer driver than 470.57.02" in passed
     # Asked-for framework first, in the order asked.
     asked = CliRunner().invoke(cli, ["advise", "--snapshot", snap, "--framework", "paddle", "--framework", "torch"])
     firsts = [ln.split()[0] for ln in asked.output.splitlines() if ln.startswith(("paddle ", "torch "))]
