@@ -76,6 +76,9 @@ PROBE_MODULES = (
     "envdoctor.probes.python_env",
     "envdoctor.probes.frameworks",
     "envdoctor.probes.linkage",
+    "envdoctor.probes.gpucode",
+    "envdoctor.probes.dlopen",
+    "envdoctor.probes.environment",
     "envdoctor.probes.containers",
 )
 

@@ -303,7 +303,8 @@ def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) 
 # -- TensorFlow ------------------------------------------------------------------
 
 TF_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-gpu",
-               "tf-nightly-cpu", "tensorflow-intel", "tensorflow-rocm", "intel-tensorflow", "tensorflow-aarch64")
+               "tf-nightly-cpu", "tensorflow-intel", "tensorflow-rocm", "intel-tensorflow", "tensorflow-aarch64",
+               "nvidia-tensorflow")
 
 
 def _tf_windows_version(v: Any) -> Any:
@@ -323,6 +324,12 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
     value["packages"] = {x.key: x.version for x in found}
     bpath = posixpath.join(d.location, "tensorflow", "python", "platform", "build_info.py")
     lits, why = read_literals(host, bpath)
+    if why:
+        # TF 1.15-2.1 and NVIDIA's nvidia-tensorflow keep the real package in tensorflow_core/
+        core = posixpath.join(d.location, "tensorflow_core", "python", "platform", "build_info.py")
+        core_lits, core_why = read_literals(host, core)
+        if core_why is None:
+            bpath, lits, why = core, core_lits, None
     info = lits.get("build_info")
     if not isinstance(info, dict):
         info = {}
@@ -371,6 +378,12 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     assert main is not None
     value: Dict[str, Any] = _version_of(main)
     value["jaxlib"] = jaxlib.version if jaxlib else None
+    if jax:
+        # jax refuses an older jaxlib at import ("jaxlib is version X, but this version of jax requires Y")
+        lits, _why = read_literals(host, posixpath.join(jax.location, "jax", "version.py"))
+        minimum = lits.get("_minimum_jaxlib_version")
+        if isinstance(minimum, str):
+            value["jaxlib_minimum"] = minimum
     plugins = {k: d.version for k, d in dists.items() if _JAX_PLUGIN.match(k)}
     value["plugins"] = plugins
     cuda = None
@@ -378,7 +391,9 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     if jaxlib:
         m = _JAXLIB_LOCAL.match(split_local(jaxlib.version)[1] or "")
         if m:
-            cuda = m.group("cuda")
+            # "cuda11" is a CUDA major (the local-CUDA wheels); "cuda112" is CUDA 11.2, "cuda101" 10.1
+            digits = m.group("cuda")
+            cuda = "%s.%s" % (digits[:-1], digits[-1]) if len(digits) >= 3 else digits
             if m.group("cudnn"):
                 c = m.group("cudnn")
                 cudnn = f"{c[0]}.{c[1:]}" if len(c) > 1 else c
@@ -530,6 +545,23 @@ def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
 FRAMEWORK_NAMES = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras")
 
 
+def _torch_without_metadata(host: Host, sys_path: Iterable[str]) -> Optional[Distribution]:
+    """torch importable from ``sys_path`` without a .dist-info/.egg-info (some conda packages, copied trees,
+    ``setup.py develop`` checkouts): its own ``torch/version.py`` names the version, as ``import torch`` would."""
+    for entry in sys_path:
+        if not entry or entry.endswith(".zip"):
+            continue
+        path = posixpath.join(entry, "torch", "version.py")
+        if not host.exists(path):
+            continue
+        lits, why = read_literals(host, path)
+        version = lits.get("__version__")
+        if why is None and isinstance(version, str) and version:
+            return Distribution("torch", version, posixpath.join(entry, "torch"), entry)
+        return None  # the first torch on sys.path is the one imported
+    return None
+
+
 @register("frameworks", "Python frameworks", order=90)
 def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
@@ -540,6 +572,10 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
                if py.error else "the interpreter reports an empty sys.path")
         return [unknown("framework.scan", why, "command:%s" % (py.executable or "python"), "Frameworks")]
     dists = {d.key: d for d in host.distributions()}
+    if "torch" not in dists:
+        unlisted = _torch_without_metadata(host, py.sys_path)
+        if unlisted is not None:
+            dists["torch"] = unlisted
     env = target_environment(host)
     facts: List[Fact] = []
     if "torch" in dists:
