@@ -335,11 +335,17 @@ def _load(node: Node, timeout: float) -> Node:
         listed = probe.get("facts") if isinstance(probe, dict) else None
         if not isinstance(listed, list):
             continue
-        for fact in listed:
-            if type(fact) is dict:
-                key = fact.get("key")
-                if type(key) is str:
-                    facts[key] = fact
+        try:  # the common case, at the speed of a comprehension: every fact a record with a text key
+            batch = {f["key"]: f for f in listed}
+            if set(map(type, batch)) - {str} or set(map(type, batch.values())) - {dict}:
+                raise TypeError
+            facts.update(batch)
+        except (TypeError, KeyError):  # a damaged report: take the facts that are facts, one by one
+            for fact in listed:
+                if type(fact) is dict:
+                    key = fact.get("key")
+                    if type(key) is str:
+                        facts[key] = fact
         first = listed[0] if listed else None
         if probe.get("name") == "frameworks" and type(first) is dict and str(first.get("key")).startswith("framework."):
             facts._frameworks = True  # known without a scan of every fact (see FactIndex)

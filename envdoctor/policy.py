@@ -593,29 +593,49 @@ def _loader(facts: FactMap, prefix: str, what: str) -> Found:
     return Found(True, version, f.source)
 
 
-def resolve(facts: FactMap, name: str) -> Found:
-    """What the report holds for one (non-``*``) policy key."""
-    if name == "cuda.toolkit.version":
-        return _toolkit(facts)
-    if name == "cudnn.version":
-        return _loader(facts, "libcudnn.so.", "cuDNN")
-    if name == "nccl.version":
-        return _loader(facts, "libnccl.so.", "NCCL")
-    if name in ("compiler.gcc.version", "compiler.gxx.version"):
-        return _field(_fact(facts, name.rsplit(".", 1)[0]), "version")
-    if name == "container.docker.installed":
-        return _field(_fact(facts, "container.docker"), "installed")
-    if name in ("container.toolkit.installed", "container.toolkit.version"):
-        return _field(_fact(facts, "container.toolkit"), name.rsplit(".", 1)[1])
-    if name == "driver.fabric_manager.state" and name not in facts:
+def _fabric_manager(facts: FactMap) -> Found:
+    name = "driver.fabric_manager.state"
+    if name not in facts:
         present = _fact(facts, "driver.nvswitch.present")
         if present.known and present.value is False:
             return Found(True, None, present.source, "no NVSwitch (no fabric manager needed)")
-        return _fact(facts, name)
-    m = _FRAMEWORK_KEY.match(name)
-    if m and name not in KEYS:
-        return _framework(facts, m.group(1), m.group(2))
     return _fact(facts, name)
+
+
+_RESOLVERS: Dict[str, Callable[[FactMap], Found]] = {
+    "cuda.toolkit.version": _toolkit,
+    "cudnn.version": lambda facts: _loader(facts, "libcudnn.so.", "cuDNN"),
+    "nccl.version": lambda facts: _loader(facts, "libnccl.so.", "NCCL"),
+    "compiler.gcc.version": lambda facts: _field(_fact(facts, "compiler.gcc"), "version"),
+    "compiler.gxx.version": lambda facts: _field(_fact(facts, "compiler.gxx"), "version"),
+    "container.docker.installed": lambda facts: _field(_fact(facts, "container.docker"), "installed"),
+    "container.toolkit.installed": lambda facts: _field(_fact(facts, "container.toolkit"), "installed"),
+    "container.toolkit.version": lambda facts: _field(_fact(facts, "container.toolkit"), "version"),
+    "driver.fabric_manager.state": _fabric_manager,
+}
+
+
+def _resolver(name: str) -> Callable[[FactMap], Found]:
+    """How to read one (non-``*``) policy key, decided once per key (a fleet asks it of every node)."""
+    got = _RESOLVERS.get(name)
+    if got is None:
+        m = _FRAMEWORK_KEY.match(name)
+        if m and name not in KEYS:
+            fw, fld = m.group(1), m.group(2)
+
+            def got(facts: FactMap) -> Found:
+                return _framework(facts, fw, fld)
+        else:
+            def got(facts: FactMap) -> Found:
+                return _fact(facts, name)
+        if len(_RESOLVERS) < 4096:  # policy keys are few; a hostile caller cannot grow this without bound
+            _RESOLVERS[name] = got
+    return got
+
+
+def resolve(facts: FactMap, name: str) -> Found:
+    """What the report holds for one (non-``*``) policy key."""
+    return _resolver(name)(facts)
 
 
 def gpu_count(facts: FactMap) -> Found:

@@ -217,7 +217,9 @@ def test_property_every_nfd_label_is_valid(values):
 def test_the_daemonset_is_valid_against_the_kubernetes_schemas_offline():
     kv = pytest.importorskip("kubernetes_validate")
     path = os.path.join(ROOT, "contrib", "k8s", "daemonset.yaml")
-    if shutil.which("unshare") and os.geteuid() == 0:
+    has_cli = subprocess.run([sys.executable, "-m", "kubernetes_validate", "--version"], capture_output=True,
+                             timeout=120).returncode == 0
+    if has_cli and shutil.which("unshare") and os.geteuid() == 0:
         # no network at all: the schemas must come with the package
         r = subprocess.run(["unshare", "-n", sys.executable, "-m", "kubernetes_validate", "--strict", path],
                            capture_output=True, text=True, timeout=120)
@@ -231,15 +233,15 @@ def test_the_daemonset_is_valid_against_the_kubernetes_schemas_offline():
                 kv.validate(doc, kv.latest_version(), strict=True)
 
 
-def test_a_daemonset_with_a_typo_is_rejected(tmp_path):
-    pytest.importorskip("kubernetes_validate")
+def test_a_daemonset_with_a_typo_is_rejected():
     with open(os.path.join(ROOT, "contrib", "k8s", "daemonset.yaml")) as fh:
         text = fh.read().replace("readOnlyRootFilesystem", "readOnlyRootFilesytem")
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(text)
-    r = subprocess.run([sys.executable, "-m", "kubernetes_validate", "--strict", str(bad)], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode != 0
+    import yaml
+
+    kv = pytest.importorskip("kubernetes_validate")
+    with pytest.raises(kv.ValidationError):
+        for doc in yaml.safe_load_all(text):
+            kv.validate(doc, kv.latest_version(), strict=True)
 
 
 # ------------------------------------------------------------------------------------------ JUnit
