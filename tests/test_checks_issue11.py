@@ -363,3 +363,68 @@ def test_stale_driver_library_links_left_by_an_update() -> None:
         "rhel7-ppc64le-stale-libnvidia-ml-link-function-not-found")), []))}
     f = rhel["driver.library_mismatch"]
     assert "387.26" in f.title and "384.81" in f.title and "sudo reboot" not in f.fix.commands
+
+
+def test_docker_desktop_context_is_named() -> None:
+    # corpus: docker-desktop-context-hides-nvidia-runtime (nvidia-container-toolkit#814)
+    from .conftest import probe_facts
+
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "docker-desktop-context-hides-nvidia-runtime")), []))}
+    f = found["container-toolkit.runtime_not_configured"]
+    assert "Docker Desktop" in f.title and f.fix.commands == ["docker context use default"]
+    # the plain case (tests/test_checks_containers.py: no desktop context) keeps nvidia-ctk runtime configure
+
+
+def test_a_wheel_library_picks_an_older_nvjitlink_through_ld_library_path() -> None:
+    # corpus: jaxlib062-cusparse-picks-hpcsdk-nvjitlink (jax#30050): libcusparse.so.12's real NEEDED/RUNPATH
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "jaxlib062-cusparse-picks-hpcsdk-nvjitlink"
+    hits = [f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), [])) if f.code == "cuda.shadowed"]
+    assert len(hits) == 1 and hits[0].severity == "error"
+    assert "libnvJitLink.so.12" in hits[0].title and "12.4.127" in hits[0].title and "12.9.86" in hits[0].title
+    assert "grep -vx /opt/nvidia/hpc_sdk/Linux_x86_64/24.5/cuda/12.4/lib64" in hits[0].fix.commands[0]
+    doc = _corpus_host(case).doc
+    doc["environ"].pop("LD_LIBRARY_PATH")
+    assert "cuda.shadowed" not in {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+
+
+def test_titles_have_no_double_spaces_or_repeated_unknowns() -> None:
+    # every finding on every captured and rebuilt machine: a missing version must not leave "  " or
+    # "driver unknown ... driver unknown" in the one line a user reads first
+    import glob
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+    from envdoctor.report import diagnose
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    snaps = glob.glob(os.path.join(here, "machines", "*", "snapshot.json")) + glob.glob(
+        os.path.join(here, "corpus", "*", "snapshot.json"))
+    titles = [f.title for s in snaps for f in diagnose(SnapshotHost(load_snapshot(s))).findings]
+    assert len(titles) > 50
+    bad = [t for t in titles if "  " in t or t.lower().count("unknown") > 1 or t != t.strip() or "None" in t]
+    assert bad == []
+
+
+def test_nvidia_wheels_of_two_cuda_majors_in_one_environment() -> None:
+    # corpus: torch280-nccl-cu11-and-cu12-wheels-share-lib (rwth-i6/returnn#1802): collect_env's wheel list
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "torch280-nccl-cu11-and-cu12-wheels-share-lib"
+    found = [f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))
+             if f.code == "framework.nvidia_wheels_conflict"]
+    nccl = [f for f in found if "nvidia-nccl-cu11 2.14.3" in f.title]
+    assert nccl and nccl[0].severity == "error"
+    assert nccl[0].fix.commands[0].startswith("pip uninstall -y nvidia-nccl-cu11")
+    doc = _corpus_host(case).doc
+    for listing in doc["dirs"].values():
+        listing["entries"] = [e for e in listing.get("entries", []) if not e.startswith("nvidia_nccl_cu11")]
+    after = [f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))
+             if f.code == "framework.nvidia_wheels_conflict" and "nccl" in f.title]
+    assert after == []
