@@ -52,6 +52,7 @@ CHECK_MODULES = (
     "envdoctor.checks.hardware",
     "envdoctor.checks.tools",
     "envdoctor.checks.environment",
+    "envdoctor.checks.frameworks",
 )
 
 

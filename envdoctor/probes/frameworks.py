@@ -364,6 +364,48 @@ _JAX_PLUGIN = re.compile(r"^jax-cuda(?P<cuda>\d+)-(?:plugin|pjrt)$")
 _JAXLIB_LOCAL = re.compile(r"^cuda(?P<cuda>\d+)(?:\.cudnn(?P<cudnn>\d+))?")
 
 
+_JAXLIB_REQ = re.compile(r"^requires-dist:\s*jaxlib\s*(?:\((?P<p>[^)]*)\)|(?P<s>[^;]*))\s*(?P<m>;.*)?$", re.I)
+
+
+def _jax_wants_jaxlib(host: Host, jax: Distribution) -> Dict[str, Any]:
+    """The jaxlib the installed jax accepts, in its own words: ``_minimum_jaxlib_version`` of ``jax/version.py``
+    (what ``import jax`` enforces) and the unconditional ``Requires-Dist: jaxlib`` of its METADATA."""
+    out: Dict[str, Any] = {"min_jaxlib": None, "jaxlib_requirement": None}
+    lits, why = read_literals(host, posixpath.join(jax.location, "jax", "version.py"))
+    minimum = lits.get("_minimum_jaxlib_version") if not why else None
+    if isinstance(minimum, str) and minimum.strip():
+        out["min_jaxlib"] = minimum.strip()
+    name = "METADATA" if jax.metadata_dir.endswith(".dist-info") else "PKG-INFO"
+    text = host.read_text(posixpath.join(jax.metadata_dir, name)) or ""
+    for line in text.splitlines():
+        m = _JAXLIB_REQ.match(line.strip())
+        if m and not m.group("m"):  # an extra's pin (jax[cuda12_pip]) is not what plain jax needs
+            spec = (m.group("p") or m.group("s") or "").strip()
+            if spec:
+                out["jaxlib_requirement"] = spec
+            break
+    return out
+
+
+_NVCC_WHEEL = re.compile(r"^nvidia-cuda-nvcc(?:-cu\d+)?$")
+
+
+def _ptxas_candidates(host: Host, dists: Dict[str, Distribution]) -> Dict[str, Any]:
+    """The ptxas binaries XLA may run: the first on PATH (its toolkit's version is judged by the checks) and the
+    one the ``nvidia-cuda-nvcc`` wheel ships (``site-packages/nvidia/cuda_nvcc/bin/ptxas``, the wheel's version)."""
+    out: Dict[str, Any] = {"path": None, "wheel": None}
+    on_path = host.which("ptxas")
+    if on_path:
+        out["path"] = {"path": on_path, "resolved": host.resolve(on_path)}
+    for key, d in sorted(dists.items()):
+        if _NVCC_WHEEL.match(key):
+            exe = posixpath.join(d.location, "nvidia", "cuda_nvcc", "bin", "ptxas")
+            if host.exists(exe):
+                out["wheel"] = {"path": exe, "version": d.version, "package": key}
+                break
+    return out
+
+
 def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     jax = dists.get("jax")
     jaxlib = dists.get("jaxlib")
@@ -398,6 +440,9 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
                     mismatched.append(f"{name} {v}")
             except InvalidVersion:
                 mismatched.append(f"{name} {v}")
+    if jax is not None:
+        value.update(_jax_wants_jaxlib(host, jax))
+    value["ptxas"] = _ptxas_candidates(host, dists)
     value["plugins_match_jaxlib"] = not mismatched if plugins else None
     value["mismatched_plugins"] = mismatched
     if plugins:

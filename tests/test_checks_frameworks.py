@@ -1,0 +1,91 @@
+"""Framework packages that disagree with each other (envdoctor/checks/frameworks.py): each rule fires on the
+real-world corpus machine it was generalised from, and stays quiet on the same machine once the one thing
+the thread fixed is fixed (the snapshot edited exactly as the thread's fix would change the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, Optional
+
+from envdoctor.checks import CheckContext, run_checks
+from envdoctor.findings import Finding
+from envdoctor.host.snapshot import SnapshotHost
+
+from .conftest import probe_facts
+
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def findings(case: str, edit: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Finding]:
+    with open(os.path.join(CORPUS, case, "snapshot.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    if edit is not None:
+        edit(doc)
+    return {f.code: f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc, case)), []))}
+
+
+def _set_file(doc: Dict[str, Any], suffix: str, text: str) -> None:
+    (path,) = [p for p in doc["files"] if p.endswith(suffix)]
+    doc["files"][path] = {"text": text}
+
+
+def test_jaxlib_older_than_the_installed_jax_minimum() -> None:
+    # corpus: jaxlib0169-cuda101-older-than-jax0226-minimum (Zuricho/ParallelFold#13); jax's own version.py
+    case = "jaxlib0169-cuda101-older-than-jax0226-minimum"
+    f = findings(case)["framework.jaxlib_too_old_for_jax"]
+    assert f.severity == "error" and "0.1.69+cuda101" in f.title and "0.1.74" in f.title
+    assert f.fix.commands == ["pip install 'jax==0.1.69'"] or "jax" in f.fix.text
+    # the thread's fix: a jax whose minimum this jaxlib meets (jax 0.2.14 wants jaxlib >= 0.1.65)
+    quiet = findings(case, lambda d: _set_file(d, "/jax/version.py",
+                                               '__version__ = "0.2.14"\n_minimum_jaxlib_version = "0.1.65"\n'))
+    assert "framework.jaxlib_too_old_for_jax" not in quiet
+
+
+def test_jax_cuda_plugin_of_another_version_than_jaxlib() -> None:
+    # corpus: jax-cuda12-plugin092-with-jaxlib0901 (ma-gilles/recovar#64)
+    case = "jax-cuda12-plugin092-with-jaxlib0901"
+    f = findings(case)["framework.jax_plugin_mismatch"]
+    assert f.severity == "error" and "0.9.2" in f.title and "0.9.0.1" in f.title
+    assert "jax-cuda12-plugin==0.9.0.1" in f.fix.commands[0]
+
+    def same_version(doc: Dict[str, Any]) -> None:  # the thread's fix: plugins pinned to jaxlib's version
+        for p in list(doc["dirs"]):
+            entries = doc["dirs"][p].get("entries")
+            if entries:
+                doc["dirs"][p]["entries"] = [e.replace("-0.9.2.dist-info", "-0.9.0.1.dist-info") for e in entries]
+        for p in list(doc["files"]):
+            if "-0.9.2.dist-info" in p:
+                doc["files"][p.replace("-0.9.2.dist-info", "-0.9.0.1.dist-info")] = doc["files"].pop(p)
+    assert "framework.jax_plugin_mismatch" not in findings(case, same_version)
+
+
+def test_old_toolkit_ptxas_first_on_path_shadows_the_wheels() -> None:
+    # corpus: jax0438-cuda12-plugin-runs-path-ptxas-121 (jax-ml/jax#25718)
+    case = "jax0438-cuda12-plugin-runs-path-ptxas-121"
+    f = findings(case)["framework.ptxas_shadowed"]
+    assert f.severity == "error" and "12.1" in f.title and "/usr/local/cuda/bin/ptxas" in f.title
+    assert "12.6.85" in f.title  # the wheel's ptxas, named
+    assert "/usr/local/cuda/bin" in f.fix.commands[0]
+
+    def off_path(doc: Dict[str, Any]) -> None:  # the thread's fix: CUDA 12.1's bin off PATH
+        doc["environ"]["PATH"] = doc["environ"]["PATH"].replace("/usr/local/cuda/bin:", "")
+    assert "framework.ptxas_shadowed" not in findings(case, off_path)
+
+
+def test_pip_ptxas_newer_than_the_driver_cuda() -> None:
+    # corpus: jax0424-pip-ptxas-123-driver535-cuda122 (jax-ml/jax#19821)
+    case = "jax0424-pip-ptxas-123-driver535-cuda122"
+    f = findings(case)["driver.minor_version_compat"]
+    assert f.severity == "info" and "12.2" in f.title and "12.3" in f.title and "ptxas" in f.title
+
+    def pinned(doc: Dict[str, Any]) -> None:  # the thread's other fix: the nvcc wheel pinned to 12.2
+        for p in list(doc["dirs"]):
+            entries = doc["dirs"][p].get("entries")
+            if entries:
+                doc["dirs"][p]["entries"] = [e.replace("cu12-12.3.107", "cu12-12.2.140") for e in entries]
+        for p in list(doc["files"]):
+            if "nvidia_cuda_nvcc_cu12-12.3.107" in p:
+                doc["files"][p.replace("12.3.107", "12.2.140")] = doc["files"].pop(p)
+    assert "driver.minor_version_compat" not in findings(case, pinned)
