@@ -89,3 +89,21 @@ def test_pip_ptxas_newer_than_the_driver_cuda() -> None:
             if "nvidia_cuda_nvcc_cu12-12.3.107" in p:
                 doc["files"][p.replace("12.3.107", "12.2.140")] = doc["files"].pop(p)
     assert "driver.minor_version_compat" not in findings(case, pinned)
+
+
+def test_cuda_visible_devices_index_on_mixed_models_without_pci_order() -> None:
+    # corpus: cvd-3-mixed-8gpu-server-fastest-first-order (pytorch/pytorch#20606)
+    case = "cvd-3-mixed-8gpu-server-fastest-first-order"
+    f = findings(case)["gpu.cuda_device_order_differs"]
+    assert f.severity == "warning" and "CUDA_DEVICE_ORDER" in f.title and "PCI_BUS_ID" in f.title
+    assert f.fix.commands == ["export CUDA_DEVICE_ORDER=PCI_BUS_ID"]
+
+    def pci_order(doc: Dict[str, Any]) -> None:  # the thread's fix
+        doc["environ"]["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    assert "gpu.cuda_device_order_differs" not in findings(case, pci_order)
+
+    def one_model(doc: Dict[str, Any]) -> None:  # eight identical GPUs: both orders agree
+        for key, entry in doc["nvml"]["data"].items():
+            if key.endswith(".name"):
+                entry["value"] = "TITAN V"
+    assert "gpu.cuda_device_order_differs" not in findings(case, one_model)

@@ -2,7 +2,8 @@
 
 Fact ``env.cuda_visible_devices``: the raw value of ``CUDA_VISIBLE_DEVICES`` when it is set (an empty string
 included: that hides every GPU), absent otherwise.  The checks compare it with the GPUs NVML sees (NVML
-ignores the variable; CUDA applies it).
+ignores the variable; CUDA applies it).  Fact ``env.cuda_device_order``: ``CUDA_DEVICE_ORDER`` when set (CUDA
+numbers GPUs FASTEST_FIRST unless it is ``PCI_BUS_ID``, the order nvidia-smi and NVML use).
 """
 
 from __future__ import annotations
@@ -20,4 +21,7 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
     if "CUDA_VISIBLE_DEVICES" in env:
         facts.append(ok("env.cuda_visible_devices", env["CUDA_VISIBLE_DEVICES"], "env:CUDA_VISIBLE_DEVICES",
                         "CUDA_VISIBLE_DEVICES"))
+    if "CUDA_DEVICE_ORDER" in env:
+        facts.append(ok("env.cuda_device_order", env["CUDA_DEVICE_ORDER"], "env:CUDA_DEVICE_ORDER",
+                        "CUDA_DEVICE_ORDER"))
     return facts
