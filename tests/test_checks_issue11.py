@@ -428,3 +428,51 @@ def test_nvidia_wheels_of_two_cuda_majors_in_one_environment() -> None:
     after = [f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))
              if f.code == "framework.nvidia_wheels_conflict" and "nccl" in f.title]
     assert after == []
+
+
+def test_cuda_device_order_on_a_mixed_gpu_machine() -> None:
+    # corpus: cvd-3-mixed-8gpu-server-fastest-first-order (pytorch#20606)
+    names = ["NVIDIA GeForce GTX 1080 Ti", "NVIDIA TITAN V", "NVIDIA TITAN V", "NVIDIA GeForce GTX 1080 Ti"]
+    gpus = [ok("gpu.count", 4, "nvml")] + [ok("gpu.%d.name" % i, n, "nvml") for i, n in enumerate(names)]
+    cvd = ok("env.cuda_visible_devices", "3", "env:CUDA_VISIBLE_DEVICES")
+    f = run(gpus + [cvd, ok("env.cuda_device_order", None, "env:CUDA_DEVICE_ORDER")])["gpu.cuda_device_order_differs"]
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in f.title
+    assert "gpu.cuda_device_order_differs" not in run(gpus + [cvd, ok("env.cuda_device_order", "PCI_BUS_ID", "env")])
+    same = [ok("gpu.count", 4, "nvml")] + [ok("gpu.%d.name" % i, "NVIDIA A100-SXM4-80GB", "nvml") for i in range(4)]
+    assert "gpu.cuda_device_order_differs" not in run(same + [cvd, ok("env.cuda_device_order", None, "env")])
+
+
+def test_jax_pieces_must_agree() -> None:
+    # corpus: jax-cuda12-plugin092-with-jaxlib0901, jaxlib0169-cuda101-older-than-jax0226-minimum
+    from .conftest import probe_facts
+
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "jax-cuda12-plugin092-with-jaxlib0901")), []))}
+    f = found["framework.jax_plugin_mismatch"]
+    assert "0.9.2" in f.title and "0.9.0.1" in f.title
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "jaxlib0169-cuda101-older-than-jax0226-minimum")), []))}
+    f = found["framework.jaxlib_too_old_for_jax"]
+    assert "0.1.69" in f.title and "0.1.74" in f.title
+    jax = ok("framework.jax", {"version": "0.4.30", "jaxlib": "0.4.30", "jaxlib_minimum": "0.4.27",
+                               "plugins": {"jax-cuda12-plugin": "0.4.30"}, "plugins_match_jaxlib": True,
+                               "mismatched_plugins": [], "build": "cuda", "cuda": "12"}, "test")
+    assert not {"framework.jax_plugin_mismatch", "framework.jaxlib_too_old_for_jax"} & set(run([jax]))
+
+
+def test_nvidia_tensorflow_is_recognised_from_tensorflow_core() -> None:
+    # NVIDIA's nvidia-tensorflow (TF 1.15 line) keeps its package in tensorflow_core/; build_info.py of TF < 2.3
+    # is written as module variables (the form tensorflow-gpu 1.15's own build_info.py has)
+    from envdoctor.probes import ProbeContext
+    from envdoctor.probes.frameworks import probe_frameworks
+
+    from .test_probe_frameworks import site_host
+
+    build_info = ("# Lint as: python2, python3\nis_rocm_build = False\nis_cuda_build = True\n"
+                  "cuda_version_number = '11.8'\ncudnn_version_number = '8'\n")
+    host = site_host({"nvidia_tensorflow-1.15.5+nv22.12.dist-info/METADATA":
+                      "Name: nvidia-tensorflow\nVersion: 1.15.5+nv22.12\n",
+                      "tensorflow_core/python/platform/build_info.py": build_info,
+                      "tensorflow/__init__.py": ""})
+    tf = Facts(probe_frameworks(ProbeContext(host))).mapping("framework.tensorflow")
+    assert tf.get("build") == "cuda" and tf.get("cuda") == "11.8" and tf.get("package") == "nvidia-tensorflow"

@@ -52,7 +52,11 @@ CHECK_MODULES = (
     "envdoctor.checks.hardware",
     "envdoctor.checks.tools",
     "envdoctor.checks.environment",
+<<<<<<< HEAD
     "envdoctor.checks.frameworks",
+=======
+    "envdoctor.checks.jax",
+>>>>>>> checks
 )
 
 

@@ -158,3 +158,40 @@ def libcuda_stub(ctx: CheckContext) -> Iterable[Finding]:
                               '| paste -sd:)"' % where] if via == "LD_LIBRARY_PATH" else
                     ["grep -rn %s /etc/ld.so.conf /etc/ld.so.conf.d/" % where, "sudo ldconfig"]))
         return
+
+
+@check("environment.cuda-device-order", codes=(
+    CodeDoc("gpu.cuda_device_order_differs", "warning",
+            "CUDA_VISIBLE_DEVICES selects GPUs by index on a machine with different GPU models, without "
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID: CUDA's index is not nvidia-smi's.",
+            "env.cuda_visible_devices, env.cuda_device_order, gpu.N.name",
+            "CUDA numbers GPUs fastest first by default, nvidia-smi by PCI bus: the job runs on another GPU than "
+            "the one chosen in nvidia-smi (and may collide with another job).", ENV_DOC),
+))
+def cuda_device_order(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    value = facts.value("env.cuda_visible_devices")
+    count = facts.value("gpu.count")
+    if not isinstance(value, str) or not isinstance(count, int) or count < 2:
+        return
+    if str(facts.value("env.cuda_device_order") or "").upper() == "PCI_BUS_ID":
+        return
+    indexes = [e.strip() for e in value.split(",") if e.strip()]
+    if not indexes or not all(e.isdigit() for e in indexes):
+        return  # UUIDs name a GPU whatever the order
+    names = [facts.value("gpu.%d.name" % i) for i in range(count)]
+    if len({n for n in names if n}) < 2:
+        return  # identical GPUs: fastest-first keeps the PCI order
+    yield Finding(
+        code="gpu.cuda_device_order_differs", severity="warning", components=["gpu", "cuda"],
+        title="CUDA_VISIBLE_DEVICES=%s picks GPUs in CUDA's fastest-first order, not nvidia-smi's: set "
+              "CUDA_DEVICE_ORDER=PCI_BUS_ID (this machine mixes %s)" % (
+                  value, ", ".join(sorted({str(n) for n in names if n}))),
+        detail="Without CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA numbers the GPUs fastest first; nvidia-smi numbers them by "
+               "PCI bus. With different GPU models the two orders differ, so index %s is not nvidia-smi's GPU %s." % (
+                   indexes[0], indexes[0]),
+        evidence=_ev(facts, "env.cuda_visible_devices", "env.cuda_device_order", "gpu.count"),
+        source={"rule": "CUDA_DEVICE_ORDER: FASTEST_FIRST (default) or PCI_BUS_ID", "url": ENV_DOC,
+                "checked": CHECKED},
+        fix=Fix(text="Number GPUs as nvidia-smi does, or select them by UUID.",
+                commands=["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi -L   # UUIDs for CUDA_VISIBLE_DEVICES"]))

@@ -225,7 +225,8 @@ def wheel_links(host: Host, site: str, ldp: Sequence[str], cache: List[Tuple[str
 
 _NVIDIA_FAMILY = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
 #: NVIDIA packages that are not CUDA library wheels
-_NOT_LIBRARIES = ("nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-dali", "nvidia-modelopt")
+_NOT_LIBRARIES = ("nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-dali", "nvidia-modelopt",
+                  "nvidia-tensorflow")
 
 
 def wheel_families(host: Host) -> List[Dict[str, Any]]:
