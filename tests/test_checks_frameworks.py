@@ -96,7 +96,7 @@ def test_cuda_visible_devices_index_on_mixed_models_without_pci_order() -> None:
     case = "cvd-3-mixed-8gpu-server-fastest-first-order"
     f = findings(case)["gpu.cuda_device_order_differs"]
     assert f.severity == "warning" and "CUDA_DEVICE_ORDER" in f.title and "PCI_BUS_ID" in f.title
-    assert f.fix.commands == ["export CUDA_DEVICE_ORDER=PCI_BUS_ID"]
+    assert f.fix.commands[0] == "export CUDA_DEVICE_ORDER=PCI_BUS_ID"
 
     def pci_order(doc: Dict[str, Any]) -> None:  # the thread's fix
         doc["environ"]["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"

@@ -52,11 +52,8 @@ CHECK_MODULES = (
     "envdoctor.checks.hardware",
     "envdoctor.checks.tools",
     "envdoctor.checks.environment",
-<<<<<<< HEAD
-    "envdoctor.checks.frameworks",
-=======
     "envdoctor.checks.jax",
->>>>>>> checks
+    "envdoctor.checks.frameworks",
 )
 
 

@@ -84,45 +84,6 @@ def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
                           "grep -rn CUDA_VISIBLE_DEVICES ~/.bashrc ~/.profile /etc/environment"]))
 
 
-@check("environment.cuda-device-order", codes=(
-    CodeDoc("gpu.cuda_device_order_differs", "warning",
-            "CUDA_VISIBLE_DEVICES selects GPUs by index on a machine with GPUs of different models while "
-            "CUDA_DEVICE_ORDER is not PCI_BUS_ID.", "env.cuda_visible_devices, env.cuda_device_order, gpu.N.name",
-            "CUDA numbers GPUs fastest first by default, nvidia-smi and NVML in PCI bus order: with mixed models "
-            "an index picks another GPU than the one nvidia-smi shows under it (on a shared server, someone "
-            "else's).", ENV_DOC),
-))
-def cuda_device_order(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    value = facts.value("env.cuda_visible_devices")
-    count = facts.value("gpu.count")
-    order = facts.value("env.cuda_device_order")
-    if not isinstance(value, str) or not isinstance(count, int) or count < 2:
-        return
-    if isinstance(order, str) and order.strip().upper() == "PCI_BUS_ID":
-        return
-    indexes = [e.strip() for e in value.split(",") if e.strip().isdigit()]
-    if not indexes:
-        return  # UUIDs name one GPU whatever the order
-    names = [facts.value("gpu.%d.name" % i) for i in range(count)]
-    models = sorted({n for n in names if isinstance(n, str) and n})
-    if len(models) < 2:
-        return  # identical GPUs: both orders pick the same model (CUDA breaks ties in PCI order)
-    yield Finding(
-        code="gpu.cuda_device_order_differs", severity="warning", components=["gpu", "cuda"],
-        title="CUDA_VISIBLE_DEVICES=%s selects by index, but CUDA_DEVICE_ORDER is %s on a machine with %d GPU "
-              "models: CUDA's index %s is not nvidia-smi's (set CUDA_DEVICE_ORDER=PCI_BUS_ID)" % (
-                  value, "unset" if order is None else repr(order), len(models), indexes[0]),
-        detail="Without CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA orders GPUs FASTEST_FIRST, nvidia-smi in PCI bus order; "
-               "with different models (%s) the same number names different GPUs." % ", ".join(models),
-        evidence=_ev(facts, "env.cuda_visible_devices", "env.cuda_device_order", "gpu.count",
-                     *["gpu.%d.name" % i for i in range(count)]),
-        source={"rule": "CUDA_DEVICE_ORDER: FASTEST_FIRST (default) or PCI_BUS_ID", "url": ENV_DOC,
-                "checked": CHECKED},
-        fix=Fix(text="Number GPUs as nvidia-smi does before selecting them (in the shell profile or job script).",
-                commands=["export CUDA_DEVICE_ORDER=PCI_BUS_ID"]))
-
-
 @check("environment.libcuda-stub", codes=(
     CodeDoc("driver.libcuda_stub_on_loader_path", "error",
             "The CUDA toolkit's stub libcuda.so (lib64/stubs, meant for linking only) is what the loader finds "

@@ -1,10 +1,5 @@
-"""Framework packages that disagree with each other, read from their own installed metadata.
+"""The tools a framework runs that come from elsewhere on the machine (jax/jaxlib/plugin versions: checks/jax.py).
 
-* jaxlib older than the installed jax's own minimum (``jax/version.py``'s ``_minimum_jaxlib_version``, which
-  ``import jax`` enforces: "jaxlib is version X, but this version of jax requires version >= Y"), or outside
-  jax's ``Requires-Dist: jaxlib`` pin.
-* ``jax-cudaNN-plugin`` / ``jax-cudaNN-pjrt`` of another version than jaxlib: the plugin is rejected or its
-  FFI handlers are missing (jax pins them to jaxlib's exact version).
 * The ptxas XLA runs to compile its kernels: the first on PATH, else the one of the ``nvidia-cuda-nvcc``
   wheel.  An older one than jaxlib requires (an old toolkit first on PATH) fails on the PTX jaxlib generates;
   a newer CUDA minor than the driver's runs through minor-version compatibility, with XLA's parallel
@@ -60,74 +55,6 @@ def _specifier(text: Any) -> Optional[SpecifierSet]:
         return SpecifierSet(text.replace(" ", ""))
     except InvalidSpecifier:
         return None
-
-
-@check("frameworks.jaxlib-for-jax", codes=(
-    CodeDoc("framework.jaxlib_too_old_for_jax", "error",
-            "The installed jaxlib is older than the installed jax requires (its own _minimum_jaxlib_version or "
-            "its Requires-Dist pin).", "framework.jax (jax/version.py, jax's METADATA, jaxlib's version)",
-            "`import jax` fails: 'jaxlib is version X, but this version of jax requires version >= Y' (or the "
-            "older jaxlib lacks what jax calls). Typical after `pip install -U jax` kept an old CUDA jaxlib.",
-            JAX_INSTALL),
-))
-def jaxlib_for_jax(ctx: CheckContext) -> Iterable[Finding]:
-    jax = _jax(ctx.facts)
-    lib = _v(jax.get("jaxlib"))
-    if lib is None or jax.get("package") != "jax":
-        return []
-    minimum = _v(jax.get("min_jaxlib"))
-    spec = _specifier(jax.get("jaxlib_requirement"))
-    need: Optional[str] = None
-    if minimum is not None and lib < minimum:
-        need = ">= %s" % jax.get("min_jaxlib")
-    elif spec is not None and not spec.contains(lib, prereleases=True):
-        lower = [s.version for s in spec if s.operator in (">=", "==", "===", "~=", ">")]
-        if lower and any(_v(x) is not None and lib < _v(x) for x in lower):  # type: ignore[operator]
-            need = str(spec)
-    if need is None:
-        return []
-    jax_v = jax.get("version")
-    return [Finding(
-        code="framework.jaxlib_too_old_for_jax", severity="error", components=["jax"],
-        title="jaxlib %s is older than jax %s requires (jaxlib %s)" % (jax.get("jaxlib"), jax_v, need),
-        detail="jax checks jaxlib's version when it is imported and refuses an older one ('jaxlib is version %s, "
-               "but this version of jax requires version %s'). Installing a newer jax over an older CUDA "
-               "jaxlib (which pip does not upgrade with it) leaves this pair." % (jax.get("jaxlib"), need),
-        evidence=_ev(ctx.facts, "framework.jax"),
-        source=_src("jax %s requires jaxlib %s (its own jax/version.py / METADATA)" % (jax_v, need), JAX_INSTALL),
-        fix=Fix(text="Install the jax release that matches this jaxlib (jax and jaxlib are released together), "
-                     "or upgrade jaxlib together with jax.",
-                commands=["pip install 'jax==%s'" % str(lib)]),
-    )]
-
-
-@check("frameworks.jax-plugins", codes=(
-    CodeDoc("framework.jax_plugin_mismatch", "error",
-            "jax-cudaNN-plugin / jax-cudaNN-pjrt are another version than jaxlib.",
-            "framework.jax (jaxlib and the jax-cuda plugin packages' versions)",
-            "jax pins its CUDA plugin to jaxlib's exact version: another version is rejected ('... is not "
-            "compatible with the installed jaxlib version') or misses FFI handlers, and JAX falls back to the CPU.",
-            JAX_INSTALL),
-))
-def jax_plugins(ctx: CheckContext) -> Iterable[Finding]:
-    jax = _jax(ctx.facts)
-    bad = [str(x) for x in jax.get("mismatched_plugins") or [] if isinstance(x, str)]
-    if not bad or not jax.get("jaxlib"):
-        return []
-    lib = str(jax.get("jaxlib")).split("+")[0]
-    names = [b.split(" ")[0] for b in bad]
-    return [Finding(
-        code="framework.jax_plugin_mismatch", severity="error", components=["jax"],
-        title="%s installed beside jaxlib %s: the CUDA plugin must be jaxlib's exact version" % (
-            ", ".join(bad), jax.get("jaxlib")),
-        detail="JAX loads its CUDA backend from the jax-cuda plugin packages, built together with jaxlib; a "
-               "plugin of another version is refused or registers the wrong FFI handlers, so JAX runs on the CPU "
-               "or fails at the first GPU operation.",
-        evidence=_ev(ctx.facts, "framework.jax"),
-        source=_src("jax-cuda plugins are pinned to jaxlib's version", JAX_INSTALL),
-        fix=Fix(text="Install the plugins of jaxlib's version.",
-                commands=["pip install %s" % " ".join("'%s==%s'" % (n, lib) for n in names)]),
-    )]
 
 
 def _toolkit_version(facts: Facts, resolved: str) -> Optional[Tuple[str, str]]:

@@ -1,15 +1,9 @@
 """Environment variables that decide which GPUs CUDA shows a program.
 
 Fact ``env.cuda_visible_devices``: the raw value of ``CUDA_VISIBLE_DEVICES`` when it is set (an empty string
-<<<<<<< HEAD
-included: that hides every GPU), absent otherwise.  The checks compare it with the GPUs NVML sees (NVML
-ignores the variable; CUDA applies it).  Fact ``env.cuda_device_order``: ``CUDA_DEVICE_ORDER`` when set (CUDA
-numbers GPUs FASTEST_FIRST unless it is ``PCI_BUS_ID``, the order nvidia-smi and NVML use).
-=======
 included: that hides every GPU), absent otherwise; with it ``env.cuda_device_order`` (``CUDA_DEVICE_ORDER``, or
 None when unset: CUDA then numbers the GPUs fastest first, not in nvidia-smi's PCI order).  The checks
 compare them with the GPUs NVML sees (NVML ignores the variables; CUDA applies them).
->>>>>>> checks
 """
 
 from __future__ import annotations
@@ -27,11 +21,6 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
     if "CUDA_VISIBLE_DEVICES" in env:
         facts.append(ok("env.cuda_visible_devices", env["CUDA_VISIBLE_DEVICES"], "env:CUDA_VISIBLE_DEVICES",
                         "CUDA_VISIBLE_DEVICES"))
-<<<<<<< HEAD
-    if "CUDA_DEVICE_ORDER" in env:
-        facts.append(ok("env.cuda_device_order", env["CUDA_DEVICE_ORDER"], "env:CUDA_DEVICE_ORDER",
-=======
         facts.append(ok("env.cuda_device_order", env.get("CUDA_DEVICE_ORDER") or None, "env:CUDA_DEVICE_ORDER",
->>>>>>> checks
                         "CUDA_DEVICE_ORDER"))
     return facts

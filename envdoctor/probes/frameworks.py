@@ -371,29 +371,6 @@ _JAX_PLUGIN = re.compile(r"^jax-cuda(?P<cuda>\d+)-(?:plugin|pjrt)$")
 _JAXLIB_LOCAL = re.compile(r"^cuda(?P<cuda>\d+)(?:\.cudnn(?P<cudnn>\d+))?")
 
 
-_JAXLIB_REQ = re.compile(r"^requires-dist:\s*jaxlib\s*(?:\((?P<p>[^)]*)\)|(?P<s>[^;]*))\s*(?P<m>;.*)?$", re.I)
-
-
-def _jax_wants_jaxlib(host: Host, jax: Distribution) -> Dict[str, Any]:
-    """The jaxlib the installed jax accepts, in its own words: ``_minimum_jaxlib_version`` of ``jax/version.py``
-    (what ``import jax`` enforces) and the unconditional ``Requires-Dist: jaxlib`` of its METADATA."""
-    out: Dict[str, Any] = {"min_jaxlib": None, "jaxlib_requirement": None}
-    lits, why = read_literals(host, posixpath.join(jax.location, "jax", "version.py"))
-    minimum = lits.get("_minimum_jaxlib_version") if not why else None
-    if isinstance(minimum, str) and minimum.strip():
-        out["min_jaxlib"] = minimum.strip()
-    name = "METADATA" if jax.metadata_dir.endswith(".dist-info") else "PKG-INFO"
-    text = host.read_text(posixpath.join(jax.metadata_dir, name)) or ""
-    for line in text.splitlines():
-        m = _JAXLIB_REQ.match(line.strip())
-        if m and not m.group("m"):  # an extra's pin (jax[cuda12_pip]) is not what plain jax needs
-            spec = (m.group("p") or m.group("s") or "").strip()
-            if spec:
-                out["jaxlib_requirement"] = spec
-            break
-    return out
-
-
 _NVCC_WHEEL = re.compile(r"^nvidia-cuda-nvcc(?:-cu\d+)?$")
 
 
@@ -453,8 +430,6 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
                     mismatched.append(f"{name} {v}")
             except InvalidVersion:
                 mismatched.append(f"{name} {v}")
-    if jax is not None:
-        value.update(_jax_wants_jaxlib(host, jax))
     value["ptxas"] = _ptxas_candidates(host, dists)
     value["plugins_match_jaxlib"] = not mismatched if plugins else None
     value["mismatched_plugins"] = mismatched
