@@ -107,3 +107,21 @@ def test_cuda_visible_devices_index_on_mixed_models_without_pci_order() -> None:
             if key.endswith(".name"):
                 entry["value"] = "TITAN V"
     assert "gpu.cuda_device_order_differs" not in findings(case, one_model)
+
+
+def test_paddle_cuda10_build_on_an_ampere_gpu_has_no_kernels() -> None:
+    # corpus: paddle222-cu102-wheel-on-rtx3060-no-kernel-image (PaddlePaddle/PaddleDetection#5206): no fat binary
+    # could be read, so the build's CUDA decides: CUDA 10.2 compiles up to sm_75 and Paddle's release builds
+    # (CUDA_ARCH_NAME=All) carry no PTX
+    case = "paddle222-cu102-wheel-on-rtx3060-no-kernel-image"
+    f = findings(case)["gpu.arch_not_in_build"]
+    assert f.severity == "error" and "8.6" in f.title and "10.2" in f.title and "PTX" in f.title
+
+    def turing(doc: Dict[str, Any]) -> None:  # the same wheel on a GPU CUDA 10.2 targets (an RTX 2080, sm_75)
+        for key, entry in doc["nvml"]["data"].items():
+            if key.endswith(".compute_capability"):
+                entry["value"] = [7, 5]
+            elif key.endswith(".name"):
+                entry["value"] = "NVIDIA GeForce RTX 2080"
+    quiet = findings(case, turing)
+    assert "gpu.arch_not_in_build" not in quiet and "gpu.arch_support_unknown" not in quiet
