@@ -125,3 +125,16 @@ def test_paddle_cuda10_build_on_an_ampere_gpu_has_no_kernels() -> None:
                 entry["value"] = "NVIDIA GeForce RTX 2080"
     quiet = findings(case, turing)
     assert "gpu.arch_not_in_build" not in quiet and "gpu.arch_support_unknown" not in quiet
+
+
+def test_ld_library_path_entries_with_a_trailing_slash_are_searched() -> None:
+    # corpus: tf210-wants-libnvinfer7-pip-tensorrt8 (tensorflow/tensorflow#57671): LD_LIBRARY_PATH=<env>/lib/ holds
+    # the conda CUDA libraries TensorFlow dlopens; the loader searches it, so nothing may be reported as unfound
+    case = "tf210-wants-libnvinfer7-pip-tensorrt8"
+    assert not [f for f in findings(case).values() if f.code.endswith(".framework_cannot_load")
+                and "not searched" in f.title]
+
+    def not_on_path(doc: Dict[str, Any]) -> None:  # without the entry the same copies really are not searched
+        del doc["environ"]["LD_LIBRARY_PATH"]
+    f = findings(case, not_on_path)["cuda.framework_cannot_load"]
+    assert f.severity == "error" and "which is not searched" in f.title
