@@ -138,3 +138,26 @@ def test_ld_library_path_entries_with_a_trailing_slash_are_searched() -> None:
         del doc["environ"]["LD_LIBRARY_PATH"]
     f = findings(case, not_on_path)["cuda.framework_cannot_load"]
     assert f.severity == "error" and "which is not searched" in f.title
+
+
+def test_conda_forge_cuda_jaxlib_is_not_called_cpu_only() -> None:
+    # corpus: conda-forge-jax0431-needs-cudnn9-has-897 (conda-forge/jaxlib-feedstock#277): conda-forge's jaxlib has
+    # no +cuda tag in its version; its conda build string (cuda120py312h...) says CUDA 12.0
+    case = "conda-forge-jax0431-needs-cudnn9-has-897"
+    assert "framework.cpu_only_build" not in findings(case)
+    jax = probe_facts(SnapshotHost(_edited(case, lambda d: None), case)).mapping("framework.jax")
+    assert jax["build"] == "cuda" and jax["cuda"] == "12.0"
+
+    def cpu_package(doc: Dict[str, Any]) -> None:  # conda-forge's CPU jaxlib: build "cpu_py312h..."
+        for p, entry in doc["dirs"].items():
+            if p.endswith("/conda-meta") and entry.get("entries"):
+                entry["entries"] = [e.replace("cuda120py312", "cpu_py312") for e in entry["entries"]]
+    assert probe_facts(SnapshotHost(_edited(case, cpu_package), case)).mapping("framework.jax")["build"] == "cpu"
+    assert "framework.cpu_only_build" in findings(case, cpu_package)
+
+
+def _edited(case: str, edit: Callable[[Dict[str, Any]], None]) -> Dict[str, Any]:
+    with open(os.path.join(CORPUS, case, "snapshot.json"), encoding="utf-8") as fh:
+        doc: Dict[str, Any] = json.load(fh)
+    edit(doc)
+    return doc

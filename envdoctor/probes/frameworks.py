@@ -390,6 +390,20 @@ def _ptxas_candidates(host: Host, dists: Dict[str, Distribution]) -> Dict[str, A
     return out
 
 
+_CONDA_CUDA_BUILD = re.compile(r"^cuda(?P<cuda>\d+)")
+
+
+def _conda_build(host: Host, d: Distribution) -> Optional[str]:
+    """The conda build string of the package that installed ``d`` (``<prefix>/conda-meta/<name>-<version>-<build>.json``
+    of the environment whose ``lib/pythonX.Y/site-packages`` holds it), or None outside conda."""
+    prefix = posixpath.dirname(posixpath.dirname(posixpath.dirname(d.location.rstrip("/"))))
+    head = "%s-%s-" % (d.key, d.version)
+    for name in host.list_dir(posixpath.join(prefix, "conda-meta")).names():
+        if name.startswith(head) and name.endswith(".json"):
+            return name[len(head):-len(".json")]
+    return None
+
+
 def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     jax = dists.get("jax")
     jaxlib = dists.get("jaxlib")
@@ -416,6 +430,14 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
             if m.group("cudnn"):
                 c = m.group("cudnn")
                 cudnn = f"{c[0]}.{c[1:]}" if len(c) > 1 else c
+    if jaxlib and cuda is None:
+        conda = _conda_build(host, jaxlib)
+        if conda is not None:
+            value["conda_build"] = conda
+            m = _CONDA_CUDA_BUILD.match(conda)
+            if m:  # conda-forge's CUDA jaxlib: build "cuda120py312h..." is CUDA 12.0 (its version has no +cuda tag)
+                digits = m.group("cuda")
+                cuda = "%s.%s" % (digits[:-1], digits[-1]) if len(digits) >= 3 else digits
     for name in plugins:
         cuda = cuda or _JAX_PLUGIN.match(name).group("cuda")  # type: ignore[union-attr]
     value["cuda"] = cuda
