@@ -161,3 +161,33 @@ def _edited(case: str, edit: Callable[[Dict[str, Any]], None]) -> Dict[str, Any]
         doc: Dict[str, Any] = json.load(fh)
     edit(doc)
     return doc
+
+
+def test_paddle_cannot_open_cudnn_outside_the_loader_path() -> None:
+    # corpus: paddle172-post107-cudnn-not-on-loader-path (PaddlePaddle/PaddleOCR#300): Paddle 1.x dlopens
+    # "libcudnn.so"; cuDNN was unpacked into the CUDA 10.2 toolkit, which nothing on the loader path names
+    case = "paddle172-post107-cudnn-not-on-loader-path"
+    f = findings(case)["cudnn.framework_cannot_load"]
+    assert f.severity == "error" and "libcudnn.so" in f.title and "paddle 1.7.2.post107" in f.title
+    assert "LD_LIBRARY_PATH" in f.fix.commands[0]
+
+    def on_path(doc: Dict[str, Any]) -> None:  # the maintainer's fix: cuDNN's directory on LD_LIBRARY_PATH
+        doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda-10.2/lib64"
+    assert "cudnn.framework_cannot_load" not in findings(case, on_path)
+
+
+def test_nvidia_uvm_node_missing_inside_a_container() -> None:
+    # the node list as a container sees it (corpus enroot-after-reboot-nvidia-uvm-not-loaded: NVIDIA/enroot#106 has
+    # the same list on its host, where it stays unjudged: CUDA creates the node on first use there)
+    from envdoctor.facts import Facts, ok
+
+    def facts(nodes: Any, container: Any) -> Dict[str, Finding]:
+        return {f.code: f for f in run_checks(CheckContext(Facts([
+            ok("driver.installed", True, "file:/usr/lib/x86_64-linux-gnu"),
+            ok("driver.kernel_module.loaded", True, "file:/sys/module/nvidia"),
+            ok("driver.device_nodes", nodes, "dir:/dev"), ok("gpu.count", 1, "nvml:device_count"),
+            ok("os.container", container, "file:/.dockerenv")]), []))}
+    f = facts(["nvidia0", "nvidiactl"], "docker")["driver.device_nodes_missing"]
+    assert f.severity == "error" and "/dev/nvidia-uvm" in f.title
+    assert "driver.device_nodes_missing" not in facts(["nvidia0", "nvidiactl", "nvidia-uvm"], "docker")
+    assert "driver.device_nodes_missing" not in facts(["nvidia0", "nvidiactl"], None)

@@ -34,7 +34,7 @@ LDSO_RULE = {"rule": "ld.so search order: DT_RPATH (without DT_RUNPATH), LD_LIBR
 
 FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
 NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime",
-         "cupy": "CuPy"}
+         "cupy": "CuPy", "paddle": "PaddlePaddle"}
 #: soname stem -> component
 STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
          ("libcudart", "cuda"))
@@ -335,7 +335,7 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
             source=dict(LDSO_RULE), fix=fix)
 
 
-for _fw in ("tensorflow", "onnxruntime", "cupy"):
+for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle"):
     per_framework(_dlopen_linkage, "framework-dlopen", _fw, ())
 
 

@@ -517,6 +517,11 @@ def paddle_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     value["packages"] = {x.key: x.version for x in found}
     vpath = posixpath.join(d.location, "paddle", "version", "__init__.py")
     lits, why = read_literals(host, vpath)
+    if why:  # Paddle before 2.x: a module paddle/version.py with the same variables
+        old_path = posixpath.join(d.location, "paddle", "version.py")
+        old_lits, old_why = read_literals(host, old_path)
+        if not old_why:
+            vpath, lits, why = old_path, old_lits, None
     cuda = lits.get("cuda_version")
     cudnn = lits.get("cudnn_version")
     # CPU builds write the string 'False' for both.
@@ -527,7 +532,10 @@ def paddle_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     with_gpu = lits.get("with_gpu")
     if isinstance(with_gpu, str):
         with_gpu = with_gpu.upper() == "ON"
-    value["build"] = "cuda" if (value["cuda"] or with_gpu is True) else ("cpu" if not why else "unknown")
+    # paddlepaddle-gpu is a GPU build even when its version file names no CUDA (1.x wrote none)
+    gpu_package = d.key == "paddlepaddle-gpu" and with_gpu is not False
+    value["build"] = "cuda" if (value["cuda"] or with_gpu is True or gpu_package) else (
+        "cpu" if not why else "unknown")
     if why:
         value["details_error"] = why
     return [ok("framework.paddle", value, "file:" + vpath if not why else "dir:" + d.metadata_dir, "PaddlePaddle")]
