@@ -191,3 +191,18 @@ def test_nvidia_uvm_node_missing_inside_a_container() -> None:
     assert f.severity == "error" and "/dev/nvidia-uvm" in f.title
     assert "driver.device_nodes_missing" not in facts(["nvidia0", "nvidiactl", "nvidia-uvm"], "docker")
     assert "driver.device_nodes_missing" not in facts(["nvidia0", "nvidiactl"], None)
+
+
+def test_torch_and_jax_in_one_conda_env_with_different_cudnn_minors() -> None:
+    # corpus: conda-pytorch212-cudnn87-with-jaxlib0423-cudnn88 (jax-ml/jax#18032): the pytorch channel's build string
+    # names the cuDNN torch carries (8.7.0); jaxlib uses the environment's conda cuDNN 8.8.0
+    case = "conda-pytorch212-cudnn87-with-jaxlib0423-cudnn88"
+    f = findings(case)["cudnn.shadowed"]
+    assert f.severity == "warning" and "8.7.0" in f.title and "8.8.0" in f.title and "jax 0.4.23" in f.title
+    assert "importing torch first breaks jax" in f.detail
+
+    def same_minor(doc: Dict[str, Any]) -> None:  # a pytorch build with the environment's cuDNN 8.8
+        for p, entry in doc["dirs"].items():
+            if p.endswith("/conda-meta") and entry.get("entries"):
+                entry["entries"] = [e.replace("cudnn8.7.0", "cudnn8.8.0") for e in entry["entries"]]
+    assert "cudnn.shadowed" not in findings(case, same_minor)

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..facts import Facts
 from ..findings import Finding, Fix
-from . import CheckContext, CodeDoc, check, compat, docs_for, quietly
+from . import CheckContext, CodeDoc, check, compat, docs_for, libraries, quietly
 
 CHECKED = "2026-11-25"
 JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
@@ -175,3 +175,54 @@ def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
                      "ptxas wheel to the driver's CUDA: `pip install 'nvidia-cuda-nvcc-cu%d==%d.%d.*'`." % (
                          have[0], have[1], drv[0], drv[0], drv[1])),
     )]
+
+
+CUDNN_ONE_PROCESS = "https://github.com/jax-ml/jax/issues/19004"
+
+
+def _env_prefix(facts: Facts) -> Optional[str]:
+    env = facts.mapping("python.environment")
+    prefix = env.get("prefix")
+    return prefix.rstrip("/") if isinstance(prefix, str) and prefix.startswith("/") else None
+
+
+@check("frameworks.cudnn-in-one-process", codes=docs_for(libraries._FRAMEWORK_LINKAGE_DOCS, "cudnn.shadowed"))
+def cudnn_in_one_process(ctx: CheckContext) -> Iterable[Finding]:
+    """torch carrying its own cuDNN (the pytorch channel's conda build names it) beside a framework that dlopens the
+    environment's cuDNN (JAX, TensorFlow): one process has one libcudnn.so.N, the first one loaded."""
+    facts = ctx.facts
+    torch = facts.mapping("framework.torch")
+    req = torch.get("cudnn_required")
+    if torch.get("build") != "cuda" or not isinstance(req, dict) or req.get("from") != "conda build":
+        return []
+    mine = _v(req.get("version"))
+    prefix = _env_prefix(facts)
+    others = [fw for fw in ("jax", "tensorflow") if facts.mapping("framework." + fw).get("build") == "cuda"]
+    if mine is None or prefix is None or not others:
+        return []
+    out: List[Finding] = []
+    for lib in facts.items("libraries.cudnn"):
+        if not isinstance(lib, dict) or lib.get("kind") != "library" or not isinstance(lib.get("path"), str):
+            continue
+        if not lib["path"].startswith(prefix + "/lib/"):
+            continue
+        theirs = _v(lib.get("version"))
+        if theirs is None or theirs.release[0] != mine.release[0] or _mm(theirs) == _mm(mine):
+            continue
+        names = ", ".join("%s %s" % (fw, facts.mapping("framework." + fw).get("jaxlib") or
+                                     facts.mapping("framework." + fw).get("version")) for fw in others)
+        older, newer = (("torch", names) if _mm(mine) < _mm(theirs) else (names, "torch"))  # type: ignore[operator]
+        out.append(Finding(
+            code="cudnn.shadowed", severity="warning", components=["cudnn", "torch"] + others,
+            title="torch %s carries cuDNN %s, while %s uses this environment's cuDNN %s (%s): in one process the "
+                  "first one loaded serves both" % (torch.get("version"), req["version"], names, lib["version"],
+                                                    lib["path"]),
+            detail="A process holds one libcudnn.so.%d: whichever framework is imported first loads its copy and the "
+                   "other gets it. A cuDNN minor older than a framework was built with is refused, so importing %s "
+                   "first breaks %s." % (mine.release[0], older, newer),
+            evidence=_ev(facts, "framework.torch", *["framework." + fw for fw in others], "libraries.cudnn"),
+            source=_src("one libcudnn per process: the first one to load it wins", CUDNN_ONE_PROCESS),
+            fix=Fix(text="Give each framework its own environment, or install builds that use the same cuDNN minor "
+                         "(the environment's %s for both)." % lib["version"])))
+        break
+    return out

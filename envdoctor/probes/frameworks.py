@@ -293,6 +293,14 @@ def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) 
                           "files": sorted(bundled[lib])}
         else:
             value[key] = None
+    if value["cudnn_required"] is None and build == "cuda":
+        # the pytorch channel's conda packages: build "py3.11_cuda11.8_cudnn8.7.0_0" names the cuDNN inside
+        conda = _conda_build(host, d, "pytorch")
+        m = re.search(r"_cudnn(\d+\.\d+(?:\.\d+)*)", conda or "")
+        if conda is not None:
+            value["conda_build"] = conda
+        if m:
+            value["cudnn_required"] = {"version": m.group(1), "from": "conda build", "package": "pytorch"}
     facts = [ok("framework.torch", value, "file:" + vpath if not why else "dir:" + d.metadata_dir, "PyTorch")]
     for name, label in (("torchvision", "torchvision"), ("torchaudio", "torchaudio")):
         if name in dists:
@@ -393,11 +401,12 @@ def _ptxas_candidates(host: Host, dists: Dict[str, Distribution]) -> Dict[str, A
 _CONDA_CUDA_BUILD = re.compile(r"^cuda(?P<cuda>\d+)")
 
 
-def _conda_build(host: Host, d: Distribution) -> Optional[str]:
-    """The conda build string of the package that installed ``d`` (``<prefix>/conda-meta/<name>-<version>-<build>.json``
-    of the environment whose ``lib/pythonX.Y/site-packages`` holds it), or None outside conda."""
+def _conda_build(host: Host, d: Distribution, package: str = "") -> Optional[str]:
+    """The conda build string of the package (``package``, else the distribution's own name) that installed ``d``
+    (``<prefix>/conda-meta/<name>-<version>-<build>.json`` of the environment whose ``lib/pythonX.Y/site-packages``
+    holds it), or None outside conda."""
     prefix = posixpath.dirname(posixpath.dirname(posixpath.dirname(d.location.rstrip("/"))))
-    head = "%s-%s-" % (d.key, d.version)
+    head = "%s-%s-" % (package or d.key, d.version)
     for name in host.list_dir(posixpath.join(prefix, "conda-meta")).names():
         if name.startswith(head) and name.endswith(".json"):
             return name[len(head):-len(".json")]
