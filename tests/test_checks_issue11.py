@@ -476,3 +476,47 @@ def test_nvidia_tensorflow_is_recognised_from_tensorflow_core() -> None:
                       "tensorflow/__init__.py": ""})
     tf = Facts(probe_frameworks(ProbeContext(host))).mapping("framework.tensorflow")
     assert tf.get("build") == "cuda" and tf.get("cuda") == "11.8" and tf.get("package") == "nvidia-tensorflow"
+
+
+def test_forward_compat_reached_through_a_linked_directory() -> None:
+    # LD_LIBRARY_PATH=/usr/local/cuda/compat where /usr/local/cuda -> cuda-12.4: the compat libcuda the cuda probe
+    # finds under /usr/local/cuda-12.4/compat is the one the loader takes (paths compared after resolving links)
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+    from .test_checks_driver_health import compat_machine
+
+    host = compat_machine("NVIDIA GeForce RTX 3060")
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat"
+    host.doc["links"]["/usr/local/cuda"] = {"target": "cuda-12.4"}
+    host.doc["dirs"]["/usr/local"]["entries"].append("cuda")
+    host = SnapshotHost(host.doc)
+    f = {f.code: f for f in run_checks(CheckContext(probe_facts(host), []))}["driver.forward_compat_unsupported_gpu"]
+    assert f.severity == "error" and "grep -vx /usr/local/cuda/compat" in f.fix.commands[0]
+    assert "/usr/local/cuda-12.4/compat/libcuda.so.550.54.15" in f.title
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/lib64"
+    after = [f.title for f in run_checks(CheckContext(probe_facts(SnapshotHost(host.doc)), []))
+             if f.code == "driver.forward_compat_unsupported_gpu"]
+    assert not any("/usr/local/cuda-12.4/compat" in t for t in after)
+
+
+def test_a_corrupt_driver_library_first_on_the_loader_path_is_reported_with_the_loaders_error() -> None:
+    # the live H100 capture, with its libnvidia-ml.so.1 replaced by a file that is no ELF object (what a live
+    # snapshot records for such a file: the ELF reader's error)
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+
+    from .conftest import probe_facts
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "live", "h100-ubuntu2404-container",
+                        "snapshot.json.gz")
+    doc = load_snapshot(path)
+    assert "driver.library_unloadable" not in {f.code for f in run_checks(CheckContext(
+        probe_facts(SnapshotHost(doc)), []))}
+    doc.setdefault("elf", {})["/usr/local/nvidia/lib64/libnvidia-ml.so.1"] = {"error": "not_elf",
+                                                                           "message": "not an ELF file"}
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+    f = found["driver.library_unloadable"]
+    assert "/usr/local/nvidia/lib64/libnvidia-ml.so.1" in f.title and "not an ELF file" in f.title
+    assert "gpu.none" not in found

@@ -156,3 +156,31 @@ def cuda_device_order(ctx: CheckContext) -> Iterable[Finding]:
                 "checked": CHECKED},
         fix=Fix(text="Number GPUs as nvidia-smi does, or select them by UUID.",
                 commands=["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi -L   # UUIDs for CUDA_VISIBLE_DEVICES"]))
+
+
+@check("environment.driver-libs-loadable", codes=(
+    CodeDoc("driver.library_unloadable", "error",
+            "The libnvidia-ml.so.1 or libcuda.so.1 the loader finds first is not a loadable library (truncated, "
+            "not an ELF file, damaged).", "libraries.driver_libs_unloadable",
+            "NVML and CUDA fail to start with the loader's error; it is not a machine without a driver.", STUB_DOC),
+))
+def driver_libs_loadable(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for b in facts.items("libraries.driver_libs_unloadable"):
+        if not isinstance(b, dict):
+            continue
+        yield Finding(
+            code="driver.library_unloadable", severity="error", components=["driver"],
+            title="The loader's first %s is %s, which is not a loadable library (%s)" % (
+                b.get("soname"), b.get("path"), b.get("message") or b.get("error")),
+            detail="dlopen(\"%s\") takes %s (via %s) and fails there (%s): NVML and CUDA report the library "
+                   "missing or the driver absent, although a driver may be installed; the copy is corrupt, "
+                   "truncated, or not a library." % (b.get("soname"), b.get("resolved") or b.get("path"),
+                                                   b.get("via"), b.get("message") or b.get("error")),
+            evidence=_ev(facts, "libraries.driver_libs_unloadable", "driver.userspace.libraries"),
+            source={"rule": "dlopen loads the first file of that name in the search order and fails on a file "
+                            "that is not a valid ELF shared object", "url": "https://man7.org/linux/man-pages/man8/ld.so.8.html",
+                    "checked": CHECKED},
+            fix=Fix(text="Remove or replace that file (reinstall the driver's user-space package), or take its "
+                         "directory off the loader path, then refresh the cache.",
+                    commands=["ls -l %s" % b.get("path"), "file -L %s" % b.get("path"), "sudo ldconfig"]))

@@ -23,4 +23,9 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
                         "CUDA_VISIBLE_DEVICES"))
         facts.append(ok("env.cuda_device_order", env.get("CUDA_DEVICE_ORDER") or None, "env:CUDA_DEVICE_ORDER",
                         "CUDA_DEVICE_ORDER"))
+    ldp = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
+    if ldp:
+        # the directories as the loader reaches them: /usr/local/cuda/compat is /usr/local/cuda-12.9/compat
+        facts.append(ok("env.ld_library_path_resolved", [{"entry": d, "resolved": ctx.host.resolve(d)} for d in ldp],
+                        "env:LD_LIBRARY_PATH", "LD_LIBRARY_PATH, links resolved"))
     return facts
