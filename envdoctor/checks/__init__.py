@@ -54,6 +54,7 @@ CHECK_MODULES = (
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
     "envdoctor.checks.tools",
+    "envdoctor.checks.driver_branch",
 )
 
 
