@@ -15,6 +15,7 @@ from .. import matrix
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
 from . import CheckContext, CodeDoc, check
+from .suggest import install_line
 
 LIFECYCLE = "https://docs.nvidia.com/datacenter/tesla/drivers/index.html#lifecycle"
 
@@ -75,7 +76,9 @@ def driver_branch_eol(ctx: CheckContext) -> Iterable[Finding]:
                            for c in choices)
         detail += f" Supported branches that know this machine's GPUs: {listed}."
         fix = Fix(text=f"Install a driver of the R{best['branch']} {hw.BRANCH_TYPES[best['type']]}.",
-                  install=f"envdoctor install driver --version {best['branch']}")
+                  # planned by the driver recipe for this machine: where it cannot pin the branch, the newest
+                  # driver (a supported branch too) is suggested instead (issue 11, "Fixes that work")
+                  install=install_line(ctx.facts, "driver", str(best["branch"]), floor=True))
     if matrix.unverified(row, "eol") or matrix.unverified(row, "type"):
         detail += " This branch's end of life is not confirmed from NVIDIA's tables; treat it as a hint."
     src = row["source"]
