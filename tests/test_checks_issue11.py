@@ -520,3 +520,17 @@ def test_a_corrupt_driver_library_first_on_the_loader_path_is_reported_with_the_
     f = found["driver.library_unloadable"]
     assert "/usr/local/nvidia/lib64/libnvidia-ml.so.1" in f.title and "not an ELF file" in f.title
     assert "gpu.none" not in found
+
+
+def test_tensorflow_and_cuda_is_suggested_only_from_2_14() -> None:
+    # the [and-cuda] extra exists from TensorFlow 2.14 (corpus: tf29-conda-cudatoolkit-not-on-loader-path is 2.9)
+    from envdoctor.checks.libraries import _pip_fix_for
+
+    def fix(version: str) -> Any:
+        return _pip_fix_for(Facts([ok("framework.tensorflow", {"version": version, "public": version, "cuda": "11.2",
+                                                                "cudnn": "8", "build": "cuda"}, "t")]),
+                            "tensorflow", "libcudnn.so.8")
+
+    assert fix("2.15.0").commands == ["pip install 'tensorflow[and-cuda]==2.15.0'"]
+    old = fix("2.9.1")
+    assert not any("and-cuda" in c for c in old.commands) and "2.14" in old.text

@@ -47,6 +47,7 @@ CHECK_MODULES = (
     "envdoctor.checks.meta",
     "envdoctor.checks.environment",
     "envdoctor.checks.jax",
+    "envdoctor.checks.frameworks",
     "envdoctor.checks.driver_health",
     "envdoctor.checks.compat",
     "envdoctor.checks.libraries",

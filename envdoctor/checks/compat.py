@@ -755,6 +755,9 @@ def _arch_fix_for(name: str, cc: str) -> Fix:
     return Fix(text="Install a %s build made with a CUDA that targets sm_%s." % (name, cc.replace(".", "")))
 
 
+PADDLE_CUDA_CMAKE = "https://github.com/PaddlePaddle/Paddle/blob/develop/cmake/cuda.cmake"
+
+
 def _arch_from_cuda(name: str, label: str, fact: Fact, code: Optional[Fact],
                     gpus: Sequence[Tuple[str, str, Fact]]) -> List[Finding]:
     """No binary could be read and no table lists the build: what its CUDA version could target at all
@@ -803,6 +806,21 @@ def _arch_from_cuda(name: str, label: str, fact: Fact, code: Optional[Fact],
                 evidence=_ev(cc_fact, fact, code),
                 source=_source("cuda.json cc_max of CUDA %s; torch.json variants for CUDA %s (no ptx)" % (
                     row["version"], row["version"]), row),
+                fix=_arch_fix_for(name, cc)))
+        elif hi is not None and want.release[0] > hi.release[0] and name == "paddle":
+            out.append(Finding(
+                code="gpu.arch_not_in_build", severity="error", components=["gpu", name],
+                title="%s (%s, compute capability %s) is not supported by %s: built with CUDA %s, which compiles "
+                      "for compute capability %s at most, and PaddlePaddle's release builds carry no PTX" % (
+                          gpu, sm, cc, label, row["version"], row["cc_max"]),
+                detail="No build made with CUDA %s has SASS for %s, and PaddlePaddle's release builds "
+                       "(CUDA_ARCH_NAME=All) embed SASS only, no PTX to JIT from: every kernel launch fails with "
+                       "'no kernel image is available for execution on the device'. (Its own libraries' GPU code "
+                       "could not be read: %s.)" % (row["version"], sm, why),
+                evidence=_ev(cc_fact, fact, code),
+                source=_source("cuda.json cc_max of CUDA %s; PaddlePaddle's cmake/cuda.cmake (%s) emits PTX only "
+                               "for CUDA_ARCH_NAME=Manual with CUDA_ARCH_PTX" % (row["version"], PADDLE_CUDA_CMAKE),
+                               row),
                 fix=_arch_fix_for(name, cc)))
         elif hi is not None and want.release[0] > hi.release[0]:
             out.append(Finding(

@@ -526,9 +526,9 @@ def _device_nodes(facts: Facts) -> List[Finding]:
     if count is not None and count > len(gpu_nodes):
         have = {int(n[len("nvidia"):]) for n in gpu_nodes}
         missing += ["/dev/nvidia%d" % i for i in range(count) if i not in have]
-    if not missing:
-        return []
     container = facts.value("os.container")
+    if not missing:
+        return _uvm_node(facts, nodes, bool(container))
     if container:
         fix = Fix(text="Inside a container the device nodes come from the container runtime: start the container "
                        "with the GPUs passed in (NVIDIA Container Toolkit).",
@@ -549,6 +549,28 @@ def _device_nodes(facts: Facts) -> List[Finding]:
         evidence=_evidence(facts, "driver.device_nodes", "driver.kernel_module.loaded", "gpu.count", "os.container"),
         source=_source("device_nodes"),
         fix=fix,
+    )]
+
+
+def _uvm_node(facts: Facts, nodes: List[str], container: bool) -> List[Finding]:
+    """/dev/nvidia-uvm: CUDA's unified-memory node (nvidia_uvm module). Without it cuInit fails (999/"unknown
+    error"). On a host libcuda loads the module through the setuid nvidia-modprobe on first use (absent until
+    then: not judged); inside a container nothing can create it."""
+    if "nvidia-uvm" in nodes or not container:
+        return []  # on a host it is normally absent until the first CUDA program (nothing loads nvidia_uvm at boot)
+    return [Finding(
+        code="driver.device_nodes_missing", severity="error", components=["driver"],
+        title="The nvidia module of %s is loaded, but /dev/nvidia-uvm is missing (nvidia_uvm is not loaded)" % (
+            _driver_label(facts)),
+        detail="CUDA opens /dev/nvidia-uvm (the nvidia_uvm module) at initialisation; without it every CUDA program "
+               "fails with 'unknown error' (999). Inside a container the node comes from the host (the container "
+               "runtime passes it in when it exists there): load nvidia_uvm on the host, at boot, and restart the "
+               "container.",
+        evidence=_evidence(facts, "driver.device_nodes", "driver.kernel_module.loaded", "os.container"),
+        source=_source("device_nodes"),
+        fix=Fix(text="On the host: load nvidia_uvm and create its node now, and at every boot.",
+                commands=["sudo nvidia-modprobe -u -c 0",
+                          "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf", "ls -l /dev/nvidia-uvm"]),
     )]
 
 

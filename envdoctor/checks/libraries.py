@@ -34,7 +34,7 @@ LDSO_RULE = {"rule": "ld.so search order: DT_RPATH (without DT_RUNPATH), LD_LIBR
 
 FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
 NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime",
-         "cupy": "CuPy"}
+         "cupy": "CuPy", "paddle": "PaddlePaddle"}
 #: soname stem -> component
 STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
          ("libcudart", "cuda"))
@@ -78,9 +78,20 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
         req = value["cudnn_required"]
         return Fix(text="Install the cuDNN wheel %s pins, so it loads its own copy." % _fw_version(facts, fw),
                    commands=["pip install '%s==%s'" % (req["package"], req["version"])])
-    if fw == "tensorflow":
+    tf_version = _v(value.get("public") or value.get("version")) if fw == "tensorflow" else None
+    if fw == "tensorflow" and tf_version is not None and tf_version >= Version("2.14"):
         return Fix(text="Install TensorFlow with its CUDA wheels, which bring the cuDNN it was built with.",
                    commands=["pip install 'tensorflow[and-cuda]==%s'" % value.get("public", value.get("version"))])
+    if fw == "tensorflow":
+        # the [and-cuda] extra exists from TensorFlow 2.14 on; older releases take the CUDA and cuDNN of their
+        # tested configuration from the system (or conda)
+        row = fwm.tensorflow_release(value.get("public") or value.get("version")) or {}
+        return Fix(text="TensorFlow %s has no [and-cuda] extra (it exists from 2.14): install CUDA %s and cuDNN %s "
+                        "(its tested configuration) where the loader finds them, or upgrade TensorFlow to 2.14 or "
+                        "newer and use tensorflow[and-cuda]." % (value.get("version"), row.get("cuda", "?"),
+                                                                 row.get("cudnn", "?")),
+                   commands=["conda install -c conda-forge 'cudatoolkit=%s' 'cudnn=%s'" % (row["cuda"], row["cudnn"])]
+                   if row.get("cuda") and row.get("cudnn") else [])
     major = soname.rsplit(".", 1)[-1]
     cuda = str(value.get("cuda") or "12").split(".")[0]
     if comp == "cudnn":
@@ -335,7 +346,7 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
             source=dict(LDSO_RULE), fix=fix)
 
 
-for _fw in ("tensorflow", "onnxruntime", "cupy"):
+for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle"):
     per_framework(_dlopen_linkage, "framework-dlopen", _fw, ())
 
 

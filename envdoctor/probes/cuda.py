@@ -502,5 +502,6 @@ def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
 
 
 def ld_library_path_dirs(value: Optional[str]) -> List[str]:
-    """Directories of an ``LD_LIBRARY_PATH`` value, in order (empty entries dropped)."""
-    return [d for d in re.split(r"[:;]", value or "") if d]
+    """Directories of an ``LD_LIBRARY_PATH`` value, in order (empty entries dropped), normalised as the loader
+    opens them: ``/env/lib/`` and ``/env/./lib`` are ``/env/lib`` (compared with other paths as such)."""
+    return [posixpath.normpath(d) for d in re.split(r"[:;]", value or "") if d]

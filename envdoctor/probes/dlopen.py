@@ -48,7 +48,12 @@ LOADS: Dict[str, Tuple[str, ...]] = {
     "tensorflow": ("cudart", "cublas", "cublasLt", "cufft", "curand", "cusolver", "cusparse"),
     "onnxruntime": ("cudart", "cublas", "cublasLt", "cufft", "curand"),
     "cupy": ("nvrtc", "cublas", "cufft", "curand", "cusolver", "cusparse"),
+    "paddle": (),  # cuDNN only, by its unversioned name (see wanted)
 }
+#: PaddlePaddle (paddle/phi/backends/dynload/dynamic_loader.cc, paddle/fluid/platform/dynload before 2.3) opens
+#: cuDNN as "libcudnn.so" (the development link), through dlopen's own search; from 2.0 it also tries the CUDA
+#: toolkit's lib64 it was built against.  3.x builds that use the pip CUDA wheels open libcudnn.so.<major>.
+PADDLE_LOADER = "https://github.com/PaddlePaddle/Paddle/blob/develop/paddle/phi/backends/dynload/dynamic_loader.cc"
 #: TensorFlow releases that find the nvidia-*-cu12 wheels' libraries on their own ([and-cuda], from 2.14);
 #: 2.16 does not (https://github.com/tensorflow/tensorflow/issues/63362, read 2026-11-25: the wheels' lib
 #: directories must be put on LD_LIBRARY_PATH), nor do the releases before 2.14
@@ -94,6 +99,9 @@ def own_dirs(host: Host, name: str, value: Dict[str, Any]) -> List[str]:
         if v is not None and any(Version(lo) <= v < Version(hi) for lo, hi in TF_FINDS_WHEELS):
             return _wheel_dirs(host, site)
         return []
+    if name == "paddle":
+        v = _v(value.get("public") or value.get("version"))
+        return ["/usr/local/cuda/lib64"] if v is not None and v >= Version("2.0") else []
     if name == "cupy":  # CUDA_PATH, then /usr/local/cuda, then the nvidia-*-cu* wheels (cupy/_environment.py)
         env = host.environ()
         roots = [env["CUDA_PATH"]] if env.get("CUDA_PATH") else []
@@ -131,6 +139,9 @@ def _cudnn_major(name: str, value: Dict[str, Any]) -> Optional[str]:
 
 
 def wanted(name: str, value: Dict[str, Any]) -> List[str]:
+    if name == "paddle":
+        v = _v(value.get("public") or value.get("version"))
+        return ["libcudnn.so"] if v is not None and v < Version("3.0") else []
     cuda = _mm(value.get("cuda"))
     if cuda is None:
         return []

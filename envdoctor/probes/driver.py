@@ -25,6 +25,7 @@ one plain ``driver.installed = False`` fact, not a wall of unknowns.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -156,7 +157,7 @@ def _nvml_answer(data: Dict[str, object], key: str) -> Tuple[object, Optional[st
 def lib_search_dirs(host: Host) -> List[str]:
     """Where the loader looks for the driver's libraries: LD_LIBRARY_PATH (containers put the injected driver in
     /usr/local/nvidia/lib64 and name it there), then the usual directories."""
-    ldp = [d for d in (host.getenv("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
+    ldp = [posixpath.normpath(d) for d in (host.getenv("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
     out: List[str] = []
     for d in ldp + list(LIB_DIRS):
         d = d.rstrip("/") or "/"

@@ -293,6 +293,14 @@ def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) 
                           "files": sorted(bundled[lib])}
         else:
             value[key] = None
+    if value["cudnn_required"] is None and build == "cuda":
+        # the pytorch channel's conda packages: build "py3.11_cuda11.8_cudnn8.7.0_0" names the cuDNN inside
+        conda = _conda_build(host, d, "pytorch")
+        m = re.search(r"_cudnn(\d+\.\d+(?:\.\d+)*)", conda or "")
+        if conda is not None:
+            value["conda_build"] = conda
+        if m:
+            value["cudnn_required"] = {"version": m.group(1), "from": "conda build", "package": "pytorch"}
     facts = [ok("framework.torch", value, "file:" + vpath if not why else "dir:" + d.metadata_dir, "PyTorch")]
     for name, label in (("torchvision", "torchvision"), ("torchaudio", "torchaudio")):
         if name in dists:
@@ -371,6 +379,40 @@ _JAX_PLUGIN = re.compile(r"^jax-cuda(?P<cuda>\d+)-(?:plugin|pjrt)$")
 _JAXLIB_LOCAL = re.compile(r"^cuda(?P<cuda>\d+)(?:\.cudnn(?P<cudnn>\d+))?")
 
 
+_NVCC_WHEEL = re.compile(r"^nvidia-cuda-nvcc(?:-cu\d+)?$")
+
+
+def _ptxas_candidates(host: Host, dists: Dict[str, Distribution]) -> Dict[str, Any]:
+    """The ptxas binaries XLA may run: the first on PATH (its toolkit's version is judged by the checks) and the
+    one the ``nvidia-cuda-nvcc`` wheel ships (``site-packages/nvidia/cuda_nvcc/bin/ptxas``, the wheel's version)."""
+    out: Dict[str, Any] = {"path": None, "wheel": None}
+    on_path = host.which("ptxas")
+    if on_path:
+        out["path"] = {"path": on_path, "resolved": host.resolve(on_path)}
+    for key, d in sorted(dists.items()):
+        if _NVCC_WHEEL.match(key):
+            exe = posixpath.join(d.location, "nvidia", "cuda_nvcc", "bin", "ptxas")
+            if host.exists(exe):
+                out["wheel"] = {"path": exe, "version": d.version, "package": key}
+                break
+    return out
+
+
+_CONDA_CUDA_BUILD = re.compile(r"^cuda(?P<cuda>\d+)")
+
+
+def _conda_build(host: Host, d: Distribution, package: str = "") -> Optional[str]:
+    """The conda build string of the package (``package``, else the distribution's own name) that installed ``d``
+    (``<prefix>/conda-meta/<name>-<version>-<build>.json`` of the environment whose ``lib/pythonX.Y/site-packages``
+    holds it), or None outside conda."""
+    prefix = posixpath.dirname(posixpath.dirname(posixpath.dirname(d.location.rstrip("/"))))
+    head = "%s-%s-" % (package or d.key, d.version)
+    for name in host.list_dir(posixpath.join(prefix, "conda-meta")).names():
+        if name.startswith(head) and name.endswith(".json"):
+            return name[len(head):-len(".json")]
+    return None
+
+
 def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     jax = dists.get("jax")
     jaxlib = dists.get("jaxlib")
@@ -397,6 +439,14 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
             if m.group("cudnn"):
                 c = m.group("cudnn")
                 cudnn = f"{c[0]}.{c[1:]}" if len(c) > 1 else c
+    if jaxlib and cuda is None:
+        conda = _conda_build(host, jaxlib)
+        if conda is not None:
+            value["conda_build"] = conda
+            m = _CONDA_CUDA_BUILD.match(conda)
+            if m:  # conda-forge's CUDA jaxlib: build "cuda120py312h..." is CUDA 12.0 (its version has no +cuda tag)
+                digits = m.group("cuda")
+                cuda = "%s.%s" % (digits[:-1], digits[-1]) if len(digits) >= 3 else digits
     for name in plugins:
         cuda = cuda or _JAX_PLUGIN.match(name).group("cuda")  # type: ignore[union-attr]
     value["cuda"] = cuda
@@ -411,6 +461,7 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
                     mismatched.append(f"{name} {v}")
             except InvalidVersion:
                 mismatched.append(f"{name} {v}")
+    value["ptxas"] = _ptxas_candidates(host, dists)
     value["plugins_match_jaxlib"] = not mismatched if plugins else None
     value["mismatched_plugins"] = mismatched
     if plugins:
@@ -475,6 +526,11 @@ def paddle_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     value["packages"] = {x.key: x.version for x in found}
     vpath = posixpath.join(d.location, "paddle", "version", "__init__.py")
     lits, why = read_literals(host, vpath)
+    if why:  # Paddle before 2.x: a module paddle/version.py with the same variables
+        old_path = posixpath.join(d.location, "paddle", "version.py")
+        old_lits, old_why = read_literals(host, old_path)
+        if not old_why:
+            vpath, lits, why = old_path, old_lits, None
     cuda = lits.get("cuda_version")
     cudnn = lits.get("cudnn_version")
     # CPU builds write the string 'False' for both.
@@ -485,7 +541,10 @@ def paddle_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     with_gpu = lits.get("with_gpu")
     if isinstance(with_gpu, str):
         with_gpu = with_gpu.upper() == "ON"
-    value["build"] = "cuda" if (value["cuda"] or with_gpu is True) else ("cpu" if not why else "unknown")
+    # paddlepaddle-gpu is a GPU build even when its version file names no CUDA (1.x wrote none)
+    gpu_package = d.key == "paddlepaddle-gpu" and with_gpu is not False
+    value["build"] = "cuda" if (value["cuda"] or with_gpu is True or gpu_package) else (
+        "cpu" if not why else "unknown")
     if why:
         value["details_error"] = why
     return [ok("framework.paddle", value, "file:" + vpath if not why else "dir:" + d.metadata_dir, "PaddlePaddle")]

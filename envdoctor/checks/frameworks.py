@@ -1,0 +1,228 @@
+"""The tools a framework runs that come from elsewhere on the machine (jax/jaxlib/plugin versions: checks/jax.py).
+
+* The ptxas XLA runs to compile its kernels: the first on PATH, else the one of the ``nvidia-cuda-nvcc``
+  wheel.  An older one than jaxlib requires (an old toolkit first on PATH) fails on the PTX jaxlib generates;
+  a newer CUDA minor than the driver's runs through minor-version compatibility, with XLA's parallel
+  compilation turned off.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Facts
+from ..findings import Finding, Fix
+from . import CheckContext, CodeDoc, check, compat, docs_for, libraries, quietly
+
+CHECKED = "2026-11-25"
+JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
+PTXAS_ISSUE = "https://github.com/jax-ml/jax/issues/25718"
+PTXAS_DRIVER = "https://github.com/jax-ml/jax/issues/19821"
+
+
+def _v(text: Any) -> Optional[Version]:
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return Version(text.strip().split("+")[0])
+    except InvalidVersion:
+        return None
+
+
+def _ev(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
+    return [f.to_dict() for f in (facts.get(k) for k in keys) if f is not None]
+
+
+def _src(rule: str, url: str) -> Dict[str, Any]:
+    return {"rule": rule, "url": url, "checked": CHECKED}
+
+
+def _jax(facts: Facts) -> Dict[str, Any]:
+    fact = facts.get("framework.jax")
+    if fact is None or not fact.known or not isinstance(fact.value, dict):
+        return {}
+    return fact.value
+
+
+def _specifier(text: Any) -> Optional[SpecifierSet]:
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return SpecifierSet(text.replace(" ", ""))
+    except InvalidSpecifier:
+        return None
+
+
+def _toolkit_version(facts: Facts, resolved: str) -> Optional[Tuple[str, str]]:
+    """(version, toolkit path) of the CUDA toolkit a binary path lies in."""
+    tks = facts.value("cuda.toolkits")
+    for tk in tks if isinstance(tks, list) else []:
+        if not isinstance(tk, dict) or not isinstance(tk.get("path"), str):
+            continue
+        root = tk["path"].rstrip("/")
+        if resolved.startswith(root + "/") and isinstance(tk.get("version"), str):
+            return tk["version"], root
+    nvcc = facts.mapping("cuda.nvcc")
+    if isinstance(nvcc.get("resolved"), str) and posixpath.dirname(nvcc["resolved"]) == posixpath.dirname(resolved):
+        ver = nvcc.get("version") or nvcc.get("release")
+        if isinstance(ver, str):
+            return ver, posixpath.dirname(posixpath.dirname(resolved))
+    return None
+
+
+def _ptxas(jax: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
+    """(first ptxas on PATH, the nvidia-cuda-nvcc wheel's ptxas) of the JAX fact."""
+    ptxas = jax.get("ptxas")
+    if not isinstance(ptxas, dict):
+        return None, None
+    on_path, wheel = ptxas.get("path"), ptxas.get("wheel")
+    return (on_path if isinstance(on_path, dict) else None), (wheel if isinstance(wheel, dict) else None)
+
+
+def _mm(v: Optional[Version]) -> Optional[Tuple[int, int]]:
+    if v is None:
+        return None
+    rel = tuple(v.release) + (0, 0)
+    return rel[0], rel[1]
+
+
+@check("frameworks.jax-ptxas", codes=(
+    CodeDoc("framework.ptxas_shadowed", "error",
+            "JAX (XLA) runs the ptxas first on PATH, which is older than the one its CUDA wheels require.",
+            "framework.jax (ptxas on PATH, the nvidia-cuda-nvcc wheel), cuda.toolkits, cuda.nvcc",
+            "XLA compiles every kernel with ptxas; an older ptxas than jaxlib's CUDA rejects or miscompiles the "
+            "PTX it generates ('Unsupported .version', 'ptxas returned an error').", PTXAS_ISSUE),
+))
+def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    jax = _jax(facts)
+    if jax.get("build") != "cuda":
+        return []
+    on_path, wheel = _ptxas(jax)
+    if on_path is None or not isinstance(on_path.get("resolved"), str):
+        return []
+    tk = _toolkit_version(facts, on_path["resolved"])
+    if tk is None:
+        return []
+    have = _v(tk[0])
+    wheels = jax.get("nvidia_wheels")
+    req = next((w for k, w in (wheels.items() if isinstance(wheels, dict) else ())
+                if k.startswith("nvidia-cuda-nvcc") and isinstance(w, dict)), None)
+    spec = _specifier(req.get("specifier")) if req else None
+    wheel_v = _v(wheel.get("version")) if wheel else None
+    if have is None:
+        return []
+    if spec is not None and str(spec):
+        if spec.contains(have, prereleases=True) or _mm(have) in {_mm(_v(s.version)) for s in spec
+                                                                 if s.operator == ">="}:
+            return []
+        need, severity = str(spec), "error"
+    elif wheel_v is not None and _mm(have) is not None and _mm(have) < _mm(wheel_v):  # type: ignore[operator]
+        need, severity = ">= %s (the nvidia-cuda-nvcc wheel's)" % wheel.get("version"), "warning"  # type: ignore[union-attr]
+    else:
+        return []
+    return [Finding(
+        code="framework.ptxas_shadowed", severity=severity, components=["jax", "cuda"],
+        title="JAX runs %s (CUDA %s, first on PATH), but jax %s needs ptxas %s%s" % (
+            on_path["path"], tk[0], jax.get("jaxlib") or jax.get("version"), need,
+            "; the pip ptxas %s at %s is not used" % (wheel.get("version"), wheel.get("path")) if wheel else ""),
+        detail="XLA compiles its GPU kernels with the ptxas binary it finds first on PATH before the one the "
+               "nvidia-cuda-nvcc wheel ships. An older ptxas than jaxlib's CUDA fails on (or miscompiles) the PTX "
+               "jaxlib generates: 'ptxas returned an error during compilation of ptx to sass'.",
+        evidence=_ev(facts, "framework.jax", "cuda.toolkits", "cuda.nvcc"),
+        source=_src("jaxlib's CUDA wheels require nvidia-cuda-nvcc %s; XLA takes the ptxas on PATH first" % need,
+                    PTXAS_ISSUE),
+        fix=Fix(text="Take %s/bin off PATH in the environment that runs JAX (or upgrade that toolkit to CUDA %s or "
+                     "newer), so the wheel's ptxas is used." % (tk[1], need.lstrip(">= ").split(" ")[0]),
+                commands=['export PATH="$(echo "$PATH" | tr : "\\n" | grep -vx "%s" | paste -sd:)"'
+                          % posixpath.dirname(on_path["path"])]),
+    )]
+
+
+@check("frameworks.jax-ptxas-driver", codes=docs_for(compat.DOCS, "driver.minor_version_compat"))
+def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    jax = _jax(facts)
+    if jax.get("build") != "cuda":
+        return []
+    drv = _mm(_v(facts.value("driver.cuda_version")))
+    on_path, wheel = _ptxas(jax)
+    runs: Optional[Tuple[str, str]] = None
+    if on_path is not None and isinstance(on_path.get("resolved"), str):
+        tk = _toolkit_version(facts, on_path["resolved"])
+        runs = (tk[0], on_path["path"]) if tk else None
+    elif wheel is not None and isinstance(wheel.get("version"), str):
+        runs = (wheel["version"], wheel.get("path") or "")
+    have = _mm(_v(runs[0])) if runs else None
+    if drv is None or have is None or runs is None or have[0] != drv[0] or have <= drv:
+        return []
+    if any(f.code == "driver.minor_version_compat" for f in quietly(compat._driver_vs_cuda, facts)):
+        return []  # jaxlib's CUDA or the toolkit it uses already runs through minor-version compatibility: said there
+    return [Finding(
+        code="driver.minor_version_compat", severity="info", components=["driver", "jax"],
+        title="Driver %s supports CUDA %d.%d; JAX compiles with ptxas %s (CUDA %d.%d, %s), so it runs through "
+              "minor-version compatibility" % (facts.value("driver.version") or "?", drv[0], drv[1], runs[0],
+                                               have[0], have[1], runs[1]),
+        detail="The driver runs the cubins a newer ptxas of the same CUDA major produces, but XLA then turns off "
+               "parallel compilation (slower compiles) and warns on every start.",
+        evidence=_ev(facts, "driver.version", "driver.cuda_version", "framework.jax"),
+        source=_src("XLA disables parallel compilation when ptxas is newer than the driver's CUDA", PTXAS_DRIVER),
+        fix=Fix(text="Nothing is required. Update the driver to a branch for CUDA %d.%d or newer, or pin the "
+                     "ptxas wheel to the driver's CUDA: `pip install 'nvidia-cuda-nvcc-cu%d==%d.%d.*'`." % (
+                         have[0], have[1], drv[0], drv[0], drv[1])),
+    )]
+
+
+CUDNN_ONE_PROCESS = "https://github.com/jax-ml/jax/issues/19004"
+
+
+def _env_prefix(facts: Facts) -> Optional[str]:
+    env = facts.mapping("python.environment")
+    prefix = env.get("prefix")
+    return prefix.rstrip("/") if isinstance(prefix, str) and prefix.startswith("/") else None
+
+
+@check("frameworks.cudnn-in-one-process", codes=docs_for(libraries._FRAMEWORK_LINKAGE_DOCS, "cudnn.shadowed"))
+def cudnn_in_one_process(ctx: CheckContext) -> Iterable[Finding]:
+    """torch carrying its own cuDNN (the pytorch channel's conda build names it) beside a framework that dlopens the
+    environment's cuDNN (JAX, TensorFlow): one process has one libcudnn.so.N, the first one loaded."""
+    facts = ctx.facts
+    torch = facts.mapping("framework.torch")
+    req = torch.get("cudnn_required")
+    if torch.get("build") != "cuda" or not isinstance(req, dict) or req.get("from") != "conda build":
+        return []
+    mine = _v(req.get("version"))
+    prefix = _env_prefix(facts)
+    others = [fw for fw in ("jax", "tensorflow") if facts.mapping("framework." + fw).get("build") == "cuda"]
+    if mine is None or prefix is None or not others:
+        return []
+    out: List[Finding] = []
+    for lib in facts.items("libraries.cudnn"):
+        if not isinstance(lib, dict) or lib.get("kind") != "library" or not isinstance(lib.get("path"), str):
+            continue
+        if not lib["path"].startswith(prefix + "/lib/"):
+            continue
+        theirs = _v(lib.get("version"))
+        if theirs is None or theirs.release[0] != mine.release[0] or _mm(theirs) == _mm(mine):
+            continue
+        names = ", ".join("%s %s" % (fw, facts.mapping("framework." + fw).get("jaxlib") or
+                                     facts.mapping("framework." + fw).get("version")) for fw in others)
+        older, newer = (("torch", names) if _mm(mine) < _mm(theirs) else (names, "torch"))  # type: ignore[operator]
+        out.append(Finding(
+            code="cudnn.shadowed", severity="warning", components=["cudnn", "torch"] + others,
+            title="torch %s carries cuDNN %s, while %s uses this environment's cuDNN %s (%s): in one process the "
+                  "first one loaded serves both" % (torch.get("version"), req["version"], names, lib["version"],
+                                                    lib["path"]),
+            detail="A process holds one libcudnn.so.%d: whichever framework is imported first loads its copy and the "
+                   "other gets it. A cuDNN minor older than a framework was built with is refused, so importing %s "
+                   "first breaks %s." % (mine.release[0], older, newer),
+            evidence=_ev(facts, "framework.torch", *["framework." + fw for fw in others], "libraries.cudnn"),
+            source=_src("one libcudnn per process: the first one to load it wins", CUDNN_ONE_PROCESS),
+            fix=Fix(text="Give each framework its own environment, or install builds that use the same cuDNN minor "
+                         "(the environment's %s for both)." % lib["version"])))
+        break
+    return out
