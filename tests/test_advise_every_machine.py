@@ -22,7 +22,6 @@ import functools
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-from envdoctor.recipes import SUPPORTED_TARGETS, RecipeError, Request, load_recipe, parse_target
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -32,6 +31,7 @@ from envdoctor.facts import Fact, Facts
 from envdoctor.matrix import frameworks as fw
 from envdoctor.matrix import hardware as hw
 from envdoctor.probes import run_probes
+from envdoctor.recipes import SUPPORTED_TARGETS, RecipeError, Request, load_recipe, parse_target
 from tests.conftest import make_host
 
 PYTHONS = ["3.%d" % m for m in range(8, 15)]

@@ -55,11 +55,11 @@ def test_oracle_linux_is_read_as_distro_names_it_and_is_rhel_family():
 
 
 def test_the_unsupported_os_check_fires_on_oracle_linux():
-    """CUDA 12.6 is built for RHEL 8 and 9 (cuda.json distributions; 12.4 was the last for RHEL 7): Oracle Linux 7.9
-    is not among them."""
+    """CUDA 12.5 is built for RHEL 8 and 9 (cuda.json distributions; 12.4 was the last with RHEL 7): Oracle
+    Linux 7.9 is not among them."""
     facts = list(_oracle_facts().values())
     nvcc = ok("cuda.nvcc", {"path": "/usr/local/cuda/bin/nvcc", "resolved": "/usr/local/cuda/bin/nvcc",
-                            "release": "12.6", "version": "12.6.85", "toolkit": "/usr/local/cuda"},
+                            "release": "12.5", "version": "12.5.82", "toolkit": "/usr/local/cuda"},
               "command:/usr/local/cuda/bin/nvcc --version")
     found = [f for f in compat(CheckContext(Facts(facts + [nvcc]), [])) if f.code == "os.unsupported_by_cuda"]
     assert len(found) == 1 and "oracle 7.9" in found[0].title and "rhel 8, 9" in found[0].title
