@@ -73,6 +73,13 @@ def test_old_toolkit_ptxas_first_on_path_shadows_the_wheels() -> None:
         doc["environ"]["PATH"] = doc["environ"]["PATH"].replace("/usr/local/cuda/bin:", "")
     assert "framework.ptxas_shadowed" not in findings(case, off_path)
 
+    def new_toolkit(doc: Dict[str, Any]) -> None:  # the other fix: the toolkit on PATH upgraded to 12.6
+        doc["files"]["/usr/local/cuda-12.1/version.json"]["text"] = doc["files"][
+            "/usr/local/cuda-12.1/version.json"]["text"].replace("12.1.0", "12.6.3")
+        for c in doc["commands"]:
+            c["stdout"] = c["stdout"].replace("release 12.1, V12.1.66", "release 12.6, V12.6.85")
+    assert "framework.ptxas_shadowed" not in findings(case, new_toolkit)
+
 
 def test_pip_ptxas_newer_than_the_driver_cuda() -> None:
     # corpus: jax0424-pip-ptxas-123-driver535-cuda122 (jax-ml/jax#19821)

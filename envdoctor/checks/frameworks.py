@@ -74,9 +74,9 @@ def _toolkit_version(facts: Facts, resolved: str) -> Optional[Tuple[str, str]]:
     return None
 
 
-def _ptxas(jax: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
-    """(first ptxas on PATH, the nvidia-cuda-nvcc wheel's ptxas) of the JAX fact."""
-    ptxas = jax.get("ptxas")
+def _ptxas(facts: Facts) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
+    """(first ptxas on PATH, the nvidia-cuda-nvcc wheel's ptxas) of fact framework.jax.ptxas."""
+    ptxas = facts.value("framework.jax.ptxas")
     if not isinstance(ptxas, dict):
         return None, None
     on_path, wheel = ptxas.get("path"), ptxas.get("wheel")
@@ -93,7 +93,7 @@ def _mm(v: Optional[Version]) -> Optional[Tuple[int, int]]:
 @check("frameworks.jax-ptxas", codes=(
     CodeDoc("framework.ptxas_shadowed", "error",
             "JAX (XLA) runs the ptxas first on PATH, which is older than the one its CUDA wheels require.",
-            "framework.jax (ptxas on PATH, the nvidia-cuda-nvcc wheel), cuda.toolkits, cuda.nvcc",
+            "framework.jax, framework.jax.ptxas (ptxas on PATH, the nvidia-cuda-nvcc wheel), cuda.toolkits, cuda.nvcc",
             "XLA compiles every kernel with ptxas; an older ptxas than jaxlib's CUDA rejects or miscompiles the "
             "PTX it generates ('Unsupported .version', 'ptxas returned an error').", PTXAS_ISSUE),
 ))
@@ -102,7 +102,7 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
     jax = _jax(facts)
     if jax.get("build") != "cuda":
         return []
-    on_path, wheel = _ptxas(jax)
+    on_path, wheel = _ptxas(facts)
     if on_path is None or not isinstance(on_path.get("resolved"), str):
         return []
     tk = _toolkit_version(facts, on_path["resolved"])
@@ -133,7 +133,7 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
         detail="XLA compiles its GPU kernels with the ptxas binary it finds first on PATH before the one the "
                "nvidia-cuda-nvcc wheel ships. An older ptxas than jaxlib's CUDA fails on (or miscompiles) the PTX "
                "jaxlib generates: 'ptxas returned an error during compilation of ptx to sass'.",
-        evidence=_ev(facts, "framework.jax", "cuda.toolkits", "cuda.nvcc"),
+        evidence=_ev(facts, "framework.jax", "framework.jax.ptxas", "cuda.toolkits", "cuda.nvcc"),
         source=_src("jaxlib's CUDA wheels require nvidia-cuda-nvcc %s; XLA takes the ptxas on PATH first" % need,
                     PTXAS_ISSUE),
         fix=Fix(text="Take %s/bin off PATH in the environment that runs JAX (or upgrade that toolkit to CUDA %s or "
@@ -150,7 +150,7 @@ def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     if jax.get("build") != "cuda":
         return []
     drv = _mm(_v(facts.value("driver.cuda_version")))
-    on_path, wheel = _ptxas(jax)
+    on_path, wheel = _ptxas(facts)
     runs: Optional[Tuple[str, str]] = None
     if on_path is not None and isinstance(on_path.get("resolved"), str):
         tk = _toolkit_version(facts, on_path["resolved"])
@@ -169,7 +169,7 @@ def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
                                                have[0], have[1], runs[1]),
         detail="The driver runs the cubins a newer ptxas of the same CUDA major produces, but XLA then turns off "
                "parallel compilation (slower compiles) and warns on every start.",
-        evidence=_ev(facts, "driver.version", "driver.cuda_version", "framework.jax"),
+        evidence=_ev(facts, "driver.version", "driver.cuda_version", "framework.jax", "framework.jax.ptxas"),
         source=_src("XLA disables parallel compilation when ptxas is newer than the driver's CUDA", PTXAS_DRIVER),
         fix=Fix(text="Nothing is required. Update the driver to a branch for CUDA %d.%d or newer, or pin the "
                      "ptxas wheel to the driver's CUDA: `pip install 'nvidia-cuda-nvcc-cu%d==%d.%d.*'`." % (

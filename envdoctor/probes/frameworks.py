@@ -461,7 +461,6 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
                     mismatched.append(f"{name} {v}")
             except InvalidVersion:
                 mismatched.append(f"{name} {v}")
-    value["ptxas"] = _ptxas_candidates(host, dists)
     value["plugins_match_jaxlib"] = not mismatched if plugins else None
     value["mismatched_plugins"] = mismatched
     if plugins:
@@ -471,7 +470,11 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
             wheels.update(nvidia_wheels(Metadata(host, dists[name]).applying(env, extra="with-cuda"), dists,
                                         host, env))
         value["nvidia_wheels"] = wheels
-    return [ok("framework.jax", value, "dir:" + main.metadata_dir, "JAX")]
+    facts = [ok("framework.jax", value, "dir:" + main.metadata_dir, "JAX")]
+    if value["build"] == "cuda":
+        facts.append(ok("framework.jax.ptxas", _ptxas_candidates(host, dists), "env:PATH",
+                        "ptxas XLA may run (first on PATH; the nvidia-cuda-nvcc wheel's)"))
+    return facts
 
 
 # -- ONNX Runtime ----------------------------------------------------------------
