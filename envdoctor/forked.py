@@ -1,11 +1,10 @@
 """A forked copy of this process that does one job and hands back its answer as bytes.
 
-Two parts of envdoctor run work in a child made by ``fork()`` (no exec, so no
-second interpreter start-up): the NVML query, which must not be able to hang
-or crash the tool, and the early probe worker of ``diagnose``
-(:mod:`envdoctor.early`), which puts the machine's second core to use.
+The NVML query runs in a child made by ``fork()`` (no exec, so no second
+interpreter start-up): a wedged GPU or driver can hang or crash whoever asks
+NVML, and that must never be the tool.
 
-The contract for both: fork only while this process has one thread (where
+The contract: fork only while this process has one thread (where
 fork is safe); the child never returns into the caller's code (it leaves with
 ``os._exit``, so no atexit handler or buffered output of the parent runs
 twice); the parent reads the answer until a deadline, then kills the child;
@@ -48,73 +47,39 @@ def can_fork() -> bool:
 
 
 class Forked:
-    """One child process: ``start`` it, optionally ``send`` it a job, then ``result``."""
+    """One child process: ``start`` it, then ``result`` (or ``cancel``)."""
 
-    def __init__(self, pid: int, answer_fd: int, job_fd: Optional[int]) -> None:
+    def __init__(self, pid: int, answer_fd: int) -> None:
         self.pid = pid
         self.started = time.monotonic()
         self._answer_fd: Optional[int] = answer_fd
-        self._job_fd = job_fd
         self._reaped = False
 
     @classmethod
-    def start(cls, work: Work, takes_job: bool = False,
-              prepare: Optional[Callable[[], None]] = None) -> Optional[Forked]:
-        """Fork a child running ``work``; None when fork is unavailable, unsafe or fails.
-
-        With ``takes_job`` the child first runs ``prepare`` (if given), then
-        waits for :meth:`send` (or for the parent to go away or cancel it:
-        then it leaves without doing anything).
-        """
+    def start(cls, work: Work) -> Optional[Forked]:
+        """Fork a child running ``work``; None when fork is unavailable, unsafe or fails."""
         if not can_fork():
             return None
-        fds: List[int] = []
         try:
             answer_r, answer_w = os.pipe()
-            fds += [answer_r, answer_w]
-            if takes_job:
-                job_r, job_w = os.pipe()
-                fds += [job_r, job_w]
+        except OSError:
+            return None
+        try:
             pid = os.fork()
         except OSError:
-            for fd in fds:
-                os.close(fd)
+            os.close(answer_r)
+            os.close(answer_w)
             return None
         if pid == 0:  # the child: never returns
             try:
                 os.close(answer_r)
-                job = None
-                if takes_job:
-                    os.close(job_w)
-                    if prepare is not None:
-                        prepare()
-                    job = _read_all(job_r)
-                    os.close(job_r)
-                    if not job:  # the parent cancelled it, or died
-                        os._exit(0)
-                _write_all(answer_w, work(job))
+                _write_all(answer_w, work(None))
             except BaseException:  # noqa: BLE001 - the parent sees no answer and says so
                 pass
             finally:
                 os._exit(0)
         os.close(answer_w)
-        if takes_job:
-            os.close(job_r)
-            return cls(pid, answer_r, job_w)
-        return cls(pid, answer_r, None)
-
-    def send(self, job: bytes) -> bool:
-        """Hand the child its job (once).  False if it is already gone."""
-        if self._job_fd is None:
-            return False
-        fd, self._job_fd = self._job_fd, None
-        try:
-            _write_all(fd, job)
-            return True
-        except OSError:  # EPIPE: the child died while warming up
-            return False
-        finally:
-            os.close(fd)
+        return cls(pid, answer_r)
 
     def result(self, deadline: Optional[float]) -> Tuple[Optional[bytes], str]:
         """The child's answer, read until EOF or ``deadline`` (a ``time.monotonic()`` value).
@@ -164,11 +129,9 @@ class Forked:
     def cancel(self) -> None:
         """Let the child go without an answer (it has nothing to clean up: kill it and reap it)."""
         self.kill()
-        for attr in ("_job_fd", "_answer_fd"):
-            fd = getattr(self, attr)
-            if fd is not None:
-                os.close(fd)
-                setattr(self, attr, None)
+        fd, self._answer_fd = self._answer_fd, None
+        if fd is not None:
+            os.close(fd)
         self._reap()
 
     def _reap(self) -> Optional[int]:

@@ -7,7 +7,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import __version__
-from .checks import CheckContext, all_checks, run_checks
+from .checks import CheckContext, run_checks
 from .facts import Facts
 from .findings import Finding, pin_interpreter, summarize
 from .host.base import Host
@@ -80,11 +80,6 @@ def gather(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scru
     if scrubber is not None:
         scrub(probes, scrubber, nvml_serials(host) if scrubber.redact_ids else ())
     return probes
-
-
-def load_checks() -> None:
-    """Import the checks (and the matrix they read) now rather than on first use."""
-    all_checks()
 
 
 def judge(probes: List[ProbeResult], source: Dict[str, str], started: float) -> Report:

@@ -82,12 +82,16 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
                               source={"kind": "snapshot", "description": host.description,
                                       "captured": str(host.doc.get("created", ""))})
     else:
-        from ..early import LiveProbes
-        from ..report import judge, load_checks
+        import time
 
-        live = LiveProbes(timeout, python_exe, include_host, redact_ids)  # the early worker starts now
-        probes = live.results(meanwhile=load_checks)
-        report = judge(probes, {"kind": "live", "description": live.host.description}, live.started)
+        from ..host.live import live_host
+        from ..host.privacy import scrubber_for
+        from ..report import gather, judge
+
+        started = time.monotonic()
+        host, deadline = live_host(timeout, python_exe)
+        probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids))
+        report = judge(probes, {"kind": "live", "description": host.description}, started)
     shown, findings = select(report, only, skip)
     if (only or skip) and fmt != "text":
         from ..render.layers import row_of_probe
