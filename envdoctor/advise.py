@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from . import matrix, osinfo
+from . import matrix, osinfo, versions
 from .facts import Facts
 from .host.nvml_worker import MAX_GPUS
 from .matrix import frameworks as fw
@@ -369,9 +369,7 @@ def judge(c: Candidate, t: Target) -> Verdict:
     return Verdict(ok=not reasons, native=native_ok, reasons=reasons, driver_note=note)
 
 
-def _pip_version(version: str) -> str:
-    """A pip pin for a matrix release: "2.7" -> "==2.7.*", "1.18.1" -> "==1.18.1"."""
-    return f"=={version}.*" if len(Version(version).release) == 2 else f"=={version}"
+_pip_version = versions.pip_pin
 
 
 def _torch_arch_ok(variant: Dict[str, Any]) -> Callable[[str], Optional[bool]]:

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from .. import matrix
+from .. import matrix, versions
 from ..facts import Fact, Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fw
@@ -147,27 +147,10 @@ DOCS = (
 # ------------------------------------------------------------------ small helpers
 
 
-def _v(text: Any) -> Optional[Version]:
-    if text is None:
-        return None
-    try:
-        return Version(str(text).strip().lstrip("vV"))
-    except InvalidVersion:
-        return None
+_v = versions.parse
 
 
-def _mm(text: Any) -> Optional[Tuple[int, Optional[int]]]:
-    """ "12.4.1" -> (12, 4); "12" / "12.x" -> (12, None)."""
-    if text is None:
-        return None
-    s = str(text).strip()
-    if s.endswith(".x"):
-        s = s[:-2]
-    v = _v(s)
-    if v is None:
-        return None
-    rel = v.release
-    return (rel[0], rel[1] if len(rel) > 1 else None)
+_mm = versions.major_minor
 
 
 def _mm_str(mm: Tuple[int, Optional[int]]) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from .. import matrix
+from .. import matrix, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fwm
@@ -44,11 +44,7 @@ def component_of(soname: str) -> str:
     return "cuda"
 
 
-def _v(text: Any) -> Optional[Version]:
-    try:
-        return Version(str(text)) if text not in (None, "") else None
-    except InvalidVersion:
-        return None
+_v = versions.parse
 
 
 def _evidence(facts: Facts, *keys: str) -> List[Dict[str, Any]]:

@@ -25,7 +25,7 @@ import json
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 #: The folder holding the tables (inside the package, so it ships in the wheel).
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -57,13 +57,11 @@ def areas() -> List[str]:
 
 
 def parse_version(text: Any) -> Optional[Version]:
-    """A ``packaging`` Version, or None when ``text`` is not a version string."""
-    if not isinstance(text, str) or not text.strip():
-        return None
-    try:
-        return Version(text.strip())
-    except InvalidVersion:
-        return None
+    """A ``packaging`` Version, or None when ``text`` is not a version *string* (the tables spell every
+    version as a string: a bare number is a format error)."""
+    from ..versions import parse
+
+    return parse(text) if isinstance(text, str) else None
 
 
 def _check_date(value: Any) -> Optional[str]:
