@@ -26,6 +26,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .policy import FactIndex, has_frameworks
+
 FLEET_SCHEMA_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
 _SUFFIXES = re.compile(r"(\.snapshot)?(\.json)?(\.gz)?$")
@@ -36,6 +38,11 @@ Facts = Dict[str, Dict[str, Any]]  # fact key -> the fact as a report holds it (
 
 @dataclass
 class Node:
+    """One node as fleet keeps it: not its report (a 100 kB document) but the report's extract, the
+    values of :data:`FLEET_FACTS`' rows, its findings' codes and titles, and (when asked) its
+    :class:`~envdoctor.render.engines.NodeSummary` for a policy or an engine's output.  ``facts`` is
+    only filled while the extract is made (``keep_facts`` keeps it, for callers that want it)."""
+
     name: str
     path: str
     kind: str = ""  # "report" or "snapshot"; "" when unreadable
@@ -43,6 +50,8 @@ class Node:
     findings: List[Dict[str, Any]] = field(default_factory=list)
     envdoctor_version: str = ""
     unreadable: str = ""  # why the file could not be used
+    values: Dict[str, Optional[str]] = field(default_factory=dict)  # FLEET_FACTS label -> value (None: absent)
+    summary: Any = None  # engines.NodeSummary, when a policy or an engine's format asked for it
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.get("severity") == severity)
@@ -192,15 +201,83 @@ def _list(value: Any) -> List[Any]:
     return value if isinstance(value, list) else []
 
 
-def load_node(path: str, timeout: float, name: Optional[str] = None) -> Node:
-    """One node from a report or a snapshot file; never raises for the file's sake."""
+def load_node(path: str, timeout: float, name: Optional[str] = None, policy: Any = None,
+              summary: bool = False, keep_facts: bool = True) -> Node:
+    """One node from a report or a snapshot file; never raises for the file's sake.  ``policy`` (a
+    :class:`~envdoctor.policy.Policy`) or ``summary`` also make the node's engine summary; without
+    ``keep_facts`` only the extract stays (what a fleet of thousands of nodes can afford)."""
     node = Node(name or node_name(path), path)
     try:
-        return _load(node, timeout)
+        _load(node, timeout)
+        if not node.unreadable:
+            extract(node, policy, summary)
     except Exception as exc:  # noqa: BLE001 - one strange file must not end a fleet's comparison
         node.unreadable = "%s could not be used: %s: %s (a bug in envdoctor; please report it)" % (
             path, type(exc).__name__, exc)
-        return node
+    if not keep_facts:
+        node.facts = {}
+    return node
+
+
+def extract(node: Node, policy: Any = None, summary: bool = False) -> None:
+    """Fill the node's extract from its facts (FLEET_FACTS' values; the engine summary when asked)."""
+    node.values = {label: how(node.facts) for label, _, how in FLEET_FACTS}
+    node.findings = [{"code": f["code"], "severity": f["severity"], "title": str(f.get("title") or ""),
+                      "detail": str(f.get("detail") or ""), "evidence": [
+                          {"key": e["key"]} for e in _list(f.get("evidence"))
+                          if isinstance(e, dict) and isinstance(e.get("key"), str) and e["key"].startswith("gpu.")]}
+                     for f in node.findings]
+    if policy is not None or summary:
+        from .render.engines import summarize
+
+        verdict = policy.evaluate_facts(node.facts, node.findings) if policy is not None else None
+        node.summary = summarize(node.name, {"findings": node.findings}, verdict, node.facts)
+
+
+#: What the parallel readers share (set before they fork): timeout, policy, summary.
+_JOB: Tuple[float, Any, bool] = (10.0, None, False)
+
+
+def _load_job(job: Tuple[str, str]) -> Node:
+    timeout, policy, summary = _JOB
+    return load_node(job[0], timeout, job[1], policy, summary, keep_facts=False)
+
+
+def readers(paths: Sequence[str]) -> int:
+    """How many processes read the files: one per CPU (at most 8) for 64 or more regular files, else one
+    (a pipe or standard input is read by fleet itself, within --timeout)."""
+    import stat
+
+    if len(paths) < 64 or not hasattr(os, "fork"):
+        return 1
+    try:
+        if not all(p != "-" and stat.S_ISREG(os.stat(p).st_mode) for p in paths):
+            return 1
+    except OSError:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, 8))
+
+
+def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, policy: Any = None,
+               summary: bool = False, workers: Optional[int] = None) -> List[Node]:
+    """Every file's node, in order, keeping only extracts; read by :func:`readers` processes in parallel
+    (each parses whole reports, the parent keeps what comes back)."""
+    global _JOB
+    jobs = list(zip(paths, names))
+    count = readers(paths) if workers is None else workers
+    if count <= 1:
+        return [load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs]
+    import multiprocessing
+
+    _JOB = (timeout, policy, summary)
+    try:
+        with multiprocessing.get_context("fork").Pool(count) as pool:
+            return list(pool.imap(_load_job, jobs, chunksize=16))
+    except (OSError, ImportError):  # no fork here after all (a sandbox): read them one by one
+        return [load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs]
+    finally:
+        _JOB = (10.0, None, False)
 
 
 def _load(node: Node, timeout: float) -> Node:
@@ -238,10 +315,19 @@ def _load(node: Node, timeout: float) -> Node:
         return node
     version = doc.get("envdoctor_version")
     node.envdoctor_version = version if isinstance(version, str) else ""
+    facts = node.facts = FactIndex()
     for probe in _list(doc.get("probes")):
-        for fact in _list(probe.get("facts")) if isinstance(probe, dict) else []:
-            if isinstance(fact, dict) and isinstance(fact.get("key"), str):
-                node.facts[fact["key"]] = fact
+        listed = probe.get("facts") if isinstance(probe, dict) else None
+        if not isinstance(listed, list):
+            continue
+        for fact in listed:
+            if type(fact) is dict:
+                key = fact.get("key")
+                if type(key) is str:
+                    facts[key] = fact
+        first = listed[0] if listed else None
+        if probe.get("name") == "frameworks" and type(first) is dict and str(first.get("key")).startswith("framework."):
+            facts._frameworks = True  # known without a scan of every fact (see FactIndex)
     node.findings = [f for f in _list(doc.get("findings")) if isinstance(f, dict)
                      and isinstance(f.get("code"), str) and f.get("severity") in SEVERITIES]
     if not node.facts and node.kind == "report":
@@ -366,7 +452,7 @@ def _framework(name: str) -> Callable[[Facts], Optional[str]]:
             return str(scan).replace("_", " ")
         # The frameworks probe records only what is installed (framework.none when nothing is): with
         # none of its facts in the report, the probe did not run there.
-        return "not installed" if any(k.startswith("framework.") for k in facts) else None
+        return "not installed" if has_frameworks(facts) else None
     return get
 
 
@@ -493,6 +579,24 @@ class Fleet:
     deviations: List[Deviation] = field(default_factory=list)
     uniform_required: bool = False
     not_compared: List[NotCompared] = field(default_factory=list)
+    policy: Optional[str] = None  # the policy's path, when the nodes were judged against one
+
+    def policy_failures(self) -> List[Node]:
+        """The readable nodes that do not meet the policy, most failing requirements and findings first."""
+        if self.policy is None:
+            return []
+        bad = [n for n in self.readable if n.summary is not None and not n.summary.ready]
+        return sorted(bad, key=lambda n: (-(len(n.summary.blocking()) + len(n.summary.failing)), natural_key(n.name)))
+
+    def policy_dict(self) -> Optional[Dict[str, Any]]:
+        if self.policy is None:
+            return None
+        failing = self.policy_failures()
+        return {"path": self.policy, "passing": len(self.readable) - len(failing), "failing": [
+            {"node": n.name,
+             "requirements": [{"name": r[0], "status": r[1], "want": r[2], "found": r[3]}
+                              for r in n.summary.blocking()],
+             "findings": [f["code"] for f in n.summary.failing]} for n in failing]}
 
     @property
     def readable(self) -> List[Node]:
@@ -508,7 +612,8 @@ class Fleet:
                 "with_errors": sum(1 for n in self.readable if n.count("error")),
                 "with_warnings": sum(1 for n in self.readable if n.count("warning")),
                 "differing_facts": sum(1 for f in self.facts if not f.uniform),
-                "deviations": len(self.deviations)}
+                "deviations": len(self.deviations),
+                **({"failing_policy": len(self.policy_failures())} if self.policy is not None else {})}
 
     @property
     def exit_code(self) -> int:
@@ -517,7 +622,7 @@ class Fleet:
         s = self.summary()
         if not self.readable:
             return 2
-        failed = s["unreadable"] or s["with_errors"] or s["deviations"] or (
+        failed = s["unreadable"] or s["with_errors"] or s["deviations"] or s.get("failing_policy") or (
             self.uniform_required and s["differing_facts"])
         return 1 if failed else 0
 
@@ -534,47 +639,52 @@ class Fleet:
                 "deviations": [d.to_dict() for d in self.deviations],
                 "not_compared": [c.to_dict() for c in self.not_compared]},
             "summary": summary,
+            **({"policy": self.policy_dict()} if self.policy is not None else {}),
         }
 
 
 def _spread(label: str, reads: str, nodes: Sequence[Node], how: Callable[[Facts], Optional[str]]) -> FactSpread:
+    """``nodes`` in natural order, so each value's nodes come out in it too."""
     by_value: Dict[str, List[str]] = {}
     absent: List[str] = []
     for n in nodes:
-        value = how(n.facts)
+        value = n.values[label] if label in n.values else how(n.facts)
         if value is None:
             absent.append(n.name)
         else:
             by_value.setdefault(value, []).append(n.name)
-    values = sorted(((v, natural_sorted(names)) for v, names in by_value.items()),
-                    key=lambda kv: (-len(kv[1]), natural_key(kv[0])))
-    return FactSpread(label, reads, values, natural_sorted(absent))
+    values = sorted(by_value.items(), key=lambda kv: (-len(kv[1]), natural_key(kv[0])))
+    return FactSpread(label, reads, values, absent)
 
 
-def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = False) -> Fleet:
+def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = False,
+            policy: Optional[str] = None) -> Fleet:
     readable = [n for n in nodes if not n.unreadable]
-    facts = [_spread(label, reads, readable, how) for label, reads, how in FLEET_FACTS]
+    ordered = sorted(readable, key=lambda n: natural_key(n.name))  # once: every list below follows it
+    facts = [_spread(label, reads, ordered, how) for label, reads, how in FLEET_FACTS]
     # a fact no node has (a fleet without Docker) is noise: kept only when it differs
     facts = [f for f in facts if not (f.uniform and (not f.values or f.values[0][0] in _NOTHING))]
     seen: Dict[str, FindingSpread] = {}
+    seen_on: Dict[str, Set[str]] = {}
     for n in readable:
         for f in n.findings:
             title = str(f.get("title") or "")
             spread = seen.setdefault(f["code"], FindingSpread(f["code"], f["severity"], title, n.name, []))
             if SEVERITIES.index(f["severity"]) < SEVERITIES.index(spread.severity):
                 spread.severity, spread.title, spread.title_from = f["severity"], title, n.name
-            if n.name not in spread.nodes:
-                spread.nodes.append(n.name)
-    for spread in seen.values():
-        spread.nodes = natural_sorted(spread.nodes)
+    for n in ordered:
+        for f in n.findings:
+            names = seen_on.setdefault(f["code"], set())
+            if n.name not in names:
+                names.add(n.name)
+                seen[f["code"]].nodes.append(n.name)
     findings = sorted(seen.values(), key=lambda s: (SEVERITIES.index(s.severity), -len(s.nodes), s.code))
     deviations: List[Deviation] = []
     not_compared: List[NotCompared] = []
     if baseline is not None and not baseline.unreadable:
-        ordered = sorted(readable, key=lambda n: natural_key(n.name))
         for label, _, how in FLEET_FACTS:
-            want = how(baseline.facts)
-            got = [(n.name, how(n.facts)) for n in ordered]
+            want = baseline.values[label] if label in baseline.values else how(baseline.facts)
+            got = [(n.name, n.values[label] if label in n.values else how(n.facts)) for n in ordered]
             if want is None:
                 if any(v is not None for _, v in got):
                     not_compared.append(NotCompared(label, [name for name, v in got if v is not None], True))
@@ -583,4 +693,4 @@ def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = 
             if lacking:
                 not_compared.append(NotCompared(label, lacking, False))
             deviations += [Deviation(name, label, want, v) for name, v in got if v is not None and v != want]
-    return Fleet(nodes, facts, findings, baseline, deviations, uniform, not_compared)
+    return Fleet(nodes, facts, findings, baseline, deviations, uniform, not_compared, policy)

@@ -12,10 +12,11 @@ from typing import Any, List, Optional, Sequence
 
 
 def live_diagnose(args: Sequence[str]) -> bool:
-    """Do these arguments ask for a live ``diagnose`` (not a replay, not --help)?"""
-    if not args or args[0] != "diagnose":
+    """Do these arguments ask for a live ``diagnose`` or ``check`` (not a replay, not --help)?"""
+    if not args or args[0] not in ("diagnose", "check"):
         return False
-    return not any(a in ("-h", "--help") or a == "--snapshot" or a.startswith("--snapshot=") for a in args[1:])
+    return not any(a in ("-h", "--help") or a in ("--snapshot", "--report")
+                   or a.startswith(("--snapshot=", "--report=")) for a in args[1:])
 
 
 def main(argv: Optional[List[str]] = None) -> Any:

@@ -95,3 +95,15 @@ def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Sc
     start = time.monotonic()
     probes = gather(host, deadline, scrubber)
     return judge(probes, source or {"kind": "live", "description": host.description}, start)
+
+
+def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host: bool = False,
+                  redact_ids: bool = False) -> Report:
+    """This machine's report, finished within ``timeout`` plus about a second (``diagnose``, ``check``)."""
+    from .host.live import live_host
+    from .host.privacy import scrubber_for
+
+    started = time.monotonic()
+    host, deadline = live_host(timeout, python_exe)
+    probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids))
+    return judge(probes, {"kind": "live", "description": host.description}, started)

@@ -96,13 +96,15 @@ def nvml(version: str, cuda_int: int, count: int = 0) -> Dict[str, Any]:
 
 def test_driver_too_old_for_torch_names_both_sides_and_the_floor():
     # driver 470.82.01 (R470: CUDA 11.4) with torch 2.4.0+cu121 (torch/version.py cuda = '12.1')
-    found = run(F(driver("470.82.01", "11.4"), torch("2.4.0+cu121", "12.1"), gpu("8.6", "NVIDIA GeForce RTX 3060")))
+    found = run(F(driver("470.82.01", "11.4"), torch("2.4.0+cu121", "12.1"), gpu("8.6", "NVIDIA GeForce RTX 3060"),
+                  os_facts("rocky", "9.4")))
     f = only(found, "driver.too_old_for_framework")
     assert f.title == ("Driver 470.82.01 supports CUDA up to 11.4, but torch 2.4.0+cu121 needs CUDA 12.1 "
                        "(driver >= 525.60.13)")
     # the 12.x driver floors of cuda.json are verified against NVIDIA's Table 3: an error
     assert not matrix.unverified(hw.cuda_release("12.0"), "min_driver_linux")
     assert f.severity == "error"
+    # planned by the driver recipe for this machine (Rocky 9: the nvidia-driver:530-open module stream)
     assert f.fix.install == "envdoctor install driver --version 530"
     assert f.source["url"].startswith("https://") and f.source["checked"]
     assert {e["key"] for e in f.evidence} >= {"driver.version", "driver.cuda_version", "framework.torch"}
@@ -141,10 +143,11 @@ def miniature_11_5(nvml_answer: Dict[str, Any]):
                      environ={"PATH": "/usr/local/cuda-11.5/bin:" + PATH}, nvml=nvml_answer)
 
 
-def test_toolkit_under_minor_version_compat_is_a_warning():
-    # driver 460.32.03 reports CUDA 11.2 (11020); nvcc 11.5 needs 495.29.05 but 11.x's floor is 450.80.02
+def test_toolkit_under_minor_version_compat_is_said_not_warned():
+    # driver 460.32.03 reports CUDA 11.2 (11020); nvcc 11.5 needs 495.29.05 but 11.x's floor is 450.80.02.
+    # Only code built for PTX alone fails there (corpus: healthy-a100-mig-3g40gb-torch-nightly-cu121): info.
     f = only(run(probe_facts(miniature_11_5(nvml("460.32.03", 11020)))), "driver.minor_version_compat")
-    assert f.severity == "warning" and "CUDA toolkit 11.5.119" in f.title
+    assert f.severity == "info" and "CUDA toolkit 11.5.119" in f.title and "PTX only" in f.detail
 
 
 def test_driver_too_old_for_the_toolkit_across_majors():
@@ -175,7 +178,9 @@ def test_missing_driver_with_a_gpu_on_the_bus_and_a_cuda_framework():
     missing = ok("driver.installed", False, "nvml:init")
     f = only(run(F(missing, pci, torch("2.4.0+cu121", "12.1"), os_facts("ubuntu", "22.04"))),
              "driver.missing_for_framework")
-    assert f.severity == "error" and f.fix.install == "envdoctor install driver --version 530"
+    # Ubuntu: the recipe cannot pin an open-module branch there (it refuses --version 530), so the newest
+    # driver, which satisfies the floor, is what is suggested
+    assert f.severity == "error" and f.fix.install == "envdoctor install driver"
     # no GPU on the bus: a CUDA wheel on a laptop without NVIDIA is not this finding
     nogpu = ok("driver.nvidia_pci_gpus", [], "dir:/sys/bus/pci/devices")
     assert run(F(missing, nogpu, torch("2.4.0+cu121", "12.1"))) == []
@@ -251,7 +256,7 @@ def test_gpu_newer_than_the_toolkit():
 
 def test_cpu_torch_on_a_gpu_machine_suggests_a_cuda_wheel_this_driver_runs():
     found = run(F(driver("470.82.01", "11.4"), torch("2.4.1+cpu", None), gpu("8.6", "NVIDIA GeForce RTX 3060"),
-                  ok("python.version", "3.10.12", "python:/usr/bin/python3")))
+                  ok("python.version", "3.10.12", "python:/usr/bin/python3"), os_facts("ubuntu", "22.04")))
     f = only(found, "framework.cpu_only_build")
     assert f.severity == "warning" and "torch 2.4.1+cpu" in f.title
     # the driver runs CUDA 11.x only: torch 2.4's cu118 wheel is the one that fits
@@ -278,11 +283,15 @@ def test_toolkits_disagree_and_differ_from_torch():
     link = ok("cuda.default_symlink", {"target": "cuda-12.4", "resolved": "/usr/local/cuda-12.4", "version": "12.4.1",
                                        "dangling": False}, "link:/usr/local/cuda")
     found = run(F(driver("550.54.15", "12.4"), link, nvcc("11.8.89", "/usr/local/cuda-11.8/bin/nvcc"),
-                  torch("2.4.0+cu121", "12.1")))
+                  torch("2.4.0+cu121", "12.1"), gpu("8.0", "NVIDIA A100-SXM4-80GB")))
     f = only(found, "cuda.toolkits_disagree")
     assert f.severity == "warning" and "11.8.89" in f.title and "12.4.1" in f.title
     g = only(found, "cuda.toolkit_differs_from_framework")
-    assert g.severity == "info" and "refuses a different CUDA major" in g.detail
+    # another CUDA major (11 vs 12): building extensions fails, so a warning (a different minor is info)
+    assert g.severity == "warning" and "refuses a different CUDA major" in g.detail
+    # ... where they would run: without a GPU (a CPU CI runner) it is only said
+    assert only(run(F(driver("550.54.15", "12.4"), link, nvcc("11.8.89", "/usr/local/cuda-11.8/bin/nvcc"),
+                      torch("2.4.0+cu121", "12.1"))), "cuda.toolkit_differs_from_framework").severity == "info"
     # no CUDA 12.1 toolkit here: the hand fix points where the install line puts one (found by the second
     # audit: it said /usr/local/cuda-12.1, which did not exist, beside an install into ~/cuda-12.1)
     assert g.fix.commands == ["export CUDA_HOME=~/cuda-12.1"]
@@ -371,5 +380,7 @@ def test_random_combinations_never_raise_and_supported_ones_give_no_error(driver
     arch_ok = cc in var["arch_list"]
     if driver_runs and arch_ok:
         # the driver runs this wheel's CUDA and the wheel has SASS for the GPU: nothing about torch may be wrong
-        bad = [f for f in found if f.severity != "info" and "torch" in f.components]
+        # (building extensions with a toolkit of another major is its own question: not torch being wrong)
+        bad = [f for f in found if f.severity != "info" and "torch" in f.components
+               and f.code != "cuda.toolkit_differs_from_framework"]
         assert bad == [], [f.title for f in bad]

@@ -7,6 +7,7 @@ from envdoctor.checks import CheckContext
 from envdoctor.checks.containers import container_toolkit
 
 from .conftest import probe_facts
+from .test_checks_driver_health import OS_UBUNTU
 from .test_probe_containers import (
     DAEMON_JSON_NVIDIA,
     DOCKER_UP_JSON,
@@ -27,7 +28,11 @@ def codes(host, gpu=True):
 
 
 def test_docker_without_toolkit_on_a_gpu_machine_warns_with_install_line():
-    f = codes(docker_host(DOCKER_UP_JSON, runtimes=NO_NVIDIA_RUNTIME))["container-toolkit.missing"]
+    host = docker_host(DOCKER_UP_JSON, runtimes=NO_NVIDIA_RUNTIME)
+    # the install line is planned by the recipe for this machine's OS: Ubuntu 20.04 (a real os-release)
+    host.doc["files"]["/etc/os-release"] = {"text": OS_UBUNTU}
+    host.doc["dirs"].setdefault("/etc", {"entries": []})["entries"].append("os-release")
+    f = codes(type(host)(host.doc))["container-toolkit.missing"]
     assert f.severity == "warning" and f.fix.install == "envdoctor install container-toolkit"
     assert "sudo nvidia-ctk runtime configure --runtime=docker" in f.fix.commands
 

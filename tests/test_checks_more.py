@@ -47,7 +47,9 @@ def test_a_runpath_library_is_shadowed_through_ld_library_path():
     found = _codes(framework_linkage(CheckContext(probe_facts(host), [])))
     f = found["cudnn.shadowed"]
     assert f.severity == "warning" and "/opt/cudnn/lib" in f.title and "LD_LIBRARY_PATH" in f.title
-    assert f.fix.commands == ["unset LD_LIBRARY_PATH"]
+    # the fix removes the one offending entry, not the whole variable (issue 11, "Fixes that work")
+    assert f.fix.commands == ['export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | '
+                              'grep -vx /opt/cudnn/lib | paste -sd:)"']
     # ...and with RPATH (the PyPI wheel as shipped) the same machine is quiet.
     assert "cudnn.shadowed" not in _codes(framework_linkage(CheckContext(probe_facts(torch_host(
         ldp="/opt/cudnn/lib", system_cudnn=("/opt/cudnn/lib", "libcudnn.so.9.1.0"))), [])))
@@ -62,6 +64,7 @@ def test_onnxruntime_gpu_without_its_cudnn_major():
         ok("libraries.loader_choice", {"libcudnn.so.8": {"path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8",
                                                           "resolved": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7"}},
            "test"),
+        ok("os.id", "ubuntu", "file:/etc/os-release"), ok("os.version", "22.04", "file:/etc/os-release"),
     ])
     f = _codes(onnxruntime_packaging(CheckContext(facts, [])))["onnxruntime.cudnn_major_mismatch"]
     assert "cuDNN 9" in f.title and "libcudnn.so.8" in f.title

@@ -3,13 +3,16 @@
 A check is registered with :func:`check` and receives a :class:`CheckContext`
 (the facts, the probe results, the matrix).  It returns zero or more
 :class:`~envdoctor.findings.Finding`.  A check that raises is contained: it
-becomes an ``envdoctor.check_crashed`` finding asking the user to report it.
+becomes an ``envdoctor.check_crashed`` finding asking the user to report it
+(a warning: it never lowers the exit code the other checks' errors produce).
+One registered check asks one question, so a crash costs that question's
+verdict only.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Sequence, Tuple
 
 from ..facts import Facts
 from ..findings import Finding, Fix, sort_key
@@ -48,6 +51,7 @@ CHECK_MODULES = (
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
     "envdoctor.checks.tools",
+    "envdoctor.checks.environment",
 )
 
 
@@ -57,6 +61,37 @@ def check(name: str, codes: Sequence[CodeDoc]) -> Callable[[CheckFn], CheckFn]:
         return fn
 
     return deco
+
+
+def docs_for(docs: Sequence[CodeDoc], *codes: str) -> Tuple[CodeDoc, ...]:
+    """The entries of ``docs`` for ``codes`` (a check declares only the codes its own question emits)."""
+    wanted = set(codes)
+    picked = tuple(d for d in docs if d.code in wanted)
+    missing = wanted - {d.code for d in picked}
+    if missing:
+        raise KeyError("undocumented finding codes: %s" % ", ".join(sorted(missing)))
+    return picked
+
+
+def quietly(question: Callable[..., Iterable[Finding]], *args: Any) -> List[Finding]:
+    """What another check's ``question`` concludes, for a check whose verdict depends on it (one root cause,
+    one finding).  A crash there is that check's own, reported by it: here it counts as no finding."""
+    try:
+        return list(question(*args))
+    except Exception:  # noqa: BLE001 - reported by the check that owns the question
+        return []
+
+
+def group(prefix: str) -> CheckFn:
+    """All the checks named ``prefix`` or ``prefix.*``, as one function (in the order they were registered),
+    for callers that want one area's verdicts at once; nothing is contained here (``run_checks`` does that)."""
+    def run(ctx: CheckContext) -> List[Finding]:
+        out: List[Finding] = []
+        for spec in list(_REGISTRY.values()):
+            if spec.name == prefix or spec.name.startswith(prefix + "."):
+                out.extend(spec.fn(ctx))
+        return out
+    return run
 
 
 def code_docs() -> Dict[str, CodeDoc]:
@@ -87,7 +122,8 @@ def run_checks(ctx: CheckContext) -> List[Finding]:
     findings: List[Finding] = []
     for spec in all_checks():
         try:
-            findings.extend(spec.fn(ctx))
+            for finding in spec.fn(ctx):  # what a check said before it raised still counts
+                findings.append(finding)
         except Exception as exc:  # noqa: BLE001 - contained, reported as a finding
             findings.append(Finding(
                 code="envdoctor.check_crashed", severity="warning", components=["envdoctor"],

@@ -26,7 +26,8 @@ so it is documented (``driver.cuda_version_is_a_ceiling``, for
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+import posixpath
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
@@ -36,7 +37,8 @@ from ..findings import Finding, Fix
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
 from ..osinfo import nvidia_distro
-from . import CheckContext, CodeDoc, check
+from . import CodeDoc, check, docs_for, group
+from .suggest import install_line, rpm_tool
 
 PROG_GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 MINOR_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
@@ -71,8 +73,8 @@ DOCS = (
             "driver.cuda_version, driver.version, the framework's or toolkit's CUDA version",
             "It works, with one limit: code that needs the driver to JIT-compile PTX newer than the driver knows "
             "fails (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 'the provided PTX was compiled with an unsupported "
-            "toolchain'). A warning for a toolkit (nvcc embeds PTX), info for a framework that ships SASS for "
-            "the GPU.", MINOR_COMPAT),
+            "toolchain'). A warning for a framework that reaches the GPU only through PTX; info otherwise (a "
+            "toolkit's code fails only when built for PTX alone).", MINOR_COMPAT),
     CodeDoc("driver.missing_for_framework", "error",
             "A CUDA build of a framework is installed and an NVIDIA GPU is on the PCI bus, but no NVIDIA driver "
             "is installed.", "driver.installed, driver.nvidia_pci_gpus, framework.*",
@@ -81,8 +83,9 @@ DOCS = (
     CodeDoc("gpu.arch_not_in_build", "error",
             "The installed framework build has no kernels for this GPU's compute capability: neither SASS for it "
             "nor PTX it could JIT ('no kernel image is available for execution on the device').",
-            "gpu.N.compute_capability, framework.torch (matrix arch_list/ptx), framework.tensorflow "
-            "(build_info cuda_compute_capabilities)",
+            "gpu.N.compute_capability, framework.<name>.gpu_code (the SASS and PTX the framework's own "
+            "libraries carry, read from their CUDA fat binaries), else framework.torch (matrix arch_list/ptx), "
+            "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with",
             "Every kernel launch fails. A cubin for X.y runs on X.z (z >= y) only; PTX runs on any capability at or "
             "above its own.", "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE),
     CodeDoc("gpu.arch_ptx_jit_only", "warning",
@@ -91,6 +94,13 @@ DOCS = (
             "The first start compiles every kernel (minutes) and fills the JIT cache (~/.nv/ComputeCache, "
             "CUDA_CACHE_MAXSIZE); performance may be lower, and under minor-version compatibility the JIT fails.",
             "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE),
+    CodeDoc("gpu.arch_support_unknown", "warning",
+            "Whether the framework build has kernels for this GPU could not be established: its libraries' GPU "
+            "code was unreadable and no table lists the build. A warning when the CUDA it was built with cannot "
+            "emit SASS for the GPU's major (it runs only if the build embedded PTX); info when nothing is known.",
+            "gpu.N.compute_capability, framework.<name>.gpu_code, framework.<name> (cuda)",
+            "If the build lacks the GPU's architecture, every kernel launch fails with 'no kernel image is "
+            "available for execution on the device'.", "cuda.json (cc_min, cc_max); " + PROG_GUIDE),
     CodeDoc("cuda.toolkit_cannot_target_gpu", "error",
             "The active CUDA toolkit's nvcc cannot compile for this GPU at all (support for its architecture was "
             "dropped: CUDA 12 dropped Kepler, CUDA 13 Maxwell, Pascal and Volta).",
@@ -114,7 +124,8 @@ DOCS = (
             "then /usr/local/cuda): an extension can compile against one CUDA and link or run against another.",
             CUDA_ENV),
     CodeDoc("cuda.toolkit_differs_from_framework", "info",
-            "The active CUDA toolkit is not the CUDA the installed PyTorch was built with.",
+            "The active CUDA toolkit is not the CUDA the installed PyTorch was built with (a warning for another "
+            "CUDA major: building extensions then fails).",
             "cuda.nvcc / cuda.home / cuda.default_symlink, framework.torch",
             "Matters only when building CUDA extensions: torch.utils.cpp_extension refuses a different CUDA "
             "major and warns on a different minor. Running PyTorch itself does not use the toolkit.",
@@ -382,7 +393,7 @@ def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
     return None
 
 
-def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]]) -> Fix:
+def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]], facts: Facts) -> Fix:
     if suggestion is None:
         return Fix(text=text + " No published PyTorch CUDA wheel in envdoctor's matrix fits this driver and GPU; "
                    "update the driver first.")
@@ -390,7 +401,7 @@ def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]]) -> F
     return Fix(text="%s Suggested: torch %s built for CUDA %s (%s), which this driver runs." % (
         text, minor, var["cuda"], var["tag"]),
         commands=["pip install --force-reinstall 'torch==%s.*' --index-url %s" % (minor, var["index_url"])],
-        install="envdoctor install pytorch --version %s --method pip" % minor)
+        install=install_line(facts, "pytorch", minor, "pip"))
 
 
 def _sass_for(archs: Sequence[str], cc: str) -> bool:
@@ -414,19 +425,9 @@ def _ptx_for(ptx: Sequence[str], cc: str) -> bool:
 # ------------------------------------------------------------------ the check
 
 
-@check("compat", codes=DOCS)
-def compat(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    out: List[Finding] = []
-    out.extend(_driver_vs_cuda(facts))
-    out.extend(_arch_vs_builds(facts))
-    out.extend(_toolkit_vs_gpu(facts))
-    out.extend(_cpu_builds(facts))
-    out.extend(_toolkits_disagree(facts))
-    out.extend(_toolkit_vs_framework(facts))
-    out.extend(_extension_home(facts))
-    out.extend(_host_compiler_and_os(facts))
-    return out
+def _question(name: str, fn: Callable[[Facts], List[Finding]], *codes: str) -> None:
+    """Register ``fn`` as its own check (one question: a crash in it hides no other verdict)."""
+    check("compat." + name, codes=docs_for(DOCS, *codes))(lambda ctx: fn(ctx.facts))
 
 
 def _driver_vs_cuda(facts: Facts) -> List[Finding]:
@@ -451,9 +452,10 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                 source=_source("CUDA %s needs Linux driver >= %s" % (_mm_str(need.cuda), exact), row),
                 fix=Fix(text="Install the NVIDIA driver, then reboot (or load the module).",
                         commands=["sudo ubuntu-drivers install" if facts.value("os.id") == "ubuntu"
-                                  else "sudo dnf install nvidia-driver" if facts.value("os.family") == "rhel"
+                                  else "sudo %s install nvidia-driver" % rpm_tool(facts)
+                                  if facts.value("os.family") == "rhel"
                                   else "see https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"],
-                        install="envdoctor install driver --version %s" % (_branch(exact) or "latest")),
+                        install=install_line(facts, "driver", _branch(exact), floor=True)),
             ))
         return out
     drv = Driver(facts)
@@ -468,8 +470,17 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                     and _v(drv.version) < Version(need.min_driver):  # type: ignore[operator]
                 out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
             continue
+        users = _toolkit_users(facts) if need.kind != "framework" else []
+        if verdict == "minor_compat" and (need.kind == "framework" and need.component == "cupy" or "cupy" in users):
+            # CuPy compiles its kernels with NVRTC into PTX of its own CUDA minor, which the driver must JIT:
+            # minor-version compatibility does not cover it (cudaErrorUnsupportedPtxVersion), so the driver
+            # of that exact minor is needed
+            row = hw.cuda_release(_mm_str(need.cuda))
+            if row is not None:
+                out.append(_too_old(facts, drv, need, row["min_driver_linux"], row, ["min_driver_linux"], ccs))
+                continue
         if verdict == "minor_compat":
-            out.append(_minor_compat(drv, need, ccs, facts))
+            out.append(_minor_compat(drv, need, ccs, facts, runtime_users=users))
             continue
         row = _floor_row(need.cuda[0])
         floor = hw.min_driver_for_cuda(_mm_str(need.cuda) if need.cuda[1] is not None
@@ -505,11 +516,27 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         detail=detail, evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
         source=_source("CUDA %d.x needs Linux driver >= %s (minor-version compatibility floor); CUDA %s's own "
                        "driver is %s" % (need.cuda[0], floor, _mm_str(need.cuda), exact), row),
-        fix=Fix(text=text, commands=commands, install="envdoctor install driver --version %s" % branch),
+        fix=Fix(text=text, commands=commands, install=install_line(facts, "driver", branch, floor=True)),
     )
 
 
-def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> Finding:
+def _toolkit_users(facts: Facts) -> List[str]:
+    """Frameworks that compile their GPU code at run time with the machine's own CUDA toolkit: CuPy built from
+    source (against the local toolkit), jaxlib's "local CUDA" wheels (+cudaNN without a minor, using the ptxas
+    and libraries of the installed toolkit)."""
+    out = []
+    cupy = facts.mapping("framework.cupy")
+    if cupy.get("build") == "source":
+        out.append("cupy")
+    jax = facts.mapping("framework.jax")
+    cuda = _mm(jax.get("cuda"))
+    if jax.get("build") == "cuda" and cuda is not None and cuda[1] is None:
+        out.append("jax")
+    return out
+
+
+def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
+                  runtime_users: Sequence[str] = ()) -> Finding:
     row = hw.cuda_release(_mm_str(need.cuda))
     floor = hw.min_driver_for_cuda(_mm_str(need.cuda), minor_compat=True)
     exact = row["min_driver_linux"] if row else "?"
@@ -519,7 +546,12 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
             need.fact.value.get("version"), need.fact.value.get("cuda"))
         if var:
             jit = any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs)
-    severity = "warning" if need.kind != "framework" or jit else "info"
+    # A toolkit is only a possibility of trouble (code built PTX-only, e.g. nvcc's default target, fails to JIT;
+    # code built with SASS for the GPU runs): info. A framework that reaches the GPU only through PTX: warning.
+    # JAX compiles its kernels at run time (XLA, with the ptxas/nvJitLink of its CUDA): under minor-version
+    # compatibility what needs the driver's JIT fails, so it is a warning like a PTX-only build
+    runtime = (need.kind == "framework" and need.component in RUNTIME_COMPILED) or bool(runtime_users)
+    severity = "warning" if (need.kind == "framework" and jit) or runtime else "info"
     return Finding(
         code="driver.minor_version_compat", severity=severity, components=["driver", need.component],
         title="%s; %s needs CUDA %s (driver >= %s), so it runs through CUDA minor-version compatibility "
@@ -528,15 +560,26 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts) -> 
                "JIT-compile PTX newer than it knows: such code fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
                "('the provided PTX was compiled with an unsupported toolchain').%s" % (
                    need.cuda[0], floor,
-                   " Here that matters: %s." % ("code nvcc builds embeds PTX" if need.kind != "framework"
-                                                 else "this build reaches the GPU only through PTX") if severity ==
-                   "warning" else " This build ships SASS for the GPU, so it runs normally."),
+                   " Here that matters: %s." % (
+                       "%s compiles its kernels at run time with it" % ", ".join(runtime_users) if runtime_users
+                       else "it compiles its kernels at run time" if runtime else
+                                                 "this build reaches the GPU only through PTX")
+                   if severity == "warning"
+                   else " Code nvcc builds with SASS for the GPU (-arch=native, or -gencode for its sm_XY) runs "
+                   "normally; code built for PTX only (nvcc's default target) does not." if need.kind != "framework"
+                   else " This build ships SASS for the GPU, so it runs normally."),
         evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
         source=_source("CUDA %d.x minor-version compatibility floor %s; CUDA %s's own driver %s" % (
             need.cuda[0], floor, _mm_str(need.cuda), exact), row),
         fix=Fix(text="Nothing is required. To lift the PTX limit, update the driver to %s or newer." % exact,
-                install="envdoctor install driver --version %s" % (_branch(exact) or "latest")),
+                install=install_line(facts, "driver", _branch(exact), floor=True)),
     )
+
+
+#: Frameworks whose precompiled kernels decide whether the GPU runs at all; JAX (XLA) and CuPy (NVRTC)
+#: compile most kernels at run time for the GPU present, so only their precompiled ones are at stake.
+ARCH_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy", "paddle")
+RUNTIME_COMPILED = ("jax", "cupy")
 
 
 def _arch_vs_builds(facts: Facts) -> List[Finding]:
@@ -545,28 +588,215 @@ def _arch_vs_builds(facts: Facts) -> List[Finding]:
     if not gpus:
         return out
     drv = Driver(facts)
-    torch = facts.get("framework.torch")
-    if torch is not None and torch.known and isinstance(torch.value, dict) and torch.value.get("build") == "cuda":
-        version = torch.value.get("version")
-        var = fw.torch_variant(version) or fw.torch_variant_for_cuda(version, torch.value.get("cuda"))
+    for name in ARCH_FRAMEWORKS:
+        fact = facts.get("framework." + name)
+        if fact is None or not fact.known or not isinstance(fact.value, dict) or fact.value.get("build") != "cuda":
+            continue
+        label = "%s %s" % (name, fact.value.get("version"))
+        code = facts.get("framework.%s.gpu_code" % name)
+        if code is not None and code.known and isinstance(code.value, dict) and code.value.get("sass") is not None:
+            out.extend(_binary_arch_findings(facts, drv, name, label, fact, code, gpus))
+            continue
+        listed = _listed_archs(name, fact)
+        if listed is not None:
+            archs, ptx, source, row = listed
+            out.extend(_arch_findings(facts, drv, name, label, archs, ptx, gpus, fact, source, row))
+            continue
+        if name not in RUNTIME_COMPILED:
+            out.extend(_arch_from_cuda(name, label, fact, code, gpus))
+    return out
+
+
+def _listed_archs(name: str, fact: Fact) -> Optional[Tuple[List[str], List[str], Dict[str, Any],
+                                                          Optional[Dict[str, Any]]]]:
+    """The architectures a build carries according to the matrix (torch wheels) or its own build_info
+    (TensorFlow): (SASS "X.Y" list, PTX list, source, matrix row), or None when neither says."""
+    value = fact.value
+    if name == "torch":
+        version = value.get("version")
+        var = fw.torch_variant(version) or fw.torch_variant_for_cuda(version, value.get("cuda"))
         row = fw.torch_release(version)
-        if var is not None and row is not None:
-            archs, ptx = var.get("arch_list") or [], [var["ptx"]] if var.get("ptx") else []
-            out.extend(_arch_findings(facts, drv, "torch", "torch %s" % version, archs, ptx, gpus, torch,
-                                      _source("torch %s %s wheels carry SASS for %s%s" % (
-                                          row["version"], var["tag"], ", ".join(archs),
-                                          " and PTX %s" % ptx[0] if ptx else ""), row), row))
-    tf = facts.get("framework.tensorflow")
-    if tf is not None and tf.known and isinstance(tf.value, dict) and tf.value.get("build") == "cuda":
-        caps = tf.value.get("compute_capabilities")
-        if isinstance(caps, list) and caps:
-            sass = [_cc_text(c) for c in caps if str(c).startswith("sm_")]
-            ptx = [_cc_text(c) for c in caps if str(c).startswith("compute_")]
-            out.extend(_arch_findings(facts, drv, "tensorflow", "tensorflow %s" % tf.value.get("version"),
-                                      [s for s in sass if s], [p for p in ptx if p], gpus, tf,
-                                      _source("build_info cuda_compute_capabilities %s; SASS runs within a major "
-                                              "at >= its minor, PTX at >= its capability" % caps, url=PROG_GUIDE),
-                                      None))
+        if var is None or row is None or not var.get("arch_list"):
+            return None
+        archs, ptx = list(var.get("arch_list") or []), [var["ptx"]] if var.get("ptx") else []
+        return archs, ptx, _source("torch %s %s wheels carry SASS for %s%s" % (
+            row["version"], var["tag"], ", ".join(archs), " and PTX %s" % ptx[0] if ptx else ""), row), row
+    if name == "tensorflow":
+        caps = value.get("compute_capabilities")
+        if not (isinstance(caps, list) and caps):
+            return None
+        sass = [c for c in (_cc_text(c) for c in caps if str(c).startswith("sm_")) if c]
+        ptx = [c for c in (_cc_text(c) for c in caps if str(c).startswith("compute_")) if c]
+        return sass, ptx, _source("build_info cuda_compute_capabilities %s; SASS runs within a major at >= its "
+                                  "minor, PTX at >= its capability" % caps, url=PROG_GUIDE), None
+    return None
+
+
+def _arch_cc(arch: str) -> Tuple[Optional[Version], str]:
+    """"sm_90a" -> (Version("9.0"), "a"); "compute_120" -> (Version("12.0"), "")."""
+    body = arch.split("_", 1)[-1]
+    suffix = body[-1] if body[-1:] in ("a", "f") else ""
+    digits = body[:-1] if suffix else body
+    if not digits.isdigit() or len(digits) < 2:
+        return None, suffix
+    return _v("%s.%s" % (digits[:-1], digits[-1])), suffix
+
+
+def _binary_runs_on(sass: Sequence[str], ptx: Sequence[str], cc: str) -> Tuple[bool, bool]:
+    """(SASS for ``cc``, PTX that JITs to ``cc``) among a fat binary's entries.  A cubin for X.y runs on X.z,
+    z >= y; an arch-specific one ("a") only on X.y itself; a family one ("f") on X.z, z >= y.  PTX runs on any
+    capability at or above its own, arch-specific PTX only on its own (CUDA C++ Programming Guide)."""
+    want = _v(cc)
+    if want is None:
+        return False, False
+    has_sass = has_ptx = False
+    for a in sass:
+        v, suffix = _arch_cc(a)
+        if v is not None and v.release[0] == want.release[0] and (v == want if suffix == "a" else v <= want):
+            has_sass = True
+    for p in ptx:
+        v, suffix = _arch_cc(p)
+        if v is not None and (v == want if suffix == "a" else v <= want):
+            has_ptx = True
+    return has_sass, has_ptx
+
+
+def _arch_fix(facts: Facts, drv: Driver, name: str, cc: str) -> Fix:
+    sm = "sm_" + cc.replace(".", "")
+    text = "Install a %s build compiled for %s." % (name, sm)
+    if name == "torch":
+        return _torch_fix(text, suggest_torch(facts, drv, [cc]), facts)
+    if name == "tensorflow":
+        return Fix(text=text + " Newer TensorFlow releases add newer architectures.",
+                   commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
+    return Fix(text=text + " Newer releases add newer architectures.")
+
+
+def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact: Fact, code: Fact,
+                          gpus: Sequence[Tuple[str, str, Fact]]) -> List[Finding]:
+    """Judge the GPUs against the architectures the framework's own binaries carry."""
+    out: List[Finding] = []
+    sass, ptx = list(code.value.get("sass") or []), list(code.value.get("ptx") or [])
+    libs = [posixpath.basename(str(lib.get("path", ""))) for lib in code.value.get("libraries") or []
+            if isinstance(lib, dict)]
+    where = ", ".join(libs) or "its libraries"
+    built = ", ".join(sass) + (" + PTX " + ", ".join(ptx) if ptx else "") if (sass or ptx) else "no GPU code"
+    complete = code.value.get("complete", True) is not False
+    source = {"rule": "the CUDA fat binary of %s carries SASS for %s and PTX for %s (read from the file); a cubin "
+                      "runs on its own major at an equal or higher minor, PTX at or above its capability" % (
+                          where, ", ".join(sass) or "nothing", ", ".join(ptx) or "nothing"),
+              "url": PROG_GUIDE, "checked": RULES_CHECKED}
+    runtime = name in RUNTIME_COMPILED
+    for cc, gpu, cc_fact in gpus:
+        has_sass, has_ptx = _binary_runs_on(sass, ptx, cc)
+        if has_sass:
+            continue
+        sm = "sm_" + cc.replace(".", "")
+        if has_ptx:
+            out.append(Finding(
+                code="gpu.arch_ptx_jit_only", severity="warning", components=["gpu", name],
+                title="%s (%s, compute capability %s) is reached by %s only through PTX JIT (%s carries %s)" % (
+                    gpu, sm, cc, label, where, built),
+                detail="No SASS for %s in the binary: the driver JIT-compiles the embedded PTX at first use. The "
+                       "first start takes minutes and fills the JIT cache (~/.nv/ComputeCache; raise "
+                       "CUDA_CACHE_MAXSIZE so it is kept), kernels may be slower, and under CUDA minor-version "
+                       "compatibility the JIT fails." % sm,
+                evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc)))
+            continue
+        if runtime:
+            severity, consequence = "warning", (
+                "%s compiles most kernels at run time for the GPU present, but its precompiled ones (sorting, "
+                "random numbers, linear-algebra helpers) fail with 'no kernel image is available for execution "
+                "on the device'." % ("XLA" if name == "jax" else "CuPy"))
+        else:
+            severity, consequence = ("error" if complete else "warning"), (
+                "Every kernel launch fails with 'no kernel image is available for execution on the device'.")
+        out.append(Finding(
+            code="gpu.arch_not_in_build", severity=severity, components=["gpu", name],
+            title="%s (%s, compute capability %s) is not supported by %s (%s carries %s)" % (
+                gpu, sm, cc, label, where, built),
+            detail="Neither SASS for %s (a cubin runs only on its own major at an equal or higher minor) nor PTX "
+                   "at or below %s is in the binary. %s%s" % (
+                       sm, cc, consequence, "" if complete else " (Part of the binary could not be read.)"),
+            evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc)))
+    return out
+
+
+def _torch_cuda_wheels_no_ptx(cuda: str) -> List[str]:
+    """The torch releases whose wheels for exactly CUDA ``cuda`` the matrix lists, when none of them embeds PTX
+    (empty when none is listed or one does): PyTorch builds every release's wheels for a CUDA the same way."""
+    releases, with_ptx = [], False
+    for row in matrix.load("torch"):
+        for var in row.get("variants") or []:
+            if _mm(var.get("cuda")) == _mm(cuda):
+                releases.append(row["version"])
+                with_ptx = with_ptx or bool(var.get("ptx"))
+    return [] if with_ptx else releases
+
+
+def _arch_fix_for(name: str, cc: str) -> Fix:
+    return Fix(text="Install a %s build made with a CUDA that targets sm_%s." % (name, cc.replace(".", "")))
+
+
+def _arch_from_cuda(name: str, label: str, fact: Fact, code: Optional[Fact],
+                    gpus: Sequence[Tuple[str, str, Fact]]) -> List[Finding]:
+    """No binary could be read and no table lists the build: what its CUDA version could target at all
+    (cuda.json cc_min/cc_max: the architectures that release's nvcc emits), else say it is unknown."""
+    out: List[Finding] = []
+    cuda = _framework_cuda(name, fact.value)
+    row = hw.cuda_release(_mm_str(cuda)) if cuda is not None and cuda[1] is not None else None
+    why = code.reason if code is not None and code.reason else "no GPU code was read from its libraries"
+    for cc, gpu, cc_fact in gpus:
+        sm = "sm_" + cc.replace(".", "")
+        want = _v(cc)
+        if row is None or want is None:
+            out.append(Finding(
+                code="gpu.arch_support_unknown", severity="info", components=["gpu", name],
+                title="Whether %s has kernels for %s (%s) is unknown" % (label, gpu, sm),
+                detail="Its libraries' GPU code could not be read (%s), no table lists this build, and the CUDA "
+                       "version it was built with is %s." % (why, "unknown" if cuda is None else
+                                                              "not in the matrix (%s)" % _mm_str(cuda)),
+                evidence=_ev(cc_fact, fact, code), source=_source("the build's GPU code or CUDA version"),
+                fix=Fix(text="Check on the machine: python -c \"import %s\" and run one GPU operation." % name)))
+            continue
+        lo, hi = _v(row["cc_min"]), _v(row["cc_max"])
+        if lo is not None and want < lo:
+            out.append(Finding(
+                code="gpu.arch_not_in_build", severity="error", components=["gpu", name],
+                title="%s (%s, compute capability %s) is not supported by %s: built with CUDA %s, which "
+                      "targets compute capability %s and newer only" % (gpu, sm, cc, label, row["version"],
+                                                                       row["cc_min"]),
+                detail="CUDA %s's nvcc cannot emit code for %s, so no build made with it carries kernels for this "
+                       "GPU (its libraries' GPU code could not be read: %s)." % (row["version"], sm, why),
+                evidence=_ev(cc_fact, fact, code), source=_source("cuda.json cc_min of CUDA %s" % row["version"],
+                                                                  row),
+                fix=Fix(text="Install a %s build made with an older CUDA that still targets %s." % (name, sm))))
+        elif hi is not None and want.release[0] > hi.release[0] and name == "torch" and _torch_cuda_wheels_no_ptx(
+                row["version"]):
+            releases = _torch_cuda_wheels_no_ptx(row["version"])
+            out.append(Finding(
+                code="gpu.arch_not_in_build", severity="error", components=["gpu", name],
+                title="%s (%s, compute capability %s) is not supported by %s: CUDA %s compiles for compute capability "
+                      "%s at most, and PyTorch's CUDA %s wheels carry no PTX" % (
+                          gpu, sm, cc, label, row["version"], row["cc_max"], row["version"]),
+                detail="No build made with CUDA %s has SASS for %s, and the PyTorch wheels for CUDA %s that the "
+                       "matrix lists (torch %s) embed no PTX to JIT from: every kernel launch fails with 'no kernel "
+                       "image is available for execution on the device'. (Its own libraries' GPU code could not be "
+                       "read: %s.)" % (row["version"], sm, row["version"], ", ".join(releases), why),
+                evidence=_ev(cc_fact, fact, code),
+                source=_source("cuda.json cc_max of CUDA %s; torch.json variants for CUDA %s (no ptx)" % (
+                    row["version"], row["version"]), row),
+                fix=_arch_fix_for(name, cc)))
+        elif hi is not None and want.release[0] > hi.release[0]:
+            out.append(Finding(
+                code="gpu.arch_support_unknown", severity="warning", components=["gpu", name],
+                title="%s (%s) is newer than anything CUDA %s can compile for (up to compute capability %s): %s "
+                      "runs on it only if it embedded PTX" % (gpu, sm, row["version"], row["cc_max"], label),
+                detail="A build made with CUDA %s carries no SASS for %s; it runs only through PTX JIT, and only "
+                       "if it embedded PTX, which could not be read (%s)." % (row["version"], sm, why),
+                evidence=_ev(cc_fact, fact, code), source=_source("cuda.json cc_max of CUDA %s" % row["version"],
+                                                                  row),
+                fix=Fix(text="Install a %s build made with a CUDA that targets %s." % (name, sm))))
     return out
 
 
@@ -587,7 +817,7 @@ def _arch_findings(facts: Facts, drv: Driver, component: str, label: str, archs:
         sm = "sm_" + cc.replace(".", "")
         fix_text = "Install a %s build compiled for %s." % (component, sm)
         if component == "torch":
-            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]))
+            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]), facts)
         else:
             fix = Fix(text=fix_text + " Newer TensorFlow releases add newer architectures.",
                       commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
@@ -623,6 +853,20 @@ def _active_toolkit_row(facts: Facts) -> Optional[Tuple[str, str, Fact, Dict[str
     return None if row is None else (active[0], active[1], active[2], row)
 
 
+def _can_compile(facts: Facts, tk_fact: Fact) -> bool:
+    """Whether the active toolkit has a compiler: a runtime-only one (a CUDA base/runtime container image,
+    cuda-cudart packages) compiles nothing, so what its nvcc could target does not matter."""
+    if tk_fact.key == "cuda.nvcc":
+        return True
+    value = tk_fact.value if isinstance(tk_fact.value, dict) else {}
+    where = {str(value.get(k)) for k in ("resolved", "path") if value.get(k)}
+    toolkits = facts.value("cuda.toolkits")
+    for tk in toolkits if isinstance(toolkits, list) else []:
+        if isinstance(tk, dict) and (tk.get("path") in where or tk.get("resolved") in where):
+            return tk.get("nvcc") is not False
+    return True  # not seen: assume it can (the verdict then errs on the side of saying)
+
+
 def _cuda_ga(version: str) -> str:
     """The GA version ("12.4.0") of a CUDA release named by the table ("12.4")."""
     row = hw.cuda_release(version)
@@ -636,6 +880,8 @@ def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
     if active is None:
         return out
     version, how, tk_fact, row = active
+    if not _can_compile(facts, tk_fact):
+        return out
     for cc, name, cc_fact in gpu_ccs(facts):
         want = Version(cc)
         sm = "sm_" + cc.replace(".", "")
@@ -653,8 +899,8 @@ def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
                 source=_source("CUDA %s nvcc targets compute capability %s..%s" % (
                     row["version"], row["cc_min"], row["cc_max"]), row),
                 fix=Fix(text="Use a toolkit that still targets %s (CUDA %s) for this GPU." % (sm, last or "older"),
-                        install=("envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
-                            _cuda_ga(last), last)) if last else None)))
+                        install=install_line(facts, "cuda", _cuda_ga(last), prefix="~/cuda-%s" % last)
+                        if last else None)))
         elif want > Version(row["cc_max"]):
             newer = hw.cuda_for_cc(cc)
             first = newer[0] if newer else None
@@ -669,8 +915,8 @@ def _toolkit_vs_gpu(facts: Facts) -> List[Finding]:
                 source=_source("CUDA %s nvcc targets compute capability %s..%s" % (
                     row["version"], row["cc_min"], row["cc_max"]), row),
                 fix=Fix(text="Install CUDA %s or newer and point CUDA_HOME / PATH at it." % (first or "a newer"),
-                        install=("envdoctor install cuda --version %s --prefix ~/cuda-%s" % (
-                            _cuda_ga(first), first)) if first else None)))
+                        install=install_line(facts, "cuda", _cuda_ga(first), prefix="~/cuda-%s" % first)
+                        if first else None)))
     return out
 
 
@@ -693,7 +939,7 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
         src: Dict[str, Any] = _source("a CUDA build exists for this GPU", url=MINOR_COMPAT)
         if name == "torch":
             sug = suggest_torch(facts, drv if drv.known else None, ccs, prefer=v.get("version"))
-            fix = _torch_fix("Replace the CPU-only wheel with a CUDA build.", sug)
+            fix = _torch_fix("Replace the CPU-only wheel with a CUDA build.", sug, facts)
             if sug is not None:
                 src = _source("torch %s %s (CUDA %s) runs on this driver" % (sug[0], sug[1]["tag"], sug[1]["cuda"]),
                               fw.torch_release(sug[0]))
@@ -745,7 +991,11 @@ def _toolkits_disagree(facts: Facts) -> List[Finding]:
     if home is not None and home.known and isinstance(home.value, dict) and home.value.get("version"):
         seen.append(("%s=%s" % (home.value.get("var"), home.value.get("path")), str(home.value["version"]), home))
     link = facts.get("cuda.default_symlink")
-    if link is not None and link.known and isinstance(link.value, dict) and link.value.get("version"):
+    # With CUDA_HOME and the nvcc on PATH agreeing, /usr/local/cuda is never reached by the tools that honour
+    # them (it is their last fallback): a second toolkit there is a deliberate, consistent choice.
+    chosen_by_both = len(seen) == 2 and _mm(seen[0][1]) == _mm(seen[1][1])
+    if link is not None and link.known and isinstance(link.value, dict) and link.value.get("version") \
+            and not chosen_by_both:
         seen.append(("/usr/local/cuda -> %s" % link.value.get("resolved"), str(link.value["version"]), link))
     releases = {_mm(v) for _, v, _ in seen}
     if len(releases) < 2:
@@ -820,8 +1070,10 @@ def _cuda_home_for(facts: Facts, want: Optional[Tuple[int, Optional[int]]],
     if want is None or want[1] is None:
         return [], None, False
     ga = (hw.cuda_release(_mm_str(want)) or {}).get("ga", _mm_str(want))
-    return (["export CUDA_HOME=~/cuda-%s" % _mm_str(want)],
-            "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (ga, _mm_str(want)), False)
+    line = install_line(facts, "cuda", ga, prefix="~/cuda-%s" % _mm_str(want))
+    if line is None:  # never name a directory nothing will create
+        return [], None, False
+    return ["export CUDA_HOME=~/cuda-%s" % _mm_str(want)], line, False
 
 
 def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
@@ -837,7 +1089,9 @@ def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
     major = tk[0] != fwc[0]
     cmds, install, _ = _cuda_home_for(facts, fwc)
     return [Finding(
-        code="cuda.toolkit_differs_from_framework", severity="info", components=["cuda", "torch"],
+        # another major breaks extension builds; said as a warning where they would run (a GPU is here)
+        code="cuda.toolkit_differs_from_framework", severity="warning" if major and has_nvidia_gpu(facts) else "info",
+        components=["cuda", "torch"],
         title="The active CUDA toolkit is %s (%s), but torch %s was built with CUDA %s" % (
             active[0], active[1], torch.value.get("version"), _mm_str(fwc)),
         detail=("Only building CUDA extensions uses the toolkit. torch.utils.cpp_extension %s." % (
@@ -859,7 +1113,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     version, how, tk_fact, row = active
     gcc = facts.get("compiler.gcc")
     gv = _v(gcc.value.get("version")) if gcc is not None and gcc.known and isinstance(gcc.value, dict) else None
-    if gv is not None and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
+    if gv is not None and _can_compile(facts, tk_fact) and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
         assert gcc is not None  # gv was read from it
         gmax = int(Version(row["gcc_max"]).release[0])
         others = [g for g in facts.items("compiler.gcc_versions") if isinstance(g, dict)]
@@ -874,6 +1128,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
             cmds.append("export NVCC_CCBIN=%s" % best["path"].replace("gcc", "g++"))
         else:
             cmds.append("sudo apt-get install gcc-%d g++-%d" % (gmax, gmax) if facts.value("os.id") == "ubuntu"
+                        else "sudo yum install devtoolset-%d" % gmax if rpm_tool(facts) == "yum"
                         else "sudo dnf install gcc-toolset-%d" % gmax)
             cmds.append("export NVCC_CCBIN=/usr/bin/g++-%d" % gmax)
         out.append(Finding(
@@ -886,7 +1141,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
             source=_source("CUDA %s supports host GCC up to %s" % (row["version"], row["gcc_max"]), row),
             fix=Fix(text="Use GCC %d or older for nvcc." % gmax, commands=cmds)))
     os_id, os_ver = facts.value("os.id"), facts.value("os.version")
-    if os_id and os_ver:
+    if os_id and os_ver and not _distribution_package(tk_fact):
         dist = row.get("distributions") or {}
         key, ver = nvidia_distro(str(os_id), str(os_ver))
         if key in dist and ver not in dist[key]:
@@ -900,12 +1155,36 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
                 source=_source("CUDA %s supports %s %s" % (row["version"], key, ", ".join(dist[key])), row),
                 fix=Fix(text="Use a CUDA release that supports %s %s, or the distribution release CUDA %s "
                              "supports." % (key, ver, row["version"]),
-                        install=_cuda_for_os(key, ver))))
+                        install=_cuda_for_os(facts, key, ver))))
     return out
 
 
-def _cuda_for_os(key: str, ver: str) -> Optional[str]:
+def _distribution_package(tk_fact: Fact) -> bool:
+    """The active toolkit is the distribution's own package (Debian/Ubuntu nvidia-cuda-toolkit, Fedora/Arch
+    cuda: nvcc in /usr/bin, no toolkit directory of NVIDIA's layout): the distribution built and supports it
+    for its release, so NVIDIA's list of distributions for its own packages says nothing about it."""
+    value = tk_fact.value if isinstance(tk_fact.value, dict) else {}
+    return (tk_fact.key == "cuda.nvcc" and not value.get("toolkit")
+            and str(value.get("resolved") or value.get("path") or "").startswith("/usr/bin/"))
+
+
+def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
     for r in reversed(hw.cuda_releases()):
         if ver in (r.get("distributions") or {}).get(key, []):
-            return "envdoctor install cuda --version %s --prefix ~/cuda-%s" % (r["ga"], r["version"])
+            return install_line(facts, "cuda", r["ga"], prefix="~/cuda-%s" % r["version"])
     return None
+
+
+_question("driver-vs-cuda", _driver_vs_cuda, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
+          "driver.minor_version_compat", "driver.missing_for_framework", "driver.cuda_version_is_a_ceiling")
+_question("arch-vs-builds", _arch_vs_builds, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only",
+          "gpu.arch_support_unknown")
+_question("toolkit-vs-gpu", _toolkit_vs_gpu, "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit")
+_question("cpu-builds", _cpu_builds, "framework.cpu_only_build")
+_question("toolkits-disagree", _toolkits_disagree, "cuda.toolkits_disagree")
+_question("toolkit-vs-framework", _toolkit_vs_framework, "cuda.toolkit_differs_from_framework")
+_question("extension-home", _extension_home, "cuda.extension_home_not_a_toolkit")
+_question("host-compiler-and-os", _host_compiler_and_os, "compiler.gcc_too_new_for_cuda", "os.unsupported_by_cuda")
+
+#: Every compat question at once (tests, and callers that want this area only).
+compat = group("compat")

@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterable, List
 from ..facts import Facts
 from ..findings import Finding, Fix
 from . import CheckContext, CodeDoc, check
+from .suggest import install_line
 
 CHECKED = "2026-11-22"
 INSTALL_GUIDE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -68,7 +69,7 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
                          "configure the toolkit.",
                     commands=["sudo snap remove --purge docker",
                               "curl -fsSL https://get.docker.com | sh"] + CONFIGURE,
-                    install="envdoctor install container-toolkit"))
+                    install=install_line(facts, "container-toolkit")))
     if not _has_gpu(facts):
         return
     if docker.get("error") == "not_contacted":
@@ -99,7 +100,7 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
             source={"rule": "GPU containers under Docker need the NVIDIA Container Toolkit", "url": INSTALL_GUIDE,
                     "checked": CHECKED},
             fix=Fix(text="Install the NVIDIA Container Toolkit and register its runtime with Docker.",
-                    commands=CONFIGURE, install="envdoctor install container-toolkit"))
+                    commands=CONFIGURE, install=install_line(facts, "container-toolkit")))
         return
     if isinstance(tk, dict) and tk.get("installed") and facts.value("container.nvidia_runtime_configured") is False:
         yield Finding(
@@ -114,4 +115,47 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
             source={"rule": "configure Docker with nvidia-ctk runtime configure --runtime=docker",
                     "url": INSTALL_GUIDE + "#configuring-docker", "checked": CHECKED},
             fix=Fix(text="Register the nvidia runtime with Docker and restart it.", commands=CONFIGURE,
-                    install="envdoctor install container-toolkit"))
+                    install=install_line(facts, "container-toolkit")))
+
+
+DEV_CHAR_NOTICE = "https://github.com/NVIDIA/nvidia-docker/issues/1730"
+
+
+@check("container-toolkit.dev-char", codes=(
+    CodeDoc("container-toolkit.dev_char_symlinks_missing", "warning",
+            "Docker manages container cgroups with systemd and /dev/char holds no links to the NVIDIA devices.",
+            "container.docker_cgroup_driver, container.dev_char_nvidia_links, container.toolkit, os.container",
+            "After any `systemctl daemon-reload` (package upgrades run one) systemd re-applies the containers' "
+            "device rules without the NVIDIA devices: running GPU containers fail with 'Failed to initialize "
+            "NVML: Unknown Error' until recreated.", DEV_CHAR_NOTICE),
+))
+def dev_char_links(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    links = facts.get("container.dev_char_nvidia_links")
+    if facts.value("container.docker_cgroup_driver") != "systemd" or links is None or not links.known or links.value:
+        return
+    if facts.value("os.container"):
+        return  # the host's /dev/char is not visible from a container
+    toolkit = facts.value("container.toolkit")
+    if not (isinstance(toolkit, dict) and toolkit.get("installed")) and \
+            facts.value("container.nvidia_runtime_configured") is not True:
+        return
+    yield Finding(
+        code="container-toolkit.dev_char_symlinks_missing", severity="warning",
+        components=["container-toolkit", "docker"],
+        title="Docker uses the systemd cgroup driver, but /dev/char has no links to /dev/nvidia*: GPU containers "
+              "lose their GPUs at the next systemctl daemon-reload",
+        detail="runc gives containers the NVIDIA devices, and systemd re-applies the containers' device rules on "
+               "every daemon-reload, resolving devices through /dev/char/<major>:<minor>. Without links for the "
+               "NVIDIA devices (major %s) they are dropped: NVML inside running containers then fails with "
+               "'Failed to initialize NVML: Unknown Error'." % "195",
+        evidence=_ev(facts, "container.docker_cgroup_driver", "container.dev_char_nvidia_links", "container.toolkit"),
+        source={"rule": "NVIDIA's notice: with the systemd cgroup driver, /dev/char links for the NVIDIA devices "
+                        "are needed", "url": DEV_CHAR_NOTICE, "checked": "2026-11-25"},
+        fix=Fix(text="Create the links now and at every boot (a udev rule running the same command), then recreate "
+                     "the GPU containers; or switch Docker to the cgroupfs driver "
+                     "(\"exec-opts\": [\"native.cgroupdriver=cgroupfs\"] in /etc/docker/daemon.json).",
+                commands=["sudo nvidia-ctk system create-dev-char-symlinks --create-all",
+                          "echo 'ACTION==\"add\", DEVPATH==\"/bus/pci/drivers/nvidia\", RUN+=\"/usr/bin/nvidia-ctk "
+                          "system create-dev-char-symlinks --create-all\"' | sudo tee "
+                          "/lib/udev/rules.d/71-nvidia-dev-char.rules"]))

@@ -32,8 +32,9 @@ that finding is a warning at most.
 
 from __future__ import annotations
 
+import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from packaging.version import InvalidVersion, Version
 
@@ -43,7 +44,8 @@ from ..findings import Finding, Fix
 from ..host.nvml_worker import MAX_GPUS
 from ..matrix import unverified
 from ..matrix.hardware import gpu_product
-from . import CheckContext, CodeDoc, check
+from . import CheckContext, CodeDoc, check, group, quietly
+from .suggest import install_line, rpm_tool
 
 CHECKED = "2026-11-22"
 
@@ -127,11 +129,11 @@ def _initramfs(family: str) -> List[str]:
     return ["sudo update-initramfs -u   # Debian/Ubuntu", "sudo dracut --force   # RHEL/Fedora/SUSE"]
 
 
-def _headers(family: str) -> List[str]:
+def _headers(family: str, tool: str = "dnf") -> List[str]:
     if family == "debian":
         return ['sudo apt-get install -y "linux-headers-$(uname -r)"']
     if family in ("rhel", "fedora"):
-        return ['sudo dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"']
+        return ['sudo %s install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"' % tool]
     if family == "suse":
         return ["sudo zypper install -y kernel-default-devel"]
     return ['sudo apt-get install -y "linux-headers-$(uname -r)"   # Debian/Ubuntu',
@@ -229,7 +231,7 @@ def _no_driver(facts: Facts) -> List[Finding]:
                            "driver.secure_boot", "os.family"),
         source=_source("install"),
         fix=Fix(text="Install the NVIDIA driver for this GPU and reboot.", commands=cmds,
-                install="envdoctor install driver"),
+                install=install_line(facts, "driver")),
     )]
 
 
@@ -264,7 +266,58 @@ def _mismatch(facts: Facts) -> List[Finding]:
         fix=Fix(text="Reboot, which loads the new module. Without a reboot: stop everything using the GPU "
                      "(display manager, nvidia-persistenced, containers, jobs), then unload and reload the "
                      "modules.",
-                commands=["sudo reboot", RELOAD]),
+                commands=["sudo reboot", RELOAD]) if not _on_disk_differs(facts, uver) else
+        Fix(text="A reboot would load the same old module again: the module installed for this kernel is %s. "
+                 "Finish or repair the driver upgrade so the %s kernel module is built and installed, then "
+                 "reboot." % (_on_disk(facts), u), commands=_module_repair(facts)),
+    )] + _on_disk_mismatch(facts, uver)
+
+
+def _on_disk(facts: Facts) -> Optional[str]:
+    """The nvidia module version installed for the running kernel: modinfo, else DKMS's installed build."""
+    text = facts.text("driver.module_on_disk.version")
+    if text:
+        return text
+    release = facts.text("kernel.release")
+    for e in facts.items("driver.dkms.status"):
+        if isinstance(e, dict) and e.get("state") == "installed" and e.get("kernel") == release \
+                and str(e.get("module", "")).startswith("nvidia"):
+            return str(e.get("version"))
+    return None
+
+
+def _on_disk_differs(facts: Facts, uver: Optional[str]) -> bool:
+    disk = _v(_on_disk(facts))
+    user = _v(uver)
+    return disk is not None and user is not None and disk != user
+
+
+def _module_repair(facts: Facts) -> List[str]:
+    family = _family(facts)
+    if family == "debian":
+        return ["sudo apt-get install --fix-broken", "sudo dkms status", "sudo reboot"]
+    if family in ("rhel", "fedora"):
+        return ["sudo %s distro-sync 'nvidia*' 'kmod-nvidia*'" % rpm_tool(facts), "sudo dkms status", "sudo reboot"]
+    return ["sudo dkms status", "sudo dkms autoinstall", "sudo reboot"]
+
+
+def _on_disk_mismatch(facts: Facts, uver: Optional[str]) -> List[Finding]:
+    if not _on_disk_differs(facts, uver):
+        return []
+    disk = _on_disk(facts)
+    return [Finding(
+        code="driver.module_on_disk_mismatch", severity="error", components=["driver", "kernel"],
+        title="The nvidia module installed for kernel %s is %s, but the user-space driver is %s: a reboot will "
+              "not fix the mismatch" % (facts.text("kernel.release") or "(running)", disk, uver),
+        detail="The kernel module on disk (what the next boot loads) was not upgraded with the user-space "
+               "libraries, typically a half-finished package upgrade or a DKMS build that failed for the new "
+               "version. Until a %s module is built and installed, NVML and CUDA keep failing with 'Driver/library "
+               "version mismatch'." % uver,
+        evidence=_evidence(facts, "driver.module_on_disk.version", "driver.dkms.status", "driver.userspace.version",
+                           "kernel.release"),
+        source=_source("nvml"),
+        fix=Fix(text="Repair the driver packages so the %s kernel module is built for this kernel, then reboot."
+                     % uver, commands=_module_repair(facts)),
     )]
 
 
@@ -282,7 +335,7 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
     if family == "debian" and branch:
         cmds = ["sudo apt-get install -y libnvidia-compute-%s nvidia-utils-%s" % (branch, branch)]
     elif family in ("rhel", "fedora"):
-        cmds = ["sudo dnf install -y nvidia-driver-cuda nvidia-driver-cuda-libs"]
+        cmds = ["sudo %s install -y nvidia-driver-cuda nvidia-driver-cuda-libs" % rpm_tool(facts)]
     else:
         cmds = []
     return [Finding(
@@ -298,7 +351,7 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         source=_source("nvml"),
         fix=Fix(text="Install the user-space libraries of driver %s (the same version as the loaded module)."
                      % (kver or "?"), commands=cmds,
-                install="envdoctor install driver --version %s" % branch if branch else "envdoctor install driver"),
+                install=install_line(facts, "driver", branch)),
     )]
 
 
@@ -365,8 +418,19 @@ def _no_module_for_kernel(facts: Facts) -> List[Finding]:
     title = "No nvidia kernel module is built for the running kernel %s" % release
     if others:
         title += " (DKMS built nvidia %s only for %s)" % (", ".join(versions) or "?", ", ".join(others))
-    cmds = _headers(family) + ["sudo dkms autoinstall", "sudo modprobe nvidia"]
-    return [Finding(
+    cmds = _headers(family, rpm_tool(facts)) + ["sudo dkms autoinstall", "sudo modprobe nvidia"]
+    headers = facts.mapping("kernel.headers")
+    missing_headers = [] if headers.get("present") is not False else [Finding(
+        code="driver.kernel_headers_missing", severity="error", components=["kernel", "driver"],
+        title="The headers of the running kernel %s are not installed, so DKMS cannot build the nvidia module for "
+              "it" % release,
+        detail="DKMS compiles the nvidia module against /lib/modules/%s/build; without the kernel's headers "
+               "package the build is skipped after a kernel update, and the new kernel boots without the module."
+               % release,
+        evidence=_evidence(facts, "kernel.headers", "kernel.release", "driver.dkms.status"),
+        source=_source("headers"),
+        fix=Fix(text="Install the headers of kernel %s; DKMS then builds the module." % release, commands=cmds))]
+    return missing_headers + [Finding(
         code="driver.no_module_for_kernel", severity="error", components=["driver", "kernel"],
         title=title,
         detail="The machine booted kernel %s, but /lib/modules/%s holds no nvidia.ko and DKMS has not built one "
@@ -384,6 +448,8 @@ def _secure_boot(facts: Facts) -> List[Finding]:
     if facts.value("driver.secure_boot") is not True:
         return []
     signed = facts.get("driver.module_signed")
+    if signed is not None and signed.known and signed.value is True:
+        return _key_not_enrolled(facts)
     if signed is None or not signed.known or signed.value is not False:
         return []
     loaded = facts.value("driver.kernel_module.loaded") is True
@@ -403,6 +469,40 @@ def _secure_boot(facts: Facts) -> List[Finding]:
                      "Then rebuild (DKMS signs with the enrolled key). Or turn Secure Boot off in the firmware.",
                 commands=["sudo mokutil --import /var/lib/dkms/mok.pub", "sudo reboot",
                           "sudo dkms autoinstall", "sudo modprobe nvidia"]),
+    )]
+
+
+def _key_not_enrolled(facts: Facts) -> List[Finding]:
+    """Secure Boot on, the module signed, built for this kernel, and still not loaded: its signing key is not
+    enrolled (certain when ``mokutil --test-key`` says so for the key DKMS signs with)."""
+    if facts.value("driver.kernel_module.loaded") is not False or facts.value("driver.module_for_running_kernel") \
+            is not True:
+        return []
+    keys = [k for k in facts.items("driver.mok_keys") if isinstance(k, dict)]
+    if any(k.get("enrolled") is True for k in keys) and not any(k.get("enrolled") is False for k in keys):
+        return []  # the key is enrolled: something else keeps the module out
+    missing = [k for k in keys if k.get("enrolled") is False]
+    key = str(missing[0]["path"]) if missing else "/var/lib/shim-signed/mok/MOK.der"
+    signer = facts.value("driver.module_signer") or "a Machine Owner Key"
+    ubuntu_like = _family(facts) == "debian"
+    enrol = (["sudo update-secureboot-policy --enroll-key"] if ubuntu_like and key.startswith("/var/lib/shim-signed")
+             else ["sudo mokutil --import %s" % key])
+    return [Finding(
+        code="driver.module_key_not_enrolled", severity="error" if missing else "warning",
+        components=["driver", "kernel"],
+        title="Secure Boot is on and the nvidia module of %s is signed (by %s), but %s: the kernel refuses it" % (
+            _driver_label(facts), signer, "the signing key %s is not enrolled" % key if missing else
+            "it is not loaded, so its signing key is most likely not enrolled"),
+        detail="Under Secure Boot the kernel loads only modules signed by a key in the firmware's or shim's "
+               "database; modprobe says \"Key was rejected by service\". DKMS signed the module with the machine's "
+               "own key (MOK), which has to be enrolled once, at the next boot, in the blue MokManager screen.",
+        evidence=_evidence(facts, "driver.secure_boot", "driver.module_signed", "driver.module_signer",
+                           "driver.mok_keys", "driver.kernel_module.loaded", "driver.module_for_running_kernel"),
+        source=_source("secure_boot"),
+        fix=Fix(text="Enrol the signing key: the command asks for a one-time password; reboot, choose \"Enroll MOK\" "
+                     "in MokManager, confirm and enter that password; the module then loads. (Or turn Secure Boot "
+                     "off in the firmware.)",
+                commands=enrol + ["sudo reboot", "mokutil --test-key %s" % key, "sudo modprobe nvidia"]),
     )]
 
 
@@ -459,18 +559,23 @@ def _fabric_manager(facts: Facts) -> List[Finding]:
     if family == "debian":
         pkg = "sudo apt-get install -y nvidia-fabricmanager-%s=%s-*" % (branch or "<branch>", version or "<version>")
     elif family in ("rhel", "fedora"):
-        pkg = "sudo dnf install -y nvidia-fabric-manager-%s" % (version or "<version>")
+        pkg = "sudo %s install -y nvidia-fabric-manager-%s" % (rpm_tool(facts), version or "<version>")
     else:
         pkg = "# install nvidia-fabricmanager of exactly driver version %s" % (version or "<version>")
+    fm_version = facts.text("driver.fabric_manager.version")
+    other = bool(fm_version and version and fm_version != str(version))
     return [Finding(
         code="driver.fabric_manager_not_running", severity="error", components=["fabric-manager", "driver"],
-        title="NVSwitch system with %s, but the fabric manager service is %s (needs nvidia-fabricmanager %s)" % (
-            _driver_label(facts), state, version or "of the driver's exact version"),
+        title=("NVSwitch system with %s, but the fabric manager service is %s: the installed nvidia-fabricmanager "
+               "is %s, not the driver's %s" % (_driver_label(facts), state, fm_version, version)) if other else
+              "NVSwitch system with %s, but the fabric manager service is %s (needs nvidia-fabricmanager %s)" % (
+                  _driver_label(facts), state, version or "of the driver's exact version"),
         detail="This machine has NVSwitches. Until NVIDIA Fabric Manager has configured the NVLink fabric, CUDA "
                "initialisation fails with cudaErrorSystemNotReady (error 802, \"system not yet initialized\"). "
                "The fabric manager package must be exactly the driver's version (%s); after a driver upgrade an "
                "old fabric manager refuses to start (see `journalctl -u nvidia-fabricmanager`)." % (version or "?"),
-        evidence=_evidence(facts, "driver.nvswitch.present", "driver.fabric_manager.state", "driver.version"),
+        evidence=_evidence(facts, "driver.nvswitch.present", "driver.fabric_manager.state", "driver.version",
+                           "driver.fabric_manager.version"),
         source=_source("fabric_manager"),
         fix=Fix(text="Install the fabric manager of exactly driver version %s (if missing or of another version) "
                      "and start it at boot." % (version or "?"),
@@ -479,18 +584,34 @@ def _fabric_manager(facts: Facts) -> List[Finding]:
     )]
 
 
+def _compat_libcuda_in_use(facts: Facts) -> List[Dict[str, Any]]:
+    """Forward-compatibility libcuda the loader would pick: a cuda-compat directory on LD_LIBRARY_PATH, or a
+    libcuda newer than the running driver copied into a loader directory (container runtimes inject the
+    image's compat libraries there).  Each: {path, driver_version, via}."""
+    in_use: List[Dict[str, Any]] = []
+    ldp = [p.rstrip("/") for p in facts.strings("cuda.ld_library_path")]
+    for c in facts.items("cuda.forward_compat"):
+        if isinstance(c, dict) and c.get("path") and str(c["path"]).rsplit("/", 1)[0].rstrip("/") in ldp:
+            in_use.append(dict(c, via="LD_LIBRARY_PATH"))
+    running = _v(facts.value("driver.version")) if _nvml_status(facts) == "ok" else None
+    if running is not None:
+        for lib in facts.strings("driver.userspace.libraries"):
+            m = re.search(r"/libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$", lib)
+            newer = _v(m.group(1)) if m else None
+            if m and newer is not None and newer > running and not any(c["path"] == lib for c in in_use):
+                in_use.append({"path": lib, "driver_version": m.group(1), "via": "the loader's directories"})
+    return in_use
+
+
+def _v(text: Any) -> Optional[Version]:
+    try:
+        return Version(str(text)) if text else None
+    except InvalidVersion:
+        return None
+
+
 def _forward_compat(facts: Facts) -> List[Finding]:
-    compat = facts.items("cuda.forward_compat")
-    ldp = facts.strings("cuda.ld_library_path")
-    if not compat or not ldp:
-        return []
-    in_use = []
-    for c in compat:
-        if not isinstance(c, dict) or not c.get("path"):
-            continue
-        d = str(c["path"]).rsplit("/", 1)[0]
-        if d in ldp or d.rstrip("/") in [p.rstrip("/") for p in ldp]:
-            in_use.append(c)
+    in_use = _compat_libcuda_in_use(facts)
     if not in_use:
         return []
     names = sorted(set(_gpu_names(facts)))
@@ -503,10 +624,12 @@ def _forward_compat(facts: Facts) -> List[Finding]:
             if row.get("segment") in ("geforce", "workstation"):
                 bad.append(n)
                 rows.append(row)
-                if row.get("segment") == "geforce" and not unverified(row, "segment"):
+                # NVIDIA names its consumer boards "GeForce": that name alone settles it, verified row or not
+                if row.get("segment") == "geforce" and (not unverified(row, "segment") or "geforce" in n.lower()):
                     error = True
         elif "geforce" in n.lower():  # NVIDIA names its consumer boards "GeForce": never Data Center
             bad.append(n)
+            error = True
     if not bad:
         return []
     lib = in_use[0]
@@ -517,8 +640,9 @@ def _forward_compat(facts: Facts) -> List[Finding]:
     return [Finding(
         code="driver.forward_compat_unsupported_gpu", severity="error" if error else "warning",
         components=["cuda", "driver", "gpu"],
-        title="Forward-compatibility libcuda %s (%s) is on LD_LIBRARY_PATH, but %s does not support forward "
-              "compatibility (%s)" % (libver, compat_dir, ", ".join(bad), _driver_label(facts)),
+        title="Forward-compatibility libcuda %s (%s, via %s) is what CUDA loads, but %s does not support forward "
+              "compatibility (%s): CUDA fails with error 804" % (libver, lib["path"], lib.get("via"), ", ".join(bad),
+                                                                  _driver_label(facts)),
         detail="The CUDA forward-compatibility package (cuda-compat) lets a newer CUDA run on an older driver only "
                "on NVIDIA Data Center GPUs, select NGC Server Ready RTX SKUs and Jetson. On other GPUs CUDA fails to "
                "initialise (cudaErrorCompatNotSupportedOnDevice, error 804) while this libcuda is picked first. "
@@ -530,7 +654,12 @@ def _forward_compat(facts: Facts) -> List[Finding]:
                      "CUDA, upgrade the driver." % compat_dir,
                 commands=['export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s '
                           '| paste -sd:)"' % compat_dir, "grep -rl compat /etc/ld.so.conf.d/ && sudo ldconfig"],
-                install="envdoctor install driver"),
+                install=install_line(facts, "driver")) if lib.get("via") == "LD_LIBRARY_PATH" else
+        Fix(text="This libcuda %s is newer than the running driver %s: a cuda-compat package's copy placed where the "
+                 "loader looks (a container runtime injects the host's or the image's compat libraries). Remove "
+                 "the cuda-compat package (on the host for an injected copy) so the driver's own libcuda is used; "
+                 "to run a newer CUDA, upgrade the driver." % (libver, facts.value("driver.version")),
+            commands=["ls -l %s" % lib["path"], "dpkg -l 'cuda-compat*' || rpm -qa 'cuda-compat*'"]),
     )]
 
 
@@ -559,7 +688,7 @@ def _wsl(facts: Facts) -> List[Finding]:
     family = _family(facts)
     if linux_libs or module:
         if family in ("rhel", "fedora"):
-            remove = ["sudo dnf remove -y 'nvidia-driver*' 'kmod-nvidia*'"]
+            remove = ["sudo %s remove -y 'nvidia-driver*' 'kmod-nvidia*'" % rpm_tool(facts)]
         else:
             remove = ["sudo apt-get purge -y 'nvidia-driver-*' 'libnvidia-compute-*' 'nvidia-utils-*'"]
         remove += ["sudo ldconfig", "wsl.exe --shutdown   # then reopen the WSL terminal"]
@@ -581,6 +710,20 @@ def _wsl(facts: Facts) -> List[Finding]:
         ))
     if not facts.value("driver.wsl_libcuda"):
         out.append(_wsl_libcuda_missing(facts, "error"))
+    elif _unversioned_libcuda_unreachable(facts) and not linux_libs:
+        out.append(Finding(
+            code="driver.wsl_libcuda_unversioned_unreachable", severity="warning", components=["driver", "os"],
+            title="WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in %s is not where the loader looks "
+                  "(not in the ld.so cache, %s not on LD_LIBRARY_PATH)" % (WSL_LIB, WSL_LIB),
+            detail="In %s the libcuda files are copies, not symbolic links, so ldconfig caches only the soname "
+                   "libcuda.so.1. Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, some CUDA "
+                   "runtime builds, Triton) fail with 'libcuda.so: cannot open shared object file'." % WSL_LIB,
+            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "libraries.libcuda", "cuda.ld_library_path"),
+            source=_source("wsl"),
+            fix=Fix(text="Put %s on LD_LIBRARY_PATH (in your shell profile) so the unversioned name is found."
+                         % WSL_LIB,
+                    commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % WSL_LIB]),
+        ))
     elif _nvml_status(facts) == "NVML_ERROR_LIBRARY_NOT_FOUND" and not linux_libs:
         out.append(Finding(
             code="driver.wsl_lib_not_in_loader_path", severity="error", components=["driver", "os"],
@@ -595,6 +738,15 @@ def _wsl(facts: Facts) -> List[Finding]:
                     commands=["echo %s | sudo tee /etc/ld.so.conf.d/ld.wsl.conf" % WSL_LIB, "sudo ldconfig"]),
         ))
     return out
+
+
+def _unversioned_libcuda_unreachable(facts: Facts) -> bool:
+    """WSL's /usr/lib/wsl/lib has libcuda.so, libcuda.so.1 loads, and a dlopen of libcuda.so finds nothing."""
+    if WSL_LIB + "/libcuda.so" not in facts.strings("driver.wsl_libcuda"):
+        return False
+    libcuda = facts.mapping("libraries.libcuda")
+    one, bare = libcuda.get("libcuda.so.1"), libcuda.get("libcuda.so")
+    return isinstance(one, dict) and bool(one.get("path")) and isinstance(bare, dict) and not bare.get("path")
 
 
 def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
@@ -641,6 +793,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
         ]
     if status == "NVML_ERROR_DRIVER_NOT_LOADED":
         if wsl or codes & {"driver.no_module_for_kernel", "driver.module_unsigned_secure_boot",
+                           "driver.module_key_not_enrolled",
                            "driver.nouveau_conflict", "driver.nova_conflict", "driver.linux_driver_in_wsl"}:
             return []
         gpus = _pci_gpus(facts)
@@ -685,6 +838,17 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "driver.nvml.status, driver.kernel_module.version, driver.userspace.version",
             "NVML, nvidia-smi and CUDA refuse to start (\"Driver/library version mismatch\"); a reboot after a "
             "driver upgrade fixes it.", RULES["nvml"]["url"]),
+    CodeDoc("driver.kernel_headers_missing", "error",
+            "No nvidia module is built for the running kernel and its headers are not installed, so DKMS cannot "
+            "build one.", "kernel.headers, kernel.release, driver.module_for_running_kernel, driver.dkms.status",
+            "After a kernel update the new kernel boots without the nvidia module: no GPU until the headers are "
+            "installed and DKMS builds it.", RULES["headers"]["url"]),
+    CodeDoc("driver.module_on_disk_mismatch", "error",
+            "The nvidia module installed for the running kernel is another version than the user-space driver: a "
+            "reboot loads the same mismatching module again.", "driver.module_on_disk.version, driver.dkms.status, "
+            "driver.userspace.version, kernel.release",
+            "NVML and CUDA keep failing with 'Driver/library version mismatch' after every reboot until the module "
+            "package is repaired or rebuilt.", RULES["nvml"]["url"]),
     CodeDoc("driver.not_installed", "error", "An NVIDIA GPU is on the PCI bus but no NVIDIA driver is installed.",
             "driver.installed, driver.nvidia_pci_gpus", "Without the driver CUDA cannot use the GPU.",
             RULES["install"]["url"]),
@@ -709,6 +873,13 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "Secure Boot is on and the nvidia module is not signed (error when it is therefore not loaded).",
             "driver.secure_boot, driver.module_signed, driver.kernel_module.loaded",
             "The kernel refuses unsigned modules under Secure Boot.", RULES["secure_boot"]["url"]),
+    CodeDoc("driver.module_key_not_enrolled", "error",
+            "Secure Boot is on and the nvidia module is signed, but by a Machine Owner Key that is not enrolled: "
+            "the kernel refuses it (a warning when that is only inferred from the module not loading).",
+            "driver.secure_boot, driver.module_signed, driver.module_signer, driver.mok_keys (mokutil --test-key), "
+            "driver.kernel_module.loaded, driver.module_for_running_kernel",
+            "modprobe fails with 'Key was rejected by service'; the GPU is unusable until the key is enrolled in "
+            "MokManager at boot.", RULES["secure_boot"]["url"]),
     CodeDoc("driver.device_nodes_missing", "error", "The nvidia module is loaded but /dev/nvidia* nodes are missing.",
             "driver.kernel_module.loaded, driver.device_nodes, gpu.count, os.container",
             "CUDA opens /dev/nvidiactl and /dev/nvidiaN; without them it sees no GPU.",
@@ -718,8 +889,9 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "driver.nvswitch.present, driver.fabric_manager.state, driver.version",
             "CUDA initialisation fails with cudaErrorSystemNotReady (802) until the fabric is configured.",
             RULES["fabric_manager"]["url"]),
-    CodeDoc("driver.forward_compat_unsupported_gpu", "warning",
-            "Forward-compatibility libcuda (cuda-compat) is on the loader path of a GPU that does not support it.",
+    CodeDoc("driver.forward_compat_unsupported_gpu", "error",
+            "Forward-compatibility libcuda (cuda-compat) is on the loader path (LD_LIBRARY_PATH, or copied into a "
+            "loader directory, as container runtimes do) of a GPU that does not support it.",
             "cuda.forward_compat, cuda.ld_library_path, gpu.N.name (gpus matrix segment)",
             "CUDA fails with cudaErrorCompatNotSupportedOnDevice (804) on GeForce and most workstation GPUs.",
             RULES["forward_compat"]["url"]),
@@ -733,6 +905,11 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     CodeDoc("driver.wsl_lib_not_in_loader_path", "error",
             "WSL2: /usr/lib/wsl/lib has the driver libraries but the loader does not find them.",
             "os.wsl, driver.wsl_libcuda, driver.nvml.status", "CUDA and NVML cannot load libcuda/libnvidia-ml.",
+            RULES["wsl"]["url"]),
+    CodeDoc("driver.wsl_libcuda_unversioned_unreachable", "warning",
+            "WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in /usr/lib/wsl/lib is neither in the ld.so "
+            "cache nor on LD_LIBRARY_PATH.", "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path",
+            "Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, Triton) fail to find the driver.",
             RULES["wsl"]["url"]),
     CodeDoc("driver.nvml_no_permission", "error", "NVML: no permission to open /dev/nvidia*.",
             "driver.nvml.status, driver.device_nodes, os.container",
@@ -748,24 +925,121 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     CodeDoc("driver.nvml_failed", "warning", "NVML failed to initialise with another error.",
             "driver.nvml.status", "CUDA may fail the same way.", RULES["nvml"]["url"]),
 ))
-def driver_health(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    if facts.get("driver.installed") is None:
+def driver_installed(ctx: CheckContext) -> Iterable[Finding]:
+    """Is a driver installed at all?  The other questions are their own checks (registered below)."""
+    if ctx.facts.get("driver.installed") is None:
         return []  # the driver probe did not run (crashed or timed out: reported by probe-health)
-    found: List[Finding] = []
-    found += _no_driver(facts)
-    if facts.value("driver.installed") is not True:
-        return found
-    found += _mismatch(facts)
-    found += _userspace_missing(facts)
-    found += _wsl(facts)
-    found += _in_kernel_conflict(facts)
-    found += _no_module_for_kernel(facts)
-    found += _secure_boot(facts)
-    if not any(f.code in ("driver.library_mismatch", "driver.userspace_missing") for f in found):
-        found += _device_nodes(facts)
-    found += _fabric_manager(facts)
-    found += _forward_compat(facts)
-    found += _nvml_errors(facts, found)
+    return _no_driver(ctx.facts)
+
+
+#: The questions asked of an installed driver, in the order one root cause is told once: a later question
+#: (device nodes, NVML errors) stays quiet about what an earlier one explains.
+_QUESTIONS = (
+    ("library-mismatch", _mismatch), ("userspace-missing", _userspace_missing), ("wsl", _wsl),
+    ("in-kernel-conflict", _in_kernel_conflict), ("module-for-kernel", _no_module_for_kernel),
+    ("secure-boot", _secure_boot), ("device-nodes", _device_nodes), ("fabric-manager", _fabric_manager),
+    ("forward-compat", _forward_compat),
+)
+
+
+def _installed(facts: Facts) -> bool:
+    return facts.value("driver.installed") is True
+
+
+def _earlier(facts: Facts, upto: str) -> List[Finding]:
+    """What the questions before ``upto`` conclude (each one's crash is reported by its own check)."""
+    found = quietly(_no_driver, facts)
+    for name, fn in _QUESTIONS:
+        if name == upto:
+            break
+        if name == "device-nodes" and any(f.code in ("driver.library_mismatch", "driver.userspace_missing")
+                                          for f in found):
+            continue
+        found += quietly(fn, facts)
     return found
 
+
+def _ask(name: str, fn: Callable[[Facts], List[Finding]]) -> None:
+    def run(ctx: CheckContext) -> List[Finding]:
+        if not _installed(ctx.facts):
+            return []
+        if name == "device-nodes" and any(f.code in ("driver.library_mismatch", "driver.userspace_missing")
+                                          for f in _earlier(ctx.facts, name)):
+            return []
+        return fn(ctx.facts)
+    check("driver-health." + name, codes=())(run)
+
+
+for _name, _fn in _QUESTIONS:
+    _ask(_name, _fn)
+
+
+def _library_links(facts: Facts) -> List[Finding]:
+    """Driver library links naming another driver version's file, or a file that is gone (left by an update)."""
+    links = [lk for lk in facts.items("driver.library_links")
+             if isinstance(lk, dict) and all(isinstance(lk.get(k), str) for k in ("link", "target", "version"))]
+    if not links:
+        return []
+    running = facts.text("driver.kernel_module.version") or facts.text("driver.version")
+    if running is None:
+        versions = [str(lk.get("version")) for lk in links if lk.get("exists")]
+        running = max(set(versions), key=versions.count) if versions else None
+    out: List[Finding] = []
+    stale = [lk for lk in links if not lk.get("exists") or (running and lk.get("version") != running)]
+    core = [lk for lk in stale if posixpath.basename(str(lk["link"])) in ("libnvidia-ml.so.1", "libcuda.so.1")]
+    reported = {f.code for f in quietly(_mismatch, facts)}
+    if core and running and "driver.library_mismatch" not in reported:
+        lk = core[0]
+        out.append(Finding(
+            code="driver.library_mismatch", severity="error", components=["driver", "kernel"],
+            title="The loaded kernel module is driver %s, but %s still links to driver %s (%s): a stale link left "
+                  "by an update" % (running, posixpath.basename(str(lk["link"])), lk["version"], lk["target"]),
+            detail="The loader gives programs %s, which points at the previous driver's library; it cannot talk to "
+                   "the %s kernel module (NVML: 'Function Not Found' or 'Driver/library version mismatch'). A "
+                   "reboot does not fix a link." % (lk["link"], running),
+            evidence=_evidence(facts, "driver.library_links", "driver.kernel_module.version", "driver.nvml.status"),
+            source=_source("nvml"),
+            fix=Fix(text="ldconfig re-points each soname link at the newest library that carries the soname; if "
+                         "the %s libraries are missing, reinstall the driver packages first." % running,
+                    commands=["ls -l %s/lib*.so.1" % posixpath.dirname(str(lk["link"])), "sudo ldconfig",
+                              "ls -l %s" % lk["link"]])))
+    for lk in stale:
+        if lk in core:
+            continue
+        out.append(Finding(
+            code="driver.stale_library_link", severity="error", components=["driver"],
+            title="%s points to %s (driver %s%s), not to driver %s" % (
+                lk["link"], lk["target"], lk["version"], ", which no longer exists" if not lk.get("exists") else "",
+                running or "?"),
+            detail="A driver update left this link naming the previous driver's file. Whatever loads it (the "
+                   "NVIDIA Container Toolkit injects every driver library into containers; CUDA's NVVM loads "
+                   "libnvidia-nvvm) fails to load it or gets a library of the wrong version.",
+            evidence=_evidence(facts, "driver.library_links", "driver.kernel_module.version", "driver.version"),
+            source=_source("nvml"),
+            fix=Fix(text="ldconfig re-points the link at the newest library carrying its soname; if that is not the "
+                         "%s one, reinstall the driver packages of that version." % (running or "running driver's"),
+                    commands=["sudo ldconfig", "ls -l %s" % lk["link"]])))
+    return out
+
+
+@check("driver-health.library-links", codes=(
+    CodeDoc("driver.stale_library_link", "error",
+            "A driver library link (libnvidia-*.so.N) points to another driver version's file, or to one that no "
+            "longer exists, left by an update.", "driver.library_links, driver.kernel_module.version",
+            "Containers (the toolkit injects every driver library) and programs that load it fail.",
+            RULES["nvml"]["url"]),
+))
+def library_links(ctx: CheckContext) -> List[Finding]:
+    return _library_links(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.nvml-errors", codes=())
+def nvml_errors(ctx: CheckContext) -> List[Finding]:
+    """NVML failures that no more specific finding (of the questions above) explains."""
+    if not _installed(ctx.facts):
+        return []
+    return _nvml_errors(ctx.facts, _earlier(ctx.facts, "nvml-errors"))
+
+
+#: Every driver-health question at once (tests, and callers that want this area only).
+driver_health = group("driver-health")

@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts
 from ..findings import Finding, Fix
-from . import CheckContext, CodeDoc, check
+from . import CheckContext, CodeDoc, check, group
 
 CHECKED = "2026-11-22"
 NVML_REASONS = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"
@@ -44,7 +44,7 @@ def _busy(facts: Facts, i: int) -> bool:
     return isinstance(util, int) and util >= BUSY_PERCENT and "GPU idle" not in reasons
 
 
-@check("gpu-health", codes=(
+@check("gpu-health.pcie", codes=(
     CodeDoc("gpu.pcie_link_degraded", "warning", "A busy GPU's PCIe link runs below the generation or width "
             "the GPU and slot support.", "gpu.N.pcie_gen_current/max, pcie_width_current/max, utilization",
             "Host-device copies and multi-GPU traffic run at a fraction of the bandwidth (bad riser, slot, "
@@ -62,7 +62,7 @@ def _busy(facts: Facts, i: int) -> bool:
             "gpu.N.clock_event_reasons, gpu.N.power_limit_watts", "Normal at full load, but a power limit set "
             "below the default costs speed.", NVML_REASONS),
 ))
-def gpu_health(ctx: CheckContext) -> Iterable[Finding]:
+def gpu_pcie(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for i in gpu_indexes(facts):
         k = "gpu.%d." % i
@@ -87,6 +87,14 @@ def gpu_health(ctx: CheckContext) -> Iterable[Finding]:
                         commands=["nvidia-smi -q -d PCIE -i %d" % i,
                                   "sudo lspci -vv -s %s | grep -E 'LnkCap|LnkSta'" % (
                                       facts.value(k + "pci_bus_id") or "<bus id>")]))
+
+
+@check("gpu-health.display-memory", codes=())
+def gpu_display(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for i in gpu_indexes(facts):
+        k = "gpu.%d." % i
+        name = _name(facts, i)
         mem = facts.value(k + "memory_total_bytes")
         if facts.value(k + "display_active") is True and isinstance(mem, int) and 0 < mem < SMALL_DISPLAY_GPU:
             yield Finding(
@@ -100,6 +108,14 @@ def gpu_health(ctx: CheckContext) -> Iterable[Finding]:
                 fix=Fix(text="Drive the display from the integrated GPU, or train from a text console.",
                         commands=["nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
                                   "nvidia-smi --query-gpu=memory.used,memory.total --format=csv"]))
+
+
+@check("gpu-health.ecc", codes=())
+def gpu_ecc(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for i in gpu_indexes(facts):
+        k = "gpu.%d." % i
+        name = _name(facts, i)
         ecc = facts.value(k + "ecc_errors_volatile_uncorrected")
         if isinstance(ecc, int) and ecc > 0:
             yield Finding(
@@ -114,6 +130,14 @@ def gpu_health(ctx: CheckContext) -> Iterable[Finding]:
                              "kernel log; replace the GPU if remapping failed or errors recur (see %s)." % XID_DOC,
                         commands=["sudo dmesg | grep -i xid", "nvidia-smi -q -d ROW_REMAPPER -i %d" % i,
                                   "sudo nvidia-smi -r -i %d" % i]))
+
+
+@check("gpu-health.clocks", codes=())
+def gpu_clocks(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for i in gpu_indexes(facts):
+        k = "gpu.%d." % i
+        name = _name(facts, i)
         reasons = facts.value(k + "clock_event_reasons")
         if not isinstance(reasons, list) or "GPU idle" in reasons:
             continue
@@ -143,3 +167,7 @@ def gpu_health(ctx: CheckContext) -> Iterable[Finding]:
                 source={"rule": "nvmlClocksEventReasonSwPowerCap", "url": NVML_REASONS, "checked": CHECKED},
                 fix=Fix(text="If the limit is below the default, restore it.",
                         commands=["sudo nvidia-smi -pl %s -i %d" % (dflt or "<watts>", i)]))
+
+
+#: Every GPU-health question at once.
+gpu_health = group("gpu-health")

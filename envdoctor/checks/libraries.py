@@ -9,7 +9,8 @@ does, see :mod:`envdoctor.probes.linkage`), the framework facts, ``libraries.cud
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+import posixpath
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
@@ -17,7 +18,8 @@ from .. import matrix, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fwm
-from . import CheckContext, CodeDoc, check
+from . import CheckContext, CodeDoc, check, group
+from .suggest import install_line
 
 CHECKED = "2026-11-22"
 #: torch's own rule (torch/backends/cudnn/__init__.py, _init): different majors are always
@@ -31,10 +33,19 @@ LDSO_RULE = {"rule": "ld.so search order: DT_RPATH (without DT_RUNPATH), LD_LIBR
              "url": "https://man7.org/linux/man-pages/man8/ld.so.8.html", "checked": CHECKED}
 
 FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
-NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime"}
+NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime",
+         "cupy": "CuPy"}
 #: soname stem -> component
 STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
          ("libcudart", "cuda"))
+
+
+def per_framework(question: Callable[[Facts, str], Iterable[Finding]], name: str, fw: str,
+                  codes: Sequence[CodeDoc]) -> None:
+    """Register ``question`` for one framework as the check ``name.fw``."""
+    def run(ctx: CheckContext) -> Iterable[Finding]:
+        return question(ctx.facts, fw)
+    check("%s.%s" % (name, fw), codes=codes)(run)
 
 
 def component_of(soname: str) -> str:
@@ -71,7 +82,7 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
     if comp == "cudnn":
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
                    commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
-                   install="envdoctor install cudnn --version %s" % major)
+                   install=install_line(facts, "cudnn", major))
     return Fix(text="Install the library that provides %s for CUDA %s, or put its directory on the loader "
                     "path." % (soname, cuda))
 
@@ -85,7 +96,7 @@ def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
     return entry.get("version")
 
 
-@check("framework-linkage", codes=(
+_FRAMEWORK_LINKAGE_DOCS = (
     CodeDoc("cudnn.framework_cannot_load", "error", "A framework needs a cuDNN soname the loader cannot find.",
             "linkage.<framework>", "Importing or first using the GPU fails with 'libcudnn.so.N: cannot open "
             "shared object file'.", LDSO_RULE["url"]),
@@ -106,58 +117,82 @@ def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
             LDSO_RULE["url"]),
     CodeDoc("tensorrt.shadowed", "warning", "Another TensorRT file wins over the framework's copy.",
             "linkage.<framework>", "TensorRT engines are tied to the exact TensorRT version.", LDSO_RULE["url"]),
-))
-def framework_linkage(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    for fw in FRAMEWORKS:
-        entries = facts.value("linkage." + fw)
-        if not isinstance(entries, list):
+)
+
+
+def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
+    entries = facts.value("linkage." + fw)
+    if not isinstance(entries, list):
+        return
+    for e in entries:
+        if not isinstance(e, dict):
             continue
-        for e in entries:
-            if not isinstance(e, dict):
-                continue
-            soname = e.get("soname", "")
-            comp = component_of(soname)
-            comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
-            ev = _evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw)
-            if not e.get("path") and e.get("cache_unknown"):
-                # Not found outside the ld.so cache, and the cache itself could not be read: maybe it is there.
-                yield Finding(
-                    code="%s.framework_cannot_load" % comp, severity="warning", components=comps,
-                    title="%s needs %s, which is not in its RPATH/RUNPATH, LD_LIBRARY_PATH or the default "
-                          "directories; the ld.so cache could not be read to tell" % (_fw_version(facts, fw), soname),
-                    detail="%s (%s) fails with '%s: cannot open shared object file' unless the ld.so cache lists "
-                           "it, and envdoctor could not read the cache: %s." % (
-                               NAMES[fw], e.get("how", "NEEDED"), soname, e["cache_unknown"]),
-                    evidence=_evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw, "libraries.ld_cache"),
-                    source=dict(LDSO_RULE), fix=Fix(
-                        text="Check whether the cache lists it; if not, install it as below.",
-                        commands=["ldconfig -p | grep -F '%s'" % soname] + _pip_fix_for(facts, fw, soname).commands))
-            elif not e.get("path"):
-                yield Finding(
-                    code="%s.framework_cannot_load" % comp, severity="error", components=comps,
-                    title="%s needs %s, but the loader finds no such file" % (_fw_version(facts, fw), soname),
-                    detail="%s (%s) would fail with '%s: cannot open shared object file: No such file or "
-                           "directory': it is not in the library's own RPATH/RUNPATH, LD_LIBRARY_PATH, the "
-                           "ld.so cache or the default directories." % (NAMES[fw], e.get("how", "NEEDED"), soname),
-                    evidence=ev, source=dict(LDSO_RULE), fix=_pip_fix_for(facts, fw, soname))
-            elif e.get("shadowed"):
-                # torch's own cuDNN rule decides whether the winner is merely different or too old:
-                # that case is reported by cudnn-version (an error) instead.
-                yield Finding(
-                    code="%s.shadowed" % comp, severity="warning", components=comps,
-                    title="%s loads %s from %s (via %s), not the copy it ships at %s" % (
-                        _fw_version(facts, fw), soname, e.get("resolved") or e.get("path"), e.get("via"),
-                        e.get("expected")),
-                    detail="The dynamic loader finds %s through %s before reaching the framework's own copy; the "
-                           "framework then runs with a library it was not built and tested with." % (
-                               soname, e.get("via")),
-                    evidence=ev, source=dict(LDSO_RULE),
-                    fix=Fix(text="Remove the directory holding %s from LD_LIBRARY_PATH (or drop its ld.so.conf "
-                                 "entry and run ldconfig) so the framework's own copy is used." % (
-                                     e.get("resolved") or e.get("path")),
-                            commands=["unset LD_LIBRARY_PATH" if e.get("via") == "LD_LIBRARY_PATH"
-                                      else "sudo ldconfig"]))
+        soname = e.get("soname", "")
+        comp = component_of(soname)
+        comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
+        ev = _evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw)
+        if not e.get("path") and e.get("cache_unknown"):
+            # Not found outside the ld.so cache, and the cache itself could not be read: maybe it is there.
+            yield Finding(
+                code="%s.framework_cannot_load" % comp, severity="warning", components=comps,
+                title="%s needs %s, which is not in its RPATH/RUNPATH, LD_LIBRARY_PATH or the default "
+                      "directories; the ld.so cache could not be read to tell" % (_fw_version(facts, fw), soname),
+                detail="%s (%s) fails with '%s: cannot open shared object file' unless the ld.so cache lists "
+                       "it, and envdoctor could not read the cache: %s." % (
+                           NAMES[fw], e.get("how", "NEEDED"), soname, e["cache_unknown"]),
+                evidence=_evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw, "libraries.ld_cache"),
+                source=dict(LDSO_RULE), fix=Fix(
+                    text="Check whether the cache lists it; if not, install it as below.",
+                    commands=["ldconfig -p | grep -F '%s'" % soname] + _pip_fix_for(facts, fw, soname).commands))
+        elif not e.get("path"):
+            yield Finding(
+                code="%s.framework_cannot_load" % comp, severity="error", components=comps,
+                title="%s needs %s, but the loader finds no such file" % (_fw_version(facts, fw), soname),
+                detail="%s (%s) would fail with '%s: cannot open shared object file: No such file or "
+                       "directory': it is not in the library's own RPATH/RUNPATH, LD_LIBRARY_PATH, the "
+                       "ld.so cache or the default directories." % (NAMES[fw], e.get("how", "NEEDED"), soname),
+                evidence=ev, source=dict(LDSO_RULE), fix=_pip_fix_for(facts, fw, soname))
+        elif e.get("shadowed"):
+            # torch's own cuDNN rule decides whether the winner is merely different or too old:
+            # that case is reported by cudnn-version (an error) instead.
+            yield Finding(
+                code="%s.shadowed" % comp, severity="warning", components=comps,
+                title="%s loads %s from %s (via %s), not the copy it ships at %s" % (
+                    _fw_version(facts, fw), soname, e.get("resolved") or e.get("path"), e.get("via"),
+                    e.get("expected")),
+                detail="The dynamic loader finds %s through %s before reaching the framework's own copy; the "
+                       "framework then runs with a library it was not built and tested with." % (
+                           soname, e.get("via")),
+                evidence=ev, source=dict(LDSO_RULE),
+                fix=Fix(text="Remove the directory holding %s from LD_LIBRARY_PATH (or drop its ld.so.conf "
+                             "entry and run ldconfig) so the framework's own copy is used." % (
+                                 e.get("resolved") or e.get("path")),
+                        commands=[_drop_ldp_entry(posixpath.dirname(str(e.get("path") or e.get("resolved"))))
+                                  if e.get("via") == "LD_LIBRARY_PATH" else "sudo ldconfig"]))
+
+
+for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
+    per_framework(_framework_linkage, "framework-linkage", _fw, _FRAMEWORK_LINKAGE_DOCS if _fw == FRAMEWORKS[0] else ())
+
+
+def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[str, Any]]]:
+    """The cuDNN major.minor the matrix says a TensorFlow release / a JAX CUDA variant was built with:
+    (version, where from, source)."""
+    if fw == "tensorflow":
+        row = fwm.tensorflow_release(v.get("public") or v.get("version"))
+        if row and row.get("cudnn"):
+            return (str(row["cudnn"]), "TensorFlow %s's tested build configuration" % row["version"],
+                    {"rule": "TensorFlow %s is built with cuDNN %s; a runtime of the same major and an older "
+                             "minor is refused" % (row["version"], row["cudnn"]),
+                     "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked")})
+    if fw == "jax":
+        var = fwm.jax_plugin_for(v.get("version"), str(v.get("cuda") or "").split(".")[0])
+        if var and var.get("cudnn_built"):
+            row = fwm.jax_release(v.get("version")) or {}
+            return (str(var["cudnn_built"]), "the jax %s wheels (matrix)" % var.get("tag"),
+                    {"rule": "jax %s is built with cuDNN %s" % (var.get("tag"), var["cudnn_built"]),
+                     "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked")})
+    return None
 
 
 def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
@@ -168,16 +203,25 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
         if not isinstance(req, dict) or not req.get("version") or "," in str(req["version"]):
             return None
         src = dict(TORCH_CUDNN_RULE)
-        var = fwm.torch_variant(v.get("version"))
+        var = fwm.torch_variant(v.get("version")) or fwm.torch_variant_for_cuda(v.get("version"), v.get("cuda"))
+        version, origin = str(req["version"]), "%s (%s)" % (req.get("package") or "bundled", req.get("from"))
         if var is not None:
             row = fwm.torch_release(v.get("version")) or {}
             src.update(url=row.get("source", {}).get("url", src["url"]),
                        checked=row.get("source", {}).get("checked", CHECKED))
-        return {"version": str(req["version"]), "from": "%s (%s)" % (req.get("package") or "bundled",
-                                                                    req.get("from")), "source": src}
+            built = _v(var.get("cudnn"))
+            # a bundled copy named only by its major: the matrix knows which cuDNN that wheel ships
+            if "." not in version and built is not None and str(built.release[0]) == version:
+                version, origin = str(var["cudnn"]), "the cuDNN torch %s %s wheels ship (matrix)" % (
+                    row.get("version"), var.get("tag"))
+        return {"version": version, "from": origin, "source": src}
     if fw in ("tensorflow", "jax") and v.get("cudnn"):
-        return {"version": str(v["cudnn"]), "from": "build info", "source": dict(
-            TORCH_CUDNN_RULE, rule="cuDNN runtime must have the build's major (and a minor >= the build's)")}
+        version, origin = str(v["cudnn"]), "build info"
+        src = dict(TORCH_CUDNN_RULE, rule="cuDNN runtime must have the build's major (and a minor >= the build's)")
+        tested = _tested_cudnn(fw, v)
+        if tested is not None and "." not in version and tested[0].split(".")[0] == version:
+            version, origin, src = tested[0], tested[1], dict(tested[2])
+        return {"version": version, "from": origin, "source": src}
     if fw == "onnxruntime" and v.get("gpu"):
         rel = fwm.onnxruntime_release(v.get("version"))
         if rel is None:
@@ -190,7 +234,7 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
     return None
 
 
-@check("cudnn-version", codes=(
+_CUDNN_VERSION_DOCS = (
     CodeDoc("cudnn.major_mismatch", "error", "The cuDNN a framework loads has another major than it was built "
             "with.", "linkage.<framework>, framework.<name>, libraries.cudnn", "cuDNN majors are not "
             "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"]),
@@ -198,44 +242,101 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
             "built with.", "linkage.<framework>, framework.<name>, libraries.cudnn",
             "torch raises 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
             "version ...'.", TORCH_CUDNN_RULE["url"]),
-))
-def cudnn_version(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
-    for fw in FRAMEWORKS:
-        req = _required_cudnn(facts, fw)
-        entries = facts.value("linkage." + fw)
-        if req is None or not isinstance(entries, list):
-            continue
-        want = _v(req["version"])
-        if want is None:
-            continue
-        for e in entries:
-            if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
-                continue
-            got_text = _cudnn_full_version(facts, e)
-            got = _v(got_text)
-            if got is None:
-                continue
-            severity = "error" if req.get("verified", True) else "warning"
-            ev = _evidence(facts, "framework." + fw, "linkage." + fw, "libraries.cudnn")
-            fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
-            if got.major != want.major:
-                yield Finding(
-                    code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
-                    title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s)" % (
-                        _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
-                    detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
-                        want.major, got.major, NAMES[fw], req["from"]),
-                    evidence=ev, source=req["source"], fix=fix)
-            elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
-                yield Finding(
-                    code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
-                    title="%s needs cuDNN >= %s, but loads cuDNN %s from %s" % (
-                        _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
-                    detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version "
-                           "incompatibility: PyTorch was compiled against ... but found runtime version ...').",
-                    evidence=ev, source=req["source"], fix=fix)
+)
 
+
+def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
+    req = _required_cudnn(facts, fw)
+    entries = [e for key in ("linkage." + fw, "linkage.%s.dlopen" % fw) for e in facts.items(key)]
+    if req is None or not entries:
+        return
+    want = _v(req["version"])
+    if want is None:
+        return
+    for e in entries:
+        if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
+            continue
+        got_text = _cudnn_full_version(facts, e)
+        got = _v(got_text)
+        if got is None:
+            continue
+        severity = "error" if req.get("verified", True) else "warning"
+        ev = _evidence(facts, "framework." + fw, "linkage." + fw, "libraries.cudnn")
+        fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
+        if got.major != want.major:
+            yield Finding(
+                code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
+                title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s)" % (
+                    _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
+                detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
+                    want.major, got.major, NAMES[fw], req["from"]),
+                evidence=ev, source=req["source"], fix=fix)
+        elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
+            yield Finding(
+                code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
+                title="%s needs cuDNN >= %s, but loads cuDNN %s from %s" % (
+                    _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
+                detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version "
+                       "incompatibility: PyTorch was compiled against ... but found runtime version ...').",
+                evidence=ev, source=req["source"], fix=fix)
+
+
+for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
+    per_framework(_cudnn_version, "cudnn-version", _fw, _CUDNN_VERSION_DOCS if _fw == FRAMEWORKS[0] else ())
+
+
+
+def _drop_ldp_entry(directory: str) -> str:
+    """The shell line that removes one directory from LD_LIBRARY_PATH and keeps the others."""
+    return ('export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s | paste -sd:)"'
+            % directory)
+
+
+def _gpu_present(facts: Facts) -> bool:
+    count = facts.value("gpu.count")
+    return (isinstance(count, int) and count > 0) or bool(facts.value("driver.nvidia_pci_gpus"))
+
+
+def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
+    """The CUDA libraries the framework dlopens at run time that the loader cannot find (on a GPU machine: on a
+    CPU-only one a CUDA build falls back to the CPU, as intended)."""
+    entries = facts.value("linkage.%s.dlopen" % fw)
+    if not isinstance(entries, list) or not _gpu_present(facts):
+        return
+    needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
+    for e in entries:
+        if not isinstance(e, dict) or e.get("path") or e.get("soname") in needed:
+            continue
+        soname = str(e.get("soname", ""))
+        comp = component_of(soname)
+        elsewhere = [str(p) for p in e.get("elsewhere") or []]
+        if elsewhere:
+            where = posixpath.dirname(elsewhere[0])
+            fix = Fix(text="A copy is at %s, where the loader does not look: put its directory on "
+                           "LD_LIBRARY_PATH for %s." % (elsewhere[0], NAMES[fw]),
+                      commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where])
+        else:
+            fix = _pip_fix_for(facts, fw, soname)
+        yield Finding(
+            code="%s.framework_cannot_load" % comp, severity="error", components=[comp, fw],
+            title="%s loads %s at run time, but the loader finds no such file%s" % (
+                _fw_version(facts, fw), soname, " (a copy is at %s, which is not searched)" % elsewhere[0]
+                if elsewhere else ""),
+            detail="%s opens %s with dlopen when it first uses the GPU; it is not on LD_LIBRARY_PATH, in the "
+                   "directories %s adds itself, the ld.so cache or the default directories, so %s falls back to "
+                   "the CPU or fails ('%s: cannot open shared object file').%s" % (
+                       NAMES[fw], soname, NAMES[fw], NAMES[fw], soname,
+                       " Copies that exist but are not searched: %s." % ", ".join(elsewhere) if elsewhere else ""),
+            evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
+            source=dict(LDSO_RULE), fix=fix)
+
+
+for _fw in ("tensorflow", "onnxruntime", "cupy"):
+    per_framework(_dlopen_linkage, "framework-dlopen", _fw, ())
+
+#: Each question over every framework at once.
+framework_linkage = group("framework-linkage")
+cudnn_version = group("cudnn-version")
 
 CUDNN_GPU_URL = "https://docs.nvidia.com/deeplearning/cudnn/backend/latest/reference/support-matrix.html"
 #: frameworks whose GPU builds load cuDNN (for the wheel copies they would pick up)
@@ -420,7 +521,7 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
         fix=Fix(text="Install cuDNN %s (the pip wheel is enough), or the onnxruntime-gpu build for the cuDNN you "
                      "have." % major,
                 commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (rel["cuda_major"], major, int(major) + 1)],
-                install="envdoctor install cudnn --version %s" % major))
+                install=install_line(facts, "cudnn", major)))
 
 
 PIP_SPEC_RULE = {"rule": "an installed distribution must satisfy every Requires-Dist specifier of the packages that "

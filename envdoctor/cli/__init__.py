@@ -32,6 +32,10 @@ COMMANDS: Dict[str, tuple] = {
     "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
     "fleet": ("envdoctor.cli.fleet", "fleet", "Compare many nodes' reports or snapshots: what differs, what is "
               "wrong where."),
+    "check": ("envdoctor.cli.check", "check", "Judge this node against a cluster's policy (a pre-flight gate for "
+              "Slurm, NHC, Ansible, Prometheus, Kubernetes)."),
+    "policy": ("envdoctor.cli.check", "policy", "Write a policy from a known-good node; list the keys a policy "
+               "may require."),
 }
 
 EPILOG = """\b
@@ -45,6 +49,7 @@ Examples:
   envdoctor snapshot -o node17.json --redact-ids
   envdoctor diagnose --snapshot node17.json -v
   envdoctor fleet reports/ --baseline reports/node01.json
+  envdoctor check --policy policy.toml --format nhc
   envdoctor advise --driver 535.104.05 --gpu "RTX 4090"
   envdoctor matrix torch 2.4
   envdoctor install cuda --version 12.4.1 --method redist --prefix ~/cuda-12.4 --dry-run

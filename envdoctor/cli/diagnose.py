@@ -82,16 +82,9 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
                               source={"kind": "snapshot", "description": host.description,
                                       "captured": str(host.doc.get("created", ""))})
     else:
-        import time
+        from ..report import diagnose_live
 
-        from ..host.live import live_host
-        from ..host.privacy import scrubber_for
-        from ..report import gather, judge
-
-        started = time.monotonic()
-        host, deadline = live_host(timeout, python_exe)
-        probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids))
-        report = judge(probes, {"kind": "live", "description": host.description}, started)
+        report = diagnose_live(timeout, python_exe, include_host, redact_ids)
     shown, findings = select(report, only, skip)
     if (only or skip) and fmt != "text":
         from ..render.layers import row_of_probe

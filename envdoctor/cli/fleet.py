@@ -13,6 +13,8 @@ from .common import echo_output, format_option, renamed_option, takes_renamed
 
 #: Node names shown per line in the text output (all of them in JSON).
 SHOWN = 8
+#: Nodes failing the policy listed in the text output (all of them in JSON).
+SHOWN_POLICY = 50
 
 
 @click.command("fleet", epilog="""\b
@@ -21,6 +23,7 @@ Examples:
   envdoctor fleet reports/                       # what differs, what is wrong where
   envdoctor fleet reports/ --baseline reports/node01.json   # every node against a known-good one
   envdoctor fleet snaps/*.json.gz --uniform --format json   # CI gate: one value per fact, no errors
+  envdoctor fleet reports/ --policy policy.toml --format junit > fleet.xml
 \b
 Inputs: `envdoctor diagnose --format json` reports, or `envdoctor snapshot` files
 (replayed by this envdoctor), plain or gzip; a directory stands for its *.json
@@ -29,27 +32,43 @@ one node. A fact a report does not hold (an older envdoctor wrote it) is listed
 apart, never counted as a difference or a deviation.
 \b
 Exit codes: 0 every node read and none has errors (nor deviates, with --baseline;
-nor differs, with --uniform); 1 otherwise; 2 could not run (no file could be read,
+nor differs, with --uniform; nor fails the policy, with --policy); 1 otherwise; 2 could not run (no file could be read,
 bad baseline, bad option).""")
 @click.argument("files", nargs=-1, metavar="FILE|DIR...")
 @click.option("--baseline", metavar="FILE", help="A known-good node's report or snapshot: list every node's "
                                                  "differences from it (and exit 1 if there are any).")
 @click.option("--uniform", is_flag=True, help="Exit 1 when any fact differs across the nodes (a fleet meant to be "
                                               "identical).")
-@format_option("text", "json")
+@click.option("--policy", "policy_path", metavar="FILE",
+              help="Judge every node against this policy (as `envdoctor check` does): list the nodes that fail it, "
+                   "worst first, and exit 1 if any does.")
+@format_option("text", "json", "junit", "prometheus",
+               help_text="Output format: text, json, junit (one testsuite per node) or prometheus (one series set "
+                         "per node, labelled node=...).")
 @click.option("--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=DEFAULT_TIMEOUT,
               show_default=True, envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
               help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read "
                    "one after another, each allowed this long); regular files are read whole, however long "
                    "that takes. [env: ENVDOCTOR_TIMEOUT]")
 @renamed_option("--timeout", "--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), metavar="SECONDS")
-def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, fmt: str, timeout: float) -> None:
+def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy_path: Optional[str], fmt: str,
+          timeout: float) -> None:
     """Compare the reports (or snapshots) of many machines: the facts that differ
     between them and which nodes hold the odd values, every finding with the
     nodes it was found on, and each node's deviations from a baseline.
     """
     from .. import fleet as logic
 
+    policy_obj = None
+    if policy_path is not None:
+        from ..policy import PolicyError, load_policy
+
+        try:
+            policy_obj = load_policy(policy_path)
+        except PolicyError as exc:
+            raise fail("bad policy: %s" % exc, EXIT_USAGE) from None
+        for warning in policy_obj.warnings:
+            click.echo("envdoctor: policy %s: %s" % (policy_path, warning), err=True)
     inputs = logic.gather(files, _stdout_file())
     for why in inputs.unlistable:
         click.echo("envdoctor: cannot list the directory " + line(why), err=True)
@@ -65,18 +84,24 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, fmt: s
                    EXIT_USAGE)
     if empty:
         click.echo("envdoctor: no *.json or *.json.gz files in " + empty, err=True)
-    nodes = [logic.load_node(p, timeout, name) for p, name in zip(inputs.files, logic.unique_names(inputs.files))]
+    nodes = logic.load_nodes(inputs.files, logic.unique_names(inputs.files), timeout, policy_obj,
+                             summary=fmt in ("junit", "prometheus"))
     base = None
     if baseline is not None:
-        base = logic.load_node(baseline, timeout)
+        base = logic.load_node(baseline, timeout, keep_facts=False)
         if base.unreadable:
             raise fail("the baseline cannot be used: " + line(base.unreadable), EXIT_USAGE)
-    result = logic.compare(nodes, base, uniform)
+    result = logic.compare(nodes, base, uniform, policy_path)
     if not result.readable:
         for n in nodes:
             click.echo("envdoctor: " + line(n.unreadable), err=True)
         raise fail("none of the %d file(s) could be read" % len(nodes), EXIT_USAGE)
-    if fmt == "json":
+    if fmt in ("junit", "prometheus"):
+        from ..render import engines
+
+        summaries = [n.summary for n in result.readable if n.summary is not None]
+        echo_output(engines.junit(summaries) if fmt == "junit" else engines.prometheus_fleet(summaries))
+    elif fmt == "json":
         import datetime
 
         from .. import __version__
@@ -176,6 +201,20 @@ def render_text(result: Any, style: Any) -> str:
             # The title is one node's (it names that node's driver, paths...): say whose.
             title = line(fd.title) if len(fd.nodes) == 1 else "e.g. on %s: %s" % (line(fd.title_from), line(fd.title))
             out.append("        " + style(title, "dim"))
+    if result.policy is not None:
+        failing = result.policy_failures()
+        out.append("")
+        out.append(style("Against the policy %s" % line(result.policy), "bold") + ": %d of %d node%s fail%s it" % (
+            len(failing), len(result.readable), "" if len(result.readable) == 1 else "s",
+            "s" if len(failing) == 1 else "") + style("  (worst first)", "dim") * bool(failing))
+        node_width = max((len(line(n.name)) for n in failing[:SHOWN_POLICY]), default=0)
+        for n in failing[:SHOWN_POLICY]:
+            why = ["%s %s (want %s)" % (r[0], r[3], r[2]) for r in n.summary.blocking()]
+            why += [f["code"] for f in n.summary.failing]
+            out.append("  %s  %s" % (line(n.name).ljust(node_width), line("; ".join(why))))
+        if len(failing) > SHOWN_POLICY:
+            out.append("  " + style("and %d more nodes (all of them in --format json)" % (
+                len(failing) - SHOWN_POLICY), "dim"))
     unreadable = [n for n in result.nodes if n.unreadable]
     if unreadable:
         out.append("")
@@ -201,6 +240,8 @@ def render_text(result: Any, style: Any) -> str:
         parts.append("%d unreadable" % s["unreadable"])
     parts.append("%d fact%s differ%s" % (s["differing_facts"], "" if s["differing_facts"] == 1 else "s",
                                          "s" if s["differing_facts"] == 1 else ""))
+    if result.policy is not None:
+        parts.append("%d failing the policy" % s["failing_policy"])
     if result.baseline is not None:
         parts.append("%d deviation%s from the baseline" % (s["deviations"], "" if s["deviations"] == 1 else "s"))
     out.append("Summary: " + ", ".join(parts))

@@ -162,6 +162,23 @@ class ElfResult(NamedTuple):
         return self.error is None
 
 
+class FatbinResult(NamedTuple):
+    """The GPU architectures a shared object carries code for, from its CUDA fat binary (see
+    :mod:`envdoctor.host.fatbin`), or why it could not be read."""
+
+    path: str
+    sass: Tuple[str, ...] = ()  # "sm_80", "sm_90a", ...
+    ptx: Tuple[str, ...] = ()  # "compute_90", ...
+    section: bool = False  # the file has a .nv_fatbin section (device code of its own)
+    complete: bool = True  # False: a garbled container stopped the walk (what was read is kept)
+    error: Optional[str] = None  # "ENOENT", "EACCES", "not_elf", "bad_elf", "not_recorded", "timed_out"
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
 class PythonInfo(NamedTuple):
     """The Python interpreter whose packages are inspected."""
 
@@ -289,6 +306,10 @@ class Host:
 
     def elf(self, path: str) -> ElfResult:
         """SONAME, NEEDED, RPATH and RUNPATH of a shared object (its headers only)."""
+        raise NotImplementedError
+
+    def fatbin(self, path: str) -> FatbinResult:
+        """The SASS and PTX architectures in a shared object's CUDA fat binary (never imports or runs it)."""
         raise NotImplementedError
 
     def environ(self) -> Dict[str, str]:

@@ -28,6 +28,7 @@ from .base import (
     CommandResult,
     DirResult,
     ElfResult,
+    FatbinResult,
     FileResult,
     Host,
     LinkResult,
@@ -164,6 +165,7 @@ class LiveHost(Host):
         self.links: Dict[str, LinkResult] = {}
         self.commands: Dict[Tuple[str, ...], CommandResult] = {}
         self.elfs: Dict[str, ElfResult] = {}
+        self.fatbins: Dict[str, FatbinResult] = {}
         self._environ: Optional[Dict[str, str]] = None
         self._uname: Optional[Dict[str, str]] = None
         self._nvml_table: Dict[str, NvmlResult] = {}
@@ -252,6 +254,26 @@ class LiveHost(Host):
                              rpath=tuple(d["rpath"]), runpath=tuple(d["runpath"]))  # type: ignore[arg-type]
 
         return self._once(self.elfs, path, compute)
+
+    def fatbin(self, path: str) -> FatbinResult:
+        def compute() -> FatbinResult:
+            from .elf import ElfError
+            from .fatbin import read_archs
+
+            try:
+                with open(path, "rb") as fh:
+                    d = read_archs(fh)
+            except OSError as exc:
+                return FatbinResult(path, error=errno_name(exc), message=exc.strerror or str(exc))
+            except ElfError as exc:
+                return FatbinResult(path, error="not_elf" if "not an ELF" in str(exc) else "bad_elf",
+                                    message=str(exc))
+            except (struct_error, ValueError, IndexError) as exc:
+                return FatbinResult(path, error="bad_elf", message=str(exc))
+            return FatbinResult(path, sass=tuple(d["sass"]), ptx=tuple(d["ptx"]),  # type: ignore[arg-type]
+                                section=bool(d["section"]), complete=bool(d["complete"]))
+
+        return self._once(self.fatbins, path, compute)
 
     def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
         key = tuple(str(a) for a in argv)

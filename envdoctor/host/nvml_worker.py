@@ -124,11 +124,21 @@ def _library_loadable():
         return False
 
 
+def _find_vendored():
+    """Run as a script from an unpacked envdoctor.pyz, find nvidia-ml-py where the archive vendored it."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.isfile(os.path.join(root, ".envdoctor-pyz")) and root not in sys.path:
+        sys.path.append(root)
+
+
 def collect():
     """Ask NVML everything; return the answers (never raises)."""
     if not _library_loadable():
         # The same answer nvidia-ml-py gives (NVML_ERROR_LIBRARY_NOT_FOUND), without importing it.
         return dict(NOT_FOUND)
+    _find_vendored()
     try:
         import pynvml
     except Exception as exc:  # noqa: BLE001 - report any import failure as data

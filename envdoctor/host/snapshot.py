@@ -22,6 +22,7 @@ from .base import (
     CommandResult,
     DirResult,
     ElfResult,
+    FatbinResult,
     FileResult,
     Host,
     LinkResult,
@@ -81,6 +82,9 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
                   for p, r in sorted(host.links.items())},
         "elf": {p: ({"soname": r.soname, "needed": list(r.needed), "rpath": list(r.rpath), "runpath": list(r.runpath)}
                     if r.ok else {"error": r.error, "message": r.message}) for p, r in sorted(host.elfs.items())},
+        "fatbin": {p: ({"sass": list(r.sass), "ptx": list(r.ptx), "section": r.section, "complete": r.complete}
+                       if r.ok else {"error": r.error, "message": r.message})
+                   for p, r in sorted(getattr(host, "fatbins", {}).items())},
         "commands": [
             {"argv": list(r.argv), "returncode": r.returncode, "stdout": r.stdout, "stderr": r.stderr,
              "timed_out": r.timed_out, "error": r.error, "message": r.message, "duration": round(r.duration, 4)}
@@ -272,7 +276,7 @@ def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapsho
 
 
 #: The sections that hold evidence: envdoctor writes all of them, a hand-made snapshot at least one.
-EVIDENCE = ("files", "dirs", "links", "commands", "nvml", "environ", "uname", "python", "elf")
+EVIDENCE = ("files", "dirs", "links", "commands", "nvml", "environ", "uname", "python", "elf", "fatbin")
 
 
 def not_a_snapshot(doc: Dict[str, Any]) -> Optional[str]:
@@ -392,6 +396,19 @@ class SnapshotHost(Host):
             return ElfResult(path, error=entry["error"], message=entry.get("message", ""))
         return ElfResult(path, soname=entry.get("soname"), needed=tuple(entry.get("needed", [])),
                          rpath=tuple(entry.get("rpath", [])), runpath=tuple(entry.get("runpath", [])))
+
+    def fatbin(self, path: str) -> FatbinResult:
+        entry = self.doc.get("fatbin", {}).get(path)
+        if entry is None:
+            if path in self.doc.get("files", {}) or path in self.doc.get("elf", {}) or self.exists(path):
+                return FatbinResult(path, error="not_recorded",
+                                    message="the snapshot holds no record of its GPU code")
+            return FatbinResult(path, error="ENOENT", message="No such file or directory")
+        if "error" in entry:
+            return FatbinResult(path, error=entry["error"], message=entry.get("message", ""))
+        return FatbinResult(path, sass=tuple(str(a) for a in entry.get("sass", [])),
+                            ptx=tuple(str(a) for a in entry.get("ptx", [])), section=bool(entry.get("section", True)),
+                            complete=bool(entry.get("complete", True)))
 
     def environ(self) -> Dict[str, str]:
         return dict(self.doc.get("environ", {}))

@@ -32,6 +32,9 @@ from . import ProbeContext, register
 
 DOCKER_VERSION = ["docker", "version", "--format", "{{json .}}"]
 DOCKER_RUNTIMES = ["docker", "info", "--format", "{{json .Runtimes}}"]
+DOCKER_CGROUP_DRIVER = ["docker", "info", "--format", "{{.CgroupDriver}}"]
+#: The NVIDIA character devices' major number (/dev/nvidia0 is 195:0, /dev/nvidiactl 195:255).
+NVIDIA_MAJOR = "195"
 #: The client's version without contacting any daemon.  ``--version`` is answered before any API
 #: call; ``--host`` pins the endpoint to a path no daemon can listen on (connecting to it fails at
 #: once with ECONNREFUSED), because docker CLIs before 19.03.9 pinged the daemon while starting up,
@@ -365,6 +368,29 @@ def docker_facts(host: Host) -> Tuple[List[Fact], Optional[List[str]], bool]:
     return facts, runtimes, True
 
 
+def cgroup_driver_fact(host: Host, docker: Dict[str, Any]) -> Optional[Fact]:
+    """Docker's cgroup driver (asked only when it matters: the NVIDIA links are missing from /dev/char)."""
+    argv = ["docker" if host.which("docker") else str(docker.get("path") or "docker")] + DOCKER_CGROUP_DRIVER[1:]
+    res = host.run(argv, timeout=10)
+    driver = res.stdout.strip() if res.ok else ""
+    if driver not in ("systemd", "cgroupfs", "none"):
+        return None
+    return ok("container.docker_cgroup_driver", driver, "command:" + " ".join(DOCKER_CGROUP_DRIVER),
+              "Docker cgroup driver")
+
+
+def dev_char_fact(host: Host) -> Optional[Fact]:
+    """Whether /dev/char holds links for the NVIDIA devices (major 195): runc resolves the device rules systemd
+    re-applies through them (nvidia-ctk system create-dev-char-symlinks makes them)."""
+    if not host.exists("/dev/nvidiactl"):
+        return None
+    listing = host.list_dir("/dev/char")
+    if not listing.ok:
+        return None
+    links = sorted(n for n in listing.names() if n.split(":", 1)[0] == NVIDIA_MAJOR)
+    return ok("container.dev_char_nvidia_links", links, "dir:/dev/char", "NVIDIA links in /dev/char")
+
+
 def daemon_json_fact(host: Host) -> Tuple[Fact, Optional[Dict[str, Any]]]:
     res = host.read_file(DAEMON_JSON, limit=256 * 1024)
     src = "file:" + DAEMON_JSON
@@ -470,6 +496,14 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
                              f"the Docker daemon did not answer and {DAEMON_JSON} could not be used",
                              "file:" + DAEMON_JSON, label))
     facts.append(toolkit_fact(host))
+    dev_char = dev_char_fact(host)
+    if dev_char is not None:
+        facts.append(dev_char)
+        docker = next((f.value for f in facts if f.key == "container.docker" and f.known), None)
+        if dev_char.value == [] and contacted and isinstance(docker, dict) and docker.get("server"):
+            cg = cgroup_driver_fact(host, docker)
+            if cg is not None:
+                facts.append(cg)
     facts.append(cdi_fact(host))
     facts.append(podman_fact(host))
     return facts

@@ -50,7 +50,7 @@ MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
 
 #: Sub-directories of /lib/modules/<release>/ where a packaged or DKMS-built nvidia.ko lands.
 MODULE_SUBDIRS = ("updates/dkms", "updates", "kernel/drivers/video", "extra", "extra/nvidia", "misc",
-                  "kernel/drivers/char/drm", "weak-updates/nvidia")
+                  "kernel/drivers/char/drm", "weak-updates/nvidia", "extramodules")  # extramodules: Arch
 
 SMI_QUERY = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
 SMI_PLAIN = ["nvidia-smi"]
@@ -68,7 +68,8 @@ _LIB_VERSION = re.compile(r"^(?P<lib>libnvidia-ml|libcuda)\.so\.(?P<version>\d{3
 _SMI_CUDA = re.compile(r"CUDA Version:\s*(?P<version>\d+\.\d+)")
 _SMI_NVML_LIB = re.compile(r"NVML library version:\s*(?P<version>\d+\.\d+(?:\.\d+)?)")
 _PCI_ADDR = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_NVIDIA_KO = re.compile(r"^nvidia\.ko(?:\.(?:xz|zst|gz))?$")
+#: nvidia.ko, Debian's nvidia-current.ko, branch-named nvidia_NNN.ko / nvidia-NNN.ko, compressed (.xz, .zst, .gz)
+_NVIDIA_KO = re.compile(r"^nvidia(?:-current|[-_]\d+)?\.ko(?:\.(?:xz|zst|gz))?$")
 _BLACKLIST = re.compile(r"^\s*blacklist\s+nouveau\s*$", re.M)
 #: dkms >= 3: "nvidia/550.54.15, 5.15.0-105-generic, x86_64: installed";
 #: dkms 2: "nvidia, 470.82.00, 5.4.0-91-generic, x86_64: installed".
@@ -144,11 +145,23 @@ def _nvml_answer(data: Dict[str, object], key: str) -> Tuple[object, Optional[st
     return None, str(ans.get("error") or "EXCEPTION")
 
 
+def lib_search_dirs(host: Host) -> List[str]:
+    """Where the loader looks for the driver's libraries: LD_LIBRARY_PATH (containers put the injected driver in
+    /usr/local/nvidia/lib64 and name it there), then the usual directories."""
+    ldp = [d for d in (host.getenv("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
+    out: List[str] = []
+    for d in ldp + list(LIB_DIRS):
+        d = d.rstrip("/") or "/"
+        if d not in out:
+            out.append(d)
+    return out
+
+
 def _userspace_libs(host: Host) -> List[Tuple[str, str]]:
-    """(path, version) of libnvidia-ml.so.<ver> and libcuda.so.<ver> in the usual directories."""
+    """(path, version) of libnvidia-ml.so.<ver> and libcuda.so.<ver> where the loader looks."""
     found = []
     seen = set()
-    for d in LIB_DIRS:
+    for d in lib_search_dirs(host):
         for name in host.list_dir(d).names():
             m = _LIB_VERSION.match(name)
             if m and _parse_version(m.group("version")) is not None:
@@ -457,7 +470,17 @@ def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
         fact.reason = ("no nvidia.ko under {}{}".format(base, "; DKMS built it only for " + ", ".join(others)
                                                        if others else ""))
         facts.append(fact)
+        facts.append(_kernel_headers(host, release))
     return facts
+
+
+def _kernel_headers(host: Host, release: str) -> Fact:
+    """Whether the running kernel's headers are installed (what DKMS needs to build the module for it):
+    /lib/modules/<release>/build, or the distributions' header trees."""
+    candidates = [f"/lib/modules/{release}/build", f"/usr/src/linux-headers-{release}", f"/usr/src/kernels/{release}"]
+    present = [p for p in candidates if host.is_dir(p)]
+    return ok("kernel.headers", {"release": release, "present": bool(present), "path": present[0] if present
+                                 else None}, "dir:" + ",".join(candidates), "Headers of the running kernel")
 
 
 def _secure_boot(host: Host) -> Fact:
@@ -500,6 +523,43 @@ def _module_signer(host: Host) -> List[Fact]:
     return [maker("driver.module_signed", res.describe_failure(), src, label)]
 
 
+#: Where distributions keep the Machine Owner Key that DKMS/akmods sign modules with: Ubuntu/Mint
+#: (update-secureboot-policy, shim-signed), DKMS 3 (mok.pub), Fedora akmods.
+MOK_KEYS = ("/var/lib/shim-signed/mok/MOK.der", "/var/lib/dkms/mok.pub", "/etc/pki/akmods/certs/public_key.der")
+
+
+def _mok_keys(host: Host) -> List[Fact]:
+    """Whether each module-signing key present is enrolled (``mokutil --test-key``): a module signed with a key
+    that is not enrolled is refused under Secure Boot just like an unsigned one."""
+    keys = []
+    src = "command:mokutil --test-key"
+    for path in MOK_KEYS:
+        if not host.exists(path):
+            continue
+        argv = ["mokutil", "--test-key", path]
+        res = host.run(argv, timeout=5)
+        text = (res.stdout + "\n" + res.stderr).lower()
+        enrolled = False if "not enrolled" in text else True if "already enrolled" in text else None
+        keys.append({"path": path, "enrolled": enrolled,
+                     **({} if enrolled is not None else {"why": res.describe_failure() if not res.ok
+                                                          else "mokutil said %r" % res.stdout.strip()[:80]})})
+        src = _cmd_src(argv)
+    if not keys:
+        return []
+    return [ok("driver.mok_keys", keys, src, "Module signing keys (MOK)")]
+
+
+def _module_on_disk_version(host: Host) -> List[Fact]:
+    """The version of the nvidia module installed for the running kernel (what the next boot loads): modinfo
+    by name reads the file under /lib/modules/$(uname -r), not the module in memory."""
+    argv = ["modinfo", "-F", "version", "nvidia"]
+    res = host.run(argv, timeout=5)
+    text = res.stdout.strip().splitlines()[0].strip() if res.ok and res.stdout.strip() else ""
+    if not re.match(r"^\d+\.\d+(\.\d+)?$", text):
+        return []
+    return [ok("driver.module_on_disk.version", text, _cmd_src(argv), "nvidia module on disk (next boot)")]
+
+
 def _nvswitch(host: Host, dev_names: Tuple[str, ...]) -> List[Fact]:
     nodes = [n for n in dev_names if n.startswith("nvidia-nvswitch")]
     proc = host.list_dir("/proc/driver/nvidia-nvswitch/devices")
@@ -510,6 +570,14 @@ def _nvswitch(host: Host, dev_names: Tuple[str, ...]) -> List[Fact]:
         fm = _state_of_service(host, "nvidia-fabricmanager", "driver.fabric_manager.state", "Fabric manager service")
         if fm is not None:
             facts.append(fm)
+            if fm.known and fm.value != "active":
+                # why it does not run: most often another version than the driver's, which it refuses
+                argv = ["nv-fabricmanager", "--version"]
+                res = host.run(argv, timeout=5)
+                m = re.search(r"version is\s*:\s*(\d+\.\d+(?:\.\d+)?)", res.stdout + res.stderr)
+                if m:
+                    facts.append(ok("driver.fabric_manager.version", m.group(1), _cmd_src(argv),
+                                    "Fabric manager version"))
     return facts
 
 
@@ -555,8 +623,9 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     if not have_user:
         facts.extend(_userspace_facts(libs))
     if not libs and not have_user and not wsl:
+        dirs = lib_search_dirs(host)
         facts.append(unknown("driver.userspace.version", "no libnvidia-ml.so.<version> or libcuda.so.<version> in "
-                             + ", ".join(LIB_DIRS), "dir:" + ",".join(LIB_DIRS), L_USER))
+                             + ", ".join(dirs), "dir:" + ",".join(dirs), L_USER))
 
     if wsl:  # the driver is Windows': none of the Linux-side module questions apply
         return facts
@@ -580,6 +649,10 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(_secure_boot(host))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
+            if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":
+                facts.extend(_module_on_disk_version(host))
+            if not loaded and any(f.key == "driver.secure_boot" and f.value is True for f in facts):
+                facts.extend(_mok_keys(host))
     facts.extend(_nvswitch(host, dev_names))
     if loaded:
         pd = _state_of_service(host, "nvidia-persistenced", "driver.persistenced.state", "Persistence daemon",

@@ -378,7 +378,9 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     if jaxlib:
         m = _JAXLIB_LOCAL.match(split_local(jaxlib.version)[1] or "")
         if m:
-            cuda = m.group("cuda")
+            # "cuda11" is a CUDA major (the local-CUDA wheels); "cuda112" is CUDA 11.2, "cuda101" 10.1
+            digits = m.group("cuda")
+            cuda = "%s.%s" % (digits[:-1], digits[-1]) if len(digits) >= 3 else digits
             if m.group("cudnn"):
                 c = m.group("cudnn")
                 cudnn = f"{c[0]}.{c[1:]}" if len(c) > 1 else c
@@ -530,6 +532,23 @@ def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
 FRAMEWORK_NAMES = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras")
 
 
+def _torch_without_metadata(host: Host, sys_path: Iterable[str]) -> Optional[Distribution]:
+    """torch importable from ``sys_path`` without a .dist-info/.egg-info (some conda packages, copied trees,
+    ``setup.py develop`` checkouts): its own ``torch/version.py`` names the version, as ``import torch`` would."""
+    for entry in sys_path:
+        if not entry or entry.endswith(".zip"):
+            continue
+        path = posixpath.join(entry, "torch", "version.py")
+        if not host.exists(path):
+            continue
+        lits, why = read_literals(host, path)
+        version = lits.get("__version__")
+        if why is None and isinstance(version, str) and version:
+            return Distribution("torch", version, posixpath.join(entry, "torch"), entry)
+        return None  # the first torch on sys.path is the one imported
+    return None
+
+
 @register("frameworks", "Python frameworks", order=90)
 def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
@@ -540,6 +559,10 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
                if py.error else "the interpreter reports an empty sys.path")
         return [unknown("framework.scan", why, "command:%s" % (py.executable or "python"), "Frameworks")]
     dists = {d.key: d for d in host.distributions()}
+    if "torch" not in dists:
+        unlisted = _torch_without_metadata(host, py.sys_path)
+        if unlisted is not None:
+            dists["torch"] = unlisted
     env = target_environment(host)
     facts: List[Fact] = []
     if "torch" in dists:

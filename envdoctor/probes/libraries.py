@@ -308,4 +308,10 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
             choices[soname] = resolve_soname(host, soname, ld_library_path=ldp, cache=cache or [])
 
     facts.append(ok("libraries.loader_choice", choices, "derived", "Library the loader would pick"))
+    if cache is not None:
+        # The driver's libcuda under both names: libcuda.so.1 (what programs link) and the unversioned libcuda.so
+        # that the CUDA runtime and cuDNN's sub-libraries dlopen.
+        facts.append(ok("libraries.libcuda", {name: resolve_soname(host, name, ld_library_path=ldp, cache=cache)
+                                               for name in ("libcuda.so.1", "libcuda.so")},
+                        "derived", "libcuda the loader would pick"))
     return facts

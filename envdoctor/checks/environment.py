@@ -1,0 +1,121 @@
+"""The environment a CUDA program starts in: which GPUs CUDA_VISIBLE_DEVICES leaves it, and which libcuda the
+loader hands it.
+
+* ``CUDA_VISIBLE_DEVICES`` empty, or naming no GPU that exists (an index past the last GPU, an unknown UUID,
+  ``-1``): CUDA sees no device ("no CUDA-capable device is detected", error 100; torch.cuda.is_available() is
+  False) while nvidia-smi, which ignores the variable, shows every GPU.  CUDA reads the list up to its first
+  invalid entry (CUDA C++ Programming Guide, "CUDA Environment Variables").
+* The CUDA toolkit's stub ``libcuda.so`` (``.../lib64/stubs``, for linking only) first on the loader path:
+  programs that load it get CUDA_ERROR_STUB_LIBRARY (34) instead of the driver.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Dict, Iterable, List, Optional
+
+from ..facts import Facts
+from ..findings import Finding, Fix
+from . import CheckContext, CodeDoc, check
+
+ENV_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
+STUB_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
+CHECKED = "2026-11-25"
+
+
+def _ev(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
+    return [f.to_dict() for f in (facts.get(k) for k in keys) if f is not None]
+
+
+def visible(value: str, count: int, uuids: List[str]) -> Optional[List[str]]:
+    """The GPUs CUDA keeps for ``CUDA_VISIBLE_DEVICES=value`` (entries up to the first invalid one), or None
+    when that cannot be told (a UUID and the GPUs' UUIDs are unknown)."""
+    kept: List[str] = []
+    for raw in value.split(","):
+        entry = raw.strip()
+        if entry.isdigit():
+            if int(entry) >= count:
+                break
+            kept.append(entry)
+        elif entry.startswith(("GPU-", "MIG-")):
+            if not uuids:
+                return None
+            if not any(u.startswith(entry) or entry.startswith(u) for u in uuids):
+                break
+            kept.append(entry)
+        else:  # "", "-1", anything else: the list ends here
+            break
+    return kept
+
+
+@check("environment.cuda-visible-devices", codes=(
+    CodeDoc("gpu.cuda_visible_devices_hides_all", "error",
+            "CUDA_VISIBLE_DEVICES is set but names no GPU this machine has (empty, an index past the last GPU, an "
+            "unknown UUID, -1): CUDA programs see no GPU.", "env.cuda_visible_devices, gpu.count, gpu.N.uuid",
+            "torch.cuda.is_available() is False, TensorFlow lists no GPU, CUDA returns 'no CUDA-capable device is "
+            "detected', while nvidia-smi (which ignores the variable) shows the GPUs.", ENV_DOC),
+))
+def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    value = facts.value("env.cuda_visible_devices")
+    count = facts.value("gpu.count")
+    if not isinstance(value, str) or not isinstance(count, int) or count < 1:
+        return
+    uuids = [str(facts.value("gpu.%d.uuid" % i)) for i in range(count) if facts.value("gpu.%d.uuid" % i)]
+    kept = visible(value, count, uuids)
+    if kept is None or kept:
+        return
+    valid = ", ".join(str(i) for i in range(count))
+    yield Finding(
+        code="gpu.cuda_visible_devices_hides_all", severity="error", components=["gpu", "cuda"],
+        title="CUDA_VISIBLE_DEVICES=%r hides every GPU: this machine has %d (valid indexes: %s)" % (
+            value, count, valid),
+        detail="CUDA shows a program only the GPUs CUDA_VISIBLE_DEVICES lists, reading it up to the first entry "
+               "that names no GPU; %s. CUDA then reports no device (torch.cuda.is_available() is False) although "
+               "nvidia-smi, which ignores the variable, lists the GPUs." % (
+                   "the variable is empty" if not value.strip() else "its first entry %r names none" %
+                   value.split(",")[0].strip()),
+        evidence=_ev(facts, "env.cuda_visible_devices", "gpu.count"),
+        source={"rule": "CUDA_VISIBLE_DEVICES: a comma-separated list of GPU indexes or UUIDs; only the listed "
+                        "devices are visible, up to the first invalid one", "url": ENV_DOC, "checked": CHECKED},
+        fix=Fix(text="Unset it, or name GPUs that exist (0 to %d); look for where it is exported (shell profile, "
+                     "job script, notebook kernel)." % (count - 1),
+                commands=["unset CUDA_VISIBLE_DEVICES", "export CUDA_VISIBLE_DEVICES=0",
+                          "grep -rn CUDA_VISIBLE_DEVICES ~/.bashrc ~/.profile /etc/environment"]))
+
+
+@check("environment.libcuda-stub", codes=(
+    CodeDoc("driver.libcuda_stub_on_loader_path", "error",
+            "The CUDA toolkit's stub libcuda.so (lib64/stubs, meant for linking only) is what the loader finds "
+            "first for libcuda.", "libraries.libcuda, cuda.ld_library_path",
+            "Programs that load it get CUDA_ERROR_STUB_LIBRARY ('CUDA driver is a stub library') instead of the "
+            "driver: no GPU.", STUB_DOC),
+))
+def libcuda_stub(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    libcuda = facts.mapping("libraries.libcuda")
+    for name in ("libcuda.so.1", "libcuda.so"):
+        res = libcuda.get(name)
+        if not isinstance(res, dict) or not res.get("path"):
+            continue
+        where = posixpath.dirname(str(res["path"]))
+        if posixpath.basename(where.rstrip("/")) != "stubs":
+            continue
+        via = res.get("via") or "the loader's search"
+        others = [str(o["path"]) for o in res.get("others") or [] if isinstance(o, dict) and o.get("path")]
+        yield Finding(
+            code="driver.libcuda_stub_on_loader_path", severity="error", components=["driver", "cuda"],
+            title="The loader finds the CUDA toolkit's stub %s (%s, via %s) before the driver's libcuda" % (
+                name, res["path"], via),
+            detail="%s is a stub for linking against, not the driver: a program that loads it fails with "
+                   "CUDA_ERROR_STUB_LIBRARY ('CUDA driver is a stub library').%s" % (
+                       res["path"], " The driver's copy it hides: %s." % ", ".join(others) if others else ""),
+            evidence=_ev(facts, "libraries.libcuda", "cuda.ld_library_path"),
+            source={"rule": "CUDA_ERROR_STUB_LIBRARY: the stub libcuda from the toolkit was loaded instead of the "
+                            "driver's", "url": STUB_DOC, "checked": CHECKED},
+            fix=Fix(text="Take %s off %s (keep the other entries); link against the stubs with -L at build time "
+                         "only." % (where, "LD_LIBRARY_PATH" if via == "LD_LIBRARY_PATH" else "the loader path"),
+                    commands=['export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s '
+                              '| paste -sd:)"' % where] if via == "LD_LIBRARY_PATH" else
+                    ["grep -rn %s /etc/ld.so.conf /etc/ld.so.conf.d/" % where, "sudo ldconfig"]))
+        return

@@ -1,0 +1,115 @@
+"""The ``envdoctor install ...`` line a finding suggests, built by the recipe that would run it.
+
+A check never writes an install line by hand: it asks :func:`install_line` for the component and
+version it wants, and the recipe plans it for this machine's target from the same facts
+(``envdoctor install ... --dry-run --snapshot`` does exactly this).  When the recipe refuses (an
+unsupported target, a branch it cannot pin there), the line is ``None`` and the finding keeps only
+its prose and commands, so a suggested line is always one ``envdoctor install`` accepts.
+
+``floor=True`` means the version is a minimum (a driver branch "or newer"): when the recipe cannot
+pin that branch on this target, its newest is suggested instead, which satisfies any floor.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+#: Where recipes plan for a machine they do not run on (the CLI's default for a snapshot).
+DEFAULT_PYTHON = "/usr/bin/python3"
+#: The oldest CUDA with redistributable archives (redistrib_X.Y.Z.json): 11.0-11.3 have none
+#: (https://github.com/JuliaPackaging/Yggdrasil/pull/7213, "dropping support for CUDA 11.0-11.3, which don't
+#: have redistributable sources"; read 2026-11-25).  The redist recipe itself only finds out at download time.
+OLDEST_REDIST_CUDA = "11.4"
+
+
+def _python(facts: Any) -> str:
+    theirs = facts.value("python.executable")
+    if isinstance(theirs, str) and theirs.startswith("/") and not any(c.isspace() for c in theirs):
+        return theirs
+    return DEFAULT_PYTHON
+
+
+def _render(component: str, version: Optional[str], method: Optional[str], prefix: Optional[str],
+            options: Dict[str, str]) -> str:
+    argv: List[str] = ["envdoctor", "install", component]
+    if version:
+        argv += ["--version", version]
+    if method:
+        argv += ["--method", method]
+    if prefix:
+        argv += ["--prefix", prefix]
+    for key, value in sorted(options.items()):
+        argv += ["--option", "%s=%s" % (key, value)]
+    return " ".join(argv)
+
+
+def _redist_ok(component: str, version: str, prefix: str) -> bool:
+    """The no-root redist method plans from NVIDIA's manifest (fetched over the network when it runs); here
+    the request is validated as the CLI validates it, and the version must be one the recipe knows."""
+    from envdoctor.recipes import RecipeError, load_recipe
+
+    from ..install import validate
+    from ..install.validate import ValidationError
+
+    try:
+        validate.version(version)
+        validate.prefix(prefix)
+        known = load_recipe(component).versions()
+    except (ValidationError, RecipeError, ImportError):
+        return False
+    mm = ".".join(version.split(".")[:2])
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        if component == "cuda" and Version(mm) < Version(OLDEST_REDIST_CUDA):
+            return False
+    except InvalidVersion:
+        return False
+    return any(k == version or k == mm or k.startswith(mm + ".") for k in known)
+
+
+def install_line(facts: Any, component: str, version: Optional[str] = None, method: Optional[str] = None,
+                 prefix: Optional[str] = None, floor: bool = False, **options: str) -> Optional[str]:
+    """``envdoctor install COMPONENT ...`` as the recipe plans it for this machine, or None when it refuses."""
+    for line, _plan in _planned(facts, component, version, method, prefix, floor, options):
+        return line
+    return None
+
+
+def _planned(facts: Any, component: str, version: Optional[str], method: Optional[str], prefix: Optional[str],
+             floor: bool, options: Dict[str, str]) -> List[Tuple[str, Any]]:
+    try:
+        from envdoctor.recipes import RecipeError, Request, load_recipe, target_from_facts
+    except ImportError:
+        return []
+    from ..install.validate import ValidationError
+
+    if prefix is not None and component in ("cuda", "cudnn") and method in (None, "redist"):
+        if version and _redist_ok(component, version, prefix):
+            return [(_render(component, version, None, prefix, options), None)]
+        return []
+    try:
+        module = load_recipe(component)
+        target = target_from_facts(facts)
+    except (RecipeError, ImportError):
+        return []
+    tries = [version] + ([None] if floor and version else [])
+    for v in tries:
+        request = Request(component=component, version=v, method=method, prefix=prefix, python=_python(facts),
+                          options=dict(options))
+        try:
+            plan = module.plan(request, target, facts)
+        except (RecipeError, ValidationError):
+            continue
+        return [(_render(component, v, method, prefix, options), plan)]
+    return []
+
+
+def rpm_tool(facts: Any) -> str:
+    """The package manager of a RHEL-family machine: yum on EL7 and older (dnf came with RHEL 8), dnf after."""
+    version = str(facts.value("os.version") or "")
+    major = version.split(".")[0]
+    if facts.value("os.family") == "rhel" or facts.value("os.id") in ("rhel", "centos", "rocky", "almalinux", "ol"):
+        if major.isdigit() and int(major) <= 7:
+            return "yum"
+    return "dnf"

@@ -1,0 +1,212 @@
+"""``envdoctor check --policy``: the node gate, and ``envdoctor policy``: write and list policies."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Dict, Optional, Tuple
+
+import click
+
+from . import EXIT_USAGE, fail
+from .common import echo_output, python_option, timeout_option
+
+FORMATS = ("text", "json", "junit", "prometheus", "nhc", "nfd")
+
+
+@click.command("check", epilog="""\b
+Examples:
+  envdoctor check --policy /etc/envdoctor/policy.toml
+  envdoctor check --policy p.toml --format nhc          # one line for NHC's die
+  envdoctor check --policy p.toml --format prometheus \\
+      -o /var/lib/prometheus/node-exporter/envdoctor.prom
+  envdoctor check --policy p.toml --format nfd \\
+      -o /etc/kubernetes/node-feature-discovery/features.d/envdoctor
+  envdoctor check --policy p.toml --report node17.json --format junit
+\b
+Exit codes: 0 every requirement met and no finding at or above fail_on;
+1 a requirement failed or could not be established (unless on_unknown =
+"pass"), or such a finding; 2 bad policy, bad input or cannot run.""")
+@click.option("--policy", "policy_path", required=True, metavar="FILE",
+              help="The policy (TOML): what this cluster requires of a node.")
+@click.option("--snapshot", "snapshot_path", metavar="FILE", help="Replay a snapshot instead of this machine.")
+@click.option("--report", "report_path", metavar="FILE",
+              help="Judge an existing `diagnose --format json` report instead of this machine.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text, json (the report with a policy section), junit, prometheus (node_exporter textfile), "
+                   "nhc (one line), nfd (a Node Feature Discovery feature file).")
+@click.option("-o", "--output", metavar="FILE", help="Write here (atomically: a temporary file renamed into place) "
+                                                    "instead of standard output.")
+@click.option("--node", metavar="NAME", help="The node's name in junit output (default: the input file's name, or "
+                                             "'localhost').")
+@click.option("--nfd-ttl", type=click.FloatRange(60, 366 * 86400), default=3600, show_default=True, metavar="SECONDS",
+              help="How long NFD keeps the labels if they are not written again.")
+@click.option("--fail-on", type=click.Choice(("error", "warning", "info", "never")), default=None,
+              help="Override the policy's [findings] fail_on.")
+@timeout_option
+@python_option
+def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[str], fmt: str,
+          output: Optional[str], node: Optional[str], nfd_ttl: float, fail_on: Optional[str], timeout: float,
+          python_exe: Optional[str]) -> None:
+    """Judge this machine (or a snapshot or report) against a cluster's policy."""
+    started = time.monotonic()
+    from ..policy import PolicyError, load_policy
+
+    if snapshot_path is not None and report_path is not None:
+        raise fail("give --snapshot or --report, not both")
+    try:
+        policy = load_policy(policy_path)
+    except PolicyError as exc:
+        raise fail("bad policy: %s" % exc) from None
+    for warning in policy.warnings:
+        click.echo("envdoctor: policy %s: %s" % (policy_path, warning), err=True)
+    if fail_on is not None:
+        policy.fail_on = fail_on
+    if report_path is not None:
+        report = load_report(report_path, timeout, reports_only=True)
+    elif snapshot_path is not None:
+        report = load_report(snapshot_path, timeout, snapshots_only=True)
+    else:
+        from ..report import diagnose_live
+
+        report = diagnose_live(timeout, python_exe).to_dict()
+    verdict = policy.evaluate(report)
+    name = node or (_node_name(report_path or snapshot_path) if (report_path or snapshot_path) else "localhost")
+    text = render(fmt, report, verdict, name, time.monotonic() - started, nfd_ttl)
+    if output is not None:
+        write_atomically(output, text)
+    else:
+        if fmt == "text":
+            from ..render.style import Style
+
+            echo_output(text, color=Style(sys.stdout).color)
+        else:
+            echo_output(text)
+    sys.exit(verdict.exit_code)
+
+
+def render(fmt: str, report: Dict[str, Any], verdict: Any, name: str, duration: float, nfd_ttl: float) -> str:
+    from ..render import engines
+
+    if fmt == "json":
+        from ..render.json_out import dumps
+
+        doc = dict(report)
+        doc["policy"] = verdict.to_dict()
+        return dumps(doc)
+    if fmt == "junit":
+        return engines.junit([engines.summarize(name, report, verdict)])
+    if fmt == "prometheus":
+        return engines.prometheus(report, verdict, duration)
+    if fmt == "nhc":
+        line = engines.nhc_line(verdict)
+        return line + "\n" if line else ""
+    if fmt == "nfd":
+        return engines.nfd(report, verdict, nfd_ttl)
+    from ..render.style import Style
+
+    return engines.check_text(verdict, Style(sys.stdout))
+
+
+def _node_name(path: Optional[str]) -> str:
+    from ..fleet import node_name
+
+    return node_name(path or "") or "localhost"
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write ``text`` to a dot-file beside ``path`` and rename it into place, so a reader (node_exporter,
+    NFD) sees the old file or the new one, never half of one; exit 2 with the reason when it cannot."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
+    except OSError as exc:
+        raise fail("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise fail("cannot write %s: %s" % (path, exc.strerror or exc)) from None
+
+
+def load_report(path: str, timeout: float, reports_only: bool = False, snapshots_only: bool = False) -> Dict[str, Any]:
+    """A report as a dict, from a report file or by replaying a snapshot; exit 2 when it is neither."""
+    from ..host.snapshot import (
+        SnapshotError,
+        SnapshotHost,
+        holds_evidence,
+        is_fleet_comparison,
+        read_document,
+        validate_document,
+    )
+
+    try:
+        doc = read_document(path, max(timeout, 1.0), noun="report or snapshot")
+        if isinstance(doc.get("probes"), list):
+            if snapshots_only:
+                raise SnapshotError("%s is a report, not a snapshot: use --report" % path)
+            return doc
+        if is_fleet_comparison(doc):
+            raise SnapshotError("%s is an envdoctor fleet comparison, not a report or snapshot" % path)
+        if not holds_evidence(doc):
+            raise SnapshotError("%s holds neither probes (a report) nor evidence (a snapshot)" % path)
+        if reports_only:
+            raise SnapshotError("%s is a snapshot, not a report: use --snapshot" % path)
+        validate_document(doc, path)
+    except SnapshotError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    from ..host.privacy import Scrubber
+    from ..report import diagnose
+
+    host = SnapshotHost(doc, path)
+    return diagnose(host, scrubber=Scrubber(include_host=True), source={
+        "kind": "snapshot", "description": host.description, "captured": str(doc.get("created", ""))}).to_dict()
+
+
+@click.group("policy")
+def policy() -> None:
+    """Write a policy from a known-good node, or list the keys a policy may require."""
+
+
+@policy.command("init", epilog="""\b
+Example:
+  envdoctor diagnose --format json > golden.json     # on a known-good node
+  envdoctor policy init --from golden.json -o policy.toml
+  envdoctor check --policy policy.toml               # on every other node""")
+@click.option("--from", "source", required=True, metavar="REPORT_OR_SNAPSHOT",
+              help="A known-good node's report or snapshot.")
+@click.option("-o", "--output", metavar="FILE", help="Write the policy here (atomically) instead of standard output.")
+@click.option("--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=10, show_default=True,
+              metavar="SECONDS", help="Longest wait for an input that is a pipe or a device.")
+def policy_init(source: str, output: Optional[str], timeout: float) -> None:
+    """Write a policy pinned to a golden node (like NHC's nhc-genconf): its driver, GPUs, CUDA toolkit,
+    libraries and framework versions; a policy made from a node always passes on that node."""
+    from ..policy import init_policy
+
+    report = load_report(source, timeout)
+    text = init_policy(report, _node_name(source))
+    if output is not None:
+        write_atomically(output, text)
+    else:
+        echo_output(text)
+
+
+@policy.command("keys")
+def policy_keys() -> None:
+    """List every key a policy may require, with its kind."""
+    from ..policy import describe_keys
+
+    rows: Tuple[Tuple[str, str, str], ...] = tuple(describe_keys())
+    width = max(len(k) for k, _, _ in rows) + 2
+    echo_output("".join("%s%s %s\n" % (k.ljust(width), kind.ljust(8), what) for k, kind, what in rows))

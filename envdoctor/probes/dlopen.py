@@ -1,0 +1,227 @@
+"""The CUDA libraries a framework opens at run time with dlopen, resolved the way the loader would.
+
+TensorFlow, ONNX Runtime's CUDA provider and CuPy load the CUDA runtime, cuBLAS/cuBLASLt, cuFFT, cuRAND,
+cuSOLVER, cuSPARSE, NVRTC and cuDNN by soname when they first need the GPU ("Could not load dynamic library
+'libcudart.so.11.0'", "libcudnn.so.9: cannot open shared object file"), so their NEEDED entries (see
+:mod:`envdoctor.probes.linkage`) do not list them.  Which sonames depends on the CUDA major (and minor, before
+CUDA 11) the framework was built with (:data:`SONAMES`), and on its cuDNN major.
+
+Each is resolved in the framework's own search order: ``LD_LIBRARY_PATH``, the directories the framework
+itself adds (:func:`own_dirs`), the ``ld.so`` cache, the default directories.  Copies found anywhere else
+(a conda environment's ``lib``, a ``site-packages/nvidia/*/lib`` wheel, a toolkit's ``lib64``) are listed as
+``elsewhere``: they exist but are not found, which names the fix.
+
+Fact ``linkage.<framework>.dlopen`` = ``[{soname, how: "dlopen", path, resolved, via, version, others,
+elsewhere, expected: None, shadowed: False}]``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Fact, ok
+from ..host.base import Host
+from . import ProbeContext, register
+from .cuda import ld_library_path_dirs
+from .libraries import read_ld_cache, resolve_soname
+
+#: Library -> soname suffix by CUDA release: NVIDIA's sonames (the file names of each CUDA toolkit's lib64 and of
+#: the nvidia-*-cuXX wheels: libcudart.so.11.0 for every 11.x, libcublas.so.12, libcufft.so.11 in 12.x ...).
+#: Keys are "major" or "major.minor" (the more specific wins).
+SONAMES: Dict[str, Dict[str, str]] = {
+    "cudart": {"10.0": "10.0", "10.1": "10.1", "10.2": "10.2", "11": "11.0", "12": "12", "13": "13"},
+    "cublas": {"10.0": "10.0", "10": "10", "11": "11", "12": "12", "13": "13"},
+    "cublasLt": {"10.1": "10", "10.2": "10", "11": "11", "12": "12", "13": "13"},
+    "cufft": {"10.0": "10.0", "10": "10", "11": "10", "12": "11", "13": "12"},
+    "curand": {"10.0": "10.0", "10": "10", "11": "10", "12": "10", "13": "10"},
+    "cusolver": {"10.0": "10.0", "10": "10", "11": "11", "12": "11", "13": "12"},
+    "cusparse": {"10.0": "10.0", "10": "10", "11": "11", "12": "12", "13": "12"},
+    "nvrtc": {"10.0": "10.0", "10.1": "10.1", "10.2": "10.2", "11.0": "11.0", "11.1": "11.1", "11": "11.2",
+              "12": "12", "13": "13"},
+}
+#: What each framework dlopens (cuDNN added from its cuDNN major).
+LOADS: Dict[str, Tuple[str, ...]] = {
+    "tensorflow": ("cudart", "cublas", "cublasLt", "cufft", "curand", "cusolver", "cusparse"),
+    "onnxruntime": ("cudart", "cublas", "cublasLt", "cufft", "curand"),
+    "cupy": ("nvrtc", "cublas", "cufft", "curand", "cusolver", "cusparse"),
+}
+#: TensorFlow releases that find the nvidia-*-cu12 wheels' libraries on their own ([and-cuda], from 2.14);
+#: 2.16 does not (https://github.com/tensorflow/tensorflow/issues/63362, read 2026-11-25: the wheels' lib
+#: directories must be put on LD_LIBRARY_PATH), nor do the releases before 2.14
+#: (https://github.com/rstudio/tensorflow/issues/569).
+TF_FINDS_WHEELS = (("2.14", "2.16"), ("2.17", "999"))
+
+
+def soname(lib: str, cuda: Tuple[int, Optional[int]]) -> Optional[str]:
+    table = SONAMES.get(lib, {})
+    major, minor = cuda
+    suffix = table.get("%d.%d" % (major, minor)) if minor is not None else None
+    suffix = suffix or table.get(str(major))
+    return "lib%s.so.%s" % (lib, suffix) if suffix else None
+
+
+def _mm(text: Any) -> Optional[Tuple[int, Optional[int]]]:
+    parts = str(text or "").split(".")
+    if not parts[0].isdigit():
+        return None
+    return int(parts[0]), int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+
+
+def _v(text: Any) -> Optional[Version]:
+    try:
+        return Version(str(text))
+    except InvalidVersion:
+        return None
+
+
+def _wheel_dirs(host: Host, site: str) -> List[str]:
+    base = posixpath.join(site, "nvidia")
+    return [posixpath.join(base, d, "lib") for d in host.list_dir(base).names()
+            if host.is_dir(posixpath.join(base, d, "lib"))]
+
+
+def own_dirs(host: Host, name: str, value: Dict[str, Any]) -> List[str]:
+    """The directories a framework adds to the search on its own."""
+    site = str(value.get("path") or "")
+    if name == "onnxruntime":
+        return [posixpath.join(site, "onnxruntime", "capi")]  # the provider's RUNPATH $ORIGIN
+    if name == "tensorflow":
+        v = _v(value.get("public") or value.get("version"))
+        if v is not None and any(Version(lo) <= v < Version(hi) for lo, hi in TF_FINDS_WHEELS):
+            return _wheel_dirs(host, site)
+        return []
+    if name == "cupy":  # CUDA_PATH, then /usr/local/cuda, then the nvidia-*-cu* wheels (cupy/_environment.py)
+        env = host.environ()
+        roots = [env["CUDA_PATH"]] if env.get("CUDA_PATH") else []
+        return [posixpath.join(r, "lib64") for r in roots + ["/usr/local/cuda"]] + _wheel_dirs(host, site)
+    return []
+
+
+def _elsewhere_dirs(host: Host, value: Dict[str, Any]) -> List[str]:
+    """Where copies commonly sit without being on any search path."""
+    out: List[str] = []
+    py = host.python()
+    for prefix in {py.prefix, host.getenv("CONDA_PREFIX") or ""}:
+        if prefix:
+            out.append(posixpath.join(prefix, "lib"))
+    out += _wheel_dirs(host, str(value.get("path") or ""))
+    for name in host.list_dir("/usr/local").names():
+        if name == "cuda" or name.startswith("cuda-"):
+            out += [posixpath.join("/usr/local", name, "lib64"),
+                    posixpath.join("/usr/local", name, "targets", "x86_64-linux", "lib")]
+    return out
+
+
+def _cudnn_major(name: str, value: Dict[str, Any]) -> Optional[str]:
+    cudnn = value.get("cudnn")
+    if isinstance(cudnn, str) and cudnn.split(".")[0].isdigit():
+        return cudnn.split(".")[0]
+    if name == "onnxruntime":
+        from ..matrix import frameworks as fw
+
+        rel = fw.onnxruntime_release(value.get("version"))
+        mine, theirs = _mm(value.get("cuda")), _mm(rel.get("cuda")) if rel else None
+        if rel and rel.get("cudnn_major") and mine and theirs and mine[0] == theirs[0]:
+            return str(rel["cudnn_major"])
+    return None
+
+
+def wanted(name: str, value: Dict[str, Any]) -> List[str]:
+    cuda = _mm(value.get("cuda"))
+    if cuda is None:
+        return []
+    out = [s for s in (soname(lib, cuda) for lib in LOADS.get(name, ())) if s]
+    major = _cudnn_major(name, value)
+    if major:
+        out.append("libcudnn.so.%s" % major)
+    return out
+
+
+def _is_cuda_build(name: str, value: Dict[str, Any]) -> bool:
+    if name == "onnxruntime":
+        return bool(value.get("gpu")) and value.get("use_cuda") is not False
+    return value.get("build") == "cuda"
+
+
+_DRIVER_LINK = re.compile(r"^lib(?:cuda|nvidia-[a-z0-9-]+)\.so\.\d+$")
+_VERSIONED = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
+def driver_library_links(host: Host, cache: List[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
+    """The driver's soname links (libcuda.so.1, libnvidia-ml.so.1, libnvidia-nvvm.so.4 ...) in the directories the
+    loader finds the driver in: each {link, target, version, exists}.  After an update a link may still name the
+    previous driver's file (or one that is gone)."""
+    dirs: List[str] = []
+    for name in ("libnvidia-ml.so.1", "libcuda.so.1"):
+        res = resolve_soname(host, name, cache=cache)
+        if res["path"] and posixpath.dirname(res["path"]) not in dirs:
+            dirs.append(posixpath.dirname(res["path"]))
+    out: List[Dict[str, Any]] = []
+    for d in dirs:
+        names = host.list_dir(d).names()
+        for n in sorted(names):
+            if not _DRIVER_LINK.match(n):
+                continue
+            link = host.read_link(posixpath.join(d, n))
+            if link.target is None:
+                continue
+            m = _VERSIONED.search(link.target)
+            if not m:
+                continue
+            target = posixpath.normpath(posixpath.join(d, link.target))
+            out.append({"link": posixpath.join(d, n), "target": target, "version": m.group(1),
+                        "exists": host.exists(target)})
+    return out
+
+
+@register("dlopen", "CUDA libraries frameworks load at run time", order=97)
+def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
+    host = ctx.host
+    fw = ctx.facts_of("frameworks")
+    facts: List[Fact] = []
+    ldp = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
+    cache: Optional[List[Tuple[str, str, str]]] = None
+    if ctx.facts_of("driver").value("driver.installed") is True:
+        cache = read_ld_cache(host)[0]
+        if cache is not None:
+            links = driver_library_links(host, cache)
+            if links:
+                facts.append(ok("driver.library_links", links, "derived", "Driver library links"))
+    for name in LOADS:
+        value = fw.value("framework." + name)
+        if not isinstance(value, dict) or not _is_cuda_build(name, value):
+            continue
+        sonames = wanted(name, value)
+        if not sonames:
+            continue
+        if cache is None:
+            read, cache_fact = read_ld_cache(host)
+            if read is None:
+                return facts  # without the cache "not found" would only mean "not seen"
+            cache = read
+        own = own_dirs(host, name, value)
+        elsewhere_dirs = _elsewhere_dirs(host, value)
+        entries: List[Dict[str, Any]] = []
+        for so in sonames:
+            res = resolve_soname(host, so, runpath=own, ld_library_path=ldp, cache=cache)
+            searched = set(ldp) | set(own)
+            elsewhere = [posixpath.join(d, so) for d in elsewhere_dirs
+                         if d not in searched and so in host.list_dir(d).names()]
+            entries.append({"soname": so, "how": "dlopen", "path": res["path"], "resolved": res["resolved"],
+                            "via": res["via"], "version": res["version"], "others": res["others"],
+                            "elsewhere": _unique(elsewhere), "expected": None, "shadowed": False})
+        facts.append(ok("linkage.%s.dlopen" % name, entries, "derived",
+                        "%s: CUDA libraries it loads at run time" % name))
+    return facts
+
+
+def _unique(items: Sequence[str]) -> List[str]:
+    seen: List[str] = []
+    for i in items:
+        if i not in seen:
+            seen.append(i)
+    return seen

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""`envdoctor check --policy` on a live 8-GPU node: wall time and peak memory, and the time limit kept
+with a wedged driver.
+
+There is no GPU here: NVML is the fake libnvidia-ml.so.1 of tests/fakenvml (compiled with the system
+C compiler) answering for eight H100s (tests/fakenvml/h100.json's board, repeated with its own index,
+bus id and UUID).  Everything else is this machine, read live.  Each run is a fresh process; memory is
+the whole process tree's peak (every process alive at once, proportional set sizes added up,
+sampled every 2 ms) in runs of its own.  Then NVML's init hangs (init.hang_seconds) and the run must
+still end within --timeout plus one second.
+
+    python scripts/bench_check.py --runs 15
+    python scripts/bench_check.py --json
+
+Targets (issue 16): at most 0.4 s and 40 MiB; within --timeout + 1 s when the driver hangs.  Printed
+as met / not met; no assertion, since these machines are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Sequence
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from tests.fakenvml.build import build, fake_env, load_answers, write_answers  # noqa: E402
+
+TIME_TARGET, MEMORY_TARGET_MIB = 0.4, 40.0
+POLICY = """\
+schema_version = 1
+[require]
+"driver.version" = ">=550"
+"gpu.count" = 8
+"gpu.*.compute_capability" = ">=8.0"
+"gpu.*.ecc_mode_current" = true
+"gpu.*.pcie_gen_max" = ">=4"
+"gpu.*.pcie_width_current" = 16
+[findings]
+fail_on = "error"
+"""
+
+
+def eight_h100() -> Dict[str, object]:
+    one = load_answers("h100.json")
+    out = {k: v for k, v in one.items() if not k.startswith("device.")}
+    out["device_count"] = 8
+    for i in range(8):
+        for k, v in one.items():
+            if k.startswith("device.0."):
+                key = "device.%d.%s" % (i, k[len("device.0."):])
+                if key.endswith(".uuid"):
+                    v = str(v)[:-2] + "%02x" % i
+                elif key.endswith(".minor_number"):
+                    v = i
+                elif key.endswith(".pci") and isinstance(v, dict):
+                    v = dict(v, bus_id="00000000:%02X:00.0" % (0x18 + 0x10 * i))
+                out[key] = v
+    return out
+
+
+def _tree(pid: int) -> List[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, tid)) as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _pss_kib(pid: int) -> int:
+    for path, field in (("/proc/%d/smaps_rollup" % pid, "Pss:"), ("/proc/%d/status" % pid, "VmRSS:")):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    if line.startswith(field):
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return 0
+
+
+def timed(argv: Sequence[str], env: Dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - start
+
+
+def peak_mib(argv: Sequence[str], env: Dict[str, str]) -> float:
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, sum(_pss_kib(p) for p in _tree(proc.pid)))
+        time.sleep(0.002)
+    return peak / 1024.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--timeout", type=float, default=2.0, help="--timeout for the wedged-driver run (default 2)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="envdoctor-bench-check-") as tmp:
+        lib = build(os.path.join(tmp, "lib"))
+        answers = write_answers(eight_h100(), os.path.join(tmp, "answers.txt"))
+        hung = write_answers({"init": {"hang_seconds": 60}}, os.path.join(tmp, "hung.txt"))
+        policy = os.path.join(tmp, "policy.toml")
+        with open(policy, "w") as fh:
+            fh.write(POLICY)
+        env = fake_env(lib, answers, dict(os.environ, NO_COLOR="1"))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        argv = [sys.executable, "-m", "envdoctor", "check", "--policy", policy, "--format", "prometheus"]
+        check = subprocess.run(argv, capture_output=True, text=True, env=env)
+        if "envdoctor_gpus 8" not in check.stdout:
+            raise SystemExit("the fake NVML did not answer for 8 GPUs: %s" % (check.stdout + check.stderr)[-800:])
+        timed(argv, env)  # byte-code and page cache
+        walls = [timed(argv, env) for _ in range(args.runs)]
+        mems = [peak_mib(argv, env) for _ in range(max(3, args.runs // 3))]
+        hung_env = fake_env(lib, hung, dict(os.environ, NO_COLOR="1"))
+        wedged = timed(argv + ["--timeout", str(args.timeout)], hung_env)
+    result = {"runs": args.runs, "cpus": os.cpu_count(), "wall_median_s": round(statistics.median(walls), 3),
+              "wall_min_s": round(min(walls), 3), "peak_memory_mib": round(statistics.median(mems), 1),
+              "wedged_driver_wall_s": round(wedged, 2), "wedged_timeout_s": args.timeout}
+    result["time_target_met"] = result["wall_median_s"] <= TIME_TARGET
+    result["memory_target_met"] = result["peak_memory_mib"] <= MEMORY_TARGET_MIB
+    result["wedged_target_met"] = wedged <= args.timeout + 1.0
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print("envdoctor check --policy, live, fake NVML with 8 H100s, %d runs, %s CPUs" % (args.runs, os.cpu_count()))
+        print("  wall   median %.3f s (min %.3f)   target <= %.1f s: %s" % (
+            result["wall_median_s"], result["wall_min_s"], TIME_TARGET, "met" if result["time_target_met"] else
+            "NOT met"))
+        print("  memory peak %.1f MiB (process tree, PSS)   target <= %.0f MiB: %s" % (
+            result["peak_memory_mib"], MEMORY_TARGET_MIB, "met" if result["memory_target_met"] else "NOT met"))
+        print("  wedged driver: %.2f s with --timeout %g   target <= %g s: %s" % (
+            wedged, args.timeout, args.timeout + 1, "met" if result["wedged_target_met"] else "NOT met"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

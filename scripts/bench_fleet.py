@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""`envdoctor fleet` over many realistic 8-GPU reports, beside a bare `json.load` of the same files.
+
+Writes N reports with scripts/make_fleet_reports.py (or uses --dir), then, alternating, in fresh
+processes each time:
+
+* ``json.load`` of every file, one after another, keeping nothing (the floor for any tool that
+  reads them);
+* ``envdoctor fleet DIR --format json`` (and with ``--policy``, when given).
+
+Wall time is the median of the timed runs; memory is the peak of the whole process tree (fleet's
+parallel readers included: every process alive at once, proportional set sizes added up), sampled
+every 5 ms in separate runs.  Prints each figure and the ratios to json.load, and whether the
+targets of issue 16 are met (at most 1.5x json.load's time and 150 MB).  No assertion: machines are
+noisy; run it on a quiet one.
+
+    python scripts/bench_fleet.py --count 10000 --runs 3
+    python scripts/bench_fleet.py --dir /tmp/fleet --policy policy.toml --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Sequence
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TIME_TARGET, MEMORY_TARGET_MB = 1.5, 150.0
+
+JSON_LOAD = """
+import json, os, sys
+d = sys.argv[1]
+for name in sorted(os.listdir(d)):
+    if name.endswith(".json"):
+        with open(os.path.join(d, name), "rb") as fh:
+            json.load(fh)
+"""
+
+
+def _tree(pid: int) -> List[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, tid)) as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _memory_kib(pid: int) -> int:
+    for path, field in (("/proc/%d/smaps_rollup" % pid, "Pss:"), ("/proc/%d/status" % pid, "VmRSS:")):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    if line.startswith(field):
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return 0
+
+
+def timed(argv: Sequence[str]) -> float:
+    start = time.perf_counter()
+    r = subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env())
+    wall = time.perf_counter() - start
+    if r.returncode not in (0, 1):
+        raise SystemExit("%s failed (%d): %s" % (" ".join(argv[:4]), r.returncode, r.stderr.decode()[-500:]))
+    return wall
+
+
+def peak_memory_mb(argv: Sequence[str]) -> float:
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, sum(_memory_kib(p) for p in _tree(proc.pid)))
+        time.sleep(0.005)
+    return peak * 1024 / 1e6
+
+
+def _env() -> Dict[str, str]:
+    env = dict(os.environ, NO_COLOR="1")
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--count", type=int, default=10000, help="reports to write (default 10000)")
+    ap.add_argument("--dir", help="use the reports already in this directory instead")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs of each (default 3)")
+    ap.add_argument("--policy", help="also time `fleet --policy POLICY`")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+
+    py = sys.executable
+    directory = args.dir
+    made = None
+    if directory is None:
+        made = directory = tempfile.mkdtemp(prefix="envdoctor-fleet-bench-")
+        subprocess.run([py, os.path.join(HERE, "make_fleet_reports.py"), str(args.count), directory], check=True,
+                       stdout=subprocess.DEVNULL)
+    try:
+        files = [n for n in os.listdir(directory) if n.endswith(".json")]
+        total_mb = sum(os.path.getsize(os.path.join(directory, n)) for n in files) / 1e6
+        tools: Dict[str, List[str]] = {
+            "json.load": [py, "-c", JSON_LOAD, directory],
+            "envdoctor fleet": [py, "-m", "envdoctor", "fleet", directory, "--format", "json"],
+        }
+        if args.policy:
+            tools["envdoctor fleet --policy"] = tools["envdoctor fleet"] + ["--policy", args.policy]
+        times: Dict[str, List[float]] = {k: [] for k in tools}
+        for argv in tools.values():  # warm the page cache and the byte-code once
+            timed(argv)
+        for _ in range(args.runs):
+            for name, argv in tools.items():
+                times[name].append(timed(argv))
+        memory = {name: peak_memory_mb(argv) for name, argv in tools.items()}
+        base = statistics.median(times["json.load"])
+        results = {name: {"seconds": round(statistics.median(t), 3), "runs": [round(x, 3) for x in t],
+                          "ratio_to_json_load": round(statistics.median(t) / base, 2),
+                          "peak_memory_mb": round(memory[name], 1)} for name, t in times.items()}
+        summary = {"reports": len(files), "total_mb": round(total_mb, 1), "cpus": os.cpu_count(), "results": results}
+        for name in tools:
+            if name != "json.load":
+                r = results[name]
+                r["time_target_met"] = r["ratio_to_json_load"] <= TIME_TARGET
+                r["memory_target_met"] = r["peak_memory_mb"] <= MEMORY_TARGET_MB
+        if args.json:
+            print(json.dumps(summary, indent=2))
+        else:
+            print("%d reports, %.0f MB, %s CPUs, median of %d runs" % (len(files), total_mb, os.cpu_count(), args.runs))
+            for name, r in results.items():
+                extra = ""
+                if name != "json.load":
+                    extra = "  time %s (<= %.1fx), memory %s (<= %.0f MB)" % (
+                        "met" if r["time_target_met"] else "NOT met", TIME_TARGET,
+                        "met" if r["memory_target_met"] else "NOT met", MEMORY_TARGET_MB)
+                print("  %-26s %7.2f s  %5.2fx json.load  peak %6.1f MB%s" % (
+                    name, r["seconds"], r["ratio_to_json_load"], r["peak_memory_mb"], extra))
+    finally:
+        if made:
+            shutil.rmtree(made, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

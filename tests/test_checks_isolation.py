@@ -1,0 +1,87 @@
+"""One check, one question: a check that raises costs only its own verdict.
+
+The captured machines in tests/machines (real files and command outputs, see their README) are diagnosed
+once as they are; then, for every registered check that said something on a machine, that check is made to
+raise (the one thing here that is not real: a bug injected into envdoctor itself) and the machine is
+diagnosed again through the CLI.  Every other check's findings must still be there, the crash must be
+reported, and the exit code must stay 1 when the remaining checks found errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Tuple
+
+import pytest
+from click.testing import CliRunner
+
+import envdoctor.checks as checks
+from envdoctor.checks import CheckContext, all_checks
+from envdoctor.cli import cli
+from envdoctor.facts import Facts
+from envdoctor.probes import run_probes
+
+from .conftest import load_machine, machine_names, machine_path
+
+
+def _by_check(name: str) -> Dict[str, List[Tuple[str, str, str]]]:
+    """What each registered check says on machine ``name``: check name -> [(code, severity, title)]."""
+    facts = Facts(f for r in run_probes(load_machine(name)) for f in r.facts)
+    out: Dict[str, List[Tuple[str, str, str]]] = {}
+    for spec in all_checks():
+        said = [(f.code, f.severity, f.title) for f in spec.fn(CheckContext(facts, []))]
+        if said:
+            out[spec.name] = said
+    return out
+
+
+def _diagnose(name: str) -> Tuple[int, Dict[str, Any]]:
+    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", machine_path(name), "--format", "json"])
+    return r.exit_code, json.loads(r.output)
+
+
+def _broken(ctx: CheckContext) -> List[Any]:
+    raise RuntimeError("injected failure")
+
+
+CASES = [(m, c) for m in machine_names() for c in sorted(_by_check(m))]
+
+
+def test_machines_exercise_several_checks() -> None:
+    # The property below is only worth something if the machines make many checks speak.
+    assert len({c for _, c in CASES}) >= 6
+    # ... and on some machine one check crashes while another has found an error (the exit code must stay 1).
+    assert any(len(fs) >= 2 and any(s == "error" for f in fs.values() for _, s, _ in f)
+               for fs in map(_by_check, machine_names()))
+
+
+@pytest.mark.parametrize("machine,crashing", CASES)
+def test_a_crashing_check_hides_nothing_else(machine: str, crashing: str, monkeypatch) -> None:
+    said = _by_check(machine)
+    spec = checks._REGISTRY[crashing]
+    monkeypatch.setitem(checks._REGISTRY, crashing, checks.CheckSpec(crashing, _broken, spec.codes))
+    code, report = _diagnose(machine)
+    got = [(f["code"], f["severity"], f["title"]) for f in report["findings"]]
+    others = [f for name, fs in said.items() if name != crashing for f in fs]
+    for f in others:
+        assert f in got, "%s vanished when %s crashed" % (f, crashing)
+    crashed = [f for f in report["findings"] if f["code"] == "envdoctor.check_crashed"]
+    assert len(crashed) == 1 and crashing in crashed[0]["title"] and crashed[0]["severity"] == "warning"
+    assert code == (1 if any(s == "error" for _, s, _ in others) else 0)
+
+
+def test_exit_1_survives_a_crash_on_a_machine_with_errors(monkeypatch) -> None:
+    # The issue's own measurement: a crash in one sub-check dropped the exit code from 1 to 0.
+    machine = "ubuntu2404-driver-mismatch"
+    code, report = _diagnose(machine)
+    assert code == 1
+    errors = {(f["code"], f["title"]) for f in report["findings"] if f["severity"] == "error"}
+    for name in [n for n in checks._REGISTRY if n.startswith(("compat.", "driver-health"))]:
+        if name != "driver-health.library-mismatch":
+            monkeypatch.setitem(checks._REGISTRY, name, checks.CheckSpec(name, _broken, ()))
+    code, report = _diagnose(machine)
+    assert code == 1
+    still = {(f["code"], f["title"]) for f in report["findings"] if f["severity"] == "error"}
+    assert {e for e in errors if e[0] == "driver.library_mismatch"} <= still
+    assert os.path.basename(machine_path(machine)) == "snapshot.json"

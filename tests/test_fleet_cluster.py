@@ -1,0 +1,143 @@
+"""`envdoctor fleet` at cluster scale: --policy, --format junit|prometheus, parallel readers.
+
+The fleet is written by scripts/make_fleet_reports.py from the real H100 report in tests/live (see
+that script for how the 8-GPU nodes are made and which nodes drift how).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from envdoctor import fleet as logic
+from envdoctor.policy import parse_policy
+
+from .engines import ROOT, envdoctor_env
+
+POLICY = """\
+schema_version = 1
+[require]
+"driver.version" = ">=570"
+"driver.cuda_version" = ">=13.0"
+"gpu.count" = 8
+"gpu.*.pcie_width_current" = 16
+"gpu.*.ecc_mode_current" = true
+[findings]
+ignore = ["framework.cpu_only_build"]
+"""
+COUNT = 120
+
+
+def expected_failing(count: int):
+    """The generator's drift: older driver every 50th, a x8 link every 37th, ECC off every 101st node."""
+    return {"node%05d" % i for i in range(1, count + 1) if i % 50 == 0 or i % 37 == 0 or i % 101 == 0}
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fleet")
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_fleet_reports.py"), str(COUNT), str(d)],
+                   check=True, capture_output=True, env=envdoctor_env(), timeout=300)
+    policy = d.parent / ("policy-%s.toml" % d.name)
+    policy.write_text(POLICY)
+    return str(d), str(policy)
+
+
+def fleet(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "envdoctor", "fleet"] + list(args), capture_output=True,
+                          text=True, env=envdoctor_env(), timeout=300, cwd=ROOT)
+
+
+def test_fleet_policy_names_exactly_the_failing_nodes(reports):
+    directory, policy = reports
+    r = fleet(directory, "--policy", policy, "--format", "json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    failing = {f["node"] for f in doc["policy"]["failing"]}
+    assert failing == expected_failing(COUNT)
+    assert doc["policy"]["passing"] == COUNT - len(failing) and doc["summary"]["failing_policy"] == len(failing)
+    # worst first: nodes 50 and 100 have an old driver (two requirements fail), then by name
+    assert [f["node"] for f in doc["policy"]["failing"][:3]] == ["node00050", "node00100", "node00037"]
+    first = doc["policy"]["failing"][0]
+    assert {q["name"] for q in first["requirements"]} == {"driver.version", "driver.cuda_version"}
+    link = doc["policy"]["failing"][2]["requirements"][0]
+    assert link["name"] == "gpu.*.pcie_width_current" and link["found"] == "3:8 (others 16)" and link["want"] == "16"
+
+
+def test_fleet_policy_json_validates(reports):
+    jsonschema = pytest.importorskip("jsonschema")
+    directory, policy = reports
+    doc = json.loads(fleet(directory, "--policy", policy, "--format", "json").stdout)
+    with open(os.path.join(ROOT, "envdoctor", "schemas", "fleet.schema.json")) as fh:
+        jsonschema.validate(doc, json.load(fh))
+
+
+def test_fleet_policy_text_lists_the_worst_first(reports):
+    directory, policy = reports
+    r = fleet(directory, "--policy", policy)
+    assert r.returncode == 1
+    assert "Against the policy %s: %d of %d nodes fail it" % (policy, len(expected_failing(COUNT)), COUNT) in r.stdout
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("  node")]
+    assert lines[0].split()[0] == "node00050"
+    assert "driver.version 550.54.15 (want >=570); driver.cuda_version 12.4 (want >=13.0)" in lines[0]
+
+
+def test_a_fleet_that_meets_the_policy_exits_0(reports):
+    directory, _ = reports
+    ok = os.path.join(os.path.dirname(directory), "ok.toml")
+    with open(ok, "w") as fh:
+        fh.write('schema_version = 1\n[require]\n"gpu.count" = 8\n[findings]\nfail_on = "error"\n')
+    assert fleet(directory, "--policy", ok).returncode == 0
+
+
+def test_fleet_junit(reports):
+    junitparser = pytest.importorskip("junitparser")
+    directory, policy = reports
+    r = fleet(directory, "--policy", policy, "--format", "junit")
+    path = os.path.join(os.path.dirname(directory), "fleet.xml")
+    with open(path, "w") as fh:
+        fh.write(r.stdout)
+    suites = list(junitparser.JUnitXml.fromfile(path))
+    assert len(suites) == COUNT
+    failed = {s.name for s in suites if s.failures}
+    assert failed == expected_failing(COUNT)
+
+
+def test_fleet_prometheus(reports):
+    pytest.importorskip("prometheus_client")
+    from prometheus_client.parser import text_string_to_metric_families
+
+    directory, policy = reports
+    r = fleet(directory, "--policy", policy, "--format", "prometheus")
+    families = {f.name: f for f in text_string_to_metric_families(r.stdout)}
+    not_ready = {s.labels["node"] for s in families["envdoctor_node_ready"].samples if s.value == 0}
+    assert not_ready == expected_failing(COUNT)
+    sick_gpu = {(s.labels["node"], s.labels["gpu"]) for s in families["envdoctor_gpu_healthy"].samples if s.value == 0}
+    assert ("node00037", "3") in sick_gpu and ("node00101", "5") in sick_gpu and ("node00050", "0") not in sick_gpu
+
+
+def test_parallel_readers_give_the_same_nodes(reports):
+    directory, policy_path = reports
+    with open(policy_path) as fh:
+        policy = parse_policy(fh.read())
+    files = logic.gather([directory]).files
+    names = logic.unique_names(files)
+    one = logic.load_nodes(files, names, 10, policy, True, workers=1)
+    two = logic.load_nodes(files, names, 10, policy, True, workers=2)
+    assert [n.name for n in one] == [n.name for n in two]
+    assert [n.values for n in one] == [n.values for n in two]
+    assert [(n.summary.ready, n.summary.results) for n in one] == [(n.summary.ready, n.summary.results) for n in two]
+    assert all(not n.facts for n in two)  # only the extract is kept
+
+
+def test_fleet_with_a_bad_policy_is_exit_2(reports):
+    directory, _ = reports
+    bad = os.path.join(os.path.dirname(directory), "bad.toml")
+    with open(bad, "w") as fh:
+        fh.write('schema_version = 1\n[require]\n"gpu.cont" = 8\n')
+    r = fleet(directory, "--policy", bad)
+    assert r.returncode == 2 and "gpu.cont" in r.stderr and "unknown key" in r.stderr and "Traceback" not in r.stderr
