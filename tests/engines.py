@@ -27,7 +27,7 @@ fail_on = "error"
 ignore = ["cudnn.shadowed", "framework.cpu_only_build"]
 """
 BROKEN_LINE = "driver.version: 535.154.05, want >=550"
-NHC_TARBALL = os.path.join(os.path.dirname(ROOT), "shared", "third_party", "lbnl-nhc-1.4.3.tar.gz")
+NHC_TARBALL = os.path.join(ROOT, "tests", "third_party", "lbnl-nhc-1.4.3.tar.gz")
 
 
 def envdoctor_argv() -> List[str]:
@@ -49,8 +49,7 @@ def write_policy(directory: str, text: str = POLICY) -> str:
 
 
 def nhc_tarball() -> str:
-    for cand in (os.environ.get("ENVDOCTOR_NHC_TARBALL", ""), NHC_TARBALL,
-                 "/work/shared/third_party/lbnl-nhc-1.4.3.tar.gz"):
+    for cand in (os.environ.get("ENVDOCTOR_NHC_TARBALL", ""), NHC_TARBALL):
         if cand and os.path.isfile(cand):
             return cand
     return ""
