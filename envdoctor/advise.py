@@ -28,13 +28,14 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from . import frameworks as framework_table
 from . import matrix, osinfo, versions
 from .facts import Facts
 from .host.nvml_worker import MAX_GPUS
 from .matrix import frameworks as fw
 from .matrix import hardware as hw
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "cupy", "paddle")
+FRAMEWORKS = framework_table.ADVISED
 
 #: Where older jaxlib CUDA wheels (before the jax-cudaNN-plugin packages) were published
 #: (https://docs.jax.dev/en/latest/installation.html, "pip installation: NVIDIA GPU" of the 0.4.x docs).

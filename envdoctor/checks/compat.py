@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
+from .. import frameworks as framework_table
 from .. import matrix, versions
 from ..facts import Fact, Facts
 from ..findings import Finding, Fix
@@ -48,8 +49,7 @@ CUDA_ENV = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.htm
 RULES_CHECKED = "2026-11-22"
 
 #: Framework fact -> (component, display name).
-FRAMEWORKS = (("torch", "torch"), ("tensorflow", "tensorflow"), ("jax", "jax"), ("onnxruntime", "onnxruntime"),
-              ("paddle", "paddle"), ("cupy", "cupy"), ("mxnet", "mxnet"))
+FRAMEWORKS = tuple((name, name) for name in framework_table.COMPONENTS)
 
 
 DOCS = (
