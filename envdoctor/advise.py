@@ -21,6 +21,7 @@ compatibility, and the answer says which it is.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -192,11 +193,13 @@ def gpu_present(facts: Facts) -> Optional[bool]:
 # --------------------------------------------------------------------------- answers
 
 
-def _source(row: Dict[str, Any]) -> Dict[str, Any]:
+def _source(row: Dict[str, Any], area: Optional[str] = None) -> Dict[str, Any]:
+    """Where an answer comes from: URL, check date, whether it is confirmed and, if not, one plain sentence."""
     src = row.get("source", {})
     out = {"url": src.get("url"), "checked": src.get("checked"), "verified": not matrix.unverified(row)}
-    if src.get("note") and matrix.unverified(row):
-        out["note"] = src["note"]
+    hint = matrix.hint_sentence(area or "", row) if matrix.unverified(row) else None
+    if hint:
+        out["hint"] = hint
     return out
 
 
@@ -263,7 +266,7 @@ def advise_cuda(t: Target) -> CudaAdvice:
         more = (f"; CUDA {nxt[0]['version']} needs {nxt[0]['min_driver_linux']}" if nxt else "")
         a.notes.append(f"Driver {t.driver} meets the driver that CUDA {a.newest_native} needs "
                        f"({row['min_driver_linux']}, Table 3){more}.")
-        a.sources.append(dict(_source(row), cuda=a.newest_native))
+        a.sources.append(dict(_source(row, "cuda"), cuda=a.newest_native))
     if a.newest_minor_compat and a.newest_minor_compat != a.newest_native:
         row = hw.cuda_release(a.newest_minor_compat)
         assert row is not None
@@ -272,7 +275,7 @@ def advise_cuda(t: Target) -> CudaAdvice:
             f"{a.newest_minor_compat.split('.')[0]}.x) applications built with CUDA up to "
             f"{a.newest_minor_compat} also run on driver {t.driver}, with limits: no PTX JIT of code newer "
             f"than the driver, and some APIs fail with cudaErrorCallRequiresNewerDriver.")
-        a.sources.append(dict(_source(row), cuda=a.newest_minor_compat))
+        a.sources.append(dict(_source(row, "cuda"), cuda=a.newest_minor_compat))
     if t.cc and a.gpu_range:
         lo, hi = a.gpu_range
         if a.newest_native and a.newest_for_gpu != a.newest_native:
@@ -289,6 +292,13 @@ def advise_cuda(t: Target) -> CudaAdvice:
         if a.newest_native and a.newest_for_gpu is None and Version(lo) > Version(a.newest_native):
             a.notes.append(f"This GPU (compute capability {t.cc}) needs CUDA {lo} or newer, "
                            f"which needs driver {hw.min_driver_for_cuda(lo)}.")
+    if t.driver and hw.branch_past_eol(t.driver):
+        branch = hw.driver_branch(t.driver)
+        assert branch is not None  # branch_past_eol answers only for a known branch
+        choices = hw.supported_branches(cc=t.cc)
+        better = ", ".join("R{} ({})".format(c["branch"], hw.BRANCH_TYPES[c["type"]]) for c in choices)
+        a.notes.append(f"Driver {t.driver}'s branch R{branch['branch']} is past its end of life ({branch['eol']})"
+                       + (f"; supported branches that know this GPU: {better}." if better else "."))
     best = a.newest_for_gpu or a.newest_native
     if best:
         sup = _distro_supported(best, t.os_id, t.os_version)
@@ -320,6 +330,10 @@ class Candidate:
     major_only: bool = False               # "12.x" builds: any minor, minor-version compatibility by design
     experimental: bool = False
     notes: List[str] = field(default_factory=list)
+    #: the build's GPU code is bounded by what its CUDA release targets (False for torch: arch_list says it)
+    cuda_floor: bool = True
+    #: (package, specifier) of the cuDNN pip installs with this build, checked against cuDNN's own GPU floor
+    cudnn_pip: Optional[Tuple[str, str]] = None
 
 
 @dataclass
@@ -328,46 +342,157 @@ class Verdict:
     native: bool = False
     reasons: List[str] = field(default_factory=list)
     driver_note: str = ""
+    #: extra requirements the command needs on this machine (a cuDNN that still runs on the GPU), and why
+    pins: List[str] = field(default_factory=list)
+    pin_notes: List[str] = field(default_factory=list)
 
 
 def _driver_needs(c: Candidate) -> Tuple[Optional[str], Optional[str]]:
     """(driver that runs it natively, driver that runs it under minor-version compatibility)."""
-    if c.min_driver:
-        return c.min_driver, c.min_driver
-    if not c.cuda:
+    return _driver_needs_of(c.min_driver, c.cuda, c.major_only)
+
+
+@functools.lru_cache(maxsize=1024)
+def _driver_needs_of(min_driver: Optional[str], cuda: Optional[str], major_only: bool
+                     ) -> Tuple[Optional[str], Optional[str]]:
+    if min_driver:
+        return min_driver, min_driver
+    if not cuda:
         return None, None
-    compat = hw.min_driver_for_cuda(c.cuda, minor_compat=True)
-    native = compat if c.major_only else hw.min_driver_for_cuda(c.cuda)
+    compat = hw.min_driver_for_cuda(cuda, minor_compat=True)
+    native = compat if major_only else hw.min_driver_for_cuda(cuda)
     return native, compat
+
+
+@functools.lru_cache(maxsize=4096)
+def python_admits(spec: Optional[str], python: Optional[str]) -> Optional[bool]:
+    """Whether a Python range admits the interpreter's major.minor (None when either is unknown)."""
+    if not spec or not python:
+        return None
+    v = Version(python)
+    return SpecifierSet(spec).contains(Version(f"{v.release[0]}.{v.release[1]}"), prereleases=True)
+
+
+@functools.lru_cache(maxsize=4096)
+def architecture_driver_reason(driver: Optional[str], cc: Optional[str]) -> Optional[str]:
+    """Why a driver cannot drive a GPU at all (it predates the architecture), or None.
+
+    The first driver branch that knows an architecture is the one shipped with the first CUDA release
+    targeting it (gpu_arch.first_cuda); CUDA minor-version compatibility does not change that.
+    """
+    if not driver or not cc:
+        return None
+    need = hw.min_driver_for_cc(cc)
+    if need is None or Version(driver) >= Version(need[0]):
+        return None
+    arch = hw.arch_for_cc(cc)
+    name = f"{arch['arch']} (compute capability {cc})" if arch else f"compute capability {cc}"
+    return (f"driver {driver} predates {name}: the first driver that knows it is {need[0]}, "
+            f"shipped with CUDA {need[1]}")
+
+
+@functools.lru_cache(maxsize=4096)
+def cuda_floor_reason(cuda: Optional[str], cc: Optional[str]) -> Optional[str]:
+    """Why a build made with this CUDA release has no code for the GPU (below what that CUDA targets), or None."""
+    if not cuda or not cc:
+        return None
+    row = hw.cuda_release(cuda)
+    if row is None or Version(cc) >= Version(row["cc_min"]):
+        return None
+    return (f"is built with CUDA {row['version'].split('.')[0]}.x, which targets compute capability "
+            f"{row['cc_min']} and newer, not {cc}")
+
+
+@functools.lru_cache(maxsize=4096)
+def cudnn_pin(package: str, spec_text: str, cc: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+    """(extra requirement, why, refusal) for the cuDNN that pip installs under ``spec_text`` on a GPU of ``cc``.
+
+    pip takes the newest cuDNN the specifier admits; cuDNN drops architectures at a release and never
+    brings them back (cudnn.json cc_min).  When the newest would not run but an older admitted one would,
+    the answer is a pin below the first release that dropped the GPU; when none would, a refusal.
+    """
+    spec = SpecifierSet(spec_text)
+    exact = [s.version for s in spec if s.operator == "=="]
+    if exact:
+        row = hw.cudnn_support_row(exact[0].rstrip(".*"))
+        if row is not None and Version(cc) < Version(row["cc_min"]):
+            return None, None, (f"pulls cuDNN {exact[0]} from pip, which supports compute capability "
+                                f"{row['cc_min']} and newer, not {cc}")
+        return None, None, None
+    majors = [m for m in (7, 8, 9, 10) if any(spec.contains(f"{m}.{x}", prereleases=True) for x in range(40))]
+    if not majors:
+        return None, None, None
+    major = majors[-1]
+    found = hw.cudnn_last_for_cc(cc, major)
+    if found is None:
+        return None, None, (f"pulls cuDNN {major} from pip, and no cuDNN {major} release supports compute "
+                            f"capability {cc}")
+    last, first_bad = found
+    if first_bad is None:
+        return None, None, None
+    bad = Version(first_bad["version"])
+    cut = f"{bad.major}.{bad.minor}"
+    floors = [Version(s.version) for s in spec if s.operator in (">=", "~=", ">")]
+    if floors and max(floors) >= Version(cut):
+        return None, None, (f"pulls cuDNN {max(floors)} or newer from pip; cuDNN {cut} and later support compute "
+                            f"capability {first_bad['cc_min']} and newer, not {cc}")
+    pin = f"{package}<{cut}"
+    why = (f"pins {pin}: pip would install the newest cuDNN {major}, and cuDNN {cut} and later support compute "
+           f"capability {first_bad['cc_min']} and newer, not {cc} (cuDNN {last['version']} still does)")
+    return pin, why, None
+
+
+@functools.lru_cache(maxsize=None)
+def _version(text: str) -> Version:
+    return Version(text)
+
+
+matrix.DERIVED_CACHES.extend(f.cache_clear for f in (python_admits, architecture_driver_reason, cuda_floor_reason,
+                                                       cudnn_pin, _driver_needs_of))
 
 
 def judge(c: Candidate, t: Target) -> Verdict:
     reasons = []
-    if t.python and c.python_spec:
-        spec = SpecifierSet(c.python_spec)
-        v = Version(t.python)
-        if not spec.contains(Version(f"{v.release[0]}.{v.release[1]}"), prereleases=True):
-            reasons.append(f"needs Python {c.python_spec}, not {t.python}")
+    pins: List[str] = []
+    pin_notes: List[str] = []
+    if python_admits(c.python_spec, t.python) is False:
+        reasons.append(f"needs Python {c.python_spec}, not {t.python}")
     if c.platforms is not None and t.platform not in c.platforms:
         reasons.append(f"has no GPU build for {t.platform} (only {', '.join(c.platforms) or 'none'})")
     if t.cc and c.arch_ok is not None and c.arch_ok(t.cc) is False:
         reasons.append(f"has no code for compute capability {t.cc} ({c.arch_desc})")
+    elif t.cc and c.cuda_floor:
+        floor = cuda_floor_reason(c.cuda, t.cc)
+        if floor:
+            reasons.append(floor)
+    if t.cc and c.cudnn_pip and not reasons:
+        pin, why, refusal = cudnn_pin(c.cudnn_pip[0], c.cudnn_pip[1], t.cc)
+        if refusal:
+            reasons.append(refusal)
+        elif pin and why:
+            pins.append(pin)
+            pin_notes.append(why)
+    arch_driver = architecture_driver_reason(t.driver, t.cc)
+    if arch_driver:
+        reasons.append(arch_driver)
     native_ok = True
     note = ""
     if t.driver:
         native, compat = _driver_needs(c)
         cuda = f"CUDA {c.cuda.split('.')[0]}.x" if c.major_only and c.cuda else f"CUDA {c.cuda}"
-        if compat is not None and Version(t.driver) < Version(compat):
+        if compat is not None and _version(t.driver) < _version(compat):
             if native == compat:
                 reasons.append(f"needs driver >= {compat} for {cuda}; driver {t.driver} is older")
             else:
                 reasons.append(f"needs driver >= {native} for {cuda} (>= {compat} with minor-version "
                                f"compatibility); driver {t.driver} is older")
-        elif native is not None and c.cuda is not None and Version(t.driver) < Version(native):
+        elif native is not None and c.cuda is not None and _version(t.driver) < _version(native):
             native_ok = False
             note = (f"runs on driver {t.driver} through CUDA minor-version compatibility ({cuda} natively needs "
-                    f"{native}; the {c.cuda.split('.')[0]}.x floor is {compat})")
-    return Verdict(ok=not reasons, native=native_ok, reasons=reasons, driver_note=note)
+                    f"{native}; the {c.cuda.split('.')[0]}.x floor is {compat}); code that needs PTX JIT of "
+                    f"newer PTX, and APIs newer than the driver, fail (cudaErrorCallRequiresNewerDriver)")
+    return Verdict(ok=not reasons, native=native_ok, reasons=reasons, driver_note=note, pins=pins,
+                   pin_notes=pin_notes)
 
 
 _pip_version = versions.pip_pin
@@ -394,7 +519,9 @@ def torch_candidates() -> List[Candidate]:
                 release=row["version"], variant=var["tag"], cuda=var["cuda"], row=row,
                 command=f'pip install "torch{_pip_version(row["version"])}" --index-url {var["index_url"]}',
                 python_spec=row.get("python"), arch_desc=desc,
-                arch_ok=_torch_arch_ok(var),
+                arch_ok=_torch_arch_ok(var), cuda_floor=False,
+                cudnn_pip=(f"nvidia-cudnn-cu{var['cuda'].split('.')[0]}", "==" + var["cudnn"])
+                if var.get("cudnn") and Version(var["cuda"]) >= Version("11.7") else None,
                 experimental=var.get("channel") == "experimental",
                 notes=["experimental CUDA variant of this release (RELEASE.md)"]
                 if var.get("channel") == "experimental" else []))
@@ -409,11 +536,13 @@ def tensorflow_candidates() -> List[Candidate]:
             cmd = f'pip install "{row["pip_extra"]}{pin}"'
             notes = ["brings CUDA {} and cuDNN {} from PyPI".format(row["cuda"], row["cudnn"])]
         else:
-            cmd = f'pip install "tensorflow{pin}"'
+            cmd = f'pip install "{row.get("package") or "tensorflow"}{pin}"'
             notes = ["needs CUDA {} and cuDNN {} installed on the system".format(row["cuda"], row["cudnn"])]
+        pip_cudnn = (f"nvidia-cudnn-cu{row['cuda'].split('.')[0]}", row["cudnn_pip"]) \
+            if row.get("pip_extra") and row.get("cudnn_pip") else None
         out.append(Candidate(release=row["version"], variant=f"cuda{row['cuda']}", cuda=row["cuda"], row=row,
                              command=cmd, python_spec=row.get("python"), platforms=list(row["gpu_platforms"]),
-                             notes=notes))
+                             notes=notes, cudnn_pip=pip_cudnn))
     return out
 
 
@@ -436,6 +565,8 @@ def jax_candidates() -> List[Candidate]:
             out.append(Candidate(
                 release=_spec_text(row["jax"]), variant=var["tag"], cuda=low, row=row, command=cmd,
                 min_driver=var.get("min_driver"), major_only=True,
+                python_spec=var.get("python") or row.get("python"),
+                cudnn_pip=None if "_local" in var["pip_extra"] else (f"nvidia-cudnn-cu{var['tag'][4:]}", var["cudnn"]),
                 arch_desc=f"needs compute capability {row['min_sm']}+",
                 arch_ok=_cc_at_least(row, "min_sm"), notes=notes))
     return out
@@ -444,6 +575,8 @@ def jax_candidates() -> List[Candidate]:
 def onnxruntime_candidates() -> List[Candidate]:
     out = []
     for row in reversed(matrix.load("onnxruntime")):
+        if row.get("installable") is False:
+            continue  # no files left on PyPI: pip cannot install it
         builds = sorted(row["builds"], key=lambda b: Version(b["cuda"].replace("x", "0")), reverse=True)
         for b in builds:
             cmd = f'pip install "onnxruntime-gpu{_pip_version(row["version"])}"'
@@ -454,7 +587,8 @@ def onnxruntime_candidates() -> List[Candidate]:
             if b.get("note"):
                 notes.append(b["note"])
             out.append(Candidate(release=row["version"], variant=f"cuda{b['cuda']}", cuda=cuda, row=row,
-                                 command=cmd, major_only=b["cuda"].endswith(".x"), notes=notes))
+                                 command=cmd, major_only=b["cuda"].endswith(".x"), notes=notes,
+                                 python_spec=row.get("python")))
     return out
 
 
@@ -552,6 +686,9 @@ def choose(framework: str, candidates: Iterable[Candidate], t: Target) -> Framew
     c, v = chosen[1], chosen[2]
     advice.release, advice.variant, advice.cuda, advice.command = c.release, c.variant, c.cuda, c.command
     advice.native = v.native
+    if v.pins:
+        advice.command = c.command + "".join(f' "{p}"' for p in v.pins)
+        advice.notes.extend(v.pin_notes)
     advice.notes.extend(c.notes)
     if v.driver_note:
         advice.notes.append(v.driver_note)
@@ -561,9 +698,9 @@ def choose(framework: str, candidates: Iterable[Candidate], t: Target) -> Framew
         advice.notes.append("driver unknown: not checked against the driver")
     if not t.python and c.python_spec:
         advice.notes.append(f"Python unknown: this release needs Python {c.python_spec}")
-    advice.source = _source(c.row)
+    advice.source = _source(c.row, framework if framework != "torch" else "torch")
     if not advice.source["verified"]:
-        advice.notes.append("the matrix row behind this answer is not verified against its source")
+        advice.notes.append(advice.source.get("hint") or "not confirmed from the vendor's tables; treat as a hint")
     return advice
 
 
@@ -624,7 +761,20 @@ def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS) -> Advice:
                       cpu_builds=[{"framework": n, "command": CPU_BUILDS[n][0], "why": CPU_BUILDS[n][1]}
                                   for n in names if n in CPU_BUILDS])
     return Advice(target=t, cuda=advise_cuda(t),
-                  frameworks=[choose(name, CANDIDATES[name](), t) for name in frameworks])
+                  frameworks=[choose(name, candidates(name), t) for name in frameworks])
+
+
+@functools.lru_cache(maxsize=None)
+def _candidates(name: str) -> Tuple[Candidate, ...]:
+    return tuple(CANDIDATES[name]())
+
+
+def candidates(name: str) -> List[Candidate]:
+    """Every build of a framework in the matrix, newest first (built once per loaded matrix; never mutated)."""
+    return list(_candidates(name))
+
+
+matrix.DERIVED_CACHES.append(_candidates.cache_clear)
 
 
 __all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "gpu_cc", "gpu_present",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -220,18 +221,32 @@ def load_node(path: str, timeout: float, name: Optional[str] = None, policy: Any
 
 
 def extract(node: Node, policy: Any = None, summary: bool = False) -> None:
-    """Fill the node's extract from its facts (FLEET_FACTS' values; the engine summary when asked)."""
+    """Fill the node's extract from its facts: FLEET_FACTS' values, its findings' code, severity and title
+    (and the GPUs their evidence names), and the engine summary when a policy or an engine's format asks
+    (without ``summary``, only what the policy's verdict needs)."""
     node.values = {label: how(node.facts) for label, _, how in FLEET_FACTS}
-    node.findings = [{"code": f["code"], "severity": f["severity"], "title": str(f.get("title") or ""),
-                      "detail": str(f.get("detail") or ""), "evidence": [
-                          {"key": e["key"]} for e in _list(f.get("evidence"))
-                          if isinstance(e, dict) and isinstance(e.get("key"), str) and e["key"].startswith("gpu.")]}
-                     for f in node.findings]
     if policy is not None or summary:
         from .render.engines import summarize
 
         verdict = policy.evaluate_facts(node.facts, node.findings) if policy is not None else None
-        node.summary = summarize(node.name, {"findings": node.findings}, verdict, node.facts)
+        node.summary = summarize(node.name, {"findings": node.findings}, verdict, node.facts, light=not summary)
+    node.findings = [{"code": f["code"], "severity": f["severity"], "title": str(f.get("title") or ""),
+                      "evidence": [{"key": e["key"]} for e in _list(f.get("evidence")) if isinstance(e, dict)
+                                   and isinstance(e.get("key"), str) and e["key"].startswith("gpu.")]}
+                     for f in node.findings]
+
+
+def _interned(nodes: Iterable[Node]) -> Iterable[Node]:
+    """The nodes, their repeated strings shared (each reader's copy of "2.11.0" or a finding's title
+    arrives as a string of its own): ten thousand nodes hold a few dozen values between them."""
+    intern = sys.intern
+    for n in nodes:
+        n.values = {k: intern(v) if isinstance(v, str) else v for k, v in n.values.items()}
+        for f in n.findings:
+            f["code"], f["title"] = intern(f["code"]), intern(f["title"])
+        if n.summary is not None:
+            n.summary.results = [tuple(intern(x) for x in r) for r in n.summary.results]
+        yield n
 
 
 #: What the parallel readers share (set before they fork): timeout, policy, summary.
@@ -267,13 +282,13 @@ def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, polic
     jobs = list(zip(paths, names))
     count = readers(paths) if workers is None else workers
     if count <= 1:
-        return [load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs]
+        return list(_interned(load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs))
     import multiprocessing
 
     _JOB = (timeout, policy, summary)
     try:
         with multiprocessing.get_context("fork").Pool(count) as pool:
-            return list(pool.imap(_load_job, jobs, chunksize=16))
+            return list(_interned(pool.imap(_load_job, jobs, chunksize=16)))
     except (OSError, ImportError):  # no fork here after all (a sandbox): read them one by one
         return [load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs]
     finally:

@@ -42,7 +42,7 @@ class RecipeError(Exception):
 # -- targets ---------------------------------------------------------------
 ARCHES = ("x86_64", "aarch64")
 
-SUPPORTED_TARGETS = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12", "centos7", "rhel8", "rhel9",
+SUPPORTED_TARGETS = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12", "centos7", "centos9", "rhel8", "rhel9",
                      "rocky8", "rocky9", "almalinux8", "almalinux9"]
 
 
@@ -131,6 +131,7 @@ class Request:
     mirror: Optional[str] = None
     force: bool = False
     python: Optional[str] = None  # interpreter for pip
+    venv: Optional[str] = None  # pip: the virtual environment to make or use (default: under the user's data dir)
     with_driver: bool = False
     options: Mapping[str, str] = field(default_factory=dict)
 
@@ -187,13 +188,15 @@ KEYRING_FILE = "/usr/share/keyrings/cuda-archive-keyring.gpg"
 DOWNLOAD_DIR = "/var/tmp/envdoctor"
 
 
-def repo_url(target: Target) -> str:
-    return f"{REPO_BASE}/{target.repo_distro}/{target.repo_arch}"
+def repo_url(target: Target, mirror: Optional[str] = None) -> str:
+    """NVIDIA's repository for ``target``, or the same layout below ``mirror`` (``--mirror``, already validated:
+    ``<mirror>/<distro>/<arch>``, as ``.../compute/cuda/repos`` is laid out)."""
+    return f"{(mirror or REPO_BASE).rstrip('/')}/{target.repo_distro}/{target.repo_arch}"
 
 
-def repo_steps(target: Target) -> List[Step]:
-    """Enable NVIDIA's CUDA repository on ``target`` (skipped when already enabled)."""
-    url = repo_url(target)
+def repo_steps(target: Target, mirror: Optional[str] = None) -> List[Step]:
+    """Enable NVIDIA's CUDA repository (or a mirror of it) on ``target`` (skipped when already enabled)."""
+    url = repo_url(target, mirror)
     if target.family == "debian":
         deb = f"{DOWNLOAD_DIR}/{KEYRING_DEB}"
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Ubuntu / Debian, network repo):
@@ -230,8 +233,15 @@ def repo_steps(target: Target) -> List[Step]:
         # (README "GPG keys": .../repos/<distro>/<arch>/cuda-<distro>.repo); not verified: the guide's own
         # "Network Repo Installation for RHEL" text (only the start of the guide is in the stored copies)
         argv = ["dnf", "config-manager", "--add-repo", f"{url}/{repo_file}"]
-    return [Step("add-cuda-repo", f"add NVIDIA's CUDA repository ({repo_file})", RunCommand(argv),
-                 needs_root=True, done_if=[exists(dest)], verify=[exists(dest)])]
+    add = Step("add-cuda-repo", f"add NVIDIA's CUDA repository ({repo_file})", RunCommand(argv),
+               needs_root=True, done_if=[exists(dest)], verify=[exists(dest)])
+    if target.package_manager == "yum":
+        return [Step("yum-utils", "install yum-config-manager (yum-utils)",
+                     RunCommand(["yum", "install", "-y", "yum-utils"]), needs_root=True, done_if=[exists(dest)]), add]
+    # `dnf config-manager` is a plugin (dnf-plugins-core), absent from minimal installs and container images
+    return [Step("dnf-plugins", "install dnf's config-manager (dnf-plugins-core)",
+                 RunCommand(["dnf", "install", "-y", "dnf-plugins-core"]), needs_root=True, done_if=[exists(dest)]),
+            add]
 
 
 def install_step(target: Target, step_id: str, title: str, packages: Sequence[str]) -> Step:
@@ -239,5 +249,6 @@ def install_step(target: Target, step_id: str, title: str, packages: Sequence[st
     return Step(step_id, title, RunCommand([target.package_manager, "install", "-y", *packages]), needs_root=True)
 
 
-def target_note(target: Target) -> str:
-    return f"Planned for {target.describe}; NVIDIA repository {repo_url(target)}/"
+def target_note(target: Target, mirror: Optional[str] = None) -> str:
+    return "Planned for {}; {} {}/".format(target.describe, "mirror of NVIDIA's repository" if mirror else
+                                          "NVIDIA repository", repo_url(target, mirror))

@@ -60,6 +60,67 @@ def versions() -> List[str]:
     return []
 
 
+#: How each runtime is configured (guide: "Configuration"; Podman through CDI, cdi-support.html).
+#: verified 2026-11-22: docker (install-guide.html "Configuring Docker": nvidia-ctk runtime configure
+#: --runtime=docker; systemctl restart docker) and Podman (https://docs.nvidia.com/datacenter/cloud-native/
+#: container-toolkit/latest/cdi-support.html: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml).
+#: not verified: the containerd and CRI-O sections' text (--runtime=containerd / --runtime=crio and their
+#: restarts are the same form, not read in the stored copies)
+CONFIGURE = {
+    "docker": (["nvidia-ctk", "runtime", "configure", "--runtime=docker"], "/etc/docker/daemon.json", "docker"),
+    "containerd": (["nvidia-ctk", "runtime", "configure", "--runtime=containerd"], "/etc/containerd/config.toml",
+                   "containerd"),
+    "crio": (["nvidia-ctk", "runtime", "configure", "--runtime=crio"], "/etc/crio/crio.conf.d/99-nvidia.toml",
+             "crio"),
+}
+CDI_SPEC = "/etc/cdi/nvidia.yaml"
+CHECKS = {"docker": "docker run --rm --runtime=nvidia --gpus all ubuntu nvidia-smi",
+          "podman": "podman run --rm --device nvidia.com/gpu=all --security-opt=label=disable ubuntu nvidia-smi -L"}
+
+
+def runtime_steps(seen: Any) -> Tuple[List[Step], List[str]]:
+    """Configure the runtimes this machine has (``install.runtimes``, see envdoctor.install.runtimes); restart
+    those systemd manages, and say how to restart the others.  Unknown (a plan for another machine): Docker,
+    as the guide's first example, and a note."""
+    if not isinstance(seen, dict):
+        names = ["docker"]
+        managed = {"docker": True}
+        notes = ["Container runtimes were not looked at (a plan for another machine): Docker is configured and "
+                 "restarted with systemd; for containerd, CRI-O or Podman, plan on that machine"]
+    else:
+        found = dict(seen.get("runtimes") or {})
+        # containerd also runs under Docker: configured on its own only where Docker is absent (a Kubernetes node
+        # or a containerd-only host) or kubelet uses it; never restarted under a running Docker otherwise
+        if "docker" in found and "containerd" in found and not seen.get("kubelet"):
+            found.pop("containerd")
+        names = [n for n in ("docker", "containerd", "crio", "podman") if n in found]
+        managed = {n: bool((found.get(n) or {}).get("systemd")) for n in names}
+        notes = []
+        if not names:
+            notes.append("No container runtime (Docker, containerd, CRI-O, Podman) was found: only the toolkit is "
+                         "installed; configure one later with nvidia-ctk runtime configure --runtime=NAME")
+    steps: List[Step] = []
+    for name in names:
+        if name == "podman":
+            steps.append(Step("configure-podman", f"generate the CDI specification {CDI_SPEC} (Podman uses CDI)",
+                              RunCommand(["nvidia-ctk", "cdi", "generate", f"--output={CDI_SPEC}"]), needs_root=True,
+                              verify=[exists(CDI_SPEC)]))
+            continue
+        argv, config, unit = CONFIGURE[name]
+        steps.append(Step(f"configure-{name}", f"register the nvidia runtime with {name} ({config})",
+                          RunCommand(argv), needs_root=True))
+        if managed.get(name):
+            steps.append(Step(f"restart-{name}", f"restart {name} so it loads the nvidia runtime",
+                              RunCommand(["systemctl", "restart", unit]), needs_root=True))
+        else:
+            notes.append(f"{name} is not managed by systemd here: restart it yourself so it loads the nvidia runtime "
+                         f"(e.g. sudo service {unit} restart, or restart the {name} daemon the way it was started)")
+    for name in names:
+        if name in CHECKS:
+            notes.append("Check it: " + CHECKS[name])
+    return steps, notes
+
+
 def plan(request: Request, target: Target, facts: Any) -> Plan:
     method = pick_method(sys.modules[__name__], request, target)
     version = str(validate.version(request.version)) if request.version else None
@@ -95,14 +156,9 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         pkgs = [f"{p}-{version}-1" for p in PINNED] if version else ["nvidia-container-toolkit"]
     steps.append(install_step(target, "install-toolkit", "install the NVIDIA Container Toolkit"
                               + (f" {version}" if version else ""), pkgs))
-    # verified 2026-11-22 (same guide, "Configuring Docker"): nvidia-ctk runtime configure --runtime=docker,
-    # then systemctl restart docker
-    steps.append(Step("configure-docker", "register the nvidia runtime in /etc/docker/daemon.json",
-                      RunCommand(["nvidia-ctk", "runtime", "configure", "--runtime=docker"]), needs_root=True))
-    steps.append(Step("restart-docker", "restart Docker so it loads the nvidia runtime",
-                      RunCommand(["systemctl", "restart", "docker"]), needs_root=True))
-    notes = [f"Source: {GUIDE}",
-             "Check it: docker run --rm --runtime=nvidia --gpus all ubuntu nvidia-smi"]
+    config_steps, config_notes = runtime_steps(facts.value("install.runtimes") if facts is not None else None)
+    steps += config_steps
+    notes = [f"Source: {GUIDE}"] + config_notes
     if facts.value("driver.installed") is False:
         notes.append("No NVIDIA driver is installed: containers need one on the host (envdoctor install driver)")
     return Plan(title="install the NVIDIA Container Toolkit{} on {}".format(f" {version}" if version else "",

@@ -134,6 +134,10 @@ def _driver_steps(request: Request, target: Target, facts: Any, full: str) -> Tu
     old = driver_recipe.too_old_for(full, facts)
     row = hardware.cuda_release(full)
     src = row["source"]["url"] if row else GUIDE
+    if old is not None and not request.with_driver:
+        note = minor_compat_note(full, facts)
+        if note:
+            return [], [note]
     if old is not None:
         installed, need = old
         if not request.with_driver:
@@ -160,6 +164,56 @@ def _driver_steps(request: Request, target: Target, facts: Any, full: str) -> Tu
     return [], []
 
 
+PTX_JIT_NOTE = ("minor-version compatibility does not cover PTX JIT: code shipped only as PTX newer than the "
+                "driver (and features needing the newer driver) fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
+COMPAT_SOURCE = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+
+
+def minor_compat_note(full: str, facts: Any) -> Optional[str]:
+    """A note when the installed driver is older than CUDA ``full``'s own but runs it through CUDA
+    minor-version compatibility (same major, driver at or above the major's floor); None otherwise.
+
+    Source: https://docs.nvidia.com/deploy/cuda-compatibility/ ("Minor Version Compatibility"): an
+    application built with any 11.x/12.x/13.x toolkit runs on a driver of that major's floor (11: >= 450.80.02,
+    12: >= 525.60.13, 13: >= 580), with limited features; PTX JIT of newer PTX is not covered.
+    """
+    old = driver_recipe.too_old_for(full, facts)
+    if old is None:
+        return None
+    floor = hardware.min_driver_for_cuda(full, minor_compat=True)
+    plain = hardware.min_driver_for_cuda(full)
+    installed = facts.value("driver.version") if facts is not None else None
+    if not floor or not installed or floor == plain:
+        return None
+    try:
+        if Version(str(installed)) < Version(floor):
+            return None
+    except ValueError:
+        return None
+    return (f"The installed driver {installed} is older than CUDA {full}'s own ({plain}) but runs it through CUDA "
+            f"minor-version compatibility (driver >= {floor} runs every CUDA {Version(full).major}.x); "
+            f"{PTX_JIT_NOTE}. For full support: envdoctor install driver --version "
+            f"{driver_recipe.branch_of(plain or floor)} ({COMPAT_SOURCE})")
+
+
+def check_driver(full: str, facts: Any) -> List[str]:
+    """For methods that install no driver (redist, conda): notes, or RecipeError when the driver cannot run
+    CUDA ``full`` even with minor-version compatibility."""
+    if facts is None or driver_recipe.too_old_for(full, facts) is None:
+        return []
+    note = minor_compat_note(full, facts)
+    if note:
+        return [note]
+    installed, need = driver_recipe.too_old_for(full, facts) or ("", "")
+    floor = hardware.min_driver_for_cuda(full, minor_compat=True) or need
+    newest = hardware.newest_cuda_for_driver(installed, minor_compat=True) if installed[:1].isdigit() else None
+    alts = [f"envdoctor install driver --version {driver_recipe.branch_of(need)}"]
+    if newest:
+        alts.append(f"envdoctor install cuda --version {newest}   (runs on the installed driver)")
+    raise RecipeError(f"the installed driver ({installed}) cannot run CUDA {full}, not even with minor-version "
+                      f"compatibility (needs >= {floor}; {need} for full support)", alts)
+
+
 def plan(request: Request, target: Target, facts: Any) -> Plan:
     method = pick_method(sys.modules[__name__], request, target)
     if method == "redist":
@@ -179,7 +233,8 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
                     RunCommand(["conda", "install", "-y", "-c", f"nvidia/label/cuda-{full}", "cuda"]))
         return Plan(title=f"install CUDA {full} with conda", component=COMPONENT, version=full, method=method,
                     target=target.describe, steps=[step],
-                    notes=["Installs into the conda environment active when the script runs"])
+                    notes=check_driver(full, facts) + ["Installs into the conda environment active when the script "
+                                                       "runs"])
     prefix = request.prefix or f"/usr/local/cuda-{mm}"
     nvcc = f"{prefix}/bin/nvcc"
     done = [] if request.force else [exists(nvcc)]
@@ -195,7 +250,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
             pinned = f"{pkg}={full}-1" if target.family == "debian" else f"{pkg}-{full}-1"
         else:
             pinned = pkg
-        steps += repo_steps(target) + dsteps
+        steps += repo_steps(target, request.mirror) + dsteps
         # https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ :
         #   apt-get install cuda-toolkit / dnf install cuda-toolkit
         # (version-specific metapackage cuda-toolkit-12-4: "Meta Packages" table of the same guide)
@@ -208,7 +263,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     else:  # runfile
         steps += dsteps + runfile_steps(request, target, facts, full, prefix, done)
         notes.append(f"To use it: export PATH={prefix}/bin:$PATH LD_LIBRARY_PATH={prefix}/lib64:$LD_LIBRARY_PATH")
-    notes.insert(0, target_note(target))
+    notes.insert(0, target_note(target, request.mirror))
     if dist_warning:
         notes.insert(0, dist_warning)
     return Plan(title=f"install CUDA {full} ({method}) on {target.describe}", component=COMPONENT, version=full,

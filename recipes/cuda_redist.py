@@ -34,8 +34,10 @@ from envdoctor.install.plan import (
     Extract,
     Move,
     Plan,
+    PrivateDir,
     Remove,
     RunCommand,
+    SpaceCheck,
     Step,
     WriteFile,
     absent,
@@ -149,9 +151,13 @@ class RedistRequest:
     base_url: str = ""  # NVIDIA's server or a mirror with the same layout
     components: Optional[Sequence[str]] = None  # None: DEFAULT_COMPONENTS present in the manifest
     platform: str = "linux-x86_64"
-    cuda_variant: str = ""  # cuDNN: "cuda12"; empty: the newest the manifest offers
-    force: bool = False  # replace an existing prefix
+    cuda_variant: str = ""  # cuDNN: "cuda12"; empty: the newest the driver runs (driver_cuda_major), else newest
+    driver_cuda_major: int = 0  # the newest CUDA major the installed driver runs (0: unknown)
+    force: bool = False  # replace an existing prefix (moved aside, never deleted)
+    force_any: bool = False  # ... even when it is not a toolkit
     resume_command: str = ""
+    #: The staging directory (see :func:`claim_staging`); empty: ``<prefix>.envdoctor-staging`` (dry runs).
+    staging: str = ""
 
     @property
     def url_base(self) -> str:
@@ -162,9 +168,67 @@ class RedistRequest:
         return f"{self.url_base}/redistrib_{self.version}.json"
 
 
+#: Unpacked size estimated from the compressed size (NVIDIA's .tar.xz archives unpack to 2-4 times their size).
+UNPACK_FACTOR = 4
+STAGING_INFIX = ".envdoctor-staging"
+
+
 def staging_dir(prefix: str) -> str:
-    """Beside the prefix (same filesystem), so the final rename is atomic."""
-    return prefix.rstrip("/") + ".envdoctor-staging"
+    """The staging directory a dry run shows: beside the prefix (same filesystem, so the final rename is
+    atomic).  A real run uses :func:`claim_staging`'s fresh private directory instead."""
+    return prefix.rstrip("/") + STAGING_INFIX
+
+
+def fingerprint(req: RedistRequest, archives: Sequence[Archive], vjson: str) -> str:
+    """Identifies what a plan installs: the archives' sha256 and the version.json it writes."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for part in [req.product, req.platform, vjson] + sorted(f"{a.component}={a.sha256}" for a in archives):
+        h.update(part.encode("utf-8") + b"\0")
+    return h.hexdigest()
+
+
+def claim_staging(prefix: str, plan_id: str) -> str:
+    """The staging directory for a real run of the plan identified by ``plan_id``.
+
+    An earlier run's directory (``<prefix>.envdoctor-staging-XXXXXXXX``) is reused only when it is a real
+    directory owned by this user, private (0700) and was made for this very plan (its ``plan`` file); an
+    earlier one of ours made for a different plan is deleted (a plan that differs starts clean); links and
+    directories of other users are never used.  Otherwise a fresh name is returned, which the plan's first
+    step creates exclusively with mode 0700 (as ``mkdtemp`` does).
+    """
+    import os
+    import secrets
+    import shutil
+    import stat
+
+    parent, base = os.path.split(prefix.rstrip("/"))
+    lead = base + STAGING_INFIX + "-"
+    try:
+        names = sorted(n for n in os.listdir(parent) if n.startswith(lead))
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(parent, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            continue
+        try:
+            with open(os.path.join(path, "plan"), encoding="utf-8") as f:
+                same = f.read().strip() == plan_id
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if same:
+            return path
+        shutil.rmtree(path, ignore_errors=True)
+    while True:
+        path = os.path.join(parent, lead + secrets.token_hex(4))
+        if not os.path.lexists(path):
+            return path
 
 
 def platform_for(arch: str) -> str:
@@ -210,38 +274,77 @@ def select(req: RedistRequest, manifest: Manifest) -> List[Archive]:
                     n, req.cuda_variant, req.platform, ", ".join(sorted(per_plat))))
             out.append(per_plat[req.cuda_variant])
         else:
-            newest = sorted(per_plat, key=lambda v: int("".join(ch for ch in v if ch.isdigit()) or 0))[-1]
-            out.append(per_plat[newest])
+            def major(v: str) -> int:
+                return int("".join(ch for ch in v if ch.isdigit()) or 0)
+
+            runs = [v for v in per_plat if not req.driver_cuda_major or major(v) <= req.driver_cuda_major]
+            if not runs:
+                raise ValidationError("{} {} is built for {} only; the installed driver runs CUDA {} at most "
+                                      "(install a newer driver, or name a build with --cuda-variant)".format(
+                                          n, manifest.components[n].version, ", ".join(sorted(per_plat)),
+                                          req.driver_cuda_major))
+            out.append(per_plat[max(runs, key=major)])
     if not out:
         raise ValidationError(f"the {req.product} {manifest.release_label} manifest has no {req.platform} archives")
     return out
 
 
+def variant_for_driver(facts: Any) -> int:
+    """The newest CUDA major the installed driver runs (``driver.cuda_version``), 0 when unknown."""
+    from packaging.version import InvalidVersion, Version
+
+    sup = facts.value("driver.cuda_version") if facts is not None else None
+    try:
+        return Version(str(sup)).major if sup else 0
+    except InvalidVersion:
+        return 0
+
+
+def plan_id(req: RedistRequest, manifest: Manifest) -> str:
+    """What :func:`claim_staging` needs: the identity of the plan ``req`` and ``manifest`` make."""
+    archives = select(req, manifest)
+    return fingerprint(req, archives, version_json(req.product, manifest,
+                                                   [manifest.components[a.component] for a in archives]))
+
+
 def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
-    """The steps installing ``req`` from ``manifest``.  Pure: reads nothing, changes nothing."""
+    """The steps installing ``req`` from ``manifest``.  Pure: reads nothing, changes nothing.
+
+    With ``facts``, CUDA is checked against the installed driver (minor-version compatibility applies;
+    :func:`recipes.cuda.check_driver` raises RecipeError when even that cannot run it)."""
     validate.prefix(req.prefix)
     validate.platform(req.platform)
     archives = select(req, manifest)
     chosen = [manifest.components[a.component] for a in archives]
     prefix = req.prefix.rstrip("/")
-    staging = staging_dir(prefix)
+    staging = req.staging or staging_dir(prefix)
     downloads, tree, markers = (posixpath.join(staging, d) for d in ("downloads", "tree", "markers"))
     vjson = version_json(req.product, manifest, chosen)
+    plan_id = fingerprint(req, archives, vjson)
     installed = has_content(posixpath.join(prefix, "version.json"), vjson)
-    steps: List[Step] = [Step("prepare", f"create the staging directory {staging}",
-                              RunCommand(["mkdir", "-p", "--", downloads, tree, markers]),
-                              done_if=[installed], verify=[exists(tree)])]
+    plan_file = posixpath.join(staging, "plan")
+    total = sum(a.size for a in archives)
+    steps: List[Step] = [
+        Step("prepare", f"create the private staging directory {staging} (a different plan starts it clean)",
+             PrivateDir(staging, ("downloads", "tree", "markers"), plan_id, ("tree", "markers")),
+             done_if=[installed], verify=[exists(tree), has_content(plan_file, plan_id + "\n")]),
+        Step("check-space", "check the free space (downloads %.1f MiB, unpacked about %.1f MiB)" % (
+            total / 1048576.0, total * UNPACK_FACTOR / 1048576.0),
+            SpaceCheck(staging, total * (1 + UNPACK_FACTOR), "the downloads and the unpacked tree"),
+            done_if=[installed]),
+    ]
     for a in archives:
-        dest = posixpath.join(downloads, a.filename)
+        dest = posixpath.join(downloads, a.sha256, a.filename)
         steps.append(Step(f"download-{a.component}",
                           f"download {a.component} {manifest.components[a.component].version} "
                           f"({a.size / 1048576.0:.1f} MiB)",
                           Download(f"{req.url_base}/{a.relative_path}", dest, a.sha256, a.size),
                           done_if=[has_sha256(dest, a.sha256), installed], verify=[has_sha256(dest, a.sha256)]))
     for a in archives:
-        marker = posixpath.join(markers, a.component + ".unpacked")
+        marker = posixpath.join(markers, a.sha256 + ".unpacked")
         steps.append(Step(f"unpack-{a.component}", f"unpack {a.component} into the staging tree",
-                          Extract(posixpath.join(downloads, a.filename), tree, strip_components=1, marker=marker),
+                          Extract(posixpath.join(downloads, a.sha256, a.filename), tree, strip_components=1,
+                                  marker=marker, license_as=f"LICENSE.{a.component}"),
                           done_if=[exists(marker), installed], verify=[exists(marker)]))
     if req.product == "cuda":
         lib64 = posixpath.join(tree, "lib64")
@@ -252,14 +355,18 @@ def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
                       WriteFile(tree_vjson, vjson, 0o644), done_if=[has_content(tree_vjson, vjson), installed]))
     steps.append(Step("move-into-place", "move the finished tree to {}{}".format(prefix, " (replacing it)" if req.force
                                                                              else ""),
-                      Move(tree, prefix, replace=req.force), done_if=[installed], verify=[installed]))
+                      Move(tree, prefix, replace=req.force, replace_any=req.force_any), done_if=[installed],
+                      verify=[installed]))
     steps.append(Step("cleanup", f"remove the staging directory {staging}", Remove(staging),
                       done_if=[absent(staging)]))
     title = "install {} {} ({}) into {} from {} redist archives".format(
         req.product.upper() if req.product == "cuda" else "cuDNN", manifest.release_label,
         ", ".join(a.component for a in archives), prefix, "mirror" if req.base_url else "NVIDIA")
     if req.product == "cuda":
-        notes = [f"To use it: export CUDA_HOME={prefix} PATH={prefix}/bin:$PATH "
+        from . import cuda as cuda_recipe
+
+        notes = cuda_recipe.check_driver(manifest.release_label, facts) if facts is not None else []
+        notes += [f"To use it: export CUDA_HOME={prefix} PATH={prefix}/bin:$PATH "
                  f"LD_LIBRARY_PATH={prefix}/lib:$LD_LIBRARY_PATH"]
     else:
         notes = [f"To use it: export LD_LIBRARY_PATH={prefix}/lib:$LD_LIBRARY_PATH (headers in {prefix}/include)"]

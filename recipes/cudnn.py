@@ -23,6 +23,7 @@ from envdoctor.install.plan import Plan, RunCommand, Step
 from envdoctor.matrix import load
 
 from . import RecipeError, Request, Target, install_step, pick_method, repo_steps, target_note
+from .docker_image import pip_target
 
 COMPONENT = "cudnn"
 METHODS: Tuple[str, ...] = ("repo", "redist", "pip")
@@ -38,30 +39,45 @@ def versions() -> List[str]:
 
 
 def _row(version: str) -> Any:
-    """The exact row, else (a row stands for its series up to the next row) the newest of the major at or below."""
+    """The newest row whose release starts with ``version`` ("8.9" -> 8.9.7, "9" -> the newest 9.x); else (a row
+    stands for its series up to the next row) the newest of the major at or below ``version``."""
     want = Version(version)
-    if len(want.release) == 1:
-        rows = [r for r in load("cudnn") if Version(r["version"]).major == want.major]
-    else:
+    rows = [r for r in load("cudnn") if Version(r["version"]).release[:len(want.release)] == want.release]
+    if not rows and len(want.release) > 1:
         rows = [r for r in load("cudnn") if Version(r["version"]).major == want.major and Version(r["version"]) <= want]
     if not rows:
         raise RecipeError(f"cuDNN {version} is not a version envdoctor knows", ["--version " + v for v in versions()])
-    return rows[-1]
+    return max(rows, key=lambda r: Version(r["version"]))
+
+
+def driver_cuda_major(facts: Any) -> int:
+    """The newest CUDA major the installed driver runs (``driver.cuda_version``); 0 when unknown."""
+    sup = facts.value("driver.cuda_version") if facts is not None else None
+    try:
+        return Version(str(sup)).major if sup else 0
+    except ValueError:
+        return 0
 
 
 def cuda_major(request: Request, facts: Any, row: Any) -> str:
-    """The CUDA major to build against: options["cuda"], else the driver's CUDA, else the newest the row has."""
+    """The CUDA major to build against: ``--option cuda=N``, else the newest the row has that the installed
+    driver runs (a CUDA 12 build runs on a CUDA 13 driver, not the reverse), else 12 (what the frameworks'
+    wheels use) or the newest the row has."""
     majors = sorted({str(Version(c).major) for c in row["cuda"]}, key=int)
     wanted = request.options.get("cuda") or ""
-    if not wanted:
-        sup = facts.value("driver.cuda_version")
-        if sup and str(Version(str(sup)).major) in majors:
-            wanted = str(Version(str(sup)).major)
-    # CUDA 12 builds are what the frameworks' wheels use today; else the newest the release has
+    drv = driver_cuda_major(facts)
+    if not wanted and drv:
+        runs = [m for m in majors if int(m) <= drv]
+        if not runs:
+            raise RecipeError(f"cuDNN {row['version']} is built for CUDA {', '.join(majors)}; the installed driver "
+                              f"runs CUDA {drv} at most (source {row['source']['url']})",
+                              ["envdoctor install driver", "envdoctor install cudnn --version 8.9"])
+        wanted = runs[-1]
     wanted = wanted or ("12" if "12" in majors else majors[-1])
     if wanted not in majors:
         raise RecipeError(f"cuDNN {row['version']} has no build for CUDA {wanted} (it has CUDA {', '.join(majors)}; "
-                          f"source {row['source']['url']})", [f"--cuda {m}" for m in majors])
+                          f"source {row['source']['url']})",
+                          [f"envdoctor install cudnn --version {row['version']} --option cuda={m}" for m in majors])
     return wanted
 
 
@@ -75,16 +91,18 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     row = _row(version)
     cu = cuda_major(request, facts, row)
     if method == "pip":
+        # the wheels carry four-part versions (nvidia-cudnn-cu12 9.1.0.70): a prefix of them matches
         spec = "==" + ".".join(str(p) for p in Version(version).release) + ".*"
-        python = request.python or "python3"
+        python, make, said = pip_target(request, facts, COMPONENT)
+        label = version if len(Version(version).release) >= 3 else row["version"]
         # https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html ("Installing cuDNN with pip"):
         #   py -m pip install nvidia-cudnn-cu12
         # not verified: that section of the guide was not in the stored copies (only the page's start is)
-        step = Step("pip-install", f"install cuDNN {version} for CUDA {cu} with pip ({python})",
-                    RunCommand([python, "-m", "pip", "install", f"nvidia-cudnn-cu{cu}{spec}"]))
-        return Plan(title=f"install cuDNN {version} (pip, CUDA {cu})", component=COMPONENT, version=version,
-                    method=method, target=target.describe, steps=[step],
-                    notes=["Installs into the Python environment of " + python])
+        step = Step("pip-install", f"install cuDNN {label} for CUDA {cu} with pip ({python})",
+                    RunCommand([python, "-m", "pip", "install", f"nvidia-cudnn-cu{cu}{spec}"], 3600))
+        return Plan(title=f"install cuDNN {label} (pip, CUDA {cu})", component=COMPONENT,
+                    version=label, method=method, target=target.describe, steps=make + [step],
+                    notes=said or ["Installs into the Python environment of " + python])
     major = Version(row["version"]).major
     newest_of_major = [v for v in versions() if Version(v).major == major][-1]
     if major < 9 or (request.version and len(Version(request.version).release) > 1
@@ -100,8 +118,9 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     # not verified: https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html is stored only up
     # to "Package Manager Installation" (before the package names); cudnn9-cuda-12 is the name public
     # scripts install from NVIDIA's repository
-    steps = repo_steps(target) + [install_step(target, "install-cudnn", f"install cuDNN {major} for CUDA {cu} "
-                                               f"({pkg})", [pkg])]
+    steps = repo_steps(target, request.mirror) + [
+        install_step(target, "install-cudnn", f"install cuDNN {major} for CUDA {cu} ({pkg})", [pkg])]
     return Plan(title=f"install cuDNN {major} for CUDA {cu} (repo) on {target.describe}", component=COMPONENT,
                 version=row["version"], method=method, target=target.describe, steps=steps,
-                notes=[target_note(target), f"The repository's newest cuDNN {major} for CUDA {cu} is installed"])
+                notes=[target_note(target, request.mirror),
+                       f"The repository's newest cuDNN {major} for CUDA {cu} is installed"])

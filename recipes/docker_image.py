@@ -84,8 +84,9 @@ def options(request: Any, allowed: Sequence[str] = OPTIONS) -> Dict[str, str]:
     opts = dict(getattr(request, "options", None) or {})
     unknown = sorted(k for k in opts if k not in allowed)
     if unknown:
-        raise RecipeError("unknown option {} for {}".format(", ".join(unknown), request.component),
-                          ["options: " + ", ".join(allowed)])
+        raise RecipeError("unknown option {} for {} (it takes: {})".format(", ".join(unknown), request.component,
+                                                                          ", ".join(allowed)),
+                          [f"envdoctor install {request.component} --option {k}=VALUE" for k in allowed])
     return {k: str(v).strip() for k, v in opts.items()}
 
 
@@ -243,6 +244,74 @@ class PipInstall:
         if self.extra_index_url:
             args += ["--extra-index-url", self.extra_index_url]
         return args
+
+
+def default_venv(component: str) -> str:
+    """Where envdoctor makes a virtual environment when none is named: the user's data directory
+    (``$XDG_DATA_HOME/envdoctor/venvs/<component>``, ``~/.local/share/...`` by default)."""
+    import os
+
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "envdoctor", "venvs", component)
+
+
+def _own_environment(prefix: Any) -> bool:
+    """Whether ``prefix`` is the environment envdoctor itself runs from (pipx's private venv, say)."""
+    import os
+    import sys
+
+    try:
+        return isinstance(prefix, str) and os.path.realpath(prefix) == os.path.realpath(sys.prefix)
+    except (OSError, ValueError):
+        return False
+
+
+def pip_target(request: Any, facts: Any, component: str) -> Tuple[str, List[Step], List[str]]:
+    """The interpreter pip installs into, the steps that make it, and what to tell the user.
+
+    ``--python`` wins.  Otherwise the active virtual or conda environment the facts show (never envdoctor's
+    own).  Otherwise, and always instead of a system Python (Debian 12 and Ubuntu 23.04+ mark theirs
+    externally managed, PEP 668, and pip refuses; elsewhere pip would mix with the distribution's packages), a
+    virtual environment: ``--venv PATH`` or one under the user's data directory, created when missing.
+    """
+    if request.python:
+        return python_path(request), [], []
+    venv = getattr(request, "venv", None)
+    env = facts.value("python.environment") if facts is not None else None
+    exe = facts.value("python.executable") if facts is not None else None
+    usable_exe = isinstance(exe, str) and exe.startswith("/") and not _CONTROL.search(exe) and \
+        not any(c.isspace() for c in exe)
+    kind = env.get("kind") if isinstance(env, dict) else None
+    if not venv and isinstance(env, dict) and kind in ("venv", "conda") and usable_exe and \
+            not _own_environment(env.get("prefix")):
+        return str(exe), [], [f"pip installs into the active {kind} environment {env.get('prefix')} ({exe}); "
+                              "--python or --venv PATH for another"]
+    path = (venv or default_venv(component)).rstrip("/")
+    if _CONTROL.search(path) or not path.startswith("/"):
+        raise RecipeError(f"--venv {path!r} is not an absolute path", ["--venv /opt/venvs/" + component])
+    base = "/usr/bin/python3"
+    if kind == "system" and usable_exe:
+        base = str(exe)
+    elif isinstance(env, dict) and isinstance(env.get("base_prefix"), str) and env["base_prefix"].startswith("/"):
+        base = env["base_prefix"].rstrip("/") + "/bin/python3"
+    vpy = path + "/bin/python"
+    why = ("the system Python is managed by the distribution (PEP 668: pip refuses to install into it on "
+           "Debian 12 and Ubuntu 24.04)" if kind == "system" or kind is None else
+           "envdoctor's own environment is not for your packages")
+    steps = [Step("create-venv", f"create the virtual environment {path} (from {base}; kept if it exists)",
+                  RunCommand([base, "-m", "venv", path], 600), done_if=[exists(vpy)], verify=[exists(vpy)])]
+    note = (f"pip installs into the virtual environment {path} (created if missing), not into {base}: {why}. "
+            f"Use it: {path}/bin/python, or source {path}/bin/activate. --venv PATH for another, --python to "
+            "name an interpreter. Debian/Ubuntu need the python3-venv package to create it.")
+    return vpy, steps, [note]
+
+
+def smoke_for(plain: str, gpu_check: str, facts: Any) -> str:
+    """The import check of a CUDA build: on a machine known to have an NVIDIA GPU, one that fails (exit 1, the
+    reason on its last line) when the framework sees no GPU, so a build that cannot use it fails the install."""
+    from envdoctor.advise import gpu_present
+
+    return gpu_check if facts is not None and gpu_present(facts) is True else plain
 
 
 def pip_steps(python: str, what: PipInstall, title: str) -> List[Step]:
@@ -445,7 +514,8 @@ def resume_command(request: Any) -> str:
     if request.version:
         parts += ["--version", request.version]
     parts += ["--method", request.method or "pip"]
-    for flag, value in (("--python", request.python), ("--prefix", request.prefix), ("--mirror", request.mirror)):
+    for flag, value in (("--python", request.python), ("--venv", getattr(request, "venv", None)),
+                        ("--prefix", request.prefix), ("--mirror", request.mirror)):
         if value:
             parts += [flag, value]
     for k, v in sorted((getattr(request, "options", None) or {}).items()):
@@ -480,10 +550,10 @@ def plan_for_method(request: Any, target: Any, facts: Any, *, component: str, ve
     opts = options(request)
     method = request.method or "pip"
     if method == "pip":
-        py = python_path(request)
-        steps = pip_steps(py, what, f"pip install {' '.join(what.requirements)} into {py}")
+        py, make, said = pip_target(request, facts, component)
+        steps = make + pip_steps(py, what, f"pip install {' '.join(what.requirements)} into {py}")
         return Plan(title=title, component=component, version=version, method="pip", target=_target_label(target),
-                    steps=steps, notes=notes, resume_command=resume_command(request))
+                    steps=steps, notes=said + notes, resume_command=resume_command(request))
     if method == "conda":
         env = conda_env(opts, conda_default_env or f"envdoctor-{component}")
         minor = python_minor_for(what.python_spec) or "3.11"

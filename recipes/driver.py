@@ -22,7 +22,7 @@ from typing import Any, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.install.plan import Plan, RunCommand, Step
+from envdoctor.install.plan import Plan, RunCommand, Step, exists
 from envdoctor.matrix import hardware
 
 from . import RecipeError, Request, Target, install_step, pick_method, repo_steps, target_note
@@ -52,39 +52,109 @@ def branch_of(version: str) -> str:
     return str(Version(version).release[0])
 
 
+#: "Starting in the 560 driver release series, the open kernel module flavor is the default and suggested
+#: installation" (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html, verified
+#: 2026-11-25); an older branch asked for without a flavor gets the proprietary modules it defaulted to.
+OPEN_DEFAULT_FROM = 560
+#: From this branch on, Debian and Ubuntu lock a branch with NVIDIA's pinning package
+#: (``nvidia-driver-pinning-<branch>``, installed before the driver) instead of ``cuda-drivers-<branch>``.
+PINNING_FROM = 580
+#: The driver guide's "Version locking" page (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/
+#: version-locking.html, "DNF 4": RHEL/Rocky 8 and 9) locks a branch with the versionlock plugin.
+VERSIONLOCK_PLUGIN = "python3-dnf-plugin-versionlock"
+GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
+
+
+def _sh(script: str) -> List[str]:
+    """A command needing the running kernel's release (``$(uname -r)``), which an argument list cannot expand."""
+    return ["sh", "-c", script]
+
+
+def preinstall_steps(target: Target) -> List[Step]:
+    """The guide's pre-installation actions: the running kernel's headers (DKMS builds the module against them),
+    and the repositories DKMS comes from (RHEL/Rocky/Alma 8-9: EPEL with CRB/PowerTools; CentOS 7: EPEL;
+    Debian: the contrib component)."""
+    # not verified: the driver guide's "Pre-installation Actions" per distribution were not readable in the stored
+    # copies (only its table of contents: https://docs.nvidia.com/datacenter/tesla/pdf/Driver_Installation_Guide.pdf,
+    # 2.2 "Verify the System has the Correct Kernel Packages Installed"); the commands below are the distributions'
+    # own for these packages and repositories (EPEL: https://docs.fedoraproject.org/en-US/epel/getting-started/)
+    steps: List[Step] = []
+    if target.family == "debian":
+        if target.os_id == "debian":
+            steps += [Step("install-add-apt-repository", "install add-apt-repository (software-properties-common)",
+                           RunCommand(["apt-get", "install", "-y", "software-properties-common"]), needs_root=True),
+                      Step("enable-contrib", "enable Debian's contrib component (the driver's DKMS packages need it)",
+                           RunCommand(["add-apt-repository", "-y", "contrib"]), needs_root=True)]
+        steps.append(Step("kernel-headers", "install the running kernel's headers (DKMS builds the module with them)",
+                          RunCommand(_sh('apt-get install -y "linux-headers-$(uname -r)"')), needs_root=True))
+        return steps
+    if target.package_manager == "yum":
+        return [Step("enable-epel", "enable EPEL (DKMS comes from it)", RunCommand(["yum", "install", "-y",
+                                                                                   "epel-release"]),
+                     needs_root=True, done_if=[exists("/etc/yum.repos.d/epel.repo")]),
+                Step("kernel-headers", "install the running kernel's headers (DKMS builds the module with them)",
+                     RunCommand(_sh('yum install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"')),
+                     needs_root=True)]
+    major = target.version  # dnf config-manager (dnf-plugins-core) is installed by recipes.repo_steps
+    if target.os_id == "rhel":
+        steps += [Step("enable-crb", f"enable CodeReady Builder for RHEL {major}",
+                       RunCommand(["subscription-manager", "repos", "--enable",
+                                   f"codeready-builder-for-rhel-{major}-{target.arch}-rpms"]), needs_root=True),
+                  Step("enable-epel", "enable EPEL (DKMS comes from it)",
+                       RunCommand(["dnf", "install", "-y", "https://dl.fedoraproject.org/pub/epel/"
+                                   f"epel-release-latest-{major}.noarch.rpm"]),
+                       needs_root=True, done_if=[exists("/etc/yum.repos.d/epel.repo")])]
+    else:
+        repo = "powertools" if major == "8" else "crb"
+        steps += [Step("enable-crb", f"enable the {repo} repository",
+                       RunCommand(["dnf", "config-manager", "--set-enabled", repo]), needs_root=True),
+                  Step("enable-epel", "enable EPEL (DKMS comes from it)",
+                       RunCommand(["dnf", "install", "-y", "epel-release"]), needs_root=True,
+                       done_if=[exists("/etc/yum.repos.d/epel.repo")])]
+    headers = ('dnf install -y kernel-devel-matched "kernel-headers-$(uname -r)"' if major == "9" else
+               'dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"')
+    steps.append(Step("kernel-headers", "install the running kernel's headers (DKMS builds the module with them)",
+                      RunCommand(_sh(headers)), needs_root=True))
+    return steps
+
+
 def packages(target: Target, branch: Optional[str], flavor: str) -> Tuple[str, List[str]]:
     """(how, argv tail) for the driver packages on ``target``."""
     if target.family == "debian":
+        name = "nvidia-open" if flavor == "open" else "cuda-drivers"
+        if branch and int(branch) >= PINNING_FROM:
+            # driver guide, "Recent Updates" ("Version locking packages for Ubuntu / Debian": driver pinning
+            # packages track a branch; "we suggest to install the pinning package prior to installing the
+            # driver"; from 590 cuda-drivers-<branch> is removed): nvidia-driver-pinning-<branch>, then the driver
+            # not verified: the guide's APT section of version-locking.html was not in the stored copies; the
+            # package name is the one public install scripts use (apt-get install -y nvidia-driver-pinning-580)
+            return "pin", [f"nvidia-driver-pinning-{branch}", name]
         if branch:
-            # not verified: the guide's apt row for "install a specific branch" was not found in the stored
-            # copies; its "Recent Updates" page (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/,
-            # "Ubuntu 590 and later packages") says cuda-drivers-<branch> is removed from 590 on and branches
-            # are locked with pinning packages instead, and cuda-drivers-<branch> is the proprietary flavor.
-            # So: planned only where that package exists (before 590) and is what was asked for; refused
-            # otherwise, rather than print a command that cannot work.
-            if int(branch) >= 590 or flavor == "open":
+            if flavor == "open" and int(branch) >= OPEN_DEFAULT_FROM:
+                # not verified: the guide's apt row for a branch before the pinning packages was not readable;
+                # nvidia-open-<branch> (560 ... 575) is the package public install scripts use from NVIDIA's repo
+                return "apt", [f"nvidia-open-{branch}"]
+            if flavor == "open":
                 raise RecipeError(
-                    f"envdoctor cannot yet pin driver branch {branch} ({flavor} kernel modules) on {target.label}: "
-                    "NVIDIA replaced cuda-drivers-<branch> with pinning packages from 590 on, and the open "
-                    "flavor has no per-branch metapackage; the exact commands are in "
-                    "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/",
-                    ["envdoctor install driver   (the newest driver, open kernel modules)",
-                     "envdoctor install driver --option flavor=proprietary --version 580   "
-                     "(a proprietary branch before 590)"])
+                    f"envdoctor cannot pin open-module driver branch {branch} on {target.label}: before "
+                    f"{OPEN_DEFAULT_FROM} NVIDIA's repository has no per-branch open metapackage ({GUIDE})",
+                    [f"envdoctor install driver --version {branch} --option flavor=proprietary --os {target.label}",
+                     f"envdoctor install driver --version {PINNING_FROM} --os {target.label}",
+                     f"envdoctor install driver --os {target.label}"])
+            # verified 2026-11-22 (package name) against the guide's "Recent Updates" table (cuda-drivers-580 is
+            # the pre-590 per-branch proprietary metapackage)
             return "apt", [f"cuda-drivers-{branch}"]
         # verified 2026-11-22 (package names) against
         # https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/advanced-options.html
         # ("Switching between Driver Module Flavors", Debian 12 / Ubuntu): open = nvidia-open,
         # proprietary = cuda-drivers
-        return "apt", ["nvidia-open" if flavor == "open" else "cuda-drivers"]
+        return "apt", [name]
     if target.package_manager == "yum":
-        # verified 2026-11-22 (package name) against https://github.com/NVIDIA/yum-packaging-nvidia-driver
-        # (README, "RHEL7 flavor: latest-dkms" -> nvidia-driver-latest-dkms); the CentOS 7 install command
-        # itself is in no current NVIDIA guide (RHEL 7 is out of the driver guide's support list)
-        if branch:
-            raise RecipeError(f"driver branch {branch} cannot be pinned on {target.label} (no module streams)",
-                              [f"envdoctor install driver --os {target.label}   (newest: nvidia-driver-latest-dkms)"])
-        return "yum", ["nvidia-driver-latest-dkms"]
+        # verified 2026-11-22 (package names) against https://github.com/NVIDIA/yum-packaging-nvidia-driver
+        # (README: RHEL7 flavors latest-dkms -> nvidia-driver-latest-dkms, and "the branch-XXX flavor locks driver
+        # updates to the specified driver branch" -> nvidia-driver-branch-XXX); the CentOS 7 install command itself
+        # is in no current NVIDIA guide (RHEL 7 is out of the driver guide's support list)
+        return "yum", [f"nvidia-driver-branch-{branch}" if branch else "nvidia-driver-latest-dkms"]
     if branch:
         stream = f"nvidia-driver:{branch}-open" if flavor == "open" else f"nvidia-driver:{branch}-dkms"
     else:
@@ -95,54 +165,116 @@ def packages(target: Target, branch: Optional[str], flavor: str) -> Tuple[str, L
     return ("module-enable" if flavor == "open" else "module"), [stream]
 
 
+def lock_steps(target: Target, branch: Optional[str]) -> List[Step]:
+    """Keep a RHEL 8/9 system on ``branch`` (dnf versionlock), as the guide's "Version locking" page does."""
+    if not branch or target.family != "rhel" or target.package_manager != "dnf":
+        return []
+    # verified 2026-11-22 against https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/version-locking.html
+    # ("DNF 4", RHEL/Rocky 8 and 9: "Make sure the python3-dnf-plugin-versionlock package is installed",
+    # "dnf4 versionlock \*nvidia\*575\*"); Table 5 of kernel-modules.html gives `dnf versionlock \*nvidia\*580\*`
+    # for RHEL 10. An argument list needs no backslashes: the pattern reaches dnf unexpanded.
+    return [Step("versionlock-plugin", f"install the dnf versionlock plugin ({VERSIONLOCK_PLUGIN})",
+                 RunCommand(["dnf", "install", "-y", VERSIONLOCK_PLUGIN]), needs_root=True),
+            Step("versionlock-branch", f"lock the driver packages to branch {branch} (dnf versionlock)",
+                 RunCommand(["dnf", "versionlock", "add", f"*nvidia*{branch}*"]), needs_root=True)]
+
+
 def driver_steps(target: Target, branch: Optional[str], flavor: str = "open", minimum: bool = False) -> List[Step]:
-    """Steps that install the driver.  With ``minimum`` the branch is a floor (CUDA's --with-driver):
-    on Debian/Ubuntu the newest open driver satisfies any floor and needs no per-branch package."""
+    """Steps that install the driver (after NVIDIA's repository is enabled), its pre-installation actions first.
+    With ``minimum`` the branch is a floor (CUDA's --with-driver): on Debian/Ubuntu the newest open driver
+    satisfies any floor and needs no per-branch package."""
     if minimum and branch and target.family == "debian" and flavor == "open":
         how, pkgs = packages(target, None, flavor)
         title = f"install the NVIDIA driver (open, newest; branch {branch} or newer is needed)"
+        branch = None
     else:
         how, pkgs = packages(target, branch, flavor)
         title = "install the NVIDIA driver ({}{})".format(flavor, f", branch {branch}" if branch else ", newest")
+    pre = preinstall_steps(target)
+    if how == "pin":
+        return pre + [install_step(target, "pin-driver-branch", f"lock apt to driver branch {branch} "
+                                   f"({pkgs[0]}, before the driver)", [pkgs[0]]),
+                      install_step(target, "install-driver", title, pkgs[1:])]
     if how == "module-enable":
         # verified 2026-11-22 against https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html
         # (Table 5 "Open GPU kernel module installation", RHEL / Rocky / AlmaLinux 8/9):
         #   dnf module enable nvidia-driver:open-dkms   (a branch: nvidia-driver:580-open)
         #   dnf install nvidia-open
-        return [Step("enable-driver-stream", f"enable the {pkgs[0]} module stream",
-                     RunCommand(["dnf", "module", "enable", "-y", *pkgs]), needs_root=True),
-                Step("install-driver", title, RunCommand(["dnf", "install", "-y", "nvidia-open"]), needs_root=True)]
+        return pre + [Step("enable-driver-stream", f"enable the {pkgs[0]} module stream",
+                           RunCommand(["dnf", "module", "enable", "-y", *pkgs]), needs_root=True),
+                      Step("install-driver", title, RunCommand(["dnf", "install", "-y", "nvidia-open"]),
+                           needs_root=True)] + lock_steps(target, branch)
     if how == "module":
         # not verified: the guide's proprietary-flavor table (kernel-modules.html, "Proprietary GPU Kernel
         # Modules Installation") was not readable in the stored copies; `dnf module install` of the stream is
         # the form of older CUDA installation guides, not checked against the current driver guide
-        return [Step("install-driver", title, RunCommand(["dnf", "module", "install", "-y", *pkgs]),
-                     needs_root=True)]
-    return [install_step(target, "install-driver", title, pkgs)]
+        return pre + [Step("install-driver", title, RunCommand(["dnf", "module", "install", "-y", *pkgs]),
+                           needs_root=True)] + lock_steps(target, branch)
+    return pre + [install_step(target, "install-driver", title, pkgs)]
+
+
+def mok_key(target: Target) -> str:
+    """Where DKMS keeps the key it signs modules with: dkms 3 (Debian 12, Ubuntu 24.04, EPEL's) /var/lib/dkms/mok.pub;
+    Ubuntu 20.04/22.04's dkms 2 uses shim-signed's key."""
+    if target.os_id == "ubuntu" and target.version in ("20.04", "22.04"):
+        return "/var/lib/shim-signed/mok/MOK.der"
+    return "/var/lib/dkms/mok.pub"
+
+
+def mok_steps(target: Target) -> List[Step]:
+    """Secure Boot: queue DKMS's signing key for enrolment (the MOK manager asks for root's password at the next
+    boot, ``--root-pw``), so the module it signed loads."""
+    key = mok_key(target)
+    # not verified against NVIDIA's guide (its Secure Boot section was not in the stored copies); mokutil's own
+    # options: --import KEY, --root-pw (use the root password as the enrolment password)
+    return [Step("enroll-mok", f"queue the DKMS signing key {key} for enrolment (Secure Boot is on)",
+                 RunCommand(["mokutil", "--import", key, "--root-pw"]), needs_root=True, verify=[exists(key)])]
 
 
 def plan(request: Request, target: Target, facts: Any) -> Plan:
     method = pick_method(sys.modules[__name__], request, target)
-    flavor = request.options.get("flavor", "open")
+    asked = request.version and str(request.version).split(".")[0].isdigit()
+    old_branch = bool(asked) and int(branch_of(str(request.version))) < OPEN_DEFAULT_FROM
+    flavor = request.options.get("flavor") or ("proprietary" if old_branch else "open")
     if flavor not in FLAVORS:
-        raise RecipeError(f"driver flavor {flavor!r} is unknown", [f"--flavor {f}" for f in FLAVORS])
+        raise RecipeError(f"driver flavor {flavor!r} is unknown",
+                          [f"envdoctor install driver --option flavor={f}" for f in FLAVORS])
     branch = None
+    unknown_note = []
     if request.version:
         branch = branch_of(request.version)
         known = versions()
+        if int(branch) < int(known[0]) or int(branch) > int(known[-1]) + 50:
+            raise RecipeError(f"driver branch {branch} is outside the branches NVIDIA's CUDA repositories carry "
+                              f"({known[0]} .. {known[-1]})",
+                              ["envdoctor install driver --version " + b for b in (known[0], known[-1])])
         if branch not in known:
-            raise RecipeError(f"driver branch {branch} is not one envdoctor knows", ["--version " + b for b in known])
-    steps = repo_steps(target) + driver_steps(target, branch, flavor)
-    notes = [target_note(target)]
-    if facts.value("driver.secure_boot") is True:
-        notes.append("Secure Boot is on: the DKMS-built module must be signed with an enrolled key (MOK) to load")
+            # a real branch between the ones the matrix names (565, say): planned, with a warning
+            unknown_note = [f"WARNING: driver branch {branch} is not one envdoctor's matrix names (it knows "
+                            f"{', '.join(known[-6:])} ...); check that NVIDIA's repository carries it before running"]
+    steps = repo_steps(target, request.mirror) + driver_steps(target, branch, flavor)
+    notes = unknown_note + [target_note(target, request.mirror)]
+    if old_branch and "flavor" not in request.options:
+        notes.append(f"Branch {branch} predates the open kernel modules as NVIDIA's default ({OPEN_DEFAULT_FROM}): "
+                     "the proprietary flavor is installed (--option flavor=open to ask for the open one)")
+    secure = facts.value("driver.secure_boot") is True
+    if secure:
+        steps += mok_steps(target)
+        notes.append(f"Secure Boot is on: the DKMS-built module is signed with {mok_key(target)}; that key is queued "
+                     "for enrolment, confirm it in the MOK manager at the next boot (root's password)")
+    if branch:
+        notes.append(f"The system stays on driver branch {branch}: "
+                     + ("NVIDIA's pinning package holds apt to it" if target.family == "debian"
+                        and int(branch) >= PINNING_FROM else
+                        "dnf versionlock holds the packages" if target.package_manager == "dnf" else
+                        "the branch metapackage tracks it"))
     current = facts.value("driver.version")
     if current:
         notes.append(f"Replaces the installed driver {current}")
     return Plan(title="install the NVIDIA driver ({}) on {}".format(
         f"branch {branch}" if branch else "newest", target.describe), component=COMPONENT,
         version=branch or "latest", method=method, target=target.describe, steps=steps, reboot_required=True,
-        notes=notes)
+        mok_enrolment=secure, notes=notes)
 
 
 # -- used by the CUDA recipe ------------------------------------------------

@@ -30,6 +30,9 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: envdoctor runs ``python -m pip install 'jax[cudaNN]==<version>'`` (pinned, so no -U)
 PYPI = "https://pypi.org/simple"
 SMOKE = "import jax; print(jax.__version__, jax.devices())"
+SMOKE_GPU = (SMOKE + "\nimport sys\nif not any(d.platform == 'gpu' for d in jax.devices()): sys.exit('jax ' + "
+             "jax.__version__ + ' sees no GPU on this GPU machine (jax.devices() lists none): check the driver with "
+             "nvidia-smi, and that the CUDA plugin was installed')")
 
 
 def default_method(target: Any) -> str:
@@ -119,7 +122,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         notes.append("this extra uses the system CUDA and cuDNN: install them first (envdoctor install cuda)")
     notes += common.unverified_note([row], "jax " + row["jax"])
     what = common.PipInstall((req,), index_url=common.index_base(request, PYPI) if request.mirror else None,
-                             smoke=SMOKE, python_spec=row.get("python"))
+                             smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts), python_spec=row.get("python"))
     image = common.image_cuda_for(var["cuda_built"])
     return common.plan_for_method(request, target, facts, component=COMPONENT, version=request.version or row["jax"],
                                   what=what, title="install JAX ({}) with CUDA {} wheels".format(

@@ -33,6 +33,9 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: envdoctor runs ``python -m pip install torch==X.Y.* --index-url <INDEX>/<tag>`` (torch only, pinned)
 INDEX = "https://download.pytorch.org/whl"
 SMOKE = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+SMOKE_GPU = (SMOKE + "\nimport sys\nif not torch.cuda.is_available(): sys.exit('torch ' + torch.__version__ + "
+             "' sees no GPU on this GPU machine (torch.cuda.is_available() is False): check the driver with "
+             "nvidia-smi, and that this build (CUDA ' + str(torch.version.cuda) + ') runs on it')")
 _CHANNEL_RANK = {"stable": 2, "experimental": 1, "legacy": 0}
 
 
@@ -167,7 +170,8 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
     base = common.index_base(request, INDEX)
     pin = "torch" + common.release_pin(request.version, row["version"])
-    what = common.PipInstall((pin,), index_url=f"{base}/{var['tag']}", smoke=SMOKE,
+    what = common.PipInstall((pin,), index_url=f"{base}/{var['tag']}",
+                             smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts),
                              python_spec=row.get("python"))
     title = "install PyTorch {} ({}, CUDA {})".format(row["version"], var["tag"], var["cuda"])
     notes = ["torch {} {}: CUDA {}, GPU architectures sm {}..{}{}, cuDNN {} (matrix: {})".format(

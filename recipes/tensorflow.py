@@ -30,6 +30,15 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: install plain ``tensorflow==X.Y.*`` (not verified: the pre-2.14 instructions were not in the stored copies)
 PYPI = "https://pypi.org/simple"
 SMOKE = "import tensorflow as tf; print(tf.__version__, tf.config.list_physical_devices('GPU'))"
+#: TensorFlow 2.16's wheels (also with [and-cuda]) are known to see no GPU:
+#: https://github.com/tensorflow/tensorflow/issues/63362 ("TF 2.17.0 RC0 Fails to work with GPUs (and TF 2.16 too)")
+KNOWN_NO_GPU = {"2.16": "a known problem of TensorFlow 2.16's wheels, with [and-cuda] too "
+                        "(https://github.com/tensorflow/tensorflow/issues/63362): install 2.17 or newer "
+                        "(envdoctor install tensorflow --version 2.17)"}
+SMOKE_GPU = (SMOKE + "\nimport sys\nknown = " + repr(KNOWN_NO_GPU) + "\n"
+             "if not tf.config.list_physical_devices('GPU'): sys.exit('TensorFlow ' + tf.__version__ + ' sees no GPU "
+             "on this GPU machine' + (': ' + known[tf.__version__[:4]] if tf.__version__[:4] in known else "
+             "': check the driver with nvidia-smi'))")
 
 
 def default_method(target: Any) -> str:
@@ -96,9 +105,10 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
                      "configurations)".format(row["version"], row["cuda"], row["cudnn"], row["cuda"], row["cuda"]))
     notes.append("matrix: {} (checked {})".format(row["source"]["url"], row["source"]["checked"]))
     notes += common.unverified_note([row], "TensorFlow " + row["version"])
-    what = common.PipInstall((req,), smoke=SMOKE, python_spec=row.get("python"))
+    smoke = common.smoke_for(SMOKE, SMOKE_GPU, facts)
+    what = common.PipInstall((req,), smoke=smoke, python_spec=row.get("python"))
     if request.mirror:
-        what = common.PipInstall((req,), index_url=common.index_base(request, PYPI), smoke=SMOKE,
+        what = common.PipInstall((req,), index_url=common.index_base(request, PYPI), smoke=smoke,
                                  python_spec=row.get("python"))
     return common.plan_for_method(
         request, target, facts, component=COMPONENT, version=row["version"], what=what,

@@ -107,3 +107,16 @@ def _json_paths(node: Any, path: tuple = ()) -> Iterator[tuple]:
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from _json_paths(v, path + (i,))
+
+
+@pytest.fixture(autouse=True)
+def _matrix_today(monkeypatch):
+    """Checks that compare with a date (driver branch end of life) judge replayed machines as of the day
+    the matrix was last checked (2026-11-25), so a verdict does not change with the calendar."""
+    import datetime
+
+    from envdoctor.checks import driver_branch
+    from envdoctor.matrix import hardware
+
+    monkeypatch.setattr(driver_branch, "_today", lambda: datetime.date(2026, 11, 25))
+    monkeypatch.setattr(hardware, "_today", lambda: datetime.date(2026, 11, 25))

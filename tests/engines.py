@@ -27,7 +27,9 @@ fail_on = "error"
 ignore = ["cudnn.shadowed", "framework.cpu_only_build"]
 """
 BROKEN_LINE = "driver.version: 535.154.05, want >=550"
-NHC_TARBALL = os.path.join(ROOT, "tests", "third_party", "lbnl-nhc-1.4.3.tar.gz")
+NHC_TARBALL = os.path.join(HERE, "third_party", "lbnl-nhc-1.4.3.tar.gz")
+#: tests/third_party/README.md: the tarball's origin (github.com/mej/nhc, tag 1.4.3) and this digest
+NHC_SHA256 = "f08c53c990936823db96b36fe56f61bd183eb101914204fb2c1a3b35f53da783"
 
 
 def envdoctor_argv() -> List[str]:
@@ -49,9 +51,14 @@ def write_policy(directory: str, text: str = POLICY) -> str:
 
 
 def nhc_tarball() -> str:
+    """The NHC 1.4.3 tarball, checked against its recorded digest ("" when missing or not that file)."""
+    import hashlib
+
     for cand in (os.environ.get("ENVDOCTOR_NHC_TARBALL", ""), NHC_TARBALL):
         if cand and os.path.isfile(cand):
-            return cand
+            with open(cand, "rb") as fh:
+                if hashlib.sha256(fh.read()).hexdigest() == NHC_SHA256:
+                    return cand
     return ""
 
 

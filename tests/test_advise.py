@@ -35,18 +35,20 @@ def test_kepler_k80_driver_470_newest_cuda_11_4_and_last_sm37_torch():
     assert a.cuda.gpu_range == ("10.0", "11.8")      # CUDA 12.0 dropped Kepler (cc_min 5.0)
     assert any("CUDA 12.0 drops it" in n for n in a.cuda.notes)
     torch = a.framework("torch")
-    # cu118 is the last variant with sm_37; 2.7 the last release with cu118 (RELEASE.md)
-    assert (torch.release, torch.variant) == ("2.7", "cu118")
-    assert torch.command == 'pip install "torch==2.7.*" --index-url https://download.pytorch.org/whl/cu118'
+    # cu118 is the last variant with sm_37 (RELEASE.md), but from 2.4 its wheels pull cuDNN 9.1.0.70 from
+    # pip, and cuDNN 9 supports compute capability 5.0 and newer (cudnn.json 9.0.0): 2.3 (cuDNN 8) is the
+    # newest torch whose whole stack runs on a K80
+    assert (torch.release, torch.variant) == ("2.3", "cu118")
+    assert torch.command == 'pip install "torch==2.3.*" --index-url https://download.pytorch.org/whl/cu118'
     assert torch.native is False and "minor-version compatibility" in " ".join(torch.notes)
     newer = {(p["release"], p["variant"]): p for p in torch.passed_over}
-    assert any("compute capability 3.7" in r for r in newer[("2.8", "cu126")]["reasons"])
+    assert any("cuDNN 9.1.0.70" in r and "not 3.7" in r for r in newer[("2.7", "cu118")]["reasons"])
     assert a.framework("jax").command is None        # jax wheels need sm_52+
 
 
-def test_kepler_with_python_38_falls_back_to_torch_24():
+def test_kepler_with_python_38_still_gets_torch_23():
     torch = answer("470.82.01", "3.7", python="3.8").framework("torch")
-    assert (torch.release, torch.variant) == ("2.4", "cu118")   # 2.5 needs Python >= 3.9
+    assert (torch.release, torch.variant) == ("2.3", "cu118")   # 2.5 needs Python >= 3.9 (and cuDNN 9)
     assert any("needs Python >=3.9" in r for p in torch.passed_over if p["release"] == "2.5"
                for r in p["reasons"])
 
@@ -95,10 +97,20 @@ def test_blackwell_rtx5090_driver_575_needs_cu128():
 
 
 def test_blackwell_driver_580_gets_cu130_natively():
+    # torch 2.15's only build in the matrix is its PyPI one (cu132, CUDA 13.2 needs 595.45.04): it runs on
+    # 580 only through minor-version compatibility, and the answer says so with its limits
     torch = answer("580.82.07", "12.0").framework("torch")
-    assert (torch.release, torch.variant, torch.native) == ("2.14", "cu130", True)
-    # cu132 would only run through minor-version compatibility (13.2 needs a newer driver)
-    assert any(p["variant"] == "cu132" and p["kind"] == "preferred_other" for p in torch.passed_over)
+    assert (torch.release, torch.variant, torch.native) == ("2.15", "cu132", False)
+    assert any("minor-version compatibility" in n and "PTX JIT" in n for n in torch.notes)
+    # within 2.14, cu130 runs natively and is preferred over its cu132
+    older = advise(Target(driver="580.82.07", cc="12.0", python="3.12"), ["torch"])
+    assert older.framework("torch").release == "2.15"
+    from envdoctor.advise import choose, torch_candidates
+    only_214 = [c for c in torch_candidates() if c.release == "2.14"]
+    t = Target(driver="580.82.07", cc="12.0", python="3.12")
+    pick = choose("torch", only_214, t)
+    assert (pick.variant, pick.native) == ("cu130", True)
+    assert any(p["variant"] == "cu132" and p["kind"] == "preferred_other" for p in pick.passed_over)
 
 
 def test_unknown_driver_and_gpu_give_notes_not_guesses():

@@ -178,9 +178,9 @@ def test_missing_driver_with_a_gpu_on_the_bus_and_a_cuda_framework():
     missing = ok("driver.installed", False, "nvml:init")
     f = only(run(F(missing, pci, torch("2.4.0+cu121", "12.1"), os_facts("ubuntu", "22.04"))),
              "driver.missing_for_framework")
-    # Ubuntu: the recipe cannot pin an open-module branch there (it refuses --version 530), so the newest
-    # driver, which satisfies the floor, is what is suggested
-    assert f.severity == "error" and f.fix.install == "envdoctor install driver"
+    # Ubuntu: the driver recipe plans branch 530 (the proprietary flavor, NVIDIA's default before 560; issue 14:
+    # it used to refuse --version 530 and the newest driver was suggested instead)
+    assert f.severity == "error" and f.fix.install == "envdoctor install driver --version 530"
     # no GPU on the bus: a CUDA wheel on a laptop without NVIDIA is not this finding
     nogpu = ok("driver.nvidia_pci_gpus", [], "dir:/sys/bus/pci/devices")
     assert run(F(missing, nogpu, torch("2.4.0+cu121", "12.1"))) == []

@@ -158,9 +158,9 @@ def test_userspace_missing_next_to_a_loaded_module():
     f = only(load_machine("ubuntu2404-open-module-no-nvml"), "driver.userspace_missing")
     assert "565.57.01" in f.title and "open" in f.title
     assert f.fix.commands == ["sudo apt-get install -y libnvidia-compute-565 nvidia-utils-565"]
-    # user space must match the loaded open module 565 exactly, and the driver recipe cannot pin an open branch
-    # on Ubuntu (install refuses --version 565 there): no install line, only the apt command above
-    assert f.fix.install is None
+    # user space must match the loaded open module 565 exactly: the driver recipe plans open branch 565 on Ubuntu
+    # (nvidia-open-565; issue 14: it used to refuse --version 565 there, and no install line was given)
+    assert f.fix.install == "envdoctor install driver --version 565"
 
 
 # -- nouveau / nova ----------------------------------------------------------------------------

@@ -363,3 +363,160 @@ def test_stale_driver_library_links_left_by_an_update() -> None:
         "rhel7-ppc64le-stale-libnvidia-ml-link-function-not-found")), []))}
     f = rhel["driver.library_mismatch"]
     assert "387.26" in f.title and "384.81" in f.title and "sudo reboot" not in f.fix.commands
+
+
+def test_docker_desktop_context_is_named() -> None:
+    # corpus: docker-desktop-context-hides-nvidia-runtime (nvidia-container-toolkit#814)
+    from .conftest import probe_facts
+
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "docker-desktop-context-hides-nvidia-runtime")), []))}
+    f = found["container-toolkit.runtime_not_configured"]
+    assert "Docker Desktop" in f.title and f.fix.commands == ["docker context use default"]
+    # the plain case (tests/test_checks_containers.py: no desktop context) keeps nvidia-ctk runtime configure
+
+
+def test_a_wheel_library_picks_an_older_nvjitlink_through_ld_library_path() -> None:
+    # corpus: jaxlib062-cusparse-picks-hpcsdk-nvjitlink (jax#30050): libcusparse.so.12's real NEEDED/RUNPATH
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "jaxlib062-cusparse-picks-hpcsdk-nvjitlink"
+    hits = [f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), [])) if f.code == "cuda.shadowed"]
+    assert len(hits) == 1 and hits[0].severity == "error"
+    assert "libnvJitLink.so.12" in hits[0].title and "12.4.127" in hits[0].title and "12.9.86" in hits[0].title
+    assert "grep -vx /opt/nvidia/hpc_sdk/Linux_x86_64/24.5/cuda/12.4/lib64" in hits[0].fix.commands[0]
+    doc = _corpus_host(case).doc
+    doc["environ"].pop("LD_LIBRARY_PATH")
+    assert "cuda.shadowed" not in {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+
+
+def test_titles_have_no_double_spaces_or_repeated_unknowns() -> None:
+    # every finding on every captured and rebuilt machine: a missing version must not leave "  " or
+    # "driver unknown ... driver unknown" in the one line a user reads first
+    import glob
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+    from envdoctor.report import diagnose
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    snaps = glob.glob(os.path.join(here, "machines", "*", "snapshot.json")) + glob.glob(
+        os.path.join(here, "corpus", "*", "snapshot.json"))
+    titles = [f.title for s in snaps for f in diagnose(SnapshotHost(load_snapshot(s))).findings]
+    assert len(titles) > 50
+    bad = [t for t in titles if "  " in t or t.lower().count("unknown") > 1 or t != t.strip() or "None" in t]
+    assert bad == []
+
+
+def test_nvidia_wheels_of_two_cuda_majors_in_one_environment() -> None:
+    # corpus: torch280-nccl-cu11-and-cu12-wheels-share-lib (rwth-i6/returnn#1802): collect_env's wheel list
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "torch280-nccl-cu11-and-cu12-wheels-share-lib"
+    found = [f for f in run_checks(CheckContext(probe_facts(_corpus_host(case)), []))
+             if f.code == "framework.nvidia_wheels_conflict"]
+    nccl = [f for f in found if "nvidia-nccl-cu11 2.14.3" in f.title]
+    assert nccl and nccl[0].severity == "error"
+    assert nccl[0].fix.commands[0].startswith("pip uninstall -y nvidia-nccl-cu11")
+    doc = _corpus_host(case).doc
+    for listing in doc["dirs"].values():
+        listing["entries"] = [e for e in listing.get("entries", []) if not e.startswith("nvidia_nccl_cu11")]
+    after = [f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))
+             if f.code == "framework.nvidia_wheels_conflict" and "nccl" in f.title]
+    assert after == []
+
+
+def test_cuda_device_order_on_a_mixed_gpu_machine() -> None:
+    # corpus: cvd-3-mixed-8gpu-server-fastest-first-order (pytorch#20606)
+    names = ["NVIDIA GeForce GTX 1080 Ti", "NVIDIA TITAN V", "NVIDIA TITAN V", "NVIDIA GeForce GTX 1080 Ti"]
+    gpus = [ok("gpu.count", 4, "nvml")] + [ok("gpu.%d.name" % i, n, "nvml") for i, n in enumerate(names)]
+    cvd = ok("env.cuda_visible_devices", "3", "env:CUDA_VISIBLE_DEVICES")
+    f = run(gpus + [cvd, ok("env.cuda_device_order", None, "env:CUDA_DEVICE_ORDER")])["gpu.cuda_device_order_differs"]
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in f.title
+    assert "gpu.cuda_device_order_differs" not in run(gpus + [cvd, ok("env.cuda_device_order", "PCI_BUS_ID", "env")])
+    same = [ok("gpu.count", 4, "nvml")] + [ok("gpu.%d.name" % i, "NVIDIA A100-SXM4-80GB", "nvml") for i in range(4)]
+    assert "gpu.cuda_device_order_differs" not in run(same + [cvd, ok("env.cuda_device_order", None, "env")])
+
+
+def test_jax_pieces_must_agree() -> None:
+    # corpus: jax-cuda12-plugin092-with-jaxlib0901, jaxlib0169-cuda101-older-than-jax0226-minimum
+    from .conftest import probe_facts
+
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "jax-cuda12-plugin092-with-jaxlib0901")), []))}
+    f = found["framework.jax_plugin_mismatch"]
+    assert "0.9.2" in f.title and "0.9.0.1" in f.title
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
+        "jaxlib0169-cuda101-older-than-jax0226-minimum")), []))}
+    f = found["framework.jaxlib_too_old_for_jax"]
+    assert "0.1.69" in f.title and "0.1.74" in f.title
+    jax = ok("framework.jax", {"version": "0.4.30", "jaxlib": "0.4.30", "jaxlib_minimum": "0.4.27",
+                               "plugins": {"jax-cuda12-plugin": "0.4.30"}, "plugins_match_jaxlib": True,
+                               "mismatched_plugins": [], "build": "cuda", "cuda": "12"}, "test")
+    assert not {"framework.jax_plugin_mismatch", "framework.jaxlib_too_old_for_jax"} & set(run([jax]))
+
+
+def test_nvidia_tensorflow_is_recognised_from_tensorflow_core() -> None:
+    # NVIDIA's nvidia-tensorflow (TF 1.15 line) keeps its package in tensorflow_core/; build_info.py of TF < 2.3
+    # is written as module variables (the form tensorflow-gpu 1.15's own build_info.py has)
+    from envdoctor.probes import ProbeContext
+    from envdoctor.probes.frameworks import probe_frameworks
+
+    from .test_probe_frameworks import site_host
+
+    build_info = ("# Lint as: python2, python3\nis_rocm_build = False\nis_cuda_build = True\n"
+                  "cuda_version_number = '11.8'\ncudnn_version_number = '8'\n")
+    host = site_host({"nvidia_tensorflow-1.15.5+nv22.12.dist-info/METADATA":
+                      "Name: nvidia-tensorflow\nVersion: 1.15.5+nv22.12\n",
+                      "tensorflow_core/python/platform/build_info.py": build_info,
+                      "tensorflow/__init__.py": ""})
+    tf = Facts(probe_frameworks(ProbeContext(host))).mapping("framework.tensorflow")
+    assert tf.get("build") == "cuda" and tf.get("cuda") == "11.8" and tf.get("package") == "nvidia-tensorflow"
+
+
+def test_forward_compat_reached_through_a_linked_directory() -> None:
+    # LD_LIBRARY_PATH=/usr/local/cuda/compat where /usr/local/cuda -> cuda-12.4: the compat libcuda the cuda probe
+    # finds under /usr/local/cuda-12.4/compat is the one the loader takes (paths compared after resolving links)
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+    from .test_checks_driver_health import compat_machine
+
+    host = compat_machine("NVIDIA GeForce RTX 3060")
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat"
+    host.doc["links"]["/usr/local/cuda"] = {"target": "cuda-12.4"}
+    host.doc["dirs"]["/usr/local"]["entries"].append("cuda")
+    host = SnapshotHost(host.doc)
+    f = {f.code: f for f in run_checks(CheckContext(probe_facts(host), []))}["driver.forward_compat_unsupported_gpu"]
+    assert f.severity == "error" and "grep -vx /usr/local/cuda/compat" in f.fix.commands[0]
+    assert "/usr/local/cuda-12.4/compat/libcuda.so.550.54.15" in f.title
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/lib64"
+    after = [f.title for f in run_checks(CheckContext(probe_facts(SnapshotHost(host.doc)), []))
+             if f.code == "driver.forward_compat_unsupported_gpu"]
+    assert not any("/usr/local/cuda-12.4/compat" in t for t in after)
+
+
+def test_a_corrupt_driver_library_first_on_the_loader_path_is_reported_with_the_loaders_error() -> None:
+    # the live H100 capture, with its libnvidia-ml.so.1 replaced by a file that is no ELF object (what a live
+    # snapshot records for such a file: the ELF reader's error)
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+
+    from .conftest import probe_facts
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "live", "h100-ubuntu2404-container",
+                        "snapshot.json.gz")
+    doc = load_snapshot(path)
+    assert "driver.library_unloadable" not in {f.code for f in run_checks(CheckContext(
+        probe_facts(SnapshotHost(doc)), []))}
+    doc.setdefault("elf", {})["/usr/local/nvidia/lib64/libnvidia-ml.so.1"] = {"error": "not_elf",
+                                                                           "message": "not an ELF file"}
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+    f = found["driver.library_unloadable"]
+    assert "/usr/local/nvidia/lib64/libnvidia-ml.so.1" in f.title and "not an ELF file" in f.title
+    assert "gpu.none" not in found

@@ -270,6 +270,8 @@ def test_a_plan_for_another_machine_names_that_machines_interpreter():
     assert r.returncode == 0, r.stderr
     assert "\n/opt/conda/envs/feral/bin/python -m pip install" in r.stdout and sys.executable not in r.stdout
     r = _run_cli(["install", "pytorch", "--dry-run", "--os", "ubuntu22.04"])
-    assert "\n/usr/bin/python3 -m pip install" in r.stdout and sys.executable not in r.stdout
+    # issue 14: never pip into the system Python (PEP 668 refuses it on Debian 12 / Ubuntu 24.04): a venv
+    assert "\n  /usr/bin/python3 -m venv " in r.stdout and "/envdoctor/venvs/pytorch/bin/python -m pip install" \
+        in r.stdout and sys.executable not in r.stdout
     r = _run_cli(["install", "pytorch", "--dry-run", "--os", "ubuntu22.04", "--python", "/opt/v/bin/python"])
     assert "\n/opt/v/bin/python -m pip install" in r.stdout  # an explicit --python still wins

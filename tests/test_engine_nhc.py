@@ -1,4 +1,4 @@
-"""contrib/nhc/envdoctor.nhc run by the real LBNL NHC 1.4.3 (unpacked from tests/third_party/ into a
+"""contrib/nhc/envdoctor.nhc run by the real LBNL NHC 1.4.3 (tests/third_party/, unpacked into a
 temporary directory): `check_envdoctor` passes a healthy node and `die`s with envdoctor's one line on
 a broken one; NHC's exit code and its "Health check failed:  check_envdoctor: ..." line are asserted."""
 
@@ -23,7 +23,7 @@ from .engines import (
     write_policy,
 )
 
-pytestmark = pytest.mark.skipif(not nhc_tarball(), reason="NHC 1.4.3 tarball (tests/third_party/) not found")
+pytestmark = pytest.mark.skipif(not nhc_tarball(), reason="NHC 1.4.3 tarball (tests/third_party/) missing or altered")
 
 
 @pytest.fixture(scope="module")

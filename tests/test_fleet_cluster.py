@@ -141,3 +141,17 @@ def test_fleet_with_a_bad_policy_is_exit_2(reports):
         fh.write('schema_version = 1\n[require]\n"gpu.cont" = 8\n')
     r = fleet(directory, "--policy", bad)
     assert r.returncode == 2 and "gpu.cont" in r.stderr and "unknown key" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_unreadable_node_fails_in_junit_and_prometheus(reports, tmp_path):
+    junitparser = pytest.importorskip("junitparser")
+    directory, policy = reports
+    bad = tmp_path / "node99999.json"
+    bad.write_text('{"probes": [')
+    r = fleet(directory, str(bad), "--policy", policy, "--format", "junit")
+    path = tmp_path / "fleet.xml"
+    path.write_text(r.stdout)
+    suites = {s.name: s for s in junitparser.JUnitXml.fromfile(str(path))}
+    assert len(suites) == COUNT + 1 and suites["node99999"].failures == 1
+    r = fleet(directory, str(bad), "--format", "prometheus")
+    assert 'envdoctor_node_ready{node="node99999"} 0' in r.stdout

@@ -133,7 +133,7 @@ class Server:
 
     def __init__(self, files: Dict[str, bytes], lifetime: float = 60.0) -> None:
         self.files = dict(files)
-        self.modes: Dict[str, List[str]] = {}  # path -> modes for the next requests ("cut", "stall")
+        self.modes: Dict[str, List[str]] = {}  # path -> modes for the next requests ("cut", "stall", "slow")
         self.requests: List[Dict[str, Optional[str]]] = []
         self.stop = threading.Event()
         outer = self
@@ -171,6 +171,13 @@ class Server:
                     self.wfile.write(body[: len(body) // 2])
                     self.wfile.flush()
                     self.close_connection = True
+                    return
+                if mode == "slow":  # the whole file, over about two seconds
+                    step = max(1, len(body) // 20)
+                    for i in range(0, len(body), step):
+                        self.wfile.write(body[i:i + step])
+                        self.wfile.flush()
+                        outer.stop.wait(0.1)
                     return
                 if mode == "stall":
                     self.wfile.write(body[: len(body) // 2])
@@ -279,7 +286,7 @@ def test_cudnn_manifest_picks_the_requested_cuda_variant():
     (arch,) = cuda_redist.select(req, m)
     assert arch.filename.endswith("_cuda12-archive.tar.xz")  # the newest by default
     plan = cuda_redist.plan(req, m)
-    assert plan.steps[1].action.url == ("https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/"
+    assert next(s for s in plan.steps if s.id.startswith("download-")).action.url == ("https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/"
                                         "cudnn-linux-x86_64-9.1.0.70_cuda12-archive.tar.xz")
 
 
@@ -337,7 +344,7 @@ def test_corrupted_archive_leaves_nothing_in_the_prefix(server, tmp_path):
     assert "envdoctor install cuda --version 12.4.1" in result.message  # how to resume
     assert not os.path.exists(prefix)
     staged = os.path.join(cuda_redist.staging_dir(prefix), "downloads")
-    assert not any(n.startswith("cuda_nvcc") for n in os.listdir(staged))  # the bad file was deleted
+    assert not any(n.startswith("cuda_nvcc") for _d, _s, names in os.walk(staged) for n in names)  # deleted
 
 
 def test_download_cut_off_halfway_is_resumed_with_range_on_rerun(server, tmp_path):
@@ -347,7 +354,8 @@ def test_download_cut_off_halfway_is_resumed_with_range_on_rerun(server, tmp_pat
     result, _ = run_plan(make_plan(server, prefix), tmp_path)
     assert result.exit_code == 1
     assert "cut off" in result.message and not os.path.exists(prefix)
-    part = os.path.join(cuda_redist.staging_dir(prefix), "downloads", os.path.basename(rel) + ".part")
+    sha = server.doc["cuda_nvcc"]["linux-x86_64"]["sha256"]
+    part = os.path.join(cuda_redist.staging_dir(prefix), "downloads", sha, os.path.basename(rel) + ".part")
     kept = os.path.getsize(part)
     assert kept > 0
     result, _ = run_plan(make_plan(server, prefix), tmp_path)
@@ -381,13 +389,41 @@ def test_stalled_server_times_out_with_a_clear_message(server, tmp_path):
 def test_existing_prefix_is_not_overwritten_without_force(server, tmp_path):
     prefix = tmp_path / "cuda"
     prefix.mkdir()
-    (prefix / "mine.txt").write_text("keep me")
+    (prefix / "results.csv").write_text("keep me")
     result, _ = run_plan(make_plan(server, str(prefix)), tmp_path)
     assert result.exit_code == 1 and "never overwritten without --force" in result.message
-    assert (prefix / "mine.txt").read_text() == "keep me"
+    assert (prefix / "results.csv").read_text() == "keep me"
+    # --force replaces toolkits only: a directory of results is refused, untouched
     result, _ = run_plan(make_plan(server, str(prefix), force=True), tmp_path)
-    assert result.exit_code == 0
-    assert not (prefix / "mine.txt").exists() and (prefix / "version.json").exists()
+    assert result.exit_code == 1 and "not a CUDA toolkit" in result.message and "--force-any" in result.message
+    assert (prefix / "results.csv").read_text() == "keep me"
+
+
+def test_force_moves_an_older_toolkit_aside_and_says_where(server, tmp_path):
+    prefix = tmp_path / "cuda"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "nvcc").write_text("old nvcc")
+    (prefix / "version.json").write_text(json.dumps({"cuda": {"name": "CUDA SDK", "version": "12.4.0"}}))
+    result, lines = run_plan(make_plan(server, str(prefix), force=True), tmp_path)
+    assert result.exit_code == 0, lines
+    (old,) = [p for p in tmp_path.iterdir() if p.name.startswith("cuda.envdoctor-old-")]
+    assert (old / "bin" / "nvcc").read_text() == "old nvcc"  # moved aside, not deleted
+    assert any("moved aside to " + str(old) in line for line in lines)
+    assert json.load(open(str(prefix / "version.json")))["cuda"]["version"] == "12.4.1"
+
+
+def test_force_any_moves_any_directory_aside(server, tmp_path):
+    prefix = tmp_path / "cuda"
+    prefix.mkdir()
+    (prefix / "results.csv").write_text("keep me")
+    p = make_plan(server, str(prefix), force=True)
+    for st in p.steps:
+        if st.id == "move-into-place":
+            st.action = type(st.action)(st.action.src, st.action.dest, replace=True, replace_any=True)
+    result, lines = run_plan(p, tmp_path)
+    assert result.exit_code == 0, lines
+    (old,) = [q for q in tmp_path.iterdir() if q.name.startswith("cuda.envdoctor-old-")]
+    assert (old / "results.csv").read_text() == "keep me"
 
 
 # -- through the command line ------------------------------------------------
@@ -468,23 +504,6 @@ def test_progress_bar_is_drawn_only_on_a_terminal_stream(server, tmp_path, monke
     assert "100.0%" in bar.getvalue() and bar.getvalue().startswith("\rn.tar.xz")
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal: downloads stay quiet
     assert default_progress_stream() is None
-
-
-def test_hostile_archive_members_are_refused_and_nothing_escapes(tmp_path):
-    from envdoctor.install.executor import Executor as Ex
-    from envdoctor.install.plan import Extract, Plan, Step
-
-    evil = tmp_path / "evil.tar.xz"
-    with tarfile.open(str(evil), "w:xz") as tf:
-        info = tarfile.TarInfo("top/../../escaped.txt")
-        info.size = 3
-        tf.addfile(info, io.BytesIO(b"bad"))
-    plan = Plan("p", "cuda", "1", "redist", "t", steps=[
-        Step("x", "unpack", Extract(str(evil), str(tmp_path / "tree"), strip_components=1))])
-    lines: List[str] = []
-    result = Ex(lines.append, yes=True, uid=lambda: 1000, log_path=str(tmp_path / "l.log")).execute(plan)
-    assert result.exit_code == 1 and "points outside the target directory" in result.message
-    assert not (tmp_path / "escaped.txt").exists()
 
 
 def test_install_modules_do_not_import_requests_until_a_download_starts():

@@ -387,8 +387,10 @@ def test_check_script_fails_on_bad_data(tmp_path, capsys, area, change, message)
 
 def test_cudnn_support_follows_the_newest_row_at_or_below_and_names_the_last_release_per_gpu():
     from envdoctor.matrix import hardware as hw
-    # no 9.13 row: cuDNN 9.13.1 is judged by 9.11.0, the first release without Maxwell/Pascal/Volta
-    assert hw.cudnn_support_row("9.13.1.26")["version"] == "9.11.0"
+    # no 9.13 row: cuDNN 9.13.1 is judged by 9.12.0, the newest row below it (9.11.0 was the first release
+    # without Maxwell/Pascal/Volta)
+    assert hw.cudnn_support_row("9.13.1.26")["version"] == "9.12.0"
+    assert hw.cudnn_support_row("9.11.1.4")["version"] == "9.11.0"
     assert hw.cudnn_support_row("9.10.2.21")["version"] == "9.10.2"
     assert hw.cudnn_support_row("10.0") is None and hw.cudnn_support_row("garbage") is None
     last, first_without = hw.cudnn_last_for_cc("6.1", 9)
@@ -410,3 +412,36 @@ def test_a_run_checks_the_shipped_tables_envelope_only_but_any_other_table_fully
     matrix.load("cuda")
     assert len(calls) == 1
     matrix._load.cache_clear()
+
+
+# ------------------------------------------------------------------ cuDNN lookups (issue 12)
+
+
+def test_cudnn_two_part_version_is_its_newest_series_row_not_an_older_one():
+    # "8.9" is the 8.9 series: the 8.9.7 row, never 8.6.0 (cudnn.json has no 8.9.0 row)
+    assert hw.cudnn_release("8.9")["version"] == "8.9.7"
+    assert hw.cudnn_release("8.9.4")["version"] == "8.9.7"
+    assert hw.cudnn_release("9.10")["version"] == "9.10.2"
+    assert hw.cudnn_release("9.1.0.70") is None  # no 9.1 row: the caller decides (the 9.0.0 row's span)
+
+
+def test_cudnn_9_builds_run_on_later_minors_of_their_cuda_major():
+    # cuDNN 9's support matrix lists "CUDA 12.x" builds: 9.0.0 (listed up to 12.3) runs on CUDA 12.4
+    for_124 = [r["version"] for r in hw.cudnn_releases_for_cuda("12.4")]
+    assert "9.0.0" in for_124 and "8.9.7" not in for_124
+    # cuDNN 9.12 is the first with CUDA 13 wheels; 9.10.2 and 9.11.0 have no CUDA 13 build
+    assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.0")] == ["9.12.0", "9.14.0", "9.28.0"]
+    assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.5")] == ["9.12.0", "9.14.0", "9.28.0"]
+    assert "8.9.7" in [r["version"] for r in hw.cudnn_releases_for_cuda("12.3")]
+
+
+def test_cuda_updates_are_addressable_by_their_names():
+    # Table 3 of the CUDA release notes: "CUDA 11.4 Update 3 (11.4.3) >= 470.82.01"; 13.4's GA is 13.4.1,
+    # so its Update 1 is 13.4.2
+    assert hw.cuda_full_version("11.4 Update 3") == "11.4.3"
+    assert hw.min_driver_for_cuda("11.4 Update 3") == "470.82.01"
+    assert hw.cuda_full_version("13.4 Update 1") == "13.4.2"
+    assert hw.cuda_full_version("12.1u1") == "12.1.1"
+    assert hw.cuda_release("12.3.2")["version"] == "12.3"
+    assert hw.cuda_full_version("12.7 Update 1") is None  # never released
+    assert hw.cuda_full_version("update") is None

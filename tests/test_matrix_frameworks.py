@@ -239,7 +239,8 @@ def test_tensorflow_windows_native_gpu_ends_at_2_10():
     assert fw.tensorflow_has_gpu_build("2.10.0", "windows-x86_64") is True
     assert fw.tensorflow_has_gpu_build("2.11.0", "windows-x86_64") is False
     assert fw.tensorflow_has_gpu_build("2.11.0", "wsl2") is True
-    assert fw.tensorflow_has_gpu_build("1.15.0", "linux-x86_64") is None
+    assert fw.tensorflow_has_gpu_build("1.15.0", "linux-x86_64") is True   # tensorflow-gpu 1.15 (history rows)
+    assert fw.tensorflow_has_gpu_build("1.14.0", "linux-x86_64") is None
 
 
 # --------------------------------------------------------------------------- JAX
@@ -250,7 +251,7 @@ def test_jax_cuda13_plugin():
     var = fw.jax_plugin_for("0.8.1", "13.0")
     assert var["plugin"] == "jax-cuda13-plugin"
     assert var["pip_extra"] == "jax[cuda13]"
-    assert SpecifierSet(var["cudnn"]).contains("9.8") and not SpecifierSet(var["cudnn"]).contains("9.7")
+    assert SpecifierSet(var["cudnn"]).contains("9.12.0.46") and not SpecifierSet(var["cudnn"]).contains("9.8")
 
 
 def test_jax_cuda12_plugin_accepts_12_1_but_not_12_0():

@@ -239,7 +239,7 @@ GOLDEN = [
     ("tensorflow-docker-ubuntu22.04", tensorflow, req("tensorflow", "2.17", method="docker"), UBUNTU2204, None),
     ("jax-pip-ubuntu24.04-aarch64", jax, req("jax"), UBUNTU2404_ARM, None),
     ("jax-conda-ubuntu22.04", jax, req("jax", method="conda"), UBUNTU2204, None),
-    ("jax-docker-ubuntu22.04", jax, req("jax", "0.7.2", method="docker", options={"cuda": "12"}), UBUNTU2204,
+    ("jax-docker-ubuntu22.04", jax, req("jax", "0.6.2", method="docker", options={"cuda": "12"}), UBUNTU2204,
      ("580.82.07", 13000, [[9, 0]])),
 ]
 

@@ -48,6 +48,12 @@ def _combos():
                 yield comp, method, t
 
 
+@pytest.fixture(autouse=True)
+def _same_data_dir(monkeypatch):
+    """pip plans make a venv under the user's data directory: the goldens name this one on every machine."""
+    monkeypatch.setenv("XDG_DATA_HOME", "/home/user/.local/share")
+
+
 @pytest.mark.parametrize("component,method,target", list(_combos()))
 def test_golden_dry_run_script(component, method, target):
     mod = load_recipe(component)
@@ -108,7 +114,8 @@ def test_cuda_repo_commands_follow_nvidia_guide():
     assert argvs[-1] == ["apt-get", "install", "-y", "cuda-toolkit-12-4"]
     assert p.version == "12.4.1" and not p.reboot_required
     p = load_recipe("cuda").plan(Request("cuda", "12.4.1", None), parse_target("rocky9"), Facts())
-    assert p.steps[0].action.argv == ["dnf", "config-manager", "--add-repo", "https://developer.download.nvidia.com/"
+    assert p.steps[0].action.argv == ["dnf", "install", "-y", "dnf-plugins-core"]  # config-manager is a plugin
+    assert p.steps[1].action.argv == ["dnf", "config-manager", "--add-repo", "https://developer.download.nvidia.com/"
                                       "compute/cuda/repos/rhel9/x86_64/cuda-rhel9.repo"]
     assert p.steps[-1].action.argv == ["dnf", "install", "-y", "cuda-toolkit-12-4-12.4.1-1"]
 
@@ -127,15 +134,15 @@ def test_runfile_never_installs_the_driver_and_links_only_when_absent():
 
 
 def test_unsupported_distribution_is_refused_with_alternatives(monkeypatch):
-    # cuda.json: CUDA 12.4 lists rhel 8, 9 only (CentOS 7 ended with 12.3). Refused when that list is
+    # cuda.json: CUDA 12.5 lists rhel 8, 9 only (RHEL/CentOS 7 ended with 12.4). Refused when that list is
     # verified (made so here: the shipped field is not verified yet, see the next test).
     from envdoctor import matrix
 
     monkeypatch.setattr(matrix, "unverified", lambda row, field=None: False)
     with pytest.raises(RecipeError) as e:
-        load_recipe("cuda").plan(Request("cuda", "12.4", "repo"), parse_target("centos7"), Facts())
+        load_recipe("cuda").plan(Request("cuda", "12.5", "repo"), parse_target("centos7"), Facts())
     assert "does not support centos7" in e.value.message
-    assert any("--version 12.3" in a for a in e.value.alternatives)
+    assert any("--version 12.4" in a for a in e.value.alternatives)
     assert any("--method redist" in a for a in e.value.alternatives)
 
 
@@ -143,7 +150,7 @@ def test_an_unverified_distribution_list_warns_instead_of_refusing():
     # An unverified matrix field may warn, never block: the plan is made, with the warning at its top.
     from envdoctor.install.plan import render_sh
 
-    plan = load_recipe("cuda").plan(Request("cuda", "12.4", "repo"), parse_target("centos7"), Facts())
+    plan = load_recipe("cuda").plan(Request("cuda", "12.5", "repo"), parse_target("centos7"), Facts())
     script = render_sh(plan)
     warning = next(line for line in script.splitlines() if "WARNING" in line)
     assert script.index(warning) < script.index("set -euo pipefail")
@@ -186,11 +193,14 @@ def test_with_driver_adds_the_driver_step_and_a_reboot():
     assert ["apt-get", "install", "-y", "cuda-drivers-570"] in [s.action.argv for s in p.steps]
 
 
-def test_pinning_a_driver_branch_nvidia_no_longer_packages_is_refused_with_alternatives():
-    # NVIDIA driver guide, "Recent Updates": cuda-drivers-<branch> is gone from 590 on (pinning packages).
-    with pytest.raises(RecipeError) as e:
-        load_recipe("driver").plan(Request("driver", "590", None), parse_target("ubuntu24.04"), _facts())
-    assert "590" in e.value.message and any("envdoctor install driver" in a for a in e.value.alternatives)
+def test_a_branch_from_580_on_is_locked_with_nvidias_pinning_package_before_the_driver():
+    # NVIDIA driver guide, "Recent Updates": cuda-drivers-<branch> is gone from 590 on; pinning packages lock a
+    # branch and are installed before the driver (was: refused, "cannot yet pin driver branch 590")
+    for branch in ("580", "590"):
+        p = load_recipe("driver").plan(Request("driver", branch, None), parse_target("ubuntu24.04"), _facts())
+        argvs = [s.action.argv for s in p.steps]
+        assert argvs[-2:] == [["apt-get", "install", "-y", f"nvidia-driver-pinning-{branch}"],
+                              ["apt-get", "install", "-y", "nvidia-open"]]
 
 
 def test_rhel_open_driver_enables_the_stream_then_installs_nvidia_open():
@@ -199,7 +209,10 @@ def test_rhel_open_driver_enables_the_stream_then_installs_nvidia_open():
     p = load_recipe("driver").plan(Request("driver", "580", None), parse_target("rocky9"), _facts())
     argvs = [s.action.argv for s in p.steps]
     assert ["dnf", "module", "enable", "-y", "nvidia-driver:580-open"] in argvs
-    assert argvs[-1] == ["dnf", "install", "-y", "nvidia-open"]
+    assert argvs[-3] == ["dnf", "install", "-y", "nvidia-open"]
+    # then the branch is locked as the guide's "Version locking" page (DNF 4) does
+    assert argvs[-2:] == [["dnf", "install", "-y", "python3-dnf-plugin-versionlock"],
+                          ["dnf", "versionlock", "add", "*nvidia*580*"]]
 
 
 def test_driver_new_enough_stays_quiet():

@@ -60,11 +60,11 @@ def _machine(os_id: str, version: str) -> Facts:
 
 
 def test_a_line_is_what_the_recipe_plans_for_this_target() -> None:
-    # CentOS 7 has no driver module streams: the recipe refuses a branch, so an exact branch gets no line,
-    # and a floor gets the newest driver (which satisfies it)
+    # CentOS 7 has no driver module streams; the recipe locks a branch with nvidia-driver-branch-<N> (issue 14: it
+    # used to refuse a branch there, so an exact branch got no line)
     centos7 = _machine("centos", "7.9.2009")
-    assert install_line(centos7, "driver", "495") is None
-    assert install_line(centos7, "driver", "495", floor=True) == "envdoctor install driver"
+    assert install_line(centos7, "driver", "495") == "envdoctor install driver --version 495"
+    assert install_line(centos7, "driver", "495", floor=True) == "envdoctor install driver --version 495"
     # Rocky 9 pins a branch through its module stream
     rocky9 = _machine("rocky", "9.4")
     assert install_line(rocky9, "driver", "560", floor=True) == "envdoctor install driver --version 560"

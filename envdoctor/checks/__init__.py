@@ -45,13 +45,15 @@ _REGISTRY: Dict[str, CheckSpec] = {}
 #: Modules that define checks.
 CHECK_MODULES = (
     "envdoctor.checks.meta",
+    "envdoctor.checks.environment",
+    "envdoctor.checks.jax",
     "envdoctor.checks.driver_health",
     "envdoctor.checks.compat",
     "envdoctor.checks.libraries",
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
     "envdoctor.checks.tools",
-    "envdoctor.checks.environment",
+    "envdoctor.checks.driver_branch",
 )
 
 

@@ -103,19 +103,26 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
                     commands=CONFIGURE, install=install_line(facts, "container-toolkit")))
         return
     if isinstance(tk, dict) and tk.get("installed") and facts.value("container.nvidia_runtime_configured") is False:
+        desktop = next((e for e in str(docker.get("endpoint") or "").split(" or ") if "/.docker/desktop/" in e), None)
         yield Finding(
             code="container-toolkit.runtime_not_configured", severity="warning",
             components=["container-toolkit", "docker"],
-            title="NVIDIA Container Toolkit %s is installed, but %s has no nvidia runtime registered" % (
-                tk.get("version"), dname),
+            title="NVIDIA Container Toolkit %s is installed, but %s has no nvidia runtime registered%s" % (
+                tk.get("version"), dname, " (docker's context may be Docker Desktop's daemon, %s, not this host's "
+                "engine)" % desktop if desktop else ""),
             detail="`docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia' until the "
-                   "runtime is added to /etc/docker/daemon.json and dockerd is restarted.",
+                   "runtime is added to /etc/docker/daemon.json and dockerd is restarted." + (
+                       " Docker Desktop (context desktop-linux) runs its own daemon in a VM, which the toolkit on "
+                       "this host does not configure: switch back with `docker context use default`." if desktop
+                       else ""),
             evidence=_ev(facts, "container.toolkit", "container.nvidia_runtime_configured",
-                         "container.daemon_json"),
+                         "container.daemon_json", "container.docker"),
             source={"rule": "configure Docker with nvidia-ctk runtime configure --runtime=docker",
                     "url": INSTALL_GUIDE + "#configuring-docker", "checked": CHECKED},
-            fix=Fix(text="Register the nvidia runtime with Docker and restart it.", commands=CONFIGURE,
-                    install=install_line(facts, "container-toolkit")))
+            fix=Fix(text="Point docker at this host's engine (Docker Desktop's context is current)." if desktop else
+                    "Register the nvidia runtime with Docker and restart it.",
+                    commands=["docker context use default"] if desktop else CONFIGURE,
+                    install=None if desktop else install_line(facts, "container-toolkit")))
 
 
 DEV_CHAR_NOTICE = "https://github.com/NVIDIA/nvidia-docker/issues/1730"

@@ -589,10 +589,15 @@ def _compat_libcuda_in_use(facts: Facts) -> List[Dict[str, Any]]:
     libcuda newer than the running driver copied into a loader directory (container runtimes inject the
     image's compat libraries there).  Each: {path, driver_version, via}."""
     in_use: List[Dict[str, Any]] = []
-    ldp = [p.rstrip("/") for p in facts.strings("cuda.ld_library_path")]
+    # compared after resolving links: LD_LIBRARY_PATH=/usr/local/cuda/compat reaches /usr/local/cuda-12.9/compat
+    entries = {p.rstrip("/"): p.rstrip("/") for p in facts.strings("cuda.ld_library_path")}
+    for e in facts.items("env.ld_library_path_resolved"):
+        if isinstance(e, dict) and e.get("resolved") and e.get("entry"):
+            entries.setdefault(str(e["resolved"]).rstrip("/"), str(e["entry"]).rstrip("/"))
     for c in facts.items("cuda.forward_compat"):
-        if isinstance(c, dict) and c.get("path") and str(c["path"]).rsplit("/", 1)[0].rstrip("/") in ldp:
-            in_use.append(dict(c, via="LD_LIBRARY_PATH"))
+        d = str(c.get("path") or "").rsplit("/", 1)[0].rstrip("/") if isinstance(c, dict) else ""
+        if d and d in entries:
+            in_use.append(dict(c, via="LD_LIBRARY_PATH", entry=entries[d]))
     running = _v(facts.value("driver.version")) if _nvml_status(facts) == "ok" else None
     if running is not None:
         for lib in facts.strings("driver.userspace.libraries"):
@@ -636,7 +641,7 @@ def _forward_compat(facts: Facts) -> List[Finding]:
     libver = lib.get("driver_version") or "?"
     row_src = [{"product": r["name"], "segment": r["segment"], "url": r["source"]["url"],
                 "checked": r["source"]["checked"], "verified": r["source"].get("verified", False)} for r in rows]
-    compat_dir = str(lib["path"]).rsplit("/", 1)[0]
+    compat_dir = str(lib.get("entry") or str(lib["path"]).rsplit("/", 1)[0])  # the LD_LIBRARY_PATH entry itself
     return [Finding(
         code="driver.forward_compat_unsupported_gpu", severity="error" if error else "warning",
         components=["cuda", "driver", "gpu"],

@@ -119,3 +119,68 @@ def libcuda_stub(ctx: CheckContext) -> Iterable[Finding]:
                               '| paste -sd:)"' % where] if via == "LD_LIBRARY_PATH" else
                     ["grep -rn %s /etc/ld.so.conf /etc/ld.so.conf.d/" % where, "sudo ldconfig"]))
         return
+
+
+@check("environment.cuda-device-order", codes=(
+    CodeDoc("gpu.cuda_device_order_differs", "warning",
+            "CUDA_VISIBLE_DEVICES selects GPUs by index on a machine with different GPU models, without "
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID: CUDA's index is not nvidia-smi's.",
+            "env.cuda_visible_devices, env.cuda_device_order, gpu.N.name",
+            "CUDA numbers GPUs fastest first by default, nvidia-smi by PCI bus: the job runs on another GPU than "
+            "the one chosen in nvidia-smi (and may collide with another job).", ENV_DOC),
+))
+def cuda_device_order(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    value = facts.value("env.cuda_visible_devices")
+    count = facts.value("gpu.count")
+    if not isinstance(value, str) or not isinstance(count, int) or count < 2:
+        return
+    if str(facts.value("env.cuda_device_order") or "").upper() == "PCI_BUS_ID":
+        return
+    indexes = [e.strip() for e in value.split(",") if e.strip()]
+    if not indexes or not all(e.isdigit() for e in indexes):
+        return  # UUIDs name a GPU whatever the order
+    names = [facts.value("gpu.%d.name" % i) for i in range(count)]
+    if len({n for n in names if n}) < 2:
+        return  # identical GPUs: fastest-first keeps the PCI order
+    yield Finding(
+        code="gpu.cuda_device_order_differs", severity="warning", components=["gpu", "cuda"],
+        title="CUDA_VISIBLE_DEVICES=%s picks GPUs in CUDA's fastest-first order, not nvidia-smi's: set "
+              "CUDA_DEVICE_ORDER=PCI_BUS_ID (this machine mixes %s)" % (
+                  value, ", ".join(sorted({str(n) for n in names if n}))),
+        detail="Without CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA numbers the GPUs fastest first; nvidia-smi numbers them by "
+               "PCI bus. With different GPU models the two orders differ, so index %s is not nvidia-smi's GPU %s." % (
+                   indexes[0], indexes[0]),
+        evidence=_ev(facts, "env.cuda_visible_devices", "env.cuda_device_order", "gpu.count"),
+        source={"rule": "CUDA_DEVICE_ORDER: FASTEST_FIRST (default) or PCI_BUS_ID", "url": ENV_DOC,
+                "checked": CHECKED},
+        fix=Fix(text="Number GPUs as nvidia-smi does, or select them by UUID.",
+                commands=["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi -L   # UUIDs for CUDA_VISIBLE_DEVICES"]))
+
+
+@check("environment.driver-libs-loadable", codes=(
+    CodeDoc("driver.library_unloadable", "error",
+            "The libnvidia-ml.so.1 or libcuda.so.1 the loader finds first is not a loadable library (truncated, "
+            "not an ELF file, damaged).", "libraries.driver_libs_unloadable",
+            "NVML and CUDA fail to start with the loader's error; it is not a machine without a driver.", STUB_DOC),
+))
+def driver_libs_loadable(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for b in facts.items("libraries.driver_libs_unloadable"):
+        if not isinstance(b, dict):
+            continue
+        yield Finding(
+            code="driver.library_unloadable", severity="error", components=["driver"],
+            title="The loader's first %s is %s, which is not a loadable library (%s)" % (
+                b.get("soname"), b.get("path"), b.get("message") or b.get("error")),
+            detail="dlopen(\"%s\") takes %s (via %s) and fails there (%s): NVML and CUDA report the library "
+                   "missing or the driver absent, although a driver may be installed; the copy is corrupt, "
+                   "truncated, or not a library." % (b.get("soname"), b.get("resolved") or b.get("path"),
+                                                   b.get("via"), b.get("message") or b.get("error")),
+            evidence=_ev(facts, "libraries.driver_libs_unloadable", "driver.userspace.libraries"),
+            source={"rule": "dlopen loads the first file of that name in the search order and fails on a file "
+                            "that is not a valid ELF shared object", "url": "https://man7.org/linux/man-pages/man8/ld.so.8.html",
+                    "checked": CHECKED},
+            fix=Fix(text="Remove or replace that file (reinstall the driver's user-space package), or take its "
+                         "directory off the loader path, then refresh the cache.",
+                    commands=["ls -l %s" % b.get("path"), "file -L %s" % b.get("path"), "sudo ldconfig"]))

@@ -334,6 +334,85 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
 for _fw in ("tensorflow", "onnxruntime", "cupy"):
     per_framework(_dlopen_linkage, "framework-dlopen", _fw, ())
 
+
+WHEEL_FILES_RULE = {"rule": "pip installs files of different projects to the same path without conflict checks: "
+                            "the last one installed wins", "url": "https://github.com/pypa/pip/issues/4625",
+                    "checked": "2026-11-25"}
+
+
+@check("nvidia-wheel-conflicts", codes=(
+    CodeDoc("framework.nvidia_wheels_conflict", "error",
+            "NVIDIA wheels of the same library for two CUDA majors (nvidia-nccl-cu11 and nvidia-nccl-cu12) are "
+            "installed in one environment: both write site-packages/nvidia/<lib>/lib, the last installed wins.",
+            "python.nvidia_wheel_conflicts, framework.<name> (nvidia_wheels)",
+            "The framework loads the other major's library: undefined symbols at import ('undefined symbol: "
+            "ncclMemFree') or the wrong CUDA runtime.", WHEEL_FILES_RULE["url"]),
+))
+def nvidia_wheel_conflicts(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    needed: Dict[str, List[str]] = {}  # wheel -> frameworks that require it
+    for fw in FRAMEWORKS + ("cupy", "paddle"):
+        for name in (facts.mapping("framework." + fw).get("nvidia_wheels") or {}):
+            needed.setdefault(str(name), []).append(fw)
+    for c in facts.items("python.nvidia_wheel_conflicts"):
+        if not isinstance(c, dict):
+            continue
+        wheels = [w for w in c.get("wheels") or [] if isinstance(w, dict)]
+        names = ", ".join("%s %s" % (w.get("name"), w.get("version")) for w in wheels)
+        wanted = [w for w in wheels if w.get("name") in needed]
+        unwanted = [w for w in wheels if w.get("name") not in needed]
+        if wanted and unwanted:
+            fix = Fix(text="Remove the wheel nothing installed requires (%s), then reinstall the one %s needs, whose "
+                           "files it overwrote." % (", ".join(str(w["name"]) for w in unwanted),
+                                                    ", ".join(needed[str(wanted[0]["name"])])),
+                      commands=["pip uninstall -y %s" % " ".join(str(w["name"]) for w in unwanted),
+                                "pip install --force-reinstall --no-deps '%s==%s'" % (wanted[0]["name"],
+                                                                                     wanted[0]["version"])])
+        else:
+            fix = Fix(text="Frameworks here need %s for different CUDA majors: they cannot share one environment; "
+                           "give each its own virtual environment." % names,
+                      commands=["python -m venv ~/venv-cu%s" % wheels[0].get("cuda")])
+        yield Finding(
+            code="framework.nvidia_wheels_conflict", severity="error",
+            components=sorted({fw for w in wanted for fw in needed[str(w["name"])]}) or ["python"],
+            title="%s are installed together in %s: both install nvidia/%s/lib, so one overwrote the other" % (
+                names, c.get("location"), c.get("lib")),
+            detail="pip lets wheels of one NVIDIA library for two CUDA majors coexist, but they write the same "
+                   "files; the framework then loads whichever was installed last%s." % (
+                       " (%s needs %s)" % (", ".join(needed[str(wanted[0]["name"])]), wanted[0]["name"])
+                       if wanted else ""),
+            evidence=_evidence(facts, "python.nvidia_wheel_conflicts"),
+            source=dict(WHEEL_FILES_RULE), fix=fix)
+
+
+@check("nvidia-wheel-links", codes=())
+def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
+    """A wheel library (cuSPARSE, cuBLAS ...) that the loader links to another copy of its dependency than the one
+    its RUNPATH names: an older minor of the same major is an error (cuSPARSE needs an nvJitLink of its own CUDA
+    minor or newer: 'undefined symbol: __nvJitLinkCreate_12_x'), any other copy a warning."""
+    facts = ctx.facts
+    for lk in facts.items("linkage.nvidia_wheels"):
+        if not isinstance(lk, dict) or not lk.get("shadowed"):
+            continue
+        got, want = _v(lk.get("version")), _v(lk.get("expected_version"))
+        older = got is not None and want is not None and got.release[:2] < want.release[:2]
+        lib, dep = posixpath.basename(str(lk.get("library"))), str(lk.get("soname"))
+        comp = component_of(dep)
+        yield Finding(
+            code="%s.shadowed" % comp, severity="error" if older else "warning", components=[comp],
+            title="%s (pip wheel) loads %s from %s (%s, via %s), not its wheel's %s (%s)" % (
+                lib, dep, lk.get("path"), lk.get("version") or "version unknown", lk.get("via"), lk.get("expected"),
+                lk.get("expected_version") or "version unknown"),
+            detail="The wheel's RUNPATH names its own copy, but the loader searches %s first.%s" % (
+                lk.get("via"), " A CUDA library needs its dependencies of its own CUDA minor or newer: this older "
+                "one lacks the symbols it calls, so it fails to load ('undefined symbol')." if older else ""),
+            evidence=_evidence(facts, "linkage.nvidia_wheels", "cuda.ld_library_path"),
+            source=dict(LDSO_RULE),
+            fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's own copy is used." %
+                         posixpath.dirname(str(lk.get("path"))),
+                    commands=[_drop_ldp_entry(posixpath.dirname(str(lk.get("path"))))]
+                    if lk.get("via") == "LD_LIBRARY_PATH" else ["sudo ldconfig"]))
+
 #: Each question over every framework at once.
 framework_linkage = group("framework-linkage")
 cudnn_version = group("cudnn-version")

@@ -99,7 +99,9 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy
     if fmt in ("junit", "prometheus"):
         from ..render import engines
 
-        summaries = [n.summary for n in result.readable if n.summary is not None]
+        # an unreadable node is a failing one here too (its reason as the failure)
+        summaries = [n.summary if not n.unreadable else engines.unreadable_summary(n.name, line(n.unreadable))
+                     for n in result.nodes if n.summary is not None or n.unreadable]
         echo_output(engines.junit(summaries) if fmt == "junit" else engines.prometheus_fleet(summaries))
     elif fmt == "json":
         import datetime

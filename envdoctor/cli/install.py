@@ -15,7 +15,7 @@ from .common import env_timeout, planning_facts, renamed_option, takes_renamed
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
                     mirror: Optional[str], platform: str, cuda_variant: str, force: bool,
-                    log_file: Optional[str]) -> str:
+                    log_file: Optional[str], force_any: bool = False) -> str:
     argv = ["envdoctor", "install", component, "--version", version, "--method", method, "--prefix", prefix]
     if components:
         argv += ["--components", ",".join(components)]
@@ -26,6 +26,8 @@ def _resume_command(component: str, version: str, method: str, prefix: str, comp
         argv += ["--cuda-variant", cuda_variant]
     if force:
         argv.append("--force")
+    if force_any:
+        argv.append("--force-any")
     if log_file:
         argv += ["--log-file", log_file]
     return " ".join(shlex.quote(a) for a in argv + ["--yes"])
@@ -98,15 +100,20 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--list", "list_", is_flag=True, help="List components, methods and target systems, then exit.")
 @click.option("--version", "version", metavar="VERSION",
               help="Release to install: 12.4 (its newest update) or 12.4.1; a driver branch (550); redist: "
-                   "as in NVIDIA's redistrib_X.Y.Z.json (12.4.1, or 9.1.0 for cuDNN). Default: the newest "
-                   "the target supports.")
+                   "as in NVIDIA's redistrib_X.Y.Z.json (12.4.1, or 9.1.0 for cuDNN). Default (or 'latest'): "
+                   "the newest the target supports.")
 @click.option("--method", metavar="METHOD",
               help="repo, runfile, redist, pip, conda, docker (see --list). Default: the vendor's recommended "
                    "one; redist when --prefix is given for cuda/cudnn.")
 @click.option("--os", "os_name", metavar="TARGET", help="Plan for this system instead of this machine, e.g. "
                                                          "ubuntu22.04, rhel9, rocky8-aarch64 (see --list).")
 @click.option("--with-driver", is_flag=True, help="Also install the driver the component needs (a reboot follows).")
-@click.option("--python", "python_exe", metavar="PATH", help="pip methods: the interpreter to install for.")
+@click.option("--python", "python_exe", metavar="PATH", help="pip methods: the interpreter to install for (wins over "
+                                                              "everything else).")
+@click.option("--venv", "venv", metavar="PATH", help="pip methods: the virtual environment to install into (created if "
+                                                     "missing). Default: the active venv/conda environment, else "
+                                                     "~/.local/share/envdoctor/venvs/COMPONENT (never the system "
+                                                     "Python, never envdoctor's own environment).")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="Recipe option, e.g. flavor=proprietary (driver), cuda=12 (cuDNN), symlink=yes (runfile).")
 @click.option("--snapshot", "snapshot", metavar="FILE",
@@ -126,7 +133,11 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--format", "fmt", type=click.Choice(["text", "sh", "json"]), default="sh", show_default=True,
               help="Dry-run output: a bash script that runs as-is, JSON, or a numbered list of steps (text).")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal).")
-@click.option("--force", is_flag=True, help="Replace an existing --prefix; reinstall what is already installed.")
+@click.option("--force", is_flag=True, help="Replace an existing --prefix that holds a toolkit (it is moved aside to "
+                                            "PREFIX.envdoctor-old-DATE, never deleted); reinstall what is already "
+                                            "installed.")
+@click.option("--force-any", is_flag=True, help="With --force: replace (move aside) the --prefix even when it is "
+                                                "not a toolkit. System and home directories are never replaced.")
 @click.option("--log-file", metavar="FILE", help="Where to log each step (default: "
                                                  "~/.local/state/envdoctor/logs/install-TIME.log).")
 @click.option("--download-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True,
@@ -136,10 +147,11 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--retries", type=click.IntRange(0, 20), default=3, show_default=True,
               help="Further attempts per download (each resumes where the last stopped).")
 def install(component: Optional[str], list_: bool, version: Optional[str], method: Optional[str],
-            os_name: Optional[str], with_driver: bool, python_exe: Optional[str], extra: Tuple[str, ...],
+            os_name: Optional[str], with_driver: bool, python_exe: Optional[str], venv: Optional[str],
+            extra: Tuple[str, ...],
             snapshot: Optional[str], prefix: Optional[str], components: Tuple[str, ...], mirror: Optional[str],
             platform: Optional[str], cuda_variant: str, dry_run: bool, fmt: str, yes: bool, force: bool,
-            log_file: Optional[str], timeout: float, retries: int) -> None:
+            force_any: bool, log_file: Optional[str], timeout: float, retries: int) -> None:
     """Install COMPONENT (driver, cuda, cudnn, nccl, container-toolkit ...).
 
     Builds a plan for the target system (this machine, or --os) after checking
@@ -162,6 +174,10 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
         return
     if not component:
         raise fail("name a COMPONENT (see envdoctor install --list)", EXIT_USAGE)
+    if force_any and not force:
+        raise fail("--force-any only widens --force: pass both", EXIT_USAGE)
+    if version is not None and version.strip().lower() in ("latest", "newest"):
+        version = None  # what findings suggest for "the newest" (envdoctor install driver --version latest)
     from envdoctor.recipes import RECIPES
 
     if component not in RECIPES:
@@ -170,7 +186,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
         method = "redist"
     if method != "redist" or component not in ("cuda", "cudnn"):
         _install_system(component, version, method, os_name, with_driver, python_exe, extra, snapshot, prefix,
-                        mirror, dry_run, fmt, yes, force, log_file, timeout)
+                        mirror, dry_run, fmt, yes, force, log_file, timeout, venv)
         return
     if version is None:
         raise fail("--version is required for --method redist (e.g. --version 12.4.1)", EXIT_USAGE)
@@ -189,11 +205,11 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
         plat = validate.platform(platform) if platform else None
         variant = validate.component_names([cuda_variant])[0] if cuda_variant else ""
         if log_file is not None:
-            log_file = validate.prefix(log_file, what="--log-file")
+            log_file = validate.path_value(log_file, what="--log-file")
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
-    from envdoctor.recipes import cuda_redist
+    from envdoctor.recipes import RecipeError, cuda_redist
 
     try:
         if plat is None:
@@ -204,45 +220,73 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     from ..install.download import DownloadError, DownloadOptions, default_progress_stream, fetch_bytes
 
     options = DownloadOptions(timeout=timeout, retries=retries, progress=default_progress_stream())
+    facts = _machine_facts(snapshot) if (component == "cudnn" and not variant) or component == "cuda" else None
     resume = _resume_command(component, str(version).strip(), method, prefix_path, names, mirror_url, plat, variant,
-                             force, log_file)
+                             force, log_file, force_any)
     req = cuda_redist.RedistRequest(product=component, version=str(version).strip(), prefix=prefix_path,
                                     base_url=mirror_url or "", components=names or None, platform=plat,
-                                    cuda_variant=variant, force=force, resume_command=resume)
+                                    cuda_variant=variant, force=force, force_any=force_any, resume_command=resume,
+                                    driver_cuda_major=cuda_redist.variant_for_driver(facts))
     try:
         raw = fetch_bytes(req.manifest_url, options)
     except DownloadError as exc:
         hint = " (manifests name full releases, e.g. 12.4.1)" if len(release.release) < 3 else ""
         raise fail(f"cannot read the manifest: {exc}{hint}\n  (releases are listed at {req.url_base}/)",
                    EXIT_USAGE) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted (Ctrl-C) while reading the manifest; nothing was changed", 130) from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise fail(f"{req.manifest_url} is not valid JSON ({exc})", EXIT_USAGE) from None
     try:
         manifest = cuda_redist.parse_manifest(doc, req.manifest_url)
-        the_plan = cuda_redist.plan(req, manifest)
+        the_plan = cuda_redist.plan(req, manifest, facts)
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-
+    except RecipeError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
 
     if dry_run:
         _print_plan(the_plan, fmt)
         return
 
-    from ..install.executor import Executor, check_holds
+    from ..install.executor import EXIT_INTERRUPTED, Executor, check_holds
+    from ..install.lock import Busy, PrefixLock
 
     installed = the_plan.installed
-    if os.path.lexists(prefix_path) and not force and not (installed is not None and check_holds(installed)):
-        raise fail(f"{prefix_path} already exists and is never overwritten without --force "
-                   "(or choose another --prefix)", EXIT_USAGE)
-
-    for i, step in enumerate(the_plan.steps, 1):
-        click.echo("  %2d. %s" % (i, step.title))
-    interactive = _stdin_is_tty()
-    executor = Executor(_echo, yes=yes, interactive=interactive, confirm=_confirm, log_path=log_file,
-                        download_options=options)
-    result = executor.execute(the_plan)
+    already = installed is not None and check_holds(installed)
+    if os.path.lexists(prefix_path) and not already:
+        if not force:
+            raise fail(f"{prefix_path} already exists and is never overwritten without --force "
+                       "(or choose another --prefix)", EXIT_USAGE)
+        why = validate.replaceable(prefix_path, force_any)
+        if why:
+            raise fail(why, EXIT_USAGE)
+    lock = PrefixLock(prefix_path)
+    try:
+        lock.acquire()
+    except Busy as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    except OSError as exc:
+        raise fail(f"cannot lock {lock.path}: {exc}", EXIT_USAGE) from None
+    try:
+        if not already:
+            # Under the lock: this run's own private staging directory (an earlier one for the same plan is
+            # resumed), then the plan again with its paths.
+            req.staging = cuda_redist.claim_staging(prefix_path, cuda_redist.plan_id(req, manifest))
+            the_plan = cuda_redist.plan(req, manifest, facts)
+        for i, step in enumerate(the_plan.steps, 1):
+            click.echo("  %2d. %s" % (i, step.title))
+        interactive = _stdin_is_tty()
+        executor = Executor(_echo, yes=yes, interactive=interactive, confirm=_confirm, log_path=log_file,
+                            download_options=options)
+        try:
+            result = executor.execute(the_plan)
+        except KeyboardInterrupt:
+            raise fail("interrupted (Ctrl-C); nothing was changed. To resume: " + resume, EXIT_INTERRUPTED) from None
+    finally:
+        lock.release()
     sys.exit(_after(result.exit_code, component, prefix=str(prefix_path)))
 
 
@@ -294,7 +338,7 @@ def parse_options(extra: Tuple[str, ...]) -> Dict[str, str]:
 def _install_system(component: str, version: Optional[str], method: Optional[str], os_name: Optional[str],
                     with_driver: bool, python_exe: Optional[str], extra: Tuple[str, ...], snapshot: Optional[str],
                     prefix: Optional[str], mirror: Optional[str], dry_run: bool, fmt: str, yes: bool, force: bool,
-                    log_file: Optional[str], timeout: float) -> None:
+                    log_file: Optional[str], timeout: float, venv: Optional[str] = None) -> None:
     """Every method but redist: validate, pick the target, pre-check against the facts, plan, show or run."""
     import re
 
@@ -312,9 +356,11 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         prefix_path = validate.prefix(prefix) if prefix else None
         mirror_url = validate.mirror(mirror) if mirror else None
         if python_exe is not None:
-            validate.prefix(python_exe, what="--python")
+            python_exe = validate.path_value(python_exe, what="--python")
+        if venv is not None:
+            venv = validate.prefix(venv, what="--venv")
         if log_file is not None:
-            log_file = validate.prefix(log_file, what="--log-file")
+            log_file = validate.path_value(log_file, what="--log-file")
     except ValidationError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     options = parse_options(extra)
@@ -331,32 +377,32 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         else:
             facts = _machine_facts(snapshot)
             target = target_from_facts(facts)
-        python_note = None
-        if python_exe is None and (snapshot is not None or os_name):
-            # A plan for another machine must not name this machine's interpreter.
-            theirs = facts.value("python.executable")
-            python_exe = theirs if isinstance(theirs, str) and theirs.startswith("/") and not any(
-                c.isspace() for c in theirs) else "/usr/bin/python3"
-            python_note = "pip methods install into %s (%s; --python to choose another)" % (
-                python_exe, "the snapshot's interpreter" if python_exe == theirs else "the system Python 3")
+            if snapshot is None and component == "container-toolkit":
+                from ..facts import ok
+                from ..install.runtimes import detect
+
+                facts.add(ok("install.runtimes", detect(), "files:PATH,/run/systemd/system,systemd units"))
+        # Without --python, a plan for another machine (--os, --snapshot) never names this machine's interpreter:
+        # the recipe picks the environment its facts show (a snapshot's venv/conda), else a virtual environment.
         request = Request(component=component, version=version.strip() if version else None, method=method,
-                          prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe,
+                          prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe, venv=venv,
                           with_driver=with_driver, options=options)
         the_plan = module.plan(request, target, facts)
-        if python_note and the_plan.method in ("pip", "conda"):
-            the_plan.notes.append(python_note)
     except (RecipeError, ValidationError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     if dry_run:
         _print_plan(the_plan, fmt)
         return
     from ..install.executor import Executor
+    from ..install.plan import RunCommand
 
     for i, step in enumerate(the_plan.steps, 1):
         click.echo("  %2d. %s" % (i, step.title))
     executor = Executor(_echo, yes=yes, interactive=_stdin_is_tty(), confirm=_confirm, log_path=log_file)
     result = executor.execute(the_plan)
-    sys.exit(_after(result.exit_code, component, prefix=request.prefix, python=request.python))
+    pip_python = next((st.action.argv[0] for st in the_plan.steps if isinstance(st.action, RunCommand)
+                       and list(st.action.argv[1:4]) == ["-m", "pip", "install"]), None)
+    sys.exit(_after(result.exit_code, component, prefix=request.prefix, python=request.python or pip_python))
 
 
 def _after(exit_code: int, component: str, prefix: Optional[str] = None, python: Optional[str] = None) -> int:

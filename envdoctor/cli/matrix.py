@@ -134,15 +134,14 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _source_lines(row: Dict[str, Any]) -> List[str]:
-    from ..matrix import unverified
+def _source_lines(area: str, row: Dict[str, Any]) -> List[str]:
+    from ..matrix import hint_sentence
 
     src = row["source"]
     lines = [f"  source: {src['url']} (checked {src['checked']})"]
-    if unverified(row):
-        lines.append("  UNVERIFIED: " + src.get("note", "not checked against the source"))
-    elif src.get("unverified_fields"):
-        lines.append("  unverified fields: {} ({})".format(", ".join(src["unverified_fields"]), src.get("note", "")))
+    hint = hint_sentence(area, row)
+    if hint:
+        lines.append("  " + hint)
     return lines
 
 
@@ -154,7 +153,7 @@ def render_rows(area: str, rows: List[Dict[str, Any]], derived: Dict[str, Any]) 
             if k in ("source", KEY.get(area, "version")):
                 continue
             out.append(f"  {k}: {_fmt(v)}")
-        out.extend(_source_lines(row))
+        out.extend(_source_lines(area, row))
         out.append("")
     if derived:
         for k, v in derived.items():
@@ -164,23 +163,31 @@ def render_rows(area: str, rows: List[Dict[str, Any]], derived: Dict[str, Any]) 
 
 
 def render_list(area: str, rows: List[Dict[str, Any]]) -> str:
-    from ..matrix import unverified
+    from ..matrix import VENDORS, unverified
 
     width = max(len(key_of(area, r)) for r in rows)
-    lines = [f"{area}: {len(rows)} rows ('*' = not verified against its source)"]
+    vendor = VENDORS.get(area, "the vendor")
+    lines = [f"{area}: {len(rows)} rows ('*' = not confirmed from {vendor}'s tables; treat as a hint)"]
     for r in rows:
         lines.append("  {} {}  {}".format("*" if unverified(r) else " ", key_of(area, r).ljust(width),
                                           _summary(area, r)))
-    urls = sorted({r["source"]["url"] for r in rows})
-    lines.append("sources: " + (urls[0] if len(urls) == 1 else f"{len(urls)} pages, see --format json"))
+        lines.append("      {} (checked {})".format(r["source"]["url"], r["source"]["checked"]))
     return "\n".join(lines) + "\n"
 
 
-def _with_flag(row: Dict[str, Any]) -> Dict[str, Any]:
-    from ..matrix import unverified
+def _with_flag(area: str, row: Dict[str, Any]) -> Dict[str, Any]:
+    """A row for JSON output: its facts, its source (URL, date) and whether it is confirmed, in plain words."""
+    from ..matrix import hint_sentence, unverified
 
-    out = dict(row)
+    out = {k: v for k, v in row.items() if k != "source"}
+    src = row["source"]
+    out["source"] = {"url": src["url"], "checked": src["checked"], "verified": not unverified(row)}
+    if src.get("unverified_fields"):
+        out["source"]["unverified_fields"] = list(src["unverified_fields"])
     out["verified"] = not unverified(row)
+    hint = hint_sentence(area, row)
+    if hint:
+        out["hint"] = hint
     return out
 
 
@@ -229,7 +236,7 @@ def matrix(area: str, value: Optional[str], fmt: str) -> None:
     if fmt == "json":
         from ..render.json_out import dumps
 
-        doc: Dict[str, Any] = {"area": name, "query": value, "rows": [_with_flag(r) for r in found]}
+        doc: Dict[str, Any] = {"area": name, "query": value, "rows": [_with_flag(name, r) for r in found]}
         if derived:
             doc["derived"] = derived
         echo_output(dumps(doc))

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sys
@@ -171,16 +172,29 @@ def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: Downl
                 length = r.headers.get("Content-Length")
                 total = have + int(length) if length and length.isdigit() else None
             bar = _Progress(opts.progress, os.path.basename(part[:-5]), total, have)
-            with open(part, mode) as f:
-                for chunk in r.iter_content(CHUNK):
-                    if not chunk:
-                        continue
-                    f.write(chunk)
-                    have += len(chunk)
-                    if size is not None and have > size:
-                        break
-                    bar.update(have)
-            bar.close()
+            try:
+                with open(part, mode) as f:
+                    for chunk in r.iter_content(CHUNK):
+                        if not chunk:
+                            continue
+                        f.write(chunk)
+                        have += len(chunk)
+                        if size is not None and have > size:
+                            break
+                        bar.update(have)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                # A full disk: the partial file is what filled it, so it goes (nothing else can be written).
+                try:
+                    os.remove(part)
+                except OSError:
+                    pass
+                raise DownloadError("%s: the disk is full (%s) after %d bytes; the partial download %s was "
+                                    "deleted. Free some space, then resume"
+                                    % (url, os.strerror(exc.errno), have, part)) from None
+            finally:
+                bar.close()
 
 
 def _finish(url: str, part: str, dest: str, sha256: str, size: Optional[int]) -> str:

@@ -12,20 +12,44 @@ It carries out a :class:`~envdoctor.install.plan.Plan` step by step:
 
 from __future__ import annotations
 
+import collections
 import datetime
+import errno
 import json
 import os
+import queue
+import re
 import shutil
+import stat
 import subprocess
 import tarfile
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, TextIO
+from typing import Callable, Deque, List, Optional, TextIO
 
+from . import validate
 from .download import DownloadError, DownloadOptions, download, sha256_of
-from .plan import Check, Download, Extract, Move, Plan, Remove, RunCommand, Step, WriteFile, reboot_message
+from .extract import UnsafeArchive
+from .extract import extract as safe_extract
+from .plan import (
+    Check,
+    Download,
+    Extract,
+    Move,
+    Plan,
+    PrivateDir,
+    Remove,
+    RunCommand,
+    SpaceCheck,
+    Step,
+    WriteFile,
+    reboot_message,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+#: What a shell reports for a program ended by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
 
 
 class StepError(Exception):
@@ -92,24 +116,88 @@ def conda_env_names(timeout: float = 120) -> List[str]:
 
 
 # -- actions, carried out for real ------------------------------------------
-def _run(action: RunCommand, log: Callable[[str], None]) -> None:
-    env = dict(os.environ, LC_ALL="C")
+#: Lines that say why a package manager failed, most telling first (the last line is often a summary such as
+#: pip's "ERROR: ..." hint or apt's "E: ..." count): network, then resolver, then disk, then PEP 668.
+WHY_PATTERNS = (
+    ("network", re.compile(r"Temporary failure in name resolution|Could not resolve host|Name or service not known|"
+                           r"Failed to establish a new connection|Network is unreachable|Connection refused|"
+                           r"Connection timed out|Read timed out|ConnectTimeoutError|Could not fetch URL|"
+                           r"Failed to fetch|Could not connect to|SSL: CERTIFICATE_VERIFY_FAILED|"
+                           r"Curl error|Cannot download|CondaHTTPError|ProxyError", re.I)),
+    ("resolver", re.compile(r"No matching distribution found|Could not find a version that satisfies|"
+                            r"ResolutionImpossible|conflicting dependencies|Unable to locate package|"
+                            r"has no installation candidate|Unable to correct problems|unmet dependencies|"
+                            r"No match for argument|nothing provides|conflicting requests|PackagesNotFoundError|"
+                            r"UnsatisfiableError|LibMambaUnsatisfiableError|Version '.*' for '.*' was not found|"
+                            r"is not a supported wheel|requires a different Python", re.I)),
+    ("disk", re.compile(r"No space left on device|Disk quota exceeded|ENOSPC|not enough (free )?space", re.I)),
+    ("environment", re.compile(r"externally-managed-environment|externally managed|ensurepip is not available|"
+                               r"Permission denied", re.I)),
+)
+
+
+def why_line(lines: List[str]) -> str:
+    """The output line that says why a command failed (see :data:`WHY_PATTERNS`), else the last non-empty one."""
+    useful = [ln.strip() for ln in lines if ln.strip()]
+    for _kind, pattern in WHY_PATTERNS:
+        hits = [ln for ln in useful if pattern.search(ln)]
+        if hits:
+            return hits[-1][:300]
+    return useful[-1][:300] if useful else ""
+
+
+def _run(action: RunCommand, log: Callable[[str], None], echo: Optional[Callable[[str], None]] = None) -> None:
+    """Run ``action.argv`` with its output streamed live (to ``echo`` and the log) as it comes."""
+    env = dict(os.environ, LC_ALL="C", PYTHONUNBUFFERED="1")
+    shown = " ".join(action.argv)
     try:
-        proc = subprocess.run(list(action.argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=action.timeout, env=env, check=False)
+        proc = subprocess.Popen(list(action.argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=env)
     except FileNotFoundError:
         raise StepError(f"{action.argv[0]}: not installed (not found on PATH)") from None
-    except subprocess.TimeoutExpired:
-        raise StepError("{}: timed out after {}s".format(" ".join(action.argv), action.timeout)) from None
     except OSError as exc:
-        raise StepError("{}: could not run ({})".format(" ".join(action.argv), exc)) from None
-    output = proc.stdout.decode("utf-8", errors="replace")
-    for line in output.splitlines()[-200:]:
-        log("    | " + line)
-    if proc.returncode != 0:
-        tail = [ln for ln in output.strip().splitlines() if ln.strip()]
-        raise StepError("%s: exit code %d%s" % (" ".join(action.argv), proc.returncode,
-                                                " (" + tail[-1][:200] + ")" if tail else ""))
+        raise StepError(f"{shown}: could not run ({exc})") from None
+    lines: Deque[str] = collections.deque(maxlen=5000)
+    feed: queue.Queue[Optional[bytes]] = queue.Queue()
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        try:
+            for raw in iter(proc.stdout.readline, b""):
+                feed.put(raw)
+        finally:
+            feed.put(None)
+
+    threading.Thread(target=reader, daemon=True).start()
+    deadline = time.monotonic() + action.timeout if action.timeout else None
+    try:
+        while True:
+            wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            try:
+                raw = feed.get(timeout=wait)
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    proc.kill()
+                    proc.wait()
+                    why = why_line(list(lines))
+                    raise StepError("{}: timed out after {}s{}".format(shown, action.timeout,
+                                                                       " (last: " + why + ")" if why else "")) from None
+                continue
+            if raw is None:
+                break
+            for line in raw.decode("utf-8", errors="replace").replace("\r", "\n").splitlines():
+                lines.append(line)
+                log("    | " + line)
+                if echo is not None:
+                    echo("    | " + line)
+        code = proc.wait()
+    finally:
+        if proc.poll() is None:  # Ctrl-C or an error here: the command does not outlive the step
+            proc.kill()
+            proc.wait()
+    if code != 0:
+        why = why_line(list(lines))
+        raise StepError("%s: exit code %d%s" % (shown, code, ": " + why if why else ""))
 
 
 def _write(action: WriteFile) -> None:
@@ -122,65 +210,117 @@ def _write(action: WriteFile) -> None:
     os.replace(tmp, action.path)
 
 
-def _safe_members(tf: tarfile.TarFile, strip: int, dest: str) -> List[tarfile.TarInfo]:
-    """Members renamed by ``strip``, refusing anything that would land outside ``dest``."""
-    out = []
-    root = os.path.realpath(dest)
-    for m in tf.getmembers():
-        parts = [p for p in m.name.split("/") if p not in ("", ".")]
-        if len(parts) <= strip:
-            continue
-        parts = parts[strip:]
-        if m.name.startswith("/") or ".." in parts:
-            raise StepError(f"archive member {m.name!r} points outside the target directory")
-        if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
-            raise StepError(f"archive member {m.name!r} is a device or fifo, refusing it")
-        if m.issym():
-            target = os.path.normpath(os.path.join(root, *parts[:-1], m.linkname))
-            if m.linkname.startswith("/") or not (target == root or target.startswith(root + os.sep)):
-                raise StepError(f"archive member {m.name!r} links outside the target directory")
-        if m.islnk():
-            lparts = [p for p in m.linkname.split("/") if p not in ("", ".")][strip:]
-            if ".." in lparts or not lparts:
-                raise StepError(f"archive member {m.name!r} hard-links outside the target directory")
-            m.linkname = "/".join(lparts)
-        m.name = "/".join(parts)
-        m.uid = m.gid = 0
-        m.uname = m.gname = ""
-        m.mode &= 0o755 if not m.isdir() else 0o775
-        out.append(m)
-    return out
-
-
 def _extract(action: Extract) -> None:
-    os.makedirs(action.dest, exist_ok=True)
+    def rename(name: str) -> str:
+        return action.license_as if action.license_as and name == "LICENSE" else name
+
     try:
-        with tarfile.open(action.archive, "r:*") as tf:
-            members = _safe_members(tf, action.strip_components, action.dest)
-            # extraction filters: 3.12+, 3.8.17+, 3.9.17+, 3.10.12+, 3.11.4+; older Pythons take no filter=
-            kwargs: Dict[str, Any] = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
-            tf.extractall(action.dest, members=members, **kwargs)  # noqa: S202 - members checked above
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise StepError(f"could not unpack {action.archive}: {exc}") from None
+        safe_extract(action.archive, action.dest, action.strip_components, rename)
+    except UnsafeArchive as exc:
+        # The tree may hold part of a hostile archive: nothing of it is kept, nor the markers that
+        # say earlier archives were unpacked into it (a re-run unpacks them again).
+        shutil.rmtree(action.dest, ignore_errors=True)
+        if action.marker:
+            mdir = os.path.dirname(action.marker)
+            for name in os.listdir(mdir) if os.path.isdir(mdir) else []:
+                if name.endswith(".unpacked"):
+                    os.remove(os.path.join(mdir, name))
+        raise StepError(f"{os.path.basename(action.archive)}: {exc}; nothing from it was installed") from None
+    except (tarfile.TarError, EOFError, KeyError) as exc:
+        raise StepError(f"could not unpack {action.archive}: {exc or type(exc).__name__}") from None
+    except OSError as exc:
+        raise StepError(f"could not unpack {action.archive}: {_os_error(exc)}") from None
     if action.marker:
         with open(action.marker, "wb"):
             pass
 
 
-def _move(action: Move) -> None:
+def _os_error(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return f"the disk is full ({exc.filename or exc})"
+    return str(exc)
+
+
+def _private_dir(action: PrivateDir, uid: int) -> None:
+    path = action.path
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+        os.mkdir(path, 0o700)
+        st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise StepError(f"{path} is a symbolic link (to {os.readlink(path)}); refusing to use it as a staging "
+                        "directory: remove it, or install into another --prefix")
+    if not stat.S_ISDIR(st.st_mode):
+        raise StepError(f"{path} exists and is not a directory; remove it")
+    if st.st_uid != uid:
+        raise StepError(f"{path} belongs to uid {st.st_uid}, not to you (uid {uid}); refusing to use a directory "
+                        "someone else controls: remove it")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    if action.plan_id:
+        plan_file = os.path.join(path, "plan")
+        try:
+            with open(plan_file, encoding="utf-8") as f:
+                same = f.read().strip() == action.plan_id
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if not same:
+            for sub in action.reset:
+                shutil.rmtree(os.path.join(path, sub), ignore_errors=True)
+            _write(WriteFile(plan_file, action.plan_id + "\n", 0o600))
+    for sub in action.subdirs:
+        os.makedirs(os.path.join(path, sub), exist_ok=True)
+
+
+def free_bytes(path: str) -> int:
+    """Free bytes (for an unprivileged user) on the filesystem holding ``path`` or its nearest existing parent."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p) and p != "/":
+        p = os.path.dirname(p)
+    st = os.statvfs(p)
+    return st.f_bavail * st.f_frsize
+
+
+def _space(action: SpaceCheck) -> None:
+    free = free_bytes(action.path)
+    if free < action.needed:
+        gib = 1073741824.0
+        raise StepError("not enough free space on the filesystem of {}: {} needs about {:.2f} GiB, {:.2f} GiB is "
+                        "free; free some space (or choose another --prefix) and resume".format(
+                            action.path, action.what or "this install", action.needed / gib, free / gib))
+
+
+def _move(action: Move, now: datetime.datetime) -> str:
+    """Rename ``src`` onto ``dest``; with ``replace``, the old ``dest`` is moved aside, never deleted.
+
+    Returns what was done with an old ``dest`` ("" when there was none)."""
     if not os.path.lexists(action.src):
         raise StepError(f"{action.src} does not exist (an earlier step did not produce it)")
-    old = action.dest + ".envdoctor-old"
+    said = ""
     if os.path.lexists(action.dest):
         if not action.replace:
             raise StepError(f"{action.dest} already exists; it is never overwritten without --force")
-        if os.path.lexists(old):
-            shutil.rmtree(old)
+        why = validate.replaceable(action.dest, action.replace_any)
+        if why:
+            raise StepError(why)
+        old = aside_name(action.dest, now)
         os.rename(action.dest, old)
+        said = f"the previous {action.dest} was moved aside to {old} (delete it when the new one works)"
     os.makedirs(os.path.dirname(action.dest) or "/", exist_ok=True)
     os.rename(action.src, action.dest)  # atomic: staging lives beside the destination
-    if os.path.lexists(old):
-        shutil.rmtree(old, ignore_errors=True)
+    return said
+
+
+def aside_name(dest: str, now: datetime.datetime) -> str:
+    """``<dest>.envdoctor-old-YYYYmmdd-HHMMSS`` (``-2``, ``-3`` ... when taken)."""
+    base = "{}.envdoctor-old-{}".format(dest.rstrip("/"), now.strftime("%Y%m%d-%H%M%S"))
+    name, n = base, 1
+    while os.path.lexists(name):
+        n += 1
+        name = f"{base}-{n}"
+    return name
 
 
 def _remove(action: Remove) -> None:
@@ -196,8 +336,10 @@ class Executor:
     def __init__(self, out: Callable[[str], None], *, yes: bool = False, interactive: bool = False,
                  confirm: Optional[Callable[[str], bool]] = None, uid: Callable[[], int] = os.geteuid,
                  log_path: Optional[str] = None, download_options: Optional[DownloadOptions] = None,
-                 clock: Callable[[], datetime.datetime] = datetime.datetime.now) -> None:
+                 clock: Callable[[], datetime.datetime] = datetime.datetime.now, stream: bool = True) -> None:
         self.out = out
+        #: Show each command's output as it comes (pip, apt, dnf and conda can run for many minutes).
+        self.stream = stream
         self.yes = yes
         self.interactive = interactive
         self.confirm = confirm
@@ -270,9 +412,22 @@ class Executor:
                 bad = [c for c in step.verify if not check_holds(c)]
                 if bad:
                     raise StepError("verification failed: " + "; ".join(c.describe() for c in bad))
+            except KeyboardInterrupt:
+                took = time.monotonic() - started
+                self.log(f"step {step.id}: INTERRUPTED (Ctrl-C) after {took:.1f}s")
+                result.outcomes.append(StepOutcome(step.id, step.title, "failed", "interrupted", took))
+                for later in plan.steps[i:]:
+                    result.outcomes.append(StepOutcome(later.id, later.title, "not_run"))
+                result.exit_code = EXIT_INTERRUPTED
+                resume = plan.resume_command or "re-run the same envdoctor install command"
+                result.message = ("interrupted (Ctrl-C) during step %d of %d: %s (%s)\n  nothing was moved into "
+                                  "place; log: %s\n  to resume (finished steps are skipped), run:\n    %s"
+                                  % (i, total, step.title, step.id, self.log_path, resume))
+                self.out("envdoctor: " + result.message)
+                return result
             except (StepError, DownloadError, OSError) as exc:
                 took = time.monotonic() - started
-                why = str(exc) or type(exc).__name__
+                why = (_os_error(exc) if isinstance(exc, OSError) else str(exc)) or type(exc).__name__
                 self.log(f"step {step.id}: FAILED after {took:.1f}s: {why}")
                 result.outcomes.append(StepOutcome(step.id, step.title, "failed", why, took))
                 for later in plan.steps[i:]:
@@ -305,7 +460,7 @@ class Executor:
         a = step.action
         if isinstance(a, RunCommand):
             self.log("    run: {}".format(" ".join(a.argv)))
-            _run(a, self.log)
+            _run(a, self.log, self.out if self.stream else None)
         elif isinstance(a, WriteFile):
             self.log("    write %s (mode %04o, %d bytes)" % (a.path, a.mode, len(a.content)))
             _write(a)
@@ -317,9 +472,18 @@ class Executor:
             _extract(a)
         elif isinstance(a, Move):
             self.log("    move {} -> {}{}".format(a.src, a.dest, " (replacing)" if a.replace else ""))
-            _move(a)
+            said = _move(a, self.clock())
+            if said:
+                self.log("    " + said)
+                self.out(said)
         elif isinstance(a, Remove):
             self.log(f"    remove {a.path}")
             _remove(a)
+        elif isinstance(a, PrivateDir):
+            self.log(f"    private directory {a.path} (mode 0700)")
+            _private_dir(a, os.geteuid())
+        elif isinstance(a, SpaceCheck):
+            self.log("    free space at %s: %d bytes, %d needed" % (a.path, free_bytes(a.path), a.needed))
+            _space(a)
         else:  # pragma: no cover - the Action union is closed
             raise StepError(f"unknown action {a!r}")

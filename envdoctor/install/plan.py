@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 PLAN_SCHEMA_VERSION = 1
 
@@ -125,23 +125,64 @@ class Extract:
     strip_components: int = 0
     #: Touched once the archive is fully unpacked, so a re-run can skip it.
     marker: str = ""
+    #: The archive's top-level ``LICENSE`` is kept under this name (``LICENSE.cuda_nvcc``), so the
+    #: licences of several archives unpacked into one tree do not overwrite each other.
+    license_as: str = ""
     kind: str = "extract"
 
     def to_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "archive": self.archive, "dest": self.dest,
-                "strip_components": self.strip_components, "marker": self.marker}
+                "strip_components": self.strip_components, "marker": self.marker, "license_as": self.license_as}
+
+
+@dataclass(frozen=True)
+class PrivateDir:
+    """Create (or reuse) a directory only its owner can enter, with ``subdirs`` inside.
+
+    Never reused when it is a symbolic link, not a directory, owned by someone else or open to
+    others: the step fails instead (a staging directory another user controls could swap verified
+    downloads before they are unpacked).
+    """
+
+    path: str
+    subdirs: Tuple[str, ...] = ()
+    #: What the directory is for: kept in its ``plan`` file; when that file says otherwise, the
+    #: ``reset`` subdirectories are emptied first (what another plan left is never mixed in).
+    plan_id: str = ""
+    reset: Tuple[str, ...] = ()
+    kind: str = "private_dir"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "subdirs": list(self.subdirs), "plan_id": self.plan_id,
+                "reset": list(self.reset)}
+
+
+@dataclass(frozen=True)
+class SpaceCheck:
+    """Fail unless the filesystem holding ``path`` has ``needed`` bytes free (``what`` says for what)."""
+
+    path: str
+    needed: int
+    what: str = ""
+    kind: str = "space_check"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "needed": self.needed, "what": self.what}
 
 
 @dataclass(frozen=True)
 class Move:
     src: str
     dest: str
-    #: Replace an existing ``dest`` (only with ``--force``); otherwise its presence fails the step.
+    #: Replace an existing ``dest`` (only with ``--force``): it is moved aside to
+    #: ``<dest>.envdoctor-old-<date>``, and only when it is a toolkit (or ``replace_any``: ``--force-any``).
     replace: bool = False
+    replace_any: bool = False
     kind: str = "move"
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"kind": self.kind, "src": self.src, "dest": self.dest, "replace": self.replace}
+        return {"kind": self.kind, "src": self.src, "dest": self.dest, "replace": self.replace,
+                "replace_any": self.replace_any}
 
 
 @dataclass(frozen=True)
@@ -153,7 +194,7 @@ class Remove:
         return {"kind": self.kind, "path": self.path}
 
 
-Action = Union[RunCommand, WriteFile, Download, Extract, Move, Remove]
+Action = Union[RunCommand, WriteFile, Download, Extract, Move, Remove, PrivateDir, SpaceCheck]
 
 
 @dataclass
@@ -245,20 +286,61 @@ def action_sh(action: Action) -> List[str]:
         lines = [f"mkdir -p -- {q(action.dest)}"]
         strip = " --strip-components=%d" % action.strip_components if action.strip_components else ""
         lines.append(f"tar -xf {q(action.archive)} -C {q(action.dest)} --no-same-owner{strip}")
+        if action.license_as:
+            lic = q(action.dest.rstrip("/") + "/LICENSE")
+            renamed = q(action.dest.rstrip("/") + "/" + action.license_as)
+            lines.append(f"if [ -f {lic} ]; then mv -f -- {lic} {renamed}; fi")
         if action.marker:
             lines.append(f"touch -- {q(action.marker)}")
         return lines
     if isinstance(action, Move):
-        src, dest, old = q(action.src), q(action.dest), q(action.dest + ".envdoctor-old")
+        src, dest = q(action.src), q(action.dest)
         if action.replace:
-            return [f"if [ -e {dest} ]; then rm -rf -- {old}; mv -T -- {dest} {old}; fi",
-                    f"mv -T -- {src} {dest}",
-                    f"rm -rf -- {old}"]
+            old = q(action.dest.rstrip("/") + ".envdoctor-old-") + '"$(date +%Y%m%d-%H%M%S)"'
+            said = q("the previous " + action.dest + " was moved aside to")
+            lines = []
+            if not action.replace_any:  # --force replaces a toolkit only (as the executor's validate.replaceable)
+                d = action.dest.rstrip("/")
+                toolkit = " || ".join(f"[ -e {q(d + '/' + f)} ]" for f in ("version.json", "bin/nvcc",
+                                                                           "include/cudnn_version.h"))
+                refuse = q(f"{action.dest} is not a CUDA toolkit or NVIDIA library tree; --force replaces only "
+                           "those (--force-any for any directory)")
+                lines.append(f"if [ -e {dest} ] && ! {{ {toolkit} || [ -z \"$(ls -A -- {dest})\" ]; }}; then "
+                             f"echo {refuse} >&2; exit 1; fi")
+            return lines + [f"if [ -e {dest} ] || [ -L {dest} ]; then old={old}; mv -T -- {dest} \"$old\"; "
+                            f"printf '%s %s\\n' {said} \"$old\"; fi",
+                            f"mv -T -- {src} {dest}"]
         return ["if [ -e {} ]; then echo {} >&2; exit 1; fi".format(dest, q(f"{action.dest} already exists")),
                 f"mv -T -- {src} {dest}"]
     if isinstance(action, Remove):
         return [f"rm -rf -- {q(action.path)}"]
+    if isinstance(action, PrivateDir):
+        p = q(action.path)
+        bad = q(f"{action.path} is a link, not a directory, or not yours: refusing to use it (remove it)")
+        lines = [f"if [ -L {p} ] || {{ [ -e {p} ] && {{ [ ! -d {p} ] || [ ! -O {p} ]; }}; }}; then echo {bad} >&2; "
+                 "exit 1; fi",
+                 f"mkdir -p -m 0700 -- {p}", f"chmod 0700 -- {p}"]
+        base = action.path.rstrip("/") + "/"
+        if action.plan_id:
+            pf, want = q(base + "plan"), q(action.plan_id)
+            lines.append(f'if [ "$(cat -- {pf} 2>/dev/null)" != {want} ]; then rm -rf -- '
+                         + " ".join(q(base + d) for d in action.reset) + f"; printf '%s\\n' {want} > {pf}; fi")
+        if action.subdirs:
+            lines.append("mkdir -p -- " + " ".join(q(base + d) for d in action.subdirs))
+        return lines
+    if isinstance(action, SpaceCheck):
+        p = q(_existing_hint(action.path))
+        kib = (action.needed + 1023) // 1024
+        msg = q(f"not enough free space for {action.what or 'this install'}: it needs about "
+                f"{action.needed / 1073741824.0:.1f} GiB")
+        return [f"free_kib=$(df -Pk -- {p} | awk 'NR==2 {{print $4}}')",
+                f'if [ "$free_kib" -lt {kib} ]; then echo {msg} >&2; exit 1; fi']
     raise ValueError(f"unknown action {action!r}")
+
+
+def _existing_hint(path: str) -> str:
+    """The directory ``df`` is asked about: the path's parent (the path itself may not exist yet)."""
+    return _dirname(path.rstrip("/")) or "/"
 
 
 def _dirname(path: str) -> str:

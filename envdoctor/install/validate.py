@@ -46,7 +46,18 @@ def version(value: str, what: str = "--version") -> Version:
 
 
 def prefix(value: str, cwd: Optional[str] = None, what: str = "--prefix") -> str:
-    """An install directory: absolute (or made absolute), no control characters, not a system root."""
+    """An install directory: absolute (or made absolute), no control characters, not a system or home directory."""
+    path = path_value(value, cwd, what)
+    why = system_directory(path)
+    if why:
+        raise ValidationError(f"{what} {path} is {why}; give a directory of its own, e.g. "
+                              f"{_suggest(path)}")
+    return path
+
+
+def path_value(value: str, cwd: Optional[str] = None, what: str = "--log-file") -> str:
+    """A file path from the user (``--log-file``, ``--python``): absolute (or made absolute), no control
+    characters; unlike :func:`prefix`, anywhere (an interpreter lives in /usr/bin, a log in /var/log)."""
     if not value or not value.strip():
         raise ValidationError(f"{what} is empty")
     if _CONTROL.search(value):
@@ -57,11 +68,105 @@ def prefix(value: str, cwd: Optional[str] = None, what: str = "--prefix") -> str
     path = posixpath.normpath(path)
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
-    if path in ("/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/var", "/boot", "/home", "/opt",
-                "/usr/local", "/usr/bin", "/usr/lib", "/root", "/tmp", "/dev", "/proc", "/sys"):
-        raise ValidationError(f"{what} {path} is a system directory; give a directory of its own, "
-                              f"e.g. {path.rstrip('/')}/cuda-12.4")
     return path
+
+
+#: Trees that belong to the operating system: nothing is installed anywhere below them.
+_SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
+                 "/sys", "/usr", "/var")
+#: ... except below these (a directory of its own inside them is fine: /usr/local/cuda-12.4, /var/tmp/x).
+_OPEN_BELOW = ("/usr/local", "/var/tmp")
+#: FHS directories of /usr/local, which belong to everything installed there.
+_USR_LOCAL = ("bin", "etc", "games", "include", "lib", "lib32", "lib64", "libexec", "man", "sbin", "share", "src")
+
+
+def _home_directories() -> List[str]:
+    homes = set()
+    env_home = os.environ.get("HOME")
+    if env_home and env_home.startswith("/"):
+        homes.add(posixpath.normpath(env_home))
+    try:
+        import pwd
+
+        for entry in pwd.getpwall():
+            if entry.pw_dir and entry.pw_dir.startswith("/"):
+                homes.add(posixpath.normpath(entry.pw_dir))
+    except (ImportError, OSError, KeyError):  # pragma: no cover - no user database
+        pass
+    return sorted(homes)
+
+
+def system_directory(path: str) -> str:
+    """Why ``path`` (absolute, normalised) is a system or home directory that no install may take, or ""."""
+    if path == "/":
+        return "the root directory, a system directory"
+    if path.count("/") == 1:
+        return "a top-level system directory"
+    for tree in _SYSTEM_TREES:
+        if path == tree or path.startswith(tree + "/"):
+            opened = [o for o in _OPEN_BELOW if path.startswith(o + "/")]
+            if not opened:
+                return f"a system directory (inside {tree}, which belongs to the operating system)"
+            rest = path[len(opened[0]) + 1:].split("/")
+            if opened[0] == "/usr/local" and rest[0] in _USR_LOCAL:
+                return f"a system directory ({opened[0]}/{rest[0]}, shared by everything installed in /usr/local)"
+    if path.startswith("/home/") and path.count("/") == 2:
+        return "a home directory (or where one goes)"
+    for home in _home_directories():
+        if home in ("/", ""):
+            continue
+        if path == home:
+            return "a home directory"
+        if home.startswith(path + "/"):
+            return "a directory holding home directories"
+        if path.startswith(home + "/") and path[len(home) + 1:].split("/")[0].startswith(".") and \
+                path.count("/") == home.count("/") + 1:
+            return "a settings directory of a home directory"
+    return ""
+
+
+def _suggest(path: str) -> str:
+    if path.startswith("/usr") or path.count("/") <= 1:
+        return "/usr/local/cuda-12.4 or /opt/cuda-12.4"
+    return path.rstrip("/") + "/cuda-12.4"
+
+
+def toolkit_in(path: str) -> str:
+    """What toolkit ``path`` holds ("" when none): what ``--force`` may move aside without ``--force-any``."""
+    import json
+
+    vj = os.path.join(path, "version.json")
+    try:
+        if os.path.isfile(vj):
+            with open(vj, "rb") as f:
+                doc = json.loads(f.read(1024 * 1024).decode("utf-8", "replace"))
+            if isinstance(doc, dict) and doc:
+                if isinstance(doc.get("cuda"), dict):
+                    return "a CUDA toolkit (version.json: CUDA %s)" % doc["cuda"].get("version", "?")
+                if any(str(k).startswith(("cudnn", "cuda_", "lib")) for k in doc):
+                    return "an NVIDIA library tree (version.json)"
+        if os.path.isfile(os.path.join(path, "bin", "nvcc")):
+            return "a CUDA toolkit (bin/nvcc)"
+        if os.path.isfile(os.path.join(path, "include", "cudnn_version.h")):
+            return "a cuDNN tree (include/cudnn_version.h)"
+        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
+            return "an empty directory"
+    except (OSError, ValueError):
+        return ""
+    return ""
+
+
+def replaceable(path: str, force_any: bool) -> str:
+    """Why ``--force`` must not move ``path`` aside ("" when it may)."""
+    norm = posixpath.normpath(path)
+    why = system_directory(norm)
+    if why:
+        return f"{norm} is {why}; --force never replaces it"
+    if force_any or toolkit_in(norm):
+        return ""
+    return (f"{norm} is not a CUDA toolkit or NVIDIA library tree that envdoctor or NVIDIA installed (no "
+            "version.json, bin/nvcc or include/cudnn_version.h); --force replaces only those. To replace it "
+            "anyway (it is moved aside, not deleted): --force --force-any")
 
 
 def mirror(value: str) -> str:

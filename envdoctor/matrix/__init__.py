@@ -190,10 +190,38 @@ def load(area: str) -> List[Row]:
     return list(_load(area))
 
 
+#: Caches of answers derived from the tables (registered by their modules), forgotten with the tables.
+DERIVED_CACHES = []  # type: List[Callable[[], None]]
+
+
 def clear_cache() -> None:
-    """Forget loaded tables (tests that swap DATA_DIR use this)."""
+    """Forget loaded tables and every answer derived from them (tests that swap DATA_DIR use this)."""
     _load.cache_clear()
     validators.cache_clear()
+    for clear in DERIVED_CACHES:
+        clear()
+
+
+#: Whose tables an area's facts come from, for the sentence a user reads about an unconfirmed fact.
+VENDORS = {
+    "cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
+    "driver_branches": "NVIDIA", "torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX",
+    "onnxruntime": "ONNX Runtime", "cupy": "CuPy", "paddle": "PaddlePaddle", "mxnet": "MXNet",
+}
+
+
+def hint_sentence(area: str, row: Row) -> Optional[str]:
+    """The one sentence a user reads when a row (or some of its fields) is not confirmed; None when it is.
+
+    It says what is not known, never how the data was gathered.
+    """
+    vendor = VENDORS.get(area, "the vendor")
+    if unverified(row):
+        return f"Not confirmed from {vendor}'s tables; treat as a hint."
+    fields = row.get("source", {}).get("unverified_fields") or []
+    if fields:
+        return "{} not confirmed from {}'s tables; treat as a hint.".format(", ".join(fields), vendor)
+    return None
 
 
 def unverified(row: Row, field: Optional[str] = None) -> bool:

@@ -171,6 +171,8 @@ def validate_tensorflow(rows: List[Row]) -> List[str]:
     problems = _check_order(rows, "version")
     for i, row in enumerate(rows):
         _check_python(i, row, problems)
+        if row.get("package", "tensorflow") not in ("tensorflow", "tensorflow-gpu"):
+            problems.append("row {}: package {!r} is not tensorflow or tensorflow-gpu".format(i, row.get("package")))
         for lib in ("cuda", "cudnn"):
             if _version(row.get(lib)) is None:
                 problems.append(f"row {i}: {lib} {row.get(lib)!r} is not a version")
@@ -210,12 +212,15 @@ def validate_jax(rows: List[Row]) -> List[str]:
             ):
                 problems.append(f"row {i}: jax range {spec} overlaps the previous row's")
         previous = floor
+        _check_python(i, row, problems)
         variants = row.get("variants")
         if not isinstance(variants, list) or not variants:
             problems.append(f"row {i}: variants must be a non-empty list")
             continue
         for j, var in enumerate(variants):
             where = f"row {i} (jax {spec}) variant {j}"
+            if "python" in var and _spec(var.get("python")) is None:
+                problems.append("{}: python {!r} is not a version specifier".format(where, var.get("python")))
             m = re.match(r"^cuda(\d+)$", str(var.get("tag")))
             built = _version(var.get("cuda_built"))
             cuda_spec = _spec(var.get("cuda"))
@@ -246,6 +251,7 @@ def validate_jax(rows: List[Row]) -> List[str]:
 def validate_onnxruntime(rows: List[Row]) -> List[str]:
     problems = _check_order(rows, "version")
     for i, row in enumerate(rows):
+        _check_python(i, row, problems)
         builds = row.get("builds")
         if not isinstance(builds, list) or not builds:
             problems.append(f"row {i}: builds must be a non-empty list")

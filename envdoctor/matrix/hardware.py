@@ -8,6 +8,7 @@ as ``"8.6"`` is compared as a version too (so ``"12.0" > "9.0"``).
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -43,9 +44,28 @@ CC = Union[str, Sequence[int]]
 # ---------------------------------------------------------------- helpers
 
 
+_UPDATE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?[\s_-]*(?:u|update)[\s_-]*(\d+)$", re.I)
+
+
 def _release(text: Cuda) -> Optional[Tuple[int, ...]]:
+    if not isinstance(text, Version):
+        m = _UPDATE.match(str(text).strip())
+        if m:  # "13.4 Update 1": the GA's version plus N in its last place (13.4 GA is 13.4.1, so 13.4.2)
+            mm = f"{m.group(1)}.{m.group(2)}"
+            ga = next((r["ga"] for r in load("cuda") if r["version"] == mm), None)
+            if ga is None:
+                return None
+            rel = Version(ga).release + (0,)
+            return (rel[0], rel[1], rel[2] + int(m.group(3)))
     v = text if isinstance(text, Version) else parse_version(str(text).strip().lstrip("vV"))
     return v.release if v is not None else None
+
+
+def cuda_full_version(text: Cuda) -> Optional[str]:
+    """ "12.3.2", "V12.4.131", "13.4 Update 1" (-> "13.4.2"), "12.1u1" (-> "12.1.1") as a version string; None
+    when unparsable."""
+    rel = _release(text)
+    return ".".join(str(p) for p in rel) if rel is not None else None
 
 
 def _major_minor(text: Cuda) -> Optional[str]:
@@ -158,6 +178,22 @@ def arch_for_cc(cc: CC) -> Optional[Row]:
     return None
 
 
+def min_driver_for_cc(cc: CC) -> Optional[Tuple[str, str]]:
+    """(driver, CUDA release) for the oldest driver that knows a GPU architecture, or None when unknown.
+
+    A driver older than the first branch that knows an architecture cannot drive it, whatever CUDA
+    minor-version compatibility says: that branch is the one that shipped with the first CUDA release
+    whose nvcc targets the compute capability (``gpu_arch.first_cuda``; null for architectures older
+    than the table's first CUDA release, which every driver in the table knows).
+    """
+    row = arch_for_cc(cc)
+    first = row.get("first_cuda") if row is not None else None
+    if not first:
+        return None
+    driver = min_driver_for_cuda(first)
+    return (driver, first) if driver is not None else None
+
+
 def cuda_supports_cc(cuda_version: Cuda, cc: CC) -> Optional[bool]:
     """Whether this CUDA's nvcc can target the compute capability; None when either is unknown."""
     row = cuda_release(cuda_version)
@@ -197,24 +233,41 @@ def distributions_for_cuda(version: Cuda) -> Dict[str, List[str]]:
 
 
 def cudnn_releases_for_cuda(version: Cuda) -> List[Row]:
-    """The cuDNN releases that have a build for this CUDA minor, oldest first."""
+    """The cuDNN releases that have a build for this CUDA minor, oldest first.
+
+    From cuDNN 9 a build is made per CUDA major ("CUDA 12.x" in NVIDIA's support matrix) and runs on
+    every minor of that major from the first one it lists, including minors released after it (cuDNN
+    9.0.0's CUDA 12 build runs on CUDA 12.4); before 9 only the listed minors count.
+    """
     mm = _major_minor(version)
     if mm is None:
         return []
-    return [row for row in load("cudnn") if mm in row["cuda"]]
+    want = Version(mm)
+    out = []
+    for row in load("cudnn"):
+        if mm in row["cuda"]:
+            out.append(row)
+            continue
+        same_major = [Version(c) for c in row["cuda"] if Version(c).major == want.major]
+        if int(row["major"]) >= 9 and same_major and want >= min(same_major):
+            out.append(row)
+    return out
 
 
 def cudnn_release(version: str) -> Optional[Row]:
-    """The cuDNN row for exactly this version, or the newest row of its major.minor series at or below it."""
+    """The cuDNN row for a version: exactly it; for "8.9" the newest row of the 8.9 series; for "8.9.4"
+    the newest row of the 8.9 series at or below it, else that series' row (never an older series')."""
     want = parse_version(version)
     if want is None:
         return None
-    best = None  # type: Optional[Row]
-    for row in load("cudnn"):
-        v = Version(row["version"])
-        if v.release[:2] == want.release[:2] and v <= want and (best is None or v > Version(best["version"])):
-            best = row
-    return best
+    series = sorted((r for r in load("cudnn") if Version(r["version"]).release[:2] == want.release[:2]),
+                    key=lambda r: Version(r["version"]))
+    if not series:
+        return None
+    if len(want.release) < 3:
+        return series[-1]
+    at_or_below = [r for r in series if Version(r["version"]) <= want]
+    return at_or_below[-1] if at_or_below else series[0]
 
 
 def cudnn_support_row(version: str) -> Optional[Row]:
@@ -250,6 +303,48 @@ def cudnn_last_for_cc(cc: CC, major: int) -> Optional[Tuple[Row, Optional[Row]]]
         if last is not None:
             return last, row
     return (last, None) if last is not None else None
+
+
+BRANCH_TYPES = {"ltsb": "long-term support branch", "pb": "production branch", "nfb": "new feature branch"}
+
+
+def driver_branch(driver_version: str) -> Optional[Row]:
+    """The driver_branches row of a driver version ("580.82.07" -> branch "580"); None when not a row."""
+    v = parse_version(driver_version)
+    if v is None:
+        return None
+    for row in load("driver_branches"):
+        if row["branch"] == str(v.release[0]):
+            return row
+    return None
+
+
+def _today() -> datetime.date:
+    return datetime.date.today()
+
+
+def _month_end(eol: str) -> datetime.date:
+    year, month = (int(p) for p in eol.split("-"))
+    nxt = datetime.date(year + month // 12, month % 12 + 1, 1)
+    return nxt - datetime.timedelta(days=1)
+
+
+def branch_past_eol(driver_version: str, today: Optional[datetime.date] = None) -> Optional[bool]:
+    """Whether the driver's branch is past its end of life (support ends with its eol month); None when unknown."""
+    row = driver_branch(driver_version)
+    if row is None or not row.get("eol"):
+        return None
+    return (today or _today()) > _month_end(row["eol"])
+
+
+def supported_branches(today: Optional[datetime.date] = None, cc: Optional[CC] = None) -> List[Row]:
+    """Branches still supported on ``today`` that know the GPU (``cc``): long-term support first, by end of life."""
+    day = today or _today()
+    need = min_driver_for_cc(cc) if cc is not None else None
+    rows = [r for r in load("driver_branches") if r.get("eol") and day <= _month_end(r["eol"])
+            and (need is None or int(r["branch"]) >= Version(need[0]).release[0])]
+    order = {"ltsb": 0, "pb": 1, "nfb": 2}
+    return sorted(rows, key=lambda r: (order.get(r["type"], 3), r["eol"]), reverse=False)
 
 
 def gpu_product(name: str) -> Optional[Row]:
@@ -410,6 +505,9 @@ def validate_gpu_arch(rows: List[Row]) -> List[str]:
         w = "gpu_arch {}".format(r["cc"])
         if not isinstance(r.get("arch"), str) or not r.get("arch"):
             problems.append(f"{w}: arch must be a name")
+        first = r.get("first_cuda")
+        if first is not None and (parse_version(first) is None or not re.match(r"^\d+\.\d+$", str(first))):
+            problems.append(f"{w}: first_cuda must be null or a CUDA release like '12.8'")
         gen = r.get("tensor_core_gen")
         prec = r.get("tensor_precisions")
         if not isinstance(prec, list) or any(p not in PRECISIONS for p in prec):
@@ -472,7 +570,23 @@ def validate_gpus(rows: List[Row]) -> List[str]:
     return problems
 
 
+def validate_driver_branches(rows: List[Row]) -> List[str]:
+    problems = _ordered(rows, "branch", "driver_branches")
+    for r in rows:
+        w = "driver_branches {}".format(r.get("branch"))
+        if r.get("type") not in BRANCH_TYPES:
+            problems.append("{}: type must be one of {}".format(w, ", ".join(BRANCH_TYPES)))
+        first = parse_version(r.get("first_version"))
+        if first is None or str(first.release[0]) != str(r.get("branch")):
+            problems.append(f"{w}: first_version must be a version of that branch")
+        eol = r.get("eol")
+        if not isinstance(eol, str) or not re.match(r"^\d{4}-(0[1-9]|1[0-2])$", eol):
+            problems.append(f"{w}: eol must be a month YYYY-MM")
+    return problems
+
+
 VALIDATORS = {
+    "driver_branches": validate_driver_branches,
     "cuda": validate_cuda,
     "cudnn": validate_cudnn,
     "gpu_arch": validate_gpu_arch,

@@ -178,6 +178,72 @@ def driver_library_links(host: Host, cache: List[Tuple[str, str, str]]) -> List[
     return out
 
 
+#: CUDA libraries the nvidia-*-cuNN wheels link to each other (cuSPARSE -> nvJitLink, cuBLAS -> cuBLASLt, ...).
+_WHEEL_DEP = re.compile(r"^lib(nvJitLink|cublasLt|cublas|cudart|cusparse|cufft|curand|cusolver|nvrtc)\.so\.\d+$")
+_FILE_VERSION = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)*)$")
+
+
+def _version_of_file(host: Host, path: Optional[str]) -> Optional[str]:
+    if not path:
+        return None
+    m = _FILE_VERSION.search(host.resolve(path))
+    return m.group(1) if m else None
+
+
+def wheel_links(host: Host, site: str, ldp: Sequence[str], cache: List[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
+    """How the nvidia-*-cuNN wheels' libraries find each other: each CUDA soname a wheel library needs, resolved
+    in the loader's order with that library's own RUNPATH ($ORIGIN/../../<other wheel>/lib); ``expected`` is the
+    copy its RUNPATH names, ``path`` the one the loader takes (LD_LIBRARY_PATH comes first)."""
+    dists = {d.key: d.version for d in host.distributions()}
+    out: List[Dict[str, Any]] = []
+    for lib_dir in _wheel_dirs(host, site):
+        for name in sorted(host.list_dir(lib_dir).names()):
+            if not re.match(r"^lib[A-Za-z]+\.so\.\d+$", name):
+                continue
+            path = posixpath.join(lib_dir, name)
+            elf = host.elf(path)
+            if not elf.ok:
+                continue
+            runpath = [posixpath.normpath(p.replace("${ORIGIN}", lib_dir).replace("$ORIGIN", lib_dir))
+                       for e in (elf.runpath or elf.rpath) for p in e.split(":") if p]
+            for dep in elf.needed:
+                if not _WHEEL_DEP.match(dep):
+                    continue
+                res = resolve_soname(host, dep, runpath=runpath, ld_library_path=ldp, cache=cache)
+                expected = next((posixpath.join(d, dep) for d in runpath if dep in host.list_dir(d).names()), None)
+                if expected is None or res["path"] is None:
+                    continue
+                wheel = posixpath.basename(posixpath.dirname(posixpath.dirname(expected)))
+                exp_version = _version_of_file(host, expected) or next(
+                    (v for k, v in dists.items() if k.startswith("nvidia-%s-cu" % wheel)), None)
+                out.append({"library": path, "soname": dep, "path": res["path"], "resolved": res["resolved"],
+                            "via": res["via"], "version": _version_of_file(host, res["path"]),
+                            "expected": expected, "expected_version": exp_version,
+                            "shadowed": host.resolve(res["path"]) != host.resolve(expected)})
+    return out
+
+
+_NVIDIA_FAMILY = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
+#: NVIDIA packages that are not CUDA library wheels
+_NOT_LIBRARIES = ("nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-dali", "nvidia-modelopt",
+                  "nvidia-tensorflow")
+
+
+def wheel_families(host: Host) -> List[Dict[str, Any]]:
+    """NVIDIA library wheels of the same library for different CUDA majors installed in the same site-packages
+    (nvidia-nccl-cu11 next to nvidia-nccl-cu12): both write site-packages/nvidia/<lib>/lib, so the last one
+    installed overwrites the other's files."""
+    groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    for d in host.distributions():
+        m = _NVIDIA_FAMILY.match(d.key)
+        if not m or d.key in _NOT_LIBRARIES or d.key.startswith(_NOT_LIBRARIES):
+            continue
+        groups.setdefault((d.location, m.group("lib")), []).append(
+            {"name": d.key, "version": d.version, "cuda": m.group("cuda") or "13"})
+    return [{"location": loc, "lib": lib, "wheels": sorted(ws, key=lambda w: w["name"])}
+            for (loc, lib), ws in sorted(groups.items()) if len({w["cuda"] for w in ws}) > 1]
+
+
 @register("dlopen", "CUDA libraries frameworks load at run time", order=97)
 def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
@@ -191,6 +257,23 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
             links = driver_library_links(host, cache)
             if links:
                 facts.append(ok("driver.library_links", links, "derived", "Driver library links"))
+    families = wheel_families(host)
+    if families:
+        facts.append(ok("python.nvidia_wheel_conflicts", families, "derived",
+                        "NVIDIA wheels of one library for several CUDA majors"))
+    sites = sorted({str(v.get("path")) for v in (fw.value("framework." + n) for n in ("torch", "jax", "tensorflow",
+                                                                                     "cupy", "onnxruntime"))
+                    if isinstance(v, dict) and v.get("path")})
+    for site in sites:
+        if not host.is_dir(posixpath.join(site, "nvidia")):
+            continue
+        if cache is None:
+            cache = read_ld_cache(host)[0]
+        if cache is None:
+            break
+        links = [lk for lk in wheel_links(host, site, ldp, cache) if lk["shadowed"]]
+        if links:
+            facts.append(ok("linkage.nvidia_wheels", links, "derived", "NVIDIA wheel libraries' own links"))
     for name in LOADS:
         value = fw.value("framework." + name)
         if not isinstance(value, dict) or not _is_cuda_build(name, value):

@@ -1,8 +1,9 @@
 """Environment variables that decide which GPUs CUDA shows a program.
 
 Fact ``env.cuda_visible_devices``: the raw value of ``CUDA_VISIBLE_DEVICES`` when it is set (an empty string
-included: that hides every GPU), absent otherwise.  The checks compare it with the GPUs NVML sees (NVML
-ignores the variable; CUDA applies it).
+included: that hides every GPU), absent otherwise; with it ``env.cuda_device_order`` (``CUDA_DEVICE_ORDER``, or
+None when unset: CUDA then numbers the GPUs fastest first, not in nvidia-smi's PCI order).  The checks
+compare them with the GPUs NVML sees (NVML ignores the variables; CUDA applies them).
 """
 
 from __future__ import annotations
@@ -20,4 +21,11 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
     if "CUDA_VISIBLE_DEVICES" in env:
         facts.append(ok("env.cuda_visible_devices", env["CUDA_VISIBLE_DEVICES"], "env:CUDA_VISIBLE_DEVICES",
                         "CUDA_VISIBLE_DEVICES"))
+        facts.append(ok("env.cuda_device_order", env.get("CUDA_DEVICE_ORDER") or None, "env:CUDA_DEVICE_ORDER",
+                        "CUDA_DEVICE_ORDER"))
+    ldp = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
+    if ldp:
+        # the directories as the loader reaches them: /usr/local/cuda/compat is /usr/local/cuda-12.9/compat
+        facts.append(ok("env.ld_library_path_resolved", [{"entry": d, "resolved": ctx.host.resolve(d)} for d in ldp],
+                        "env:LD_LIBRARY_PATH", "LD_LIBRARY_PATH, links resolved"))
     return facts

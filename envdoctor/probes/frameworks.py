@@ -304,7 +304,8 @@ def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) 
 # -- TensorFlow ------------------------------------------------------------------
 
 TF_PACKAGES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-gpu",
-               "tf-nightly-cpu", "tensorflow-intel", "tensorflow-rocm", "intel-tensorflow", "tensorflow-aarch64")
+               "tf-nightly-cpu", "tensorflow-intel", "tensorflow-rocm", "intel-tensorflow", "tensorflow-aarch64",
+               "nvidia-tensorflow")
 
 
 def _tf_windows_version(v: Any) -> Any:
@@ -324,6 +325,12 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
     value["packages"] = {x.key: x.version for x in found}
     bpath = posixpath.join(d.location, "tensorflow", "python", "platform", "build_info.py")
     lits, why = read_literals(host, bpath)
+    if why:
+        # TF 1.15-2.1 and NVIDIA's nvidia-tensorflow keep the real package in tensorflow_core/
+        core = posixpath.join(d.location, "tensorflow_core", "python", "platform", "build_info.py")
+        core_lits, core_why = read_literals(host, core)
+        if core_why is None:
+            bpath, lits, why = core, core_lits, None
     info = lits.get("build_info")
     if not isinstance(info, dict):
         info = {}
@@ -372,6 +379,12 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     assert main is not None
     value: Dict[str, Any] = _version_of(main)
     value["jaxlib"] = jaxlib.version if jaxlib else None
+    if jax:
+        # jax refuses an older jaxlib at import ("jaxlib is version X, but this version of jax requires Y")
+        lits, _why = read_literals(host, posixpath.join(jax.location, "jax", "version.py"))
+        minimum = lits.get("_minimum_jaxlib_version")
+        if isinstance(minimum, str):
+            value["jaxlib_minimum"] = minimum
     plugins = {k: d.version for k, d in dists.items() if _JAX_PLUGIN.match(k)}
     value["plugins"] = plugins
     cuda = None

@@ -314,4 +314,17 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(ok("libraries.libcuda", {name: resolve_soname(host, name, ld_library_path=ldp, cache=cache)
                                                for name in ("libcuda.so.1", "libcuda.so")},
                         "derived", "libcuda the loader would pick"))
+        # the driver libraries the loader would load first: are they loadable at all (a truncated copy, a text
+        # file, a library of another architecture fails in dlopen with the loader's own error)
+        broken = []
+        for name in ("libnvidia-ml.so.1", "libcuda.so.1"):
+            res = resolve_soname(host, name, ld_library_path=ldp, cache=cache)
+            if res["path"]:
+                elf = host.elf(res["path"])
+                if elf.error in ("not_elf", "bad_elf"):
+                    broken.append({"soname": name, "path": res["path"], "resolved": res["resolved"],
+                                   "via": res["via"], "error": elf.error, "message": elf.message})
+        if broken:
+            facts.append(ok("libraries.driver_libs_unloadable", broken, "elf:" + broken[0]["path"],
+                            "Driver libraries the loader cannot load"))
     return facts

@@ -121,13 +121,30 @@ def _finding_brief(f: Dict[str, Any]) -> Dict[str, str]:
             "detail": str(f.get("detail") or "")}
 
 
+def unreadable_summary(name: str, why: str, fail_on: str = "error") -> NodeSummary:
+    """A node whose file could not be used: not ready, with the reason as its one failing finding."""
+    empty: Dict[str, Optional[str]] = {"driver": None, "driver_cuda": None, "toolkit": None}
+    for fw in FRAMEWORKS:
+        empty[fw] = empty[fw + "_cuda"] = None
+    return NodeSummary(name, False, {s: 0 for s in SEVERITIES}, empty, None, [], False, "fail", fail_on,
+                       [{"code": "envdoctor.unreadable", "severity": "error", "title": why, "detail": why}])
+
+
 def summarize(name: str, report: Dict[str, Any], verdict: Optional[Verdict],
-              facts: Optional[Dict[str, Dict[str, Any]]] = None) -> NodeSummary:
+              facts: Optional[Dict[str, Dict[str, Any]]] = None, light: bool = False) -> NodeSummary:
     """``facts``: the report's facts by key, when the caller has them already (``report`` then needs only
-    its findings)."""
+    its findings).  ``light``: only the verdict (no versions, no GPUs), for fleet's text and JSON."""
     facts = report_facts(report) if facts is None else facts
     count = gpu_count(facts)
     gpus: Optional[List[Tuple[int, str, bool]]] = None
+    if light:
+        ready = verdict.passed if verdict is not None else not _severity_counts(report)["error"]
+        results = [(r.name, r.status, r.requirement.shown, r.found, r.source) for r in verdict.results] if (
+            verdict is not None) else []
+        failing = [_finding_brief(f) for f in verdict.failing_findings] if verdict is not None else []
+        return NodeSummary(name, ready, {}, {}, None, results, verdict is not None,
+                           verdict.policy.on_unknown if verdict is not None else "fail",
+                           verdict.policy.fail_on if verdict is not None else "error", failing)
     if count.known:
         bad = unhealthy_gpus(report, verdict)
         gpus = [(i, _value(facts, "gpu.%d.name" % i) or "", i not in bad) for i in range(count.value)]

@@ -23,14 +23,15 @@ fi
 # step id: install-toolkit
 dnf install -y nvidia-container-toolkit
 
-# [3/4] register the nvidia runtime in /etc/docker/daemon.json  (needs root)
+# [3/4] register the nvidia runtime with docker (/etc/docker/daemon.json)  (needs root)
 # step id: configure-docker
 nvidia-ctk runtime configure --runtime=docker
 
-# [4/4] restart Docker so it loads the nvidia runtime  (needs root)
+# [4/4] restart docker so it loads the nvidia runtime  (needs root)
 # step id: restart-docker
 systemctl restart docker
 
 # Source: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html
+# Container runtimes were not looked at (a plan for another machine): Docker is configured and restarted with systemd; for containerd, CRI-O or Podman, plan on that machine
 # Check it: docker run --rm --runtime=nvidia --gpus all ubuntu nvidia-smi
 echo 'done: install the NVIDIA Container Toolkit on rhel8 x86_64'

@@ -50,14 +50,15 @@ apt-get update
 # step id: install-toolkit
 apt-get install -y nvidia-container-toolkit
 
-# [6/7] register the nvidia runtime in /etc/docker/daemon.json  (needs root)
+# [6/7] register the nvidia runtime with docker (/etc/docker/daemon.json)  (needs root)
 # step id: configure-docker
 nvidia-ctk runtime configure --runtime=docker
 
-# [7/7] restart Docker so it loads the nvidia runtime  (needs root)
+# [7/7] restart docker so it loads the nvidia runtime  (needs root)
 # step id: restart-docker
 systemctl restart docker
 
 # Source: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html
+# Container runtimes were not looked at (a plan for another machine): Docker is configured and restarted with systemd; for containerd, CRI-O or Podman, plan on that machine
 # Check it: docker run --rm --runtime=nvidia --gpus all ubuntu nvidia-smi
 echo 'done: install the NVIDIA Container Toolkit on ubuntu22.04 x86_64'

@@ -10,7 +10,15 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# [1/3] add NVIDIA's CUDA repository (cuda-rhel8.repo)  (needs root)
+# [1/7] install dnf's config-manager (dnf-plugins-core)  (needs root)
+# step id: dnf-plugins
+if [ -e /etc/yum.repos.d/cuda-rhel8.repo ]; then
+  echo 'skip (already done): install dnf'"'"'s config-manager (dnf-plugins-core)'
+else
+  dnf install -y dnf-plugins-core
+fi
+
+# [2/7] add NVIDIA's CUDA repository (cuda-rhel8.repo)  (needs root)
 # step id: add-cuda-repo
 if [ -e /etc/yum.repos.d/cuda-rhel8.repo ]; then
   echo 'skip (already done): add NVIDIA'"'"'s CUDA repository (cuda-rhel8.repo)'
@@ -19,11 +27,27 @@ else
   [ -e /etc/yum.repos.d/cuda-rhel8.repo ] || { echo 'verification failed: /etc/yum.repos.d/cuda-rhel8.repo exists' >&2; exit 1; }
 fi
 
-# [2/3] enable the nvidia-driver:open-dkms module stream  (needs root)
+# [3/7] enable the powertools repository  (needs root)
+# step id: enable-crb
+dnf config-manager --set-enabled powertools
+
+# [4/7] enable EPEL (DKMS comes from it)  (needs root)
+# step id: enable-epel
+if [ -e /etc/yum.repos.d/epel.repo ]; then
+  echo 'skip (already done): enable EPEL (DKMS comes from it)'
+else
+  dnf install -y epel-release
+fi
+
+# [5/7] install the running kernel's headers (DKMS builds the module with them)  (needs root)
+# step id: kernel-headers
+sh -c 'dnf install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"'
+
+# [6/7] enable the nvidia-driver:open-dkms module stream  (needs root)
 # step id: enable-driver-stream
 dnf module enable -y nvidia-driver:open-dkms
 
-# [3/3] install the NVIDIA driver (open, newest)  (needs root)
+# [7/7] install the NVIDIA driver (open, newest)  (needs root)
 # step id: install-driver
 dnf install -y nvidia-open
 

@@ -10,7 +10,15 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# [1/2] add NVIDIA's CUDA repository (cuda-rhel7.repo)  (needs root)
+# [1/5] install yum-config-manager (yum-utils)  (needs root)
+# step id: yum-utils
+if [ -e /etc/yum.repos.d/cuda-rhel7.repo ]; then
+  echo 'skip (already done): install yum-config-manager (yum-utils)'
+else
+  yum install -y yum-utils
+fi
+
+# [2/5] add NVIDIA's CUDA repository (cuda-rhel7.repo)  (needs root)
 # step id: add-cuda-repo
 if [ -e /etc/yum.repos.d/cuda-rhel7.repo ]; then
   echo 'skip (already done): add NVIDIA'"'"'s CUDA repository (cuda-rhel7.repo)'
@@ -19,7 +27,19 @@ else
   [ -e /etc/yum.repos.d/cuda-rhel7.repo ] || { echo 'verification failed: /etc/yum.repos.d/cuda-rhel7.repo exists' >&2; exit 1; }
 fi
 
-# [2/2] install the NVIDIA driver (open, newest)  (needs root)
+# [3/5] enable EPEL (DKMS comes from it)  (needs root)
+# step id: enable-epel
+if [ -e /etc/yum.repos.d/epel.repo ]; then
+  echo 'skip (already done): enable EPEL (DKMS comes from it)'
+else
+  yum install -y epel-release
+fi
+
+# [4/5] install the running kernel's headers (DKMS builds the module with them)  (needs root)
+# step id: kernel-headers
+sh -c 'yum install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"'
+
+# [5/5] install the NVIDIA driver (open, newest)  (needs root)
 # step id: install-driver
 yum install -y nvidia-driver-latest-dkms
 

@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# [1/4] fetch NVIDIA's repository key package cuda-keyring_1.1-1_all.deb over HTTPS  (needs root)
+# [1/7] fetch NVIDIA's repository key package cuda-keyring_1.1-1_all.deb over HTTPS  (needs root)
 # step id: fetch-cuda-keyring
 if [ -e /usr/share/keyrings/cuda-archive-keyring.gpg ]; then
   echo 'skip (already done): fetch NVIDIA'"'"'s repository key package cuda-keyring_1.1-1_all.deb over HTTPS'
@@ -18,7 +18,7 @@ else
   curl -fsSL --create-dirs -o /var/tmp/envdoctor/cuda-keyring_1.1-1_all.deb https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb
 fi
 
-# [2/4] install it (adds the NVIDIA CUDA apt repository)  (needs root)
+# [2/7] install it (adds the NVIDIA CUDA apt repository)  (needs root)
 # step id: install-cuda-keyring
 if [ -e /usr/share/keyrings/cuda-archive-keyring.gpg ]; then
   echo 'skip (already done): install it (adds the NVIDIA CUDA apt repository)'
@@ -27,11 +27,23 @@ else
   [ -e /usr/share/keyrings/cuda-archive-keyring.gpg ] || { echo 'verification failed: /usr/share/keyrings/cuda-archive-keyring.gpg exists' >&2; exit 1; }
 fi
 
-# [3/4] refresh the package lists  (needs root)
+# [3/7] refresh the package lists  (needs root)
 # step id: apt-update
 apt-get update
 
-# [4/4] install the NVIDIA driver (open, newest)  (needs root)
+# [4/7] install add-apt-repository (software-properties-common)  (needs root)
+# step id: install-add-apt-repository
+apt-get install -y software-properties-common
+
+# [5/7] enable Debian's contrib component (the driver's DKMS packages need it)  (needs root)
+# step id: enable-contrib
+add-apt-repository -y contrib
+
+# [6/7] install the running kernel's headers (DKMS builds the module with them)  (needs root)
+# step id: kernel-headers
+sh -c 'apt-get install -y "linux-headers-$(uname -r)"'
+
+# [7/7] install the NVIDIA driver (open, newest)  (needs root)
 # step id: install-driver
 apt-get install -y nvidia-open
 

@@ -10,7 +10,15 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# [1/3] add NVIDIA's CUDA repository (cuda-rhel9.repo)  (needs root)
+# [1/7] install dnf's config-manager (dnf-plugins-core)  (needs root)
+# step id: dnf-plugins
+if [ -e /etc/yum.repos.d/cuda-rhel9.repo ]; then
+  echo 'skip (already done): install dnf'"'"'s config-manager (dnf-plugins-core)'
+else
+  dnf install -y dnf-plugins-core
+fi
+
+# [2/7] add NVIDIA's CUDA repository (cuda-rhel9.repo)  (needs root)
 # step id: add-cuda-repo
 if [ -e /etc/yum.repos.d/cuda-rhel9.repo ]; then
   echo 'skip (already done): add NVIDIA'"'"'s CUDA repository (cuda-rhel9.repo)'
@@ -19,11 +27,27 @@ else
   [ -e /etc/yum.repos.d/cuda-rhel9.repo ] || { echo 'verification failed: /etc/yum.repos.d/cuda-rhel9.repo exists' >&2; exit 1; }
 fi
 
-# [2/3] enable the nvidia-driver:open-dkms module stream  (needs root)
+# [3/7] enable CodeReady Builder for RHEL 9  (needs root)
+# step id: enable-crb
+subscription-manager repos --enable codeready-builder-for-rhel-9-x86_64-rpms
+
+# [4/7] enable EPEL (DKMS comes from it)  (needs root)
+# step id: enable-epel
+if [ -e /etc/yum.repos.d/epel.repo ]; then
+  echo 'skip (already done): enable EPEL (DKMS comes from it)'
+else
+  dnf install -y https://dl.fedoraproject.org/pub/epel/epel-release-latest-9.noarch.rpm
+fi
+
+# [5/7] install the running kernel's headers (DKMS builds the module with them)  (needs root)
+# step id: kernel-headers
+sh -c 'dnf install -y kernel-devel-matched "kernel-headers-$(uname -r)"'
+
+# [6/7] enable the nvidia-driver:open-dkms module stream  (needs root)
 # step id: enable-driver-stream
 dnf module enable -y nvidia-driver:open-dkms
 
-# [3/3] install the NVIDIA driver (open, newest)  (needs root)
+# [7/7] install the NVIDIA driver (open, newest)  (needs root)
 # step id: install-driver
 dnf install -y nvidia-open
 

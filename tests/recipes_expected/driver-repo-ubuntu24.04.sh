@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# [1/4] fetch NVIDIA's repository key package cuda-keyring_1.1-1_all.deb over HTTPS  (needs root)
+# [1/5] fetch NVIDIA's repository key package cuda-keyring_1.1-1_all.deb over HTTPS  (needs root)
 # step id: fetch-cuda-keyring
 if [ -e /usr/share/keyrings/cuda-archive-keyring.gpg ]; then
   echo 'skip (already done): fetch NVIDIA'"'"'s repository key package cuda-keyring_1.1-1_all.deb over HTTPS'
@@ -18,7 +18,7 @@ else
   curl -fsSL --create-dirs -o /var/tmp/envdoctor/cuda-keyring_1.1-1_all.deb https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/cuda-keyring_1.1-1_all.deb
 fi
 
-# [2/4] install it (adds the NVIDIA CUDA apt repository)  (needs root)
+# [2/5] install it (adds the NVIDIA CUDA apt repository)  (needs root)
 # step id: install-cuda-keyring
 if [ -e /usr/share/keyrings/cuda-archive-keyring.gpg ]; then
   echo 'skip (already done): install it (adds the NVIDIA CUDA apt repository)'
@@ -27,11 +27,15 @@ else
   [ -e /usr/share/keyrings/cuda-archive-keyring.gpg ] || { echo 'verification failed: /usr/share/keyrings/cuda-archive-keyring.gpg exists' >&2; exit 1; }
 fi
 
-# [3/4] refresh the package lists  (needs root)
+# [3/5] refresh the package lists  (needs root)
 # step id: apt-update
 apt-get update
 
-# [4/4] install the NVIDIA driver (open, newest)  (needs root)
+# [4/5] install the running kernel's headers (DKMS builds the module with them)  (needs root)
+# step id: kernel-headers
+sh -c 'apt-get install -y "linux-headers-$(uname -r)"'
+
+# [5/5] install the NVIDIA driver (open, newest)  (needs root)
 # step id: install-driver
 apt-get install -y nvidia-open
 

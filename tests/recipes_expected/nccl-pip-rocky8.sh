@@ -5,9 +5,18 @@
 # reboot required afterwards: no
 set -euo pipefail
 
-# [1/1] install NCCL 2.21.5 for CUDA 12 with pip (python3)
-# step id: pip-install
-python3 -m pip install nvidia-nccl-cu12==2.21.5
+# [1/2] create the virtual environment /home/user/.local/share/envdoctor/venvs/nccl (from /usr/bin/python3; kept if it exists)
+# step id: create-venv
+if [ -e /home/user/.local/share/envdoctor/venvs/nccl/bin/python ]; then
+  echo 'skip (already done): create the virtual environment /home/user/.local/share/envdoctor/venvs/nccl (from /usr/bin/python3; kept if it exists)'
+else
+  /usr/bin/python3 -m venv /home/user/.local/share/envdoctor/venvs/nccl
+  [ -e /home/user/.local/share/envdoctor/venvs/nccl/bin/python ] || { echo 'verification failed: /home/user/.local/share/envdoctor/venvs/nccl/bin/python exists' >&2; exit 1; }
+fi
 
-# Installs into the Python environment of python3
+# [2/2] install NCCL 2.21.5 for CUDA 12 with pip (/home/user/.local/share/envdoctor/venvs/nccl/bin/python)
+# step id: pip-install
+/home/user/.local/share/envdoctor/venvs/nccl/bin/python -m pip install nvidia-nccl-cu12==2.21.5
+
+# pip installs into the virtual environment /home/user/.local/share/envdoctor/venvs/nccl (created if missing), not into /usr/bin/python3: the system Python is managed by the distribution (PEP 668: pip refuses to install into it on Debian 12 and Ubuntu 24.04). Use it: /home/user/.local/share/envdoctor/venvs/nccl/bin/python, or source /home/user/.local/share/envdoctor/venvs/nccl/bin/activate. --venv PATH for another, --python to name an interpreter. Debian/Ubuntu need the python3-venv package to create it.
 echo 'done: install NCCL 2.21.5 (pip)'

@@ -10,7 +10,15 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# [1/2] add NVIDIA's CUDA repository (cuda-rhel7.repo)  (needs root)
+# [1/3] install yum-config-manager (yum-utils)  (needs root)
+# step id: yum-utils
+if [ -e /etc/yum.repos.d/cuda-rhel7.repo ]; then
+  echo 'skip (already done): install yum-config-manager (yum-utils)'
+else
+  yum install -y yum-utils
+fi
+
+# [2/3] add NVIDIA's CUDA repository (cuda-rhel7.repo)  (needs root)
 # step id: add-cuda-repo
 if [ -e /etc/yum.repos.d/cuda-rhel7.repo ]; then
   echo 'skip (already done): add NVIDIA'"'"'s CUDA repository (cuda-rhel7.repo)'
@@ -19,7 +27,7 @@ else
   [ -e /etc/yum.repos.d/cuda-rhel7.repo ] || { echo 'verification failed: /etc/yum.repos.d/cuda-rhel7.repo exists' >&2; exit 1; }
 fi
 
-# [2/2] install NCCL 2.21.5 built for CUDA 12.4  (needs root)
+# [3/3] install NCCL 2.21.5 built for CUDA 12.4  (needs root)
 # step id: install-nccl
 yum install -y libnccl-2.21.5-1+cuda12.4 libnccl-devel-2.21.5-1+cuda12.4
 

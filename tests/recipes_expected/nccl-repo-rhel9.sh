@@ -10,7 +10,15 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-# [1/2] add NVIDIA's CUDA repository (cuda-rhel9.repo)  (needs root)
+# [1/3] install dnf's config-manager (dnf-plugins-core)  (needs root)
+# step id: dnf-plugins
+if [ -e /etc/yum.repos.d/cuda-rhel9.repo ]; then
+  echo 'skip (already done): install dnf'"'"'s config-manager (dnf-plugins-core)'
+else
+  dnf install -y dnf-plugins-core
+fi
+
+# [2/3] add NVIDIA's CUDA repository (cuda-rhel9.repo)  (needs root)
 # step id: add-cuda-repo
 if [ -e /etc/yum.repos.d/cuda-rhel9.repo ]; then
   echo 'skip (already done): add NVIDIA'"'"'s CUDA repository (cuda-rhel9.repo)'
@@ -19,7 +27,7 @@ else
   [ -e /etc/yum.repos.d/cuda-rhel9.repo ] || { echo 'verification failed: /etc/yum.repos.d/cuda-rhel9.repo exists' >&2; exit 1; }
 fi
 
-# [2/2] install NCCL 2.21.5 built for CUDA 12.4  (needs root)
+# [3/3] install NCCL 2.21.5 built for CUDA 12.4  (needs root)
 # step id: install-nccl
 dnf install -y libnccl-2.21.5-1+cuda12.4 libnccl-devel-2.21.5-1+cuda12.4
 

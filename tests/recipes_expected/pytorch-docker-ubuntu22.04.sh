@@ -20,7 +20,7 @@ RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 RUN python -m pip install --upgrade pip \
  && python -m pip install '"'"'torch==2.7.*'"'"' --index-url https://download.pytorch.org/whl/cu126
-CMD ["python", "-c", "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"]
+CMD ["python", "-c", "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\nimport sys\nif not torch.cuda.is_available(): sys.exit('"'"'torch '"'"' + torch.__version__ + '"'"' sees no GPU on this GPU machine (torch.cuda.is_available() is False): check the driver with nvidia-smi, and that this build (CUDA '"'"' + str(torch.version.cuda) + '"'"') runs on it'"'"')"]
 ' > /srv/build/torch/Dockerfile
 chmod 0644 /srv/build/torch/Dockerfile
 
@@ -29,5 +29,5 @@ chmod 0644 /srv/build/torch/Dockerfile
 docker build -t envdoctor/pytorch:2.7-cu126 /srv/build/torch
 
 # torch 2.7 cu126: CUDA 12.6, GPU architectures sm 5.0..9.0, cuDNN 9.5.1.17 (matrix: https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix)
-# Try it: docker run --gpus all --rm -it envdoctor/pytorch:2.7-cu126 python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())'
+# Try it: docker run --gpus all --rm -it envdoctor/pytorch:2.7-cu126 python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available()) import sys if not torch.cuda.is_available(): sys.exit('"'"'torch '"'"' + torch.__version__ + '"'"' sees no GPU on this GPU machine (torch.cuda.is_available() is False): check the driver with nvidia-smi, and that this build (CUDA '"'"' + str(torch.version.cuda) + '"'"') runs on it'"'"')'
 echo 'done: install PyTorch 2.7 (cu126, CUDA 12.6) in a Docker image FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04'

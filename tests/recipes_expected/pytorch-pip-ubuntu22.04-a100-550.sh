@@ -16,7 +16,9 @@ set -euo pipefail
 
 # [3/3] import it and print what it sees
 # step id: import-check
-/opt/venv/bin/python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())'
+/opt/venv/bin/python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())
+import sys
+if not torch.cuda.is_available(): sys.exit('"'"'torch '"'"' + torch.__version__ + '"'"' sees no GPU on this GPU machine (torch.cuda.is_available() is False): check the driver with nvidia-smi, and that this build (CUDA '"'"' + str(torch.version.cuda) + '"'"') runs on it'"'"')'
 
 # torch 2.5 cu124: CUDA 12.4, GPU architectures sm 5.0..9.0, cuDNN 9.1.0.70 (matrix: https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix)
 echo 'done: install PyTorch 2.5 (cu124, CUDA 12.4)'

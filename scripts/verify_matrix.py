@@ -1,0 +1,834 @@
+#!/usr/bin/env python3
+"""Prove the compatibility matrix's checkable facts from the vendors' own artifacts.
+
+    python scripts/verify_matrix.py             # offline (CI): the matrix against the committed proofs
+    python scripts/verify_matrix.py --refresh   # download the artifacts, re-derive every fact, rewrite
+                                                # envdoctor/matrix/proofs.json, then compare
+
+What is proved, and from what:
+
+* per CUDA minor that NVIDIA publishes nvcc wheels for on PyPI (``nvidia-cuda-nvcc-cu11``,
+  ``-cu12``; for 13.x ``nvidia-cuda-nvcc`` + ``nvidia-cuda-crt``; the newest wheel of the minor):
+  ``gcc_max`` from ``include/crt/host_config.h`` (``#if __GNUC__ > N``), ``cc_min``/``cc_max`` from
+  the wheel's own ``nvcc --list-gpu-code`` (or, where it cannot run, the ``sm_NN`` names in its
+  ptxas), and that ``gpu_arch.json`` has a row for every target it lists;
+* per framework release, from PyPI (the project's file list and each wheel's METADATA, read from
+  the wheel with HTTP range requests): which Python versions have Linux x86_64 wheels (within
+  Requires-Python), and the ``nvidia-*`` pins (cuDNN, NCCL, cudart) of the PyPI build.
+
+A fact the matrix marks verified must either be proved here or be quoted from a vendor page
+whose URL and date are in its row; a fact of a kind this script proves but has no proof for,
+while marked verified, fails the check.  Exit status 1 on any difference.
+
+Downloads are cached in ~/.cache/envdoctor-verify (ENVDOCTOR_VERIFY_CACHE overrides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from urllib.parse import urljoin, urlparse
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+
+from packaging.specifiers import SpecifierSet  # noqa: E402
+from packaging.version import InvalidVersion, Version  # noqa: E402
+
+from envdoctor import matrix  # noqa: E402
+
+PROOFS = os.path.join(ROOT, "envdoctor", "matrix", "proofs.json")
+CACHE = os.environ.get("ENVDOCTOR_VERIFY_CACHE") or os.path.expanduser("~/.cache/envdoctor-verify")
+PYPI = "https://pypi.org/pypi/{}/json"
+
+#: Python minors a release's range is compared over (3.5 .. 3.15).
+PY_MINORS = ["3.%d" % m for m in range(5, 16)]
+
+#: Pages of the vendors themselves: a verified fact that is not proved here must be quoted from one.
+VENDOR_HOSTS = (
+    "nvidia.com", "nvdam.widen.net", "pytorch.org",
+    "download.pytorch.org", "www.tensorflow.org", "docs.jax.dev", "jax.readthedocs.io", "onnxruntime.ai",
+    "docs.cupy.dev", "www.paddlepaddle.org.cn", "mxnet.apache.org", "pypi.org",
+)
+VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax-ml/", "github.com/google/jax",
+                "github.com/microsoft/onnxruntime", "github.com/cupy/", "github.com/NVIDIA/",
+                "github.com/PaddlePaddle/")
+
+#: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
+PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max")}
+
+
+# --------------------------------------------------------------------------- proofs on disk
+
+
+def load_proofs(path: str = PROOFS) -> List[Dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        return []
+    proofs = doc.get("proofs") if isinstance(doc, dict) else None
+    if not isinstance(proofs, list):
+        raise SystemExit(f"error: {path} has no 'proofs' list")
+    return proofs
+
+
+def save_proofs(proofs: List[Dict[str, Any]], path: str = PROOFS) -> None:
+    doc = {
+        "description": "Facts of the compatibility matrix proved from the vendors' own artifacts by "
+        "scripts/verify_matrix.py --refresh: fact (area/row/field), value, the artifact it was read from "
+        "(file name and sha256 as published by the index), where, how, and the date.",
+        "proofs": sorted(proofs, key=lambda p: (p["fact"], p["artifact"])),
+    }
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1, sort_keys=False)
+        fh.write("\n")
+
+
+# --------------------------------------------------------------------------- reading the matrix
+
+
+def _rows(area: str) -> List[Dict[str, Any]]:
+    return matrix.load(area)
+
+
+ROW_KEY = {"jax": "jax", "gpu_arch": "cc", "gpus": "name"}
+
+
+def _row_key(area: str, row: Dict[str, Any]) -> str:
+    return str(row.get(ROW_KEY.get(area, "version")))
+
+
+def _find_row(area: str, key: str) -> Optional[Dict[str, Any]]:
+    for row in _rows(area):
+        if _row_key(area, row) == key:
+            return row
+    return None
+
+
+def python_minors(spec: Optional[str]) -> List[str]:
+    """The Python minors (3.6 .. 3.15) a specifier admits."""
+    if not spec:
+        return []
+    s = SpecifierSet(spec)
+    return [m for m in PY_MINORS if s.contains(m, prereleases=True)]
+
+
+def _variant(row: Dict[str, Any], key: str, name: str) -> Optional[Dict[str, Any]]:
+    for v in row.get("variants") or row.get("packages") or row.get("builds") or []:
+        if v.get(key) == name:
+            return v
+    return None
+
+
+def matrix_value(fact: str) -> Tuple[bool, Any]:
+    """(row exists, value) of a fact named "area|row|field" or "area|row|variant|field"."""
+    parts = fact.split("|")
+    area, key = parts[0], parts[1]
+    row = _find_row(area, key)
+    if row is None:
+        return False, None
+    if len(parts) == 3:
+        field = parts[2]
+        if field == "python":
+            return True, [] if row.get("installable") is False else python_minors(row.get("python"))
+        if field == "cuda_majors" and area == "tensorrt":
+            return True, sorted({str(b["cuda_major"]) for b in row.get("builds", [])}, key=int)
+        if field == "cuda_majors":
+            return True, sorted({str(Version(c).major) for c in row.get("cuda", [])}, key=int)
+        return True, row.get(field)
+    tag, field = parts[2], parts[3]
+    if area == "onnxruntime" and tag == "pypi":  # the build pip installs from PyPI
+        var = next((b for b in row.get("builds", []) if b.get("pypi_default")), None)
+        return (var is not None), (var or {}).get(field)
+    var = _variant(row, "package" if area == "cupy" else "tag", tag)
+    if var is None:
+        return False, None
+    if field == "python":
+        return True, python_minors(var.get("python") or row.get("python"))
+    return True, var.get(field)
+
+
+def same(fact: str, in_matrix: Any, proved: Any) -> bool:
+    field = fact.split("|")[-1]
+    if field in ("cc_min", "cc_max", "gcc_max", "cudnn_version", "nccl_version"):
+        try:
+            return Version(str(in_matrix)) == Version(str(proved))
+        except InvalidVersion:
+            return False
+    if field == "cudnn_pip" or fact.startswith("jax|") and field in ("cudnn", "nccl"):
+        try:
+            return SpecifierSet(str(in_matrix)) == SpecifierSet(str(proved))
+        except Exception:  # noqa: BLE001 - an unparsable value is a difference
+            return False
+    return in_matrix == proved
+
+
+def is_vendor_url(url: str) -> bool:
+    """Whether a URL is one of the vendors' own pages (their sites, their GitHub repositories)."""
+    parsed = urlparse(url)
+    if parsed.hostname in VENDOR_HOSTS or (parsed.hostname or "").endswith(".nvidia.com"):
+        return True
+    where = (parsed.hostname or "") + parsed.path
+    return any(where.startswith(r) for r in VENDOR_REPOS)
+
+
+# --------------------------------------------------------------------------- the offline check
+
+
+def compare(proofs: List[Dict[str, Any]]) -> Tuple[List[List[str]], List[str]]:
+    """(table rows, problems): each proof against the matrix, then every verified fact against the proofs."""
+    table = []  # type: List[List[str]]
+    problems = []  # type: List[str]
+    proved = set()  # type: Set[Tuple[str, str, str]]
+    for p in proofs:
+        fact = p["fact"]
+        exists, value = matrix_value(fact)
+        parts = fact.split("|")
+        row = _find_row(parts[0], parts[1])
+        if not exists:
+            problems.append(f"{fact}: the artifact proves {p['value']!r} but the matrix has no such row")
+            table.append([fact, "(no row)", _show(p["value"]), p["artifact"]])
+            continue
+        ok = same(fact, value, p["value"])
+        table.append([fact, _show(value), _show(p["value"]) + ("" if ok else "  <-- DIFFERS"), p["artifact"]])
+        if not ok:
+            problems.append(f"{fact}: the matrix says {_show(value)}, {p['artifact']} says {_show(p['value'])}")
+        elif row is not None and matrix.unverified(row, parts[-1] if len(parts) == 3 else None) and len(parts) == 3:
+            pass  # proved but still marked unverified: allowed (conservative), reported in the summary
+        proved.add((parts[0], parts[1], parts[-1]))
+    # verified facts the script could prove but has no proof for; verified facts from non-vendor pages
+    for area in matrix.areas():
+        for row in _rows(area):
+            if matrix.unverified(row):
+                continue
+            key = _row_key(area, row)
+            skipped = set(row["source"].get("unverified_fields", []))
+            for field in row:
+                if field == "source" or field in skipped:
+                    continue
+                if (area, field) in PROVABLE and _provable_release(area, key) and (area, key, field) not in proved:
+                    problems.append(f"{area}|{key}|{field}: marked verified, and provable from NVIDIA's "
+                                    "wheels, but no proof was recorded (run --refresh)")
+                elif (area, key, field) not in proved and not is_vendor_url(row["source"]["url"]):
+                    problems.append(f"{area}|{key}|{field}: marked verified but neither proved nor quoted "
+                                    f"from a vendor page ({row['source']['url']})")
+    return table, problems
+
+
+def _provable_release(area: str, key: str) -> bool:
+    return area == "cuda" and Version(key) >= Version("11.7")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) if value else "(none)"
+    return "-" if value is None else str(value)
+
+
+def print_table(table: List[List[str]]) -> None:
+    head = ["fact", "matrix", "artifact says", "artifact"]
+    widths = [max(len(r[i]) for r in table + [head]) for i in range(3)]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths + [0])))
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths + [0])))
+
+
+# --------------------------------------------------------------------------- network: PyPI
+
+
+def _session() -> Any:
+    import requests
+
+    s = requests.Session()
+    s.headers["User-Agent"] = "envdoctor-verify-matrix"
+    return s
+
+
+class RemoteFile(io.RawIOBase):
+    """A seekable read-only view of a remote file through HTTP range requests (to read a wheel's METADATA)."""
+
+    def __init__(self, session: Any, url: str, size: int) -> None:
+        self.session, self.url, self.size, self.pos = session, url, size, 0
+        self.blocks = {}  # type: Dict[int, bytes]
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = offset if whence == 0 else (self.pos + offset if whence == 1 else self.size + offset)
+        return self.pos
+
+    BLOCK = 1 << 18
+
+    def _block(self, index: int) -> bytes:
+        if index not in self.blocks:
+            start = index * self.BLOCK
+            end = min(self.size, start + self.BLOCK) - 1
+            r = self.session.get(self.url, headers={"Range": f"bytes={start}-{end}"}, timeout=120)
+            r.raise_for_status()
+            self.blocks[index] = r.content if r.status_code == 206 else r.content[start:end + 1]
+        return self.blocks[index]
+
+    def readinto(self, buf: Any) -> int:
+        want = min(len(buf), max(0, self.size - self.pos))
+        got = 0
+        while got < want:
+            index, offset = divmod(self.pos, self.BLOCK)
+            chunk = self._block(index)[offset:offset + want - got]
+            if not chunk:
+                break
+            buf[got:got + len(chunk)] = chunk
+            got += len(chunk)
+            self.pos += len(chunk)
+        return got
+
+
+class PyPI:
+    def __init__(self) -> None:
+        self.session = _session()
+        self.projects = {}  # type: Dict[str, Dict[str, Any]]
+        os.makedirs(os.path.join(CACHE, "metadata"), exist_ok=True)
+
+    def project(self, name: str) -> Dict[str, Any]:
+        if name not in self.projects:
+            r = self.session.get(PYPI.format(name), timeout=120)
+            r.raise_for_status()
+            self.projects[name] = r.json()
+        return self.projects[name]
+
+    def releases(self, name: str) -> Dict[str, List[Dict[str, Any]]]:
+        out = {}
+        for v, files in self.project(name).get("releases", {}).items():
+            try:
+                pv = Version(v)
+            except InvalidVersion:
+                continue
+            if pv.is_prerelease or pv.is_devrelease or not files:
+                continue
+            live = [f for f in files if not f.get("yanked")]
+            if live:
+                out[v] = live
+        return out
+
+    def linux_wheels(self, name: str, version: str) -> List[Dict[str, Any]]:
+        return [f for f in self.releases(name).get(version, []) if f["filename"].endswith(".whl")
+                and ("manylinux" in f["filename"] or "linux_x86_64" in f["filename"])
+                and "x86_64" in f["filename"]] or [f for f in self.releases(name).get(version, [])
+                                                   if f["filename"].endswith("-none-any.whl")]
+
+    def url(self, name: str, f: Dict[str, Any]) -> str:
+        return urljoin(PYPI.format(name), f["url"])
+
+    def metadata(self, name: str, f: Dict[str, Any]) -> str:
+        """The METADATA of one wheel, read from the wheel's zip directory with range requests (cached)."""
+        path = os.path.join(CACHE, "metadata", f["filename"] + ".METADATA")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                return fh.read()
+        remote = RemoteFile(self.session, self.url(name, f), int(f["size"]))
+        with zipfile.ZipFile(io.BufferedReader(remote, buffer_size=1 << 16)) as zf:
+            member = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+            text = zf.read(member).decode("utf-8", "replace")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return text
+
+    def download(self, name: str, f: Dict[str, Any]) -> str:
+        """The whole file, cached, its sha256 checked against the index's."""
+        path = os.path.join(CACHE, f["filename"])
+        if not os.path.exists(path) or _sha256(path) != f["digests"]["sha256"]:
+            r = self.session.get(self.url(name, f), timeout=600, stream=True)
+            r.raise_for_status()
+            with open(path + ".part", "wb") as fh:
+                for chunk in r.iter_content(1 << 20):
+                    fh.write(chunk)
+            os.replace(path + ".part", path)
+        if _sha256(path) != f["digests"]["sha256"]:
+            raise SystemExit(f"error: {f['filename']}: sha256 differs from the index's")
+        return path
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _requires(metadata: str) -> List[str]:
+    return [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+
+
+def _wheel_pythons(filename: str, requires_python: Optional[str]) -> Set[str]:
+    """The Python minors a wheel installs on (its cpXY tag, abi3 onwards, or py3 within Requires-Python)."""
+    parts = filename[:-4].split("-")
+    py, abi = parts[-3], parts[-2]
+    spec = SpecifierSet(requires_python or "")
+    out = set()  # type: Set[str]
+    for tag in py.split("."):
+        m = re.match(r"^cp3(\d+)$", tag)
+        if m and abi.endswith("t"):
+            continue  # free-threaded build only
+        if m and abi == "abi3":
+            out.update(x for x in PY_MINORS if int(x.split(".")[1]) >= int(m.group(1)))
+        elif m:
+            out.add("3." + m.group(1))
+        elif tag in ("py3", "py2.py3"):
+            out.update(PY_MINORS)
+    return {x for x in out if spec.contains(x, prereleases=True)}
+
+
+def _pin(reqs: Iterable[str], prefix: str, extras: Sequence[str] = ()) -> Optional[Tuple[str, str]]:
+    """(package, specifier) of the first requirement on a package starting with prefix (markers dropped);
+    requirements under an extra count only for with-cuda, and-cuda and ``extras``."""
+    for req in reqs:
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", req)
+        if extra and extra.group(1).replace("_", "-") not in ("with-cuda", "and-cuda") + tuple(extras):
+            continue
+        m = re.match(r"^(%s[A-Za-z0-9_.-]*)(?:\[[^\]]*\])?\s*\(?\s*([^;)]*)\)?" % re.escape(prefix), req)
+        if m:
+            return m.group(1), m.group(2).strip()
+    return None
+
+
+# --------------------------------------------------------------------------- derivations
+
+
+def proof(fact: str, value: Any, artifact: str, sha: str, source: str, how: str) -> Dict[str, Any]:
+    return {"fact": fact, "value": value, "artifact": artifact, "sha256": sha, "source": source, "how": how,
+            "date": datetime.date.today().isoformat()}
+
+
+def _newest_per_minor(versions: Iterable[str]) -> Dict[str, str]:
+    best = {}  # type: Dict[str, Version]
+    for v in versions:
+        pv = Version(v)
+        mm = f"{pv.release[0]}.{pv.release[1]}"
+        if mm not in best or pv > best[mm]:
+            best[mm] = pv
+    return {mm: str(v) for mm, v in best.items()}
+
+
+def derive_cuda(pypi: PyPI) -> List[Dict[str, Any]]:
+    out = []  # type: List[Dict[str, Any]]
+    arch = {}  # type: Dict[str, Dict[str, Any]]
+    first = {}  # type: Dict[str, Dict[str, Any]]
+    oldest = None  # type: Optional[str]
+    for pkg in ("nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc"):
+        for mm, ver in sorted(_newest_per_minor(pypi.releases(pkg)).items(), key=lambda x: Version(x[0])):
+            if Version(mm) < Version("11.0"):
+                continue
+            wheels = pypi.linux_wheels(pkg, ver)
+            if not wheels:
+                continue
+            nvcc = wheels[0]
+            crt = None
+            if pkg == "nvidia-cuda-nvcc":
+                crt_wheels = pypi.linux_wheels("nvidia-cuda-crt", ver)
+                crt = crt_wheels[0] if crt_wheels else None
+            oldest = oldest or mm
+            for p in _cuda_facts(pypi, pkg, mm, nvcc, crt):
+                if p["fact"].startswith("gpu_arch|"):
+                    arch[p["fact"]] = p  # the newest CUDA that targets an architecture names it
+                    cc = p["value"]
+                    if cc not in first and mm != oldest:  # first seen after the oldest wheel: its first CUDA
+                        first[cc] = dict(p, fact=f"gpu_arch|{cc}|first_cuda", value=mm,
+                                         how=p["how"] + " (the first CUDA release with nvcc wheels that does)")
+                    first.setdefault(cc, {})
+                else:
+                    out.append(p)
+    return out + list(arch.values()) + [p for p in first.values() if p]
+
+
+def _cuda_facts(pypi: PyPI, pkg: str, mm: str, nvcc: Dict[str, Any], crt: Optional[Dict[str, Any]]
+                ) -> List[Dict[str, Any]]:
+    out = []
+    path = pypi.download(pkg, nvcc)
+    where = os.path.join(CACHE, "x", nvcc["filename"][:-4])
+    with zipfile.ZipFile(path) as zf:
+        zf.extractall(where)
+    src = f"https://pypi.org/project/{pkg}/{nvcc['filename'].split('-')[1]}/"
+    header_from, header_sha, header_src = nvcc["filename"], nvcc["digests"]["sha256"], src
+    if crt is not None:
+        cpath = pypi.download("nvidia-cuda-crt", crt)
+        with zipfile.ZipFile(cpath) as zf:
+            zf.extractall(where)
+        header_from, header_sha = crt["filename"], crt["digests"]["sha256"]
+        header_src = f"https://pypi.org/project/nvidia-cuda-crt/{crt['filename'].split('-')[1]}/"
+    header = _find(where, os.path.join("include", "crt", "host_config.h"))
+    if header:
+        with open(header, encoding="utf-8", errors="replace") as fh:
+            m = re.search(r"#if __GNUC__ > (\d+)", fh.read())
+        if m:
+            out.append(proof(f"cuda|{mm}|gcc_max", m.group(1), header_from, header_sha, header_src,
+                             f"include/crt/host_config.h: '#if __GNUC__ > {m.group(1)}' (#error)"))
+    targets, how = _gpu_targets(where)
+    if targets:
+        ccs = sorted({_cc_of(t) for t in targets}, key=Version)
+        out.append(proof(f"cuda|{mm}|cc_min", ccs[0], nvcc["filename"], nvcc["digests"]["sha256"], src, how))
+        out.append(proof(f"cuda|{mm}|cc_max", ccs[-1], nvcc["filename"], nvcc["digests"]["sha256"], src, how))
+        for cc in ccs:
+            out.append(proof(f"gpu_arch|{cc}|cc", cc, nvcc["filename"], nvcc["digests"]["sha256"], src,
+                             f"{how}: CUDA {mm} targets sm_{cc.replace('.', '')}"))
+    return out
+
+
+def _find(root: str, tail: str) -> Optional[str]:
+    for d, _dirs, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            if p.endswith(tail):
+                return p
+    return None
+
+
+def _cc_of(target: str) -> str:
+    digits = re.match(r"^sm_(\d+)", target).group(1)  # type: ignore[union-attr]
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def _gpu_targets(root: str) -> Tuple[List[str], str]:
+    nvcc = _find(root, os.path.join("bin", "nvcc"))
+    if nvcc:
+        bindir = os.path.dirname(nvcc)
+        for f in os.listdir(bindir):
+            os.chmod(os.path.join(bindir, f), 0o755)
+        try:
+            done = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=60,
+                                  env=dict(os.environ, LC_ALL="C"))
+            found = re.findall(r"\bsm_\d+\b", done.stdout)
+            if done.returncode == 0 and found:
+                return found, "nvcc --list-gpu-code"
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    ptxas = _find(root, os.path.join("bin", "ptxas"))
+    if ptxas:
+        os.chmod(ptxas, 0o755)
+        try:
+            done = subprocess.run([ptxas, "--help"], capture_output=True, text=True, timeout=60,
+                                  env=dict(os.environ, LC_ALL="C"))
+        except (OSError, subprocess.TimeoutExpired):
+            return [], ""
+        m = re.search(r"--gpu-name\b(.*?)Default value", done.stdout, re.S)
+        found = sorted(set(re.findall(r"'(sm_\d+)[af]?'", m.group(1)))) if m else []
+        if found:
+            return found, "ptxas --help (--gpu-name allowed values)"
+    return [], ""
+
+
+def _python_fact(pypi: PyPI, pkg: str, versions: Sequence[str], fact: str) -> Optional[Dict[str, Any]]:
+    minors = set()  # type: Set[str]
+    names = []
+    for v in versions:
+        for f in pypi.linux_wheels(pkg, v):
+            got = _wheel_pythons(f["filename"], f.get("requires_python"))
+            if got - minors:
+                names.append(f)
+            minors |= got
+    if not names:
+        return None
+    shown = names[-1]
+    span = f"{pkg} {versions[0]}" + (f" .. {versions[-1]}" if len(versions) > 1 else "")
+    return proof(fact, sorted(minors, key=Version), shown["filename"], shown["digests"]["sha256"],
+                 f"https://pypi.org/project/{pkg}/#files",
+                 f"Linux x86_64 wheels of {span} (cpXY tags within Requires-Python); newest wheel named")
+
+
+def _in_row(versions: Iterable[str], key: str, area: str) -> List[str]:
+    """The published versions a matrix row covers: same major.minor (rows "2.4"), or within a jax range."""
+    out = []
+    for v in versions:
+        pv = Version(v)
+        if area == "jax":
+            if SpecifierSet(key).contains(pv):
+                out.append(v)
+        elif area == "cupy":
+            if str(pv.release[0]) == key:
+                out.append(v)
+        elif f"{pv.release[0]}.{pv.release[1]}" == ".".join(key.split(".")[:2]) and (
+                len(key.split(".")) < 3 or pv >= Version(key)):
+            out.append(v)
+    return sorted(out, key=Version)
+
+
+def derive_frameworks(pypi: PyPI) -> List[Dict[str, Any]]:
+    out = []  # type: List[Dict[str, Any]]
+    # row Python ranges
+    for area, default_pkg in (("torch", "torch"), ("tensorflow", "tensorflow"), ("onnxruntime", "onnxruntime-gpu"),
+                              ("jax", "jaxlib")):
+        for row in _rows(area):
+            pkg = row.get("package") or default_pkg
+            published = list(pypi.releases(pkg))
+            key = _row_key(area, row)
+            if area == "onnxruntime" and len(key.split(".")) == 3:
+                nxt = [r["version"] for r in _rows(area) if r["version"].startswith(key.rsplit(".", 1)[0] + ".")
+                       and Version(r["version"]) > Version(key)]
+                vs = [v for v in _in_row(published, key, area) if not nxt or Version(v) < Version(nxt[0])]
+            else:
+                vs = _in_row(published, key, area)
+            p = _python_fact(pypi, pkg, vs, f"{area}|{key}|python") if vs else None
+            if p:
+                out.append(p)
+            elif area == "onnxruntime":  # a release with no files left on PyPI installs on no Python
+                out.append(proof(f"{area}|{key}|python", [], f"{pkg} {key} (no files)", "-" * 64,
+                                 f"https://pypi.org/project/{pkg}/#history",
+                                 "the project's release list on PyPI has no file for this release"))
+    # releases newer than the matrix's newest row: proved too, so the comparison names the missing rows
+    for area, pkg in (("torch", "torch"), ("tensorflow", "tensorflow"), ("onnxruntime", "onnxruntime-gpu")):
+        newest = max(Version(_row_key(area, r)) for r in _rows(area))
+        minors = sorted({"%d.%d" % Version(v).release[:2] for v in pypi.releases(pkg)
+                         if Version("%d.%d" % Version(v).release[:2]) > Version("%d.%d" % newest.release[:2])},
+                        key=Version)
+        for mm in minors:
+            p = _python_fact(pypi, pkg, _in_row(pypi.releases(pkg), mm, area), f"{area}|{mm}|python")
+            if p:
+                out.append(p)
+    # per-variant Python ranges: jax plugins, cupy packages
+    for row in _rows("jax"):
+        key = row["jax"]
+        for var in row["variants"]:
+            if var.get("plugin"):
+                vs = _in_row(pypi.releases(var["plugin"]), key, "jax")
+                p = _python_fact(pypi, var["plugin"], vs, f"jax|{key}|{var['tag']}|python") if vs else None
+                if p:
+                    out.append(p)
+                    out.extend(_jax_pins(pypi, var["plugin"], vs, key, var["tag"]))
+    for row in _rows("cupy"):
+        for pkg in row["packages"]:
+            vs = _in_row(pypi.releases(pkg["package"]), row["version"], "cupy")
+            p = _python_fact(pypi, pkg["package"], vs, f"cupy|{row['version']}|{pkg['package']}|python") if vs \
+                else None
+            if p:
+                out.append(p)
+    # the PyPI build's nvidia-* pins
+    for row in _rows("torch"):
+        vs = _in_row(pypi.releases("torch"), row["version"], "torch")
+        if vs:
+            out.extend(_torch_pins(pypi, vs[-1], row))
+    for row in _rows("tensorflow"):
+        vs = _in_row(pypi.releases("tensorflow"), row["version"], "tensorflow")
+        if vs and row.get("pip_extra"):
+            out.extend(_tf_pins(pypi, vs[-1], row["version"]))
+    out.extend(_cudnn_majors(pypi))
+    out.extend(_tensorrt_majors(pypi))
+    for row in _rows("onnxruntime"):
+        vs = _in_row(pypi.releases("onnxruntime-gpu"), row["version"], "onnxruntime")
+        if vs:
+            out.extend(_ort_pins(pypi, vs[-1], row["version"]))
+    return out
+
+
+def _tensorrt_majors(pypi: PyPI) -> List[Dict[str, Any]]:
+    """Per TensorRT row from 10.0, and per newer published minor: the CUDA majors of the tensorrt-cuNN wheels of
+    the minor's newest patch release (10.13.0 still had CUDA 11 wheels, 10.13.2 dropped them)."""
+    by_pkg = {cuda: [Version(v) for v in pypi.releases(f"tensorrt-cu{cuda}") if Version(v).major >= 10]
+              for cuda in ("11", "12", "13")}
+    newest_patch = {}  # type: Dict[str, Tuple[int, ...]]
+    for versions in by_pkg.values():
+        for v in versions:
+            mm = "%d.%d" % v.release[:2]
+            newest_patch[mm] = max(newest_patch.get(mm, ()), tuple(v.release[:3]))
+    keys = {r["version"] for r in _rows("tensorrt")}
+    newest = max(Version(k) for k in keys)
+    out = []
+    for mm, patch in sorted(newest_patch.items(), key=lambda x: Version(x[0])):
+        if mm not in keys and Version(mm) <= newest:
+            continue
+        majors = [c for c, vs in by_pkg.items() if any(tuple(v.release[:3]) == patch for v in vs)]
+        shown = ".".join(str(p) for p in patch)
+        out.append(proof(f"tensorrt|{mm}|cuda_majors", majors, f"tensorrt-cu{majors[-1]} {shown}", "-" * 64,
+                         f"https://pypi.org/project/tensorrt-cu{majors[-1]}/#history",
+                         f"which of tensorrt-cu11/-cu12/-cu13 publish TensorRT {shown} on PyPI"))
+    return out
+
+
+def _cudnn_majors(pypi: PyPI) -> List[Dict[str, Any]]:
+    """Per cuDNN 9 row: the CUDA majors NVIDIA publishes its wheels for (nvidia-cudnn-cu11/12/13 of that minor)."""
+    out = []
+    for row in _rows("cudnn"):
+        v = Version(row["version"])
+        if v.major < 9:
+            continue
+        majors, named = [], None
+        for cuda in ("11", "12", "13"):
+            pkg = f"nvidia-cudnn-cu{cuda}"
+            same = sorted((x for x in pypi.releases(pkg) if Version(x).release[:2] == v.release[:2]), key=Version)
+            if same:
+                majors.append(cuda)
+                files = pypi.linux_wheels(pkg, same[-1])
+                named = named or (files[0] if files else None)
+        if named is not None:
+            out.append(proof(f"cudnn|{row['version']}|cuda_majors", majors, named["filename"],
+                             named["digests"]["sha256"], "https://pypi.org/project/nvidia-cudnn-cu12/#history",
+                             "which of nvidia-cudnn-cu11/-cu12/-cu13 publish this cuDNN minor on PyPI"))
+    return out
+
+
+def _ort_pins(pypi: PyPI, version: str, key: str) -> List[Dict[str, Any]]:
+    """The CUDA and cuDNN majors of onnxruntime-gpu's PyPI build: its extras cuda and cudnn pin them."""
+    got = _meta_of(pypi, "onnxruntime-gpu", version)
+    if got is None:
+        return []
+    f, reqs = got
+    out = []
+    for lib, extra, field in (("nvidia-cuda-runtime", "cuda", "cuda_major"), ("nvidia-cudnn", "cudnn", "cudnn_major")):
+        pin = _pin(reqs, lib, (extra,))
+        floors = [s.version for s in SpecifierSet(pin[1])] if pin else []
+        if pin and floors:
+            out.append(proof(f"onnxruntime|{key}|pypi|{field}", floors[0].split(".")[0], f["filename"],
+                             f["digests"]["sha256"], f"https://pypi.org/project/onnxruntime-gpu/{version}/",
+                             f"METADATA of onnxruntime-gpu {version}, extra {extra}: {pin[0]}{pin[1]}"))
+    return out
+
+
+def _meta_of(pypi: PyPI, pkg: str, version: str) -> Optional[Tuple[Dict[str, Any], List[str]]]:
+    wheels = pypi.linux_wheels(pkg, version)
+    if not wheels:
+        return None
+    f = sorted(wheels, key=lambda w: w["filename"])[-1]
+    return f, _requires(pypi.metadata(pkg, f))
+
+
+def _exact(spec: str) -> Optional[str]:
+    m = re.match(r"^==\s*([0-9][0-9.]*)$", spec.strip())
+    return m.group(1) if m else None
+
+
+def _torch_pins(pypi: PyPI, version: str, row: Dict[str, Any]) -> List[Dict[str, Any]]:
+    got = _meta_of(pypi, "torch", version)
+    if got is None:
+        return []
+    f, reqs = got
+    cudart = _pin(reqs, "nvidia-cuda-runtime") or _pin(reqs, "cuda-toolkit")
+    if cudart is None or _exact(cudart[1]) is None:
+        return []
+    cv = Version(_exact(cudart[1]))  # type: ignore[arg-type]
+    tag = f"cu{cv.release[0]}{cv.release[1]}"
+    src = f"https://pypi.org/project/torch/{version}/"
+    cuda = f"{cv.release[0]}.{cv.release[1]}"
+    how = f"METADATA of torch {version} (the PyPI build is CUDA {cuda}: {cudart[0]}{cudart[1]})"
+    out = [proof(f"torch|{row['version']}|{tag}|cuda", f"{cv.release[0]}.{cv.release[1]}", f["filename"],
+                 f["digests"]["sha256"], src, how)]
+    for lib in ("cudnn", "nccl"):
+        pin = _pin(reqs, f"nvidia-{lib}")
+        if pin and _exact(pin[1]):
+            out.append(proof(f"torch|{row['version']}|{tag}|{lib}", _exact(pin[1]), f["filename"],
+                             f["digests"]["sha256"], src, f"{how}: {pin[0]}{pin[1]}"))
+    return out
+
+
+def _tf_pins(pypi: PyPI, version: str, key: str) -> List[Dict[str, Any]]:
+    got = _meta_of(pypi, "tensorflow", version)
+    if got is None:
+        return []
+    f, reqs = got
+    out = []
+    src = f"https://pypi.org/project/tensorflow/{version}/"
+    pin = _pin(reqs, "nvidia-cudnn")
+    if pin:
+        out.append(proof(f"tensorflow|{key}|cudnn_pip", ",".join(sorted(str(s) for s in SpecifierSet(pin[1]))),
+                         f["filename"], f["digests"]["sha256"], src,
+                         f"METADATA of tensorflow {version}, extra and-cuda: {pin[0]}{pin[1]}"))
+    for lib, field in (("nvidia-cudnn", "cudnn"), ("nvidia-cuda-runtime", "cuda")):
+        pin = _pin(reqs, lib)
+        if pin and _exact(pin[1]):
+            v = Version(_exact(pin[1]))  # type: ignore[arg-type]
+            out.append(proof(f"tensorflow|{key}|{field}", f"{v.release[0]}.{v.release[1]}", f["filename"],
+                             f["digests"]["sha256"], src,
+                             f"METADATA of tensorflow {version}, extra and-cuda: {pin[0]}{pin[1]}"))
+    return out
+
+
+def _jax_cudnn(pypi: PyPI, plugin: str, version: str, tag: str) -> Optional[Tuple[Dict[str, Any], str, str]]:
+    """(wheel, package, specifier) of the cuDNN a jax[cudaNN] install of one release pulls: pinned by the
+    plugin's with-cuda extra, or (up to 0.4.29) by jax's own cudaNN extra."""
+    for pkg, extras in ((plugin, ()), ("jax", (tag,))):
+        got = _meta_of(pypi, pkg, version)
+        if got is None:
+            continue
+        f, reqs = got
+        pin = _pin(reqs, "nvidia-cudnn", extras)
+        if pin:
+            return f, pkg, ",".join(sorted(str(s) for s in SpecifierSet(pin[1])))
+    return None
+
+
+def _jax_pins(pypi: PyPI, plugin: str, versions: Sequence[str], key: str, tag: str) -> List[Dict[str, Any]]:
+    """One proof for the range: the cuDNN specifier every release in it pins (several, joined by ' | ',
+    when they differ, which no single row value can match)."""
+    found = []  # type: List[Tuple[Dict[str, Any], str, str, str]]
+    for v in versions:
+        got = _jax_cudnn(pypi, plugin, v, tag)
+        if got is not None:
+            found.append((got[0], got[1], got[2], v))
+    if not found:
+        return []
+    specs = sorted({spec for _f, _p, spec, _v in found})
+    f, pkg, _spec, v = found[-1]
+    return [proof(f"jax|{key}|{tag}|cudnn", " | ".join(specs), f["filename"], f["digests"]["sha256"],
+                  f"https://pypi.org/project/{pkg}/{v}/",
+                  f"METADATA of jax[{tag}] {versions[0]} .. {versions[-1]}: nvidia-cudnn pin; newest wheel named")]
+
+
+def group_of(p: Dict[str, Any]) -> str:
+    return "cuda" if p["fact"].split("|")[0] in ("cuda", "gpu_arch") else "frameworks"
+
+
+DERIVERS = {"cuda": derive_cuda, "frameworks": derive_frameworks}  # type: Dict[str, Callable[[PyPI], List[Any]]]
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--refresh", action="store_true", help="download the artifacts and rewrite the proofs")
+    parser.add_argument("--only", choices=sorted(DERIVERS), action="append",
+                        help="with --refresh: re-derive only these groups (others keep their proofs)")
+    parser.add_argument("--proofs", default=PROOFS, help="the proof file (default: the committed one)")
+    parser.add_argument("--quiet", action="store_true", help="print only problems and the summary")
+    args = parser.parse_args(argv)
+
+    matrix.clear_cache()
+    proofs = load_proofs(args.proofs)
+    if args.refresh:
+        pypi = PyPI()
+        groups = args.only or sorted(DERIVERS)
+        fresh = []  # type: List[Dict[str, Any]]
+        for g in groups:
+            fresh.extend(DERIVERS[g](pypi))
+        keep = [p for p in proofs if group_of(p) not in groups]
+        proofs = keep + fresh
+        save_proofs(proofs, args.proofs)
+    if not proofs:
+        print(f"error: no proofs in {args.proofs}; run with --refresh")
+        return 1
+    table, problems = compare(proofs)
+    if not args.quiet:
+        print_table(table)
+    for p in problems:
+        print("error: " + p)
+    print(f"{len(proofs)} facts proved from {len({p['artifact'] for p in proofs})} artifacts; "
+          f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

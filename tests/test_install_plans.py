@@ -1,0 +1,494 @@
+"""Issue 14, part 2: plans right for the system they are printed for, and pip executed for real.
+
+Machines are replayed through the Host seam (tests.test_recipes_frameworks.machine_facts: real
+/etc/os-release, NVML answers of a fake driver), the pip test runs the executor for real: a fresh
+virtual environment, pip against a PEP 503 index on 127.0.0.1 that serves wheels built here.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Dict, List
+
+import pytest
+
+from envdoctor.facts import Facts, ok
+from envdoctor.install.executor import Executor, why_line
+from envdoctor.install.plan import Plan, RunCommand, Step
+from envdoctor.recipes import RecipeError, Request, cuda_redist, load_recipe, parse_target
+from tests.test_install_redist import REAL_CUDA_12_4_1, REAL_CUDNN_9_1_0
+from tests.test_recipes_frameworks import machine_facts
+
+UBUNTU = parse_target("ubuntu22.04")
+
+
+def _facts(**kv) -> Facts:
+    return Facts([ok(k, v, "test") for k, v in kv.items()])
+
+
+# -- cuDNN / NCCL versions and variants ------------------------------------------------
+def test_cudnn_version_prefix_resolves_to_the_newest_matching_release():
+    cudnn = load_recipe("cudnn")
+    p = cudnn.plan(Request("cudnn", "8.9", "pip", python="/opt/v/bin/python"), UBUNTU, Facts())
+    assert p.version == "8.9.7"  # was 8.6.0 (the newest row at or below "8.9")
+    argv = next(s.action.argv for s in p.steps if s.id == "pip-install")
+    assert argv[-1] == "nvidia-cudnn-cu12==8.9.*"
+    assert cudnn.plan(Request("cudnn", "9", "repo"), UBUNTU, Facts()).version == cudnn.versions()[-1]
+
+
+def test_cudnn_build_follows_the_drivers_cuda_major():
+    cudnn = load_recipe("cudnn")
+    on_11 = _facts(**{"driver.cuda_version": "11.8"})
+    p = cudnn.plan(Request("cudnn", "8.9", "pip", python="/opt/v/bin/python"), UBUNTU, on_11)
+    assert next(s.action.argv for s in p.steps if s.id == "pip-install")[-1] == "nvidia-cudnn-cu11==8.9.*"
+    with pytest.raises(RecipeError, match="runs CUDA 11 at most"):
+        cudnn.plan(Request("cudnn", "9.14", "pip", python="/opt/v/bin/python"), UBUNTU, on_11)
+
+
+def test_cudnn_redist_variant_follows_the_driver():
+    m = cuda_redist.parse_manifest(REAL_CUDNN_9_1_0)
+    req = cuda_redist.RedistRequest("cudnn", "9.1.0", "/scratch/u/cudnn", driver_cuda_major=11)
+    (arch,) = cuda_redist.select(req, m)
+    assert arch.filename.endswith("_cuda11-archive.tar.xz")  # was: the newest (cuda12) whatever the driver
+    req.driver_cuda_major = 13  # a CUDA 13 driver runs the CUDA 12 build
+    assert cuda_redist.select(req, m)[0].filename.endswith("_cuda12-archive.tar.xz")
+    req.driver_cuda_major = 10
+    with pytest.raises(Exception, match="runs CUDA 10 at most"):
+        cuda_redist.select(req, m)
+
+
+def test_nccl_knows_current_releases_with_cuda_13_builds():
+    nccl = load_recipe("nccl")
+    assert "2.28.9" in nccl.versions()
+    p = nccl.plan(Request("nccl", None, "repo"), UBUNTU, _facts(**{"driver.cuda_version": "13.0"}))
+    argv = next(s.action.argv for s in p.steps if s.id == "install-nccl")
+    assert argv[-2:] == ["libnccl2=2.28.9-1+cuda13.0", "libnccl-dev=2.28.9-1+cuda13.0"]
+    p = nccl.plan(Request("nccl", "2.28", "repo"), UBUNTU, _facts(**{"driver.cuda_version": "12.4"}))
+    assert next(s.action.argv for s in p.steps if s.id == "install-nccl")[-1] == "libnccl-dev=2.28.9-1+cuda12.9"
+
+
+# -- CUDA on an older driver: minor-version compatibility ---------------------------------
+def test_cuda_12_4_on_driver_535_plans_with_minor_version_compatibility():
+    facts = machine_facts("535.104.05", 12020, [[9, 0]])
+    p = load_recipe("cuda").plan(Request("cuda", "12.4", None), UBUNTU, facts)
+    said = " ".join(p.notes)
+    assert "minor-version compatibility" in said and "PTX JIT" in said
+    assert not p.reboot_required and not any(s.id == "install-driver" for s in p.steps)
+
+
+def test_cuda_of_a_newer_major_is_still_refused_on_an_old_driver():
+    facts = machine_facts("470.82.01", 11040, [[8, 0]])
+    with pytest.raises(RecipeError, match="cannot run CUDA 12"):
+        load_recipe("cuda").plan(Request("cuda", "12.4", "conda"), UBUNTU, facts)
+
+
+def test_redist_cuda_checks_the_driver_too():
+    m = cuda_redist.parse_manifest(REAL_CUDA_12_4_1)
+    req = cuda_redist.RedistRequest("cuda", "12.4.1", "/scratch/u/cuda-12.4")
+    with pytest.raises(RecipeError, match="not even with minor-version compatibility"):
+        cuda_redist.plan(req, m, machine_facts("470.82.01", 11040, [[8, 0]]))
+    p = cuda_redist.plan(req, m, machine_facts("535.104.05", 12020, [[9, 0]]))
+    assert any("minor-version compatibility" in n for n in p.notes)
+
+
+# -- pip: never the system Python, never envdoctor's own environment ------------------------
+def test_pip_on_a_system_python_makes_a_venv_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    facts = _facts(**{"python.executable": "/usr/bin/python3",
+                      "python.environment": {"kind": "system", "prefix": "/usr", "base_prefix": "/usr"}})
+    p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"}), UBUNTU, facts)
+    venv = str(tmp_path / "data" / "envdoctor" / "venvs" / "pytorch")
+    assert p.steps[0].action.argv == ["/usr/bin/python3", "-m", "venv", venv]
+    assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == venv + "/bin/python"
+    assert "PEP 668" in p.notes[0] and venv in p.notes[0]
+    p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"},
+                                            venv="/opt/venvs/t"), UBUNTU, facts)
+    assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == "/opt/venvs/t/bin/python"
+    p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"},
+                                            python="/usr/bin/python3"), UBUNTU, facts)
+    assert p.steps[0].id == "check-python" and p.steps[1].action.argv[0] == "/usr/bin/python3"  # --python wins
+
+
+def test_pip_uses_the_active_venv_but_never_envdoctors_own(tmp_path):
+    theirs = _facts(**{"python.executable": "/work/proj/.venv/bin/python",
+                       "python.environment": {"kind": "venv", "prefix": "/work/proj/.venv", "base_prefix": "/usr"}})
+    p = load_recipe("jax").plan(Request("jax", None, "pip", options={"cuda": "cpu"}), UBUNTU, theirs)
+    assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == "/work/proj/.venv/bin/python"
+    own = _facts(**{"python.executable": sys.executable,
+                    "python.environment": {"kind": "venv", "prefix": sys.prefix, "base_prefix": sys.base_prefix}})
+    p = load_recipe("jax").plan(Request("jax", None, "pip", options={"cuda": "cpu"}), UBUNTU, own)
+    pip = next(s for s in p.steps if s.id == "pip-install").action.argv[0]
+    assert pip != sys.executable and pip.endswith("/envdoctor/venvs/jax/bin/python")
+    assert p.steps[0].id == "create-venv"
+
+
+# -- command output: streamed, and the line that says why ---------------------------------
+def test_why_quotes_the_network_line_not_the_last_one(tmp_path, monkeypatch):
+    """pip run for real against a host that does not exist (.invalid never resolves): its last lines say
+    "No matching distribution found", the line above them says why (the name does not resolve)."""
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    argv = [sys.executable, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--retries",
+            "1", "--timeout", "2", "--index-url", "https://envdoctor-test.invalid/whl/cu126", "torch==2.7.*"]
+    plan = Plan("p", "pytorch", "2.7", "pip", "t", steps=[Step("pip-install", "pip install", RunCommand(argv, 120))])
+    lines: List[str] = []
+    result = Executor(lines.append, yes=True, uid=lambda: 1000, log_path=str(tmp_path / "l.log")).execute(plan)
+    assert result.exit_code == 1
+    assert "No matching distribution found" in lines[-2]
+    why = result.message.split("why: ", 1)[1].splitlines()[0]
+    assert "Failed to establish a new connection" in why or "name resolution" in why, why
+    # pip's message for a full disk (its format: "ERROR: Could not install packages due to an OSError: ...")
+    assert "No space left on device" in why_line(["Collecting torch", "ERROR: Could not install packages due to an "
+                                                  "OSError: [Errno 28] No space left on device", "", "[notice] x"])
+
+
+def test_output_is_streamed_while_the_command_runs(tmp_path):
+    seen: List[str] = []
+    stamp = tmp_path / "second-line-seen"
+
+    def out(line: str) -> None:
+        seen.append(line)
+        if "first" in line:
+            stamp.write_text("x")  # the command waits for this before it prints its second line
+
+    code = "import os, sys, time\nprint('first', flush=True)\nfor _ in range(100):\n" \
+           "    if os.path.exists(sys.argv[1]): break\n    time.sleep(0.05)\nelse: sys.exit('never streamed')\n" \
+           "print('second')"
+    plan = Plan("p", "x", "1", "pip", "t", steps=[Step("s", "stream", RunCommand([sys.executable, "-c", code,
+                                                                                   str(stamp)], 30))])
+    result = Executor(out, yes=True, uid=lambda: 1000, log_path=str(tmp_path / "l.log")).execute(plan)
+    assert result.exit_code == 0, seen
+    assert "    | first" in seen and "    | second" in seen
+    assert "    | second" in open(str(tmp_path / "l.log")).read()
+
+
+# -- pip for real: a loopback PEP 503 index, a fresh venv ----------------------------------------
+def _wheel(name: str, version: str, files: Dict[str, str]) -> bytes:
+    """A pure-Python wheel (PEP 427): the files, METADATA, WHEEL and RECORD."""
+    dist = f"{name}-{version}.dist-info"
+    content = dict(files)
+    content[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    content[f"{dist}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: true\n"
+                                "Tag: py3-none-any\n")
+    record = []
+    for path, text in content.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    record.append(f"{dist}/RECORD,,")
+    content[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for path, text in content.items():
+            z.writestr(path, text)
+    return buf.getvalue()
+
+
+def _index(wheels: Dict[str, Dict[str, bytes]]):
+    """A PEP 503 simple index on 127.0.0.1: /whl/<tag>/<project>/ lists that tag's wheels."""
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            parts = [p for p in self.path.split("?")[0].split("/") if p]
+            if len(parts) == 3 and parts[0] == "whl" and parts[1] in wheels:  # /whl/<tag>/<project>/
+                files = {f: d for f, d in wheels[parts[1]].items() if f.split("-")[0] == parts[2].replace("-", "_")}
+                if not files:
+                    self.send_error(404)
+                    return
+                body = "<!DOCTYPE html><html><body>" + "".join(
+                    f'<a href="{f}#sha256={hashlib.sha256(d).hexdigest()}">{f}</a>' for f, d in files.items()) + \
+                    "</body></html>"
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+            elif len(parts) == 4 and parts[0] == "whl" and parts[3] in wheels.get(parts[1], {}):
+                data = wheels[parts[1]][parts[3]]
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+            else:
+                self.send_error(404)
+                return
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return httpd, "http://127.0.0.1:%d/whl" % httpd.server_address[1]
+
+
+#: A stand-in for a CUDA build of torch that cannot see the GPU (the shape of a wheel built for a CUDA the
+#: driver does not run): torch.cuda.is_available() is False.
+FAKE_TORCH = {"torch/__init__.py": "__version__ = '{v}+cu126'\nfrom . import cuda, version\n",
+              "torch/version.py": "cuda = '12.6'\n", "torch/cuda.py": "def is_available():\n    return False\n"}
+
+
+def _venv_can_be_made(tmp_path) -> bool:
+    r = subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "probe")], capture_output=True, timeout=300)
+    return r.returncode == 0
+
+
+def test_pip_plan_installs_into_a_fresh_venv_and_fails_when_the_gpu_machine_sees_no_gpu(tmp_path, monkeypatch):
+    if not _venv_can_be_made(tmp_path):
+        pytest.skip("this Python cannot create virtual environments (python3-venv missing)")
+    torch = load_recipe("pytorch")
+    facts = machine_facts("570.124.06", 12080, [[9, 0]], ["NVIDIA H100 80GB HBM3"])
+    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # this machine's pip settings (find-links, ...) stay out
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    plan0 = torch.plan(Request("pytorch", "2.7", "pip", mirror="http://127.0.0.1:1/whl",
+                               venv=str(tmp_path / "venv")), UBUNTU, facts)
+    tag = next(s.action.argv for s in plan0.steps if s.id == "pip-install")[-1].rsplit("/", 1)[-1]
+    files = {k: v.format(v="2.7.1") for k, v in FAKE_TORCH.items()}
+    httpd, url = _index({tag: {"torch-2.7.1-py3-none-any.whl": _wheel("torch", "2.7.1", files)}})
+    try:
+        plan = torch.plan(Request("pytorch", "2.7", "pip", mirror=url, venv=str(tmp_path / "venv")), UBUNTU, facts)
+        assert [s.id for s in plan.steps] == ["create-venv", "check-python", "pip-install", "import-check"]
+        lines: List[str] = []
+        result = Executor(lines.append, yes=True, log_path=str(tmp_path / "i.log")).execute(plan)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert os.path.isfile(str(tmp_path / "venv" / "bin" / "python"))
+    assert any("Successfully installed torch-2.7.1" in ln for ln in lines)  # pip's own output, streamed
+    assert result.exit_code == 1 and result.outcomes[-1].id == "import-check"
+    assert "sees no GPU on this GPU machine" in result.message, result.message
+    # the CPU build on a machine without a GPU passes the same import check
+    code = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-c", torch.SMOKE], capture_output=True,
+                          text=True, timeout=60)
+    assert code.returncode == 0 and "False" in code.stdout
+
+
+def test_tensorflow_2_16_smoke_names_the_known_cause():
+    tf = load_recipe("tensorflow")
+    assert "tensorflow/issues/63362" in tf.SMOKE_GPU
+    facts = machine_facts("570.124.06", 12080, [[9, 0]], ["NVIDIA H100 80GB HBM3"])
+    p = tf.plan(Request("tensorflow", "2.16", "pip", python="/opt/v/bin/python"), UBUNTU, facts)
+    smoke = next(s.action.argv for s in p.steps if s.id == "import-check")[-1]
+    assert smoke == tf.SMOKE_GPU
+    # run the check itself against a stand-in TensorFlow 2.16.1 that sees no GPU
+    fake = "import sys, types\ntf = types.ModuleType('tensorflow')\ntf.__version__ = '2.16.1'\n" \
+           "tf.config = types.SimpleNamespace(list_physical_devices=lambda kind: [])\n" \
+           "sys.modules['tensorflow'] = tf\n"
+    r = subprocess.run([sys.executable, "-c", fake + smoke], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "issues/63362" in r.stderr and "2.17" in r.stderr
+
+
+# -- the driver: pre-installation steps, branch locking, Secure Boot ---------------------------------
+@pytest.mark.parametrize("target,branch,last", [
+    # issue 14: each of these was refused ("cannot be pinned", "not a supported target", "cannot yet pin")
+    ("centos7", "495", ["yum", "install", "-y", "nvidia-driver-branch-495"]),
+    ("centos9", "560", ["dnf", "versionlock", "add", "*nvidia*560*"]),
+    ("debian12", "580", ["apt-get", "install", "-y", "nvidia-open"]),
+])
+def test_driver_branches_that_were_refused_now_plan(target, branch, last):
+    p = load_recipe("driver").plan(Request("driver", branch, None), parse_target(target), Facts())
+    argvs = [s.action.argv for s in p.steps]
+    assert argvs[-1] == last and p.reboot_required
+    assert any("headers" in " ".join(a) and "uname -r" in " ".join(a) for a in argvs)  # the running kernel's
+
+
+def test_driver_pre_installation_steps_per_system():
+    def argvs(target: str) -> List[List[str]]:
+        return [s.action.argv for s in load_recipe("driver").plan(Request("driver", None, None),
+                                                                   parse_target(target), Facts()).steps]
+
+    assert ["add-apt-repository", "-y", "contrib"] in argvs("debian12")
+    assert ["add-apt-repository", "-y", "contrib"] not in argvs("ubuntu24.04")
+    assert ["dnf", "config-manager", "--set-enabled", "powertools"] in argvs("rocky8")
+    assert ["dnf", "config-manager", "--set-enabled", "crb"] in argvs("almalinux9")
+    assert ["subscription-manager", "repos", "--enable", "codeready-builder-for-rhel-9-x86_64-rpms"] in argvs("rhel9")
+    assert any(a[-1].endswith("epel-release-latest-8.noarch.rpm") for a in argvs("rhel8"))
+    assert ["yum", "install", "-y", "epel-release"] in argvs("centos7")
+    for t in ("rocky8", "rhel9", "centos7", "debian12"):  # EPEL / contrib before the driver, headers too
+        a = argvs(t)
+        assert a.index(next(x for x in a if "uname -r" in " ".join(x))) < len(a) - 1
+
+
+def test_secure_boot_adds_the_mok_enrolment_step():
+    facts = _facts(**{"driver.secure_boot": True})
+    p = load_recipe("driver").plan(Request("driver", "580", None), parse_target("ubuntu24.04"), facts)
+    assert p.mok_enrolment and p.steps[-1].action.argv == ["mokutil", "--import", "/var/lib/dkms/mok.pub",
+                                                           "--root-pw"]
+    p = load_recipe("driver").plan(Request("driver", "580", None), parse_target("ubuntu24.04"), Facts())
+    assert not p.mok_enrolment and not any(s.id == "enroll-mok" for s in p.steps)
+
+
+def test_cli_plans_the_issue_driver_commands(tmp_path):
+    from click.testing import CliRunner
+
+    from envdoctor.cli.install import install
+
+    for target, branch in (("centos7", "495"), ("centos9", "560"), ("debian12", "580")):
+        r = CliRunner().invoke(install, ["driver", "--version", branch, "--os", target, "--dry-run", "--format",
+                                         "text"])
+        assert r.exit_code == 0, r.output
+        assert "cannot" not in r.output
+
+
+# -- container-toolkit: the runtimes present ---------------------------------------------------
+def _toolkit(runtimes) -> List[List[str]]:
+    facts = _facts(**{"install.runtimes": runtimes})
+    return [s.action.argv for s in load_recipe("container-toolkit").plan(
+        Request("container-toolkit", None, None), UBUNTU, facts).steps if isinstance(s.action, RunCommand)]
+
+
+def test_container_toolkit_configures_the_runtimes_present():
+    k8s = _toolkit({"systemd": True, "kubelet": True, "runtimes": {"containerd": {"systemd": True}}})
+    assert ["nvidia-ctk", "runtime", "configure", "--runtime=containerd"] in k8s
+    assert ["systemctl", "restart", "containerd"] in k8s and not any("docker" in " ".join(a) for a in k8s)
+    crio = _toolkit({"systemd": True, "runtimes": {"crio": {"systemd": True}, "podman": {"systemd": False}}})
+    assert ["nvidia-ctk", "runtime", "configure", "--runtime=crio"] in crio and ["systemctl", "restart", "crio"] in crio
+    assert ["nvidia-ctk", "cdi", "generate", "--output=/etc/cdi/nvidia.yaml"] in crio
+    docker = _toolkit({"systemd": True, "runtimes": {"docker": {"systemd": True}, "containerd": {"systemd": True}}})
+    assert ["systemctl", "restart", "docker"] in docker
+    assert not any("containerd" in " ".join(a) for a in docker)  # Docker's own containerd is left alone
+
+
+def test_container_toolkit_without_systemd_prints_the_restart_instead():
+    facts = _facts(**{"install.runtimes": {"systemd": False, "runtimes": {"docker": {"systemd": False}}}})
+    p = load_recipe("container-toolkit").plan(Request("container-toolkit", None, None), UBUNTU, facts)
+    argvs = [s.action.argv for s in p.steps if isinstance(s.action, RunCommand)]
+    assert ["nvidia-ctk", "runtime", "configure", "--runtime=docker"] in argvs
+    assert not any(a[0] == "systemctl" for a in argvs)
+    assert any("not managed by systemd" in n and "restart" in n for n in p.notes)
+
+
+def test_runtime_detection_reads_programs_and_units():
+    from envdoctor.install.runtimes import detect
+
+    present = {"/run/systemd/system", "/usr/sbin/crio", "/usr/lib/systemd/system/crio.service"}
+    seen = detect(which=lambda name: "/usr/bin/podman" if name == "podman" else None, exists=present.__contains__)
+    assert seen == {"systemd": True, "kubelet": False,
+                    "runtimes": {"crio": {"systemd": True}, "podman": {"systemd": False}}}
+
+
+# -- every alternative and hint is a command `envdoctor install` accepts --------------------------------
+def _alternatives() -> List[tuple]:
+    from envdoctor.recipes import RECIPES
+
+    facts_variants = [Facts(), machine_facts("470.82.01", 11040, [[8, 0]]),
+                      machine_facts("580.65.06", 13000, [[6, 0]], ["Tesla P100"])]
+    options = [{}, {"flavor": "bogus"}, {"cuda": "11"}, {"cuda": "13"}, {"nonsense": "1"},
+               {"variant": "base", "cudnn": "yes", "channel": "x"}]
+    out = []
+    for comp in sorted(RECIPES):
+        mod = load_recipe(comp)
+        vers = [None, "99.9", "1.0"] + list(mod.versions())[::2]
+        for method in list(mod.METHODS) + ["bogus"]:
+            for target in ("ubuntu22.04", "centos7"):
+                for v in vers:
+                    for facts in facts_variants:
+                        for opts in options:
+                            for extra in ({}, {"with_driver": True}):
+                                try:
+                                    mod.plan(Request(comp, v, method, python="/opt/v/bin/python", options=opts,
+                                                     **extra), parse_target(target), facts)
+                                except RecipeError as exc:
+                                    out += [(comp, alt) for alt in exc.alternatives]
+                                except Exception:  # noqa: BLE001 - only the alternatives are looked at here
+                                    pass
+    return sorted(set(out))
+
+
+def test_every_alternative_is_a_command_envdoctor_install_accepts():
+    import shlex
+
+    from envdoctor.cli.install import install, parse_options
+    from envdoctor.recipes import RECIPES
+
+    alts = _alternatives()
+    assert len(alts) > 40
+    bad = []
+    for comp, alt in alts:
+        text = alt.split(" (", 1)[0].strip()
+        words = shlex.split(text)
+        if words[:2] == ["envdoctor", "install"]:
+            args = words[2:]
+        elif words and words[0].startswith("--"):
+            args = [comp] + words
+        else:
+            bad.append((comp, alt, "not a command"))
+            continue
+        try:
+            ctx = install.make_context("install", list(args))
+            p = ctx.params
+            assert p["component"] in RECIPES, "unknown component"
+            if p["method"]:
+                assert p["method"] in load_recipe(p["component"]).METHODS, "unknown method"
+            if p["os_name"]:
+                parse_target(p["os_name"])
+            parse_options(p["extra"])
+        except Exception as exc:  # noqa: BLE001
+            bad.append((comp, alt, str(exc) or type(exc).__name__))
+    assert not bad, "\n".join(f"{c}: {a!r}: {w}" for c, a, w in bad)
+
+
+# -- the install lines findings suggest are commands `install` accepts ------------------------------------
+def _snapshots() -> List[str]:
+    here = os.path.dirname(__file__)
+    out = []
+    for base in ("machines", "corpus"):
+        root = os.path.join(here, base)
+        for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+            path = os.path.join(root, name, "snapshot.json")
+            if os.path.isfile(path):
+                out.append(path)
+    return out
+
+
+def test_every_install_line_a_finding_suggests_is_accepted():
+    """Replays every real machine and corpus snapshot, collects each finding's `envdoctor install ...` line and
+    plans it (--dry-run) against that snapshot: never a usage error (a refusal with reasons is fine)."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from envdoctor.cli.install import install
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+    from envdoctor.install import validate
+    from envdoctor.report import diagnose
+
+    lines = set()
+    for path in _snapshots():
+        try:
+            report = diagnose(SnapshotHost(load_snapshot(path), os.path.basename(os.path.dirname(path))))
+        except Exception:  # noqa: BLE001 - a snapshot this build cannot read is another test's business
+            continue
+        for fd in report.findings:
+            line = getattr(getattr(fd, "fix", None), "install", None)
+            if line:
+                lines.add((line, path))
+    assert len({ln for ln, _p in lines}) >= 5, lines
+    bad = []
+    for line, path in sorted(lines):
+        words = shlex.split(line)
+        assert words[:2] == ["envdoctor", "install"], line
+        args = [os.path.expanduser(w) if w.startswith("~") else w for w in words[2:]]
+        if "--prefix" in args:  # redist: reading NVIDIA's manifest needs the network; parse and check values only
+            try:
+                params = install.make_context("install", list(args)).params
+                validate.version(params["version"])
+                validate.prefix(params["prefix"])
+            except Exception as exc:  # noqa: BLE001
+                bad.append(f"{line}: {exc}")
+            continue
+        r = CliRunner().invoke(install, args + ["--snapshot", path, "--dry-run", "--format", "json"])
+        usage = ("No such option", "is not a release number", "Invalid value", "Missing argument", "Got unexpected")
+        # a driver branch NVIDIA's repositories carry must plan (565 was refused: "not one envdoctor knows")
+        must_plan = words[2] == "driver" and "--version" in words and int(words[words.index("--version") + 1]) >= 450
+        if r.exit_code not in (0, 2) or any(u in r.output for u in usage) or (
+                must_plan and r.exit_code != 0 and "not a supported install target" not in r.output):
+            bad.append(f"{line}  [{os.path.basename(os.path.dirname(path))}]: exit {r.exit_code}: {r.output[-300:]}")
+    assert not bad, "\n".join(bad)
