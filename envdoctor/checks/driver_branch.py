@@ -12,6 +12,7 @@ from typing import Iterable, List, Optional
 from packaging.version import Version
 
 from .. import matrix
+from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
 from . import CheckContext, CodeDoc, check
@@ -41,6 +42,34 @@ def _driver(ctx: CheckContext) -> Optional[str]:
         value = ctx.facts.value(key)
         if isinstance(value, str) and matrix.parse_version(value) is not None:
             return value
+    return None
+
+
+#: The install recipe pins a branch only for the proprietary flavor before R590 (NVIDIA replaced the per-branch
+#: metapackages with pinning packages from 590 on); Blackwell and newer GPUs need the open kernel modules.
+PIN_BEFORE = 590
+OPEN_ONLY_FROM_CC = "10.0"
+
+
+def _install_line(branch: str, ccs: List[str], facts: Facts) -> Optional[str]:
+    """The ``envdoctor install driver`` line that moves this machine to ``branch`` (or, where the recipe cannot
+    pin it, to the newest driver), planned here as ``install --dry-run`` would; None when no plan is possible
+    (an OS envdoctor does not install on, a branch it cannot pin there)."""
+    from ..recipes import RecipeError, Request, load_recipe, target_from_facts
+
+    lines = []
+    if int(branch) < PIN_BEFORE and all(Version(cc) < Version(OPEN_ONLY_FROM_CC) for cc in ccs):
+        lines.append((f"envdoctor install driver --option flavor=proprietary --version {branch}",
+                      Request("driver", branch, None, options={"flavor": "proprietary"})))
+    lines.append(("envdoctor install driver", Request("driver", None, None)))
+    for line, request in lines:
+        try:
+            load_recipe("driver").plan(request, target_from_facts(facts), facts)
+        except RecipeError:
+            continue
+        except Exception:  # noqa: BLE001 - a recipe tripping on odd facts means no line, never a crash here
+            continue
+        return line
     return None
 
 
@@ -75,7 +104,7 @@ def driver_branch_eol(ctx: CheckContext) -> Iterable[Finding]:
                            for c in choices)
         detail += f" Supported branches that know this machine's GPUs: {listed}."
         fix = Fix(text=f"Install a driver of the R{best['branch']} {hw.BRANCH_TYPES[best['type']]}.",
-                  install=f"envdoctor install driver --version {best['branch']}")
+                  install=_install_line(best["branch"], ccs, ctx.facts))
     if matrix.unverified(row, "eol") or matrix.unverified(row, "type"):
         detail += " This branch's end of life is not confirmed from NVIDIA's tables; treat it as a hint."
     src = row["source"]
