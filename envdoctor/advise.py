@@ -29,13 +29,14 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from . import matrix, osinfo
+from . import frameworks as framework_table
+from . import matrix, osinfo, versions
 from .facts import Facts
 from .host.nvml_worker import MAX_GPUS
 from .matrix import frameworks as fw
 from .matrix import hardware as hw
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "cupy", "paddle")
+FRAMEWORKS = framework_table.ADVISED
 
 #: Where older jaxlib CUDA wheels (before the jax-cudaNN-plugin packages) were published
 #: (https://docs.jax.dev/en/latest/installation.html, "pip installation: NVIDIA GPU" of the 0.4.x docs).
@@ -494,9 +495,7 @@ def judge(c: Candidate, t: Target) -> Verdict:
                    pin_notes=pin_notes)
 
 
-def _pip_version(version: str) -> str:
-    """A pip pin for a matrix release: "2.7" -> "==2.7.*", "1.18.1" -> "==1.18.1"."""
-    return f"=={version}.*" if len(Version(version).release) == 2 else f"=={version}"
+_pip_version = versions.pip_pin
 
 
 def _torch_arch_ok(variant: Dict[str, Any]) -> Callable[[str], Optional[bool]]:

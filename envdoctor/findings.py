@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from . import frameworks
+
 SEVERITIES = ("error", "warning", "info")
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 #: The stack from the bottom up: a problem lower down usually causes the ones above it, so at equal
 #: severity it is shown (and fixed) first.
 LAYERS = ("os", "kernel", "cpu", "driver", "fabric-manager", "gpu", "cuda", "compiler", "cudnn", "nccl", "tensorrt",
-          "python", "conda", "torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "mxnet", "docker",
-          "container-toolkit", "envdoctor")
+          "python", "conda") + frameworks.COMPONENTS + ("docker", "container-toolkit", "envdoctor")
 LAYER_RANK = {name: i for i, name in enumerate(LAYERS)}
 
 #: Headings for the layers in the human report.
@@ -38,9 +39,9 @@ def sort_key(finding: Finding) -> tuple:
     return (SEVERITY_RANK[finding.severity], LAYER_RANK.get(layer_of(finding), len(LAYERS)), finding.code)
 
 COMPONENTS = frozenset(
-    "os kernel cpu driver gpu cuda cudnn nccl tensorrt compiler python conda torch tensorflow jax onnxruntime "
-    "paddle cupy mxnet docker container-toolkit fabric-manager envdoctor".split()
-)
+    "os kernel cpu driver gpu cuda cudnn nccl tensorrt compiler python conda docker container-toolkit "
+    "fabric-manager envdoctor".split()
+) | frozenset(frameworks.COMPONENTS)
 
 
 class Fix:

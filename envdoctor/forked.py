@@ -2,8 +2,7 @@
 
 Two parts of envdoctor run work in a child made by ``fork()`` (no exec, so no
 second interpreter start-up): the NVML query, which must not be able to hang
-or crash the tool, and the early probe worker of ``diagnose``
-(:mod:`envdoctor.early`), which puts the machine's second core to use.
+or crash the tool.
 
 The contract for both: fork only while this process has one thread (where
 fork is safe); the child never returns into the caller's code (it leaves with

@@ -1,23 +1,29 @@
 """The ``envdoctor`` console script and ``python -m envdoctor``.
 
-Kept free of click so that, for a live ``diagnose``, the early probe worker
-(:mod:`envdoctor.early`) is forked before the command line is loaded.
+For a live ``diagnose`` (the command a fleet runs on every node) two costs that buy nothing are
+skipped: the cyclic garbage collector, and the interpreter's teardown after the report is written.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
+
+
+def live_diagnose(args: Sequence[str]) -> bool:
+    """Do these arguments ask for a live ``diagnose`` or ``check`` (not a replay, not --help)?"""
+    if not args or args[0] not in ("diagnose", "check"):
+        return False
+    return not any(a in ("-h", "--help") or a in ("--snapshot", "--report")
+                   or a.startswith(("--snapshot=", "--report=")) for a in args[1:])
 
 
 def main(argv: Optional[List[str]] = None) -> Any:
     """Run the command line.  ``argv`` None means: this process is ours (the console script)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    from . import early
-
-    early.start(args)
-    if argv is None and early.wants_worker(args):
+    fast = argv is None and live_diagnose(args)
+    if fast:
         # A live diagnose allocates a few MiB and exits within a second or its --timeout: the
         # cyclic garbage collector would only spend time (about 3%) walking objects that all die
         # together at exit.
@@ -29,12 +35,9 @@ def main(argv: Optional[List[str]] = None) -> Any:
 
         return cli_main(args)
     except SystemExit as exc:
-        if argv is None and early.wants_worker(args):
-            early.discard()
+        if fast:
             _exit_now(exc.code)
         raise
-    finally:
-        early.discard()
 
 
 def _exit_now(code: Any) -> None:

@@ -7,7 +7,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import __version__
-from .checks import CheckContext, all_checks, run_checks
+from .checks import CheckContext, run_checks
 from .facts import Facts
 from .findings import Finding, pin_interpreter, summarize
 from .host.base import Host
@@ -91,11 +91,6 @@ def gather(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scru
     return probes
 
 
-def load_checks() -> None:
-    """Import the checks (and the matrix they read) now rather than on first use."""
-    all_checks()
-
-
 def judge(probes: List[ProbeResult], source: Dict[str, str], started: float) -> Report:
     """Check the probes' facts and wrap everything in a report (the other half)."""
     facts = Facts(f for p in probes for f in p.facts)
@@ -109,3 +104,15 @@ def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Sc
     start = time.monotonic()
     probes = gather(host, deadline, scrubber)
     return judge(probes, source or {"kind": "live", "description": host.description}, start)
+
+
+def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host: bool = False,
+                  redact_ids: bool = False) -> Report:
+    """This machine's report, finished within ``timeout`` plus about a second (``diagnose``, ``check``)."""
+    from .host.live import live_host
+    from .host.privacy import scrubber_for
+
+    started = time.monotonic()
+    host, deadline = live_host(timeout, python_exe)
+    probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids))
+    return judge(probes, {"kind": "live", "description": host.description}, started)

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envdoctor import versions
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, WriteFile, conda_env_exists, exists
 from envdoctor.matrix import hardware
@@ -179,11 +180,7 @@ def compute_capabilities(facts: Any) -> List[str]:
     return [cc for _, cc in sorted(out)]
 
 
-def _v(text: Any) -> Optional[Version]:
-    try:
-        return Version(str(text).strip()) if text not in (None, "") else None
-    except InvalidVersion:
-        return None
+_v = versions.parse
 
 
 def driver_branch(version: str) -> str:

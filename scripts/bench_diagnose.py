@@ -77,7 +77,7 @@ def measure_tree_memory(argv: Sequence[str]) -> int:
     """Peak memory (KiB) of the whole process tree, all processes alive at once added up.
 
     wait4's ru_maxrss is the peak of the largest single process only; a tool that forks workers
-    (envdoctor's early probe worker) or runs subprocesses (collect_env runs pip, nvidia-smi) would
+    (envdoctor's NVML child) or runs subprocesses (collect_env runs pip, nvidia-smi) would
     be under-counted.  Sampled every 2 ms, in runs of their own so the sampling does not slow
     the timed runs.
     """
@@ -117,12 +117,33 @@ def installed_copy() -> str:
     return dest
 
 
+def copy_of_revision(ref: str) -> str:
+    """envdoctor as of git revision ``ref`` (e.g. ``main``), laid out like an install, byte-compiled."""
+    import atexit
+    import compileall
+    import shutil
+    import tempfile
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    dest = tempfile.mkdtemp(prefix="envdoctor-bench-ref-")
+    atexit.register(shutil.rmtree, dest, True)
+    archive = subprocess.run(["git", "-C", root, "archive", ref, "envdoctor", "recipes"], stdout=subprocess.PIPE,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    if os.path.isdir(os.path.join(dest, "recipes")) and not os.path.isdir(os.path.join(dest, "envdoctor", "recipes")):
+        shutil.move(os.path.join(dest, "recipes"), os.path.join(dest, "envdoctor", "recipes"))
+    compileall.compile_dir(dest, quiet=1)
+    return dest
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7, help="runs per tool (default 7)")
     ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
                     help="another tool to time, e.g. 'cuda-doctor=cuda-doctor'")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--against", metavar="GITREF",
+                    help="also time the envdoctor of this git revision (e.g. main) and print the ratio")
     args = ap.parse_args()
 
     py = sys.executable
@@ -131,6 +152,9 @@ def main() -> int:
         "envdoctor diagnose": ["env", "PYTHONPATH=" + installed, py, "-m", "envdoctor", "diagnose",
                                "--format", "json"],
     }
+    if args.against:
+        tools["diagnose at " + args.against] = ["env", "PYTHONPATH=" + copy_of_revision(args.against), py, "-m",
+                                                "envdoctor", "diagnose", "--format", "json"]
     have_torch = subprocess.run([py, "-c", "import importlib.util,sys;"
                                  "sys.exit(importlib.util.find_spec('torch') is None)"]).returncode == 0
     if have_torch:
@@ -180,8 +204,13 @@ def main() -> int:
                                                    s["peak_rss_median_mib"], s["peak_tree_memory_median_mib"]))
     print("\nlargest RSS: peak of the biggest single process (wait4); tree memory: peak of all its processes "
           "together (PSS, sampled)")
+    if args.against:
+        ref = summary["diagnose at " + args.against]
+        print("\nthis tree vs %s: %.0f ms against %.0f ms (median), %.2fx its time" % (
+            args.against, ed["wall_median_s"] * 1000, ref["wall_median_s"] * 1000,
+            ed["wall_median_s"] / ref["wall_median_s"]))
     for name, s in summary.items():
-        if name == "envdoctor diagnose":
+        if name == "envdoctor diagnose" or name.startswith("diagnose at "):
             continue
         speed, mem = s["envdoctor_speedup"], s["envdoctor_memory_fraction"]
         line = "\nvs %s: envdoctor is %.1fx faster, uses %.2f of its peak tree memory" % (name, speed, mem)

@@ -127,7 +127,7 @@ def test_diagnose_imports_no_framework_and_not_requests(tmp_path):
     script = textwrap.dedent("""
         import sys, json
         sys.path.insert(0, %r)
-        from envdoctor.launcher import main  # the console script's path: the early worker included
+        from envdoctor.launcher import main  # the console script's path
         try:
             main(["diagnose", "--format", "json"])
         except SystemExit:
@@ -158,7 +158,7 @@ def test_diagnose_makes_no_network_connection(tmp_path):
             socket.socket.connect_ex = deny
             socket.create_connection = deny
             socket.getaddrinfo = deny
-        from envdoctor.launcher import main  # patched before the early worker is forked: it is covered too
+        from envdoctor.launcher import main  # patched before anything (the NVML child included) is forked
         try:
             main(["diagnose", "--format", "json"])
         except SystemExit:

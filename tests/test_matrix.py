@@ -59,8 +59,10 @@ def _edit(path, change):
 
 
 def test_every_shipped_table_loads_and_validates():
+    """CI's full validation of the shipped tables (a run checks only their envelopes)."""
     assert {"cuda", "cudnn", "gpu_arch", "gpus"} <= set(matrix.areas())
     for area in matrix.areas():
+        assert matrix.problems_of(area, matrix.read_document(area)) == [], area
         rows = matrix.load(area)
         assert rows, area
         for row in rows:
@@ -395,6 +397,21 @@ def test_cudnn_support_follows_the_newest_row_at_or_below_and_names_the_last_rel
     assert (last["version"], first_without["version"]) == ("9.10.2", "9.11.0")
     assert hw.cudnn_last_for_cc("9.0", 9)[1] is None  # Hopper: every 9.x row supports it
     assert hw.cudnn_last_for_cc("3.0", 9) is None  # Kepler: no cuDNN 9 at all
+
+
+def test_a_run_checks_the_shipped_tables_envelope_only_but_any_other_table_fully(tmp_path, monkeypatch):
+    """Shipped tables are validated in CI, not on every run; a copy elsewhere gets every rule."""
+    calls = []
+    real = matrix.validators()["cuda"]
+    monkeypatch.setitem(matrix.validators(), "cuda", lambda rows: calls.append(len(rows)) or real(rows))
+    matrix._load.cache_clear()
+    matrix.load("cuda")
+    assert calls == []  # the shipped table: envelope only
+    monkeypatch.setenv("ENVDOCTOR_VALIDATE_MATRIX", "1")
+    matrix._load.cache_clear()
+    matrix.load("cuda")
+    assert len(calls) == 1
+    matrix._load.cache_clear()
 
 
 # ------------------------------------------------------------------ cuDNN lookups (issue 12)

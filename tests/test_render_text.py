@@ -176,6 +176,17 @@ def test_width_is_the_terminal_s_or_80_into_a_pipe(monkeypatch):
     assert max(len(ln) for ln in r.output.splitlines()) <= 80  # not a terminal: 80, whatever COLUMNS says
 
 
+def test_a_long_snapshot_path_is_shortened_to_fit_not_wrapped_past_80_columns(tmp_path):
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 4)
+    deep.mkdir(parents=True)
+    snap = deep / "snapshot.json"
+    with open(SNAPSHOTS["debian12-nogpu"], encoding="utf-8") as src:
+        snap.write_text(src.read())
+    lines = _diagnose(str(snap)).output.splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    assert lines[1].strip().startswith("envdoctor report for snapshot") and "/snapshot.json" in "".join(lines[1:4])
+
+
 def test_wrap_breaks_at_spaces_with_a_hanging_indent_and_never_inside_a_word():
     text = "Driver 470.57.02 supports CUDA up to 11.4; /usr/local/cuda-11.5/bin/nvcc needs a newer one"
     lines = wrap(text, 30, "! WARN  ")

@@ -29,9 +29,10 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from .. import matrix
+from .. import frameworks as framework_table
+from .. import matrix, versions
 from ..facts import Fact, Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fw
@@ -48,8 +49,7 @@ CUDA_ENV = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.htm
 RULES_CHECKED = "2026-11-22"
 
 #: Framework fact -> (component, display name).
-FRAMEWORKS = (("torch", "torch"), ("tensorflow", "tensorflow"), ("jax", "jax"), ("onnxruntime", "onnxruntime"),
-              ("paddle", "paddle"), ("cupy", "cupy"), ("mxnet", "mxnet"))
+FRAMEWORKS = tuple((name, name) for name in framework_table.COMPONENTS)
 
 
 DOCS = (
@@ -158,27 +158,10 @@ DOCS = (
 # ------------------------------------------------------------------ small helpers
 
 
-def _v(text: Any) -> Optional[Version]:
-    if text is None:
-        return None
-    try:
-        return Version(str(text).strip().lstrip("vV"))
-    except InvalidVersion:
-        return None
+_v = versions.parse
 
 
-def _mm(text: Any) -> Optional[Tuple[int, Optional[int]]]:
-    """ "12.4.1" -> (12, 4); "12" / "12.x" -> (12, None)."""
-    if text is None:
-        return None
-    s = str(text).strip()
-    if s.endswith(".x"):
-        s = s[:-2]
-    v = _v(s)
-    if v is None:
-        return None
-    rel = v.release
-    return (rel[0], rel[1] if len(rel) > 1 else None)
+_mm = versions.major_minor
 
 
 def _mm_str(mm: Tuple[int, Optional[int]]) -> str:

@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from .. import versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..host.nvml_worker import MAX_GPUS
@@ -117,14 +118,7 @@ def _family(facts: Facts) -> str:
     return fam if isinstance(fam, str) else "other"
 
 
-def _branch(version: Optional[str]) -> Optional[str]:
-    """``"535.154.05"`` -> ``"535"``."""
-    if not version or not isinstance(version, str):
-        return None
-    try:
-        return str(Version(version).release[0])
-    except (InvalidVersion, IndexError):
-        return None
+_branch = versions.branch
 
 
 def _initramfs(family: str) -> List[str]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from .. import matrix
+from .. import matrix, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import frameworks as fwm
@@ -55,11 +55,7 @@ def component_of(soname: str) -> str:
     return "cuda"
 
 
-def _v(text: Any) -> Optional[Version]:
-    try:
-        return Version(str(text)) if text not in (None, "") else None
-    except InvalidVersion:
-        return None
+_v = versions.parse
 
 
 def _evidence(facts: Facts, *keys: str) -> List[Dict[str, Any]]:

@@ -6,6 +6,7 @@ from typing import Any, List, Optional, Tuple
 
 import click
 
+from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
 from .common import echo_output, format_option, planning_facts, timeout_option
 
@@ -39,7 +40,7 @@ Exit codes: 0 answered; 2 could not answer as asked (bad value, unknown GPU, bad
               help="Advise for this interpreter (its Python version; the pip commands install into it) instead of "
                    "the active environment's. An X.Y value is the old spelling of --python-version.")
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME",
-              type=click.Choice(["torch", "tensorflow", "jax", "onnxruntime", "cupy", "paddle"]),
+              type=click.Choice(list(ADVISED)),
               help="Only these frameworks (repeatable; default: all).")
 @click.option("-v", "--verbose", is_flag=True, help="Also every note, source and passed-over build.")
 @timeout_option

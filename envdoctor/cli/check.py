@@ -68,12 +68,9 @@ def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[
     elif snapshot_path is not None:
         report = load_report(snapshot_path, timeout, snapshots_only=True)
     else:
-        from ..early import LiveProbes
-        from ..report import judge, load_checks
+        from ..report import diagnose_live
 
-        live = LiveProbes(timeout, python_exe, False, False)
-        probes = live.results(meanwhile=load_checks)
-        report = judge(probes, {"kind": "live", "description": live.host.description}, live.started).to_dict()
+        report = diagnose_live(timeout, python_exe).to_dict()
     verdict = policy.evaluate(report)
     name = node or (_node_name(report_path or snapshot_path) if (report_path or snapshot_path) else "localhost")
     text = render(fmt, report, verdict, name, time.monotonic() - started, nfd_ttl)

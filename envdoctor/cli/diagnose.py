@@ -82,12 +82,9 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
                               source={"kind": "snapshot", "description": host.description,
                                       "captured": str(host.doc.get("created", ""))})
     else:
-        from ..early import LiveProbes
-        from ..report import judge, load_checks
+        from ..report import diagnose_live
 
-        live = LiveProbes(timeout, python_exe, include_host, redact_ids)  # the early worker starts now
-        probes = live.results(meanwhile=load_checks)
-        report = judge(probes, {"kind": "live", "description": live.host.description}, live.started)
+        report = diagnose_live(timeout, python_exe, include_host, redact_ids)
     shown, findings = select(report, only, skip)
     if (only or skip) and fmt != "text":
         from ..render.layers import row_of_probe

@@ -29,6 +29,7 @@ from packaging.version import Version
 if TYPE_CHECKING:  # packaging.specifiers pulls in packaging.tags (~15 ms): imported when first used
     from packaging.specifiers import SpecifierSet
 
+from .. import versions
 from . import load, parse_version
 
 Row = Dict[str, Any]
@@ -70,12 +71,7 @@ def _major_str(text: Any) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def _digits_of(version_text: str) -> Optional[str]:
-    """ "12.1" -> "121", as used in wheel tags (cu121, post121, mxnet-cu121)."""
-    v = _version(version_text)
-    if v is None or len(v.release) < 2:
-        return None
-    return f"{v.release[0]}{v.release[1]}"
+_digits_of = versions.digits
 
 
 def _spec_admits_major(spec: SpecifierSet, major: int) -> bool:

@@ -58,7 +58,7 @@ class ProbeResult:
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> ProbeResult:
-        """The inverse of :meth:`to_dict` (how the early probe worker hands its results over)."""
+        """The inverse of :meth:`to_dict` (a saved report read back)."""
         return cls(d["name"], d["title"], [Fact.from_dict(f) for f in d["facts"]], status=d["status"],
                    error=d.get("error", ""), duration=float(d["duration"]))
 

@@ -21,8 +21,7 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
+from .. import versions
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import Host, normalize_name, parse_dist_dir
 from . import ProbeContext, register
@@ -51,21 +50,11 @@ _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 NOT_CUDA_WHEELS = frozenset({"nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-smi"})
 
 
-def _valid(version: Optional[str]) -> Optional[Version]:
-    if not version:
-        return None
-    try:
-        return Version(version)
-    except InvalidVersion:
-        return None
+_valid = versions.parse
 
 
-def release_of(version: Optional[str]) -> Optional[str]:
-    """``12.4.131`` -> ``12.4`` (major.minor, what compatibility tables speak)."""
-    v = _valid(version)
-    if v is None:
-        return None
-    return f"{v.major}.{v.minor}"
+#: ``12.4.131`` -> ``12.4`` (major.minor, what compatibility tables speak).
+release_of = versions.release
 
 
 def _best(versions: Iterable[str]) -> Optional[str]:

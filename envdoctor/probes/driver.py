@@ -29,8 +29,9 @@ import posixpath
 import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from .. import versions
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import CommandResult, Host
 from . import ProbeContext, register
@@ -113,11 +114,7 @@ L_CUDA = "Highest CUDA the driver supports"
 L_USER = "User-space driver library version"
 
 
-def _parse_version(text: str) -> Optional[Version]:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
+_parse_version = versions.parse
 
 
 def parse_proc_version(text: str) -> Optional[Dict[str, str]]:

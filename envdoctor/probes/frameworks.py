@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
+from .. import frameworks as framework_table
 from ..facts import Fact, ok, unknown
 from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
@@ -604,7 +605,8 @@ def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
     return [ok("framework.mxnet", value, "dir:" + d.metadata_dir, "MXNet")]
 
 
-FRAMEWORK_NAMES = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras")
+#: What counts as "a framework is installed" (envdoctor/frameworks.py, the one framework table).
+FRAMEWORK_NAMES = framework_table.PROBED
 
 
 def _torch_without_metadata(host: Host, sys_path: Iterable[str]) -> Optional[Distribution]:

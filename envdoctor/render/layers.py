@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple
 
+from .. import frameworks
 from ..findings import Finding, layer_of
 
-FRAMEWORK_LAYERS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "mxnet")
+FRAMEWORK_LAYERS = frameworks.COMPONENTS
 
 #: The layers of the report, bottom up: (name for --only/--skip, heading, the probes whose facts it
 #: shows, the finding components it owns). Frameworks get one status line each.
@@ -30,7 +31,7 @@ LAYER_NAMES = tuple(row[0] for row in LAYER_ROWS)
 _ROW_OF_COMPONENT = {c: row[0] for row in LAYER_ROWS for c in row[3]}
 _ROW_OF_PROBE = {pr: row[0] for row in LAYER_ROWS for pr in row[2]}
 #: Packages shown on their framework's line rather than on one of their own.
-COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "keras": "tensorflow"}
+COMPANIONS = frameworks.COMPANIONS
 
 
 def row_of_finding(fd: Finding) -> str:

@@ -501,8 +501,8 @@ def render(report: Report, style: Style, verbose: bool = False, width: int = DEF
 
     src = report.source
     out.append(_verdict(report, findings, style))
-    out += [style(ln, "dim") for ln in wrap("envdoctor report for %s" % printable(str(src.get("description", "?"))),
-                                            width, "  ", "    ")]
+    described = " ".join(_fit_word(w, width - 4) for w in printable(str(src.get("description", "?"))).split(" "))
+    out += [style(ln, "dim") for ln in wrap("envdoctor report for %s" % described, width, "  ", "    ")]
     rest = _stack_lines(report, style, verbose, width, shown, findings)
     notes = sum(1 for f in findings if f.severity == "info")
     if notes and not verbose:
@@ -517,6 +517,19 @@ def render(report: Report, style: Style, verbose: bool = False, width: int = DEF
         if len(out) + len(block) + len(rest) <= SCREEN_LINES:
             break
     return "\n".join(out + block + rest) + "\n"
+
+
+def _fit_word(word: str, room: int) -> str:
+    """A path too long for a line, shortened from the left at a ``/`` (``.../machines/x/snapshot.json``)."""
+    if len(word) <= room or "/" not in word:
+        return word
+    parts = word.split("/")
+    kept = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(".../" + part + "/" + kept) > room:
+            break
+        kept = part + "/" + kept
+    return ".../" + kept
 
 
 #: The first screen: without -v the report fits in this many lines whenever it can.

@@ -1,0 +1,76 @@
+"""One home for reading versions, over ``packaging`` (never hand-rolled comparisons).
+
+Every version envdoctor meets (a driver ``535.154.05``, a CUDA ``12.4.131``, a wheel ``2.4.0+cu121``,
+a matrix row ``12.x``) comes from a file, a command or a snapshot, so any of them may be garbled:
+each helper here returns ``None`` for what is not a version instead of raising.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+__all__ = ["Version", "parse", "release", "major", "major_minor", "branch", "pip_pin", "digits"]
+
+
+def parse(text: Any) -> Optional[Version]:
+    """A :class:`packaging.version.Version` of ``text`` (a string, a number, or a Version), else None.
+    Surrounding blanks and a leading ``v`` (``v12.4``) are allowed; ``None`` and ``""`` are not versions."""
+    if isinstance(text, Version):
+        return text
+    if text is None or isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        return None
+    s = str(text).strip().lstrip("vV")
+    if not s:
+        return None
+    try:
+        return Version(s)
+    except (InvalidVersion, ValueError):  # not a version, or a number too long to be one (4300 digits)
+        return None
+
+
+def release(text: Any) -> Optional[str]:
+    """``"12.4.131"`` -> ``"12.4"`` (major.minor, what compatibility tables speak); ``"12"`` -> ``"12.0"``."""
+    v = parse(text)
+    if v is None:
+        return None
+    return "%d.%d" % (v.major, v.minor)
+
+
+def major(text: Any) -> Optional[int]:
+    """``"535.154.05"`` -> 535; ``"12.x"`` -> 12."""
+    mm = major_minor(text)
+    return mm[0] if mm else None
+
+
+def major_minor(text: Any) -> Optional[Tuple[int, Optional[int]]]:
+    """``"12.4.1"`` -> (12, 4); ``"12"`` and ``"12.x"`` -> (12, None)."""
+    s = str(text).strip() if text is not None else ""
+    if s.endswith(".x"):
+        s = s[:-2]
+    v = parse(s)
+    if v is None:
+        return None
+    rel = v.release
+    return (rel[0], rel[1] if len(rel) > 1 else None)
+
+
+def branch(driver: Any) -> Optional[str]:
+    """A driver's branch: ``"535.154.05"`` -> ``"535"`` (what ``install driver --version`` takes)."""
+    v = parse(driver)
+    return str(v.release[0]) if v is not None else None
+
+
+def pip_pin(version: str) -> str:
+    """A pip pin for a release: ``"2.7"`` -> ``"==2.7.*"`` (its newest patch), ``"1.18.1"`` -> ``"==1.18.1"``."""
+    v = parse(version)
+    return ("==%s.*" % version) if v is not None and len(v.release) == 2 else ("==%s" % version)
+
+
+def digits(text: Any) -> Optional[str]:
+    """``"12.1"`` -> ``"121"``, as wheel tags spell a CUDA release (cu121, post121)."""
+    v = parse(text)
+    if v is None or len(v.release) < 2:
+        return None
+    return "%d%d" % (v.release[0], v.release[1])

@@ -1,0 +1,69 @@
+"""No parallel tables: the registries that list frameworks, OS families and compute capabilities read the
+one table of each, and everything a framework entry promises exists (its probe, its matrix data file,
+its recipe). Adding a framework to envdoctor/frameworks.py without the rest fails here."""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import pytest
+
+from envdoctor import findings, frameworks, matrix, osinfo
+from envdoctor.frameworks import FRAMEWORKS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("fw", FRAMEWORKS, ids=lambda f: f.name)
+def test_every_framework_has_its_probe_data_file_and_recipe(fw):
+    from envdoctor.probes import frameworks as probe
+
+    source = inspect.getsource(probe)
+    assert '"%s"' % fw.display in source, "the probe never reports %s" % fw.display
+    if fw.matrix_area:
+        assert fw.matrix_area in matrix.areas(), "no envdoctor/matrix/data/%s.json" % fw.matrix_area
+    if fw.recipe:
+        from envdoctor.install.verify import SHOWN
+        from envdoctor.recipes import RECIPES, load_recipe
+
+        assert fw.recipe in RECIPES and load_recipe(fw.recipe).COMPONENT == fw.recipe
+        assert fw.recipe in SHOWN, "install verify shows nothing for %s" % fw.recipe
+    if fw.companion_of:
+        assert fw.companion_of in frameworks.BY_NAME
+
+
+def test_every_registry_reads_the_framework_table():
+    from envdoctor import advise
+    from envdoctor.checks import compat
+    from envdoctor.cli.advise import advise as advise_cmd
+    from envdoctor.probes import frameworks as probe
+    from envdoctor.render import layers
+
+    assert set(frameworks.COMPONENTS) <= findings.COMPONENTS
+    assert [c for c in findings.LAYERS if c in frameworks.COMPONENTS] == list(frameworks.COMPONENTS)
+    assert layers.FRAMEWORK_LAYERS == frameworks.COMPONENTS and layers.COMPANIONS == frameworks.COMPANIONS
+    assert [name for name, _ in compat.FRAMEWORKS] == list(frameworks.COMPONENTS)
+    assert advise.FRAMEWORKS == frameworks.ADVISED and set(advise.CANDIDATES) == set(frameworks.ADVISED)
+    choice = next(p for p in advise_cmd.params if p.name == "frameworks").type
+    assert list(choice.choices) == list(frameworks.ADVISED)
+    assert probe.FRAMEWORK_NAMES == frameworks.PROBED
+    # Every framework a finding may name is a layer of the report.
+    assert all(layers.row_of_finding(findings.Finding("x.y", "warning", [c], "t")) == "frameworks"
+               for c in frameworks.COMPONENTS)
+
+
+def test_every_matrix_framework_table_belongs_to_a_framework():
+    from envdoctor.matrix import frameworks as matrix_frameworks
+
+    for area in matrix_frameworks.VALIDATORS:
+        assert area in {f.matrix_area for f in FRAMEWORKS}, "%s.json has no entry in envdoctor/frameworks.py" % area
+
+
+def test_one_os_family_table_and_one_cc_table():
+    from envdoctor.probes import gpu, system
+
+    assert not hasattr(system, "FAMILIES") and system.os_family("ol", "fedora") == osinfo.family("oracle")
+    assert not hasattr(gpu, "CC_ARCH")
+    for row in matrix.load("gpu_arch"):
+        assert gpu.architecture_of(row["cc"]) == row["arch"]

@@ -1,0 +1,37 @@
+"""envdoctor/versions.py: the one home for reading versions (over packaging). A table of the spellings the
+machine and the matrix produce, garbage included: garbage is None, never an exception."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor import versions
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("535.154.05", "535.154.5"), (" 12.4.131\n", "12.4.131"), ("v12.4", "12.4"), ("2.4.0+cu121", "2.4.0+cu121"),
+    ("2.8.0.dev20250327+cu126", "2.8.0.dev20250327+cu126"), (12, "12"), ("", None), (None, None), (True, None),
+    ("garbage", None), ("\x1b[31m12.4", None), ([12, 4], None),
+])
+def test_parse(text, expected):
+    v = versions.parse(text)
+    assert (str(v) if v is not None else None) == expected
+
+
+@pytest.mark.parametrize("fn,text,expected", [
+    (versions.release, "12.4.131", "12.4"), (versions.release, "12", "12.0"), (versions.release, "x", None),
+    (versions.major_minor, "12.4.1", (12, 4)), (versions.major_minor, "12.x", (12, None)),
+    (versions.major_minor, "12", (12, None)), (versions.major_minor, None, None),
+    (versions.major, "535.154.05", 535), (versions.branch, "570.124.06", "570"), (versions.branch, "", None),
+    (versions.pip_pin, "2.7", "==2.7.*"), (versions.pip_pin, "1.18.1", "==1.18.1"),
+    (versions.digits, "12.1", "121"), (versions.digits, "12", None),
+])
+def test_helpers(fn, text, expected):
+    assert fn(text) == expected
+
+
+def test_the_matrix_still_refuses_a_bare_number():
+    """Matrix tables spell versions as strings (envdoctor/matrix/FRAMEWORKS.md): 12.1 is a format error."""
+    from envdoctor.matrix import parse_version
+
+    assert parse_version(12.1) is None and str(parse_version("12.1")) == "12.1"
