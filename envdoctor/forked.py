@@ -1,10 +1,10 @@
 """A forked copy of this process that does one job and hands back its answer as bytes.
 
-Two parts of envdoctor run work in a child made by ``fork()`` (no exec, so no
-second interpreter start-up): the NVML query, which must not be able to hang
+The NVML query runs in a child made by ``fork()`` (no exec, so no
+second interpreter start-up): it must not be able to hang
 or crash the tool.
 
-The contract for both: fork only while this process has one thread (where
+The contract: fork only while this process has one thread (where
 fork is safe); the child never returns into the caller's code (it leaves with
 ``os._exit``, so no atexit handler or buffered output of the parent runs
 twice); the parent reads the answer until a deadline, then kills the child;
