@@ -37,8 +37,8 @@ def test_an_r535_machine_is_told_its_branch_ended_and_where_to_go():
     f = _codes("ubuntu2204-a100-mig")["driver.branch_end_of_life"]
     assert f.severity == "info"
     assert "R535 long-term support branch, whose support ended in June 2026" in f.detail
-    # the install recipe pins a branch before R590 only with the proprietary flavor (fine for an A100)
-    assert f.fix.install == "envdoctor install driver --option flavor=proprietary --version 580"
+    # planned by the driver recipe for this machine (Ubuntu 22.04 pins R580 with NVIDIA's pinning package)
+    assert f.fix.install == "envdoctor install driver --version 580"
     assert f.source["url"].startswith("https://docs.nvidia.com/datacenter/tesla/drivers/615/")
 
 
