@@ -30,7 +30,15 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def _diagnose(snapshot, *args, env=None):
     """``envdoctor diagnose`` as a user runs it into a pipe (CliRunner's output is not a terminal)."""
     env = dict({"NO_COLOR": "", "FORCE_COLOR": "", "CLICOLOR_FORCE": "", "COLUMNS": ""}, **(env or {}))
-    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", snapshot, *args], env=env)
+    # Named relative to the repository, as a user in their checkout would: the report's header repeats the
+    # path given, and the rules below are about envdoctor's lines, not about where the tests are checked out.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        r = CliRunner().invoke(cli, ["diagnose", "--snapshot", os.path.relpath(snapshot, root), *args], env=env)
+    finally:
+        os.chdir(here)
     assert r.exit_code in (0, 1), r.output
     return r
 
