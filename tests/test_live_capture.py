@@ -42,8 +42,11 @@ def capture(request):
     name = request.param
     with open(os.path.join(LIVE, name, "live-diagnose.json"), encoding="utf-8") as fh:
         live = json.load(fh)
-    with open(os.path.join(LIVE, name, "vendor-tools.txt"), encoding="utf-8", errors="replace") as fh:
-        vendor = fh.read()
+    vendor_path = os.path.join(LIVE, name, "vendor-tools.txt")
+    vendor = ""
+    if os.path.isfile(vendor_path):
+        with open(vendor_path, encoding="utf-8", errors="replace") as fh:
+            vendor = fh.read()
     return name, live, _replay(name), vendor
 
 
@@ -78,7 +81,9 @@ def test_replay_reads_the_same_facts_as_the_live_run(capture):
 
 
 def test_facts_agree_with_the_vendor_tools(capture):
-    _, _, replay, vendor = capture
+    name, _, replay, vendor = capture
+    if not vendor:
+        pytest.skip("%s has no vendor-tools.txt (tests/live/README.md says why)" % name)
     facts = _facts(replay)
     smi = re.search(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)", vendor)
     assert smi, "vendor-tools.txt lacks nvidia-smi's header"
