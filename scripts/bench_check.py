@@ -26,13 +26,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from tests.fakenvml.build import build, fake_env, load_answers, write_answers  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_diagnose import _memory_kib as _pss_kib  # noqa: E402  (one process-tree sampler for every bench)
+from bench_diagnose import _tree  # noqa: E402
 
 TIME_TARGET, MEMORY_TARGET_MIB = 0.4, 40.0
 POLICY = """\
@@ -65,32 +69,6 @@ def eight_h100() -> Dict[str, object]:
                     v = dict(v, bus_id="00000000:%02X:00.0" % (0x18 + 0x10 * i))
                 out[key] = v
     return out
-
-
-def _tree(pid: int) -> List[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for tid in os.listdir("/proc/%d/task" % p):
-                with open("/proc/%d/task/%s/children" % (p, tid)) as fh:
-                    todo.extend(int(c) for c in fh.read().split())
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-def _pss_kib(pid: int) -> int:
-    for path, field in (("/proc/%d/smaps_rollup" % pid, "Pss:"), ("/proc/%d/status" % pid, "VmRSS:")):
-        try:
-            with open(path) as fh:
-                for line in fh:
-                    if line.startswith(field):
-                        return int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return 0
 
 
 def timed(argv: Sequence[str], env: Dict[str, str]) -> float:

@@ -32,6 +32,9 @@ import tempfile
 import time
 from typing import Dict, List, Sequence, Tuple
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_diagnose import _memory_kib, _tree  # noqa: E402  (one process-tree sampler for every bench)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TIME_TARGET, MEMORY_TARGET_MB = 1.5, 150.0
@@ -44,32 +47,6 @@ for name in sorted(os.listdir(d)):
         with open(os.path.join(d, name), "rb") as fh:
             json.load(fh)
 """
-
-
-def _tree(pid: int) -> List[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for tid in os.listdir("/proc/%d/task" % p):
-                with open("/proc/%d/task/%s/children" % (p, tid)) as fh:
-                    todo.extend(int(c) for c in fh.read().split())
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-def _memory_kib(pid: int) -> int:
-    for path, field in (("/proc/%d/smaps_rollup" % pid, "Pss:"), ("/proc/%d/status" % pid, "VmRSS:")):
-        try:
-            with open(path) as fh:
-                for line in fh:
-                    if line.startswith(field):
-                        return int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return 0
 
 
 def timed(argv: Sequence[str]) -> Tuple[float, float]:
