@@ -229,3 +229,12 @@ def test_readme_samples_are_what_envdoctor_prints_for_the_real_capture():
     script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts", "readme_samples.py")
     res = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_framework_named_by_an_error_is_marked_on_its_own_line():
+    """torch 2.5.1+cu121 on an RTX 5090 (tests/corpus, pytorch has no sm_120 code): the error concerns the GPU and
+    torch, so both status lines carry the cross, not only the GPU's."""
+    snap = os.path.join(os.path.dirname(MACHINES), "corpus", "torch251-cu121-rtx5090-driver590", "snapshot.json")
+    lines = _diagnose(snap).output.splitlines()
+    assert any(ln.startswith("[✗] PyTorch 2.5.1+cu121") for ln in lines), lines
+    assert any(ln.startswith("[✗] 1 NVIDIA GPU") for ln in lines), lines

@@ -390,10 +390,12 @@ def status_lines(report: Report, shown: Sequence[str]) -> List[Tuple[str, str, s
         row = row_of_finding(fd)
         if SEVERITY_RANK[fd.severity] < SEVERITY_RANK.get(worst.get(row, "info"), 2):
             worst[row] = fd.severity
-        comp = fd.components[0] if fd.components else ""
-        if comp in FRAMEWORK_LAYERS and SEVERITY_RANK[fd.severity] < SEVERITY_RANK.get(by_component.get(comp, "info"),
-                                                                                          2):
-            by_component[comp] = fd.severity
+        # A finding marks every framework it names (a GPU its build lacks code for marks the GPU row and the
+        # framework's line alike).
+        for comp in fd.components or ():
+            if comp in FRAMEWORK_LAYERS and SEVERITY_RANK[fd.severity] < SEVERITY_RANK.get(
+                    by_component.get(comp, "info"), 2):
+                by_component[comp] = fd.severity
     failed = {p.name for p in report.probes if p.status != "ok"}
     out: List[Tuple[str, str, str]] = []
     for layer, _title, probes, _comps in LAYER_ROWS:
