@@ -213,6 +213,10 @@ class Forked:
         #: The child's (state, CPU seconds, seconds waiting for a CPU) when the deadline came (see
         #: :func:`process_state`): "D" is stuck in the kernel, "R" runnable, "S" asleep.
         self.state_at_deadline: Tuple[str, float, float] = ("", 0.0, -1.0)
+        #: When the child's last answer arrived, and how long it had been silent when the deadline came (a
+        #: query still answering, only slowly, is a busy driver; a hung one stops answering).
+        self.last_answer = self.started
+        self.quiet_at_deadline = -1.0
         #: True when it could not be reaped (stuck in the kernel) and was left behind.
         self.abandoned = False
         _children[pid] = self
@@ -311,12 +315,14 @@ class Forked:
                 if not chunk:
                     break
                 chunks.append(chunk)
+                self.last_answer = time.monotonic()
         except OSError:
             pass
         finally:
             os.close(fd)
         if timed_out:
             self.partial = b"".join(chunks)
+            self.quiet_at_deadline = time.monotonic() - self.last_answer
             self.state_at_deadline = process_state(self.pid)
             self.kill()
         status = self._reap()

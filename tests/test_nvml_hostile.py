@@ -120,6 +120,19 @@ def test_the_timeout_is_told_apart_from_a_starved_machine():
     assert classify_timeout("R", 2.8, 3.0, "init", waiting=0.1) == "timed_out"
 
 
+def test_a_query_still_answering_is_a_busy_driver_not_a_hung_one():
+    """Seen on a real H100 (driver 580.159.04, 16 cores): 100 `diagnose --timeout 2` at once. The driver answers
+    one caller at a time, so each query's calls queue in the kernel (state D) yet keep answering; they were
+    reported as hung drivers. A hung call stops the answers for good: silent for most of the query's time."""
+    # answered 0.2 s before the deadline of a 1.1 s query, now in the kernel: busy, not hung
+    assert classify_timeout("D", 0.05, 1.1, "device.0.display_mode", waiting=0.1, quiet=0.2) == "starved"
+    # silent for most of its time in one call: hung, whatever the state
+    assert classify_timeout("D", 0.05, 3.0, "device.0.display_mode", waiting=0.1, quiet=2.5) == "timed_out"
+    assert classify_timeout("S", 0.05, 3.0, "device.3.temperature", waiting=0.1, quiet=2.0) == "timed_out"
+    # NVML's start-up answers nothing before it returns: silence there proves nothing either way
+    assert classify_timeout("D", 0.0, 3.0, "init", quiet=0.1) == "timed_out"
+
+
 def _freezer():
     if os.geteuid() != 0:
         return None, "the cgroup freezer needs root"

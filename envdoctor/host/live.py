@@ -51,7 +51,8 @@ def _nvml_in_child(job: Optional[bytes]) -> bytes:
     return b""
 
 
-def classify_timeout(state: str, cpu: float, elapsed: float, asking: Optional[str], waiting: float = -1.0) -> str:
+def classify_timeout(state: str, cpu: float, elapsed: float, asking: Optional[str], waiting: float = -1.0,
+                     quiet: float = -1.0) -> str:
     """Why an NVML query was still running at the deadline: "timed_out" (the driver hung) or "starved"
     (a machine too busy: not the driver's fault).
 
@@ -59,7 +60,15 @@ def classify_timeout(state: str, cpu: float, elapsed: float, asking: Optional[st
     runnable but waiting for a CPU (/proc/PID/schedstat; -1 unknown), ``asking`` the NVML call it was in
     (None: it had not reached NVML yet). Stuck in the kernel (state D) is a hung driver. Otherwise the
     time it spent neither running nor waiting for a CPU is the time it slept: most of its life asleep
-    inside an NVML call is a hung driver, most of it waiting for a CPU is a starved machine."""
+    inside an NVML call is a hung driver, most of it waiting for a CPU is a starved machine.
+
+    ``quiet`` is how long the query had been silent at the deadline (-1 unknown). A query past NVML's
+    start-up that was still answering in the second half of its time is progressing, only slowly (the
+    driver answers one caller at a time: many processes asking at once queue in the kernel, in state D
+    too), so it is "starved", not hung: a hung call stops the answers for good. Measured on a real H100
+    with 100 simultaneous runs at --timeout 2, such queued calls were reported as hung drivers."""
+    if asking not in (None, "init") and elapsed > 0 and 0 <= quiet < 0.5 * elapsed:
+        return "starved"
     if state == "D":
         return "timed_out"
     if asking is None:
@@ -413,7 +422,7 @@ class LiveHost(Host):
         text = (answer if answer is not None else child.partial).decode("utf-8", "replace")
         if why == "timed_out":
             state, cpu, waiting = child.state_at_deadline
-            return self._incomplete(text, "timed_out", duration, state, cpu, waiting)
+            return self._incomplete(text, "timed_out", duration, state, cpu, waiting, child.quiet_at_deadline)
         from .nvml_worker import parse_stream
 
         if why or not parse_stream(text)[2]:
@@ -422,18 +431,23 @@ class LiveHost(Host):
 
     @staticmethod
     def _incomplete(text: str, why: str, duration: float, state: str = "", cpu: float = 0.0,
-                    waiting: float = -1.0) -> NvmlResult:
+                    waiting: float = -1.0, quiet: float = -1.0) -> NvmlResult:
         """What a query that hung or died had answered, and which call it was in."""
         from .nvml_worker import describe_call, parse_stream
 
         data, asking, done = parse_stream(text)
         if done and why.startswith("crashed"):
             return NvmlResult(data=data, duration=duration)  # it died after answering everything
-        reason = "crashed" if why.startswith("crashed") else classify_timeout(state, cpu, duration, asking, waiting)
+        reason = "crashed" if why.startswith("crashed") else classify_timeout(state, cpu, duration, asking, waiting,
+                                                                               quiet)
         call = describe_call(asking) if asking else "starting the NVML query"
         if reason == "timed_out":
             message = "NVML did not answer within %.1fs: hung in %s (driver hung or GPU lost?%s)" % (
                 duration, call, "; the query is stuck in the kernel, state D" if state == "D" else "")
+        elif reason == "starved" and asking not in (None, "init") and 0 <= quiet < 0.5 * duration:
+            message = ("NVML did not finish within %.1fs, but the query was not stuck: it was still answering "
+                       "(its last answer came %.2fs before the deadline; it was in %s), only slowly: the driver "
+                       "is busy with other callers, not hung" % (duration, quiet, call))
         elif reason == "starved":
             message = ("NVML did not answer within %.1fs, but the query was not stuck: it was waiting for a CPU "
                        "(%s; %.2fs of CPU time used%s): the machine is too busy, not the driver hung" % (
