@@ -149,3 +149,28 @@ def test_parsers():
     assert parse_header_version(NVINFER_VERSION_H, ("NV_TENSORRT_MAJOR", "NV_TENSORRT_MINOR",
                                                     "NV_TENSORRT_PATCH")) == "10.7.0"
     assert parse_header_version("/* truncated */", ("CUDNN_MAJOR", "CUDNN_MINOR")) is None
+
+
+def test_the_loader_cache_is_read_once_per_diagnose():
+    """The libraries, linkage and dlopen probes all need `ldconfig -p`: on the live H100 capture (torch, JAX,
+    CuPy) it used to run three times per diagnose; the report is the same with one run."""
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+    from envdoctor.report import diagnose
+
+    snap = os.path.join(os.path.dirname(os.path.abspath(__file__)), "live", "h100-ubuntu2404-container",
+                        "snapshot.json.gz")
+    host = SnapshotHost(load_snapshot(snap), "h100")
+    asked = []
+    run = host.run
+
+    def counting(argv, timeout=None):
+        asked.append(list(argv))
+        return run(argv, timeout)
+
+    host.run = counting  # type: ignore[method-assign]
+    report = diagnose(host)
+    assert sum(1 for a in asked if a[-1:] == ["-p"] and a[0].endswith("ldconfig")) == 1
+    facts = {f.key: f.value for f in report.facts}
+    assert facts["libraries.ld_cache"]["entries"] > 0

@@ -20,7 +20,7 @@ import os
 import posixpath
 import re
 import time
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 #: Largest file a probe may read through the seam (bytes).  Version files,
 #: /proc entries and JSON manifests are all far smaller; the cap keeps a
@@ -340,6 +340,14 @@ class Host:
         raise NotImplementedError
 
     # -- helpers built on the primitives (recorded through them) --------
+    def once(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, run once per host for ``key``: evidence several probes read (the loader cache) is
+        gathered once. Probes racing for it may both compute it; never worse than without the memo."""
+        memo: Dict[str, Any] = self.__dict__.setdefault("_once_memo", {})
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
+
     def getenv(self, name: str, default: Optional[str] = None) -> Optional[str]:
         return self.environ().get(name, default)
 

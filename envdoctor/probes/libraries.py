@@ -85,7 +85,13 @@ def parse_ldconfig(text: str) -> List[Tuple[str, str, str]]:
 
 
 def read_ld_cache(host: Host) -> Tuple[Optional[List[Tuple[str, str, str]]], Fact]:
-    """The loader cache and a fact describing it (``None`` when unreadable)."""
+    """The loader cache and a fact describing it (``None`` when unreadable). ``ldconfig -p`` runs once per
+    host: the libraries, linkage and dlopen probes each ask for it. Each caller gets its own list."""
+    entries, fact = host.once("ld_cache", lambda: _read_ld_cache(host))
+    return (list(entries) if entries is not None else None), fact
+
+
+def _read_ld_cache(host: Host) -> Tuple[Optional[List[Tuple[str, str, str]]], Fact]:
     argv = ldconfig_argv(host)
     src = "command:" + " ".join(argv)
     label = "Dynamic loader cache"
