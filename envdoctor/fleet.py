@@ -296,35 +296,11 @@ def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, polic
 
 
 def _load(node: Node, timeout: float) -> Node:
-    from .host.snapshot import (
-        SnapshotError,
-        SnapshotHost,
-        holds_evidence,
-        is_fleet_comparison,
-        read_document,
-        validate_document,
-    )
+    from .host.snapshot import SnapshotError
+    from .report import report_from_file
 
-    path = node.path
     try:
-        doc = read_document(path, timeout, noun="report or snapshot")
-        if isinstance(doc.get("probes"), list):
-            node.kind = "report"
-        elif is_fleet_comparison(doc):
-            raise SnapshotError("%s is an envdoctor fleet comparison, not a report or snapshot" % path)
-        elif not holds_evidence(doc):
-            # The snapshot schema, all of whose sections are optional, lets {"schema_version": 1} pass:
-            # replayed, it would be a machine with nothing on it.
-            raise SnapshotError("%s holds neither probes (a report) nor evidence (a snapshot: files, commands, "
-                                "NVML answers, environment...): not an envdoctor report or snapshot" % path)
-        else:
-            validate_document(doc, path)
-            from .host.privacy import Scrubber
-            from .report import diagnose
-
-            report = diagnose(SnapshotHost(doc, path, validated=True), scrubber=Scrubber(include_host=True))
-            doc = report.to_dict()
-            node.kind = "snapshot"
+        node.kind, doc = report_from_file(node.path, timeout)
     except SnapshotError as exc:
         node.unreadable = str(exc)
         return node
@@ -364,7 +340,7 @@ def _load(node: Node, timeout: float) -> Node:
         node.findings.append({"code": "envdoctor.newer_schema", "severity": "warning", "components": ["envdoctor"],
                               "title": newer})
     if not node.facts and node.kind == "report":
-        node.unreadable = "%s holds no facts: not an envdoctor report" % path
+        node.unreadable = "%s holds no facts: not an envdoctor report" % node.path
     return node
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .checks import CheckContext, run_checks
@@ -116,3 +116,39 @@ def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host
     host, deadline = live_host(timeout, python_exe)
     probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids))
     return judge(probes, {"kind": "live", "description": host.description}, started)
+
+
+def report_from_file(path: str, timeout: float, want: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
+    """The envdoctor report a file holds: ``("report", it)`` for a report (``diagnose --format json``),
+    ``("snapshot", the report its replay gives)`` for a snapshot. ``want`` ("report" or "snapshot") refuses the
+    other kind before anything is replayed. Anything else (a fleet comparison, a document with neither probes
+    nor evidence, an invalid snapshot) raises :class:`~envdoctor.host.snapshot.SnapshotError` naming the file
+    and the problem. ``check`` and ``fleet`` both read their inputs through here."""
+    from .host.snapshot import (
+        SnapshotError,
+        SnapshotHost,
+        holds_evidence,
+        is_fleet_comparison,
+        read_document,
+        validate_document,
+    )
+
+    doc = read_document(path, timeout, noun="report or snapshot")
+    if isinstance(doc.get("probes"), list):
+        if want == "snapshot":
+            raise SnapshotError("%s is a report, not a snapshot: use --report" % path)
+        return "report", doc
+    if is_fleet_comparison(doc):
+        raise SnapshotError("%s is an envdoctor fleet comparison, not a report or snapshot" % path)
+    if not holds_evidence(doc):
+        # The snapshot schema, all of whose sections are optional, lets {"schema_version": 1} pass:
+        # replayed, it would be a machine with nothing on it.
+        raise SnapshotError("%s holds neither probes (a report) nor evidence (a snapshot: files, commands, "
+                            "NVML answers, environment...): not an envdoctor report or snapshot" % path)
+    if want == "report":
+        raise SnapshotError("%s is a snapshot, not a report: use --snapshot" % path)
+    validate_document(doc, path)
+    host = SnapshotHost(doc, path, validated=True)
+    report = diagnose(host, scrubber=Scrubber(include_host=True), source={
+        "kind": "snapshot", "description": host.description, "captured": str(doc.get("created", ""))})
+    return "snapshot", report.to_dict()

@@ -142,36 +142,14 @@ def write_atomically(path: str, text: str) -> None:
 
 def load_report(path: str, timeout: float, reports_only: bool = False, snapshots_only: bool = False) -> Dict[str, Any]:
     """A report as a dict, from a report file or by replaying a snapshot; exit 2 when it is neither."""
-    from ..host.snapshot import (
-        SnapshotError,
-        SnapshotHost,
-        holds_evidence,
-        is_fleet_comparison,
-        read_document,
-        validate_document,
-    )
+    from ..host.snapshot import SnapshotError
+    from ..report import report_from_file
 
+    want = "report" if reports_only else "snapshot" if snapshots_only else None
     try:
-        doc = read_document(path, max(timeout, 1.0), noun="report or snapshot")
-        if isinstance(doc.get("probes"), list):
-            if snapshots_only:
-                raise SnapshotError("%s is a report, not a snapshot: use --report" % path)
-            return doc
-        if is_fleet_comparison(doc):
-            raise SnapshotError("%s is an envdoctor fleet comparison, not a report or snapshot" % path)
-        if not holds_evidence(doc):
-            raise SnapshotError("%s holds neither probes (a report) nor evidence (a snapshot)" % path)
-        if reports_only:
-            raise SnapshotError("%s is a snapshot, not a report: use --snapshot" % path)
-        validate_document(doc, path)
+        return report_from_file(path, max(timeout, 1.0), want)[1]
     except SnapshotError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-    from ..host.privacy import Scrubber
-    from ..report import diagnose
-
-    host = SnapshotHost(doc, path)
-    return diagnose(host, scrubber=Scrubber(include_host=True), source={
-        "kind": "snapshot", "description": host.description, "captured": str(doc.get("created", ""))}).to_dict()
 
 
 @click.group("policy")
