@@ -285,10 +285,24 @@ def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, polic
         return list(_interned(load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs))
     import multiprocessing
 
+    from .forked import reset_signals
+
     _JOB = (timeout, policy, summary)
     try:
-        with multiprocessing.get_context("fork").Pool(count) as pool:
-            return list(_interned(pool.imap(_load_job, jobs, chunksize=16)))
+        # The readers take the default signal actions: fleet's own handlers (end the children, remove the
+        # scratch, raise) would make a reader ignore the pool's SIGTERM while it waits for work, and the
+        # pool would wait for it forever. On success the pool is closed and joined (each reader reads its
+        # end-of-work marker and leaves), not terminated.
+        pool = multiprocessing.get_context("fork").Pool(count, initializer=reset_signals)
+        try:
+            nodes = list(_interned(pool.imap(_load_job, jobs, chunksize=16)))
+            pool.close()
+            return nodes
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
     except (OSError, ImportError):  # no fork here after all (a sandbox): read them one by one
         return [load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs]
     finally:

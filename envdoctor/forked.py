@@ -185,6 +185,12 @@ def _forget_parent() -> None:
     _children.clear()
     running_groups.clear()
     scratch_dirs.clear()
+    reset_signals()
+
+
+def reset_signals() -> None:
+    """TERM, INT and HUP back to their default actions (in a forked helper process, which has nothing of its
+    own to clean up and must end when its parent ends it)."""
     for name in _SIGNALS:
         sig = getattr(signal, name, None)
         if sig is not None:
