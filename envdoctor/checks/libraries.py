@@ -17,6 +17,7 @@ from packaging.version import Version
 from .. import matrix, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..matrix import builds
 from ..matrix import frameworks as fwm
 from . import CheckContext, CodeDoc, check, group
 from .suggest import install_line
@@ -50,7 +51,7 @@ def per_framework(question: Callable[[Facts, str], Iterable[Finding]], name: str
 
 def component_of(soname: str) -> str:
     for stem, comp in STEMS:
-        if soname.startswith(stem + ".") or soname.startswith(stem + "Lt."):
+        if soname.startswith((stem + ".", stem + "Lt.", stem + "_")):  # libnvinfer_plugin, libcudnn_ops_infer
             return comp
     return "cuda"
 
@@ -90,7 +91,7 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                    if row.get("cuda") and row.get("cudnn") else [])
     major = soname.rsplit(".", 1)[-1]
     cuda = str(value.get("cuda") or "12").split(".")[0]
-    if comp == "cudnn":
+    if comp == "cudnn" and major.isdigit():
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
                    commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
                    install=install_line(facts, "cudnn", major))
@@ -197,12 +198,16 @@ def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[s
                              "minor is refused" % (row["version"], row["cudnn"]),
                      "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked")})
     if fw == "jax":
-        var = fwm.jax_plugin_for(v.get("version"), str(v.get("cuda") or "").split(".")[0])
-        if var and var.get("cudnn_built"):
-            row = fwm.jax_release(v.get("version")) or {}
-            return (str(var["cudnn_built"]), "the jax %s wheels (matrix)" % var.get("tag"),
-                    {"rule": "jax %s is built with cuDNN %s" % (var.get("tag"), var["cudnn_built"]),
-                     "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked")})
+        built = builds.jax_cudnn_built(v)
+        if built:
+            cudnn, row = built
+            what = "jaxlib %s" % v.get("jaxlib") if row.get("framework") == "jaxlib" else "jax %s" % v.get("version")
+            return (cudnn, "%s's CUDA %s build (matrix)" % (what, v.get("cuda")),
+                    {"rule": "%s's CUDA build requires cuDNN %s or a newer minor of that major; XLA refuses an "
+                             "older minor ('CuDNN library needs to have matching major version and equal or "
+                             "higher minor version')" % (what, cudnn),
+                     "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked"),
+                     "verified": not matrix.unverified(row) if row else False})
     return None
 
 
@@ -232,7 +237,15 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
         tested = _tested_cudnn(fw, v)
         if tested is not None and "." not in version and tested[0].split(".")[0] == version:
             version, origin, src = tested[0], tested[1], dict(tested[2])
+            src.pop("verified", None)
         return {"version": version, "from": origin, "source": src}
+    if fw in ("tensorflow", "jax") and v.get("build") == "cuda":
+        # no build information names the cuDNN (old jaxlib, conda builds): the matrix does
+        tested = _tested_cudnn(fw, v)
+        if tested is None:
+            return None
+        src = dict(tested[2])
+        return {"version": tested[0], "from": tested[1], "verified": src.pop("verified", True), "source": src}
     if fw == "onnxruntime" and v.get("gpu"):
         rel = fwm.onnxruntime_release(v.get("version"))
         if rel is None:
@@ -256,40 +269,149 @@ _CUDNN_VERSION_DOCS = (
 )
 
 
+#: Why the loader takes a copy, by how it was found (ld.so(8)'s order).
+WHY = {
+    "RPATH": "the framework's own DT_RPATH, searched before everything else",
+    "LD_LIBRARY_PATH": "LD_LIBRARY_PATH, searched before a library's RUNPATH, the ld.so cache and the default "
+                       "directories",
+    "RUNPATH": "the framework's own RUNPATH (nothing on LD_LIBRARY_PATH has it)",
+    "ldconfig cache": "the ld.so cache (nothing on LD_LIBRARY_PATH or in the framework's own directories has it)",
+    "default dir": "a default directory (nothing earlier in the search has it)",
+}
+
+
+def _why(via: Any) -> str:
+    return WHY.get(str(via), "the loader's search (%s)" % via)
+
+
+def _cudnn_copies(facts: Facts) -> List[Dict[str, Any]]:
+    """Every cuDNN library file on the machine (one per real file): {version, path, resolved, found_by}."""
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for copy in facts.items("libraries.cudnn"):
+        if not isinstance(copy, dict) or copy.get("kind") != "library":
+            continue
+        real = copy.get("resolved") or copy.get("path")
+        if not real or real in seen:
+            continue
+        seen.add(real)
+        out.append({"version": str(copy.get("version") or "?"), "path": str(copy.get("path")),
+                    "resolved": str(real), "found_by": str(copy.get("found_by") or "?")})
+    return out
+
+
+def _others_text(facts: Facts, winner: Optional[str], why_not: str) -> str:
+    others = [c for c in _cudnn_copies(facts) if c["resolved"] != winner]
+    if not others:
+        return " No other cuDNN is installed."
+    return " Other cuDNN copies here: %s; %s" % (
+        "; ".join("%s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in others), why_not)
+
+
+def _torch_modelled(facts: Facts) -> List[Dict[str, Any]]:
+    """torch's cuDNN when its library's dynamic section could not be read: its wheel copy is reached through
+    the library's RPATH/RUNPATH ($ORIGIN/../../nvidia/cudnn/lib), which LD_LIBRARY_PATH precedes unless the
+    library carries DT_RPATH."""
+    v = facts.mapping("framework.torch")
+    req = v.get("cudnn_required")
+    if isinstance(facts.value("linkage.torch"), list) or v.get("build") != "cuda" or not isinstance(req, dict):
+        return []
+    major = str(req.get("version") or "").split(".")[0]
+    if not major.isdigit():
+        return []
+    soname = "libcudnn.so." + major
+    site = str(v.get("path") or "")
+    wheel = next((c for c in facts.items("libraries.cudnn") if isinstance(c, dict) and c.get("kind") == "library"
+                  and str(c.get("found_by", "")).startswith("pip wheel") and site
+                  and str(c.get("path", "")).startswith(site + "/")), None)
+    choice = (facts.value("libraries.loader_choice") or {}).get(soname) if isinstance(
+        facts.value("libraries.loader_choice"), dict) else None
+    if isinstance(choice, dict) and choice.get("path") and choice.get("via") == "LD_LIBRARY_PATH":
+        if wheel is None or (wheel.get("resolved") or wheel.get("path")) != choice.get("resolved"):
+            return [dict(choice, how="NEEDED", modelled=True, expected=wheel.get("path") if wheel else None)]
+    return []
+
+
 def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
     req = _required_cudnn(facts, fw)
     entries = [e for key in ("linkage." + fw, "linkage.%s.dlopen" % fw) for e in facts.items(key)]
+    if fw == "torch" and not entries:
+        entries = _torch_modelled(facts)
     if req is None or not entries:
         return
     want = _v(req["version"])
     if want is None:
         return
+    severity = "error" if req.get("verified", True) else "warning"
+    ev = _evidence(facts, "framework." + fw, "linkage." + fw, "linkage.%s.dlopen" % fw, "libraries.cudnn",
+                   "libraries.loader_choice")
+    fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
+    seen = set()
     for e in entries:
-        if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
+        if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn":
+            continue
+        key = (e.get("soname"), e.get("resolved"))
+        if key in seen:
+            continue
+        seen.add(key)
+        if not e.get("path"):
+            # the soname of the build's major is nowhere the loader looks; copies of another major do not count
+            wrong = [c for c in _cudnn_copies(facts) if _v(c["version"]) is not None
+                     and _v(c["version"]).major != want.major]  # type: ignore[union-attr]
+            if not wrong or e.get("soname") != "libcudnn.so.%d" % want.major:
+                continue
+            yield Finding(
+                code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
+                title="%s needs cuDNN %s (%s), but only cuDNN %s is installed" % (
+                    _fw_version(facts, fw), req["version"], e.get("soname"),
+                    ", ".join("%s (%s)" % (c["version"], c["path"]) for c in wrong)),
+                detail="%s opens %s, a file only cuDNN %d provides; %s provide%s another soname, which the "
+                       "loader never substitutes, so %s's cuDNN calls fail ('DNN library is not found' or "
+                       "'cannot open shared object file'). The requirement comes from %s." % (
+                           NAMES[fw], e.get("soname"), want.major,
+                           ", ".join("cuDNN %s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in wrong),
+                           "" if len(wrong) > 1 else "s", NAMES[fw], req["from"]),
+                evidence=ev, source=req["source"], fix=fix)
             continue
         got_text = _cudnn_full_version(facts, e)
         got = _v(got_text)
         if got is None:
             continue
-        severity = "error" if req.get("verified", True) else "warning"
-        ev = _evidence(facts, "framework." + fw, "linkage." + fw, "libraries.cudnn")
-        fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
+        winner = e.get("resolved") or e.get("path")
+        how = ("%s's libraries could not be read to see whether they carry DT_RPATH (searched first) or RUNPATH; "
+               "with RUNPATH the loader takes %s from %s." % (NAMES[fw], e.get("soname"), _why(e.get("via")))
+               if e.get("modelled") else "The loader takes %s from %s." % (e.get("soname"), _why(e.get("via"))))
         if got.major != want.major:
             yield Finding(
                 code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
-                title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s)" % (
-                    _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
-                detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
-                    want.major, got.major, NAMES[fw], req["from"]),
+                title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s, via %s)" % (
+                    _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
+                detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s. %s%s" % (
+                    want.major, got.major, NAMES[fw], req["from"], how,
+                    _others_text(facts, winner, "the loader stops at the first file with the soname.")),
                 evidence=ev, source=req["source"], fix=fix)
         elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
             yield Finding(
                 code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
-                title="%s needs cuDNN >= %s, but loads cuDNN %s from %s" % (
-                    _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
-                detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version "
-                       "incompatibility: PyTorch was compiled against ... but found runtime version ...').",
-                evidence=ev, source=req["source"], fix=fix)
+                title="%s needs cuDNN >= %s, but loads cuDNN %s from %s (via %s)" % (
+                    _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
+                detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version incompatibility: "
+                       "PyTorch was compiled against ... but found runtime version ...'; XLA: 'CuDNN library "
+                       "needs to have matching major version and equal or higher minor version'). The "
+                       "requirement comes from %s. %s%s" % (
+                           req["from"], how,
+                           _others_text(facts, winner, "the loader stops at the first file with the soname.")),
+                evidence=ev, source=req["source"], fix=_older_cudnn_fix(facts, fw, e, fix))
+
+
+def _older_cudnn_fix(facts: Facts, fw: str, e: Dict[str, Any], fix: Fix) -> Fix:
+    """An older cuDNN found through LD_LIBRARY_PATH while the framework's own copy is present: drop that entry."""
+    if e.get("via") == "LD_LIBRARY_PATH" and e.get("expected"):
+        where = posixpath.dirname(str(e.get("path")))
+        return Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so %s loads its own copy at %s." % (
+                       where, NAMES[fw], e.get("expected")),
+                   commands=[_drop_ldp_entry(where)])
+    return fix
 
 
 for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
@@ -320,6 +442,11 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
             continue
         soname = str(e.get("soname", ""))
         comp = component_of(soname)
+        if comp == "cudnn" and _other_major_cudnn(facts, fw):
+            continue  # cudnn-version names the cuDNN of the wrong major that is there instead
+        if comp == "tensorrt":
+            yield from _tensorrt_missing(facts, fw, e)
+            continue
         elsewhere = [str(p) for p in e.get("elsewhere") or []]
         if elsewhere:
             where = posixpath.dirname(elsewhere[0])
@@ -342,7 +469,66 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
             source=dict(LDSO_RULE), fix=fix)
 
 
-for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle"):
+def _other_major_cudnn(facts: Facts, fw: str) -> bool:
+    req = _required_cudnn(facts, fw)
+    want = _v(req["version"]) if req else None
+    return want is not None and any(
+        _v(c["version"]) is not None and _v(c["version"]).major != want.major  # type: ignore[union-attr]
+        for c in _cudnn_copies(facts))
+
+
+def _tensorrt_copies(facts: Facts) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for copy in facts.items("libraries.tensorrt"):
+        real = copy.get("resolved") or copy.get("path") if isinstance(copy, dict) else None
+        if not real or copy.get("kind") != "library" or real in seen:
+            continue
+        seen.add(real)
+        out.append({"version": str(copy.get("version") or "?"), "path": str(copy.get("path")),
+                    "found_by": str(copy.get("found_by") or "?")})
+    return out
+
+
+def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
+    """The TensorRT soname a framework's TensorRT path opens is missing. Without any TensorRT that is the normal
+    state of a machine that does not use it (TensorFlow only logs 'TF-TRT Warning: Could not find TensorRT');
+    with a TensorRT of another major installed, the user's TensorRT cannot be used: a warning naming both."""
+    from ..matrix import builds
+
+    copies = _tensorrt_copies(facts)
+    soname = str(e.get("soname"))
+    major = soname.rsplit(".", 1)[-1]
+    if soname.startswith("libnvinfer_plugin.") and any(
+            isinstance(o, dict) and o.get("soname") == "libnvinfer.so." + major and not o.get("path")
+            for o in facts.items("linkage.%s.dlopen" % fw)):
+        return  # one finding for the TensorRT major: the main library's
+    wrong = [c for c in copies if str(c["version"]).split(".")[0] != major]
+    if not wrong or [c for c in copies if c not in wrong]:
+        return
+    v = facts.mapping("framework." + fw)
+    trt = builds.tensorflow_tensorrt_major(v.get("public") or v.get("version")) if fw == "tensorflow" else None
+    row = trt[1] if trt else {}
+    src = {"rule": "%s %s's TensorRT build opens %s (TensorRT %s); a TensorRT of another major has other sonames "
+                   "and is never used" % (NAMES[fw], v.get("version"), soname, major),
+           "url": row.get("source", {}).get("url", LDSO_RULE["url"]),
+           "checked": row.get("source", {}).get("checked", CHECKED)}
+    have = ", ".join("TensorRT %s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in wrong)
+    yield Finding(
+        code="tensorrt.framework_cannot_load", severity="warning", components=["tensorrt", fw],
+        title="%s's TensorRT support loads %s (TensorRT %s), but only %s is installed" % (
+            _fw_version(facts, fw), soname, major, have),
+        detail="%s opens %s with dlopen when TensorRT is first used; TensorRT majors have different sonames, so "
+               "the installed %s is never loaded and the TensorRT path (TF-TRT) is unavailable ('Could not load "
+               "dynamic library '%s''); the rest of %s works." % (NAMES[fw], soname, have, soname, NAMES[fw]),
+        evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "libraries.tensorrt"),
+        source=src,
+        fix=Fix(text="Use a %s release built for the TensorRT you have, or install TensorRT %s's libraries "
+                     "(%s) where the loader finds them." % (NAMES[fw], major, soname),
+                commands=["pip install --upgrade '%s'" % (v.get("package") or fw)]))
+
+
+for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle", "jax"):
     per_framework(_dlopen_linkage, "framework-dlopen", _fw, ())
 
 
