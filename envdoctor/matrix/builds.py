@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import load
 from . import frameworks as fwm
+from . import load
 
 Row = Dict[str, Any]
 AREA = "framework_builds"

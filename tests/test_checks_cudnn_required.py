@@ -1,0 +1,159 @@
+"""The cuDNN (or TensorRT) a framework was built for, against the copy its own search order finds (issue 11,
+section 2: "Required versions from the matrix", "Every CUDA library a framework loads", "Name both sides").
+
+Each rule is replayed on the real-world corpus machine it was generalised from (tests/corpus/<case>, rebuilt
+from the public thread named in its case.json), then on the same machine changed the way the thread's fix
+changed it, where it must stay quiet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, List, Optional
+
+from envdoctor.checks import CheckContext, run_checks
+from envdoctor.host.snapshot import SnapshotHost
+
+from .conftest import probe_facts
+
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def _doc(case: str) -> Dict[str, Any]:
+    with open(os.path.join(CORPUS, case, "snapshot.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _findings(doc: Dict[str, Any], case: str) -> List[Any]:
+    return list(run_checks(CheckContext(probe_facts(SnapshotHost(doc, case)), [])))
+
+
+def _text(f: Any) -> str:
+    return " ".join([f.title, f.detail or "", json.dumps(f.evidence)])
+
+
+def _renamed(doc: Dict[str, Any], old: str, new: str) -> Dict[str, Any]:
+    """The same machine with one real file renamed everywhere (a cuDNN upgrade that keeps the soname link)."""
+    return json.loads(json.dumps(doc).replace(old, new))
+
+
+def _add_library(doc: Dict[str, Any], directory: str, soname: str, real: str) -> None:
+    doc["dirs"][directory]["entries"] += [soname, real]
+    doc["files"][directory + "/" + real] = {"text": ""}
+    doc["files"][directory + "/" + soname] = {"text": ""}
+    doc["links"][directory + "/" + soname] = {"target": real}
+
+
+def _remove_tree(doc: Dict[str, Any], path: str) -> None:
+    for kind in ("files", "dirs", "links"):
+        for p in [p for p in doc[kind] if p == path or p.startswith(path + "/")]:
+            del doc[kind][p]
+    parent, name = path.rsplit("/", 1)
+    doc["dirs"][parent]["entries"].remove(name)
+
+
+def _one(findings: List[Any], code: str, where: Optional[Callable[[Any], bool]] = None) -> Any:
+    hits = [f for f in findings if f.code == code and (where is None or where(f))]
+    assert len(hits) == 1, [(f.code, f.title) for f in findings]
+    return hits[0]
+
+
+def _codes(findings: List[Any], prefix: str) -> List[str]:
+    return [f.code for f in findings if f.code.startswith(prefix) and f.severity in ("warning", "error")]
+
+
+JAXLIB_CASE = "jaxlib065-cuda112-system-cudnn805"  # jax-ml/jax#6517
+
+
+def test_jaxlib_built_with_cudnn_81_loading_805_from_ld_library_path_is_an_error_naming_both() -> None:
+    f = _one(_findings(_doc(JAXLIB_CASE), JAXLIB_CASE), "cudnn.too_old_for_framework")
+    assert f.severity == "error"
+    text = _text(f)
+    for word in ("8.0.5", "8.1.0", "jaxlib 0.1.65+cuda112",
+                 "/usr/local/cuda-11.2/targets/x86_64-linux/lib/libcudnn.so.8.0.5", "LD_LIBRARY_PATH"):
+        assert word in text, word
+    assert f.source["url"] == "https://github.com/jax-ml/jax/issues/6517"
+
+
+def test_jaxlib_with_the_cudnn_it_was_built_with_is_quiet() -> None:
+    # the reporter's fix: cuDNN 8.1.0 in the same place
+    doc = _renamed(_doc(JAXLIB_CASE), "libcudnn.so.8.0.5", "libcudnn.so.8.1.0")
+    assert _codes(_findings(doc, JAXLIB_CASE), "cudnn.") == []
+
+
+CONDA_JAX_CASE = "conda-forge-jax0431-needs-cudnn9-has-897"  # conda-forge/jaxlib-feedstock#277
+CONDA_LIB = "/home/user/miniforge3/envs/jax/lib"
+
+
+def test_jax_needing_cudnn_9_with_only_cudnn_8_in_its_conda_env_is_a_major_mismatch() -> None:
+    findings = _findings(_doc(CONDA_JAX_CASE), CONDA_JAX_CASE)
+    f = _one(findings, "cudnn.major_mismatch")
+    assert f.severity == "error"
+    for word in ("jax 0.4.31", "9.1", "libcudnn.so.9", "8.9.7", CONDA_LIB + "/libcudnn.so.8"):
+        assert word in _text(f), word
+    # one verdict: the missing libcudnn.so.9 is not reported a second time as "cannot load"
+    assert "cudnn.framework_cannot_load" not in _codes(findings, "cudnn.")
+
+
+def test_jax_finds_cudnn_9_in_its_conda_env_lib_through_the_packages_rpath() -> None:
+    # the fix: conda-forge's cuDNN 9 in the environment (cudnn-feedstock#83); nothing on LD_LIBRARY_PATH
+    doc = _doc(CONDA_JAX_CASE)
+    _add_library(doc, CONDA_LIB, "libcudnn.so.9", "libcudnn.so.9.1.1")
+    assert _codes(_findings(doc, CONDA_JAX_CASE), "cudnn.") == []
+
+
+TORCH_CASE = "torch1130-conda-env-ldpath-cudnn841"  # gladiaio/gladia#928
+WHEEL = "/opt/conda/envs/server/lib/python3.8/site-packages/nvidia/cudnn/lib/libcudnn.so.8"
+
+
+def test_torch_wheel_pinned_cudnn_shadowed_by_an_older_minor_on_ld_library_path() -> None:
+    # torch's library has no readable dynamic section here: the rule uses ld.so's order (LD_LIBRARY_PATH before
+    # RUNPATH) and says that it could not tell RPATH from RUNPATH
+    f = _one(_findings(_doc(TORCH_CASE), TORCH_CASE), "cudnn.too_old_for_framework")
+    assert f.severity == "error"
+    text = _text(f)
+    for word in ("8.4.1", "8.5.0.96", "/usr/local/cuda-11.7/targets/x86_64-linux/lib/libcudnn.so.8.4.1",
+                 "LD_LIBRARY_PATH", WHEEL, "DT_RPATH"):
+        assert word in text, word
+    assert any("/usr/local/cuda/lib64" in c for c in f.fix.commands)  # drops that one entry, keeps the others
+
+
+def test_torch_wheel_cudnn_without_ld_library_path_is_quiet() -> None:
+    doc = _doc(TORCH_CASE)
+    del doc["environ"]["LD_LIBRARY_PATH"]
+    assert _codes(_findings(doc, TORCH_CASE), "cudnn.") == []
+
+
+TF_TRT_CASE = "tf210-wants-libnvinfer7-pip-tensorrt8"  # tensorflow/tensorflow#57671
+TF_SITE = "/home/user/miniconda3/envs/tf/lib/python3.8/site-packages"
+
+
+def test_tf_built_for_tensorrt_7_with_tensorrt_8_installed_warns_once_naming_both() -> None:
+    findings = _findings(_doc(TF_TRT_CASE), TF_TRT_CASE)
+    f = _one(findings, "tensorrt.framework_cannot_load")
+    assert f.severity == "warning"  # only TF-TRT is unavailable; the rest of TensorFlow works
+    for word in ("libnvinfer.so.7", "8.5.1.7", TF_SITE + "/tensorrt/libnvinfer.so.8", "tensorflow 2.10.0"):
+        assert word in _text(f), word
+    assert [x for x in findings if x.severity in ("warning", "error")] == [f]
+
+
+def test_tf_tensorrt_build_on_a_machine_without_tensorrt_is_quiet() -> None:
+    # most TensorFlow users never use TF-TRT: TensorFlow itself only logs a warning
+    doc = _doc(TF_TRT_CASE)
+    _remove_tree(doc, TF_SITE + "/tensorrt")
+    _remove_tree(doc, TF_SITE + "/tensorrt-8.5.1.7.dist-info")
+    assert [f for f in _findings(doc, TF_TRT_CASE) if f.severity in ("warning", "error")] == []
+
+
+def test_jaxlib_local_tag_cudnn805_is_cudnn_8_0_5() -> None:
+    # jaxlib 0.3.x's 'cuda11.cudnn805' wheels: cuDNN 8.0.5, not "8.05" (which compared as 8.5)
+    from envdoctor.probes.frameworks import jax_fact
+
+    from .test_probe_frameworks import site_host
+
+    tag = "0.3.17+cuda11.cudnn805"
+    host = site_host({"jaxlib-%s.dist-info/METADATA" % tag: "Name: jaxlib\nVersion: %s\n" % tag})
+    dists = {d.key: d for d in host.distributions()}
+    value = jax_fact(host, dists)[0].value
+    assert value["cuda"] == "11" and value["cudnn"] == "8.0.5"
