@@ -99,6 +99,14 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                     "path." % (soname, cuda))
 
 
+def _version_at(facts: Facts, comp: str, resolved: Any) -> Optional[str]:
+    """The version libraries.<comp> knows for a real file (wheel versions included)."""
+    for copy in facts.items("libraries." + comp) if comp in ("cudnn", "nccl", "tensorrt") else ():
+        if isinstance(copy, dict) and resolved and copy.get("resolved") == resolved and copy.get("version"):
+            return str(copy["version"])
+    return None
+
+
 def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
     """The cuDNN version of the file the loader resolved (libraries.cudnn knows wheel versions)."""
     for copy in facts.items("libraries.cudnn"):
@@ -162,19 +170,21 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                 title="%s needs %s, but the loader finds no such file" % (_fw_version(facts, fw), soname),
                 detail="%s (%s) would fail with '%s: cannot open shared object file: No such file or "
                        "directory': it is not in the library's own RPATH/RUNPATH, LD_LIBRARY_PATH, the "
-                       "ld.so cache or the default directories." % (NAMES[fw], e.get("how", "NEEDED"), soname),
+                       "ld.so cache or the default directories.%s" % (
+                           NAMES[fw], e.get("how", "NEEDED"), soname, _installed_text(facts, comp)),
                 evidence=ev, source=dict(LDSO_RULE), fix=_pip_fix_for(facts, fw, soname))
         elif e.get("shadowed"):
             # torch's own cuDNN rule decides whether the winner is merely different or too old:
             # that case is reported by cudnn-version (an error) instead.
             yield Finding(
                 code="%s.shadowed" % comp, severity="warning", components=comps,
-                title="%s loads %s from %s (via %s), not the copy it ships at %s" % (
-                    _fw_version(facts, fw), soname, e.get("resolved") or e.get("path"), e.get("via"),
-                    e.get("expected")),
+                title="%s loads %s %sfrom %s (via %s), not the copy it ships at %s" % (
+                    _fw_version(facts, fw), soname, "%s " % _version_at(facts, comp, e.get("resolved"))
+                    if _version_at(facts, comp, e.get("resolved")) else "", e.get("resolved") or e.get("path"),
+                    e.get("via"), e.get("expected")),
                 detail="The dynamic loader finds %s through %s before reaching the framework's own copy; the "
-                       "framework then runs with a library it was not built and tested with." % (
-                           soname, e.get("via")),
+                       "framework then runs with a library it was not built and tested with.%s" % (
+                           soname, _why(e.get("via")), _installed_text(facts, comp, e.get("resolved"))),
                 evidence=ev, source=dict(LDSO_RULE),
                 fix=Fix(text="Remove the directory holding %s from LD_LIBRARY_PATH (or drop its ld.so.conf "
                              "entry and run ldconfig) so the framework's own copy is used." % (
@@ -280,24 +290,37 @@ WHY = {
 }
 
 
+def _copies_of(facts: Facts, comp: str) -> List[Dict[str, Any]]:
+    """Every library file of a component (cudnn, nccl, tensorrt) on the machine, one per real file."""
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for copy in facts.items("libraries." + comp) if comp in ("cudnn", "nccl", "tensorrt") else ():
+        real = copy.get("resolved") or copy.get("path") if isinstance(copy, dict) else None
+        if not real or copy.get("kind") != "library" or real in seen:
+            continue
+        seen.add(real)
+        out.append({"version": str(copy.get("version") or "?"), "path": str(copy.get("path")),
+                    "resolved": str(real), "found_by": str(copy.get("found_by") or "?")})
+    return out
+
+
+def _installed_text(facts: Facts, comp: str, exclude: Any = None) -> str:
+    """' Installed: 8.9.7 at /x (found by ...); ...' for a finding's detail ('' when envdoctor knows none)."""
+    others = [c for c in _copies_of(facts, comp) if c["resolved"] != exclude]
+    if not others:
+        return ""
+    return " %s copies present: %s." % (
+        {"cudnn": "cuDNN", "nccl": "NCCL", "tensorrt": "TensorRT"}[comp],
+        "; ".join("%s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in others))
+
+
 def _why(via: Any) -> str:
     return WHY.get(str(via), "the loader's search (%s)" % via)
 
 
 def _cudnn_copies(facts: Facts) -> List[Dict[str, Any]]:
     """Every cuDNN library file on the machine (one per real file): {version, path, resolved, found_by}."""
-    out: List[Dict[str, Any]] = []
-    seen = set()
-    for copy in facts.items("libraries.cudnn"):
-        if not isinstance(copy, dict) or copy.get("kind") != "library":
-            continue
-        real = copy.get("resolved") or copy.get("path")
-        if not real or real in seen:
-            continue
-        seen.add(real)
-        out.append({"version": str(copy.get("version") or "?"), "path": str(copy.get("path")),
-                    "resolved": str(real), "found_by": str(copy.get("found_by") or "?")})
-    return out
+    return _copies_of(facts, "cudnn")
 
 
 def _others_text(facts: Facts, winner: Optional[str], why_not: str) -> str:
@@ -464,7 +487,8 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                    "directories %s adds itself, the ld.so cache or the default directories, so %s falls back to "
                    "the CPU or fails ('%s: cannot open shared object file').%s" % (
                        NAMES[fw], soname, NAMES[fw], NAMES[fw], soname,
-                       " Copies that exist but are not searched: %s." % ", ".join(elsewhere) if elsewhere else ""),
+                       (" Copies that exist but are not searched: %s." % ", ".join(elsewhere) if elsewhere else "")
+                       + _installed_text(facts, comp)),
             evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
             source=dict(LDSO_RULE), fix=fix)
 
@@ -478,16 +502,7 @@ def _other_major_cudnn(facts: Facts, fw: str) -> bool:
 
 
 def _tensorrt_copies(facts: Facts) -> List[Dict[str, Any]]:
-    out: List[Dict[str, Any]] = []
-    seen = set()
-    for copy in facts.items("libraries.tensorrt"):
-        real = copy.get("resolved") or copy.get("path") if isinstance(copy, dict) else None
-        if not real or copy.get("kind") != "library" or real in seen:
-            continue
-        seen.add(real)
-        out.append({"version": str(copy.get("version") or "?"), "path": str(copy.get("path")),
-                    "found_by": str(copy.get("found_by") or "?")})
-    return out
+    return _copies_of(facts, "tensorrt")
 
 
 def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
