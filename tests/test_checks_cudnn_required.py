@@ -157,3 +157,15 @@ def test_jaxlib_local_tag_cudnn805_is_cudnn_8_0_5() -> None:
     dists = {d.key: d for d in host.distributions()}
     value = jax_fact(host, dists)[0].value
     assert value["cuda"] == "11" and value["cudnn"] == "8.0.5"
+
+
+def test_tf_tensorrt_of_the_right_major_outside_the_loader_path_names_the_directory() -> None:
+    # the same environment with TensorRT 7 (NVIDIA's nvidia-tensorrt 7.2.3.4 wheel layout) instead of 8: TF 2.10
+    # can use it once its directory is on LD_LIBRARY_PATH
+    doc = _doc(TF_TRT_CASE)
+    for lib in ("libnvinfer", "libnvinfer_plugin", "libnvonnxparser"):
+        doc = _renamed(doc, lib + ".so.8", lib + ".so.7")
+    doc = _renamed(doc, "8.5.1.7", "7.2.3.4")
+    f = _one(_findings(doc, TF_TRT_CASE), "tensorrt.framework_cannot_load")
+    assert f.severity == "warning" and "7.2.3.4" in f.title and TF_SITE + "/tensorrt/libnvinfer.so.7" in f.title
+    assert f.fix.commands == ["export LD_LIBRARY_PATH=%s/tensorrt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % TF_SITE]

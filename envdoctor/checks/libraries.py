@@ -519,9 +519,24 @@ def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Find
             for o in facts.items("linkage.%s.dlopen" % fw)):
         return  # one finding for the TensorRT major: the main library's
     wrong = [c for c in copies if str(c["version"]).split(".")[0] != major]
-    if not wrong or [c for c in copies if c not in wrong]:
+    right = [c for c in copies if c not in wrong]
+    if not copies:
         return
     v = facts.mapping("framework." + fw)
+    if right:  # the right major is installed, but not where the framework's dlopen looks
+        where = posixpath.dirname(right[0]["path"])
+        yield Finding(
+            code="tensorrt.framework_cannot_load", severity="warning", components=["tensorrt", fw],
+            title="%s's TensorRT support loads %s, but TensorRT %s at %s is not where the loader looks" % (
+                _fw_version(facts, fw), soname, right[0]["version"], right[0]["path"]),
+            detail="%s opens %s with dlopen when TensorRT is first used; that directory is not on "
+                   "LD_LIBRARY_PATH or in the ld.so cache, so the TensorRT path is unavailable.%s" % (
+                       NAMES[fw], soname, _installed_text(facts, "tensorrt", right[0]["resolved"])),
+            evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "libraries.tensorrt"),
+            source=dict(LDSO_RULE),
+            fix=Fix(text="Put %s on LD_LIBRARY_PATH for %s." % (where, NAMES[fw]),
+                    commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where]))
+        return
     trt = builds.tensorflow_tensorrt_major(v.get("public") or v.get("version")) if fw == "tensorflow" else None
     row = trt[1] if trt else {}
     src = {"rule": "%s %s's TensorRT build opens %s (TensorRT %s); a TensorRT of another major has other sonames "
