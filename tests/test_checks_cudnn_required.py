@@ -169,3 +169,23 @@ def test_tf_tensorrt_of_the_right_major_outside_the_loader_path_names_the_direct
     f = _one(_findings(doc, TF_TRT_CASE), "tensorrt.framework_cannot_load")
     assert f.severity == "warning" and "7.2.3.4" in f.title and TF_SITE + "/tensorrt/libnvinfer.so.7" in f.title
     assert f.fix.commands == ["export LD_LIBRARY_PATH=%s/tensorrt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % TF_SITE]
+
+
+PADDLE_CASE = "paddle251-post116-on-gtx1080-pascal"  # PaddlePaddle/Paddle#56683
+SYS_LIB = "/usr/lib/x86_64-linux-gnu"
+
+
+def test_paddle_opening_the_unversioned_cudnn_link_names_the_runtime_copy_and_the_link_to_make() -> None:
+    # Paddle 2.x opens "libcudnn.so" (paddle/phi/backends/dynload/dynamic_loader.cc); the runtime package has
+    # only libcudnn.so.8
+    f = _one(_findings(_doc(PADDLE_CASE), PADDLE_CASE), "cudnn.framework_cannot_load")
+    assert f.severity == "error" and "8.4.0" in f.detail and SYS_LIB + "/libcudnn.so.8" in f.detail
+    assert f.fix.commands[0] == "sudo ln -s %s/libcudnn.so.8.4.0 %s/libcudnn.so" % (SYS_LIB, SYS_LIB)
+
+
+def test_paddle_with_the_cudnn_development_link_is_quiet_about_cudnn() -> None:
+    doc = _doc(PADDLE_CASE)
+    doc["dirs"][SYS_LIB]["entries"].append("libcudnn.so")
+    doc["files"][SYS_LIB + "/libcudnn.so"] = {"text": ""}
+    doc["links"][SYS_LIB + "/libcudnn.so"] = {"target": "libcudnn.so.8.4.0"}
+    assert _codes(_findings(doc, PADDLE_CASE), "cudnn.") == []

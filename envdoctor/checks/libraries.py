@@ -476,6 +476,14 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
             fix = Fix(text="A copy is at %s, where the loader does not look: put its directory on "
                            "LD_LIBRARY_PATH for %s." % (elsewhere[0], NAMES[fw]),
                       commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where])
+        elif soname.endswith(".so") and _copies_of(facts, comp):
+            # the unversioned name is the development link (libcudnn8-dev, cudnn-devel); the runtime copy is here
+            real = _copies_of(facts, comp)[0]
+            link = posixpath.join(posixpath.dirname(real["resolved"]), soname)
+            fix = Fix(text="%s is the development link, which the runtime package does not install; %s %s is at %s. "
+                           "Install the distribution's cuDNN development package, or make the link." % (
+                               soname, comp if comp != "cudnn" else "cuDNN", real["version"], real["path"]),
+                      commands=["sudo ln -s %s %s" % (real["resolved"], link), "sudo ldconfig"])
         else:
             fix = _pip_fix_for(facts, fw, soname)
         yield Finding(
