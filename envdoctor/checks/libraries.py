@@ -10,6 +10,7 @@ does, see :mod:`envdoctor.probes.linkage`), the framework facts, ``libraries.cud
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
@@ -100,11 +101,12 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
 
 
 def _version_at(facts: Facts, comp: str, resolved: Any) -> Optional[str]:
-    """The version libraries.<comp> knows for a real file (wheel versions included)."""
+    """The version libraries.<comp> knows for a real file (wheel versions included), else its file name's."""
     for copy in facts.items("libraries." + comp) if comp in ("cudnn", "nccl", "tensorrt") else ():
         if isinstance(copy, dict) and resolved and copy.get("resolved") == resolved and copy.get("version"):
             return str(copy["version"])
-    return None
+    m = re.search(r"\.so\.(\d+(?:\.\d+)+)$", str(resolved or ""))
+    return m.group(1) if m else None
 
 
 def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
@@ -822,7 +824,9 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
     verified = not matrix.unverified({"source": rel["source"]})
     cache = facts.get("libraries.ld_cache")
     cache_read = cache is not None and cache.known  # without it, "not found" may only mean "not seen"
-    got = ", ".join("%s (%s)" % (s, choice[s].get("resolved")) for s in found)
+    got = ", ".join("%s (cuDNN %s, %s%s)" % (
+        s, _version_at(facts, "cudnn", choice[s].get("resolved")) or choice[s].get("version") or "version unknown",
+        choice[s].get("resolved"), ", via %s" % choice[s]["via"] if choice[s].get("via") else "") for s in found)
     yield Finding(
         code="onnxruntime.cudnn_major_mismatch", severity="error" if verified and cache_read else "warning",
         components=["onnxruntime", "cudnn"],
