@@ -189,3 +189,12 @@ def test_paddle_with_the_cudnn_development_link_is_quiet_about_cudnn() -> None:
     doc["files"][SYS_LIB + "/libcudnn.so"] = {"text": ""}
     doc["links"][SYS_LIB + "/libcudnn.so"] = {"target": "libcudnn.so.8.4.0"}
     assert _codes(_findings(doc, PADDLE_CASE), "cudnn.") == []
+
+
+def test_copies_not_searched_are_listed_once_per_real_file_without_the_one_the_loader_takes() -> None:
+    # /usr/local/cuda links to cuda-11.2 and lib64 to targets/x86_64-linux/lib: the three other names of the cuDNN
+    # the loader takes through LD_LIBRARY_PATH are not "copies that are not searched"
+    facts = probe_facts(SnapshotHost(_doc(JAXLIB_CASE), JAXLIB_CASE))
+    entry = facts.value("linkage.jax.dlopen")[0]
+    assert entry["soname"] == "libcudnn.so.8" and len(entry["elsewhere"]) == 3
+    assert entry["elsewhere_files"] == []

@@ -472,7 +472,8 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         if comp == "tensorrt":
             yield from _tensorrt_missing(facts, fw, e)
             continue
-        elsewhere = [str(p) for p in e.get("elsewhere") or []]
+        elsewhere = [str(p) for p in (e.get("elsewhere_files") if isinstance(e.get("elsewhere_files"), list)
+                                      else e.get("elsewhere")) or []]
         if elsewhere:
             where = posixpath.dirname(elsewhere[0])
             fix = Fix(text="A copy is at %s, where the loader does not look: put its directory on "

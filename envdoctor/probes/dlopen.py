@@ -12,7 +12,8 @@ itself adds (:func:`own_dirs`), the ``ld.so`` cache, the default directories.  C
 ``elsewhere``: they exist but are not found, which names the fix.
 
 Fact ``linkage.<framework>.dlopen`` = ``[{soname, how: "dlopen", path, resolved, via, version, others,
-elsewhere, expected: None, shadowed: False}]``.
+elsewhere, elsewhere_files, expected: None, shadowed: False}]`` (``elsewhere_files``: the same copies, one per real
+file, without the one the loader takes).
 """
 
 from __future__ import annotations
@@ -323,18 +324,19 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
             searched = set(ldp) | set(own)
             elsewhere = [posixpath.join(d, so) for d in elsewhere_dirs
                          if d not in searched and so in host.list_dir(d).names()]
-            # one entry per real file, never the one the loader takes (/usr/local/cuda is a link to cuda-X.Y)
+            # the same, one entry per real file and never the one the loader takes (/usr/local/cuda is a link to
+            # cuda-X.Y, lib64 to targets/x86_64-linux/lib)
             taken = {res["resolved"]}
-            real = []
+            distinct = []
             for path in elsewhere:
                 r = host.resolve(path)
                 if r not in taken:
                     taken.add(r)
-                    real.append(path)
-            elsewhere = real
+                    distinct.append(path)
             entries.append({"soname": so, "how": "dlopen", "path": res["path"], "resolved": res["resolved"],
                             "via": res["via"], "version": res["version"], "others": res["others"],
-                            "elsewhere": _unique(elsewhere), "expected": None, "shadowed": False})
+                            "elsewhere": _unique(elsewhere), "elsewhere_files": distinct, "expected": None,
+                            "shadowed": False})
         facts.append(ok("linkage.%s.dlopen" % name, entries, "derived",
                         "%s: CUDA libraries it loads at run time" % name))
     return facts
