@@ -66,7 +66,10 @@ def _evidence(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
 
 def _fw_version(facts: Facts, name: str) -> str:
     v = facts.mapping("framework." + name)
-    return "%s %s" % (name, v.get("version", "?"))
+    text = "%s %s" % (name, v.get("version", "?"))
+    if name == "jax" and v.get("jaxlib") and str(v["jaxlib"]).split("+")[0] != str(v.get("version")):
+        text += " (jaxlib %s)" % v["jaxlib"]  # the CUDA build is jaxlib's
+    return text
 
 
 def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
@@ -92,6 +95,26 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                    if row.get("cuda") and row.get("cudnn") else [])
     major = soname.rsplit(".", 1)[-1]
     cuda = str(value.get("cuda") or "12").split(".")[0]
+    if comp == "cudnn" and major.isdigit() and value.get("conda_build"):
+        req = _required_cudnn(facts, fw) or {}
+        want = _v(req.get("version"))
+        floor = "%d.%d" % (want.major, want.minor) if want is not None and want.major == int(major) else major
+        return Fix(text="%s is a conda package: install cuDNN %s from conda-forge into its environment (or a %s "
+                        "release built for the cuDNN you have)." % (_fw_version(facts, fw), floor, NAMES[fw]),
+                   commands=["conda install -c conda-forge 'cudnn>=%s,<%d'" % (floor, int(major) + 1)])
+    if comp == "cudnn" and major.isdigit() and fw == "jax":
+        req = _required_cudnn(facts, fw) or {}
+        want = _v(req.get("version"))
+        floor = "%d.%d" % (want.major, want.minor) if want is not None and want.major == int(major) else major
+        if not value.get("plugins"):
+            # the monolithic jaxlib CUDA wheels load cuDNN from the system: the nvidia-cudnn wheels are not searched
+            return Fix(text="This jaxlib loads cuDNN from LD_LIBRARY_PATH or the system: install cuDNN %s or a newer "
+                            "%s.x there (NVIDIA's archive or package for CUDA %s), or install a jaxlib built for the "
+                            "cuDNN you have." % (floor, major, value.get("cuda")),
+                       install=install_line(facts, "cudnn", floor))
+        return Fix(text="Install cuDNN %s or a newer %s.x wheel, which the CUDA plugin finds on its own." % (
+                        floor, major),
+                   commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, floor, int(major) + 1)])
     if comp == "cudnn" and major.isdigit():
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
                    commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
@@ -325,12 +348,19 @@ def _cudnn_copies(facts: Facts) -> List[Dict[str, Any]]:
     return _copies_of(facts, "cudnn")
 
 
-def _others_text(facts: Facts, winner: Optional[str], why_not: str) -> str:
+def _lead(facts: Facts, fw: str, e: Dict[str, Any], winner: Any) -> str:
+    """The first sentences of a cuDNN version finding: which copy the loader takes and why, and every other copy,
+    which it never reaches (the loader stops at the first file with the soname)."""
     others = [c for c in _cudnn_copies(facts) if c["resolved"] != winner]
-    if not others:
-        return " No other cuDNN is installed."
-    return " Other cuDNN copies here: %s; %s" % (
-        "; ".join("%s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in others), why_not)
+    text = "The loader takes %s from %s" % (e.get("soname"), _why(e.get("via")))
+    if others:
+        text += ", so %s %s never reached" % ("; ".join("cuDNN %s at %s (%s)" % (c["version"], c["path"], c["found_by"])
+                                                       for c in others), "is" if len(others) == 1 else "are")
+    text += "." if others else "; no other cuDNN is installed."
+    if e.get("modelled"):
+        text += (" %s's libraries could not be read to tell DT_RPATH (searched before LD_LIBRARY_PATH) from RUNPATH: "
+                 "this is the order with RUNPATH." % NAMES[fw])
+    return text
 
 
 def _torch_modelled(facts: Facts) -> List[Dict[str, Any]]:
@@ -403,29 +433,24 @@ def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
         if got is None:
             continue
         winner = e.get("resolved") or e.get("path")
-        how = ("%s's libraries could not be read to see whether they carry DT_RPATH (searched first) or RUNPATH; "
-               "with RUNPATH the loader takes %s from %s." % (NAMES[fw], e.get("soname"), _why(e.get("via")))
-               if e.get("modelled") else "The loader takes %s from %s." % (e.get("soname"), _why(e.get("via"))))
+        lead = _lead(facts, fw, e, winner)
         if got.major != want.major:
             yield Finding(
                 code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
                 title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s, via %s)" % (
                     _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
-                detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s. %s%s" % (
-                    want.major, got.major, NAMES[fw], req["from"], how,
-                    _others_text(facts, winner, "the loader stops at the first file with the soname.")),
+                detail="%s cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
+                    lead, want.major, got.major, NAMES[fw], req["from"]),
                 evidence=ev, source=req["source"], fix=fix)
         elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
             yield Finding(
                 code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
                 title="%s needs cuDNN >= %s, but loads cuDNN %s from %s (via %s)" % (
                     _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
-                detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version incompatibility: "
-                       "PyTorch was compiled against ... but found runtime version ...'; XLA: 'CuDNN library "
-                       "needs to have matching major version and equal or higher minor version'). The "
-                       "requirement comes from %s. %s%s" % (
-                           req["from"], how,
-                           _others_text(facts, winner, "the loader stops at the first file with the soname.")),
+                detail="%s The requirement comes from %s; a cuDNN minor older than the build's is refused "
+                       "(torch: 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
+                       "version ...'; XLA: 'CuDNN library needs to have matching major version and equal or "
+                       "higher minor version')." % (lead, req["from"]),
                 evidence=ev, source=req["source"], fix=_older_cudnn_fix(facts, fw, e, fix))
 
 
