@@ -198,3 +198,18 @@ def test_copies_not_searched_are_listed_once_per_real_file_without_the_one_the_l
     entry = facts.value("linkage.jax.dlopen")[0]
     assert entry["soname"] == "libcudnn.so.8" and len(entry["elsewhere"]) == 3
     assert entry["elsewhere_files"] == []
+
+
+def test_framework_builds_rows_are_validated() -> None:
+    from envdoctor import matrix
+
+    doc = matrix.read_document("framework_builds")
+    assert matrix.problems_of("framework_builds", doc) == []
+    bad = json.loads(json.dumps(doc))
+    bad["rows"][0]["cudnn_built"] = None
+    bad["rows"][1]["tensorrt_major"] = "seven"
+    bad["rows"][2]["releases"] = "2.12"
+    assert matrix.problems_of("framework_builds", bad) == [
+        "row 0: a jaxlib row needs the cuda and cudnn_built versions",
+        "row 1: a tensorflow row needs tensorrt_major (digits)",
+        "row 2: releases '2.12' is not a version specifier"]

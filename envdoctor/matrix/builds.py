@@ -76,3 +76,27 @@ def tensorflow_tensorrt_major(version: Any) -> Optional[Tuple[str, Row]]:
         if row.get("tensorrt_major"):
             return str(row["tensorrt_major"]), row
     return None
+
+
+def validate(rows: List[Row]) -> List[str]:
+    """The area's own rules: a known framework, a release specifier, and the field each framework's rows carry."""
+    problems: List[str] = []
+    for i, row in enumerate(rows):
+        where = "row %d" % i
+        try:
+            SpecifierSet(str(row.get("releases")))
+        except InvalidSpecifier:
+            problems.append("%s: releases %r is not a version specifier" % (where, row.get("releases")))
+        fw = row.get("framework")
+        if fw == "jaxlib":
+            if _plain(row.get("cuda")) is None or _plain(row.get("cudnn_built")) is None:
+                problems.append("%s: a jaxlib row needs the cuda and cudnn_built versions" % where)
+        elif fw == "tensorflow":
+            if not str(row.get("tensorrt_major", "")).isdigit():
+                problems.append("%s: a tensorflow row needs tensorrt_major (digits)" % where)
+        else:
+            problems.append("%s: framework %r is not jaxlib or tensorflow" % (where, fw))
+    return problems
+
+
+VALIDATORS = {AREA: validate}
