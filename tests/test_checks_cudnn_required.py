@@ -213,3 +213,23 @@ def test_framework_builds_rows_are_validated() -> None:
         "row 0: a jaxlib row needs the cuda and cudnn_built versions",
         "row 1: a tensorflow row needs tensorrt_major (digits)",
         "row 2: releases '2.12' is not a version specifier"]
+
+
+def test_nvidia_tensorflow_library_in_tensorflow_core_is_resolved() -> None:
+    # nvidia-tensorflow (TF 1.15 line) and TF 1.15-2.1 ship libtensorflow_framework.so.1/.2 in tensorflow_core/:
+    # its NEEDED CUDA libraries are resolved like TF 2's
+    from .test_probe_frameworks import SITE, site_host
+
+    build_info = ("is_rocm_build = False\nis_cuda_build = True\n"
+                  "cuda_version_number = '11.8'\ncudnn_version_number = '8'\n")
+    lib = SITE + "/tensorflow_core/libtensorflow_framework.so.1"
+    host = site_host({"nvidia_tensorflow-1.15.5+nv22.12.dist-info/METADATA":
+                      "Name: nvidia-tensorflow\nVersion: 1.15.5+nv22.12\n",
+                      "tensorflow_core/python/platform/build_info.py": build_info,
+                      "tensorflow_core/libtensorflow_framework.so.1": "", "tensorflow/__init__.py": ""})
+    host.doc["elf"] = {lib: {"soname": "libtensorflow_framework.so.1", "needed": ["libcudart.so.11.0"],
+                             "rpath": [], "runpath": []}}
+    facts = probe_facts(type(host)(host.doc))
+    assert facts.mapping("linkage.tensorflow.elf")["path"] == lib
+    entries = facts.value("linkage.tensorflow")
+    assert [e["soname"] for e in entries] == ["libcudart.so.11.0", "libcudnn.so.8"]  # NEEDED, then dlopened cuDNN
