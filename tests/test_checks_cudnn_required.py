@@ -233,3 +233,14 @@ def test_nvidia_tensorflow_library_in_tensorflow_core_is_resolved() -> None:
     assert facts.mapping("linkage.tensorflow.elf")["path"] == lib
     entries = facts.value("linkage.tensorflow")
     assert [e["soname"] for e in entries] == ["libcudart.so.11.0", "libcudnn.so.8"]  # NEEDED, then dlopened cuDNN
+
+
+def test_tf_whose_build_names_cudnn_8_with_only_cudnn_9_on_its_path_is_one_major_mismatch_error() -> None:
+    # the TF 2.10 environment with conda's cuDNN 8 replaced by a cuDNN 9: TF's build information names cuDNN 8,
+    # so libcudnn.so.8 certainly fails to load; the verdict names the cuDNN 9 that is there
+    doc = _renamed(_doc(TF_TRT_CASE), "libcudnn.so.8", "libcudnn.so.9")
+    findings = _findings(doc, TF_TRT_CASE)
+    f = _one(findings, "cudnn.major_mismatch")
+    assert f.severity == "error" and "libcudnn.so.8" in f.title and "8.1" in f.title
+    assert "/home/user/miniconda3/envs/tf/lib/libcudnn.so.9" in f.title
+    assert "cudnn.framework_cannot_load" not in _codes(findings, "cudnn.")

@@ -201,12 +201,12 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         elif e.get("shadowed"):
             # torch's own cuDNN rule decides whether the winner is merely different or too old:
             # that case is reported by cudnn-version (an error) instead.
+            winner_version = _version_at(facts, comp, e.get("resolved"))
             yield Finding(
                 code="%s.shadowed" % comp, severity="warning", components=comps,
                 title="%s loads %s %sfrom %s (via %s), not the copy it ships at %s" % (
-                    _fw_version(facts, fw), soname, "%s " % _version_at(facts, comp, e.get("resolved"))
-                    if _version_at(facts, comp, e.get("resolved")) else "", e.get("resolved") or e.get("path"),
-                    e.get("via"), e.get("expected")),
+                    _fw_version(facts, fw), soname, "%s " % winner_version if winner_version else "",
+                    e.get("resolved") or e.get("path"), e.get("via"), e.get("expected")),
                 detail="The dynamic loader finds %s through %s before reaching the framework's own copy; the "
                        "framework then runs with a library it was not built and tested with.%s" % (
                            soname, _why(e.get("via")), _installed_text(facts, comp, e.get("resolved"))),
@@ -330,7 +330,7 @@ def _copies_of(facts: Facts, comp: str) -> List[Dict[str, Any]]:
 
 
 def _installed_text(facts: Facts, comp: str, exclude: Any = None) -> str:
-    """' Installed: 8.9.7 at /x (found by ...); ...' for a finding's detail ('' when envdoctor knows none)."""
+    """' cuDNN copies present: 8.9.7 at /x (how it was found); ...' for a finding's detail ('' when none is known)."""
     others = [c for c in _copies_of(facts, comp) if c["resolved"] != exclude]
     if not others:
         return ""
@@ -415,8 +415,11 @@ def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
                      and _v(c["version"]).major != want.major]  # type: ignore[union-attr]
             if not wrong or e.get("soname") != "libcudnn.so.%d" % want.major:
                 continue
+            # the soname named by the framework's own build information certainly fails to load
+            certain = "error" if str(facts.mapping("framework." + fw).get("cudnn") or "").split(".")[0] == str(
+                want.major) else severity
             yield Finding(
-                code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
+                code="cudnn.major_mismatch", severity=certain, components=["cudnn", fw],
                 title="%s needs cuDNN %s (%s), but only cuDNN %s is installed" % (
                     _fw_version(facts, fw), req["version"], e.get("soname"),
                     ", ".join("%s (%s)" % (c["version"], c["path"]) for c in wrong)),
@@ -545,8 +548,6 @@ def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Find
     """The TensorRT soname a framework's TensorRT path opens is missing. Without any TensorRT that is the normal
     state of a machine that does not use it (TensorFlow only logs 'TF-TRT Warning: Could not find TensorRT');
     with a TensorRT of another major installed, the user's TensorRT cannot be used: a warning naming both."""
-    from ..matrix import builds
-
     copies = _tensorrt_copies(facts)
     soname = str(e.get("soname"))
     major = soname.rsplit(".", 1)[-1]
