@@ -765,9 +765,17 @@ class Verdict:
 # --------------------------------------------------------------------------------- policy init
 
 
+#: What json.dumps leaves raw but a policy file must not carry raw: DEL, C1 controls, bidi marks, overrides
+#: and isolates, line and paragraph separators (TOML wants DEL escaped; the others would act on whoever
+#: reads the file at a terminal).  Lone surrogates (undecodable bytes) are no Unicode scalar value, which
+#: TOML's \\u escape requires: they become U+FFFD.
+_TOML_RAW = re.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
 def toml_string(text: str) -> str:
-    """A TOML basic string (JSON's escapes are TOML's; DEL must be escaped too)."""
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+    """A TOML basic string (JSON's escapes are TOML's), with every control and bidi character escaped."""
+    return _TOML_RAW.sub(lambda m: "\\u%04x" % (0xfffd if 0xd800 <= ord(m.group()) <= 0xdfff else ord(m.group())),
+                         json.dumps(text, ensure_ascii=False))
 
 
 def _pin(kind: str, found: Found) -> Optional[Any]:

@@ -116,6 +116,22 @@ def test_functions_an_old_driver_lacks_are_unknown_with_the_reason(old_fake_lib,
         assert "FUNCTION_NOT_FOUND" in facts[key]["reason"]
 
 
+def test_throttle_reasons_are_read_from_a_driver_before_r535(old_fake_lib, fake_lib, tmp_path):
+    # Drivers before R535 have only nvmlDeviceGetCurrentClocksThrottleReasons (R535 renamed it
+    # ...ClocksEventReasons): a GPU held down by heat on such a driver must still be seen, and the
+    # same answers on a newer driver give the same facts.
+    answers = dict(load_answers("h100.json"))
+    answers["system.driver_version"] = "525.147.05"  # the R525 production branch, before the rename
+    answers["device.0.clock_event_reasons"] = 0x40 | 0x20  # HW and SW thermal slowdown
+    answers["device.0.temperature"] = 91
+    for lib in (old_fake_lib, fake_lib):
+        r = envdoctor(lib, answers, tmp_path, "diagnose", "--format", "json")
+        facts = gpu_facts(r.stdout)
+        assert facts["gpu.0.clock_event_reasons"]["value"] == ["SW thermal slowdown", "HW thermal slowdown"], lib
+        codes = {f["code"]: f for f in json.loads(r.stdout)["findings"]}
+        assert "gpu.throttled" in codes and "HW thermal slowdown" in codes["gpu.throttled"]["title"]
+
+
 def test_snapshot_replay_gives_the_same_gpu_facts(fake_lib, tmp_path):
     snap = str(tmp_path / "snap.json")
     answers = load_answers("two_rtx4090.json")

@@ -249,12 +249,18 @@ def _mismatch(facts: Facts) -> List[Finding]:
             differ = False
     if status != "NVML_ERROR_LIB_RM_VERSION_MISMATCH" and not (differ and status not in ("ok", None)):
         return []
-    k = kver or "unknown"
-    u = uver or "unknown"
+    k = kver or "version unreadable"
+    u = uver or "version unreadable"
+    if kver and uver:
+        halves = "Loaded kernel module is driver %s, but the user-space library is driver %s" % (kver, uver)
+    elif kver or uver:
+        halves = ("Loaded kernel module is driver %s, but the user-space library is another release" % kver if kver
+                  else "User-space library is driver %s, but the loaded kernel module is another release" % uver)
+    else:  # a version left unread is said once, not as "driver unknown ... driver unknown"
+        halves = "Loaded kernel module and user-space library come from different driver releases"
     return [Finding(
         code="driver.library_mismatch", severity="error", components=["driver", "kernel"],
-        title="Loaded kernel module is driver %s, but the user-space library is driver %s "
-              "(Failed to initialize NVML: Driver/library version mismatch)" % (k, u),
+        title=halves + " (Failed to initialize NVML: Driver/library version mismatch)",
         detail="The NVIDIA kernel module in memory (%s, from /proc/driver/nvidia/version) and the user-space "
                "libraries on disk (libnvidia-ml/libcuda %s) come from different driver releases. This happens "
                "when the driver packages are upgraded (often by unattended upgrades) and the machine is not "

@@ -84,8 +84,11 @@ def cli() -> None:
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
-    """Print ``message`` to stderr and leave with ``code`` (default 2: could not run as asked)."""
-    click.echo("envdoctor: " + message, err=True)
+    """Print ``message`` to stderr and leave with ``code`` (default 2: could not run as asked).  A message
+    may quote the machine (an os-release value, a file name): its control characters show as escapes."""
+    from ..render.style import printable
+
+    click.echo("envdoctor: " + printable(message), err=True)
     return click.exceptions.Exit(code)
 
 

@@ -577,9 +577,13 @@ def live_host(timeout: float, python_exe: Optional[str]) -> Tuple[LiveHost, floa
     """This machine, for one run that ends within ``timeout`` plus a small margin.
 
     Returns the host and the deadline for the probes (half a second after the
-    host's own, which bounds every command and NVML query).
+    host's own, which bounds every command and NVML query).  In the command-line
+    process the time is counted from the process's start, so the interpreter's
+    start-up and envdoctor's imports are inside ``timeout``, not added to it.
     """
-    deadline = time.monotonic() + timeout
+    from ..launcher import process_started
+
+    deadline = (process_started(timeout) or time.monotonic()) + timeout
     return LiveHost(timeout=timeout, deadline=deadline, python_executable=python_exe), deadline + 0.5
 
 

@@ -36,6 +36,8 @@ NVML_VOLATILE_ECC = 0
 NVML_AGGREGATE_ECC = 1
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
+#: NVML_ERROR_FUNCTION_NOT_FOUND (nvml.h): the driver's library lacks the entry point.
+FUNCTION_NOT_FOUND = 13
 
 
 def _plain(value):
@@ -123,8 +125,8 @@ def describe_call(key):
         return TOP_CALLS[key]
     parts = str(key).split(".", 2)
     if len(parts) == 3 and parts[0] == "device":
-        fname = "nvmlDeviceGetHandleByIndex" if parts[2] == "handle" else next(
-            (f for k, f, _ in DEVICE_FIELDS if k == parts[2]), parts[2])
+        names = [" or ".join(f) if isinstance(f, tuple) else f for k, f, _ in DEVICE_FIELDS if k == parts[2]]
+        fname = "nvmlDeviceGetHandleByIndex" if parts[2] == "handle" else (names[0] if names else parts[2])
         return "%s for GPU %s" % (fname, parts[1])
     return str(key)
 
@@ -244,6 +246,21 @@ def collect(emit=None):
             raise AttributeError("nvidia-ml-py has no %s" % name)
         return fn(*args)
 
+    def first_of(names, *args):
+        """The first of ``names`` the driver (and the binding) has: a call NVML renamed is asked under
+        its new name, and under the old one on a driver that predates the rename."""
+        for n, name in enumerate(names):
+            last = n == len(names) - 1
+            try:
+                return call(name, *args)
+            except AttributeError:
+                if last:
+                    raise
+            except pynvml.NVMLError as exc:
+                if last or getattr(exc, "value", None) != FUNCTION_NOT_FOUND:
+                    raise
+        raise AttributeError("no NVML call to ask")  # names is never empty
+
     ask("init", call, "nvmlInit")
     if "error" in out["init"]:
         tell({"done": True})
@@ -271,7 +288,10 @@ def collect(emit=None):
         if handle is None:
             continue
         for field, fname, extra in DEVICE_FIELDS:
-            ask(p + field, call, fname, handle, *extra)
+            if isinstance(fname, tuple):
+                ask(p + field, first_of, fname, handle, *extra)
+            else:
+                ask(p + field, call, fname, handle, *extra)
     try:
         call("nvmlShutdown")
     except Exception:  # noqa: BLE001
@@ -280,7 +300,8 @@ def collect(emit=None):
     return out
 
 
-#: (key, NVML function, extra arguments after the handle)
+#: (key, NVML function, extra arguments after the handle).  A tuple of functions names a call NVML
+#: renamed, newest name first: the first one the driver has answers.
 DEVICE_FIELDS = [
     ("name", "nvmlDeviceGetName", ()),
     ("uuid", "nvmlDeviceGetUUID", ()),
@@ -313,7 +334,11 @@ DEVICE_FIELDS = [
     ("display_active", "nvmlDeviceGetDisplayActive", ()),
     ("power_limit", "nvmlDeviceGetPowerManagementLimit", ()),
     ("power_limit_default", "nvmlDeviceGetPowerManagementDefaultLimit", ()),
-    ("clock_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons", ()),
+    # R535 renamed nvmlDeviceGetCurrentClocksThrottleReasons to ...ClocksEventReasons (same bits, same
+    # arguments); drivers before R535 have only the old name (NVML API reference, "Deprecated" notes:
+    # https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html).
+    ("clock_event_reasons", ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"),
+     ()),
     ("utilization", "nvmlDeviceGetUtilizationRates", ()),
     ("temperature", "nvmlDeviceGetTemperature", (0,)),
     ("compute_mode", "nvmlDeviceGetComputeMode", ()),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import re
 from typing import Any, Dict, List, Optional, Sequence
 
 from .base import (
@@ -204,6 +205,17 @@ def _refuse_foreign_links(path: str) -> None:
 #: The largest snapshot (after gunzip) replayed.  envdoctor writes about 1 MB on a full
 #: workstation (most of it the dpkg status file) and about 15 KB for the test machines.
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+#: The most JSON values (and object keys) a snapshot or report may hold.  A live capture of a real H100
+#: node holds about 7,000 (tests/live/h100-ubuntu2404-container), a full workstation a few times that;
+#: each costs a Python object of 50 to 350 bytes and its validation, so a crafted file of millions of
+#: tiny values (which fits in MAX_SNAPSHOT_BYTES) would take hundreds of MB and tens of seconds. Counted
+#: on the bytes, before anything is parsed.
+MAX_SNAPSHOT_VALUES = 200000
+#: Files up to this size whose loose count is over MAX_SNAPSHOT_VALUES are counted again without their
+#: strings' contents (about 1 s for 8 MiB on a small VM; a crafted 60 MB file is refused on the loose count).
+_EXACT_COUNT_BYTES = 8 * 1024 * 1024
+#: A JSON string (escapes included): what :func:`_count_values` skips, so commas inside text do not count.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 #: How long a pipe or device may keep us waiting for more of the snapshot.
 READ_TIMEOUT = 60.0
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -242,7 +254,9 @@ def _read_bytes(path: str, timeout: float, noun: str = "snapshot") -> bytes:
                     raise SnapshotError("cannot read %s %s: %s within %gs" % (
                         noun, path, "the rest did not arrive" if chunks else "nothing arrived", timeout))
             try:
-                chunk = os.read(fd, 1 << 20)
+                # A regular file in one read (one buffer, no copy when joined: the bytes are held once, and
+                # the pages a request larger than the file leaves untouched are never resident).
+                chunk = os.read(fd, MAX_SNAPSHOT_BYTES + 1 - total if regular else 1 << 20)
             except BlockingIOError:
                 continue
             if not chunk:
@@ -289,6 +303,22 @@ def _gunzip(raw: bytes, path: str) -> bytes:
     return out
 
 
+def _count_values(raw: bytes) -> int:
+    """An upper bound on the values and keys of the JSON in ``raw``, from its bytes: every item of an array
+    and every member (a key and a value) of an object but the first follows a comma, and every container
+    opens with a bracket, so there are at most 1 + 2 commas + arrays + 2 objects.  Commas and brackets
+    inside strings count too (a loose bound, in C speed); when that bound is over the limit on a file
+    small enough to scan quickly, strings are skipped and it is counted again, so the commas of a file's
+    text cannot get a real snapshot refused."""
+    def bound(data: bytes) -> int:
+        return 1 + 2 * data.count(b",") + data.count(b"[") + 2 * data.count(b"{")
+
+    loose = bound(raw)
+    if loose <= MAX_SNAPSHOT_VALUES or len(raw) > _EXACT_COUNT_BYTES:
+        return loose
+    return bound(_JSON_STRING.sub(b'""', raw))
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError("%s is not JSON (envdoctor never writes it)" % name)
 
@@ -311,15 +341,22 @@ def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapsho
         _check_start(raw[:64], path, noun)
     if not raw.strip():
         raise SnapshotError("%s is empty, not a %s" % (path, noun))
+    values = _count_values(raw)
+    if values > MAX_SNAPSHOT_VALUES:
+        raise SnapshotError("%s holds up to %d values, more than the %d envdoctor reads (a real machine's "
+                            "snapshot or report holds a few thousand): not read" % (path, values, MAX_SNAPSHOT_VALUES))
     try:
-        doc = json.loads(raw.decode("utf-8-sig"), parse_constant=_no_constant)
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SnapshotError("%s is not a %s: not UTF-8 text" % (path, noun)) from None
+    del raw  # the text replaces it: the bytes and the text are not held together while parsing
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise SnapshotError("%s is not a %s: its JSON is nested far deeper than any %s" % (
             path, noun, noun)) from None
     except ValueError as exc:
-        hint = " (the file looks truncated)" if "Expecting" in str(exc) and raw.rstrip()[-1:] not in (b"}",) else ""
+        hint = " (the file looks truncated)" if "Expecting" in str(exc) and text.rstrip()[-1:] != "}" else ""
         raise SnapshotError("%s is not valid JSON%s: %s" % (path, hint, exc)) from None
     if not isinstance(doc, dict):
         raise SnapshotError("%s is not a valid envdoctor %s: the document must be a JSON object" % (path, noun))

@@ -14,13 +14,20 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..policy import SEVERITIES, Verdict, gpu_count, report_facts, resolve
+from .style import printable
 
 # ------------------------------------------------------------------------------------------ shared
 
 
+#: C0 and C1 controls (line breaks included), DEL, the Unicode line and paragraph separators, the
+#: bidirectional overrides and isolates, and lone surrogates (undecodable bytes): the characters
+#: :func:`envdoctor.render.style.printable` escapes, plus tab and newline.
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
 def _printable(text: str) -> str:
-    """One line of printable text: control characters (line breaks included) become spaces."""
-    return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", " ", text)
+    """One line of printable text: control characters (line breaks included) and bidi controls become spaces."""
+    return _NOT_ONE_LINE.sub(" ", text)
 
 
 def node_ready(report: Dict[str, Any], verdict: Optional[Verdict]) -> bool:
@@ -184,8 +191,9 @@ def nhc_line(verdict: Verdict) -> str:
 
 
 def prom_escape(value: str) -> str:
-    """A label value as the text exposition format wants it: backslash, double quote, newline escaped."""
-    return value.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+    """A label value as the text exposition format wants it: backslash, double quote, newline escaped; and
+    control and bidi characters shown as escapes (``\\x1b``), as in every other output."""
+    return printable(value).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
 
 
 def _labels(pairs: Sequence[Tuple[str, str]]) -> str:
@@ -331,7 +339,9 @@ _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _xml_text(text: Any) -> str:
-    return _XML_BAD.sub("?", str(text))
+    """Text for an XML attribute or element: control and bidi characters shown as escapes (XML would carry
+    C1 and bidi controls raw to whoever reads the report), what XML cannot hold at all as ``?``."""
+    return _XML_BAD.sub("?", printable(str(text)))
 
 
 def junit(nodes: Iterable[NodeSummary]) -> str:

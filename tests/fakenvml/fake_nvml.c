@@ -25,7 +25,8 @@
  *
  * A device value that is absent answers NVML_ERROR_NOT_SUPPORTED, as real NVML
  * does for a feature a board lacks.  Built with -DFAKE_NVML_OLD it leaves out
- * two calls newer drivers added, so pynvml raises FunctionNotFound for them.
+ * three calls newer drivers added (a driver before R535: nvmlDeviceGetCurrentClocksEventReasons, the
+ * R535 name of ...ClocksThrottleReasons, among them), so pynvml raises FunctionNotFound for them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,11 +332,18 @@ int nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int error_type, int counter_type
     return rc;
 }
 
-int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *reasons) {
+/* Drivers before R535 export only the ...ThrottleReasons name; R535 and later export both (the old one
+ * deprecated).  FAKE_NVML_OLD is a driver before R535. */
+int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long *reasons) {
     int rc = derr(d, "clock_event_reasons", NULL);
     if (rc == OK) *reasons = dnum(d, "clock_event_reasons");
     return rc;
 }
+#ifndef FAKE_NVML_OLD
+int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *reasons) {
+    return nvmlDeviceGetCurrentClocksThrottleReasons(d, reasons);
+}
+#endif
 
 int nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
     int rc = derr(d, "utilization", "utilization.gpu");

@@ -1,0 +1,139 @@
+"""A crafted snapshot cannot make envdoctor take memory out of proportion to what it holds.
+
+Issue 13 measured a 59 MB crafted snapshot taking 67 s and 2.8 GB.  Here snapshots of about 59 MB are
+built from a real machine (tests/machines/ubuntu2004-rtx3060-cuda118) plus junk of the shapes that cost
+the most per byte: a million tiny file entries, millions of names in one directory listing, a section
+envdoctor does not know holding millions of tiny nested arrays, and one giant string in a file no probe
+reads.  ``diagnose --snapshot`` and ``fleet`` run on each in a subprocess; the peak resident memory of
+the run is read with ``resource.getrusage(RUSAGE_CHILDREN)`` in a small wrapper process (so that what
+pytest holds is not inherited into the figure).  Each must be refused with a reason (exit 2) or replayed
+(exit 0/1) within a generous bound: four times the file's size.  Measured on a 2-core VM: refused in
+about 2 s at 65-75 MB, the giant string replayed in about 3 s at 135 MB; before, the million files took
+26-44 s and 656 MB and the directory 14 s and 367 MB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Callable, Dict, Iterator
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASE = os.path.join(ROOT, "tests", "machines", "ubuntu2004-rtx3060-cuda118", "snapshot.json")
+SIZE = 59 * 1000 * 1000
+#: The bound asserted: the file's size four times over (the bytes read, the text, the parsed values).
+FACTOR = 4
+
+
+def _write(path: str, section: str, opening: str, pieces: Iterator[str], closing: str) -> None:
+    """The base machine's snapshot with ``section`` (a new top-level key, or files/dirs) holding junk,
+    written piece by piece so this process never holds the crafted document."""
+    with open(BASE, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    if section in doc:  # a member of an existing section
+        doc[section]["@@JUNK@@"] = None
+        cut = '"@@JUNK@@": null'
+    else:  # a section of its own
+        doc[section] = "@@JUNK@@"
+        cut = '"@@JUNK@@"'
+    head, tail = json.dumps(doc).split(cut, 1)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(head + opening)
+        written = 0
+        for piece in pieces:
+            fh.write(piece)
+            written += len(piece)
+            if written >= SIZE:
+                break
+        fh.write(closing + tail)
+
+
+def _tiny_files() -> Iterator[str]:
+    i = 0
+    while True:
+        yield '"/junk/f%d": {"text": "y"}, ' % i
+        i += 1
+
+
+def _names() -> Iterator[str]:
+    i = 0
+    while True:
+        yield '"lib%07d.so", ' % i
+        i += 1
+
+
+def _nested() -> Iterator[str]:
+    while True:
+        yield "[[1, [2]], [3, 4], [[]]], "
+
+
+def _giant() -> Iterator[str]:
+    while True:
+        yield "x" * 65536
+
+
+SHAPES: Dict[str, Callable[[str], None]] = {
+    "a million tiny files": lambda p: _write(p, "files", "", _tiny_files(), '"/junk/last": {"text": "y"}'),
+    "millions of names in one directory": lambda p: _write(p, "dirs", '"/usr/lib/junk": {"entries": [', _names(),
+                                                           '"last"]}'),
+    "an unknown section of nested arrays": lambda p: _write(p, "x_junk", "[", _nested(), "[]]"),
+    "a giant string no probe reads": lambda p: _write(p, "files", '"/var/log/unused.log": {"text": "', _giant(),
+                                                      '"}'),
+}
+
+
+def _peak(args) -> Dict[str, float]:
+    """Exit code and peak RSS (MB) of ``python -m envdoctor ARGS``, from a small wrapper process."""
+    wrapper = ("import json, resource, subprocess, sys; "
+               "r = subprocess.run([sys.executable, '-m', 'envdoctor'] + sys.argv[1:], capture_output=True); "
+               "print(json.dumps({'rc': r.returncode, 'rss_mb': resource.getrusage(resource.RUSAGE_CHILDREN)"
+               ".ru_maxrss / 1024.0, 'err': r.stderr.decode('utf-8', 'replace')[-300:], "
+               "'out': r.stdout.decode('utf-8', 'replace')}))")
+    r = subprocess.run([sys.executable, "-c", wrapper] + list(args), capture_output=True, text=True, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_crafted_snapshot_is_read_within_bounded_memory(shape, tmp_path):
+    path = str(tmp_path / "crafted.json")
+    SHAPES[shape](path)
+    size_mb = os.path.getsize(path) / 1e6
+    assert size_mb > 55
+    with open(path, "rb") as fh:  # the crafted file is valid JSON: refusing it is a choice, not a parse error
+        assert fh.read(1) == b"{"
+    got = _peak(["diagnose", "--snapshot", path, "--format", "json"])
+    assert got["rc"] in (0, 1, 2) and "Traceback" not in got["err"], got
+    if got["rc"] == 2:
+        assert "values" in got["err"], got  # refused, saying why
+    assert got["rss_mb"] < FACTOR * size_mb, (shape, size_mb, got)
+    if shape == "a million tiny files":
+        fleet = tmp_path / "fleet"
+        fleet.mkdir()
+        os.rename(path, str(fleet / "crafted.json"))
+        os.symlink(BASE, str(fleet / "healthy.json"))
+        got = _peak(["fleet", str(fleet), "--format", "json"])
+        unreadable = [n.get("unreadable", "") for n in json.loads(got["out"])["nodes"] if n["name"] == "crafted"]
+        assert got["rc"] in (0, 1) and "values" in unreadable[0], got
+        assert got["rss_mb"] < FACTOR * size_mb, ("fleet", size_mb, got)
+
+
+def test_a_real_capture_is_far_below_the_limit_on_values():
+    import gzip
+
+    from envdoctor.host.snapshot import MAX_SNAPSHOT_VALUES, _count_values
+
+    with gzip.open(os.path.join(ROOT, "tests", "live", "h100-ubuntu2404-container", "snapshot.json.gz")) as fh:
+        raw = fh.read()
+    # About 7,000 values (13,000 counted loosely, with the commas of its files' text): room for far bigger machines.
+    assert _count_values(raw) * 8 < MAX_SNAPSHOT_VALUES
+    # Commas in a file's text do not count against a snapshot small enough to be counted exactly.
+    doc = json.loads(raw)
+    doc["files"]["/var/lib/dpkg/status"] = {"text": "Depends: a, b, c\n" * 80000}
+    text = json.dumps(doc).encode()
+    assert _count_values(text) < MAX_SNAPSHOT_VALUES
