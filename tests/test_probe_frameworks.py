@@ -224,6 +224,25 @@ def test_torch_cu121_wheel_reports_cuda_and_the_pinned_cudnn_and_nccl_wheels():
     assert "framework.none" not in facts_of(host)
 
 
+def test_a_metadata_file_cut_short_is_said_once():
+    """A METADATA over the read limit (here torch 2.4.0's with a long description appended) is read that far;
+    the report says so, since a requirement past the cut would be missed, and reads the requirements before it."""
+    long_metadata = TORCH_240_METADATA + "\n" + "A long description line.\n" * 30000
+    host = site_host({
+        "torch/version.py": TORCH_240_CU121_VERSION_PY,
+        "torch-2.4.0+cu121.dist-info/METADATA": long_metadata,
+        "nvidia_cudnn_cu12-9.1.0.70.dist-info/METADATA": "Name: nvidia-cudnn-cu12\nVersion: 9.1.0.70\n",
+    })
+    facts = facts_of(host)
+    cut = facts.value("framework.metadata_truncated")
+    assert cut == [SITE + "/torch-2.4.0+cu121.dist-info/METADATA is larger than 512 KiB and was read only that far: "
+                   "the NVIDIA libraries it requires past that point are not seen"]
+    assert facts.value("framework.torch")["cudnn_required"]["version"] == "9.1.0.70"
+    whole = site_host({"torch/version.py": TORCH_240_CU121_VERSION_PY,
+                       "torch-2.4.0+cu121.dist-info/METADATA": TORCH_240_METADATA})
+    assert facts_of(whole).get("framework.metadata_truncated") is None
+
+
 def test_torch_requires_dist_platform_markers_are_honoured_on_aarch64():
     # The same METADATA on an ARM server: none of the nvidia-* markers hold there.
     host = site_host({"torch/version.py": TORCH_240_CU121_VERSION_PY,

@@ -95,14 +95,22 @@ if TYPE_CHECKING:  # packaging.requirements/markers cost ~15 ms to import: only 
     from packaging.requirements import Requirement
 
 
+#: The most of one METADATA file read: the largest on PyPI's deep-learning wheels are a few dozen KiB.
+METADATA_LIMIT = 512 * 1024
+
+
 class Metadata:
     """``Requires-Dist`` of one distribution's METADATA, read through the host."""
 
     def __init__(self, host: Host, dist: Distribution) -> None:
         name = "METADATA" if dist.metadata_dir.endswith(".dist-info") else "PKG-INFO"
         self.path = posixpath.join(dist.metadata_dir, name)
-        res = host.read_file(self.path, limit=512 * 1024)
+        res = host.read_file(self.path, limit=METADATA_LIMIT)
         self.error: Optional[str] = None if res.ok else (res.error or "unreadable")
+        if res.truncated:  # said once per run, whoever read it (see probe_frameworks)
+            cut: List[str] = host.once("metadata_truncated", list)
+            if self.path not in cut:
+                cut.append(self.path)
         self.requires: List[Requirement] = []
         # Only NVIDIA's wheels matter here; parsing every requirement with packaging would cost
         # more than the rest of this probe (its requirement grammar compiles large regexes).
@@ -662,6 +670,12 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     if "keras" in dists:
         facts.append(ok("framework.keras", _version_of(dists["keras"]), "dir:" + dists["keras"].metadata_dir,
                         "Keras"))
+    cut = host.once("metadata_truncated", list)
+    if cut:
+        facts.append(ok("framework.metadata_truncated",
+                        ["%s is larger than %d KiB and was read only that far: the NVIDIA libraries it requires "
+                         "past that point are not seen" % (path, METADATA_LIMIT // 1024) for path in sorted(cut)],
+                        "derived", "Package metadata cut short"))
     if not any(f.key.split(".")[1] in FRAMEWORK_NAMES for f in facts):
         facts.append(ok("framework.none",
                         "no deep-learning framework (PyTorch, TensorFlow, JAX, ONNX Runtime, PaddlePaddle, CuPy, "
