@@ -173,12 +173,15 @@ def gather(paths: Sequence[str], output: Optional[Tuple[int, int]] = None) -> In
         if output is not None and ident == output:
             found.skipped.append(path)
             return False
-        real = os.path.realpath(path)
-        if real in seen_real or (ident is not None and ident in seen_ids):
-            return True
-        seen_real.add(real)
-        if ident is not None:
+        if ident is not None:  # the file itself: its links and other names have the same identity
+            if ident in seen_ids:
+                return True
             seen_ids.add(ident)
+        else:  # nothing there (yet): the same path however it is spelt
+            real = os.path.realpath(path)
+            if real in seen_real:
+                return True
+            seen_real.add(real)
         found.files.append(path)
         return True
 
@@ -287,6 +290,8 @@ def _interned(nodes: Iterable[Node]) -> Iterable[Node]:
         yield n
 
 
+#: The most files a reader is handed at a time (each hand-over costs fleet a few thread switches).
+_CHUNK = 64
 #: What the parallel readers share (set before they fork): timeout, policy, summary.
 _JOB: Tuple[float, Any, bool] = (10.0, None, False)
 
@@ -333,7 +338,8 @@ def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, polic
         # end-of-work marker and leaves), not terminated.
         pool = multiprocessing.get_context("fork").Pool(count, initializer=reset_signals)
         try:
-            nodes = list(_interned(pool.imap(_load_job, jobs, chunksize=16)))
+            chunk = max(1, min(_CHUNK, len(jobs) // (4 * count)))  # fewer, larger hand-overs; no reader idle long
+            nodes = list(_interned(pool.imap(_load_job, jobs, chunksize=chunk)))
             pool.close()
             return nodes
         except BaseException:
