@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from operator import itemgetter
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from .policy import FactIndex, has_frameworks
+from .policy import FactIndex, gpu_keys, has_frameworks
 
 FLEET_SCHEMA_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
 _SUFFIXES = re.compile(r"(\.snapshot)?(\.json)?(\.gz)?$")
 _DIGITS = re.compile(r"([0-9]+)")
+_KEY = itemgetter("key")
 
 Facts = Dict[str, Dict[str, Any]]  # fact key -> the fact as a report holds it ({"value", "status", ...})
 
@@ -172,12 +173,15 @@ def gather(paths: Sequence[str], output: Optional[Tuple[int, int]] = None) -> In
         if output is not None and ident == output:
             found.skipped.append(path)
             return False
-        real = os.path.realpath(path)
-        if real in seen_real or (ident is not None and ident in seen_ids):
-            return True
-        seen_real.add(real)
-        if ident is not None:
+        if ident is not None:  # the file itself: its links and other names have the same identity
+            if ident in seen_ids:
+                return True
             seen_ids.add(ident)
+        else:  # nothing there (yet): the same path however it is spelt
+            real = os.path.realpath(path)
+            if real in seen_real:
+                return True
+            seen_real.add(real)
         found.files.append(path)
         return True
 
@@ -237,18 +241,57 @@ def extract(node: Node, policy: Any = None, summary: bool = False) -> None:
 
 
 def _interned(nodes: Iterable[Node]) -> Iterable[Node]:
-    """The nodes, their repeated strings shared (each reader's copy of "2.11.0" or a finding's title
-    arrives as a string of its own): ten thousand nodes hold a few dozen values between them."""
-    intern = sys.intern
+    """The nodes, what they have in common held once: each reader's copy of "2.11.0", of a finding, of a
+    requirement's row or of a whole extract arrives as an object of its own, and ten thousand nodes hold a
+    few dozen distinct ones between them.  Shared objects are read-only (nothing changes a node's extract
+    once it is made)."""
+    texts: Dict[str, str] = {}
+    extracts: Dict[Any, Any] = {}
+    findings: Dict[Any, Dict[str, Any]] = {}
+    rows: Dict[Any, Any] = {}
+
+    def text(value: Any) -> Any:
+        return texts.setdefault(value, value) if type(value) is str else value
+
+    def finding(f: Dict[str, Any]) -> Dict[str, Any]:
+        try:
+            key = tuple((k, v if type(v) is not list else tuple(tuple(e.items()) for e in v)) for k, v in f.items())
+            got = findings.get(key)
+        except (TypeError, AttributeError):  # not what extract() makes: kept as it is
+            return f
+        if got is None:
+            got = findings[key] = {k: text(v) for k, v in f.items()}
+        return got
+
+    def extract(values: Dict[str, Any]) -> Dict[str, Any]:
+        key = tuple(values.items())
+        got = extracts.get(key)
+        if got is None:
+            got = extracts[key] = {k: text(v) for k, v in values.items()}
+        return got
+
+    def row(r: Any) -> Any:
+        got = rows.get(r)
+        if got is None:
+            got = rows[r] = tuple(text(x) for x in r)
+        return got
+
     for n in nodes:
-        n.values = {k: intern(v) if isinstance(v, str) else v for k, v in n.values.items()}
-        for f in n.findings:
-            f["code"], f["title"] = intern(f["code"]), intern(f["title"])
-        if n.summary is not None:
-            n.summary.results = [tuple(intern(x) for x in r) for r in n.summary.results]
+        n.kind, n.envdoctor_version = text(n.kind), text(n.envdoctor_version)
+        n.values = extract(n.values)
+        n.findings = [finding(f) for f in n.findings]
+        s = n.summary
+        if s is not None:
+            s.results = [row(r) for r in s.results]
+            s.failing = [finding(f) for f in s.failing]
+            s.counts, s.stack = extract(s.counts), extract(s.stack)
+            if s.gpus is not None:
+                s.gpus = [row(g) for g in s.gpus]
         yield n
 
 
+#: The most files a reader is handed at a time (each hand-over costs fleet a few thread switches).
+_CHUNK = 64
 #: What the parallel readers share (set before they fork): timeout, policy, summary.
 _JOB: Tuple[float, Any, bool] = (10.0, None, False)
 
@@ -295,7 +338,8 @@ def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, polic
         # end-of-work marker and leaves), not terminated.
         pool = multiprocessing.get_context("fork").Pool(count, initializer=reset_signals)
         try:
-            nodes = list(_interned(pool.imap(_load_job, jobs, chunksize=16)))
+            chunk = max(1, min(_CHUNK, len(jobs) // (4 * count)))  # fewer, larger hand-overs; no reader idle long
+            nodes = list(_interned(pool.imap(_load_job, jobs, chunksize=chunk)))
             pool.close()
             return nodes
         except BaseException:
@@ -304,7 +348,7 @@ def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, polic
         finally:
             pool.join()
     except (OSError, ImportError):  # no fork here after all (a sandbox): read them one by one
-        return [load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs]
+        return list(_interned(load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs))
     finally:
         _JOB = (10.0, None, False)
 
@@ -321,22 +365,24 @@ def _load(node: Node, timeout: float) -> Node:
     version = doc.get("envdoctor_version")
     node.envdoctor_version = version if isinstance(version, str) else ""
     facts = node.facts = FactIndex()
-    for probe in _list(doc.get("probes")):
-        listed = probe.get("facts") if isinstance(probe, dict) else None
-        if not isinstance(listed, list):
-            continue
-        try:  # the common case, at the speed of a comprehension: every fact a record with a text key
-            batch = {f["key"]: f for f in listed}
-            if set(map(type, batch)) - {str} or set(map(type, batch.values())) - {dict}:
-                raise TypeError
-            facts.update(batch)
-        except (TypeError, KeyError):  # a damaged report: take the facts that are facts, one by one
-            for fact in listed:
+    probes = [p for p in _list(doc.get("probes")) if isinstance(p, dict)]
+    lists = [p.get("facts") for p in probes]
+    try:  # the common case, at C speed: every fact a record (only a dict has a "key" item) with a text key
+        for listed in lists:
+            if type(listed) is list:
+                facts.update(zip(map(_KEY, listed), listed))
+        if facts and set(map(type, facts)) != {str}:
+            raise TypeError
+    except (TypeError, KeyError):  # a damaged report: take the facts that are facts, one by one
+        facts.clear()
+        for listed in lists:
+            for fact in _list(listed):
                 if type(fact) is dict:
                     key = fact.get("key")
                     if type(key) is str:
                         facts[key] = fact
-        first = listed[0] if listed else None
+    for probe, listed in zip(probes, lists):
+        first = listed[0] if type(listed) is list and listed else None
         if probe.get("name") == "frameworks" and type(first) is dict and str(first.get("key")).startswith("framework."):
             facts._frameworks = True  # known without a scan of every fact (see FactIndex)
     node.findings = []
@@ -391,19 +437,20 @@ def _status(facts: Facts, key: str) -> Optional[str]:
 
 
 def _plain(facts: Facts, key: str, field_: Optional[str] = None) -> Optional[str]:
-    status = _status(facts, key)
-    if status is None:
+    f = facts.get(key)
+    if not isinstance(f, dict):
         return None
+    status = f.get("status")
     if status != "ok":
-        return status.replace("_", " ")
-    v = _value(facts, key)
+        return status.replace("_", " ") if isinstance(status, str) else "unknown"
+    v = f.get("value")
     if field_ is not None:
         v = v.get(field_) if isinstance(v, dict) else None
     if v is None:
         return "none"
-    if isinstance(v, bool):
+    if v is True or v is False:
         return "yes" if v else "no"
-    return str(v)
+    return v if type(v) is str else str(v)
 
 
 def _or(value: Optional[str], instead: str) -> str:
@@ -420,7 +467,13 @@ def _per_gpu(facts: Facts, name: str, show: Optional[Callable[[Facts, int], Opti
     n = _gpu_count(facts)
     if not n:
         return "no GPU" if _status(facts, "gpu.count") == "ok" else _plain(facts, "gpu.count")
-    got = [show(facts, i) if show else _plain(facts, "gpu.%d.%s" % (i, name)) for i in range(n)]
+    if show is None:
+        got = [_plain(facts, key) for key in gpu_keys(name, n)]
+    else:
+        got = [show(facts, i) for i in range(n)]
+    first = got[0]
+    if first is not None and got.count(first) == n:
+        return first  # the common case: every GPU the same
     if all(v is None for v in got):
         return None  # the report records no GPU's value: an envdoctor older than the fact
     values = [_or(v, "not recorded") for v in got]
@@ -428,17 +481,18 @@ def _per_gpu(facts: Facts, name: str, show: Optional[Callable[[Facts, int], Opti
 
 
 def _pcie(facts: Facts, i: int) -> Optional[str]:
-    gen, width = _value(facts, "gpu.%d.pcie_gen_current" % i), _value(facts, "gpu.%d.pcie_width_current" % i)
+    gen_key = "gpu.%d.pcie_gen_current" % i
+    gen, width = _value(facts, gen_key), _value(facts, "gpu.%d.pcie_width_current" % i)
     if isinstance(gen, int) and isinstance(width, int):
         return "gen%d x%d" % (gen, width)
-    return _plain(facts, "gpu.%d.pcie_gen_current" % i)
+    return _plain(facts, gen_key)
 
 
 def _gpus(facts: Facts) -> Optional[str]:
     n = _gpu_count(facts)
     if not n:
         return "none" if _status(facts, "gpu.count") == "ok" else _plain(facts, "gpu.count")
-    names = Counter(_or(_plain(facts, "gpu.%d.name" % i), "?") for i in range(n))
+    names = Counter(_or(_plain(facts, key), "?") for key in gpu_keys("name", n))
     return ", ".join("%d x %s" % (c, name) for name, c in sorted(names.items()))
 
 
@@ -616,13 +670,19 @@ class Fleet:
     uniform_required: bool = False
     not_compared: List[NotCompared] = field(default_factory=list)
     policy: Optional[str] = None  # the policy's path, when the nodes were judged against one
+    _failures: Optional[List[Node]] = field(default=None, init=False, repr=False, compare=False)
 
     def policy_failures(self) -> List[Node]:
-        """The readable nodes that do not meet the policy, most failing requirements and findings first."""
+        """The readable nodes that do not meet the policy, most failing requirements and findings first
+        (sorted once: the summary, the exit code and each output ask for them)."""
         if self.policy is None:
             return []
-        bad = [n for n in self.readable if n.summary is not None and not n.summary.ready]
-        return sorted(bad, key=lambda n: (-(len(n.summary.blocking()) + len(n.summary.failing)), natural_key(n.name)))
+        if self._failures is None:
+            bad = [(len(n.summary.blocking()) + len(n.summary.failing), natural_key(n.name), n)
+                   for n in self.readable if n.summary is not None and not n.summary.ready]
+            bad.sort(key=lambda cn: (-cn[0], cn[1]))
+            self._failures = [n for _, _, n in bad]
+        return list(self._failures)
 
     def policy_dict(self) -> Optional[Dict[str, Any]]:
         if self.policy is None:
@@ -730,3 +790,103 @@ def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = 
                 not_compared.append(NotCompared(label, lacking, False))
             deviations += [Deviation(name, label, want, v) for name, v in got if v is not None and v != want]
     return Fleet(nodes, facts, findings, baseline, deviations, uniform, not_compared, policy)
+
+
+# ------------------------------------------------------------------------------------------ JSON output
+
+
+def json_chunks(doc: Any) -> Iterator[str]:
+    """``doc`` as :func:`envdoctor.render.json_out.dumps` writes it, character for character (its final
+    newline included), in pieces of a few thousand items each, so that a fleet's document is never one
+    string (10,000 nodes: 14 MB of JSON).  Faster too: the json module indents in Python, one item at a
+    time, and a fleet document holds lists of thousands of node names, written here in one join each."""
+    from json.encoder import encode_basestring
+
+    from .render.json_out import escape_raw
+
+    out: List[str] = []
+    put = out.append
+
+    def scalar(o: Any) -> str:
+        """What json.dumps writes for ``o`` (not a dict or list); TypeError as it raises."""
+        if isinstance(o, str):
+            return encode_basestring(o)
+        if o is None:
+            return "null"
+        if o is True:
+            return "true"
+        if o is False:
+            return "false"
+        if isinstance(o, int):
+            return int.__repr__(o)
+        if isinstance(o, float):
+            if o != o:
+                return "NaN"
+            if o in (float("inf"), float("-inf")):
+                return "Infinity" if o > 0 else "-Infinity"
+            return float.__repr__(o)
+        raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
+
+    def key(k: Any) -> str:
+        if isinstance(k, str):
+            return encode_basestring(k)
+        if isinstance(k, (bool, int, float)) or k is None:
+            text = scalar(k)
+            return encode_basestring(text)
+        raise TypeError("keys must be str, int, float, bool or None, not %s" % type(k).__name__)
+
+    def emit(o: Any, indent: str) -> Iterator[str]:
+        t = type(o)
+        if t is str:
+            put(encode_basestring(o))
+        elif t is dict or (t is not list and isinstance(o, dict)):
+            if not o:
+                put("{}")
+                return
+            inner = indent + "  "
+            sep = "{" + inner
+            for k, v in o.items():
+                put(sep + (encode_basestring(k) if type(k) is str else key(k)) + ": ")
+                sep = "," + inner
+                tv = type(v)
+                if tv is str:
+                    put(encode_basestring(v))
+                elif tv is dict or tv is list or isinstance(v, (dict, list, tuple)):
+                    yield from emit(v, inner)
+                else:
+                    put(scalar(v))
+            put(indent + "}")
+        elif t is list or isinstance(o, (list, tuple)):
+            if not o:
+                put("[]")
+                return
+            inner = indent + "  "
+            if all(type(x) is str for x in o):
+                put("[" + inner + ("," + inner).join(map(encode_basestring, o)) + indent + "]")
+            else:
+                sep = "[" + inner
+                for v in o:
+                    put(sep)
+                    sep = "," + inner
+                    yield from emit(v, inner)
+                put(indent + "]")
+        else:
+            put(scalar(o))
+        if len(out) > 4096:
+            yield flush()
+
+    def flush() -> str:
+        text = "".join(out)
+        out.clear()
+        return text if text.isascii() and "\x7f" not in text else escape_raw(text)
+
+    for chunk in emit(doc, "\n"):
+        if chunk:
+            yield chunk
+    put("\n")
+    yield flush()
+
+
+def dumps(doc: Any) -> str:
+    """:func:`json_chunks` joined: ``doc`` as :func:`envdoctor.render.json_out.dumps` writes it."""
+    return "".join(json_chunks(doc))

@@ -238,7 +238,7 @@ Matcher = Callable[[Any], bool]
 class Requirement:
     """One ``[require]`` entry: the key, what it wants (as written), and how to judge a value."""
 
-    __slots__ = ("name", "kind", "want", "shown", "matches")
+    __slots__ = ("name", "kind", "want", "shown", "matches", "every_gpu", "judged")
 
     def __init__(self, name: str, kind: str, want: Any, shown: str, matches: Matcher) -> None:
         self.name = name
@@ -246,6 +246,11 @@ class Requirement:
         self.want = want
         self.shown = shown
         self.matches = matches
+        m = _GPU_KEY.match(name)
+        #: the GPU field of a ``gpu.*.X`` key (None for any other key)
+        self.every_gpu: Optional[str] = m.group(2) if m and m.group(1) == "*" else None
+        #: (type, value) -> (status, as shown): what a GPU's plain value gives (a fleet meets few values)
+        self.judged: Dict[Tuple[type, Any], Tuple[str, str]] = {}
 
 
 def _is(want: bool) -> Matcher:
@@ -317,9 +322,19 @@ def _version_matcher(where: str, want: str) -> Matcher:
             raise PolicyError("%s: %r is not a PEP 440 version specifier (e.g. \">=550\", \"==12.4.*\", "
                               "\">=2.4,<2.6\")" % (where, want)) from None
 
+        seen: Dict[str, bool] = {}  # a fleet asks about the same few versions on every node
+
         def match_spec(value: Any) -> bool:
-            v = _as_version(value)
-            return v is not None and spec.contains(v, prereleases=True)
+            text = _version_text(value)
+            if text is None:
+                return False
+            got = seen.get(text)
+            if got is None:
+                v = _as_version(value)
+                got = v is not None and spec.contains(v, prereleases=True)
+                if len(seen) < _MEMO_SIZE:
+                    seen[text] = got
+            return got
         return match_spec
     try:
         exact = Version(text)
@@ -329,13 +344,30 @@ def _version_matcher(where: str, want: str) -> Matcher:
     return lambda value: _as_version(value) == exact
 
 
-def _as_version(value: Any) -> Optional[Version]:
+#: How many versions, or verdicts on versions, are remembered (policies and fleets meet few distinct ones).
+_MEMO_SIZE = 4096
+_VERSIONS: Dict[str, Optional[Version]] = {}
+
+
+def _version_text(value: Any) -> Optional[str]:
     if isinstance(value, bool) or value is None:
         return None
-    try:
-        return Version(str(value))
-    except InvalidVersion:
+    return value if type(value) is str else str(value)
+
+
+def _as_version(value: Any) -> Optional[Version]:
+    text = _version_text(value)
+    if text is None:
         return None
+    if text in _VERSIONS:
+        return _VERSIONS[text]
+    try:
+        version: Optional[Version] = Version(text)
+    except InvalidVersion:
+        version = None
+    if len(_VERSIONS) < _MEMO_SIZE:
+        _VERSIONS[text] = version
+    return version
 
 
 def _number_requirement(name: str, where: str, want: Any) -> Requirement:
@@ -535,7 +567,8 @@ def _fact(facts: FactMap, key: str) -> Found:
     f = facts.get(key)
     if not isinstance(f, dict):
         return Found(False, why="not in the report")
-    source = str(f["source"]) if isinstance(f.get("source"), str) else ""
+    source = f.get("source")
+    source = source if type(source) is str else str(source) if isinstance(source, str) else ""
     if f.get("status") != "ok":
         status = str(f.get("status") or "unknown").replace("_", " ")
         reason = str(f["reason"]) if isinstance(f.get("reason"), str) else ""
@@ -685,9 +718,24 @@ def _judge_one(req: Requirement, found: Found) -> str:
     return "pass" if found.value is not None and req.matches(found.value) else "fail"
 
 
+_GPU_KEYS: Dict[str, List[str]] = {}
+
+
+def gpu_keys(name: str, count: int) -> List[str]:
+    """``gpu.0.NAME`` ... ``gpu.<count-1>.NAME``, made once (a fleet asks for them on every node)."""
+    keys = _GPU_KEYS.get(name)
+    if keys is None or len(keys) < count:
+        keys = ["gpu.%d.%s" % (i, name) for i in range(max(count, 64))]
+        if len(_GPU_KEYS) < _MEMO_SIZE:
+            _GPU_KEYS[name] = keys
+    return keys[:count]
+
+
+_PLAIN = (str, int, float, bool)
+
+
 def judge_requirement(req: Requirement, facts: FactMap) -> Result:
-    m = _GPU_KEY.match(req.name)
-    if not m or m.group(1) != "*":
+    if req.every_gpu is None:
         found = resolve(facts, req.name)
         return Result(req, _judge_one(req, found), found.shown(), found.source,
                       value=found.value if found.known else None)
@@ -699,8 +747,25 @@ def judge_requirement(req: Requirement, facts: FactMap) -> Result:
     per: List[Tuple[int, str, str]] = []
     sources: List[str] = []
     raw: List[Any] = []
-    for i in range(count.value):
-        found = resolve(facts, "gpu.%d.%s" % (i, m.group(2)))
+    judged = req.judged
+    for i, key in enumerate(gpu_keys(req.every_gpu, count.value)):
+        f = facts.get(key)
+        if type(f) is dict and f.get("status") == "ok":
+            # the common case, a plain value: judged once per value, not once per GPU and node
+            value, source = f.get("value"), f.get("source")
+            if type(value) in _PLAIN and type(source) is str:
+                seen = judged.get((type(value), value))
+                if seen is None:
+                    found = Found(True, value, source)
+                    seen = (_judge_one(req, found), found.shown())
+                    if len(judged) < _MEMO_SIZE:
+                        judged[(type(value), value)] = seen
+                per.append((i, seen[0], seen[1]))
+                raw.append(value)
+                if source and source not in sources:
+                    sources.append(source)
+                continue
+        found = _fact(facts, key)
         per.append((i, _judge_one(req, found), found.shown()))
         raw.append(found.value if found.known else None)
         if found.source and found.source not in sources:

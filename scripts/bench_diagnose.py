@@ -46,18 +46,40 @@ def measure(argv: Sequence[str]) -> Tuple[float, int, int]:
 
 
 def _tree(pid: int) -> List[int]:
-    """``pid`` and its descendants, from /proc/PID/task/TID/children."""
-    out, todo = [], [pid]
+    """``pid`` and its descendants, from /proc/PID/task/TID/children, leaving out a child that shares its
+    parent's memory: one made by vfork() that has not exec'd yet (subprocess starts commands that way),
+    whose /proc files show the parent's memory a second time."""
+    out, todo = [], [(pid, 0)]
     while todo:
-        p = todo.pop()
-        out.append(p)
+        p, parent = todo.pop()
+        if not (parent and _same_memory(parent, p)):
+            out.append(p)
         try:
             for tid in os.listdir("/proc/%d/task" % p):
                 with open("/proc/%d/task/%s/children" % (p, tid)) as fh:
-                    todo.extend(int(c) for c in fh.read().split())
+                    todo.extend((int(c), p) for c in fh.read().split())
         except (OSError, ValueError):
             pass
     return out
+
+
+#: kcmp(2)'s system call number (KCMP_VM compares two processes' address spaces), by machine.
+_SYS_KCMP = {"x86_64": 312, "aarch64": 272, "ppc64le": 354, "s390x": 343}
+_KCMP_VM = 1
+_libc: List[object] = []
+
+
+def _same_memory(a: int, b: int) -> bool:
+    """Whether processes ``a`` and ``b`` share one address space (kcmp(2); False where it cannot tell)."""
+    import ctypes
+    import platform
+
+    number = _SYS_KCMP.get(platform.machine())
+    if number is None:
+        return False
+    if not _libc:
+        _libc.append(ctypes.CDLL(None, use_errno=True))
+    return _libc[0].syscall(number, a, b, _KCMP_VM, 0, 0) == 0  # type: ignore[attr-defined,no-any-return]
 
 
 def _memory_kib(pid: int) -> int:

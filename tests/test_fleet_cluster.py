@@ -178,3 +178,72 @@ print("ok")
     r = subprocess.run([sys.executable, "-c", script, directory, policy_path], capture_output=True, text=True,
                        env=envdoctor_env(), timeout=90, cwd=ROOT)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_a_damaged_fact_costs_only_itself(reports, tmp_path):
+    """Facts are indexed at C speed when every fact is a record with a text key; one that is not (a
+    hand-edited or truncated report) must not cost the node its other facts, in its probe or any other."""
+    directory, _ = reports
+    first = sorted(os.listdir(directory))[0]
+    with open(os.path.join(directory, first)) as fh:
+        report = json.load(fh)
+    whole = logic.load_node(os.path.join(directory, first), 10)
+    gpu = next(p for p in report["probes"] if p["name"] == "gpu")
+    damaged = [f for f in gpu["facts"] if f["key"] != "gpu.count"]
+    gpu["facts"] = damaged[:5] + [{"key": 7, "value": 1, "status": "ok"}, "junk", {"value": 2}, None] + damaged[5:]
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(report))
+    node = logic.load_node(str(path), 10)
+    assert not node.unreadable
+    assert "gpu.count" not in node.facts and all(type(k) is str for k in node.facts)
+    assert set(node.facts) == set(whole.facts) - {"gpu.count"}
+    assert node.values["NVIDIA driver"] == whole.values["NVIDIA driver"]
+    assert node.values["PyTorch"] == whole.values["PyTorch"]
+
+
+def test_fleet_json_is_written_as_every_other_json_output(reports):
+    """fleet writes its document in pieces with its own encoder (fast, and never one 14 MB string): the
+    text is the one json_out.dumps writes, character for character, for the real document and any other."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from envdoctor.render.json_out import dumps
+
+    directory, policy = reports
+    doc = json.loads(fleet(directory, "--policy", policy, "--format", "json").stdout)
+    assert logic.dumps(doc) == dumps(doc)
+    big = {"nodes": [{"name": "node%05d" % i, "summary": {"error": 0}} for i in range(10000)]}
+    pieces = list(logic.json_chunks(big))
+    assert len(pieces) > 1 and "".join(pieces) == dumps(big)
+
+    text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=8) | st.sampled_from(
+        ["\u2028", "\x85", "\x7f", "\ud800", "\x1b[31m", "\u202e"])
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | text
+    keys = text | st.integers() | st.booleans() | st.none() | st.floats(allow_nan=False)
+    values = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.tuples(c, c)
+                          | st.dictionaries(keys, c, max_size=4), max_leaves=12)
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(values)
+    def same(value):
+        assert logic.dumps(value) == dumps(value)
+
+    same()
+    for unwritable in ({"a": object()}, {(1, 2): 1}, [{1, 2}]):
+        with pytest.raises(TypeError):
+            logic.dumps(unwritable)
+
+
+def test_nodes_alike_share_their_extract_and_keep_their_own_values(reports):
+    """Ten thousand nodes hold a few dozen distinct extracts: the readers' copies are held once, and a node
+    that differs keeps what is its own."""
+    directory, policy_path = reports
+    with open(policy_path) as fh:
+        policy = parse_policy(fh.read())
+    files = logic.gather([directory]).files
+    nodes = logic.load_nodes(files, logic.unique_names(files), 10, policy, workers=2)
+    alike = [n for n in nodes if n.name in ("node00001", "node00002")]
+    assert alike[0].values is alike[1].values and alike[0].summary.results[0] is alike[1].summary.results[0]
+    old = next(n for n in nodes if n.name == "node00050")
+    assert old.values["NVIDIA driver"] == "550.54.15" and alike[0].values["NVIDIA driver"] != "550.54.15"
+    assert len({id(n.values) for n in nodes}) < 10

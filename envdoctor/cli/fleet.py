@@ -107,10 +107,10 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy
         import datetime
 
         from .. import __version__
-        from ..render.json_out import dumps
 
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-        echo_output(dumps(result.to_dict(__version__, now)))
+        for chunk in logic.json_chunks(result.to_dict(__version__, now)):  # 10,000 nodes: 14 MB, never one string
+            echo_output(chunk)
     else:
         import sys
 
