@@ -210,6 +210,7 @@ class CudaAdvice:
     gpu_range: Optional[Tuple[str, str]] = None   # oldest, newest CUDA that targets the GPU
     newest_for_gpu: Optional[str] = None           # newest CUDA driver (natively) and GPU both allow
     newest_for_gpu_minor_compat: Optional[str] = None
+    driver_branch: Optional[Dict[str, Any]] = None  # the branch to install: branch, type, eol, why
     notes: List[str] = field(default_factory=list)
     sources: List[Dict[str, Any]] = field(default_factory=list)
 
@@ -218,6 +219,7 @@ class CudaAdvice:
                 "gpu_cuda_range": list(self.gpu_range) if self.gpu_range else None,
                 "newest_for_gpu": self.newest_for_gpu,
                 "newest_for_gpu_minor_compat": self.newest_for_gpu_minor_compat,
+                "driver_branch": dict(self.driver_branch) if self.driver_branch else None,
                 "notes": list(self.notes), "sources": list(self.sources)}
 
 
@@ -292,13 +294,25 @@ def advise_cuda(t: Target) -> CudaAdvice:
         if a.newest_native and a.newest_for_gpu is None and Version(lo) > Version(a.newest_native):
             a.notes.append(f"This GPU (compute capability {t.cc}) needs CUDA {lo} or newer, "
                            f"which needs driver {hw.min_driver_for_cuda(lo)}.")
-    if t.driver and hw.branch_past_eol(t.driver):
-        branch = hw.driver_branch(t.driver)
+    rec, why = hw.recommend_branch([t.cc] if t.cc else [])
+    a.driver_branch = ({"branch": rec["branch"], "type": rec["type"], "eol": rec.get("eol"), "why": why}
+                       if rec is not None else None)
+    cannot = architecture_driver_reason(t.driver, t.cc)
+    drv = t.driver or ""
+    past = bool(drv) and bool(hw.branch_past_eol(drv))
+    if past:
+        branch = hw.driver_branch(drv)
         assert branch is not None  # branch_past_eol answers only for a known branch
         choices = hw.supported_branches(cc=t.cc)
         better = ", ".join("R{} ({})".format(c["branch"], hw.BRANCH_TYPES[c["type"]]) for c in choices)
         a.notes.append(f"Driver {t.driver}'s branch R{branch['branch']} is past its end of life ({branch['eol']})"
-                       + (f"; supported branches that know this GPU: {better}." if better else "."))
+                       + (f"; supported branches that drive this GPU: {better}." if better else "."))
+    on_it = bool(drv) and rec is not None and str(Version(drv).release[0]) == rec["branch"]
+    if rec is not None and (not t.driver or past or cannot) and not on_it:
+        a.notes.append(f"Recommended driver branch: {why}. Install it with: "
+                       f"envdoctor install driver --version {rec['branch']}.")
+    elif on_it and past:
+        a.notes.append(f"Driver {t.driver} stays the right branch for this GPU: {why}.")
     best = a.newest_for_gpu or a.newest_native
     if best:
         sup = _distro_supported(best, t.os_id, t.os_version)
@@ -382,11 +396,15 @@ def architecture_driver_reason(driver: Optional[str], cc: Optional[str]) -> Opti
     """
     if not driver or not cc:
         return None
+    arch = hw.arch_for_cc(cc)
+    name = f"{arch['arch']} (compute capability {cc})" if arch else f"compute capability {cc}"
+    last = hw.last_branch_for_cc(cc)
+    if last is not None and Version(driver).release[0] > int(last):
+        return (f"driver {driver} is newer than R{last}, the last driver branch that supports {name}: "
+                f"NVIDIA's later branches do not drive it")
     need = hw.min_driver_for_cc(cc)
     if need is None or Version(driver) >= Version(need[0]):
         return None
-    arch = hw.arch_for_cc(cc)
-    name = f"{arch['arch']} (compute capability {cc})" if arch else f"compute capability {cc}"
     return (f"driver {driver} predates {name}: the first driver that knows it is {need[0]}, "
             f"shipped with CUDA {need[1]}")
 

@@ -25,7 +25,7 @@ from packaging.version import Version
 from envdoctor.install.plan import Plan, RunCommand, Step, exists
 from envdoctor.matrix import hardware
 
-from . import RecipeError, Request, Target, install_step, pick_method, repo_steps, target_note
+from . import RecipeError, Request, Target, docker_image, install_step, pick_method, repo_steps, target_note
 
 COMPONENT = "driver"
 METHODS: Tuple[str, ...] = ("repo",)
@@ -231,16 +231,26 @@ def mok_steps(target: Target) -> List[Step]:
                  RunCommand(["mokutil", "--import", key, "--root-pw"]), needs_root=True, verify=[exists(key)])]
 
 
+def choose_branch(target: Target, ccs: List[str]) -> Tuple[Optional[str], str]:
+    """(branch, why) for ``install driver`` without --version: the supported branch that drives the GPUs and that
+    NVIDIA packages for ``target`` (long-term support first, supported longest); None: the repository's newest.
+    RecipeError when no branch NVIDIA packages for ``target`` drives the GPUs."""
+    packaged = hardware.branches_packaged(target.matrix_distro, target.version)
+    row, why = hardware.recommend_branch(ccs, packaged=packaged)
+    if row is not None:
+        return row["branch"], why
+    if packaged is not None and not hardware.drives_all(packaged[1], ccs):
+        raise RecipeError(f"no driver NVIDIA's repository carries for {target.label} drives this machine's GPUs: "
+                          f"{why}", [])
+    return None, why
+
+
 def plan(request: Request, target: Target, facts: Any) -> Plan:
     method = pick_method(sys.modules[__name__], request, target)
-    asked = request.version and str(request.version).split(".")[0].isdigit()
-    old_branch = bool(asked) and int(branch_of(str(request.version))) < OPEN_DEFAULT_FROM
-    flavor = request.options.get("flavor") or ("proprietary" if old_branch else "open")
-    if flavor not in FLAVORS:
-        raise RecipeError(f"driver flavor {flavor!r} is unknown",
-                          [f"envdoctor install driver --option flavor={f}" for f in FLAVORS])
+    ccs = docker_image.compute_capabilities(facts)
     branch = None
     unknown_note = []
+    chosen_note = []
     if request.version:
         branch = branch_of(request.version)
         known = versions()
@@ -252,9 +262,31 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
             # a real branch between the ones the matrix names (565, say): planned, with a warning
             unknown_note = [f"WARNING: driver branch {branch} is not one envdoctor's matrix names (it knows "
                             f"{', '.join(known[-6:])} ...); check that NVIDIA's repository carries it before running"]
+        if not hardware.drives_all(branch, ccs):
+            good, why = hardware.recommend_branch(ccs)
+            raise RecipeError(f"driver branch {branch} cannot drive this machine's GPUs (compute capability "
+                              f"{', '.join(sorted(set(ccs)))}): {why}",
+                              [f"envdoctor install driver --version {good['branch']}"] if good else [])
+    else:
+        branch, why = choose_branch(target, ccs)
+        chosen_note = [f"Driver branch {branch} chosen: {why}" if branch else
+                       f"No driver branch pinned: {why}"]
+    old_branch = branch is not None and int(branch) < OPEN_DEFAULT_FROM
+    pre_turing = [cc for cc in ccs if hardware.open_modules_drive(cc) is False]
+    flavor = request.options.get("flavor") or ("proprietary" if old_branch or pre_turing else "open")
+    if flavor not in FLAVORS:
+        raise RecipeError(f"driver flavor {flavor!r} is unknown",
+                          [f"envdoctor install driver --option flavor={f}" for f in FLAVORS])
+    if flavor == "open" and pre_turing:
+        raise RecipeError(f"NVIDIA's open kernel modules cannot drive this machine's GPU (compute capability "
+                          f"{', '.join(sorted(set(pre_turing)))}): they drive Turing (7.5) and newer only",
+                          ["envdoctor install driver --option flavor=proprietary"])
     steps = repo_steps(target, request.mirror) + driver_steps(target, branch, flavor)
-    notes = unknown_note + [target_note(target, request.mirror)]
-    if old_branch and "flavor" not in request.options:
+    notes = unknown_note + chosen_note + [target_note(target, request.mirror)]
+    if pre_turing and "flavor" not in request.options:
+        notes.append(f"Compute capability {', '.join(sorted(set(pre_turing)))} predates Turing: NVIDIA's open kernel "
+                     "modules do not drive it, the proprietary flavor is installed")
+    elif old_branch and "flavor" not in request.options:
         notes.append(f"Branch {branch} predates the open kernel modules as NVIDIA's default ({OPEN_DEFAULT_FROM}): "
                      "the proprietary flavor is installed (--option flavor=open to ask for the open one)")
     secure = facts.value("driver.secure_boot") is True

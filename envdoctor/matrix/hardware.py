@@ -337,14 +337,113 @@ def branch_past_eol(driver_version: str, today: Optional[datetime.date] = None) 
     return (today or _today()) > _month_end(row["eol"])
 
 
+def last_branch_for_cc(cc: CC) -> Optional[str]:
+    """The last driver branch that supports a GPU architecture ("470" for Kepler, "580" for Maxwell, Pascal and
+    Volta), or None when every branch in the table after its first still does (or the architecture is unknown)."""
+    row = arch_for_cc(cc)
+    return row.get("last_driver_branch") if row is not None else None
+
+
+def branch_drives(branch: Union[str, int], cc: Optional[CC]) -> Optional[bool]:
+    """Whether a driver branch can drive a GPU of compute capability ``cc``: not older than the first branch that
+    knows the architecture (:func:`min_driver_for_cc`), not newer than the last that supports it
+    (:func:`last_branch_for_cc`).  None when ``cc`` or ``branch`` is not understood."""
+    try:
+        number = int(str(branch))
+    except ValueError:
+        return None
+    if cc is None or _cc(cc) is None:
+        return None
+    need = min_driver_for_cc(cc)
+    if need is not None and number < Version(need[0]).release[0]:
+        return False
+    last = last_branch_for_cc(cc)
+    return not (last is not None and number > int(last))
+
+
 def supported_branches(today: Optional[datetime.date] = None, cc: Optional[CC] = None) -> List[Row]:
-    """Branches still supported on ``today`` that know the GPU (``cc``): long-term support first, by end of life."""
+    """Branches still supported on ``today`` that drive the GPU (``cc``): long-term support first, by end of life."""
     day = today or _today()
-    need = min_driver_for_cc(cc) if cc is not None else None
     rows = [r for r in load("driver_branches") if r.get("eol") and day <= _month_end(r["eol"])
-            and (need is None or int(r["branch"]) >= Version(need[0]).release[0])]
+            and (cc is None or branch_drives(r["branch"], cc) is not False)]
     order = {"ltsb": 0, "pb": 1, "nfb": 2}
     return sorted(rows, key=lambda r: (order.get(r["type"], 3), r["eol"]), reverse=False)
+
+
+#: NVIDIA's open GPU kernel modules drive Turing (compute capability 7.5) and newer only; older GPUs need the
+#: proprietary modules.  Verified 2026-11-25 against the modules' README, "Compatible GPUs"
+#: (https://github.com/NVIDIA/open-gpu-kernel-modules): "The NVIDIA open kernel modules can be used on any
+#: Turing or later GPU".
+OPEN_MODULES_MIN_CC = "7.5"
+
+
+def open_modules_drive(cc: Optional[CC]) -> Optional[bool]:
+    """Whether NVIDIA's open kernel modules drive a GPU of compute capability ``cc`` (None when unknown)."""
+    want = _cc(cc) if cc is not None else None
+    return None if want is None else want >= Version(OPEN_MODULES_MIN_CC)
+
+
+def branches_packaged(distro: Optional[str], version: Optional[str]) -> Optional[Tuple[int, int]]:
+    """(oldest, newest) driver branch NVIDIA's CUDA repository carries for a distribution (``"ubuntu"``,
+    ``"22.04"``): the branches of the CUDA releases that list it (cuda.json ``distributions``); None when none does."""
+    if not distro or not version:
+        return None
+    found = [Version(r["min_driver_linux"]).release[0] for r in load("cuda")
+             if str(version) in (r.get("distributions") or {}).get(distro, [])]
+    return (min(found), max(found)) if found else None
+
+
+def drives_all(branch: Union[str, int], ccs: Sequence[CC]) -> bool:
+    """Whether a driver branch drives every GPU of these compute capabilities (an unknown one counts as driven)."""
+    return all(branch_drives(branch, cc) is not False for cc in ccs)
+
+
+def recommend_branch(ccs: Sequence[CC] = (), today: Optional[datetime.date] = None,
+                     packaged: Optional[Tuple[int, int]] = None) -> Tuple[Optional[Row], str]:
+    """(driver_branches row, why) of the branch to install for GPUs of these compute capabilities (any GPU when
+    empty).
+
+    The oldest long-term support branch still supported that drives every GPU (else the oldest supported branch
+    of another type): the order of :func:`supported_branches`, the branch ``diagnose`` suggests too.  When no
+    supported branch drives them, the last branch of the oldest GPU's
+    architecture, past its end of life (R470 for Kepler).  ``packaged`` (oldest, newest) limits the choice to the
+    branches the distribution's repository carries.  (None, why) when nothing fits.
+    """
+    day = today or _today()
+    ccs = [cc for cc in ccs if _cc(cc) is not None]
+    lo, hi = packaged if packaged is not None else (None, None)
+
+    def inside(branch: str) -> bool:
+        return (lo is None or int(branch) >= lo) and (hi is None or int(branch) <= hi)
+
+    gpus = " and ".join(str(cc) for cc in sorted(set(str(c) for c in ccs), key=Version))
+    gpu = f" that drives compute capability {gpus}" if ccs else ""
+    drives = f" drives compute capability {gpus}" if ccs else " is available"
+    where = f" among the branches packaged for this system (R{lo} to R{hi})" if packaged is not None else ""
+    cands = [r for r in supported_branches(day) if drives_all(r["branch"], ccs) and inside(r["branch"])]
+    lasts = sorted({b for b in (last_branch_for_cc(cc) for cc in ccs) if b is not None}, key=int)
+    family = ""
+    if lasts:
+        oldest = min(ccs, key=lambda c: Version(str(c)))
+        arch = arch_for_cc(oldest)
+        family = f"; R{lasts[0]} is the last branch for {arch['arch']} GPUs" if arch is not None else ""
+    if cands:
+        best = cands[0]  # supported_branches' order: long-term support first, the one out longest first
+        why = "R{} is the oldest {} still supported (until {}){}".format(
+            best["branch"], BRANCH_TYPES[best["type"]], best["eol"], gpu)
+        return best, why + (family if lasts and best["branch"] == lasts[0] else "")
+    if lasts and drives_all(lasts[0], ccs):
+        row = next((r for r in load("driver_branches") if r["branch"] == lasts[0]), None)
+        if row is not None and inside(row["branch"]):
+            return row, "no supported branch{}{}; R{} is the newest that does, past its end of life ({}){}".format(
+                drives, where, row["branch"], row.get("eol") or "unknown", family)
+    if hi is not None and drives_all(hi, ccs):
+        return None, "no supported branch{}{}; the newest the repository carries is R{}{}".format(
+            drives, where, hi, ", which does" if ccs else "")
+    if hi is not None:
+        return None, f"no branch{gpu} is packaged for this system (its repository carries R{lo} to R{hi}){family}"
+    return None, f"no supported branch{gpu} is known"
+
 
 
 def gpu_product(name: str) -> Optional[Row]:
@@ -508,6 +607,9 @@ def validate_gpu_arch(rows: List[Row]) -> List[str]:
         first = r.get("first_cuda")
         if first is not None and (parse_version(first) is None or not re.match(r"^\d+\.\d+$", str(first))):
             problems.append(f"{w}: first_cuda must be null or a CUDA release like '12.8'")
+        last = r.get("last_driver_branch")
+        if last is not None and not (isinstance(last, str) and last.isdigit()):
+            problems.append(f"{w}: last_driver_branch must be null or a driver branch like '580'")
         gen = r.get("tensor_core_gen")
         prec = r.get("tensor_precisions")
         if not isinstance(prec, list) or any(p not in PRECISIONS for p in prec):

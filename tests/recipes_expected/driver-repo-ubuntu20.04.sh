@@ -40,5 +40,6 @@ sh -c 'apt-get install -y "linux-headers-$(uname -r)"'
 apt-get install -y nvidia-open
 
 echo '>>> REBOOT REQUIRED: reboot this machine before using the new driver'
+# No driver branch pinned: no supported branch is available among the branches packaged for this system (R450 to R575); the newest the repository carries is R575
 # Planned for ubuntu20.04 x86_64; NVIDIA repository https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2004/x86_64/
 echo 'done: install the NVIDIA driver (newest) on ubuntu20.04 x86_64'
