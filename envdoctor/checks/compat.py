@@ -425,9 +425,9 @@ def _ptx_for(ptx: Sequence[str], cc: str) -> bool:
 # ------------------------------------------------------------------ the check
 
 
-def _question(name: str, fn: Callable[[Facts], List[Finding]], *codes: str) -> None:
+def _question(name: str, fn: Callable[[Facts], List[Finding]], requires: Sequence[str], *codes: str) -> None:
     """Register ``fn`` as its own check (one question: a crash in it hides no other verdict)."""
-    check("compat." + name, codes=docs_for(DOCS, *codes))(lambda ctx: fn(ctx.facts))
+    check("compat." + name, codes=docs_for(DOCS, *codes), requires=requires)(lambda ctx: fn(ctx.facts))
 
 
 def _driver_vs_cuda(facts: Facts) -> List[Finding]:
@@ -1193,16 +1193,21 @@ def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
     return None
 
 
-_question("driver-vs-cuda", _driver_vs_cuda, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
-          "driver.minor_version_compat", "driver.missing_for_framework", "driver.cuda_version_is_a_ceiling")
-_question("arch-vs-builds", _arch_vs_builds, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only",
+_question("driver-vs-cuda", _driver_vs_cuda, ("driver.version",), "driver.too_old_for_framework",
+          "driver.too_old_for_toolkit", "driver.minor_version_compat", "driver.missing_for_framework",
+          "driver.cuda_version_is_a_ceiling")
+_question("arch-vs-builds", _arch_vs_builds, ("gpu.N.compute_capability", "framework.*"),
+          "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only",
           "gpu.arch_support_unknown")
-_question("toolkit-vs-gpu", _toolkit_vs_gpu, "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit")
-_question("cpu-builds", _cpu_builds, "framework.cpu_only_build")
-_question("toolkits-disagree", _toolkits_disagree, "cuda.toolkits_disagree")
-_question("toolkit-vs-framework", _toolkit_vs_framework, "cuda.toolkit_differs_from_framework")
-_question("extension-home", _extension_home, "cuda.extension_home_not_a_toolkit")
-_question("host-compiler-and-os", _host_compiler_and_os, "compiler.gcc_too_new_for_cuda", "os.unsupported_by_cuda")
+_question("toolkit-vs-gpu", _toolkit_vs_gpu, ("cuda.toolkits", "gpu.N.compute_capability"),
+          "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit")
+_question("cpu-builds", _cpu_builds, ("framework.*", "gpu.count"), "framework.cpu_only_build")
+_question("toolkits-disagree", _toolkits_disagree, ("cuda.toolkits", "cuda.nvcc"), "cuda.toolkits_disagree")
+_question("toolkit-vs-framework", _toolkit_vs_framework, ("cuda.nvcc", "framework.*"),
+          "cuda.toolkit_differs_from_framework")
+_question("extension-home", _extension_home, ("cuda.extension_home",), "cuda.extension_home_not_a_toolkit")
+_question("host-compiler-and-os", _host_compiler_and_os, ("cuda.nvcc",), "compiler.gcc_too_new_for_cuda",
+          "os.unsupported_by_cuda")
 
 #: Every compat question at once (tests, and callers that want this area only).
 compat = group("compat")

@@ -381,7 +381,8 @@ def _extension_home(host: Host, home_vars: List[Tuple[str, str]], nvcc: Fact,
     return ok("cuda.extension_home", value, "derived:" + CPP_EXTENSION_HOME_RULE, label)
 
 
-@register("cuda", "CUDA toolkits", order=50)
+@register("cuda", "CUDA toolkits", order=50,
+          produces=("cuda.*",))
 def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []
