@@ -371,25 +371,22 @@ def _python(facts: Facts) -> Optional[str]:
 
 def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
                   prefer: Optional[str] = None) -> Optional[Tuple[str, Dict[str, Any]]]:
-    """(torch minor, variant) to install: a stable CUDA variant the driver runs (minor-version compatibility
-    included: the wheels carry SASS), with SASS for every GPU, for this Python; the installed minor first."""
-    rows = list(reversed(matrix.load("torch")))
-    if prefer:
-        preferred = fw.torch_release(prefer)
-        rows.sort(key=lambda r: 0 if preferred and r["version"] == preferred["version"] else 1)
-    py = _python(facts)
-    for row in rows:
-        if py and fw.python_supported(row, py) is False:
-            continue
-        for var in reversed(row["variants"]):
-            if var.get("channel") != "stable":
-                continue
-            mm = _mm(var["cuda"])
-            if drv is not None and drv.known and (mm is None or drv.verdict(mm) == "too_old"):
-                continue
-            if any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs):
-                continue
-            return row["version"], var
+    """(torch minor, variant) to install: the build :func:`envdoctor.advise.choose_build` picks (advise's
+    answer, and what the install line's recipe installs) for this driver, every GPU (compiled code for each:
+    these fixes replace a build that lacks it) and this Python; the installed minor first."""
+    from ..advise import choose_build
+    from ..target import Target
+
+    driver = drv.version if drv is not None and drv.known else None
+    if driver is None and drv is not None and drv.known and drv.cuda is not None:
+        driver = hw.min_driver_for_cuda(_mm_str(drv.cuda))  # only its CUDA is known: the least driver that has it
+    good = tuple(cc for cc in ccs if _v(cc) is not None)
+    target = Target(driver=driver, cc=min(good, key=Version) if good else None, ccs=good, python=_python(facts))
+    preferred = fw.torch_release(prefer) if prefer else None
+    for release in ([preferred["version"]] if preferred else []) + [None]:
+        chosen = choose_build("torch", target, release=release, sass=True)
+        if chosen is not None:
+            return chosen[0].release, chosen[0].build
     return None
 
 
