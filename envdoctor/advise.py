@@ -140,7 +140,7 @@ def target_from_facts(facts: Facts) -> Target:
         origin["os_id"] = "os.id"
     if os_version:
         origin["os_version"] = "os.version"
-    python = facts.value("python.version")
+    python = facts.text("python.version")
     if python:
         origin["python"] = "python.version"
     arch = facts.value("os.arch") or "x86_64"

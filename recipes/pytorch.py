@@ -106,9 +106,11 @@ def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = N
     why = [(v, judge(_candidate(row, v), target, _image_cuda if docker else None).reasons) for v in arch_ok]
     if all(any("driver" in r for r in reasons) for _, reasons in why):
         raise RecipeError(*_driver_refusal(row, arch_ok, common.driver_version(facts), docker, facts))
+    newest = _choose(facts, None, tag, docker, ignore_driver)
     raise RecipeError("torch {} has no build that runs on this machine: {}".format(row["version"], "; ".join(
         "{} {}".format(v["tag"], ", ".join(reasons)) for v, reasons in why)),
-        ["envdoctor advise --framework torch (what this machine runs)"])
+        ["envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])]
+        if newest is not None else [])
 
 
 def _candidate(row: Dict[str, Any], var: Dict[str, Any]) -> Candidate:

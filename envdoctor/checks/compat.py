@@ -377,12 +377,16 @@ def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
     from ..advise import choose_build
     from ..target import Target
 
-    driver = drv.version if drv is not None and drv.known else None
+    driver = drv.version if drv is not None and drv.known and isinstance(drv.version, str) else None
+    if driver is not None and _v(driver) is None:
+        driver = None
     if driver is None and drv is not None and drv.known and drv.cuda is not None:
         driver = hw.min_driver_for_cuda(_mm_str(drv.cuda))  # only its CUDA is known: the least driver that has it
-    good = tuple(cc for cc in ccs if _v(cc) is not None)
-    target = Target(driver=driver, cc=min(good, key=Version) if good else None, ccs=good, python=_python(facts))
-    preferred = fw.torch_release(prefer) if prefer else None
+    good = tuple(sorted({cc for cc in ccs if isinstance(cc, str) and _v(cc) is not None}, key=Version))
+    python = _python(facts)
+    target = Target(driver=driver, cc=good[0] if good else None, ccs=good,
+                    python=python if isinstance(python, str) and _v(python) is not None else None)
+    preferred = fw.torch_release(prefer) if isinstance(prefer, str) and prefer else None
     for release in ([preferred["version"]] if preferred else []) + [None]:
         chosen = choose_build("torch", target, release=release, sass=True)
         if chosen is not None:
