@@ -284,35 +284,53 @@ class PrivateDir:
 
 @dataclass(frozen=True)
 class SpaceCheck:
-    """Fail unless the filesystem holding ``path`` has ``needed`` bytes free (``what`` says for what)."""
+    """Fail unless the filesystem holding ``path`` has ``needed`` bytes free (``what`` says for what).
+
+    With ``archives`` (``(archive, marker, estimate)`` each), what is needed is measured instead: the sum of
+    the unpacked sizes the ``.xz`` archives record in their own indexes (:mod:`envdoctor.install.xzsize`),
+    ``estimate`` for one whose index cannot be read, nothing for one whose ``marker`` says it is unpacked;
+    ``needed`` is then the sum of the estimates, shown before the archives exist.
+    """
 
     path: str
     needed: int
     what: str = ""
+    archives: Tuple[Tuple[str, str, int], ...] = ()
     kind: str = "space_check"
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "needed": self.needed, "what": self.what}
+        return {"kind": self.kind, "path": self.path, "needed": self.needed, "what": self.what,
+                "archives": [{"archive": a, "marker": m, "estimate": e} for a, m, e in self.archives]}
 
     def describe(self) -> str:
         """What it does, in one line (the executor's log)."""
-        return "free space at %s: %d bytes needed" % (self.path, self.needed)
+        return "check the free space at %s%s" % (self.path, " for " + self.what if self.what else "")
 
     def sh(self) -> List[str]:
         """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
         p = q(_existing_hint(self.path))
-        kib = (self.needed + 1023) // 1024
-        msg = q(f"not enough free space for {self.what or 'this install'}: it needs about "
-                f"{self.needed / 1073741824.0:.1f} GiB")
-        return [f"free_kib=$(df -Pk -- {p} | awk 'NR==2 {{print $4}}')",
-                f'if [ "$free_kib" -lt {kib} ]; then echo {msg} >&2; exit 1; fi']
+        free = [f"free_kib=$(df -Pk -- {p} | awk 'NR==2 {{print $4}}')"]
+        if not self.archives:
+            msg = q(f"not enough free space for {self.what or 'this install'}: it needs about "
+                    f"{self.needed / 1073741824.0:.1f} GiB")
+            return free + [f'if [ "$free_kib" -lt {(self.needed + 1023) // 1024} ]; then echo {msg} >&2; exit 1; fi']
+        # the unpacked sizes the archives record (xz --list's "uncompressed"), the estimate where unreadable
+        lines = ["need=0"]
+        for archive, marker, estimate in self.archives:
+            size = (f"$(xz --robot --list -- {q(archive)} 2>/dev/null | awk -F'\\t' '$1 == \"file\" "
+                    "{print $5}' || true)")
+            lines.append(f'if [ ! -e {q(marker)} ]; then size={size}; need=$((need + ${{size:-{estimate}}})); fi')
+        msg = q(f"not enough free space for {self.what or 'this install'}")
+        return lines + free + [f'if [ "$free_kib" -lt $(((need + 1023) / 1024)) ]; then echo {msg}": it needs '
+                               f'$((need / 1048576)) MiB" >&2; exit 1; fi']
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
-        from .executor import _space, free_bytes
+        from .executor import _space, free_bytes, space_needed
 
-        ex.log("    free: %d bytes" % free_bytes(self.path))
-        _space(self)
+        needed = space_needed(self)
+        ex.log("    free space at %s: %d bytes, %d needed" % (self.path, free_bytes(self.path), needed))
+        _space(self, needed)
 
 
 @dataclass(frozen=True)
