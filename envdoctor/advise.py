@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
@@ -35,6 +35,7 @@ from .facts import Facts
 from .host.nvml_worker import MAX_GPUS
 from .matrix import frameworks as fw
 from .matrix import hardware as hw
+from .target import Target
 
 FRAMEWORKS = framework_table.ADVISED
 
@@ -57,37 +58,6 @@ class AdviseError(ValueError):
 
 
 # --------------------------------------------------------------------------- the question
-
-
-@dataclass(frozen=True)
-class Target:
-    """What the advice is for.  ``origin`` says where each value came from (a fact key, "--driver" ...)."""
-
-    driver: Optional[str] = None
-    cc: Optional[str] = None
-    gpu: Optional[str] = None
-    os_id: Optional[str] = None
-    os_version: Optional[str] = None
-    python: Optional[str] = None
-    platform: str = "linux-x86_64"
-    origin: Tuple[Tuple[str, str], ...] = ()
-    #: False when the machine was seen to have no NVIDIA GPU at all (none via NVML, none on the PCI bus).
-    gpu_present: Optional[bool] = None
-
-    def origin_of(self, name: str) -> str:
-        return dict(self.origin).get(name, "")
-
-    def merged(self, **given: Optional[str]) -> Target:
-        """This target with the explicitly given (non-None) values replacing the machine's."""
-        values: Dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-        origin = dict(self.origin)
-        origin.update({k: "--" + ("os" if k in ("os_id", "os_version") else k) for k in values})
-        return replace(self, origin=tuple(sorted(origin.items())), **values)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"driver": self.driver, "compute_capability": self.cc, "gpu": self.gpu, "os_id": self.os_id,
-                "os_version": self.os_version, "python": self.python, "platform": self.platform,
-                "origin": dict(self.origin)}
 
 
 def parse_driver(text: str) -> str:
@@ -155,10 +125,12 @@ def target_from_facts(facts: Facts) -> Target:
     if key:
         origin["driver"] = key
     cc = gpu = None
+    ccs: List[str] = []
     count = facts.count("gpu.count", MAX_GPUS)
     for i in range(count or 0):
         c = facts.value(f"gpu.{i}.compute_capability")
         if isinstance(c, str) and matrix.parse_version(c) is not None:
+            ccs.append(c)
             if cc is None or Version(c) < Version(cc):
                 cc, gpu, origin["cc"] = c, facts.value(f"gpu.{i}.name"), f"gpu.{i}.compute_capability"
     if gpu:
@@ -168,14 +140,16 @@ def target_from_facts(facts: Facts) -> Target:
         origin["os_id"] = "os.id"
     if os_version:
         origin["os_version"] = "os.version"
-    python = facts.value("python.version")
+    python = facts.text("python.version")
     if python:
         origin["python"] = "python.version"
     arch = facts.value("os.arch") or "x86_64"
     platform = "wsl2" if facts.value("os.wsl") == "WSL2" else (
         "linux-aarch64" if arch in ("aarch64", "arm64") else "linux-x86_64")
-    return Target(driver=driver, cc=cc, gpu=gpu, os_id=os_id, os_version=os_version, python=python,
-                  platform=platform, origin=tuple(sorted(origin.items())), gpu_present=gpu_present(facts))
+    return Target(os_id=str(os_id or ""), version=str(os_version or ""), family=osinfo.family(str(os_id or "")),
+                  arch="aarch64" if arch in ("aarch64", "arm64") else str(arch), driver=driver, cc=cc, gpu=gpu,
+                  python=python, platform=platform, origin=tuple(sorted(origin.items())),
+                  gpu_present=gpu_present(facts), ccs=tuple(sorted(set(ccs), key=Version)))
 
 
 def gpu_present(facts: Facts) -> Optional[bool]:
@@ -342,12 +316,17 @@ class Candidate:
     platforms: Optional[List[str]] = None
     min_driver: Optional[str] = None      # an explicit floor from the table (jax), else from cuda.json
     major_only: bool = False               # "12.x" builds: any minor, minor-version compatibility by design
-    experimental: bool = False
     notes: List[str] = field(default_factory=list)
     #: the build's GPU code is bounded by what its CUDA release targets (False for torch: arch_list says it)
     cuda_floor: bool = True
     #: (package, specifier) of the cuDNN pip installs with this build, checked against cuDNN's own GPU floor
     cudnn_pip: Optional[Tuple[str, str]] = None
+    #: the release channel (torch: stable, experimental, legacy): stable builds are preferred
+    channel: str = "stable"
+    #: does it carry compiled code (SASS, no PTX JIT) for a compute capability (None: not known)
+    sass_ok: Optional[Callable[[str], Optional[bool]]] = None
+    #: the matrix's row of this build (torch: the variant: tag, CUDA, arch_list, index_url)
+    build: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -469,7 +448,11 @@ matrix.DERIVED_CACHES.extend(f.cache_clear for f in (python_admits, architecture
                                                        cudnn_pin, _driver_needs_of))
 
 
-def judge(c: Candidate, t: Target) -> Verdict:
+def judge(c: Candidate, t: Target, image_cuda: Optional[Callable[[str], Optional[str]]] = None,
+          sass: bool = False) -> Verdict:
+    """Does build ``c`` fit ``t`` (its Python, platform, every GPU, the driver), and how (natively, or through
+    CUDA minor-version compatibility). ``image_cuda``: the build runs in a container image of that CUDA,
+    which must run natively; ``sass``: PTX that the driver JIT-compiles does not count as code for a GPU."""
     reasons = []
     pins: List[str] = []
     pin_notes: List[str] = []
@@ -477,25 +460,37 @@ def judge(c: Candidate, t: Target) -> Verdict:
         reasons.append(f"needs Python {c.python_spec}, not {t.python}")
     if c.platforms is not None and t.platform not in c.platforms:
         reasons.append(f"has no GPU build for {t.platform} (only {', '.join(c.platforms) or 'none'})")
-    if t.cc and c.arch_ok is not None and c.arch_ok(t.cc) is False:
-        reasons.append(f"has no code for compute capability {t.cc} ({c.arch_desc})")
-    elif t.cc and c.cuda_floor:
-        floor = cuda_floor_reason(c.cuda, t.cc)
-        if floor:
-            reasons.append(floor)
-    if t.cc and c.cudnn_pip and not reasons:
-        pin, why, refusal = cudnn_pin(c.cudnn_pip[0], c.cudnn_pip[1], t.cc)
-        if refusal:
-            reasons.append(refusal)
-        elif pin and why:
-            pins.append(pin)
-            pin_notes.append(why)
-    arch_driver = architecture_driver_reason(t.driver, t.cc)
-    if arch_driver:
-        reasons.append(arch_driver)
+    for cc in t.gpu_ccs:
+        if c.arch_ok is not None and c.arch_ok(cc) is False:
+            reasons.append(f"has no code for compute capability {cc} ({c.arch_desc})")
+        elif sass and c.sass_ok is not None and c.sass_ok(cc) is False:
+            reasons.append(f"has only PTX for compute capability {cc}, compiled at start-up ({c.arch_desc})")
+        elif c.cuda_floor:
+            floor = cuda_floor_reason(c.cuda, cc)
+            if floor:
+                reasons.append(floor)
+    for cc in t.gpu_ccs:
+        if c.cudnn_pip and not reasons:
+            pin, why, refusal = cudnn_pin(c.cudnn_pip[0], c.cudnn_pip[1], cc)
+            if refusal:
+                reasons.append(refusal)
+            elif pin and why and pin not in pins:
+                pins.append(pin)
+                pin_notes.append(why)
+        arch_driver = architecture_driver_reason(t.driver, cc)
+        if arch_driver and arch_driver not in reasons:
+            reasons.append(arch_driver)
     native_ok = True
     note = ""
-    if t.driver:
+    if t.driver and image_cuda is not None:
+        full = image_cuda(c.cuda) if c.cuda else None
+        need = hw.min_driver_for_cuda(full) if full else None
+        if full is None:
+            reasons.append(f"has no container image for CUDA {c.cuda}")
+        elif need is not None and _version(t.driver) < _version(need):
+            reasons.append(f"needs driver >= {need} for its CUDA {full} image (containers check the driver "
+                           f"natively: no minor-version compatibility); driver {t.driver} is older")
+    elif t.driver:
         native, compat = _driver_needs(c)
         cuda = f"CUDA {c.cuda.split('.')[0]}.x" if c.major_only and c.cuda else f"CUDA {c.cuda}"
         if compat is not None and _version(t.driver) < _version(compat):
@@ -521,6 +516,11 @@ def _torch_arch_ok(variant: Dict[str, Any]) -> Callable[[str], Optional[bool]]:
     return lambda cc: fw.torch_supports_arch(variant, cc)
 
 
+def _torch_sass_ok(variant: Dict[str, Any]) -> Callable[[str], Optional[bool]]:
+    """``Candidate.sass_ok`` for a torch variant: compiled code for the compute capability, PTX not counted."""
+    return lambda cc: fw.torch_supports_arch(dict(variant, ptx=None), cc)
+
+
 def _cc_at_least(row: Dict[str, Any], key: str) -> Callable[[str], bool]:
     """``Candidate.arch_ok`` for a table row naming the lowest compute capability under ``key``."""
     return lambda cc: Version(cc) >= Version(row[key])
@@ -540,9 +540,9 @@ def torch_candidates() -> List[Candidate]:
                 arch_ok=_torch_arch_ok(var), cuda_floor=False,
                 cudnn_pip=(f"nvidia-cudnn-cu{var['cuda'].split('.')[0]}", "==" + var["cudnn"])
                 if var.get("cudnn") and Version(var["cuda"]) >= Version("11.7") else None,
-                experimental=var.get("channel") == "experimental",
                 notes=["experimental CUDA variant of this release (RELEASE.md)"]
-                if var.get("channel") == "experimental" else []))
+                if var.get("channel") == "experimental" else [],
+                channel=var.get("channel") or "stable", sass_ok=_torch_sass_ok(var), build=var))
     return out
 
 
@@ -665,17 +665,41 @@ class FrameworkAdvice:
                 "notes": list(self.notes), "passed_over": list(self.passed_over), "source": self.source}
 
 
+#: Within a release: stable builds before experimental ones, experimental before legacy (torch's channels).
+CHANNEL_RANK = {"stable": 2, "experimental": 1, "legacy": 0}
+
+
+def pick(verdicts: List[Tuple[Candidate, Verdict]]) -> Optional[Tuple[int, Candidate, Verdict]]:
+    """The build chosen among judged candidates (newest first): the newest release with a build that fits;
+    within it one the driver runs natively, then the stable channel, then the newest CUDA."""
+    fitting = [(i, c, v) for i, (c, v) in enumerate(verdicts) if v.ok]
+    if not fitting:
+        return None
+    release = fitting[0][1].release
+    same = [x for x in fitting if x[1].release == release]
+    return max(same, key=lambda x: (x[2].native, CHANNEL_RANK.get(x[1].channel, 0), -x[0]))
+
+
+def choose_build(framework: str, t: Target, release: Optional[str] = None, variant: Optional[str] = None,
+                 image_cuda: Optional[Callable[[str], Optional[str]]] = None,
+                 sass: bool = False) -> Optional[Tuple[Candidate, Verdict]]:
+    """The one answer to "which build of ``framework`` fits this driver and these GPUs": ``advise`` shows it,
+    the install recipes install it and the checks' fixes suggest it (through the recipe's install line).
+
+    Among the matrix's builds (optionally of one ``release``, one ``variant`` such as ``cu126``), those that
+    fit ``t`` (:func:`judge`); of them :func:`pick`'s. None when none fits."""
+    cands = [c for c in candidates(framework)
+             if (release is None or c.release == release) and (variant is None or c.variant == variant)]
+    chosen = pick([(c, judge(c, t, image_cuda, sass)) for c in cands])
+    return None if chosen is None else (chosen[1], chosen[2])
+
+
 def choose(framework: str, candidates: Iterable[Candidate], t: Target) -> FrameworkAdvice:
-    """The newest release with a build that fits; within it a native, non-experimental, newest-CUDA build."""
+    """The build :func:`pick` chooses, with what was passed over and why (advise's answer)."""
     cands = list(candidates)
     verdicts = [(c, judge(c, t)) for c in cands]
     advice = FrameworkAdvice(framework)
-    fitting = [(i, c, v) for i, (c, v) in enumerate(verdicts) if v.ok]
-    chosen = None  # type: Optional[Tuple[int, Candidate, Verdict]]
-    if fitting:
-        release = fitting[0][1].release
-        same = [x for x in fitting if x[1].release == release]
-        chosen = max(same, key=lambda x: (x[2].native, not x[1].experimental, -x[0]))
+    chosen = pick(verdicts)
     for i, (c, v) in enumerate(verdicts):
         if chosen is not None:
             if i == chosen[0]:
@@ -688,8 +712,8 @@ def choose(framework: str, candidates: Iterable[Candidate], t: Target) -> Framew
             if v.ok and c.release == chosen[1].release:
                 if chosen[2].native and not v.native:
                     why = f"runs only through minor-version compatibility, while {chosen[1].variant} runs natively"
-                elif c.experimental and not chosen[1].experimental:
-                    why = f"experimental variant; {chosen[1].variant} is a stable one"
+                elif CHANNEL_RANK.get(c.channel, 0) < CHANNEL_RANK.get(chosen[1].channel, 0):
+                    why = f"{c.channel} variant; {chosen[1].variant} is a {chosen[1].channel} one"
                 else:
                     continue
                 advice.passed_over.append({"release": c.release, "variant": c.variant, "reasons": [why],
@@ -795,6 +819,7 @@ def candidates(name: str) -> List[Candidate]:
 matrix.DERIVED_CACHES.append(_candidates.cache_clear)
 
 
-__all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "gpu_cc", "gpu_present",
+__all__ = ["AdviseError", "Advice", "Target", "advise", "advise_cuda", "choose", "choose_build", "gpu_cc",
+           "gpu_present",
            "machine_driver", "parse_cc",
            "parse_driver", "parse_os", "parse_python", "target_from_facts"]

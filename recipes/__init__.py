@@ -7,7 +7,7 @@ no-root redist method (CUDA or cuDNN into a prefix); it needs a manifest
 fetched by the caller, so the CLI drives it directly.
 
 A recipe never touches the machine; the executor alone does.  This module
-holds the shared vocabulary: :class:`Target`, :class:`Request`,
+holds the shared vocabulary: :class:`Target` (the one class, :mod:`envdoctor.target`), :class:`Request`,
 :class:`RecipeError`, the registry :data:`RECIPES`, and the helpers for
 NVIDIA's CUDA package repositories that several recipes use.
 """
@@ -23,6 +23,7 @@ from packaging.version import Version
 
 from envdoctor import osinfo
 from envdoctor.install.plan import RunCommand, Step, exists
+from envdoctor.target import Target
 
 
 class RecipeError(Exception):
@@ -44,47 +45,6 @@ ARCHES = ("x86_64", "aarch64")
 
 SUPPORTED_TARGETS = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12", "centos7", "centos9", "rhel8", "rhel9",
                      "rocky8", "rocky9", "almalinux8", "almalinux9"]
-
-
-@dataclass(frozen=True)
-class Target:
-    os_id: str  # "ubuntu", "debian", "centos", "rhel", "rocky", "almalinux"
-    version: str  # "22.04", "12", "7", "8", "9"
-    family: str  # "debian" | "rhel"
-    arch: str = "x86_64"  # "x86_64" | "aarch64"
-
-    @property
-    def label(self) -> str:
-        return f"{self.os_id}{self.version}"
-
-    @property
-    def describe(self) -> str:
-        return f"{self.label} {self.arch}"
-
-    @property
-    def matrix_distro(self) -> str:
-        """The key of cuda.json ``distributions``: RHEL rebuilds (CentOS, Rocky, Alma) count as rhel."""
-        return "rhel" if self.family == "rhel" else self.os_id
-
-    @property
-    def repo_distro(self) -> str:
-        """NVIDIA's repository folder name: ubuntu2204, debian12, rhel9 (rebuilds use RHEL's)."""
-        if self.family == "rhel":
-            return "rhel" + self.version
-        return self.os_id + self.version.replace(".", "")
-
-    @property
-    def repo_arch(self) -> str:
-        """NVIDIA's repository architecture folder: x86_64, or sbsa for 64-bit Arm servers."""
-        return "sbsa" if self.arch == "aarch64" else "x86_64"
-
-    @property
-    def package_manager(self) -> str:
-        if self.family == "debian":
-            return "apt-get"
-        return "yum" if self.version == "7" else "dnf"
-
-
 
 
 def parse_target(text: str, arch: str = "x86_64") -> Target:

@@ -18,12 +18,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor.advise import Candidate, candidates, choose_build, judge
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import torch_release, torch_supports_arch
 
-from . import RecipeError
+from . import RecipeError, Target
 from . import docker_image as common
 
 COMPONENT = "pytorch"
@@ -36,7 +37,6 @@ SMOKE = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.i
 SMOKE_GPU = (SMOKE + "\nimport sys\nif not torch.cuda.is_available(): sys.exit('torch ' + torch.__version__ + "
              "' sees no GPU on this GPU machine (torch.cuda.is_available() is False): check the driver with "
              "nvidia-smi, and that this build (CUDA ' + str(torch.version.cuda) + ') runs on it')")
-_CHANNEL_RANK = {"stable": 2, "experimental": 1, "legacy": 0}
 
 
 def default_method(target: Any) -> str:
@@ -60,69 +60,97 @@ def _release(version: Optional[str]) -> Dict[str, Any]:
     return row
 
 
-def _runs(var: Dict[str, Any], driver: Optional[Version], docker: bool) -> Tuple[bool, bool]:
-    """(runs at all, runs without minor-version compatibility) on ``driver``."""
-    if docker:
-        image = common.image_cuda_for(var["cuda"])
-        if image is None:
-            return False, False
-        full = common.IMAGES[image][0]
-        ok, _ = common.can_run(driver, full, minor_compat=False)
-        return ok, ok
-    strict, _ = common.can_run(driver, var["cuda"], minor_compat=False)
-    compat, _ = common.can_run(driver, var["cuda"], minor_compat=True)
-    return compat, strict
+def _machine(facts: Any, ignore_driver: bool = False) -> Target:
+    """The machine the plan is for, as :func:`envdoctor.advise.choose_build` judges it: the driver and every
+    GPU's compute capability (the interpreter's Python range is checked when the plan runs)."""
+    driver = None if ignore_driver else common.driver_version(facts)
+    ccs = tuple(common.compute_capabilities(facts))
+    return Target(driver=str(driver) if driver is not None else None, cc=min(ccs, key=Version) if ccs else None,
+                  ccs=ccs)
+
+
+def _image_cuda(cuda: str) -> Optional[str]:
+    """The CUDA release of the nvidia/cuda image a build of ``cuda`` runs in (docker method), or None."""
+    image = common.image_cuda_for(cuda)
+    return common.IMAGES[image][0] if image is not None else None
+
+
+def _choose(facts: Any, release: Optional[str], tag: Optional[str], docker: bool,
+            ignore_driver: bool = False) -> Optional[Candidate]:
+    """The build :func:`choose_build` picks (of ``release``, or of the newest release that has one), or None."""
+    chosen = choose_build("torch", _machine(facts, ignore_driver), release=release, variant=tag,
+                          image_cuda=_image_cuda if docker else None)
+    return None if chosen is None else chosen[0]
 
 
 def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = None, docker: bool = False,
                    ignore_driver: bool = False) -> Dict[str, Any]:
-    """The variant of a torch release to install on the machine the facts describe."""
+    """The variant of a torch release to install on the machine the facts describe (advise's choice:
+    :func:`envdoctor.advise.choose_build`), or a RecipeError saying why none fits and what would."""
     ccs = common.compute_capabilities(facts)
-    driver = None if ignore_driver else common.driver_version(facts)
     variants = list(row["variants"])
+    tag = None
     if want_cuda:
         tag = want_cuda if want_cuda.startswith("cu") else "cu" + want_cuda.replace(".", "")
         variants = [v for v in variants if v["tag"] == tag]
         if not variants:
             raise RecipeError("torch {} has no {} build".format(row["version"], tag),
                               ["--option cuda=" + v["cuda"] for v in row["variants"]])
+    chosen = _choose(facts, row["version"], tag, docker, ignore_driver)
+    if chosen is not None:
+        return chosen.build
     arch_ok = [v for v in variants if all(torch_supports_arch(v, cc) for cc in ccs)]
     if not arch_ok:
-        raise RecipeError(*_arch_refusal(row, ccs, variants))
-    usable = []
-    for v in arch_ok:
-        runs, strict = _runs(v, driver, docker)
-        if runs:
-            usable.append((strict, _CHANNEL_RANK.get(v["channel"], 0), Version(v["cuda"]), v))
-    if not usable:
-        raise RecipeError(*_driver_refusal(row, arch_ok, driver, docker))
-    usable.sort(key=lambda t: t[:3])
-    return usable[-1][3]
+        raise RecipeError(*_arch_refusal(row, ccs, variants, facts, docker))
+    target = _machine(facts, ignore_driver)
+    why = [(v, judge(_candidate(row, v), target, _image_cuda if docker else None).reasons) for v in arch_ok]
+    if all(any("driver" in r for r in reasons) for _, reasons in why):
+        raise RecipeError(*_driver_refusal(row, arch_ok, common.driver_version(facts), docker, facts))
+    newest = _choose(facts, None, tag, docker, ignore_driver)
+    raise RecipeError("torch {} has no build that runs on this machine: {}".format(row["version"], "; ".join(
+        "{} {}".format(v["tag"], ", ".join(reasons)) for v, reasons in why)),
+        ["envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])]
+        if newest is not None else [])
 
 
-def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, Any]]) -> Tuple[str, List[str]]:
+def _candidate(row: Dict[str, Any], var: Dict[str, Any]) -> Candidate:
+    return next(c for c in candidates("torch") if c.release == row["version"] and c.variant == var["tag"])
+
+
+def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, Any]], facts: Any,
+                  docker: bool) -> Tuple[str, List[str]]:
     bad = sorted({cc for cc in ccs if not any(torch_supports_arch(v, cc) for v in variants)}, key=Version)
     built = ", ".join("{} (sm {}..{})".format(v["tag"], v["arch_list"][0], v["arch_list"][-1]) for v in variants)
     msg = "torch {} has no CUDA build for compute capability {}: its builds cover {}".format(
         row["version"], ", ".join(bad), built)
     alts: List[str] = []
+    named = False
     for r in reversed(load("torch")):
         fit = [v for v in r["variants"] if all(torch_supports_arch(v, cc) for cc in bad)]
         if fit:
+            named = True
             newer = Version(r["version"]) > Version(row["version"])
             msg += "; the {} release with sm_{} is torch {} ({})".format(
                 "first" if newer else "last", bad[0].replace(".", ""), r["version"], fit[-1]["tag"])
-            alts.append("envdoctor install pytorch --version {} --option cuda={}".format(r["version"],
-                                                                                         fit[-1]["cuda"]))
+            chosen = _choose(facts, r["version"], None, docker)
+            if chosen is not None:  # only a line the recipe accepts on this machine (its driver, its cuDNN)
+                alts.append("envdoctor install pytorch --version {} --option cuda={}".format(
+                    r["version"], chosen.build["cuda"]))
             if not newer:
                 break
-    if not alts:
+    if not named:
         msg += "; no torch release in the matrix supports it"
+    if not alts:
+        newest = _choose(facts, None, None, docker)
+        if newest is not None:
+            msg += f"; the newest release that runs on this machine is torch {newest.release} ({newest.variant})"
+            alts.append("envdoctor install pytorch --version {} --option cuda={}".format(
+                newest.release, newest.build["cuda"]))
     return msg, alts
 
 
 def _driver_refusal(row: Dict[str, Any], variants: List[Dict[str, Any]], driver: Optional[Version],
-                    docker: bool) -> Tuple[str, List[str]]:
+                    docker: bool, facts: Any) -> Tuple[str, List[str]]:
     oldest = min(variants, key=lambda v: Version(v["cuda"]))
     cuda = common.IMAGES[common.image_cuda_for(oldest["cuda"]) or "12.4"][0] if docker else oldest["cuda"]
     need = common.hardware.min_driver_for_cuda(cuda, minor_compat=not docker)
@@ -139,7 +167,7 @@ def _driver_refusal(row: Dict[str, Any], variants: List[Dict[str, Any]], driver:
     for r in reversed(load("torch")):
         if Version(r["version"]) >= Version(row["version"]):
             continue
-        if any(_runs(v, driver, docker)[0] for v in r["variants"]):
+        if _choose(facts, r["version"], None, docker) is not None:
             alts.append("envdoctor install pytorch --version {} (the newest release this driver runs)".format(
                 r["version"]))
             break
@@ -195,20 +223,21 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
 
 def _newest_that_runs(newest: Dict[str, Any], facts: Any, want_cuda: Optional[str],
                       docker: bool) -> Tuple[Dict[str, Any], List[str]]:
-    """No --version asked for: the newest release with a build for this machine's GPUs and driver (as
-    `advise` answers), with a note naming what newer releases need; the newest when none fits (its
-    refusal then says why)."""
-    for row in reversed(load("torch")):
-        try:
-            choose_variant(row, facts, want_cuda, docker=docker)
-        except RecipeError:
-            continue
-        if row["version"] == newest["version"]:
-            return row, []
-        return row, ["torch {} is the newest release this machine runs; torch {} has no build for its GPU and "
-                     "driver (envdoctor install driver, or --with-driver, for newer ones)".format(
-                         row["version"], newest["version"])]
-    return newest, []
+    """No --version asked for: the newest release with a build for this machine's GPUs and driver (the build
+    `advise` recommends), with a note naming what newer releases need; the newest when none fits (its refusal
+    then says why)."""
+    tag = None
+    if want_cuda:
+        tag = want_cuda if want_cuda.startswith("cu") else "cu" + want_cuda.replace(".", "")
+    chosen = choose_build("torch", _machine(facts), variant=tag, image_cuda=_image_cuda if docker else None)
+    if chosen is None:
+        return newest, []
+    row = chosen[0].row
+    if row["version"] == newest["version"]:
+        return row, []
+    return row, ["torch {} is the newest release this machine runs; torch {} has no build for its GPU and "
+                 "driver (envdoctor install driver, or --with-driver, for newer ones)".format(
+                     row["version"], newest["version"])]
 
 
 def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str, opts: Dict[str, str]) -> Plan:

@@ -191,7 +191,7 @@ def sweep() -> Tuple[int, List[str]]:
     for cc in gpu_ccs():
         for driver in drivers():
             for python in PYTHONS:
-                answer = advise(Target(driver=driver, cc=cc, python=python, os_id="ubuntu", os_version="22.04"))
+                answer = advise(Target(driver=driver, cc=cc, python=python, os_id="ubuntu", version="22.04"))
                 for f in answer.frameworks:
                     if not f.command:
                         continue

@@ -98,13 +98,16 @@ def test_live_report_and_snapshot_hide_host_identity(tmp_path):
 
 
 def test_secrets_never_reach_a_snapshot(tmp_path):
-    env = dict(os.environ, HF_TOKEN="hf_supersecretvalue123", MY_DB_PASSWORD="hunter2hunter2")
+    env = dict(os.environ, HF_TOKEN="hf_supersecretvalue123", MY_DB_PASSWORD="hunter2hunter2",
+               NVIDIA_API_KEY="nvsecretvalue4455")
     snap = tmp_path / "s.json"
     r = _run_cli(["snapshot", "-o", str(snap), "--include-host"], env=env)
     assert r.returncode == 0, r.stderr
     text = snap.read_text()
-    assert "hf_supersecretvalue123" not in text and "hunter2hunter2" not in text
-    assert json.loads(text)["environ"]["HF_TOKEN"] == "<redacted>"
+    assert "hf_supersecretvalue123" not in text and "hunter2hunter2" not in text and "nvsecretvalue4455" not in text
+    assert json.loads(text)["environ"]["NVIDIA_API_KEY"] == "<redacted>"
+    doc = json.loads(text)  # no probe reads them: their names only; a secret in a recorded variable: <redacted>
+    assert {"HF_TOKEN", "MY_DB_PASSWORD"} <= set(doc["environ_names"]) and "HF_TOKEN" not in doc["environ"]
 
 
 def _fake_frameworks(tmp_path):

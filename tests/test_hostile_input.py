@@ -29,7 +29,8 @@ def test_any_byte_in_the_environment_and_file_names_survives_snapshot_and_replay
         pass
     env = dict(os.environ, PATH=str(bindir) + os.pathsep + os.environ.get("PATH", ""), ENVDOCTOR_NO_PREFORK="1")
     envb = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
-    envb[b"HOSTILE_VALUE"] = HOSTILE
+    envb[b"CUDA_HOSTILE_VALUE"] = HOSTILE  # CUDA_*: a snapshot records its value
+    envb[b"HOSTILE_\xfe_NAME"] = HOSTILE  # no probe reads it: its name only
     snap = str(tmp_path / "snap.json")
     r = subprocess.run([sys.executable, "-m", "envdoctor", "snapshot", "-o", snap], env=envb, cwd=ROOT,
                        capture_output=True, timeout=120)
@@ -39,7 +40,8 @@ def test_any_byte_in_the_environment_and_file_names_survives_snapshot_and_replay
     assert not any(c in text for c in RAW)  # escaped, not raw
     doc = json.loads(text)
     # Lossless: the same text Python read from the machine (undecodable bytes as surrogateescape).
-    assert os.fsencode(doc["environ"]["HOSTILE_VALUE"]) == HOSTILE
+    assert os.fsencode(doc["environ"]["CUDA_HOSTILE_VALUE"]) == HOSTILE
+    assert os.fsdecode(b"HOSTILE_\xfe_NAME") in doc["environ_names"]
     assert os.fsdecode(name) in doc["dirs"][str(bindir)]["entries"]
     for fmt in ("json", "text", "markdown"):
         r = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--snapshot", snap, "--format", fmt, "-v"],

@@ -21,12 +21,16 @@ HOME = "/home/alice"
 
 
 def _snapshot(tmp_path, monkeypatch, env, include_host=False):
-    """Write a snapshot of a live host whose environment holds ``env``; its text and its ``environ``."""
+    """Write a snapshot of a live host whose environment holds ``env``; its text and its ``environ``. Every
+    variable of ``env`` is read as a probe reads one (``host.getenv``), so the snapshot records its value
+    (secrets redacted) and the redaction rules apply; unread ones keep only their names (tested below)."""
     monkeypatch.setenv("HOME", HOME)
     monkeypatch.setenv("USER", "alice")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     host = LiveHost(timeout=10)
+    for name in env:
+        host.getenv(name)
     doc = document_from_host(host, scrubber_for(host, include_host, False), "test")
     path = tmp_path / "snapshot.json"
     write_snapshot(doc, str(path))
@@ -306,11 +310,11 @@ def test_envdoctor_snapshot_command_writes_no_secret(tmp_path):
     assert r.returncode == 0, r.stderr
     text = snap.read_text(encoding="utf-8")
     assert "e2eQz" not in text and "e2e-Qz" not in text and "E2eQz" not in text
-    environ = json.loads(text)["environ"]
-    for name in secrets:
-        assert REDACTED in environ[name], name
+    doc = json.loads(text)
+    environ, names = doc["environ"], doc.get("environ_names", [])
+    for name in secrets:  # no probe reads them: their names only (the rules for recorded values: tests above)
+        assert name in names and name not in environ, name
     assert environ["CUDA_VISIBLE_DEVICES"] == "0,1"
-    assert environ["HF_ENDPOINT"] == "https://x/?token=<redacted>&api_key=<redacted>"
 
 
 def test_url_credentials_are_removed_from_file_contents_too():
@@ -588,3 +592,16 @@ def test_url_scanning_finds_what_the_scheme_pattern_found():
     for value in ["x", "http://a", "git+https://u:p@h/x", "a://b://c", "9abc://x", "://x", " ://x", "a:////b",
                   "s3://b/k http://h,https://g;ftp://f", "-.+://x", "x1.y-z+w://q", "é://x", "http://a://b"]:
         assert _url_starts(value) == [(m.start(), m.end()) for m in scheme.finditer(value)], value
+
+
+def test_a_variable_no_probe_reads_keeps_its_name_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_APP_SETTING", "plainvalue4412")
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "eth7")  # NCCL's: recorded although no probe reads it today
+    host = LiveHost(timeout=10)
+    host.getenv("CUDA_VISIBLE_DEVICES")
+    doc = document_from_host(host, scrubber_for(host, True, False), "test")
+    assert "MY_APP_SETTING" in doc["environ_names"] and "MY_APP_SETTING" not in doc["environ"]
+    assert "plainvalue4412" not in json.dumps(doc)
+    assert doc["environ"]["NCCL_SOCKET_IFNAME"] == "eth7" and "PATH" in doc["environ"]
+    replayed = SnapshotHost(json.loads(json.dumps(doc)), "t")
+    assert replayed.getenv("MY_APP_SETTING") is None and replayed.getenv("NCCL_SOCKET_IFNAME") == "eth7"

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from envdoctor.host import privacy
+from envdoctor.host.base import recorded_variable
 from envdoctor.host.live import LiveHost
 from envdoctor.host.snapshot import document_from_host, write_snapshot
 from envdoctor.render.json_out import dumps
@@ -60,6 +61,13 @@ PLANTED = {
     "HOSTNAME": "gpunode-plant017.clusterplant.example.org",
     "PBS_O_HOST": "loginplant-03.clusterplant.example.org",
     "VIRTUAL_ENV": "/opt/%s/venv" % USER,
+    # Variables whose values a snapshot records (CUDA_*, NVIDIA_*, NCCL_*, LD_*, CONDA_*, paths): the
+    # scrubbing rules still apply to them.
+    "NVIDIA_API_KEY": "nvapi-PLANTnvidiakey0987654321abcdefghijklmnopqrstuvwxyzABCDEFG",
+    "CONDA_CHANNEL_ALIAS": "https://condauser:condaplantsecret@conda.example.com/t/condaplanttok77/main",
+    "NCCL_NET_PLUGIN_URL": "https://nccl.example.com/plugin?token=ncclplanttoken55&arch=x86_64",
+    "LD_AUDIT_NOTE": "--password ldplantpass12",
+    "CUDA_CACHE_PATH": "/home/%s/.nv/ComputeCache" % USER,
 }
 SECRETS = [
     "ghp_4Fq8ZpLk2VbN7xWc9RtY1uJm3HsD5gEa6KoP", "hf_QwErTyUiOpAsDfGhJkLzXcVbNm1234567890", "AKIAZ7QPLANTED4KEY99",
@@ -69,6 +77,7 @@ SECRETS = [
     "dsnplantkey42", "dbplantsecret", "PLANTngc1234567890", "PLANTopenai1234567890",
     "eyJzdWIiOiJwbGFudCJ9", "hunter2plant", "203.0.113.77", "198.51.100.23", "gpunode-plant017",
     "gpunode-plant018", "submitplant-01", "clusterplant", "loginplant-03", USER,
+    "PLANTnvidiakey0987654321", "condaplantsecret", "condaplanttok77", "ncclplanttoken55", "ldplantpass12",
 ]
 
 
@@ -107,9 +116,14 @@ def test_no_planted_secret_or_identity_reaches_any_output(planted):
         assert _leaks(text) == [], name
         if len(nodename) >= 3 and nodename != "localhost":
             assert nodename not in text, name
-    # The snapshot still says the variables were there (names kept, values gone).
-    env = json.loads(outputs["snapshot"])["environ"]
-    assert set(PLANTED) <= set(env)
+    # The snapshot still says the variables were there (names kept, values gone): the values of those a
+    # probe reads or that CUDA, NVIDIA, NCCL, the loader or conda read (secrets redacted), the names of the rest.
+    doc = json.loads(outputs["snapshot"])
+    env, names = doc["environ"], doc.get("environ_names", [])
+    assert set(PLANTED) <= set(env) | set(names) and not set(env) & set(names)
+    assert all(recorded_variable(k) or k in host.environ().read for k in env)
+    assert {"NVIDIA_API_KEY", "CONDA_CHANNEL_ALIAS", "NCCL_NET_PLUGIN_URL", "LD_AUDIT_NOTE", "CUDA_CACHE_PATH",
+            "VIRTUAL_ENV"} <= set(env) and {"MY_APP_SEED", "GITHUB_TOKEN", "DATABASE_URL"} <= set(names)
     # Commands in their own processes: fleet over the snapshot and the report, and advise (live).
     sub_env = dict(os.environ)
     for args in (["fleet", str(planted), "--format", "json"], ["fleet", str(planted)],

@@ -18,6 +18,8 @@ from typing import List, Optional
 
 import pytest
 
+from envdoctor.advise import Target as AdviseTarget
+from envdoctor.advise import advise
 from envdoctor.facts import Facts
 from envdoctor.install.plan import RunCommand, WriteFile, render_sh
 from envdoctor.probes import run_probes
@@ -114,17 +116,24 @@ def test_rtx_5090_blackwell_gets_cu128_or_newer_only():
     assert any("--version 2.7" in a for a in err.value.alternatives)
 
 
-def test_k80_gets_the_last_torch_with_sm_37_and_asking_for_the_newest_is_refused_naming_it():
+def test_k80_gets_the_last_torch_whose_cudnn_runs_on_it_and_asking_for_the_newest_is_refused_naming_it():
     facts = machine_facts("470.82.01", 11040, [[3, 7]], ["Tesla K80"])
     with pytest.raises(RecipeError) as err:
         pytorch.plan(req("pytorch", pytorch.versions()[-1]), UBUNTU2204, facts)
     assert "compute capability 3.7" in err.value.message
     assert "the last release with sm_37 is torch 2.7 (cu118)" in err.value.message
-    assert err.value.alternatives == ["envdoctor install pytorch --version 2.7 --option cuda=11.8"]
+    # torch 2.4-2.7 cu118 carry sm_37 but pin cuDNN 9.1, which supports compute capability 5.0 and newer
+    # (cudnn.json): the line offered is the newest release whose cuDNN runs on a K80, as advise answers.
+    assert "the newest release that runs on this machine is torch 2.3 (cu118)" in err.value.message
+    assert err.value.alternatives == ["envdoctor install pytorch --version 2.3 --option cuda=11.8"]
+    assert advise(AdviseTarget(driver="470.82.01", cc="3.7"), ["torch"]).frameworks[0].release == "2.3"
     # No --version: the newest release this machine runs, as advise answers, saying why not a newer one.
     plan = pytorch.plan(req("pytorch"), UBUNTU2204, facts)
-    assert _pip_line(plan).endswith("torch==2.7.* --index-url https://download.pytorch.org/whl/cu118")
-    assert any(n.startswith("torch 2.7 is the newest release this machine runs") for n in plan.notes)
+    assert _pip_line(plan).endswith("torch==2.3.* --index-url https://download.pytorch.org/whl/cu118")
+    assert any(n.startswith("torch 2.3 is the newest release this machine runs") for n in plan.notes)
+    with pytest.raises(RecipeError) as err:  # asked for by version: refused, saying why
+        pytorch.plan(req("pytorch", "2.7"), UBUNTU2204, facts)
+    assert "cuDNN 9.1.0.70" in err.value.message and "not 3.7" in err.value.message
 
 
 def test_no_facts_plans_the_stable_default_for_another_os():

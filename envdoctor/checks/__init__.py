@@ -12,7 +12,7 @@ verdict only.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..facts import Facts
 from ..findings import Finding, Fix, sort_key
@@ -38,6 +38,9 @@ class CheckSpec(NamedTuple):
     name: str
     fn: CheckFn
     codes: Sequence[CodeDoc]  # the finding codes this check may emit
+    #: The facts it cannot judge without (keys; ``N`` for a GPU's index, ``*`` for any one part, e.g.
+    #: ``framework.*``). ``()``: it judges whatever is there (a check about missing facts). None: undeclared.
+    requires: Optional[Tuple[str, ...]] = None
 
 
 _REGISTRY: Dict[str, CheckSpec] = {}
@@ -59,9 +62,13 @@ CHECK_MODULES = (
 )
 
 
-def check(name: str, codes: Sequence[CodeDoc]) -> Callable[[CheckFn], CheckFn]:
+def check(name: str, codes: Sequence[CodeDoc],
+          requires: Optional[Sequence[str]] = None) -> Callable[[CheckFn], CheckFn]:
+    """Register ``fn`` as the check ``name``. ``requires`` names the facts it needs: when the probe behind one
+    of them did not finish (crashed, timed out) or did not run, the runner skips the check and the report says
+    which verdicts are missing, instead of the check passing on an empty layer."""
     def deco(fn: CheckFn) -> CheckFn:
-        _REGISTRY[name] = CheckSpec(name, fn, tuple(codes))
+        _REGISTRY[name] = CheckSpec(name, fn, tuple(codes), None if requires is None else tuple(requires))
         return fn
 
     return deco
@@ -104,6 +111,9 @@ def code_docs() -> Dict[str, CodeDoc]:
     for spec in all_checks():
         for doc in spec.codes:
             out[doc.code] = doc
+    out.setdefault("envdoctor.checks_skipped", CodeDoc(
+        "envdoctor.checks_skipped", "info", "Some checks were skipped: the facts they need were not gathered.",
+        "which probes ran", "Their verdicts are missing from this report: it cannot say those parts are fine."))
     out.setdefault("envdoctor.check_crashed", CodeDoc(
         "envdoctor.check_crashed", "warning", "One of envdoctor's checks raised an exception.",
         "envdoctor itself", "The other checks still ran; this one's verdict is missing. Please report it."))
@@ -120,11 +130,49 @@ class CheckContext:
     def __init__(self, facts: Facts, probes: Sequence[ProbeResult]) -> None:
         self.facts = facts
         self.probes = probes
+        #: probe name -> the finding codes of the checks skipped because that probe did not finish
+        #: (filled by :func:`run_checks` before any check runs; ``probe-health`` names them)
+        self.skipped: Dict[str, List[str]] = {}
+
+
+def blocked_by(spec: CheckSpec, probes: Sequence[ProbeResult]) -> List[str]:
+    """The probes behind ``spec``'s required facts that did not finish (crashed, timed out) or did not run,
+    in ``probes`` (the run's probe records). Facts handed in without probe records (``probes`` empty: a test,
+    a saved report's facts) are taken as they are."""
+    if not probes or not spec.requires:
+        return []
+    from ..probes import producer_of
+
+    status = {p.name: p.status for p in probes}
+    out: List[str] = []
+    for key in spec.requires:
+        name = producer_of(key)
+        if name is not None and status.get(name) != "ok" and name not in out:
+            out.append(name)
+    return out
 
 
 def run_checks(ctx: CheckContext) -> List[Finding]:
     findings: List[Finding] = []
+    runnable: List[CheckSpec] = []
+    not_run: Dict[str, List[str]] = {}
+    ran = {p.name for p in ctx.probes}
     for spec in all_checks():
+        blocked = blocked_by(spec, ctx.probes)
+        if not blocked:
+            runnable.append(spec)
+            continue
+        for name in blocked:
+            target = ctx.skipped if name in ran else not_run
+            codes = target.setdefault(name, [])
+            codes.extend(d.code for d in spec.codes if d.code not in codes)
+    for name, codes in sorted(not_run.items()):  # a probe left out of this run: no probe-health entry says so
+        findings.append(Finding(
+            code="envdoctor.checks_skipped", severity="info", components=["envdoctor"],
+            title="Not checked: the %s facts were not gathered in this run" % name,
+            detail="The checks that need them were skipped%s." % (
+                (" (" + ", ".join(codes) + ")") if codes else "")))
+    for spec in runnable:
         try:
             for finding in spec.fn(ctx):  # what a check said before it raised still counts
                 findings.append(finding)

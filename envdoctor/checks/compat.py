@@ -371,25 +371,26 @@ def _python(facts: Facts) -> Optional[str]:
 
 def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
                   prefer: Optional[str] = None) -> Optional[Tuple[str, Dict[str, Any]]]:
-    """(torch minor, variant) to install: a stable CUDA variant the driver runs (minor-version compatibility
-    included: the wheels carry SASS), with SASS for every GPU, for this Python; the installed minor first."""
-    rows = list(reversed(matrix.load("torch")))
-    if prefer:
-        preferred = fw.torch_release(prefer)
-        rows.sort(key=lambda r: 0 if preferred and r["version"] == preferred["version"] else 1)
-    py = _python(facts)
-    for row in rows:
-        if py and fw.python_supported(row, py) is False:
-            continue
-        for var in reversed(row["variants"]):
-            if var.get("channel") != "stable":
-                continue
-            mm = _mm(var["cuda"])
-            if drv is not None and drv.known and (mm is None or drv.verdict(mm) == "too_old"):
-                continue
-            if any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs):
-                continue
-            return row["version"], var
+    """(torch minor, variant) to install: the build :func:`envdoctor.advise.choose_build` picks (advise's
+    answer, and what the install line's recipe installs) for this driver, every GPU (compiled code for each:
+    these fixes replace a build that lacks it) and this Python; the installed minor first."""
+    from ..advise import choose_build
+    from ..target import Target
+
+    driver = drv.version if drv is not None and drv.known and isinstance(drv.version, str) else None
+    if driver is not None and _v(driver) is None:
+        driver = None
+    if driver is None and drv is not None and drv.known and drv.cuda is not None:
+        driver = hw.min_driver_for_cuda(_mm_str(drv.cuda))  # only its CUDA is known: the least driver that has it
+    good = tuple(sorted({cc for cc in ccs if isinstance(cc, str) and _v(cc) is not None}, key=Version))
+    python = _python(facts)
+    target = Target(driver=driver, cc=good[0] if good else None, ccs=good,
+                    python=python if isinstance(python, str) and _v(python) is not None else None)
+    preferred = fw.torch_release(prefer) if isinstance(prefer, str) and prefer else None
+    for release in ([preferred["version"]] if preferred else []) + [None]:
+        chosen = choose_build("torch", target, release=release, sass=True)
+        if chosen is not None:
+            return chosen[0].release, chosen[0].build
     return None
 
 
@@ -425,9 +426,9 @@ def _ptx_for(ptx: Sequence[str], cc: str) -> bool:
 # ------------------------------------------------------------------ the check
 
 
-def _question(name: str, fn: Callable[[Facts], List[Finding]], *codes: str) -> None:
+def _question(name: str, fn: Callable[[Facts], List[Finding]], requires: Sequence[str], *codes: str) -> None:
     """Register ``fn`` as its own check (one question: a crash in it hides no other verdict)."""
-    check("compat." + name, codes=docs_for(DOCS, *codes))(lambda ctx: fn(ctx.facts))
+    check("compat." + name, codes=docs_for(DOCS, *codes), requires=requires)(lambda ctx: fn(ctx.facts))
 
 
 def _driver_vs_cuda(facts: Facts) -> List[Finding]:
@@ -1193,16 +1194,21 @@ def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
     return None
 
 
-_question("driver-vs-cuda", _driver_vs_cuda, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
-          "driver.minor_version_compat", "driver.missing_for_framework", "driver.cuda_version_is_a_ceiling")
-_question("arch-vs-builds", _arch_vs_builds, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only",
+_question("driver-vs-cuda", _driver_vs_cuda, ("driver.version",), "driver.too_old_for_framework",
+          "driver.too_old_for_toolkit", "driver.minor_version_compat", "driver.missing_for_framework",
+          "driver.cuda_version_is_a_ceiling")
+_question("arch-vs-builds", _arch_vs_builds, ("gpu.N.compute_capability", "framework.*"),
+          "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only",
           "gpu.arch_support_unknown")
-_question("toolkit-vs-gpu", _toolkit_vs_gpu, "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit")
-_question("cpu-builds", _cpu_builds, "framework.cpu_only_build")
-_question("toolkits-disagree", _toolkits_disagree, "cuda.toolkits_disagree")
-_question("toolkit-vs-framework", _toolkit_vs_framework, "cuda.toolkit_differs_from_framework")
-_question("extension-home", _extension_home, "cuda.extension_home_not_a_toolkit")
-_question("host-compiler-and-os", _host_compiler_and_os, "compiler.gcc_too_new_for_cuda", "os.unsupported_by_cuda")
+_question("toolkit-vs-gpu", _toolkit_vs_gpu, ("cuda.toolkits", "gpu.N.compute_capability"),
+          "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit")
+_question("cpu-builds", _cpu_builds, ("framework.*", "gpu.count"), "framework.cpu_only_build")
+_question("toolkits-disagree", _toolkits_disagree, ("cuda.toolkits", "cuda.nvcc"), "cuda.toolkits_disagree")
+_question("toolkit-vs-framework", _toolkit_vs_framework, ("cuda.nvcc", "framework.*"),
+          "cuda.toolkit_differs_from_framework")
+_question("extension-home", _extension_home, ("cuda.extension_home",), "cuda.extension_home_not_a_toolkit")
+_question("host-compiler-and-os", _host_compiler_and_os, ("cuda.nvcc",), "compiler.gcc_too_new_for_cuda",
+          "os.unsupported_by_cuda")
 
 #: Every compat question at once (tests, and callers that want this area only).
 compat = group("compat")

@@ -31,7 +31,7 @@ def _has_gpu(facts: Facts) -> bool:
     return isinstance(count, int) and count > 0
 
 
-@check("container-toolkit", codes=(
+@check("container-toolkit", requires=("container.docker", "gpu.count"), codes=(
     CodeDoc("container-toolkit.missing", "warning", "Docker is installed on a GPU machine without the NVIDIA "
             "Container Toolkit.", "container.docker, container.toolkit, gpu.count",
             "`docker run --gpus all` fails with 'could not select device driver \"\" with capabilities: [[gpu]]'.",
@@ -128,7 +128,7 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
 DEV_CHAR_NOTICE = "https://github.com/NVIDIA/nvidia-docker/issues/1730"
 
 
-@check("container-toolkit.dev-char", codes=(
+@check("container-toolkit.dev-char", requires=("container.dev_char_nvidia_links", "container.toolkit"), codes=(
     CodeDoc("container-toolkit.dev_char_symlinks_missing", "warning",
             "Docker manages container cgroups with systemd and /dev/char holds no links to the NVIDIA devices.",
             "container.docker_cgroup_driver, container.dev_char_nvidia_links, container.toolkit, os.container",

@@ -45,7 +45,7 @@ def _driver(ctx: CheckContext) -> Optional[str]:
     return None
 
 
-@check("driver-branch", codes=(
+@check("driver-branch", requires=("driver.version",), codes=(
     CodeDoc("driver.branch_end_of_life", "info",
             "The installed driver belongs to a branch NVIDIA no longer supports (past its end of life).",
             "driver.version (else the kernel module's), gpu.N.compute_capability",

@@ -889,7 +889,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     )]
 
 
-@check("driver-health", codes=(
+@check("driver-health", requires=("driver.installed",), codes=(
     CodeDoc("driver.library_mismatch", "error",
             "The loaded NVIDIA kernel module and the user-space library are different driver versions.",
             "driver.nvml.status, driver.kernel_module.version, driver.userspace.version",
@@ -1026,7 +1026,7 @@ def _ask(name: str, fn: Callable[[Facts], List[Finding]]) -> None:
                                           for f in _earlier(ctx.facts, name)):
             return []
         return fn(ctx.facts)
-    check("driver-health." + name, codes=())(run)
+    check("driver-health." + name, codes=(), requires=("driver.installed",))(run)
 
 
 for _name, _fn in _QUESTIONS:
@@ -1081,7 +1081,7 @@ def _library_links(facts: Facts) -> List[Finding]:
     return out
 
 
-@check("driver-health.library-links", codes=(
+@check("driver-health.library-links", requires=("driver.installed", "driver.library_links"), codes=(
     CodeDoc("driver.stale_library_link", "error",
             "A driver library link (libnvidia-*.so.N) points to another driver version's file, or to one that no "
             "longer exists, left by an update.", "driver.library_links, driver.kernel_module.version",
@@ -1092,7 +1092,7 @@ def library_links(ctx: CheckContext) -> List[Finding]:
     return _library_links(ctx.facts) if _installed(ctx.facts) else []
 
 
-@check("driver-health.nvml-errors", codes=())
+@check("driver-health.nvml-errors", codes=(), requires=("driver.installed",))
 def nvml_errors(ctx: CheckContext) -> List[Finding]:
     """NVML failures that no more specific finding (of the questions above) explains."""
     if not _installed(ctx.facts):

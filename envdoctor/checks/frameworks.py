@@ -90,7 +90,7 @@ def _mm(v: Optional[Version]) -> Optional[Tuple[int, int]]:
     return rel[0], rel[1]
 
 
-@check("frameworks.jax-ptxas", codes=(
+@check("frameworks.jax-ptxas", requires=("framework.jax.ptxas", "cuda.nvcc"), codes=(
     CodeDoc("framework.ptxas_shadowed", "error",
             "JAX (XLA) runs the ptxas first on PATH, which is older than the one its CUDA wheels require.",
             "framework.jax, framework.jax.ptxas (ptxas on PATH, the nvidia-cuda-nvcc wheel), cuda.toolkits, cuda.nvcc",
@@ -143,7 +143,8 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
     )]
 
 
-@check("frameworks.jax-ptxas-driver", codes=docs_for(compat.DOCS, "driver.minor_version_compat"))
+@check("frameworks.jax-ptxas-driver", requires=("framework.jax.ptxas", "driver.version"),
+       codes=docs_for(compat.DOCS, "driver.minor_version_compat"))
 def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     jax = _jax(facts)
@@ -186,7 +187,8 @@ def _env_prefix(facts: Facts) -> Optional[str]:
     return prefix.rstrip("/") if isinstance(prefix, str) and prefix.startswith("/") else None
 
 
-@check("frameworks.cudnn-in-one-process", codes=docs_for(libraries._FRAMEWORK_LINKAGE_DOCS, "cudnn.shadowed"))
+@check("frameworks.cudnn-in-one-process", requires=("framework.*", "libraries.cudnn"),
+       codes=docs_for(libraries._FRAMEWORK_LINKAGE_DOCS, "cudnn.shadowed"))
 def cudnn_in_one_process(ctx: CheckContext) -> Iterable[Finding]:
     """torch carrying its own cuDNN (the pytorch channel's conda build names it) beside a framework that dlopens the
     environment's cuDNN (JAX, TensorFlow): one process has one libcudnn.so.N, the first one loaded."""

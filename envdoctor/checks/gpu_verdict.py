@@ -246,7 +246,7 @@ def _fix_commands(row: NvmlCode, gpu: Any) -> List[str]:
     return [c.format(gpu=gpu if gpu is not None else 0) for c in row.commands]
 
 
-@check("gpu-nvml-verdict", codes=(
+@check("gpu-nvml-verdict", requires=("gpu.count",), codes=(
     CodeDoc("gpu.lost", "error", "A GPU has fallen off the bus or become inaccessible (NVML: GPU_IS_LOST, Xid 79).",
             "gpu.nvml_failures (per GPU: handle and every call), driver.nvml.status",
             "Nothing can use it until it is reset; a recurrence points at power, cooling, the slot or the board "
@@ -308,7 +308,7 @@ def gpu_nvml_verdict(ctx: CheckContext) -> Iterable[Finding]:
             fix=Fix(text=row.fix, commands=_fix_commands(row, gpu)))
 
 
-@check("gpu-missing", codes=(
+@check("gpu-missing", requires=("gpu.count", "driver.device_nodes"), codes=(
     CodeDoc("gpu.missing", "error", "NVML answers for fewer GPUs than the PCI bus has bound to the nvidia driver.",
             "gpu.count, gpu.pci_devices, gpu.proc_devices, gpu.N.pci_bus_id, os.container, "
             "driver.device_nodes, gpu.scheduler_allocation",
@@ -385,7 +385,7 @@ def _layer_problem(ctx: CheckContext) -> Optional[str]:
     return status.reason or "the GPU state is unknown"
 
 
-@check("gpu-unverified", codes=(
+@check("gpu-unverified", requires=(), codes=(
     CodeDoc("gpu.unverified", "error", "The driver or GPU state could not be established on a machine with an "
             "NVIDIA device (a layer timed out, crashed or was unreadable).",
             "the driver and gpu probes' status, gpu.status, gpu.pci_devices, gpu.proc_devices",
@@ -425,7 +425,7 @@ def gpu_unverified(ctx: CheckContext) -> Iterable[Finding]:
                     commands=["ls /sys/bus/pci/devices"]))
 
 
-@check("gpu-pcie-width", codes=(
+@check("gpu-pcie-width", requires=("gpu.N.pcie_width_current",), codes=(
     CodeDoc("gpu.pcie_width_degraded", "warning", "A GPU's PCIe link is narrower than the GPU and slot support "
             "(error at x1), idle or not.", "gpu.N.pcie_width_current, gpu.N.pcie_width_max",
             "Idle lowers a link's generation, never its width: a narrow link is a bad slot, riser or "

@@ -31,7 +31,7 @@ def _component(key: str) -> Optional[str]:
     return next((comp for prefix, comp in _COMPONENT if key.startswith(prefix)), "os")
 
 
-@check("hung-programs", codes=(
+@check("hung-programs", requires=(), codes=(
     CodeDoc("system.command_hung", "warning", "A program envdoctor asked did not answer within the time limit.",
             "every fact whose status is timed_out (except NVML's, see driver.nvml_hung)",
             "A daemon or tool that hangs for envdoctor hangs for the job that needs it (a docker daemon that "
@@ -58,7 +58,7 @@ def hung_programs(ctx: CheckContext) -> Iterable[Finding]:
                     commands=_INVESTIGATE.get(comp, []) + [_STUCK]))
 
 
-@check("nvcc-runs", codes=(
+@check("nvcc-runs", requires=("cuda.nvcc",), codes=(
     CodeDoc("cuda.nvcc_broken", "warning", "The nvcc first on PATH does not run or says nothing envdoctor "
             "recognises.", "cuda.nvcc",
             "Builds of CUDA extensions (flash-attn, apex, custom ops) and any script that asks `nvcc --version` "

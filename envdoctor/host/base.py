@@ -20,7 +20,7 @@ import os
 import posixpath
 import re
 import time
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 #: Largest file a probe may read through the seam (bytes).  Version files,
 #: /proc entries and JSON manifests are all far smaller; the cap keeps a
@@ -326,7 +326,8 @@ class Host:
         raise NotImplementedError
 
     def environ(self) -> Dict[str, str]:
-        """Environment variables of the inspected process (secrets redacted in snapshots)."""
+        """Environment variables of the inspected process (a snapshot keeps the values of those a probe read
+        and of :func:`recorded_variable` names, only the names of the others; secrets redacted)."""
         raise NotImplementedError
 
     def uname(self) -> Dict[str, str]:
@@ -424,3 +425,47 @@ class Host:
 
 def errno_name(exc: OSError) -> str:
     return errno.errorcode.get(exc.errno or 0, "EIO") if exc.errno else type(exc).__name__
+
+
+# -- what a snapshot keeps ---------------------------------------------------------------------------
+
+#: Environment variables whose values a snapshot records even when no probe of this version read them
+#: (a newer envdoctor replaying the snapshot may): CUDA's, NVIDIA's, NCCL's, the loader's, conda's, and
+#: search paths (``privacy.is_path_name``). Of every other variable only the name is kept.
+RECORDED_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "LD_", "CONDA_")
+
+
+def recorded_variable(name: str) -> bool:
+    from .privacy import is_path_name
+
+    return name.upper().startswith(RECORDED_PREFIXES) or is_path_name(name)
+
+
+class ReadEnviron(Dict[str, str]):
+    """The environment as a dict that remembers which names were looked up (``get``, ``[]``, ``in``): the
+    variables the probes read, whose values a snapshot must keep so its replay gives the live run's report."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: Set[str] = set()
+
+    def __getitem__(self, name: str) -> str:
+        self.read.add(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.read.add(name)
+        return super().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str):
+            self.read.add(name)
+        return super().__contains__(name)
+
+
+#: What a snapshot keeps of a file's text (by path) or a command's output (by its arguments after the
+#: program): the part a probe uses, registered by the probe that reads it (a package database holds every
+#: package of the system; the probes look at the CUDA-related ones). Applied when a snapshot is written,
+#: never on replay, so old snapshots replay as they are.
+FILE_FILTERS: Dict[str, Callable[[str], str]] = {}
+COMMAND_FILTERS: Dict[Tuple[str, ...], Callable[[str], str]] = {}

@@ -34,6 +34,7 @@ from .base import (
     LinkResult,
     NvmlResult,
     PythonInfo,
+    ReadEnviron,
     errno_name,
 )
 
@@ -382,7 +383,7 @@ class LiveHost(Host):
 
     def environ(self) -> Dict[str, str]:
         if self._environ is None:
-            self._environ = dict(os.environ)
+            self._environ = ReadEnviron(os.environ)  # remembers what the probes read (the snapshot keeps it)
         return self._environ
 
     def uname(self) -> Dict[str, str]:

@@ -19,6 +19,8 @@ import re
 from typing import Any, Dict, List, Optional, Sequence
 
 from .base import (
+    COMMAND_FILTERS,
+    FILE_FILTERS,
     IN_FLIGHT,
     MAX_FILE_BYTES,
     CommandResult,
@@ -30,7 +32,9 @@ from .base import (
     LinkResult,
     NvmlResult,
     PythonInfo,
+    ReadEnviron,
     ReadHung,
+    recorded_variable,
 )
 from .live import LiveHost
 from .privacy import Scrubber
@@ -48,7 +52,9 @@ def _file_entry(res: FileResult) -> Dict[str, Any]:
     if res.data is None:
         return {"error": res.error or "EIO", "message": res.message}
     try:
-        entry: Dict[str, Any] = {"text": res.data.decode("utf-8")}
+        text = res.data.decode("utf-8")
+        keep = FILE_FILTERS.get(res.path)
+        entry: Dict[str, Any] = {"text": keep(text) if keep is not None else text}
     except UnicodeDecodeError:
         entry = {"base64": base64.b64encode(res.data).decode("ascii")}
     if res.truncated:
@@ -70,7 +76,7 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
         "created": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         "redaction": {"host_identity": not scrubber.include_host, "gpu_ids": scrubber.redact_ids},
         "uname": dict(host.uname()),
-        "environ": scrubber.environ(host.environ()),
+        **_environ(host.environ(), scrubber),
         "python": {
             "executable": py.executable, "version": py.version, "implementation": py.implementation,
             "prefix": py.prefix, "base_prefix": py.base_prefix, "sys_path": list(py.sys_path),
@@ -89,7 +95,7 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
                        if r.ok else {"error": r.error, "message": r.message})
                    for p, r in sorted(getattr(host, "fatbins", {}).items())},
         "commands": [
-            {"argv": list(r.argv), "returncode": r.returncode, "stdout": r.stdout, "stderr": r.stderr,
+            {"argv": list(r.argv), "returncode": r.returncode, "stdout": _command_output(r), "stderr": r.stderr,
              "timed_out": r.timed_out, "error": r.error, "message": r.message, "duration": round(r.duration, 4)}
             for _, r in sorted(host.commands.items())
         ],
@@ -108,6 +114,46 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
                                                                                 "limit came (hung)",
                                     "duration": round(host.timeout, 4)})
     return scrubber(doc)
+
+
+def _environ(env: Dict[str, str], scrubber: Scrubber) -> Dict[str, Any]:
+    """The values of the variables a probe read and of those :func:`~envdoctor.host.base.recorded_variable`
+    names (secrets redacted); of every other variable the name only (``environ_names``)."""
+    read = getattr(env, "read", None)
+    keep = {k: v for k, v in env.items() if recorded_variable(k) or (read is None or k in read)}
+    out: Dict[str, Any] = {"environ": scrubber.environ(keep)}
+    names = sorted(scrubber(k) for k in env if k not in keep)
+    if names:
+        out["environ_names"] = names
+    return out
+
+
+def trim_document(doc: Dict[str, Any], read: Sequence[str]) -> Dict[str, Any]:
+    """A snapshot written before the capture kept only what the probes use, as a capture writes it now: the
+    environment variables in ``read`` (those its replay's probes read) and :func:`recorded_variable` keep
+    their values, the others their names; package databases keep the stanzas a probe reads
+    (``scripts/snapshot_size.py`` measures the difference; a replay of either gives the same report)."""
+    out = json.loads(json.dumps(doc))
+    env = out.get("environ") or {}
+    wanted = set(read)
+    out["environ"] = {k: v for k, v in env.items() if recorded_variable(k) or k in wanted}
+    names = sorted(set(out.get("environ_names", [])) | {k for k in env if k not in out["environ"]})
+    if names:
+        out["environ_names"] = names
+    for path, keep in FILE_FILTERS.items():
+        entry = out.get("files", {}).get(path)
+        if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+            entry["text"] = keep(entry["text"])
+    for cmd in out.get("commands", []):
+        keep_out = COMMAND_FILTERS.get(tuple(cmd.get("argv", [])[1:]))
+        if keep_out is not None and cmd.get("stdout"):
+            cmd["stdout"] = keep_out(cmd["stdout"])
+    return out
+
+
+def _command_output(r: CommandResult) -> str:
+    keep = COMMAND_FILTERS.get(tuple(r.argv[1:]))
+    return keep(r.stdout) if keep is not None and r.stdout else r.stdout
 
 
 def write_snapshot(doc: Dict[str, Any], path: str) -> None:
@@ -508,7 +554,10 @@ class SnapshotHost(Host):
                             complete=bool(entry.get("complete", True)))
 
     def environ(self) -> Dict[str, str]:
-        return dict(self.doc.get("environ", {}))
+        env = self.__dict__.get("_environ")
+        if env is None:  # one copy, which remembers what the probes read (as a live host's does)
+            env = self.__dict__["_environ"] = ReadEnviron(self.doc.get("environ", {}))
+        return env
 
     def uname(self) -> Dict[str, str]:
         u = self.doc.get("uname", {})

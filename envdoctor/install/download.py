@@ -4,7 +4,13 @@
   proxies come from the usual ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``
   variables, which ``requests`` honours.
 * A download goes to ``DEST.part``; an interrupted one is resumed with an
-  HTTP ``Range`` request (on a retry, or on the next run).
+  HTTP ``Range`` request (on a retry, or on the next run), sent with ``If-Range`` and the
+  validator (strong ETag, else Last-Modified) the first response gave, kept in
+  ``DEST.part.validator``: a file that changed on the server since is sent whole, never
+  spliced onto the old bytes.
+* Answers a retry may cure (HTTP 408, 429, 500, 502, 503, 504: what ``curl --retry`` in the
+  dry-run script retries) are retried by ``urllib3.Retry`` mounted on the session, with the same
+  backoff; connection errors and cut-off transfers by the resuming loop below.
 * The finished file is checked against its size and sha256 before it is
   renamed to ``DEST``; a mismatch deletes it, so nothing unverified remains.
 * A progress bar is drawn on a terminal only.
@@ -18,7 +24,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Dict, Optional, TextIO
 
 from .. import __version__
 
@@ -58,12 +64,53 @@ def sha256_of(path: str) -> str:
     return h.hexdigest()
 
 
-def _session() -> Any:
-    import requests
+#: HTTP statuses retried: curl's "transient" answers (``curl --retry``, which the dry-run script uses).
+RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 
+
+def _session(opts: Optional[DownloadOptions] = None) -> Any:
+    """A requests session whose adapters retry :data:`RETRY_STATUSES` ``opts.retries`` times (GET only, the
+    backoff doubling from ``opts.backoff``; a ``Retry-After`` is not waited for, so a run stays bounded)."""
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    o = opts or DownloadOptions()
+    kwargs: Dict[str, Any] = dict(total=None, connect=0, read=0, redirect=None, status=max(0, o.retries),
+                                  status_forcelist=RETRY_STATUSES, backoff_factor=o.backoff,
+                                  raise_on_status=False, respect_retry_after_header=False)
+    try:
+        retry = Retry(other=0, **kwargs)
+    except TypeError:  # urllib3 before 1.26 has no "other" count
+        retry = Retry(**kwargs)
     s = requests.Session()
     s.headers["User-Agent"] = USER_AGENT
+    adapter = HTTPAdapter(max_retries=retry)
+    s.mount("https://", adapter)
+    s.mount("http://", adapter)
     return s
+
+
+def _validator_path(part: str) -> str:
+    return part + ".validator"
+
+
+def _validator(headers: Any) -> Optional[str]:
+    """What ``If-Range`` may carry for this response: a strong ETag, else its Last-Modified (RFC 9110 13.1.5)."""
+    etag = headers.get("ETag")
+    if etag and not etag.startswith("W/"):
+        return str(etag)
+    modified = headers.get("Last-Modified")
+    return str(modified) if modified else None
+
+
+def _forget(part: str) -> None:
+    """Remove ``part`` and its validator (a partial download proven wrong, or finished)."""
+    for path in (part, _validator_path(part)):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 def _transient_errors() -> tuple:
@@ -102,7 +149,7 @@ def fetch_bytes(url: str, options: Optional[DownloadOptions] = None, max_bytes: 
         if attempt:
             time.sleep(opts.backoff * (2 ** (attempt - 1)))
         try:
-            with _session() as s:
+            with _session(opts) as s:
                 r = s.get(url, stream=True, timeout=(opts.timeout, opts.timeout))
                 with r:
                     if r.status_code != 200:
@@ -137,7 +184,7 @@ def download(url: str, dest: str, sha256: str, size: Optional[int] = None,
             time.sleep(opts.backoff * (2 ** (attempt - 1)))
         have = os.path.getsize(part) if os.path.exists(part) else 0
         if size is not None and have > size:
-            os.remove(part)
+            _forget(part)
             have = 0
         try:
             if size is None or have < size:
@@ -155,7 +202,10 @@ def download(url: str, dest: str, sha256: str, size: Optional[int] = None,
 def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: DownloadOptions,
                 say: Callable[[str], None]) -> None:
     headers = {"Range": "bytes=%d-" % have} if have else {}
-    with _session() as s:
+    known = _read_validator(part) if have else None
+    if known:
+        headers["If-Range"] = known  # changed on the server since: the whole new file (200), not the rest
+    with _session(opts) as s:
         r = s.get(url, stream=True, timeout=(opts.timeout, opts.timeout), headers=headers)
         with r:
             if r.status_code == 416 and have:
@@ -164,7 +214,11 @@ def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: Downl
                 mode = "ab"
                 say("resuming %s at byte %d" % (url, have))
             elif r.status_code == 200:
-                mode, have = "wb", 0  # the server ignored the range: start over
+                if have:
+                    say("%s: the server sent the whole file (it changed since, or ignores ranges): starting over"
+                        % url)
+                mode, have = "wb", 0
+                _write_validator(part, _validator(r.headers))
             else:
                 raise DownloadError("%s: HTTP %d %s" % (url, r.status_code, r.reason or ""))
             total = size
@@ -186,10 +240,7 @@ def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: Downl
                 if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                     raise
                 # A full disk: the partial file is what filled it, so it goes (nothing else can be written).
-                try:
-                    os.remove(part)
-                except OSError:
-                    pass
+                _forget(part)
                 raise DownloadError("%s: the disk is full (%s) after %d bytes; the partial download %s was "
                                     "deleted. Free some space, then resume"
                                     % (url, os.strerror(exc.errno), have, part)) from None
@@ -197,21 +248,42 @@ def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: Downl
                 bar.close()
 
 
+def _read_validator(part: str) -> Optional[str]:
+    try:
+        with open(_validator_path(part), encoding="ascii") as f:
+            text = f.read(1024).strip()
+    except (OSError, ValueError):
+        return None
+    return text if text and text.isprintable() else None
+
+
+def _write_validator(part: str, validator: Optional[str]) -> None:
+    try:
+        if validator and validator.isascii() and validator.isprintable():
+            with open(_validator_path(part), "w", encoding="ascii") as f:
+                f.write(validator)
+        elif os.path.exists(_validator_path(part)):
+            os.remove(_validator_path(part))
+    except OSError:
+        pass  # without it a later resume sends Range alone (the sha256 still catches a changed file)
+
+
 def _finish(url: str, part: str, dest: str, sha256: str, size: Optional[int]) -> str:
     got_size = os.path.getsize(part) if os.path.exists(part) else 0
     if size is not None and got_size != size:
         if got_size > size:
-            os.remove(part)
+            _forget(part)
         raise DownloadError("%s: got %d bytes, expected %d; the file was deleted" % (url, got_size, size)
                             if got_size > size else
                             "%s: got %d of %d bytes" % (url, got_size, size))
     digest = sha256_of(part)
     if digest != sha256.lower():
-        os.remove(part)
+        _forget(part)
         raise DownloadError(f"{url}: sha256 mismatch (expected {sha256.lower()}, got {digest}); "
                             "the download was deleted, nothing was installed. "
                             "The server or mirror holds a corrupted or different file.")
     os.replace(part, dest)
+    _forget(part)  # its validator
     return dest
 
 

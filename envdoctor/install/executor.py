@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Deque, List, Optional, TextIO
 
 from . import validate
-from .download import DownloadError, DownloadOptions, download, sha256_of
+from .download import DownloadError, DownloadOptions, sha256_of
 from .extract import UnsafeArchive
 from .extract import extract as safe_extract
 from .plan import (
     Check,
-    Download,
     Extract,
     Move,
     Plan,
@@ -473,34 +472,7 @@ class Executor:
         return result
 
     def _do(self, step: Step) -> None:
-        a = step.action
-        if isinstance(a, RunCommand):
-            self.log("    run: {}".format(" ".join(a.argv)))
-            _run(a, self.log, self.out if self.stream else None)
-        elif isinstance(a, WriteFile):
-            self.log("    write %s (mode %04o, %d bytes)" % (a.path, a.mode, len(a.content)))
-            _write(a)
-        elif isinstance(a, Download):
-            self.log(f"    download {a.url} -> {a.dest} (sha256 {a.sha256}, {a.size} bytes)")
-            download(a.url, a.dest, a.sha256, a.size, self.download_options, log=lambda m: self.log("    " + m))
-        elif isinstance(a, Extract):
-            self.log(f"    extract {a.archive} -> {a.dest}")
-            _extract(a)
-        elif isinstance(a, Move):
-            self.log("    move {} -> {}{}".format(a.src, a.dest, " (replacing)" if a.replace else ""))
-            said = _move(a, self.clock())
-            if said:
-                self.log("    " + said)
-                self.out(said)
-        elif isinstance(a, Remove):
-            self.log(f"    remove {a.path}")
-            _remove(a)
-        elif isinstance(a, PrivateDir):
-            self.log(f"    private directory {a.path} (mode 0700)")
-            _private_dir(a, os.geteuid())
-        elif isinstance(a, SpaceCheck):
-            needed = space_needed(a)
-            self.log("    free space at %s: %d bytes, %d needed" % (a.path, free_bytes(a.path), needed))
-            _space(a, needed)
-        else:  # pragma: no cover - the Action union is closed
-            raise StepError(f"unknown action {a!r}")
+        """Carry out the step's action: each action class says what it does (``describe``, logged), how in sh
+        (``sh``, the dry-run script) and does it (``run``), side by side in envdoctor/install/plan.py."""
+        self.log("    " + step.action.describe())
+        step.action.run(self)

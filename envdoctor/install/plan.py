@@ -54,6 +54,28 @@ class Check:
             return f"the conda environment {self.path} exists"
         return f"{self.kind} {self.path}"
 
+    def sh(self) -> str:
+        """The shell test that says the same (exit status 0 means it holds): the dry-run script's."""
+        p = q(self.path)
+        if self.kind == "exists":
+            return f"[ -e {p} ]"
+        if self.kind == "absent":
+            return f"[ ! -e {p} ]"
+        if self.kind == "sha256":
+            return f"{{ [ -f {p} ] && printf '%s  %s\\n' {q(self.value)} {p} | sha256sum -c --status -; }}"
+        if self.kind == "content":
+            return f"{{ [ -f {p} ] && printf '%s' {q(self.value)} | cmp -s - {p}; }}"
+        if self.kind == "conda_env":
+            # conda env list --json gives each environment's path; a named one ends in /envs/NAME.
+            return f"{{ conda env list --json 2>/dev/null | grep -qF -- {q('/envs/' + self.path + chr(34))}; }}"
+        raise ValueError(f"unknown check kind {self.kind!r}")
+
+    def holds(self) -> bool:
+        """Whether it holds on this machine (the executor's answer to the question :meth:`sh` asks in sh)."""
+        from .executor import check_holds
+
+        return check_holds(self)
+
     def to_dict(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"kind": self.kind, "path": self.path}
         if self.kind == "sha256":
@@ -94,6 +116,20 @@ class RunCommand:
     def to_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "argv": list(self.argv), "timeout": self.timeout}
 
+    def describe(self) -> str:
+        """What it does, in one line (the executor's log)."""
+        return "run: {}".format(" ".join(self.argv))
+
+    def sh(self) -> List[str]:
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
+        return [" ".join(q(a) for a in self.argv)]
+
+    def run(self, ex: Any) -> None:
+        """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        from .executor import _run
+
+        _run(self, ex.log, ex.out if ex.stream else None)
+
 
 @dataclass(frozen=True)
 class WriteFile:
@@ -104,6 +140,23 @@ class WriteFile:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "path": self.path, "content": self.content, "mode": f"{self.mode:04o}"}
+
+    def describe(self) -> str:
+        """What it does, in one line (the executor's log)."""
+        return "write %s (mode %04o, %d bytes)" % (self.path, self.mode, len(self.content))
+
+    def sh(self) -> List[str]:
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
+        d = q(_dirname(self.path))
+        return [f"mkdir -p -- {d}",
+                f"printf '%s' {q(self.content)} > {q(self.path)}",
+                f"chmod {self.mode:04o} {q(self.path)}"]
+
+    def run(self, ex: Any) -> None:
+        """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        from .executor import _write
+
+        _write(self)
 
 
 @dataclass(frozen=True)
@@ -116,6 +169,27 @@ class Download:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "url": self.url, "dest": self.dest, "sha256": self.sha256, "size": self.size}
+
+    def describe(self) -> str:
+        """What it does, in one line (the executor's log)."""
+        return f"download {self.url} -> {self.dest} (sha256 {self.sha256}, {self.size} bytes)"
+
+    def sh(self) -> List[str]:
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
+        part = q(self.dest + ".part")
+        mismatch = "sha256 mismatch: the download was deleted, nothing was installed"
+        lines = [f"mkdir -p -- {q(_dirname(self.dest))}",
+                 f"curl -fL --retry 3 --connect-timeout 30 -C - -o {part} {q(self.url)}",
+                 f"printf '%s  %s\\n' {q(self.sha256)} {part} | sha256sum -c - || "
+                 f"{{ rm -f -- {part}; echo {q(mismatch)} >&2; exit 1; }}",
+                 f"mv -f -- {part} {q(self.dest)}"]
+        return lines
+
+    def run(self, ex: Any) -> None:
+        """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        from .download import download
+
+        download(self.url, self.dest, self.sha256, self.size, ex.download_options, log=lambda m: ex.log("    " + m))
 
 
 @dataclass(frozen=True)
@@ -133,6 +207,29 @@ class Extract:
     def to_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "archive": self.archive, "dest": self.dest,
                 "strip_components": self.strip_components, "marker": self.marker, "license_as": self.license_as}
+
+    def describe(self) -> str:
+        """What it does, in one line (the executor's log)."""
+        return f"extract {self.archive} -> {self.dest}"
+
+    def sh(self) -> List[str]:
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
+        lines = [f"mkdir -p -- {q(self.dest)}"]
+        strip = " --strip-components=%d" % self.strip_components if self.strip_components else ""
+        lines.append(f"tar -xf {q(self.archive)} -C {q(self.dest)} --no-same-owner{strip}")
+        if self.license_as:
+            lic = q(self.dest.rstrip("/") + "/LICENSE")
+            renamed = q(self.dest.rstrip("/") + "/" + self.license_as)
+            lines.append(f"if [ -f {lic} ]; then mv -f -- {lic} {renamed}; fi")
+        if self.marker:
+            lines.append(f"touch -- {q(self.marker)}")
+        return lines
+
+    def run(self, ex: Any) -> None:
+        """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        from .executor import _extract
+
+        _extract(self)
 
 
 @dataclass(frozen=True)
@@ -156,6 +253,34 @@ class PrivateDir:
         return {"kind": self.kind, "path": self.path, "subdirs": list(self.subdirs), "plan_id": self.plan_id,
                 "reset": list(self.reset)}
 
+    def describe(self) -> str:
+        """What it does, in one line (the executor's log)."""
+        return f"private directory {self.path} (mode 0700)"
+
+    def sh(self) -> List[str]:
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
+        p = q(self.path)
+        bad = q(f"{self.path} is a link, not a directory, or not yours: refusing to use it (remove it)")
+        lines = [f"if [ -L {p} ] || {{ [ -e {p} ] && {{ [ ! -d {p} ] || [ ! -O {p} ]; }}; }}; then echo {bad} >&2; "
+                 "exit 1; fi",
+                 f"mkdir -p -m 0700 -- {p}", f"chmod 0700 -- {p}"]
+        base = self.path.rstrip("/") + "/"
+        if self.plan_id:
+            pf, want = q(base + "plan"), q(self.plan_id)
+            lines.append(f'if [ "$(cat -- {pf} 2>/dev/null)" != {want} ]; then rm -rf -- '
+                         + " ".join(q(base + d) for d in self.reset) + f"; printf '%s\\n' {want} > {pf}; fi")
+        if self.subdirs:
+            lines.append("mkdir -p -- " + " ".join(q(base + d) for d in self.subdirs))
+        return lines
+
+    def run(self, ex: Any) -> None:
+        """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        import os
+
+        from .executor import _private_dir
+
+        _private_dir(self, os.geteuid())
+
 
 @dataclass(frozen=True)
 class SpaceCheck:
@@ -177,6 +302,36 @@ class SpaceCheck:
         return {"kind": self.kind, "path": self.path, "needed": self.needed, "what": self.what,
                 "archives": [{"archive": a, "marker": m, "estimate": e} for a, m, e in self.archives]}
 
+    def describe(self) -> str:
+        """What it does, in one line (the executor's log)."""
+        return "check the free space at %s%s" % (self.path, " for " + self.what if self.what else "")
+
+    def sh(self) -> List[str]:
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
+        p = q(_existing_hint(self.path))
+        free = [f"free_kib=$(df -Pk -- {p} | awk 'NR==2 {{print $4}}')"]
+        if not self.archives:
+            msg = q(f"not enough free space for {self.what or 'this install'}: it needs about "
+                    f"{self.needed / 1073741824.0:.1f} GiB")
+            return free + [f'if [ "$free_kib" -lt {(self.needed + 1023) // 1024} ]; then echo {msg} >&2; exit 1; fi']
+        # the unpacked sizes the archives record (xz --list's "uncompressed"), the estimate where unreadable
+        lines = ["need=0"]
+        for archive, marker, estimate in self.archives:
+            size = (f"$(xz --robot --list -- {q(archive)} 2>/dev/null | awk -F'\\t' '$1 == \"file\" "
+                    "{print $5}' || true)")
+            lines.append(f'if [ ! -e {q(marker)} ]; then size={size}; need=$((need + ${{size:-{estimate}}})); fi')
+        msg = q(f"not enough free space for {self.what or 'this install'}")
+        return lines + free + [f'if [ "$free_kib" -lt $(((need + 1023) / 1024)) ]; then echo {msg}": it needs '
+                               f'$((need / 1048576)) MiB" >&2; exit 1; fi']
+
+    def run(self, ex: Any) -> None:
+        """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        from .executor import _space, free_bytes, space_needed
+
+        needed = space_needed(self)
+        ex.log("    free space at %s: %d bytes, %d needed" % (self.path, free_bytes(self.path), needed))
+        _space(self, needed)
+
 
 @dataclass(frozen=True)
 class Move:
@@ -192,6 +347,40 @@ class Move:
         return {"kind": self.kind, "src": self.src, "dest": self.dest, "replace": self.replace,
                 "replace_any": self.replace_any}
 
+    def describe(self) -> str:
+        """What it does, in one line (the executor's log)."""
+        return "move {} -> {}{}".format(self.src, self.dest, " (replacing)" if self.replace else "")
+
+    def sh(self) -> List[str]:
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
+        src, dest = q(self.src), q(self.dest)
+        if self.replace:
+            old = q(self.dest.rstrip("/") + ".envdoctor-old-") + '"$(date +%Y%m%d-%H%M%S)"'
+            said = q("the previous " + self.dest + " was moved aside to")
+            lines = []
+            if not self.replace_any:  # --force replaces a toolkit only (as the executor's validate.replaceable)
+                d = self.dest.rstrip("/")
+                toolkit = " || ".join(f"[ -e {q(d + '/' + f)} ]" for f in ("version.json", "bin/nvcc",
+                                                                           "include/cudnn_version.h"))
+                refuse = q(f"{self.dest} is not a CUDA toolkit or NVIDIA library tree; --force replaces only "
+                           "those (--force-any for any directory)")
+                lines.append(f"if [ -e {dest} ] && ! {{ {toolkit} || [ -z \"$(ls -A -- {dest})\" ]; }}; then "
+                             f"echo {refuse} >&2; exit 1; fi")
+            return lines + [f"if [ -e {dest} ] || [ -L {dest} ]; then old={old}; mv -T -- {dest} \"$old\"; "
+                            f"printf '%s %s\\n' {said} \"$old\"; fi",
+                            f"mv -T -- {src} {dest}"]
+        return ["if [ -e {} ]; then echo {} >&2; exit 1; fi".format(dest, q(f"{self.dest} already exists")),
+                f"mv -T -- {src} {dest}"]
+
+    def run(self, ex: Any) -> None:
+        """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        from .executor import _move
+
+        said = _move(self, ex.clock())
+        if said:
+            ex.log("    " + said)
+            ex.out(said)
+
 
 @dataclass(frozen=True)
 class Remove:
@@ -200,6 +389,20 @@ class Remove:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "path": self.path}
+
+    def describe(self) -> str:
+        """What it does, in one line (the executor's log)."""
+        return f"remove {self.path}"
+
+    def sh(self) -> List[str]:
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
+        return [f"rm -rf -- {q(self.path)}"]
+
+    def run(self, ex: Any) -> None:
+        """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        from .executor import _remove
+
+        _remove(self)
 
 
 Action = Union[RunCommand, WriteFile, Download, Extract, Move, Remove, PrivateDir, SpaceCheck]
@@ -256,103 +459,13 @@ q = shlex.quote
 
 
 def check_sh(check: Check) -> str:
-    """The shell test equivalent to ``check`` (exit status 0 means it holds)."""
-    p = q(check.path)
-    if check.kind == "exists":
-        return f"[ -e {p} ]"
-    if check.kind == "absent":
-        return f"[ ! -e {p} ]"
-    if check.kind == "sha256":
-        return f"{{ [ -f {p} ] && printf '%s  %s\\n' {q(check.value)} {p} | sha256sum -c --status -; }}"
-    if check.kind == "content":
-        return f"{{ [ -f {p} ] && printf '%s' {q(check.value)} | cmp -s - {p}; }}"
-    if check.kind == "conda_env":
-        # conda env list --json gives each environment's path; a named one ends in /envs/NAME.
-        return f"{{ conda env list --json 2>/dev/null | grep -qF -- {q('/envs/' + check.path + chr(34))}; }}"
-    raise ValueError(f"unknown check kind {check.kind!r}")
+    """The shell test equivalent to ``check`` (exit status 0 means it holds): ``check.sh()``."""
+    return check.sh()
 
 
 def action_sh(action: Action) -> List[str]:
-    """Shell lines performing ``action`` (the script runs under ``set -euo pipefail``)."""
-    if isinstance(action, RunCommand):
-        return [" ".join(q(a) for a in action.argv)]
-    if isinstance(action, WriteFile):
-        d = q(_dirname(action.path))
-        return [f"mkdir -p -- {d}",
-                f"printf '%s' {q(action.content)} > {q(action.path)}",
-                f"chmod {action.mode:04o} {q(action.path)}"]
-    if isinstance(action, Download):
-        part = q(action.dest + ".part")
-        mismatch = "sha256 mismatch: the download was deleted, nothing was installed"
-        lines = [f"mkdir -p -- {q(_dirname(action.dest))}",
-                 f"curl -fL --retry 3 --connect-timeout 30 -C - -o {part} {q(action.url)}",
-                 f"printf '%s  %s\\n' {q(action.sha256)} {part} | sha256sum -c - || "
-                 f"{{ rm -f -- {part}; echo {q(mismatch)} >&2; exit 1; }}",
-                 f"mv -f -- {part} {q(action.dest)}"]
-        return lines
-    if isinstance(action, Extract):
-        lines = [f"mkdir -p -- {q(action.dest)}"]
-        strip = " --strip-components=%d" % action.strip_components if action.strip_components else ""
-        lines.append(f"tar -xf {q(action.archive)} -C {q(action.dest)} --no-same-owner{strip}")
-        if action.license_as:
-            lic = q(action.dest.rstrip("/") + "/LICENSE")
-            renamed = q(action.dest.rstrip("/") + "/" + action.license_as)
-            lines.append(f"if [ -f {lic} ]; then mv -f -- {lic} {renamed}; fi")
-        if action.marker:
-            lines.append(f"touch -- {q(action.marker)}")
-        return lines
-    if isinstance(action, Move):
-        src, dest = q(action.src), q(action.dest)
-        if action.replace:
-            old = q(action.dest.rstrip("/") + ".envdoctor-old-") + '"$(date +%Y%m%d-%H%M%S)"'
-            said = q("the previous " + action.dest + " was moved aside to")
-            lines = []
-            if not action.replace_any:  # --force replaces a toolkit only (as the executor's validate.replaceable)
-                d = action.dest.rstrip("/")
-                toolkit = " || ".join(f"[ -e {q(d + '/' + f)} ]" for f in ("version.json", "bin/nvcc",
-                                                                           "include/cudnn_version.h"))
-                refuse = q(f"{action.dest} is not a CUDA toolkit or NVIDIA library tree; --force replaces only "
-                           "those (--force-any for any directory)")
-                lines.append(f"if [ -e {dest} ] && ! {{ {toolkit} || [ -z \"$(ls -A -- {dest})\" ]; }}; then "
-                             f"echo {refuse} >&2; exit 1; fi")
-            return lines + [f"if [ -e {dest} ] || [ -L {dest} ]; then old={old}; mv -T -- {dest} \"$old\"; "
-                            f"printf '%s %s\\n' {said} \"$old\"; fi",
-                            f"mv -T -- {src} {dest}"]
-        return ["if [ -e {} ]; then echo {} >&2; exit 1; fi".format(dest, q(f"{action.dest} already exists")),
-                f"mv -T -- {src} {dest}"]
-    if isinstance(action, Remove):
-        return [f"rm -rf -- {q(action.path)}"]
-    if isinstance(action, PrivateDir):
-        p = q(action.path)
-        bad = q(f"{action.path} is a link, not a directory, or not yours: refusing to use it (remove it)")
-        lines = [f"if [ -L {p} ] || {{ [ -e {p} ] && {{ [ ! -d {p} ] || [ ! -O {p} ]; }}; }}; then echo {bad} >&2; "
-                 "exit 1; fi",
-                 f"mkdir -p -m 0700 -- {p}", f"chmod 0700 -- {p}"]
-        base = action.path.rstrip("/") + "/"
-        if action.plan_id:
-            pf, want = q(base + "plan"), q(action.plan_id)
-            lines.append(f'if [ "$(cat -- {pf} 2>/dev/null)" != {want} ]; then rm -rf -- '
-                         + " ".join(q(base + d) for d in action.reset) + f"; printf '%s\\n' {want} > {pf}; fi")
-        if action.subdirs:
-            lines.append("mkdir -p -- " + " ".join(q(base + d) for d in action.subdirs))
-        return lines
-    if isinstance(action, SpaceCheck):
-        p = q(_existing_hint(action.path))
-        free = [f"free_kib=$(df -Pk -- {p} | awk 'NR==2 {{print $4}}')"]
-        if not action.archives:
-            msg = q(f"not enough free space for {action.what or 'this install'}: it needs about "
-                    f"{action.needed / 1073741824.0:.1f} GiB")
-            return free + [f'if [ "$free_kib" -lt {(action.needed + 1023) // 1024} ]; then echo {msg} >&2; exit 1; fi']
-        # the unpacked sizes the archives record (xz --list's "uncompressed"), the estimate where unreadable
-        lines = ["need=0"]
-        for archive, marker, estimate in action.archives:
-            size = (f"$(xz --robot --list -- {q(archive)} 2>/dev/null | awk -F'\\t' '$1 == \"file\" "
-                    "{print $5}' || true)")
-            lines.append(f'if [ ! -e {q(marker)} ]; then size={size}; need=$((need + ${{size:-{estimate}}})); fi')
-        msg = q(f"not enough free space for {action.what or 'this install'}")
-        return lines + free + [f'if [ "$free_kib" -lt $(((need + 1023) / 1024)) ]; then echo {msg}": it needs '
-                               f'$((need / 1048576)) MiB" >&2; exit 1; fi']
-    raise ValueError(f"unknown action {action!r}")
+    """Shell lines performing ``action`` (the script runs under ``set -euo pipefail``): ``action.sh()``."""
+    return action.sh()
 
 
 def _existing_hint(path: str) -> str:

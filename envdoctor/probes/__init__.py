@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..facts import Fact, Facts
 from ..host.base import Host, ReadHung
@@ -30,6 +30,9 @@ class ProbeSpec(NamedTuple):
     fn: ProbeFn
     order: int
     uses_nvml: bool = False  # asks ``host.nvml()``: the query is started before the probes run
+    #: The fact keys it returns, as patterns: ``*`` stands for one dot-separated part (``gpu.*.name``).
+    #: A check's ``requires=`` names facts; :func:`producer_of` finds the probe behind each.
+    produces: Tuple[str, ...] = ()
 
 
 class ProbeResult:
@@ -83,12 +86,48 @@ PROBE_MODULES = (
 )
 
 
-def register(name: str, title: str, order: int, uses_nvml: bool = False) -> Callable[[ProbeFn], ProbeFn]:
+def register(name: str, title: str, order: int, uses_nvml: bool = False,
+             produces: Sequence[str] = ()) -> Callable[[ProbeFn], ProbeFn]:
     def deco(fn: ProbeFn) -> ProbeFn:
-        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml)
+        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces))
         return fn
 
     return deco
+
+
+def _matches(pattern: str, key: str) -> Optional[int]:
+    """How specifically the probe's key ``pattern`` covers ``key`` (its number of literal parts), or None.
+    A ``*`` in the pattern stands for any one part; a ``*`` in ``key`` (a check needing "any framework")
+    is covered only by a ``*`` there, and ``N`` (a GPU's index in ``requires=``) by a ``*``."""
+    want, have = pattern.split("."), key.split(".")
+    if len(want) != len(have):
+        return None
+    literal = 0
+    for w, h in zip(want, have):
+        if w == "*":
+            continue
+        if w != h:
+            return None
+        literal += 1
+    return literal
+
+
+def producers_of(key: str, specs: Optional[Sequence[ProbeSpec]] = None) -> List[str]:
+    """The probes whose declared ``produces`` cover ``key`` most specifically (one, unless two probes claim
+    the same key: ``tests/test_registries.py`` refuses that)."""
+    best: Dict[str, int] = {}
+    for spec in specs if specs is not None else all_probes():
+        scores = [s for s in (_matches(p, key) for p in spec.produces) if s is not None]
+        if scores:
+            best[spec.name] = max(scores)
+    top = max(best.values(), default=None)
+    return [name for name, score in best.items() if score == top]
+
+
+def producer_of(key: str) -> Optional[str]:
+    """The probe that produces the fact ``key`` (a key or a ``requires=`` pattern), None when none does."""
+    names = producers_of(key)
+    return names[0] if names else None
 
 
 def all_probes() -> List[ProbeSpec]:

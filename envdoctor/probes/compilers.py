@@ -65,7 +65,8 @@ def _ccbin_from_flags(flags: str) -> Optional[str]:
     return None
 
 
-@register("compilers", "Host compilers", order=70)
+@register("compilers", "Host compilers", order=70,
+          produces=("compiler.*",))
 def probe_compilers(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []

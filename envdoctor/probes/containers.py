@@ -470,7 +470,8 @@ def podman_fact(host: Host) -> Fact:
     return ok("container.podman", {"installed": True, "version": m.group(1)}, src, "Podman")
 
 
-@register("containers", "Containers", order=100)
+@register("containers", "Containers", order=100,
+          produces=("container.*",))
 def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts, runtimes, contacted = docker_facts(host)

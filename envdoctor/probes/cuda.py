@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import versions
 from ..facts import Fact, ok, timed_out, unknown
-from ..host.base import Host, normalize_name, parse_dist_dir
+from ..host.base import COMMAND_FILTERS, FILE_FILTERS, Host, normalize_name, parse_dist_dir
 from . import ProbeContext, register
 
 #: dpkg status files can be several MiB on a desktop install.
@@ -166,6 +166,29 @@ def _candidate_lines(text: str) -> List[int]:
     return sorted(starts)
 
 
+def _cuda_stanzas(text: str) -> Iterable[Tuple[str, str]]:
+    """(package name, its stanza) of every dpkg status stanza whose ``Package:`` is CUDA-related."""
+    for start in _candidate_lines(text):
+        m = _DPKG_PACKAGE.match(text, start)
+        if m is None or not _PKG_NAME.match(m.group(1)):
+            continue
+        end = _DPKG_STANZA_END.search(text, m.end())
+        yield m.group(1), text[m.start():end.start() if end else len(text)]
+
+
+def keep_cuda_stanzas(text: str) -> str:
+    """What a snapshot keeps of the dpkg status file: the stanzas :func:`parse_dpkg_status` reads (the rest
+    of the system's packages, most of a snapshot's size, says nothing about CUDA)."""
+    stanzas = [s.rstrip("\n") for _, s in _cuda_stanzas(text)]
+    return "\n\n".join(stanzas) + "\n" if stanzas else ""
+
+
+def keep_cuda_rpm_lines(text: str) -> str:
+    """What a snapshot keeps of ``rpm -qa``'s output: the lines :func:`parse_rpm_qa` reads."""
+    return "".join(line for line in text.splitlines(True)
+                   if len(line.split()) == 2 and _PKG_NAME.match(line.split()[0]))
+
+
 def parse_dpkg_status(text: str) -> List[Dict[str, str]]:
     """Installed packages from a dpkg status file, filtered to CUDA-related names.
 
@@ -174,15 +197,7 @@ def parse_dpkg_status(text: str) -> List[Dict[str, str]]:
     whose ``Package:`` line has such a name are parsed.
     """
     out: List[Dict[str, str]] = []
-    for start in _candidate_lines(text):
-        m = _DPKG_PACKAGE.match(text, start)
-        if m is None:
-            continue
-        name = m.group(1)
-        if not _PKG_NAME.match(name):
-            continue
-        end = _DPKG_STANZA_END.search(text, m.end())
-        stanza = text[m.start():end.start() if end else len(text)]
+    for name, stanza in _cuda_stanzas(text):
         fields: Dict[str, str] = {}
         for line in stanza.splitlines():
             if line[:1] in (" ", "\t") or ":" not in line:
@@ -205,6 +220,8 @@ def parse_rpm_qa(text: str) -> List[Dict[str, str]]:
 
 
 RPM_ARGV = ("rpm", "-qa", "--qf", "%{NAME} %{VERSION}-%{RELEASE}\n")
+FILE_FILTERS[DPKG_STATUS] = keep_cuda_stanzas
+COMMAND_FILTERS[RPM_ARGV[1:]] = keep_cuda_rpm_lines
 
 
 def upstream_version(pkg_version: str) -> str:
@@ -381,7 +398,8 @@ def _extension_home(host: Host, home_vars: List[Tuple[str, str]], nvcc: Fact,
     return ok("cuda.extension_home", value, "derived:" + CPP_EXTENSION_HOME_RULE, label)
 
 
-@register("cuda", "CUDA toolkits", order=50)
+@register("cuda", "CUDA toolkits", order=50,
+          produces=("cuda.*",))
 def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []

@@ -274,7 +274,9 @@ def wheel_families(host: Host) -> List[Dict[str, Any]]:
             for (loc, lib), ws in sorted(groups.items()) if len({w["cuda"] for w in ws}) > 1]
 
 
-@register("dlopen", "CUDA libraries frameworks load at run time", order=97)
+@register("dlopen", "CUDA libraries frameworks load at run time", order=97,
+          produces=("driver.library_links", "linkage.*.dlopen", "linkage.nvidia_wheels",
+                    "python.nvidia_wheel_conflicts"))
 def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")

@@ -598,7 +598,8 @@ def _nvswitch(host: Host, dev_names: Tuple[str, ...]) -> List[Fact]:
     return facts
 
 
-@register("driver", "NVIDIA driver", order=30, uses_nvml=True)
+@register("driver", "NVIDIA driver", order=30, uses_nvml=True,
+          produces=("driver.*", "driver.*.*", "kernel.headers"))
 def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     wsl, container = _os_context(ctx)

@@ -14,7 +14,8 @@ from ..facts import Fact, ok
 from . import ProbeContext, register
 
 
-@register("environment", "CUDA environment variables", order=15)
+@register("environment", "CUDA environment variables", order=15,
+          produces=("env.*",))
 def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
     env = ctx.host.environ()
     facts: List[Fact] = []

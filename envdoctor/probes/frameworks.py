@@ -635,7 +635,8 @@ def _torch_without_metadata(host: Host, sys_path: Iterable[str]) -> Optional[Dis
     return None
 
 
-@register("frameworks", "Python frameworks", order=90)
+@register("frameworks", "Python frameworks", order=90,
+          produces=("framework.*", "framework.jax.ptxas"))
 def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     py = host.python()

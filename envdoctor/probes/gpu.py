@@ -496,7 +496,8 @@ def _nvml_failure(nv: Any) -> Tuple[Optional[str], Optional[str]]:
     return None, None
 
 
-@register("gpu", "GPUs", order=40, uses_nvml=True)
+@register("gpu", "GPUs", order=40, uses_nvml=True,
+          produces=("gpu.*", "gpu.*.*"))
 def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []

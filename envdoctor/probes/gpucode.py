@@ -76,7 +76,8 @@ def read_gpu_code(host: Host, location: str, name: str) -> Tuple[List[FatbinResu
     return found, problems
 
 
-@register("gpucode", "GPU code in framework binaries", order=96)
+@register("gpucode", "GPU code in framework binaries", order=96,
+          produces=("framework.*.gpu_code",))
 def probe_gpu_code(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")

@@ -241,7 +241,8 @@ def _add_dir(host: Host, stem: str, d: str, how: str, version: Optional[str], co
         copies.append(c)
 
 
-@register("libraries", "cuDNN, NCCL, TensorRT", order=60)
+@register("libraries", "cuDNN, NCCL, TensorRT", order=60,
+          produces=("libraries.*",))
 def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []

@@ -102,7 +102,8 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
     return out
 
 
-@register("linkage", "Framework library linkage", order=95)
+@register("linkage", "Framework library linkage", order=95,
+          produces=("linkage.*", "linkage.*.elf"))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")

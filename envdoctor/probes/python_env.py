@@ -85,7 +85,8 @@ def shadowed_distributions(host: Host, sys_path: Iterable[str]) -> Dict[str, Lis
     return {k: v for k, v in sorted(where.items()) if len(v) > 1}
 
 
-@register("python", "Python", order=80)
+@register("python", "Python", order=80,
+          produces=("python.*",))
 def probe_python(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []

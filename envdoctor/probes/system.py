@@ -97,7 +97,8 @@ def container_kind(host: Host) -> Optional[str]:
     return None
 
 
-@register("os", "Operating system", order=10)
+@register("os", "Operating system", order=10,
+          produces=("os.*", "kernel.release"))
 def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []
@@ -187,7 +188,8 @@ def _cpuinfo(text: str) -> Dict[str, object]:
 CPUINFO_LIMIT = 16 * 1024 * 1024
 
 
-@register("cpu", "CPU and memory", order=20)
+@register("cpu", "CPU and memory", order=20,
+          produces=("cpu.*", "memory.*"))
 def probe_cpu(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []
