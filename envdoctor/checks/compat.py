@@ -1188,9 +1188,11 @@ def _distribution_package(tk_fact: Fact) -> bool:
 
 
 def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
-    for r in reversed(hw.cuda_releases()):
+    for r in reversed(hw.cuda_releases()):  # the newest release for this OS that the installed driver runs
         if ver in (r.get("distributions") or {}).get(key, []):
-            return install_line(facts, "cuda", r["ga"], prefix="~/cuda-%s" % r["version"])
+            line = install_line(facts, "cuda", r["ga"], prefix="~/cuda-%s" % r["version"])
+            if line:
+                return line
     return None
 
 

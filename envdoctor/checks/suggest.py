@@ -43,9 +43,10 @@ def _render(component: str, version: Optional[str], method: Optional[str], prefi
     return " ".join(argv)
 
 
-def _redist_ok(component: str, version: str, prefix: str) -> bool:
+def _redist_ok(component: str, version: str, prefix: str, facts: Any = None) -> bool:
     """The no-root redist method plans from NVIDIA's manifest (fetched over the network when it runs); here
-    the request is validated as the CLI validates it, and the version must be one the recipe knows."""
+    the request is validated as the CLI validates it, the version must be one the recipe knows, and (for CUDA)
+    the installed driver must run it, as the command checks before it downloads anything."""
     from envdoctor.recipes import RecipeError, load_recipe
 
     from ..install import validate
@@ -54,7 +55,10 @@ def _redist_ok(component: str, version: str, prefix: str) -> bool:
     try:
         validate.version(version)
         validate.prefix(prefix)
-        known = load_recipe(component).versions()
+        recipe = load_recipe(component)
+        known = recipe.versions()
+        if component == "cuda" and facts is not None:
+            recipe.check_driver(version, facts)
     except (ValidationError, RecipeError, ImportError):
         return False
     mm = ".".join(version.split(".")[:2])
@@ -85,7 +89,7 @@ def _planned(facts: Any, component: str, version: Optional[str], method: Optiona
     from ..install.validate import ValidationError
 
     if prefix is not None and component in ("cuda", "cudnn") and method in (None, "redist"):
-        if version and _redist_ok(component, version, prefix):
+        if version and _redist_ok(component, version, prefix, facts):
             return [(_render(component, version, None, prefix, options), None)]
         return []
     try:
