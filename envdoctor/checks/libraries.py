@@ -10,6 +10,7 @@ does, see :mod:`envdoctor.probes.linkage`), the framework facts, ``libraries.cud
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
@@ -88,14 +89,24 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                                                                  row.get("cudnn", "?")),
                    commands=["conda install -c conda-forge 'cudatoolkit=%s' 'cudnn=%s'" % (row["cuda"], row["cudnn"])]
                    if row.get("cuda") and row.get("cudnn") else [])
-    major = soname.rsplit(".", 1)[-1]
+    major = _soname_major(soname) or _soname_major("x.so.%s" % str(value.get("cudnn") or "").split(".")[0])
     cuda = str(value.get("cuda") or "12").split(".")[0]
-    if comp == "cudnn":
+    if comp == "cudnn" and major is not None:
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
                    commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
                    install=install_line(facts, "cudnn", major))
+    if comp == "cudnn":
+        return Fix(text="Install cuDNN for CUDA %s (pip wheel, or the system package) and make %s loadable: the "
+                        "unversioned name is the development link to libcudnn.so.<major>." % (cuda, soname))
     return Fix(text="Install the library that provides %s for CUDA %s, or put its directory on the loader "
                     "path." % (soname, cuda))
+
+
+def _soname_major(soname: str) -> Optional[str]:
+    """The major version a soname carries (``libcudnn.so.8`` and ``libcudnn.so.8.9.7`` -> "8"), or None for an
+    unversioned name (``libcudnn.so``: the development link some frameworks dlopen) or a garbled one."""
+    m = re.search(r"\.so\.(\d{1,4})(?:\.|$)", soname)
+    return m.group(1) if m else None
 
 
 def _cudnn_full_version(facts: Facts, entry: Dict[str, Any]) -> Optional[str]:
