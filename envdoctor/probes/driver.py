@@ -414,6 +414,22 @@ def _userspace_facts(libs: List[Tuple[str, str]]) -> List[Fact]:
     return facts
 
 
+#: Container runtimes that start GPU containers without root (a Slurm job through pyxis, a user's Apptainer
+#: run): they cannot load nvidia_uvm or create its device node on demand, as CUDA (setuid nvidia-modprobe) and
+#: Docker's toolkit (nvidia-container-cli --load-kmods) do, so the node must exist before the job starts
+#: (https://github.com/NVIDIA/enroot/issues/106). Name -> its configuration directory.
+UNPRIVILEGED_RUNTIMES = (("enroot", "/etc/enroot"), ("apptainer", "/etc/apptainer"),
+                         ("singularity", "/etc/singularity"))
+
+
+def _unprivileged_runtimes(host: Host) -> Fact:
+    """``driver.unprivileged_runtimes``: the unprivileged container runtimes installed on this host (their
+    program on PATH or their configuration directory)."""
+    found = [name for name, conf in UNPRIVILEGED_RUNTIMES if host.which(name) or host.is_dir(conf)]
+    return ok("driver.unprivileged_runtimes", found, "dir:" + ",".join(c for _, c in UNPRIVILEGED_RUNTIMES),
+              "Unprivileged container runtimes")
+
+
 def _in_kernel_drivers(host: Host) -> List[Fact]:
     facts: List[Fact] = []
     for name, modules, pci_drivers, label in (
@@ -672,6 +688,7 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     else:
         facts.extend(_module_on_disk(host, wsl))
         facts.append(_secure_boot(host))
+        facts.append(_unprivileged_runtimes(host))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
             if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":
