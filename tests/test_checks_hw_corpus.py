@@ -84,3 +84,138 @@ def test_uvm_missing_after_reboot_on_an_unprivileged_runtime_host(runtime_dirs: 
 ])
 def test_uvm_quiet_where_cuda_creates_it_or_it_exists(dev: List[str], runtime_dirs: Dict[str, List[str]]) -> None:
     assert [f.code for f in _driver_findings(_uvm_host(dev, runtime_dirs))] == []
+
+
+# -- the kernel log: bounded, hostile-input-safe, only the driver's lines ---------------------------
+
+def test_driver_log_lines_keeps_the_driver_lines_only_bounded_and_escaped() -> None:
+    from envdoctor.host.base import KERNEL_LOG_LINE_CHARS, KERNEL_LOG_MAX_LINES, driver_log_lines
+
+    text = "\n".join([
+        "e1000e 0000:00:1f.6 eth0: renamed from enp0s31f6",          # another device: never kept
+        "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)",
+        "pci 0000:01:00.0: BAR 1: no space for [mem size 0x800000000 64bit pref]",
+        "NVRM: Xid (PCI:0000:01:00): 79, pid=1234, GPU has fallen off the bus.\x1b[2J\x00",
+        "audit: user=alice host=secret-host",
+    ])
+    kept = driver_log_lines(text)
+    assert kept[0].startswith("NVRM: GPU 0000:01:00.0") and kept[1].startswith("pci 0000:01:00.0: BAR 1")
+    assert kept[2].endswith("\\x1b[2J\\x00") and len(kept) == 3  # control characters escaped, not raw
+    # a huge log: the last lines, each cut short, in bounded time and memory
+    flood = ("NVRM: Xid (PCI:0000:01:00): 13, " + "x" * 5000 + "\n") * 20000 + "BAR 1" * 200000
+    kept = driver_log_lines(flood)
+    assert len(kept) == KERNEL_LOG_MAX_LINES and all(len(x) <= KERNEL_LOG_LINE_CHARS for x in kept)
+
+
+def test_live_host_records_only_the_driver_lines_and_the_replay_agrees(tmp_path, monkeypatch) -> None:
+    # a real program on PATH standing in for dmesg (the real one needs root where dmesg_restrict is set)
+    import os
+
+    from envdoctor.host.base import KERNEL_LOG_ARGV
+    from envdoctor.host.live import LiveHost
+    from envdoctor.host.privacy import Scrubber
+    from envdoctor.host.snapshot import SnapshotHost, document_from_host
+
+    dmesg = tmp_path / "dmesg"
+    dmesg.write_text("#!/bin/sh\nprintf 'wlan0: associated with 10.1.2.3\\nNVRM: GPU 0000:01:00.0: RmInitAdapter "
+                     "failed! (0x22:0x56:884)\\n'\n")
+    os.chmod(str(dmesg), 0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    host = LiveHost(timeout=5)
+    res = host.kernel_log()
+    assert res.ok and res.stdout == "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)\n"
+    doc = document_from_host(host, Scrubber(), "test")
+    recorded = [c for c in doc["commands"] if tuple(c["argv"]) == KERNEL_LOG_ARGV]
+    assert len(recorded) == 1 and "10.1.2.3" not in recorded[0]["stdout"]
+    assert SnapshotHost(doc).kernel_log().stdout == res.stdout
+
+
+def _kernel_log_fact(command: Dict[str, object]):
+    from envdoctor.host.base import KERNEL_LOG_ARGV
+    from envdoctor.probes.driver import _kernel_log
+    from tests.conftest import make_host
+
+    return _kernel_log(make_host(commands=[dict(command, argv=list(KERNEL_LOG_ARGV))]))
+
+
+def test_kernel_log_unreadable_says_why() -> None:
+    fact = _kernel_log_fact({"returncode": 1, "stderr": "dmesg: read kernel buffer failed: Operation not permitted\n"})
+    assert not fact.known and "root" in fact.reason
+    xid = "NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus."
+    fact = _kernel_log_fact({"returncode": 0, "stdout": xid + "\n"})
+    assert fact.known and fact.value == [xid]
+
+
+# -- gpu.init_failed: the driver is bound to a GPU it could not bring up -----------------------------
+
+RM_5090 = ["NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0",
+           "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)"]  # NVIDIA/open-gpu-kernel-modules#862
+
+
+def _verdict(bound: List[str], answered: Dict[int, str], log: object) -> Dict[str, List[Finding]]:
+    from envdoctor.checks.gpu_verdict import gpu_init_failed, gpu_missing
+    from envdoctor.facts import Fact
+
+    facts = [ok("gpu.count", len(answered), "nvml:device_count"),
+             ok("gpu.pci_devices", [{"bus_id": b, "driver": "nvidia"} for b in bound], "dir:/sys/bus/pci/devices")]
+    facts += [ok("gpu.%d.pci_bus_id" % i, b, "nvml:device.%d.pci_bus_id" % i) for i, b in answered.items()]
+    facts.append(ok("driver.kernel_log", log, "command:dmesg") if isinstance(log, list) else
+                 Fact("driver.kernel_log", None, "command:dmesg", "unknown", "only root may read the kernel log"))
+    ctx = CheckContext(Facts(facts), [])
+    out: Dict[str, List[Finding]] = {}
+    for f in list(gpu_init_failed(ctx)) + list(gpu_missing(ctx)):
+        out.setdefault(f.code, []).append(f)
+    return out
+
+
+def test_init_failed_names_the_gpu_the_driver_message_and_the_checklist() -> None:
+    found = _verdict(["0000:01:00.0"], {}, RM_5090)
+    assert list(found) == ["gpu.init_failed"]  # not also gpu.missing: one cause, said once
+    f = found["gpu.init_failed"][0]
+    assert f.severity == "error" and "0000:01:00.0" in f.title and "RmInitAdapter failed! (0x22:0x56:884)" in f.title
+    assert "Resizable BAR" in f.fix.text and "Above 4G Decoding" in f.fix.text
+    assert all(line in f.detail for line in RM_5090)
+
+
+@pytest.mark.parametrize("extra,cause_words", [
+    (["NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:",
+      "NVRM: BAR1 is 0M @ 0x0 (PCI:0000:01:00.0)"], "Above 4G Decoding"),
+    (["pci 0000:01:00.0: BAR 1: no space for [mem size 0x800000000 64bit pref]"], "64-bit MMIO"),
+    (["NVRM: GPU 0000:01:00.0: GPU does not have the necessary power cables connected."], "auxiliary power"),
+    (["NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85) installed in this system is not supported by the "
+      "NVIDIA 535.183.01 driver release."], "driver branch that supports"),
+    (["NVRM: RmInitAdapter: Cannot initialize GSP firmware RM"], "GSP"),
+])
+def test_init_failed_fix_follows_the_cause_the_kernel_names(extra: List[str], cause_words: str) -> None:
+    f = _verdict(["0000:01:00.0"], {}, extra + RM_5090)["gpu.init_failed"][0]
+    assert cause_words in f.fix.text
+
+
+def test_old_driver_lines_without_an_address_belong_to_the_only_missing_gpu() -> None:
+    # driver 390-era form: no bus address in the line
+    log = ["NVRM: RmInitAdapter failed! (0x26:0xffff:1227)",
+           "NVRM: rm_init_adapter failed for device bearing minor number 0"]
+    found = _verdict(["0000:01:00.0", "0000:02:00.0"], {0: "0000:02:00.0"}, log)
+    assert [f.title.split()[1] for f in found["gpu.init_failed"]] == ["0000:01:00.0"]
+    # two missing: an unnamed line cannot be pinned on either, gpu.missing says which are missing
+    found = _verdict(["0000:01:00.0", "0000:02:00.0"], {}, log)
+    assert list(found) == ["gpu.missing"]
+
+
+def test_init_failed_quiet_where_the_gpu_answers_or_the_log_is_unread() -> None:
+    # an old failure in the log of a GPU that came up later (NVML answers for it): nothing to say
+    assert _verdict(["0000:01:00.0"], {0: "0000:01:00.0"}, RM_5090) == {}
+    # the log could not be read: the GPU is still missing, said as gpu.missing (the bus address, the checks)
+    assert list(_verdict(["0000:01:00.0"], {}, None)) == ["gpu.missing"]
+    # lines about another GPU only: the missing one is not explained by them
+    found = _verdict(["0000:01:00.0", "0000:02:00.0"], {0: "0000:02:00.0"},
+                     [x.replace("0000:01:00.0", "0000:03:00.0") for x in RM_5090])
+    assert list(found) == ["gpu.missing"]
+
+
+def test_one_of_eight_failed_the_others_missing_for_no_logged_reason() -> None:
+    bound = ["0000:%02x:00.0" % b for b in (0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb)]
+    answered = {i: b for i, b in enumerate(bound[:6])}
+    found = _verdict(bound, answered, [x.replace("0000:01:00.0", bound[6]) for x in RM_5090])
+    assert [f.title.split()[1] for f in found["gpu.init_failed"]] == [bound[6]]
+    assert bound[7] in found["gpu.missing"][0].title and bound[6] not in found["gpu.missing"][0].title

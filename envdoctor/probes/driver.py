@@ -33,7 +33,7 @@ from packaging.version import Version
 
 from .. import versions
 from ..facts import Fact, not_supported, ok, timed_out, unknown
-from ..host.base import CommandResult, Host
+from ..host.base import KERNEL_LOG_ARGV, CommandResult, Host
 from . import ProbeContext, register
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -430,6 +430,24 @@ def _unprivileged_runtimes(host: Host) -> Fact:
               "Unprivileged container runtimes")
 
 
+def _kernel_log(host: Host) -> Fact:
+    """``driver.kernel_log``: the NVIDIA driver's error and warning lines of the kernel log (why a GPU failed
+    to initialise, Xid errors), the last few hundred; unknown, saying why, where it cannot be read."""
+    label = "NVIDIA driver messages in the kernel log"
+    src = _cmd_src(list(KERNEL_LOG_ARGV))
+    res = host.kernel_log()
+    if res.ok:
+        return ok("driver.kernel_log", [line for line in res.stdout.splitlines() if line.strip()], src, label)
+    said = (res.stderr + res.stdout).lower()
+    if res.not_found:
+        why = "dmesg is not installed"
+    elif "not permitted" in said or "permission denied" in said:
+        why = "only root may read the kernel log on this machine (kernel.dmesg_restrict): run as root to have it read"
+    else:
+        why = res.describe_failure()
+    return unknown("driver.kernel_log", why, src, label)
+
+
 def _in_kernel_drivers(host: Host) -> List[Fact]:
     facts: List[Fact] = []
     for name, modules, pci_drivers, label in (
@@ -689,6 +707,8 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
         facts.extend(_module_on_disk(host, wsl))
         facts.append(_secure_boot(host))
         facts.append(_unprivileged_runtimes(host))
+        if loaded or _nvidia_pci_gpus(host):
+            facts.append(_kernel_log(host))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
             if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":
