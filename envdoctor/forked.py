@@ -101,6 +101,108 @@ def process_state(pid: int) -> Tuple[str, float, float]:
         return state, cpu, -1.0
 
 
+#: How long before the deadline a query that has not answered looks at the driver's other callers (see
+#: :func:`driver_users`), and the most time that look may take (on a starved machine it sees what it could).
+QUEUE_WINDOW = 0.3
+QUEUE_SCAN_BUDGET = 0.2
+
+#: (pid, start time) -> (state letter, nanoseconds spent waiting for a CPU so far or -1), of processes
+#: running or stuck inside the NVIDIA driver.
+Users = Dict[Tuple[int, bytes], Tuple[str, int]]
+
+
+def _stat(pid_dir: str) -> Optional[Tuple[str, bytes]]:
+    """(state letter, start time) from a /proc/PID/stat, None when it is gone or unreadable."""
+    try:
+        with open(os.path.join(pid_dir, "stat"), "rb") as fh:
+            text = fh.read(1024)
+        fields = text[text.rindex(b")") + 2:].split()
+        return fields[0].decode("ascii", "replace"), fields[19]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cpu_wait(pid_dir: str) -> int:
+    """Nanoseconds the process has spent runnable but waiting for a CPU (/proc/PID/schedstat), -1 unknown."""
+    try:
+        with open(os.path.join(pid_dir, "schedstat"), "rb") as fh:
+            return int(fh.read(256).split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _in_driver(pid_dir: str) -> bool:
+    """The process waits on one of the NVIDIA driver's locks (its wait channel, where the kernel names it),
+    or holds an NVIDIA device file open."""
+    try:
+        with open(os.path.join(pid_dir, "wchan"), "rb") as fh:
+            if fh.read(128).startswith(b"os_acquire_"):
+                return True
+    except OSError:
+        pass
+    fd_dir = os.path.join(pid_dir, "fd")
+    try:
+        for fd in os.listdir(fd_dir)[:4096]:
+            if os.readlink(os.path.join(fd_dir, fd)).startswith("/dev/nvidia"):
+                return True
+    except OSError:
+        pass
+    return False
+
+
+def driver_users(proc: str = "/proc", budget: float = QUEUE_SCAN_BUDGET) -> Tuple[Optional[Users], bool]:
+    """(the processes running (R) or stuck in the kernel (D) that are inside the NVIDIA driver (see
+    :func:`_in_driver`), this one excepted, whether the look was complete). The look takes at most ``budget``
+    seconds, newest processes first: a machine so loaded that this process cannot look at /proc within it
+    is starved, and the look says so (partial). None when ``proc`` cannot be listed. Only processes whose
+    wait channel and descriptors this user may read are seen (all of them as root)."""
+    until = time.monotonic() + budget
+    try:
+        names = sorted((n for n in os.listdir(proc) if n.isdigit()), key=int, reverse=True)
+    except OSError:
+        return None, True
+    found: Users = {}
+    me = str(os.getpid())
+    for name in names:
+        if time.monotonic() > until:
+            return found, False
+        if name == me:
+            continue
+        pid_dir = os.path.join(proc, name)
+        seen = _stat(pid_dir)
+        if seen is not None and seen[0] in ("R", "D") and _in_driver(pid_dir):
+            found[(int(name), seen[1])] = (seen[0], _cpu_wait(pid_dir) if seen[0] == "R" else -1)
+    return found, True
+
+
+def queue_progress(before: Optional[Users], child: int, elapsed: float, proc: str = "/proc",
+                   complete: bool = True) -> Tuple[int, bool]:
+    """(how many other processes were inside the NVIDIA driver beside ``child`` at the look ``elapsed``
+    seconds ago, whether the driver was serving them since rather than hung). A look that could not finish
+    in its time (``complete`` false) was starved itself: the machine is overloaded, whatever it saw.
+
+    Many callers queue in the kernel one behind the other (state D) while the driver serves them one at a
+    time, the one holding the driver's lock runnable (R) but, on a loaded machine, waiting for a CPU. Served
+    is: one of them ended, one stuck in the kernel then is not now (``child`` included), or one running in
+    the driver spent most of the time since waiting for a CPU (the driver's work starved, not hung). A hung
+    driver lets nobody through, and a process that only went on running or went to sleep proves nothing.
+    (0, False) when nothing was seen."""
+    if not before:
+        return 0, not complete
+    moved = not complete
+    for (pid, started), (state, waited) in before.items():
+        pid_dir = os.path.join(proc, str(pid))
+        now = _stat(pid_dir)
+        if now is None or now[1] != started:
+            moved = moved or pid != child  # ended (the query itself is killed, not through)
+        elif state == "D" and now[0] != "D":
+            moved = True
+        elif state == "R" and waited >= 0 and elapsed > 0:
+            waiting = _cpu_wait(pid_dir)
+            moved = moved or (waiting >= 0 and (waiting - waited) / 1e9 >= 0.5 * elapsed)
+    return len([key for key in before if key[0] != child]), moved
+
+
 def end_children() -> None:
     """Kill every child still running (a signal ends the command); reap those that can be reaped."""
     for child in list(_children.values()):
@@ -223,6 +325,13 @@ class Forked:
         #: query still answering, only slowly, is a busy driver; a hung one stops answering).
         self.last_answer = self.started
         self.quiet_at_deadline = -1.0
+        #: At the deadline, when the child was stuck in the kernel: how many other processes were stuck in the
+        #: NVIDIA driver beside it, and whether the driver let any of them out meanwhile (see :func:`driver_queue`).
+        self.queue_at_deadline: Tuple[int, bool] = (0, False)
+        #: The first look at the driver's queue, QUEUE_WINDOW before the deadline (the second is at it).
+        self._queue_before: Optional[Users] = None
+        self._queue_looked = 0.0
+        self._queue_complete = True
         #: True when it could not be reaped (stuck in the kernel) and was left behind.
         self.abandoned = False
         _children[pid] = self
@@ -310,11 +419,23 @@ class Forked:
         self._answer_fd = None
         chunks: List[bytes] = []
         timed_out = False
+        watch_at = None if deadline is None else deadline - QUEUE_WINDOW
         try:
             while True:
-                budget = None if deadline is None else max(0.0, deadline - time.monotonic())
+                now = time.monotonic()
+                if watch_at is not None and now >= watch_at:
+                    # No answer yet, the deadline near: look at who waits in the driver now, to tell at the
+                    # deadline whether the driver let anyone out meanwhile (busy) or nobody (hung).
+                    watch_at = None
+                    self._queue_before, self._queue_complete = driver_users()
+                    self._queue_looked = time.monotonic()
+                    continue
+                until = deadline if watch_at is None else watch_at
+                budget = None if until is None else max(0.0, until - now)
                 ready, _, _ = select.select([fd], [], [], budget)
                 if not ready:
+                    if watch_at is not None:
+                        continue
                     timed_out = True
                     break
                 chunk = os.read(fd, 65536)
@@ -330,6 +451,10 @@ class Forked:
             self.partial = b"".join(chunks)
             self.quiet_at_deadline = time.monotonic() - self.last_answer
             self.state_at_deadline = process_state(self.pid)
+            if self._queue_before is not None and self.state_at_deadline[0] == "D":
+                self.queue_at_deadline = queue_progress(self._queue_before, self.pid,
+                                                        time.monotonic() - self._queue_looked,
+                                                        complete=self._queue_complete)
             self.kill()
         status = self._reap()
         if timed_out:

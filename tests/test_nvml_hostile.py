@@ -133,6 +133,86 @@ def test_a_query_still_answering_is_a_busy_driver_not_a_hung_one():
     assert classify_timeout("D", 0.0, 3.0, "init", quiet=0.1) == "timed_out"
 
 
+def test_a_query_queued_behind_callers_the_driver_keeps_answering_is_busy_not_hung():
+    """Stuck in the kernel in NVML's start-up (where nothing is answered yet) is a hung driver, unless the
+    driver let out some of the other processes queued in it meanwhile: then it is busy, one caller at a time."""
+    assert classify_timeout("D", 0.0, 2.0, "init", queue=(37, True)) == "starved"
+    assert classify_timeout("D", 0.0, 2.0, None, queue=(0, True)) == "starved"  # it got out itself
+    assert classify_timeout("D", 0.0, 2.0, "init", queue=(37, False)) == "timed_out"  # nobody got out: hung
+    assert classify_timeout("D", 0.0, 2.0, "init", queue=(0, False)) == "timed_out"
+
+
+def _fake_proc(root, processes, waited=None):
+    """A /proc tree of ``processes`` {pid: (state, [fd targets])}, each having waited ``waited[pid]`` ns
+    for a CPU. A stand-in: no process can be put in
+    the NVIDIA driver's queue on a machine without one (the real queue was watched on an H100)."""
+    import shutil
+
+    shutil.rmtree(str(root), ignore_errors=True)
+    root.mkdir()
+    (root / "self").mkdir()
+    for pid, (state, targets) in processes.items():
+        d = root / str(pid)
+        (d / "fd").mkdir(parents=True)
+        rest = " ".join(["0"] * 15) + " %d" % (1000 + pid) + " 0 0"  # field 22: the start time
+        (d / "stat").write_text("%d (python3 (x)) %s 1 %d %d %s\n" % (pid, state, pid, pid, rest))
+        for n, target in enumerate(targets):
+            os.symlink(target, str(d / "fd" / str(n + 3)))
+        (d / "schedstat").write_text("5000000 %d 12\n" % (waited or {}).get(pid, 1000))
+    return str(root)
+
+
+def test_the_driver_queue_is_seen_and_its_progress_told(tmp_path):
+    from envdoctor import forked
+
+    proc = tmp_path / "proc"
+    before = {10: ("D", ["/dev/nvidiactl", "/dev/null"]), 11: ("R", ["/dev/nvidia0"]), 12: ("D", ["/tmp/x"]),
+              13: ("S", ["/dev/nvidiactl"]), 16: ("D", ["/tmp/y"]), 99: ("D", ["/dev/nvidiactl"])}
+    _fake_proc(proc, before)
+    (proc / "12" / "wchan").write_text("os_acquire_rwlock_write")  # in the driver's lock, no descriptor yet
+    (proc / "15").mkdir()
+    (proc / "15" / "stat").write_text("15 (truncated")  # a process half gone: skipped
+    # 10 and 12 wait in the driver, 11 runs in it (holding its lock, waiting for a CPU); 13 sleeps, 16 waits
+    # on a disk; 99 is the query itself
+    first, complete = forked.driver_users(str(proc))
+    assert complete and first == {(10, b"1010"): ("D", -1), (11, b"1011"): ("R", 1000), (12, b"1012"): ("D", -1),
+                     (99, b"1099"): ("D", -1)}
+
+    def progress(after, waited=None):
+        _fake_proc(proc, after, waited)
+        return forked.queue_progress(first, 99, 0.3, str(proc))
+
+    # a hung driver: the same processes still stuck (11 still running), and one more queued
+    assert progress({**before, 14: ("D", ["/dev/nvidiactl"])}) == (3, False)
+    # the driver let 10 through (it ended), a new caller 14 queued: busy
+    assert progress({k: v for k, v in before.items() if k != 10}) == (3, True)
+    # 12 got the lock and runs: busy; 11 only going on running (or going to sleep) proves nothing
+    assert progress({**before, 12: ("R", [])}) == (3, True)
+    assert progress({**before, 11: ("S", [])}) == (3, False)
+    assert progress(before, {11: 1000 + 100_000_000}) == (3, False)  # ran most of the 0.3 s: hung or busy
+    # 11, holding the driver, spent most of the 0.3 s waiting for a CPU: a starved machine, not a hung driver
+    assert progress(before, {11: 1000 + 200_000_000}) == (3, True)
+    # a pid reused by a new process is the old one ended
+    _fake_proc(proc, before)
+    (proc / "10" / "stat").write_text("10 (x) D 1 10 10 %s 5555 0 0\n" % " ".join(["0"] * 15))
+    assert forked.queue_progress(first, 99, 0.3, str(proc)) == (3, True)
+    # the query itself got out of the kernel at last: through, though it was alone; killed is not through
+    alone = {(99, b"1099"): ("D", -1)}
+    _fake_proc(proc, {99: ("R", ["/dev/nvidiactl"])})
+    assert forked.queue_progress(alone, 99, 0.3, str(proc)) == (0, True)
+    _fake_proc(proc, {})
+    assert forked.queue_progress(alone, 99, 0.3, str(proc)) == (0, False)
+    # a /proc that cannot be read, or nothing seen: nothing concluded
+    assert forked.driver_users(str(tmp_path / "missing")) == (None, True)
+    # a look that could not finish in its time: this process was starved too, the machine is overloaded
+    _fake_proc(proc, before)
+    assert forked.driver_users(str(proc), budget=-1.0) == ({}, False)
+    assert forked.queue_progress({}, 99, 0.3, str(proc), complete=False) == (0, True)
+    assert forked.queue_progress(first, 99, 0.3, str(proc), complete=False) == (3, True)
+    assert forked.queue_progress(None, 99, 0.3, str(proc)) == (0, False) == forked.queue_progress({}, 99, 0.3,
+                                                                                                 str(proc))
+
+
 def _freezer():
     if os.geteuid() != 0:
         return None, "the cgroup freezer needs root"

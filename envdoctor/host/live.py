@@ -55,7 +55,7 @@ def _nvml_in_child(job: Optional[bytes]) -> bytes:
 
 
 def classify_timeout(state: str, cpu: float, elapsed: float, asking: Optional[str], waiting: float = -1.0,
-                     quiet: float = -1.0) -> str:
+                     quiet: float = -1.0, queue: Tuple[int, bool] = (0, False)) -> str:
     """Why an NVML query was still running at the deadline: "timed_out" (the driver hung) or "starved"
     (a machine too busy: not the driver's fault).
 
@@ -69,11 +69,16 @@ def classify_timeout(state: str, cpu: float, elapsed: float, asking: Optional[st
     start-up that was still answering in the second half of its time is progressing, only slowly (the
     driver answers one caller at a time: many processes asking at once queue in the kernel, in state D
     too), so it is "starved", not hung: a hung call stops the answers for good. Measured on a real H100
-    with 100 simultaneous runs at --timeout 2, such queued calls were reported as hung drivers."""
+    with 100 simultaneous runs at --timeout 2, such queued calls were reported as hung drivers.
+
+    ``queue`` is what :func:`envdoctor.forked.driver_queue` saw at the deadline: how many other processes were
+    stuck in the NVIDIA driver beside the query, and whether the driver let any of them out meanwhile. A query
+    stuck in the kernel while the driver keeps answering the callers queued with it is "starved" (a busy
+    driver); a hung driver lets nobody out."""
     if asking not in (None, "init") and elapsed > 0 and 0 <= quiet < 0.5 * elapsed:
         return "starved"
     if state == "D":
-        return "timed_out"
+        return "starved" if queue[1] else "timed_out"
     if asking is None:
         return "starved"  # still starting up (importing the binding): not NVML's doing
     if waiting >= 0 and elapsed > 0:
@@ -439,7 +444,8 @@ class LiveHost(Host):
         text = (answer if answer is not None else child.partial).decode("utf-8", "replace")
         if why == "timed_out":
             state, cpu, waiting = child.state_at_deadline
-            return self._incomplete(text, "timed_out", duration, state, cpu, waiting, child.quiet_at_deadline)
+            return self._incomplete(text, "timed_out", duration, state, cpu, waiting, child.quiet_at_deadline,
+                                    child.queue_at_deadline)
         from .nvml_worker import parse_stream
 
         if why or not parse_stream(text)[2]:
@@ -448,7 +454,7 @@ class LiveHost(Host):
 
     @staticmethod
     def _incomplete(text: str, why: str, duration: float, state: str = "", cpu: float = 0.0,
-                    waiting: float = -1.0, quiet: float = -1.0) -> NvmlResult:
+                    waiting: float = -1.0, quiet: float = -1.0, queue: Tuple[int, bool] = (0, False)) -> NvmlResult:
         """What a query that hung or died had answered, and which call it was in."""
         from .nvml_worker import describe_call, parse_stream
 
@@ -456,11 +462,17 @@ class LiveHost(Host):
         if done and why.startswith("crashed"):
             return NvmlResult(data=data, duration=duration)  # it died after answering everything
         reason = "crashed" if why.startswith("crashed") else classify_timeout(state, cpu, duration, asking, waiting,
-                                                                               quiet)
+                                                                               quiet, queue)
         call = describe_call(asking) if asking else "starting the NVML query"
         if reason == "timed_out":
             message = "NVML did not answer within %.1fs: hung in %s (driver hung or GPU lost?%s)" % (
                 duration, call, "; the query is stuck in the kernel, state D" if state == "D" else "")
+        elif reason == "starved" and state == "D" and queue[1]:
+            behind = " behind %d other process%s" % (queue[0], "" if queue[0] == 1 else "es") if queue[0] else ""
+            message = ("NVML did not answer within %.1fs: the query was waiting in the driver (in %s)%s, and the "
+                       "driver was still serving its callers (one got through, or the one inside it was waiting "
+                       "for a CPU, or the machine was too loaded even to look): the driver is busy or the machine "
+                       "overloaded, not hung" % (duration, call, behind))
         elif reason == "starved" and asking not in (None, "init") and 0 <= quiet < 0.5 * duration:
             message = ("NVML did not finish within %.1fs, but the query was not stuck: it was still answering "
                        "(its last answer came %.2fs before the deadline; it was in %s), only slowly: the driver "
