@@ -219,3 +219,19 @@ def test_one_of_eight_failed_the_others_missing_for_no_logged_reason() -> None:
     found = _verdict(bound, answered, [x.replace("0000:01:00.0", bound[6]) for x in RM_5090])
     assert [f.title.split()[1] for f in found["gpu.init_failed"]] == [bound[6]]
     assert bound[7] in found["gpu.missing"][0].title and bound[6] not in found["gpu.missing"][0].title
+
+
+def test_init_failed_when_nvml_itself_fails_to_start_for_the_gpus_sake() -> None:
+    from envdoctor.checks.gpu_verdict import gpu_init_failed
+    from envdoctor.facts import Fact
+
+    def found(status: str) -> List[Finding]:
+        facts = Facts([Fact("driver.nvml.status", status, "nvml:init", "ok", "NVML failed"),
+                       Fact("gpu.count", None, "nvml:device_count", "unknown", "NVML did not start"),
+                       ok("gpu.pci_devices", [{"bus_id": "0000:01:00.0", "driver": "nvidia"}], "dir:/sys"),
+                       ok("driver.kernel_log", RM_5090, "command:dmesg")])
+        return list(gpu_init_failed(CheckContext(facts, [])))
+
+    assert [f.code for f in found("NVML_ERROR_UNKNOWN")] == ["gpu.init_failed"]
+    # a missing library or module is not the GPU's failure: the kernel's old lines are not its cause
+    assert found("NVML_ERROR_LIBRARY_NOT_FOUND") == [] and found("NVML_ERROR_DRIVER_NOT_LOADED") == []

@@ -350,12 +350,24 @@ def gpu_missing(ctx: CheckContext) -> Iterable[Finding]:
     yield _missing(facts, count.value, missing, len(expected), severity)
 
 
+#: NVML start-up failures that say nothing about the GPUs themselves.
+NOT_THE_GPUS = ("NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+                "NVML_ERROR_NO_PERMISSION", "NVML_ERROR_FUNCTION_NOT_FOUND")
+
+
 def unanswered(facts: Facts) -> List[str]:
     """Bus addresses bound to the nvidia driver that NVML does not answer for (on a host; empty when NVML did
     not count, or when which ones are missing cannot be told)."""
+    if facts.value("os.container"):
+        return []
     count = facts.get("gpu.count")
     if count is None or not count.known or not isinstance(count.value, int) or not str(count.source).startswith(
-            "nvml:") or facts.value("os.container"):
+            "nvml:"):
+        # NVML failed to start for a reason of the GPUs' own (not a missing library, module or permission):
+        # none of the bound GPUs answers
+        nvml = facts.value("driver.nvml.status")
+        if isinstance(nvml, str) and nvml.startswith("NVML_ERROR_") and nvml not in NOT_THE_GPUS:
+            return _bound(facts)
         return []
     expected = _bound(facts)
     if count.value >= len(expected):
