@@ -235,3 +235,19 @@ def test_init_failed_when_nvml_itself_fails_to_start_for_the_gpus_sake() -> None
     assert [f.code for f in found("NVML_ERROR_UNKNOWN")] == ["gpu.init_failed"]
     # a missing library or module is not the GPU's failure: the kernel's old lines are not its cause
     assert found("NVML_ERROR_LIBRARY_NOT_FOUND") == [] and found("NVML_ERROR_DRIVER_NOT_LOADED") == []
+
+
+def test_a_gpu_no_known_torch_wheel_carries_is_told_to_build_from_source_not_to_update_the_driver() -> None:
+    from envdoctor.checks.compat import compat
+
+    # a Fermi board (compute capability 2.0): no PyTorch wheel ever carried sm_20
+    facts = [ok("gpu.count", 1, "nvml:device_count"), ok("gpu.0.name", "Tesla M2090", "nvml:device.0.name"),
+             ok("gpu.0.compute_capability", "2.0", "nvml:device.0.compute_capability"),
+             ok("framework.torch", {"version": "1.99.1", "public": "1.99.1", "cuda": "10.1", "build": "cuda",
+                                    "path": "/site", "package": "torch"}, "file:/site/torch/version.py"),
+             ok("framework.torch.gpu_code", {"sass": ["sm_37", "sm_50", "sm_70"], "ptx": [], "complete": True,
+                                             "libraries": []}, "fatbin:/site/torch/lib/libtorch_cuda.so")]
+    found = [f for f in compat(CheckContext(Facts(facts), [])) if f.code == "gpu.arch_not_in_build"]
+    assert len(found) == 1 and "Tesla M2090" in found[0].title and "sm_20" in found[0].title
+    assert 'TORCH_CUDA_ARCH_LIST="2.0"' in found[0].fix.text and "update the driver" not in found[0].fix.text
+    assert "CUDA_VISIBLE_DEVICES" in found[0].fix.text

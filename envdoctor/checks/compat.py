@@ -393,7 +393,16 @@ def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
     return None
 
 
-def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]], facts: Facts) -> Fix:
+def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]], facts: Facts,
+               ccs: Sequence[str] = ()) -> Fix:
+    if suggestion is None and ccs and not any(
+            _sass_for(var.get("arch_list") or [], cc) for cc in ccs for row in matrix.load("torch")
+            for var in row.get("variants") or []):
+        sms = ", ".join("sm_" + cc.replace(".", "") for cc in ccs)
+        return Fix(text=text + " No PyTorch wheel envdoctor knows carries %s: build PyTorch from source with "
+                               "TORCH_CUDA_ARCH_LIST=\"%s\" (and a CUDA that still targets it), or keep that GPU out "
+                               "of PyTorch's sight and use the others (CUDA_VISIBLE_DEVICES)." % (
+                                   sms, ";".join(ccs)))
     if suggestion is None:
         return Fix(text=text + " No published PyTorch CUDA wheel in envdoctor's matrix fits this driver and GPU; "
                    "update the driver first.")
@@ -665,7 +674,7 @@ def _arch_fix(facts: Facts, drv: Driver, name: str, cc: str, sass: Sequence[str]
     sm = "sm_" + cc.replace(".", "")
     text = "Install a %s build compiled for %s." % (name, sm)
     if name == "torch":
-        return _torch_fix(text, suggest_torch(facts, drv, [cc]), facts)
+        return _torch_fix(text, suggest_torch(facts, drv, [cc]), facts, [cc])
     lows = [v for v in (_arch_cc(a)[0] for a in sass) if v is not None]
     want = _v(cc)
     older = bool(lows and want is not None and want < min(lows))
@@ -847,7 +856,7 @@ def _arch_findings(facts: Facts, drv: Driver, component: str, label: str, archs:
         sm = "sm_" + cc.replace(".", "")
         fix_text = "Install a %s build compiled for %s." % (component, sm)
         if component == "torch":
-            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]), facts)
+            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]), facts, [cc])
         else:
             fix = Fix(text=fix_text + " Newer TensorFlow releases add newer architectures.",
                       commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
