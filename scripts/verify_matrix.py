@@ -392,7 +392,12 @@ def _wheel_pythons(filename: str, requires_python: Optional[str]) -> Set[str]:
             out.add("3." + m.group(1))
         elif tag in ("py3", "py2.py3"):
             out.update(PY_MINORS)
-    return {x for x in out if spec.contains(x, prereleases=True)}
+    return {x for x in out if _admits_minor(spec, x)}
+
+
+def _admits_minor(spec: SpecifierSet, minor: str) -> bool:
+    """Whether some patch release of a Python minor satisfies Requires-Python (">=3.6.2" admits 3.6)."""
+    return any(spec.contains(f"{minor}.{patch}", prereleases=True) for patch in range(0, 25))
 
 
 def _pin(reqs: Iterable[str], prefix: str, extras: Sequence[str] = ()) -> Optional[Tuple[str, str]]:

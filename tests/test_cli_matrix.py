@@ -52,7 +52,7 @@ def test_gpu_by_name_and_by_partial_name():
 def test_cc_answers_architecture_and_cuda_span():
     doc = json.loads(run("cc", "sm_37", "--format", "json").output)
     assert doc["rows"][0]["arch"] == "Kepler"
-    assert doc["derived"]["cuda_releases"] == "10.0 .. 11.8"  # CUDA 12.0 dropped Kepler
+    assert doc["derived"]["cuda_releases"] == "8.0 .. 11.8"  # the oldest CUDA in the matrix; 12.0 dropped Kepler
 
 
 @pytest.mark.parametrize("area,value,key", [("tensorflow", "2.15.1", "2.15"), ("jax", "0.4.30", ">=0.4.29,<0.4.31"),
@@ -81,7 +81,7 @@ def test_list_marks_unverified_rows():
     assert any(line.startswith("    2.15 ") for line in lines)      # 2.15 is verified
 
 
-@pytest.mark.parametrize("args,needle", [(("cuda", "12.7"), "never released"), (("torch", "9.9"), "known: 1.12"),
+@pytest.mark.parametrize("args,needle", [(("cuda", "12.7"), "never released"), (("torch", "9.9"), "known: 1.0, 1.1"),
                                          (("nosuch",), "known:"), (("gpu", "Voodoo 5"), "known:")])
 def test_unknown_area_or_value_exits_2_with_known_values(args, needle):
     r = CliRunner().invoke(matrix, list(args))

@@ -132,7 +132,8 @@ def test_minor_compat_floor_for_13_x_is_in_the_580_branch():
         ("450.80.02", "11.0", "11.8"),  # the driver the compatibility page's own example uses
         ("470.57.02", "11.4", "11.8"),
         ("455.23.05", "11.1", "11.8"),
-        ("396.26", None, None),  # CUDA 9.2's driver: older than anything in the table
+        ("396.26", "9.2", "9.2"),  # CUDA 9.2's GA driver (Table 2); 9.x has no minor-version compatibility
+        ("352.31", None, None),  # CUDA 7.5's driver: older than anything in the table
         ("not a version", None, None),
     ],
 )
@@ -142,7 +143,7 @@ def test_newest_cuda_for_driver(driver, plain, compat):
 
 
 def test_unknown_cuda_version_answers_none_not_an_exception():
-    assert hw.cuda_release("9.2") is None
+    assert hw.cuda_release("7.5") is None
     assert hw.min_driver_for_cuda("garbage") is None
     assert hw.gcc_max_for_cuda("") is None
     assert hw.cuda_supports_cc("99.0", "8.0") is None
@@ -318,8 +319,9 @@ def test_area_rule_breach_is_rejected(data_copy):
 
 def test_unverified_row_loads_and_is_reported_as_such(data_copy):
     def unverify(doc):
-        doc["rows"][0]["source"]["verified"] = False
-        doc["rows"][0]["source"]["note"] = "not re-checked"
+        row = next(r for r in doc["rows"] if r["version"] == "10.0")
+        row["source"]["verified"] = False
+        row["source"]["note"] = "not re-checked"
 
     _edit(data_copy / "cuda.json", unverify)
     row = hw.cuda_release("10.0")
@@ -360,7 +362,8 @@ def test_check_script_passes_on_shipped_data_and_times_loading(capsys, monkeypat
 @pytest.mark.parametrize(
     "area, change, message",
     [
-        ("cuda", lambda d: d["rows"].pop(15), "is missing between"),  # drop 12.3: an unexplained gap
+        ("cuda", lambda d: d["rows"].pop(next(i for i, r in enumerate(d["rows"]) if r["version"] == "12.3")),
+         "is missing between"),  # drop 12.3: an unexplained gap
         ("cuda", lambda d: d["rows"][5].update(min_driver_linux="400.1"), "goes back"),
         ("cuda", lambda d: d["rows"][4].update(cc_min="9.0", cc_max="8.0"), "above cc_max"),
         ("cudnn", lambda d: d["rows"][-1]["cuda"].append("12.7"), "not in the cuda table"),

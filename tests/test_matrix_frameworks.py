@@ -58,7 +58,8 @@ def _torch_rows():
 
 def test_torch_validator_flags_tag_that_disagrees_with_cuda():
     rows = _torch_rows()
-    rows[0]["variants"][0]["cuda"] = "11.8"  # 1.12's cu102 claiming CUDA 11.8
+    row = next(r for r in rows if r["version"] == "1.12")
+    row["variants"][0]["cuda"] = "11.8"  # 1.12's cu102 claiming CUDA 11.8
     problems = fw.validate_torch(rows)
     assert any("cu102" in p and "11.8" in p for p in problems)
 

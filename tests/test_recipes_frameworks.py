@@ -134,7 +134,7 @@ def test_no_facts_plans_the_stable_default_for_another_os():
 
 def test_unknown_version_and_method_and_option_are_refused():
     with pytest.raises(RecipeError):
-        pytorch.plan(req("pytorch", "1.0"), UBUNTU2204, Facts())
+        pytorch.plan(req("pytorch", "0.4"), UBUNTU2204, Facts())
     with pytest.raises(RecipeError):
         pytorch.plan(req("pytorch", "2.4; rm -rf /"), UBUNTU2204, Facts())
     with pytest.raises(RecipeError):
