@@ -183,3 +183,20 @@ def test_an_unreadable_or_truncated_cache_turns_cannot_load_into_a_warning_that_
         assert f.severity == "warning", name
         assert "could not be read" in f.title and why in f.detail, (name, f.detail)
         assert f.fix.commands[0] == "ldconfig -p | grep -F 'libcudart.so.12'"
+
+
+def test_runpath_wheel_shadowed_by_ld_library_path_names_both_copies_and_why():
+    # the same wheel linked with DT_RUNPATH (torch 1.13.0's cu117 wheels: pytorch/builder#1150, #1183): LD_LIBRARY_PATH
+    # is searched first, so the older system cuDNN wins over the pinned wheel
+    host = torch_host(ldp="/usr/local/cuda/lib64", system_cudnn=("/usr/local/cuda/lib64", "libcudnn.so.9.0.0"))
+    host.doc["elf"][LIB + "/libtorch_cuda.so"].update(rpath=[], runpath=RPATH)
+    host = type(host)(host.doc)
+    shadowed = run(host, framework_linkage)["cudnn.shadowed"]
+    text = shadowed.title + " " + shadowed.detail
+    assert "9.0.0" in shadowed.title and "/usr/local/cuda/lib64/libcudnn.so.9.0.0" in shadowed.title
+    assert SITE + "/nvidia/cudnn/lib/libcudnn.so.9" in text and "9.1.0.70" in text  # the copy that loses
+    assert "searched before a library's RUNPATH" in text
+    old = run(host, cudnn_version)["cudnn.too_old_for_framework"]
+    assert old.severity == "error" and "9.0.0" in old.title and "via LD_LIBRARY_PATH" in old.title
+    assert SITE + "/nvidia/cudnn/lib/libcudnn.so.9" in old.detail and "9.1.0.70" in old.detail
+    assert "/usr/local/cuda/lib64" in old.fix.commands[0] and "grep -vx" in old.fix.commands[0]

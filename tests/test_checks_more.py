@@ -68,6 +68,8 @@ def test_onnxruntime_gpu_without_its_cudnn_major():
     ])
     f = _codes(onnxruntime_packaging(CheckContext(facts, [])))["onnxruntime.cudnn_major_mismatch"]
     assert "cuDNN 9" in f.title and "libcudnn.so.8" in f.title
+    # both sides: the copy the loader has (its version from the file name, and where it is)
+    assert "cuDNN 8.9.7" in f.title and "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7" in f.title
     assert f.fix.install == "envdoctor install cudnn --version 9"
 
 

@@ -71,6 +71,8 @@ def test_replay_reads_the_same_facts_as_the_live_run(capture):
     def same(old: Any, new: Any) -> bool:  # a newer probe may add keys to a fact's value, never change one
         if isinstance(old, dict) and isinstance(new, dict):
             return all(k in new and same(v, new[k]) for k, v in old.items())
+        if isinstance(old, list) and isinstance(new, list):  # ...nor to the entries of a list
+            return len(old) == len(new) and all(same(o, n) for o, n in zip(old, new))
         return bool(old == new)
 
     changed = {k: (v, replay_facts.get(k)) for k, v in live_facts.items() if not same(v, replay_facts.get(k, object()))

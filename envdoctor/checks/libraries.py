@@ -18,6 +18,7 @@ from packaging.version import Version
 from .. import matrix, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..matrix import builds
 from ..matrix import frameworks as fwm
 from . import CheckContext, CodeDoc, check, group
 from .suggest import install_line
@@ -51,7 +52,7 @@ def per_framework(question: Callable[[Facts, str], Iterable[Finding]], name: str
 
 def component_of(soname: str) -> str:
     for stem, comp in STEMS:
-        if soname.startswith(stem + ".") or soname.startswith(stem + "Lt."):
+        if soname.startswith((stem + ".", stem + "Lt.", stem + "_")):  # libnvinfer_plugin, libcudnn_ops_infer
             return comp
     return "cuda"
 
@@ -65,7 +66,10 @@ def _evidence(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
 
 def _fw_version(facts: Facts, name: str) -> str:
     v = facts.mapping("framework." + name)
-    return "%s %s" % (name, v.get("version", "?"))
+    text = "%s %s" % (name, v.get("version", "?"))
+    if name == "jax" and v.get("jaxlib") and str(v["jaxlib"]).split("+")[0] != str(v.get("version")):
+        text += " (jaxlib %s)" % v["jaxlib"]  # the CUDA build is jaxlib's
+    return text
 
 
 def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
@@ -91,6 +95,26 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                    if row.get("cuda") and row.get("cudnn") else [])
     major = _soname_major(soname) or _soname_major("x.so.%s" % str(value.get("cudnn") or "").split(".")[0])
     cuda = str(value.get("cuda") or "12").split(".")[0]
+    if comp == "cudnn" and major is not None and value.get("conda_build"):
+        req = _required_cudnn(facts, fw) or {}
+        want = _v(req.get("version"))
+        floor = "%d.%d" % (want.major, want.minor) if want is not None and want.major == int(major) else major
+        return Fix(text="%s is a conda package: install cuDNN %s from conda-forge into its environment (or a %s "
+                        "release built for the cuDNN you have)." % (_fw_version(facts, fw), floor, NAMES[fw]),
+                   commands=["conda install -c conda-forge 'cudnn>=%s,<%d'" % (floor, int(major) + 1)])
+    if comp == "cudnn" and major is not None and fw == "jax":
+        req = _required_cudnn(facts, fw) or {}
+        want = _v(req.get("version"))
+        floor = "%d.%d" % (want.major, want.minor) if want is not None and want.major == int(major) else major
+        if not value.get("plugins"):
+            # the monolithic jaxlib CUDA wheels load cuDNN from the system: the nvidia-cudnn wheels are not searched
+            return Fix(text="This jaxlib loads cuDNN from LD_LIBRARY_PATH or the system: install cuDNN %s or a newer "
+                            "%s.x there (NVIDIA's archive or package for CUDA %s), or install a jaxlib built for the "
+                            "cuDNN you have." % (floor, major, value.get("cuda")),
+                       install=install_line(facts, "cudnn", floor))
+        return Fix(text="Install cuDNN %s or a newer %s.x wheel, which the CUDA plugin finds on its own." % (
+                        floor, major),
+                   commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, floor, int(major) + 1)])
     if comp == "cudnn" and major is not None:
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
                    commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
@@ -106,6 +130,15 @@ def _soname_major(soname: str) -> Optional[str]:
     """The major version a soname carries (``libcudnn.so.8`` and ``libcudnn.so.8.9.7`` -> "8"), or None for an
     unversioned name (``libcudnn.so``: the development link some frameworks dlopen) or a garbled one."""
     m = re.search(r"\.so\.(\d{1,4})(?:\.|$)", soname)
+    return m.group(1) if m else None
+
+
+def _version_at(facts: Facts, comp: str, resolved: Any) -> Optional[str]:
+    """The version libraries.<comp> knows for a real file (wheel versions included), else its file name's."""
+    for copy in facts.items("libraries." + comp) if comp in ("cudnn", "nccl", "tensorrt") else ():
+        if isinstance(copy, dict) and resolved and copy.get("resolved") == resolved and copy.get("version"):
+            return str(copy["version"])
+    m = re.search(r"\.so\.(\d+(?:\.\d+)+)$", str(resolved or ""))
     return m.group(1) if m else None
 
 
@@ -172,19 +205,21 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                 title="%s needs %s, but the loader finds no such file" % (_fw_version(facts, fw), soname),
                 detail="%s (%s) would fail with '%s: cannot open shared object file: No such file or "
                        "directory': it is not in the library's own RPATH/RUNPATH, LD_LIBRARY_PATH, the "
-                       "ld.so cache or the default directories." % (NAMES[fw], e.get("how", "NEEDED"), soname),
+                       "ld.so cache or the default directories.%s" % (
+                           NAMES[fw], e.get("how", "NEEDED"), soname, _installed_text(facts, comp)),
                 evidence=ev, source=dict(LDSO_RULE), fix=_pip_fix_for(facts, fw, soname))
         elif e.get("shadowed"):
             # torch's own cuDNN rule decides whether the winner is merely different or too old:
             # that case is reported by cudnn-version (an error) instead.
+            winner_version = _version_at(facts, comp, e.get("resolved"))
             yield Finding(
                 code="%s.shadowed" % comp, severity="warning", components=comps,
-                title="%s loads %s from %s (via %s), not the copy it ships at %s" % (
-                    _fw_version(facts, fw), soname, e.get("resolved") or e.get("path"), e.get("via"),
-                    e.get("expected")),
+                title="%s loads %s %sfrom %s (via %s), not the copy it ships at %s" % (
+                    _fw_version(facts, fw), soname, "%s " % winner_version if winner_version else "",
+                    e.get("resolved") or e.get("path"), e.get("via"), e.get("expected")),
                 detail="The dynamic loader finds %s through %s before reaching the framework's own copy; the "
-                       "framework then runs with a library it was not built and tested with." % (
-                           soname, e.get("via")),
+                       "framework then runs with a library it was not built and tested with.%s" % (
+                           soname, _why(e.get("via")), _installed_text(facts, comp, e.get("resolved"))),
                 evidence=ev, source=dict(LDSO_RULE),
                 fix=Fix(text="Remove the directory holding %s from LD_LIBRARY_PATH (or drop its ld.so.conf "
                              "entry and run ldconfig) so the framework's own copy is used." % (
@@ -208,12 +243,16 @@ def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[s
                              "minor is refused" % (row["version"], row["cudnn"]),
                      "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked")})
     if fw == "jax":
-        var = fwm.jax_plugin_for(v.get("version"), str(v.get("cuda") or "").split(".")[0])
-        if var and var.get("cudnn_built"):
-            row = fwm.jax_release(v.get("version")) or {}
-            return (str(var["cudnn_built"]), "the jax %s wheels (matrix)" % var.get("tag"),
-                    {"rule": "jax %s is built with cuDNN %s" % (var.get("tag"), var["cudnn_built"]),
-                     "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked")})
+        built = builds.jax_cudnn_built(v)
+        if built:
+            cudnn, row = built
+            what = "jaxlib %s" % v.get("jaxlib") if row.get("framework") == "jaxlib" else "jax %s" % v.get("version")
+            return (cudnn, "%s's CUDA %s build (matrix)" % (what, v.get("cuda")),
+                    {"rule": "%s's CUDA build requires cuDNN %s or a newer minor of that major; XLA refuses an "
+                             "older minor ('CuDNN library needs to have matching major version and equal or "
+                             "higher minor version')" % (what, cudnn),
+                     "url": row.get("source", {}).get("url"), "checked": row.get("source", {}).get("checked"),
+                     "verified": not matrix.unverified(row) if row else False})
     return None
 
 
@@ -243,7 +282,15 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
         tested = _tested_cudnn(fw, v)
         if tested is not None and "." not in version and tested[0].split(".")[0] == version:
             version, origin, src = tested[0], tested[1], dict(tested[2])
+            src.pop("verified", None)
         return {"version": version, "from": origin, "source": src}
+    if fw in ("tensorflow", "jax") and v.get("build") == "cuda":
+        # no build information names the cuDNN (old jaxlib, conda builds): the matrix does
+        tested = _tested_cudnn(fw, v)
+        if tested is None:
+            return None
+        src = dict(tested[2])
+        return {"version": tested[0], "from": tested[1], "verified": src.pop("verified", True), "source": src}
     if fw == "onnxruntime" and v.get("gpu"):
         rel = fwm.onnxruntime_release(v.get("version"))
         if rel is None:
@@ -267,40 +314,167 @@ _CUDNN_VERSION_DOCS = (
 )
 
 
+#: Why the loader takes a copy, by how it was found (ld.so(8)'s order).
+WHY = {
+    "RPATH": "the framework's own DT_RPATH, searched before everything else",
+    "LD_LIBRARY_PATH": "LD_LIBRARY_PATH, searched before a library's RUNPATH, the ld.so cache and the default "
+                       "directories",
+    "RUNPATH": "the framework's own RUNPATH (nothing on LD_LIBRARY_PATH has it)",
+    "ldconfig cache": "the ld.so cache (nothing on LD_LIBRARY_PATH or in the framework's own directories has it)",
+    "default dir": "a default directory (nothing earlier in the search has it)",
+}
+
+
+def _copies_of(facts: Facts, comp: str) -> List[Dict[str, Any]]:
+    """Every library file of a component (cudnn, nccl, tensorrt) on the machine, one per real file."""
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for copy in facts.items("libraries." + comp) if comp in ("cudnn", "nccl", "tensorrt") else ():
+        real = copy.get("resolved") or copy.get("path") if isinstance(copy, dict) else None
+        if not real or copy.get("kind") != "library" or real in seen:
+            continue
+        seen.add(real)
+        out.append({"version": str(copy.get("version") or "?"), "path": str(copy.get("path")),
+                    "resolved": str(real), "found_by": str(copy.get("found_by") or "?")})
+    return out
+
+
+def _installed_text(facts: Facts, comp: str, exclude: Any = None) -> str:
+    """' cuDNN copies present: 8.9.7 at /x (how it was found); ...' for a finding's detail ('' when none is known)."""
+    others = [c for c in _copies_of(facts, comp) if c["resolved"] != exclude]
+    if not others:
+        return ""
+    return " %s copies present: %s." % (
+        {"cudnn": "cuDNN", "nccl": "NCCL", "tensorrt": "TensorRT"}[comp],
+        "; ".join("%s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in others))
+
+
+def _why(via: Any) -> str:
+    return WHY.get(str(via), "the loader's search (%s)" % via)
+
+
+def _cudnn_copies(facts: Facts) -> List[Dict[str, Any]]:
+    """Every cuDNN library file on the machine (one per real file): {version, path, resolved, found_by}."""
+    return _copies_of(facts, "cudnn")
+
+
+def _lead(facts: Facts, fw: str, e: Dict[str, Any], winner: Any) -> str:
+    """The first sentences of a cuDNN version finding: which copy the loader takes and why, and every other copy,
+    which it never reaches (the loader stops at the first file with the soname)."""
+    others = [c for c in _cudnn_copies(facts) if c["resolved"] != winner]
+    text = "The loader takes %s from %s" % (e.get("soname"), _why(e.get("via")))
+    if others:
+        text += ", so %s %s never reached" % ("; ".join("cuDNN %s at %s (%s)" % (c["version"], c["path"], c["found_by"])
+                                                       for c in others), "is" if len(others) == 1 else "are")
+    text += "." if others else "; no other cuDNN is installed."
+    if e.get("modelled"):
+        text += (" %s's libraries could not be read to tell DT_RPATH (searched before LD_LIBRARY_PATH) from RUNPATH: "
+                 "this is the order with RUNPATH." % NAMES[fw])
+    return text
+
+
+def _torch_modelled(facts: Facts) -> List[Dict[str, Any]]:
+    """torch's cuDNN when its library's dynamic section could not be read: its wheel copy is reached through
+    the library's RPATH/RUNPATH ($ORIGIN/../../nvidia/cudnn/lib), which LD_LIBRARY_PATH precedes unless the
+    library carries DT_RPATH."""
+    v = facts.mapping("framework.torch")
+    req = v.get("cudnn_required")
+    if isinstance(facts.value("linkage.torch"), list) or v.get("build") != "cuda" or not isinstance(req, dict):
+        return []
+    major = str(req.get("version") or "").split(".")[0]
+    if not major.isdigit():
+        return []
+    soname = "libcudnn.so." + major
+    site = str(v.get("path") or "")
+    wheel = next((c for c in facts.items("libraries.cudnn") if isinstance(c, dict) and c.get("kind") == "library"
+                  and str(c.get("found_by", "")).startswith("pip wheel") and site
+                  and str(c.get("path", "")).startswith(site + "/")), None)
+    choice = (facts.value("libraries.loader_choice") or {}).get(soname) if isinstance(
+        facts.value("libraries.loader_choice"), dict) else None
+    if isinstance(choice, dict) and choice.get("path") and choice.get("via") == "LD_LIBRARY_PATH":
+        if wheel is None or (wheel.get("resolved") or wheel.get("path")) != choice.get("resolved"):
+            return [dict(choice, how="NEEDED", modelled=True, expected=wheel.get("path") if wheel else None)]
+    return []
+
+
 def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
     req = _required_cudnn(facts, fw)
     entries = [e for key in ("linkage." + fw, "linkage.%s.dlopen" % fw) for e in facts.items(key)]
+    if fw == "torch" and not entries:
+        entries = _torch_modelled(facts)
     if req is None or not entries:
         return
     want = _v(req["version"])
     if want is None:
         return
+    severity = "error" if req.get("verified", True) else "warning"
+    ev = _evidence(facts, "framework." + fw, "linkage." + fw, "linkage.%s.dlopen" % fw, "libraries.cudnn",
+                   "libraries.loader_choice")
+    fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
+    seen = set()
     for e in entries:
-        if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn" or not e.get("path"):
+        if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn":
+            continue
+        key = (e.get("soname"), e.get("resolved"))
+        if key in seen:
+            continue
+        seen.add(key)
+        if not e.get("path"):
+            # the soname of the build's major is nowhere the loader looks; copies of another major do not count
+            wrong = [c for c in _cudnn_copies(facts) if _v(c["version"]) is not None
+                     and _v(c["version"]).major != want.major]  # type: ignore[union-attr]
+            if not wrong or e.get("soname") != "libcudnn.so.%d" % want.major:
+                continue
+            # the soname named by the framework's own build information certainly fails to load
+            certain = "error" if str(facts.mapping("framework." + fw).get("cudnn") or "").split(".")[0] == str(
+                want.major) else severity
+            yield Finding(
+                code="cudnn.major_mismatch", severity=certain, components=["cudnn", fw],
+                title="%s needs cuDNN %s (%s), but only cuDNN %s is installed" % (
+                    _fw_version(facts, fw), req["version"], e.get("soname"),
+                    ", ".join("%s (%s)" % (c["version"], c["path"]) for c in wrong)),
+                detail="%s opens %s, a file only cuDNN %d provides; %s provide%s another soname, which the "
+                       "loader never substitutes, so %s's cuDNN calls fail ('DNN library is not found' or "
+                       "'cannot open shared object file'). The requirement comes from %s." % (
+                           NAMES[fw], e.get("soname"), want.major,
+                           ", ".join("cuDNN %s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in wrong),
+                           "" if len(wrong) > 1 else "s", NAMES[fw], req["from"]),
+                evidence=ev, source=req["source"], fix=fix)
             continue
         got_text = _cudnn_full_version(facts, e)
         got = _v(got_text)
         if got is None:
             continue
-        severity = "error" if req.get("verified", True) else "warning"
-        ev = _evidence(facts, "framework." + fw, "linkage." + fw, "libraries.cudnn")
-        fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
+        winner = e.get("resolved") or e.get("path")
+        lead = _lead(facts, fw, e, winner)
         if got.major != want.major:
             yield Finding(
                 code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
-                title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s)" % (
-                    _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
-                detail="cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
-                    want.major, got.major, NAMES[fw], req["from"]),
+                title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s, via %s)" % (
+                    _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
+                detail="%s cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
+                    lead, want.major, got.major, NAMES[fw], req["from"]),
                 evidence=ev, source=req["source"], fix=fix)
         elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
             yield Finding(
                 code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
-                title="%s needs cuDNN >= %s, but loads cuDNN %s from %s" % (
-                    _fw_version(facts, fw), req["version"], got_text, e.get("resolved")),
-                detail="A cuDNN minor older than the build's is refused (torch: 'cuDNN version "
-                       "incompatibility: PyTorch was compiled against ... but found runtime version ...').",
-                evidence=ev, source=req["source"], fix=fix)
+                title="%s needs cuDNN >= %s, but loads cuDNN %s from %s (via %s)" % (
+                    _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
+                detail="%s The requirement comes from %s; a cuDNN minor older than the build's is refused "
+                       "(torch: 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
+                       "version ...'; XLA: 'CuDNN library needs to have matching major version and equal or "
+                       "higher minor version')." % (lead, req["from"]),
+                evidence=ev, source=req["source"], fix=_older_cudnn_fix(facts, fw, e, fix))
+
+
+def _older_cudnn_fix(facts: Facts, fw: str, e: Dict[str, Any], fix: Fix) -> Fix:
+    """An older cuDNN found through LD_LIBRARY_PATH while the framework's own copy is present: drop that entry."""
+    if e.get("via") == "LD_LIBRARY_PATH" and e.get("expected"):
+        where = posixpath.dirname(str(e.get("path")))
+        return Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so %s loads its own copy at %s." % (
+                       where, NAMES[fw], e.get("expected")),
+                   commands=[_drop_ldp_entry(where)])
+    return fix
 
 
 for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
@@ -331,12 +505,26 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
             continue
         soname = str(e.get("soname", ""))
         comp = component_of(soname)
-        elsewhere = [str(p) for p in e.get("elsewhere") or []]
+        if comp == "cudnn" and _other_major_cudnn(facts, fw):
+            continue  # cudnn-version names the cuDNN of the wrong major that is there instead
+        if comp == "tensorrt":
+            yield from _tensorrt_missing(facts, fw, e)
+            continue
+        elsewhere = [str(p) for p in (e.get("elsewhere_files") if isinstance(e.get("elsewhere_files"), list)
+                                      else e.get("elsewhere")) or []]
         if elsewhere:
             where = posixpath.dirname(elsewhere[0])
             fix = Fix(text="A copy is at %s, where the loader does not look: put its directory on "
                            "LD_LIBRARY_PATH for %s." % (elsewhere[0], NAMES[fw]),
                       commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where])
+        elif soname.endswith(".so") and _copies_of(facts, comp):
+            # the unversioned name is the development link (libcudnn8-dev, cudnn-devel); the runtime copy is here
+            real = _copies_of(facts, comp)[0]
+            link = posixpath.join(posixpath.dirname(real["resolved"]), soname)
+            fix = Fix(text="%s is the development link, which the runtime package does not install; %s %s is at %s. "
+                           "Install the distribution's cuDNN development package, or make the link." % (
+                               soname, comp if comp != "cudnn" else "cuDNN", real["version"], real["path"]),
+                      commands=["sudo ln -s %s %s" % (real["resolved"], link), "sudo ldconfig"])
         else:
             fix = _pip_fix_for(facts, fw, soname)
         yield Finding(
@@ -348,12 +536,76 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                    "directories %s adds itself, the ld.so cache or the default directories, so %s falls back to "
                    "the CPU or fails ('%s: cannot open shared object file').%s" % (
                        NAMES[fw], soname, NAMES[fw], NAMES[fw], soname,
-                       " Copies that exist but are not searched: %s." % ", ".join(elsewhere) if elsewhere else ""),
+                       (" Copies that exist but are not searched: %s." % ", ".join(elsewhere) if elsewhere else "")
+                       + _installed_text(facts, comp)),
             evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
             source=dict(LDSO_RULE), fix=fix)
 
 
-for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle"):
+def _other_major_cudnn(facts: Facts, fw: str) -> bool:
+    req = _required_cudnn(facts, fw)
+    want = _v(req["version"]) if req else None
+    return want is not None and any(
+        _v(c["version"]) is not None and _v(c["version"]).major != want.major  # type: ignore[union-attr]
+        for c in _cudnn_copies(facts))
+
+
+def _tensorrt_copies(facts: Facts) -> List[Dict[str, Any]]:
+    return _copies_of(facts, "tensorrt")
+
+
+def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
+    """The TensorRT soname a framework's TensorRT path opens is missing. Without any TensorRT that is the normal
+    state of a machine that does not use it (TensorFlow only logs 'TF-TRT Warning: Could not find TensorRT');
+    with a TensorRT of another major installed, the user's TensorRT cannot be used: a warning naming both."""
+    copies = _tensorrt_copies(facts)
+    soname = str(e.get("soname"))
+    major = soname.rsplit(".", 1)[-1]
+    if soname.startswith("libnvinfer_plugin.") and any(
+            isinstance(o, dict) and o.get("soname") == "libnvinfer.so." + major and not o.get("path")
+            for o in facts.items("linkage.%s.dlopen" % fw)):
+        return  # one finding for the TensorRT major: the main library's
+    wrong = [c for c in copies if str(c["version"]).split(".")[0] != major]
+    right = [c for c in copies if c not in wrong]
+    if not copies:
+        return
+    v = facts.mapping("framework." + fw)
+    if right:  # the right major is installed, but not where the framework's dlopen looks
+        where = posixpath.dirname(right[0]["path"])
+        yield Finding(
+            code="tensorrt.framework_cannot_load", severity="warning", components=["tensorrt", fw],
+            title="%s's TensorRT support loads %s, but TensorRT %s at %s is not where the loader looks" % (
+                _fw_version(facts, fw), soname, right[0]["version"], right[0]["path"]),
+            detail="%s opens %s with dlopen when TensorRT is first used; that directory is not on "
+                   "LD_LIBRARY_PATH or in the ld.so cache, so the TensorRT path is unavailable.%s" % (
+                       NAMES[fw], soname, _installed_text(facts, "tensorrt", right[0]["resolved"])),
+            evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "libraries.tensorrt"),
+            source=dict(LDSO_RULE),
+            fix=Fix(text="Put %s on LD_LIBRARY_PATH for %s." % (where, NAMES[fw]),
+                    commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where]))
+        return
+    trt = builds.tensorflow_tensorrt_major(v.get("public") or v.get("version")) if fw == "tensorflow" else None
+    row = trt[1] if trt else {}
+    src = {"rule": "%s %s's TensorRT build opens %s (TensorRT %s); a TensorRT of another major has other sonames "
+                   "and is never used" % (NAMES[fw], v.get("version"), soname, major),
+           "url": row.get("source", {}).get("url", LDSO_RULE["url"]),
+           "checked": row.get("source", {}).get("checked", CHECKED)}
+    have = ", ".join("TensorRT %s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in wrong)
+    yield Finding(
+        code="tensorrt.framework_cannot_load", severity="warning", components=["tensorrt", fw],
+        title="%s's TensorRT support loads %s (TensorRT %s), but only %s is installed" % (
+            _fw_version(facts, fw), soname, major, have),
+        detail="%s opens %s with dlopen when TensorRT is first used; TensorRT majors have different sonames, so "
+               "the installed %s is never loaded and the TensorRT path (TF-TRT) is unavailable ('Could not load "
+               "dynamic library '%s''); the rest of %s works." % (NAMES[fw], soname, have, soname, NAMES[fw]),
+        evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "libraries.tensorrt"),
+        source=src,
+        fix=Fix(text="Use a %s release built for the TensorRT you have, or install TensorRT %s's libraries "
+                     "(%s) where the loader finds them." % (NAMES[fw], major, soname),
+                commands=["pip install --upgrade '%s'" % (v.get("package") or fw)]))
+
+
+for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle", "jax"):
     per_framework(_dlopen_linkage, "framework-dlopen", _fw, ())
 
 
@@ -609,7 +861,9 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
     verified = not matrix.unverified({"source": rel["source"]})
     cache = facts.get("libraries.ld_cache")
     cache_read = cache is not None and cache.known  # without it, "not found" may only mean "not seen"
-    got = ", ".join("%s (%s)" % (s, choice[s].get("resolved")) for s in found)
+    got = ", ".join("%s (cuDNN %s, %s%s)" % (
+        s, _version_at(facts, "cudnn", choice[s].get("resolved")) or choice[s].get("version") or "version unknown",
+        choice[s].get("resolved"), ", via %s" % choice[s]["via"] if choice[s].get("via") else "") for s in found)
     yield Finding(
         code="onnxruntime.cudnn_major_mismatch", severity="error" if verified and cache_read else "warning",
         components=["onnxruntime", "cudnn"],

@@ -12,7 +12,8 @@ itself adds (:func:`own_dirs`), the ``ld.so`` cache, the default directories.  C
 ``elsewhere``: they exist but are not found, which names the fix.
 
 Fact ``linkage.<framework>.dlopen`` = ``[{soname, how: "dlopen", path, resolved, via, version, others,
-elsewhere, expected: None, shadowed: False}]``.
+elsewhere, elsewhere_files, expected: None, shadowed: False}]`` (``elsewhere_files``: the same copies, one per real
+file, without the one the loader takes).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ LOADS: Dict[str, Tuple[str, ...]] = {
     "onnxruntime": ("cudart", "cublas", "cublasLt", "cufft", "curand"),
     "cupy": ("nvrtc", "cublas", "cufft", "curand", "cusolver", "cusparse"),
     "paddle": (),  # cuDNN only, by its unversioned name (see wanted)
+    "jax": (),  # cuDNN (XLA opens libcudnn.so.<major>); the rest comes with jaxlib or its plugin's RUNPATH
 }
 #: PaddlePaddle (paddle/phi/backends/dynload/dynamic_loader.cc, paddle/fluid/platform/dynload before 2.3) opens
 #: cuDNN as "libcudnn.so" (the development link), through dlopen's own search; from 2.0 it also tries the CUDA
@@ -102,6 +104,12 @@ def own_dirs(host: Host, name: str, value: Dict[str, Any]) -> List[str]:
     if name == "paddle":
         v = _v(value.get("public") or value.get("version"))
         return ["/usr/local/cuda/lib64"] if v is not None and v >= Version("2.0") else []
+    if name == "jax":
+        # the CUDA plugin's RUNPATH names the nvidia-*-cu* wheels; a conda package's libraries carry an
+        # RPATH to their environment's lib (conda-build's default)
+        conda = [posixpath.join(host.getenv("CONDA_PREFIX") or host.python().prefix, "lib")] \
+            if value.get("conda_build") else []
+        return _wheel_dirs(host, site) + conda
     if name == "cupy":  # CUDA_PATH, then /usr/local/cuda, then the nvidia-*-cu* wheels (cupy/_environment.py)
         env = host.environ()
         roots = [env["CUDA_PATH"]] if env.get("CUDA_PATH") else []
@@ -128,6 +136,11 @@ def _cudnn_major(name: str, value: Dict[str, Any]) -> Optional[str]:
     cudnn = value.get("cudnn")
     if isinstance(cudnn, str) and cudnn.split(".")[0].isdigit():
         return cudnn.split(".")[0]
+    if name == "jax":
+        from ..matrix import builds
+
+        built = builds.jax_cudnn_built(value)
+        return built[0].split(".")[0] if built else None
     if name == "onnxruntime":
         from ..matrix import frameworks as fw
 
@@ -149,6 +162,12 @@ def wanted(name: str, value: Dict[str, Any]) -> List[str]:
     major = _cudnn_major(name, value)
     if major:
         out.append("libcudnn.so.%s" % major)
+    if name == "tensorflow" and value.get("tensorrt") is True:
+        from ..matrix import builds
+
+        trt = builds.tensorflow_tensorrt_major(value.get("public") or value.get("version"))
+        if trt:  # TF-TRT opens both when it is first used (tf2tensorrt's nvinfer stubs)
+            out += ["libnvinfer.so.%s" % trt[0], "libnvinfer_plugin.so.%s" % trt[0]]
     return out
 
 
@@ -305,9 +324,19 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
             searched = set(ldp) | set(own)
             elsewhere = [posixpath.join(d, so) for d in elsewhere_dirs
                          if d not in searched and so in host.list_dir(d).names()]
+            # the same, one entry per real file and never the one the loader takes (/usr/local/cuda is a link to
+            # cuda-X.Y, lib64 to targets/x86_64-linux/lib)
+            taken = {res["resolved"]}
+            distinct = []
+            for path in elsewhere:
+                r = host.resolve(path)
+                if r not in taken:
+                    taken.add(r)
+                    distinct.append(path)
             entries.append({"soname": so, "how": "dlopen", "path": res["path"], "resolved": res["resolved"],
                             "via": res["via"], "version": res["version"], "others": res["others"],
-                            "elsewhere": _unique(elsewhere), "expected": None, "shadowed": False})
+                            "elsewhere": _unique(elsewhere), "elsewhere_files": distinct, "expected": None,
+                            "shadowed": False})
         facts.append(ok("linkage.%s.dlopen" % name, entries, "derived",
                         "%s: CUDA libraries it loads at run time" % name))
     return facts

@@ -439,7 +439,8 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
             cuda = "%s.%s" % (digits[:-1], digits[-1]) if len(digits) >= 3 else digits
             if m.group("cudnn"):
                 c = m.group("cudnn")
-                cudnn = f"{c[0]}.{c[1:]}" if len(c) > 1 else c
+                # "cudnn86" is 8.6, "cudnn805" 8.0.5 (jaxlib 0.3.x's CUDA 11.1 wheels)
+                cudnn = ".".join([c[0], c[1], c[2:]]) if len(c) == 3 else f"{c[0]}.{c[1:]}" if len(c) > 1 else c
     if jaxlib and cuda is None:
         conda = _conda_build(host, jaxlib)
         if conda is not None:

@@ -35,12 +35,14 @@ from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
-CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+$")
+CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11.0
 
 #: Framework -> candidate paths of its main CUDA library, relative to its site-packages dir.
 LIBRARIES: Dict[str, Tuple[str, ...]] = {
     "torch": ("torch/lib/libtorch_cuda.so",),
-    "tensorflow": ("tensorflow/libtensorflow_framework.so.2",),
+    # TF 1.15-2.1 and NVIDIA's nvidia-tensorflow keep the real package in tensorflow_core/; TF 1.x is .so.1
+    "tensorflow": ("tensorflow/libtensorflow_framework.so.2", "tensorflow_core/libtensorflow_framework.so.2",
+                   "tensorflow_core/libtensorflow_framework.so.1", "tensorflow/libtensorflow_framework.so.1"),
     "jax": ("jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax_plugins/xla_cuda13/xla_cuda_plugin.so",
             "jaxlib/cuda/_versions.so"),
     "onnxruntime": ("onnxruntime/capi/libonnxruntime_providers_cuda.so",),

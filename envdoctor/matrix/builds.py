@@ -1,0 +1,102 @@
+"""What a framework's official GPU binaries were built with, where the release tables do not say:
+the cuDNN of old jaxlib CUDA wheels and the TensorRT major TensorFlow's TensorRT builds open
+(``data/framework_builds.json``), together with the jax table's variants.
+
+Each answer is ``(version, row)``: the row carries its ``source`` envelope, so a check can cite
+it and lower its severity when the row is not verified (:func:`envdoctor.matrix.unverified`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from . import frameworks as fwm
+from . import load
+
+Row = Dict[str, Any]
+AREA = "framework_builds"
+
+
+def _plain(text: Any) -> Optional[Version]:
+    try:
+        return Version(Version(str(text)).base_version)
+    except InvalidVersion:
+        return None
+
+
+def _rows(framework: str, release: Any) -> List[Row]:
+    v = _plain(release)
+    if v is None:
+        return []
+    out = []
+    for row in load(AREA):
+        if row.get("framework") != framework:
+            continue
+        try:
+            spec = SpecifierSet(str(row.get("releases")))
+        except InvalidSpecifier:
+            continue
+        if spec.contains(v, prereleases=True):
+            out.append(row)
+    return out
+
+
+def _minor(text: Any) -> Optional[Tuple[int, ...]]:
+    v = _plain(text)
+    return tuple(v.release[:2]) if v is not None else None
+
+
+def jax_cudnn_built(value: Dict[str, Any]) -> Optional[Tuple[str, Row]]:
+    """The cuDNN an installed jax/jaxlib CUDA build was built with (or requires at run time).
+
+    ``value`` is the ``framework.jax`` fact.  The jax table's variant for the jax version and CUDA
+    major answers (jax checks the cuDNN it loads at start-up); old monolithic jaxlib wheels
+    (``jaxlib 0.1.65+cuda112``) are looked up by the jaxlib version and CUDA major.minor.
+    """
+    cuda = str(value.get("cuda") or "")
+    if not cuda:
+        return None
+    major = cuda.split(".")[0]
+    var = fwm.jax_plugin_for(value.get("version"), major)
+    if var and var.get("cudnn_built"):
+        # jax checks the cuDNN it loads against its own build's at start-up, whatever the CUDA minor
+        return str(var["cudnn_built"]), fwm.jax_release(value.get("version")) or {}
+    for row in _rows("jaxlib", value.get("jaxlib")):
+        if row.get("cudnn_built") and _minor(row.get("cuda")) == _minor(cuda):
+            return str(row["cudnn_built"]), row
+    return None
+
+
+def tensorflow_tensorrt_major(version: Any) -> Optional[Tuple[str, Row]]:
+    """The TensorRT major a TensorFlow release's TensorRT build opens (libnvinfer.so.<major>)."""
+    for row in _rows("tensorflow", version):
+        if row.get("tensorrt_major"):
+            return str(row["tensorrt_major"]), row
+    return None
+
+
+def validate(rows: List[Row]) -> List[str]:
+    """The area's own rules: a known framework, a release specifier, and the field each framework's rows carry."""
+    problems: List[str] = []
+    for i, row in enumerate(rows):
+        where = "row %d" % i
+        try:
+            SpecifierSet(str(row.get("releases")))
+        except InvalidSpecifier:
+            problems.append("%s: releases %r is not a version specifier" % (where, row.get("releases")))
+        fw = row.get("framework")
+        if fw == "jaxlib":
+            if _plain(row.get("cuda")) is None or _plain(row.get("cudnn_built")) is None:
+                problems.append("%s: a jaxlib row needs the cuda and cudnn_built versions" % where)
+        elif fw == "tensorflow":
+            if not str(row.get("tensorrt_major", "")).isdigit():
+                problems.append("%s: a tensorflow row needs tensorrt_major (digits)" % where)
+        else:
+            problems.append("%s: framework %r is not jaxlib or tensorflow" % (where, fw))
+    return problems
+
+
+VALIDATORS = {AREA: validate}
