@@ -168,7 +168,11 @@ class RedistRequest:
         return f"{self.url_base}/redistrib_{self.version}.json"
 
 
-#: Unpacked size estimated from the compressed size (NVIDIA's .tar.xz archives unpack to 2-4 times their size).
+#: Unpacked size estimated from the compressed size, for the check before downloading: NVIDIA's manifests give
+#: no unpacked size (each archive has relative_path, sha256, md5, size), so nothing better is known until the
+#: archives are on disk; then the check before unpacking measures the sizes each .tar.xz records in its own
+#: index (envdoctor.install.xzsize), so a tree that unpacks larger than this estimate is still refused before
+#: anything is unpacked.
 UNPACK_FACTOR = 4
 STAGING_INFIX = ".envdoctor-staging"
 
@@ -340,6 +344,11 @@ def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
                           f"({a.size / 1048576.0:.1f} MiB)",
                           Download(f"{req.url_base}/{a.relative_path}", dest, a.sha256, a.size),
                           done_if=[has_sha256(dest, a.sha256), installed], verify=[has_sha256(dest, a.sha256)]))
+    unpack = [(posixpath.join(downloads, a.sha256, a.filename), posixpath.join(markers, a.sha256 + ".unpacked"),
+               a.size * UNPACK_FACTOR) for a in archives]
+    steps.append(Step("check-unpack-space", "check the free space for unpacking (the sizes the archives record)",
+                      SpaceCheck(staging, sum(e for _a, _m, e in unpack), "the unpacked tree", tuple(unpack)),
+                      done_if=[installed]))
     for a in archives:
         marker = posixpath.join(markers, a.sha256 + ".unpacked")
         steps.append(Step(f"unpack-{a.component}", f"unpack {a.component} into the staging tree",

@@ -71,14 +71,32 @@ def cuda_major(request: Request, facts: Any, row: Any) -> str:
         if not runs:
             raise RecipeError(f"cuDNN {row['version']} is built for CUDA {', '.join(majors)}; the installed driver "
                               f"runs CUDA {drv} at most (source {row['source']['url']})",
-                              ["envdoctor install driver", "envdoctor install cudnn --version 8.9"])
+                              ["envdoctor install driver", _alternative(request, "8.9")])
         wanted = runs[-1]
     wanted = wanted or ("12" if "12" in majors else majors[-1])
     if wanted not in majors:
         raise RecipeError(f"cuDNN {row['version']} has no build for CUDA {wanted} (it has CUDA {', '.join(majors)}; "
                           f"source {row['source']['url']})",
-                          [f"envdoctor install cudnn --version {row['version']} --option cuda={m}" for m in majors])
+                          [_alternative(request, row["version"], f" --option cuda={m}") for m in majors])
     return wanted
+
+
+def _alternative(request: Request, version: str, more: str = "") -> str:
+    """``envdoctor install cudnn --version VERSION`` with the request's method, or pip where the repo method
+    cannot install that exact release (only the newest cuDNN 9 is in the repository): as printed, it plans."""
+    method = request.method or "repo"
+    if method == "repo" and not _repo_installs(version):
+        method = "pip"
+    return f"envdoctor install cudnn --method {method} --version {version}{more}"
+
+
+def _repo_installs(version: str) -> bool:
+    """Whether the repo method installs cuDNN ``version``: a cudnn9 package, and the newest release of its major
+    (what NVIDIA's repository installs) unless only the major is named."""
+    row = _row(version)
+    major = Version(row["version"]).major
+    newest_of_major = [v for v in versions() if Version(v).major == major][-1]
+    return major >= 9 and (len(Version(version).release) == 1 or row["version"] == newest_of_major)
 
 
 def plan(request: Request, target: Target, facts: Any) -> Plan:
@@ -105,8 +123,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
                     notes=said or ["Installs into the Python environment of " + python])
     major = Version(row["version"]).major
     newest_of_major = [v for v in versions() if Version(v).major == major][-1]
-    if major < 9 or (request.version and len(Version(request.version).release) > 1
-                     and row["version"] != newest_of_major):
+    if not _repo_installs(request.version or str(major)):
         raise RecipeError(f"the repo method installs the newest cuDNN {major} in NVIDIA's repository, not exactly "
                           f"{version}" if major >= 9 else f"cuDNN {major} is not installed from the repository "
                           "by envdoctor (cudnn9 packages only)",

@@ -72,6 +72,12 @@ METHODS = ("pip", "conda", "docker")
 #: Options a framework request may carry (``--option KEY=VALUE``).
 OPTIONS = ("cuda", "variant", "cudnn", "image_os", "env", "channel")
 
+#: Options with a value every release takes and the method it applies to, shown as alternatives (commands that
+#: plan as printed); ``image_os`` is left out: which image systems fit depends on the release.
+OPTION_EXAMPLES = {"cuda": "--option cuda=cpu", "variant": "--method docker --option variant=runtime",
+                   "cudnn": "--method docker --option cudnn=yes", "env": "--method conda --option env=gpu",
+                   "channel": "--method conda --option channel=conda-forge"}
+
 _ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -86,7 +92,8 @@ def options(request: Any, allowed: Sequence[str] = OPTIONS) -> Dict[str, str]:
     if unknown:
         raise RecipeError("unknown option {} for {} (it takes: {})".format(", ".join(unknown), request.component,
                                                                           ", ".join(allowed)),
-                          [f"envdoctor install {request.component} --option {k}=VALUE" for k in allowed])
+                          [f"envdoctor install {request.component} {OPTION_EXAMPLES[k]}" for k in allowed
+                           if k in OPTION_EXAMPLES])
     return {k: str(v).strip() for k, v in opts.items()}
 
 

@@ -18,7 +18,10 @@ What is proved, and from what:
 
 A fact the matrix marks verified must either be proved here or be quoted from a vendor page
 whose URL and date are in its row; a fact of a kind this script proves but has no proof for,
-while marked verified, fails the check.  Exit status 1 on any difference.
+while marked verified, fails the check.  Facts that come from one vendor page per release (a CUDA
+release's supported distributions; the cuDNN and TensorRT support matrices) need the page's own words
+in the row (``source.quotes``: fields, url, date, quote); the table lists them as "quoted from vendor
+page" with that URL and date.  Exit status 1 on any difference.
 
 Downloads are cached in ~/.cache/envdoctor-verify (ENVDOCTOR_VERIFY_CACHE overrides).
 """
@@ -65,6 +68,26 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max")}
+
+#: Facts that come from one page of the vendor per release (the CUDA Installation Guide's distribution table;
+#: the cuDNN and TensorRT support matrix of that release): marked verified, they must be proved or carry the
+#: page's words (``source.quotes``: fields, url, date, quote); the row's URL alone does not do.  Areas named
+#: with ``*`` mean every field of the area but its identity fields.
+QUOTE_REQUIRED = {("cuda", "distributions"), ("cudnn", "*"), ("tensorrt", "*")}
+
+#: Fields that name a row rather than state a fact about it (or follow from its name by the area's rules:
+#: a cuDNN's major and sonames from its version).
+IDENTITY = {("cudnn", "version"), ("cudnn", "major"), ("cudnn", "sonames"), ("tensorrt", "version")}
+
+KIND_PROVED = "proved from artifact"
+KIND_QUOTED = "quoted from vendor page"
+
+
+def needs_quote(area: str, field: str) -> bool:
+    """Whether a verified (area, field) must be proved or quoted (the row's URL alone is not enough)."""
+    if (area, field) in IDENTITY:
+        return False
+    return (area, field) in QUOTE_REQUIRED or (area, "*") in QUOTE_REQUIRED
 
 
 # --------------------------------------------------------------------------- proofs on disk
@@ -186,7 +209,8 @@ def is_vendor_url(url: str) -> bool:
 
 
 def compare(proofs: List[Dict[str, Any]]) -> Tuple[List[List[str]], List[str]]:
-    """(table rows, problems): each proof against the matrix, then every verified fact against the proofs."""
+    """(table rows, problems): each proof against the matrix, each vendor quote, then every verified fact
+    against the proofs and quotes.  A table row is [fact, matrix value, source's value, kind, source]."""
     table = []  # type: List[List[str]]
     problems = []  # type: List[str]
     proved = set()  # type: Set[Tuple[str, str, str]]
@@ -194,32 +218,44 @@ def compare(proofs: List[Dict[str, Any]]) -> Tuple[List[List[str]], List[str]]:
         fact = p["fact"]
         exists, value = matrix_value(fact)
         parts = fact.split("|")
-        row = _find_row(parts[0], parts[1])
         if not exists:
             problems.append(f"{fact}: the artifact proves {p['value']!r} but the matrix has no such row")
-            table.append([fact, "(no row)", _show(p["value"]), p["artifact"]])
+            table.append([fact, "(no row)", _show(p["value"]), KIND_PROVED, p["artifact"]])
             continue
         ok = same(fact, value, p["value"])
-        table.append([fact, _show(value), _show(p["value"]) + ("" if ok else "  <-- DIFFERS"), p["artifact"]])
+        table.append([fact, _show(value), _show(p["value"]) + ("" if ok else "  <-- DIFFERS"), KIND_PROVED,
+                      p["artifact"]])
         if not ok:
             problems.append(f"{fact}: the matrix says {_show(value)}, {p['artifact']} says {_show(p['value'])}")
-        elif row is not None and matrix.unverified(row, parts[-1] if len(parts) == 3 else None) and len(parts) == 3:
-            pass  # proved but still marked unverified: allowed (conservative), reported in the summary
         proved.add((parts[0], parts[1], parts[-1]))
-    # verified facts the script could prove but has no proof for; verified facts from non-vendor pages
+    # verified facts: proved, quoted from the vendor's page, or (where a row-level citation is enough) from a
+    # row whose URL is the vendor's
     for area in matrix.areas():
         for row in _rows(area):
+            key = _row_key(area, row)
+            quoted = matrix.quoted_fields(row)
+            for q in (row.get("source") or {}).get("quotes") or []:
+                if not is_vendor_url(q.get("url", "")):
+                    problems.append(f"{area}|{key}: a quote for {', '.join(q.get('fields', []))} is from "
+                                    f"{q.get('url')}, not a vendor page")
             if matrix.unverified(row):
                 continue
-            key = _row_key(area, row)
             skipped = set(row["source"].get("unverified_fields", []))
             for field in row:
-                if field == "source" or field in skipped:
+                if field == "source" or field in skipped or (area, key, field) in proved:
                     continue
-                if (area, field) in PROVABLE and _provable_release(area, key) and (area, key, field) not in proved:
+                if field in quoted:
+                    q = quoted[field]
+                    table.append([f"{area}|{key}|{field}", _show(row[field]), _show(q["quote"], 60), KIND_QUOTED,
+                                  f"{q['url']} ({q['date']})"])
+                elif (area, field) in PROVABLE and _provable_release(area, key):
                     problems.append(f"{area}|{key}|{field}: marked verified, and provable from NVIDIA's "
                                     "wheels, but no proof was recorded (run --refresh)")
-                elif (area, key, field) not in proved and not is_vendor_url(row["source"]["url"]):
+                elif needs_quote(area, field):
+                    problems.append(f"{area}|{key}|{field}: marked verified but neither proved nor quoted from "
+                                    "the vendor's page of this release (add a source.quotes entry with the "
+                                    "page's URL, date and words, or list the field in unverified_fields)")
+                elif not is_vendor_url(row["source"]["url"]):
                     problems.append(f"{area}|{key}|{field}: marked verified but neither proved nor quoted "
                                     f"from a vendor page ({row['source']['url']})")
     return table, problems
@@ -229,15 +265,19 @@ def _provable_release(area: str, key: str) -> bool:
     return area == "cuda" and Version(key) >= Version("11.7")
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, width: int = 0) -> str:
     if isinstance(value, list):
-        return ",".join(str(v) for v in value) if value else "(none)"
-    return "-" if value is None else str(value)
+        text = ",".join(_show(v) for v in value) if value else "(none)"
+    elif isinstance(value, dict):
+        text = ";".join(f"{k}={_show(v)}" for k, v in value.items()) if value else "(none)"
+    else:
+        text = "-" if value is None else " ".join(str(value).split())
+    return text if not width or len(text) <= width else text[:width - 3] + "..."
 
 
 def print_table(table: List[List[str]]) -> None:
-    head = ["fact", "matrix", "artifact says", "artifact"]
-    widths = [max(len(r[i]) for r in table + [head]) for i in range(3)]
+    head = ["fact", "matrix", "source says", "kind", "source"]
+    widths = [min(60, max(len(r[i]) for r in table + [head])) for i in range(4)]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths + [0])))
     for r in table:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths + [0])))
@@ -830,8 +870,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print_table(table)
     for p in problems:
         print("error: " + p)
+    quoted = [r for r in table if r[3] == KIND_QUOTED]
     print(f"{len(proofs)} facts proved from {len({p['artifact'] for p in proofs})} artifacts; "
-          f"{len(problems)} problem(s)")
+          f"{len(quoted)} quoted from {len({r[4] for r in quoted})} vendor pages; {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

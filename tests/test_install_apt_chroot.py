@@ -1,8 +1,8 @@
 """Issue 14, part 3: an apt repo plan executed for real, in a Debian 12 chroot, against a loopback repository.
 
-The chroot is made by ``debootstrap`` from the distribution mirror (http://deb.debian.org/debian, Debian 12
-"bookworm", minbase plus curl and ca-certificates: what the plan's keyring fetch needs), then cut off from it
-(its sources.list removed).  The repository is built here with ``dpkg-deb`` and ``apt-ftparchive`` in the
+The chroot is a copy of the Debian 12 root tests/debian_root.py makes once per run with ``debootstrap`` from the
+distribution mirror (minbase plus curl and ca-certificates: what the plan's keyring fetch needs), cut off from
+the mirror (its sources.list removed).  The repository is built here with ``dpkg-deb`` and ``apt-ftparchive`` in the
 layout of NVIDIA's (``<mirror>/debian12/x86_64/``, a flat repository, ``InRelease`` signed), signed with a
 throw-away key, and holds packages with NVIDIA's names and dependency shape:
 
@@ -19,13 +19,11 @@ the mirror; skipped with the reason otherwise.  CI runs as root (.ci/run install
 
 from __future__ import annotations
 
-import functools
 import os
+import pathlib
 import shutil
 import subprocess
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -33,40 +31,25 @@ from envdoctor.facts import Facts
 from envdoctor.install.plan import render_sh
 from envdoctor.recipes import Request, load_recipe, parse_target
 
-MIRROR = "http://deb.debian.org/debian"
-CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"  # absolute: the chroot's PATH is not ours
-TOOLS = ("debootstrap", "chroot", "dpkg-deb", "apt-ftparchive", "gpg")
+from . import debian_root
+
+CHROOT = debian_root.CHROOT
+TOOLS = ("dpkg-deb", "apt-ftparchive", "gpg")
 
 pytestmark = [pytest.mark.slow]
 
 
-def _why_not() -> Optional[str]:
-    if os.geteuid() != 0:
-        return "needs root (debootstrap and chroot)"
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        return "needs " + ", ".join(missing) + " (apt-get install debootstrap apt-utils)"
-    return None
-
-
 @pytest.fixture(scope="module")
 def debian12(tmp_path_factory):
-    why = _why_not()
+    why = debian_root.why_not()
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if why is None and missing:
+        why = "needs " + ", ".join(missing) + " (apt-get install apt-utils)"
     if why:
         pytest.skip(why)
-    root = tmp_path_factory.mktemp("chroot") / "debian12"
-    try:
-        r = subprocess.run(["debootstrap", "--variant=minbase", "--include=curl,ca-certificates", "bookworm",
-                            str(root), MIRROR], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=1500)
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"debootstrap from {MIRROR} took longer than 25 minutes")
-    if r.returncode != 0:
-        last = [ln for ln in r.stdout.splitlines() if ln.strip()][-1:] or ["no output"]
-        pytest.skip(f"debootstrap could not make a Debian 12 root from {MIRROR}: {last[0]}")
-    os.remove(str(root / "etc" / "apt" / "sources.list"))  # from here on, only the test's repository
-    yield root
-    shutil.rmtree(str(root), ignore_errors=True)
+    root = debian_root.fresh_root(str(tmp_path_factory.mktemp("chroot") / "debian12"))
+    yield pathlib.Path(root)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _deb(out: str, work: str, name: str, version: str, depends: str, files: Dict[str, Tuple[bytes, int]],
@@ -78,12 +61,7 @@ def _deb(out: str, work: str, name: str, version: str, depends: str, files: Dict
                + f"Description: stand-in for NVIDIA's {name}\n")
     with open(os.path.join(pkg, "DEBIAN", "control"), "w") as f:
         f.write(control)
-    for path, (data, mode) in files.items():
-        dest = os.path.join(pkg, path.lstrip("/"))
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        with open(dest, "wb") as f:
-            f.write(data)
-        os.chmod(dest, mode)
+    debian_root.write_tree(pkg, files)
     deb = os.path.join(out, f"{name}_{version}_{arch}.deb")
     subprocess.run(["dpkg-deb", "--build", "--root-owner-group", pkg, deb], check=True, capture_output=True,
                    timeout=120)
@@ -98,22 +76,12 @@ class Repo:
         self.srv = os.path.join(base, "srv")
         self.dir = os.path.join(self.srv, "compute", "cuda", "repos", "debian12", "x86_64")
         os.makedirs(self.dir)
-        handler = functools.partial(_Quiet, directory=self.srv)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        self.mirror = self.url + "/compute/cuda/repos"
-        self.gnupg = os.path.join(base, "gnupg")
-        os.makedirs(self.gnupg, mode=0o700)
-
-    def gpg(self, *args: str) -> bytes:
-        return subprocess.run(["gpg", "--batch", "--homedir", self.gnupg, *args], check=True,
-                              capture_output=True, timeout=120).stdout
+        self.server = debian_root.Loopback(self.srv, os.path.join(base, "gnupg"))
+        self.gpg = self.server.gpg
+        self.mirror = self.server.url + "/compute/cuda/repos"
 
     def build(self) -> None:
-        self.gpg("--passphrase", "", "--quick-gen-key", "envdoctor throw-away <tests@example.invalid>", "rsa2048",
-                 "sign", "never")
+        self.server.make_key()
         key = self.gpg("--export")  # a binary keyring, the format of cuda-archive-keyring.gpg
         work = os.path.join(self.base, "work")
         sources = (f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {self.mirror}/debian12/x86_64/ /\n")
@@ -142,22 +110,11 @@ class Repo:
         self.gpg("--yes", "--clearsign", "-o", os.path.join(self.dir, "InRelease"), os.path.join(self.dir, "Release"))
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
+        self.server.close()
 
 
 def _in_chroot(root, script: str, name: str) -> subprocess.CompletedProcess:
-    path = root / "tmp" / name
-    path.write_text(script)
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C",
-           "DEBIAN_FRONTEND": "noninteractive", "HOME": "/root"}
-    return subprocess.run([CHROOT, str(root), "/bin/bash", f"/tmp/{name}"], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
+    return debian_root.run_script(str(root), script, name)
 
 
 def _installed(root) -> Dict[str, str]:

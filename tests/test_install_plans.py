@@ -8,15 +8,17 @@ virtual environment, pip against a PEP 503 index on 127.0.0.1 that serves wheels
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -378,31 +380,180 @@ def test_runtime_detection_reads_programs_and_units():
 
 
 # -- every alternative and hint is a command `envdoctor install` accepts --------------------------------
-def _alternatives() -> List[tuple]:
+TARGETS = ("ubuntu22.04", "centos7", "rhel9")
+
+
+@functools.lru_cache(maxsize=None)
+def _plan_texts() -> Tuple[Tuple[str, str, str, str], ...]:
+    """(component, target, where, text) for every text a plan or a refusal shows, over a matrix of requests.
+
+    ``where``: "alternative" (a refusal's alternatives), "why" (a refusal's message), "note", "title" (the
+    plan's and its steps'), "resume".  The requests: every recipe x method (and a bogus one) x target x a few
+    versions x machines (no facts; driver 470 on an A100; 535 on an H100, which needs minor-version
+    compatibility; 580 on a P100; no driver at all) x options x --with-driver; and the redist plans of the real
+    CUDA 12.4.1 and cuDNN 9.1.0 manifests on the same machines.
+    """
+    from envdoctor.cli.install import _resume_command
     from envdoctor.recipes import RECIPES
 
     facts_variants = [Facts(), machine_facts("470.82.01", 11040, [[8, 0]]),
-                      machine_facts("580.65.06", 13000, [[6, 0]], ["Tesla P100"])]
+                      machine_facts("535.104.05", 12020, [[9, 0]]),
+                      machine_facts("580.65.06", 13000, [[6, 0]], ["Tesla P100"]),
+                      _facts(**{"driver.installed": False})]
     options = [{}, {"flavor": "bogus"}, {"cuda": "11"}, {"cuda": "13"}, {"nonsense": "1"},
                {"variant": "base", "cudnn": "yes", "channel": "x"}]
-    out = []
+    out = set()
+
+    def plan_texts(comp: str, target: str, plan: Plan) -> None:
+        out.add((comp, target, "title", plan.title))
+        out.update((comp, target, "title", st.title) for st in plan.steps)
+        out.update((comp, target, "note", n) for n in plan.notes)
+        if plan.resume_command:
+            out.add((comp, target, "resume", plan.resume_command))
+
+    def refusal_texts(comp: str, target: str, exc: RecipeError) -> None:
+        out.add((comp, target, "why", exc.message))
+        out.update((comp, target, "alternative", alt) for alt in exc.alternatives)
+
     for comp in sorted(RECIPES):
         mod = load_recipe(comp)
         vers = [None, "99.9", "1.0"] + list(mod.versions())[::2]
         for method in list(mod.METHODS) + ["bogus"]:
-            for target in ("ubuntu22.04", "centos7"):
+            for target in TARGETS:
                 for v in vers:
                     for facts in facts_variants:
                         for opts in options:
                             for extra in ({}, {"with_driver": True}):
+                                request = Request(comp, v, method, python="/opt/v/bin/python", options=opts,
+                                                  **extra)
                                 try:
-                                    mod.plan(Request(comp, v, method, python="/opt/v/bin/python", options=opts,
-                                                     **extra), parse_target(target), facts)
+                                    plan_texts(comp, target, mod.plan(request, parse_target(target), facts))
                                 except RecipeError as exc:
-                                    out += [(comp, alt) for alt in exc.alternatives]
-                                except Exception:  # noqa: BLE001 - only the alternatives are looked at here
-                                    pass
-    return sorted(set(out))
+                                    refusal_texts(comp, target, exc)
+    for comp, doc in (("cuda", REAL_CUDA_12_4_1), ("cudnn", REAL_CUDNN_9_1_0)):
+        manifest = cuda_redist.parse_manifest(doc)
+        for facts in facts_variants:
+            resume = _resume_command(comp, manifest.release_label, "redist", f"/scratch/u/{comp}", [], None,
+                                     "linux-x86_64", "", False, None)
+            req = cuda_redist.RedistRequest(comp, manifest.release_label, f"/scratch/u/{comp}",
+                                            resume_command=resume)
+            try:
+                plan_texts(comp, "ubuntu22.04", cuda_redist.plan(req, manifest, facts))
+            except RecipeError as exc:
+                refusal_texts(comp, "ubuntu22.04", exc)
+    return tuple(sorted(out))
+
+
+def _alternatives() -> List[tuple]:
+    return sorted({(comp, text) for comp, _t, where, text in _plan_texts() if where == "alternative"})
+
+
+#: What a command-line word is made of; anything else (``)``, a quote, ``(``) ends the command.
+WORD = re.compile(r"[\w.~/=+:@,%-]*")
+
+
+def install_commands(text: str) -> List[List[str]]:
+    """Each ``envdoctor install ...`` in ``text`` as its argument list: the words after it that the command's
+    grammar takes (the component, then options with their values), up to the first word it would not take
+    ("and", "(the newest ...") or a word that closes the clause (``550)``, ``driver,``, ``12.4.``, ``2.17)"}``)."""
+    import click
+
+    from envdoctor.cli.install import install
+
+    takes_value = {}
+    for param in install.params:
+        if isinstance(param, click.Option):
+            for name in param.opts + param.secondary_opts:
+                takes_value[name] = not param.is_flag
+    commands = []
+    for tail in text.split("envdoctor install ")[1:]:
+        args: List[str] = []
+        want_value = False
+        for raw in tail.split():
+            word = WORD.match(raw).group(0)  # type: ignore[union-attr] - the pattern matches the empty string
+            closes = word != raw or word[-1:] in (",", ";", ":", ".")
+            word = word.rstrip(",;:.")
+            if not word:
+                break
+            if want_value:
+                args.append(word)
+                want_value = False
+            elif word.startswith("--"):
+                name = word.split("=", 1)[0]
+                if name not in takes_value:
+                    args.append(word)  # an option the command lacks: kept, so the parse below names it
+                    break
+                args.append(word)
+                want_value = takes_value[name] and "=" not in word
+            elif not args:
+                args.append(word)  # the component
+            else:
+                break
+            if closes:
+                break
+        commands.append(args)
+    return commands
+
+
+def test_install_commands_are_cut_where_the_prose_goes_on():
+    assert install_commands("(add --with-driver, or: envdoctor install driver --version 550)") == [
+        ["driver", "--version", "550"]]
+    assert install_commands("TensorFlow 2.15 uses the system CUDA 12.2: envdoctor install cuda --version 12.2 "
+                            "--method redist --prefix ~/cuda-12.2 and envdoctor install cudnn (tested build)") == [
+        ["cuda", "--version", "12.2", "--method", "redist", "--prefix", "~/cuda-12.2"], ["cudnn"]]
+    assert install_commands("driver (envdoctor install driver, or --with-driver, for newer ones)") == [["driver"]]
+    assert install_commands("envdoctor install jax --method pip (CPU only: pip install jax)") == [
+        ["jax", "--method", "pip"]]
+    assert install_commands("For full support: envdoctor install driver --version 550 (https://x/).") == [
+        ["driver", "--version", "550"]]
+    assert install_commands("envdoctor install driver --flavor open") == [["driver", "--flavor"]]
+    # a hint quoted inside the smoke test's Python source, inside a shell-quoted `docker run` line
+    assert install_commands("""known = {'2.16': 'install 2.17 (envdoctor install tensorflow --version 2.17)"}'""") == [
+        ["tensorflow", "--version", "2.17"]]
+
+
+def test_every_install_command_in_a_plan_or_refusal_plans_with_dry_run(tmp_path, monkeypatch):
+    """Every ``envdoctor install ...`` that a plan's notes and titles, its resume command, a refusal's reason or its
+    alternatives show is run with ``--dry-run`` (for the target it was printed for, unless it names one): it plans
+    (exit 0), as printed.  It was not so: ``--option cuda=VALUE`` placeholders, and cuDNN alternatives without
+    the method they need (``cudnn --version 8.9``: refused, the repo method installs cuDNN 9 only).  The redist
+    commands (``--prefix``) need NVIDIA's manifest from the network: their options are parsed and their values
+    validated only."""
+    from click.testing import CliRunner
+
+    from envdoctor.cli.install import install
+    from envdoctor.install import validate
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # ~ in the hints, and where a pip plan would put its venv
+    found = {}
+    wheres = set()
+    for comp, target, where, text in _plan_texts():
+        for args in install_commands(text):
+            found.setdefault((tuple(args), target), (comp, where, text))
+            wheres.add(where)
+    assert {"alternative", "note", "resume"} <= wheres, wheres  # hints in prose are collected, not only alternatives
+    assert len(found) > 40, len(found)
+    bad = []
+    usage = ("No such option", "is not a release number", "Invalid value", "Missing argument", "Got unexpected",
+             "no such option", "not a method name")
+    for (args, target), (comp, where, text) in sorted(found.items()):
+        argv = [os.path.expanduser(a) if a.startswith("~") else a for a in args]
+        said = f"{comp} {where} on {target}: {' '.join(args)!r} (from {text[:160]!r})"
+        if "--prefix" in argv:
+            try:
+                params = install.make_context("install", list(argv)).params
+                if params["version"]:
+                    validate.version(params["version"])
+                validate.prefix(params["prefix"])
+            except Exception as exc:  # noqa: BLE001
+                bad.append(f"{said}: {exc}")
+            continue
+        if "--os" not in argv:
+            argv += ["--os", target]
+        r = CliRunner().invoke(install, argv + ["--dry-run", "--format", "json"])
+        if r.exit_code != 0 or any(u in r.output for u in usage) or "Traceback" in r.output:
+            bad.append(f"{said}: exit {r.exit_code}: {r.output[-300:]}")
+    assert not bad, "\n".join(bad)
 
 
 def test_every_alternative_is_a_command_envdoctor_install_accepts():

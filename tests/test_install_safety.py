@@ -404,6 +404,93 @@ def test_the_free_space_check_refuses_a_small_disk_for_real(server, small_disk, 
     assert not any(r["path"].endswith(".tar.xz") for r in server.requests)
 
 
+# -- the unpacked size, measured --------------------------------------------------------
+def test_an_xz_archive_says_how_large_it_unpacks(tmp_path):
+    """The size read from the archive's own index is the length lzma decompresses it to (one stream, several
+    blocks, concatenated streams with padding), and None for what is not a whole .xz file."""
+    import lzma
+    import shutil as sh
+
+    from envdoctor.install.xzsize import unpacked_size
+
+    data = os.urandom(200000) + bytes(1500000)
+    one = tmp_path / "one.xz"
+    one.write_bytes(lzma.compress(data))
+    two = tmp_path / "two.xz"
+    two.write_bytes(lzma.compress(b"abc" * 1000) + bytes(8) + lzma.compress(data))
+    assert unpacked_size(str(one)) == len(data)
+    assert unpacked_size(str(two)) == len(data) + 3000
+    nvcc = tmp_path / "nvcc.tar.xz"  # the tar.xz the loopback mirror serves
+    nvcc.write_bytes(_archive_bytes("cuda_nvcc", "12.4.131"))
+    assert unpacked_size(str(nvcc)) == len(lzma.decompress(nvcc.read_bytes()))
+    if sh.which("xz"):  # several blocks, as xz -T writes them; the figure xz --list gives
+        raw = tmp_path / "blocks"
+        raw.write_bytes(data)
+        subprocess.run(["xz", "-k", "-T2", "--block-size=100000", str(raw)], check=True, timeout=120)
+        listed = subprocess.run(["xz", "--robot", "--list", str(raw) + ".xz"], capture_output=True, text=True,
+                                timeout=60).stdout
+        assert unpacked_size(str(raw) + ".xz") == len(data) == int(
+            [ln for ln in listed.splitlines() if ln.startswith("file")][0].split("\t")[4])
+    cut = tmp_path / "cut.xz"
+    cut.write_bytes(one.read_bytes()[:-7])
+    garbage = tmp_path / "garbage.xz"
+    garbage.write_bytes(b"not xz at all" * 50)
+    for bad in (cut, garbage, tmp_path / "missing.xz"):
+        assert unpacked_size(str(bad)) is None
+
+
+def _bomb_server(tmp_path, unpacked: int) -> Server:
+    """The mirror serving, as cuda_nvcc's archive, one that unpacks to ``unpacked`` bytes of zeros: a few KiB
+    compressed, far beyond the estimate from the manifest's size."""
+    doc, files = served_manifest(("cuda_nvcc",))
+    rel = doc["cuda_nvcc"]["linux-x86_64"]["relative_path"]
+    path = _tar(str(tmp_path / "bomb.tar.xz"), [_file("cuda_nvcc-linux-x86_64-12.4.131-archive/lib/huge",
+                                                        bytes(unpacked))])
+    data = open(path, "rb").read()
+    assert len(data) * (1 + cuda_redist.UNPACK_FACTOR) < unpacked  # the estimate would let it through
+    files["/redist/" + rel] = data
+    doc["cuda_nvcc"]["linux-x86_64"].update(sha256=hashlib.sha256(data).hexdigest(), size=str(len(data)))
+    srv = Server(files)
+    srv.doc = doc
+    return srv
+
+
+def test_an_archive_unpacking_beyond_the_estimate_is_refused_before_unpacking(tmp_path, monkeypatch):
+    """Free space for the downloads and the estimated tree, not for what the archive really unpacks to: the
+    check before unpacking measures the archive's own size and stops with the figure, nothing unpacked."""
+    from envdoctor.install import executor as ex
+
+    srv = _bomb_server(tmp_path, 8 * 1024 * 1024)
+    monkeypatch.setattr(ex, "free_bytes", lambda path: 4 * 1024 * 1024)  # more than the estimate, < 8 MiB
+    try:
+        prefix = str(tmp_path / "cuda")
+        result, lines = run_plan(make_plan(srv, prefix, components=("cuda_nvcc",)), tmp_path)
+    finally:
+        srv.close()
+    assert result.exit_code == 1, lines
+    assert "not enough free space" in result.message and "the unpacked tree needs 0.01 GiB" in result.message
+    assert [o.id for o in result.outcomes if o.status == "done"][-1] == "download-cuda_nvcc"
+    assert not os.path.lexists(prefix)
+    tree = [os.path.join(d, n) for d, _dirs, fs in os.walk(str(tmp_path)) for n in fs if n == "huge"]
+    assert tree == []  # nothing was unpacked
+
+
+def test_the_unpack_check_refuses_a_small_disk_for_real_and_so_does_the_script(small_disk, tmp_path):
+    """On a 256 KiB tmpfs, an archive of a few KiB that unpacks to 1 MiB: the executor and the --dry-run script
+    both download it, then refuse before unpacking (without the measured check, tar filled the disk)."""
+    srv = _bomb_server(tmp_path, 1024 * 1024)
+    try:
+        result, lines = run_plan(make_plan(srv, str(small_disk / "cuda"), components=("cuda_nvcc",)), tmp_path)
+        assert result.exit_code == 1 and "not enough free space" in result.message, lines
+        assert not any(os.path.exists(os.path.join(d, "huge")) for d, _x, _f in os.walk(str(small_disk)))
+        script = render_sh(make_plan(srv, str(small_disk / "cuda2"), components=("cuda_nvcc",)))
+        run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    finally:
+        srv.close()
+    assert run.returncode == 1 and "not enough free space for the unpacked tree: it needs 1 MiB" in run.stderr, (
+        run.stdout[-2000:] + run.stderr[-2000:])
+
+
 # -- Ctrl-C, a killed server ------------------------------------------------------------
 def test_ctrl_c_exits_130_with_a_log_line_and_the_resume_command(server, tmp_path):
     rel = server.doc["cuda_nvcc"]["linux-x86_64"]["relative_path"]

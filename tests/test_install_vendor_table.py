@@ -4,7 +4,9 @@ The table below is the reviewable statement of where each command comes from: a 
 and systems it applies to, the command's shape (a regular expression over the argument list joined with
 spaces), the vendor page it was read from, and whether that page's text was actually read ("verified") or
 the command follows a vendor's package/file names without the page's own command text ("not verified": see
-tests/recipes_expected/VERIFIED.md).  The test plans every combination the golden tests use plus the
+tests/recipes_expected/VERIFIED.md; its rows were searched for again on 2026-11-25 in the stored copies of the
+CUDA and cuDNN guides, which hold only each page's start: the statuses stand).  The test plans every
+combination the golden tests use plus the
 variants issue 14 added (driver branches, Secure Boot, runtimes, CUDA 13 NCCL) and fails on any command no
 row accounts for, and on any row no plan uses.
 """

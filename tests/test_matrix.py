@@ -433,8 +433,8 @@ def test_cudnn_9_builds_run_on_later_minors_of_their_cuda_major():
     for_124 = [r["version"] for r in hw.cudnn_releases_for_cuda("12.4")]
     assert "9.0.0" in for_124 and "8.9.7" not in for_124
     # cuDNN 9.12 is the first with CUDA 13 wheels; 9.10.2 and 9.11.0 have no CUDA 13 build
-    assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.0")] == ["9.12.0", "9.14.0", "9.28.0"]
-    assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.5")] == ["9.12.0", "9.14.0", "9.28.0"]
+    assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.0")] == ["9.12.0", "9.14.0", "9.17.0", "9.28.0"]
+    assert [r["version"] for r in hw.cudnn_releases_for_cuda("13.5")] == ["9.12.0", "9.14.0", "9.17.0", "9.28.0"]
     assert "8.9.7" in [r["version"] for r in hw.cudnn_releases_for_cuda("12.3")]
 
 

@@ -111,3 +111,79 @@ def test_vendor_pages(vm):
     assert vm.is_vendor_url("https://github.com/pytorch/pytorch/blob/main/RELEASE.md")
     assert not vm.is_vendor_url("https://blog.csdn.net/ytomc/article/details/122805982")
     assert not vm.is_vendor_url("https://github.com/someone/pytorch-notes")
+
+
+# ------------------------------------------------------------------ facts quoted from the vendor's pages
+# The quotes in cudnn.json / tensorrt.json are NVIDIA's support-matrix tables as read on 2026-11-25
+# (docs.nvidia.com, cuDNN 7.6.0-9.10.2 and TensorRT 8.6-10.14 support matrices).
+
+
+def _data_copy(tmp_path, monkeypatch, area, change):
+    data = tmp_path / "data"
+    shutil.copytree(matrix.DATA_DIR, str(data))
+    doc = json.loads((data / f"{area}.json").read_text())
+    change(doc)
+    (data / f"{area}.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(matrix, "DATA_DIR", str(data))
+    matrix.clear_cache()
+    return doc
+
+
+def _cudnn_row(doc, version):
+    return next(r for r in doc["rows"] if r["version"] == version)
+
+
+def test_quoted_facts_are_listed_with_their_page_and_date(vm, capsys):
+    assert vm.main([]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("cudnn|9.0.0|cc_min "))
+    assert vm.KIND_QUOTED in line
+    page = "https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html"
+    assert f"{page} (2026-11-25)" in line
+    assert "quoted from" in out.splitlines()[-1] and "0 problem(s)" in out.splitlines()[-1]
+
+
+def test_a_support_matrix_fact_marked_verified_without_its_quote_fails(vm, tmp_path, monkeypatch, capsys):
+    # the row's own URL (NVIDIA's page) is not enough for a support-matrix fact: the page's words must be in the row
+    _data_copy(tmp_path, monkeypatch, "cudnn", lambda d: _cudnn_row(d, "9.0.0")["source"].pop("quotes"))
+    assert vm.main(["--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "cudnn|9.0.0|cuda: marked verified but neither proved nor quoted from the vendor's page" in out
+    assert "cudnn|9.0.0|cc_min: marked verified but neither proved nor quoted" in out
+    assert "cudnn|9.0.0|sonames" not in out  # named by the version, not a table fact
+
+
+def test_a_verified_distribution_list_needs_the_installation_guide_quote(vm, tmp_path, monkeypatch, capsys):
+    def verify_distributions(doc):
+        src = next(r for r in doc["rows"] if r["version"] == "12.4")["source"]
+        src["unverified_fields"].remove("distributions")
+    _data_copy(tmp_path, monkeypatch, "cuda", verify_distributions)
+    assert vm.main(["--quiet"]) == 1
+    assert "cuda|12.4|distributions: marked verified but neither proved nor quoted" in capsys.readouterr().out
+
+
+def test_a_quote_from_a_page_that_is_not_the_vendors_fails(vm, tmp_path, monkeypatch, capsys):
+    def third_party(doc):
+        _cudnn_row(doc, "8.2.2")["source"]["quotes"][0]["url"] = "https://blog.csdn.net/ytomc/article/details/1"
+    _data_copy(tmp_path, monkeypatch, "cudnn", third_party)
+    assert vm.main(["--quiet"]) == 1
+    assert "cudnn|8.2.2: a quote for cuda, cc_min is from https://blog.csdn.net" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change,problem", [
+    (lambda q: q.update(fields=["cuda", "no_such_field"]), "fields must list fields of the row"),
+    (lambda q: q.update(url="http://docs.nvidia.com/x"), ".url must be an https:// URL"),
+    (lambda q: q.update(date="25.11.2026"), "is not a date YYYY-MM-DD"),
+    (lambda q: q.update(quote="  "), ".quote must be the page's words"),
+])
+def test_a_malformed_quote_is_a_format_error(change, problem):
+    doc = json.loads(open(matrix.data_path("cudnn"), encoding="utf-8").read())
+    change(_cudnn_row(doc, "8.0.3")["source"]["quotes"][0])
+    problems = matrix.problems_of("cudnn", doc)
+    assert any(problem in p for p in problems), problems
+
+
+def test_a_quoted_field_cannot_also_be_unverified():
+    doc = json.loads(open(matrix.data_path("cudnn"), encoding="utf-8").read())
+    _cudnn_row(doc, "8.0.3")["source"]["unverified_fields"] = ["cc_min"]
+    assert any("quotes a field the row marks unverified" in p for p in matrix.problems_of("cudnn", doc))

@@ -46,6 +46,7 @@ from .plan import (
     WriteFile,
     reboot_message,
 )
+from .xzsize import unpacked_size
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 #: What a shell reports for a program ended by Ctrl-C (128 + SIGINT).
@@ -283,13 +284,28 @@ def free_bytes(path: str) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def _space(action: SpaceCheck) -> None:
+def space_needed(action: SpaceCheck) -> int:
+    """The bytes ``action`` asks for: ``needed``, or with ``archives`` the unpacked sizes the archives record
+    (their estimate where unreadable; none for an archive already unpacked)."""
+    if not action.archives:
+        return action.needed
+    total = 0
+    for archive, marker, estimate in action.archives:
+        if marker and os.path.lexists(marker):
+            continue
+        size = unpacked_size(archive)
+        total += estimate if size is None else size
+    return total
+
+
+def _space(action: SpaceCheck, needed: int) -> None:
     free = free_bytes(action.path)
-    if free < action.needed:
+    if free < needed:
         gib = 1073741824.0
-        raise StepError("not enough free space on the filesystem of {}: {} needs about {:.2f} GiB, {:.2f} GiB is "
+        raise StepError("not enough free space on the filesystem of {}: {} needs {}{:.2f} GiB, {:.2f} GiB is "
                         "free; free some space (or choose another --prefix) and resume".format(
-                            action.path, action.what or "this install", action.needed / gib, free / gib))
+                            action.path, action.what or "this install", "" if action.archives else "about ",
+                            needed / gib, free / gib))
 
 
 def _move(action: Move, now: datetime.datetime) -> str:
@@ -483,7 +499,8 @@ class Executor:
             self.log(f"    private directory {a.path} (mode 0700)")
             _private_dir(a, os.geteuid())
         elif isinstance(a, SpaceCheck):
-            self.log("    free space at %s: %d bytes, %d needed" % (a.path, free_bytes(a.path), a.needed))
-            _space(a)
+            needed = space_needed(a)
+            self.log("    free space at %s: %d bytes, %d needed" % (a.path, free_bytes(a.path), needed))
+            _space(a, needed)
         else:  # pragma: no cover - the Action union is closed
             raise StepError(f"unknown action {a!r}")

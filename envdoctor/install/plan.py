@@ -159,15 +159,23 @@ class PrivateDir:
 
 @dataclass(frozen=True)
 class SpaceCheck:
-    """Fail unless the filesystem holding ``path`` has ``needed`` bytes free (``what`` says for what)."""
+    """Fail unless the filesystem holding ``path`` has ``needed`` bytes free (``what`` says for what).
+
+    With ``archives`` (``(archive, marker, estimate)`` each), what is needed is measured instead: the sum of
+    the unpacked sizes the ``.xz`` archives record in their own indexes (:mod:`envdoctor.install.xzsize`),
+    ``estimate`` for one whose index cannot be read, nothing for one whose ``marker`` says it is unpacked;
+    ``needed`` is then the sum of the estimates, shown before the archives exist.
+    """
 
     path: str
     needed: int
     what: str = ""
+    archives: Tuple[Tuple[str, str, int], ...] = ()
     kind: str = "space_check"
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "needed": self.needed, "what": self.what}
+        return {"kind": self.kind, "path": self.path, "needed": self.needed, "what": self.what,
+                "archives": [{"archive": a, "marker": m, "estimate": e} for a, m, e in self.archives]}
 
 
 @dataclass(frozen=True)
@@ -330,11 +338,20 @@ def action_sh(action: Action) -> List[str]:
         return lines
     if isinstance(action, SpaceCheck):
         p = q(_existing_hint(action.path))
-        kib = (action.needed + 1023) // 1024
-        msg = q(f"not enough free space for {action.what or 'this install'}: it needs about "
-                f"{action.needed / 1073741824.0:.1f} GiB")
-        return [f"free_kib=$(df -Pk -- {p} | awk 'NR==2 {{print $4}}')",
-                f'if [ "$free_kib" -lt {kib} ]; then echo {msg} >&2; exit 1; fi']
+        free = [f"free_kib=$(df -Pk -- {p} | awk 'NR==2 {{print $4}}')"]
+        if not action.archives:
+            msg = q(f"not enough free space for {action.what or 'this install'}: it needs about "
+                    f"{action.needed / 1073741824.0:.1f} GiB")
+            return free + [f'if [ "$free_kib" -lt {(action.needed + 1023) // 1024} ]; then echo {msg} >&2; exit 1; fi']
+        # the unpacked sizes the archives record (xz --list's "uncompressed"), the estimate where unreadable
+        lines = ["need=0"]
+        for archive, marker, estimate in action.archives:
+            size = (f"$(xz --robot --list -- {q(archive)} 2>/dev/null | awk -F'\\t' '$1 == \"file\" "
+                    "{print $5}' || true)")
+            lines.append(f'if [ ! -e {q(marker)} ]; then size={size}; need=$((need + ${{size:-{estimate}}})); fi')
+        msg = q(f"not enough free space for {action.what or 'this install'}")
+        return lines + free + [f'if [ "$free_kib" -lt $(((need + 1023) / 1024)) ]; then echo {msg}": it needs '
+                               f'$((need / 1048576)) MiB" >&2; exit 1; fi']
     raise ValueError(f"unknown action {action!r}")
 
 

@@ -113,7 +113,57 @@ def envelope_problems(doc: Any, area: str) -> List[str]:
         unverified = src.get("unverified_fields", [])
         if not isinstance(unverified, list) or not all(isinstance(f, str) and f in row for f in unverified):
             problems.append(f"{where}: source.unverified_fields must list fields of the row")
+        problems.extend(f"{where}: {p}" for p in quote_problems(row))
     return problems
+
+
+def quote_problems(row: Row) -> List[str]:
+    """Problems with a row's ``source.quotes``: the vendor's own words behind some of its fields.
+
+    Each quote is ``{"fields": [...], "url": "https://...", "date": "YYYY-MM-DD", "quote": "..."}``: the
+    fields of this row it confirms, the vendor page (and the day it was read) and the page's words.  A
+    quoted field is a verified one: the row is verified and the field is not in ``unverified_fields``.
+    """
+    src = row.get("source")
+    if not isinstance(src, dict):
+        return []
+    quotes = src.get("quotes")
+    if quotes is None:
+        return []
+    if not isinstance(quotes, list) or not quotes:
+        return ["source.quotes must be a non-empty list"]
+    problems = []  # type: List[str]
+    unverified = src.get("unverified_fields", []) if isinstance(src.get("unverified_fields"), list) else []
+    for n, q in enumerate(quotes):
+        where = f"source.quotes[{n}]"
+        if not isinstance(q, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        fields = q.get("fields")
+        if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f in row and f != "source"
+                                                                  for f in fields):
+            problems.append(f"{where}.fields must list fields of the row")
+        elif src.get("verified") is not True or any(f in unverified for f in fields):
+            problems.append(f"{where} quotes a field the row marks unverified: a quoted field is a verified one")
+        url = q.get("url")
+        if not isinstance(url, str) or not url.startswith("https://"):
+            problems.append(f"{where}.url must be an https:// URL, got {url!r}")
+        bad_date = _check_date(q.get("date"))
+        if bad_date:
+            problems.append(f"{where}: " + bad_date.replace("source.checked", "date"))
+        if not isinstance(q.get("quote"), str) or not q["quote"].strip():
+            problems.append(f"{where}.quote must be the page's words, non-empty")
+    return problems
+
+
+def quoted_fields(row: Row) -> Dict[str, Row]:
+    """The fields of a row that a vendor page's words confirm: field -> its quote (url, date, quote)."""
+    out = {}  # type: Dict[str, Row]
+    src = row.get("source")
+    for q in (src.get("quotes") if isinstance(src, dict) else None) or []:
+        for f in q.get("fields", []):
+            out.setdefault(f, q)
+    return out
 
 
 @functools.lru_cache(maxsize=None)
