@@ -236,3 +236,76 @@ def test_unreadable_binary_falls_back_to_what_the_cuda_version_can_target() -> N
     # nothing known at all: an "unknown" finding, not silence
     found = arch_findings(gpu("8.6", "NVIDIA GeForce RTX 3090"), framework("torch", "2.99.0", None), unread)
     assert [(f.code, f.severity) for f in found] == [("gpu.arch_support_unknown", "info")]
+
+
+# -- PaddlePaddle and Kepler: builds no matrix row describes -----------------------------------
+
+#: What PaddlePaddle 2.5's CUDA 11.x wheels report at start-up on a Pascal GPU (gpu_resources.cc): "The GPU
+#: architecture in your current machine is Pascal, which is not compatible with Paddle installation with arch:
+#: 70 75 80 86" (https://github.com/PaddlePaddle/Paddle/issues/54713, #55715, #56683).
+PADDLE_25_CU11_SASS = ["sm_70", "sm_75", "sm_80", "sm_86"]
+
+
+@pytest.mark.parametrize("layout", ["paddle/fluid/libpaddle.so", "paddle/base/libpaddle.so",
+                                    "paddle/fluid/core_avx.so"])
+def test_probe_reads_paddle_kernel_library_in_each_release_layout(layout: str) -> None:
+    from .test_probe_frameworks import PADDLE_VERSION_PY
+
+    host = site_host({"paddlepaddle_gpu-2.5.1.post116.dist-info/METADATA": "Name: paddlepaddle-gpu\n",
+                      "paddle/version/__init__.py": PADDLE_VERSION_PY, layout: ""})
+    host.doc["fatbin"] = {SITE + "/" + layout: {"sass": PADDLE_25_CU11_SASS, "ptx": [], "section": True,
+                                                "complete": True}}
+    facts = probe_facts(type(host)(host.doc))
+    code = facts.get("framework.paddle.gpu_code")
+    assert code is not None and code.known and code.value["sass"] == PADDLE_25_CU11_SASS
+    assert code.source == "fatbin:%s/%s" % (SITE, layout)
+
+
+def test_paddle_binary_without_the_gpu_architecture_is_an_error_with_paddle_own_fix() -> None:
+    paddle = framework("paddle", "2.5.1.post116", "11.6")
+    code = gpu_code("paddle", PADDLE_25_CU11_SASS, [], lib="libpaddle.so")
+    found = arch_findings(gpu("6.1", "NVIDIA GeForce GTX 1080"), paddle, code)
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
+    assert "sm_61" in found[0].title and "6.1" in found[0].title and "libpaddle.so" in found[0].title
+    # the GPU is older than everything the wheel carries: an older CUDA's wheel, never "upgrade"
+    assert "older CUDA" in found[0].fix.text and "CUDA_ARCH_BIN=61" in found[0].fix.text
+    # CUDA 11.6 itself targets 6.1 (the fallback rule alone would say nothing): the binary decides
+    assert arch_findings(gpu("6.1", "NVIDIA GeForce GTX 1080"), paddle,
+                         Fact("framework.paddle.gpu_code", None, "fatbin:" + SITE, "unknown", "not recorded")) == []
+    assert arch_findings(gpu("8.6", "NVIDIA GeForce RTX 3090"), paddle, code) == []
+    assert arch_findings(gpu("7.5", "Tesla T4"), paddle, code) == []
+
+
+def kepler_box() -> List[Fact]:
+    """One Tesla K80 (two GPUs, 3.7) and two Tesla K40c (3.5), as in pytorch/pytorch#31319."""
+    out = [ok("gpu.count", 4, "nvml:device_count")]
+    for i, (name, cc) in enumerate([("Tesla K80", "3.7"), ("Tesla K80", "3.7"), ("Tesla K40c", "3.5"),
+                                    ("Tesla K40c", "3.5")]):
+        out += [ok("gpu.%d.name" % i, name, "nvml:device.%d.name" % i),
+                ok("gpu.%d.compute_capability" % i, cc, "nvml:device.%d.compute_capability" % i)]
+    return out
+
+
+def test_kepler_binary_names_the_gpu_it_lacks_and_spares_the_one_it_has() -> None:
+    # From 1.3 the binaries carry sm_37 and newer, not sm_35 (pytorch/pytorch#24205, #31319); a cubin for 3.7
+    # does not run on 3.5, and PTX for 3.7 only JITs at 3.7 or above.
+    torch = framework("torch", "1.99.1", "10.1")  # a release no matrix row lists: the binary alone decides
+    code = gpu_code("torch", ["sm_37", "sm_50", "sm_60", "sm_61", "sm_70", "sm_75"], ["compute_37"])
+    found = arch_findings(kepler_box(), torch, code)
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
+    assert "Tesla K40c" in found[0].title and "sm_35" in found[0].title and "K80" not in found[0].title
+    # a binary that still carries sm_35 runs on both
+    assert arch_findings(kepler_box(), torch, gpu_code("torch", ["sm_35", "sm_50", "sm_70"], [])) == []
+
+
+def test_kepler_without_a_binary_falls_back_to_what_the_cuda_version_targets() -> None:
+    unread = Fact("framework.torch.gpu_code", None, "fatbin:" + SITE + "/torch/lib/libtorch_cuda.so", "unknown",
+                  "the snapshot holds no record of its GPU code")
+    # CUDA 12 has nothing below 5.0: both Keplers are out, each named
+    found = arch_findings(kepler_box(), framework("torch", "2.99.0+cu121", "12.1"), unread)
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")] * 2
+    assert {"Tesla K40c", "Tesla K80"} == {f.title.split(" (")[0] for f in found}
+    assert any("sm_35" in f.title for f in found)
+    # CUDA 10.1 still targets 3.0 and up: the CUDA version alone cannot condemn a Kepler
+    assert [f for f in arch_findings(kepler_box(), framework("torch", "1.99.1", "10.1"), unread)
+            if f.code == "gpu.arch_not_in_build"] == []

@@ -394,7 +394,16 @@ def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
     return None
 
 
-def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]], facts: Facts) -> Fix:
+def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]], facts: Facts,
+               ccs: Sequence[str] = ()) -> Fix:
+    if suggestion is None and ccs and not any(
+            _sass_for(var.get("arch_list") or [], cc) for cc in ccs for row in matrix.load("torch")
+            for var in row.get("variants") or []):
+        sms = ", ".join("sm_" + cc.replace(".", "") for cc in ccs)
+        return Fix(text=text + " No PyTorch wheel envdoctor knows carries %s: build PyTorch from source with "
+                               "TORCH_CUDA_ARCH_LIST=\"%s\" (and a CUDA that still targets it), or keep that GPU out "
+                               "of PyTorch's sight and use the others (CUDA_VISIBLE_DEVICES)." % (
+                                   sms, ";".join(ccs)))
     if suggestion is None:
         return Fix(text=text + " No published PyTorch CUDA wheel in envdoctor's matrix fits this driver and GPU; "
                    "update the driver first.")
@@ -662,15 +671,27 @@ def _binary_runs_on(sass: Sequence[str], ptx: Sequence[str], cc: str) -> Tuple[b
     return has_sass, has_ptx
 
 
-def _arch_fix(facts: Facts, drv: Driver, name: str, cc: str) -> Fix:
+def _arch_fix(facts: Facts, drv: Driver, name: str, cc: str, sass: Sequence[str] = ()) -> Fix:
     sm = "sm_" + cc.replace(".", "")
     text = "Install a %s build compiled for %s." % (name, sm)
     if name == "torch":
-        return _torch_fix(text, suggest_torch(facts, drv, [cc]), facts)
+        return _torch_fix(text, suggest_torch(facts, drv, [cc]), facts, [cc])
+    lows = [v for v in (_arch_cc(a)[0] for a in sass) if v is not None]
+    want = _v(cc)
+    older = bool(lows and want is not None and want < min(lows))
+    if name == "paddle":
+        return Fix(text=text + " PaddlePaddle's wheels for each CUDA version carry their own list of architectures "
+                               "(the library names it at start-up: \"Paddle installation with arch: ...\"): pick the "
+                               "wheel whose list has %s on the official install page (%s), or build from source with "
+                               "-DCUDA_ARCH_NAME=Manual -DCUDA_ARCH_BIN=%s." % (
+                                   sm, "builds for an older CUDA carry older GPUs" if older else
+                                   "newer releases add newer GPUs", cc.replace(".", "")))
     if name == "tensorflow":
-        return Fix(text=text + " Newer TensorFlow releases add newer architectures.",
-                   commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
-    return Fix(text=text + " Newer releases add newer architectures.")
+        return Fix(text=text + (" Older TensorFlow releases (and source builds) carry older architectures." if older
+                                else " Newer TensorFlow releases add newer architectures."),
+                   commands=[] if older else ["pip install --upgrade 'tensorflow[and-cuda]'"])
+    return Fix(text=text + (" Releases built for an older CUDA carry older architectures." if older
+                            else " Newer releases add newer architectures."))
 
 
 def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact: Fact, code: Fact,
@@ -702,7 +723,7 @@ def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact
                        "first start takes minutes and fills the JIT cache (~/.nv/ComputeCache; raise "
                        "CUDA_CACHE_MAXSIZE so it is kept), kernels may be slower, and under CUDA minor-version "
                        "compatibility the JIT fails." % sm,
-                evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc)))
+                evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc, sass)))
             continue
         if runtime:
             severity, consequence = "warning", (
@@ -719,7 +740,7 @@ def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact
             detail="Neither SASS for %s (a cubin runs only on its own major at an equal or higher minor) nor PTX "
                    "at or below %s is in the binary. %s%s" % (
                        sm, cc, consequence, "" if complete else " (Part of the binary could not be read.)"),
-            evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc)))
+            evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc, sass)))
     return out
 
 
@@ -836,7 +857,7 @@ def _arch_findings(facts: Facts, drv: Driver, component: str, label: str, archs:
         sm = "sm_" + cc.replace(".", "")
         fix_text = "Install a %s build compiled for %s." % (component, sm)
         if component == "torch":
-            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]), facts)
+            fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]), facts, [cc])
         else:
             fix = Fix(text=fix_text + " Newer TensorFlow releases add newer architectures.",
                       commands=["pip install --upgrade 'tensorflow[and-cuda]'"])

@@ -67,6 +67,10 @@ RULES: Dict[str, Dict[str, str]] = {
     "device_nodes": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
                             "#device-node-verification",
                      "rule": "CUDA needs /dev/nvidiactl and /dev/nvidiaN; nvidia-modprobe or udev create them"},
+    "uvm_boot": {"url": "https://github.com/NVIDIA/enroot/issues/106",
+                 "rule": "nvidia_uvm is not loaded at boot: CUDA loads it through the setuid nvidia-modprobe, "
+                         "nvidia-container-cli through --load-kmods; unprivileged runtimes (enroot) cannot, so it "
+                         "must be loaded at boot (NVIDIA's enroot maintainers)"},
     "fabric_manager": {"url": "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html",
                        "rule": "NVSwitch systems need a running Fabric Manager of exactly the driver's version; "
                                "without it CUDA initialisation fails with cudaErrorSystemNotReady (802)"},
@@ -555,9 +559,12 @@ def _device_nodes(facts: Facts) -> List[Finding]:
 def _uvm_node(facts: Facts, nodes: List[str], container: bool) -> List[Finding]:
     """/dev/nvidia-uvm: CUDA's unified-memory node (nvidia_uvm module). Without it cuInit fails (999/"unknown
     error"). On a host libcuda loads the module through the setuid nvidia-modprobe on first use (absent until
-    then: not judged); inside a container nothing can create it."""
-    if "nvidia-uvm" in nodes or not container:
-        return []  # on a host it is normally absent until the first CUDA program (nothing loads nvidia_uvm at boot)
+    then: not judged), unless the host runs GPU containers without root (enroot, Apptainer), which cannot;
+    inside a container nothing can create it."""
+    if "nvidia-uvm" in nodes:
+        return []
+    if not container:
+        return _uvm_node_host(facts, nodes)
     return [Finding(
         code="driver.device_nodes_missing", severity="error", components=["driver"],
         title="The nvidia module of %s is loaded, but /dev/nvidia-uvm is missing (nvidia_uvm is not loaded)" % (
@@ -571,6 +578,36 @@ def _uvm_node(facts: Facts, nodes: List[str], container: bool) -> List[Finding]:
         fix=Fix(text="On the host: load nvidia_uvm and create its node now, and at every boot.",
                 commands=["sudo nvidia-modprobe -u -c 0",
                           "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf", "ls -l /dev/nvidia-uvm"]),
+    )]
+
+
+def _uvm_node_host(facts: Facts, nodes: List[str]) -> List[Finding]:
+    """On a host: nothing loads nvidia_uvm at boot, and the unprivileged container runtimes installed here
+    cannot load it on demand, so their GPU jobs fail until something privileged has run CUDA once."""
+    runtimes = facts.strings("driver.unprivileged_runtimes")
+    if not runtimes:
+        return []  # CUDA itself loads it on first use (nvidia-modprobe is setuid root)
+    missing = ["/dev/nvidia-uvm"] + (["/dev/nvidia-uvm-tools"] if "nvidia-uvm-tools" not in nodes else [])
+    names = " and ".join(r.capitalize() if r != "enroot" else r for r in runtimes)
+    return [Finding(
+        code="driver.device_nodes_missing", severity="warning", components=["driver", "kernel"],
+        title="The nvidia module of %s is loaded, but %s %s missing (nvidia_uvm is not loaded): GPU containers "
+              "started by %s fail" % (_driver_label(facts), " and ".join(missing),
+                                      "is" if len(missing) == 1 else "are", names),
+        detail="CUDA needs /dev/nvidia-uvm (the nvidia_uvm module). Nothing loads that module at boot: a CUDA "
+               "program run on the host loads it through the setuid nvidia-modprobe, Docker's NVIDIA toolkit "
+               "through nvidia-container-cli --load-kmods, but %s start%s containers without root and cannot, so "
+               "after every reboot their GPU jobs fail (cuInit: 'unknown error') until something privileged has "
+               "used CUDA once." % (names, "s" if len(runtimes) == 1 else ""),
+        evidence=_evidence(facts, "driver.device_nodes", "driver.kernel_module.loaded",
+                           "driver.unprivileged_runtimes"),
+        source=_source("uvm_boot"),
+        fix=Fix(text="Load nvidia_uvm and create its nodes now and at every boot (a systemd unit or "
+                     "modules-load.d entry), before jobs start; `nvidia-modprobe -m` does the same for "
+                     "/dev/nvidia-modeset.",
+                commands=["sudo nvidia-modprobe -u -c=0", "sudo nvidia-modprobe -m",
+                          "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf",
+                          "ls -l /dev/nvidia-uvm /dev/nvidia-uvm-tools"]),
     )]
 
 
@@ -937,9 +974,12 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "driver.kernel_module.loaded, driver.module_for_running_kernel",
             "modprobe fails with 'Key was rejected by service'; the GPU is unusable until the key is enrolled in "
             "MokManager at boot.", RULES["secure_boot"]["url"]),
-    CodeDoc("driver.device_nodes_missing", "error", "The nvidia module is loaded but /dev/nvidia* nodes are missing.",
-            "driver.kernel_module.loaded, driver.device_nodes, gpu.count, os.container",
-            "CUDA opens /dev/nvidiactl and /dev/nvidiaN; without them it sees no GPU.",
+    CodeDoc("driver.device_nodes_missing", "error", "The nvidia module is loaded but /dev/nvidia* nodes are missing "
+            "(/dev/nvidia-uvm: in a container, or on a host whose unprivileged container runtime cannot load "
+            "nvidia_uvm, a warning there).",
+            "driver.kernel_module.loaded, driver.device_nodes, gpu.count, os.container, driver.unprivileged_runtimes",
+            "CUDA opens /dev/nvidiactl, /dev/nvidiaN and /dev/nvidia-uvm; without them it sees no GPU or cuInit "
+            "fails.",
             RULES["device_nodes"]["url"]),
     CodeDoc("driver.fabric_manager_not_running", "error",
             "An NVSwitch system whose nvidia-fabricmanager service is not active.",

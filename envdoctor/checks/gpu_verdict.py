@@ -34,6 +34,9 @@ CHECKED = "2026-11-25"
 NVML_RETURN_URL = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"
 XID_URL = "https://docs.nvidia.com/deploy/xid-errors/index.html"
 PCIE_URL = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
+#: Where the driver's initialisation messages and their causes are discussed (RmInitAdapter failed with
+#: Resizable BAR / Above 4G Decoding off: an RTX 5090 on 575.64.03).
+KERNEL_INIT_URL = "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/862"
 
 RESET = "sudo nvidia-smi --gpu-reset -i {gpu}   # nothing may be using the GPU"
 KLOG = "sudo dmesg -T | grep -i -E 'xid|nvrm' | tail -n 30"
@@ -337,10 +340,160 @@ def gpu_missing(ctx: CheckContext) -> Iterable[Finding]:
     seen = set(nvml_bus_ids(facts).values())
     if len(seen) == count.value:
         missing = [b for b in expected if b not in seen]
+        explained = init_failures(facts)
+        missing = [b for b in missing if b not in explained]  # gpu.init_failed names those, with the reason
+        if not missing:
+            return
     else:
         missing = ["which of %s is not known (NVML did not give every GPU's bus id)" % ", ".join(expected)]
     severity = "warning" if facts.value("gpu.scheduler_allocation") else "error"
     yield _missing(facts, count.value, missing, len(expected), severity)
+
+
+#: NVML start-up failures that say nothing about the GPUs themselves.
+NOT_THE_GPUS = ("NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+                "NVML_ERROR_NO_PERMISSION", "NVML_ERROR_FUNCTION_NOT_FOUND")
+
+
+def unanswered(facts: Facts) -> List[str]:
+    """Bus addresses bound to the nvidia driver that NVML does not answer for (on a host; empty when NVML did
+    not count, or when which ones are missing cannot be told)."""
+    if facts.value("os.container"):
+        return []
+    count = facts.get("gpu.count")
+    if count is None or not count.known or not isinstance(count.value, int) or not str(count.source).startswith(
+            "nvml:"):
+        # NVML failed to start for a reason of the GPUs' own (not a missing library, module or permission):
+        # none of the bound GPUs answers
+        nvml = facts.value("driver.nvml.status")
+        if isinstance(nvml, str) and nvml.startswith("NVML_ERROR_") and nvml not in NOT_THE_GPUS:
+            return _bound(facts)
+        return []
+    expected = _bound(facts)
+    if count.value >= len(expected):
+        return []
+    seen = set(nvml_bus_ids(facts).values())
+    return [b for b in expected if b not in seen] if len(seen) == count.value else []
+
+
+# -- the kernel driver's own word: why a GPU it is bound to did not come up ------------------------
+
+KERNEL_BUS = re.compile(r"\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?\b")
+#: Lines of the NVIDIA driver saying a GPU failed to come up (RmInitAdapter is the resource manager's
+#: initialisation of one GPU; the probe routine runs when the module binds it).
+INIT_FAILED = re.compile(r"RmInitAdapter failed|rm_init_adapter failed|Cannot initialize GSP|probe routine failed|"
+                         r"failed to allocate memory for BAR|PCI I/O region assigned to your NVIDIA device is invalid|"
+                         r"not supported by the NVIDIA|necessary power cables|fallen off the bus|"
+                         r"BAR ?\d[^\n]{0,200}(?:no space|can't assign|failed)", re.IGNORECASE)
+
+
+class InitCause(NamedTuple):
+    name: str
+    pattern: str  # in the kernel's lines about the GPU
+    cause: str
+    fix: str
+
+
+#: What the kernel's lines say about the cause, most specific first; the fix for each. The last one is what
+#: to check when the lines name no cause.
+INIT_CAUSES = (
+    InitCause("bar", r"PCI I/O region assigned to your NVIDIA device is invalid|BAR ?\d ?is 0M|"
+                     r"failed to allocate memory for BAR|BAR ?\d[^\n]{0,200}(?:no space|can't assign|failed)",
+              "the firmware gave the GPU no (or too small a) memory window: its BARs could not be assigned",
+              "Enable \"Above 4G Decoding\" and \"Resizable BAR\" in the BIOS/UEFI (and turn CSM off), then "
+              "reboot; on servers and VMs, give the GPU a 64-bit MMIO window large enough for its memory."),
+    InitCause("power", r"power cables|insufficient power",
+              "the GPU's auxiliary power is not connected or not enough",
+              "Power the machine off, connect every auxiliary power cable of the board (and check the supply's "
+              "rating), reseat the board, and boot again."),
+    InitCause("unsupported", r"not supported by the NVIDIA",
+              "this driver release does not support the GPU",
+              "Install a driver branch that supports this GPU (newer GPUs need newer branches; Blackwell needs the "
+              "open kernel modules), then reboot."),
+    InitCause("gsp", r"GSP",
+              "the GPU System Processor firmware failed to start",
+              "Power-cycle the machine (a cold boot resets the GPU); update the driver; if it persists with the "
+              "proprietary modules, the GSP firmware can be turned off (NVreg_EnableGpuFirmware=0, not possible "
+              "with the open modules or on Blackwell)."),
+    InitCause("lost", r"fallen off the bus",
+              "the GPU fell off the bus (Xid 79)",
+              "Power-cycle; check power, cooling and the slot or riser, reseat the board; replace it (RMA) if it "
+              "keeps falling off."),
+    InitCause("unknown", r"",
+              "the kernel's messages name no cause",
+              "Check, most common first: \"Above 4G Decoding\" and \"Resizable BAR\" enabled in the BIOS/UEFI "
+              "(GPUs with a large memory window: GeForce RTX 30/40/50, data-centre boards); every auxiliary "
+              "power cable connected; the board fully seated (no loose riser); a driver branch that supports the "
+              "GPU. Power-cycle after each change."),
+)
+
+
+def _log_bus(line: str) -> Optional[str]:
+    m = KERNEL_BUS.search(line)
+    if not m:
+        return None
+    return _bus("%s:%s:%s.%s" % (m.group(1), m.group(2), m.group(3), m.group(4) or "0"))
+
+
+def init_failures(facts: Facts) -> Dict[str, Tuple[List[str], InitCause]]:
+    """Bound GPUs NVML does not answer for whose initialisation failure the kernel log records: bus address ->
+    (the driver's lines about it, the cause they point at). A line naming no GPU (older drivers: "RmInitAdapter
+    failed! (0x26:0xffff:1227)") belongs to the GPU when exactly one is missing."""
+    lines = facts.value("driver.kernel_log")
+    missing = unanswered(facts)
+    if not isinstance(lines, list) or not missing:
+        return {}
+    about: Dict[str, List[str]] = {b: [] for b in missing}
+    unnamed: List[str] = []
+    for raw in lines:
+        line = str(raw)
+        bus = _log_bus(line)
+        if bus is None:
+            unnamed.append(line)
+        elif bus in about:
+            about[bus].append(line)
+    if len(missing) == 1:
+        about[missing[0]] = [x for x in lines if str(x) in unnamed or str(x) in about[missing[0]]]
+    out: Dict[str, Tuple[List[str], InitCause]] = {}
+    for bus, said in about.items():
+        if not any(INIT_FAILED.search(x) for x in said):
+            continue
+        text = "\n".join(said)
+        cause = next(c for c in INIT_CAUSES if not c.pattern or re.search(c.pattern, text, re.IGNORECASE))
+        out[bus] = (said, cause)
+    return out
+
+
+def _message(line: str) -> str:
+    """The driver's words of a kernel line: from "NVRM: " on, without the repeated GPU address."""
+    text = line[line.find("NVRM:"):] if "NVRM:" in line else line
+    return re.sub(r"^NVRM:\s*(?:GPU [0-9a-fA-F:.]+:\s*)?", "", text).strip()
+
+
+@check("gpu-init-failed", codes=(
+    CodeDoc("gpu.init_failed", "error", "The kernel driver is bound to a GPU but failed to initialise it "
+            "(RmInitAdapter failed, its BARs unassigned, no auxiliary power, a driver that does not support it).",
+            "driver.kernel_log, gpu.count, gpu.pci_devices, gpu.proc_devices, gpu.N.pci_bus_id",
+            "NVML and CUDA do not see the GPU (\"No devices were found\"); the driver's message says why and "
+            "the fix follows from it.", KERNEL_INIT_URL),
+))
+def gpu_init_failed(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for bus, (said, cause) in sorted(init_failures(facts).items()):
+        failing = [x for x in said if INIT_FAILED.search(x)]
+        first = next((x for x in failing if cause.pattern and re.search(cause.pattern, x, re.IGNORECASE)),
+                     next((x for x in failing if "RmInitAdapter failed" in x), failing[0]))
+        shown = said[-8:]
+        yield Finding(
+            code="gpu.init_failed", severity="error", components=["gpu", "driver"],
+            title="GPU %s is bound to the nvidia driver, but the driver failed to initialise it: %s" % (
+                bus, _message(first)),
+            detail="NVML and CUDA do not see this GPU (nvidia-smi: \"No devices were found\" when it is the only "
+                   "one). Cause: %s. The kernel log says:\n%s" % (cause.cause, "\n".join(shown)),
+            evidence=_ev(facts, "driver.kernel_log", "gpu.count", "gpu.pci_devices", "gpu.proc_devices"),
+            source=_src("the NVIDIA driver's kernel messages at GPU initialisation (RmInitAdapter)",
+                        KERNEL_INIT_URL),
+            fix=Fix(text=cause.fix + " (The driver's messages: `%s`.)" % KLOG))
 
 
 def _missing(facts: Facts, have: int, missing: List[str], want: int, severity: str = "error") -> Finding:

@@ -93,16 +93,16 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                                                                  row.get("cudnn", "?")),
                    commands=["conda install -c conda-forge 'cudatoolkit=%s' 'cudnn=%s'" % (row["cuda"], row["cudnn"])]
                    if row.get("cuda") and row.get("cudnn") else [])
-    major = soname.rsplit(".", 1)[-1]
+    major = _soname_major(soname) or _soname_major("x.so.%s" % str(value.get("cudnn") or "").split(".")[0])
     cuda = str(value.get("cuda") or "12").split(".")[0]
-    if comp == "cudnn" and major.isdigit() and value.get("conda_build"):
+    if comp == "cudnn" and major is not None and value.get("conda_build"):
         req = _required_cudnn(facts, fw) or {}
         want = _v(req.get("version"))
         floor = "%d.%d" % (want.major, want.minor) if want is not None and want.major == int(major) else major
         return Fix(text="%s is a conda package: install cuDNN %s from conda-forge into its environment (or a %s "
                         "release built for the cuDNN you have)." % (_fw_version(facts, fw), floor, NAMES[fw]),
                    commands=["conda install -c conda-forge 'cudnn>=%s,<%d'" % (floor, int(major) + 1)])
-    if comp == "cudnn" and major.isdigit() and fw == "jax":
+    if comp == "cudnn" and major is not None and fw == "jax":
         req = _required_cudnn(facts, fw) or {}
         want = _v(req.get("version"))
         floor = "%d.%d" % (want.major, want.minor) if want is not None and want.major == int(major) else major
@@ -115,12 +115,22 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
         return Fix(text="Install cuDNN %s or a newer %s.x wheel, which the CUDA plugin finds on its own." % (
                         floor, major),
                    commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, floor, int(major) + 1)])
-    if comp == "cudnn" and major.isdigit():
+    if comp == "cudnn" and major is not None:
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
                    commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
                    install=install_line(facts, "cudnn", major))
+    if comp == "cudnn":
+        return Fix(text="Install cuDNN for CUDA %s (pip wheel, or the system package) and make %s loadable: the "
+                        "unversioned name is the development link to libcudnn.so.<major>." % (cuda, soname))
     return Fix(text="Install the library that provides %s for CUDA %s, or put its directory on the loader "
                     "path." % (soname, cuda))
+
+
+def _soname_major(soname: str) -> Optional[str]:
+    """The major version a soname carries (``libcudnn.so.8`` and ``libcudnn.so.8.9.7`` -> "8"), or None for an
+    unversioned name (``libcudnn.so``: the development link some frameworks dlopen) or a garbled one."""
+    m = re.search(r"\.so\.(\d{1,4})(?:\.|$)", soname)
+    return m.group(1) if m else None
 
 
 def _version_at(facts: Facts, comp: str, resolved: Any) -> Optional[str]:

@@ -31,6 +31,35 @@ MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 
 
+#: How the kernel log is read: util-linux ``dmesg`` without timestamps (nothing made up in fixtures), the
+#: error and warning levels only (the NVIDIA driver's failure messages; older drivers print at the default
+#: level, warning). Non-root readers get "Operation not permitted" where kernel.dmesg_restrict is set.
+KERNEL_LOG_ARGV = ("dmesg", "--notime", "--level=emerg,alert,crit,err,warn")
+KERNEL_LOG_TIMEOUT = 3.0
+#: What is kept of it: the last lines of the NVIDIA driver (and the PCI core's BAR assignment failures),
+#: each cut short, so a huge or hostile log costs neither memory nor snapshot space, and nothing else of the
+#: kernel log (host names, addresses, other devices) reaches a report or a snapshot.
+KERNEL_LOG_MAX_LINES = 200
+KERNEL_LOG_LINE_CHARS = 400
+_DRIVER_LOG_LINE = re.compile(r"NVRM|nvidia|NVIDIA|Xid|\bBAR ?\d\b[^\n]{0,200}(?:no space|can't assign|failed)")
+
+
+def driver_log_lines(text: str) -> List[str]:
+    """The NVIDIA driver's lines of kernel-log text (see :data:`KERNEL_LOG_MAX_LINES`), control characters
+    escaped."""
+    out: List[str] = []
+    for line in text.splitlines():
+        line = line[:KERNEL_LOG_LINE_CHARS]
+        if _DRIVER_LOG_LINE.search(line):
+            out.append(_CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), line).rstrip())
+            if len(out) > 2 * KERNEL_LOG_MAX_LINES:
+                out = out[-KERNEL_LOG_MAX_LINES:]
+    return out[-KERNEL_LOG_MAX_LINES:]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 class ReadHung(Exception):
     """Raised by a replayed snapshot for a read that was still hanging when the live run's time ran out
     (recorded with error ``ETIMEDOUT``): the probe asking is then "timed out", as it was live."""
@@ -339,6 +368,12 @@ class Host:
 
     def python(self) -> PythonInfo:
         raise NotImplementedError
+
+    def kernel_log(self) -> CommandResult:
+        """The NVIDIA driver's lines of the kernel log (:func:`driver_log_lines` of ``dmesg``'s output, one per
+        line in ``stdout``), or why it could not be read. A live host records only those lines."""
+        res = self.run(KERNEL_LOG_ARGV, timeout=KERNEL_LOG_TIMEOUT)
+        return res._replace(stdout="".join(line + "\n" for line in driver_log_lines(res.stdout)))
 
     # -- helpers built on the primitives (recorded through them) --------
     def once(self, key: str, compute: Callable[[], Any]) -> Any:

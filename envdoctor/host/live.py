@@ -24,6 +24,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..forked import Forked
 from .base import (
     DEFAULT_TIMEOUT,
+    KERNEL_LOG_ARGV,
+    KERNEL_LOG_TIMEOUT,
     MAX_FILE_BYTES,
     CommandResult,
     DirResult,
@@ -35,6 +37,7 @@ from .base import (
     NvmlResult,
     PythonInfo,
     ReadEnviron,
+    driver_log_lines,
     errno_name,
 )
 
@@ -378,6 +381,20 @@ class LiveHost(Host):
                 res = run_command((found,) + key[1:], self.remaining(timeout))
                 return res._replace(argv=key)
             return run_command(key, self.remaining(timeout))
+
+        return self._once(self.commands, key, compute)
+
+    def kernel_log(self) -> CommandResult:
+        """``dmesg`` run as :meth:`run` runs a command, but only the driver's lines are kept and recorded."""
+        key = KERNEL_LOG_ARGV
+
+        def compute() -> CommandResult:
+            found = self.which(key[0])
+            if found is None:
+                return CommandResult(key, error="ENOENT", message="not found on PATH")
+            res = run_command((found,) + key[1:], self.remaining(KERNEL_LOG_TIMEOUT))
+            kept = driver_log_lines(res.stdout)
+            return res._replace(argv=key, stdout="".join(line + "\n" for line in kept), stderr=res.stderr[-2000:])
 
         return self._once(self.commands, key, compute)
 

@@ -33,7 +33,7 @@ from packaging.version import Version
 
 from .. import versions
 from ..facts import Fact, not_supported, ok, timed_out, unknown
-from ..host.base import CommandResult, Host
+from ..host.base import KERNEL_LOG_ARGV, CommandResult, Host
 from . import ProbeContext, register
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -414,6 +414,40 @@ def _userspace_facts(libs: List[Tuple[str, str]]) -> List[Fact]:
     return facts
 
 
+#: Container runtimes that start GPU containers without root (a Slurm job through pyxis, a user's Apptainer
+#: run): they cannot load nvidia_uvm or create its device node on demand, as CUDA (setuid nvidia-modprobe) and
+#: Docker's toolkit (nvidia-container-cli --load-kmods) do, so the node must exist before the job starts
+#: (https://github.com/NVIDIA/enroot/issues/106). Name -> its configuration directory.
+UNPRIVILEGED_RUNTIMES = (("enroot", "/etc/enroot"), ("apptainer", "/etc/apptainer"),
+                         ("singularity", "/etc/singularity"))
+
+
+def _unprivileged_runtimes(host: Host) -> Fact:
+    """``driver.unprivileged_runtimes``: the unprivileged container runtimes installed on this host (their
+    program on PATH or their configuration directory)."""
+    found = [name for name, conf in UNPRIVILEGED_RUNTIMES if host.which(name) or host.is_dir(conf)]
+    return ok("driver.unprivileged_runtimes", found, "dir:" + ",".join(c for _, c in UNPRIVILEGED_RUNTIMES),
+              "Unprivileged container runtimes")
+
+
+def _kernel_log(host: Host) -> Fact:
+    """``driver.kernel_log``: the NVIDIA driver's error and warning lines of the kernel log (why a GPU failed
+    to initialise, Xid errors), the last few hundred; unknown, saying why, where it cannot be read."""
+    label = "NVIDIA driver messages in the kernel log"
+    src = _cmd_src(list(KERNEL_LOG_ARGV))
+    res = host.kernel_log()
+    if res.ok:
+        return ok("driver.kernel_log", [line for line in res.stdout.splitlines() if line.strip()], src, label)
+    said = (res.stderr + res.stdout).lower()
+    if res.not_found:
+        why = "dmesg is not installed"
+    elif "not permitted" in said or "permission denied" in said:
+        why = "only root may read the kernel log on this machine (kernel.dmesg_restrict): run as root to have it read"
+    else:
+        why = res.describe_failure()
+    return unknown("driver.kernel_log", why, src, label)
+
+
 def _in_kernel_drivers(host: Host) -> List[Fact]:
     facts: List[Fact] = []
     for name, modules, pci_drivers, label in (
@@ -673,6 +707,9 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     else:
         facts.extend(_module_on_disk(host, wsl))
         facts.append(_secure_boot(host))
+        facts.append(_unprivileged_runtimes(host))
+        if loaded or _nvidia_pci_gpus(host):
+            facts.append(_kernel_log(host))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
             if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":

@@ -34,6 +34,10 @@ KERNEL_LIBRARIES: Dict[str, Tuple[Tuple[str, Tuple[str, ...]], ...]] = {
             ("jax_cuda13_plugin", ("_*",)), ("jax_cuda12_plugin", ("_*",)), ("jaxlib", ("xla_extension.so",)),
             ("jaxlib/cuda", ("_*",))),
     "cupy": (("cupy/cuda", ("thrust*", "cub*")), ("cupy/random", ("_generator_api*",))),
+    # PaddlePaddle: libpaddle.so under paddle/base (3.x) or paddle/fluid (2.5, 2.6), core_avx.so /
+    # core_noavx.so before; the shared PHI kernel libraries (libphi*.so) of the builds that split them out.
+    "paddle": (("paddle/base", ("libpaddle.so",)), ("paddle/fluid", ("libpaddle.so", "core_avx.so", "core_noavx.so")),
+               ("paddle/libs", ("libphi*",))),
 }
 #: Reading stops after this many libraries per framework (a bound on hostile trees).
 MAX_LIBRARIES = 32

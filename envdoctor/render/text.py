@@ -255,6 +255,9 @@ def _gpu_line(facts: Facts) -> Tuple[str, bool]:
     if count is None:
         return "GPUs: " + (_why_unknown(facts, "gpu.count", "gpu.status") or "unknown"), False
     if count == 0:
+        bus = facts.value("gpu.pci_devices") or facts.value("driver.nvidia_pci_gpus")
+        if isinstance(bus, list) and bus:  # on the bus, but the driver brought none of them up
+            return "No NVIDIA GPU answers (%d on the PCI bus)" % len(bus), False
         return "No NVIDIA GPU", True
     models = _unique([r["model"] for r in gpu_rows(facts) if r["model"] != "?"])
     text = "%d NVIDIA GPU%s" % (count, "" if count == 1 else "s")
