@@ -470,7 +470,7 @@ def _message(line: str) -> str:
     return re.sub(r"^NVRM:\s*(?:GPU [0-9a-fA-F:.]+:\s*)?", "", text).strip()
 
 
-@check("gpu-init-failed", codes=(
+@check("gpu-init-failed", requires=("driver.kernel_log", "gpu.count"), codes=(
     CodeDoc("gpu.init_failed", "error", "The kernel driver is bound to a GPU but failed to initialise it "
             "(RmInitAdapter failed, its BARs unassigned, no auxiliary power, a driver that does not support it).",
             "driver.kernel_log, gpu.count, gpu.pci_devices, gpu.proc_devices, gpu.N.pci_bus_id",
