@@ -21,14 +21,44 @@ printed as met / not met; no assertion, since these machines are noisy.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Dict, List, Sequence, Tuple
+
+#: Every tool runs from a directory of its own, so that ``python -m envdoctor`` imports the copy under test,
+#: never a checkout in the current directory (which ``-m`` puts first on sys.path).
+WORKDIR = tempfile.mkdtemp(prefix="envdoctor-bench-cwd-")
+atexit.register(shutil.rmtree, WORKDIR, True)
+
+
+def with_path(copy: str) -> str:
+    """PYTHONPATH for a copy of envdoctor: the copy first, then what the caller had (where envdoctor's own
+    dependencies may live); replacing it silently dropped them, and envdoctor failed at import."""
+    rest = os.environ.get("PYTHONPATH")
+    return copy + (os.pathsep + rest if rest else "")
+
+
+def check_it_works(argv: Sequence[str]) -> None:
+    """One run of envdoctor that must end with a report (exit 0 or 1 and JSON with probes): a benchmark of a
+    command that fails at once measures nothing."""
+    env = dict(os.environ, NO_COLOR="1")
+    r = subprocess.run(list(argv), capture_output=True, env=env, cwd=WORKDIR, timeout=120)
+    try:
+        doc = json.loads(r.stdout)
+        ok = r.returncode in (0, 1) and isinstance(doc.get("probes"), list) and doc["probes"]
+    except ValueError:
+        ok = False
+    if not ok:
+        why = (r.stderr or r.stdout)[-600:].decode("utf-8", "replace")
+        sys.exit("%s does not produce a report (exit %d): %s" % (" ".join(argv), r.returncode, why))
 
 
 def measure(argv: Sequence[str]) -> Tuple[float, int, int]:
@@ -38,7 +68,7 @@ def measure(argv: Sequence[str]) -> Tuple[float, int, int]:
     # PYTHONDONTWRITEBYTECODE would otherwise make only the editable checkout recompile every run.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
-    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=WORKDIR)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status
@@ -105,7 +135,7 @@ def measure_tree_memory(argv: Sequence[str]) -> int:
     """
     env = dict(os.environ, NO_COLOR="1")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=WORKDIR)
     peak = 0
     while proc.poll() is None:
         peak = max(peak, sum(_memory_kib(p) for p in _tree(proc.pid)))
@@ -171,12 +201,13 @@ def main() -> int:
     py = sys.executable
     installed = installed_copy()
     tools: Dict[str, List[str]] = {
-        "envdoctor diagnose": ["env", "PYTHONPATH=" + installed, py, "-m", "envdoctor", "diagnose",
+        "envdoctor diagnose": ["env", "PYTHONPATH=" + with_path(installed), py, "-m", "envdoctor", "diagnose",
                                "--format", "json"],
     }
     if args.against:
-        tools["diagnose at " + args.against] = ["env", "PYTHONPATH=" + copy_of_revision(args.against), py, "-m",
-                                                "envdoctor", "diagnose", "--format", "json"]
+        ref = with_path(copy_of_revision(args.against))
+        tools["diagnose at " + args.against] = ["env", "PYTHONPATH=" + ref, py, "-m", "envdoctor", "diagnose",
+                                                "--format", "json"]
     have_torch = subprocess.run([py, "-c", "import importlib.util,sys;"
                                  "sys.exit(importlib.util.find_spec('torch') is None)"]).returncode == 0
     if have_torch:
@@ -188,6 +219,9 @@ def main() -> int:
         name, _, cmd = spec.partition("=")
         tools[name.strip()] = shlex.split(cmd)
 
+    for name, argv in tools.items():
+        if name == "envdoctor diagnose" or name.startswith("diagnose at "):
+            check_it_works(argv)
     results: Dict[str, List[Tuple[float, int, int]]] = {name: [] for name in tools}
     for argv in tools.values():  # one warm-up each: page cache, .pyc files
         measure(argv)

@@ -40,6 +40,14 @@ def test_the_live_capture_as_a_capture_writes_it_now_replays_the_same_at_under_h
     trimmed = trim_document(doc, sorted(host.environ().read))
     assert _verdict(trimmed) == _verdict(doc)
     size = len(json.dumps(doc, indent=1, sort_keys=True))
+    if "environ_names" in doc:
+        # captured live by a version that already keeps only what the probes use: trimming it again
+        # changes nothing, and the live machine's records are already the CUDA packages alone
+        assert len(json.dumps(trimmed, indent=1, sort_keys=True)) <= size
+        assert "LANG" in doc["environ_names"] and "LANG" not in doc["environ"]
+        dpkg = doc["files"][cuda.DPKG_STATUS]["text"]
+        assert cuda.parse_dpkg_status(dpkg) and len(dpkg) < 64 * 1024  # the whole file is ~400 KB there
+        return
     assert len(json.dumps(trimmed, indent=1, sort_keys=True)) < size / 2
     dpkg = trimmed["files"][cuda.DPKG_STATUS]["text"]
     assert len(dpkg) < len(doc["files"][cuda.DPKG_STATUS]["text"]) / 10
