@@ -55,6 +55,25 @@ def test_a_supported_branch_gets_no_finding():
     assert list(driver_branch_eol(CheckContext(facts, []))) == []
 
 
+def test_an_ended_branch_on_a_mixed_machine_is_pointed_at_a_branch_that_drives_every_gpu():
+    """A GTX 1080 (Pascal, last branch R580) beside an RTX 3090 (Ampere) on driver 535: R620 and R595 know the
+    Ampere card but not the Pascal one, so only R580 may be named (they were, when only the newest GPU counted)."""
+    from envdoctor.checks import CheckContext
+    from envdoctor.checks.driver_branch import driver_branch_eol
+    from envdoctor.facts import Fact, Facts
+
+    mixed = Facts([Fact("driver.version", "535.183.01"), Fact("gpu.count", 2),
+                   Fact("gpu.0.compute_capability", "6.1"), Fact("gpu.1.compute_capability", "8.6")])
+    (f,) = driver_branch_eol(CheckContext(mixed, []))
+    assert "Supported branches that know this machine's GPUs: R580 (" in f.detail
+    assert "R620" not in f.detail and "R595" not in f.detail
+    assert f.fix.text.startswith("Install a driver of the R580 ")
+    ampere = Facts([Fact("driver.version", "535.183.01"), Fact("gpu.count", 1),
+                    Fact("gpu.0.compute_capability", "8.6")])
+    (g,) = driver_branch_eol(CheckContext(ampere, []))
+    assert "R620" in g.detail and "R595" in g.detail
+
+
 def test_advise_names_supported_branches_for_an_ended_one():
     from envdoctor.advise import Target, advise
 

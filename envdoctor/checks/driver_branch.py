@@ -9,8 +9,6 @@ from __future__ import annotations
 import datetime
 from typing import Iterable, List, Optional
 
-from packaging.version import Version
-
 from .. import matrix
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
@@ -63,8 +61,10 @@ def driver_branch_eol(ctx: CheckContext) -> Iterable[Finding]:
     if row is None or not hw.branch_past_eol(driver, today):
         return []
     ccs = _machine_ccs(ctx)
-    newest_cc = max(ccs, key=Version) if ccs else None
-    choices = hw.supported_branches(today, newest_cc)
+    # branches that drive every GPU of the machine: a Pascal card beside an Ampere one rules out the branches
+    # after Pascal's last (R580), as the newest one rules out those before its architecture
+    choices = [r for r in hw.supported_branches(today)
+               if all(hw.branch_drives(r["branch"], cc) is not False for cc in ccs)]
     kind = hw.BRANCH_TYPES.get(row["type"], row["type"])
     year, mon = (int(p) for p in row["eol"].split("-"))
     month = datetime.date(year, mon, 1).strftime("%B %Y")
