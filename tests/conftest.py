@@ -120,3 +120,15 @@ def _matrix_today(monkeypatch):
 
     monkeypatch.setattr(driver_branch, "_today", lambda: datetime.date(2026, 11, 25))
     monkeypatch.setattr(hardware, "_today", lambda: datetime.date(2026, 11, 25))
+
+
+@pytest.fixture(scope="session")
+def fake_lib(tmp_path_factory):
+    """The fake libnvidia-ml.so.1 (tests/fakenvml), compiled once per test run with the system compiler;
+    the tests that need it skip, saying why, where it cannot be built."""
+    from .fakenvml.build import build
+
+    try:
+        return build(str(tmp_path_factory.mktemp("fakenvml")))
+    except RuntimeError as exc:
+        pytest.skip(f"cannot build the fake NVML library: {exc}")

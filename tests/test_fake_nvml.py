@@ -17,13 +17,6 @@ from .fakenvml.build import build, fake_env, load_answers, write_answers
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(scope="session")
-def fake_lib(tmp_path_factory):
-    try:
-        return build(str(tmp_path_factory.mktemp("fakenvml")))
-    except RuntimeError as exc:
-        pytest.skip(f"cannot build the fake NVML library: {exc}")
-
 
 @pytest.fixture(scope="session")
 def old_fake_lib(tmp_path_factory):

@@ -15,20 +15,13 @@ import pytest
 
 from envdoctor.host.live import classify_timeout
 
-from .fakenvml.build import build, fake_env, load_answers, write_answers
+from .fakenvml.build import fake_env, load_answers, write_answers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Python's own start-up and the imports of a cold `envdoctor` process on a busy 2-core test machine:
 #: what a run may take beyond its --timeout plus the promised second.
 STARTUP = 3.0
 
-
-@pytest.fixture(scope="module")
-def fake_lib(tmp_path_factory):
-    try:
-        return build(str(tmp_path_factory.mktemp("fakenvml")))
-    except RuntimeError as exc:
-        pytest.skip(f"cannot build the fake NVML library: {exc}")
 
 
 def run(lib, answers, tmp_path, *args, timeout=60, env_extra=None):

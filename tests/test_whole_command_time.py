@@ -16,19 +16,12 @@ import time
 
 import pytest
 
-from .fakenvml.build import build, fake_env, load_answers, write_answers
+from .fakenvml.build import fake_env, load_answers, write_answers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIVE = os.path.join(ROOT, "tests", "live", "h100-ubuntu2404-container", "snapshot.json.gz")
 TIMEOUT = 2
 
-
-@pytest.fixture(scope="module")
-def fake_lib(tmp_path_factory):
-    try:
-        return build(str(tmp_path_factory.mktemp("fakenvml")))
-    except RuntimeError as exc:
-        pytest.skip(f"cannot build the fake NVML library: {exc}")
 
 
 @pytest.fixture(scope="module")
