@@ -93,12 +93,8 @@ def process_state(pid: int) -> Tuple[str, float, float]:
         state, cpu = fields[0], (int(fields[11]) + int(fields[12])) / float(ticks or 100)
     except (OSError, ValueError, IndexError):
         return "?", 0.0, -1.0
-    try:
-        with open("/proc/%d/schedstat" % pid, "rb") as fh:
-            waiting = int(fh.read().split()[1])  # the first field (time on a CPU) reads 0 on some kernels
-        return state, cpu, waiting / 1e9
-    except (OSError, ValueError):
-        return state, cpu, -1.0
+    waiting = _cpu_wait("/proc/%d" % pid)
+    return state, cpu, waiting / 1e9 if waiting >= 0 else -1.0
 
 
 #: How long before the deadline a query that has not answered looks at the driver's other callers (see
@@ -126,7 +122,7 @@ def _cpu_wait(pid_dir: str) -> int:
     """Nanoseconds the process has spent runnable but waiting for a CPU (/proc/PID/schedstat), -1 unknown."""
     try:
         with open(os.path.join(pid_dir, "schedstat"), "rb") as fh:
-            return int(fh.read(256).split()[1])
+            return int(fh.read(256).split()[1])  # the first field (time on a CPU) reads 0 on some kernels
     except (OSError, ValueError, IndexError):
         return -1
 
