@@ -332,8 +332,8 @@ def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, polic
 
     _JOB = (timeout, policy, summary)
     try:
-        # The readers take the default signal actions: fleet's own handlers (end the children, remove the
-        # scratch, raise) would make a reader ignore the pool's SIGTERM while it waits for work, and the
+        # The readers take the default signal actions: fleet's own handlers (end the children and
+        # commands, raise) would make a reader ignore the pool's SIGTERM while it waits for work, and the
         # pool would wait for it forever. On success the pool is closed and joined (each reader reads its
         # end-of-work marker and leaves), not terminated.
         pool = multiprocessing.get_context("fork").Pool(count, initializer=reset_signals)

@@ -207,16 +207,14 @@ def end_children() -> None:
 
 
 #: Process groups of commands running now (:func:`envdoctor.host.live.run_command` starts each in its
-#: own session) and scratch directories in use (:meth:`envdoctor.host.base.Host.scratch_root`): what a
-#: signal must end and remove, whichever thread holds them.
+#: own session): what a signal must end, whichever thread started them.
 running_groups: Set[int] = set()
-scratch_dirs: Set[str] = set()
 
 _SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 
 
 class Interrupted(BaseException):
-    """A signal ended the command (after its children were ended and its scratch files removed). Not a
+    """A signal ended the command (after its children and commands were ended). Not a
     KeyboardInterrupt, which click turns into "Aborted!" and exit 1."""
 
     def __init__(self, signum: int) -> None:
@@ -224,36 +222,14 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
-def remove_tree(path: str) -> None:
-    """Remove a scratch directory and what is in it (never following a link out of it)."""
-    for root, dirs, files in os.walk(path, topdown=False):
-        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
-            try:
-                os.remove(os.path.join(root, name))
-            except OSError:
-                pass
-        for name in dirs:
-            try:
-                os.rmdir(os.path.join(root, name))
-            except OSError:
-                pass
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
-
-
 def clean_up() -> None:
-    """End every child and running command, remove every scratch directory."""
+    """End every child and running command."""
     end_children()
     for group in list(running_groups):
         try:
             os.killpg(group, signal.SIGKILL)
         except OSError:
             pass
-    for path in list(scratch_dirs):
-        remove_tree(path)
-        scratch_dirs.discard(path)
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -279,10 +255,9 @@ def install_signal_handlers(keep_int: bool = False) -> None:
 
 
 def _forget_parent() -> None:
-    """In a new child: the parent's children, commands and scratch are not its own to end."""
+    """In a new child: the parent's children and commands are not its own to end."""
     _children.clear()
     running_groups.clear()
-    scratch_dirs.clear()
     reset_signals()
 
 

@@ -9,8 +9,10 @@ through :func:`normalize_id` first, so ``ol9``, ``oracle9`` and ``oracle-9`` mea
 
 from __future__ import annotations
 
+import io
 import re
-from typing import NamedTuple, Optional, Tuple
+from functools import cached_property
+from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import distro
 
@@ -96,3 +98,133 @@ def nvidia_distro(os_id: str, version: str) -> Tuple[str, str]:
     if os_id == "ubuntu":
         return os_id, version
     return ("rhel" if os_id in RHEL_REBUILDS else os_id), version.split(".")[0]
+
+
+# --------------------------------------------------------------------------- release files, in memory
+
+#: A release file larger than this is not one (os-release is a few hundred bytes): the rest is ignored.
+RELEASE_LIMIT = 64 * 1024
+
+#: distro's notion of a distribution release file (``/etc/redhat-release``, ``/etc/centos-release``...),
+#: applied to a listing of /etc. Its own pattern and ignore list where this distro version has them.
+_dd = getattr(distro, "distro", distro)
+RELEASE_FILE = getattr(_dd, "_DISTRO_RELEASE_BASENAME_PATTERN", None) or re.compile(r"(\w+)[-_](release|version)$")
+_RELEASE_IGNORED = frozenset(getattr(_dd, "_DISTRO_RELEASE_IGNORE_BASENAMES", ()) or (
+    "debian_version", "lsb-release", "oem-release", "os-release", "system-release", "plesk-release",
+    "iredmail-release", "board-release", "ec2_version"))
+
+
+class ReleaseFiles(distro.LinuxDistribution):
+    """The ``distro`` library's answers (its parsers, its precedence between sources, its id normalisation)
+    computed from release files held in memory: the text a probe read through the host, live or from a
+    snapshot, with no file written anywhere (a machine with a read-only or full disk is still identified).
+
+    ``files`` maps absolute paths (``/etc/os-release``, ``/usr/lib/os-release``, ``/etc/redhat-release``,
+    ``/etc/debian_version``...) to their text. distro reads its sources through four cached readers; each is
+    answered here from ``files``. Its root is a directory that does not exist, so a reader a newer distro
+    adds finds nothing rather than this machine's files (tests/test_osinfo.py fails when distro grows one).
+    """
+
+    NOWHERE = "/nonexistent/envdoctor-release-files"
+
+    def __init__(self, files: Mapping[str, str]) -> None:
+        self._files = {k: v for k, v in files.items() if v is not None}
+        os_release = "/etc/os-release" if "/etc/os-release" in self._files else "/usr/lib/os-release"
+        super().__init__(include_lsb=False, include_uname=False, include_oslevel=False, root_dir=self.NOWHERE,
+                         os_release_file=self.NOWHERE + os_release)
+        self.os_release_path = os_release if os_release in self._files else ""
+
+    def _text(self, path: str) -> str:
+        return self._files.get(path) or ""
+
+    @cached_property
+    def _os_release_info(self) -> Dict[str, str]:  # type: ignore[override]
+        text = self._text(self.os_release_path)
+        return self._parse_os_release_content(io.StringIO(text)) if text else {}
+
+    @cached_property
+    def _debian_version(self) -> str:  # type: ignore[override]
+        return (self._text("/etc/debian_version").splitlines() or [""])[0].rstrip()
+
+    @cached_property
+    def _armbian_version(self) -> str:
+        text = self._text("/etc/armbian-release")
+        return self._parse_os_release_content(io.StringIO(text)).get("version", "") if text else ""
+
+    @cached_property
+    def _distro_release_info(self) -> Dict[str, str]:  # type: ignore[override]
+        """distro's search for a distribution release file: the names in /etc matching its pattern, in order,
+        not on its ignore list; the first whose first line names a distribution."""
+        for name in sorted(p[len("/etc/"):] for p in self._files if p.startswith("/etc/") and "/" not in p[5:]):
+            match = RELEASE_FILE.match(name)
+            if name in _RELEASE_IGNORED or match is None:
+                continue
+            info = self._parse_distro_release_content((self._text("/etc/" + name).splitlines() or [""])[0])
+            if "name" not in info:
+                continue
+            self.distro_release_file = "/etc/" + name
+            info["id"] = match.group(1)
+            if "cloudlinux" in info.get("name", "").lower():
+                info["id"] = "cloudlinux"
+            return info
+        return {}
+
+
+def shell_lines(text: str) -> Tuple[str, List[Tuple[int, str]]]:
+    """The lines of a KEY=value release file that parse as shell words (how os-release(5) and distro read
+    them), and the ones that do not (an unbalanced quote...), numbered: one bad line costs that line, not
+    the file."""
+    import shlex
+
+    kept: List[str] = []
+    bad: List[Tuple[int, str]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            shlex.split(line, comments=True)
+        except ValueError:
+            bad.append((n, line[:120]))
+            continue
+        kept.append(line)
+    return "\n".join(kept) + "\n", bad
+
+
+#: Release files written as KEY=value shell assignments (the others are one free-text line).
+_SHELL_FORMAT = ("/etc/os-release", "/usr/lib/os-release", "/etc/lsb-release", "/etc/armbian-release")
+
+
+class ReleaseInfo(NamedTuple):
+    """What a machine's release files say, as distro reads them."""
+
+    id: str
+    name: str
+    pretty: str
+    version: str
+    version_full: str
+    codename: str
+    like: str
+    family: str
+    damaged: List[str]
+
+
+def release_info(files: Mapping[str, Optional[bytes]], cut: Tuple[str, ...] = ()) -> ReleaseInfo:
+    """distro's reading of release files given as bytes by absolute path (None: absent). Lines of the
+    KEY=value files that are not shell words are dropped and listed in ``damaged``, as are files named in
+    ``cut`` (read only up to :data:`RELEASE_LIMIT`)."""
+    texts: Dict[str, str] = {}
+    damaged: List[str] = []
+    for path in sorted(files):
+        data = files[path]
+        if data is None:
+            continue
+        text = data.decode("utf-8", "replace")
+        if path in _SHELL_FORMAT:
+            text, bad = shell_lines(text)
+            damaged += ["%s line %d: %s" % (path, n, line) for n, line in bad]
+        if path in cut:
+            damaged.append("%s: cut at %d KiB (larger than any release file: the rest is ignored)" % (
+                path, RELEASE_LIMIT // 1024))
+        texts[path] = text
+    d = ReleaseFiles(texts)
+    did, like = d.id(), d.like()
+    return ReleaseInfo(did, d.name(), d.name(pretty=True), d.version(), d.version(best=True), d.codename(), like,
+                       family(did, like) if did else "other", damaged)

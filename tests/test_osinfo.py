@@ -7,8 +7,12 @@ Oracle Linux's os-release says ``ID="ol"``; distro normalises it to ``oracle``. 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from envdoctor import osinfo
 from envdoctor.checks import CheckContext, run_checks
@@ -104,3 +108,131 @@ def test_family_follows_id_like_for_a_derivative():
     assert osinfo.family("plan9") == "other"
     assert osinfo.nvidia_distro("ol", "8.9") == ("rhel", "8") and osinfo.nvidia_distro("ubuntu", "22.04") == (
         "ubuntu", "22.04")
+
+
+# -- release files read in memory: distro's answers, no file written --------------------------------------
+
+def _distro_on_disk(files, root):
+    """distro itself, reading the same release files from a directory (how its own tests feed it)."""
+    import distro
+
+    for path, text in files.items():
+        dest = os.path.join(str(root), path.lstrip("/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with open(dest, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    d = distro.LinuxDistribution(root_dir=str(root), include_lsb=False, include_uname=False, include_oslevel=False)
+    return (d.id(), d.name(), d.name(pretty=True), d.version(), d.version(best=True), d.codename(), d.like())
+
+
+def _in_memory(files):
+    i = osinfo.release_info({p: t.encode() for p, t in files.items()})
+    return (i.id, i.name, i.pretty, i.version, i.version_full, i.codename, i.like)
+
+
+def _snapshot_hosts():
+    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for group in ("machines", "corpus", "live"):
+        base = os.path.join(here, group)
+        for name in sorted(os.listdir(base)):
+            for fname in ("snapshot.json", "snapshot.json.gz"):
+                path = os.path.join(base, name, fname)
+                if os.path.isfile(path):
+                    yield "%s/%s" % (group, name), lambda p=path, n=name: SnapshotHost(load_snapshot(p), n)
+
+
+@pytest.mark.parametrize("name,load", list(_snapshot_hosts()), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_captured_machine_reads_as_distro_reads_its_files(name, load, tmp_path):
+    """The release files of every captured machine (fixtures, corpus cases, live captures), answered in
+    memory, give what distro gives reading them from disk."""
+    files, _cut = sysprobe.release_files(load())
+    texts = {p: osinfo.shell_lines(d.decode("utf-8", "replace"))[0] if p.endswith(("os-release", "lsb-release"))
+             else d.decode("utf-8", "replace") for p, d in files.items() if d is not None}
+    assert _in_memory(texts) == _distro_on_disk(texts, tmp_path)
+
+
+#: Release files as the distributions ship them (each from the distribution's release package; the same
+#: texts appear in many published `cat /etc/*-release` transcripts).
+SHIPPED = {
+    "centos7": {"/etc/os-release": 'NAME="CentOS Linux"\nVERSION="7 (Core)"\nID="centos"\nID_LIKE="rhel fedora"\n'
+                                   'VERSION_ID="7"\nPRETTY_NAME="CentOS Linux 7 (Core)"\n',
+                "/etc/centos-release": "CentOS Linux release 7.9.2009 (Core)\n",
+                "/etc/redhat-release": "CentOS Linux release 7.9.2009 (Core)\n",
+                "/etc/system-release": "CentOS Linux release 7.9.2009 (Core)\n"},
+    "centos6": {"/etc/centos-release": "CentOS release 6.10 (Final)\n",
+                "/etc/redhat-release": "CentOS release 6.10 (Final)\n"},
+    "debian12": {"/usr/lib/os-release": 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n'
+                                        'VERSION_ID="12"\nVERSION="12 (bookworm)"\nVERSION_CODENAME=bookworm\n'
+                                        'ID=debian\n', "/etc/debian_version": "12.7\n"},
+    "ubuntu1804": {"/etc/os-release": 'NAME="Ubuntu"\nVERSION="18.04.6 LTS (Bionic Beaver)"\nID=ubuntu\n'
+                                      'ID_LIKE=debian\nPRETTY_NAME="Ubuntu 18.04.6 LTS"\nVERSION_ID="18.04"\n'
+                                      'UBUNTU_CODENAME=bionic\n',
+                   "/etc/lsb-release": "DISTRIB_ID=Ubuntu\nDISTRIB_RELEASE=18.04\nDISTRIB_CODENAME=bionic\n",
+                   "/etc/debian_version": "buster/sid\n"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_shipped_release_files_read_as_distro_reads_them(name, tmp_path):
+    assert _in_memory(SHIPPED[name]) == _distro_on_disk(SHIPPED[name], tmp_path)
+
+
+def test_centos6_without_os_release_is_identified_from_its_release_file():
+    info = osinfo.release_info({p: t.encode() for p, t in SHIPPED["centos6"].items()})
+    assert (info.id, info.version, info.family) == ("centos", "6.10", "rhel")
+
+
+def test_nothing_of_the_machine_envdoctor_runs_on_leaks_into_another_machines_answer():
+    """With no release files given, the answer is empty, whatever this machine's own /etc says."""
+    info = osinfo.release_info({})
+    assert (info.id, info.version, info.name, info.family) == ("", "", "", "other")
+
+
+def test_every_release_file_distro_reads_is_answered_from_memory():
+    """distro reads its sources through a few members; each that opens or lists files must be answered by
+    ReleaseFiles, else a newer distro would read this machine's files (or none) while replaying another's.
+    This fails when a distro release adds a file reader: answer it in ReleaseFiles."""
+    import inspect
+
+    import distro
+
+    readers = set()
+    for name, member in vars(distro.LinuxDistribution).items():
+        func = getattr(member, "func", None) or getattr(member, "fget", None) or member
+        if not callable(func) or name == "__init__":
+            continue
+        try:
+            src = inspect.getsource(func)
+        except (OSError, TypeError):
+            continue
+        if "open(" in src or "os.listdir" in src or "os.path.isfile" in src:
+            readers.add(name)
+    # _parse_distro_release_file opens a path: only distro's own _distro_release_info calls it.
+    missing = readers - set(vars(osinfo.ReleaseFiles)) - {"_parse_distro_release_file"}
+    assert not missing, "distro reads files in %s: answer them in osinfo.ReleaseFiles" % sorted(missing)
+
+
+_KEYS = st.sampled_from(["ID", "ID_LIKE", "NAME", "PRETTY_NAME", "VERSION", "VERSION_ID", "VERSION_CODENAME",
+                         "UBUNTU_CODENAME", "BUILD_ID", "VARIANT_ID"])
+_VALUES = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=24)
+
+@settings(max_examples=150, deadline=None)
+@given(pairs=st.lists(st.tuples(_KEYS, _VALUES, st.sampled_from(['"', "'", ""])), max_size=8),
+       debian_version=st.one_of(st.none(), _VALUES))
+def test_any_os_release_reads_as_distro_reads_it(pairs, debian_version, tmp_path_factory):
+    lines = []
+    for key, value, quote in pairs:
+        if quote == '"':
+            value = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
+        elif quote == "'":
+            value = value.replace("'", "")
+        else:
+            value = "".join(c for c in value if c.isalnum() or c in "._-")
+        lines.append("%s=%s%s%s" % (key, quote, value, quote))
+    files = {"/etc/os-release": "\n".join(lines) + "\n"}
+    if debian_version is not None:
+        files["/etc/debian_version"] = debian_version.replace("\n", " ") + "\n"
+    texts = {p: osinfo.shell_lines(t)[0] if p.endswith("os-release") else t for p, t in files.items()}
+    assert _in_memory(texts) == _distro_on_disk(texts, tmp_path_factory.mktemp("root"))

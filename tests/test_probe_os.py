@@ -1,11 +1,15 @@
-"""The OS probe when the machine it runs on is short of scratch space.
+"""The OS probe on a machine with nowhere to write.
 
-distro answers from a miniature root of the release files the host read (written to the host's
-private scratch directory, Host.scratch_root, as distro's own tests feed it). Where that directory
-goes must not decide the report: a replay on a machine whose $TMPDIR is gone reads the same OS as anywhere else.
+The release files are read through the host and handed to distro in memory (envdoctor.osinfo.ReleaseFiles):
+nothing is written. A machine whose disks are read-only or full, or whose $TMPDIR is gone, is identified
+like any other; before, the files were copied to a scratch directory for distro to read, and such a machine
+came out as "distribution unknown".
 """
 
 from __future__ import annotations
+
+import builtins
+import os
 
 from envdoctor.probes import ProbeContext
 from envdoctor.probes import system as sysprobe
@@ -17,23 +21,31 @@ def _os_facts():
     return {f.key: f for f in sysprobe.probe_os(ProbeContext(load_machine("rocky8-4xa100-conda")))}
 
 
-def test_a_missing_tmpdir_falls_back_to_the_usual_places(monkeypatch, tmp_path):
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "gone"))
-    facts = _os_facts()
-    assert facts["os.id"].value == "rocky" and facts["os.family"].value == "rhel"
-
-
-def test_no_scratch_space_anywhere_is_an_unknown_with_the_reason(monkeypatch):
-    def refuse(path, mode=0o777):
+def test_a_machine_with_nowhere_to_write_is_still_identified(monkeypatch, tmp_path):
+    """Every directory creation and every file opened for writing fails, as on a read-only root."""
+    def refuse_mkdir(path, mode=0o777, *a, **k):
         raise OSError(30, "Read-only file system", path)
 
-    from envdoctor.host import base
+    real_open = builtins.open
 
-    monkeypatch.setattr(base.os, "mkdir", refuse)
+    def refuse_writes(file, mode="r", *a, **k):
+        if any(c in mode for c in "wax+"):
+            raise OSError(30, "Read-only file system", file)
+        return real_open(file, mode, *a, **k)
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "gone"))
+    monkeypatch.setattr(os, "mkdir", refuse_mkdir)
+    monkeypatch.setattr(builtins, "open", refuse_writes)
     facts = _os_facts()
-    assert facts["os.id"].status == "unknown"
-    assert "Read-only file system" in facts["os.id"].reason and "/var/tmp" in facts["os.id"].reason
-    assert facts["kernel.release"].value  # the rest of the layer is still there
+    assert facts["os.id"].value == "rocky" and facts["os.family"].value == "rhel"
+    assert facts["os.version"].value == "8.9" and facts["os.codename"].value == "Green Obsidian"
+    assert facts["kernel.release"].value
+
+
+def test_nothing_is_written_while_the_os_is_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    _os_facts()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_hung_getconf_is_timed_out_not_unknown():
@@ -43,9 +55,3 @@ def test_a_hung_getconf_is_timed_out_not_unknown():
                                 "duration": 3.0}])
     facts = {f.key: f for f in sysprobe.probe_os(ProbeContext(host))}
     assert facts["os.glibc"].status == "timed_out"
-
-
-def test_the_scratch_root_is_removed_after_use(tmp_path, monkeypatch):
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    _os_facts()
-    assert list(tmp_path.iterdir()) == []

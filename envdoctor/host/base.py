@@ -14,13 +14,10 @@ exception.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import os
 import posixpath
 import re
-import time
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 #: Largest file a probe may read through the seam (bytes).  Version files,
 #: /proc entries and JSON manifests are all far smaller; the cap keeps a
@@ -259,79 +256,11 @@ def parse_dist_dir(dirname: str) -> Optional[Tuple[str, str]]:
     return m.group("name"), m.group("version")
 
 
-def _scratch_dir() -> str:
-    """A new private directory (what tempfile.mkdtemp does, without importing tempfile and shutil, which
-    cost more than the OS probe that needs it). $TMPDIR first, then the usual writable places, so a
-    $TMPDIR that is missing, read-only or full costs nothing; OSError naming every place tried when
-    none works."""
-    bases: List[str] = []
-    for base in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp", "/dev/shm"):
-        if base and base not in bases:
-            bases.append(base)
-    tried = []
-    for base in bases:
-        for attempt in range(20):
-            path = os.path.join(base, "envdoctor-%d-%d-%d" % (os.getpid(), time.monotonic_ns(), attempt))
-            try:
-                os.mkdir(path, 0o700)
-                return path
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                tried.append("%s (%s)" % (base, exc.strerror or exc))
-                break
-    raise OSError("no writable scratch directory: " + ", ".join(tried))
-
-
-def _parents(path: str, root: str) -> List[str]:
-    """``path`` and its parents below ``root``."""
-    out = []
-    while path.startswith(root + os.sep):
-        out.append(path)
-        path = os.path.dirname(path)
-    return out
-
-
 class Host:
     """Abstract access to one machine.  Subclasses implement the primitives."""
 
     #: Human description for reports ("this machine", "snapshot foo.json").
     description = "host"
-
-    # -- envdoctor's own scratch space, not the inspected machine ---------
-    @contextlib.contextmanager
-    def scratch_root(self, files: Dict[str, bytes]) -> Iterator[str]:
-        """A private directory holding ``files`` (relative path -> contents), removed afterwards, for a
-        library that reads only from disk (``distro`` takes a root directory, the way its own tests feed
-        it). The same for a live machine and a replayed snapshot; OSError when no scratch space is
-        writable anywhere."""
-        from .. import forked
-
-        root = _scratch_dir()
-        forked.scratch_dirs.add(root)  # a signal removes it, whichever thread is using it
-        written: List[str] = []
-        try:
-            for rel, data in sorted(files.items()):
-                dest = os.path.join(root, rel)
-                os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
-                with open(dest, "xb") as fh:
-                    fh.write(data)
-                written.append(dest)
-            yield root
-        finally:
-            # Only what was written here, deepest directories first (no shutil: see _scratch_dir).
-            for path in written:
-                try:
-                    os.remove(path)
-                except OSError:
-                    pass
-            dirs = {os.path.dirname(p) for p in written}
-            for d in sorted({a for p in dirs for a in _parents(p, root)}, key=len, reverse=True) + [root]:
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    pass
-            forked.scratch_dirs.discard(root)
 
     # -- primitives -----------------------------------------------------
     def read_file(self, path: str, limit: int = MAX_FILE_BYTES) -> FileResult:

@@ -3,71 +3,26 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
-
-import distro
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import Host
-from ..osinfo import family
+from ..osinfo import RELEASE_FILE, RELEASE_LIMIT, ReleaseInfo, release_info
 from . import ProbeContext, register
 
-#: distro's own notion of release files, applied to a listing of /etc.
-_RELEASE_FILE = re.compile(r"(\w+)[-_](release|version)$")
 
-def _distro_from_host(host: Host) -> Dict[str, Any]:
-    """Let the ``distro`` library answer from files read through the host.
-
-    The release files are copied into a miniature root directory (the host's scratch space), which is
-    how distro's own tests feed it, so its parsing and id normalisation are used as they are.
-    """
-    files: Dict[str, bytes] = {}
-    damaged: List[str] = []
-    names = ["os-release", "lsb-release"] + [n for n in host.list_dir("/etc").names() if _RELEASE_FILE.match(n)]
-    for rel in ["etc/" + n for n in sorted(set(names))] + ["usr/lib/os-release"]:
-        res = host.read_file("/" + rel, limit=RELEASE_LIMIT)
-        if res.data is not None:
-            data = res.data
-            if rel in ("etc/os-release", "usr/lib/os-release", "etc/lsb-release"):
-                data, bad = _shell_lines(data)
-                damaged += ["/%s line %d: %s" % (rel, n, text) for n, text in bad]
-            if res.truncated:
-                damaged.append("/%s: cut at %d KiB (larger than any release file: the rest is ignored)" % (
-                    rel, RELEASE_LIMIT // 1024))
-            files[rel] = data
-    with host.scratch_root(files) as root:
-        d = distro.LinuxDistribution(root_dir=root, include_lsb=False, include_uname=False)
-        return {
-            "id": d.id(), "name": d.name(), "version": d.version(), "version_full": d.version(best=True),
-            "codename": d.codename(), "like": d.like(), "pretty": d.name(pretty=True),
-            "os_release": d.os_release_attr("version_id"), "damaged": damaged,
-        }
-
-
-RELEASE_LIMIT = 64 * 1024
-
-
-def _shell_lines(data: bytes) -> Tuple[bytes, List[Tuple[int, str]]]:
-    """The lines of a KEY=value release file that parse as shell words (how distro reads them), and the
-    ones that do not (an unbalanced quote...), numbered: one bad line costs that line, not the file."""
-    import shlex
-
-    kept: List[bytes] = []
-    bad: List[Tuple[int, str]] = []
-    for n, raw in enumerate(data.splitlines(), 1):
-        line = raw.decode("utf-8", "replace")
-        try:
-            shlex.split(line, comments=True)
-        except ValueError:
-            bad.append((n, line[:120]))
-            continue
-        kept.append(raw)
-    return b"\n".join(kept) + b"\n", bad
-
-
-def os_family(distro_id: str, like: str) -> str:
-    """The family (osinfo's one table, keyed by distro's normalised ids), else that of an ``ID_LIKE`` id."""
-    return family(distro_id, like)
+def release_files(host: Host) -> Tuple[Dict[str, Optional[bytes]], Tuple[str, ...]]:
+    """The release files distro would look at, read through the host (None: absent), and those cut at
+    :data:`RELEASE_LIMIT`."""
+    files: Dict[str, Optional[bytes]] = {}
+    cut: List[str] = []
+    names = ["os-release", "lsb-release"] + [n for n in host.list_dir("/etc").names() if RELEASE_FILE.match(n)]
+    for path in ["/etc/" + n for n in sorted(set(names))] + ["/usr/lib/os-release"]:
+        res = host.read_file(path, limit=RELEASE_LIMIT)
+        files[path] = res.data
+        if res.data is not None and res.truncated:
+            cut.append(path)
+    return files, tuple(cut)
 
 
 def wsl_kind(host: Host, release: str) -> Optional[str]:
@@ -102,33 +57,32 @@ def container_kind(host: Host) -> Optional[str]:
 def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []
-    # The one command first, so it runs while distro is imported (the driver probe waits for this one).
+    # The one command first, so it runs while the release files are read (the driver probe waits for it).
     getconf = host.run(["getconf", "GNU_LIBC_VERSION"], timeout=3)
     os_release = host.read_file("/etc/os-release")
     if os_release.data is None:
         os_release = host.read_file("/usr/lib/os-release")
     src = "file:" + os_release.path
     try:
-        info: Dict[str, Any] = _distro_from_host(host)
-    except (OSError, ValueError, UnicodeError) as exc:  # no scratch space at all (read-only root, full
-        # disks), or a release file distro cannot parse: say so, and go on with the rest of the layer
-        why = "cannot run the distro library: %s" % (getattr(exc, "strerror", None) or exc)
-        info = {"id": "", "why": why}
-    if info.get("damaged"):
-        facts.append(ok("os.release_damaged", info["damaged"], src, "Release file lines ignored"))
-    if info["id"]:
-        facts.append(ok("os.id", info["id"], src, "Distribution id"))
-        facts.append(ok("os.name", info["pretty"] or info["name"], src, "Distribution"))
-        if info["version"]:
-            facts.append(ok("os.version", info["version"], src, "Version"))
+        info: Optional[ReleaseInfo] = release_info(*release_files(host))
+        why = ""
+    except (ValueError, UnicodeError) as exc:  # a release file distro cannot parse: say so, go on
+        info, why = None, "the release files cannot be read as a distribution's: %s" % exc
+    if info is not None and info.damaged:
+        facts.append(ok("os.release_damaged", info.damaged, src, "Release file lines ignored"))
+    if info is not None and info.id:
+        facts.append(ok("os.id", info.id, src, "Distribution id"))
+        facts.append(ok("os.name", info.pretty or info.name, src, "Distribution"))
+        if info.version:
+            facts.append(ok("os.version", info.version, src, "Version"))
         else:
             facts.append(unknown("os.version", "the release files name no version (rolling release?)", src,
                                  "Version"))
-        if info["codename"]:
-            facts.append(ok("os.codename", info["codename"], src, "Codename"))
-        facts.append(ok("os.family", os_family(info["id"], info["like"]), src, "Family"))
+        if info.codename:
+            facts.append(ok("os.codename", info.codename, src, "Codename"))
+        facts.append(ok("os.family", info.family, src, "Family"))
     else:
-        why = info.get("why") or (
+        why = why or (
             "/etc/os-release and /usr/lib/os-release are missing (%s)" % os_release.error
             if os_release.data is None else "/etc/os-release names no distribution (garbled?)")
         facts.append(unknown("os.id", why, src, "Distribution id"))
