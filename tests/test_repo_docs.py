@@ -66,3 +66,10 @@ def test_every_file_the_documents_name_exists():
             if not os.path.exists(os.path.join(ROOT, path)):
                 missing.append("%s: %s" % (rel, path))
     assert not missing, missing
+
+
+def test_the_readme_has_no_relative_link_that_breaks_on_the_package_index():
+    """The README is the package's page on PyPI, where a link relative to the repository leads nowhere:
+    files are named in code spans ("in the source tree"), links are absolute."""
+    relative = [m.group(0) for m in re.finditer(r"\]\((?!https?://|#|mailto:)[^)]+\)", _text("README.md"))]
+    assert not relative, relative
