@@ -85,7 +85,7 @@ def test_version_mismatch_at_init_is_reported_not_raised(fake_lib, tmp_path):
     facts = {f["key"]: f for f in gpu["facts"]}
     # This machine has no NVIDIA GPU on its PCI bus, so the verdict is "none", with NVML's reason kept.
     assert facts["gpu.status"]["value"] == "no NVIDIA GPU found"
-    assert "LIB_RM_VERSION_MISMATCH" in facts["gpu.status"]["reason"]
+    assert "Driver/library version mismatch" in facts["gpu.status"]["reason"]
 
 
 def test_hung_nvml_is_cut_off_by_the_timeout(fake_lib, tmp_path):

@@ -178,6 +178,12 @@ def _nvml_status(facts: Facts) -> Optional[str]:
     return f.value if f is not None and isinstance(f.value, str) else None
 
 
+def _sentence(text: str) -> str:
+    """``text`` as the start of a sentence, without a closing full stop (the caller adds one)."""
+    text = text.strip().rstrip(".")
+    return text[:1].upper() + text[1:]
+
+
 def _nvml_reason(facts: Facts) -> str:
     f = facts.get("driver.nvml.status")
     return f.reason if f is not None else ""
@@ -897,8 +903,9 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             code="driver.nvml_hung", severity="error", components=["driver", "gpu"],
             title="Asking the driver (NVML, %s) timed out: the driver or a GPU is hung%s" % (
                 label, " (in %s)" % describe_call(where) if where and where != "init" else ""),
-            detail="NVML did not answer in time (%s). A wedged GPU or driver makes every CUDA program and "
-                   "nvidia-smi hang, often leaving processes in uninterruptible sleep (state D)." % reason,
+            detail="%s. A wedged GPU or driver makes every CUDA program and nvidia-smi hang, often leaving "
+                   "processes in uninterruptible sleep (state D)." % _sentence(
+                       reason or "The driver did not answer in time"),
             evidence=ev, source=_source("nvml"),
             fix=Fix(text="Find the stuck processes, collect NVIDIA's bug report, then reboot (a hung driver "
                          "rarely recovers).",

@@ -95,7 +95,7 @@ NVML_REASONS = {
     "NVML_ERROR_UNKNOWN": "NVML failed with an unknown error (driver in a bad state?)",
 }
 WORKER_REASONS = {
-    "timed_out": "asking NVML timed out (a wedged GPU or driver makes NVML hang)",
+    "timed_out": "the driver did not answer in time (a wedged GPU or driver hangs every query)",
     "no_binding": "the NVML Python binding (nvidia-ml-py) is not available to envdoctor",
     "worker_failed": "the NVML query process failed",
     "starved": "NVML was not asked in time because the machine was too busy (not a hung driver)",
@@ -313,7 +313,8 @@ def _nvml_part(ctx: ProbeContext, kinfo: Optional[Dict[str, str]],
     lib_versions = sorted({v for _, v in libs if v}, key=Version)
     if not nv.ok:
         status = nv.error or "worker_failed"
-        reason = WORKER_REASONS.get(status, "NVML gave no answer") + (": " + nv.message if nv.message else "")
+        # The query's own account (how long, where it hung) where it has one, else what the status means.
+        reason = nv.message or WORKER_REASONS.get(status, "the driver gave no answer")
         facts.append(Fact("driver.nvml.status", status, "nvml:init", "ok", reason, L_NVML))
     else:
         data = nv.data or {}

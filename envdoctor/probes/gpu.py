@@ -399,7 +399,7 @@ def _fallback(host: Host, pci: Optional[List[Dict[str, Optional[str]]]], why_nvm
             facts.append(unknown(k + "name", "the NVIDIA kernel driver names the model \"Unknown\" (it cannot "
                                  "talk to the GPU)", "file:" + path, "Model"))
         else:
-            facts.append(unknown(k + "name", f"NVML gave no answer ({why_nvml}) and {PROC_GPUS} has no entry "
+            facts.append(unknown(k + "name", f"the driver gave no answer ({why_nvml}) and {PROC_GPUS} has no entry "
                                  "for this GPU", psrc, "Model"))
         uuid = info.get("GPU UUID")
         if uuid and uuid.startswith("GPU-"):
@@ -480,17 +480,12 @@ def _nvml_failure(nv: Any) -> Tuple[Optional[str], Optional[str]]:
     init = nv.data.get("init")
     if isinstance(init, dict) and "error" in init:
         err = str(init.get("error"))
-        hints = {
-            "NVML_ERROR_LIBRARY_NOT_FOUND": "NVML library libnvidia-ml.so.1 not found (no NVIDIA driver installed?)",
-            "NVML_ERROR_DRIVER_NOT_LOADED": "the NVIDIA kernel module is not loaded (NVML_ERROR_DRIVER_NOT_LOADED)",
-            "NVML_ERROR_LIB_RM_VERSION_MISMATCH": "the NVML library and the loaded kernel module are different "
-                                                  "versions (NVML_ERROR_LIB_RM_VERSION_MISMATCH; reboot or "
-                                                  "reload the module after a driver update)",
-            "NVML_ERROR_NO_PERMISSION": "no permission to open /dev/nvidia* (NVML_ERROR_NO_PERMISSION)",
-        }
         if err == "EXCEPTION":
-            return "unknown", "NVML could not be started: {}".format(str(init.get("message", ""))[:200])
-        return "unknown", hints.get(err, f"NVML failed to start ({err})")
+            return "unknown", "the driver's management library could not be started: {}".format(
+                str(init.get("message", ""))[:200])
+        from .driver import NVML_REASONS
+
+        return "unknown", NVML_REASONS.get(err, f"the driver's management library failed to start ({err})")
     if not isinstance(init, dict):
         return "unknown", "NVML's answer has no init result (garbled)"
     return None, None
@@ -575,7 +570,7 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
     count = rest[0].value
     if count == 0:
         if pci is None:
-            facts.append(unknown("gpu.count", f"NVML gave no answer ({why}) and {pci_why}", "derived",
+            facts.append(unknown("gpu.count", f"{why}; {pci_why}", "derived",
                                  "NVIDIA GPUs"))
             facts.append(unknown("gpu.status", "cannot tell whether an NVIDIA GPU is present", "derived", "GPUs"))
             return facts
@@ -586,7 +581,7 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
             return facts
         facts.append(ok("gpu.count", 0, "derived", "NVIDIA GPUs"))
         none = ok("gpu.status", "no NVIDIA GPU found", "dir:" + PCI_DEVICES, "GPUs")
-        none.reason = f"no NVIDIA display or 3D controller on the PCI bus; NVML: {why}"
+        none.reason = f"no NVIDIA display or 3D controller on the PCI bus; the driver: {why}"
         facts.append(none)
         return facts
     facts.extend(rest)
