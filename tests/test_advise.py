@@ -190,3 +190,27 @@ def test_a_machine_without_an_nvidia_gpu_is_told_to_use_the_cpu_builds():
     res = CliRunner().invoke(advise_cmd, ["--snapshot", machine_path("debian12-nogpu"), "--driver", "550.54.15",
                                           "--cc", "8.6"])
     assert "No NVIDIA GPU" not in res.output and "download.pytorch.org/whl/cu" in res.output
+
+
+def test_passed_over_folds_into_one_line_per_framework_and_reason():
+    """An old K80 box: dozens of newer builds fail for the same three reasons (Python, the GPU's
+    architecture, the driver). Each framework gets at most one line per reason, whatever part of a build
+    lacks the GPU's code (its wheels, the CUDA it is built with, the cuDNN pip brings), and releases are
+    named as releases (JAX's table rows are ranges)."""
+    from envdoctor.cli import cli
+
+    r = CliRunner().invoke(cli, ["advise", "--driver", "470.82.01", "--gpu", "Tesla K80", "--os", "ubuntu20.04",
+                                 "--python-version", "3.8"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    section = r.output.split("Passed over", 1)[1].splitlines()[1:]
+    lines = [x.strip() for x in section if x.startswith("  ") and not x.startswith("    ")]
+    kinds = {}
+    for line in lines:
+        fw = line.split()[0]
+        kind = ("python" if "Python" in line else "arch" if "compute capability" in line else
+                "driver" if "driver" in line else line)
+        kinds.setdefault((fw, kind), []).append(line)
+        assert ">=" not in line and "<" not in line, line
+    assert all(len(v) == 1 for v in kinds.values()), [v for v in kinds.values() if len(v) > 1]
+    assert ("torch", "arch") in kinds and "have no code for compute capability 3.7" in kinds[("torch", "arch")][0]
+    assert len(lines) <= 3 * 6

@@ -187,6 +187,13 @@ def _reason_kind(reason: str) -> Tuple[str, str]:
                 continue
         floor = (" (the oldest wanted is %s)" % min(floors)[1]) if floors else ""
         return "driver", "need a newer driver than %s%s" % (m.group(1) if m else "this one", floor)
+    # No code for the GPU, whichever part lacks it (the wheels, the CUDA they are built with, the cuDNN pip
+    # brings): one line, "no code for compute capability 3.7"; -v names each build's architectures.
+    m = re.search(r"(?:has no code for|has only PTX for|, not) (?:compute capability )?(\d+\.\d+)\b", reason)
+    if m and "compute capability" in reason:
+        if reason.startswith("has only PTX"):
+            return "ptx", "have only PTX for compute capability %s (compiled at start-up)" % m.group(1)
+        return "architecture", "have no code for compute capability %s" % m.group(1)
     return reason, reason
 
 
@@ -200,8 +207,9 @@ def _passed_over_folded(frameworks: List[Any]) -> List[str]:
                 key, summary = _reason_kind(r)
                 g = groups.setdefault(key, {"summaries": [], "releases": [], "builds": 0})
                 g["builds"] += 1
-                if p["release"] not in g["releases"]:
-                    g["releases"].append(p["release"])
+                label = _release_label(p["release"])
+                if label not in g["releases"]:
+                    g["releases"].append(label)
                 g["summaries"].append(summary)
         for g in groups.values():
             rels = g["releases"]
@@ -212,6 +220,20 @@ def _passed_over_folded(frameworks: List[Any]) -> List[str]:
             lines.append("%s %s (%d build%s): %s" % (f.framework, span, g["builds"], "" if g["builds"] == 1 else "s",
                                                      summary))
     return lines
+
+
+def _release_label(release: str) -> str:
+    """A release as a reader names it: JAX's table rows are version ranges (``>=0.4.7,<0.4.14``), named by
+    their first release (``0.4.7``); anything else as it is."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not release or release[0].isdigit():
+        return release
+    try:
+        low = [s.version for s in SpecifierSet(release) if s.operator in (">=", "==", "~=")]
+    except InvalidSpecifier:
+        return release
+    return low[0].rstrip(".*") if low else release
 
 
 def _lowest_floor(summaries: List[str]) -> str:
