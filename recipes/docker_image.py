@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -35,7 +35,7 @@ from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, WriteFile, conda_env_exists, exists
 from envdoctor.matrix import hardware
 
-from . import RecipeError
+from . import RecipeError, Target
 
 #: Where the image tags below were seen (Docker Hub lists them; these are the tags the
 #: recipes use, each confirmed in public Dockerfiles that build FROM them).
@@ -190,6 +190,84 @@ def compute_capabilities(facts: Any) -> List[str]:
 _v = versions.parse
 
 
+def machine_target(facts: Any, target: Any = None, python: Optional[str] = None,
+                   ignore_driver: bool = False) -> Target:
+    """The machine a framework recipe picks its build for, as :func:`envdoctor.advise.choose_build` judges it
+    (the advise side is :func:`envdoctor.advise.target_from_facts`): the driver, every GPU's compute
+    capability, the wheels' platform (WSL2 from the facts, else the install target's architecture) and,
+    when given, the Python the build must have wheels for (:func:`pip_python`)."""
+    driver = None if ignore_driver else driver_version(facts)
+    ccs = tuple(sorted({cc for cc in compute_capabilities(facts) if _v(cc) is not None}, key=Version))
+    if facts is not None and facts.value("os.wsl") == "WSL2":
+        platform = "wsl2"
+    else:
+        platform = "linux-aarch64" if getattr(target, "arch", "x86_64") == "aarch64" else "linux-x86_64"
+    return Target(driver=str(driver) if driver is not None else None, cc=ccs[0] if ccs else None, ccs=ccs,
+                  python=python, platform=platform)
+
+
+_NEEDS_DRIVER = re.compile(r"(?:needs driver >=|the first driver that knows it is) ([0-9]+(?:\.[0-9]+)*)")
+
+
+def no_build_refusal(what: str, component: str, cands: Sequence[Any], machine: Target,
+                     image_cuda: Optional[Any] = None, newest_line: Optional[str] = None) -> RecipeError:
+    """Why no build among ``cands`` (advise's candidates of the release asked for) fits the machine, each
+    with :func:`envdoctor.advise.judge`'s reasons, and what would: the newest build that runs here
+    (``newest_line``), the driver the least demanding build needs, another Python, the CPU build."""
+    from envdoctor.advise import judge
+
+    why = [(c, judge(c, machine, image_cuda).reasons) for c in cands]
+    msg = "{} has no build that runs on this machine. {}".format(what, " ".join(
+        "{}: {}.".format(c.variant, ", ".join(reasons)) for c, reasons in why))
+    alts = [newest_line] if newest_line else []
+    needs = []  # per build: the driver that lifts every driver reason, when only the driver stands in the way
+    for _, reasons in why:
+        found = [_NEEDS_DRIVER.search(r) for r in reasons]
+        if reasons and all(found):
+            needs.append(max((m.group(1) for m in found if m), key=Version))
+    if needs:
+        alts.append("envdoctor install driver --version " + driver_branch(min(needs, key=Version)))
+    if any("Python" in r for _, reasons in why for r in reasons):
+        msg += f" The interpreter pip installs into is Python {machine.python}."
+        alts += ["--python /path/to/another/python", "--method conda"]
+    alts.append(f"envdoctor install {component} --method pip --option cuda=cpu (the CPU build)")
+    return RecipeError(msg, alts)
+
+
+def forced_build(cands: Sequence[Any], machine: Target, image_cuda: Optional[Any] = None) -> Optional[Tuple[Any, Any]]:
+    """``--force`` past a driver that runs none of ``cands``: the build that fits the machine but for its driver
+    and needs the least driver (advise's :func:`envdoctor.advise.judge` says what each needs), or None."""
+    from envdoctor.advise import judge
+
+    blind = replace(machine, driver=None)
+    fits = [c for c in cands if judge(c, blind, image_cuda).ok]
+
+    def need(c: Any) -> Version:
+        found = [_NEEDS_DRIVER.search(r) for r in judge(c, machine, image_cuda).reasons]
+        return max((Version(m.group(1)) for m in found if m), default=Version("0"))
+
+    if not fits:
+        return None
+    best = min(fits, key=need)
+    return best, judge(best, blind, image_cuda)
+
+
+def pip_python(request: Any, facts: Any) -> Optional[str]:
+    """The Python version pip installs for, when the facts tell it: the pip method without ``--python``
+    installs into the interpreter the facts describe (its environment, or a venv made from it); ``--python``
+    is checked when the plan runs, conda and docker pick a Python that fits the build."""
+    if (request.method or "pip") != "pip" or request.python or facts is None:
+        return None
+    py = facts.value("python.version")
+    return py if isinstance(py, str) and _v(py) is not None else None
+
+
+def image_release(cuda: str) -> Optional[str]:
+    """The CUDA release of the nvidia/cuda image a build of ``cuda`` runs in (docker method), or None."""
+    image = image_cuda_for(cuda)
+    return IMAGES[image][0] if image is not None else None
+
+
 def driver_branch(version: str) -> str:
     """``"570.124.06"`` -> ``"570"``: what ``envdoctor install driver --version`` takes."""
     return str(version).split(".")[0]
@@ -239,6 +317,8 @@ class PipInstall:
     requirements: Tuple[str, ...]
     index_url: Optional[str] = None
     extra_index_url: Optional[str] = None
+    #: A page of links pip also looks in (``--find-links``): jax's old CUDA jaxlib wheels live on one.
+    find_links: Optional[str] = None
     #: Python code that imports the framework and prints what it sees (the smoke test).
     smoke: str = ""
     #: The framework's Python range (matrix), for choosing a conda/image Python.
@@ -250,6 +330,8 @@ class PipInstall:
             args += ["--index-url", self.index_url]
         if self.extra_index_url:
             args += ["--extra-index-url", self.extra_index_url]
+        if self.find_links:
+            args += ["--find-links", self.find_links]
         return args
 
 

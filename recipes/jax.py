@@ -4,8 +4,11 @@ The JAX installation guide (https://docs.jax.dev/en/latest/installation.html)
 installs NVIDIA GPU support with ``pip install -U "jax[cuda12]"`` (or
 ``jax[cuda13]``), which pulls the ``jax-cudaNN-plugin`` and CUDA/cuDNN from
 PyPI.  The extras, plugins and driver floors per jax range come from the
-matrix (``envdoctor/matrix/data/jax.json``); the newest CUDA major the driver
-runs is chosen.
+matrix (``envdoctor/matrix/data/jax.json``).  The build is the one ``envdoctor advise``
+names (:func:`envdoctor.advise.choose_build`): of the release asked for, else of the newest
+release with wheels for this driver, every GPU and the interpreter's Python; within it the
+newest CUDA major the driver runs.  Old releases' CUDA jaxlib wheels come from JAX's own
+links page (``--find-links``).
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from envdoctor.advise import JAX_OLD_FIND_LINKS, Candidate, Verdict, candidates, choose_build
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
@@ -62,10 +67,6 @@ def _release(version: Optional[str]) -> Dict[str, Any]:
     return row
 
 
-def _min_driver(var: Dict[str, Any]) -> Optional[str]:
-    return var.get("min_driver") or common.hardware.min_driver_for_cuda(var["cuda_built"], minor_compat=True)
-
-
 def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str) -> Plan:
     """Plain ``jax``: its default install is CPU-only (docs.jax.dev installation, "CPU: pip install -U jax")."""
     req = "jax" + (f"=={request.version}" if request.version else "")
@@ -78,9 +79,53 @@ def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: s
                                   conda_default_env="jax")
 
 
-def _driver_meets(driver: Optional[Version], needed: Optional[str]) -> bool:
-    """True when the host's driver (None: unknown) is at least ``needed`` (None: no floor)."""
-    return driver is None or needed is None or driver >= Version(needed)
+def _tag(want: Optional[str], row: Optional[Dict[str, Any]]) -> Optional[str]:
+    """``--option cuda=12`` (or ``cuda12``, ``12.8``) -> the wheel variant ``cuda12``; a RecipeError when the
+    release asked for (``row``), or every release, has no such wheels."""
+    if not want:
+        return None
+    major = want.lower().replace("cuda", "").split(".")[0]
+    tag = "cuda" + major
+    have = row["variants"] if row is not None else [v for r in load("jax") for v in r["variants"]]
+    if not any(v["tag"] == tag for v in have):
+        tags = sorted({v["tag"] for v in have}, key=lambda t: int(t[4:]))
+        raise RecipeError("jax {} has no {} wheels".format(row["jax"] if row else "(any release)", tag),
+                          ["--option cuda=" + t[4:] for t in tags])
+    return tag
+
+
+def _candidates_of(row: Dict[str, Any], tag: Optional[str]) -> List[Candidate]:
+    """advise's candidates (builds) of one jax row, optionally of one wheel variant."""
+    return [c for c in candidates("jax") if c.row["jax"] == row["jax"] and (tag is None or c.variant == tag)]
+
+
+def _line(c: Candidate) -> str:
+    low = min((s.version for s in SpecifierSet(c.row["jax"]) if s.operator == ">="), key=Version)
+    return f"envdoctor install jax --version {low} --option cuda={c.variant[4:]}"
+
+
+def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Optional[str],
+            docker: bool) -> Tuple[Candidate, Verdict, List[str]]:
+    """The build :func:`choose_build` picks (advise's answer): of the release asked for, else of the newest
+    release with one for this machine; a RecipeError saying why none fits (``--force``: the driver is not
+    held against it, with a warning)."""
+    image = common.image_release if docker else None
+    machine = common.machine_target(facts, target, common.pip_python(request, facts),
+                                    ignore_driver=docker and bool(tag))  # an image by CUDA: refuse_image_driver
+    if not request.version:  # the newest release with such wheels: what a refusal explains
+        row = next(r for r in reversed(load("jax")) if _candidates_of(r, tag))
+    scope = _candidates_of(row, tag)
+    release = scope[0].release if request.version else None
+    chosen = choose_build("jax", machine, release=release, variant=tag, image_cuda=image)
+    if chosen is not None:
+        return chosen[0], chosen[1], []
+    newest = choose_build("jax", machine, variant=tag, image_cuda=image) if release else None
+    err = common.no_build_refusal("jax " + row["jax"], COMPONENT, scope, machine, image,
+                                  _line(newest[0]) if newest else None)
+    forced = common.forced_build(scope, machine, image) if request.force else None
+    if forced is not None:
+        return forced[0], forced[1], ["WARNING (--force): " + err.message]
+    raise err
 
 
 def plan(request: Any, target: Any, facts: Any) -> Plan:
@@ -90,42 +135,32 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     cpu = common.cpu_build_reason(request, facts, opts)
     if cpu is not None:
         return _cpu_plan(request, target, facts, row, cpu)
-    bad = [cc for cc in common.compute_capabilities(facts) if Version(cc) < Version(row["min_sm"])]
-    if bad:
-        raise RecipeError("jax GPU wheels need compute capability >= {}; this machine has {}".format(
-            row["min_sm"], ", ".join(bad)), ["envdoctor install jax --method pip (CPU only: pip install jax)"])
-    variants = sorted(row["variants"], key=lambda v: int(v["tag"][4:]), reverse=True)
-    if opts.get("cuda"):
-        major = opts["cuda"].replace("cuda", "").split(".")[0]
-        variants = [v for v in variants if v["tag"] == "cuda" + major]
-        if not variants:
-            raise RecipeError(f"jax {row['jax']} has no cuda{major} wheels",
-                              ["--option cuda=" + v["tag"] for v in row["variants"]])
-    driver = common.driver_version(facts)
-    usable = [v for v in variants if _driver_meets(driver, _min_driver(v))]
-    notes: List[str] = []
-    if not usable:
-        low = min(variants, key=lambda v: Version(_min_driver(v) or "0"))
-        why = "{} needs NVIDIA driver >= {}, this host has {}".format(low["pip_extra"], _min_driver(low), driver)
-        if not request.force:
-            raise RecipeError(why, [f"envdoctor install driver --version "
-                                    f"{common.driver_branch(_min_driver(low) or '')}"])
-        notes.append("WARNING (--force): " + why)
-        usable = [low]
-    var = usable[0]
-    pin = f"=={request.version}" if request.version else ""
+    tag = _tag(opts.get("cuda"), row if request.version else None)
+    cand, verdict, notes = _choose(request, target, facts, row, tag, request.method == "docker")
+    newest = load("jax")[-1]
+    if not request.version and cand.row["jax"] != newest["jax"]:
+        notes.append("jax {} is the newest release this machine runs; jax {} has no build for its GPU, driver and "
+                     "Python".format(cand.row["jax"], newest["jax"]))
+    row = cand.row
+    var = next(v for v in row["variants"] if v["tag"] == cand.variant)
+    pin = f"=={request.version}" if request.version else ("" if row["jax"] == newest["jax"] else row["jax"])
     req = var["pip_extra"] + pin
     notes.append("{} {}: built with CUDA {} and cuDNN {}; accepts CUDA {}, cuDNN {}{} (matrix: {})".format(
         var["pip_extra"], row["jax"], var["cuda_built"], var["cudnn_built"], var["cuda"], var["cudnn"],
         ", driver >= " + var["min_driver"] if var.get("min_driver") else "", row["source"]["url"]))
-    if var["pip_extra"].endswith("_local]"):
+    notes += verdict.pin_notes + ([verdict.driver_note] if verdict.driver_note else [])
+    if "_local" in var["pip_extra"]:
         notes.append("this extra uses the system CUDA and cuDNN: install them first (envdoctor install cuda)")
     notes += common.unverified_note([row], "jax " + row["jax"])
-    what = common.PipInstall((req,), index_url=common.index_base(request, PYPI) if request.mirror else None,
+    what = common.PipInstall((req,) + tuple(verdict.pins),
+                             index_url=common.index_base(request, PYPI) if request.mirror else None,
+                             find_links=JAX_OLD_FIND_LINKS if var.get("plugin") is None else None,
                              smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts), python_spec=row.get("python"))
     image = common.image_cuda_for(var["cuda_built"])
+    low = min((s.version for s in SpecifierSet(row["jax"]) if s.operator == ">="), key=Version)
+    name = request.version or ("latest" if row["jax"] == newest["jax"] else low)
     return common.plan_for_method(request, target, facts, component=COMPONENT, version=request.version or row["jax"],
                                   what=what, title="install JAX ({}) with CUDA {} wheels".format(
                                       req, var["tag"][4:]),
-                                  notes=notes, image_cuda=image, name_tag=(request.version or "latest") + "-"
-                                  + var["tag"], conda_default_env="jax")
+                                  notes=notes, image_cuda=image, name_tag=name + "-" + var["tag"],
+                                  conda_default_env="jax")

@@ -24,7 +24,7 @@ from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import torch_release, torch_supports_arch
 
-from . import RecipeError, Target
+from . import RecipeError
 from . import docker_image as common
 
 COMPONENT = "pytorch"
@@ -60,26 +60,11 @@ def _release(version: Optional[str]) -> Dict[str, Any]:
     return row
 
 
-def _machine(facts: Any, ignore_driver: bool = False) -> Target:
-    """The machine the plan is for, as :func:`envdoctor.advise.choose_build` judges it: the driver and every
-    GPU's compute capability (the interpreter's Python range is checked when the plan runs)."""
-    driver = None if ignore_driver else common.driver_version(facts)
-    ccs = tuple(common.compute_capabilities(facts))
-    return Target(driver=str(driver) if driver is not None else None, cc=min(ccs, key=Version) if ccs else None,
-                  ccs=ccs)
-
-
-def _image_cuda(cuda: str) -> Optional[str]:
-    """The CUDA release of the nvidia/cuda image a build of ``cuda`` runs in (docker method), or None."""
-    image = common.image_cuda_for(cuda)
-    return common.IMAGES[image][0] if image is not None else None
-
-
 def _choose(facts: Any, release: Optional[str], tag: Optional[str], docker: bool,
             ignore_driver: bool = False) -> Optional[Candidate]:
     """The build :func:`choose_build` picks (of ``release``, or of the newest release that has one), or None."""
-    chosen = choose_build("torch", _machine(facts, ignore_driver), release=release, variant=tag,
-                          image_cuda=_image_cuda if docker else None)
+    chosen = choose_build("torch", common.machine_target(facts, ignore_driver=ignore_driver), release=release,
+                          variant=tag, image_cuda=common.image_release if docker else None)
     return None if chosen is None else chosen[0]
 
 
@@ -102,8 +87,8 @@ def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = N
     arch_ok = [v for v in variants if all(torch_supports_arch(v, cc) for cc in ccs)]
     if not arch_ok:
         raise RecipeError(*_arch_refusal(row, ccs, variants, facts, docker))
-    target = _machine(facts, ignore_driver)
-    why = [(v, judge(_candidate(row, v), target, _image_cuda if docker else None).reasons) for v in arch_ok]
+    target = common.machine_target(facts, ignore_driver=ignore_driver)
+    why = [(v, judge(_candidate(row, v), target, common.image_release if docker else None).reasons) for v in arch_ok]
     if all(any("driver" in r for r in reasons) for _, reasons in why):
         raise RecipeError(*_driver_refusal(row, arch_ok, common.driver_version(facts), docker, facts))
     newest = _choose(facts, None, tag, docker, ignore_driver)
@@ -229,7 +214,8 @@ def _newest_that_runs(newest: Dict[str, Any], facts: Any, want_cuda: Optional[st
     tag = None
     if want_cuda:
         tag = want_cuda if want_cuda.startswith("cu") else "cu" + want_cuda.replace(".", "")
-    chosen = choose_build("torch", _machine(facts), variant=tag, image_cuda=_image_cuda if docker else None)
+    chosen = choose_build("torch", common.machine_target(facts), variant=tag,
+                          image_cuda=common.image_release if docker else None)
     if chosen is None:
         return newest, []
     row = chosen[0].row

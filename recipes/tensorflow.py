@@ -5,7 +5,10 @@ tensorflow.org (https://www.tensorflow.org/install/pip): from 2.14 on Linux,
 driver >= 525.60.13 for the CUDA 12 builds); older releases need the CUDA and
 cuDNN of their "tested build configurations" row installed on the system.
 Releases, their CUDA/cuDNN, Python range and GPU platforms come from the matrix
-(``envdoctor/matrix/data/tensorflow.json``).
+(``envdoctor/matrix/data/tensorflow.json``).  The build is the one ``envdoctor advise`` names
+(:func:`envdoctor.advise.choose_build`): the release asked for, else the newest with a GPU build
+for this platform, driver (CUDA minor-version compatibility counts), every GPU and the
+interpreter's Python, with the cuDNN pin it needs on an older GPU.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor.advise import Candidate, Verdict, candidates, choose_build
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
@@ -62,36 +66,62 @@ def _release(version: Optional[str]) -> Dict[str, Any]:
     return row
 
 
+def _tag(want: str, row: Optional[Dict[str, Any]]) -> Optional[str]:
+    """``--option cuda=12.3`` -> the build ``cuda12.3`` (None for none asked); a RecipeError when the release
+    asked for (``row``), or every release, is built with another CUDA."""
+    if not want or want.lower() == "cpu":
+        return None
+    if row is not None and want != row["cuda"]:
+        raise RecipeError("TensorFlow {} is built with CUDA {} only".format(row["version"], row["cuda"]),
+                          ["--option cuda=" + row["cuda"], "--option cuda=cpu (the CPU build)"])
+    if not any(r["cuda"] == want for r in load("tensorflow")):
+        raise RecipeError(f"no TensorFlow release in the matrix is built with CUDA {want}",
+                          ["--option cuda=" + c for c in sorted({r["cuda"] for r in load("tensorflow")}, key=Version)]
+                          + ["--option cuda=cpu (the CPU build)"])
+    return "cuda" + want
+
+
+def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Optional[str]
+            ) -> Tuple[Candidate, Verdict, List[str]]:
+    """The build :func:`choose_build` picks (advise's answer): the release asked for, else the newest release
+    with a GPU build for this platform, driver, every GPU and the interpreter's Python; a RecipeError saying
+    why none fits (``--force``: the driver is not held against it, with a warning)."""
+    image = common.image_release if request.method == "docker" else None
+    machine = common.machine_target(facts, target, common.pip_python(request, facts))
+    if not request.version and tag:  # the newest release of that CUDA: what a refusal explains
+        row = next(r for r in reversed(load("tensorflow")) if r["cuda"] == tag[4:])
+    scope = [c for c in candidates("tensorflow") if c.release == row["version"]]
+    release = row["version"] if request.version else None
+    chosen = choose_build("tensorflow", machine, release=release, variant=tag, image_cuda=image)
+    if chosen is not None:
+        return chosen[0], chosen[1], []
+    newest = choose_build("tensorflow", machine, variant=tag, image_cuda=image) if release else None
+    err = common.no_build_refusal("TensorFlow " + row["version"], COMPONENT, scope, machine, image,
+                                  "envdoctor install tensorflow --version " + newest[0].release if newest else None)
+    forced = common.forced_build(scope, machine, image) if request.force else None
+    if forced is not None:
+        return forced[0], forced[1], ["WARNING (--force): " + err.message]
+    raise err
+
+
 def plan(request: Any, target: Any, facts: Any) -> Plan:
     common.check_method(request, METHODS)
     opts = common.options(request, ("cuda", "variant", "cudnn", "image_os", "env"))
     row = _release(request.version)
-    if opts.get("cuda", "cpu").lower() not in ("cpu", row["cuda"]):
-        raise RecipeError("TensorFlow {} is built with CUDA {} only".format(row["version"], row["cuda"]),
-                          ["--option cuda=" + row["cuda"], "--option cuda=cpu (the CPU build)"])
+    tag = _tag(opts.get("cuda", ""), row if request.version else None)
     cpu = common.cpu_build_reason(request, facts, opts)
-    platform = "linux-aarch64" if getattr(target, "arch", "x86_64") == "aarch64" else "linux-x86_64"
-    if cpu is None and platform not in row["gpu_platforms"]:
-        have = [r["version"] for r in load("tensorflow") if platform in r["gpu_platforms"]]
-        raise RecipeError("TensorFlow {} has no GPU build for {} (it has: {})".format(
-            row["version"], platform, ", ".join(row["gpu_platforms"])),
-            ["envdoctor install tensorflow --version " + have[-1]] if have else [])
-    py = facts.value("python.version") if facts is not None else None
-    if request.method in (None, "pip") and not request.python and py and python_supported(row, py) is False:
-        raise RecipeError("TensorFlow {} supports Python {}, this interpreter is {}".format(
-            row["version"], row["python"], py), _python_alternatives(py))
     if cpu is not None:
+        py = common.pip_python(request, facts)
+        if py and python_supported(row, py) is False:
+            raise RecipeError("TensorFlow {} supports Python {}, this interpreter is {}".format(
+                row["version"], row["python"], py), _python_alternatives(py))
         return _cpu_plan(request, target, facts, row, cpu)
-    notes: List[str] = []
-    driver = common.driver_version(facts)
-    ok, need = common.can_run(driver, row["cuda"], minor_compat=True)
-    if not ok and request.method != "docker":
-        why = ("TensorFlow {} is built with CUDA {}, which needs NVIDIA driver >= {} (the CUDA {}.x "
-               "minor-version compatibility floor tensorflow.org asks for); this host has {}").format(
-            row["version"], row["cuda"], need, Version(row["cuda"]).major, driver)
-        if not request.force:
-            raise RecipeError(why, [f"envdoctor install driver --version {common.driver_branch(need or '')}"])
-        notes.append("WARNING (--force): " + why)
+    cand, verdict, notes = _choose(request, target, facts, row, tag)
+    newest = load("tensorflow")[-1]
+    if not request.version and cand.release != newest["version"]:
+        notes.append("TensorFlow {} is the newest release this machine runs; TensorFlow {} has no GPU build for "
+                     "its platform, driver, GPU and Python".format(cand.release, newest["version"]))
+    row = cand.row
     pin = common.release_pin(request.version, row["version"])
     extra = row.get("pip_extra")
     if extra:
@@ -99,17 +129,16 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         notes.append("{} brings CUDA {} and cuDNN {} as NVIDIA wheels from PyPI (no system CUDA needed)".format(
             extra, row["cuda"], row["cudnn"]))
     else:
-        req = "tensorflow" + pin
+        req = (row.get("package") or "tensorflow") + pin
         notes.append("TensorFlow {} uses the system CUDA {} and cuDNN {}: envdoctor install cuda --version {} "
                      "--method redist --prefix ~/cuda-{} and envdoctor install cudnn (tensorflow.org tested build "
                      "configurations)".format(row["version"], row["cuda"], row["cudnn"], row["cuda"], row["cuda"]))
+    notes += verdict.pin_notes + ([verdict.driver_note] if verdict.driver_note else [])
     notes.append("matrix: {} (checked {})".format(row["source"]["url"], row["source"]["checked"]))
     notes += common.unverified_note([row], "TensorFlow " + row["version"])
-    smoke = common.smoke_for(SMOKE, SMOKE_GPU, facts)
-    what = common.PipInstall((req,), smoke=smoke, python_spec=row.get("python"))
-    if request.mirror:
-        what = common.PipInstall((req,), index_url=common.index_base(request, PYPI), smoke=smoke,
-                                 python_spec=row.get("python"))
+    what = common.PipInstall((req,) + tuple(verdict.pins),
+                             index_url=common.index_base(request, PYPI) if request.mirror else None,
+                             smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts), python_spec=row.get("python"))
     return common.plan_for_method(
         request, target, facts, component=COMPONENT, version=row["version"], what=what,
         title="install TensorFlow {} (CUDA {}, cuDNN {})".format(row["version"], row["cuda"], row["cudnn"]),

@@ -276,6 +276,59 @@ def test_jaxlib_without_plugin_on_a_gpu_machine():
     assert "jax[cuda12]" in f.fix.commands[0]
 
 
+def _advised(framework: str, driver_version: str, cc: str, python: str) -> Any:
+    from envdoctor.advise import Target, advise
+
+    return advise(Target(driver=driver_version, cc=cc, python=python), [framework]).frameworks[0]
+
+
+def test_cpu_tensorflow_on_driver_470_suggests_the_build_advise_names_not_one_the_driver_cannot_run():
+    """The fix used to say `pip install 'tensorflow[and-cuda]==2.17.*'` for the installed release, whose CUDA
+    12.3 wheels need driver 525.60.13 or newer; now it is advise's answer for this driver, GPU and Python."""
+    cpu_tf = ok("framework.tensorflow", {"version": "2.17.0", "public": "2.17.0", "local": None,
+                                         "package": "tensorflow-cpu", "build": "cpu",
+                                         "packages": {"tensorflow-cpu": "2.17.0"}}, "dir:x")
+    found = run(F(driver("470.82.01", "11.4"), cpu_tf, gpu("8.0", "NVIDIA A100-SXM4-80GB"),
+                  ok("python.version", "3.10.12", "python:/usr/bin/python3"), os_facts("ubuntu", "22.04")))
+    f = only(found, "framework.cpu_only_build")
+    answer = _advised("tensorflow", "470.82.01", "8.0", "3.10.12")
+    assert answer.release == "2.14"
+    assert f.fix.commands == ["pip uninstall -y tensorflow-cpu", "pip install 'tensorflow[and-cuda]==2.14.*'"]
+    assert f.fix.install == "envdoctor install tensorflow --version 2.14 --method pip"
+    # a driver that runs the installed release keeps it
+    f = only(run(F(driver("550.54.15", "12.4"), cpu_tf, gpu("8.0", "NVIDIA A100-SXM4-80GB"),
+                   ok("python.version", "3.10.12", "python:/usr/bin/python3"), os_facts("ubuntu", "22.04"))),
+             "framework.cpu_only_build")
+    assert f.fix.commands[-1] == "pip install 'tensorflow[and-cuda]==2.17.*'"
+
+
+def test_cpu_jaxlib_on_driver_470_suggests_the_cuda_11_wheels_advise_names():
+    """It used to say `pip install -U 'jax[cuda11]'`, an extra jax 0.4.30 does not have (its CUDA 12 plugin
+    needs driver 525.60.13); now the last jax with CUDA 11 wheels, from JAX's links page, as advise says."""
+    jax = ok("framework.jax", {"version": "0.4.30", "public": "0.4.30", "local": None, "package": "jax",
+                               "jaxlib": "0.4.30", "plugins": {}, "cuda": None, "build": "cpu"}, "dir:x")
+    f = only(run(F(driver("470.82.01", "11.4"), jax, gpu("8.0", "NVIDIA A100-SXM4-80GB"),
+                   ok("python.version", "3.10.12", "python:/usr/bin/python3"), os_facts("ubuntu", "22.04"))),
+             "framework.cpu_only_build")
+    answer = _advised("jax", "470.82.01", "8.0", "3.10.12")
+    assert (answer.release, answer.variant) == ("<0.4.26,>=0.4.14", "cuda11")
+    assert f.fix.commands == ["pip install 'jax[cuda11_pip]<0.4.26,>=0.4.14' -f "
+                              "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"]
+    assert f.fix.install == "envdoctor install jax --method pip"
+
+
+def test_tensorflow_missing_the_gpu_architecture_is_not_told_to_upgrade_past_its_driver():
+    """An RTX 3060 (sm_86) under TensorFlow 2.10 (SASS up to sm_75) on driver 470: the fix said `pip install
+    --upgrade 'tensorflow[and-cuda]'`, i.e. 2.21, whose CUDA 12.5 this driver cannot run."""
+    facts = F(driver("470.82.01", "11.4"), tensorflow(), gpu("8.6", "NVIDIA GeForce RTX 3060"))
+    f = only(run(facts), "gpu.arch_ptx_jit_only")
+    assert _advised("tensorflow", "470.82.01", "8.6", "3.10").release == "2.14"
+    assert f.fix.commands == ["pip install 'tensorflow[and-cuda]==2.14.*'"]
+    f = only(run(F(driver("470.82.01", "11.4"), tensorflow("2.14.1"), gpu("8.6", "NVIDIA GeForce RTX 3060"))),
+             "gpu.arch_ptx_jit_only")
+    assert f.fix.commands == [] and "No newer TensorFlow release" in f.fix.text
+
+
 # -- several toolkits ----------------------------------------------------------------------------
 
 

@@ -7,18 +7,25 @@ live probes use), plus mixed-GPU machines; the three callers must name the same 
 
 from __future__ import annotations
 
-from typing import List, Optional
+import dataclasses
+import functools
+import os
+import shlex
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envdoctor import matrix
 from envdoctor.advise import advise, target_from_facts
 from envdoctor.checks import compat
 from envdoctor.facts import Facts
+from envdoctor.host.snapshot import SnapshotHost, load_snapshot
 from envdoctor.matrix import hardware as hw
 from envdoctor.probes import run_probes
-from envdoctor.recipes import RecipeError, Request, Target, parse_target, pytorch
+from envdoctor.recipes import RecipeError, Request, Target, jax, parse_target, pytorch, tensorflow
 from tests.conftest import make_host
 
 OS_RELEASE = 'ID=ubuntu\nVERSION_ID="22.04"\nNAME="Ubuntu"\n'
@@ -92,3 +99,120 @@ def test_there_is_one_target_class():
     from envdoctor import target
 
     assert advise_module.Target is target.Target is Target
+
+
+# --------------------------------------------------------------------------- jax and TensorFlow
+# `envdoctor advise` and `envdoctor install jax|tensorflow --dry-run` on the same machine must install the same
+# build: the same release, the same pip requirements (the CUDA extra, a cuDNN pin an older GPU needs) and the
+# same package source.  The machines are every capture in tests/machines (rebuilt from public reports, see its
+# README) and tests/live (captured on a real H100), plus advise-style ones from the probes over an NVML answer:
+# a K80 on driver 470 (R470 is the last branch for Kepler), an A100 on 535 (CUDA 12.2) and a machine with no
+# NVIDIA GPU (no NVML, an empty PCI bus).
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _captures() -> List[str]:
+    out = []
+    for folder in ("machines", "live"):
+        for name in sorted(os.listdir(os.path.join(HERE, folder))):
+            for file in ("snapshot.json", "snapshot.json.gz"):
+                if os.path.isfile(os.path.join(HERE, folder, name, file)):
+                    out.append(f"{folder}/{name}/{file}")
+    return out
+
+
+def no_gpu_machine() -> Facts:
+    host = make_host(files={"/etc/os-release": OS_RELEASE}, dirs={"/sys/bus/pci/devices": []})
+    return Facts(f for r in run_probes(host, only=["os", "driver", "gpu"], parallel=False) for f in r.facts)
+
+
+SYNTHETIC = {"k80-driver470": lambda: machine("470.82.01", ["3.7"]),
+             "a100-driver535": lambda: machine("535.54.03", ["8.0"]), "no-gpu": no_gpu_machine}
+
+
+@functools.lru_cache(maxsize=None)
+def _facts(name: str) -> Facts:
+    if name in SYNTHETIC:
+        return SYNTHETIC[name]()
+    path = os.path.join(HERE, name)
+    return Facts(f for r in run_probes(SnapshotHost(load_snapshot(path), name)) for f in r.facts)
+
+
+def _pip(tokens: List[str]) -> Tuple[FrozenSet[Tuple[str, FrozenSet[str]]], FrozenSet[str], Dict[str, str]]:
+    """(the framework requirements as (name, extras), the extra pins, where pip looks) of `pip install ...`."""
+    names, pins, where = set(), set(), {}
+    it = iter(tokens)
+    for tok in it:
+        if tok in ("-f", "--find-links", "--index-url", "-i", "--extra-index-url"):
+            where[{"-f": "--find-links", "-i": "--index-url"}.get(tok, tok)] = next(it)
+        elif not tok.startswith("-"):
+            r = Requirement(tok)
+            if r.name.startswith("nvidia-"):
+                pins.add(str(r))
+            else:
+                names.add((r.name, frozenset(r.extras)))
+    return frozenset(names), frozenset(pins), where
+
+
+def _advised(facts: Facts, framework: str, interpreter: bool):
+    t = target_from_facts(facts)
+    if not interpreter:  # --python names the interpreter: its version is checked when the plan runs
+        t = dataclasses.replace(t, python=None)
+    answer = advise(t, [framework])
+    if answer.cpu_builds is not None:
+        cmd = next(c["command"] for c in answer.cpu_builds if c["framework"] == framework)
+        return "cpu", None, _pip(shlex.split(cmd)[2:])
+    f = answer.frameworks[0]
+    if not f.command:
+        return None
+    return "cuda", f.release, _pip(shlex.split(f.command)[2:])
+
+
+def _planned(facts: Facts, component: str, interpreter: bool):
+    request = Request(component=component, version=None, method="pip", python=None if interpreter else PY)
+    try:
+        plan = (jax if component == "jax" else tensorflow).plan(request, parse_target("ubuntu22.04"), facts)
+    except RecipeError:
+        return None
+    argv = next(s.action.argv for s in plan.steps if s.id == "pip-install")
+    names, pins, where = _pip(argv[argv.index("install") + 1:])
+    if "CPU" in plan.title:  # the CPU plans pin a release; advise says plain `pip install jax`/`tensorflow`
+        return "cpu", None, (names, pins, where)
+    return "cuda", plan.version, (names, pins, where)
+
+
+@pytest.mark.parametrize("interpreter", [True, False], ids=["interpreter-from-facts", "python-given"])
+@pytest.mark.parametrize("framework,component", [("jax", "jax"), ("tensorflow", "tensorflow")])
+@pytest.mark.parametrize("name", _captures() + sorted(SYNTHETIC))
+def test_advise_and_the_install_plan_choose_the_same_jax_and_tensorflow_build(name, framework, component,
+                                                                           interpreter):
+    facts = _facts(name)
+    advised, planned = _advised(facts, framework, interpreter), _planned(facts, component, interpreter)
+    if advised is None or planned is None:
+        assert advised == planned, (name, advised, planned)
+        return
+    assert advised[0] == planned[0], (name, advised, planned)
+    if advised[0] == "cpu":
+        assert advised[2][0] == planned[2][0] and not planned[2][1], (name, advised, planned)
+        return
+    if framework == "jax":  # advise names a jax row by its version range
+        assert SpecifierSet(advised[1]) == SpecifierSet(planned[1]), (name, advised, planned)
+    else:
+        assert advised[1] == planned[1], (name, advised, planned)
+    assert advised[2] == planned[2], (name, advised, planned)
+
+
+def test_the_comparison_covers_old_drivers_cpu_machines_and_a_cudnn_pin():
+    """The machines above include ones where the two used to disagree: the recipes planned the newest release
+    for drivers that cannot run it (R470, R520), which advise never named."""
+    seen = {name: (_advised(_facts(name), "tensorflow", True), _advised(_facts(name), "jax", True))
+            for name in ("machines/centos7-a100-cuda115/snapshot.json",
+                         "machines/ubuntu2004-rtx3060-cuda118/snapshot.json", "k80-driver470", "no-gpu")}
+    assert seen["machines/centos7-a100-cuda115/snapshot.json"][0][1] == "2.6"  # Python 3.6, driver 470
+    assert seen["machines/ubuntu2004-rtx3060-cuda118/snapshot.json"][1][1] == "<0.4.14,>=0.4.7"  # Python 3.8
+    assert seen["k80-driver470"][0][1] == "2.14" and seen["k80-driver470"][1] is None  # jax needs sm 5.2
+    assert seen["no-gpu"][0][0] == seen["no-gpu"][1][0] == "cpu"
+    pascal = machine("580.65.06", ["6.1"])  # cuDNN 9.11+ dropped Pascal: advise pins it, so must the plan
+    assert _advised(pascal, "tensorflow", False) == _planned(pascal, "tensorflow", False)
+    assert "nvidia-cudnn-cu12<9.11" in _planned(pascal, "tensorflow", False)[2][1]

@@ -211,7 +211,16 @@ def test_tensorflow_refuses_an_old_driver_and_a_python_outside_its_range():
     facts.add(type(next(iter(facts)))("python.version", "3.13.1", "python:/usr/bin/python3"))
     with pytest.raises(RecipeError) as err:
         tensorflow.plan(req("tensorflow", "2.13", python=None), UBUNTU2204, facts)
-    assert "supports Python >=3.8,<3.12, this interpreter is 3.13.1" in err.value.message
+    assert "needs Python >=3.8,<3.12, not 3.13.1" in err.value.message
+    assert "--python /path/to/another/python" in err.value.alternatives
+    # no --version: the newest release with wheels for this interpreter (TensorFlow 2.21 needs Python 3.10+,
+    # 2.20 still takes 3.9), as advise answers for this machine; before, the recipe refused with 2.21
+    facts = machine_facts("550.54.15", 12040, [[8, 0]])
+    facts.add(type(next(iter(facts)))("python.version", "3.9.18", "python:/usr/bin/python3"))
+    plan = tensorflow.plan(req("tensorflow", python=None), UBUNTU2204, facts)
+    assert _pip_line(plan).endswith("install tensorflow[and-cuda]==2.20.*")
+    assert advise(AdviseTarget(driver="550.54.15", cc="8.0", python="3.9.18"), ["tensorflow"]).frameworks[0].release \
+        == "2.20"
 
 
 def test_jax_picks_the_newest_cuda_major_the_driver_runs():
@@ -219,10 +228,41 @@ def test_jax_picks_the_newest_cuda_major_the_driver_runs():
     newer = machine_facts("580.82.07", 13000, [[9, 0]])
     assert jax.plan(req("jax"), UBUNTU2204, older).steps[1].action.argv[-1] == "jax[cuda12]"
     assert jax.plan(req("jax"), UBUNTU2204, newer).steps[1].action.argv[-1] == "jax[cuda13]"
-    with pytest.raises(RecipeError):
-        jax.plan(req("jax"), UBUNTU2204, machine_facts("470.82.01", 11040, [[8, 0]]))
-    with pytest.raises(RecipeError):  # min_sm 5.2
+    with pytest.raises(RecipeError) as err:  # min_sm 5.2
         jax.plan(req("jax"), UBUNTU2204, machine_facts("470.82.01", 11040, [[3, 7]]))
+    assert "no code for compute capability 3.7" in err.value.message
+    assert any("--option cuda=cpu" in a for a in err.value.alternatives)
+
+
+def test_jax_on_driver_470_gets_the_last_cuda_11_wheels_as_advise_says():
+    """Driver 470 runs no jax CUDA 12 plugin (525.60.13 and up); the recipe refused while advise named the
+    last jax with CUDA 11 wheels (0.4.25, cuda11_pip: CUDA 11.8 under minor-version compatibility).  Those
+    jaxlib wheels are on JAX's own links page, not PyPI, so the plan passes --find-links as advise does."""
+    facts = machine_facts("470.82.01", 11040, [[8, 0]])
+    answer = advise(AdviseTarget(driver="470.82.01", cc="8.0"), ["jax"]).frameworks[0]
+    plan = jax.plan(req("jax"), UBUNTU2204, facts)
+    assert _pip_line(plan).endswith("install jax[cuda11_pip]>=0.4.14,<0.4.26 --find-links "
+                                    "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html")
+    assert (answer.variant, answer.release) == ("cuda11", "<0.4.26,>=0.4.14")
+    assert any("newest release this machine runs" in n for n in plan.notes)
+    with pytest.raises(RecipeError) as err:  # asking for a CUDA 12 release names the driver and this release
+        jax.plan(req("jax", "0.6.2"), UBUNTU2204, facts)
+    assert "needs driver >= 525.60.13" in err.value.message
+    assert "envdoctor install driver --version 525" in err.value.alternatives
+    assert "envdoctor install jax --version 0.4.14 --option cuda=11" in err.value.alternatives
+
+
+def test_force_plans_the_release_asked_for_past_the_driver_with_the_least_demanding_build():
+    facts = machine_facts("470.82.01", 11040, [[8, 0]])
+    plan = jax.plan(req("jax", "0.11.2", force=True), UBUNTU2204, facts)
+    # jax 0.11.2 has CUDA 12 (driver 525.60.13) and CUDA 13 (580.65.06) wheels: the one nearer this driver
+    assert _pip_line(plan).endswith("install jax[cuda12]==0.11.2")
+    assert any(n.startswith("WARNING (--force): jax >=0.11.2 has no build that runs") for n in plan.notes)
+    plan = tensorflow.plan(req("tensorflow", "2.17", force=True), UBUNTU2204, facts)
+    assert _pip_line(plan).endswith("install tensorflow[and-cuda]==2.17.*")
+    assert any(n.startswith("WARNING (--force)") and "525.60.13" in n for n in plan.notes)
+    with pytest.raises(RecipeError):  # --force lifts the driver only: a K80 has no code in any jax wheel
+        jax.plan(req("jax", "0.11.2", force=True), UBUNTU2204, machine_facts("470.82.01", 11040, [[3, 7]]))
 
 
 def test_registry_loads_these_modules():

@@ -27,7 +27,7 @@ so it is documented (``driver.cuda_version_is_a_ceiling``, for
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
@@ -40,6 +40,9 @@ from ..matrix import hardware as hw
 from ..osinfo import nvidia_distro
 from . import CodeDoc, check, docs_for, group
 from .suggest import install_line, rpm_tool
+
+if TYPE_CHECKING:  # advise imports the checks' neighbours; the suggestions import it when they run
+    from ..advise import Candidate, Verdict
 
 PROG_GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 MINOR_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
@@ -369,12 +372,12 @@ def _python(facts: Facts) -> Optional[str]:
     return facts.value("python.version")
 
 
-def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
-                  prefer: Optional[str] = None) -> Optional[Tuple[str, Dict[str, Any]]]:
-    """(torch minor, variant) to install: the build :func:`envdoctor.advise.choose_build` picks (advise's
-    answer, and what the install line's recipe installs) for this driver, every GPU (compiled code for each:
-    these fixes replace a build that lacks it) and this Python; the installed minor first."""
-    from ..advise import choose_build
+def suggest_build(framework: str, facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
+                  prefer: Optional[str] = None, sass: bool = False) -> Optional[Tuple[Candidate, Verdict]]:
+    """(candidate, verdict) of the build :func:`envdoctor.advise.choose_build` picks (advise's answer, and what
+    the install line's recipe installs) for this driver, every GPU and this Python: of the release ``prefer``
+    (the installed one) when a build of it fits, else the newest that fits; None when none does."""
+    from ..advise import candidates, choose_build
     from ..target import Target
 
     driver = drv.version if drv is not None and drv.known and isinstance(drv.version, str) else None
@@ -385,13 +388,42 @@ def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
     good = tuple(sorted({cc for cc in ccs if isinstance(cc, str) and _v(cc) is not None}, key=Version))
     python = _python(facts)
     target = Target(driver=driver, cc=good[0] if good else None, ccs=good,
-                    python=python if isinstance(python, str) and _v(python) is not None else None)
-    preferred = fw.torch_release(prefer) if isinstance(prefer, str) and prefer else None
-    for release in ([preferred["version"]] if preferred else []) + [None]:
-        chosen = choose_build("torch", target, release=release, sass=True)
+                    python=python if isinstance(python, str) and _v(python) is not None else None,
+                    platform="wsl2" if facts.value("os.wsl") == "WSL2" else (
+                        "linux-aarch64" if facts.value("os.arch") in ("aarch64", "arm64") else "linux-x86_64"))
+    preferred = _release_of(framework, prefer) if isinstance(prefer, str) and prefer else None
+    key = "jax" if framework == "jax" else "version"
+    release_of = next((c.release for c in candidates(framework) if c.row[key] == preferred[key]), None) \
+        if preferred is not None else None
+    for release in ([release_of] if release_of else []) + [None]:
+        chosen = choose_build(framework, target, release=release, sass=sass)
         if chosen is not None:
-            return chosen[0].release, chosen[0].build
+            return chosen
     return None
+
+
+def _release_of(framework: str, version: str) -> Optional[Dict[str, Any]]:
+    """The matrix row of an installed version."""
+    return {"torch": fw.torch_release, "tensorflow": fw.tensorflow_release, "jax": fw.jax_release}[framework](
+        version)
+
+
+def suggest_torch(facts: Facts, drv: Optional[Driver], ccs: Sequence[str],
+                  prefer: Optional[str] = None) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """(torch minor, variant) to install: :func:`suggest_build`'s torch build, with compiled code for every
+    GPU (these fixes replace a build that lacks it; PTX does not count); the installed minor first."""
+    chosen = suggest_build("torch", facts, drv, ccs, prefer=prefer, sass=True)
+    return None if chosen is None else (chosen[0].release, chosen[0].build)
+
+
+def _pip_command(chosen: Tuple[Candidate, Verdict], flags: Sequence[str] = ()) -> str:
+    """``pip install ...`` of a chosen build as advise writes it (its requirement, the pins this machine needs,
+    where pip finds it), single-quoted."""
+    import shlex
+
+    cand, verdict = chosen
+    args = shlex.split(cand.command)[2:] + list(verdict.pins)
+    return " ".join(["pip", "install"] + list(flags) + [shlex.quote(a) for a in args])
 
 
 def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]], facts: Facts,
@@ -687,11 +719,25 @@ def _arch_fix(facts: Facts, drv: Driver, name: str, cc: str, sass: Sequence[str]
                                    sm, "builds for an older CUDA carry older GPUs" if older else
                                    "newer releases add newer GPUs", cc.replace(".", "")))
     if name == "tensorflow":
-        return Fix(text=text + (" Older TensorFlow releases (and source builds) carry older architectures." if older
-                                else " Newer TensorFlow releases add newer architectures."),
-                   commands=[] if older else ["pip install --upgrade 'tensorflow[and-cuda]'"])
+        if older:
+            return Fix(text=text + " Older TensorFlow releases (and source builds) carry older architectures.")
+        return _tensorflow_newer(facts, drv, cc, text + " Newer TensorFlow releases add newer architectures.")
     return Fix(text=text + (" Releases built for an older CUDA carry older architectures." if older
                             else " Newer releases add newer architectures."))
+
+
+def _tensorflow_newer(facts: Facts, drv: Driver, cc: str, text: str) -> Fix:
+    """The TensorFlow release advise picks for this machine (its driver, GPU, platform, Python), offered when it
+    is newer than the installed one; never an unpinned upgrade to a release the driver cannot run."""
+    installed = facts.mapping("framework.tensorflow")
+    have = _v(installed.get("public") or installed.get("version"))
+    sug = suggest_build("tensorflow", facts, drv if drv.known else None, [cc])
+    if sug is None or (have is not None and len(have.release) >= 2 and
+                       Version(sug[0].release) <= Version("%d.%d" % have.release[:2])):
+        return Fix(text=text + " No newer TensorFlow release in envdoctor's matrix runs on this driver, GPU and "
+                               "Python.")
+    return Fix(text=text + " The newest this machine runs is TensorFlow %s." % sug[0].release,
+               commands=[_pip_command(sug)], install=install_line(facts, "tensorflow", sug[0].release, "pip"))
 
 
 def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact: Fact, code: Fact,
@@ -859,8 +905,7 @@ def _arch_findings(facts: Facts, drv: Driver, component: str, label: str, archs:
         if component == "torch":
             fix = _torch_fix(fix_text, suggest_torch(facts, drv, [cc]), facts, [cc])
         else:
-            fix = Fix(text=fix_text + " Newer TensorFlow releases add newer architectures.",
-                      commands=["pip install --upgrade 'tensorflow[and-cuda]'"])
+            fix = _tensorflow_newer(facts, drv, cc, fix_text + " Newer TensorFlow releases add newer architectures.")
         if _ptx_for(ptx, cc):
             out.append(Finding(
                 code="gpu.arch_ptx_jit_only", severity="warning", components=["gpu", component],
@@ -984,22 +1029,37 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
                 src = _source("torch %s %s (CUDA %s) runs on this driver" % (sug[0], sug[1]["tag"], sug[1]["cuda"]),
                               fw.torch_release(sug[0]))
         elif name == "tensorflow":
-            row = fw.tensorflow_release(v.get("public") or v.get("version"))
-            cmds = ["pip uninstall -y %s" % " ".join(sorted(v.get("packages") or [v.get("package")]))]
-            cmds.append("pip install 'tensorflow[and-cuda]==%s.*'" % (row["version"] if row else "2"))
-            fix = Fix(text="Install the CUDA build of TensorFlow (Linux x86_64/WSL2; 'and-cuda' pulls CUDA from "
-                           "PyPI).", commands=cmds)
-            if row is not None:
-                src = _source("tensorflow %s GPU wheels are built with CUDA %s" % (row["version"], row["cuda"]), row)
+            have = v.get("public") or v.get("version")
+            picked = suggest_build("tensorflow", facts, drv if drv.known else None, ccs, prefer=have)
+            if picked is None:
+                fix = Fix(text="Install a CUDA build of TensorFlow: none in envdoctor's matrix fits this driver, GPU, "
+                               "platform and Python; update the driver first.")
+            else:
+                build = picked[0]
+                how = ("'and-cuda' pulls CUDA %s and cuDNN %s from PyPI" % (build.row["cuda"], build.row["cudnn"])
+                       if build.row.get("pip_extra") else
+                       "it uses the system CUDA %s and cuDNN %s" % (build.row["cuda"], build.row["cudnn"]))
+                fix = Fix(text="Install the CUDA build of TensorFlow %s (%s)." % (build.release, how),
+                          commands=["pip uninstall -y %s" % " ".join(sorted(v.get("packages") or [v.get("package")])),
+                                    _pip_command(picked)],
+                          install=install_line(facts, "tensorflow", build.release, "pip"))
+                src = _source("tensorflow %s GPU wheels are built with CUDA %s" % (build.release, build.row["cuda"]),
+                              build.row)
         elif name == "jax":
-            major = drv.cuda[0] if drv.known and drv.cuda else 12
-            var = fw.jax_plugin_for(v.get("jaxlib") or v.get("version"), major)
-            extra = var["pip_extra"] if var else "jax[cuda%d]" % major
-            fix = Fix(text="jaxlib alone is CPU-only; install the CUDA %d plugin." % major,
-                      commands=["pip install -U '%s'" % extra])
-            jrow = fw.jax_release(v.get("jaxlib") or v.get("version"))
-            if jrow is not None:
-                src = _source("jax CUDA wheels: %s" % extra, jrow)
+            have = v.get("jaxlib") or v.get("version")
+            picked = suggest_build("jax", facts, drv if drv.known else None, ccs, prefer=have)
+            if picked is None:
+                fix = Fix(text="jaxlib alone is CPU-only, and no jax CUDA build in envdoctor's matrix fits this "
+                               "driver, GPU and Python; update the driver first.")
+            else:
+                build = picked[0]
+                extra = next(var["pip_extra"] for var in build.row["variants"] if var["tag"] == build.variant)
+                have_row = fw.jax_release(have) if isinstance(have, str) else None
+                same = have_row is not None and have_row["jax"] == build.row["jax"]
+                fix = Fix(text="jaxlib alone is CPU-only; install the CUDA %s plugin (%s, jax %s)." % (
+                    build.variant[4:], extra, build.row["jax"]), commands=[_pip_command(picked)],
+                    install=install_line(facts, "jax", have if same else None, "pip"))
+                src = _source("jax CUDA wheels: %s" % extra, build.row)
         elif name == "onnxruntime":
             fix = Fix(text="The 'onnxruntime' package has no CUDA execution provider; install onnxruntime-gpu "
                            "instead (uninstall the CPU package first: both write the same files).",
