@@ -31,7 +31,8 @@ from envdoctor.install.executor import Executor
 from envdoctor.install.lock import Busy, PrefixLock
 from envdoctor.install.plan import Extract, Plan, Step, render_sh
 from envdoctor.recipes import cuda_redist
-from tests.test_install_redist import REAL_CUDA_12_4_1, Server, _archive_bytes, make_plan, run_plan, served_manifest
+from tests.loopback import Server
+from tests.test_install_redist import REAL_CUDA_12_4_1, _archive_bytes, make_plan, run_plan, served_manifest
 
 ROOT = os.geteuid() == 0
 
