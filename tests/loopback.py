@@ -11,6 +11,7 @@ Each request takes the next entry of its path's ``modes`` queue, so a test can m
 * ``"slow"``: the whole body over about two seconds;
 * ``"stall"``: half the body, then nothing for up to 10 s.
 
+A path ending in ``/`` or ``.html`` is sent as text/html (a package index page, a pip find-links page).
 Every request is recorded (path, Range, If-Range). The server stops itself after ``lifetime`` seconds.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Dict, List, Optional
+from urllib.parse import unquote
 
 __all__ = ["Server"]
 
@@ -38,7 +40,7 @@ class Server:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                path = self.path.split("?", 1)[0]
+                path = unquote(self.path.split("?", 1)[0])  # torch-1.7.1%2Bcu110-... is torch-1.7.1+cu110-...
                 rng, if_range = self.headers.get("Range"), self.headers.get("If-Range")
                 outer.requests.append({"path": path, "range": rng, "if_range": if_range})
                 data = outer.files.get(path)
@@ -70,6 +72,8 @@ class Server:
                 body = data[start:]
                 if etag is not None:
                     self.send_header("ETag", etag)
+                if path.endswith(("/", ".html")):  # an index page (pip reads only text/html ones)
+                    self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if mode == "cut":
