@@ -535,7 +535,8 @@ def torch_candidates() -> List[Candidate]:
             desc += f" + PTX {var['ptx']}" if var.get("ptx") else ", no PTX"
             out.append(Candidate(
                 release=row["version"], variant=var["tag"], cuda=var["cuda"], row=row,
-                command=f'pip install "torch{_pip_version(row["version"])}" --index-url {var["index_url"]}',
+                command=" ".join(['pip install "torch%s"' % _pip_version(row["version"])]
+                                 + fw.torch_pip_options(row, var)),
                 python_spec=row.get("python"), arch_desc=desc,
                 arch_ok=_torch_arch_ok(var), cuda_floor=False,
                 cudnn_pip=(f"nvidia-cudnn-cu{var['cuda'].split('.')[0]}", "==" + var["cudnn"])

@@ -303,7 +303,7 @@ def _load_job(job: Tuple[str, str]) -> Node:
 
 def readers(paths: Sequence[str]) -> int:
     """How many processes read the files: one per CPU (at most 8) for 64 or more regular files, else one
-    (a pipe or standard input is read by fleet itself, within --timeout)."""
+    (a pipe or standard input is read by fleet itself, within --read-timeout)."""
     import stat
 
     if len(paths) < 64 or not hasattr(os, "fork"):

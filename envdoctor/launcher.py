@@ -75,6 +75,58 @@ def main(argv: Optional[List[str]] = None) -> Any:
         if fast:
             _exit_now(exc.code)
         raise
+    except ImportError as exc:
+        line = broken_install(exc)
+        if line is None:
+            raise
+        try:
+            sys.stderr.write(line + "\n")
+        except (OSError, ValueError, AttributeError):  # no stderr to say it on
+            pass
+        if fast:
+            _exit_now(EXIT_BROKEN_INSTALL)
+        sys.exit(EXIT_BROKEN_INSTALL)
+
+
+#: Exit status when a package envdoctor needs cannot be imported: 2, "could not run as asked" (README, Exit codes).
+EXIT_BROKEN_INSTALL = 2
+
+#: The modules envdoctor imports from its runtime dependencies (pyproject.toml), and those ``requests`` brings,
+#: with the distribution that provides each.  ``pynvml`` is asked for in the NVML child only, which reports
+#: its absence as a finding (``no_binding``); it is here for a command that may import it directly one day.
+DEPENDENCIES = {
+    "click": "click", "distro": "distro", "packaging": "packaging", "pynvml": "nvidia-ml-py",
+    "requests": "requests", "tomli": "tomli", "urllib3": "urllib3", "idna": "idna", "certifi": "certifi",
+    "charset_normalizer": "charset-normalizer", "chardet": "chardet",
+}
+
+
+def broken_install(exc: ImportError) -> Optional[str]:
+    """The one line that says which package of a broken install could not be imported, and how to repair it;
+    None when the failed import is none of envdoctor's nor its dependencies' (a bug, left to its traceback).
+
+    The module is the one the import named (``No module named 'distro'``, ``cannot import name 'x' from
+    'distro'``); for an ImportError raised while a dependency itself was being imported (a half-removed
+    package, a missing shared library), the innermost frame of a module outside envdoctor and importlib."""
+    name = exc.name or ""
+    top = name.split(".")[0]
+    if top not in DEPENDENCIES and top != "envdoctor":
+        tb = exc.__traceback__
+        while tb is not None:
+            module = str(tb.tb_frame.f_globals.get("__name__") or "").split(".")[0]
+            if module in DEPENDENCIES:
+                top = module
+            tb = tb.tb_next
+    if top not in DEPENDENCIES and top != "envdoctor":
+        return None
+    why = " ".join(str(exc).split()) or type(exc).__name__
+    pip = "%s -m pip" % (sys.executable or "python3")
+    if top == "envdoctor":
+        return ("envdoctor: this installation of envdoctor is incomplete (%s); repair it with: "
+                "%s install --force-reinstall envdoctor" % (why, pip))
+    return ("envdoctor: cannot run: the Python package %s, which envdoctor needs, cannot be imported (%s); repair "
+            "the installation with: %s install --force-reinstall envdoctor (or only that package: %s install "
+            "--force-reinstall %s)" % (DEPENDENCIES[top], why, pip, pip, DEPENDENCIES[top]))
 
 
 def _exit_now(code: Any) -> None:

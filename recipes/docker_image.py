@@ -323,6 +323,9 @@ class PipInstall:
     smoke: str = ""
     #: The framework's Python range (matrix), for choosing a conda/image Python.
     python_spec: Optional[str] = None
+    #: Further pip options that say where the wheels are, as the vendor gives them for the release (old torch
+    #: releases: ``-f <page>``, ``--no-index``), after the index options.
+    sources: Tuple[str, ...] = ()
 
     def pip_args(self) -> List[str]:
         args = list(self.requirements)
@@ -332,7 +335,7 @@ class PipInstall:
             args += ["--extra-index-url", self.extra_index_url]
         if self.find_links:
             args += ["--find-links", self.find_links]
-        return args
+        return args + list(self.sources)
 
 
 def default_venv(component: str) -> str:

@@ -22,7 +22,7 @@ from envdoctor.advise import Candidate, candidates, choose_build, judge
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
-from envdoctor.matrix.frameworks import torch_release, torch_supports_arch
+from envdoctor.matrix.frameworks import torch_pip_options, torch_release, torch_supports_arch
 
 from . import RecipeError
 from . import docker_image as common
@@ -31,7 +31,9 @@ COMPONENT = "pytorch"
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: verified 2026-11-22 against https://pytorch.org/get-started/locally/ ("Start Locally", Linux, Pip, CUDA):
 #:   pip3 install torch torchvision torchaudio --index-url https://download.pytorch.org/whl/cu118
-#: envdoctor runs ``python -m pip install torch==X.Y.* --index-url <INDEX>/<tag>`` (torch only, pinned)
+#: envdoctor runs ``python -m pip install torch==X.Y.* --index-url <INDEX>/<tag>`` (torch only, pinned); for a
+#: release before 2.0, the form PyTorch's previous-versions page gives it (matrix row's ``pip``:
+#: ``--extra-index-url`` for 1.11-1.13, ``-f <INDEX>/<tag>/torch_stable.html`` before)
 INDEX = "https://download.pytorch.org/whl"
 SMOKE = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
 SMOKE_GPU = (SMOKE + "\nimport sys\nif not torch.cuda.is_available(): sys.exit('torch ' + torch.__version__ + "
@@ -183,7 +185,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
     base = common.index_base(request, INDEX)
     pin = "torch" + common.release_pin(request.version, row["version"])
-    what = common.PipInstall((pin,), index_url=f"{base}/{var['tag']}",
+    what = common.PipInstall((pin,), sources=tuple(torch_pip_options(row, var, base)),
                              smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts),
                              python_spec=row.get("python"))
     title = "install PyTorch {} ({}, CUDA {})".format(row["version"], var["tag"], var["cuda"])
@@ -232,7 +234,8 @@ def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: s
         raise RecipeError("the CPU build installs from PyTorch's pip index; conda-forge's pytorch-gpu is CUDA only",
                           ["--option channel=pip"])
     pin = "torch" + common.release_pin(request.version, row["version"])
-    what = common.PipInstall((pin,), index_url=common.index_base(request, INDEX) + "/cpu",
+    what = common.PipInstall((pin,), sources=tuple(torch_pip_options(row, {"tag": "cpu"},
+                                                                     common.index_base(request, INDEX))),
                              smoke=SMOKE, python_spec=row.get("python"))
     notes = ["CPU build: " + why, "torch {} cpu: no CUDA, no cuDNN (matrix: {})".format(
         row["version"], row["source"]["url"])]

@@ -27,7 +27,7 @@ def test_any_byte_in_the_environment_and_file_names_survives_snapshot_and_replay
     name = b"tool-\xfe\xff-\xe2\x80\xae"
     with open(os.path.join(os.fsencode(str(bindir)), name), "wb"):
         pass
-    env = dict(os.environ, PATH=str(bindir) + os.pathsep + os.environ.get("PATH", ""), ENVDOCTOR_NO_PREFORK="1")
+    env = dict(os.environ, PATH=str(bindir) + os.pathsep + os.environ.get("PATH", ""))
     envb = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
     envb[b"CUDA_HOSTILE_VALUE"] = HOSTILE  # CUDA_*: a snapshot records its value
     envb[b"HOSTILE_\xfe_NAME"] = HOSTILE  # no probe reads it: its name only
@@ -131,12 +131,12 @@ def test_snapshot_as_root_refuses_a_link_another_user_planted(tmp_path):
     link = shared / "snap.json"
     os.symlink(str(victim), str(link))
     os.lchown(str(link), 65534, 65534)  # planted by nobody
-    r = _cli(["snapshot", "-o", str(link)], env=dict(os.environ, ENVDOCTOR_NO_PREFORK="1"))
+    r = _cli(["snapshot", "-o", str(link)])
     assert r.returncode == 2 and b"symbolic link owned by uid 65534" in r.stderr and b"Traceback" not in r.stderr
     assert victim.read_text() == "precious\n"
     # root's own link is followed as before (the file it points to is replaced, the link stays).
     os.lchown(str(link), 0, 0)
-    r = _cli(["snapshot", "-o", str(link)], env=dict(os.environ, ENVDOCTOR_NO_PREFORK="1"))
+    r = _cli(["snapshot", "-o", str(link)])
     assert r.returncode == 0 and json.loads(victim.read_text())["schema_version"] >= 1 and os.path.islink(str(link))
 
 

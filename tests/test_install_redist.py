@@ -20,10 +20,8 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import pytest
 from click.testing import CliRunner
@@ -34,6 +32,8 @@ from envdoctor.install.executor import Executor
 from envdoctor.install.plan import render_sh
 from envdoctor.install.validate import ValidationError
 from envdoctor.recipes import cuda_redist
+
+from .loopback import Server
 
 # Excerpt of the real redistrib_12.4.1.json (NixOS/nixpkgs
 # pkgs/development/cuda-modules/cuda/manifests/redistrib_12.4.1.json, mirroring
@@ -126,84 +126,6 @@ def build_archive(component: str, version: str) -> bytes:
             info.mode = 0o755 if rel.startswith("bin/") else 0o644
             tf.addfile(info, io.BytesIO(data))
     return buf.getvalue()
-
-
-class Server:
-    """A tiny HTTP server with Range support and two failure modes, stopped by itself after ``lifetime``."""
-
-    def __init__(self, files: Dict[str, bytes], lifetime: float = 60.0) -> None:
-        self.files = dict(files)
-        self.modes: Dict[str, List[str]] = {}  # path -> modes for the next requests ("cut", "stall", "slow")
-        self.requests: List[Dict[str, Optional[str]]] = []
-        self.stop = threading.Event()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                path = self.path.split("?", 1)[0]
-                rng = self.headers.get("Range")
-                outer.requests.append({"path": path, "range": rng})
-                data = outer.files.get(path)
-                if data is None:
-                    self.send_error(404)
-                    return
-                queue = outer.modes.get(path) or []
-                mode = queue.pop(0) if queue else ""
-                start = 0
-                if rng and rng.startswith("bytes=") and rng.endswith("-"):
-                    start = int(rng[6:-1])
-                    if start >= len(data):
-                        self.send_response(416)
-                        self.send_header("Content-Range", "bytes */%d" % len(data))
-                        self.end_headers()
-                        return
-                    self.send_response(206)
-                    self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
-                else:
-                    self.send_response(200)
-                body = data[start:]
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if mode == "cut":
-                    self.wfile.write(body[: len(body) // 2])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return
-                if mode == "slow":  # the whole file, over about two seconds
-                    step = max(1, len(body) // 20)
-                    for i in range(0, len(body), step):
-                        self.wfile.write(body[i:i + step])
-                        self.wfile.flush()
-                        outer.stop.wait(0.1)
-                    return
-                if mode == "stall":
-                    self.wfile.write(body[: len(body) // 2])
-                    self.wfile.flush()
-                    outer.stop.wait(10)  # bounded: never longer than 10 s
-                    self.close_connection = True
-                    return
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-        self.timer = threading.Timer(lifetime, self.close)
-        self.timer.daemon = True
-        self.timer.start()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.timer.cancel()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def ranges(self, suffix: str) -> List[Optional[str]]:
-        return [r["range"] for r in self.requests if (r["path"] or "").endswith(suffix)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -373,6 +295,32 @@ def test_interrupted_download_resumes_within_one_run_when_retries_are_allowed(se
              DownloadOptions(timeout=5, retries=1, backoff=0))
     assert hashlib.sha256(open(dest, "rb").read()).hexdigest() == entry["sha256"]
     assert server.ranges(rel)[0] is None and server.ranges(rel)[1].startswith("bytes=")
+
+
+def test_a_mirror_with_etags_resumes_the_archive_with_if_range_on_rerun(server, tmp_path):
+    rel = server.doc["cuda_nvcc"]["linux-x86_64"]["relative_path"]
+    server.etags["/redist/" + rel] = '"nvcc-12.4.131"'
+    server.fail("/redist/" + rel, "cut")
+    prefix = str(tmp_path / "cuda")
+    result, _ = run_plan(make_plan(server, prefix), tmp_path)
+    assert result.exit_code == 1 and "cut off" in result.message
+    result, _ = run_plan(make_plan(server, prefix), tmp_path)
+    assert result.exit_code == 0, result.message
+    last = server.requests_for(rel)[-1]
+    assert last["range"].startswith("bytes=") and last["if_range"] == '"nvcc-12.4.131"'
+    assert os.path.isfile(os.path.join(prefix, "bin", "nvcc"))
+
+
+def test_a_server_error_on_an_archive_is_retried_within_the_run(server, tmp_path):
+    rel = server.doc["cuda_cccl"]["linux-x86_64"]["relative_path"]
+    server.fail("/redist/" + rel, "503")
+    prefix = str(tmp_path / "cuda")
+    result, _ = run_plan(make_plan(server, prefix), tmp_path, retries=1)
+    assert result.exit_code == 0, result.message
+    assert len(server.requests_for(rel)) == 2
+    server.fail("/redist/" + rel, "503")
+    result, _ = run_plan(make_plan(server, str(tmp_path / "other")), tmp_path, retries=0)
+    assert result.exit_code == 1 and "503" in result.message
 
 
 def test_stalled_server_times_out_with_a_clear_message(server, tmp_path):

@@ -31,7 +31,8 @@ from envdoctor.install.executor import Executor
 from envdoctor.install.lock import Busy, PrefixLock
 from envdoctor.install.plan import Extract, Plan, Step, render_sh
 from envdoctor.recipes import cuda_redist
-from tests.test_install_redist import REAL_CUDA_12_4_1, Server, _archive_bytes, make_plan, run_plan, served_manifest
+from tests.loopback import Server
+from tests.test_install_redist import REAL_CUDA_12_4_1, _archive_bytes, make_plan, run_plan, served_manifest
 
 ROOT = os.geteuid() == 0
 
@@ -287,7 +288,7 @@ def server():
 def _cli(srv: Server, prefix: str, tmp_path, *extra: str):
     return CliRunner().invoke(install, ["cuda", "--version", "12.4.1", "--prefix", prefix, "--mirror",
                                        srv.url + "/redist", "--platform", "linux-x86_64", "--yes", "--retries", "0",
-                                       "--timeout", "2", "--log-file", str(tmp_path / "cli.log"), *extra])
+                                       "--download-timeout", "2", "--log-file", str(tmp_path / "cli.log"), *extra])
 
 
 def test_cli_uses_a_fresh_private_staging_directory_and_leaves_planted_ones_alone(server, tmp_path):
@@ -499,7 +500,7 @@ def test_ctrl_c_exits_130_with_a_log_line_and_the_resume_command(server, tmp_pat
     log = str(tmp_path / "i.log")
     proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "install", "cuda", "--version", "12.4.1", "--prefix",
                              prefix, "--mirror", server.url + "/redist", "--platform", "linux-x86_64", "--yes",
-                             "--retries", "0", "--timeout", "20", "--log-file", log],
+                             "--retries", "0", "--download-timeout", "20", "--log-file", log],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, ENVDOCTOR_TIMEOUT="3"))
     deadline = time.monotonic() + 60

@@ -73,3 +73,53 @@ def test_advise_python_is_an_interpreter_like_everywhere_else():
     assert "Python %s at %s" % (version, sys.executable) in " ".join(res.stdout.split())
     bad = _run(["advise", "--snapshot", snap, "--python", "/no/such/python"])
     assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
+def _doc_files():
+    """What a user reads: README, CONTRIBUTING, docs/, the matrix's notes and the contrib/ integrations."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [os.path.join(root, n) for n in ("README.md", "CONTRIBUTING.md")]
+    for top in ("docs", "contrib", os.path.join("envdoctor", "matrix")):
+        for base, _, names in os.walk(os.path.join(root, top)):
+            paths += [os.path.join(base, n) for n in names if not n.endswith((".json", ".pyc"))]
+    return [p for p in paths if "CHANGELOG" not in os.path.basename(p)]
+
+
+def test_the_docs_and_the_help_use_each_options_current_spelling():
+    """A deprecated spelling (`fleet --timeout`, `install --timeout`, `advise --python X.Y`) appears in no command
+    line and no command's row of the README table, nor in any command's --help: users copy what they read."""
+    import re
+
+    from envdoctor.cli import COMMANDS, LazyGroup
+
+    texts = {}
+    for path in _doc_files():
+        try:
+            with open(path, encoding="utf-8") as fh:
+                texts[path] = fh.read()
+        except UnicodeDecodeError:
+            continue
+    assert any(p.endswith("README.md") for p in texts)
+    group = LazyGroup()
+    stale = []
+    for name in sorted(COMMANDS):
+        command = group.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None
+        texts["envdoctor %s --help" % name] = CliRunner().invoke(cli, [name, "--help"]).output
+        olds = [p.opts[0] for p in command.params if (p.name or "").startswith("renamed_")]
+        for old in olds:
+            spelling = re.compile(r"(?<![\w-])%s(?![\w-])" % re.escape(old))
+            for where, text in texts.items():
+                for line in text.splitlines():
+                    about = line.startswith("| `envdoctor %s" % name) or "envdoctor %s " % name in line
+                    if about and spelling.search(line):
+                        stale.append("%s: %s %s: %s" % (where, name, old, line.strip()[:120]))
+    assert {"fleet", "install"} <= {n for n in COMMANDS if any(
+        (p.name or "").startswith("renamed_") for p in group.get_command(None, n).params)}  # type: ignore
+    old_python = re.compile(r"advise\b[^|\n]*--python[ =]+\d")
+    for where, text in texts.items():
+        stale += ["%s: %s" % (where, m.group(0)) for m in old_python.finditer(text)]
+    readme = next(t for p, t in texts.items() if p.endswith("README.md"))
+    advise_row = next(line for line in readme.splitlines() if line.startswith("| `envdoctor advise"))
+    assert "--python-version" in advise_row and "--python PATH" in advise_row
+    assert not stale, "\n".join(stale)

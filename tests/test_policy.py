@@ -211,6 +211,34 @@ def test_output_file_is_written_atomically(tmp_path):
     assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_dash_as_output_means_standard_output_for_every_command(tmp_path):
+    """`-o -` is standard output, as `snapshot -o -` always was: `policy init` and `check` wrote a file named `-`."""
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps(meeting_node()))
+    work = tmp_path / "cwd"
+    work.mkdir()
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "envdoctor"] + list(args), capture_output=True, text=True,
+                              cwd=str(work), timeout=60, env=dict(os.environ, NO_COLOR="1",
+                                                                  PYTHONPATH=ROOT + os.pathsep + os.environ.get(
+                                                                      "PYTHONPATH", "")))
+
+    init = run("policy", "init", "--from", str(golden), "-o", "-")
+    assert init.returncode == 0, init.stderr
+    assert '"driver.version" = "==550.54.15"' in init.stdout
+    (tmp_path / "policy.toml").write_text(init.stdout)
+    check = run("check", "--policy", str(tmp_path / "policy.toml"), "--report", str(golden), "--format", "nhc",
+                "-o", "-")
+    assert check.returncode == 0, check.stderr
+    prom = run("check", "--policy", str(tmp_path / "policy.toml"), "--report", str(golden), "--format",
+               "prometheus", "-o", "-")
+    assert prom.returncode == 0 and prom.stdout.startswith("# HELP envdoctor_node_ready"), prom.stderr
+    snap = run("snapshot", "-o", "-", "--timeout", "5")
+    assert snap.returncode == 0 and json.loads(snap.stdout)["schema_version"] >= 1, snap.stderr
+    assert os.listdir(str(work)) == []  # no file named "-" (nor anything else) in the working directory
+
+
 # ------------------------------------------------------------------------------------------ hostile policies
 
 HOSTILE = [

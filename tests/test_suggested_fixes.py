@@ -63,7 +63,7 @@ class _Manifests(dict):
 
 @pytest.fixture(scope="module")
 def mirror():
-    from .test_install_redist import Server
+    from .loopback import Server
 
     srv = Server({}, lifetime=1800.0)
     srv.files = _Manifests()

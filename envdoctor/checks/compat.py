@@ -442,8 +442,13 @@ def _torch_fix(text: str, suggestion: Optional[Tuple[str, Dict[str, Any]]], fact
     minor, var = suggestion
     return Fix(text="%s Suggested: torch %s built for CUDA %s (%s), which this driver runs." % (
         text, minor, var["cuda"], var["tag"]),
-        commands=["pip install --force-reinstall 'torch==%s.*' --index-url %s" % (minor, var["index_url"])],
+        commands=["pip install --force-reinstall 'torch==%s.*' %s" % (minor, _torch_pip(minor, var))],
         install=install_line(facts, "pytorch", minor, "pip"))
+
+
+def _torch_pip(minor: str, var: Dict[str, Any]) -> str:
+    """pip's options for this build of torch ``minor``, as PyTorch gives them for that release."""
+    return " ".join(fw.torch_pip_options(fw.torch_release(minor) or {}, var))
 
 
 def _sass_for(archs: Sequence[str], cc: str) -> bool:
@@ -551,7 +556,7 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         alt = suggest_torch(facts, drv, ccs, prefer=need.fact.value.get("version"))
         if alt is not None:
             text += (" Or keep this driver and install torch %s for CUDA %s: `pip install --force-reinstall "
-                     "'torch==%s.*' --index-url %s`." % (alt[0], alt[1]["cuda"], alt[0], alt[1]["index_url"]))
+                     "'torch==%s.*' %s`." % (alt[0], alt[1]["cuda"], alt[0], _torch_pip(alt[0], alt[1])))
     return Finding(
         code=code, severity=_severity(row, fields), components=["driver", need.component],
         title="%s, but %s needs CUDA %s (driver >= %s)" % (drv.describe(), need.label, _mm_str(need.cuda), floor),

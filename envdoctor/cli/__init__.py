@@ -5,7 +5,8 @@ stays instant (the pattern hatch uses).
 
 Exit codes, for every command: 0 ran and found no errors; 1 ran and found
 errors (for ``install``: a step failed); 2 could not run as asked (bad
-arguments, bad input file, unsupported combination).
+arguments, bad input file, unsupported combination; a broken installation,
+see ``envdoctor.launcher.broken_install``).
 """
 
 from __future__ import annotations

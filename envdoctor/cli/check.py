@@ -37,7 +37,7 @@ Exit codes: 0 every requirement met and no finding at or above fail_on;
               help="text, json (the report with a policy section), junit, prometheus (node_exporter textfile), "
                    "nhc (one line), nfd (a Node Feature Discovery feature file).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically: a temporary file renamed into place) "
-                                                    "instead of standard output.")
+                                                    "instead of standard output ('-' for standard output).")
 @click.option("--node", metavar="NAME", help="The node's name in junit output (default: the input file's name, or "
                                              "'localhost').")
 @click.option("--nfd-ttl", type=click.FloatRange(60, 366 * 86400), default=3600, show_default=True, metavar="SECONDS",
@@ -74,7 +74,7 @@ def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[
     verdict = policy.evaluate(report)
     name = node or (_node_name(report_path or snapshot_path) if (report_path or snapshot_path) else "localhost")
     text = render(fmt, report, verdict, name, time.monotonic() - started, nfd_ttl)
-    if output is not None:
+    if output is not None and output != "-":  # '-': standard output, as for snapshot -o -
         write_atomically(output, text)
     else:
         if fmt == "text":
@@ -164,7 +164,8 @@ Example:
   envdoctor check --policy policy.toml               # on every other node""")
 @click.option("--from", "source", required=True, metavar="REPORT_OR_SNAPSHOT",
               help="A known-good node's report or snapshot.")
-@click.option("-o", "--output", metavar="FILE", help="Write the policy here (atomically) instead of standard output.")
+@click.option("-o", "--output", metavar="FILE", help="Write the policy here (atomically) instead of standard output "
+                                                    "('-' for standard output).")
 @click.option("--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=10, show_default=True,
               metavar="SECONDS", help="Longest wait for an input that is a pipe or a device.")
 def policy_init(source: str, output: Optional[str], timeout: float) -> None:
@@ -174,7 +175,7 @@ def policy_init(source: str, output: Optional[str], timeout: float) -> None:
 
     report = load_report(source, timeout)
     text = init_policy(report, _node_name(source))
-    if output is not None:
+    if output is not None and output != "-":  # '-': standard output, as for snapshot -o -
         write_atomically(output, text)
     else:
         echo_output(text)

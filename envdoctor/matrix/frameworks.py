@@ -37,6 +37,13 @@ Row = Dict[str, Any]
 AREAS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet")
 
 TORCH_CHANNELS = ("stable", "experimental", "legacy")
+#: How pip reaches a torch release's builds (the row's ``pip.option``; ``--index-url`` when a row has no ``pip``):
+#: a package index per CUDA build from 2.0 (``--index-url``), the same index beside PyPI for 1.11-1.13
+#: (``--extra-index-url``), a find-links page per CUDA build before (``--find-links``), as PyTorch's
+#: previous-versions page gives each release's pip command.
+TORCH_PIP_OPTIONS = ("--index-url", "--extra-index-url", "--find-links")
+#: PyTorch's wheel server; a mirror given to ``install --mirror`` stands in for it.
+TORCH_WHEELS = "https://download.pytorch.org/whl"
 TF_PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "wsl2", "macos")
 
 
@@ -164,7 +171,46 @@ def validate_torch(rows: List[Row]) -> List[str]:
                 problems.append(
                     "{}: channel {!r} is not one of {}".format(where, var.get("channel"), ", ".join(TORCH_CHANNELS))
                 )
+        _check_torch_pip(i, row, problems)
     return problems
+
+
+def _check_torch_pip(i: int, row: Row, problems: List[str]) -> None:
+    """A release before 2.0 says how pip reaches it: PyTorch published no per-CUDA ``--index-url`` for it."""
+    where = "row {} (torch {})".format(i, row.get("version"))
+    pip = row.get("pip")
+    version = _version(row.get("version"))
+    if pip is None:
+        if version is not None and version < Version("2.0"):
+            problems.append(f"{where}: a release before 2.0 needs 'pip' (it has no per-CUDA --index-url)")
+        return
+    if not isinstance(pip, dict) or pip.get("option") not in TORCH_PIP_OPTIONS:
+        problems.append("{}: pip.option must be one of {}".format(where, ", ".join(TORCH_PIP_OPTIONS)))
+        return
+    if pip.get("no_index") is not None and (pip["no_index"] is not True or pip["option"] != "--find-links"):
+        problems.append(f"{where}: pip.no_index may only be true, with --find-links")
+    if not isinstance(pip.get("source"), str) or not pip["source"].startswith("https://"):
+        problems.append(f"{where}: pip.source must be the https URL of the vendor's instructions")
+
+
+def torch_pip_options(row: Row, variant: Row, base: Optional[str] = None) -> List[str]:
+    """pip's options that fetch ``variant`` (a CUDA build, or ``{"tag": "cpu"}``) of the torch release ``row``,
+    in the form PyTorch's own instructions give for that release (the row's ``pip``): ``--index-url
+    <base>/<tag>`` from 2.0, ``--extra-index-url <base>/<tag>`` for 1.11-1.13, ``-f
+    <base>/<tag>/torch_stable.html`` before (with ``--no-index`` for 1.0 and 1.1, whose wheels carry no
+    local version tag).  ``base``: a mirror of https://download.pytorch.org/whl (default: the variant's
+    ``index_url``, or PyTorch's server)."""
+    tag = str(variant.get("tag"))
+    if base:
+        index = "%s/%s" % (base.rstrip("/"), tag)
+    else:
+        index = str(variant.get("index_url") or "%s/%s" % (TORCH_WHEELS, tag)).rstrip("/")
+    pip: Dict[str, Any] = row["pip"] if isinstance(row.get("pip"), dict) else {}
+    option = pip.get("option") or "--index-url"
+    if option == "--find-links":
+        found = ["-f", index + "/torch_stable.html"]
+        return ["--no-index"] + found if pip.get("no_index") else found
+    return [option, index]
 
 
 def validate_tensorflow(rows: List[Row]) -> List[str]:
