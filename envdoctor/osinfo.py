@@ -91,6 +91,26 @@ def parse_os(text: str) -> OsSpec:
     return OsSpec(normalize_id(m.group(1)), m.group(2), arch)
 
 
+#: The python3 each release installs from its own archive (``apt-get install python3``, ``dnf install
+#: python3``), by (family or id, major[.minor]). Sources: packages.ubuntu.com (python3 in bionic, focal,
+#: jammy, noble), packages.debian.org (buster, bullseye, bookworm, trixie), RHEL's "Installing and using
+#: Python" (RHEL 8: python3 is 3.6; RHEL 9: 3.9; RHEL 10: 3.12), the same for its rebuilds.
+SYSTEM_PYTHON = {
+    ("ubuntu", "18.04"): "3.6", ("ubuntu", "20.04"): "3.8", ("ubuntu", "22.04"): "3.10", ("ubuntu", "24.04"): "3.12",
+    ("debian", "10"): "3.7", ("debian", "11"): "3.9", ("debian", "12"): "3.11", ("debian", "13"): "3.13",
+    ("rhel", "8"): "3.6", ("rhel", "9"): "3.9", ("rhel", "10"): "3.12",
+}
+
+
+def system_python(os_id: str, version: str) -> Optional[str]:
+    """The python3 X.Y a distribution release installs from its own archive (None: not known)."""
+    os_id = normalize_id(os_id)
+    if os_id == "ubuntu":
+        return SYSTEM_PYTHON.get(("ubuntu", version))
+    key = "rhel" if os_id in RHEL_REBUILDS else os_id
+    return SYSTEM_PYTHON.get((key, version.split(".")[0]))
+
+
 def nvidia_distro(os_id: str, version: str) -> Tuple[str, str]:
     """The (distribution, version) NVIDIA's tables use for a system: RHEL rebuilds are ``rhel``; Ubuntu
     keeps ``22.04``, every other distribution goes by its major version."""

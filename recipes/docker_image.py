@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envdoctor import versions
+from envdoctor import osinfo, versions
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, WriteFile, conda_env_exists, exists
 from envdoctor.matrix import hardware
@@ -63,8 +63,8 @@ IMAGES: Dict[str, Tuple[str, str, Tuple[str, ...]]] = {
     "13.0": ("13.0.1", "cudnn", _U22_24),
 }
 
-#: The python3 each image OS installs from its own archive (Ubuntu 22.04: 3.10, 24.04: 3.12).
-IMAGE_PYTHON = {"ubuntu22.04": "3.10", "ubuntu24.04": "3.12"}
+#: The python3 each image OS installs from its own archive (osinfo's table: Ubuntu 22.04: 3.10, 24.04: 3.12).
+IMAGE_PYTHON = {o: osinfo.system_python("ubuntu", o[len("ubuntu"):]) or "" for o in ("ubuntu22.04", "ubuntu24.04")}
 
 VARIANTS = ("base", "runtime", "devel")
 METHODS = ("pip", "conda", "docker")

@@ -68,3 +68,27 @@ def test_one_os_family_table_and_one_cc_table():
     assert not hasattr(gpu, "CC_ARCH")
     for row in matrix.load("gpu_arch"):
         assert gpu.architecture_of(row["cc"]) == row["arch"]
+
+
+def test_every_distribution_the_probe_knows_is_in_the_framework_table():
+    """The probe's lists of distributions (which to read first) name only what the descriptor table says
+    installs that framework, and the table's CPU-only builds are the probe's CPU-only ones."""
+    import re
+
+    from envdoctor import frameworks
+    from envdoctor.probes import frameworks as probe
+
+    for name in probe.TF_PACKAGES:
+        assert frameworks.of_distribution(name).name == "tensorflow", name
+    for name in probe.ORT_PACKAGES:
+        assert frameworks.of_distribution(name).name == "onnxruntime", name
+    for name, fw in (("cupy-cuda12x", "cupy"), ("cupy-cuda110", "cupy"), ("mxnet-cu112", "mxnet"),
+                     ("tensorrt-cu12-libs", "tensorrt"), ("paddlepaddle-gpu", "paddle"), ("jaxlib", "jax"),
+                     ("Torch", "torch"), ("onnxruntime_gpu", "onnxruntime")):
+        assert frameworks.of_distribution(name).name == fw, name
+        assert bool(re.match(probe._CUPY, name)) == (fw == "cupy")
+    assert frameworks.cpu_only("onnxruntime") and not frameworks.cpu_only("onnxruntime-gpu")
+    assert frameworks.cpu_only("paddlepaddle") and not frameworks.cpu_only("paddlepaddle-gpu")
+    assert frameworks.cpu_only("tensorflow-cpu") and not frameworks.cpu_only("tensorflow")
+    assert frameworks.cpu_only("mxnet") and not frameworks.cpu_only("mxnet-cu112")
+    assert frameworks.of_distribution("numpy") is None

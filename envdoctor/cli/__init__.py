@@ -30,6 +30,8 @@ COMMANDS: Dict[str, tuple] = {
     "matrix": ("envdoctor.cli.matrix", "matrix", "Look up the compatibility matrix (each row with its source)."),
     "install": ("envdoctor.cli.install", "install",
                 "Print or run the steps that install a component (CUDA, cuDNN...)."),
+    "dockerfile": ("envdoctor.cli.dockerfile", "dockerfile",
+                   "Judge a Dockerfile's GPU set-up (image tag, driver, nvcc, framework builds) before building it."),
     "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
     "fleet": ("envdoctor.cli.fleet", "fleet", "Compare many nodes' reports or snapshots: what differs, what is "
               "wrong where."),

@@ -23,8 +23,9 @@ def explain(code: Optional[str], fmt: str) -> None:
     import json
 
     from ..checks import code_docs
+    from ..dockerfile import CODE_DOCS
 
-    docs = code_docs()
+    docs = {**code_docs(), **CODE_DOCS}
     if not code:
         if fmt == "json":
             click.echo(json.dumps([d._asdict() for d in sorted(docs.values(), key=lambda d: d.code)], indent=2))

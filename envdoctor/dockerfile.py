@@ -1,0 +1,861 @@
+"""``envdoctor dockerfile``: judge a Dockerfile's GPU set-up before it is built, against the matrix and the
+host it will run on (this machine, a snapshot, or ``--driver``/``--gpu``).
+
+What goes wrong with GPU images is mostly known before ``docker build``: an ``nvidia/cuda`` tag that does
+not exist (``latest``) or whose CUDA the host driver cannot start (the image sets
+``NVIDIA_REQUIRE_CUDA=cuda>=X.Y``, which the NVIDIA Container Toolkit enforces); ``nvcc`` or a CUDA
+extension build (flash-attn...) on a ``-runtime`` image that has no compiler; a framework build the host's
+driver or GPU cannot run, or the image's Python cannot install; ``pip`` refusing to install into Ubuntu
+24.04's system Python (PEP 668); ``pip`` in an ``nvidia/cuda`` image that has no Python; a CPU-only package
+in a GPU image. Each is a :class:`~envdoctor.findings.Finding` with the Dockerfile's line, the rule's
+source and the line to write instead.
+
+The parser reads what ``docker build`` reads: parser directives (``# escape=``), line continuations,
+comments, heredocs, ``ARG`` defaults and ``--build-arg`` values in ``FROM``, multi-stage builds
+(``FROM builder``), exec-form ``RUN [...]``, ``ENV``. Nothing is run, pulled or downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from . import frameworks, osinfo
+from .checks import CodeDoc
+from .findings import Finding, Fix
+from .matrix import hardware as hw
+from .target import Target
+
+#: A Dockerfile larger than this is not one (the largest public ones are a few hundred KiB).
+MAX_BYTES = 1024 * 1024
+
+IMAGE_SOURCE = "https://hub.docker.com/r/nvidia/cuda"
+LATEST_SOURCE = "https://github.com/NVIDIA/nvidia-docker/issues/1454"
+REQUIRE_SOURCE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
+PEP668_SOURCE = "https://peps.python.org/pep-0668/"
+
+CODES: Tuple[CodeDoc, ...] = (
+    CodeDoc("dockerfile.image_tag_missing", "error",
+            "FROM nvidia/cuda without a version tag (or with 'latest'): that tag does not exist, the pull fails "
+            "with 'manifest unknown'.", "the FROM lines",
+            "NVIDIA removed the 'latest' tag of its CUDA images in 2021; every tag names a CUDA release, a "
+            "flavour (base, runtime, devel) and an OS.", LATEST_SOURCE),
+    CodeDoc("dockerfile.image_needs_newer_driver", "error",
+            "The nvidia/cuda image's CUDA needs a newer driver than the host has: the container does not start.",
+            "the FROM lines and the host's driver",
+            "nvidia/cuda images set NVIDIA_REQUIRE_CUDA=cuda>=X.Y; the NVIDIA Container Toolkit refuses to start "
+            "them on an older driver ('unsatisfied condition: cuda>=X.Y'); minor-version compatibility does not "
+            "lift that check.", REQUIRE_SOURCE),
+    CodeDoc("dockerfile.no_compiler_in_image", "error",
+            "A stage compiles CUDA code (nvcc, a CUDA extension such as flash-attn) on an image without nvcc.",
+            "the RUN lines and each stage's base image",
+            "Only the -devel nvidia/cuda images carry nvcc and the CUDA headers; base and runtime images (and "
+            "images without CUDA) fail the build with 'nvcc: not found' or 'CUDA_HOME environment variable is "
+            "not set'.", IMAGE_SOURCE),
+    CodeDoc("dockerfile.build_does_not_fit", "error",
+            "A framework build the Dockerfile installs cannot run on the host's driver or GPU, or cannot be "
+            "installed for the image's Python.", "the pip install lines, the image's Python, the host",
+            "The build installs, then fails at the first GPU call ('no kernel image is available', 'driver is "
+            "too old'), or pip finds no matching distribution.", ""),
+    CodeDoc("dockerfile.externally_managed_python", "error",
+            "pip installs into the system Python of an image that forbids it (PEP 668: Ubuntu 23.04+, "
+            "Debian 12+).", "the pip install lines and the image's OS",
+            "pip stops with 'error: externally-managed-environment'; use a virtual environment.", PEP668_SOURCE),
+    CodeDoc("dockerfile.no_python_in_image", "error",
+            "pip runs in a stage whose image has no Python (nvidia/cuda images carry none) and nothing installs "
+            "one before.", "the RUN lines and each stage's base image",
+            "The build stops with 'pip: not found'.", IMAGE_SOURCE),
+    CodeDoc("dockerfile.cuda_libraries_not_installed", "warning",
+            "A framework is installed without the pip extra that brings the CUDA libraries its GPU build loads "
+            "(tensorflow without [and-cuda]).", "the pip install lines and the image",
+            "Unless the image holds exactly the CUDA and cuDNN releases the build was made with, the framework "
+            "finds no GPU libraries and runs on the CPU ('Cannot dlopen some GPU libraries').",
+            "https://www.tensorflow.org/install/pip"),
+    CodeDoc("dockerfile.cpu_only_build", "warning",
+            "A CPU-only package or build of a framework is installed in a GPU image.",
+            "the pip install lines (package, index URL, extras)",
+            "It never uses the GPU; the image's CUDA libraries are dead weight.", ""),
+)
+CODE_DOCS = {d.code: d for d in CODES}
+
+
+class DockerfileError(ValueError):
+    """Input that is not a Dockerfile envdoctor can read (too large, not text)."""
+
+
+# --------------------------------------------------------------------------- reading the file
+
+
+@dataclass
+class Instruction:
+    line: int  # 1-based line of the instruction's first line
+    keyword: str  # upper case: FROM, RUN, ENV, ARG ...
+    text: str  # the arguments, continuations joined (a heredoc's body appended after a newline)
+
+
+def instructions(text: str) -> List[Instruction]:
+    """The instructions of a Dockerfile, as ``docker build`` splits them."""
+    lines = text.splitlines()
+    escape = "\\"
+    # Parser directives: only at the very top, before any instruction, comment or empty line.
+    for raw in lines:
+        m = re.match(r"^#\s*([a-zA-Z]+)\s*=\s*(\S+)\s*$", raw)
+        if not m:
+            break
+        if m.group(1).lower() == "escape" and m.group(2) in ("\\", "`"):
+            escape = m.group(2)
+    out: List[Instruction] = []
+    i = 0
+    while i < len(lines):
+        raw = lines[i]
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            i += 1
+            continue
+        start = i
+        parts = []
+        while True:
+            piece = lines[i].rstrip()
+            if piece.endswith(escape) and i + 1 < len(lines):
+                parts.append(piece[:-1])
+                i += 1
+                # comment lines inside a continuation are dropped, as docker does
+                while i < len(lines) and lines[i].strip().startswith("#"):
+                    i += 1
+                if i >= len(lines):
+                    break
+                continue
+            parts.append(piece)
+            i += 1
+            break
+        joined = " ".join(p.strip() for p in parts).strip()
+        keyword, _, args = joined.partition(" ")
+        keyword = keyword.upper()
+        # Heredocs (RUN <<EOF ... EOF): the body belongs to the instruction.
+        for m in re.finditer(r"<<(-?)[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?", args):
+            body = []
+            while i < len(lines) and lines[i].strip() != m.group(2):
+                body.append(lines[i])
+                i += 1
+            i += 1  # the delimiter
+            args = args + "\n" + "\n".join(body)
+        out.append(Instruction(start + 1, keyword, args.strip()))
+    return out
+
+
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?([-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def substitute(text: str, values: Mapping[str, str]) -> str:
+    """``$VAR``, ``${VAR}``, ``${VAR:-default}``, ``${VAR:+alt}`` as Dockerfile variables expand."""
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(4)
+        val = values.get(name)
+        if m.group(2) == "-":
+            return val if val else m.group(3)
+        if m.group(2) == "+":
+            return m.group(3) if val else ""
+        return val if val is not None else ""
+    return _VAR.sub(one, text)
+
+
+def _key_values(text: str) -> List[Tuple[str, str]]:
+    """``ENV``/``ARG`` arguments: ``K=V K2="v 2"``, or the old ``ENV K V`` form."""
+    try:
+        words = shlex.split(text, posix=True)
+    except ValueError:
+        words = text.split()
+    if words and "=" not in words[0]:
+        return [(words[0], " ".join(words[1:]))] if len(words) > 1 else [(words[0], "")]
+    return [tuple(w.split("=", 1)) if "=" in w else (w, "") for w in words]  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- images
+
+
+@dataclass
+class Image:
+    reference: str  # as written, variables expanded
+    repository: str = ""  # without registry: "nvidia/cuda", "python", "pytorch/pytorch"
+    tag: str = ""
+    cuda: Optional[str] = None  # nvidia/cuda: the full CUDA release "12.4.1"
+    flavour: Optional[str] = None  # base | runtime | devel
+    cudnn: bool = False
+    os_label: Optional[str] = None  # "ubuntu22.04", "ubi9", "rockylinux8"
+    python: Optional[str] = None  # the image's own Python (python:3.11 images), X.Y
+    torch: Optional[Tuple[str, str]] = None  # pytorch/pytorch: (release X.Y, variant cuXYZ)
+    has_python: Optional[bool] = None  # does the image carry a Python at all (False: nvidia/cuda)
+    moving: bool = False  # a tag such as ubuntu:latest: os_label is the oldest release it can be today
+
+
+_CUDA_TAG = re.compile(r"^(?P<cuda>\d+\.\d+(?:\.\d+)?)-(?:(?P<cudnn>cudnn\d*)-)?(?P<flavour>base|runtime|devel)"
+                       r"(?:-(?P<os>[a-z]+\d+(?:\.\d+)?))?$")
+_TORCH_TAG = re.compile(r"^(?P<torch>\d+\.\d+)(?:\.\d+)?-cuda(?P<cuda>\d+\.\d+)-cudnn\d+-(?P<flavour>runtime|devel)$")
+_PY_TAG = re.compile(r"^(?P<py>3\.\d+)(?:\.\d+)?(?:[a-z]+\d*)?(?:-(?P<os>[a-z]+))?")
+_DEBIAN_NAMES = {"buster": "10", "bullseye": "11", "bookworm": "12", "trixie": "13"}
+_UBUNTU_NAMES = {"bionic": "18.04", "focal": "20.04", "jammy": "22.04", "noble": "24.04"}
+
+
+def parse_image(reference: str) -> Image:
+    ref = reference.split("@", 1)[0]
+    name, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+    parts = name.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]  # a registry host
+    if parts and parts[0] == "library":
+        parts = parts[1:]
+    repo = "/".join(parts).lower()
+    img = Image(reference, repo, tag)
+    if repo == "nvidia/cuda":
+        img.has_python = False
+        m = _CUDA_TAG.match(tag)
+        if m:
+            img.cuda, img.flavour, img.cudnn = m.group("cuda"), m.group("flavour"), bool(m.group("cudnn"))
+            img.os_label = m.group("os")
+    elif repo == "pytorch/pytorch":
+        img.has_python = True
+        m = _TORCH_TAG.match(tag)
+        if m:
+            img.torch = (m.group("torch"), "cu" + m.group("cuda").replace(".", ""))
+            img.flavour = m.group("flavour")
+    elif repo == "python":
+        img.has_python = True
+        m = _PY_TAG.match(tag)
+        if m:
+            img.python = m.group("py")
+            osname = m.group("os")
+            if osname in _DEBIAN_NAMES:
+                img.os_label = "debian" + _DEBIAN_NAMES[osname]
+    elif repo in ("ubuntu", "debian"):
+        img.has_python = False
+        ver = _UBUNTU_NAMES.get(tag, _DEBIAN_NAMES.get(tag.split("-")[0], tag.split("-")[0]))
+        if re.fullmatch(r"\d+(\.\d+)?", ver or ""):
+            img.os_label = repo + ver
+        elif tag in ("", "latest"):
+            # a moving tag: since 2024-04 (Ubuntu 24.04) and 2023-06 (Debian 12) a release whose Python is
+            # externally managed, and every later one too
+            img.os_label = repo + ("24.04" if repo == "ubuntu" else "12")
+            img.moving = True
+    if img.os_label is None:
+        m = re.search(r"(ubuntu|debian|rockylinux|ubi|oraclelinux)(\d+(?:\.\d+)?)$", tag)
+        if m:  # other vendors' images name their OS the same way (nvcr.io/nvidia/nvhpc:...-ubuntu24.04)
+            img.os_label = m.group(1) + m.group(2)
+    return img
+
+
+def system_python(os_label: Optional[str]) -> Optional[str]:
+    """The python3 an image OS installs from its own archive (``apt-get install python3``)."""
+    m = re.fullmatch(r"([a-z]+?)(\d+(?:\.\d+)?)", os_label or "")
+    if not m:
+        return None
+    os_id = {"ubi": "rhel", "rockylinux": "rocky", "oraclelinux": "oracle"}.get(m.group(1), m.group(1))
+    return osinfo.system_python(os_id, m.group(2))
+
+
+def _externally_managed(os_label: Optional[str]) -> bool:
+    m = re.fullmatch(r"(ubuntu|debian)(\d+(?:\.\d+)?)", os_label or "")
+    if not m:
+        return False
+    return Version(m.group(2)) >= Version("23.04" if m.group(1) == "ubuntu" else "12")
+
+
+# --------------------------------------------------------------------------- stages and commands
+
+
+@dataclass
+class PipInstall:
+    line: int
+    argv: List[str]
+    requirements: List[Requirement] = field(default_factory=list)
+    urls: List[str] = field(default_factory=list)  # git+https://..., local paths, archives
+    index_url: Optional[str] = None
+    extra_index_urls: List[str] = field(default_factory=list)
+    find_links: List[str] = field(default_factory=list)
+    flags: List[str] = field(default_factory=list)
+    requirement_files: List[str] = field(default_factory=list)
+    python: Optional[str] = None  # X.Y when the command names its interpreter (python3.11 -m pip)
+    in_venv: bool = False  # the pip of a virtual environment (a path), or uv/pipx
+
+
+@dataclass
+class Stage:
+    index: int
+    line: int
+    image: Image
+    name: Optional[str] = None
+    parent: Optional[Stage] = None  # FROM <an earlier stage>
+    runs: List[Instruction] = field(default_factory=list)
+    env: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def base(self) -> Image:
+        return self.parent.base if self.parent is not None else self.image
+
+    def inherited_runs(self) -> List[Instruction]:
+        return (self.parent.inherited_runs() if self.parent is not None else []) + self.runs
+
+    def all_env(self) -> Dict[str, str]:
+        out = dict(self.parent.all_env()) if self.parent is not None else {}
+        out.update(self.env)
+        return out
+
+
+@dataclass
+class Dockerfile:
+    path: str
+    stages: List[Stage]
+    args: Dict[str, str]
+
+
+def parse(text: str, path: str = "Dockerfile", build_args: Optional[Mapping[str, str]] = None) -> Dockerfile:
+    args: Dict[str, str] = {}
+    given = dict(build_args or {})
+    stages: List[Stage] = []
+    by_name: Dict[str, Stage] = {}
+    for ins in instructions(text):
+        if ins.keyword == "ARG":
+            for k, v in _key_values(ins.text):
+                args[k] = given.get(k, substitute(v, args) if v else args.get(k, ""))
+                if stages:
+                    stages[-1].env.setdefault(k, args[k])
+            continue
+        if ins.keyword == "FROM":
+            words = [w for w in ins.text.split() if not w.startswith("--")]
+            if not words:
+                continue
+            ref = substitute(words[0], args)
+            name = words[2] if len(words) >= 3 and words[1].lower() == "as" else None
+            parent = by_name.get(ref.lower())
+            st = Stage(len(stages), ins.line, parse_image(ref), name, parent)
+            stages.append(st)
+            if name:
+                by_name[name.lower()] = st
+            continue
+        if not stages:
+            continue
+        if ins.keyword == "RUN":
+            stages[-1].runs.append(ins)
+        elif ins.keyword == "ENV":
+            for k, v in _key_values(ins.text):
+                stages[-1].env[k] = substitute(v, {**args, **stages[-1].all_env()})
+    return Dockerfile(path, stages, args)
+
+
+def _script(ins: Instruction) -> str:
+    text = ins.text
+    while text.startswith("--"):  # RUN --mount=... --network=...
+        _flag, _, text = text.partition(" ")
+        text = text.lstrip()
+    if text.startswith("["):
+        try:
+            argv = json.loads(text.split("\n", 1)[0])
+            if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+                if len(argv) >= 3 and os.path.basename(argv[0]) in ("sh", "bash") and argv[1] == "-c":
+                    return argv[2]
+                return " ".join(shlex.quote(a) for a in argv)
+        except ValueError:
+            pass
+    return text
+
+
+def commands(script: str) -> Iterator[List[str]]:
+    """The simple commands of a shell script (split at ``&&``, ``||``, ``;``, ``|``, newlines), as argument
+    lists with leading variable assignments, ``sudo`` and ``exec`` removed. Text the shell grammar cannot
+    split (an unbalanced quote) yields nothing."""
+    for chunk in script.split("\n"):
+        try:
+            lex = shlex.shlex(chunk, posix=True, punctuation_chars=";&|()")
+            lex.whitespace_split = True
+            lex.commenters = "#"
+            words = list(lex)
+        except ValueError:
+            continue
+        cur: List[str] = []
+        for w in words + [";"]:
+            if w and set(w) <= set(";&|()"):
+                while cur and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", cur[0]):
+                    cur.pop(0)
+                while cur and cur[0] in ("sudo", "exec", "time", "nohup"):
+                    cur.pop(0)
+                if len(cur) >= 3 and os.path.basename(cur[0]) in ("sh", "bash", "dash") and cur[1] in ("-c", "-lc",
+                                                                                                     "-ec", "-xc"):
+                    yield from commands(cur[2])  # bash -c "pip install ..."
+                elif cur:
+                    yield cur
+                cur = []
+            else:
+                cur.append(w)
+
+
+_PIP = re.compile(r"^pip(3(\.\d+)?)?$")
+_PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
+_PIP_VALUE_OPTIONS = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-r", "--requirement",
+                      "-c", "--constraint", "-t", "--target", "--prefix", "--root", "--python-version", "--platform",
+                      "--only-binary", "--no-binary", "-e", "--editable", "--python", "--cache-dir", "--src",
+                      "--implementation", "--abi", "--progress-bar", "--trusted-host", "--timeout", "--retries",
+                      "--upgrade-strategy", "--config-settings", "-C", "--global-option", "--log", "--report"}
+
+
+def pip_install(argv: Sequence[str], line: int) -> Optional[PipInstall]:
+    """A ``pip install`` (``pip``, ``pip3``, ``python3 -m pip``, ``uv pip``, a venv's ``bin/pip``) as its parts."""
+    exe = os.path.basename(argv[0]) if argv else ""
+    rest: Sequence[str]
+    python = None
+    in_venv = "/" in argv[0] and not argv[0].startswith(("/usr/bin/", "/usr/local/bin/", "/bin/")) if argv else False
+    if _PIP.match(exe):
+        rest = argv[1:]
+        m = re.match(r"^pip(3\.\d+)$", exe)
+        python = m.group(1) if m else None
+    elif _PYTHON.match(exe) and list(argv[1:3]) == ["-m", "pip"]:
+        rest = argv[3:]
+        m = re.match(r"^python(3\.\d+)$", exe)
+        python = m.group(1) if m else None
+    elif exe == "uv" and list(argv[1:2]) == ["pip"]:
+        rest, in_venv = argv[2:], "--system" not in argv
+    else:
+        return None
+    if not rest or rest[0] != "install":
+        return None
+    p = PipInstall(line, list(argv), python=python, in_venv=in_venv)
+    it = iter(rest[1:])
+    for word in it:
+        opt, eq, val = word.partition("=")
+        if word.startswith("-") and opt in _PIP_VALUE_OPTIONS:
+            value = val if eq else next(it, "")
+            if opt in ("-i", "--index-url"):
+                p.index_url = value
+            elif opt == "--extra-index-url":
+                p.extra_index_urls.append(value)
+            elif opt in ("-f", "--find-links"):
+                p.find_links.append(value)
+            elif opt in ("-r", "--requirement"):
+                p.requirement_files.append(value)
+            elif opt in ("-e", "--editable"):
+                p.urls.append(value)
+            continue
+        if word.startswith("-"):
+            p.flags.append(word)
+            continue
+        if "://" in word or word.startswith((".", "/")) or word.endswith((".whl", ".tar.gz", ".zip")):
+            p.urls.append(word)
+            continue
+        try:
+            p.requirements.append(Requirement(word))
+        except InvalidRequirement:
+            p.urls.append(word)
+    return p
+
+
+def read_requirements(path: str, into: PipInstall, depth: int = 0) -> None:
+    """Requirements and options of a requirements file in the build context (missing: nothing added)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(MAX_BYTES)
+    except OSError:
+        return
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            continue
+        if words[0] in ("-r", "--requirement") and len(words) > 1 and depth < 5:
+            read_requirements(os.path.join(os.path.dirname(path), words[1]), into, depth + 1)
+            continue
+        sub = pip_install(["pip", "install"] + words, into.line)
+        if sub is None:
+            continue
+        into.requirements += sub.requirements
+        into.urls += sub.urls
+        into.index_url = into.index_url or sub.index_url
+        into.extra_index_urls += sub.extra_index_urls
+        into.find_links += sub.find_links
+
+
+# --------------------------------------------------------------------------- the rules
+
+#: Packages whose pip install compiles CUDA code with nvcc (no wheel on PyPI for most set-ups), and
+#: repositories whose source builds do: the build needs nvcc and the CUDA headers.
+CUDA_SOURCE_BUILDS = ("flash-attn", "mamba-ssm", "causal-conv1d", "apex", "pytorch3d", "detectron2",
+                      "xformers", "torch-scatter", "torch-sparse", "torch-cluster", "gsplat", "nvdiffrast",
+                      "tiny-cuda-nn", "diff-gaussian-rasterization", "simple-knn", "deepspeed")
+_SOURCE_REPOS = re.compile(r"(flash-attention|NVIDIA/apex|pytorch3d|detectron2|xformers|tiny-cuda-nn|nvdiffrast|"
+                           r"diff-gaussian-rasterization|simple-knn|mamba|causal-conv1d|gsplat)", re.I)
+
+
+def _compiles_cuda(argv: Sequence[str], env: Mapping[str, str], pip: Optional[PipInstall]) -> Optional[str]:
+    """Why this command compiles CUDA code (None: it does not, as far as can be told)."""
+    exe = os.path.basename(argv[0])
+    if exe == "nvcc":
+        return "runs nvcc"
+    if exe == "cmake" and any(re.search(r"CUDA|CUBLAS|GGML_CUDA", a) for a in argv[1:]):
+        return "configures a CUDA build with cmake"
+    if _PYTHON.match(exe) and len(argv) > 2 and argv[1].endswith("setup.py") and (
+            env.get("TORCH_CUDA_ARCH_LIST") or env.get("CUDA_HOME") or env.get("FORCE_CUDA")):
+        return "builds a CUDA extension (setup.py with %s set)" % next(
+            k for k in ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "FORCE_CUDA") if env.get(k))
+    if pip is not None:
+        if "deepspeed" in {canonicalize_name(r.name) for r in pip.requirements} and not any(
+                k.startswith("DS_BUILD_") and v == "1" for k, v in env.items()):
+            pass  # deepspeed compiles its ops only when asked (DS_BUILD_*=1), else at run time
+        for r in pip.requirements:
+            name = canonicalize_name(r.name)
+            if name in CUDA_SOURCE_BUILDS and name != "deepspeed":
+                return "installs %s, which compiles CUDA code with nvcc when pip builds it" % r.name
+            if name == "deepspeed" and any(k.startswith("DS_BUILD_") and v == "1" for k, v in env.items()):
+                return "installs deepspeed with DS_BUILD_* set, which compiles its CUDA ops with nvcc"
+        for u in pip.urls:
+            if _SOURCE_REPOS.search(u):
+                return "builds %s from source, which compiles CUDA code with nvcc" % u
+    return None
+
+
+def _install_line(pip: PipInstall) -> str:
+    return " ".join(shlex.quote(a) for a in pip.argv)
+
+
+def _finding(code: str, title: str, detail: str, line: int, path: str, fix: Optional[Fix] = None,
+             rule: str = "", url: str = "", severity: Optional[str] = None,
+             evidence: Sequence[Tuple[str, Any]] = ()) -> Finding:
+    doc = CODE_DOCS[code]
+    ev = [{"key": "dockerfile.line", "value": line, "source": "file:%s" % path, "status": "ok"}]
+    ev += [{"key": k, "value": v, "source": "file:%s" % path, "status": "ok"} for k, v in evidence]
+    return Finding(code, severity or doc.severity, ["docker"], "line %d: %s" % (line, title), detail, ev,
+                   {"rule": rule or doc.summary, "url": url or doc.source, "checked": ""}, fix or Fix())
+
+
+def _suggest_image(t: Target, flavour: str, os_label: Optional[str]) -> Optional[str]:
+    """An nvidia/cuda image this host's driver starts (the newest the image table knows), same flavour/OS."""
+    from envdoctor.recipes.docker_image import IMAGES
+
+    newest = hw.newest_cuda_for_driver(t.driver) if t.driver else None
+    best = None
+    for minor in sorted(IMAGES, key=Version):
+        if newest is not None and Version(minor) > Version(newest):
+            continue
+        best = minor
+    if best is None:
+        return None
+    release, _word, oses = IMAGES[best]
+    osl = os_label if os_label in oses else oses[-1]
+    return "nvidia/cuda:%s-%s-%s" % (release, flavour or "runtime", osl)
+
+
+def lint(df: Dockerfile, target: Target, context_dir: Optional[str] = None) -> List[Finding]:
+    """Every finding for a parsed Dockerfile on a host described by ``target`` (driver, GPUs; unknown
+    values are not judged)."""
+    out: List[Finding] = []
+    path = df.path
+    for st in df.stages:
+        out += _image_findings(st, target, path)
+        out += _run_findings(st, target, path, context_dir)
+    return out
+
+
+def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
+    img = st.image
+    if st.parent is not None or img.repository != "nvidia/cuda":
+        return []
+    if img.tag in ("", "latest"):
+        sugg = _suggest_image(t, "runtime", None)
+        return [_finding(
+            "dockerfile.image_tag_missing", "FROM %s: nvidia/cuda has no %s tag" % (
+                img.reference, "'latest'" if img.tag else "default ('latest')"),
+            "The pull fails with 'manifest for nvidia/cuda:latest not found: manifest unknown'. Each tag names "
+            "a CUDA release, a flavour (base, runtime, devel) and an OS.", st.line, path,
+            Fix("Name a tag%s." % (" this host's driver starts" if t.driver else ""),
+                ["FROM %s" % sugg] if sugg else []))]
+    out = []
+    if img.cuda and t.driver:
+        need = hw.min_driver_for_cuda(img.cuda)
+        try:
+            older = need is not None and Version(t.driver) < Version(need)
+        except InvalidVersion:
+            older = False
+        if older:
+            newest = hw.newest_cuda_for_driver(t.driver)
+            sugg = _suggest_image(t, img.flavour or "runtime", img.os_label)
+            mm = ".".join(img.cuda.split(".")[:2])
+            out.append(_finding(
+                "dockerfile.image_needs_newer_driver",
+                "%s needs NVIDIA driver >= %s; this host has %s%s" % (
+                    img.reference, need, t.driver, " (CUDA up to %s)" % newest if newest else ""),
+                "The image sets NVIDIA_REQUIRE_CUDA=cuda>=%s, so the NVIDIA Container Toolkit refuses to start it "
+                "('nvidia-container-cli: requirement error: unsatisfied condition: cuda>=%s'); CUDA minor-version "
+                "compatibility does not lift that check." % (mm, mm), st.line, path,
+                Fix("Build FROM an image of a CUDA this driver runs, or update the driver.",
+                    (["FROM %s" % sugg] if sugg else []) + ["envdoctor install driver --dry-run"]),
+                evidence=[("host.driver", t.driver)]))
+    return out
+
+
+def _stage_python(st: Stage, before: Sequence[Instruction]) -> Tuple[Optional[str], bool]:
+    """(the Python X.Y pip installs for in this stage, whether some Python is there at all), from the base
+    image and what the RUN lines before install."""
+    base = st.base
+    version = base.python
+    present = bool(base.has_python) or base.has_python is None
+    for ins in before:
+        script = _script(ins)
+        for argv in commands(script):
+            exe = os.path.basename(argv[0])
+            words = " ".join(argv)
+            if exe in ("apt-get", "apt", "yum", "dnf", "microdnf", "apk", "zypper") and "install" in argv:
+                pkgs = [a for a in argv if not a.startswith("-")]
+                named = [re.match(r"^python(3\.\d+)(?:-|$)", a) for a in pkgs]
+                explicit = [m.group(1) for m in named if m]
+                if explicit:
+                    version, present = explicit[-1], True
+                elif any(re.match(r"^python3(-pip|-venv|-dev|-full)?$", a) or a == "python-is-python3" for a in pkgs):
+                    version = version or (None if base.moving else system_python(base.os_label))
+                    present = True
+            elif exe in ("conda", "mamba", "micromamba", "pyenv") or (exe == "uv" and "python" in argv[1:2]):
+                m = re.search(r"python[= ]?=?(3\.\d+)", words)
+                version, present = (m.group(1) if m else None), True
+            elif exe == "uv" and "venv" in argv[1:2]:
+                m = re.search(r"--python[= ](?:python)?(3\.\d+)", words)
+                version, present = (m.group(1) if m else version), True
+            elif "get-pip.py" in words or "miniconda" in words.lower() or "miniforge" in words.lower():
+                present = True
+    return version, present
+
+
+def _creates_venv(runs: Sequence[Instruction], env: Mapping[str, str]) -> bool:
+    if env.get("PIP_BREAK_SYSTEM_PACKAGES", "").lower() in ("1", "true", "yes") or env.get("VIRTUAL_ENV"):
+        return True
+    for ins in runs:
+        for argv in commands(_script(ins)):
+            if ("venv" in argv and _PYTHON.match(os.path.basename(argv[0]))) or os.path.basename(argv[0]) in (
+                    "virtualenv", "conda", "mamba", "micromamba", "pipx") or argv[:2] == ["uv", "venv"]:
+                return True
+            if os.path.basename(argv[0]) in ("source", ".") and any("activate" in a for a in argv[1:]):
+                return True
+    return False
+
+
+def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -> List[Finding]:
+    out: List[Finding] = []
+    base = st.base
+    env = st.all_env()
+    runs = st.inherited_runs()
+    own_start = len(runs) - len(st.runs)
+    gpu_image = bool(base.cuda or base.torch)
+    told_python = told_compiler = told_pep668 = False
+    for n, ins in enumerate(runs):
+        if n < own_start:
+            continue  # judged in the stage that wrote it
+        py, present = _stage_python(st, runs[:n])
+        venv = _creates_venv(runs[:n], env)
+        for argv in commands(_script(ins)):
+            pip = pip_install(argv, ins.line)
+            if pip is not None:
+                for f in pip.requirement_files:
+                    if context_dir:
+                        read_requirements(os.path.join(context_dir, f), pip)
+            why = _compiles_cuda(argv, env, pip)
+            if why and not told_compiler and base.flavour != "devel" and not _installs_nvcc(runs[:n]):
+                told_compiler = True
+                what = ("a %s image" % base.flavour) if base.flavour else ("%s (no CUDA toolkit)" % base.reference)
+                sugg = ("nvidia/cuda:%s-%s%s" % (base.cuda, "cudnn-" if base.cudnn else "devel-",
+                                                 ("devel-" if base.cudnn else "") + (base.os_label or ""))
+                        if base.cuda else None)
+                out.append(_finding(
+                    "dockerfile.no_compiler_in_image", "%s, but the stage builds FROM %s, which has no nvcc" % (
+                        why[:1].upper() + why[1:], base.reference),
+                    "Only the -devel nvidia/cuda images carry nvcc and the CUDA headers; on %s the build stops with "
+                    "'nvcc: not found' or 'CUDA_HOME environment variable is not set'." % what, ins.line, path,
+                    Fix("Compile in a -devel stage (copy the result into the runtime stage), or install a "
+                        "prebuilt wheel.", ["FROM %s AS build" % sugg.rstrip("-")] if sugg else [])))
+            if pip is None:
+                continue
+            if not present and not told_python and not pip.in_venv:
+                told_python = True
+                out.append(_finding(
+                    "dockerfile.no_python_in_image", "%s runs, but %s has no Python and nothing installs one "
+                    "before" % (os.path.basename(argv[0]), base.reference),
+                    "nvidia/cuda and plain OS images carry no Python; the build stops with '%s: not found'." %
+                    os.path.basename(argv[0]), ins.line, path,
+                    Fix("Install Python first.", ["RUN apt-get update && apt-get install -y --no-install-recommends "
+                                                  "python3 python3-pip python3-venv"])))
+            if (_externally_managed(base.os_label) and present and not venv and not pip.in_venv
+                    and base.python is None and "--break-system-packages" not in pip.flags
+                    and not any(f in pip.flags for f in ("--target", "-t", "--prefix", "--user"))
+                    and not told_pep668):
+                told_pep668 = True
+                out.append(_finding(
+                    "dockerfile.externally_managed_python",
+                    "pip installs into %s's system Python, which forbids it (PEP 668)" % base.os_label,
+                    "%s marks its Python externally managed: pip stops with 'error: externally-managed-environment'."
+                    % base.os_label, ins.line, path,
+                    Fix("Install into a virtual environment (and put it first on PATH).",
+                        ["RUN python3 -m venv /opt/venv", "ENV PATH=/opt/venv/bin:$PATH"]),
+                    url=PEP668_SOURCE))
+            out += _framework_findings(pip, st, t, py, gpu_image, path)
+    return out
+
+
+def _installs_nvcc(runs: Sequence[Instruction]) -> bool:
+    for ins in runs:
+        s = _script(ins)
+        if re.search(r"cuda-(toolkit|nvcc|compiler)|nvidia-cuda-toolkit|cuda-nvcc", s):
+            return True
+    return False
+
+
+def _candidate_install(command: str) -> Optional[PipInstall]:
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    return pip_install(argv, 0)
+
+
+def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str]) -> List[Any]:
+    """The matrix builds of ``fw`` this requirement can install, as pip chooses: the newest release its
+    specifier admits whose Python range admits ``python`` (pip skips releases whose Requires-Python does
+    not; when none does, the newest release, which then fails on Python), every variant of that release the
+    line's package, extras and index could give."""
+    from .advise import candidates, python_admits
+
+    name = canonicalize_name(req.name)
+    exact = next((s.version for s in req.specifier if s.operator in ("==", "===") and "*" not in s.version), None)
+    index = (pip.index_url or "").rstrip("/")
+    local = exact.split("+", 1)[1] if exact and "+" in exact else None
+    variant = local or (index.rsplit("/", 1)[-1] if "download.pytorch.org" in index else None)
+    by_release: Dict[str, List[Any]] = {}
+    for c in candidates(fw):
+        ci = _candidate_install(c.command)
+        if ci is None or not ci.requirements:
+            continue
+        creq = ci.requirements[0]
+        if canonicalize_name(creq.name) != name:
+            continue
+        if fw == "jax" and not (req.extras & creq.extras):
+            continue
+        probe = _release_version(c.release, creq.specifier)
+        if probe is None or not req.specifier.contains(probe, prereleases=True):
+            if not (exact and creq.specifier.contains(exact.split("+")[0], prereleases=True)):
+                continue
+        if exact and not creq.specifier.contains(exact.split("+")[0], prereleases=True):
+            continue
+        if fw == "torch" and variant and c.variant != variant:
+            continue
+        by_release.setdefault(c.release, []).append(c)
+    releases = list(by_release.values())
+    for builds in releases:
+        if python is None or any(python_admits(c.python_spec, python) is not False for c in builds):
+            return builds
+    return releases[0] if releases else []
+
+
+def _extras(command: str) -> set:
+    ci = _candidate_install(command)
+    return set(ci.requirements[0].extras) if ci is not None and ci.requirements else set()
+
+
+def _release_version(release: str, spec: SpecifierSet) -> Optional[str]:
+    """A version inside a candidate's release (``2.4`` -> ``2.4.0``; a JAX range -> its lower bound)."""
+    if release and release[0].isdigit():
+        return release + (".0" if release.count(".") < 2 else "")
+    lows = [s.version for s in spec if s.operator in (">=", "==", "~=")]
+    return lows[0].rstrip(".*") if lows else None
+
+
+def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str], gpu_image: bool,
+                        path: str) -> List[Finding]:
+    from .advise import choose_build, judge
+
+    out: List[Finding] = []
+    host = Target(driver=t.driver, cc=t.cc, ccs=t.ccs, gpu=t.gpu, python=py, platform=t.platform,
+                  gpu_present=t.gpu_present)
+    for req in pip.requirements:
+        fw = frameworks.of_distribution(req.name)
+        if fw is None:
+            continue
+        index = (pip.index_url or "").rstrip("/")
+        cpu = frameworks.cpu_only(req.name) or (fw.name == "torch" and index.endswith("/whl/cpu")) or (
+            fw.name == "jax" and not any(e.startswith("cuda") for e in req.extras) and req.name.lower() == "jax")
+        if cpu:
+            if gpu_image or t.gpu_present:
+                exact = next((x.version for x in req.specifier if x.operator == "=="), "")
+                same = ".".join(exact.split(".")[:2]) if exact[:1].isdigit() else None
+                chosen = (choose_build(fw.name, host, release=same) if same else None) or (
+                    choose_build(fw.name, host) if fw.advise else None)
+                where = "a GPU image (%s)" % st.base.reference if gpu_image else "a host with an NVIDIA GPU"
+                out.append(_finding(
+                    "dockerfile.cpu_only_build", "%s is a CPU-only build of %s, installed in %s" % (
+                        str(req), fw.display, where),
+                    "It never uses the GPU.", pip.line, path,
+                    Fix("Install a CUDA build%s." % (" this host runs" if t.driver else ""),
+                        ["RUN " + chosen[0].command] if chosen else [])))
+            continue
+        if not fw.advise:
+            continue
+        picks = _pip_picks(req, pip, fw.name, py)
+        if not picks:
+            continue
+        wanted = set().union(*(_extras(c.command) for c in picks)) - set(req.extras)
+        if wanted and all(_extras(c.command) for c in picks):
+            c = picks[0]
+            libs = " and ".join("%s %s" % (label, c.row[k]) for k, label in (("cuda", "CUDA"), ("cudnn", "cuDNN"))
+                                if c.row.get(k))
+            fixed = Requirement(str(req))
+            fixed.extras = set(req.extras) | wanted
+            out.append(_finding(
+                "dockerfile.cuda_libraries_not_installed",
+                "%s installs %s without [%s], which brings the CUDA libraries its GPU build loads" % (
+                    str(req), fw.display, ",".join(sorted(wanted))),
+                "%s %s's GPU build loads %s; without the extra, pip installs none, and unless the image holds "
+                "exactly those, it runs on the CPU ('Cannot dlopen some GPU libraries')." % (
+                    fw.display, c.release, libs or "the CUDA libraries it was built with"), pip.line, path,
+                Fix("Install it with the extra.", ["RUN pip install %s" % shlex.quote(str(fixed))])))
+        verdicts = [(c, judge(c, host)) for c in picks]
+        if any(v.ok for _, v in verdicts):
+            continue
+        reasons: List[str] = []
+        for _c, v in verdicts:
+            for r in v.reasons:
+                if r not in reasons:
+                    reasons.append(r)
+        chosen = choose_build(fw.name, host)
+        builds = ", ".join(sorted({c.variant for c in picks}))
+        out.append(_finding(
+            "dockerfile.build_does_not_fit", "%s (%s %s, %s) does not fit: %s" % (
+                str(req), fw.display, picks[0].release, builds, reasons[0]),
+            "Every build pip can take for this line: %s." % "; ".join(reasons), pip.line, path,
+            Fix("Install the build that fits%s." % (
+                " (newest that runs on driver %s%s)" % (t.driver, " and %s" % t.gpu if t.gpu else "")
+                if t.driver else ""), ["RUN " + chosen[0].command] if chosen else []),
+            evidence=[("host.driver", t.driver), ("host.gpu_cc", ",".join(host.gpu_ccs) or None),
+                      ("image.python", py)]))
+    return out
+
+
+def read(path: str) -> str:
+    """The Dockerfile's text; DockerfileError for a file that cannot be one."""
+    import sys
+
+    if path == "-":
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+    else:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise DockerfileError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    if len(data) > MAX_BYTES:
+        raise DockerfileError("%s is larger than %d KiB: not a Dockerfile" % (path, MAX_BYTES // 1024))
+    if b"\x00" in data:
+        raise DockerfileError("%s is not text (it holds NUL bytes): not a Dockerfile" % path)
+    return data.decode("utf-8", "replace")
