@@ -52,7 +52,7 @@ def test_an_image_newer_than_the_host_driver_does_not_start():
     host = Target(driver="550.142", cc="8.9", gpu="RTX 4090")
     found = _lint("llama-cpp-9665", host)
     assert _codes(found) == [("dockerfile.image_needs_newer_driver", "error")] * 2
-    assert [f.evidence[0]["value"] for f in found] == [9, 42]  # the two FROM lines (ARGs expanded)
+    assert [f.evidence[0]["value"] for f in found] == [6, 14]  # the two FROM lines (ARGs expanded)
     assert "cuda>=12.6" in found[0].detail and "560.28.03" in found[0].title
     assert found[0].fix.commands[0] == "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04"
     assert _lint("llama-cpp-9665", host, {"CUDA_VERSION": "12.4.1"}) == []
@@ -140,6 +140,15 @@ def test_a_stage_built_from_a_devel_stage_may_compile():
             "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN nvcc -o y y.cu\n")
     found = _inline(text)
     assert [(f.code, f.evidence[0]["value"]) for f in found] == [("dockerfile.no_compiler_in_image", 6)]
+
+
+def test_merge_conflict_markers_and_unknown_instructions_are_skipped():
+    text = ("FROM nvidia/cuda:12.6.0-devel-ubuntu22.04 AS build\n<<<<<<< HEAD\nRUN cmake -B build -DGGML_CUDA=ON .\n"
+            "=======\nRUN make -j llama-server\n>>>>>>> master\nFROM nvidia/cuda:12.6.0-runtime-ubuntu22.04\n")
+    df = dfmod.parse(text, "Dockerfile")
+    assert [s.line for s in df.stages] == [1, 7]
+    assert _codes(dfmod.lint(df, Target(driver="550.142", cc="8.9"))) == [
+        ("dockerfile.image_needs_newer_driver", "error")] * 2
 
 
 def test_parser_reads_what_docker_reads():
