@@ -12,7 +12,7 @@ A fact is one answer ("driver.version" = "550.54.15") plus its ``source``
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 STATUSES = ("ok", "unknown", "not_supported", "timed_out")
 
@@ -117,7 +117,8 @@ class Facts:
     def strings(self, key: str) -> List[str]:
         return [x for x in self.items(key) if isinstance(x, str)]
 
-    def with_prefix(self, prefix: str) -> List[Fact]:
+    def with_prefix(self, prefix: Union[str, Tuple[str, ...]]) -> List[Fact]:
+        """The facts whose key starts with ``prefix`` (or with any of several), in the order they were found."""
         return [f for k, f in self._facts.items() if k.startswith(prefix)]
 
     def __iter__(self) -> Iterator[Fact]:

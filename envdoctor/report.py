@@ -13,6 +13,7 @@ from .findings import Finding, pin_interpreter, summarize
 from .host.base import Host
 from .host.privacy import Scrubber
 from .probes import ProbeResult, run_probes
+from .scope import Scope, is_whole, plan
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -25,8 +26,13 @@ class Report:
     """Everything one diagnose run produced (rendered by envdoctor.render)."""
 
     def __init__(self, probes: List[ProbeResult], findings: List[Finding], source: Dict[str, str],
-                 duration: float, generated: Optional[str] = None) -> None:
+                 duration: float, generated: Optional[str] = None, layers: Optional[Sequence[str]] = None) -> None:
+        from .render.layers import LAYER_NAMES
+
         self.probes = probes
+        #: The report layers examined (``diagnose --only/--skip``: the others were not looked at at all).
+        self.layers: Tuple[str, ...] = tuple(n for n in LAYER_NAMES if layers is None or n in layers)
+        self.not_examined: Tuple[str, ...] = tuple(n for n in LAYER_NAMES if n not in self.layers)
         self.findings = findings
         self.source = source
         self.duration = duration
@@ -60,6 +66,7 @@ class Report:
             "findings": [f.to_dict() for f in self.findings],
             "summary": self.summary,
             "timings": {"total": round(self.duration, 4), **{p.name: round(p.duration, 4) for p in self.probes}},
+            "layers": {"examined": list(self.layers), "not_examined": list(self.not_examined)},
         }
 
 
@@ -83,39 +90,63 @@ def scrub(probes: List[ProbeResult], scrubber: Scrubber, serials: Sequence[str] 
             p.error = scrubber(p.error)
 
 
-def gather(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None) -> List[ProbeResult]:
-    """Run the probes on ``host`` and scrub what they found (the half of diagnose that reads the machine)."""
-    probes = run_probes(host, deadline=deadline)
+def gather(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None,
+           only: Optional[Sequence[str]] = None) -> List[ProbeResult]:
+    """Run the probes on ``host`` (``only`` these, by name) and scrub what they found (the half of diagnose
+    that reads the machine)."""
+    probes = run_probes(host, deadline=deadline, only=only)
     if scrubber is not None:
-        scrub(probes, scrubber, nvml_serials(host) if scrubber.redact_ids else ())
+        # NVML is asked only if a probe asked it already (its answer cached): a run without the driver and GPU
+        # probes has no serial numbers to hide and must not start the query now.
+        from .probes import all_probes
+
+        nvml = {s.name for s in all_probes() if s.uses_nvml}
+        asked = only is None or any(p.name in nvml for p in probes)
+        scrub(probes, scrubber, nvml_serials(host) if scrubber.redact_ids and asked else ())
     return probes
 
 
-def judge(probes: List[ProbeResult], source: Dict[str, str], started: float) -> Report:
-    """Check the probes' facts and wrap everything in a report (the other half)."""
+def judge(probes: List[ProbeResult], source: Dict[str, str], started: float,
+          scope: Optional[Scope] = None) -> Report:
+    """Check the probes' facts and wrap everything in a report (the other half). With ``scope``
+    (``diagnose --only/--skip``), only its checks run and only the findings of its layers are kept."""
     facts = Facts(f for p in probes for f in p.facts)
-    findings = run_checks(CheckContext(facts, probes))
+    findings = run_checks(CheckContext(facts, probes), None if scope is None else scope.checks)
+    if scope is not None:
+        from .render.layers import row_of_finding
+
+        findings = [f for f in findings if row_of_finding(f) in scope.layers]
     pin_interpreter(findings, facts.text("python.executable"))  # every pip fix names the interpreter inspected
-    return Report(probes, findings, source, time.monotonic() - started)
+    return Report(probes, findings, source, time.monotonic() - started,
+                  layers=None if scope is None else scope.layers)
+
+
+def _scope(layers: Optional[Sequence[str]]) -> Optional[Scope]:
+    return None if layers is None or is_whole(layers) else plan(layers)
 
 
 def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None,
-             source: Optional[Dict[str, str]] = None) -> Report:
+             source: Optional[Dict[str, str]] = None, layers: Optional[Sequence[str]] = None) -> Report:
+    """The report of ``host``: every layer, or only ``layers`` (``diagnose --only/--skip``: only the probes and
+    checks those depend on run; see :mod:`envdoctor.scope`)."""
     start = time.monotonic()
-    probes = gather(host, deadline, scrubber)
-    return judge(probes, source or {"kind": "live", "description": host.description}, start)
+    scope = _scope(layers)
+    probes = gather(host, deadline, scrubber, None if scope is None else scope.probes)
+    return judge(probes, source or {"kind": "live", "description": host.description}, start, scope)
 
 
 def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host: bool = False,
-                  redact_ids: bool = False) -> Report:
+                  redact_ids: bool = False, layers: Optional[Sequence[str]] = None) -> Report:
     """This machine's report, finished within ``timeout`` plus about a second (``diagnose``, ``check``)."""
     from .host.live import live_host
     from .host.privacy import scrubber_for
 
     started = time.monotonic()
+    scope = _scope(layers)
     host, deadline = live_host(timeout, python_exe)
-    probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids))
-    return judge(probes, {"kind": "live", "description": host.description}, started)
+    probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids),
+                    None if scope is None else scope.probes)
+    return judge(probes, {"kind": "live", "description": host.description}, started, scope)
 
 
 def report_from_file(path: str, timeout: float, want: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:

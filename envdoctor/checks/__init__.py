@@ -41,6 +41,12 @@ class CheckSpec(NamedTuple):
     #: The facts it cannot judge without (keys; ``N`` for a GPU's index, ``*`` for any one part, e.g.
     #: ``framework.*``). ``()``: it judges whatever is there (a check about missing facts). None: undeclared.
     requires: Optional[Tuple[str, ...]] = None
+    #: The other facts it looks at when they are there (its verdict or wording may change with them): keys or
+    #: patterns as in ``requires`` (``gpu.*.*``: any per-GPU fact), or ``*`` (every fact). ``diagnose --only``
+    #: runs the probes behind ``requires`` and ``reads``. None: undeclared (every fact).
+    reads: Optional[Tuple[str, ...]] = None
+    #: The report layers (``diagnose --only`` names) its findings are shown under. None: undeclared (any).
+    layers: Optional[Tuple[str, ...]] = None
 
 
 _REGISTRY: Dict[str, CheckSpec] = {}
@@ -62,13 +68,17 @@ CHECK_MODULES = (
 )
 
 
-def check(name: str, codes: Sequence[CodeDoc],
-          requires: Optional[Sequence[str]] = None) -> Callable[[CheckFn], CheckFn]:
+def check(name: str, codes: Sequence[CodeDoc], requires: Optional[Sequence[str]] = None,
+          reads: Optional[Sequence[str]] = None,
+          layers: Optional[Sequence[str]] = None) -> Callable[[CheckFn], CheckFn]:
     """Register ``fn`` as the check ``name``. ``requires`` names the facts it needs: when the probe behind one
     of them did not finish (crashed, timed out) or did not run, the runner skips the check and the report says
-    which verdicts are missing, instead of the check passing on an empty layer."""
+    which verdicts are missing, instead of the check passing on an empty layer. ``reads`` names the other facts
+    it looks at and ``layers`` the report layers of its findings (see :class:`CheckSpec`): with them
+    ``diagnose --only`` examines just what the chosen layers' verdicts depend on."""
     def deco(fn: CheckFn) -> CheckFn:
-        _REGISTRY[name] = CheckSpec(name, fn, tuple(codes), None if requires is None else tuple(requires))
+        _REGISTRY[name] = CheckSpec(name, fn, tuple(codes), None if requires is None else tuple(requires),
+                                    None if reads is None else tuple(reads), None if layers is None else tuple(layers))
         return fn
 
     return deco
@@ -152,12 +162,13 @@ def blocked_by(spec: CheckSpec, probes: Sequence[ProbeResult]) -> List[str]:
     return out
 
 
-def run_checks(ctx: CheckContext) -> List[Finding]:
+def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None) -> List[Finding]:
+    """The findings of every check (or of ``specs`` only: ``diagnose --only``), sorted worst first."""
     findings: List[Finding] = []
     runnable: List[CheckSpec] = []
     not_run: Dict[str, List[str]] = {}
     ran = {p.name for p in ctx.probes}
-    for spec in all_checks():
+    for spec in all_checks() if specs is None else specs:
         blocked = blocked_by(spec, ctx.probes)
         if not blocked:
             runnable.append(spec)

@@ -39,7 +39,7 @@ from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
 from ..osinfo import nvidia_distro
 from . import CodeDoc, check, docs_for, group
-from .suggest import install_line, rpm_tool
+from .suggest import INSTALL_LINE_READS, install_line, rpm_tool
 
 if TYPE_CHECKING:  # advise imports the checks' neighbours; the suggestions import it when they run
     from ..advise import Candidate, Verdict
@@ -472,9 +472,12 @@ def _ptx_for(ptx: Sequence[str], cc: str) -> bool:
 # ------------------------------------------------------------------ the check
 
 
-def _question(name: str, fn: Callable[[Facts], List[Finding]], requires: Sequence[str], *codes: str) -> None:
-    """Register ``fn`` as its own check (one question: a crash in it hides no other verdict)."""
-    check("compat." + name, codes=docs_for(DOCS, *codes), requires=requires)(lambda ctx: fn(ctx.facts))
+def _question(name: str, fn: Callable[[Facts], List[Finding]], requires: Sequence[str], *codes: str,
+              reads: Sequence[str] = (), layers: Sequence[str] = ()) -> None:
+    """Register ``fn`` as its own check (one question: a crash in it hides no other verdict). Every question
+    may suggest an install line or a build: it reads what those depend on too."""
+    check("compat." + name, codes=docs_for(DOCS, *codes), requires=requires,
+          reads=tuple(reads) + INSTALL_LINE_READS, layers=layers)(lambda ctx: fn(ctx.facts))
 
 
 def _driver_vs_cuda(facts: Facts) -> List[Finding]:
@@ -1284,19 +1287,23 @@ def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
 
 _question("driver-vs-cuda", _driver_vs_cuda, ("driver.version",), "driver.too_old_for_framework",
           "driver.too_old_for_toolkit", "driver.minor_version_compat", "driver.missing_for_framework",
-          "driver.cuda_version_is_a_ceiling")
+          "driver.cuda_version_is_a_ceiling", reads=("cuda.*", "driver.nvidia_pci_gpus", "framework.*"),
+          layers=("driver",))
 _question("arch-vs-builds", _arch_vs_builds, ("gpu.N.compute_capability", "framework.*"),
           "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only",
-          "gpu.arch_support_unknown")
+          "gpu.arch_support_unknown", reads=("framework.*.gpu_code",), layers=("gpu",))
 _question("toolkit-vs-gpu", _toolkit_vs_gpu, ("cuda.toolkits", "gpu.N.compute_capability"),
-          "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit")
-_question("cpu-builds", _cpu_builds, ("framework.*", "gpu.count"), "framework.cpu_only_build")
-_question("toolkits-disagree", _toolkits_disagree, ("cuda.toolkits", "cuda.nvcc"), "cuda.toolkits_disagree")
+          "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit", reads=("cuda.*",), layers=("cuda",))
+_question("cpu-builds", _cpu_builds, ("framework.*", "gpu.count"), "framework.cpu_only_build",
+          reads=("driver.nvidia_pci_gpus",), layers=("frameworks",))
+_question("toolkits-disagree", _toolkits_disagree, ("cuda.toolkits", "cuda.nvcc"), "cuda.toolkits_disagree",
+          reads=("cuda.*",), layers=("cuda",))
 _question("toolkit-vs-framework", _toolkit_vs_framework, ("cuda.nvcc", "framework.*"),
-          "cuda.toolkit_differs_from_framework")
-_question("extension-home", _extension_home, ("cuda.extension_home",), "cuda.extension_home_not_a_toolkit")
+          "cuda.toolkit_differs_from_framework", reads=("cuda.*", "driver.nvidia_pci_gpus"), layers=("cuda",))
+_question("extension-home", _extension_home, ("cuda.extension_home",), "cuda.extension_home_not_a_toolkit",
+          reads=("cuda.*", "framework.*"), layers=("cuda",))
 _question("host-compiler-and-os", _host_compiler_and_os, ("cuda.nvcc",), "compiler.gcc_too_new_for_cuda",
-          "os.unsupported_by_cuda")
+          "os.unsupported_by_cuda", reads=("compiler.*", "cuda.*"), layers=("compilers", "os"))
 
 #: Every compat question at once (tests, and callers that want this area only).
 compat = group("compat")

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List
 from ..facts import Facts
 from ..findings import Finding, Fix
 from . import CheckContext, CodeDoc, check
-from .suggest import install_line
+from .suggest import INSTALL_LINE_READS, install_line
 
 CHECKED = "2026-11-22"
 INSTALL_GUIDE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -31,7 +31,8 @@ def _has_gpu(facts: Facts) -> bool:
     return isinstance(count, int) and count > 0
 
 
-@check("container-toolkit", requires=("container.docker", "gpu.count"), codes=(
+@check("container-toolkit", requires=("container.docker", "gpu.count"), reads=("container.*",) + INSTALL_LINE_READS,
+       layers=("containers",), codes=(
     CodeDoc("container-toolkit.missing", "warning", "Docker is installed on a GPU machine without the NVIDIA "
             "Container Toolkit.", "container.docker, container.toolkit, gpu.count",
             "`docker run --gpus all` fails with 'could not select device driver \"\" with capabilities: [[gpu]]'.",
@@ -128,7 +129,8 @@ def container_toolkit(ctx: CheckContext) -> Iterable[Finding]:
 DEV_CHAR_NOTICE = "https://github.com/NVIDIA/nvidia-docker/issues/1730"
 
 
-@check("container-toolkit.dev-char", requires=("container.dev_char_nvidia_links", "container.toolkit"), codes=(
+@check("container-toolkit.dev-char", requires=("container.dev_char_nvidia_links", "container.toolkit"),
+       reads=("container.*", "os.*"), layers=("containers",), codes=(
     CodeDoc("container-toolkit.dev_char_symlinks_missing", "warning",
             "Docker manages container cgroups with systemd and /dev/char holds no links to the NVIDIA devices.",
             "container.docker_cgroup_driver, container.dev_char_nvidia_links, container.toolkit, os.container",

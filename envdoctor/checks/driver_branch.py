@@ -13,7 +13,7 @@ from .. import matrix
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
 from . import CheckContext, CodeDoc, check
-from .suggest import install_line
+from .suggest import INSTALL_LINE_READS, install_line
 
 LIFECYCLE = "https://docs.nvidia.com/datacenter/tesla/drivers/index.html#lifecycle"
 
@@ -43,7 +43,8 @@ def _driver(ctx: CheckContext) -> Optional[str]:
     return None
 
 
-@check("driver-branch", requires=("driver.version",), codes=(
+@check("driver-branch", requires=("driver.version",), reads=("driver.*", "driver.*.*") + INSTALL_LINE_READS,
+       layers=("driver",), codes=(
     CodeDoc("driver.branch_end_of_life", "info",
             "The installed driver belongs to a branch NVIDIA no longer supports (past its end of life).",
             "driver.version (else the kernel module's), gpu.N.compute_capability",

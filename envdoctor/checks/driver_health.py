@@ -45,9 +45,17 @@ from ..host.nvml_worker import MAX_GPUS
 from ..matrix import unverified
 from ..matrix.hardware import gpu_product
 from . import CheckContext, CodeDoc, check, group, quietly
-from .suggest import install_line, rpm_tool
+from .suggest import INSTALL_LINE_READS, install_line, rpm_tool
 
 CHECKED = "2026-11-22"
+#: What the driver's questions look at besides driver.installed (each later one asks the earlier ones, so they
+#: share one list): the driver's facts but not its library links (the dlopen probe's, a check of their own).
+READS = ("driver.*", "driver.*.*", "kernel.release", "kernel.headers", "cuda.*", "env.*", "libraries.libcuda",
+         "os.*") + INSTALL_LINE_READS
+#: The report layers each question's findings are shown under.
+_LAYERS = {"library-mismatch": ("driver",), "userspace-missing": ("driver",), "wsl": ("driver",),
+           "in-kernel-conflict": ("driver",), "module-for-kernel": ("driver", "os"), "secure-boot": ("driver",),
+           "device-nodes": ("driver",), "fabric-manager": ("driver",), "forward-compat": ("cuda",)}
 
 #: The documents each rule comes from (checked on CHECKED).
 RULES: Dict[str, Dict[str, str]] = {
@@ -933,7 +941,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     )]
 
 
-@check("driver-health", requires=("driver.installed",), codes=(
+@check("driver-health", requires=("driver.installed",), reads=READS, layers=("driver", "gpu"), codes=(
     CodeDoc("driver.library_mismatch", "error",
             "The loaded NVIDIA kernel module and the user-space library are different driver versions.",
             "driver.nvml.status, driver.kernel_module.version, driver.userspace.version",
@@ -1073,7 +1081,7 @@ def _ask(name: str, fn: Callable[[Facts], List[Finding]]) -> None:
                                           for f in _earlier(ctx.facts, name)):
             return []
         return fn(ctx.facts)
-    check("driver-health." + name, codes=(), requires=("driver.installed",))(run)
+    check("driver-health." + name, codes=(), requires=("driver.installed",), reads=READS, layers=_LAYERS[name])(run)
 
 
 for _name, _fn in _QUESTIONS:
@@ -1128,7 +1136,8 @@ def _library_links(facts: Facts) -> List[Finding]:
     return out
 
 
-@check("driver-health.library-links", requires=("driver.installed", "driver.library_links"), codes=(
+@check("driver-health.library-links", requires=("driver.installed", "driver.library_links"), reads=READS,
+       layers=("driver",), codes=(
     CodeDoc("driver.stale_library_link", "error",
             "A driver library link (libnvidia-*.so.N) points to another driver version's file, or to one that no "
             "longer exists, left by an update.", "driver.library_links, driver.kernel_module.version",
@@ -1139,7 +1148,7 @@ def library_links(ctx: CheckContext) -> List[Finding]:
     return _library_links(ctx.facts) if _installed(ctx.facts) else []
 
 
-@check("driver-health.nvml-errors", codes=(), requires=("driver.installed",))
+@check("driver-health.nvml-errors", codes=(), requires=("driver.installed",), reads=READS, layers=("driver", "gpu"))
 def nvml_errors(ctx: CheckContext) -> List[Finding]:
     """NVML failures that no more specific finding (of the questions above) explains."""
     if not _installed(ctx.facts):

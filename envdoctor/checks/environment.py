@@ -48,7 +48,8 @@ def visible(value: str, count: int, uuids: List[str]) -> Optional[List[str]]:
     return kept
 
 
-@check("environment.cuda-visible-devices", requires=("env.cuda_visible_devices", "gpu.N.uuid"), codes=(
+@check("environment.cuda-visible-devices", requires=("env.cuda_visible_devices", "gpu.N.uuid"),
+       reads=("env.*", "gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
     CodeDoc("gpu.cuda_visible_devices_hides_all", "error",
             "CUDA_VISIBLE_DEVICES is set but names no GPU this machine has (empty, an index past the last GPU, an "
             "unknown UUID, -1): CUDA programs see no GPU.", "env.cuda_visible_devices, gpu.count, gpu.N.uuid",
@@ -84,7 +85,8 @@ def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
                           "grep -rn CUDA_VISIBLE_DEVICES ~/.bashrc ~/.profile /etc/environment"]))
 
 
-@check("environment.libcuda-stub", requires=("libraries.libcuda", "cuda.ld_library_path"), codes=(
+@check("environment.libcuda-stub", requires=("libraries.libcuda", "cuda.ld_library_path"), reads=(),
+       layers=("driver",), codes=(
     CodeDoc("driver.libcuda_stub_on_loader_path", "error",
             "The CUDA toolkit's stub libcuda.so (lib64/stubs, meant for linking only) is what the loader finds "
             "first for libcuda.", "libraries.libcuda, cuda.ld_library_path",
@@ -121,7 +123,8 @@ def libcuda_stub(ctx: CheckContext) -> Iterable[Finding]:
         return
 
 
-@check("environment.cuda-device-order", requires=("env.cuda_device_order", "gpu.N.name"), codes=(
+@check("environment.cuda-device-order", requires=("env.cuda_device_order", "gpu.N.name"),
+       reads=("env.*", "gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
     CodeDoc("gpu.cuda_device_order_differs", "warning",
             "CUDA_VISIBLE_DEVICES selects GPUs by index on a machine with different GPU models, without "
             "CUDA_DEVICE_ORDER=PCI_BUS_ID: CUDA's index is not nvidia-smi's.",
@@ -158,7 +161,8 @@ def cuda_device_order(ctx: CheckContext) -> Iterable[Finding]:
                 commands=["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi -L   # UUIDs for CUDA_VISIBLE_DEVICES"]))
 
 
-@check("environment.driver-libs-loadable", requires=("driver.userspace.libraries",), codes=(
+@check("environment.driver-libs-loadable", requires=("driver.userspace.libraries",),
+       reads=("libraries.driver_libs_unloadable",), layers=("driver",), codes=(
     CodeDoc("driver.library_unloadable", "error",
             "The libnvidia-ml.so.1 or libcuda.so.1 the loader finds first is not a loadable library (truncated, "
             "not an ELF file, damaged).", "libraries.driver_libs_unloadable",

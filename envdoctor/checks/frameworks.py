@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from ..facts import Facts
 from ..findings import Finding, Fix
 from . import CheckContext, CodeDoc, check, compat, docs_for, libraries, quietly
+from .suggest import INSTALL_LINE_READS
 
 CHECKED = "2026-11-25"
 JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
@@ -90,7 +91,8 @@ def _mm(v: Optional[Version]) -> Optional[Tuple[int, int]]:
     return rel[0], rel[1]
 
 
-@check("frameworks.jax-ptxas", requires=("framework.jax.ptxas", "cuda.nvcc"), codes=(
+@check("frameworks.jax-ptxas", requires=("framework.jax.ptxas", "cuda.nvcc"), reads=("cuda.*", "framework.*"),
+       layers=("frameworks",), codes=(
     CodeDoc("framework.ptxas_shadowed", "error",
             "JAX (XLA) runs the ptxas first on PATH, which is older than the one its CUDA wheels require.",
             "framework.jax, framework.jax.ptxas (ptxas on PATH, the nvidia-cuda-nvcc wheel), cuda.toolkits, cuda.nvcc",
@@ -144,6 +146,7 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
 
 
 @check("frameworks.jax-ptxas-driver", requires=("framework.jax.ptxas", "driver.version"),
+       reads=("cuda.*", "framework.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(compat.DOCS, "driver.minor_version_compat"))
 def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
@@ -188,6 +191,7 @@ def _env_prefix(facts: Facts) -> Optional[str]:
 
 
 @check("frameworks.cudnn-in-one-process", requires=("framework.*", "libraries.cudnn"),
+       reads=("python.environment",), layers=("libraries",),
        codes=docs_for(libraries._FRAMEWORK_LINKAGE_DOCS, "cudnn.shadowed"))
 def cudnn_in_one_process(ctx: CheckContext) -> Iterable[Finding]:
     """torch carrying its own cuDNN (the pytorch channel's conda build names it) beside a framework that dlopens the

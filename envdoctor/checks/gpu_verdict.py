@@ -249,7 +249,7 @@ def _fix_commands(row: NvmlCode, gpu: Any) -> List[str]:
     return [c.format(gpu=gpu if gpu is not None else 0) for c in row.commands]
 
 
-@check("gpu-nvml-verdict", requires=("gpu.count",), codes=(
+@check("gpu-nvml-verdict", requires=("gpu.count",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
     CodeDoc("gpu.lost", "error", "A GPU has fallen off the bus or become inaccessible (NVML: GPU_IS_LOST, Xid 79).",
             "gpu.nvml_failures (per GPU: handle and every call), driver.nvml.status",
             "Nothing can use it until it is reset; a recurrence points at power, cooling, the slot or the board "
@@ -311,7 +311,8 @@ def gpu_nvml_verdict(ctx: CheckContext) -> Iterable[Finding]:
             fix=Fix(text=row.fix, commands=_fix_commands(row, gpu)))
 
 
-@check("gpu-missing", requires=("gpu.count", "driver.device_nodes"), codes=(
+@check("gpu-missing", requires=("gpu.count", "driver.device_nodes"),
+       reads=("gpu.*", "gpu.*.*", "driver.*", "os.container"), layers=("gpu",), codes=(
     CodeDoc("gpu.missing", "error", "NVML answers for fewer GPUs than the PCI bus has bound to the nvidia driver.",
             "gpu.count, gpu.pci_devices, gpu.proc_devices, gpu.N.pci_bus_id, os.container, "
             "driver.device_nodes, gpu.scheduler_allocation",
@@ -470,7 +471,8 @@ def _message(line: str) -> str:
     return re.sub(r"^NVRM:\s*(?:GPU [0-9a-fA-F:.]+:\s*)?", "", text).strip()
 
 
-@check("gpu-init-failed", requires=("driver.kernel_log", "gpu.count"), codes=(
+@check("gpu-init-failed", requires=("driver.kernel_log", "gpu.count"),
+       reads=("gpu.*", "gpu.*.*", "driver.*", "os.container"), layers=("gpu",), codes=(
     CodeDoc("gpu.init_failed", "error", "The kernel driver is bound to a GPU but failed to initialise it "
             "(RmInitAdapter failed, its BARs unassigned, no auxiliary power, a driver that does not support it).",
             "driver.kernel_log, gpu.count, gpu.pci_devices, gpu.proc_devices, gpu.N.pci_bus_id",
@@ -538,7 +540,7 @@ def _layer_problem(ctx: CheckContext) -> Optional[str]:
     return status.reason or "the GPU state is unknown"
 
 
-@check("gpu-unverified", requires=(), codes=(
+@check("gpu-unverified", requires=(), reads=("gpu.*", "gpu.*.*", "driver.*", "driver.*.*"), layers=("gpu",), codes=(
     CodeDoc("gpu.unverified", "error", "The driver or GPU state could not be established on a machine with an "
             "NVIDIA device (a layer timed out, crashed or was unreadable).",
             "the driver and gpu probes' status, gpu.status, gpu.pci_devices, gpu.proc_devices",
@@ -578,7 +580,7 @@ def gpu_unverified(ctx: CheckContext) -> Iterable[Finding]:
                     commands=["ls /sys/bus/pci/devices"]))
 
 
-@check("gpu-pcie-width", requires=("gpu.N.pcie_width_current",), codes=(
+@check("gpu-pcie-width", requires=("gpu.N.pcie_width_current",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
     CodeDoc("gpu.pcie_width_degraded", "warning", "A GPU's PCIe link is narrower than the GPU and slot support "
             "(error at x1), idle or not.", "gpu.N.pcie_width_current, gpu.N.pcie_width_max",
             "Idle lowers a link's generation, never its width: a narrow link is a bad slot, riser or "

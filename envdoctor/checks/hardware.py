@@ -44,7 +44,7 @@ def _busy(facts: Facts, i: int) -> bool:
     return isinstance(util, int) and util >= BUSY_PERCENT and "GPU idle" not in reasons
 
 
-@check("gpu-health.pcie", requires=("gpu.N.pcie_gen_current",), codes=(
+@check("gpu-health.pcie", requires=("gpu.N.pcie_gen_current",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
     CodeDoc("gpu.pcie_link_degraded", "warning", "A busy GPU's PCIe link runs below the generation "
             "the GPU and slot support.", "gpu.N.pcie_gen_current/max, pcie_width_current/max, utilization",
             "Host-device copies and multi-GPU traffic run at a fraction of the bandwidth (bad riser, slot, "
@@ -90,7 +90,8 @@ def gpu_pcie(ctx: CheckContext) -> Iterable[Finding]:
                                       facts.value(k + "pci_bus_id") or "<bus id>")]))
 
 
-@check("gpu-health.display-memory", codes=(), requires=("gpu.N.display_active",))
+@check("gpu-health.display-memory", codes=(), requires=("gpu.N.display_active",), reads=("gpu.*", "gpu.*.*"),
+       layers=("gpu",))
 def gpu_display(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for i in gpu_indexes(facts):
@@ -111,7 +112,7 @@ def gpu_display(ctx: CheckContext) -> Iterable[Finding]:
                                   "nvidia-smi --query-gpu=memory.used,memory.total --format=csv"]))
 
 
-@check("gpu-health.ecc", codes=(), requires=("gpu.N.ecc_mode_current",))
+@check("gpu-health.ecc", codes=(), requires=("gpu.N.ecc_mode_current",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",))
 def gpu_ecc(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for i in gpu_indexes(facts):
@@ -133,7 +134,8 @@ def gpu_ecc(ctx: CheckContext) -> Iterable[Finding]:
                                   "sudo nvidia-smi -r -i %d" % i]))
 
 
-@check("gpu-health.clocks", codes=(), requires=("gpu.N.clock_event_reasons",))
+@check("gpu-health.clocks", codes=(), requires=("gpu.N.clock_event_reasons",), reads=("gpu.*", "gpu.*.*"),
+       layers=("gpu",))
 def gpu_clocks(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for i in gpu_indexes(facts):

@@ -33,7 +33,7 @@ def _v(text: Any) -> Any:
         return None
 
 
-@check("jax.versions", requires=("framework.jax",), codes=(
+@check("jax.versions", requires=("framework.jax",), reads=(), layers=("frameworks",), codes=(
     CodeDoc("framework.jaxlib_too_old_for_jax", "error", "The installed jaxlib is older than the installed jax "
             "requires (jax/version.py _minimum_jaxlib_version).", "framework.jax (jaxlib, jaxlib_minimum)",
             "`import jax` fails: 'jaxlib is version X, but this version of jax requires version Y'.",

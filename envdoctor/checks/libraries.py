@@ -21,7 +21,7 @@ from ..findings import Finding, Fix
 from ..matrix import builds
 from ..matrix import frameworks as fwm
 from . import CheckContext, CodeDoc, check, group
-from .suggest import install_line
+from .suggest import INSTALL_LINE_READS, install_line
 
 CHECKED = "2026-11-22"
 #: torch's own rule (torch/backends/cudnn/__init__.py, _init): different majors are always
@@ -43,11 +43,12 @@ STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"),
 
 
 def per_framework(question: Callable[[Facts, str], Iterable[Finding]], name: str, fw: str,
-                  codes: Sequence[CodeDoc], requires: Sequence[str]) -> None:
+                  codes: Sequence[CodeDoc], requires: Sequence[str], reads: Sequence[str],
+                  layers: Sequence[str]) -> None:
     """Register ``question`` for one framework as the check ``name.fw``."""
     def run(ctx: CheckContext) -> Iterable[Finding]:
         return question(ctx.facts, fw)
-    check("%s.%s" % (name, fw), codes=codes, requires=requires)(run)
+    check("%s.%s" % (name, fw), codes=codes, requires=requires, reads=reads, layers=layers)(run)
 
 
 def component_of(soname: str) -> str:
@@ -230,7 +231,9 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
 
 for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
     per_framework(_framework_linkage, "framework-linkage", _fw, _FRAMEWORK_LINKAGE_DOCS if _fw == FRAMEWORKS[0] else (),
-                  ("framework." + _fw, "linkage.*"))
+                  ("framework." + _fw, "linkage.*"),
+                  ("framework.*", "libraries.*", "linkage.*.elf") + INSTALL_LINE_READS,
+                  ("cuda", "libraries"))
 
 
 def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[str, Any]]]:
@@ -480,7 +483,8 @@ def _older_cudnn_fix(facts: Facts, fw: str, e: Dict[str, Any], fix: Fix) -> Fix:
 
 for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
     per_framework(_cudnn_version, "cudnn-version", _fw, _CUDNN_VERSION_DOCS if _fw == FRAMEWORKS[0] else (),
-                  ("framework." + _fw, "linkage.*", "libraries.cudnn"))
+                  ("framework." + _fw, "linkage.*", "libraries.cudnn"),
+                  ("framework.*", "libraries.*", "linkage.*.dlopen") + INSTALL_LINE_READS, ("libraries",))
 
 
 
@@ -608,7 +612,9 @@ def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Find
 
 
 for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle", "jax"):
-    per_framework(_dlopen_linkage, "framework-dlopen", _fw, (), ("linkage.*.dlopen",))
+    per_framework(_dlopen_linkage, "framework-dlopen", _fw, (), ("linkage.*.dlopen",),
+                  ("cuda.*", "framework.*", "libraries.*", "linkage.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
+                  ("cuda", "libraries"))
 
 
 WHEEL_FILES_RULE = {"rule": "pip installs files of different projects to the same path without conflict checks: "
@@ -616,7 +622,8 @@ WHEEL_FILES_RULE = {"rule": "pip installs files of different projects to the sam
                     "checked": "2026-11-25"}
 
 
-@check("nvidia-wheel-conflicts", requires=("python.nvidia_wheel_conflicts",), codes=(
+@check("nvidia-wheel-conflicts", requires=("python.nvidia_wheel_conflicts",), reads=("framework.*",),
+       layers=("frameworks", "python"), codes=(
     CodeDoc("framework.nvidia_wheels_conflict", "error",
             "NVIDIA wheels of the same library for two CUDA majors (nvidia-nccl-cu11 and nvidia-nccl-cu12) are "
             "installed in one environment: both write site-packages/nvidia/<lib>/lib, the last installed wins.",
@@ -661,7 +668,8 @@ def nvidia_wheel_conflicts(ctx: CheckContext) -> Iterable[Finding]:
             source=dict(WHEEL_FILES_RULE), fix=fix)
 
 
-@check("nvidia-wheel-links", codes=(), requires=("linkage.nvidia_wheels", "cuda.ld_library_path"))
+@check("nvidia-wheel-links", codes=(), requires=("linkage.nvidia_wheels", "cuda.ld_library_path"), reads=(),
+       layers=("cuda", "libraries"))
 def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
     """A wheel library (cuSPARSE, cuBLAS ...) that the loader links to another copy of its dependency than the one
     its RUNPATH names: an older minor of the same major is an error (cuSPARSE needs an nvJitLink of its own CUDA
@@ -772,7 +780,8 @@ def _cudnn_cc_fix(facts: Facts, cc: str, version: Version, path: str) -> Fix:
                commands=["pip install 'nvidia-cudnn-%s%s'" % (cu, spec)])
 
 
-@check("cudnn-gpu", requires=("gpu.N.compute_capability", "libraries.cudnn", "linkage.*"), codes=(
+@check("cudnn-gpu", requires=("gpu.N.compute_capability", "libraries.cudnn", "linkage.*"),
+       reads=("framework.*", "gpu.*", "gpu.*.*", "libraries.*"), layers=("libraries",), codes=(
     CodeDoc("cudnn.gpu_unsupported", "error", "The cuDNN something loads has dropped a GPU's compute capability.",
             "libraries.cudnn, linkage.<framework>, libraries.loader_choice, gpu.N.compute_capability",
             "cuDNN calls (convolutions, attention, RNNs) fail on that GPU at run time, although the framework "
@@ -812,7 +821,8 @@ def cudnn_gpu(ctx: CheckContext) -> Iterable[Finding]:
                 fix=_cudnn_cc_fix(facts, cc, version, copy["path"]))
 
 
-@check("onnxruntime-packaging", requires=("framework.onnxruntime",), codes=(
+@check("onnxruntime-packaging", requires=("framework.onnxruntime",),
+       reads=("libraries.*", "linkage.*") + INSTALL_LINE_READS, layers=("frameworks",), codes=(
     CodeDoc("onnxruntime.cpu_and_gpu_installed", "error", "onnxruntime and onnxruntime-gpu are installed "
             "together.", "framework.onnxruntime", "Both write the same onnxruntime/ package; the last one "
             "installed wins file by file and the CUDA provider silently disappears.",
@@ -889,7 +899,7 @@ PIP_SPEC_RULE = {"rule": "an installed distribution must satisfy every Requires-
 _WHEEL_FIELDS = (("torch", "nvidia_wheels"), ("jax", "nvidia_wheels"), ("tensorflow", "and_cuda_wheels"))
 
 
-@check("nvidia-wheels", requires=("framework.*",), codes=(
+@check("nvidia-wheels", requires=("framework.*",), reads=(), layers=("frameworks",), codes=(
     CodeDoc("framework.nvidia_wheel_mismatch", "warning", "An installed NVIDIA CUDA wheel does not satisfy the "
             "version the framework requires.", "framework.<name> (nvidia_wheels)",
             "The framework was built and tested against other CUDA library versions; a different cuBLAS, cuDNN "

@@ -19,7 +19,8 @@ def _not_checked(codes: List[str], most: int = 5) -> str:
     return " Not checked without them (%d verdicts): %s%s." % (len(codes), ", ".join(codes[:most]), more)
 
 
-@check("probe-health", requires=(), codes=(
+# It reads the probe records, no fact; it speaks of the probes that ran (diagnose --only runs fewer).
+@check("probe-health", requires=(), reads=(), layers=("envdoctor",), codes=(
     CodeDoc("envdoctor.probe_crashed", "warning", "A probe raised an exception while reading the machine.",
             "the status of every probe", "That layer's facts are missing from the report; it is a bug in "
             "envdoctor, worth reporting with a snapshot."),

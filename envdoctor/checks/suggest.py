@@ -20,6 +20,10 @@ DEFAULT_PYTHON = "/usr/bin/python3"
 #: (https://github.com/JuliaPackaging/Yggdrasil/pull/7213, "dropping support for CUDA 11.0-11.3, which don't
 #: have redistributable sources"; read 2026-11-25).  The redist recipe itself only finds out at download time.
 OLDEST_REDIST_CUDA = "11.4"
+#: The facts an install line depends on (the recipes' target and plan, the interpreter): part of the ``reads=``
+#: of every check whose fix asks :func:`install_line` or suggests a build (``envdoctor.advise.choose_build``).
+INSTALL_LINE_READS = ("os.*", "driver.installed", "driver.version", "driver.cuda_version", "driver.secure_boot",
+                      "gpu.*", "gpu.*.*", "python.executable", "python.version", "python.environment")
 
 
 def _python(facts: Any) -> str:

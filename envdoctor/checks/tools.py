@@ -8,8 +8,9 @@ comparing with the peers: a hung ``docker`` and a garbage-printing ``nvcc`` left
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Tuple
 
+from ..facts import Facts
 from ..findings import Finding, Fix
 from . import CheckContext, CodeDoc, check
 
@@ -31,14 +32,32 @@ def _component(key: str) -> Optional[str]:
     return next((comp for prefix, comp in _COMPONENT if key.startswith(prefix)), "os")
 
 
-@check("hung-programs", requires=(), codes=(
+#: The report layer a hung program is shown under (by its component, :data:`_COMPONENT`), the fact-key prefixes
+#: it looks through for one, and the facts that are (as ``reads=``): one check per layer, so that
+#: ``diagnose --only``/``--skip`` examines no other layer's probes for it. Every family of facts a probe returns
+#: is in one of them, but the driver's and the GPUs' (NVML's hangs: driver.nvml_hung); tests/test_scope.py
+#: holds the list to the probes' declarations.
+_HUNG_LAYERS = (
+    ("os", ("os.", "kernel.", "libraries.", "cpu.", "memory.", "env.", "linkage."),
+     ("os.*", "kernel.release", "kernel.headers", "libraries.*", "cpu.*", "memory.*", "env.*", "linkage.*",
+      "linkage.*.elf", "linkage.*.dlopen", "linkage.nvidia_wheels")),
+    ("cuda", ("cuda.",), ("cuda.*",)),
+    ("compilers", ("compiler.",), ("compiler.*",)),
+    ("python", ("python.", "framework.", "conda."),
+     ("python.*", "python.nvidia_wheel_conflicts", "framework.*", "framework.jax.ptxas", "framework.*.gpu_code")),
+    ("containers", ("container.",), ("container.*",)),
+)
+HUNG_PREFIXES = tuple(p for _layer, prefixes, _reads in _HUNG_LAYERS for p in prefixes)
+_HUNG_DOCS = (
     CodeDoc("system.command_hung", "warning", "A program envdoctor asked did not answer within the time limit.",
             "every fact whose status is timed_out (except NVML's, see driver.nvml_hung)",
             "A daemon or tool that hangs for envdoctor hangs for the job that needs it (a docker daemon that "
             "never answers, nvcc on a dead network mount); it is also why those facts are missing."),
-))
-def hung_programs(ctx: CheckContext) -> Iterable[Finding]:
-    for fact in ctx.facts:  # (a probe that timed out as a whole has no facts: envdoctor.probe_timed_out)
+)
+
+
+def _hung(facts: Facts, prefixes: Tuple[str, ...]) -> Iterable[Finding]:
+    for fact in facts.with_prefix(prefixes):  # (a probe that timed out as a whole has no facts: probe_timed_out)
         if fact.status != "timed_out":
             continue
         comp = _component(fact.key)
@@ -58,7 +77,23 @@ def hung_programs(ctx: CheckContext) -> Iterable[Finding]:
                     commands=_INVESTIGATE.get(comp, []) + [_STUCK]))
 
 
-@check("nvcc-runs", requires=("cuda.nvcc",), codes=(
+def hung_programs(ctx: CheckContext) -> Iterable[Finding]:
+    """Every hung program at once (the checks below ask one layer each)."""
+    return _hung(ctx.facts, HUNG_PREFIXES)
+
+
+def _hung_check(layer: str, prefixes: Tuple[str, ...], reads: Tuple[str, ...]) -> None:
+    def run(ctx: CheckContext) -> Iterable[Finding]:
+        return _hung(ctx.facts, prefixes)
+    check("hung-programs." + layer, requires=(), reads=reads, layers=(layer,),
+          codes=_HUNG_DOCS if layer == _HUNG_LAYERS[0][0] else ())(run)
+
+
+for _layer, _prefixes, _reads in _HUNG_LAYERS:
+    _hung_check(_layer, _prefixes, _reads)
+
+
+@check("nvcc-runs", requires=("cuda.nvcc",), reads=(), layers=("cuda",), codes=(
     CodeDoc("cuda.nvcc_broken", "warning", "The nvcc first on PATH does not run or says nothing envdoctor "
             "recognises.", "cuda.nvcc",
             "Builds of CUDA extensions (flash-attn, apex, custom ops) and any script that asks `nvcc --version` "

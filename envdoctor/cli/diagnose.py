@@ -34,7 +34,7 @@ Examples:
   envdoctor diagnose                      # this machine: verdict, findings, one line per layer
   envdoctor diagnose -v                   # also every fact, where it came from, probe timings
   envdoctor diagnose -q                   # errors and warnings only
-  envdoctor diagnose --only driver,gpu    # just these layers
+  envdoctor diagnose --only driver,gpu    # examine just these layers (and what they depend on)
   envdoctor diagnose --format json        # for scripts and fleets
   envdoctor diagnose --format markdown    # to paste into a GitHub/GitLab issue
   envdoctor diagnose --snapshot node.json # replay a captured machine
@@ -51,10 +51,13 @@ Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, ba
 @click.option("-q", "--quiet", is_flag=True, help="Print the errors and warnings only (nothing when there are none).")
 @click.option("--only", "only", metavar="LAYER[,LAYER]", multiple=True, callback=_layers,
               shell_complete=_complete_layers,
-              help="Report on these layers only: %s. The whole stack is still examined (a check may need another "
-                   "layer's facts); the exit code counts the errors shown." % ", ".join(LAYER_NAMES))
+              help="Examine these layers only: %s. Just the probes their verdicts depend on run (a layer's "
+                   "checks may need another layer's facts: --only frameworks still reads the driver); their "
+                   "findings are those a full run reports for them, the other layers are reported as not "
+                   "examined, and the exit code counts the errors shown." % ", ".join(LAYER_NAMES))
 @click.option("--skip", "skip", metavar="LAYER[,LAYER]", multiple=True, callback=_layers,
-              shell_complete=_complete_layers, help="Leave these layers out of the report (same names as --only).")
+              shell_complete=_complete_layers,
+              help="Do not examine these layers (same names as --only); they are reported as not examined.")
 @click.option("--snapshot", "snapshot_path", metavar="FILE",
               help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "
@@ -72,7 +75,11 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
     without touching the network.
     """
     from ..host.privacy import Scrubber
+    from ..scope import chosen
 
+    layers = chosen(only, skip) if only or skip else None
+    if layers == []:
+        raise click.UsageError("--only and --skip leave no layer to examine")
     if snapshot_path is not None:
         from ..report import diagnose as run_diagnose
 
@@ -80,18 +87,19 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
         scrubber = Scrubber(redact_ids=redact_ids, include_host=True)
         report = run_diagnose(host, scrubber=scrubber,
                               source={"kind": "snapshot", "description": host.description,
-                                      "captured": str(host.doc.get("created", ""))})
+                                      "captured": str(host.doc.get("created", ""))}, layers=layers)
     else:
         from ..report import diagnose_live
 
-        report = diagnose_live(timeout, python_exe, include_host, redact_ids)
+        report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers)
     shown, findings = select(report, only, skip)
     if (only or skip) and fmt != "text":
         from ..render.layers import row_of_probe
         from ..report import Report
 
+        # The probes of the layers examined (others ran only for their facts; the findings carry them).
         report = Report([p for p in report.probes if row_of_probe(p.name) in shown], findings, report.source,
-                        report.duration, report.generated)
+                        report.duration, report.generated, layers=report.layers)
     if fmt == "json":
         from ..render.json_out import dumps
 

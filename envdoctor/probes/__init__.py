@@ -33,6 +33,8 @@ class ProbeSpec(NamedTuple):
     #: The fact keys it returns, as patterns: ``*`` stands for one dot-separated part (``gpu.*.name``).
     #: A check's ``requires=`` names facts; :func:`producer_of` finds the probe behind each.
     produces: Tuple[str, ...] = ()
+    #: The probes whose facts it waits for (``ctx.facts_of(name)``): a run of some probes runs these too.
+    needs: Tuple[str, ...] = ()
 
 
 class ProbeResult:
@@ -87,9 +89,9 @@ PROBE_MODULES = (
 
 
 def register(name: str, title: str, order: int, uses_nvml: bool = False,
-             produces: Sequence[str] = ()) -> Callable[[ProbeFn], ProbeFn]:
+             produces: Sequence[str] = (), needs: Sequence[str] = ()) -> Callable[[ProbeFn], ProbeFn]:
     def deco(fn: ProbeFn) -> ProbeFn:
-        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces))
+        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces), tuple(needs))
         return fn
 
     return deco
@@ -122,6 +124,28 @@ def producers_of(key: str, specs: Optional[Sequence[ProbeSpec]] = None) -> List[
             best[spec.name] = max(scores)
     top = max(best.values(), default=None)
     return [name for name, score in best.items() if score == top]
+
+
+def probes_reading(entry: str, specs: Optional[Sequence[ProbeSpec]] = None) -> List[str]:
+    """The probes behind one entry of a check's ``reads=``: ``*`` (every fact: every probe), else a key or
+    pattern as in ``requires=`` (:func:`producers_of`: ``driver.*`` is any two-part driver fact)."""
+    specs = list(specs if specs is not None else all_probes())
+    if entry == "*":
+        return [s.name for s in specs]
+    return producers_of(entry, specs)
+
+
+def with_needs(names: Iterable[str], specs: Optional[Sequence[ProbeSpec]] = None) -> List[str]:
+    """``names`` and, transitively, the probes they wait for (``needs=``), in report order."""
+    by_name = {s.name: s for s in (specs if specs is not None else all_probes())}
+    todo, out = list(names), set()
+    while todo:
+        name = todo.pop()
+        if name in out or name not in by_name:
+            continue
+        out.add(name)
+        todo.extend(by_name[name].needs)
+    return [n for n in by_name if n in out]
 
 
 def producer_of(key: str) -> Optional[str]:
@@ -207,10 +231,10 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
 
     ``deadline`` is a ``time.monotonic()`` value: probes still running then are
     reported as timed out (their threads are daemons and are abandoned).
-    ``only`` picks probes by name, ``modules`` by the module defining them
+    ``only`` picks probes by name (an empty ``only``: none), ``modules`` by the module defining them
     (default: all of :data:`PROBE_MODULES`).
     """
-    specs = [s for s in probes_in(modules or PROBE_MODULES) if not only or s.name in only]
+    specs = [s for s in probes_in(modules or PROBE_MODULES) if only is None or s.name in only]
     start_nvml = getattr(host, "start_nvml", None)
     if start_nvml is not None and any(s.uses_nvml for s in specs):
         start_nvml()  # before any probe thread exists: the answer is ready when the GPU probe asks

@@ -276,7 +276,7 @@ def wheel_families(host: Host) -> List[Dict[str, Any]]:
 
 @register("dlopen", "CUDA libraries frameworks load at run time", order=97,
           produces=("driver.library_links", "linkage.*.dlopen", "linkage.nvidia_wheels",
-                    "python.nvidia_wheel_conflicts"))
+                    "python.nvidia_wheel_conflicts"), needs=("frameworks", "driver"))
 def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")

@@ -81,7 +81,7 @@ def read_gpu_code(host: Host, location: str, name: str) -> Tuple[List[FatbinResu
 
 
 @register("gpucode", "GPU code in framework binaries", order=96,
-          produces=("framework.*.gpu_code",))
+          produces=("framework.*.gpu_code",), needs=("frameworks",))
 def probe_gpu_code(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")

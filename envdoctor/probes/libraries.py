@@ -242,7 +242,7 @@ def _add_dir(host: Host, stem: str, d: str, how: str, version: Optional[str], co
 
 
 @register("libraries", "cuDNN, NCCL, TensorRT", order=60,
-          produces=("libraries.*",))
+          produces=("libraries.*",), needs=("cuda",))
 def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     facts: List[Fact] = []

@@ -103,7 +103,7 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
 
 
 @register("linkage", "Framework library linkage", order=95,
-          produces=("linkage.*", "linkage.*.elf"))
+          produces=("linkage.*", "linkage.*.elf"), needs=("frameworks",))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")

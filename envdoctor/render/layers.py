@@ -40,6 +40,14 @@ def row_of_finding(fd: Finding) -> str:
     return _ROW_OF_COMPONENT.get(comp, "envdoctor")
 
 
+def titles(names: Sequence[str]) -> List[str]:
+    """The headings of the layers ``names`` (``diagnose --only`` names), in report order."""
+    return [row[1] for row in LAYER_ROWS if row[0] in names]
+
+
+NOT_EXAMINED = "left out by --only/--skip: not verified"
+
+
 def row_of_probe(name: str) -> str:
     return _ROW_OF_PROBE.get(name, "envdoctor")
 

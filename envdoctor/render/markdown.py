@@ -14,6 +14,7 @@ from typing import List
 from .. import __version__
 from ..findings import Finding
 from ..report import Report
+from .layers import NOT_EXAMINED, titles
 from .style import printable
 from .text import format_value
 
@@ -70,6 +71,9 @@ def render(report: Report) -> str:
             s["error"], "" if s["error"] == 1 else "s", s["warning"], "" if s["warning"] == 1 else "s", s["info"]),
         "",
     ]
+    if report.not_examined:  # a layer not looked at is not a layer that passed
+        out[4:4] = ["**Not examined:** %s (%s)" % (text(", ".join(titles(report.not_examined))), text(NOT_EXAMINED)),
+                    ""]
     if report.unseen is not None:
         out[0:0] = ["**NOT VERIFIED: could not establish the driver/GPU state of this node (%s)**" % text(
             report.unseen.title), ""]

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..facts import NOT_SUPPORTED_DEFAULT, Fact, Facts
 from ..findings import SEVERITY_RANK, Finding
 from ..report import Report
-from .layers import COMPANIONS, FRAMEWORK_LAYERS, LAYER_ROWS, row_of_finding, row_of_probe, select
+from .layers import COMPANIONS, FRAMEWORK_LAYERS, LAYER_ROWS, NOT_EXAMINED, row_of_finding, row_of_probe, select, titles
 from .layout import DEFAULT_WIDTH, wrap, wrap_command
 from .style import Style, printable
 
@@ -477,7 +477,8 @@ def _verdict(report: Report, findings: Sequence[Finding], style: Style) -> str:
         return style.mark("error") + " " + style("Not ready: %s" % counts, "red", "bold")
     if warnings:
         return style.mark("warning") + " " + style("Works, with %s" % counts.split(", ")[1], "yellow", "bold")
-    return style.mark("ok") + " " + style("No problems found", "green", "bold")
+    return style.mark("ok") + " " + style("No problems found" + (" in the layers examined" if report.not_examined
+                                                                 else ""), "green", "bold")
 
 
 def _next_step(findings: Sequence[Finding]) -> Optional[str]:
@@ -508,6 +509,9 @@ def render(report: Report, style: Style, verbose: bool = False, width: int = DEF
     out.append(_verdict(report, findings, style))
     described = " ".join(_fit_word(w, width - 4) for w in printable(str(src.get("description", "?"))).split(" "))
     out += [style(ln, "dim") for ln in wrap("envdoctor report for %s" % described, width, "  ", "    ")]
+    if report.not_examined:  # a layer not looked at is not a layer that passed
+        out += [style(ln, "yellow") for ln in wrap("Not examined (%s): %s" % (
+            NOT_EXAMINED, ", ".join(titles(report.not_examined))), width, "  ", "    ")]
     rest = _stack_lines(report, style, verbose, width, shown, findings)
     notes = sum(1 for f in findings if f.severity == "info")
     if notes and not verbose:

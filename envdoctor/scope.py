@@ -1,0 +1,62 @@
+"""What ``diagnose --only/--skip`` examines: the probes and checks that the chosen report layers depend on.
+
+A layer's verdict needs the probes whose facts the layer shows, the checks whose findings are shown under it
+(``layers=`` of :func:`~envdoctor.checks.check`), and the probes behind every fact those checks need or look
+at (``requires=`` and ``reads=``), with the probes those wait for (``needs=`` of
+:func:`~envdoctor.probes.register`). Findings of the chosen layers are then exactly those of a full run
+(``tests/test_scope.py`` holds every captured machine to that), except that the envdoctor layer speaks only
+of the probes and checks that ran.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, NamedTuple, Sequence, Set, Tuple
+
+if TYPE_CHECKING:
+    from .checks import CheckSpec
+
+#: Facts the report itself reads after the checks: every pip command in a fix is aimed at the inspected
+#: interpreter (:func:`envdoctor.findings.pin_interpreter`).
+REPORT_READS = ("python.executable",)
+
+
+class Scope(NamedTuple):
+    layers: Tuple[str, ...]  # the report layers examined, in report order
+    probes: Tuple[str, ...]  # the probes to run, in report order
+    checks: Tuple[CheckSpec, ...]  # the checks to run
+
+
+def chosen(only: Sequence[str] = (), skip: Sequence[str] = ()) -> List[str]:
+    """The layers that ``--only``/``--skip`` leave, in report order."""
+    from .render.layers import LAYER_NAMES
+
+    return [n for n in LAYER_NAMES if (not only or n in only) and n not in skip]
+
+
+def is_whole(layers: Sequence[str]) -> bool:
+    from .render.layers import LAYER_NAMES
+
+    return set(LAYER_NAMES) <= set(layers)
+
+
+def plan(layers: Sequence[str]) -> Scope:
+    """The probes and checks that ``layers`` (``--only`` names) depend on."""
+    from .checks import all_checks
+    from .probes import all_probes, probes_reading, with_needs
+    from .render.layers import LAYER_NAMES, row_of_probe
+
+    wanted = [n for n in LAYER_NAMES if n in layers]
+    specs = all_probes()
+    every = [s.name for s in specs]
+    names: Set[str] = {s.name for s in specs if row_of_probe(s.name) in wanted}
+    checks = tuple(c for c in all_checks() if c.layers is None or set(c.layers) & set(wanted))
+    for c in checks:
+        if c.requires is None or c.reads is None:
+            names.update(every)  # undeclared: it may look at anything
+            continue
+        for key in c.requires + c.reads:
+            names.update(probes_reading(key, specs))
+    if checks:
+        for key in REPORT_READS:
+            names.update(probes_reading(key, specs))
+    return Scope(tuple(wanted), tuple(with_needs(names, specs)), checks)
