@@ -675,8 +675,8 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
                         why[:1].upper() + why[1:], base.reference),
                     "Only the -devel nvidia/cuda images carry nvcc and the CUDA headers; on %s the build stops with "
                     "'nvcc: not found' or 'CUDA_HOME environment variable is not set'." % what, ins.line, path,
-                    Fix("Compile in a -devel stage (copy the result into the runtime stage), or install a "
-                        "prebuilt wheel.", ["FROM %s AS build" % sugg.rstrip("-")] if sugg else [])))
+                    Fix("Build FROM the -devel image, or compile in a -devel stage and copy the result into this "
+                        "one (or install a prebuilt wheel).", ["FROM %s" % sugg.rstrip("-")] if sugg else [])))
             if pip is None:
                 continue
             if not present and not told_python and not pip.in_venv:

@@ -121,7 +121,13 @@ def render(name: str, df: Any, t: Any, whence: str, findings: List[Any], verbose
         head = style.mark("ok") + " %s: no problems found" % name
     out = wrap(printable(head), width, "", "  ")
     gpu = ("%s (compute capability %s)" % (t.gpu, t.cc) if t.gpu else "compute capability %s" % t.cc) if t.cc else None
-    facts = [("driver " + t.driver) if t.driver else "driver unknown (not judged against one: give --driver)", gpu]
+    if t.driver:
+        drv = "driver " + t.driver
+    elif t.gpu_present is False:
+        drv = "no NVIDIA GPU (nothing judged against a driver: give --driver and --gpu for the host that runs it)"
+    else:
+        drv = "driver unknown (nothing judged against a driver: give --driver and --gpu)"
+    facts = [drv, gpu]
     out += wrap(printable("for %s: %s" % (whence, ", ".join(f for f in facts if f))), width, "  ", "    ")
     stages = ["%s (line %d)" % (s.image.reference, s.line) for s in df.stages]
     if stages:
