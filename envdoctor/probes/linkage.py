@@ -35,7 +35,8 @@ from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
-CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11.0
+CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer|nvrtc|cufft|curand|cusolver|cusparse)"
+                         r"\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11.0, libnvrtc.so.11.2
 
 #: Framework -> candidate paths of its main CUDA library, relative to its site-packages dir.
 LIBRARIES: Dict[str, Tuple[str, ...]] = {
@@ -46,6 +47,9 @@ LIBRARIES: Dict[str, Tuple[str, ...]] = {
     "jax": ("jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax_plugins/xla_cuda13/xla_cuda_plugin.so",
             "jaxlib/cuda/_versions.so"),
     "onnxruntime": ("onnxruntime/capi/libonnxruntime_providers_cuda.so",),
+    # the mxnet-cuNNN wheels link the CUDA libraries of their CUDA release (NEEDED, no RPATH) and expect them
+    # installed on the machine (apache/mxnet#20279)
+    "mxnet": ("mxnet/libmxnet.so",),
 }
 
 

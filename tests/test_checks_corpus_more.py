@@ -1,0 +1,52 @@
+"""Rules generalised from the corpus cases added by the corpus-more pass (tests/corpus/<case>, each rebuilt from the
+public thread its case.json names): replayed on that machine, then on the same machine changed the way the
+thread's fix changed it, where the rule must stay quiet."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List
+
+from envdoctor.checks import CheckContext, run_checks
+from envdoctor.host.snapshot import SnapshotHost
+
+from .conftest import probe_facts
+
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def _doc(case: str) -> Dict[str, Any]:
+    with open(os.path.join(CORPUS, case, "snapshot.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _findings(doc: Dict[str, Any], case: str) -> List[Any]:
+    return list(run_checks(CheckContext(probe_facts(SnapshotHost(doc, case)), [])))
+
+
+def _add_file(doc: Dict[str, Any], directory: str, name: str) -> None:
+    doc["dirs"][directory]["entries"].append(name)
+    doc["files"][directory + "/" + name] = {"text": ""}
+
+
+MXNET_CASE = "mxnet-cu112-on-cuda111-missing-libnvrtc112"  # apache/mxnet#20279
+CUDA111_LIB = "/usr/local/cuda-11.1/targets/x86_64-linux/lib"
+
+
+def test_mxnet_cu112_on_a_cuda_111_machine_cannot_load_libnvrtc_112() -> None:
+    # libmxnet.so NEEDs the CUDA 11.2 NVRTC; the toolkit on LD_LIBRARY_PATH is 11.1 (libnvrtc.so.11.1)
+    hits = [f for f in _findings(_doc(MXNET_CASE), MXNET_CASE) if f.code == "cuda.framework_cannot_load"]
+    assert [f.severity for f in hits] == ["error"]
+    assert "libnvrtc.so.11.2" in hits[0].title and "mxnet 1.8.0.post0" in hits[0].title
+    assert "MXNet" in hits[0].detail
+
+
+def test_mxnet_with_the_cuda_112_nvrtc_on_the_loader_path_is_quiet() -> None:
+    # the CUDA 11.2 libraries the package is built for, where the loader looks (the maintainer's advice)
+    doc = _doc(MXNET_CASE)
+    _add_file(doc, CUDA111_LIB, "libnvrtc.so.11.2")
+    _add_file(doc, "/usr/local/cuda/lib64", "libnvrtc.so.11.2")
+    _add_file(doc, "/usr/local/cuda-11.1/lib64", "libnvrtc.so.11.2")
+    bad = [f for f in _findings(doc, MXNET_CASE) if f.severity in ("warning", "error")]
+    assert bad == [], [(f.code, f.title) for f in bad]
