@@ -50,3 +50,26 @@ def test_mxnet_with_the_cuda_112_nvrtc_on_the_loader_path_is_quiet() -> None:
     _add_file(doc, "/usr/local/cuda-11.1/lib64", "libnvrtc.so.11.2")
     bad = [f for f in _findings(doc, MXNET_CASE) if f.severity in ("warning", "error")]
     assert bad == [], [(f.code, f.title) for f in bad]
+
+
+CUPY_CASE = "cupy-cuda12x-and-cuda13x-in-one-image"  # gpustack/gpustack#5459
+CUPY_SITE = "/usr/local/lib/python3.12/dist-packages"
+
+
+def test_two_cupy_wheels_in_one_environment_are_named_with_the_fix_for_the_drivers_cuda() -> None:
+    hits = [f for f in _findings(_doc(CUPY_CASE), CUPY_CASE) if f.code == "framework.cupy_packages_conflict"]
+    assert len(hits) == 1 and hits[0].severity == "warning"
+    f = hits[0]
+    assert "cupy-cuda12x 13.6.0" in f.title and "cupy-cuda13x 13.6.0" in f.title
+    # the image's fix (gpustack/runner#176): purge both, reinstall the variant of the CUDA major (driver: 13.0)
+    assert f.fix.commands == ["pip uninstall -y cupy-cuda12x cupy-cuda13x", "pip install cupy-cuda13x"]
+
+
+def test_one_cupy_wheel_is_not_a_conflict() -> None:
+    doc = _doc(CUPY_CASE)
+    meta = CUPY_SITE + "/cupy_cuda12x-13.6.0.dist-info"
+    for kind in ("files", "dirs"):
+        for p in [p for p in doc[kind] if p == meta or p.startswith(meta + "/")]:
+            del doc[kind][p]
+    doc["dirs"][CUPY_SITE]["entries"].remove("cupy_cuda12x-13.6.0.dist-info")
+    assert [f for f in _findings(doc, CUPY_CASE) if f.code == "framework.cupy_packages_conflict"] == []
