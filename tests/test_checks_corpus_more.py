@@ -73,3 +73,36 @@ def test_one_cupy_wheel_is_not_a_conflict() -> None:
             del doc[kind][p]
     doc["dirs"][CUPY_SITE]["entries"].remove("cupy_cuda12x-13.6.0.dist-info")
     assert [f for f in _findings(doc, CUPY_CASE) if f.code == "framework.cupy_packages_conflict"] == []
+
+
+def test_conflicting_cupy_packages_are_not_also_judged_as_one_build() -> None:
+    # which wheel's files won the shared cupy/ tree is unknown: no "cannot load libnvrtc.so.12" guess beside the
+    # conflict finding (the CUDA 13 image has only CUDA 13 libraries)
+    findings = _findings(_doc(CUPY_CASE), CUPY_CASE)
+    assert [f.code for f in findings if f.severity in ("warning", "error")] == ["framework.cupy_packages_conflict"]
+
+
+SB2_CASE = "surface-book2-gtx1050-sw-thermal-slowdown-under-load"  # jakeday/linux-surface#216
+RTX_CASE = "rtx-pro-6000-gen2-link-under-training-speed-locked"  # local-inference-lab/rtx6kpro#88
+
+
+def test_throttled_gpu_title_names_the_reason_and_no_placeholder_for_an_unknown_temperature() -> None:
+    f = [x for x in _findings(_doc(SB2_CASE), SB2_CASE) if x.code == "gpu.throttled"]
+    assert len(f) == 1 and f[0].severity == "warning"
+    assert "SW thermal slowdown" in f[0].title and "?" not in f[0].title
+    doc = _doc(SB2_CASE)
+    doc["nvml"]["data"]["device.0.temperature"] = {"value": 87}
+    f = [x for x in _findings(doc, SB2_CASE) if x.code == "gpu.throttled"]
+    assert f[0].title.endswith("(87 C)")
+
+
+def test_busy_gpu_held_at_gen2_of_gen5_is_a_degraded_link_and_power_cap_title_has_no_none() -> None:
+    findings = _findings(_doc(RTX_CASE), RTX_CASE)
+    link = [f for f in findings if f.code == "gpu.pcie_link_degraded"]
+    assert len(link) == 1 and "Gen2 x16" in link[0].title and "Gen5 x16" in link[0].title
+    cap = [f for f in findings if f.code == "gpu.power_capped"]
+    assert cap and "None" not in cap[0].title  # NVML gave no power limits here
+    # the PR's fix: the link retrained to Gen5 before the speed is locked
+    doc = _doc(RTX_CASE)
+    doc["nvml"]["data"]["device.0.pcie_gen_current"] = {"value": 5}
+    assert [f for f in _findings(doc, RTX_CASE) if f.code == "gpu.pcie_link_degraded"] == []

@@ -501,6 +501,9 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
     entries = facts.value("linkage.%s.dlopen" % fw)
     if not isinstance(entries, list) or not _gpu_present(facts):
         return
+    if facts.mapping("framework." + fw).get("conflict"):
+        return  # several packages share the module: which build's files are in place (and what they open) is
+        # unknown; framework.cupy_packages_conflict says so
     needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
     for e in entries:
         if not isinstance(e, dict) or e.get("path") or e.get("soname") in needed:
