@@ -244,3 +244,25 @@ def test_tf_whose_build_names_cudnn_8_with_only_cudnn_9_on_its_path_is_one_major
     assert f.severity == "error" and "libcudnn.so.8" in f.title and "8.1" in f.title
     assert "/home/user/miniconda3/envs/tf/lib/libcudnn.so.9" in f.title
     assert "cudnn.framework_cannot_load" not in _codes(findings, "cudnn.")
+
+
+TF216_CASE = "tf216-pip-tensorrt10-wants-libnvinfer8"  # tensorflow/tensorflow#68335, #64809
+TF216_SITE = "/home/rkuo/miniconda3/lib/python3.10/site-packages"
+
+
+def test_tf_216_tensorrt_build_with_pip_tensorrt_10_warns_naming_both_majors() -> None:
+    # TF 2.13-2.17 TensorRT builds open TensorRT 8; pip's TensorRT 10 (tensorrt_libs/libnvinfer.so.10, on
+    # LD_LIBRARY_PATH here) is never loaded
+    f = _one(_findings(_doc(TF216_CASE), TF216_CASE), "tensorrt.framework_cannot_load")
+    assert f.severity == "warning"
+    for word in ("tensorflow 2.16.2", "libnvinfer.so.8", "10.0.1", TF216_SITE + "/tensorrt_libs/libnvinfer.so.10"):
+        assert word in _text(f), word
+
+
+def test_tf_218_is_not_a_tensorrt_build_and_says_nothing_about_tensorrt_10() -> None:
+    # TF 2.18 disabled TensorRT in its CUDA builds (release notes): no TensorRT major to look for
+    from envdoctor.matrix import builds
+
+    assert builds.tensorflow_tensorrt_major("2.16.2")[0] == "8"
+    assert builds.tensorflow_tensorrt_major("2.17.1")[0] == "8"
+    assert builds.tensorflow_tensorrt_major("2.18.0") is None

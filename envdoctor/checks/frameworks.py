@@ -232,3 +232,36 @@ def cudnn_in_one_process(ctx: CheckContext) -> Iterable[Finding]:
                          "(the environment's %s for both)." % lib["version"])))
         break
     return out
+
+
+CUPY_INSTALL = "https://docs.cupy.dev/en/stable/install.html"
+
+
+@check("frameworks.cupy-packages", requires=("framework.cupy",), codes=(
+    CodeDoc("framework.cupy_packages_conflict", "warning", "Two or more CuPy packages (cupy, cupy-cudaNNx) are "
+            "installed in one environment.", "framework.cupy", "They all write the same cupy/ package: the one "
+            "installed last wins file by file, so the module can mix builds for different CUDA releases (CuPy "
+            "itself warns 'multiple CuPy packages are installed').", CUPY_INSTALL),
+))
+def cupy_packages(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    v = facts.mapping("framework.cupy")
+    pkgs = v.get("packages")
+    if not isinstance(pkgs, dict) or len(pkgs) < 2:
+        return []
+    names = sorted(pkgs)
+    cuda = _v(str(facts.value("driver.cuda_version") or ""))
+    keep = "cupy-cuda%dx" % cuda.release[0] if cuda is not None and cuda.release[0] >= 11 else None
+    listed = ", ".join("%s %s" % (n, pkgs[n]) for n in names)
+    return [Finding(
+        code="framework.cupy_packages_conflict", severity="warning", components=["cupy"],
+        title="%d CuPy packages are installed together (%s); they provide the same cupy module" % (len(names), listed),
+        detail="Every CuPy wheel and the source package write the cupy/ directory; the one installed last wins file "
+               "by file, so cupy can load a mix of builds for different CUDA releases, and uninstalling one removes "
+               "files the other needs. CuPy warns at import: 'CuPy may not function correctly because multiple CuPy "
+               "packages are installed'.",
+        evidence=_ev(facts, "framework.cupy", "driver.cuda_version"),
+        source=_src("install exactly one CuPy package per environment", CUPY_INSTALL),
+        fix=Fix(text="Uninstall all of them, then install only the one for this machine's CUDA%s." % (
+                    " (%s: the driver runs CUDA %s)" % (keep, facts.value("driver.cuda_version")) if keep else ""),
+                commands=["pip uninstall -y %s" % " ".join(names)] + (["pip install %s" % keep] if keep else [])))]

@@ -38,6 +38,12 @@ def _name(facts: Facts, i: int) -> str:
     return "GPU %d (%s)" % (i, facts.value("gpu.%d.name" % i) or "unknown model")
 
 
+def _temp(facts: Facts, i: int) -> str:
+    """' (83 C)' when NVML gave the temperature, else nothing (never a placeholder in a title)."""
+    t = facts.value("gpu.%d.temperature_celsius" % i)
+    return " (%s C)" % t if isinstance(t, int) else ""
+
+
 def _busy(facts: Facts, i: int) -> bool:
     util = facts.value("gpu.%d.utilization_gpu_percent" % i)
     reasons = facts.strings("gpu.%d.clock_event_reasons" % i)
@@ -148,8 +154,7 @@ def gpu_clocks(ctx: CheckContext) -> Iterable[Finding]:
         if slow:
             yield Finding(
                 code="gpu.throttled", severity="warning", components=["gpu"],
-                title="%s clocks are held down by %s (%s C)" % (name, ", ".join(slow),
-                                                               facts.value(k + "temperature_celsius", "?")),
+                title="%s clocks are held down by %s%s" % (name, ", ".join(slow), _temp(facts, i)),
                 detail="HW slowdown, thermal slowdown and power brake cut the clocks by half or more: cooling, "
                        "airflow or the power supply is failing the GPU.",
                 evidence=_ev(facts, i, "clock_event_reasons", "temperature_celsius", "utilization_gpu_percent"),
@@ -159,10 +164,12 @@ def gpu_clocks(ctx: CheckContext) -> Iterable[Finding]:
                         commands=["nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i %d" % i]))
         elif "SW power cap" in reasons and _busy(facts, i):
             lim, dflt = facts.value(k + "power_limit_watts"), facts.value(k + "power_limit_default_watts")
+            limits = " %s W (default %s W)" % (lim, dflt) if lim is not None and dflt is not None else (
+                " %s W" % lim if lim is not None else "")
             yield Finding(
                 code="gpu.power_capped", severity="info", components=["gpu"],
-                title="%s is %s%% busy and held at its power limit %s W (default %s W)" % (
-                    name, facts.value(k + "utilization_gpu_percent"), lim, dflt),
+                title="%s is %s%% busy and held at its power limit%s" % (
+                    name, facts.value(k + "utilization_gpu_percent"), limits),
                 detail="The software power cap keeps the GPU within its power limit; normal at full load, but a "
                        "limit set below the default costs speed.",
                 evidence=_ev(facts, i, "clock_event_reasons", "power_limit_watts", "power_limit_default_watts",

@@ -36,7 +36,7 @@ LDSO_RULE = {"rule": "ld.so search order: DT_RPATH (without DT_RUNPATH), LD_LIBR
 
 FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
 NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime",
-         "cupy": "CuPy", "paddle": "PaddlePaddle"}
+         "cupy": "CuPy", "paddle": "PaddlePaddle", "mxnet": "MXNet"}
 #: soname stem -> component
 STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
          ("libcudart", "cuda"))
@@ -229,7 +229,7 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                                   if e.get("via") == "LD_LIBRARY_PATH" else "sudo ldconfig"]))
 
 
-for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
+for _fw in FRAMEWORKS + ("mxnet",):  # one check per framework: a crash on one hides no other's verdict
     per_framework(_framework_linkage, "framework-linkage", _fw, _FRAMEWORK_LINKAGE_DOCS if _fw == FRAMEWORKS[0] else (),
                   ("framework." + _fw, "linkage.*"),
                   ("framework.*", "libraries.*", "linkage.*.elf") + INSTALL_LINE_READS,
@@ -505,6 +505,9 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
     entries = facts.value("linkage.%s.dlopen" % fw)
     if not isinstance(entries, list) or not _gpu_present(facts):
         return
+    if facts.mapping("framework." + fw).get("conflict"):
+        return  # several packages share the module: which build's files are in place (and what they open) is
+        # unknown; framework.cupy_packages_conflict says so
     needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
     for e in entries:
         if not isinstance(e, dict) or e.get("path") or e.get("soname") in needed:

@@ -36,6 +36,12 @@ from .libraries import read_ld_cache, resolve_soname
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
 CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11.0
+#: The whole CUDA math stack (NVRTC, cuFFT, cuRAND, cuSOLVER, cuSPARSE too), for frameworks whose wheels ship
+#: none of it and expect every library from the machine's CUDA installation (mxnet-cuNNN); the others get these
+#: from the same wheels or directories as their cuBLAS/CUDA runtime, already resolved above.
+CUDA_STACK_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer|nvrtc|cufft|curand|cusolver|"
+                               r"cusparse)\.so\.\d+(?:\.\d+)?$")  # libnvrtc.so.11.2
+SONAMES_OF = {"mxnet": CUDA_STACK_SONAME}
 
 #: Framework -> candidate paths of its main CUDA library, relative to its site-packages dir.
 LIBRARIES: Dict[str, Tuple[str, ...]] = {
@@ -46,6 +52,9 @@ LIBRARIES: Dict[str, Tuple[str, ...]] = {
     "jax": ("jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax_plugins/xla_cuda13/xla_cuda_plugin.so",
             "jaxlib/cuda/_versions.so"),
     "onnxruntime": ("onnxruntime/capi/libonnxruntime_providers_cuda.so",),
+    # the mxnet-cuNNN wheels link the CUDA libraries of their CUDA release (NEEDED, no RPATH) and expect them
+    # installed on the machine (apache/mxnet#20279)
+    "mxnet": ("mxnet/libmxnet.so",),
 }
 
 
@@ -73,14 +82,15 @@ def _dlopened(name: str, value: Dict[str, Any]) -> List[str]:
 
 def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Sequence[str],
                     runpath: Sequence[str], ldp: Sequence[str],
-                    cache: List[Tuple[str, str, str]], extra: Sequence[str] = ()) -> List[Dict[str, Any]]:
-    """Resolve each CUDA soname of a library (``needed`` plus ``extra`` dlopened ones)."""
+                    cache: List[Tuple[str, str, str]], extra: Sequence[str] = (),
+                    pattern: re.Pattern[str] = CUDA_SONAME) -> List[Dict[str, Any]]:
+    """Resolve each CUDA soname of a library (``needed`` matching ``pattern``, plus ``extra`` dlopened ones)."""
     lib_dir = posixpath.dirname(lib_path)
     rp = expand_origin(rpath, lib_dir) if not runpath else []  # DT_RPATH is ignored when DT_RUNPATH exists
     rn = expand_origin(runpath, lib_dir)
     own = rp + rn
     out = []
-    sonames = [(s, "NEEDED") for s in needed if CUDA_SONAME.match(s)]
+    sonames = [(s, "NEEDED") for s in needed if pattern.match(s)]
     sonames += [(s, "dlopen") for s in extra if s not in needed]
     for soname, how in sonames:
         # RPATH dirs go in front of LD_LIBRARY_PATH; resolve_soname puts RUNPATH after it.
@@ -144,7 +154,7 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
             cache = read or []
             cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
         entries = resolve_linkage(host, elf.path, elf.needed, elf.rpath, elf.runpath, ldp, cache,
-                                  _dlopened(name, value))
+                                  _dlopened(name, value), SONAMES_OF.get(name, CUDA_SONAME))
         if cache_why:
             # "not found" without the cache is "not found outside the cache": the checks say so, not "missing"
             for e in entries:
