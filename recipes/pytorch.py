@@ -9,7 +9,11 @@ the variant chosen is,
 among those every GPU's compute capability is compiled for (``gpu.N.compute_capability``)
 and the driver runs (``driver.version``; the wheels bundle their CUDA runtime, so CUDA
 minor-version compatibility applies): one the driver runs without it first, then the
-stable channel, then the newest CUDA.
+stable channel, then the newest CUDA.  Without ``--version``, the release is the newest with
+such a variant whose Python range admits the interpreter pip installs into (the pip method
+without ``--python``: ``python.version``), the build ``envdoctor advise`` names
+(:func:`envdoctor.advise.choose_build`); a release asked for whose range excludes that
+interpreter is refused, naming one that fits.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.advise import Candidate, candidates, choose_build, judge
+from envdoctor.advise import Candidate, candidates, choose_build, judge, python_admits
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
@@ -63,37 +67,46 @@ def _release(version: Optional[str]) -> Dict[str, Any]:
 
 
 def _choose(facts: Any, release: Optional[str], tag: Optional[str], docker: bool,
-            ignore_driver: bool = False) -> Optional[Candidate]:
+            ignore_driver: bool = False, python: Optional[str] = None) -> Optional[Candidate]:
     """The build :func:`choose_build` picks (of ``release``, or of the newest release that has one), or None."""
-    chosen = choose_build("torch", common.machine_target(facts, ignore_driver=ignore_driver), release=release,
-                          variant=tag, image_cuda=common.image_release if docker else None)
+    chosen = choose_build("torch", common.machine_target(facts, python=python, ignore_driver=ignore_driver),
+                          release=release, variant=tag, image_cuda=common.image_release if docker else None)
     return None if chosen is None else chosen[0]
 
 
+def _tag(want_cuda: Optional[str]) -> Optional[str]:
+    """``--option cuda=12.6`` (or ``cu126``) -> the variant tag ``cu126``."""
+    if not want_cuda:
+        return None
+    return want_cuda if want_cuda.startswith("cu") else "cu" + want_cuda.replace(".", "")
+
+
 def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = None, docker: bool = False,
-                   ignore_driver: bool = False) -> Dict[str, Any]:
+                   ignore_driver: bool = False, python: Optional[str] = None) -> Dict[str, Any]:
     """The variant of a torch release to install on the machine the facts describe (advise's choice:
-    :func:`envdoctor.advise.choose_build`), or a RecipeError saying why none fits and what would."""
+    :func:`envdoctor.advise.choose_build`), or a RecipeError saying why none fits and what would.
+    ``python``: the version of the interpreter pip installs into (:func:`common.pip_python`), when known."""
     ccs = common.compute_capabilities(facts)
     variants = list(row["variants"])
-    tag = None
-    if want_cuda:
-        tag = want_cuda if want_cuda.startswith("cu") else "cu" + want_cuda.replace(".", "")
+    tag = _tag(want_cuda)
+    if tag:
         variants = [v for v in variants if v["tag"] == tag]
         if not variants:
             raise RecipeError("torch {} has no {} build".format(row["version"], tag),
                               ["--option cuda=" + v["cuda"] for v in row["variants"]])
-    chosen = _choose(facts, row["version"], tag, docker, ignore_driver)
+    chosen = _choose(facts, row["version"], tag, docker, ignore_driver, python)
     if chosen is not None:
         return chosen.build
+    if python_admits(row.get("python"), python) is False:  # no variant installs into this interpreter
+        raise _python_refusal(row, facts, tag, docker, ignore_driver, python)
     arch_ok = [v for v in variants if all(torch_supports_arch(v, cc) for cc in ccs)]
     if not arch_ok:
-        raise RecipeError(*_arch_refusal(row, ccs, variants, facts, docker))
-    target = common.machine_target(facts, ignore_driver=ignore_driver)
+        raise RecipeError(*_arch_refusal(row, ccs, variants, facts, docker, python))
+    target = common.machine_target(facts, python=python, ignore_driver=ignore_driver)
     why = [(v, judge(_candidate(row, v), target, common.image_release if docker else None).reasons) for v in arch_ok]
     if all(any("driver" in r for r in reasons) for _, reasons in why):
-        raise RecipeError(*_driver_refusal(row, arch_ok, common.driver_version(facts), docker, facts))
-    newest = _choose(facts, None, tag, docker, ignore_driver)
+        raise RecipeError(*_driver_refusal(row, arch_ok, common.driver_version(facts), docker, facts, python))
+    newest = _choose(facts, None, tag, docker, ignore_driver, python)
     raise RecipeError("torch {} has no build that runs on this machine: {}".format(row["version"], "; ".join(
         "{} {}".format(v["tag"], ", ".join(reasons)) for v, reasons in why)),
         ["envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])]
@@ -104,8 +117,21 @@ def _candidate(row: Dict[str, Any], var: Dict[str, Any]) -> Candidate:
     return next(c for c in candidates("torch") if c.release == row["version"] and c.variant == var["tag"])
 
 
+def _python_refusal(row: Dict[str, Any], facts: Any, tag: Optional[str], docker: bool, ignore_driver: bool,
+                    python: Optional[str]) -> RecipeError:
+    """torch ``row`` has no wheels for the interpreter pip installs into: each build's reasons (advise's
+    judge), the newest release that runs here with this interpreter, another interpreter, conda."""
+    machine = common.machine_target(facts, python=python, ignore_driver=ignore_driver)
+    scope = [c for c in candidates("torch") if c.release == row["version"] and (tag is None or c.variant == tag)]
+    newest = _choose(facts, None, tag, docker, ignore_driver, python)
+    line = ("envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])
+            if newest is not None else None)
+    return common.no_build_refusal("torch " + row["version"], COMPONENT, scope, machine,
+                                   common.image_release if docker else None, line)
+
+
 def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, Any]], facts: Any,
-                  docker: bool) -> Tuple[str, List[str]]:
+                  docker: bool, python: Optional[str] = None) -> Tuple[str, List[str]]:
     bad = sorted({cc for cc in ccs if not any(torch_supports_arch(v, cc) for v in variants)}, key=Version)
     built = ", ".join("{} (sm {}..{})".format(v["tag"], v["arch_list"][0], v["arch_list"][-1]) for v in variants)
     msg = "torch {} has no CUDA build for compute capability {}: its builds cover {}".format(
@@ -119,8 +145,8 @@ def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, 
             newer = Version(r["version"]) > Version(row["version"])
             msg += "; the {} release with sm_{} is torch {} ({})".format(
                 "first" if newer else "last", bad[0].replace(".", ""), r["version"], fit[-1]["tag"])
-            chosen = _choose(facts, r["version"], None, docker)
-            if chosen is not None:  # only a line the recipe accepts on this machine (its driver, its cuDNN)
+            chosen = _choose(facts, r["version"], None, docker, python=python)
+            if chosen is not None:  # only a line the recipe accepts here (its driver, its cuDNN, its Python)
                 alts.append("envdoctor install pytorch --version {} --option cuda={}".format(
                     r["version"], chosen.build["cuda"]))
             if not newer:
@@ -128,7 +154,7 @@ def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, 
     if not named:
         msg += "; no torch release in the matrix supports it"
     if not alts:
-        newest = _choose(facts, None, None, docker)
+        newest = _choose(facts, None, None, docker, python=python)
         if newest is not None:
             msg += f"; the newest release that runs on this machine is torch {newest.release} ({newest.variant})"
             alts.append("envdoctor install pytorch --version {} --option cuda={}".format(
@@ -137,7 +163,7 @@ def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, 
 
 
 def _driver_refusal(row: Dict[str, Any], variants: List[Dict[str, Any]], driver: Optional[Version],
-                    docker: bool, facts: Any) -> Tuple[str, List[str]]:
+                    docker: bool, facts: Any, python: Optional[str] = None) -> Tuple[str, List[str]]:
     oldest = min(variants, key=lambda v: Version(v["cuda"]))
     cuda = common.IMAGES[common.image_cuda_for(oldest["cuda"]) or "12.4"][0] if docker else oldest["cuda"]
     need = common.hardware.min_driver_for_cuda(cuda, minor_compat=not docker)
@@ -154,7 +180,7 @@ def _driver_refusal(row: Dict[str, Any], variants: List[Dict[str, Any]], driver:
     for r in reversed(load("torch")):
         if Version(r["version"]) >= Version(row["version"]):
             continue
-        if _choose(facts, r["version"], None, docker) is not None:
+        if _choose(facts, r["version"], None, docker, python=python) is not None:
             alts.append("envdoctor install pytorch --version {} (the newest release this driver runs)".format(
                 r["version"]))
             break
@@ -165,22 +191,25 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     common.check_method(request, METHODS)
     opts = common.options(request)
     row = _release(request.version)
+    py = common.pip_python(request, facts)  # the interpreter pip installs into, as advise reads it
     cpu = common.cpu_build_reason(request, facts, opts)
     if cpu is not None:
-        return _cpu_plan(request, target, facts, row, cpu, opts)
+        return _cpu_plan(request, target, facts, row, cpu, opts, py)
     docker = request.method == "docker"
     newest_note: List[str] = []
-    if not request.version and not request.with_driver and common.driver_version(facts) is not None:
-        row, newest_note = _newest_that_runs(row, facts, opts.get("cuda"), docker)
+    if not request.version:
+        row, newest_note = _newest_that_runs(row, facts, opts.get("cuda"), docker, py,
+                                             ignore_driver=request.with_driver)
     try:
         # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
-        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=docker and "cuda" in opts)
+        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=docker and "cuda" in opts,
+                             python=py)
         driver_steps: List[Step] = []
         reboot = False
     except RecipeError:
         if not request.with_driver:
             raise
-        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True)
+        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True, python=py)
         need = common.hardware.min_driver_for_cuda(var["cuda"]) or ""
         driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
     base = common.index_base(request, INDEX)
@@ -208,37 +237,53 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     return p
 
 
-def _newest_that_runs(newest: Dict[str, Any], facts: Any, want_cuda: Optional[str],
-                      docker: bool) -> Tuple[Dict[str, Any], List[str]]:
-    """No --version asked for: the newest release with a build for this machine's GPUs and driver (the build
-    `advise` recommends), with a note naming what newer releases need; the newest when none fits (its refusal
-    then says why)."""
-    tag = None
-    if want_cuda:
-        tag = want_cuda if want_cuda.startswith("cu") else "cu" + want_cuda.replace(".", "")
-    chosen = choose_build("torch", common.machine_target(facts), variant=tag,
-                          image_cuda=common.image_release if docker else None)
+def _newest_that_runs(newest: Dict[str, Any], facts: Any, want_cuda: Optional[str], docker: bool,
+                      python: Optional[str] = None, ignore_driver: bool = False) -> Tuple[Dict[str, Any], List[str]]:
+    """No --version asked for: the newest release with a build for this machine's GPUs, driver (unless
+    ``ignore_driver``: --with-driver installs one) and the interpreter's Python (the build `advise`
+    recommends), with a note naming what newer releases need; the newest when none fits (its refusal then
+    says why)."""
+    chosen = choose_build("torch", common.machine_target(facts, python=python, ignore_driver=ignore_driver),
+                          variant=_tag(want_cuda), image_cuda=common.image_release if docker else None)
     if chosen is None:
         return newest, []
     row = chosen[0].row
     if row["version"] == newest["version"]:
         return row, []
+    if python_admits(newest.get("python"), python) is False:
+        return row, ["torch {} is the newest release this machine runs; torch {} needs Python {}, and the "
+                     "interpreter pip installs into is Python {} (--python /path/to/another/python, or --method "
+                     "conda, for newer ones)".format(row["version"], newest["version"], newest["python"], python)]
     return row, ["torch {} is the newest release this machine runs; torch {} has no build for its GPU and "
                  "driver (envdoctor install driver, or --with-driver, for newer ones)".format(
                      row["version"], newest["version"])]
 
 
-def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str, opts: Dict[str, str]) -> Plan:
-    """PyTorch's CPU wheels (pytorch.org "Start Locally", Compute Platform CPU: --index-url .../whl/cpu)."""
+def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str, opts: Dict[str, str],
+              python: Optional[str] = None) -> Plan:
+    """PyTorch's CPU wheels (pytorch.org "Start Locally", Compute Platform CPU: --index-url .../whl/cpu), of the
+    newest release with wheels for the interpreter pip installs into (``python``) when none is asked for."""
     if opts.get("channel") == "conda-forge":
         raise RecipeError("the CPU build installs from PyTorch's pip index; conda-forge's pytorch-gpu is CUDA only",
                           ["--option channel=pip"])
+    fits = [r for r in load("torch") if python_admits(r.get("python"), python) is not False]
+    older: List[str] = []
+    if python_admits(row.get("python"), python) is False:
+        if request.version or not fits:
+            raise RecipeError("torch {} supports Python {}, and the interpreter pip installs into is Python {}".format(
+                row["version"], row["python"], python),
+                (["envdoctor install pytorch --version {} --option cuda=cpu (supports Python {})".format(
+                    fits[-1]["version"], python)] if fits else [])
+                + ["--python /path/to/another/python", "--method conda"])
+        older = ["torch {} is the newest release with wheels for Python {}; torch {} needs Python {}".format(
+            fits[-1]["version"], python, row["version"], row["python"])]
+        row = dict(fits[-1])
     pin = "torch" + common.release_pin(request.version, row["version"])
     what = common.PipInstall((pin,), sources=tuple(torch_pip_options(row, {"tag": "cpu"},
                                                                      common.index_base(request, INDEX))),
                              smoke=SMOKE, python_spec=row.get("python"))
     notes = ["CPU build: " + why, "torch {} cpu: no CUDA, no cuDNN (matrix: {})".format(
-        row["version"], row["source"]["url"])]
+        row["version"], row["source"]["url"])] + older
     if request.with_driver:
         notes.append("--with-driver ignored: the CPU build needs no NVIDIA driver")
     notes += common.unverified_note([row], f"torch {row['version']}")

@@ -19,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envdoctor import matrix
-from envdoctor.advise import advise, target_from_facts
+from envdoctor.advise import advise, candidates, python_admits, target_from_facts
 from envdoctor.checks import compat
 from envdoctor.facts import Facts
 from envdoctor.host.snapshot import SnapshotHost, load_snapshot
@@ -32,15 +32,19 @@ OS_RELEASE = 'ID=ubuntu\nVERSION_ID="22.04"\nNAME="Ubuntu"\n'
 PY = "/opt/venv/bin/python"
 
 
-def machine(driver: str, ccs: List[str]) -> Facts:
+def machine(driver: str, ccs: List[str], python: Optional[str] = None) -> Facts:
+    """Facts the probes read from an NVML answer (and, given ``python``, from an interpreter of that version)."""
     data = {"init": {"value": True}, "system.driver_version": {"value": driver}, "device_count": {"value": len(ccs)}}
     for i, cc in enumerate(ccs):
         data["device.%d.handle" % i] = {"value": True}
         data["device.%d.name" % i] = {"value": "NVIDIA GPU"}
         data["device.%d.compute_capability" % i] = {"value": [int(p) for p in cc.split(".")]}
+    interpreter = {"executable": "/usr/bin/python3", "version": python, "implementation": "cpython",
+                   "prefix": "/usr", "base_prefix": "/usr", "sys_path": []} if python else None
     host = make_host(files={"/etc/os-release": OS_RELEASE, "/sys/module/nvidia/version": driver + "\n"},
-                     nvml={"data": data})
-    return Facts(f for r in run_probes(host, only=["os", "driver", "gpu"], parallel=False) for f in r.facts)
+                     nvml={"data": data}, python=interpreter)
+    only = ["os", "driver", "gpu"] + (["python"] if python else [])
+    return Facts(f for r in run_probes(host, only=only, parallel=False) for f in r.facts)
 
 
 def drivers() -> List[str]:
@@ -101,13 +105,13 @@ def test_there_is_one_target_class():
     assert advise_module.Target is target.Target is Target
 
 
-# --------------------------------------------------------------------------- jax and TensorFlow
-# `envdoctor advise` and `envdoctor install jax|tensorflow --dry-run` on the same machine must install the same
+# --------------------------------------------------------------------------- jax, TensorFlow and PyTorch
+# `envdoctor advise` and `envdoctor install jax|tensorflow|pytorch --dry-run` on the same machine must install the same
 # build: the same release, the same pip requirements (the CUDA extra, a cuDNN pin an older GPU needs) and the
 # same package source.  The machines are every capture in tests/machines (rebuilt from public reports, see its
 # README) and tests/live (captured on a real H100), plus advise-style ones from the probes over an NVML answer:
 # a K80 on driver 470 (R470 is the last branch for Kepler), an A100 on 535 (CUDA 12.2) and a machine with no
-# NVIDIA GPU (no NVML, an empty PCI bus).
+# NVIDIA GPU (no NVML, an empty PCI bus), and an H100 on driver 580 whose interpreter is Python 3.10.
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -128,7 +132,9 @@ def no_gpu_machine() -> Facts:
 
 
 SYNTHETIC = {"k80-driver470": lambda: machine("470.82.01", ["3.7"]),
-             "a100-driver535": lambda: machine("535.54.03", ["8.0"]), "no-gpu": no_gpu_machine}
+             "a100-driver535": lambda: machine("535.54.03", ["8.0"]), "no-gpu": no_gpu_machine,
+             # Python 3.10 (Ubuntu 22.04's) on a current driver: the newest torch (2.15) needs Python >= 3.11
+             "h100-driver580-python3.10": lambda: machine("580.65.06", ["9.0"], python="3.10.12")}
 
 
 @functools.lru_cache(maxsize=None)
@@ -169,24 +175,32 @@ def _advised(facts: Facts, framework: str, interpreter: bool):
     return "cuda", f.release, _pip(shlex.split(f.command)[2:])
 
 
+def _python_admits(framework: str, release: str, python: str) -> bool:
+    """Whether the matrix's Python range of that release admits ``python`` (unknown range: yes)."""
+    spec = next((c.python_spec for c in candidates(framework) if c.release == release), None)
+    return python_admits(spec, python) is not False
+
+
 def _planned(facts: Facts, component: str, interpreter: bool):
     request = Request(component=component, version=None, method="pip", python=None if interpreter else PY)
     try:
-        plan = (jax if component == "jax" else tensorflow).plan(request, parse_target("ubuntu22.04"), facts)
+        recipe = {"jax": jax, "tensorflow": tensorflow, "pytorch": pytorch}[component]
+        plan = recipe.plan(request, parse_target("ubuntu22.04"), facts)
     except RecipeError:
         return None
     argv = next(s.action.argv for s in plan.steps if s.id == "pip-install")
     names, pins, where = _pip(argv[argv.index("install") + 1:])
-    if "CPU" in plan.title:  # the CPU plans pin a release; advise says plain `pip install jax`/`tensorflow`
-        return "cpu", None, (names, pins, where)
+    if "CPU" in plan.title:  # a CPU plan may pin a release; advise says plain `pip install jax`/`tensorflow`/`torch`
+        pinned = any(Requirement(a).specifier for a in argv[argv.index("install") + 1:] if not a.startswith("-")
+                     and "://" not in a)
+        return "cpu", plan.version if pinned else None, (names, pins, where)
     return "cuda", plan.version, (names, pins, where)
 
 
 @pytest.mark.parametrize("interpreter", [True, False], ids=["interpreter-from-facts", "python-given"])
-@pytest.mark.parametrize("framework,component", [("jax", "jax"), ("tensorflow", "tensorflow")])
+@pytest.mark.parametrize("framework,component", [("jax", "jax"), ("tensorflow", "tensorflow"), ("torch", "pytorch")])
 @pytest.mark.parametrize("name", _captures() + sorted(SYNTHETIC))
-def test_advise_and_the_install_plan_choose_the_same_jax_and_tensorflow_build(name, framework, component,
-                                                                           interpreter):
+def test_advise_and_the_install_plan_choose_the_same_build(name, framework, component, interpreter):
     facts = _facts(name)
     advised, planned = _advised(facts, framework, interpreter), _planned(facts, component, interpreter)
     if advised is None or planned is None:
@@ -195,6 +209,10 @@ def test_advise_and_the_install_plan_choose_the_same_jax_and_tensorflow_build(na
     assert advised[0] == planned[0], (name, advised, planned)
     if advised[0] == "cpu":
         assert advised[2][0] == planned[2][0] and not planned[2][1], (name, advised, planned)
+        assert advised[2][2] == planned[2][2], (name, advised, planned)  # the same index (torch: .../whl/cpu)
+        py = facts.value("python.version") if interpreter else None
+        if planned[1] is not None and py:  # advise's unpinned line lets pip pick one for the interpreter: so must a pin
+            assert _python_admits(framework, planned[1], py), (name, planned, py)
         return
     if framework == "jax":  # advise names a jax row by its version range
         assert SpecifierSet(advised[1]) == SpecifierSet(planned[1]), (name, advised, planned)

@@ -136,6 +136,42 @@ def test_k80_gets_the_last_torch_whose_cudnn_runs_on_it_and_asking_for_the_newes
     assert "cuDNN 9.1.0.70" in err.value.message and "not 3.7" in err.value.message
 
 
+def test_torch_is_chosen_for_the_interpreter_pip_installs_into_as_advise_answers():
+    """torch 2.15 has wheels for Python 3.11+ only (2.9-2.14: 3.10+); the pip method without --python installs
+    into the interpreter the facts describe.  Before, the recipe planned torch 2.15 for a Python 3.10
+    interpreter, which pip refuses ("No matching distribution"), while advise named 2.14."""
+    facts = machine_facts("580.82.07", 13000, [[9, 0]], ["NVIDIA H100 80GB HBM3"])
+    facts.add(type(next(iter(facts)))("python.version", "3.10.12", "python:/usr/bin/python3"))
+    answer = advise(AdviseTarget(driver="580.82.07", cc="9.0", python="3.10.12"), ["torch"]).frameworks[0]
+    plan = pytorch.plan(req("pytorch", python=None), UBUNTU2204, facts)
+    assert (plan.version, answer.release) == ("2.14", "2.14")
+    assert _pip_line(plan).endswith("torch==2.14.* --index-url https://download.pytorch.org/whl/" + answer.variant)
+    assert any(n.startswith("torch 2.14 is the newest release this machine runs; torch 2.15 needs Python >=3.11,"
+                            "<3.16, and the interpreter pip installs into is Python 3.10.12") for n in plan.notes)
+    with pytest.raises(RecipeError) as err:  # asked for by version: refused, saying why and what fits
+        pytorch.plan(req("pytorch", "2.15", python=None), UBUNTU2204, facts)
+    assert "torch 2.15 has no build that runs on this machine" in err.value.message
+    assert "needs Python >=3.11,<3.16, not 3.10.12" in err.value.message
+    assert err.value.alternatives[0] == "envdoctor install pytorch --version 2.14 --option cuda=" + answer.cuda
+    assert "--python /path/to/another/python" in err.value.alternatives and "--method conda" in err.value.alternatives
+    # --python names another interpreter (checked when the plan runs), conda creates a fitting one: 2.15
+    assert pytorch.plan(req("pytorch"), UBUNTU2204, facts).version == "2.15"
+    assert pytorch.plan(req("pytorch", "2.15", method="conda", python=None), UBUNTU2204, facts).version == "2.15"
+
+
+def test_the_torch_cpu_build_is_a_release_with_wheels_for_the_interpreter():
+    facts = no_gpu_facts()
+    facts.add(type(next(iter(facts)))("python.version", "3.8.10", "python:/usr/bin/python3"))
+    plan = pytorch.plan(req("pytorch", python=None), UBUNTU2204, facts)  # 2.4 is the last with Python 3.8 wheels
+    assert _pip_line(plan).endswith("torch==2.4.* --index-url https://download.pytorch.org/whl/cpu")
+    assert any("torch 2.4 is the newest release with wheels for Python 3.8.10" in n for n in plan.notes)
+    with pytest.raises(RecipeError) as err:
+        pytorch.plan(req("pytorch", "2.5", python=None), UBUNTU2204, facts)
+    assert "torch 2.5 supports Python >=3.9,<3.14" in err.value.message and "3.8.10" in err.value.message
+    assert "envdoctor install pytorch --version 2.4 --option cuda=cpu (supports Python 3.8.10)" \
+        in err.value.alternatives
+
+
 def test_no_facts_plans_the_stable_default_for_another_os():
     var = pytorch.choose_variant(pytorch._release("2.7"), Facts())
     assert var["tag"] == "cu126"  # pytorch.org's default for 2.7; cu128 was "experimental"
