@@ -42,6 +42,12 @@ IMAGE_SOURCE = "https://hub.docker.com/r/nvidia/cuda"
 LATEST_SOURCE = "https://github.com/NVIDIA/nvidia-docker/issues/1454"
 REQUIRE_SOURCE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 PEP668_SOURCE = "https://peps.python.org/pep-0668/"
+FORWARD_COMPAT_SOURCE = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+#: Driver branches nvidia/cuda's CUDA 12.x images name in NVIDIA_REQUIRE_CUDA (``brand=tesla,driver>=470,driver<471
+#: ... brand=tesla,driver>=535,driver<536``, as the images' own Dockerfiles at
+#: https://gitlab.com/nvidia/container-images/cuda set it): the container toolkit starts the image on these
+#: branches whatever its CUDA, and the image's cuda-compat libraries carry it on Data Center GPUs.
+FORWARD_COMPAT_BRANCHES = ("470", "535")
 
 CODES: Tuple[CodeDoc, ...] = (
     CodeDoc("dockerfile.image_tag_missing", "error",
@@ -55,6 +61,14 @@ CODES: Tuple[CodeDoc, ...] = (
             "nvidia/cuda images set NVIDIA_REQUIRE_CUDA=cuda>=X.Y; the NVIDIA Container Toolkit refuses to start "
             "them on an older driver ('unsatisfied condition: cuda>=X.Y'); minor-version compatibility does not "
             "lift that check.", REQUIRE_SOURCE),
+    CodeDoc("dockerfile.image_needs_forward_compat", "warning",
+            "The nvidia/cuda image's CUDA is newer than the host driver runs natively; on this Data Center GPU and "
+            "long-term driver branch it starts and runs through the image's forward-compatibility libraries.",
+            "the FROM lines, the host's driver branch and GPU",
+            "nvidia/cuda images list long-term driver branches (R470, R535 in CUDA 12.x images) in "
+            "NVIDIA_REQUIRE_CUDA, so the toolkit starts them there, and their cuda-compat libraries run the newer "
+            "CUDA on Data Center GPUs only; features that need the newer kernel driver are unavailable.",
+            FORWARD_COMPAT_SOURCE),
     CodeDoc("dockerfile.no_compiler_in_image", "error",
             "A stage compiles CUDA code (nvcc, a CUDA extension such as flash-attn) on an image without nvcc.",
             "the RUN lines and each stage's base image",
@@ -587,6 +601,23 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
             newest = hw.newest_cuda_for_driver(t.driver)
             sugg = _suggest_image(t, img.flavour or "runtime", img.os_label)
             mm = ".".join(img.cuda.split(".")[:2])
+            branch = t.driver.split(".")[0]
+            rows = [hw.gpu_product(n) for n in ([t.gpu] if t.gpu else [])]
+            datacenter = bool(rows) and all(r is not None and r.get("segment") == "datacenter" for r in rows)
+            if datacenter and branch in FORWARD_COMPAT_BRANCHES and Version(img.cuda) >= Version("12.0"):
+                out.append(_finding(
+                    "dockerfile.image_needs_forward_compat",
+                    "%s is newer than driver %s runs natively (CUDA up to %s): it runs through forward "
+                    "compatibility" % (img.reference, t.driver, newest or "?"),
+                    "nvidia/cuda's CUDA 12.x images accept the R%s branch in NVIDIA_REQUIRE_CUDA, so the container "
+                    "starts, and on a Data Center GPU (%s) the image's cuda-compat libraries run CUDA %s on this "
+                    "driver; features that need the newer kernel driver are not available." % (
+                        branch, t.gpu, mm), st.line, path,
+                    Fix("Fine as it is; for the full CUDA %s, update the driver (or build FROM an image of CUDA %s)."
+                        % (mm, newest or "this driver's"), ["envdoctor install driver --dry-run"] +
+                        (["FROM %s" % sugg] if sugg else [])),
+                    url=FORWARD_COMPAT_SOURCE, evidence=[("host.driver", t.driver), ("host.gpu", t.gpu)]))
+                return out
             out.append(_finding(
                 "dockerfile.image_needs_newer_driver",
                 "%s needs NVIDIA driver >= %s; this host has %s%s" % (

@@ -226,3 +226,17 @@ def test_every_dockerfile_code_is_explained():
     for code in dfmod.CODE_DOCS:
         r = CliRunner().invoke(cli, ["explain", code])
         assert r.exit_code == 0 and code in r.output
+
+
+def test_a_data_center_gpu_on_a_long_term_branch_runs_a_newer_image_through_forward_compat():
+    """nvidia/cuda 12.x images list R470 and R535 in NVIDIA_REQUIRE_CUDA: on an A100 with driver 535.104.05 a
+    CUDA 12.6 image starts and runs through its cuda-compat libraries (ggml-org/llama.cpp#9665: 'can run on
+    Driver Version: 535.104.05'); on a GeForce, or on R550 (not listed), it does not start."""
+    path = os.path.join(HERE, "llama-cpp-9665")
+    found = _lint("llama-cpp-9665", Target(driver="535.104.05", cc="8.0", gpu="A100 SXM4 40GB"))
+    assert _codes(found) == [("dockerfile.image_needs_forward_compat", "warning")] * 2, path
+    assert "R535" in found[0].detail and "Data Center" in found[0].detail
+    assert _codes(_lint("llama-cpp-9665", Target(driver="535.104.05", cc="8.9", gpu="GeForce RTX 4090"))) == [
+        ("dockerfile.image_needs_newer_driver", "error")] * 2
+    assert _codes(_lint("llama-cpp-9665", Target(driver="550.142", cc="8.0", gpu="A100 SXM4 40GB"))) == [
+        ("dockerfile.image_needs_newer_driver", "error")] * 2
