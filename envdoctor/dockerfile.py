@@ -329,6 +329,11 @@ class Stage:
     def inherited_runs(self) -> List[Instruction]:
         return (self.parent.inherited_runs() if self.parent is not None else []) + self.runs
 
+    def inherited_envs(self) -> List[Dict[str, str]]:
+        """For each of :meth:`inherited_runs`, the variables of the stage that wrote it."""
+        own = self.all_env()
+        return (self.parent.inherited_envs() if self.parent is not None else []) + [own] * len(self.runs)
+
     def all_env(self) -> Dict[str, str]:
         out = dict(self.parent.all_env()) if self.parent is not None else {}
         out.update(self.env)
@@ -815,15 +820,16 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
     told_python = told_compiler = told_pep668 = told_arch = False
     state = _PyState.of(base, env)
     t = _through_forward_compat(base, t)
+    writers = st.inherited_envs()
     for n, ins in enumerate(runs):
         for cmd_env, raw, arm in commands_env(_script(ins)):
+            scope = dict(writers[n], **cmd_env)
+            argv = [_expand(a, scope) for a in raw]
             if n < own_start or arm:
                 # judged in the stage that wrote it, or run only for one case value (another platform's
                 # install line): not judged; what it installed counts
-                state.after(raw, base)
+                state.after(argv, base)
                 continue
-            scope = dict(env, **cmd_env)
-            argv = [_expand(a, scope) for a in raw]
             pip = pip_install(argv, ins.line)
             if pip is not None:
                 for f in pip.requirement_files:

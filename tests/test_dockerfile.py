@@ -396,3 +396,16 @@ def test_a_build_argument_declared_empty_has_a_value():
     assert df.stages[0].image.cuda == "12.6.3" and df.stages[0].env["CUDA"] == "12.6.3"
     found = dfmod.lint(df, _host("550.144.03", RTX4090))
     assert _codes(found) == [("dockerfile.image_needs_newer_driver", "error")]
+
+
+def test_what_a_parent_stage_installed_with_its_build_arguments_counts():
+    """A later stage FROM an earlier one has what that one installed, its build arguments expanded
+    (vLLM's Dockerfile: python${PYTHON_VERSION} from deadsnakes and `curl ${GET_PIP_URL} | python...`)."""
+    text = ("ARG PY=3.12\nARG GET_PIP=https://bootstrap.pypa.io/get-pip.py\n"
+            "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04 AS base\nARG PY\nARG GET_PIP\n"
+            "RUN apt-get update && apt-get install -y python${PY} python${PY}-venv && "
+            "curl -sS ${GET_PIP} | python${PY}\n"
+            "FROM base AS build\nRUN python3 -m pip install uv && uv pip install --system numpy\n")
+    assert _inline(text, _host("550.54.15", "H100")) == []
+    no_py = text.replace("python${PY} python${PY}-venv && curl -sS ${GET_PIP} | python${PY}", "git")
+    assert ("dockerfile.no_python_in_image", "error") in _codes(_inline(no_py, _host("550.54.15", "H100")))
