@@ -3,16 +3,19 @@ host it will run on (this machine, a snapshot, or ``--driver``/``--gpu``).
 
 What goes wrong with GPU images is mostly known before ``docker build``: an ``nvidia/cuda`` tag that does
 not exist (``latest``) or whose CUDA the host driver cannot start (the image sets
-``NVIDIA_REQUIRE_CUDA=cuda>=X.Y``, which the NVIDIA Container Toolkit enforces); ``nvcc`` or a CUDA
-extension build (flash-attn...) on a ``-runtime`` image that has no compiler; a framework build the host's
-driver or GPU cannot run, or the image's Python cannot install; ``pip`` refusing to install into Ubuntu
-24.04's system Python (PEP 668); ``pip`` in an ``nvidia/cuda`` image that has no Python; a CPU-only package
-in a GPU image. Each is a :class:`~envdoctor.findings.Finding` with the Dockerfile's line, the rule's
-source and the line to write instead.
+``NVIDIA_REQUIRE_CUDA=cuda>=X.Y``, which the NVIDIA Container Toolkit enforces, unless forward
+compatibility lets a data-center GPU in); ``nvcc`` or a CUDA extension build (flash-attn...) on a
+``-runtime`` image that has no compiler, or for a TORCH_CUDA_ARCH_LIST without the host's GPU; a framework
+build the host's driver or GPU cannot run, or the image's Python cannot install; ``pip`` refusing to install
+into Ubuntu 24.04's system Python (PEP 668); ``pip`` in an ``nvidia/cuda`` image that has no Python (or a
+Python without pip); a CPU-only package in a GPU image. Each is a :class:`~envdoctor.findings.Finding`
+with the Dockerfile's line, the rule's source and the line to write instead.
 
 The parser reads what ``docker build`` reads: parser directives (``# escape=``), line continuations,
-comments, heredocs, ``ARG`` defaults and ``--build-arg`` values in ``FROM``, multi-stage builds
-(``FROM builder``), exec-form ``RUN [...]``, ``ENV``. Nothing is run, pulled or downloaded.
+comments, heredocs, ``ARG`` defaults and ``--build-arg`` values in ``FROM`` and (as the shell sees them)
+in ``RUN``, multi-stage builds (``FROM builder``), exec-form ``RUN [...]``, ``ENV``. A value the file does
+not give (an ``ARG`` without a default, a shell-only expansion) is not guessed: what depends on it is not
+judged. Nothing is run, pulled or downloaded.
 """
 
 from __future__ import annotations
@@ -42,12 +45,6 @@ IMAGE_SOURCE = "https://hub.docker.com/r/nvidia/cuda"
 LATEST_SOURCE = "https://github.com/NVIDIA/nvidia-docker/issues/1454"
 REQUIRE_SOURCE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 PEP668_SOURCE = "https://peps.python.org/pep-0668/"
-FORWARD_COMPAT_SOURCE = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
-#: Driver branches nvidia/cuda's CUDA 12.x images name in NVIDIA_REQUIRE_CUDA (``brand=tesla,driver>=470,driver<471
-#: ... brand=tesla,driver>=535,driver<536``, as the images' own Dockerfiles at
-#: https://gitlab.com/nvidia/container-images/cuda set it): the container toolkit starts the image on these
-#: branches whatever its CUDA, and the image's cuda-compat libraries carry it on Data Center GPUs.
-FORWARD_COMPAT_BRANCHES = ("470", "535")
 
 CODES: Tuple[CodeDoc, ...] = (
     CodeDoc("dockerfile.image_tag_missing", "error",
@@ -60,15 +57,10 @@ CODES: Tuple[CodeDoc, ...] = (
             "the FROM lines and the host's driver",
             "nvidia/cuda images set NVIDIA_REQUIRE_CUDA=cuda>=X.Y; the NVIDIA Container Toolkit refuses to start "
             "them on an older driver ('unsatisfied condition: cuda>=X.Y'); minor-version compatibility does not "
-            "lift that check.", REQUIRE_SOURCE),
-    CodeDoc("dockerfile.image_needs_forward_compat", "warning",
-            "The nvidia/cuda image's CUDA is newer than the host driver runs natively; on this Data Center GPU and "
-            "long-term driver branch it starts and runs through the image's forward-compatibility libraries.",
-            "the FROM lines, the host's driver branch and GPU",
-            "nvidia/cuda images list long-term driver branches (R470, R535 in CUDA 12.x images) in "
-            "NVIDIA_REQUIRE_CUDA, so the toolkit starts them there, and their cuda-compat libraries run the newer "
-            "CUDA on Data Center GPUs only; features that need the newer kernel driver are unavailable.",
-            FORWARD_COMPAT_SOURCE),
+            "lift that check. The same variable admits some older data-center driver branches through forward "
+            "compatibility: on a data-center GPU with a long-term support branch the images list (R470 and R535 "
+            "for CUDA 12, R535 for CUDA 13) nothing is reported, with no GPU named it is a warning, on GeForce "
+            "an error.", REQUIRE_SOURCE),
     CodeDoc("dockerfile.no_compiler_in_image", "error",
             "A stage compiles CUDA code (nvcc, a CUDA extension such as flash-attn) on an image without nvcc.",
             "the RUN lines and each stage's base image",
@@ -169,11 +161,14 @@ def instructions(text: str) -> List[Instruction]:
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?([-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
-def substitute(text: str, values: Mapping[str, str]) -> str:
-    """``$VAR``, ``${VAR}``, ``${VAR:-default}``, ``${VAR:+alt}`` as Dockerfile variables expand."""
+def substitute(text: str, values: Mapping[str, str], keep_unknown: bool = False) -> str:
+    """``$VAR``, ``${VAR}``, ``${VAR:-default}``, ``${VAR:+alt}`` as Dockerfile variables expand (with
+    ``keep_unknown``, a name without a value and without a default is left as written)."""
     def one(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(4)
         val = values.get(name)
+        if keep_unknown and val is None and m.group(2) != "-":
+            return m.group(0)
         if m.group(2) == "-":
             return val if val else m.group(3)
         if m.group(2) == "+":
@@ -209,12 +204,19 @@ class Image:
     torch: Optional[Tuple[str, str]] = None  # pytorch/pytorch: (release X.Y, variant cuXYZ)
     has_python: Optional[bool] = None  # does the image carry a Python at all (False: nvidia/cuda)
     moving: bool = False  # a tag such as ubuntu:latest: os_label is the oldest release it can be today
+    has_nvcc: Optional[bool] = None  # does the image carry nvcc and the CUDA headers (None: not known)
 
 
 _CUDA_TAG = re.compile(r"^(?P<cuda>\d+\.\d+(?:\.\d+)?)-(?:(?P<cudnn>cudnn\d*)-)?(?P<flavour>base|runtime|devel)"
                        r"(?:-(?P<os>[a-z]+\d+(?:\.\d+)?))?$")
 _TORCH_TAG = re.compile(r"^(?P<torch>\d+\.\d+)(?:\.\d+)?-cuda(?P<cuda>\d+\.\d+)-cudnn\d+-(?P<flavour>runtime|devel)$")
 _PY_TAG = re.compile(r"^(?P<py>3\.\d+)(?:\.\d+)?(?:[a-z]+\d*)?(?:-(?P<os>[a-z]+))?")
+#: NGC framework containers (nvcr.io/nvidia/...): the full CUDA toolkit (nvcc, headers) and a Python.
+NGC_FRAMEWORKS = ("nvidia/pytorch", "nvidia/tensorflow", "nvidia/jax", "nvidia/nemo", "nvidia/cuda-dl-base",
+                  "nvidia/paddlepaddle", "nvidia/mxnet", "nvidia/pax", "nvidia/t5x")
+#: Images whose Python is a conda environment (not the OS's, so not externally managed).
+CONDA_IMAGES = ("continuumio/miniconda3", "continuumio/anaconda3", "condaforge/miniforge3", "condaforge/mambaforge",
+                "mambaorg/micromamba")
 _DEBIAN_NAMES = {"buster": "10", "bullseye": "11", "bookworm": "12", "trixie": "13"}
 _UBUNTU_NAMES = {"bionic": "18.04", "focal": "20.04", "jammy": "22.04", "noble": "24.04"}
 
@@ -235,14 +237,22 @@ def parse_image(reference: str) -> Image:
         if m:
             img.cuda, img.flavour, img.cudnn = m.group("cuda"), m.group("flavour"), bool(m.group("cudnn"))
             img.os_label = m.group("os")
+            img.has_nvcc = img.flavour == "devel"
     elif repo == "pytorch/pytorch":
         img.has_python = True
         m = _TORCH_TAG.match(tag)
         if m:
             img.torch = (m.group("torch"), "cu" + m.group("cuda").replace(".", ""))
             img.flavour = m.group("flavour")
+            img.has_nvcc = img.flavour == "devel"
+    elif repo in NGC_FRAMEWORKS:
+        img.has_python = img.has_nvcc = True
+    elif repo in CONDA_IMAGES:
+        img.has_python = True
+        img.has_nvcc = False
     elif repo == "python":
         img.has_python = True
+        img.has_nvcc = False
         m = _PY_TAG.match(tag)
         if m:
             img.python = m.group("py")
@@ -250,7 +260,7 @@ def parse_image(reference: str) -> Image:
             if osname in _DEBIAN_NAMES:
                 img.os_label = "debian" + _DEBIAN_NAMES[osname]
     elif repo in ("ubuntu", "debian"):
-        img.has_python = False
+        img.has_python = img.has_nvcc = False
         ver = _UBUNTU_NAMES.get(tag, _DEBIAN_NAMES.get(tag.split("-")[0], tag.split("-")[0]))
         if re.fullmatch(r"\d+(\.\d+)?", ver or ""):
             img.os_label = repo + ver
@@ -259,6 +269,8 @@ def parse_image(reference: str) -> Image:
             # externally managed, and every later one too
             img.os_label = repo + ("24.04" if repo == "ubuntu" else "12")
             img.moving = True
+    if img.has_nvcc is None and re.search(r"(^|[-_.])devel([-_.]|$)", tag):
+        img.has_nvcc = True  # other vendors' -devel tags (nvcr.io/nvidia/nvhpc:...-devel-cuda12.8-...) do too
     if img.os_label is None:
         m = re.search(r"(ubuntu|debian|rockylinux|ubi|oraclelinux)(\d+(?:\.\d+)?)$", tag)
         if m:  # other vendors' images name their OS the same way (nvcr.io/nvidia/nvhpc:...-ubuntu24.04)
@@ -317,6 +329,11 @@ class Stage:
     def inherited_runs(self) -> List[Instruction]:
         return (self.parent.inherited_runs() if self.parent is not None else []) + self.runs
 
+    def inherited_envs(self) -> List[Dict[str, str]]:
+        """For each of :meth:`inherited_runs`, the variables of the stage that wrote it."""
+        own = self.all_env()
+        return (self.parent.inherited_envs() if self.parent is not None else []) + [own] * len(self.runs)
+
     def all_env(self) -> Dict[str, str]:
         out = dict(self.parent.all_env()) if self.parent is not None else {}
         out.update(self.env)
@@ -335,18 +352,28 @@ def parse(text: str, path: str = "Dockerfile", build_args: Optional[Mapping[str,
     given = dict(build_args or {})
     stages: List[Stage] = []
     by_name: Dict[str, Stage] = {}
+    unset = set()  # ARGs declared without a value, and given none: the build command is to give them
     for ins in instructions(text):
         if ins.keyword == "ARG":
+            with_value = set(re.findall(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=", ins.text))  # ARG X="" has one
             for k, v in _key_values(ins.text):
+                known_before = k in args and k not in unset  # ARG X in a stage takes the global X's value
                 args[k] = given.get(k, substitute(v, args) if v else args.get(k, ""))
-                if stages:
+                if k in given or k in with_value or known_before:
+                    unset.discard(k)
+                else:
+                    unset.add(k)
+                # RUN sees a stage's ARGs as environment variables; one with no value from anywhere is not
+                # known (the documented build command gives it), so it is left out and stays unexpanded
+                if stages and k not in unset:
                     stages[-1].env.setdefault(k, args[k])
             continue
         if ins.keyword == "FROM":
             words = [w for w in ins.text.split() if not w.startswith("--")]
             if not words:
                 continue
-            ref = substitute(words[0], args)
+            # a FROM naming a build argument that has no value here is not guessed (left as written)
+            ref = substitute(words[0], {k: v for k, v in args.items() if k not in unset}, keep_unknown=True)
             name = words[2] if len(words) >= 3 and words[1].lower() == "as" else None
             parent = by_name.get(ref.lower())
             st = Stage(len(stages), ins.line, parse_image(ref), name, parent)
@@ -385,6 +412,16 @@ def commands(script: str) -> Iterator[List[str]]:
     """The simple commands of a shell script (split at ``&&``, ``||``, ``;``, ``|``, newlines), as argument
     lists with leading variable assignments, ``sudo`` and ``exec`` removed. Text the shell grammar cannot
     split (an unbalanced quote) yields nothing."""
+    for _env, argv, _arm in commands_env(script):
+        yield argv
+
+
+def commands_env(script: str) -> Iterator[Tuple[Dict[str, str], List[str], bool]]:
+    """:func:`commands`, each with the variables the shell gives it (its own leading assignments,
+    ``FORCE_BUILD=1 pip install ...``, over what ``export`` set before in the script) and whether it is in
+    an arm of a ``case`` (run for one value only: ``case $TARGETPLATFORM in linux/arm64) ...``)."""
+    exported: Dict[str, str] = {}
+    depth = 0
     for chunk in script.split("\n"):
         try:
             lex = shlex.shlex(chunk, posix=True, punctuation_chars=";&|()")
@@ -396,15 +433,28 @@ def commands(script: str) -> Iterator[List[str]]:
         cur: List[str] = []
         for w in words + [";"]:
             if w and set(w) <= set(";&|()"):
+                own: Dict[str, str] = {}
                 while cur and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", cur[0]):
-                    cur.pop(0)
+                    k, _, v = cur.pop(0).partition("=")
+                    own[k] = v
                 while cur and cur[0] in ("sudo", "exec", "time", "nohup"):
                     cur.pop(0)
+                if cur and cur[0] == "export":
+                    for a in cur[1:]:
+                        k, eq, v = a.partition("=")
+                        if eq and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                            exported[k] = v
+                env = dict(exported, **own)
+                if cur and cur[0] == "case":
+                    depth += 1
+                elif cur and cur[0] == "esac":
+                    depth = max(0, depth - 1)
                 if len(cur) >= 3 and os.path.basename(cur[0]) in ("sh", "bash", "dash") and cur[1] in ("-c", "-lc",
                                                                                                      "-ec", "-xc"):
-                    yield from commands(cur[2])  # bash -c "pip install ..."
+                    for sub_env, argv, arm in commands_env(cur[2]):  # bash -c "pip install ..."
+                        yield dict(env, **sub_env), argv, arm or depth > 0
                 elif cur:
-                    yield cur
+                    yield env, cur, depth > 0
                 cur = []
             else:
                 cur.append(w)
@@ -500,12 +550,16 @@ def read_requirements(path: str, into: PipInstall, depth: int = 0) -> None:
 # --------------------------------------------------------------------------- the rules
 
 #: Packages whose pip install compiles CUDA code with nvcc (no wheel on PyPI for most set-ups), and
-#: repositories whose source builds do: the build needs nvcc and the CUDA headers.
-CUDA_SOURCE_BUILDS = ("flash-attn", "mamba-ssm", "causal-conv1d", "apex", "pytorch3d", "detectron2",
-                      "xformers", "torch-scatter", "torch-sparse", "torch-cluster", "gsplat", "nvdiffrast",
+#: repositories whose source builds do: the build needs nvcc and the CUDA headers. (xformers is not one:
+#: PyPI carries its manylinux wheels; nor is "apex": that name on PyPI is another, pure-Python project.)
+CUDA_SOURCE_BUILDS = ("flash-attn", "mamba-ssm", "causal-conv1d", "pytorch3d", "detectron2",
+                      "torch-scatter", "torch-sparse", "torch-cluster", "torch-spline-conv", "gsplat", "nvdiffrast",
                       "tiny-cuda-nn", "diff-gaussian-rasterization", "simple-knn", "deepspeed")
 _SOURCE_REPOS = re.compile(r"(flash-attention|NVIDIA/apex|pytorch3d|detectron2|xformers|tiny-cuda-nn|nvdiffrast|"
                            r"diff-gaussian-rasterization|simple-knn|mamba|causal-conv1d|gsplat)", re.I)
+#: Variables with which those builds take a prebuilt wheel instead of compiling (flash-attn, mamba-ssm,
+#: causal-conv1d: FLASH_ATTENTION_SKIP_CUDA_BUILD, MAMBA_SKIP_CUDA_BUILD, CAUSAL_CONV1D_SKIP_CUDA_BUILD).
+_SKIP_BUILD = re.compile(r"^[A-Z0-9_]*SKIP_CUDA_BUILD$")
 
 
 def _compiles_cuda(argv: Sequence[str], env: Mapping[str, str], pip: Optional[PipInstall]) -> Optional[str]:
@@ -520,17 +574,19 @@ def _compiles_cuda(argv: Sequence[str], env: Mapping[str, str], pip: Optional[Pi
         return "builds a CUDA extension (setup.py with %s set)" % next(
             k for k in ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "FORCE_CUDA") if env.get(k))
     if pip is not None:
-        if "deepspeed" in {canonicalize_name(r.name) for r in pip.requirements} and not any(
-                k.startswith("DS_BUILD_") and v == "1" for k, v in env.items()):
-            pass  # deepspeed compiles its ops only when asked (DS_BUILD_*=1), else at run time
+        if any(_SKIP_BUILD.match(k) and _truthy(v) for k, v in env.items()):
+            return None  # the package's setup takes its prebuilt wheel
+        # wheels from a --find-links page (data.pyg.org, a project's release page) are prebuilt
+        prebuilt = bool(pip.find_links) or "--only-binary=:all:" in pip.flags or _truthy(env.get("PIP_ONLY_BINARY"))
         for r in pip.requirements:
             name = canonicalize_name(r.name)
-            if name in CUDA_SOURCE_BUILDS and name != "deepspeed":
+            if name in CUDA_SOURCE_BUILDS and name != "deepspeed" and not prebuilt:
                 return "installs %s, which compiles CUDA code with nvcc when pip builds it" % r.name
             if name == "deepspeed" and any(k.startswith("DS_BUILD_") and v == "1" for k, v in env.items()):
+                # deepspeed compiles its ops only when asked (DS_BUILD_*=1), else at run time
                 return "installs deepspeed with DS_BUILD_* set, which compiles its CUDA ops with nvcc"
         for u in pip.urls:
-            if _SOURCE_REPOS.search(u):
+            if _SOURCE_REPOS.search(u) and not u.endswith(".whl"):
                 return "builds %s from source, which compiles CUDA code with nvcc" % u
     return None
 
@@ -590,89 +646,168 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
             "a CUDA release, a flavour (base, runtime, devel) and an OS.", st.line, path,
             Fix("Name a tag%s." % (" this host's driver starts" if t.driver else ""),
                 ["FROM %s" % sugg] if sugg else []))]
+    if "$" not in img.tag and not re.match(r"^\d+\.\d+", img.tag):
+        sugg = _suggest_image(t, "runtime", None)
+        return [_finding(
+            "dockerfile.image_tag_missing", "FROM %s: nvidia/cuda has no tag %r" % (img.reference, img.tag),
+            "Every nvidia/cuda tag starts with a CUDA release X.Y.Z (12.4.1-runtime-ubuntu22.04); a major "
+            "alone (12-devel-...) or a word names no image: the pull fails with 'not found'.", st.line, path,
+            Fix("Name a tag%s." % (" this host's driver starts" if t.driver else ""),
+                ["FROM %s" % sugg] if sugg else []))]
     out = []
     if img.cuda and t.driver:
-        need = hw.min_driver_for_cuda(img.cuda)
+        mm = ".".join(img.cuda.split(".")[:2])
+        # the toolkit compares the driver's CUDA (X.Y) with cuda>=X.Y: an update release (12.4.1, 13.0.2)
+        # starts on the X.Y.0 driver (minor-version compatibility covers the rest)
+        need = hw.min_driver_for_cuda(mm)
         try:
             older = need is not None and Version(t.driver) < Version(need)
         except InvalidVersion:
             older = False
-        if older:
+        compat = _forward_compat(mm, t) if older else None
+        if older and compat != "starts":
             newest = hw.newest_cuda_for_driver(t.driver)
             sugg = _suggest_image(t, img.flavour or "runtime", img.os_label)
-            mm = ".".join(img.cuda.split(".")[:2])
             branch = t.driver.split(".")[0]
-            rows = [hw.gpu_product(n) for n in ([t.gpu] if t.gpu else [])]
-            datacenter = bool(rows) and all(r is not None and r.get("segment") == "datacenter" for r in rows)
-            if datacenter and branch in FORWARD_COMPAT_BRANCHES and Version(img.cuda) >= Version("12.0"):
-                out.append(_finding(
-                    "dockerfile.image_needs_forward_compat",
-                    "%s is newer than driver %s runs natively (CUDA up to %s): it runs through forward "
-                    "compatibility" % (img.reference, t.driver, newest or "?"),
-                    "nvidia/cuda's CUDA 12.x images accept the R%s branch in NVIDIA_REQUIRE_CUDA, so the container "
-                    "starts, and on a Data Center GPU (%s) the image's cuda-compat libraries run CUDA %s on this "
-                    "driver; features that need the newer kernel driver are not available." % (
-                        branch, t.gpu, mm), st.line, path,
-                    Fix("Fine as it is; for the full CUDA %s, update the driver (or build FROM an image of CUDA %s)."
-                        % (mm, newest or "this driver's"), ["envdoctor install driver --dry-run"] +
-                        (["FROM %s" % sugg] if sugg else [])),
-                    url=FORWARD_COMPAT_SOURCE, evidence=[("host.driver", t.driver), ("host.gpu", t.gpu)]))
-                return out
+            if compat == "maybe":
+                title = "%s needs NVIDIA driver >= %s, or forward compatibility on a data-center GPU; this host " \
+                        "has %s" % (img.reference, need, t.driver)
+                detail = ("The image sets NVIDIA_REQUIRE_CUDA=cuda>=%s and also admits some older driver branches "
+                          "(brand=...,driver>=B,driver<B+1) through CUDA forward compatibility, whose libraries "
+                          "(cuda-compat) it carries: on a data-center GPU with a driver of a listed branch it "
+                          "starts and runs; on a GeForce GPU, or a branch the image does not list, it does not "
+                          "start ('unsatisfied condition: cuda>=%s') or CUDA fails (error 804). Whether R%s is "
+                          "listed depends on the image release: see `docker inspect` of the image."
+                          % (mm, mm, branch))
+            else:
+                title = "%s needs NVIDIA driver >= %s; this host has %s%s" % (
+                    img.reference, need, t.driver, " (CUDA up to %s)" % newest if newest else "")
+                detail = ("The image sets NVIDIA_REQUIRE_CUDA=cuda>=%s, so the NVIDIA Container Toolkit refuses "
+                          "to start it ('nvidia-container-cli: requirement error: unsatisfied condition: "
+                          "cuda>=%s'); CUDA minor-version compatibility does not lift that check%s." % (
+                              mm, mm, ", and forward compatibility (the older branches the image admits) is "
+                              "for data-center GPUs only" if compat == "geforce" else ""))
             out.append(_finding(
-                "dockerfile.image_needs_newer_driver",
-                "%s needs NVIDIA driver >= %s; this host has %s%s" % (
-                    img.reference, need, t.driver, " (CUDA up to %s)" % newest if newest else ""),
-                "The image sets NVIDIA_REQUIRE_CUDA=cuda>=%s, so the NVIDIA Container Toolkit refuses to start it "
-                "('nvidia-container-cli: requirement error: unsatisfied condition: cuda>=%s'); CUDA minor-version "
-                "compatibility does not lift that check." % (mm, mm), st.line, path,
+                "dockerfile.image_needs_newer_driver", title, detail, st.line, path,
                 Fix("Build FROM an image of a CUDA this driver runs, or update the driver.",
                     (["FROM %s" % sugg] if sugg else []) + ["envdoctor install driver --dry-run"]),
-                evidence=[("host.driver", t.driver)]))
+                severity="warning" if compat == "maybe" else None,
+                url=FORWARD_COMPAT_SOURCE if compat in ("maybe", "geforce") else "",
+                evidence=[("host.driver", t.driver), ("host.gpu", t.gpu or None)]))
     return out
 
 
-def _stage_python(st: Stage, before: Sequence[Instruction]) -> Tuple[Optional[str], bool]:
-    """(the Python X.Y pip installs for in this stage, whether some Python is there at all), from the base
-    image and what the RUN lines before install."""
-    base = st.base
-    version = base.python
-    present = bool(base.has_python) or base.has_python is None
-    for ins in before:
-        script = _script(ins)
-        for argv in commands(script):
-            exe = os.path.basename(argv[0])
-            words = " ".join(argv)
-            if exe in ("apt-get", "apt", "yum", "dnf", "microdnf", "apk", "zypper") and "install" in argv:
-                pkgs = [a for a in argv if not a.startswith("-")]
-                named = [re.match(r"^python(3\.\d+)(?:-|$)", a) for a in pkgs]
-                explicit = [m.group(1) for m in named if m]
-                if explicit:
-                    version, present = explicit[-1], True
-                elif any(re.match(r"^python3(-pip|-venv|-dev|-full)?$", a) or a == "python-is-python3" for a in pkgs):
-                    version = version or (None if base.moving else system_python(base.os_label))
-                    present = True
-            elif exe in ("conda", "mamba", "micromamba", "pyenv") or (exe == "uv" and "python" in argv[1:2]):
-                m = re.search(r"python[= ]?=?(3\.\d+)", words)
-                version, present = (m.group(1) if m else None), True
-            elif exe == "uv" and "venv" in argv[1:2]:
-                m = re.search(r"--python[= ](?:python)?(3\.\d+)", words)
-                version, present = (m.group(1) if m else version), True
-            elif "get-pip.py" in words or "miniconda" in words.lower() or "miniforge" in words.lower():
-                present = True
-    return version, present
+#: The oldest driver branch nvidia/cuda images of a CUDA major admit through forward compatibility: their
+#: NVIDIA_REQUIRE_CUDA lists ``brand=tesla,driver>=B,driver<B+1`` (and the other data-center brands) for
+#: some branches B from this one up, next to ``cuda>=X.Y`` (space-separated constraints are ORed).
+#: Seen in the images' environment: 12.4.0 lists R470, R525, R535; 12.6.3 and 12.8.1 list R470, R535,
+#: R550 (12.8.1 also R560, R565); 13.0 lists R535, R550, R565 and later. Long-term support branches from
+#: the floor on are in every list seen; other branches come and go with the image release.
+FORWARD_COMPAT_FLOOR = {12: 470, 13: 535}
+FORWARD_COMPAT_SOURCE = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
 
 
-def _creates_venv(runs: Sequence[Instruction], env: Mapping[str, str]) -> bool:
-    if env.get("PIP_BREAK_SYSTEM_PACKAGES", "").lower() in ("1", "true", "yes") or env.get("VIRTUAL_ENV"):
-        return True
-    for ins in runs:
-        for argv in commands(_script(ins)):
-            if ("venv" in argv and _PYTHON.match(os.path.basename(argv[0]))) or os.path.basename(argv[0]) in (
-                    "virtualenv", "conda", "mamba", "micromamba", "pipx") or argv[:2] == ["uv", "venv"]:
-                return True
-            if os.path.basename(argv[0]) in ("source", ".") and any("activate" in a for a in argv[1:]):
-                return True
-    return False
+def _forward_compat(cuda_mm: str, t: Target) -> Optional[str]:
+    """Whether an nvidia/cuda image of CUDA ``cuda_mm``, too new for the host's driver, still starts through
+    forward compatibility: "starts" (a data-center GPU on a long-term support branch the images list),
+    "maybe" (a branch that may be listed, or a GPU whose kind is not known), "geforce" (forward
+    compatibility is for data-center GPUs only), None (the branch is below every list)."""
+    from envdoctor.matrix.hardware import gpu_product
+
+    floor = FORWARD_COMPAT_FLOOR.get(int(cuda_mm.split(".")[0]))
+    try:
+        branch = int((t.driver or "").split(".")[0])
+    except ValueError:
+        return None
+    if floor is None or branch < floor:
+        return None
+    row = gpu_product(t.gpu) if t.gpu else None
+    segment = row.get("segment") if row else ("geforce" if t.gpu and "geforce" in t.gpu.lower() else None)
+    if segment == "geforce":
+        return "geforce"
+    ltsb = (hw.driver_branch(t.driver or "") or {}).get("type") == "ltsb"
+    return "starts" if segment == "datacenter" and ltsb else "maybe"
+
+
+_PKG_MANAGERS = ("apt-get", "apt", "yum", "dnf", "microdnf", "apk", "zypper")
+#: A PATH entry that is a virtual environment's or a conda prefix's bin directory (/opt/venv/bin,
+#: /app/.venv/bin, /opt/conda/bin, /opt/py3/bin), not a system one (/usr/local/bin, /usr/local/cuda/bin,
+#: /root/.local/bin).
+_ENV_BIN = re.compile(r"^/(?!usr/|bin|sbin)(?:[^/]+/)*(?:\.?venv[^/]*|[^/]*env[^/]*|[^/]*conda[^/]*|miniforge[^/]*|"
+                      r"mambaforge|micromamba|py(?:thon)?[0-9.]*)/bin/?$", re.I)
+
+
+def _truthy(value: Optional[str]) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class _PyState:
+    """What the stage has, command by command: its Python (X.Y when known), whether it has one at all, a
+    pip for it, a virtual environment (or conda) that pip installs into, and nvcc."""
+    version: Optional[str]
+    present: bool
+    pip: bool
+    venv: bool
+    nvcc: bool = False
+
+    @classmethod
+    def of(cls, base: Image, env: Mapping[str, str]) -> _PyState:
+        present = bool(base.has_python) or base.has_python is None
+        venv = (_truthy(env.get("PIP_BREAK_SYSTEM_PACKAGES")) or bool(env.get("VIRTUAL_ENV"))
+                or base.repository in CONDA_IMAGES
+                or any(_ENV_BIN.match(e) for e in env.get("PATH", "").split(":")))
+        return cls(base.python, present or venv, present or venv, venv)
+
+    def after(self, argv: Sequence[str], base: Image) -> None:
+        exe = os.path.basename(argv[0])
+        words = " ".join(argv)
+        if exe in _PKG_MANAGERS and "install" in argv:
+            pkgs = [a for a in argv if not a.startswith("-")]
+            named = [re.match(r"^python(3\.\d+)(?:-|$)", a) for a in pkgs]
+            explicit = [m.group(1) for m in named if m]
+            if explicit:
+                self.version, self.present = explicit[-1], True
+            elif any(re.match(r"^python3(-pip|-venv|-dev|-full)?$", a) or a in ("python-is-python3", "py3-pip")
+                     for a in pkgs):
+                self.version = self.version or (None if base.moving else system_python(base.os_label))
+                self.present = True
+            if any(re.match(r"^(python(3(\.\d+)?)?-pip|py3-pip)$", a) for a in pkgs):
+                self.pip = True
+            elif self.present and exe not in ("apt-get", "apt", "apk"):
+                self.pip = True  # not judged: whether dnf/yum/zypper's python3 brings pip varies by release
+            if re.search(r"cuda-(toolkit|nvcc|compiler)|nvidia-cuda-toolkit|cuda-nvcc", words):
+                self.nvcc = True
+        elif exe in ("conda", "mamba", "micromamba", "pyenv"):
+            m = re.search(r"python[= ]?=?(3\.\d+)", words)
+            self.version = m.group(1) if m else self.version
+            self.present = self.pip = True
+            self.venv = self.venv or exe != "pyenv"
+            if re.search(r"cuda-(toolkit|nvcc)|cudatoolkit-dev", words):
+                self.nvcc = True
+        elif exe == "uv" and argv[1:3] == ["python", "install"]:
+            m = re.search(r"(3\.\d+)", " ".join(argv[3:]))
+            self.version, self.present = (m.group(1) if m else self.version), True
+        elif exe == "uv" and argv[1:2] == ["venv"]:
+            m = re.search(r"(?:--python|-p)[= ]?(?:python)?(3\.\d+)", words)
+            self.version = m.group(1) if m else self.version
+            self.present = self.venv = True
+            self.pip = self.pip or "--seed" in argv
+        elif (_PYTHON.match(exe) and "venv" in argv[1:3]) or exe == "virtualenv":
+            m = re.match(r"^python(3\.\d+)$", exe)
+            self.version = m.group(1) if m else self.version
+            self.present = self.venv = True
+            self.pip = self.pip or "--without-pip" not in argv
+        elif _PYTHON.match(exe) and "ensurepip" in argv[1:3]:
+            self.pip = True
+        elif exe in ("source", ".") and any("activate" in a for a in argv[1:]):
+            self.venv = True
+        elif exe == "pipx":
+            self.present = True
+        elif "get-pip.py" in words:
+            self.present = self.pip = True
+        elif "miniconda" in words.lower() or "miniforge" in words.lower() or "micromamba" in words.lower():
+            self.present = self.pip = self.venv = True
 
 
 def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -> List[Finding]:
@@ -682,20 +817,26 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
     runs = st.inherited_runs()
     own_start = len(runs) - len(st.runs)
     gpu_image = bool(base.cuda or base.torch)
-    told_python = told_compiler = told_pep668 = False
+    told_python = told_compiler = told_pep668 = told_arch = False
+    state = _PyState.of(base, env)
+    t = _through_forward_compat(base, t)
+    writers = st.inherited_envs()
     for n, ins in enumerate(runs):
-        if n < own_start:
-            continue  # judged in the stage that wrote it
-        py, present = _stage_python(st, runs[:n])
-        venv = _creates_venv(runs[:n], env)
-        for argv in commands(_script(ins)):
+        for cmd_env, raw, arm in commands_env(_script(ins)):
+            scope = dict(writers[n], **cmd_env)
+            argv = [_expand(a, scope) for a in raw]
+            if n < own_start or arm:
+                # judged in the stage that wrote it, or run only for one case value (another platform's
+                # install line): not judged; what it installed counts
+                state.after(argv, base)
+                continue
             pip = pip_install(argv, ins.line)
             if pip is not None:
                 for f in pip.requirement_files:
-                    if context_dir:
+                    if context_dir and "$" not in f:
                         read_requirements(os.path.join(context_dir, f), pip)
-            why = _compiles_cuda(argv, env, pip)
-            if why and not told_compiler and base.flavour != "devel" and not _installs_nvcc(runs[:n]):
+            why = _compiles_cuda(argv, scope, pip)
+            if why and not told_compiler and base.has_nvcc is False and not state.nvcc:
                 told_compiler = True
                 what = ("a %s image" % base.flavour) if base.flavour else ("%s (no CUDA toolkit)" % base.reference)
                 sugg = ("nvidia/cuda:%s-%s%s" % (base.cuda, "cudnn-" if base.cudnn else "devel-",
@@ -708,40 +849,123 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
                     "'nvcc: not found' or 'CUDA_HOME environment variable is not set'." % what, ins.line, path,
                     Fix("Build FROM the -devel image, or compile in a -devel stage and copy the result into this "
                         "one (or install a prebuilt wheel).", ["FROM %s" % sugg.rstrip("-")] if sugg else [])))
-            if pip is None:
-                continue
-            if not present and not told_python and not pip.in_venv:
-                told_python = True
-                out.append(_finding(
-                    "dockerfile.no_python_in_image", "%s runs, but %s has no Python and nothing installs one "
-                    "before" % (os.path.basename(argv[0]), base.reference),
-                    "nvidia/cuda and plain OS images carry no Python; the build stops with '%s: not found'." %
-                    os.path.basename(argv[0]), ins.line, path,
-                    Fix("Install Python first.", ["RUN apt-get update && apt-get install -y --no-install-recommends "
-                                                  "python3 python3-pip python3-venv"])))
-            if (_externally_managed(base.os_label) and present and not venv and not pip.in_venv
-                    and base.python is None and "--break-system-packages" not in pip.flags
-                    and not any(f in pip.flags for f in ("--target", "-t", "--prefix", "--user"))
-                    and not told_pep668):
-                told_pep668 = True
-                out.append(_finding(
-                    "dockerfile.externally_managed_python",
-                    "pip installs into %s's system Python, which forbids it (PEP 668)" % base.os_label,
-                    "%s marks its Python externally managed: pip stops with 'error: externally-managed-environment'."
-                    % base.os_label, ins.line, path,
-                    Fix("Install into a virtual environment (and put it first on PATH).",
-                        ["RUN python3 -m venv /opt/venv", "ENV PATH=/opt/venv/bin:$PATH"]),
-                    url=PEP668_SOURCE))
-            out += _framework_findings(pip, st, t, py, gpu_image, path)
+            if why and not told_arch and t.gpu_ccs and scope.get("TORCH_CUDA_ARCH_LIST"):
+                missing = [cc for cc in t.gpu_ccs if _arch_list_runs_on(scope["TORCH_CUDA_ARCH_LIST"], cc) is False]
+                if missing:
+                    told_arch = True
+                    out.append(_finding(
+                        "dockerfile.build_does_not_fit", "%s for TORCH_CUDA_ARCH_LIST=%s, which has no code for "
+                        "compute capability %s" % (why[:1].upper() + why[1:], scope["TORCH_CUDA_ARCH_LIST"],
+                                                    ", ".join(missing)),
+                        "The build compiles machine code (SASS) only for the listed architectures: SASS for X.Y "
+                        "runs on X.Y to X.9, and only an entry with +PTX runs on later GPUs (compiled at first "
+                        "use). On this host the compiled kernels fail with 'no kernel image is available for "
+                        "execution on the device'.", ins.line, path,
+                        Fix("Add the host's architecture (or +PTX on the newest entry).",
+                            ['ENV TORCH_CUDA_ARCH_LIST="%s"' % ";".join(
+                                [scope["TORCH_CUDA_ARCH_LIST"].replace(" ", ";")] + missing)]),
+                        url="https://pytorch.org/docs/stable/cpp_extension.html",
+                        evidence=[("host.gpu_cc", ",".join(t.gpu_ccs))]))
+            if pip is not None:
+                uses_pip = os.path.basename(argv[0]) != "uv"
+                if not state.present and not told_python and not pip.in_venv:
+                    told_python = True
+                    out.append(_finding(
+                        "dockerfile.no_python_in_image", "%s runs, but %s has no Python and nothing installs one "
+                        "before" % (os.path.basename(argv[0]), base.reference),
+                        "nvidia/cuda and plain OS images carry no Python; the build stops with '%s: not found'." %
+                        os.path.basename(argv[0]), ins.line, path,
+                        Fix("Install Python first.", ["RUN apt-get update && apt-get install -y "
+                                                      "--no-install-recommends python3 python3-pip python3-venv"])))
+                elif state.present and not state.pip and uses_pip and not pip.in_venv and not told_python:
+                    told_python = True
+                    exe = os.path.basename(argv[0])
+                    out.append(_finding(
+                        "dockerfile.no_python_in_image", "%s runs, but the Python installed before has no pip (%s "
+                        "has none, and no python3-pip, get-pip.py or virtual environment came before)" % (
+                            " ".join(argv[:3]) if _PYTHON.match(exe) else exe, base.reference),
+                        "The distribution's python3 package does not include pip; the build stops with '%s'." % (
+                            "No module named pip" if _PYTHON.match(exe) else "%s: not found" % exe),
+                        ins.line, path,
+                        Fix("Install pip with Python (or use a virtual environment).",
+                            ["RUN apt-get update && apt-get install -y --no-install-recommends python3-pip"])))
+                breaks = ("--break-system-packages" in pip.flags or _truthy(scope.get("PIP_BREAK_SYSTEM_PACKAGES"))
+                          or _truthy(scope.get("UV_BREAK_SYSTEM_PACKAGES")))
+                if (_externally_managed(base.os_label) and state.present and not state.venv and not pip.in_venv
+                        and base.python is None and not breaks
+                        and not any(f in pip.flags for f in ("--target", "-t", "--prefix", "--user"))
+                        and not told_pep668):
+                    told_pep668 = True
+                    out.append(_finding(
+                        "dockerfile.externally_managed_python",
+                        "pip installs into %s's system Python, which forbids it (PEP 668)" % base.os_label,
+                        "%s marks its Python externally managed: pip stops with 'error: "
+                        "externally-managed-environment'." % base.os_label, ins.line, path,
+                        Fix("Install into a virtual environment (and put it first on PATH).",
+                            ["RUN python3 -m venv /opt/venv", "ENV PATH=/opt/venv/bin:$PATH"]),
+                        url=PEP668_SOURCE))
+                out += _framework_findings(pip, st, t, pip.python or state.version, gpu_image, path)
+            state.after(argv, base)
     return out
 
 
-def _installs_nvcc(runs: Sequence[Instruction]) -> bool:
-    for ins in runs:
-        s = _script(ins)
-        if re.search(r"cuda-(toolkit|nvcc|compiler)|nvidia-cuda-toolkit|cuda-nvcc", s):
+#: torch.utils.cpp_extension's architecture names in TORCH_CUDA_ARCH_LIST.
+_NAMED_ARCHES = {"kepler+tesla": "3.7", "kepler": "3.5+PTX", "maxwell+tegra": "5.3", "maxwell": "5.0;5.2+PTX",
+                 "pascal": "6.0;6.1+PTX", "volta+tegra": "7.2", "volta": "7.0+PTX", "turing": "7.5+PTX",
+                 "ampere+tegra": "8.7", "ampere": "8.0;8.6+PTX", "ada": "8.9+PTX", "hopper": "9.0+PTX"}
+
+
+def _arch_list_runs_on(arch_list: str, cc: str) -> Optional[bool]:
+    """Whether code built for TORCH_CUDA_ARCH_LIST runs on a GPU of compute capability ``cc``: SASS of X.Y
+    on X.Y..X.9, PTX of X.Y on any later GPU. None when the list cannot be read (a variable, a typo)."""
+    try:
+        want = tuple(int(p) for p in cc.split(".")[:2])
+    except ValueError:
+        return None
+    entries = []
+    for word in re.split(r"[;\s]+", arch_list.strip().strip("\"'")):
+        if not word:
+            continue
+        entries += _NAMED_ARCHES.get(word.lower(), word).split(";")
+    for e in entries:
+        m = re.fullmatch(r"(\d+)\.(\d+)[a-z]?(\+PTX)?", e.strip(), re.I)
+        if not m:
+            return None
+        arch = (int(m.group(1)), int(m.group(2)))
+        if m.group(3) and arch <= want:
             return True
-    return False
+        if arch[0] == want[0] and arch[1] <= want[1]:
+            return True
+    return False if entries else None
+
+
+def _through_forward_compat(base: Image, t: Target) -> Target:
+    """The host as CUDA inside the image sees it: where an nvidia/cuda image starts on an older driver
+    through forward compatibility, CUDA loads the image's cuda-compat libcuda, of the image's own CUDA."""
+    if base.repository != "nvidia/cuda" or not base.cuda or not t.driver:
+        return t
+    mm = ".".join(base.cuda.split(".")[:2])
+    need = hw.min_driver_for_cuda(mm)
+    try:
+        older = need is not None and Version(t.driver) < Version(need)
+    except InvalidVersion:
+        return t
+    if older and _forward_compat(mm, t) == "starts":
+        return t.merged(driver=need)
+    return t
+
+
+def _expand(word: str, values: Mapping[str, str]) -> str:
+    """``$NAME`` and ``${NAME}`` whose value is known (the stage's ARG and ENV values, the command's own
+    assignments), as the shell expands them in RUN; anything else (unknown names, ``${X#...}``, ``$(...)``)
+    is left as written, so what depends on it is not judged."""
+    if "$" not in word:
+        return word
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        return values[name] if name in values else m.group(0)
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", one, word)
 
 
 def _candidate_install(command: str) -> Optional[PipInstall]:
@@ -808,6 +1032,8 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
     from .advise import choose_build, judge
 
     out: List[Finding] = []
+    if any("$" in u for u in [pip.index_url or ""] + pip.extra_index_urls):
+        return out  # an index named by a value this file does not give: which builds it holds is not known
     host = Target(driver=t.driver, cc=t.cc, ccs=t.ccs, gpu=t.gpu, python=py, platform=t.platform,
                   gpu_present=t.gpu_present)
     for req in pip.requirements:

@@ -147,7 +147,7 @@ def test_merge_conflict_markers_and_unknown_instructions_are_skipped():
             "=======\nRUN make -j llama-server\n>>>>>>> master\nFROM nvidia/cuda:12.6.0-runtime-ubuntu22.04\n")
     df = dfmod.parse(text, "Dockerfile")
     assert [s.line for s in df.stages] == [1, 7]
-    assert _codes(dfmod.lint(df, Target(driver="550.142", cc="8.9"))) == [
+    assert _codes(dfmod.lint(df, Target(driver="550.142", cc="8.9", gpu="GeForce RTX 4090"))) == [
         ("dockerfile.image_needs_newer_driver", "error")] * 2
 
 
@@ -191,14 +191,16 @@ def test_command_exit_codes_and_json():
     assert [s["cuda"] for s in doc["stages"]] == ["12.6.0", "12.6.0"]
     assert {f["code"] for f in doc["findings"]} == {"dockerfile.image_needs_newer_driver"}
     r = _run(path, "--driver", "550.142", "--gpu", "RTX 4090", "--build-arg", "CUDA_VERSION=12.4.1")
-    assert r.exit_code == 0 and "no problems found" in r.output
+    assert r.exit_code == 0 and "no problems found" in " ".join(r.output.split())  # however the path wraps
 
 
 def test_command_text_names_the_line_and_the_fix():
-    r = _run(os.path.join(HERE, "flash-attention-1229", "Dockerfile"), "--driver", "550.142", "--cc", "8.9")
+    path = os.path.join(HERE, "flash-attention-1229", "Dockerfile")
+    r = _run(path, "--driver", "550.142", "--cc", "8.9")
     assert r.exit_code == 1
     assert "ERROR line 24:" in r.output and "fix:" in r.output
-    assert all(len(line) <= 80 for line in r.output.splitlines())
+    # wrapped to 80 columns; only the file's own path, one word however long the checkout's is, may run over
+    assert all(len(line) <= 80 for line in r.output.splitlines() if path not in line)
 
 
 def test_command_reads_standard_input():
@@ -228,15 +230,182 @@ def test_every_dockerfile_code_is_explained():
         assert r.exit_code == 0 and code in r.output
 
 
-def test_a_data_center_gpu_on_a_long_term_branch_runs_a_newer_image_through_forward_compat():
-    """nvidia/cuda 12.x images list R470 and R535 in NVIDIA_REQUIRE_CUDA: on an A100 with driver 535.104.05 a
-    CUDA 12.6 image starts and runs through its cuda-compat libraries (ggml-org/llama.cpp#9665: 'can run on
-    Driver Version: 535.104.05'); on a GeForce, or on R550 (not listed), it does not start."""
-    path = os.path.join(HERE, "llama-cpp-9665")
-    found = _lint("llama-cpp-9665", Target(driver="535.104.05", cc="8.0", gpu="A100 SXM4 40GB"))
-    assert _codes(found) == [("dockerfile.image_needs_forward_compat", "warning")] * 2, path
-    assert "R535" in found[0].detail and "Data Center" in found[0].detail
-    assert _codes(_lint("llama-cpp-9665", Target(driver="535.104.05", cc="8.9", gpu="GeForce RTX 4090"))) == [
-        ("dockerfile.image_needs_newer_driver", "error")] * 2
-    assert _codes(_lint("llama-cpp-9665", Target(driver="550.142", cc="8.0", gpu="A100 SXM4 40GB"))) == [
-        ("dockerfile.image_needs_newer_driver", "error")] * 2
+# -- what real Dockerfiles do that must not be reported (and what must) ----------------------------------
+# Each pattern below was seen in public GPU Dockerfiles; the texts are written for these tests.
+
+A100, RTX4090 = "A100", "GeForce RTX 4090"
+
+
+def _host(driver, gpu=None, cc=None):
+    from envdoctor.advise import gpu_cc
+
+    name, gcc = gpu_cc(gpu) if gpu else (None, None)
+    return Target(driver=driver, gpu=name, cc=cc or gcc)
+
+
+def test_an_update_release_starts_on_the_driver_of_its_minor():
+    """The toolkit checks cuda>=X.Y against the driver's CUDA X.Y: 12.6.3 starts wherever 12.6.0 does."""
+    text = "FROM nvidia/cuda:12.6.3-runtime-ubuntu22.04\n"
+    assert _inline(text, _host("560.28.03", A100)) == []
+    found = _inline(text, _host("555.42.02", RTX4090))
+    assert _codes(found) == [("dockerfile.image_needs_newer_driver", "error")]
+    assert "560.28.03" in found[0].title  # the 12.6 (X.Y.0) driver, not the update's
+
+
+def test_forward_compatibility_starts_newer_images_on_data_center_gpus():
+    """nvidia/cuda images admit older long-term branches through forward compatibility (cuda-compat in the
+    image) on data-center GPUs; GeForce GPUs get no such path; with no GPU named, it is a warning."""
+    text = "FROM nvidia/cuda:12.8.1-runtime-ubuntu22.04\n"
+    assert _inline(text, _host("535.104.05", A100)) == []
+    geforce = _inline(text, _host("535.104.05", RTX4090))
+    assert _codes(geforce) == [("dockerfile.image_needs_newer_driver", "error")]
+    assert "data-center GPUs only" in geforce[0].detail
+    unknown = _inline(text, _host("535.104.05", cc="8.0"))
+    assert _codes(unknown) == [("dockerfile.image_needs_newer_driver", "warning")]
+    assert "R535" in unknown[0].detail
+    # below the oldest branch the images list: no way in, whatever the GPU
+    assert _codes(_inline(text, _host("460.106.00", A100))) == [("dockerfile.image_needs_newer_driver", "error")]
+    assert _codes(_inline("FROM nvidia/cuda:13.0.2-base-ubuntu24.04\n", _host("470.256.02", A100))) == [
+        ("dockerfile.image_needs_newer_driver", "error")]
+
+
+def test_a_framework_in_a_forward_compatible_image_is_judged_by_the_image_cuda():
+    """CUDA 13 builds need an R580 driver; on R535 they run only through the image's cuda-compat."""
+    text = ("FROM nvidia/cuda:13.0.2-runtime-ubuntu24.04\nRUN apt-get update && apt-get install -y python3-venv\n"
+            "RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install torch --index-url "
+            "https://download.pytorch.org/whl/cu130\n")
+    assert _inline(text, _host("535.104.05", A100)) == []
+    codes = [c for c, _ in _codes(_inline(text, _host("535.104.05", RTX4090)))]
+    assert codes == ["dockerfile.build_does_not_fit", "dockerfile.image_needs_newer_driver"]
+
+
+def test_python_and_pip_installed_earlier_in_the_same_run():
+    base = "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04\n"
+    assert _inline(base + "RUN apt-get update && apt-get install -y python3 python3-pip && pip3 install numpy\n") == []
+    assert _inline(base + "RUN apt-get update && apt-get install -y python3 && "
+                          "curl -sS https://bootstrap.pypa.io/get-pip.py | python3 && pip install numpy\n") == []
+    found = _inline(base + "RUN pip install numpy && apt-get install -y python3-pip\n")  # the order matters
+    assert _codes(found) == [("dockerfile.no_python_in_image", "error")]
+
+
+def test_python_without_pip_from_apt():
+    """Debian/Ubuntu's python3 package has no pip: `python3 -m pip` stops with 'No module named pip'."""
+    base = "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN apt-get update && apt-get install -y python3 python3-dev\n"
+    found = _inline(base + "RUN python3 -m pip install numpy\n")
+    assert _codes(found) == [("dockerfile.no_python_in_image", "error")]
+    assert "No module named pip" in found[0].detail and found[0].evidence[0]["value"] == 3
+    assert _inline(base + "RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install numpy\n") == []
+    assert _inline(base + "RUN python3 -m ensurepip && python3 -m pip install numpy\n") == []
+    assert _inline(base + "RUN uv pip install --system numpy\n") == []  # uv needs no pip
+
+
+def test_a_virtual_environment_on_path_or_from_uv_or_conda_is_not_externally_managed():
+    base = "FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04\nRUN apt-get update && apt-get install -y python3\n"
+    # made in a build stage and copied in: only ENV PATH says so
+    assert _inline("FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04\nCOPY --from=build /opt/venv /opt/venv\n"
+                   "ENV PATH=/opt/venv/bin:$PATH\nRUN pip install numpy\n") == []
+    assert _inline(base + "RUN curl -LsSf https://astral.sh/uv/install.sh | sh && "
+                          "uv venv -p python3.12 --seed /opt/py && pip install numpy\n") == []
+    assert _inline("FROM mambaorg/micromamba:1.5.8\nRUN pip install numpy\n") == []
+    # a PATH entry that is no environment does not count
+    found = _inline(base + "ENV PATH=/usr/local/cuda/bin:/root/.local/bin:$PATH\nRUN python3 -m pip install numpy "
+                           "--break-system-packages\nRUN pip install numpy\n")
+    assert ("dockerfile.externally_managed_python", "error") in _codes(found)
+
+
+def test_images_that_carry_nvcc_or_are_not_known():
+    """NGC framework containers carry the CUDA toolkit; an image envdoctor does not know is not judged."""
+    run = "RUN pip install flash-attn --no-build-isolation\n"
+    assert _inline("FROM nvcr.io/nvidia/pytorch:24.05-py3\n" + run) == []
+    # (its Ubuntu 24.04 Python is externally managed, as ggml-org/llama.cpp#15004 found: that stays)
+    assert _codes(_inline("FROM nvcr.io/nvidia/nvhpc:25.3-devel-cuda12.8-ubuntu24.04\n" + run)) == [
+        ("dockerfile.externally_managed_python", "error")]
+    assert _inline("FROM ghcr.io/example/gpu-base:2024.1\n" + run) == []
+    assert _codes(_inline("FROM pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime\n" + run)) == [
+        ("dockerfile.no_compiler_in_image", "error")]
+
+
+def test_prebuilt_wheels_need_no_compiler():
+    base = "FROM pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime\n"
+    assert _inline(base + "RUN pip install xformers==0.0.27.post2\n") == []  # manylinux wheels on PyPI
+    assert _inline(base + "RUN FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE pip install flash-attn\n") == []
+    assert _inline(base + "ENV MAMBA_SKIP_CUDA_BUILD=TRUE\nRUN pip install mamba-ssm\n") == []
+    assert _inline(base + "RUN pip install torch-scatter -f https://data.pyg.org/whl/torch-2.4.0+cu121.html\n") == []
+    assert _codes(_inline(base + "RUN pip install torch-scatter\n")) == [("dockerfile.no_compiler_in_image", "error")]
+
+
+def test_build_arguments_in_install_lines_are_expanded_or_left_unjudged():
+    k80 = _host("470.82.01", "Tesla K80")
+    text = ("FROM python:3.11-slim\nARG TORCH=2.5.1\nARG CU=cu124\n"
+            "RUN pip install torch==${TORCH} --index-url https://download.pytorch.org/whl/$CU\n")
+    found = _inline(text, k80)
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")] and "torch==2.5.1" in found[0].title
+    # a value the file does not give (ARG without default, shell-only expansions): not guessed
+    assert _inline(text.replace("ARG CU=cu124", "ARG CU"), k80) == []
+    assert _inline(text.replace("ARG TORCH=2.5.1", "ARG TORCH"), k80) == []
+    assert _inline(text.replace("/whl/$CU", "/whl/${CU#cu}"), k80) == []
+    assert _codes(dfmod.lint(dfmod.parse(text.replace("ARG CU=cu124", "ARG CU"), "Dockerfile", {"CU": "cu124"}),
+                             k80)) == [("dockerfile.build_does_not_fit", "error")]
+
+
+def test_install_lines_for_another_platform_in_a_case_are_not_judged():
+    text = ("FROM python:3.11-slim\nARG TARGETPLATFORM\n"
+            "RUN case ${TARGETPLATFORM} in \\\n"
+            "      \"linux/arm64\") pip install torch --extra-index-url https://download.pytorch.org/whl/cpu ;; \\\n"
+            "      *) pip install torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124 ;; \\\n"
+            "    esac && pip install torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124\n")
+    found = _inline(text, _host("470.82.01", "Tesla K80"))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]  # the line after esac only
+
+
+def test_cuda_code_compiled_for_other_architectures():
+    """SASS for X.Y runs on X.Y..X.9; only +PTX (or a named architecture, which carries it) reaches later GPUs."""
+    def lint(arches, gpu):
+        return _inline("FROM nvidia/cuda:12.4.1-devel-ubuntu22.04\nRUN apt-get update && apt-get install -y "
+                       "python3-pip\nENV TORCH_CUDA_ARCH_LIST=\"%s\"\nRUN pip install flash-attn\n" % arches,
+                       _host("550.54.15", gpu))
+    found = lint("8.0;8.6", "H100")
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    assert "compute capability 9.0" in found[0].title and found[0].evidence[0]["value"] == 4
+    assert lint("8.0;8.6+PTX", "H100") == []
+    assert lint("Volta;Turing", "H100") == []  # Turing is 7.5+PTX
+    assert lint("8.0", "A10") == []  # 8.0 code runs on 8.6
+    assert _codes(lint("8.0 8.6 9.0", "Tesla T4")) == [("dockerfile.build_does_not_fit", "error")]
+    assert lint("$ARCHES", "Tesla T4") == []  # not known: not judged
+
+
+def test_an_nvidia_cuda_tag_without_a_release_does_not_exist():
+    """A build argument that gives only the CUDA major (CUDA_VERSION=12) makes nvidia/cuda:12-devel-...,
+    which no tag is; a tag still holding a variable is not judged."""
+    text = "ARG CUDA_VERSION=12\nFROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu22.04\n"
+    found = _inline(text)
+    assert _codes(found) == [("dockerfile.image_tag_missing", "error")] and "'12-devel-ubuntu22.04'" in found[0].title
+    assert _inline(text.replace("=12", "=12.4.1")) == []
+    # a build argument without a value: the build command gives it, so the tag is not judged
+    assert _inline("ARG CUDA_VERSION\nFROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu22.04\n") == []
+    assert _inline("ARG BASE\nFROM ${BASE}\nRUN pip install flash-attn\n") == []
+
+
+def test_a_build_argument_declared_empty_has_a_value():
+    """ARG X="" is the empty string (FROM nvidia/cuda:12.6.3-cudnn$X-devel-... is 12.6.3-cudnn-devel-...);
+    ARG X alone has none until the build gives one; ARG X in a stage takes the global X."""
+    text = ('ARG CUDNN=""\nARG CUDA=12.6.3\nFROM nvidia/cuda:${CUDA}-cudnn$CUDNN-devel-ubuntu22.04\nARG CUDA\n'
+            'RUN apt-get update && apt-get install -y python3-pip\n'
+            'RUN pip install "torch==2.5.1" --index-url https://download.pytorch.org/whl/cu124\n')
+    df = dfmod.parse(text, "Dockerfile")
+    assert df.stages[0].image.cuda == "12.6.3" and df.stages[0].env["CUDA"] == "12.6.3"
+    found = dfmod.lint(df, _host("550.144.03", RTX4090))
+    assert _codes(found) == [("dockerfile.image_needs_newer_driver", "error")]
+
+
+def test_what_a_parent_stage_installed_with_its_build_arguments_counts():
+    """A later stage FROM an earlier one has what that one installed, its build arguments expanded
+    (vLLM's Dockerfile: python${PYTHON_VERSION} from deadsnakes and `curl ${GET_PIP_URL} | python...`)."""
+    text = ("ARG PY=3.12\nARG GET_PIP=https://bootstrap.pypa.io/get-pip.py\n"
+            "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04 AS base\nARG PY\nARG GET_PIP\n"
+            "RUN apt-get update && apt-get install -y python${PY} python${PY}-venv && "
+            "curl -sS ${GET_PIP} | python${PY}\n"
+            "FROM base AS build\nRUN python3 -m pip install uv && uv pip install --system numpy\n")
+    assert _inline(text, _host("550.54.15", "H100")) == []
+    no_py = text.replace("python${PY} python${PY}-venv && curl -sS ${GET_PIP} | python${PY}", "git")
+    assert ("dockerfile.no_python_in_image", "error") in _codes(_inline(no_py, _host("550.54.15", "H100")))
