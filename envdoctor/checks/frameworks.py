@@ -237,7 +237,8 @@ def cudnn_in_one_process(ctx: CheckContext) -> Iterable[Finding]:
 CUPY_INSTALL = "https://docs.cupy.dev/en/stable/install.html"
 
 
-@check("frameworks.cupy-packages", requires=("framework.cupy",), codes=(
+@check("frameworks.cupy-packages", requires=("framework.cupy",), reads=("driver.cuda_version",),
+       layers=("frameworks",), codes=(
     CodeDoc("framework.cupy_packages_conflict", "warning", "Two or more CuPy packages (cupy, cupy-cudaNNx) are "
             "installed in one environment.", "framework.cupy", "They all write the same cupy/ package: the one "
             "installed last wins file by file, so the module can mix builds for different CUDA releases (CuPy "
