@@ -976,11 +976,12 @@ def _candidate_install(command: str) -> Optional[PipInstall]:
     return pip_install(argv, 0)
 
 
-def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str]) -> List[Any]:
+def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str],
+               env: Optional[Mapping[str, str]] = None) -> List[Any]:
     """The matrix builds of ``fw`` this requirement can install, as pip chooses: the newest release its
     specifier admits whose Python range admits ``python`` (pip skips releases whose Requires-Python does
     not; when none does, the newest release, which then fails on Python), every variant of that release the
-    line's package, extras and index could give."""
+    line's package, extras and index could give (torch from PyPI alone: PyPI's build, where the matrix knows it)."""
     from .advise import candidates, python_admits
 
     name = canonicalize_name(req.name)
@@ -1008,6 +1009,11 @@ def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str]
             continue
         by_release.setdefault(c.release, []).append(c)
     releases = list(by_release.values())
+    if fw == "torch" and not variant and not (pip.index_url or pip.extra_index_urls or pip.find_links or any(
+            k.startswith(("PIP_INDEX", "PIP_EXTRA_INDEX", "PIP_FIND_LINKS", "PIP_NO_INDEX", "UV_INDEX",
+                          "UV_EXTRA_INDEX", "UV_DEFAULT_INDEX", "UV_FIND_LINKS", "UV_NO_INDEX")) for k in env or {})):
+        releases = [[c for c in builds if c.variant == c.row.get("pypi_variant")] or builds
+                    for builds in releases]  # pip takes the one build PyPI has (unknown: any of them)
     for builds in releases:
         if python is None or any(python_admits(c.python_spec, python) is not False for c in builds):
             return builds
@@ -1059,7 +1065,7 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
             continue
         if not fw.advise:
             continue
-        picks = _pip_picks(req, pip, fw.name, py)
+        picks = _pip_picks(req, pip, fw.name, py, st.env)
         if not picks:
             continue
         wanted = set().union(*(_extras(c.command) for c in picks)) - set(req.extras)

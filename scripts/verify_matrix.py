@@ -14,7 +14,11 @@ What is proved, and from what:
   ptxas), and that ``gpu_arch.json`` has a row for every target it lists;
 * per framework release, from PyPI (the project's file list and each wheel's METADATA, read from
   the wheel with HTTP range requests): which Python versions have Linux x86_64 wheels (within
-  Requires-Python), and the ``nvidia-*`` pins (cuDNN, NCCL, cudart) of the PyPI build.
+  Requires-Python), and the ``nvidia-*`` pins (cuDNN, NCCL, cudart) of the PyPI build;
+* per torch release (group ``torch-pypi``): which CUDA build plain ``pip install torch==X`` takes from PyPI on
+  Linux x86_64 (the row's ``pypi_variant``), read from every such wheel of the release: the CUDA runtime its
+  METADATA pins (PEP 658 ``.metadata`` file where PyPI serves one), else ``cuda = 'X.Y'`` in the wheel's
+  ``torch/version.py`` (releases that bundle CUDA); only those small members are read, with range requests.
 
 A fact the matrix marks verified must either be proved here or be quoted from a vendor page
 whose URL and date are in its row; a fact of a kind this script proves but has no proof for,
@@ -38,13 +42,19 @@ import re
 import subprocess
 import sys
 import zipfile
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 from urllib.parse import urljoin, urlparse
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
 from packaging.specifiers import SpecifierSet  # noqa: E402
+from packaging.utils import (  # noqa: E402
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version  # noqa: E402
 
 from envdoctor import matrix  # noqa: E402
@@ -52,6 +62,11 @@ from envdoctor import matrix  # noqa: E402
 PROOFS = os.path.join(ROOT, "envdoctor", "matrix", "proofs.json")
 CACHE = os.environ.get("ENVDOCTOR_VERIFY_CACHE") or os.path.expanduser("~/.cache/envdoctor-verify")
 PYPI = "https://pypi.org/pypi/{}/json"
+#: PyPI's JSON simple API (PEP 691): its file entries say which wheels have a PEP 658/714 ``.metadata`` file.
+SIMPLE = "https://pypi.org/simple/{}/"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+#: A zip member read by range requests is taken only up to this size (compressed): the facts are in small files.
+MEMBER_MAX = 1 << 20
 
 #: Python minors a release's range is compared over (3.5 .. 3.15).
 PY_MINORS = ["3.%d" % m for m in range(5, 16)]
@@ -67,7 +82,7 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/PaddlePaddle/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
-PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max")}
+PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant")}
 
 #: Facts that come from one page of the vendor per release (the CUDA Installation Guide's distribution table;
 #: the cuDNN and TensorRT support matrix of that release): marked verified, they must be proved or carry the
@@ -249,7 +264,7 @@ def compare(proofs: List[Dict[str, Any]]) -> Tuple[List[List[str]], List[str]]:
                     table.append([f"{area}|{key}|{field}", _show(row[field]), _show(q["quote"], 60), KIND_QUOTED,
                                   f"{q['url']} ({q['date']})"])
                 elif (area, field) in PROVABLE and _provable_release(area, key):
-                    problems.append(f"{area}|{key}|{field}: marked verified, and provable from NVIDIA's "
+                    problems.append(f"{area}|{key}|{field}: marked verified, and provable from the vendor's "
                                     "wheels, but no proof was recorded (run --refresh)")
                 elif needs_quote(area, field):
                     problems.append(f"{area}|{key}|{field}: marked verified but neither proved nor quoted from "
@@ -262,7 +277,7 @@ def compare(proofs: List[Dict[str, Any]]) -> Tuple[List[List[str]], List[str]]:
 
 
 def _provable_release(area: str, key: str) -> bool:
-    return area == "cuda" and Version(key) >= Version("11.7")
+    return area == "torch" or area == "cuda" and Version(key) >= Version("11.7")
 
 
 def _show(value: Any, width: int = 0) -> str:
@@ -343,14 +358,34 @@ class PyPI:
     def __init__(self) -> None:
         self.session = _session()
         self.projects = {}  # type: Dict[str, Dict[str, Any]]
+        self.blocks = ("", {})  # type: Tuple[str, Dict[int, bytes]]
         os.makedirs(os.path.join(CACHE, "metadata"), exist_ok=True)
 
     def project(self, name: str) -> Dict[str, Any]:
         if name not in self.projects:
-            r = self.session.get(PYPI.format(name), timeout=120)
-            r.raise_for_status()
-            self.projects[name] = r.json()
+            try:
+                r = self.session.get(PYPI.format(name), timeout=120)
+                r.raise_for_status()
+                self.projects[name] = r.json()
+            except Exception:  # noqa: BLE001 - where the JSON API is not reachable, the simple API lists the files
+                self.projects[name] = {"releases": self._releases_from_simple(name)}
         return self.projects[name]
+
+    def _releases_from_simple(self, name: str) -> Dict[str, List[Dict[str, Any]]]:
+        """The JSON API's ``releases`` rebuilt from the simple API's file list (version from each file name)."""
+        files = self.simple_files(name)
+        if not files:
+            raise SystemExit(f"error: PyPI answered neither {PYPI.format(name)} nor {SIMPLE.format(name)}")
+        out = {}  # type: Dict[str, List[Dict[str, Any]]]
+        for fn, f in files.items():
+            try:
+                v = parse_wheel_filename(fn)[1] if fn.endswith(".whl") else parse_sdist_filename(fn)[1]
+            except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+                continue
+            out.setdefault(str(v), []).append({
+                "filename": fn, "url": f["url"], "digests": f.get("hashes") or {}, "size": f.get("size"),
+                "requires_python": f.get("requires-python"), "yanked": bool(f.get("yanked"))})
+        return out
 
     def releases(self, name: str) -> Dict[str, List[Dict[str, Any]]]:
         out = {}
@@ -375,18 +410,70 @@ class PyPI:
     def url(self, name: str, f: Dict[str, Any]) -> str:
         return urljoin(PYPI.format(name), f["url"])
 
+    def simple_files(self, name: str) -> Dict[str, Dict[str, Any]]:
+        """The project's file entries in PyPI's JSON simple API, by file name (empty when it cannot be read)."""
+        key = "simple:" + name
+        if key not in self.projects:
+            try:
+                r = self.session.get(SIMPLE.format(name), headers={"Accept": SIMPLE_JSON}, timeout=120)
+                r.raise_for_status()
+                self.projects[key] = {f["filename"]: f for f in r.json().get("files", [])}
+            except Exception:  # noqa: BLE001 - the wheel itself is read instead
+                self.projects[key] = {}
+        return self.projects[key]
+
     def metadata(self, name: str, f: Dict[str, Any]) -> str:
-        """The METADATA of one wheel, read from the wheel's zip directory with range requests (cached)."""
+        """The METADATA of one wheel (cached): PyPI's PEP 658/714 ``.metadata`` file where the simple API lists one
+        (its sha256 checked), else read from the wheel's zip directory with range requests."""
         path = os.path.join(CACHE, "metadata", f["filename"] + ".METADATA")
         if os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
                 return fh.read()
-        remote = RemoteFile(self.session, self.url(name, f), int(f["size"]))
-        with zipfile.ZipFile(io.BufferedReader(remote, buffer_size=1 << 16)) as zf:
-            member = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-            text = zf.read(member).decode("utf-8", "replace")
+        text = self._core_metadata(name, f)
+        if text is None:
+            text = self.member(name, f, lambda n: n.endswith(".dist-info/METADATA") and n.count("/") == 1)
+        if text is None:
+            raise SystemExit(f"error: {f['filename']}: no METADATA in the wheel")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
+        return text
+
+    def _core_metadata(self, name: str, f: Dict[str, Any]) -> Optional[str]:
+        entry = self.simple_files(name).get(f["filename"]) or {}
+        meta = entry.get("core-metadata") or entry.get("data-dist-info-metadata")
+        want = meta.get("sha256") if isinstance(meta, dict) else None
+        if not want:
+            return None
+        r = self.session.get((entry.get("url") or self.url(name, f)).split("#")[0] + ".metadata", timeout=120)
+        if r.status_code != 200 or hashlib.sha256(r.content).hexdigest() != want:
+            return None
+        return r.content.decode("utf-8", "replace")
+
+    def member(self, name: str, f: Dict[str, Any], match: Callable[[str], bool]) -> Optional[str]:
+        """The text of the first zip member whose name matches, read from the wheel with HTTP range requests
+        (the central directory at the end, then that one member; never the whole wheel).  None when there is
+        no such member or it is larger than MEMBER_MAX compressed."""
+        url = self.url(name, f)
+        remote = RemoteFile(self.session, url, int(f["size"]))
+        if self.blocks[0] == url:  # the last wheel's blocks are kept: a second member costs no second directory
+            remote.blocks = self.blocks[1]
+        self.blocks = (url, remote.blocks)
+        with zipfile.ZipFile(io.BufferedReader(remote, buffer_size=1 << 16)) as zf:
+            info = next((i for i in zf.infolist() if match(i.filename)), None)
+            if info is None or info.compress_size > MEMBER_MAX:
+                return None
+            return zf.read(info).decode("utf-8", "replace")
+
+    def cached_member(self, name: str, f: Dict[str, Any], member: str) -> Optional[str]:
+        """One member's text by its exact name (cached beside the METADATA: text only, never the wheel)."""
+        path = os.path.join(CACHE, "metadata", f["filename"] + "." + member.replace("/", "_"))
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                return fh.read()
+        text = self.member(name, f, lambda n: n == member)
+        if text is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
         return text
 
     def download(self, name: str, f: Dict[str, Any]) -> str:
@@ -779,6 +866,57 @@ def _torch_pins(pypi: PyPI, version: str, row: Dict[str, Any]) -> List[Dict[str,
     return out
 
 
+def derive_torch_pypi(pypi: PyPI) -> List[Dict[str, Any]]:
+    """Per torch row: the CUDA build of PyPI's Linux x86_64 wheels (``torch|<row>|pypi_variant``)."""
+    out = []  # type: List[Dict[str, Any]]
+    for row in _rows("torch"):
+        vs = _in_row(pypi.releases("torch"), row["version"], "torch")
+        if vs:
+            out.extend(_torch_pypi_variant(pypi, vs, row["version"]))
+    return out
+
+
+def _torch_wheel_cuda(pypi: PyPI, f: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    """(CUDA major.minor, where it was read) of one torch wheel from PyPI: the CUDA runtime its METADATA pins
+    (``nvidia-cuda-runtime-cuXX==X.Y.Z``, or ``cuda-toolkit[...]==X.Y.Z``; 1.13 and later), else the
+    ``cuda = 'X.Y[.Z]'`` of the ``torch/version.py`` inside the wheel (the releases that bundle CUDA).  None: a CPU
+    build, or neither could be read."""
+    cudart = _pin(_requires(pypi.metadata("torch", f)), "nvidia-cuda-runtime") or \
+        _pin(_requires(pypi.metadata("torch", f)), "cuda-toolkit")
+    if cudart is not None and _exact(cudart[1]):
+        cv = Version(_exact(cudart[1]))  # type: ignore[arg-type]
+        return f"{cv.release[0]}.{cv.release[1]}", f"METADATA: {cudart[0]}{cudart[1]}"
+    text = pypi.cached_member("torch", f, "torch/version.py")
+    m = re.search(r"""^cuda\s*(?::\s*[^=]+)?=\s*['"]((\d+\.\d+)(?:\.\d+)*)['"]""", text or "", re.M)
+    if m:  # '11.7', or '9.0.176' up to 1.3
+        return m.group(2), f"torch/version.py: cuda = '{m.group(1)}'"
+    return None
+
+
+def _torch_pypi_variant(pypi: PyPI, versions: Sequence[str], key: str) -> List[Dict[str, Any]]:
+    """The CUDA build plain ``pip install torch==X`` takes from PyPI on Linux x86_64, as a variant tag
+    (``cu121``): read from every Linux x86_64 wheel of the row's releases.  Wheels that disagree give every tag
+    found (joined by ' | ', which no row value matches); a wheel whose CUDA cannot be read gives no proof
+    (the row then leaves the field out: unknown, not guessed)."""
+    found = []  # type: List[Tuple[Dict[str, Any], str, str]]
+    for v in versions:
+        for f in sorted(pypi.linux_wheels("torch", v), key=lambda w: w["filename"]):
+            got = _torch_wheel_cuda(pypi, f)
+            if got is None:
+                return []
+            found.append((f, "cu" + got[0].replace(".", ""), got[1]))
+    if not found:
+        return []
+    tags = sorted({t for _f, t, _how in found}, key=lambda t: int(t[2:]))
+    f, _tag, how = found[-1]
+    span = versions[0] + (f" .. {versions[-1]}" if len(versions) > 1 else "")
+    wheels = "wheel" if len(found) == 1 else f"{len(found)} wheels"
+    return [proof(f"torch|{key}|pypi_variant", " | ".join(tags), f["filename"], f["digests"]["sha256"],
+                  f"https://pypi.org/project/torch/{f['filename'].split('-')[1]}/#files",
+                  f"every Linux x86_64 wheel of torch {span} on PyPI ({wheels}) read for its CUDA; newest wheel "
+                  f"named, its {how}")]
+
+
 def _tf_pins(pypi: PyPI, version: str, key: str) -> List[Dict[str, Any]]:
     got = _meta_of(pypi, "tensorflow", version)
     if got is None:
@@ -833,10 +971,13 @@ def _jax_pins(pypi: PyPI, plugin: str, versions: Sequence[str], key: str, tag: s
 
 
 def group_of(p: Dict[str, Any]) -> str:
+    if p["fact"].startswith("torch|") and p["fact"].endswith("|pypi_variant"):
+        return "torch-pypi"
     return "cuda" if p["fact"].split("|")[0] in ("cuda", "gpu_arch") else "frameworks"
 
 
-DERIVERS = {"cuda": derive_cuda, "frameworks": derive_frameworks}  # type: Dict[str, Callable[[PyPI], List[Any]]]
+DERIVERS = {"cuda": derive_cuda, "frameworks": derive_frameworks,
+            "torch-pypi": derive_torch_pypi}  # type: Dict[str, Callable[[PyPI], List[Any]]]
 
 
 # --------------------------------------------------------------------------- main

@@ -74,6 +74,27 @@ def test_torch_validator_flags_unsorted_arch_list_and_stray_ptx():
     assert any("ptx '9.0'" in p for p in problems)
 
 
+def test_torch_validator_flags_a_pypi_variant_the_release_does_not_have():
+    rows = _torch_rows()
+    row = next(r for r in rows if r["version"] == "2.1")
+    row["pypi_variant"] = "cu124"  # 2.1 has cu118 and cu121 only
+    assert any("pypi_variant 'cu124'" in p for p in fw.validate_torch(rows))
+
+
+@pytest.mark.parametrize("version,tag", [
+    ("2.1.0", "cu121"), ("2.0.1", "cu117"), ("1.13.1", "cu117"), ("1.12.1", "cu102"), ("2.5", "cu124"),
+    ("2.7.1", "cu126"), ("1.0.0", "cu90"),
+])
+def test_torch_pypi_build(version, tag):
+    """What plain ``pip install torch==X`` gets on Linux x86_64 (proved from PyPI's wheels)."""
+    assert fw.torch_pypi_variant(version)["tag"] == tag
+
+
+@pytest.mark.parametrize("odd", ["0.4.1", "9.9", "", None, "not-a-version"])
+def test_torch_pypi_build_unknown_is_none(odd):
+    assert fw.torch_pypi_variant(odd) is None
+
+
 def test_validators_flag_releases_out_of_order():
     rows = copy.deepcopy(load("tensorflow"))
     rows[0], rows[1] = rows[1], rows[0]

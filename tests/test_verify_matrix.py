@@ -187,3 +187,175 @@ def test_a_quoted_field_cannot_also_be_unverified():
     doc = json.loads(open(matrix.data_path("cudnn"), encoding="utf-8").read())
     _cudnn_row(doc, "8.0.3")["source"]["unverified_fields"] = ["cc_min"]
     assert any("quotes a field the row marks unverified" in p for p in matrix.problems_of("cudnn", doc))
+
+
+# ------------------------------------------------------------------ torch: the build pip takes from PyPI
+# Requirement lines and torch/version.py texts below are the real ones read by --refresh --only torch-pypi on
+# 2026-11-27 from torch-2.1.0-cp310-cp310-manylinux1_x86_64.whl, torch-2.11.0-cp310-cp310-manylinux_2_28_x86_64.whl,
+# torch-1.12.1-cp310-cp310-manylinux1_x86_64.whl and torch-1.0.0-cp27-cp27m-manylinux1_x86_64.whl.
+
+TORCH_2_1_REQS = ['nvidia-cuda-nvrtc-cu12 (==12.1.105) ; platform_system == "Linux" and platform_machine == "x86_64"',
+                  'nvidia-cuda-runtime-cu12 (==12.1.105) ; platform_system == "Linux" and platform_machine == "x86_64"',
+                  'nvidia-cudnn-cu12 (==8.9.2.26) ; platform_system == "Linux" and platform_machine == "x86_64"']
+TORCH_2_11_REQS = ['cuda-toolkit[cublas,cudart,cufft,cufile,cupti,curand,cusolver,cusparse,nvjitlink,nvrtc,nvtx]'
+                   '==13.0.2; platform_system == "Linux"', 'cuda-bindings<14,>=13.0.3; platform_system == "Linux"']
+TORCH_1_12_VERSION_PY = ("__version__ = '1.12.1+cu102'\ndebug = False\ncuda = '10.2'\n"
+                         "git_version = '664058fa83f1d8eede5d66418abff6e20bd76ca8'\nhip = None\n")
+TORCH_1_0_VERSION_PY = "__version__ = '1.0.0'\ndebug = False\ncuda = '9.0.176'\n"
+
+
+class _FakePyPI:
+    """Wheels of one release, each with its METADATA requirement lines and torch/version.py text."""
+
+    def __init__(self, wheels):
+        self.wheels = wheels  # filename -> (requires lines, version.py text or None)
+
+    def linux_wheels(self, name, version):
+        return [{"filename": fn, "digests": {"sha256": "0" * 64}} for fn in self.wheels if f"-{version}-" in fn]
+
+    def metadata(self, name, f):
+        return "".join(f"Requires-Dist: {r}\n" for r in self.wheels[f["filename"]][0])
+
+    def cached_member(self, name, f, member):
+        assert member == "torch/version.py"
+        return self.wheels[f["filename"]][1]
+
+
+@pytest.mark.parametrize("reqs,version_py,cuda", [
+    (TORCH_2_1_REQS, None, "12.1"),
+    (TORCH_2_11_REQS, None, "13.0"),
+    (["typing-extensions"], TORCH_1_12_VERSION_PY, "10.2"),
+    ([], TORCH_1_0_VERSION_PY, "9.0"),
+    (["typing-extensions"], "__version__ = '1.12.1+cpu'\ndebug = False\ncuda = None\n", None),
+])
+def test_a_torch_wheels_cuda_from_metadata_or_version_py(vm, reqs, version_py, cuda):
+    fake = _FakePyPI({"torch-9.9.9-cp310-cp310-manylinux1_x86_64.whl": (reqs, version_py)})
+    got = vm._torch_wheel_cuda(fake, fake.linux_wheels("torch", "9.9.9")[0])
+    assert (got[0] if got else None) == cuda
+
+
+def test_the_pypi_variant_proof_reads_every_wheel_of_the_release(vm):
+    fake = _FakePyPI({"torch-1.12.0-cp39-cp39-manylinux1_x86_64.whl": ([], TORCH_1_12_VERSION_PY),
+                      "torch-1.12.1-cp310-cp310-manylinux1_x86_64.whl": ([], TORCH_1_12_VERSION_PY)})
+    [p] = vm._torch_pypi_variant(fake, ["1.12.0", "1.12.1"], "1.12")
+    assert p["fact"] == "torch|1.12|pypi_variant" and p["value"] == "cu102"
+    assert p["artifact"] == "torch-1.12.1-cp310-cp310-manylinux1_x86_64.whl" and "2 wheels" in p["how"]
+    # wheels that disagree give every tag (no row value matches); one that cannot be read gives no proof
+    fake.wheels["torch-1.12.1-cp310-cp310-manylinux1_x86_64.whl"] = (TORCH_2_1_REQS, None)
+    assert vm._torch_pypi_variant(fake, ["1.12.0", "1.12.1"], "1.12")[0]["value"] == "cu102 | cu121"
+    fake.wheels["torch-1.12.1-cp310-cp310-manylinux1_x86_64.whl"] = ([], None)
+    assert vm._torch_pypi_variant(fake, ["1.12.0", "1.12.1"], "1.12") == []
+
+
+def test_every_torch_row_has_its_pypi_build_proved(vm):
+    proved = {p["fact"].split("|")[1]: p for p in _proofs(vm) if p["fact"].endswith("|pypi_variant")}
+    for row in matrix.load("torch"):
+        p = proved[row["version"]]
+        assert row["pypi_variant"] == p["value"], row["version"]
+        assert p["artifact"].startswith("torch-%s." % row["version"]) and p["artifact"].endswith("x86_64.whl"), p
+    assert proved["2.1"]["value"] == "cu121" and "nvidia-cuda-runtime-cu12==12.1.105" in proved["2.1"]["how"]
+    assert proved["1.12"]["value"] == "cu102" and "cuda = '10.2'" in proved["1.12"]["how"]
+
+
+def test_a_wrong_or_unproved_pypi_variant_fails(vm, tmp_path, monkeypatch, capsys):
+    _data_copy(tmp_path, monkeypatch, "torch",
+               lambda doc: next(r for r in doc["rows"] if r["version"] == "2.1").update(pypi_variant="cu118"))
+    assert vm.main(["--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "torch|2.1|pypi_variant: the matrix says cu118" in out and "says cu121" in out
+    proofs = [p for p in _proofs(vm) if p["fact"] != "torch|2.1|pypi_variant"]
+    path = tmp_path / "proofs.json"
+    vm.save_proofs(proofs, str(path))
+    assert vm.main(["--quiet", "--proofs", str(path)]) == 1
+    assert "torch|2.1|pypi_variant: marked verified, and provable" in capsys.readouterr().out
+
+
+class _RangeSession:
+    """Serves one in-memory file to HTTP range requests, counting the bytes sent."""
+
+    def __init__(self, data):
+        self.data, self.sent = data, 0
+
+    def get(self, url, headers=None, timeout=None):
+        start, end = (int(x) for x in headers["Range"].split("=")[1].split("-"))
+        body = self.data[start:end + 1]
+        self.sent += len(body)
+        return type("R", (), {"status_code": 206, "content": body, "raise_for_status": lambda self: None})()
+
+
+def test_a_zip_member_is_read_with_range_requests_not_the_whole_wheel(vm, tmp_path, monkeypatch):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("torch/version.py", TORCH_1_12_VERSION_PY, compress_type=zipfile.ZIP_DEFLATED)
+        zf.writestr("torch/lib/libtorch_cuda.so", os.urandom(8 << 20), compress_type=zipfile.ZIP_STORED)
+        zf.writestr("torch-1.12.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\n")
+    data = buf.getvalue()
+    monkeypatch.setattr(vm, "CACHE", str(tmp_path))
+    pypi = vm.PyPI.__new__(vm.PyPI)
+    pypi.session, pypi.projects, pypi.blocks = _RangeSession(data), {"simple:torch": {}}, ("", {})
+    os.makedirs(str(tmp_path / "metadata"))
+    f = {"filename": "torch-1.12.1-cp310-cp310-manylinux1_x86_64.whl", "url": "https://files.example/t.whl",
+         "size": len(data)}
+    assert pypi.cached_member("torch", f, "torch/version.py") == TORCH_1_12_VERSION_PY
+    assert pypi.metadata("torch", f).startswith("Metadata-Version: 2.1")
+    assert pypi.session.sent < len(data) // 8, (pypi.session.sent, len(data))
+    # read again: from the cache of small texts, nothing fetched
+    sent = pypi.session.sent
+    assert pypi.cached_member("torch", f, "torch/version.py") == TORCH_1_12_VERSION_PY and pypi.session.sent == sent
+    assert os.listdir(str(tmp_path / "metadata")) and all(
+        os.path.getsize(str(tmp_path / "metadata" / n)) < 4096 for n in os.listdir(str(tmp_path / "metadata")))
+
+
+class _IndexSession:
+    """PyPI where the JSON API does not answer: the simple API's file list (with a PEP 658 .metadata file for
+    one wheel), and the .metadata file itself."""
+
+    def __init__(self, simple, files):
+        self.simple, self.files, self.asked = simple, files, []
+
+    def get(self, url, headers=None, timeout=None):
+        self.asked.append(url)
+        if url.startswith("https://pypi.org/pypi/"):
+            raise OSError("no route to host")
+        body = json.dumps(self.simple).encode() if url.startswith("https://pypi.org/simple/") else self.files[url]
+
+        class R:
+            status_code, content = 200, body
+
+            def raise_for_status(self):
+                return None
+
+            def json(self):
+                return json.loads(self.content)
+        return R()
+
+
+def test_without_the_json_api_the_simple_api_lists_files_and_serves_metadata(vm, tmp_path, monkeypatch):
+    import hashlib
+
+    meta = ("Metadata-Version: 2.1\nName: torch\nVersion: 2.1.0\nRequires-Dist: " + TORCH_2_1_REQS[1] + "\n").encode()
+    url = "https://files.pythonhosted.org/packages/6d/13/torch-2.1.0-cp310-cp310-manylinux1_x86_64.whl"
+    simple = {"meta": {"api-version": "1.1"}, "name": "torch", "versions": ["2.1.0"], "files": [
+        {"filename": "torch-2.1.0-cp310-cp310-manylinux1_x86_64.whl", "url": url, "size": 670168911,
+         "hashes": {"sha256": "bf57f8184b2c317ef81fb33dc233ce4d850cd98ef3f4a38be59c7c1572d175db"},
+         "requires-python": ">=3.8.0", "yanked": False, "core-metadata": {"sha256": hashlib.sha256(meta).hexdigest()}},
+        {"filename": "torch-2.1.0-cp310-none-macosx_10_9_x86_64.whl", "url": url + "-mac", "size": 1,
+         "hashes": {"sha256": "1" * 64}, "requires-python": ">=3.8.0", "yanked": False},
+        {"filename": "torch-2.1.0rc1-cp310-cp310-manylinux1_x86_64.whl", "url": url + "-rc", "size": 1,
+         "hashes": {"sha256": "2" * 64}, "yanked": False}]}
+    monkeypatch.setattr(vm, "CACHE", str(tmp_path))
+    os.makedirs(str(tmp_path / "metadata"))
+    pypi = vm.PyPI.__new__(vm.PyPI)
+    pypi.session, pypi.projects, pypi.blocks = _IndexSession(simple, {url + ".metadata": meta}), {}, ("", {})
+    assert list(pypi.releases("torch")) == ["2.1.0"]  # the release candidate is left out, as from the JSON API
+    [f] = pypi.linux_wheels("torch", "2.1.0")
+    assert f["digests"]["sha256"].startswith("bf57f818") and f["requires_python"] == ">=3.8.0"
+    assert vm._torch_wheel_cuda(pypi, f)[0] == "12.1"
+    assert url + ".metadata" in pypi.session.asked and url not in pypi.session.asked  # no range request on the wheel
+    # a .metadata file whose digest differs from the index's is not used
+    pypi.session.files[url + ".metadata"] = meta.replace(b"12.1.105", b"11.8.89")
+    os.remove(str(tmp_path / "metadata" / (f["filename"] + ".METADATA")))
+    assert pypi._core_metadata("torch", f) is None

@@ -171,6 +171,10 @@ def validate_torch(rows: List[Row]) -> List[str]:
                 problems.append(
                     "{}: channel {!r} is not one of {}".format(where, var.get("channel"), ", ".join(TORCH_CHANNELS))
                 )
+        pypi = row.get("pypi_variant")
+        if pypi is not None and pypi not in seen:
+            problems.append("row {} (torch {}): pypi_variant {!r} is not one of its variants".format(
+                i, row.get("version"), pypi))
         _check_torch_pip(i, row, problems)
     return problems
 
@@ -501,6 +505,14 @@ def torch_variant(version: Any, tag: Optional[str] = None) -> Optional[Row]:
         if var.get("tag") == tag:
             return var
     return None
+
+
+def torch_pypi_variant(version: Any) -> Optional[Row]:
+    """The CUDA variant that plain ``pip install torch==X`` takes from PyPI on Linux x86_64 (no index URL, no
+    ``+cuXYZ``), as proved from PyPI's wheels; None when the release or its PyPI build is not known."""
+    row = torch_release(version)
+    tag = row.get("pypi_variant") if row else None
+    return torch_variant(version, tag) if tag else None
 
 
 def torch_variant_for_cuda(version: Any, cuda: Any) -> Optional[Row]:
