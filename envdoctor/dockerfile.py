@@ -904,7 +904,7 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
                         Fix("Install into a virtual environment (and put it first on PATH).",
                             ["RUN python3 -m venv /opt/venv", "ENV PATH=/opt/venv/bin:$PATH"]),
                         url=PEP668_SOURCE))
-                out += _framework_findings(pip, st, t, pip.python or state.version, gpu_image, path)
+                out += _framework_findings(pip, st, t, pip.python or state.version, gpu_image, path, scope)
             state.after(argv, base)
     return out
 
@@ -1034,7 +1034,7 @@ def _release_version(release: str, spec: SpecifierSet) -> Optional[str]:
 
 
 def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str], gpu_image: bool,
-                        path: str) -> List[Finding]:
+                        path: str, env: Optional[Mapping[str, str]] = None) -> List[Finding]:
     from .advise import choose_build, judge
 
     out: List[Finding] = []
@@ -1065,7 +1065,7 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
             continue
         if not fw.advise:
             continue
-        picks = _pip_picks(req, pip, fw.name, py, st.env)
+        picks = _pip_picks(req, pip, fw.name, py, st.env if env is None else env)
         if not picks:
             continue
         wanted = set().union(*(_extras(c.command) for c in picks)) - set(req.extras)

@@ -47,6 +47,9 @@ def test_plain_pip_install_is_judged_as_pypis_cuda_12_1_build(tmp_path):
     "RUN pip install torch==2.1.0 --extra-index-url https://download.pytorch.org/whl/cu118",
     # pip reads its index from the environment too
     "ENV PIP_INDEX_URL=https://download.pytorch.org/whl/cu118\nRUN pip install torch==2.1.0",
+    # ... or from the command's own environment
+    "RUN export PIP_INDEX_URL=https://download.pytorch.org/whl/cu118 && pip install torch==2.1.0",
+    "RUN PIP_INDEX_URL=https://download.pytorch.org/whl/cu118 pip install torch==2.1.0",
 ])
 def test_the_cu118_build_on_the_same_host_is_fine(line):
     assert _lint(BASE + line + "\n") == []
