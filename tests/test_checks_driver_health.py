@@ -185,6 +185,22 @@ def test_nouveau_loaded_but_blacklisted_on_rhel_asks_for_dracut_only():
     assert f.severity == "warning"  # nvidia is loaded and nouveau drives nothing
     assert f.fix.commands == ["sudo dracut --force", "sudo reboot"]
     assert "550.54.15" in f.title
+    assert "`sudo dracut --force`" in f.detail  # the detail names the rebuild, not only the fix's commands
+
+
+def test_nouveau_bound_despite_blacklist_file_names_update_initramfs():
+    # Ubuntu: blacklist-nouveau.conf written, initramfs never rebuilt, so nouveau still takes the GPU at boot
+    # (corpus case ubuntu1604-nouveau-blacklist-without-initramfs-update)
+    host = not_loaded_machine(OS_UBUNTU, UBUNTU, files={f"/lib/modules/{UBUNTU}/updates/dkms/nvidia.ko": "",
+                                                        "/etc/modprobe.d/blacklist-nouveau.conf": NOUVEAU_BLACKLIST})
+    host.doc["dirs"]["/sys/module/nouveau"] = {"entries": ["parameters"]}
+    host.doc["dirs"]["/sys/bus/pci/drivers/nouveau"] = {"entries": PCI_DRIVER_DIR}
+    host = type(host)(host.doc)
+    f = only(host, "driver.nouveau_conflict")
+    assert f.severity == "error"
+    assert "initramfs still loads nouveau" in f.detail and "`sudo update-initramfs -u`" in f.detail
+    assert "dracut" not in f.detail
+    assert f.fix.commands == ["sudo update-initramfs -u", "sudo reboot"]
 
 
 def test_nova_core_bound_is_a_conflict():

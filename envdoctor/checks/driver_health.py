@@ -403,8 +403,11 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
                   "cannot share a GPU." % (what[0].upper() + what[1:],
                                            "" if nvidia_loaded else " (the nvidia module is not loaded)", name))
         if blacklisted:
+            # the blacklist in /etc/modprobe.d only reaches early boot once the initramfs is rebuilt: name the
+            # distribution's command, the step install guides leave out
             detail += (" A blacklist file exists already, but the initramfs still loads %s at boot: regenerate "
-                       "the initramfs and reboot." % name)
+                       "the initramfs (%s) and reboot." % (
+                           name, " or ".join("`%s`" % c.split("   #")[0].strip() for c in _initramfs(family))))
         cmds = []
         if not blacklisted:
             cmds.append("printf '%s' | sudo tee %s" % (text.replace("\n", "\\n"), conf))
