@@ -321,6 +321,44 @@ def test_forward_compat_on_a_data_center_gpu_is_quiet():
     assert "driver.forward_compat_unsupported_gpu" not in codes(compat_machine("NVIDIA A100-SXM4-80GB"))
 
 
+def older_compat_machine(**extra: Any):
+    # driver 550.54.15 runs (NVML, module, libraries); the image's cuda-compat-12-2 libcuda is 535.104.05, the driver
+    # CUDA 12.2.2 shipped with (cuda_12.2.2_535.104.05_linux.run): a compat libcuda older than the running driver
+    # (corpus case vertex-image-compat-first-older-than-injected-driver: a cloud service upgraded the driver)
+    version_json = '{"cuda" : {"name" : "CUDA SDK", "version" : "12.2.2"}}'
+    files = {"/usr/local/cuda-12.2/version.json": version_json, "/usr/local/cuda-12.2/compat/libcuda.so.535.104.05": ""}
+    files.update(extra.pop("files", {}))
+    return healthy_550(files=files, nvml=with_devices(nvml_ok("550.54.15", 12040), ["NVIDIA A100-SXM4-80GB"]),
+                       **extra)
+
+
+def test_forward_compat_older_than_the_running_driver_on_ld_library_path_is_an_error():
+    host = older_compat_machine()
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda-12.2/compat"
+    f = only(host, "driver.forward_compat_older_than_driver")
+    assert f.severity == "error"
+    assert "535.104.05" in f.title and "550.54.15" in f.title and "/usr/local/cuda-12.2/compat" in f.title
+    assert "803" in f.title
+    assert any("grep -vx /usr/local/cuda-12.2/compat" in c for c in f.fix.commands)
+
+
+def test_forward_compat_older_than_the_running_driver_through_the_ld_cache_is_an_error():
+    # cuda-compat's /etc/ld.so.conf.d entry puts the compat libcuda in the loader cache: no LD_LIBRARY_PATH needed,
+    # and its libcuda.so.1 is no "stale link left by an update"
+    compat = "/usr/local/cuda-12.2/compat/libcuda.so.535.104.05"
+    cache = ("2 libs found in cache `/etc/ld.so.cache'\n"
+             "\tlibcuda.so.1 (libc6,x86-64) => %s\n"
+             "\tlibc.so.6 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libc.so.6\n" % compat)
+    host = older_compat_machine(files={"/usr/sbin/ldconfig": ""},
+                                commands=[{"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": cache}])
+    f = only(host, "driver.forward_compat_older_than_driver")
+    assert "via ldconfig cache" in f.title and "535.104.05" in f.title
+
+
+def test_forward_compat_not_on_the_loader_path_is_quiet():
+    assert findings(older_compat_machine()) == []  # installed but nothing loads it
+
+
 # -- WSL2 ------------------------------------------------------------------------------------
 
 def wsl(files: Optional[Dict[str, str]] = None, wsl_libs: Optional[List[str]] = None, nvml=None):
