@@ -185,6 +185,22 @@ def test_nouveau_loaded_but_blacklisted_on_rhel_asks_for_dracut_only():
     assert f.severity == "warning"  # nvidia is loaded and nouveau drives nothing
     assert f.fix.commands == ["sudo dracut --force", "sudo reboot"]
     assert "550.54.15" in f.title
+    assert "`sudo dracut --force`" in f.detail  # the detail names the rebuild, not only the fix's commands
+
+
+def test_nouveau_bound_despite_blacklist_file_names_update_initramfs():
+    # Ubuntu: blacklist-nouveau.conf written, initramfs never rebuilt, so nouveau still takes the GPU at boot
+    # (corpus case ubuntu1604-nouveau-blacklist-without-initramfs-update)
+    host = not_loaded_machine(OS_UBUNTU, UBUNTU, files={f"/lib/modules/{UBUNTU}/updates/dkms/nvidia.ko": "",
+                                                        "/etc/modprobe.d/blacklist-nouveau.conf": NOUVEAU_BLACKLIST})
+    host.doc["dirs"]["/sys/module/nouveau"] = {"entries": ["parameters"]}
+    host.doc["dirs"]["/sys/bus/pci/drivers/nouveau"] = {"entries": PCI_DRIVER_DIR}
+    host = type(host)(host.doc)
+    f = only(host, "driver.nouveau_conflict")
+    assert f.severity == "error"
+    assert "initramfs still loads nouveau" in f.detail and "`sudo update-initramfs -u`" in f.detail
+    assert "dracut" not in f.detail
+    assert f.fix.commands == ["sudo update-initramfs -u", "sudo reboot"]
 
 
 def test_nova_core_bound_is_a_conflict():
@@ -303,6 +319,44 @@ def test_forward_compat_on_geforce_is_an_error():
 
 def test_forward_compat_on_a_data_center_gpu_is_quiet():
     assert "driver.forward_compat_unsupported_gpu" not in codes(compat_machine("NVIDIA A100-SXM4-80GB"))
+
+
+def older_compat_machine(**extra: Any):
+    # driver 550.54.15 runs (NVML, module, libraries); the image's cuda-compat-12-2 libcuda is 535.104.05, the driver
+    # CUDA 12.2.2 shipped with (cuda_12.2.2_535.104.05_linux.run): a compat libcuda older than the running driver
+    # (corpus case vertex-image-compat-first-older-than-injected-driver: a cloud service upgraded the driver)
+    version_json = '{"cuda" : {"name" : "CUDA SDK", "version" : "12.2.2"}}'
+    files = {"/usr/local/cuda-12.2/version.json": version_json, "/usr/local/cuda-12.2/compat/libcuda.so.535.104.05": ""}
+    files.update(extra.pop("files", {}))
+    return healthy_550(files=files, nvml=with_devices(nvml_ok("550.54.15", 12040), ["NVIDIA A100-SXM4-80GB"]),
+                       **extra)
+
+
+def test_forward_compat_older_than_the_running_driver_on_ld_library_path_is_an_error():
+    host = older_compat_machine()
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda-12.2/compat"
+    f = only(host, "driver.forward_compat_older_than_driver")
+    assert f.severity == "error"
+    assert "535.104.05" in f.title and "550.54.15" in f.title and "/usr/local/cuda-12.2/compat" in f.title
+    assert "803" in f.title
+    assert any("grep -vx /usr/local/cuda-12.2/compat" in c for c in f.fix.commands)
+
+
+def test_forward_compat_older_than_the_running_driver_through_the_ld_cache_is_an_error():
+    # cuda-compat's /etc/ld.so.conf.d entry puts the compat libcuda in the loader cache: no LD_LIBRARY_PATH needed,
+    # and its libcuda.so.1 is no "stale link left by an update"
+    compat = "/usr/local/cuda-12.2/compat/libcuda.so.535.104.05"
+    cache = ("2 libs found in cache `/etc/ld.so.cache'\n"
+             "\tlibcuda.so.1 (libc6,x86-64) => %s\n"
+             "\tlibc.so.6 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libc.so.6\n" % compat)
+    host = older_compat_machine(files={"/usr/sbin/ldconfig": ""},
+                                commands=[{"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": cache}])
+    f = only(host, "driver.forward_compat_older_than_driver")
+    assert "via ldconfig cache" in f.title and "535.104.05" in f.title
+
+
+def test_forward_compat_not_on_the_loader_path_is_quiet():
+    assert findings(older_compat_machine()) == []  # installed but nothing loads it
 
 
 # -- WSL2 ------------------------------------------------------------------------------------

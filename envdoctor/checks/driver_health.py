@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set
 
 from packaging.version import InvalidVersion, Version
 
@@ -86,6 +86,13 @@ RULES: Dict[str, Dict[str, str]] = {
                        "rule": "Forward Compatibility is applicable only to NVIDIA Data Center GPUs, select NGC "
                                "Server Ready SKUs of RTX cards and Jetson boards; elsewhere CUDA fails with "
                                "cudaErrorCompatNotSupportedOnDevice (804)"},
+    "forward_compat_older": {
+        "url": "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html",
+        "rule": "The CUDA forward-compatibility package (cuda-compat-<major>-<minor>, built from the driver of that "
+                "CUDA release) lets applications built with a newer CUDA run on an older driver; a compat libcuda "
+                "older than the running driver mismatches it: cudaErrorSystemDriverMismatch (803), 'a mismatch "
+                "between the versions of the display driver and the CUDA driver' (CUDA runtime API error codes)",
+        "checked": "2026-11-27"},
     "wsl": {"url": "https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
             "rule": "On WSL 2 the Windows NVIDIA driver provides libcuda in /usr/lib/wsl/lib; no Linux NVIDIA "
                     "driver may be installed inside WSL 2"},
@@ -111,7 +118,7 @@ _GPU_NODE = re.compile(r"^nvidia\d+$")
 
 def _source(rule: str, **extra: Any) -> Dict[str, Any]:
     r = RULES[rule]
-    out: Dict[str, Any] = {"rule": r["rule"], "url": r["url"], "checked": CHECKED}
+    out: Dict[str, Any] = {"rule": r["rule"], "url": r["url"], "checked": r.get("checked", CHECKED)}
     out.update(extra)
     return out
 
@@ -403,8 +410,11 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
                   "cannot share a GPU." % (what[0].upper() + what[1:],
                                            "" if nvidia_loaded else " (the nvidia module is not loaded)", name))
         if blacklisted:
+            # the blacklist in /etc/modprobe.d only reaches early boot once the initramfs is rebuilt: name the
+            # distribution's command, the step install guides leave out
             detail += (" A blacklist file exists already, but the initramfs still loads %s at boot: regenerate "
-                       "the initramfs and reboot." % name)
+                       "the initramfs (%s) and reboot." % (
+                           name, " or ".join("`%s`" % c.split("   #")[0].strip() for c in _initramfs(family))))
         cmds = []
         if not blacklisted:
             cmds.append("printf '%s' | sudo tee %s" % (text.replace("\n", "\\n"), conf))
@@ -663,6 +673,23 @@ def _fabric_manager(facts: Facts) -> List[Finding]:
     )]
 
 
+def _compat_dirs(facts: Facts) -> Set[str]:
+    """Directories holding a cuda-compat forward-compatibility libcuda, under every name the loader reaches them
+    by: the toolkit's own compat/ directory and the LD_LIBRARY_PATH entries and loader choices that resolve to it
+    (/usr/local/cuda/compat is /usr/local/cuda-12.4/compat)."""
+    real = {posixpath.dirname(str(c.get("path") or "")) for c in facts.items("cuda.forward_compat")
+            if isinstance(c, dict) and c.get("path")}
+    out = set(real)
+    for e in facts.items("env.ld_library_path_resolved"):
+        if isinstance(e, dict) and str(e.get("resolved") or "").rstrip("/") in real and e.get("entry"):
+            out.add(str(e["entry"]).rstrip("/"))
+    for res in facts.mapping("libraries.libcuda").values():
+        for r in [res] + (list(res.get("others") or []) if isinstance(res, dict) else []):
+            if isinstance(r, dict) and r.get("path") and posixpath.dirname(str(r.get("resolved") or "")) in real:
+                out.add(posixpath.dirname(str(r["path"])))
+    return out
+
+
 def _compat_libcuda_in_use(facts: Facts) -> List[Dict[str, Any]]:
     """Forward-compatibility libcuda the loader would pick: a cuda-compat directory on LD_LIBRARY_PATH, or a
     libcuda newer than the running driver copied into a loader directory (container runtimes inject the
@@ -677,6 +704,15 @@ def _compat_libcuda_in_use(facts: Facts) -> List[Dict[str, Any]]:
         d = str(c.get("path") or "").rsplit("/", 1)[0].rstrip("/") if isinstance(c, dict) else ""
         if d and d in entries:
             in_use.append(dict(c, via="LD_LIBRARY_PATH", entry=entries[d]))
+    # the loader cache (an /etc/ld.so.conf.d entry for the compat directory, as cuda-compat packages add) can make
+    # the compat libcuda the one programs load even without LD_LIBRARY_PATH
+    chosen = facts.mapping("libraries.libcuda").get("libcuda.so.1")
+    if isinstance(chosen, dict) and chosen.get("path"):
+        for c in facts.items("cuda.forward_compat"):
+            if (isinstance(c, dict) and c.get("path") and chosen.get("resolved") == c["path"]
+                    and not any(x["path"] == c["path"] for x in in_use)):
+                in_use.append(dict(c, via=str(chosen.get("via") or "the loader"),
+                                   entry=posixpath.dirname(str(chosen["path"]))))
     running = _v(facts.value("driver.version")) if _nvml_status(facts) == "ok" else None
     if running is not None:
         for lib in facts.strings("driver.userspace.libraries"):
@@ -694,10 +730,62 @@ def _v(text: Any) -> Optional[Version]:
         return None
 
 
+def _running_driver(facts: Facts) -> Optional[Version]:
+    """The driver the kernel runs: NVML's answer (the host's, inside a container), else the loaded module's."""
+    if _nvml_status(facts) == "ok":
+        return _v(facts.value("driver.version"))
+    return _v(facts.text("driver.kernel_module.version"))
+
+
 def _forward_compat(facts: Facts) -> List[Finding]:
     in_use = _compat_libcuda_in_use(facts)
     if not in_use:
         return []
+    running = _running_driver(facts)
+    out: List[Finding] = []
+    older: List[Dict[str, Any]] = []
+    if running is not None:
+        for c in in_use:
+            version = _v(c.get("driver_version"))
+            if version is not None and version < running:
+                older.append(c)
+        if older:
+            out.append(_forward_compat_older(facts, older[0], running))
+    in_use = [c for c in in_use if c not in older]
+    if not in_use:
+        return out
+    return out + _forward_compat_gpu(facts, in_use)
+
+
+def _forward_compat_older(facts: Facts, lib: Dict[str, Any], running: Version) -> Finding:
+    compat_dir = str(lib.get("entry") or posixpath.dirname(str(lib["path"])))
+    via = str(lib.get("via") or "the loader")
+    cmds = ["grep -rl compat /etc/ld.so.conf.d/ && sudo ldconfig", "ls -l %s" % compat_dir]
+    if via == "LD_LIBRARY_PATH":
+        cmds.insert(0, 'export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s | '
+                       'paste -sd:)"' % compat_dir)
+    return Finding(
+        code="driver.forward_compat_older_than_driver", severity="error", components=["cuda", "driver"],
+        title="Forward-compatibility libcuda %s (%s, via %s) is what CUDA loads, but the running driver is newer "
+              "(%s): CUDA fails with error 803 (driver/CUDA mismatch)" % (
+                  lib.get("driver_version") or "?", compat_dir, via, running),
+        detail="The cuda-compat package's libcuda is built from the driver of its CUDA release (%s) and only "
+               "bridges a newer CUDA to an older driver. Driver %s is newer, so this libcuda does not match it and "
+               "CUDA initialisation fails (cudaErrorSystemDriverMismatch, 803) — typically a container image that "
+               "puts its compat directory first, run on a host (or a cloud service) whose driver was upgraded. The "
+               "driver's own libcuda already supports that CUDA: take the compat directory off the loader path." % (
+                   lib.get("driver_version") or "?", running),
+        evidence=_evidence(facts, "cuda.forward_compat", "cuda.ld_library_path", "libraries.libcuda",
+                           "driver.version"),
+        source=_source("forward_compat_older"),
+        fix=Fix(text="Remove %s from LD_LIBRARY_PATH and from /etc/ld.so.conf.d (then run ldconfig), or delete the "
+                     "cuda-compat package from the image, so the driver's libcuda %s is loaded." % (
+                         compat_dir, running),
+                commands=cmds),
+    )
+
+
+def _forward_compat_gpu(facts: Facts, in_use: List[Dict[str, Any]]) -> List[Finding]:
     names = sorted(set(_gpu_names(facts)))
     bad = []
     error = False
@@ -1007,6 +1095,12 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "cuda.forward_compat, cuda.ld_library_path, gpu.N.name (gpus matrix segment)",
             "CUDA fails with cudaErrorCompatNotSupportedOnDevice (804) on GeForce and most workstation GPUs.",
             RULES["forward_compat"]["url"]),
+    CodeDoc("driver.forward_compat_older_than_driver", "error",
+            "The forward-compatibility libcuda (cuda-compat) CUDA loads (LD_LIBRARY_PATH or the ld.so cache) is "
+            "older than the running driver.",
+            "cuda.forward_compat, cuda.ld_library_path, libraries.libcuda, driver.version",
+            "CUDA fails with cudaErrorSystemDriverMismatch (803) although the driver's own libcuda would work.",
+            RULES["forward_compat_older"]["url"]),
     CodeDoc("driver.linux_driver_in_wsl", "error", "A Linux NVIDIA driver is installed inside WSL2.",
             "os.wsl, driver.userspace.libraries, driver.kernel_module.loaded",
             "It shadows the Windows driver's libcuda in /usr/lib/wsl/lib and breaks CUDA.", RULES["wsl"]["url"]),
@@ -1090,8 +1184,13 @@ for _name, _fn in _QUESTIONS:
 
 def _library_links(facts: Facts) -> List[Finding]:
     """Driver library links naming another driver version's file, or a file that is gone (left by an update)."""
+    # a cuda-compat package's own links, and a compat libcuda copied where the loader looks (container runtimes), are
+    # not links an update left behind: the forward-compat question tells that root cause
+    compat = _compat_dirs(facts)
+    compat_libs = {str(c.get("path")) for c in _compat_libcuda_in_use(facts)}
     links = [lk for lk in facts.items("driver.library_links")
-             if isinstance(lk, dict) and all(isinstance(lk.get(k), str) for k in ("link", "target", "version"))]
+             if isinstance(lk, dict) and all(isinstance(lk.get(k), str) for k in ("link", "target", "version"))
+             and posixpath.dirname(str(lk["link"])) not in compat and str(lk["target"]) not in compat_libs]
     if not links:
         return []
     running = facts.text("driver.kernel_module.version") or facts.text("driver.version")
