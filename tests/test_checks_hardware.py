@@ -110,13 +110,15 @@ def test_a_failed_row_remapping_is_an_error_that_names_the_rma():
 
 def test_retired_pages_pending_a_reboot_warn_and_64_pages_are_an_error():
     pend = {"device.0.retired_pages_pending": {"value": 1},
-            "device.0.retired_pages_sbe": {"value": [0x1000, 0x2000]}, "device.0.retired_pages_dbe": {"value": [0x3000]}}
+            "device.0.retired_pages_sbe": {"value": [0x1000, 0x2000]},
+            "device.0.retired_pages_dbe": {"value": [0x3000]}}
     f = memory(**pend)
     assert f["gpu.retired_pages_pending"].severity == "warning" and "reboot" in f["gpu.retired_pages_pending"].title
     assert "1 page(s) retired for double-bit and 2 for repeated single-bit" in f["gpu.retired_pages_pending"].title
     assert "gpu.retired_pages_limit" not in f
     full = {"device.0.retired_pages_pending": {"value": 0},
-            "device.0.retired_pages_sbe": {"value": list(range(60))}, "device.0.retired_pages_dbe": {"value": [1, 2, 3, 4]}}
+            "device.0.retired_pages_sbe": {"value": list(range(60))},
+            "device.0.retired_pages_dbe": {"value": [1, 2, 3, 4]}}
     f = memory(**full)
     assert f["gpu.retired_pages_limit"].severity == "error" and "64" in f["gpu.retired_pages_limit"].title
     assert "gpu.retired_pages_pending" not in f

@@ -222,3 +222,13 @@ def test_a_hang_in_the_mig_query_is_named():
 
     assert describe_call("device.3.mig_devices") == "nvmlDeviceGetMigDeviceHandleByIndex for GPU 3"
     assert describe_call("device.0.remapped_rows") == "nvmlDeviceGetRemappedRows for GPU 0"
+
+
+def test_a_mig_query_that_fails_is_unknown_with_the_error_not_a_verdict(fake_lib, tmp_path):
+    answers = dict(load_answers("h100.json"))
+    answers["device.0.mig_mode"] = [1, 1]
+    answers["device.0.mig_devices"] = {"max": 7, "present": 0, "error": 4}  # NVML_ERROR_NO_PERMISSION
+    r = envdoctor(fake_lib, answers, tmp_path, "diagnose", "--format", "json")
+    fact = gpu_facts(r.stdout)["gpu.0.mig_devices"]
+    assert fact["status"] == "unknown" and "NO_PERMISSION" in fact["reason"]
+    assert "gpu.mig_no_instances" not in {f["code"] for f in json.loads(r.stdout)["findings"]}
