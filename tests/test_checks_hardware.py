@@ -148,3 +148,15 @@ def test_a_garbled_memory_answer_is_unknown_not_a_finding():
     assert facts.get("gpu.0.remapped_rows_pending").status == "unknown"
     assert facts.get("gpu.0.retired_pages_sbe").status == "unknown"
     assert not MEMORY_CODES & {f.code for f in gpu_health(CheckContext(facts, []))}
+
+
+def test_a_binding_older_than_the_call_is_not_supported_not_unknown():
+    # nvidia-ml-py 11.450 (the oldest pyproject allows) may lack a call: the worker records the AttributeError
+    old = {"error": "EXCEPTION", "message": "AttributeError: nvidia-ml-py has no nvmlDeviceGetRemappedRows"}
+    facts = probe_facts(make_host(nvml=h100_nvml(**dict(H100_MEMORY, **{"device.0.remapped_rows": old}))))
+    fact = facts.get("gpu.0.remapped_rows_pending")
+    assert fact.status == "not_supported" and "nvidia-ml-py has no" in fact.reason
+    # any other failure of the binding stays unknown, with its message
+    broken = {"error": "EXCEPTION", "message": "ArgumentError: argument 2: wrong type"}
+    facts = probe_facts(make_host(nvml=h100_nvml(**dict(H100_MEMORY, **{"device.0.remapped_rows": broken}))))
+    assert facts.get("gpu.0.remapped_rows_pending").status == "unknown"
