@@ -65,3 +65,98 @@ def test_thermal_slowdown_warns_power_cap_informs_idle_is_quiet():
     # h100_nvml's default: GPU idle + SW power cap -> nothing.
     quiet = findings()
     assert "gpu.power_capped" not in quiet and "gpu.throttled" not in quiet
+
+
+# -- GPU memory repair and MIG ---------------------------------------------------------------------------
+# The healthy answers are the real H100's (tests/live/h100-ubuntu2404-container/vendor-tools.txt,
+# `nvidia-smi -q`): Remapped Rows 0 / 0 / Pending No / Remapping Failure Occurred No, Retired Pages N/A
+# (an H100 remaps rows instead: NVML answers NOT_SUPPORTED), MIG Disabled.
+H100_MEMORY = {"device.0.remapped_rows": {"value": [0, 0, 0, 0]},
+               "device.0.retired_pages_pending": {"error": "NVML_ERROR_NOT_SUPPORTED", "code": 3},
+               "device.0.retired_pages_sbe": {"error": "NVML_ERROR_NOT_SUPPORTED", "code": 3},
+               "device.0.retired_pages_dbe": {"error": "NVML_ERROR_NOT_SUPPORTED", "code": 3},
+               "device.0.mig_mode": {"value": [0, 0]}}
+MEMORY_CODES = {"gpu.row_remap_pending", "gpu.row_remap_failed", "gpu.retired_pages_pending",
+                "gpu.retired_pages_limit", "gpu.mig_no_instances", "gpu.mig_mode_pending"}
+
+
+def memory(**over):
+    return findings(**dict(H100_MEMORY, **over))
+
+
+def test_the_healthy_h100_has_no_memory_or_mig_finding():
+    assert not MEMORY_CODES & set(memory())
+    # a snapshot from before these questions, and a GPU that answers none of them (GeForce), are quiet too
+    assert not MEMORY_CODES & set(findings())
+    na = {"error": "NVML_ERROR_NOT_SUPPORTED", "code": 3}
+    assert not MEMORY_CODES & set(findings(**{k: na for k in H100_MEMORY}))
+
+
+def test_rows_waiting_for_a_reset_warn_and_say_how_many():
+    # The A100 of leptonai/gpud#80: "Uncorrectable Error : 4 / Pending : Yes".
+    f = memory(**{"device.0.remapped_rows": {"value": [0, 4, 1, 0]}})
+    assert "gpu.row_remap_failed" not in f
+    pending = f["gpu.row_remap_pending"]
+    assert pending.severity == "warning" and "reset" in pending.title and "4 row(s)" in pending.title
+    assert "sudo nvidia-smi -r -i 0" in pending.fix.commands
+    assert "nvidia-smi -q -d ROW_REMAPPER -i 0" in pending.fix.commands
+
+
+def test_a_failed_row_remapping_is_an_error_that_names_the_rma():
+    f = memory(**{"device.0.remapped_rows": {"value": [1, 8, 0, 1]}})["gpu.row_remap_failed"]
+    assert f.severity == "error" and "RMA" in f.detail and "RMA" in f.fix.text
+    assert any(e["key"] == "gpu.0.remapped_rows_failure" and e["value"] is True for e in f.evidence)
+
+
+def test_retired_pages_pending_a_reboot_warn_and_64_pages_are_an_error():
+    pend = {"device.0.retired_pages_pending": {"value": 1},
+            "device.0.retired_pages_sbe": {"value": [0x1000, 0x2000]},
+            "device.0.retired_pages_dbe": {"value": [0x3000]}}
+    f = memory(**pend)
+    assert f["gpu.retired_pages_pending"].severity == "warning" and "reboot" in f["gpu.retired_pages_pending"].title
+    assert "1 page(s) retired for double-bit and 2 for repeated single-bit" in f["gpu.retired_pages_pending"].title
+    assert "gpu.retired_pages_limit" not in f
+    full = {"device.0.retired_pages_pending": {"value": 0},
+            "device.0.retired_pages_sbe": {"value": list(range(60))},
+            "device.0.retired_pages_dbe": {"value": [1, 2, 3, 4]}}
+    f = memory(**full)
+    assert f["gpu.retired_pages_limit"].severity == "error" and "64" in f["gpu.retired_pages_limit"].title
+    assert "gpu.retired_pages_pending" not in f
+    assert "gpu.retired_pages_limit" not in memory(**dict(full, **{"device.0.retired_pages_sbe": {"value": [1]}}))
+
+
+def test_mig_on_without_a_mig_device_is_an_error_with_the_commands_to_create_one():
+    on = {"device.0.mig_mode": {"value": [1, 1]}}
+    f = memory(**on, **{"device.0.mig_devices": {"value": {"max": 7, "present": 0}}})["gpu.mig_no_instances"]
+    assert f.severity == "error" and "no CUDA-capable device" in f.detail
+    assert any("nvidia-smi mig -cgi" in c and " -C" in c for c in f.fix.commands)
+    assert "gpu.mig_no_instances" not in memory(**on, **{"device.0.mig_devices": {"value": {"max": 7, "present": 3}}})
+    # MIG on, but a snapshot from before the question: not judged
+    assert "gpu.mig_no_instances" not in memory(**on)
+
+
+def test_a_mig_mode_change_waiting_for_a_reset_warns():
+    f = memory(**{"device.0.mig_mode": {"value": [0, 1]}})["gpu.mig_mode_pending"]
+    assert f.severity == "warning" and "off to on" in f.title and "sudo nvidia-smi -r -i 0" in f.fix.commands
+    assert "gpu.mig_mode_pending" not in memory(**{"device.0.mig_mode": {"value": [1, 1]},
+                                                   "device.0.mig_devices": {"value": {"max": 7, "present": 1}}})
+
+
+def test_a_garbled_memory_answer_is_unknown_not_a_finding():
+    facts = probe_facts(make_host(nvml=h100_nvml(**dict(H100_MEMORY, **{"device.0.remapped_rows": {"value": [1, 2]},
+                                                                    "device.0.retired_pages_sbe": {"value": 7}}))))
+    assert facts.get("gpu.0.remapped_rows_pending").status == "unknown"
+    assert facts.get("gpu.0.retired_pages_sbe").status == "unknown"
+    assert not MEMORY_CODES & {f.code for f in gpu_health(CheckContext(facts, []))}
+
+
+def test_a_binding_older_than_the_call_is_not_supported_not_unknown():
+    # nvidia-ml-py 11.450 (the oldest pyproject allows) may lack a call: the worker records the AttributeError
+    old = {"error": "EXCEPTION", "message": "AttributeError: nvidia-ml-py has no nvmlDeviceGetRemappedRows"}
+    facts = probe_facts(make_host(nvml=h100_nvml(**dict(H100_MEMORY, **{"device.0.remapped_rows": old}))))
+    fact = facts.get("gpu.0.remapped_rows_pending")
+    assert fact.status == "not_supported" and "nvidia-ml-py has no" in fact.reason
+    # any other failure of the binding stays unknown, with its message
+    broken = {"error": "EXCEPTION", "message": "ArgumentError: argument 2: wrong type"}
+    facts = probe_facts(make_host(nvml=h100_nvml(**dict(H100_MEMORY, **{"device.0.remapped_rows": broken}))))
+    assert facts.get("gpu.0.remapped_rows_pending").status == "unknown"

@@ -153,3 +153,82 @@ def test_redact_ids_hides_the_serial_and_uuid_nvml_gave(fake_lib, tmp_path):
     reports = [doc]
     value = {f["key"]: f["value"] for p in reports[0]["probes"] for f in p["facts"]}
     assert value["gpu.0.name"] == "NVIDIA H100 80GB HBM3" and value["gpu.0.uuid"].startswith("GPU-redacted")
+
+
+MEMORY_CODES = {"gpu.row_remap_pending", "gpu.row_remap_failed", "gpu.retired_pages_pending",
+                "gpu.retired_pages_limit", "gpu.mig_no_instances", "gpu.mig_mode_pending"}
+
+
+def test_the_healthy_h100_answers_its_memory_health(fake_lib, tmp_path):
+    r = envdoctor(fake_lib, load_answers("h100.json"), tmp_path, "diagnose", "--format", "json")
+    facts = gpu_facts(r.stdout)
+    # what the real H100's nvidia-smi -q printed: Remapped Rows 0 / 0 / Pending No / Failure No
+    assert [facts["gpu.0.remapped_rows_%s" % k]["value"] for k in ("correctable", "uncorrectable", "pending",
+                                                                   "failure")] == [0, 0, False, False]
+    # Retired Pages N/A on an H100 (row remapping replaces page retirement): not supported, not an error
+    assert facts["gpu.0.retired_pages_pending"]["status"] == "not_supported"
+    assert "gpu.0.mig_devices" not in facts  # MIG is off: not asked
+    assert not MEMORY_CODES & {f["code"] for f in json.loads(r.stdout)["findings"]}
+
+
+def test_rows_pending_and_mig_without_instances_are_seen_through_nvml(fake_lib, tmp_path):
+    answers = dict(load_answers("h100.json"))
+    answers["device.0.remapped_rows"] = [0, 4, 1, 0]  # leptonai/gpud#80: Uncorrectable Error 4, Pending Yes
+    answers["device.0.mig_mode"] = [1, 1]
+    answers["device.0.mig_devices"] = {"max": 7, "present": 0}  # `nvidia-smi -mig 1`, no instance created
+    r = envdoctor(fake_lib, answers, tmp_path, "diagnose", "--format", "json")
+    facts = gpu_facts(r.stdout)
+    assert facts["gpu.0.remapped_rows_pending"]["value"] is True
+    assert (facts["gpu.0.mig_devices"]["value"], facts["gpu.0.mig_devices_max"]["value"]) == (0, 7)
+    codes = {f["code"]: f for f in json.loads(r.stdout)["findings"]}
+    assert codes["gpu.row_remap_pending"]["severity"] == "warning"
+    assert codes["gpu.mig_no_instances"]["severity"] == "error"
+    # two MIG devices made: the GPU is usable, and the table says how many
+    answers["device.0.mig_devices"] = {"max": 7, "present": 2}
+    r = envdoctor(fake_lib, answers, tmp_path, "diagnose", "--format", "json")
+    assert gpu_facts(r.stdout)["gpu.0.mig_devices"]["value"] == 2
+    assert "gpu.mig_no_instances" not in {f["code"] for f in json.loads(r.stdout)["findings"]}
+    text = envdoctor(fake_lib, answers, tmp_path, "diagnose").stdout
+    assert "on, 2 devices" in text
+
+
+def test_retired_pages_of_a_pre_ampere_gpu_are_counted(fake_lib, tmp_path):
+    answers = dict(load_answers("h100.json"))
+    answers["device.0.retired_pages_pending"] = 1
+    answers["device.0.retired_pages_sbe"] = 2
+    answers["device.0.retired_pages_dbe"] = 1
+    r = envdoctor(fake_lib, answers, tmp_path, "diagnose", "--format", "json")
+    facts = gpu_facts(r.stdout)
+    assert (facts["gpu.0.retired_pages_sbe"]["value"], facts["gpu.0.retired_pages_dbe"]["value"]) == (2, 1)
+    f = {f["code"]: f for f in json.loads(r.stdout)["findings"]}["gpu.retired_pages_pending"]
+    assert "reboot" in f["title"] and "nvidia-smi -q -d PAGE_RETIREMENT -i 0" in f["fix"]["commands"]
+
+
+def test_a_driver_without_row_remapping_or_mig_calls_is_not_an_error(old_fake_lib, tmp_path):
+    answers = dict(load_answers("h100.json"))
+    answers["device.0.mig_mode"] = [1, 1]
+    answers["device.0.mig_devices"] = {"max": 7, "present": 0}
+    r = envdoctor(old_fake_lib, answers, tmp_path, "diagnose", "--format", "json")
+    facts = gpu_facts(r.stdout)
+    for key in ("gpu.0.remapped_rows_pending", "gpu.0.mig_devices"):
+        assert facts[key]["status"] == "not_supported" and "FUNCTION_NOT_FOUND" in facts[key]["reason"], key
+    findings = json.loads(r.stdout)["findings"]
+    assert not MEMORY_CODES & {f["code"] for f in findings}
+    assert not [f for f in findings if f["code"].startswith("gpu.nvml")]
+
+
+def test_a_hang_in_the_mig_query_is_named():
+    from envdoctor.host.nvml_worker import describe_call
+
+    assert describe_call("device.3.mig_devices") == "nvmlDeviceGetMigDeviceHandleByIndex for GPU 3"
+    assert describe_call("device.0.remapped_rows") == "nvmlDeviceGetRemappedRows for GPU 0"
+
+
+def test_a_mig_query_that_fails_is_unknown_with_the_error_not_a_verdict(fake_lib, tmp_path):
+    answers = dict(load_answers("h100.json"))
+    answers["device.0.mig_mode"] = [1, 1]
+    answers["device.0.mig_devices"] = {"max": 7, "present": 0, "error": 4}  # NVML_ERROR_NO_PERMISSION
+    r = envdoctor(fake_lib, answers, tmp_path, "diagnose", "--format", "json")
+    fact = gpu_facts(r.stdout)["gpu.0.mig_devices"]
+    assert fact["status"] == "unknown" and "NO_PERMISSION" in fact["reason"]
+    assert "gpu.mig_no_instances" not in {f["code"] for f in json.loads(r.stdout)["findings"]}

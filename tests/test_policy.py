@@ -416,3 +416,22 @@ def test_the_example_keys_are_documented_kinds():
                      "framework.torch.cuda": "version", "driver.fabric_manager.state": "text",
                      "gpu.0.ecc_mode_current": "bool"}
 
+
+
+def test_a_policy_can_require_gpu_memory_health():
+    policy = parse_policy('schema_version = 1\n[require]\n"gpu.*.remapped_rows_pending" = false\n'
+                          '"gpu.*.remapped_rows_failure" = false\n"gpu.*.retired_pages_dbe" = "<10"\n')
+    report = meeting_node()
+    for i in range(8):
+        set_fact(report, "gpu.%d.remapped_rows_pending" % i, i == 5, "nvml:device.%d.remapped_rows" % i)
+        set_fact(report, "gpu.%d.remapped_rows_failure" % i, False, "nvml:device.%d.remapped_rows" % i)
+        # an H100 retires no pages (it remaps rows): NVML says not supported
+        set_fact(report, "gpu.%d.retired_pages_dbe" % i, None, "nvml:device.%d.retired_pages_dbe" % i,
+                 status="not_supported")
+    results = by_name(policy.evaluate(report))
+    assert results["gpu.*.remapped_rows_pending"].status == "fail"
+    assert "5:true" in results["gpu.*.remapped_rows_pending"].found.lower()
+    assert results["gpu.*.remapped_rows_failure"].status == "pass"
+    assert results["gpu.*.retired_pages_dbe"].status == "unknown"
+    keys = envdoctor("policy", "keys").stdout
+    assert "gpu.*.remapped_rows_pending" in keys and "gpu.*.mig_devices" in keys

@@ -1,5 +1,7 @@
 """Checks on the GPUs themselves: a PCIe link running below its capability under load, a small
-GPU also driving a display, uncorrectable ECC errors, and thermal/power throttling."""
+GPU also driving a display, uncorrectable ECC errors, thermal/power throttling, the memory's own repair
+(row remapping pending or failed, retired pages pending or at their limit), and MIG (on with no MIG device
+to run on, or a mode change waiting for a reset)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,12 @@ NVML_REASONS = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventRe
 NVML_PCIE = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
 ECC_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
 XID_DOC = "https://docs.nvidia.com/deploy/xid-errors/index.html"
+DPR_DOC = "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"
+MIG_DOC = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
+NVML_MIG = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlMultiInstanceGPU.html"
+#: Pages a GPU can retire (64 pages of 64 KiB: NVIDIA's dynamic page retirement documentation); at the limit
+#: no more bad memory can be retired and NVIDIA's guidance is to consider the board for RMA.
+RETIRED_PAGE_LIMIT = 64
 #: utilization (%) from which a GPU counts as busy
 BUSY_PERCENT = 50
 SMALL_DISPLAY_GPU = 8 * 1024 ** 3
@@ -177,6 +185,158 @@ def gpu_clocks(ctx: CheckContext) -> Iterable[Finding]:
                 source={"rule": "nvmlClocksEventReasonSwPowerCap", "url": NVML_REASONS, "checked": CHECKED},
                 fix=Fix(text="If the limit is below the default, restore it.",
                         commands=["sudo nvidia-smi -pl %s -i %d" % (dflt or "<watts>", i)]))
+
+
+@check("gpu-health.memory", requires=("gpu.N.remapped_rows_pending",), reads=("gpu.*", "gpu.*.*"),
+       layers=("gpu",), codes=(
+    CodeDoc("gpu.row_remap_pending", "warning", "A GPU has memory rows marked for remapping that take effect "
+            "only at the next GPU reset.", "gpu.N.remapped_rows_pending, remapped_rows_(un)correctable",
+            "Until the reset the bad rows stay in the memory map (error containment and page blacklisting keep "
+            "running work safe); NVIDIA's guidance is to reset the GPU (or reboot) when it is idle. If errors "
+            "recur after resets, the memory is degrading.", ECC_DOC),
+    CodeDoc("gpu.row_remap_failed", "error", "A GPU's row remapping failed: its memory has no spare rows "
+            "left for the failing bank.", "gpu.N.remapped_rows_failure",
+            "New memory errors can no longer be repaired; NVIDIA counts a remapping failure as a reason to "
+            "run its field diagnostics and return the board (RMA).", ECC_DOC),
+    CodeDoc("gpu.retired_pages_pending", "warning", "A GPU has memory pages waiting to be retired at the "
+            "next reboot (dynamic page retirement, pre-Ampere datacenter GPUs).",
+            "gpu.N.retired_pages_pending, retired_pages_sbe/dbe",
+            "The bad pages stay in use until the driver reloads; a job that lands on them can crash or read "
+            "corrupt data. A reboot retires them.", DPR_DOC),
+    CodeDoc("gpu.retired_pages_limit", "error", "A GPU has retired as many memory pages as it can (64).",
+            "gpu.N.retired_pages_sbe, gpu.N.retired_pages_dbe",
+            "No further bad page can be retired; NVIDIA's guidance is to consider the board for RMA.",
+            DPR_DOC),
+))
+def gpu_memory(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for i in gpu_indexes(facts):
+        k = "gpu.%d." % i
+        name = _name(facts, i)
+        bus = facts.value(k + "pci_bus_id")
+        corr, unc = facts.value(k + "remapped_rows_correctable"), facts.value(k + "remapped_rows_uncorrectable")
+        rows = ("%s row(s) remapped for uncorrectable and %s for correctable errors" % (unc, corr)
+                if isinstance(unc, int) and isinstance(corr, int) else "")
+        remap_ev = ("remapped_rows_pending", "remapped_rows_failure", "remapped_rows_uncorrectable",
+                    "remapped_rows_correctable", "ecc_errors_volatile_uncorrected", "pci_bus_id")
+        if facts.value(k + "remapped_rows_failure") is True:
+            yield Finding(
+                code="gpu.row_remap_failed", severity="error", components=["gpu"],
+                title="%s: row remapping failed, its memory cannot repair new errors" % name,
+                detail="NVML reports that a row remapping failed (the bank has no spare row left%s). NVIDIA "
+                       "treats this as a reason to run the field diagnostics and return the GPU (RMA); until "
+                       "then jobs on it can crash on memory errors." % ("; " + rows if rows else ""),
+                evidence=_ev(facts, i, *remap_ev),
+                source={"rule": "nvmlDeviceGetRemappedRows failureOccurred must be 0", "url": ECC_DOC,
+                        "checked": CHECKED},
+                fix=Fix(text="Drain the node and take this GPU out of service; run NVIDIA's field diagnostics "
+                             "and open an RMA with the vendor, quoting the serial number.",
+                        commands=["nvidia-smi -q -d ROW_REMAPPER -i %d" % i,
+                                  "nvidia-smi --query-gpu=serial,pci.bus_id --format=csv -i %d" % i,
+                                  "sudo dmesg | grep -i xid"]))
+        if facts.value(k + "remapped_rows_pending") is True:
+            yield Finding(
+                code="gpu.row_remap_pending", severity="warning", components=["gpu"],
+                title="%s has memory rows waiting to be remapped: reset the GPU%s" % (
+                    name, " (%s)" % rows if rows else ""),
+                detail="Rows that produced memory errors are remapped to spares only at the next GPU reset. "
+                       "Running work is protected by error containment, but the bad rows stay in the memory "
+                       "map until then; reset the GPU when it is idle (or reboot). Errors that come back "
+                       "after resets mean the memory is degrading.",
+                evidence=_ev(facts, i, *remap_ev),
+                source={"rule": "nvmlDeviceGetRemappedRows isPending: a reset is required to remap the row",
+                        "url": ECC_DOC, "checked": CHECKED},
+                fix=Fix(text="Stop the processes on this GPU, then reset it (or reboot the node).",
+                        commands=["nvidia-smi -q -d ROW_REMAPPER -i %d" % i,
+                                  "nvidia-smi --query-compute-apps=pid,gpu_bus_id --format=csv",
+                                  "sudo nvidia-smi -r -i %d" % i]))
+        sbe, dbe = facts.value(k + "retired_pages_sbe"), facts.value(k + "retired_pages_dbe")
+        pages = ("%s page(s) retired for double-bit and %s for repeated single-bit errors" % (dbe, sbe)
+                 if isinstance(sbe, int) and isinstance(dbe, int) else "")
+        page_ev = ("retired_pages_pending", "retired_pages_dbe", "retired_pages_sbe",
+                   "ecc_errors_volatile_uncorrected", "pci_bus_id")
+        total = (sbe if isinstance(sbe, int) else 0) + (dbe if isinstance(dbe, int) else 0)
+        if total >= RETIRED_PAGE_LIMIT:
+            yield Finding(
+                code="gpu.retired_pages_limit", severity="error", components=["gpu"],
+                title="%s has retired %d memory pages, the most it can (%d)" % (name, total, RETIRED_PAGE_LIMIT),
+                detail="Dynamic page retirement has used all its room (%s); further bad memory cannot be "
+                       "retired. NVIDIA's guidance is to consider the board for RMA." % pages,
+                evidence=_ev(facts, i, *page_ev),
+                source={"rule": "at most %d retired pages per GPU" % RETIRED_PAGE_LIMIT, "url": DPR_DOC,
+                        "checked": CHECKED},
+                fix=Fix(text="Take this GPU out of service and contact the vendor for an RMA, quoting the "
+                             "serial number.",
+                        commands=["nvidia-smi -q -d PAGE_RETIREMENT -i %d" % i,
+                                  "nvidia-smi --query-gpu=serial,pci.bus_id --format=csv -i %d" % i]))
+        if facts.value(k + "retired_pages_pending") is True:
+            yield Finding(
+                code="gpu.retired_pages_pending", severity="warning", components=["gpu"],
+                title="%s has memory pages waiting to be retired: reboot%s" % (name, " (%s)" % pages if pages
+                                                                               else ""),
+                detail="Pages that produced a double-bit error or repeated single-bit errors are retired "
+                       "(blacklisted) only when the driver reloads; until then a job that lands on them can "
+                       "crash or read corrupt data. This is fixed by a reboot, not by replacing the GPU%s." % (
+                           "" if not bus else " (at %s)" % bus),
+                evidence=_ev(facts, i, *page_ev),
+                source={"rule": "nvmlDeviceGetRetiredPagesPendingStatus: pages retire at the next driver "
+                                "reload", "url": DPR_DOC, "checked": CHECKED},
+                fix=Fix(text="Drain the node and reboot it (a GPU reset with no process on the GPU also reloads "
+                             "it).",
+                        commands=["nvidia-smi -q -d PAGE_RETIREMENT -i %d" % i, "sudo nvidia-smi -r -i %d" % i,
+                                  "sudo reboot"]))
+
+
+@check("gpu-health.mig", requires=("gpu.N.mig_mode_current",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",),
+       codes=(
+    CodeDoc("gpu.mig_no_instances", "error", "A GPU is in MIG mode but has no MIG device (no GPU instance "
+            "with a compute instance) to run on.", "gpu.N.mig_mode_current, gpu.N.mig_devices",
+            "CUDA cannot use a MIG-mode GPU as a whole: with no MIG device created, programs see no GPU there "
+            "(\"no CUDA-capable device is detected\", torch.cuda.is_available() False).", MIG_DOC),
+    CodeDoc("gpu.mig_mode_pending", "warning", "A GPU's MIG mode was changed but the change waits for a GPU "
+            "reset.", "gpu.N.mig_mode_current, gpu.N.mig_mode_pending",
+            "Until the reset the GPU keeps its old mode: MIG devices cannot be created (or the whole GPU is "
+            "not usable) as the change intended.", MIG_DOC),
+))
+def gpu_mig(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for i in gpu_indexes(facts):
+        k = "gpu.%d." % i
+        name = _name(facts, i)
+        cur, pending = facts.value(k + "mig_mode_current"), facts.value(k + "mig_mode_pending")
+        present = facts.value(k + "mig_devices")
+        if cur is True and present == 0:
+            yield Finding(
+                code="gpu.mig_no_instances", severity="error", components=["gpu"],
+                title="%s is in MIG mode with no MIG device created: CUDA sees no GPU there" % name,
+                detail="A GPU in MIG mode runs work only inside MIG devices (a GPU instance with a compute "
+                       "instance); with none created, CUDA programs find no device on it (\"no CUDA-capable "
+                       "device is detected\"). Create the instances, or turn MIG off if it was not meant to "
+                       "be on.",
+                evidence=_ev(facts, i, "mig_mode_current", "mig_mode_pending", "mig_devices", "mig_devices_max"),
+                source={"rule": "MIG mode on and nvmlDeviceGetMigDeviceHandleByIndex finds no MIG device",
+                        "url": NVML_MIG, "checked": CHECKED},
+                fix=Fix(text="List the GPU instance profiles, then create GPU instances with their compute "
+                             "instances (-C); or disable MIG and reset the GPU.",
+                        commands=["sudo nvidia-smi mig -lgip -i %d" % i,
+                                  "sudo nvidia-smi mig -cgi <profile ids, e.g. 9,9> -C -i %d" % i,
+                                  "nvidia-smi -L",
+                                  "sudo nvidia-smi -mig 0 -i %d && sudo nvidia-smi -r -i %d" % (i, i)]))
+        if isinstance(cur, bool) and isinstance(pending, bool) and cur != pending:
+            yield Finding(
+                code="gpu.mig_mode_pending", severity="warning", components=["gpu"],
+                title="%s: MIG mode changes from %s to %s only after a GPU reset" % (
+                    name, "on" if cur else "off", "on" if pending else "off"),
+                detail="The MIG mode was changed but the GPU still runs in the old mode until it is reset "
+                       "(on some systems only a reboot resets it); %s" % (
+                           "MIG devices cannot be created until then." if pending else
+                           "the whole GPU stays split into MIG devices until then."),
+                evidence=_ev(facts, i, "mig_mode_current", "mig_mode_pending", "mig_devices"),
+                source={"rule": "nvmlDeviceGetMigMode current != pending", "url": MIG_DOC, "checked": CHECKED},
+                fix=Fix(text="Stop the processes on this GPU (and nvidia-persistenced/DCGM if they hold it), then "
+                             "reset it, or reboot.",
+                        commands=["nvidia-smi --query-gpu=mig.mode.current,mig.mode.pending --format=csv -i %d" % i,
+                                  "sudo nvidia-smi -r -i %d" % i]))
 
 
 #: Every GPU-health question at once.

@@ -11,7 +11,8 @@ The output maps a key per question to ``{"value": ...}`` or
 
 ``init``, ``system.driver_version``, ``system.cuda_driver_version``,
 ``system.nvml_version``, ``device_count``, and for each device index ``i``
-``device.i.<field>`` (see ``DEVICE_FIELDS``).  It is the raw evidence stored in
+``device.i.<field>`` (see ``DEVICE_FIELDS``), and ``device.i.mig_devices`` (``{"max": M, "present": N}``:
+MIG device slots and MIG devices created) for a GPU in MIG mode only.  It is the raw evidence stored in
 snapshots, so keys are never renamed, only added.
 
 The answers stream as they come (:func:`collect` with ``emit``): a line ``{"ask": KEY}`` before each
@@ -36,6 +37,11 @@ NVML_VOLATILE_ECC = 0
 NVML_AGGREGATE_ECC = 1
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
+#: nvmlPageRetirementCause_t (nvml.h): pages retired for repeated single-bit errors, or for a double-bit error.
+NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0
+NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
+#: NVML_ERROR_NOT_FOUND (nvml.h): nvmlDeviceGetMigDeviceHandleByIndex's answer for an index with no MIG device.
+NOT_FOUND_CODE = 6
 #: NVML_ERROR_FUNCTION_NOT_FOUND (nvml.h): the driver's library lacks the entry point.
 FUNCTION_NOT_FOUND = 13
 
@@ -50,6 +56,8 @@ def _plain(value):
         return value
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     fields = getattr(value, "_fields_", None)
     if fields is not None:
         out = {}
@@ -126,6 +134,7 @@ def describe_call(key):
     parts = str(key).split(".", 2)
     if len(parts) == 3 and parts[0] == "device":
         names = [" or ".join(f) if isinstance(f, tuple) else f for k, f, _ in DEVICE_FIELDS if k == parts[2]]
+        names += [EXTRA_CALLS[parts[2]]] if parts[2] in EXTRA_CALLS else []
         fname = "nvmlDeviceGetHandleByIndex" if parts[2] == "handle" else (names[0] if names else parts[2])
         return "%s for GPU %s" % (fname, parts[1])
     return str(key)
@@ -246,6 +255,20 @@ def collect(emit=None):
             raise AttributeError("nvidia-ml-py has no %s" % name)
         return fn(*args)
 
+    def mig_devices(handle):
+        """How many MIG devices (GPU instance + compute instance: what CUDA can run on) the GPU has, of how
+        many slots: ``{"max": M, "present": N}``.  An empty slot answers NVML_ERROR_NOT_FOUND."""
+        most = call("nvmlDeviceGetMaxMigDeviceCount", handle)
+        present = 0
+        for idx in range(min(int(most), MAX_MIG_DEVICES)):
+            try:
+                call("nvmlDeviceGetMigDeviceHandleByIndex", handle, idx)
+                present += 1
+            except pynvml.NVMLError as exc:
+                if getattr(exc, "value", None) != NOT_FOUND_CODE:
+                    raise
+        return {"max": int(most), "present": present}
+
     def first_of(names, *args):
         """The first of ``names`` the driver (and the binding) has: a call NVML renamed is asked under
         its new name, and under the old one on a driver that predates the rename."""
@@ -292,6 +315,10 @@ def collect(emit=None):
                 ask(p + field, first_of, fname, handle, *extra)
             else:
                 ask(p + field, call, fname, handle, *extra)
+        # Asked only of a GPU in MIG mode: elsewhere the question has no meaning (and the key stays absent).
+        mig = out.get(p + "mig_mode", {}).get("value")
+        if isinstance(mig, list) and mig and mig[0] == 1:
+            ask(p + "mig_devices", mig_devices, handle)
     try:
         call("nvmlShutdown")
     except Exception:  # noqa: BLE001
@@ -342,7 +369,23 @@ DEVICE_FIELDS = [
     ("utilization", "nvmlDeviceGetUtilizationRates", ()),
     ("temperature", "nvmlDeviceGetTemperature", (0,)),
     ("compute_mode", "nvmlDeviceGetComputeMode", ()),
+    # GPU memory health (NVIDIA, "GPU Memory Error Management",
+    # https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html, and "Dynamic Page Retirement",
+    # https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html).  Row remapping (Ampere and newer
+    # datacenter GPUs): [rows remapped for correctable errors, for uncorrectable errors, remapping pending,
+    # a remapping failed].  Page retirement (Kepler to Volta/Turing datacenter GPUs): whether retired pages
+    # wait for a reboot, and the page addresses retired per cause.  Consumer GPUs answer NOT_SUPPORTED.
+    ("remapped_rows", "nvmlDeviceGetRemappedRows", ()),
+    ("retired_pages_pending", "nvmlDeviceGetRetiredPagesPendingStatus", ()),
+    ("retired_pages_sbe", "nvmlDeviceGetRetiredPages", (NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,)),
+    ("retired_pages_dbe", "nvmlDeviceGetRetiredPages", (NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,)),
 ]
+
+#: Per-device questions outside ``DEVICE_FIELDS`` (asked by a helper), and the NVML call they make.
+#: ``mig_devices``: only for a GPU whose MIG mode is on.
+EXTRA_CALLS = {"mig_devices": "nvmlDeviceGetMigDeviceHandleByIndex"}
+#: The most MIG device slots asked about (an A100/H100 has 7; a garbled maximum must not loop for long).
+MAX_MIG_DEVICES = 64
 
 if __name__ == "__main__":
     sys.exit(main())

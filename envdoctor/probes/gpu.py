@@ -182,6 +182,26 @@ def _nvml_error_reason(ans: Dict[str, Any]) -> str:
     return f"NVML answered {err}"
 
 
+def _predates(err: Dict[str, Any]) -> bool:
+    """The driver's NVML, or the nvidia-ml-py binding, is older than the call."""
+    return err.get("error") == "NVML_ERROR_FUNCTION_NOT_FOUND" or (
+        err.get("error") == "EXCEPTION" and "nvidia-ml-py has no" in str(err.get("message", "")))
+
+
+def _remapped(v: Any, index: int) -> int:
+    """One of nvmlDeviceGetRemappedRows' four answers (corrected rows, uncorrected rows, pending, failure)."""
+    if not isinstance(v, (list, tuple)) or len(v) != 4:
+        raise TypeError(f"not four numbers: {v!r}")
+    return _nonneg(v[index])
+
+
+def _page_count(v: Any) -> int:
+    """nvmlDeviceGetRetiredPages answers the page addresses: their number."""
+    if not isinstance(v, (list, tuple)):
+        raise TypeError(f"not a list of pages: {v!r}")
+    return len(v)
+
+
 class _Device:
     """Turns one GPU's NVML answers into facts."""
 
@@ -210,8 +230,11 @@ class _Device:
             return None, ans
         return ans.get("value"), None
 
-    def add(self, name: str, field: str, label: str, convert: Callable[[Any], Any] = lambda v: v) -> Any:
-        """Add fact ``gpu.N.name`` from NVML answer ``field``; return the value or ``None``."""
+    def add(self, name: str, field: str, label: str, convert: Callable[[Any], Any] = lambda v: v,
+            newer: bool = False) -> Any:
+        """Add fact ``gpu.N.name`` from NVML answer ``field``; return the value or ``None``.  ``newer``: a
+        query that drivers or nvidia-ml-py releases older than the feature lack; then it is not supported
+        here (with the reason), not unknown."""
         key, src = self.key(name), self.src(field)
         value, err = self.answer(field)
         hung_here = self.incomplete.get("call") == f"device.{self.i}.{field}"
@@ -222,6 +245,9 @@ class _Device:
         if err is not None and err.get("error") == "missing":
             if field not in self.missing:
                 self.missing.append(field)
+            return None
+        if err is not None and newer and _predates(err):
+            self.facts.append(not_supported(key, src, label, _nvml_error_reason(err)))
             return None
         if err is not None:
             self.facts.append(self.error_fact(key, src, label, err))
@@ -299,8 +325,28 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
           "Uncorrected ECC errors since boot", _nonneg)
     d.add("ecc_errors_aggregate_uncorrected", "ecc_aggregate_uncorrected",
           "Uncorrected ECC errors (lifetime)", _nonneg)
-    d.add("mig_mode_current", "mig_mode", "MIG (now)", lambda v: _enabled(_pair(v)[0]))
+    mig_on = d.add("mig_mode_current", "mig_mode", "MIG (now)", lambda v: _enabled(_pair(v)[0]))
     d.add("mig_mode_pending", "mig_mode", "MIG (after reset)", lambda v: _enabled(_pair(v)[1]))
+    if mig_on:  # the worker asks only a GPU in MIG mode
+        d.add("mig_devices", "mig_devices", "MIG devices (GPU + compute instances)",
+              lambda v: _nonneg(_struct(v, "present")), newer=True)
+        d.add("mig_devices_max", "mig_devices", "MIG device slots", lambda v: _nonneg(_struct(v, "max")),
+              newer=True)
+    # GPU memory health: row remapping (Ampere and newer datacenter GPUs), page retirement (older ones).
+    d.add("remapped_rows_correctable", "remapped_rows", "Rows remapped (correctable errors)",
+          lambda v: _remapped(v, 0), newer=True)
+    d.add("remapped_rows_uncorrectable", "remapped_rows", "Rows remapped (uncorrectable errors)",
+          lambda v: _remapped(v, 1), newer=True)
+    d.add("remapped_rows_pending", "remapped_rows", "Row remapping pending (needs a GPU reset)",
+          lambda v: _remapped(v, 2) != 0, newer=True)
+    d.add("remapped_rows_failure", "remapped_rows", "Row remapping failed",
+          lambda v: _remapped(v, 3) != 0, newer=True)
+    d.add("retired_pages_pending", "retired_pages_pending", "Retired pages pending (needs a reboot)",
+          _enabled, newer=True)
+    d.add("retired_pages_sbe", "retired_pages_sbe", "Pages retired (multiple single-bit errors)", _page_count,
+          newer=True)
+    d.add("retired_pages_dbe", "retired_pages_dbe", "Pages retired (double-bit errors)", _page_count,
+          newer=True)
     d.add("display_active", "display_active", "Display active", _enabled)
     d.add("compute_mode", "compute_mode", "Compute mode", lambda v: COMPUTE_MODES[_int(v)])
 

@@ -230,6 +230,20 @@ def _driver_line(facts: Facts) -> Tuple[str, bool]:
     return "Driver: " + (_why_unknown(facts, "driver.version") or "unknown"), False
 
 
+def _mig_cell(facts: Facts, pre: str) -> str:
+    """"on" (with the MIG devices created, when known: "on, 0 devices"), "off -> on" for a change waiting for
+    a reset, or "" (off)."""
+    cur, pending = facts.value(pre + "mig_mode_current"), facts.value(pre + "mig_mode_pending")
+    if isinstance(cur, bool) and isinstance(pending, bool) and cur != pending:
+        return "%s -> %s" % ("on" if cur else "off", "on" if pending else "off")
+    if cur is not True:
+        return ""
+    n = facts.value(pre + "mig_devices")
+    if isinstance(n, int) and not isinstance(n, bool):
+        return "on, %d device%s" % (n, "" if n == 1 else "s")
+    return "on"
+
+
 def gpu_rows(facts: Facts) -> List[Dict[str, str]]:
     """One row per GPU NVML described: index, model, compute capability, architecture, memory, MIG."""
     count = facts.count("gpu.count", 4096) or 0
@@ -245,7 +259,7 @@ def gpu_rows(facts: Facts) -> List[Dict[str, str]]:
             "cc": printable(facts.text(pre + "compute_capability") or "?"),
             "arch": printable(facts.text(pre + "architecture") or "?"),
             "memory": human_bytes(mem) if isinstance(mem, (int, float)) and not isinstance(mem, bool) else "?",
-            "mig": "on" if facts.value(pre + "mig_mode_current") is True else "",
+            "mig": _mig_cell(facts, pre),
         })
     return rows
 

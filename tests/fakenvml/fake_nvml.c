@@ -23,10 +23,20 @@
  *                                 uninterruptible sleep (state D with the v1 freezer), where SIGKILL does
  *                                 nothing until the cgroup is thawed -- as a wedged driver holds a process
  *
+ * GPU memory health and MIG (the worker's keys; build.py flattens lists and objects):
+ *
+ *   device.0.remapped_rows=0,4,1,0       nvmlDeviceGetRemappedRows: corr, unc, pending, failure occurred
+ *   device.0.retired_pages_pending=1     nvmlDeviceGetRetiredPagesPendingStatus
+ *   device.0.retired_pages_sbe=3         nvmlDeviceGetRetiredPages: this many pages for that cause
+ *   device.0.retired_pages_dbe=1
+ *   device.0.mig_devices.max=7           nvmlDeviceGetMaxMigDeviceCount
+ *   device.0.mig_devices.present=2       nvmlDeviceGetMigDeviceHandleByIndex finds slots 0..1, NOT_FOUND after
+ *
  * A device value that is absent answers NVML_ERROR_NOT_SUPPORTED, as real NVML
  * does for a feature a board lacks.  Built with -DFAKE_NVML_OLD it leaves out
- * three calls newer drivers added (a driver before R535: nvmlDeviceGetCurrentClocksEventReasons, the
- * R535 name of ...ClocksThrottleReasons, among them), so pynvml raises FunctionNotFound for them.
+ * calls newer drivers added (a driver before R535: nvmlDeviceGetCurrentClocksEventReasons, the
+ * R535 name of ...ClocksThrottleReasons, among them; and the R450 row-remapping and MIG calls, as a
+ * driver before R450), so pynvml raises FunctionNotFound for them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +48,7 @@
 #define ERR_UNINITIALIZED 1
 #define ERR_INVALID_ARGUMENT 2
 #define ERR_NOT_SUPPORTED 3
+#define ERR_NOT_FOUND 6
 #define ERR_INSUFFICIENT_SIZE 7
 #define MAX_LINES 2048
 #define MAX_DEVICES 64
@@ -359,3 +370,57 @@ int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned *temp) {
     if (rc == OK) *temp = (unsigned)dnum(d, "temperature");
     return rc;
 }
+
+/* -- GPU memory health ------------------------------------------------------ */
+#ifndef FAKE_NVML_OLD
+int nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned *corr, unsigned *unc, unsigned *pending, unsigned *failure) {
+    int rc = derr(d, "remapped_rows", NULL);
+    if (rc == OK && sscanf(dget(d, "remapped_rows"), "%u,%u,%u,%u", corr, unc, pending, failure) != 4)
+        return ERR_NOT_SUPPORTED;
+    return rc;
+}
+#endif
+
+int nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending) {
+    int rc = derr(d, "retired_pages_pending", NULL);
+    if (rc == OK) *pending = (int)dnum(d, "retired_pages_pending");
+    return rc;
+}
+
+/* nvmlPageRetirementCause_t: 0 multiple single-bit errors, 1 double-bit error.  The page addresses are made
+ * up (0x1000, 0x2000...): only their number is read. */
+int nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned *count, unsigned long long *addresses) {
+    const char *field = cause == 1 ? "retired_pages_dbe" : "retired_pages_sbe";
+    int rc = derr(d, field, NULL);
+    if (rc != OK) return rc;
+    if (!count) return ERR_INVALID_ARGUMENT;
+    unsigned n = (unsigned)dnum(d, field);
+    if (*count < n || (n > 0 && !addresses)) {
+        *count = n;
+        return ERR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned i = 0; i < n; i++) addresses[i] = 0x1000ULL * (i + 1);
+    *count = n;
+    return OK;
+}
+
+/* -- MIG --------------------------------------------------------------------- */
+#ifndef FAKE_NVML_OLD
+static struct fake_device mig_devices[8];
+
+int nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned *count) {
+    int rc = derr(d, "mig_devices", "mig_devices.max");
+    if (rc == OK) *count = (unsigned)dnum(d, "mig_devices.max");
+    return rc;
+}
+
+int nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned index, nvmlDevice_t *mig) {
+    int rc = derr(d, "mig_devices", "mig_devices.max");
+    if (rc != OK) return rc;
+    if (index >= (unsigned)dnum(d, "mig_devices.max")) return ERR_INVALID_ARGUMENT;
+    if (index >= (unsigned)dnum(d, "mig_devices.present") || index >= 8) return ERR_NOT_FOUND;
+    mig_devices[index].index = 1000 + (int)index;  /* a handle the device calls know nothing about */
+    *mig = &mig_devices[index];
+    return OK;
+}
+#endif
