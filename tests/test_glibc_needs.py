@@ -235,6 +235,17 @@ def test_garbage_and_truncated_files_raise_elf_error_only(tmp_path) -> None:
         assert got["verneed"] is None or isinstance(got["verneed"], dict)
 
 
+def test_the_highest_glibc_release_named_and_which_library_asks_for_it() -> None:
+    needs = {"libc.so.6": ["GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_PRIVATE"], "libm.so.6": ["GLIBC_2.9", "GLIBC_2.29"],
+             "libstdc++.so.6": ["GLIBCXX_3.4.30", "CXXABI_1.3.13"]}
+    assert highest_needed(needs, "GLIBC") == ("2.29", "libm.so.6")  # 2.29 > 2.17 > 2.9 (not string order)
+    assert highest_needed(needs, "GLIBCXX") == ("3.4.30", "libstdc++.so.6")
+    assert highest_needed(needs, "CXXABI") == ("1.3.13", "libstdc++.so.6")
+    # DT_RELR objects (ld -z pack-relative-relocs) need glibc 2.36 through an ABI tag, not a release name
+    assert highest_needed({"libc.so.6": ["GLIBC_2.34", "GLIBC_ABI_DT_RELR"]}, "GLIBC") == ("2.36", "libc.so.6")
+    assert highest_needed({"libgcc_s.so.1": ["GCC_3.0"]}, "GLIBC") is None
+
+
 # -- wheel tags ------------------------------------------------------------------------------------------------
 
 

@@ -98,6 +98,9 @@ WHEEL_LIMIT = 16 * 1024
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_\w+$")
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 _GLIBC_NAME = re.compile(r"^GLIBC_(\d+(?:\.\d+)+)$")
+#: Version names of glibc that mark an ABI feature rather than a release, with the release that brought it
+#: (objects linked with ``-z pack-relative-relocs`` need GLIBC_ABI_DT_RELR, glibc 2.36).
+_GLIBC_ABI = {"GLIBC_ABI_DT_RELR": "2.36"}
 
 
 def platform_glibc(platform: str) -> Optional[Tuple[int, int]]:
@@ -150,10 +153,11 @@ def highest_needed(verneed: Mapping[str, Sequence[str]], prefix: str) -> Optiona
     for lib, names in verneed.items():
         for name in names:
             m = pattern.match(name)
-            if m:
-                key = version_key(m.group(1))
+            release = m.group(1) if m else _GLIBC_ABI.get(name) if prefix == "GLIBC" else None
+            if release:
+                key = version_key(release)
                 if best is None or key > best[0]:
-                    best = (key, m.group(1), lib)
+                    best = (key, release, lib)
     return (best[1], best[2]) if best else None
 
 
