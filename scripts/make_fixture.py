@@ -15,7 +15,8 @@ Each captured machine is a folder (the idea of python-distro's
                        through every link to it), "fatbin" (absolute library
                        path -> the GPU architectures its CUDA fat binary
                        carries: "sass", "ptx" lists), "elf" (absolute library path -> its dynamic
-                       section: soname, needed, rpath, runpath), "kernel_log"
+                       section: soname, needed, rpath, runpath, and "verneed": library ->
+                       the symbol versions required of it, as the source shows), "kernel_log"
                        (the kernel's messages as the thread quotes them, one string
                        per line: the NVIDIA driver's lines a live run keeps), the "sources"
                        of every piece and the facts the tests "expect"
@@ -178,7 +179,7 @@ def _elf(meta: Dict[str, Any], tree: Dict[str, Any], nodes_root: str, where: str
             raise FixtureError("%s: elf: %r is not an absolute path" % (where, path))
         if not isinstance(sec, dict):
             raise FixtureError("%s: elf[%s] must be an object" % (where, path))
-        unknown = set(sec) - {"soname", "needed", "rpath", "runpath", "error", "message"}
+        unknown = set(sec) - {"soname", "needed", "rpath", "runpath", "verneed", "error", "message"}
         if unknown:
             raise FixtureError("%s: elf[%s] has unknown keys %s" % (where, path, ", ".join(sorted(unknown))))
         if "error" in sec:
@@ -193,6 +194,13 @@ def _elf(meta: Dict[str, Any], tree: Dict[str, Any], nodes_root: str, where: str
                 raise FixtureError("%s: elf[%s].soname must be a string or null" % (where, path))
             entry = {"soname": soname, "needed": list(sec.get("needed", [])), "rpath": list(sec.get("rpath", [])),
                      "runpath": list(sec.get("runpath", []))}
+            if "verneed" in sec:  # library -> the symbol versions the source shows it requires of it
+                vn = sec["verneed"]
+                if not (isinstance(vn, dict) and all(isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                                     for v in vn.values())):
+                    raise FixtureError("%s: elf[%s].verneed must map libraries to lists of version names"
+                                       % (where, path))
+                entry["verneed"] = {k: list(v) for k, v in vn.items()}
             if path not in tree["files"]:
                 raise FixtureError("%s: elf names %s, which is not a file in root/ (add an empty marker)"
                                    % (where, path))

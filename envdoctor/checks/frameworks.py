@@ -266,3 +266,106 @@ def cupy_packages(ctx: CheckContext) -> Iterable[Finding]:
         fix=Fix(text="Uninstall all of them, then install only the one for this machine's CUDA%s." % (
                     " (%s: the driver runs CUDA %s)" % (keep, facts.value("driver.cuda_version")) if keep else ""),
                 commands=["pip uninstall -y %s" % " ".join(names)] + (["pip install %s" % keep] if keep else [])))]
+
+
+GLIBC_RULE_URL = "https://peps.python.org/pep-0600/"
+GLIBC_FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "mxnet")
+#: What the import statement is called for each framework (the error the user sees comes from it).
+_IMPORT = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "onnxruntime": "onnxruntime", "mxnet": "mxnet"}
+
+
+def _glibc(text: Any) -> Optional[Version]:
+    """``2.17`` -> Version; None for anything that is no glibc release number."""
+    v = _v(text)
+    return v if v is not None and len(v.release) >= 2 else None
+
+
+@check("frameworks.glibc", requires=("linkage.*.abi", "os.glibc"), reads=("framework.*",), layers=("frameworks",),
+       codes=(
+    CodeDoc("framework.glibc_too_old", "error", "A framework's compiled libraries (or the wheel they came in) need "
+            "a newer glibc than the system has.", "linkage.<framework>.abi (the GLIBC_x.y symbol versions its main "
+            "libraries require, its wheels' manylinux tags), os.glibc",
+            "`import` fails before any GPU code runs: ld.so refuses the library (\"version `GLIBC_2.27' not found "
+            "(required by ...)\"). glibc is part of the OS and cannot be upgraded alone: an older release of the "
+            "framework built for this glibc (a manylinux2014 wheel runs on glibc 2.17), a newer OS, or a container "
+            "with a newer glibc.", GLIBC_RULE_URL),
+))
+def glibc_too_old(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    system = _glibc(facts.value("os.glibc"))
+    if system is None:  # unknown, timed out, or not glibc (musl): nothing to compare with
+        return []
+    out: List[Finding] = []
+    for name in GLIBC_FRAMEWORKS:
+        abi = facts.mapping("linkage.%s.abi" % name)
+        if not abi:
+            continue
+        out.extend(_glibc_finding(facts, name, abi, system))
+    return out
+
+
+def _glibc_finding(facts: Facts, name: str, abi: Dict[str, Any], system: Version) -> List[Finding]:
+    sysname = str(facts.value("os.glibc"))
+    libs = [e for e in abi.get("libraries") or [] if isinstance(e, dict)]
+    elf_need = _glibc(abi.get("glibc"))
+    wheel_need = _glibc(abi.get("wheel_glibc"))
+    elf_over = elf_need is not None and elf_need > system
+    wheel_over = wheel_need is not None and wheel_need > system
+    if not elf_over and not wheel_over:
+        return []
+    fw = facts.mapping("framework." + name)
+    tags = [str(t) for t in abi.get("wheel_tags") or [] if isinstance(t, str)]
+    tag_words = ("tagged %s, " % ", ".join(tags[:3])) if tags else ""
+    mod = _IMPORT.get(name, name)
+    if elf_over:
+        package = str(abi.get("glibc_package") or fw.get("package") or name)
+        version = abi.get("glibc_package_version")
+        lib = str(abi.get("glibc_library") or "its library")
+        base = posixpath.basename(lib)
+        from_lib = str(abi.get("glibc_from") or "libc.so.6")
+        title = "%s%s's %s needs glibc %s (GLIBC_%s of %s), but this system has glibc %s" % (
+            package, " %s" % version if version else "", base, abi.get("glibc"), abi.get("glibc"), from_lib,
+            sysname)
+        detail = ("`import %s` fails: the loader refuses %s with \"%s: version `GLIBC_%s' not found (required by "
+                  "%s)\". The library was built on a system with a newer glibc than this one" % (
+                      mod, lib, from_lib, abi.get("glibc"), lib))
+        detail += (" (its wheel %s, is %s: built for glibc %s)" % (package, tag_words.rstrip(", "), abi.get(
+            "wheel_glibc")) if wheel_need is not None else "") + "."
+        severity = "error"
+    else:
+        # only the wheel's tag says so: an error when no library could be read, milder when the libraries read
+        # need no more than this glibc (the tag may claim more than the binaries use)
+        read_ok = [e for e in libs if _glibc(e.get("glibc")) is not None]
+        package = str(abi.get("wheel_package") or fw.get("package") or name)
+        version = abi.get("wheel_package_version")
+        title = "%s%s is a wheel built for glibc %s (%s), but this system has glibc %s" % (
+            package, " %s" % version if version else "", abi.get("wheel_glibc"), ", ".join(tags[:2]) or "manylinux",
+            sysname)
+        if read_ok:
+            severity = "warning"
+            detail = ("pip refuses such a wheel on this system, so it was installed another way (a copied "
+                      "environment, `pip --platform/--target`, a wheel file renamed). The libraries envdoctor read "
+                      "need glibc %s at most, so `import %s` may still work; others in the wheel may need more." % (
+                          abi.get("glibc"), mod))
+        else:
+            severity = "error"
+            detail = ("pip refuses such a wheel on this system, so it was installed another way (a copied "
+                      "environment, `pip --platform/--target`); its compiled libraries expect glibc %s symbols, "
+                      "so `import %s` fails with \"version `GLIBC_...' not found\"." % (abi.get("wheel_glibc"), mod))
+    need = str(abi.get("glibc") if elf_over else abi.get("wheel_glibc"))
+    fix = Fix(
+        text="glibc belongs to the OS and cannot be upgraded on its own. Either install a release of %s whose "
+             "wheels are built for glibc %s or older (manylinux2014 wheels need glibc 2.17): pip run on this "
+             "machine picks only wheels whose tags fit its glibc, so reinstalling lets it choose the newest release "
+             "that fits (a wheel can be tagged lower than its libraries need: run envdoctor again after, and check "
+             "that release still supports your GPU's CUDA); or run %s on a newer OS, or in a container whose image "
+             "has glibc %s or newer (with the GPU passed through); or build it from source here." % (
+                 package, sysname, name, need),
+        commands=["pip install --force-reinstall --only-binary=:all: %s" % package])
+    return [Finding(
+        code="framework.glibc_too_old", severity=severity, components=[name], title=title, detail=detail,
+        evidence=_ev(facts, "linkage.%s.abi" % name, "os.glibc", "framework." + name),
+        source=_src("a library requiring the symbol version GLIBC_x.y loads only with glibc >= x.y; a "
+                    "manylinux_x_y wheel (manylinux2014 = 2_17, manylinux2010 = 2_12) needs glibc >= x.y",
+                    GLIBC_RULE_URL),
+        fix=fix)]

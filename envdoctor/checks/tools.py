@@ -40,7 +40,7 @@ def _component(key: str) -> Optional[str]:
 _HUNG_LAYERS = (
     ("os", ("os.", "kernel.", "libraries.", "cpu.", "memory.", "env.", "linkage."),
      ("os.*", "kernel.release", "kernel.headers", "libraries.*", "cpu.*", "memory.*", "env.*", "linkage.*",
-      "linkage.*.elf", "linkage.*.dlopen", "linkage.nvidia_wheels")),
+      "linkage.*.elf", "linkage.*.abi", "linkage.*.dlopen", "linkage.nvidia_wheels")),
     ("cuda", ("cuda.",), ("cuda.*",)),
     ("compilers", ("compiler.",), ("compiler.*",)),
     ("python", ("python.", "framework.", "conda."),

@@ -191,6 +191,11 @@ class ElfResult(NamedTuple):
     runpath: Tuple[str, ...] = ()
     error: Optional[str] = None  # "ENOENT", "EACCES", "not_elf", "bad_elf"
     message: str = ""
+    #: The version needs: library -> the symbol versions required of it (``{"libc.so.6": ("GLIBC_2.2.5",
+    #: "GLIBC_2.27")}``; empty: none). None when not known: malformed (``verneed_error`` says why), or a
+    #: snapshot from before they were recorded.
+    verneed: Optional[Dict[str, Tuple[str, ...]]] = None
+    verneed_error: str = ""
 
     @property
     def ok(self) -> bool:

@@ -342,8 +342,11 @@ class LiveHost(Host):
                 return ElfResult(path, error="not_elf" if "not an ELF" in str(exc) else "bad_elf", message=str(exc))
             except (struct_error, ValueError, IndexError) as exc:
                 return ElfResult(path, error="bad_elf", message=str(exc))
+            vn = d.get("verneed")
             return ElfResult(path, soname=d["soname"], needed=tuple(d["needed"]),  # type: ignore[arg-type]
-                             rpath=tuple(d["rpath"]), runpath=tuple(d["runpath"]))  # type: ignore[arg-type]
+                             rpath=tuple(d["rpath"]), runpath=tuple(d["runpath"]),  # type: ignore[arg-type]
+                             verneed=None if not isinstance(vn, dict) else {k: tuple(v) for k, v in vn.items()},
+                             verneed_error=str(d.get("verneed_error") or ""))
 
         return self._once(self.elfs, path, compute)
 

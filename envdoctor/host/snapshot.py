@@ -62,6 +62,18 @@ def _file_entry(res: FileResult) -> Dict[str, Any]:
     return entry
 
 
+def _elf_entry(r: ElfResult) -> Dict[str, Any]:
+    """One library's dynamic section as the snapshot records it (``verneed`` when it was read, else
+    ``verneed_error`` when it could not be)."""
+    out: Dict[str, Any] = {"soname": r.soname, "needed": list(r.needed), "rpath": list(r.rpath),
+                           "runpath": list(r.runpath)}
+    if r.verneed is not None:
+        out["verneed"] = {lib: list(v) for lib, v in r.verneed.items()}
+    elif r.verneed_error:
+        out["verneed_error"] = r.verneed_error
+    return out
+
+
 def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: str) -> Dict[str, Any]:
     """Everything ``host`` was asked so far, as a snapshot document."""
     nvml = host.nvml()
@@ -89,8 +101,8 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
                      {"error": r.error or "EIO", "message": r.message}) for p, r in sorted(host.dirs.items())},
         "links": {p: ({"target": r.target} if r.target is not None else {"error": r.error or "EINVAL"})
                   for p, r in sorted(host.links.items())},
-        "elf": {p: ({"soname": r.soname, "needed": list(r.needed), "rpath": list(r.rpath), "runpath": list(r.runpath)}
-                    if r.ok else {"error": r.error, "message": r.message}) for p, r in sorted(host.elfs.items())},
+        "elf": {p: (_elf_entry(r) if r.ok else {"error": r.error, "message": r.message})
+                for p, r in sorted(host.elfs.items())},
         "fatbin": {p: ({"sass": list(r.sass), "ptx": list(r.ptx), "section": r.section, "complete": r.complete}
                        if r.ok else {"error": r.error, "message": r.message})
                    for p, r in sorted(getattr(host, "fatbins", {}).items())},
@@ -537,8 +549,11 @@ class SnapshotHost(Host):
             raise ReadHung(path)
         if "error" in entry:
             return ElfResult(path, error=entry["error"], message=entry.get("message", ""))
+        vn = entry.get("verneed")  # absent from snapshots made before it was recorded: not known
         return ElfResult(path, soname=entry.get("soname"), needed=tuple(entry.get("needed", [])),
-                         rpath=tuple(entry.get("rpath", [])), runpath=tuple(entry.get("runpath", [])))
+                         rpath=tuple(entry.get("rpath", [])), runpath=tuple(entry.get("runpath", [])),
+                         verneed=None if vn is None else {str(k): tuple(str(x) for x in v) for k, v in vn.items()},
+                         verneed_error=str(entry.get("verneed_error") or ""))
 
     def fatbin(self, path: str) -> FatbinResult:
         entry = self.doc.get("fatbin", {}).get(path)

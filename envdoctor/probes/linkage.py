@@ -20,16 +20,24 @@ and ``linkage.<framework>`` = ``[{soname, path, resolved, via, version, expected
 how}]``: ``expected`` is the copy the framework ships or pins (first hit in its own
 RPATH/RUNPATH dirs), ``shadowed`` is true when another file wins over it, ``path`` is
 ``None`` when the loader would find nothing ("cannot open shared object file").
+
+``linkage.<framework>.abi``, for every installed framework with compiled code (any build): the C library
+its binaries need. The version needs (``DT_VERNEED``) of its main libraries (:data:`ABI_LIBRARIES`) give the
+highest ``GLIBC_x.y`` symbol version any of them requires of glibc (``ld.so`` refuses one it lacks: "version
+`GLIBC_2.27' not found"), and the highest ``GLIBCXX_``/``CXXABI_`` of libstdc++; the ``Tag:`` lines of its
+wheels' ``.dist-info/WHEEL`` give the glibc the wheel was built for (``manylinux_2_28`` -> 2.28,
+``manylinux2014`` -> 2.17, ``manylinux2010`` -> 2.12, ``manylinux1`` -> 2.5), even where no library could
+be read. ``checks/frameworks.py`` compares both with ``os.glibc``.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..facts import Fact, ok, unknown
-from ..host.base import Host
+from ..host.base import Distribution, Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
@@ -56,6 +64,168 @@ LIBRARIES: Dict[str, Tuple[str, ...]] = {
     # installed on the machine (apache/mxnet#20279)
     "mxnet": ("mxnet/libmxnet.so",),
 }
+
+
+#: Framework -> its main compiled libraries (relative to site-packages) whose version needs are read, for any
+#: build: each group is one library, the first of its candidates that exists (a rename across releases).
+ABI_LIBRARIES: Dict[str, Tuple[Tuple[str, ...], ...]] = {
+    "torch": (("torch/lib/libtorch_cpu.so",), ("torch/lib/libtorch_python.so",), ("torch/lib/libtorch_cuda.so",)),
+    "tensorflow": (LIBRARIES["tensorflow"],
+                   ("tensorflow/python/_pywrap_tensorflow_internal.so",
+                    "tensorflow_core/python/_pywrap_tensorflow_internal.so")),
+    # jaxlib 0.6 renamed xla_extension to _jax
+    "jax": (("jaxlib/xla_extension.so", "jaxlib/_jax.so"), LIBRARIES["jax"]),
+    "onnxruntime": (("onnxruntime/capi/onnxruntime_pybind11_state.so",), LIBRARIES["onnxruntime"]),
+    "mxnet": (LIBRARIES["mxnet"],),
+}
+#: A library's top directory -> the distribution that installs it, where that is not the framework's own
+#: package (``jax_plugins/xla_cuda12`` comes with ``jax-cuda12-plugin``).
+_OWNER = ((re.compile(r"^jaxlib/"), "jaxlib"), (re.compile(r"^jax_plugins/xla_cuda(\d+)/"), "jax-cuda%s-plugin"))
+
+
+def owner_of(name: str, rel: str, package: str) -> str:
+    for pattern, owner in _OWNER:
+        m = pattern.match(rel)
+        if m:
+            return owner % m.groups() if m.groups() else owner
+    return package
+
+
+#: Framework -> the distributions whose wheels carry its compiled code (besides the framework's own package).
+ABI_WHEELS: Dict[str, Tuple[str, ...]] = {"jax": ("jaxlib",)}
+ABI_WHEEL_PREFIXES: Dict[str, Tuple[str, ...]] = {"jax": ("jax-cuda",)}  # jax-cuda12-plugin, jax-cuda12-pjrt
+WHEEL_LIMIT = 16 * 1024
+_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_\w+$")
+_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+_GLIBC_NAME = re.compile(r"^GLIBC_(\d+(?:\.\d+)+)$")
+#: Version names of glibc that mark an ABI feature rather than a release, with the release that brought it
+#: (objects linked with ``-z pack-relative-relocs`` need GLIBC_ABI_DT_RELR, glibc 2.36).
+_GLIBC_ABI = {"GLIBC_ABI_DT_RELR": "2.36"}
+
+
+def platform_glibc(platform: str) -> Optional[Tuple[int, int]]:
+    """The glibc a wheel's platform tag requires: ``manylinux_2_28_x86_64`` -> (2, 28), ``manylinux2014_x86_64``
+    -> (2, 17) (PEP 599/600); None for any other platform (``linux_x86_64`` promises nothing, ``musllinux_*``
+    is not glibc)."""
+    m = _MANYLINUX.match(platform)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    legacy = platform.split("_", 1)[0]
+    return _LEGACY_MANYLINUX.get(legacy) if legacy in _LEGACY_MANYLINUX and "_" in platform else None
+
+
+def wheel_tags(text: str) -> List[str]:
+    """The ``Tag:`` values of a ``.dist-info/WHEEL`` file (``cp310-cp310-manylinux_2_28_x86_64``)."""
+    out = []
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == "tag" and value.strip():
+            out.append(value.strip()[:200])
+    return out[:64]
+
+
+def wheel_floor(tags: Sequence[str]) -> Optional[Tuple[int, int]]:
+    """The lowest glibc any of a wheel's tags runs on (a wheel with several platform tags installs on any of
+    them), or None when one of them promises no glibc (``linux_x86_64``, ``any``) or there are none."""
+    floors = []
+    for tag in tags:
+        parts = tag.split("-")
+        if len(parts) != 3:
+            return None
+        for plat in parts[2].split("."):  # compressed tag sets: manylinux_2_17_x86_64.manylinux2014_x86_64
+            g = platform_glibc(plat)
+            if g is None:
+                return None
+            floors.append(g)
+    return min(floors) if floors else None
+
+
+def version_key(text: str) -> Tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def highest_needed(verneed: Mapping[str, Sequence[str]], prefix: str) -> Optional[Tuple[str, str]]:
+    """The highest ``PREFIX_x.y`` version named in ``verneed`` and the library it is required of:
+    ``("2.27", "libm.so.6")`` for prefix ``GLIBC``. glibc's libraries (libc, libm, libpthread, libdl, librt,
+    ld-linux) all version their symbols ``GLIBC_``; ``GLIBC_PRIVATE`` and the like are not releases."""
+    best: Optional[Tuple[Tuple[int, ...], str, str]] = None
+    pattern = _GLIBC_NAME if prefix == "GLIBC" else re.compile(r"^%s_(\d+(?:\.\d+)+)$" % re.escape(prefix))
+    for lib, names in verneed.items():
+        for name in names:
+            m = pattern.match(name)
+            release = m.group(1) if m else _GLIBC_ABI.get(name) if prefix == "GLIBC" else None
+            if release:
+                key = version_key(release)
+                if best is None or key > best[0]:
+                    best = (key, release, lib)
+    return (best[1], best[2]) if best else None
+
+
+def abi_fact(host: Host, name: str, value: Dict[str, Any], dists: Sequence[Distribution]) -> Optional[Fact]:
+    """``linkage.<name>.abi`` (see the module's doc), or None for a framework with nothing to read."""
+    site = value["path"]
+    package = value.get("package") or name
+    versions = {d.key: d.version for d in dists}
+    libs: List[Dict[str, Any]] = []
+    unread: List[str] = []
+    for group in ABI_LIBRARIES.get(name, ()):
+        for rel in group:
+            path = posixpath.join(site, rel)
+            res = host.elf(path)
+            if res.error == "ENOENT":
+                continue
+            if not res.ok:
+                unread.append("%s: %s%s" % (path, res.error, ": " + res.message if res.message else ""))
+            elif res.verneed is None:
+                unread.append("%s: version needs %s" % (
+                    path, res.verneed_error or "not recorded (a snapshot made before they were)"))
+            else:
+                owner = owner_of(name, rel, package)
+                entry: Dict[str, Any] = {"path": path, "package": owner, "version": versions.get(owner)}
+                for prefix, key in (("GLIBC", "glibc"), ("GLIBCXX", "glibcxx"), ("CXXABI", "cxxabi")):
+                    hit = highest_needed(res.verneed, prefix)
+                    entry[key] = hit[0] if hit else None
+                    if key == "glibc":
+                        entry["glibc_from"] = hit[1] if hit else None
+                libs.append(entry)
+            break
+    wanted = {package} | set(ABI_WHEELS.get(name, ()))
+    wheels: List[Dict[str, Any]] = []
+    for d in dists:
+        if not (d.key in wanted or d.key.startswith(ABI_WHEEL_PREFIXES.get(name, ("\0",)))):
+            continue
+        if not d.metadata_dir.endswith(".dist-info"):
+            continue
+        path = posixpath.join(d.metadata_dir, "WHEEL")
+        text = host.read_text(path, limit=WHEEL_LIMIT)
+        if text is None:
+            continue
+        tags = wheel_tags(text)
+        floor = wheel_floor(tags)
+        wheels.append({"package": d.key, "version": d.version, "path": path, "tags": tags,
+                       "glibc": "%d.%d" % floor if floor else None})
+    if not libs and not unread and not wheels:
+        return None
+    label = "C library %s needs" % name
+    if not libs and not wheels:
+        return unknown("linkage.%s.abi" % name, "no version needs could be read: %s" % "; ".join(unread),
+                       "elf:" + site, label)
+    out: Dict[str, Any] = {"libraries": libs, "unread": unread, "wheels": wheels}
+    top = max((e for e in libs if e["glibc"]), key=lambda e: version_key(e["glibc"]), default=None)
+    out["glibc"] = top["glibc"] if top else None
+    out["glibc_library"] = top["path"] if top else None
+    out["glibc_from"] = top["glibc_from"] if top else None
+    out["glibc_package"] = top["package"] if top else None
+    out["glibc_package_version"] = top["version"] if top else None
+    for key in ("glibcxx", "cxxabi"):
+        out[key] = max((e[key] for e in libs if e[key]), key=version_key, default=None)
+    floor_wheel = max((w for w in wheels if w["glibc"]), key=lambda w: version_key(w["glibc"]), default=None)
+    out["wheel_glibc"] = floor_wheel["glibc"] if floor_wheel else None
+    out["wheel_package"] = floor_wheel["package"] if floor_wheel else None
+    out["wheel_package_version"] = floor_wheel["version"] if floor_wheel else None
+    out["wheel_tags"] = floor_wheel["tags"] if floor_wheel else []
+    src = ("elf:" + top["path"]) if top else ("file:" + floor_wheel["path"]) if floor_wheel else "elf:" + site
+    return ok("linkage.%s.abi" % name, out, src, label)
 
 
 def expand_origin(entries: Sequence[str], lib_dir: str) -> List[str]:
@@ -113,14 +283,24 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
 
 
 @register("linkage", "Framework library linkage", order=95,
-          produces=("linkage.*", "linkage.*.elf"), needs=("frameworks",))
+          produces=("linkage.*", "linkage.*.elf", "linkage.*.abi"), needs=("frameworks",))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")
     facts: List[Fact] = []
+    abi: List[Fact] = []  # linkage.<framework>.abi: every framework with compiled code, whatever its build
     ldp = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
     cache: Optional[List[Tuple[str, str, str]]] = None
     cache_why: Optional[str] = None  # why the loader cache could not be read, when it could not
+    dists: Optional[List[Distribution]] = None
+    for name in ABI_LIBRARIES:
+        value = fw.value("framework." + name)
+        if isinstance(value, dict) and value.get("path"):
+            if dists is None:
+                dists = host.distributions()
+            fact = abi_fact(host, name, value, dists)
+            if fact is not None:
+                abi.append(fact)
     for name, rels in LIBRARIES.items():
         value = fw.value("framework." + name)
         if not isinstance(value, dict) or not value.get("path"):
@@ -166,4 +346,4 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         # Say why the section is empty rather than print a bare heading.
         facts.append(ok("linkage.scan", "no framework with a CUDA library is installed, so nothing to resolve",
                         "derived", "Frameworks checked"))
-    return facts
+    return facts + abi
