@@ -137,22 +137,29 @@ def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, 
     msg = "torch {} has no CUDA build for compute capability {}: its builds cover {}".format(
         row["version"], ", ".join(bad), built)
     alts: List[str] = []
-    named = False
-    for r in reversed(load("torch")):
-        fit = [v for v in r["variants"] if all(torch_supports_arch(v, cc) for cc in bad)]
-        if fit:
-            named = True
-            newer = Version(r["version"]) > Version(row["version"])
-            msg += "; the {} release with sm_{} is torch {} ({})".format(
-                "first" if newer else "last", bad[0].replace(".", ""), r["version"], fit[-1]["tag"])
-            chosen = _choose(facts, r["version"], None, docker, python=python)
-            if chosen is not None:  # only a line the recipe accepts here (its driver, its cuDNN, its Python)
-                alts.append("envdoctor install pytorch --version {} --option cuda={}".format(
-                    r["version"], chosen.build["cuda"]))
-            if not newer:
-                break
+    here = Version(row["version"])
+    fits = [(r, [v for v in r["variants"] if all(torch_supports_arch(v, cc) for cc in bad)]) for r in load("torch")]
+    fits = [(r, f) for r, f in fits if f]
+    newer = [x for x in fits if Version(x[0]["version"]) > here]
+    older = [x for x in fits if Version(x[0]["version"]) < here]
+    # The nearest release on each side: the first newer one that has the code, the last older one.
+    nearest = ([("first", min(newer, key=lambda x: Version(x[0]["version"])))] if newer else []) + (
+        [("last", max(older, key=lambda x: Version(x[0]["version"])))] if older else [])
+    named = bool(nearest)
+    for which, (r, fit) in nearest:
+        msg += "; the {} release with sm_{} is torch {} ({})".format(
+            which, bad[0].replace(".", ""), r["version"], fit[-1]["tag"])
+        chosen = _choose(facts, r["version"], None, docker, python=python)
+        if chosen is not None:  # only a line the recipe accepts here (its driver, its cuDNN, its Python)
+            alts.append("envdoctor install pytorch --version {} --option cuda={}".format(
+                r["version"], chosen.build["cuda"]))
     if not named:
         msg += "; no torch release in the matrix supports it"
+    newest = _choose(facts, None, None, docker, python=python) if alts else None
+    if newest is not None:  # and the newest release that runs here, as advise answers
+        line = "envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])
+        if line not in alts:
+            alts.insert(0, line)
     if not alts:
         newest = _choose(facts, None, None, docker, python=python)
         if newest is not None:

@@ -403,3 +403,17 @@ def test_install_and_advise_choose_the_same_torch_build(machine):
     line = " ".join(next(s.action.argv for s in plan.steps if s.id == "pip-install"))
     assert torch.variant and line.endswith("torch==%s.* --index-url https://download.pytorch.org/whl/%s" % (
         torch.release, torch.variant)), (line, torch.release, torch.variant)
+
+
+def test_an_old_release_for_a_new_gpu_names_the_nearest_releases_once():
+    """torch 1.12 on an H100 (sm_90): the refusal names the first newer release with sm_90 and the last older
+    one, once each (it used to repeat "the first release with sm_90 is torch X" for every newer release and
+    offer 17 lines), and offers those plus the newest release that runs here."""
+    facts = machine_facts("580.95.05", 13000, [[9, 0]], ["NVIDIA H100 80GB HBM3"])
+    with pytest.raises(RecipeError) as err:
+        pytorch.plan(req("pytorch", "1.12", method="conda"), UBUNTU2204, facts)
+    msg = err.value.message
+    assert msg.count("the first release with sm_90") == 1 and "the first release with sm_90 is torch 2.0" in msg
+    assert msg.count("release with sm_90") <= 2
+    assert len(err.value.alternatives) <= 3
+    assert any("--version 2.0 " in a for a in err.value.alternatives)
