@@ -846,7 +846,9 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
                     "dockerfile.no_compiler_in_image", "%s, but the stage builds FROM %s, which has no nvcc" % (
                         why[:1].upper() + why[1:], base.reference),
                     "Only the -devel nvidia/cuda images carry nvcc and the CUDA headers; on %s the build stops with "
-                    "'nvcc: not found' or 'CUDA_HOME environment variable is not set'." % what, ins.line, path,
+                    "'nvcc: not found' or 'CUDA_HOME environment variable is not set' (a project whose CUDA "
+                    "part is optional, such as PyTorch built from source, builds without it instead)." % what,
+                    ins.line, path,
                     Fix("Build FROM the -devel image, or compile in a -devel stage and copy the result into this "
                         "one (or install a prebuilt wheel).", ["FROM %s" % sugg.rstrip("-")] if sugg else [])))
             if why and not told_arch and t.gpu_ccs and scope.get("TORCH_CUDA_ARCH_LIST"):
