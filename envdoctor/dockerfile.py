@@ -907,8 +907,89 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
                             ["RUN python3 -m venv /opt/venv", "ENV PATH=/opt/venv/bin:$PATH"]),
                         url=PEP668_SOURCE))
                 out += _framework_findings(pip, st, t, pip.python or state.version, gpu_image, path, scope)
+            for project in _project_installs(argv, pip, ins.line, context_dir):
+                out += _framework_findings(project, st, t, state.version, gpu_image, path, scope)
             state.after(argv, base)
     return out
+
+
+def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
+                      context_dir: Optional[str]) -> List[PipInstall]:
+    """The dependencies of the project in the build context that this command installs (``pip install .``,
+    ``pip install -e .[gpu]``, ``uv sync``, ``uv pip install -r pyproject.toml``), one install each, with the
+    index uv takes it from where ``[tool.uv.sources]`` names one (pip does not read uv's sources: for pip the
+    command's own index). Empty when the command installs no local project or pyproject.toml is not readable."""
+    if not context_dir:
+        return []
+    extras: set = set()
+    uv = bool(argv) and os.path.basename(argv[0]) == "uv"
+    if uv and list(argv[1:2]) == ["sync"]:
+        words = list(argv[2:])
+        for i, w in enumerate(words):
+            if w == "--extra" and i + 1 < len(words):
+                extras.add(words[i + 1])
+            elif w.startswith("--extra="):
+                extras.add(w.split("=", 1)[1])
+        if "--all-extras" in words:
+            extras.add("*")
+    elif pip is not None and (any(re.fullmatch(r"\.(/)?(\[[\w,.-]+\])?", u) for u in pip.urls)
+                              or any(os.path.basename(f) == "pyproject.toml" for f in pip.requirement_files)):
+        for u in pip.urls:
+            m = re.fullmatch(r"\./?\[([\w,.-]+)\]", u)
+            if m:
+                extras.update(x.strip() for x in m.group(1).split(","))
+    else:
+        return []
+    doc = _read_toml(os.path.join(context_dir, "pyproject.toml"))
+    project = _table(doc, "project")
+    deps = [d for d in project.get("dependencies") or [] if isinstance(d, str)]
+    for name, items in _table(project, "optional-dependencies").items():
+        if ("*" in extras or name in extras) and isinstance(items, list):
+            deps += [d for d in items if isinstance(d, str)]
+    uvconf = _table(_table(doc, "tool"), "uv")
+    indexes = {i.get("name"): i.get("url") for i in uvconf.get("index") or [] if isinstance(i, dict)}
+    sources = _table(uvconf, "sources")
+    out: List[PipInstall] = []
+    for text in deps:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        index = pip.index_url if pip is not None else None
+        if uv:
+            src = sources.get(req.name) or sources.get(canonicalize_name(req.name))
+            if isinstance(src, list):  # several sources, each with a marker: not judged
+                continue
+            if isinstance(src, dict) and src.get("index") in indexes:
+                index = indexes[src["index"]]
+            elif isinstance(src, dict):
+                continue  # a git, path or URL source: not an index build
+        out.append(PipInstall(line, list(argv), requirements=[req], index_url=index, in_venv=True))
+    return out
+
+
+def _table(doc: Mapping[str, Any], key: str) -> Dict[str, Any]:
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _read_toml(path: str) -> Dict[str, Any]:
+    import sys
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES)
+    except OSError:
+        return {}
+    if sys.version_info >= (3, 11):
+        import tomllib as toml
+    else:
+        import tomli as toml  # the conditional dependency below 3.11
+    try:
+        doc = toml.loads(data.decode("utf-8", "replace"))
+    except (ValueError, UnicodeError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 #: torch.utils.cpp_extension's architecture names in TORCH_CUDA_ARCH_LIST.

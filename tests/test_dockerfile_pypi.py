@@ -68,3 +68,65 @@ def test_older_releases_take_their_own_pypi_build():
     found = _lint("FROM python:3.11-slim\nRUN pip install 'torch>=2.5,<2.6'\n")
     assert len(found) == 1 and "cu124" in found[0].title and "cu118" not in found[0].title
 
+
+
+# -- the project in the build context: pip install ., uv sync -----------------------------------------------
+
+PYPROJECT = """[project]
+name = "trainer"
+version = "0.1"
+requires-python = ">=3.10"
+dependencies = ["numpy", "torch==2.1.0"]
+
+[project.optional-dependencies]
+onnx = ["onnxruntime==1.19.2"]
+"""
+
+UV_SOURCES = """
+[tool.uv.sources]
+torch = { index = "pytorch-cu118" }
+
+[[tool.uv.index]]
+name = "pytorch-cu118"
+url = "https://download.pytorch.org/whl/cu118"
+explicit = true
+"""
+
+
+def _lint_context(tmp_path, dockerfile, pyproject, target=V100_R470):
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    return dfmod.lint(dfmod.parse(dockerfile, "Dockerfile"), target, str(tmp_path))
+
+
+@pytest.mark.parametrize("install", ["RUN pip install .", "RUN pip install -e .", "RUN uv sync",
+                                     "RUN uv pip install -r pyproject.toml"])
+def test_the_projects_own_dependencies_are_judged(tmp_path, install):
+    """pip and uv install the dependencies pyproject.toml declares: torch 2.1.0 from PyPI is the cu121 build,
+    which driver 470 cannot run."""
+    found = _lint_context(tmp_path, BASE + "COPY . /app\nWORKDIR /app\n" + install + "\n", PYPROJECT)
+    assert [(f.code, f.evidence[0]["value"]) for f in found] == [("dockerfile.build_does_not_fit", 4)], found
+    assert "torch==2.1.0" in found[0].title and "cu121" in found[0].title
+
+
+def test_uv_takes_torch_from_the_index_its_sources_name(tmp_path):
+    """[tool.uv.sources] sends torch to the cu118 index: uv sync installs a build driver 470 runs; pip does not
+    read uv's sources, so `pip install .` still takes PyPI's cu121 build."""
+    text = BASE + "COPY . /app\nWORKDIR /app\nRUN uv sync\n"
+    assert _lint_context(tmp_path, text, PYPROJECT + UV_SOURCES) == []
+    found = _lint_context(tmp_path, BASE + "COPY . /app\nRUN pip install .\n", PYPROJECT + UV_SOURCES)
+    assert [f.code for f in found] == ["dockerfile.build_does_not_fit"]
+
+
+def test_extras_the_command_asks_for_are_judged_too(tmp_path):
+    gpu_image = "FROM nvidia/cuda:11.8.0-runtime-ubuntu22.04\nRUN apt-get update && apt-get install -y python3-pip\n"
+    target = Target(driver="535.104.05", cc="7.0", gpu="Tesla V100")
+    assert _lint_context(tmp_path, gpu_image + "RUN pip install .\n", PYPROJECT, target) == []
+    found = _lint_context(tmp_path, gpu_image + "RUN pip install '.[onnx]'\n", PYPROJECT, target)
+    assert [f.code for f in found] == ["dockerfile.cpu_only_build"]
+    found = _lint_context(tmp_path, gpu_image + "RUN uv sync --extra onnx\n", PYPROJECT, target)
+    assert [f.code for f in found] == ["dockerfile.cpu_only_build"]
+
+
+def test_a_project_that_cannot_be_read_is_not_judged(tmp_path):
+    assert _lint_context(tmp_path, BASE + "RUN pip install .\n", "this is [not toml") == []
+    assert dfmod.lint(dfmod.parse(BASE + "RUN uv sync\n", "Dockerfile"), V100_R470, str(tmp_path / "gone")) == []
