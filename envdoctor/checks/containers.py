@@ -168,3 +168,47 @@ def dev_char_links(ctx: CheckContext) -> Iterable[Finding]:
                           "echo 'ACTION==\"add\", DEVPATH==\"/bus/pci/drivers/nvidia\", RUN+=\"/usr/bin/nvidia-ctk "
                           "system create-dev-char-symlinks --create-all\"' | sudo tee "
                           "/lib/udev/rules.d/71-nvidia-dev-char.rules"]))
+
+
+NO_CGROUPS_THREAD = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/381"
+#: The sockets of the system (rootful) Docker daemon; a rootless daemon listens in $XDG_RUNTIME_DIR.
+ROOTFUL_SOCKETS = ("unix:///var/run/docker.sock", "unix:///run/docker.sock")
+
+
+@check("container-toolkit.no-cgroups", requires=("container.toolkit", "container.docker"),
+       reads=("container.*", "os.*"), layers=("containers",), codes=(
+    CodeDoc("container-toolkit.no_cgroups_rootful", "warning",
+            "/etc/nvidia-container-runtime/config.toml sets no-cgroups = true (a setting for rootless containers) "
+            "while Docker runs as the system (rootful) daemon.",
+            "container.toolkit (config.toml no-cgroups, mode), container.docker (endpoint)",
+            "The toolkit's hook then adds no device cgroup rules: GPU containers start, but nvidia-smi in them "
+            "prints 'Failed to initialize NVML: Unknown Error' (toolkit 1.14.0 ignored config.toml, so the "
+            "setting bites from 1.14.1 on).", NO_CGROUPS_THREAD),
+))
+def no_cgroups_rootful(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    tk = facts.value("container.toolkit")
+    docker = facts.value("container.docker")
+    if not (isinstance(tk, dict) and tk.get("installed") and tk.get("no_cgroups") is True):
+        return
+    if str(tk.get("mode") or "auto") == "cdi":
+        return  # CDI mode: the runtime injects the devices itself, the legacy hook's cgroup setting is unused
+    if not (isinstance(docker, dict) and docker.get("server") and not docker.get("error")):
+        return
+    if docker.get("endpoint") not in ROOTFUL_SOCKETS or facts.value("os.container"):
+        return  # a rootless daemon (its socket in $XDG_RUNTIME_DIR) needs no-cgroups = true
+    yield Finding(
+        code="container-toolkit.no_cgroups_rootful", severity="warning", components=["container-toolkit", "docker"],
+        title="config.toml sets no-cgroups = true, but Docker %s is the rootful daemon (%s): GPU containers "
+              "fail with 'Failed to initialize NVML: Unknown Error'" % (docker.get("server"), docker.get("endpoint")),
+        detail="no-cgroups = true stops the NVIDIA Container Toolkit %s's hook from adding the GPU device rules to "
+               "the container's cgroup; only rootless containers, which cannot set them, need it. Under the "
+               "system Docker daemon the container then cannot open /dev/nvidia*. (Toolkit 1.14.0 ignored "
+               "config.toml, so an upgrade from it makes a long-standing setting bite.)" % tk.get("version"),
+        evidence=_ev(facts, "container.toolkit", "container.docker"),
+        source={"rule": "no-cgroups = true is only for rootless containers (NVIDIA maintainers in the thread)",
+                "url": NO_CGROUPS_THREAD, "checked": "2026-11-27"},
+        fix=Fix(text="Set no-cgroups = false in /etc/nvidia-container-runtime/config.toml (for rootless use, "
+                     "give that daemon its own config instead), then recreate the GPU containers.",
+                commands=["sudo sed -i 's/^no-cgroups *= *true/no-cgroups = false/' "
+                          "/etc/nvidia-container-runtime/config.toml"]))

@@ -417,6 +417,34 @@ def daemon_json_fact(host: Host) -> Tuple[Fact, Optional[Dict[str, Any]]]:
 
 
 _CTK = re.compile(r"NVIDIA Container Toolkit CLI version\s+(\S+)")
+_TOML_SECTION = re.compile(r"^\s*\[\s*([\w.-]+)\s*\]\s*(?:#.*)?$")
+_TOML_KEY = re.compile(r"""^\s*"?([\w-]+)"?\s*=\s*(.*?)\s*(?:#.*)?$""")
+
+
+def toolkit_settings(text: str) -> Dict[str, Any]:
+    """The config.toml settings the checks judge: ``no_cgroups`` ([nvidia-container-cli] no-cgroups: True,
+    False, or None when not set; the toolkit's default is false) and ``mode`` ([nvidia-container-runtime] mode,
+    None when not set: "auto").  Commented-out lines (the packaged file lists every default that way) are not
+    settings.  A value that is not a TOML boolean or string reads as None, as if unset."""
+    out: Dict[str, Any] = {"no_cgroups": None, "mode": None}
+    section = ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        sec = _TOML_SECTION.match(line)
+        if sec:
+            section = sec.group(1)
+            continue
+        kv = _TOML_KEY.match(line)
+        if not kv:
+            continue
+        key, raw = kv.group(1), kv.group(2)
+        if section == "nvidia-container-cli" and key == "no-cgroups":
+            out["no_cgroups"] = {"true": True, "false": False}.get(raw)
+        elif section == "nvidia-container-runtime" and key == "mode":
+            m = re.fullmatch(r"""["']([\w-]*)["']""", raw)
+            out["mode"] = m.group(1) if m else None
+    return out
 _CLI = re.compile(r"^cli-version:\s*(\S+)", re.M)
 
 
@@ -438,6 +466,9 @@ def toolkit_fact(host: Host) -> Fact:
     value = {"installed": True, "version": (m1 or m2).group(1),  # type: ignore[union-attr]
              "ctk_version": m1.group(1) if m1 else None, "cli_version": m2.group(1) if m2 else None,
              "config_toml": config, "runtime_path": runtime}
+    if config:
+        text = host.read_text(TOOLKIT_CONFIG, limit=256 * 1024)
+        value.update(toolkit_settings(text) if text is not None else {"no_cgroups": None, "mode": None})
     src = "command:nvidia-ctk --version" if m1 else "command:nvidia-container-cli --version"
     return ok("container.toolkit", value, src, "NVIDIA Container Toolkit")
 
