@@ -473,6 +473,35 @@ def toolkit_fact(host: Host) -> Fact:
     return ok("container.toolkit", value, src, "NVIDIA Container Toolkit")
 
 
+_CDI_NODE = re.compile(r"""^(\s*)(-\s*)?"?(path|hostPath)"?\s*:\s*"?([^"\s#]+)""")
+
+
+def cdi_device_nodes(text: str) -> List[str]:
+    """The host device nodes a CDI spec's deviceNodes entries name (``hostPath`` where given, else ``path``),
+    in order, each once.  Only paths under /dev: hooks and mounts also have ``path`` keys, and none of
+    theirs is a device node.  A line-based reading of the YAML ``nvidia-ctk cdi generate`` writes (one key a
+    line); JSON specs, on one line, yield nothing."""
+    nodes: List[str] = []
+    item: Optional[Dict[str, str]] = None
+    items: List[Dict[str, str]] = []
+    for line in text.splitlines():
+        m = _CDI_NODE.match(line)
+        if not m:
+            if line.lstrip().startswith("-"):
+                item = None  # another list item begins
+            continue
+        if m.group(2):  # "- path: ..." starts an entry
+            item = {}
+            items.append(item)
+        if item is not None:
+            item.setdefault(m.group(3), m.group(4))
+    for it in items:
+        node = it.get("hostPath") or it.get("path") or ""
+        if node.startswith("/dev/") and node not in nodes:
+            nodes.append(node)
+    return nodes
+
+
 def cdi_fact(host: Host) -> Fact:
     specs: List[Dict[str, Any]] = []
     for d in CDI_DIRS:
@@ -481,8 +510,10 @@ def cdi_fact(host: Host) -> Fact:
             kind = re.search(r"""^\s*"?kind"?\s*:\s*"?([\w./-]+)""", text, re.M)
             ver = re.search(r"""^\s*"?cdiVersion"?\s*:\s*"?([\w.]+)""", text, re.M)
             devices = re.findall(r"""^\s*-\s*"?name"?\s*:\s*"?([\w.-]+)""", text, re.M)
+            nodes = cdi_device_nodes(text)
             specs.append({"path": path, "kind": kind.group(1) if kind else None,
-                          "cdi_version": ver.group(1) if ver else None, "devices": devices})
+                          "cdi_version": ver.group(1) if ver else None, "devices": devices,
+                          "missing_nodes": [n for n in nodes if not host.exists(n)]})
     value = {"specs": specs, "nvidia": any((s["kind"] or "").startswith("nvidia.com/") for s in specs)}
     return ok("container.cdi_specs", value, "dir:" + ",".join(CDI_DIRS), "CDI specs")
 
