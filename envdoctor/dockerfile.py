@@ -32,7 +32,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from . import frameworks, osinfo
+from . import frameworks, osinfo, versions
 from .checks import CodeDoc
 from .findings import Finding, Fix
 from .matrix import hardware as hw
@@ -993,33 +993,8 @@ def _read_toml(path: str) -> Dict[str, Any]:
 
 
 #: torch.utils.cpp_extension's architecture names in TORCH_CUDA_ARCH_LIST.
-_NAMED_ARCHES = {"kepler+tesla": "3.7", "kepler": "3.5+PTX", "maxwell+tegra": "5.3", "maxwell": "5.0;5.2+PTX",
-                 "pascal": "6.0;6.1+PTX", "volta+tegra": "7.2", "volta": "7.0+PTX", "turing": "7.5+PTX",
-                 "ampere+tegra": "8.7", "ampere": "8.0;8.6+PTX", "ada": "8.9+PTX", "hopper": "9.0+PTX"}
-
-
-def _arch_list_runs_on(arch_list: str, cc: str) -> Optional[bool]:
-    """Whether code built for TORCH_CUDA_ARCH_LIST runs on a GPU of compute capability ``cc``: SASS of X.Y
-    on X.Y..X.9, PTX of X.Y on any later GPU. None when the list cannot be read (a variable, a typo)."""
-    try:
-        want = tuple(int(p) for p in cc.split(".")[:2])
-    except ValueError:
-        return None
-    entries = []
-    for word in re.split(r"[;\s]+", arch_list.strip().strip("\"'")):
-        if not word:
-            continue
-        entries += _NAMED_ARCHES.get(word.lower(), word).split(";")
-    for e in entries:
-        m = re.fullmatch(r"(\d+)\.(\d+)[a-z]?(\+PTX)?", e.strip(), re.I)
-        if not m:
-            return None
-        arch = (int(m.group(1)), int(m.group(2)))
-        if m.group(3) and arch <= want:
-            return True
-        if arch[0] == want[0] and arch[1] <= want[1]:
-            return True
-    return False if entries else None
+#: TORCH_CUDA_ARCH_LIST read as torch.utils.cpp_extension reads it (shared with the environment check).
+_arch_list_runs_on = versions.torch_arch_list_runs_on
 
 
 def _through_forward_compat(base: Image, t: Target) -> Target:

@@ -7,11 +7,13 @@ each helper here returns ``None`` for what is not a version instead of raising.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["Version", "parse", "release", "major", "major_minor", "branch", "pip_pin", "digits"]
+__all__ = ["Version", "parse", "release", "major", "major_minor", "branch", "pip_pin", "digits",
+           "torch_arch_list_runs_on"]
 
 
 def parse(text: Any) -> Optional[Version]:
@@ -74,3 +76,34 @@ def digits(text: Any) -> Optional[str]:
     if v is None or len(v.release) < 2:
         return None
     return "%d%d" % (v.release[0], v.release[1])
+
+
+#: The names torch.utils.cpp_extension accepts in TORCH_CUDA_ARCH_LIST and what each stands for.
+TORCH_NAMED_ARCHES = {"kepler+tesla": "3.7", "kepler": "3.5+PTX", "maxwell+tegra": "5.3", "maxwell": "5.0;5.2+PTX",
+                      "pascal": "6.0;6.1+PTX", "volta+tegra": "7.2", "volta": "7.0+PTX", "turing": "7.5+PTX",
+                      "ampere+tegra": "8.7", "ampere": "8.0;8.6+PTX", "ada": "8.9+PTX", "hopper": "9.0+PTX"}
+
+
+def torch_arch_list_runs_on(arch_list: str, cc: str) -> Optional[bool]:
+    """Whether code built for ``TORCH_CUDA_ARCH_LIST=arch_list`` runs on a GPU of compute capability ``cc``: SASS
+    of X.Y on X.Y..X.9, PTX of X.Y on any later GPU; the named architectures (``Ampere``, ``Hopper``...) as
+    torch.utils.cpp_extension expands them. None when the list cannot be read (a variable, a typo, ``All``)."""
+    try:
+        want = tuple(int(p) for p in cc.split(".")[:2])
+    except ValueError:
+        return None
+    entries = []
+    for word in re.split(r"[;\s]+", arch_list.strip().strip("\"'")):
+        if not word:
+            continue
+        entries += TORCH_NAMED_ARCHES.get(word.lower(), word).split(";")
+    for e in entries:
+        m = re.fullmatch(r"(\d+)\.(\d+)[a-z]?(\+PTX)?", e.strip(), re.I)
+        if not m:
+            return None
+        arch = (int(m.group(1)), int(m.group(2)))
+        if m.group(3) and arch <= want:
+            return True
+        if arch[0] == want[0] and arch[1] <= want[1]:
+            return True
+    return False if entries else None

@@ -168,3 +168,93 @@ def dev_char_links(ctx: CheckContext) -> Iterable[Finding]:
                           "echo 'ACTION==\"add\", DEVPATH==\"/bus/pci/drivers/nvidia\", RUN+=\"/usr/bin/nvidia-ctk "
                           "system create-dev-char-symlinks --create-all\"' | sudo tee "
                           "/lib/udev/rules.d/71-nvidia-dev-char.rules"]))
+
+
+NO_CGROUPS_THREAD = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/381"
+#: The sockets of the system (rootful) Docker daemon; a rootless daemon listens in $XDG_RUNTIME_DIR.
+ROOTFUL_SOCKETS = ("unix:///var/run/docker.sock", "unix:///run/docker.sock")
+
+
+@check("container-toolkit.no-cgroups", requires=("container.toolkit", "container.docker"),
+       reads=("container.*", "os.*"), layers=("containers",), codes=(
+    CodeDoc("container-toolkit.no_cgroups_rootful", "warning",
+            "/etc/nvidia-container-runtime/config.toml sets no-cgroups = true (a setting for rootless containers) "
+            "while Docker runs as the system (rootful) daemon.",
+            "container.toolkit (config.toml no-cgroups, mode), container.docker (endpoint)",
+            "The toolkit's hook then adds no device cgroup rules: GPU containers start, but nvidia-smi in them "
+            "prints 'Failed to initialize NVML: Unknown Error' (toolkit 1.14.0 ignored config.toml, so the "
+            "setting bites from 1.14.1 on).", NO_CGROUPS_THREAD),
+))
+def no_cgroups_rootful(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    tk = facts.value("container.toolkit")
+    docker = facts.value("container.docker")
+    if not (isinstance(tk, dict) and tk.get("installed") and tk.get("no_cgroups") is True):
+        return
+    if str(tk.get("mode") or "auto") == "cdi":
+        return  # CDI mode: the runtime injects the devices itself, the legacy hook's cgroup setting is unused
+    if not (isinstance(docker, dict) and docker.get("server") and not docker.get("error")):
+        return
+    if docker.get("endpoint") not in ROOTFUL_SOCKETS or facts.value("os.container"):
+        return  # a rootless daemon (its socket in $XDG_RUNTIME_DIR) needs no-cgroups = true
+    yield Finding(
+        code="container-toolkit.no_cgroups_rootful", severity="warning", components=["container-toolkit", "docker"],
+        title="config.toml sets no-cgroups = true, but Docker %s is the rootful daemon (%s): GPU containers "
+              "fail with 'Failed to initialize NVML: Unknown Error'" % (docker.get("server"), docker.get("endpoint")),
+        detail="no-cgroups = true stops the NVIDIA Container Toolkit %s's hook from adding the GPU device rules to "
+               "the container's cgroup; only rootless containers, which cannot set them, need it. Under the "
+               "system Docker daemon the container then cannot open /dev/nvidia*. (Toolkit 1.14.0 ignored "
+               "config.toml, so an upgrade from it makes a long-standing setting bite.)" % tk.get("version"),
+        evidence=_ev(facts, "container.toolkit", "container.docker"),
+        source={"rule": "no-cgroups = true is only for rootless containers (NVIDIA maintainers in the thread)",
+                "url": NO_CGROUPS_THREAD, "checked": "2026-11-27"},
+        fix=Fix(text="Set no-cgroups = false in /etc/nvidia-container-runtime/config.toml (for rootless use, "
+                     "give that daemon its own config instead), then recreate the GPU containers.",
+                commands=["sudo sed -i 's/^no-cgroups *= *true/no-cgroups = false/' "
+                          "/etc/nvidia-container-runtime/config.toml"]))
+
+
+CDI_DOC = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
+CDI_STALE_THREAD = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/885"
+#: Nodes the driver creates on demand (nvidia-uvm at the first CUDA call): their absence is the driver's
+#: finding (driver.device_nodes_missing), not a stale spec.
+_ON_DEMAND_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+
+
+@check("container-toolkit.cdi-spec", requires=("container.cdi_specs",), reads=("container.*", "os.*"),
+       layers=("containers",), codes=(
+    CodeDoc("container-toolkit.cdi_spec_stale", "warning",
+            "An NVIDIA CDI spec in /etc/cdi or /var/run/cdi names device nodes that do not exist on this host "
+            "(it was generated for another GPU or device layout).",
+            "container.cdi_specs (missing_nodes)",
+            "Podman, containerd or Docker in CDI mode refuse the devices that name them: 'setting up CDI "
+            "devices: failed to inject devices: failed to stat CDI host device \"/dev/...\": no such file or "
+            "directory'.", CDI_STALE_THREAD),
+))
+def cdi_spec_stale(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    cdi = facts.value("container.cdi_specs")
+    if not isinstance(cdi, dict) or facts.value("os.container"):
+        return  # inside a container /dev is the container's, not the host's the spec describes
+    for spec in cdi.get("specs") or []:
+        if not isinstance(spec, dict) or not str(spec.get("kind") or "").startswith("nvidia.com/"):
+            continue
+        gone = [n for n in spec.get("missing_nodes") or [] if n not in _ON_DEMAND_NODES]
+        if not gone:
+            continue
+        path = spec.get("path")
+        yield Finding(
+            code="container-toolkit.cdi_spec_stale", severity="warning", components=["container-toolkit"],
+            title="The CDI spec %s names %s, which %s not exist on this host: GPU containers using it fail to "
+                  "start" % (path, ", ".join(gone), "does" if len(gone) == 1 else "do"),
+            detail="A CDI spec lists the host device nodes each device injects; it was generated for an earlier "
+                   "device layout (another GPU, a removed or re-enumerated card, another driver). Podman (or "
+                   "containerd, or Docker in CDI mode) refuses such a device: 'failed to stat CDI host device "
+                   "\"%s\": no such file or directory'. nvidia-ctk regenerates it from the devices present now." %
+                   gone[0],
+            evidence=_ev(facts, "container.cdi_specs"),
+            source={"rule": "a CDI spec must name existing host device nodes; regenerate it after hardware or "
+                            "driver changes", "url": CDI_DOC, "checked": "2026-11-27"},
+            fix=Fix(text="Regenerate the spec from the devices present now (toolkit 1.18 and later also ship the "
+                         "nvidia-cdi-refresh service, which does this at boot and on driver changes).",
+                    commands=["sudo nvidia-ctk cdi generate --output=%s" % path, "nvidia-ctk cdi list"]))

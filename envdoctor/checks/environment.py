@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..versions import torch_arch_list_runs_on
 from . import CheckContext, CodeDoc, check
 
 ENV_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
@@ -159,6 +160,56 @@ def cuda_device_order(ctx: CheckContext) -> Iterable[Finding]:
                 "checked": CHECKED},
         fix=Fix(text="Number GPUs as nvidia-smi does, or select them by UUID.",
                 commands=["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi -L   # UUIDs for CUDA_VISIBLE_DEVICES"]))
+
+
+ARCH_LIST_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"
+
+
+@check("environment.torch-cuda-arch-list", requires=("env.torch_cuda_arch_list", "gpu.N.compute_capability"),
+       reads=("env.*", "gpu.*", "gpu.*.*"), layers=("cuda",), codes=(
+    CodeDoc("cuda.arch_list_excludes_gpu", "warning",
+            "TORCH_CUDA_ARCH_LIST is set and names no architecture that runs on a GPU of this machine.",
+            "env.torch_cuda_arch_list, gpu.N.compute_capability",
+            "PyTorch CUDA extensions (and PyTorch) built here are compiled only for the listed architectures: on "
+            "this GPU they fail with 'no kernel image is available for execution on the device'.", ARCH_LIST_DOC),
+))
+def torch_cuda_arch_list(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    value = facts.value("env.torch_cuda_arch_list")
+    count = facts.value("gpu.count")
+    if not isinstance(value, str) or not isinstance(count, int) or count < 1:
+        return
+    missed: Dict[str, str] = {}  # compute capability -> GPU name
+    for i in range(count):
+        cc = facts.value("gpu.%d.compute_capability" % i)
+        if cc is None:
+            continue
+        cc = str(cc)
+        if torch_arch_list_runs_on(value, cc) is False:
+            missed.setdefault(cc, str(facts.value("gpu.%d.name" % i) or "GPU %d" % i))
+    if not missed:
+        return  # covered, or a list envdoctor cannot read (a variable, "All"): nothing to say
+    ccs = sorted(missed, key=lambda c: tuple(int(p) for p in c.split(".") if p.isdigit()))
+    gpus = ", ".join("%s (%s)" % (missed[c], c) for c in ccs)
+    keys = ["env.torch_cuda_arch_list"] + ["gpu.%d.compute_capability" % i for i in range(count)]
+    yield Finding(
+        code="cuda.arch_list_excludes_gpu", severity="warning", components=["cuda", "gpu", "torch"],
+        title="TORCH_CUDA_ARCH_LIST=%s has no code for %s: CUDA extensions built here will not run on %s" % (
+            value, " or ".join("compute capability %s" % c for c in ccs), "it" if len(ccs) == 1 else "them"),
+        detail="torch.utils.cpp_extension compiles CUDA extensions (flash-attn, apex, mmcv, DeepSpeed ops, a "
+               "project's own kernels) for exactly the architectures TORCH_CUDA_ARCH_LIST names; SASS of X.Y runs "
+               "only on X.Y to X.9 and PTX (+PTX) on later GPUs. None of them runs on %s, so the extension "
+               "loads but every kernel fails with 'no kernel image is available for execution on the device'. "
+               "(A list meant for other machines, e.g. a wheel built for a cluster, is fine: then ignore this.)"
+               % gpus,
+        evidence=_ev(facts, *keys),
+        source={"rule": "TORCH_CUDA_ARCH_LIST decides the -gencode flags torch.utils.cpp_extension passes to nvcc; "
+                        "a cubin runs on its own major at an equal or higher minor, PTX at or above its capability",
+                "url": ARCH_LIST_DOC, "checked": "2026-11-27"},
+        fix=Fix(text="Add this machine's GPU architecture to the list (or unset it: the extension is then built "
+                     "for the GPUs present), then rebuild the extension from scratch (a cached wheel or build "
+                     "directory keeps the old architectures).",
+                commands=['export TORCH_CUDA_ARCH_LIST="%s"' % ";".join([value.strip().strip("\"'")] + ccs)]))
 
 
 @check("environment.driver-libs-loadable", requires=("driver.userspace.libraries",),

@@ -417,6 +417,34 @@ def daemon_json_fact(host: Host) -> Tuple[Fact, Optional[Dict[str, Any]]]:
 
 
 _CTK = re.compile(r"NVIDIA Container Toolkit CLI version\s+(\S+)")
+_TOML_SECTION = re.compile(r"^\s*\[\s*([\w.-]+)\s*\]\s*(?:#.*)?$")
+_TOML_KEY = re.compile(r"""^\s*"?([\w-]+)"?\s*=\s*(.*?)\s*(?:#.*)?$""")
+
+
+def toolkit_settings(text: str) -> Dict[str, Any]:
+    """The config.toml settings the checks judge: ``no_cgroups`` ([nvidia-container-cli] no-cgroups: True,
+    False, or None when not set; the toolkit's default is false) and ``mode`` ([nvidia-container-runtime] mode,
+    None when not set: "auto").  Commented-out lines (the packaged file lists every default that way) are not
+    settings.  A value that is not a TOML boolean or string reads as None, as if unset."""
+    out: Dict[str, Any] = {"no_cgroups": None, "mode": None}
+    section = ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        sec = _TOML_SECTION.match(line)
+        if sec:
+            section = sec.group(1)
+            continue
+        kv = _TOML_KEY.match(line)
+        if not kv:
+            continue
+        key, raw = kv.group(1), kv.group(2)
+        if section == "nvidia-container-cli" and key == "no-cgroups":
+            out["no_cgroups"] = {"true": True, "false": False}.get(raw)
+        elif section == "nvidia-container-runtime" and key == "mode":
+            m = re.fullmatch(r"""["']([\w-]*)["']""", raw)
+            out["mode"] = m.group(1) if m else None
+    return out
 _CLI = re.compile(r"^cli-version:\s*(\S+)", re.M)
 
 
@@ -438,8 +466,40 @@ def toolkit_fact(host: Host) -> Fact:
     value = {"installed": True, "version": (m1 or m2).group(1),  # type: ignore[union-attr]
              "ctk_version": m1.group(1) if m1 else None, "cli_version": m2.group(1) if m2 else None,
              "config_toml": config, "runtime_path": runtime}
+    if config:
+        text = host.read_text(TOOLKIT_CONFIG, limit=256 * 1024)
+        value.update(toolkit_settings(text) if text is not None else {"no_cgroups": None, "mode": None})
     src = "command:nvidia-ctk --version" if m1 else "command:nvidia-container-cli --version"
     return ok("container.toolkit", value, src, "NVIDIA Container Toolkit")
+
+
+_CDI_NODE = re.compile(r"""^(\s*)(-\s*)?"?(path|hostPath)"?\s*:\s*"?([^"\s#]+)""")
+
+
+def cdi_device_nodes(text: str) -> List[str]:
+    """The host device nodes a CDI spec's deviceNodes entries name (``hostPath`` where given, else ``path``),
+    in order, each once.  Only paths under /dev: hooks and mounts also have ``path`` keys, and none of
+    theirs is a device node.  A line-based reading of the YAML ``nvidia-ctk cdi generate`` writes (one key a
+    line); JSON specs, on one line, yield nothing."""
+    nodes: List[str] = []
+    item: Optional[Dict[str, str]] = None
+    items: List[Dict[str, str]] = []
+    for line in text.splitlines():
+        m = _CDI_NODE.match(line)
+        if not m:
+            if line.lstrip().startswith("-"):
+                item = None  # another list item begins
+            continue
+        if m.group(2):  # "- path: ..." starts an entry
+            item = {}
+            items.append(item)
+        if item is not None:
+            item.setdefault(m.group(3), m.group(4))
+    for it in items:
+        node = it.get("hostPath") or it.get("path") or ""
+        if node.startswith("/dev/") and node not in nodes:
+            nodes.append(node)
+    return nodes
 
 
 def cdi_fact(host: Host) -> Fact:
@@ -450,8 +510,10 @@ def cdi_fact(host: Host) -> Fact:
             kind = re.search(r"""^\s*"?kind"?\s*:\s*"?([\w./-]+)""", text, re.M)
             ver = re.search(r"""^\s*"?cdiVersion"?\s*:\s*"?([\w.]+)""", text, re.M)
             devices = re.findall(r"""^\s*-\s*"?name"?\s*:\s*"?([\w.-]+)""", text, re.M)
+            nodes = cdi_device_nodes(text)
             specs.append({"path": path, "kind": kind.group(1) if kind else None,
-                          "cdi_version": ver.group(1) if ver else None, "devices": devices})
+                          "cdi_version": ver.group(1) if ver else None, "devices": devices,
+                          "missing_nodes": [n for n in nodes if not host.exists(n)]})
     value = {"specs": specs, "nvidia": any((s["kind"] or "").startswith("nvidia.com/") for s in specs)}
     return ok("container.cdi_specs", value, "dir:" + ",".join(CDI_DIRS), "CDI specs")
 
