@@ -283,7 +283,23 @@ def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Opt
         return _mm(cuda)
     if value.get("build") != "cuda":
         return None
+    if name == "paddle" and not value.get("cuda"):
+        return _mm(_paddle_wheel_cuda(value.get("version")))
     return _mm(value.get("cuda"))
+
+
+def _paddle_wheel_cuda(version: Any) -> Optional[str]:
+    """The CUDA of a paddlepaddle-gpu wheel whose version file names none (Paddle 2.0 and older wrote no
+    cuda_version): the matrix's build for the release (the plain PyPI wheel, or its ".postNNN"), else a 2.x
+    ".postNNN" read as Paddle names those wheels (post101 = CUDA 10.1, post112 = 11.2, post120 = 12.0)."""
+    var = fw.paddle_variant(version)
+    if var is not None:
+        return var.get("cuda")
+    v = _v(version)
+    if v is None or v.post is None or v.release[0] != 2 or v.post < 10:
+        return None  # 1.x's ".post97" / ".post107" named CUDA and cuDNN together: not decoded
+    digits = str(v.post)
+    return "%s.%s" % (digits[:-1], digits[-1])
 
 
 def framework_needs(facts: Facts) -> List[Need]:
