@@ -468,3 +468,16 @@ def test_paddle_post_suffix_names_the_cuda_when_no_table_row_does():
     # a version file that names the CUDA still wins over the wheel's name
     assert run(F(driver("418.67", "10.1"), paddle("2.3.2.post112", cuda="10.1"),
                  gpu("7.0", "Tesla V100-SXM2-32GB"))) == []
+
+
+def test_driver_too_old_within_a_cuda_10_major_is_not_called_a_newer_major():
+    # corpus torch160-cu102-driver418-rhel7-v100 (pytorch/pytorch#43058): CUDA 10.2 wheel, driver 418.67 (10.1).
+    # CUDA 10 had no minor-version compatibility: the advice must not promise it
+    f = only(run(F(driver("418.67", "10.1"), torch("1.6.0", "10.2"), gpu("7.0", "Tesla V100-PCIE-16GB"))),
+             "driver.too_old_for_framework")
+    assert "no minor-version compatibility" in f.detail and "newer major" not in f.detail
+    assert f.fix is not None and "minor-version" not in f.fix.text and "440.33" in f.fix.text
+    # across majors the reason stays the major
+    g = only(run(F(driver("450.80.02", "11.0"), torch("2.1.0", "12.1"), gpu("7.5", "Tesla T4"))),
+             "driver.too_old_for_framework")
+    assert "newer major" in g.detail and "minor-version compatibility" in g.fix.text
