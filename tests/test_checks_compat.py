@@ -437,3 +437,47 @@ def test_random_combinations_never_raise_and_supported_ones_give_no_error(driver
         bad = [f for f in found if f.severity != "info" and "torch" in f.components
                and f.code != "cuda.toolkit_differs_from_framework"]
         assert bad == [], [f.title for f in bad]
+
+
+def paddle(version: str, cuda: Optional[str] = None) -> Fact:
+    # framework.paddle as the probe writes it; Paddle 2.0 and older name no CUDA in paddle/version/__init__.py
+    # (paddlepaddle-gpu 2.0.0's real file: full_version, major, minor, patch, rc, istaged, commit, with_mkl only)
+    return ok("framework.paddle", {"version": version, "package": "paddlepaddle-gpu", "cuda": cuda, "cudnn": None,
+                                   "build": "cuda"},
+              "file:/opt/conda/lib/python3.7/site-packages/paddle/version/__init__.py")
+
+
+def test_paddle_wheel_without_a_cuda_field_is_judged_by_its_build():
+    # corpus paddle200-cu102-default-wheel-on-aistudio-driver-cuda101 (PaddlePaddle/Paddle#30933): the plain
+    # 2.0.0 wheel is the CUDA 10.2 build; on a CUDA 10.1 driver it fails with Cuda error(35)
+    f = only(run(F(driver("418.67", "10.1"), paddle("2.0.0"), gpu("7.0", "Tesla V100-SXM2-32GB"))),
+             "driver.too_old_for_framework")
+    assert f.severity == "error" and "paddlepaddle-gpu 2.0.0" in f.title and "10.2" in f.title
+    # the reporter's fix, 2.0.0.post101 (CUDA 10.1), runs on that driver
+    assert run(F(driver("418.67", "10.1"), paddle("2.0.0.post101"), gpu("7.0", "Tesla V100-SXM2-32GB"))) == []
+
+
+def test_paddle_post_suffix_names_the_cuda_when_no_table_row_does():
+    # 2.x wheels are named .postNNN for CUDA NN.N (post112 = 11.2); 2.3 has no matrix row: the suffix decides
+    f = only(run(F(driver("418.67", "10.1"), paddle("2.3.2.post112"), gpu("8.6", "NVIDIA GeForce RTX 3060"))),
+             "driver.too_old_for_framework")
+    assert "11.2" in f.title
+    # 1.x suffixes named CUDA and cuDNN together (post97 = CUDA 9.0, cuDNN 7): no guess, no verdict
+    old = run(F(driver("384.130", "9.0"), paddle("1.8.4.post97"), gpu("6.1", "GeForce GTX 1080")))
+    assert not [f for f in old if f.code.startswith("driver.")], codes(old)
+    # a version file that names the CUDA still wins over the wheel's name
+    assert run(F(driver("418.67", "10.1"), paddle("2.3.2.post112", cuda="10.1"),
+                 gpu("7.0", "Tesla V100-SXM2-32GB"))) == []
+
+
+def test_driver_too_old_within_a_cuda_10_major_is_not_called_a_newer_major():
+    # corpus torch160-cu102-driver418-rhel7-v100 (pytorch/pytorch#43058): CUDA 10.2 wheel, driver 418.67 (10.1).
+    # CUDA 10 had no minor-version compatibility: the advice must not promise it
+    f = only(run(F(driver("418.67", "10.1"), torch("1.6.0", "10.2"), gpu("7.0", "Tesla V100-PCIE-16GB"))),
+             "driver.too_old_for_framework")
+    assert "no minor-version compatibility" in f.detail and "newer major" not in f.detail
+    assert f.fix is not None and "minor-version" not in f.fix.text and "440.33" in f.fix.text
+    # across majors the reason stays the major
+    g = only(run(F(driver("450.80.02", "11.0"), torch("2.1.0", "12.1"), gpu("7.5", "Tesla T4"))),
+             "driver.too_old_for_framework")
+    assert "newer major" in g.detail and "minor-version compatibility" in g.fix.text

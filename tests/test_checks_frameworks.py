@@ -213,3 +213,23 @@ def test_torch_and_jax_in_one_conda_env_with_different_cudnn_minors() -> None:
             if p.endswith("/conda-meta") and entry.get("entries"):
                 entry["entries"] = [e.replace("cudnn8.7.0", "cudnn8.8.0") for e in entry["entries"]]
     assert "cudnn.shadowed" not in findings(case, same_minor)
+
+
+def test_triton_ptxas_of_a_newer_cuda_major_than_the_driver() -> None:
+    # corpus: torch220-cu118-triton-ptxas123-on-driver470-a100 (pytorch/pytorch#119054): triton 2.2.0 assembles
+    # with its bundled CUDA 12.3 ptxas, the R470 driver (CUDA 11.4) cannot load the result
+    case = "torch220-cu118-triton-ptxas123-on-driver470-a100"
+    f = findings(case)["framework.triton_ptxas_newer_than_driver"]
+    assert f.severity == "warning" and "470.182.03" in f.title and "12.3" in f.title
+    assert f.fix is not None and "TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas" in " ".join(f.fix.commands)
+
+    def forced(doc: Dict[str, Any]) -> None:  # the reporter's fix: Triton pointed at the CUDA 11.8 ptxas
+        doc["environ"]["TRITON_PTXAS_PATH"] = "/usr/local/cuda-11.8/bin/ptxas"
+        doc["commands"].append({"argv": ["/usr/local/cuda-11.8/bin/ptxas", "--version"], "returncode": 0,
+                                "stdout": "Cuda compilation tools, release 11.8, V11.8.89\n", "stderr": ""})
+    assert "framework.triton_ptxas_newer_than_driver" not in findings(case, forced)
+
+    def newer_driver(doc: Dict[str, Any]) -> None:  # a driver of CUDA 12.2: a 12.3 ptxas is the same major
+        doc["nvml"]["data"]["system.cuda_driver_version"]["value"] = 12020
+        doc["nvml"]["data"]["system.driver_version"]["value"] = "535.104.05"
+    assert "framework.triton_ptxas_newer_than_driver" not in findings(case, newer_driver)

@@ -517,3 +517,46 @@ def test_tensorflow_cpu_2_21_wheel_as_published():
     v = facts_of(host).value("framework.tensorflow")
     assert v["version"] == "2.21.0" and v["package"] == "tensorflow-cpu"
     assert v["build"] == "cpu" and v.get("cuda") is None and "details_error" not in v
+
+
+# `ptxas --version` of CUDA 12.3 (the release triton 2.2.0 bundles: pytorch/pytorch#119054 prints
+# triton.common.backend.path_to_ptxas() -> ('.../triton/common/../third_party/cuda/bin/ptxas', '12.3')).
+PTXAS_12_3 = ("ptxas: NVIDIA (R) Ptx optimizing assembler\nCopyright (c) 2005-2023 NVIDIA Corporation\n"
+              "Built on Wed_Nov_22_10:14:28_PST_2023\nCuda compilation tools, release 12.3, V12.3.107\n"
+              "Build cuda_12.3.r12.3/compiler.33567101_0\n")
+PTXAS_11_8 = ("ptxas: NVIDIA (R) Ptx optimizing assembler\nCopyright (c) 2005-2022 NVIDIA Corporation\n"
+              "Built on Wed_Sep_21_10:31:59_PDT_2022\nCuda compilation tools, release 11.8, V11.8.89\n"
+              "Build cuda_11.8.r11.8/compiler.31833905_0\n")
+
+
+def triton_host(environ: Optional[Dict[str, str]] = None, bundled: str = "triton/third_party/cuda/bin/ptxas",
+                answers: Optional[List[Dict[str, object]]] = None):
+    files = {SITE + "/torch/version.py": TORCH_240_CU121_VERSION_PY.replace("12.1", "11.8"),
+             SITE + "/torch-2.2.0+cu118.dist-info/METADATA": "Name: torch\nVersion: 2.2.0+cu118\n",
+             SITE + "/triton-2.2.0.dist-info/METADATA": "Name: triton\nVersion: 2.2.0\n",
+             SITE + "/" + bundled: "", "/usr/local/cuda-11.8/bin/ptxas": ""}
+    return make_host(files=files, environ=environ, commands=answers if answers is not None else [
+        {"argv": [SITE + "/" + bundled, "--version"], "stdout": PTXAS_12_3},
+        {"argv": ["/usr/local/cuda-11.8/bin/ptxas", "--version"], "stdout": PTXAS_11_8}],
+        python={"executable": "/home/ana/venv/bin/python", "version": "3.11.7", "implementation": "cpython",
+                "prefix": "/home/ana/venv", "base_prefix": "/usr", "sys_path": [SITE]})
+
+
+def test_triton_bundled_ptxas_is_found_and_asked_its_version():
+    v = facts_of(triton_host()).value("framework.torch.triton")
+    assert (v["package"], v["version"], v["from"], v["release"], v["ptxas_version"]) == (
+        "triton", "2.2.0", "bundled", "12.3", "12.3.107")
+    assert v["ptxas"] == SITE + "/triton/third_party/cuda/bin/ptxas"
+    # triton 3.x keeps it under backends/nvidia/bin
+    v3 = facts_of(triton_host(bundled="triton/backends/nvidia/bin/ptxas")).value("framework.torch.triton")
+    assert v3["ptxas"] == SITE + "/triton/backends/nvidia/bin/ptxas" and v3["release"] == "12.3"
+
+
+def test_triton_ptxas_path_variable_wins_and_a_silent_ptxas_is_unknown():
+    forced = facts_of(triton_host(environ={"PATH": "/usr/bin", "TRITON_PTXAS_PATH": "/usr/local/cuda-11.8/bin/ptxas"}))
+    v = forced.value("framework.torch.triton")
+    assert (v["from"], v["release"], v["ptxas"]) == ("TRITON_PTXAS_PATH", "11.8", "/usr/local/cuda-11.8/bin/ptxas")
+    broken = facts_of(triton_host(answers=[{"argv": [SITE + "/triton/third_party/cuda/bin/ptxas", "--version"],
+                                            "returncode": 1, "stderr": "cannot execute binary file"}]))
+    f = broken.get("framework.torch.triton")
+    assert f is not None and not f.known and f.reason

@@ -283,7 +283,23 @@ def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Opt
         return _mm(cuda)
     if value.get("build") != "cuda":
         return None
+    if name == "paddle" and not value.get("cuda"):
+        return _mm(_paddle_wheel_cuda(value.get("version")))
     return _mm(value.get("cuda"))
+
+
+def _paddle_wheel_cuda(version: Any) -> Optional[str]:
+    """The CUDA of a paddlepaddle-gpu wheel whose version file names none (Paddle 2.0 and older wrote no
+    cuda_version): the matrix's build for the release (the plain PyPI wheel, or its ".postNNN"), else a 2.x
+    ".postNNN" read as Paddle names those wheels (post101 = CUDA 10.1, post112 = 11.2, post120 = 12.0)."""
+    var = fw.paddle_variant(version)
+    if var is not None:
+        return var.get("cuda")
+    v = _v(version)
+    if v is None or v.post is None or v.release[0] != 2 or v.post < 10:
+        return None  # 1.x's ".post97" / ".post107" named CUDA and cuDNN together: not decoded
+    digits = str(v.post)
+    return "%s.%s" % (digits[:-1], digits[-1])
 
 
 def framework_needs(facts: Facts) -> List[Need]:
@@ -547,14 +563,25 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
     exact = exact_row["min_driver_linux"] if exact_row else floor
     branch = _branch(exact) or _branch(floor)
     code = "driver.too_old_for_framework" if need.kind == "framework" else "driver.too_old_for_toolkit"
-    text = ("Update the NVIDIA driver to branch %s or newer (any driver >= %s runs every CUDA %d.x minor "
-            "through minor-version compatibility; >= %s runs CUDA %s fully)." % (branch, floor, need.cuda[0],
-                                                                                  exact, _mm_str(need.cuda)))
+    # CUDA minor-version compatibility begins with CUDA 11: before it, each minor needs its own driver
+    has_compat = need.cuda[0] >= 11
+    if has_compat:
+        text = ("Update the NVIDIA driver to branch %s or newer (any driver >= %s runs every CUDA %d.x minor "
+                "through minor-version compatibility; >= %s runs CUDA %s fully)." % (branch, floor, need.cuda[0],
+                                                                                      exact, _mm_str(need.cuda)))
+    else:
+        text = "Update the NVIDIA driver to branch %s or newer (>= %s runs CUDA %s)." % (branch, exact,
+                                                                                         _mm_str(need.cuda))
     commands = ["sudo ubuntu-drivers install nvidia:%s" % branch] if facts.value("os.id") == "ubuntu" else []
-    detail = ("The driver's 'CUDA Version' (%s) is the newest CUDA runtime it can run; %s was built for CUDA %s, a "
-              "newer major, and minor-version compatibility never crosses majors. Expect 'CUDA driver version is "
-              "insufficient for CUDA runtime version'." % (_mm_str(drv.cuda) if drv.cuda else "?", need.label,
-                                                            _mm_str(need.cuda)))
+    if drv.cuda is not None and drv.cuda[0] == need.cuda[0]:
+        why = ("CUDA %d.x has no minor-version compatibility (it begins with CUDA 11), so each minor needs a driver "
+               "that supports it" % need.cuda[0] if not has_compat else
+               "the driver is below CUDA %d.x's minor-version compatibility floor (%s)" % (need.cuda[0], floor))
+    else:
+        why = "a newer major, and minor-version compatibility never crosses majors"
+    detail = ("The driver's 'CUDA Version' (%s) is the newest CUDA runtime it can run; %s was built for CUDA %s: "
+              "%s. Expect 'CUDA driver version is insufficient for CUDA runtime version'." % (
+                  _mm_str(drv.cuda) if drv.cuda else "?", need.label, _mm_str(need.cuda), why))
     if need.kind == "framework" and need.component == "torch":
         alt = suggest_torch(facts, drv, ccs, prefer=need.fact.value.get("version"))
         if alt is not None:

@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..matrix import hardware as hw
 from . import CheckContext, CodeDoc, check, compat, docs_for, libraries, quietly
 from .suggest import INSTALL_LINE_READS
 
@@ -178,6 +179,58 @@ def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
         fix=Fix(text="Nothing is required. Update the driver to a branch for CUDA %d.%d or newer, or pin the "
                      "ptxas wheel to the driver's CUDA: `pip install 'nvidia-cuda-nvcc-cu%d==%d.%d.*'`." % (
                          have[0], have[1], drv[0], drv[0], drv[1])),
+    )]
+
+
+TRITON_PTXAS_ISSUE = "https://github.com/pytorch/pytorch/issues/119054"
+
+
+@check("frameworks.triton-ptxas-driver", requires=("framework.torch.triton", "driver.cuda_version"),
+       reads=("framework.torch", "framework.torch.triton", "driver.version", "driver.cuda_version", "cuda.nvcc"),
+       layers=("driver",), codes=(
+    CodeDoc("framework.triton_ptxas_newer_than_driver", "warning",
+            "The ptxas Triton assembles torch.compile's kernels with (the one its wheel bundles, or "
+            "TRITON_PTXAS_PATH) is a newer CUDA major than the driver supports.",
+            "framework.torch.triton (triton's ptxas and its `--version`), driver.version, driver.cuda_version",
+            "Eager PyTorch runs (its own kernels are built for the driver), but the cubins Triton produces cannot "
+            "be loaded: torch.compile and Triton kernels fail with 'Triton Error [CUDA]: device kernel image is "
+            "invalid'. A newer minor of the driver's own major loads (minor-version compatibility).",
+            TRITON_PTXAS_ISSUE),))
+def triton_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    triton = facts.value("framework.torch.triton")
+    if not isinstance(triton, dict):
+        return []
+    drv = _mm(_v(facts.value("driver.cuda_version")))
+    have = _mm(_v(triton.get("release")))
+    if drv is None or have is None or have[0] <= drv[0]:
+        return []
+    row = hw.cuda_release("%d.%d" % have)
+    exact = row.get("min_driver_linux") if row else None
+    how = "TRITON_PTXAS_PATH" if triton.get("from") == "TRITON_PTXAS_PATH" else "bundled with it"
+    # a ptxas of the driver's own major lets Triton's kernels load: the active toolkit's, when it is one
+    nvcc = facts.value("cuda.nvcc")
+    own = None
+    if isinstance(nvcc, dict) and isinstance(nvcc.get("path"), str):
+        tk = _mm(_v(nvcc.get("release")))
+        if tk is not None and tk[0] == drv[0]:
+            own = posixpath.join(posixpath.dirname(nvcc["path"]), "ptxas")
+    text = ("Point Triton at a ptxas of CUDA %d.x (%s), or update the driver to one for CUDA %d.%d%s." % (
+        drv[0], "export TRITON_PTXAS_PATH=%s" % own if own else "TRITON_PTXAS_PATH", have[0], have[1],
+        " (>= %s)" % exact if exact else ""))
+    return [Finding(
+        code="framework.triton_ptxas_newer_than_driver", severity="warning", components=["driver", "torch"],
+        title="Driver %s supports CUDA up to %d.%d, but %s %s assembles torch.compile kernels with ptxas %s "
+              "(CUDA %d.%d, %s)" % (facts.value("driver.version") or "?", drv[0], drv[1], triton.get("package"),
+                                    triton.get("version"), triton.get("ptxas_version") or triton.get("release"),
+                                    have[0], have[1], how),
+        detail="PyTorch's own CUDA kernels run, but every kernel Triton compiles (torch.compile, Inductor, Triton "
+               "code) is a CUDA %d cubin this driver cannot load: 'Triton Error [CUDA]: device kernel image is "
+               "invalid'. Minor-version compatibility does not cross majors." % have[0],
+        evidence=_ev(facts, "driver.version", "driver.cuda_version", "framework.torch", "framework.torch.triton"),
+        source=_src("Triton assembles with its bundled ptxas unless TRITON_PTXAS_PATH names another; a driver "
+                    "loads cubins of its own CUDA major only", TRITON_PTXAS_ISSUE),
+        fix=Fix(text=text, commands=["export TRITON_PTXAS_PATH=%s" % own] if own else []),
     )]
 
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 from packaging.version import InvalidVersion, Version
 
 from .. import frameworks as framework_table
-from ..facts import Fact, ok, unknown
+from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
-from .cuda import NOT_CUDA_WHEELS
+from .cuda import NOT_CUDA_WHEELS, parse_nvcc_version
 
 # -- generic helpers -------------------------------------------------------------
 
@@ -487,6 +487,48 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
     return facts
 
 
+# -- Triton (torch.compile's kernel compiler) --------------------------------------
+
+TRITON_PACKAGES = ("triton", "pytorch-triton")
+#: Where Triton looks for the ptxas it assembles kernels with: TRITON_PTXAS_PATH, else the one its wheel
+#: bundles (triton/backends/nvidia/bin/ptxas from 3.0, triton/third_party/cuda/bin/ptxas before; read in
+#: triton 2.2.0's triton/common/backend.py path_to_ptxas and 3.x's backends/nvidia/compiler.py).
+TRITON_PTXAS = ("triton/backends/nvidia/bin/ptxas", "triton/third_party/cuda/bin/ptxas")
+
+
+def triton_fact(host: Host, dists: Dict[str, Distribution]) -> Fact:
+    """framework.torch.triton: the Triton package torch.compile uses and the ptxas it runs (path, where it comes
+    from, its CUDA release from ``ptxas --version``)."""
+    d = next(dists[p] for p in TRITON_PACKAGES if p in dists)
+    label = "Triton's ptxas (torch.compile)"
+    value: Dict[str, Any] = {"package": d.key, "version": d.version, "ptxas": None, "from": None,
+                             "release": None, "ptxas_version": None}
+    forced = host.environ().get("TRITON_PTXAS_PATH", "")
+    if forced:
+        path, how = forced, "TRITON_PTXAS_PATH"
+    else:
+        path = next((posixpath.join(d.location, rel) for rel in TRITON_PTXAS
+                     if host.exists(posixpath.join(d.location, rel))), "")
+        how = "bundled"
+    if not path:
+        return ok("framework.torch.triton", value, "dir:" + d.metadata_dir, label)
+    value.update({"ptxas": path, "from": how})
+    argv = [path, "--version"]
+    src = "command:" + " ".join(argv)
+    r = host.run(argv, timeout=15)
+    if r.timed_out:
+        return timed_out("framework.torch.triton", "%s --version hung (no answer within %.1fs)" % (path, r.duration),
+                         src, label)
+    if not r.ok:
+        return unknown("framework.torch.triton", r.describe_failure(), src, label)
+    parsed = parse_nvcc_version(r.stdout)
+    if not parsed:
+        return unknown("framework.torch.triton", "unexpected output of %s --version: %r" % (
+            path, r.stdout.strip()[-80:]), src, label)
+    value.update({"release": parsed[0], "ptxas_version": parsed[1]})
+    return ok("framework.torch.triton", value, src, label)
+
+
 # -- ONNX Runtime ----------------------------------------------------------------
 
 ORT_PACKAGES = ("onnxruntime-gpu", "onnxruntime", "onnxruntime-training", "onnxruntime-directml",
@@ -636,7 +678,7 @@ def _torch_without_metadata(host: Host, sys_path: Iterable[str]) -> Optional[Dis
 
 
 @register("frameworks", "Python frameworks", order=90,
-          produces=("framework.*", "framework.jax.ptxas"))
+          produces=("framework.*", "framework.jax.ptxas", "framework.torch.triton"))
 def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     py = host.python()
@@ -654,6 +696,8 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     facts: List[Fact] = []
     if "torch" in dists:
         facts += torch_fact(host, dists, env)
+        if any(p in dists for p in TRITON_PACKAGES):
+            facts.append(triton_fact(host, dists))
     if any(p in dists for p in TF_PACKAGES):
         facts += tensorflow_fact(host, dists, env)
     if "jax" in dists or "jaxlib" in dists:
