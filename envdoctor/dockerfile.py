@@ -949,6 +949,7 @@ def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
     uvconf = _table(_table(doc, "tool"), "uv")
     indexes = {i.get("name"): i.get("url") for i in uvconf.get("index") or [] if isinstance(i, dict)}
     sources = _table(uvconf, "sources")
+    locked = _uv_locked(context_dir) if uv and list(argv[1:2]) == ["sync"] else {}
     out: List[PipInstall] = []
     for text in deps:
         try:
@@ -956,6 +957,15 @@ def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
         except InvalidRequirement:
             continue
         index = pip.index_url if pip is not None else None
+        pinned = locked.get(canonicalize_name(req.name))
+        if pinned is not None:  # uv sync installs what uv.lock pins, from where it says
+            version, registry = pinned
+            try:
+                req = Requirement("%s==%s" % (req.name, version))
+            except InvalidRequirement:
+                continue
+            out.append(PipInstall(line, list(argv), requirements=[req], index_url=registry, in_venv=True))
+            continue
         if uv:
             src = sources.get(req.name) or sources.get(canonicalize_name(req.name))
             if isinstance(src, list):  # several sources, each with a marker: not judged
@@ -966,6 +976,25 @@ def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
                 continue  # a git, path or URL source: not an index build
         out.append(PipInstall(line, list(argv), requirements=[req], index_url=index, in_venv=True))
     return out
+
+
+def _uv_locked(context_dir: str) -> Dict[str, Tuple[str, Optional[str]]]:
+    """uv.lock's pins: name -> (version, the registry it comes from; None for PyPI's). A package locked
+    several times (per platform or per marker) is left out: which one this image takes is not known here."""
+    doc = _read_toml(os.path.join(context_dir, "uv.lock"))
+    seen: Dict[str, List[Tuple[str, Optional[str]]]] = {}
+    for pkg in doc.get("package") or []:
+        if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str) or not isinstance(pkg.get("version"),
+                                                                                                  str):
+            continue
+        source = _table(pkg, "source")
+        registry = source.get("registry") if isinstance(source.get("registry"), str) else None
+        if registry is None and source:
+            continue  # git, path, URL or the project itself: no index build
+        if registry and "pypi.org" in registry:
+            registry = None
+        seen.setdefault(canonicalize_name(pkg["name"]), []).append((pkg["version"], registry))
+    return {name: pins[0] for name, pins in seen.items() if len(pins) == 1}
 
 
 def _table(doc: Mapping[str, Any], key: str) -> Dict[str, Any]:

@@ -130,3 +130,44 @@ def test_extras_the_command_asks_for_are_judged_too(tmp_path):
 def test_a_project_that_cannot_be_read_is_not_judged(tmp_path):
     assert _lint_context(tmp_path, BASE + "RUN pip install .\n", "this is [not toml") == []
     assert dfmod.lint(dfmod.parse(BASE + "RUN uv sync\n", "Dockerfile"), V100_R470, str(tmp_path / "gone")) == []
+
+
+UV_LOCK = """version = 1
+requires-python = ">=3.10"
+
+[[package]]
+name = "numpy"
+version = "2.1.3"
+source = {{ registry = "https://pypi.org/simple" }}
+
+[[package]]
+name = "torch"
+version = "{torch}"
+source = {{ registry = "{registry}" }}
+
+[[package]]
+name = "trainer"
+version = "0.1"
+source = {{ editable = "." }}
+"""
+
+
+@pytest.mark.parametrize("torch,registry,found", [
+    ("2.5.1+cu124", "https://download.pytorch.org/whl/cu124", ["dockerfile.build_does_not_fit"]),
+    ("2.1.0+cu118", "https://download.pytorch.org/whl/cu118", []),
+    ("2.1.0", "https://pypi.org/simple", ["dockerfile.build_does_not_fit"]),  # PyPI's 2.1.0: cu121
+])
+def test_uv_sync_installs_what_uv_lock_pins(tmp_path, torch, registry, found):
+    """With a uv.lock, `uv sync` installs the locked version from the locked registry, whatever range
+    pyproject.toml gives and whatever its uv sources say."""
+    (tmp_path / "uv.lock").write_text(UV_LOCK.format(torch=torch, registry=registry))
+    pyproject = PYPROJECT.replace('"torch==2.1.0"', '"torch>=2.1"') + UV_SOURCES
+    codes = [f.code for f in _lint_context(tmp_path, BASE + "COPY . /app\nRUN uv sync --frozen\n", pyproject)]
+    assert codes == found
+
+
+def test_a_package_locked_twice_falls_back_to_the_project_range(tmp_path):
+    lock = UV_LOCK.format(torch="2.5.1+cu124", registry="https://download.pytorch.org/whl/cu124") + (
+        '\n[[package]]\nname = "torch"\nversion = "2.5.1"\nsource = { registry = "https://pypi.org/simple" }\n')
+    (tmp_path / "uv.lock").write_text(lock)
+    assert _lint_context(tmp_path, BASE + "RUN uv sync\n", PYPROJECT + UV_SOURCES) == []  # cu118 from the sources
