@@ -356,6 +356,25 @@ def test_toolkits_disagree_and_differ_from_torch():
     assert g.fix.commands == ["export CUDA_HOME=/opt/cuda-12.1"] and g.fix.install is None
 
 
+def test_an_installed_toolkit_nobody_builds_with_is_only_said():
+    # corpus healthy-mx150-laptop-driver470-torch190-cu102-cuda114-toolkit (pytorch/pytorch#62250): a CUDA 11.4
+    # toolkit under /usr/local/cuda, nvcc not on PATH, no CUDA_HOME, beside torch 1.9.0 (CUDA 10.2) that runs
+    link = ok("cuda.default_symlink", {"target": "cuda-11.4", "resolved": "/usr/local/cuda-11.4", "version": "11.4.0",
+                                       "dangling": False}, "link:/usr/local/cuda")
+    no_nvcc = ok("cuda.nvcc", None, "command:nvcc --version")
+    no_home = ok("cuda.home", None, "env:CUDA_HOME,CUDA_PATH")
+    base = [driver("470.42.01", "11.4"), link, torch("1.9.0", "10.2"), gpu("6.1", "NVIDIA GeForce MX150")]
+    f = only(run(F(*base, no_nvcc, no_home)), "cuda.toolkit_differs_from_framework")
+    assert f.severity == "info" and "11.4.0" in f.title and "10.2" in f.title
+    # the same toolkit with its nvcc on PATH, or named by CUDA_HOME, is the one builds use: a warning
+    f = only(run(F(*base, nvcc("11.4.48", "/usr/local/cuda-11.4/bin/nvcc"), no_home)),
+             "cuda.toolkit_differs_from_framework")
+    assert f.severity == "warning" and "refuses a different CUDA major" in f.detail
+    home = ok("cuda.home", {"var": "CUDA_HOME", "path": "/usr/local/cuda", "resolved": "/usr/local/cuda-11.4",
+                            "exists": True, "version": "11.4.0"}, "env:CUDA_HOME")
+    assert only(run(F(*base, no_nvcc, home)), "cuda.toolkit_differs_from_framework").severity == "warning"
+
+
 def test_one_toolkit_matching_torch_is_quiet():
     link = ok("cuda.default_symlink", {"target": "cuda-12.1", "resolved": "/usr/local/cuda-12.1", "version": "12.1.1",
                                        "dangling": False}, "link:/usr/local/cuda")

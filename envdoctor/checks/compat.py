@@ -128,7 +128,7 @@ DOCS = (
             CUDA_ENV),
     CodeDoc("cuda.toolkit_differs_from_framework", "info",
             "The active CUDA toolkit is not the CUDA the installed PyTorch was built with (a warning for another "
-            "CUDA major: building extensions then fails).",
+            "CUDA major when its nvcc is on PATH or CUDA_HOME names it: building extensions then fails).",
             "cuda.nvcc / cuda.home / cuda.default_symlink, framework.torch",
             "Matters only when building CUDA extensions: torch.utils.cpp_extension refuses a different CUDA "
             "major and warns on a different minor. Running PyTorch itself does not use the toolkit.",
@@ -1211,6 +1211,15 @@ def _cuda_home_for(facts: Facts, want: Optional[Tuple[int, Optional[int]]],
     return ["export CUDA_HOME=~/cuda-%s" % _mm_str(want)], line, False
 
 
+def _toolkit_set_up_for_builds(facts: Facts) -> bool:
+    """Whether a CUDA toolkit is set up for compiling: an nvcc on PATH, or CUDA_HOME/CUDA_PATH set."""
+    for key in ("cuda.nvcc", "cuda.home"):
+        fact = facts.get(key)
+        if fact is not None and fact.known and isinstance(fact.value, dict) and fact.value.get("path"):
+            return True
+    return False
+
+
 def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
     active = _extension_toolkit(facts)
     torch = facts.get("framework.torch")
@@ -1223,9 +1232,13 @@ def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
         return []
     major = tk[0] != fwc[0]
     cmds, install, _ = _cuda_home_for(facts, fwc)
+    # another major breaks extension builds; said as a warning where they would run (a GPU is here) and
+    # where this toolkit is set up for building (its nvcc on PATH, or CUDA_HOME/CUDA_PATH); a toolkit that
+    # is only installed (/usr/local/cuda, nvcc not on PATH) is what many healthy machines have beside a
+    # wheel of another CUDA: said, as info
+    warn = major and has_nvidia_gpu(facts) and _toolkit_set_up_for_builds(facts)
     return [Finding(
-        # another major breaks extension builds; said as a warning where they would run (a GPU is here)
-        code="cuda.toolkit_differs_from_framework", severity="warning" if major and has_nvidia_gpu(facts) else "info",
+        code="cuda.toolkit_differs_from_framework", severity="warning" if warn else "info",
         components=["cuda", "torch"],
         title="The active CUDA toolkit is %s (%s), but torch %s was built with CUDA %s" % (
             active[0], active[1], torch.value.get("version"), _mm_str(fwc)),
