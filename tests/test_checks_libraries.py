@@ -200,3 +200,30 @@ def test_runpath_wheel_shadowed_by_ld_library_path_names_both_copies_and_why():
     assert old.severity == "error" and "9.0.0" in old.title and "via LD_LIBRARY_PATH" in old.title
     assert SITE + "/nvidia/cudnn/lib/libcudnn.so.9" in old.detail and "9.1.0.70" in old.detail
     assert "/usr/local/cuda/lib64" in old.fix.commands[0] and "grep -vx" in old.fix.commands[0]
+
+
+def _split_cudnn_host(wheel_parts, system_version="9.23.0"):
+    """torch's cuDNN 9.1.0.70 wheel holding ``wheel_parts`` beside libcudnn.so.9, and a system cuDNN 9 on
+    LD_LIBRARY_PATH whose directory holds libcudnn_graph and libcudnn_engines_tensor_ir of ``system_version``
+    (pytorch/pytorch#185512: the nvidia-cudnn-cu13 9.20 wheel lacks libcudnn_engines_tensor_ir.so.9)."""
+    host = torch_host(ldp="/opt/cudnn/lib", system_cudnn=("/opt/cudnn/lib", "libcudnn.so.%s" % system_version))
+    wheel = SITE + "/nvidia/cudnn/lib"
+    for name in wheel_parts:
+        host.doc["files"]["%s/%s" % (wheel, name)] = {"text": ""}
+        host.doc["dirs"][wheel]["entries"].append(name)
+    for name in ("libcudnn_graph.so.9", "libcudnn_engines_tensor_ir.so.9"):
+        real = name + system_version[1:]
+        host.doc["dirs"]["/opt/cudnn/lib"]["entries"] += [name, real]
+        host.doc["links"]["/opt/cudnn/lib/" + name] = {"target": real}
+    return type(host)(host.doc)
+
+
+def test_a_cudnn_sublibrary_the_wheel_lacks_comes_from_another_cudnn_and_is_an_error():
+    f = run(_split_cudnn_host(["libcudnn_graph.so.9"]), framework_linkage)["cudnn.shadowed"]
+    assert f.severity == "error" and "libcudnn_engines_tensor_ir.so.9" in f.title and "9.1.0.70" in f.title
+    assert "libcudnn_graph" not in f.title and "9.23.0" in f.detail and "SUBLIBRARY_VERSION_MISMATCH" in f.detail
+    assert "/opt/cudnn/lib" in f.fix.commands[0]
+    # a complete wheel, or a system copy of the same version, is quiet
+    assert run(_split_cudnn_host(["libcudnn_graph.so.9", "libcudnn_engines_tensor_ir.so.9"]),
+               framework_linkage) == {}
+    assert run(_split_cudnn_host(["libcudnn_graph.so.9"], "9.1.0.70"), framework_linkage) == {}

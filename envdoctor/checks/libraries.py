@@ -187,6 +187,7 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         comp = component_of(soname)
         comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
         ev = _evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw)
+        yield from _foreign_cudnn_parts(facts, fw, e, ev)
         if not e.get("path") and e.get("cache_unknown"):
             # Not found outside the ld.so cache, and the cache itself could not be read: maybe it is there.
             yield Finding(
@@ -227,6 +228,36 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                                  e.get("resolved") or e.get("path")),
                         commands=[_drop_ldp_entry(posixpath.dirname(str(e.get("path") or e.get("resolved"))))
                                   if e.get("via") == "LD_LIBRARY_PATH" else "sudo ldconfig"]))
+
+
+def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> Iterable[Finding]:
+    """cuDNN sub-libraries the framework's own cuDNN (9+) lacks, which the loader takes from another cuDNN copy
+    of another version: cuDNN refuses the mix at the first operation that needs them."""
+    parts = [p for p in e.get("foreign_parts") or [] if isinstance(p, dict)]
+    own = _version_at(facts, "cudnn", e.get("resolved"))
+    mixed = [p for p in parts if not (own and p.get("version") and (str(p["version"]).startswith(str(own)) or
+                                                                 str(own).startswith(str(p["version"]))))]
+    if not mixed:
+        return
+    names = ", ".join("%s %s" % (p["soname"], p.get("version") or "(version unknown)") for p in mixed)
+    where = sorted({posixpath.dirname(str(p.get("path"))) for p in mixed})
+    yield Finding(
+        code="cudnn.shadowed", severity="error", components=["cudnn", fw],
+        title="%s's cuDNN %sat %s lacks %s, which the loader takes from another cuDNN (%s)" % (
+            _fw_version(facts, fw), "%s " % own if own else "", posixpath.dirname(str(e.get("resolved"))),
+            ", ".join(p["soname"] for p in mixed), ", ".join(where)),
+        detail="cuDNN 9 opens its sub-libraries (engines, ops, cnn, adv, graph, heuristic) with dlopen by bare "
+               "soname; one missing beside the framework's copy is found through %s instead: %s. A sub-library "
+               "of another version than the core is refused when first used (cudnnFinalize: "
+               "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH), e.g. at the first convolution." % (
+                   ", ".join(sorted({_why(p.get("via")) for p in mixed})), names),
+        evidence=ev, source=dict(LDSO_RULE),
+        fix=Fix(text="Make the other cuDNN unreachable for this process (take %s off LD_LIBRARY_PATH, or remove that "
+                     "cuDNN), or install a cuDNN for the framework that ships every sub-library (a newer "
+                     "nvidia-cudnn wheel of the same major). Disabling cuDNN (torch.backends.cudnn.enabled = False) "
+                     "avoids the crash at a speed cost." % ", ".join(where),
+                commands=[_drop_ldp_entry(d) for d in where if any(
+                    p.get("via") == "LD_LIBRARY_PATH" for p in mixed)]))
 
 
 for _fw in FRAMEWORKS + ("mxnet",):  # one check per framework: a crash on one hides no other's verdict

@@ -273,12 +273,46 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
                 expected = posixpath.join(d, soname)
                 break
         exp_real = host.resolve(expected) if expected else None
-        out.append({
+        entry = {
             "soname": soname, "how": how, "path": res["path"], "resolved": res["resolved"], "via": res["via"],
             "version": res["version"], "expected": expected,
             "shadowed": bool(expected and res["resolved"] and res["resolved"] != exp_real),
             "others": res["others"],
-        })
+        }
+        foreign = foreign_cudnn_parts(host, entry, ldp, cache)
+        if foreign:
+            entry["foreign_parts"] = foreign
+        out.append(entry)
+    return out
+
+
+#: cuDNN 9 and later: the front library dlopens its sub-libraries (libcudnn_graph, _engines_*, _ops, _cnn,
+#: _adv, _heuristic) by bare soname at run time (cuDNN 9 release notes, "cuDNN library organization").
+CUDNN_MAIN = re.compile(r"^libcudnn\.so\.(\d+)$")
+
+
+def foreign_cudnn_parts(host: Host, entry: Mapping[str, Any], ldp: Sequence[str],
+                        cache: List[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
+    """The cuDNN sub-libraries the framework's own cuDNN (9+) lacks that the loader would take from another
+    cuDNN copy: names found beside the other copies, absent from the own copy's directory, resolved from there
+    (its RUNPATH ``$ORIGIN`` first, then LD_LIBRARY_PATH, the ld.so cache and the default directories)."""
+    m = CUDNN_MAIN.match(str(entry.get("soname") or ""))
+    own = entry.get("resolved") if entry.get("resolved") and not entry.get("shadowed") else None
+    if m is None or int(m.group(1)) < 9 or not own or not entry.get("others"):
+        return []
+    part = re.compile(r"^libcudnn_[a-z0-9_]+\.so\.%s$" % m.group(1))
+    own_dir = posixpath.dirname(str(entry.get("path") or own))
+    have = set(host.list_dir(own_dir).names())
+    wanted: set = set()
+    for other in entry["others"]:
+        if isinstance(other, dict) and other.get("path"):
+            wanted.update(n for n in host.list_dir(posixpath.dirname(str(other["path"]))).names() if part.match(n))
+    out = []
+    for name in sorted(wanted - have):
+        res = resolve_soname(host, name, runpath=[own_dir], ld_library_path=list(ldp), cache=cache)
+        if res["path"]:
+            out.append({"soname": name, "path": res["path"], "resolved": res["resolved"], "via": res["via"],
+                        "version": res["version"]})
     return out
 
 
