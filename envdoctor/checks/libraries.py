@@ -180,6 +180,7 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
     entries = facts.value("linkage." + fw)
     if not isinstance(entries, list):
         return
+    yield from _extension_cannot_load(facts, fw)
     for e in entries:
         if not isinstance(e, dict):
             continue
@@ -228,6 +229,39 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                                  e.get("resolved") or e.get("path")),
                         commands=[_drop_ldp_entry(posixpath.dirname(str(e.get("path") or e.get("resolved"))))
                                   if e.get("via") == "LD_LIBRARY_PATH" else "sudo ldconfig"]))
+
+
+def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
+    """A PyTorch extension package (vLLM, flash-attn, ...) whose compiled module needs a CUDA library that neither
+    the loader nor the framework provides: built for another CUDA than the framework's, it cannot be imported."""
+    ext = facts.value("linkage.%s.extensions" % fw)
+    if not isinstance(ext, list) or not _gpu_present(facts):
+        return
+    have = facts.mapping("framework." + fw)
+    for e in ext:
+        if not isinstance(e, dict) or not e.get("soname"):
+            continue
+        soname, comp = str(e["soname"]), component_of(str(e["soname"]))
+        want = re.match(r"^lib\w+?\.so\.(\d+)", soname)
+        major = want.group(1) if want else "?"
+        other = str(have.get("cuda") or "").split(".")[0] not in ("", major)
+        yield Finding(
+            code="%s.framework_cannot_load" % comp, severity="error", components=[comp, fw],
+            title="%s %s needs %s, which neither the loader nor %s provides" % (
+                e.get("package"), e.get("version"), soname, _fw_version(facts, fw)),
+            detail="Its compiled module %s links %s; %s (CUDA %s) brings no such library, and it is not on "
+                   "LD_LIBRARY_PATH, in the ld.so cache or the default directories, so importing %s fails with "
+                   "'%s: cannot open shared object file'.%s" % (
+                       e.get("path"), soname, _fw_version(facts, fw), have.get("cuda") or "?", e.get("package"),
+                       soname, " The package was built for CUDA %s, the framework for CUDA %s." % (
+                           major, have.get("cuda")) if other else ""),
+            evidence=_evidence(facts, "linkage.%s.extensions" % fw, "framework." + fw),
+            source=dict(LDSO_RULE),
+            fix=Fix(text=("Install the %s build made for %s's CUDA %s, or the %s build for the CUDA %s.x the "
+                          "package needs (pip install with that CUDA's index URL), so both use one CUDA runtime." % (
+                              e.get("package"), NAMES.get(fw, fw), have.get("cuda"), NAMES.get(fw, fw), major))
+                    if other else "Install the CUDA %s.x runtime the package links (the nvidia-cuda-runtime-cu%s "
+                                  "wheel, or the CUDA toolkit's libraries on the loader path)." % (major, major)))
 
 
 def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> Iterable[Finding]:

@@ -316,6 +316,46 @@ def foreign_cudnn_parts(host: Host, entry: Mapping[str, Any], ldp: Sequence[str]
     return out
 
 
+#: PyTorch extension packages that ship compiled CUDA code built against one CUDA runtime: distribution ->
+#: (directory relative to site-packages, regex of its compiled modules there).
+TORCH_EXTENSIONS: Dict[str, Tuple[str, str]] = {
+    "vllm": ("vllm", r".+\.so"),
+    "flash-attn": (".", r"flash_attn_2_cuda\..*so"),
+    "mamba-ssm": (".", r"selective_scan_cuda\..*so"),
+    "causal-conv1d": (".", r"causal_conv1d_cuda\..*so"),
+    "xformers": ("xformers", r".+\.so"),
+}
+
+
+def extension_linkage(host: Host, torch: Mapping[str, Any], torch_entries: Sequence[Mapping[str, Any]],
+                      ldp: Sequence[str], cache: List[Tuple[str, str, str]],
+                      dists: Sequence[Distribution]) -> List[Dict[str, Any]]:
+    """The CUDA sonames each installed PyTorch extension module NEEDs that nothing provides: not the loader (its
+    RPATH/RUNPATH, LD_LIBRARY_PATH, the cache, the default directories) and not torch, whose own CUDA libraries
+    are already in the process when the extension is imported (a loaded soname satisfies a later NEEDED)."""
+    site = str(torch.get("path") or "")
+    loaded = {str(e.get("soname")) for e in torch_entries if isinstance(e, dict) and e.get("path")}
+    versions = {d.key: d.version for d in dists if d.location == site}
+    out: List[Dict[str, Any]] = []
+    for dist, (rel, pattern) in TORCH_EXTENSIONS.items():
+        if dist not in versions:
+            continue
+        for path in host.glob_dir(posixpath.normpath(posixpath.join(site, rel)), pattern):
+            elf = host.elf(path)
+            if not elf.ok:
+                continue
+            for soname in elf.needed:
+                if not CUDA_SONAME.match(soname) or soname in loaded:
+                    continue
+                lib_dir = posixpath.dirname(path)
+                rp = expand_origin(elf.rpath, lib_dir) if not elf.runpath else []
+                res = resolve_soname(host, soname, runpath=expand_origin(elf.runpath, lib_dir),
+                                     ld_library_path=list(rp) + list(ldp), cache=cache)
+                if not res["path"]:
+                    out.append({"package": dist, "version": versions[dist], "path": path, "soname": soname})
+    return out
+
+
 @register("linkage", "Framework library linkage", order=95,
           produces=("linkage.*", "linkage.*.elf", "linkage.*.abi"), needs=("frameworks",))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
@@ -376,6 +416,13 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
                     e["cache_unknown"] = cache_why
         facts.append(ok("linkage." + name, entries, "elf:" + elf.path,
                         "CUDA libraries %s would load" % name))
+        if name == "torch":
+            if dists is None:
+                dists = host.distributions()
+            ext = extension_linkage(host, value, entries, ldp, cache, dists)
+            if ext:
+                facts.append(ok("linkage.torch.extensions", ext, "elf:" + ext[0]["path"],
+                                "CUDA libraries of PyTorch extension packages"))
     if not facts:
         # Say why the section is empty rather than print a bare heading.
         facts.append(ok("linkage.scan", "no framework with a CUDA library is installed, so nothing to resolve",
