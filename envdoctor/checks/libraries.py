@@ -297,7 +297,8 @@ def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> I
 for _fw in FRAMEWORKS + ("mxnet",):  # one check per framework: a crash on one hides no other's verdict
     per_framework(_framework_linkage, "framework-linkage", _fw, _FRAMEWORK_LINKAGE_DOCS if _fw == FRAMEWORKS[0] else (),
                   ("framework." + _fw, "linkage.*"),
-                  ("framework.*", "libraries.*", "linkage.*.elf") + INSTALL_LINE_READS,
+                  ("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "gpu.count",
+                   "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
                   ("cuda", "libraries"))
 
 

@@ -357,7 +357,7 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], torch_entries: Seque
 
 
 @register("linkage", "Framework library linkage", order=95,
-          produces=("linkage.*", "linkage.*.elf", "linkage.*.abi"), needs=("frameworks",))
+          produces=("linkage.*", "linkage.*.elf", "linkage.*.abi", "linkage.*.extensions"), needs=("frameworks",))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")
