@@ -216,9 +216,9 @@ def test_same_major_lower_minor_sass_runs():
 TF_CAPS = ["sm_35", "sm_50", "sm_60", "sm_70", "sm_75", "compute_80"]
 
 
-def tensorflow(version: str = "2.10.1") -> Fact:
+def tensorflow(version: str = "2.10.1", cuda: str = "11.2", caps: Any = None) -> Fact:
     return ok("framework.tensorflow", {"version": version, "public": version, "local": None, "package": "tensorflow",
-                                       "cuda": "11.2", "cudnn": "8", "compute_capabilities": TF_CAPS,
+                                       "cuda": cuda, "cudnn": "8", "compute_capabilities": caps or TF_CAPS,
                                        "build": "cuda", "packages": {"tensorflow": version}},
               "file:/usr/lib/python3/dist-packages/tensorflow/python/platform/build_info.py")
 
@@ -315,6 +315,26 @@ def test_cpu_jaxlib_on_driver_470_suggests_the_cuda_11_wheels_advise_names():
     assert f.fix.commands == ["pip install 'jax[cuda11_pip]<0.4.26,>=0.4.14' -f "
                               "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"]
     assert f.fix.install == "envdoctor install jax --method pip"
+
+
+# TensorFlow 2.3's build_info.py: SASS up to sm_61 and PTX compute_70, built with CUDA 10.1 (newest target 7.5)
+TF23_CAPS = ["sm_35", "sm_37", "sm_52", "sm_60", "sm_61", "compute_70"]
+
+
+def test_ptx_jit_across_a_gpu_generation_the_builds_cuda_never_knew_is_an_error():
+    """tensorflow/tensorflow#43701: TF 2.3 (CUDA 10.1) on an RTX 3080 fails at start-up ('device kernel image is
+    invalid') although PTX compute_70 is in the build: CUDA 10.1 targets 7.5 at most, so nothing of that release
+    knows Ampere. The same PTX reaching a Turing-era-or-older GPU, or a build whose CUDA knows the generation
+    (CUDA 11.0 targets 8.0, so 8.6 is the same generation), stays a warning."""
+    f = only(run(F(driver("455.23.04", "11.1"), tensorflow("2.3.1", "10.1", TF23_CAPS),
+                   gpu("8.6", "GeForce RTX 3080"))), "gpu.arch_ptx_jit_only")
+    assert f.severity == "error" and "CUDA 10.1" in f.detail and "7.5" in f.detail
+    f = only(run(F(driver("455.23.04", "11.1"), tensorflow("2.4.0", "11.0", TF23_CAPS),
+                   gpu("8.6", "GeForce RTX 3080"))), "gpu.arch_ptx_jit_only")
+    assert f.severity == "warning" and "CUDA 11.0" not in f.detail
+    f = only(run(F(driver("455.23.04", "11.1"), tensorflow("2.3.1", "10.1", TF23_CAPS),
+                   gpu("7.5", "Tesla T4"))), "gpu.arch_ptx_jit_only")
+    assert f.severity == "warning"
 
 
 def test_tensorflow_missing_the_gpu_architecture_is_not_told_to_upgrade_past_its_driver():

@@ -200,3 +200,55 @@ def test_runpath_wheel_shadowed_by_ld_library_path_names_both_copies_and_why():
     assert old.severity == "error" and "9.0.0" in old.title and "via LD_LIBRARY_PATH" in old.title
     assert SITE + "/nvidia/cudnn/lib/libcudnn.so.9" in old.detail and "9.1.0.70" in old.detail
     assert "/usr/local/cuda/lib64" in old.fix.commands[0] and "grep -vx" in old.fix.commands[0]
+
+
+def _split_cudnn_host(wheel_parts, system_version="9.23.0"):
+    """torch's cuDNN 9.1.0.70 wheel holding ``wheel_parts`` beside libcudnn.so.9, and a system cuDNN 9 on
+    LD_LIBRARY_PATH whose directory holds libcudnn_graph and libcudnn_engines_tensor_ir of ``system_version``
+    (pytorch/pytorch#185512: the nvidia-cudnn-cu13 9.20 wheel lacks libcudnn_engines_tensor_ir.so.9)."""
+    host = torch_host(ldp="/opt/cudnn/lib", system_cudnn=("/opt/cudnn/lib", "libcudnn.so.%s" % system_version))
+    wheel = SITE + "/nvidia/cudnn/lib"
+    for name in wheel_parts:
+        host.doc["files"]["%s/%s" % (wheel, name)] = {"text": ""}
+        host.doc["dirs"][wheel]["entries"].append(name)
+    for name in ("libcudnn_graph.so.9", "libcudnn_engines_tensor_ir.so.9"):
+        real = name + system_version[1:]
+        host.doc["dirs"]["/opt/cudnn/lib"]["entries"] += [name, real]
+        host.doc["links"]["/opt/cudnn/lib/" + name] = {"target": real}
+    return type(host)(host.doc)
+
+
+def test_a_cudnn_sublibrary_the_wheel_lacks_comes_from_another_cudnn_and_is_an_error():
+    f = run(_split_cudnn_host(["libcudnn_graph.so.9"]), framework_linkage)["cudnn.shadowed"]
+    assert f.severity == "error" and "libcudnn_engines_tensor_ir.so.9" in f.title and "9.1.0.70" in f.title
+    assert "libcudnn_graph" not in f.title and "9.23.0" in f.detail and "SUBLIBRARY_VERSION_MISMATCH" in f.detail
+    assert "/opt/cudnn/lib" in f.fix.commands[0]
+    # a complete wheel, or a system copy of the same version, is quiet
+    assert run(_split_cudnn_host(["libcudnn_graph.so.9", "libcudnn_engines_tensor_ir.so.9"]),
+               framework_linkage) == {}
+    assert run(_split_cudnn_host(["libcudnn_graph.so.9"], "9.1.0.70"), framework_linkage) == {}
+
+
+def _extension_host(needed):
+    """torch 2.4.0+cu121 (its libcudart.so.12 in torch/lib) and vllm whose compiled module links ``needed``
+    (vllm-project/vllm#1718: vllm 0.2.2's CUDA 12.1 module next to a CUDA 11.8 torch)."""
+    host = torch_host()
+    mod = SITE + "/vllm/_C.abi3.so"
+    for path in (mod, SITE + "/vllm-0.2.2.dist-info/METADATA"):
+        host.doc["files"][path] = {"text": "Name: vllm\nVersion: 0.2.2\n" if path.endswith("METADATA") else ""}
+    host.doc["dirs"][SITE + "/vllm"] = {"entries": ["_C.abi3.so"]}
+    host.doc["dirs"][SITE + "/vllm-0.2.2.dist-info"] = {"entries": ["METADATA"]}
+    host.doc["dirs"][SITE]["entries"] += ["vllm", "vllm-0.2.2.dist-info"]
+    host.doc["elf"][mod] = {"soname": None, "needed": needed, "rpath": [], "runpath": []}
+    return type(host)(host.doc)
+
+
+def test_an_extension_built_for_another_cuda_than_torch_cannot_load():
+    found = {f.code: f for f in framework_linkage(_with_gpu(_extension_host(["libcudart.so.11.0", "libc.so.6"]),
+                                                            "8.0", "NVIDIA A100-SXM4-80GB"))}
+    f = found["cuda.framework_cannot_load"]
+    assert f.severity == "error" and "vllm 0.2.2" in f.title and "libcudart.so.11.0" in f.title
+    assert "CUDA 11, the framework for CUDA 12.1" in f.detail and "CUDA 12.1" in f.fix.text
+    # the runtime torch itself loads satisfies the extension
+    ok_ctx = _with_gpu(_extension_host(["libcudart.so.12", "libc.so.6"]), "8.0", "NVIDIA A100-SXM4-80GB")
+    assert [f for f in framework_linkage(ok_ctx) if f.code == "cuda.framework_cannot_load"] == []

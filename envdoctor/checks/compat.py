@@ -95,8 +95,10 @@ DOCS = (
             "The framework build reaches this GPU only through PTX JIT compilation (no SASS for its compute "
             "capability).", "gpu.N.compute_capability, framework.torch, framework.tensorflow",
             "The first start compiles every kernel (minutes) and fills the JIT cache (~/.nv/ComputeCache, "
-            "CUDA_CACHE_MAXSIZE); performance may be lower, and under minor-version compatibility the JIT fails.",
-            "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE),
+            "CUDA_CACHE_MAXSIZE); performance may be lower, and under minor-version compatibility the JIT fails. "
+            "An error when the build's own CUDA targets no GPU of this generation (cuda.json cc_max has a lower "
+            "major): its CUDA libraries have no code for it either.",
+            "torch.json (variants[].arch_list, ptx); cuda.json (cc_max); " + PROG_GUIDE),
     CodeDoc("gpu.arch_support_unknown", "warning",
             "Whether the framework build has kernels for this GPU could not be established: its libraries' GPU "
             "code was unreadable and no table lists the build. A warning when the CUDA it was built with cannot "
@@ -775,6 +777,32 @@ def _tensorflow_newer(facts: Facts, drv: Driver, cc: str, text: str) -> Fix:
                commands=[_pip_command(sug)], install=install_line(facts, "tensorflow", sug[0].release, "pip"))
 
 
+def _ptx_across_generations(fact: Fact, cc: str) -> Optional[Dict[str, Any]]:
+    """The CUDA table row of the framework's own CUDA when that release knows no GPU of ``cc``'s major
+    generation (its newest architecture, cc_max, has a lower major): PTX JIT is then the only path, and the
+    framework's CUDA libraries of that release (cuBLAS, cuDNN) carry nothing for the generation either.
+    None when the framework's CUDA or the GPU's generation is within reach, or unknown."""
+    value = fact.value if isinstance(fact.value, dict) else {}
+    row = hw.cuda_release(str(value.get("cuda") or "")) if value.get("cuda") else None
+    want, top = _v(cc), _v(row["cc_max"]) if row else None
+    if row is None or want is None or top is None or want.release[0] <= top.release[0]:
+        return None
+    return row
+
+
+def _jit_severity_detail(fact: Fact, cc: str, sm: str, label: str) -> Tuple[str, str]:
+    """Severity and the extra sentence of a PTX-JIT-only finding: a warning, or an error when the build's CUDA
+    predates the GPU's whole generation (TensorFlow 2.3's CUDA 10.1 build on Ampere fails at start-up with
+    'device kernel image is invalid')."""
+    row = _ptx_across_generations(fact, cc)
+    if row is None:
+        return "warning", ""
+    return "error", (" %s is built with CUDA %s, which targets compute capability %s at most: %s's generation "
+                     "came later, so the CUDA libraries of that release it runs with (cuBLAS, cuDNN) have no code "
+                     "for it either, and such builds fail at GPU initialization ('device kernel image is "
+                     "invalid') or at the first library call." % (label, row["version"], row["cc_max"], sm))
+
+
 def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact: Fact, code: Fact,
                           gpus: Sequence[Tuple[str, str, Fact]]) -> List[Finding]:
     """Judge the GPUs against the architectures the framework's own binaries carry."""
@@ -796,14 +824,15 @@ def _binary_arch_findings(facts: Facts, drv: Driver, name: str, label: str, fact
             continue
         sm = "sm_" + cc.replace(".", "")
         if has_ptx:
+            severity, gap = _jit_severity_detail(fact, cc, sm, label)
             out.append(Finding(
-                code="gpu.arch_ptx_jit_only", severity="warning", components=["gpu", name],
+                code="gpu.arch_ptx_jit_only", severity=severity, components=["gpu", name],
                 title="%s (%s, compute capability %s) is reached by %s only through PTX JIT (%s carries %s)" % (
                     gpu, sm, cc, label, where, built),
                 detail="No SASS for %s in the binary: the driver JIT-compiles the embedded PTX at first use. The "
                        "first start takes minutes and fills the JIT cache (~/.nv/ComputeCache; raise "
                        "CUDA_CACHE_MAXSIZE so it is kept), kernels may be slower, and under CUDA minor-version "
-                       "compatibility the JIT fails." % sm,
+                       "compatibility the JIT fails.%s" % (sm, gap),
                 evidence=_ev(cc_fact, code, fact), source=source, fix=_arch_fix(facts, drv, name, cc, sass)))
             continue
         if runtime:
@@ -942,14 +971,15 @@ def _arch_findings(facts: Facts, drv: Driver, component: str, label: str, archs:
         else:
             fix = _tensorflow_newer(facts, drv, cc, fix_text + " Newer TensorFlow releases add newer architectures.")
         if _ptx_for(ptx, cc):
+            severity, gap = _jit_severity_detail(fw_fact, cc, sm, label)
             out.append(Finding(
-                code="gpu.arch_ptx_jit_only", severity="warning", components=["gpu", component],
+                code="gpu.arch_ptx_jit_only", severity=severity, components=["gpu", component],
                 title="%s (%s, compute capability %s) is reached by %s (%s) only through PTX JIT" % (
                     name, sm, cc, label, built),
                 detail="No SASS for %s: the driver JIT-compiles the embedded PTX at first use. The first start "
                        "takes minutes and fills the JIT cache (~/.nv/ComputeCache; raise CUDA_CACHE_MAXSIZE so it "
                        "is kept), kernels may be slower, and under CUDA minor-version compatibility the JIT "
-                       "fails." % sm,
+                       "fails.%s" % (sm, gap),
                 evidence=_ev(cc_fact, fw_fact), source=source, fix=fix))
         else:
             out.append(Finding(

@@ -180,6 +180,7 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
     entries = facts.value("linkage." + fw)
     if not isinstance(entries, list):
         return
+    yield from _extension_cannot_load(facts, fw)
     for e in entries:
         if not isinstance(e, dict):
             continue
@@ -187,6 +188,7 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         comp = component_of(soname)
         comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
         ev = _evidence(facts, "linkage." + fw, "linkage.%s.elf" % fw)
+        yield from _foreign_cudnn_parts(facts, fw, e, ev)
         if not e.get("path") and e.get("cache_unknown"):
             # Not found outside the ld.so cache, and the cache itself could not be read: maybe it is there.
             yield Finding(
@@ -229,10 +231,74 @@ def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                                   if e.get("via") == "LD_LIBRARY_PATH" else "sudo ldconfig"]))
 
 
+def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
+    """A PyTorch extension package (vLLM, flash-attn, ...) whose compiled module needs a CUDA library that neither
+    the loader nor the framework provides: built for another CUDA than the framework's, it cannot be imported."""
+    ext = facts.value("linkage.%s.extensions" % fw)
+    if not isinstance(ext, list) or not _gpu_present(facts):
+        return
+    have = facts.mapping("framework." + fw)
+    for e in ext:
+        if not isinstance(e, dict) or not e.get("soname"):
+            continue
+        soname, comp = str(e["soname"]), component_of(str(e["soname"]))
+        want = re.match(r"^lib\w+?\.so\.(\d+)", soname)
+        major = want.group(1) if want else "?"
+        other = str(have.get("cuda") or "").split(".")[0] not in ("", major)
+        yield Finding(
+            code="%s.framework_cannot_load" % comp, severity="error", components=[comp, fw],
+            title="%s %s needs %s, which neither the loader nor %s provides" % (
+                e.get("package"), e.get("version"), soname, _fw_version(facts, fw)),
+            detail="Its compiled module %s links %s; %s (CUDA %s) brings no such library, and it is not on "
+                   "LD_LIBRARY_PATH, in the ld.so cache or the default directories, so importing %s fails with "
+                   "'%s: cannot open shared object file'.%s" % (
+                       e.get("path"), soname, _fw_version(facts, fw), have.get("cuda") or "?", e.get("package"),
+                       soname, " The package was built for CUDA %s, the framework for CUDA %s." % (
+                           major, have.get("cuda")) if other else ""),
+            evidence=_evidence(facts, "linkage.%s.extensions" % fw, "framework." + fw),
+            source=dict(LDSO_RULE),
+            fix=Fix(text=("Install the %s build made for %s's CUDA %s, or the %s build for the CUDA %s.x the "
+                          "package needs (pip install with that CUDA's index URL), so both use one CUDA runtime." % (
+                              e.get("package"), NAMES.get(fw, fw), have.get("cuda"), NAMES.get(fw, fw), major))
+                    if other else "Install the CUDA %s.x runtime the package links (the nvidia-cuda-runtime-cu%s "
+                                  "wheel, or the CUDA toolkit's libraries on the loader path)." % (major, major)))
+
+
+def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> Iterable[Finding]:
+    """cuDNN sub-libraries the framework's own cuDNN (9+) lacks, which the loader takes from another cuDNN copy
+    of another version: cuDNN refuses the mix at the first operation that needs them."""
+    parts = [p for p in e.get("foreign_parts") or [] if isinstance(p, dict)]
+    own = _version_at(facts, "cudnn", e.get("resolved"))
+    mixed = [p for p in parts if not (own and p.get("version") and (str(p["version"]).startswith(str(own)) or
+                                                                 str(own).startswith(str(p["version"]))))]
+    if not mixed:
+        return
+    names = ", ".join("%s %s" % (p["soname"], p.get("version") or "(version unknown)") for p in mixed)
+    where = sorted({posixpath.dirname(str(p.get("path"))) for p in mixed})
+    yield Finding(
+        code="cudnn.shadowed", severity="error", components=["cudnn", fw],
+        title="%s's cuDNN %sat %s lacks %s, which the loader takes from another cuDNN (%s)" % (
+            _fw_version(facts, fw), "%s " % own if own else "", posixpath.dirname(str(e.get("resolved"))),
+            ", ".join(p["soname"] for p in mixed), ", ".join(where)),
+        detail="cuDNN 9 opens its sub-libraries (engines, ops, cnn, adv, graph, heuristic) with dlopen by bare "
+               "soname; one missing beside the framework's copy is found through %s instead: %s. A sub-library "
+               "of another version than the core is refused when first used (cudnnFinalize: "
+               "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH), e.g. at the first convolution." % (
+                   ", ".join(sorted({_why(p.get("via")) for p in mixed})), names),
+        evidence=ev, source=dict(LDSO_RULE),
+        fix=Fix(text="Make the other cuDNN unreachable for this process (take %s off LD_LIBRARY_PATH, or remove that "
+                     "cuDNN), or install a cuDNN for the framework that ships every sub-library (a newer "
+                     "nvidia-cudnn wheel of the same major). Disabling cuDNN (torch.backends.cudnn.enabled = False) "
+                     "avoids the crash at a speed cost." % ", ".join(where),
+                commands=[_drop_ldp_entry(d) for d in where if any(
+                    p.get("via") == "LD_LIBRARY_PATH" for p in mixed)]))
+
+
 for _fw in FRAMEWORKS + ("mxnet",):  # one check per framework: a crash on one hides no other's verdict
     per_framework(_framework_linkage, "framework-linkage", _fw, _FRAMEWORK_LINKAGE_DOCS if _fw == FRAMEWORKS[0] else (),
                   ("framework." + _fw, "linkage.*"),
-                  ("framework.*", "libraries.*", "linkage.*.elf") + INSTALL_LINE_READS,
+                  ("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "gpu.count",
+                   "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
                   ("cuda", "libraries"))
 
 

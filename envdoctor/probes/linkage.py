@@ -273,17 +273,91 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
                 expected = posixpath.join(d, soname)
                 break
         exp_real = host.resolve(expected) if expected else None
-        out.append({
+        entry = {
             "soname": soname, "how": how, "path": res["path"], "resolved": res["resolved"], "via": res["via"],
             "version": res["version"], "expected": expected,
             "shadowed": bool(expected and res["resolved"] and res["resolved"] != exp_real),
             "others": res["others"],
-        })
+        }
+        foreign = foreign_cudnn_parts(host, entry, ldp, cache)
+        if foreign:
+            entry["foreign_parts"] = foreign
+        out.append(entry)
+    return out
+
+
+#: cuDNN 9 and later: the front library dlopens its sub-libraries (libcudnn_graph, _engines_*, _ops, _cnn,
+#: _adv, _heuristic) by bare soname at run time (cuDNN 9 release notes, "cuDNN library organization").
+CUDNN_MAIN = re.compile(r"^libcudnn\.so\.(\d+)$")
+
+
+def foreign_cudnn_parts(host: Host, entry: Mapping[str, Any], ldp: Sequence[str],
+                        cache: List[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
+    """The cuDNN sub-libraries the framework's own cuDNN (9+) lacks that the loader would take from another
+    cuDNN copy: names found beside the other copies, absent from the own copy's directory, resolved from there
+    (its RUNPATH ``$ORIGIN`` first, then LD_LIBRARY_PATH, the ld.so cache and the default directories)."""
+    m = CUDNN_MAIN.match(str(entry.get("soname") or ""))
+    own = entry.get("resolved") if entry.get("resolved") and not entry.get("shadowed") else None
+    if m is None or int(m.group(1)) < 9 or not own or not entry.get("others"):
+        return []
+    part = re.compile(r"^libcudnn_[a-z0-9_]+\.so\.%s$" % m.group(1))
+    own_dir = posixpath.dirname(str(entry.get("path") or own))
+    have = set(host.list_dir(own_dir).names())
+    wanted: set = set()
+    for other in entry["others"]:
+        if isinstance(other, dict) and other.get("path"):
+            wanted.update(n for n in host.list_dir(posixpath.dirname(str(other["path"]))).names() if part.match(n))
+    out = []
+    for name in sorted(wanted - have):
+        res = resolve_soname(host, name, runpath=[own_dir], ld_library_path=list(ldp), cache=cache)
+        if res["path"]:
+            out.append({"soname": name, "path": res["path"], "resolved": res["resolved"], "via": res["via"],
+                        "version": res["version"]})
+    return out
+
+
+#: PyTorch extension packages that ship compiled CUDA code built against one CUDA runtime: distribution ->
+#: (directory relative to site-packages, regex of its compiled modules there).
+TORCH_EXTENSIONS: Dict[str, Tuple[str, str]] = {
+    "vllm": ("vllm", r".+\.so"),
+    "flash-attn": (".", r"flash_attn_2_cuda\..*so"),
+    "mamba-ssm": (".", r"selective_scan_cuda\..*so"),
+    "causal-conv1d": (".", r"causal_conv1d_cuda\..*so"),
+    "xformers": ("xformers", r".+\.so"),
+}
+
+
+def extension_linkage(host: Host, torch: Mapping[str, Any], torch_entries: Sequence[Mapping[str, Any]],
+                      ldp: Sequence[str], cache: List[Tuple[str, str, str]],
+                      dists: Sequence[Distribution]) -> List[Dict[str, Any]]:
+    """The CUDA sonames each installed PyTorch extension module NEEDs that nothing provides: not the loader (its
+    RPATH/RUNPATH, LD_LIBRARY_PATH, the cache, the default directories) and not torch, whose own CUDA libraries
+    are already in the process when the extension is imported (a loaded soname satisfies a later NEEDED)."""
+    site = str(torch.get("path") or "")
+    loaded = {str(e.get("soname")) for e in torch_entries if isinstance(e, dict) and e.get("path")}
+    versions = {d.key: d.version for d in dists if d.location == site}
+    out: List[Dict[str, Any]] = []
+    for dist, (rel, pattern) in TORCH_EXTENSIONS.items():
+        if dist not in versions:
+            continue
+        for path in host.glob_dir(posixpath.normpath(posixpath.join(site, rel)), pattern):
+            elf = host.elf(path)
+            if not elf.ok:
+                continue
+            for soname in elf.needed:
+                if not CUDA_SONAME.match(soname) or soname in loaded:
+                    continue
+                lib_dir = posixpath.dirname(path)
+                rp = expand_origin(elf.rpath, lib_dir) if not elf.runpath else []
+                res = resolve_soname(host, soname, runpath=expand_origin(elf.runpath, lib_dir),
+                                     ld_library_path=list(rp) + list(ldp), cache=cache)
+                if not res["path"]:
+                    out.append({"package": dist, "version": versions[dist], "path": path, "soname": soname})
     return out
 
 
 @register("linkage", "Framework library linkage", order=95,
-          produces=("linkage.*", "linkage.*.elf", "linkage.*.abi"), needs=("frameworks",))
+          produces=("linkage.*", "linkage.*.elf", "linkage.*.abi", "linkage.*.extensions"), needs=("frameworks",))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")
@@ -342,6 +416,13 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
                     e["cache_unknown"] = cache_why
         facts.append(ok("linkage." + name, entries, "elf:" + elf.path,
                         "CUDA libraries %s would load" % name))
+        if name == "torch":
+            if dists is None:
+                dists = host.distributions()
+            ext = extension_linkage(host, value, entries, ldp, cache, dists)
+            if ext:
+                facts.append(ok("linkage.torch.extensions", ext, "elf:" + ext[0]["path"],
+                                "CUDA libraries of PyTorch extension packages"))
     if not facts:
         # Say why the section is empty rather than print a bare heading.
         facts.append(ok("linkage.scan", "no framework with a CUDA library is installed, so nothing to resolve",
