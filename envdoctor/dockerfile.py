@@ -20,6 +20,7 @@ judged. Nothing is run, pulled or downloaded.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -519,12 +520,20 @@ def pip_install(argv: Sequence[str], line: int) -> Optional[PipInstall]:
     return p
 
 
+def _context_text(path: str) -> Optional[str]:
+    """A file of the build context (a requirements file, pyproject.toml, uv.lock), at most MAX_BYTES of it;
+    None when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
 def read_requirements(path: str, into: PipInstall, depth: int = 0) -> None:
     """Requirements and options of a requirements file in the build context (missing: nothing added)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(MAX_BYTES)
-    except OSError:
+    text = _context_text(path)
+    if text is None:
         return
     for raw in text.splitlines():
         line = raw.split(" #", 1)[0].strip()
@@ -589,10 +598,6 @@ def _compiles_cuda(argv: Sequence[str], env: Mapping[str, str], pip: Optional[Pi
             if _SOURCE_REPOS.search(u) and not u.endswith(".whl"):
                 return "builds %s from source, which compiles CUDA code with nvcc" % u
     return None
-
-
-def _install_line(pip: PipInstall) -> str:
-    return " ".join(shlex.quote(a) for a in pip.argv)
 
 
 def _finding(code: str, title: str, detail: str, line: int, path: str, fix: Optional[Fix] = None,
@@ -852,7 +857,8 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
                     Fix("Build FROM the -devel image, or compile in a -devel stage and copy the result into this "
                         "one (or install a prebuilt wheel).", ["FROM %s" % sugg.rstrip("-")] if sugg else [])))
             if why and not told_arch and t.gpu_ccs and scope.get("TORCH_CUDA_ARCH_LIST"):
-                missing = [cc for cc in t.gpu_ccs if _arch_list_runs_on(scope["TORCH_CUDA_ARCH_LIST"], cc) is False]
+                arch_list = scope["TORCH_CUDA_ARCH_LIST"]
+                missing = [cc for cc in t.gpu_ccs if versions.torch_arch_list_runs_on(arch_list, cc) is False]
                 if missing:
                     told_arch = True
                     out.append(_finding(
@@ -1003,27 +1009,16 @@ def _table(doc: Mapping[str, Any], key: str) -> Dict[str, Any]:
 
 
 def _read_toml(path: str) -> Dict[str, Any]:
-    import sys
+    from .policy import toml_module
 
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES)
-    except OSError:
+    text = _context_text(path)
+    if text is None:
         return {}
-    if sys.version_info >= (3, 11):
-        import tomllib as toml
-    else:
-        import tomli as toml  # the conditional dependency below 3.11
     try:
-        doc = toml.loads(data.decode("utf-8", "replace"))
+        doc = toml_module().loads(text)
     except (ValueError, UnicodeError):
         return {}
     return doc if isinstance(doc, dict) else {}
-
-
-#: torch.utils.cpp_extension's architecture names in TORCH_CUDA_ARCH_LIST.
-#: TORCH_CUDA_ARCH_LIST read as torch.utils.cpp_extension reads it (shared with the environment check).
-_arch_list_runs_on = versions.torch_arch_list_runs_on
 
 
 def _through_forward_compat(base: Image, t: Target) -> Target:
@@ -1055,12 +1050,16 @@ def _expand(word: str, values: Mapping[str, str]) -> str:
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", one, word)
 
 
-def _candidate_install(command: str) -> Optional[PipInstall]:
+@functools.lru_cache(maxsize=None)
+def _candidate_requirement(command: str) -> Optional[Requirement]:
+    """The requirement a matrix build's install command names (parsed once per command: every pip line of a
+    Dockerfile is matched against every build of its framework)."""
     try:
         argv = shlex.split(command)
     except ValueError:
         return None
-    return pip_install(argv, 0)
+    ci = pip_install(argv, 0)
+    return ci.requirements[0] if ci is not None and ci.requirements else None
 
 
 def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str],
@@ -1078,10 +1077,9 @@ def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str]
     variant = local or (index.rsplit("/", 1)[-1] if "download.pytorch.org" in index else None)
     by_release: Dict[str, List[Any]] = {}
     for c in candidates(fw):
-        ci = _candidate_install(c.command)
-        if ci is None or not ci.requirements:
+        creq = _candidate_requirement(c.command)
+        if creq is None:
             continue
-        creq = ci.requirements[0]
         if canonicalize_name(creq.name) != name:
             continue
         if fw == "jax" and not (req.extras & creq.extras):
@@ -1108,8 +1106,8 @@ def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str]
 
 
 def _extras(command: str) -> set:
-    ci = _candidate_install(command)
-    return set(ci.requirements[0].extras) if ci is not None and ci.requirements else set()
+    creq = _candidate_requirement(command)
+    return set(creq.extras) if creq is not None else set()
 
 
 def _release_version(release: str, spec: SpecifierSet) -> Optional[str]:

@@ -158,7 +158,8 @@ class PolicyError(Exception):
 # --------------------------------------------------------------------------------- reading
 
 
-def _toml() -> Any:
+def toml_module() -> Any:
+    """tomllib, or its backport tomli below Python 3.11 (a conditional dependency)."""
     if sys.version_info >= (3, 11):
         import tomllib
 
@@ -197,7 +198,7 @@ def load_policy(path: str) -> Policy:
 
 
 def parse_policy(text: str, path: str = "<policy>") -> Policy:
-    toml = _toml()
+    toml = toml_module()
     try:
         doc = toml.loads(text)
     except toml.TOMLDecodeError as exc:
