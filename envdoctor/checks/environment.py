@@ -14,6 +14,9 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Dict, Iterable, List, Optional
 
+from packaging.version import Version
+
+from .. import versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..versions import torch_arch_list_runs_on
@@ -189,7 +192,7 @@ def torch_cuda_arch_list(ctx: CheckContext) -> Iterable[Finding]:
             missed.setdefault(cc, str(facts.value("gpu.%d.name" % i) or "GPU %d" % i))
     if not missed:
         return  # covered, or a list envdoctor cannot read (a variable, "All"): nothing to say
-    ccs = sorted(missed, key=lambda c: tuple(int(p) for p in c.split(".") if p.isdigit()))
+    ccs = sorted(missed, key=lambda c: versions.parse(c) or Version("0"))
     gpus = ", ".join("%s (%s)" % (missed[c], c) for c in ccs)
     keys = ["env.torch_cuda_arch_list"] + ["gpu.%d.compute_capability" % i for i in range(count)]
     yield Finding(

@@ -36,6 +36,8 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from packaging.version import Version
+
 from ..facts import Fact, ok, unknown
 from ..host.base import Distribution, Host
 from . import ProbeContext, register
@@ -140,15 +142,16 @@ def wheel_floor(tags: Sequence[str]) -> Optional[Tuple[int, int]]:
     return min(floors) if floors else None
 
 
-def version_key(text: str) -> Tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
+def version_key(text: str) -> Version:
+    """A GLIBC_/GLIBCXX_/CXXABI_ release number (``2.27``, ``3.4.29``; matched as digits and dots) to compare."""
+    return Version(text)
 
 
 def highest_needed(verneed: Mapping[str, Sequence[str]], prefix: str) -> Optional[Tuple[str, str]]:
     """The highest ``PREFIX_x.y`` version named in ``verneed`` and the library it is required of:
     ``("2.27", "libm.so.6")`` for prefix ``GLIBC``. glibc's libraries (libc, libm, libpthread, libdl, librt,
     ld-linux) all version their symbols ``GLIBC_``; ``GLIBC_PRIVATE`` and the like are not releases."""
-    best: Optional[Tuple[Tuple[int, ...], str, str]] = None
+    best: Optional[Tuple[Version, str, str]] = None
     pattern = _GLIBC_NAME if prefix == "GLIBC" else re.compile(r"^%s_(\d+(?:\.\d+)+)$" % re.escape(prefix))
     for lib, names in verneed.items():
         for name in names:
