@@ -73,6 +73,23 @@ def probe_facts(host) -> Facts:
     return Facts(f for r in results for f in r.facts)
 
 
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def corpus_snapshot(case: str) -> Dict[str, Any]:
+    """A corpus case's snapshot as a document a test may edit before replaying it."""
+    with open(os.path.join(CORPUS, case, "snapshot.json"), encoding="utf-8") as fh:
+        doc: Dict[str, Any] = json.load(fh)
+    return doc
+
+
+def snapshot_findings(doc: Dict[str, Any], name: str = "case") -> List[Any]:
+    """Every finding the checks raise on a snapshot document (probed as ``diagnose --snapshot`` probes it)."""
+    from envdoctor.checks import CheckContext, run_checks
+
+    return list(run_checks(CheckContext(probe_facts(SnapshotHost(doc, name)), [])))
+
+
 def run_report(host) -> Report:
     return diagnose(host)
 

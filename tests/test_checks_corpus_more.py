@@ -4,25 +4,12 @@ thread's fix changed it, where the rule must stay quiet."""
 
 from __future__ import annotations
 
-import json
-import os
-from typing import Any, Dict, List
+from typing import Any, Dict
 
-from envdoctor.checks import CheckContext, run_checks
-from envdoctor.host.snapshot import SnapshotHost
+from .conftest import corpus_snapshot, snapshot_findings
 
-from .conftest import probe_facts
-
-CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
-
-
-def _doc(case: str) -> Dict[str, Any]:
-    with open(os.path.join(CORPUS, case, "snapshot.json"), encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def _findings(doc: Dict[str, Any], case: str) -> List[Any]:
-    return list(run_checks(CheckContext(probe_facts(SnapshotHost(doc, case)), [])))
+_doc = corpus_snapshot
+_findings = snapshot_findings
 
 
 def _add_file(doc: Dict[str, Any], directory: str, name: str) -> None:

@@ -9,24 +9,14 @@ changed it, where it must stay quiet.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Callable, Dict, List, Optional
 
-from envdoctor.checks import CheckContext, run_checks
 from envdoctor.host.snapshot import SnapshotHost
 
-from .conftest import probe_facts
+from .conftest import corpus_snapshot, probe_facts, snapshot_findings
 
-CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
-
-
-def _doc(case: str) -> Dict[str, Any]:
-    with open(os.path.join(CORPUS, case, "snapshot.json"), encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def _findings(doc: Dict[str, Any], case: str) -> List[Any]:
-    return list(run_checks(CheckContext(probe_facts(SnapshotHost(doc, case)), [])))
+_doc = corpus_snapshot
+_findings = snapshot_findings
 
 
 def _text(f: Any) -> str:

@@ -31,7 +31,7 @@ from envdoctor.host.privacy import Scrubber
 from envdoctor.host.snapshot import SnapshotError, SnapshotHost, document_from_host, validate_document
 from envdoctor.probes.linkage import highest_needed, wheel_floor, wheel_tags
 
-from .conftest import probe_facts
+from .conftest import corpus_snapshot, probe_facts, snapshot_findings
 
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 JAX_CASE = "jaxlib-centos7-glibc217-needs-glibc223"
@@ -271,14 +271,11 @@ def test_wheel_tags_and_the_glibc_they_promise() -> None:
 # -- the check -------------------------------------------------------------------------------------------------
 
 
-def _case(name: str) -> Dict[str, Any]:
-    with open(os.path.join(CORPUS, name, "snapshot.json"), encoding="utf-8") as fh:
-        return json.load(fh)
+_case = corpus_snapshot
 
 
 def _findings(doc: Dict[str, Any], name: str = "case") -> List[Any]:
-    return [f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc, name)), []))
-            if f.code == "framework.glibc_too_old"]
+    return [f for f in snapshot_findings(doc, name) if f.code == "framework.glibc_too_old"]
 
 
 def _set_glibc(doc: Dict[str, Any], stdout: Optional[str], returncode: int = 0) -> None:
