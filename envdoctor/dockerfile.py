@@ -1560,9 +1560,9 @@ def _read_fd(fd: int, name: str, deadline: Optional[Deadline]) -> bytes:
             raise DockerfileError("%s could not be read within --timeout %g s (a pipe or FIFO its writer never "
                                   "closed?)" % (name, deadline.seconds if deadline else 0))
         if poller is not None:
-            ready = poller.poll(None if left is None else max(1, int(left * 1000)))
+            ready = bool(poller.poll(None if left is None else max(1, int(left * 1000))))
         else:
-            ready = select.select([fd], [], [], left)[0]
+            ready = bool(select.select([fd], [], [], left)[0])
         if not ready:
             continue
         try:
