@@ -330,6 +330,7 @@ class Image:
     cuda: Optional[str] = None  # nvidia/cuda: the full CUDA release "12.4.1"
     flavour: Optional[str] = None  # base | runtime | devel
     cudnn: bool = False
+    cudnn_tag: Optional[str] = None  # the tag's cuDNN word: "cudnn8", "cudnn9", "cudnn" (cuDNN 9, from 12.4 on)
     os_label: Optional[str] = None  # "ubuntu22.04", "ubi9", "rockylinux8"
     python: Optional[str] = None  # the image's own Python (python:3.11 images), X.Y
     torch: Optional[Tuple[str, str]] = None  # pytorch/pytorch: (release X.Y, variant cuXYZ)
@@ -367,6 +368,7 @@ def parse_image(reference: str) -> Image:
         m = _CUDA_TAG.match(tag)
         if m:
             img.cuda, img.flavour, img.cudnn = m.group("cuda"), m.group("flavour"), bool(m.group("cudnn"))
+            img.cudnn_tag = m.group("cudnn")
             img.os_label = m.group("os")
             img.has_nvcc = img.flavour == "devel"
     elif repo == "pytorch/pytorch":
@@ -830,9 +832,19 @@ def _finding(code: str, title: str, detail: str, line: Optional[int], path: str,
                    detail, ev, {"rule": rule or doc.summary, "url": url or doc.source, "checked": ""}, fix or Fix())
 
 
-def _suggest_image(t: Target, flavour: str, os_label: Optional[str]) -> Optional[str]:
-    """An nvidia/cuda image this host's driver starts (the newest the image table knows), same flavour/OS."""
-    from envdoctor.recipes.docker_image import IMAGES
+def _cudnn_major(word: Optional[str]) -> Optional[int]:
+    """The cuDNN major of an nvidia/cuda tag word: cudnn8 -> 8, cudnn9 -> 9, plain cudnn (12.4 on) -> 9."""
+    if not word:
+        return None
+    return int(word[5:]) if word[5:].isdigit() else 9
+
+
+def _suggest_image(t: Target, flavour: str, os_label: Optional[str], cudnn_tag: Optional[str] = None
+                   ) -> Tuple[Optional[str], str]:
+    """An nvidia/cuda image this host's driver starts (the newest release the image table knows) of the same
+    variant: flavour, cuDNN and OS where that release has them; and what differs from the image it replaces
+    (another OS, another cuDNN major), to say in the fix."""
+    from envdoctor.recipes.docker_image import IMAGE_PYTHON, IMAGES
 
     newest = hw.newest_cuda_for_driver(t.driver) if t.driver else None
     best = None
@@ -841,10 +853,20 @@ def _suggest_image(t: Target, flavour: str, os_label: Optional[str]) -> Optional
             continue
         best = minor
     if best is None:
-        return None
-    release, _word, oses = IMAGES[best]
+        return None, ""
+    release, word, oses = IMAGES[best]
     osl = os_label if os_label in oses else oses[-1]
-    return "nvidia/cuda:%s-%s-%s" % (release, flavour or "runtime", osl)
+    notes = []
+    if os_label and osl != os_label:
+        notes.append("CUDA %s images have no %s tag; %s is the newest they have%s" % (
+            best, os_label, osl, " (its Python is %s)" % IMAGE_PYTHON[osl] if IMAGE_PYTHON.get(osl) else ""))
+    variant = flavour or "runtime"
+    if cudnn_tag and variant in ("runtime", "devel"):
+        variant = "%s-%s" % (word, variant)
+        if _cudnn_major(word) != _cudnn_major(cudnn_tag):
+            notes.append("its cuDNN is %s, not %s: what the image builds against cuDNN must match" % (
+                _cudnn_major(word), _cudnn_major(cudnn_tag)))
+    return "nvidia/cuda:%s-%s-%s" % (release, variant, osl), "; ".join(notes)
 
 
 class _Run:
@@ -883,7 +905,10 @@ def lint(df: Dockerfile, target: Target, context_dir: Optional[str] = None,
     for arg in df.unused_build_args:
         import difflib
 
-        near = difflib.get_close_matches(arg, list(df.args), n=1, cutoff=0.6)
+        # the declared ARG the user most likely meant: one naming the other (CUDA, CUDA_VERSION), else a close
+        # spelling
+        near = sorted((k for k in df.args if arg.lower() in k.lower() or k.lower() in arg.lower()), key=len)[:1] \
+            or difflib.get_close_matches(arg, list(df.args), n=1, cutoff=0.6)
         out.append(_finding(
             "dockerfile.build_arg_unused", "--build-arg %s: no ARG %s in the Dockerfile%s" % (
                 arg, arg, "; it declares %s" % near[0] if near else ""),
@@ -905,7 +930,7 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
     if st.parent is not None or img.repository != "nvidia/cuda":
         return []
     if img.tag in ("", "latest"):
-        sugg = _suggest_image(t, "runtime", None)
+        sugg, _ = _suggest_image(t, "runtime", None)
         return [_finding(
             "dockerfile.image_tag_missing", "FROM %s: nvidia/cuda has no %s tag" % (
                 img.reference, "'latest'" if img.tag else "default ('latest')"),
@@ -914,7 +939,7 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
             Fix("Name a tag%s." % (" this host's driver starts" if t.driver else ""),
                 ["FROM %s" % sugg] if sugg else []))]
     if "$" not in img.tag and not re.match(r"^\d+\.\d+", img.tag):
-        sugg = _suggest_image(t, "runtime", None)
+        sugg, _ = _suggest_image(t, "runtime", None)
         return [_finding(
             "dockerfile.image_tag_missing", "FROM %s: nvidia/cuda has no tag %r" % (img.reference, img.tag),
             "Every nvidia/cuda tag starts with a CUDA release X.Y.Z (12.4.1-runtime-ubuntu22.04); a major "
@@ -934,7 +959,7 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
         compat = _forward_compat(mm, t) if older else None
         if older and compat != "starts":
             newest = hw.newest_cuda_for_driver(t.driver)
-            sugg = _suggest_image(t, img.flavour or "runtime", img.os_label)
+            sugg, differs = _suggest_image(t, img.flavour or "runtime", img.os_label, img.cudnn_tag)
             branch = t.driver.split(".")[0]
             if compat == "maybe":
                 title = "%s needs NVIDIA driver >= %s, or forward compatibility on a data-center GPU; this host " \
@@ -956,7 +981,8 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
                               "for data-center GPUs only" if compat == "geforce" else ""))
             out.append(_finding(
                 "dockerfile.image_needs_newer_driver", title, detail, st.line, path,
-                Fix("Build FROM an image of a CUDA this driver runs, or update the driver.",
+                Fix("Build FROM an image of a CUDA this driver runs, or update the driver.%s" % (
+                    (" " + differs[:1].upper() + differs[1:] + ".") if differs else ""),
                     (["FROM %s" % sugg] if sugg else []) + ["envdoctor install driver --dry-run"]),
                 severity="warning" if compat == "maybe" else None,
                 url=FORWARD_COMPAT_SOURCE if compat in ("maybe", "geforce") else "",
@@ -1122,8 +1148,8 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str], r
             if why and not told_compiler and base.has_nvcc is False and not state.nvcc:
                 told_compiler = True
                 what = ("a %s image" % base.flavour) if base.flavour else ("%s (no CUDA toolkit)" % base.reference)
-                sugg = ("nvidia/cuda:%s-%s%s" % (base.cuda, "cudnn-" if base.cudnn else "devel-",
-                                                 ("devel-" if base.cudnn else "") + (base.os_label or ""))
+                sugg = ("nvidia/cuda:%s-%sdevel%s" % (base.cuda, base.cudnn_tag + "-" if base.cudnn_tag else "",
+                                                      "-" + base.os_label if base.os_label else "")
                         if base.cuda else None)
                 out.append(_finding(
                     "dockerfile.no_compiler_in_image", "%s, but the stage builds FROM %s, which has no nvcc" % (

@@ -409,3 +409,59 @@ def test_what_a_parent_stage_installed_with_its_build_arguments_counts():
     assert _inline(text, _host("550.54.15", "H100")) == []
     no_py = text.replace("python${PY} python${PY}-venv && curl -sS ${GET_PIP} | python${PY}", "git")
     assert ("dockerfile.no_python_in_image", "error") in _codes(_inline(no_py, _host("550.54.15", "H100")))
+
+
+# -- issue 20: --build-arg the file does not declare; a fix that keeps the image's variant -------------------
+
+def test_a_build_arg_no_arg_declares_is_warned_about_as_docker_build_does():
+    """`docker build --build-arg CUDA_VERSION=12.6.0` on a file whose ARG is CUDA: '[Warning] One or more
+    build-args [CUDA_VERSION] were not consumed'; the image is built with the file's default."""
+    text = "ARG CUDA=12.4.1\nFROM nvidia/cuda:${CUDA}-runtime-ubuntu22.04\n"
+    df = dfmod.parse(text, "Dockerfile", {"CUDA_VERSION": "12.6.0", "HTTP_PROXY": "http://proxy:3128"})
+    found = dfmod.lint(df, _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_arg_unused", "warning")]  # the proxy is docker's own
+    f = found[0]
+    assert f.title.startswith("--build-arg CUDA_VERSION: no ARG CUDA_VERSION") and "CUDA" in f.title
+    assert "were not consumed" in f.detail and "--build-arg CUDA=12.6.0" in f.fix.text
+    assert df.stages[0].image.cuda == "12.4.1"  # the default, as docker builds it
+    assert dfmod.lint(dfmod.parse(text, "Dockerfile", {"CUDA": "12.4.1"}), _host("550.54.15", RTX4090)) == []
+
+
+def test_the_build_arg_warning_in_the_command_and_its_json():
+    path = os.path.join(HERE, "llama-cpp-9665", "Dockerfile")
+    r = _run(path, "--driver", "560.35.03", "--gpu", "RTX 4090", "--build-arg", "CUDA=12.4.1", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    import jsonschema
+
+    with open(os.path.join(os.path.dirname(HERE), "..", "..", "envdoctor", "schemas", "dockerfile.schema.json")) as fh:
+        jsonschema.validate(doc, json.load(fh))
+    assert [(f["code"], f["title"].split(":")[0]) for f in doc["findings"]] == [
+        ("dockerfile.build_arg_unused", "--build-arg CUDA")]
+    assert "CUDA_VERSION" in doc["findings"][0]["title"]  # the ARG it declares, which the user meant
+    r = _run(path, "--driver", "560.35.03", "--gpu", "RTX 4090", "--build-arg", "CUDA=12.4.1")
+    assert r.exit_code == 0 and "WARN  --build-arg CUDA: no ARG CUDA" in r.output, r.output
+
+
+@pytest.mark.parametrize("image,driver,fix", [
+    # the issue's case: 12.8 cuDNN runtime on Ubuntu 24.04, driver R550 (CUDA 12.4): CUDA 12.4 has no 24.04 image
+    ("12.8.0-cudnn-runtime-ubuntu24.04", "550.54.15", "FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04"),
+    ("12.8.1-cudnn-devel-ubuntu24.04", "560.35.03", "FROM nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04"),
+    ("12.6.3-devel-ubuntu24.04", "555.42.02", "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04"),
+    ("12.6.3-base-ubuntu22.04", "550.54.15", "FROM nvidia/cuda:12.4.1-base-ubuntu22.04"),
+    # cuDNN 8 images before 12.3 are tagged -cudnn8-
+    ("12.4.1-cudnn-runtime-ubuntu22.04", "535.104.05", "FROM nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04"),
+])
+def test_the_fix_for_an_image_the_driver_cannot_start_keeps_its_variant(image, driver, fix):
+    found = _inline("FROM nvidia/cuda:%s\n" % image, _host(driver, RTX4090))
+    assert _codes(found) == [("dockerfile.image_needs_newer_driver", "error")]
+    assert found[0].fix.commands[0] == fix
+    if "24.04" in image and "24.04" not in fix:
+        assert "no ubuntu24.04 tag" in found[0].fix.text and "3.10" in found[0].fix.text
+    if "cudnn8" in fix:
+        assert "cuDNN is 8, not 9" in found[0].fix.text
+
+
+def test_the_no_compiler_fix_names_the_devel_image_of_the_same_cudnn():
+    found = _inline("FROM nvidia/cuda:12.1.1-cudnn8-runtime-ubuntu22.04\nRUN nvcc --version\n")
+    assert found[0].fix.commands == ["FROM nvidia/cuda:12.1.1-cudnn8-devel-ubuntu22.04"]
