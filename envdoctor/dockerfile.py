@@ -52,6 +52,7 @@ IMAGE_SOURCE = "https://hub.docker.com/r/nvidia/cuda"
 LATEST_SOURCE = "https://github.com/NVIDIA/nvidia-docker/issues/1454"
 REQUIRE_SOURCE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 PEP668_SOURCE = "https://peps.python.org/pep-0668/"
+DRIVER_SOURCE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/index.html"
 
 CODES: Tuple[CodeDoc, ...] = (
     CodeDoc("dockerfile.image_tag_missing", "error",
@@ -93,6 +94,23 @@ CODES: Tuple[CodeDoc, ...] = (
             "Unless the image holds exactly the CUDA and cuDNN releases the build was made with, the framework "
             "finds no GPU libraries and runs on the CPU ('Cannot dlopen some GPU libraries').",
             "https://www.tensorflow.org/install/pip"),
+    CodeDoc("dockerfile.driver_in_image", "error",
+            "A RUN line installs an NVIDIA driver into the image (nvidia-driver-535, cuda-drivers, "
+            "libnvidia-compute-*, nvidia-driver:*-dkms, NVIDIA-Linux-*.run...).",
+            "the package-manager and runfile lines",
+            "In a container the host's driver is the one that runs: its kernel module is loaded on the host and the "
+            "NVIDIA Container Toolkit mounts its user-space libraries into the container. A driver in the image "
+            "cannot load a kernel module there, and its libraries, of another release than the host's module, "
+            "shadow or contradict the host's ('Failed to initialize NVML: Driver/library version mismatch', 'CUDA "
+            "driver version is insufficient'). The package names come from NVIDIA's own driver packaging "
+            "(matrix area driver_packages).", DRIVER_SOURCE),
+    CodeDoc("dockerfile.frameworks_conflict", "error",
+            "Two frameworks installed into one environment pin CUDA libraries (nvidia-cudnn-cu12 ...) that no "
+            "release satisfies together.", "the pip install lines and the framework builds' Requires-Dist pins",
+            "In one pip command pip stops with 'ResolutionImpossible'; in two, the second replaces the library the "
+            "first was built against, which then cannot load its GPU libraries. The pins are the builds' own "
+            "Requires-Dist (matrix: torch cudnn, tensorflow cudnn_pip, jax cudnn, proved by "
+            "scripts/verify_matrix.py).", "https://pip.pypa.io/en/stable/topics/dependency-resolution/"),
     CodeDoc("dockerfile.build_arg_unused", "warning",
             "A --build-arg names no ARG of the Dockerfile: the build ignores it, as docker build warns.",
             "the --build-arg values and the ARG instructions",
@@ -1113,12 +1131,52 @@ class _PyState:
             self.present = self.pip = self.venv = True
 
 
+_MANAGERS = {"apt-get": "apt", "apt": "apt", "aptitude": "apt", "yum": "dnf", "dnf": "dnf", "microdnf": "dnf",
+             "zypper": "zypper"}
+
+
+@functools.lru_cache(maxsize=None)
+def _driver_patterns() -> Dict[str, List[Any]]:
+    """matrix area driver_packages: package manager -> the patterns of NVIDIA's driver package names."""
+    from . import matrix
+
+    out: Dict[str, List[Any]] = {}
+    for row in matrix.load("driver_packages"):
+        out.setdefault(row["manager"], []).append(re.compile(row["pattern"]))
+    return out
+
+
+def _driver_install(argv: Sequence[str]) -> Optional[str]:
+    """The NVIDIA driver package (or runfile) this command installs, else None."""
+    pats = _driver_patterns()
+    exe = os.path.basename(argv[0])
+    manager = _MANAGERS.get(exe)
+    if manager is not None:
+        verbs = [i for i, a in enumerate(argv) if a in ("install", "in", "reinstall")]
+        if verbs:
+            for word in argv[verbs[0] + 1:]:
+                if word.startswith("-") or "$" in word:
+                    continue
+                name = word.split("=", 1)[0] if manager == "apt" else word
+                if any(p.fullmatch(name) for p in pats.get(manager, [])):
+                    return name
+        return None
+    runfile = argv[0] if exe not in ("sh", "bash") else next((a for a in argv[1:] if not a.startswith("-")), "")
+    base = os.path.basename(runfile)
+    if any(p.fullmatch(base) for p in pats.get("runfile", [])):
+        return base
+    if re.fullmatch(r"cuda_[0-9.]+_[0-9.]+_linux(_sbsa)?\.run", base) and "--driver" in argv:
+        return base + " --driver"
+    return None
+
+
 def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str], run: _Run) -> List[Finding]:
     out: List[Finding] = []
     base = st.base
     env = st.all_env()
     gpu_image = bool(base.cuda or base.torch)
-    told_python = told_compiler = told_pep668 = told_arch = False
+    told_python = told_compiler = told_pep668 = told_arch = told_driver = False
+    installed: List[Tuple[str, int, Requirement, str, List[Any]]] = []  # (environment, line, req, framework, builds)
     parent_state = run.states.get(st.parent.index) if st.parent is not None else None
     if parent_state is not None:  # what the stages it is built on installed counts (judged there)
         state = replace(parent_state)
@@ -1139,6 +1197,22 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str], r
                 # installed counts
                 state.after(argv, base)
                 continue
+            driver = _driver_install(argv) if not told_driver else None
+            if driver:
+                told_driver = True
+                out.append(_finding(
+                    "dockerfile.driver_in_image", "%s installs %s, an NVIDIA driver, into the image" % (
+                        os.path.basename(argv[0]), driver),
+                    "The host's driver is the one that runs a container: the NVIDIA Container Toolkit mounts its "
+                    "libraries into it. A driver in the image cannot load its kernel module there, and its "
+                    "libraries, of another release than the host's module, shadow or contradict the host's "
+                    "('Failed to initialize NVML: Driver/library version mismatch', 'CUDA driver version is "
+                    "insufficient').", ins.line, path,
+                    Fix("Remove the driver from the image: the CUDA libraries come with an nvidia/cuda image "
+                        "(or cuda-libraries-X-Y, the nvidia-* wheels); the driver belongs on the host, with the "
+                        "NVIDIA Container Toolkit.", ["envdoctor install driver --dry-run",
+                                                       "envdoctor install container-toolkit --dry-run"]),
+                    evidence=[("image.driver_package", driver)]))
             pip = pip_install(argv, ins.line, run.check)
             if pip is not None:
                 for f in pip.requirement_files:
@@ -1216,12 +1290,15 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str], r
                         Fix("Install into a virtual environment (and put it first on PATH).",
                             ["RUN python3 -m venv /opt/venv", "ENV PATH=/opt/venv/bin:$PATH"]),
                         url=PEP668_SOURCE))
-                out += _framework_findings(pip, st, t, pip.python or state.version, gpu_image, path, scope, run)
+                out += _framework_findings(pip, st, t, pip.python or state.version, gpu_image, path, scope, run,
+                                           installed)
             for project in _project_installs(argv, pip, ins.line, context_dir, run):
-                out += _framework_findings(project, st, t, state.version, gpu_image, path, scope, run)
+                out += _framework_findings(project, st, t, state.version, gpu_image, path, scope, run, installed)
             state.after(argv, base)
     run.states[st.index] = state
-    return out
+    host = Target(driver=t.driver, cc=t.cc, ccs=t.ccs, gpu=t.gpu, python=state.version, platform=t.platform,
+                  gpu_present=t.gpu_present)
+    return out + _pin_conflicts(installed, host, path)
 
 
 def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
@@ -1394,7 +1471,7 @@ def _candidate_requirement(command: str) -> Optional[Requirement]:
 
 
 def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str],
-               env: Optional[Mapping[str, str]] = None) -> List[Any]:
+               env: Optional[Mapping[str, str]] = None, any_extras: bool = False) -> List[Any]:
     """The matrix builds of ``fw`` this requirement can install, as pip chooses: the newest release its
     specifier admits whose Python range admits ``python`` (pip skips releases whose Requires-Python does
     not; when none does, the newest release, which then fails on Python), every variant of that release the
@@ -1411,9 +1488,9 @@ def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str]
         creq = _candidate_requirement(c.command)
         if creq is None:
             continue
-        if canonicalize_name(creq.name) != name:
+        if _builds_name(creq.name) != _builds_name(name):
             continue
-        if fw == "jax" and not (req.extras & creq.extras):
+        if fw == "jax" and not any_extras and not (req.extras & creq.extras):
             continue
         probe = _release_version(c.release, creq.specifier)
         if probe is None or not req.specifier.contains(probe, prereleases=True):
@@ -1464,8 +1541,39 @@ def _picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str], en
     return run.picks[key]
 
 
+@functools.lru_cache(maxsize=None)
+def _retired() -> Dict[str, Dict[str, Any]]:
+    """matrix area retired_distributions, by normalised name."""
+    from . import matrix
+
+    return {canonicalize_name(r["name"]): r for r in matrix.load("retired_distributions")}
+
+
+def _builds_name(name: str) -> str:
+    """The name whose builds a distribution installs (tensorflow-gpu 2.11 is tensorflow 2.11's build)."""
+    key = canonicalize_name(name)
+    row = _retired().get(key)
+    return canonicalize_name(row["same_builds_as"]) if row and row.get("same_builds_as") else key
+
+
+def _env_key(pip: PipInstall) -> str:
+    """Which environment an install goes to, as far as the line says: a venv's pip, ``--python``, or the
+    stage's default one (""); ``--target``/``--prefix`` installs are not environments ("-")."""
+    if any(f in pip.flags for f in ("--target", "-t", "--prefix", "--root")) or any(
+            a in ("--target", "-t", "--prefix", "--root") or a.startswith(("--target=", "--prefix="))
+            for a in pip.argv):
+        return "-"
+    for i, a in enumerate(pip.argv):
+        if a == "--python" and i + 1 < len(pip.argv):
+            return os.path.dirname(pip.argv[i + 1])
+        if a.startswith("--python="):
+            return os.path.dirname(a.split("=", 1)[1])
+    return os.path.dirname(pip.argv[0]) if "/" in pip.argv[0] else ""
+
+
 def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str], gpu_image: bool,
-                        path: str, env: Optional[Mapping[str, str]] = None, run: Optional[_Run] = None
+                        path: str, env: Optional[Mapping[str, str]] = None, run: Optional[_Run] = None,
+                        installed: Optional[List[Tuple[str, int, Requirement, str, List[Any]]]] = None
                         ) -> List[Finding]:
     from .advise import choose_build
     from .advise import judge as judge_build
@@ -1506,9 +1614,50 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
             continue
         if not fw.advise:
             continue
+        retired = _retired().get(canonicalize_name(req.name))
+        if retired is not None:
+            stub = retired["stub"]
+            wheels = SpecifierSet(retired["wheels"]) if retired.get("wheels") else None
+            if req.specifier.contains(stub, prereleases=True) or wheels is None or not any(
+                    wheels.contains(s.version.rstrip(".*"), prereleases=True) for s in req.specifier
+                    if s.operator in ("==", "===", "~=", "<=", "<")):
+                chosen = choose_build(fw.name, host)
+                out.append(_finding(
+                    "dockerfile.build_does_not_fit", "%s installs %s %s, a retired name whose release only fails: "
+                    "'%s'" % (str(req), retired["name"], stub, retired["stub_error"]),
+                    "%s on PyPI %s; pip takes %s %s, whose setup.py raises that error on install. Install %s "
+                    "instead." % (retired["name"], "has wheels only for releases %s" % retired["wheels"]
+                                  if wheels else "has no release with files to install", retired["name"], stub,
+                                  retired["replacement"]), pip.line, path,
+                    Fix("Install %s%s." % (retired["replacement"], ", the build that fits this host" if chosen
+                                           and t.driver else ""),
+                        ["RUN " + chosen[0].command] if chosen else ["RUN pip install " + retired["replacement"]]),
+                    url=retired["source"]["url"], evidence=[("image.python", py)]))
+                continue
         picks = _picks(req, pip, fw.name, py, st.env if env is None else env, run)
+        loose = False
+        if not picks and fw.name == "jax" and req.extras:
+            # an extra the matrix's builds do not name (jax[cuda], jax[cuda11_cudnn82]...): the release's Python
+            # range still holds
+            picks, loose = _pip_picks(req, pip, fw.name, py, st.env if env is None else env, any_extras=True), True
         if not picks:
             continue
+        if loose:
+            verdicts = [(c, judge(c, Target(python=py, platform=t.platform))) for c in picks]
+            if not any(v.ok for _, v in verdicts):
+                reasons = [r for _, v in verdicts for r in v.reasons]
+                chosen = choose_build(fw.name, host)
+                out.append(_finding(
+                    "dockerfile.build_does_not_fit", "%s (%s %s) does not fit: %s" % (
+                        str(req), fw.display, picks[0].release, reasons[0]),
+                    "pip finds no %s %s wheel for the image's Python %s." % (fw.display, picks[0].release, py),
+                    pip.line, path, Fix("Install the build that fits.", ["RUN " + chosen[0].command] if chosen else []),
+                    evidence=[("image.python", py)]))
+            continue
+        if installed is not None:
+            pinned = [c for c in picks if c.cudnn_pip and _extras(c.command) <= set(req.extras)]
+            if pinned and len(pinned) == len(picks):
+                installed.append((_env_key(pip), pip.line, req, fw.display, pinned))
         wanted = set().union(*(_extras(c.command) for c in picks)) - set(req.extras)
         if wanted and all(_extras(c.command) for c in picks):
             c = picks[0]
@@ -1544,6 +1693,73 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
             evidence=[("host.driver", t.driver), ("host.gpu_cc", ",".join(host.gpu_ccs) or None),
                       ("image.python", py)]))
     return out
+
+
+def _admits_together(a: str, b: str) -> bool:
+    """Does some release satisfy both specifiers? Tried on the releases they name (exact pins, bounds) and
+    cuDNN's own (cudnn.json)."""
+    from . import matrix
+
+    sa, sb = SpecifierSet(a), SpecifierSet(b)
+    probes = {s.version.rstrip(".*") for s in list(sa) + list(sb)}
+    probes.update(str(r.get("version")) for r in matrix.load("cudnn") if r.get("version"))
+    for v in probes:
+        try:
+            if sa.contains(v, prereleases=True) and sb.contains(v, prereleases=True):
+                return True
+        except InvalidVersion:
+            continue
+    return False
+
+
+def _pin_conflicts(installed: List[Tuple[str, int, Requirement, str, List[Any]]], host: Target,
+                   path: str) -> List[Finding]:
+    """Frameworks installed into one environment of a stage whose builds pin the same CUDA library package
+    (nvidia-cudnn-cu12 ...) to releases that do not meet."""
+    out: List[Finding] = []
+    told: Set[Tuple[str, str]] = set()
+    for j, (env_b, line_b, req_b, fw_b, builds_b) in enumerate(installed):
+        for env_a, line_a, req_a, fw_a, builds_a in installed[:j]:
+            if env_a != env_b or env_a == "-" or fw_a == fw_b or (fw_a, fw_b) in told:
+                continue
+            clashes = [(ca, cb) for ca in builds_a for cb in builds_b
+                       if ca.cudnn_pip[0] == cb.cudnn_pip[0] and not _admits_together(ca.cudnn_pip[1], cb.cudnn_pip[1])]
+            if len(clashes) < len(builds_a) * len(builds_b):
+                continue  # some build of each meets
+            told.add((fw_a, fw_b))
+            ca, cb = clashes[0]
+            pkg = ca.cudnn_pip[0]
+            same = line_a == line_b
+            fix = _agreeing_build(cb, ca, host)
+            out.append(_finding(
+                "dockerfile.frameworks_conflict", "%s needs %s%s, but %s%s needs %s%s" % (
+                    str(req_b), pkg, cb.cudnn_pip[1], str(req_a), "" if same else " (line %d)" % line_a, pkg,
+                    ca.cudnn_pip[1]),
+                ("pip cannot install both (ResolutionImpossible): no %s release satisfies %s %s and %s %s." % (
+                    pkg, fw_a, ca.cudnn_pip[1], fw_b, cb.cudnn_pip[1])) if same else
+                ("The later install replaces %s with one %s %s cannot load (pip warns '%s %s requires %s%s, but you "
+                 "have ... which is incompatible'), and %s then runs without its GPU libraries." % (
+                     pkg, fw_a, ca.release, canonicalize_name(req_a.name), ca.release, pkg, ca.cudnn_pip[1], fw_a)),
+                line_b, path,
+                Fix("Install releases whose cuDNN pins meet, or each framework in its own virtual environment.",
+                    ["RUN " + fix.command] if fix else []),
+                evidence=[("pins", "%s %s: %s%s; %s %s: %s%s" % (fw_a, ca.release, pkg, ca.cudnn_pip[1], fw_b,
+                                                                cb.release, pkg, cb.cudnn_pip[1]))]))
+    return out
+
+
+def _agreeing_build(wanted: Any, other: Any, host: Target) -> Any:
+    """The newest build of ``wanted``'s framework that fits the host and whose cuDNN pin meets ``other``'s."""
+    from .advise import candidates, judge
+
+    fw = next((f for f in frameworks.FRAMEWORKS if f.advise and wanted in candidates(f.name)), None)
+    if fw is None:
+        return None
+    for c in candidates(fw.name):
+        if c.cudnn_pip and c.cudnn_pip[0] == other.cudnn_pip[0] and _admits_together(
+                c.cudnn_pip[1], other.cudnn_pip[1]) and judge(c, host).ok:
+            return c
+    return None
 
 
 def read(path: str, deadline: Optional[Deadline] = None) -> str:
