@@ -465,3 +465,34 @@ def test_the_fix_for_an_image_the_driver_cannot_start_keeps_its_variant(image, d
 def test_the_no_compiler_fix_names_the_devel_image_of_the_same_cudnn():
     found = _inline("FROM nvidia/cuda:12.1.1-cudnn8-runtime-ubuntu22.04\nRUN nvcc --version\n")
     assert found[0].fix.commands == ["FROM nvidia/cuda:12.1.1-cudnn8-devel-ubuntu22.04"]
+
+
+# -- issue 29: a driver in the image, retired names, frameworks judged against each other --------------------
+# Expectations written from the threads (tests/data/dockerfiles/README.md) before envdoctor was run on them.
+
+def test_a_driver_installed_in_the_image_is_an_error():
+    """P2Enjoy/kohya_ss-docker#24: apt-get install ${CUDA_DRIVER} (cuda-drivers-545) in the image: the driver's
+    libraries mismatch the host's kernel module."""
+    found = _lint("kohya-ss-docker-24", _host("545.29.06", RTX4090))
+    assert _codes(found) == [("dockerfile.driver_in_image", "error")]
+    assert found[0].evidence[0]["value"] == 5 and "cuda-drivers-545" in found[0].title
+    assert "envdoctor install driver --dry-run" in found[0].fix.commands
+
+
+def test_the_retired_tensorflow_gpu_name_only_fails():
+    """tensorflow/tensorflow#60074: `pip install tensorflow-gpu` takes the 2.12.0 stub, whose setup.py raises."""
+    found = _lint("tensorflow-60074", _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    assert found[0].evidence[0]["value"] == 4 and "tensorflow-gpu 2.12.0" in found[0].title
+    assert "has been removed" in found[0].title
+    assert "tensorflow[and-cuda]" in found[0].fix.commands[0]
+
+
+def test_jax_and_torch_pinning_cudnn_that_cannot_meet():
+    """mlcommons/algorithmic-efficiency#415: torch's GPU build pins cuDNN 8.5 (nvidia-cudnn-cu11==8.5.0.96), JAX's
+    cuda11_pip build needs nvidia-cudnn-cu11>=8.6: the later install breaks the earlier."""
+    found = _lint("algorithmic-efficiency-415", _host("535.104.05", A100))
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")]
+    f = found[0]
+    assert f.evidence[0]["value"] == 6 and "nvidia-cudnn-cu11" in f.title and "==8.5.0.96" in f.title
+    assert "jax" in f.title.lower()
