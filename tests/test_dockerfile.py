@@ -496,3 +496,58 @@ def test_jax_and_torch_pinning_cudnn_that_cannot_meet():
     f = found[0]
     assert f.evidence[0]["value"] == 6 and "nvidia-cudnn-cu11" in f.title and "==8.5.0.96" in f.title
     assert "jax" in f.title.lower()
+
+
+def test_a_framework_pin_whose_python_range_excludes_the_image_python():
+    """issue 29's case: tensorflow-gpu==2.10.0 on Ubuntu 24.04 (Python 3.12): tensorflow-gpu 2.10's wheels are
+    cp37..cp310 (PyPI's file list), TensorFlow 2.10's range. The same pin on Python 3.10 installs."""
+    base = ("FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu24.04\nRUN apt-get update && apt-get install -y python3 "
+            "python3-venv\nRUN python3 -m venv /opt/venv\nENV PATH=/opt/venv/bin:$PATH\n")
+    found = _inline(base + "RUN pip install tensorflow-gpu==2.10.0\n", _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    assert "needs Python >=3.7,<3.11, not 3.12" in found[0].title
+    assert found[0].fix.commands[0].startswith('RUN pip install "tensorflow[and-cuda]')
+    ok = _inline("FROM python:3.10-slim\nRUN pip install tensorflow-gpu==2.10.0\n", _host("535.104.05", A100))
+    assert ok == []
+    # a JAX extra the matrix does not name (an old spelling) still gets the release's Python range
+    found = _inline(base + "RUN pip install 'jax[cuda]==0.4.20'\n", _host("550.54.15", RTX4090))
+    assert _codes(found) == [] or "Python" in found[0].title
+
+
+@pytest.mark.parametrize("line,name", [
+    ("RUN apt-get install -y nvidia-utils-535-server libnvidia-compute-535-server", "nvidia-utils-535-server"),
+    ("RUN apt-get install -y nvidia-headless-no-dkms-570-open=570.86.15-0ubuntu1", "nvidia-headless-no-dkms-570-open"),
+    ("RUN dnf module install -y nvidia-driver:535-dkms", "nvidia-driver:535-dkms"),
+    ("RUN yum install -y kmod-nvidia-latest-dkms nvidia-driver-latest-dkms-cuda", "kmod-nvidia-latest-dkms"),
+    ("RUN zypper --non-interactive in nvidia-computeG05", "nvidia-computeG05"),
+    ("RUN sh NVIDIA-Linux-x86_64-535.104.05.run --silent --no-kernel-module", "NVIDIA-Linux-x86_64-535.104.05.run"),
+    ("RUN ./cuda_12.4.1_550.54.15_linux.run --silent --driver --toolkit", "cuda_12.4.1_550.54.15_linux.run --driver"),
+])
+def test_driver_package_names_from_nvidias_packaging(line, name):
+    found = _inline("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n" + line + "\n")
+    assert _codes(found) == [("dockerfile.driver_in_image", "error")] and name in found[0].title
+
+
+@pytest.mark.parametrize("line", [
+    "RUN apt-get install -y nvidia-container-toolkit nvidia-cuda-toolkit cuda-toolkit-12-4 cuda-compat-12-4",
+    "RUN apt-get install -y libnvidia-container1 nvidia-fabricmanager-535 libnvidia-nscq-535 nvidia-modprobe",
+    "RUN wget https://us.download.nvidia.com/tesla/535.104.05/NVIDIA-Linux-x86_64-535.104.05.run",
+    "RUN ./cuda_12.4.1_550.54.15_linux.run --silent --toolkit",
+])
+def test_packages_that_are_not_the_driver(line):
+    assert _inline("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n" + line + "\n") == []
+
+
+def test_frameworks_in_separate_environments_or_agreeing_pins_do_not_conflict():
+    base = "FROM python:3.11-slim\n"
+    tf = 'RUN %s install "tensorflow[and-cuda]==2.16.1"\n'
+    jax = 'RUN %s install "jax[cuda12]==0.4.31"\n'
+    host = _host("550.54.15", RTX4090)
+    assert _codes(_inline(base + tf % "pip" + jax % "pip", host)) == [("dockerfile.frameworks_conflict", "error")]
+    one = _inline(base + 'RUN pip install "tensorflow[and-cuda]==2.16.1" "jax[cuda12]==0.4.31"\n', host)
+    assert _codes(one) == [("dockerfile.frameworks_conflict", "error")] and "ResolutionImpossible" in one[0].detail
+    assert _inline(base + tf % "/opt/tf/bin/pip" + jax % "/opt/jax/bin/pip", host) == []
+    no_extra = _inline(base + 'RUN pip install "tensorflow==2.16.1"\n' + jax % "pip", host)  # no [and-cuda]: no pin
+    assert _codes(no_extra) == [("dockerfile.cuda_libraries_not_installed", "warning")]
+    # torch 2.5.1 pins cuDNN 9.1.0.70, which JAX 0.4.31's >=9.1,<10 admits
+    assert _inline(base + "RUN pip install torch==2.5.1\n" + jax % "pip", host) == []
