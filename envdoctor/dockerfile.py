@@ -1645,11 +1645,11 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
         if loose:
             verdicts = [(c, judge(c, Target(python=py, platform=t.platform))) for c in picks]
             if not any(v.ok for _, v in verdicts):
-                reasons = [r for _, v in verdicts for r in v.reasons]
+                why = [r for _, v in verdicts for r in v.reasons]
                 chosen = choose_build(fw.name, host)
                 out.append(_finding(
                     "dockerfile.build_does_not_fit", "%s (%s %s) does not fit: %s" % (
-                        str(req), fw.display, picks[0].release, reasons[0]),
+                        str(req), fw.display, picks[0].release, why[0]),
                     "pip finds no %s %s wheel for the image's Python %s." % (fw.display, picks[0].release, py),
                     pip.line, path, Fix("Install the build that fits.", ["RUN " + chosen[0].command] if chosen else []),
                     evidence=[("image.python", py)]))

@@ -510,8 +510,10 @@ def test_a_framework_pin_whose_python_range_excludes_the_image_python():
     ok = _inline("FROM python:3.10-slim\nRUN pip install tensorflow-gpu==2.10.0\n", _host("535.104.05", A100))
     assert ok == []
     # a JAX extra the matrix does not name (an old spelling) still gets the release's Python range
-    found = _inline(base + "RUN pip install 'jax[cuda]==0.4.20'\n", _host("550.54.15", RTX4090))
-    assert _codes(found) == [] or "Python" in found[0].title
+    found = _inline("FROM python:3.8-slim\nRUN pip install 'jax[cuda]==0.4.20'\n", _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    assert "needs Python >=3.9,<3.13, not 3.8" in found[0].title
+    assert _inline("FROM python:3.11-slim\nRUN pip install 'jax[cuda]==0.4.20'\n", _host("550.54.15", RTX4090)) == []
 
 
 @pytest.mark.parametrize("line,name", [
