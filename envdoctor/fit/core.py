@@ -180,6 +180,13 @@ def compute(src: ModelSource, gpu: Gpu, opts: Options) -> FitResult:
             arch.parameters(), _shape_summary(arch), d, dtype, split)
     if wq.quantized:
         how += "; linear layers %s" % wq.describe_formula()
+    pad = mxfp4_padding(arch, wq, tp, gpu, opts.engine)
+    if pad is not None and parts.get("experts"):
+        factor, pad_how = pad
+        extra = parts["experts"] * (factor - 1)
+        parts["experts"] += extra
+        w += extra
+        how += "; " + pad_how
     how += " [" + ", ".join("%s %s" % (k, gib(v)) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])
                             if v > 0.005 * GiB) + "]"
     res.weights_bytes = int(w)
@@ -283,6 +290,36 @@ def compute(src: ModelSource, gpu: Gpu, opts: Options) -> FitResult:
     res.fits = not any(f.severity == "error" for f in res.findings)
     res.findings.sort(key=sort_key)
     return res
+
+
+#: vLLM's MXFP4 MoE layers pad each expert's intermediate size (per GPU) and the hidden size to what the kernel
+#: it picks needs (``vllm/model_executor/layers/quantization/mxfp4.py``, ``Mxfp4MoEMethod.create_weights``):
+#: Marlin, below Hopper, 128 and 256; Triton on Hopper, 64 and none; FlashInfer on Blackwell, 256 and 256.
+MXFP4_SOURCE = ("https://github.com/vllm-project/vllm/blob/007d50058a06dec0f82472d63c819244d460c40d/vllm/"
+                "model_executor/layers/quantization/mxfp4.py")
+
+
+def _round_up(n: int, m: int) -> int:
+    return (n + m - 1) // m * m
+
+
+def mxfp4_padding(arch: Arch, q: Any, tp: int, gpu: Gpu, engine: str) -> Optional[tuple]:
+    """(factor on the experts' bytes, how) for vLLM's MXFP4 padding, or None."""
+    if q.method != "mxfp4" or engine != "vllm" or not arch.experts:
+        return None
+    cc = gpu.cc_tuple or (9, 0)
+    inter = max(1, arch.moe_intermediate // tp)
+    if cc < (9, 0):
+        ip, hp, kernel = _round_up(inter, 128), _round_up(arch.hidden, 256), "Marlin"
+    elif cc < (10, 0):
+        ip, hp, kernel = _round_up(inter, 64), arch.hidden, "Triton"
+    else:
+        ip, hp, kernel = _round_up(inter, 256), _round_up(arch.hidden, 256), "FlashInfer"
+    factor = (ip * hp) / float(inter * arch.hidden)
+    if factor <= 1.0:
+        return None
+    return factor, ("vLLM's %s MXFP4 kernel pads each expert to intermediate %d (of %d) x hidden %d (of %d) per GPU: "
+                    "x%.3f" % (kernel, ip, inter, hp, arch.hidden, factor))
 
 
 def _fmt_bytes(n: float) -> str:

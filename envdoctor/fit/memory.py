@@ -260,17 +260,17 @@ def activation_peak(arch: Arch, tp: int, tokens: int, seqs: int, dtype_bytes: fl
     per_token = 2 * H + max(attn, dense, moe)
     forward = tokens * per_token * d
     rows = min(seqs, tokens)
-    logits = tokens * H * d + rows * arch.vocab * 4 * 2
-    peak = max(forward, logits)
-    how = ("max(forward: %d tokens x (2 x hidden %d + the widest layer output, %d) x %g bytes; sampler: %d sequences "
-           "x vocabulary %d x 4 bytes x 2 float32 copies)" % (tokens, H, max(attn, dense, moe), d, rows, arch.vocab))
-    return peak, how
+    logits = rows * arch.vocab * 4 * 2
+    how = ("forward: %d tokens x (2 x hidden %d + the widest layer output, %d) x %g bytes; plus the sampler: %d "
+           "sequences x vocabulary %d x 4 bytes x 2 float32 copies" % (tokens, H, max(attn, dense, moe), d, rows,
+                                                                       arch.vocab))
+    return forward + logits, how
 
 
 def non_torch_estimate(tp: int) -> Tuple[float, str]:
     """Memory vLLM allocates outside PyTorch during profiling (cuBLAS workspaces; NCCL and custom all-reduce
     buffers with more than one GPU); what published start-up logs show ('non_torch_memory takes ...')."""
     if tp <= 1:
-        return 0.15 * GiB, "0.15 GiB (cuBLAS workspaces; published vLLM logs show 0.03-0.3 GiB on one GPU)"
-    return 0.5 * GiB, ("0.5 GiB (NCCL and custom all-reduce buffers with %d GPUs; published vLLM logs show "
-                       "0.2-1.3 GiB)" % tp)
+        return 0.15 * GiB, "0.15 GiB (cuBLAS workspaces; published vLLM start-up logs show 0.03-0.3 GiB on one GPU)"
+    return 0.3 * GiB, ("0.3 GiB (NCCL and custom all-reduce buffers with %d GPUs; published vLLM start-up logs show "
+                       "0.2-0.3 GiB)" % tp)
