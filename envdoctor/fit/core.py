@@ -172,11 +172,11 @@ def compute(src: ModelSource, gpu: Gpu, opts: Options) -> FitResult:
     if src.tensors is not None:
         w, parts, wnotes = weights_from_headers(src.tensors, arch, wq, tp, d)
         res.notes += wnotes
-        how = "%d tensors in the safetensors headers, dtype x shape; floating tensors in %s%s" % (
+        how = "{:,} tensors in the safetensors headers, dtype x shape; floating tensors in {}{}".format(
             len(src.tensors), dtype, split)
     else:
         w, parts = weights_from_config(arch, wq, tp, d)
-        how = "%d parameters from config.json's shapes (%s) x %g bytes (%s)%s" % (
+        how = "{:,} parameters from config.json's shapes ({}) x {:g} bytes ({}){}".format(
             arch.parameters(), _shape_summary(arch), d, dtype, split)
     if wq.quantized:
         how += "; linear layers %s" % wq.describe_formula()
@@ -376,8 +376,8 @@ def _weights_finding(res: FitResult, arch: Arch, q: Any, opts: Options, gpu: Gpu
         wt, _ = weights_from_config(arch, q, t, d)
         u = opts.util if opts.util is not None else (VLLM_UTIL if engine == "vllm" else SGLANG_FRACTION)
         bt = _budget_for(arch, q, opts, gpu, t, u, d, engine, tb, ss)
-        lines.append("--tensor-parallel-size %d: %s of weights per GPU, %s left for the KV cache" % (
-            t, gib(wt), gib(bt) if bt > 0 else "nothing"))
+        lines.append("--tensor-parallel-size %d (%d GPUs): %s of weights per GPU, %s left for the KV cache" % (
+            t, t, gib(wt), gib(bt) if bt > 0 else "nothing"))
         if bt > 0 and not cmds:
             cmds.append("vllm serve %s --tensor-parallel-size %d" % (res.model["name"], t) if engine == "vllm" else
                         "# %d GPUs" % t)
@@ -412,7 +412,7 @@ def _kv_finding(res: FitResult, arch: Arch, opts: Options, gpu: Gpu, kv: KV, bud
     if kv_bytes > 1:
         kv8 = KV(arch, opts.tp, 1, kv.block, kv.chunk)
         flag = "--kv-cache-dtype fp8" if engine != "sglang" else "--kv-cache-dtype fp8_e5m2"
-        fixes.append("%s: %d tokens, context up to %d for %d sequence%s" % (
+        fixes.append("{}: {:,} tokens, context up to {:,} for {} sequence{}".format(
             flag, kv8.tokens(budget, context), kv8.max_context(budget, opts.batch, limit), opts.batch,
             "" if opts.batch == 1 else "s"))
     if engine in ("vllm", "sglang") and util is not None and util < 0.95:
@@ -421,17 +421,17 @@ def _kv_finding(res: FitResult, arch: Arch, opts: Options, gpu: Gpu, kv: KV, bud
             hi = min(hi, int(gpu.free / gpu.total * 100 - 1) / 100.0)
         if hi > util:
             b2 = budget + (hi - util) * gpu.total
-            fixes.append("%s %.2f: %d tokens, context up to %d" % (
+            fixes.append("{} {:.2f}: {:,} tokens, context up to {:,}".format(
                 "--gpu-memory-utilization" if engine == "vllm" else "--mem-fraction-static", hi, kv.tokens(b2, context),
                 kv.max_context(b2, opts.batch, limit)))
     for t in _more_tp(arch, opts.tp)[:2]:
         kvt = KV(arch, t, kv_bytes, kv.block, kv.chunk)
         bt = _budget_for(arch, q, opts, gpu, t, util or 0.9, d, engine, tokens_batch, seqs)
-        fixes.append("--tensor-parallel-size %d: %d tokens, context up to %d" % (
-            t, kvt.tokens(bt, context), kvt.max_context(bt, opts.batch, limit)))
+        fixes.append("--tensor-parallel-size {} ({} GPUs): {:,} tokens, context up to {:,}".format(
+            t, t, kvt.tokens(bt, context), kvt.max_context(bt, opts.batch, limit)))
     if one > budget:
         sev = "error"
-        title = ("The KV cache holds %d tokens; one sequence of %d tokens needs %s, more than the %s left" % (
+        title = ("The KV cache holds {:,} tokens; one sequence of {:,} tokens needs {}, more than the {} left".format(
             res.kv_tokens, context, gib(one), gib(max(budget, 0))))
         detail = ("vLLM refuses to start when one sequence of max_model_len tokens does not fit its KV cache "
                   "('larger than the maximum number of tokens that can be stored in KV cache'); others run out of "
@@ -439,8 +439,8 @@ def _kv_finding(res: FitResult, arch: Arch, opts: Options, gpu: Gpu, kv: KV, bud
     else:
         sev = "warning"
         fit_n = int(budget // one)
-        title = ("%d sequences of %d tokens fit the KV cache at a time, not the %d asked" % (fit_n, context,
-                                                                                            opts.batch))
+        title = ("{:,} sequences of {:,} tokens fit the KV cache at a time, not the {:,} asked".format(
+            fit_n, context, opts.batch))
         detail = "The engine queues the others; throughput is lower than asked."
     ev = [judge._ev("fit.kv_bytes_per_token", int(kv.per_token_all), "derived"),
           judge._ev("fit.kv_budget_bytes", int(budget), "derived")]

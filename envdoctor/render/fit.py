@@ -58,7 +58,8 @@ def render(doc: Dict[str, Any], style: Style, width: int, verbose: bool = False)
     m, g, o = doc["model"], doc["gpu"] or {}, doc["options"]
     out: List[str] = []
     training = doc.get("training")
-    what = {"inference": "with %s" % o["engine"], "lora": "for LoRA training", "qlora": "for QLoRA training",
+    engine = {"vllm": "vLLM", "sglang": "SGLang", "transformers": "Transformers"}.get(o["engine"], o["engine"])
+    what = {"inference": "with %s" % engine, "lora": "for LoRA training", "qlora": "for QLoRA training",
             "full": "for full fine-tuning"}[o["mode"]]
     gname = "%s%s" % ("%d x " % o["tp"] if o["mode"] == "inference" and o["tp"] > 1 else "", g.get("name", "GPU"))
     errors = [f for f in doc["findings"] if f["severity"] == "error"]
