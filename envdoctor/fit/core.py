@@ -172,12 +172,12 @@ def compute(src: ModelSource, gpu: Gpu, opts: Options) -> FitResult:
     if src.tensors is not None:
         w, parts, wnotes = weights_from_headers(src.tensors, arch, wq, tp, d)
         res.notes += wnotes
-        how = "{:,} tensors in the safetensors headers, dtype x shape; floating tensors in {}{}".format(
-            len(src.tensors), dtype, split)
+        how = (f"{len(src.tensors):,} tensors in the safetensors headers, dtype x shape; floating tensors in "
+               f"{dtype}{split}")
     else:
         w, parts = weights_from_config(arch, wq, tp, d)
-        how = "{:,} parameters from config.json's shapes ({}) x {:g} bytes ({}){}".format(
-            arch.parameters(), _shape_summary(arch), d, dtype, split)
+        how = (f"{arch.parameters():,} parameters from config.json's shapes ({_shape_summary(arch)}) x {d:g} bytes "
+               f"({dtype}){split}")
     if wq.quantized:
         how += "; linear layers %s" % wq.describe_formula()
     pad = mxfp4_padding(arch, wq, tp, gpu, opts.engine)
@@ -427,20 +427,17 @@ def _kv_finding(res: FitResult, arch: Arch, opts: Options, gpu: Gpu, kv: KV, bud
     for t in _more_tp(arch, opts.tp)[:2]:
         kvt = KV(arch, t, kv_bytes, kv.block, kv.chunk)
         bt = _budget_for(arch, q, opts, gpu, t, util or 0.9, d, engine, tokens_batch, seqs)
-        fixes.append("--tensor-parallel-size {} ({} GPUs): {:,} tokens, context up to {:,}".format(
-            t, t, kvt.tokens(bt, context), kvt.max_context(bt, opts.batch, limit)))
+        fixes.append(f"--tensor-parallel-size {t} ({t} GPUs): {kvt.tokens(bt, context):,} tokens, context up to {kvt.max_context(bt, opts.batch, limit):,}")
     if one > budget:
         sev = "error"
-        title = ("The KV cache holds {:,} tokens; one sequence of {:,} tokens needs {}, more than the {} left".format(
-            res.kv_tokens, context, gib(one), gib(max(budget, 0))))
+        title = (f"The KV cache holds {res.kv_tokens:,} tokens; one sequence of {context:,} tokens needs {gib(one)}, more than the {gib(max(budget, 0))} left")
         detail = ("vLLM refuses to start when one sequence of max_model_len tokens does not fit its KV cache "
                   "('larger than the maximum number of tokens that can be stored in KV cache'); others run out of "
                   "memory mid-request." if engine == "vllm" else "A sequence this long runs out of memory.")
     else:
         sev = "warning"
         fit_n = int(budget // one)
-        title = ("{:,} sequences of {:,} tokens fit the KV cache at a time, not the {:,} asked".format(
-            fit_n, context, opts.batch))
+        title = (f"{fit_n:,} sequences of {context:,} tokens fit the KV cache at a time, not the {opts.batch:,} asked")
         detail = "The engine queues the others; throughput is lower than asked."
     ev = [judge._ev("fit.kv_bytes_per_token", int(kv.per_token_all), "derived"),
           judge._ev("fit.kv_budget_bytes", int(budget), "derived")]

@@ -699,7 +699,7 @@ def validate_precision(rows: List[Row]) -> List[str]:
             problems.append(f"{w}: precision must be one of {', '.join(PRECISIONS_ENGINE)}")
         if r.get("engine") not in ("vllm", "sglang", "transformers"):
             problems.append(f"{w}: engine must be vllm, sglang or transformers")
-        lo, native = _cc(r.get("min_cc")), _cc(r.get("native_cc"))
+        lo, native = _cc(str(r.get("min_cc"))), _cc(str(r.get("native_cc")))
         if lo is None or native is None:
             problems.append(f"{w}: min_cc and native_cc must be compute capabilities (\"8.0\")")
         elif lo > native:
