@@ -65,8 +65,8 @@ def test_json_matches_its_schema(llama8b, tiny):
     with open(os.path.join(ROOT, "envdoctor", "schemas", "fit.schema.json"), encoding="utf-8") as fh:
         schema = json.load(fh)
     for args in ([llama8b, "--gpu", "RTX 4090"], [tiny, "--snapshot", H100, "--context", 4096],
-                 [llama8b, "--gpu", "H100 SXM5 80GB", "--mode", "qlora"], [llama8b, "--gpu", "A100 SXM4 80GB", "--tp", 2,
-                                                                 "--engine", "sglang"]):
+                 [llama8b, "--gpu", "H100 SXM5 80GB", "--mode", "qlora"],
+                 [llama8b, "--gpu", "A100 SXM4 80GB", "--tp", 2, "--engine", "sglang"]):
         r = run(*args, "--format", "json")
         assert r.exit_code in (0, 1), r.output
         doc = json.loads(r.output)

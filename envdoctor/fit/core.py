@@ -427,10 +427,12 @@ def _kv_finding(res: FitResult, arch: Arch, opts: Options, gpu: Gpu, kv: KV, bud
     for t in _more_tp(arch, opts.tp)[:2]:
         kvt = KV(arch, t, kv_bytes, kv.block, kv.chunk)
         bt = _budget_for(arch, q, opts, gpu, t, util or 0.9, d, engine, tokens_batch, seqs)
-        fixes.append(f"--tensor-parallel-size {t} ({t} GPUs): {kvt.tokens(bt, context):,} tokens, context up to {kvt.max_context(bt, opts.batch, limit):,}")
+        fixes.append(f"--tensor-parallel-size {t} ({t} GPUs): {kvt.tokens(bt, context):,} tokens, "
+                     f"context up to {kvt.max_context(bt, opts.batch, limit):,}")
     if one > budget:
         sev = "error"
-        title = (f"The KV cache holds {res.kv_tokens:,} tokens; one sequence of {context:,} tokens needs {gib(one)}, more than the {gib(max(budget, 0))} left")
+        title = (f"The KV cache holds {res.kv_tokens:,} tokens; one sequence of {context:,} tokens needs "
+                 f"{gib(one)}, more than the {gib(max(budget, 0))} left")
         detail = ("vLLM refuses to start when one sequence of max_model_len tokens does not fit its KV cache "
                   "('larger than the maximum number of tokens that can be stored in KV cache'); others run out of "
                   "memory mid-request." if engine == "vllm" else "A sequence this long runs out of memory.")
