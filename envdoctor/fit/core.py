@@ -191,8 +191,11 @@ def compute(src: ModelSource, gpu: Gpu, opts: Options) -> FitResult:
                             if v > 0.005 * GiB) + "]"
     res.weights_bytes = int(w)
     res.terms.append(Term("weights", w, how, group="weights"))
-    res.findings += judge.precision_findings(gpu, dtype, opts.dtype != "auto", q if opts.mode == "inference" else wq,
-                                             opts.engine)
+    if opts.engine == "vllm" or opts.mode != "inference":
+        res.findings += judge.precision_findings(gpu, dtype, opts.dtype != "auto",
+                                                 q if opts.mode == "inference" else wq, "vllm")
+    else:
+        res.notes.append("precision is judged by vLLM's rules (precision.json); none are recorded for %s" % opts.engine)
     if opts.mode != "inference":
         _training(res, arch, opts, gpu, params_total, d, w)
         res.findings.sort(key=sort_key)
