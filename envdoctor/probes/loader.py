@@ -1,0 +1,442 @@
+"""The dynamic loader, modelled: which file ``ld.so`` would load for each library a program or shared object
+needs, and why, without running anything (``ldd`` executes the program's loader; envdoctor only reads).
+
+One implementation of glibc's rules (``elf/dl-load.c`` ``_dl_map_object``, ld.so(8)), used by every probe that
+asks "which file": the framework linkage, the libraries the frameworks dlopen, the loader's choice of each
+cuDNN/NCCL/TensorRT soname, and ``envdoctor libs``.
+
+For a name without a slash, requested by an object (its *requester*):
+
+1. an object already loaded whose SONAME (or the name it was loaded under) is that name satisfies it;
+2. ``DT_RPATH`` of the requester, then of the object that loaded it, and so on up the chain, then of the main
+   program, but only while the requester has no ``DT_RUNPATH`` (an object with ``DT_RUNPATH`` has no
+   ``DT_RPATH`` at all: ``elf/get-dynamic-info.h``);
+3. ``LD_LIBRARY_PATH``;
+4. the requester's own ``DT_RUNPATH`` (never inherited);
+5. ``/etc/ld.so.cache`` (:mod:`envdoctor.host.ldcache`; ``ldconfig -p`` when the file cannot be read), unless
+   the requester is marked ``DF_1_NODEFLIB``... (not modelled: no CUDA library sets it);
+6. the default directories.
+
+In every directory of steps 2-4 and 6, glibc 2.33 and later first look in ``glibc-hwcaps/<level>/`` for each
+level the CPU supports, best first (x86-64-v4, v3, v2: ``sysdeps/x86/get-isa-level.h``); in the cache, an entry
+for such a subdirectory wins over the plain one. ``$ORIGIN`` in RPATH/RUNPATH is the requester's directory.
+
+Dependencies are loaded breadth first (``_dl_map_object_deps``); libraries opened with ``dlopen`` come after the
+initial set, searched from the object that opens them (its RPATH chain and RUNPATH), and a library already in
+the process satisfies them by SONAME. ``LD_PRELOAD`` objects are loaded before everything else.
+
+When the loader cache could not be read, a library found before the cache (RPATH, ``LD_LIBRARY_PATH``,
+RUNPATH) is found for certain; one found only after it, or not at all, is marked ``certain: False``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+
+from ..facts import Fact, ok, timed_out, unknown
+from ..host.base import ElfResult, Host
+from .cuda import ld_library_path_dirs
+
+#: Where glibc looks after the cache: Debian/Ubuntu's multiarch directories and the others distributions use
+#: (Fedora/RHEL /lib64 and /usr/lib64, Arch /usr/lib); a union, since no file tells which glibc build this is.
+DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+LD_SO_CACHE = "/etc/ld.so.cache"
+#: The largest loader cache read (real ones: 30 KiB to a few hundred KiB).
+LD_CACHE_LIMIT = 16 * 1024 * 1024
+CPUINFO_LIMIT = 16 * 1024 * 1024  # as the system probe reads it (one read per run, shared)
+
+#: x86-64 micro-architecture levels, best first, with the /proc/cpuinfo flags each needs beyond the one
+#: below it (glibc sysdeps/x86/get-isa-level.h; ``pni`` is SSE3, ``abm`` LZCNT).
+X86_LEVELS = (
+    ("x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
+    ("x86-64-v3", ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")),
+    ("x86-64-v2", ("cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3")),
+)
+#: The C and C++ runtimes: resolved, never descended into (every program needs them; nothing CUDA hides there).
+RUNTIME_SONAME = re.compile(r"^(?:libc|libm|libdl|libpthread|librt|libutil|libresolv|libanl|libnsl|libmvec|"
+                            r"libstdc\+\+|libgcc_s|libatomic|libgomp|libz|ld-linux(?:-[\w-]+)?)\.so(?:\.\d+)*$")
+#: Most objects one closure loads (torch with CUDA: about 40).
+MAX_OBJECTS = 500
+
+_LDCONFIG_HEADER = re.compile(r"^\s*(\d+) libs found in cache")
+_LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
+_HWCAP_NAMED = re.compile(r'hwcap: "([^"]+)"')
+
+#: (soname, flags as ldconfig -p prints them, path): the loader cache, in its own order.
+CacheList = List[Tuple[str, str, str]]
+
+
+# -- the loader cache ---------------------------------------------------------------------
+
+def ldconfig_argv(host: Host) -> List[str]:
+    path = host.which("ldconfig")
+    if not path:
+        for candidate in ("/sbin/ldconfig", "/usr/sbin/ldconfig"):
+            if host.exists(candidate):
+                path = candidate
+                break
+    return [path or "ldconfig", "-p"]
+
+
+def parse_ldconfig(text: str) -> CacheList:
+    """``ldconfig -p`` lines -> ``(soname, flags, path)`` in cache order."""
+    out = []
+    for line in text.splitlines():
+        m = _LDCONFIG_LINE.match(line)
+        if m:
+            out.append((m.group(1), m.group(2), m.group(3)))
+    return out
+
+
+def read_ld_cache(host: Host) -> Tuple[Optional[CacheList], Fact]:
+    """The loader cache and a fact describing it (``None`` when unreadable). Read once per host (the libraries,
+    linkage and dlopen probes each ask for it); each caller gets its own list."""
+    entries, fact = host.once("ld_cache", lambda: _read_ld_cache(host))
+    return (list(entries) if entries is not None else None), fact
+
+
+def _read_ld_cache(host: Host) -> Tuple[Optional[CacheList], Fact]:
+    """``/etc/ld.so.cache`` itself (no process to start); ``ldconfig -p`` when the file cannot be read or parsed
+    (a snapshot made before envdoctor read the file holds the command's output instead)."""
+    from ..host.ldcache import LdCacheError, flags_text, parse
+
+    label = "Dynamic loader cache"
+    res = host.read_file(LD_SO_CACHE, limit=LD_CACHE_LIMIT)
+    why_not_file = ""
+    if res.ok and not res.truncated:
+        try:
+            entries = parse(res.data or b"")
+        except LdCacheError as exc:
+            why_not_file = "%s: %s" % (LD_SO_CACHE, exc)
+        else:
+            return ([(e.soname, flags_text(e), e.path) for e in entries],
+                    ok("libraries.ld_cache", {"entries": len(entries), "read": LD_SO_CACHE}, "file:" + LD_SO_CACHE,
+                       label))
+    elif res.truncated:
+        why_not_file = "%s is larger than %d MiB" % (LD_SO_CACHE, LD_CACHE_LIMIT >> 20)
+    elif res.error:
+        why_not_file = "%s: %s" % (LD_SO_CACHE, res.error)
+    argv = ldconfig_argv(host)
+    src = "command:" + " ".join(argv)
+    r = host.run(argv, timeout=10)
+    also = " (and %s)" % why_not_file if why_not_file and not why_not_file.endswith("ENOENT") else ""
+    if r.timed_out:
+        return None, timed_out("libraries.ld_cache", r.describe_failure() + also, src, label)
+    if not r.ok:
+        return None, unknown("libraries.ld_cache", r.describe_failure() + also, src, label)
+    entries = parse_ldconfig(r.stdout)
+    if not entries and r.stdout.strip():
+        return None, unknown("libraries.ld_cache", f"unexpected output of ldconfig -p: {r.stdout.strip()[:80]!r}",
+                             src, label)
+    # glibc prints "N libs found in cache `/etc/ld.so.cache'" before the N entries (elf/cache.c):
+    # fewer entries than announced is a cut-off listing, and a missing one would look "not found".
+    header = _LDCONFIG_HEADER.match(r.stdout)
+    if header and len(entries) < int(header.group(1)):
+        return None, unknown("libraries.ld_cache", "ldconfig -p listed %d of the %s entries it announced "
+                             "(truncated output)" % (len(entries), header.group(1)), src, label)
+    return entries, ok("libraries.ld_cache", {"entries": len(entries), "read": " ".join(argv)}, src, label)
+
+
+def hwcaps_of(flags: str) -> Optional[str]:
+    """The glibc-hwcaps subdirectory of a cache entry (``libc6,x86-64, hwcap: "x86-64-v3"``), or None."""
+    m = _HWCAP_NAMED.search(flags)
+    return m.group(1) if m else None
+
+
+# -- the process's loader configuration ----------------------------------------------------------------------
+
+class LoaderConfig(NamedTuple):
+    """What the loader of the inspected process is configured with."""
+
+    ld_library_path: Tuple[str, ...]
+    cache: Optional[CacheList]  # None: could not be read
+    cache_why: str = ""  # why not, when not
+    hwcaps: Tuple[str, ...] = ()  # usable glibc-hwcaps subdirectories, best first
+    machine: str = ""  # "x86-64", "AArch64": the cache flags this process accepts
+    preload: Tuple[str, ...] = ()
+    default_dirs: Tuple[str, ...] = DEFAULT_DIRS
+
+
+def cpu_hwcaps(host: Host) -> Tuple[str, ...]:
+    """The glibc-hwcaps subdirectories this CPU may use, best first (x86-64 only; none elsewhere or unknown)."""
+    if host.uname().get("machine", "") not in ("x86_64", ""):
+        return ()
+    text = host.read_file("/proc/cpuinfo", limit=CPUINFO_LIMIT).text or ""
+    m = re.search(r"^flags\s*:\s*(.*)$", text, re.M)
+    if not m:
+        return ()
+    have = set(m.group(1).split())
+    usable: List[str] = []
+    for level, needs in reversed(X86_LEVELS):  # v2, then v3 (which needs v2), then v4 (which needs v3)
+        if not set(needs) <= have:
+            break
+        usable.append(level)
+    return tuple(reversed(usable))
+
+
+def loader_config(host: Host, ld_library_path: Optional[Sequence[str]] = None,
+                  cache: Optional[CacheList] = None) -> LoaderConfig:
+    """The inspected process's loader configuration (its environment, the cache, the CPU), or one built from
+    what the caller gives (``ld_library_path``/``cache``)."""
+    if ld_library_path is None:
+        ld_library_path = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
+    why = ""
+    if cache is None:
+        cache, fact = read_ld_cache(host)
+        why = "" if cache is not None else (fact.reason or "the loader cache could not be read")
+    preload = tuple(p for p in re.split(r"[:\s]", host.getenv("LD_PRELOAD") or "") if p)
+    machine = {"x86_64": "x86-64", "aarch64": "AArch64"}.get(host.uname().get("machine", ""), "")
+    return LoaderConfig(tuple(ld_library_path), cache, why, host.once("cpu_hwcaps", lambda: cpu_hwcaps(host)),
+                        machine, preload)
+
+
+# -- one search ---------------------------------------------------------------------------------------------
+
+def expand_origin(entries: Sequence[str], lib_dir: str) -> List[str]:
+    """``$ORIGIN``/``${ORIGIN}`` -> the object's directory, each entry normalised (``..`` folded)."""
+    out = []
+    for e in entries:
+        for part in e.split(":"):
+            if not part:
+                continue
+            part = part.replace("${ORIGIN}", lib_dir).replace("$ORIGIN", lib_dir)
+            out.append(posixpath.normpath(part))
+    return out
+
+
+def _in_dir(host: Host, d: str, name: str, hwcaps: Sequence[str]) -> List[str]:
+    """Files named ``name`` the loader tries in ``d``: its glibc-hwcaps subdirectories first."""
+    names = host.list_dir(d).names()
+    out = []
+    if hwcaps and "glibc-hwcaps" in names:
+        for level in hwcaps:
+            sub = posixpath.join(d, "glibc-hwcaps", level)
+            if name in host.list_dir(sub).names():
+                out.append(posixpath.join(sub, name))
+    if name in names:
+        out.append(posixpath.join(d, name))
+    return out
+
+
+def _cache_hits(config: LoaderConfig, name: str) -> List[str]:
+    """The cache's entries for ``name`` in the order ld.so prefers them (``elf/dl-cache.c`` search_cache): a usable
+    glibc-hwcaps entry of the best level, then the plain entries whose flags fit this process; entries with a
+    legacy hwcap mask (glibc before 2.37) last, since which of them applies depends on the CPU."""
+    named: List[Tuple[int, str]] = []
+    plain: List[str] = []
+    legacy: List[str] = []
+    for soname, flags, path in config.cache or ():
+        if soname != name:
+            continue
+        if config.machine and config.machine not in flags and ("x86-64" in flags or "AArch64" in flags):
+            continue  # a library of another ABI (an i386 copy on x86-64)
+        level = hwcaps_of(flags)
+        if level is not None:
+            if level in config.hwcaps:
+                named.append((config.hwcaps.index(level), path))
+        elif "hwcap:" in flags:
+            legacy.append(path)
+        else:
+            plain.append(path)
+    return [p for _, p in sorted(named)] + plain + legacy
+
+
+def search(host: Host, config: LoaderConfig, name: str, rpath: Sequence[str] = (),
+           runpath: Sequence[str] = ()) -> Dict[str, Any]:
+    """Which file the loader opens for ``name`` (no slash) requested by an object whose effective RPATH
+    directories (its own and inherited, already expanded: empty when it has RUNPATH) are ``rpath`` and whose
+    RUNPATH directories are ``runpath``.
+
+    ``{"soname", "path", "via", "resolved", "version", "others", "certain"}``: ``path`` None when nothing is
+    found; ``via`` one of ``RPATH``, ``LD_LIBRARY_PATH``, ``RUNPATH``, ``ldconfig cache``, ``default dir``;
+    ``others`` every copy further down the order (the ones that lose); ``certain`` False when the cache could
+    not be read and the answer depends on it."""
+    hits: List[Tuple[str, str]] = []
+    for stage, dirs in (("RPATH", rpath), ("LD_LIBRARY_PATH", config.ld_library_path), ("RUNPATH", runpath)):
+        for d in dirs:
+            hits += [(p, stage) for p in _in_dir(host, d, name, config.hwcaps)]
+    before_cache = len(hits)
+    hits += [(p, "ldconfig cache") for p in _cache_hits(config, name)]
+    for d in config.default_dirs:
+        hits += [(p, "default dir") for p in _in_dir(host, d, name, config.hwcaps)]
+    out: Dict[str, Any] = {"soname": name, "path": None, "via": None, "resolved": None, "version": None,
+                           "others": [], "certain": config.cache is not None or before_cache > 0}
+    seen = set()
+    for path, via in hits:
+        real = host.resolve(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        if out["path"] is None:
+            out.update(path=path, via=via, resolved=real, version=version_from_name(posixpath.basename(real)))
+        else:
+            out["others"].append({"path": path, "via": via, "resolved": real,
+                                  "version": version_from_name(posixpath.basename(real))})
+    return out
+
+
+def version_from_name(name: str) -> Optional[str]:
+    """``libcudnn.so.9.1.0`` -> ``9.1.0``; ``libnccl.so.2`` -> ``2``."""
+    m = re.match(r"^lib[\w+-]+\.so\.(\d+(?:\.\d+)*)$", name)
+    return m.group(1) if m else None
+
+
+def resolve_soname(host: Host, soname: str, runpath: Sequence[str] = (),
+                   ld_library_path: Optional[Sequence[str]] = None,
+                   cache: Optional[CacheList] = None, rpath: Sequence[str] = ()) -> Dict[str, Any]:
+    """Which file ``dlopen(soname)`` would load from an object with these RPATH/RUNPATH directories (see
+    :func:`search`). ``ld_library_path`` defaults to the host's environment, ``cache`` to the loader cache."""
+    return search(host, loader_config(host, ld_library_path, cache), soname, rpath=rpath, runpath=runpath)
+
+
+# -- a whole process ------------------------------------------------------------------------------------------
+
+class _Object:
+    __slots__ = ("index", "path", "resolved", "elf", "names", "loader", "how", "rpath", "runpath")
+
+    def __init__(self, index: int, path: str, resolved: str, elf: ElfResult, loader: Optional[int], how: str,
+                 name: Optional[str] = None):
+        self.index, self.path, self.resolved, self.elf, self.loader, self.how = index, path, resolved, elf, loader, how
+        self.names = {name or path}  # the name it was opened under (ld.so's l_libname) and its SONAME
+        if elf.ok and elf.soname:
+            self.names.add(elf.soname)
+        d = posixpath.dirname(path)
+        self.runpath = expand_origin(elf.runpath, d) if elf.ok else []
+        self.rpath = expand_origin(elf.rpath, d) if elf.ok and not elf.runpath else []
+
+
+def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Optional[Callable[[str, ElfResult],
+         Iterable[str]]] = None, main: Optional[str] = None, descend: Optional[Callable[[str], bool]] = None,
+         max_objects: int = MAX_OBJECTS) -> Dict[str, Any]:
+    """Load ``roots`` as a process would (each opened by ``main``, the program, when given: a Python interpreter's
+    RPATH counts, conda's ``$ORIGIN/../lib``), then every library they need, transitively, then what
+    ``dlopens(path, elf)`` says each object opens at run time.
+
+    Returns ``{"objects": [{index, path, resolved, soname, how, loaded_by, error}], "links": [{from, soname, how,
+    to, path, resolved, via, version, others, certain, expected}]}``: ``expected`` is the first copy in the
+    requester's own RPATH/RUNPATH directories (the one it ships with), ``to`` the object index or None.
+    ``descend(soname)`` (default: everything but the C/C++ runtime) says whose needs are followed."""
+    objects: List[_Object] = []
+    by_name: Dict[str, int] = {}
+    by_file: Dict[str, int] = {}
+    links: List[Dict[str, Any]] = []
+    follow = descend or (lambda s: not RUNTIME_SONAME.match(s))
+    main_obj: Optional[_Object] = None
+    if main:
+        melf = host.elf(main)
+        main_obj = _Object(-1, main, host.resolve(main), melf, None, "main")
+
+    def add(path: str, loader: Optional[int], how: str, name: Optional[str] = None) -> int:
+        real = host.resolve(path)
+        if real in by_file:
+            idx = by_file[real]
+            if name:
+                by_name.setdefault(name, idx)
+            return idx
+        idx = len(objects)
+        obj = _Object(idx, path, real, host.elf(path), loader, how, name)
+        objects.append(obj)
+        by_file[real] = idx
+        for n in obj.names:
+            by_name.setdefault(n, idx)
+        return idx
+
+    def rpath_chain(obj: Optional[_Object]) -> List[str]:
+        """The RPATH directories searched for ``obj``'s needs: its own, its loaders', the program's."""
+        if obj is None:
+            return list(main_obj.rpath) if main_obj else []
+        if obj.elf.ok and obj.elf.runpath:
+            return []
+        out: List[str] = []
+        seen_main = False
+        cur: Optional[_Object] = obj
+        hops = 0
+        while cur is not None and hops < 64:
+            out += [d for d in cur.rpath if d not in out]
+            seen_main = seen_main or cur is main_obj
+            cur = objects[cur.loader] if cur.loader is not None and cur.loader >= 0 else None
+            hops += 1
+        if main_obj is not None and not seen_main:
+            out += [d for d in main_obj.rpath if d not in out]
+        return out
+
+    def resolve(obj: Optional[_Object], name: str, how: str) -> Dict[str, Any]:
+        link: Dict[str, Any] = {"from": obj.index if obj is not None else None, "soname": name, "how": how}
+        if "/" in name:
+            res = {"soname": name, "path": name if host.exists(name) else None, "via": "path", "others": [],
+                   "certain": True}
+            res["resolved"] = host.resolve(name) if res["path"] else None
+            res["version"] = version_from_name(posixpath.basename(res["resolved"] or name))
+        elif name in by_name:
+            hit = objects[by_name[name]]
+            res = {"soname": name, "path": hit.path, "via": "loaded", "resolved": hit.resolved,
+                   "version": version_from_name(posixpath.basename(hit.resolved)), "others": [], "certain": True}
+        else:
+            runpath = obj.runpath if obj is not None else []
+            res = search(host, config, name, rpath=rpath_chain(obj), runpath=runpath)
+        link.update(res)
+        own = (obj.rpath + obj.runpath) if obj is not None else []
+        link["expected"] = next((posixpath.join(d, name) for d in own if name in host.list_dir(d).names()), None)
+        return link
+
+    queue: List[int] = []
+    for p in config.preload:
+        link = resolve(main_obj, p, "LD_PRELOAD")
+        if link["path"] and len(objects) < max_objects:
+            queue.append(add(link["path"], None, "preload", p))
+    for r in roots:
+        if len(objects) >= max_objects:
+            break
+        queue.append(add(r, None, "root"))  # opened by the program: only its RPATH is inherited
+
+    def drain() -> None:
+        while queue:
+            obj = objects[queue.pop(0)]
+            if not obj.elf.ok:
+                continue
+            for name in obj.elf.needed:
+                link = resolve(obj, name, "NEEDED")
+                if link["path"] and link["via"] != "loaded":
+                    before = len(objects)
+                    if before >= max_objects:
+                        link["to"] = None
+                        links.append(link)
+                        continue
+                    idx = add(link["path"], obj.index, "NEEDED", name)
+                    link["to"] = idx
+                    if len(objects) > before and follow(name):
+                        queue.append(idx)
+                else:
+                    link["to"] = by_name.get(name) if link["path"] else None
+                links.append(link)
+
+    drain()
+    if dlopens is not None:
+        done = 0
+        while done < len(objects):
+            obj = objects[done]
+            done += 1
+            for name in dlopens(obj.path, obj.elf) if obj.elf.ok else ():
+                link = resolve(obj, name, "dlopen")
+                if link["path"] and link["via"] != "loaded" and len(objects) < max_objects:
+                    before = len(objects)
+                    idx = add(link["path"], obj.index, "dlopen", name)
+                    link["to"] = idx
+                    if len(objects) > before and follow(name):
+                        queue.append(idx)
+                else:
+                    link["to"] = by_name.get(name) if link["path"] else None
+                links.append(link)
+                drain()
+    return {
+        "objects": [{"index": o.index, "path": o.path, "resolved": o.resolved,
+                     "soname": o.elf.soname if o.elf.ok else None, "how": o.how, "loaded_by": o.loader,
+                     "error": None if o.elf.ok else "%s%s" % (o.elf.error, ": " + o.elf.message if o.elf.message
+                                                              else "")}
+                    for o in objects],
+        "links": links,
+        "truncated": len(objects) >= max_objects,
+    }
