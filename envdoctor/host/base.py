@@ -219,6 +219,37 @@ class FatbinResult(NamedTuple):
         return self.error is None
 
 
+class NamesResult(NamedTuple):
+    """The library file names written in a shared object's read-only data (the sonames it opens with
+    ``dlopen``: see :mod:`envdoctor.host.elfsym`), or why they were not read."""
+
+    path: str
+    sonames: Tuple[str, ...] = ()
+    size: int = 0  # bytes of .rodata
+    error: Optional[str] = None  # "ENOENT", "EACCES", "not_elf", "bad_elf", "too_large", "not_recorded", "timed_out"
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class SymbolsResult(NamedTuple):
+    """The symbols a shared object imports that none of ``providers`` exports (what ``ld.so`` would report as
+    "undefined symbol" when the object is loaded with those libraries), or why that could not be told."""
+
+    path: str
+    providers: Tuple[str, ...] = ()
+    missing: Tuple[Tuple[str, Optional[str]], ...] = ()  # (symbol, version required or None)
+    checked: int = 0  # imports looked up
+    error: Optional[str] = None  # "ENOENT", "not_elf", "bad_elf", "not_recorded", "timed_out"
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
 class PythonInfo(NamedTuple):
     """The Python interpreter whose packages are inspected."""
 
@@ -287,6 +318,17 @@ class Host:
     def fatbin(self, path: str) -> FatbinResult:
         """The SASS and PTX architectures in a shared object's CUDA fat binary (never imports or runs it)."""
         raise NotImplementedError
+
+    def elf_sonames(self, path: str) -> NamesResult:
+        """The library names in a shared object's read-only data, when it holds at most a bounded amount."""
+        return NamesResult(path, error="not_recorded", message="this host cannot read library names")
+
+    def elf_unresolved(self, path: str, providers: Sequence[str]) -> SymbolsResult:
+        """The dynamic symbols ``path`` imports (not weak) that no object of ``providers`` exports, each looked
+        up in their hash tables; an import whose symbol version names a library outside ``providers`` is not
+        judged."""
+        return SymbolsResult(path, tuple(providers), error="not_recorded",
+                             message="this host cannot read symbol tables")
 
     def environ(self) -> Dict[str, str]:
         """Environment variables of the inspected process (a snapshot keeps the values of those a probe read
