@@ -440,3 +440,201 @@ def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Option
         "links": links,
         "truncated": len(objects) >= max_objects,
     }
+
+
+# -- the CUDA libraries of a closure, judged ------------------------------------------------------------------
+
+#: The libraries of the CUDA toolkit, cuDNN, NCCL and TensorRT (not the driver's libcuda/libnvidia-*: the driver
+#: checks judge those). ``.alt`` is NVRTC's alternative build.
+CUDA_FAMILY = re.compile(
+    r"^lib(?:cudart|cublas(?:Lt)?|cufftw?|curand|cusolver(?:Mg)?|cusparse(?:Lt)?|nvrtc(?:-builtins)?|nvJitLink|"
+    r"nvjpeg|npp[a-z]*|nvToolsExt|cupti|nvperf_[a-z]+|cudnn(?:_[a-z0-9_]+)?|nccl|nvinfer(?:_[a-z0-9_]+)?|"
+    r"nvonnxparser|nvparsers|cufile(?:_rdma)?|cudss|nvshmem(?:_[a-z0-9_]+)?|nvblas|nvvm|nvptxcompiler|nvfatbin)"
+    r"(?:\.alt)?\.so(?:\.\d+)*$")
+_STEM = re.compile(r"^(lib[A-Za-z0-9_+-]+?)(?:\.alt)?\.so((?:\.\d+)*)$")
+
+
+def component(soname: str) -> str:
+    """``cudnn``, ``nccl``, ``tensorrt`` or ``cuda`` (the CUDA toolkit's libraries)."""
+    if soname.startswith("libcudnn"):
+        return "cudnn"
+    if soname.startswith("libnccl"):
+        return "nccl"
+    if soname.startswith(("libnvinfer", "libnvonnxparser", "libnvparsers")):
+        return "tensorrt"
+    return "cuda"
+
+
+def stem_and_major(soname: str) -> Tuple[str, Optional[str]]:
+    """``libcudnn_ops.so.9`` -> (``libcudnn_ops``, ``9``); ``libnvrtc-builtins.so.13.0`` -> (..., ``13``)."""
+    m = _STEM.match(soname)
+    if not m:
+        return soname, None
+    nums = [p for p in m.group(2).split(".") if p]
+    return m.group(1), nums[0] if nums else None
+
+
+def dlopen_names(host: Host, path: str, elf: ElfResult) -> List[str]:
+    """The CUDA libraries an object opens at run time, read from its own read-only data (:meth:`Host.elf_sonames`):
+    ``libnvrtc.so.13`` names ``libnvrtc-builtins.so.13.0``. A name without a version that shares the object's
+    stem takes the object's major, as cuDNN does (``libcudnn.so.9`` names ``libcudnn_graph.so`` and opens
+    ``libcudnn_graph.so.9``); any other unversioned name is a development link no release opens by default."""
+    res = host.elf_sonames(path)
+    if not res.ok:
+        return []
+    own = elf.soname or posixpath.basename(path)
+    stem, major = stem_and_major(own)
+    family = re.match(r"^lib[a-z]+", stem)
+    out: List[str] = []
+    for name in res.sonames:
+        if name.endswith(".so"):
+            if not (major and family and name.startswith(family.group(0))):
+                continue
+            name = "%s.%s" % (name, major)
+        if name == own or name in elf.needed or not CUDA_FAMILY.match(name) or name in out:
+            continue
+        out.append(name)
+    return out
+
+
+#: Where CUDA libraries are often unpacked without being on any search path.
+_ELSEWHERE_FIXED = ("/usr/local/lib", "/usr/local/lib64", "/opt/tensorrt/lib", "/usr/local/tensorrt/lib")
+
+
+def elsewhere_dirs(host: Host) -> List[str]:
+    """Directories that commonly hold CUDA libraries the loader is not told about: the NVIDIA wheels' and
+    TensorRT's in every site-packages of the interpreter, its prefix's lib (conda), every CUDA toolkit's."""
+    out: List[str] = []
+    py = host.python()
+    for entry in py.sys_path:
+        if not entry.endswith("-packages"):
+            continue
+        nv = posixpath.join(entry, "nvidia")
+        out += [posixpath.join(nv, d, "lib") for d in host.list_dir(nv).names()]
+        if "tensorrt_libs" in host.list_dir(entry).names():
+            out.append(posixpath.join(entry, "tensorrt_libs"))
+    for prefix in (py.prefix, host.getenv("CONDA_PREFIX") or ""):
+        if prefix:
+            out.append(posixpath.join(prefix, "lib"))
+    for name in host.list_dir("/usr/local").names():
+        if name == "cuda" or name.startswith("cuda-"):
+            out += [posixpath.join("/usr/local", name, "lib64"),
+                    posixpath.join("/usr/local", name, "targets", "x86_64-linux", "lib"),
+                    posixpath.join("/usr/local", name, "targets", "sbsa-linux", "lib")]
+    out += list(_ELSEWHERE_FIXED)
+    seen: List[str] = []
+    for d in out:
+        d = posixpath.normpath(d)
+        if d not in seen:
+            seen.append(d)
+    return seen
+
+
+#: The NVIDIA wheel that ships a library, by soname stem (``nvidia-<name>[-cuNN]``; CUDA 13's wheels share
+#: ``nvidia/cu13/lib``); TensorRT's wheels install ``tensorrt_libs``.
+WHEEL_OF_STEM = {"libcublas": "cublas", "libcublasLt": "cublas", "libnvblas": "cublas", "libcudart": "cuda-runtime",
+                 "libnvrtc": "cuda-nvrtc", "libnvrtc-builtins": "cuda-nvrtc", "libnvJitLink": "nvjitlink",
+                 "libcusparse": "cusparse", "libcufft": "cufft", "libcufftw": "cufft", "libcurand": "curand",
+                 "libcusolver": "cusolver", "libcusolverMg": "cusolver", "libcupti": "cuda-cupti",
+                 "libnvToolsExt": "nvtx", "libcufile": "cufile", "libcufile_rdma": "cufile", "libnccl": "nccl",
+                 "libnvshmem_host": "nvshmem", "libcusparseLt": "cusparselt", "libnvjpeg": "nvjpeg"}
+
+
+def wheel_version(host: Host, path: Optional[str], dists: Optional[Sequence[Any]] = None) -> Optional[str]:
+    """The version of the pip wheel that installed a library file (``.../site-packages/nvidia/cublas/lib/
+    libcublas.so.12`` -> nvidia-cublas-cu12's), or None when it is no wheel's."""
+    if not path:
+        return None
+    parts = posixpath.normpath(path).split("/")
+    if len(parts) < 4:
+        return None
+    stem, _ = stem_and_major(parts[-1])
+    site = None
+    want: Tuple[str, ...] = ()
+    if parts[-2] == "lib" and parts[-4] == "nvidia":
+        site = "/".join(parts[:-4])
+        sub = parts[-3]
+        if re.match(r"^cu\d+$", sub):  # CUDA 13+: one directory for every library wheel
+            base = WHEEL_OF_STEM.get(stem) or (stem.split("_")[0][3:] if stem.startswith("libcudnn") else None)
+            if base is None:
+                return None
+            want = ("nvidia-%s-%s" % (base, sub), "nvidia-%s" % base)
+        else:
+            want = ("nvidia-%s" % sub.replace("_", "-"),)
+    elif parts[-2] == "tensorrt_libs":
+        site = "/".join(parts[:-2])
+        want = ("tensorrt-libs", "tensorrt-cu")
+    if site is None:
+        return None
+    for d in dists if dists is not None else host.distributions():
+        if d.location == site and any(d.key == w or d.key.startswith(w + "-cu") or d.key.startswith(w)
+                                      for w in want):
+            return str(d.version)
+    return None
+
+
+def other_majors(host: Host, config: LoaderConfig, soname: str, dirs: Sequence[str]) -> List[Dict[str, Any]]:
+    """Copies of the same library with another major (``libnvinfer.so.10`` for ``libnvinfer.so.8``), in ``dirs``
+    and the loader cache: each ``{soname, path, version}``, one per file."""
+    stem, major = stem_and_major(soname)
+    if major is None:
+        return []
+    rx = re.compile(r"^%s\.so\.(\d+)$" % re.escape(stem))
+    found: Dict[str, Dict[str, Any]] = {}
+    candidates = [(n, posixpath.join(d, n)) for d in dirs for n in host.list_dir(d).names() if rx.match(n)]
+    candidates += [(n, p) for n, _f, p in config.cache or () if rx.match(n)]
+    for name, path in candidates:
+        if rx.match(name).group(1) == major:  # type: ignore[union-attr]
+            continue
+        real = host.resolve(path)
+        if real not in found:
+            found[real] = {"soname": name, "path": path,
+                           "version": version_from_name(posixpath.basename(real)) or wheel_version(host, path)}
+    return list(found.values())
+
+
+def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: Optional[str] = None,
+                 dirs: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """The CUDA libraries ``roots`` load, transitively (NEEDED and what each object names for dlopen), each link
+    with what a judge needs: ``component``, the ``version`` of the file taken (its name's, else its wheel's),
+    ``expected_version`` (of the copy the requester ships), ``elsewhere`` (copies of that soname the loader
+    does not search), ``other_majors``, and ``requester`` (the path of the object that needs it). Links to other
+    libraries are dropped (the runtime, the framework's own); objects that could not be read are listed in
+    ``unread``."""
+    graph = load(host, config, roots, dlopens=lambda p, e: dlopen_names(host, p, e), main=main)
+    objects = graph["objects"]
+    dists = host.distributions()
+    where = list(dirs) if dirs is not None else elsewhere_dirs(host)
+    links: List[Dict[str, Any]] = []
+    for link in graph["links"]:
+        soname = str(link.get("soname"))
+        if not CUDA_FAMILY.match(posixpath.basename(soname)):
+            continue
+        req = objects[link["from"]] if link.get("from") is not None else None
+        out = dict(link)
+        out["requester"] = req["path"] if req else main
+        out["component"] = component(posixpath.basename(soname))
+        if out.get("path"):
+            out["version"] = out.get("version") if "." in str(out.get("version") or "") else (
+                wheel_version(host, out.get("resolved") or out.get("path"), dists) or out.get("version"))
+        if out.get("expected"):
+            exp_real = host.resolve(out["expected"])
+            out["expected_version"] = version_from_name(posixpath.basename(exp_real)) if "." in str(
+                version_from_name(posixpath.basename(exp_real)) or "") else (
+                wheel_version(host, exp_real, dists) or version_from_name(posixpath.basename(exp_real)))
+            out["shadowed"] = bool(out.get("resolved")) and out["resolved"] != exp_real
+        else:
+            out["shadowed"] = False
+        if not out.get("path"):
+            searched = set(config.ld_library_path)
+            out["elsewhere"] = [posixpath.join(d, soname) for d in where
+                                if d not in searched and soname in host.list_dir(d).names()]
+            out["other_majors"] = other_majors(host, config, soname, list(config.ld_library_path) + where
+                                               + list(config.default_dirs))
+        out.pop("from", None)
+        out.pop("to", None)
+        links.append(out)
+    unread = [{"path": o["path"], "error": o["error"]} for o in objects
+              if o.get("error") and (o["how"] == "root" or CUDA_FAMILY.match(posixpath.basename(o["path"])))]
+    return {"roots": list(roots), "links": links, "unread": unread, "truncated": graph["truncated"],
+            "cache_unknown": config.cache_why if config.cache is None else None}

@@ -1,0 +1,193 @@
+"""Every CUDA library a program or a framework loads, transitively, judged the same way wherever it is asked:
+``envdoctor libs PATH`` for any ELF program or shared object, and ``diagnose`` for each framework's libraries
+beyond the ones its own checks already judge (ONNX Runtime's execution providers, a CUDA library's own
+dependencies, cuDNN's sub-libraries, what an extension module links).
+
+The links come from :func:`envdoctor.probes.loader.cuda_closure` (the loader's rules, NEEDED and the names
+each library holds for dlopen). Four verdicts:
+
+* ``linkage.missing``: the loader finds no file of that soname (an error: the library fails to load, or the
+  part of the program that opens it fails; when the loader cache could not be read, a warning);
+* ``linkage.wrong_major``: none of that soname, but another major of the same library is installed (sonames
+  carry the major: libnvinfer.so.10 is never taken for libnvinfer.so.8);
+* ``linkage.older_than_shipped``: the loader takes another copy than the one the requesting library ships
+  beside itself (its RPATH/RUNPATH), and an older one: CUDA libraries need their dependencies of their own
+  minor or newer, else they fail with "undefined symbol" (cuSPARSE and nvJitLink);
+* ``linkage.shadowed``: another copy wins over the shipped one, not older (a warning).
+
+A library that is optional to its program (ONNX Runtime's TensorRT provider) is judged milder: missing without
+any TensorRT installed is the normal state of a machine that does not use it, and says nothing.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+from .. import versions
+from ..findings import Finding, Fix
+from . import CodeDoc
+
+LDSO_URL = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
+RULE = {"rule": "ld.so search order: DT_RPATH of the object and its loaders (without DT_RUNPATH), LD_LIBRARY_PATH, "
+                "DT_RUNPATH, /etc/ld.so.cache, default dirs; a soname names one major",
+        "url": LDSO_URL, "checked": "2026-11-28"}
+NAMES = {"cuda": "CUDA", "cudnn": "cuDNN", "nccl": "NCCL", "tensorrt": "TensorRT"}
+
+DOCS = (
+    CodeDoc("linkage.missing", "error", "A library needs a CUDA, cuDNN, NCCL or TensorRT library the loader cannot "
+            "find.", "linkage.<framework>.closure (envdoctor libs: the program's closure)",
+            "Loading fails with '<soname>: cannot open shared object file', or the part that opens it (an "
+            "execution provider, cuDNN's sub-libraries) fails when first used.", LDSO_URL),
+    CodeDoc("linkage.wrong_major", "error", "A library needs one major of a CUDA library and only another major is "
+            "installed.", "linkage.<framework>.closure",
+            "Sonames carry the major (libnvinfer.so.8, libnvinfer.so.10): the loader never substitutes one for the "
+            "other, so the library fails to load.", LDSO_URL),
+    CodeDoc("linkage.older_than_shipped", "error", "The loader gives a library an older copy of a CUDA library "
+            "than the one it ships beside itself.", "linkage.<framework>.closure",
+            "CUDA libraries need their dependencies of their own minor or newer; an older one lacks symbols they "
+            "call ('undefined symbol: __nvJitLinkAddData_12_4').", LDSO_URL),
+    CodeDoc("linkage.shadowed", "warning", "Another copy of a CUDA library wins over the one the requesting library "
+            "ships beside itself.", "linkage.<framework>.closure",
+            "The library runs with a dependency it was not built and tested with.", LDSO_URL),
+)
+
+#: Why the loader takes a copy, by how it was found.
+WHY = {
+    "RPATH": "a DT_RPATH (of the library, one that loaded it, or the program), searched before LD_LIBRARY_PATH",
+    "LD_LIBRARY_PATH": "LD_LIBRARY_PATH, searched before a library's RUNPATH, the ld.so cache and the default "
+                       "directories",
+    "RUNPATH": "the library's own RUNPATH",
+    "ldconfig cache": "the ld.so cache",
+    "default dir": "a default directory",
+    "loaded": "a library of that soname already loaded",
+}
+
+
+def _drop_ldp_entry(directory: str) -> str:
+    return ('export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s | paste -sd:)"'
+            % directory)
+
+
+def _older(got: Any, want: Any) -> Optional[bool]:
+    g, w = versions.parse(str(got or "")), versions.parse(str(want or ""))
+    if g is None or w is None or len(g.release) < 2 or len(w.release) < 2:
+        return None
+    return g.release[:2] < w.release[:2] if g.release[0] == w.release[0] else None
+
+
+def _name(path: Any) -> str:
+    return posixpath.basename(str(path or "")) or "the program"
+
+
+def judge(closure: Dict[str, Any], subject: str = "", components: Sequence[str] = (),
+          optional: Callable[[Dict[str, Any]], bool] = lambda link: False,
+          skip: Callable[[Dict[str, Any]], bool] = lambda link: False,
+          evidence: Optional[List[Dict[str, Any]]] = None) -> List[Finding]:
+    """Findings for the CUDA links of one closure. ``subject`` names what the roots belong to ("onnxruntime-gpu
+    1.16.3"), ``components`` are added to each finding's, ``optional(link)`` marks links the program can run
+    without, ``skip(link)`` the links another check already judges."""
+    out: List[Finding] = []
+    seen = set()
+    for link in closure.get("links") or []:
+        if not isinstance(link, dict) or skip(link):
+            continue
+        key = (link.get("soname"), link.get("resolved"), bool(link.get("shadowed")))
+        if key in seen:
+            continue
+        seen.add(key)
+        finding = _verdict(link, subject, optional(link), closure.get("cache_unknown"))
+        if finding is None:
+            continue
+        comp = str(link.get("component") or "cuda")
+        finding.components = [comp] + [c for c in components if c != comp]
+        finding.evidence = list(evidence or [])
+        out.append(finding)
+    return out
+
+
+def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any) -> Optional[Finding]:
+    soname = str(link.get("soname"))
+    comp = str(link.get("component") or "cuda")
+    req = _name(link.get("requester"))
+    who = "%s (%s)" % (req, subject) if subject else req
+    how = "opens %s with dlopen" % soname if link.get("how") == "dlopen" else "needs %s" % soname
+    if not link.get("path"):
+        majors = [m for m in link.get("other_majors") or [] if isinstance(m, dict)]
+        elsewhere = [str(p) for p in link.get("elsewhere") or []]
+        if not link.get("certain", True):
+            return Finding(
+                code="linkage.missing", severity="warning", components=[comp],
+                title="%s %s, which is not on its RPATH/RUNPATH, LD_LIBRARY_PATH or in the default directories; "
+                      "the ld.so cache could not be read to tell" % (who, how),
+                detail="It loads only if the ld.so cache lists %s, and the cache could not be read: %s." % (
+                    soname, cache_why or "unknown reason"),
+                source=dict(RULE), fix=Fix(text="Check whether the cache lists it.",
+                                           commands=["ldconfig -p | grep -F '%s'" % soname]))
+        if majors:
+            have = ", ".join("%s %s (%s at %s)" % (NAMES[comp], m.get("version") or "of another major",
+                                                    m.get("soname"), m.get("path")) for m in majors[:3])
+            want = soname.split(".so.", 1)[-1] if ".so." in soname else "?"
+            return Finding(
+                code="linkage.wrong_major", severity="warning" if optional else "error", components=[comp],
+                title="%s %s (%s %s), but only %s is installed" % (who, how, NAMES[comp], want, have),
+                detail="The soname carries the major: the loader never takes %s for %s, so %s fails to load%s." % (
+                    majors[0].get("soname"), soname, req, " (the program runs without it: only what needs it is "
+                                                          "unavailable)" if optional else ""),
+                source=dict(RULE),
+                fix=Fix(text="Install %s %s's libraries where the loader finds them, or a build of %s made for the "
+                             "%s you have." % (NAMES[comp], want, subject or req, NAMES[comp])))
+        if elsewhere:
+            where = posixpath.dirname(elsewhere[0])
+            return Finding(
+                code="linkage.missing", severity="warning" if optional else "error", components=[comp],
+                title="%s %s; a copy is at %s, which the loader does not search" % (who, how, elsewhere[0]),
+                detail="%s is not on the library's RPATH/RUNPATH, LD_LIBRARY_PATH, in the ld.so cache or the default "
+                       "directories, so loading it fails ('%s: cannot open shared object file'). Copies that exist "
+                       "but are not searched: %s." % (soname, soname, ", ".join(elsewhere)),
+                source=dict(RULE),
+                fix=Fix(text="Put %s on LD_LIBRARY_PATH (or load the package that ships it first)." % where,
+                        commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where]))
+        if optional:
+            return None
+        return Finding(
+            code="linkage.missing", severity="error", components=[comp],
+            title="%s %s, but the loader finds no such file" % (who, how),
+            detail="%s is not on the library's RPATH/RUNPATH, LD_LIBRARY_PATH, in the ld.so cache or the default "
+                   "directories, and no copy was found elsewhere: loading fails with '%s: cannot open shared "
+                   "object file'." % (soname, soname),
+            source=dict(RULE), fix=Fix(text="Install the %s library that provides %s." % (NAMES[comp], soname)))
+    if not link.get("shadowed"):
+        return None
+    got, want = link.get("version"), link.get("expected_version")
+    via = str(link.get("via"))
+    where = posixpath.dirname(str(link.get("path")))
+    fix = Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so %s's own copy is used." % (where, req),
+              commands=[_drop_ldp_entry(where)]) if via == "LD_LIBRARY_PATH" else Fix(
+        text="Remove the other copy from the loader's path (its ld.so.conf entry, then sudo ldconfig), or make the "
+             "shipped copy win.", commands=["sudo ldconfig"])
+    older = _older(got, want)
+    taken = "%s %sfrom %s (via %s)" % (soname, "%s " % got if got else "", link.get("resolved") or link.get("path"),
+                                        via)
+    if older:
+        return Finding(
+            code="linkage.older_than_shipped", severity="warning" if optional else "error", components=[comp],
+            title="%s loads %s, older than the %s it ships at %s" % (who, taken, want, link.get("expected")),
+            detail="The loader finds it through %s. A CUDA library needs its dependencies of its own minor or newer: "
+                   "this older one lacks symbols %s calls, so it fails to load ('undefined symbol')." % (
+                       WHY.get(via, via), req),
+            source=dict(RULE), fix=fix)
+    return Finding(
+        code="linkage.shadowed", severity="warning", components=[comp],
+        title="%s loads %s, not the copy it ships at %s%s" % (who, taken, link.get("expected"),
+                                                              " (%s)" % want if want else ""),
+        detail="The loader finds it through %s before the library's own copy; it then runs with a %s library it "
+               "was not built and tested with." % (WHY.get(via, via), NAMES[comp]),
+        source=dict(RULE), fix=fix)
+
+
+def count(findings: Iterable[Finding]) -> Dict[str, int]:
+    out = {"error": 0, "warning": 0, "info": 0}
+    for f in findings:
+        out[f.severity] = out.get(f.severity, 0) + 1
+    return out
