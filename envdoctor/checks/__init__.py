@@ -60,6 +60,7 @@ CHECK_MODULES = (
     "envdoctor.checks.driver_health",
     "envdoctor.checks.compat",
     "envdoctor.checks.libraries",
+    "envdoctor.checks.requires",
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
     "envdoctor.checks.gpu_verdict",

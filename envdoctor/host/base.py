@@ -480,3 +480,13 @@ class ReadEnviron(Dict[str, str]):
 #: never on replay, so old snapshots replay as they are.
 FILE_FILTERS: Dict[str, Callable[[str], str]] = {}
 COMMAND_FILTERS: Dict[Tuple[str, ...], Callable[[str], str]] = {}
+#: The same by the end of the path (``.dist-info/METADATA``: its headers, without the description).
+FILE_SUFFIX_FILTERS: Dict[str, Callable[[str], str]] = {}
+
+
+def file_filter(path: str) -> Optional[Callable[[str], str]]:
+    """What a snapshot keeps of the file at ``path`` (None: all of it)."""
+    keep = FILE_FILTERS.get(path)
+    if keep is None:
+        keep = next((f for suffix, f in FILE_SUFFIX_FILTERS.items() if path.endswith(suffix)), None)
+    return keep

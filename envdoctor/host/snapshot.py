@@ -36,6 +36,7 @@ from .base import (
     ReadEnviron,
     ReadHung,
     SymbolsResult,
+    file_filter,
     recorded_variable,
 )
 from .live import LiveHost
@@ -55,7 +56,7 @@ def _file_entry(res: FileResult) -> Dict[str, Any]:
         return {"error": res.error or "EIO", "message": res.message}
     try:
         text = res.data.decode("utf-8")
-        keep = FILE_FILTERS.get(res.path)
+        keep = file_filter(res.path)
         entry: Dict[str, Any] = {"text": keep(text) if keep is not None else text}
     except UnicodeDecodeError:
         entry = {"base64": base64.b64encode(res.data).decode("ascii")}
@@ -161,9 +162,9 @@ def trim_document(doc: Dict[str, Any], read: Sequence[str]) -> Dict[str, Any]:
     names = sorted(set(out.get("environ_names", [])) | {k for k in env if k not in out["environ"]})
     if names:
         out["environ_names"] = names
-    for path, keep in FILE_FILTERS.items():
-        entry = out.get("files", {}).get(path)
-        if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+    for path, entry in out.get("files", {}).items():
+        keep = file_filter(path)
+        if keep is not None and isinstance(entry, dict) and isinstance(entry.get("text"), str):
             entry["text"] = keep(entry["text"])
     for cmd in out.get("commands", []):
         keep_out = COMMAND_FILTERS.get(tuple(cmd.get("argv", [])[1:]))

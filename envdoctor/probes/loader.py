@@ -36,7 +36,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..facts import Fact, ok, timed_out, unknown
-from ..host.base import ElfResult, Host
+from ..host.base import ElfResult, Host, normalize_name
 from .cuda import ld_library_path_dirs
 
 #: Where glibc looks after the cache: Debian/Ubuntu's multiarch directories and the others distributions use
@@ -540,7 +540,7 @@ WHEEL_OF_STEM = {"libcublas": "cublas", "libcublasLt": "cublas", "libnvblas": "c
                  "libnvshmem_host": "nvshmem", "libcusparseLt": "cusparselt", "libnvjpeg": "nvjpeg"}
 
 
-def wheel_version(host: Host, path: Optional[str], dists: Optional[Sequence[Any]] = None) -> Optional[str]:
+def wheel_version(host: Host, path: Optional[str]) -> Optional[str]:
     """The version of the pip wheel that installed a library file (``.../site-packages/nvidia/cublas/lib/
     libcublas.so.12`` -> nvidia-cublas-cu12's), or None when it is no wheel's."""
     if not path:
@@ -566,10 +566,17 @@ def wheel_version(host: Host, path: Optional[str], dists: Optional[Sequence[Any]
         want = ("tensorrt-libs", "tensorrt-cu")
     if site is None:
         return None
-    for d in dists if dists is not None else host.distributions():
-        if d.location == site and any(d.key == w or d.key.startswith(w + "-cu") or d.key.startswith(w)
-                                      for w in want):
-            return str(d.version)
+    from ..host.base import parse_dist_dir
+
+    for entry in host.list_dir(site).names():  # the wheels of that site-packages, whichever interpreter it is
+        if not entry.endswith(".dist-info"):
+            continue
+        parsed = parse_dist_dir(entry)
+        if parsed is None:
+            continue
+        key = normalize_name(parsed[0])
+        if any(key == w or key.startswith(w + "-cu") or key.startswith(w) for w in want):
+            return parsed[1]
     return None
 
 
@@ -603,7 +610,6 @@ def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: O
     ``unread``."""
     graph = load(host, config, roots, dlopens=lambda p, e: dlopen_names(host, p, e), main=main)
     objects = graph["objects"]
-    dists = host.distributions()
     where = list(dirs) if dirs is not None else elsewhere_dirs(host)
     links: List[Dict[str, Any]] = []
     for link in graph["links"]:
@@ -616,12 +622,12 @@ def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: O
         out["component"] = component(posixpath.basename(soname))
         if out.get("path"):
             out["version"] = out.get("version") if "." in str(out.get("version") or "") else (
-                wheel_version(host, out.get("resolved") or out.get("path"), dists) or out.get("version"))
+                wheel_version(host, out.get("resolved") or out.get("path")) or out.get("version"))
         if out.get("expected"):
             exp_real = host.resolve(out["expected"])
             out["expected_version"] = version_from_name(posixpath.basename(exp_real)) if "." in str(
                 version_from_name(posixpath.basename(exp_real)) or "") else (
-                wheel_version(host, exp_real, dists) or version_from_name(posixpath.basename(exp_real)))
+                wheel_version(host, exp_real) or version_from_name(posixpath.basename(exp_real)))
             out["shadowed"] = bool(out.get("resolved")) and out["resolved"] != exp_real
         else:
             out["shadowed"] = False

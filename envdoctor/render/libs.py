@@ -79,8 +79,12 @@ def render(doc: Dict[str, Any], style: Style, width: int, verbose: bool = False)
         libs = prog.get("libraries") or []
         if not libs:
             out.append("    " + style("loads no CUDA, cuDNN, NCCL or TensorRT library", "dim"))
-        for lib in libs:
+        shown = [lib for lib in libs if verbose or lib.get("via") != "loaded" or not lib.get("path")]
+        for lib in shown:
             out += _library_lines(lib, prog["path"], width, style)
+        if len(shown) < len(libs):
+            out.append("    " + style("(%d more needs met by a library already loaded; -v lists them)" % (
+                len(libs) - len(shown)), "dim"))
         for u in prog.get("unread") or []:
             out += [style(ln, "dim") for ln in wrap(printable("could not read %s: %s" % (u["path"], u["error"])),
                                                      width, "    ")]
