@@ -61,6 +61,7 @@ CHECK_MODULES = (
     "envdoctor.checks.compat",
     "envdoctor.checks.libraries",
     "envdoctor.checks.requires",
+    "envdoctor.checks.closure",
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
     "envdoctor.checks.gpu_verdict",

@@ -25,8 +25,9 @@ import posixpath
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from .. import versions
+from ..facts import Facts
 from ..findings import Finding, Fix
-from . import CodeDoc
+from . import CheckContext, CodeDoc, check
 
 LDSO_URL = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
 RULE = {"rule": "ld.so search order: DT_RPATH of the object and its loaders (without DT_RUNPATH), LD_LIBRARY_PATH, "
@@ -191,3 +192,87 @@ def count(findings: Iterable[Finding]) -> Dict[str, int]:
     for f in findings:
         out[f.severity] = out.get(f.severity, 0) + 1
     return out
+
+
+# -- in diagnose ---------------------------------------------------------------------------------------------
+
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "mxnet")
+SYMBOLS_DOC = CodeDoc(
+    "linkage.undefined_symbols", "error", "An extension module imports framework symbols the installed framework "
+    "does not export.", "linkage.torch.extension_symbols",
+    "It was built against another release of the framework: importing it fails with 'undefined symbol: "
+    "_ZN3c10...' (C++ has no stable ABI across releases).", "https://pytorch.org/docs/stable/notes/faq.html")
+
+
+def _gpu_present(facts: Facts) -> bool:
+    count = facts.value("gpu.count")
+    return (isinstance(count, int) and count > 0) or bool(facts.value("driver.nvidia_pci_gpus"))
+
+
+def _fw_text(facts: Facts, fw: str) -> str:
+    v = facts.mapping("framework." + fw)
+    package = str(v.get("package") or fw)
+    return "%s %s" % (package, v.get("version", "?"))
+
+
+def _wheel_to_wheel(link: Dict[str, Any]) -> bool:
+    """A wheel library taking another copy of a wheel library it ships with: the nvidia-wheel-links check's."""
+    return bool(link.get("shadowed")) and "/nvidia/" in str(link.get("requester")) and "/nvidia/" in str(
+        link.get("expected"))
+
+
+@check("library-closure", requires=("linkage.*.closure",), reads=("framework.*", "gpu.count",
+                                                                   "driver.nvidia_pci_gpus"),
+       layers=("cuda", "libraries", "frameworks"), codes=DOCS)
+def library_closure(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    gpu = _gpu_present(facts)
+    for fw in FRAMEWORKS:
+        value = facts.value("linkage.%s.closure" % fw)
+        if not isinstance(value, dict):
+            continue
+        optional = set(value.get("optional") or [])
+        fact = facts.get("linkage.%s.closure" % fw)
+        ev = [fact.to_dict()] if fact is not None else []
+
+        def skip(link: Dict[str, Any]) -> bool:
+            if _wheel_to_wheel(link):
+                return True
+            # what is opened at run time (or by an optional provider) matters on a machine with a GPU only
+            return not gpu and (link.get("how") == "dlopen" or link.get("requester") in optional)
+
+        yield from judge(value, _fw_text(facts, fw), [fw], optional=lambda link: link.get("requester") in optional,
+                         skip=skip, evidence=ev)
+
+
+@check("extension-symbols", requires=("linkage.torch.extension_symbols",), reads=("framework.torch",),
+       layers=("frameworks",), codes=(SYMBOLS_DOC,))
+def extension_symbols(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    torch = facts.mapping("framework.torch")
+    fact = facts.get("linkage.torch.extension_symbols")
+    by_package: Dict[str, List[Dict[str, Any]]] = {}
+    for e in facts.items("linkage.torch.extension_symbols"):
+        if isinstance(e, dict) and e.get("missing"):
+            by_package.setdefault(str(e.get("package")), []).append(e)
+    for package, es in sorted(by_package.items()):
+        total = sum(int(e.get("count") or len(e.get("missing") or [])) for e in es)
+        first = str(es[0]["missing"][0])
+        files = ", ".join(sorted({posixpath.basename(str(e.get("path"))) for e in es}))
+        yield Finding(
+            code="linkage.undefined_symbols", severity="error", components=["torch"],
+            title="%s %s was built against another torch: %s import%s %d symbol%s torch %s does not export" % (
+                package, es[0].get("version"), files, "s" if len(es) == 1 else "", total, "" if total == 1 else "s",
+                torch.get("version", "?")),
+            detail="Importing it fails with 'undefined symbol: %s' (looked up in every library of torch/lib, as "
+                   "the loader binds them). C++ symbols change between torch releases: a compiled extension works "
+                   "only with the torch it was built against." % first,
+            evidence=[fact.to_dict()] if fact is not None else [],
+            source={"rule": "an extension module's undefined symbols must be exported by the libraries it is loaded "
+                            "with (ld.so: 'undefined symbol')", "url": LDSO_URL, "checked": "2026-11-28"},
+            fix=Fix(text="Install the %s release built for torch %s, or rebuild it against this torch (source "
+                         "builds: without build isolation, so it compiles against the installed torch)." % (
+                             package, torch.get("version", "?")),
+                    commands=["pip install --force-reinstall --no-deps --no-build-isolation --no-cache-dir '%s'" %
+                              package]))

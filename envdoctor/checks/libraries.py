@@ -177,10 +177,10 @@ _FRAMEWORK_LINKAGE_DOCS = (
 
 
 def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
+    yield from _extension_cannot_load(facts, fw)
     entries = facts.value("linkage." + fw)
     if not isinstance(entries, list):
         return
-    yield from _extension_cannot_load(facts, fw)
     for e in entries:
         if not isinstance(e, dict):
             continue
@@ -235,11 +235,14 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
     """A PyTorch extension package (vLLM, flash-attn, ...) whose compiled module needs a CUDA library that neither
     the loader nor the framework provides: built for another CUDA than the framework's, it cannot be imported."""
     ext = facts.value("linkage.%s.extensions" % fw)
-    if not isinstance(ext, list) or not _gpu_present(facts):
+    if not isinstance(ext, list):
         return
     have = facts.mapping("framework." + fw)
+    yield from _extension_for_other_build(facts, fw, [e for e in ext if isinstance(e, dict) and e.get("framework_lib")])
+    if not _gpu_present(facts):
+        return
     for e in ext:
-        if not isinstance(e, dict) or not e.get("soname"):
+        if not isinstance(e, dict) or not e.get("soname") or e.get("framework_lib"):
             continue
         soname, comp = str(e["soname"]), component_of(str(e["soname"]))
         want = re.match(r"^lib\w+?\.so\.(\d+)", soname)
@@ -262,6 +265,46 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
                               e.get("package"), NAMES.get(fw, fw), have.get("cuda"), NAMES.get(fw, fw), major))
                     if other else "Install the CUDA %s.x runtime the package links (the nvidia-cuda-runtime-cu%s "
                                   "wheel, or the CUDA toolkit's libraries on the loader path)." % (major, major)))
+
+
+def _extension_for_other_build(facts: Facts, fw: str, entries: List[Dict[str, Any]]) -> Iterable[Finding]:
+    """An extension package whose modules link libraries of the framework that this build of it does not have
+    (``libc10_cuda.so``, ``libtorch_cuda.so``: a CUDA build of torchvision beside a CPU-only torch): its modules
+    cannot be imported, on any machine. One finding per package."""
+    have = facts.mapping("framework." + fw)
+    by_package: Dict[str, List[Dict[str, Any]]] = {}
+    for e in entries:
+        by_package.setdefault(str(e.get("package")), []).append(e)
+    for package, es in sorted(by_package.items()):
+        libs = sorted({str(e.get("soname")) for e in es})
+        files = sorted({posixpath.basename(str(e.get("path"))) for e in es})
+        cuda = any("cuda" in lib for lib in libs)
+        yield Finding(
+            code="cuda.framework_cannot_load", severity="error", components=[fw, "cuda"] if cuda else [fw],
+            title="%s %s needs %s, which %s does not have%s" % (
+                package, es[0].get("version"), ", ".join(libs), _fw_version(facts, fw),
+                " (a CUDA build of %s beside a %s build of %s)" % (package, have.get("build") or "CPU-only",
+                                                                    NAMES.get(fw, fw)) if cuda else ""),
+            detail="Its compiled module%s %s link%s %s; %s ships no such librar%s, so importing %s fails with "
+                   "'%s: cannot open shared object file' (torchvision then reports its operators as missing: "
+                   "'operator torchvision::nms does not exist')." % (
+                       "s" if len(files) > 1 else "", ", ".join(files), "" if len(files) > 1 else "s",
+                       ", ".join(libs), _fw_version(facts, fw), "ies" if len(libs) > 1 else "y", package, libs[0]),
+            evidence=_evidence(facts, "linkage.%s.extensions" % fw, "framework." + fw),
+            source=dict(LDSO_RULE),
+            fix=Fix(text="Install the %s build that matches %s %s (from the same index: pip then picks the %s "
+                         "release made for it), or %s's %s build to go with it." % (
+                             package, NAMES.get(fw, fw), have.get("version"), package, NAMES.get(fw, fw),
+                             "CUDA" if cuda else "other"),
+                    commands=["pip install 'torch==%s' '%s' --index-url https://download.pytorch.org/whl/%s" % (
+                        str(have.get("version") or "").partition("+")[0], package, _torch_variant(have))]
+                    if fw == "torch" and package in ("torchvision", "torchaudio") else []))
+
+
+def _torch_variant(value: Dict[str, Any]) -> str:
+    """The download.pytorch.org index of an installed torch: its local version tag (``+cpu``, ``+cu121``)."""
+    local = str(value.get("version") or "").partition("+")[2]
+    return local if re.match(r"^(cpu|cu\d+|rocm[\d.]+)$", local) else "cpu"
 
 
 def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> Iterable[Finding]:

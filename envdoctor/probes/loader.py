@@ -300,7 +300,9 @@ class _Object:
     def __init__(self, index: int, path: str, resolved: str, elf: ElfResult, loader: Optional[int], how: str,
                  name: Optional[str] = None):
         self.index, self.path, self.resolved, self.elf, self.loader, self.how = index, path, resolved, elf, loader, how
-        self.names = {name or path}  # the name it was opened under (ld.so's l_libname) and its SONAME
+        # the name it was opened under (ld.so's l_libname; a root's file name too: a framework's libraries are
+        # opened by their file names) and its SONAME
+        self.names = {name or path} if name else {path, posixpath.basename(path)}
         if elf.ok and elf.soname:
             self.names.add(elf.soname)
         d = posixpath.dirname(path)

@@ -12,7 +12,8 @@ installed, as ``pip check`` does (``pip/_internal/operations/check.py``), withou
 * a direct-URL requirement (``pkg @ https://...``) is checked for presence only.
 
 Fact ``python.requirements`` = ``{checked, unread, conflicts: [{package, version, requirement, name,
-installed}], missing: [{package, version, requirement, name}]}``: ``checked`` counts the distributions whose
+installed}], missing: [{package, version, requirement, name}], dependents: {framework: [packages requiring
+it]}}``: ``checked`` counts the distributions whose
 metadata was read, ``unread`` those whose metadata could not be (they are left out, never judged).
 
 Cost: the metadata files are read through the host and their ``Requires-Dist`` lines split with a small parser;
@@ -33,6 +34,9 @@ from . import ProbeContext, register
 #: The most of one METADATA file read (the headers come first; the description after them is not needed).
 METADATA_LIMIT = 512 * 1024
 _NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*")
+#: Frameworks whose dependents (the packages requiring them) are listed: their compiled extensions are checked
+#: against them.
+FRAMEWORK_KEYS = ("torch", "tensorflow", "jax", "jaxlib")
 _EXTRA_ONLY = re.compile(r"""\bextra\s*==\s*['"]""")
 
 
@@ -183,6 +187,7 @@ def check_installed(host: Host) -> Dict[str, Any]:
     missing: List[Dict[str, Any]] = []
     checked = 0
     unread: List[str] = []
+    dependents: Dict[str, List[str]] = {}
     for dist in dists:
         reqs = requirements_of(host, dist)
         if reqs is None:
@@ -192,6 +197,8 @@ def check_installed(host: Host) -> Dict[str, Any]:
         for req in reqs:
             if req.name == dist.key:
                 continue
+            if req.name in FRAMEWORK_KEYS and dist.key not in dependents.get(req.name, []):
+                dependents.setdefault(req.name, []).append(dist.key)
             have = installed.get(req.name)
             if have is not None:
                 good = _satisfied(req.spec, have.version)
@@ -209,7 +216,8 @@ def check_installed(host: Host) -> Dict[str, Any]:
                 entry["installed"] = have.version
                 entry["installed_name"] = have.name
                 conflicts.append(entry)
-    return {"checked": checked, "unread": unread, "conflicts": conflicts, "missing": missing}
+    return {"checked": checked, "unread": unread, "conflicts": conflicts, "missing": missing,
+            "dependents": dependents}
 
 
 @register("requires", "Installed packages' requirements", order=92, produces=("python.requirements",))
