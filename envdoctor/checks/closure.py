@@ -125,6 +125,17 @@ def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any)
                     soname, cache_why or "unknown reason"),
                 source=dict(RULE), fix=Fix(text="Check whether the cache lists it.",
                                            commands=["ldconfig -p | grep -F '%s'" % soname]))
+        if elsewhere:
+            where = posixpath.dirname(elsewhere[0])
+            return Finding(
+                code="linkage.missing", severity="warning" if optional else "error", components=[comp],
+                title="%s %s; a copy is at %s, which the loader does not search" % (who, how, elsewhere[0]),
+                detail="%s is not on the library's RPATH/RUNPATH, LD_LIBRARY_PATH, in the ld.so cache or the default "
+                       "directories, so loading it fails ('%s: cannot open shared object file'). Copies that exist "
+                       "but are not searched: %s." % (soname, soname, ", ".join(elsewhere)),
+                source=dict(RULE),
+                fix=Fix(text="Put %s on LD_LIBRARY_PATH (or load the package that ships it first)." % where,
+                        commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where]))
         if majors:
             have = ", ".join("%s %s (%s at %s)" % (NAMES[comp], m.get("version") or "of another major",
                                                     m.get("soname"), m.get("path")) for m in majors[:3])
@@ -138,17 +149,6 @@ def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any)
                 source=dict(RULE),
                 fix=Fix(text="Install %s %s's libraries where the loader finds them, or a build of %s made for the "
                              "%s you have." % (NAMES[comp], want, subject or req, NAMES[comp])))
-        if elsewhere:
-            where = posixpath.dirname(elsewhere[0])
-            return Finding(
-                code="linkage.missing", severity="warning" if optional else "error", components=[comp],
-                title="%s %s; a copy is at %s, which the loader does not search" % (who, how, elsewhere[0]),
-                detail="%s is not on the library's RPATH/RUNPATH, LD_LIBRARY_PATH, in the ld.so cache or the default "
-                       "directories, so loading it fails ('%s: cannot open shared object file'). Copies that exist "
-                       "but are not searched: %s." % (soname, soname, ", ".join(elsewhere)),
-                source=dict(RULE),
-                fix=Fix(text="Put %s on LD_LIBRARY_PATH (or load the package that ships it first)." % where,
-                        commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where]))
         if optional:
             return None
         return Finding(

@@ -619,6 +619,8 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         # unknown; framework.cupy_packages_conflict says so
     needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
     for e in entries:
+        if isinstance(e, dict) and e.get("path") and e.get("shadowed") and e.get("soname") not in needed:
+            yield from _dlopen_not_the_pinned_copy(facts, fw, e)
         if not isinstance(e, dict) or e.get("path") or e.get("soname") in needed:
             continue
         soname = str(e.get("soname", ""))
@@ -658,6 +660,41 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                        + _installed_text(facts, comp)),
             evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
             source=dict(LDSO_RULE), fix=fix)
+
+
+def _dlopen_not_the_pinned_copy(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
+    """A library the framework opens at run time is taken from another copy than the one in the NVIDIA wheel its
+    metadata requires (LD_LIBRARY_PATH naming a system CUDA first, a framework that does not search the wheels): an
+    older one is an error (the build calls functions it lacks), another a warning. cuDNN is judged by its own
+    version checks."""
+    soname = str(e.get("soname"))
+    comp = component_of(soname)
+    if comp == "cudnn":
+        return
+    got, want = _v(e.get("version")), _v(e.get("expected_version"))
+    older = got is not None and want is not None and got.release[:1] == want.release[:1] and \
+        got.release[:2] < want.release[:2]
+    where = posixpath.dirname(str(e.get("path")))
+    yield Finding(
+        code="%s.shadowed" % comp, severity="error" if older else "warning", components=[comp, fw],
+        title="%s loads %s %sfrom %s (via %s), not the %s%s its package requires" % (
+            _fw_version(facts, fw), soname, "%s " % e["version"] if e.get("version") else "",
+            e.get("resolved") or e.get("path"), e.get("via"), e.get("expected"),
+            " (%s)" % e["expected_version"] if e.get("expected_version") else ""),
+        detail="%s opens %s with dlopen, which searches %s before the pip wheel %s requires.%s" % (
+            NAMES[fw], soname, _why(e.get("via")), NAMES[fw],
+            " That copy is older than the one the build was made with: functions it calls are missing ('undefined "
+            "symbol', or a CUDA error at run time)." if older else " The framework then runs with a library it was "
+                                                                    "not built and tested with."),
+        evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
+        source=dict(LDSO_RULE),
+        fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's copy is found%s." % (
+                    where, "" if fw != "tensorflow" else ", or put the wheels' lib directories before it"),
+                commands=[_drop_ldp_entry(where)]) if e.get("via") == "LD_LIBRARY_PATH" else Fix(
+            text="Make the wheel's copy the one the loader finds first (LD_LIBRARY_PATH), or remove the other copy "
+                 "from the loader's path.",
+            commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % posixpath.dirname(
+                str(e.get("expected")))]))
 
 
 def _other_major_cudnn(facts: Facts, fw: str) -> bool:

@@ -523,7 +523,7 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
                     e["cache_unknown"] = cache_why
         facts.append(ok("linkage." + name, entries, "elf:" + elf.path,
                         "CUDA libraries %s would load" % name))
-        config = loader_config(host, ldp, None if cache_why else cache)
+        config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
         closure = closure_fact(host, name, value, elf.path, config)
         if closure is not None:
             facts.append(closure)
@@ -539,7 +539,7 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
             dists = host.distributions()
         reqs = ctx.facts_of("requires").value("python.requirements")
         dependents = (reqs.get("dependents") or {}).get("torch", []) if isinstance(reqs, dict) else []
-        ext, symbols = extension_linkage(host, torch, loader_config(host, ldp, None if cache_why else cache), dists,
+        ext, symbols = extension_linkage(host, torch, loader_config(host, ldp, None if cache_why else cache, cache_why or ""), dists,
                                          dependents)
         if ext:
             facts.append(ok("linkage.torch.extensions", ext, "elf:" + ext[0]["path"],

@@ -178,13 +178,14 @@ def cpu_hwcaps(host: Host) -> Tuple[str, ...]:
 
 
 def loader_config(host: Host, ld_library_path: Optional[Sequence[str]] = None,
-                  cache: Optional[CacheList] = None) -> LoaderConfig:
+                  cache: Optional[CacheList] = None, cache_unknown: str = "") -> LoaderConfig:
     """The inspected process's loader configuration (its environment, the cache, the CPU), or one built from
-    what the caller gives (``ld_library_path``/``cache``)."""
+    what the caller gives (``ld_library_path``/``cache``; ``cache_unknown``: the reason the caller could not read
+    the cache, which is then not read again)."""
     if ld_library_path is None:
         ld_library_path = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
-    why = ""
-    if cache is None:
+    why = cache_unknown
+    if cache is None and not cache_unknown:
         cache, fact = read_ld_cache(host)
         why = "" if cache is not None else (fact.reason or "the loader cache could not be read")
     preload = tuple(p for p in re.split(r"[:\s]", host.getenv("LD_PRELOAD") or "") if p)
@@ -503,12 +504,17 @@ def dlopen_names(host: Host, path: str, elf: ElfResult) -> List[str]:
 _ELSEWHERE_FIXED = ("/usr/local/lib", "/usr/local/lib64", "/opt/tensorrt/lib", "/usr/local/tensorrt/lib")
 
 
-def elsewhere_dirs(host: Host) -> List[str]:
+def elsewhere_dirs(host: Host, near: Sequence[str] = ()) -> List[str]:
     """Directories that commonly hold CUDA libraries the loader is not told about: the NVIDIA wheels' and
-    TensorRT's in every site-packages of the interpreter, its prefix's lib (conda), every CUDA toolkit's."""
+    TensorRT's in every site-packages of the interpreter (and in the one holding each path of ``near``), its
+    prefix's lib (conda), every CUDA toolkit's."""
     out: List[str] = []
     py = host.python()
-    for entry in py.sys_path:
+    sites = list(py.sys_path)
+    for p in near:
+        parts = posixpath.normpath(p).split("/")
+        sites += ["/".join(parts[:i + 1]) for i, part in enumerate(parts) if part.endswith("-packages")]
+    for entry in sites:
         if not entry.endswith("-packages"):
             continue
         nv = posixpath.join(entry, "nvidia")
@@ -612,7 +618,7 @@ def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: O
     ``unread``."""
     graph = load(host, config, roots, dlopens=lambda p, e: dlopen_names(host, p, e), main=main)
     objects = graph["objects"]
-    where = list(dirs) if dirs is not None else elsewhere_dirs(host)
+    where = list(dirs) if dirs is not None else elsewhere_dirs(host, roots)
     links: List[Dict[str, Any]] = []
     for link in graph["links"]:
         soname = str(link.get("soname"))
