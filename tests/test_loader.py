@@ -175,8 +175,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
     old, new = "-Wl,--disable-new-dtags", "-Wl,--enable-new-dtags"
     # libmid.so: no search path of its own / RUNPATH c (which holds nothing)
     _gcc(str(d), "-shared", "-fPIC", "-o", "c/libmid.so", "-Wl,-soname,libmid.so", "mid.c", "-La", "-l:libdep.so.1")
-    _gcc(str(d), "-shared", "-fPIC", "-o", "c/libmidrun.so", "-Wl,-soname,libmidrun.so", "mid.c", "-La", "-l:libdep.so.1",
-         new, "-Wl,-rpath," + str(d / "b"))
+    _gcc(str(d), "-shared", "-fPIC", "-o", "c/libmidrun.so", "-Wl,-soname,libmidrun.so", "mid.c", "-La",
+         "-l:libdep.so.1", new, "-Wl,-rpath," + str(d / "b"))
     # programs: RPATH a + libmid (no path: inherits the program's RPATH), RUNPATH a, RPATH with $ORIGIN
     _gcc(str(d), "-o", "bin/rpath_mid", "main.c", "-Lc", "-lmid", "-Wl,-rpath-link," + str(d / "a"), old,
          "-Wl,-rpath," + str(d / "a") + ":" + str(d / "c"))

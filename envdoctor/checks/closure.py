@@ -139,16 +139,16 @@ def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any)
         if majors:
             have = ", ".join("%s %s (%s at %s)" % (NAMES[comp], m.get("version") or "of another major",
                                                     m.get("soname"), m.get("path")) for m in majors[:3])
-            want = soname.split(".so.", 1)[-1] if ".so." in soname else "?"
+            wanted_major = soname.split(".so.", 1)[-1] if ".so." in soname else "?"
             return Finding(
                 code="linkage.wrong_major", severity="warning" if optional else "error", components=[comp],
-                title="%s %s (%s %s), but only %s is installed" % (who, how, NAMES[comp], want, have),
+                title="%s %s (%s %s), but only %s is installed" % (who, how, NAMES[comp], wanted_major, have),
                 detail="The soname carries the major: the loader never takes %s for %s, so %s fails to load%s." % (
                     majors[0].get("soname"), soname, req, " (the program runs without it: only what needs it is "
                                                           "unavailable)" if optional else ""),
                 source=dict(RULE),
                 fix=Fix(text="Install %s %s's libraries where the loader finds them, or a build of %s made for the "
-                             "%s you have." % (NAMES[comp], want, subject or req, NAMES[comp])))
+                             "%s you have." % (NAMES[comp], wanted_major, subject or req, NAMES[comp])))
         if optional:
             return None
         return Finding(
@@ -161,29 +161,29 @@ def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any)
     if not link.get("shadowed"):
         return None
     got, want = link.get("version"), link.get("expected_version")
-    via = str(link.get("via"))
+    via_text = str(link.get("via"))
     where = posixpath.dirname(str(link.get("path")))
     fix = Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so %s's own copy is used." % (where, req),
-              commands=[_drop_ldp_entry(where)]) if via == "LD_LIBRARY_PATH" else Fix(
+              commands=[_drop_ldp_entry(where)]) if via_text == "LD_LIBRARY_PATH" else Fix(
         text="Remove the other copy from the loader's path (its ld.so.conf entry, then sudo ldconfig), or make the "
              "shipped copy win.", commands=["sudo ldconfig"])
     older = _older(got, want)
     taken = "%s %sfrom %s (via %s)" % (soname, "%s " % got if got else "", link.get("resolved") or link.get("path"),
-                                        via)
+                                        via_text)
     if older:
         return Finding(
             code="linkage.older_than_shipped", severity="warning" if optional else "error", components=[comp],
             title="%s loads %s, older than the %s it ships at %s" % (who, taken, want, link.get("expected")),
             detail="The loader finds it through %s. A CUDA library needs its dependencies of its own minor or newer: "
                    "this older one lacks symbols %s calls, so it fails to load ('undefined symbol')." % (
-                       WHY.get(via, via), req),
+                       WHY.get(via_text, via_text), req),
             source=dict(RULE), fix=fix)
     return Finding(
         code="linkage.shadowed", severity="warning", components=[comp],
         title="%s loads %s, not the copy it ships at %s%s" % (who, taken, link.get("expected"),
                                                               " (%s)" % want if want else ""),
         detail="The loader finds it through %s before the library's own copy; it then runs with a %s library it "
-               "was not built and tested with." % (WHY.get(via, via), NAMES[comp]),
+               "was not built and tested with." % (WHY.get(via_text, via_text), NAMES[comp]),
         source=dict(RULE), fix=fix)
 
 
@@ -222,6 +222,19 @@ def _wheel_to_wheel(link: Dict[str, Any]) -> bool:
         link.get("expected"))
 
 
+def _member(optional: Any) -> Callable[[Dict[str, Any]], bool]:
+    return lambda link: link.get("requester") in optional
+
+
+def _skipper(gpu: bool, optional: Any) -> Callable[[Dict[str, Any]], bool]:
+    def skip(link: Dict[str, Any]) -> bool:
+        if _wheel_to_wheel(link):
+            return True
+        # what is opened at run time (or by an optional provider) matters on a machine with a GPU only
+        return not gpu and (link.get("how") == "dlopen" or link.get("requester") in optional)
+    return skip
+
+
 @check("library-closure", requires=("linkage.*.closure",), reads=("framework.*", "gpu.count",
                                                                    "driver.nvidia_pci_gpus"),
        layers=("cuda", "libraries", "frameworks"), codes=DOCS)
@@ -236,17 +249,11 @@ def library_closure(ctx: CheckContext) -> Iterable[Finding]:
         fact = facts.get("linkage.%s.closure" % fw)
         ev = [fact.to_dict()] if fact is not None else []
 
-        def skip(link: Dict[str, Any]) -> bool:
-            if _wheel_to_wheel(link):
-                return True
-            # what is opened at run time (or by an optional provider) matters on a machine with a GPU only
-            return not gpu and (link.get("how") == "dlopen" or link.get("requester") in optional)
-
-        yield from judge(value, _fw_text(facts, fw), [fw], optional=lambda link: link.get("requester") in optional,
-                         skip=skip, evidence=ev)
+        yield from judge(value, _fw_text(facts, fw), [fw], optional=_member(optional),
+                         skip=_skipper(gpu, optional), evidence=ev)
 
 
-@check("extension-symbols", requires=("linkage.torch.extension_symbols",), reads=("framework.torch",),
+@check("extension-symbols", requires=("framework.torch",), reads=("linkage.torch.extension_symbols",),
        layers=("frameworks",), codes=(SYMBOLS_DOC,))
 def extension_symbols(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts

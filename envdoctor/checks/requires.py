@@ -4,9 +4,9 @@
 * ``python.requirement_conflict`` (warning): a package requires another at a version outside what is installed
   ("vllm 0.3.3 requires torch==2.1.2, but torch 2.2.1 is installed"). A package pinned to one framework release
   usually carries compiled code built against it; the compiled-extension check says when that code cannot load.
-* ``python.requirement_missing`` (info): a package requires one that is not installed. Said, not warned about:
-  a missing pure-Python dependency fails only the code paths that import it, and its absence is often deliberate
-  (``--no-deps`` installs, vendored copies).
+* ``python.requirement_missing`` (info): a package requires a framework, an NVIDIA CUDA wheel or Triton that is
+  not installed. Said, not warned about: it fails only the code paths that import it, and its absence is often
+  deliberate (``--no-deps`` installs). Other missing requirements stay in the fact.
 
 The pins of the frameworks on NVIDIA's CUDA wheels are judged by ``framework.nvidia_wheel_mismatch``
 (checks/libraries.py) with their CUDA meaning, and left out here.
@@ -42,6 +42,14 @@ def _component(facts: Facts, entry: Dict[str, Any]) -> List[str]:
     return out + ["python"]
 
 
+def _stack_package(name: str) -> bool:
+    """Whether a missing requirement is part of the GPU stack envdoctor judges (a framework, an NVIDIA CUDA wheel,
+    Triton): the others are listed in the fact, not said (on machines rebuilt from a report the listing of
+    site-packages is often partial)."""
+    return frameworks.of_distribution(name) is not None or name.startswith("nvidia-") or name in (
+        "triton", "cuda-toolkit", "cuda-python", "cuda-bindings")
+
+
 def _judged_elsewhere(facts: Facts, entry: Dict[str, Any]) -> bool:
     """A framework's pin on an NVIDIA CUDA wheel: framework.nvidia_wheel_mismatch says it, with its meaning."""
     for fw, field in _NVIDIA_PIN_FIELDS:
@@ -52,7 +60,8 @@ def _judged_elsewhere(facts: Facts, entry: Dict[str, Any]) -> bool:
     return False
 
 
-@check("installed-requirements", requires=("python.requirements",), reads=("framework.*",), layers=("python",),
+@check("installed-requirements", requires=("python.requirements",), reads=("framework.*",),
+       layers=("python", "frameworks"),
        codes=(
     CodeDoc("python.requirement_conflict", "warning", "An installed package requires another at a version other "
             "than the one installed (what `pip check` reports).", "python.requirements",
@@ -86,7 +95,7 @@ def installed_requirements(ctx: CheckContext) -> Iterable[Finding]:
                          "brings one)." % (c.get("package"), c.get("package"), c.get("name"), c.get("installed")),
                     commands=["pip install '%s%s'" % (c.get("name"), spec)]))
     for m in value.get("missing") or []:
-        if not isinstance(m, dict):
+        if not isinstance(m, dict) or not _stack_package(str(m.get("name") or "")):
             continue
         spec = str(m.get("spec") or "")
         yield Finding(

@@ -116,7 +116,8 @@ def build(host: Any, config: Any, roots: List[str], program: Optional[str], verb
                                  "libraries": c["links"], "unread": [u for u in c["unread"] if u["path"] != root],
                                  "truncated": c["truncated"]}
         if verbose:
-            graph = loader.load(host, config, [root], dlopens=lambda p, e: loader.dlopen_names(host, p, e), main=program)
+            graph = loader.load(host, config, [root], dlopens=lambda p, e: loader.dlopen_names(host, p, e),
+                                main=program)
             entry["all"] = [{"requester": graph["objects"][lk["from"]]["path"] if lk.get("from") is not None
                              else program, "soname": lk["soname"], "how": lk["how"], "path": lk.get("path"),
                              "via": lk.get("via")} for lk in graph["links"]]

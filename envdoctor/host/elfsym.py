@@ -78,7 +78,7 @@ def read_sonames(fh: BinaryIO, limit: int) -> Tuple[List[str], int]:
         raise TooLarge(".rodata", size)
     try:  # searched in place (a memory map reads only the pages the search touches, at C speed)
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError, AttributeError, mmap.error):
+    except (OSError, ValueError, AttributeError):
         fh.seek(off)
         data = fh.read(size)
         if len(data) != size:
@@ -132,7 +132,7 @@ class DynamicSymbols:
         try:
             self.mm: Optional[mmap.mmap] = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             self.data: bytes = self.mm  # type: ignore[assignment]
-        except (OSError, ValueError, AttributeError, mmap.error):  # not a real file: read it whole (small)
+        except (OSError, ValueError, AttributeError):  # not a real file: read it whole (small)
             self.mm = None
             fh.seek(0)
             self.data = fh.read()
@@ -304,7 +304,7 @@ class DynamicSymbols:
         buckets_at = bloom_at + word * bloom_size
         chain_at = buckets_at + 4 * nbuckets
         i, = struct.unpack_from(self.end + "I", self.data, buckets_at + 4 * (h % nbuckets))
-        out = []
+        out: List[int] = []
         if i < symoffset:
             return out
         steps = 0

@@ -20,7 +20,6 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .base import (
     COMMAND_FILTERS,
-    FILE_FILTERS,
     IN_FLIGHT,
     MAX_FILE_BYTES,
     CommandResult,

@@ -539,8 +539,8 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
             dists = host.distributions()
         reqs = ctx.facts_of("requires").value("python.requirements")
         dependents = (reqs.get("dependents") or {}).get("torch", []) if isinstance(reqs, dict) else []
-        ext, symbols = extension_linkage(host, torch, loader_config(host, ldp, None if cache_why else cache, cache_why or ""), dists,
-                                         dependents)
+        config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
+        ext, symbols = extension_linkage(host, torch, config, dists, dependents)
         if ext:
             facts.append(ok("linkage.torch.extensions", ext, "elf:" + ext[0]["path"],
                             "CUDA libraries of PyTorch extension packages"))

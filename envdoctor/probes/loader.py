@@ -108,12 +108,12 @@ def _read_ld_cache(host: Host) -> Tuple[Optional[CacheList], Fact]:
     why_not_file = ""
     if res.ok and not res.truncated:
         try:
-            entries = parse(res.data or b"")
+            parsed = parse(res.data or b"")
         except LdCacheError as exc:
             why_not_file = "%s: %s" % (LD_SO_CACHE, exc)
         else:
-            return ([(e.soname, flags_text(e), e.path) for e in entries],
-                    ok("libraries.ld_cache", {"entries": len(entries), "read": LD_SO_CACHE}, "file:" + LD_SO_CACHE,
+            return ([(e.soname, flags_text(e), e.path) for e in parsed],
+                    ok("libraries.ld_cache", {"entries": len(parsed), "read": LD_SO_CACHE}, "file:" + LD_SO_CACHE,
                        label))
     elif res.truncated:
         why_not_file = "%s is larger than %d MiB" % (LD_SO_CACHE, LD_CACHE_LIMIT >> 20)
@@ -368,11 +368,12 @@ def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Option
 
     def resolve(obj: Optional[_Object], name: str, how: str) -> Dict[str, Any]:
         link: Dict[str, Any] = {"from": obj.index if obj is not None else None, "soname": name, "how": how}
+        res: Dict[str, Any]
         if "/" in name:
-            res = {"soname": name, "path": name if host.exists(name) else None, "via": "path", "others": [],
-                   "certain": True}
-            res["resolved"] = host.resolve(name) if res["path"] else None
-            res["version"] = version_from_name(posixpath.basename(res["resolved"] or name))
+            there = host.exists(name)
+            res = {"soname": name, "path": name if there else None, "via": "path", "others": [], "certain": True,
+                   "resolved": host.resolve(name) if there else None}
+            res["version"] = version_from_name(posixpath.basename(str(res["resolved"] or name)))
         elif name in by_name:
             hit = objects[by_name[name]]
             res = {"soname": name, "path": hit.path, "via": "loaded", "resolved": hit.resolved,
