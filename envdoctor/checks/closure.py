@@ -278,8 +278,22 @@ def extension_symbols(ctx: CheckContext) -> Iterable[Finding]:
             evidence=[fact.to_dict()] if fact is not None else [],
             source={"rule": "an extension module's undefined symbols must be exported by the libraries it is loaded "
                             "with (ld.so: 'undefined symbol')", "url": LDSO_URL, "checked": "2026-11-28"},
-            fix=Fix(text="Install the %s release built for torch %s, or rebuild it against this torch (source "
-                         "builds: without build isolation, so it compiles against the installed torch)." % (
-                             package, torch.get("version", "?")),
-                    commands=["pip install --force-reinstall --no-deps --no-build-isolation --no-cache-dir '%s'" %
-                              package]))
+            fix=_rebuild_fix(package, torch))
+
+
+def _rebuild_fix(package: str, torch: Dict[str, Any]) -> Fix:
+    """torchvision and torchaudio come from PyTorch's index, one release per torch release: install the one made for
+    this torch; anything else is rebuilt against it (a source build without build isolation compiles against the
+    installed torch)."""
+    version = str(torch.get("version") or "?")
+    if package in ("torchvision", "torchaudio"):
+        from .libraries import torch_variant
+
+        index = torch_variant(torch)
+        return Fix(text="Install the %s release made for torch %s (pip picks it when torch is pinned)." % (
+                       package, version),
+                   commands=["pip install 'torch==%s' '%s' --index-url https://download.pytorch.org/whl/%s" % (
+                       version.partition("+")[0], package, index)])
+    return Fix(text="Install the %s release built for torch %s, or rebuild it against this torch (without build "
+                    "isolation, so it compiles against the installed torch)." % (package, version),
+               commands=["pip install --force-reinstall --no-deps --no-build-isolation --no-cache-dir '%s'" % package])

@@ -297,14 +297,18 @@ def _extension_for_other_build(facts: Facts, fw: str, entries: List[Dict[str, An
                              package, NAMES.get(fw, fw), have.get("version"), package, NAMES.get(fw, fw),
                              "CUDA" if cuda else "other"),
                     commands=["pip install 'torch==%s' '%s' --index-url https://download.pytorch.org/whl/%s" % (
-                        str(have.get("version") or "").partition("+")[0], package, _torch_variant(have))]
+                        str(have.get("version") or "").partition("+")[0], package, torch_variant(have))]
                     if fw == "torch" and package in ("torchvision", "torchaudio") else []))
 
 
-def _torch_variant(value: Dict[str, Any]) -> str:
-    """The download.pytorch.org index of an installed torch: its local version tag (``+cpu``, ``+cu121``)."""
+def torch_variant(value: Dict[str, Any]) -> str:
+    """The download.pytorch.org index of an installed torch: its local version tag (``+cpu``, ``+cu121``), else
+    (PyPI's builds carry none) the CUDA it was built for (``cuda: '13.0'`` -> ``cu130``), else ``cpu``."""
     local = str(value.get("version") or "").partition("+")[2]
-    return local if re.match(r"^(cpu|cu\d+|rocm[\d.]+)$", local) else "cpu"
+    if re.match(r"^(cpu|cu\d+|rocm[\d.]+)$", local):
+        return local
+    cuda = re.match(r"^(\d+)\.(\d+)", str(value.get("cuda") or ""))
+    return "cu%s%s" % cuda.groups() if cuda else "cpu"
 
 
 def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> Iterable[Finding]:

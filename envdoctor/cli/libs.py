@@ -117,7 +117,7 @@ def build(host: Any, config: Any, roots: List[str], program: Optional[str], verb
                                  "truncated": c["truncated"]}
         if verbose:
             graph = loader.load(host, config, [root], dlopens=lambda p, e: loader.dlopen_names(host, p, e),
-                                main=program)
+                                main=program, runtime=True)
             entry["all"] = [{"requester": graph["objects"][lk["from"]]["path"] if lk.get("from") is not None
                              else program, "soname": lk["soname"], "how": lk["how"], "path": lk.get("path"),
                              "via": lk.get("via")} for lk in graph["links"]]

@@ -241,6 +241,7 @@ class SymbolsResult(NamedTuple):
     path: str
     providers: Tuple[str, ...] = ()
     missing: Tuple[Tuple[str, Optional[str]], ...] = ()  # (symbol, version required or None)
+    names: str = ""  # the regular expression the imports looked up matched ("": all)
     checked: int = 0  # imports looked up
     error: Optional[str] = None  # "ENOENT", "not_elf", "bad_elf", "not_recorded", "timed_out"
     message: str = ""
@@ -323,10 +324,10 @@ class Host:
         """The library names in a shared object's read-only data, when it holds at most a bounded amount."""
         return NamesResult(path, error="not_recorded", message="this host cannot read library names")
 
-    def elf_unresolved(self, path: str, providers: Sequence[str]) -> SymbolsResult:
+    def elf_unresolved(self, path: str, providers: Sequence[str], names: str = "") -> SymbolsResult:
         """The dynamic symbols ``path`` imports (not weak) that no object of ``providers`` exports, each looked
         up in their hash tables; an import whose symbol version names a library outside ``providers`` is not
-        judged."""
+        judged; ``names`` (a regular expression): only the imports it matches."""
         return SymbolsResult(path, tuple(providers), error="not_recorded",
                              message="this host cannot read symbol tables")
 
@@ -381,8 +382,16 @@ class Host:
     def resolve(self, path: str, max_depth: int = 40) -> str:
         """Follow symbolic links in every component of ``path`` (like ``realpath``).
 
-        Stops quietly at a loop or a dangling link and returns what it has.
+        Stops quietly at a loop or a dangling link and returns what it has. Answered once per path and host (the
+        links themselves are read through :meth:`read_link`, so a snapshot holds them).
         """
+        memo: Dict[Tuple[str, int], str] = self.__dict__.setdefault("_resolve_memo", {})
+        key = (path, max_depth)
+        if key not in memo:
+            memo[key] = self._resolve(path, max_depth)
+        return memo[key]
+
+    def _resolve(self, path: str, max_depth: int) -> str:
         parts = [p for p in posixpath.normpath(path).split("/") if p]
         resolved = "/"
         depth = 0

@@ -24,7 +24,6 @@ import struct
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .elf import ElfError
-from .fatbin import _sections
 
 #: A library file name: NUL-terminated, ``lib`` + name + ``.so`` + optional version numbers.
 _SONAME = re.compile(rb"lib[A-Za-z0-9_+\-]{1,80}\.so(?:\.[0-9]{1,6}){0,4}(?=\x00)")
@@ -33,6 +32,7 @@ SHT_GNU_VERSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED = 0x6FFFFFFF, 0x6FFFFFFD, 0x6FFF
 STB_WEAK = 2
 SHN_UNDEF = 0
 _MAX_SYMBOLS = 4 << 20
+_MAX_SECTIONS = 1 << 16
 _MAX_NAME = 4096
 
 
@@ -45,25 +45,45 @@ class TooLarge(ElfError):
 
 
 def _all_sections(fh: BinaryIO) -> List[Tuple[bytes, int, int, int, int, int]]:
-    """(name, type, offset, size, link, entsize) of every section."""
+    """(name, type, offset, size, link, entsize) of every section: the header table and the name table read in one
+    piece each."""
     fh.seek(0)
-    ident = fh.read(16)
-    if len(ident) < 16 or ident[:4] != b"\x7fELF":
+    ident = fh.read(64)
+    if len(ident) < 52 or ident[:4] != b"\x7fELF":
         raise ElfError("not an ELF file")
     cls, end = {1: 32, 2: 64}.get(ident[4]), {1: "<", 2: ">"}.get(ident[5])
     if cls is None or end is None:
         raise ElfError("unknown ELF class or byte order")
-    names = _sections(fh)  # (name, offset, size), checked
-    fh.seek(40 if cls == 64 else 32)
-    shoff, = struct.unpack(end + ("Q" if cls == 64 else "I"), fh.read(8 if cls == 64 else 4))
-    fh.seek(58 if cls == 64 else 46)
-    shentsize, = struct.unpack(end + "H", fh.read(2))
-    fmt = end + ("IIQQQQIIQQ" if cls == 64 else "IIIIIIIIII")
+    if cls == 64:
+        if len(ident) < 64:
+            raise ElfError("file truncated (ELF header)")
+        shoff, = struct.unpack_from(end + "Q", ident, 40)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", ident, 58)
+        fmt = end + "IIQQQQIIQQ"
+    else:
+        shoff, = struct.unpack_from(end + "I", ident, 32)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", ident, 46)
+        fmt = end + "IIIIIIIIII"
+    if shoff == 0 or shnum == 0:
+        return []
+    size = struct.calcsize(fmt)
+    if shnum > _MAX_SECTIONS or shentsize < size or shstrndx >= shnum:
+        raise ElfError("implausible section header table")
+    fh.seek(shoff)
+    table = fh.read(shnum * shentsize)
+    if len(table) != shnum * shentsize:
+        raise ElfError("file truncated (section headers)")
+    raw = [struct.unpack_from(fmt, table, i * shentsize) for i in range(shnum)]
+    str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
+    if str_size > 16 << 20:
+        raise ElfError("implausible section name table")
+    fh.seek(str_off)
+    names = fh.read(str_size)
     out = []
-    for i, (name, _off, _size) in enumerate(names):
-        fh.seek(shoff + i * shentsize)
-        h = struct.unpack(fmt, fh.read(struct.calcsize(fmt)))
-        out.append((name, h[1], h[4], h[5], h[6], h[9]))
+    for h in raw:
+        n = h[0]
+        cut = names.find(b"\0", n) if n < len(names) else -1
+        out.append((names[n:cut] if cut >= 0 else b"", h[1], h[4], h[5], h[6], h[9]))
     return out
 
 
@@ -264,12 +284,13 @@ class DynamicSymbols:
                         ver[1].decode("utf-8", "replace") if ver else None, bind == STB_WEAK))
         return out
 
-    def defines(self, name: str) -> Optional[List[str]]:
+    def defines(self, name: str, hashes: Optional[Tuple[int, int]] = None) -> Optional[List[str]]:
         """The versions under which this object exports ``name`` (``""`` for an unversioned definition; a hidden
-        one is ``"!VERSION"``), or None when it does not export it."""
+        one is ``"!VERSION"``), or None when it does not export it. ``hashes``: the name's GNU and SysV hashes,
+        when the caller looks it up in several objects."""
         raw = name.encode("utf-8")
         found: List[str] = []
-        for i in self._candidates(raw):
+        for i in self._candidates(raw, hashes):
             sname, _bind, shndx, _value = self._sym(i)
             if shndx == SHN_UNDEF or self._str(sname) != raw:
                 continue
@@ -279,22 +300,23 @@ class DynamicSymbols:
             found.append(("!" + text) if idx & 0x8000 else text)
         return found or None
 
-    def _candidates(self, raw: bytes) -> List[int]:
+    def _candidates(self, raw: bytes, hashes: Optional[Tuple[int, int]] = None) -> List[int]:
         """Symbol indexes whose hash matches ``raw`` (every symbol when the object has no hash table)."""
         if self.gnu is not None:
-            return self._gnu_candidates(raw)
+            return self._gnu_candidates(raw, hashes[0] if hashes else None)
         if self.sysv is not None:
             return self._sysv_candidates(raw)
         return list(range(1, self.nsyms))
 
-    def _gnu_candidates(self, raw: bytes) -> List[int]:
+    def _gnu_candidates(self, raw: bytes, h: Optional[int] = None) -> List[int]:
         assert self.gnu is not None
         off = self.gnu[0]
         nbuckets, symoffset, bloom_size, bloom_shift = struct.unpack_from(self.end + "IIII", self.data, off)
         word = 8 if self.cls == 64 else 4
         if nbuckets == 0 or bloom_size == 0 or bloom_size > 1 << 24 or nbuckets > 1 << 24:
             raise ElfError("implausible .gnu.hash table")
-        h = gnu_hash(raw)
+        if h is None:
+            h = gnu_hash(raw)
         bloom_at = off + 16
         bits = word * 8
         mask, = struct.unpack_from(self.end + ("Q" if word == 8 else "I"), self.data,
@@ -334,14 +356,17 @@ class DynamicSymbols:
 
 
 def unresolved(obj: DynamicSymbols, providers: Sequence[DynamicSymbols],
-               deadline_left: Optional[Callable[[], float]] = None) -> Tuple[List[Tuple[str, Optional[str]]], int]:
+               deadline_left: Optional[Callable[[], float]] = None,
+               names: Optional[str] = None) -> Tuple[List[Tuple[str, Optional[str]]], int]:
     """The imports of ``obj`` (not weak) that no object of ``providers`` exports, and how many were looked up.
 
     A versioned import (``cudaMalloc@libcudart.so.12``) is looked up in the provider whose SONAME is the library
     the version is required of, and only there; one required of a library outside ``providers`` (glibc's,
     libstdc++'s: their versions are checked as version needs) is not judged. An unversioned import is looked
     up in every provider, in order. A definition matches a versioned import when it carries that version, or
-    when its object defines no versions at all (``ld.so`` accepts it then: ``elf/dl-lookup.c`` check_match)."""
+    when its object defines no versions at all (``ld.so`` accepts it then: ``elf/dl-lookup.c`` check_match).
+    ``names``: a regular expression; only the imports it matches (from the start) are looked up."""
+    wanted = re.compile(names) if names else None
     by_soname: Dict[str, DynamicSymbols] = {}
     for p in providers:
         if p.soname:
@@ -349,7 +374,7 @@ def unresolved(obj: DynamicSymbols, providers: Sequence[DynamicSymbols],
     missing: List[Tuple[str, Optional[str]]] = []
     checked = 0
     for n, (name, ver, vfile, weak) in enumerate(obj.imports()):
-        if weak:
+        if weak or (wanted is not None and not wanted.match(name)):
             continue
         if deadline_left is not None and n % 256 == 0 and deadline_left() <= 0:
             raise TimeoutError("no time left to look up the symbols of the libraries it loads")
@@ -363,6 +388,7 @@ def unresolved(obj: DynamicSymbols, providers: Sequence[DynamicSymbols],
                 missing.append((name, ver))
             continue
         checked += 1
-        if not any(p.defines(name) is not None for p in providers):
+        hashes = (gnu_hash(name.encode("utf-8")), 0)
+        if not any(p.defines(name, hashes) is not None for p in providers):
             missing.append((name, None))
     return missing, checked

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,8 +45,8 @@ from .base import (
 )
 
 #: The most ``.rodata`` a diagnose reads for library names, per library (the small front libraries: cuDNN's
-#: libcudnn.so.9 holds 7 KiB; libnvrtc's 13 MiB are left to ``envdoctor libs``).
-NAMES_LIMIT = 2 * 1024 * 1024
+#: libcudnn.so.9 holds 7 KiB, libcudart 55 KiB; libnvrtc's 13 MiB are left to ``envdoctor libs``).
+NAMES_LIMIT = 512 * 1024
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvml_worker.py")
 
@@ -234,7 +235,7 @@ class LiveHost(Host):
         self.elfs: Dict[str, ElfResult] = {}
         self.fatbins: Dict[str, FatbinResult] = {}
         self.names: Dict[str, NamesResult] = {}
-        self.symbols: Dict[Tuple[str, Tuple[str, ...]], SymbolsResult] = {}
+        self.symbols: Dict[Tuple[str, Tuple[str, ...], str], SymbolsResult] = {}
         #: The most .rodata searched for library names (``elf_sonames``): diagnose affords a little per library,
         #: ``envdoctor libs`` more.
         self.names_limit = NAMES_LIMIT
@@ -297,7 +298,7 @@ class LiveHost(Host):
         if table is self.names:
             return NamesResult(str(key), error="timed_out", message=message)
         if table is self.symbols:
-            return SymbolsResult(key[0], key[1], error="timed_out", message=message)
+            return SymbolsResult(key[0], key[1], error="timed_out", message=message, names=key[2])
         if table is self.commands:
             return CommandResult(tuple(key), timed_out=True, message=message, duration=self.timeout)
         return NvmlResult(error="timed_out", message="NVML " + message)
@@ -426,29 +427,29 @@ class LiveHost(Host):
         with self._lock:
             return self._symtabs.setdefault(path, tab)
 
-    def elf_unresolved(self, path: str, providers: Sequence[str]) -> SymbolsResult:
-        key = (path, tuple(providers))
+    def elf_unresolved(self, path: str, providers: Sequence[str], names: str = "") -> SymbolsResult:
+        key = (path, tuple(providers), names)
 
         def compute() -> SymbolsResult:
             from .elfsym import unresolved
 
             tab = self._symtab(path)
             if isinstance(tab, tuple):
-                return SymbolsResult(path, key[1], error=tab[0], message=tab[1])
+                return SymbolsResult(path, key[1], error=tab[0], message=tab[1], names=names)
             tabs = []
             for p in key[1]:
                 t = self._symtab(p)
                 if isinstance(t, tuple):
                     return SymbolsResult(path, key[1], error="provider_unreadable", message="%s: %s%s" % (
-                        p, t[0], ": " + t[1] if t[1] else ""))
+                        p, t[0], ": " + t[1] if t[1] else ""), names=names)
                 tabs.append(t)
             try:
-                missing, checked = unresolved(tab, tabs, deadline_left=self.remaining)
-            except (struct_error, ValueError, IndexError) as exc:
-                return SymbolsResult(path, key[1], error="bad_elf", message=str(exc))
+                missing, checked = unresolved(tab, tabs, deadline_left=self.remaining, names=names or None)
+            except (struct_error, ValueError, IndexError, re.error) as exc:
+                return SymbolsResult(path, key[1], error="bad_elf", message=str(exc), names=names)
             except TimeoutError as exc:
-                return SymbolsResult(path, key[1], error="timed_out", message=str(exc))
-            return SymbolsResult(path, key[1], missing=tuple(missing), checked=checked)
+                return SymbolsResult(path, key[1], error="timed_out", message=str(exc), names=names)
+            return SymbolsResult(path, key[1], missing=tuple(missing), checked=checked, names=names)
 
         return self._once(self.symbols, key, compute)
 

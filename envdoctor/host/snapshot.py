@@ -111,7 +111,7 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
         "elf_names": {p: ({"sonames": list(r.sonames), "size": r.size} if r.ok else
                           {"error": r.error, "message": r.message, "size": r.size})
                       for p, r in sorted(getattr(host, "names", {}).items())},
-        "elf_symbols": [dict({"path": r.path, "providers": list(r.providers)},
+        "elf_symbols": [dict({"path": r.path, "providers": list(r.providers), "names": r.names},
                              **({"missing": [list(m) for m in r.missing], "checked": r.checked} if r.ok else
                                 {"error": r.error, "message": r.message}))
                         for _, r in sorted(getattr(host, "symbols", {}).items())],
@@ -591,21 +591,22 @@ class SnapshotHost(Host):
         return NamesResult(path, sonames=tuple(str(n) for n in entry.get("sonames", [])),
                            size=int(entry.get("size") or 0))
 
-    def elf_unresolved(self, path: str, providers: Sequence[str]) -> SymbolsResult:
+    def elf_unresolved(self, path: str, providers: Sequence[str], names: str = "") -> SymbolsResult:
         key = tuple(providers)
         table = self.__dict__.get("_symbols")
         if table is None:
-            table = self.__dict__["_symbols"] = {(str(e.get("path")), tuple(e.get("providers") or ())): e
-                                                 for e in self.doc.get("elf_symbols", [])}
-        entry = table.get((path, key))
+            table = self.__dict__["_symbols"] = {
+                (str(e.get("path")), tuple(e.get("providers") or ()), str(e.get("names") or "")): e
+                for e in self.doc.get("elf_symbols", [])}
+        entry = table.get((path, key, names))
         if entry is None:
-            return SymbolsResult(path, key, error="not_recorded",
+            return SymbolsResult(path, key, error="not_recorded", names=names,
                                  message="the snapshot holds no symbol lookup for it with these libraries")
         if "error" in entry:
-            return SymbolsResult(path, key, error=entry["error"], message=entry.get("message", ""))
+            return SymbolsResult(path, key, error=entry["error"], message=entry.get("message", ""), names=names)
         return SymbolsResult(path, key, missing=tuple((str(m[0]), None if m[1] is None else str(m[1]))
                                                       for m in entry.get("missing", [])),
-                             checked=int(entry.get("checked") or 0))
+                             checked=int(entry.get("checked") or 0), names=names)
 
     def environ(self) -> Dict[str, str]:
         env = self.__dict__.get("_environ")

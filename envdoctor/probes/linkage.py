@@ -384,10 +384,13 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     site = str(torch.get("path") or "")
     lib_dir = posixpath.join(site, "torch", "lib")
     own = [posixpath.join(lib_dir, n) for n in host.list_dir(lib_dir).names() if FRAMEWORK_LIB["torch"].match(n)]
-    files = extension_files(host, site, dists, dependents)
+    # the compiled modules that link torch's libraries (not the copies of other libraries a wheel vendors)
+    files = [(d, p) for d, p in extension_files(host, site, dists, dependents)
+             if any(FRAMEWORK_LIB["torch"].match(n) for n in host.elf(p).needed)]
     if not files:
         return [], []
-    graph = loader.load(host, config, own + [p for _, p in files])
+    # torch's libraries and the extensions, their needs resolved (and so in the process), not followed further
+    graph = loader.load(host, config, own + [p for _, p in files], descend=lambda soname: False)
     objects = graph["objects"]
     index = {o["path"]: o["index"] for o in objects}
     owner = {p: d for d, p in files}
@@ -415,10 +418,10 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     for d, path in files:
         if path in broken or path not in index or objects[index[path]].get("error"):
             continue
-        res = host.elf_unresolved(path, providers)
+        res = host.elf_unresolved(path, providers, FRAMEWORK_SYMBOL["torch"].pattern)
         if not res.ok:
             continue
-        wanted = [m for m in res.missing if FRAMEWORK_SYMBOL["torch"].match(m[0])]
+        wanted = list(res.missing)
         if wanted:
             symbols.append({"package": d.key, "version": d.version, "path": path, "checked": res.checked,
                             "missing": [m[0] for m in wanted[:20]], "count": len(wanted)})
@@ -444,7 +447,7 @@ def closure_fact(host: Host, name: str, value: Mapping[str, Any], main_path: str
             if p != main_path:
                 roots.append(p)
                 optional.append(p)
-    c = loader.cuda_closure(host, config, roots)
+    c = loader.cuda_closure(host, config, roots, only_cuda=True)
     links = []
     for link in c["links"]:
         if link.get("via") == "loaded":

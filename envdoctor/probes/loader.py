@@ -208,17 +208,23 @@ def expand_origin(entries: Sequence[str], lib_dir: str) -> List[str]:
     return out
 
 
+def names_in(host: Host, d: str) -> Any:
+    """The names in directory ``d`` as a set (once per directory and host: a search asks each directory of the
+    path for dozens of names, and a library directory holds thousands)."""
+    return host.once("dirset:" + d, lambda: frozenset(host.list_dir(d).names()))
+
+
 def _in_dir(host: Host, d: str, name: str, hwcaps: Sequence[str]) -> List[str]:
     """Files named ``name`` the loader tries in ``d``: its glibc-hwcaps subdirectories first."""
-    names = host.list_dir(d).names()
+    names = names_in(host, d)
     out = []
     if hwcaps and "glibc-hwcaps" in names:
         for level in hwcaps:
             sub = posixpath.join(d, "glibc-hwcaps", level)
-            if name in host.list_dir(sub).names():
+            if name in names_in(host, sub):
                 out.append(posixpath.join(sub, name))
     if name in names:
-        out.append(posixpath.join(d, name))
+        out.append(d + "/" + name if d != "/" else "/" + name)
     return out
 
 
@@ -229,9 +235,7 @@ def _cache_hits(config: LoaderConfig, name: str) -> List[str]:
     named: List[Tuple[int, str]] = []
     plain: List[str] = []
     legacy: List[str] = []
-    for soname, flags, path in config.cache or ():
-        if soname != name:
-            continue
+    for _soname, flags, path in _cache_index(config.cache).get(name, ()):
         if config.machine and config.machine not in flags and ("x86-64" in flags or "AArch64" in flags):
             continue  # a library of another ABI (an i386 copy on x86-64)
         level = hwcaps_of(flags)
@@ -243,6 +247,26 @@ def _cache_hits(config: LoaderConfig, name: str) -> List[str]:
         else:
             plain.append(path)
     return [p for _, p in sorted(named)] + plain + legacy
+
+
+_INDEXES: Dict[int, Tuple[Any, Dict[str, List[Tuple[str, str, str]]]]] = {}
+
+
+def _cache_index(cache: Optional[CacheList]) -> Dict[str, List[Tuple[str, str, str]]]:
+    """The cache's entries by soname, in the cache's order (built once per cache list: a closure asks it a
+    hundred times)."""
+    if not cache:
+        return {}
+    hit = _INDEXES.get(id(cache))
+    if hit is not None and hit[0] is cache:
+        return hit[1]
+    index: Dict[str, List[Tuple[str, str, str]]] = {}
+    for entry in cache:
+        index.setdefault(entry[0], []).append(entry)
+    if len(_INDEXES) > 16:
+        _INDEXES.clear()
+    _INDEXES[id(cache)] = (cache, index)
+    return index
 
 
 def search(host: Host, config: LoaderConfig, name: str, rpath: Sequence[str] = (),
@@ -313,7 +337,7 @@ class _Object:
 
 def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Optional[Callable[[str, ElfResult],
          Iterable[str]]] = None, main: Optional[str] = None, descend: Optional[Callable[[str], bool]] = None,
-         max_objects: int = MAX_OBJECTS) -> Dict[str, Any]:
+         max_objects: int = MAX_OBJECTS, runtime: bool = False) -> Dict[str, Any]:
     """Load ``roots`` as a process would (each opened by ``main``, the program, when given: a Python interpreter's
     RPATH counts, conda's ``$ORIGIN/../lib``), then every library they need, transitively, then what
     ``dlopens(path, elf)`` says each object opens at run time.
@@ -321,7 +345,8 @@ def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Option
     Returns ``{"objects": [{index, path, resolved, soname, how, loaded_by, error}], "links": [{from, soname, how,
     to, path, resolved, via, version, others, certain, expected}]}``: ``expected`` is the first copy in the
     requester's own RPATH/RUNPATH directories (the one it ships with), ``to`` the object index or None.
-    ``descend(soname)`` (default: everything but the C/C++ runtime) says whose needs are followed."""
+    ``descend(soname)`` (default: everything but the C/C++ runtime) says whose needs are followed; the C/C++
+    runtime itself is searched only with ``runtime`` (otherwise its links say ``via: "not searched"``)."""
     objects: List[_Object] = []
     by_name: Dict[str, int] = {}
     by_file: Dict[str, int] = {}
@@ -374,6 +399,9 @@ def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Option
             res = {"soname": name, "path": name if there else None, "via": "path", "others": [], "certain": True,
                    "resolved": host.resolve(name) if there else None}
             res["version"] = version_from_name(posixpath.basename(str(res["resolved"] or name)))
+        elif not runtime and RUNTIME_SONAME.match(name) and name not in by_name:
+            res = {"soname": name, "path": None, "via": "not searched", "resolved": None, "version": None,
+                   "others": [], "certain": True}
         elif name in by_name:
             hit = objects[by_name[name]]
             res = {"soname": name, "path": hit.path, "via": "loaded", "resolved": hit.resolved,
@@ -383,7 +411,7 @@ def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Option
             res = search(host, config, name, rpath=rpath_chain(obj), runpath=runpath)
         link.update(res)
         own = (obj.rpath + obj.runpath) if obj is not None else []
-        link["expected"] = next((posixpath.join(d, name) for d in own if name in host.list_dir(d).names()), None)
+        link["expected"] = next((posixpath.join(d, name) for d in own if name in names_in(host, d)), None)
         return link
 
     queue: List[int] = []
@@ -610,7 +638,7 @@ def other_majors(host: Host, config: LoaderConfig, soname: str, dirs: Sequence[s
 
 
 def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: Optional[str] = None,
-                 dirs: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+                 dirs: Optional[Sequence[str]] = None, only_cuda: bool = False) -> Dict[str, Any]:
     """The CUDA libraries ``roots`` load, transitively (NEEDED and what each object names for dlopen), each link
     with what a judge needs: ``component``, the ``version`` of the file taken (its name's, else its wheel's),
     ``expected_version`` (of the copy the requester ships), ``elsewhere`` (copies of that soname the loader
