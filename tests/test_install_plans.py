@@ -101,16 +101,25 @@ def test_redist_cuda_checks_the_driver_too():
     assert any("minor-version compatibility" in n for n in p.notes)
 
 
-# -- pip: never the system Python, never envdoctor's own environment ------------------------
+# -- pip: never a Python outside any environment, never a tool installer's environment ---------
 def test_pip_on_a_system_python_makes_a_venv_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     facts = _facts(**{"python.executable": "/usr/bin/python3",
-                      "python.environment": {"kind": "system", "prefix": "/usr", "base_prefix": "/usr"}})
+                      "python.environment": {"kind": "system", "prefix": "/usr", "base_prefix": "/usr",
+                                             "externally_managed": True}})
     p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"}), UBUNTU, facts)
     venv = str(tmp_path / "data" / "envdoctor" / "venvs" / "pytorch")
     assert p.steps[0].action.argv == ["/usr/bin/python3", "-m", "venv", venv]
     assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == venv + "/bin/python"
     assert "PEP 668" in p.notes[0] and venv in p.notes[0]
+    # A pyenv interpreter is no environment either, but nobody marked it externally managed: not PEP 668.
+    pyenv = _facts(**{"python.executable": "/home/u/.pyenv/versions/3.11.7/bin/python3",
+                      "python.environment": {"kind": "system", "prefix": "/home/u/.pyenv/versions/3.11.7",
+                                             "base_prefix": "/home/u/.pyenv/versions/3.11.7",
+                                             "externally_managed": False}})
+    p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"}), UBUNTU, pyenv)
+    assert p.steps[0].action.argv[0] == "/home/u/.pyenv/versions/3.11.7/bin/python3"
+    assert "PEP 668" not in p.notes[0] and "distribution" not in p.notes[0], p.notes[0]
     p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"},
                                             venv="/opt/venvs/t"), UBUNTU, facts)
     assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == "/opt/venvs/t/bin/python"
@@ -119,17 +128,24 @@ def test_pip_on_a_system_python_makes_a_venv_and_says_so(tmp_path, monkeypatch):
     assert p.steps[0].id == "check-python" and p.steps[1].action.argv[0] == "/usr/bin/python3"  # --python wins
 
 
-def test_pip_uses_the_active_venv_but_never_envdoctors_own(tmp_path):
+def test_pip_uses_the_inspected_venv_but_never_a_tool_installer_s(tmp_path):
     theirs = _facts(**{"python.executable": "/work/proj/.venv/bin/python",
                        "python.environment": {"kind": "venv", "prefix": "/work/proj/.venv", "base_prefix": "/usr"}})
     p = load_recipe("jax").plan(Request("jax", None, "pip", options={"cuda": "cpu"}), UBUNTU, theirs)
     assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == "/work/proj/.venv/bin/python"
+    # The venv envdoctor was pip-installed into is the user's own: that is where pip installs.
     own = _facts(**{"python.executable": sys.executable,
                     "python.environment": {"kind": "venv", "prefix": sys.prefix, "base_prefix": sys.base_prefix}})
     p = load_recipe("jax").plan(Request("jax", None, "pip", options={"cuda": "cpu"}), UBUNTU, own)
+    assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == sys.executable
+    # pipx's environment for envdoctor (it left pipx_metadata.json): never.
+    tool = _facts(**{"python.executable": "/home/u/.local/pipx/venvs/envdoctor/bin/python",
+                     "python.environment": {"kind": "venv", "prefix": "/home/u/.local/pipx/venvs/envdoctor",
+                                            "base_prefix": "/usr", "tool": "pipx"}})
+    p = load_recipe("jax").plan(Request("jax", None, "pip", options={"cuda": "cpu"}), UBUNTU, tool)
     pip = next(s for s in p.steps if s.id == "pip-install").action.argv[0]
-    assert pip != sys.executable and pip.endswith("/envdoctor/venvs/jax/bin/python")
-    assert p.steps[0].id == "create-venv"
+    assert pip.endswith("/envdoctor/venvs/jax/bin/python") and p.steps[0].id == "create-venv"
+    assert "pipx made for envdoctor" in p.notes[0]
 
 
 # -- command output: streamed, and the line that says why ---------------------------------

@@ -8,7 +8,7 @@ import click
 
 from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, planning_facts, timeout_option
+from .common import echo_output, format_option, planning_facts, python_option, timeout_option
 
 #: How many passed-over releases the text output lists per framework (JSON has them all).
 SHOWN_PASSED_OVER = 4
@@ -36,33 +36,23 @@ Exit codes: 0 answered; 2 could not answer as asked (bad value, unknown GPU, bad
 @click.option("--os", "os_name", metavar="DISTRO", help="Distribution and version, e.g. ubuntu22.04, rhel9.")
 @click.option("--python-version", "python_version", metavar="X.Y",
               help="Python version to install for, e.g. 3.11 (default: the inspected interpreter's).")
-@click.option("--python", "python_arg", metavar="PATH",
-              help="Advise for this interpreter (its Python version; the pip commands install into it) instead of "
-                   "the active environment's. An X.Y value is the old spelling of --python-version.")
+@python_option
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME",
               type=click.Choice(list(ADVISED)),
               help="Only these frameworks (repeatable; default: all).")
 @click.option("-v", "--verbose", is_flag=True, help="Also every note, source and passed-over build.")
 @timeout_option
 def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: Optional[str], cc: Optional[str],
-           os_name: Optional[str], python_version: Optional[str], python_arg: Optional[str],
+           os_name: Optional[str], python_version: Optional[str], python_exe: Optional[str],
            frameworks: Tuple[str, ...], verbose: bool, timeout: float) -> None:
     """Say the newest CUDA this driver and GPU can run, and for each framework
     (torch, tensorflow, jax, onnxruntime, cupy, paddle) the exact install
     command, with why newer builds were passed over.
     """
-    import re
-
     from .. import advise as logic
-    from .common import _interpreter, deprecated
 
-    interpreter = None
-    if python_arg is not None:
-        if re.fullmatch(r"\d+(\.\d+){0,2}", python_arg.strip()):  # the old meaning: a version
-            deprecated("advise --python %s" % python_arg.strip(), "--python-version %s" % python_arg.strip())
-            python_version = python_version or python_arg.strip()
-        else:
-            interpreter = _interpreter(click.get_current_context(), click.Option(["--python"]), python_arg)
+    # --python X.Y, the old spelling of --python-version (one release, with a deprecation line)
+    python_version = python_version or click.get_current_context().meta.get("envdoctor.python_version")
     try:
         given = {"driver": logic.parse_driver(driver) if driver else None,
                  "python": logic.parse_python(python_version) if python_version else None}
@@ -77,12 +67,12 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         raise fail(str(exc), EXIT_USAGE) from None
     given["cc"], given["gpu"] = cc_value, gpu_name
 
-    python_exe = None
+    pip_python = None  # the interpreter the pip commands name
     if snapshot_path is not None or not (driver and cc_value):
-        facts = planning_facts(snapshot_path, timeout, interpreter)
+        facts = planning_facts(snapshot_path, timeout, python_exe)
         target = logic.target_from_facts(facts)
         if not python_version:  # the pip commands install into the interpreter inspected
-            python_exe = facts.text("python.executable")
+            pip_python = facts.text("python.executable")
     else:
         target = logic.Target()
     if cc_value and not gpu_name:
@@ -99,7 +89,7 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         from ..render.layout import terminal_width
         from ..render.style import printable
 
-        text = render_text(answer, terminal_width(sys.stdout), python_exe,
+        text = render_text(answer, terminal_width(sys.stdout), pip_python,
                            "the snapshot" if snapshot_path is not None else "this machine")
         if verbose:
             text += "\n" + render_details(answer)

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import Seconds, env_timeout, planning_facts, renamed_option, takes_renamed
+from .common import Seconds, env_timeout, planning_facts, python_option, renamed_option, takes_renamed
 
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
@@ -39,10 +39,11 @@ def _default_platform() -> str:
     return LiveHost().uname().get("machine", "")
 
 
-def _machine_facts(snapshot: Optional[str]) -> Any:
-    """This machine's facts (or a snapshot's): what the recipes pre-check against. Probing is bounded by
-    ENVDOCTOR_TIMEOUT, as diagnose is (this command's --download-timeout is the download time-out)."""
-    return planning_facts(snapshot, env_timeout())
+def _machine_facts(snapshot: Optional[str], python_exe: Optional[str] = None) -> Any:
+    """This machine's facts (or a snapshot's): what the recipes pre-check against, the interpreter's those of
+    ``--python`` when given. Probing is bounded by ENVDOCTOR_TIMEOUT, as diagnose is (this command's
+    --download-timeout is the download time-out)."""
+    return planning_facts(snapshot, env_timeout(), python_exe)
 
 
 def list_text(os_name: Optional[str] = None) -> str:
@@ -108,12 +109,13 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--os", "os_name", metavar="TARGET", help="Plan for this system instead of this machine, e.g. "
                                                          "ubuntu22.04, rhel9, rocky8-aarch64 (see --list).")
 @click.option("--with-driver", is_flag=True, help="Also install the driver the component needs (a reboot follows).")
-@click.option("--python", "python_exe", metavar="PATH", help="pip methods: the interpreter to install for (wins over "
-                                                              "everything else).")
+@python_option
 @click.option("--venv", "venv", metavar="PATH", help="pip methods: the virtual environment to install into (created if "
-                                                     "missing). Default: the active venv/conda environment, else "
-                                                     "~/.local/share/envdoctor/venvs/COMPONENT (never the system "
-                                                     "Python, never envdoctor's own environment).")
+                                                     "missing). Default: the interpreter --python describes when it "
+                                                     "is a virtual or conda environment, else "
+                                                     "~/.local/share/envdoctor/venvs/COMPONENT (never a Python "
+                                                     "outside any environment, never pipx's or uv tool's "
+                                                     "environment of envdoctor).")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="Recipe option, e.g. flavor=proprietary (driver), cuda=12 (cuDNN), symlink=yes (runfile).")
 @click.option("--snapshot", "snapshot", metavar="FILE",
@@ -375,7 +377,7 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
             target = parse_target(os_name)
             facts = _machine_facts(snapshot) if snapshot is not None else Facts()
         else:
-            facts = _machine_facts(snapshot)
+            facts = _machine_facts(snapshot, python_exe)
             target = target_from_facts(facts)
             if snapshot is None and component == "container-toolkit":
                 from ..facts import ok

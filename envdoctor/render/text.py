@@ -323,7 +323,9 @@ def _python_line(facts: Facts) -> Tuple[str, bool]:
         return "Python: " + (_why_unknown(facts, "python.executable", "python.version") or "unknown"), False
     kind = _v(facts.mapping("python.environment"), "kind")
     text = "Python %s %s" % (version or "?", exe or "")
-    return text.strip() + (" (%s)" % kind if kind and kind != "system" else ""), True
+    why = _v(facts.mapping("python.chosen"), "reason")  # absent from older snapshots
+    notes = [n for n in (kind if kind and kind != "system" else None, why) if n]
+    return text.strip() + (" (%s)" % "; ".join(notes) if notes else ""), True
 
 
 def _framework_text(name: str, label: str, value: Any) -> str:
