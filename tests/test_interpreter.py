@@ -140,3 +140,25 @@ def test_pep_668_is_named_only_for_an_interpreter_that_carries_the_marker():
         return  # this machine's distribution does not mark its Python (Debian 12 and Ubuntu 24.04 do)
     env, note = _pip_note(distro)
     assert env["externally_managed"] is True and "PEP 668" in note and "externally managed" in note
+
+
+def test_python_is_one_option_with_one_help_and_one_variable_everywhere():
+    """diagnose, snapshot, check, advise and install: the same --python, the same words, ENVDOCTOR_PYTHON."""
+    from envdoctor.host.interpreter import ENV_VAR, HELP
+
+    import click
+
+    seen = {}
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        for p in command.params:
+            if "--python" in getattr(p, "opts", ()):
+                seen[name] = (p.help, p.envvar, p.metavar)
+    assert {"diagnose", "snapshot", "check", "advise", "install"} <= set(seen), seen
+    assert set(seen.values()) == {(HELP, ENV_VAR, "PATH")}
+    # The help says what the option does: what it takes and the default rule.
+    for words in ("virtual environment's directory", "$VIRTUAL_ENV", "$CONDA_PREFIX", "pipx", "uv tool"):
+        assert words in HELP
+    out = " ".join(CliRunner().invoke(cli, ["install", "--help"]).output.split())
+    assert "a path to it or to a virtual environment's directory" in out

@@ -124,6 +124,11 @@ def test_every_command_makes_the_same_choice(venvs, tmp_path):
     # advise names v's interpreter in its pip commands.
     r = _run(script, ["advise", "--framework", "torch"], other)
     assert r.returncode == 0 and "pip --python %s" % exe in " ".join(r.stdout.split()).replace("\\ ", ""), r.stdout
+    r = _run(script, ["advise", "--framework", "torch", "--format", "json"], other)
+    assert json.loads(r.stdout)["interpreter"] == {"executable": json.loads(r.stdout)["interpreter"]["executable"],
+                                                   "chosen": {"rule": "own",
+                                                              "reason": "the interpreter envdoctor runs on"}}
+    assert json.loads(r.stdout)["interpreter"]["executable"].startswith(exe)
     # install: pip installs into v, no new virtual environment.
     r = _run(script, ["install", "pytorch", "--dry-run", "--format", "json"], other)
     assert r.returncode == 0, r.stderr

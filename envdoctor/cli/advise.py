@@ -68,11 +68,13 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     given["cc"], given["gpu"] = cc_value, gpu_name
 
     pip_python = None  # the interpreter the pip commands name
+    chosen: Any = None  # and why it was chosen (envdoctor.host.interpreter)
     if snapshot_path is not None or not (driver and cc_value):
         facts = planning_facts(snapshot_path, timeout, python_exe)
         target = logic.target_from_facts(facts)
         if not python_version:  # the pip commands install into the interpreter inspected
             pip_python = facts.text("python.executable")
+            chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
     else:
         target = logic.Target()
     if cc_value and not gpu_name:
@@ -82,7 +84,10 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     if fmt == "json":
         from ..render.json_out import dumps
 
-        echo_output(dumps(answer.to_dict()))
+        doc = answer.to_dict()
+        if pip_python:
+            doc["interpreter"] = {"executable": pip_python, "chosen": chosen}
+        echo_output(dumps(doc))
     else:
         import sys
 
@@ -90,7 +95,8 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         from ..render.style import printable
 
         text = render_text(answer, terminal_width(sys.stdout), pip_python,
-                           "the snapshot" if snapshot_path is not None else "this machine")
+                           "the snapshot" if snapshot_path is not None else "this machine",
+                           str(chosen.get("reason") or "") if chosen else "")
         if verbose:
             text += "\n" + render_details(answer)
         echo_output(printable(text))  # GPU names and versions can come from a snapshot
@@ -105,7 +111,8 @@ def _value(target: Any, name: str, shown: Optional[str]) -> str:
     return f"{shown}  ({'given' if origin.startswith('--') else 'from ' + origin})" if origin else shown
 
 
-def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None, subject: str = "this machine") -> str:
+def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None, subject: str = "this machine",
+                python_why: str = "") -> str:
     """The human answer: what it is for, the newest CUDA, then the chosen build per framework, one line
     each (in the order asked), then what was passed over, one line per framework and reason. ``-v``
     (:func:`render_details`) shows every note, source and passed-over build."""
@@ -116,7 +123,8 @@ def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None, 
     out: List[str] = []
     gpu = (f"{t.gpu} (compute capability {t.cc})" if t.gpu else f"compute capability {t.cc}") if t.cc else None
     os_text = f"{t.os_id} {t.os_version}" if t.os_id and t.os_version else t.os_id
-    py = ("Python " + t.python + (" at %s" % python_exe if python_exe else "")) if t.python else None
+    py = ("Python " + t.python + (" at %s" % python_exe if python_exe else "")
+          + (" (%s)" % python_why if python_exe and python_why else "")) if t.python else None
     facts = [("driver " + t.driver) if t.driver else None, gpu, os_text, py]
     origins = {t.origin_of(n) for n in ("driver", "cc", "os_id", "python")} - {""}
     whence = "the values given" if origins and all(o.startswith("--") for o in origins) else (
