@@ -293,7 +293,14 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
 
 
 def _echo(message: str) -> None:
-    click.echo(message, err=message.startswith("envdoctor: "))
+    """The executor's progress lines. A reader that went away (`| head`) does not stop an install halfway:
+    the rest goes to the log only."""
+    from . import silence_stdout
+
+    try:
+        click.echo(message, err=message.startswith("envdoctor: "))
+    except BrokenPipeError:
+        silence_stdout()
 
 
 def _confirm(question: str) -> bool:
