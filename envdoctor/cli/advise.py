@@ -10,10 +10,6 @@ from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
 from .common import echo_output, format_option, planning_facts, python_option, timeout_option
 
-#: How many passed-over releases the text output lists per framework (JSON has them all).
-SHOWN_PASSED_OVER = 4
-
-
 @click.command("advise", epilog="""\b
 Examples:
   envdoctor advise                                  # this machine
@@ -98,7 +94,7 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
                            "the snapshot" if snapshot_path is not None else "this machine",
                            str(chosen.get("reason") or "") if chosen else "")
         if verbose:
-            text += "\n" + render_details(answer)
+            text += "\n" + render_details(answer, terminal_width(sys.stdout))
         echo_output(printable(text))  # GPU names and versions can come from a snapshot
 
 
@@ -175,6 +171,11 @@ def _reason_kind(reason: str) -> Tuple[str, str]:
     if reason.startswith("needs Python"):
         m = re.search(r"not (\S+)$", reason)
         return "python", "need another Python than %s" % (m.group(1) if m else "this one")
+    if reason.startswith("pulls cuDNN"):
+        # The wheels have code for the GPU, the cuDNN pip brings with them has not: say so, it is the one part a
+        # reader could change (a cuDNN pinned by hand), and not the framework's own architectures.
+        m = re.match(r"pulls cuDNN (\S+) from pip", reason)
+        return "cudnn:" + (m.group(1) if m else ""), "pull " + reason[len("pulls "):]
     if reason.startswith("needs driver"):
         m = re.search(r"driver (\S+) is older", reason)
         floors = []
@@ -203,15 +204,23 @@ def _passed_over_folded(frameworks: List[Any]) -> List[str]:
         for p in f.passed_over:
             for r in p["reasons"]:
                 key, summary = _reason_kind(r)
-                g = groups.setdefault(key, {"summaries": [], "releases": [], "builds": 0})
+                g = groups.setdefault(key, {"summaries": [], "releases": [], "builds": 0, "chosen": []})
                 g["builds"] += 1
+                if f.command and p["release"] == f.release:
+                    # Other builds of the release chosen above: named by build, or the line would say the
+                    # chosen release itself does not fit.
+                    g["chosen"].append(p["variant"])
+                    g["summaries"].append(summary)
+                    continue
                 label = _release_label(p["release"])
                 if label not in g["releases"]:
                     g["releases"].append(label)
                 g["summaries"].append(summary)
         for g in groups.values():
             rels = g["releases"]
-            span = rels[0] if len(rels) == 1 else "%s to %s" % (rels[0], rels[-1])
+            span = "" if not rels else rels[0] if len(rels) == 1 else "%s to %s" % (rels[0], rels[-1])
+            if g["chosen"]:
+                span += ("%s%s's %s" % (" and " if span else "", _release_label(f.release), ", ".join(g["chosen"])))
             # The driver floor differs per build: say the lowest any of them wants.
             summary = min(g["summaries"], key=len) if not g["summaries"][0].startswith("need a newer driver") else \
                 _lowest_floor(g["summaries"])
@@ -246,73 +255,74 @@ def _lowest_floor(summaries: List[str]) -> str:
     return min(summaries, key=floor)
 
 
-def render_details(answer: Any) -> str:
-    """Every note, source and passed-over build (``advise -v``; the JSON output holds the same objects)."""
+def render_details(answer: Any, width: int = 80) -> str:
+    """Every note, source and passed-over build (``advise -v``; the JSON output holds the same objects), each
+    line wrapped to ``width`` (a word longer than the line, a URL, stays whole)."""
+    from ..render.layout import wrap, wrap_command
+
     t, c = answer.target, answer.cuda
     out: List[str] = ["For:"]
     gpu = f"compute capability {t.cc}" + (f" ({t.gpu})" if t.gpu else "") if t.cc else None
     os_text = f"{t.os_id} {t.os_version}" if t.os_id and t.os_version else t.os_id
-    out.append("  Driver   " + _value(t, "driver", t.driver))
-    out.append("  GPU      " + _value(t, "cc", gpu))
-    out.append("  OS       " + _value(t, "os_id", os_text) + ("" if t.platform == "linux-x86_64" else
-                                                             f"  [{t.platform}]"))
-    out.append("  Python   " + _value(t, "python", t.python))
+    out += wrap(_value(t, "driver", t.driver), width, "  Driver   ")
+    out += wrap(_value(t, "cc", gpu), width, "  GPU      ")
+    out += wrap(_value(t, "os_id", os_text) + ("" if t.platform == "linux-x86_64" else f"  [{t.platform}]"), width,
+                "  OS       ")
+    out += wrap(_value(t, "python", t.python), width, "  Python   ")
     out.append("")
     if answer.cpu_builds is not None:
-        out.append("No NVIDIA GPU on this machine (none through NVML, none on the PCI bus): use the CPU builds.")
-        out.append("(To plan for a GPU machine instead, give --driver and --gpu or --cc.)")
+        out += wrap("No NVIDIA GPU on this machine (none through NVML, none on the PCI bus): use the CPU builds. "
+                    "(To plan for a GPU machine instead, give --driver and --gpu or --cc.)", width)
         for b in answer.cpu_builds:
             out.append("")
             out.append("%s:" % b["framework"])
             if b["command"]:
-                out.append("  " + b["command"])
-            out.append("  - " + b["why"])
+                out += wrap_command(b["command"], width, "  ", "    ")
+            out += wrap(b["why"], width, "  - ", "    ")
         return "\n".join(out) + "\n"
     out.append("CUDA:")
     if c.newest_native:
-        out.append(f"  newest CUDA the driver runs:                       {c.newest_native}")
+        out += wrap(f"newest CUDA the driver runs: {c.newest_native}", width, "  ", "    ")
     if c.newest_minor_compat:
-        out.append(f"  ... with CUDA minor-version compatibility:         {c.newest_minor_compat}")
+        out += wrap(f"... with CUDA minor-version compatibility: {c.newest_minor_compat}", width, "  ", "    ")
     if c.gpu_range:
-        out.append(f"  CUDA releases that target this GPU:                {c.gpu_range[0]} .. {c.gpu_range[1]}")
+        out += wrap(f"CUDA releases that target this GPU: {c.gpu_range[0]} .. {c.gpu_range[1]}", width, "  ", "    ")
     if t.cc and t.driver:
-        out.append(f"  newest CUDA for this driver and GPU:               {c.newest_for_gpu or 'none'}"
-                   + (f" ({c.newest_for_gpu_minor_compat} with minor-version compatibility)"
-                      if c.newest_for_gpu_minor_compat and c.newest_for_gpu_minor_compat != c.newest_for_gpu
-                      else ""))
+        out += wrap(f"newest CUDA for this driver and GPU: {c.newest_for_gpu or 'none'}"
+                    + (f" ({c.newest_for_gpu_minor_compat} with minor-version compatibility)"
+                       if c.newest_for_gpu_minor_compat and c.newest_for_gpu_minor_compat != c.newest_for_gpu
+                       else ""), width, "  ", "    ")
     for note in c.notes:
-        out.append("  - " + note)
+        out += wrap(note, width, "  - ", "    ")
     for src in c.sources:
         mark = "" if src["verified"] else "  [unverified row]"
-        out.append(f"  source (CUDA {src['cuda']}): {src['url']} (checked {src['checked']}){mark}")
+        out += wrap(f"source (CUDA {src['cuda']}): {src['url']} (checked {src['checked']}){mark}", width, "  ",
+                    "    ")
     for f in answer.frameworks:
         out.append("")
         if f.command:
             how = "" if f.native else ", via minor-version compatibility"
             out.append(f"{f.framework} {f.release} ({f.variant}{how}):")
-            out.append("  " + f.command)
+            out += wrap_command(f.command, width, "  ", "    ")
         else:
             out.append(f"{f.framework}: no build fits")
         for note in f.notes:
-            out.append("  - " + note)
-        out.extend(_passed_over_lines(f.passed_over))
+            out += wrap(note, width, "  - ", "    ")
+        out.extend(_passed_over_lines(f.passed_over, width))
         if f.source:
             mark = "" if f.source["verified"] else "  [unverified row]"
-            out.append(f"  source: {f.source['url']} (checked {f.source['checked']}){mark}")
+            out += wrap(f"source: {f.source['url']} (checked {f.source['checked']}){mark}", width, "  ", "    ")
     return "\n".join(out) + "\n"
 
 
-def _passed_over_lines(passed: List[Any]) -> List[str]:
+def _passed_over_lines(passed: List[Any], width: int = 80) -> List[str]:
+    """Every newer build passed over, one per build with all its reasons (what the README promises of -v)."""
+    from ..render.layout import wrap
+
     if not passed:
         return []
-    releases: List[str] = []
-    for p in passed:
-        if p["release"] not in releases:
-            releases.append(p["release"])
     lines = ["  newer builds passed over:"]
-    for rel in releases[:SHOWN_PASSED_OVER]:
-        parts = [f"{p['variant']}: {'; '.join(p['reasons'])}" for p in passed if p["release"] == rel]
-        lines.append(f"    {rel}  " + " | ".join(parts))
-    if len(releases) > SHOWN_PASSED_OVER:
-        lines.append(f"    ... and {len(releases) - SHOWN_PASSED_OVER} more releases (see --format json)")
+    for p in passed:
+        lines += wrap("%s %s: %s" % (_release_label(p["release"]), p["variant"], "; ".join(p["reasons"])), width,
+                      "    ", "      ")
     return lines
