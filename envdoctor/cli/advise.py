@@ -10,6 +10,7 @@ from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
 from .common import echo_output, format_option, planning_facts, python_option, timeout_option
 
+
 @click.command("advise", epilog="""\b
 Examples:
   envdoctor advise                                  # this machine

@@ -11,6 +11,7 @@ from ..host.live import live_host
 from ..host.privacy import scrubber_for
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
+           "read_timeout_option", "READ_TIMEOUT_DEFAULT",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
            "deprecated", "Seconds"]
 
@@ -39,6 +40,21 @@ def timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS",
         help="Longest any one command or NVML query may take; the whole run finishes within it plus about "
              "a second. [env: ENVDOCTOR_TIMEOUT]")(fn)
+
+
+#: How long a command that reads reports or snapshots waits for one that comes through a pipe or a device.
+READ_TIMEOUT_DEFAULT = 10.0
+
+
+def read_timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--read-timeout``: one option, one meaning, one variable and one default wherever an input may be a pipe
+    (``fleet``, ``policy init``); ``--timeout`` stays the probe budget (``ENVDOCTOR_TIMEOUT``)."""
+    return click.option(
+        "--read-timeout", "timeout", type=Seconds(0.1, 3600), default=READ_TIMEOUT_DEFAULT, show_default=True,
+        envvar="ENVDOCTOR_READ_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
+        help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read one "
+             "after another, each allowed this long); regular files are read whole, however long that takes. "
+             "[env: ENVDOCTOR_READ_TIMEOUT]")(fn)
 
 
 def privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
