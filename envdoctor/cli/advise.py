@@ -8,7 +8,7 @@ import click
 
 from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, planning_facts, python_option, timeout_option
+from .common import echo_output, format_option, os_option, planning_facts, python_option, timeout_option
 
 
 @click.command("advise", epilog="""\b
@@ -30,7 +30,7 @@ Exit codes: 0 answered; 2 could not answer as asked (bad value, unknown GPU, bad
 @click.option("--driver", metavar="VERSION", help="NVIDIA driver version, e.g. 535.104.05.")
 @click.option("--gpu", metavar="NAME", help='GPU product, e.g. "RTX 4090" (see `envdoctor matrix gpu`).')
 @click.option("--cc", metavar="X.Y", help="GPU compute capability, e.g. 8.9 (overrides --gpu's).")
-@click.option("--os", "os_name", metavar="DISTRO", help="Distribution and version, e.g. ubuntu22.04, rhel9.")
+@os_option
 @click.option("--python-version", "python_version", metavar="X.Y",
               help="Python version to install for, e.g. 3.11 (default: the inspected interpreter's).")
 @python_option

@@ -11,7 +11,7 @@ from ..host.live import live_host
 from ..host.privacy import scrubber_for
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
-           "read_timeout_option", "READ_TIMEOUT_DEFAULT",
+           "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
            "deprecated", "Seconds"]
 
@@ -55,6 +55,15 @@ def read_timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read one "
              "after another, each allowed this long); regular files are read whole, however long that takes. "
              "[env: ENVDOCTOR_READ_TIMEOUT]")(fn)
+
+
+def os_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--os``: the same option in ``advise`` and ``install``, one grammar and one list (``osinfo.system``)."""
+    from ..osinfo import SYSTEMS
+
+    return click.option("--os", "os_name", metavar="SYSTEM",
+                        help="Plan for this system instead of this machine: %s (also spelled ubuntu-22.04; append "
+                             "-aarch64 for Arm servers)." % ", ".join(SYSTEMS))(fn)
 
 
 def privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import Seconds, env_timeout, planning_facts, python_option, renamed_option, takes_renamed
+from .common import Seconds, env_timeout, os_option, planning_facts, python_option, renamed_option, takes_renamed
 
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
@@ -106,8 +106,7 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--method", metavar="METHOD",
               help="repo, runfile, redist, pip, conda, docker (see --list). Default: the vendor's recommended "
                    "one; redist when --prefix is given for cuda/cudnn.")
-@click.option("--os", "os_name", metavar="TARGET", help="Plan for this system instead of this machine, e.g. "
-                                                         "ubuntu22.04, rhel9, rocky8-aarch64 (see --list).")
+@os_option
 @click.option("--with-driver", is_flag=True, help="Also install the driver the component needs (a reboot follows).")
 @python_option
 @click.option("--venv", "venv", metavar="PATH", help="pip methods: the virtual environment to install into (created if "
