@@ -231,6 +231,18 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     try:
         raw = fetch_bytes(req.manifest_url, options)
     except DownloadError as exc:
+        if exc.unreachable:  # one sentence: what could not be reached, and what to do
+            from urllib.parse import urlsplit
+
+            host = urlsplit(req.manifest_url).hostname or req.manifest_url
+            why = str(exc).split(": could not connect", 1)[-1].lstrip(":").split(" (tried ")[0].strip() or \
+                "no connection"
+            if mirror_url:
+                raise fail(f"cannot reach the mirror {host} for the {component} {version} manifest: {why}; check "
+                           "the --mirror URL and the network, then run it again", EXIT_USAGE) from None
+            raise fail(f"cannot reach {host} for NVIDIA's {component} {version} manifest: {why}; without a network, "
+                       "install from a mirror of NVIDIA's redist tree with --mirror URL (or ENVDOCTOR_MIRROR), else "
+                       "check the network and run it again", EXIT_USAGE) from None
         hint = " (manifests name full releases, e.g. 12.4.1)" if len(release.release) < 3 else ""
         raise fail(f"cannot read the manifest: {exc}{hint}\n  (releases are listed at {req.url_base}/)",
                    EXIT_USAGE) from None
