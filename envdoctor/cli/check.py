@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output, python_option, read_timeout_option, timeout_option
+from .common import echo_output, format_option, python_option, read_timeout_option, timeout_option
 
 FORMATS = ("text", "json", "junit", "prometheus", "nhc", "nfd")
 
@@ -33,9 +33,9 @@ Exit codes: 0 every requirement met and no finding at or above fail_on;
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="Replay a snapshot instead of this machine.")
 @click.option("--report", "report_path", metavar="FILE",
               help="Judge an existing `diagnose --format json` report instead of this machine.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text, json (the report with a policy section), junit, prometheus (node_exporter textfile), "
-                   "nhc (one line), nfd (a Node Feature Discovery feature file).")
+@format_option(*FORMATS, help_text="text, json (the report with a policy section), junit, prometheus "
+                                    "(node_exporter textfile), nhc (one line), nfd (a Node Feature Discovery "
+                                    "feature file).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically: a temporary file renamed into place) "
                                                     "instead of standard output ('-' for standard output).")
 @click.option("--node", metavar="NAME", help="The node's name in junit output (default: the input file's name, or "
