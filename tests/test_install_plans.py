@@ -18,7 +18,7 @@ import sys
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -397,6 +397,8 @@ def test_runtime_detection_reads_programs_and_units():
 
 # -- every alternative and hint is a command `envdoctor install` accepts --------------------------------
 TARGETS = ("ubuntu22.04", "centos7", "rhel9")
+#: (request, target, RecipeError) of every refusal _plan_texts met (filled when it first runs).
+REFUSED: List[tuple] = []
 
 
 @functools.lru_cache(maxsize=None)
@@ -427,7 +429,9 @@ def _plan_texts() -> Tuple[Tuple[str, str, str, str], ...]:
         if plan.resume_command:
             out.add((comp, target, "resume", plan.resume_command))
 
-    def refusal_texts(comp: str, target: str, exc: RecipeError) -> None:
+    def refusal_texts(comp: str, target: str, exc: RecipeError, request: Any = None) -> None:
+        if request is not None:
+            REFUSED.append((request, target, exc))
         out.add((comp, target, "why", exc.message))
         out.update((comp, target, "alternative", alt) for alt in exc.alternatives)
 
@@ -445,7 +449,7 @@ def _plan_texts() -> Tuple[Tuple[str, str, str, str], ...]:
                                 try:
                                     plan_texts(comp, target, mod.plan(request, parse_target(target), facts))
                                 except RecipeError as exc:
-                                    refusal_texts(comp, target, exc)
+                                    refusal_texts(comp, target, exc, request)
     for comp, doc in (("cuda", REAL_CUDA_12_4_1), ("cudnn", REAL_CUDNN_9_1_0)):
         manifest = cuda_redist.parse_manifest(doc)
         for facts in facts_variants:
@@ -570,6 +574,71 @@ def test_every_install_command_in_a_plan_or_refusal_plans_with_dry_run(tmp_path,
         if r.exit_code != 0 or any(u in r.output for u in usage) or "Traceback" in r.output:
             bad.append(f"{said}: exit {r.exit_code}: {r.output[-300:]}")
     assert not bad, "\n".join(bad)
+
+
+def _as_planned(args: List[str], target: str) -> tuple:
+    """What ``envdoctor install ARGS`` plans: component, method (the recipe's default when not given), version,
+    the options, --with-driver, --prefix, --os (the target it was printed for when not given)."""
+    from envdoctor.cli.install import install
+
+    p = install.make_context("install", list(args)).params
+    mod = load_recipe(p["component"])
+    method = p["method"] or ("redist" if p["prefix"] and p["component"] in ("cuda", "cudnn") else
+                             mod.default_method(parse_target(p["os_name"] or target)))
+    return (p["component"], method, p["version"], tuple(sorted(p["extra"])), p["with_driver"], p["prefix"],
+            p["os_name"] or target)
+
+
+def test_no_alternative_is_the_refused_command_itself():
+    """issue 20: `install cudnn --method repo --version 8.9.7 --os ubuntu22.04` was refused, and its alternatives
+    offered `--method repo --version 8.9.7`, the very command. Over every refusal of the request matrix: an
+    alternative (a whole command, or options that amend the refused one) never plans what was refused."""
+    import shlex
+
+    _plan_texts()
+    assert len(REFUSED) > 100
+    bad = []
+    for request, target, exc in REFUSED:
+        refused = [request.component] + (["--version", request.version] if request.version else []) + (
+            ["--method", request.method] if request.method else []) + [
+            "--option=%s=%s" % kv for kv in sorted(request.options.items())] + (
+            ["--with-driver"] if request.with_driver else [])
+        try:
+            same = _as_planned(refused, target)
+        except Exception:  # noqa: BLE001 - a refused value the command line itself rejects (bogus method)
+            continue
+        for alt in exc.alternatives:
+            words = shlex.split(alt.split(" (", 1)[0].replace("~", "/home/u"))
+            if words[:2] == ["envdoctor", "install"]:
+                args = words[2:]
+            elif words and words[0].startswith("--"):
+                args = refused + words
+            else:
+                continue
+            try:
+                if _as_planned(args, target) == same:
+                    bad.append((target, " ".join(refused), exc.message[:80], alt))
+            except Exception:  # noqa: BLE001 - test_every_alternative_is_a_command... judges the grammar
+                continue
+    assert not bad, bad[:5]
+
+
+def test_cudnn_8_is_planned_from_nvidia_s_repository_pinned():
+    """issue 20: NVIDIA's repositories carry cuDNN 8 (libcudnn8=8.9.7.29-1+cuda12.2); the repo method plans it."""
+    from click.testing import CliRunner
+
+    from envdoctor.cli.install import install
+
+    r = CliRunner().invoke(install, ["cudnn", "--method", "repo", "--version", "8.9.7", "--os", "ubuntu22.04",
+                                     "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert "apt-get install -y libcudnn8=8.9.7.29-1+cuda12.2 libcudnn8-dev=8.9.7.29-1+cuda12.2" in r.output
+    assert "apt-mark hold libcudnn8 libcudnn8-dev" in r.output
+    r = CliRunner().invoke(install, ["cudnn", "--method", "repo", "--version", "8.9.7", "--os", "rhel9", "--dry-run"])
+    assert "dnf install -y libcudnn8-8.9.7.29-1.cuda12.2 libcudnn8-devel-8.9.7.29-1.cuda12.2" in r.output, r.output
+    r = CliRunner().invoke(install, ["cudnn", "--method", "repo", "--version", "8.9.7", "--option", "cuda=11",
+                                     "--os", "ubuntu22.04", "--dry-run"])
+    assert "libcudnn8=8.9.7.29-1+cuda11.8" in r.output, r.output
 
 
 def test_every_alternative_is_a_command_envdoctor_install_accepts():
