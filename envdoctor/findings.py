@@ -59,7 +59,7 @@ class AnyOf:
     def commands(self) -> List[str]:
         return [c for option in self.options for c in option]
 
-    def map(self, fn: Callable[[str], str]) -> "AnyOf":
+    def map(self, fn: Callable[[str], str]) -> AnyOf:
         return AnyOf(*[[fn(c) for c in option] for option in self.options])
 
     def to_dict(self) -> Dict[str, Any]:
@@ -84,7 +84,8 @@ class Fix:
 
     __slots__ = ("text", "steps", "install")
 
-    def __init__(self, text: str = "", commands: Optional[Sequence[Step]] = None, install: Optional[str] = None) -> None:
+    def __init__(self, text: str = "", commands: Optional[Sequence[Step]] = None,
+                 install: Optional[str] = None) -> None:
         self.text = text
         self.steps: List[Step] = list(commands) if commands else []
         self.install = install

@@ -150,7 +150,8 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     major = Version(row["version"]).major
     newest_of_major = [v for v in versions() if Version(v).major == major][-1]
     if not _repo_installs(request.version or str(major)):
-        pinned = [r["version"] for r in load("cudnn") if Version(r["version"]).major == major and r.get("repo_packages")]
+        pinned = [r["version"] for r in load("cudnn")
+                  if Version(r["version"]).major == major and r.get("repo_packages")]
         other = newest_of_major if major >= 9 else (pinned[-1] if pinned else None)
         raise RecipeError(f"the repo method installs the newest cuDNN {major} in NVIDIA's repository, not exactly "
                           f"{version}" if major >= 9 else f"envdoctor knows no repository package of cuDNN {version}"

@@ -359,12 +359,13 @@ def pip_target(request: Any, facts: Any, component: str) -> Tuple[str, List[Step
     if request.python:
         return python_path(request), [], []
     venv = getattr(request, "venv", None)
-    env = facts.value("python.environment") if facts is not None else None
+    found = facts.value("python.environment") if facts is not None else None
+    env: Dict[str, Any] = found if isinstance(found, dict) else {}
     exe = facts.value("python.executable") if facts is not None else None
     usable_exe = isinstance(exe, str) and exe.startswith("/") and not _CONTROL.search(exe) and \
         not any(c.isspace() for c in exe)
-    kind = env.get("kind") if isinstance(env, dict) else None
-    tool = env.get("tool") if isinstance(env, dict) else None
+    kind = env.get("kind")
+    tool = env.get("tool")
     if not venv and kind in ("venv", "conda") and usable_exe and not tool:
         return str(exe), [], [f"pip installs into the {kind} environment {env.get('prefix')} ({exe}); "
                               "--python or --venv PATH for another"]
@@ -374,7 +375,7 @@ def pip_target(request: Any, facts: Any, component: str) -> Tuple[str, List[Step
     base = "/usr/bin/python3"
     if kind == "system" and usable_exe:
         base = str(exe)
-    elif isinstance(env, dict) and isinstance(env.get("base_prefix"), str) and env["base_prefix"].startswith("/"):
+    elif isinstance(env.get("base_prefix"), str) and env["base_prefix"].startswith("/"):
         base = env["base_prefix"].rstrip("/") + "/bin/python3"
     vpy = path + "/bin/python"
     if venv:

@@ -136,7 +136,8 @@ def test_pep_668_is_named_only_for_an_interpreter_that_carries_the_marker():
     assert "PEP 668" not in note and "managed by" not in note and "not a virtual environment" in note
     distro = "/usr/bin/python3"
     if not os.path.exists(distro) or not any(
-            os.path.exists(os.path.join(d, "EXTERNALLY-MANAGED")) for d in __import__("glob").glob("/usr/lib/python3*")):
+            os.path.exists(os.path.join(d, "EXTERNALLY-MANAGED"))
+            for d in __import__("glob").glob("/usr/lib/python3*")):
         return  # this machine's distribution does not mark its Python (Debian 12 and Ubuntu 24.04 do)
     env, note = _pip_note(distro)
     assert env["externally_managed"] is True and "PEP 668" in note and "externally managed" in note
@@ -144,9 +145,9 @@ def test_pep_668_is_named_only_for_an_interpreter_that_carries_the_marker():
 
 def test_python_is_one_option_with_one_help_and_one_variable_everywhere():
     """diagnose, snapshot, check, advise and install: the same --python, the same words, ENVDOCTOR_PYTHON."""
-    from envdoctor.host.interpreter import ENV_VAR, HELP
-
     import click
+
+    from envdoctor.host.interpreter import ENV_VAR, HELP
 
     seen = {}
     ctx = click.Context(cli)

@@ -592,7 +592,7 @@ class SnapshotHost(Host):
     def python(self) -> PythonInfo:
         p = self.doc.get("python") or {}
         sys_path: List[str] = [str(x) for x in p.get("sys_path", [])]
-        chosen = p.get("chosen") if isinstance(p.get("chosen"), dict) else {}
+        chosen: Dict[str, Any] = p["chosen"] if isinstance(p.get("chosen"), dict) else {}
         return PythonInfo(executable=str(p.get("executable", "")), version=str(p.get("version", "")),
                           implementation=str(p.get("implementation", "")), prefix=str(p.get("prefix", "")),
                           base_prefix=str(p.get("base_prefix", "")), sys_path=tuple(sys_path),

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, TextIO
+from typing import Any, Callable, Dict, List, Optional, TextIO
 
 from .. import __version__
 
@@ -151,7 +151,7 @@ def unreachable_reason(exc: BaseException) -> Optional[str]:
     import requests
 
     seen = set()
-    todo = [exc]
+    todo: List[Any] = [exc]
     host = ""
     fallback = False
     proxy = isinstance(exc, requests.exceptions.ProxyError)
