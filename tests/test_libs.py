@@ -96,8 +96,14 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
     trt = _lib(os.path.join(site, "tensorrt_libs"), "libnvinfer.so.10", "libnvinfer.so.10", nothing)
     _dist(site, "tensorrt_cu12_libs", "10.0.1")
     # torch 2.5.1+cu124 with cuSPARSE 12.3 needing nvJitLink 12.4 from its wheel
+    # CUDA's libraries version their symbols with their soname (real nvJitLink: __nvJitLinkCreate_13_0@@
+    # libnvJitLink.so.13; cuSPARSE imports __nvJitLinkCreate_13_0@libnvJitLink.so.13): a linker version script does
     jit = os.path.join(site, "nvidia", "nvjitlink", "lib")
-    _lib(jit, "libnvJitLink.so.12", "libnvJitLink.so.12", "int __nvJitLinkCreate_12_4(void) { return 0; }\n")
+    vmap = os.path.join(scratch, "nvjitlink.map")
+    with open(vmap, "w") as fh:
+        fh.write("libnvJitLink.so.12 { global: *; };\n")
+    _lib(jit, "libnvJitLink.so.12", "libnvJitLink.so.12", "int __nvJitLinkCreate_12_4(void) { return 0; }\n"
+         "int __nvJitLinkCreate_12_1(void) { return 0; }\n", "-Wl,--version-script=" + vmap)
     cus = os.path.join(site, "nvidia", "cusparse", "lib")
     _lib(cus, "libcusparse.so.12", "libcusparse.so.12", "int __nvJitLinkCreate_12_4(void);\n"
          "int cusparseCreate(void) { return __nvJitLinkCreate_12_4(); }\n", "-L" + jit, "-l:libnvJitLink.so.12",
@@ -127,7 +133,8 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
     _dist(site, "badext", "0.9", ["torch (==2.4.0)"], ["badext/_C.so"])
     # a system CUDA 12.1 whose nvJitLink is older than the wheel's
     sysdir = os.path.join(d, "cuda-12.1", "lib64")
-    _lib(sysdir, "libnvJitLink.so.12.1.105", "libnvJitLink.so.12", "int __nvJitLinkCreate_12_1(void) { return 0; }\n")
+    _lib(sysdir, "libnvJitLink.so.12.1.105", "libnvJitLink.so.12", "int __nvJitLinkCreate_12_1(void) { return 0; }\n",
+         "-Wl,--version-script=" + vmap)
     os.symlink("libnvJitLink.so.12.1.105", os.path.join(sysdir, "libnvJitLink.so.12"))
     return {"dir": d, "site": site, "python": os.path.join(d, "venv", "bin", "python"), "capi": capi, "trt": trt,
             "sysdir": sysdir, "cusparse": os.path.join(cus, "libcusparse.so.12"), "lib": lib}
@@ -203,11 +210,30 @@ def test_cusparse_taking_the_system_nvjitlink_from_ld_library_path_is_an_error(m
     assert len(found) == 1, [(f.code, f.title) for f in found]  # one finding, not one per check that sees it
     f = found[0]
     assert f.severity == "error" and "12.1.105" in f.title and "12.4.127" in f.title
+    assert "__nvJitLinkCreate_12_4" in f.detail  # the symbol the real loader names, read from the symbol tables
     assert machine["sysdir"] in f.fix.commands[0]
     # the real loader agrees on the file
     real = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL(%r)" % machine["cusparse"]],
                           env=dict(ENV, LD_LIBRARY_PATH=machine["sysdir"]), capture_output=True, text=True, timeout=30)
     assert "undefined symbol: __nvJitLinkCreate_12_4" in real.stderr
+
+
+def test_a_newer_system_nvjitlink_that_exports_what_cusparse_calls_is_only_a_warning(machine, monkeypatch,
+                                                                                       tmp_path) -> None:
+    """A system CUDA 12.6 first on LD_LIBRARY_PATH: not the shipped copy, but it exports every symbol cuSPARSE
+    imports of it (read from both symbol tables), so cuSPARSE loads."""
+    newer = str(tmp_path / "lib64")
+    vmap = str(tmp_path / "v.map")
+    with open(vmap, "w") as fh:
+        fh.write("libnvJitLink.so.12 { global: *; };\n")
+    _lib(newer, "libnvJitLink.so.12.6.85", "libnvJitLink.so.12", "int __nvJitLinkCreate_12_4(void) { return 0; }\n"
+         "int __nvJitLinkCreate_12_6(void) { return 0; }\n", "-Wl,--version-script=" + vmap)
+    os.symlink("libnvJitLink.so.12.6.85", os.path.join(newer, "libnvJitLink.so.12"))
+    found = [f for f in _findings(_facts(machine, monkeypatch, ldp=newer)) if "libnvJitLink.so.12" in f.title]
+    assert [(f.code, f.severity) for f in found] == [("cuda.shadowed", "warning")]
+    real = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL(%r)" % machine["cusparse"]],
+                          env=dict(ENV, LD_LIBRARY_PATH=newer), capture_output=True, text=True, timeout=30)
+    assert real.returncode == 0, real.stderr
 
 
 def test_the_same_machine_without_ld_library_path_is_quiet(machine, monkeypatch) -> None:

@@ -167,16 +167,21 @@ def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any)
               commands=[_drop_ldp_entry(where)]) if via_text == "LD_LIBRARY_PATH" else Fix(
         text="Remove the other copy from the loader's path (its ld.so.conf entry, then sudo ldconfig), or make the "
              "shipped copy win.", commands=["sudo ldconfig"])
-    older = _older(got, want)
+    symbols = link.get("missing_symbols")
+    older = _older(got, want) if not isinstance(symbols, list) else bool(symbols)
     taken = "%s %sfrom %s (via %s)" % (soname, "%s " % got if got else "", link.get("resolved") or link.get("path"),
                                         via_text)
     if older:
+        why = ("it lacks %s, which %s calls, so loading fails with 'undefined symbol: %s'" % (
+                   ", ".join(symbols[:3]) + (" and %d more" % (len(symbols) - 3) if len(symbols) > 3 else ""), req,
+                   symbols[0]) if symbols else
+               "a CUDA library needs its dependencies of its own minor or newer: this older one lacks symbols %s "
+               "calls, so it fails to load ('undefined symbol')" % req)
         return Finding(
             code="linkage.older_than_shipped", severity="warning" if optional else "error", components=[comp],
-            title="%s loads %s, older than the %s it ships at %s" % (who, taken, want, link.get("expected")),
-            detail="The loader finds it through %s. A CUDA library needs its dependencies of its own minor or newer: "
-                   "this older one lacks symbols %s calls, so it fails to load ('undefined symbol')." % (
-                       WHY.get(via_text, via_text), req),
+            title="%s loads %s, older than the %s it ships at %s" % (who, taken, want or "copy",
+                                                                      link.get("expected")),
+            detail="The loader finds it through %s; %s." % (WHY.get(via_text, via_text), why),
             source=dict(RULE), fix=fix)
     return Finding(
         code="linkage.shadowed", severity="warning", components=[comp],

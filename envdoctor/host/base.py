@@ -330,7 +330,8 @@ class Host:
     def elf_unresolved(self, path: str, providers: Sequence[str], names: str = "") -> SymbolsResult:
         """The dynamic symbols ``path`` imports (not weak) that no object of ``providers`` exports, each looked
         up in their hash tables; an import whose symbol version names a library outside ``providers`` is not
-        judged; ``names`` (a regular expression): only the imports it matches."""
+        judged; ``names`` (a regular expression): only the imports it matches; ``"@versioned"``: only the imports
+        that carry a symbol version."""
         return SymbolsResult(path, tuple(providers), error="not_recorded",
                              message="this host cannot read symbol tables")
 

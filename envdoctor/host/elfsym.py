@@ -30,6 +30,8 @@ _SONAME = re.compile(rb"lib[A-Za-z0-9_+\-]{1,80}\.so(?:\.[0-9]{1,6}){0,4}(?=\x00
 SHT_DYNSYM, SHT_HASH, SHT_DYNAMIC, SHT_GNU_HASH = 11, 5, 6, 0x6FFFFFF6
 SHT_GNU_VERSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED = 0x6FFFFFFF, 0x6FFFFFFD, 0x6FFFFFFE
 STB_WEAK = 2
+#: ``unresolved(names=VERSIONED)``: look up the versioned imports only.
+VERSIONED = "@versioned"
 SHN_UNDEF = 0
 _MAX_SYMBOLS = 4 << 20
 _MAX_SECTIONS = 1 << 16
@@ -365,8 +367,11 @@ def unresolved(obj: DynamicSymbols, providers: Sequence[DynamicSymbols],
     libstdc++'s: their versions are checked as version needs) is not judged. An unversioned import is looked
     up in every provider, in order. A definition matches a versioned import when it carries that version, or
     when its object defines no versions at all (``ld.so`` accepts it then: ``elf/dl-lookup.c`` check_match).
-    ``names``: a regular expression; only the imports it matches (from the start) are looked up."""
-    wanted = re.compile(names) if names else None
+    ``names``: a regular expression; only the imports it matches (from the start) are looked up; or
+    :data:`VERSIONED`: only the imports that carry a symbol version (what a CUDA library needs of another one:
+    ``__nvJitLinkCreate_12_4@libnvJitLink.so.12``)."""
+    versioned_only = names == VERSIONED
+    wanted = re.compile(names) if names and not versioned_only else None
     by_soname: Dict[str, DynamicSymbols] = {}
     for p in providers:
         if p.soname:
@@ -374,7 +379,7 @@ def unresolved(obj: DynamicSymbols, providers: Sequence[DynamicSymbols],
     missing: List[Tuple[str, Optional[str]]] = []
     checked = 0
     for n, (name, ver, vfile, weak) in enumerate(obj.imports()):
-        if weak or (wanted is not None and not wanted.match(name)):
+        if weak or (wanted is not None and not wanted.match(name)) or (versioned_only and ver is None):
             continue
         if deadline_left is not None and n % 256 == 0 and deadline_left() <= 0:
             raise TimeoutError("no time left to look up the symbols of the libraries it loads")

@@ -444,7 +444,7 @@ class LiveHost(Host):
                         p, t[0], ": " + t[1] if t[1] else ""), names=names)
                 tabs.append(t)
             try:
-                missing, checked = unresolved(tab, tabs, deadline_left=self.remaining, names=names or None)
+                missing, checked = unresolved(tab, tabs, deadline_left=self.remaining, names=names)
             except (struct_error, ValueError, IndexError, re.error) as exc:
                 return SymbolsResult(path, key[1], error="bad_elf", message=str(exc), names=names)
             except TimeoutError as exc:

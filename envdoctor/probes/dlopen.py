@@ -29,7 +29,7 @@ from ..host.base import Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import wheel_version
+from .loader import missing_symbols, wheel_version
 
 #: Library -> soname suffix by CUDA release: NVIDIA's sonames (the file names of each CUDA toolkit's lib64 and of
 #: the nvidia-*-cuXX wheels: libcudart.so.11.0 for every 11.x, libcublas.so.12, libcufft.so.11 in 12.x ...).
@@ -301,6 +301,8 @@ def wheel_links(host: Host, site: str, ldp: Sequence[str],
                          "shadowed": host.resolve(res["path"]) != host.resolve(expected)}
                 if modelled:
                     entry["modelled"] = True
+                elif entry["shadowed"]:
+                    entry["missing_symbols"] = missing_symbols(host, path, str(res["resolved"]))
                 out.append(entry)
     return out
 
@@ -333,8 +335,6 @@ def _modelled_needs(host: Host, site: str, path: str, dists: Sequence[Any]) -> T
 def pinned_copy(host: Host, value: Dict[str, Any], soname_: str) -> Optional[Tuple[str, Optional[str]]]:
     """The copy of ``soname_`` in an NVIDIA wheel the framework's metadata requires (its file and the wheel's
     version), None when none of them ships it."""
-    from .loader import wheel_version
-
     required = required_wheels(value)
     if not required:
         return None

@@ -637,6 +637,16 @@ def other_majors(host: Host, config: LoaderConfig, soname: str, dirs: Sequence[s
     return list(found.values())
 
 
+def missing_symbols(host: Host, requester: str, taken: str) -> Optional[List[str]]:
+    """The versioned symbols ``requester`` imports from the library it is given at ``taken`` that this copy does not
+    export (``__nvJitLinkCreate_12_4`` from an nvJitLink 12.1): what makes an older copy fail to load. None when
+    the symbol tables could not be read."""
+    from ..host.elfsym import VERSIONED
+
+    res = host.elf_unresolved(requester, [taken], VERSIONED)
+    return [m[0] for m in res.missing] if res.ok else None
+
+
 def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: Optional[str] = None,
                  dirs: Optional[Sequence[str]] = None, only_cuda: bool = False) -> Dict[str, Any]:
     """The CUDA libraries ``roots`` load, transitively (NEEDED and what each object names for dlopen), each link
@@ -666,6 +676,8 @@ def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: O
                 version_from_name(posixpath.basename(exp_real)) or "") else (
                 wheel_version(host, exp_real) or version_from_name(posixpath.basename(exp_real)))
             out["shadowed"] = bool(out.get("resolved")) and out["resolved"] != exp_real
+            if out["shadowed"] and req is not None:
+                out["missing_symbols"] = missing_symbols(host, req["path"], str(out["resolved"]))
         else:
             out["shadowed"] = False
         if not out.get("path"):
