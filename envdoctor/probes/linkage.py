@@ -384,9 +384,10 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     site = str(torch.get("path") or "")
     lib_dir = posixpath.join(site, "torch", "lib")
     own = [posixpath.join(lib_dir, n) for n in host.list_dir(lib_dir).names() if FRAMEWORK_LIB["torch"].match(n)]
-    # the compiled modules that link torch's libraries (not the copies of other libraries a wheel vendors)
+    # the known packages' modules, and of the others those that link torch's libraries (not the copies of other
+    # libraries a wheel vendors)
     files = [(d, p) for d, p in extension_files(host, site, dists, dependents)
-             if any(FRAMEWORK_LIB["torch"].match(n) for n in host.elf(p).needed)]
+             if d.key in TORCH_EXTENSIONS or any(FRAMEWORK_LIB["torch"].match(n) for n in host.elf(p).needed)]
     if not files:
         return [], []
     # torch's libraries and the extensions, their needs resolved (and so in the process), not followed further
