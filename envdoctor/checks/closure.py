@@ -187,8 +187,10 @@ def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any)
         code="linkage.shadowed", severity="warning", components=[comp],
         title="%s loads %s, not the copy it ships at %s%s" % (who, taken, link.get("expected"),
                                                               " (%s)" % want if want else ""),
-        detail="The loader finds it through %s before the library's own copy; it then runs with a %s library it "
-               "was not built and tested with." % (WHY.get(via_text, via_text), NAMES[comp]),
+        detail="The loader takes it from %s and never reaches the copy beside the library, which then runs with a "
+               "%s library it was not built and tested with (it exports every symbol the library imports of it%s)." % (
+                   WHY.get(via_text, via_text), NAMES[comp], "" if isinstance(link.get("missing_symbols"), list)
+                   else ", as far as could be read"),
         source=dict(RULE), fix=fix)
 
 
