@@ -144,7 +144,7 @@ def test_the_small_parser_splits_what_metadata_holds() -> None:
 
 
 def test_a_snapshot_keeps_the_headers_of_metadata_not_its_description() -> None:
-    text = "Name: x\nRequires-Dist: torch\n\nA long description.\n"
+    text = "Name: x\nSummary: many words\nRequires-Dist: torch\n\nA long description.\n"
     assert keep_headers(text) == "Name: x\nRequires-Dist: torch\n\n"
     host = make_host(files={"/site/x-1.0.dist-info/METADATA": keep_headers(text)},
                      python={"executable": "/usr/bin/python3", "version": "3.10.12", "implementation": "cpython",

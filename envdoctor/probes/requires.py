@@ -132,13 +132,25 @@ def _egg_requirements(text: str) -> List[Req]:
     return out
 
 
+#: The METADATA headers the probes read (the frameworks probe: Requires-Dist too).
+KEPT_HEADERS = ("metadata-version", "name", "version", "requires-dist", "provides-extra", "requires-python")
+
+
 def keep_headers(text: str) -> str:
-    """A METADATA file without its description (the body after the headers): what a snapshot keeps of it."""
+    """What a snapshot keeps of a METADATA file: the headers the probes read, without the description after them
+    nor the others (summary, classifiers, project URLs: kilobytes per package)."""
     head, sep, _body = text.partition("\n\n")
-    return head + ("\n\n" if sep else "")
+    kept = [line for line in head.split("\n") if line.partition(":")[0].strip().lower() in KEPT_HEADERS]
+    return "\n".join(kept) + ("\n\n" if sep else "\n" if kept else "")
+
+
+def keep_libraries(text: str) -> str:
+    """What a snapshot keeps of a RECORD file: the lines of the shared objects (what the linkage probe reads)."""
+    return "".join(line + "\n" for line in text.splitlines() if re.search(r"\.so(?:\.\d+)*,", line))
 
 
 FILE_SUFFIX_FILTERS[".dist-info/METADATA"] = keep_headers
+FILE_SUFFIX_FILTERS[".dist-info/RECORD"] = keep_libraries
 
 
 class _Markers:
