@@ -330,6 +330,15 @@ def test_libs_json_follows_its_schema_and_says_what_the_loader_takes(machine) ->
     assert quiet.exit_code == 0 and "Every CUDA library it needs is found" in quiet.output
 
 
+def test_libs_on_a_directory_judges_each_shared_object_in_it(machine) -> None:
+    r = _libs(machine["capi"], "--ld-library-path", "", "--format", "json")
+    doc = json.loads(r.output)
+    assert sorted(os.path.basename(p["path"]) for p in doc["programs"]) == [
+        "libonnxruntime_providers_cuda.so", "libonnxruntime_providers_shared.so",
+        "libonnxruntime_providers_tensorrt.so"]
+    assert [f["code"] for f in doc["findings"]] == ["linkage.wrong_major"] and r.exit_code == 1
+
+
 def test_libs_refuses_what_it_cannot_read(machine, tmp_path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello")

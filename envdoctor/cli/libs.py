@@ -71,8 +71,10 @@ def libs(paths: Tuple[str, ...], program: Optional[str], ldp: Optional[str], sna
         p = posixpath.normpath(p)
         listing = host.list_dir(p)
         if listing.ok:
-            found = [posixpath.join(p, n) for n in listing.names() if ".so" in n or host.elf(posixpath.join(p, n)).ok]
-            found = [f for f in found if host.elf(f).ok][:MAX_DIR_OBJECTS]
+            # its shared objects (a name with ".so"), else whatever ELF files it holds (programs)
+            names = [n for n in listing.names() if ".so" in n] or list(listing.names())
+            found = [f for f in (posixpath.join(p, n) for n in names[:4 * MAX_DIR_OBJECTS])
+                     if host.elf(f).ok][:MAX_DIR_OBJECTS]
             if not found:
                 raise fail("%s holds no ELF program or shared object" % p, EXIT_USAGE)
             roots += found

@@ -113,8 +113,7 @@ def _read_ld_cache(host: Host) -> Tuple[Optional[CacheList], Fact]:
             why_not_file = "%s: %s" % (LD_SO_CACHE, exc)
         else:
             return ([(e.soname, flags_text(e), e.path) for e in parsed],
-                    ok("libraries.ld_cache", {"entries": len(parsed), "read": LD_SO_CACHE}, "file:" + LD_SO_CACHE,
-                       label))
+                    ok("libraries.ld_cache", {"entries": len(parsed)}, "file:" + LD_SO_CACHE, label))
     elif res.truncated:
         why_not_file = "%s is larger than %d MiB" % (LD_SO_CACHE, LD_CACHE_LIMIT >> 20)
     elif res.error:
@@ -137,7 +136,7 @@ def _read_ld_cache(host: Host) -> Tuple[Optional[CacheList], Fact]:
     if header and len(entries) < int(header.group(1)):
         return None, unknown("libraries.ld_cache", "ldconfig -p listed %d of the %s entries it announced "
                              "(truncated output)" % (len(entries), header.group(1)), src, label)
-    return entries, ok("libraries.ld_cache", {"entries": len(entries), "read": " ".join(argv)}, src, label)
+    return entries, ok("libraries.ld_cache", {"entries": len(entries)}, src, label)
 
 
 def hwcaps_of(flags: str) -> Optional[str]:
