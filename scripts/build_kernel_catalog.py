@@ -272,8 +272,18 @@ OPEN_MESSAGES = (
 #: (id, anchor, cause, captures).
 PROPRIETARY_MESSAGES = (
     ("legacy_branch", "supported through the NVIDIA %s Legacy drivers.", "legacy", ("branch",)),
+    # the 390 branch's forms, printed without the GPU's address
+    ("rm_init_adapter_failed_nobus", "NVRM: RmInitAdapter failed! (0x%x:0x%x:%d)", "init_failed", ()),
+    ("gpu_fallen_off_bus_at", "NVRM: GPU at %04x:%02x:%02x.0 has fallen off the bus.", "lost", ()),
     ("legacy_branch_unknown_gpu", "driver. You can try the NVIDIA %s Legacy drivers.", "legacy", ("branch",)),
     ("api_mismatch_version", "API mismatch: the client has the version %s, but", "api_mismatch", ("client",)),
+)
+
+#: Messages of the proprietary driver's kernel interface layer (shipped as source in its package) that the
+#: open modules no longer print: (id, file, anchor, line anchor, cause, captures).
+PROPRIETARY_SOURCE_MESSAGES = (
+    ("rm_init_adapter_failed_minor_old", "nvidia/nv.c", "\"NVRM: rm_init_adapter failed \"",
+     "rm_init_adapter failed for device", "init_failed", ("minor",)),
 )
 
 #: The kernel's own messages about a module (read from the kernel source): (id, path glob, anchor, line
@@ -417,7 +427,7 @@ def to_regex(fmt: str, captures: Sequence[Optional[str]] = ()) -> Tuple[str, Lis
 _SAMPLE = {"version": "535.183.01", "branch": "470.xx", "client": "535.183.01", "module": "nvidia",
            "symbol": "drm_gem_object_free", "file": "nvidia/550.54.14/gsp_ga10x.bin", "resource": "BAR 1",
            "range": "[mem size 0x800000000 64bit pref]", "bar": "1", "size": "0", "address": "0",
-           "status": "NV_ERR_NO_MEMORY", "count": "1", "pid": "1234", "err": "-2"}
+           "status": "NV_ERR_NO_MEMORY", "count": "1", "pid": "1234", "err": "-2", "minor": "0"}
 
 
 def sample_of(fmt: str, captures: Sequence[Optional[str]] = ()) -> str:
@@ -482,22 +492,51 @@ def _binary_strings(path: str) -> List[str]:
     return [m.group().decode("latin-1") for m in re.finditer(rb"[\x20-\x7e]{6,}", data)]
 
 
+def _binaries(dirs: Sequence[str]) -> List[Tuple[str, str, List[str]]]:
+    """(directory, driver version, strings of nv-kernel*.o_binary) of each proprietary package, newest first."""
+    out = []
+    for d in reversed(dirs):
+        for binary in sorted(glob.glob(os.path.join(d, "usr/src/*/nvidia/nv-kernel*.o_binary"))):
+            version = re.search(r"(\d+\.\d+(?:\.\d+)?)", binary.split("/usr/src/")[1]).group(1)
+            out.append((d, version, _binary_strings(binary)))
+    return out
+
+
 def proprietary_rows(dirs: Sequence[str], checked: str) -> List[Dict[str, Any]]:
     rows = []
-    newest = dirs[-1]
-    binary = sorted(glob.glob(os.path.join(newest, "usr/src/*/nvidia/nv-kernel*.o_binary")))[0]
-    version = re.search(r"(\d+\.\d+(?:\.\d+)?)", binary.split("/usr/src/")[1]).group(1)
-    strings = _binary_strings(binary)
+    binaries = _binaries(dirs)
     for rid, anchor, cause, captures in PROPRIETARY_MESSAGES:
-        found = [s for s in strings if anchor in s]
-        if len(found) != 1:
-            raise SystemExit("proprietary anchor %r found %d times" % (anchor, len(found)))
+        for _d, version, strings in binaries:  # the newest driver that prints it
+            found = [s for s in strings if anchor in s]
+            if len(found) == 1:
+                break
+        else:
+            raise SystemExit("proprietary anchor %r not found once in any driver" % anchor)
         text = re.sub(r"^NVRM:\s+", "", found[0]).rstrip()
         body, _ = to_regex(text, captures)
-        rows.append(_row(rid, cause, "nvidia", text, body, "NVRM:  " + sample_of(text, captures), {
+        if re.match(r"^NVRM: \S", found[0]):
+            body = "NVRM: " + body  # a line of its own (not the continuation of a longer message)
+        rows.append(_row(rid, cause, "nvidia", text, body, "NVRM: " + ("" if body.startswith("NVRM: ") else " ")
+                         + sample_of(text, captures), {
             "url": DEBIAN_DKMS, "checked": checked, "verified": True,
             "note": "String of NVIDIA's proprietary resource manager (nv-kernel.o_binary) of driver %s, read "
-                    "from Debian's nvidia-kernel-dkms package of that version." % version}))
+                    "from Debian's package of that version." % version}))
+    for rid, path, anchor, line_anchor, cause, captures in PROPRIETARY_SOURCE_MESSAGES:
+        for d in dirs:  # the oldest driver that prints it
+            files = glob.glob(os.path.join(d, "usr/src/*", path))
+            text = open(files[0], encoding="utf-8", errors="replace").read() if files else ""
+            if anchor in text:
+                break
+        else:
+            raise SystemExit("proprietary source anchor %r not found" % anchor)
+        fmt, line = call_text(text, anchor)
+        line_text = message_line(fmt, line_anchor)
+        body, _ = to_regex(line_text, captures)
+        version = re.search(r"(\d+\.\d+(?:\.\d+)?)", files[0].split("/usr/src/")[1]).group(1)
+        rows.append(_row(rid, cause, "nvidia", line_text, body, sample_of(line_text, captures), {
+            "url": DEBIAN_DKMS, "checked": checked, "verified": True,
+            "note": "Format string read from %s line %d of NVIDIA's kernel interface layer of driver %s "
+                    "(Debian's package of that version)." % (path, line, version)}))
     return rows
 
 
