@@ -65,6 +65,7 @@ CHECK_MODULES = (
     "envdoctor.checks.gpu_verdict",
     "envdoctor.checks.tools",
     "envdoctor.checks.driver_branch",
+    "envdoctor.checks.kernel_log",
 )
 
 

@@ -84,6 +84,67 @@ def explain(lines: Sequence[Any]) -> List[Match]:
     return out
 
 
+def line_buses(lines: Sequence[Any]) -> List[Optional[str]]:
+    """The PCI address each line is about: the one it names, else (an NVRM line continuing a message: "NVRM: The
+    NVIDIA GPU 0000:02:00.0 (PCI ID: 10de:2c58)" then "NVRM: installed in this system requires ...") the one the
+    message's first line named, else None."""
+    out: List[Optional[str]] = []
+    prev_text, prev_bus = "", None  # type: Tuple[str, Optional[str]]
+    for raw in lines:
+        text = str(raw)
+        bus = line_bus(text)
+        if bus is None and "NVRM" in text and prev_bus is not None and "NVRM" in prev_text \
+                and not prev_text.rstrip().endswith((".", "!")):
+            bus = prev_bus
+        out.append(bus)
+        prev_text, prev_bus = text, bus
+    return out
+
+
+def line_device(lines: Sequence[Any], bus: str) -> Optional[str]:
+    """The PCI device ID (``10de:2c58``) the driver's lines give for a GPU ("(PCI ID: 10de:2c58)")."""
+    for raw, at in zip(lines, line_buses(lines)):
+        m = re.search(r"PCI ID: (10de:[0-9a-fA-F]{4})", str(raw))
+        if m and at == bus:
+            return m.group(1).lower()
+    return None
+
+
+def attribute(lines: Sequence[Any], buses: Sequence[str]) -> Dict[str, List[Tuple[str, List[Match]]]]:
+    """The lines about each of ``buses`` (with their catalog matches): those naming it (or continuing a message
+    that named it), and, where exactly one bus is asked about, the lines naming no GPU (old drivers print
+    "RmInitAdapter failed!" without an address)."""
+    about: Dict[str, List[Tuple[str, List[Match]]]] = {b: [] for b in buses}
+    for raw, bus in zip(lines, line_buses(lines)):
+        text = str(raw)
+        if bus in about:
+            about[bus].append((text, classify(text)))
+        elif bus is None and len(about) == 1:
+            about[next(iter(about))].append((text, classify(text)))
+    return about
+
+
+#: The causes a kernel log can name, most specific first: when several lines about one GPU name causes, the
+#: first of these is the one reported (a GPU the branch does not support also fails RmInitAdapter).
+CAUSE_ORDER = ("open_required", "open_unsupported", "legacy", "unsupported_by_release", "other_driver",
+               "gsp_firmware_missing", "module_other_kernel", "bar", "power", "gfw_boot", "lost", "gsp",
+               "gsp_hang", "uvm", "xid_reset")
+
+
+def cause_of(matches: Sequence[Match]) -> Optional[Match]:
+    """The most specific cause among matches (:data:`CAUSE_ORDER`), or None when they name none."""
+    ranked = [m for m in matches if m.row.get("class") == "cause" and m.row.get("cause") in CAUSE_ORDER]
+    if not ranked:
+        return None
+    return min(ranked, key=lambda m: CAUSE_ORDER.index(m.row["cause"]))
+
+
+def failed(matches: Sequence[Match]) -> bool:
+    """Whether the matches say a GPU or module failed (a cause, or a failure naming none)."""
+    return any(m.row.get("class") in ("cause", "failure") and m.row.get("severity") == "error"
+               and m.row.get("code") != "driver.library_mismatch" for m in matches)
+
+
 # -- PCI device IDs ------------------------------------------------------------------------------------
 
 
