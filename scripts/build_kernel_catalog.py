@@ -387,6 +387,20 @@ def message_line(fmt: str, line_anchor: str) -> str:
     return picked[0].rstrip()
 
 
+def continues(fmt: str, line: str) -> bool:
+    """Whether ``line`` continues a message begun on an earlier line of ``fmt``."""
+    return not fmt.startswith(line)
+
+
+def line_regex(text: str, captures: Sequence[Optional[str]], continuation: bool) -> str:
+    """The regex of one message line; a continuation line's "NVRM: " may also be a space (a log that joined
+    the message's lines)."""
+    body, _ = to_regex(text, captures)
+    if continuation and text.startswith("NVRM: "):
+        body = r"(?:NVRM:\s+|\s)" + to_regex(text[len("NVRM: "):], captures)[0]
+    return body
+
+
 def to_regex(fmt: str, captures: Sequence[Optional[str]] = ()) -> Tuple[str, List[Tuple[str, Optional[str]]]]:
     """A regular expression for a printf format line, and its conversions ((conv, name))."""
     out: List[str] = []
@@ -477,7 +491,7 @@ def open_rows(src: Source, rev: str, checked: str) -> List[Dict[str, Any]]:
         if prefix == "dev":
             fmt = fmt.replace("NVRM: GPU %04x:%02x:%02x.%x: ", "")
         text = message_line(fmt, line_anchor)
-        body, _ = to_regex(text, captures)
+        body = line_regex(text, captures, continues(fmt, text))
         pattern = PREFIX_REGEX.get(prefix, "") + body
         sample = PREFIX_SAMPLE[prefix] + sample_of(text, captures)
         rows.append(_row(rid, cause, _module_of(path), text, pattern, sample, {

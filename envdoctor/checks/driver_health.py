@@ -51,6 +51,7 @@ CHECKED = "2026-11-22"
 #: What the driver's questions look at besides driver.installed (each later one asks the earlier ones, so they
 #: share one list): the driver's facts but not its library links (the dlopen probe's, a check of their own).
 READS = ("driver.*", "driver.*.*", "kernel.release", "kernel.headers", "cuda.*", "env.*", "libraries.libcuda",
+         "libraries.cudnn",
          "os.*") + INSTALL_LINE_READS
 #: The report layers each question's findings are shown under.
 _LAYERS = {"library-mismatch": ("driver",), "userspace-missing": ("driver",), "wsl": ("driver",),
@@ -883,14 +884,23 @@ def _wsl(facts: Facts) -> List[Finding]:
     if not facts.value("driver.wsl_libcuda"):
         out.append(_wsl_libcuda_missing(facts, "error"))
     elif _unversioned_libcuda_unreachable(facts) and not linux_libs:
+        cudnn8 = sorted({str(c.get("version")) for c in facts.items("libraries.cudnn")
+                         if isinstance(c, dict) and str(c.get("version", "")).split(".")[0] == "8"})
         out.append(Finding(
-            code="driver.wsl_libcuda_unversioned_unreachable", severity="warning", components=["driver", "os"],
+            code="driver.wsl_libcuda_unversioned_unreachable", severity="error" if cudnn8 else "warning",
+            components=["driver", "os"],
             title="WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in %s is not where the loader looks "
-                  "(not in the ld.so cache, %s not on LD_LIBRARY_PATH)" % (WSL_LIB, WSL_LIB),
+                  "(not in the ld.so cache, %s not on LD_LIBRARY_PATH)%s" % (
+                      WSL_LIB, WSL_LIB, "; cuDNN %s needs it" % ", ".join(cudnn8) if cudnn8 else ""),
             detail="In %s the libcuda files are copies, not symbolic links, so ldconfig caches only the soname "
                    "libcuda.so.1. Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, some CUDA "
-                   "runtime builds, Triton) fail with 'libcuda.so: cannot open shared object file'." % WSL_LIB,
-            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "libraries.libcuda", "cuda.ld_library_path"),
+                   "runtime builds, Triton) fail with 'libcuda.so: cannot open shared object file'.%s" % (
+                       WSL_LIB, " cuDNN 8 is installed here (%s): its convolution sub-library "
+                       "(libcudnn_cnn_infer.so.8) opens libcuda.so, so convolutions fail ('Could not load library "
+                       "libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file')." % ", ".join(
+                           cudnn8) if cudnn8 else ""),
+            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "libraries.libcuda", "cuda.ld_library_path",
+                               "libraries.cudnn"),
             source=_source("wsl"),
             fix=Fix(text="Put %s on LD_LIBRARY_PATH (in your shell profile) so the unversioned name is found."
                          % WSL_LIB,
@@ -929,9 +939,16 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     if status in (None, "ok", "no_binding", "starved", "deadline", "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
                   "NVML_ERROR_LIBRARY_NOT_FOUND"):
         return []
+    from .driver_support import verdicts
     from .gpu_verdict import describe, has_nvidia_device
+    from .kernel_log import findings as kernel_findings
 
     codes = {f.code for f in already}
+    # the kernel's messages, or the installed module against the GPUs, name why the driver drives no GPU: that
+    # finding says it (one root cause, one finding)
+    if status not in ("timed_out", "NVML_ERROR_NO_PERMISSION") and any(
+            f.severity == "error" for f in quietly(kernel_findings, facts) + quietly(verdicts, facts)):
+        return []
     # Where no NVIDIA device is seen (nothing on the PCI bus or in /proc/driver/nvidia, no module loaded),
     # an NVML failure cannot stop a GPU job: a warning. Where one is, an error: the node is not passed.
     severe = "error" if has_nvidia_device(facts) else "warning"
@@ -1114,7 +1131,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             RULES["wsl"]["url"]),
     CodeDoc("driver.wsl_libcuda_unversioned_unreachable", "warning",
             "WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in /usr/lib/wsl/lib is neither in the ld.so "
-            "cache nor on LD_LIBRARY_PATH.", "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path",
+            "cache nor on LD_LIBRARY_PATH (an error where cuDNN 8 is installed: it opens libcuda.so).", "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path",
             "Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, Triton) fail to find the driver.",
             RULES["wsl"]["url"]),
     CodeDoc("driver.nvml_no_permission", "error", "NVML: no permission to open /dev/nvidia*.",

@@ -601,6 +601,28 @@ def _mok_keys(host: Host) -> List[Fact]:
     return [ok("driver.mok_keys", keys, src, "Module signing keys (MOK)")]
 
 
+#: ``modinfo -F license``: the open kernel modules are dual-licensed, the proprietary ones are NVIDIA's.
+MODULE_LICENSES = {"Dual MIT/GPL": "open", "NVIDIA": "proprietary"}
+
+
+def _module_on_disk_flavor(host: Host) -> List[Fact]:
+    """``driver.module_on_disk.flavor``: open or proprietary, from the license of the nvidia module installed for
+    the running kernel (modinfo by name reads the file under /lib/modules/$(uname -r), loaded or not)."""
+    argv = ["modinfo", "-F", "license", "nvidia"]
+    res = host.run(argv, timeout=5)
+    key, label = "driver.module_on_disk.flavor", "nvidia module on disk: flavour"
+    if not res.ok:
+        if res.not_found:
+            return []
+        maker = timed_out if res.timed_out else unknown
+        return [maker(key, res.describe_failure(), _cmd_src(argv), label)]
+    text = res.stdout.strip().splitlines()[0].strip() if res.stdout.strip() else ""
+    if text in MODULE_LICENSES:
+        return [ok(key, MODULE_LICENSES[text], _cmd_src(argv), label)]
+    return [unknown(key, "modinfo names the license %r, neither NVIDIA's open nor its proprietary one" % text[:60],
+                    _cmd_src(argv), label)]
+
+
 def _module_on_disk_version(host: Host) -> List[Fact]:
     """The version of the nvidia module installed for the running kernel (what the next boot loads): modinfo
     by name reads the file under /lib/modules/$(uname -r), not the module in memory."""
@@ -713,8 +735,10 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
             facts.append(_kernel_log(host))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
-            if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":
+            if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH" or not loaded or status != "ok":
                 facts.extend(_module_on_disk_version(host))
+            if not loaded or status != "ok":  # what the module that does not drive the GPUs is
+                facts.extend(_module_on_disk_flavor(host))
             if not loaded and any(f.key == "driver.secure_boot" and f.value is True for f in facts):
                 facts.extend(_mok_keys(host))
     facts.extend(_nvswitch(host, dev_names))
