@@ -46,7 +46,7 @@ import os
 import re
 import subprocess
 import sys
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DATA = os.path.join(ROOT, "envdoctor", "matrix", "data")
@@ -340,7 +340,7 @@ class Source:
 
     def _git(self, *args: str) -> str:
         return subprocess.run(["git", "--git-dir", self._gitdir()] + list(args), check=True,
-                              stdout=subprocess.PIPE, universal_newlines=True).stdout
+                              stdout=subprocess.PIPE, text=True).stdout
 
     def _gitdir(self) -> str:
         dot = os.path.join(self.path, ".git")
@@ -447,7 +447,7 @@ _SAMPLE = {"version": "535.183.01", "branch": "470.xx", "client": "535.183.01", 
 def sample_of(fmt: str, captures: Sequence[Optional[str]] = ()) -> str:
     n = [0]
 
-    def sub(m: "re.Match[str]") -> str:
+    def sub(m: re.Match[str]) -> str:
         conv = m.group("conv") or "p"
         if conv == "%":
             return "%"
@@ -520,9 +520,10 @@ def proprietary_rows(dirs: Sequence[str], checked: str) -> List[Dict[str, Any]]:
     rows = []
     binaries = _binaries(dirs)
     for rid, anchor, cause, captures in PROPRIETARY_MESSAGES:
-        for _d, version, strings in binaries:  # the newest driver that prints it
-            found = [s for s in strings if anchor in s]
+        for entry in binaries:  # the newest driver that prints it (its version is cited)
+            found = [s for s in entry[2] if anchor in s]
             if len(found) == 1:
+                version = entry[1]
                 break
         else:
             raise SystemExit("proprietary anchor %r not found once in any driver" % anchor)

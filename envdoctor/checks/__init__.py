@@ -200,6 +200,6 @@ def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None) -
             ))
     from .driven import settle
 
-    findings = settle(findings)  # a GPU the driver does not drive is never "Works"
+    findings = settle(findings, ctx.facts)  # a GPU the driver does not drive is never "Works"
     findings.sort(key=sort_key)
     return findings

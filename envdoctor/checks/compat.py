@@ -554,7 +554,8 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             row = hw.cuda_release(_mm_str(need.cuda))
             if uncovered and row is not None:
                 out.append(_ptx_default(facts, drv, need, row, uncovered))
-                continue
+                if not users:
+                    continue  # (a framework compiling with this toolkit at run time is told apart, below)
         if verdict == "minor_compat":
             out.append(_minor_compat(drv, need, ccs, facts, runtime_users=users))
             continue

@@ -1131,7 +1131,8 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             RULES["wsl"]["url"]),
     CodeDoc("driver.wsl_libcuda_unversioned_unreachable", "warning",
             "WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in /usr/lib/wsl/lib is neither in the ld.so "
-            "cache nor on LD_LIBRARY_PATH (an error where cuDNN 8 is installed: it opens libcuda.so).", "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path",
+            "cache nor on LD_LIBRARY_PATH (an error where cuDNN 8 is installed: it opens libcuda.so).",
+            "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path, libraries.cudnn",
             "Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, Triton) fail to find the driver.",
             RULES["wsl"]["url"]),
     CodeDoc("driver.nvml_no_permission", "error", "NVML: no permission to open /dev/nvidia*.",

@@ -18,6 +18,7 @@ words; a GPU the driver drives is never judged here (it works). Where nothing ex
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.version import Version
@@ -27,7 +28,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
 from ..matrix import kernel
-from . import CheckContext, CodeDoc, check, quietly
+from . import CheckContext, CodeDoc, check
 from .gpu_verdict import KLOG, not_driven
 from .kernel_log import explains
 
@@ -58,6 +59,21 @@ def _flavor(facts: Facts) -> Tuple[Optional[str], str]:
     return (flavor, "the nvidia module installed for this kernel") if flavor else (None, "")
 
 
+#: Words of a notebook or embedded part's name: it is of its desktop namesake's architecture ("GeForce RTX 5090
+#: Laptop GPU" is a Blackwell like the "GeForce RTX 5090").
+_MOBILE = re.compile(r"\s+(?:Laptop GPU|Embedded GPU|Generation Laptop GPU|Max-Q|Mobile|with Max-Q Design)\b.*$",
+                     re.I)
+
+
+def _cc_of_name(name: str) -> Optional[str]:
+    """The compute capability of a product name (gpus.json), trying a notebook part's desktop namesake."""
+    for candidate in (name, _MOBILE.sub("", name)):
+        product = hw.gpu_product(candidate)
+        if product is not None:
+            return str(product.get("cc")) if product.get("cc") else None
+    return None
+
+
 class _Gpu:
     def __init__(self, bus: str, device_id: Optional[str], cc: Optional[str], name: Optional[str]) -> None:
         self.bus, self.device_id, self.cc, self.name = bus, device_id, cc, name
@@ -65,8 +81,7 @@ class _Gpu:
         if self.name is None and self.listed is not None:
             self.name = self.listed.name
         if self.cc is None and self.name:
-            product = hw.gpu_product(self.name)
-            self.cc = product.get("cc") if product is not None else None
+            self.cc = _cc_of_name(self.name)
 
     def label(self) -> str:
         arch = hw.arch_for_cc(self.cc) if self.cc else None
@@ -107,7 +122,7 @@ def verdicts(facts: Facts) -> List[Finding]:
     buses = not_driven(facts)
     if not buses or facts.value("driver.installed") is not True:
         return []
-    said = set(quietly(explains, facts))
+    said = set(explains(facts))
     flavor, where = _flavor(facts)
     branch, version = _branch(facts)
     out: List[Finding] = []
@@ -128,7 +143,46 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
     listed = gpu.listed
     label = gpu.label()
     ev = _ev(facts)
-    # 1. the module's flavour
+    if branch is not None:
+        # 1. the branch: a legacy GPU (NVIDIA's list), past its architecture's last branch, or too new for the branch
+        legacy = listed.legacy_branch if listed is not None else None
+        arch = hw.arch_for_cc(gpu.cc) if gpu.cc else None
+        last = hw.last_branch_for_cc(gpu.cc) if gpu.cc else None
+        if legacy is not None and branch > int(legacy.split(".")[0]):
+            last, why = legacy.split(".")[0], "NVIDIA's README lists it under the %s.xx legacy driver" % legacy
+            unverified = False
+        elif last is not None and branch > int(last):
+            why = "R%s is the last driver branch for %s GPUs" % (last, arch["arch"] if arch is not None else "these")
+            unverified = arch is not None and matrix.unverified(arch, "last_driver_branch")
+        else:
+            last = None
+        if last is not None:
+            return [Finding(
+                "driver.gpu_needs_legacy_branch", "warning" if unverified else "error", ["driver", "gpu"],
+                "%s is not supported by driver %s: install the R%s legacy branch" % (label, version, last),
+                "%s; driver %s (R%d) no longer drives it.%s" % (
+                    why, version, branch, " (Not confirmed from NVIDIA's tables; treat as a hint.)" if unverified
+                    else ""),
+                evidence=ev, source={"rule": why, "checked": "2026-11-29",
+                                     "url": listed.source["source"]["url"] if legacy and listed else OPEN_ONLY_URL},
+                fix=Fix(text="Install the R%s driver branch (the last one that supports this GPU; its proprietary "
+                             "flavour where the GPU predates Turing) and a CUDA release that branch runs, then "
+                             "reboot." % last, commands=[KLOG]))]
+        newest = kernel.newest_listed_branch()
+        if listed is not None and not listed.current and listed.legacy_branch is None and listed.current_branch \
+                and branch <= int(listed.current_branch):
+            first = hw.min_driver_for_cc(gpu.cc) if gpu.cc else None
+            return [Finding(
+                "driver.gpu_not_supported_by_branch", "error", ["driver", "gpu"],
+                "%s is too new for driver %s: the R%d branch does not support it" % (label, version, branch),
+                "NVIDIA's README of driver R%s does not list this GPU, so no branch up to it supports it%s; the open "
+                "modules' list of R%s has it." % (listed.current_branch, "" if first is None else
+                                                    " (the first driver for its architecture is %s)" % first[0],
+                                                    newest),
+                evidence=ev, source={"rule": "GPUs a driver branch supports: its README's Appendix A",
+                                     "url": listed.source["source"]["url"], "checked": "2026-11-29"},
+                fix=Fix(text=_row_fix("unsupported_by_release"), commands=[KLOG]))]
+    # 2. the module's flavour
     if flavor == "open":
         no_gsp = (listed is not None and not listed.open) or (listed is None and hw.open_modules_drive(gpu.cc)
                                                                 is False)
@@ -158,44 +212,6 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                                          "modules; some GPUs are only supported with the open flavor",
                                  "url": OPEN_ONLY_URL, "checked": "2026-11-29"},
             fix=Fix(text=_row_fix("open_required"), commands=["modinfo -F license nvidia", KLOG]))]
-    if branch is None:
-        return []
-    # 2. the branch: a legacy GPU (NVIDIA's list), past its architecture's last branch, or too new for the branch
-    legacy = listed.legacy_branch if listed is not None else None
-    arch = hw.arch_for_cc(gpu.cc) if gpu.cc else None
-    last = hw.last_branch_for_cc(gpu.cc) if gpu.cc else None
-    if legacy is not None and branch > int(legacy.split(".")[0]):
-        last, why = legacy.split(".")[0], "NVIDIA's README lists it under the %s.xx legacy driver" % legacy
-        unverified = False
-    elif last is not None and branch > int(last):
-        why = "R%s is the last driver branch for %s GPUs" % (last, arch["arch"] if arch is not None else "these")
-        unverified = arch is not None and matrix.unverified(arch, "last_driver_branch")
-    else:
-        last = None
-    if last is not None:
-        return [Finding(
-            "driver.gpu_needs_legacy_branch", "warning" if unverified else "error", ["driver", "gpu"],
-            "%s is not supported by driver %s: install the R%s legacy branch" % (label, version, last),
-            "%s; driver %s (R%d) no longer drives it.%s" % (
-                why, version, branch, " (Not confirmed from NVIDIA's tables; treat as a hint.)" if unverified else ""),
-            evidence=ev, source={"rule": why, "url": (listed.source["source"]["url"] if legacy else OPEN_ONLY_URL),
-                                 "checked": "2026-11-29"},
-            fix=Fix(text="Install the R%s driver branch (the last one that supports this GPU) and a CUDA release "
-                         "that branch runs, then reboot." % last, commands=[KLOG]))]
-    newest = kernel.newest_listed_branch()
-    if listed is not None and not listed.current and listed.legacy_branch is None and listed.current_branch \
-            and branch <= int(listed.current_branch):
-        first = hw.min_driver_for_cc(gpu.cc) if gpu.cc else None
-        return [Finding(
-            "driver.gpu_not_supported_by_branch", "error", ["driver", "gpu"],
-            "%s is too new for driver %s: the R%d branch does not support it" % (label, version, branch),
-            "NVIDIA's README of driver R%s does not list this GPU, so no branch up to it supports it%s; the open "
-            "modules' list of R%s has it." % (listed.current_branch, "" if first is None else
-                                                " (the first driver for its architecture is %s)" % first[0],
-                                                newest),
-            evidence=ev, source={"rule": "GPUs a driver branch supports: its README's Appendix A",
-                                 "url": listed.source["source"]["url"], "checked": "2026-11-29"},
-            fix=Fix(text=_row_fix("unsupported_by_release"), commands=[KLOG]))]
     return []
 
 

@@ -28,9 +28,9 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Se
 
 from .. import matrix
 from ..facts import Facts
-from ..matrix import kernel
 from ..findings import Finding, Fix
-from . import CheckContext, CodeDoc, check
+from ..matrix import kernel
+from . import CheckContext, CodeDoc, check, quietly
 
 CHECKED = "2026-11-25"
 NVML_RETURN_URL = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"
@@ -265,7 +265,8 @@ def _fix_commands(row: NvmlCode, gpu: Any) -> List[str]:
     return [c.format(gpu=gpu if gpu is not None else 0) for c in row.commands]
 
 
-@check("gpu-nvml-verdict", requires=("gpu.count",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
+@check("gpu-nvml-verdict", requires=("gpu.count",), reads=("gpu.*", "gpu.*.*", "driver.kernel_log"), layers=("gpu",),
+       codes=(
     CodeDoc("gpu.lost", "error", "A GPU has fallen off the bus or become inaccessible (NVML: GPU_IS_LOST, Xid 79).",
             "gpu.nvml_failures (per GPU: handle and every call), driver.nvml.status",
             "Nothing can use it until it is reset; a recurrence points at power, cooling, the slot or the board "
@@ -302,9 +303,8 @@ def gpu_nvml_verdict(ctx: CheckContext) -> Iterable[Finding]:
             row = NVML_CODES["NVML_ERROR_GPU_IS_LOST"]
             yield Finding(
                 code="gpu.lost", severity="error", components=["gpu", "driver"],
-                title="GPU %s (PCI %s%s, serial %s) has fallen off the bus: %s" % (
-                    gpu, bus, how, serial, logged[-1][logged[-1].find("NVRM"):] if "NVRM" in logged[-1]
-                    else logged[-1]),
+                title="GPU %s (PCI %s%s, serial %s) has fallen off the bus (Xid 79): %s" % (
+                    gpu, bus, how, serial, _message(next((x for x in logged if "Xid" in x), logged[-1]))),
                 detail="The kernel log says the driver lost contact with this GPU (Xid 79); NVML's calls for it fail "
                        "(%s). Nothing can use it until it is reset. The kernel log says:\n%s" % (
                            ", ".join("%s: %s" % (e.get("call"), short(str(e.get("error")))) for e in entries[:4]),
@@ -373,8 +373,11 @@ def gpu_missing(ctx: CheckContext) -> Iterable[Finding]:
     seen = set(nvml_bus_ids(facts).values())
     if len(seen) == count.value:
         missing = [b for b in expected if b not in seen]
-        explained = init_failures(facts)
-        missing = [b for b in missing if b not in explained]  # gpu.init_failed names those, with the reason
+        explained = set(init_failures(facts))  # gpu.init_failed names those, with the reason
+        from .driver_support import verdicts  # (imported here: it builds on this module)
+
+        explained.update(b for b in (kernel.line_bus(f.title) for f in quietly(verdicts, facts)) if b)  # module/branch
+        missing = [b for b in missing if b not in explained]
         if not missing:
             return
     else:

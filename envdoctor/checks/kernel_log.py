@@ -22,8 +22,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import kernel
-from . import CheckContext, CodeDoc, check
-from .gpu_verdict import KLOG, nvml_bus_ids, nvidia_seen, not_driven
+from . import CheckContext, CodeDoc, check, quietly
+from .gpu_verdict import KLOG, not_driven, nvidia_seen, nvml_bus_ids
 
 CATALOG = "https://github.com/NVIDIA/open-gpu-kernel-modules"
 XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
@@ -111,8 +111,8 @@ def findings(facts: Facts) -> List[Finding]:
                 continue  # a cause for a GPU that works now (or for none): history
             if code == "gpu.lost" and (nvml_lost or (at in driven and not current)):
                 continue  # NVML's own answer says it (gpu-nvml-verdict, driver-health)
-            if row.get("class") == "info" and row["kind"] == "message":
-                continue
+            if row["kind"] == "message" and row.get("class") != "cause":
+                continue  # a failure naming no cause is gpu-init-failed's or driver-support's to tell
             key = (code, at if code != "gpu.xid_application_error" else None)
             hit = hits.setdefault(key, _Hit(code, key[1], m, current))
             hit.current = hit.current or current
@@ -190,9 +190,7 @@ def _ev(facts: Facts) -> List[Dict[str, Any]]:
 
 def explains(facts: Facts) -> List[Tuple[str, Optional[str]]]:
     """(code, GPU address) of the causes this check reports (other checks stay quiet about them)."""
-    from . import quietly
-
-    out = []
+    out: List[Tuple[str, Optional[str]]] = []
     for f in quietly(findings, facts):
         out.append((f.code, kernel.line_bus(f.title)))
     return out
