@@ -99,6 +99,13 @@ RULES: Dict[str, Dict[str, str]] = {
                     "driver may be installed inside WSL 2"},
     "xid": {"url": "https://docs.nvidia.com/deploy/xid-errors/index.html",
             "rule": "Xid 79: GPU has fallen off the bus; reset or reboot, then look at power, thermals, PCIe"},
+    "gpu_operator": {"url": "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/index.html",
+                     "rule": "The GPU Operator's driver container installs the driver and mounts its root at "
+                             "/run/nvidia/driver on the host; workloads get the driver's libraries through the "
+                             "NVIDIA Container Toolkit", "checked": "2026-11-29"},
+    "nixos": {"url": "https://nixos.org/manual/nixos/stable/#sec-gpu-accel",
+              "rule": "NixOS exposes the running system's graphics and compute driver libraries at "
+                      "/run/opengl-driver/lib (hardware.graphics / hardware.nvidia)", "checked": "2026-11-29"},
     "no_gpu": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
                       "#verify-you-have-a-cuda-capable-gpu",
                "rule": "CUDA needs an NVIDIA GPU; without one, CPU builds of the frameworks are the right choice"},
@@ -360,6 +367,9 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         return []
     if _nvml_status(facts) != "NVML_ERROR_LIBRARY_NOT_FOUND":
         return []
+    elsewhere = facts.mapping("driver.userspace.elsewhere")
+    if elsewhere.get("path"):
+        return [_userspace_elsewhere(facts, elsewhere)]
     kver = facts.value("driver.kernel_module.version")
     flavor = facts.value("driver.kernel_module.flavor")
     branch = _branch(kver)
@@ -385,6 +395,34 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
                      % (kver or "?"), commands=cmds,
                 install=install_line(facts, "driver", branch)),
     )]
+
+
+def _userspace_elsewhere(facts: Facts, where: Dict[str, Any]) -> Finding:
+    """The driver's libraries are installed, in a layout the loader does not search (NixOS, the GPU Operator)."""
+    path, version = str(where.get("path")), where.get("version") or "?"
+    ev = _evidence(facts, "driver.userspace.elsewhere", "driver.kernel_module.version", "driver.nvml.status")
+    if where.get("layout") == "gpu-operator":
+        return Finding(
+            code="driver.gpu_operator_driver_root", severity="info", components=["driver"],
+            title="The NVIDIA GPU Operator's driver container provides driver %s (its root: /run/nvidia/driver)"
+                  % version,
+            detail="The user-space driver is in the driver container's root (%s), not in the host's loader path: "
+                   "containers get it from the NVIDIA Container Toolkit, and on the host itself its tools run "
+                   "inside that root." % path,
+            evidence=ev, source=_source("gpu_operator"),
+            fix=Fix(text="Run the driver's tools inside its root; run CUDA work in containers.",
+                    commands=["sudo chroot /run/nvidia/driver nvidia-smi"]))
+    return Finding(
+        code="driver.userspace_outside_loader_path", severity="warning", components=["driver", "os"],
+        title="The driver's libraries (%s) are in %s, where programs not built by Nix do not look" % (version, path),
+        detail="NixOS links the running system's driver libraries at /run/opengl-driver/lib; programs built by Nix "
+               "find them through their RUNPATH, but pip wheels (PyTorch, JAX, ONNX Runtime) and other programs "
+               "built elsewhere look only where the dynamic loader does, so they find no libcuda.so.1 and see no "
+               "GPU in this environment.",
+        evidence=ev, source=_source("nixos"),
+        fix=Fix(text="Give such programs the driver's directory (in the shell or the dev shell that runs them), or "
+                     "enable programs.nix-ld with the driver's libraries.",
+                commands=["export LD_LIBRARY_PATH=/run/opengl-driver/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"]))
 
 
 def _in_kernel_conflict(facts: Facts) -> List[Finding]:
@@ -1073,6 +1111,14 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "The nvidia kernel module is loaded but libnvidia-ml/libcuda are not installed.",
             "driver.kernel_module.loaded, driver.nvml.status", "CUDA programs cannot load libcuda.so.1.",
             RULES["nvml"]["url"]),
+    CodeDoc("driver.gpu_operator_driver_root", "info", "The NVIDIA GPU Operator's driver container provides the "
+            "driver (/run/nvidia/driver); the host's own loader does not see its libraries.",
+            "driver.userspace.elsewhere, driver.nvml.status", "Not a fault: the host's own tools run inside that "
+            "root, workloads in containers.", RULES["gpu_operator"]["url"]),
+    CodeDoc("driver.userspace_outside_loader_path", "warning", "NixOS: the driver's libraries are in "
+            "/run/opengl-driver/lib, where programs not built by Nix (pip wheels) do not look.",
+            "driver.userspace.elsewhere, driver.nvml.status", "PyTorch, JAX and other wheels find no libcuda.so.1 and "
+            "see no GPU unless given that directory.", RULES["nixos"]["url"]),
     CodeDoc("driver.nouveau_conflict", "error", "The in-kernel nouveau driver is loaded or drives the NVIDIA GPU.",
             "driver.nouveau.loaded, driver.nouveau.bound, driver.modprobe_blacklist_nouveau",
             "The NVIDIA driver cannot own a GPU nouveau holds.", RULES["nouveau"]["url"]),

@@ -422,6 +422,11 @@ def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
     for name in usr_local.names():
         if _TOOLKIT_DIR.match(name) and name != "cuda":
             add(posixpath.join("/usr/local", name), "dir:/usr/local")
+    # Arch's cuda package installs to /opt/cuda (its PATH entry comes from /etc/profile.d/cuda.sh, which a
+    # non-login shell lacks); NVIDIA's runfile may be told --installpath=/opt/cuda-X.Y
+    for name in host.list_dir("/opt").names():
+        if _TOOLKIT_DIR.match(name):
+            add(posixpath.join("/opt", name), "dir:/opt")
 
     # /usr/local/cuda: normally a link to one of them (update-alternatives may add a hop)
     link = host.read_link("/usr/local/cuda")
