@@ -52,8 +52,10 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DATA = os.path.join(ROOT, "envdoctor", "matrix", "data")
 OPEN_REPO = "https://github.com/NVIDIA/open-gpu-kernel-modules"
 XID_DOC = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
-DEBIAN_DKMS = "https://packages.debian.org/experimental/nvidia-kernel-dkms"
-LINUX_SRC = "https://packages.debian.org/source/bookworm/linux"
+#: NVIDIA's own download folder of a driver release (the files Debian's packages carry unchanged).
+NVIDIA_RELEASE = "https://download.nvidia.com/XFree86/Linux-x86_64/%s/"
+#: A file of the Linux kernel's stable tree at a release.
+LINUX_FILE = "https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git/tree/%s?h=v%s#n%d"
 
 # -- what each message means for the user (the hand-written part) -----------------------------------------
 
@@ -533,9 +535,9 @@ def proprietary_rows(dirs: Sequence[str], checked: str) -> List[Dict[str, Any]]:
             body = "NVRM: " + body  # a line of its own (not the continuation of a longer message)
         rows.append(_row(rid, cause, "nvidia", text, body, "NVRM: " + ("" if body.startswith("NVRM: ") else " ")
                          + sample_of(text, captures), {
-            "url": DEBIAN_DKMS, "checked": checked, "verified": True,
+            "url": NVIDIA_RELEASE % version, "checked": checked, "verified": True,
             "note": "String of NVIDIA's proprietary resource manager (nv-kernel.o_binary) of driver %s, read "
-                    "from Debian's package of that version." % version}))
+                    "from Debian's package of that version, which carries NVIDIA's file unchanged." % version}))
     for rid, path, anchor, line_anchor, cause, captures in PROPRIETARY_SOURCE_MESSAGES:
         for d in dirs:  # the oldest driver that prints it
             files = glob.glob(os.path.join(d, "usr/src/*", path))
@@ -549,7 +551,7 @@ def proprietary_rows(dirs: Sequence[str], checked: str) -> List[Dict[str, Any]]:
         body, _ = to_regex(line_text, captures)
         version = re.search(r"(\d+\.\d+(?:\.\d+)?)", files[0].split("/usr/src/")[1]).group(1)
         rows.append(_row(rid, cause, "nvidia", line_text, body, sample_of(line_text, captures), {
-            "url": DEBIAN_DKMS, "checked": checked, "verified": True,
+            "url": NVIDIA_RELEASE % version, "checked": checked, "verified": True,
             "note": "Format string read from %s line %d of NVIDIA's kernel interface layer of driver %s "
                     "(Debian's package of that version)." % (path, line, version)}))
     return rows
@@ -582,7 +584,7 @@ def linux_rows(trees: Sequence[str], checked: str) -> List[Dict[str, Any]]:
                                                                                  "SUBLEVEL"))
         module = "kernel"
         rows.append(_row(rid, cause, module, line_text, body, PREFIX_SAMPLE[prefix] + sample_of(line_text, captures),
-                         {"url": LINUX_SRC, "checked": checked, "verified": True,
+                         {"url": LINUX_FILE % (candidate, kver, line), "checked": checked, "verified": True,
                           "note": "Format string read from %s line %d of Linux %s (Debian's linux-source "
                                   "package)." % (candidate, line, kver)}))
     return rows
@@ -688,16 +690,18 @@ def pci_doc(src: Source, rev: str, dirs: Sequence[str], checked: str) -> Dict[st
                     "note": "The 'Compatible GPUs' table of the open kernel modules' README at %s." % rev}},
         {"list": "current", "branch": version.split(".")[0], "description": "GPUs the proprietary driver %s "
          "supports" % version, "devices": dict(sorted(current.items())),
-         "source": {"url": DEBIAN_DKMS, "checked": checked, "verified": True,
-                    "note": "Appendix A, 'A1. Current NVIDIA GPUs', of NVIDIA's README.txt of driver %s (in "
-                            "Debian's nvidia-kernel-dkms package)." % version}},
+         "source": {"url": NVIDIA_RELEASE % version + "README/supportedchips.html", "checked": checked,
+                    "verified": True,
+                    "note": "Appendix A, 'A1. Current NVIDIA GPUs', of NVIDIA's README of driver %s (its README.txt "
+                            "as Debian's nvidia-kernel-dkms package carries it)." % version}},
     ]
     for branch, devices in sorted(legacy.items(), key=lambda kv: [int(p) for p in kv[0].split(".")],
                                   reverse=True):
         rows.append({"list": "legacy", "branch": branch, "description": "GPUs supported only by the %s.xx "
                      "legacy driver branch (and older)" % branch, "devices": dict(sorted(devices.items())),
-                     "source": {"url": DEBIAN_DKMS, "checked": checked, "verified": True,
-                                "note": "Appendix A of NVIDIA's README.txt of driver %s: 'The %s.xx driver "
+                     "source": {"url": NVIDIA_RELEASE % version + "README/supportedchips.html",
+                                "checked": checked, "verified": True,
+                                "note": "Appendix A of NVIDIA's README of driver %s: 'The %s.xx driver "
                                         "supports the following set of GPUs'." % (version, branch)}})
     return {"area": "gpu_pci_ids",
             "description": "NVIDIA GPUs by PCI device ID (vendor 10de), in NVIDIA's own lists: 'open' the GPUs "
