@@ -35,6 +35,7 @@ from .. import frameworks as framework_table
 from .. import matrix, versions
 from ..facts import Fact, Facts
 from ..findings import Finding, Fix
+from ..matrix import builds
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
 from ..osinfo import nvidia_distro
@@ -289,7 +290,20 @@ def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Opt
         return None
     if name == "paddle" and not value.get("cuda"):
         return _mm(_paddle_wheel_cuda(value.get("version")))
+    if name == "tensorflow" and not value.get("cuda"):
+        return _mm(tensorflow_build_cuda(value))
     return _mm(value.get("cuda"))
+
+
+def tensorflow_build_cuda(value: Dict[str, Any]) -> Optional[str]:
+    """The CUDA of a TensorFlow CUDA build whose build_info names none (TensorFlow up to 2.2 on Linux): NVIDIA's
+    nvidia-tensorflow (``+nvYY.MM``) from its NGC release's notes, else the release's tested configuration."""
+    packages = value.get("packages") if isinstance(value.get("packages"), dict) else {}
+    if "nvidia-tensorflow" in packages:
+        built = builds.nvidia_tensorflow_build(packages["nvidia-tensorflow"])
+        return built[0] if built else None
+    row = fw.tensorflow_release(value.get("version"))
+    return str(row["cuda"]) if row is not None and row.get("cuda") else None
 
 
 def _paddle_wheel_cuda(version: Any) -> Optional[str]:
