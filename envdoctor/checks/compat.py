@@ -298,7 +298,8 @@ def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Opt
 def tensorflow_build_cuda(value: Dict[str, Any]) -> Optional[str]:
     """The CUDA of a TensorFlow CUDA build whose build_info names none (TensorFlow up to 2.2 on Linux): NVIDIA's
     nvidia-tensorflow (``+nvYY.MM``) from its NGC release's notes, else the release's tested configuration."""
-    packages = value.get("packages") if isinstance(value.get("packages"), dict) else {}
+    raw = value.get("packages")
+    packages: Dict[str, Any] = raw if isinstance(raw, dict) else {}
     if "nvidia-tensorflow" in packages:
         built = builds.nvidia_tensorflow_build(packages["nvidia-tensorflow"])
         return built[0] if built else None
