@@ -10,8 +10,8 @@ from envdoctor.checks.containers import cdi_spec_stale, container_shm
 from envdoctor.facts import Facts, ok
 from envdoctor.probes.containers import char_majors, parse_cdi
 
-from .test_probe_containers import PATH_ENV, facts_of
 from .conftest import make_host
+from .test_probe_containers import PATH_ENV, facts_of
 
 # /etc/cdi/nvidia.yaml as `nvidia-ctk cdi generate` writes it (keys sorted: a device's name after its
 # containerEdits), trimmed: the spec a g4dn.xlarge produced in Docker's buildx GPU guide (docs.docker.com)
