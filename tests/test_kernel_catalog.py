@@ -284,3 +284,18 @@ def test_nothing_explains_a_gpu_the_driver_does_not_drive_then_that_itself_is_th
     assert settle([other], facts)[0].severity == "warning"
     drv = Finding("driver.y", "warning", ["driver"], "a warning about the driver")
     assert settle([drv], facts)[0].severity == "error" and "0000:01:00.0" in drv.detail
+
+
+def test_the_flavour_from_the_driver_packages_when_modinfo_cannot_say() -> None:
+    # Ubuntu's nvidia-driver-550-open (dpkg status), the module never loaded, modinfo unanswered; a GTX 1080
+    from envdoctor.probes.cuda import parse_dpkg_status
+
+    status = ("Package: nvidia-driver-550-open\nStatus: install ok installed\nVersion: 550.120-0ubuntu0.24.04.1\n\n"
+              "Package: nvidia-dkms-550-open\nStatus: install ok installed\nVersion: 550.120-0ubuntu0.24.04.1\n\n"
+              "Package: libnvidia-compute-550\nStatus: install ok installed\nVersion: 550.120-0ubuntu0.24.04.1\n")
+    pkgs = parse_dpkg_status(status)
+    assert sorted(p["name"] for p in pkgs) == ["nvidia-dkms-550-open", "nvidia-driver-550-open"]
+    facts = _host_facts("0000:01:00.0", "10de:1b80", "unreadable", loaded=False, version="550.120")
+    facts = Facts(list(facts) + [ok("cuda.packages", pkgs, "file:/var/lib/dpkg/status")])
+    f = _found(facts)["driver.open_modules_unsupported_gpu"]
+    assert "nvidia-dkms-550-open" in f.title or "nvidia-driver-550-open" in f.title

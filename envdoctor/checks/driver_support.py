@@ -56,7 +56,29 @@ def _flavor(facts: Facts) -> Tuple[Optional[str], str]:
     if facts.value("driver.kernel_module.loaded") is True and facts.text("driver.kernel_module.flavor"):
         return facts.text("driver.kernel_module.flavor"), "the loaded nvidia module"
     flavor = facts.text("driver.module_on_disk.flavor")
-    return (flavor, "the nvidia module installed for this kernel") if flavor else (None, "")
+    if flavor:
+        return flavor, "the nvidia module installed for this kernel"
+    return _package_flavor(facts)
+
+
+#: A driver package's name says the flavour of the kernel module it installs.
+_OPEN_PKG = re.compile(r"^(nvidia-driver-\d+(-server)?-open|nvidia-dkms-\d+(-server)?-open|nvidia-kernel-open-\d+|"
+                       r"linux-modules-nvidia-\d+(-server)?-open-.+|nvidia-open(-\d+)?|kmod-nvidia-open-dkms|"
+                       r"nvidia-open-kernel-dkms)$")
+_PROPRIETARY_PKG = re.compile(r"^(nvidia-dkms-\d+(-server)?|linux-modules-nvidia-\d+(-server)?-(?!open-).+|"
+                              r"kmod-nvidia-latest-dkms|nvidia-kernel-dkms)$")
+
+
+def _package_flavor(facts: Facts) -> Tuple[Optional[str], str]:
+    """The flavour the installed driver packages give the module (one flavour only; both: unknown)."""
+    names = [str(p.get("name")) for p in facts.items("cuda.packages") if isinstance(p, dict)]
+    opened = [n for n in names if _OPEN_PKG.match(n)]
+    proprietary = [n for n in names if _PROPRIETARY_PKG.match(n)]
+    if opened and not proprietary:
+        return "open", "the installed package %s" % opened[0]
+    if proprietary and not opened:
+        return "proprietary", "the installed package %s" % proprietary[0]
+    return None, ""
 
 
 #: Words of a notebook or embedded part's name: it is of its desktop namesake's architecture ("GeForce RTX 5090
@@ -247,10 +269,12 @@ def _ev(facts: Facts) -> List[Dict[str, Any]]:
 
 
 @check("driver-support", requires=("driver.installed",),
-       reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*"), layers=("driver", "gpu"), codes=(
+       reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*", "cuda.packages"), layers=("driver", "gpu"),
+       codes=(
     CodeDoc("driver.open_modules_unsupported_gpu", "error", "The open kernel modules are installed (or loaded) "
             "for a GPU without a GSP (before Turing).", "gpu.pci_devices (NVIDIA's open-module GPU list), "
-            "driver.kernel_module.flavor, driver.module_on_disk.flavor (modinfo -F license)",
+            "driver.kernel_module.flavor, driver.module_on_disk.flavor (modinfo -F license), else the driver "
+            "packages' names (cuda.packages: nvidia-driver-XXX-open, nvidia-open, kmod-nvidia-open-dkms...)",
             "The open module refuses the GPU; only the proprietary flavour drives it.", MODULES_URL),
     CodeDoc("driver.open_modules_required", "error", "The proprietary kernel module is installed (or loaded) for a "
             "Blackwell GPU, which needs the open modules.", "gpu.pci_devices, gpu.N.compute_capability, "
