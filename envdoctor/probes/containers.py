@@ -528,6 +528,8 @@ def parse_cdi(text: str) -> Dict[str, Any]:
                 out["kind"] = value
             elif key == "cdiVersion":
                 out["cdi_version"] = value
+            elif key == "deviceNodes" and not value:  # a fragment: the list at the top
+                nodes_indent = 0
             continue
         if nodes_indent is not None and indent <= nodes_indent and not (dash and indent == nodes_indent):
             nodes_indent, node = None, None
