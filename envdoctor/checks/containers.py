@@ -293,7 +293,7 @@ NCCL_DOCKER = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/trouble
 DOCKER_DEFAULT_SHM = 64 * 1024 * 1024
 
 
-@check("container-shm", requires=("container.shm", "gpu.count"), reads=("os.container",), layers=("containers",),
+@check("container-shm", requires=("gpu.count",), reads=("container.shm", "os.container"), layers=("containers",),
        codes=(
     CodeDoc("container.shm_too_small_for_nccl", "warning", "Inside a container with several GPUs, /dev/shm is "
             "Docker's default 64 MiB (or smaller).", "container.shm, gpu.count, os.container",
