@@ -374,3 +374,47 @@ def test_the_symbol_lookup_replays_from_a_snapshot(machine) -> None:
     doc = json.loads(json.dumps(document_from_host(live, Scrubber(include_host=True), "test")))
     assert SnapshotHost(doc, "s").elf_unresolved(ext, providers) == res
     assert SnapshotHost(doc, "s").elf_unresolved(ext, providers + ["/other"]).error == "not_recorded"
+
+
+# -- nvidia-tensorflow 1.15 with a system CUDA first on LD_LIBRARY_PATH -----------------------------------------
+
+@pytest.fixture
+def nvtf(tmp_path) -> Dict[str, str]:
+    """nvidia-tensorflow 1.15.5+nv22.10 (CUDA 11.8 by NVIDIA's release notes; its build information names no CUDA,
+    as TF 1.15's does not) in a venv, with the CUDA runtime wheel it requires, and a system CUDA 11.2 lib64."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    d = str(tmp_path)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", os.path.join(d, "venv")], check=True, timeout=120,
+                   capture_output=True)
+    site = os.path.join(d, "venv", "lib", PY, "site-packages")
+    nothing = "int f(void) { return 0; }\n"
+    core = os.path.join(site, "tensorflow_core")
+    _lib(core, "libtensorflow_framework.so.1", "libtensorflow_framework.so.1", nothing)
+    os.makedirs(os.path.join(core, "python", "platform"))
+    with open(os.path.join(core, "python", "platform", "build_info.py"), "w") as fh:
+        fh.write("is_rocm_build = False\nis_cuda_build = True\n")  # TF 1.15's whole file on Linux
+    _dist(site, "nvidia_tensorflow", "1.15.5+nv22.10", ["nvidia-cuda-runtime-cu11 (==11.8.89)"])
+    rt = os.path.join(site, "nvidia", "cuda_runtime", "lib")
+    _lib(rt, "libcudart.so.11.0", "libcudart.so.11.0", nothing)
+    _dist(site, "nvidia_cuda_runtime_cu11", "11.8.89")
+    sysdir = os.path.join(d, "cuda-11.2", "lib64")
+    _lib(sysdir, "libcudart.so.11.2.152", "libcudart.so.11.0", nothing)
+    os.symlink("libcudart.so.11.2.152", os.path.join(sysdir, "libcudart.so.11.0"))
+    return {"python": os.path.join(d, "venv", "bin", "python"), "sysdir": sysdir, "site": site, "rt": rt}
+
+
+def test_nvidia_tensorflow_taking_the_system_cuda_runtime_before_its_wheel_is_an_error(nvtf, monkeypatch) -> None:
+    facts = _facts(nvtf, monkeypatch, ldp=nvtf["sysdir"])  # gpu.count: a stand-in (no GPU here)
+    found = [f for f in _findings(facts) if "libcudart.so.11.0" in f.title]
+    assert [(f.code, f.severity) for f in found] == [("cuda.shadowed", "error")], [f.title for f in found]
+    assert "11.2.152" in found[0].title and "11.8.89" in found[0].title and "1.15.5+nv22.10" in found[0].title
+    assert [f for f in _findings(_facts(nvtf, monkeypatch)) if "libcudart" in f.title] == []
+
+
+def test_without_its_wheel_the_release_notes_cuda_tells_the_runtime_is_older(nvtf, monkeypatch) -> None:
+    shutil.rmtree(nvtf["rt"])
+    shutil.rmtree(os.path.join(nvtf["site"], "nvidia_cuda_runtime_cu11-11.8.89.dist-info"))
+    found = [f for f in _findings(_facts(nvtf, monkeypatch, ldp=nvtf["sysdir"])) if "libcudart.so.11.0" in f.title]
+    assert [(f.code, f.severity) for f in found] == [("cuda.runtime_older_than_framework", "warning")]
+    assert "CUDA 11.8" in found[0].title

@@ -625,6 +625,8 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
     for e in entries:
         if isinstance(e, dict) and e.get("path") and e.get("shadowed") and e.get("soname") not in needed:
             yield from _dlopen_not_the_pinned_copy(facts, fw, e)
+        elif isinstance(e, dict) and e.get("path") and e.get("built_cuda") and e.get("soname") not in needed:
+            yield from _runtime_older_than_build(facts, fw, e)
         if not isinstance(e, dict) or e.get("path") or e.get("soname") in needed:
             continue
         soname = str(e.get("soname", ""))
@@ -664,6 +666,41 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                        + _installed_text(facts, comp)),
             evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
             source=dict(LDSO_RULE), fix=fix)
+
+
+RUNTIME_DOC = CodeDoc(
+    "cuda.runtime_older_than_framework", "warning", "A framework opens a CUDA runtime (or NVRTC) of an older minor "
+    "than the CUDA it was built with.", "linkage.<framework>.dlopen",
+    "Functions the build calls are missing from the older runtime: it fails when it first uses them, or refuses to "
+    "start ('CUDA driver version is insufficient for CUDA runtime version' is the other way round).",
+    "https://docs.nvidia.com/deploy/cuda-compatibility/")
+
+
+def _runtime_older_than_build(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
+    """The CUDA runtime or NVRTC the framework dlopens is of an older minor than its build's CUDA (a system CUDA 11.2
+    on LD_LIBRARY_PATH for nvidia-tensorflow built with CUDA 11.8): the file's version is the CUDA release's."""
+    got, built = _v(e.get("version")), _v(e.get("built_cuda"))
+    if got is None or built is None or len(got.release) < 3:
+        return  # a soname's own suffix (libcudart.so.11.0) is no release: the file's full version is needed
+    if got.release[:1] != built.release[:1] or got.release[:2] >= built.release[:2]:
+        return
+    where = posixpath.dirname(str(e.get("path")))
+    yield Finding(
+        code="cuda.runtime_older_than_framework", severity="warning", components=["cuda", fw],
+        title="%s loads %s %s from %s (via %s), older than the CUDA %s it was built with" % (
+            _fw_version(facts, fw), e.get("soname"), e.get("version"), e.get("resolved") or e.get("path"), e.get("via"),
+            e.get("built_cuda")),
+        detail="%s opens the CUDA runtime with dlopen and takes the first %s the loader finds, through %s; a runtime "
+               "older than the build's CUDA lacks functions the build calls.%s" % (
+                   NAMES[fw], e.get("soname"), _why(e.get("via")), (" Copies not searched: %s." % ", ".join(
+                       str(p) for p in e.get("elsewhere_files") or [])) if e.get("elsewhere_files") else ""),
+        evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
+        source={"rule": "a CUDA application needs a runtime of its own CUDA minor or newer",
+                "url": RUNTIME_DOC.source, "checked": "2026-11-29"},
+        fix=Fix(text="Take %s off LD_LIBRARY_PATH, or put a CUDA %s runtime first (the toolkit's lib64, or the "
+                     "nvidia-cuda-runtime wheel's lib)." % (where, e.get("built_cuda")),
+                commands=[_drop_ldp_entry(where)]) if e.get("via") == "LD_LIBRARY_PATH" else Fix(
+            text="Install the CUDA %s runtime where the loader finds it first." % e.get("built_cuda")))
 
 
 def _dlopen_not_the_pinned_copy(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
@@ -765,7 +802,8 @@ def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Find
 
 
 for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle", "jax"):
-    per_framework(_dlopen_linkage, "framework-dlopen", _fw, (), ("linkage.*.dlopen",),
+    per_framework(_dlopen_linkage, "framework-dlopen", _fw, (RUNTIME_DOC,) if _fw == "tensorflow" else (),
+                  ("linkage.*.dlopen",),
                   ("cuda.*", "framework.*", "libraries.*", "linkage.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
                   ("cuda", "libraries"))
 

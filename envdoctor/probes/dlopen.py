@@ -101,7 +101,9 @@ def own_dirs(host: Host, name: str, value: Dict[str, Any]) -> List[str]:
         v = _v(value.get("public") or value.get("version"))
         if v is not None and any(Version(lo) <= v < Version(hi) for lo, hi in TF_FINDS_WHEELS):
             return _wheel_dirs(host, site)
-        return []
+        # a build that requires NVIDIA's library wheels outright, not through an extra (nvidia-tensorflow), is
+        # made to load them: their directories come after LD_LIBRARY_PATH, as a RUNPATH does
+        return _required_wheel_dirs(host, site, value)
     if name == "paddle":
         v = _v(value.get("public") or value.get("version"))
         return ["/usr/local/cuda/lib64"] if v is not None and v >= Version("2.0") else []
@@ -116,6 +118,24 @@ def own_dirs(host: Host, name: str, value: Dict[str, Any]) -> List[str]:
         roots = [env["CUDA_PATH"]] if env.get("CUDA_PATH") else []
         return [posixpath.join(r, "lib64") for r in roots + ["/usr/local/cuda"]] + _wheel_dirs(host, site)
     return []
+
+
+def _required_wheel_dirs(host: Host, site: str, value: Dict[str, Any]) -> List[str]:
+    """The lib directories of the NVIDIA wheels the framework's own metadata requires without an extra."""
+    from .frameworks import Metadata, target_environment
+
+    package = str(value.get("package") or "")
+    dist = next((d for d in host.distributions() if d.key == package and d.location == site), None)
+    if dist is None:
+        return []
+    names = {r.name.lower().replace("_", "-") for r in Metadata(host, dist).applying(target_environment(host))
+             if r.name.lower().startswith("nvidia-")}
+    out = []
+    for d in _wheel_dirs(host, site):
+        owner = posixpath.basename(posixpath.dirname(d)).replace("_", "-")
+        if any(n == "nvidia-" + owner or n.startswith("nvidia-%s-cu" % owner) for n in names):
+            out.append(d)
+    return out
 
 
 def _elsewhere_dirs(host: Host, value: Dict[str, Any]) -> List[str]:
@@ -183,14 +203,28 @@ def cuda_of_wheels(value: Dict[str, Any]) -> Tuple[Optional[Tuple[int, Optional[
     return cuda, cudnn
 
 
+def framework_cuda(name: str, value: Dict[str, Any]) -> Tuple[Optional[Tuple[int, Optional[int]]], Optional[str]]:
+    """The CUDA (major, minor) a framework build was made for, and a cuDNN major when that is known only from the
+    same place: its own build information, else (nvidia-tensorflow) NVIDIA's release notes of its NGC release
+    (matrix), else the CUDA runtime wheel its metadata requires."""
+    cuda = _mm(value.get("cuda"))
+    if cuda is not None:
+        return cuda, None
+    packages = value.get("packages") or {}
+    if name == "tensorflow" and isinstance(packages, dict) and packages.get("nvidia-tensorflow"):
+        from ..matrix import builds
+
+        built = builds.nvidia_tensorflow_build(packages["nvidia-tensorflow"])
+        if built is not None:
+            return _mm(built[0]), None
+    return cuda_of_wheels(value)
+
+
 def wanted(name: str, value: Dict[str, Any]) -> List[str]:
     if name == "paddle":
         v = _v(value.get("public") or value.get("version"))
         return ["libcudnn.so"] if v is not None and v < Version("3.0") else []
-    cuda = _mm(value.get("cuda"))
-    wheel_cudnn = None
-    if cuda is None:
-        cuda, wheel_cudnn = cuda_of_wheels(value)
+    cuda, wheel_cudnn = framework_cuda(name, value)
     if cuda is None:
         return []
     out = [s for s in (soname(lib, cuda) for lib in LOADS.get(name, ())) if s]
@@ -342,7 +376,8 @@ def pinned_copy(host: Host, value: Dict[str, Any], soname_: str) -> Optional[Tup
         if soname_ not in host.list_dir(lib_dir).names():
             continue
         path = posixpath.join(lib_dir, soname_)
-        version = _version_of_file(host, path) or wheel_version(host, host.resolve(path))
+        # a wheel's file carries only the soname (libcudart.so.11.0): the wheel's version is the library's
+        version = wheel_version(host, host.resolve(path)) or _version_of_file(host, path)
         owner = posixpath.basename(posixpath.dirname(lib_dir)).replace("_", "-")
         if any(n.startswith("nvidia-%s" % owner) or n.startswith("nvidia-") and owner.startswith("cu")
                for n in required):
@@ -430,10 +465,14 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
                 if r not in taken:
                     taken.add(r)
                     distinct.append(path)
+            version = (wheel_version(host, res["resolved"]) or res["version"]) if res["path"] else None
             entry = {"soname": so, "how": "dlopen", "path": res["path"], "resolved": res["resolved"],
-                     "via": res["via"], "version": res["version"], "others": res["others"],
+                     "via": res["via"], "version": version, "others": res["others"],
                      "elsewhere": _unique(elsewhere), "elsewhere_files": distinct, "expected": None,
                      "shadowed": False}
+            built = framework_cuda(name, value)[0]
+            if built is not None and built[1] is not None and re.match(r"^lib(cudart|nvrtc)\.so", so):
+                entry["built_cuda"] = "%d.%d" % built  # the runtime's version tracks CUDA's: compared with it
             pinned = pinned_copy(host, value, so)
             if pinned is not None:
                 entry["expected"], entry["expected_version"] = pinned
