@@ -472,7 +472,7 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
                      "shadowed": False}
             built = framework_cuda(name, value)[0]
             if built is not None and built[1] is not None and re.match(r"^lib(cudart|nvrtc)\.so", so):
-                entry["built_cuda"] = "%d.%d" % built  # the runtime's version tracks CUDA's: compared with it
+                entry["built_cuda"] = "%d.%d" % (built[0], built[1])  # the runtime's version tracks CUDA's
             pinned = pinned_copy(host, value, so)
             if pinned is not None:
                 entry["expected"], entry["expected_version"] = pinned
