@@ -623,7 +623,7 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         # unknown; framework.cupy_packages_conflict says so
     needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
     for e in entries:
-        if isinstance(e, dict) and e.get("path") and e.get("shadowed") and e.get("soname") not in needed:
+        if isinstance(e, dict) and e.get("path") and e.get("not_pinned_copy") and e.get("soname") not in needed:
             yield from _dlopen_not_the_pinned_copy(facts, fw, e)
         elif isinstance(e, dict) and e.get("path") and e.get("built_cuda") and e.get("soname") not in needed:
             yield from _runtime_older_than_build(facts, fw, e)
@@ -679,7 +679,7 @@ RUNTIME_DOC = CodeDoc(
 def _runtime_older_than_build(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
     """The CUDA runtime or NVRTC the framework dlopens is of an older minor than its build's CUDA (a system CUDA 11.2
     on LD_LIBRARY_PATH for nvidia-tensorflow built with CUDA 11.8): the file's version is the CUDA release's."""
-    got, built = _v(e.get("version")), _v(e.get("built_cuda"))
+    got, built = _v(e.get("file_version")), _v(e.get("built_cuda"))
     if got is None or built is None or len(got.release) < 3:
         return  # a soname's own suffix (libcudart.so.11.0) is no release: the file's full version is needed
     if got.release[:1] != built.release[:1] or got.release[:2] >= built.release[:2]:
@@ -688,8 +688,8 @@ def _runtime_older_than_build(facts: Facts, fw: str, e: Dict[str, Any]) -> Itera
     yield Finding(
         code="cuda.runtime_older_than_framework", severity="warning", components=["cuda", fw],
         title="%s loads %s %s from %s (via %s), older than the CUDA %s it was built with" % (
-            _fw_version(facts, fw), e.get("soname"), e.get("version"), e.get("resolved") or e.get("path"), e.get("via"),
-            e.get("built_cuda")),
+            _fw_version(facts, fw), e.get("soname"), e.get("file_version"), e.get("resolved") or e.get("path"),
+            e.get("via"), e.get("built_cuda")),
         detail="%s opens the CUDA runtime with dlopen and takes the first %s the loader finds, through %s; a runtime "
                "older than the build's CUDA lacks functions the build calls.%s" % (
                    NAMES[fw], e.get("soname"), _why(e.get("via")), (" Copies not searched: %s." % ", ".join(
@@ -712,16 +712,16 @@ def _dlopen_not_the_pinned_copy(facts: Facts, fw: str, e: Dict[str, Any]) -> Ite
     comp = component_of(soname)
     if comp == "cudnn":
         return
-    got, want = _v(e.get("version")), _v(e.get("expected_version"))
+    got, want = _v(e.get("file_version")), _v(e.get("pinned_version"))
     older = got is not None and want is not None and got.release[:1] == want.release[:1] and \
         got.release[:2] < want.release[:2]
     where = posixpath.dirname(str(e.get("path")))
     yield Finding(
         code="%s.shadowed" % comp, severity="error" if older else "warning", components=[comp, fw],
         title="%s loads %s %sfrom %s (via %s), not the %s%s its package requires" % (
-            _fw_version(facts, fw), soname, "%s " % e["version"] if e.get("version") else "",
-            e.get("resolved") or e.get("path"), e.get("via"), e.get("expected"),
-            " (%s)" % e["expected_version"] if e.get("expected_version") else ""),
+            _fw_version(facts, fw), soname, "%s " % e["file_version"] if e.get("file_version") else "",
+            e.get("resolved") or e.get("path"), e.get("via"), e.get("pinned"),
+            " (%s)" % e["pinned_version"] if e.get("pinned_version") else ""),
         detail="%s opens %s with dlopen, which searches %s before the pip wheel %s requires.%s" % (
             NAMES[fw], soname, _why(e.get("via")), NAMES[fw],
             " That copy is older than the one the build was made with: functions it calls are missing ('undefined "
@@ -735,7 +735,7 @@ def _dlopen_not_the_pinned_copy(facts: Facts, fw: str, e: Dict[str, Any]) -> Ite
             text="Make the wheel's copy the one the loader finds first (LD_LIBRARY_PATH), or remove the other copy "
                  "from the loader's path.",
             commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % posixpath.dirname(
-                str(e.get("expected")))]))
+                str(e.get("pinned")))]))
 
 
 def _other_major_cudnn(facts: Facts, fw: str) -> bool:

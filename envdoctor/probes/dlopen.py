@@ -13,7 +13,10 @@ itself adds (:func:`own_dirs`), the ``ld.so`` cache, the default directories.  C
 
 Fact ``linkage.<framework>.dlopen`` = ``[{soname, how: "dlopen", path, resolved, via, version, others,
 elsewhere, elsewhere_files, expected: None, shadowed: False}]`` (``elsewhere_files``: the same copies, one per real
-file, without the one the loader takes).
+file, without the one the loader takes), and where known ``file_version`` (the file's release, its wheel's for a
+wheel), ``built_cuda`` (the CUDA the build was made with, for the CUDA runtime and NVRTC), ``pinned``,
+``pinned_version`` and ``not_pinned_copy`` (the copy in an NVIDIA wheel the framework requires, and whether the
+loader takes another).
 """
 
 from __future__ import annotations
@@ -465,20 +468,19 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
                 if r not in taken:
                     taken.add(r)
                     distinct.append(path)
-            version = (wheel_version(host, res["resolved"]) or res["version"]) if res["path"] else None
             entry = {"soname": so, "how": "dlopen", "path": res["path"], "resolved": res["resolved"],
-                     "via": res["via"], "version": version, "others": res["others"],
+                     "via": res["via"], "version": res["version"], "others": res["others"],
                      "elsewhere": _unique(elsewhere), "elsewhere_files": distinct, "expected": None,
                      "shadowed": False}
+            if res["path"]:  # the file's own release (a wheel's file names only its soname: its wheel's version)
+                entry["file_version"] = wheel_version(host, res["resolved"]) or _version_of_file(host, res["path"])
             built = framework_cuda(name, value)[0]
             if built is not None and built[1] is not None and re.match(r"^lib(cudart|nvrtc)\.so", so):
                 entry["built_cuda"] = "%d.%d" % (built[0], built[1])  # the runtime's version tracks CUDA's
             pinned = pinned_copy(host, value, so)
-            if pinned is not None:
-                entry["expected"], entry["expected_version"] = pinned
-                entry["version"] = _version_of_file(host, res["path"]) or wheel_version(host, res["resolved"]) \
-                    if res["path"] else None
-                entry["shadowed"] = bool(res["resolved"]) and res["resolved"] != host.resolve(pinned[0])
+            if pinned is not None:  # the copy in the NVIDIA wheel the framework's metadata requires
+                entry["pinned"], entry["pinned_version"] = pinned
+                entry["not_pinned_copy"] = bool(res["resolved"]) and res["resolved"] != host.resolve(pinned[0])
             entries.append(entry)
         facts.append(ok("linkage.%s.dlopen" % name, entries, "derived",
                         "%s: CUDA libraries it loads at run time" % name))
