@@ -418,3 +418,35 @@ def test_without_its_wheel_the_release_notes_cuda_tells_the_runtime_is_older(nvt
     found = [f for f in _findings(_facts(nvtf, monkeypatch, ldp=nvtf["sysdir"])) if "libcudart.so.11.0" in f.title]
     assert [(f.code, f.severity) for f in found] == [("cuda.runtime_older_than_framework", "warning")]
     assert "CUDA 11.8" in found[0].title
+
+
+def test_a_tensorflow_extension_built_against_another_tensorflow_is_predicted_to_fail(tmp_path, monkeypatch) -> None:
+    """tensorflow-text-like: a module needing libtensorflow_framework.so.2 and a tensorflow:: symbol this
+    TensorFlow's framework library no longer exports (both compiled here)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    d = str(tmp_path)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", os.path.join(d, "venv")], check=True, timeout=120,
+                   capture_output=True)
+    site = os.path.join(d, "venv", "lib", PY, "site-packages")
+    tf = os.path.join(site, "tensorflow")
+    old = os.path.join(d, "old")
+    keep = "int a(void) __asm__(\"_ZN10tensorflow6kernel4keepEv\"); int a(void) { return 1; }\n"
+    gone = "int b(void) __asm__(\"_ZN10tensorflow6kernel4goneEv\"); int b(void) { return 2; }\n"
+    _lib(old, "libtensorflow_framework.so.2", "libtensorflow_framework.so.2", keep + gone)
+    _lib(tf, "libtensorflow_framework.so.2", "libtensorflow_framework.so.2", keep)
+    os.makedirs(os.path.join(tf, "python", "platform"))
+    with open(os.path.join(tf, "python", "platform", "build_info.py"), "w") as fh:
+        fh.write("build_info = {'is_cuda_build': False, 'is_rocm_build': False}\n")
+    open(os.path.join(tf, "__init__.py"), "w").close()
+    _dist(site, "tensorflow_cpu", "2.16.1")
+    uses = ("int a(void) __asm__(\"_ZN10tensorflow6kernel4keepEv\"); int b(void) __asm__(\"_ZN10tensorflow6kernel4go"
+            "neEv\");\nint use(void) { return a() + b(); }\n")
+    _lib(os.path.join(site, "tensorflow_text", "python", "ops"), "_ops.so", "_ops.so", uses, "-L" + old,
+         "-l:libtensorflow_framework.so.2")
+    _dist(site, "tensorflow_text", "2.15.0", ["tensorflow (<2.16,>=2.15.0)"], ["tensorflow_text/python/ops/_ops.so"])
+    found = [f for f in _findings(_facts({"python": os.path.join(d, "venv", "bin", "python")}, monkeypatch,
+                                         gpu=False)) if f.code == "linkage.undefined_symbols"]
+    assert len(found) == 1 and found[0].components == ["tensorflow"]
+    assert "tensorflow_text 2.15.0" in found[0].title or "tensorflow-text 2.15.0" in found[0].title
+    assert "_ZN10tensorflow6kernel4goneEv" in found[0].detail

@@ -207,7 +207,7 @@ def count(findings: Iterable[Finding]) -> Dict[str, int]:
 FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "mxnet")
 SYMBOLS_DOC = CodeDoc(
     "linkage.undefined_symbols", "error", "An extension module imports framework symbols the installed framework "
-    "does not export.", "linkage.torch.extension_symbols",
+    "does not export.", "linkage.torch.extension_symbols, linkage.tensorflow.extension_symbols",
     "It was built against another release of the framework: importing it fails with 'undefined symbol: "
     "_ZN3c10...' (C++ has no stable ABI across releases).", "https://pytorch.org/docs/stable/notes/faq.html")
 
@@ -260,40 +260,41 @@ def library_closure(ctx: CheckContext) -> Iterable[Finding]:
                          skip=_skipper(gpu, optional), evidence=ev)
 
 
-@check("extension-symbols", requires=("framework.torch",), reads=("linkage.torch.extension_symbols",),
+@check("extension-symbols", requires=("framework.*",), reads=("linkage.*.extension_symbols",),
        layers=("frameworks",), codes=(SYMBOLS_DOC,))
 def extension_symbols(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    torch = facts.mapping("framework.torch")
-    fact = facts.get("linkage.torch.extension_symbols")
-    by_package: Dict[str, List[Dict[str, Any]]] = {}
-    for e in facts.items("linkage.torch.extension_symbols"):
-        if isinstance(e, dict) and e.get("missing"):
-            by_package.setdefault(str(e.get("package")), []).append(e)
-    for package, es in sorted(by_package.items()):
-        total = sum(int(e.get("count") or len(e.get("missing") or [])) for e in es)
-        first = str(es[0]["missing"][0])
-        files = ", ".join(sorted({posixpath.basename(str(e.get("path"))) for e in es}))
-        yield Finding(
-            code="linkage.undefined_symbols", severity="error", components=["torch"],
-            title="%s %s was built against another torch: %s import%s %d symbol%s torch %s does not export" % (
-                package, es[0].get("version"), files, "s" if len(es) == 1 else "", total, "" if total == 1 else "s",
-                torch.get("version", "?")),
-            detail="Importing it fails with 'undefined symbol: %s' (looked up in every library of torch/lib, as "
-                   "the loader binds them). C++ symbols change between torch releases: a compiled extension works "
-                   "only with the torch it was built against." % first,
-            evidence=[fact.to_dict()] if fact is not None else [],
-            source={"rule": "an extension module's undefined symbols must be exported by the libraries it is loaded "
-                            "with (ld.so: 'undefined symbol')", "url": LDSO_URL, "checked": "2026-11-28"},
-            fix=_rebuild_fix(package, torch))
+    for fw, display in (("torch", "torch"), ("tensorflow", "TensorFlow")):
+        value = facts.mapping("framework." + fw)
+        fact = facts.get("linkage.%s.extension_symbols" % fw)
+        by_package: Dict[str, List[Dict[str, Any]]] = {}
+        for e in facts.items("linkage.%s.extension_symbols" % fw):
+            if isinstance(e, dict) and e.get("missing"):
+                by_package.setdefault(str(e.get("package")), []).append(e)
+        for package, es in sorted(by_package.items()):
+            total = sum(int(e.get("count") or len(e.get("missing") or [])) for e in es)
+            first = str(es[0]["missing"][0])
+            files = ", ".join(sorted({posixpath.basename(str(e.get("path"))) for e in es}))
+            yield Finding(
+                code="linkage.undefined_symbols", severity="error", components=[fw],
+                title="%s %s was built against another %s: %s import%s %d symbol%s %s %s does not export" % (
+                    package, es[0].get("version"), display, files, "s" if len(es) == 1 else "", total,
+                    "" if total == 1 else "s", display, value.get("version", "?")),
+                detail="Importing it fails with 'undefined symbol: %s' (looked up in every library of %s, as the "
+                       "loader binds them). C++ symbols change between releases: a compiled extension works only "
+                       "with the %s it was built against." % (first, display, display),
+                evidence=[fact.to_dict()] if fact is not None else [],
+                source={"rule": "an extension module's undefined symbols must be exported by the libraries it is "
+                                "loaded with (ld.so: 'undefined symbol')", "url": LDSO_URL, "checked": "2026-11-28"},
+                fix=_rebuild_fix(package, value, fw))
 
 
-def _rebuild_fix(package: str, torch: Dict[str, Any]) -> Fix:
+def _rebuild_fix(package: str, torch: Dict[str, Any], fw: str = "torch") -> Fix:
     """torchvision and torchaudio come from PyTorch's index, one release per torch release: install the one made for
     this torch; anything else is rebuilt against it (a source build without build isolation compiles against the
     installed torch)."""
     version = str(torch.get("version") or "?")
-    if package in ("torchvision", "torchaudio"):
+    if fw == "torch" and package in ("torchvision", "torchaudio"):
         from .libraries import torch_variant
 
         index = torch_variant(torch)
@@ -301,6 +302,6 @@ def _rebuild_fix(package: str, torch: Dict[str, Any]) -> Fix:
                        package, version),
                    commands=["pip install 'torch==%s' '%s' --index-url https://download.pytorch.org/whl/%s" % (
                        version.partition("+")[0], package, index)])
-    return Fix(text="Install the %s release built for torch %s, or rebuild it against this torch (without build "
-                    "isolation, so it compiles against the installed torch)." % (package, version),
+    return Fix(text="Install the %s release built for %s %s, or rebuild it against it (without build isolation, so "
+                    "it compiles against the installed one)." % (package, fw, version),
                commands=["pip install --force-reinstall --no-deps --no-build-isolation --no-cache-dir '%s'" % package])

@@ -331,11 +331,18 @@ TORCH_EXTENSIONS: Dict[str, Tuple[str, str]] = {
 }
 
 
-#: A framework's own libraries, which an extension module needs by soname (found because the framework loaded them).
-FRAMEWORK_LIB = {"torch": re.compile(r"^lib(?:torch|c10|caffe2|shm)[a-z0-9_]*\.so$")}
-#: Mangled C++ names of the framework's namespaces (c10::, at::, torch::, caffe2::), data and vtables included:
-#: the symbols an extension built against one release imports from it.
-FRAMEWORK_SYMBOL = {"torch": re.compile(r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:3c10|2at|5torch|6caffe2)")}
+#: A framework's own libraries, which an extension module needs by soname (found because the framework loaded
+#: them), and the directories (relative to site-packages) that hold them: torch/lib; TensorFlow's
+#: libtensorflow_framework.so.N and _pywrap_tensorflow_internal.so (tensorflow_core/ in 1.15-2.1).
+FRAMEWORK_LIB = {"torch": re.compile(r"^lib(?:torch|c10|caffe2|shm)[a-z0-9_]*\.so$"),
+                 "tensorflow": re.compile(r"^(?:libtensorflow_(?:framework|cc)\.so\.\d+|"
+                                          r"_pywrap_tensorflow_internal\.so)$")}
+FRAMEWORK_DIRS = {"torch": ("torch/lib",),
+                  "tensorflow": ("tensorflow", "tensorflow/python", "tensorflow_core", "tensorflow_core/python")}
+#: Mangled C++ names of the framework's namespaces, data and vtables included (torch: c10::, at::, torch::,
+#: caffe2::; TensorFlow: tensorflow::, tsl::): the symbols an extension built against one release imports from it.
+FRAMEWORK_SYMBOL = {"torch": re.compile(r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:3c10|2at|5torch|6caffe2)"),
+                    "tensorflow": re.compile(r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:10tensorflow|3tsl)")}
 #: The most extension modules whose symbols are looked up in one run, and RECORD's size read per distribution.
 MAX_EXTENSION_FILES = 64
 RECORD_LIMIT = 4 * 1024 * 1024
@@ -370,32 +377,36 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
 
 
 def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: Sequence[Distribution],
-                      dependents: Sequence[str]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
-    """What PyTorch's extension modules need that nothing provides, modelled as one process that imported torch
-    first (its libraries then satisfy the extensions' needs by soname, as ld.so matches loaded objects):
+                      dependents: Sequence[str], framework: str = "torch"
+                      ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """What a framework's extension modules need that nothing provides, modelled as one process that imported the
+    framework first (its libraries then satisfy the extensions' needs by soname, as ld.so matches loaded objects):
 
-    * ``[{package, version, path, soname}]``: a CUDA library, or one of torch's own libraries that this torch does
-      not have (``libc10_cuda.so`` in a CPU-only torch: the extension is a CUDA build), which the loader cannot find;
-    * ``[{package, version, path, missing, checked}]``: C++ symbols of torch (c10::, at::, torch::) an extension
-      imports and none of torch's libraries exports: built against another torch release, it fails to import with
-      "undefined symbol"."""
+    * ``[{package, version, path, soname}]``: a CUDA library, or one of the framework's own libraries that this
+      build does not have (``libc10_cuda.so`` in a CPU-only torch: the extension is a CUDA build), which the loader
+      cannot find;
+    * ``[{package, version, path, missing, checked}]``: C++ symbols of the framework (c10::, at::, torch::;
+      tensorflow::) an extension imports and none of the framework's libraries exports: built against another
+      release, it fails to import with "undefined symbol"."""
     from . import loader
 
     site = str(torch.get("path") or "")
-    lib_dir = posixpath.join(site, "torch", "lib")
-    own = [posixpath.join(lib_dir, n) for n in host.list_dir(lib_dir).names() if FRAMEWORK_LIB["torch"].match(n)]
-    # the known packages' modules, and of the others those that link torch's libraries (not the copies of other
-    # libraries a wheel vendors)
-    files = [(d, p) for d, p in extension_files(host, site, dists, dependents)
-             if d.key in TORCH_EXTENSIONS or any(FRAMEWORK_LIB["torch"].match(n) for n in host.elf(p).needed)]
+    lib_rx = FRAMEWORK_LIB[framework]
+    own = [posixpath.join(site, rel, n) for rel in FRAMEWORK_DIRS[framework]
+           for n in host.list_dir(posixpath.join(site, rel)).names() if lib_rx.match(n)]
+    # the known packages' modules, and of the others those that link the framework's libraries (not the copies of
+    # other libraries a wheel vendors)
+    files = [(d, p) for d, p in extension_files(host, site, dists, dependents, framework)
+             if d.key in TORCH_EXTENSIONS and framework == "torch" or any(lib_rx.match(n) for n in host.elf(p).needed)]
+    files = [(d, p) for d, p in files if p not in own]
     if not files:
         return [], []
-    # torch's libraries and the extensions, their needs resolved (and so in the process), not followed further
+    # the framework's libraries and the extensions, their needs resolved (and so in the process), not followed
     graph = loader.load(host, config, own + [p for _, p in files], descend=lambda soname: False)
     objects = graph["objects"]
     index = {o["path"]: o["index"] for o in objects}
     owner = {p: d for d, p in files}
-    have_libs = set(host.list_dir(lib_dir).names())
+    have_libs = {posixpath.basename(p) for p in own}
     missing_libs: List[Dict[str, Any]] = []
     broken: Dict[str, List[str]] = {}
     for link in graph["links"]:
@@ -403,9 +414,9 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
         if req not in owner or link.get("path") or not link.get("certain", True):
             continue
         soname = str(link.get("soname"))
-        framework_lib = bool(FRAMEWORK_LIB["torch"].match(soname))
+        framework_lib = bool(lib_rx.match(soname))
         if framework_lib and (soname in have_libs or not have_libs):
-            continue  # torch has it (its ELF could not be read to match it): not judged
+            continue  # the framework has it (its ELF could not be read to match it): not judged
         if not framework_lib and not (CUDA_SONAME.match(soname) or loader.CUDA_FAMILY.match(soname)):
             continue
         d = owner[req]
@@ -419,7 +430,7 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     for d, path in files:
         if path in broken or path not in index or objects[index[path]].get("error"):
             continue
-        res = host.elf_unresolved(path, providers, FRAMEWORK_SYMBOL["torch"].pattern)
+        res = host.elf_unresolved(path, providers, FRAMEWORK_SYMBOL[framework].pattern)
         if not res.ok:
             continue
         wanted = list(res.missing)
@@ -532,9 +543,11 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         if closure is not None:
             facts.append(closure)
 
-    torch = fw.value("framework.torch")
-    if isinstance(torch, dict) and torch.get("path"):
-        # PyTorch's extension packages, whatever torch's build (a CUDA torchvision on a CPU-only torch)
+    for name, label in (("torch", "PyTorch"), ("tensorflow", "TensorFlow")):
+        value = fw.value("framework." + name)
+        if not (isinstance(value, dict) and value.get("path")):
+            continue
+        # the framework's extension packages, whatever its build (a CUDA torchvision on a CPU-only torch)
         if cache is None:
             read, cache_fact = read_ld_cache(host)
             cache = read or []
@@ -542,15 +555,17 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         if dists is None:
             dists = host.distributions()
         reqs = ctx.facts_of("requires").value("python.requirements")
-        dependents = (reqs.get("dependents") or {}).get("torch", []) if isinstance(reqs, dict) else []
+        dependents = (reqs.get("dependents") or {}).get(name, []) if isinstance(reqs, dict) else []
+        if name != "torch" and not dependents:
+            continue
         config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
-        ext, symbols = extension_linkage(host, torch, config, dists, dependents)
+        ext, symbols = extension_linkage(host, value, config, dists, dependents, name)
         if ext:
-            facts.append(ok("linkage.torch.extensions", ext, "elf:" + ext[0]["path"],
-                            "CUDA libraries of PyTorch extension packages"))
+            facts.append(ok("linkage.%s.extensions" % name, ext, "elf:" + ext[0]["path"],
+                            "Libraries %s extension packages need" % label))
         if symbols:
-            facts.append(ok("linkage.torch.extension_symbols", symbols, "elf:" + symbols[0]["path"],
-                            "torch symbols PyTorch extension modules import that torch lacks"))
+            facts.append(ok("linkage.%s.extension_symbols" % name, symbols, "elf:" + symbols[0]["path"],
+                            "%s symbols extension modules import that it lacks" % label))
     if not facts:
         # Say why the section is empty rather than print a bare heading.
         facts.append(ok("linkage.scan", "no framework with a CUDA library is installed, so nothing to resolve",
