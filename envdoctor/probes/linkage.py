@@ -4,7 +4,7 @@ installed framework's CUDA library would really load, resolved the way ``ld.so``
 For each framework the frameworks probe found, the ELF dynamic section of its main CUDA
 library is read (``Host.elf``: NEEDED, RPATH, RUNPATH), ``$ORIGIN`` is expanded to the
 library's directory, and every NEEDED CUDA soname is resolved with
-:func:`envdoctor.probes.libraries.resolve_soname` in glibc's order (ld.so(8)):
+:func:`envdoctor.probes.loader.resolve_soname` (the one model of ``ld.so``) in glibc's order (ld.so(8)):
 
 * ``DT_RPATH`` (only when the object has no ``DT_RUNPATH``) *before* ``LD_LIBRARY_PATH``;
 * ``LD_LIBRARY_PATH``;
@@ -43,7 +43,7 @@ from ..host.base import Distribution, Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import loader_config
+from .loader import expand_origin, loader_config
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
 CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11.0
@@ -232,18 +232,6 @@ def abi_fact(host: Host, name: str, value: Dict[str, Any], dists: Sequence[Distr
     return ok("linkage.%s.abi" % name, out, src, label)
 
 
-def expand_origin(entries: Sequence[str], lib_dir: str) -> List[str]:
-    """``$ORIGIN``/``${ORIGIN}`` -> the library's directory, normalised (``..`` folded)."""
-    out = []
-    for e in entries:
-        for part in e.split(":"):
-            if not part:
-                continue
-            part = part.replace("${ORIGIN}", lib_dir).replace("$ORIGIN", lib_dir)
-            out.append(posixpath.normpath(part))
-    return out
-
-
 def _dlopened(name: str, value: Dict[str, Any]) -> List[str]:
     """Sonames a framework opens with dlopen (not in NEEDED): TensorFlow and JAX load cuDNN that way."""
     major = None
@@ -267,10 +255,7 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
     sonames = [(s, "NEEDED") for s in needed if pattern.match(s)]
     sonames += [(s, "dlopen") for s in extra if s not in needed]
     for soname, how in sonames:
-        # RPATH dirs go in front of LD_LIBRARY_PATH; resolve_soname puts RUNPATH after it.
-        res = resolve_soname(host, soname, runpath=rn, ld_library_path=list(rp) + list(ldp), cache=cache)
-        if res["path"] and posixpath.dirname(res["path"]) in rp:
-            res["via"] = "RPATH"
+        res = resolve_soname(host, soname, runpath=rn, ld_library_path=ldp, cache=cache, rpath=rp)
         expected = None
         for d in own:
             if soname in host.list_dir(d).names():
