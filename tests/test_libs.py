@@ -417,7 +417,7 @@ def test_without_its_wheel_the_release_notes_cuda_tells_the_runtime_is_older(nvt
     shutil.rmtree(os.path.join(nvtf["site"], "nvidia_cuda_runtime_cu11-11.8.89.dist-info"))
     found = [f for f in _findings(_facts(nvtf, monkeypatch, ldp=nvtf["sysdir"])) if "libcudart.so.11.0" in f.title]
     assert [(f.code, f.severity) for f in found] == [("cuda.runtime_older_than_framework", "warning")]
-    assert "CUDA 11.8" in found[0].title
+    assert "its build's CUDA 11.8" in found[0].title
 
 
 def test_a_tensorflow_extension_built_against_another_tensorflow_is_predicted_to_fail(tmp_path, monkeypatch) -> None:

@@ -687,7 +687,7 @@ def _runtime_older_than_build(facts: Facts, fw: str, e: Dict[str, Any]) -> Itera
     where = posixpath.dirname(str(e.get("path")))
     yield Finding(
         code="cuda.runtime_older_than_framework", severity="warning", components=["cuda", fw],
-        title="%s loads %s %s from %s (via %s), older than the CUDA %s it was built with" % (
+        title="%s loads %s %s from %s (via %s), older than its build's CUDA %s" % (
             _fw_version(facts, fw), e.get("soname"), e.get("file_version"), e.get("resolved") or e.get("path"),
             e.get("via"), e.get("built_cuda")),
         detail="%s opens the CUDA runtime with dlopen and takes the first %s the loader finds, through %s; a runtime "

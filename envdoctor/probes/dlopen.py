@@ -474,7 +474,9 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
                      "shadowed": False}
             if res["path"]:  # the file's own release (a wheel's file names only its soname: its wheel's version)
                 entry["file_version"] = wheel_version(host, res["resolved"]) or _version_of_file(host, res["path"])
-            built = framework_cuda(name, value)[0]
+            # TensorFlow's builds are tested with one CUDA release (ONNX Runtime, CuPy and JAX say theirs run on any
+            # minor of their major): a runtime older than that release is judged for TensorFlow
+            built = framework_cuda(name, value)[0] if name == "tensorflow" else None
             if built is not None and built[1] is not None and re.match(r"^lib(cudart|nvrtc)\.so", so):
                 entry["built_cuda"] = "%d.%d" % (built[0], built[1])  # the runtime's version tracks CUDA's
             pinned = pinned_copy(host, value, so)
