@@ -7,11 +7,11 @@ Against a real environment (``--python``: an interpreter with torch installed, b
    torch), the symbols envdoctor predicts missing against torch/lib, and what the machine's own loader says when
    the module is loaded after ``import torch`` (``ctypes.CDLL``, RTLD_NOW: every undefined symbol is bound at
    load). Printed side by side; the script exits 1 on any disagreement.
-2. **Cost.** The probes ``diagnose`` runs for the frameworks (frameworks, requires, linkage, dlopen) on a fresh
-   host each run, and the same without the new work (``requires`` and the closure and symbol look-ups), as
-   medians over ``--runs`` runs and their ratio; then ``envdoctor libs`` on torch's main CUDA library.
+2. **Cost.** The median time of each framework probe (frameworks, requires, linkage, dlopen) on a fresh host,
+   of ``envdoctor libs`` on torch's main library, and of the whole ``envdoctor diagnose --format json``,
+   alternating with another source tree (``--against ../main``) when given, and their ratio.
 
-Usage: python scripts/bench_libs.py --python ~/venv/bin/python --runs 9 [--json]
+Usage: python scripts/bench_libs.py --python ~/venv/bin/python --runs 9 [--against ../main] [--json]
 """
 
 from __future__ import annotations
@@ -77,26 +77,45 @@ def _time(fn: Any, runs: int) -> float:
     return statistics.median(out)
 
 
-def cost(python: str, runs: int) -> Dict[str, float]:
-    with_new = ("python", "frameworks", "requires", "linkage", "dlopen", "cuda", "libraries", "driver")
-    without = ("python", "frameworks", "linkage", "dlopen", "cuda", "libraries", "driver")
+def _diagnose(python: str, tree: str) -> float:
+    """One ``envdoctor diagnose --format json`` of ``python``'s environment, run from the source tree ``tree``."""
+    env = dict(os.environ, PYTHONPATH=tree)
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--python", python, "--format", "json"],
+                   capture_output=True, timeout=300, env=env, cwd="/")
+    return time.perf_counter() - t
 
-    def run(only: Any) -> None:
-        run_probes(LiveHost(timeout=60, python_executable=python), only=only)
 
-    t_new = _time(lambda: run(with_new), runs)
-    t_old = _time(lambda: run(without), runs)
+def cost(python: str, runs: int, against: str = "") -> Dict[str, float]:
+    """Medians: each framework probe's own time on a fresh host (sequential runs, so one probe's time is its own),
+    ``envdoctor libs`` on torch's main library, and the whole ``diagnose`` (alternating with ``against``, another
+    source tree, when given)."""
+    per: Dict[str, List[float]] = {}
+    only = ("python", "frameworks", "requires", "linkage", "dlopen", "driver", "cuda", "libraries")
+    for _ in range(runs):
+        for r in run_probes(LiveHost(timeout=60, python_executable=python), only=only, parallel=False):
+            per.setdefault("probe %s (ms)" % r.name, []).append(r.duration * 1000)
+    out = {k: statistics.median(v) for k, v in per.items() if k.split()[1] in ("frameworks", "requires", "linkage",
+                                                                               "dlopen")}
     host = LiveHost(timeout=60, python_executable=python)
     torch = next((d for d in host.distributions() if d.key == "torch"), None)
-    out = {"framework probes with requirements, closure and symbols (s)": t_new,
-           "framework probes without the requirements probe (s)": t_old}
     if torch is not None:
         main = os.path.join(torch.location, "torch", "lib", "libtorch_cuda.so")
         if not os.path.exists(main):
             main = os.path.join(torch.location, "torch", "lib", "libtorch_cpu.so")
-        envdoctor = [sys.executable, "-m", "envdoctor", "libs", main, "--format", "json"]
-        out["envdoctor libs %s (s)" % os.path.basename(main)] = _time(
-            lambda: subprocess.run(envdoctor, capture_output=True, timeout=300), max(1, runs // 3))
+        libs = [sys.executable, "-m", "envdoctor", "libs", main, "--format", "json"]
+        out["envdoctor libs %s (ms)" % os.path.basename(main)] = 1000 * _time(
+            lambda: subprocess.run(libs, capture_output=True, timeout=300), max(1, runs // 3))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    mine, theirs = [], []
+    for _ in range(runs):
+        mine.append(_diagnose(python, here))
+        if against:
+            theirs.append(_diagnose(python, against))
+    out["diagnose, this tree (ms)"] = 1000 * statistics.median(mine)
+    if against:
+        out["diagnose, %s (ms)" % against] = 1000 * statistics.median(theirs)
+        out["ratio (this tree / %s)" % against] = statistics.median(mine) / statistics.median(theirs)
     return out
 
 
@@ -104,10 +123,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose torch is measured")
     ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--against", default="", metavar="TREE",
+                    help="another envdoctor source tree (e.g. a worktree of main) to time diagnose against")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = agreement(args.python)
-    times = cost(args.python, args.runs)
+    times = cost(args.python, args.runs, args.against)
     if args.json:
         print(json.dumps({"agreement": rows, "cost": times}, indent=2))
     else:
@@ -116,10 +137,7 @@ def main() -> int:
                 "same" if r["agree"] else "DIFF", r["package"], r["module"], r["envdoctor"], r["loader"]))
         print()
         for k, v in times.items():
-            print("%-70s %.3f" % (k, v))
-        keys = list(times)
-        if len(keys) >= 2 and times[keys[1]]:
-            print("%-70s %.2fx" % ("ratio (with / without)", times[keys[0]] / times[keys[1]]))
+            print("%-70s %s" % (k, "%.2fx" % v if k.startswith("ratio") else "%.1f" % v))
     return 0 if all(r["agree"] for r in rows) else 1
 
 

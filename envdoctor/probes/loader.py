@@ -602,18 +602,25 @@ def wheel_version(host: Host, path: Optional[str]) -> Optional[str]:
         want = ("tensorrt-libs", "tensorrt-cu")
     if site is None:
         return None
+    for key, version in _site_wheels(host, site):  # the wheels of that site-packages, whichever interpreter it is
+        if any(key == w or key.startswith(w + "-cu") or key.startswith(w) for w in want):
+            return version
+    return None
+
+
+def _site_wheels(host: Host, site: str) -> List[Tuple[str, str]]:
+    """(normalised name, version) of the distributions in one site-packages directory (once per host)."""
     from ..host.base import parse_dist_dir
 
-    for entry in host.list_dir(site).names():  # the wheels of that site-packages, whichever interpreter it is
-        if not entry.endswith(".dist-info"):
-            continue
-        parsed = parse_dist_dir(entry)
-        if parsed is None:
-            continue
-        key = normalize_name(parsed[0])
-        if any(key == w or key.startswith(w + "-cu") or key.startswith(w) for w in want):
-            return parsed[1]
-    return None
+    def read() -> List[Tuple[str, str]]:
+        out = []
+        for entry in host.list_dir(site).names():
+            parsed = parse_dist_dir(entry) if entry.endswith(".dist-info") else None
+            if parsed is not None:
+                out.append((normalize_name(parsed[0]), parsed[1]))
+        return out
+
+    return host.once("site-wheels:" + site, read)
 
 
 def other_majors(host: Host, config: LoaderConfig, soname: str, dirs: Sequence[str]) -> List[Dict[str, Any]]:
