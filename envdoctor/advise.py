@@ -87,6 +87,9 @@ def parse_os(text: str) -> Tuple[str, str]:
         spec = osinfo.parse_os(text)
     except osinfo.OsSpecError as exc:
         raise AdviseError(str(exc)) from None
+    if spec.family == "other":  # "bogus9" has the grammar's shape, but no distribution is called bogus
+        raise AdviseError("--os %r: %r is not a distribution envdoctor knows (%s)" % (
+            text, spec.os_id, ", ".join(sorted(osinfo.FAMILIES))))
     return spec.os_id, spec.version
 
 

@@ -48,8 +48,8 @@ bad baseline, bad option).""")
 @click.option("--read-timeout", "timeout", type=Seconds(0.1, 3600), default=DEFAULT_TIMEOUT,
               show_default=True, envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
               help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read "
-                   "one after another, each allowed this long); regular files are read whole, however long "
-                   "that takes. [env: ENVDOCTOR_TIMEOUT]")
+                   "at the same time, each allowed this long), and for the replay of any one snapshot; regular "
+                   "files are read whole, however long that takes. [env: ENVDOCTOR_TIMEOUT]")
 @renamed_option("--timeout", "--read-timeout", "timeout", type=Seconds(0.1, 3600), metavar="SECONDS")
 def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy_path: Optional[str], fmt: str,
           timeout: float) -> None:
@@ -93,9 +93,11 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy
             raise fail("the baseline cannot be used: " + line(base.unreadable), EXIT_USAGE)
     result = logic.compare(nodes, base, uniform, policy_path)
     if not result.readable:
+        if len(nodes) == 1:
+            raise fail(line(nodes[0].unreadable), EXIT_USAGE)  # one file: its reason is the one line
         for n in nodes:
             click.echo("envdoctor: " + line(n.unreadable), err=True)
-        raise fail("none of the %d file(s) could be read" % len(nodes), EXIT_USAGE)
+        raise fail("none of the %d files could be read" % len(nodes), EXIT_USAGE)
     if fmt in ("junit", "prometheus"):
         from ..render import engines
 

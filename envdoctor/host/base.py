@@ -266,6 +266,8 @@ class Host:
 
     #: Human description for reports ("this machine", "snapshot foo.json").
     description = "host"
+    #: Why a probe still running at the deadline did not finish ("": a file or command it reads hangs).
+    late_reason = ""
 
     # -- primitives -----------------------------------------------------
     def read_file(self, path: str, limit: int = MAX_FILE_BYTES) -> FileResult:
