@@ -74,6 +74,7 @@ def main(argv: List[str]) -> int:
     with open(MACHINE, encoding="utf-8") as fh:
         doc = json.load(fh)
     print("load average: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
+    replay_seconds(stretched(doc, 10, "absent"))  # imports and first-use costs, outside the figures
     for shape in args.shapes:
         # a listed directory costs values: 8,000 of each kind is about what the 200,000-value limit allows
         sizes = [2000, 4000, 8000] if shape == "listed" else args.sizes

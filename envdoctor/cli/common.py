@@ -88,8 +88,12 @@ def echo_output(text: str, color: Optional[bool] = None, deadline: Optional[floa
             if color is not True:
                 text = click.unstyle(text)  # what click.echo does into a pipe
             sys.stdout.flush()
-            write_all(sys.stdout.fileno(), text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"),
-                      deadline, "standard output")
+            encoding = sys.stdout.encoding or "utf-8"
+            try:
+                data = text.encode(encoding, sys.stdout.errors or "strict")
+            except UnicodeEncodeError:  # an ASCII-only locale: escapes, as printable() shows what cannot be
+                data = text.encode(encoding, "backslashreplace")
+            write_all(sys.stdout.fileno(), data, deadline, "standard output")
             return
         click.echo(text, nl=False, color=color)
         sys.stdout.flush()
