@@ -86,6 +86,7 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
     from ..host.privacy import Scrubber
     from ..scope import chosen
 
+    started = time.monotonic()
     layers = chosen(only, skip) if only or skip else None
     if layers == []:
         raise click.UsageError("--only and --skip leave no layer to examine")
@@ -100,10 +101,9 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
                               source={"kind": "snapshot", "description": host.description,
                                       "captured": str(host.doc.get("created", ""))}, layers=layers)
     else:
-        from ..launcher import process_started
         from ..report import diagnose_live
 
-        deadline = (process_started(timeout) or time.monotonic()) + timeout
+        deadline = started + timeout
         report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers)
     written_by = output_deadline(deadline + 1.0)
     shown, findings = select(report, only, skip)
