@@ -159,15 +159,15 @@ def _holds_a_fact(probes: List[Any]) -> bool:
     return False
 
 
-def report_from_file(path: str, timeout: float, want: Optional[str] = None,
-                     raw: Optional[bytes] = None) -> Tuple[str, Dict[str, Any]]:
+def report_from_file(path: str, timeout: float, want: Optional[str] = None, raw: Optional[bytes] = None,
+                     replay_timeout: Optional[float] = None) -> Tuple[str, Dict[str, Any]]:
     """The envdoctor report a file holds: ``("report", it)`` for a report (``diagnose --format json``),
     ``("snapshot", the report its replay gives)`` for a snapshot. ``want`` ("report" or "snapshot") refuses the
     other kind before anything is replayed. Anything else (a fleet comparison, a document with neither probes
     nor evidence, an invalid snapshot) raises :class:`~envdoctor.host.snapshot.SnapshotError` naming the file
-    and the problem. ``timeout`` bounds the wait for a pipe's data and, apart, the replay's probes (as
-    ``--timeout`` bounds a live run's); ``raw``: the file's bytes, already read. ``check`` and ``fleet`` both
-    read their inputs through here."""
+    and the problem. ``timeout`` bounds the wait for a pipe's data; ``replay_timeout`` (default: ``timeout``)
+    the replay's probes, as ``--timeout`` bounds a live run's; ``raw``: the file's bytes, already read.
+    ``check``, ``policy init`` and ``fleet`` read their inputs through here."""
     from .host.snapshot import (
         SnapshotError,
         SnapshotHost,
@@ -197,6 +197,7 @@ def report_from_file(path: str, timeout: float, want: Optional[str] = None,
     validate_document(doc, path)
     host = SnapshotHost(doc, path, validated=True)
     # The replay's probes get ``timeout`` too: a crafted snapshot cannot keep them busy for ever.
-    report = diagnose(host, deadline=time.monotonic() + timeout, scrubber=Scrubber(include_host=True), source={
+    budget = timeout if replay_timeout is None else replay_timeout
+    report = diagnose(host, deadline=time.monotonic() + budget, scrubber=Scrubber(include_host=True), source={
         "kind": "snapshot", "description": host.description, "captured": str(doc.get("created", ""))})
     return "snapshot", report.to_dict()

@@ -9,7 +9,16 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import Seconds, echo_output, output_deadline, python_option, timeout_option, write_to
+from .common import (
+    Seconds,
+    echo_output,
+    format_option,
+    output_deadline,
+    python_option,
+    read_timeout_option,
+    timeout_option,
+    write_to,
+)
 
 FORMATS = ("text", "json", "junit", "prometheus", "nhc", "nfd")
 
@@ -32,9 +41,9 @@ Exit codes: 0 every requirement met and no finding at or above fail_on;
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="Replay a snapshot instead of this machine.")
 @click.option("--report", "report_path", metavar="FILE",
               help="Judge an existing `diagnose --format json` report instead of this machine.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text, json (the report with a policy section), junit, prometheus (node_exporter textfile), "
-                   "nhc (one line), nfd (a Node Feature Discovery feature file).")
+@format_option(*FORMATS, help_text="text, json (the report with a policy section), junit, prometheus "
+                                    "(node_exporter textfile), nhc (one line), nfd (a Node Feature Discovery "
+                                    "feature file).")
 @click.option("-o", "--output", metavar="FILE", help="Write here instead of standard output ('-' for standard "
                                                     "output): a regular file atomically (a temporary file renamed "
                                                     "into place, keeping its permissions), a device or pipe by "
@@ -113,14 +122,20 @@ def _node_name(path: Optional[str]) -> str:
     return node_name(path or "") or "localhost"
 
 
-def load_report(path: str, timeout: float, reports_only: bool = False, snapshots_only: bool = False) -> Dict[str, Any]:
-    """A report as a dict, from a report file or by replaying a snapshot; exit 2 when it is neither."""
+def load_report(path: str, timeout: float, reports_only: bool = False, snapshots_only: bool = False,
+                read_timeout: bool = False) -> Dict[str, Any]:
+    """A report as a dict, from a report file or by replaying a snapshot; exit 2 when it is neither. A pipe is
+    waited for ``timeout`` (``--read-timeout``'s value when ``read_timeout``; the probe budget, at least 1 s,
+    otherwise)."""
     from ..host.snapshot import SnapshotError
     from ..report import report_from_file
+    from .common import env_timeout
 
     want = "report" if reports_only else "snapshot" if snapshots_only else None
     try:
-        return report_from_file(path, max(timeout, 1.0), want)[1]
+        # a replay's probes get the probe budget: --timeout, or for policy init ENVDOCTOR_TIMEOUT's
+        return report_from_file(path, timeout if read_timeout else max(timeout, 1.0), want,
+                                replay_timeout=env_timeout() if read_timeout else max(timeout, 1.0))[1]
     except SnapshotError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
@@ -139,14 +154,13 @@ Example:
               help="A known-good node's report or snapshot.")
 @click.option("-o", "--output", metavar="FILE", help="Write the policy here (a regular file atomically) instead of "
                                                     "standard output ('-' for standard output).")
-@click.option("--read-timeout", "timeout", type=Seconds(0.1, 3600), default=10, show_default=True,
-              metavar="SECONDS", help="Longest wait for an input that is a pipe or a device.")
+@read_timeout_option
 def policy_init(source: str, output: Optional[str], timeout: float) -> None:
     """Write a policy pinned to a golden node (like NHC's nhc-genconf): its driver, GPUs, CUDA toolkit,
     libraries and framework versions; a policy made from a node always passes on that node."""
     from ..policy import init_policy
 
-    report = load_report(source, timeout)
+    report = load_report(source, timeout, read_timeout=True)
     text = init_policy(report, _node_name(source))
     write_to(output, text, output_deadline(timeout=timeout))
 

@@ -7,9 +7,8 @@ from typing import Any, List, Optional, Tuple
 
 import click
 
-from ..host.base import DEFAULT_TIMEOUT
 from . import EXIT_USAGE, fail
-from .common import Seconds, echo_output, format_option, renamed_option, takes_renamed
+from .common import Seconds, echo_output, env_timeout, format_option, read_timeout_option, renamed_option
 
 #: Node names shown per line in the text output (all of them in JSON).
 SHOWN = 8
@@ -45,11 +44,7 @@ bad baseline, bad option).""")
 @format_option("text", "json", "junit", "prometheus",
                help_text="Output format: text, json, junit (one testsuite per node) or prometheus (one series set "
                          "per node, labelled node=...).")
-@click.option("--read-timeout", "timeout", type=Seconds(0.1, 3600), default=DEFAULT_TIMEOUT,
-              show_default=True, envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
-              help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read "
-                   "at the same time, each allowed this long), and for the replay of any one snapshot; regular "
-                   "files are read whole, however long that takes. [env: ENVDOCTOR_TIMEOUT]")
+@read_timeout_option
 @renamed_option("--timeout", "--read-timeout", "timeout", type=Seconds(0.1, 3600), metavar="SECONDS")
 def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy_path: Optional[str], fmt: str,
           timeout: float) -> None:
@@ -84,11 +79,12 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy
                    EXIT_USAGE)
     if empty:
         click.echo("envdoctor: no *.json or *.json.gz files in " + empty, err=True)
+    replay = env_timeout()  # a snapshot's replay gets the probe budget (ENVDOCTOR_TIMEOUT), as a live run does
     nodes = logic.load_nodes(inputs.files, logic.unique_names(inputs.files), timeout, policy_obj,
-                             summary=fmt in ("junit", "prometheus"))
+                             summary=fmt in ("junit", "prometheus"), replay=replay)
     base = None
     if baseline is not None:
-        base = logic.load_node(baseline, timeout, keep_facts=False)
+        base = logic.load_node(baseline, timeout, keep_facts=False, replay=replay)
         if base.unreadable:
             raise fail("the baseline cannot be used: " + line(base.unreadable), EXIT_USAGE)
     result = logic.compare(nodes, base, uniform, policy_path)
