@@ -171,8 +171,8 @@ class RedistRequest:
 #: Unpacked size estimated from the compressed size, for the check before downloading: NVIDIA's manifests give
 #: no unpacked size (each archive has relative_path, sha256, md5, size), so nothing better is known until the
 #: archives are on disk; then the check before unpacking measures the sizes each .tar.xz records in its own
-#: index (envdoctor.install.xzsize), so a tree that unpacks larger than this estimate is still refused before
-#: anything is unpacked.
+#: index (envdoctor.install.extract.unpacked_size), so a tree that unpacks larger than this estimate is still
+#: refused before anything is unpacked, and unpacking stops at that size should the index lie.
 UNPACK_FACTOR = 4
 STAGING_INFIX = ".envdoctor-staging"
 

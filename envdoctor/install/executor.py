@@ -22,7 +22,6 @@ import re
 import shutil
 import stat
 import subprocess
-import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,8 +29,7 @@ from typing import Callable, Deque, List, Optional, TextIO
 
 from . import validate
 from .download import DownloadError, DownloadOptions, sha256_of
-from .extract import UnsafeArchive
-from .extract import extract as safe_extract
+from .extract import UnsafeArchive, unpack, unpacked_size
 from .plan import (
     Check,
     Extract,
@@ -45,7 +43,6 @@ from .plan import (
     WriteFile,
     reboot_message,
 )
-from .xzsize import unpacked_size
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 #: What a shell reports for a program ended by Ctrl-C (128 + SIGINT).
@@ -54,6 +51,11 @@ EXIT_INTERRUPTED = 130
 
 class StepError(Exception):
     """A step's action failed; the message says why."""
+
+
+class StepRefused(StepError):
+    """A step refused what it was given (an archive that is unsafe, corrupt or not what its name says): the
+    install stops with exit 2 and one line, since running it again cannot help until the input changes."""
 
 
 @dataclass
@@ -211,28 +213,13 @@ def _write(action: WriteFile) -> None:
 
 
 def _extract(action: Extract) -> None:
-    def rename(name: str) -> str:
-        return action.license_as if action.license_as and name == "LICENSE" else name
-
     try:
-        safe_extract(action.archive, action.dest, action.strip_components, rename)
+        unpack(action.archive, action.dest, action.strip_components, action.marker, action.license_as)
     except UnsafeArchive as exc:
-        # The tree may hold part of a hostile archive: nothing of it is kept, nor the markers that
-        # say earlier archives were unpacked into it (a re-run unpacks them again).
-        shutil.rmtree(action.dest, ignore_errors=True)
-        if action.marker:
-            mdir = os.path.dirname(action.marker)
-            for name in os.listdir(mdir) if os.path.isdir(mdir) else []:
-                if name.endswith(".unpacked"):
-                    os.remove(os.path.join(mdir, name))
-        raise StepError(f"{os.path.basename(action.archive)}: {exc}; nothing from it was installed") from None
-    except (tarfile.TarError, EOFError, KeyError) as exc:
-        raise StepError(f"could not unpack {action.archive}: {exc or type(exc).__name__}") from None
+        raise StepRefused(f"refused {os.path.basename(action.archive)}: {exc}; nothing from it was installed") \
+            from None
     except OSError as exc:
         raise StepError(f"could not unpack {action.archive}: {_os_error(exc)}") from None
-    if action.marker:
-        with open(action.marker, "wb"):
-            pass
 
 
 def _os_error(exc: OSError) -> str:
@@ -447,6 +434,11 @@ class Executor:
                 result.outcomes.append(StepOutcome(step.id, step.title, "failed", why, took))
                 for later in plan.steps[i:]:
                     result.outcomes.append(StepOutcome(later.id, later.title, "not_run"))
+                if isinstance(exc, StepRefused):
+                    result.exit_code = EXIT_REFUSED
+                    result.message = "%s (step %d of %d, %s; log: %s)" % (why, i, total, step.id, self.log_path)
+                    self.out("envdoctor: " + result.message)
+                    return result
                 result.exit_code = EXIT_FAILED
                 resume = plan.resume_command or "re-run the same envdoctor install command"
                 result.message = ("step %d of %d failed: %s (%s)\n  why: %s\n  log: %s\n  to resume (finished steps "
