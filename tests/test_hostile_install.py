@@ -28,7 +28,6 @@ import json
 import lzma
 import os
 import resource
-import shutil
 import signal
 import stat
 import struct
@@ -40,11 +39,6 @@ import zlib
 from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
-from click.testing import CliRunner
-
-from envdoctor.cli.install import install
-from envdoctor.install import validate
-from envdoctor.recipes import cuda_redist
 
 from .loopback import Server
 from .test_install_redist import served_manifest
@@ -503,3 +497,223 @@ def test_more_members_than_any_real_archive_are_refused(tmp_path, monkeypatch):
     archive = _plain_tar(tmp_path, [_file("lib/f%d" % i) for i in range(60)], "many.tar.xz", lzma.compress)
     with pytest.raises(extract.UnsafeArchive, match="more than 50 members"):
         extract.unpack(archive, str(tmp_path / "tree"), 1)
+
+
+# -- --force --------------------------------------------------------------------------------------
+def full_mirror(**server_args) -> Server:
+    """The loopback mirror of tests/test_install_redist.py: cudart, nvcc and cccl of the real 12.4.1 manifest."""
+    doc, files = served_manifest()
+    srv = Server(files, **server_args)
+    srv.doc = doc
+    return srv
+
+
+def all_args(mirror: str, prefix: str, *extra: str) -> List[str]:
+    return ["install", "cuda", "--version", "12.4.1", "--prefix", prefix, "--mirror", mirror, "--platform",
+            "linux-x86_64", "--retries", "0", "--download-timeout", "5", *extra]
+
+
+def test_force_reinstalls_what_a_damaged_install_lacks(tmp_path):
+    """libcudart* deleted and nvcc overwritten under a prefix whose version.json still says 12.4.1: --force
+    installs again (it reported "0 steps done, 13 skipped"), and the damaged tree is moved aside."""
+    srv = full_mirror()
+    prefix = tmp_path / "cuda"
+    log = str(tmp_path / "i.log")
+    try:
+        first = run_envdoctor(all_args(srv.url + "/redist", str(prefix), "--yes", "--log-file", log))
+        assert first.returncode in (0, 1) and "Finished: " in first.stdout, first.stderr
+        nvcc = (prefix / "bin" / "nvcc").read_bytes()
+        for lib in (prefix / "lib").glob("libcudart*"):
+            lib.unlink()
+        (prefix / "bin" / "nvcc").write_text("#!/bin/sh\necho trojan\n")
+        again = run_envdoctor(all_args(srv.url + "/redist", str(prefix), "--yes", "--force", "--log-file", log))
+    finally:
+        srv.close()
+    assert again.returncode in (0, 1) and "Finished: " in again.stdout, again.stdout[-2000:] + again.stderr
+    assert "0 steps done" not in again.stdout
+    assert (prefix / "bin" / "nvcc").read_bytes() == nvcc
+    assert (prefix / "lib" / "libcudart.so.12.4.127").is_file()
+    (old,) = [p for p in tmp_path.iterdir() if p.name.startswith("cuda.envdoctor-old-")]
+    assert b"trojan" in (old / "bin" / "nvcc").read_bytes()  # moved aside, never deleted
+
+
+# -- --force --force-any through a link ----------------------------------------------------------
+def test_force_any_never_takes_a_home_directory_reached_through_a_link(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "thesis.tex").write_text("years of work")
+    os.symlink(str(tmp_path), str(tmp_path / "via"))
+    srv = full_mirror()
+    try:
+        r = run_envdoctor(all_args(srv.url + "/redist", str(tmp_path / "via" / "home"), "--yes", "--force",
+                                   "--force-any", "--log-file", str(tmp_path / "i.log")), HOME=str(home))
+    finally:
+        srv.close()
+    assert r.returncode == 2 and "home directory" in one_line(r.stderr), r.stdout[-2000:] + r.stderr
+    assert (home / "thesis.tex").read_text() == "years of work"
+    assert not [p for p in tmp_path.iterdir() if ".envdoctor-old-" in p.name]
+
+
+def test_a_prefix_through_a_link_into_a_system_tree_is_refused(tmp_path):
+    from envdoctor.install.validate import ValidationError, prefix, replaceable
+
+    os.symlink("/usr", str(tmp_path / "u"))
+    os.symlink("/var/lib", str(tmp_path / "v"))
+    with pytest.raises(ValidationError, match=r"resolves to /usr/envdoctor-x.*system directory"):
+        prefix(str(tmp_path / "u" / "envdoctor-x"))
+    assert "system directory" in replaceable(str(tmp_path / "v" / "dpkg"), True)
+    assert "system directory" in replaceable(str(tmp_path / "u"), True)  # the link itself names /usr
+    r = run_envdoctor(all_args("http://127.0.0.1:9/redist", str(tmp_path / "u" / "local" / "lib"), "--dry-run"))
+    assert r.returncode == 2 and "system directory" in one_line(r.stderr)
+
+
+# -- mirror credentials ---------------------------------------------------------------------------
+def test_mirror_credentials_are_never_shown_and_the_resume_command_still_works(tmp_path):
+    srv = full_mirror(auth="mirroruser:s3cret-pw")
+    rel = srv.doc["cuda_nvcc"]["linux-x86_64"]["relative_path"]
+    srv.fail("/redist/" + rel, "cut")
+    mirror = srv.url.replace("http://", "http://mirroruser:s3cret-pw@") + "/redist"
+    prefix = str(tmp_path / "cuda")
+    log = str(tmp_path / "i.log")
+    try:
+        first = run_envdoctor(all_args(mirror, prefix, "--yes", "--log-file", log))
+        lock = open(prefix + ".envdoctor-lock").read()
+        missing = run_envdoctor(all_args(mirror.replace("/redist", "/nowhere"), prefix, "--dry-run"))
+        (resume,) = [ln.strip() for ln in first.stderr.splitlines() if ln.strip().startswith("envdoctor install")]
+        command = resume.replace("envdoctor ", sys.executable + " -m envdoctor ", 1)
+        unset = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120, cwd=REPO,
+                               preexec_fn=_limits, env=env())
+        again = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120, cwd=REPO,
+                               preexec_fn=_limits, env=env(ENVDOCTOR_MIRROR=mirror))
+    finally:
+        srv.close()
+    assert first.returncode == 1 and "to resume" in first.stderr, first.stderr
+    shown = first.stdout + first.stderr + open(log).read() + lock + missing.stderr + resume
+    assert "s3cret" not in shown and "mirroruser" not in shown
+    assert "<redacted>@127.0.0.1" in first.stderr  # which URL failed, without its credentials
+    assert missing.returncode == 2 and "cannot read the manifest" in missing.stderr
+    assert '--mirror "$ENVDOCTOR_MIRROR"' in resume and "ENVDOCTOR_MIRROR" in resume.split("#", 1)[1]
+    # never a silent switch to NVIDIA's server when the variable is not set
+    assert unset.returncode == 2 and "ENVDOCTOR_MIRROR" in one_line(unset.stderr)
+    assert again.returncode in (0, 1) and "Finished: " in again.stdout, again.stdout[-2000:] + again.stderr
+    assert all(r["authorization"] for r in srv.requests)  # the credentials were sent every time
+    assert os.path.isfile(os.path.join(prefix, "bin", "nvcc"))
+
+
+# -- the mirror's manifest -------------------------------------------------------------------------
+@pytest.mark.parametrize("field,value,message", [
+    ("release_label", "12.3.0", "release 12.3.0, not 12.4.1"),
+    ("release_product", "cudnn", "cudnn, not cuda"),
+])
+def test_a_manifest_of_another_release_is_refused(tmp_path, field, value, message):
+    srv = full_mirror()
+    doc = copy.deepcopy(srv.doc)
+    doc[field] = value
+    srv.files["/redist/redistrib_12.4.1.json"] = json.dumps(doc).encode()
+    try:
+        r = run_envdoctor(all_args(srv.url + "/redist", str(tmp_path / "cuda"), "--yes", "--log-file",
+                                   str(tmp_path / "i.log")))
+    finally:
+        srv.close()
+    assert r.returncode == 2 and message in one_line(r.stderr)
+    assert not os.path.lexists(str(tmp_path / "cuda"))
+    assert not any(q["path"].endswith(".tar.xz") for q in srv.requests)
+
+
+@pytest.mark.parametrize("shape", ["nested 100,000 deep", "redirect to file://", "redirect to ftp://",
+                                   "redirect loop"])
+def test_a_hostile_manifest_is_one_line_and_exit_2(tmp_path, shape):
+    srv = full_mirror(redirects={
+        "/file/redistrib_12.4.1.json": "file:///etc/passwd",
+        "/ftp/redistrib_12.4.1.json": "ftp://127.0.0.1/redistrib_12.4.1.json",
+        "/loop/redistrib_12.4.1.json": "/loop/redistrib_12.4.1.json"})
+    srv.files["/deep/redistrib_12.4.1.json"] = b'{"release_label": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+    base = {"nested 100,000 deep": "/deep", "redirect to file://": "/file", "redirect to ftp://": "/ftp",
+            "redirect loop": "/loop"}[shape]
+    try:
+        r = run_envdoctor(all_args(srv.url + base, str(tmp_path / "cuda"), "--dry-run"), timeout=60)
+    finally:
+        srv.close()
+    assert r.returncode == 2, r.stderr[-2000:]
+    said = one_line(r.stderr)
+    assert ("nested too deeply" if "nested" in shape else "redirect") in said, said
+
+
+def test_a_version_of_5000_digits_is_one_line_and_exit_2(tmp_path):
+    for version in ("1" * 5000, "12." + "4" * 5000):
+        r = run_envdoctor(["install", "cuda", "--version", version, "--prefix", str(tmp_path / "cuda"), "--mirror",
+                           "http://127.0.0.1:9/redist", "--dry-run"])
+        assert r.returncode == 2 and "release number" in one_line(r.stderr)
+        assert len(one_line(r.stderr)) < 300
+
+
+# -- a trickling mirror ---------------------------------------------------------------------------
+def test_a_mirror_trickling_one_byte_every_two_seconds_is_given_up_on(tmp_path):
+    """Each read gets its byte within --download-timeout, so only an overall bound ends it."""
+    srv = full_mirror(trickle_interval=2.0, lifetime=120)
+    rel = srv.doc["cuda_cudart"]["linux-x86_64"]["relative_path"]
+    srv.fail("/redist/" + rel, "trickle")
+    started = time.monotonic()
+    try:
+        r = run_envdoctor(all_args(srv.url + "/redist", str(tmp_path / "cuda"), "--yes", "--log-file",
+                                   str(tmp_path / "i.log"), "--download-timeout", "3", "--download-deadline", "6"),
+                          timeout=90)
+    finally:
+        srv.close()
+    took = time.monotonic() - started
+    assert r.returncode == 1 and "--download-deadline" in r.stderr, r.stderr[-2000:]
+    assert took < 60, took  # bounded (the deadline plus start-up), where the trickle alone takes weeks
+
+
+def test_a_trickling_manifest_is_given_up_on(tmp_path):
+    srv = full_mirror(trickle_interval=2.0, lifetime=120)
+    srv.fail("/redist/redistrib_12.4.1.json", "trickle")
+    try:
+        r = run_envdoctor(all_args(srv.url + "/redist", str(tmp_path / "cuda"), "--dry-run", "--download-timeout",
+                                   "3", "--download-deadline", "5"), timeout=90)
+    finally:
+        srv.close()
+    assert r.returncode == 2 and "--download-deadline" in one_line(r.stderr)
+
+
+# -- signals --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_leave_the_log_line_and_resume_command_ctrl_c_does(tmp_path, signame):
+    srv = full_mirror()
+    rel = srv.doc["cuda_nvcc"]["linux-x86_64"]["relative_path"]
+    srv.fail("/redist/" + rel, "stall")
+    prefix = str(tmp_path / "cuda")
+    log = str(tmp_path / "i.log")
+    proc = subprocess.Popen([sys.executable, "-m", "envdoctor", *all_args(srv.url + "/redist", prefix, "--yes",
+                                                                         "--download-timeout", "20", "--log-file",
+                                                                         log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not srv.requests_for(rel):
+            time.sleep(0.05)
+        time.sleep(0.3)
+        proc.send_signal(getattr(signal, signame))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        srv.close()
+    signum = int(getattr(signal, signame))
+    assert proc.returncode == 128 + signum, (proc.returncode, err)
+    assert "Traceback" not in err
+    assert "interrupted (%s)" % signame in err and "envdoctor install cuda --version 12.4.1" in err and "--yes" in err
+    assert "INTERRUPTED (%s)" % signame in open(log).read()
+    assert not os.path.exists(prefix)
+
+
+# -- ENVDOCTOR_TIMEOUT ------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "abc", "0"])
+def test_a_bad_envdoctor_timeout_is_refused_by_install_as_by_diagnose(tmp_path, value):
+    r = run_envdoctor(all_args("http://127.0.0.1:9/redist", str(tmp_path / "cuda"), "--dry-run"),
+                      ENVDOCTOR_TIMEOUT=value)
+    assert r.returncode == 2 and "ENVDOCTOR_TIMEOUT" in one_line(r.stderr)
+    d = run_envdoctor(["diagnose"], ENVDOCTOR_TIMEOUT=value)
+    assert d.returncode == 2  # the command it must agree with
+    listed = run_envdoctor(["install", "--list", "--os", "ubuntu22.04"], ENVDOCTOR_TIMEOUT=value)
+    assert listed.returncode == 2

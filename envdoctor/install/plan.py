@@ -171,15 +171,20 @@ class Download:
         return {"kind": self.kind, "url": self.url, "dest": self.dest, "sha256": self.sha256, "size": self.size}
 
     def describe(self) -> str:
-        """What it does, in one line (the executor's log)."""
-        return f"download {self.url} -> {self.dest} (sha256 {self.sha256}, {self.size} bytes)"
+        """What it does, in one line (the executor's log; a URL's credentials are never shown)."""
+        from .validate import shown_url
+
+        return f"download {shown_url(self.url)} -> {self.dest} (sha256 {self.sha256}, {self.size} bytes)"
 
     def sh(self) -> List[str]:
         """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
         part = q(self.dest + ".part")
         mismatch = "sha256 mismatch: the download was deleted, nothing was installed"
+        from .download import DEFAULT_DEADLINE
+
         lines = [f"mkdir -p -- {q(_dirname(self.dest))}",
-                 f"curl -fL --retry 3 --connect-timeout 30 -C - -o {part} {q(self.url)}",
+                 f"curl -fL --retry 3 --connect-timeout 30 --max-time {DEFAULT_DEADLINE:.0f} -C - -o {part} "
+                 f"{q(self.url)}",
                  f"printf '%s  %s\\n' {q(self.sha256)} {part} | sha256sum -c - || "
                  f"{{ rm -f -- {part}; echo {q(mismatch)} >&2; exit 1; }}",
                  f"mv -f -- {part} {q(self.dest)}"]
