@@ -28,6 +28,7 @@ import json
 import lzma
 import os
 import resource
+import shutil
 import signal
 import stat
 import struct
@@ -46,9 +47,9 @@ from .test_install_redist import served_manifest
 ROOT = os.geteuid() == 0
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOP = "cuda_cccl-linux-x86_64-12.4.127-archive"
-#: Limits every installer runs under here: 1 GiB of address space, no file larger than 16 MiB.
+#: Limits every installer runs under here: 1 GiB of address space, no file larger than 4 MiB.
 MEMORY_LIMIT = 1 << 30
-FILE_LIMIT = 16 << 20
+FILE_LIMIT = 4 << 20
 
 
 # -- archives ------------------------------------------------------------------------------------
@@ -178,7 +179,7 @@ HOSTILE: Dict[str, Build] = {
     "sparse file of 1 TiB": lambda outside: _sparse_pax(1 << 40),
     "gzip data named .tar.xz": lambda outside: gzip.compress(_tar_bytes([_file("include/ok.h", b"ok")])),
     "xz whose index says less than its data": lambda outside: lying_xz(
-        _tar_bytes([_file("lib/huge", bytes(32 << 20))]), 64 << 10),
+        _tar_bytes([_file("lib/huge", bytes(8 << 20))]), 64 << 10),
     "xz whose index says more than its data": lambda outside: lying_xz(
         _tar_bytes([_file("include/ok.h", b"ok")]), 1 << 20),
 }
@@ -289,7 +290,7 @@ def left_behind(top: str, outside: str) -> List[str]:
     return bad
 
 
-def tree(top: str) -> Dict[str, tuple]:
+def tree_of(top: str) -> Dict[str, tuple]:
     out = {}
     for p in walk(top):
         st = os.lstat(p)
@@ -318,9 +319,13 @@ def layout(tmp_path):
 
 root_only = pytest.mark.skipif(not ROOT, reason="device files and setuid-root files are unpacked for real only "
                                                  "as root (CI runs as root)")
+#: What the dry-run script runs: bash, curl, sha256sum and a python3 for its extractor.
+script_tools = pytest.mark.skipif(not all(shutil.which(p) for p in ("bash", "curl", "sha256sum", "python3")),
+                                  reason="the dry-run script needs bash, curl, sha256sum and python3")
 
 
 @root_only
+@script_tools
 @pytest.mark.parametrize("shape", sorted(HOSTILE))
 def test_the_dry_run_script_and_the_executor_refuse_the_same_archives(shape, layout):
     tmp, outside = layout
@@ -344,6 +349,7 @@ def test_the_dry_run_script_and_the_executor_refuse_the_same_archives(shape, lay
 
 
 @root_only
+@script_tools
 @pytest.mark.parametrize("shape", sorted(BENIGN))
 def test_the_dry_run_script_and_the_executor_unpack_the_same_tree(shape, layout):
     tmp, outside = layout
@@ -357,10 +363,32 @@ def test_the_dry_run_script_and_the_executor_unpack_the_same_tree(shape, layout)
         srv.close()
     assert ex.returncode in (0, 1) and "Finished: " in ex.stdout, ex.stdout[-2000:] + ex.stderr[-2000:]
     assert sh.returncode == 0, sh.stderr[-2000:]
-    got = tree(str(tmp / "executor" / "cuda"))
-    assert got == tree(str(tmp / "script" / "cuda"))
+    got = tree_of(str(tmp / "executor" / "cuda"))
+    assert got == tree_of(str(tmp / "script" / "cuda"))
     assert all(v[1] in ("0o755", "0o644") for v in got.values() if v[0] != "link"), got
     assert left_behind(str(tmp / "executor"), outside) == left_behind(str(tmp / "script"), outside) == []
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE) + sorted(BENIGN))
+def test_with_and_without_tarfiles_filters_the_same_archives_are_refused(shape, layout):
+    """The Pythons the script may meet (3.6 has no extraction filters; 3.12 has them) decide alike."""
+    from envdoctor.install.extract import UnsafeArchive, unpack
+
+    tmp, outside = layout
+    archive = tmp / (TOP + ".tar.xz")
+    archive.write_bytes((HOSTILE.get(shape) or BENIGN[shape])(outside))
+    trees = []
+    for use_filter in (True, False):
+        tree = tmp / ("filtered" if use_filter else "plain") / "staging" / "tree"
+        try:
+            unpack(str(archive), str(tree), 1, "", "LICENSE.cccl", use_filter=use_filter)
+            trees.append(("unpacked", sorted(tree_of(str(tree)).items())))
+        except UnsafeArchive as exc:
+            assert not tree.exists()
+            trees.append(("refused", str(exc).split(",")[0][:30]))
+    assert trees[0] == trees[1]
+    assert trees[0][0] == ("refused" if shape in HOSTILE else "unpacked")
+    assert left_behind(str(tmp), outside) == []
 
 
 # -- the script's extractor is envdoctor's, and runs on old Pythons -------------------------------
@@ -385,6 +413,7 @@ def test_the_script_carries_envdoctors_own_extractor_verbatim(tmp_path):
     assert "tar -x" not in script and "tar x" not in script
 
 
+@script_tools
 @pytest.mark.parametrize("version", ["3.6", "3.8"])
 def test_the_script_unpacks_with_python_3_6_and_3_8(version, layout):
     """CentOS 7's and RHEL 8's python3 is 3.6; 3.8 is the oldest envdoctor runs on (pyenv's builds here)."""
@@ -413,6 +442,7 @@ def test_the_script_unpacks_with_python_3_6_and_3_8(version, layout):
     assert bad.returncode == 2 and "outside the target directory" in one_line(bad.stderr)
 
 
+@script_tools
 def test_without_python_the_script_stops_before_downloading_anything(layout):
     tmp, outside = layout
     fake = tmp / "fake"
@@ -483,7 +513,7 @@ def test_an_xz_that_lies_stops_at_what_its_index_says(tmp_path):
     from envdoctor.install import extract
 
     path = tmp_path / "bomb.tar.xz"
-    path.write_bytes(lying_xz(_tar_bytes([_file("lib/huge", bytes(64 << 20))]), 1 << 20))
+    path.write_bytes(lying_xz(_tar_bytes([_file("lib/huge", bytes(8 << 20))]), 1 << 20))
     assert extract.unpacked_size(str(path)) == 1 << 20  # what the space check was told
     with pytest.raises(extract.UnsafeArchive, match=r"more than the size its xz index records \(1048576 bytes\)"):
         extract.unpack(str(path), str(tmp_path / "tree"), 1)

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
+from ..install.download import DEFAULT_DEADLINE
 from . import EXIT_USAGE, fail
 from .common import Seconds, env_timeout, planning_facts, renamed_option, takes_renamed
 
@@ -107,8 +108,10 @@ Examples:
 \b
 Exit codes: 0 installed (or nothing to do, or a dry run); 1 a step failed (the
 message gives the command that resumes); 2 could not run as asked (bad option,
-unsupported combination, manifest unreachable or invalid, prefix exists without
---force, root needed, no confirmation).""")
+unsupported combination, manifest unreachable, invalid or of another release,
+an archive refused as unsafe or corrupt, prefix exists without --force, root
+needed, no confirmation); 130, 143, 129 interrupted by Ctrl-C, SIGTERM, SIGHUP
+(the message gives the command that resumes).""")
 @click.argument("component", required=False)
 @click.option("--list", "list_", is_flag=True, help="List components, methods and target systems, then exit.")
 @click.option("--version", "version", metavar="VERSION",
@@ -137,7 +140,7 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
               help="Comma-separated redist components (default: runtime, compiler and math libraries).")
 @click.option("--mirror", metavar="URL", envvar="ENVDOCTOR_MIRROR",
               help="Base URL with the layout of https://developer.download.nvidia.com/compute/cuda/redist/ "
-                   "(for air-gapped clusters). [env: ENVDOCTOR_MIRROR]")
+                   "(for air-gapped clusters); credentials in it are sent, never shown. [env: ENVDOCTOR_MIRROR]")
 @click.option("--platform", "platform", metavar="PLATFORM",
               help="Manifest platform (default: this machine's, e.g. linux-x86_64 or linux-sbsa).")
 @click.option("--cuda-variant", default="", metavar="cudaNN", help="cuDNN only: the CUDA major it is built for "
@@ -156,7 +159,8 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--download-timeout", "timeout", type=Seconds(0.1, 3600), default=30.0, show_default=True,
               metavar="SECONDS", envvar="ENVDOCTOR_DOWNLOAD_TIMEOUT", callback=takes_renamed,
               help="Give up on a download attempt after this long without data. [env: ENVDOCTOR_DOWNLOAD_TIMEOUT]")
-@click.option("--download-deadline", "deadline", type=Seconds(1, 7 * 86400), default=3600.0, show_default=True,
+@click.option("--download-deadline", "deadline", type=Seconds(1, 7 * 86400), default=DEFAULT_DEADLINE,
+              show_default=True,
               metavar="SECONDS", envvar="ENVDOCTOR_DOWNLOAD_DEADLINE",
               help="Give up on a file (the manifest, an archive) after this long, every attempt included: a server "
                    "that trickles data never times out a read. What arrived is kept; a re-run resumes. "
@@ -179,8 +183,10 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
 
     With --method redist (the default for cuda/cudnn when --prefix is given):
     downloads NVIDIA's redistrib manifest, then its archives, verifies each
-    against the manifest's sha256 and moves the finished tree into place, no
-    root needed.
+    against the manifest's sha256, unpacks them with envdoctor's own checks
+    (the --dry-run script carries the same extractor) and moves the finished
+    tree into place, no root needed. A --mirror URL's credentials are never
+    shown; the resume command reads the mirror from $ENVDOCTOR_MIRROR.
     """
     env_timeout()  # ENVDOCTOR_TIMEOUT bounds probing here too: a bad value is refused as every command does
     if list_:
