@@ -413,6 +413,22 @@ def test_the_script_carries_envdoctors_own_extractor_verbatim(tmp_path):
     assert "tar -x" not in script and "tar x" not in script
 
 
+def test_the_extractor_stands_alone_so_the_script_can_carry_it():
+    """The script runs extract.py's source on its own: no relative or envdoctor import, nothing newer than 3.6
+    (no ``from __future__`` import: 3.6 has no ``annotations``)."""
+    import ast
+
+    from envdoctor.install import extract
+
+    tree = ast.parse(extract.source())
+    imported = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not [n for n in imported if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith(
+        ("envdoctor", "__future__")))]
+    names = {a.name.split(".")[0] for n in imported for a in n.names if isinstance(n, ast.Import)} | {
+        (n.module or "").split(".")[0] for n in imported if isinstance(n, ast.ImportFrom)}
+    assert names <= set(sys.stdlib_module_names) if hasattr(sys, "stdlib_module_names") else True, names
+
+
 @script_tools
 @pytest.mark.parametrize("version", ["3.6", "3.8"])
 def test_the_script_unpacks_with_python_3_6_and_3_8(version, layout):
