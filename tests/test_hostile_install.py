@@ -615,15 +615,28 @@ def test_a_prefix_through_a_link_into_a_system_tree_is_refused(tmp_path):
 
 # -- mirror credentials ---------------------------------------------------------------------------
 def test_mirror_credentials_are_never_shown_and_the_resume_command_still_works(tmp_path):
+    from envdoctor.install.lock import lock_path
+
     srv = full_mirror(auth="mirroruser:s3cret-pw")
     rel = srv.doc["cuda_nvcc"]["linux-x86_64"]["relative_path"]
-    srv.fail("/redist/" + rel, "cut")
+    srv.fail("/redist/" + rel, "stall")  # half the archive, then silence: the run fails while we look
     mirror = srv.url.replace("http://", "http://mirroruser:s3cret-pw@") + "/redist"
     prefix = str(tmp_path / "cuda")
     log = str(tmp_path / "i.log")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    lock = lock_path(prefix, {"XDG_RUNTIME_DIR": str(run_dir)})
     try:
-        first = run_envdoctor(all_args(mirror, prefix, "--yes", "--log-file", log))
-        lock = open(prefix + ".envdoctor-lock").read()
+        proc = subprocess.Popen([sys.executable, "-m", "envdoctor", *all_args(mirror, prefix, "--yes", "--log-file",
+                                                                             log, "--download-timeout", "2")],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                env=env(XDG_RUNTIME_DIR=str(run_dir)))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not srv.requests_for(rel):
+            time.sleep(0.05)
+        held = open(lock).read()  # who holds the lock, as a second run would be told
+        out, err = proc.communicate(timeout=60)
+        first = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
         missing = run_envdoctor(all_args(mirror.replace("/redist", "/nowhere"), prefix, "--dry-run"))
         (resume,) = [ln.strip() for ln in first.stderr.splitlines() if ln.strip().startswith("envdoctor install")]
         command = resume.replace("envdoctor ", sys.executable + " -m envdoctor ", 1)
@@ -634,8 +647,9 @@ def test_mirror_credentials_are_never_shown_and_the_resume_command_still_works(t
     finally:
         srv.close()
     assert first.returncode == 1 and "to resume" in first.stderr, first.stderr
-    shown = first.stdout + first.stderr + open(log).read() + lock + missing.stderr + resume
+    shown = first.stdout + first.stderr + open(log).read() + held + missing.stderr + resume
     assert "s3cret" not in shown and "mirroruser" not in shown
+    assert "--mirror http://<redacted>@127.0.0.1" in held
     assert "<redacted>@127.0.0.1" in first.stderr  # which URL failed, without its credentials
     assert missing.returncode == 2 and "cannot read the manifest" in missing.stderr
     assert '--mirror "$ENVDOCTOR_MIRROR"' in resume and "ENVDOCTOR_MIRROR" in resume.split("#", 1)[1]
