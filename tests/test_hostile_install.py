@@ -142,6 +142,14 @@ def _sparse_pax(realsize: int) -> bytes:
     return lzma.compress(_tar_bytes([(info, data)], tarfile.PAX_FORMAT), format=lzma.FORMAT_XZ)
 
 
+def _pax_member(pax: Dict[str, str]) -> bytes:
+    """One file whose PAX extended header holds ``pax`` (what a hostile tar writer may put there)."""
+    info = tarfile.TarInfo(TOP + "/lib/p")
+    info.size = 1
+    info.pax_headers = pax
+    return lzma.compress(_tar_bytes([(info, b"x")], tarfile.PAX_FORMAT), format=lzma.FORMAT_XZ)
+
+
 Build = Callable[[str], bytes]  # the directory that must stay untouched -> the archive's bytes
 
 #: Archives both installers must refuse. ``outside`` is a directory beside the install (with ``secret`` in
@@ -177,6 +185,12 @@ HOSTILE: Dict[str, Build] = {
     "3,000 links in a chain": lambda outside: _xz([_link("c0", ".")] + [_link(f"c{i}", f"c{i - 1}")
                                                                        for i in range(1, 3000)]),
     "sparse file of 1 TiB": lambda outside: _sparse_pax(1 << 40),
+    "sparse map that does not parse": lambda outside: _pax_member({"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                                                                   "GNU.sparse.name": TOP + "/lib/s",
+                                                                   "GNU.sparse.realsize": "9" * 5000}),
+    "modification time out of range": lambda outside: _pax_member({"mtime": "1e999999"}),
+    "modification time not a number": lambda outside: _pax_member({"mtime": "nan"}),
+    "name of 300 characters": lambda outside: _xz([_file("lib/" + "a" * 300)]),
     "gzip data named .tar.xz": lambda outside: gzip.compress(_tar_bytes([_file("include/ok.h", b"ok")])),
     "xz whose index says less than its data": lambda outside: lying_xz(
         _tar_bytes([_file("lib/huge", bytes(8 << 20))]), 64 << 10),

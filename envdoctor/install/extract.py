@@ -16,8 +16,9 @@ end once unpacked, so the decompressor checks the index and checksum against the
 disagrees is refused, whichever way it lies). At most :data:`MAX_MEMBERS` members are read.
 
 **Every member is checked on its own** (:func:`_checked_members`): absolute names, names that climb out
-with ``..``, names more than :data:`MAX_DEPTH` directories deep, hard links, device files, FIFOs, sparse
-files, setuid and setgid files are refused with a message naming the member; other modes are made
+with ``..``, names more than :data:`MAX_DEPTH` directories deep or longer than a file system allows,
+impossible modification times, hard links, device files, FIFOs, sparse files, setuid and setgid files are
+refused with a message naming the member (and a header tarfile cannot read, however it fails); other modes are made
 ``0755``/``0644`` at most. Members are then unpacked one at a time, each after a check against the
 directory *as it now is on disk* (:func:`_check_on_disk`): the member's resolved path, and for a symbolic
 link its resolved target, must stay inside the target directory. Checking the resolved paths
@@ -46,6 +47,10 @@ MAX_DEPTH = 64
 #: More members than any real archive holds (cuda_cccl, the largest in files, has a few thousand); each
 #: costs memory while the archive is checked.
 MAX_MEMBERS = 100000
+#: What a file name (one component) and a path may hold on Linux (NAME_MAX, PATH_MAX - 1), in bytes.
+NAME_MAX, PATH_MAX = 255, 4095
+#: A modification time beyond this (about 34,000 years either side of 1970) is no real file's.
+MAX_TIME = 1 << 40
 #: The name suffixes this unpacks, and the format each promises.
 FORMATS = ((".tar.xz", "xz"), (".txz", "xz"), (".tar.gz", "gzip"), (".tgz", "gzip"), (".tar.bz2", "bzip2"),
            (".tar", "tar"))
@@ -303,6 +308,13 @@ def _checked_members(members: List[tarfile.TarInfo], strip: int,
         if len(parts) > MAX_DEPTH:
             raise UnsafeArchive("archive member {!r} is {} directories deep (more than {}); refusing the "
                                 "archive".format(raw[:60] + "...", len(parts), MAX_DEPTH))
+        if any(len(p.encode("utf-8", "surrogateescape")) > NAME_MAX for p in parts) or \
+                len(m.linkname.encode("utf-8", "surrogateescape")) > PATH_MAX:
+            raise UnsafeArchive("archive member {!r} has a name longer than a file system allows; refusing the "
+                                "archive".format(raw[:60] + "..."))
+        if not (isinstance(m.mtime, (int, float)) and -MAX_TIME <= m.mtime <= MAX_TIME):
+            raise UnsafeArchive(f"archive member {raw!r} has an impossible modification time ({m.mtime!r:.40}); "
+                                "refusing the archive")
         if m.islnk():
             raise UnsafeArchive(f"archive member {raw!r} is a hard link (to {m.linkname!r}); NVIDIA's archives "
                                 "have none, refusing the archive")
@@ -431,8 +443,11 @@ def extract(archive: str, dest: str, strip: int = 0, rename: Optional[Callable[[
             stream.drain()
     except RecursionError:
         raise UnsafeArchive("its links are chained too deeply to follow; refusing it") from None
-    except tarfile.TarError as exc:
-        raise UnsafeArchive(f"it is not a readable tar archive ({exc}); refusing it") from None
+    except (tarfile.TarError, ValueError, OverflowError, LookupError, EOFError) as exc:
+        # tarfile's own answers to headers it cannot read, and what its parsing raises past them (a sparse map
+        # that does not parse: ValueError; a time the system cannot set: OverflowError)
+        why = str(exc) or type(exc).__name__
+        raise UnsafeArchive(f"it is not a readable tar archive ({why}); refusing it") from None
     finally:
         stream.close()
     try:
