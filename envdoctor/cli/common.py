@@ -207,14 +207,24 @@ def planning_facts(snapshot: Optional[str], timeout: float, python_exe: Optional
 
 def env_timeout() -> float:
     """``ENVDOCTOR_TIMEOUT`` (what ``diagnose --timeout`` defaults to), for commands whose own --timeout
-    means something else; the default when unset or not a number in 0.1..3600."""
+    means something else; the default when unset. A value that is not a number of seconds in 0.1..3600
+    (NaN and infinity included) is refused with exit 2, as ``diagnose`` refuses it."""
+    import math
     import os
 
-    try:
-        value = float(os.environ.get("ENVDOCTOR_TIMEOUT", ""))
-    except ValueError:
+    from . import EXIT_USAGE, fail
+
+    text = os.environ.get("ENVDOCTOR_TIMEOUT", "")
+    if not text:
         return DEFAULT_TIMEOUT
-    return value if 0.1 <= value <= 3600 else DEFAULT_TIMEOUT  # NaN compares false: the default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0.1 <= value <= 3600):
+        raise fail("ENVDOCTOR_TIMEOUT=%r is not a number of seconds in the range 0.1<=x<=3600" % text[:40],
+                   EXIT_USAGE)
+    return value
 
 
 def format_option(*choices: str, help_text: str = "Output format.") -> Callable[[Callable[..., Any]], Any]:
