@@ -139,7 +139,7 @@ def _rows(area: str) -> List[Dict[str, Any]]:
     return matrix.load(area)
 
 
-ROW_KEY = {"jax": "jax", "gpu_arch": "cc", "gpus": "name"}
+ROW_KEY = {"jax": "jax", "gpu_arch": "cc", "gpus": "name", "nccl_transport": "nccl_min"}
 
 
 def _row_key(area: str, row: Dict[str, Any]) -> str:

@@ -75,6 +75,7 @@ PROBE_MODULES = (
     "envdoctor.probes.system",
     "envdoctor.probes.driver",
     "envdoctor.probes.gpu",
+    "envdoctor.probes.topology",
     "envdoctor.probes.cuda",
     "envdoctor.probes.libraries",
     "envdoctor.probes.compilers",
