@@ -75,7 +75,6 @@ PROBE_MODULES = (
     "envdoctor.probes.system",
     "envdoctor.probes.driver",
     "envdoctor.probes.gpu",
-    "envdoctor.probes.topology",
     "envdoctor.probes.cuda",
     "envdoctor.probes.libraries",
     "envdoctor.probes.compilers",
@@ -84,6 +83,7 @@ PROBE_MODULES = (
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
     "envdoctor.probes.dlopen",
+    "envdoctor.probes.topology",
     "envdoctor.probes.environment",
     "envdoctor.probes.containers",
 )

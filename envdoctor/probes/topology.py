@@ -312,7 +312,7 @@ def _path_label(links_a: List[Dict[str, Any]], links_b: List[Dict[str, Any]], bu
     return 0, ""
 
 
-@register("topology", "GPU topology", order=45, uses_nvml=True,
+@register("topology", "GPU topology", order=98, uses_nvml=True,
           produces=("topology.*", "topology.*.*", "gpu.*.nvlink_active"),
           needs=("os", "cpu", "libraries", "frameworks"))
 def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
@@ -391,7 +391,7 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
         if links is None:
             facts.append(unknown(key, "NVLink state not known (%s)" % why, src, "Active NVLinks"))
         elif not links:
-            facts.append(not_supported(key, src, "Active NVLinks", "no NVLink on this GPU"))
+            facts.append(ok(key, 0, src, "Active NVLinks"))  # no NVLink on this GPU: none active
         else:
             facts.append(ok(key, len(active), src, "Active NVLinks"))
 
@@ -407,6 +407,14 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(ok("topology.fabric", {"gpus": fabric}, "nvml:device.N.fabric", "GPU fabric"))
         facts.append(ok("topology.fabric.state", states[0] if len(states) == 1 else "mixed: " + ", ".join(states),
                         "nvml:device.N.fabric", "GPU fabric state"))
+    else:
+        errors = sorted({str(a.get("error")) for a in (data.get("device.%d.fabric" % i) for i in range(count))
+                         if isinstance(a, dict) and a.get("error") not in (None, "NVML_ERROR_NOT_SUPPORTED")})
+        if errors:  # a driver (or binding) that predates the question: not known, not "no fabric"
+            facts.append(unknown("topology.fabric.state", "NVML cannot tell (%s)" % ", ".join(errors),
+                                 "nvml:device.N.fabric", "GPU fabric state"))
+        else:
+            facts.append(ok("topology.fabric.state", None, "nvml:device.N.fabric", "GPU fabric state"))
     facts.append(ok("topology.gpus", gpus, "nvml:device.N.nvlink,dir:" + PCI_DEVICES, "GPUs on the interconnect"))
     facts.append(ok("topology.pairs", pairs, SRC_NVML, "GPU pairs"))
     facts.append(_status(count, pairs, inc))

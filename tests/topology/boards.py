@@ -120,12 +120,13 @@ def fake_answers(board: Dict[str, Any]) -> Dict[str, Any]:
 def _cpuinfo(cpu: Dict[str, Any]) -> str:
     """A /proc/cpuinfo of ``threads`` logical CPUs (the fields envdoctor reads), in the kernel's layout."""
     out = []
-    per_socket = cpu["threads"] // cpu.get("sockets", 1)
+    sockets, smt = cpu.get("sockets", 1), cpu.get("smt", 1)
+    cores = cpu["threads"] // smt // sockets  # per socket; Linux numbers the first thread of every core first
     for t in range(cpu["threads"]):
+        core = t % (cores * sockets)
         out.append("processor\t: %d\nvendor_id\t: %s\ncpu family\t: %d\nmodel\t\t: %d\nmodel name\t: %s\n"
                    "physical id\t: %d\ncore id\t\t: %d\nflags\t\t: fpu sse sse2 avx avx2\n" % (
-                       t, cpu["vendor"], cpu["family"], cpu["model"], cpu["model_name"], t // per_socket,
-                       t % per_socket))
+                       t, cpu["vendor"], cpu["family"], cpu["model"], cpu["model_name"], core // cores, core % cores))
     return "\n".join(out) + "\n"
 
 
