@@ -483,3 +483,79 @@ def test_topology_document_has_every_pair_and_gpu(nvml):
 
 def _keys(rows: List[Dict[str, Any]]) -> List[str]:
     return sorted({k for r in rows for k in r})
+
+
+# -- policy keys and fleet -----------------------------------------------------------------------------
+
+def _write(tmp_path, name: str, doc: Dict[str, Any]) -> str:
+    path = tmp_path / (name + ".json")
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+POLICY = """schema_version = 1
+[require]
+"gpu.*.nvlink_active" = 18
+"topology.fabric.state" = "completed"
+"topology.iommu_mode" = "off"
+"topology.min_nccl_transport" = "P2P/NVLink"
+"topology.acs_redirect" = false
+"""
+
+
+def test_policy_topology_keys(nvml, tmp_path):
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    policy = tmp_path / "p.toml"
+    policy.write_text(POLICY)
+    dgx = _write(tmp_path, "dgx", boards.snapshot(board("dgx-h100"), nvml["dgx-h100"]))
+    r = CliRunner().invoke(cli, ["check", "--policy", str(policy), "--snapshot", dgx, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    down = _write(tmp_path, "down", boards.snapshot(board("dgx-h100+links"), nvml["dgx-h100+links"]))
+    r = CliRunner().invoke(cli, ["check", "--policy", str(policy), "--snapshot", down])
+    assert r.exit_code == 1 and "gpu.*.nvlink_active" in r.output and "3:16" in r.output
+    k80 = _write(tmp_path, "k80", boards.snapshot(board("pcie-switch-k80"), nvml["pcie-switch-k80"]))
+    r = CliRunner().invoke(cli, ["check", "--policy", str(policy), "--snapshot", k80, "--format", "json"])
+    results = {x["name"]: x for x in json.loads(r.output)["policy"]["requirements"]}
+    assert results["topology.min_nccl_transport"]["status"] == "fail"
+    assert results["topology.acs_redirect"]["status"] == "unknown"  # not root: never "fine"
+    assert results["gpu.*.nvlink_active"]["status"] == "fail"  # no NVLink: 0 active
+    from envdoctor.policy import PolicyError, parse_policy
+
+    loose = parse_policy('schema_version = 1\n[require]\n"topology.min_nccl_transport" = "SHM"\n')
+    assert [x.status for x in loose.evaluate(diagnose(SnapshotHost(json.load(open(k80)), "k")).to_dict()).results] \
+        == ["pass"]
+    with pytest.raises(PolicyError, match="not an NCCL transport"):
+        parse_policy('schema_version = 1\n[require]\n"topology.min_nccl_transport" = "NVLink"\n')
+    keys = CliRunner().invoke(cli, ["policy", "keys"]).output
+    for key in ("gpu.*.nvlink_active", "topology.fabric.state", "topology.acs_redirect", "topology.iommu_mode",
+                "topology.min_nccl_transport"):
+        assert key in keys
+
+
+def test_fleet_shows_the_topology_facts(nvml, tmp_path):
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    for n, name in enumerate(("dgx-h100", "dgx-h100", "dgx-h100+links")):
+        (folder / ("node%d.json" % n)).write_text(json.dumps(boards.snapshot(board(name), nvml[name])))
+    r = CliRunner().invoke(cli, ["fleet", str(folder), "--format", "json"])
+    doc = json.loads(r.output)
+    facts = {f["label"]: f for f in doc["facts"]}
+    nvl = facts["NVLinks active"]
+    assert nvl["uniform"] is False and {"value": "0:18 1:18 2:18 3:16 4:18 5:18 6:18 7:18",
+                                        "nodes": ["node2"]} in nvl["values"]
+    assert facts["GPU fabric"]["uniform"] is True and facts["NCCL's slowest transport"]["uniform"] is True
+    # an older report (no topology facts) is "absent", not a difference
+    old = diagnose(SnapshotHost(load_snapshot(machine_path("centosstream9-8xh100")), "old")).to_dict()
+    for p in old["probes"]:
+        p["facts"] = [f for f in p["facts"] if not f["key"].startswith("topology.") and "nvlink" not in f["key"]]
+    (folder / "node9.json").write_text(json.dumps(old))
+    doc = json.loads(CliRunner().invoke(cli, ["fleet", str(folder), "--format", "json"]).output)
+    fabric = {f["label"]: f for f in doc["facts"]}["GPU fabric"]
+    assert fabric.get("absent") == ["node9"] or "node9" in json.dumps(fabric)

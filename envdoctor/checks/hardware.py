@@ -59,17 +59,11 @@ def _busy(facts: Facts, i: int) -> bool:
     return isinstance(util, int) and util >= BUSY_PERCENT and "GPU idle" not in reasons
 
 
-@check("gpu-health.pcie", requires=("gpu.N.pcie_gen_current",), reads=("gpu.*", "gpu.*.*", "topology.gpus"),
-       layers=("gpu", "topology"), codes=(
+@check("gpu-health.pcie", requires=("gpu.N.pcie_gen_current",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
     CodeDoc("gpu.pcie_link_degraded", "warning", "A busy GPU's PCIe link runs below the generation "
             "the GPU and slot support.", "gpu.N.pcie_gen_current/max, pcie_width_current/max, utilization",
             "Host-device copies and multi-GPU traffic run at a fraction of the bandwidth (bad riser, slot, "
             "BIOS setting). An idle GPU lowering its link generation is normal power saving.", NVML_PCIE),
-    CodeDoc("gpu.pcie_bridge_degraded", "warning", "A PCIe link between the bridges above a GPU (root port, "
-            "switch) runs narrower than both ends support, or slower while the GPU below is busy.",
-            "topology.gpus (bridges: current/max link speed and width from sysfs), gpu.N.utilization",
-            "Everything below that link (the GPU, its peers behind the same switch) shares the reduced bandwidth; "
-            "a lower speed only while idle is normal power saving.", PCIE_SYSFS),
     CodeDoc("gpu.display_small_memory", "info", "A GPU with little memory also drives a display.",
             "gpu.N.display_active, gpu.N.memory_total_bytes", "The desktop takes part of its memory; training "
             "runs out of memory sooner.", NVML_PCIE),
@@ -85,7 +79,6 @@ def _busy(facts: Facts, i: int) -> bool:
 ))
 def gpu_pcie(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    yield from _bridge_links(facts)
     for i in gpu_indexes(facts):
         k = "gpu.%d." % i
         name = _name(facts, i)
@@ -347,6 +340,20 @@ def gpu_mig(ctx: CheckContext) -> Iterable[Finding]:
                                   "sudo nvidia-smi -r -i %d" % i]))
 
 
+@check("gpu-health.pcie-bridges", requires=("topology.gpus",), reads=("gpu.*", "gpu.*.*", "topology.gpus"),
+       layers=("topology",), codes=(
+    CodeDoc("gpu.pcie_bridge_degraded", "warning", "A PCIe link between the bridges above a GPU (root port, "
+            "switch) runs narrower than both ends support, or slower while the GPU below is busy.",
+            "topology.gpus (bridges: current/max link speed and width from sysfs), gpu.N.utilization",
+            "Everything below that link (the GPU, its peers behind the same switch) shares the reduced bandwidth; "
+            "a lower speed only while idle is normal power saving.", PCIE_SYSFS),
+))
+def gpu_pcie_bridges(ctx: CheckContext) -> Iterable[Finding]:
+    """The same question as ``gpu-health.pcie`` (a link trained below what it supports, idle downshift quiet),
+    asked of the links between the bridges above each GPU."""
+    return _bridge_links(ctx.facts)
+
+
 def _bridge_links(facts: Facts) -> Iterable[Finding]:
     """The PCIe links above each GPU (sysfs, the topology probe): a link is two devices of the GPU's path that
     report the same current speed and width (its two ends); it should run at the lower of their maxima. Width
@@ -357,16 +364,20 @@ def _bridge_links(facts: Facts) -> Iterable[Finding]:
         if not isinstance(g, dict) or not isinstance(g.get("bridges"), list):
             continue
         i = g.get("index")
+        if not isinstance(i, int):
+            continue
         chain = [b for b in g["bridges"] if isinstance(b, dict)]
         for up, down in zip(chain, chain[1:]):
-            cur = (down.get("gen_current"), down.get("width_current"))
-            if None in cur or cur != (up.get("gen_current"), up.get("width_current")):
+            gen_now, width_now = down.get("gen_current"), down.get("width_current")
+            if not isinstance(gen_now, int) or not isinstance(width_now, int) or (gen_now, width_now) != (
+                    up.get("gen_current"), up.get("width_current")):
                 continue  # not the two ends of one link (a switch's internal hop), or not known
+            cur = (gen_now, width_now)
             gmax = [x for x in (up.get("gen_max"), down.get("gen_max")) if isinstance(x, int)]
             wmax = [x for x in (up.get("width_max"), down.get("width_max")) if isinstance(x, int)]
             want_gen, want_width = (min(gmax) if gmax else None), (min(wmax) if wmax else None)
             narrow = want_width is not None and cur[1] < want_width
-            slow = want_gen is not None and cur[0] < want_gen and isinstance(i, int) and _busy(facts, i)
+            slow = want_gen is not None and cur[0] < want_gen and _busy(facts, i)
             key = (up.get("bdf"), down.get("bdf"))
             if not (narrow or slow) or key in seen:
                 continue

@@ -102,7 +102,7 @@ def topology_nccl(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     pairs = _in_job(facts, _pairs(facts))
     info = facts.mapping("topology.nccl")
-    variables = info.get("variables") if isinstance(info.get("variables"), dict) else {}
+    variables: Dict[str, Any] = info["variables"] if isinstance(info.get("variables"), dict) else {}
     version = info.get("version") or "unknown"
     rules_url = str(info.get("source") or NCCL_RULES)
     aborts = [p for p in pairs if p.get("nccl") == "abort"]
@@ -424,7 +424,7 @@ def topology_numa(ctx: CheckContext) -> Iterable[Finding]:
     nodes = {i: gpus.get(i, {}).get("numa_node") for i in job}
     if any(not isinstance(n, int) or n < 0 for n in nodes.values()):
         return  # not known (or no NUMA): nothing to say
-    used = sorted(set(nodes.values()))
+    used = sorted({n for n in nodes.values() if isinstance(n, int)})
     if len(used) < 2:
         return
     by_node: Dict[int, List[int]] = {}

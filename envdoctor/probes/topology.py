@@ -183,7 +183,7 @@ def _p2p_status(ans: Any) -> str:
     return P2P_STATUS.get(v, "U") if isinstance(v, int) else "U"
 
 
-def _nvlinks(data: Dict[str, Any], i: int) -> Tuple[Optional[List[Dict[str, Any]]], Dict[str, Any], str]:
+def nvlinks(data: Dict[str, Any], i: int) -> Tuple[Optional[List[Dict[str, Any]]], Dict[str, Any], str]:
     """(links, error counters, why None): the links of GPU ``i`` (an empty list: no NVLink), None when not
     known."""
     ans = data.get("device.%d.nvlink" % i)
@@ -313,7 +313,7 @@ def _path_label(links_a: List[Dict[str, Any]], links_b: List[Dict[str, Any]], bu
 
 
 @register("topology", "GPU topology", order=98, uses_nvml=True,
-          produces=("topology.*", "topology.*.*", "gpu.*.nvlink_active"),
+          produces=("topology.*", "topology.*.*"),
           needs=("os", "cpu", "libraries", "frameworks"))
 def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
@@ -352,7 +352,7 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
         brand = _int(_value(data.get("device.%d.brand" % i)))
         entry["consumer"] = brand in CONSUMER_BRANDS if brand is not None else (
             bool(re.search(r"GeForce|TITAN", name)) if isinstance(name, str) else None)
-        links, errors, why = _nvlinks(data, i)
+        links, errors, why = nvlinks(data, i)
         entry["nvlink"] = links
         if why:
             entry["nvlink_unknown"] = why
@@ -386,14 +386,6 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
             if entry["bar1_bytes"] is None:
                 entry["bar1_bytes"] = _bar1_from_resource(sysfs.text(bus, "resource"))
         gpus.append(entry)
-        active = [x for x in links or [] if x["state"] in ("active", "sleep")]
-        key, src = "gpu.%d.nvlink_active" % i, "nvml:device.%d.nvlink" % i
-        if links is None:
-            facts.append(unknown(key, "NVLink state not known (%s)" % why, src, "Active NVLinks"))
-        elif not links:
-            facts.append(ok(key, 0, src, "Active NVLinks"))  # no NVLink on this GPU: none active
-        else:
-            facts.append(ok(key, len(active), src, "Active NVLinks"))
 
     gpu_buses = set(buses.values())
     pairs = _pairs(data, gpus, buses, gpu_buses, count)
@@ -408,10 +400,10 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(ok("topology.fabric.state", states[0] if len(states) == 1 else "mixed: " + ", ".join(states),
                         "nvml:device.N.fabric", "GPU fabric state"))
     else:
-        errors = sorted({str(a.get("error")) for a in (data.get("device.%d.fabric" % i) for i in range(count))
+        failed = sorted({str(a.get("error")) for a in (data.get("device.%d.fabric" % i) for i in range(count))
                          if isinstance(a, dict) and a.get("error") not in (None, "NVML_ERROR_NOT_SUPPORTED")})
-        if errors:  # a driver (or binding) that predates the question: not known, not "no fabric"
-            facts.append(unknown("topology.fabric.state", "NVML cannot tell (%s)" % ", ".join(errors),
+        if failed:  # a driver (or binding) that predates the question: not known, not "no fabric"
+            facts.append(unknown("topology.fabric.state", "NVML cannot tell (%s)" % ", ".join(failed),
                                  "nvml:device.N.fabric", "GPU fabric state"))
         else:
             facts.append(ok("topology.fabric.state", None, "nvml:device.N.fabric", "GPU fabric state"))
@@ -444,7 +436,7 @@ def _pairs(data: Dict[str, Any], gpus: List[Dict[str, Any]], buses: Dict[int, st
             entry: Dict[str, Any] = {"a": a, "b": b}
             level = _int(_value(v.get("ancestor"))) if isinstance(v, dict) else None
             pcie = NVML_LEVELS.get(level) if level is not None else None
-            p2p = v.get("p2p") if isinstance(v, dict) and isinstance(v.get("p2p"), dict) else {}
+            p2p: Dict[str, Any] = v["p2p"] if isinstance(v, dict) and isinstance(v.get("p2p"), dict) else {}
             entry["p2p"] = {"read": _p2p_status(p2p.get("read")), "write": _p2p_status(p2p.get("write"))}
             entry["p2p_nvlink"] = _p2p_status(p2p.get("nvlink"))
             entry["p2p_atomics"] = _p2p_status(p2p.get("atomics"))
