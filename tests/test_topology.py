@@ -154,6 +154,10 @@ def test_topo_command_text_and_json(nvml, tmp_path):
     j = subprocess.run([sys.executable, "-m", "envdoctor", "topo", "--snapshot", str(path), "--format", "json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     doc = json.loads(j.stdout)
+    import jsonschema
+
+    with open(os.path.join(ROOT, "envdoctor", "schemas", "topology.schema.json"), encoding="utf-8") as fh:
+        jsonschema.validate(doc, json.load(fh))
     topo = doc["topology"]
     assert len(topo["pairs"]) == 28 and topo["pairs"][0]["nccl"] == "P2P/NVLink"
     assert topo["gpus"][0]["pcie"] == {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16}
