@@ -373,7 +373,7 @@ def topology_consumer(ctx: CheckContext) -> Iterable[Finding]:
             title="No PCIe peer-to-peer between consumer GPUs %s (NVML read/write: %s): NCCL uses %s" % (
                 _pair_list(no_p2p), ", ".join(reasons),
                 "/".join(sorted({str(p.get("nccl")) for p in no_p2p if p.get("nccl")})) or "host memory"),
-            detail="NVIDIA's driver does not offer PCIe P2P on these boards; NCCL copies through host memory "
+            detail="NVIDIA's driver does not offer PCIe P2P on these boards, so NCCL copies through host memory "
                    "instead. This works; it is slower than P2P, which datacenter GPUs or an NVLink bridge provide.",
             evidence=_ev(facts, "topology.pairs", "topology.gpus"),
             source=_src("nvmlDeviceGetP2PStatus read/write", NVML_TOPO),

@@ -411,9 +411,10 @@ FI_NVLINK_GET_VERSION = 166
 MAX_NVLINKS = 64
 #: nvmlGpuP2PCapsIndex_t (nvml.h): the peer-to-peer capabilities asked of each pair, one direction.
 P2P_CAPS = (("read", 0), ("write", 1), ("nvlink", 2), ("atomics", 3))
-#: NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED (nvml.h).
+#: NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_ARGUMENT_VERSION_MISMATCH (nvml.h).
 INVALID_ARGUMENT_CODE = 2
 NOT_SUPPORTED_CODE = 3
+ARGUMENT_VERSION_MISMATCH = 25
 
 
 def _topology(handles, ask, call, pynvml, error_names):
@@ -514,7 +515,8 @@ def _topology(handles, ask, call, pynvml, error_names):
             try:
                 call(name, handle, ctypes.byref(info))
             except pynvml.NVMLError as exc:
-                if getattr(exc, "value", None) == FUNCTION_NOT_FOUND and n == 0:
+                # a driver without the versioned call, or one that wants another version of its structure
+                if getattr(exc, "value", None) in (FUNCTION_NOT_FOUND, ARGUMENT_VERSION_MISMATCH) and n == 0:
                     last = exc
                     continue
                 raise

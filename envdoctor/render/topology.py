@@ -135,16 +135,20 @@ def render(report: Any, style: Style, width: int = 80, verbose: bool = False) ->
     info = facts.mapping("topology.nccl")
     nccl = facts.get("topology.nccl")
     if info:
-        head = "NCCL %s (%s), rules of %s; P2P level %s (%s)" % (
-            info.get("version") or "release unknown", info.get("from"), str(info.get("rules", "")).replace(
-                "NCCL ", ""), info.get("p2p_level"), info.get("why"))
+        rules = str(info.get("rules", "")).replace("NCCL ", "")
+        if info.get("version"):
+            head = "NCCL %s (%s), rules of %s; P2P level %s (%s)" % (
+                info["version"], info.get("from"), rules, info.get("p2p_level"), info.get("why"))
+        else:
+            head = "NCCL: none found here, judged with the rules of %s; P2P level %s (%s)" % (
+                rules, info.get("p2p_level"), info.get("why"))
         out += wrap(printable(head + ":"), width)
         by = _groups(pairs, "nccl")
         for transport in ("P2P/NVLink", "P2P/PCIe", "SHM", "NET", "abort", "None"):
             if transport in by:
                 out += wrap(printable("%s: %s" % (transport if transport != "None" else "unknown",
                                                   _pair_text(by[transport], len(by) == 1))), width, "  ", "    ")
-        if info.get("note"):
+        if info.get("note") and info.get("version"):
             out += [style(ln, "dim") for ln in wrap(printable(str(info["note"])), width, "  ", "    ")]
     elif nccl is not None and not nccl.known:
         out += wrap(printable("NCCL: %s" % nccl.reason), width)
