@@ -563,3 +563,12 @@ def test_fleet_shows_the_topology_facts(nvml, tmp_path):
     doc = json.loads(CliRunner().invoke(cli, ["fleet", str(folder), "--format", "json"]).output)
     fabric = {f["label"]: f for f in doc["facts"]}["GPU fabric"]
     assert fabric.get("absent") == ["node9"] or "node9" in json.dumps(fabric)
+
+
+def test_bar1_from_sysfs_when_nvml_does_not_say(nvml):
+    b = board("pcie-switch-k80")
+    b["sysfs_bar1"] = True
+    data = copy.deepcopy(nvml["pcie-switch-k80"])
+    data["device.1.bar1"] = {"error": "NVML_ERROR_NOT_SUPPORTED", "code": 3}
+    gpus = replay(boards.snapshot(b, data)).facts.value("topology.gpus")
+    assert gpus[1]["bar1_bytes"] == b["gpu"]["bar1"]  # from the resource file's BAR1 line

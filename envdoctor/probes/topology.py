@@ -159,8 +159,7 @@ class _Sysfs:
             return {"redirect": None, "why": "cannot read its configuration space (%s)" % res.error}
         data = res.data or b""
         if len(data) <= 256:
-            return {"redirect": None, "why": "only root can read a bridge's ACS control (the extended configuration "
-                                             "space)"}
+            return {"redirect": None, "why": "reading a bridge's ACS control needs root"}
         ctl = acs_control(data)
         if ctl is None:
             return {"redirect": False, "control": None, "why": "no ACS capability"}
@@ -589,7 +588,7 @@ def _acs(sysfs: _Sysfs, gpus: List[Dict[str, Any]], pairs: List[Dict[str, Any]])
         facts.append(ok("topology.acs_redirect", True, src, label))
     elif any(e["redirect"] is None for e in seen):
         why = next(e["why"] for e in seen if e["redirect"] is None)
-        facts.append(unknown("topology.acs_redirect", "%s: %d bridge(s) on PCIe P2P paths not read" % (
+        facts.append(unknown("topology.acs_redirect", "%s; %d bridge(s) on PCIe P2P paths not read" % (
             why, sum(1 for e in seen if e["redirect"] is None)), src, label))
     else:
         facts.append(ok("topology.acs_redirect", False, src, label))

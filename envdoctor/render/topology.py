@@ -153,7 +153,7 @@ def render(report: Any, style: Style, width: int = 80, verbose: bool = False) ->
     elif nccl is not None and not nccl.known:
         out += wrap(printable("NCCL: %s" % nccl.reason), width)
     fabric = facts.get("topology.fabric.state")
-    if fabric is not None and fabric.known:
+    if fabric is not None and fabric.known and fabric.value is not None:
         out += wrap("Fabric: %s" % printable(str(fabric.value)), width)
     iommu = facts.get("topology.iommu_mode")
     acs = facts.get("topology.acs_redirect")

@@ -178,9 +178,10 @@ def snapshot(board: Dict[str, Any], nvml: Dict[str, Any], environ: Optional[Dict
                             ("current_link_width", str(w_cur)), ("max_link_width", str(w_max))):
             put(base + "/" + name, value + "\n")
         bar1 = g.get("bar1", gpu["bar1"])
-        put(base + "/resource", "0x00000000fa000000 0x00000000faffffff 0x0000000000040200\n"
-            "0x0000020000000000 0x%016x 0x000000000014220c\n" % (0x20000000000 + bar1 - 1)
-            + "0x0000000000000000 0x0000000000000000 0x0000000000000000\n")
+        if board.get("sysfs_bar1"):  # the BAR1 size as sysfs shows it (NVML's answer is read first)
+            put(base + "/resource", "0x00000000fa000000 0x00000000faffffff 0x0000000000040200\n"
+                "0x0000020000000000 0x%016x 0x000000000014220c\n" % (0x20000000000 + bar1 - 1)
+                + "0x0000000000000000 0x0000000000000000 0x0000000000000000\n")
         if board.get("iommu"):
             group = 20 + i
             links[base + "/iommu_group"] = "../../../../kernel/iommu_groups/%d" % group
@@ -192,8 +193,6 @@ def snapshot(board: Dict[str, Any], nvml: Dict[str, Any], environ: Optional[Dict
             for name, value in (("current_link_speed", GEN_SPEED[bcur]), ("max_link_speed", GEN_SPEED[bmax]),
                                 ("current_link_width", str(bwc)), ("max_link_width", str(bwm))):
                 put(bb + "/" + name, value + "\n")
-            put(bb + "/vendor", "0x10b5\n")
-            put(bb + "/class", "0x060400\n")
             control = int(acs.get(bdf, "0x0000"), 16)
             data = _acs_config(control) if root else _acs_config(control)[:64]
             f[bb + "/config"] = {"base64": base64.b64encode(data).decode("ascii")}
