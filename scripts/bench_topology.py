@@ -34,6 +34,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from bench_diagnose import WORKDIR, copy_of_revision, with_path  # noqa: E402
+
 from tests.fakenvml.build import build, fake_env, write_answers  # noqa: E402
 from tests.topology import boards  # noqa: E402
 
@@ -92,12 +93,13 @@ def main() -> int:
     env = fake_env(lib, answers, dict(os.environ, NO_COLOR="1"))
     py = sys.executable
     tools = {
-        "this tree": ["env", "PYTHONPATH=" + with_path(copy_of_this_tree()), py, "-m", "envdoctor", "diagnose", "--format", "json"],
+        "this tree": ["env", "PYTHONPATH=" + with_path(copy_of_this_tree()), py, "-m", "envdoctor", "diagnose",
+                      "--format", "json"],
         "without the layer (%s)" % ref: ["env", "PYTHONPATH=" + with_path(copy_of_revision(ref)), py, "-m",
                                          "envdoctor", "diagnose", "--format", "json"],
     }
     results: Dict[str, List[Dict[str, float]]] = {name: [] for name in tools}
-    for name, argv in tools.items():  # warm the caches once
+    for argv in tools.values():  # warm the caches once
         run_once(argv, env)
     for _ in range(args.runs):
         for name, argv in tools.items():
