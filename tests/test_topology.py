@@ -285,6 +285,13 @@ def test_nccl_variables_forcing_a_slow_transport(nvml):
     conf = report_of(nvml, "pcie-switch-k80", files={"/etc/nccl.conf": "NCCL_SHM_DISABLE=1\n"})
     f = next(f for f in conf.findings if f.code == "topology.nccl_slow_transport")
     assert "/etc/nccl.conf" in f.title and "NET instead of SHM" in f.title
+    # ~/.nccl.conf as a snapshot records it (the home directory written "~"); the environment wins over it
+    home = report_of(nvml, "dgx-h100", environ={"HOME": "~"}, files={"~/.nccl.conf": "NCCL_P2P_DISABLE=1\n"})
+    assert home.facts.value("topology.nccl")["variables"]["NCCL_P2P_DISABLE"]["from"] == "~/.nccl.conf"
+    assert "topology.nccl_slow_transport" in codes(home)
+    env_wins = report_of(nvml, "dgx-h100", environ={"HOME": "~", "NCCL_P2P_DISABLE": "0"},
+                         files={"~/.nccl.conf": "NCCL_P2P_DISABLE=1\n"})
+    assert "topology.nccl_slow_transport" not in codes(env_wins)
     # a variable that changes nothing slower stays quiet; an unknown level is a note
     assert "topology.nccl_slow_transport" not in codes(report_of(nvml, "dgx-h100",
                                                                  environ={"NCCL_P2P_LEVEL": "SYS"}))

@@ -255,7 +255,8 @@ def nccl_settings(host: Host) -> Dict[str, Dict[str, str]]:
             out[name] = {"value": value, "from": "environment"}
     conf = host.getenv("NCCL_CONF_FILE")
     home = host.getenv("HOME")
-    files = [conf] if conf else ([posixpath.join(home, ".nccl.conf")] if home and home.startswith("/") else [])
+    # (a snapshot writes the home directory as "~", and the files read under it the same way)
+    files = [conf] if conf else ([posixpath.join(home, ".nccl.conf")] if home else [])
     for path in files + ["/etc/nccl.conf"]:
         text = host.read_text(path, limit=64 * 1024)
         if text is None:
