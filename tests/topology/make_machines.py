@@ -37,7 +37,7 @@ MACHINES: Dict[str, Any] = {
         "pcie-switch-k80", "centos7-a100-cuda115",
         "8 GPUs of 4 Tesla K80 boards behind PCIe switches on two sockets (PIX/PXB within a socket, SYS across), "
         "CentOS 7, driver 470.57.02",
-        {"expect_findings": ["driver.branch_end_of_life", "driver.minor_version_compat"], "findings_reviewed": True}),
+        {"expect_findings": ["driver.branch_end_of_life", "driver.too_old_for_toolkit"], "findings_reviewed": True}),
 }
 
 #: Parts of the base machine that describe its own GPUs (replaced by the board's).
