@@ -146,3 +146,13 @@ def test_published_vllm_logs_are_within_the_targets():
     assert spec.loader is not None
     spec.loader.exec_module(mod)
     assert mod.main(["--max-weights-error", "3", "--max-kv-error", "15", "--json"]) == 0
+
+
+def test_a_utilization_that_is_not_a_number_is_refused():
+    # NaN compares false with both bounds of a plain FloatRange, so it used to pass and then poison every term.
+    from click.testing import CliRunner
+
+    for bad in ("nan", "inf", "-inf"):
+        r = CliRunner().invoke(cli, ["fit", "x", "--gpu", "RTX 4090", "--gpu-memory-utilization", bad])
+        assert r.exit_code == 2, (bad, r.output)
+        assert "gpu-memory-utilization" in r.output
