@@ -450,3 +450,16 @@ def test_a_tensorflow_extension_built_against_another_tensorflow_is_predicted_to
     assert len(found) == 1 and found[0].components == ["tensorflow"]
     assert "tensorflow_text 2.15.0" in found[0].title or "tensorflow-text 2.15.0" in found[0].title
     assert "_ZN10tensorflow6kernel4goneEv" in found[0].detail
+
+
+def test_libs_on_a_path_that_blocks_when_read_ends_within_its_timeout(tmp_path) -> None:
+    """A FIFO named like a library (opening it blocks until a writer comes): exit 2 within --timeout + 1 s."""
+    import time
+
+    fifo = str(tmp_path / "libcudart.so.12")
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "envdoctor", "libs", fifo, "--timeout", "1"], capture_output=True,
+                       text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 2 and "did not finish within --timeout" in r.stderr
+    assert time.monotonic() - started < 15  # interpreter start-up included

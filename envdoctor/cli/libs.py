@@ -46,11 +46,6 @@ MAX_DIR_OBJECTS = 200
 def libs(paths: Tuple[str, ...], program: Optional[str], ldp: Optional[str], snapshot_path: Optional[str],
          verbose: bool, fmt: str, timeout: float) -> None:
     """Which CUDA, cuDNN, NCCL and TensorRT files PATH loads, why those, and what is wrong with them."""
-    import posixpath
-
-    from ..probes import loader
-    from ..probes.cuda import ld_library_path_dirs
-
     if snapshot_path:
         from .common import open_snapshot
 
@@ -58,36 +53,40 @@ def libs(paths: Tuple[str, ...], program: Optional[str], ldp: Optional[str], sna
         source = {"kind": "snapshot", "description": snapshot_path}
     else:
         import os
+        import time
 
         from ..host.live import LiveHost
 
-        host = LiveHost(timeout=timeout)
+        host = LiveHost(timeout=timeout, deadline=time.monotonic() + timeout)
         host.names_limit = 64 * 1024 * 1024  # libnvrtc's 13 MiB of read-only data is affordable here
         source = {"kind": "live", "description": "this machine"}
         paths = tuple(os.path.abspath(p) for p in paths)
         program = os.path.abspath(program) if program else None
-    roots: List[str] = []
-    for p in paths:
-        p = posixpath.normpath(p)
-        listing = host.list_dir(p)
-        if listing.ok:
-            # its shared objects (a name with ".so"), else whatever ELF files it holds (programs)
-            names = [n for n in listing.names() if ".so" in n] or list(listing.names())
-            found = [f for f in (posixpath.join(p, n) for n in names[:4 * MAX_DIR_OBJECTS])
-                     if host.elf(f).ok][:MAX_DIR_OBJECTS]
-            if not found:
-                raise fail("%s holds no ELF program or shared object" % p, EXIT_USAGE)
-            roots += found
-            continue
-        elf = host.elf(p)
-        if not elf.ok:
-            why = {"ENOENT": "no such file", "not_elf": "not an ELF program or shared object",
-                   "not_recorded": "the snapshot holds no ELF headers for it"}.get(str(elf.error), "%s%s" % (
-                       elf.error, ": " + elf.message if elf.message else ""))
-            raise fail("%s: %s" % (p, why), EXIT_USAGE)
-        roots.append(p)
-    config = loader.loader_config(host, None if ldp is None else ld_library_path_dirs(ldp))
-    doc = build(host, config, roots, program, verbose)
+    import threading
+
+    done: Dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            done["doc"] = _collect(host, paths, ldp, program, verbose)
+        except _Refused as exc:
+            done["refused"] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - raised again below, in the command's own thread
+            done["error"] = exc
+
+    # A path that blocks when opened (a FIFO, a hung mount) must not hang the command: the work runs in a thread
+    # the deadline abandons.
+    worker = threading.Thread(target=work, name="libs", daemon=True)
+    worker.start()
+    worker.join(timeout + 1.0)
+    if "error" in done:
+        raise done["error"]
+    if "refused" in done:
+        raise fail(done["refused"], EXIT_USAGE)
+    if "doc" not in done:
+        raise fail("did not finish within --timeout %g s (a file that blocks when read: a FIFO, a hung network "
+                   "mount?); nothing judged" % timeout, EXIT_USAGE)
+    doc = done["doc"]
     doc["source"] = source
     if fmt == "json":
         from ..render.json_out import dumps
@@ -100,6 +99,41 @@ def libs(paths: Tuple[str, ...], program: Optional[str], ldp: Optional[str], sna
 
         echo_output(render(doc, Style(sys.stdout), terminal_width(sys.stdout), verbose))
     sys.exit(EXIT_FOUND_ERRORS if doc["summary"]["error"] else EXIT_OK)
+
+
+class _Refused(Exception):
+    """A path that cannot be judged (exit 2 with this message)."""
+
+
+def _collect(host: Any, paths: Tuple[str, ...], ldp: Optional[str], program: Optional[str],
+             verbose: bool) -> Dict[str, Any]:
+    import posixpath
+
+    from ..probes import loader
+    from ..probes.cuda import ld_library_path_dirs
+
+    roots: List[str] = []
+    for p in paths:
+        p = posixpath.normpath(p)
+        listing = host.list_dir(p)
+        if listing.ok:
+            # its shared objects (a name with ".so"), else whatever ELF files it holds (programs)
+            names = [n for n in listing.names() if ".so" in n] or list(listing.names())
+            found = [f for f in (posixpath.join(p, n) for n in names[:4 * MAX_DIR_OBJECTS])
+                     if host.elf(f).ok][:MAX_DIR_OBJECTS]
+            if not found:
+                raise _Refused("%s holds no ELF program or shared object" % p)
+            roots += found
+            continue
+        elf = host.elf(p)
+        if not elf.ok:
+            why = {"ENOENT": "no such file", "not_elf": "not an ELF program or shared object",
+                   "not_recorded": "the snapshot holds no ELF headers for it"}.get(str(elf.error), "%s%s" % (
+                       elf.error, ": " + elf.message if elf.message else ""))
+            raise _Refused("%s: %s" % (p, why))
+        roots.append(p)
+    config = loader.loader_config(host, None if ldp is None else ld_library_path_dirs(ldp))
+    return build(host, config, roots, program, verbose)
 
 
 def build(host: Any, config: Any, roots: List[str], program: Optional[str], verbose: bool = False) -> Dict[str, Any]:
