@@ -91,6 +91,13 @@ KEYS: Dict[str, Tuple[str, str]] = {
     "container.toolkit.installed": ("bool", "the NVIDIA Container Toolkit is installed"),
     "container.toolkit.version": ("version", "NVIDIA Container Toolkit version"),
     "container.nvidia_runtime_configured": ("bool", "Docker is configured with the nvidia runtime"),
+    # Measured by `envdoctor bench` (never by diagnose): a live `check` runs the bench when the policy names one
+    # of these; `check --report` reads them from a `bench --format json` document.
+    "bench.h2d_ratio": ("number", "lowest pinned host-to-device copy rate over its PCIe link's rate (bench)"),
+    "bench.d2h_ratio": ("number", "lowest pinned device-to-host copy rate over its PCIe link's rate (bench)"),
+    "bench.d2d_ratio": ("number", "lowest device-to-device copy rate over the GPU's memory bandwidth (bench)"),
+    "bench.p2p_ratio": ("number", "lowest peer copy rate over its path's rate, NVLink or PCIe (bench)"),
+    "bench.p2p_data_ok": ("bool", "every peer copy delivered the data that was sent (bench)"),
 }
 
 #: gpu.*.X (every GPU) and gpu.N.X (GPU N): X -> (kind, what it is).
