@@ -80,7 +80,7 @@ def _ranges(cpus):
     return ",".join(out)
 
 
-_MEMPOLICY = []  # the set_mempolicy function found, and how (cached)
+_MEMPOLICY = []  # type: list  # the set_mempolicy function found, and how (cached)
 
 
 def _set_mempolicy_fn():
@@ -290,7 +290,7 @@ class Bench:
         return ptr.value
 
 
-_LIBC = []
+_LIBC = []  # type: list
 
 
 def _libc():
@@ -482,8 +482,8 @@ def peers(bench, job, by_index):
                 bench.context(b)
                 bench.call("cuMemsetD8_v2", buffers[dst], 0, size)  # a copy that did not happen cannot pass
                 bench.context(a)
-                ms = bench.timed(src, lambda: bench.call("cuMemcpyPeer", buffers[dst], ctx_b, buffers[src], ctx_a,
-                                                         size))
+                ms = bench.timed(src, lambda d=buffers[dst], cb=ctx_b, s=buffers[src], ca=ctx_a: bench.call(
+                    "cuMemcpyPeer", d, cb, s, ca, size))
                 if n:
                     times.append(ms)
                 bench.context(b)

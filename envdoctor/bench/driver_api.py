@@ -1,7 +1,8 @@
 """The CUDA driver API calls ``envdoctor bench`` makes, through ``ctypes`` over ``libcuda.so.1``.
 
-Run inside the bench's child process only (:mod:`envdoctor.bench.child`, which loads this file as a sibling): loading the driver and
-initialising CUDA there means a driver that hangs or crashes takes that process down, never envdoctor.
+Run inside the bench's child process only (:mod:`envdoctor.bench.child`, which loads this file as a sibling):
+loading the driver and initialising CUDA there means a driver that hangs or crashes takes that process down,
+never envdoctor.
 No envdoctor imports here.
 
 Every prototype is the one NVIDIA's ``cuda.h`` declares (checked against the headers of CUDA 12.6 and 13.0):

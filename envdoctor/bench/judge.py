@@ -214,7 +214,7 @@ def judge(found: Sequence[Target], facts: Any, events: Sequence[Dict[str, Any]],
             out.fatal = e
         elif kind == "processes" and note is not None:
             note["busy"] = e.get("others")
-        elif kind == "bind" and note is not None and not e.get("remote"):
+        elif kind == "bind" and note is not None and isinstance(gpu, int) and not e.get("remote"):
             note["binding"] = {"cpus": by_index[gpu].cpus_text if e.get("cpus") else None,
                                "cpus_bound": len(e["cpus"]) if isinstance(e.get("cpus"), list) else 0,
                                "cpus_why": e.get("cpus_why") or "", "numa_node": e.get("node"),

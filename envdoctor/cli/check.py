@@ -99,8 +99,8 @@ def with_bench(report: Dict[str, Any], timeout: float) -> Dict[str, Any]:
     except benchmod.BenchError as exc:
         facts = [{"key": key, "value": None, "status": "unknown", "source": "bench", "reason": str(exc)}
                  for key in ("bench.h2d_ratio", "bench.d2h_ratio", "bench.d2d_ratio", "bench.p2p_ratio")]
-        doc = {"probes": [{"name": "bench", "title": "Measured copies", "status": "crashed", "duration": 0.0, "error": str(exc),
-                           "facts": facts}], "findings": []}
+        doc = {"probes": [{"name": "bench", "title": "Measured copies", "status": "crashed", "duration": 0.0,
+                           "error": str(exc), "facts": facts}], "findings": []}
     out = dict(report)
     out["probes"] = list(report.get("probes") or []) + doc["probes"]
     out["findings"] = list(report.get("findings") or []) + doc["findings"]
