@@ -65,6 +65,9 @@ CHECK_MODULES = (
     "envdoctor.checks.gpu_verdict",
     "envdoctor.checks.tools",
     "envdoctor.checks.driver_branch",
+    "envdoctor.checks.kernel_log",
+    "envdoctor.checks.driver_support",
+    "envdoctor.checks.driven",
 )
 
 
@@ -195,5 +198,8 @@ def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None) -
                 fix=Fix(text="Please report it with a snapshot attached: "
                              "`envdoctor snapshot -o snap.json --redact-ids`."),
             ))
+    from .driven import settle
+
+    findings = settle(findings, ctx.facts)  # a GPU the driver does not drive is never "Works"
     findings.sort(key=sort_key)
     return findings
