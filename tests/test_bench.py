@@ -208,9 +208,18 @@ def test_peer_copies_judged_against_the_topology_layers_path() -> None:
     assert [f.code for f in judged.findings] == ["bench.peer_slow"]
     fact = {f.key: f.value for f in judged.facts}
     assert fact["bench.p2p_ratio"] == 0.222 and fact["bench.p2p_data_ok"] is True
-    # without the topology layer the copies are shown, verified, not judged
-    unjudged = judging.judge([a, b], Facts(), events[:1]).results[0]
-    assert unjudged["verdict"] == "not_judged" and "topology" in unjudged["why"]
+    # without the topology layer: what the child asked NVML. NVLink: shown, verified, not judged (no link count)
+    nvlink = judging.judge([a, b], Facts(), [{"event": "pair", "a": 0, "b": 1, "ancestor": 50, "p2p_nvlink": 0}]
+                           + events[:1]).results[0]
+    assert nvlink["verdict"] == "not_judged" and "needs the topology layer" in nvlink["why"]
+    # a PCIe path from NVML's common ancestor (30: a host bridge, PHB): against the slower link
+    c, d = _target(index=0), _target(gen=3, index=1)
+    phb = judging.judge([c, d], Facts(), [{"event": "pair", "a": 0, "b": 1, "ancestor": 30, "p2p_nvlink": 4},
+                                          dict(events[0], ms=[100.0] * 5)]).results[0]
+    assert phb["reference"]["label"] == "PHB over PCIe 3.0 x16" and phb["ratio"] == 0.635 and phb["verdict"] == "warning"
+    # nothing known of the path: not judged
+    none = judging.judge([a, b], Facts(), events[:1]).results[0]
+    assert none["verdict"] == "not_judged" and "topology" in none["why"]
 
 
 def test_remote_numa_penalty() -> None:
@@ -497,3 +506,22 @@ def test_the_real_gpu_check_script_runs_against_the_stand_in(libs: str, tmp_path
     assert [(r["test"], r["envdoctor_gbps"]) for r in doc["rows"]] == [("h2d", 25.9), ("d2h", 26.3)]
     assert all(r["torch_gbps"] is None and ("torch" in r["why"]) for r in doc["rows"])
     assert doc["wall_seconds"] < 60 and doc["bench_exit"] == 0
+
+
+@needs_cc
+def test_a_live_check_runs_the_bench_when_its_policy_names_a_bench_key(libs: str, tmp_path: Any) -> None:
+    policy = tmp_path / "p.toml"
+    policy.write_text('schema_version = 1\n[require]\n"bench.h2d_ratio" = {min = 0.6}\n"gpu.count" = 1\n'
+                      '[findings]\nfail_on = "never"\n')
+    argv = [sys.executable, "-m", "envdoctor", "check", "--policy", str(policy), "--format", "json"]
+    env = environ(libs, tmp_path, a100_pcie(), cuda_config(rate={"h2d": {"pinned": 9.0}}))
+    doc = json.loads(subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT).stdout)
+    req = {r["name"]: r for r in doc["policy"]["requirements"]}
+    assert req["bench.h2d_ratio"]["status"] == "fail" and req["gpu.count"]["status"] == "pass"
+    assert any(f["code"] == "bench.host_link_slow" for f in doc["findings"])
+    # a GPU another process uses: the bench refuses, the requirement is unknown with the reason
+    env = environ(libs, tmp_path, a100_pcie(**{"device.0.processes": "4242:1"}), cuda_config())
+    doc = json.loads(subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd=ROOT).stdout)
+    req = {r["name"]: r for r in doc["policy"]["requirements"]}
+    assert req["bench.h2d_ratio"]["status"] == "unknown" and "in use by other processes" in req["bench.h2d_ratio"][
+        "found"]

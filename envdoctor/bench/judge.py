@@ -9,7 +9,9 @@ bandwidth. The references:
 * device <-> device: the product's memory bandwidth (``gpus.json``), else the one NVML's bus width and clock
   give (``gpu.N.memory_bandwidth_gbps``);
 * peer copies: the path the topology layer reports (``topology.pairs``): NVLink (per-link rate x bonded links
-  of the GPU's NVLink generation) or PCIe (the slower of the two GPUs' links).
+  of the GPU's NVLink generation) or PCIe (the slower of the two GPUs' links). Where that layer did not run, the
+  child asks NVML for the pair's common PCIe ancestor and P2P-over-NVLink status: a PCIe path is judged the same
+  way, an NVLink one is shown without a verdict (only the topology layer counts the links).
 
 A ratio of 0.75 or more passes, below 0.75 is a warning, below 0.5 an error (a warning when the reference is
 not verified against the vendor's table). Pageable copies are shown against the link but not judged: they
@@ -148,10 +150,30 @@ def memory_reference(t: Target) -> Optional[Ref]:
     return None
 
 
+#: nvmlGpuTopologyLevel_t (nvml.h) -> nvidia-smi topo's legend (INTERNAL: two GPUs on one board).
+NVML_LEVELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+
+
+def pair_from_nvml(event: Dict[str, Any]) -> Dict[str, Any]:
+    """The record of a pair from what the bench's child asked NVML (the common ancestor, P2P over NVLink), for a
+    run without the topology layer's ``topology.pairs``: a PCIe path in nvidia-smi's legend, or NVLink without
+    the number of links (which only the topology layer counts)."""
+    if event.get("p2p_nvlink") == 0:
+        return {"a": event.get("a"), "b": event.get("b"), "path": "NVLink", "nvlinks": None,
+                "unknown": "the number of NVLinks between the GPUs needs the topology layer"}
+    level = NVML_LEVELS.get(event.get("ancestor")) if isinstance(event.get("ancestor"), int) else None
+    if level is None:
+        return {"a": event.get("a"), "b": event.get("b"), "path": None,
+                "unknown": "NVML did not say how the GPUs are connected"}
+    return {"a": event.get("a"), "b": event.get("b"), "path": level, "pcie": level}
+
+
 def peer_reference(pair: Optional[Dict[str, Any]], a: Target, b: Target) -> Tuple[Optional[Ref], str]:
     """(the reference of a peer copy from ``a`` to ``b``, why there is none)."""
     if pair is None:
         return None, "the path between the GPUs is not known (the topology layer did not run)"
+    if (pair.get("unknown") and not pair.get("path")) or pair.get("path") == "NVLink":
+        return None, str(pair.get("unknown") or "the path between the GPUs is not known")
     path = str(pair.get("path") or "")
     links = pair.get("nvlinks")
     if isinstance(links, int) and not isinstance(links, bool) and links > 0:
@@ -199,6 +221,7 @@ def judge(found: Sequence[Target], facts: Any, events: Sequence[Dict[str, Any]],
     """The results, facts and findings of the child's ``events`` (see :mod:`envdoctor.bench.child`)."""
     out = Judged()
     by_index = {t.index: t for t in found}
+    asked = {(e.get("a"), e.get("b")): pair_from_nvml(e) for e in events if e.get("event") == "pair"}
     notes: Dict[int, Dict[str, Any]] = {t.index: {"index": t.index, "name": t.name, "pci_bus_id": t.bus_id,
                                                   "link": {"gen_max": t.gen_max, "width_max": t.width_max,
                                                            "gen_idle": t.gen_idle, "width_idle": t.width_idle,
@@ -230,7 +253,7 @@ def judge(found: Sequence[Target], facts: Any, events: Sequence[Dict[str, Any]],
         elif kind == "result" and gpu in by_index:
             out.results.append(_host_result(by_index[gpu], e))
         elif kind == "p2p" and e.get("src") in by_index and e.get("dst") in by_index:
-            out.results.append(_peer_result(by_index[e["src"]], by_index[e["dst"]], facts, e, out))
+            out.results.append(_peer_result(by_index[e["src"]], by_index[e["dst"]], facts, e, out, asked))
         elif kind == "error":
             out.findings.append(_cuda_error(e))
     out.gpus = [notes[t.index] for t in found]
@@ -296,10 +319,12 @@ def _host_result(t: Target, e: Dict[str, Any]) -> Dict[str, Any]:
             "why": why}
 
 
-def _peer_result(a: Target, b: Target, facts: Any, e: Dict[str, Any], out: Judged) -> Dict[str, Any]:
+def _peer_result(a: Target, b: Target, facts: Any, e: Dict[str, Any], out: Judged,
+                 asked: Dict[Any, Dict[str, Any]]) -> Dict[str, Any]:
     nbytes = int(e.get("bytes") or 0)
     trials, med = _median(nbytes, e.get("ms") or [], 1.0)
-    pair = peer_path(facts, a.index, b.index)
+    # the topology layer's record of the path; without that layer, what the child asked NVML
+    pair = peer_path(facts, a.index, b.index) or asked.get((min(a.index, b.index), max(a.index, b.index)))
     ref, why = peer_reference(pair, a, b)
     access = bool(e.get("access"))
     if not access:
