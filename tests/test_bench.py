@@ -216,7 +216,8 @@ def test_peer_copies_judged_against_the_topology_layers_path() -> None:
     c, d = _target(index=0), _target(gen=3, index=1)
     phb = judging.judge([c, d], Facts(), [{"event": "pair", "a": 0, "b": 1, "ancestor": 30, "p2p_nvlink": 4},
                                           dict(events[0], ms=[100.0] * 5)]).results[0]
-    assert phb["reference"]["label"] == "PHB over PCIe 3.0 x16" and phb["ratio"] == 0.635 and phb["verdict"] == "warning"
+    assert phb["reference"]["label"] == "PHB over PCIe 3.0 x16"
+    assert (phb["ratio"], phb["verdict"]) == (0.635, "warning")
     # nothing known of the path: not judged
     none = judging.judge([a, b], Facts(), events[:1]).results[0]
     assert none["verdict"] == "not_judged" and "topology" in none["why"]

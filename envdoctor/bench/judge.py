@@ -161,7 +161,8 @@ def pair_from_nvml(event: Dict[str, Any]) -> Dict[str, Any]:
     if event.get("p2p_nvlink") == 0:
         return {"a": event.get("a"), "b": event.get("b"), "path": "NVLink", "nvlinks": None,
                 "unknown": "the number of NVLinks between the GPUs needs the topology layer"}
-    level = NVML_LEVELS.get(event.get("ancestor")) if isinstance(event.get("ancestor"), int) else None
+    ancestor = event.get("ancestor")
+    level = NVML_LEVELS.get(ancestor) if isinstance(ancestor, int) else None
     if level is None:
         return {"a": event.get("a"), "b": event.get("b"), "path": None,
                 "unknown": "NVML did not say how the GPUs are connected"}
