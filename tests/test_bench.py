@@ -526,3 +526,16 @@ def test_a_live_check_runs_the_bench_when_its_policy_names_a_bench_key(libs: str
     req = {r["name"]: r for r in doc["policy"]["requirements"]}
     assert req["bench.h2d_ratio"]["status"] == "unknown" and "in use by other processes" in req["bench.h2d_ratio"][
         "found"]
+
+
+@needs_cc
+def test_nvml_hanging_in_the_child_is_bounded_too(libs: str, tmp_path: Any) -> None:
+    """The child asks NVML who else uses the GPU before it loads CUDA: a driver hanging there is cut the same way."""
+    env = environ(libs, tmp_path, a100_pcie(**{"device.0.processes": "4242:1", "device.0.processes.hang_seconds": 60}),
+                  cuda_config())
+    started = time.monotonic()
+    res = bench(env, "--size", "4M", "--timeout", "4", "--format", "json")
+    assert time.monotonic() - started < 4 + 5
+    doc = as_json(res)
+    assert res.returncode == 1 and doc["incomplete"]["reason"] == "timed_out" and doc["results"] == []
+    assert doc["incomplete"]["during"] == "asking NVML which processes use the GPUs"

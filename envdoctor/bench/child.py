@@ -347,6 +347,7 @@ def run(job):
     emit({"event": "start", "pid": os.getpid()})
     gpus = job.get("gpus") or []
     tests = set(job.get("tests") or ())
+    emit({"event": "doing", "what": "asking NVML which processes use the GPUs"})
     nvml = Nvml()
     emit({"event": "nvml", "ok": nvml.ok, "message": nvml.message})
     busy = []
