@@ -317,6 +317,7 @@ def test_healthy_gpu_text_and_json(libs: str, tmp_path: Any) -> None:
     facts = {f["key"]: f["value"] for f in doc["probes"][0]["facts"]}
     assert facts["bench.h2d_ratio"] == 0.822 and facts["bench.d2d_ratio"] == 0.827
     assert doc["summary"] == {"error": 0, "warning": 0, "info": 0}
+    assert doc["notes"] == ["peer copies need two GPUs: this machine has one"]
 
 
 @needs_cc

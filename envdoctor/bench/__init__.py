@@ -95,7 +95,15 @@ def run(options: Options, facts: Any = None, host: Any = None, deadline: Optiona
                              ", ".join("GPU%d" % g["index"] for g in busy),
                              "; ".join("GPU%d: pid %s" % (g["index"], ", ".join(str(p.get("pid")) for p in g["busy"]))
                                        for g in busy)))
-    return document(options, judged, outcome, time.monotonic() - started)
+    notes = []
+    if "p2p" in options.tests and len(found) < 2:
+        notes.append("peer copies need two GPUs: %s" % ("--gpu names one" if options.gpu is not None else
+                                                         "this machine has one"))
+    nvml = next((e for e in outcome.events if e.get("event") == "nvml"), None)
+    if nvml is not None and not nvml.get("ok"):
+        notes.append("NVML could not be asked from the bench's process (%s): other processes on the GPU, the link "
+                     "under load and the replay counter are not known" % nvml.get("message"))
+    return document(options, judged, outcome, time.monotonic() - started, notes)
 
 
 def _fatal(event: Dict[str, Any]) -> str:
@@ -107,7 +115,8 @@ def _fatal(event: Dict[str, Any]) -> str:
     return "the bench could not start: %s" % event.get("message")
 
 
-def document(options: Options, judged: Any, outcome: Any, duration: float) -> Dict[str, Any]:
+def document(options: Options, judged: Any, outcome: Any, duration: float, notes: Sequence[str] = ()
+             ) -> Dict[str, Any]:
     from .. import __version__
     from ..findings import sort_key, summarize
 
@@ -126,6 +135,7 @@ def document(options: Options, judged: Any, outcome: Any, duration: float) -> Di
         "findings": [f.to_dict() for f in findings],
         "summary": summarize(findings),
         "timings": {"total": round(duration, 4), "copies": round(outcome.duration, 4)},
+        "notes": list(notes),
     }
     if outcome.ended != "done":
         doc["incomplete"] = {"reason": outcome.ended, "during": outcome.during, "message": outcome.message}

@@ -126,6 +126,8 @@ def render(doc: Dict[str, Any], style: Style, width: int, verbose: bool = False)
                                                                    inc["message"])), width, "  ", "    ")
     for g in gpus:
         out += wrap(printable("GPU%d %s: %s" % (g["index"], g.get("name") or "", _binding(g))), width, "  ", "    ")
+    for note in doc.get("notes") or []:
+        out += [style(ln, "dim") for ln in wrap(printable("note: " + note), width, "  ", "    ")]
     out.append("")
     for r in doc.get("results") or []:
         out += wrap(line(r, style), width + 20, "  ", "    ")  # the colour codes are not columns
