@@ -9,7 +9,7 @@ from typing import Any, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import Seconds, echo_output, format_option
+from .common import Seconds, echo_output, format_option, output_deadline
 
 EPILOG = """\b
 Examples:
@@ -84,8 +84,11 @@ def _tests(ctx: click.Context, param: click.Parameter, value: Tuple[str, ...]) -
 def bench(tests: Tuple[str, ...], gpu: Optional[int], size: int, trials: int, force: bool, verbose: bool, fmt: str,
           timeout: float) -> None:
     """Measure host<->device, device memory and peer copies, and judge each against the link it crosses."""
+    import time
+
     from .. import bench as benchmod
 
+    started = time.monotonic()
     options = benchmod.Options(tests, gpu, size, trials, force, timeout)
     try:
         doc = benchmod.run(options)
@@ -94,12 +97,13 @@ def bench(tests: Tuple[str, ...], gpu: Optional[int], size: int, trials: int, fo
     if fmt == "json":
         from ..render.json_out import dumps
 
-        echo_output(dumps(doc))
+        echo_output(dumps(doc), deadline=output_deadline(started + timeout + 1.0))
     else:
         from ..render.bench import render
         from ..render.layout import terminal_width
         from ..render.style import Style
 
         style = Style(sys.stdout)
-        echo_output(render(doc, style, terminal_width(sys.stdout), verbose), color=style.color)
+        echo_output(render(doc, style, terminal_width(sys.stdout), verbose), color=style.color,
+                    deadline=output_deadline(started + timeout + 1.0))
     sys.exit(1 if doc["summary"].get("error") else 0)
