@@ -12,7 +12,7 @@ A fact is one answer ("driver.version" = "550.54.15") plus its ``source``
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 STATUSES = ("ok", "unknown", "not_supported", "timed_out")
 
@@ -81,11 +81,22 @@ class Facts:
 
     def __init__(self, facts: Iterable[Fact] = ()) -> None:
         self._facts: Dict[str, Fact] = {}
+        #: What checks derive from the whole set (``derived``), forgotten when a fact is added.
+        self._derived: Dict[str, Any] = {}
         for f in facts:
             self.add(f)
 
     def add(self, fact: Fact) -> None:
         self._facts[fact.key] = fact
+        if self._derived:
+            self._derived.clear()
+
+    def derived(self, name: str, compute: Callable[[Facts], Any]) -> Any:
+        """``compute(self)``, worked out once for these facts (several checks walking every fact for the same
+        thing, such as the GPUs' indexes, pay for one walk)."""
+        if name not in self._derived:
+            self._derived[name] = compute(self)
+        return self._derived[name]
 
     def get(self, key: str) -> Optional[Fact]:
         return self._facts.get(key)

@@ -31,6 +31,10 @@ SLOWDOWNS = ("HW slowdown", "HW thermal slowdown", "SW thermal slowdown", "HW po
 
 
 def gpu_indexes(facts: Facts) -> List[int]:
+    return list(facts.derived("gpu_indexes", _gpu_indexes))
+
+
+def _gpu_indexes(facts: Facts) -> List[int]:
     out = set()
     for f in facts.with_prefix("gpu."):
         m = re.match(r"^gpu\.(\d+)\.", f.key)

@@ -55,8 +55,11 @@ def _nvml_in_child(job: Optional[bytes]) -> bytes:
     from .. import forked
     from . import nvml_worker
 
+    encode = json.JSONEncoder(sort_keys=True).encode  # one encoder for every line (json.dumps makes one a call)
+    stream = forked.stream
+
     def emit(doc: Dict[str, Any]) -> None:
-        forked.stream((json.dumps(doc, sort_keys=True) + "\n").encode("utf-8"))
+        stream((encode(doc) + "\n").encode("utf-8"))
 
     nvml_worker.collect(emit)
     return b""
@@ -535,9 +538,10 @@ class LiveHost(Host):
                                     child.queue_at_deadline)
         from .nvml_worker import parse_stream
 
-        if why or not parse_stream(text)[2]:
+        parsed = parse_stream(text)
+        if why or not parsed[2]:
             return self._incomplete(text, "crashed (%s)" % (why or "it ended without finishing"), duration)
-        return self._parse_worker_output(text, "", 0, duration)
+        return self._parse_worker_output(text, "", 0, duration, parsed)
 
     @staticmethod
     def _incomplete(text: str, why: str, duration: float, state: str = "", cpu: float = 0.0,
@@ -605,11 +609,12 @@ class LiveHost(Host):
         return self._parse_worker_output(res.stdout, res.stderr, res.returncode, res.duration)
 
     @staticmethod
-    def _parse_worker_output(stdout: str, stderr: str, returncode: Optional[int], duration: float) -> NvmlResult:
+    def _parse_worker_output(stdout: str, stderr: str, returncode: Optional[int], duration: float,
+                             parsed: Optional[Tuple[Any, Optional[str], bool]] = None) -> NvmlResult:
         from .nvml_worker import parse_stream
 
         try:
-            doc, _, done = parse_stream(stdout)
+            doc, _, done = parsed if parsed is not None else parse_stream(stdout)
             if not done or not doc:
                 raise ValueError("no complete answer")
         except ValueError:

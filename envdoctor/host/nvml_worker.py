@@ -103,11 +103,22 @@ def parse_stream(text):
     data = {}
     asking = None
     done = False
-    for line in text.splitlines():
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue  # a line cut off by a crash or the deadline
+    lines = text.splitlines()
+    whole = [line for line in lines if line.strip()]
+    try:  # every line one whole value (the usual case): one parse of them all, as fast as one line
+        docs = json.loads("[%s]" % ",".join(whole))
+        if len(docs) != len(whole):  # a line held two values ("1, 2"): read line by line
+            docs = None
+    except ValueError:
+        docs = None
+    for line in docs if docs is not None else lines:
+        if docs is not None:
+            doc = line
+        else:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue  # a line cut off by a crash or the deadline
         if not isinstance(doc, dict):
             continue
         if "ask" in doc:

@@ -90,10 +90,15 @@ PROBE_MODULES = (
 )
 
 
+#: producers_of's answers over every probe, by key (a run's checks ask the same keys again and again).
+_PRODUCERS: Dict[Tuple[str, Tuple[str, ...]], List[str]] = {}
+
+
 def register(name: str, title: str, order: int, uses_nvml: bool = False,
              produces: Sequence[str] = (), needs: Sequence[str] = ()) -> Callable[[ProbeFn], ProbeFn]:
     def deco(fn: ProbeFn) -> ProbeFn:
         _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces), tuple(needs))
+        _PRODUCERS.clear()
         return fn
 
     return deco
@@ -119,8 +124,14 @@ def _matches(pattern: str, key: str) -> Optional[int]:
 def producers_of(key: str, specs: Optional[Sequence[ProbeSpec]] = None) -> List[str]:
     """The probes whose declared ``produces`` cover ``key`` most specifically (one, unless two probes claim
     the same key: ``tests/test_registries.py`` refuses that)."""
+    if specs is None:
+        every = all_probes()  # imports the probe modules (registering them) before the cache is read
+        cached = (key, tuple(PROBE_MODULES))
+        if cached not in _PRODUCERS:
+            _PRODUCERS[cached] = producers_of(key, every)
+        return list(_PRODUCERS[cached])
     best: Dict[str, int] = {}
-    for spec in specs if specs is not None else all_probes():
+    for spec in specs:
         scores = [s for s in (_matches(p, key) for p in spec.produces) if s is not None]
         if scores:
             best[spec.name] = max(scores)

@@ -517,16 +517,21 @@ def nvml_failures(data: Dict[str, Any]) -> List[Dict[str, Any]]:
     if count_err is not None:
         add(None, "device_count", count_err)
     indexes = set()
+    fields: Dict[str, List[str]] = {}  # the fields answered under each "device.N." prefix, in one pass
     for key in data:
         m = re.match(r"^device\.(\d+)\.(.+)$", key)
         if m:
             indexes.add(int(m.group(1)))
+        if key.startswith("device."):
+            number, dot, field = key[7:].partition(".")
+            if dot:
+                fields.setdefault(number, []).append(field)
     for i in sorted(indexes):
         handle = err_of(f"device.{i}.handle", any_error=True)
         if handle is not None:
             add(i, "handle", handle)
             continue
-        for field in sorted(k.split(".", 2)[2] for k in data if k.startswith(f"device.{i}.")):
+        for field in sorted(fields.get(str(i), ())):
             ans = err_of(f"device.{i}.{field}")
             if ans is not None:
                 add(i, field, ans)

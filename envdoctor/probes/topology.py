@@ -454,14 +454,17 @@ def _pairs(data: Dict[str, Any], gpus: List[Dict[str, Any]], buses: Dict[int, st
                 entry["unknown"] = "NVML answered %s" % ans.get("error")
             pairs.append(entry)
     # NVLink through a third GPU (NCCL's NVB): a pair without its own links, each linked to the same GPU
-    direct = {(p["a"], p["b"]) for p in pairs if p.get("nvlink_via") == "direct"}
+    linked: Dict[int, Set[int]] = {}  # each GPU's directly linked peers
     for p in pairs:
+        if p.get("nvlink_via") == "direct":
+            linked.setdefault(p["a"], set()).add(p["b"])
+            linked.setdefault(p["b"], set()).add(p["a"])
+    for p in pairs if linked else ():
         if p.get("nvlinks"):
             continue
-        via = [k for k in range(count) if k not in (p["a"], p["b"])
-               and tuple(sorted((p["a"], k))) in direct and tuple(sorted((p["b"], k))) in direct]
+        via = (linked.get(p["a"], set()) & linked.get(p["b"], set())) - {p["a"], p["b"]}
         if via:
-            p["nvb_via"] = via[0]
+            p["nvb_via"] = min(via)
     return pairs
 
 

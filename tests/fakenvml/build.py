@@ -82,3 +82,23 @@ def fake_env(lib_dir: str, answers_path: str, base: Optional[Dict[str, str]] = N
     env["LD_LIBRARY_PATH"] = lib_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["FAKE_NVML_ANSWERS"] = answers_path
     return env
+
+
+def h100_board(count: int) -> Dict[str, Any]:
+    """A board of ``count`` H100s: ``h100.json``'s GPU repeated, each with its own index, minor number, bus id
+    and UUID (the stand-in machine of the benchmarks)."""
+    one = load_answers("h100.json")
+    out = {k: v for k, v in one.items() if not k.startswith("device.")}
+    out["device_count"] = count
+    for i in range(count):
+        for k, v in one.items():
+            if k.startswith("device.0."):
+                key = "device.%d.%s" % (i, k[len("device.0."):])
+                if key.endswith(".uuid"):
+                    v = str(v)[:-4] + "%04x" % i
+                elif key.endswith(".minor_number"):
+                    v = i
+                elif key.endswith(".pci") and isinstance(v, dict):
+                    v = dict(v, bus_id="%08X:%02X:00.0" % (i // 8, 0x18 + 0x10 * (i % 8)))
+                out[key] = v
+    return out
