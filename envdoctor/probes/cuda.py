@@ -162,15 +162,18 @@ _PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt", "nvidi
 
 
 def _candidate_lines(text: str) -> List[int]:
-    """Offsets of the lines that mention a CUDA-related name (str.find: no regex over the whole file)."""
-    starts = set()
-    for needle in _PKG_NEEDLES:
-        pos = text.find(needle)
-        while pos != -1:
-            starts.add(text.rfind("\n", 0, pos) + 1)
-            end = text.find("\n", pos)
-            pos = -1 if end == -1 else text.find(needle, end)
-    return sorted(starts)
+    """Offsets of the ``Package:`` lines that mention a CUDA-related name: one pass over the file with str.find
+    (no regex over the whole file, and not one pass per name: a workstation's status file is megabytes)."""
+    starts = []
+    pos = text.find("Package:")
+    while pos != -1:
+        end = text.find("\n", pos)
+        if pos == 0 or text[pos - 1] == "\n":
+            line = text[pos:] if end == -1 else text[pos:end]
+            if any(needle in line for needle in _PKG_NEEDLES):
+                starts.append(pos)
+        pos = -1 if end == -1 else text.find("Package:", end)
+    return starts
 
 
 def _cuda_stanzas(text: str) -> Iterable[Tuple[str, str]]:
