@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from tests.fakenvml.build import build, fake_env, load_answers, write_answers  # noqa: E402
+from tests.fakenvml.build import build, fake_env, h100_board, write_answers  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_diagnose import _memory_kib as _pss_kib  # noqa: E402  (one process-tree sampler for every bench)
@@ -55,21 +55,7 @@ fail_on = "error"
 
 
 def eight_h100() -> Dict[str, object]:
-    one = load_answers("h100.json")
-    out = {k: v for k, v in one.items() if not k.startswith("device.")}
-    out["device_count"] = 8
-    for i in range(8):
-        for k, v in one.items():
-            if k.startswith("device.0."):
-                key = "device.%d.%s" % (i, k[len("device.0."):])
-                if key.endswith(".uuid"):
-                    v = str(v)[:-2] + "%02x" % i
-                elif key.endswith(".minor_number"):
-                    v = i
-                elif key.endswith(".pci") and isinstance(v, dict):
-                    v = dict(v, bus_id="00000000:%02X:00.0" % (0x18 + 0x10 * i))
-                out[key] = v
-    return out
+    return h100_board(8)
 
 
 def timed(argv: Sequence[str], env: Dict[str, str], cpu: Optional[List[float]] = None) -> float:

@@ -137,3 +137,42 @@ def test_a_real_capture_is_far_below_the_limit_on_values():
     doc["files"]["/var/lib/dpkg/status"] = {"text": "Depends: a, b, c\n" * 80000}
     text = json.dumps(doc).encode()
     assert _count_values(text) < MAX_SNAPSHOT_VALUES
+
+
+def _documented_bound(raw: bytes) -> int:
+    """The bound _count_values documents: 1 + 2 commas + arrays + 2 objects, counted again without the strings'
+    contents when that is over the limit on a file small enough."""
+    import re
+
+    from envdoctor.host.snapshot import _EXACT_COUNT_BYTES, MAX_SNAPSHOT_VALUES
+
+    def bound(data: bytes) -> int:
+        return 1 + 2 * data.count(b",") + data.count(b"[") + 2 * data.count(b"{")
+
+    loose = bound(raw)
+    if loose <= MAX_SNAPSHOT_VALUES or len(raw) > _EXACT_COUNT_BYTES:
+        return loose
+    return bound(re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b'""', raw))
+
+
+@pytest.mark.parametrize("doc", [
+    {"a": [0] * 99_000},  # just under the limit, counted either way
+    {"a": [[]] * 66_000},  # arrays: the one-pass bound counts them twice, the documented one once
+    {"a": [[]] * 67_000},  # over the one-pass bound only: decided by the documented one (read)
+    {"a": [0] * 100_001},  # over the limit: refused, with the documented count
+    {"a": [{}] * 70_000},  # objects: over the limit
+    {"t": "a, b, [c], {d}" * 40_000},  # punctuation in a string: counted out exactly, read
+])
+def test_the_value_bound_decides_as_documented(doc: Dict[str, object]) -> None:
+    from envdoctor.host.snapshot import MAX_SNAPSHOT_VALUES, SnapshotError, _count_values, read_document
+
+    raw = json.dumps(doc).encode()
+    want = _documented_bound(raw)
+    got = _count_values(raw)
+    assert (got <= MAX_SNAPSHOT_VALUES) == (want <= MAX_SNAPSHOT_VALUES)
+    if want > MAX_SNAPSHOT_VALUES:
+        assert got == want
+        with pytest.raises(SnapshotError, match="holds up to %d values" % want):
+            read_document("crafted.json", raw=raw)
+    else:
+        assert read_document("crafted.json", raw=raw) == doc

@@ -327,6 +327,11 @@ def _count_values(raw: bytes) -> int:
     def bound(data: bytes) -> int:
         return 1 + 2 * data.count(b",") + data.count(b"[") + 2 * data.count(b"{")
 
+    # First a looser bound in one pass (every comma and bracket counted twice): below the limit, so is the
+    # bound above, and the file is read (fleet reads thousands; three passes cost a third of json.load).
+    quick = 1 + 2 * (len(raw) - len(raw.translate(None, b",[{")))
+    if quick <= MAX_SNAPSHOT_VALUES:
+        return quick
     loose = bound(raw)
     if loose <= MAX_SNAPSHOT_VALUES or len(raw) > _EXACT_COUNT_BYTES:
         return loose
