@@ -498,6 +498,34 @@ def test_jax_and_torch_pinning_cudnn_that_cannot_meet():
     assert "jax" in f.title.lower()
 
 
+def test_tensorflow_and_jax_pinning_nccl_that_cannot_meet():
+    """jax-ml/jax#21335 (tensorflow/tensorflow#68290): tensorflow[and-cuda] 2.15.0 pins nvidia-nccl-cu12==2.16.5 and
+    jax[cuda12] 0.4.23 needs nvidia-nccl-cu12>=2.18.3: one install cannot resolve. The maintainers' way out:
+    TensorFlow 2.16.1, whose nvidia-nccl-cu12==2.19.3 JAX's pin admits."""
+    found = _lint("jax-21335", _host("535.104.05", "Tesla V100-SXM2-16GB"))
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")]
+    f = found[0]
+    assert f.evidence[0]["value"] == 2
+    assert "nvidia-nccl-cu12" in f.title and "==2.16.5" in f.title and ">=2.18.3" in f.title
+    assert "ResolutionImpossible" in f.detail
+    fix = " ".join(f.fix.commands)
+    assert "tensorflow[and-cuda]==2." in fix
+    minor = int(fix.split("tensorflow[and-cuda]==2.")[1].split(".")[0])
+    assert minor >= 16  # a TensorFlow whose NCCL pin meets JAX's (2.16.1 in the thread)
+
+
+def test_a_torch_pin_with_no_wheel_for_the_image_python():
+    """pytorch/pytorch#112882: torch 2.1.1 on python:3.12-slim: no wheel for Python 3.12 (from versions: none);
+    the first release with Python 3.12 wheels is 2.2."""
+    found = _lint("pytorch-112882", _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    f = found[0]
+    assert f.evidence[0]["value"] == 2 and "torch==2.1.1" in f.title and "3.12" in f.title
+    fix = f.fix.commands[0]
+    assert fix.startswith('RUN pip install "torch')
+    assert "torch==2.1" not in fix and "torch==2.0" not in fix
+
+
 def test_a_framework_pin_whose_python_range_excludes_the_image_python():
     """issue 29's case: tensorflow-gpu==2.10.0 on Ubuntu 24.04 (Python 3.12): tensorflow-gpu 2.10's wheels are
     cp37..cp310 (PyPI's file list), TensorFlow 2.10's range. The same pin on Python 3.10 installs."""
