@@ -522,8 +522,8 @@ def test_a_torch_pin_with_no_wheel_for_the_image_python():
     f = found[0]
     assert f.evidence[0]["value"] == 2 and "torch==2.1.1" in f.title and "3.12" in f.title
     fix = f.fix.commands[0]
-    assert fix.startswith('RUN pip install "torch')
-    assert "torch==2.1" not in fix and "torch==2.0" not in fix
+    assert fix.startswith('RUN pip install "torch==2.')
+    assert int(fix.split('"torch==2.')[1].split(".")[0]) >= 2  # a release with Python 3.12 wheels
 
 
 def test_a_framework_pin_whose_python_range_excludes_the_image_python():
