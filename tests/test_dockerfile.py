@@ -581,3 +581,67 @@ def test_frameworks_in_separate_environments_or_agreeing_pins_do_not_conflict():
     assert _codes(no_extra) == [("dockerfile.cuda_libraries_not_installed", "warning")]
     # torch 2.5.1 pins cuDNN 9.1.0.70, which JAX 0.4.31's >=9.1,<10 admits
     assert _inline(base + "RUN pip install torch==2.5.1\n" + jax % "pip", host) == []
+
+
+@pytest.mark.parametrize("a,b,meet", [
+    ("==2.16.5", ">=2.18.3", False),                 # jax-ml/jax#21335
+    ("==2.19.3", ">=2.18.3", True),                  # TensorFlow 2.16.1's NCCL and JAX's
+    ("==8.9.7.29", "<9.0,>=8.9.2.26", True),
+    ("==8.5.0.96", "<9,>=8.6", False),
+    ("<10.0,>=9.3.0.75", "<10.0,>=9.8", True),       # ranges that intersect
+    ("<9.0,>=8.9", ">=9.1,<10", False),              # ranges that do not
+    (">2.18", "<=2.18", False),
+    (">2.18", "<2.19", True),
+    ("==13.1.0.3.*", ">=13.0.0.19", True),           # cuda-toolkit's wildcard pins
+    ("==13.1.0.3.*", "==13.1.1.1", False),
+    ("!=2.18.1,>=2.18.1", "<2.18.2", True),
+    ("", "==1.0", True),
+])
+def test_specifier_sets_meet_as_the_resolver_asks(a, b, meet):
+    assert dfmod._specifiers_meet(a, b) is meet and dfmod._specifiers_meet(b, a) is meet
+
+
+def test_cuda_wheel_pins_hold_what_the_threads_quote():
+    """The area's rows for the releases jax-ml/jax#21335 quotes (PyPI's Requires-Dist)."""
+    pins = dfmod._wheel_pins()
+    tf = dict(pins[("tensorflow", "and-cuda")])
+    jax = dict(pins[("jax", "cuda12")])
+    from packaging.version import Version
+    assert tf[Version("2.15.0")]["nvidia-nccl-cu12"] == "==2.16.5"
+    assert tf[Version("2.16.1")]["nvidia-nccl-cu12"] == "==2.19.3"
+    assert jax[Version("0.4.23")]["nvidia-nccl-cu12"] == ">=2.18.3"
+    # jax[cuda12] from 0.4.30 pins through jax-cuda12-plugin[with-cuda]; torch from 2.11 through cuda-toolkit[...]
+    assert jax[Version("0.4.31")]["nvidia-cudnn-cu12"] == "<10.0,>=9.1"
+    assert dict(pins[("torch", "")])[Version("2.11.0")]["nvidia-cublas"] == "==13.1.0.3.*"
+
+
+def test_framework_pins_that_meet_or_a_resolver_that_can_backtrack_say_nothing():
+    host = _host("550.54.15", RTX4090)
+    base = "FROM python:3.10-slim\n"
+    # TensorFlow 2.16.1's NCCL 2.19.3 is what JAX 0.4.23's >=2.18.3 admits (the maintainers' answer)
+    assert _inline(base + 'RUN pip install "tensorflow[and-cuda]==2.16.1" "jax[cuda12]==0.4.23"\n', host) == []
+    # one command, TensorFlow unpinned: pip takes a release whose pins meet JAX 0.4.23's
+    assert _inline(base + 'RUN pip install "tensorflow[and-cuda]" "jax[cuda12]==0.4.23"\n', host) == []
+    # jax[cuda12_local] pulls no CUDA wheel at all
+    assert _inline(base + 'RUN pip install "tensorflow[and-cuda]==2.15.0" "jax[cuda12_local]==0.4.23"\n'
+                          '', host) == []
+
+
+def test_two_commands_judge_the_releases_each_takes():
+    """The later pip install replaces the earlier's NCCL: pip only warns, the first framework then breaks."""
+    host = _host("550.54.15", RTX4090)
+    base = "FROM python:3.10-slim\n"
+    found = _inline(base + 'RUN pip install "tensorflow[and-cuda]==2.15.0"\nRUN pip install "jax[cuda12]==0.4.23"\n',
+                    host)
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")]
+    assert "(line 2)" in found[0].title and "nvidia-nccl-cu12" in found[0].title
+    assert "replaces nvidia-nccl-cu12" in found[0].detail
+    assert found[0].fix.commands == ['RUN pip install "tensorflow[and-cuda]==2.17.1"']
+    # torch 2.6.0 pins cuDNN 9.1.0.70; JAX 0.6.0 needs >=9.8: the fix is the newest JAX that admits 9.1
+    found = _inline("FROM python:3.11-slim\nRUN pip install torch==2.6.0\nRUN pip install 'jax[cuda12]==0.6.0'\n", host)
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")] and "nvidia-cudnn-cu12" in found[0].title
+    assert found[0].fix.commands == ['RUN pip install "jax[cuda12]==0.5.3"']
+    # torch 2.1.0 and TensorFlow 2.15.0 pin different cuBLAS, NCCL and cuDNN: every clash is named
+    found = _inline(base + 'RUN pip install torch==2.1.0 "tensorflow[and-cuda]==2.15.0"\n', host)
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")]
+    assert "nvidia-nccl-cu12" in found[0].detail and "nvidia-cudnn-cu12" in found[0].detail
