@@ -176,3 +176,20 @@ def test_the_value_bound_decides_as_documented(doc: Dict[str, object]) -> None:
             read_document("crafted.json", raw=raw)
     else:
         assert read_document("crafted.json", raw=raw) == doc
+
+
+@pytest.mark.parametrize("number", ["7" * 4299, "-" + "7" * 4299, "7" * 4300, "-" + "7" * 4300, "7" * 4301,
+                                    "-" + "7" * 5000, "12", "-0"])
+def test_long_integers_are_read_or_refused_as_the_digit_limit_says(number: str) -> None:
+    """At most MAX_INT_DIGITS characters (the sign included) make a number; longer, the file is refused with the
+    number of digits, whatever limit the interpreter itself puts on turning text into an int."""
+    from envdoctor.host.snapshot import MAX_INT_DIGITS, SnapshotError, read_document
+
+    raw = ('{"schema_version": 1, "n": %s}' % number).encode()
+    if len(number) > MAX_INT_DIGITS:
+        with pytest.raises(SnapshotError, match="a number of %d digits" % len(number.lstrip("-"))):
+            read_document("crafted.json", raw=raw)
+    else:
+        assert read_document("crafted.json", raw=raw)["n"] == int(number)
+    if hasattr(sys, "get_int_max_str_digits"):
+        assert sys.get_int_max_str_digits() == 4300  # the interpreter's own limit is left as it was
