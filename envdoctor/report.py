@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .checks import CheckContext, run_checks
@@ -90,11 +90,19 @@ def scrub(probes: List[ProbeResult], scrubber: Scrubber, serials: Sequence[str] 
             p.error = scrubber(p.error)
 
 
+def load_checks() -> None:
+    """Import every check (and what it imports): done while the probes wait on programs and files, it is not
+    on the run's critical path."""
+    from .checks import all_checks
+
+    all_checks()
+
+
 def gather(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None,
-           only: Optional[Sequence[str]] = None) -> List[ProbeResult]:
+           only: Optional[Sequence[str]] = None, meanwhile: Optional[Callable[[], Any]] = None) -> List[ProbeResult]:
     """Run the probes on ``host`` (``only`` these, by name) and scrub what they found (the half of diagnose
-    that reads the machine)."""
-    probes = run_probes(host, deadline=deadline, only=only)
+    that reads the machine). ``meanwhile``: work to do while the probes run (:func:`load_checks`)."""
+    probes = run_probes(host, deadline=deadline, only=only, meanwhile=meanwhile)
     if scrubber is not None:
         # NVML is asked only if a probe asked it already (its answer cached): a run without the driver and GPU
         # probes has no serial numbers to hide and must not start the query now.
@@ -131,7 +139,7 @@ def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Sc
     checks those depend on run; see :mod:`envdoctor.scope`)."""
     start = time.monotonic()
     scope = _scope(layers)
-    probes = gather(host, deadline, scrubber, None if scope is None else scope.probes)
+    probes = gather(host, deadline, scrubber, None if scope is None else scope.probes, meanwhile=load_checks)
     return judge(probes, source or {"kind": "live", "description": host.description}, start, scope)
 
 
@@ -145,7 +153,7 @@ def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host
     scope = _scope(layers)
     host, deadline = live_host(timeout, python_exe)
     probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids),
-                    None if scope is None else scope.probes)
+                    None if scope is None else scope.probes, meanwhile=load_checks)
     return judge(probes, {"kind": "live", "description": host.description}, started, scope)
 
 

@@ -238,14 +238,31 @@ def timed_out_result(spec: ProbeSpec, why: str = "") -> ProbeResult:
                        error=why or "did not finish before the time limit (a file or command it reads hangs)")
 
 
+#: Probes whose answers wait on programs they run (docker, nvcc, the compilers, getconf): their threads start
+#: first, so those programs run while the other probes work (starting order changes no result).
+LAUNCH_FIRST = ("containers", "compilers", "cuda", "os")
+
+
+def _meanwhile(work: Optional[Callable[[], Any]]) -> None:
+    """The caller's preparation; a failure of it is the caller's to meet again when it does the work itself."""
+    if work is None:
+        return
+    try:
+        work()
+    except Exception:  # noqa: BLE001,S110 - e.g. a check module that does not import: judge() says so
+        pass
+
+
 def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequence[str]] = None,
-               parallel: bool = True, modules: Optional[Sequence[str]] = None) -> List[ProbeResult]:
+               parallel: bool = True, modules: Optional[Sequence[str]] = None,
+               meanwhile: Optional[Callable[[], Any]] = None) -> List[ProbeResult]:
     """Run the probes against ``host`` and return their results in report order.
 
     ``deadline`` is a ``time.monotonic()`` value: probes still running then are
     reported as timed out (their threads are daemons and are abandoned).
     ``only`` picks probes by name (an empty ``only``: none), ``modules`` by the module defining them
-    (default: all of :data:`PROBE_MODULES`).
+    (default: all of :data:`PROBE_MODULES`). ``meanwhile`` is called once the probes run (the caller's own
+    preparation, such as loading the checks, done while the probes wait on programs and files).
     """
     specs = [s for s in probes_in(modules or PROBE_MODULES) if only is None or s.name in only]
     start_nvml = getattr(host, "start_nvml", None)
@@ -253,17 +270,18 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
         start_nvml()  # before any probe thread exists: the answer is ready when the GPU probe asks
     runner = _Runner(host, specs, deadline)
     if parallel:
-        threads = []
-        for spec in specs:
+        first = [s for name in LAUNCH_FIRST for s in specs if s.name == name]
+        for spec in first + [s for s in specs if s not in first]:
             t = threading.Thread(target=runner.run_one, args=(spec,), name="probe-" + spec.name, daemon=True)
             t.start()
-            threads.append(t)
+        _meanwhile(meanwhile)
         for spec in specs:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             runner.done[spec.name].wait(remaining)
     else:
         for spec in specs:
             runner.run_one(spec)
+        _meanwhile(meanwhile)
     out = []
     for spec in specs:
         with runner.lock:
