@@ -595,6 +595,9 @@ class Scrubber:
         self.redact_ids = redact_ids
         self._ids: Dict[str, str] = {}
         self._serial_values: Dict[str, str] = {}
+        #: What text() made of each string so far (a report repeats the same keys, sources and values, once
+        #: per GPU; the answer depends only on the rules, and on the serials, which forget it when added).
+        self._done: Dict[str, str] = {}
         rules = []
         if not include_host:
             if home and home not in ("/", "~") and len(home) > 1:
@@ -622,6 +625,12 @@ class Scrubber:
                    addresses=daemon_addresses(env))
 
     def text(self, s: str) -> str:
+        done = self._done.get(s)
+        if done is None:
+            done = self._done[s] = self._text(s)
+        return done
+
+    def _text(self, s: str) -> str:
         # Credentials, in any string (always, like the environment's): a docker context's ssh://user@host,
         # a METADATA line `Requires-Dist: pkg @ https://host/x.whl?private_token=...`, a token in a config.
         s = redact_text(s)
@@ -644,6 +653,7 @@ class Scrubber:
         """A board serial number to hide wherever it appears (with ``redact_ids``)."""
         if self.redact_ids and serial and len(serial) >= 4 and serial not in self._serial_values:
             self._serial_values[serial] = "serial-redacted-%d" % len(self._serial_values)
+            self._done.clear()
 
     def environ(self, env: Dict[str, str]) -> Dict[str, str]:
         env = redact_environ(env)
