@@ -23,6 +23,17 @@ if TYPE_CHECKING:
 CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
 
+class Message(NamedTuple):
+    """An error message users meet (printed by a library, a framework, a tool or the kernel) that a finding code
+    explains: what ``envdoctor explain`` lists with the code and what the MCP server's ``triage`` matches a pasted
+    error against."""
+
+    #: The message as the program prints it; ``*`` stands for a part that varies (a version, a path, a name).
+    text: str
+    #: Where the text comes from: the vendor's documentation or source that prints it.
+    source: str
+
+
 class CodeDoc(NamedTuple):
     """Documentation of one finding code, served by ``envdoctor explain CODE``."""
 
@@ -32,6 +43,14 @@ class CodeDoc(NamedTuple):
     looks_at: str  # which facts the check reads
     why: str  # why it matters to the user
     source: str = ""  # where the rule comes from (vendor table URL), when it is a matrix rule
+    #: Error messages this code can be the cause of (see :class:`Message`).
+    messages: Tuple[Message, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        """``envdoctor explain --format json`` (``envdoctor/schemas/explain.schema.json``)."""
+        out: Dict[str, Any] = {k: v for k, v in self._asdict().items() if k != "messages"}
+        out["messages"] = [m._asdict() for m in self.messages]
+        return out
 
 
 class CheckSpec(NamedTuple):
