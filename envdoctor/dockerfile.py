@@ -1826,3 +1826,17 @@ def _text(data: bytes, path: str) -> str:
     if b"\x00" in data:
         raise DockerfileError("%s is not text (it holds NUL bytes): not a Dockerfile" % path)
     return data.decode("utf-8", "replace")
+
+
+def document(name: str, df: Dockerfile, target: Target, whence: str, findings: List[Finding]) -> Dict[str, Any]:
+    """``envdoctor dockerfile --format json`` (``envdoctor/schemas/dockerfile.schema.json``): the file, the host
+    it was judged for (``whence``: where its driver and GPUs came from), each stage's image and the findings."""
+    from . import __version__
+    from .findings import summarize
+
+    host = {"from": whence, "driver": target.driver, "gpu": target.gpu or None,
+            "compute_capabilities": list(target.gpu_ccs), "gpu_present": target.gpu_present}
+    stages = [{"line": s.line, "name": s.name, "from": s.image.reference, "cuda": s.base.cuda,
+               "flavour": s.base.flavour, "os": s.base.os_label} for s in df.stages]
+    return {"schema_version": 1, "envdoctor_version": __version__, "file": name, "host": host, "stages": stages,
+            "findings": [f.to_dict() for f in findings], "summary": summarize(findings)}
