@@ -41,6 +41,8 @@ COMMANDS: Dict[str, tuple] = {
               "Slurm, NHC, Ansible, Prometheus, Kubernetes)."),
     "policy": ("envdoctor.cli.check", "policy", "Write a policy from a known-good node; list the keys a policy "
                "may require."),
+    "mcp": ("envdoctor.cli.mcp", "mcp", "Serve the read-only commands to a coding agent (MCP over stdio; "
+            "pip install 'envdoctor[mcp]')."),
 }
 
 EPILOG = """\b
