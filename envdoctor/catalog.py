@@ -13,7 +13,8 @@ import importlib
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from .checks import CodeDoc, Message, all_checks, code_docs as check_code_docs
+from .checks import CodeDoc, Message, all_checks
+from .checks import code_docs as check_code_docs
 
 #: Modules other than the checks whose ``CODE_DOCS`` (code -> CodeDoc) document the findings their command makes.
 CODE_MODULES = ("envdoctor.dockerfile", "envdoctor.fit.judge")
@@ -29,7 +30,7 @@ def code_docs() -> Dict[str, CodeDoc]:
     """Every documented finding code: the checks' and those of :data:`CODE_MODULES`."""
     docs = dict(check_code_docs())
     for name in CODE_MODULES:
-        docs.update(getattr(importlib.import_module(name), "CODE_DOCS"))
+        docs.update(importlib.import_module(name).CODE_DOCS)
     return docs
 
 

@@ -34,7 +34,7 @@ from packaging.version import Version
 from .. import frameworks as framework_table
 from .. import matrix, versions
 from ..facts import Fact, Facts
-from ..findings import Finding, Fix
+from ..findings import Finding, Fix, quoted
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
 from ..osinfo import nvidia_distro
@@ -1219,7 +1219,7 @@ def _extension_home(facts: Facts) -> List[Finding]:
     return [Finding(
         code="cuda.extension_home_not_a_toolkit", severity="warning", components=["cuda", "torch"],
         title="Building torch %s CUDA extensions would use CUDA_HOME=%s (from %s), which has no %s" % (
-            torch.get("version"), h.get("path"), h.get("how"), " and no ".join(missing)),
+            torch.get("version"), quoted(h.get("path")), h.get("how"), " and no ".join(missing)),
         detail="torch.utils.cpp_extension (and the setup.py of flash-attn, apex, DeepSpeed, xformers) takes "
                "CUDA_HOME, else CUDA_PATH, else the directory above the nvcc on PATH, else /usr/local/cuda. "
                "Here that is not a toolkit, so compiling fails with 'cuda_runtime.h: No such file or directory' "

@@ -607,7 +607,10 @@ class Tools:
             raise Refused("no tool %s; the tools are: %s" % (json.dumps(str(name)[:64]), ", ".join(self.by_name)))
         args = check_arguments(tool.input_schema, arguments)
         call = Call(self, deadline if deadline is not None else time.monotonic() + self.settings.deadline)
-        doc = self.scrubber(tool.run(call, args))
+        try:
+            doc = self.scrubber(tool.run(call, args))
+        except Refused as exc:  # one line, whatever the message it passes on (a recipe's lists its alternatives)
+            raise Refused(" ".join(self.scrubber(str(exc)).split())) from None
         size = len(encode(doc))
         if size > self.settings.max_output:
             raise Refused("the answer is %d bytes, more than this server returns (%d, --max-output); ask for less "
