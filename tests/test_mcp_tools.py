@@ -480,3 +480,22 @@ def test_thousands_of_generated_calls_never_reach_the_executor(no_executor: List
     assert no_executor == []
     # The generator reached every tool's answer, not only its refusals.
     assert set(seen) >= {"diagnose", "explain", "triage", "advise", "matrix", "install_plan", "refused"}, seen
+
+
+# --------------------------------------------------------------------------- the command without the extra
+
+
+def test_envdoctor_mcp_without_the_sdk_says_how_to_install_it_in_one_line(monkeypatch: Any) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.") or m == "envdoctor.mcp.server"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # what an install without the extra looks like to an import
+    result = CliRunner().invoke(cli, ["mcp"], catch_exceptions=False)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'envdoctor[mcp]'" in lines[0], result.output

@@ -166,6 +166,17 @@ class Call:
         self.tools = tools
         self.settings = tools.settings
         self.deadline = deadline
+        #: The redaction of each machine this call examined (its home, users and host names, GPU identities),
+        #: applied to the whole answer.
+        self.scrubbers: List[Any] = []
+
+    def redacting(self, host: Any) -> Any:
+        """The scrubber for what ``host`` reports, remembered for the answer."""
+        from ..host.privacy import scrubber_for
+
+        scrubber = scrubber_for(host, False, True)
+        self.scrubbers.append(scrubber)
+        return scrubber
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -221,16 +232,20 @@ class Call:
 
     def report(self, snapshot: Optional[str], layers: Optional[Sequence[str]] = None) -> Any:
         """The diagnose report of the snapshot or this machine (redacted), for ``layers`` (all when None)."""
-        from ..host.privacy import scrubber_for
         from ..report import diagnose
 
         def run() -> Any:
             if snapshot is not None:
+                # Replayed as `diagnose --snapshot --redact-ids` replays it (the snapshot's own redaction), then
+                # the answer loses the host identity the snapshot may have kept (:meth:`redacting`).
+                from ..host.privacy import Scrubber
+
                 host = self.snapshot(snapshot)
-                return diagnose(host, scrubber=scrubber_for(host, False, True), layers=layers, source={
+                self.redacting(host)
+                return diagnose(host, scrubber=Scrubber(redact_ids=True, include_host=True), layers=layers, source={
                     "kind": "snapshot", "description": host.description, "captured": str(host.doc.get("created", ""))})
             host, deadline = self.machine()
-            return diagnose(host, deadline, scrubber_for(host, False, True), layers=layers,
+            return diagnose(host, deadline, self.redacting(host), layers=layers,
                             source={"kind": "live", "description": host.description})
 
         return self.examine(run)
@@ -247,6 +262,7 @@ class Call:
                 host, deadline = self.snapshot(snapshot), None
             else:
                 host, deadline = self.machine()
+            self.redacting(host)
             return Facts(f for r in run_probes(host, deadline=deadline, only=PLANNING_PROBES) for f in r.facts)
 
         return self.examine(run)
@@ -584,14 +600,13 @@ class Tools:
     """The tools one server offers, and the state their calls share (the machine's lock, the redaction)."""
 
     def __init__(self, settings: Settings, extra: Sequence[Tool] = ()) -> None:
-        from ..host.live import LiveHost
-        from ..host.privacy import scrubber_for
+        from ..host.privacy import Scrubber
 
         self.settings = settings
         self.machine_lock = threading.Lock()
-        #: Always on: this machine's home, user and host names, GPU serials, credentials (applied to every answer,
-        #: on top of what the report itself redacted).
-        self.scrubber = scrubber_for(LiveHost(), False, True)
+        #: Credentials, in every answer whatever it holds (a call that examines a machine adds that machine's home,
+        #: user and host names and GPU identities: :meth:`Call.redacting`).
+        self.scrubber = Scrubber(include_host=True)
         offered = [t for t in list(_tool_list()) + list(extra)
                    if not t.needs or getattr(settings, t.needs, False)]
         self.by_name: Dict[str, Tool] = {t.name: t for t in offered}
@@ -608,14 +623,22 @@ class Tools:
         args = check_arguments(tool.input_schema, arguments)
         call = Call(self, deadline if deadline is not None else time.monotonic() + self.settings.deadline)
         try:
-            doc = self.scrubber(tool.run(call, args))
+            doc = tool.run(call, args)
         except Refused as exc:  # one line, whatever the message it passes on (a recipe's lists its alternatives)
-            raise Refused(" ".join(self.scrubber(str(exc)).split())) from None
+            raise Refused(" ".join(self.redact(call, str(exc)).split())) from None
+        doc = self.redact(call, doc)
         size = len(encode(doc))
         if size > self.settings.max_output:
             raise Refused("the answer is %d bytes, more than this server returns (%d, --max-output); ask for less "
                           "(diagnose: fewer layers)" % (size, self.settings.max_output))
         return doc
+
+
+    def redact(self, call: Call, value: Any) -> Any:
+        """``value`` with the redaction of every machine ``call`` examined, and credentials, applied."""
+        for scrubber in call.scrubbers:
+            value = scrubber(value)
+        return self.scrubber(value)
 
 
 def encode(doc: Any) -> str:
