@@ -28,7 +28,7 @@ from mcp import Client  # noqa: E402
 from envdoctor.cli import cli  # noqa: E402
 from envdoctor.mcp.server import build, load_schema  # noqa: E402
 from envdoctor.mcp.tools import Settings, Tool  # noqa: E402
-from tests.test_mcp_tools import _calls, no_executor  # noqa: E402,F401  (the generator and the executor's trap)
+from tests.test_mcp_tools import _calls  # noqa: E402  (the calls generated from the tools' schemas)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MACHINES = os.path.join(HERE, "machines")

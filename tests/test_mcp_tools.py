@@ -363,36 +363,6 @@ def test_the_plant_reaches_prose_so_the_quoting_rule_is_exercised(tmp_path: Any)
 # --------------------------------------------------------------------------- nothing reaches the executor
 
 
-@pytest.fixture
-def no_executor(monkeypatch: Any) -> List[str]:
-    """The installer's executor, every plan action's ``run``, the re-diagnosis after an install, downloads and the
-    network patched to record and raise: a call that reached any of them fails the test."""
-    import requests
-
-    from envdoctor.install import download, executor, plan, verify
-
-    reached: List[str] = []
-
-    def trap(what: str) -> Any:
-        def raiser(*args: Any, **kwargs: Any) -> Any:
-            reached.append(what)
-            raise AssertionError("the MCP server reached %s" % what)
-        return raiser
-
-    monkeypatch.setattr(executor.Executor, "__init__", trap("Executor()"))
-    monkeypatch.setattr(executor.Executor, "execute", trap("Executor.execute"))
-    for name in ("check_holds", "_run", "_write", "_extract", "_move", "_remove", "_private_dir", "_space"):
-        monkeypatch.setattr(executor, name, trap("executor." + name))
-    for cls in (plan.RunCommand, plan.WriteFile, plan.Download, plan.Extract, plan.PrivateDir, plan.SpaceCheck,
-                plan.Move, plan.Remove):
-        monkeypatch.setattr(cls, "run", trap(cls.__name__ + ".run"))
-    monkeypatch.setattr(plan.Check, "holds", trap("Check.holds"))
-    monkeypatch.setattr(verify, "rediagnose", trap("rediagnose"))
-    monkeypatch.setattr(download, "fetch_bytes", trap("fetch_bytes"))
-    monkeypatch.setattr(requests.Session, "request", trap("the network"))
-    return reached
-
-
 #: Values worth trying in any string argument, beside random text: paths in and out of the allowed directory,
 #: traversal, the values the tools know.
 INTERESTING = ["", "/", "/etc/passwd", "../../../../etc/shadow", "~", RTX3060, A100 + "/../../..", "cuda", "12.4",
