@@ -464,6 +464,9 @@ def test_envdoctor_mcp_without_the_sdk_says_how_to_install_it_in_one_line(monkey
 
     for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.") or m == "envdoctor.mcp.server"]:
         monkeypatch.delitem(sys.modules, name)
+    import envdoctor.mcp
+
+    monkeypatch.delattr(envdoctor.mcp, "server", raising=False)  # imported by an earlier test
     monkeypatch.setitem(sys.modules, "mcp", None)  # what an install without the extra looks like to an import
     result = CliRunner().invoke(cli, ["mcp"], catch_exceptions=False)
     assert result.exit_code == 2
