@@ -1,10 +1,11 @@
 """Every finding code's documentation in one catalog, and what an error message a user pasted can point to.
 
 The codes come from their owners: the checks of ``diagnose`` (``envdoctor.checks``), the ``dockerfile`` linter and
-``fit``'s judge; a command that adds codes of its own adds its module to :data:`CODE_MODULES`. ``envdoctor explain``
-serves this catalog, and :func:`triage` reads the same entries: the error messages each code explains
-(:class:`~envdoctor.checks.Message`, with the vendor source of each text) are part of the code's documentation, not a
-second table.
+``fit``'s judge; a command that adds codes of its own adds its module to :data:`CODE_MODULES`. ``envdoctor
+explain`` serves this catalog, and :func:`triage` reads the same entries: the error messages each code explains
+(:class:`~envdoctor.checks.Message`, with the vendor source of each text) are part of the code's documentation, not
+a second table. The driver's kernel-log lines are explained by the kernel-message catalog the ``kernel-log`` check
+reads (matrix area ``kernel_messages``, generated from NVIDIA's sources).
 """
 
 from __future__ import annotations
@@ -64,6 +65,25 @@ def matches(pattern: str, text: str) -> bool:
     return len(text) >= 16 and any(text in part for part in parts)
 
 
+def _kernel_hits(message: str) -> Dict[str, List[Message]]:
+    """code -> the driver's kernel messages (and Xid codes) among the pasted lines, by the kernel-message catalog the
+    ``kernel-log`` check reads (matrix area ``kernel_messages``, generated from NVIDIA's sources), as Messages."""
+    from .matrix import kernel
+
+    out: Dict[str, List[Message]] = {}
+    for line in message.splitlines():
+        for match in kernel.classify(line):
+            code = match.row.get("code")
+            if code:
+                row = match.row
+                text = ("NVRM: Xid (PCI:*): %s, * (%s)" % (row["xid"], row.get("mnemonic") or "")
+                        if row.get("kind") == "xid" else str(row.get("format") or row.get("sample") or ""))
+                hit = Message(text, str(row.get("source", {}).get("url", "")))
+                if hit not in out.setdefault(code, []):
+                    out[code].append(hit)
+    return out
+
+
 def triage(message: str, docs: Optional[Dict[str, CodeDoc]] = None) -> Dict[str, Any]:
     """The finding codes that can cause the error ``message`` (any text a user pasted: a line, a traceback) and
     what to collect to tell which one it is. Pure: the catalog's :class:`~envdoctor.checks.Message` entries,
@@ -73,10 +93,11 @@ def triage(message: str, docs: Optional[Dict[str, CodeDoc]] = None) -> Dict[str,
     docs = code_docs() if docs is None else docs
     text = _normal(message[:MAX_MESSAGE])
     layers = layers_of()
+    kernel = _kernel_hits(message[:MAX_MESSAGE])
     found: List[Dict[str, Any]] = []
     for code in sorted(docs):
         doc = docs[code]
-        hits: List[Message] = [m for m in doc.messages if matches(m.text, text)]
+        hits: List[Message] = [m for m in doc.messages if matches(m.text, text)] + kernel.get(code, [])
         if not hits:
             continue
         found.append({"code": code, "severity": doc.severity, "summary": doc.summary, "why": doc.why,

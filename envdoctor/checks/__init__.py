@@ -84,6 +84,9 @@ CHECK_MODULES = (
     "envdoctor.checks.gpu_verdict",
     "envdoctor.checks.tools",
     "envdoctor.checks.driver_branch",
+    "envdoctor.checks.kernel_log",
+    "envdoctor.checks.driver_support",
+    "envdoctor.checks.driven",
 )
 
 
@@ -135,10 +138,15 @@ def group(prefix: str) -> CheckFn:
 
 
 def code_docs() -> Dict[str, CodeDoc]:
-    """Every documented finding code, from every check."""
+    """Every documented finding code, from every check. A code several checks may emit (``gpu.lost``: NVML's
+    answer, the kernel log) keeps the last check's text and every check's error messages."""
     out: Dict[str, CodeDoc] = {}
     for spec in all_checks():
         for doc in spec.codes:
+            before = out.get(doc.code)
+            if before is not None and before.messages:
+                doc = doc._replace(messages=before.messages + tuple(m for m in doc.messages
+                                                                    if m not in before.messages))
             out[doc.code] = doc
     out.setdefault("envdoctor.checks_skipped", CodeDoc(
         "envdoctor.checks_skipped", "info", "Some checks were skipped: the facts they need were not gathered.",
@@ -214,5 +222,8 @@ def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None) -
                 fix=Fix(text="Please report it with a snapshot attached: "
                              "`envdoctor snapshot -o snap.json --redact-ids`."),
             ))
+    from .driven import settle
+
+    findings = settle(findings, ctx.facts)  # a GPU the driver does not drive is never "Works"
     findings.sort(key=sort_key)
     return findings

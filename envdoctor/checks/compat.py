@@ -35,6 +35,7 @@ from .. import frameworks as framework_table
 from .. import matrix, versions
 from ..facts import Fact, Facts
 from ..findings import Finding, Fix, quoted
+from ..matrix import builds
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
 from ..osinfo import nvidia_distro
@@ -70,7 +71,8 @@ DOCS = (
                 "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/cuda/detail/CUDAHooks.cpp"),)),
     CodeDoc("driver.too_old_for_toolkit", "error",
             "The NVIDIA driver is too old for the active CUDA toolkit (nvcc, /usr/local/cuda) or the conda "
-            "environment's cudatoolkit / cuda-version.",
+            "environment's cudatoolkit / cuda-version; or nvcc's default build (PTX only for this GPU) is newer "
+            "than the driver can JIT.",
             "driver.version, driver.cuda_version, cuda.nvcc, cuda.default_symlink, cuda.home, cuda.toolkits, "
             "cuda.conda", "Programs built with that toolkit fail at their first CUDA call with "
             "cudaErrorInsufficientDriver.", "cuda.json (min_driver_linux, minor_compat_min_driver)",
@@ -156,7 +158,8 @@ DOCS = (
             CPP_EXTENSION),
     CodeDoc("compiler.gcc_too_new_for_cuda", "error",
             "The host GCC is newer than the active CUDA toolkit's nvcc accepts.",
-            "compiler.gcc, compiler.gcc_versions, the active toolkit",
+            "compiler.gcc (else the compiler nvcc runs: compiler.nvcc_host from -ccbin/NVCC_CCBIN, "
+            "compiler.nvcc_gcc from its nvcc.profile's PATH), compiler.gcc_versions, the active toolkit",
             "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!'.",
             "cuda.json (gcc_max)",
         messages=(Message("unsupported GNU version! gcc versions later than * are not supported!",
@@ -301,7 +304,21 @@ def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Opt
         return None
     if name == "paddle" and not value.get("cuda"):
         return _mm(_paddle_wheel_cuda(value.get("version")))
+    if name == "tensorflow" and not value.get("cuda"):
+        return _mm(tensorflow_build_cuda(value))
     return _mm(value.get("cuda"))
+
+
+def tensorflow_build_cuda(value: Dict[str, Any]) -> Optional[str]:
+    """The CUDA of a TensorFlow CUDA build whose build_info names none (TensorFlow up to 2.2 on Linux): NVIDIA's
+    nvidia-tensorflow (``+nvYY.MM``) from its NGC release's notes, else the release's tested configuration."""
+    raw = value.get("packages")
+    packages: Dict[str, Any] = raw if isinstance(raw, dict) else {}
+    if "nvidia-tensorflow" in packages:
+        built = builds.nvidia_tensorflow_build(packages["nvidia-tensorflow"])
+        return built[0] if built else None
+    row = fw.tensorflow_release(value.get("version"))
+    return str(row["cuda"]) if row is not None and row.get("cuda") else None
 
 
 def _paddle_wheel_cuda(version: Any) -> Optional[str]:
@@ -561,6 +578,14 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             if row is not None:
                 out.append(_too_old(facts, drv, need, row["min_driver_linux"], row, ["min_driver_linux"], ccs))
                 continue
+        if verdict == "minor_compat" and need.kind == "toolkit" and "nvcc" in need.label \
+                and not _framework_extensions(facts):
+            uncovered = [cc for cc in ccs if not _default_sass_runs(need.cuda[0], cc)]
+            row = hw.cuda_release(_mm_str(need.cuda))
+            if uncovered and row is not None:
+                out.append(_ptx_default(facts, drv, need, row, uncovered))
+                if not users:
+                    continue  # (a framework compiling with this toolkit at run time is told apart, below)
         if verdict == "minor_compat":
             out.append(_minor_compat(drv, need, ccs, facts, runtime_users=users))
             continue
@@ -610,6 +635,59 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         source=_source("CUDA %d.x needs Linux driver >= %s (minor-version compatibility floor); CUDA %s's own "
                        "driver is %s" % (need.cuda[0], floor, _mm_str(need.cuda), exact), row),
         fix=Fix(text=text, commands=commands, install=install_line(facts, "driver", branch, floor=True)),
+    )
+
+
+#: The SASS target nvcc builds when no -arch/-gencode is given, per CUDA major (nvcc adds the PTX of the same
+#: virtual architecture): read from ``nvcc --dryrun -c`` of NVIDIA's nvcc 11.8.89 and 12.4.131 (Debian's
+#: nvidia-cuda-toolkit packages: -arch=sm_52, compute_52) and 13.0.88 (PyPI nvidia-cuda-nvcc: sm_75, compute_75).
+NVCC_DEFAULT_SASS = {11: "5.2", 12: "5.2", 13: "7.5"}
+NVCC_DOC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-architecture-arch"
+
+
+def _framework_extensions(facts: Facts) -> bool:
+    """Whether a CUDA build of PyTorch is installed: what nvcc builds next to it is mostly its extensions, which
+    torch.utils.cpp_extension compiles with -gencode for the visible GPUs' own SASS (its _get_cuda_arch_flags),
+    not nvcc's default target."""
+    torch = facts.mapping("framework.torch")
+    return bool(torch.get("cuda"))
+
+
+def _default_sass_runs(major: int, cc: str) -> bool:
+    """Whether nvcc's default SASS (of CUDA ``major``) runs on a GPU of ``cc`` (same major, not older); unknown
+    majors count as covered (nothing is claimed)."""
+    default = NVCC_DEFAULT_SASS.get(major)
+    want, have = _v(cc), _v(default) if default else None
+    if want is None or have is None:
+        return True
+    return want.release[0] == have.release[0] and want >= have
+
+
+def _ptx_default(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], uncovered: Sequence[str]) -> Finding:
+    """nvcc's default build reaches these GPUs only through PTX, newer than this driver can JIT: a certain
+    failure (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) for every program built without -arch."""
+    exact = row["min_driver_linux"]
+    default = NVCC_DEFAULT_SASS[need.cuda[0]]
+    sm = default.replace(".", "")
+    gpus = ", ".join(sorted(set(uncovered), key=lambda c: _v(c) or Version("0")))
+    return Finding(
+        code="driver.too_old_for_toolkit", severity="error", components=["driver", need.component],
+        title="%s, but %s builds by default PTX this driver cannot JIT for compute capability %s (driver >= %s "
+              "needed)" % (drv.describe(), need.label, gpus, exact),
+        detail="Without -arch, nvcc %s builds SASS for sm_%s and PTX for compute_%s only; a GPU of compute "
+               "capability %s runs such a program only by JIT-compiling that PTX, and PTX of CUDA %s is newer "
+               "than this driver (CUDA %s) knows: every such program fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
+               "('the provided PTX was compiled with an unsupported toolchain'). Minor-version compatibility "
+               "does not cover PTX." % (_mm_str(need.cuda), sm, sm, gpus, _mm_str(need.cuda),
+                                        _mm_str(drv.cuda) if drv.cuda else "?"),
+        evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source={"rule": "nvcc's default target is sm_%s + compute_%s (CUDA %d.x); PTX needs a driver of its CUDA "
+                        "release to JIT; CUDA %s's driver is %s" % (sm, sm, need.cuda[0], _mm_str(need.cuda), exact),
+                "url": NVCC_DOC, "checked": "2026-11-29"},
+        fix=Fix(text="Update the NVIDIA driver to %s or newer (CUDA %s's own driver), or build with SASS for the "
+                     "GPU (nvcc -arch=native, or -gencode arch=compute_XY,code=sm_XY for its compute "
+                     "capability)." % (exact, _mm_str(need.cuda)),
+                install=install_line(facts, "driver", _branch(exact), floor=True)),
     )
 
 
@@ -1303,7 +1381,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     if active is None:
         return out
     version, how, tk_fact, row = active
-    gcc = facts.get("compiler.gcc")
+    gcc = _nvcc_host_compiler(facts)
     gv = _v(gcc.value.get("version")) if gcc is not None and gcc.known and isinstance(gcc.value, dict) else None
     if gv is not None and _can_compile(facts, tk_fact) and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
         assert gcc is not None  # gv was read from it
@@ -1325,7 +1403,9 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
             cmds.append("export NVCC_CCBIN=/usr/bin/g++-%d" % gmax)
         out.append(Finding(
             code="compiler.gcc_too_new_for_cuda", severity=_severity(row, ["gcc_max"]), components=["compiler", "cuda"],
-            title="GCC %s is newer than CUDA %s's nvcc accepts (GCC <= %d)" % (gcc.value["version"], version, gmax),
+            title="GCC %s%s is newer than CUDA %s's nvcc accepts (GCC <= %d)" % (
+                gcc.value["version"], "" if gcc.key == "compiler.gcc" else " (%s, the one nvcc runs)" % (
+                    gcc.value.get("path")), version, gmax),
             detail="nvcc stops with '#error -- unsupported GNU version! gcc versions later than %d are not "
                    "supported!'. Point nvcc at an older GCC (NVCC_CCBIN, -ccbin) or use a newer CUDA. "
                    "(-allow-unsupported-compiler exists but is unsafe.)" % gmax,
@@ -1349,6 +1429,22 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
                              "supports." % (key, ver, row["version"]),
                         install=_cuda_for_os(facts, key, ver))))
     return out
+
+
+def _nvcc_host_compiler(facts: Facts) -> Optional[Fact]:
+    """The host compiler nvcc runs: the one -ccbin names (NVCC_CCBIN, CUDAHOSTCXX, NVCC_PREPEND/APPEND_FLAGS;
+    None when its version is unknown, a clang: nothing to judge), else the gcc its nvcc.profile's PATH finds first
+    (a gcc beside nvcc: Arch's /opt/cuda/bin/gcc, Debian's wrapper), else gcc on PATH."""
+    override = facts.get("compiler.nvcc_host")
+    if override is not None and override.known and isinstance(override.value, dict):
+        return override if override.value.get("version") else None
+    own = facts.get("compiler.nvcc_gcc")
+    if own is not None and own.known and isinstance(own.value, dict) and not own.value.get("same_as_path") \
+            and own.value.get("version"):
+        return own
+    if own is not None and not own.known:
+        return None  # nvcc runs a gcc of its own that could not be asked: not /usr/bin/gcc's to answer for
+    return facts.get("compiler.gcc")
 
 
 def _distribution_package(tk_fact: Fact) -> bool:

@@ -51,6 +51,7 @@ CHECKED = "2026-11-22"
 #: What the driver's questions look at besides driver.installed (each later one asks the earlier ones, so they
 #: share one list): the driver's facts but not its library links (the dlopen probe's, a check of their own).
 READS = ("driver.*", "driver.*.*", "kernel.release", "kernel.headers", "cuda.*", "env.*", "libraries.libcuda",
+         "libraries.cudnn",
          "os.*") + INSTALL_LINE_READS
 #: The report layers each question's findings are shown under.
 _LAYERS = {"library-mismatch": ("driver",), "userspace-missing": ("driver",), "wsl": ("driver",),
@@ -98,6 +99,13 @@ RULES: Dict[str, Dict[str, str]] = {
                     "driver may be installed inside WSL 2"},
     "xid": {"url": "https://docs.nvidia.com/deploy/xid-errors/index.html",
             "rule": "Xid 79: GPU has fallen off the bus; reset or reboot, then look at power, thermals, PCIe"},
+    "gpu_operator": {"url": "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/index.html",
+                     "rule": "The GPU Operator's driver container installs the driver and mounts its root at "
+                             "/run/nvidia/driver on the host; workloads get the driver's libraries through the "
+                             "NVIDIA Container Toolkit", "checked": "2026-11-29"},
+    "nixos": {"url": "https://nixos.org/manual/nixos/stable/#sec-gpu-accel",
+              "rule": "NixOS exposes the running system's graphics and compute driver libraries at "
+                      "/run/opengl-driver/lib (hardware.graphics / hardware.nvidia)", "checked": "2026-11-29"},
     "no_gpu": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
                       "#verify-you-have-a-cuda-capable-gpu",
                "rule": "CUDA needs an NVIDIA GPU; without one, CPU builds of the frameworks are the right choice"},
@@ -359,6 +367,9 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         return []
     if _nvml_status(facts) != "NVML_ERROR_LIBRARY_NOT_FOUND":
         return []
+    elsewhere = facts.mapping("driver.userspace.elsewhere")
+    if elsewhere.get("path"):
+        return [_userspace_elsewhere(facts, elsewhere)]
     kver = facts.value("driver.kernel_module.version")
     flavor = facts.value("driver.kernel_module.flavor")
     branch = _branch(kver)
@@ -384,6 +395,34 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
                      % (kver or "?"), commands=cmds,
                 install=install_line(facts, "driver", branch)),
     )]
+
+
+def _userspace_elsewhere(facts: Facts, where: Dict[str, Any]) -> Finding:
+    """The driver's libraries are installed, in a layout the loader does not search (NixOS, the GPU Operator)."""
+    path, version = str(where.get("path")), where.get("version") or "?"
+    ev = _evidence(facts, "driver.userspace.elsewhere", "driver.kernel_module.version", "driver.nvml.status")
+    if where.get("layout") == "gpu-operator":
+        return Finding(
+            code="driver.gpu_operator_driver_root", severity="info", components=["driver"],
+            title="The NVIDIA GPU Operator's driver container provides driver %s (its root: /run/nvidia/driver)"
+                  % version,
+            detail="The user-space driver is in the driver container's root (%s), not in the host's loader path: "
+                   "containers get it from the NVIDIA Container Toolkit, and on the host itself its tools run "
+                   "inside that root." % path,
+            evidence=ev, source=_source("gpu_operator"),
+            fix=Fix(text="Run the driver's tools inside its root; run CUDA work in containers.",
+                    commands=["sudo chroot /run/nvidia/driver nvidia-smi"]))
+    return Finding(
+        code="driver.userspace_outside_loader_path", severity="warning", components=["driver", "os"],
+        title="The driver's libraries (%s) are in %s, where programs not built by Nix do not look" % (version, path),
+        detail="NixOS links the running system's driver libraries at /run/opengl-driver/lib; programs built by Nix "
+               "find them through their RUNPATH, but pip wheels (PyTorch, JAX, ONNX Runtime) and other programs "
+               "built elsewhere look only where the dynamic loader does, so they find no libcuda.so.1 and see no "
+               "GPU in this environment.",
+        evidence=ev, source=_source("nixos"),
+        fix=Fix(text="Give such programs the driver's directory (in the shell or the dev shell that runs them), or "
+                     "enable programs.nix-ld with the driver's libraries.",
+                commands=["export LD_LIBRARY_PATH=/run/opengl-driver/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"]))
 
 
 def _in_kernel_conflict(facts: Facts) -> List[Finding]:
@@ -883,14 +922,23 @@ def _wsl(facts: Facts) -> List[Finding]:
     if not facts.value("driver.wsl_libcuda"):
         out.append(_wsl_libcuda_missing(facts, "error"))
     elif _unversioned_libcuda_unreachable(facts) and not linux_libs:
+        cudnn8 = sorted({str(c.get("version")) for c in facts.items("libraries.cudnn")
+                         if isinstance(c, dict) and str(c.get("version", "")).split(".")[0] == "8"})
         out.append(Finding(
-            code="driver.wsl_libcuda_unversioned_unreachable", severity="warning", components=["driver", "os"],
+            code="driver.wsl_libcuda_unversioned_unreachable", severity="error" if cudnn8 else "warning",
+            components=["driver", "os"],
             title="WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in %s is not where the loader looks "
-                  "(not in the ld.so cache, %s not on LD_LIBRARY_PATH)" % (WSL_LIB, WSL_LIB),
+                  "(not in the ld.so cache, %s not on LD_LIBRARY_PATH)%s" % (
+                      WSL_LIB, WSL_LIB, "; cuDNN %s needs it" % ", ".join(cudnn8) if cudnn8 else ""),
             detail="In %s the libcuda files are copies, not symbolic links, so ldconfig caches only the soname "
                    "libcuda.so.1. Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, some CUDA "
-                   "runtime builds, Triton) fail with 'libcuda.so: cannot open shared object file'." % WSL_LIB,
-            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "libraries.libcuda", "cuda.ld_library_path"),
+                   "runtime builds, Triton) fail with 'libcuda.so: cannot open shared object file'.%s" % (
+                       WSL_LIB, " cuDNN 8 is installed here (%s): its convolution sub-library "
+                       "(libcudnn_cnn_infer.so.8) opens libcuda.so, so convolutions fail ('Could not load library "
+                       "libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file')." % ", ".join(
+                           cudnn8) if cudnn8 else ""),
+            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "libraries.libcuda", "cuda.ld_library_path",
+                               "libraries.cudnn"),
             source=_source("wsl"),
             fix=Fix(text="Put %s on LD_LIBRARY_PATH (in your shell profile) so the unversioned name is found."
                          % WSL_LIB,
@@ -929,9 +977,16 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     if status in (None, "ok", "no_binding", "starved", "deadline", "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
                   "NVML_ERROR_LIBRARY_NOT_FOUND"):
         return []
+    from .driver_support import verdicts
     from .gpu_verdict import describe, has_nvidia_device
+    from .kernel_log import findings as kernel_findings
 
     codes = {f.code for f in already}
+    # the kernel's messages, or the installed module against the GPUs, name why the driver drives no GPU: that
+    # finding says it (one root cause, one finding)
+    if status not in ("timed_out", "NVML_ERROR_NO_PERMISSION") and any(
+            f.severity == "error" for f in quietly(kernel_findings, facts) + quietly(verdicts, facts)):
+        return []
     # Where no NVIDIA device is seen (nothing on the PCI bus or in /proc/driver/nvidia, no module loaded),
     # an NVML failure cannot stop a GPU job: a warning. Where one is, an error: the node is not passed.
     severe = "error" if has_nvidia_device(facts) else "warning"
@@ -1068,6 +1123,14 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "The nvidia kernel module is loaded but libnvidia-ml/libcuda are not installed.",
             "driver.kernel_module.loaded, driver.nvml.status", "CUDA programs cannot load libcuda.so.1.",
             RULES["nvml"]["url"]),
+    CodeDoc("driver.gpu_operator_driver_root", "info", "The NVIDIA GPU Operator's driver container provides the "
+            "driver (/run/nvidia/driver); the host's own loader does not see its libraries.",
+            "driver.userspace.elsewhere, driver.nvml.status", "Not a fault: the host's own tools run inside that "
+            "root, workloads in containers.", RULES["gpu_operator"]["url"]),
+    CodeDoc("driver.userspace_outside_loader_path", "warning", "NixOS: the driver's libraries are in "
+            "/run/opengl-driver/lib, where programs not built by Nix (pip wheels) do not look.",
+            "driver.userspace.elsewhere, driver.nvml.status", "PyTorch, JAX and other wheels find no libcuda.so.1 and "
+            "see no GPU unless given that directory.", RULES["nixos"]["url"]),
     CodeDoc("driver.nouveau_conflict", "error", "The in-kernel nouveau driver is loaded or drives the NVIDIA GPU.",
             "driver.nouveau.loaded, driver.nouveau.bound, driver.modprobe_blacklist_nouveau",
             "The NVIDIA driver cannot own a GPU nouveau holds.", RULES["nouveau"]["url"],
@@ -1140,7 +1203,8 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             RULES["wsl"]["url"]),
     CodeDoc("driver.wsl_libcuda_unversioned_unreachable", "warning",
             "WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in /usr/lib/wsl/lib is neither in the ld.so "
-            "cache nor on LD_LIBRARY_PATH.", "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path",
+            "cache nor on LD_LIBRARY_PATH (an error where cuDNN 8 is installed: it opens libcuda.so).",
+            "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path, libraries.cudnn",
             "Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, Triton) fail to find the driver.",
             RULES["wsl"]["url"]),
     CodeDoc("driver.nvml_no_permission", "error", "NVML: no permission to open /dev/nvidia*.",

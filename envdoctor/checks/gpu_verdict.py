@@ -26,9 +26,11 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
+from .. import matrix
 from ..facts import Facts
 from ..findings import AnyOf, Finding, Fix, Step
-from . import CheckContext, CodeDoc, Message, check
+from ..matrix import kernel
+from . import CheckContext, CodeDoc, Message, check, quietly
 
 CHECKED = "2026-11-25"
 NVML_RETURN_URL = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"
@@ -246,6 +248,20 @@ def _gpu_label(facts: Facts, i: int, entries: Sequence[Dict[str, Any]]) -> Tuple
     return bus or "unknown", how, serial or "unknown (NVML could not read it)"
 
 
+def lost_in_log(facts: Facts, bus: Optional[str], single: bool = False) -> List[str]:
+    """The kernel's lines saying the GPU at ``bus`` fell off the bus (Xid 79, "GPU has fallen off the bus"); a
+    line naming no GPU counts where ``single`` (the only GPU in question)."""
+    lines = facts.value("driver.kernel_log")
+    if not isinstance(lines, list):
+        return []
+    out = []
+    for text, at in zip(lines, kernel.line_buses(lines)):
+        if any(m.row.get("cause") == "lost" for m in kernel.classify(str(text))) and (
+                (at is not None and at == bus) or (at is None and single)):
+            out.append(str(text))
+    return out
+
+
 def _fix_commands(row: NvmlCode, gpu: Any) -> List[Step]:
     def fill(c: str) -> str:
         return c.format(gpu=gpu if gpu is not None else 0)
@@ -253,7 +269,8 @@ def _fix_commands(row: NvmlCode, gpu: Any) -> List[Step]:
     return [c.map(fill) if isinstance(c, AnyOf) else fill(c) for c in row.commands]
 
 
-@check("gpu-nvml-verdict", requires=("gpu.count",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
+@check("gpu-nvml-verdict", requires=("gpu.count",), reads=("gpu.*", "gpu.*.*", "driver.kernel_log"), layers=("gpu",),
+       codes=(
     CodeDoc("gpu.lost", "error", "A GPU has fallen off the bus or become inaccessible (NVML: GPU_IS_LOST, Xid 79).",
             "gpu.nvml_failures (per GPU: handle and every call), driver.nvml.status",
             "Nothing can use it until it is reset; a recurrence points at power, cooling, the slot or the board "
@@ -287,6 +304,21 @@ def gpu_nvml_verdict(ctx: CheckContext) -> Iterable[Finding]:
         lost = [e for e in entries if e.get("error") == "NVML_ERROR_GPU_IS_LOST"]
         handle = [e for e in entries if e.get("call") == "handle"]
         bus, how, serial = _gpu_label(facts, int(gpu), entries)
+        logged = lost_in_log(facts, bus, single=len(per_gpu) == 1)
+        if logged and not lost:
+            row = NVML_CODES["NVML_ERROR_GPU_IS_LOST"]
+            yield Finding(
+                code="gpu.lost", severity="error", components=["gpu", "driver"],
+                title="GPU %s (PCI %s%s, serial %s) has fallen off the bus (Xid 79): %s" % (
+                    gpu, bus, how, serial, _message(next((x for x in logged if "Xid" in x), logged[-1]))),
+                detail="The kernel log says the driver lost contact with this GPU (Xid 79); NVML's calls for it fail "
+                       "(%s). Nothing can use it until it is reset. The kernel log says:\n%s" % (
+                           ", ".join("%s: %s" % (e.get("call"), short(str(e.get("error")))) for e in entries[:4]),
+                           "\n".join(logged[-4:])),
+                evidence=_ev(facts, "gpu.nvml_failures", "driver.kernel_log", "gpu.%s.name" % gpu),
+                source=_src("Xid 79: GPU has fallen off the bus", XID_URL),
+                fix=Fix(text=row.fix, commands=_fix_commands(row, gpu)))
+            continue
         if lost:
             row = NVML_CODES["NVML_ERROR_GPU_IS_LOST"]
             calls = ", ".join(sorted({str(e.get("call")) for e in lost}))
@@ -347,8 +379,11 @@ def gpu_missing(ctx: CheckContext) -> Iterable[Finding]:
     seen = set(nvml_bus_ids(facts).values())
     if len(seen) == count.value:
         missing = [b for b in expected if b not in seen]
-        explained = init_failures(facts)
-        missing = [b for b in missing if b not in explained]  # gpu.init_failed names those, with the reason
+        explained = set(init_failures(facts))  # gpu.init_failed names those, with the reason
+        from .driver_support import verdicts  # (imported here: it builds on this module)
+
+        explained.update(b for b in (kernel.line_bus(f.title) for f in quietly(verdicts, facts)) if b)  # module/branch
+        missing = [b for b in missing if b not in explained]
         if not missing:
             return
     else:
@@ -383,91 +418,51 @@ def unanswered(facts: Facts) -> List[str]:
     return [b for b in expected if b not in seen] if len(seen) == count.value else []
 
 
+#: NVML start-up failures after which the GPUs may still be driven (this user cannot see them, or the
+#: user-space half is broken): the kernel side is not judged from them.
+NOT_THE_KERNEL = ("NVML_ERROR_NO_PERMISSION", "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "NVML_ERROR_LIBRARY_NOT_FOUND",
+                  "NVML_ERROR_FUNCTION_NOT_FOUND")
+
+
+def not_driven(facts: Facts) -> List[str]:
+    """Bus addresses of the NVIDIA GPUs the kernel driver does not drive now, on a host: all of them where the
+    nvidia module is not loaded or NVML failed to start for the GPUs' sake; else those bound to the nvidia driver
+    that NVML does not answer for, and those left without a driver while the module is loaded (it refused
+    them). A GPU given to another driver on purpose (vfio-pci) is not counted."""
+    if facts.value("os.container") or facts.value("os.wsl") == "WSL2":
+        return []
+    seen = nvidia_seen(facts)
+    if not seen:
+        return []
+    nvml = facts.value("driver.nvml.status")
+    if facts.value("driver.kernel_module.loaded") is False or nvml == "NVML_ERROR_DRIVER_NOT_LOADED":
+        return seen
+    out = set(unanswered(facts))
+    if isinstance(nvml, str) and nvml.startswith("NVML_ERROR_") and nvml not in NOT_THE_KERNEL:
+        out.update(_bound(facts))
+    pci = facts.value("gpu.pci_devices")  # (the bus listing itself: an unbound GPU has no driver link)
+    if facts.value("driver.kernel_module.loaded") is True and isinstance(pci, list):
+        out.update(str(_bus(d.get("bus_id")) or d.get("bus_id")) for d in pci
+                   if isinstance(d, dict) and d.get("bus_id") and not d.get("driver"))
+    return sorted(out)
+
+
 # -- the kernel driver's own word: why a GPU it is bound to did not come up ------------------------
 
-KERNEL_BUS = re.compile(r"\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?\b")
-#: Lines of the NVIDIA driver saying a GPU failed to come up (RmInitAdapter is the resource manager's
-#: initialisation of one GPU; the probe routine runs when the module binds it).
-INIT_FAILED = re.compile(r"RmInitAdapter failed|rm_init_adapter failed|Cannot initialize GSP|probe routine failed|"
-                         r"failed to allocate memory for BAR|PCI I/O region assigned to your NVIDIA device is invalid|"
-                         r"not supported by the NVIDIA|necessary power cables|fallen off the bus|"
-                         r"BAR ?\d[^\n]{0,200}(?:no space|can't assign|failed)", re.IGNORECASE)
-
-
-class InitCause(NamedTuple):
-    name: str
-    pattern: str  # in the kernel's lines about the GPU
-    cause: str
-    fix: str
-
-
-#: What the kernel's lines say about the cause, most specific first; the fix for each. The last one is what
-#: to check when the lines name no cause.
-INIT_CAUSES = (
-    InitCause("bar", r"PCI I/O region assigned to your NVIDIA device is invalid|BAR ?\d ?is 0M|"
-                     r"failed to allocate memory for BAR|BAR ?\d[^\n]{0,200}(?:no space|can't assign|failed)",
-              "the firmware gave the GPU no (or too small a) memory window: its BARs could not be assigned",
-              "Enable \"Above 4G Decoding\" and \"Resizable BAR\" in the BIOS/UEFI (and turn CSM off), then "
-              "reboot; on servers and VMs, give the GPU a 64-bit MMIO window large enough for its memory."),
-    InitCause("power", r"power cables|insufficient power",
-              "the GPU's auxiliary power is not connected or not enough",
-              "Power the machine off, connect every auxiliary power cable of the board (and check the supply's "
-              "rating), reseat the board, and boot again."),
-    InitCause("unsupported", r"not supported by the NVIDIA",
-              "this driver release does not support the GPU",
-              "Install a driver branch that supports this GPU (newer GPUs need newer branches; Blackwell needs the "
-              "open kernel modules), then reboot."),
-    InitCause("gsp", r"GSP",
-              "the GPU System Processor firmware failed to start",
-              "Power-cycle the machine (a cold boot resets the GPU); update the driver; if it persists with the "
-              "proprietary modules, the GSP firmware can be turned off (NVreg_EnableGpuFirmware=0, not possible "
-              "with the open modules or on Blackwell)."),
-    InitCause("lost", r"fallen off the bus",
-              "the GPU fell off the bus (Xid 79)",
-              "Power-cycle; check power, cooling and the slot or riser, reseat the board; replace it (RMA) if it "
-              "keeps falling off."),
-    InitCause("unknown", r"",
-              "the kernel's messages name no cause",
-              "Check, most common first: \"Above 4G Decoding\" and \"Resizable BAR\" enabled in the BIOS/UEFI "
-              "(GPUs with a large memory window: GeForce RTX 30/40/50, data-centre boards); every auxiliary "
-              "power cable connected; the board fully seated (no loose riser); a driver branch that supports the "
-              "GPU. Power-cycle after each change."),
-)
-
-
-def _log_bus(line: str) -> Optional[str]:
-    m = KERNEL_BUS.search(line)
-    if not m:
-        return None
-    return _bus("%s:%s:%s.%s" % (m.group(1), m.group(2), m.group(3), m.group(4) or "0"))
-
-
-def init_failures(facts: Facts) -> Dict[str, Tuple[List[str], InitCause]]:
+def init_failures(facts: Facts) -> Dict[str, Tuple[List[str], Optional[kernel.Match]]]:
     """Bound GPUs NVML does not answer for whose initialisation failure the kernel log records: bus address ->
-    (the driver's lines about it, the cause they point at). A line naming no GPU (older drivers: "RmInitAdapter
-    failed! (0x26:0xffff:1227)") belongs to the GPU when exactly one is missing."""
+    (the driver's lines about it, the catalogued line naming the cause, None when they name none). A line naming
+    no GPU (older drivers: "RmInitAdapter failed! (0x26:0xffff:1227)") belongs to the GPU when exactly one is
+    missing (:func:`envdoctor.matrix.kernel.attribute`)."""
     lines = facts.value("driver.kernel_log")
     missing = unanswered(facts)
     if not isinstance(lines, list) or not missing:
         return {}
-    about: Dict[str, List[str]] = {b: [] for b in missing}
-    unnamed: List[str] = []
-    for raw in lines:
-        line = str(raw)
-        bus = _log_bus(line)
-        if bus is None:
-            unnamed.append(line)
-        elif bus in about:
-            about[bus].append(line)
-    if len(missing) == 1:
-        about[missing[0]] = [x for x in lines if str(x) in unnamed or str(x) in about[missing[0]]]
-    out: Dict[str, Tuple[List[str], InitCause]] = {}
-    for bus, said in about.items():
-        if not any(INIT_FAILED.search(x) for x in said):
-            continue
-        text = "\n".join(said)
-        cause = next(c for c in INIT_CAUSES if not c.pattern or re.search(c.pattern, text, re.IGNORECASE))
-        out[bus] = (said, cause)
+    out: Dict[str, Tuple[List[str], Optional[kernel.Match]]] = {}
+    for bus, said in kernel.attribute(lines, missing).items():
+        matches = [m for _, ms in said for m in ms]
+        if kernel.failed(matches):
+            out[bus] = ([text for text, _ in said], kernel.cause_of(matches))
     return out
 
 
@@ -475,6 +470,11 @@ def _message(line: str) -> str:
     """The driver's words of a kernel line: from "NVRM: " on, without the repeated GPU address."""
     text = line[line.find("NVRM:"):] if "NVRM:" in line else line
     return re.sub(r"^NVRM:\s*(?:GPU [0-9a-fA-F:.]+:\s*)?", "", text).strip()
+
+
+#: What the checklist says when the kernel's lines name no cause (the catalog's generic failure row).
+def _generic_failure() -> Dict[str, Any]:
+    return next(r for r in matrix.load("kernel_messages") if r.get("id") == "rm_init_adapter_failed")
 
 
 @check("gpu-init-failed", requires=("driver.kernel_log", "gpu.count"),
@@ -488,20 +488,24 @@ def _message(line: str) -> str:
 def gpu_init_failed(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for bus, (said, cause) in sorted(init_failures(facts).items()):
-        failing = [x for x in said if INIT_FAILED.search(x)]
-        first = next((x for x in failing if cause.pattern and re.search(cause.pattern, x, re.IGNORECASE)),
-                     next((x for x in failing if "RmInitAdapter failed" in x), failing[0]))
+        if cause is not None and cause.row.get("code") != "gpu.init_failed":
+            continue  # a cause of its own finding (the wrong module flavour or branch, a lost GPU): kernel-log
+        row = cause.row if cause is not None else _generic_failure()
+        failing = [x for x in said if kernel.failed(kernel.classify(x))]
+        first = cause.line if cause is not None else next(
+            (x for x in failing if "RmInitAdapter failed" in x), failing[0])
         shown = said[-8:]
+        why = ("Cause: %s." % row["meaning"]) if cause is not None else "The kernel's messages name no cause."
         yield Finding(
             code="gpu.init_failed", severity="error", components=["gpu", "driver"],
             title="GPU %s is bound to the nvidia driver, but the driver failed to initialise it: %s" % (
                 bus, _message(first)),
             detail="NVML and CUDA do not see this GPU (nvidia-smi: \"No devices were found\" when it is the only "
-                   "one). Cause: %s. The kernel log says:\n%s" % (cause.cause, "\n".join(shown)),
+                   "one). %s The kernel log says:\n%s" % (why, "\n".join(shown)),
             evidence=_ev(facts, "driver.kernel_log", "gpu.count", "gpu.pci_devices", "gpu.proc_devices"),
-            source=_src("the NVIDIA driver's kernel messages at GPU initialisation (RmInitAdapter)",
-                        KERNEL_INIT_URL),
-            fix=Fix(text=cause.fix + " (The driver's messages: `%s`.)" % KLOG))
+            source=_src("the NVIDIA driver's kernel message: %s" % row.get("format", row["id"]),
+                        row["source"]["url"]),
+            fix=Fix(text=row["fix"] + " (The driver's messages: `%s`.)" % KLOG))
 
 
 def _missing(facts: Facts, have: int, missing: List[str], want: int, severity: str = "error") -> Finding:

@@ -32,7 +32,8 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 #: Modules that contribute per-area validators (``VALIDATORS``).  A module
 #: that is not there yet (being written) is skipped.
-VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks", "envdoctor.matrix.builds")
+VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks", "envdoctor.matrix.builds",
+                     "envdoctor.matrix.kernel")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]
@@ -255,7 +256,8 @@ def clear_cache() -> None:
 #: Whose tables an area's facts come from, for the sentence a user reads about an unconfirmed fact.
 VENDORS = {
     "cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
-    "driver_branches": "NVIDIA", "torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX",
+    "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
+    "torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX",
     "onnxruntime": "ONNX Runtime", "cupy": "CuPy", "paddle": "PaddlePaddle", "mxnet": "MXNet",
 }
 
