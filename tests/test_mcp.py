@@ -85,9 +85,10 @@ def test_tools_list_announces_read_only_tools_with_their_commands_schemas() -> N
     print("tools/list: %.1f ms at worst of 5 (in process)" % (max(timings) * 1000))
     assert max(timings) < 5.0  # a generous bound: it answers from a list made at start-up
     by_name = {t.name: t for t in listed.tools}
-    assert list(by_name) == ["diagnose", "explain", "triage", "advise", "matrix", "check_policy", "dockerfile_lint",
-                             "install_plan", "fit"]
-    outputs = {"diagnose": "report", "check_policy": "report", "dockerfile_lint": "dockerfile", "install_plan": "plan"}
+    assert list(by_name) == ["diagnose", "topo", "explain", "triage", "advise", "matrix", "check_policy",
+                             "dockerfile_lint", "install_plan", "fit"]
+    outputs = {"diagnose": "report", "topo": "topology", "check_policy": "report", "dockerfile_lint": "dockerfile",
+               "install_plan": "plan"}
     for name, t in by_name.items():
         a = t.annotations
         assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (True, False, True,
@@ -137,6 +138,29 @@ def test_every_captured_machine_gives_the_same_findings_through_mcp(tmp_path: An
 
     run(server, body)
     assert compared == len(machines)
+
+
+def test_topo_gives_what_envdoctor_topo_gives_on_every_captured_machine() -> None:
+    """``topo`` over MCP against ``envdoctor topo --snapshot FILE --format json --redact-ids`` (every machine of
+    tests/machines; two of them are 8-GPU boards with 28 pairs each)."""
+    server = build(Settings(allow_paths=[MACHINES], machine=replaying(A100)))
+    runner = CliRunner()
+    pairs = 0
+
+    async def body(c: Any) -> None:
+        nonlocal pairs
+        for path in sorted(glob.glob(os.path.join(MACHINES, "*", "snapshot.json"))):
+            result = await c.call_tool("topo", {"snapshot": path})
+            assert not result.is_error, (path, result.content[0].text)
+            cli_run = runner.invoke(cli, ["topo", "--snapshot", path, "--format", "json", "--redact-ids"])
+            expected = json.loads(cli_run.stdout)
+            got = result.structured_content
+            assert (got["topology"], got["findings"], got["summary"]) == (
+                expected["topology"], expected["findings"], expected["summary"]), path
+            pairs += len(got["topology"].get("pairs") or [])
+
+    run(server, body)
+    assert pairs >= 56
 
 
 # --------------------------------------------------------------------------- answers and refusals
@@ -284,6 +308,6 @@ def test_envdoctor_mcp_over_stdio(tmp_path: Any) -> None:
         return listed, result
 
     listed, result = run(params, body)
-    assert len(listed.tools) == 9
+    assert len(listed.tools) == 10
     assert not result.is_error and result.structured_content["layers"]["examined"] == ["gpu"]
     assert [f["code"] for f in result.structured_content["findings"]] == ["gpu.none"]

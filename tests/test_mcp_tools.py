@@ -57,8 +57,8 @@ def validate(schema_name: str, doc: Any) -> None:
 
 def test_every_tool_has_an_input_schema_an_answer_schema_and_is_read_only(tools: Tools) -> None:
     names = [t.name for t in tools.list()]
-    assert names[:2] == ["diagnose", "explain"]
-    for name in ("triage", "advise", "matrix", "check_policy", "dockerfile_lint", "install_plan", "fit"):
+    assert names[:3] == ["diagnose", "topo", "explain"]
+    for name in ("topo", "triage", "advise", "matrix", "check_policy", "dockerfile_lint", "install_plan", "fit"):
         assert name in names
     for t in tools.list():
         assert t.input_schema["type"] == "object" and t.input_schema["additionalProperties"] is False
@@ -139,6 +139,7 @@ def test_each_tool_answers_with_its_commands_document(tools: Tools) -> None:
     cases = [
         ("diagnose", {}, "report"),
         ("diagnose", {"snapshot": RTX3060, "layers": ["driver", "gpu"]}, "report"),
+        ("topo", {"snapshot": os.path.join(MACHINES, "hgx-h100-8gpu-nvswitch", "snapshot.json")}, "topology"),
         ("explain", {"code": "driver.library_mismatch"}, "explain"),
         ("triage", {"message": "Failed to initialize NVML: Driver/library version mismatch"}, "triage"),
         ("advise", {}, "advise"),

@@ -21,8 +21,8 @@ Examples:
   envdoctor mcp --allow-path ~/snapshots         # also read snapshots from there
   claude mcp add envdoctor -- envdoctor mcp      # register it with Claude Code
 \b
-Tools: diagnose, explain, triage, advise, matrix, check_policy, dockerfile_lint,
-install_plan (a plan only, never run), fit. Every tool only reads: nothing is
+Tools: diagnose, topo, explain, triage, advise, matrix, check_policy,
+dockerfile_lint, install_plan (a plan only, never run), fit. Every tool only reads: nothing is
 installed, changed or downloaded. Answers are redacted (home, user and host
 names, GPU UUIDs and serials, credentials), whatever the options.
 \b

@@ -280,6 +280,12 @@ def _diagnose(call: Call, args: Dict[str, Any]) -> Dict[str, Any]:
     return report.narrowed(only, ()).to_dict()
 
 
+def _topo(call: Call, args: Dict[str, Any]) -> Dict[str, Any]:
+    from ..render.topology import document
+
+    return document(call.report(args.get("snapshot"), ["topology"]))
+
+
 def _check_policy(call: Call, args: Dict[str, Any]) -> Dict[str, Any]:
     from ..policy import PolicyError, parse_policy
 
@@ -476,8 +482,9 @@ def _fit(call: Call, args: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _tool_list() -> List[Tool]:
-    """Every tool, in the order ``tools/list`` gives them. A command that lands adds its tool here (its document
-    producer, its schema in ``envdoctor/schemas/``); ``tests/test_mcp.py`` holds every entry to the rules."""
+    """Every tool, in the order ``tools/list`` gives them. A command adds its tool here (its document producer, its
+    schema in ``envdoctor/schemas/``; CONTRIBUTING.md's checklist); ``tests/test_mcp*.py`` hold every entry to the
+    rules. ``bench`` joins with ``consent=`` and ``needs="allow_bench"`` once its command is in envdoctor."""
     from ..advise import FRAMEWORKS
     from ..matrix.lookup import ALIASES
     from ..render.layers import LAYER_NAMES
@@ -503,6 +510,12 @@ def _tool_list() -> List[Tool]:
                                  "items": {"type": "string", "enum": list(LAYER_NAMES)},
                                  "description": "Examine only these layers (diagnose --only); all by default."},
                       "snapshot": SNAPSHOT}), "report", _diagnose),
+        Tool("topo", "How the GPUs are connected",
+             "The GPUs' interconnect (this machine's or a snapshot's): per pair the path (NVLink, PCIe: nvidia-smi "
+             "topo -m's legend), peer-to-peer status and the transport NCCL picks by its own rules for the NCCL "
+             "installed, and what is wrong on the paths (ACS, IOMMU, NVLink down, fabric not ready): "
+             "`envdoctor topo --format json`.",
+             _object({"snapshot": SNAPSHOT}), "topology", _topo),
         Tool("explain", "Explain a finding code",
              "What a finding code means, what it looks at, why it matters, the rule's source and the error "
              "messages it explains (`envdoctor explain CODE --format json`).",
