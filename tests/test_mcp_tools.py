@@ -95,7 +95,7 @@ def test_numbers_are_numbers_in_range(tools: Tools, value: Any) -> None:
 
 
 def test_unknown_tool_names_the_tools(tools: Tools) -> None:
-    with pytest.raises(Refused, match="no tool .*diagnose, explain"):
+    with pytest.raises(Refused, match="no tool .*diagnose, topo, explain"):
         tools.call("install", {"component": "cuda"})
 
 
@@ -430,6 +430,10 @@ def _calls(tools: Tools) -> Any:
     for t in tools.list():
         props = t.input_schema["properties"]
         required = {k: _strategy(props[k]) for k in t.input_schema.get("required", ())}
+        if t.name == "explain":  # the real codes, beside whatever else a string may be
+            from envdoctor.catalog import code_docs
+
+            required["code"] = _weighted((4, st.sampled_from(sorted(code_docs()))), (1, required["code"]))
         optional = {k: _strategy(v) for k, v in props.items() if k not in required}
         # Each call sets at most three optional arguments: a call with all of fit's twenty is mostly a refusal.
         args = st.lists(st.sampled_from(sorted(optional)), max_size=3, unique=True).flatmap(
