@@ -32,7 +32,8 @@ is missing: pip install 'envdoctor[mcp]'; a bad option).""")
               help="A directory whose files (snapshots, model directories) the tools may read; repeatable. Paths "
                    "are resolved (symbolic links followed) before the check. Default: none.")
 @click.option("--allow-bench", is_flag=True,
-              help="Offer the bench tool (it runs GPU copies); each call still asks the user first.")
+              help="Offer tools that run work on the GPUs (bench, when this envdoctor has that command); each call "
+                   "still asks the user first.")
 @click.option("--deadline", type=Seconds(1, 3600), default=60.0, show_default=True, metavar="SECONDS",
               help="Longest one tool call may take, all in.")
 @click.option("--max-output", type=click.IntRange(4096, 256 * 1024 * 1024), default=4 * 1024 * 1024,
