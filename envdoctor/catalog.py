@@ -1,11 +1,11 @@
 """Every finding code's documentation in one catalog, and what an error message a user pasted can point to.
 
-The codes come from their owners: the checks of ``diagnose`` (``envdoctor.checks``), the ``dockerfile`` linter and
-``fit``'s judge; a command that adds codes of its own adds its module to :data:`CODE_MODULES`. ``envdoctor
-explain`` serves this catalog, and :func:`triage` reads the same entries: the error messages each code explains
-(:class:`~envdoctor.checks.Message`, with the vendor source of each text) are part of the code's documentation, not
-a second table. The driver's kernel-log lines are explained by the kernel-message catalog the ``kernel-log`` check
-reads (matrix area ``kernel_messages``, generated from NVIDIA's sources).
+The codes come from their owners: the checks of ``diagnose`` (``envdoctor.checks``), the ``dockerfile`` linter,
+``fit``'s and ``bench``'s judges; a command that adds codes of its own adds its module to :data:`CODE_MODULES`.
+``envdoctor explain`` serves this catalog, and :func:`triage` reads the same entries: the error messages each code
+explains (:class:`~envdoctor.checks.Message`, with the vendor source of each text) are part of the code's
+documentation, not a second table. The driver's kernel-log lines are explained by the kernel-message catalog the
+``kernel-log`` check reads (matrix area ``kernel_messages``, generated from NVIDIA's sources).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .checks import CodeDoc, Message, all_checks
 from .checks import code_docs as check_code_docs
 
 #: Modules other than the checks whose ``CODE_DOCS`` (code -> CodeDoc) document the findings their command makes.
-CODE_MODULES = ("envdoctor.dockerfile", "envdoctor.fit.judge")
+CODE_MODULES = ("envdoctor.dockerfile", "envdoctor.fit.judge", "envdoctor.bench.judge")
 
 #: The command that examines what a code is about, for codes that ``diagnose`` does not make.
 COMMAND_OF = {"dockerfile": "envdoctor dockerfile", "fit": "envdoctor fit MODEL"}

@@ -97,9 +97,14 @@ def test_tools_list_announces_read_only_tools_with_their_commands_schemas() -> N
         assert t.input_schema["type"] == "object" and t.description
 
 
-def test_bench_is_not_offered_without_allow_bench() -> None:
+def test_bench_is_offered_only_with_allow_bench_and_not_as_idempotent() -> None:
     listed = run(build(Settings(machine=replaying(A100))), lambda c: c.list_tools())
     assert "bench" not in {t.name for t in listed.tools}
+    listed = run(build(Settings(allow_bench=True, machine=replaying(A100))), lambda c: c.list_tools())
+    bench = next(t for t in listed.tools if t.name == "bench")
+    a = bench.annotations
+    assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (True, False, False, False)
+    assert bench.output_schema == load_schema("bench")
 
 
 # --------------------------------------------------------------------------- parity with diagnose --format json
@@ -225,9 +230,9 @@ def test_a_call_past_the_deadline_is_a_tool_error_and_the_server_goes_on() -> No
 
 
 def _gated(ran: List[int]) -> Tool:
-    """A tool that needs --allow-bench and the user's consent: a stand-in for bench, whose command is not in this
-    version yet; it records that it ran."""
-    return Tool("bench", "Measure", "Measures.", {"type": "object", "properties": {}, "additionalProperties": False},
+    """A tool that needs --allow-bench and the user's consent, as bench does, that records whether it ran: a
+    stand-in, because the real bench needs a GPU and a CUDA driver, which this test machine has not."""
+    return Tool("measure", "Measure", "Measures.", {"type": "object", "properties": {}, "additionalProperties": False},
                 "explain", lambda call, args: ran.append(1) or call.tools.by_name["explain"].run(call, {
                     "code": "gpu.lost"}), consent="Run GPU copies for about 10 seconds?", needs="allow_bench")
 
@@ -245,9 +250,9 @@ def test_a_measuring_tool_runs_only_after_the_user_accepts(answer: Optional[str]
 
     async def body(c: Any) -> Any:
         tools = await c.list_tools()
-        bench = next(t for t in tools.tools if t.name == "bench")
-        assert bench.annotations.idempotent_hint is False and bench.annotations.read_only_hint is True
-        return await c.call_tool("bench", {})
+        gated = next(t for t in tools.tools if t.name == "measure")
+        assert gated.annotations.idempotent_hint is False and gated.annotations.read_only_hint is True
+        return await c.call_tool("measure", {})
 
     result = run(server, body, mode="legacy", **({"elicitation_callback": elicit} if answer else {}))
     assert result.is_error is (not runs)
@@ -256,6 +261,29 @@ def test_a_measuring_tool_runs_only_after_the_user_accepts(answer: Optional[str]
         assert asked == ["Run GPU copies for about 10 seconds?"]
     else:
         assert "cannot ask the user" in result.content[0].text
+
+
+@pytest.mark.parametrize("answer", ["accept", "decline"])
+def test_bench_asks_first_then_runs_envdoctor_bench(answer: str) -> None:
+    """The real bench tool on a captured machine without an NVIDIA GPU (a Debian 12 server): declined, nothing
+    runs; accepted, bench itself answers, refusing for want of a GPU as `envdoctor bench` does."""
+    server = build(Settings(allow_bench=True, machine=replaying(os.path.join(MACHINES, "debian12-nogpu",
+                                                                             "snapshot.json"))))
+    asked: List[str] = []
+
+    async def elicit(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return mcp.types.ElicitResult(action=answer, content={"run": True} if answer == "accept" else None)
+
+    result = run(server, lambda c: c.call_tool("bench", {"tests": ["h2d"]}), mode="legacy",
+                 elicitation_callback=elicit)
+    assert asked and "envdoctor bench" in asked[0]
+    assert result.is_error
+    text = result.content[0].text
+    if answer == "accept":
+        assert text.startswith("envdoctor bench: ") and "did not run" not in text and "bug" not in text, text
+    else:
+        assert "did not run: the user did not agree" in text
 
 
 # --------------------------------------------------------------------------- the executor, through the SDK

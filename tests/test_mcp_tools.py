@@ -64,6 +64,8 @@ def test_every_tool_has_an_input_schema_an_answer_schema_and_is_read_only(tools:
         assert t.input_schema["type"] == "object" and t.input_schema["additionalProperties"] is False
         assert os.path.isfile(os.path.join(SCHEMAS, t.output + ".schema.json")), t.name
         assert not t.consent  # only a measuring tool (bench) asks first, and it is not offered by default
+    gated = Tools(Settings(allow_bench=True)).by_name["bench"]
+    assert gated.consent.startswith("Run envdoctor bench") and gated.output == "bench"
 
 
 @pytest.mark.parametrize("args, why", [

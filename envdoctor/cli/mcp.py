@@ -22,9 +22,10 @@ Examples:
   claude mcp add envdoctor -- envdoctor mcp      # register it with Claude Code
 \b
 Tools: diagnose, topo, explain, triage, advise, matrix, check_policy,
-dockerfile_lint, install_plan (a plan only, never run), fit. Every tool only reads: nothing is
-installed, changed or downloaded. Answers are redacted (home, user and host
-names, GPU UUIDs and serials, credentials), whatever the options.
+dockerfile_lint, install_plan (a plan only, never run), fit; bench with
+--allow-bench, after the user agrees. Nothing is installed, changed or
+downloaded. Answers are redacted (home, user and host names, GPU UUIDs and
+serials, credentials), whatever the options.
 \b
 Exit codes: 0 the client closed the connection; 2 could not start (the MCP SDK
 is missing: pip install 'envdoctor[mcp]'; a bad option).""")
@@ -32,8 +33,7 @@ is missing: pip install 'envdoctor[mcp]'; a bad option).""")
               help="A directory whose files (snapshots, model directories) the tools may read; repeatable. Paths "
                    "are resolved (symbolic links followed) before the check. Default: none.")
 @click.option("--allow-bench", is_flag=True,
-              help="Offer tools that run work on the GPUs (bench, when this envdoctor has that command); each call "
-                   "still asks the user first.")
+              help="Offer the bench tool (timed copies on the GPUs); each call still asks the user first.")
 @click.option("--deadline", type=Seconds(1, 3600), default=60.0, show_default=True, metavar="SECONDS",
               help="Longest one tool call may take, all in.")
 @click.option("--max-output", type=click.IntRange(4096, 256 * 1024 * 1024), default=4 * 1024 * 1024,

@@ -481,10 +481,39 @@ def _fit(call: Call, args: Dict[str, Any]) -> Dict[str, Any]:
         raise Refused(str(exc)) from None
 
 
+def _bench(call: Call, args: Dict[str, Any]) -> Dict[str, Any]:
+    """``envdoctor bench --format json`` on this machine (the server asked the user first: the tool's consent)."""
+    from .. import bench as benchmod
+    from ..facts import Facts
+    from ..probes import run_probes
+
+    options = benchmod.Options(tuple(args.get("tests") or benchmod.TESTS), args.get("gpu"),
+                               args.get("size_mib", benchmod.DEFAULT_SIZE >> 20) << 20,
+                               args.get("trials", benchmod.DEFAULT_TRIALS), bool(args.get("force")),
+                               timeout=max(1.0, min(30.0, call.left() - 2.0)))
+
+    def run() -> Dict[str, Any]:
+        if call.settings.machine is None:
+            from ..host.live import LiveHost
+
+            call.redacting(LiveHost())
+            return benchmod.run(options)
+        host, deadline = call.machine()
+        call.redacting(host)
+        facts = Facts(f for r in run_probes(host, deadline=deadline, only=benchmod.probe_names()) for f in r.facts)
+        return benchmod.run(options, facts, host, deadline)
+
+    try:
+        doc: Dict[str, Any] = call.examine(run)
+    except benchmod.BenchError as exc:
+        raise Refused(str(exc)) from None
+    return doc
+
+
 def _tool_list() -> List[Tool]:
     """Every tool, in the order ``tools/list`` gives them. A command adds its tool here (its document producer, its
     schema in ``envdoctor/schemas/``; CONTRIBUTING.md's checklist); ``tests/test_mcp*.py`` hold every entry to the
-    rules. ``bench`` joins with ``consent=`` and ``needs="allow_bench"`` once its command is in envdoctor."""
+    rules. ``bench`` runs work on the GPUs: offered only with ``--allow-bench``, and each call asks the user."""
     from ..advise import FRAMEWORKS
     from ..matrix.lookup import ALIASES
     from ..render.layers import LAYER_NAMES
@@ -606,6 +635,22 @@ def _tool_list() -> List[Tool]:
                       "max_num_seqs": {"type": "integer", "minimum": 1, "maximum": 100000},
                       "max_num_batched_tokens": {"type": "integer", "minimum": 1, "maximum": 10 ** 7},
                       "snapshot": SNAPSHOT}), "fit", _fit),
+        Tool("bench", "Measure the GPUs' copies (asks the user first)",
+             "Time host-to-device, device-to-host, device-memory and peer copies on this machine's GPUs and judge "
+             "each against the link it crosses (`envdoctor bench --format json`). It runs work on the GPUs for up "
+             "to about 30 seconds, so the server asks the user before each call; it changes nothing.",
+             _object({"tests": {"type": "array", "maxItems": 4, "items": {"type": "string",
+                                                                           "enum": ["h2d", "d2h", "d2d", "p2p"]},
+                                "description": "Which copies (all by default)."},
+                      "gpu": {"type": "integer", "minimum": 0, "maximum": 1023,
+                              "description": "Measure this GPU only (NVML's index)."},
+                      "size_mib": {"type": "integer", "minimum": 1, "maximum": 16384,
+                                   "description": "MiB per copy (256 by default)."},
+                      "trials": {"type": "integer", "minimum": 1, "maximum": 100},
+                      "force": {"type": "boolean", "description": "Measure even while other processes use the GPU."}}),
+             "bench", _bench, consent="Run envdoctor bench on this machine: timed copies between host and GPU, in "
+                                      "GPU memory and between GPUs, for up to about 30 seconds?",
+             needs="allow_bench"),
     ]
 
 
