@@ -31,6 +31,7 @@ from envdoctor.mcp.tools import Settings, Tool  # noqa: E402
 from tests.test_mcp_tools import _calls  # noqa: E402  (the calls generated from the tools' schemas)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 MACHINES = os.path.join(HERE, "machines")
 A100 = os.path.join(MACHINES, "pipwheels-ubuntu2204-a100", "snapshot.json")
 
@@ -237,8 +238,15 @@ def _gated(ran: List[int]) -> Tool:
                     "code": "gpu.lost"}), consent="Run GPU copies for about 10 seconds?", needs="allow_bench")
 
 
+#: The two ways a server asks the user: "legacy" negotiates a handshake revision (2025-11-25), where the server sends
+#: its own elicitation request mid-call; "auto", the SDK client's default, negotiates 2026-07-28, where the call
+#: answers InputRequiredResult with the question and the client calls again with the user's answer.
+ERAS = ["legacy", "auto"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
 @pytest.mark.parametrize("answer, runs", [("accept", True), ("decline", False), ("cancel", False), (None, False)])
-def test_a_measuring_tool_runs_only_after_the_user_accepts(answer: Optional[str], runs: bool) -> None:
+def test_a_measuring_tool_runs_only_after_the_user_accepts(answer: Optional[str], runs: bool, mode: str) -> None:
     ran: List[int] = []
     server = build(Settings(allow_bench=True, machine=replaying(A100)), extra=[_gated(ran)])
     asked: List[str] = []
@@ -254,7 +262,7 @@ def test_a_measuring_tool_runs_only_after_the_user_accepts(answer: Optional[str]
         assert gated.annotations.idempotent_hint is False and gated.annotations.read_only_hint is True
         return await c.call_tool("measure", {})
 
-    result = run(server, body, mode="legacy", **({"elicitation_callback": elicit} if answer else {}))
+    result = run(server, body, mode=mode, **({"elicitation_callback": elicit} if answer else {}))
     assert result.is_error is (not runs)
     assert bool(ran) is runs
     if answer:
@@ -263,8 +271,44 @@ def test_a_measuring_tool_runs_only_after_the_user_accepts(answer: Optional[str]
         assert "cannot ask the user" in result.content[0].text
 
 
+def test_an_answer_counts_only_for_the_call_it_was_asked_about() -> None:
+    """2026-07-28: the question comes back as InputRequiredResult; an "accept" sent with another call's arguments,
+    or with a request_state the server did not give, runs nothing."""
+    ran: List[int] = []
+    gated = _gated(ran)
+    gated = gated._replace(input_schema={"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
+                                                                                 "maximum": 9}},
+                                         "additionalProperties": False})
+    server = build(Settings(allow_bench=True, machine=replaying(A100)), extra=[gated])
+
+    async def elicit(context: Any, params: Any) -> Any:
+        raise AssertionError("answered by hand below")
+
+    yes = {"consent": mcp.types.ElicitResult(action="accept", content={"run": True})}
+
+    async def body(c: Any) -> Any:
+        asked = await c.session.call_tool("measure", {"n": 1}, allow_input_required=True)
+        assert isinstance(asked, mcp.types.InputRequiredResult)
+        question = asked.input_requests["consent"]
+        assert question.params.message == "Run GPU copies for about 10 seconds?"
+        other = await c.session.call_tool("measure", {"n": 2}, input_responses=yes, request_state=asked.request_state)
+        forged = await c.session.call_tool("measure", {"n": 1}, input_responses=yes, request_state="0" * 64)
+        unasked = await c.session.call_tool("measure", {"n": 1}, input_responses=yes, allow_input_required=True)
+        assert not ran
+        agreed = await c.session.call_tool("measure", {"n": 1}, input_responses=yes,
+                                           request_state=asked.request_state)
+        return other, forged, unasked, agreed
+
+    other, forged, unasked, agreed = run(server, body, elicitation_callback=elicit)
+    assert other.is_error and "not to this call's question" in other.content[0].text
+    assert forged.is_error and "not to this call's question" in forged.content[0].text
+    assert isinstance(unasked, mcp.types.InputRequiredResult)  # an answer without the question: asked again
+    assert not agreed.is_error and ran == [1]
+
+
+@pytest.mark.parametrize("mode", ERAS)
 @pytest.mark.parametrize("answer", ["accept", "decline"])
-def test_bench_asks_first_then_runs_envdoctor_bench(answer: str) -> None:
+def test_bench_asks_first_then_runs_envdoctor_bench(answer: str, mode: str) -> None:
     """The real bench tool on a captured machine without an NVIDIA GPU (a Debian 12 server): declined, nothing
     runs; accepted, bench itself answers, refusing for want of a GPU as `envdoctor bench` does."""
     server = build(Settings(allow_bench=True, machine=replaying(os.path.join(MACHINES, "debian12-nogpu",
@@ -275,8 +319,7 @@ def test_bench_asks_first_then_runs_envdoctor_bench(answer: str) -> None:
         asked.append(params.message)
         return mcp.types.ElicitResult(action=answer, content={"run": True} if answer == "accept" else None)
 
-    result = run(server, lambda c: c.call_tool("bench", {"tests": ["h2d"]}), mode="legacy",
-                 elicitation_callback=elicit)
+    result = run(server, lambda c: c.call_tool("bench", {"tests": ["h2d"]}), mode=mode, elicitation_callback=elicit)
     assert asked and "envdoctor bench" in asked[0]
     assert result.is_error
     text = result.content[0].text
@@ -284,6 +327,54 @@ def test_bench_asks_first_then_runs_envdoctor_bench(answer: str) -> None:
         assert text.startswith("envdoctor bench: ") and "did not run" not in text and "bug" not in text, text
     else:
         assert "did not run: the user did not agree" in text
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_envdoctor_mcp_allow_bench_measures_after_the_user_agrees(tmp_path: Any, mode: str) -> None:
+    """The real command, `envdoctor mcp --allow-bench`, started over stdio as an agent starts it, on a machine
+    whose GPU is the suite's stand-ins: libcuda.so.1 (tests/fakecuda: copies at the rates in its file) and NVML
+    (tests/fakenvml: an A100 PCIe on a PCIe 4.0 x16 link), as tests/test_bench.py runs `envdoctor bench`. No GPU
+    runs here. Declined, the copies do not run; accepted, the answer is `envdoctor bench --format json`'s."""
+    from tests.fakecuda.build import build as build_cuda
+    from tests.fakenvml.build import build as build_nvml
+    from tests.fakenvml.build import compiler
+    from tests.test_bench import a100_pcie, cuda_config, environ
+
+    if compiler() is None:
+        pytest.skip("no C compiler to build the stand-in libraries")
+    libs = str(tmp_path / "libs")
+    os.makedirs(libs)
+    build_cuda(libs)
+    build_nvml(libs)
+    env = environ(libs, tmp_path, a100_pcie(), cuda_config(rate={"h2d": {"pinned": 25.9, "pageable": 9.8},
+                                                                  "d2h": {"pinned": 26.3}, "d2d": 1600}))
+    params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "envdoctor", "mcp", "--allow-bench"],
+                                       env={k: env[k] for k in env if k.startswith(("FAKE_", "LD_LIBRARY_PATH",
+                                                                                    "PYTHONPATH"))}, cwd=ROOT)
+    answers = ["decline", "accept"]
+    asked: List[str] = []
+
+    async def elicit(context: Any, p: Any) -> Any:
+        asked.append(p.message)
+        action = answers.pop(0)
+        return mcp.types.ElicitResult(action=action, content={"run": True} if action == "accept" else None)
+
+    async def body(c: Any) -> Any:
+        declined = await c.call_tool("bench", {"size_mib": 16})
+        accepted = await c.call_tool("bench", {"size_mib": 16})
+        return declined, accepted
+
+    declined, accepted = run(params, body, mode=mode, elicitation_callback=elicit)
+    assert len(asked) == 2 and "envdoctor bench" in asked[0]
+    assert declined.is_error and "did not run: the user did not agree" in declined.content[0].text
+    assert not accepted.is_error, accepted.content[0].text
+    doc = accepted.structured_content
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, load_schema("bench"))
+    facts = {f["key"]: f["value"] for f in doc["probes"][0]["facts"]}
+    assert facts["bench.h2d_ratio"] == 0.822 and facts["bench.d2d_ratio"] == 0.827
+    assert doc["summary"] == {"error": 0, "warning": 0, "info": 0}
+    assert accepted.content[0].text.startswith("envdoctor bench: 0 errors, 0 warnings, 0 info.")
 
 
 # --------------------------------------------------------------------------- the executor, through the SDK

@@ -10,10 +10,12 @@ deadline; a refusal or a failure is a tool error (``isError``) with one sentence
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
 import os
 import time
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Union
 
 import anyio
 import anyio.to_thread
@@ -21,6 +23,7 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from .. import __version__
 from .tools import Refused, Settings, Tool, Tools, encode, summary_line
@@ -45,19 +48,54 @@ def _error(text: str) -> types.CallToolResult:
 
 
 class Consent:
-    """Asks the user, through the client (elicitation), before a tool that needs it runs (``bench``)."""
+    """Asks the user, through the client (elicitation), before a tool that needs it runs (``bench``).
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], question: str) -> Optional[str]:
-        """None when the user accepted; otherwise why the call does not run."""
+    How depends on the protocol revision the client negotiated. Up to 2025-11-25 (the ``initialize`` handshake) the
+    server sends its own ``elicitation/create`` request in the middle of the call and waits for the answer. From
+    2026-07-28 on a server may not send requests of its own: the call answers ``InputRequiredResult`` carrying the
+    question, and the client asks the user and calls again with the answer (``input_responses``) and the
+    ``request_state`` it was given, which here is a keyed digest of the tool, its arguments and the question, so
+    an answer counts only for the call it was asked about."""
+
+    KEY = "consent"
+
+    def __init__(self) -> None:
+        self._secret = os.urandom(32)
+
+    def _state(self, params: types.CallToolRequestParams, question: str) -> str:
+        body = json.dumps([params.name, params.arguments or {}, question], sort_keys=True, default=repr)
+        return hmac.new(self._secret, body.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    @staticmethod
+    def _schema(question: str) -> Dict[str, Any]:
+        return {"type": "object", "properties": {"run": {"type": "boolean", "title": "Run it", "description": question}},
+                "required": ["run"]}
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams,
+                       question: str) -> Union[None, str, types.InputRequiredResult]:
+        """None when the user accepted; the question to send (an ``InputRequiredResult``); or why the call does not
+        run."""
         caps = ctx.session.client_capabilities
-        if caps is None or caps.elicitation is None:
+        asks = caps.elicitation if caps is not None else None
+        if asks is None or (asks.form is None and asks.url is not None):  # a bare {} is form, as the spec says
             return "this tool runs only after the user agrees, and this client cannot ask the user (no elicitation)"
-        schema = {"type": "object", "properties": {"run": {"type": "boolean", "title": "Run it",
-                                                           "description": question}}, "required": ["run"]}
-        try:
-            answer = await ctx.session.elicit_form(question, schema, related_request_id=ctx.request_id)
-        except Exception as exc:  # the client failed to ask: no consent
-            return "the user could not be asked (%s)" % type(exc).__name__
+        if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            try:
+                answer: Any = await ctx.session.elicit_form(question, self._schema(question),
+                                                            related_request_id=ctx.request_id)
+            except Exception as exc:  # the client failed to ask: no consent
+                return "the user could not be asked (%s)" % type(exc).__name__
+        else:
+            state = self._state(params, question)
+            answer = (params.input_responses or {}).get(self.KEY)
+            if answer is None or params.request_state is None:
+                return types.InputRequiredResult(input_requests={self.KEY: types.ElicitRequest(
+                    params=types.ElicitRequestFormParams(message=question, requested_schema=self._schema(question)))},
+                    request_state=state)
+            if not hmac.compare_digest(params.request_state, state):
+                return "the answer given was not to this call's question"
+            if not isinstance(answer, types.ElicitResult):
+                return "the client's answer was not the user's (no elicitation result)"
         if answer.action != "accept" or (answer.content or {}).get("run") is not True:
             return "the user did not agree to run it"
         return None
@@ -81,11 +119,13 @@ def build(settings: Settings, extra: Sequence[Tool] = ()) -> Server[Any]:
                          params: Optional[types.PaginatedRequestParams]) -> types.ListToolsResult:
         return listed
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+                        ) -> Union[types.CallToolResult, types.InputRequiredResult]:
         tool = tools.by_name.get(params.name)
         if tool is not None and tool.consent:
-            why = await consent(ctx, tool.consent)
+            why = await consent(ctx, params, tool.consent)
+            if isinstance(why, types.InputRequiredResult):
+                return why
             if why is not None:
                 return _error("envdoctor %s did not run: %s." % (tool.name, why))
         name = tool.name if tool is not None else json.dumps(params.name[:64])
