@@ -28,7 +28,7 @@ from mcp import Client  # noqa: E402
 from envdoctor.cli import cli  # noqa: E402
 from envdoctor.mcp.server import build, load_schema  # noqa: E402
 from envdoctor.mcp.tools import Settings, Tool  # noqa: E402
-from tests.test_mcp_tools import _calls  # noqa: E402  (the calls generated from the tools' schemas)
+from tests.test_mcp_tools import FIT_CONFIGS, GENERATED_MACHINE, _calls  # noqa: E402  (generated calls)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -383,31 +383,32 @@ def test_envdoctor_mcp_allow_bench_measures_after_the_user_agrees(tmp_path: Any,
 def test_generated_calls_through_the_sdk_never_reach_the_executor(no_executor: List[str]) -> None:
     from hypothesis import HealthCheck, given, settings
 
-    server = build(Settings(allow_paths=[MACHINES], machine=replaying(os.path.join(MACHINES, "debian12-nogpu",
-                                                                                  "snapshot.json"))))
     from envdoctor.mcp.tools import Tools
 
+    allowed = [MACHINES, FIT_CONFIGS]
+    server = build(Settings(allow_paths=allowed, machine=replaying(GENERATED_MACHINE)))
     calls: List[Any] = []
 
     @settings(max_examples=400, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(_calls(Tools(Settings(allow_paths=[MACHINES]))))
+    @given(_calls(Tools(Settings(allow_paths=allowed))))
     def collect(call: Any) -> None:
         calls.append(call)
 
     collect()
-    answered = 0
+    answered: Dict[str, int] = {}
 
     async def body(c: Any) -> None:
-        nonlocal answered
         for name, args in calls:
             result = await c.call_tool(name, args if isinstance(args, dict) else {})
-            answered += not result.is_error
             if result.is_error:
                 assert "a bug in envdoctor" not in result.content[0].text, (name, args, result.content[0].text)
+            else:
+                answered[name] = answered.get(name, 0) + 1
 
     run(server, body)
-    assert no_executor == [] and answered > 50
+    assert no_executor == []
+    assert set(answered) == {t.name for t in Tools(Settings()).list()}, answered
 
 
 # --------------------------------------------------------------------------- the command

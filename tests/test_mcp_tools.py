@@ -392,6 +392,11 @@ INTERESTING = ["", "/", "/etc/passwd", "../../../../etc/shadow", "~", RTX3060, A
                "--yes", "\x00", "\n\x1b[2J", 'schema_version = 1\n[require]\n"driver.version" = ">=450"\n']
 
 
+#: Policies that parse (``envdoctor policy keys``' keys), for check_policy.
+POLICIES = [INTERESTING[-1], 'schema_version = 1\n[require]\n"gpu.count" = ">=1"\n"os.id" = "ubuntu"\n',
+            'schema_version = 1\n[findings]\nfail_on = "warning"\n[require]\n"python.version" = ">=3.8"\n']
+
+
 def _weighted(*choices: Any) -> Any:
     """One of ``(weight, strategy)`` pairs, picked by weight (hypothesis's ``one_of`` favours its first, simplest
     branches when it shrinks and explores, which would leave most calls malformed)."""
@@ -436,6 +441,14 @@ def _calls(tools: Tools) -> Any:
             from envdoctor.catalog import code_docs
 
             required["code"] = _weighted((4, st.sampled_from(sorted(code_docs()))), (1, required["code"]))
+        if t.name == "check_policy":  # policies that parse, beside whatever else a string may be
+            required["policy"] = _weighted((4, st.sampled_from(POLICIES)), (1, required["policy"]))
+        if t.name == "fit":  # one model (model_path: mostly a real config.json, allowed) and mostly a GPU product
+            props = {k: v for k, v in props.items() if k not in ("model_path", "gpu")}
+            full = t.input_schema["properties"]
+            required["model_path"] = _weighted((4, st.just(FIT_CONFIG)), (1, _strategy(full["model_path"])))
+            required["gpu"] = _weighted((4, st.sampled_from(["H100 SXM5 80GB", "RTX 4090", "A100 80GB PCIe"])),
+                                        (1, _strategy(full["gpu"])))
         optional = {k: _strategy(v) for k, v in props.items() if k not in required}
         # Each call sets at most three optional arguments: a call with all of fit's twenty is mostly a refusal.
         args = st.lists(st.sampled_from(sorted(optional)), max_size=3, unique=True).flatmap(
@@ -448,12 +461,15 @@ def _calls(tools: Tools) -> Any:
     return st.one_of(per_tool)
 
 
+#: "This machine" of the generated calls: a small captured machine with a GPU (an H100 with conda), so each
+#: examination is short and every tool, fit included, can answer.
+GENERATED_MACHINE = os.path.join(MACHINES, "conda-ubuntu2204-h100", "snapshot.json")
+
+
 def test_thousands_of_generated_calls_never_reach_the_executor(no_executor: List[str]) -> None:
     from hypothesis import HealthCheck, given, settings
 
-    # A small captured machine keeps each examination short (a Debian 12 server without a GPU).
-    t = Tools(Settings(allow_paths=[MACHINES], machine=replaying(os.path.join(MACHINES, "debian12-nogpu",
-                                                                             "snapshot.json"))))
+    t = Tools(Settings(allow_paths=[MACHINES, FIT_CONFIGS], machine=replaying(GENERATED_MACHINE)))
     seen: Dict[str, int] = {}
 
     @settings(max_examples=2000, deadline=None, derandomize=True, database=None,
@@ -473,7 +489,7 @@ def test_thousands_of_generated_calls_never_reach_the_executor(no_executor: List
     one()
     assert no_executor == []
     # The generator reached every tool's answer, not only its refusals.
-    assert set(seen) >= {"diagnose", "explain", "triage", "advise", "matrix", "install_plan", "refused"}, seen
+    assert set(seen) == {t.name for t in t.list()} | {"refused"}, seen
 
 
 # --------------------------------------------------------------------------- the command without the extra
@@ -496,3 +512,54 @@ def test_envdoctor_mcp_without_the_sdk_says_how_to_install_it_in_one_line(monkey
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "pip install 'envdoctor[mcp]'" in lines[0], result.output
+
+
+# --------------------------------------------------------------------------- where the server sits
+
+
+def _imports(path: str, module: str) -> List[str]:
+    """The modules ``path`` (module ``module``) imports, relative imports resolved; ``from X import Y`` counts as
+    both X and X.Y (Y may be a module)."""
+    import ast
+
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    out: List[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            out.append(base)
+            out += [base + "." + a.name for a in node.names]
+    return out
+
+
+def test_the_server_sits_just_under_the_cli_and_never_imports_the_installer() -> None:
+    """Only ``envdoctor mcp`` (cli/mcp.py) imports the server; the server imports no command-line module and none of
+    the installer's running parts (executor, verification, downloads): the adapter cannot reach them."""
+    root = os.path.dirname(HERE)
+    importers, server_imports = set(), {}
+    for base, _, files in os.walk(os.path.join(root, "envdoctor")):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(base, f)
+            module = os.path.relpath(path, root)[:-3].replace(os.sep, ".").replace(".__init__", "")
+            imported = _imports(path, module)
+            if module.startswith("envdoctor.mcp"):
+                server_imports[module] = imported
+            elif any(m == "envdoctor.mcp" or m.startswith("envdoctor.mcp.") for m in imported):
+                importers.add(module)
+    assert importers == {"envdoctor.cli.mcp"}
+    assert set(server_imports) == {"envdoctor.mcp", "envdoctor.mcp.tools", "envdoctor.mcp.server"}
+    forbidden = ("envdoctor.cli", "envdoctor.install.executor", "envdoctor.install.verify",
+                 "envdoctor.install.download", "envdoctor.launcher")
+    for module, imported in server_imports.items():
+        bad = [m for m in imported if m.startswith(forbidden)]
+        assert not bad, (module, bad)
