@@ -68,8 +68,8 @@ class Consent:
 
     @staticmethod
     def _schema(question: str) -> Dict[str, Any]:
-        return {"type": "object", "properties": {"run": {"type": "boolean", "title": "Run it", "description": question}},
-                "required": ["run"]}
+        run = {"type": "boolean", "title": "Run it", "description": question}
+        return {"type": "object", "properties": {"run": run}, "required": ["run"]}
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams,
                        question: str) -> Union[None, str, types.InputRequiredResult]:
