@@ -30,7 +30,7 @@ from .. import matrix
 from ..facts import Facts
 from ..findings import AnyOf, Finding, Fix, Step
 from ..matrix import kernel
-from . import CheckContext, CodeDoc, check, quietly
+from . import CheckContext, CodeDoc, Message, check, quietly
 
 CHECKED = "2026-11-25"
 NVML_RETURN_URL = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"
@@ -274,7 +274,9 @@ def _fix_commands(row: NvmlCode, gpu: Any) -> List[Step]:
     CodeDoc("gpu.lost", "error", "A GPU has fallen off the bus or become inaccessible (NVML: GPU_IS_LOST, Xid 79).",
             "gpu.nvml_failures (per GPU: handle and every call), driver.nvml.status",
             "Nothing can use it until it is reset; a recurrence points at power, cooling, the slot or the board "
-            "(RMA).", XID_URL),
+            "(RMA).", XID_URL,
+        messages=(Message("GPU has fallen off the bus",
+                "https://docs.nvidia.com/deploy/xid-errors/index.html"),)),
     CodeDoc("gpu.nvml_call_failed", "error", "NVML answered a GPU's query with an error that means trouble "
             "(reset required, corrupted InfoROM, insufficient power, interrupt issue, unknown error...).",
             "gpu.nvml_failures", "The GPU is not fit for jobs until the cause is fixed; the finding gives the "

@@ -20,7 +20,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import builds
 from ..matrix import frameworks as fwm
-from . import CheckContext, CodeDoc, check, group
+from . import CheckContext, CodeDoc, Message, check, group
 from .suggest import INSTALL_LINE_READS, install_line
 
 CHECKED = "2026-11-22"
@@ -167,7 +167,9 @@ _FRAMEWORK_LINKAGE_DOCS = (
             LDSO_RULE["url"]),
     CodeDoc("cuda.shadowed", "warning", "Another cuBLAS/cudart file wins over the framework's copy.",
             "linkage.<framework>", "Mixed CUDA library versions cause symbol errors or wrong kernels.",
-            LDSO_RULE["url"]),
+            LDSO_RULE["url"],
+        messages=(Message("undefined symbol: __nvJitLink*",
+                "https://github.com/pytorch/pytorch/issues/111469"),)),
     CodeDoc("nccl.shadowed", "warning", "Another NCCL file wins over the framework's copy.",
             "linkage.<framework>", "NCCL versions differ across ranks or from what the framework expects.",
             LDSO_RULE["url"]),
@@ -423,11 +425,15 @@ def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
 _CUDNN_VERSION_DOCS = (
     CodeDoc("cudnn.major_mismatch", "error", "The cuDNN a framework loads has another major than it was built "
             "with.", "linkage.<framework>, framework.<name>, libraries.cudnn", "cuDNN majors are not "
-            "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"]),
+            "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"],
+        messages=(Message("Loaded runtime CuDNN library: * but source was compiled with: *",
+                "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),)),
     CodeDoc("cudnn.too_old_for_framework", "error", "The cuDNN a framework loads is older than the one it was "
             "built with.", "linkage.<framework>, framework.<name>, libraries.cudnn",
             "torch raises 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
-            "version ...'.", TORCH_CUDNN_RULE["url"]),
+            "version ...'.", TORCH_CUDNN_RULE["url"],
+        messages=(Message("Loaded runtime CuDNN library: * but source was compiled with: *",
+                "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),)),
 )
 
 
@@ -982,7 +988,9 @@ def _cudnn_cc_fix(facts: Facts, cc: str, version: Version, path: str) -> Fix:
             "libraries.cudnn, linkage.<framework>, libraries.loader_choice, gpu.N.compute_capability",
             "cuDNN calls (convolutions, attention, RNNs) fail on that GPU at run time, although the framework "
             "imports and sees the GPU; e.g. cuDNN 9.11 and later have no kernels for Maxwell, Pascal or Volta.",
-            CUDNN_GPU_URL),
+            CUDNN_GPU_URL,
+        messages=(Message("no kernel image is available for execution on the device",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
 ))
 def cudnn_gpu(ctx: CheckContext) -> Iterable[Finding]:
     from ..matrix import hardware as hw
@@ -1100,7 +1108,9 @@ _WHEEL_FIELDS = (("torch", "nvidia_wheels"), ("jax", "nvidia_wheels"), ("tensorf
             "version the framework requires.", "framework.<name> (nvidia_wheels)",
             "The framework was built and tested against other CUDA library versions; a different cuBLAS, cuDNN "
             "or NCCL can fail with undefined symbols, refuse to load, or compute differently. pip's resolver "
-            "would not have installed this combination (`pip check` reports it).", PIP_SPEC_RULE["url"]),
+            "would not have installed this combination (`pip check` reports it).", PIP_SPEC_RULE["url"],
+        messages=(Message("undefined symbol: __nvJitLink*",
+                "https://github.com/pytorch/pytorch/issues/111469"),)),
 ))
 def nvidia_wheels_match(ctx: CheckContext) -> Iterable[Finding]:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet

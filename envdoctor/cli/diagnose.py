@@ -107,13 +107,8 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
         report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers)
     written_by = output_deadline(deadline + 1.0)
     shown, findings = select(report, only, skip)
-    if (only or skip) and fmt != "text":
-        from ..render.layers import row_of_probe
-        from ..report import Report
-
-        # The probes of the layers examined (others ran only for their facts; the findings carry them).
-        report = Report([p for p in report.probes if row_of_probe(p.name) in shown], findings, report.source,
-                        report.duration, report.generated, layers=report.layers)
+    if fmt != "text":
+        report = report.narrowed(only, skip)
     if fmt == "json":
         from ..render.json_out import dumps
 
