@@ -858,95 +858,11 @@ def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = 
 
 
 def json_chunks(doc: Any) -> Iterator[str]:
-    """``doc`` as :func:`envdoctor.render.json_out.dumps` writes it, character for character (its final
-    newline included), in pieces of a few thousand items each, so that a fleet's document is never one
-    string (10,000 nodes: 14 MB of JSON).  Faster too: the json module indents in Python, one item at a
-    time, and a fleet document holds lists of thousands of node names, written here in one join each."""
-    from json.encoder import encode_basestring
+    """``doc`` as :func:`envdoctor.render.json_out.dumps` writes it, in pieces (10,000 nodes: 14 MB of JSON,
+    never one string): :func:`envdoctor.render.json_out.chunks`."""
+    from .render.json_out import chunks
 
-    from .render.json_out import escape_raw
-
-    out: List[str] = []
-    put = out.append
-
-    def scalar(o: Any) -> str:
-        """What json.dumps writes for ``o`` (not a dict or list); TypeError as it raises."""
-        if isinstance(o, str):
-            return encode_basestring(o)
-        if o is None:
-            return "null"
-        if o is True:
-            return "true"
-        if o is False:
-            return "false"
-        if isinstance(o, int):
-            return int.__repr__(o)
-        if isinstance(o, float):
-            if o != o:
-                return "NaN"
-            if o in (float("inf"), float("-inf")):
-                return "Infinity" if o > 0 else "-Infinity"
-            return float.__repr__(o)
-        raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
-
-    def key(k: Any) -> str:
-        if isinstance(k, str):
-            return encode_basestring(k)
-        if isinstance(k, (bool, int, float)) or k is None:
-            text = scalar(k)
-            return encode_basestring(text)
-        raise TypeError("keys must be str, int, float, bool or None, not %s" % type(k).__name__)
-
-    def emit(o: Any, indent: str) -> Iterator[str]:
-        t = type(o)
-        if t is str:
-            put(encode_basestring(o))
-        elif t is dict or (t is not list and isinstance(o, dict)):
-            if not o:
-                put("{}")
-                return
-            inner = indent + "  "
-            sep = "{" + inner
-            for k, v in o.items():
-                put(sep + (encode_basestring(k) if type(k) is str else key(k)) + ": ")
-                sep = "," + inner
-                tv = type(v)
-                if tv is str:
-                    put(encode_basestring(v))
-                elif tv is dict or tv is list or isinstance(v, (dict, list, tuple)):
-                    yield from emit(v, inner)
-                else:
-                    put(scalar(v))
-            put(indent + "}")
-        elif t is list or isinstance(o, (list, tuple)):
-            if not o:
-                put("[]")
-                return
-            inner = indent + "  "
-            if all(type(x) is str for x in o):
-                put("[" + inner + ("," + inner).join(map(encode_basestring, o)) + indent + "]")
-            else:
-                sep = "[" + inner
-                for v in o:
-                    put(sep)
-                    sep = "," + inner
-                    yield from emit(v, inner)
-                put(indent + "]")
-        else:
-            put(scalar(o))
-        if len(out) > 4096:
-            yield flush()
-
-    def flush() -> str:
-        text = "".join(out)
-        out.clear()
-        return text if text.isascii() and "\x7f" not in text else escape_raw(text)
-
-    for chunk in emit(doc, "\n"):
-        if chunk:
-            yield chunk
-    put("\n")
-    yield flush()
+    return chunks(doc)
 
 
 def dumps(doc: Any) -> str:
