@@ -50,6 +50,9 @@ FUNCTION_NOT_FOUND = 13
 
 def _plain(value):
     """Turn NVML's ctypes structures and bytes into JSON-able values."""
+    kind = type(value)
+    if kind is int or kind is str or kind is bool or value is None:  # most answers: at once
+        return value
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, float) and not math.isfinite(value):
