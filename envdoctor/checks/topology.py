@@ -72,7 +72,17 @@ def _job(facts: Facts) -> Optional[List[int]]:
 
 def _in_job(facts: Facts, pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     job = _job(facts)
-    return [p for p in pairs if job is None or (p.get("a") in job and p.get("b") in job)]
+    if job is None:
+        return list(pairs)
+    members = set(job)  # 64 GPUs: 2,016 pairs, each looked up in the job's GPUs twice
+
+    def has(gpu: Any) -> bool:
+        try:
+            return gpu in members
+        except TypeError:  # a damaged report's unhashable index is no GPU of the job, as in a list
+            return False
+
+    return [p for p in pairs if has(p.get("a")) and has(p.get("b"))]
 
 
 def _pcie_p2p(pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:

@@ -9,12 +9,13 @@ as ``"8.6"`` is compared as a version too (so ``"12.0" > "9.0"``).
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from packaging.version import Version
 
-from . import Row, load, parse_version, read_document
+from . import DERIVED_CACHES, Row, load, parse_version, read_document
 
 #: Minor releases that never shipped, so a gap there is expected.
 KNOWN_GAPS = {"12.7": "CUDA 12.7 was never released (12.6 Update 3 was followed by 12.8)",
@@ -174,10 +175,19 @@ def arch_for_cc(cc: CC) -> Optional[Row]:
     want = _cc(cc)
     if want is None:
         return None
+    return _arch_rows().get(want)
+
+
+@functools.lru_cache(maxsize=None)
+def _arch_rows() -> Dict[Version, Row]:
+    """gpu_arch's rows by compute capability (the first row of each), read once (each GPU asks)."""
+    rows: Dict[Version, Row] = {}
     for row in load("gpu_arch"):
-        if Version(row["cc"]) == want:
-            return row
-    return None
+        rows.setdefault(Version(row["cc"]), row)
+    return rows
+
+
+DERIVED_CACHES.append(_arch_rows.cache_clear)
 
 
 def min_driver_for_cc(cc: CC) -> Optional[Tuple[str, str]]:
