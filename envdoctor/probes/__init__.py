@@ -264,10 +264,17 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
     (default: all of :data:`PROBE_MODULES`). ``meanwhile`` is called once the probes run (the caller's own
     preparation, such as loading the checks, done while the probes wait on programs and files).
     """
-    specs = [s for s in probes_in(modules or PROBE_MODULES) if only is None or s.name in only]
+    modules = modules or PROBE_MODULES
     start_nvml = getattr(host, "start_nvml", None)
-    if start_nvml is not None and any(s.uses_nvml for s in specs):
-        start_nvml()  # before any probe thread exists: the answer is ready when the GPU probe asks
+    for n, module in enumerate(modules):
+        importlib.import_module(module)
+        if start_nvml is not None and any(s.uses_nvml and (only is None or s.name in only)
+                                          for s in probes_in(modules[:n + 1])):
+            # As soon as a probe that asks NVML is known to run, before any probe thread exists (the query is
+            # forked), while the other probe modules load: the answer is ready sooner when the GPU probe asks.
+            start_nvml()
+            start_nvml = None
+    specs = [s for s in probes_in(modules) if only is None or s.name in only]
     runner = _Runner(host, specs, deadline)
     if parallel:
         first = [s for name in LAUNCH_FIRST for s in specs if s.name == name]
