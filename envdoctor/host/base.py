@@ -433,7 +433,15 @@ class Host:
         Found from directory listings of each path entry, so it needs no
         import of the packages and replays from snapshots.  The first
         occurrence of a name wins, as it does for the import system.
+        Worked out once per host and kept (six probes ask; the directory listings are the host's own answers,
+        read once): probes that ask at the same moment, before the first answer is kept, work it out each.
         """
+        found = self.__dict__.get("_distributions")
+        if found is None:
+            found = self.__dict__.setdefault("_distributions", self._find_distributions())
+        return list(found)
+
+    def _find_distributions(self) -> List[Distribution]:
         seen: Dict[str, Distribution] = {}
         for entry in self.python().sys_path:
             if not entry or entry.endswith(".zip"):
