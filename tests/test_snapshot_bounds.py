@@ -163,10 +163,11 @@ def _documented_bound(raw: bytes) -> int:
     {"a": [{}] * 70_000},  # objects: over the limit
     {"t": "a, b, [c], {d}" * 40_000},  # punctuation in a string: counted out exactly, read
 ])
-def test_the_value_bound_decides_as_documented(doc: Dict[str, object]) -> None:
+@pytest.mark.parametrize("compact", [False, True], ids=["spaced", "compact"])
+def test_the_value_bound_decides_as_documented(doc: Dict[str, object], compact: bool) -> None:
     from envdoctor.host.snapshot import MAX_SNAPSHOT_VALUES, SnapshotError, _count_values, read_document
 
-    raw = json.dumps(doc).encode()
+    raw = json.dumps(doc, separators=(",", ":") if compact else None).encode()
     want = _documented_bound(raw)
     got = _count_values(raw)
     assert (got <= MAX_SNAPSHOT_VALUES) == (want <= MAX_SNAPSHOT_VALUES)
