@@ -42,7 +42,7 @@ Facts = Dict[str, Dict[str, Any]]  # fact key -> the fact as a report holds it (
 class Node:
     """One node as fleet keeps it: not its report (a 100 kB document) but the report's extract, the
     values of :data:`FLEET_FACTS`' rows, its findings' codes and titles, and (when asked) its
-    :class:`~envdoctor.render.engines.NodeSummary` for a policy or an engine's output.  ``facts`` is
+    :class:`~envdoctor.view.NodeSummary` for a policy or an engine's output.  ``facts`` is
     only filled while the extract is made (``keep_facts`` keeps it, for callers that want it)."""
 
     name: str
@@ -53,7 +53,7 @@ class Node:
     envdoctor_version: str = ""
     unreadable: str = ""  # why the file could not be used
     values: Dict[str, Optional[str]] = field(default_factory=dict)  # FLEET_FACTS label -> value (None: absent)
-    summary: Any = None  # engines.NodeSummary, when a policy or an engine's format asked for it
+    summary: Any = None  # view.NodeSummary, when a policy or an engine's format asked for it
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.get("severity") == severity)
@@ -230,7 +230,7 @@ def extract(node: Node, policy: Any = None, summary: bool = False) -> None:
     (without ``summary``, only what the policy's verdict needs)."""
     node.values = {label: how(node.facts) for label, _, how in FLEET_FACTS}
     if policy is not None or summary:
-        from .render.engines import summarize
+        from .view import summarize
 
         verdict = policy.evaluate_facts(node.facts, node.findings) if policy is not None else None
         node.summary = summarize(node.name, {"findings": node.findings}, verdict, node.facts, light=not summary)
@@ -796,13 +796,13 @@ def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = 
 
 
 def json_chunks(doc: Any) -> Iterator[str]:
-    """``doc`` as :func:`envdoctor.render.json_out.dumps` writes it, character for character (its final
+    """``doc`` as :func:`envdoctor.jsontext.dumps` writes it, character for character (its final
     newline included), in pieces of a few thousand items each, so that a fleet's document is never one
     string (10,000 nodes: 14 MB of JSON).  Faster too: the json module indents in Python, one item at a
     time, and a fleet document holds lists of thousands of node names, written here in one join each."""
     from json.encoder import encode_basestring
 
-    from .render.json_out import escape_raw
+    from .jsontext import escape_raw
 
     out: List[str] = []
     put = out.append
@@ -888,5 +888,5 @@ def json_chunks(doc: Any) -> Iterator[str]:
 
 
 def dumps(doc: Any) -> str:
-    """:func:`json_chunks` joined: ``doc`` as :func:`envdoctor.render.json_out.dumps` writes it."""
+    """:func:`json_chunks` joined: ``doc`` as :func:`envdoctor.jsontext.dumps` writes it."""
     return "".join(json_chunks(doc))

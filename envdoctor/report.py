@@ -27,7 +27,7 @@ class Report:
 
     def __init__(self, probes: List[ProbeResult], findings: List[Finding], source: Dict[str, str],
                  duration: float, generated: Optional[str] = None, layers: Optional[Sequence[str]] = None) -> None:
-        from .render.layers import LAYER_NAMES
+        from .layers import LAYER_NAMES
 
         self.probes = probes
         #: The report layers examined (``diagnose --only/--skip``: the others were not looked at at all).
@@ -113,7 +113,7 @@ def judge(probes: List[ProbeResult], source: Dict[str, str], started: float,
     facts = Facts(f for p in probes for f in p.facts)
     findings = run_checks(CheckContext(facts, probes), None if scope is None else scope.checks)
     if scope is not None:
-        from .render.layers import row_of_finding
+        from .layers import row_of_finding
 
         findings = [f for f in findings if row_of_finding(f) in scope.layers]
     pin_interpreter(findings, facts.text("python.executable"))  # every pip fix names the interpreter inspected

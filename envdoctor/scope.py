@@ -28,13 +28,13 @@ class Scope(NamedTuple):
 
 def chosen(only: Sequence[str] = (), skip: Sequence[str] = ()) -> List[str]:
     """The layers that ``--only``/``--skip`` leave, in report order."""
-    from .render.layers import LAYER_NAMES
+    from .layers import LAYER_NAMES
 
     return [n for n in LAYER_NAMES if (not only or n in only) and n not in skip]
 
 
 def is_whole(layers: Sequence[str]) -> bool:
-    from .render.layers import LAYER_NAMES
+    from .layers import LAYER_NAMES
 
     return set(LAYER_NAMES) <= set(layers)
 
@@ -42,8 +42,8 @@ def is_whole(layers: Sequence[str]) -> bool:
 def plan(layers: Sequence[str]) -> Scope:
     """The probes and checks that ``layers`` (``--only`` names) depend on."""
     from .checks import all_checks
+    from .layers import LAYER_NAMES, row_of_probe
     from .probes import all_probes, probes_reading, with_needs
-    from .render.layers import LAYER_NAMES, row_of_probe
 
     wanted = [n for n in LAYER_NAMES if n in layers]
     specs = all_probes()

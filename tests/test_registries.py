@@ -24,7 +24,7 @@ def test_every_framework_has_its_probe_data_file_and_recipe(fw):
     if fw.matrix_area:
         assert fw.matrix_area in matrix.areas(), "no envdoctor/matrix/data/%s.json" % fw.matrix_area
     if fw.recipe:
-        from envdoctor.install.verify import SHOWN
+        from envdoctor.cli.install import SHOWN
         from envdoctor.recipes import RECIPES, load_recipe
 
         assert fw.recipe in RECIPES and load_recipe(fw.recipe).COMPONENT == fw.recipe
@@ -34,11 +34,10 @@ def test_every_framework_has_its_probe_data_file_and_recipe(fw):
 
 
 def test_every_registry_reads_the_framework_table():
-    from envdoctor import advise
+    from envdoctor import advise, layers
     from envdoctor.checks import compat
     from envdoctor.cli.advise import advise as advise_cmd
     from envdoctor.probes import frameworks as probe
-    from envdoctor.render import layers
 
     assert set(frameworks.COMPONENTS) <= findings.COMPONENTS
     assert [c for c in findings.LAYERS if c in frameworks.COMPONENTS] == list(frameworks.COMPONENTS)

@@ -90,7 +90,7 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     target = target.merged(**given)
     answer = logic.advise(target, frameworks or logic.FRAMEWORKS)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(answer.to_dict()))
     else:

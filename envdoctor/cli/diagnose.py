@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Tuple
 
 import click
 
-from ..render.layers import LAYER_NAMES, select
+from ..layers import LAYER_NAMES, select
 from .common import echo_output, format_option, open_snapshot, privacy_options, python_option, timeout_option
 
 
@@ -94,14 +94,14 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
         report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers)
     shown, findings = select(report, only, skip)
     if (only or skip) and fmt != "text":
-        from ..render.layers import row_of_probe
+        from ..layers import row_of_probe
         from ..report import Report
 
         # The probes of the layers examined (others ran only for their facts; the findings carry them).
         report = Report([p for p in report.probes if row_of_probe(p.name) in shown], findings, report.source,
                         report.duration, report.generated, layers=report.layers)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(report.to_dict()))
     elif fmt == "markdown":

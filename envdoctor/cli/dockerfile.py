@@ -81,7 +81,7 @@ def dockerfile(path: str, build_args: Tuple[str, ...], context_dir: Optional[str
     if fmt == "json":
         from .. import __version__
         from ..findings import summarize
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps({"schema_version": 1, "envdoctor_version": __version__, "file": name,
                            "host": _host(target, host), "stages": [_stage(s) for s in df.stages],

@@ -234,7 +234,7 @@ def matrix(area: str, value: Optional[str], fmt: str) -> None:
         gap = f" ({KNOWN_GAPS[value]})" if name == "cuda" and value in KNOWN_GAPS else ""
         raise fail(f"{area} {value!r} is not in the matrix{gap}; known: {known}", EXIT_USAGE)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         doc: Dict[str, Any] = {"area": name, "query": value, "rows": [_with_flag(name, r) for r in found]}
         if derived:

@@ -34,12 +34,20 @@ from .base import (
     PythonInfo,
     ReadEnviron,
     ReadHung,
-    recorded_variable,
 )
 from .live import LiveHost
-from .privacy import Scrubber
+from .privacy import Scrubber, is_path_name
 
 SCHEMA_VERSION = 1
+
+#: Environment variables whose values a snapshot records even when no probe of this version read them
+#: (a newer envdoctor replaying the snapshot may): CUDA's, NVIDIA's, NCCL's, the loader's, conda's, and
+#: search paths (:func:`~envdoctor.host.privacy.is_path_name`). Of every other variable only the name is kept.
+RECORDED_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "LD_", "CONDA_")
+
+
+def recorded_variable(name: str) -> bool:
+    return name.upper().startswith(RECORDED_PREFIXES) or is_path_name(name)
 
 
 class SnapshotError(Exception):
@@ -175,7 +183,7 @@ def write_snapshot(doc: Dict[str, Any], path: str) -> None:
     place, so a full disk or an interrupted run never leaves a truncated snapshot for a fleet's
     archive to trip over later.
     """
-    from ..render.json_out import escape_raw
+    from ..jsontext import escape_raw
 
     # Any byte sequence (a file name or variable that is not UTF-8 arrives as lone surrogates) is kept
     # losslessly as a JSON escape, so the file is valid UTF-8 JSON and replays the same text.

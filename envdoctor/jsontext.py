@@ -1,10 +1,12 @@
-"""``--format json``: the versioned report envelope (schema in envdoctor/schemas/report.schema.json)."""
+"""JSON text that is safe to show: what ``json.dumps`` writes, with the characters that could steer a
+terminal or an editor written as escapes.  The one home of that rule, for every JSON envdoctor writes
+(reports, snapshots, fleet documents)."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict
+from typing import Any
 
 # json.dumps escapes C0 controls itself; these it would write raw with ensure_ascii=False (C1
 # controls, 0x9b being an 8-bit CSI, and the bidirectional overrides), so `cat report.json` on a
@@ -21,6 +23,7 @@ def escape_raw(text: str) -> str:
     return _RAW.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
-def dumps(doc: Dict[str, Any]) -> str:
+def dumps(doc: Any) -> str:
+    """``doc`` as indented JSON text (UTF-8 kept, see :func:`escape_raw`), with a final newline."""
     text = json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)
     return escape_raw(text) + "\n"
