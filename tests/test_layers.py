@@ -44,8 +44,7 @@ def test_the_layers_are_the_ones_the_design_draws():
     drawing = drawing[:drawing.index("```")]
     drawn = [line.split("  ")[0].strip() for line in drawing.splitlines() if line and not line.startswith(" ")]
     contract = [" ".join(layer.split()) for layer in next(c for c in _contracts() if c["id"] == "layers")["layers"]]
-    # the recipes are their own package until they move under envdoctor (a contract of their own)
-    assert [d for d in drawn if d != "recipes"] == contract
+    assert drawn == contract
 
 
 def test_the_contracts_hold():
