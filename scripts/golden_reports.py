@@ -163,6 +163,15 @@ def main(argv: Sequence[str] = ()) -> int:
             run("%s.%s" % (rel, suffix), argv)
             count += 1
     if not args.k:
+        listing = run("explain.txt", ["explain"])
+        run("explain.json", ["explain", "--format", "json"])
+        codes = sorted({line.split()[0] for line in listing.splitlines()
+                        if re.match(r"^\s*[a-z][a-z0-9_-]*\.[a-z0-9_.]+\s", line)})
+        with open(os.path.join(args.out, "explain-each.txt"), "w") as f:
+            for code in codes:
+                f.write(run("explain-one.txt", ["explain", code]))
+            os.remove(os.path.join(args.out, "explain-one.txt"))
+        count += 3
         for fmt in ("text", "json", "junit", "prometheus"):
             machines = [p for p in paths if p.startswith(("tests/machines/", "tests/live/"))]
             run("fleet.%s" % fmt, ["fleet", "--format", fmt] + machines)
