@@ -1,11 +1,11 @@
 """What ``diagnose --only/--skip`` examines: the probes and checks that the chosen report layers depend on.
 
 A layer's verdict needs the probes whose facts the layer shows, the checks whose findings are shown under it
-(``layers=`` of :func:`~envdoctor.checks.check`), and the probes behind every fact those checks need or look
-at (``requires=`` and ``reads=``), with the probes those wait for (``needs=`` of
-:func:`~envdoctor.probes.register`). Findings of the chosen layers are then exactly those of a full run
-(``tests/test_scope.py`` holds every captured machine to that), except that the envdoctor layer speaks only
-of the probes and checks that ran.
+(``layers=`` of :func:`~envdoctor.checks.check`) with those they yield to (``yields=``), and the probes behind
+every fact those checks need or look at (``requires=`` and ``reads=``), with the probes those wait for
+(``needs=`` of :func:`~envdoctor.probes.register`). Findings of the chosen layers are then exactly those of a
+full run (``tests/test_scope.py`` holds every captured machine to that), except that the envdoctor layer speaks
+only of the probes and checks that ran.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def is_whole(layers: Sequence[str]) -> bool:
 
 def plan(layers: Sequence[str]) -> Scope:
     """The probes and checks that ``layers`` (``--only`` names) depend on."""
-    from .checks import all_checks
+    from .checks import all_checks, yielded_to
     from .layers import LAYER_NAMES, row_of_probe
     from .probes import all_probes, probes_reading, with_needs
 
@@ -49,7 +49,8 @@ def plan(layers: Sequence[str]) -> Scope:
     specs = all_probes()
     every = [s.name for s in specs]
     names: Set[str] = {s.name for s in specs if row_of_probe(s.name) in wanted}
-    checks = tuple(c for c in all_checks() if c.layers is None or set(c.layers) & set(wanted))
+    # with the checks they yield to: a finding is dropped when theirs tells its root cause, as in a whole run
+    checks = tuple(yielded_to([c for c in all_checks() if c.layers is None or set(c.layers) & set(wanted)]))
     for c in checks:
         if c.requires is None or c.reads is None:
             names.update(every)  # undeclared: it may look at anything

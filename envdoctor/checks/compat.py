@@ -27,7 +27,7 @@ so it is documented (``driver.cuda_version_is_a_ceiling``, for
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
@@ -38,7 +38,7 @@ from ..findings import Finding, Fix
 from ..matrix import frameworks as fw
 from ..matrix import hardware as hw
 from ..osinfo import nvidia_distro
-from . import CodeDoc, check, docs_for, group
+from . import CheckContext, CodeDoc, check, docs_for, group
 from .suggest import INSTALL_LINE_READS, install_line, rpm_tool
 
 if TYPE_CHECKING:  # advise imports the checks' neighbours; the suggestions import it when they run
@@ -488,14 +488,6 @@ def _ptx_for(ptx: Sequence[str], cc: str) -> bool:
 
 
 # ------------------------------------------------------------------ the check
-
-
-def _question(name: str, fn: Callable[[Facts], List[Finding]], requires: Sequence[str], *codes: str,
-              reads: Sequence[str] = (), layers: Sequence[str] = ()) -> None:
-    """Register ``fn`` as its own check (one question: a crash in it hides no other verdict). Every question
-    may suggest an install line or a build: it reads what those depend on too."""
-    check("compat." + name, codes=docs_for(DOCS, *codes), requires=requires,
-          reads=tuple(reads) + INSTALL_LINE_READS, layers=layers)(lambda ctx: fn(ctx.facts))
 
 
 def _driver_vs_cuda(facts: Facts) -> List[Finding]:
@@ -1355,25 +1347,66 @@ def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
     return None
 
 
-_question("driver-vs-cuda", _driver_vs_cuda, ("driver.version",), "driver.too_old_for_framework",
-          "driver.too_old_for_toolkit", "driver.minor_version_compat", "driver.missing_for_framework",
-          "driver.cuda_version_is_a_ceiling", reads=("cuda.*", "driver.nvidia_pci_gpus", "framework.*"),
-          layers=("driver",))
-_question("arch-vs-builds", _arch_vs_builds, ("gpu.N.compute_capability", "framework.*"),
-          "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only",
-          "gpu.arch_support_unknown", reads=("framework.*.gpu_code",), layers=("gpu",))
-_question("toolkit-vs-gpu", _toolkit_vs_gpu, ("cuda.toolkits", "gpu.N.compute_capability"),
-          "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit", reads=("cuda.*",), layers=("cuda",))
-_question("cpu-builds", _cpu_builds, ("framework.*", "gpu.count"), "framework.cpu_only_build",
-          reads=("driver.nvidia_pci_gpus",), layers=("frameworks",))
-_question("toolkits-disagree", _toolkits_disagree, ("cuda.toolkits", "cuda.nvcc"), "cuda.toolkits_disagree",
-          reads=("cuda.*",), layers=("cuda",))
-_question("toolkit-vs-framework", _toolkit_vs_framework, ("cuda.nvcc", "framework.*"),
-          "cuda.toolkit_differs_from_framework", reads=("cuda.*", "driver.nvidia_pci_gpus"), layers=("cuda",))
-_question("extension-home", _extension_home, ("cuda.extension_home",), "cuda.extension_home_not_a_toolkit",
-          reads=("cuda.*", "framework.*"), layers=("cuda",))
-_question("host-compiler-and-os", _host_compiler_and_os, ("cuda.nvcc",), "compiler.gcc_too_new_for_cuda",
-          "os.unsupported_by_cuda", reads=("compiler.*", "cuda.*"), layers=("compilers", "os"))
+# Every question may suggest an install line or a build: it reads what those depend on too.
+
+
+@check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.*", "driver.nvidia_pci_gpus",
+       "framework.*") + INSTALL_LINE_READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
+                      "driver.minor_version_compat", "driver.missing_for_framework",
+                      "driver.cuda_version_is_a_ceiling"))
+def driver_vs_cuda(ctx: CheckContext) -> List[Finding]:
+    return _driver_vs_cuda(ctx.facts)
+
+
+@check("compat.arch-vs-builds", requires=("gpu.N.compute_capability", "framework.*"),
+       reads=("framework.*.gpu_code",) + INSTALL_LINE_READS, layers=("gpu",),
+       codes=docs_for(DOCS, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only", "gpu.arch_support_unknown"))
+def arch_vs_builds(ctx: CheckContext) -> List[Finding]:
+    return _arch_vs_builds(ctx.facts)
+
+
+@check("compat.toolkit-vs-gpu", requires=("cuda.toolkits", "gpu.N.compute_capability"),
+       reads=("cuda.*",) + INSTALL_LINE_READS, layers=("cuda",),
+       codes=docs_for(DOCS, "cuda.toolkit_cannot_target_gpu", "cuda.gpu_newer_than_toolkit"))
+def toolkit_vs_gpu(ctx: CheckContext) -> List[Finding]:
+    return _toolkit_vs_gpu(ctx.facts)
+
+
+@check("compat.cpu-builds", requires=("framework.*", "gpu.count"),
+       reads=("driver.nvidia_pci_gpus",) + INSTALL_LINE_READS, layers=("frameworks",),
+       codes=docs_for(DOCS, "framework.cpu_only_build"))
+def cpu_builds(ctx: CheckContext) -> List[Finding]:
+    return _cpu_builds(ctx.facts)
+
+
+@check("compat.toolkits-disagree", requires=("cuda.toolkits", "cuda.nvcc"), reads=("cuda.*",) + INSTALL_LINE_READS,
+       layers=("cuda",),
+       codes=docs_for(DOCS, "cuda.toolkits_disagree"))
+def toolkits_disagree(ctx: CheckContext) -> List[Finding]:
+    return _toolkits_disagree(ctx.facts)
+
+
+@check("compat.toolkit-vs-framework", requires=("cuda.nvcc", "framework.*"), reads=("cuda.*",
+       "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("cuda",),
+       codes=docs_for(DOCS, "cuda.toolkit_differs_from_framework"))
+def toolkit_vs_framework(ctx: CheckContext) -> List[Finding]:
+    return _toolkit_vs_framework(ctx.facts)
+
+
+@check("compat.extension-home", requires=("cuda.extension_home",), reads=("cuda.*",
+       "framework.*") + INSTALL_LINE_READS, layers=("cuda",),
+       codes=docs_for(DOCS, "cuda.extension_home_not_a_toolkit"))
+def extension_home(ctx: CheckContext) -> List[Finding]:
+    return _extension_home(ctx.facts)
+
+
+@check("compat.host-compiler-and-os", requires=("cuda.nvcc",), reads=("compiler.*", "cuda.*") + INSTALL_LINE_READS,
+       layers=("compilers", "os"),
+       codes=docs_for(DOCS, "compiler.gcc_too_new_for_cuda", "os.unsupported_by_cuda"))
+def host_compiler_and_os(ctx: CheckContext) -> List[Finding]:
+    return _host_compiler_and_os(ctx.facts)
+
 
 #: Every compat question at once (tests, and callers that want this area only).
 compat = group("compat")

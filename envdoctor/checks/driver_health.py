@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set
+from typing import Any, Dict, Iterable, List, Optional, Set
 
 from packaging.version import InvalidVersion, Version
 
@@ -44,18 +44,15 @@ from ..findings import Finding, Fix
 from ..host.nvml_worker import MAX_GPUS
 from ..matrix import unverified
 from ..matrix.hardware import gpu_product
-from . import CheckContext, CodeDoc, check, group, quietly
+from . import CheckContext, CodeDoc, check, docs_for, group
+from .gpu_verdict import GPU_LOST
 from .suggest import INSTALL_LINE_READS, install_line, rpm_tool
 
 CHECKED = "2026-11-22"
-#: What the driver's questions look at besides driver.installed (each later one asks the earlier ones, so they
-#: share one list): the driver's facts but not its library links (the dlopen probe's, a check of their own).
+#: What the driver's questions look at besides driver.installed (one list for all of them): the driver's facts but
+#: not its library links (the dlopen probe's, a check of their own).
 READS = ("driver.*", "driver.*.*", "kernel.release", "kernel.headers", "cuda.*", "env.*", "libraries.libcuda",
          "os.*") + INSTALL_LINE_READS
-#: The report layers each question's findings are shown under.
-_LAYERS = {"library-mismatch": ("driver",), "userspace-missing": ("driver",), "wsl": ("driver",),
-           "in-kernel-conflict": ("driver",), "module-for-kernel": ("driver", "os"), "secure-boot": ("driver",),
-           "device-nodes": ("driver",), "fabric-manager": ("driver",), "forward-compat": ("cuda",)}
 
 #: The documents each rule comes from (checked on CHECKED).
 RULES: Dict[str, Dict[str, str]] = {
@@ -921,7 +918,7 @@ def _unversioned_libcuda_unreachable(facts: Facts) -> bool:
     return isinstance(one, dict) and bool(one.get("path")) and isinstance(bare, dict) and not bare.get("path")
 
 
-def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
+def _nvml_errors(facts: Facts) -> List[Finding]:
     """NVML failures that no more specific finding explains."""
     status = _nvml_status(facts)
     # "starved" and "deadline": NVML was not asked in time because the machine was busy or the time was
@@ -931,7 +928,6 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
         return []
     from .gpu_verdict import describe, has_nvidia_device
 
-    codes = {f.code for f in already}
     # Where no NVIDIA device is seen (nothing on the PCI bus or in /proc/driver/nvidia, no module loaded),
     # an NVML failure cannot stop a GPU job: a warning. Where one is, an error: the node is not passed.
     severe = "error" if has_nvidia_device(facts) else "warning"
@@ -972,9 +968,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
                               "sudo nvidia-bug-report.sh"])),
         ]
     if status == "NVML_ERROR_DRIVER_NOT_LOADED":
-        if wsl or codes & {"driver.no_module_for_kernel", "driver.module_unsigned_secure_boot",
-                           "driver.module_key_not_enrolled",
-                           "driver.nouveau_conflict", "driver.nova_conflict", "driver.linux_driver_in_wsl"}:
+        if wsl:  # (and where a module, Secure Boot or nouveau question explains it: the check yields to that)
             return []
         gpus = _pci_gpus(facts)
         return [Finding(
@@ -1029,7 +1023,8 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     )]
 
 
-@check("driver-health", requires=("driver.installed",), reads=READS, layers=("driver", "gpu"), codes=(
+#: Every code the driver's questions may emit, each declared by the question that emits it.
+DOCS = (
     CodeDoc("driver.library_mismatch", "error",
             "The loaded NVIDIA kernel module and the user-space library are different driver versions.",
             "driver.nvml.status, driver.kernel_module.version, driver.userspace.version",
@@ -1121,8 +1116,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "driver.nvml.status, driver.device_nodes, os.container",
             "CUDA cannot open the GPU as this user (or the container was started without --gpus).",
             RULES["nvml"]["url"]),
-    CodeDoc("gpu.lost", "error", "NVML: a GPU has fallen off the bus (Xid 79).", "driver.nvml.status",
-            "The GPU is unusable until reset or reboot; recurrence points at hardware.", RULES["xid"]["url"]),
+    GPU_LOST,
     CodeDoc("driver.not_loaded", "error", "The user-space driver is installed but the kernel module is not loaded.",
             "driver.nvml.status, driver.kernel_module.loaded", "CUDA sees no GPU until `modprobe nvidia` succeeds.",
             RULES["nvml"]["url"]),
@@ -1132,21 +1126,11 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             "no NVIDIA device is seen on the PCI bus or in /proc/driver/nvidia).",
             "driver.nvml.status, gpu.pci_devices, gpu.proc_devices",
             "CUDA fails the same way; the finding gives the code's meaning and fix.", RULES["nvml"]["url"]),
-))
-def driver_installed(ctx: CheckContext) -> Iterable[Finding]:
-    """Is a driver installed at all?  The other questions are their own checks (registered below)."""
-    if ctx.facts.get("driver.installed") is None:
-        return []  # the driver probe did not run (crashed or timed out: reported by probe-health)
-    return _no_driver(ctx.facts)
-
-
-#: The questions asked of an installed driver, in the order one root cause is told once: a later question
-#: (device nodes, NVML errors) stays quiet about what an earlier one explains.
-_QUESTIONS = (
-    ("library-mismatch", _mismatch), ("userspace-missing", _userspace_missing), ("wsl", _wsl),
-    ("in-kernel-conflict", _in_kernel_conflict), ("module-for-kernel", _no_module_for_kernel),
-    ("secure-boot", _secure_boot), ("device-nodes", _device_nodes), ("fabric-manager", _fabric_manager),
-    ("forward-compat", _forward_compat),
+    CodeDoc("driver.stale_library_link", "error",
+            "A driver library link (libnvidia-*.so.N) points to another driver version's file, or to one that no "
+            "longer exists, left by an update.", "driver.library_links, driver.kernel_module.version",
+            "Containers (the toolkit injects every driver library) and programs that load it fail.",
+            RULES["nvml"]["url"]),
 )
 
 
@@ -1154,32 +1138,74 @@ def _installed(facts: Facts) -> bool:
     return facts.value("driver.installed") is True
 
 
-def _earlier(facts: Facts, upto: str) -> List[Finding]:
-    """What the questions before ``upto`` conclude (each one's crash is reported by its own check)."""
-    found = quietly(_no_driver, facts)
-    for name, fn in _QUESTIONS:
-        if name == upto:
-            break
-        if name == "device-nodes" and any(f.code in ("driver.library_mismatch", "driver.userspace_missing")
-                                          for f in found):
-            continue
-        found += quietly(fn, facts)
-    return found
+@check("driver-health", requires=("driver.installed",), reads=READS, layers=("driver", "gpu"),
+       codes=docs_for(DOCS, "driver.not_installed", "gpu.none", "driver.wsl_libcuda_missing"))
+def driver_installed(ctx: CheckContext) -> Iterable[Finding]:
+    """Is a driver installed at all?  The other questions are their own checks (declared below)."""
+    if ctx.facts.get("driver.installed") is None:
+        return []  # the driver probe did not run (crashed or timed out: reported by probe-health)
+    return _no_driver(ctx.facts)
 
 
-def _ask(name: str, fn: Callable[[Facts], List[Finding]]) -> None:
-    def run(ctx: CheckContext) -> List[Finding]:
-        if not _installed(ctx.facts):
-            return []
-        if name == "device-nodes" and any(f.code in ("driver.library_mismatch", "driver.userspace_missing")
-                                          for f in _earlier(ctx.facts, name)):
-            return []
-        return fn(ctx.facts)
-    check("driver-health." + name, codes=(), requires=("driver.installed",), reads=READS, layers=_LAYERS[name])(run)
+# The questions asked of an installed driver, each its own check (a crash in one hides no other's verdict). One
+# root cause is told once: a question whose finding another explains ``yields`` to it.
 
 
-for _name, _fn in _QUESTIONS:
-    _ask(_name, _fn)
+@check("driver-health.library-mismatch", requires=("driver.installed",), reads=READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.library_mismatch", "driver.module_on_disk_mismatch"))
+def library_mismatch(ctx: CheckContext) -> List[Finding]:
+    return _mismatch(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.userspace-missing", requires=("driver.installed",), reads=READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.userspace_missing"))
+def userspace_missing(ctx: CheckContext) -> List[Finding]:
+    return _userspace_missing(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.wsl", requires=("driver.installed",), reads=READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.linux_driver_in_wsl", "driver.wsl_libcuda_missing",
+                      "driver.wsl_lib_not_in_loader_path", "driver.wsl_libcuda_unversioned_unreachable"))
+def wsl(ctx: CheckContext) -> List[Finding]:
+    return _wsl(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.in-kernel-conflict", requires=("driver.installed",), reads=READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.nouveau_conflict", "driver.nova_conflict"))
+def in_kernel_conflict(ctx: CheckContext) -> List[Finding]:
+    return _in_kernel_conflict(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.module-for-kernel", requires=("driver.installed",), reads=READS, layers=("driver", "os"),
+       codes=docs_for(DOCS, "driver.kernel_headers_missing", "driver.no_module_for_kernel"))
+def module_for_kernel(ctx: CheckContext) -> List[Finding]:
+    return _no_module_for_kernel(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.secure-boot", requires=("driver.installed",), reads=READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.module_unsigned_secure_boot", "driver.module_key_not_enrolled"))
+def secure_boot(ctx: CheckContext) -> List[Finding]:
+    return _secure_boot(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.device-nodes", requires=("driver.installed",), reads=READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.device_nodes_missing"),
+       yields={"*": ("driver.library_mismatch", "driver.userspace_missing")})
+def device_nodes(ctx: CheckContext) -> List[Finding]:
+    """Missing device nodes are no news where the user-space half is missing or of another version."""
+    return _device_nodes(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.fabric-manager", requires=("driver.installed",), reads=READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.fabric_manager_not_running"))
+def fabric_manager(ctx: CheckContext) -> List[Finding]:
+    return _fabric_manager(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.forward-compat", requires=("driver.installed",), reads=READS, layers=("cuda",),
+       codes=docs_for(DOCS, "driver.forward_compat_unsupported_gpu", "driver.forward_compat_older_than_driver"))
+def forward_compat(ctx: CheckContext) -> List[Finding]:
+    return _forward_compat(ctx.facts) if _installed(ctx.facts) else []
 
 
 def _library_links(facts: Facts) -> List[Finding]:
@@ -1200,8 +1226,7 @@ def _library_links(facts: Facts) -> List[Finding]:
     out: List[Finding] = []
     stale = [lk for lk in links if not lk.get("exists") or (running and lk.get("version") != running)]
     core = [lk for lk in stale if posixpath.basename(str(lk["link"])) in ("libnvidia-ml.so.1", "libcuda.so.1")]
-    reported = {f.code for f in quietly(_mismatch, facts)}
-    if core and running and "driver.library_mismatch" not in reported:
+    if core and running:  # (yields to the library-mismatch question's finding, when it has one)
         lk = core[0]
         out.append(Finding(
             code="driver.library_mismatch", severity="error", components=["driver", "kernel"],
@@ -1236,23 +1261,21 @@ def _library_links(facts: Facts) -> List[Finding]:
 
 
 @check("driver-health.library-links", requires=("driver.installed", "driver.library_links"), reads=READS,
-       layers=("driver",), codes=(
-    CodeDoc("driver.stale_library_link", "error",
-            "A driver library link (libnvidia-*.so.N) points to another driver version's file, or to one that no "
-            "longer exists, left by an update.", "driver.library_links, driver.kernel_module.version",
-            "Containers (the toolkit injects every driver library) and programs that load it fail.",
-            RULES["nvml"]["url"]),
-))
+       layers=("driver",), codes=docs_for(DOCS, "driver.stale_library_link", "driver.library_mismatch"),
+       yields={"driver.library_mismatch": ("driver.library_mismatch",)})
 def library_links(ctx: CheckContext) -> List[Finding]:
     return _library_links(ctx.facts) if _installed(ctx.facts) else []
 
 
-@check("driver-health.nvml-errors", codes=(), requires=("driver.installed",), reads=READS, layers=("driver", "gpu"))
+@check("driver-health.nvml-errors", requires=("driver.installed",), reads=READS, layers=("driver", "gpu"),
+       codes=docs_for(DOCS, "driver.nvml_no_permission", "gpu.lost", "driver.not_loaded", "driver.nvml_hung",
+                      "driver.nvml_failed"),
+       yields={"driver.not_loaded": ("driver.no_module_for_kernel", "driver.module_unsigned_secure_boot",
+                                     "driver.module_key_not_enrolled", "driver.nouveau_conflict",
+                                     "driver.nova_conflict", "driver.linux_driver_in_wsl")})
 def nvml_errors(ctx: CheckContext) -> List[Finding]:
     """NVML failures that no more specific finding (of the questions above) explains."""
-    if not _installed(ctx.facts):
-        return []
-    return _nvml_errors(ctx.facts, _earlier(ctx.facts, "nvml-errors"))
+    return _nvml_errors(ctx.facts) if _installed(ctx.facts) else []
 
 
 #: Every driver-health question at once (tests, and callers that want this area only).

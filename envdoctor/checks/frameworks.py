@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
-from . import CheckContext, CodeDoc, check, compat, docs_for, libraries, quietly
+from . import CheckContext, CodeDoc, check, compat, docs_for, libraries
 from .suggest import INSTALL_LINE_READS
 
 CHECKED = "2026-11-25"
@@ -148,7 +148,8 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
 
 @check("frameworks.jax-ptxas-driver", requires=("framework.jax.ptxas", "driver.version"),
        reads=("cuda.*", "framework.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("driver",),
-       codes=docs_for(compat.DOCS, "driver.minor_version_compat"))
+       codes=docs_for(compat.DOCS, "driver.minor_version_compat"),
+       yields={"driver.minor_version_compat": ("driver.minor_version_compat",)})
 def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     jax = _jax(facts)
@@ -165,8 +166,8 @@ def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     have = _mm(_v(runs[0])) if runs else None
     if drv is None or have is None or runs is None or have[0] != drv[0] or have <= drv:
         return []
-    if any(f.code == "driver.minor_version_compat" for f in quietly(compat._driver_vs_cuda, facts)):
-        return []  # jaxlib's CUDA or the toolkit it uses already runs through minor-version compatibility: said there
+    # (where jaxlib's CUDA or the toolkit it uses already runs through minor-version compatibility, driver-vs-cuda
+    # says so, and this finding yields to that one)
     return [Finding(
         code="driver.minor_version_compat", severity="info", components=["driver", "jax"],
         title="Driver %s supports CUDA %d.%d; JAX compiles with ptxas %s (CUDA %d.%d, %s), so it runs through "

@@ -249,11 +249,16 @@ def _fix_commands(row: NvmlCode, gpu: Any) -> List[str]:
     return [c.format(gpu=gpu if gpu is not None else 0) for c in row.commands]
 
 
+#: A lost GPU, whether NVML says so of one GPU (here) or of the driver as a whole (driver-health.nvml-errors).
+GPU_LOST = CodeDoc("gpu.lost", "error",
+                   "A GPU has fallen off the bus or become inaccessible (NVML: GPU_IS_LOST, Xid 79).",
+                   "gpu.nvml_failures (per GPU: handle and every call), driver.nvml.status",
+                   "Nothing can use it until it is reset; a recurrence points at power, cooling, the slot or the "
+                   "board (RMA).", XID_URL)
+
+
 @check("gpu-nvml-verdict", requires=("gpu.count",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
-    CodeDoc("gpu.lost", "error", "A GPU has fallen off the bus or become inaccessible (NVML: GPU_IS_LOST, Xid 79).",
-            "gpu.nvml_failures (per GPU: handle and every call), driver.nvml.status",
-            "Nothing can use it until it is reset; a recurrence points at power, cooling, the slot or the board "
-            "(RMA).", XID_URL),
+    GPU_LOST,
     CodeDoc("gpu.nvml_call_failed", "error", "NVML answered a GPU's query with an error that means trouble "
             "(reset required, corrupted InfoROM, insufficient power, interrupt issue, unknown error...).",
             "gpu.nvml_failures", "The GPU is not fit for jobs until the cause is fixed; the finding gives the "

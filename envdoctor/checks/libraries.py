@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -40,15 +40,6 @@ NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxrunt
 #: soname stem -> component
 STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
          ("libcudart", "cuda"))
-
-
-def per_framework(question: Callable[[Facts, str], Iterable[Finding]], name: str, fw: str,
-                  codes: Sequence[CodeDoc], requires: Sequence[str], reads: Sequence[str],
-                  layers: Sequence[str]) -> None:
-    """Register ``question`` for one framework as the check ``name.fw``."""
-    def run(ctx: CheckContext) -> Iterable[Finding]:
-        return question(ctx.facts, fw)
-    check("%s.%s" % (name, fw), codes=codes, requires=requires, reads=reads, layers=layers)(run)
 
 
 def component_of(soname: str) -> str:
@@ -294,12 +285,13 @@ def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> I
                     p.get("via") == "LD_LIBRARY_PATH" for p in mixed)]))
 
 
-for _fw in FRAMEWORKS + ("mxnet",):  # one check per framework: a crash on one hides no other's verdict
-    per_framework(_framework_linkage, "framework-linkage", _fw, _FRAMEWORK_LINKAGE_DOCS if _fw == FRAMEWORKS[0] else (),
-                  ("framework." + _fw, "linkage.*"),
-                  ("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "gpu.count",
-                   "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
-                  ("cuda", "libraries"))
+@check("framework-linkage.{}", each=FRAMEWORKS + ("mxnet",), requires=("framework.{}", "linkage.*"),
+       reads=("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "gpu.count",
+              "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("cuda", "libraries"),
+       codes=_FRAMEWORK_LINKAGE_DOCS)
+def framework_linkage_of(ctx: CheckContext, item: str) -> Iterable[Finding]:
+    """The CUDA libraries the framework links (ELF dependencies): missing, or shadowed by another copy."""
+    return _framework_linkage(ctx.facts, item)
 
 
 def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[str, Any]]]:
@@ -547,10 +539,12 @@ def _older_cudnn_fix(facts: Facts, fw: str, e: Dict[str, Any], fix: Fix) -> Fix:
     return fix
 
 
-for _fw in FRAMEWORKS:  # one check per framework: a crash on one hides no other's verdict
-    per_framework(_cudnn_version, "cudnn-version", _fw, _CUDNN_VERSION_DOCS if _fw == FRAMEWORKS[0] else (),
-                  ("framework." + _fw, "linkage.*", "libraries.cudnn"),
-                  ("framework.*", "libraries.*", "linkage.*.dlopen") + INSTALL_LINE_READS, ("libraries",))
+@check("cudnn-version.{}", each=FRAMEWORKS, requires=("framework.{}", "linkage.*", "libraries.cudnn"),
+       reads=("framework.*", "libraries.*", "linkage.*.dlopen") + INSTALL_LINE_READS, layers=("libraries",),
+       codes=_CUDNN_VERSION_DOCS)
+def cudnn_version_of(ctx: CheckContext, item: str) -> Iterable[Finding]:
+    """The cuDNN the framework loads against the one it was built with."""
+    return _cudnn_version(ctx.facts, item)
 
 
 
@@ -680,10 +674,14 @@ def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Find
                 commands=["pip install --upgrade '%s'" % (v.get("package") or fw)]))
 
 
-for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle", "jax"):
-    per_framework(_dlopen_linkage, "framework-dlopen", _fw, (), ("linkage.*.dlopen",),
-                  ("cuda.*", "framework.*", "libraries.*", "linkage.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
-                  ("cuda", "libraries"))
+@check("framework-dlopen.{}", each=("tensorflow", "onnxruntime", "cupy", "paddle", "jax"),
+       requires=("linkage.*.dlopen",),
+       reads=("cuda.*", "framework.*", "libraries.*", "linkage.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
+       layers=("cuda", "libraries"),
+       codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")))
+def framework_dlopen_of(ctx: CheckContext, item: str) -> Iterable[Finding]:
+    """The libraries the framework opens at run time (dlopen): missing where the loader looks."""
+    return _dlopen_linkage(ctx.facts, item)
 
 
 WHEEL_FILES_RULE = {"rule": "pip installs files of different projects to the same path without conflict checks: "
@@ -737,8 +735,8 @@ def nvidia_wheel_conflicts(ctx: CheckContext) -> Iterable[Finding]:
             source=dict(WHEEL_FILES_RULE), fix=fix)
 
 
-@check("nvidia-wheel-links", codes=(), requires=("linkage.nvidia_wheels", "cuda.ld_library_path"), reads=(),
-       layers=("cuda", "libraries"))
+@check("nvidia-wheel-links", requires=("linkage.nvidia_wheels", "cuda.ld_library_path"), reads=(),
+       layers=("cuda", "libraries"), codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".shadowed")))
 def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
     """A wheel library (cuSPARSE, cuBLAS ...) that the loader links to another copy of its dependency than the one
     its RUNPATH names: an older minor of the same major is an error (cuSPARSE needs an nvJitLink of its own CUDA

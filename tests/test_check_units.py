@@ -1,0 +1,160 @@
+"""Checks as units: each declared the one way (``@check``), with every code it emits, found without a list,
+run in the order of the stack, and yielding to another's finding instead of running it.
+
+The machines are the captured ones (tests/machines, tests/live, tests/corpus: real files and command outputs,
+see their READMEs) and the sick variants of real GPU nodes (tests/sick_variants.py)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import textwrap
+from typing import Dict, Iterator, List, Set, Tuple
+
+import pytest
+
+import envdoctor.checks as checks
+from envdoctor.checks import CheckContext, all_checks, code_docs, findings_by_check, run_checks
+from envdoctor.facts import Facts
+from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+from envdoctor.layers import LAYER_NAMES
+from envdoctor.probes import run_probes
+
+from . import sick_variants
+from .conftest import HERE
+
+
+def _snapshots() -> Iterator[Tuple[str, SnapshotHost]]:
+    for pattern in ("machines/*/snapshot.json", "live/*/snapshot.json*", "corpus/*/snapshot.json"):
+        for path in sorted(glob.glob(os.path.join(HERE, pattern))):
+            yield os.path.relpath(path, HERE), SnapshotHost(load_snapshot(path), path)
+    for variant in sick_variants.variants():
+        yield "sick/" + variant.name, SnapshotHost(variant.doc, variant.name)
+
+
+def _facts(host: SnapshotHost) -> Facts:
+    return Facts(f for r in run_probes(host) for f in r.facts)
+
+
+def test_every_check_declares_the_codes_it_may_emit():
+    for spec in all_checks():
+        assert spec.codes, "%s declares no finding code" % spec.name
+        for doc in spec.codes:
+            assert doc.code.count(".") >= 1 and doc.severity in ("error", "warning", "info"), (spec.name, doc)
+    with pytest.raises(TypeError):
+        checks.check("test.no-codes", codes=())(lambda ctx: [])
+
+
+def test_no_check_emits_a_code_it_does_not_declare():
+    """Every check, on every captured machine and sick variant, before any finding yields: each code it says is
+    one it declares (``envdoctor explain`` documents it, ``--only`` and the skipped-checks notice name it)."""
+    undeclared: Dict[str, Set[str]] = {}
+    spoken: Set[str] = set()
+    specs = all_checks()
+    for where, host in _snapshots():
+        ctx = CheckContext(_facts(host), [])
+        for spec in specs:
+            declared = {d.code for d in spec.codes}
+            for finding in spec.fn(ctx):
+                spoken.add(spec.name)
+                if finding.code not in declared:
+                    undeclared.setdefault("%s: %s" % (spec.name, finding.code), set()).add(where)
+    assert not undeclared, {k: sorted(v)[:3] for k, v in undeclared.items()}
+    assert len(spoken) >= 40  # the property is worth something: most checks speak on some machine
+
+
+def test_a_code_declared_by_two_checks_means_one_thing():
+    seen: Dict[str, object] = {}
+    for spec in all_checks():
+        for doc in spec.codes:
+            assert seen.setdefault(doc.code, doc) == doc, "%s is documented twice, differently" % doc.code
+    assert set(seen) <= set(code_docs())
+
+
+def test_the_checks_run_in_the_order_of_the_stack():
+    ranks = [LAYER_NAMES.index(s.layers[0]) if s.layers else len(LAYER_NAMES) for s in all_checks()]
+    assert ranks == sorted(ranks)
+    first = all_checks()[0]
+    assert first.layers and first.layers[0] == "os"
+    assert all_checks()[-1].name == "probe-health"  # envdoctor's own verdict on the run comes last
+
+
+def test_yields_name_codes_other_checks_declare_and_never_loop():
+    specs = all_checks()
+    declared_by: Dict[str, List[str]] = {}
+    for spec in specs:
+        for doc in spec.codes:
+            declared_by.setdefault(doc.code, []).append(spec.name)
+    for spec in specs:
+        mine = {d.code for d in spec.codes}
+        for code, targets in spec.yields:
+            assert code == "*" or code in mine, (spec.name, code)
+            for target in targets:
+                assert [n for n in declared_by.get(target, []) if n != spec.name], (spec.name, target)
+
+    def reaches(start: str, name: str, seen: Tuple[str, ...]) -> bool:
+        spec = checks.find_check(name)
+        assert spec is not None
+        for _, targets in spec.yields:
+            for target in targets:
+                for other in declared_by[target]:
+                    if other == name or other in seen:
+                        continue
+                    if other == start or reaches(start, other, seen + (name,)):
+                        return True
+        return False
+
+    assert not [s.name for s in specs if reaches(s.name, s.name, ())]
+
+
+def test_a_finding_that_yields_is_dropped_in_a_run_and_only_then():
+    """The real case: a driver whose kernel module and user-space library differ (tests/machines/
+    ubuntu2404-driver-mismatch) has its device nodes judged too; that verdict yields to the mismatch."""
+    from .conftest import load_machine
+
+    facts = _facts(load_machine("ubuntu2404-driver-mismatch"))
+    ctx = CheckContext(facts, [])
+    device_nodes = checks.find_check("driver-health.device-nodes")
+    mismatch = checks.find_check("driver-health.library-mismatch")
+    assert device_nodes is not None and mismatch is not None
+    raw = {f.code for f in device_nodes.fn(ctx)}
+    said = findings_by_check(ctx, [mismatch, device_nodes])
+    assert "driver.library_mismatch" in {f.code for f in said[mismatch.name]}
+    if raw:  # the question, asked alone, has something to say; in a run it is not said twice
+        assert said[device_nodes.name] == []
+    alone = findings_by_check(ctx, [device_nodes])  # nothing to yield to: it speaks
+    assert {f.code for f in alone[device_nodes.name]} == raw
+
+
+def test_a_new_check_module_is_found_without_a_list(tmp_path, monkeypatch):
+    """A module dropped into the checks package is imported and its checks run: nothing else to edit."""
+    folder = tmp_path / "more_checks"
+    folder.mkdir()
+    (folder / "zz_new_question.py").write_text(textwrap.dedent('''\
+        from envdoctor.checks import CodeDoc, check
+        from envdoctor.findings import Finding
+
+        @check("zz-new-question", requires=(), reads=("os.id",), layers=("os",),
+               codes=[CodeDoc("os.zz_new", "info", "A new question.", "os.id", "A test of discovery.")])
+        def new_question(ctx):
+            return [Finding(code="os.zz_new", severity="info", components=["os"], title="asked")]
+        '''))
+    monkeypatch.setattr(checks, "__path__", list(checks.__path__) + [str(folder)])
+    monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+    monkeypatch.delitem(sys.modules, "envdoctor.checks.zz_new_question", raising=False)
+    try:
+        assert "zz-new-question" in [s.name for s in all_checks()]
+        assert "os.zz_new" in code_docs()
+        assert "os.zz_new" in [f.code for f in run_checks(CheckContext(Facts(), []))]
+    finally:
+        sys.modules.pop("envdoctor.checks.zz_new_question", None)
+
+
+def test_no_check_runs_another():
+    """One root cause, one finding is declared (``yields``), never found out by calling another check's question."""
+    folder = os.path.dirname(checks.__file__)
+    for path in glob.glob(os.path.join(folder, "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        assert "quietly(" not in text and "_earlier(" not in text, path
