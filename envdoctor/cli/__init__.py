@@ -32,6 +32,8 @@ COMMANDS: Dict[str, tuple] = {
                 "Print or run the steps that install a component (CUDA, cuDNN...)."),
     "dockerfile": ("envdoctor.cli.dockerfile", "dockerfile",
                    "Judge a Dockerfile's GPU set-up (image tag, driver, nvcc, framework builds) before building it."),
+    "fit": ("envdoctor.cli.fit", "fit", "Will this model fit this GPU? Weights, KV cache, the engine's budget or "
+            "training memory, each term derived."),
     "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
     "fleet": ("envdoctor.cli.fleet", "fleet", "Compare many nodes' reports or snapshots: what differs, what is "
               "wrong where."),
@@ -55,6 +57,7 @@ Examples:
   envdoctor check --policy policy.toml --format nhc
   envdoctor advise --driver 535.104.05 --gpu "RTX 4090"
   envdoctor matrix torch 2.4
+  envdoctor fit meta-llama/Llama-3.1-8B-Instruct --context 32768
   envdoctor install cuda --version 12.4.1 --method redist --prefix ~/cuda-12.4 --dry-run
 """
 

@@ -24,8 +24,9 @@ def explain(code: Optional[str], fmt: str) -> None:
 
     from ..checks import code_docs
     from ..dockerfile import CODE_DOCS
+    from ..fit.judge import CODE_DOCS as FIT_DOCS
 
-    docs = {**code_docs(), **CODE_DOCS}
+    docs = {**code_docs(), **CODE_DOCS, **FIT_DOCS}
     if not code:
         if fmt == "json":
             click.echo(json.dumps([d._asdict() for d in sorted(docs.values(), key=lambda d: d.code)], indent=2))
