@@ -122,7 +122,7 @@ def fit(model: str, context: Optional[int], batch: int, dtype: str, kv_dtype: st
 
     doc = dict({"schema_version": 1, "envdoctor_version": __version__}, **result.to_dict())
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(doc))
     else:
