@@ -13,7 +13,7 @@ from .findings import Finding, pin_interpreter, summarize
 from .host.base import Host
 from .host.privacy import Scrubber
 from .probes import ProbeResult, run_probes
-from .scope import Scope, is_whole, plan
+from .scope import Scope, is_whole, plan, plan_checks
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -111,7 +111,8 @@ def judge(probes: List[ProbeResult], source: Dict[str, str], started: float,
     """Check the probes' facts and wrap everything in a report (the other half). With ``scope``
     (``diagnose --only/--skip``), only its checks run and only the findings of its layers are kept."""
     facts = Facts(f for p in probes for f in p.facts)
-    findings = run_checks(CheckContext(facts, probes), None if scope is None else scope.checks)
+    findings = run_checks(CheckContext(facts, probes), None if scope is None else scope.checks,
+                          () if scope is None else scope.keep)
     if scope is not None:
         from .layers import row_of_finding
 
@@ -121,28 +122,33 @@ def judge(probes: List[ProbeResult], source: Dict[str, str], started: float,
                   layers=None if scope is None else scope.layers)
 
 
-def _scope(layers: Optional[Sequence[str]]) -> Optional[Scope]:
+def _scope(layers: Optional[Sequence[str]], checks: Sequence[str] = ()) -> Optional[Scope]:
+    if checks:
+        return plan_checks(checks)
     return None if layers is None or is_whole(layers) else plan(layers)
 
 
 def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None,
-             source: Optional[Dict[str, str]] = None, layers: Optional[Sequence[str]] = None) -> Report:
+             source: Optional[Dict[str, str]] = None, layers: Optional[Sequence[str]] = None,
+             checks: Sequence[str] = ()) -> Report:
     """The report of ``host``: every layer, or only ``layers`` (``diagnose --only/--skip``: only the probes and
-    checks those depend on run; see :mod:`envdoctor.scope`)."""
+    checks those depend on run; see :mod:`envdoctor.scope`), or only the checks named in ``checks``
+    (``diagnose --check``)."""
     start = time.monotonic()
-    scope = _scope(layers)
+    scope = _scope(layers, checks)
     probes = gather(host, deadline, scrubber, None if scope is None else scope.probes)
     return judge(probes, source or {"kind": "live", "description": host.description}, start, scope)
 
 
 def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host: bool = False,
-                  redact_ids: bool = False, layers: Optional[Sequence[str]] = None) -> Report:
+                  redact_ids: bool = False, layers: Optional[Sequence[str]] = None,
+                  checks: Sequence[str] = ()) -> Report:
     """This machine's report, finished within ``timeout`` plus about a second (``diagnose``, ``check``)."""
     from .host.live import live_host
     from .host.privacy import scrubber_for
 
     started = time.monotonic()
-    scope = _scope(layers)
+    scope = _scope(layers, checks)
     host, deadline = live_host(timeout, python_exe)
     probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids),
                     None if scope is None else scope.probes)

@@ -24,6 +24,8 @@ class Scope(NamedTuple):
     layers: Tuple[str, ...]  # the report layers examined, in report order
     probes: Tuple[str, ...]  # the probes to run, in report order
     checks: Tuple[CheckSpec, ...]  # the checks to run
+    #: ``diagnose --check``: the checks whose findings are reported (the others ran only to be yielded to)
+    keep: Tuple[str, ...] = ()
 
 
 def chosen(only: Sequence[str] = (), skip: Sequence[str] = ()) -> List[str]:
@@ -41,16 +43,40 @@ def is_whole(layers: Sequence[str]) -> bool:
 
 def plan(layers: Sequence[str]) -> Scope:
     """The probes and checks that ``layers`` (``--only`` names) depend on."""
-    from .checks import all_checks, yielded_to
-    from .layers import LAYER_NAMES, row_of_probe
-    from .probes import all_probes, probes_reading, with_needs
+    from .checks import all_checks
+    from .layers import LAYER_NAMES
 
     wanted = [n for n in LAYER_NAMES if n in layers]
+    return _plan(wanted, [c for c in all_checks() if c.layers is None or set(c.layers) & set(wanted)], True)
+
+
+def plan_checks(names: Sequence[str]) -> Scope:
+    """The probes that the checks ``names`` (``diagnose --check``) depend on, and the layers their findings are
+    shown under (and envdoctor's own, which says what was not gathered). KeyError names an unknown check."""
+    from .checks import find_check
+    from .layers import LAYER_NAMES
+
+    specs = []
+    for name in names:
+        spec = find_check(name)
+        if spec is None:
+            raise KeyError(name)
+        specs.append(spec)
+    shown = {layer for s in specs for layer in (s.layers or LAYER_NAMES)} | {"envdoctor"}
+    scope = _plan([n for n in LAYER_NAMES if n in shown], specs, False)
+    return scope._replace(keep=tuple(s.name for s in specs))
+
+
+def _plan(wanted: List[str], chosen: List[CheckSpec], layer_probes: bool) -> Scope:
+    from .checks import yielded_to
+    from .layers import row_of_probe
+    from .probes import all_probes, probes_reading, with_needs
+
     specs = all_probes()
     every = [s.name for s in specs]
-    names: Set[str] = {s.name for s in specs if row_of_probe(s.name) in wanted}
+    names: Set[str] = {s.name for s in specs if row_of_probe(s.name) in wanted} if layer_probes else set()
     # with the checks they yield to: a finding is dropped when theirs tells its root cause, as in a whole run
-    checks = tuple(yielded_to([c for c in all_checks() if c.layers is None or set(c.layers) & set(wanted)]))
+    checks = tuple(yielded_to(chosen))
     for c in checks:
         if c.requires is None or c.reads is None:
             names.update(every)  # undeclared: it may look at anything

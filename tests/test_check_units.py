@@ -17,6 +17,7 @@ import pytest
 import envdoctor.checks as checks
 from envdoctor.checks import CheckContext, all_checks, code_docs, findings_by_check, run_checks
 from envdoctor.facts import Facts
+from envdoctor.findings import sort_key
 from envdoctor.host.snapshot import SnapshotHost, load_snapshot
 from envdoctor.layers import LAYER_NAMES
 from envdoctor.probes import run_probes
@@ -158,3 +159,38 @@ def test_no_check_runs_another():
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
         assert "quietly(" not in text and "_earlier(" not in text, path
+
+
+@pytest.mark.parametrize("machine", ["ubuntu2404-driver-mismatch", "ubuntu2204-a100-mig", "centos7-a100-cuda115",
+                                     "rocky9-h100-old-torch"])
+def test_diagnose_check_name_says_what_that_check_says_in_a_whole_run(machine):
+    """``diagnose --check NAME`` runs that check (and those it yields to) on just the facts it reads: its findings
+    are the whole run's findings of that check."""
+    from envdoctor.report import diagnose
+
+    from .conftest import load_machine
+
+    host = load_machine(machine)
+    whole = findings_by_check(CheckContext(_facts(host), []), all_checks())
+    spoke = [name for name, found in whole.items() if found]
+    assert spoke
+    for name in spoke + ["probe-health"]:
+        report = diagnose(load_machine(machine), checks=[name])
+        assert [(f.code, f.title) for f in report.findings] == [
+            (f.code, f.title) for f in sorted(whole[name], key=sort_key)], name
+        assert len(report.probes) < 12 or name == "probe-health"  # just the probes it reads
+
+
+def test_diagnose_check_refuses_an_unknown_name_and_names_the_close_ones():
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    from .conftest import machine_path
+
+    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", machine_path("ubuntu2204-a100-mig"),
+                                 "--check", "driver-health.device-node"])
+    assert r.exit_code == 2 and "did you mean driver-health.device-nodes" in r.output
+    r = CliRunner().invoke(cli, ["diagnose", "--snapshot", machine_path("ubuntu2404-driver-mismatch"),
+                                 "--check", "driver-health.library-mismatch", "--format", "json"])
+    assert r.exit_code == 1 and '"driver.library_mismatch"' in r.output

@@ -268,8 +268,10 @@ def findings_by_check(ctx: CheckContext, specs: Sequence[CheckSpec], contain: bo
     return settled
 
 
-def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None) -> List[Finding]:
-    """The findings of every check (or of ``specs`` only: ``diagnose --only``), sorted worst first."""
+def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None,
+               keep: Sequence[str] = ()) -> List[Finding]:
+    """The findings of every check (or of ``specs`` only: ``diagnose --only``), sorted worst first; with ``keep``
+    (``diagnose --check``), only those of the checks named there (the others ran to be yielded to)."""
     findings: List[Finding] = []
     runnable: List[CheckSpec] = []
     not_run: Dict[str, List[str]] = {}
@@ -290,6 +292,7 @@ def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None) -
                 (" (" + ", ".join(codes) + ")") if codes else "")))
     said = findings_by_check(ctx, runnable)
     for spec in runnable:
-        findings.extend(said[spec.name])
+        if not keep or spec.name in keep:
+            findings.extend(said[spec.name])
     findings.sort(key=sort_key)
     return findings
