@@ -77,6 +77,30 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    # A reader that went away (`envdoctor explain | head -1`) is not an error: click's own handler would exit 1
+    # before main() below sees it, so the pipe is caught here, where every command (and --help) writes.
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except OSError as exc:
+            raise _reader_gone(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            raise _reader_gone(exc) from None
+
+
+def _reader_gone(exc: OSError) -> BaseException:
+    """A closed pipe on stdout: exit 0 quietly (README, Guarantees); any other error as it was."""
+    import errno
+
+    if exc.errno != errno.EPIPE:
+        return exc
+    silence_stdout()
+    return click.exceptions.Exit(EXIT_OK)
+
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="envdoctor", message="%(prog)s %(version)s")

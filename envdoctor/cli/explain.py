@@ -7,6 +7,7 @@ from typing import Optional
 import click
 
 from . import EXIT_USAGE, fail
+from .common import format_option
 
 
 @click.command("explain", epilog="""\b
@@ -16,7 +17,8 @@ Examples:
 \b
 Exit codes: 0 explained; 2 unknown code.""")
 @click.argument("code", required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_option("text", "json", help_text="Output format: text, or json (the code's documentation as an object; "
+                                          "every code's as a list without CODE).")
 def explain(code: Optional[str], fmt: str) -> None:
     """Explain a finding CODE: what the check looks at, why it matters, where the rule comes from."""
     import difflib

@@ -9,7 +9,7 @@ from typing import List, Optional
 from packaging.version import InvalidVersion, Version
 
 from ...facts import Facts
-from ...findings import Finding, Fix
+from ...findings import AnyOf, Finding, Fix
 from .. import CheckContext, check, docs_for
 from ..suggest import rpm_tool
 from . import DOCS, READS, RELOAD, _evidence, _family, _installed, _nvml_status, _source, _v
@@ -52,7 +52,7 @@ def _mismatch(facts: Facts) -> List[Finding]:
         fix=Fix(text="Reboot, which loads the new module. Without a reboot: stop everything using the GPU "
                      "(display manager, nvidia-persistenced, containers, jobs), then unload and reload the "
                      "modules.",
-                commands=["sudo reboot", RELOAD]) if not _on_disk_differs(facts, uver) else
+                commands=[AnyOf("sudo reboot", RELOAD)]) if not _on_disk_differs(facts, uver) else
         Fix(text="A reboot would load the same old module again: the module installed for this kernel is %s. "
                  "Finish or repair the driver upgrade so the %s kernel module is built and installed, then "
                  "reboot." % (_on_disk(facts), u), commands=_module_repair(facts)),
