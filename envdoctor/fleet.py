@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
+from . import frameworks
 from .policy import FactIndex, gpu_keys, has_frameworks
 
 FLEET_SCHEMA_VERSION = 1
@@ -587,10 +588,7 @@ FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], Optional[str]]]] = [
     ("NCCL (loader picks)", "libraries.loader_choice", lambda f: _loader(f, "libnccl.so.")),
     ("gcc", "compiler.gcc", _fact("compiler.gcc", "version")),
     ("Python", "python.version", _fact("python.version")),
-    ("PyTorch", "framework.torch", _framework("torch")),
-    ("TensorFlow", "framework.tensorflow", _framework("tensorflow")),
-    ("JAX", "framework.jax", _framework("jax")),
-    ("ONNX Runtime", "framework.onnxruntime", _framework("onnxruntime")),
+] + [(fw.display, "framework." + fw.name, _framework(fw.name)) for fw in frameworks.FRAMEWORKS if fw.fleet] + [
     ("Docker", "container.docker", _docker),
     ("NVIDIA Container Toolkit", "container.toolkit", _toolkit_ctk),
     ("nvidia runtime in Docker", "container.nvidia_runtime_configured",

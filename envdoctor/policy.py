@@ -43,6 +43,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from . import frameworks
+
 POLICY_SCHEMA_VERSION = 1
 #: A policy is a page of text; anything much larger is not one (and is not parsed).
 MAX_POLICY_BYTES = 1024 * 1024
@@ -880,7 +882,7 @@ INIT_KEYS = ("os.id", "os.version", "os.arch", "driver.version", "driver.kernel_
              "python.version")
 INIT_GPU_KEYS = ("name", "compute_capability", "memory_total_bytes", "ecc_mode_current", "mig_mode_current",
                  "persistence_mode", "pcie_gen_max", "pcie_width_max")
-INIT_FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "mxnet")
+INIT_FRAMEWORKS = frameworks.ordered_by("policy_order")  # (envdoctor/frameworks/: ``policy_order``)
 
 
 def _toml_value(value: Any) -> str:

@@ -70,6 +70,22 @@ class Report:
         }
 
 
+def report_schema() -> Dict[str, Any]:
+    """The report's JSON schema (``envdoctor/schemas/report.schema.json``) with the findings' components as this
+    envdoctor knows them (the stack and the framework plug-ins, :data:`envdoctor.findings.LAYERS`); the shipped
+    file lists the same (``tests/test_framework_plugins.py``)."""
+    import json
+    import os
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas", "report.schema.json"),
+              encoding="utf-8") as fh:
+        schema: Dict[str, Any] = json.load(fh)
+    from .findings import LAYERS
+
+    schema["$defs"]["finding"]["properties"]["components"]["items"]["enum"] = list(LAYERS)
+    return schema
+
+
 def nvml_serials(host: Host) -> List[str]:
     """Board serial numbers NVML reported on ``host`` (asked already by the probes: from the cache)."""
     return [ans["value"] for key, ans in (host.nvml().data or {}).items()

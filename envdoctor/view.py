@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import frameworks
 from .policy import SEVERITIES, Verdict, gpu_count, report_facts, resolve
 
 
@@ -74,7 +75,8 @@ def stack(report: Dict[str, Any], facts: Optional[Dict[str, Dict[str, Any]]] = N
     return out
 
 
-FRAMEWORKS = ("torch", "tensorflow", "jax")
+#: The frameworks whose version and CUDA the engine outputs name (envdoctor/frameworks/: ``engine_stack``).
+FRAMEWORKS = frameworks.having("engine_stack")
 
 
 class NodeSummary:

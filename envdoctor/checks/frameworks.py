@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from .. import frameworks as framework_table
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
@@ -323,9 +324,7 @@ def cupy_packages(ctx: CheckContext) -> Iterable[Finding]:
 
 
 GLIBC_RULE_URL = "https://peps.python.org/pep-0600/"
-GLIBC_FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "mxnet")
-#: What the import statement is called for each framework (the error the user sees comes from it).
-_IMPORT = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "onnxruntime": "onnxruntime", "mxnet": "mxnet"}
+GLIBC_FRAMEWORKS = framework_table.having("glibc")
 
 
 def _glibc(text: Any) -> Optional[Version]:
@@ -370,7 +369,7 @@ def _glibc_finding(facts: Facts, name: str, abi: Dict[str, Any], system: Version
     fw = facts.mapping("framework." + name)
     tags = [str(t) for t in abi.get("wheel_tags") or [] if isinstance(t, str)]
     tag_words = ("tagged %s, " % ", ".join(tags[:3])) if tags else ""
-    mod = _IMPORT.get(name, name)
+    mod = name
     if elf_over:
         package = str(abi.get("glibc_package") or fw.get("package") or name)
         version = abi.get("glibc_package_version")

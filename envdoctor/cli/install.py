@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import click
 
+from .. import frameworks
 from . import EXIT_USAGE, fail
 from .common import Seconds, env_timeout, os_option, planning_facts, python_option, renamed_option, takes_renamed
 
@@ -448,10 +449,9 @@ SHOWN: Dict[str, Tuple[Sequence[str], Sequence[str]]] = {
     "driver": (("driver.version", "driver.cuda_version", "driver.nvml.status"), ("driver", "gpu")),
     "container-toolkit": (("container.toolkit", "container.nvidia_runtime_configured"),
                           ("container-toolkit", "docker")),
-    "pytorch": (("framework.torch",), ("torch",)),
-    "tensorflow": (("framework.tensorflow",), ("tensorflow",)),
-    "jax": (("framework.jax",), ("jax",)),
 }
+# a framework's recipe (envdoctor/frameworks/): its framework fact, and the findings that name it
+SHOWN.update({recipe: (("framework." + name,), (name,)) for recipe, name in frameworks.RECIPES.items()})
 
 
 def rediagnose(component: str, prefix: Optional[str] = None, python: Optional[str] = None,

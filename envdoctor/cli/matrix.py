@@ -6,16 +6,18 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import click
 
+from .. import frameworks
 from . import EXIT_USAGE, fail
 from .common import echo_output, format_option
 
-#: What the user may type -> the matrix area.
+#: What the user may type -> the matrix area: the hardware areas, and each framework's table by its name and
+#: aliases (envdoctor/frameworks/).
 ALIASES = {
     "cuda": "cuda", "cudnn": "cudnn", "gpu": "gpus", "gpus": "gpus", "cc": "gpu_arch", "arch": "gpu_arch",
-    "gpu_arch": "gpu_arch", "torch": "torch", "pytorch": "torch", "tensorflow": "tensorflow", "tf": "tensorflow",
-    "jax": "jax", "onnxruntime": "onnxruntime", "ort": "onnxruntime", "paddle": "paddle",
-    "paddlepaddle": "paddle", "cupy": "cupy", "tensorrt": "tensorrt", "trt": "tensorrt", "mxnet": "mxnet",
+    "gpu_arch": "gpu_arch", "paddlepaddle": "paddle", "trt": "tensorrt",
 }
+ALIASES.update({alias: fw.matrix_area for fw in frameworks.FRAMEWORKS if fw.matrix_area
+                for alias in (fw.name,) + fw.aliases})
 
 #: The field that names a row, per area.
 KEY = {"gpus": "name", "gpu_arch": "cc", "jax": "jax"}

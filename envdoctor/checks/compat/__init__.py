@@ -446,7 +446,7 @@ def _sass_for(archs: Sequence[str], cc: str) -> bool:
     return False
 
 
-RUNTIME_COMPILED = ("jax", "cupy")
+RUNTIME_COMPILED = framework_table.having("runtime_compiled")
 
 
 def _active_toolkit_row(facts: Facts) -> Optional[Tuple[str, str, Fact, Dict[str, Any]]]:

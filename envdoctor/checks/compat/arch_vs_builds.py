@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
-from ... import matrix
+from ... import frameworks, matrix
 from ...facts import Fact, Facts
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fw
@@ -44,7 +44,7 @@ def _ptx_for(ptx: Sequence[str], cc: str) -> bool:
 
 #: Frameworks whose precompiled kernels decide whether the GPU runs at all; JAX (XLA) and CuPy (NVRTC)
 #: compile most kernels at run time for the GPU present, so only their precompiled ones are at stake.
-ARCH_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy", "paddle")
+ARCH_FRAMEWORKS = frameworks.having("arch_lists")
 
 
 def _arch_vs_builds(facts: Facts) -> List[Finding]:

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from ... import matrix, versions
+from ... import frameworks, matrix, versions
 from ...facts import Facts
 from ...findings import Fix
 from ...matrix import builds
@@ -38,9 +38,8 @@ LDSO_RULE = {"rule": "ld.so search order: DT_RPATH (without DT_RUNPATH), LD_LIBR
                      "/etc/ld.so.cache, default dirs",
              "url": "https://man7.org/linux/man-pages/man8/ld.so.8.html", "checked": CHECKED}
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
-NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "onnxruntime": "ONNX Runtime",
-         "cupy": "CuPy", "paddle": "PaddlePaddle", "mxnet": "MXNet"}
+#: Framework -> how users know it (the framework plug-ins, envdoctor/frameworks/).
+NAMES = {f.name: f.display for f in frameworks.FRAMEWORKS}
 #: soname stem -> component
 STEMS = (("libcudnn", "cudnn"), ("libnccl", "nccl"), ("libnvinfer", "tensorrt"), ("libcublas", "cuda"),
          ("libcudart", "cuda"))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Dict, Iterable, List
 
+from ... import frameworks
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, CodeDoc, check
 from ..suggest import INSTALL_LINE_READS
 from . import (
-    FRAMEWORKS,
     NAMES,
     TORCH_CUDNN_RULE,
     _cudnn_copies,
@@ -155,7 +155,8 @@ def _older_cudnn_fix(facts: Facts, fw: str, e: Dict[str, Any], fix: Fix) -> Fix:
     return fix
 
 
-@check("cudnn-version.{}", each=FRAMEWORKS, requires=("framework.{}", "linkage.*", "libraries.cudnn"),
+@check("cudnn-version.{}", each=frameworks.having("cudnn_build"),
+       requires=("framework.{}", "linkage.*", "libraries.cudnn"),
        reads=("framework.*", "libraries.*", "linkage.*.dlopen") + INSTALL_LINE_READS, layers=("libraries",),
        codes=_CUDNN_VERSION_DOCS)
 def cudnn_version_of(ctx: CheckContext, item: str) -> Iterable[Finding]:

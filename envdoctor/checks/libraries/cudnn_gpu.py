@@ -6,15 +6,15 @@ from typing import Any, Dict, Iterable, List
 
 from packaging.version import Version
 
-from ... import matrix
+from ... import frameworks, matrix
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, CodeDoc, check
-from . import FRAMEWORKS, _cudnn_full_version, _evidence, _fw_version, _v, component_of
+from . import _cudnn_full_version, _evidence, _fw_version, _v, component_of
 
 CUDNN_GPU_URL = "https://docs.nvidia.com/deeplearning/cudnn/backend/latest/reference/support-matrix.html"
 #: frameworks whose GPU builds load cuDNN (for the wheel copies they would pick up)
-_CUDNN_USERS = FRAMEWORKS + ("paddle", "cupy")
+_CUDNN_USERS = frameworks.having("uses_cudnn")
 
 
 def _cudnn_in_use(facts: Facts) -> List[Dict[str, Any]]:

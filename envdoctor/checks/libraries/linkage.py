@@ -8,6 +8,7 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List
 
+from ... import frameworks
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import builds
@@ -16,7 +17,6 @@ from ..suggest import INSTALL_LINE_READS
 from . import (
     _FRAMEWORK_LINKAGE_DOCS,
     CHECKED,
-    FRAMEWORKS,
     LDSO_RULE,
     NAMES,
     _copies_of,
@@ -151,7 +151,7 @@ def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> I
                     p.get("via") == "LD_LIBRARY_PATH" for p in mixed)]))
 
 
-@check("framework-linkage.{}", each=FRAMEWORKS + ("mxnet",), requires=("framework.{}", "linkage.*"),
+@check("framework-linkage.{}", each=frameworks.having("links"), requires=("framework.{}", "linkage.*"),
        reads=("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "gpu.count",
               "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("cuda", "libraries"),
        codes=_FRAMEWORK_LINKAGE_DOCS)
@@ -290,7 +290,7 @@ def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Find
                 commands=["pip install --upgrade '%s'" % (v.get("package") or fw)]))
 
 
-@check("framework-dlopen.{}", each=("tensorflow", "onnxruntime", "cupy", "paddle", "jax"),
+@check("framework-dlopen.{}", each=frameworks.ordered_by("dlopen_order"),
        requires=("linkage.*.dlopen",),
        reads=("cuda.*", "framework.*", "libraries.*", "linkage.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
        layers=("cuda", "libraries"),

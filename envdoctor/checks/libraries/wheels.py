@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, Iterable, List
 
-from ... import matrix
+from ... import frameworks, matrix
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fwm
 from .. import CheckContext, CodeDoc, check
@@ -16,7 +16,6 @@ from ..suggest import INSTALL_LINE_READS, install_line
 from . import (
     _FRAMEWORK_LINKAGE_DOCS,
     CHECKED,
-    FRAMEWORKS,
     LDSO_RULE,
     NAMES,
     _drop_ldp_entry,
@@ -44,7 +43,7 @@ WHEEL_FILES_RULE = {"rule": "pip installs files of different projects to the sam
 def nvidia_wheel_conflicts(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     needed: Dict[str, List[str]] = {}  # wheel -> frameworks that require it
-    for fw in FRAMEWORKS + ("cupy", "paddle"):
+    for fw in frameworks.COMPONENTS:
         for name in (facts.mapping("framework." + fw).get("nvidia_wheels") or {}):
             needed.setdefault(str(name), []).append(fw)
     for c in facts.items("python.nvidia_wheel_conflicts"):
@@ -183,7 +182,8 @@ PIP_SPEC_RULE = {"rule": "an installed distribution must satisfy every Requires-
                  "url": "https://packaging.python.org/en/latest/specifications/version-specifiers/",
                  "checked": CHECKED}
 #: framework -> the fact field listing the NVIDIA wheels it requires
-_WHEEL_FIELDS = (("torch", "nvidia_wheels"), ("jax", "nvidia_wheels"), ("tensorflow", "and_cuda_wheels"))
+#: Framework -> the field of its fact that lists the NVIDIA wheels it requires.
+_WHEEL_FIELDS = tuple((f.name, f.nvidia_wheels_field) for f in frameworks.FRAMEWORKS if f.nvidia_wheels_field)
 
 
 @check("nvidia-wheels", requires=("framework.*",), reads=(), layers=("frameworks",), codes=(
