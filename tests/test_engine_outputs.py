@@ -31,6 +31,9 @@ from envdoctor.view import summarize
 
 from .engines import BROKEN, HEALTHY, POLICY, ROOT, envdoctor_env, write_policy
 
+#: The engines run for real (promtool, node_exporter) where installed.
+pytestmark = pytest.mark.engine
+
 
 def check(tmp_path, snapshot: str, fmt: str, *extra: str) -> subprocess.CompletedProcess:
     policy = write_policy(str(tmp_path))
