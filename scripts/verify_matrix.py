@@ -76,6 +76,8 @@ VENDOR_HOSTS = (
     "nvidia.com", "nvdam.widen.net", "pytorch.org",
     "download.pytorch.org", "www.tensorflow.org", "docs.jax.dev", "jax.readthedocs.io", "onnxruntime.ai",
     "docs.cupy.dev", "www.paddlepaddle.org.cn", "mxnet.apache.org", "pypi.org",
+    # the kernel's own messages about a module it refuses (kernel_messages.json) are the kernel's word
+    "git.kernel.org",
 )
 VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax-ml/", "github.com/google/jax",
                 "github.com/microsoft/onnxruntime", "github.com/cupy/", "github.com/NVIDIA/",

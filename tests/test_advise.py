@@ -34,7 +34,7 @@ def test_kepler_k80_driver_470_newest_cuda_11_4_and_last_sm37_torch():
     a = answer("470.82.01", "3.7")  # Tesla K80 on the R470 branch (its last driver branch)
     assert a.cuda.newest_native == "11.4"            # Table 3: 470.42.01 <= 470.82.01 < 495.29.05 (11.5)
     assert a.cuda.newest_minor_compat == "11.8"      # 11.x minor-version compatibility from 450.80.02
-    assert a.cuda.gpu_range == ("8.0", "11.8")       # CUDA 12.0 dropped Kepler (cc_min 5.0)
+    assert a.cuda.gpu_range == ("6.5", "11.8")       # from the table's first (6.5); CUDA 12.0 dropped Kepler
     assert any("CUDA 12.0 drops it" in n for n in a.cuda.notes)
     torch = a.framework("torch")
     # cu118 is the last variant with sm_37 (RELEASE.md), but from 2.4 its wheels pull cuDNN 9.1.0.70 from

@@ -182,13 +182,29 @@ def test_init_failed_names_the_gpu_the_driver_message_and_the_checklist() -> Non
       "NVRM: BAR1 is 0M @ 0x0 (PCI:0000:01:00.0)"], "Above 4G Decoding"),
     (["pci 0000:01:00.0: BAR 1: no space for [mem size 0x800000000 64bit pref]"], "64-bit MMIO"),
     (["NVRM: GPU 0000:01:00.0: GPU does not have the necessary power cables connected."], "auxiliary power"),
-    (["NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85) installed in this system is not supported by the "
-      "NVIDIA 535.183.01 driver release."], "driver branch that supports"),
     (["NVRM: RmInitAdapter: Cannot initialize GSP firmware RM"], "GSP"),
 ])
 def test_init_failed_fix_follows_the_cause_the_kernel_names(extra: List[str], cause_words: str) -> None:
     f = _verdict(["0000:01:00.0"], {}, extra + RM_5090)["gpu.init_failed"][0]
     assert cause_words in f.fix.text
+
+
+def test_a_gpu_the_branch_does_not_support_is_its_own_finding_not_an_init_failure() -> None:
+    from envdoctor.checks.kernel_log import kernel_log
+
+    # the lines as the driver prints them (osapi.c: one message over several lines)
+    log = ["NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85)",
+           "NVRM: installed in this system is not supported by the",
+           "NVRM: NVIDIA 535.183.01 driver release."] + RM_5090
+    assert _verdict(["0000:01:00.0"], {}, log) == {}  # gpu.init_failed stays quiet: the cause is the branch
+    facts = Facts([ok("gpu.count", 0, "nvml:device_count"), ok("driver.kernel_module.loaded", True, "file:/proc"),
+                   ok("gpu.pci_devices", [{"bus_id": "0000:01:00.0", "driver": "nvidia", "device_id": "10de:2b85"}],
+                      "dir:/sys/bus/pci/devices"), ok("driver.kernel_log", log, "command:dmesg")])
+    found = list(kernel_log(CheckContext(facts, [])))
+    assert [f.code for f in found] == ["driver.gpu_not_supported_by_branch"]
+    f = found[0]
+    assert f.severity == "error" and "NVIDIA GeForce RTX 5090" in f.title and "535.183.01" in f.detail
+    assert "branch whose supported-GPU list has this GPU" in f.fix.text
 
 
 def test_old_driver_lines_without_an_address_belong_to_the_only_missing_gpu() -> None:

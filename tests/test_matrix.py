@@ -133,7 +133,9 @@ def test_minor_compat_floor_for_13_x_is_in_the_580_branch():
         ("470.57.02", "11.4", "11.8"),
         ("455.23.05", "11.1", "11.8"),
         ("396.26", "9.2", "9.2"),  # CUDA 9.2's GA driver (Table 2); 9.x has no minor-version compatibility
-        ("352.31", None, None),  # CUDA 7.5's driver: older than anything in the table
+        ("352.31", "7.5", "7.5"),  # CUDA 7.5's driver (Table 3)
+        ("340.108", "6.5", "6.5"),  # the last R340 (no CUDA-version call in its NVML): CUDA 6.5's driver line
+        ("331.113", None, None),  # older than anything in the table
         ("not a version", None, None),
     ],
 )
@@ -143,7 +145,7 @@ def test_newest_cuda_for_driver(driver, plain, compat):
 
 
 def test_unknown_cuda_version_answers_none_not_an_exception():
-    assert hw.cuda_release("7.5") is None
+    assert hw.cuda_release("6.0") is None  # before the table (it begins at 6.5)
     assert hw.min_driver_for_cuda("garbage") is None
     assert hw.gcc_max_for_cuda("") is None
     assert hw.cuda_supports_cc("99.0", "8.0") is None

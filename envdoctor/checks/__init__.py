@@ -16,6 +16,7 @@ another to find out.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import importlib
 import pkgutil
@@ -54,8 +55,8 @@ class CheckSpec(NamedTuple):
     reads: Optional[Tuple[str, ...]] = None
     #: The report layers (``diagnose --only`` names) its findings are shown under. None: undeclared (any).
     layers: Optional[Tuple[str, ...]] = None
-    #: One root cause, one finding: (a code of this check, or ``*`` for any, the codes of other checks it yields
-    #: to). A finding of this check is dropped when another check found one of those (see :func:`run_checks`).
+    #: One root cause, one finding: (a code of this check, or ``*`` for any, what it yields to). A finding of this
+    #: check is dropped when another check found one of those (see :func:`yields_match`, :func:`run_checks`).
     yields: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     #: Where it was declared: (module, place in that module), for an order that does not depend on imports.
     origin: Tuple[str, int] = ("", 0)
@@ -81,8 +82,9 @@ def check(name: str, codes: Sequence[CodeDoc], requires: Optional[Sequence[str]]
     missing, instead of the check passing on an empty layer. ``reads`` names the other facts it looks at and
     ``layers`` the report layers of its findings (see :class:`CheckSpec`): with them ``diagnose --only``
     examines just what the chosen layers' verdicts depend on. ``yields`` maps a code of this check (``*``:
-    any) to the codes of other checks that tell the same root cause: when one of those is found, this check's
-    finding is dropped. ``each``: one check per item (``name``, ``requires`` and ``reads`` hold ``{}`` for it;
+    any) to what tells the same root cause: other checks' codes (``driver.library_mismatch``), or a check's
+    findings (``kernel-log:*``), either at a lowest severity (``>=error``); when one of those is found, this
+    check's finding is dropped. ``each``: one check per item (``name``, ``requires`` and ``reads`` hold ``{}`` for it;
     the function takes the item as ``item=``), so that a crash on one item hides no other's verdict."""
     if not codes:
         raise TypeError("check %r declares no finding codes" % name)
@@ -102,6 +104,30 @@ def check(name: str, codes: Sequence[CodeDoc], requires: Optional[Sequence[str]]
     return deco
 
 
+_SEVERITIES = ("info", "warning", "error")
+
+
+def _target(target: str) -> Tuple[str, str, str]:
+    """(check glob, code glob, lowest severity) of a ``yields`` target: ``CODE`` or ``CHECK:CODE``, either with
+    ``>=warning`` or ``>=error`` (``driver.library_mismatch``, ``kernel-log:*>=error``)."""
+    target, _, least = target.partition(">=")
+    check_glob, _, code = target.rpartition(":")
+    return check_glob or "*", code or "*", least or "info"
+
+
+def yields_match(target: str, check_name: str, finding: Finding) -> bool:
+    """Whether ``finding``, said by the check ``check_name``, is one a ``yields`` target names."""
+    check_glob, code, least = _target(target)
+    return (fnmatch.fnmatchcase(check_name, check_glob) and fnmatch.fnmatchcase(finding.code, code)
+            and _SEVERITIES.index(finding.severity) >= _SEVERITIES.index(least))
+
+
+def may_say(target: str, spec: CheckSpec) -> bool:
+    """Whether the check ``spec`` can say a finding the ``yields`` target names (by its name and declared codes)."""
+    check_glob, code, _ = _target(target)
+    return fnmatch.fnmatchcase(spec.name, check_glob) and any(fnmatch.fnmatchcase(d.code, code) for d in spec.codes)
+
+
 def _each(keys: Optional[Sequence[str]], item: Optional[str]) -> Optional[Tuple[str, ...]]:
     if keys is None:
         return None
@@ -116,6 +142,17 @@ def docs_for(docs: Sequence[CodeDoc], *codes: str) -> Tuple[CodeDoc, ...]:
     if missing:
         raise KeyError("undocumented finding codes: %s" % ", ".join(sorted(missing)))
     return picked
+
+
+def quietly(question: Callable[..., Iterable[Finding]], *args: Any) -> List[Finding]:
+    """What another check's ``question`` concludes, asked from inside a check (a crash there counts as no finding).
+    Left only for the kernel-log and GPU checks that still read which GPUs another check explains; every other
+    "one root cause, one finding" is declared with ``yields`` (``tests/test_check_units.py`` holds the list of
+    its users)."""
+    try:
+        return list(question(*args))
+    except Exception:  # noqa: BLE001 - reported by the check that owns the question
+        return []
 
 
 def group(prefix: str) -> CheckFn:
@@ -188,7 +225,7 @@ def yielded_to(specs: Sequence[CheckSpec]) -> List[CheckSpec]:
         spec = todo.pop()
         targets = {t for _, ts in spec.yields for t in ts}
         for other in every:
-            if other.name not in wanted and targets & {d.code for d in other.codes}:
+            if other.name not in wanted and other.name != spec.name and any(may_say(t, other) for t in targets):
                 wanted.add(other.name)
                 todo.append(other)
     return [s for s in every if s.name in wanted]
@@ -254,10 +291,10 @@ def findings_by_check(ctx: CheckContext, specs: Sequence[CheckSpec], contain: bo
         spec = by_name[name]
         kept = []
         for f in said[name]:
-            targets = set(spec.yields_to(f.code))
+            targets = spec.yields_to(f.code)
             if targets and any(other != name and other not in path and
-                               any(g.code in targets for g in settle(other, path + (name,)))
-                               for other in said if targets & {d.code for d in by_name[other].codes}):
+                               any(yields_match(t, other, g) for t in targets for g in settle(other, path + (name,)))
+                               for other in said if any(may_say(t, by_name[other]) for t in targets)):
                 continue
             kept.append(f)
         settled[name] = kept
@@ -294,5 +331,8 @@ def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None,
     for spec in runnable:
         if not keep or spec.name in keep:
             findings.extend(said[spec.name])
+    from .driven import settle
+
+    findings = settle(findings, ctx.facts)  # a GPU the driver does not drive is never "Works"
     findings.sort(key=sort_key)
     return findings

@@ -221,12 +221,36 @@ CDI_STALE_THREAD = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/88
 _ON_DEMAND_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
 
 
+def _cdi_wrong_majors(facts: Facts, spec: Dict[str, Any], wrong: List[Dict[str, Any]]) -> Finding:
+    """A spec that pins device numbers (major/minor) the host's driver no longer has: nvidia-uvm's and
+    nvidia-caps' majors are handed out when their module loads, so a driver reload or another kernel moves them."""
+    path = spec.get("path")
+    first = wrong[0]
+    what = ", ".join("%s (major %s in the spec, %s now)" % (w.get("path"), w.get("spec_major"), w.get("host_major"))
+                     for w in wrong)
+    return Finding(
+        code="container-toolkit.cdi_spec_stale", severity="warning", components=["container-toolkit"],
+        title="The CDI spec %s pins device numbers the host no longer has: %s" % (path, what),
+        detail="The spec gives %s the major number %s, but /proc/devices gives the %s driver %s now (its major is "
+               "handed out when the module loads, and moves with a driver reload or another kernel). A container "
+               "gets a device node that reaches no driver: CUDA fails in it ('unknown error', cuInit 999)." % (
+                   first.get("path"), first.get("spec_major"), first.get("driver"), first.get("host_major")),
+        evidence=_ev(facts, "container.cdi_specs"),
+        source={"rule": "a CDI spec's device nodes must match the host's (path, major, minor); regenerate it after "
+                        "driver changes", "url": CDI_DOC, "checked": "2026-11-29"},
+        fix=Fix(text="Regenerate the spec from the devices present now (nvidia-ctk writes no device numbers, so "
+                     "the runtime reads them from the host's nodes).",
+                commands=["grep nvidia /proc/devices", "sudo nvidia-ctk cdi generate --output=%s" % path,
+                          "nvidia-ctk cdi list"]))
+
+
 @check("container-toolkit.cdi-spec", requires=("container.cdi_specs",), reads=("container.*", "os.*"),
        layers=("containers",), codes=(
     CodeDoc("container-toolkit.cdi_spec_stale", "warning",
             "An NVIDIA CDI spec in /etc/cdi or /var/run/cdi names device nodes that do not exist on this host "
-            "(it was generated for another GPU or device layout).",
-            "container.cdi_specs (missing_nodes)",
+            "(it was generated for another GPU or device layout), or pins device numbers (major) the host's "
+            "driver no longer has (/proc/devices).",
+            "container.cdi_specs (missing_nodes, wrong_majors)",
             "Podman, containerd or Docker in CDI mode refuse the devices that name them: 'setting up CDI "
             "devices: failed to inject devices: failed to stat CDI host device \"/dev/...\": no such file or "
             "directory'.", CDI_STALE_THREAD),
@@ -240,6 +264,10 @@ def cdi_spec_stale(ctx: CheckContext) -> Iterable[Finding]:
         if not isinstance(spec, dict) or not str(spec.get("kind") or "").startswith("nvidia.com/"):
             continue
         gone = [n for n in spec.get("missing_nodes") or [] if n not in _ON_DEMAND_NODES]
+        wrong = [w for w in spec.get("wrong_majors") or [] if isinstance(w, dict)]
+        if wrong and not gone:
+            yield _cdi_wrong_majors(facts, spec, wrong)
+            continue
         if not gone:
             continue
         path = spec.get("path")
@@ -258,3 +286,39 @@ def cdi_spec_stale(ctx: CheckContext) -> Iterable[Finding]:
             fix=Fix(text="Regenerate the spec from the devices present now (toolkit 1.18 and later also ship the "
                          "nvidia-cdi-refresh service, which does this at boot and on driver changes).",
                     commands=["sudo nvidia-ctk cdi generate --output=%s" % path, "nvidia-ctk cdi list"]))
+
+
+NCCL_DOCKER = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#docker"
+#: Docker's default size of a container's /dev/shm (``--shm-size`` unset): 64 MiB.
+DOCKER_DEFAULT_SHM = 64 * 1024 * 1024
+
+
+@check("container-shm", requires=("gpu.count",), reads=("container.shm", "os.container"), layers=("containers",),
+       codes=(
+    CodeDoc("container.shm_too_small_for_nccl", "warning", "Inside a container with several GPUs, /dev/shm is "
+            "Docker's default 64 MiB (or smaller).", "container.shm, gpu.count, os.container",
+            "NCCL keeps its intra-node buffers in /dev/shm: multi-GPU training fails at start-up ('Error while "
+            "creating shared memory segment ... No space left on device', 'unhandled system error').", NCCL_DOCKER),
+))
+def container_shm(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    shm, count = facts.mapping("container.shm"), facts.value("gpu.count")
+    size = shm.get("size_bytes")
+    if not facts.value("os.container") or not isinstance(count, int) or count < 2 or not isinstance(size, int):
+        return []
+    if size > DOCKER_DEFAULT_SHM:
+        return []
+    return [Finding(
+        code="container.shm_too_small_for_nccl", severity="warning", components=["docker", "nccl"],
+        title="/dev/shm in this container is %d MiB, with %d GPUs: too small for NCCL" % (size // (1024 * 1024),
+                                                                                        count),
+        detail="Docker gives a container 64 MiB of /dev/shm unless told otherwise; NCCL allocates its buffers "
+               "between GPUs of one node there, so multi-GPU jobs (DDP, torchrun, Horovod) fail at their first "
+               "collective with 'No space left on device' or 'unhandled system error'.",
+        evidence=_ev(facts, "container.shm", "gpu.count", "os.container"),
+        source={"rule": "NCCL in Docker needs a larger /dev/shm (--shm-size=1g) or the host's IPC namespace",
+                "url": NCCL_DOCKER, "checked": "2026-11-29"},
+        fix=Fix(text="Start the container with more shared memory (or the host's IPC namespace); in Kubernetes, "
+                     "mount an emptyDir with medium: Memory at /dev/shm.",
+                commands=["docker run --gpus all --shm-size=1g --ulimit memlock=-1 ...",
+                          "docker run --gpus all --ipc=host ..."]))]

@@ -8,6 +8,7 @@ it and lower its severity when the row is not verified (:func:`envdoctor.matrix.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -70,6 +71,31 @@ def jax_cudnn_built(value: Dict[str, Any]) -> Optional[Tuple[str, Row]]:
     return None
 
 
+def _ngc(text: Any) -> Optional[Tuple[int, int]]:
+    """An NGC release ``"22.12"`` (or a wheel's local tag ``nv22.12``, ``nv21.4``) -> (22, 12)."""
+    m = re.match(r"^(?:nv)?(\d{2})\.(\d{1,2})$", str(text or ""))
+    return (int(m.group(1)), int(m.group(2))) if m and 1 <= int(m.group(2)) <= 12 else None
+
+
+def nvidia_tensorflow_build(version: Any) -> Optional[Tuple[str, Row]]:
+    """The CUDA an nvidia-tensorflow wheel (``1.15.5+nv22.12``) was built with: its NGC release's, from NVIDIA's
+    release notes; for a release between two listed ones that share a CUDA minor, that minor's (the NGC stack only
+    moves forward). None when not known."""
+    m = re.search(r"\+(nv\d{2}\.\d{1,2})$", str(version or ""))
+    want = _ngc(m.group(1)) if m else None
+    if want is None:
+        return None
+    rows = [r for r in load(AREA) if r.get("framework") == "nvidia-tensorflow" and _ngc(r.get("ngc"))]
+    for row in rows:
+        if _ngc(row["ngc"]) == want:
+            return str(row["cuda"]), row
+    before = [r for r in rows if _ngc(r["ngc"]) < want]  # type: ignore[operator]
+    after = [r for r in rows if _ngc(r["ngc"]) > want]  # type: ignore[operator]
+    if before and after and _minor(before[-1]["cuda"]) == _minor(after[0]["cuda"]):
+        return ".".join(str(p) for p in _minor(before[-1]["cuda"]) or ()), before[-1]
+    return None
+
+
 def tensorflow_tensorrt_major(version: Any) -> Optional[Tuple[str, Row]]:
     """The TensorRT major a TensorFlow release's TensorRT build opens (libnvinfer.so.<major>)."""
     for row in _rows("tensorflow", version):
@@ -94,8 +120,14 @@ def validate(rows: List[Row]) -> List[str]:
         elif fw == "tensorflow":
             if not str(row.get("tensorrt_major", "")).isdigit():
                 problems.append("%s: a tensorflow row needs tensorrt_major (digits)" % where)
+        elif fw == "nvidia-tensorflow":
+            if _ngc(row.get("ngc")) is None or _plain(row.get("cuda")) is None:
+                problems.append("%s: an nvidia-tensorflow row needs ngc (YY.MM) and cuda" % where)
         else:
-            problems.append("%s: framework %r is not jaxlib or tensorflow" % (where, fw))
+            problems.append("%s: framework %r is not jaxlib, tensorflow or nvidia-tensorflow" % (where, fw))
+    ngcs = [_ngc(r.get("ngc")) for r in rows if r.get("framework") == "nvidia-tensorflow"]
+    if ngcs != sorted(ngcs, key=lambda t: t or (0, 0)):
+        problems.append("nvidia-tensorflow rows must be in NGC release order")
     return problems
 
 

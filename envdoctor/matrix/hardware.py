@@ -17,7 +17,9 @@ from packaging.version import Version
 from . import Row, load, parse_version, read_document
 
 #: Minor releases that never shipped, so a gap there is expected.
-KNOWN_GAPS = {"12.7": "CUDA 12.7 was never released (12.6 Update 3 was followed by 12.8)"}
+KNOWN_GAPS = {"12.7": "CUDA 12.7 was never released (12.6 Update 3 was followed by 12.8)",
+              "7.1": "CUDA 7.0 was followed by 7.5", "7.2": "CUDA 7.0 was followed by 7.5",
+              "7.3": "CUDA 7.0 was followed by 7.5", "7.4": "CUDA 7.0 was followed by 7.5"}
 
 #: Releases whose own GA driver is older than their major's minor-compatibility floor.
 FLOOR_ABOVE_GA = {

@@ -65,6 +65,97 @@ def _ccbin_from_flags(flags: str) -> Optional[str]:
     return None
 
 
+#: ``PATH += dir:`` (prepend), ``PATH =+ dir`` (append) and ``PATH = dir`` lines of an nvcc.profile.
+_PROFILE_LINE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?P<op>\+=|=\+|\?=|=)\s*(?P<value>.*?)\s*$")
+
+
+def parse_nvcc_profile(text: str, here: str) -> Dict[str, List[str]]:
+    """The directories an nvcc.profile puts before (``before``) and after (``after``) the caller's PATH.
+
+    nvcc reads the nvcc.profile beside it (NVIDIA's own: ``PATH += $(CICC_PATH):$(_HERE_):``, ``+=`` prepends;
+    Debian's nvidia-cuda-toolkit: ``PATH += /usr/lib/nvidia-cuda-toolkit/bin:``), ``$(_HERE_)`` being nvcc's
+    directory; so a ``gcc`` beside nvcc (Arch's /opt/cuda/bin/gcc, Debian's wrapper script) is the one it runs."""
+    values: Dict[str, str] = {"_HERE_": here, "_SPACE_": " "}
+
+    def expand(value: str) -> str:
+        for _ in range(5):
+            new = re.sub(r"\$\((\w+)\)", lambda m: values.get(m.group(1), ""), value)
+            if new == value:
+                break
+            value = new
+        return value
+
+    out: Dict[str, List[str]] = {"before": [], "after": []}
+    for line in text.splitlines()[:200]:
+        if line.lstrip().startswith("#"):
+            continue
+        m = _PROFILE_LINE.match(line)
+        if not m:
+            continue
+        value = expand(m.group("value"))
+        if m.group("name") != "PATH":
+            if m.group("op") in ("=", "?=") or m.group("name") not in values:
+                values[m.group("name")] = value
+            continue
+        dirs = [posixpath.normpath(d) for d in value.split(":") if d.startswith("/")]
+        if m.group("op") == "+=":
+            out["before"] = dirs + out["before"]
+        elif m.group("op") == "=+":
+            out["after"] += dirs
+    return out
+
+
+def _nvcc_gcc(host: Host) -> Optional[Fact]:
+    """``compiler.nvcc_gcc``: the gcc nvcc runs when nothing names one (-ccbin, NVCC_CCBIN): the first ``gcc`` on
+    the PATH its nvcc.profile makes (nvcc's own directory first), which is not always the shell's."""
+    nvcc = host.which("nvcc")
+    if not nvcc:
+        return None
+    real = host.resolve(nvcc)
+    here = posixpath.dirname(real)
+    label = "gcc that nvcc runs"
+    prof = host.read_file(posixpath.join(here, "nvcc.profile"), limit=64 * 1024)
+    # NVIDIA's nvcc.profile puts nvcc's own directory first; without a readable one, assume that layout
+    dirs = parse_nvcc_profile(prof.text, here) if prof.text is not None else {"before": [here], "after": []}
+    path_dirs = [d for d in (host.getenv("PATH") or "").split(":") if d.startswith("/")]
+    search = dirs["before"] + path_dirs + dirs["after"]
+    src = "file:" + posixpath.join(here, "nvcc.profile")
+    gcc = next((posixpath.join(d, "gcc") for d in search if host.exists(posixpath.join(d, "gcc"))), None)
+    if gcc is None:
+        return ok("compiler.nvcc_gcc", None, src, label)
+    if gcc == host.which("gcc"):
+        return ok("compiler.nvcc_gcc", {"path": gcc, "same_as_path": True}, src, label)
+    argv = [gcc, "--version"]
+    r = host.run(argv, timeout=10)
+    if not r.ok:
+        maker = timed_out if r.timed_out else unknown
+        return maker("compiler.nvcc_gcc", "%s (nvcc's own gcc): %s" % (gcc, r.describe_failure()),
+                     "command:" + " ".join(argv), label)
+    version = parse_gcc_version(r.stdout)
+    if not version:
+        return unknown("compiler.nvcc_gcc", "unexpected output of %s --version" % gcc, "command:" + " ".join(argv),
+                       label)
+    return ok("compiler.nvcc_gcc", {"path": gcc, "version": version, "same_as_path": False,
+                                    "banner": r.stdout.strip().splitlines()[0][:200],
+                                    "via": "nvcc.profile" if prof.text is not None else "beside nvcc"},
+              "command:" + " ".join(argv), label)
+
+
+def _override_version(host: Host, override: Dict[str, Any]) -> None:
+    """The version of the compiler -ccbin/NVCC_CCBIN names (a program, or a directory holding gcc)."""
+    p = str(override.get("path") or "")
+    if not p:
+        return
+    prog = p if not p.startswith("/") else (posixpath.join(p, "gcc") if host.is_dir(p) else p)
+    path = prog if prog.startswith("/") else host.which(prog)
+    if not path or "clang" in posixpath.basename(path):
+        return
+    r = host.run([path, "--version"], timeout=10)
+    version = parse_gcc_version(r.stdout) if r.ok else None
+    if version:
+        override["version"] = version
+
+
 @register("compilers", "Host compilers", order=70,
           produces=("compiler.*",))
 def probe_compilers(ctx: ProbeContext) -> Iterable[Fact]:
@@ -108,8 +199,14 @@ def probe_compilers(ctx: ProbeContext) -> Iterable[Fact]:
     if override is not None:
         p = override["path"]
         override["exists"] = host.exists(p) if p.startswith("/") else host.which(p) is not None
+        if override["exists"]:
+            _override_version(host, override)
         facts.append(ok("compiler.nvcc_host", override, "env:" + override["var"], "nvcc host-compiler override"))
     else:
         facts.append(ok("compiler.nvcc_host", None, "env:NVCC_CCBIN,CUDAHOSTCXX,NVCC_PREPEND_FLAGS,NVCC_APPEND_FLAGS",
                         "nvcc host-compiler override"))
+    if override is None:
+        own = _nvcc_gcc(host)
+        if own is not None:
+            facts.append(own)
     return facts

@@ -26,7 +26,7 @@ import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from ..facts import Fact, ok, timed_out, unknown
-from ..host.base import CommandResult, Host
+from ..host.base import FILE_FILTERS, CommandResult, Host
 from ..host.privacy import redact_environ
 from . import ProbeContext, register
 
@@ -473,49 +473,183 @@ def toolkit_fact(host: Host) -> Fact:
     return ok("container.toolkit", value, src, "NVIDIA Container Toolkit")
 
 
-_CDI_NODE = re.compile(r"""^(\s*)(-\s*)?"?(path|hostPath)"?\s*:\s*"?([^"\s#]+)""")
+_KEY = re.compile(r"""^(?P<indent>\s*)(?P<dash>-\s+)?"?(?P<key>[\w.-]+)"?\s*:\s*(?P<value>.*?)\s*$""")
+
+
+def _scalar(value: str) -> str:
+    value = value.split(" #", 1)[0].strip()
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
+
+
+def parse_cdi(text: str) -> Dict[str, Any]:
+    """The parts of a CDI spec envdoctor judges: ``kind``, ``cdiVersion``, each device's name and every device
+    node (``path``, ``hostPath``, ``major``, ``minor``), from the spec-wide ``containerEdits`` and each device's.
+
+    JSON specs are parsed as JSON; YAML ones line by line, as ``nvidia-ctk cdi generate`` writes them (keys sorted:
+    a device's ``name:`` comes after its ``containerEdits:``) and as people write them (``- name:`` first)."""
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            def nodes_of(edits: Any) -> List[Dict[str, str]]:
+                out = []
+                for n in (edits or {}).get("deviceNodes") or [] if isinstance(edits, dict) else []:
+                    if isinstance(n, dict):
+                        out.append({k: str(n[k]) for k in ("path", "hostPath", "major", "minor") if k in n})
+                return out
+            devices = [d for d in doc.get("devices") or [] if isinstance(d, dict)]
+            nodes = nodes_of(doc.get("containerEdits"))
+            for d in devices:
+                nodes += nodes_of(d.get("containerEdits"))
+            return {"kind": doc.get("kind"), "cdi_version": doc.get("cdiVersion"),
+                    "devices": [str(d.get("name")) for d in devices if d.get("name") is not None], "nodes": nodes}
+    out: Dict[str, Any] = {"kind": None, "cdi_version": None, "devices": [], "nodes": []}
+    section = ""  # the top-level key we are in
+    device_indent: Optional[int] = None  # indentation of the "- " that begins each device
+    nodes_indent: Optional[int] = None  # indentation of "deviceNodes:" while inside it
+    node: Optional[Dict[str, str]] = None
+    node_keys: Optional[int] = None  # indentation of a device node's keys
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#") or line.startswith("---"):
+            continue
+        m = _KEY.match(line)
+        if not m:
+            if line.lstrip().startswith("-") and nodes_indent is not None:
+                node = None  # a list item that is no node entry
+            continue
+        indent = len(m.group("indent"))
+        dash = m.group("dash")
+        key, value = m.group("key"), _scalar(m.group("value"))
+        if indent == 0 and not dash:
+            section, device_indent, nodes_indent, node = key, None, None, None
+            if key == "kind":
+                out["kind"] = value
+            elif key == "cdiVersion":
+                out["cdi_version"] = value
+            elif key == "deviceNodes" and not value:  # a fragment: the list at the top
+                nodes_indent = 0
+            continue
+        if nodes_indent is not None and indent <= nodes_indent and not (dash and indent == nodes_indent):
+            nodes_indent, node = None, None
+        if section == "devices" and dash and (device_indent is None or indent == device_indent) and \
+                nodes_indent is None:
+            device_indent = indent
+        if section == "devices" and key == "name" and device_indent is not None and nodes_indent is None and (
+                (dash and indent == device_indent) or (not dash and indent == device_indent + 2)):
+            out["devices"].append(value)
+            continue
+        if key == "deviceNodes" and not value:
+            nodes_indent, node = indent, None
+            continue
+        if nodes_indent is not None:
+            if dash:
+                node = {}
+                node_keys = indent + len(dash)
+                out["nodes"].append(node)
+            if node is not None and indent + (len(dash) if dash else 0) == node_keys \
+                    and key in ("path", "hostPath", "major", "minor"):
+                node[key] = value
+    return out
 
 
 def cdi_device_nodes(text: str) -> List[str]:
     """The host device nodes a CDI spec's deviceNodes entries name (``hostPath`` where given, else ``path``),
-    in order, each once.  Only paths under /dev: hooks and mounts also have ``path`` keys, and none of
-    theirs is a device node.  A line-based reading of the YAML ``nvidia-ctk cdi generate`` writes (one key a
-    line); JSON specs, on one line, yield nothing."""
+    in order, each once (only paths under /dev)."""
     nodes: List[str] = []
-    item: Optional[Dict[str, str]] = None
-    items: List[Dict[str, str]] = []
-    for line in text.splitlines():
-        m = _CDI_NODE.match(line)
-        if not m:
-            if line.lstrip().startswith("-"):
-                item = None  # another list item begins
-            continue
-        if m.group(2):  # "- path: ..." starts an entry
-            item = {}
-            items.append(item)
-        if item is not None:
-            item.setdefault(m.group(3), m.group(4))
-    for it in items:
-        node = it.get("hostPath") or it.get("path") or ""
+    for n in parse_cdi(text)["nodes"]:
+        node = n.get("hostPath") or n.get("path") or ""
         if node.startswith("/dev/") and node not in nodes:
             nodes.append(node)
     return nodes
 
 
+PROC_DEVICES = "/proc/devices"
+
+
+def char_majors(text: str) -> Dict[str, int]:
+    """``/proc/devices``' character devices: driver name -> major."""
+    out: Dict[str, int] = {}
+    part = text.split("Block devices:", 1)[0]
+    for line in part.splitlines():
+        m = re.match(r"^\s*(\d+)\s+(\S+)\s*$", line)
+        if m:
+            out.setdefault(m.group(2), int(m.group(1)))
+    return out
+
+
+#: Which /proc/devices driver a node of the NVIDIA driver belongs to: nvidia-uvm's and nvidia-caps' majors are
+#: given out when the module loads (they change across driver reloads and kernels); the others are fixed (195).
+_NODE_DRIVER = ((re.compile(r"^/dev/nvidia-uvm(?:-tools)?$"), "nvidia-uvm"),
+                (re.compile(r"^/dev/nvidia-caps/"), "nvidia-caps"),
+                (re.compile(r"^/dev/nvidia-nvswitch"), "nvidia-nvswitch"),
+                (re.compile(r"^/dev/nvidia(?:\d+|ctl|-modeset)$"), "nvidia-frontend"))
+
+
+def _wrong_majors(nodes: List[Dict[str, str]], majors: Dict[str, int]) -> List[Dict[str, Any]]:
+    out = []
+    for n in nodes:
+        path = n.get("hostPath") or n.get("path") or ""
+        if not str(n.get("major", "")).isdigit():
+            continue
+        driver = next((d for rx, d in _NODE_DRIVER if rx.match(path)), None)
+        have = majors.get(driver or "")
+        if driver == "nvidia-frontend" and have is None:
+            have = majors.get("nvidia")
+        if have is not None and have != int(n["major"]):
+            out.append({"path": path, "spec_major": int(n["major"]), "host_major": have, "driver": driver})
+    return out
+
+
 def cdi_fact(host: Host) -> Fact:
     specs: List[Dict[str, Any]] = []
+    majors: Optional[Dict[str, int]] = None
     for d in CDI_DIRS:
         for path in host.glob_dir(d, r".+\.(ya?ml|json)"):
             text = host.read_text(path, limit=4 * 1024 * 1024) or ""
-            kind = re.search(r"""^\s*"?kind"?\s*:\s*"?([\w./-]+)""", text, re.M)
-            ver = re.search(r"""^\s*"?cdiVersion"?\s*:\s*"?([\w.]+)""", text, re.M)
-            devices = re.findall(r"""^\s*-\s*"?name"?\s*:\s*"?([\w.-]+)""", text, re.M)
+            parsed = parse_cdi(text)
             nodes = cdi_device_nodes(text)
-            specs.append({"path": path, "kind": kind.group(1) if kind else None,
-                          "cdi_version": ver.group(1) if ver else None, "devices": devices,
-                          "missing_nodes": [n for n in nodes if not host.exists(n)]})
+            spec: Dict[str, Any] = {"path": path, "kind": parsed["kind"], "cdi_version": parsed["cdi_version"],
+                                    "devices": parsed["devices"],
+                                    "missing_nodes": [n for n in nodes if not host.exists(n)]}
+            if any(str(n.get("major", "")).isdigit() for n in parsed["nodes"]):
+                if majors is None:
+                    proc = host.read_text(PROC_DEVICES, limit=64 * 1024)
+                    majors = char_majors(proc) if proc is not None else {}
+                spec["wrong_majors"] = _wrong_majors(parsed["nodes"], majors)
+            specs.append(spec)
     value = {"specs": specs, "nvidia": any((s["kind"] or "").startswith("nvidia.com/") for s in specs)}
     return ok("container.cdi_specs", value, "dir:" + ",".join(CDI_DIRS), "CDI specs")
+
+
+MOUNTS = "/proc/self/mounts"
+
+
+def keep_shm_mount(text: str) -> str:
+    """What a snapshot keeps of /proc/self/mounts: the /dev/shm line (nothing else of the mount table)."""
+    return "".join(line + "\n" for line in text.splitlines() if len(line.split()) > 1 and line.split()[1] == "/dev/shm")
+
+
+FILE_FILTERS[MOUNTS] = keep_shm_mount
+
+
+def shm_fact(host: Host) -> Optional[Fact]:
+    """``container.shm``: the size of /dev/shm (its tmpfs mount's ``size=``), where NCCL keeps its intra-node
+    buffers; None where there is no /dev/shm mount to read."""
+    text = host.read_text(MOUNTS, limit=256 * 1024)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] == "/dev/shm":
+            m = re.search(r"(?:^|,)size=(\d+)([kmgKMG]?)(?:,|$)", parts[3])
+            if not m:
+                return ok("container.shm", {"size_bytes": None, "options": parts[3][:200]}, "file:" + MOUNTS,
+                          "/dev/shm")
+            mult = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[m.group(2).lower()]
+            return ok("container.shm", {"size_bytes": int(m.group(1)) * mult}, "file:" + MOUNTS, "/dev/shm")
+    return None
 
 
 def podman_fact(host: Host) -> Fact:
@@ -569,5 +703,8 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
                 facts.append(cg)
     facts.append(cdi_fact(host))
     facts.append(podman_fact(host))
+    shm = shm_fact(host)
+    if shm is not None:
+        facts.append(shm)
     return facts
 

@@ -30,11 +30,17 @@ from . import ProbeContext, register
 DPKG_STATUS = "/var/lib/dpkg/status"
 DPKG_LIMIT = 16 * 1024 * 1024
 
-#: Distro packages worth keeping: CUDA itself and the libraries built on it.
+#: Distro packages worth keeping: CUDA itself and the libraries built on it, and the packages of the driver's
+#: kernel module, whose names say its flavour (Ubuntu nvidia-driver-550-open / nvidia-dkms-550 /
+#: linux-modules-nvidia-550-server-open-generic, NVIDIA's repositories nvidia-open / kmod-nvidia-open-dkms /
+#: kmod-nvidia-latest-dkms, Debian nvidia-open-kernel-dkms / nvidia-kernel-dkms).
 _PKG_NAME = re.compile(
     r"^(nvidia-cuda-toolkit|nvidia-cuda-dev|nvidia-cudnn|cuda(-[a-z0-9.+-]+)?|libcudnn[0-9a-z.+-]*|"
     r"libnccl[0-9a-z.+-]*|libnvinfer[0-9a-z.+-]*|tensorrt[0-9a-z.+-]*|libcudart[0-9a-z.+-]*|"
-    r"libcublas[0-9a-z.+-]*)$")
+    r"libcublas[0-9a-z.+-]*|"
+    r"nvidia-driver-\d+(-server)?(-open)?|nvidia-dkms-\d+(-server)?(-open)?|nvidia-kernel-open-\d+|"
+    r"linux-modules-nvidia-\d+(-server)?(-open)?-[a-z0-9.+-]+|nvidia-open(-\d+)?|kmod-nvidia-(open|latest)-dkms|"
+    r"nvidia-(open-)?kernel-dkms)$")
 
 #: A toolkit directory name under /usr/local.
 _TOOLKIT_DIR = re.compile(r"^cuda(-\d+(\.\d+)*)?$")
@@ -151,7 +157,8 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
 _DPKG_PACKAGE = re.compile(r"Package:[ \t]*(\S+)")
 _DPKG_STANZA_END = re.compile(r"\n[ \t]*\n")
 #: Every name _PKG_NAME accepts contains one of these.
-_PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt")
+_PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt", "nvidia-driver-", "nvidia-dkms-",
+                "nvidia-kernel-", "linux-modules-nvidia-", "nvidia-open", "kmod-nvidia-", "kernel-dkms")
 
 
 def _candidate_lines(text: str) -> List[int]:
@@ -422,6 +429,11 @@ def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
     for name in usr_local.names():
         if _TOOLKIT_DIR.match(name) and name != "cuda":
             add(posixpath.join("/usr/local", name), "dir:/usr/local")
+    # Arch's cuda package installs to /opt/cuda (its PATH entry comes from /etc/profile.d/cuda.sh, which a
+    # non-login shell lacks); NVIDIA's runfile may be told --installpath=/opt/cuda-X.Y
+    for name in host.list_dir("/opt").names():
+        if _TOOLKIT_DIR.match(name):
+            add(posixpath.join("/opt", name), "dir:/opt")
 
     # /usr/local/cuda: normally a link to one of them (update-alternatives may add a hop)
     link = host.read_link("/usr/local/cuda")

@@ -45,6 +45,15 @@ LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/lib/aar
 
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
 
+#: Where the driver's user-space lives outside the loader's directories: NixOS links the driver of the running
+#: system at /run/opengl-driver/lib (programs Nix builds find it through their RUNPATH; others must be told);
+#: the NVIDIA GPU Operator's driver container mounts its root at /run/nvidia/driver on the host (containers get
+#: the libraries from the container toolkit; the host's own loader never looks there).
+ELSEWHERE = (("/run/opengl-driver/lib", "nixos"),
+             ("/run/nvidia/driver/usr/lib/x86_64-linux-gnu", "gpu-operator"),
+             ("/run/nvidia/driver/usr/lib64", "gpu-operator"),
+             ("/run/nvidia/driver/usr/lib/aarch64-linux-gnu", "gpu-operator"))
+
 SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 
 MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
@@ -176,6 +185,22 @@ def _userspace_libs(host: Host) -> List[Tuple[str, str]]:
                     seen.add(path)
                     found.append((path, m.group("version")))
     return found
+
+
+def _userspace_elsewhere(host: Host) -> Optional[Fact]:
+    """``driver.userspace.elsewhere``: the driver's libraries in a layout the loader does not search (NixOS's
+    /run/opengl-driver/lib, the GPU Operator's /run/nvidia/driver), with their version."""
+    for d, layout in ELSEWHERE:
+        versions_here = []
+        for name in host.list_dir(d).names():
+            m = _LIB_VERSION.match(name)
+            if m and m.group("lib") == "libnvidia-ml" and _parse_version(m.group("version")) is not None:
+                versions_here.append(m.group("version"))
+        if versions_here:
+            return ok("driver.userspace.elsewhere", {"path": d, "layout": layout,
+                                                     "version": max(versions_here, key=Version)},
+                      "dir:" + d, "Driver libraries outside the loader's directories")
+    return None
 
 
 def _nvidia_pci_gpus(host: Host) -> Optional[List[str]]:
@@ -601,6 +626,28 @@ def _mok_keys(host: Host) -> List[Fact]:
     return [ok("driver.mok_keys", keys, src, "Module signing keys (MOK)")]
 
 
+#: ``modinfo -F license``: the open kernel modules are dual-licensed, the proprietary ones are NVIDIA's.
+MODULE_LICENSES = {"Dual MIT/GPL": "open", "NVIDIA": "proprietary"}
+
+
+def _module_on_disk_flavor(host: Host) -> List[Fact]:
+    """``driver.module_on_disk.flavor``: open or proprietary, from the license of the nvidia module installed for
+    the running kernel (modinfo by name reads the file under /lib/modules/$(uname -r), loaded or not)."""
+    argv = ["modinfo", "-F", "license", "nvidia"]
+    res = host.run(argv, timeout=5)
+    key, label = "driver.module_on_disk.flavor", "nvidia module on disk: flavour"
+    if not res.ok:
+        if res.not_found:
+            return []
+        maker = timed_out if res.timed_out else unknown
+        return [maker(key, res.describe_failure(), _cmd_src(argv), label)]
+    text = res.stdout.strip().splitlines()[0].strip() if res.stdout.strip() else ""
+    if text in MODULE_LICENSES:
+        return [ok(key, MODULE_LICENSES[text], _cmd_src(argv), label)]
+    return [unknown(key, "modinfo names the license %r, neither NVIDIA's open nor its proprietary one" % text[:60],
+                    _cmd_src(argv), label)]
+
+
 def _module_on_disk_version(host: Host) -> List[Fact]:
     """The version of the nvidia module installed for the running kernel (what the next boot loads): modinfo
     by name reads the file under /lib/modules/$(uname -r), not the module in memory."""
@@ -648,8 +695,11 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     libs = _userspace_libs(host)
     nv = host.nvml()
     lib_missing = (nv.ok and _nvml_answer(nv.data or {}, "init")[1] == "NVML_ERROR_LIBRARY_NOT_FOUND")
+    elsewhere = _userspace_elsewhere(host) if lib_missing and not libs and not wsl_libs else None
+    if elsewhere is not None:
+        facts.append(elsewhere)
 
-    if lib_missing and not loaded and not libs and not wsl_libs:
+    if lib_missing and not loaded and not libs and not wsl_libs and elsewhere is None:
         listed = _nvidia_pci_gpus(host)
         gpus = listed or []
         src = "nvml:init"
@@ -683,7 +733,10 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     have_user = any(f.key == "driver.userspace.version" for f in nfacts)
     if not have_user:
         facts.extend(_userspace_facts(libs))
-    if not libs and not have_user and not wsl:
+    if not libs and not have_user and elsewhere is not None:
+        ev = elsewhere.value
+        facts.append(ok("driver.userspace.version", ev["version"], elsewhere.source, L_USER))
+    elif not libs and not have_user and not wsl:
         dirs = lib_search_dirs(host)
         facts.append(unknown("driver.userspace.version", "no libnvidia-ml.so.<version> or libcuda.so.<version> in "
                              + ", ".join(dirs), "dir:" + ",".join(dirs), L_USER))
@@ -713,8 +766,10 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
             facts.append(_kernel_log(host))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
-            if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":
+            if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH" or not loaded or status != "ok":
                 facts.extend(_module_on_disk_version(host))
+            if not loaded or status != "ok":  # what the module that does not drive the GPUs is
+                facts.extend(_module_on_disk_flavor(host))
             if not loaded and any(f.key == "driver.secure_boot" and f.value is True for f in facts):
                 facts.extend(_mok_keys(host))
     facts.extend(_nvswitch(host, dev_names))

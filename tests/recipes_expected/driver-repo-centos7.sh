@@ -44,6 +44,6 @@ sh -c 'yum install -y "kernel-devel-$(uname -r)" "kernel-headers-$(uname -r)"'
 yum install -y nvidia-driver-latest-dkms
 
 echo '>>> REBOOT REQUIRED: reboot this machine before using the new driver'
-# No driver branch pinned: no supported branch is available among the branches packaged for this system (R367 to R550); the newest the repository carries is R550
+# No driver branch pinned: no supported branch is available among the branches packaged for this system (R346 to R550); the newest the repository carries is R550
 # Planned for centos7 x86_64; NVIDIA repository https://developer.download.nvidia.com/compute/cuda/repos/rhel7/x86_64/
 echo 'done: install the NVIDIA driver (newest) on centos7 x86_64'

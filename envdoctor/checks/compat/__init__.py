@@ -38,6 +38,7 @@ from ... import frameworks as framework_table
 from ... import matrix, versions
 from ...facts import Fact, Facts
 from ...findings import Fix
+from ...matrix import builds
 from ...matrix import frameworks as fw
 from ...matrix import hardware as hw
 from .. import CodeDoc, group
@@ -69,7 +70,8 @@ DOCS = (
             "cuda.json (min_driver_linux, minor_compat_min_driver): " + MINOR_COMPAT),
     CodeDoc("driver.too_old_for_toolkit", "error",
             "The NVIDIA driver is too old for the active CUDA toolkit (nvcc, /usr/local/cuda) or the conda "
-            "environment's cudatoolkit / cuda-version.",
+            "environment's cudatoolkit / cuda-version; or nvcc's default build (PTX only for this GPU) is newer "
+            "than the driver can JIT.",
             "driver.version, driver.cuda_version, cuda.nvcc, cuda.default_symlink, cuda.home, cuda.toolkits, "
             "cuda.conda", "Programs built with that toolkit fail at their first CUDA call with "
             "cudaErrorInsufficientDriver.", "cuda.json (min_driver_linux, minor_compat_min_driver)"),
@@ -147,7 +149,8 @@ DOCS = (
             CPP_EXTENSION),
     CodeDoc("compiler.gcc_too_new_for_cuda", "error",
             "The host GCC is newer than the active CUDA toolkit's nvcc accepts.",
-            "compiler.gcc, compiler.gcc_versions, the active toolkit",
+            "compiler.gcc (else the compiler nvcc runs: compiler.nvcc_host from -ccbin/NVCC_CCBIN, "
+            "compiler.nvcc_gcc from its nvcc.profile's PATH), compiler.gcc_versions, the active toolkit",
             "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!'.",
             "cuda.json (gcc_max)"),
     CodeDoc("os.unsupported_by_cuda", "warning",
@@ -258,7 +261,21 @@ def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Opt
         return None
     if name == "paddle" and not value.get("cuda"):
         return _mm(_paddle_wheel_cuda(value.get("version")))
+    if name == "tensorflow" and not value.get("cuda"):
+        return _mm(tensorflow_build_cuda(value))
     return _mm(value.get("cuda"))
+
+
+def tensorflow_build_cuda(value: Dict[str, Any]) -> Optional[str]:
+    """The CUDA of a TensorFlow CUDA build whose build_info names none (TensorFlow up to 2.2 on Linux): NVIDIA's
+    nvidia-tensorflow (``+nvYY.MM``) from its NGC release's notes, else the release's tested configuration."""
+    raw = value.get("packages")
+    packages: Dict[str, Any] = raw if isinstance(raw, dict) else {}
+    if "nvidia-tensorflow" in packages:
+        built = builds.nvidia_tensorflow_build(packages["nvidia-tensorflow"])
+        return built[0] if built else None
+    row = fw.tensorflow_release(value.get("version"))
+    return str(row["cuda"]) if row is not None and row.get("cuda") else None
 
 
 def _paddle_wheel_cuda(version: Any) -> Optional[str]:

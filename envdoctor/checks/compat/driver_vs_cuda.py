@@ -110,6 +110,14 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             if row is not None:
                 out.append(_too_old(facts, drv, need, row["min_driver_linux"], row, ["min_driver_linux"], ccs))
                 continue
+        if verdict == "minor_compat" and need.kind == "toolkit" and "nvcc" in need.label \
+                and not _framework_extensions(facts):
+            uncovered = [cc for cc in ccs if not _default_sass_runs(need.cuda[0], cc)]
+            row = hw.cuda_release(_mm_str(need.cuda))
+            if uncovered and row is not None:
+                out.append(_ptx_default(facts, drv, need, row, uncovered))
+                if not users:
+                    continue  # (a framework compiling with this toolkit at run time is told apart, below)
         if verdict == "minor_compat":
             out.append(_minor_compat(drv, need, ccs, facts, runtime_users=users))
             continue
@@ -159,6 +167,59 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         source=_source("CUDA %d.x needs Linux driver >= %s (minor-version compatibility floor); CUDA %s's own "
                        "driver is %s" % (need.cuda[0], floor, _mm_str(need.cuda), exact), row),
         fix=Fix(text=text, commands=commands, install=install_line(facts, "driver", branch, floor=True)),
+    )
+
+
+#: The SASS target nvcc builds when no -arch/-gencode is given, per CUDA major (nvcc adds the PTX of the same
+#: virtual architecture): read from ``nvcc --dryrun -c`` of NVIDIA's nvcc 11.8.89 and 12.4.131 (Debian's
+#: nvidia-cuda-toolkit packages: -arch=sm_52, compute_52) and 13.0.88 (PyPI nvidia-cuda-nvcc: sm_75, compute_75).
+NVCC_DEFAULT_SASS = {11: "5.2", 12: "5.2", 13: "7.5"}
+NVCC_DOC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-architecture-arch"
+
+
+def _framework_extensions(facts: Facts) -> bool:
+    """Whether a CUDA build of PyTorch is installed: what nvcc builds next to it is mostly its extensions, which
+    torch.utils.cpp_extension compiles with -gencode for the visible GPUs' own SASS (its _get_cuda_arch_flags),
+    not nvcc's default target."""
+    torch = facts.mapping("framework.torch")
+    return bool(torch.get("cuda"))
+
+
+def _default_sass_runs(major: int, cc: str) -> bool:
+    """Whether nvcc's default SASS (of CUDA ``major``) runs on a GPU of ``cc`` (same major, not older); unknown
+    majors count as covered (nothing is claimed)."""
+    default = NVCC_DEFAULT_SASS.get(major)
+    want, have = _v(cc), _v(default) if default else None
+    if want is None or have is None:
+        return True
+    return want.release[0] == have.release[0] and want >= have
+
+
+def _ptx_default(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], uncovered: Sequence[str]) -> Finding:
+    """nvcc's default build reaches these GPUs only through PTX, newer than this driver can JIT: a certain
+    failure (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) for every program built without -arch."""
+    exact = row["min_driver_linux"]
+    default = NVCC_DEFAULT_SASS[need.cuda[0]]
+    sm = default.replace(".", "")
+    gpus = ", ".join(sorted(set(uncovered), key=lambda c: _v(c) or Version("0")))
+    return Finding(
+        code="driver.too_old_for_toolkit", severity="error", components=["driver", need.component],
+        title="%s, but %s builds by default PTX this driver cannot JIT for compute capability %s (driver >= %s "
+              "needed)" % (drv.describe(), need.label, gpus, exact),
+        detail="Without -arch, nvcc %s builds SASS for sm_%s and PTX for compute_%s only; a GPU of compute "
+               "capability %s runs such a program only by JIT-compiling that PTX, and PTX of CUDA %s is newer "
+               "than this driver (CUDA %s) knows: every such program fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
+               "('the provided PTX was compiled with an unsupported toolchain'). Minor-version compatibility "
+               "does not cover PTX." % (_mm_str(need.cuda), sm, sm, gpus, _mm_str(need.cuda),
+                                        _mm_str(drv.cuda) if drv.cuda else "?"),
+        evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source={"rule": "nvcc's default target is sm_%s + compute_%s (CUDA %d.x); PTX needs a driver of its CUDA "
+                        "release to JIT; CUDA %s's driver is %s" % (sm, sm, need.cuda[0], _mm_str(need.cuda), exact),
+                "url": NVCC_DOC, "checked": "2026-11-29"},
+        fix=Fix(text="Update the NVIDIA driver to %s or newer (CUDA %s's own driver), or build with SASS for the "
+                     "GPU (nvcc -arch=native, or -gencode arch=compute_XY,code=sm_XY for its compute "
+                     "capability)." % (exact, _mm_str(need.cuda)),
+                install=install_line(facts, "driver", _branch(exact), floor=True)),
     )
 
 

@@ -21,7 +21,7 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     if active is None:
         return out
     version, how, tk_fact, row = active
-    gcc = facts.get("compiler.gcc")
+    gcc = _nvcc_host_compiler(facts)
     gv = _v(gcc.value.get("version")) if gcc is not None and gcc.known and isinstance(gcc.value, dict) else None
     if gv is not None and _can_compile(facts, tk_fact) and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
         assert gcc is not None  # gv was read from it
@@ -43,7 +43,9 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
             cmds.append("export NVCC_CCBIN=/usr/bin/g++-%d" % gmax)
         out.append(Finding(
             code="compiler.gcc_too_new_for_cuda", severity=_severity(row, ["gcc_max"]), components=["compiler", "cuda"],
-            title="GCC %s is newer than CUDA %s's nvcc accepts (GCC <= %d)" % (gcc.value["version"], version, gmax),
+            title="GCC %s%s is newer than CUDA %s's nvcc accepts (GCC <= %d)" % (
+                gcc.value["version"], "" if gcc.key == "compiler.gcc" else " (%s, the one nvcc runs)" % (
+                    gcc.value.get("path")), version, gmax),
             detail="nvcc stops with '#error -- unsupported GNU version! gcc versions later than %d are not "
                    "supported!'. Point nvcc at an older GCC (NVCC_CCBIN, -ccbin) or use a newer CUDA. "
                    "(-allow-unsupported-compiler exists but is unsafe.)" % gmax,
@@ -67,6 +69,22 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
                              "supports." % (key, ver, row["version"]),
                         install=_cuda_for_os(facts, key, ver))))
     return out
+
+
+def _nvcc_host_compiler(facts: Facts) -> Optional[Fact]:
+    """The host compiler nvcc runs: the one -ccbin names (NVCC_CCBIN, CUDAHOSTCXX, NVCC_PREPEND/APPEND_FLAGS;
+    None when its version is unknown, a clang: nothing to judge), else the gcc its nvcc.profile's PATH finds first
+    (a gcc beside nvcc: Arch's /opt/cuda/bin/gcc, Debian's wrapper), else gcc on PATH."""
+    override = facts.get("compiler.nvcc_host")
+    if override is not None and override.known and isinstance(override.value, dict):
+        return override if override.value.get("version") else None
+    own = facts.get("compiler.nvcc_gcc")
+    if own is not None and own.known and isinstance(own.value, dict) and not own.value.get("same_as_path") \
+            and own.value.get("version"):
+        return own
+    if own is not None and not own.known:
+        return None  # nvcc runs a gcc of its own that could not be asked: not /usr/bin/gcc's to answer for
+    return facts.get("compiler.gcc")
 
 
 def _distribution_package(tk_fact: Fact) -> bool:

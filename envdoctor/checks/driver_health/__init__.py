@@ -24,13 +24,14 @@ from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CodeDoc, group
-from ..gpu_verdict import GPU_LOST
+from ..gpus import GPU_LOST
 from ..suggest import INSTALL_LINE_READS
 
 CHECKED = "2026-11-22"
 #: What the driver's questions look at besides driver.installed (one list for all of them): the driver's facts but
 #: not its library links (the dlopen probe's, a check of their own).
 READS = ("driver.*", "driver.*.*", "kernel.release", "kernel.headers", "cuda.*", "env.*", "libraries.libcuda",
+         "libraries.cudnn",
          "os.*") + INSTALL_LINE_READS
 
 #: The documents each rule comes from (checked on CHECKED).
@@ -74,6 +75,13 @@ RULES: Dict[str, Dict[str, str]] = {
                     "driver may be installed inside WSL 2"},
     "xid": {"url": "https://docs.nvidia.com/deploy/xid-errors/index.html",
             "rule": "Xid 79: GPU has fallen off the bus; reset or reboot, then look at power, thermals, PCIe"},
+    "gpu_operator": {"url": "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/index.html",
+                     "rule": "The GPU Operator's driver container installs the driver and mounts its root at "
+                             "/run/nvidia/driver on the host; workloads get the driver's libraries through the "
+                             "NVIDIA Container Toolkit", "checked": "2026-11-29"},
+    "nixos": {"url": "https://nixos.org/manual/nixos/stable/#sec-gpu-accel",
+              "rule": "NixOS exposes the running system's graphics and compute driver libraries at "
+                      "/run/opengl-driver/lib (hardware.graphics / hardware.nvidia)", "checked": "2026-11-29"},
     "no_gpu": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
                       "#verify-you-have-a-cuda-capable-gpu",
                "rule": "CUDA needs an NVIDIA GPU; without one, CPU builds of the frameworks are the right choice"},
@@ -219,6 +227,14 @@ DOCS = (
             "The nvidia kernel module is loaded but libnvidia-ml/libcuda are not installed.",
             "driver.kernel_module.loaded, driver.nvml.status", "CUDA programs cannot load libcuda.so.1.",
             RULES["nvml"]["url"]),
+    CodeDoc("driver.gpu_operator_driver_root", "info", "The NVIDIA GPU Operator's driver container provides the "
+            "driver (/run/nvidia/driver); the host's own loader does not see its libraries.",
+            "driver.userspace.elsewhere, driver.nvml.status", "Not a fault: the host's own tools run inside that "
+            "root, workloads in containers.", RULES["gpu_operator"]["url"]),
+    CodeDoc("driver.userspace_outside_loader_path", "warning", "NixOS: the driver's libraries are in "
+            "/run/opengl-driver/lib, where programs not built by Nix (pip wheels) do not look.",
+            "driver.userspace.elsewhere, driver.nvml.status", "PyTorch, JAX and other wheels find no libcuda.so.1 and "
+            "see no GPU unless given that directory.", RULES["nixos"]["url"]),
     CodeDoc("driver.nouveau_conflict", "error", "The in-kernel nouveau driver is loaded or drives the NVIDIA GPU.",
             "driver.nouveau.loaded, driver.nouveau.bound, driver.modprobe_blacklist_nouveau",
             "The NVIDIA driver cannot own a GPU nouveau holds.", RULES["nouveau"]["url"]),
@@ -277,7 +293,8 @@ DOCS = (
             RULES["wsl"]["url"]),
     CodeDoc("driver.wsl_libcuda_unversioned_unreachable", "warning",
             "WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in /usr/lib/wsl/lib is neither in the ld.so "
-            "cache nor on LD_LIBRARY_PATH.", "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path",
+            "cache nor on LD_LIBRARY_PATH (an error where cuDNN 8 is installed: it opens libcuda.so).",
+            "os.wsl, driver.wsl_libcuda, libraries.libcuda, cuda.ld_library_path, libraries.cudnn",
             "Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, Triton) fail to find the driver.",
             RULES["wsl"]["url"]),
     CodeDoc("driver.nvml_no_permission", "error", "NVML: no permission to open /dev/nvidia*.",

@@ -29,7 +29,7 @@ def _nvml_errors(facts: Facts) -> List[Finding]:
     if status in (None, "ok", "no_binding", "starved", "deadline", "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
                   "NVML_ERROR_LIBRARY_NOT_FOUND"):
         return []
-    from ..gpu_verdict import describe, has_nvidia_device
+    from ..gpus import describe, has_nvidia_device
 
     # Where no NVIDIA device is seen (nothing on the PCI bus or in /proc/driver/nvidia, no module loaded),
     # an NVML failure cannot stop a GPU job: a warning. Where one is, an error: the node is not passed.
@@ -128,12 +128,18 @@ def _nvml_errors(facts: Facts) -> List[Finding]:
     )]
 
 
+#: The kernel's messages, or the installed module against the GPUs, name why the driver drives no GPU: their error
+#: says it (one root cause, one finding); a hung driver and a permission problem are told regardless.
+KERNEL_SAYS_WHY = ("kernel-log:*>=error", "driver-support:*>=error")
+
+
 @check("driver-health.nvml-errors", requires=("driver.installed",), reads=READS, layers=("driver", "gpu"),
        codes=docs_for(DOCS, "driver.nvml_no_permission", "gpu.lost", "driver.not_loaded", "driver.nvml_hung",
                       "driver.nvml_failed"),
        yields={"driver.not_loaded": ("driver.no_module_for_kernel", "driver.module_unsigned_secure_boot",
                                      "driver.module_key_not_enrolled", "driver.nouveau_conflict",
-                                     "driver.nova_conflict", "driver.linux_driver_in_wsl")})
+                                     "driver.nova_conflict", "driver.linux_driver_in_wsl") + KERNEL_SAYS_WHY,
+               "gpu.lost": KERNEL_SAYS_WHY, "driver.nvml_failed": KERNEL_SAYS_WHY})
 def nvml_errors(ctx: CheckContext) -> List[Finding]:
     """NVML failures that no more specific finding (of the questions above) explains."""
     return _nvml_errors(ctx.facts) if _installed(ctx.facts) else []

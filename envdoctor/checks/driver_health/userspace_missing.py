@@ -1,8 +1,9 @@
-"""A kernel module without its user-space half (libnvidia-ml, libcuda)."""
+"""A kernel module without its user-space half (libnvidia-ml, libcuda), or that half where the loader does not look
+(NixOS, the GPU Operator)."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List
 
 from ...facts import Facts
 from ...findings import Finding, Fix
@@ -18,6 +19,9 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         return []
     if _nvml_status(facts) != "NVML_ERROR_LIBRARY_NOT_FOUND":
         return []
+    elsewhere = facts.mapping("driver.userspace.elsewhere")
+    if elsewhere.get("path"):
+        return [_userspace_elsewhere(facts, elsewhere)]
     kver = facts.value("driver.kernel_module.version")
     flavor = facts.value("driver.kernel_module.flavor")
     branch = _branch(kver)
@@ -45,7 +49,36 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
     )]
 
 
+def _userspace_elsewhere(facts: Facts, where: Dict[str, Any]) -> Finding:
+    """The driver's libraries are installed, in a layout the loader does not search (NixOS, the GPU Operator)."""
+    path, version = str(where.get("path")), where.get("version") or "?"
+    ev = _evidence(facts, "driver.userspace.elsewhere", "driver.kernel_module.version", "driver.nvml.status")
+    if where.get("layout") == "gpu-operator":
+        return Finding(
+            code="driver.gpu_operator_driver_root", severity="info", components=["driver"],
+            title="The NVIDIA GPU Operator's driver container provides driver %s (its root: /run/nvidia/driver)"
+                  % version,
+            detail="The user-space driver is in the driver container's root (%s), not in the host's loader path: "
+                   "containers get it from the NVIDIA Container Toolkit, and on the host itself its tools run "
+                   "inside that root." % path,
+            evidence=ev, source=_source("gpu_operator"),
+            fix=Fix(text="Run the driver's tools inside its root; run CUDA work in containers.",
+                    commands=["sudo chroot /run/nvidia/driver nvidia-smi"]))
+    return Finding(
+        code="driver.userspace_outside_loader_path", severity="warning", components=["driver", "os"],
+        title="The driver's libraries (%s) are in %s, where programs not built by Nix do not look" % (version, path),
+        detail="NixOS links the running system's driver libraries at /run/opengl-driver/lib; programs built by Nix "
+               "find them through their RUNPATH, but pip wheels (PyTorch, JAX, ONNX Runtime) and other programs "
+               "built elsewhere look only where the dynamic loader does, so they find no libcuda.so.1 and see no "
+               "GPU in this environment.",
+        evidence=ev, source=_source("nixos"),
+        fix=Fix(text="Give such programs the driver's directory (in the shell or the dev shell that runs them), or "
+                     "enable programs.nix-ld with the driver's libraries.",
+                commands=["export LD_LIBRARY_PATH=/run/opengl-driver/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"]))
+
+
 @check("driver-health.userspace-missing", requires=("driver.installed",), reads=READS, layers=("driver",),
-       codes=docs_for(DOCS, "driver.userspace_missing"))
+       codes=docs_for(DOCS, "driver.userspace_missing", "driver.gpu_operator_driver_root",
+                      "driver.userspace_outside_loader_path"))
 def userspace_missing(ctx: CheckContext) -> List[Finding]:
     return _userspace_missing(ctx.facts) if _installed(ctx.facts) else []

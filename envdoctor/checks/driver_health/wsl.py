@@ -44,14 +44,23 @@ def _wsl(facts: Facts) -> List[Finding]:
     if not facts.value("driver.wsl_libcuda"):
         out.append(_wsl_libcuda_missing(facts, "error"))
     elif _unversioned_libcuda_unreachable(facts) and not linux_libs:
+        cudnn8 = sorted({str(c.get("version")) for c in facts.items("libraries.cudnn")
+                         if isinstance(c, dict) and str(c.get("version", "")).split(".")[0] == "8"})
         out.append(Finding(
-            code="driver.wsl_libcuda_unversioned_unreachable", severity="warning", components=["driver", "os"],
+            code="driver.wsl_libcuda_unversioned_unreachable", severity="error" if cudnn8 else "warning",
+            components=["driver", "os"],
             title="WSL2: libcuda.so.1 loads, but the unversioned libcuda.so in %s is not where the loader looks "
-                  "(not in the ld.so cache, %s not on LD_LIBRARY_PATH)" % (WSL_LIB, WSL_LIB),
+                  "(not in the ld.so cache, %s not on LD_LIBRARY_PATH)%s" % (
+                      WSL_LIB, WSL_LIB, "; cuDNN %s needs it" % ", ".join(cudnn8) if cudnn8 else ""),
             detail="In %s the libcuda files are copies, not symbolic links, so ldconfig caches only the soname "
                    "libcuda.so.1. Libraries that dlopen(\"libcuda.so\") (cuDNN's sub-libraries, some CUDA "
-                   "runtime builds, Triton) fail with 'libcuda.so: cannot open shared object file'." % WSL_LIB,
-            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "libraries.libcuda", "cuda.ld_library_path"),
+                   "runtime builds, Triton) fail with 'libcuda.so: cannot open shared object file'.%s" % (
+                       WSL_LIB, " cuDNN 8 is installed here (%s): its convolution sub-library "
+                       "(libcudnn_cnn_infer.so.8) opens libcuda.so, so convolutions fail ('Could not load library "
+                       "libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file')." % ", ".join(
+                           cudnn8) if cudnn8 else ""),
+            evidence=_evidence(facts, "os.wsl", "driver.wsl_libcuda", "libraries.libcuda", "cuda.ld_library_path",
+                               "libraries.cudnn"),
             source=_source("wsl"),
             fix=Fix(text="Put %s on LD_LIBRARY_PATH (in your shell profile) so the unversioned name is found."
                          % WSL_LIB,

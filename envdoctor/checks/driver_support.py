@@ -1,0 +1,280 @@
+"""Does the installed driver support the GPUs it does not drive? Module flavour and branch against the GPU.
+
+Decided from what is installed, also when the module never loaded: the GPU's PCI device ID read against
+NVIDIA's own lists (``gpu_pci_ids``: the open modules' "Compatible GPUs", the proprietary README's current and
+legacy lists), its architecture (NVML's compute capability, else the product name's), the module's flavour
+(loaded: /proc/driver/nvidia/version; installed: ``modinfo -F license``) and branch. For each NVIDIA GPU the
+driver does not drive now (:func:`envdoctor.checks.gpus.not_driven`):
+
+* the open modules installed for a GPU without a GSP (before Turing; not in the open modules' list);
+* the proprietary modules installed for a Blackwell GPU, which needs the open ones;
+* a branch newer than the last that supports the GPU (its legacy branch in NVIDIA's list; Kepler R470,
+  Maxwell/Pascal/Volta R580), or older than the first that knows it (absent from that branch's list).
+
+What the kernel log already names (:mod:`envdoctor.checks.kernel_log`) is said there, with the driver's own
+words; a GPU the driver drives is never judged here (it works). Where nothing explains a module that found no GPU
+("No NVIDIA devices probed"), ``driver.module_found_no_gpu`` says so.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from packaging.version import Version
+
+from .. import matrix, versions
+from ..facts import Facts
+from ..findings import Finding, Fix
+from ..matrix import hardware as hw
+from ..matrix import kernel
+from . import CheckContext, CodeDoc, check, docs_for, kernel_log
+from .gpus import KLOG, not_driven
+from .kernel_log import explains
+
+MODULES_URL = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
+#: Blackwell (compute capability 10.0 and later) is driven by the open kernel modules only.
+OPEN_ONLY_MIN_CC = "10.0"
+OPEN_ONLY_URL = "https://forums.developer.nvidia.com/t/unix-graphics-feature-deprecation-schedule/60588"
+
+#: Where the running or installed driver's version is read, best first.
+VERSION_KEYS = ("driver.kernel_module.version", "driver.module_on_disk.version", "driver.version",
+                "driver.userspace.version")
+
+
+def _branch(facts: Facts) -> Tuple[Optional[int], Optional[str]]:
+    for key in VERSION_KEYS:
+        text = facts.text(key)
+        v = versions.parse(text) if text else None
+        if v is not None and v.release and v.release[0] >= 100:
+            return v.release[0], text
+    return None, None
+
+
+def _flavor(facts: Facts) -> Tuple[Optional[str], str]:
+    """(open|proprietary, where it was read) of the module in effect: the loaded one, else the one installed."""
+    if facts.value("driver.kernel_module.loaded") is True and facts.text("driver.kernel_module.flavor"):
+        return facts.text("driver.kernel_module.flavor"), "the loaded nvidia module"
+    flavor = facts.text("driver.module_on_disk.flavor")
+    if flavor:
+        return flavor, "the nvidia module installed for this kernel"
+    return _package_flavor(facts)
+
+
+#: A driver package's name says the flavour of the kernel module it installs.
+_OPEN_PKG = re.compile(r"^(nvidia-driver-\d+(-server)?-open|nvidia-dkms-\d+(-server)?-open|nvidia-kernel-open-\d+|"
+                       r"linux-modules-nvidia-\d+(-server)?-open-.+|nvidia-open(-\d+)?|kmod-nvidia-open-dkms|"
+                       r"nvidia-open-kernel-dkms)$")
+_PROPRIETARY_PKG = re.compile(r"^(nvidia-dkms-\d+(-server)?|linux-modules-nvidia-\d+(-server)?-(?!open-).+|"
+                              r"kmod-nvidia-latest-dkms|nvidia-kernel-dkms)$")
+
+
+def _package_flavor(facts: Facts) -> Tuple[Optional[str], str]:
+    """The flavour the installed driver packages give the module (one flavour only; both: unknown)."""
+    names = [str(p.get("name")) for p in facts.items("cuda.packages") if isinstance(p, dict)]
+    opened = [n for n in names if _OPEN_PKG.match(n)]
+    proprietary = [n for n in names if _PROPRIETARY_PKG.match(n)]
+    if opened and not proprietary:
+        return "open", "the installed package %s" % opened[0]
+    if proprietary and not opened:
+        return "proprietary", "the installed package %s" % proprietary[0]
+    return None, ""
+
+
+#: Words of a notebook or embedded part's name: it is of its desktop namesake's architecture ("GeForce RTX 5090
+#: Laptop GPU" is a Blackwell like the "GeForce RTX 5090").
+_MOBILE = re.compile(r"\s+(?:Laptop GPU|Embedded GPU|Generation Laptop GPU|Max-Q|Mobile|with Max-Q Design)\b.*$",
+                     re.I)
+
+
+def _cc_of_name(name: str) -> Optional[str]:
+    """The compute capability of a product name (gpus.json), trying a notebook part's desktop namesake."""
+    for candidate in (name, _MOBILE.sub("", name)):
+        product = hw.gpu_product(candidate)
+        if product is not None:
+            return str(product.get("cc")) if product.get("cc") else None
+    return None
+
+
+class _Gpu:
+    def __init__(self, bus: str, device_id: Optional[str], cc: Optional[str], name: Optional[str]) -> None:
+        self.bus, self.device_id, self.cc, self.name = bus, device_id, cc, name
+        self.listed = kernel.pci_device(device_id) if device_id else None
+        if self.name is None and self.listed is not None:
+            self.name = self.listed.name
+        if self.cc is None and self.name:
+            self.cc = _cc_of_name(self.name)
+
+    def label(self) -> str:
+        arch = hw.arch_for_cc(self.cc) if self.cc else None
+        bits = [b for b in (self.name, arch["arch"] if arch is not None else None,
+                            "PCI ID " + self.device_id if self.device_id else None) if b]
+        return "GPU %s%s" % (self.bus, " (%s)" % ", ".join(bits) if bits else "")
+
+
+def _gpus(facts: Facts, buses: List[str]) -> List[_Gpu]:
+    by_bus: Dict[str, Dict[str, Any]] = {}
+    for d in facts.items("gpu.pci_devices"):
+        if isinstance(d, dict) and d.get("bus_id"):
+            by_bus[kernel.line_bus(str(d["bus_id"])) or str(d["bus_id"])] = d
+    nvml: Dict[str, Tuple[Optional[str], Optional[str]]] = {}
+    for f in facts.with_prefix("gpu."):
+        parts = f.key.split(".")
+        if len(parts) == 3 and parts[2] == "pci_bus_id" and f.known:
+            i = parts[1]
+            cc = facts.value("gpu.%s.compute_capability" % i)
+            name = facts.value("gpu.%s.name" % i)
+            nvml[kernel.line_bus(str(f.value)) or str(f.value)] = (cc if isinstance(cc, str) else None,
+                                                                   name if isinstance(name, str) else None)
+    out = []
+    for bus in buses:
+        d = by_bus.get(bus, {})
+        cc, name = nvml.get(bus, (None, None))
+        out.append(_Gpu(bus, str(d["device_id"]) if d.get("device_id") else None, cc, name))
+    return out
+
+
+def _cc_ge(cc: Optional[str], floor: str) -> Optional[bool]:
+    v = versions.parse(cc) if cc else None
+    return None if v is None else v >= Version(floor)
+
+
+def verdicts(facts: Facts) -> List[Finding]:
+    """The module flavour and branch against each GPU the driver does not drive (the check's findings)."""
+    buses = not_driven(facts)
+    if not buses or facts.value("driver.installed") is not True:
+        return []
+    said = set(explains(facts))
+    flavor, where = _flavor(facts)
+    branch, version = _branch(facts)
+    out: List[Finding] = []
+    for gpu in _gpus(facts, buses):
+        found = _judge(facts, gpu, flavor, where, branch, version)
+        for f in found:
+            if (f.code, gpu.bus) in said or (f.code, None) in said:
+                continue  # the kernel's own message says it (kernel-log)
+            out.append(f)
+    if not out and not any(code.startswith("driver.") or code in ("gpu.lost", "gpu.reset_required")
+                           for code, _ in said):
+        out.extend(_found_no_gpu(facts, buses))
+    return out
+
+
+def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: Optional[int],
+           version: Optional[str]) -> List[Finding]:
+    listed = gpu.listed
+    label = gpu.label()
+    ev = _ev(facts)
+    if branch is not None:
+        # 1. the branch: a legacy GPU (NVIDIA's list), past its architecture's last branch, or too new for the branch
+        legacy = listed.legacy_branch if listed is not None else None
+        arch = hw.arch_for_cc(gpu.cc) if gpu.cc else None
+        last = hw.last_branch_for_cc(gpu.cc) if gpu.cc else None
+        if legacy is not None and branch > int(legacy.split(".")[0]):
+            last, why = legacy.split(".")[0], "NVIDIA's README lists it under the %s.xx legacy driver" % legacy
+            unverified = False
+        elif last is not None and branch > int(last):
+            why = "R%s is the last driver branch for %s GPUs" % (last, arch["arch"] if arch is not None else "these")
+            unverified = arch is not None and matrix.unverified(arch, "last_driver_branch")
+        else:
+            last = None
+        if last is not None:
+            return [Finding(
+                "driver.gpu_needs_legacy_branch", "warning" if unverified else "error", ["driver", "gpu"],
+                "%s is not supported by driver %s: install the R%s legacy branch" % (label, version, last),
+                "%s; driver %s (R%d) no longer drives it.%s" % (
+                    why, version, branch, " (Not confirmed from NVIDIA's tables; treat as a hint.)" if unverified
+                    else ""),
+                evidence=ev, source={"rule": why, "checked": "2026-11-29",
+                                     "url": listed.source["source"]["url"] if legacy and listed else OPEN_ONLY_URL},
+                fix=Fix(text="Install the R%s driver branch (the last one that supports this GPU; its proprietary "
+                             "flavour where the GPU predates Turing) and a CUDA release that branch runs, then "
+                             "reboot." % last, commands=[KLOG]))]
+        newest = kernel.newest_listed_branch()
+        if listed is not None and not listed.current and listed.legacy_branch is None and listed.current_branch \
+                and branch <= int(listed.current_branch):
+            first = hw.min_driver_for_cc(gpu.cc) if gpu.cc else None
+            return [Finding(
+                "driver.gpu_not_supported_by_branch", "error", ["driver", "gpu"],
+                "%s is too new for driver %s: the R%d branch does not support it" % (label, version, branch),
+                "NVIDIA's README of driver R%s does not list this GPU, so no branch up to it supports it%s; the open "
+                "modules' list of R%s has it." % (listed.current_branch, "" if first is None else
+                                                    " (the first driver for its architecture is %s)" % first[0],
+                                                    newest),
+                evidence=ev, source={"rule": "GPUs a driver branch supports: its README's Appendix A",
+                                     "url": listed.source["source"]["url"], "checked": "2026-11-29"},
+                fix=Fix(text=_row_fix("unsupported_by_release"), commands=[KLOG]))]
+    # 2. the module's flavour
+    if flavor == "open":
+        no_gsp = (listed is not None and not listed.open) or (listed is None and hw.open_modules_drive(gpu.cc)
+                                                                is False)
+        if no_gsp:
+            src = listed.source["source"] if listed is not None else None
+            return [Finding(
+                "driver.open_modules_unsupported_gpu", "error", ["driver", "gpu"],
+                "%s cannot be driven by the open kernel modules (%s is the open flavour): it has no GSP" % (
+                    label, where),
+                "The open kernel modules drive Turing and later GPUs only (they need the GPU System Processor); "
+                "this GPU %s. The module refuses it%s." % (
+                    "is not in NVIDIA's list of GPUs the open modules drive" if listed is not None else
+                    "is of an architecture before Turing", " and fails to load when it is the only GPU"
+                    if facts.value("driver.kernel_module.loaded") is False else ""),
+                evidence=ev, source={"rule": "NVIDIA: the open GPU kernel modules are only for Turing and newer; "
+                                             "Maxwell, Pascal and Volta need the proprietary flavour",
+                                     "url": MODULES_URL, "checked": "2026-11-29",
+                                     **({"list": src["url"]} if src else {})},
+                fix=Fix(text=_row_fix("open_unsupported"), commands=["modinfo -F license nvidia", KLOG]))]
+    if flavor == "proprietary" and _cc_ge(gpu.cc, OPEN_ONLY_MIN_CC):
+        return [Finding(
+            "driver.open_modules_required", "error", ["driver", "gpu"],
+            "%s needs NVIDIA's open kernel modules, but %s is the proprietary flavour" % (label, where),
+            "Blackwell GPUs are driven by the open kernel modules only; the proprietary module refuses them "
+            "(kernel log: \"requires use of the NVIDIA open kernel modules\", then \"RmInitAdapter failed\").",
+            evidence=ev, source={"rule": "NVIDIA: Grace Hopper and Blackwell platforms must use the open GPU kernel "
+                                         "modules; some GPUs are only supported with the open flavor",
+                                 "url": OPEN_ONLY_URL, "checked": "2026-11-29"},
+            fix=Fix(text=_row_fix("open_required"), commands=["modinfo -F license nvidia", KLOG]))]
+    return []
+
+
+def _row_fix(cause: str) -> str:
+    row = next((r for r in matrix.load("kernel_messages") if r.get("cause") == cause and r["kind"] == "message"),
+               None)
+    return str(row["fix"]) if row is not None else ""
+
+
+def _found_no_gpu(facts: Facts, buses: List[str]) -> List[Finding]:
+    """The module refused to load for want of a GPU it could drive ("No NVIDIA devices probed"), and nothing
+    above says why."""
+    lines = facts.value("driver.kernel_log")
+    if not isinstance(lines, list) or facts.value("driver.kernel_module.loaded") is not False:
+        return []
+    said = [str(x) for x in lines if any(m.row.get("cause") == "no_gpu" for m in kernel.classify(str(x)))]
+    if not said:
+        return []
+    row = next(m.row for m in kernel.classify(said[-1]))
+    return [Finding(
+        "driver.module_found_no_gpu", "error", ["driver", "gpu"],
+        "The nvidia module found no GPU it could drive and did not load (GPU %s on the PCI bus)" % ", ".join(buses),
+        "%s. The kernel log says:\n%s" % (row["meaning"][0].upper() + row["meaning"][1:], "\n".join(said[-4:])),
+        evidence=_ev(facts), source={"rule": "the NVIDIA driver's kernel message: %s" % row.get("format"),
+                                     "url": row["source"]["url"], "checked": row["source"]["checked"]},
+        fix=Fix(text=row["fix"], commands=["lspci -nnk -d 10de:", KLOG]))]
+
+
+def _ev(facts: Facts) -> List[Dict[str, Any]]:
+    keys = ("gpu.pci_devices", "driver.kernel_module.flavor", "driver.module_on_disk.flavor",
+            "driver.kernel_module.version", "driver.module_on_disk.version", "driver.kernel_module.loaded")
+    return [f.to_dict() for f in (facts.get(k) for k in keys) if f is not None]
+
+
+@check("driver-support", requires=("driver.installed",),
+       reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*", "cuda.packages"), layers=("driver", "gpu"),
+       codes=docs_for(kernel_log.DOCS, "driver.open_modules_unsupported_gpu", "driver.open_modules_required",
+                      "driver.gpu_needs_legacy_branch", "driver.gpu_not_supported_by_branch") + (
+    CodeDoc("driver.module_found_no_gpu", "error", "The nvidia module found no GPU it could drive and did not load, "
+            "for a reason nothing else names.", "driver.kernel_log, driver.kernel_module.loaded, gpu.pci_devices",
+            "No CUDA without the module.", MODULES_URL),
+))
+def driver_support(ctx: CheckContext) -> Iterable[Finding]:
+    return verdicts(ctx.facts)

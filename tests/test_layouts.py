@@ -1,0 +1,150 @@
+"""Driver and toolkit layouts outside the usual paths, and the host compiler nvcc really runs.
+
+nvcc reads the nvcc.profile beside it before it looks for a host compiler; NVIDIA's own (nvcc 13.0.88, PyPI
+nvidia-cuda-nvcc) says ``PATH += $(CICC_PATH):$(_HERE_):`` ("+=" prepends), Debian's nvidia-cuda-toolkit
+12.4.131 says ``PATH += /usr/lib/nvidia-cuda-toolkit/bin:`` and ships a ``gcc`` wrapper script there, and Arch's
+cuda package links /opt/cuda/bin/gcc to the newest gcc its nvcc accepts. So the gcc nvcc runs is the one beside
+it, not necessarily /usr/bin/gcc. The profile texts below are those files' own lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from envdoctor.checks import CheckContext
+from envdoctor.checks.compat import compat
+from envdoctor.probes.compilers import parse_nvcc_profile
+
+from .conftest import make_host, probe_facts
+
+NVIDIA_PROFILE = """
+TOP              = $(_HERE_)/..
+
+CICC_PATH        = $(TOP)/nvvm/bin
+NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
+
+LD_LIBRARY_PATH += $(TOP)/lib:
+PATH            += $(CICC_PATH):$(_HERE_):
+
+INCLUDES        +=  "-I$(TOP)/$(_TARGET_DIR_)/include" $(_SPACE_)
+"""
+
+DEBIAN_PROFILE = """# Syntax:
+#   name  = <text>   assignment
+#   name += <text>   prepend
+NVVMIR_LIBRARY_DIR = /usr/lib/nvidia-cuda-toolkit/libdevice
+
+PATH		+= /usr/lib/nvidia-cuda-toolkit/bin:
+
+LIBRARIES	=+ $(_SPACE_) -L/usr/lib/x86_64-linux-gnu/stubs -L/usr/lib/x86_64-linux-gnu
+"""
+
+
+def test_nvcc_profile_path_lines() -> None:
+    assert parse_nvcc_profile(NVIDIA_PROFILE, "/opt/cuda/bin") == {
+        "before": ["/opt/cuda/nvvm/bin", "/opt/cuda/bin"], "after": []}
+    assert parse_nvcc_profile(DEBIAN_PROFILE, "/usr/lib/nvidia-cuda-toolkit/bin")["before"] == [
+        "/usr/lib/nvidia-cuda-toolkit/bin"]
+    assert parse_nvcc_profile("garbage = \n PATH =+ /extra/bin\n", "/x")["after"] == ["/extra/bin"]
+
+
+def _machine(nvcc_dir: str, nvcc_release: str, gcc_beside: Optional[str], profile: Optional[str],
+             path: str, environ: Optional[Dict[str, str]] = None) -> Any:
+    files = {nvcc_dir + "/nvcc": "", "/usr/bin/gcc": "", "/usr/bin/g++": "", "/usr/bin/gcc-7": ""}
+    commands: List[Dict[str, Any]] = [
+        {"argv": [nvcc_dir + "/nvcc", "--version"],
+         "stdout": "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release %s, V%s.130\n" % (
+             nvcc_release, nvcc_release)},
+        {"argv": ["/usr/bin/gcc", "--version"], "stdout": "gcc (GCC) 8.2.1 20181127\n"},
+        {"argv": ["/usr/bin/g++", "--version"], "stdout": "g++ (GCC) 8.2.1 20181127\n"}]
+    if profile is not None:
+        files[nvcc_dir + "/nvcc.profile"] = profile
+    if gcc_beside is not None:
+        files[nvcc_dir + "/gcc"] = ""
+        commands.append({"argv": [nvcc_dir + "/gcc", "--version"], "stdout": gcc_beside})
+    return make_host(files=files, commands=commands, environ=dict({"PATH": path}, **(environ or {})),
+                     uname={"sysname": "Linux", "release": "4.20.3-arch1-1-ARCH", "machine": "x86_64"})
+
+
+def _gcc_findings(host: Any) -> List[Any]:
+    facts = probe_facts(host)
+    return [f for f in compat(CheckContext(facts, [])) if f.code == "compiler.gcc_too_new_for_cuda"]
+
+
+def test_arch_nvcc_runs_its_own_gcc_not_usr_bin_gcc() -> None:
+    # Arch, cuda 10.0 in /opt/cuda (PATH from /etc/profile.d/cuda.sh), /usr/bin/gcc 8.2.1; the package links
+    # /opt/cuda/bin/gcc to gcc-7, the newest CUDA 10.0 accepts (cuda.json gcc_max 7)
+    host = _machine("/opt/cuda/bin", "10.0", "gcc-7 (GCC) 7.4.1 20181207\n", NVIDIA_PROFILE,
+                    "/usr/local/bin:/usr/bin:/opt/cuda/bin")
+    facts = probe_facts(host)
+    own = facts.value("compiler.nvcc_gcc")
+    assert own["path"] == "/opt/cuda/bin/gcc" and own["version"] == "7.4.1"
+    assert _gcc_findings(host) == []  # the known false warning: judging /usr/bin/gcc 8.2.1
+    # without the link, nvcc runs /usr/bin/gcc 8.2.1: too new for CUDA 10.0
+    f = _gcc_findings(_machine("/opt/cuda/bin", "10.0", None, NVIDIA_PROFILE, "/usr/local/bin:/usr/bin:/opt/cuda/bin"))
+    assert len(f) == 1 and "8.2.1" in f[0].title and "GCC <= 7" in f[0].title
+
+
+def test_debian_wrapper_beside_nvcc_is_judged_and_named() -> None:
+    # Debian's nvidia-cuda-toolkit: /usr/bin/nvcc -> the wrapper picks the newest supported gcc-N; here one too new
+    # for the toolkit would be named as the one nvcc runs
+    host = _machine("/usr/lib/nvidia-cuda-toolkit/bin", "10.0", "gcc-9 (Debian 9.3.0-22) 9.3.0\n", DEBIAN_PROFILE,
+                    "/usr/bin:/usr/lib/nvidia-cuda-toolkit/bin")
+    f = _gcc_findings(host)
+    assert len(f) == 1 and "9.3.0" in f[0].title and "/usr/lib/nvidia-cuda-toolkit/bin/gcc" in f[0].title
+
+
+def test_nvcc_ccbin_names_the_compiler_judged() -> None:
+    # NVCC_CCBIN (nvcc reads it like -ccbin) at gcc-7: /usr/bin/gcc 8.2.1 is not what nvcc runs
+    host = _machine("/opt/cuda/bin", "10.0", None, NVIDIA_PROFILE, "/usr/bin:/opt/cuda/bin",
+                    environ={"NVCC_CCBIN": "/usr/bin/gcc-7"})
+    host.doc["commands"].append({"argv": ["/usr/bin/gcc-7", "--version"], "stdout": "gcc-7 (GCC) 7.4.1 20181207\n"})
+    assert _gcc_findings(host) == []
+    # NVCC_PREPEND_FLAGS with -ccbin at an 8.x: judged, named
+    host = _machine("/opt/cuda/bin", "10.0", None, NVIDIA_PROFILE, "/usr/bin:/opt/cuda/bin",
+                    environ={"NVCC_PREPEND_FLAGS": "-ccbin /usr/bin/gcc"})
+    f = _gcc_findings(host)
+    assert len(f) == 1 and "8.2.1" in f[0].title
+
+
+# -- the driver's user-space outside the loader's directories ---------------------------------------------
+
+def _driver_findings(files: Dict[str, str]) -> Dict[str, Any]:
+    from envdoctor.checks import run_checks
+
+    from .test_checks_driver_health import OS_UBUNTU
+    from .test_probe_driver import PROC_550, machine, nvml_error
+
+    f = {"/etc/os-release": OS_UBUNTU, "/proc/driver/nvidia/version": PROC_550}
+    f.update(files)
+    host = machine(files=f, nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12))
+    return {x.code: x for x in run_checks(CheckContext(probe_facts(host), []))}
+
+
+def test_gpu_operator_host_is_not_missing_its_user_space() -> None:
+    # the GPU Operator's driver container mounts its root at /run/nvidia/driver (its libraries in the Ubuntu layout);
+    # the host's loader has none, so NVML cannot start here: the driver is installed, in that root
+    found = _driver_findings({"/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15": "",
+                              "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15": ""})
+    assert "driver.userspace_missing" not in found
+    f = found["driver.gpu_operator_driver_root"]
+    assert f.severity == "info" and "550.54.15" in f.title
+    assert "sudo chroot /run/nvidia/driver nvidia-smi" in f.fix.commands
+
+
+def test_nixos_driver_libraries_are_where_wheels_do_not_look() -> None:
+    found = _driver_findings({"/run/opengl-driver/lib/libnvidia-ml.so.550.54.15": "",
+                              "/run/opengl-driver/lib/libcuda.so.550.54.15": ""})
+    assert "driver.userspace_missing" not in found
+    f = found["driver.userspace_outside_loader_path"]
+    assert f.severity == "warning" and "LD_LIBRARY_PATH=/run/opengl-driver/lib" in f.fix.commands[0]
+    # nothing anywhere: the user-space is missing
+    assert "driver.userspace_missing" in _driver_findings({})
+
+
+def test_arch_toolkit_in_opt_cuda_is_found_without_its_profile_path() -> None:
+    # a non-login shell on Arch: /etc/profile.d/cuda.sh did not put /opt/cuda/bin on PATH
+    host = make_host(files={"/opt/cuda/version.json": '{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}}',
+                            "/opt/cuda/bin/nvcc": ""}, environ={"PATH": "/usr/bin"})
+    toolkits = probe_facts(host).value("cuda.toolkits")
+    assert [(t["path"], t["version"], t["found_by"]) for t in toolkits] == [("/opt/cuda", "12.4.1", "dir:/opt")]
