@@ -27,7 +27,10 @@ from envdoctor.frameworks import Framework
 FRAMEWORK = Framework("mindspore", "MindSpore", True, "mindspore", distributions=r"mindspore(-gpu)?",
                       cpu_distributions="mindspore", order=65, aliases=("ms",), links=True, cudnn_build=True,
                       uses_cudnn=True, dlopen_order=6, arch_lists=True, runtime_compiled=True, glibc=True,
-                      nvidia_wheels_field="nvidia_wheels", engine_stack=True, fleet=True, policy_order=65)
+                      nvidia_wheels_field="nvidia_wheels", engine_stack=True, fleet=True, policy_order=65,
+                      dependents_of=("mindspore",), extension_libs=r"^libmindspore[a-z_]*\\.so$",
+                      extension_dirs=("mindspore/lib",), extension_symbols=r"^_ZN9mindspore",
+                      extension_packages=(("mindformers", "mindformers", r".+\\.so"),))
 '''
 
 #: Run in a fresh interpreter: register the plug-in before anything reads the lists, then ask every place.
@@ -79,6 +82,17 @@ PROBE = textwrap.dedent('''\
     expect("checks: libraries (display names)", NAMES.get("mindspore") == "MindSpore")
     expect("checks: cudnn-gpu", "mindspore" in cudnn_gpu._CUDNN_USERS)
     expect("checks: nvidia-wheels", ("mindspore", "nvidia_wheels") in wheels._WHEEL_FIELDS)
+    from envdoctor.checks import closure, requires as requires_check
+    expect("checks: library-closure", "mindspore" in closure.FRAMEWORKS)
+    expect("checks: installed-requirements (NVIDIA pins)", ("mindspore", "nvidia_wheels") in
+           requires_check._NVIDIA_PIN_FIELDS)
+    from envdoctor.probes import linkage, requires
+    expect("probe: requirements (whose dependents)", "mindspore" in requires.FRAMEWORK_KEYS)
+    expect("probe: linkage (extension libraries, directories, symbols, packages)",
+           linkage.FRAMEWORK_LIB["mindspore"].match("libmindspore_backend.so")
+           and linkage.FRAMEWORK_DIRS["mindspore"] == ("mindspore/lib",)
+           and linkage.FRAMEWORK_SYMBOL["mindspore"].match("_ZN9mindspore6tensorE")
+           and "mindformers" in linkage.EXTENSION_PACKAGES["mindspore"])
     from envdoctor.host.base import Distribution
     from envdoctor.probes import frameworks as probe
     expect("probe: what counts as a framework installed", "mindspore" in probe.FRAMEWORK_NAMES)

@@ -62,6 +62,20 @@ class Framework(NamedTuple):
     fleet: bool = False
     #: ``policy init`` pins its version and CUDA, in this order
     policy_order: Optional[int] = None
+    # -- what the probes read of it ----------------------------------------------------------------------------
+    #: the distributions whose dependents (the packages requiring them) ``python.requirements`` lists
+    dependents_of: Tuple[str, ...] = ()
+    #: its own libraries, which the compiled modules of packages built on it link by soname (a regular expression
+    #: of file names), and the directories (relative to site-packages) holding them: those modules are checked
+    #: against it (``linkage.<name>.extensions``)
+    extension_libs: Optional[str] = None
+    extension_dirs: Tuple[str, ...] = ()
+    #: the mangled C++ names of its namespaces (data and vtables included) such a module imports from it: looked
+    #: up in its libraries (``linkage.<name>.extension_symbols``)
+    extension_symbols: Optional[str] = None
+    #: extension packages whose compiled modules are checked wherever they link: (distribution, directory relative
+    #: to site-packages, regular expression of the modules there)
+    extension_packages: Tuple[Tuple[str, str, str], ...] = ()
 
 
 _FOUND: Dict[str, Framework] = {}

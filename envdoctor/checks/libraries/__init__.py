@@ -121,6 +121,16 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                     "path." % (soname, cuda))
 
 
+def torch_variant(value: Dict[str, Any]) -> str:
+    """The download.pytorch.org index of an installed torch: its local version tag (``+cpu``, ``+cu121``), else
+    (PyPI's builds carry none) the CUDA it was built for (``cuda: '13.0'`` -> ``cu130``), else ``cpu``."""
+    local = str(value.get("version") or "").partition("+")[2]
+    if re.match(r"^(cpu|cu\d+|rocm[\d.]+)$", local):
+        return local
+    cuda = re.match(r"^(\d+)\.(\d+)", str(value.get("cuda") or ""))
+    return "cu%s%s" % cuda.groups() if cuda else "cpu"
+
+
 def _soname_major(soname: str) -> Optional[str]:
     """The major version a soname carries (``libcudnn.so.8`` and ``libcudnn.so.8.9.7`` -> "8"), or None for an
     unversioned name (``libcudnn.so``: the development link some frameworks dlopen) or a garbled one."""

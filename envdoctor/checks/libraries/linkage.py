@@ -12,7 +12,7 @@ from ... import frameworks
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import builds
-from .. import CheckContext, check
+from .. import CheckContext, CodeDoc, check
 from ..suggest import INSTALL_LINE_READS
 from . import (
     _FRAMEWORK_LINKAGE_DOCS,
@@ -30,14 +30,15 @@ from . import (
     _version_at,
     _why,
     component_of,
+    torch_variant,
 )
 
 
 def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
+    yield from _extension_cannot_load(facts, fw)
     entries = facts.value("linkage." + fw)
     if not isinstance(entries, list):
         return
-    yield from _extension_cannot_load(facts, fw)
     for e in entries:
         if not isinstance(e, dict):
             continue
@@ -92,11 +93,14 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
     """A PyTorch extension package (vLLM, flash-attn, ...) whose compiled module needs a CUDA library that neither
     the loader nor the framework provides: built for another CUDA than the framework's, it cannot be imported."""
     ext = facts.value("linkage.%s.extensions" % fw)
-    if not isinstance(ext, list) or not _gpu_present(facts):
+    if not isinstance(ext, list):
         return
     have = facts.mapping("framework." + fw)
+    yield from _extension_for_other_build(facts, fw, [e for e in ext if isinstance(e, dict) and e.get("framework_lib")])
+    if not _gpu_present(facts):
+        return
     for e in ext:
-        if not isinstance(e, dict) or not e.get("soname"):
+        if not isinstance(e, dict) or not e.get("soname") or e.get("framework_lib"):
             continue
         soname, comp = str(e["soname"]), component_of(str(e["soname"]))
         want = re.match(r"^lib\w+?\.so\.(\d+)", soname)
@@ -119,6 +123,40 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
                               e.get("package"), NAMES.get(fw, fw), have.get("cuda"), NAMES.get(fw, fw), major))
                     if other else "Install the CUDA %s.x runtime the package links (the nvidia-cuda-runtime-cu%s "
                                   "wheel, or the CUDA toolkit's libraries on the loader path)." % (major, major)))
+
+
+def _extension_for_other_build(facts: Facts, fw: str, entries: List[Dict[str, Any]]) -> Iterable[Finding]:
+    """An extension package whose modules link libraries of the framework that this build of it does not have
+    (``libc10_cuda.so``, ``libtorch_cuda.so``: a CUDA build of torchvision beside a CPU-only torch): its modules
+    cannot be imported, on any machine. One finding per package."""
+    have = facts.mapping("framework." + fw)
+    by_package: Dict[str, List[Dict[str, Any]]] = {}
+    for e in entries:
+        by_package.setdefault(str(e.get("package")), []).append(e)
+    for package, es in sorted(by_package.items()):
+        libs = sorted({str(e.get("soname")) for e in es})
+        files = sorted({posixpath.basename(str(e.get("path"))) for e in es})
+        cuda = any("cuda" in lib for lib in libs)
+        yield Finding(
+            code="cuda.framework_cannot_load", severity="error", components=[fw, "cuda"] if cuda else [fw],
+            title="%s %s needs %s, which %s does not have%s" % (
+                package, es[0].get("version"), ", ".join(libs), _fw_version(facts, fw),
+                " (a CUDA build of %s beside a %s build of %s)" % (package, have.get("build") or "CPU-only",
+                                                                    NAMES.get(fw, fw)) if cuda else ""),
+            detail="Its compiled module%s %s link%s %s; %s ships no such librar%s, so importing %s fails with "
+                   "'%s: cannot open shared object file' (torchvision then reports its operators as missing: "
+                   "'operator torchvision::nms does not exist')." % (
+                       "s" if len(files) > 1 else "", ", ".join(files), "" if len(files) > 1 else "s",
+                       ", ".join(libs), _fw_version(facts, fw), "ies" if len(libs) > 1 else "y", package, libs[0]),
+            evidence=_evidence(facts, "linkage.%s.extensions" % fw, "framework." + fw),
+            source=dict(LDSO_RULE),
+            fix=Fix(text="Install the %s build that matches %s %s (from the same index: pip then picks the %s "
+                         "release made for it), or %s's %s build to go with it." % (
+                             package, NAMES.get(fw, fw), have.get("version"), package, NAMES.get(fw, fw),
+                             "CUDA" if cuda else "other"),
+                    commands=["pip install 'torch==%s' '%s' --index-url https://download.pytorch.org/whl/%s" % (
+                        str(have.get("version") or "").partition("+")[0], package, torch_variant(have))]
+                    if fw == "torch" and package in ("torchvision", "torchaudio") else []))
 
 
 def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> Iterable[Finding]:
@@ -186,6 +224,10 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         # unknown; framework.cupy_packages_conflict says so
     needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
     for e in entries:
+        if isinstance(e, dict) and e.get("path") and e.get("not_pinned_copy") and e.get("soname") not in needed:
+            yield from _dlopen_not_the_pinned_copy(facts, fw, e)
+        elif isinstance(e, dict) and e.get("path") and e.get("built_cuda") and e.get("soname") not in needed:
+            yield from _runtime_older_than_build(facts, fw, e)
         if not isinstance(e, dict) or e.get("path") or e.get("soname") in needed:
             continue
         soname = str(e.get("soname", ""))
@@ -225,6 +267,76 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                        + _installed_text(facts, comp)),
             evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
             source=dict(LDSO_RULE), fix=fix)
+
+
+RUNTIME_DOC = CodeDoc(
+    "cuda.runtime_older_than_framework", "warning", "A framework opens a CUDA runtime (or NVRTC) of an older minor "
+    "than the CUDA it was built with.", "linkage.<framework>.dlopen",
+    "Functions the build calls are missing from the older runtime: it fails when it first uses them, or refuses to "
+    "start ('CUDA driver version is insufficient for CUDA runtime version' is the other way round).",
+    "https://docs.nvidia.com/deploy/cuda-compatibility/")
+
+
+def _runtime_older_than_build(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
+    """The CUDA runtime or NVRTC the framework dlopens is of an older minor than its build's CUDA (a system CUDA 11.2
+    on LD_LIBRARY_PATH for nvidia-tensorflow built with CUDA 11.8): the file's version is the CUDA release's."""
+    got, built = _v(e.get("file_version")), _v(e.get("built_cuda"))
+    if got is None or built is None or len(got.release) < 3:
+        return  # a soname's own suffix (libcudart.so.11.0) is no release: the file's full version is needed
+    if got.release[:1] != built.release[:1] or got.release[:2] >= built.release[:2]:
+        return
+    where = posixpath.dirname(str(e.get("path")))
+    yield Finding(
+        code="cuda.runtime_older_than_framework", severity="warning", components=["cuda", fw],
+        title="%s loads %s %s from %s (via %s), older than its build's CUDA %s" % (
+            _fw_version(facts, fw), e.get("soname"), e.get("file_version"), e.get("resolved") or e.get("path"),
+            e.get("via"), e.get("built_cuda")),
+        detail="%s opens the CUDA runtime with dlopen and takes the first %s the loader finds, through %s; a runtime "
+               "older than the build's CUDA lacks functions the build calls.%s" % (
+                   NAMES[fw], e.get("soname"), _why(e.get("via")), (" Copies not searched: %s." % ", ".join(
+                       str(p) for p in e.get("elsewhere_files") or [])) if e.get("elsewhere_files") else ""),
+        evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
+        source={"rule": "a CUDA application needs a runtime of its own CUDA minor or newer",
+                "url": RUNTIME_DOC.source, "checked": "2026-11-29"},
+        fix=Fix(text="Take %s off LD_LIBRARY_PATH, or put a CUDA %s runtime first (the toolkit's lib64, or the "
+                     "nvidia-cuda-runtime wheel's lib)." % (where, e.get("built_cuda")),
+                commands=[_drop_ldp_entry(where)]) if e.get("via") == "LD_LIBRARY_PATH" else Fix(
+            text="Install the CUDA %s runtime where the loader finds it first." % e.get("built_cuda")))
+
+
+def _dlopen_not_the_pinned_copy(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
+    """A library the framework opens at run time is taken from another copy than the one in the NVIDIA wheel its
+    metadata requires (LD_LIBRARY_PATH naming a system CUDA first, a framework that does not search the wheels): an
+    older one is an error (the build calls functions it lacks), another a warning. cuDNN is judged by its own
+    version checks."""
+    soname = str(e.get("soname"))
+    comp = component_of(soname)
+    if comp == "cudnn":
+        return
+    got, want = _v(e.get("file_version")), _v(e.get("pinned_version"))
+    older = got is not None and want is not None and got.release[:1] == want.release[:1] and \
+        got.release[:2] < want.release[:2]
+    where = posixpath.dirname(str(e.get("path")))
+    yield Finding(
+        code="%s.shadowed" % comp, severity="error" if older else "warning", components=[comp, fw],
+        title="%s loads %s %sfrom %s (via %s), not the %s%s its package requires" % (
+            _fw_version(facts, fw), soname, "%s " % e["file_version"] if e.get("file_version") else "",
+            e.get("resolved") or e.get("path"), e.get("via"), e.get("pinned"),
+            " (%s)" % e["pinned_version"] if e.get("pinned_version") else ""),
+        detail="%s opens %s with dlopen, which searches %s before the pip wheel %s requires.%s" % (
+            NAMES[fw], soname, _why(e.get("via")), NAMES[fw],
+            " That copy is older than the one the build was made with: functions it calls are missing ('undefined "
+            "symbol', or a CUDA error at run time)." if older else " The framework then runs with a library it was "
+                                                                    "not built and tested with."),
+        evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
+        source=dict(LDSO_RULE),
+        fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's copy is found%s." % (
+                    where, "" if fw != "tensorflow" else ", or put the wheels' lib directories before it"),
+                commands=[_drop_ldp_entry(where)]) if e.get("via") == "LD_LIBRARY_PATH" else Fix(
+            text="Make the wheel's copy the one the loader finds first (LD_LIBRARY_PATH), or remove the other copy "
+                 "from the loader's path.",
+            commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % posixpath.dirname(
+                str(e.get("pinned")))]))
 
 
 def _other_major_cudnn(facts: Facts, fw: str) -> bool:
@@ -294,7 +406,8 @@ def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Find
        requires=("linkage.*.dlopen",),
        reads=("cuda.*", "framework.*", "libraries.*", "linkage.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
        layers=("cuda", "libraries"),
-       codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")))
+       codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith((".framework_cannot_load", ".shadowed")))
+       + (RUNTIME_DOC,))
 def framework_dlopen_of(ctx: CheckContext, item: str) -> Iterable[Finding]:
     """The libraries the framework opens at run time (dlopen): missing where the loader looks."""
     return _dlopen_linkage(ctx.facts, item)

@@ -88,7 +88,10 @@ def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
         if not isinstance(lk, dict) or not lk.get("shadowed"):
             continue
         got, want = _v(lk.get("version")), _v(lk.get("expected_version"))
-        older = got is not None and want is not None and got.release[:2] < want.release[:2]
+        symbols = lk.get("missing_symbols")
+        # the symbols it imports from that library, when they could be read, decide; else the versions
+        older = bool(symbols) if isinstance(symbols, list) else (
+            got is not None and want is not None and got.release[:2] < want.release[:2])
         lib, dep = posixpath.basename(str(lk.get("library"))), str(lk.get("soname"))
         comp = component_of(dep)
         yield Finding(
@@ -97,8 +100,10 @@ def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
                 lib, dep, lk.get("path"), lk.get("version") or "version unknown", lk.get("via"), lk.get("expected"),
                 lk.get("expected_version") or "version unknown"),
             detail="The wheel's RUNPATH names its own copy, but the loader searches %s first.%s" % (
-                lk.get("via"), " A CUDA library needs its dependencies of its own CUDA minor or newer: this older "
-                "one lacks the symbols it calls, so it fails to load ('undefined symbol')." if older else ""),
+                lk.get("via"), (" That copy lacks %s, which %s calls: loading fails with 'undefined symbol: %s'." % (
+                    ", ".join(symbols[:3]), lib, symbols[0]) if symbols else
+                    " A CUDA library needs its dependencies of its own CUDA minor or newer: this older one lacks the "
+                    "symbols it calls, so it fails to load ('undefined symbol').") if older else ""),
             evidence=_evidence(facts, "linkage.nvidia_wheels", "cuda.ld_library_path"),
             source=dict(LDSO_RULE),
             fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's own copy is used." %
