@@ -28,7 +28,8 @@ from operator import itemgetter
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from . import frameworks
-from .policy import FactIndex, gpu_keys, has_frameworks
+from .policy import gpu_keys
+from .reportview import FactIndex, Found, ReportView
 
 FLEET_SCHEMA_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
@@ -552,41 +553,35 @@ def _driver(facts: Facts) -> Optional[str]:
     return None
 
 
+def _shown(facts: Facts, found: Found) -> Optional[str]:
+    """An unknown derived fact as fleet shows it: the status of the fact that said so, None when the report does
+    not hold it."""
+    return _plain(facts, found.key) if found.key else None
+
+
 def _toolkit(facts: Facts) -> Optional[str]:
-    nvcc = _value(facts, "cuda.nvcc")
-    if isinstance(nvcc, dict) and nvcc.get("version"):
-        return "nvcc %s" % nvcc["version"]
-    link = _value(facts, "cuda.default_symlink")
-    if isinstance(link, dict) and link.get("version"):
-        return "/usr/local/cuda %s" % link["version"]
-    status = _status(facts, "cuda.nvcc") or _status(facts, "cuda.default_symlink")
-    return None if status is None else "none" if status == "ok" else status.replace("_", " ")
+    got = ReportView(facts).toolkit()
+    if got.known and got.value:
+        return ("nvcc %s" if got.key == "cuda.nvcc" else "/usr/local/cuda %s") % got.value
+    return "none" if got.known else _shown(facts, got)
 
 
 def _loader(facts: Facts, prefix: str) -> Optional[str]:
-    """The version of the library the dynamic loader picks for ``prefix`` (``libcudnn.so.``)."""
-    choice = _value(facts, "libraries.loader_choice")
-    if not isinstance(choice, dict):
+    """The versions of the libraries the dynamic loader picks for ``prefix`` (``libcudnn.so.``)."""
+    got = ReportView(facts).loader_picks(prefix)
+    if not got.known:
         return _plain(facts, "libraries.loader_choice")
-    picked = sorted("%s %s" % (s, (r or {}).get("version") or "?") for s, r in choice.items()
-                    if s.startswith(prefix) and isinstance(r, dict) and r.get("path"))
-    return ", ".join(picked) or "none"
+    return ", ".join("%s %s" % (soname, version or "?") for soname, version in got.value) or "none"
 
 
 def _framework(name: str) -> Callable[[Facts], Optional[str]]:
     def get(facts: Facts) -> Optional[str]:
-        key = "framework." + name
-        v = _value(facts, key)
-        if isinstance(v, dict):
-            return str(v.get("version") or "installed")
-        if _status(facts, key) is not None:
-            return _plain(facts, key)
-        scan = _status(facts, "framework.scan")
-        if scan not in (None, "ok"):  # the interpreter could not be asked which packages it has
-            return str(scan).replace("_", " ")
-        # The frameworks probe records only what is installed (framework.none when nothing is): with
-        # none of its facts in the report, the probe did not run there.
-        return "not installed" if has_frameworks(facts) else None
+        got = ReportView(facts).framework(name)
+        if got.known and isinstance(got.value, dict):
+            return str(got.value.get("version") or "installed")
+        if got.known and not got.key:
+            return "not installed"  # the frameworks probe ran and did not list it
+        return _shown(facts, got)
     return get
 
 

@@ -8,7 +8,8 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import frameworks
-from .policy import SEVERITIES, Verdict, gpu_count, report_facts, resolve
+from .policy import SEVERITIES, Verdict, resolve
+from .reportview import ReportView, report_facts
 
 
 def node_ready(report: Dict[str, Any], verdict: Optional[Verdict]) -> bool:
@@ -70,7 +71,7 @@ def stack(report: Dict[str, Any], facts: Optional[Dict[str, Dict[str, Any]]] = N
     for fw in FRAMEWORKS:
         out[fw] = _value(facts, "framework.%s.version" % fw)
         out[fw + "_cuda"] = _value(facts, "framework.%s.cuda" % fw)
-    count = gpu_count(facts)
+    count = ReportView(facts).gpu_count()
     out["gpus"] = str(count.value) if count.known else None
     return out
 
@@ -124,7 +125,7 @@ def summarize(name: str, report: Dict[str, Any], verdict: Optional[Verdict],
     """``facts``: the report's facts by key, when the caller has them already (``report`` then needs only
     its findings).  ``light``: only the verdict (no versions, no GPUs), for fleet's text and JSON."""
     facts = report_facts(report) if facts is None else facts
-    count = gpu_count(facts)
+    count = ReportView(facts).gpu_count()
     gpus: Optional[List[Tuple[int, str, bool]]] = None
     if light:
         ready = verdict.passed if verdict is not None else not _severity_counts(report)["error"]
