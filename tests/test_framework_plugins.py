@@ -2,8 +2,9 @@
 of frameworks in envdoctor derives from the registered set.
 
 The proof: a fictional framework ("MindSpore", with every capability flag set) is dropped into the plug-in
-package of a fresh interpreter, and every place that lists frameworks is asked whether it picked it up; the test
-names each one that did not. (The framework is made up: nothing here installs or imports it.)"""
+package of a fresh interpreter, its data file into a copy of the matrix's data folder, and every place that lists
+frameworks is asked whether it picked it up; the test names each one that did not. (The framework is made up:
+nothing here installs or imports it.)"""
 
 from __future__ import annotations
 
@@ -33,12 +34,21 @@ FRAMEWORK = Framework("mindspore", "MindSpore", True, "mindspore", distributions
                       extension_packages=(("mindformers", "mindformers", r".+\\.so"),))
 '''
 
+#: Its data file (fictional rows, never shipped: written into a copy of the data folder): the envelope every matrix
+#: table has, nothing more; a framework needs no validator of its own.
+DATA = {"area": "mindspore", "description": "MindSpore (fictional, written by tests/test_framework_plugins.py).",
+        "rows": [{"version": "2.3.0", "python": ">=3.8,<3.12", "cuda": ["11.6", "11.8"],
+                  "source": {"url": "https://www.mindspore.cn/install/en", "checked": "2026-11-29", "verified": False,
+                             "note": "made up for a test: no fact"}}]}
+
 #: Run in a fresh interpreter: register the plug-in before anything reads the lists, then ask every place.
 PROBE = textwrap.dedent('''\
     import json, sys
     import envdoctor.frameworks as F
     F.__path__.append(sys.argv[1])
     F.register()
+    import envdoctor.matrix as M
+    M.DATA_DIR = sys.argv[2]  # the shipped tables and the plug-in's own, all validated in full
     missing = []
 
     def expect(place, ok):
@@ -61,6 +71,15 @@ PROBE = textwrap.dedent('''\
     from envdoctor.matrix import frameworks as matrix_frameworks
     expect("matrix.frameworks.AREAS", "mindspore" in matrix_frameworks.AREAS)
     expect("matrix.VENDORS (whose tables)", matrix.VENDORS.get("mindspore") == "MindSpore")
+    expect("matrix: its data file read and valid", "mindspore" in matrix.areas() and matrix.problems_of(
+        "mindspore", matrix.read_document("mindspore")) == [] and matrix.load("mindspore")[0]["version"] == "2.3.0")
+    from click.testing import CliRunner
+    from envdoctor.cli import cli
+    listed = CliRunner().invoke(cli, ["matrix", "ms"])
+    row = CliRunner().invoke(cli, ["matrix", "mindspore", "2.3.0"])
+    expect("envdoctor matrix AREA [VALUE] (its rows, their source)", listed.exit_code == 0 and row.exit_code == 0
+           and "mindspore: 1 rows" in listed.output and "not confirmed from MindSpore's tables" in listed.output
+           and "mindspore 2.3.0" in row.output and "https://www.mindspore.cn/install/en" in row.output)
     from envdoctor import policy
     expect("policy init (pinned frameworks)", "mindspore" in policy.INIT_FRAMEWORKS)
     from envdoctor import fleet
@@ -106,10 +125,17 @@ PROBE = textwrap.dedent('''\
 ''')
 
 
-def test_a_new_framework_is_one_module_and_every_list_picks_it_up(tmp_path):
+def test_a_new_framework_is_one_module_and_its_data_file_and_every_list_picks_it_up(tmp_path):
+    from envdoctor import matrix
+
     (tmp_path / "mindspore.py").write_text(PLUGIN)
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in os.listdir(matrix.DATA_DIR):
+        os.symlink(os.path.join(matrix.DATA_DIR, name), str(data / name))
+    (data / "mindspore.json").write_text(json.dumps(DATA, indent=1))
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path), str(data)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     missing = json.loads(proc.stdout.strip().splitlines()[-1])
     assert missing == [], "these places do not pick up a new framework: " + "; ".join(missing)

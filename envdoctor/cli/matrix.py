@@ -95,12 +95,17 @@ def _lookup(area: str, value: str) -> Tuple[List[Dict[str, Any]], Dict[str, Any]
         rel = fw.onnxruntime_release(value)
         found = [r for r in rows if rel is not None and r["version"] == rel["version"]]
     else:
-        query: Callable[[str], Optional[Dict[str, Any]]] = {
+        query: Optional[Callable[[str], Optional[Dict[str, Any]]]] = {
             "torch": fw.torch_release, "tensorflow": fw.tensorflow_release, "paddle": fw.paddle_release,
             "cupy": fw.cupy_release, "tensorrt": fw.tensorrt_release, "mxnet": fw.mxnet_release,
-        }[area]
-        row = query(value)
-        found = [r for r in rows if row is not None and r["version"] == row["version"]]
+        }.get(area)
+        if query is not None:
+            row = query(value)
+            found = [r for r in rows if row is not None and r["version"] == row["version"]]
+        else:  # a table without a release query of its own (a new framework's): the row so named, else that series
+            named = value.strip()
+            found = [r for r in rows if key_of(area, r) == named] or [
+                r for r in rows if key_of(area, r).startswith(named + ".")]
     return found, derived
 
 
