@@ -206,11 +206,9 @@ class Driver:
         self.cuda_fact = facts.get("driver.cuda_version")
         self.version: Optional[str] = facts.value("driver.version")
         self.wsl = bool(facts.value("os.wsl"))
-        cuda = _mm(facts.value("driver.cuda_version"))
-        if cuda is None and self.version and not self.wsl:  # the Linux driver table answers for it
-            derived = hw.newest_cuda_for_driver(self.version)
-            cuda = _mm(derived)
-        self.cuda = cuda if cuda is not None and cuda[1] is not None else None
+        # the CUDA it reports, else (a Linux driver) the one Table 3 gives its version
+        cuda = hw.driver_cuda(self.version, facts.value("driver.cuda_version"), self.wsl)
+        self.cuda: Optional[Tuple[int, Optional[int]]] = cuda
 
     @property
     def known(self) -> bool:
@@ -221,19 +219,11 @@ class Driver:
         return "%s supports CUDA up to %s" % (who, _mm_str(self.cuda)) if self.cuda else who
 
     def verdict(self, need: Tuple[int, Optional[int]]) -> str:
-        """"ok", "minor_compat" or "too_old" for a CUDA need (major, minor|None)."""
+        """"ok", "minor_compat" or "too_old" for a CUDA need (major, minor|None): the rule install's pre-flight
+        applies too (:func:`envdoctor.matrix.hardware.driver_runs`)."""
         assert self.cuda is not None
-        have = self.cuda
-        if need[1] is None:
-            return "ok" if have[0] >= need[0] else "too_old"
-        if (have[0], have[1]) >= (need[0], need[1]):  # type: ignore[operator]
-            return "ok"
-        if have[0] == need[0]:
-            floor = hw.min_driver_for_cuda(_mm_str(need), minor_compat=True)
-            if self.version and floor and not self.wsl and (_v(self.version) or Version("0")) < Version(floor):
-                return "too_old"
-            return "minor_compat"
-        return "too_old"
+        return hw.driver_runs(_mm_str(need), self.version, self.cuda_fact.value if self.cuda_fact is not None
+                              and self.cuda_fact.known else None, self.wsl) or "too_old"
 
 
 class Need:
