@@ -1,4 +1,4 @@
-"""A certain failure is an error (issue 23, "Severity and the headline").
+"""A certain failure is an error.
 
 * nvcc's default build (no -arch: SASS for one architecture plus its PTX; read from ``nvcc --dryrun`` of NVIDIA's
   nvcc 11.8.89 and 12.4.131 in Debian's nvidia-cuda-toolkit packages, sm_52, and 13.0.88 from PyPI, sm_75)
