@@ -56,6 +56,18 @@ class Report:
     def exit_code(self) -> int:
         return 1 if self.summary["error"] else 0
 
+    def narrowed(self, only: Sequence[str] = (), skip: Sequence[str] = ()) -> Report:
+        """The report ``diagnose --only/--skip --format json`` writes: the findings of the layers shown and the
+        probes of the layers examined (others ran only for their facts; the findings carry them). Itself when
+        neither is given."""
+        if not only and not skip:
+            return self
+        from .layers import row_of_probe, select
+
+        shown, findings = select(self, only, skip)
+        return Report([p for p in self.probes if row_of_probe(p.name) in shown], findings, self.source,
+                      self.duration, self.generated, layers=self.layers)
+
     def to_dict(self) -> Dict[str, Any]:
         return {
             "schema_version": REPORT_SCHEMA_VERSION,

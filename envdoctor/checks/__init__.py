@@ -31,6 +31,17 @@ if TYPE_CHECKING:
 CheckFn = Callable[["CheckContext"], Iterable[Finding]]
 
 
+class Message(NamedTuple):
+    """An error message users meet (printed by a library, a framework, a tool or the kernel) that a finding code
+    explains: what ``envdoctor explain`` lists with the code and what the MCP server's ``triage`` matches a pasted
+    error against."""
+
+    #: The message as the program prints it; ``*`` stands for a part that varies (a version, a path, a name).
+    text: str
+    #: Where the text comes from: the vendor's documentation or source that prints it.
+    source: str
+
+
 class CodeDoc(NamedTuple):
     """Documentation of one finding code, served by ``envdoctor explain CODE``."""
 
@@ -40,6 +51,14 @@ class CodeDoc(NamedTuple):
     looks_at: str  # which facts the check reads
     why: str  # why it matters to the user
     source: str = ""  # where the rule comes from (vendor table URL), when it is a matrix rule
+    #: Error messages this code can be the cause of (see :class:`Message`).
+    messages: Tuple[Message, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        """``envdoctor explain --format json`` (``envdoctor/schemas/explain.schema.json``)."""
+        out: Dict[str, Any] = {k: v for k, v in self._asdict().items() if k != "messages"}
+        out["messages"] = [m._asdict() for m in self.messages]
+        return out
 
 
 class CheckSpec(NamedTuple):
@@ -167,10 +186,15 @@ def group(prefix: str) -> CheckFn:
 
 
 def code_docs() -> Dict[str, CodeDoc]:
-    """Every documented finding code, from every check."""
+    """Every documented finding code, from every check. A code several checks may emit (``gpu.lost``: NVML's
+    answer, the kernel log) keeps the last check's text and every check's error messages."""
     out: Dict[str, CodeDoc] = {}
     for spec in all_checks():
         for doc in spec.codes:
+            before = out.get(doc.code)
+            if before is not None and before.messages:
+                doc = doc._replace(messages=before.messages + tuple(m for m in doc.messages
+                                                                    if m not in before.messages))
             out[doc.code] = doc
     out.setdefault("envdoctor.checks_skipped", CodeDoc(
         "envdoctor.checks_skipped", "info", "Some checks were skipped: the facts they need were not gathered.",

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 from ..facts import Facts
 from ..findings import AnyOf, Step
 from ..matrix import kernel
-from . import CodeDoc
+from . import CodeDoc, Message
 
 XID_CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
@@ -204,7 +204,8 @@ def lost_in_log(facts: Facts, bus: Optional[str], single: bool = False) -> List[
 #: kernel's log does (kernel-log): one code, one meaning.
 GPU_LOST = CodeDoc("gpu.lost", "error", "A GPU has fallen off the bus (Xid 79; a warning when it answers again now).",
                    "driver.kernel_log, driver.nvml.status", "The GPU is unusable until reset or reboot; recurrence "
-                   "points at power, cooling, the slot or the board.", XID_CATALOG_URL)
+                   "points at power, cooling, the slot or the board.", XID_CATALOG_URL,
+                   messages=(Message("GPU has fallen off the bus", "https://docs.nvidia.com/deploy/xid-errors/index.html"),))
 
 
 #: NVML start-up failures that say nothing about the GPUs themselves.

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts
 from ..findings import AnyOf, Finding, Fix
-from . import CheckContext, CodeDoc, check, docs_for, group
+from . import CheckContext, CodeDoc, Message, check, docs_for, group
 
 CHECKED = "2026-11-22"
 NVML_REASONS = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"
@@ -70,7 +70,9 @@ DOCS = (
             "runs out of memory sooner.", NVML_PCIE),
     CodeDoc("gpu.ecc_uncorrectable", "error", "A GPU reports uncorrectable ECC errors since boot.",
             "gpu.N.ecc_errors_volatile_uncorrected", "Jobs on it can crash or compute wrong results; the GPU "
-            "needs a reset (and row remapping) before more work.", ECC_DOC),
+            "needs a reset (and row remapping) before more work.", ECC_DOC,
+        messages=(Message("uncorrectable ECC error encountered",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
     CodeDoc("gpu.throttled", "warning", "A GPU's clocks are held down by thermal or hardware power slowdown.",
             "gpu.N.clock_event_reasons", "The GPU runs at a fraction of its speed: cooling, airflow or power "
             "delivery problem.", NVML_REASONS),

@@ -51,21 +51,10 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     # --python X.Y, the old spelling of --python-version (one release, with a deprecation line)
     python_version = python_version or click.get_current_context().meta.get("envdoctor.python_version")
     try:
-        given = {"driver": logic.parse_driver(driver) if driver else None,
-                 "python": logic.parse_python(python_version) if python_version else None}
-        gpu_name = cc_value = None
-        if gpu:
-            gpu_name, cc_value = logic.gpu_cc(gpu)
-        if cc:
-            cc_value = logic.parse_cc(cc)
-        if os_name:
-            given["os_id"], given["os_version"] = logic.parse_os(os_name)
+        given = logic.given_values(driver, gpu, cc, os_name, python_version)
     except logic.AdviseError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-    given["cc"], given["gpu"] = cc_value, gpu_name
 
-    if cc_value and not gpu_name:
-        given["gpu"] = ""  # the machine's GPU name no longer describes the capability asked about
     subj = subject(snapshot_path, given, timeout, python_exe)
     target, facts = subj.target, subj.facts
     pip_python = None  # the interpreter the pip commands name
@@ -77,10 +66,7 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     if fmt == "json":
         from ..jsontext import dumps
 
-        doc = answer.to_dict()
-        if pip_python:
-            doc["interpreter"] = {"executable": pip_python, "chosen": chosen}
-        echo_output(dumps(doc))
+        echo_output(dumps(logic.answer_document(answer, pip_python, chosen)))
     else:
         import sys
 

@@ -9,15 +9,13 @@ import click
 from ..host.base import DEFAULT_TIMEOUT
 from ..host.live import live_host
 from ..host.privacy import scrubber_for
+from ..target import PLANNING_PROBES
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
            "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
            "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes", "Subject", "subject"]
 
-#: The probes whose facts `advise` and the install recipes read (driver, GPUs, OS, interpreter): a
-#: plan need not wait for Docker, compilers or every framework, nor for one of them that hangs.
-PLANNING_PROBES = ("os", "driver", "gpu", "python")
 
 
 class Finite(click.FloatRange):

@@ -144,13 +144,8 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
     if check_names:
         only = report.layers  # shown as --only those layers would show them
     shown, findings = select(report, only, skip)
-    if (only or skip) and fmt != "text":
-        from ..layers import row_of_probe
-        from ..report import Report
-
-        # The probes of the layers examined (others ran only for their facts; the findings carry them).
-        report = Report([p for p in report.probes if row_of_probe(p.name) in shown], findings, report.source,
-                        report.duration, report.generated, layers=report.layers)
+    if fmt != "text":
+        report = report.narrowed(only, skip)
     if fmt == "json":
         from ..jsontext import dumps
 

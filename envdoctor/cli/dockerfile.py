@@ -87,27 +87,12 @@ def dockerfile(path: str, build_args: Tuple[str, ...], context_dir: Optional[str
     except lint.DockerfileError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     if fmt == "json":
-        from .. import __version__
-        from ..findings import summarize
         from ..jsontext import dumps
 
-        echo_output(dumps({"schema_version": 1, "envdoctor_version": __version__, "file": name,
-                           "host": _host(target, host), "stages": [_stage(s) for s in df.stages],
-                           "findings": [f.to_dict() for f in findings], "summary": summarize(findings)}))
+        echo_output(dumps(lint.document(name, df, target, host, findings)))
     else:
         echo_output(render(name, df, target, host, findings, verbose))
     sys.exit(1 if any(f.severity == "error" for f in findings) else 0)
-
-
-def _host(t: Any, whence: str) -> Dict[str, Any]:
-    return {"from": whence, "driver": t.driver, "gpu": t.gpu or None, "compute_capabilities": list(t.gpu_ccs),
-            "gpu_present": t.gpu_present}
-
-
-def _stage(s: Any) -> Dict[str, Any]:
-    img = s.base
-    return {"line": s.line, "name": s.name, "from": s.image.reference, "cuda": img.cuda, "flavour": img.flavour,
-            "os": img.os_label}
 
 
 def render(name: str, df: Any, t: Any, whence: str, findings: List[Any], verbose: bool) -> str:

@@ -377,16 +377,13 @@ def _print_plan(the_plan: Any, fmt: str) -> None:
 
 
 def parse_options(extra: Tuple[str, ...]) -> Dict[str, str]:
-    """``--option KEY=VALUE`` pairs; keys and values are plain words (they may reach a command line)."""
-    import re
+    """``--option KEY=VALUE`` pairs (``install.validate.recipe_options``); exit 2 for one that is not."""
+    from ..install.validate import ValidationError, recipe_options
 
-    out: Dict[str, str] = {}
-    for item in extra:
-        m = re.match(r"^([a-z][a-z0-9_-]{0,31})=([A-Za-z0-9._-]{1,64})$", item)
-        if not m:
-            raise fail(f"--option {item!r} is not KEY=VALUE with plain words (e.g. flavor=open)", EXIT_USAGE)
-        out[m.group(1)] = m.group(2)
-    return out
+    try:
+        return recipe_options(extra)
+    except ValidationError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
 
 
 def _install_system(component: str, version: Optional[str], method: Optional[str], os_name: Optional[str],
@@ -394,7 +391,6 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
                     prefix: Optional[str], mirror: Optional[str], dry_run: bool, fmt: str, yes: bool, force: bool,
                     log_file: Optional[str], timeout: float, venv: Optional[str] = None) -> None:
     """Every method but redist: validate, pick the target, pre-check against the facts, plan, show or run."""
-    import re
 
     from envdoctor.recipes import RecipeError, Request, load_recipe, parse_target, target_from_facts
 
@@ -405,8 +401,8 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
     try:
         if version is not None:
             validate.version(version)
-        if method is not None and not re.match(r"^[a-z]{1,16}$", method):
-            raise ValidationError(f"--method {method!r} is not a method name (see envdoctor install --list)")
+        if method is not None:
+            validate.method_name(method)
         prefix_path = validate.prefix(prefix) if prefix else None
         mirror_url = validate.mirror(mirror) if mirror is not None else None
         if python_exe is not None:

@@ -41,7 +41,7 @@ from ...findings import Fix
 from ...matrix import builds
 from ...matrix import frameworks as fw
 from ...matrix import hardware as hw
-from .. import CodeDoc, group
+from .. import CodeDoc, Message, group
 from ..suggest import install_line
 
 if TYPE_CHECKING:  # advise imports the checks' neighbours; the suggestions import it when they run
@@ -67,14 +67,20 @@ DOCS = (
             "The framework imports but finds no usable GPU (torch.cuda.is_available() is False, 'CUDA driver "
             "version is insufficient for CUDA runtime version'). Within one CUDA major a driver at or above the "
             "major's floor still runs newer minors (minor-version compatibility); across majors it cannot.",
-            "cuda.json (min_driver_linux, minor_compat_min_driver): " + MINOR_COMPAT),
+            "cuda.json (min_driver_linux, minor_compat_min_driver): " + MINOR_COMPAT,
+        messages=(Message("CUDA driver version is insufficient for CUDA runtime version",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
+                  Message("The NVIDIA driver on your system is too old (found version *)",
+                "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/cuda/detail/CUDAHooks.cpp"),)),
     CodeDoc("driver.too_old_for_toolkit", "error",
             "The NVIDIA driver is too old for the active CUDA toolkit (nvcc, /usr/local/cuda) or the conda "
             "environment's cudatoolkit / cuda-version; or nvcc's default build (PTX only for this GPU) is newer "
             "than the driver can JIT.",
             "driver.version, driver.cuda_version, cuda.nvcc, cuda.default_symlink, cuda.home, cuda.toolkits, "
             "cuda.conda", "Programs built with that toolkit fail at their first CUDA call with "
-            "cudaErrorInsufficientDriver.", "cuda.json (min_driver_linux, minor_compat_min_driver)"),
+            "cudaErrorInsufficientDriver.", "cuda.json (min_driver_linux, minor_compat_min_driver)",
+        messages=(Message("CUDA driver version is insufficient for CUDA runtime version",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
     CodeDoc("driver.minor_version_compat", "info",
             "The driver is older than the CUDA minor in use but above its major's floor: it runs under CUDA "
             "minor-version compatibility.",
@@ -87,7 +93,9 @@ DOCS = (
             "A CUDA build of a framework is installed and an NVIDIA GPU is on the PCI bus, but no NVIDIA driver "
             "is installed.", "driver.installed, driver.nvidia_pci_gpus, framework.*",
             "The framework falls back to the CPU or fails ('Found no NVIDIA driver on your system').",
-            "cuda.json (min_driver_linux)"),
+            "cuda.json (min_driver_linux)",
+        messages=(Message("Found no NVIDIA driver on your system",
+                "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/cuda/detail/CUDAHooks.cpp"),)),
     CodeDoc("gpu.arch_not_in_build", "error",
             "The installed framework build has no kernels for this GPU's compute capability: neither SASS for it "
             "nor PTX it could JIT ('no kernel image is available for execution on the device').",
@@ -95,7 +103,11 @@ DOCS = (
             "libraries carry, read from their CUDA fat binaries), else framework.torch (matrix arch_list/ptx), "
             "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with",
             "Every kernel launch fails. A cubin for X.y runs on X.z (z >= y) only; PTX runs on any capability at or "
-            "above its own.", "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE),
+            "above its own.", "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE,
+        messages=(Message("no kernel image is available for execution on the device",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
+                  Message("* with CUDA capability sm_* is not compatible with the current PyTorch installation",
+                "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"),)),
     CodeDoc("gpu.arch_ptx_jit_only", "warning",
             "The framework build reaches this GPU only through PTX JIT compilation (no SASS for its compute "
             "capability).", "gpu.N.compute_capability, framework.torch, framework.tensorflow",
@@ -152,7 +164,9 @@ DOCS = (
             "compiler.gcc (else the compiler nvcc runs: compiler.nvcc_host from -ccbin/NVCC_CCBIN, "
             "compiler.nvcc_gcc from its nvcc.profile's PATH), compiler.gcc_versions, the active toolkit",
             "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!'.",
-            "cuda.json (gcc_max)"),
+            "cuda.json (gcc_max)",
+        messages=(Message("unsupported GNU version! gcc versions later than * are not supported!",
+                "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#host-compiler-support-policy"),)),
     CodeDoc("os.unsupported_by_cuda", "warning",
             "The active CUDA toolkit release does not list this distribution release as supported.",
             "os.id, os.version, the active toolkit",

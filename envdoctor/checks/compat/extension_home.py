@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from ...facts import Facts
-from ...findings import Finding, Fix
+from ...findings import Finding, Fix, quoted
 from .. import CheckContext, check, docs_for
 from ..suggest import INSTALL_LINE_READS
 from . import CPP_EXTENSION, DOCS, _cuda_home_for, _ev, _mm, _mm_str, _source
@@ -26,7 +26,7 @@ def _extension_home(facts: Facts) -> List[Finding]:
     return [Finding(
         code="cuda.extension_home_not_a_toolkit", severity="warning", components=["cuda", "torch"],
         title="Building torch %s CUDA extensions would use CUDA_HOME=%s (from %s), which has no %s" % (
-            torch.get("version"), h.get("path"), h.get("how"), " and no ".join(missing)),
+            torch.get("version"), quoted(h.get("path")), h.get("how"), " and no ".join(missing)),
         detail="torch.utils.cpp_extension (and the setup.py of flash-attn, apex, DeepSpeed, xformers) takes "
                "CUDA_HOME, else CUDA_PATH, else the directory above the nvcc on PATH, else /usr/local/cuda. "
                "Here that is not a toolkit, so compiling fails with 'cuda_runtime.h: No such file or directory' "

@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
-from .. import CodeDoc, group
+from .. import CodeDoc, Message, group
 from ..gpus import GPU_LOST
 from ..suggest import INSTALL_LINE_READS
 
@@ -205,21 +205,31 @@ DOCS = (
             "The loaded NVIDIA kernel module and the user-space library are different driver versions.",
             "driver.nvml.status, driver.kernel_module.version, driver.userspace.version",
             "NVML, nvidia-smi and CUDA refuse to start (\"Driver/library version mismatch\"); a reboot after a "
-            "driver upgrade fixes it.", RULES["nvml"]["url"]),
+            "driver upgrade fixes it.", RULES["nvml"]["url"],
+        messages=(Message("Failed to initialize NVML: Driver/library version mismatch",
+                "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"),)),
     CodeDoc("driver.kernel_headers_missing", "error",
             "No nvidia module is built for the running kernel and its headers are not installed, so DKMS cannot "
             "build one.", "kernel.headers, kernel.release, driver.module_for_running_kernel, driver.dkms.status",
             "After a kernel update the new kernel boots without the nvidia module: no GPU until the headers are "
-            "installed and DKMS builds it.", RULES["headers"]["url"]),
+            "installed and DKMS builds it.", RULES["headers"]["url"],
+        messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
     CodeDoc("driver.module_on_disk_mismatch", "error",
             "The nvidia module installed for the running kernel is another version than the user-space driver: a "
             "reboot loads the same mismatching module again.", "driver.module_on_disk.version, driver.dkms.status, "
             "driver.userspace.version, kernel.release",
             "NVML and CUDA keep failing with 'Driver/library version mismatch' after every reboot until the module "
-            "package is repaired or rebuilt.", RULES["nvml"]["url"]),
+            "package is repaired or rebuilt.", RULES["nvml"]["url"],
+        messages=(Message("Failed to initialize NVML: Driver/library version mismatch",
+                "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"),)),
     CodeDoc("driver.not_installed", "error", "An NVIDIA GPU is on the PCI bus but no NVIDIA driver is installed.",
             "driver.installed, driver.nvidia_pci_gpus", "Without the driver CUDA cannot use the GPU.",
-            RULES["install"]["url"]),
+            RULES["install"]["url"],
+        messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),
+                  Message("Found no NVIDIA driver on your system",
+                "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/cuda/detail/CUDAHooks.cpp"),)),
     CodeDoc("gpu.none", "info", "No NVIDIA GPU and no NVIDIA driver: a CPU-only machine.",
             "driver.installed, driver.nvidia_pci_gpus, gpu.count",
             "Nothing is wrong; CPU builds of the frameworks are the right choice.", RULES["no_gpu"]["url"]),
@@ -237,32 +247,42 @@ DOCS = (
             "see no GPU unless given that directory.", RULES["nixos"]["url"]),
     CodeDoc("driver.nouveau_conflict", "error", "The in-kernel nouveau driver is loaded or drives the NVIDIA GPU.",
             "driver.nouveau.loaded, driver.nouveau.bound, driver.modprobe_blacklist_nouveau",
-            "The NVIDIA driver cannot own a GPU nouveau holds.", RULES["nouveau"]["url"]),
+            "The NVIDIA driver cannot own a GPU nouveau holds.", RULES["nouveau"]["url"],
+        messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
     CodeDoc("driver.nova_conflict", "error", "The in-kernel nova (nova-core) driver is loaded or drives the GPU.",
             "driver.nova.loaded, driver.nova.bound", "The NVIDIA driver cannot own a GPU nova holds.",
             RULES["nouveau"]["url"]),
     CodeDoc("driver.no_module_for_kernel", "error", "No nvidia kernel module is built for the running kernel.",
             "driver.module_for_running_kernel, driver.dkms.status, kernel.release",
             "After a kernel update without headers DKMS cannot rebuild the module; the GPU is unusable.",
-            RULES["headers"]["url"]),
+            RULES["headers"]["url"],
+        messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
     CodeDoc("driver.module_unsigned_secure_boot", "error",
             "Secure Boot is on and the nvidia module is not signed (error when it is therefore not loaded).",
             "driver.secure_boot, driver.module_signed, driver.kernel_module.loaded",
-            "The kernel refuses unsigned modules under Secure Boot.", RULES["secure_boot"]["url"]),
+            "The kernel refuses unsigned modules under Secure Boot.", RULES["secure_boot"]["url"],
+        messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
     CodeDoc("driver.module_key_not_enrolled", "error",
             "Secure Boot is on and the nvidia module is signed, but by a Machine Owner Key that is not enrolled: "
             "the kernel refuses it (a warning when that is only inferred from the module not loading).",
             "driver.secure_boot, driver.module_signed, driver.module_signer, driver.mok_keys (mokutil --test-key), "
             "driver.kernel_module.loaded, driver.module_for_running_kernel",
             "modprobe fails with 'Key was rejected by service'; the GPU is unusable until the key is enrolled in "
-            "MokManager at boot.", RULES["secure_boot"]["url"]),
+            "MokManager at boot.", RULES["secure_boot"]["url"],
+        messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
     CodeDoc("driver.device_nodes_missing", "error", "The nvidia module is loaded but /dev/nvidia* nodes are missing "
             "(/dev/nvidia-uvm: in a container, or on a host whose unprivileged container runtime cannot load "
             "nvidia_uvm, a warning there).",
             "driver.kernel_module.loaded, driver.device_nodes, gpu.count, os.container, driver.unprivileged_runtimes",
             "CUDA opens /dev/nvidiactl, /dev/nvidiaN and /dev/nvidia-uvm; without them it sees no GPU or cuInit "
             "fails.",
-            RULES["device_nodes"]["url"]),
+            RULES["device_nodes"]["url"],
+        messages=(Message("no CUDA-capable device is detected",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
     CodeDoc("driver.fabric_manager_not_running", "error",
             "An NVSwitch system whose nvidia-fabricmanager service is not active.",
             "driver.nvswitch.present, driver.fabric_manager.state, driver.version",
@@ -273,13 +293,17 @@ DOCS = (
             "loader directory, as container runtimes do) of a GPU that does not support it.",
             "cuda.forward_compat, cuda.ld_library_path, gpu.N.name (gpus matrix segment)",
             "CUDA fails with cudaErrorCompatNotSupportedOnDevice (804) on GeForce and most workstation GPUs.",
-            RULES["forward_compat"]["url"]),
+            RULES["forward_compat"]["url"],
+        messages=(Message("forward compatibility was attempted on non supported HW",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
     CodeDoc("driver.forward_compat_older_than_driver", "error",
             "The forward-compatibility libcuda (cuda-compat) CUDA loads (LD_LIBRARY_PATH or the ld.so cache) is "
             "older than the running driver.",
             "cuda.forward_compat, cuda.ld_library_path, libraries.libcuda, driver.version",
             "CUDA fails with cudaErrorSystemDriverMismatch (803) although the driver's own libcuda would work.",
-            RULES["forward_compat_older"]["url"]),
+            RULES["forward_compat_older"]["url"],
+        messages=(Message("system has unsupported display driver / cuda driver combination",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
     CodeDoc("driver.linux_driver_in_wsl", "error", "A Linux NVIDIA driver is installed inside WSL2.",
             "os.wsl, driver.userspace.libraries, driver.kernel_module.loaded",
             "It shadows the Windows driver's libcuda in /usr/lib/wsl/lib and breaks CUDA.", RULES["wsl"]["url"]),
@@ -300,17 +324,25 @@ DOCS = (
     CodeDoc("driver.nvml_no_permission", "error", "NVML: no permission to open /dev/nvidia*.",
             "driver.nvml.status, driver.device_nodes, os.container",
             "CUDA cannot open the GPU as this user (or the container was started without --gpus).",
-            RULES["nvml"]["url"]),
+            RULES["nvml"]["url"],
+        messages=(Message("Failed to initialize NVML: Insufficient Permissions",
+                "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"),)),
     GPU_LOST,
     CodeDoc("driver.not_loaded", "error", "The user-space driver is installed but the kernel module is not loaded.",
             "driver.nvml.status, driver.kernel_module.loaded", "CUDA sees no GPU until `modprobe nvidia` succeeds.",
-            RULES["nvml"]["url"]),
+            RULES["nvml"]["url"],
+        messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),
+                  Message("Found no NVIDIA driver on your system",
+                "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/cuda/detail/CUDAHooks.cpp"),)),
     CodeDoc("driver.nvml_hung", "error", "Asking NVML timed out: the driver or a GPU is hung.",
             "driver.nvml.status", "Every CUDA program and nvidia-smi will hang too.", RULES["nvml"]["url"]),
     CodeDoc("driver.nvml_failed", "error", "NVML failed to initialise with another error (a warning only where "
             "no NVIDIA device is seen on the PCI bus or in /proc/driver/nvidia).",
             "driver.nvml.status, gpu.pci_devices, gpu.proc_devices",
-            "CUDA fails the same way; the finding gives the code's meaning and fix.", RULES["nvml"]["url"]),
+            "CUDA fails the same way; the finding gives the code's meaning and fix.", RULES["nvml"]["url"],
+        messages=(Message("Failed to initialize NVML: Unknown Error",
+                "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"),)),
     CodeDoc("driver.stale_library_link", "error",
             "A driver library link (libnvidia-*.so.N) points to another driver version's file, or to one that no "
             "longer exists, left by an update.", "driver.library_links, driver.kernel_module.version",

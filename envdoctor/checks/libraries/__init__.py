@@ -24,7 +24,7 @@ from ...facts import Facts
 from ...findings import Fix
 from ...matrix import builds
 from ...matrix import frameworks as fwm
-from .. import CodeDoc, group
+from .. import CodeDoc, Message, group
 from ..suggest import install_line
 
 CHECKED = "2026-11-22"
@@ -171,7 +171,9 @@ _FRAMEWORK_LINKAGE_DOCS = (
             LDSO_RULE["url"]),
     CodeDoc("cuda.shadowed", "warning", "Another cuBLAS/cudart file wins over the framework's copy.",
             "linkage.<framework>", "Mixed CUDA library versions cause symbol errors or wrong kernels.",
-            LDSO_RULE["url"]),
+            LDSO_RULE["url"],
+        messages=(Message("undefined symbol: __nvJitLink*",
+                "https://github.com/pytorch/pytorch/issues/111469"),)),
     CodeDoc("nccl.shadowed", "warning", "Another NCCL file wins over the framework's copy.",
             "linkage.<framework>", "NCCL versions differ across ranks or from what the framework expects.",
             LDSO_RULE["url"]),

@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, List
 from ... import frameworks
 from ...facts import Facts
 from ...findings import Finding, Fix
-from .. import CheckContext, CodeDoc, check
+from .. import CheckContext, CodeDoc, Message, check
 from ..suggest import INSTALL_LINE_READS
 from . import (
     NAMES,
@@ -28,11 +28,15 @@ from . import (
 _CUDNN_VERSION_DOCS = (
     CodeDoc("cudnn.major_mismatch", "error", "The cuDNN a framework loads has another major than it was built "
             "with.", "linkage.<framework>, framework.<name>, libraries.cudnn", "cuDNN majors are not "
-            "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"]),
+            "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"],
+        messages=(Message("Loaded runtime CuDNN library: * but source was compiled with: *",
+                "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),)),
     CodeDoc("cudnn.too_old_for_framework", "error", "The cuDNN a framework loads is older than the one it was "
             "built with.", "linkage.<framework>, framework.<name>, libraries.cudnn",
             "torch raises 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
-            "version ...'.", TORCH_CUDNN_RULE["url"]),
+            "version ...'.", TORCH_CUDNN_RULE["url"],
+        messages=(Message("Loaded runtime CuDNN library: * but source was compiled with: *",
+                "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),)),
 )
 
 

@@ -9,7 +9,7 @@ from packaging.version import Version
 from ... import frameworks, matrix
 from ...facts import Facts
 from ...findings import Finding, Fix
-from .. import CheckContext, CodeDoc, check
+from .. import CheckContext, CodeDoc, Message, check
 from . import _cudnn_full_version, _evidence, _fw_version, _v, component_of
 
 CUDNN_GPU_URL = "https://docs.nvidia.com/deeplearning/cudnn/backend/latest/reference/support-matrix.html"
@@ -97,7 +97,9 @@ def _cudnn_cc_fix(facts: Facts, cc: str, version: Version, path: str) -> Fix:
             "libraries.cudnn, linkage.<framework>, libraries.loader_choice, gpu.N.compute_capability",
             "cuDNN calls (convolutions, attention, RNNs) fail on that GPU at run time, although the framework "
             "imports and sees the GPU; e.g. cuDNN 9.11 and later have no kernels for Maxwell, Pascal or Volta.",
-            CUDNN_GPU_URL),
+            CUDNN_GPU_URL,
+        messages=(Message("no kernel image is available for execution on the device",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
 ))
 def cudnn_gpu(ctx: CheckContext) -> Iterable[Finding]:
     from ...matrix import hardware as hw

@@ -11,7 +11,7 @@ from typing import Dict, Iterable, List
 from ... import frameworks, matrix
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fwm
-from .. import CheckContext, CodeDoc, check
+from .. import CheckContext, CodeDoc, Message, check
 from ..suggest import INSTALL_LINE_READS, install_line
 from . import (
     _FRAMEWORK_LINKAGE_DOCS,
@@ -196,7 +196,9 @@ _WHEEL_FIELDS = tuple((f.name, f.nvidia_wheels_field) for f in frameworks.FRAMEW
             "version the framework requires.", "framework.<name> (nvidia_wheels)",
             "The framework was built and tested against other CUDA library versions; a different cuBLAS, cuDNN "
             "or NCCL can fail with undefined symbols, refuse to load, or compute differently. pip's resolver "
-            "would not have installed this combination (`pip check` reports it).", PIP_SPEC_RULE["url"]),
+            "would not have installed this combination (`pip check` reports it).", PIP_SPEC_RULE["url"],
+        messages=(Message("undefined symbol: __nvJitLink*",
+                "https://github.com/pytorch/pytorch/issues/111469"),)),
 ))
 def nvidia_wheels_match(ctx: CheckContext) -> Iterable[Finding]:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
