@@ -165,23 +165,19 @@ def measure_tree_memory(argv: Sequence[str], env: Optional[Dict[str, str]] = Non
 
 
 def installed_copy() -> str:
-    """envdoctor as `pip install` leaves it: plain files, byte-compiled, no editable-install finder.
+    """envdoctor as `pip install` leaves it: plain files (the recipes among them), byte-compiled.
 
-    A development checkout is usually installed editable, whose import hook costs about 20 ms per
-    start and which recompiles nothing only if bytecode may be written; users run a regular install
-    (torch, beside it, was installed the regular way too). The copy is this checkout's own code.
+    A development checkout is usually installed editable, which recompiles nothing only if bytecode may
+    be written; users run a regular install (torch, beside it, was installed the regular way too). The
+    copy is this checkout's own code.
     """
     import compileall
 
     src = os.path.join(ROOT, "envdoctor")
     dest = tempfile.mkdtemp(prefix="envdoctor-bench-")
     atexit.register(shutil.rmtree, dest, True)  # removed when the benchmark ends, however it ends
-    shutil.copytree(src, os.path.join(dest, "envdoctor"), symlinks=False,
-                    ignore=shutil.ignore_patterns("__pycache__", "recipes"))
-    recipes = os.path.join(ROOT, "recipes")  # a checkout: installed as envdoctor.recipes
-    if os.path.isdir(recipes):
-        shutil.copytree(recipes, os.path.join(dest, "envdoctor", "recipes"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    # envdoctor/recipes, a link to the checkout's recipes/, is copied as the files it points to (as in the wheel)
+    shutil.copytree(src, os.path.join(dest, "envdoctor"), ignore=shutil.ignore_patterns("__pycache__"))
     compileall.compile_dir(dest, quiet=1)
     return dest
 

@@ -157,7 +157,8 @@ def no_executor(monkeypatch: Any) -> List[str]:
     network patched to record and raise: a call that reached any of them fails the test."""
     import requests
 
-    from envdoctor.install import download, executor, plan, verify
+    from envdoctor.cli import install as install_cli
+    from envdoctor.install import download, executor, plan
 
     reached: List[str] = []
 
@@ -169,13 +170,14 @@ def no_executor(monkeypatch: Any) -> List[str]:
 
     monkeypatch.setattr(executor.Executor, "__init__", trap("Executor()"))
     monkeypatch.setattr(executor.Executor, "execute", trap("Executor.execute"))
-    for name in ("check_holds", "_run", "_write", "_extract", "_move", "_remove", "_private_dir", "_space"):
-        monkeypatch.setattr(executor, name, trap("executor." + name))
+    monkeypatch.setattr(executor, "check_holds", trap("executor.check_holds"))
+    for name in ("check_holds", "_run"):  # what the plan's actions run (each action's run is trapped below too)
+        monkeypatch.setattr(plan, name, trap("plan." + name))
     for cls in (plan.RunCommand, plan.WriteFile, plan.Download, plan.Extract, plan.PrivateDir, plan.SpaceCheck,
                 plan.Move, plan.Remove):
         monkeypatch.setattr(cls, "run", trap(cls.__name__ + ".run"))
     monkeypatch.setattr(plan.Check, "holds", trap("Check.holds"))
-    monkeypatch.setattr(verify, "rediagnose", trap("rediagnose"))
+    monkeypatch.setattr(install_cli, "rediagnose", trap("rediagnose"))
     monkeypatch.setattr(download, "fetch_bytes", trap("fetch_bytes"))
     monkeypatch.setattr(requests.Session, "request", trap("the network"))
     return reached

@@ -203,12 +203,12 @@ def test_a_damaged_fact_costs_only_itself(reports, tmp_path):
 
 def test_fleet_json_is_written_as_every_other_json_output(reports):
     """fleet writes its document in pieces with the fast encoder every JSON output uses (never one 14 MB
-    string): the text is the json module's (json_out.reference_dumps), character for character, for the real
+    string): the text is the json module's (jsontext.reference_dumps), character for character, for the real
     document and any other."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from envdoctor.render.json_out import reference_dumps as dumps
+    from envdoctor.jsontext import reference_dumps as dumps
 
     directory, policy = reports
     doc = json.loads(fleet(directory, "--policy", policy, "--format", "json").stdout)

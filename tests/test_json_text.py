@@ -1,5 +1,5 @@
-"""Every JSON output is written by one fast encoder (envdoctor.render.json_out.chunks), whose text must be the
-json module's, indented by two, character for character (json_out.reference_dumps): checked here on the report
+"""Every JSON output is written by one fast encoder (envdoctor.jsontext.chunks), whose text must be the
+json module's, indented by two, character for character (jsontext.reference_dumps): checked here on the report
 of every captured machine, live capture and corpus case (replayed), and in tests/test_fleet_cluster.py on
 generated documents of every shape."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from envdoctor.host.privacy import Scrubber
 from envdoctor.host.snapshot import SnapshotHost, load_snapshot
-from envdoctor.render.json_out import chunks, dumps, reference_dumps
+from envdoctor.jsontext import chunks, dumps, reference_dumps
 from envdoctor.report import diagnose
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

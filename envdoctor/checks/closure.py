@@ -24,7 +24,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
-from .. import versions
+from .. import frameworks, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from . import CheckContext, CodeDoc, check
@@ -204,7 +204,8 @@ def count(findings: Iterable[Finding]) -> Dict[str, int]:
 # -- in diagnose ---------------------------------------------------------------------------------------------
 
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "mxnet")
+#: the frameworks whose CUDA libraries' closure is judged (``linkage.<name>.closure``: those whose linkage is read)
+FRAMEWORKS = frameworks.having("links")
 SYMBOLS_DOC = CodeDoc(
     "linkage.undefined_symbols", "error", "An extension module imports framework symbols the installed framework "
     "does not export.", "linkage.torch.extension_symbols, linkage.tensorflow.extension_symbols",
@@ -264,7 +265,7 @@ def library_closure(ctx: CheckContext) -> Iterable[Finding]:
        layers=("frameworks",), codes=(SYMBOLS_DOC,))
 def extension_symbols(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    for fw, display in (("torch", "torch"), ("tensorflow", "TensorFlow")):
+    for fw, display in ((f.name, f.display) for f in frameworks.FRAMEWORKS if f.extension_symbols):
         value = facts.mapping("framework." + fw)
         fact = facts.get("linkage.%s.extension_symbols" % fw)
         by_package: Dict[str, List[Dict[str, Any]]] = {}

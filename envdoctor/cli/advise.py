@@ -8,7 +8,7 @@ import click
 
 from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, os_option, planning_facts, python_option, timeout_option
+from .common import echo_output, format_option, os_option, python_option, subject, timeout_option
 
 
 @click.command("advise", epilog="""\b
@@ -55,20 +55,16 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     except logic.AdviseError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
+    subj = subject(snapshot_path, given, timeout, python_exe)
+    target, facts = subj.target, subj.facts
     pip_python = None  # the interpreter the pip commands name
     chosen: Any = None  # and why it was chosen (envdoctor.host.interpreter)
-    if snapshot_path is not None or not (given["driver"] and given["cc"]):
-        facts = planning_facts(snapshot_path, timeout, python_exe)
-        target = logic.target_from_facts(facts)
-        if not python_version:  # the pip commands install into the interpreter inspected
-            pip_python = facts.text("python.executable")
-            chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
-    else:
-        target = logic.Target()
-    target = target.merged(**given)
+    if facts is not None and not python_version:  # the pip commands install into the interpreter inspected
+        pip_python = facts.text("python.executable")
+        chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
     answer = logic.advise(target, frameworks or logic.FRAMEWORKS)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(logic.answer_document(answer, pip_python, chosen)))
     else:

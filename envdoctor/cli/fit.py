@@ -120,7 +120,7 @@ def fit(model: str, context: Optional[int], batch: int, dtype: str, kv_dtype: st
         raise fail(str(exc), EXIT_USAGE) from None
     doc = core.document(result)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(doc))
     else:

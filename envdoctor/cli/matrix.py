@@ -128,7 +128,7 @@ def matrix(area: str, value: Optional[str], fmt: str) -> None:
 
     try:
         if fmt == "json":
-            from ..render.json_out import dumps
+            from ..jsontext import dumps
 
             echo_output(dumps(document(area, value)))
             return

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-#: What the user may type -> the matrix area.
+from .. import frameworks
+
+#: What the user may type -> the matrix area: the hardware areas, and each framework's table by its name and
+#: aliases (envdoctor/frameworks/).
 ALIASES = {
     "cuda": "cuda", "cudnn": "cudnn", "gpu": "gpus", "gpus": "gpus", "cc": "gpu_arch", "arch": "gpu_arch",
-    "gpu_arch": "gpu_arch", "torch": "torch", "pytorch": "torch", "tensorflow": "tensorflow", "tf": "tensorflow",
-    "jax": "jax", "onnxruntime": "onnxruntime", "ort": "onnxruntime", "paddle": "paddle",
-    "paddlepaddle": "paddle", "cupy": "cupy", "tensorrt": "tensorrt", "trt": "tensorrt", "mxnet": "mxnet",
+    "gpu_arch": "gpu_arch", "paddlepaddle": "paddle", "trt": "tensorrt",
 }
+ALIASES.update({alias: fw.matrix_area for fw in frameworks.FRAMEWORKS if fw.matrix_area
+                for alias in (fw.name,) + fw.aliases})
 
 #: A value to show in a message, per area.
 EXAMPLES = {"cuda": "12.4", "cudnn": "9.1", "gpus": "\"RTX 4090\"", "gpu_arch": "8.6", "torch": "2.4",
@@ -89,12 +92,17 @@ def lookup(area: str, value: str) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]
         rel = fw.onnxruntime_release(value)
         found = [r for r in rows if rel is not None and r["version"] == rel["version"]]
     else:
-        query: Callable[[str], Optional[Dict[str, Any]]] = {
+        query: Optional[Callable[[str], Optional[Dict[str, Any]]]] = {
             "torch": fw.torch_release, "tensorflow": fw.tensorflow_release, "paddle": fw.paddle_release,
             "cupy": fw.cupy_release, "tensorrt": fw.tensorrt_release, "mxnet": fw.mxnet_release,
-        }[area]
-        row = query(value)
-        found = [r for r in rows if row is not None and r["version"] == row["version"]]
+        }.get(area)
+        if query is not None:
+            row = query(value)
+            found = [r for r in rows if row is not None and r["version"] == row["version"]]
+        else:  # a table without a release query of its own (a new framework's): the row so named, else that series
+            named = value.strip()
+            found = [r for r in rows if key_of(area, r) == named] or [
+                r for r in rows if key_of(area, r).startswith(named + ".")]
     return found, derived
 
 

@@ -515,8 +515,8 @@ def _tool_list() -> List[Tool]:
     schema in ``envdoctor/schemas/``; CONTRIBUTING.md's checklist); ``tests/test_mcp*.py`` hold every entry to the
     rules. ``bench`` runs work on the GPUs: offered only with ``--allow-bench``, and each call asks the user."""
     from ..advise import FRAMEWORKS
+    from ..layers import LAYER_NAMES
     from ..matrix.lookup import ALIASES
-    from ..render.layers import LAYER_NAMES
     from ..target import PLANNING_PROBES  # noqa: F401  (what the planning tools read of the machine)
 
     driver = _text(32, "NVIDIA driver version, e.g. 535.104.05 (instead of the machine's).")

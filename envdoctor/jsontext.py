@@ -1,4 +1,6 @@
-"""``--format json``: the versioned report envelope (schema in envdoctor/schemas/report.schema.json)."""
+"""JSON text that is safe to show: what ``json.dumps`` writes, with the characters that could steer a
+terminal or an editor written as escapes.  The one home of that rule, for every JSON envdoctor writes
+(reports, snapshots, fleet documents)."""
 
 from __future__ import annotations
 
@@ -22,14 +24,15 @@ def escape_raw(text: str) -> str:
 
 
 def reference_dumps(doc: Any) -> str:
-    """What every JSON output is, by definition: the json module's text, indented by two, the characters of
-    :data:`_RAW` escaped, a final newline. :func:`dumps` writes the same text, faster."""
+    """What every JSON output is, by definition: the json module's text, indented by two (UTF-8 kept), the
+    characters of :data:`_RAW` escaped, a final newline. :func:`dumps` writes the same text, faster."""
     text = json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)
     return escape_raw(text) + "\n"
 
 
 def dumps(doc: Any) -> str:
-    """``doc`` as JSON (:func:`reference_dumps`' text, written by :func:`chunks`)."""
+    """``doc`` as indented JSON text (UTF-8 kept, see :func:`escape_raw`), with a final newline:
+    :func:`reference_dumps`' text, written by :func:`chunks`."""
     return "".join(chunks(doc))
 
 

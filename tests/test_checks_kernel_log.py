@@ -1,5 +1,5 @@
-"""Checks the real-world corpus showed missing or crashing in the hardware layers (issue 11): every soname
-shape a framework dlopens, the device nodes CUDA needs, GPUs the kernel driver failed to initialise."""
+"""The hardware layers' checks the real-world corpus showed missing or crashing: GPUs the kernel driver failed to
+initialise (its log), the device nodes CUDA needs, and a fix for every soname shape a framework dlopens."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from envdoctor.checks import CheckContext
 from envdoctor.checks.driver_health import driver_health
-from envdoctor.checks.libraries import cudnn_version, framework_linkage, onnxruntime_packaging
+from envdoctor.checks.libraries import cudnn_version, framework_linkage
+from envdoctor.checks.libraries.wheels import onnxruntime_packaging
 from envdoctor.checks.meta import probe_health
 from envdoctor.facts import Facts, ok
 from envdoctor.probes import ProbeResult

@@ -1,6 +1,7 @@
-"""Verdicts that follow the consequence (issue 11, section 2): each with a machine where it fires and one where
-it must stay quiet.  Facts are written in the shapes the probes produce (see envdoctor/probes/cuda.py and
-driver.py); the corpus cases named in each test are the real-world machines the rule was generalised from.
+"""Verdicts that follow the consequence, across the stack (the toolkit, the driver and its libraries, containers,
+the frameworks' libraries): each with a machine where it fires and one where it must stay quiet.  Facts are
+written in the shapes the probes produce (see envdoctor/probes/cuda.py and driver.py); the corpus cases named in
+each test are the real-world machines the rule was generalised from.
 """
 
 from __future__ import annotations

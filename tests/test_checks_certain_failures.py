@@ -1,4 +1,4 @@
-"""A certain failure is an error (issue 23, "Severity and the headline").
+"""A certain failure is an error.
 
 * nvcc's default build (no -arch: SASS for one architecture plus its PTX; read from ``nvcc --dryrun`` of NVIDIA's
   nvcc 11.8.89 and 12.4.131 in Debian's nvidia-cuda-toolkit packages, sm_52, and 13.0.88 from PyPI, sm_75)
@@ -58,7 +58,7 @@ def test_nvcc_129_on_a_driver_for_128_by_the_gpu_it_must_jit_for() -> None:
 
 
 def test_wsl2_unversioned_libcuda_is_an_error_where_cudnn_8_needs_it() -> None:
-    from envdoctor.checks.driver_health import _wsl
+    from envdoctor.checks.driver_health.wsl import _wsl
 
     # corpus wsl2-unversioned-libcuda-not-in-ld-cache (microsoft/WSL#8587), the loader's answers as recorded there
     base = [ok("os.wsl", "WSL2", "file:/proc/version"),

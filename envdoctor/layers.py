@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple
 
-from .. import frameworks
-from ..findings import Finding, layer_of
+from . import frameworks
+from .findings import Finding, layer_of
 
 FRAMEWORK_LAYERS = frameworks.COMPONENTS
 

@@ -1,6 +1,6 @@
-"""Rules generalised from the corpus cases added by the corpus-more pass (tests/corpus/<case>, each rebuilt from the
-public thread its case.json names): replayed on that machine, then on the same machine changed the way the
-thread's fix changed it, where the rule must stay quiet."""
+"""MXNet's and CuPy's CUDA builds and a GPU's state (throttling, a degraded link): rules generalised from corpus
+cases (tests/corpus/<case>, each rebuilt from the public thread its case.json names): replayed on that machine,
+then on the same machine changed the way the thread's fix changed it, where the rule must stay quiet."""
 
 from __future__ import annotations
 
