@@ -82,9 +82,9 @@ def parse_python(text: str) -> str:
 
 
 def parse_os(text: str) -> Tuple[str, str]:
-    """``--os`` in the grammar ``install`` shares (:func:`envdoctor.osinfo.parse_os`) -> (id, version)."""
+    """``--os`` in the grammar and list ``install`` shares (:func:`envdoctor.osinfo.system`) -> (id, version)."""
     try:
-        spec = osinfo.parse_os(text)
+        spec = osinfo.system(text)
     except osinfo.OsSpecError as exc:
         raise AdviseError(str(exc)) from None
     return spec.os_id, spec.version

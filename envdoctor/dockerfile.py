@@ -25,8 +25,10 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+import stat
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -39,13 +41,18 @@ from .findings import Finding, Fix
 from .matrix import hardware as hw
 from .target import Target
 
-#: A Dockerfile larger than this is not one (the largest public ones are a few hundred KiB).
+#: A Dockerfile larger than this is not one (the largest public ones are a few hundred KiB); the same bound
+#: holds for each file of the build context that is read (requirements files, pyproject.toml, uv.lock).
 MAX_BYTES = 1024 * 1024
+#: The most text ARG/ENV/RUN expansion may produce in one run (a few KiB in real Dockerfiles): a chain of
+#: ARGs each repeating the one before (ARG B=$A$A$A$A) doubles with every line.
+MAX_EXPANSION = 4 * 1024 * 1024
 
 IMAGE_SOURCE = "https://hub.docker.com/r/nvidia/cuda"
 LATEST_SOURCE = "https://github.com/NVIDIA/nvidia-docker/issues/1454"
 REQUIRE_SOURCE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 PEP668_SOURCE = "https://peps.python.org/pep-0668/"
+DRIVER_SOURCE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/index.html"
 
 CODES: Tuple[CodeDoc, ...] = (
     CodeDoc("dockerfile.image_tag_missing", "error",
@@ -87,6 +94,37 @@ CODES: Tuple[CodeDoc, ...] = (
             "Unless the image holds exactly the CUDA and cuDNN releases the build was made with, the framework "
             "finds no GPU libraries and runs on the CPU ('Cannot dlopen some GPU libraries').",
             "https://www.tensorflow.org/install/pip"),
+    CodeDoc("dockerfile.driver_in_image", "error",
+            "A RUN line installs an NVIDIA driver into the image (nvidia-driver-535, cuda-drivers, "
+            "libnvidia-compute-*, nvidia-driver:*-dkms, NVIDIA-Linux-*.run...).",
+            "the package-manager and runfile lines",
+            "In a container the host's driver is the one that runs: its kernel module is loaded on the host and the "
+            "NVIDIA Container Toolkit mounts its user-space libraries into the container. A driver in the image "
+            "cannot load a kernel module there, and its libraries, of another release than the host's module, "
+            "shadow or contradict the host's ('Failed to initialize NVML: Driver/library version mismatch', 'CUDA "
+            "driver version is insufficient'). The package names come from NVIDIA's own driver packaging "
+            "(matrix area driver_packages).", DRIVER_SOURCE),
+    CodeDoc("dockerfile.frameworks_conflict", "error",
+            "Two frameworks installed into one environment pin CUDA libraries (nvidia-cudnn-cu12 ...) that no "
+            "release satisfies together.", "the pip install lines and the framework builds' Requires-Dist pins",
+            "In one pip command pip stops with 'ResolutionImpossible'; in two, the second replaces the library the "
+            "first was built against, which then cannot load its GPU libraries. The pins are the builds' own "
+            "Requires-Dist (matrix: torch cudnn, tensorflow cudnn_pip, jax cudnn, proved by "
+            "scripts/verify_matrix.py).", "https://pip.pypa.io/en/stable/topics/dependency-resolution/"),
+    CodeDoc("dockerfile.build_arg_unused", "warning",
+            "A --build-arg names no ARG of the Dockerfile: the build ignores it, as docker build warns.",
+            "the --build-arg values and the ARG instructions",
+            "docker build prints '[Warning] One or more build-args [X] were not consumed' and builds with the "
+            "Dockerfile's own defaults: a misspelt name (CUDA_VERSION for CUDA) silently builds another image. "
+            "Docker's predefined arguments (the proxies) are never reported.",
+            "https://docs.docker.com/reference/dockerfile/#arg"),
+    CodeDoc("dockerfile.context_file_unreadable", "info",
+            "A file of the build context that a RUN line installs from (a requirements file, pyproject.toml, "
+            "uv.lock) is there but was not read: not a regular file, larger than 1 MiB, not valid TOML.",
+            "the build context's files named by the RUN lines",
+            "What the line installs from it is not judged (a FIFO would never end, a device never stop). "
+            "A file that is missing is not reported: the build context may be another directory (--context).",
+            ""),
     CodeDoc("dockerfile.cpu_only_build", "warning",
             "A CPU-only package or build of a framework is installed in a GPU image.",
             "the pip install lines (package, index URL, extras)",
@@ -96,7 +134,49 @@ CODE_DOCS = {d.code: d for d in CODES}
 
 
 class DockerfileError(ValueError):
-    """Input that is not a Dockerfile envdoctor can read (too large, not text)."""
+    """Input that is not a Dockerfile envdoctor can read (too large, not text, not finished within the
+    deadline, expanding past :data:`MAX_EXPANSION`)."""
+
+
+class Deadline:
+    """The time the command's own work may take (``--timeout``): reading the Dockerfile and the build
+    context's files, parsing and judging. :meth:`pause` stops the clock while the host is probed, which has
+    its own deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+        self._paused: Optional[float] = None
+
+    def left(self) -> float:
+        return max(0.0, self._end - (self._paused if self._paused is not None else time.monotonic()))
+
+    def pause(self) -> None:
+        if self._paused is None:
+            self._paused = time.monotonic()
+
+    def resume(self) -> None:
+        if self._paused is not None:
+            self._end += time.monotonic() - self._paused
+            self._paused = None
+
+    def check(self, what: str) -> None:
+        if self._paused is None and time.monotonic() > self._end:
+            raise DockerfileError("%s could not be judged within --timeout %g s" % (what, self.seconds))
+
+
+class Expansion:
+    """What ARG/ENV and RUN variable expansion has produced so far, held to :data:`MAX_EXPANSION`."""
+
+    def __init__(self, limit: int = MAX_EXPANSION) -> None:
+        self.left = limit
+        self.limit = limit
+
+    def spend(self, n: int, what: str) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise DockerfileError("%s expands to more than %d MiB of text: not a Dockerfile envdoctor judges" % (
+                what, self.limit // (1024 * 1024)))
 
 
 # --------------------------------------------------------------------------- reading the file
@@ -109,7 +189,7 @@ class Instruction:
     text: str  # the arguments, continuations joined (a heredoc's body appended after a newline)
 
 
-def instructions(text: str) -> List[Instruction]:
+def instructions(text: str, deadline: Optional[Deadline] = None, path: str = "Dockerfile") -> List[Instruction]:
     """The instructions of a Dockerfile, as ``docker build`` splits them."""
     lines = text.splitlines()
     escape = "\\"
@@ -123,6 +203,8 @@ def instructions(text: str) -> List[Instruction]:
     out: List[Instruction] = []
     i = 0
     while i < len(lines):
+        if deadline is not None and len(out) % 512 == 511:
+            deadline.check(path)
         raw = lines[i]
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
@@ -148,41 +230,107 @@ def instructions(text: str) -> List[Instruction]:
         keyword, _, args = joined.partition(" ")
         keyword = keyword.upper()
         # Heredocs (RUN <<EOF ... EOF): the body belongs to the instruction.
+        bodies = [args]
         for m in re.finditer(r"<<(-?)[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?", args):
+            if i >= len(lines):
+                break  # the file ended inside an earlier heredoc: the later ones have no body
             body = []
             while i < len(lines) and lines[i].strip() != m.group(2):
                 body.append(lines[i])
                 i += 1
             i += 1  # the delimiter
-            args = args + "\n" + "\n".join(body)
-        out.append(Instruction(start + 1, keyword, args.strip()))
+            bodies.append("\n".join(body))
+        out.append(Instruction(start + 1, keyword, "\n".join(bodies).strip()))
+    return out
+
+
+# Shell words and operators, as the POSIX shell splits them: a word is unquoted text, '...', "..." (with
+# backslash escapes) or \x, run together; # at the start of a word starts a comment. Regular expressions
+# rather than shlex, whose cost grows with the square of a word's length (a 1 MiB word: 16 s).
+_WORD = r"""(?:[^\s;&|()'"\\]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+"""
+_SHELL_TOKEN = re.compile(r"[ \t\r\f\v]*(?:(#.*)|([;&|()]+)|(%s)|([^ \t\r\f\v]))" % _WORD, re.S)
+_PLAIN_TOKEN = re.compile(r"""\s*(?:((?:[^\s'"\\]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+)|(\S))""", re.S)
+_PIECE = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^'"\\]+)""", re.S)
+
+
+def _unquote(word: str) -> str:
+    if "'" not in word and '"' not in word and "\\" not in word:
+        return word
+    out = []
+    for m in _PIECE.finditer(word):
+        if m.group(1) is not None:
+            out.append(m.group(1))
+        elif m.group(2) is not None:
+            out.append(re.sub(r'\\([$`"\\\n])', r"\1", m.group(2)))
+        else:
+            out.append(m.group(3) if m.group(3) is not None else m.group(4))
+    return "".join(out)
+
+
+def shell_tokens(text: str) -> Optional[List[Tuple[bool, str]]]:
+    """The tokens of one line of shell: (is an operator, text), words unquoted; None when the line cannot be
+    split (an unbalanced quote, a trailing backslash)."""
+    out: List[Tuple[bool, str]] = []
+    for m in _SHELL_TOKEN.finditer(text):
+        kind = m.lastindex
+        if kind == 1:
+            break  # a comment, to the end of the line
+        if kind == 2:
+            out.append((True, m.group(2)))
+        elif kind == 3:
+            out.append((False, _unquote(m.group(3))))
+        else:
+            return None  # a quote or backslash no word closes
+    return out
+
+
+def split_words(text: str) -> Optional[List[str]]:
+    """Words as ``shlex.split`` gives them (quotes and backslashes removed, no operators, no comments);
+    None when the text cannot be split."""
+    out: List[str] = []
+    for m in _PLAIN_TOKEN.finditer(text):
+        if m.lastindex != 1:
+            return None
+        out.append(_unquote(m.group(1)))
     return out
 
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?([-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
-def substitute(text: str, values: Mapping[str, str], keep_unknown: bool = False) -> str:
+def substitute(text: str, values: Mapping[str, str], keep_unknown: bool = False,
+               budget: Optional[Expansion] = None, what: str = "a value") -> str:
     """``$VAR``, ``${VAR}``, ``${VAR:-default}``, ``${VAR:+alt}`` as Dockerfile variables expand (with
-    ``keep_unknown``, a name without a value and without a default is left as written)."""
-    def one(m: re.Match[str]) -> str:
+    ``keep_unknown``, a name without a value and without a default is left as written). What the
+    expansion adds is spent from ``budget``, before it is built."""
+    if "$" not in text:
+        return text
+    out: List[str] = []
+    pos = 0
+    for m in _VAR.finditer(text):
         name = m.group(1) or m.group(4)
         val = values.get(name)
         if keep_unknown and val is None and m.group(2) != "-":
-            return m.group(0)
-        if m.group(2) == "-":
-            return val if val else m.group(3)
-        if m.group(2) == "+":
-            return m.group(3) if val else ""
-        return val if val is not None else ""
-    return _VAR.sub(one, text)
+            piece = m.group(0)
+        elif m.group(2) == "-":
+            piece = val if val else m.group(3)
+        elif m.group(2) == "+":
+            piece = m.group(3) if val else ""
+        else:
+            piece = val if val is not None else ""
+        if budget is not None:
+            budget.spend(len(piece), what)
+        out.append(text[pos:m.start()])
+        out.append(piece)
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _key_values(text: str) -> List[Tuple[str, str]]:
     """``ENV``/``ARG`` arguments: ``K=V K2="v 2"``, or the old ``ENV K V`` form."""
-    try:
-        words = shlex.split(text, posix=True)
-    except ValueError:
+    words = split_words(text)
+    if words is None:
         words = text.split()
     if words and "=" not in words[0]:
         return [(words[0], " ".join(words[1:]))] if len(words) > 1 else [(words[0], "")]
@@ -200,6 +348,7 @@ class Image:
     cuda: Optional[str] = None  # nvidia/cuda: the full CUDA release "12.4.1"
     flavour: Optional[str] = None  # base | runtime | devel
     cudnn: bool = False
+    cudnn_tag: Optional[str] = None  # the tag's cuDNN word: "cudnn8", "cudnn9", "cudnn" (cuDNN 9, from 12.4 on)
     os_label: Optional[str] = None  # "ubuntu22.04", "ubi9", "rockylinux8"
     python: Optional[str] = None  # the image's own Python (python:3.11 images), X.Y
     torch: Optional[Tuple[str, str]] = None  # pytorch/pytorch: (release X.Y, variant cuXYZ)
@@ -237,6 +386,7 @@ def parse_image(reference: str) -> Image:
         m = _CUDA_TAG.match(tag)
         if m:
             img.cuda, img.flavour, img.cudnn = m.group("cuda"), m.group("flavour"), bool(m.group("cudnn"))
+            img.cudnn_tag = m.group("cudnn")
             img.os_label = m.group("os")
             img.has_nvcc = img.flavour == "devel"
     elif repo == "pytorch/pytorch":
@@ -322,21 +472,17 @@ class Stage:
     parent: Optional[Stage] = None  # FROM <an earlier stage>
     runs: List[Instruction] = field(default_factory=list)
     env: Dict[str, str] = field(default_factory=dict)
+    #: the variables of the stages it is built on (complete: a stage ends where the next FROM starts)
+    inherited_env: Dict[str, str] = field(default_factory=dict)
+    #: the image at the root of its FROM chain (itself when not built on a stage)
+    origin: Optional[Image] = None
 
     @property
     def base(self) -> Image:
-        return self.parent.base if self.parent is not None else self.image
-
-    def inherited_runs(self) -> List[Instruction]:
-        return (self.parent.inherited_runs() if self.parent is not None else []) + self.runs
-
-    def inherited_envs(self) -> List[Dict[str, str]]:
-        """For each of :meth:`inherited_runs`, the variables of the stage that wrote it."""
-        own = self.all_env()
-        return (self.parent.inherited_envs() if self.parent is not None else []) + [own] * len(self.runs)
+        return self.origin if self.origin is not None else self.image
 
     def all_env(self) -> Dict[str, str]:
-        out = dict(self.parent.all_env()) if self.parent is not None else {}
+        out = dict(self.inherited_env)
         out.update(self.env)
         return out
 
@@ -346,20 +492,31 @@ class Dockerfile:
     path: str
     stages: List[Stage]
     args: Dict[str, str]
+    #: --build-arg names no ARG declares (docker build warns: "[Warning] One or more build-args [X] were not
+    #: consumed")
+    unused_build_args: List[str] = field(default_factory=list)
+    given: Dict[str, str] = field(default_factory=dict)  # the --build-arg values
 
 
-def parse(text: str, path: str = "Dockerfile", build_args: Optional[Mapping[str, str]] = None) -> Dockerfile:
+def parse(text: str, path: str = "Dockerfile", build_args: Optional[Mapping[str, str]] = None,
+          deadline: Optional[Deadline] = None) -> Dockerfile:
     args: Dict[str, str] = {}
     given = dict(build_args or {})
+    declared: Set[str] = set()
     stages: List[Stage] = []
     by_name: Dict[str, Stage] = {}
     unset = set()  # ARGs declared without a value, and given none: the build command is to give them
-    for ins in instructions(text):
+    budget = Expansion()
+    for n, ins in enumerate(instructions(text, deadline, path)):
+        if deadline is not None and n % 256 == 0:
+            deadline.check(path)
         if ins.keyword == "ARG":
             with_value = set(re.findall(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=", ins.text))  # ARG X="" has one
             for k, v in _key_values(ins.text):
+                declared.add(k)
                 known_before = k in args and k not in unset  # ARG X in a stage takes the global X's value
-                args[k] = given.get(k, substitute(v, args) if v else args.get(k, ""))
+                args[k] = given.get(k, substitute(v, args, budget=budget, what="line %d: ARG %s" % (ins.line, k))
+                                    if v else args.get(k, ""))
                 if k in given or k in with_value or known_before:
                     unset.discard(k)
                 else:
@@ -374,10 +531,14 @@ def parse(text: str, path: str = "Dockerfile", build_args: Optional[Mapping[str,
             if not words:
                 continue
             # a FROM naming a build argument that has no value here is not guessed (left as written)
-            ref = substitute(words[0], {k: v for k, v in args.items() if k not in unset}, keep_unknown=True)
+            ref = substitute(words[0], {k: v for k, v in args.items() if k not in unset}, keep_unknown=True,
+                             budget=budget, what="line %d: FROM" % ins.line)
             name = words[2] if len(words) >= 3 and words[1].lower() == "as" else None
             parent = by_name.get(ref.lower())
             st = Stage(len(stages), ins.line, parse_image(ref), name, parent)
+            if parent is not None:
+                st.inherited_env = parent.all_env()
+                st.origin = parent.base
             stages.append(st)
             if name:
                 by_name[name.lower()] = st
@@ -388,8 +549,19 @@ def parse(text: str, path: str = "Dockerfile", build_args: Optional[Mapping[str,
             stages[-1].runs.append(ins)
         elif ins.keyword == "ENV":
             for k, v in _key_values(ins.text):
-                stages[-1].env[k] = substitute(v, {**args, **stages[-1].all_env()})
-    return Dockerfile(path, stages, args)
+                stages[-1].env[k] = substitute(v, {**args, **stages[-1].all_env()}, budget=budget,
+                                               what="line %d: ENV %s" % (ins.line, k))
+    # docker build's own rule: a build argument no ARG declares (and none of its predefined ones) is not used
+    unused = sorted(k for k in given if k not in declared and k not in PREDEFINED_ARGS)
+    return Dockerfile(path, stages, args, unused, given)
+
+
+#: The build arguments docker build defines without an ARG (proxies) and those BuildKit sets per platform:
+#: --build-arg of these is never reported as unused. https://docs.docker.com/reference/dockerfile/#predefined-args
+PREDEFINED_ARGS = frozenset(["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "FTP_PROXY", "ftp_proxy",
+                             "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "BUILDKIT_INLINE_CACHE",
+                             "BUILDKIT_SYNTAX", "BUILDKIT_CONTEXT_KEEP_GIT_DIR", "BUILDKIT_MULTI_PLATFORM",
+                             "BUILDKIT_SANDBOX_HOSTNAME", "SOURCE_DATE_EPOCH"])
 
 
 def _script(ins: Instruction) -> str:
@@ -404,8 +576,8 @@ def _script(ins: Instruction) -> str:
                 if len(argv) >= 3 and os.path.basename(argv[0]) in ("sh", "bash") and argv[1] == "-c":
                     return argv[2]
                 return " ".join(shlex.quote(a) for a in argv)
-        except ValueError:
-            pass
+        except (ValueError, RecursionError):
+            pass  # not a JSON array (or one nested past what the parser follows): the shell form
     return text
 
 
@@ -421,19 +593,19 @@ def commands_env(script: str) -> Iterator[Tuple[Dict[str, str], List[str], bool]
     """:func:`commands`, each with the variables the shell gives it (its own leading assignments,
     ``FORCE_BUILD=1 pip install ...``, over what ``export`` set before in the script) and whether it is in
     an arm of a ``case`` (run for one value only: ``case $TARGETPLATFORM in linux/arm64) ...``)."""
+    return _commands_env(script, 0)
+
+
+def _commands_env(script: str, nesting: int) -> Iterator[Tuple[Dict[str, str], List[str], bool]]:
     exported: Dict[str, str] = {}
     depth = 0
     for chunk in script.split("\n"):
-        try:
-            lex = shlex.shlex(chunk, posix=True, punctuation_chars=";&|()")
-            lex.whitespace_split = True
-            lex.commenters = "#"
-            words = list(lex)
-        except ValueError:
+        tokens = shell_tokens(chunk)
+        if tokens is None:
             continue
         cur: List[str] = []
-        for w in words + [";"]:
-            if w and set(w) <= set(";&|()"):
+        for is_op, w in tokens + [(True, ";")]:
+            if is_op:
                 own: Dict[str, str] = {}
                 while cur and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", cur[0]):
                     k, _, v = cur.pop(0).partition("=")
@@ -450,9 +622,9 @@ def commands_env(script: str) -> Iterator[Tuple[Dict[str, str], List[str], bool]
                     depth += 1
                 elif cur and cur[0] == "esac":
                     depth = max(0, depth - 1)
-                if len(cur) >= 3 and os.path.basename(cur[0]) in ("sh", "bash", "dash") and cur[1] in ("-c", "-lc",
-                                                                                                     "-ec", "-xc"):
-                    for sub_env, argv, arm in commands_env(cur[2]):  # bash -c "pip install ..."
+                if len(cur) >= 3 and os.path.basename(cur[0]) in ("sh", "bash", "dash") and cur[1] in (
+                        "-c", "-lc", "-ec", "-xc") and nesting < 8:
+                    for sub_env, argv, arm in _commands_env(cur[2], nesting + 1):  # bash -c "pip install ..."
                         yield dict(env, **sub_env), argv, arm or depth > 0
                 elif cur:
                     yield env, cur, depth > 0
@@ -470,8 +642,22 @@ _PIP_VALUE_OPTIONS = {"-i", "--index-url", "--extra-index-url", "-f", "--find-li
                       "--upgrade-strategy", "--config-settings", "-C", "--global-option", "--log", "--report"}
 
 
-def pip_install(argv: Sequence[str], line: int) -> Optional[PipInstall]:
-    """A ``pip install`` (``pip``, ``pip3``, ``python3 -m pip``, ``uv pip``, a venv's ``bin/pip``) as its parts."""
+@functools.lru_cache(maxsize=4096)
+def _requirement(word: str) -> Optional[Requirement]:
+    try:
+        return Requirement(word)
+    except InvalidRequirement:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _framework_of(name: str) -> Optional[frameworks.Framework]:
+    return frameworks.of_distribution(name)
+
+
+def pip_install(argv: Sequence[str], line: int, check: Optional[Any] = None) -> Optional[PipInstall]:
+    """A ``pip install`` (``pip``, ``pip3``, ``python3 -m pip``, ``uv pip``, a venv's ``bin/pip``) as its parts
+    (``check``: called every thousand words, to stop at a deadline)."""
     exe = os.path.basename(argv[0]) if argv else ""
     rest: Sequence[str]
     python = None
@@ -492,7 +678,9 @@ def pip_install(argv: Sequence[str], line: int) -> Optional[PipInstall]:
         return None
     p = PipInstall(line, list(argv), python=python, in_venv=in_venv)
     it = iter(rest[1:])
-    for word in it:
+    for n, word in enumerate(it):
+        if check is not None and n % 1000 == 999:
+            check()
         opt, eq, val = word.partition("=")
         if word.startswith("-") and opt in _PIP_VALUE_OPTIONS:
             value = val if eq else next(it, "")
@@ -513,38 +701,88 @@ def pip_install(argv: Sequence[str], line: int) -> Optional[PipInstall]:
         if "://" in word or word.startswith((".", "/")) or word.endswith((".whl", ".tar.gz", ".zip")):
             p.urls.append(word)
             continue
-        try:
-            p.requirements.append(Requirement(word))
-        except InvalidRequirement:
+        req = _requirement(word)
+        if req is not None:
+            p.requirements.append(req)  # shared: nothing changes a Requirement it is given
+        else:
             p.urls.append(word)
     return p
 
 
-def _context_text(path: str) -> Optional[str]:
-    """A file of the build context (a requirements file, pyproject.toml, uv.lock), at most MAX_BYTES of it;
-    None when it cannot be read."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(MAX_BYTES).decode("utf-8", "replace")
-    except OSError:
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> Optional[str]:
+    if stat.S_ISREG(mode):
         return None
+    kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+    return "is not a regular file (%s)" % kind
 
 
-def read_requirements(path: str, into: PipInstall, depth: int = 0) -> None:
-    """Requirements and options of a requirements file in the build context (missing: nothing added)."""
-    text = _context_text(path)
+def _context_text(path: str, run: Optional[_Run] = None, line: int = 0) -> Optional[str]:
+    """A file of the build context (a requirements file, pyproject.toml, uv.lock); None when it is missing
+    or cannot be read. Only a regular file of at most MAX_BYTES is read (a FIFO would block, a device never
+    end); what is there but not read is told to ``run``."""
+    if run is not None:
+        run.check()
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None  # missing: nothing to read
+    why = _not_regular(info.st_mode)
+    data = b""
+    if why is None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            why = "could not be read (%s)" % (exc.strerror or exc)
+        else:
+            try:
+                why = _not_regular(os.fstat(fd).st_mode)  # replaced since the stat: read nothing
+                chunks: List[bytes] = []
+                size = 0
+                while why is None and size <= MAX_BYTES:
+                    chunk = os.read(fd, MAX_BYTES + 1 - size)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                data = b"".join(chunks)
+            except OSError as exc:
+                why = "could not be read (%s)" % (exc.strerror or exc)
+            finally:
+                os.close(fd)
+            if why is None and len(data) > MAX_BYTES:
+                why = "is larger than %d KiB" % (MAX_BYTES // 1024)
+    if why is not None:
+        if run is not None:
+            run.unreadable(path, line, why)
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def read_requirements(path: str, into: PipInstall, depth: int = 0, run: Optional[_Run] = None,
+                      seen: Optional[Set[str]] = None) -> None:
+    """Requirements and options of a requirements file in the build context (missing: nothing added); a
+    file included twice (``-r`` loops, diamonds) is read once."""
+    seen = set() if seen is None else seen
+    key = os.path.normpath(path)
+    if key in seen:
+        return
+    seen.add(key)
+    text = _context_text(path, run, into.line)
     if text is None:
         return
     for raw in text.splitlines():
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#"):
             continue
-        try:
-            words = shlex.split(line)
-        except ValueError:
+        words = split_words(line)
+        if not words:
             continue
         if words[0] in ("-r", "--requirement") and len(words) > 1 and depth < 5:
-            read_requirements(os.path.join(os.path.dirname(path), words[1]), into, depth + 1)
+            read_requirements(os.path.join(os.path.dirname(path), words[1]), into, depth + 1, run, seen)
             continue
         sub = pip_install(["pip", "install"] + words, into.line)
         if sub is None:
@@ -600,19 +838,31 @@ def _compiles_cuda(argv: Sequence[str], env: Mapping[str, str], pip: Optional[Pi
     return None
 
 
-def _finding(code: str, title: str, detail: str, line: int, path: str, fix: Optional[Fix] = None,
+def _finding(code: str, title: str, detail: str, line: Optional[int], path: str, fix: Optional[Fix] = None,
              rule: str = "", url: str = "", severity: Optional[str] = None,
              evidence: Sequence[Tuple[str, Any]] = ()) -> Finding:
+    """A finding on ``line`` of the Dockerfile (None: on the command line, a --build-arg)."""
     doc = CODE_DOCS[code]
-    ev = [{"key": "dockerfile.line", "value": line, "source": "file:%s" % path, "status": "ok"}]
-    ev += [{"key": k, "value": v, "source": "file:%s" % path, "status": "ok"} for k, v in evidence]
-    return Finding(code, severity or doc.severity, ["docker"], "line %d: %s" % (line, title), detail, ev,
-                   {"rule": rule or doc.summary, "url": url or doc.source, "checked": ""}, fix or Fix())
+    ev = [{"key": "dockerfile.line", "value": line, "source": "file:%s" % path, "status": "ok"}] if line else []
+    ev += [{"key": k, "value": v, "source": "file:%s" % path if line else "--build-arg", "status": "ok"}
+           for k, v in evidence]
+    return Finding(code, severity or doc.severity, ["docker"], ("line %d: %s" % (line, title)) if line else title,
+                   detail, ev, {"rule": rule or doc.summary, "url": url or doc.source, "checked": ""}, fix or Fix())
 
 
-def _suggest_image(t: Target, flavour: str, os_label: Optional[str]) -> Optional[str]:
-    """An nvidia/cuda image this host's driver starts (the newest the image table knows), same flavour/OS."""
-    from envdoctor.recipes.docker_image import IMAGES
+def _cudnn_major(word: Optional[str]) -> Optional[int]:
+    """The cuDNN major of an nvidia/cuda tag word: cudnn8 -> 8, cudnn9 -> 9, plain cudnn (12.4 on) -> 9."""
+    if not word:
+        return None
+    return int(word[5:]) if word[5:].isdigit() else 9
+
+
+def _suggest_image(t: Target, flavour: str, os_label: Optional[str], cudnn_tag: Optional[str] = None
+                   ) -> Tuple[Optional[str], str]:
+    """An nvidia/cuda image this host's driver starts (the newest release the image table knows) of the same
+    variant: flavour, cuDNN and OS where that release has them; and what differs from the image it replaces
+    (another OS, another cuDNN major), to say in the fix."""
+    from envdoctor.recipes.docker_image import IMAGE_PYTHON, IMAGES
 
     newest = hw.newest_cuda_for_driver(t.driver) if t.driver else None
     best = None
@@ -621,20 +871,75 @@ def _suggest_image(t: Target, flavour: str, os_label: Optional[str]) -> Optional
             continue
         best = minor
     if best is None:
-        return None
-    release, _word, oses = IMAGES[best]
+        return None, ""
+    release, word, oses = IMAGES[best]
     osl = os_label if os_label in oses else oses[-1]
-    return "nvidia/cuda:%s-%s-%s" % (release, flavour or "runtime", osl)
+    notes = []
+    if os_label and osl != os_label:
+        notes.append("CUDA %s images have no %s tag; %s is the newest they have%s" % (
+            best, os_label, osl, " (its Python is %s)" % IMAGE_PYTHON[osl] if IMAGE_PYTHON.get(osl) else ""))
+    variant = flavour or "runtime"
+    if cudnn_tag and variant in ("runtime", "devel"):
+        variant = "%s-%s" % (word, variant)
+        if _cudnn_major(word) != _cudnn_major(cudnn_tag):
+            notes.append("its cuDNN is %s, not %s: what the image builds against cuDNN must match" % (
+                _cudnn_major(word), _cudnn_major(cudnn_tag)))
+    return "nvidia/cuda:%s-%s-%s" % (release, variant, osl), "; ".join(notes)
 
 
-def lint(df: Dockerfile, target: Target, context_dir: Optional[str] = None) -> List[Finding]:
+class _Run:
+    """One judgement of a Dockerfile: its deadline and expansion budget, what could not be read of the build
+    context, the Python state each stage ends with (a stage built on it starts there) and the framework
+    verdicts already reached (a line repeated 30,000 times is judged once)."""
+
+    def __init__(self, path: str, deadline: Optional[Deadline]) -> None:
+        self.path = path
+        self.deadline = deadline
+        self.budget = Expansion()
+        self.unread: Dict[str, Tuple[int, str]] = {}  # context file -> (line, why)
+        self.states: Dict[int, _PyState] = {}
+        self.picks: Dict[Tuple[Any, ...], List[Any]] = {}
+        self.verdicts: Dict[Tuple[int, Target], Any] = {}
+
+    def check(self) -> None:
+        if self.deadline is not None:
+            self.deadline.check(self.path)
+
+    def unreadable(self, path: str, line: int, why: str) -> None:
+        self.unread.setdefault(path, (line, why))
+
+
+def lint(df: Dockerfile, target: Target, context_dir: Optional[str] = None,
+         deadline: Optional[Deadline] = None) -> List[Finding]:
     """Every finding for a parsed Dockerfile on a host described by ``target`` (driver, GPUs; unknown
-    values are not judged)."""
+    values are not judged). DockerfileError when ``deadline`` passes first."""
     out: List[Finding] = []
     path = df.path
+    run = _Run(path, deadline)
     for st in df.stages:
+        run.check()
         out += _image_findings(st, target, path)
-        out += _run_findings(st, target, path, context_dir)
+        out += _run_findings(st, target, path, context_dir, run)
+    for arg in df.unused_build_args:
+        import difflib
+
+        # the declared ARG the user most likely meant: one naming the other (CUDA, CUDA_VERSION), else a close
+        # spelling
+        near = sorted((k for k in df.args if arg.lower() in k.lower() or k.lower() in arg.lower()), key=len)[:1] \
+            or difflib.get_close_matches(arg, list(df.args), n=1, cutoff=0.6)
+        out.append(_finding(
+            "dockerfile.build_arg_unused", "--build-arg %s: no ARG %s in the Dockerfile%s" % (
+                arg, arg, "; it declares %s" % near[0] if near else ""),
+            "docker build warns '[Warning] One or more build-args [%s] were not consumed' and builds as if it "
+            "were not given: nothing in this file reads it, so nothing above was judged with it." % arg, None, path,
+            Fix("Give the argument the Dockerfile declares%s, or declare it (ARG %s) where it is used." % (
+                " (--build-arg %s=%s)" % (near[0], df.given.get(arg, "")) if near else "", arg)),
+            evidence=[("dockerfile.build_arg", arg)]))
+    for name, (line, why) in run.unread.items():
+        shown = os.path.relpath(name, context_dir) if context_dir else name
+        out.append(_finding(
+            "dockerfile.context_file_unreadable", "%s in the build context %s: not read" % (shown, why),
+            "What the line installs from it is not judged.", line, path))
     return out
 
 
@@ -643,7 +948,7 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
     if st.parent is not None or img.repository != "nvidia/cuda":
         return []
     if img.tag in ("", "latest"):
-        sugg = _suggest_image(t, "runtime", None)
+        sugg, _ = _suggest_image(t, "runtime", None)
         return [_finding(
             "dockerfile.image_tag_missing", "FROM %s: nvidia/cuda has no %s tag" % (
                 img.reference, "'latest'" if img.tag else "default ('latest')"),
@@ -652,7 +957,7 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
             Fix("Name a tag%s." % (" this host's driver starts" if t.driver else ""),
                 ["FROM %s" % sugg] if sugg else []))]
     if "$" not in img.tag and not re.match(r"^\d+\.\d+", img.tag):
-        sugg = _suggest_image(t, "runtime", None)
+        sugg, _ = _suggest_image(t, "runtime", None)
         return [_finding(
             "dockerfile.image_tag_missing", "FROM %s: nvidia/cuda has no tag %r" % (img.reference, img.tag),
             "Every nvidia/cuda tag starts with a CUDA release X.Y.Z (12.4.1-runtime-ubuntu22.04); a major "
@@ -672,7 +977,7 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
         compat = _forward_compat(mm, t) if older else None
         if older and compat != "starts":
             newest = hw.newest_cuda_for_driver(t.driver)
-            sugg = _suggest_image(t, img.flavour or "runtime", img.os_label)
+            sugg, differs = _suggest_image(t, img.flavour or "runtime", img.os_label, img.cudnn_tag)
             branch = t.driver.split(".")[0]
             if compat == "maybe":
                 title = "%s needs NVIDIA driver >= %s, or forward compatibility on a data-center GPU; this host " \
@@ -694,7 +999,8 @@ def _image_findings(st: Stage, t: Target, path: str) -> List[Finding]:
                               "for data-center GPUs only" if compat == "geforce" else ""))
             out.append(_finding(
                 "dockerfile.image_needs_newer_driver", title, detail, st.line, path,
-                Fix("Build FROM an image of a CUDA this driver runs, or update the driver.",
+                Fix("Build FROM an image of a CUDA this driver runs, or update the driver.%s" % (
+                    (" " + differs[:1].upper() + differs[1:] + ".") if differs else ""),
                     (["FROM %s" % sugg] if sugg else []) + ["envdoctor install driver --dry-run"]),
                 severity="warning" if compat == "maybe" else None,
                 url=FORWARD_COMPAT_SOURCE if compat in ("maybe", "geforce") else "",
@@ -742,6 +1048,13 @@ _ENV_BIN = re.compile(r"^/(?!usr/|bin|sbin)(?:[^/]+/)*(?:\.?venv[^/]*|[^/]*env[^
                       r"mambaforge|micromamba|py(?:thon)?[0-9.]*)/bin/?$", re.I)
 
 
+def _env_venv(base: Image, env: Mapping[str, str]) -> bool:
+    """Do the image and the stage's variables put a virtual environment (or conda) in front of pip?"""
+    return (_truthy(env.get("PIP_BREAK_SYSTEM_PACKAGES")) or bool(env.get("VIRTUAL_ENV"))
+            or base.repository in CONDA_IMAGES
+            or any(_ENV_BIN.match(e) for e in env.get("PATH", "").split(":")))
+
+
 def _truthy(value: Optional[str]) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -759,10 +1072,13 @@ class _PyState:
     @classmethod
     def of(cls, base: Image, env: Mapping[str, str]) -> _PyState:
         present = bool(base.has_python) or base.has_python is None
-        venv = (_truthy(env.get("PIP_BREAK_SYSTEM_PACKAGES")) or bool(env.get("VIRTUAL_ENV"))
-                or base.repository in CONDA_IMAGES
-                or any(_ENV_BIN.match(e) for e in env.get("PATH", "").split(":")))
+        venv = _env_venv(base, env)
         return cls(base.python, present or venv, present or venv, venv)
+
+    def add_env(self, base: Image, env: Mapping[str, str]) -> None:
+        """A stage built on another one: its own variables may put a virtual environment first."""
+        if _env_venv(base, env):
+            self.venv = self.present = self.pip = True
 
     def after(self, argv: Sequence[str], base: Image) -> None:
         exe = os.path.basename(argv[0])
@@ -815,37 +1131,99 @@ class _PyState:
             self.present = self.pip = self.venv = True
 
 
-def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -> List[Finding]:
+_MANAGERS = {"apt-get": "apt", "apt": "apt", "aptitude": "apt", "yum": "dnf", "dnf": "dnf", "microdnf": "dnf",
+             "zypper": "zypper"}
+
+
+@functools.lru_cache(maxsize=None)
+def _driver_patterns() -> Dict[str, List[Any]]:
+    """matrix area driver_packages: package manager -> the patterns of NVIDIA's driver package names."""
+    from . import matrix
+
+    out: Dict[str, List[Any]] = {}
+    for row in matrix.load("driver_packages"):
+        out.setdefault(row["manager"], []).append(re.compile(row["pattern"]))
+    return out
+
+
+def _driver_install(argv: Sequence[str]) -> Optional[str]:
+    """The NVIDIA driver package (or runfile) this command installs, else None."""
+    pats = _driver_patterns()
+    exe = os.path.basename(argv[0])
+    manager = _MANAGERS.get(exe)
+    if manager is not None:
+        verbs = [i for i, a in enumerate(argv) if a in ("install", "in", "reinstall")]
+        if verbs:
+            for word in argv[verbs[0] + 1:]:
+                if word.startswith("-") or "$" in word:
+                    continue
+                name = word.split("=", 1)[0] if manager == "apt" else word
+                if any(p.fullmatch(name) for p in pats.get(manager, [])):
+                    return name
+        return None
+    runfile = argv[0] if exe not in ("sh", "bash") else next((a for a in argv[1:] if not a.startswith("-")), "")
+    base = os.path.basename(runfile)
+    if any(p.fullmatch(base) for p in pats.get("runfile", [])):
+        return base
+    if re.fullmatch(r"cuda_[0-9.]+_[0-9.]+_linux(_sbsa)?\.run", base) and "--driver" in argv:
+        return base + " --driver"
+    return None
+
+
+def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str], run: _Run) -> List[Finding]:
     out: List[Finding] = []
     base = st.base
     env = st.all_env()
-    runs = st.inherited_runs()
-    own_start = len(runs) - len(st.runs)
     gpu_image = bool(base.cuda or base.torch)
-    told_python = told_compiler = told_pep668 = told_arch = False
-    state = _PyState.of(base, env)
+    told_python = told_compiler = told_pep668 = told_arch = told_driver = False
+    installed: List[Tuple[str, int, Requirement, str, List[Any]]] = []  # (environment, line, req, framework, builds)
+    parent_state = run.states.get(st.parent.index) if st.parent is not None else None
+    if parent_state is not None:  # what the stages it is built on installed counts (judged there)
+        state = replace(parent_state)
+        state.add_env(base, env)
+    else:
+        state = _PyState.of(base, env)
     t = _through_forward_compat(base, t)
-    writers = st.inherited_envs()
-    for n, ins in enumerate(runs):
-        for cmd_env, raw, arm in commands_env(_script(ins)):
-            scope = dict(writers[n], **cmd_env)
-            argv = [_expand(a, scope) for a in raw]
-            if n < own_start or arm:
-                # judged in the stage that wrote it, or run only for one case value (another platform's
-                # install line): not judged; what it installed counts
+    for ins in st.runs:
+        run.check()
+        what = "line %d: RUN" % ins.line
+        for k, (cmd_env, raw, arm) in enumerate(commands_env(_script(ins))):
+            if k % 256 == 255:
+                run.check()
+            scope = dict(env, **cmd_env)
+            argv = [_expand(a, scope, run.budget, what) for a in raw]
+            if arm:
+                # run only for one case value (another platform's install line): not judged; what it
+                # installed counts
                 state.after(argv, base)
                 continue
-            pip = pip_install(argv, ins.line)
+            driver = _driver_install(argv) if not told_driver else None
+            if driver:
+                told_driver = True
+                out.append(_finding(
+                    "dockerfile.driver_in_image", "%s installs %s, an NVIDIA driver, into the image" % (
+                        os.path.basename(argv[0]), driver),
+                    "The host's driver is the one that runs a container: the NVIDIA Container Toolkit mounts its "
+                    "libraries into it. A driver in the image cannot load its kernel module there, and its "
+                    "libraries, of another release than the host's module, shadow or contradict the host's "
+                    "('Failed to initialize NVML: Driver/library version mismatch', 'CUDA driver version is "
+                    "insufficient').", ins.line, path,
+                    Fix("Remove the driver from the image: the CUDA libraries come with an nvidia/cuda image "
+                        "(or cuda-libraries-X-Y, the nvidia-* wheels); the driver belongs on the host, with the "
+                        "NVIDIA Container Toolkit.", ["envdoctor install driver --dry-run",
+                                                       "envdoctor install container-toolkit --dry-run"]),
+                    evidence=[("image.driver_package", driver)]))
+            pip = pip_install(argv, ins.line, run.check)
             if pip is not None:
                 for f in pip.requirement_files:
                     if context_dir and "$" not in f:
-                        read_requirements(os.path.join(context_dir, f), pip)
+                        read_requirements(os.path.join(context_dir, f), pip, run=run)
             why = _compiles_cuda(argv, scope, pip)
             if why and not told_compiler and base.has_nvcc is False and not state.nvcc:
                 told_compiler = True
                 what = ("a %s image" % base.flavour) if base.flavour else ("%s (no CUDA toolkit)" % base.reference)
-                sugg = ("nvidia/cuda:%s-%s%s" % (base.cuda, "cudnn-" if base.cudnn else "devel-",
-                                                 ("devel-" if base.cudnn else "") + (base.os_label or ""))
+                sugg = ("nvidia/cuda:%s-%sdevel%s" % (base.cuda, base.cudnn_tag + "-" if base.cudnn_tag else "",
+                                                      "-" + base.os_label if base.os_label else "")
                         if base.cuda else None)
                 out.append(_finding(
                     "dockerfile.no_compiler_in_image", "%s, but the stage builds FROM %s, which has no nvcc" % (
@@ -912,15 +1290,19 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str]) -
                         Fix("Install into a virtual environment (and put it first on PATH).",
                             ["RUN python3 -m venv /opt/venv", "ENV PATH=/opt/venv/bin:$PATH"]),
                         url=PEP668_SOURCE))
-                out += _framework_findings(pip, st, t, pip.python or state.version, gpu_image, path, scope)
-            for project in _project_installs(argv, pip, ins.line, context_dir):
-                out += _framework_findings(project, st, t, state.version, gpu_image, path, scope)
+                out += _framework_findings(pip, st, t, pip.python or state.version, gpu_image, path, scope, run,
+                                           installed)
+            for project in _project_installs(argv, pip, ins.line, context_dir, run):
+                out += _framework_findings(project, st, t, state.version, gpu_image, path, scope, run, installed)
             state.after(argv, base)
-    return out
+    run.states[st.index] = state
+    host = Target(driver=t.driver, cc=t.cc, ccs=t.ccs, gpu=t.gpu, python=state.version, platform=t.platform,
+                  gpu_present=t.gpu_present)
+    return out + _pin_conflicts(installed, host, path)
 
 
 def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
-                      context_dir: Optional[str]) -> List[PipInstall]:
+                      context_dir: Optional[str], run: Optional[_Run] = None) -> List[PipInstall]:
     """The dependencies of the project in the build context that this command installs (``pip install .``,
     ``pip install -e .[gpu]``, ``uv sync``, ``uv pip install -r pyproject.toml``), one install each, with the
     index uv takes it from where ``[tool.uv.sources]`` names one (pip does not read uv's sources: for pip the
@@ -946,16 +1328,17 @@ def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
                 extras.update(x.strip() for x in m.group(1).split(","))
     else:
         return []
-    doc = _read_toml(os.path.join(context_dir, "pyproject.toml"))
+    doc = _read_toml(os.path.join(context_dir, "pyproject.toml"), run, line)
     project = _table(doc, "project")
-    deps = [d for d in project.get("dependencies") or [] if isinstance(d, str)]
+    deps = _strings(project.get("dependencies"))
     for name, items in _table(project, "optional-dependencies").items():
-        if ("*" in extras or name in extras) and isinstance(items, list):
-            deps += [d for d in items if isinstance(d, str)]
+        if "*" in extras or name in extras:
+            deps += _strings(items)
     uvconf = _table(_table(doc, "tool"), "uv")
-    indexes = {i.get("name"): i.get("url") for i in uvconf.get("index") or [] if isinstance(i, dict)}
+    indexes = {i["name"]: i["url"] for i in _list(uvconf.get("index"))
+               if isinstance(i, dict) and isinstance(i.get("name"), str) and isinstance(i.get("url"), str)}
     sources = _table(uvconf, "sources")
-    locked = _uv_locked(context_dir) if uv and list(argv[1:2]) == ["sync"] else {}
+    locked = _uv_locked(context_dir, run, line) if uv and list(argv[1:2]) == ["sync"] else {}
     out: List[PipInstall] = []
     for text in deps:
         try:
@@ -976,7 +1359,7 @@ def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
             src = sources.get(req.name) or sources.get(canonicalize_name(req.name))
             if isinstance(src, list):  # several sources, each with a marker: not judged
                 continue
-            if isinstance(src, dict) and src.get("index") in indexes:
+            if isinstance(src, dict) and isinstance(src.get("index"), str) and src["index"] in indexes:
                 index = indexes[src["index"]]
             elif isinstance(src, dict):
                 continue  # a git, path or URL source: not an index build
@@ -984,12 +1367,12 @@ def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
     return out
 
 
-def _uv_locked(context_dir: str) -> Dict[str, Tuple[str, Optional[str]]]:
+def _uv_locked(context_dir: str, run: Optional[_Run] = None, line: int = 0) -> Dict[str, Tuple[str, Optional[str]]]:
     """uv.lock's pins: name -> (version, the registry it comes from; None for PyPI's). A package locked
     several times (per platform or per marker) is left out: which one this image takes is not known here."""
-    doc = _read_toml(os.path.join(context_dir, "uv.lock"))
+    doc = _read_toml(os.path.join(context_dir, "uv.lock"), run, line)
     seen: Dict[str, List[Tuple[str, Optional[str]]]] = {}
-    for pkg in doc.get("package") or []:
+    for pkg in _list(doc.get("package")):
         if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str) or not isinstance(pkg.get("version"),
                                                                                                   str):
             continue
@@ -1008,15 +1391,30 @@ def _table(doc: Mapping[str, Any], key: str) -> Dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _read_toml(path: str) -> Dict[str, Any]:
+def _list(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _strings(value: Any) -> List[str]:
+    """The strings of a TOML array (anything else: none)."""
+    return [v for v in _list(value) if isinstance(v, str)]
+
+
+def _read_toml(path: str, run: Optional[_Run] = None, line: int = 0) -> Dict[str, Any]:
     from .policy import toml_module
 
-    text = _context_text(path)
+    text = _context_text(path, run, line)
     if text is None:
         return {}
     try:
         doc = toml_module().loads(text)
-    except (ValueError, UnicodeError):
+    except (ValueError, UnicodeError) as exc:
+        if run is not None:
+            run.unreadable(path, line, "could not be read (not valid TOML: %s)" % str(exc).split("\n")[0][:80])
+        return {}
+    except RecursionError:
+        if run is not None:
+            run.unreadable(path, line, "could not be read (nested deeper than the TOML reader follows)")
         return {}
     return doc if isinstance(doc, dict) else {}
 
@@ -1037,17 +1435,27 @@ def _through_forward_compat(base: Image, t: Target) -> Target:
     return t
 
 
-def _expand(word: str, values: Mapping[str, str]) -> str:
+_RUN_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _expand(word: str, values: Mapping[str, str], budget: Optional[Expansion] = None, what: str = "RUN") -> str:
     """``$NAME`` and ``${NAME}`` whose value is known (the stage's ARG and ENV values, the command's own
     assignments), as the shell expands them in RUN; anything else (unknown names, ``${X#...}``, ``$(...)``)
-    is left as written, so what depends on it is not judged."""
+    is left as written, so what depends on it is not judged. What it adds is spent from ``budget``."""
     if "$" not in word:
         return word
-
-    def one(m: re.Match[str]) -> str:
+    out: List[str] = []
+    pos = 0
+    for m in _RUN_VAR.finditer(word):
         name = m.group(1) or m.group(2)
-        return values[name] if name in values else m.group(0)
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", one, word)
+        piece = values[name] if name in values else m.group(0)
+        if budget is not None:
+            budget.spend(len(piece), what)
+        out.append(word[pos:m.start()])
+        out.append(piece)
+        pos = m.end()
+    out.append(word[pos:])
+    return "".join(out)
 
 
 @functools.lru_cache(maxsize=None)
@@ -1063,7 +1471,7 @@ def _candidate_requirement(command: str) -> Optional[Requirement]:
 
 
 def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str],
-               env: Optional[Mapping[str, str]] = None) -> List[Any]:
+               env: Optional[Mapping[str, str]] = None, any_extras: bool = False) -> List[Any]:
     """The matrix builds of ``fw`` this requirement can install, as pip chooses: the newest release its
     specifier admits whose Python range admits ``python`` (pip skips releases whose Requires-Python does
     not; when none does, the newest release, which then fails on Python), every variant of that release the
@@ -1080,9 +1488,9 @@ def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str]
         creq = _candidate_requirement(c.command)
         if creq is None:
             continue
-        if canonicalize_name(creq.name) != name:
+        if _builds_name(creq.name) != _builds_name(name):
             continue
-        if fw == "jax" and not (req.extras & creq.extras):
+        if fw == "jax" and not any_extras and not (req.extras & creq.extras):
             continue
         probe = _release_version(c.release, creq.specifier)
         if probe is None or not req.specifier.contains(probe, prereleases=True):
@@ -1095,8 +1503,7 @@ def _pip_picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str]
         by_release.setdefault(c.release, []).append(c)
     releases = list(by_release.values())
     if fw == "torch" and not variant and not (pip.index_url or pip.extra_index_urls or pip.find_links or any(
-            k.startswith(("PIP_INDEX", "PIP_EXTRA_INDEX", "PIP_FIND_LINKS", "PIP_NO_INDEX", "UV_INDEX",
-                          "UV_EXTRA_INDEX", "UV_DEFAULT_INDEX", "UV_FIND_LINKS", "UV_NO_INDEX")) for k in env or {})):
+            k.startswith(_INDEX_VARIABLES) for k in env or {})):
         releases = [[c for c in builds if c.variant == c.row.get("pypi_variant")] or builds
                     for builds in releases]  # pip takes the one build PyPI has (unknown: any of them)
     for builds in releases:
@@ -1118,9 +1525,66 @@ def _release_version(release: str, spec: SpecifierSet) -> Optional[str]:
     return lows[0].rstrip(".*") if lows else None
 
 
+_INDEX_VARIABLES = ("PIP_INDEX", "PIP_EXTRA_INDEX", "PIP_FIND_LINKS", "PIP_NO_INDEX", "UV_INDEX", "UV_EXTRA_INDEX",
+                    "UV_DEFAULT_INDEX", "UV_FIND_LINKS", "UV_NO_INDEX")
+
+
+def _picks(req: Requirement, pip: PipInstall, fw: str, python: Optional[str], env: Mapping[str, str],
+           run: Optional[_Run]) -> List[Any]:
+    """:func:`_pip_picks`, once per distinct line of a run."""
+    if run is None:
+        return _pip_picks(req, pip, fw, python, env)
+    key = (str(req), fw, python, pip.index_url, tuple(pip.extra_index_urls), tuple(pip.find_links),
+           tuple(sorted(k for k in env if k.startswith(_INDEX_VARIABLES))))
+    if key not in run.picks:
+        run.picks[key] = _pip_picks(req, pip, fw, python, env)
+    return run.picks[key]
+
+
+@functools.lru_cache(maxsize=None)
+def _retired() -> Dict[str, Dict[str, Any]]:
+    """matrix area retired_distributions, by normalised name."""
+    from . import matrix
+
+    return {canonicalize_name(r["name"]): r for r in matrix.load("retired_distributions")}
+
+
+def _builds_name(name: str) -> str:
+    """The name whose builds a distribution installs (tensorflow-gpu 2.11 is tensorflow 2.11's build)."""
+    key = canonicalize_name(name)
+    row = _retired().get(key)
+    return canonicalize_name(row["same_builds_as"]) if row and row.get("same_builds_as") else key
+
+
+def _env_key(pip: PipInstall) -> str:
+    """Which environment an install goes to, as far as the line says: a venv's pip, ``--python``, or the
+    stage's default one (""); ``--target``/``--prefix`` installs are not environments ("-")."""
+    if any(f in pip.flags for f in ("--target", "-t", "--prefix", "--root")) or any(
+            a in ("--target", "-t", "--prefix", "--root") or a.startswith(("--target=", "--prefix="))
+            for a in pip.argv):
+        return "-"
+    for i, a in enumerate(pip.argv):
+        if a == "--python" and i + 1 < len(pip.argv):
+            return os.path.dirname(pip.argv[i + 1])
+        if a.startswith("--python="):
+            return os.path.dirname(a.split("=", 1)[1])
+    return os.path.dirname(pip.argv[0]) if "/" in pip.argv[0] else ""
+
+
 def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str], gpu_image: bool,
-                        path: str, env: Optional[Mapping[str, str]] = None) -> List[Finding]:
-    from .advise import choose_build, judge
+                        path: str, env: Optional[Mapping[str, str]] = None, run: Optional[_Run] = None,
+                        installed: Optional[List[Tuple[str, int, Requirement, str, List[Any]]]] = None
+                        ) -> List[Finding]:
+    from .advise import choose_build
+    from .advise import judge as judge_build
+
+    def judge(c: Any, host: Target) -> Any:
+        if run is None:
+            return judge_build(c, host)
+        key = (id(c), host)
+        if key not in run.verdicts:
+            run.verdicts[key] = judge_build(c, host)
+        return run.verdicts[key]
 
     out: List[Finding] = []
     if any("$" in u for u in [pip.index_url or ""] + pip.extra_index_urls):
@@ -1128,7 +1592,7 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
     host = Target(driver=t.driver, cc=t.cc, ccs=t.ccs, gpu=t.gpu, python=py, platform=t.platform,
                   gpu_present=t.gpu_present)
     for req in pip.requirements:
-        fw = frameworks.of_distribution(req.name)
+        fw = _framework_of(req.name)
         if fw is None:
             continue
         index = (pip.index_url or "").rstrip("/")
@@ -1150,9 +1614,50 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
             continue
         if not fw.advise:
             continue
-        picks = _pip_picks(req, pip, fw.name, py, st.env if env is None else env)
+        retired = _retired().get(canonicalize_name(req.name))
+        if retired is not None:
+            stub = retired["stub"]
+            wheels = SpecifierSet(retired["wheels"]) if retired.get("wheels") else None
+            if req.specifier.contains(stub, prereleases=True) or wheels is None or not any(
+                    wheels.contains(s.version.rstrip(".*"), prereleases=True) for s in req.specifier
+                    if s.operator in ("==", "===", "~=", "<=", "<")):
+                chosen = choose_build(fw.name, host)
+                out.append(_finding(
+                    "dockerfile.build_does_not_fit", "%s installs %s %s, a retired name whose release only fails: "
+                    "'%s'" % (str(req), retired["name"], stub, retired["stub_error"]),
+                    "%s on PyPI %s; pip takes %s %s, whose setup.py raises that error on install. Install %s "
+                    "instead." % (retired["name"], "has wheels only for releases %s" % retired["wheels"]
+                                  if wheels else "has no release with files to install", retired["name"], stub,
+                                  retired["replacement"]), pip.line, path,
+                    Fix("Install %s%s." % (retired["replacement"], ", the build that fits this host" if chosen
+                                           and t.driver else ""),
+                        ["RUN " + chosen[0].command] if chosen else ["RUN pip install " + retired["replacement"]]),
+                    url=retired["source"]["url"], evidence=[("image.python", py)]))
+                continue
+        picks = _picks(req, pip, fw.name, py, st.env if env is None else env, run)
+        loose = False
+        if not picks and fw.name == "jax" and req.extras:
+            # an extra the matrix's builds do not name (jax[cuda], jax[cuda11_cudnn82]...): the release's Python
+            # range still holds
+            picks, loose = _pip_picks(req, pip, fw.name, py, st.env if env is None else env, any_extras=True), True
         if not picks:
             continue
+        if loose:
+            verdicts = [(c, judge(c, Target(python=py, platform=t.platform))) for c in picks]
+            if not any(v.ok for _, v in verdicts):
+                why = [r for _, v in verdicts for r in v.reasons]
+                chosen = choose_build(fw.name, host)
+                out.append(_finding(
+                    "dockerfile.build_does_not_fit", "%s (%s %s) does not fit: %s" % (
+                        str(req), fw.display, picks[0].release, why[0]),
+                    "pip finds no %s %s wheel for the image's Python %s." % (fw.display, picks[0].release, py),
+                    pip.line, path, Fix("Install the build that fits.", ["RUN " + chosen[0].command] if chosen else []),
+                    evidence=[("image.python", py)]))
+            continue
+        if installed is not None:
+            pinned = [c for c in picks if c.cudnn_pip and _extras(c.command) <= set(req.extras)]
+            if pinned and len(pinned) == len(picks):
+                installed.append((_env_key(pip), pip.line, req, fw.display, pinned))
         wanted = set().union(*(_extras(c.command) for c in picks)) - set(req.extras)
         if wanted and all(_extras(c.command) for c in picks):
             c = picks[0]
@@ -1190,18 +1695,132 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
     return out
 
 
-def read(path: str) -> str:
-    """The Dockerfile's text; DockerfileError for a file that cannot be one."""
+def _admits_together(a: str, b: str) -> bool:
+    """Does some release satisfy both specifiers? Tried on the releases they name (exact pins, bounds) and
+    cuDNN's own (cudnn.json)."""
+    from . import matrix
+
+    sa, sb = SpecifierSet(a), SpecifierSet(b)
+    probes = {s.version.rstrip(".*") for s in list(sa) + list(sb)}
+    probes.update(str(r.get("version")) for r in matrix.load("cudnn") if r.get("version"))
+    for v in probes:
+        try:
+            if sa.contains(v, prereleases=True) and sb.contains(v, prereleases=True):
+                return True
+        except InvalidVersion:
+            continue
+    return False
+
+
+def _pin_conflicts(installed: List[Tuple[str, int, Requirement, str, List[Any]]], host: Target,
+                   path: str) -> List[Finding]:
+    """Frameworks installed into one environment of a stage whose builds pin the same CUDA library package
+    (nvidia-cudnn-cu12 ...) to releases that do not meet."""
+    out: List[Finding] = []
+    told: Set[Tuple[str, str]] = set()
+    for j, (env_b, line_b, req_b, fw_b, builds_b) in enumerate(installed):
+        for env_a, line_a, req_a, fw_a, builds_a in installed[:j]:
+            if env_a != env_b or env_a == "-" or fw_a == fw_b or (fw_a, fw_b) in told:
+                continue
+            clashes = [(ca, cb) for ca in builds_a for cb in builds_b
+                       if ca.cudnn_pip[0] == cb.cudnn_pip[0] and not _admits_together(ca.cudnn_pip[1], cb.cudnn_pip[1])]
+            if len(clashes) < len(builds_a) * len(builds_b):
+                continue  # some build of each meets
+            told.add((fw_a, fw_b))
+            ca, cb = clashes[0]
+            pkg = ca.cudnn_pip[0]
+            same = line_a == line_b
+            fix = _agreeing_build(cb, ca, host)
+            out.append(_finding(
+                "dockerfile.frameworks_conflict", "%s needs %s%s, but %s%s needs %s%s" % (
+                    str(req_b), pkg, cb.cudnn_pip[1], str(req_a), "" if same else " (line %d)" % line_a, pkg,
+                    ca.cudnn_pip[1]),
+                ("pip cannot install both (ResolutionImpossible): no %s release satisfies %s %s and %s %s." % (
+                    pkg, fw_a, ca.cudnn_pip[1], fw_b, cb.cudnn_pip[1])) if same else
+                ("The later install replaces %s with one %s %s cannot load (pip warns '%s %s requires %s%s, but you "
+                 "have ... which is incompatible'), and %s then runs without its GPU libraries." % (
+                     pkg, fw_a, ca.release, canonicalize_name(req_a.name), ca.release, pkg, ca.cudnn_pip[1], fw_a)),
+                line_b, path,
+                Fix("Install releases whose cuDNN pins meet, or each framework in its own virtual environment.",
+                    ["RUN " + fix.command] if fix else []),
+                evidence=[("pins", "%s %s: %s%s; %s %s: %s%s" % (fw_a, ca.release, pkg, ca.cudnn_pip[1], fw_b,
+                                                                cb.release, pkg, cb.cudnn_pip[1]))]))
+    return out
+
+
+def _agreeing_build(wanted: Any, other: Any, host: Target) -> Any:
+    """The newest build of ``wanted``'s framework that fits the host and whose cuDNN pin meets ``other``'s."""
+    from .advise import candidates, judge
+
+    fw = next((f for f in frameworks.FRAMEWORKS if f.advise and wanted in candidates(f.name)), None)
+    if fw is None:
+        return None
+    for c in candidates(fw.name):
+        if c.cudnn_pip and c.cudnn_pip[0] == other.cudnn_pip[0] and _admits_together(
+                c.cudnn_pip[1], other.cudnn_pip[1]) and judge(c, host).ok:
+            return c
+    return None
+
+
+def read(path: str, deadline: Optional[Deadline] = None) -> str:
+    """The Dockerfile's text; DockerfileError for a file that cannot be one. A pipe or FIFO (standard input,
+    ``<(...)``) is read like a file until its writer closes it, within ``deadline``."""
     import sys
 
+    name = "standard input" if path == "-" else path
     if path == "-":
-        data = sys.stdin.buffer.read(MAX_BYTES + 1)
-    else:
+        stream = sys.stdin.buffer
         try:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_BYTES + 1)
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # not a file descriptor (an in-memory stream)
+            return _text(stream.read(MAX_BYTES + 1), name)
+        return _text(_read_fd(fd, name, deadline), name)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise DockerfileError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise DockerfileError("cannot read %s: it is a directory" % path)
+        return _text(_read_fd(fd, name, deadline), name)
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int, name: str, deadline: Optional[Deadline]) -> bytes:
+    """At most MAX_BYTES + 1 bytes of ``fd``, waiting for a pipe's writer no longer than ``deadline``."""
+    import select
+
+    chunks: List[bytes] = []
+    size = 0
+    poller = select.poll() if hasattr(select, "poll") else None
+    if poller is not None:
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+    while size <= MAX_BYTES:
+        left = deadline.left() if deadline is not None else None
+        if left is not None and left <= 0:
+            raise DockerfileError("%s could not be read within --timeout %g s (a pipe or FIFO its writer never "
+                                  "closed?)" % (name, deadline.seconds if deadline else 0))
+        if poller is not None:
+            ready = bool(poller.poll(None if left is None else max(1, int(left * 1000))))
+        else:
+            ready = bool(select.select([fd], [], [], left)[0])
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, min(1 << 16, MAX_BYTES + 1 - size))
+        except BlockingIOError:
+            continue
         except OSError as exc:
-            raise DockerfileError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+            raise DockerfileError("cannot read %s: %s" % (name, exc.strerror or exc)) from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _text(data: bytes, path: str) -> str:
     if len(data) > MAX_BYTES:
         raise DockerfileError("%s is larger than %d KiB: not a Dockerfile" % (path, MAX_BYTES // 1024))
     if b"\x00" in data:

@@ -8,7 +8,7 @@ meaning), a ``severity``, the ``components`` it concerns, a one-line
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from . import frameworks
 
@@ -44,15 +44,64 @@ COMPONENTS = frozenset(
 ) | frozenset(frameworks.COMPONENTS)
 
 
+class AnyOf:
+    """Alternatives in a fix: any one of them does it ("reboot, or unload and reload the module"). Each
+    alternative is one command or commands run in order. Steps and alternatives are told apart so a report
+    never says "run these in order" of two ways to the same end."""
+
+    __slots__ = ("options",)
+
+    def __init__(self, *options: Union[str, Sequence[str]]) -> None:
+        self.options: List[List[str]] = [[o] if isinstance(o, str) else list(o) for o in options]
+        if len(self.options) < 2 or not all(self.options):
+            raise ValueError("AnyOf needs at least two alternatives, each with a command")
+
+    def commands(self) -> List[str]:
+        return [c for option in self.options for c in option]
+
+    def map(self, fn: Callable[[str], str]) -> AnyOf:
+        return AnyOf(*[[fn(c) for c in option] for option in self.options])
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"any_of": [list(o) for o in self.options]}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AnyOf) and self.options == other.options
+
+    def __repr__(self) -> str:
+        return "AnyOf(%s)" % ", ".join(repr(o) for o in self.options)
+
+
+Step = Union[str, AnyOf]
+
+
 class Fix:
-    """How to fix a finding: prose, exact commands, and the ``envdoctor install ...`` line where one applies."""
+    """How to fix a finding: prose, exact commands, and the ``envdoctor install ...`` line where one applies.
 
-    __slots__ = ("text", "commands", "install")
+    ``commands`` are steps, run in order; a step may be an :class:`AnyOf` (any one of its alternatives).
+    ``fix.commands`` reads every command, in order, as one flat list (what the report's JSON ``commands``
+    always held); ``fix.steps`` keeps the structure (JSON ``steps``)."""
 
-    def __init__(self, text: str = "", commands: Optional[List[str]] = None, install: Optional[str] = None) -> None:
+    __slots__ = ("text", "steps", "install")
+
+    def __init__(self, text: str = "", commands: Optional[Sequence[Step]] = None,
+                 install: Optional[str] = None) -> None:
         self.text = text
-        self.commands: List[str] = list(commands) if commands else []
+        self.steps: List[Step] = list(commands) if commands else []
         self.install = install
+
+    @property
+    def commands(self) -> List[str]:
+        """Every command of the fix, in order (the alternatives of a step one after the other)."""
+        return [c for st in self.steps for c in (st.commands() if isinstance(st, AnyOf) else [st])]
+
+    @property
+    def has_alternatives(self) -> bool:
+        return any(isinstance(st, AnyOf) for st in self.steps)
+
+    def map_commands(self, fn: Callable[[str], str]) -> None:
+        """Rewrite every command in place (``pip`` aimed at the inspected interpreter)."""
+        self.steps = [st.map(fn) if isinstance(st, AnyOf) else fn(st) for st in self.steps]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Fix) and self.to_dict() == other.to_dict()
@@ -61,7 +110,8 @@ class Fix:
         return "Fix(%r)" % (self.text,)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"text": self.text, "commands": list(self.commands), "install": self.install}
+        return {"text": self.text, "commands": self.commands, "install": self.install,
+                "steps": [st.to_dict() if isinstance(st, AnyOf) else {"run": st} for st in self.steps]}
 
 
 class Finding:
@@ -120,7 +170,7 @@ def pin_interpreter(findings: List[Finding], python: Optional[str]) -> None:
     if not python:
         return
     for f in findings:
-        f.fix.commands = [pip_for(c, python) for c in f.fix.commands]
+        f.fix.map_commands(lambda c: pip_for(c, python))
 
 
 def summarize(findings: List[Finding]) -> Dict[str, int]:

@@ -31,6 +31,11 @@ RHEL_REBUILDS = ("rhel", "centos", "rocky", "almalinux", "oracle")
 #: Names users type for a distribution, beyond distro's own normalisation.
 _TYPED = {"alma": "almalinux", "redhat": "rhel", "oraclelinux": "oracle", "opensuse-leap": "opensuse"}
 
+#: The systems ``--os`` names, in ``advise`` and ``install`` alike: those envdoctor's install recipes plan for (NVIDIA's
+#: repositories and runfiles for each; CONTRIBUTING.md, "an install target"), as ``id`` + version.
+SYSTEMS = ["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "debian12", "centos7", "centos9", "rhel8", "rhel9",
+           "rocky8", "rocky9", "almalinux8", "almalinux9"]
+
 #: Machine architectures by the names envdoctor uses (``uname -m``), with the aliases people type.
 ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64",
                 "sbsa": "aarch64"}
@@ -89,6 +94,16 @@ def parse_os(text: str) -> OsSpec:
         if arch is None:
             raise OsSpecError("--os %r: architecture %r is not x86_64 or aarch64" % (text, m.group(3)))
     return OsSpec(normalize_id(m.group(1)), m.group(2), arch)
+
+
+def system(text: str) -> OsSpec:
+    """``--os`` of ``advise`` and ``install``: the one grammar (:func:`parse_os`) and the one list
+    (:data:`SYSTEMS`); anything else is refused with the same words by both."""
+    spec = parse_os(text)
+    if spec.os_id + spec.version not in SYSTEMS:
+        raise OsSpecError("--os %r is not a system envdoctor plans for; one of: %s (append -aarch64 for Arm "
+                          "servers)" % (text, ", ".join(SYSTEMS)))
+    return spec
 
 
 #: The python3 each release installs from its own archive (``apt-get install python3``, ``dnf install

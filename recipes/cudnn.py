@@ -59,7 +59,7 @@ def driver_cuda_major(facts: Any) -> int:
         return 0
 
 
-def cuda_major(request: Request, facts: Any, row: Any) -> str:
+def cuda_major(request: Request, facts: Any, row: Any, lacks: str = "has no build for") -> str:
     """The CUDA major to build against: ``--option cuda=N``, else the newest the row has that the installed
     driver runs (a CUDA 12 build runs on a CUDA 13 driver, not the reverse), else 12 (what the frameworks'
     wheels use) or the newest the row has."""
@@ -75,7 +75,7 @@ def cuda_major(request: Request, facts: Any, row: Any) -> str:
         wanted = runs[-1]
     wanted = wanted or ("12" if "12" in majors else majors[-1])
     if wanted not in majors:
-        raise RecipeError(f"cuDNN {row['version']} has no build for CUDA {wanted} (it has CUDA {', '.join(majors)}; "
+        raise RecipeError(f"cuDNN {row['version']} {lacks} CUDA {wanted} (it has CUDA {', '.join(majors)}; "
                           f"source {row['source']['url']})",
                           [_alternative(request, row["version"], f" --option cuda={m}") for m in majors])
     return wanted
@@ -91,12 +91,32 @@ def _alternative(request: Request, version: str, more: str = "") -> str:
 
 
 def _repo_installs(version: str) -> bool:
-    """Whether the repo method installs cuDNN ``version``: a cudnn9 package, and the newest release of its major
-    (what NVIDIA's repository installs) unless only the major is named."""
+    """Whether the repo method installs cuDNN ``version``: from cuDNN 9 a cudnn9 package, the newest release of its
+    major (what NVIDIA's repository installs) unless only the major is named; before 9, a release whose exact
+    libcudnn8 packages the matrix names (``repo_packages``: NVIDIA's repositories keep every cuDNN 8 release)."""
     row = _row(version)
     major = Version(row["version"]).major
+    if major < 9:
+        return bool(row.get("repo_packages")) and (len(Version(version).release) < 3 or row["version"] == version)
     newest_of_major = [v for v in versions() if Version(v).major == major][-1]
-    return major >= 9 and (len(Version(version).release) == 1 or row["version"] == newest_of_major)
+    return len(Version(version).release) == 1 or row["version"] == newest_of_major
+
+
+def _repo_packages(row: Any, target: Target, cu: str) -> List[str]:
+    """cuDNN 8 from NVIDIA's repository, pinned: ``libcudnn8=8.9.7.29-1+cuda12.2 libcudnn8-dev=...`` (apt),
+    ``libcudnn8-8.9.7.29-1.cuda12.2 libcudnn8-devel-...`` (dnf/yum); RecipeError where the matrix names none."""
+    manager = "apt" if target.family == "debian" else "dnf"
+    pins = (row.get("repo_packages") or {}).get(manager) or {}
+    if cu not in pins:
+        have = sorted(pins, key=int)
+        raise RecipeError(f"cuDNN {row['version']} for CUDA {cu} is not a {manager} package envdoctor can pin "
+                          f"(it knows {', '.join('CUDA ' + h for h in have) or 'none'})",
+                          [f"envdoctor install cudnn --method repo --version {row['version']} --option cuda={h}"
+                           for h in have] + [f"envdoctor install cudnn --method pip --version {row['version']}"])
+    major = Version(row["version"]).major
+    if manager == "apt":
+        return [f"libcudnn{major}={pins[cu]}", f"libcudnn{major}-dev={pins[cu]}"]
+    return [f"libcudnn{major}-{pins[cu]}", f"libcudnn{major}-devel-{pins[cu]}"]
 
 
 def plan(request: Request, target: Target, facts: Any) -> Plan:
@@ -107,7 +127,13 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     version = request.version or versions()[-1]
     validate.version(version)
     row = _row(version)
-    cu = cuda_major(request, facts, row)
+    pins = (row.get("repo_packages") or {}).get("apt" if target.family == "debian" else "dnf") or {}
+    if method == "repo" and Version(row["version"]).major < 9 and pins:
+        # only the CUDA majors whose package the repository is known to carry (and their alternatives)
+        cu = cuda_major(request, facts, dict(row, cuda=[c for c in row["cuda"] if str(Version(c).major) in pins]),
+                        "has no repository package envdoctor knows for")
+    else:
+        cu = cuda_major(request, facts, row)
     if method == "pip":
         # the wheels carry four-part versions (nvidia-cudnn-cu12 9.1.0.70): a prefix of them matches
         spec = "==" + ".".join(str(p) for p in Version(version).release) + ".*"
@@ -124,11 +150,28 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     major = Version(row["version"]).major
     newest_of_major = [v for v in versions() if Version(v).major == major][-1]
     if not _repo_installs(request.version or str(major)):
+        pinned = [r["version"] for r in load("cudnn")
+                  if Version(r["version"]).major == major and r.get("repo_packages")]
+        other = newest_of_major if major >= 9 else (pinned[-1] if pinned else None)
         raise RecipeError(f"the repo method installs the newest cuDNN {major} in NVIDIA's repository, not exactly "
-                          f"{version}" if major >= 9 else f"cuDNN {major} is not installed from the repository "
-                          "by envdoctor (cudnn9 packages only)",
+                          f"{version}" if major >= 9 else f"envdoctor knows no repository package of cuDNN {version}"
+                          + (f" (it pins cuDNN {', '.join(pinned)})" if pinned else ""),
                           [f"--method redist --version {row['version']} --prefix ~/cudnn-{row['version']}",
-                           f"--method pip --version {version}", f"--method repo --version {newest_of_major}"])
+                           f"--method pip --version {version}"]
+                          + ([f"--method repo --version {other}"] if other and other != version else []))
+    if major < 9:
+        pkgs = _repo_packages(row, target, cu)
+        # NVIDIA's CUDA repositories carry every cuDNN 8 release as libcudnn8 / libcudnn8-dev (-devel on RHEL)
+        # versioned <cudnn>-1+cuda<X.Y> (<cudnn>-1.cuda<X.Y>): matrix/data/cudnn.json repo_packages, with its source
+        steps = repo_steps(target, request.mirror) + [
+            install_step(target, "install-cudnn", f"install cuDNN {row['version']} for CUDA {cu} ({pkgs[0]})", pkgs)]
+        return Plan(title=f"install cuDNN {row['version']} for CUDA {cu} (repo) on {target.describe}",
+                    component=COMPONENT, version=row["version"], method=method, target=target.describe, steps=steps,
+                    notes=[target_note(target, request.mirror),
+                           f"An upgrade would replace it with a newer cuDNN {major}: "
+                           + (f"apt-mark hold libcudnn{major} libcudnn{major}-dev" if target.family == "debian" else
+                              f"dnf versionlock add libcudnn{major} libcudnn{major}-devel (the versionlock plugin)")
+                           + " keeps it."])
     pkg = f"cudnn{major}-cuda-{cu}"
     # https://docs.nvidia.com/deeplearning/cudnn/installation/latest/linux.html (Ubuntu/Debian and RHEL network repo):
     #   sudo apt-get -y install cudnn9-cuda-12   /   sudo dnf -y install cudnn9-cuda-12

@@ -347,36 +347,27 @@ def default_venv(component: str) -> str:
     return os.path.join(base, "envdoctor", "venvs", component)
 
 
-def _own_environment(prefix: Any) -> bool:
-    """Whether ``prefix`` is the environment envdoctor itself runs from (pipx's private venv, say)."""
-    import os
-    import sys
-
-    try:
-        return isinstance(prefix, str) and os.path.realpath(prefix) == os.path.realpath(sys.prefix)
-    except (OSError, ValueError):
-        return False
-
-
 def pip_target(request: Any, facts: Any, component: str) -> Tuple[str, List[Step], List[str]]:
     """The interpreter pip installs into, the steps that make it, and what to tell the user.
 
-    ``--python`` wins.  Otherwise the active virtual or conda environment the facts show (never envdoctor's
-    own).  Otherwise, and always instead of a system Python (Debian 12 and Ubuntu 23.04+ mark theirs
-    externally managed, PEP 668, and pip refuses; elsewhere pip would mix with the distribution's packages), a
-    virtual environment: ``--venv PATH`` or one under the user's data directory, created when missing.
+    ``--python`` wins.  Otherwise the inspected interpreter (``envdoctor.host.interpreter``'s rule) when it is a
+    virtual or conda environment, unless a tool installer made that environment for one application (pipx,
+    ``uv tool``).  Otherwise a virtual environment, ``--venv PATH`` or one under the user's data directory, created
+    when missing: never a Python outside any environment (an externally managed one, PEP 668, refuses pip; any
+    other would mix the packages with everything else installed for it).
     """
     if request.python:
         return python_path(request), [], []
     venv = getattr(request, "venv", None)
-    env = facts.value("python.environment") if facts is not None else None
+    found = facts.value("python.environment") if facts is not None else None
+    env: Dict[str, Any] = found if isinstance(found, dict) else {}
     exe = facts.value("python.executable") if facts is not None else None
     usable_exe = isinstance(exe, str) and exe.startswith("/") and not _CONTROL.search(exe) and \
         not any(c.isspace() for c in exe)
-    kind = env.get("kind") if isinstance(env, dict) else None
-    if not venv and isinstance(env, dict) and kind in ("venv", "conda") and usable_exe and \
-            not _own_environment(env.get("prefix")):
-        return str(exe), [], [f"pip installs into the active {kind} environment {env.get('prefix')} ({exe}); "
+    kind = env.get("kind")
+    tool = env.get("tool")
+    if not venv and kind in ("venv", "conda") and usable_exe and not tool:
+        return str(exe), [], [f"pip installs into the {kind} environment {env.get('prefix')} ({exe}); "
                               "--python or --venv PATH for another"]
     path = (venv or default_venv(component)).rstrip("/")
     if _CONTROL.search(path) or not path.startswith("/"):
@@ -384,15 +375,25 @@ def pip_target(request: Any, facts: Any, component: str) -> Tuple[str, List[Step
     base = "/usr/bin/python3"
     if kind == "system" and usable_exe:
         base = str(exe)
-    elif isinstance(env, dict) and isinstance(env.get("base_prefix"), str) and env["base_prefix"].startswith("/"):
+    elif isinstance(env.get("base_prefix"), str) and env["base_prefix"].startswith("/"):
         base = env["base_prefix"].rstrip("/") + "/bin/python3"
     vpy = path + "/bin/python"
-    why = ("the system Python is managed by the distribution (PEP 668: pip refuses to install into it on "
-           "Debian 12 and Ubuntu 24.04)" if kind == "system" or kind is None else
-           "envdoctor's own environment is not for your packages")
+    if venv:
+        why = ""
+    elif tool:
+        why = f"{env.get('prefix')} is the environment {tool} made for envdoctor, not for your packages"
+    elif kind == "system" and env.get("externally_managed") is True:
+        why = f"{base} is marked externally managed by its distribution (PEP 668: pip refuses to install into it)"
+    elif kind == "system":
+        why = f"{base} is not a virtual environment, and pip would mix these packages with everything else installed " \
+              "for it"
+    else:  # planned for another machine (--os): its interpreter is not known
+        why = (f"{base} is the distribution's own Python (Debian 12 and Ubuntu 24.04 mark it externally managed, "
+               "PEP 668, and pip refuses to install into it)")
     steps = [Step("create-venv", f"create the virtual environment {path} (from {base}; kept if it exists)",
                   RunCommand([base, "-m", "venv", path], 600), done_if=[exists(vpy)], verify=[exists(vpy)])]
-    note = (f"pip installs into the virtual environment {path} (created if missing), not into {base}: {why}. "
+    note = (f"pip installs into the virtual environment {path} (created if missing)"
+            + (f", not into {base}: {why}. " if why else ". ") +
             f"Use it: {path}/bin/python, or source {path}/bin/activate. --venv PATH for another, --python to "
             "name an interpreter. Debian/Ubuntu need the python3-venv package to create it.")
     return vpy, steps, [note]

@@ -79,7 +79,9 @@ VENDOR_HOSTS = (
 )
 VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax-ml/", "github.com/google/jax",
                 "github.com/microsoft/onnxruntime", "github.com/cupy/", "github.com/NVIDIA/",
-                "github.com/PaddlePaddle/")
+                "github.com/PaddlePaddle/",
+                # precision.json states what vLLM itself requires of a GPU: its own source is the vendor's word.
+                "github.com/vllm-project/vllm/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant")}
@@ -139,7 +141,7 @@ def _rows(area: str) -> List[Dict[str, Any]]:
     return matrix.load(area)
 
 
-ROW_KEY = {"jax": "jax", "gpu_arch": "cc", "gpus": "name"}
+ROW_KEY = {"jax": "jax", "gpu_arch": "cc", "gpus": "name", "precision": "precision"}
 
 
 def _row_key(area: str, row: Dict[str, Any]) -> str:

@@ -11,12 +11,16 @@ Each request takes the next entry of its path's ``modes`` queue, so a test can m
 * ``"slow"``: the whole body over about two seconds;
 * ``"stall"``: half the body, then nothing for up to 10 s.
 
-A path ending in ``/`` or ``.html`` is sent as text/html (a package index page, a pip find-links page).
-Every request is recorded (path, Range, If-Range). The server stops itself after ``lifetime`` seconds.
+A closed range (``Range: bytes=N-M``, how safetensors headers are read) answers 206 with those bytes, unless
+``ignore_ranges`` is set (then the whole file, 200, as a server that does not do ranges). A path ending in
+``/`` or ``.html`` is sent as text/html (a package index page, a pip find-links page). Every request is
+recorded (path, Range, If-Range, Authorization); ``sent`` counts the body bytes written per path. The server
+stops itself after ``lifetime`` seconds.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Dict, List, Optional
@@ -32,6 +36,8 @@ class Server:
         self.etags: Dict[str, str] = dict(etags or {})  # path -> strong ETag, e.g. '"v1"'
         self.modes: Dict[str, List[str]] = {}  # path -> modes for the next requests ("", "503", "cut"...)
         self.requests: List[Dict[str, Optional[str]]] = []
+        self.sent: Dict[str, int] = {}
+        self.ignore_ranges = False
         self.stop = threading.Event()
         outer = self
 
@@ -42,7 +48,8 @@ class Server:
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 path = unquote(self.path.split("?", 1)[0])  # torch-1.7.1%2Bcu110-... is torch-1.7.1+cu110-...
                 rng, if_range = self.headers.get("Range"), self.headers.get("If-Range")
-                outer.requests.append({"path": path, "range": rng, "if_range": if_range})
+                outer.requests.append({"path": path, "range": rng, "if_range": if_range,
+                                       "authorization": self.headers.get("Authorization")})
                 data = outer.files.get(path)
                 if data is None:
                     self.send_error(404)
@@ -55,8 +62,24 @@ class Server:
                     self.end_headers()
                     return
                 etag = outer.etags.get(path)
+                closed = re.match(r"^bytes=(\d+)-(\d+)$", rng or "")
+                if closed and not outer.ignore_ranges:
+                    lo, hi = int(closed.group(1)), min(int(closed.group(2)), len(data) - 1)
+                    if lo >= len(data):
+                        self.send_response(416)
+                        self.send_header("Content-Range", "bytes */%d" % len(data))
+                        self.end_headers()
+                        return
+                    part = data[lo:hi + 1]
+                    self.send_response(206)
+                    self.send_header("Content-Range", "bytes %d-%d/%d" % (lo, hi, len(data)))
+                    self.send_header("Content-Length", str(len(part)))
+                    self.end_headers()
+                    self.wfile.write(part)
+                    outer.sent[path] = outer.sent.get(path, 0) + len(part)
+                    return
                 start = 0
-                partial = rng and rng.startswith("bytes=") and rng.endswith("-") and (
+                partial = rng and not outer.ignore_ranges and rng.startswith("bytes=") and rng.endswith("-") and (
                     if_range is None or (etag is not None and if_range == etag))
                 if partial:
                     start = int(rng[6:-1])
@@ -94,7 +117,11 @@ class Server:
                     outer.stop.wait(10)  # bounded: never longer than 10 s
                     self.close_connection = True
                     return
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                    outer.sent[path] = outer.sent.get(path, 0) + len(body)
+                except OSError:  # the client read what it needed and closed the connection
+                    outer.sent[path] = outer.sent.get(path, 0)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -15,11 +15,13 @@ Tables the expectations come from (the matrix rows cite the same pages):
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
 
 from envdoctor.advise import AdviseError, Target, advise, gpu_cc, parse_cc, parse_driver, target_from_facts
+from envdoctor.cli import cli
 from envdoctor.cli.advise import advise as advise_cmd
 from tests.conftest import load_machine, probe_facts
 
@@ -195,22 +197,68 @@ def test_a_machine_without_an_nvidia_gpu_is_told_to_use_the_cpu_builds():
 def test_passed_over_folds_into_one_line_per_framework_and_reason():
     """An old K80 box: dozens of newer builds fail for the same three reasons (Python, the GPU's
     architecture, the driver). Each framework gets at most one line per reason, whatever part of a build
-    lacks the GPU's code (its wheels, the CUDA it is built with, the cuDNN pip brings), and releases are
-    named as releases (JAX's table rows are ranges)."""
+    lacks the GPU's code (its wheels, the CUDA it is built with), but the cuDNN pip brings is a line of its own
+    (issue 20: builds with the GPU's code passed over for their cuDNN must show), and releases are named as
+    releases (JAX's table rows are ranges)."""
     from envdoctor.cli import cli
 
     r = CliRunner().invoke(cli, ["advise", "--driver", "470.82.01", "--gpu", "Tesla K80", "--os", "ubuntu20.04",
                                  "--python-version", "3.8"], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     section = r.output.split("Passed over", 1)[1].splitlines()[1:]
-    lines = [x.strip() for x in section if x.startswith("  ") and not x.startswith("    ")]
+    lines: list = []
+    for x in section:  # each folded line with its wrapped continuation
+        if x.startswith("    ") and lines:
+            lines[-1] += " " + x.strip()
+        elif x.startswith("  "):
+            lines.append(x.strip())
     kinds = {}
     for line in lines:
         fw = line.split()[0]
-        kind = ("python" if "Python" in line else "arch" if "compute capability" in line else
+        kind = ("python" if "Python" in line else "cudnn" if "cuDNN" in line else
+                "arch" if "compute capability" in line else
                 "driver" if "driver" in line else line)
         kinds.setdefault((fw, kind), []).append(line)
         assert ">=" not in line and "<" not in line, line
     assert all(len(v) == 1 for v in kinds.values()), [v for v in kinds.values() if len(v) > 1]
     assert ("torch", "arch") in kinds and "have no code for compute capability 3.7" in kinds[("torch", "arch")][0]
-    assert len(lines) <= 3 * 6
+    assert len(lines) <= 4 * 6
+
+
+def test_k80_on_470_never_contradicts_the_chosen_build_and_names_the_cudnn():
+    """issue 20: "recommends torch 2.3 and on the same screen says 'torch 2.15 to 2.3: have no code for compute
+    capability 3.7'"; torch 2.4 cu118 has sm_37 and is passed over for the cuDNN pip brings, which the folded line
+    hid; -v listed four releases, not every build, on lines of up to 672 characters."""
+    import json as _json
+
+    args = ["advise", "--driver", "470.82.01", "--gpu", "Tesla K80", "--framework", "torch"]
+    out = CliRunner().invoke(cli, args).output
+    chosen = re.search(r"^torch +(\S+) \((\S+), ", out, re.M)
+    assert chosen, out
+    release, variant = chosen.groups()
+    passed = out[out.index("Passed over"):]
+    folded = " ".join(passed.split())
+    # No span of releases ends (or starts) at the chosen one; its other builds are named by build.
+    assert not re.search(r"to %s \(" % re.escape(release), folded) and "to %s and" not in folded
+    assert "%s's " % release in folded and variant not in folded.split("%s's " % release)[1].split(" (")[0]
+    # The cuDNN is named: the builds that have the GPU's code but pull a cuDNN without it.
+    assert re.search(r"torch [\d.]+ to 2\.4 \(\d+ builds\): pull cuDNN 9\.\d[\d.]* from pip, which supports "
+                     r"compute capability 5\.0 and newer, not 3\.7", folded), folded
+    # -v: every build passed over, one line each, and no line wider than the screen (a URL stays whole).
+    doc = _json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).output)
+    builds = doc["frameworks"][0]["passed_over"]
+    verbose = CliRunner().invoke(cli, args + ["-v"]).output
+    listed = re.findall(r"^    (\S+) (cu\d+|cpu|rocm\S*): ", verbose, re.M)
+    assert len(listed) == len(builds) and len(builds) > 30
+    for ln in verbose.splitlines():
+        assert len(ln) <= 80 or len(ln.split()) == 1, ln
+
+
+def test_advise_details_wrap_to_any_width():
+    from envdoctor import advise as logic
+    from envdoctor.cli.advise import render_details
+
+    target = logic.Target().merged(driver=logic.parse_driver("470.82.01"), cc="3.7", gpu="Tesla K80")
+    for width in (60, 100):
+        text = render_details(logic.advise(target, ["torch", "tensorflow"]), width)
+        assert all(len(ln) <= width or len(ln.split()) == 1 for ln in text.splitlines())

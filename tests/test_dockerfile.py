@@ -409,3 +409,147 @@ def test_what_a_parent_stage_installed_with_its_build_arguments_counts():
     assert _inline(text, _host("550.54.15", "H100")) == []
     no_py = text.replace("python${PY} python${PY}-venv && curl -sS ${GET_PIP} | python${PY}", "git")
     assert ("dockerfile.no_python_in_image", "error") in _codes(_inline(no_py, _host("550.54.15", "H100")))
+
+
+# -- issue 20: --build-arg the file does not declare; a fix that keeps the image's variant -------------------
+
+def test_a_build_arg_no_arg_declares_is_warned_about_as_docker_build_does():
+    """`docker build --build-arg CUDA_VERSION=12.6.0` on a file whose ARG is CUDA: '[Warning] One or more
+    build-args [CUDA_VERSION] were not consumed'; the image is built with the file's default."""
+    text = "ARG CUDA=12.4.1\nFROM nvidia/cuda:${CUDA}-runtime-ubuntu22.04\n"
+    df = dfmod.parse(text, "Dockerfile", {"CUDA_VERSION": "12.6.0", "HTTP_PROXY": "http://proxy:3128"})
+    found = dfmod.lint(df, _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_arg_unused", "warning")]  # the proxy is docker's own
+    f = found[0]
+    assert f.title.startswith("--build-arg CUDA_VERSION: no ARG CUDA_VERSION") and "CUDA" in f.title
+    assert "were not consumed" in f.detail and "--build-arg CUDA=12.6.0" in f.fix.text
+    assert df.stages[0].image.cuda == "12.4.1"  # the default, as docker builds it
+    assert dfmod.lint(dfmod.parse(text, "Dockerfile", {"CUDA": "12.4.1"}), _host("550.54.15", RTX4090)) == []
+
+
+def test_the_build_arg_warning_in_the_command_and_its_json():
+    path = os.path.join(HERE, "llama-cpp-9665", "Dockerfile")
+    r = _run(path, "--driver", "560.35.03", "--gpu", "RTX 4090", "--build-arg", "CUDA=12.4.1", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    import jsonschema
+
+    with open(os.path.join(os.path.dirname(HERE), "..", "..", "envdoctor", "schemas", "dockerfile.schema.json")) as fh:
+        jsonschema.validate(doc, json.load(fh))
+    assert [(f["code"], f["title"].split(":")[0]) for f in doc["findings"]] == [
+        ("dockerfile.build_arg_unused", "--build-arg CUDA")]
+    assert "CUDA_VERSION" in doc["findings"][0]["title"]  # the ARG it declares, which the user meant
+    r = _run(path, "--driver", "560.35.03", "--gpu", "RTX 4090", "--build-arg", "CUDA=12.4.1")
+    assert r.exit_code == 0 and "WARN  --build-arg CUDA: no ARG CUDA" in r.output, r.output
+
+
+@pytest.mark.parametrize("image,driver,fix", [
+    # the issue's case: 12.8 cuDNN runtime on Ubuntu 24.04, driver R550 (CUDA 12.4): CUDA 12.4 has no 24.04 image
+    ("12.8.0-cudnn-runtime-ubuntu24.04", "550.54.15", "FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04"),
+    ("12.8.1-cudnn-devel-ubuntu24.04", "560.35.03", "FROM nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04"),
+    ("12.6.3-devel-ubuntu24.04", "555.42.02", "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04"),
+    ("12.6.3-base-ubuntu22.04", "550.54.15", "FROM nvidia/cuda:12.4.1-base-ubuntu22.04"),
+    # cuDNN 8 images before 12.3 are tagged -cudnn8-
+    ("12.4.1-cudnn-runtime-ubuntu22.04", "535.104.05", "FROM nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04"),
+])
+def test_the_fix_for_an_image_the_driver_cannot_start_keeps_its_variant(image, driver, fix):
+    found = _inline("FROM nvidia/cuda:%s\n" % image, _host(driver, RTX4090))
+    assert _codes(found) == [("dockerfile.image_needs_newer_driver", "error")]
+    assert found[0].fix.commands[0] == fix
+    if "24.04" in image and "24.04" not in fix:
+        assert "no ubuntu24.04 tag" in found[0].fix.text and "3.10" in found[0].fix.text
+    if "cudnn8" in fix:
+        assert "cuDNN is 8, not 9" in found[0].fix.text
+
+
+def test_the_no_compiler_fix_names_the_devel_image_of_the_same_cudnn():
+    found = _inline("FROM nvidia/cuda:12.1.1-cudnn8-runtime-ubuntu22.04\nRUN nvcc --version\n")
+    assert found[0].fix.commands == ["FROM nvidia/cuda:12.1.1-cudnn8-devel-ubuntu22.04"]
+
+
+# -- issue 29: a driver in the image, retired names, frameworks judged against each other --------------------
+# Expectations written from the threads (tests/data/dockerfiles/README.md) before envdoctor was run on them.
+
+def test_a_driver_installed_in_the_image_is_an_error():
+    """P2Enjoy/kohya_ss-docker#24: apt-get install ${CUDA_DRIVER} (cuda-drivers-545) in the image: the driver's
+    libraries mismatch the host's kernel module."""
+    found = _lint("kohya-ss-docker-24", _host("545.29.06", RTX4090))
+    assert _codes(found) == [("dockerfile.driver_in_image", "error")]
+    assert found[0].evidence[0]["value"] == 5 and "cuda-drivers-545" in found[0].title
+    assert "envdoctor install driver --dry-run" in found[0].fix.commands
+
+
+def test_the_retired_tensorflow_gpu_name_only_fails():
+    """tensorflow/tensorflow#60074: `pip install tensorflow-gpu` takes the 2.12.0 stub, whose setup.py raises."""
+    found = _lint("tensorflow-60074", _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    assert found[0].evidence[0]["value"] == 4 and "tensorflow-gpu 2.12.0" in found[0].title
+    assert "has been removed" in found[0].title
+    assert "tensorflow[and-cuda]" in found[0].fix.commands[0]
+
+
+def test_jax_and_torch_pinning_cudnn_that_cannot_meet():
+    """mlcommons/algorithmic-efficiency#415: torch's GPU build pins cuDNN 8.5 (nvidia-cudnn-cu11==8.5.0.96), JAX's
+    cuda11_pip build needs nvidia-cudnn-cu11>=8.6: the later install breaks the earlier."""
+    found = _lint("algorithmic-efficiency-415", _host("535.104.05", A100))
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")]
+    f = found[0]
+    assert f.evidence[0]["value"] == 6 and "nvidia-cudnn-cu11" in f.title and "==8.5.0.96" in f.title
+    assert "jax" in f.title.lower()
+
+
+def test_a_framework_pin_whose_python_range_excludes_the_image_python():
+    """issue 29's case: tensorflow-gpu==2.10.0 on Ubuntu 24.04 (Python 3.12): tensorflow-gpu 2.10's wheels are
+    cp37..cp310 (PyPI's file list), TensorFlow 2.10's range. The same pin on Python 3.10 installs."""
+    base = ("FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu24.04\nRUN apt-get update && apt-get install -y python3 "
+            "python3-venv\nRUN python3 -m venv /opt/venv\nENV PATH=/opt/venv/bin:$PATH\n")
+    found = _inline(base + "RUN pip install tensorflow-gpu==2.10.0\n", _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    assert "needs Python >=3.7,<3.11, not 3.12" in found[0].title
+    assert found[0].fix.commands[0].startswith('RUN pip install "tensorflow[and-cuda]')
+    ok = _inline("FROM python:3.10-slim\nRUN pip install tensorflow-gpu==2.10.0\n", _host("535.104.05", A100))
+    assert ok == []
+    # a JAX extra the matrix does not name (an old spelling) still gets the release's Python range
+    found = _inline("FROM python:3.8-slim\nRUN pip install 'jax[cuda]==0.4.20'\n", _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    assert "needs Python >=3.9,<3.13, not 3.8" in found[0].title
+    assert _inline("FROM python:3.11-slim\nRUN pip install 'jax[cuda]==0.4.20'\n", _host("550.54.15", RTX4090)) == []
+
+
+@pytest.mark.parametrize("line,name", [
+    ("RUN apt-get install -y nvidia-utils-535-server libnvidia-compute-535-server", "nvidia-utils-535-server"),
+    ("RUN apt-get install -y nvidia-headless-no-dkms-570-open=570.86.15-0ubuntu1", "nvidia-headless-no-dkms-570-open"),
+    ("RUN dnf module install -y nvidia-driver:535-dkms", "nvidia-driver:535-dkms"),
+    ("RUN yum install -y kmod-nvidia-latest-dkms nvidia-driver-latest-dkms-cuda", "kmod-nvidia-latest-dkms"),
+    ("RUN zypper --non-interactive in nvidia-computeG05", "nvidia-computeG05"),
+    ("RUN sh NVIDIA-Linux-x86_64-535.104.05.run --silent --no-kernel-module", "NVIDIA-Linux-x86_64-535.104.05.run"),
+    ("RUN ./cuda_12.4.1_550.54.15_linux.run --silent --driver --toolkit", "cuda_12.4.1_550.54.15_linux.run --driver"),
+])
+def test_driver_package_names_from_nvidias_packaging(line, name):
+    found = _inline("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n" + line + "\n")
+    assert _codes(found) == [("dockerfile.driver_in_image", "error")] and name in found[0].title
+
+
+@pytest.mark.parametrize("line", [
+    "RUN apt-get install -y nvidia-container-toolkit nvidia-cuda-toolkit cuda-toolkit-12-4 cuda-compat-12-4",
+    "RUN apt-get install -y libnvidia-container1 nvidia-fabricmanager-535 libnvidia-nscq-535 nvidia-modprobe",
+    "RUN wget https://us.download.nvidia.com/tesla/535.104.05/NVIDIA-Linux-x86_64-535.104.05.run",
+    "RUN ./cuda_12.4.1_550.54.15_linux.run --silent --toolkit",
+])
+def test_packages_that_are_not_the_driver(line):
+    assert _inline("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n" + line + "\n") == []
+
+
+def test_frameworks_in_separate_environments_or_agreeing_pins_do_not_conflict():
+    base = "FROM python:3.11-slim\n"
+    tf = 'RUN %s install "tensorflow[and-cuda]==2.16.1"\n'
+    jax = 'RUN %s install "jax[cuda12]==0.4.31"\n'
+    host = _host("550.54.15", RTX4090)
+    assert _codes(_inline(base + tf % "pip" + jax % "pip", host)) == [("dockerfile.frameworks_conflict", "error")]
+    one = _inline(base + 'RUN pip install "tensorflow[and-cuda]==2.16.1" "jax[cuda12]==0.4.31"\n', host)
+    assert _codes(one) == [("dockerfile.frameworks_conflict", "error")] and "ResolutionImpossible" in one[0].detail
+    assert _inline(base + tf % "/opt/tf/bin/pip" + jax % "/opt/jax/bin/pip", host) == []
+    no_extra = _inline(base + 'RUN pip install "tensorflow==2.16.1"\n' + jax % "pip", host)  # no [and-cuda]: no pin
+    assert _codes(no_extra) == [("dockerfile.cuda_libraries_not_installed", "warning")]
+    # torch 2.5.1 pins cuDNN 9.1.0.70, which JAX 0.4.31's >=9.1,<10 admits
+    assert _inline(base + "RUN pip install torch==2.5.1\n" + jax % "pip", host) == []

@@ -128,7 +128,9 @@ def test_extras_the_command_asks_for_are_judged_too(tmp_path):
 
 
 def test_a_project_that_cannot_be_read_is_not_judged(tmp_path):
-    assert _lint_context(tmp_path, BASE + "RUN pip install .\n", "this is [not toml") == []
+    found = _lint_context(tmp_path, BASE + "RUN pip install .\n", "this is [not toml")
+    assert [(f.code, f.severity) for f in found] == [("dockerfile.context_file_unreadable", "info")]
+    assert "pyproject.toml" in found[0].title and "not valid TOML" in found[0].title
     assert dfmod.lint(dfmod.parse(BASE + "RUN uv sync\n", "Dockerfile"), V100_R470, str(tmp_path / "gone")) == []
 
 

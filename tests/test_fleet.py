@@ -307,9 +307,34 @@ def test_timeout_is_the_wait_for_each_pipe_and_says_so(tmp_path):
     doc, r = _json([str(tmp_path), "--read-timeout", "0.3"])
     unreadable = [n["unreadable"] for n in doc["nodes"] if n.get("unreadable")]
     assert len(unreadable) == 2 and all("nothing arrived within 0.3s" in u for u in unreadable), unreadable
-    env = dict(os.environ, ENVDOCTOR_TIMEOUT="0.2")
+    # Its variable is ENVDOCTOR_READ_TIMEOUT; ENVDOCTOR_TIMEOUT is the probe budget of diagnose and check.
+    env = dict(os.environ, ENVDOCTOR_READ_TIMEOUT="0.2", ENVDOCTOR_TIMEOUT="0.4")
     doc, _ = _json([fifos[0], str(tmp_path / "ok.json")], env=env)
     assert "within 0.2s" in doc["nodes"][0]["unreadable"]
+
+
+def test_read_timeout_is_one_option_in_fleet_and_policy_init(tmp_path):
+    """issue 20: fleet --read-timeout read ENVDOCTOR_TIMEOUT (the probe budget), policy init --read-timeout read
+    nothing, with different defaults. One option: the same help, variable and default; both honour it."""
+    import click
+
+    from envdoctor.cli import cli
+
+    ctx = click.Context(cli)
+    opts = []
+    for path in (["fleet"], ["policy", "init"]):
+        cmd = cli.get_command(ctx, path[0])
+        if len(path) > 1:
+            cmd = cmd.get_command(ctx, path[1])
+        opt = next(p for p in cmd.params if "--read-timeout" in getattr(p, "opts", ()))
+        opts.append((opt.help, opt.envvar, opt.default, opt.type.min, opt.type.max))
+    assert opts[0] == opts[1] and opts[0][1] == "ENVDOCTOR_READ_TIMEOUT" and opts[0][2] == 10.0
+    fifo = str(tmp_path / "golden.json")
+    os.mkfifo(fifo)
+    env = dict(os.environ, ENVDOCTOR_READ_TIMEOUT="0.2", ENVDOCTOR_TIMEOUT="30")
+    r = subprocess.run([sys.executable, "-m", "envdoctor", "policy", "init", "--from", fifo], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "0.2" in r.stderr, r.stderr
 
 
 @pytest.fixture

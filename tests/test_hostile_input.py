@@ -110,7 +110,7 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_2():
         p.stdout.read(1)
         p.stdout.close()
         err = p.stderr.read() if p.stderr else b""
-        assert p.wait(120) in (0, 1) and b"Traceback" not in err and err == b"", (args, err)
+        assert p.wait(120) in (0, 1) and b"Traceback" not in err and err == b"", (args, err)  # 1: found errors
 
 
 def test_a_huge_number_is_a_usage_error():

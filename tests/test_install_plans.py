@@ -18,7 +18,7 @@ import sys
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -101,16 +101,25 @@ def test_redist_cuda_checks_the_driver_too():
     assert any("minor-version compatibility" in n for n in p.notes)
 
 
-# -- pip: never the system Python, never envdoctor's own environment ------------------------
+# -- pip: never a Python outside any environment, never a tool installer's environment ---------
 def test_pip_on_a_system_python_makes_a_venv_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     facts = _facts(**{"python.executable": "/usr/bin/python3",
-                      "python.environment": {"kind": "system", "prefix": "/usr", "base_prefix": "/usr"}})
+                      "python.environment": {"kind": "system", "prefix": "/usr", "base_prefix": "/usr",
+                                             "externally_managed": True}})
     p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"}), UBUNTU, facts)
     venv = str(tmp_path / "data" / "envdoctor" / "venvs" / "pytorch")
     assert p.steps[0].action.argv == ["/usr/bin/python3", "-m", "venv", venv]
     assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == venv + "/bin/python"
     assert "PEP 668" in p.notes[0] and venv in p.notes[0]
+    # A pyenv interpreter is no environment either, but nobody marked it externally managed: not PEP 668.
+    pyenv = _facts(**{"python.executable": "/home/u/.pyenv/versions/3.11.7/bin/python3",
+                      "python.environment": {"kind": "system", "prefix": "/home/u/.pyenv/versions/3.11.7",
+                                             "base_prefix": "/home/u/.pyenv/versions/3.11.7",
+                                             "externally_managed": False}})
+    p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"}), UBUNTU, pyenv)
+    assert p.steps[0].action.argv[0] == "/home/u/.pyenv/versions/3.11.7/bin/python3"
+    assert "PEP 668" not in p.notes[0] and "distribution" not in p.notes[0], p.notes[0]
     p = load_recipe("pytorch").plan(Request("pytorch", "2.7", "pip", options={"cuda": "cpu"},
                                             venv="/opt/venvs/t"), UBUNTU, facts)
     assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == "/opt/venvs/t/bin/python"
@@ -119,17 +128,24 @@ def test_pip_on_a_system_python_makes_a_venv_and_says_so(tmp_path, monkeypatch):
     assert p.steps[0].id == "check-python" and p.steps[1].action.argv[0] == "/usr/bin/python3"  # --python wins
 
 
-def test_pip_uses_the_active_venv_but_never_envdoctors_own(tmp_path):
+def test_pip_uses_the_inspected_venv_but_never_a_tool_installer_s(tmp_path):
     theirs = _facts(**{"python.executable": "/work/proj/.venv/bin/python",
                        "python.environment": {"kind": "venv", "prefix": "/work/proj/.venv", "base_prefix": "/usr"}})
     p = load_recipe("jax").plan(Request("jax", None, "pip", options={"cuda": "cpu"}), UBUNTU, theirs)
     assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == "/work/proj/.venv/bin/python"
+    # The venv envdoctor was pip-installed into is the user's own: that is where pip installs.
     own = _facts(**{"python.executable": sys.executable,
                     "python.environment": {"kind": "venv", "prefix": sys.prefix, "base_prefix": sys.base_prefix}})
     p = load_recipe("jax").plan(Request("jax", None, "pip", options={"cuda": "cpu"}), UBUNTU, own)
+    assert next(s for s in p.steps if s.id == "pip-install").action.argv[0] == sys.executable
+    # pipx's environment for envdoctor (it left pipx_metadata.json): never.
+    tool = _facts(**{"python.executable": "/home/u/.local/pipx/venvs/envdoctor/bin/python",
+                     "python.environment": {"kind": "venv", "prefix": "/home/u/.local/pipx/venvs/envdoctor",
+                                            "base_prefix": "/usr", "tool": "pipx"}})
+    p = load_recipe("jax").plan(Request("jax", None, "pip", options={"cuda": "cpu"}), UBUNTU, tool)
     pip = next(s for s in p.steps if s.id == "pip-install").action.argv[0]
-    assert pip != sys.executable and pip.endswith("/envdoctor/venvs/jax/bin/python")
-    assert p.steps[0].id == "create-venv"
+    assert pip.endswith("/envdoctor/venvs/jax/bin/python") and p.steps[0].id == "create-venv"
+    assert "pipx made for envdoctor" in p.notes[0]
 
 
 # -- command output: streamed, and the line that says why ---------------------------------
@@ -381,6 +397,8 @@ def test_runtime_detection_reads_programs_and_units():
 
 # -- every alternative and hint is a command `envdoctor install` accepts --------------------------------
 TARGETS = ("ubuntu22.04", "centos7", "rhel9")
+#: (request, target, RecipeError) of every refusal _plan_texts met (filled when it first runs).
+REFUSED: List[tuple] = []
 
 
 @functools.lru_cache(maxsize=None)
@@ -411,7 +429,9 @@ def _plan_texts() -> Tuple[Tuple[str, str, str, str], ...]:
         if plan.resume_command:
             out.add((comp, target, "resume", plan.resume_command))
 
-    def refusal_texts(comp: str, target: str, exc: RecipeError) -> None:
+    def refusal_texts(comp: str, target: str, exc: RecipeError, request: Any = None) -> None:
+        if request is not None:
+            REFUSED.append((request, target, exc))
         out.add((comp, target, "why", exc.message))
         out.update((comp, target, "alternative", alt) for alt in exc.alternatives)
 
@@ -429,7 +449,7 @@ def _plan_texts() -> Tuple[Tuple[str, str, str, str], ...]:
                                 try:
                                     plan_texts(comp, target, mod.plan(request, parse_target(target), facts))
                                 except RecipeError as exc:
-                                    refusal_texts(comp, target, exc)
+                                    refusal_texts(comp, target, exc, request)
     for comp, doc in (("cuda", REAL_CUDA_12_4_1), ("cudnn", REAL_CUDNN_9_1_0)):
         manifest = cuda_redist.parse_manifest(doc)
         for facts in facts_variants:
@@ -554,6 +574,71 @@ def test_every_install_command_in_a_plan_or_refusal_plans_with_dry_run(tmp_path,
         if r.exit_code != 0 or any(u in r.output for u in usage) or "Traceback" in r.output:
             bad.append(f"{said}: exit {r.exit_code}: {r.output[-300:]}")
     assert not bad, "\n".join(bad)
+
+
+def _as_planned(args: List[str], target: str) -> tuple:
+    """What ``envdoctor install ARGS`` plans: component, method (the recipe's default when not given), version,
+    the options, --with-driver, --prefix, --os (the target it was printed for when not given)."""
+    from envdoctor.cli.install import install
+
+    p = install.make_context("install", list(args)).params
+    mod = load_recipe(p["component"])
+    method = p["method"] or ("redist" if p["prefix"] and p["component"] in ("cuda", "cudnn") else
+                             mod.default_method(parse_target(p["os_name"] or target)))
+    return (p["component"], method, p["version"], tuple(sorted(p["extra"])), p["with_driver"], p["prefix"],
+            p["os_name"] or target)
+
+
+def test_no_alternative_is_the_refused_command_itself():
+    """issue 20: `install cudnn --method repo --version 8.9.7 --os ubuntu22.04` was refused, and its alternatives
+    offered `--method repo --version 8.9.7`, the very command. Over every refusal of the request matrix: an
+    alternative (a whole command, or options that amend the refused one) never plans what was refused."""
+    import shlex
+
+    _plan_texts()
+    assert len(REFUSED) > 100
+    bad = []
+    for request, target, exc in REFUSED:
+        refused = [request.component] + (["--version", request.version] if request.version else []) + (
+            ["--method", request.method] if request.method else []) + [
+            "--option=%s=%s" % kv for kv in sorted(request.options.items())] + (
+            ["--with-driver"] if request.with_driver else [])
+        try:
+            same = _as_planned(refused, target)
+        except Exception:  # noqa: BLE001 - a refused value the command line itself rejects (bogus method)
+            continue
+        for alt in exc.alternatives:
+            words = shlex.split(alt.split(" (", 1)[0].replace("~", "/home/u"))
+            if words[:2] == ["envdoctor", "install"]:
+                args = words[2:]
+            elif words and words[0].startswith("--"):
+                args = refused + words
+            else:
+                continue
+            try:
+                if _as_planned(args, target) == same:
+                    bad.append((target, " ".join(refused), exc.message[:80], alt))
+            except Exception:  # noqa: BLE001 - test_every_alternative_is_a_command... judges the grammar
+                continue
+    assert not bad, bad[:5]
+
+
+def test_cudnn_8_is_planned_from_nvidia_s_repository_pinned():
+    """issue 20: NVIDIA's repositories carry cuDNN 8 (libcudnn8=8.9.7.29-1+cuda12.2); the repo method plans it."""
+    from click.testing import CliRunner
+
+    from envdoctor.cli.install import install
+
+    r = CliRunner().invoke(install, ["cudnn", "--method", "repo", "--version", "8.9.7", "--os", "ubuntu22.04",
+                                     "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert "apt-get install -y libcudnn8=8.9.7.29-1+cuda12.2 libcudnn8-dev=8.9.7.29-1+cuda12.2" in r.output
+    assert "apt-mark hold libcudnn8 libcudnn8-dev" in r.output
+    r = CliRunner().invoke(install, ["cudnn", "--method", "repo", "--version", "8.9.7", "--os", "rhel9", "--dry-run"])
+    assert "dnf install -y libcudnn8-8.9.7.29-1.cuda12.2 libcudnn8-devel-8.9.7.29-1.cuda12.2" in r.output, r.output
+    r = CliRunner().invoke(install, ["cudnn", "--method", "repo", "--version", "8.9.7", "--option", "cuda=11",
+                                     "--os", "ubuntu22.04", "--dry-run"])
+    assert "libcudnn8=8.9.7.29-1+cuda11.8" in r.output, r.output
 
 
 def test_every_alternative_is_a_command_envdoctor_install_accepts():

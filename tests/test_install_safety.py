@@ -305,6 +305,28 @@ def test_cli_uses_a_fresh_private_staging_directory_and_leaves_planted_ones_alon
     assert steps and ".envdoctor-staging-" in steps[0]
 
 
+def test_a_successful_install_leaves_nothing_beside_the_prefix(server, tmp_path, monkeypatch):
+    """issue 20: a redist install left PREFIX.envdoctor-lock in the user's directory. The lock lives in the
+    user's runtime directory (else the cache directory), named after the prefix's real path."""
+    from envdoctor.install.lock import lock_path
+
+    home = tmp_path / "home"
+    home.mkdir()
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    prefix = str(home / "cuda-12.4")
+    res = _cli(server, prefix, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert os.listdir(str(home)) == ["cuda-12.4"]  # no lock, no staging left beside it
+    assert os.path.dirname(lock_path(prefix)) == str(run / "envdoctor" / "locks")
+    assert os.path.exists(lock_path(prefix)) and lock_path(prefix) == lock_path(str(home) + "/./cuda-12.4/")
+    # Without a runtime directory of the user's: the cache directory.
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert lock_path(prefix).startswith(str(tmp_path / "cache" / "envdoctor" / "locks") + "/")
+
+
 def test_a_second_run_into_a_locked_prefix_says_who_holds_it(server, tmp_path):
     prefix = str(tmp_path / "cuda")
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom envdoctor.install.lock import PrefixLock\n"

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from envdoctor.cli import cli
 from envdoctor.findings import pip_for
-from envdoctor.host.live import default_interpreter
+from envdoctor.host.interpreter import choose, resolve_given
 
 from .conftest import MACHINES
 
@@ -32,25 +32,30 @@ def user_venv(tmp_path_factory):
 
 
 def test_the_active_virtual_environment_is_inspected_not_envdoctor_s_own(user_venv):
-    exe, why = default_interpreter({"VIRTUAL_ENV": user_venv}, sys.prefix, console_script=False)
-    assert exe == os.path.join(user_venv, "bin", "python") and "virtual environment" in why
+    got = choose({"VIRTUAL_ENV": user_venv}, sys.prefix)
+    assert got.executable == os.path.join(user_venv, "bin", "python") and got.rule == "virtual_env"
+    assert "$VIRTUAL_ENV" in got.reason
     # Active conda environment: the same rule ($VIRTUAL_ENV first when both are set).
-    assert default_interpreter({"CONDA_PREFIX": user_venv}, sys.prefix, False)[0] == exe
+    assert choose({"CONDA_PREFIX": user_venv}, sys.prefix)[:2] == (got.executable, "conda")
+    assert choose({"VIRTUAL_ENV": user_venv, "CONDA_PREFIX": "/opt/conda"}, sys.prefix).rule == "virtual_env"
     # envdoctor's own environment active: nothing to switch to.
-    assert default_interpreter({"VIRTUAL_ENV": sys.prefix}, sys.prefix, False)[0] is None
-    # A stale variable (the environment was deleted) or a relative one is not followed.
-    assert default_interpreter({"VIRTUAL_ENV": user_venv + "-gone"}, sys.prefix, False)[0] is None
-    assert default_interpreter({"VIRTUAL_ENV": "venv"}, sys.prefix, False)[0] is None
+    assert choose({"VIRTUAL_ENV": sys.prefix}, sys.prefix).executable is None
+    # A stale variable (the environment was deleted) or a relative one is not followed: envdoctor's own.
+    assert choose({"VIRTUAL_ENV": user_venv + "-gone"}, sys.prefix)[:2] == (None, "own")
+    assert choose({"VIRTUAL_ENV": "venv"}, sys.prefix)[:2] == (None, "own")
 
 
-@pytest.mark.skipif(sys.prefix == getattr(sys, "base_prefix", sys.prefix), reason="envdoctor runs outside a venv")
-def test_a_tool_install_inspects_python3_on_path(user_venv):
-    path = os.path.join(user_venv, "bin")
-    os.symlink("python", os.path.join(path, "python3")) if not os.path.exists(os.path.join(path, "python3")) else None
-    exe, why = default_interpreter({"PATH": path}, sys.prefix, console_script=True)
-    assert exe == os.path.join(path, "python3") and "PATH" in why
-    # `python -m envdoctor`: the user chose this interpreter.
-    assert default_interpreter({"PATH": path}, sys.prefix, console_script=False)[0] is None
+def test_python_names_an_interpreter_or_a_virtual_environment_directory(user_venv):
+    exe = os.path.join(user_venv, "bin", "python")
+    assert resolve_given(user_venv) == (exe, "")  # as pip --python takes it
+    assert resolve_given(exe) == (exe, "")
+    assert resolve_given(user_venv + "-gone")[0] is None
+    assert resolve_given(os.path.dirname(user_venv))[0] is None  # a directory that is no environment
+    assert choose({}, sys.prefix, given=exe)[1:] == ("option", "named with --python")
+    assert choose({"ENVDOCTOR_PYTHON": user_venv}, sys.prefix, given=exe).rule == "env_var"
+    for command in ("diagnose", "snapshot", "check", "advise", "install"):
+        r = CliRunner().invoke(cli, [command, "--python", os.path.dirname(user_venv)])
+        assert r.exit_code == 2 and "not a virtual environment" in r.output, (command, r.output)
 
 
 def test_diagnose_says_which_interpreter_it_inspected(user_venv):
@@ -58,7 +63,8 @@ def test_diagnose_says_which_interpreter_it_inspected(user_venv):
                            env={"VIRTUAL_ENV": user_venv, "ENVDOCTOR_PYTHON": None})
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())  # as read, whatever the wrapping
-    assert "Python %d.%d.%d %s/bin/python (venv)" % (sys.version_info[:3] + (user_venv,)) in text
+    assert "Python %d.%d.%d %s/bin/python (venv; the active virtual environment ($VIRTUAL_ENV))" % (
+        sys.version_info[:3] + (user_venv,)) in text
     assert "No deep-learning framework installed for %s/bin/python" % user_venv in text
 
 
@@ -101,3 +107,59 @@ def test_advise_chosen_build_first_one_line_per_reason_and_pip_aimed():
     firsts = [ln.split()[0] for ln in asked.output.splitlines() if ln.startswith(("paddle ", "torch "))]
     assert firsts == ["paddle", "torch"]
     assert "2.12" in CliRunner().invoke(cli, ["advise", "--snapshot", snap, "-v"]).output  # every build with -v
+
+
+def _pip_note(exe):
+    """What `install` says when the inspected interpreter (here ``exe``, a real one) is no environment."""
+    from envdoctor.cli.common import planning_facts
+    from envdoctor.recipes import Request
+    from envdoctor.recipes.docker_image import pip_target
+
+    facts = planning_facts(None, 30.0, exe)
+    assert facts.value("python.environment")["kind"] == "system"
+    _, steps, said = pip_target(Request(component="pytorch", version=None, method="pip"), facts, "pytorch")
+    assert steps and steps[0].action.argv[1:3] == ["-m", "venv"]  # a virtual environment is made either way
+    return facts.value("python.environment"), " ".join(said)
+
+
+def test_pep_668_is_named_only_for_an_interpreter_that_carries_the_marker():
+    """A pyenv (or any self-built) interpreter is not "managed by the distribution": only one whose stdlib
+    directory holds EXTERNALLY-MANAGED, outside any virtual environment, is (PEP 668)."""
+    import sysconfig
+
+    base = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
+    stdlib = sysconfig.get_path("stdlib")
+    if sys.base_prefix == sys.prefix or os.path.exists(os.path.join(stdlib, "EXTERNALLY-MANAGED")):
+        pytest.skip("needs envdoctor in a venv over an interpreter without PEP 668's marker (pyenv's)")
+    env, note = _pip_note(base)
+    assert env["externally_managed"] is False
+    assert "PEP 668" not in note and "managed by" not in note and "not a virtual environment" in note
+    distro = "/usr/bin/python3"
+    if not os.path.exists(distro) or not any(
+            os.path.exists(os.path.join(d, "EXTERNALLY-MANAGED"))
+            for d in __import__("glob").glob("/usr/lib/python3*")):
+        return  # this machine's distribution does not mark its Python (Debian 12 and Ubuntu 24.04 do)
+    env, note = _pip_note(distro)
+    assert env["externally_managed"] is True and "PEP 668" in note and "externally managed" in note
+
+
+def test_python_is_one_option_with_one_help_and_one_variable_everywhere():
+    """diagnose, snapshot, check, advise and install: the same --python, the same words, ENVDOCTOR_PYTHON."""
+    import click
+
+    from envdoctor.host.interpreter import ENV_VAR, HELP
+
+    seen = {}
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        for p in command.params:
+            if "--python" in getattr(p, "opts", ()):
+                seen[name] = (p.help, p.envvar, p.metavar)
+    assert {"diagnose", "snapshot", "check", "advise", "install"} <= set(seen), seen
+    assert set(seen.values()) == {(HELP, ENV_VAR, "PATH")}
+    # The help says what the option does: what it takes and the default rule.
+    for words in ("virtual environment's directory", "$VIRTUAL_ENV", "$CONDA_PREFIX", "pipx", "uv tool"):
+        assert words in HELP
+    out = " ".join(CliRunner().invoke(cli, ["install", "--help"]).output.split())
+    assert "a path to it or to a virtual environment's directory" in out

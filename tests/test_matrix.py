@@ -448,3 +448,24 @@ def test_cuda_updates_are_addressable_by_their_names():
     assert hw.cuda_release("12.3.2")["version"] == "12.3"
     assert hw.cuda_full_version("12.7 Update 1") is None  # never released
     assert hw.cuda_full_version("update") is None
+
+
+def test_matrix_cudnn_says_which_row_answers_for_a_release_without_its_own():
+    """issue 20: `matrix cudnn 9.1` (a README example) answered under "cudnn 9.0.0" without saying that row
+    covers 9.1."""
+    import json
+
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    out = CliRunner().invoke(cli, ["matrix", "cudnn", "9.1"]).output
+    lines = out.splitlines()
+    assert lines[0] == "cudnn 9.0.0"
+    said = " ".join(" ".join(lines[1:3]).split())
+    assert said.startswith("covers 9.1: no row of its own; the 9.0.0 row stands for cuDNN 9.0.0 up to, not "
+                           "including, 9.5.1"), out
+    doc = json.loads(CliRunner().invoke(cli, ["matrix", "cudnn", "9.1", "--format", "json"]).output)
+    assert doc["derived"]["covers"].startswith("9.1: no row of its own")
+    # A release with a row of its own: nothing to say.
+    assert "covers" not in CliRunner().invoke(cli, ["matrix", "cudnn", "9.5.1"]).output

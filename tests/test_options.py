@@ -123,3 +123,23 @@ def test_the_docs_and_the_help_use_each_options_current_spelling():
     advise_row = next(line for line in readme.splitlines() if line.startswith("| `envdoctor advise"))
     assert "--python-version" in advise_row and "--python PATH" in advise_row
     assert not stale, "\n".join(stale)
+
+
+def test_explain_and_check_honour_envdoctor_format_and_say_so(tmp_path):
+    """issue 20: `explain --format` had no help text; explain and check ignored ENVDOCTOR_FORMAT."""
+    import click
+
+    ctx = click.Context(cli)
+    for name in ("explain", "check"):
+        opt = next(p for p in cli.get_command(ctx, name).params if "--format" in getattr(p, "opts", ()))
+        assert opt.envvar == "ENVDOCTOR_FORMAT" and opt.help and "[env: ENVDOCTOR_FORMAT]" in opt.help, name
+    r = CliRunner().invoke(cli, ["explain", "driver.library_mismatch"], env={"ENVDOCTOR_FORMAT": "json"})
+    assert json.loads(r.output)["code"] == "driver.library_mismatch"
+    # A format this command does not have (markdown is diagnose's) means its default, from the variable only.
+    r = CliRunner().invoke(cli, ["explain", "driver.library_mismatch"], env={"ENVDOCTOR_FORMAT": "markdown"})
+    assert r.exit_code == 0 and r.output.startswith("driver.library_mismatch  (error)")
+    policy = tmp_path / "p.toml"
+    policy.write_text('schema_version = 1\n[require]\n"gpu.count" = ">=1"\n')
+    r = CliRunner().invoke(cli, ["check", "--policy", str(policy), "--snapshot", machine_path("ubuntu2204-a100-mig")],
+                           env={"ENVDOCTOR_FORMAT": "json"})
+    assert "policy" in json.loads(r.output), r.output

@@ -236,3 +236,25 @@ def test_any_os_release_reads_as_distro_reads_it(pairs, debian_version, tmp_path
         files["/etc/debian_version"] = debian_version.replace("\n", " ") + "\n"
     texts = {p: osinfo.shell_lines(t)[0] if p.endswith("os-release") else t for p, t in files.items()}
     assert _in_memory(texts) == _distro_on_disk(texts, tmp_path_factory.mktemp("root"))
+
+
+def test_advise_and_install_know_the_same_systems_and_refuse_the_rest_alike():
+    """issue 20: `advise --os windows11` and `--os ubuntu26.04` were accepted while `install --os` refused them.
+    One grammar, one list (osinfo.SYSTEMS), the same words for what is not on it."""
+    import click
+
+    for text in ("windows11", "ubuntu26.04", "bogus9"):
+        said = []
+        for cmd in (["advise", "--driver", "550.54.15", "--cc", "9.0"], ["install", "cuda", "--version", "12.4",
+                                                                         "--dry-run"]):
+            r = CliRunner().invoke(cli, cmd + ["--os", text])
+            assert r.exit_code == 2, r.output
+            said.append(r.output)
+        assert said[0] == said[1] and "not a system envdoctor plans for" in said[0] and "ubuntu24.04" in said[0]
+    for text in osinfo.SYSTEMS:
+        assert osinfo.system(text).os_id + osinfo.system(text).version == text
+        assert CliRunner().invoke(cli, ["advise", "--driver", "550.54.15", "--cc", "9.0", "--os", text]).exit_code == 0
+    ctx = click.Context(cli)
+    helps = {name: next(p.help for p in cli.get_command(ctx, name).params if "--os" in getattr(p, "opts", ()))
+             for name in ("advise", "install")}
+    assert helps["advise"] == helps["install"] and "almalinux9" in helps["advise"]

@@ -40,7 +40,7 @@ from packaging.version import InvalidVersion, Version
 
 from .. import versions
 from ..facts import Facts
-from ..findings import Finding, Fix
+from ..findings import AnyOf, Finding, Fix
 from ..host.nvml_worker import MAX_GPUS
 from ..matrix import unverified
 from ..matrix.hardware import gpu_product
@@ -297,7 +297,7 @@ def _mismatch(facts: Facts) -> List[Finding]:
         fix=Fix(text="Reboot, which loads the new module. Without a reboot: stop everything using the GPU "
                      "(display manager, nvidia-persistenced, containers, jobs), then unload and reload the "
                      "modules.",
-                commands=["sudo reboot", RELOAD]) if not _on_disk_differs(facts, uver) else
+                commands=[AnyOf("sudo reboot", RELOAD)]) if not _on_disk_differs(facts, uver) else
         Fix(text="A reboot would load the same old module again: the module installed for this kernel is %s. "
                  "Finish or repair the driver upgrade so the %s kernel module is built and installed, then "
                  "reboot." % (_on_disk(facts), u), commands=_module_repair(facts)),
@@ -945,7 +945,7 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
         if container:
             fix = Fix(text="Inside a container, pass the GPUs in with the NVIDIA Container Toolkit instead of "
                            "mounting /dev/nvidia* by hand.",
-                      commands=["docker run --gpus all ...", "podman run --device nvidia.com/gpu=all ..."])
+                      commands=[AnyOf("docker run --gpus all ...", "podman run --device nvidia.com/gpu=all ...")])
         else:
             fix = Fix(text="The device files should be readable and writable by the users running CUDA "
                            "(mode 0666, the driver's default NVreg_DeviceFileMode); check who changed them "
@@ -968,7 +968,8 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
             evidence=ev, source=_source("xid"),
             fix=Fix(text="Confirm in the kernel log, reset the GPU (nothing may be using it) or reboot; collect a "
                          "bug report if it happens again.",
-                    commands=["sudo dmesg -T | grep -i xid", "sudo nvidia-smi --gpu-reset -i 0", "sudo reboot",
+                    commands=["sudo dmesg -T | grep -i xid",
+                              AnyOf("sudo nvidia-smi --gpu-reset -i 0", "sudo reboot"),
                               "sudo nvidia-bug-report.sh"])),
         ]
     if status == "NVML_ERROR_DRIVER_NOT_LOADED":
@@ -1013,11 +1014,12 @@ def _nvml_errors(facts: Facts, already: List[Finding]) -> List[Finding]:
     if status == "worker_failed":
         meaning, fix_text = ("the NVML query process died inside the NVIDIA library",
                              "Read the kernel log for Xid errors; reset the GPUs or reboot.")
-        commands = ["sudo dmesg -T | grep -i -E 'xid|nvrm' | tail -n 30", "nvidia-smi", "sudo reboot"]
+        commands: List[Any] = ["sudo dmesg -T | grep -i -E 'xid|nvrm' | tail -n 30", "nvidia-smi", "sudo reboot"]
     else:
         row = describe(status)
         meaning, fix_text = row.meaning, row.fix
-        commands = [c.format(gpu=0) for c in row.commands] or ["nvidia-smi"]
+        commands = [c.map(lambda x: x.format(gpu=0)) if isinstance(c, AnyOf) else c.format(gpu=0)
+                    for c in row.commands] or ["nvidia-smi"]
     return [Finding(
         code="driver.nvml_failed", severity=severe,
         components=["driver"],

@@ -18,7 +18,7 @@ from packaging.version import Version
 
 from .. import versions
 from ..facts import Facts
-from ..findings import Finding, Fix
+from ..findings import AnyOf, Finding, Fix
 from ..versions import torch_arch_list_runs_on
 from . import CheckContext, CodeDoc, check
 
@@ -85,7 +85,7 @@ def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
                         "devices are visible, up to the first invalid one", "url": ENV_DOC, "checked": CHECKED},
         fix=Fix(text="Unset it, or name GPUs that exist (0 to %d); look for where it is exported (shell profile, "
                      "job script, notebook kernel)." % (count - 1),
-                commands=["unset CUDA_VISIBLE_DEVICES", "export CUDA_VISIBLE_DEVICES=0",
+                commands=[AnyOf("unset CUDA_VISIBLE_DEVICES", "export CUDA_VISIBLE_DEVICES=0"),
                           "grep -rn CUDA_VISIBLE_DEVICES ~/.bashrc ~/.profile /etc/environment"]))
 
 
@@ -162,7 +162,8 @@ def cuda_device_order(ctx: CheckContext) -> Iterable[Finding]:
         source={"rule": "CUDA_DEVICE_ORDER: FASTEST_FIRST (default) or PCI_BUS_ID", "url": ENV_DOC,
                 "checked": CHECKED},
         fix=Fix(text="Number GPUs as nvidia-smi does, or select them by UUID.",
-                commands=["export CUDA_DEVICE_ORDER=PCI_BUS_ID", "nvidia-smi -L   # UUIDs for CUDA_VISIBLE_DEVICES"]))
+                commands=[AnyOf("export CUDA_DEVICE_ORDER=PCI_BUS_ID",
+                                "nvidia-smi -L   # UUIDs for CUDA_VISIBLE_DEVICES")]))
 
 
 ARCH_LIST_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"

@@ -27,7 +27,7 @@ import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..facts import Facts
-from ..findings import Finding, Fix
+from ..findings import AnyOf, Finding, Fix, Step
 from . import CheckContext, CodeDoc, check
 
 CHECKED = "2026-11-25"
@@ -48,7 +48,7 @@ class NvmlCode(NamedTuple):
     meaning: str  # NVIDIA's description of the return code
     trouble: bool  # for one call of one GPU: does it mean the GPU or driver is in trouble?
     fix: str  # what to do
-    commands: Tuple[str, ...] = ()
+    commands: Tuple[Step, ...] = ()  # in order; an AnyOf is a choice of ways
 
 
 #: ``nvmlReturn_t`` (nvml.h; the meanings are NVIDIA's, from NVML_RETURN_URL). ``trouble`` False marks the
@@ -81,7 +81,8 @@ NVML_CODES: Dict[str, NvmlCode] = {
         ("sudo modprobe nvidia", KLOG)),
     "NVML_ERROR_TIMEOUT": NvmlCode(
         10, "the driver timed out answering", True,
-        "Reset the GPU; if it recurs, reboot and read the kernel log for Xid errors.", (KLOG, RESET, "sudo reboot")),
+        "Reset the GPU; if it recurs, reboot and read the kernel log for Xid errors.",
+        (KLOG, AnyOf(RESET, "sudo reboot"))),
     "NVML_ERROR_IRQ_ISSUE": NvmlCode(
         11, "the NVIDIA kernel driver detected an interrupt issue with a GPU", True,
         "Read the kernel log, reboot; if it recurs, reseat the board and check the slot and the BIOS "
@@ -99,10 +100,10 @@ NVML_CODES: Dict[str, NvmlCode] = {
     "NVML_ERROR_GPU_IS_LOST": NvmlCode(
         15, "the GPU has fallen off the bus or has otherwise become inaccessible (Xid 79)", True,
         "Reset the GPU or reboot; if it recurs, check power, cooling, the slot or riser, reseat the board, "
-        "and replace it (RMA) if it keeps falling off.", (KLOG, RESET, "sudo reboot", BUG)),
+        "and replace it (RMA) if it keeps falling off.", (KLOG, AnyOf(RESET, "sudo reboot"), BUG)),
     "NVML_ERROR_RESET_REQUIRED": NvmlCode(
         16, "the GPU requires a reset before it can be used again", True,
-        "Reset the GPU (or reboot the node).", (RESET, "sudo reboot")),
+        "Reset the GPU (or reboot the node).", (AnyOf(RESET, "sudo reboot"),)),
     "NVML_ERROR_OPERATING_SYSTEM": NvmlCode(
         17, "the GPU control device has been blocked by the operating system or cgroups", True,
         "Check the device cgroup rules of this session or container and the permissions of /dev/nvidia*.",
@@ -132,13 +133,13 @@ NVML_CODES: Dict[str, NvmlCode] = {
         28, "no GPU was found", True, "Read the kernel log; reseat the board or reboot.", (KLOG, "sudo reboot")),
     "NVML_ERROR_INVALID_STATE": NvmlCode(
         29, "a resource is not in the correct state for the operation", True, "Reset the GPU or reboot.",
-        (RESET, "sudo reboot")),
+        (AnyOf(RESET, "sudo reboot"),)),
     "NVML_ERROR_RESET_TYPE_NOT_SUPPORTED": NvmlCode(
         30, "the reset type is not supported", False, "Nothing to fix."),
     "NVML_ERROR_UNKNOWN": NvmlCode(
         999, "an internal driver error occurred", True,
         "Read the kernel log for Xid errors, reset the GPU or reboot; collect NVIDIA's bug report if it "
-        "recurs.", (KLOG, RESET, "sudo reboot", BUG)),
+        "recurs.", (KLOG, AnyOf(RESET, "sudo reboot"), BUG)),
 }
 
 _BY_NUMBER = {c.code: name for name, c in NVML_CODES.items()}
@@ -245,8 +246,11 @@ def _gpu_label(facts: Facts, i: int, entries: Sequence[Dict[str, Any]]) -> Tuple
     return bus or "unknown", how, serial or "unknown (NVML could not read it)"
 
 
-def _fix_commands(row: NvmlCode, gpu: Any) -> List[str]:
-    return [c.format(gpu=gpu if gpu is not None else 0) for c in row.commands]
+def _fix_commands(row: NvmlCode, gpu: Any) -> List[Step]:
+    def fill(c: str) -> str:
+        return c.format(gpu=gpu if gpu is not None else 0)
+
+    return [c.map(fill) if isinstance(c, AnyOf) else fill(c) for c in row.commands]
 
 
 @check("gpu-nvml-verdict", requires=("gpu.count",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(

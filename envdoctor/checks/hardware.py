@@ -9,7 +9,7 @@ import re
 from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts
-from ..findings import Finding, Fix
+from ..findings import AnyOf, Finding, Fix
 from . import CheckContext, CodeDoc, check, group
 
 CHECKED = "2026-11-22"
@@ -249,7 +249,7 @@ def gpu_memory(ctx: CheckContext) -> Iterable[Finding]:
                 fix=Fix(text="Stop the processes on this GPU, then reset it (or reboot the node).",
                         commands=["nvidia-smi -q -d ROW_REMAPPER -i %d" % i,
                                   "nvidia-smi --query-compute-apps=pid,gpu_bus_id --format=csv",
-                                  "sudo nvidia-smi -r -i %d" % i]))
+                                  AnyOf("sudo nvidia-smi -r -i %d" % i, "sudo reboot")]))
         sbe, dbe = facts.value(k + "retired_pages_sbe"), facts.value(k + "retired_pages_dbe")
         pages = ("%s page(s) retired for double-bit and %s for repeated single-bit errors" % (dbe, sbe)
                  if isinstance(sbe, int) and isinstance(dbe, int) else "")
@@ -318,10 +318,10 @@ def gpu_mig(ctx: CheckContext) -> Iterable[Finding]:
                         "url": NVML_MIG, "checked": CHECKED},
                 fix=Fix(text="List the GPU instance profiles, then create GPU instances with their compute "
                              "instances (-C); or disable MIG and reset the GPU.",
-                        commands=["sudo nvidia-smi mig -lgip -i %d" % i,
-                                  "sudo nvidia-smi mig -cgi <profile ids, e.g. 9,9> -C -i %d" % i,
-                                  "nvidia-smi -L",
-                                  "sudo nvidia-smi -mig 0 -i %d && sudo nvidia-smi -r -i %d" % (i, i)]))
+                        commands=[AnyOf(["sudo nvidia-smi mig -lgip -i %d" % i,
+                                         "sudo nvidia-smi mig -cgi <profile ids, e.g. 9,9> -C -i %d" % i,
+                                         "nvidia-smi -L"],
+                                        "sudo nvidia-smi -mig 0 -i %d && sudo nvidia-smi -r -i %d" % (i, i))]))
         if isinstance(cur, bool) and isinstance(pending, bool) and cur != pending:
             yield Finding(
                 code="gpu.mig_mode_pending", severity="warning", components=["gpu"],
@@ -336,7 +336,7 @@ def gpu_mig(ctx: CheckContext) -> Iterable[Finding]:
                 fix=Fix(text="Stop the processes on this GPU (and nvidia-persistenced/DCGM if they hold it), then "
                              "reset it, or reboot.",
                         commands=["nvidia-smi --query-gpu=mig.mode.current,mig.mode.pending --format=csv -i %d" % i,
-                                  "sudo nvidia-smi -r -i %d" % i]))
+                                  AnyOf("sudo nvidia-smi -r -i %d" % i, "sudo reboot")]))
 
 
 #: Every GPU-health question at once.

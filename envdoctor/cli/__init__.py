@@ -32,6 +32,8 @@ COMMANDS: Dict[str, tuple] = {
                 "Print or run the steps that install a component (CUDA, cuDNN...)."),
     "dockerfile": ("envdoctor.cli.dockerfile", "dockerfile",
                    "Judge a Dockerfile's GPU set-up (image tag, driver, nvcc, framework builds) before building it."),
+    "fit": ("envdoctor.cli.fit", "fit", "Will this model fit this GPU? Weights, KV cache, the engine's budget or "
+            "training memory, each term derived."),
     "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
     "fleet": ("envdoctor.cli.fleet", "fleet", "Compare many nodes' reports or snapshots: what differs, what is "
               "wrong where."),
@@ -55,6 +57,7 @@ Examples:
   envdoctor check --policy policy.toml --format nhc
   envdoctor advise --driver 535.104.05 --gpu "RTX 4090"
   envdoctor matrix torch 2.4
+  envdoctor fit meta-llama/Llama-3.1-8B-Instruct --context 32768
   envdoctor install cuda --version 12.4.1 --method redist --prefix ~/cuda-12.4 --dry-run
 """
 
@@ -73,6 +76,30 @@ class LazyGroup(click.Group):
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+    # A reader that went away (`envdoctor explain | head -1`) is not an error: click's own handler would exit 1
+    # before main() below sees it, so the pipe is caught here, where every command (and --help) writes.
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except OSError as exc:
+            raise _reader_gone(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            raise _reader_gone(exc) from None
+
+
+def _reader_gone(exc: OSError) -> BaseException:
+    """A closed pipe on stdout: exit 0 quietly (README, Guarantees); any other error as it was."""
+    import errno
+
+    if exc.errno != errno.EPIPE:
+        return exc
+    silence_stdout()
+    return click.exceptions.Exit(EXIT_OK)
 
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})

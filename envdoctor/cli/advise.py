@@ -8,10 +8,7 @@ import click
 
 from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, planning_facts, timeout_option
-
-#: How many passed-over releases the text output lists per framework (JSON has them all).
-SHOWN_PASSED_OVER = 4
+from .common import echo_output, format_option, os_option, planning_facts, python_option, timeout_option
 
 
 @click.command("advise", epilog="""\b
@@ -33,36 +30,26 @@ Exit codes: 0 answered; 2 could not answer as asked (bad value, unknown GPU, bad
 @click.option("--driver", metavar="VERSION", help="NVIDIA driver version, e.g. 535.104.05.")
 @click.option("--gpu", metavar="NAME", help='GPU product, e.g. "RTX 4090" (see `envdoctor matrix gpu`).')
 @click.option("--cc", metavar="X.Y", help="GPU compute capability, e.g. 8.9 (overrides --gpu's).")
-@click.option("--os", "os_name", metavar="DISTRO", help="Distribution and version, e.g. ubuntu22.04, rhel9.")
+@os_option
 @click.option("--python-version", "python_version", metavar="X.Y",
               help="Python version to install for, e.g. 3.11 (default: the inspected interpreter's).")
-@click.option("--python", "python_arg", metavar="PATH",
-              help="Advise for this interpreter (its Python version; the pip commands install into it) instead of "
-                   "the active environment's. An X.Y value is the old spelling of --python-version.")
+@python_option
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME",
               type=click.Choice(list(ADVISED)),
               help="Only these frameworks (repeatable; default: all).")
 @click.option("-v", "--verbose", is_flag=True, help="Also every note, source and passed-over build.")
 @timeout_option
 def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: Optional[str], cc: Optional[str],
-           os_name: Optional[str], python_version: Optional[str], python_arg: Optional[str],
+           os_name: Optional[str], python_version: Optional[str], python_exe: Optional[str],
            frameworks: Tuple[str, ...], verbose: bool, timeout: float) -> None:
     """Say the newest CUDA this driver and GPU can run, and for each framework
     (torch, tensorflow, jax, onnxruntime, cupy, paddle) the exact install
     command, with why newer builds were passed over.
     """
-    import re
-
     from .. import advise as logic
-    from .common import _interpreter, deprecated
 
-    interpreter = None
-    if python_arg is not None:
-        if re.fullmatch(r"\d+(\.\d+){0,2}", python_arg.strip()):  # the old meaning: a version
-            deprecated("advise --python %s" % python_arg.strip(), "--python-version %s" % python_arg.strip())
-            python_version = python_version or python_arg.strip()
-        else:
-            interpreter = _interpreter(click.get_current_context(), click.Option(["--python"]), python_arg)
+    # --python X.Y, the old spelling of --python-version (one release, with a deprecation line)
+    python_version = python_version or click.get_current_context().meta.get("envdoctor.python_version")
     try:
         given = {"driver": logic.parse_driver(driver) if driver else None,
                  "python": logic.parse_python(python_version) if python_version else None}
@@ -77,12 +64,14 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         raise fail(str(exc), EXIT_USAGE) from None
     given["cc"], given["gpu"] = cc_value, gpu_name
 
-    python_exe = None
+    pip_python = None  # the interpreter the pip commands name
+    chosen: Any = None  # and why it was chosen (envdoctor.host.interpreter)
     if snapshot_path is not None or not (driver and cc_value):
-        facts = planning_facts(snapshot_path, timeout, interpreter)
+        facts = planning_facts(snapshot_path, timeout, python_exe)
         target = logic.target_from_facts(facts)
         if not python_version:  # the pip commands install into the interpreter inspected
-            python_exe = facts.text("python.executable")
+            pip_python = facts.text("python.executable")
+            chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
     else:
         target = logic.Target()
     if cc_value and not gpu_name:
@@ -92,17 +81,21 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     if fmt == "json":
         from ..render.json_out import dumps
 
-        echo_output(dumps(answer.to_dict()))
+        doc = answer.to_dict()
+        if pip_python:
+            doc["interpreter"] = {"executable": pip_python, "chosen": chosen}
+        echo_output(dumps(doc))
     else:
         import sys
 
         from ..render.layout import terminal_width
         from ..render.style import printable
 
-        text = render_text(answer, terminal_width(sys.stdout), python_exe,
-                           "the snapshot" if snapshot_path is not None else "this machine")
+        text = render_text(answer, terminal_width(sys.stdout), pip_python,
+                           "the snapshot" if snapshot_path is not None else "this machine",
+                           str(chosen.get("reason") or "") if chosen else "")
         if verbose:
-            text += "\n" + render_details(answer)
+            text += "\n" + render_details(answer, terminal_width(sys.stdout))
         echo_output(printable(text))  # GPU names and versions can come from a snapshot
 
 
@@ -115,7 +108,8 @@ def _value(target: Any, name: str, shown: Optional[str]) -> str:
     return f"{shown}  ({'given' if origin.startswith('--') else 'from ' + origin})" if origin else shown
 
 
-def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None, subject: str = "this machine") -> str:
+def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None, subject: str = "this machine",
+                python_why: str = "") -> str:
     """The human answer: what it is for, the newest CUDA, then the chosen build per framework, one line
     each (in the order asked), then what was passed over, one line per framework and reason. ``-v``
     (:func:`render_details`) shows every note, source and passed-over build."""
@@ -126,7 +120,8 @@ def render_text(answer: Any, width: int = 80, python_exe: Optional[str] = None, 
     out: List[str] = []
     gpu = (f"{t.gpu} (compute capability {t.cc})" if t.gpu else f"compute capability {t.cc}") if t.cc else None
     os_text = f"{t.os_id} {t.os_version}" if t.os_id and t.os_version else t.os_id
-    py = ("Python " + t.python + (" at %s" % python_exe if python_exe else "")) if t.python else None
+    py = ("Python " + t.python + (" at %s" % python_exe if python_exe else "")
+          + (" (%s)" % python_why if python_exe and python_why else "")) if t.python else None
     facts = [("driver " + t.driver) if t.driver else None, gpu, os_text, py]
     origins = {t.origin_of(n) for n in ("driver", "cc", "os_id", "python")} - {""}
     whence = "the values given" if origins and all(o.startswith("--") for o in origins) else (
@@ -177,6 +172,11 @@ def _reason_kind(reason: str) -> Tuple[str, str]:
     if reason.startswith("needs Python"):
         m = re.search(r"not (\S+)$", reason)
         return "python", "need another Python than %s" % (m.group(1) if m else "this one")
+    if reason.startswith("pulls cuDNN"):
+        # The wheels have code for the GPU, the cuDNN pip brings with them has not: say so, it is the one part a
+        # reader could change (a cuDNN pinned by hand), and not the framework's own architectures.
+        m = re.match(r"pulls cuDNN (\S+) from pip", reason)
+        return "cudnn:" + (m.group(1) if m else ""), "pull " + reason[len("pulls "):]
     if reason.startswith("needs driver"):
         m = re.search(r"driver (\S+) is older", reason)
         floors = []
@@ -205,15 +205,23 @@ def _passed_over_folded(frameworks: List[Any]) -> List[str]:
         for p in f.passed_over:
             for r in p["reasons"]:
                 key, summary = _reason_kind(r)
-                g = groups.setdefault(key, {"summaries": [], "releases": [], "builds": 0})
+                g = groups.setdefault(key, {"summaries": [], "releases": [], "builds": 0, "chosen": []})
                 g["builds"] += 1
+                if f.command and p["release"] == f.release:
+                    # Other builds of the release chosen above: named by build, or the line would say the
+                    # chosen release itself does not fit.
+                    g["chosen"].append(p["variant"])
+                    g["summaries"].append(summary)
+                    continue
                 label = _release_label(p["release"])
                 if label not in g["releases"]:
                     g["releases"].append(label)
                 g["summaries"].append(summary)
         for g in groups.values():
             rels = g["releases"]
-            span = rels[0] if len(rels) == 1 else "%s to %s" % (rels[0], rels[-1])
+            span = "" if not rels else rels[0] if len(rels) == 1 else "%s to %s" % (rels[0], rels[-1])
+            if g["chosen"]:
+                span += ("%s%s's %s" % (" and " if span else "", _release_label(f.release), ", ".join(g["chosen"])))
             # The driver floor differs per build: say the lowest any of them wants.
             summary = min(g["summaries"], key=len) if not g["summaries"][0].startswith("need a newer driver") else \
                 _lowest_floor(g["summaries"])
@@ -248,73 +256,74 @@ def _lowest_floor(summaries: List[str]) -> str:
     return min(summaries, key=floor)
 
 
-def render_details(answer: Any) -> str:
-    """Every note, source and passed-over build (``advise -v``; the JSON output holds the same objects)."""
+def render_details(answer: Any, width: int = 80) -> str:
+    """Every note, source and passed-over build (``advise -v``; the JSON output holds the same objects), each
+    line wrapped to ``width`` (a word longer than the line, a URL, stays whole)."""
+    from ..render.layout import wrap, wrap_command
+
     t, c = answer.target, answer.cuda
     out: List[str] = ["For:"]
     gpu = f"compute capability {t.cc}" + (f" ({t.gpu})" if t.gpu else "") if t.cc else None
     os_text = f"{t.os_id} {t.os_version}" if t.os_id and t.os_version else t.os_id
-    out.append("  Driver   " + _value(t, "driver", t.driver))
-    out.append("  GPU      " + _value(t, "cc", gpu))
-    out.append("  OS       " + _value(t, "os_id", os_text) + ("" if t.platform == "linux-x86_64" else
-                                                             f"  [{t.platform}]"))
-    out.append("  Python   " + _value(t, "python", t.python))
+    out += wrap(_value(t, "driver", t.driver), width, "  Driver   ")
+    out += wrap(_value(t, "cc", gpu), width, "  GPU      ")
+    out += wrap(_value(t, "os_id", os_text) + ("" if t.platform == "linux-x86_64" else f"  [{t.platform}]"), width,
+                "  OS       ")
+    out += wrap(_value(t, "python", t.python), width, "  Python   ")
     out.append("")
     if answer.cpu_builds is not None:
-        out.append("No NVIDIA GPU on this machine (none through NVML, none on the PCI bus): use the CPU builds.")
-        out.append("(To plan for a GPU machine instead, give --driver and --gpu or --cc.)")
+        out += wrap("No NVIDIA GPU on this machine (none through NVML, none on the PCI bus): use the CPU builds. "
+                    "(To plan for a GPU machine instead, give --driver and --gpu or --cc.)", width)
         for b in answer.cpu_builds:
             out.append("")
             out.append("%s:" % b["framework"])
             if b["command"]:
-                out.append("  " + b["command"])
-            out.append("  - " + b["why"])
+                out += wrap_command(b["command"], width, "  ", "    ")
+            out += wrap(b["why"], width, "  - ", "    ")
         return "\n".join(out) + "\n"
     out.append("CUDA:")
     if c.newest_native:
-        out.append(f"  newest CUDA the driver runs:                       {c.newest_native}")
+        out += wrap(f"newest CUDA the driver runs: {c.newest_native}", width, "  ", "    ")
     if c.newest_minor_compat:
-        out.append(f"  ... with CUDA minor-version compatibility:         {c.newest_minor_compat}")
+        out += wrap(f"... with CUDA minor-version compatibility: {c.newest_minor_compat}", width, "  ", "    ")
     if c.gpu_range:
-        out.append(f"  CUDA releases that target this GPU:                {c.gpu_range[0]} .. {c.gpu_range[1]}")
+        out += wrap(f"CUDA releases that target this GPU: {c.gpu_range[0]} .. {c.gpu_range[1]}", width, "  ", "    ")
     if t.cc and t.driver:
-        out.append(f"  newest CUDA for this driver and GPU:               {c.newest_for_gpu or 'none'}"
-                   + (f" ({c.newest_for_gpu_minor_compat} with minor-version compatibility)"
-                      if c.newest_for_gpu_minor_compat and c.newest_for_gpu_minor_compat != c.newest_for_gpu
-                      else ""))
+        out += wrap(f"newest CUDA for this driver and GPU: {c.newest_for_gpu or 'none'}"
+                    + (f" ({c.newest_for_gpu_minor_compat} with minor-version compatibility)"
+                       if c.newest_for_gpu_minor_compat and c.newest_for_gpu_minor_compat != c.newest_for_gpu
+                       else ""), width, "  ", "    ")
     for note in c.notes:
-        out.append("  - " + note)
+        out += wrap(note, width, "  - ", "    ")
     for src in c.sources:
         mark = "" if src["verified"] else "  [unverified row]"
-        out.append(f"  source (CUDA {src['cuda']}): {src['url']} (checked {src['checked']}){mark}")
+        out += wrap(f"source (CUDA {src['cuda']}): {src['url']} (checked {src['checked']}){mark}", width, "  ",
+                    "    ")
     for f in answer.frameworks:
         out.append("")
         if f.command:
             how = "" if f.native else ", via minor-version compatibility"
             out.append(f"{f.framework} {f.release} ({f.variant}{how}):")
-            out.append("  " + f.command)
+            out += wrap_command(f.command, width, "  ", "    ")
         else:
             out.append(f"{f.framework}: no build fits")
         for note in f.notes:
-            out.append("  - " + note)
-        out.extend(_passed_over_lines(f.passed_over))
+            out += wrap(note, width, "  - ", "    ")
+        out.extend(_passed_over_lines(f.passed_over, width))
         if f.source:
             mark = "" if f.source["verified"] else "  [unverified row]"
-            out.append(f"  source: {f.source['url']} (checked {f.source['checked']}){mark}")
+            out += wrap(f"source: {f.source['url']} (checked {f.source['checked']}){mark}", width, "  ", "    ")
     return "\n".join(out) + "\n"
 
 
-def _passed_over_lines(passed: List[Any]) -> List[str]:
+def _passed_over_lines(passed: List[Any], width: int = 80) -> List[str]:
+    """Every newer build passed over, one per build with all its reasons (what the README promises of -v)."""
+    from ..render.layout import wrap
+
     if not passed:
         return []
-    releases: List[str] = []
-    for p in passed:
-        if p["release"] not in releases:
-            releases.append(p["release"])
     lines = ["  newer builds passed over:"]
-    for rel in releases[:SHOWN_PASSED_OVER]:
-        parts = [f"{p['variant']}: {'; '.join(p['reasons'])}" for p in passed if p["release"] == rel]
-        lines.append(f"    {rel}  " + " | ".join(parts))
-    if len(releases) > SHOWN_PASSED_OVER:
-        lines.append(f"    ... and {len(releases) - SHOWN_PASSED_OVER} more releases (see --format json)")
+    for p in passed:
+        lines += wrap("%s %s: %s" % (_release_label(p["release"]), p["variant"], "; ".join(p["reasons"])), width,
+                      "    ", "      ")
     return lines

@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output, python_option, timeout_option
+from .common import echo_output, format_option, python_option, read_timeout_option, timeout_option
 
 FORMATS = ("text", "json", "junit", "prometheus", "nhc", "nfd")
 
@@ -33,9 +33,9 @@ Exit codes: 0 every requirement met and no finding at or above fail_on;
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="Replay a snapshot instead of this machine.")
 @click.option("--report", "report_path", metavar="FILE",
               help="Judge an existing `diagnose --format json` report instead of this machine.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text, json (the report with a policy section), junit, prometheus (node_exporter textfile), "
-                   "nhc (one line), nfd (a Node Feature Discovery feature file).")
+@format_option(*FORMATS, help_text="text, json (the report with a policy section), junit, prometheus "
+                                    "(node_exporter textfile), nhc (one line), nfd (a Node Feature Discovery "
+                                    "feature file).")
 @click.option("-o", "--output", metavar="FILE", help="Write here (atomically: a temporary file renamed into place) "
                                                     "instead of standard output ('-' for standard output).")
 @click.option("--node", metavar="NAME", help="The node's name in junit output (default: the input file's name, or "
@@ -140,14 +140,17 @@ def write_atomically(path: str, text: str) -> None:
         raise fail("cannot write %s: %s" % (path, exc.strerror or exc)) from None
 
 
-def load_report(path: str, timeout: float, reports_only: bool = False, snapshots_only: bool = False) -> Dict[str, Any]:
-    """A report as a dict, from a report file or by replaying a snapshot; exit 2 when it is neither."""
+def load_report(path: str, timeout: float, reports_only: bool = False, snapshots_only: bool = False,
+                read_timeout: bool = False) -> Dict[str, Any]:
+    """A report as a dict, from a report file or by replaying a snapshot; exit 2 when it is neither. A pipe is
+    waited for ``timeout`` (``--read-timeout``'s value when ``read_timeout``; the probe budget, at least 1 s,
+    otherwise)."""
     from ..host.snapshot import SnapshotError
     from ..report import report_from_file
 
     want = "report" if reports_only else "snapshot" if snapshots_only else None
     try:
-        return report_from_file(path, max(timeout, 1.0), want)[1]
+        return report_from_file(path, timeout if read_timeout else max(timeout, 1.0), want)[1]
     except SnapshotError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
@@ -166,14 +169,13 @@ Example:
               help="A known-good node's report or snapshot.")
 @click.option("-o", "--output", metavar="FILE", help="Write the policy here (atomically) instead of standard output "
                                                     "('-' for standard output).")
-@click.option("--read-timeout", "timeout", type=click.FloatRange(0.1, 3600), default=10, show_default=True,
-              metavar="SECONDS", help="Longest wait for an input that is a pipe or a device.")
+@read_timeout_option
 def policy_init(source: str, output: Optional[str], timeout: float) -> None:
     """Write a policy pinned to a golden node (like NHC's nhc-genconf): its driver, GPUs, CUDA toolkit,
     libraries and framework versions; a policy made from a node always passes on that node."""
     from ..policy import init_policy
 
-    report = load_report(source, timeout)
+    report = load_report(source, timeout, read_timeout=True)
     text = init_policy(report, _node_name(source))
     if output is not None and output != "-":  # '-': standard output, as for snapshot -o -
         write_atomically(output, text)

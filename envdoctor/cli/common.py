@@ -11,6 +11,7 @@ from ..host.live import live_host
 from ..host.privacy import scrubber_for
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
+           "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
            "deprecated", "Seconds"]
 
@@ -41,6 +42,30 @@ def timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
              "a second. [env: ENVDOCTOR_TIMEOUT]")(fn)
 
 
+#: How long a command that reads reports or snapshots waits for one that comes through a pipe or a device.
+READ_TIMEOUT_DEFAULT = 10.0
+
+
+def read_timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--read-timeout``: one option, one meaning, one variable and one default wherever an input may be a pipe
+    (``fleet``, ``policy init``); ``--timeout`` stays the probe budget (``ENVDOCTOR_TIMEOUT``)."""
+    return click.option(
+        "--read-timeout", "timeout", type=Seconds(0.1, 3600), default=READ_TIMEOUT_DEFAULT, show_default=True,
+        envvar="ENVDOCTOR_READ_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
+        help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read one "
+             "after another, each allowed this long); regular files are read whole, however long that takes. "
+             "[env: ENVDOCTOR_READ_TIMEOUT]")(fn)
+
+
+def os_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--os``: the same option in ``advise`` and ``install``, one grammar and one list (``osinfo.system``)."""
+    from ..osinfo import SYSTEMS
+
+    return click.option("--os", "os_name", metavar="SYSTEM",
+                        help="Plan for this system instead of this machine: %s (also spelled ubuntu-22.04; append "
+                             "-aarch64 for Arm servers)." % ", ".join(SYSTEMS))(fn)
+
+
 def privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--include-host", is_flag=True, envvar="ENVDOCTOR_INCLUDE_HOST",
                       help="Keep the host name, user name and home path (hidden by default so output can be "
@@ -51,23 +76,37 @@ def privacy_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _interpreter(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """--python must name an executable file: a typo is a bad argument (exit 2), not a report of unknowns."""
+    """--python names an interpreter or a virtual environment's directory (its bin/python, as pip --python
+    takes); anything else is a bad argument (exit 2), not a report of unknowns. ``install`` also takes a path
+    that does not exist here, for the machine it plans for."""
     import os
+    import re
+
+    from ..host.interpreter import resolve_given
 
     if value is None:
         return None
-    if not value or not os.path.isfile(value) or not os.access(value, os.X_OK):
-        why = "no such file" if not value or not os.path.exists(value) else (
-            "not a file" if not os.path.isfile(value) else "not executable")
-        raise click.BadParameter("%r: %s; give a Python interpreter, e.g. ~/venv/bin/python" % (value, why))
-    return value
+    if ctx.info_name == "advise" and re.fullmatch(r"\d+(\.\d+){0,2}", value.strip()):
+        # advise's old meaning of --python (a version), kept for one release
+        deprecated("advise --python %s" % value.strip(), "--python-version %s" % value.strip())
+        ctx.meta["envdoctor.python_version"] = value.strip()
+        return None
+    exe, why = resolve_given(value)
+    if exe is None and ctx.info_name == "install" and not os.path.exists(value):
+        return value  # a plan for another machine (--os, --snapshot): its first step checks the interpreter runs
+    if exe is None:
+        raise click.BadParameter("%r: %s; give a Python interpreter or a virtual environment, e.g. ~/venv/bin/python "
+                                 "or ~/venv" % (value, why))
+    return exe
 
 
 def python_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--python", "python_exe", metavar="PATH", envvar="ENVDOCTOR_PYTHON", callback=_interpreter,
-        help="Inspect the packages of this Python interpreter instead of the one running envdoctor "
-             "(e.g. a venv's bin/python).")(fn)
+    """``--python``: one option, one help text and one variable in every command that inspects or installs for
+    an interpreter; the rule for the default is ``envdoctor.host.interpreter``."""
+    from ..host.interpreter import ENV_VAR, HELP
+
+    return click.option("--python", "python_exe", metavar="PATH", envvar=ENV_VAR, callback=_interpreter,
+                        help=HELP)(fn)
 
 
 def echo_output(text: str, color: Optional[bool] = None) -> None:
@@ -101,7 +140,7 @@ def open_snapshot(path: str, timeout: float) -> Any:
 
 def planning_facts(snapshot: Optional[str], timeout: float, python_exe: Optional[str] = None) -> Any:
     """The facts a plan or an answer is made from (:data:`PLANNING_PROBES`), of a snapshot or this machine
-    (whose interpreter is ``python_exe`` when given, else the default one: see ``default_interpreter``)."""
+    (whose interpreter is ``python_exe`` when given, else the one ``envdoctor.host.interpreter.choose`` picks)."""
     from ..facts import Facts
     from ..probes import run_probes
 

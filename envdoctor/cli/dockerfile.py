@@ -22,13 +22,17 @@ The host is this machine unless --snapshot or --driver with --gpu/--cc are given
 without a driver, only what does not depend on one is judged. Nothing is built,
 pulled or downloaded.
 \b
+--timeout also bounds envdoctor's own work: reading the Dockerfile (a pipe
+such as <(...) is read until its writer closes it) and the build context's
+files, parsing and judging.
+\b
 Exit codes: 0 no errors found; 1 errors found; 2 could not run as asked
-(unreadable file, bad value).""")
+(unreadable file or context, bad value, not finished within --timeout).""")
 @click.argument("path", default="Dockerfile", metavar="[FILE|-]")
 @click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE",
               help="A build argument, as `docker build --build-arg` (repeatable).")
-@click.option("--context", "context_dir", metavar="DIR", help="The build context, where -r requirements files "
-              "are read (default: the Dockerfile's directory).")
+@click.option("--context", "context_dir", metavar="DIR", help="The build context, where -r requirements files, "
+              "pyproject.toml and uv.lock are read (default: the Dockerfile's directory); it must exist.")
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="The host is this snapshot's machine.")
 @click.option("--driver", metavar="VERSION", help="The host's NVIDIA driver, e.g. 535.104.05.")
 @click.option("--gpu", metavar="NAME", help='The host\'s GPU product, e.g. "A100" (see `envdoctor matrix gpu`).')
@@ -49,14 +53,20 @@ def dockerfile(path: str, build_args: Tuple[str, ...], context_dir: Optional[str
     from .. import advise as logic
     from .. import dockerfile as lint
 
+    work = lint.Deadline(timeout)  # reading, parsing and judging; probing the host has its own deadline
     args: Dict[str, str] = {}
     for item in build_args:
         key, eq, value = item.partition("=")
         if not eq or not key.strip() or not key.strip().replace("_", "").isalnum():
             raise fail("--build-arg %r is not KEY=VALUE" % item, EXIT_USAGE)
         args[key.strip()] = value
+    if context_dir is not None and not os.path.isdir(context_dir):
+        raise fail("--context %s: %s" % (context_dir, "not a directory" if os.path.exists(context_dir)
+                                          else "no such directory"), EXIT_USAGE)
     try:
-        text = lint.read(path)
+        text = lint.read(path, work)
+        name = "standard input" if path == "-" else path
+        df = lint.parse(text, name, args, work)
         given: Dict[str, Any] = {"driver": logic.parse_driver(driver) if driver else None}
         gpu_name = cc_value = None
         if gpu:
@@ -67,17 +77,20 @@ def dockerfile(path: str, build_args: Tuple[str, ...], context_dir: Optional[str
         raise fail(str(exc), EXIT_USAGE) from None
     given["cc"], given["gpu"] = cc_value, gpu_name
     if snapshot_path is not None or not (driver and cc_value):
+        work.pause()
         target = logic.target_from_facts(planning_facts(snapshot_path, timeout))
+        work.resume()
         host = "the snapshot's machine" if snapshot_path else "this machine"
     else:
         target, host = logic.Target(), "the values given"
     if driver or cc_value:
         host = "the values given" if driver and cc_value else host + ", with values given"
     target = target.merged(**given)
-    name = "standard input" if path == "-" else path
-    df = lint.parse(text, name, args)
     ctx = context_dir or (os.path.dirname(os.path.abspath(path)) if path != "-" else None)
-    findings = lint.lint(df, target, ctx)
+    try:
+        findings = lint.lint(df, target, ctx, work)
+    except lint.DockerfileError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
     if fmt == "json":
         from .. import __version__
         from ..findings import summarize
@@ -132,7 +145,12 @@ def render(name: str, df: Any, t: Any, whence: str, findings: List[Any], verbose
     stages = ["%s (line %d)" % (s.image.reference, s.line) for s in df.stages]
     if stages:
         out += wrap(printable("FROM " + ", ".join(stages)), width, "  ", "    ")
-    for f in sorted(findings, key=lambda f: (sort_key(f), f.evidence[0]["value"] if f.evidence else 0)):
+    for f in sorted(findings, key=lambda f: (sort_key(f), _line(f))):
         out.append("")
         out += _finding_lines(f, style, verbose, width)
     return "\n".join(out) + "\n"
+
+
+def _line(finding: Any) -> int:
+    """The Dockerfile line a finding is on (0: the command line's --build-arg)."""
+    return next((e["value"] for e in finding.evidence if e.get("key") == "dockerfile.line"), 0)

@@ -7,6 +7,7 @@ from typing import Optional
 import click
 
 from . import EXIT_USAGE, fail
+from .common import format_option
 
 
 @click.command("explain", epilog="""\b
@@ -16,7 +17,8 @@ Examples:
 \b
 Exit codes: 0 explained; 2 unknown code.""")
 @click.argument("code", required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_option("text", "json", help_text="Output format: text, or json (the code's documentation as an object; "
+                                          "every code's as a list without CODE).")
 def explain(code: Optional[str], fmt: str) -> None:
     """Explain a finding CODE: what the check looks at, why it matters, where the rule comes from."""
     import difflib
@@ -24,8 +26,9 @@ def explain(code: Optional[str], fmt: str) -> None:
 
     from ..checks import code_docs
     from ..dockerfile import CODE_DOCS
+    from ..fit.judge import CODE_DOCS as FIT_DOCS
 
-    docs = {**code_docs(), **CODE_DOCS}
+    docs = {**code_docs(), **CODE_DOCS, **FIT_DOCS}
     if not code:
         if fmt == "json":
             click.echo(json.dumps([d._asdict() for d in sorted(docs.values(), key=lambda d: d.code)], indent=2))

@@ -7,9 +7,8 @@ from typing import Any, List, Optional, Tuple
 
 import click
 
-from ..host.base import DEFAULT_TIMEOUT
 from . import EXIT_USAGE, fail
-from .common import Seconds, echo_output, format_option, renamed_option, takes_renamed
+from .common import Seconds, echo_output, format_option, read_timeout_option, renamed_option
 
 #: Node names shown per line in the text output (all of them in JSON).
 SHOWN = 8
@@ -45,11 +44,7 @@ bad baseline, bad option).""")
 @format_option("text", "json", "junit", "prometheus",
                help_text="Output format: text, json, junit (one testsuite per node) or prometheus (one series set "
                          "per node, labelled node=...).")
-@click.option("--read-timeout", "timeout", type=Seconds(0.1, 3600), default=DEFAULT_TIMEOUT,
-              show_default=True, envvar="ENVDOCTOR_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
-              help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read "
-                   "one after another, each allowed this long); regular files are read whole, however long "
-                   "that takes. [env: ENVDOCTOR_TIMEOUT]")
+@read_timeout_option
 @renamed_option("--timeout", "--read-timeout", "timeout", type=Seconds(0.1, 3600), metavar="SECONDS")
 def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy_path: Optional[str], fmt: str,
           timeout: float) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import Seconds, env_timeout, planning_facts, renamed_option, takes_renamed
+from .common import Seconds, env_timeout, os_option, planning_facts, python_option, renamed_option, takes_renamed
 
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
@@ -39,10 +39,11 @@ def _default_platform() -> str:
     return LiveHost().uname().get("machine", "")
 
 
-def _machine_facts(snapshot: Optional[str]) -> Any:
-    """This machine's facts (or a snapshot's): what the recipes pre-check against. Probing is bounded by
-    ENVDOCTOR_TIMEOUT, as diagnose is (this command's --download-timeout is the download time-out)."""
-    return planning_facts(snapshot, env_timeout())
+def _machine_facts(snapshot: Optional[str], python_exe: Optional[str] = None) -> Any:
+    """This machine's facts (or a snapshot's): what the recipes pre-check against, the interpreter's those of
+    ``--python`` when given. Probing is bounded by ENVDOCTOR_TIMEOUT, as diagnose is (this command's
+    --download-timeout is the download time-out)."""
+    return planning_facts(snapshot, env_timeout(), python_exe)
 
 
 def list_text(os_name: Optional[str] = None) -> str:
@@ -105,15 +106,15 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--method", metavar="METHOD",
               help="repo, runfile, redist, pip, conda, docker (see --list). Default: the vendor's recommended "
                    "one; redist when --prefix is given for cuda/cudnn.")
-@click.option("--os", "os_name", metavar="TARGET", help="Plan for this system instead of this machine, e.g. "
-                                                         "ubuntu22.04, rhel9, rocky8-aarch64 (see --list).")
+@os_option
 @click.option("--with-driver", is_flag=True, help="Also install the driver the component needs (a reboot follows).")
-@click.option("--python", "python_exe", metavar="PATH", help="pip methods: the interpreter to install for (wins over "
-                                                              "everything else).")
+@python_option
 @click.option("--venv", "venv", metavar="PATH", help="pip methods: the virtual environment to install into (created if "
-                                                     "missing). Default: the active venv/conda environment, else "
-                                                     "~/.local/share/envdoctor/venvs/COMPONENT (never the system "
-                                                     "Python, never envdoctor's own environment).")
+                                                     "missing). Default: the interpreter --python describes when it "
+                                                     "is a virtual or conda environment, else "
+                                                     "~/.local/share/envdoctor/venvs/COMPONENT (never a Python "
+                                                     "outside any environment, never pipx's or uv tool's "
+                                                     "environment of envdoctor).")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="Recipe option, e.g. flavor=proprietary (driver), cuda=12 (cuDNN), symlink=yes (runfile).")
 @click.option("--snapshot", "snapshot", metavar="FILE",
@@ -230,6 +231,18 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     try:
         raw = fetch_bytes(req.manifest_url, options)
     except DownloadError as exc:
+        if exc.unreachable:  # one sentence: what could not be reached, and what to do
+            from urllib.parse import urlsplit
+
+            host = urlsplit(req.manifest_url).hostname or req.manifest_url
+            why = str(exc).split(": could not connect", 1)[-1].lstrip(":").split(" (tried ")[0].strip() or \
+                "no connection"
+            if mirror_url:
+                raise fail(f"cannot reach the mirror {host} for the {component} {version} manifest: {why}; check "
+                           "the --mirror URL and the network, then run it again", EXIT_USAGE) from None
+            raise fail(f"cannot reach {host} for NVIDIA's {component} {version} manifest: {why}; without a network, "
+                       "install from a mirror of NVIDIA's redist tree with --mirror URL (or ENVDOCTOR_MIRROR), else "
+                       "check the network and run it again", EXIT_USAGE) from None
         hint = " (manifests name full releases, e.g. 12.4.1)" if len(release.release) < 3 else ""
         raise fail(f"cannot read the manifest: {exc}{hint}\n  (releases are listed at {req.url_base}/)",
                    EXIT_USAGE) from None
@@ -291,7 +304,14 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
 
 
 def _echo(message: str) -> None:
-    click.echo(message, err=message.startswith("envdoctor: "))
+    """The executor's progress lines. A reader that went away (`| head`) does not stop an install halfway:
+    the rest goes to the log only."""
+    from . import silence_stdout
+
+    try:
+        click.echo(message, err=message.startswith("envdoctor: "))
+    except BrokenPipeError:
+        silence_stdout()
 
 
 def _confirm(question: str) -> bool:
@@ -375,7 +395,7 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
             target = parse_target(os_name)
             facts = _machine_facts(snapshot) if snapshot is not None else Facts()
         else:
-            facts = _machine_facts(snapshot)
+            facts = _machine_facts(snapshot, python_exe)
             target = target_from_facts(facts)
             if snapshot is None and component == "container-toolkit":
                 from ..facts import ok

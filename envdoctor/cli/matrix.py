@@ -57,6 +57,17 @@ def _lookup(area: str, value: str) -> Tuple[List[Dict[str, Any]], Dict[str, Any]
                      and Version(r["version"]) <= want]
             row = older[-1] if older else None
         found = [row] if row else [r for r in rows if r["version"].startswith(value.rstrip(".") + ".")]
+        if row is not None and want is not None and Version(row["version"]) != want:
+            # Answered by another row (9.1 under 9.0.0): say which releases that row stands for.
+            later = [r["version"] for r in rows if Version(r["version"]) > Version(row["version"])
+                     and Version(r["version"]).major == Version(row["version"]).major]
+            upto = ("up to, not including, %s" % later[0]) if later else (
+                "and every later %d.x release" % Version(row["version"]).major)
+            if len(want.release) < 3 and Version(row["version"]).release[:2] == want.release[:2]:
+                derived["covers"] = "%s: the newest row of the %s series" % (value.strip(), value.strip())
+            else:
+                derived["covers"] = "%s: no row of its own; the %s row stands for cuDNN %s %s" % (
+                    value.strip(), row["version"], row["version"], upto)
     elif area == "gpus":
         row = hw.gpu_product(value)
         found = [row] if row else [r for r in rows if value.strip().lower() in r["name"].lower()]
@@ -149,14 +160,19 @@ def render_rows(area: str, rows: List[Dict[str, Any]], derived: Dict[str, Any]) 
     out: List[str] = []
     for row in rows:
         out.append(f"{area} {key_of(area, row)}")
+        if "covers" in derived and len(rows) == 1:  # the row that answers for the value asked about
+            from ..render.layout import wrap
+
+            out += wrap(str(derived["covers"]), 80, "  covers ", "    ")
         for k, v in row.items():
             if k in ("source", KEY.get(area, "version")):
                 continue
             out.append(f"  {k}: {_fmt(v)}")
         out.extend(_source_lines(area, row))
         out.append("")
-    if derived:
-        for k, v in derived.items():
+    shown = {k: v for k, v in derived.items() if k != "covers" or len(rows) != 1}
+    if shown:
+        for k, v in shown.items():
             out.append(f"{k}: {_fmt(v)}")
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"

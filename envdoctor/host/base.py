@@ -230,6 +230,9 @@ class PythonInfo(NamedTuple):
     sys_path: Tuple[str, ...]
     error: Optional[str] = None
     message: str = ""
+    stdlib: str = ""  # sysconfig's "stdlib" path, where PEP 668's EXTERNALLY-MANAGED marker lives
+    rule: str = ""  # why this interpreter was chosen: envdoctor.host.interpreter.Choice.rule
+    reason: str = ""  # ... and in words ("the active virtual environment ($VIRTUAL_ENV)")
 
 
 class Distribution(NamedTuple):

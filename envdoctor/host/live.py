@@ -535,62 +535,33 @@ class LiveHost(Host):
 
     def python(self) -> PythonInfo:
         if self._python is None:
-            chosen = self._python_executable or default_interpreter(os.environ, sys.prefix, _console_script())[0]
-            if chosen:
-                self._python = _python_info_of(chosen, self.remaining())
+            from .interpreter import choose
+
+            chosen = choose(os.environ, sys.prefix, self._python_executable)
+            if chosen.executable:
+                info = _python_info_of(chosen.executable, self.remaining())
             else:
-                self._python = PythonInfo(
+                import sysconfig
+
+                info = PythonInfo(
                     executable=sys.executable,
                     version="%d.%d.%d" % sys.version_info[:3],
                     implementation=sys.implementation.name,
                     prefix=sys.prefix,
                     base_prefix=getattr(sys, "base_prefix", sys.prefix),
                     sys_path=tuple(p for p in sys.path if p),
+                    stdlib=sysconfig.get_path("stdlib") or "",
                 )
+            self._python = info._replace(rule=chosen.rule, reason=chosen.reason)
         return self._python
 
 
-def _console_script() -> bool:
-    """Whether envdoctor runs as its ``envdoctor`` console script (a tool install: pipx, ``uv tool``), not
-    as ``python -m envdoctor`` (where the user chose the interpreter)."""
-    return os.path.basename(sys.argv[0] if sys.argv else "") == "envdoctor"
-
-
-def default_interpreter(environ: Any, own_prefix: str, console_script: bool) -> Tuple[Optional[str], str]:
-    """The interpreter whose packages to inspect when ``--python`` is not given, and why: the active
-    virtual environment's (``$VIRTUAL_ENV``), else the active conda environment's (``$CONDA_PREFIX``),
-    else, when envdoctor runs from a tool environment of its own (pipx, ``uv tool``), ``python3`` on
-    PATH. ``None`` means envdoctor's own interpreter: that is what the user runs, or nothing else is
-    active. The frameworks a user asks about live in their environment, never in the tool's."""
-    import shutil
-
-    def own(prefix: str) -> bool:
-        try:
-            return os.path.samefile(prefix, own_prefix)
-        except OSError:
-            return False
-
-    for var, why in (("VIRTUAL_ENV", "the active virtual environment"),
-                     ("CONDA_PREFIX", "the active conda environment")):
-        prefix = environ.get(var) or ""
-        if not prefix or not os.path.isabs(prefix):
-            continue
-        exe = os.path.join(prefix, "bin", "python")
-        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-            continue
-        return (None, "envdoctor's own, the active environment") if own(prefix) else (exe, why)
-    if console_script and sys.prefix != getattr(sys, "base_prefix", sys.prefix):
-        found = shutil.which("python3", path=environ.get("PATH") or os.defpath)
-        if found and not own(os.path.dirname(os.path.dirname(os.path.abspath(found)))):
-            return found, "python3 on PATH (envdoctor runs from its own tool environment)"
-    return None, "envdoctor's own"
-
-
 _PY_INFO_SCRIPT = (
-    "import json,sys,platform;"
+    "import json,sys,platform,sysconfig;"
     "print(json.dumps({'executable':sys.executable,'version':platform.python_version(),"
     "'implementation':sys.implementation.name,'prefix':sys.prefix,"
-    "'base_prefix':getattr(sys,'base_prefix',sys.prefix),'sys_path':[p for p in sys.path if p]}))"
+    "'base_prefix':getattr(sys,'base_prefix',sys.prefix),'sys_path':[p for p in sys.path if p],"
+    "'stdlib':sysconfig.get_path('stdlib') or ''}))"
 )
 
 
@@ -619,6 +590,7 @@ def _python_info_of(executable: str, timeout: float) -> PythonInfo:
             executable=str(doc["executable"]), version=str(doc["version"]),
             implementation=str(doc["implementation"]), prefix=str(doc["prefix"]),
             base_prefix=str(doc["base_prefix"]), sys_path=tuple(str(p) for p in doc["sys_path"]),
+            stdlib=str(doc.get("stdlib") or ""),
         )
     except (ValueError, KeyError, TypeError) as exc:
         return PythonInfo(executable=executable, version="", implementation="", prefix="", base_prefix="",

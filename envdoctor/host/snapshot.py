@@ -92,6 +92,8 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
         "python": {
             "executable": py.executable, "version": py.version, "implementation": py.implementation,
             "prefix": py.prefix, "base_prefix": py.base_prefix, "sys_path": list(py.sys_path),
+            **({"stdlib": py.stdlib} if py.stdlib else {}),
+            **({"chosen": {"rule": py.rule, "reason": py.reason}} if py.rule else {}),
             **({"error": py.error, "message": py.message} if py.error else {}),
         },
         "nvml": ({"data": nvml.data, "duration": round(nvml.duration, 4)} if nvml.ok else
@@ -590,7 +592,9 @@ class SnapshotHost(Host):
     def python(self) -> PythonInfo:
         p = self.doc.get("python") or {}
         sys_path: List[str] = [str(x) for x in p.get("sys_path", [])]
+        chosen: Dict[str, Any] = p["chosen"] if isinstance(p.get("chosen"), dict) else {}
         return PythonInfo(executable=str(p.get("executable", "")), version=str(p.get("version", "")),
                           implementation=str(p.get("implementation", "")), prefix=str(p.get("prefix", "")),
                           base_prefix=str(p.get("base_prefix", "")), sys_path=tuple(sys_path),
-                          error=p.get("error"), message=p.get("message", ""))
+                          error=p.get("error"), message=p.get("message", ""), stdlib=str(p.get("stdlib") or ""),
+                          rule=str(chosen.get("rule") or ""), reason=str(chosen.get("reason") or ""))

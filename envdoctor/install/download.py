@@ -24,7 +24,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, TextIO
+from typing import Any, Callable, Dict, List, Optional, TextIO
 
 from .. import __version__
 
@@ -37,7 +37,12 @@ MAX_MANIFEST_BYTES = 8 * 1024 * 1024
 
 
 class DownloadError(Exception):
-    """A download failed; the message says what and why, in one or two lines."""
+    """A download failed; the message says what and why, in one or two lines. ``unreachable``: the server was
+    never reached (no network, no DNS, refused, a proxy down), as opposed to an answer that was wrong."""
+
+    def __init__(self, message: str, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 @dataclass
@@ -131,8 +136,52 @@ def _describe(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, requests.exceptions.ChunkedEncodingError) or "IncompleteRead" in text:
         return "the connection was cut off before the file was complete"
     if isinstance(exc, requests.exceptions.ConnectionError):
-        return f"could not connect ({_short(text)})"
+        why = unreachable_reason(exc)
+        return ("could not connect: " + why) if why else "the server closed the connection before it answered"
     return _short(text)
+
+
+def unreachable_reason(exc: BaseException) -> Optional[str]:
+    """Why a connection was never made, in words (never the HTTP library's own text, which quotes its
+    internals): the cause found in the chain of exceptions requests and urllib3 wrap it in. None when a
+    connection was made (and then lost)."""
+    import errno
+    import socket
+
+    import requests
+
+    seen = set()
+    todo: List[Any] = [exc]
+    host = ""
+    fallback = False
+    proxy = isinstance(exc, requests.exceptions.ProxyError)
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        host = host or str(getattr(e, "host", "") or getattr(getattr(e, "pool", None), "host", "") or "")
+        if type(e).__name__ == "ProxyError":
+            proxy = True
+        if isinstance(e, socket.gaierror):
+            return ("the name %s does not resolve, which means no network or no DNS" % (host or "of the server")
+                    if not proxy else "the name of the proxy HTTPS_PROXY/HTTP_PROXY names does not resolve")
+        if isinstance(e, ConnectionRefusedError):
+            return ("the proxy HTTPS_PROXY/HTTP_PROXY names refused the connection" if proxy else
+                    "%s refused the connection" % (host or "the server"))
+        if isinstance(e, OSError) and e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+            return "there is no route to %s, which means no network" % (host or "the server")
+        if isinstance(e, requests.exceptions.SSLError):
+            return "the TLS handshake with %s failed" % (host or "the server")
+        if isinstance(e, requests.exceptions.ConnectTimeout):
+            return "%s did not answer in time" % (host or "the server")
+        if type(e).__name__ in ("NewConnectionError", "NameResolutionError"):
+            fallback = True
+        todo += [getattr(e, "reason", None), e.__cause__, e.__context__] + [a for a in getattr(e, "args", ())
+                                                                           if isinstance(a, BaseException)]
+    if proxy:
+        return "the proxy HTTPS_PROXY/HTTP_PROXY names could not be reached"
+    return "%s could not be reached" % (host or "the server") if fallback else None
 
 
 def _short(text: str) -> str:
@@ -145,6 +194,7 @@ def fetch_bytes(url: str, options: Optional[DownloadOptions] = None, max_bytes: 
     opts = options or DownloadOptions()
     transient = _transient_errors()
     last = ""
+    unreachable = False
     for attempt in range(opts.retries + 1):
         if attempt:
             time.sleep(opts.backoff * (2 ** (attempt - 1)))
@@ -162,7 +212,8 @@ def fetch_bytes(url: str, options: Optional[DownloadOptions] = None, max_bytes: 
                     return bytes(data)
         except transient as exc:
             last = _describe(exc, opts.timeout)
-    raise DownloadError("%s: %s (tried %d times)" % (url, last, opts.retries + 1))
+            unreachable = last.startswith("could not connect")
+    raise DownloadError("%s: %s (tried %d times)" % (url, last, opts.retries + 1), unreachable=unreachable)
 
 
 def download(url: str, dest: str, sha256: str, size: Optional[int] = None,

@@ -687,7 +687,44 @@ def validate_driver_branches(rows: List[Row]) -> List[str]:
     return problems
 
 
+PRECISIONS_ENGINE = ("bf16", "fp8", "int4-awq", "fp4")
+
+
+def validate_precision(rows: List[Row]) -> List[str]:
+    problems = []
+    seen = set()
+    for i, r in enumerate(rows):
+        w = f"row {i} ({r.get('precision')}, {r.get('engine')})"
+        if r.get("precision") not in PRECISIONS_ENGINE:
+            problems.append(f"{w}: precision must be one of {', '.join(PRECISIONS_ENGINE)}")
+        if r.get("engine") not in ("vllm", "sglang", "transformers"):
+            problems.append(f"{w}: engine must be vllm, sglang or transformers")
+        lo, native = _cc(str(r.get("min_cc"))), _cc(str(r.get("native_cc")))
+        if lo is None or native is None:
+            problems.append(f"{w}: min_cc and native_cc must be compute capabilities (\"8.0\")")
+        elif lo > native:
+            problems.append(f"{w}: min_cc is above native_cc")
+        elif lo < native and not isinstance(r.get("weight_only"), str):
+            problems.append(f"{w}: below native_cc the row must say how it runs (weight_only)")
+        if not isinstance(r.get("instead"), str) or not r.get("instead"):
+            problems.append(f"{w}: instead must say what to use on older GPUs")
+        key = (r.get("precision"), r.get("engine"))
+        if key in seen:
+            problems.append(f"{w}: a second row for the same precision and engine")
+        seen.add(key)
+    return problems
+
+
+def precision_rule(precision: str, engine: str = "vllm") -> Optional[Row]:
+    """What ``engine`` needs of a GPU to run ``precision`` (``precision.json``), or None when no row says."""
+    for row in load("precision"):
+        if row["precision"] == precision and row["engine"] == engine:
+            return row
+    return None
+
+
 VALIDATORS = {
+    "precision": validate_precision,
     "driver_branches": validate_driver_branches,
     "cuda": validate_cuda,
     "cudnn": validate_cudnn,

@@ -298,6 +298,11 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
                                  "derived", "Architecture"))
 
     d.add("memory_total_bytes", "memory", "Memory", lambda v: _nonneg(_struct(v, "total")))
+    # Free and used now: what other processes hold (`envdoctor fit` judges against free memory). The same NVML
+    # answer as the total, so no extra call.
+    if d.answer("memory")[1] is None:
+        d.add("memory_free_bytes", "memory", "Memory free now", lambda v: _nonneg(_struct(v, "free")))
+        d.add("memory_used_bytes", "memory", "Memory in use now", lambda v: _nonneg(_struct(v, "used")))
     width = d.add("memory_bus_width_bits", "memory_bus_width", "Memory bus width (bits)", _nonneg)
     clock = d.add("memory_clock_max_mhz", "max_clock_mem", "Max memory clock (MHz)", _nonneg)
     d.add("sm_clock_max_mhz", "max_clock_sm", "Max SM clock (MHz)", _nonneg)

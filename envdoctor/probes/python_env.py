@@ -13,6 +13,7 @@ from typing import Dict, Iterable, List, Optional
 
 from ..facts import Fact, ok, unknown
 from ..host.base import Host, PythonInfo, normalize_name, parse_dist_dir
+from ..host.interpreter import tool_installer
 from . import ProbeContext, register
 
 
@@ -61,6 +62,14 @@ def environment_of(host: Host, py: PythonInfo) -> Dict[str, object]:
     elif host.is_dir(posixpath.join(prefix, "conda-meta")):
         env["kind"] = "conda"
         env["name"] = conda_env_name(host, prefix)
+    tool = tool_installer(prefix, host.exists)
+    if tool:
+        env["tool"] = tool  # made by pipx or `uv tool` for one application: not for the user's packages
+    stdlib = host.list_dir(py.stdlib) if py.stdlib and not is_venv else None
+    if stdlib is not None and stdlib.ok:
+        # PEP 668: only an interpreter outside any virtual environment whose stdlib directory holds the marker
+        # is externally managed (Debian 12, Ubuntu 23.04+ mark /usr/bin/python3; pyenv's builds are not).
+        env["externally_managed"] = "EXTERNALLY-MANAGED" in stdlib.names()
     active = host.getenv("CONDA_DEFAULT_ENV")
     if active:
         env["conda_active"] = active
@@ -85,6 +94,11 @@ def shadowed_distributions(host: Host, sys_path: Iterable[str]) -> Dict[str, Lis
     return {k: v for k, v in sorted(where.items()) if len(v) > 1}
 
 
+#: Where each rule of envdoctor.host.interpreter.choose read its answer.
+_CHOSEN_SOURCE = {"option": "option:--python", "env_var": "env:ENVDOCTOR_PYTHON", "virtual_env": "env:VIRTUAL_ENV",
+                  "conda": "env:CONDA_PREFIX", "tool_path": "env:PATH", "own": "envdoctor", "own_tool": "envdoctor"}
+
+
 @register("python", "Python", order=80,
           produces=("python.*",))
 def probe_python(ctx: ProbeContext) -> Iterable[Fact]:
@@ -103,6 +117,9 @@ def probe_python(ctx: ProbeContext) -> Iterable[Fact]:
     facts.append(ok("python.version", py.version, src, "Python"))
     facts.append(ok("python.executable", py.executable, src, "Interpreter"))
     facts.append(ok("python.implementation", py.implementation or "unknown", src, "Implementation"))
+    if py.rule:
+        facts.append(ok("python.chosen", {"rule": py.rule, "reason": py.reason}, _CHOSEN_SOURCE.get(py.rule, src),
+                        "Why this interpreter"))
     env = environment_of(host, py)
     env_src = "file:{}".format(posixpath.join(py.prefix, "pyvenv.cfg")) if env["kind"] == "venv" else (
         "dir:{}".format(posixpath.join(py.prefix, "conda-meta")) if env["kind"] == "conda" else src)

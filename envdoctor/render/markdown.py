@@ -12,7 +12,7 @@ import re
 from typing import List
 
 from .. import __version__
-from ..findings import Finding
+from ..findings import AnyOf, Finding
 from ..report import Report
 from .layers import NOT_EXAMINED, titles
 from .style import printable
@@ -54,8 +54,14 @@ def _finding(fd: Finding) -> List[str]:
         lines.append("  - " + text(fd.detail))
     if fd.fix.text:
         lines.append("  - Fix: " + text(fd.fix.text))
-    for cmd in ([fd.fix.install] if fd.fix.install else []) + list(fd.fix.commands):
-        lines.append("    - " + code(cmd))
+    if fd.fix.install:
+        lines.append("    - " + code(fd.fix.install))
+    for step in fd.fix.steps:  # in order; alternatives as a list of ways, any one of which does it
+        if isinstance(step, AnyOf):
+            lines.append("    - one of:")
+            lines += ["      - " + ", then ".join(code(c) for c in option) for option in step.options]
+        else:
+            lines.append("    - " + code(step))
     if fd.source.get("url"):
         lines.append("  - Rule: " + text(fd.source.get("rule") or "") + " (" + url(fd.source["url"]) + ")")
     return lines

@@ -12,7 +12,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..facts import NOT_SUPPORTED_DEFAULT, Fact, Facts
-from ..findings import SEVERITY_RANK, Finding
+from ..findings import SEVERITY_RANK, AnyOf, Finding, Fix
 from ..report import Report
 from .layers import COMPANIONS, FRAMEWORK_LAYERS, LAYER_ROWS, NOT_EXAMINED, row_of_finding, row_of_probe, select, titles
 from .layout import DEFAULT_WIDTH, wrap, wrap_command
@@ -116,6 +116,21 @@ def _first_sentence(text: str) -> str:
     return text[:m.start() + 1] if m else text
 
 
+def fix_lines(fix: Fix) -> List[Tuple[str, str]]:
+    """A fix's commands one per line, each with the label that says how it relates to the others: none for a
+    step (the steps run in order), "either " and "    or " before the alternatives of a step (any one of them
+    does it), blanks under them for an alternative's further commands."""
+    out: List[Tuple[str, str]] = []
+    for step in fix.steps:
+        if not isinstance(step, AnyOf):
+            out.append(("", step))
+            continue
+        for n, option in enumerate(step.options):
+            for k, cmd in enumerate(option):
+                out.append((("either " if n == 0 else "    or ") if k == 0 else " " * 7, cmd))
+    return out
+
+
 def _finding_lines(fd: Finding, style: Style, verbose: bool, width: int = DEFAULT_WIDTH, brief: int = 0) -> List[str]:
     """A finding: mark and severity, the title; why (one sentence; all of it with -v); the fix.
     ``brief`` shortens it to fit a screen: 1 leaves out the why, 2 the fix too."""
@@ -128,19 +143,19 @@ def _finding_lines(fd: Finding, style: Style, verbose: bool, width: int = DEFAUL
     why = "" if brief else printable(fd.detail if verbose else _first_sentence(fd.detail))
     if why:
         lines += [style(ln, "dim") if not verbose else ln for ln in wrap(why, width, indent)]
-    commands = ([fd.fix.install] if fd.fix.install else []) + (list(fd.fix.commands) if verbose or not fd.fix.install
-                                                                 else [])
+    commands = ([("", fd.fix.install)] if fd.fix.install else []) + (
+        fix_lines(fd.fix) if verbose or not fd.fix.install else [])
     if verbose and fd.fix.text:
         lines += wrap("fix: " + printable(fd.fix.text), width, indent, indent + "     ")
     elif not commands and fd.fix.text:
         lines += wrap("fix: " + printable(fd.fix.text), width, indent, indent + "     ")
-    for i, cmd in enumerate(commands):
+    for i, (label, cmd) in enumerate(commands):
         if verbose and fd.fix.install and i == 1:
             lines.append(indent + style("or by hand:", "dim"))
         if verbose:
-            first = indent + "  $ "
+            first = indent + "  " + label + "$ "
         else:  # the commands one under the other, after "fix:"
-            first = indent + ("fix: " if i == 0 else "     ")
+            first = indent + ("fix: " if i == 0 else "     ") + label
         lines += wrap_command(printable(cmd), width, first, " " * (len(first) + 2))
     if verbose:
         lines.append(indent + style(printable(fd.code), "dim"))
@@ -323,7 +338,9 @@ def _python_line(facts: Facts) -> Tuple[str, bool]:
         return "Python: " + (_why_unknown(facts, "python.executable", "python.version") or "unknown"), False
     kind = _v(facts.mapping("python.environment"), "kind")
     text = "Python %s %s" % (version or "?", exe or "")
-    return text.strip() + (" (%s)" % kind if kind and kind != "system" else ""), True
+    why = _v(facts.mapping("python.chosen"), "reason")  # absent from older snapshots
+    notes = [n for n in (kind if kind and kind != "system" else None, why) if n]
+    return text.strip() + (" (%s)" % "; ".join(notes) if notes else ""), True
 
 
 def _framework_text(name: str, label: str, value: Any) -> str:
@@ -506,7 +523,13 @@ def _next_step(findings: Sequence[Finding]) -> Optional[str]:
     if len(top.fix.commands) == 1:
         return top.fix.commands[0]
     where = "the first ERROR above" if top.severity == "error" else "the first WARN above"
-    return "the commands under %s, in order" % where if top.fix.commands else "the fix under %s" % where
+    if not top.fix.commands:
+        return "the fix under %s" % where
+    if len(top.fix.steps) == 1:  # one step, its alternatives: any one of them, never all in order
+        return "one of the ways under %s (either ... or)" % where
+    if top.fix.has_alternatives:
+        return "the steps under %s (one way of each either/or)" % where
+    return "the commands under %s, in order" % where
 
 
 def render(report: Report, style: Style, verbose: bool = False, width: int = DEFAULT_WIDTH,

@@ -18,5 +18,5 @@ fi
 # step id: pip-install
 /home/user/.local/share/envdoctor/venvs/cudnn/bin/python -m pip install 'nvidia-cudnn-cu12==9.1.0.*'
 
-# pip installs into the virtual environment /home/user/.local/share/envdoctor/venvs/cudnn (created if missing), not into /usr/bin/python3: the system Python is managed by the distribution (PEP 668: pip refuses to install into it on Debian 12 and Ubuntu 24.04). Use it: /home/user/.local/share/envdoctor/venvs/cudnn/bin/python, or source /home/user/.local/share/envdoctor/venvs/cudnn/bin/activate. --venv PATH for another, --python to name an interpreter. Debian/Ubuntu need the python3-venv package to create it.
+# pip installs into the virtual environment /home/user/.local/share/envdoctor/venvs/cudnn (created if missing), not into /usr/bin/python3: /usr/bin/python3 is the distribution's own Python (Debian 12 and Ubuntu 24.04 mark it externally managed, PEP 668, and pip refuses to install into it). Use it: /home/user/.local/share/envdoctor/venvs/cudnn/bin/python, or source /home/user/.local/share/envdoctor/venvs/cudnn/bin/activate. --venv PATH for another, --python to name an interpreter. Debian/Ubuntu need the python3-venv package to create it.
 echo 'done: install cuDNN 9.1.0 (pip, CUDA 12)'
