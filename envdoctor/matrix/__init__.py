@@ -256,7 +256,8 @@ def clear_cache() -> None:
 #: Whose tables an area's facts come from, for the sentence a user reads about an unconfirmed fact.
 VENDORS = {
     "cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
-    "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA", "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA",
+    "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
+    "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA",
     "torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX",
     "onnxruntime": "ONNX Runtime", "cupy": "CuPy", "paddle": "PaddlePaddle", "mxnet": "MXNet",
 }
