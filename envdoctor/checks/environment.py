@@ -275,7 +275,8 @@ def nccl_topology_override(ctx: CheckContext) -> Iterable[Finding]:
 
     facts = ctx.facts
     info = facts.mapping("env.nccl")
-    variables = info.get("variables") if isinstance(info.get("variables"), dict) else {}
+    raw = info.get("variables")
+    variables: Dict[str, Any] = raw if isinstance(raw, dict) else {}
     files = [x for x in info.get("xml_files") or [] if isinstance(x, dict)]
     machine = sorted({str(d.get("bus_id", "")).lower() for d in facts.items("gpu.pci_devices")
                       if isinstance(d, dict) and d.get("bus_id")})

@@ -110,6 +110,6 @@ def nccl_variables(host: Host) -> Fact:
         entry = _xml_file(host, default, True)
         entry["variable"] = None  # NCCL's own default location
         xml.append(entry)
-    value = {"variables": found, "conf_files": read, "xml_files": xml}
-    return ok("env.nccl", value, "env:NCCL_*," + ",".join(["$NCCL_CONF_FILE|~/.nccl.conf", "/etc/nccl.conf"]),
+    settings = {"variables": found, "conf_files": read, "xml_files": xml}
+    return ok("env.nccl", settings, "env:NCCL_*," + ",".join(["$NCCL_CONF_FILE|~/.nccl.conf", "/etc/nccl.conf"]),
               "NCCL settings")
