@@ -275,7 +275,11 @@ def _number_is(want: float) -> Matcher:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A JSON number a requirement can compare: an integer of any size (10**400 is one, and no float can hold
+    it: math.isfinite would raise), a finite float."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def make_requirement(name: str, want: Any) -> Requirement:

@@ -124,7 +124,8 @@ def parse_stream(text):
 #: NVML function asked for each top-level key (for messages naming a call that hung).
 TOP_CALLS = {"init": "nvmlInit", "system.driver_version": "nvmlSystemGetDriverVersion",
              "system.cuda_driver_version": "nvmlSystemGetCudaDriverVersion_v2",
-             "system.nvml_version": "nvmlSystemGetNVMLVersion", "device_count": "nvmlDeviceGetCount"}
+             "system.nvml_version": "nvmlSystemGetNVMLVersion", "device_count": "nvmlDeviceGetCount",
+             "shutdown": "nvmlShutdown"}
 
 
 def describe_call(key):
@@ -319,6 +320,7 @@ def collect(emit=None):
         mig = out.get(p + "mig_mode", {}).get("value")
         if isinstance(mig, list) and mig and mig[0] == 1:
             ask(p + "mig_devices", mig_devices, handle)
+    tell({"ask": "shutdown"})  # every answer is in: a hang from here on is NVML's shutdown's
     try:
         call("nvmlShutdown")
     except Exception:  # noqa: BLE001

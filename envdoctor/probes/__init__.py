@@ -256,7 +256,7 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
         with runner.lock:
             res = runner.results.get(spec.name)
             if res is None:
-                res = timed_out_result(spec)
+                res = timed_out_result(spec, getattr(host, "late_reason", ""))
                 runner.results[spec.name] = res
         out.append(res)
     return out

@@ -22,6 +22,8 @@ LABEL_WIDTH = 34
 
 
 def human_bytes(n: float) -> str:
+    if isinstance(n, int) and abs(n) >= 1 << 60:  # beyond any real machine (and maybe beyond a float: 10**400)
+        return "%d B" % n
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return ("%.0f %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))

@@ -14,7 +14,7 @@
  *   device.0.<field>.error=3      that call returns NVML_ERROR_NOT_SUPPORTED
  *
  * Any call can also misbehave, keyed by the same prefix (init, device_count, device.N.handle,
- * device.N.<field>, system.<field>):
+ * device.N.<field>, system.<field>, shutdown for nvmlShutdown):
  *
  *   <key>.stdout=TEXT             prints TEXT on stdout first (a library that writes to stdout)
  *   <key>.hang_seconds=N          sleeps N seconds first (a driver call that hangs)
@@ -184,7 +184,7 @@ int nvmlInitWithFlags(unsigned flags) {
 }
 int nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
 int nvmlInit(void) { return nvmlInitWithFlags(0); }
-int nvmlShutdown(void) { initialized = 0; return OK; }
+int nvmlShutdown(void) { misbehave("shutdown"); initialized = 0; return OK; }
 
 const char *nvmlErrorString(int result) {
     switch (result) {
