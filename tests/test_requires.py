@@ -127,7 +127,7 @@ def test_the_finding_names_both_sides_and_the_fix(venv: str) -> None:
     assert "xformers 0.0.23.post1 requires torch==2.1.2, but torch 2.2.1+cu121 is installed" in titles
     # vllm's own pin on xformers is met; einops (not of the GPU stack) is in the fact, not said; Triton is said
     assert not any("einops" in t for t in titles)
-    triton = [f for f in found if "triton" in f.title and f.code == "python.requirement_missing"]
+    triton = [f for f in found if "triton" in f.title and f.code == "packages.requirement_missing"]
     assert triton and triton[0].severity == "info"
     # torch's pin on its cuDNN wheel is the nvidia-wheels check's (here met): never said twice
     assert not any("nvidia-cudnn" in t for t in titles)

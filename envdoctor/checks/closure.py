@@ -206,8 +206,8 @@ def count(findings: Iterable[Finding]) -> Dict[str, int]:
 
 FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "mxnet")
 SYMBOLS_DOC = CodeDoc(
-    "linkage.undefined_symbols", "error", "An extension module imports framework symbols the installed framework "
-    "does not export.", "linkage.torch.extension_symbols, linkage.tensorflow.extension_symbols",
+    "framework.extension_abi_mismatch", "error", "An extension module imports framework symbols the installed "
+    "framework does not export.", "linkage.torch.extension_symbols, linkage.tensorflow.extension_symbols",
     "It was built against another release of the framework: importing it fails with 'undefined symbol: "
     "_ZN3c10...' (C++ has no stable ABI across releases).", "https://pytorch.org/docs/stable/notes/faq.html")
 
@@ -276,7 +276,7 @@ def extension_symbols(ctx: CheckContext) -> Iterable[Finding]:
             first = str(es[0]["missing"][0])
             files = ", ".join(sorted({posixpath.basename(str(e.get("path"))) for e in es}))
             yield Finding(
-                code="linkage.undefined_symbols", severity="error", components=[fw],
+                code="framework.extension_abi_mismatch", severity="error", components=[fw],
                 title="%s %s was built against another %s: %s import%s %d symbol%s %s %s does not export" % (
                     package, es[0].get("version"), display, files, "s" if len(es) == 1 else "", total,
                     "" if total == 1 else "s", display, value.get("version", "?")),

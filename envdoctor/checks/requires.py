@@ -1,10 +1,10 @@
 """Installed packages against each other (``python.requirements``, :mod:`envdoctor.probes.requires`): what
 ``pip check`` reports, without running pip.
 
-* ``python.requirement_conflict`` (warning): a package requires another at a version outside what is installed
+* ``packages.requirement_not_met`` (warning): a package requires another at a version outside what is installed
   ("vllm 0.3.3 requires torch==2.1.2, but torch 2.2.1 is installed"). A package pinned to one framework release
   usually carries compiled code built against it; the compiled-extension check says when that code cannot load.
-* ``python.requirement_missing`` (info): a package requires a framework, an NVIDIA CUDA wheel or Triton that is
+* ``packages.requirement_missing`` (info): a package requires a framework, an NVIDIA CUDA wheel or Triton that is
   not installed. Said, not warned about: it fails only the code paths that import it, and its absence is often
   deliberate (``--no-deps`` installs). Other missing requirements stay in the fact.
 
@@ -63,11 +63,11 @@ def _judged_elsewhere(facts: Facts, entry: Dict[str, Any]) -> bool:
 @check("installed-requirements", requires=("python.requirements",), reads=("framework.*",),
        layers=("python", "frameworks"),
        codes=(
-    CodeDoc("python.requirement_conflict", "warning", "An installed package requires another at a version other "
+    CodeDoc("packages.requirement_not_met", "warning", "An installed package requires another at a version other "
             "than the one installed (what `pip check` reports).", "python.requirements",
             "The package was built or tested against that version; a compiled extension pinned to one framework "
             "release fails to import with another ('undefined symbol'), others misbehave.", PIP_CHECK["url"]),
-    CodeDoc("python.requirement_missing", "info", "An installed package requires another that is not installed.",
+    CodeDoc("packages.requirement_missing", "info", "An installed package requires another that is not installed.",
             "python.requirements", "The code paths that import it fail with ModuleNotFoundError.",
             PIP_CHECK["url"]),
 ))
@@ -82,7 +82,7 @@ def installed_requirements(ctx: CheckContext) -> Iterable[Finding]:
             continue
         spec = str(c.get("spec") or "")
         yield Finding(
-            code="python.requirement_conflict", severity="warning", components=_component(facts, c),
+            code="packages.requirement_not_met", severity="warning", components=_component(facts, c),
             title="%s %s requires %s%s, but %s %s is installed" % (
                 c.get("package"), c.get("version"), c.get("name"), spec, c.get("installed_name") or c.get("name"),
                 c.get("installed")),
@@ -99,7 +99,7 @@ def installed_requirements(ctx: CheckContext) -> Iterable[Finding]:
             continue
         spec = str(m.get("spec") or "")
         yield Finding(
-            code="python.requirement_missing", severity="info", components=_component(facts, m),
+            code="packages.requirement_missing", severity="info", components=_component(facts, m),
             title="%s %s requires %s%s, which is not installed" % (m.get("package"), m.get("version"), m.get("name"),
                                                                     "" if spec.startswith("@") else spec),
             detail="%s %s declares 'Requires-Dist: %s' and no distribution of that name is on the interpreter's "
