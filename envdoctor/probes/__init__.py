@@ -83,6 +83,7 @@ PROBE_MODULES = (
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
     "envdoctor.probes.dlopen",
+    "envdoctor.probes.topology",
     "envdoctor.probes.environment",
     "envdoctor.probes.containers",
 )
