@@ -13,25 +13,34 @@ from ..host.privacy import scrubber_for
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
            "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
-           "deprecated", "Seconds", "output_deadline", "write_to", "write_bytes"]
+           "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes"]
 
 #: The probes whose facts `advise` and the install recipes read (driver, GPUs, OS, interpreter): a
 #: plan need not wait for Docker, compilers or every framework, nor for one of them that hangs.
 PLANNING_PROBES = ("os", "driver", "gpu", "python")
 
 
-class Seconds(click.FloatRange):
-    """A number of seconds in a range; NaN (which compares false with both bounds, so a plain FloatRange
-    lets it through, and then every wait times out at once) is refused like any value out of range."""
+class Finite(click.FloatRange):
+    """A number in a range; NaN (which compares false with both bounds, so a plain FloatRange lets it
+    through) is refused like any value out of range. Every float option takes this type, not FloatRange."""
+
+    #: What the number is, for the message ("a number", "a number of seconds").
+    what = "a number"
 
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
         import math
 
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
-            self.fail("%r is not a number of seconds in the range %s<=x<=%s" % (str(value), self.min, self.max),
+            self.fail("%r is not %s in the range %s<=x<=%s" % (str(value), self.what, self.min, self.max),
                       param, ctx)
         return number
+
+
+class Seconds(Finite):
+    """A number of seconds in a range (NaN would make every wait time out at once)."""
+
+    what = "a number of seconds"
 
 
 def timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
