@@ -17,14 +17,15 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 #: The stack from the bottom up: a problem lower down usually causes the ones above it, so at equal
 #: severity it is shown (and fixed) first.
-LAYERS = ("os", "kernel", "cpu", "driver", "fabric-manager", "gpu", "cuda", "compiler", "cudnn", "nccl", "tensorrt",
-          "python", "conda") + frameworks.COMPONENTS + ("docker", "container-toolkit", "envdoctor")
+LAYERS = ("os", "kernel", "cpu", "driver", "fabric-manager", "gpu", "topology", "cuda", "compiler", "cudnn", "nccl",
+          "tensorrt", "python", "conda") + frameworks.COMPONENTS + ("docker", "container-toolkit", "envdoctor")
 LAYER_RANK = {name: i for i, name in enumerate(LAYERS)}
 
 #: Headings for the layers in the human report.
 LAYER_TITLES = {
     "os": "Operating system", "kernel": "Operating system", "cpu": "CPU", "driver": "NVIDIA driver",
-    "fabric-manager": "NVIDIA driver", "gpu": "GPUs", "cuda": "CUDA", "compiler": "CUDA", "cudnn": "Libraries",
+    "fabric-manager": "NVIDIA driver", "gpu": "GPUs", "topology": "GPU topology", "cuda": "CUDA", "compiler": "CUDA",
+    "cudnn": "Libraries",
     "nccl": "Libraries", "tensorrt": "Libraries", "python": "Python", "conda": "Python", "docker": "Containers",
     "container-toolkit": "Containers", "envdoctor": "envdoctor itself",
 }
@@ -39,7 +40,7 @@ def sort_key(finding: Finding) -> tuple:
     return (SEVERITY_RANK[finding.severity], LAYER_RANK.get(layer_of(finding), len(LAYERS)), finding.code)
 
 COMPONENTS = frozenset(
-    "os kernel cpu driver gpu cuda cudnn nccl tensorrt compiler python conda docker container-toolkit "
+    "os kernel cpu driver gpu topology cuda cudnn nccl tensorrt compiler python conda docker container-toolkit "
     "fabric-manager envdoctor".split()
 ) | frozenset(frameworks.COMPONENTS)
 

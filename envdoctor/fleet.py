@@ -207,13 +207,16 @@ def _list(value: Any) -> List[Any]:
 
 
 def load_node(path: str, timeout: float, name: Optional[str] = None, policy: Any = None,
-              summary: bool = False, keep_facts: bool = True) -> Node:
+              summary: bool = False, keep_facts: bool = True, raw: Any = None,
+              replay: Optional[float] = None) -> Node:
     """One node from a report or a snapshot file; never raises for the file's sake.  ``policy`` (a
     :class:`~envdoctor.policy.Policy`) or ``summary`` also make the node's engine summary; without
-    ``keep_facts`` only the extract stays (what a fleet of thousands of nodes can afford)."""
+    ``keep_facts`` only the extract stays (what a fleet of thousands of nodes can afford). ``raw``: the
+    file's bytes (or why they could not be read), when they were read already (:func:`read_pipes`); ``replay``:
+    the probe budget of a snapshot's replay (default: ``timeout``)."""
     node = Node(name or node_name(path), path)
     try:
-        _load(node, timeout)
+        _load(node, timeout, raw, replay)
         if not node.unreadable:
             extract(node, policy, summary)
     except Exception as exc:  # noqa: BLE001 - one strange file must not end a fleet's comparison
@@ -293,12 +296,48 @@ def _interned(nodes: Iterable[Node]) -> Iterable[Node]:
 #: The most files a reader is handed at a time (each hand-over costs fleet a few thread switches).
 _CHUNK = 64
 #: What the parallel readers share (set before they fork): timeout, policy, summary.
-_JOB: Tuple[float, Any, bool] = (10.0, None, False)
+_JOB: Tuple[float, Any, bool, Optional[float]] = (10.0, None, False, None)
 
 
 def _load_job(job: Tuple[str, str]) -> Node:
-    timeout, policy, summary = _JOB
-    return load_node(job[0], timeout, job[1], policy, summary, keep_facts=False)
+    timeout, policy, summary, replay = _JOB
+    return load_node(job[0], timeout, job[1], policy, summary, keep_facts=False, replay=replay)
+
+
+#: The most pipes (or devices, or standard input) read at the same time.
+MAX_PIPES_AT_ONCE = 256
+
+
+def _regular(path: str) -> bool:
+    import stat
+
+    try:
+        return path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # not there, or not reachable: reading it says why, at once
+
+
+def read_pipes(paths: Sequence[str], timeout: float) -> Dict[str, Any]:
+    """The bytes of each input that is not a regular file (a pipe, a device, standard input), or the
+    :class:`~envdoctor.host.snapshot.SnapshotError` saying why not, read at the same time (up to
+    :data:`MAX_PIPES_AT_ONCE` at once), each allowed ``timeout``: forty stalled pipes cost one time-out,
+    not forty."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .host.snapshot import SnapshotError, read_raw
+
+    pipes = [p for p in dict.fromkeys(paths) if not _regular(p)]
+    if not pipes:
+        return {}
+
+    def read(path: str) -> Any:
+        try:
+            return read_raw(path, timeout, "report or snapshot")
+        except SnapshotError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(len(pipes), MAX_PIPES_AT_ONCE)) as pool:
+        return dict(zip(pipes, pool.map(read, pipes)))
 
 
 def readers(paths: Sequence[str]) -> int:
@@ -318,19 +357,22 @@ def readers(paths: Sequence[str]) -> int:
 
 
 def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, policy: Any = None,
-               summary: bool = False, workers: Optional[int] = None) -> List[Node]:
+               summary: bool = False, workers: Optional[int] = None, replay: Optional[float] = None) -> List[Node]:
     """Every file's node, in order, keeping only extracts; read by :func:`readers` processes in parallel
-    (each parses whole reports, the parent keeps what comes back)."""
+    (each parses whole reports, the parent keeps what comes back). ``timeout`` bounds the wait for a pipe,
+    ``replay`` (default: ``timeout``) the probes of a snapshot's replay."""
     global _JOB
     jobs = list(zip(paths, names))
     count = readers(paths) if workers is None else workers
     if count <= 1:
-        return list(_interned(load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs))
+        piped = read_pipes(paths, timeout)
+        return list(_interned(load_node(p, timeout, n, policy, summary, keep_facts=False, raw=piped.get(p),
+                                        replay=replay) for p, n in jobs))
     import multiprocessing
 
     from .forked import reset_signals
 
-    _JOB = (timeout, policy, summary)
+    _JOB = (timeout, policy, summary, replay)
     try:
         # The readers take the default signal actions: fleet's own handlers (end the children and
         # commands, raise) would make a reader ignore the pool's SIGTERM while it waits for work, and the
@@ -348,17 +390,20 @@ def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, polic
         finally:
             pool.join()
     except (OSError, ImportError):  # no fork here after all (a sandbox): read them one by one
-        return list(_interned(load_node(p, timeout, n, policy, summary, keep_facts=False) for p, n in jobs))
+        return list(_interned(load_node(p, timeout, n, policy, summary, keep_facts=False, replay=replay)
+                              for p, n in jobs))
     finally:
-        _JOB = (10.0, None, False)
+        _JOB = (10.0, None, False, None)
 
 
-def _load(node: Node, timeout: float) -> Node:
+def _load(node: Node, timeout: float, raw: Any = None, replay: Optional[float] = None) -> Node:
     from .host.snapshot import SnapshotError
     from .report import report_from_file
 
     try:
-        node.kind, doc = report_from_file(node.path, timeout)
+        if isinstance(raw, SnapshotError):
+            raise raw
+        node.kind, doc = report_from_file(node.path, timeout, raw=raw, replay_timeout=replay)
     except SnapshotError as exc:
         node.unreadable = str(exc)
         return node
@@ -399,8 +444,6 @@ def _load(node: Node, timeout: float) -> Node:
     if newer:
         node.findings.append({"code": "envdoctor.newer_schema", "severity": "warning", "components": ["envdoctor"],
                               "title": newer})
-    if not node.facts and node.kind == "report":
-        node.unreadable = "%s holds no facts: not an envdoctor report" % node.path
     return node
 
 
@@ -582,6 +625,11 @@ FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], Optional[str]]]] = [
     ("MIG", "gpu.N.mig_mode_current", lambda f: _per_gpu(f, "mig_mode_current")),
     ("Persistence mode", "gpu.N.persistence_mode", lambda f: _per_gpu(f, "persistence_mode")),
     ("PCIe link (now)", "gpu.N.pcie_gen_current, pcie_width_current", lambda f: _per_gpu(f, "", _pcie)),
+    ("NVLinks active", "gpu.N.nvlink_active", lambda f: _per_gpu(f, "nvlink_active")),
+    ("GPU fabric", "topology.fabric.state", _fact("topology.fabric.state")),
+    ("NCCL's slowest transport", "topology.min_nccl_transport", _fact("topology.min_nccl_transport")),
+    ("IOMMU (GPUs)", "topology.iommu_mode", _fact("topology.iommu_mode")),
+    ("ACS redirect on P2P paths", "topology.acs_redirect", _fact("topology.acs_redirect")),
     ("CUDA toolkit", "cuda.nvcc, cuda.default_symlink", _toolkit),
     ("cuDNN (loader picks)", "libraries.loader_choice", lambda f: _loader(f, "libcudnn.so.")),
     ("NCCL (loader picks)", "libraries.loader_choice", lambda f: _loader(f, "libnccl.so.")),

@@ -146,6 +146,6 @@ def _exit_now(code: Any) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`| head`): nothing more to say
+        except (OSError, ValueError, AttributeError):  # a closed pipe (`| head`); None: started with it closed
             pass
     os._exit(status)

@@ -91,6 +91,14 @@ KEYS: Dict[str, Tuple[str, str]] = {
     "container.toolkit.installed": ("bool", "the NVIDIA Container Toolkit is installed"),
     "container.toolkit.version": ("version", "NVIDIA Container Toolkit version"),
     "container.nvidia_runtime_configured": ("bool", "Docker is configured with the nvidia runtime"),
+    "topology.fabric.state": ("text", "GPU fabric state on NVSwitch systems (completed, in progress, not started; "
+                                      "'mixed: ...' when the GPUs differ)"),
+    "topology.acs_redirect": ("bool", "a PCIe bridge on a peer-to-peer path redirects peer traffic (ACS); unknown "
+                                      "without root"),
+    "topology.iommu_mode": ("text", "IOMMU mode of the GPUs: off, identity (passthrough), DMA or DMA-FQ "
+                                    "(translating)"),
+    "topology.min_nccl_transport": ("text", "slowest transport NCCL uses between two GPUs of the job: P2P/NVLink, "
+                                            "P2P/PCIe, SHM, NET or abort; met by that transport or a faster one"),
 }
 
 #: gpu.*.X (every GPU) and gpu.N.X (GPU N): X -> (kind, what it is).
@@ -130,6 +138,7 @@ GPU_KEYS: Dict[str, Tuple[str, str]] = {
     "power_limit_default_watts": ("number", "default power limit in W"),
     "vbios_version": ("text", "VBIOS version"),
     "temperature_celsius": ("number", "temperature"),
+    "nvlink_active": ("number", "active NVLink links (0 on a GPU without NVLink)"),
 }
 
 #: framework.NAME.X for any framework envdoctor recognises: X -> (kind, what it is).
@@ -275,7 +284,11 @@ def _number_is(want: float) -> Matcher:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A JSON number a requirement can compare: an integer of any size (10**400 is one, and no float can hold
+    it: math.isfinite would raise), a finite float."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def make_requirement(name: str, want: Any) -> Requirement:
@@ -303,6 +316,14 @@ def make_requirement(name: str, want: Any) -> Requirement:
             raise PolicyError("%s: %r is not a service state (running, %s)" % (
                 where, want, ", ".join(_SERVICE_STATES[1:])))
         return Requirement(name, kind, want, want, _text_is(state))
+    if name == "topology.min_nccl_transport":
+        from .matrix.nccl import TRANSPORTS
+
+        if want not in TRANSPORTS:
+            raise PolicyError("%s: %r is not an NCCL transport (%s)" % (where, want, ", ".join(TRANSPORTS)))
+        rank = TRANSPORTS.index(want)
+        return Requirement(name, kind, want, "%s or faster" % want if rank else want,
+                           lambda v: v in TRANSPORTS and TRANSPORTS.index(v) <= rank)
     return Requirement(name, kind, want, want, _text_is(want))
 
 
@@ -877,9 +898,9 @@ def _pin(kind: str, found: Found) -> Optional[Any]:
 #: The keys a policy made from a golden node pins (when the node has them), in this order.
 INIT_KEYS = ("os.id", "os.version", "os.arch", "driver.version", "driver.kernel_module.flavor",
              "driver.fabric_manager.state", "gpu.count", "cuda.toolkit.version", "cudnn.version", "nccl.version",
-             "python.version")
+             "python.version", "topology.fabric.state", "topology.iommu_mode", "topology.min_nccl_transport")
 INIT_GPU_KEYS = ("name", "compute_capability", "memory_total_bytes", "ecc_mode_current", "mig_mode_current",
-                 "persistence_mode", "pcie_gen_max", "pcie_width_max")
+                 "persistence_mode", "pcie_gen_max", "pcie_width_max", "nvlink_active")
 INIT_FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "mxnet")
 
 

@@ -149,12 +149,25 @@ def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host
     return judge(probes, {"kind": "live", "description": host.description}, started, scope)
 
 
-def report_from_file(path: str, timeout: float, want: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
+def _holds_a_fact(probes: List[Any]) -> bool:
+    """Whether a report's probes hold at least one fact (a record with a text key), as every report
+    envdoctor writes does."""
+    for probe in probes:
+        facts = probe.get("facts") if isinstance(probe, dict) else None
+        if isinstance(facts, list) and any(isinstance(f, dict) and isinstance(f.get("key"), str) for f in facts):
+            return True
+    return False
+
+
+def report_from_file(path: str, timeout: float, want: Optional[str] = None, raw: Optional[bytes] = None,
+                     replay_timeout: Optional[float] = None) -> Tuple[str, Dict[str, Any]]:
     """The envdoctor report a file holds: ``("report", it)`` for a report (``diagnose --format json``),
     ``("snapshot", the report its replay gives)`` for a snapshot. ``want`` ("report" or "snapshot") refuses the
     other kind before anything is replayed. Anything else (a fleet comparison, a document with neither probes
     nor evidence, an invalid snapshot) raises :class:`~envdoctor.host.snapshot.SnapshotError` naming the file
-    and the problem. ``check`` and ``fleet`` both read their inputs through here."""
+    and the problem. ``timeout`` bounds the wait for a pipe's data; ``replay_timeout`` (default: ``timeout``)
+    the replay's probes, as ``--timeout`` bounds a live run's; ``raw``: the file's bytes, already read.
+    ``check``, ``policy init`` and ``fleet`` read their inputs through here."""
     from .host.snapshot import (
         SnapshotError,
         SnapshotHost,
@@ -164,10 +177,13 @@ def report_from_file(path: str, timeout: float, want: Optional[str] = None) -> T
         validate_document,
     )
 
-    doc = read_document(path, timeout, noun="report or snapshot")
+    doc = read_document(path, timeout, noun="report or snapshot", raw=raw)
     if isinstance(doc.get("probes"), list):
         if want == "snapshot":
             raise SnapshotError("%s is a report, not a snapshot: use --report" % path)
+        if not _holds_a_fact(doc["probes"]):
+            # judged, it would pass no requirement and pin none (policy init wrote an empty policy)
+            raise SnapshotError("%s holds no facts: not an envdoctor report" % path)
         return "report", doc
     if is_fleet_comparison(doc):
         raise SnapshotError("%s is an envdoctor fleet comparison, not a report or snapshot" % path)
@@ -180,6 +196,8 @@ def report_from_file(path: str, timeout: float, want: Optional[str] = None) -> T
         raise SnapshotError("%s is a snapshot, not a report: use --snapshot" % path)
     validate_document(doc, path)
     host = SnapshotHost(doc, path, validated=True)
-    report = diagnose(host, scrubber=Scrubber(include_host=True), source={
+    # The replay's probes get ``timeout`` too: a crafted snapshot cannot keep them busy for ever.
+    budget = timeout if replay_timeout is None else replay_timeout
+    report = diagnose(host, deadline=time.monotonic() + budget, scrubber=Scrubber(include_host=True), source={
         "kind": "snapshot", "description": host.description, "captured": str(doc.get("created", ""))})
     return "snapshot", report.to_dict()

@@ -171,8 +171,8 @@ class RedistRequest:
 #: Unpacked size estimated from the compressed size, for the check before downloading: NVIDIA's manifests give
 #: no unpacked size (each archive has relative_path, sha256, md5, size), so nothing better is known until the
 #: archives are on disk; then the check before unpacking measures the sizes each .tar.xz records in its own
-#: index (envdoctor.install.xzsize), so a tree that unpacks larger than this estimate is still refused before
-#: anything is unpacked.
+#: index (envdoctor.install.extract.unpacked_size), so a tree that unpacks larger than this estimate is still
+#: refused before anything is unpacked, and unpacking stops at that size should the index lie.
 UNPACK_FACTOR = 4
 STAGING_INFIX = ".envdoctor-staging"
 
@@ -293,6 +293,19 @@ def select(req: RedistRequest, manifest: Manifest) -> List[Archive]:
     return out
 
 
+def check_release(req: RedistRequest, manifest: Manifest) -> None:
+    """Refuse a manifest that names another release (or product) than ``req`` asked for: a mirror's
+    redistrib_12.4.1.json holding 12.3.0 would otherwise install 12.3.0 as 12.4.1. ValidationError."""
+    from packaging.version import Version
+
+    if Version(manifest.release_label) != Version(req.version):
+        raise ValidationError(f"{req.manifest_url}: the manifest names release {manifest.release_label}, not "
+                              f"{req.version} as asked; refusing it (the mirror's copy is misnamed or replaced)")
+    if manifest.product and manifest.product != req.product:
+        raise ValidationError(f"{req.manifest_url}: the manifest is of {manifest.product}, not {req.product} as "
+                              "asked; refusing it")
+
+
 def variant_for_driver(facts: Any) -> int:
     """The newest CUDA major the installed driver runs (``driver.cuda_version``), 0 when unknown."""
     from packaging.version import InvalidVersion, Version
@@ -315,9 +328,14 @@ def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
     """The steps installing ``req`` from ``manifest``.  Pure: reads nothing, changes nothing.
 
     With ``facts``, CUDA is checked against the installed driver (minor-version compatibility applies;
-    :func:`recipes.cuda.check_driver` raises RecipeError when even that cannot run it)."""
+    :func:`recipes.cuda.check_driver` raises RecipeError when even that cannot run it).
+
+    A manifest of another release or product than asked for (a mirror's misnamed or substituted copy) is
+    refused. With ``req.force`` nothing is skipped because an identical install seems to be in place: every
+    step is done again and the old tree moved aside (``--force`` reinstalls what was damaged since)."""
     validate.prefix(req.prefix)
     validate.platform(req.platform)
+    check_release(req, manifest)
     archives = select(req, manifest)
     chosen = [manifest.components[a.component] for a in archives]
     prefix = req.prefix.rstrip("/")
@@ -326,16 +344,17 @@ def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
     vjson = version_json(req.product, manifest, chosen)
     plan_id = fingerprint(req, archives, vjson)
     installed = has_content(posixpath.join(prefix, "version.json"), vjson)
+    done = [] if req.force else [installed]  # with --force, an install in place is done again
     plan_file = posixpath.join(staging, "plan")
     total = sum(a.size for a in archives)
     steps: List[Step] = [
         Step("prepare", f"create the private staging directory {staging} (a different plan starts it clean)",
              PrivateDir(staging, ("downloads", "tree", "markers"), plan_id, ("tree", "markers")),
-             done_if=[installed], verify=[exists(tree), has_content(plan_file, plan_id + "\n")]),
+             done_if=list(done), verify=[exists(tree), has_content(plan_file, plan_id + "\n")]),
         Step("check-space", "check the free space (downloads %.1f MiB, unpacked about %.1f MiB)" % (
             total / 1048576.0, total * UNPACK_FACTOR / 1048576.0),
             SpaceCheck(staging, total * (1 + UNPACK_FACTOR), "the downloads and the unpacked tree"),
-            done_if=[installed]),
+            done_if=list(done)),
     ]
     for a in archives:
         dest = posixpath.join(downloads, a.sha256, a.filename)
@@ -343,28 +362,28 @@ def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
                           f"download {a.component} {manifest.components[a.component].version} "
                           f"({a.size / 1048576.0:.1f} MiB)",
                           Download(f"{req.url_base}/{a.relative_path}", dest, a.sha256, a.size),
-                          done_if=[has_sha256(dest, a.sha256), installed], verify=[has_sha256(dest, a.sha256)]))
+                          done_if=[has_sha256(dest, a.sha256)] + done, verify=[has_sha256(dest, a.sha256)]))
     unpack = [(posixpath.join(downloads, a.sha256, a.filename), posixpath.join(markers, a.sha256 + ".unpacked"),
                a.size * UNPACK_FACTOR) for a in archives]
     steps.append(Step("check-unpack-space", "check the free space for unpacking (the sizes the archives record)",
                       SpaceCheck(staging, sum(e for _a, _m, e in unpack), "the unpacked tree", tuple(unpack)),
-                      done_if=[installed]))
+                      done_if=list(done)))
     for a in archives:
         marker = posixpath.join(markers, a.sha256 + ".unpacked")
         steps.append(Step(f"unpack-{a.component}", f"unpack {a.component} into the staging tree",
                           Extract(posixpath.join(downloads, a.sha256, a.filename), tree, strip_components=1,
                                   marker=marker, license_as=f"LICENSE.{a.component}"),
-                          done_if=[exists(marker), installed], verify=[exists(marker)]))
+                          done_if=[exists(marker)] + done, verify=[exists(marker)]))
     if req.product == "cuda":
         lib64 = posixpath.join(tree, "lib64")
         steps.append(Step("link-lib64", "link lib64 -> lib (where build systems look for CUDA libraries)",
-                          RunCommand(["ln", "-sfn", "lib", lib64]), done_if=[exists(lib64), installed]))
+                          RunCommand(["ln", "-sfn", "lib", lib64]), done_if=[exists(lib64)] + done))
     tree_vjson = posixpath.join(tree, "version.json")
     steps.append(Step("version-json", "write version.json (what envdoctor and build tools read)",
-                      WriteFile(tree_vjson, vjson, 0o644), done_if=[has_content(tree_vjson, vjson), installed]))
+                      WriteFile(tree_vjson, vjson, 0o644), done_if=[has_content(tree_vjson, vjson)] + done))
     steps.append(Step("move-into-place", "move the finished tree to {}{}".format(prefix, " (replacing it)" if req.force
                                                                              else ""),
-                      Move(tree, prefix, replace=req.force, replace_any=req.force_any), done_if=[installed],
+                      Move(tree, prefix, replace=req.force, replace_any=req.force_any), done_if=list(done),
                       verify=[installed]))
     steps.append(Step("cleanup", f"remove the staging directory {staging}", Remove(staging),
                       done_if=[absent(staging)]))
@@ -381,4 +400,4 @@ def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
         notes = [f"To use it: export LD_LIBRARY_PATH={prefix}/lib:$LD_LIBRARY_PATH (headers in {prefix}/include)"]
     return Plan(title=title, component=req.product, version=manifest.release_label, method="redist",
                 target=req.platform, steps=steps, notes=notes, resume_command=req.resume_command,
-                installed=installed)
+                installed=None if req.force else installed)

@@ -42,7 +42,7 @@ CATEGORIES = (
     "driver-vs-runtime", "arch-vs-build", "cudnn-version", "cudnn-shadowing", "cublas-nccl", "missing-library",
     "conda-vs-system-vs-pip", "extension-build", "nouveau-nova", "secure-boot", "dkms", "library-mismatch", "wsl2",
     "containers", "fabric-manager", "forward-compat", "onnxruntime", "old-framework", "new-framework",
-    "environment", "gpu-health", "healthy",
+    "environment", "gpu-health", "interconnect", "healthy",
 )
 
 

@@ -143,7 +143,7 @@ def _rows(area: str) -> List[Dict[str, Any]]:
     return matrix.load(area)
 
 
-ROW_KEY = {"jax": "jax", "gpu_arch": "cc", "gpus": "name", "precision": "precision"}
+ROW_KEY = {"jax": "jax", "gpu_arch": "cc", "gpus": "name", "precision": "precision", "nccl_transport": "nccl_min"}
 
 
 def _row_key(area: str, row: Dict[str, Any]) -> str:

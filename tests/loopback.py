@@ -9,7 +9,12 @@ Each request takes the next entry of its path's ``modes`` queue, so a test can m
 * ``"503"`` (any number): that status, with an empty body;
 * ``"cut"``: half the body, then the connection is closed;
 * ``"slow"``: the whole body over about two seconds;
-* ``"stall"``: half the body, then nothing for up to 10 s.
+* ``"stall"``: half the body, then nothing for up to 10 s;
+* ``"trickle"``: one byte every ``trickle_interval`` seconds (2 s by default), until the server closes.
+
+``redirects`` (path -> Location) answers those paths with 302 and that Location (another path, a
+``file://`` or ``ftp://`` URL, or a loop). With ``auth`` (``"user:password"``), a request without that
+HTTP Basic authorisation is answered 401.
 
 A closed range (``Range: bytes=N-M``, how safetensors headers are read) answers 206 with those bytes, unless
 ``ignore_ranges`` is set (then the whole file, 200, as a server that does not do ranges). A path ending in
@@ -31,11 +36,15 @@ __all__ = ["Server"]
 
 class Server:
     def __init__(self, files: Dict[str, bytes], lifetime: float = 60.0,
-                 etags: Optional[Dict[str, str]] = None) -> None:
+                 etags: Optional[Dict[str, str]] = None, redirects: Optional[Dict[str, str]] = None,
+                 auth: Optional[str] = None, trickle_interval: float = 2.0) -> None:
         self.files = dict(files)
+        self.redirects: Dict[str, str] = dict(redirects or {})
+        self.auth = auth
+        self.trickle_interval = trickle_interval
         self.etags: Dict[str, str] = dict(etags or {})  # path -> strong ETag, e.g. '"v1"'
         self.modes: Dict[str, List[str]] = {}  # path -> modes for the next requests ("", "503", "cut"...)
-        self.requests: List[Dict[str, Optional[str]]] = []
+        self.requests: List[Dict[str, Optional[str]]] = []  # path, range, if_range, authorization
         self.sent: Dict[str, int] = {}
         self.ignore_ranges = False
         self.stop = threading.Event()
@@ -50,6 +59,22 @@ class Server:
                 rng, if_range = self.headers.get("Range"), self.headers.get("If-Range")
                 outer.requests.append({"path": path, "range": rng, "if_range": if_range,
                                        "authorization": self.headers.get("Authorization")})
+                if outer.auth is not None:
+                    import base64
+
+                    want = "Basic " + base64.b64encode(outer.auth.encode()).decode()
+                    if self.headers.get("Authorization") != want:
+                        self.send_response(401)
+                        self.send_header("WWW-Authenticate", 'Basic realm="mirror"')
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                if path in outer.redirects:
+                    self.send_response(302)
+                    self.send_header("Location", outer.redirects[path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 data = outer.files.get(path)
                 if data is None:
                     self.send_error(404)
@@ -110,6 +135,17 @@ class Server:
                         self.wfile.write(body[i:i + step])
                         self.wfile.flush()
                         outer.stop.wait(0.1)
+                    return
+                if mode == "trickle":  # one byte at a time, slower than any reasonable mirror
+                    for i in range(len(body)):
+                        if outer.stop.wait(outer.trickle_interval):
+                            break
+                        try:
+                            self.wfile.write(body[i:i + 1])
+                            self.wfile.flush()
+                        except OSError:
+                            break
+                    self.close_connection = True
                     return
                 if mode == "stall":
                     self.wfile.write(body[: len(body) // 2])

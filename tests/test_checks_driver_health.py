@@ -427,6 +427,8 @@ EXPECTED = {
     "centosstream9-8xh100": [],
     "conda-ubuntu2204-h100": [],
     "debian12-nogpu": ["gpu.none"],
+    "dual-socket-8xk80-pcie-switches": [],
+    "hgx-h100-8gpu-nvswitch": [],
     "pipwheels-ubuntu2204-a100": [],
     "rocky8-4xa100-conda": [],
     "rocky9-h100-old-torch": [],

@@ -49,7 +49,8 @@ def test_diagnose_and_snapshot_never_ask_a_remote_daemon(tmp_path):
     r = _cli(["diagnose", "--format", "json"], env)
     assert r.returncode in (0, 1), r.stderr
     fact = _docker_fact(r.stdout)["value"]
-    assert (fact["client"], fact["error"], fact["endpoint"]) == ("28.2.2", "not_contacted", "tcp://192.0.2.1:2375")
+    # the remote daemon's address is the site's network: hidden like the host's names (not --include-host)
+    assert (fact["client"], fact["error"], fact["endpoint"]) == ("28.2.2", "not_contacted", "tcp://<address>:2375")
     snap = tmp_path / "s.json"
     r = _cli(["snapshot", "-o", str(snap)], env)
     assert r.returncode == 0, r.stderr

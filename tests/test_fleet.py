@@ -135,7 +135,11 @@ def test_an_unreadable_file_is_a_node_with_the_reason_not_the_end(cluster):
     assert "node06" in unreadable  # neither a report nor a snapshot
     assert doc["summary"]["nodes"] == 6 and doc["summary"]["unreadable"] == 2
     only_bad = _fleet([str(cluster / "node05.json")])
-    assert only_bad.returncode == 2 and "none of the 1 file(s) could be read" in only_bad.stderr
+    # one file that cannot be read: its reason is the one line (several: one line each, then the count)
+    assert only_bad.returncode == 2 and "looks truncated" in only_bad.stderr
+    assert len(only_bad.stderr.strip().splitlines()) == 1, only_bad.stderr
+    both = _fleet([str(cluster / "node05.json"), str(cluster / "node06.json")])
+    assert both.returncode == 2 and "none of the 2 files could be read" in both.stderr
     assert _fleet([]).returncode == 2
 
 

@@ -206,6 +206,7 @@ def test_an_integral_float_is_not_an_integer_to_the_reader():
     assert next(iter(_strict_integers(_SNAPSHOT_SCHEMA).iter_errors(doc)), None) is not None
 
 
+@settings(deadline=None)  # each example replays a whole machine (the 8-GPU ones take longer): no timed assert
 @given(name=st.sampled_from(sorted(_DOCS)), data=st.data())
 def test_the_reader_accepts_exactly_what_the_json_schema_accepts(name, data):
     """Mutate a real machine's snapshot anywhere; envdoctor's verdict equals the jsonschema package's,

@@ -62,6 +62,7 @@ CHECK_MODULES = (
     "envdoctor.checks.libraries",
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
+    "envdoctor.checks.topology",
     "envdoctor.checks.gpu_verdict",
     "envdoctor.checks.tools",
     "envdoctor.checks.driver_branch",

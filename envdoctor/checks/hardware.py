@@ -19,6 +19,7 @@ ECC_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
 XID_DOC = "https://docs.nvidia.com/deploy/xid-errors/index.html"
 DPR_DOC = "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"
 MIG_DOC = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
+PCIE_SYSFS = "https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-bus-pci"
 NVML_MIG = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlMultiInstanceGPU.html"
 #: Pages a GPU can retire (64 pages of 64 KiB: NVIDIA's dynamic page retirement documentation); at the limit
 #: no more bad memory can be retired and NVIDIA's guidance is to consider the board for RMA.
@@ -337,6 +338,66 @@ def gpu_mig(ctx: CheckContext) -> Iterable[Finding]:
                              "reset it, or reboot.",
                         commands=["nvidia-smi --query-gpu=mig.mode.current,mig.mode.pending --format=csv -i %d" % i,
                                   AnyOf("sudo nvidia-smi -r -i %d" % i, "sudo reboot")]))
+
+
+@check("gpu-health.pcie-bridges", requires=("topology.gpus",), reads=("gpu.*", "gpu.*.*", "topology.gpus"),
+       layers=("topology",), codes=(
+    CodeDoc("gpu.pcie_bridge_degraded", "warning", "A PCIe link between the bridges above a GPU (root port, "
+            "switch) runs narrower than both ends support, or slower while the GPU below is busy.",
+            "topology.gpus (bridges: current/max link speed and width from sysfs), gpu.N.utilization",
+            "Everything below that link (the GPU, its peers behind the same switch) shares the reduced bandwidth; "
+            "a lower speed only while idle is normal power saving.", PCIE_SYSFS),
+))
+def gpu_pcie_bridges(ctx: CheckContext) -> Iterable[Finding]:
+    """The same question as ``gpu-health.pcie`` (a link trained below what it supports, idle downshift quiet),
+    asked of the links between the bridges above each GPU."""
+    return _bridge_links(ctx.facts)
+
+
+def _bridge_links(facts: Facts) -> Iterable[Finding]:
+    """The PCIe links above each GPU (sysfs, the topology probe): a link is two devices of the GPU's path that
+    report the same current speed and width (its two ends); it should run at the lower of their maxima. Width
+    is judged always, speed only while a GPU below is busy (idle links slow down to save power). A link shared
+    by several GPUs is reported once."""
+    seen = set()
+    for g in facts.items("topology.gpus"):
+        if not isinstance(g, dict) or not isinstance(g.get("bridges"), list):
+            continue
+        i = g.get("index")
+        if not isinstance(i, int):
+            continue
+        chain = [b for b in g["bridges"] if isinstance(b, dict)]
+        for up, down in zip(chain, chain[1:]):
+            gen_now, width_now = down.get("gen_current"), down.get("width_current")
+            if not isinstance(gen_now, int) or not isinstance(width_now, int) or (gen_now, width_now) != (
+                    up.get("gen_current"), up.get("width_current")):
+                continue  # not the two ends of one link (a switch's internal hop), or not known
+            cur = (gen_now, width_now)
+            gmax = [x for x in (up.get("gen_max"), down.get("gen_max")) if isinstance(x, int)]
+            wmax = [x for x in (up.get("width_max"), down.get("width_max")) if isinstance(x, int)]
+            want_gen, want_width = (min(gmax) if gmax else None), (min(wmax) if wmax else None)
+            narrow = want_width is not None and cur[1] < want_width
+            slow = want_gen is not None and cur[0] < want_gen and _busy(facts, i)
+            key = (up.get("bdf"), down.get("bdf"))
+            if not (narrow or slow) or key in seen:
+                continue
+            seen.add(key)
+            yield Finding(
+                code="gpu.pcie_bridge_degraded", severity="warning", components=["topology", "gpu"],
+                title="PCIe link %s -> %s above %s runs Gen%s x%s, but both ends support Gen%s x%s" % (
+                    up.get("bdf"), down.get("bdf"), _name(facts, i), cur[0], cur[1], want_gen, want_width),
+                detail="Every GPU behind this link shares its bandwidth%s; a link that trained %s points at the "
+                       "slot, a riser or cable, or the firmware's PCIe setting." % (
+                           " (the GPU below is busy, so this is not power saving)" if slow else "",
+                           "narrower than both ends support" if narrow else "slower under load"),
+                evidence=[f.to_dict() for f in (facts.get("topology.gpus"),
+                                                facts.get("gpu.%s.utilization_gpu_percent" % i)) if f is not None],
+                source={"rule": "sysfs current_link_speed/width below the lower max_link_speed/width of the link's "
+                                "two ends", "url": PCIE_SYSFS, "checked": CHECKED},
+                fix=Fix(text="Check the link's status as the kernel sees it; reseat the card, riser or cable, and "
+                             "check the firmware's PCIe link settings for that slot.",
+                        commands=["sudo lspci -vv -s %s | grep -E 'LnkCap|LnkSta'" % down.get("bdf"),
+                                  "sudo lspci -vv -s %s | grep -E 'LnkCap|LnkSta'" % up.get("bdf")]))
 
 
 #: Every GPU-health question at once.

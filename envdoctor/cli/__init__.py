@@ -39,6 +39,8 @@ COMMANDS: Dict[str, tuple] = {
               "wrong where."),
     "check": ("envdoctor.cli.check", "check", "Judge this node against a cluster's policy (a pre-flight gate for "
               "Slurm, NHC, Ansible, Prometheus, Kubernetes)."),
+    "topo": ("envdoctor.cli.topo", "topo", "Show how the GPUs are connected (NVLink, PCIe, NUMA) and which "
+             "transport NCCL will use between them, with what is wrong on the way."),
     "policy": ("envdoctor.cli.check", "policy", "Write a policy from a known-good node; list the keys a policy "
                "may require."),
 }
@@ -55,6 +57,7 @@ Examples:
   envdoctor diagnose --snapshot node17.json -v
   envdoctor fleet reports/ --baseline reports/node01.json
   envdoctor check --policy policy.toml --format nhc
+  envdoctor topo
   envdoctor advise --driver 535.104.05 --gpu "RTX 4090"
   envdoctor matrix torch 2.4
   envdoctor fit meta-llama/Llama-3.1-8B-Instruct --context 32768

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any, Dict, Optional, Tuple
@@ -10,7 +9,16 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, python_option, read_timeout_option, timeout_option
+from .common import (
+    Seconds,
+    echo_output,
+    format_option,
+    output_deadline,
+    python_option,
+    read_timeout_option,
+    timeout_option,
+    write_to,
+)
 
 FORMATS = ("text", "json", "junit", "prometheus", "nhc", "nfd")
 
@@ -36,11 +44,13 @@ Exit codes: 0 every requirement met and no finding at or above fail_on;
 @format_option(*FORMATS, help_text="text, json (the report with a policy section), junit, prometheus "
                                     "(node_exporter textfile), nhc (one line), nfd (a Node Feature Discovery "
                                     "feature file).")
-@click.option("-o", "--output", metavar="FILE", help="Write here (atomically: a temporary file renamed into place) "
-                                                    "instead of standard output ('-' for standard output).")
+@click.option("-o", "--output", metavar="FILE", help="Write here instead of standard output ('-' for standard "
+                                                    "output): a regular file atomically (a temporary file renamed "
+                                                    "into place, keeping its permissions), a device or pipe by "
+                                                    "writing into it.")
 @click.option("--node", metavar="NAME", help="The node's name in junit output (default: the input file's name, or "
                                              "'localhost').")
-@click.option("--nfd-ttl", type=click.FloatRange(60, 366 * 86400), default=3600, show_default=True, metavar="SECONDS",
+@click.option("--nfd-ttl", type=Seconds(60, 366 * 86400), default=3600, show_default=True, metavar="SECONDS",
               help="How long NFD keeps the labels if they are not written again.")
 @click.option("--fail-on", type=click.Choice(("error", "warning", "info", "never")), default=None,
               help="Override the policy's [findings] fail_on.")
@@ -73,20 +83,17 @@ def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[
         report = diagnose_live(timeout, python_exe).to_dict()
     verdict = policy.evaluate(report)
     name = node or (_node_name(report_path or snapshot_path) if (report_path or snapshot_path) else "localhost")
-    text = render(fmt, report, verdict, name, time.monotonic() - started, nfd_ttl)
-    if output is not None and output != "-":  # '-': standard output, as for snapshot -o -
-        write_atomically(output, text)
-    else:
-        if fmt == "text":
-            from ..render.style import Style
+    from ..render.style import Style
 
-            echo_output(text, color=Style(sys.stdout).color)
-        else:
-            echo_output(text)
+    # into a file: plain text; to standard output: coloured as a terminal (or NO_COLOR...) wants
+    style = Style(sys.stdout, False if output not in (None, "-") else None)
+    text = render(fmt, report, verdict, name, time.monotonic() - started, nfd_ttl, style)
+    write_to(output, text, output_deadline(started + timeout + 1.0), color=style.color if fmt == "text" else None)
     sys.exit(verdict.exit_code)
 
 
-def render(fmt: str, report: Dict[str, Any], verdict: Any, name: str, duration: float, nfd_ttl: float) -> str:
+def render(fmt: str, report: Dict[str, Any], verdict: Any, name: str, duration: float, nfd_ttl: float,
+           style: Any = None) -> str:
     from ..render import engines
 
     if fmt == "json":
@@ -106,38 +113,13 @@ def render(fmt: str, report: Dict[str, Any], verdict: Any, name: str, duration: 
         return engines.nfd(report, verdict, nfd_ttl)
     from ..render.style import Style
 
-    return engines.check_text(verdict, Style(sys.stdout))
+    return engines.check_text(verdict, style or Style(sys.stdout))
 
 
 def _node_name(path: Optional[str]) -> str:
     from ..fleet import node_name
 
     return node_name(path or "") or "localhost"
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Write ``text`` to a dot-file beside ``path`` and rename it into place, so a reader (node_exporter,
-    NFD) sees the old file or the new one, never half of one; exit 2 with the reason when it cannot."""
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    except OSError as exc:
-        raise fail("cannot write %s: %s" % (path, exc.strerror or exc)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise fail("cannot write %s: %s" % (path, exc.strerror or exc)) from None
 
 
 def load_report(path: str, timeout: float, reports_only: bool = False, snapshots_only: bool = False,
@@ -147,10 +129,13 @@ def load_report(path: str, timeout: float, reports_only: bool = False, snapshots
     otherwise)."""
     from ..host.snapshot import SnapshotError
     from ..report import report_from_file
+    from .common import env_timeout
 
     want = "report" if reports_only else "snapshot" if snapshots_only else None
     try:
-        return report_from_file(path, timeout if read_timeout else max(timeout, 1.0), want)[1]
+        # a replay's probes get the probe budget: --timeout, or for policy init ENVDOCTOR_TIMEOUT's
+        return report_from_file(path, timeout if read_timeout else max(timeout, 1.0), want,
+                                replay_timeout=env_timeout() if read_timeout else max(timeout, 1.0))[1]
     except SnapshotError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
@@ -167,8 +152,8 @@ Example:
   envdoctor check --policy policy.toml               # on every other node""")
 @click.option("--from", "source", required=True, metavar="REPORT_OR_SNAPSHOT",
               help="A known-good node's report or snapshot.")
-@click.option("-o", "--output", metavar="FILE", help="Write the policy here (atomically) instead of standard output "
-                                                    "('-' for standard output).")
+@click.option("-o", "--output", metavar="FILE", help="Write the policy here (a regular file atomically) instead of "
+                                                    "standard output ('-' for standard output).")
 @read_timeout_option
 def policy_init(source: str, output: Optional[str], timeout: float) -> None:
     """Write a policy pinned to a golden node (like NHC's nhc-genconf): its driver, GPUs, CUDA toolkit,
@@ -177,10 +162,7 @@ def policy_init(source: str, output: Optional[str], timeout: float) -> None:
 
     report = load_report(source, timeout, read_timeout=True)
     text = init_policy(report, _node_name(source))
-    if output is not None and output != "-":  # '-': standard output, as for snapshot -o -
-        write_atomically(output, text)
-    else:
-        echo_output(text)
+    write_to(output, text, output_deadline(timeout=timeout))
 
 
 @policy.command("keys")

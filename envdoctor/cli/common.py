@@ -13,25 +13,34 @@ from ..host.privacy import scrubber_for
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
            "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
-           "deprecated", "Seconds"]
+           "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes"]
 
 #: The probes whose facts `advise` and the install recipes read (driver, GPUs, OS, interpreter): a
 #: plan need not wait for Docker, compilers or every framework, nor for one of them that hangs.
 PLANNING_PROBES = ("os", "driver", "gpu", "python")
 
 
-class Seconds(click.FloatRange):
-    """A number of seconds in a range; NaN (which compares false with both bounds, so a plain FloatRange
-    lets it through, and then every wait times out at once) is refused like any value out of range."""
+class Finite(click.FloatRange):
+    """A number in a range; NaN (which compares false with both bounds, so a plain FloatRange lets it
+    through) is refused like any value out of range. Every float option takes this type, not FloatRange."""
+
+    #: What the number is, for the message ("a number", "a number of seconds").
+    what = "a number"
 
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
         import math
 
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
-            self.fail("%r is not a number of seconds in the range %s<=x<=%s" % (str(value), self.min, self.max),
+            self.fail("%r is not %s in the range %s<=x<=%s" % (str(value), self.what, self.min, self.max),
                       param, ctx)
         return number
+
+
+class Seconds(Finite):
+    """A number of seconds in a range (NaN would make every wait time out at once)."""
+
+    what = "a number of seconds"
 
 
 def timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -52,9 +61,9 @@ def read_timeout_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--read-timeout", "timeout", type=Seconds(0.1, 3600), default=READ_TIMEOUT_DEFAULT, show_default=True,
         envvar="ENVDOCTOR_READ_TIMEOUT", metavar="SECONDS", callback=takes_renamed,
-        help="Longest wait for the data of any one input that is a pipe or a device (such inputs are read one "
-             "after another, each allowed this long); regular files are read whole, however long that takes. "
-             "[env: ENVDOCTOR_READ_TIMEOUT]")(fn)
+        help="Longest wait for the data of any one input that is a pipe or a device (several such inputs are "
+             "read at the same time, each allowed this long); regular files are read whole, however long that "
+             "takes. A snapshot's replay gets the probe budget, ENVDOCTOR_TIMEOUT. [env: ENVDOCTOR_READ_TIMEOUT]")(fn)
 
 
 def os_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -109,21 +118,76 @@ def python_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                         help=HELP)(fn)
 
 
-def echo_output(text: str, color: Optional[bool] = None) -> None:
+def echo_output(text: str, color: Optional[bool] = None, deadline: Optional[float] = None) -> None:
     """Write a command's output to stdout; a reader that went away (`| head`) ends the output quietly,
     an output that cannot be written (a full disk) is exit 2 with the reason, never a traceback.
-    ``color`` True keeps ANSI styling even into a pipe (``--color``); click strips it otherwise."""
+    ``color`` True keeps ANSI styling even into a pipe (``--color``); click strips it otherwise.
+    With ``deadline`` (``time.monotonic()``), output into a pipe waits for its reader at most until then:
+    a reader that reads only after envdoctor exits (a script that waits first) gets what the pipe holds,
+    and envdoctor ends with exit 2 instead of waiting for ever."""
     import sys
 
     from . import EXIT_USAGE, fail, silence_stdout
 
     try:
+        if deadline is not None and _is_pipe(sys.stdout):
+            from ..output import write_all
+
+            if color is not True:
+                text = click.unstyle(text)  # what click.echo does into a pipe
+            sys.stdout.flush()
+            encoding = sys.stdout.encoding or "utf-8"
+            try:
+                data = text.encode(encoding, sys.stdout.errors or "strict")
+            except UnicodeEncodeError:  # an ASCII-only locale: escapes, as printable() shows what cannot be
+                data = text.encode(encoding, "backslashreplace")
+            write_all(sys.stdout.fileno(), data, deadline, "standard output")
+            return
         click.echo(text, nl=False, color=color)
         sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()  # the command still exits with its own code (diagnose | head in a script)
     except OSError as exc:
         raise fail("cannot write the output: %s" % (exc.strerror or exc), EXIT_USAGE) from None
+
+
+def _is_pipe(stream: Any) -> bool:
+    import os
+    import stat
+
+    try:
+        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def output_deadline(run_deadline: Optional[float] = None, timeout: float = DEFAULT_TIMEOUT) -> float:
+    """How long writing the output may wait for a slow reader (a pipe, a FIFO, a device): until the run's own
+    deadline (``--timeout`` from its start), and at least a second from now."""
+    import time
+
+    now = time.monotonic()
+    return max(run_deadline if run_deadline is not None else now + timeout, now + 1.0)
+
+
+def write_to(path: Optional[str], text: str, deadline: float, color: Optional[bool] = None) -> None:
+    """A command's output, to ``path`` (``-o``; None or ``-``: standard output) by
+    :func:`envdoctor.output.write_output`; exit 2 with one line when it cannot be written."""
+    if path is None or path == "-":
+        echo_output(text, color=color, deadline=deadline)
+        return
+    write_bytes(path, text.encode("utf-8"), deadline)
+
+
+def write_bytes(path: str, data: bytes, deadline: float) -> None:
+    """``data`` to the file ``path`` (see :mod:`envdoctor.output`); exit 2 with one line when it cannot be."""
+    from ..output import write_output
+    from . import EXIT_USAGE, fail
+
+    try:
+        write_output(path, data, deadline)
+    except OSError as exc:
+        raise fail("cannot write %s: %s" % (path, exc.strerror or exc), EXIT_USAGE) from None
 
 
 def open_snapshot(path: str, timeout: float) -> Any:
@@ -152,14 +216,24 @@ def planning_facts(snapshot: Optional[str], timeout: float, python_exe: Optional
 
 def env_timeout() -> float:
     """``ENVDOCTOR_TIMEOUT`` (what ``diagnose --timeout`` defaults to), for commands whose own --timeout
-    means something else; the default when unset or not a number in 0.1..3600."""
+    means something else; the default when unset. A value that is not a number of seconds in 0.1..3600
+    (NaN and infinity included) is refused with exit 2, as ``diagnose`` refuses it."""
+    import math
     import os
 
-    try:
-        value = float(os.environ.get("ENVDOCTOR_TIMEOUT", ""))
-    except ValueError:
+    from . import EXIT_USAGE, fail
+
+    text = os.environ.get("ENVDOCTOR_TIMEOUT", "")
+    if not text:
         return DEFAULT_TIMEOUT
-    return value if 0.1 <= value <= 3600 else DEFAULT_TIMEOUT  # NaN compares false: the default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0.1 <= value <= 3600):
+        raise fail("ENVDOCTOR_TIMEOUT=%r is not a number of seconds in the range 0.1<=x<=3600" % text[:40],
+                   EXIT_USAGE)
+    return value
 
 
 def format_option(*choices: str, help_text: str = "Output format.") -> Callable[[Callable[..., Any]], Any]:

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, List, Optional, Tuple
 
 import click
 
 from ..render.layers import LAYER_NAMES, select
-from .common import echo_output, format_option, open_snapshot, privacy_options, python_option, timeout_option
+from .common import (
+    echo_output,
+    format_option,
+    open_snapshot,
+    output_deadline,
+    privacy_options,
+    python_option,
+    timeout_option,
+)
 
 
 def _layers(ctx: click.Context, param: click.Parameter, value: Tuple[str, ...]) -> Tuple[str, ...]:
@@ -77,6 +86,7 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
     from ..host.privacy import Scrubber
     from ..scope import chosen
 
+    started = time.monotonic()
     layers = chosen(only, skip) if only or skip else None
     if layers == []:
         raise click.UsageError("--only and --skip leave no layer to examine")
@@ -85,13 +95,17 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
 
         host = open_snapshot(snapshot_path, timeout)
         scrubber = Scrubber(redact_ids=redact_ids, include_host=True)
-        report = run_diagnose(host, scrubber=scrubber,
+        # A replay's probes get --timeout, as a live run's do (a crafted snapshot cannot keep them for ever).
+        deadline = time.monotonic() + timeout
+        report = run_diagnose(host, deadline=deadline + 0.5, scrubber=scrubber,
                               source={"kind": "snapshot", "description": host.description,
                                       "captured": str(host.doc.get("created", ""))}, layers=layers)
     else:
         from ..report import diagnose_live
 
+        deadline = started + timeout
         report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers)
+    written_by = output_deadline(deadline + 1.0)
     shown, findings = select(report, only, skip)
     if (only or skip) and fmt != "text":
         from ..render.layers import row_of_probe
@@ -103,11 +117,11 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
     if fmt == "json":
         from ..render.json_out import dumps
 
-        echo_output(dumps(report.to_dict()))
+        echo_output(dumps(report.to_dict()), deadline=written_by)
     elif fmt == "markdown":
         from ..render.markdown import render as render_markdown
 
-        echo_output(render_markdown(report))
+        echo_output(render_markdown(report), deadline=written_by)
     else:
         from ..render.layout import terminal_width
         from ..render.style import Style
@@ -115,5 +129,5 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
 
         style = Style(sys.stdout, color)
         echo_output(render(report, style, verbose=verbose, width=terminal_width(sys.stdout), quiet=quiet,
-                           only=only, skip=skip), color=style.color)
+                           only=only, skip=skip), color=style.color, deadline=written_by)
     sys.exit(1 if any(f.severity == "error" for f in findings) else 0)

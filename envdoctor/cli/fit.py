@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, timeout_option
+from .common import Finite, echo_output, format_option, timeout_option
 
 EPILOG = """\b
 Examples:
@@ -49,7 +49,7 @@ asked (model not found, bad value, no GPU)."""
               metavar="N", help="GPUs the model is split over (tensor parallelism).")
 @click.option("--engine", type=click.Choice(["vllm", "sglang", "transformers"]), default="vllm", show_default=True,
               help="The inference engine whose memory budget is modelled.")
-@click.option("--gpu-memory-utilization", "util", type=click.FloatRange(0.05, 1.0), metavar="FRACTION",
+@click.option("--gpu-memory-utilization", "util", type=Finite(0.05, 1.0), metavar="FRACTION",
               help="vLLM's share of the GPU (default 0.9); SGLang's --mem-fraction-static.")
 @click.option("--mode", type=click.Choice(["inference", "lora", "qlora", "full"]), default="inference",
               show_default=True, help="Serve the model, or train it (LoRA, QLoRA, full fine-tuning).")

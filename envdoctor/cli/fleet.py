@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import Seconds, echo_output, format_option, read_timeout_option, renamed_option
+from .common import Seconds, echo_output, env_timeout, format_option, read_timeout_option, renamed_option
 
 #: Node names shown per line in the text output (all of them in JSON).
 SHOWN = 8
@@ -79,18 +79,21 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy
                    EXIT_USAGE)
     if empty:
         click.echo("envdoctor: no *.json or *.json.gz files in " + empty, err=True)
+    replay = env_timeout()  # a snapshot's replay gets the probe budget (ENVDOCTOR_TIMEOUT), as a live run does
     nodes = logic.load_nodes(inputs.files, logic.unique_names(inputs.files), timeout, policy_obj,
-                             summary=fmt in ("junit", "prometheus"))
+                             summary=fmt in ("junit", "prometheus"), replay=replay)
     base = None
     if baseline is not None:
-        base = logic.load_node(baseline, timeout, keep_facts=False)
+        base = logic.load_node(baseline, timeout, keep_facts=False, replay=replay)
         if base.unreadable:
             raise fail("the baseline cannot be used: " + line(base.unreadable), EXIT_USAGE)
     result = logic.compare(nodes, base, uniform, policy_path)
     if not result.readable:
+        if len(nodes) == 1:
+            raise fail(line(nodes[0].unreadable), EXIT_USAGE)  # one file: its reason is the one line
         for n in nodes:
             click.echo("envdoctor: " + line(n.unreadable), err=True)
-        raise fail("none of the %d file(s) could be read" % len(nodes), EXIT_USAGE)
+        raise fail("none of the %d files could be read" % len(nodes), EXIT_USAGE)
     if fmt in ("junit", "prometheus"):
         from ..render import engines
 

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
+from ..install.download import DEFAULT_DEADLINE
 from . import EXIT_USAGE, fail
 from .common import Seconds, env_timeout, os_option, planning_facts, python_option, renamed_option, takes_renamed
 
@@ -16,21 +17,34 @@ from .common import Seconds, env_timeout, os_option, planning_facts, python_opti
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
                     mirror: Optional[str], platform: str, cuda_variant: str, force: bool,
                     log_file: Optional[str], force_any: bool = False) -> str:
+    """The command that resumes this install. A mirror with credentials (``https://user:password@host/...``)
+    is never written out: the command reads it from ``$ENVDOCTOR_MIRROR``, and a comment says so (the command
+    still runs as it is, in a shell where that variable holds the mirror's URL)."""
+    from ..install.validate import has_credentials
+
     argv = ["envdoctor", "install", component, "--version", version, "--method", method, "--prefix", prefix]
     if components:
         argv += ["--components", ",".join(components)]
-    if mirror:
+    secret = bool(mirror) and has_credentials(mirror or "")
+    if mirror and not secret:
         argv += ["--mirror", mirror]
-    argv += ["--platform", platform]
+    tail = ["--platform", platform]
     if cuda_variant:
-        argv += ["--cuda-variant", cuda_variant]
+        tail += ["--cuda-variant", cuda_variant]
     if force:
-        argv.append("--force")
+        tail.append("--force")
     if force_any:
-        argv.append("--force-any")
+        tail.append("--force-any")
     if log_file:
-        argv += ["--log-file", log_file]
-    return " ".join(shlex.quote(a) for a in argv + ["--yes"])
+        tail += ["--log-file", log_file]
+    line = " ".join(shlex.quote(a) for a in argv)
+    if secret:
+        line += ' --mirror "$ENVDOCTOR_MIRROR"'
+    line += " " + " ".join(shlex.quote(a) for a in tail + ["--yes"])
+    if secret:
+        line += ("  # ENVDOCTOR_MIRROR: the mirror's URL with its credentials, which are never shown "
+                 "(or keep them in ~/.netrc and give the URL without them)")
+    return line
 
 
 def _default_platform() -> str:
@@ -95,8 +109,10 @@ Examples:
 \b
 Exit codes: 0 installed (or nothing to do, or a dry run); 1 a step failed (the
 message gives the command that resumes); 2 could not run as asked (bad option,
-unsupported combination, manifest unreachable or invalid, prefix exists without
---force, root needed, no confirmation).""")
+unsupported combination, manifest unreachable, invalid or of another release,
+an archive refused as unsafe or corrupt, prefix exists without --force, root
+needed, no confirmation); 130, 143, 129 interrupted by Ctrl-C, SIGTERM, SIGHUP
+(the message gives the command that resumes).""")
 @click.argument("component", required=False)
 @click.option("--list", "list_", is_flag=True, help="List components, methods and target systems, then exit.")
 @click.option("--version", "version", metavar="VERSION",
@@ -125,7 +141,7 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
               help="Comma-separated redist components (default: runtime, compiler and math libraries).")
 @click.option("--mirror", metavar="URL", envvar="ENVDOCTOR_MIRROR",
               help="Base URL with the layout of https://developer.download.nvidia.com/compute/cuda/redist/ "
-                   "(for air-gapped clusters). [env: ENVDOCTOR_MIRROR]")
+                   "(for air-gapped clusters); credentials in it are sent, never shown. [env: ENVDOCTOR_MIRROR]")
 @click.option("--platform", "platform", metavar="PLATFORM",
               help="Manifest platform (default: this machine's, e.g. linux-x86_64 or linux-sbsa).")
 @click.option("--cuda-variant", default="", metavar="cudaNN", help="cuDNN only: the CUDA major it is built for "
@@ -144,6 +160,12 @@ unsupported combination, manifest unreachable or invalid, prefix exists without
 @click.option("--download-timeout", "timeout", type=Seconds(0.1, 3600), default=30.0, show_default=True,
               metavar="SECONDS", envvar="ENVDOCTOR_DOWNLOAD_TIMEOUT", callback=takes_renamed,
               help="Give up on a download attempt after this long without data. [env: ENVDOCTOR_DOWNLOAD_TIMEOUT]")
+@click.option("--download-deadline", "deadline", type=Seconds(1, 7 * 86400), default=DEFAULT_DEADLINE,
+              show_default=True,
+              metavar="SECONDS", envvar="ENVDOCTOR_DOWNLOAD_DEADLINE",
+              help="Give up on a file (the manifest, an archive) after this long, every attempt included: a server "
+                   "that trickles data never times out a read. What arrived is kept; a re-run resumes. "
+                   "[env: ENVDOCTOR_DOWNLOAD_DEADLINE]")
 @renamed_option("--timeout", "--download-timeout", "timeout", type=Seconds(0.1, 3600), metavar="SECONDS")
 @click.option("--retries", type=click.IntRange(0, 20), default=3, show_default=True,
               help="Further attempts per download (each resumes where the last stopped).")
@@ -152,7 +174,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
             extra: Tuple[str, ...],
             snapshot: Optional[str], prefix: Optional[str], components: Tuple[str, ...], mirror: Optional[str],
             platform: Optional[str], cuda_variant: str, dry_run: bool, fmt: str, yes: bool, force: bool,
-            force_any: bool, log_file: Optional[str], timeout: float, retries: int) -> None:
+            force_any: bool, log_file: Optional[str], timeout: float, deadline: float, retries: int) -> None:
     """Install COMPONENT (driver, cuda, cudnn, nccl, container-toolkit ...).
 
     Builds a plan for the target system (this machine, or --os) after checking
@@ -162,9 +184,12 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
 
     With --method redist (the default for cuda/cudnn when --prefix is given):
     downloads NVIDIA's redistrib manifest, then its archives, verifies each
-    against the manifest's sha256 and moves the finished tree into place, no
-    root needed.
+    against the manifest's sha256, unpacks them with envdoctor's own checks
+    (the --dry-run script carries the same extractor) and moves the finished
+    tree into place, no root needed. A --mirror URL's credentials are never
+    shown; the resume command reads the mirror from $ENVDOCTOR_MIRROR.
     """
+    env_timeout()  # ENVDOCTOR_TIMEOUT bounds probing here too: a bad value is refused as every command does
     if list_:
         from envdoctor.recipes import RecipeError
 
@@ -202,7 +227,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
             raise ValidationError(f"--prefix is required for --method redist (e.g. --prefix ~/{component}-{release})")
         prefix_path = validate.prefix(prefix)
         names = validate.component_names(components)
-        mirror_url = validate.mirror(mirror) if mirror else None
+        mirror_url = validate.mirror(mirror) if mirror is not None else None
         plat = validate.platform(platform) if platform else None
         variant = validate.component_names([cuda_variant])[0] if cuda_variant else ""
         if log_file is not None:
@@ -220,7 +245,8 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
 
     from ..install.download import DownloadError, DownloadOptions, default_progress_stream, fetch_bytes
 
-    options = DownloadOptions(timeout=timeout, retries=retries, progress=default_progress_stream())
+    options = DownloadOptions(timeout=timeout, retries=retries, progress=default_progress_stream(),
+                              deadline=deadline)
     facts = _machine_facts(snapshot) if (component == "cudnn" and not variant) or component == "cuda" else None
     resume = _resume_command(component, str(version).strip(), method, prefix_path, names, mirror_url, plat, variant,
                              force, log_file, force_any)
@@ -228,6 +254,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
                                     base_url=mirror_url or "", components=names or None, platform=plat,
                                     cuda_variant=variant, force=force, force_any=force_any, resume_command=resume,
                                     driver_cuda_major=cuda_redist.variant_for_driver(facts))
+    shown = validate.shown_url(req.manifest_url)  # a mirror's credentials are sent, never shown
     try:
         raw = fetch_bytes(req.manifest_url, options)
     except DownloadError as exc:
@@ -244,30 +271,33 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
                        "install from a mirror of NVIDIA's redist tree with --mirror URL (or ENVDOCTOR_MIRROR), else "
                        "check the network and run it again", EXIT_USAGE) from None
         hint = " (manifests name full releases, e.g. 12.4.1)" if len(release.release) < 3 else ""
-        raise fail(f"cannot read the manifest: {exc}{hint}\n  (releases are listed at {req.url_base}/)",
-                   EXIT_USAGE) from None
+        raise fail(validate.shown_url(f"cannot read the manifest: {exc}{hint}\n  (releases are listed at "
+                                      f"{req.url_base}/)"), EXIT_USAGE) from None
     except KeyboardInterrupt:
         raise fail("interrupted (Ctrl-C) while reading the manifest; nothing was changed", 130) from None
     try:
         doc = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise fail(f"{shown} is not a manifest (its JSON is nested too deeply)", EXIT_USAGE) from None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise fail(f"{req.manifest_url} is not valid JSON ({exc})", EXIT_USAGE) from None
+        raise fail(f"{shown} is not valid JSON ({exc})", EXIT_USAGE) from None
     try:
-        manifest = cuda_redist.parse_manifest(doc, req.manifest_url)
+        manifest = cuda_redist.parse_manifest(doc, shown)
         the_plan = cuda_redist.plan(req, manifest, facts)
     except ValidationError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
+        raise fail(validate.shown_url(str(exc)), EXIT_USAGE) from None
     except RecipeError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
+        raise fail(validate.shown_url(str(exc)), EXIT_USAGE) from None
 
     if dry_run:
         _print_plan(the_plan, fmt)
         return
 
-    from ..install.executor import EXIT_INTERRUPTED, Executor, check_holds
+    from ..forked import Interrupted
+    from ..install.executor import EXIT_INTERRUPTED, Executor, check_holds, signal_name
     from ..install.lock import Busy, PrefixLock
 
-    installed = the_plan.installed
+    installed = the_plan.installed  # None with --force: everything is done again
     already = installed is not None and check_holds(installed)
     if os.path.lexists(prefix_path) and not already:
         if not force:
@@ -298,6 +328,9 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
             result = executor.execute(the_plan)
         except KeyboardInterrupt:
             raise fail("interrupted (Ctrl-C); nothing was changed. To resume: " + resume, EXIT_INTERRUPTED) from None
+        except Interrupted as exc:
+            raise fail("interrupted (%s); nothing was changed. To resume: %s" % (signal_name(exc.signum), resume),
+                       128 + int(exc.signum)) from None
     finally:
         lock.release()
     sys.exit(_after(result.exit_code, component, prefix=str(prefix_path)))
@@ -374,7 +407,7 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         if method is not None and not re.match(r"^[a-z]{1,16}$", method):
             raise ValidationError(f"--method {method!r} is not a method name (see envdoctor install --list)")
         prefix_path = validate.prefix(prefix) if prefix else None
-        mirror_url = validate.mirror(mirror) if mirror else None
+        mirror_url = validate.mirror(mirror) if mirror is not None else None
         if python_exe is not None:
             python_exe = validate.path_value(python_exe, what="--python")
         if venv is not None:

@@ -17,6 +17,11 @@ ALIASES = {
     "paddlepaddle": "paddle", "cupy": "cupy", "tensorrt": "tensorrt", "trt": "tensorrt", "mxnet": "mxnet",
 }
 
+#: A value to show in a message, per area.
+EXAMPLES = {"cuda": "12.4", "cudnn": "9.1", "gpus": "\"RTX 4090\"", "gpu_arch": "8.6", "torch": "2.4",
+            "tensorflow": "2.16", "jax": "0.4.30", "onnxruntime": "1.18", "paddle": "3.0", "cupy": "13.0",
+            "tensorrt": "10.0", "mxnet": "1.9"}
+
 #: The field that names a row, per area.
 KEY = {"gpus": "name", "gpu_arch": "cc", "jax": "jax"}
 
@@ -234,6 +239,10 @@ def matrix(area: str, value: Optional[str], fmt: str) -> None:
     name = ALIASES.get(area.strip().lower())
     if name is None:
         raise fail("unknown matrix area {!r}; known: {}".format(area, ", ".join(sorted(ALIASES))), EXIT_USAGE)
+    if value is not None and not value.strip():
+        # "" is a substring of every name: the lookup would answer with whatever row came first
+        raise fail("matrix %s: an empty value; give one (e.g. %s) or none to list every row" % (
+            area, EXAMPLES.get(name, "12.4")), EXIT_USAGE)
     derived: Dict[str, Any]
     try:
         rows = load(name)

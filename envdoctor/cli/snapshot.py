@@ -7,8 +7,16 @@ from typing import Optional
 import click
 
 from .. import __version__
-from . import fail
-from .common import live_host, privacy_options, python_option, scrubber_for, timeout_option
+from .common import (
+    echo_output,
+    live_host,
+    output_deadline,
+    privacy_options,
+    python_option,
+    scrubber_for,
+    timeout_option,
+    write_bytes,
+)
 
 
 @click.command("snapshot", epilog="""\b
@@ -30,16 +38,15 @@ def snapshot(output: str, timeout: float, python_exe: Optional[str], include_hos
     name, user and home path hidden unless --include-host), so anyone can
     replay it with `envdoctor diagnose --snapshot FILE` and get the same report.
     """
-    from ..host.snapshot import document_from_host, write_snapshot
+    from ..host.snapshot import document_from_host, snapshot_bytes, snapshot_text
     from ..probes import run_probes
 
     host, deadline = live_host(timeout, python_exe)
     run_probes(host, deadline=deadline)  # the probes' questions are what gets recorded
     doc = document_from_host(host, scrubber_for(host, include_host, redact_ids), __version__)
-    try:
-        write_snapshot(doc, output)
-    except OSError as exc:
-        raise fail("cannot write %s: %s" % (output, exc.strerror or exc)) from None
-    if output != "-":
+    if output == "-":
+        echo_output(snapshot_text(doc), deadline=output_deadline(deadline + 0.5))
+    else:
+        write_bytes(output, snapshot_bytes(doc, output), output_deadline(deadline + 0.5))
         click.echo("envdoctor: snapshot written to %s (%d files, %d commands)" % (
             output, len(doc["files"]), len(doc["commands"])), err=True)

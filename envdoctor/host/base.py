@@ -269,6 +269,8 @@ class Host:
 
     #: Human description for reports ("this machine", "snapshot foo.json").
     description = "host"
+    #: Why a probe still running at the deadline did not finish ("": a file or command it reads hangs).
+    late_reason = ""
 
     # -- primitives -----------------------------------------------------
     def read_file(self, path: str, limit: int = MAX_FILE_BYTES) -> FileResult:
@@ -342,8 +344,16 @@ class Host:
     def resolve(self, path: str, max_depth: int = 40) -> str:
         """Follow symbolic links in every component of ``path`` (like ``realpath``).
 
-        Stops quietly at a loop or a dangling link and returns what it has.
+        Stops quietly at a loop or a dangling link and returns what it has. Remembered per host (the links it
+        reads are, too): an LD_LIBRARY_PATH that names one directory 100,000 times resolves it once.
         """
+        memo: Dict[Tuple[str, int], str] = self.__dict__.setdefault("_resolved", {})
+        got = memo.get((path, max_depth))
+        if got is None:
+            got = memo[(path, max_depth)] = self._resolve(path, max_depth)
+        return got
+
+    def _resolve(self, path: str, max_depth: int) -> str:
         parts = [p for p in posixpath.normpath(path).split("/") if p]
         resolved = "/"
         depth = 0

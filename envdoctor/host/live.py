@@ -468,7 +468,14 @@ class LiveHost(Host):
         reason = "crashed" if why.startswith("crashed") else classify_timeout(state, cpu, duration, asking, waiting,
                                                                                quiet, queue)
         call = describe_call(asking) if asking else "starting the NVML query"
-        if reason == "timed_out":
+        if asking == "shutdown":
+            # Every question was answered; only NVML's own clean-up did not return.
+            message = ("NVML answered every question, then did not return from nvmlShutdown within %.1fs: %s" % (
+                duration, "it sat in the driver (driver hung or GPU lost?%s)" % (
+                    "; stuck in the kernel, state D" if state == "D" else "") if reason == "timed_out" else
+                "it was still running, only slowly (the driver busy with other callers, or waiting for a CPU)"
+                if reason == "starved" else "the query process %s there" % why))
+        elif reason == "timed_out":
             message = "NVML did not answer within %.1fs: hung in %s (driver hung or GPU lost?%s)" % (
                 duration, call, "; the query is stuck in the kernel, state D" if state == "D" else "")
         elif reason == "starved" and state == "D" and queue[1]:

@@ -12,8 +12,10 @@ The output maps a key per question to ``{"value": ...}`` or
 ``init``, ``system.driver_version``, ``system.cuda_driver_version``,
 ``system.nvml_version``, ``device_count``, and for each device index ``i``
 ``device.i.<field>`` (see ``DEVICE_FIELDS``), and ``device.i.mig_devices`` (``{"max": M, "present": N}``:
-MIG device slots and MIG devices created) for a GPU in MIG mode only.  It is the raw evidence stored in
-snapshots, so keys are never renamed, only added.
+MIG device slots and MIG devices created) for a GPU in MIG mode only.  Then the GPUs' interconnect (see
+:func:`_topology`): ``device.i.nvlink``, ``device.i.fabric``, ``device.i.c2c`` per GPU and ``pair.i.j``
+(``i < j``) per pair of GPUs.  It is the raw evidence stored in snapshots, so keys are never renamed, only
+added (a snapshot without the interconnect keys was written by an envdoctor that did not ask).
 
 The answers stream as they come (:func:`collect` with ``emit``): a line ``{"ask": KEY}`` before each
 call and ``{"key": KEY, "answer": {...}}`` after it, then ``{"done": true}``; so when a call hangs or
@@ -124,7 +126,8 @@ def parse_stream(text):
 #: NVML function asked for each top-level key (for messages naming a call that hung).
 TOP_CALLS = {"init": "nvmlInit", "system.driver_version": "nvmlSystemGetDriverVersion",
              "system.cuda_driver_version": "nvmlSystemGetCudaDriverVersion_v2",
-             "system.nvml_version": "nvmlSystemGetNVMLVersion", "device_count": "nvmlDeviceGetCount"}
+             "system.nvml_version": "nvmlSystemGetNVMLVersion", "device_count": "nvmlDeviceGetCount",
+             "shutdown": "nvmlShutdown"}
 
 
 def describe_call(key):
@@ -132,6 +135,8 @@ def describe_call(key):
     if key in TOP_CALLS:
         return TOP_CALLS[key]
     parts = str(key).split(".", 2)
+    if len(parts) == 3 and parts[0] == "pair":
+        return "nvmlDeviceGetTopologyCommonAncestor/nvmlDeviceGetP2PStatus for GPUs %s and %s" % (parts[1], parts[2])
     if len(parts) == 3 and parts[0] == "device":
         names = [" or ".join(f) if isinstance(f, tuple) else f for k, f, _ in DEVICE_FIELDS if k == parts[2]]
         names += [EXTRA_CALLS[parts[2]]] if parts[2] in EXTRA_CALLS else []
@@ -295,6 +300,7 @@ def collect(emit=None):
     count = ask("device_count", call, "nvmlDeviceGetCount")
     if not isinstance(count, int):
         count = 0
+    handles = {}
     for i in range(min(count, MAX_GPUS)):
         p = "device.%d." % i
         handle = None
@@ -310,6 +316,7 @@ def collect(emit=None):
         tell({"key": p + "handle", "answer": out[p + "handle"]})
         if handle is None:
             continue
+        handles[i] = handle
         for field, fname, extra in DEVICE_FIELDS:
             if isinstance(fname, tuple):
                 ask(p + field, first_of, fname, handle, *extra)
@@ -319,6 +326,8 @@ def collect(emit=None):
         mig = out.get(p + "mig_mode", {}).get("value")
         if isinstance(mig, list) and mig and mig[0] == 1:
             ask(p + "mig_devices", mig_devices, handle)
+    _topology(handles, ask, call, pynvml, error_names)
+    tell({"ask": "shutdown"})  # every answer is in: a hang from here on is NVML's shutdown's
     try:
         call("nvmlShutdown")
     except Exception:  # noqa: BLE001
@@ -379,13 +388,165 @@ DEVICE_FIELDS = [
     ("retired_pages_pending", "nvmlDeviceGetRetiredPagesPendingStatus", ()),
     ("retired_pages_sbe", "nvmlDeviceGetRetiredPages", (NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,)),
     ("retired_pages_dbe", "nvmlDeviceGetRetiredPages", (NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,)),
+    # The BAR1 aperture through which peers (PCIe P2P) and NICs (GPUDirect RDMA) reach the GPU's memory.
+    ("bar1", "nvmlDeviceGetBAR1MemoryInfo", ()),
 ]
 
 #: Per-device questions outside ``DEVICE_FIELDS`` (asked by a helper), and the NVML call they make.
-#: ``mig_devices``: only for a GPU whose MIG mode is on.
-EXTRA_CALLS = {"mig_devices": "nvmlDeviceGetMigDeviceHandleByIndex"}
+#: ``mig_devices``: only for a GPU whose MIG mode is on; the interconnect ones: see :func:`_topology`.
+EXTRA_CALLS = {"mig_devices": "nvmlDeviceGetMigDeviceHandleByIndex",
+               "nvlink": "nvmlDeviceGetFieldValues/nvmlDeviceGetNvLinkState/nvmlDeviceGetNvLinkRemotePciInfo",
+               "fabric": "nvmlDeviceGetGpuFabricInfoV", "c2c": "nvmlDeviceGetC2cModeInfoV"}
 #: The most MIG device slots asked about (an A100/H100 has 7; a garbled maximum must not loop for long).
 MAX_MIG_DEVICES = 64
+
+# -- the GPUs' interconnect ------------------------------------------------------------------------
+
+#: nvmlFieldValue_t ids (nvml.h): the NVLink link count and the error counters summed over the links, and,
+#: scoped to one link, its state and version. A driver that predates a field answers it NOT_SUPPORTED.
+FI_NVLINK_LINK_COUNT = 91
+FI_NVLINK_ERROR_TOTALS = (("crc_flit", 38), ("crc_data", 45), ("replay", 52), ("recovery", 59))
+FI_NVLINK_GET_STATE = 165
+FI_NVLINK_GET_VERSION = 166
+#: The most NVLink links asked about per GPU (NVML_NVLINK_MAX_LINKS is 18 in R535's nvml.h, 36 later); a
+#: garbled link count must not loop for long.
+MAX_NVLINKS = 64
+#: nvmlGpuP2PCapsIndex_t (nvml.h): the peer-to-peer capabilities asked of each pair, one direction.
+P2P_CAPS = (("read", 0), ("write", 1), ("nvlink", 2), ("atomics", 3))
+#: NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_ARGUMENT_VERSION_MISMATCH (nvml.h).
+INVALID_ARGUMENT_CODE = 2
+NOT_SUPPORTED_CODE = 3
+ARGUMENT_VERSION_MISMATCH = 25
+
+
+def _topology(handles, ask, call, pynvml, error_names):
+    """Ask the interconnect of the GPUs in ``handles`` (index -> handle), batched: per GPU one answer each for
+    its NVLinks, its fabric and C2C; per pair of GPUs one answer holding the common PCIe ancestor and the P2P
+    capabilities. Inside an answer, every NVML call keeps its own ``{"value"}``/``{"error"}``, so a driver
+    that lacks one call (or a binding that lacks it) costs that value only."""
+    import ctypes
+
+    def one(fn, *args):
+        try:
+            return {"value": _plain(fn(*args))}
+        except pynvml.NVMLError as exc:
+            code = getattr(exc, "value", None)
+            return {"error": error_names.get(code, "NVML_ERROR_%s" % code), "code": code}
+        except Exception as exc:  # noqa: BLE001 - the binding lacks the call, bad ctypes...
+            return {"error": "EXCEPTION", "message": "%s: %s" % (type(exc).__name__, exc)}
+
+    def fields(handle, ids):
+        """nvmlDeviceGetFieldValues for ``ids`` (a field id, or (field id, link) for a per-link one) in one
+        call: an answer per id."""
+        got = call("nvmlDeviceGetFieldValues", handle, list(ids))
+        out = []
+        for v in got:
+            ret = int(getattr(v, "nvmlReturn", 0))
+            if ret != 0:
+                out.append({"error": error_names.get(ret, "NVML_ERROR_%s" % ret), "code": ret})
+                continue
+            kind = int(getattr(v, "valueType", 1))
+            name = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(kind)
+            out.append({"value": _plain(getattr(v.value, name))} if name else
+                       {"error": "EXCEPTION", "message": "unknown value type %d" % kind})
+        return out
+
+    def nvlink(handle):
+        first = one(fields, handle, [FI_NVLINK_LINK_COUNT] + [f for _, f in FI_NVLINK_ERROR_TOTALS])
+        out = {"count": {"error": "EXCEPTION", "message": "not asked"}, "errors": {}, "links": []}
+        if "value" in first:
+            answers = first["value"]
+            out["count"] = answers[0]
+            out["errors"] = {name: answers[1 + n] for n, (name, _) in enumerate(FI_NVLINK_ERROR_TOTALS)}
+        else:
+            out["count"] = first
+        count = out["count"].get("value")
+        if count == 0:
+            return out
+        if not isinstance(count, int):
+            # no link count (a board without NVLink, or a driver that predates the field): link 0 tells which
+            state0 = one(call, "nvmlDeviceGetNvLinkState", handle, 0)
+            if state0.get("code") in (NOT_SUPPORTED_CODE, INVALID_ARGUMENT_CODE):
+                return out
+        links = list(range(min(count, MAX_NVLINKS))) if isinstance(count, int) and count > 0 else None
+        batch = None
+        if links:
+            got = one(fields, handle, [(FI_NVLINK_GET_STATE, n) for n in links]
+                      + [(FI_NVLINK_GET_VERSION, n) for n in links])
+            if "value" in got and all("value" in a for a in got["value"][:len(links)]):
+                batch = got["value"]
+        if links is None:
+            # no link count from the driver: ask link after link until the driver says there is no such link
+            links = []
+            for n in range(min(int(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)), MAX_NVLINKS)):
+                state = one(call, "nvmlDeviceGetNvLinkState", handle, n)
+                if state.get("code") in (INVALID_ARGUMENT_CODE, NOT_SUPPORTED_CODE):
+                    break
+                links.append(n)
+                out["links"].append({"link": n, "state": state})
+        else:
+            out["links"] = [{"link": n} for n in links]
+        out["via"] = "fields" if batch else "calls"
+        for pos, entry in enumerate(out["links"]):
+            n = entry["link"]
+            if batch:
+                # NVML_FI_DEV_NVLINK_GET_STATE: 0 inactive, 1 active, 2 sleep (a trained link in low power),
+                # 3 active with traffic disabled
+                entry["state"] = batch[pos]
+                entry["version"] = batch[len(links) + pos]
+            else:
+                entry.setdefault("state", one(call, "nvmlDeviceGetNvLinkState", handle, n))
+                entry["version"] = one(call, "nvmlDeviceGetNvLinkVersion", handle, n)
+            if entry["state"].get("value") in (1, 2, 3):
+                pci = one(call, "nvmlDeviceGetNvLinkRemotePciInfo", handle, n)
+                entry["remote_bus_id"] = ({"value": pci["value"].get("busId")} if isinstance(pci.get("value"), dict)
+                                          else pci)
+        return out
+
+    def fabric(handle):
+        """nvmlDeviceGetGpuFabricInfoV (state, status, clique, cluster, health), else the older
+        nvmlDeviceGetGpuFabricInfo."""
+        versioned = getattr(pynvml, "c_nvmlGpuFabricInfoV_t", None)
+        names = (("nvmlDeviceGetGpuFabricInfoV", versioned), ("nvmlDeviceGetGpuFabricInfo",
+                                                              getattr(pynvml, "c_nvmlGpuFabricInfo_t", None)))
+        last = None
+        for n, (name, struct) in enumerate(names):
+            if struct is None:
+                continue
+            info = struct()
+            try:
+                call(name, handle, ctypes.byref(info))
+            except pynvml.NVMLError as exc:
+                # a driver without the versioned call, or one that wants another version of its structure
+                if getattr(exc, "value", None) in (FUNCTION_NOT_FOUND, ARGUMENT_VERSION_MISMATCH) and n == 0:
+                    last = exc
+                    continue
+                raise
+            except AttributeError as exc:
+                last = exc
+                continue
+            out = {"state": int(info.state), "status": int(info.status), "cliqueId": int(info.cliqueId),
+                   "clusterUuid": "".join("%02x" % b for b in bytes(bytearray(info.clusterUuid)))}
+            if hasattr(info, "healthMask"):
+                out["healthMask"] = int(info.healthMask)
+            return out
+        raise last if last is not None else AttributeError("nvidia-ml-py has no nvmlDeviceGetGpuFabricInfo")
+
+    def pair(a, b):
+        out = {"ancestor": one(call, "nvmlDeviceGetTopologyCommonAncestor", a, b)}
+        out["p2p"] = {name: one(call, "nvmlDeviceGetP2PStatus", a, b, index) for name, index in P2P_CAPS}
+        return out
+
+    for i in sorted(handles):
+        p = "device.%d." % i
+        ask(p + "nvlink", nvlink, handles[i])
+        ask(p + "fabric", fabric, handles[i])
+        ask(p + "c2c", call, "nvmlDeviceGetC2cModeInfoV", handles[i])
+    order = sorted(handles)
+    for n, i in enumerate(order):
+        for j in order[n + 1:]:
+            ask("pair.%d.%d" % (i, j), pair, handles[i], handles[j])
+
 
 if __name__ == "__main__":
     sys.exit(main())

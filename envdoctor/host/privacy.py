@@ -7,8 +7,9 @@
   - by name: a name that says it holds a credential (``*TOKEN*``,
     ``*SECRET*``, ``*PASS*``, ``*KEY*``, ``*AUTH*``, ``*JWT*``, ``*_PWD``...)
     has its whole value replaced by ``<redacted>``.  The shell's ``PWD`` and
-    ``OLDPWD`` are the working directory, not passwords: they are kept (and
-    their home path and user name hidden like any other path).
+    ``OLDPWD`` are working directories, not passwords: ``PWD`` is kept (its home
+    path and user name hidden like any other path's), ``OLDPWD`` (the one before,
+    which no probe reads) only by name.
   - in URLs anywhere in a value (lists of URLs too): the user information
     before the host (up to the *last* ``@``, so an ``@`` or ``/`` inside the
     password cannot leak the rest of it), the values of credential-like
@@ -43,7 +44,9 @@
   substring test says it could match (``://``, a token's prefix...), because
   this runs over every string of a snapshot of about a megabyte.
 * Host identity (unless ``--include-host``): the home directory becomes ``~``,
-  the user name ``<user>`` and the host name ``<hostname>`` wherever they occur.
+  the user name ``<user>``, the host name ``<hostname>`` and the address of a
+  remote container daemon (``DOCKER_HOST``, ``CONTAINER_HOST``: the site's
+  internal network) ``<address>`` wherever they occur.
 * GPU identity (with ``--redact-ids``): GPU/MIG UUIDs and board serials become
   stable placeholders (``GPU-redacted-0`` ...), so several GPUs stay distinct.
 
@@ -105,9 +108,11 @@ _PATH_NAMES = frozenset({
     "INFOPATH", "PKG_CONFIG_PATH", "CMAKE_PREFIX_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT",
     "CUDA_TOOLKIT_ROOT_DIR", "CUDACXX", "CUDAHOSTCXX", "NVCC_CCBIN", "CC", "CXX", "CONDA_PREFIX",
     "CONDA_DEFAULT_ENV", "CONDA_EXE", "CONDA_PYTHON_EXE", "CONDA_ENVS_PATH", "CONDA_PKGS_DIRS",
-    "MAMBA_ROOT_PREFIX", "MAMBA_EXE", "VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "HOME", "PWD", "OLDPWD", "TMPDIR",
+    "MAMBA_ROOT_PREFIX", "MAMBA_EXE", "VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "HOME", "PWD", "TMPDIR",
     "SHELL", "DOCKER_CONFIG", "DOCKER_CONTEXT", "CONTAINER_CONNECTION",
 })
+#: (Not OLDPWD: the directory the shell was in before, which no probe reads and which tells where its user
+#: has been; a snapshot keeps only its name.)
 #: ... and any name that says it holds one (``*PATH``, ``*_HOME``, ``*_DIR(S)``, ``*_ROOT``,
 #: ``*_PREFIX``, ``CONDA_PREFIX_1``, ``*_EXE``, ``*_FILE``).
 _PATH_NAME = _Lazy(r"PATH$|(^|_)(HOME|DIRS?|ROOT|PREFIX(_[0-9]+)?|EXE|FILE)$", re.IGNORECASE)
@@ -252,6 +257,48 @@ def host_names(env: Dict[str, str], nodename: Optional[str]) -> List[str]:
                 if len(n) >= 3 and n not in names and not _IPV4.fullmatch(n):
                     names.append(n)
     return sorted(names, key=len, reverse=True)
+
+
+#: Variables naming the container daemon the docker (podman) command talks to: its address is the site's
+#: internal network, hidden like the host's own names.
+_DAEMON_VARS = ("DOCKER_HOST", "CONTAINER_HOST")
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"})
+
+
+def daemon_addresses(env: Dict[str, str]) -> List[str]:
+    """The host part of each container daemon's address in the environment (``DOCKER_HOST=
+    tcp://user:pw@10.0.0.5:2376`` -> ``10.0.0.5``; ``ssh://me@build.corp`` -> ``build.corp``), loopback and
+    local sockets left out."""
+    out: List[str] = []
+    for name in _DAEMON_VARS:
+        value = (env.get(name) or "").strip()
+        if not value or value.startswith(("unix://", "npipe://", "fd://")):
+            continue
+        rest = value.split("://", 1)[1] if "://" in value else value  # docker reads host:port as tcp://
+        rest = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        rest = rest[rest.rfind("@") + 1:]
+        if rest.startswith("["):  # [fd00::5]:2376
+            host = rest[1:rest.find("]")] if "]" in rest else rest[1:]
+        else:
+            host = rest.rsplit(":", 1)[0] if rest.count(":") == 1 else rest
+        host = host.strip()
+        if len(host) >= 3 and host.lower() not in _LOOPBACK and not host.startswith(("<", "127.")) \
+                and host not in out:
+            out.append(host)
+    return sorted(out, key=len, reverse=True)
+
+
+def _address_rule(address: str) -> re.Pattern[str]:
+    """Where ``address`` (a host name or IP) is shown: an IPv6 address, an IPv4 address or a dotted name
+    wherever it stands alone (``10.0.0.5`` but not ``10.0.0.50`` nor ``110.0.0.5``); a single-label name
+    (``tcp://docker:2375``, GitLab's docker-in-docker service) only as a URL's host, since ``docker`` is
+    also a word and a command."""
+    name = re.escape(address)
+    if ":" in address:
+        return re.compile(r"(?<![\w:.])" + name + r"(?![\w:.])")
+    if "." in address and address.lower() not in _COMMON_WORDS:
+        return re.compile(r"(?<![\w.-])" + name + r"(?![\w-]|\.[\w-])")
+    return re.compile(r"(?:(?<=://)|(?<=@))" + name + r"(?=[:/\]\s\"'),;]|$)")
 
 
 def user_names(env: Dict[str, str], uid_name: Optional[str]) -> List[str]:
@@ -543,7 +590,7 @@ class Scrubber:
 
     def __init__(self, home: Optional[str] = None, user: Optional[str] = None,
                  hostname: Optional[str] = None, include_host: bool = False, redact_ids: bool = False,
-                 users: Sequence[str] = (), hostnames: Sequence[str] = ()) -> None:
+                 users: Sequence[str] = (), hostnames: Sequence[str] = (), addresses: Sequence[str] = ()) -> None:
         self.include_host = include_host
         self.redact_ids = redact_ids
         self._ids: Dict[str, str] = {}
@@ -556,6 +603,8 @@ class Scrubber:
                      if len(h) >= 3 and h not in ("localhost", "<hostname>")]
             for h in sorted(set(hosts), key=len, reverse=True):  # the FQDN before its short name
                 rules.append((re.compile(r"(?<![\w-])" + re.escape(h) + r"(?![\w-])"), "<hostname>"))
+            for a in addresses:  # a remote container daemon's (DOCKER_HOST)
+                rules.append((_address_rule(a), "<address>"))
             for u in dict.fromkeys([user or ""] + list(users)):
                 if len(u) >= 3 and u not in ("root", "<user>"):
                     if u.lower() in _COMMON_WORDS or len(u) < 4:
@@ -569,7 +618,8 @@ class Scrubber:
     def for_environ(cls, env: Dict[str, str], hostname: Optional[str], include_host: bool = False,
                     redact_ids: bool = False, uid_name: Optional[str] = None) -> Scrubber:
         return cls(home=env.get("HOME"), hostname=hostname, include_host=include_host, redact_ids=redact_ids,
-                   users=user_names(env, uid_name), hostnames=host_names(env, hostname))
+                   users=user_names(env, uid_name), hostnames=host_names(env, hostname),
+                   addresses=daemon_addresses(env))
 
     def text(self, s: str) -> str:
         # Credentials, in any string (always, like the environment's): a docker context's ssh://user@host,

@@ -170,94 +170,39 @@ def _command_output(r: CommandResult) -> str:
     return keep(r.stdout) if keep is not None and r.stdout else r.stdout
 
 
-def write_snapshot(doc: Dict[str, Any], path: str) -> None:
-    """Write ``doc`` to ``path`` (``-``: stdout; a name ending in ``.gz``: gzip-compressed).
-
-    The file appears whole or not at all: it is written beside its destination and renamed into
-    place, so a full disk or an interrupted run never leaves a truncated snapshot for a fleet's
-    archive to trip over later.
-    """
+def snapshot_text(doc: Dict[str, Any]) -> str:
+    """The snapshot document as the JSON text envdoctor writes."""
     from ..render.json_out import escape_raw
 
     # Any byte sequence (a file name or variable that is not UTF-8 arrives as lone surrogates) is kept
     # losslessly as a JSON escape, so the file is valid UTF-8 JSON and replays the same text.
-    text = escape_raw(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False)) + "\n"
-    if path == "-":
-        import sys
+    return escape_raw(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False)) + "\n"
 
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    import os
-    import stat
 
-    data = text.encode("utf-8")
+def snapshot_bytes(doc: Dict[str, Any], path: str) -> bytes:
+    """What ``snapshot -o PATH`` writes: the JSON text in UTF-8, gzip-compressed for a name ending in ``.gz``."""
+    data = snapshot_text(doc).encode("utf-8")
     if path.endswith(".gz"):
         import gzip
 
         data = gzip.compress(data, mtime=0)
-    _refuse_foreign_links(path)
-    try:
-        st: Optional[os.stat_result] = os.stat(path)  # follows links: /dev/stdout is a pipe or a terminal
-    except FileNotFoundError:
-        st = None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(21, "Is a directory", path)
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        # A device, pipe or socket (/dev/stdout, /dev/null): write into it. Renaming a finished file
-        # onto it, as below, would replace the device node itself.
-        with open(path, "wb") as fh:
-            fh.write(data)
+    return data
+
+
+def write_snapshot(doc: Dict[str, Any], path: str) -> None:
+    """Write ``doc`` to ``path`` (``-``: stdout; a name ending in ``.gz``: gzip-compressed) the way every
+    ``-o`` is written (:func:`envdoctor.output.write_output`): a regular file appears whole or not at all, so
+    a full disk or an interrupted run never leaves a truncated snapshot for a fleet's archive to trip over;
+    a device or pipe is written into."""
+    if path == "-":
+        import sys
+
+        sys.stdout.write(snapshot_text(doc))
+        sys.stdout.flush()
         return
-    # A regular file (or none yet): written whole beside it, then renamed over it; through a symbolic
-    # link, onto the file it points to, so the link stays a link.
-    real = os.path.realpath(path)
-    tmp = os.path.join(os.path.dirname(real), ".%s.%d.tmp" % (os.path.basename(real), os.getpid()))
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if st is not None:
-            os.chmod(tmp, stat.S_IMODE(st.st_mode))  # an existing file keeps its permissions
-        os.replace(tmp, real)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from ..output import write_output
 
-
-def _refuse_foreign_links(path: str) -> None:
-    """Run as root, never follow a symbolic link another user owns (in the path or its directories): in a
-    world-writable directory (``/tmp/snap.json``) anyone could point it at ``/etc/shadow``, and root would
-    overwrite that. PermissionError naming the link and its owner."""
-    import os
-
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return
-    current = os.path.abspath(path)
-    seen = 0
-    while seen < 40:
-        seen += 1
-        parts = current.split(os.sep)
-        for i in range(2, len(parts) + 1):
-            prefix = os.sep.join(parts[:i]) or os.sep
-            try:
-                st = os.lstat(prefix)
-            except OSError:
-                return  # not there (yet): nothing to follow
-            if os.path.islink(prefix):
-                if st.st_uid != 0:
-                    raise PermissionError(1, "refusing, as root, to follow a symbolic link owned by uid %d"
-                                          % st.st_uid, prefix)
-                target = os.readlink(prefix)
-                rest = os.sep.join(parts[i:])
-                current = os.path.normpath(os.path.join(os.path.dirname(prefix), target, rest))
-                break
-        else:
-            return
+    write_output(path, snapshot_bytes(doc, path))
 
 
 # -- reading -------------------------------------------------------------------
@@ -383,16 +328,36 @@ def _no_constant(name: str) -> Any:
     raise ValueError("%s is not JSON (envdoctor never writes it)" % name)
 
 
-def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapshot") -> Dict[str, Any]:
-    """The JSON object in ``path`` (``-``: standard input; gzip accepted), read with every guard a file
-    from another machine needs (size, pipes that stall, devices, nesting, NaN); :class:`SnapshotError`
-    with a reason a user can act on, never another exception."""
+#: The most digits of a JSON integer read (Python's own limit for turning text into an int, which the 3.8
+#: releases before 3.8.14 lack: there, a million digits took minutes). envdoctor's numbers have at most 20.
+MAX_INT_DIGITS = 4300
+
+
+def _integer(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise ValueError("a number of %d digits (envdoctor never writes one of more than 20)" % len(text.lstrip("-")))
+    return int(text)
+
+
+def read_raw(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapshot") -> bytes:
+    """The bytes of ``path`` (``-``: standard input), at most MAX_SNAPSHOT_BYTES + 1, a pipe or device waited
+    for at most ``timeout``; :class:`SnapshotError` with the reason it cannot be read."""
     if not path:
         raise SnapshotError("no %s file named (an empty path)" % noun)
     try:
-        raw = _read_bytes(path, timeout, noun)
+        return _read_bytes(path, timeout, noun)
     except OSError as exc:
         raise SnapshotError("cannot read %s %s: %s" % (noun, path, exc.strerror or exc)) from None
+
+
+def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapshot",
+                  raw: Optional[bytes] = None) -> Dict[str, Any]:
+    """The JSON object in ``path`` (``-``: standard input; gzip accepted), read with every guard a file
+    from another machine needs (size, pipes that stall, devices, nesting, NaN, numbers of thousands of
+    digits); :class:`SnapshotError` with a reason a user can act on, never another exception. ``raw``: the
+    file's bytes, already read by :func:`read_raw` (``fleet`` reads its pipes all at once)."""
+    if raw is None:
+        raw = read_raw(path, timeout, noun)
     if len(raw) > MAX_SNAPSHOT_BYTES:
         raise SnapshotError("%s is larger than %d MiB; envdoctor writes snapshots of about 1 MB" % (
             path, MAX_SNAPSHOT_BYTES >> 20))
@@ -411,7 +376,7 @@ def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapsho
         raise SnapshotError("%s is not a %s: not UTF-8 text" % (path, noun)) from None
     del raw  # the text replaces it: the bytes and the text are not held together while parsing
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=_no_constant, parse_int=_integer)
     except RecursionError:
         raise SnapshotError("%s is not a %s: its JSON is nested far deeper than any %s" % (
             path, noun, noun)) from None
@@ -485,6 +450,9 @@ def validate_document(doc: Any, path: str = "snapshot") -> None:
 
 class SnapshotHost(Host):
     """Replays a snapshot document.  Questions it has no answer to read as absent."""
+
+    late_reason = ("did not finish replaying the snapshot within the time limit (--timeout); the snapshot "
+                   "holds more than a machine's evidence, or this machine is very busy")
 
     def __init__(self, doc: Dict[str, Any], name: str = "snapshot", validated: bool = False) -> None:
         if not validated:  # load_snapshot has (validating twice doubled the time of a large snapshot)

@@ -11,6 +11,14 @@
 * Answers a retry may cure (HTTP 408, 429, 500, 502, 503, 504: what ``curl --retry`` in the
   dry-run script retries) are retried by ``urllib3.Retry`` mounted on the session, with the same
   backoff; connection errors and cut-off transfers by the resuming loop below.
+* Two bounds: ``timeout`` is how long one read may wait for data, ``deadline`` how long one file may take,
+  every attempt included (a server trickling a byte every few seconds satisfies every read and would never be
+  given up on). Each attempt runs in a worker thread (:func:`_within`) the caller waits on no longer than the
+  deadline; past it, the connection is shut down, what arrived stays in ``DEST.part`` for a later resume.
+* Redirects are followed (at most :data:`MAX_REDIRECTS`) to http:// and https:// only; a loop, or a redirect
+  elsewhere (``file://``, ``ftp://``), is a :class:`DownloadError` naming it.
+* A URL's credentials (``https://user:password@mirror/...``) are sent, never shown: every message and log
+  line names the URL as :func:`envdoctor.install.validate.shown_url` writes it.
 * The finished file is checked against its size and sha256 before it is
   renamed to ``DEST``; a mismatch deletes it, so nothing unverified remains.
 * A progress bar is drawn on a terminal only.
@@ -19,19 +27,27 @@
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
+import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, TextIO
 
 from .. import __version__
+from .validate import shown_url
 
 USER_AGENT = f"envdoctor/{__version__}"
 CHUNK = 64 * 1024
 DEFAULT_TIMEOUT = 30.0
+#: How long one file may take, every attempt included (``install --download-deadline``; the script's
+#: ``curl --max-time``): an hour is 1.4 GB at 400 kB/s; what arrived is kept, so a re-run resumes.
+DEFAULT_DEADLINE = 3600.0
 DEFAULT_RETRIES = 3
+MAX_REDIRECTS = 10
 #: Largest manifest accepted (NVIDIA's CUDA manifests are about 60 KB).
 MAX_MANIFEST_BYTES = 8 * 1024 * 1024
 
@@ -51,6 +67,7 @@ class DownloadOptions:
     retries: int = DEFAULT_RETRIES  # further attempts after the first
     backoff: float = 1.0  # seconds before the first retry, doubled each time
     progress: Optional[TextIO] = None  # where to draw a progress bar (None: quiet)
+    deadline: float = DEFAULT_DEADLINE  # seconds one file may take, every attempt included
 
 
 def default_progress_stream() -> Optional[TextIO]:
@@ -89,6 +106,7 @@ def _session(opts: Optional[DownloadOptions] = None) -> Any:
     except TypeError:  # urllib3 before 1.26 has no "other" count
         retry = Retry(**kwargs)
     s = requests.Session()
+    s.max_redirects = MAX_REDIRECTS
     s.headers["User-Agent"] = USER_AGENT
     adapter = HTTPAdapter(max_retries=retry)
     s.mount("https://", adapter)
@@ -189,31 +207,129 @@ def _short(text: str) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+class _PastDeadline(Exception):
+    """An attempt was still running when the download's deadline came."""
+
+
+class _Attempt:
+    """What the caller needs of an attempt running in a worker: a flag that stops it writing, and the
+    response whose connection is shut down at the deadline (a read blocked on it then returns at once)."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.response: Any = None
+
+    def cut(self) -> None:
+        self.stop.set()
+        sock = _socket_of(self.response)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _socket_of(response: Any) -> Any:
+    """The socket a streamed ``requests`` response reads from (http.client's file over it), or None."""
+    try:
+        return response.raw._fp.fp.raw._sock
+    except AttributeError:
+        return None
+
+
+def _within(deadline_at: float, work: Callable[[_Attempt], Any]) -> Any:
+    """``work(attempt)`` in a worker thread, waited for until ``deadline_at`` (time.monotonic) at most.
+
+    Past it, or when the caller is interrupted (Ctrl-C, a signal), the attempt is cut: it writes nothing more
+    and its connection is shut down. Raises :class:`_PastDeadline`, or what ``work`` raised."""
+    attempt = _Attempt()
+    box: Dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = work(attempt)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="envdoctor-download", daemon=True)
+    worker.start()
+    try:
+        worker.join(max(0.0, deadline_at - time.monotonic()))
+    except BaseException:
+        attempt.cut()
+        raise
+    if worker.is_alive():
+        attempt.cut()
+        worker.join(2.0)  # a body being read ends at once; headers still trickling are left behind
+        raise _PastDeadline()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _request_failed(exc: BaseException, shown: str) -> DownloadError:
+    """A request error no retry cures (a redirect loop, a redirect to file:// or ftp://, a bad URL)."""
+    import requests
+
+    if isinstance(exc, requests.exceptions.TooManyRedirects):
+        return DownloadError(f"{shown}: the server redirects in a loop (more than {MAX_REDIRECTS} redirects)")
+    if isinstance(exc, requests.exceptions.InvalidSchema):
+        return DownloadError(f"{shown}: the server redirected to a URL that is not http:// or https:// "
+                             f"({shown_url(_short(str(exc)))}); refusing to follow it")
+    return DownloadError(f"{shown}: {shown_url(_short(str(exc)))}")
+
+
+def _too_slow(shown: str, opts: DownloadOptions, got: int) -> str:
+    return (f"{shown}: gave up after {opts.deadline:g}s (--download-deadline): the server sends too slowly "
+            f"({got} bytes in that time)")
+
+
 def fetch_bytes(url: str, options: Optional[DownloadOptions] = None, max_bytes: int = MAX_MANIFEST_BYTES) -> bytes:
-    """A small document (a manifest) in memory, with timeouts and retries."""
+    """A small document (a manifest) in memory, with timeouts, retries and the deadline."""
+    import requests
+
     opts = options or DownloadOptions()
+    shown = shown_url(url)
     transient = _transient_errors()
+    deadline_at = time.monotonic() + opts.deadline
+    got = [0]
+
+    def work(attempt: _Attempt) -> Optional[bytes]:
+        with _session(opts) as s:
+            r = s.get(url, stream=True, timeout=(opts.timeout, opts.timeout))
+            attempt.response = r
+            with r:
+                if attempt.stop.is_set():
+                    return None
+                if r.status_code != 200:
+                    raise DownloadError("%s: HTTP %d %s" % (shown, r.status_code, r.reason or ""))
+                data = bytearray()
+                for chunk in r.iter_content(CHUNK):
+                    if attempt.stop.is_set():
+                        return None
+                    data += chunk
+                    got[0] = len(data)
+                    if len(data) > max_bytes:
+                        raise DownloadError("%s: larger than %d bytes, refusing it" % (shown, max_bytes))
+                return bytes(data)
+
     last = ""
     unreachable = False
     for attempt in range(opts.retries + 1):
         if attempt:
-            time.sleep(opts.backoff * (2 ** (attempt - 1)))
+            time.sleep(max(0.0, min(opts.backoff * (2 ** (attempt - 1)), deadline_at - time.monotonic())))
         try:
-            with _session(opts) as s:
-                r = s.get(url, stream=True, timeout=(opts.timeout, opts.timeout))
-                with r:
-                    if r.status_code != 200:
-                        raise DownloadError("%s: HTTP %d %s" % (url, r.status_code, r.reason or ""))
-                    data = bytearray()
-                    for chunk in r.iter_content(CHUNK):
-                        data += chunk
-                        if len(data) > max_bytes:
-                            raise DownloadError("%s: larger than %d bytes, refusing it" % (url, max_bytes))
-                    return bytes(data)
+            return bytes(_within(deadline_at, work))
+        except _PastDeadline:
+            raise DownloadError(_too_slow(shown, opts, got[0])) from None
         except transient as exc:
             last = _describe(exc, opts.timeout)
             unreachable = last.startswith("could not connect")
-    raise DownloadError("%s: %s (tried %d times)" % (url, last, opts.retries + 1), unreachable=unreachable)
+        except requests.exceptions.RequestException as exc:
+            raise _request_failed(exc, shown) from None
+        if time.monotonic() >= deadline_at:
+            raise DownloadError(_too_slow(shown, opts, got[0]))
+    raise DownloadError("%s: %s (tried %d times)" % (shown, last, opts.retries + 1), unreachable=unreachable)
 
 
 def download(url: str, dest: str, sha256: str, size: Optional[int] = None,
@@ -224,54 +340,73 @@ def download(url: str, dest: str, sha256: str, size: Optional[int] = None,
     file is kept for the next attempt unless it is proven wrong (too big, or a
     complete file with the wrong sha256), in which case it is deleted.
     """
+    import requests
+
     opts = options or DownloadOptions()
     say = log or (lambda _m: None)
+    shown = shown_url(url)
     part = dest + ".part"
     os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
     transient = _transient_errors()
+    deadline_at = time.monotonic() + opts.deadline
+    start = os.path.getsize(part) if os.path.exists(part) else 0
     last = ""
     for attempt in range(opts.retries + 1):
         if attempt:
-            time.sleep(opts.backoff * (2 ** (attempt - 1)))
+            time.sleep(max(0.0, min(opts.backoff * (2 ** (attempt - 1)), deadline_at - time.monotonic())))
         have = os.path.getsize(part) if os.path.exists(part) else 0
         if size is not None and have > size:
             _forget(part)
             have = 0
         try:
             if size is None or have < size:
-                _fetch_into(url, part, have, size, opts, say)
+                _within(deadline_at, functools.partial(_fetch_into, url, part, have, size, opts, say))
             return _finish(url, part, dest, sha256, size)
+        except _PastDeadline:
+            kept = os.path.getsize(part) if os.path.exists(part) else 0
+            raise DownloadError("%s; %d bytes kept in %s, a re-run resumes from there"
+                                % (_too_slow(shown, opts, max(0, kept - start)), kept, part)) from None
         except transient as exc:
             last = _describe(exc, opts.timeout)
             now = os.path.getsize(part) if os.path.exists(part) else 0
-            say("download attempt %d of %s failed after %d bytes: %s" % (attempt + 1, url, now, last))
+            say("download attempt %d of %s failed after %d bytes: %s" % (attempt + 1, shown, now, last))
+        except requests.exceptions.RequestException as exc:
+            raise _request_failed(exc, shown) from None
+        if time.monotonic() >= deadline_at:
+            break
     kept = os.path.getsize(part) if os.path.exists(part) else 0
     raise DownloadError("%s: %s (tried %d times); %d bytes kept in %s, a re-run resumes from there"
-                        % (url, last, opts.retries + 1, kept, part))
+                        % (shown, last, attempt + 1, kept, part))
 
 
 def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: DownloadOptions,
-                say: Callable[[str], None]) -> None:
+                say: Callable[[str], None], attempt: Optional[_Attempt] = None) -> None:
+    shown = shown_url(url)
+    stop = attempt.stop if attempt is not None else threading.Event()
     headers = {"Range": "bytes=%d-" % have} if have else {}
     known = _read_validator(part) if have else None
     if known:
         headers["If-Range"] = known  # changed on the server since: the whole new file (200), not the rest
     with _session(opts) as s:
         r = s.get(url, stream=True, timeout=(opts.timeout, opts.timeout), headers=headers)
+        if attempt is not None:
+            attempt.response = r
         with r:
+            if stop.is_set():
+                return  # past the deadline already: nothing is written
             if r.status_code == 416 and have:
                 return  # nothing left to send: the .part is complete (verified next)
             if r.status_code == 206 and have:
                 mode = "ab"
-                say("resuming %s at byte %d" % (url, have))
+                say("resuming %s at byte %d" % (shown, have))
             elif r.status_code == 200:
                 if have:
                     say("%s: the server sent the whole file (it changed since, or ignores ranges): starting over"
-                        % url)
+                        % shown)
                 mode, have = "wb", 0
                 _write_validator(part, _validator(r.headers))
             else:
-                raise DownloadError("%s: HTTP %d %s" % (url, r.status_code, r.reason or ""))
+                raise DownloadError("%s: HTTP %d %s" % (shown, r.status_code, r.reason or ""))
             total = size
             if total is None:
                 length = r.headers.get("Content-Length")
@@ -280,6 +415,8 @@ def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: Downl
             try:
                 with open(part, mode) as f:
                     for chunk in r.iter_content(CHUNK):
+                        if stop.is_set():
+                            break
                         if not chunk:
                             continue
                         f.write(chunk)
@@ -294,7 +431,7 @@ def _fetch_into(url: str, part: str, have: int, size: Optional[int], opts: Downl
                 _forget(part)
                 raise DownloadError("%s: the disk is full (%s) after %d bytes; the partial download %s was "
                                     "deleted. Free some space, then resume"
-                                    % (url, os.strerror(exc.errno), have, part)) from None
+                                    % (shown, os.strerror(exc.errno), have, part)) from None
             finally:
                 bar.close()
 
@@ -320,6 +457,7 @@ def _write_validator(part: str, validator: Optional[str]) -> None:
 
 
 def _finish(url: str, part: str, dest: str, sha256: str, size: Optional[int]) -> str:
+    url = shown_url(url)
     got_size = os.path.getsize(part) if os.path.exists(part) else 0
     if size is not None and got_size != size:
         if got_size > size:

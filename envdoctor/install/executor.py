@@ -20,18 +20,18 @@ import os
 import queue
 import re
 import shutil
+import signal
 import stat
 import subprocess
-import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Deque, List, Optional, TextIO
 
+from ..forked import Interrupted
 from . import validate
 from .download import DownloadError, DownloadOptions, sha256_of
-from .extract import UnsafeArchive
-from .extract import extract as safe_extract
+from .extract import UnsafeArchive, unpack, unpacked_size
 from .plan import (
     Check,
     Extract,
@@ -45,7 +45,6 @@ from .plan import (
     WriteFile,
     reboot_message,
 )
-from .xzsize import unpacked_size
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 #: What a shell reports for a program ended by Ctrl-C (128 + SIGINT).
@@ -54,6 +53,11 @@ EXIT_INTERRUPTED = 130
 
 class StepError(Exception):
     """A step's action failed; the message says why."""
+
+
+class StepRefused(StepError):
+    """A step refused what it was given (an archive that is unsafe, corrupt or not what its name says): the
+    install stops with exit 2 and one line, since running it again cannot help until the input changes."""
 
 
 @dataclass
@@ -211,28 +215,20 @@ def _write(action: WriteFile) -> None:
 
 
 def _extract(action: Extract) -> None:
-    def rename(name: str) -> str:
-        return action.license_as if action.license_as and name == "LICENSE" else name
-
     try:
-        safe_extract(action.archive, action.dest, action.strip_components, rename)
+        unpack(action.archive, action.dest, action.strip_components, action.marker, action.license_as)
     except UnsafeArchive as exc:
-        # The tree may hold part of a hostile archive: nothing of it is kept, nor the markers that
-        # say earlier archives were unpacked into it (a re-run unpacks them again).
-        shutil.rmtree(action.dest, ignore_errors=True)
-        if action.marker:
-            mdir = os.path.dirname(action.marker)
-            for name in os.listdir(mdir) if os.path.isdir(mdir) else []:
-                if name.endswith(".unpacked"):
-                    os.remove(os.path.join(mdir, name))
-        raise StepError(f"{os.path.basename(action.archive)}: {exc}; nothing from it was installed") from None
-    except (tarfile.TarError, EOFError, KeyError) as exc:
-        raise StepError(f"could not unpack {action.archive}: {exc or type(exc).__name__}") from None
+        raise StepRefused(f"refused {os.path.basename(action.archive)}: {exc}; nothing from it was installed") \
+            from None
     except OSError as exc:
         raise StepError(f"could not unpack {action.archive}: {_os_error(exc)}") from None
-    if action.marker:
-        with open(action.marker, "wb"):
-            pass
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def _os_error(exc: OSError) -> str:
@@ -352,7 +348,7 @@ class Executor:
                  confirm: Optional[Callable[[str], bool]] = None, uid: Callable[[], int] = os.geteuid,
                  log_path: Optional[str] = None, download_options: Optional[DownloadOptions] = None,
                  clock: Callable[[], datetime.datetime] = datetime.datetime.now, stream: bool = True) -> None:
-        self.out = out
+        self._out = out
         #: Show each command's output as it comes (pip, apt, dnf and conda can run for many minutes).
         self.stream = stream
         self.yes = yes
@@ -366,9 +362,22 @@ class Executor:
 
     # -- logging --------------------------------------------------------
     def log(self, message: str) -> None:
+        """One line of the install log (a URL's credentials, from a --mirror, are never written)."""
         if self._log is not None:
-            self._log.write("{} {}\n".format(self.clock().isoformat(timespec="seconds"), message))
+            self._log.write("{} {}\n".format(self.clock().isoformat(timespec="seconds"),
+                                              validate.shown_url(message)))
             self._log.flush()
+
+    def out(self, message: str) -> None:
+        """A line for the user (a URL's credentials, from a --mirror, are never shown)."""
+        self._out(validate.shown_url(message))
+
+    def _say(self, message: str) -> None:
+        """:meth:`out`, where a terminal that went away (SIGHUP) is no error."""
+        try:
+            self.out(message)
+        except OSError:
+            pass
 
     def _open_log(self) -> Optional[str]:
         try:
@@ -427,18 +436,22 @@ class Executor:
                 bad = [c for c in step.verify if not check_holds(c)]
                 if bad:
                     raise StepError("verification failed: " + "; ".join(c.describe() for c in bad))
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, Interrupted) as exc:
+                # Ctrl-C, or SIGTERM/SIGHUP (envdoctor.forked's handlers raise Interrupted): the same log line,
+                # message and resume command; the exit code a shell gives for that signal (130, 143, 129).
                 took = time.monotonic() - started
-                self.log(f"step {step.id}: INTERRUPTED (Ctrl-C) after {took:.1f}s")
+                signum = getattr(exc, "signum", signal.SIGINT)
+                how = "Ctrl-C" if signum == signal.SIGINT else signal_name(signum)
+                self.log(f"step {step.id}: INTERRUPTED ({how}) after {took:.1f}s")
                 result.outcomes.append(StepOutcome(step.id, step.title, "failed", "interrupted", took))
                 for later in plan.steps[i:]:
                     result.outcomes.append(StepOutcome(later.id, later.title, "not_run"))
-                result.exit_code = EXIT_INTERRUPTED
+                result.exit_code = EXIT_INTERRUPTED if signum == signal.SIGINT else 128 + int(signum)
                 resume = plan.resume_command or "re-run the same envdoctor install command"
-                result.message = ("interrupted (Ctrl-C) during step %d of %d: %s (%s)\n  nothing was moved into "
+                result.message = ("interrupted (%s) during step %d of %d: %s (%s)\n  nothing was moved into "
                                   "place; log: %s\n  to resume (finished steps are skipped), run:\n    %s"
-                                  % (i, total, step.title, step.id, self.log_path, resume))
-                self.out("envdoctor: " + result.message)
+                                  % (how, i, total, step.title, step.id, self.log_path, resume))
+                self._say("envdoctor: " + result.message)
                 return result
             except (StepError, DownloadError, OSError) as exc:
                 took = time.monotonic() - started
@@ -447,12 +460,17 @@ class Executor:
                 result.outcomes.append(StepOutcome(step.id, step.title, "failed", why, took))
                 for later in plan.steps[i:]:
                     result.outcomes.append(StepOutcome(later.id, later.title, "not_run"))
+                if isinstance(exc, StepRefused):
+                    result.exit_code = EXIT_REFUSED
+                    result.message = "%s (step %d of %d, %s; log: %s)" % (why, i, total, step.id, self.log_path)
+                    self._say("envdoctor: " + result.message)
+                    return result
                 result.exit_code = EXIT_FAILED
                 resume = plan.resume_command or "re-run the same envdoctor install command"
-                result.message = ("step %d of %d failed: %s (%s)\n  why: %s\n  log: %s\n  to resume (finished steps "
-                                  "are skipped), fix the cause and run:\n    %s"
-                                  % (i, total, step.title, step.id, why, self.log_path, resume))
-                self.out("envdoctor: " + result.message)
+                result.message = validate.shown_url(
+                    "step %d of %d failed: %s (%s)\n  why: %s\n  log: %s\n  to resume (finished steps are skipped), "
+                    "fix the cause and run:\n    %s" % (i, total, step.title, step.id, why, self.log_path, resume))
+                self._say("envdoctor: " + result.message)
                 return result
             took = time.monotonic() - started
             self.log(f"step {step.id}: done in {took:.1f}s")

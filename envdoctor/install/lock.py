@@ -76,9 +76,11 @@ class PrefixLock:
             os.close(fd)
             raise Busy("another envdoctor install is running into {} ({}); wait for it to finish, then run "
                        "this again".format(self.prefix, holder or "holder unknown")) from None
+        from .validate import shown_url
+
         who = "pid {}, user {}, since {}, command: {}".format(
             os.getpid(), _user(), datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
-            " ".join(["envdoctor"] + sys.argv[1:])[:300])
+            shown_url(" ".join(["envdoctor"] + sys.argv[1:]))[:300])  # a --mirror's credentials never shown
         os.ftruncate(fd, 0)
         os.pwrite(fd, (who + "\n").encode("utf-8", "replace"), 0)
         self.fd = fd

@@ -171,15 +171,20 @@ class Download:
         return {"kind": self.kind, "url": self.url, "dest": self.dest, "sha256": self.sha256, "size": self.size}
 
     def describe(self) -> str:
-        """What it does, in one line (the executor's log)."""
-        return f"download {self.url} -> {self.dest} (sha256 {self.sha256}, {self.size} bytes)"
+        """What it does, in one line (the executor's log; a URL's credentials are never shown)."""
+        from .validate import shown_url
+
+        return f"download {shown_url(self.url)} -> {self.dest} (sha256 {self.sha256}, {self.size} bytes)"
 
     def sh(self) -> List[str]:
         """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
         part = q(self.dest + ".part")
         mismatch = "sha256 mismatch: the download was deleted, nothing was installed"
+        from .download import DEFAULT_DEADLINE
+
         lines = [f"mkdir -p -- {q(_dirname(self.dest))}",
-                 f"curl -fL --retry 3 --connect-timeout 30 -C - -o {part} {q(self.url)}",
+                 f"curl -fL --retry 3 --connect-timeout 30 --max-time {DEFAULT_DEADLINE:.0f} -C - -o {part} "
+                 f"{q(self.url)}",
                  f"printf '%s  %s\\n' {q(self.sha256)} {part} | sha256sum -c - || "
                  f"{{ rm -f -- {part}; echo {q(mismatch)} >&2; exit 1; }}",
                  f"mv -f -- {part} {q(self.dest)}"]
@@ -213,17 +218,15 @@ class Extract:
         return f"extract {self.archive} -> {self.dest}"
 
     def sh(self) -> List[str]:
-        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``)."""
-        lines = [f"mkdir -p -- {q(self.dest)}"]
-        strip = " --strip-components=%d" % self.strip_components if self.strip_components else ""
-        lines.append(f"tar -xf {q(self.archive)} -C {q(self.dest)} --no-same-owner{strip}")
-        if self.license_as:
-            lic = q(self.dest.rstrip("/") + "/LICENSE")
-            renamed = q(self.dest.rstrip("/") + "/" + self.license_as)
-            lines.append(f"if [ -f {lic} ]; then mv -f -- {lic} {renamed}; fi")
-        if self.marker:
-            lines.append(f"touch -- {q(self.marker)}")
-        return lines
+        """The shell lines that do it (the dry-run script, under ``set -euo pipefail``): envdoctor's own
+        extractor, which the script carries (:meth:`sh_prelude`), with the arguments the executor passes it."""
+        return [f"envdoctor_unpack {q(self.archive)} {q(self.dest)} {int(self.strip_components)} "
+                f"{q(self.marker)} {q(self.license_as)}"]
+
+    def sh_prelude(self) -> List[str]:
+        """What the script defines once, before any step: ``envdoctor_unpack``, which runs the source of
+        :mod:`envdoctor.install.extract` with the machine's Python 3."""
+        return unpack_prelude()
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
@@ -287,9 +290,10 @@ class SpaceCheck:
     """Fail unless the filesystem holding ``path`` has ``needed`` bytes free (``what`` says for what).
 
     With ``archives`` (``(archive, marker, estimate)`` each), what is needed is measured instead: the sum of
-    the unpacked sizes the ``.xz`` archives record in their own indexes (:mod:`envdoctor.install.xzsize`),
-    ``estimate`` for one whose index cannot be read, nothing for one whose ``marker`` says it is unpacked;
-    ``needed`` is then the sum of the estimates, shown before the archives exist.
+    the unpacked sizes the ``.xz`` archives record in their own indexes
+    (:func:`envdoctor.install.extract.unpacked_size`), ``estimate`` for one whose index cannot be read, nothing
+    for one whose ``marker`` says it is unpacked; ``needed`` is then the sum of the estimates, shown before the
+    archives exist.
     """
 
     path: str
@@ -478,6 +482,40 @@ def _dirname(path: str) -> str:
     return head or "/"
 
 
+#: Ends the extractor's source in the script (a here-document); the source never holds this line.
+_UNPACK_END = "ENVDOCTOR_EXTRACT_PY"
+
+
+def unpack_prelude() -> List[str]:
+    """The shell function ``envdoctor_unpack ARCHIVE DEST STRIP MARKER LICENSE_AS`` and the search for the
+    Python 3 that runs it: the dry-run script unpacks with the very code the executor runs
+    (:mod:`envdoctor.install.extract`, carried whole), so both refuse the same archives."""
+    from .extract import source
+
+    code = source().rstrip("\n").split("\n")
+    if _UNPACK_END in code:  # pragma: no cover - a guard on this module's own source
+        raise ValueError("the extractor's source holds its here-document's end line")
+    missing = ("envdoctor: this script unpacks the archives with Python 3.6 or later (with its lzma module) and "
+               "none was found: install python3, or run the same envdoctor install command with --yes instead of "
+               "--dry-run")
+    return ["# Archives are unpacked by envdoctor's own extractor, the Python program in envdoctor_unpack below",
+            "# (envdoctor/install/extract.py, the code 'envdoctor install --yes' runs): it refuses absolute names,",
+            "# '..', links leading out of the tree, hard links, device files, FIFOs, sparse, setuid and setgid files,",
+            "# and an archive that is not what its name says or unpacks beyond the size it records; a refusal",
+            "# removes the tree and exits 2. It runs with Python 3.6 or later (python3, or RHEL's platform-python).",
+            "envdoctor_python=",
+            "for candidate in python3 /usr/libexec/platform-python; do",
+            "  if command -v \"$candidate\" >/dev/null 2>&1 && \"$candidate\" -I -c 'import sys, lzma, tarfile; "
+            "sys.exit(sys.version_info < (3, 6))' >/dev/null 2>&1; then",
+            "    envdoctor_python=$candidate",
+            "    break",
+            "  fi",
+            "done",
+            f"if [ -z \"$envdoctor_python\" ]; then echo {q(missing)} >&2; exit 1; fi",
+            "envdoctor_unpack() {",
+            f"  \"$envdoctor_python\" -I - \"$@\" <<'{_UNPACK_END}'"] + code + [_UNPACK_END, "}"]
+
+
 def render_sh(plan: Plan) -> str:
     """The plan as a commented bash script that runs as-is and skips finished steps."""
     out = ["#!/usr/bin/env bash",
@@ -498,6 +536,14 @@ def render_sh(plan: Plan) -> str:
     if plan.needs_root:
         out += ['if [ "$(id -u)" -ne 0 ]; then',
                 "  echo 'this plan needs root: run it with sudo' >&2", "  exit 1", "fi", ""]
+    preludes: List[List[str]] = []
+    for step in plan.steps:  # what an action needs defined before any step runs (once each)
+        prelude = getattr(step.action, "sh_prelude", None)
+        lines = prelude() if prelude is not None else []
+        if lines and lines not in preludes:
+            preludes.append(lines)
+    for lines in preludes:
+        out += lines + [""]
     total = len(plan.steps)
     for i, step in enumerate(plan.steps, 1):
         out.append("# [%d/%d] %s%s" % (i, total, _one_line(step.title), "  (needs root)" if step.needs_root else ""))

@@ -33,25 +33,35 @@ def _show(value: str) -> str:
     return repr(value) if len(value) <= 80 else repr(value[:77] + "...")
 
 
+#: Longer than any real release number (NVIDIA's longest, component versions like 12.4.35753180, are 13).
+MAX_VERSION_LENGTH = 40
+
+
 def version(value: str, what: str = "--version") -> Version:
     """A plain release number such as ``12.4`` or ``12.4.1`` (nothing else)."""
     text = (value or "").strip()
-    if not _RELEASE.match(text):
+    if len(text) > MAX_VERSION_LENGTH or not _RELEASE.match(text):
         raise ValidationError(f"{what} {_show(value)} is not a release number like 12.4 or 12.4.1 "
                               "(digits and dots only)")
     try:
         return Version(text)
-    except InvalidVersion:  # pragma: no cover - the regex admits only valid versions
+    except (InvalidVersion, ValueError):  # pragma: no cover - the regex and the length admit only valid ones
         raise ValidationError(f"{what} {_show(value)} is not a valid version") from None
 
 
 def prefix(value: str, cwd: Optional[str] = None, what: str = "--prefix") -> str:
-    """An install directory: absolute (or made absolute), no control characters, not a system or home directory."""
+    """An install directory: absolute (or made absolute), no control characters, not a system or home directory,
+    neither as written nor once its links are resolved (``~/sys/x`` with ``~/sys -> /usr`` is ``/usr/x``)."""
     path = path_value(value, cwd, what)
     why = system_directory(path)
     if why:
         raise ValidationError(f"{what} {path} is {why}; give a directory of its own, e.g. "
                               f"{_suggest(path)}")
+    real = os.path.realpath(path)
+    why = system_directory(real) if real != path else ""
+    if why:
+        raise ValidationError(f"{what} {path} resolves to {real}, which is {why}; give a directory of its own, "
+                              f"e.g. {_suggest(real)}")
     return path
 
 
@@ -81,6 +91,7 @@ _USR_LOCAL = ("bin", "etc", "games", "include", "lib", "lib32", "lib64", "libexe
 
 
 def _home_directories() -> List[str]:
+    """Every home directory, as written and with its links resolved (``/home/u`` may be ``/data/home/u``)."""
     homes = set()
     env_home = os.environ.get("HOME")
     if env_home and env_home.startswith("/"):
@@ -93,7 +104,7 @@ def _home_directories() -> List[str]:
                 homes.add(posixpath.normpath(entry.pw_dir))
     except (ImportError, OSError, KeyError):  # pragma: no cover - no user database
         pass
-    return sorted(homes)
+    return sorted(homes | {os.path.realpath(h) for h in homes})
 
 
 def system_directory(path: str) -> str:
@@ -157,11 +168,19 @@ def toolkit_in(path: str) -> str:
 
 
 def replaceable(path: str, force_any: bool) -> str:
-    """Why ``--force`` must not move ``path`` aside ("" when it may)."""
+    """Why ``--force`` must not move ``path`` aside ("" when it may).
+
+    Judged as written and with its links resolved: a rename moves what the path's resolved parent holds under
+    its name (``~/via/victim`` with ``~/via -> /var/lib`` moves ``/var/lib/victim``), and a path that is itself
+    a link to a system or home directory is refused too."""
     norm = posixpath.normpath(path)
-    why = system_directory(norm)
-    if why:
-        return f"{norm} is {why}; --force never replaces it"
+    parent, name = posixpath.split(norm)
+    moved = posixpath.join(os.path.realpath(parent or "/"), name)
+    for candidate in dict.fromkeys((norm, moved, os.path.realpath(norm))):
+        why = system_directory(candidate)
+        if why:
+            shown = norm if candidate == norm else f"{norm} (which resolves to {candidate})"
+            return f"{shown} is {why}; --force never replaces it"
     if force_any or toolkit_in(norm):
         return ""
     return (f"{norm} is not a CUDA toolkit or NVIDIA library tree that envdoctor or NVIDIA installed (no "
@@ -170,16 +189,33 @@ def replaceable(path: str, force_any: bool) -> str:
 
 
 def mirror(value: str) -> str:
-    """An ``http(s)://`` base URL with the layout of NVIDIA's redist server; returned without a trailing slash."""
-    if _CONTROL.search(value or "") or any(c.isspace() for c in value or ""):
-        raise ValidationError("--mirror {} contains spaces or control characters".format(_show(value or "")))
-    parts = urlsplit(value or "")
+    """An ``http(s)://`` base URL with the layout of NVIDIA's redist server; returned without a trailing slash.
+    It may hold credentials (``https://user:password@host/...``): they are sent, never shown (:func:`shown_url`)."""
+    if not value:
+        raise ValidationError("--mirror is empty (is ENVDOCTOR_MIRROR set?)")
+    shown = _show(shown_url(value))
+    if _CONTROL.search(value) or any(c.isspace() for c in value):
+        raise ValidationError(f"--mirror {shown} contains spaces or control characters")
+    parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValidationError("--mirror {} must be an http:// or https:// URL, e.g. "
-                              "https://mirror.example.org/compute/cuda/redist".format(_show(value or "")))
+        raise ValidationError(f"--mirror {shown} must be an http:// or https:// URL, e.g. "
+                              "https://mirror.example.org/compute/cuda/redist")
     if parts.query or parts.fragment:
-        raise ValidationError(f"--mirror {_show(value)} must not have a query or fragment")
+        raise ValidationError(f"--mirror {shown} must not have a query or fragment")
     return value.rstrip("/")
+
+
+def has_credentials(url: str) -> bool:
+    """Whether ``url`` holds user information (``scheme://user:password@host``)."""
+    return "@" in urlsplit(url).netloc
+
+
+def shown_url(text: str) -> str:
+    """``text`` with every URL's credentials replaced by ``<redacted>`` (what the install log, messages and
+    the resume command show: ``http://<redacted>@mirror/...``); the privacy rules snapshots follow."""
+    from ..host.privacy import redact_text
+
+    return redact_text(text)
 
 
 def component_names(values: Iterable[str]) -> List[str]:
@@ -231,6 +267,6 @@ def relative_path(value: object, where: str) -> str:
 
 def manifest_version(value: object, where: str) -> str:
     text = str(value)
-    if not re.match(r"^[0-9]+(?:\.[0-9]+){0,5}$", text):
+    if len(text) > MAX_VERSION_LENGTH or not re.match(r"^[0-9]+(?:\.[0-9]+){0,5}$", text):
         raise ValidationError(f"{where}: version {_show(text)} is not a release number")
     return text

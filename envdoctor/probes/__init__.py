@@ -83,6 +83,7 @@ PROBE_MODULES = (
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
     "envdoctor.probes.dlopen",
+    "envdoctor.probes.topology",
     "envdoctor.probes.environment",
     "envdoctor.probes.containers",
 )
@@ -256,7 +257,7 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
         with runner.lock:
             res = runner.results.get(spec.name)
             if res is None:
-                res = timed_out_result(spec)
+                res = timed_out_result(spec, getattr(host, "late_reason", ""))
                 runner.results[spec.name] = res
         out.append(res)
     return out

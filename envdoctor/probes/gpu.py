@@ -365,6 +365,15 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
     d.add("utilization_memory_percent", "utilization", "Memory controller utilization (%)",
           lambda v: _nonneg(_struct(v, "memory")))
     d.add("temperature_celsius", "temperature", "Temperature (C)", _nonneg)
+    if f"device.{i}.nvlink" in data:  # asked since the topology layer (an older snapshot has no answer: no fact)
+        from .topology import nvlinks
+
+        links, _errors, why = nvlinks(data, i)
+        key, src = d.key("nvlink_active"), d.src("nvlink")
+        if links is None:
+            facts.append(unknown(key, "NVLink state not known (%s)" % why, src, "Active NVLinks"))
+        else:  # a GPU without NVLink has none active
+            facts.append(ok(key, sum(1 for x in links if x["state"] in ("active", "sleep")), src, "Active NVLinks"))
     if d.missing and d.incomplete:
         facts.append(unknown(d.key("nvml_not_recorded"), "%d NVML questions were not asked, because the query "
                              "stopped earlier (%s): %s" % (len(d.missing), d.incomplete.get("message", ""),

@@ -210,12 +210,13 @@ def _lib_copies(host: Host, stem: str, d: str, found_by: str) -> List[Dict[str, 
     return copies
 
 
-def _rank(copy: Dict[str, Any], ldp: Sequence[str], cache_paths: Dict[str, int]) -> Tuple[int, int]:
-    """Loader order: LD_LIBRARY_PATH dirs, cache order, default dirs, then places the loader never looks."""
+def _rank(copy: Dict[str, Any], ldp: Dict[str, int], cache_paths: Dict[str, int]) -> Tuple[int, int]:
+    """Loader order: LD_LIBRARY_PATH dirs (``ldp``: directory -> its first place), cache order, default dirs,
+    then places the loader never looks."""
     d = posixpath.dirname(copy.get("path") or "")
     if copy.get("kind") == "library":
         if d in ldp:
-            return (0, list(ldp).index(d))
+            return (0, ldp[d])
         if copy["path"] in cache_paths:
             return (1, cache_paths[copy["path"]])
         if d in DEFAULT_DIRS:
@@ -254,6 +255,9 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
     ldp = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
     facts.append(cache_fact)
     cache_paths = {p: i for i, (_, _, p) in enumerate(cache or [])}
+    ldp_order: Dict[str, int] = {}
+    for i, d in enumerate(ldp):
+        ldp_order.setdefault(d, i)  # a dict, not list.index: 100,000 entries are not 100,000 scans
     dists = host.distributions()
 
     lib_dirs: List[Tuple[str, str]] = [(d, "LD_LIBRARY_PATH") for d in ldp]
@@ -308,7 +312,7 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
                 how = "{} package {} {}".format(p.get("manager", ""), p["name"], p.get("version"))
                 copies.append({"path": None, "version": upstream_version(p.get("version", "")), "kind": "package",
                                "found_by": how})
-        copies.sort(key=lambda c: _rank(c, ldp, cache_paths))
+        copies.sort(key=lambda c: _rank(c, ldp_order, cache_paths))
         facts.append(ok("libraries." + lib, copies, "derived", {"cudnn": "cuDNN copies", "nccl": "NCCL copies",
                                                                 "tensorrt": "TensorRT copies"}[lib]))
         for soname in sorted({c["soname"] for c in copies if c.get("soname")}):

@@ -113,6 +113,8 @@ def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
 
 def _cpuinfo(text: str) -> Dict[str, object]:
     model = None
+    vendor = None
+    family_model = None
     logical = 0
     cores = set()
     sockets = set()
@@ -123,6 +125,9 @@ def _cpuinfo(text: str) -> Dict[str, object]:
             if "processor" in block:
                 logical += 1
                 model = model or block.get("model name") or block.get("Model") or block.get("cpu model")
+                vendor = vendor or block.get("vendor_id")
+                if family_model is None and block.get("cpu family", "").isdigit() and block.get("model", "").isdigit():
+                    family_model = [int(block["cpu family"]), int(block["model"])]
                 phys = block.get("physical id", "0")
                 sockets.add(phys)
                 if "core id" in block:
@@ -135,7 +140,7 @@ def _cpuinfo(text: str) -> Dict[str, object]:
             k, _, v = line.partition(":")
             block[k.strip()] = v.strip()
     return {"model": model, "logical": logical, "cores": len(cores) or None, "sockets": len(sockets) or None,
-            "flags": flags}
+            "flags": flags, "vendor": vendor, "family_model": family_model}
 
 
 #: /proc/cpuinfo holds about 1.5 KiB per thread: 16 MiB is some 10,000 threads.
@@ -165,6 +170,12 @@ def probe_cpu(ctx: ProbeContext) -> Iterable[Fact]:
                 facts.append(ok("cpu.cores", info["cores"], src, "Physical cores"))
             if info["sockets"]:
                 facts.append(ok("cpu.sockets", info["sockets"], src, "Sockets"))
+            if info["vendor"]:
+                # the CPU vendor id as the CPU names itself (GenuineIntel, AuthenticAMD...): NCCL's P2P rules
+                # key on it, with the x86 family and model
+                facts.append(ok("cpu.vendor", info["vendor"], src, "CPU vendor"))
+            if info["family_model"]:
+                facts.append(ok("cpu.family_model", info["family_model"], src, "CPU family, model"))
             flags = info["flags"]
             if isinstance(flags, list) and flags:
                 level = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else (

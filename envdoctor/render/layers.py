@@ -18,6 +18,7 @@ LAYER_ROWS: Tuple[LayerRow, ...] = (
     ("cpu", "CPU and memory", ("cpu",), ("cpu",)),
     ("driver", "NVIDIA driver", ("driver",), ("driver", "fabric-manager")),
     ("gpu", "GPUs", ("gpu",), ("gpu",)),
+    ("topology", "GPU topology", ("topology",), ("topology",)),
     ("cuda", "CUDA", ("cuda",), ("cuda",)),
     ("libraries", "Libraries", ("libraries",), ("cudnn", "nccl", "tensorrt")),
     ("compilers", "Compilers", ("compilers",), ("compiler",)),

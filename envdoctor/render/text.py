@@ -22,6 +22,8 @@ LABEL_WIDTH = 34
 
 
 def human_bytes(n: float) -> str:
+    if isinstance(n, int) and abs(n) >= 1 << 60:  # beyond any real machine (and maybe beyond a float: 10**400)
+        return "%d B" % n
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return ("%.0f %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
@@ -407,7 +409,33 @@ def _containers_line(facts: Facts) -> Tuple[str, bool]:
     return ", ".join(parts), True
 
 
-_LINES = {"os": _os_line, "cpu": _cpu_line, "driver": _driver_line, "gpu": _gpu_line, "cuda": _cuda_line,
+def _topology_line(facts: Facts) -> Optional[Tuple[str, bool]]:
+    """The paths between the GPUs and NCCL's transports; nothing for fewer than two GPUs, or where the GPU layer
+    already says why NVML gave nothing (or a snapshot did not record it)."""
+    pairs = [p for p in facts.items("topology.pairs") if isinstance(p, dict)]
+    if not pairs:
+        return None
+    paths: Dict[str, int] = {}
+    for p in pairs:
+        paths[str(p.get("path") or "?")] = paths.get(str(p.get("path") or "?"), 0) + 1
+    order = sorted(paths, key=lambda s: (not s.startswith("NV"), ["PIX", "PXB", "PHB", "NODE", "SYS"].index(s)
+                                         if s in ("PIX", "PXB", "PHB", "NODE", "SYS") else 9, s))
+    if len(order) == 1:
+        links = "%s between every pair" % order[0]
+    else:
+        links = ", ".join("%s (%d pair%s)" % (k, paths[k], "" if paths[k] == 1 else "s") for k in order)
+    transports = sorted({str(p["nccl"]) for p in pairs if p.get("nccl")},
+                        key=lambda t: ("P2P/NVLink", "P2P/PCIe", "SHM", "NET", "abort").index(t)
+                        if t in ("P2P/NVLink", "P2P/PCIe", "SHM", "NET", "abort") else 9)
+    gpus = len({p.get("a") for p in pairs} | {p.get("b") for p in pairs})
+    text = "%d GPUs linked by %s" % (gpus, links)
+    if transports:
+        text += "; NCCL: %s" % ", ".join(transports)
+    return text, all(p.get("path") and p.get("nccl") for p in pairs)
+
+
+_LINES = {"os": _os_line, "cpu": _cpu_line, "driver": _driver_line, "gpu": _gpu_line, "topology": _topology_line,
+          "cuda": _cuda_line,
           "libraries": _libraries_line, "compilers": _compilers_line, "python": _python_line,
           "containers": _containers_line}
 
@@ -442,7 +470,12 @@ def status_lines(report: Report, shown: Sequence[str]) -> List[Tuple[str, str, s
                 mark = by_component.get(name) or ("ok" if known else "unknown")
                 out.append((layer, mark, text))
             continue
-        text, known = _LINES[layer](facts)
+        line = _LINES[layer](facts)
+        if line is None:
+            if layer in worst:  # a layer with nothing to say but a finding still gets its line
+                out.append((layer, worst[layer], titles([layer])[0]))
+            continue
+        text, known = line
         mark = worst.get(layer) or ("ok" if known and not (set(probes) & failed) else "unknown")
         out.append((layer, mark, text))
     return out

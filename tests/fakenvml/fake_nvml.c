@@ -14,7 +14,7 @@
  *   device.0.<field>.error=3      that call returns NVML_ERROR_NOT_SUPPORTED
  *
  * Any call can also misbehave, keyed by the same prefix (init, device_count, device.N.handle,
- * device.N.<field>, system.<field>):
+ * device.N.<field>, system.<field>, shutdown for nvmlShutdown):
  *
  *   <key>.stdout=TEXT             prints TEXT on stdout first (a library that writes to stdout)
  *   <key>.hang_seconds=N          sleeps N seconds first (a driver call that hangs)
@@ -31,6 +31,24 @@
  *   device.0.retired_pages_dbe=1
  *   device.0.mig_devices.max=7           nvmlDeviceGetMaxMigDeviceCount
  *   device.0.mig_devices.present=2       nvmlDeviceGetMigDeviceHandleByIndex finds slots 0..1, NOT_FOUND after
+ *
+ * The GPUs' interconnect (the worker's device.N.nvlink / fabric / c2c / bar1 and pair.A.B keys):
+ *
+ *   device.0.nvlink.links=18             NVLink links (absent: no NVLink, every NVLink call NOT_SUPPORTED)
+ *   device.0.nvlink.state=1              every link's state (1 active, 0 inactive) ...
+ *   device.0.nvlink.3.state=0            ... and one link's own
+ *   device.0.nvlink.version=4            NVLink version, likewise per link (device.0.nvlink.3.version)
+ *   device.0.nvlink.remote=BUSID         the PCI bus id at the far end of every link (a GPU's or an NVSwitch's),
+ *                                        likewise per link (device.0.nvlink.3.remote)
+ *   device.0.nvlink.errors.replay=0      error counters summed over the links (replay, recovery, crc_flit,
+ *                                        crc_data), answered through nvmlDeviceGetFieldValues
+ *   device.0.nvlink.fields=0             a driver without the link-count and per-link state/version fields
+ *   device.0.fabric.state=3              nvmlDeviceGetGpuFabricInfo(V): state, status, clique, cluster (32 hex
+ *                                        digits), health (absent: NOT_SUPPORTED)
+ *   device.0.c2c=1                       nvmlDeviceGetC2cModeInfoV
+ *   device.0.bar1.total=...              nvmlDeviceGetBAR1MemoryInfo (bytes)
+ *   pair.0.1.ancestor=40                 nvmlDeviceGetTopologyCommonAncestor (either order of the two GPUs)
+ *   pair.0.1.p2p.read=0                  nvmlDeviceGetP2PStatus: read, write, nvlink, atomics (either order)
  *
  * A device value that is absent answers NVML_ERROR_NOT_SUPPORTED, as real NVML
  * does for a feature a board lacks.  Built with -DFAKE_NVML_OLD it leaves out
@@ -50,7 +68,7 @@
 #define ERR_NOT_SUPPORTED 3
 #define ERR_NOT_FOUND 6
 #define ERR_INSUFFICIENT_SIZE 7
-#define MAX_LINES 2048
+#define MAX_LINES 8192
 #define MAX_DEVICES 64
 
 typedef struct { char busIdLegacy[16]; unsigned domain, bus, device, pciDeviceId, pciSubSystemId; char busId[32]; }
@@ -184,7 +202,7 @@ int nvmlInitWithFlags(unsigned flags) {
 }
 int nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
 int nvmlInit(void) { return nvmlInitWithFlags(0); }
-int nvmlShutdown(void) { initialized = 0; return OK; }
+int nvmlShutdown(void) { misbehave("shutdown"); initialized = 0; return OK; }
 
 const char *nvmlErrorString(int result) {
     switch (result) {
@@ -424,3 +442,204 @@ int nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned index, nvmlDevi
     return OK;
 }
 #endif
+
+/* -- the GPUs' interconnect ------------------------------------------------------------------------------- */
+typedef struct { unsigned long long bar1Total, bar1Free, bar1Used; } nvmlBAR1Memory_t;
+
+int nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t d, nvmlBAR1Memory_t *b) {
+    int rc = derr(d, "bar1", "bar1.total");
+    if (rc != OK) return rc;
+    b->bar1Total = dnum(d, "bar1.total");
+    b->bar1Used = dnum(d, "bar1.used");
+    b->bar1Free = b->bar1Total - b->bar1Used;
+    return OK;
+}
+
+/* device.N.nvlink.L.<what>, else device.N.nvlink.<what> */
+static const char *link_get(nvmlDevice_t d, unsigned link, const char *what) {
+    char key[128];
+    snprintf(key, sizeof key, "nvlink.%u.%s", link, what);
+    const char *v = dget(d, key);
+    if (v) return v;
+    snprintf(key, sizeof key, "nvlink.%s", what);
+    return dget(d, key);
+}
+
+static int link_err(nvmlDevice_t d, unsigned link) {
+    int rc = derr(d, "nvlink", "nvlink.links");
+    if (rc != OK) return rc;
+    if (link >= (unsigned)dnum(d, "nvlink.links")) return ERR_INVALID_ARGUMENT;
+    return OK;
+}
+
+int nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, unsigned *active) {
+    int rc = link_err(d, link);
+    if (rc != OK) return rc;
+    const char *v = link_get(d, link, "state");
+    *active = v ? (unsigned)atoi(v) : 0;
+    return OK;
+}
+
+int nvmlDeviceGetNvLinkVersion(nvmlDevice_t d, unsigned link, unsigned *version) {
+    int rc = link_err(d, link);
+    if (rc != OK) return rc;
+    const char *v = link_get(d, link, "version");
+    if (!v) return ERR_NOT_SUPPORTED;
+    *version = (unsigned)atoi(v);
+    return OK;
+}
+
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link, nvmlPciInfo_t *pci) {
+    int rc = link_err(d, link);
+    if (rc != OK) return rc;
+    const char *state = link_get(d, link, "state");
+    if (!state || atoi(state) == 0) return ERR_NOT_SUPPORTED;  /* an inactive link has no far end */
+    const char *bus_id = link_get(d, link, "remote");
+    if (!bus_id) return ERR_NOT_SUPPORTED;
+    memset(pci, 0, sizeof *pci);
+    unsigned dom = 0, bus = 0, dev = 0, fn = 0;
+    sscanf(bus_id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn);
+    pci->domain = dom;
+    pci->bus = bus;
+    pci->device = dev;
+    snprintf(pci->busId, sizeof pci->busId, "%s", bus_id);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", dom, bus, dev, fn);
+    return OK;
+}
+
+typedef union { double dVal; unsigned uiVal; unsigned long ulVal; unsigned long long ullVal; long long sllVal;
+                int siVal; unsigned short usVal; } nvmlValue_t;
+typedef struct { unsigned fieldId, scopeId; long long timestamp, latencyUsec; int valueType, nvmlReturn;
+                 nvmlValue_t value; } nvmlFieldValue_t;
+
+/* NVML_FI_DEV_NVLINK_LINK_COUNT 91; error totals 38 crc_flit, 45 crc_data, 52 replay, 59 recovery;
+ * per link (scopeId): 165 state, 166 version. Every other field: NOT_SUPPORTED. */
+int nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t *values) {
+    if (!initialized) return ERR_UNINITIALIZED;
+    if (!d || count < 0 || (count > 0 && !values)) return ERR_INVALID_ARGUMENT;
+    char key[64];
+    snprintf(key, sizeof key, "device.%d.nvlink", d->index);
+    misbehave(key);
+    int has_links = dget(d, "nvlink.links") != NULL;
+    const char *fields_flag = dget(d, "nvlink.fields");
+    int new_fields = !(fields_flag && atoi(fields_flag) == 0);
+#ifdef FAKE_NVML_OLD
+    new_fields = 0;
+#endif
+    for (int i = 0; i < count; i++) {
+        nvmlFieldValue_t *f = &values[i];
+        f->valueType = 1;
+        f->nvmlReturn = ERR_NOT_SUPPORTED;
+        f->value.ullVal = 0;
+        const char *v = NULL;
+        switch (f->fieldId) {
+        case 91:
+            if (has_links && new_fields) { f->nvmlReturn = OK; f->value.uiVal = (unsigned)dnum(d, "nvlink.links"); }
+            break;
+        case 38: case 45: case 52: case 59:
+            if (has_links) {
+                const char *name = f->fieldId == 38 ? "nvlink.errors.crc_flit" : f->fieldId == 45 ?
+                    "nvlink.errors.crc_data" : f->fieldId == 52 ? "nvlink.errors.replay" : "nvlink.errors.recovery";
+                f->nvmlReturn = OK;
+                f->valueType = 3;
+                f->value.ullVal = dnum(d, name);
+            }
+            break;
+        case 165: case 166:
+            if (!has_links || !new_fields) break;
+            if (f->scopeId >= (unsigned)dnum(d, "nvlink.links")) { f->nvmlReturn = ERR_INVALID_ARGUMENT; break; }
+            v = link_get(d, f->scopeId, f->fieldId == 165 ? "state" : "version");
+            if (f->fieldId == 166 && !v) break;
+            f->nvmlReturn = OK;
+            f->value.uiVal = v ? (unsigned)atoi(v) : 0;
+            break;
+        default:
+            break;
+        }
+    }
+    return OK;
+}
+
+#ifndef FAKE_NVML_OLD
+typedef struct { unsigned char clusterUuid[16]; int status; unsigned cliqueId; unsigned state; } nvmlGpuFabricInfo_t;
+typedef struct { unsigned version; unsigned char clusterUuid[16]; int status; unsigned cliqueId; unsigned state;
+                 unsigned healthMask; } nvmlGpuFabricInfo_v2_t;
+
+static int fabric_common(nvmlDevice_t d, unsigned char *uuid, int *status, unsigned *clique, unsigned *state) {
+    int rc = derr(d, "fabric", "fabric.state");
+    if (rc != OK) return rc;
+    *status = (int)dnum(d, "fabric.status");
+    *clique = (unsigned)dnum(d, "fabric.clique");
+    *state = (unsigned)dnum(d, "fabric.state");
+    const char *hex = dget(d, "fabric.cluster");
+    memset(uuid, 0, 16);
+    for (int i = 0; hex && i < 16 && hex[2 * i] && hex[2 * i + 1]; i++) {
+        unsigned byte = 0;
+        sscanf(hex + 2 * i, "%2x", &byte);
+        uuid[i] = (unsigned char)byte;
+    }
+    return OK;
+}
+
+int nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, nvmlGpuFabricInfo_t *info) {
+    if (!info) return ERR_INVALID_ARGUMENT;
+    return fabric_common(d, info->clusterUuid, &info->status, &info->cliqueId, &info->state);
+}
+
+int nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, nvmlGpuFabricInfo_v2_t *info) {
+    if (!info) return ERR_INVALID_ARGUMENT;
+    int rc = fabric_common(d, info->clusterUuid, &info->status, &info->cliqueId, &info->state);
+    if (rc == OK && (info->version >> 24) >= 2) info->healthMask = (unsigned)dnum(d, "fabric.health");
+    return rc;
+}
+
+typedef struct { unsigned isC2cEnabled; } nvmlC2cModeInfo_v1_t;
+int nvmlDeviceGetC2cModeInfoV(nvmlDevice_t d, nvmlC2cModeInfo_v1_t *info) {
+    int rc = derr(d, "c2c", NULL);
+    if (rc == OK) info->isC2cEnabled = (unsigned)dnum(d, "c2c");
+    return rc;
+}
+#endif
+
+/* pair.A.B.<what> in either order of the two GPUs */
+static const char *pair_get(nvmlDevice_t a, nvmlDevice_t b, const char *what) {
+    char key[128];
+    snprintf(key, sizeof key, "pair.%d.%d.%s", a->index, b->index, what);
+    const char *v = get(key);
+    if (v) return v;
+    snprintf(key, sizeof key, "pair.%d.%d.%s", b->index, a->index, what);
+    return get(key);
+}
+
+static int pair_call(nvmlDevice_t a, nvmlDevice_t b, const char *what, unsigned *out) {
+    if (!initialized) return ERR_UNINITIALIZED;
+    if (!a || !b) return ERR_INVALID_ARGUMENT;
+    char key[128];
+    snprintf(key, sizeof key, "pair.%d.%d", a->index < b->index ? a->index : b->index,
+             a->index < b->index ? b->index : a->index);
+    misbehave(key);
+    char ekey[128];
+    snprintf(ekey, sizeof ekey, "%s.error", what);
+    const char *e = pair_get(a, b, ekey);
+    if (e) return atoi(e);
+    const char *v = pair_get(a, b, what);
+    if (!v) return ERR_NOT_SUPPORTED;
+    *out = (unsigned)atoi(v);
+    return OK;
+}
+
+int nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, int *level) {
+    unsigned v = 0;
+    int rc = pair_call(a, b, "ancestor", &v);
+    if (rc == OK) *level = (int)v;
+    return rc;
+}
+
+int nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int index, int *status) {
+    static const char *names[] = {"p2p.read", "p2p.write", "p2p.nvlink", "p2p.atomics", "p2p.pci"};
+    if (index < 0 || index > 4) return ERR_INVALID_ARGUMENT;
+    unsigned v = 0;
+    int rc = pair_call(a, b, names[index], &v);
+    if (rc == OK) *status = (int)v;
+    return rc;
+}
