@@ -611,6 +611,16 @@ def _fact(key: str, field_: Optional[str] = None) -> Callable[[Facts], Optional[
     return lambda f: _plain(f, key, field_)
 
 
+def _ratio(key: str) -> Callable[[Facts], Optional[str]]:
+    """A bench ratio to one decimal (0.82 and 0.84 are the same health; 0.4 stands out), or why it is unknown."""
+    def get(f: Facts) -> Optional[str]:
+        v = _value(f, key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return "%.1f" % v
+        return _plain(f, key)
+    return get
+
+
 #: (label, what it reads, how): the facts that decide whether a job runs on a node, in stack order.
 FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], Optional[str]]]] = [
     ("OS", "os.name", _fact("os.name")),
@@ -630,6 +640,10 @@ FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], Optional[str]]]] = [
     ("NCCL's slowest transport", "topology.min_nccl_transport", _fact("topology.min_nccl_transport")),
     ("IOMMU (GPUs)", "topology.iommu_mode", _fact("topology.iommu_mode")),
     ("ACS redirect on P2P paths", "topology.acs_redirect", _fact("topology.acs_redirect")),
+    ("Bench: H2D / PCIe link", "bench.h2d_ratio", _ratio("bench.h2d_ratio")),
+    ("Bench: D2H / PCIe link", "bench.d2h_ratio", _ratio("bench.d2h_ratio")),
+    ("Bench: D2D / memory", "bench.d2d_ratio", _ratio("bench.d2d_ratio")),
+    ("Bench: peer / path", "bench.p2p_ratio", _ratio("bench.p2p_ratio")),
     ("CUDA toolkit", "cuda.nvcc, cuda.default_symlink", _toolkit),
     ("cuDNN (loader picks)", "libraries.loader_choice", lambda f: _loader(f, "libcudnn.so.")),
     ("NCCL (loader picks)", "libraries.loader_choice", lambda f: _loader(f, "libnccl.so.")),

@@ -99,6 +99,13 @@ KEYS: Dict[str, Tuple[str, str]] = {
                                     "(translating)"),
     "topology.min_nccl_transport": ("text", "slowest transport NCCL uses between two GPUs of the job: P2P/NVLink, "
                                             "P2P/PCIe, SHM, NET or abort; met by that transport or a faster one"),
+    # Measured by `envdoctor bench` (never by diagnose): a live `check` runs the bench when the policy names one
+    # of these; `check --report` reads them from a `bench --format json` document.
+    "bench.h2d_ratio": ("number", "lowest pinned host-to-device copy rate over its PCIe link's rate (bench)"),
+    "bench.d2h_ratio": ("number", "lowest pinned device-to-host copy rate over its PCIe link's rate (bench)"),
+    "bench.d2d_ratio": ("number", "lowest device-to-device copy rate over the GPU's memory bandwidth (bench)"),
+    "bench.p2p_ratio": ("number", "lowest peer copy rate over its path's rate, NVLink or PCIe (bench)"),
+    "bench.p2p_data_ok": ("bool", "every peer copy delivered the data that was sent (bench)"),
 }
 
 #: gpu.*.X (every GPU) and gpu.N.X (GPU N): X -> (kind, what it is).

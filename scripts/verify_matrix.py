@@ -83,7 +83,10 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/microsoft/onnxruntime", "github.com/cupy/", "github.com/NVIDIA/",
                 "github.com/PaddlePaddle/",
                 # precision.json states what vLLM itself requires of a GPU: its own source is the vendor's word.
-                "github.com/vllm-project/vllm/")
+                "github.com/vllm-project/vllm/",
+                # links.json's PCIe line rates and encodings: the kernel's own table (PCIE_SPEED2MBS_ENC), which its
+                # link reports use, citing the PCIe specification's Table 1-1 (PCI-SIG's text is for members only).
+                "github.com/torvalds/linux/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant")}

@@ -34,6 +34,8 @@ COMMANDS: Dict[str, tuple] = {
                    "Judge a Dockerfile's GPU set-up (image tag, driver, nvcc, framework builds) before building it."),
     "fit": ("envdoctor.cli.fit", "fit", "Will this model fit this GPU? Weights, KV cache, the engine's budget or "
             "training memory, each term derived."),
+    "bench": ("envdoctor.cli.bench", "bench", "Measure host<->device, device memory and peer copies, and judge "
+              "each against the link it crosses (PCIe, NVLink) and the GPU's memory bandwidth."),
     "explain": ("envdoctor.cli.explain", "explain", "Explain a finding code: what, why, and the rule's source."),
     "fleet": ("envdoctor.cli.fleet", "fleet", "Compare many nodes' reports or snapshots: what differs, what is "
               "wrong where."),
@@ -61,6 +63,7 @@ Examples:
   envdoctor advise --driver 535.104.05 --gpu "RTX 4090"
   envdoctor matrix torch 2.4
   envdoctor fit meta-llama/Llama-3.1-8B-Instruct --context 32768
+  envdoctor bench --gpu 0
   envdoctor install cuda --version 12.4.1 --method redist --prefix ~/cuda-12.4 --dry-run
 """
 

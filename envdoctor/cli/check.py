@@ -81,6 +81,8 @@ def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[
         from ..report import diagnose_live
 
         report = diagnose_live(timeout, python_exe).to_dict()
+        if any(r.name.startswith("bench.") for r in policy.requirements):
+            report = with_bench(report, timeout)
     verdict = policy.evaluate(report)
     name = node or (_node_name(report_path or snapshot_path) if (report_path or snapshot_path) else "localhost")
     from ..render.style import Style
@@ -90,6 +92,26 @@ def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[
     text = render(fmt, report, verdict, name, time.monotonic() - started, nfd_ttl, style)
     write_to(output, text, output_deadline(started + timeout + 1.0), color=style.color if fmt == "text" else None)
     sys.exit(verdict.exit_code)
+
+
+def with_bench(report: Dict[str, Any], timeout: float) -> Dict[str, Any]:
+    """``report`` with the bench's facts and findings (a policy that requires a ``bench.*`` key asks for the
+    measurement); a bench that cannot run leaves those facts unknown, with the reason."""
+    from .. import bench as benchmod
+    from ..findings import SEVERITIES
+
+    try:
+        doc = benchmod.run(benchmod.Options(timeout=timeout))
+    except benchmod.BenchError as exc:
+        facts = [{"key": key, "value": None, "status": "unknown", "source": "bench", "reason": str(exc)}
+                 for key in ("bench.h2d_ratio", "bench.d2h_ratio", "bench.d2d_ratio", "bench.p2p_ratio")]
+        doc = {"probes": [{"name": "bench", "title": "Measured copies", "status": "crashed", "duration": 0.0,
+                           "error": str(exc), "facts": facts}], "findings": []}
+    out = dict(report)
+    out["probes"] = list(report.get("probes") or []) + doc["probes"]
+    out["findings"] = list(report.get("findings") or []) + doc["findings"]
+    out["summary"] = {s: sum(1 for f in out["findings"] if f.get("severity") == s) for s in SEVERITIES}
+    return out
 
 
 def render(fmt: str, report: Dict[str, Any], verdict: Any, name: str, duration: float, nfd_ttl: float,

@@ -24,11 +24,12 @@ def explain(code: Optional[str], fmt: str) -> None:
     import difflib
     import json
 
+    from ..bench.judge import CODE_DOCS as BENCH_DOCS
     from ..checks import code_docs
     from ..dockerfile import CODE_DOCS
     from ..fit.judge import CODE_DOCS as FIT_DOCS
 
-    docs = {**code_docs(), **CODE_DOCS, **FIT_DOCS}
+    docs = {**code_docs(), **CODE_DOCS, **FIT_DOCS, **BENCH_DOCS}
     if not code:
         if fmt == "json":
             click.echo(json.dumps([d._asdict() for d in sorted(docs.values(), key=lambda d: d.code)], indent=2))

@@ -725,7 +725,72 @@ def precision_rule(precision: str, engine: str = "vllm") -> Optional[Row]:
     return None
 
 
+# ---------------------------------------------------------------- links (PCIe, NVLink)
+
+LINK_KINDS = ("pcie", "nvlink")
+
+
+def validate_links(rows: List[Row]) -> List[str]:
+    problems = []
+    seen = set()
+    for i, r in enumerate(rows):
+        w = "row {} ({} {})".format(i, r.get("kind"), r.get("generation"))
+        if r.get("kind") not in LINK_KINDS:
+            problems.append("{}: kind must be one of {}".format(w, ", ".join(LINK_KINDS)))
+            continue
+        if not isinstance(r.get("generation"), str) or not r["generation"].isdigit():
+            problems.append(f"{w}: generation must be a number in a string (\"4\")")
+        key = (r.get("kind"), r.get("generation"))
+        if key in seen:
+            problems.append(f"{w}: a second row for the same link generation")
+        seen.add(key)
+        if r["kind"] == "pcie":
+            gt, eff = r.get("gt_per_s"), r.get("efficiency")
+            if isinstance(gt, bool) or not isinstance(gt, (int, float)) or gt <= 0:
+                problems.append(f"{w}: gt_per_s must be a positive number")
+            if not (isinstance(eff, list) and len(eff) == 2 and all(isinstance(x, int) and x > 0 for x in eff)
+                    and eff[0] <= eff[1]):
+                problems.append(f"{w}: efficiency must be [payload bits, line bits], e.g. [128, 130]")
+            if not isinstance(r.get("encoding"), str):
+                problems.append(f"{w}: encoding must name the line code")
+        else:
+            rate = r.get("gbs_per_link")
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0:
+                problems.append(f"{w}: gbs_per_link must be a positive number")
+            if not isinstance(r.get("architecture"), str):
+                problems.append(f"{w}: architecture must name the GPU architecture (gpu_arch.json)")
+    pcie = sorted(int(r["generation"]) for r in rows if r.get("kind") == "pcie" and str(r.get("generation")).isdigit())
+    if pcie and pcie != list(range(1, len(pcie) + 1)):
+        problems.append("links: PCIe generations must run 1, 2, 3... without a gap")
+    return problems
+
+
+def pcie_rate(generation: Any, width: Any) -> Optional[Tuple[float, Row]]:
+    """(GB/s per direction after the line encoding, the ``links.json`` row) of a PCIe link of this generation
+    and width (lanes), or None when either is not a known, positive number."""
+    if isinstance(generation, bool) or isinstance(width, bool) or not isinstance(generation, int) \
+            or not isinstance(width, int) or width <= 0 or width > 32:
+        return None
+    for row in load("links"):
+        if row["kind"] == "pcie" and row["generation"] == str(generation):
+            num, den = row["efficiency"]
+            return row["gt_per_s"] * width * num / den / 8.0, row
+    return None
+
+
+def nvlink_rate(architecture: Any, links: Any) -> Optional[Tuple[float, Row]]:
+    """(GB/s per direction of ``links`` NVLinks of the architecture's generation, the ``links.json`` row), or
+    None when the architecture has no NVLink row or the count is not a positive number."""
+    if not isinstance(architecture, str) or isinstance(links, bool) or not isinstance(links, int) or links <= 0:
+        return None
+    for row in load("links"):
+        if row["kind"] == "nvlink" and row.get("architecture") == architecture:
+            return row["gbs_per_link"] * links, row
+    return None
+
+
 VALIDATORS = {
+    "links": validate_links,
     "precision": validate_precision,
     "driver_branches": validate_driver_branches,
     "cuda": validate_cuda,

@@ -50,6 +50,14 @@
  *   pair.0.1.ancestor=40                 nvmlDeviceGetTopologyCommonAncestor (either order of the two GPUs)
  *   pair.0.1.p2p.read=0                  nvmlDeviceGetP2PStatus: read, write, nvlink, atomics (either order)
  *
+ * For envdoctor bench (which asks from its own process, while it copies):
+ *
+ *   device.0.pcie_gen_current=1;4        a number with ';' answers its values in turn, one per call, the last
+ *                                        one from then on (a link idle at Gen1 that trains to Gen4 under load)
+ *   device.0.pcie_replay_counter=0;40    nvmlDeviceGetPcieReplayCounter (the same: before, after the copies)
+ *   device.0.processes=4242:1073741824   nvmlDeviceGet{Compute,Graphics}RunningProcesses_v3: pid:bytes,...
+ *   nvmlDeviceGetHandleByPciBusId_v2     finds the device whose pci.bus_id is that address
+ *
  * A device value that is absent answers NVML_ERROR_NOT_SUPPORTED, as real NVML
  * does for a feature a board lacks.  Built with -DFAKE_NVML_OLD it leaves out
  * calls newer drivers added (a driver before R535: nvmlDeviceGetCurrentClocksEventReasons, the
@@ -176,9 +184,27 @@ static int derr(nvmlDevice_t d, const char *field, const char *probe_key) {
     return OK;
 }
 
+/* Calls so far per key holding several values ("1;4"): each call takes the next, the last one stays. */
+static struct { char key[96]; int n; } seq[64];
+static int nseq = 0;
+
 static unsigned long long dnum(nvmlDevice_t d, const char *field) {
     const char *v = dget(d, field);
-    return v ? strtoull(v, NULL, 0) : 0;
+    if (!v) return 0;
+    if (!strchr(v, ';')) return strtoull(v, NULL, 0);
+    char key[96];
+    snprintf(key, sizeof key, "%d.%s", d ? d->index : -1, field);
+    int at = -1;
+    for (int i = 0; i < nseq; i++) if (strcmp(seq[i].key, key) == 0) at = i;
+    if (at < 0 && nseq < 64) { at = nseq++; snprintf(seq[at].key, sizeof seq[at].key, "%s", key); seq[at].n = 0; }
+    int want = at >= 0 ? seq[at].n++ : 0;
+    const char *p = v;
+    for (int i = 0; i < want; i++) {
+        const char *next = strchr(p, ';');
+        if (!next) break;
+        p = next + 1;
+    }
+    return strtoull(p, NULL, 0);
 }
 
 static int copy_str(const char *v, char *buf, unsigned len) {
@@ -308,6 +334,65 @@ int nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) {
     pci->pciSubSystemId = (unsigned)dnum(d, "pci.subsystem_id");
     snprintf(pci->busId, sizeof pci->busId, "%s", bus_id);
     snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", dom, bus, dev, fn);
+    return OK;
+}
+
+DEV_UINT(nvmlDeviceGetPcieReplayCounter, "pcie_replay_counter")
+
+static unsigned long long bdf_key(const char *text) {
+    unsigned dom = 0, bus = 0, dev = 0, fn = 0;
+    if (!text || sscanf(text, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4) return ~0ULL;
+    return ((unsigned long long)dom << 24) | (bus << 16) | (dev << 8) | fn;
+}
+
+int nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, nvmlDevice_t *device) {
+    unsigned count = 0;
+    int rc = nvmlDeviceGetCount_v2(&count);
+    if (rc != OK) return rc;
+    if (!bus_id || !device) return ERR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < count; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "device.%u.pci.bus_id", i);
+        if (bdf_key(get(key)) == bdf_key(bus_id)) {
+            *device = &devices[i];
+            return OK;
+        }
+    }
+    return ERR_NOT_FOUND;
+}
+
+/* nvmlProcessInfo_v2_t (the _v3 calls' structure): pid, usedGpuMemory, gpuInstanceId, computeInstanceId. */
+typedef struct { unsigned pid; unsigned long long usedGpuMemory; unsigned gpuInstanceId, computeInstanceId; }
+    nvmlProcessInfo_t;
+
+static int processes(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_t *infos) {
+    int rc = derr(d, "processes", NULL);
+    if (rc == ERR_NOT_SUPPORTED) { *count = 0; return OK; }  /* no processes listed: none running */
+    if (rc != OK) return rc;
+    const char *v = dget(d, "processes");
+    unsigned n = 0;
+    for (const char *p = v; p && *p; n++) { p = strchr(p, ','); if (p) p++; }
+    if (!infos || *count < n) { *count = n; return n ? ERR_INSUFFICIENT_SIZE : OK; }
+    const char *p = v;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned long long used = 0;
+        unsigned pid = 0;
+        sscanf(p, "%u:%llu", &pid, &used);
+        infos[i].pid = pid;
+        infos[i].usedGpuMemory = used;
+        infos[i].gpuInstanceId = infos[i].computeInstanceId = 0xFFFFFFFF;
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    *count = n;
+    return OK;
+}
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_t *infos) {
+    return processes(d, count, infos);
+}
+int nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_t *infos) {
+    (void)d; (void)infos;
+    *count = 0;
     return OK;
 }
 
