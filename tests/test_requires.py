@@ -119,7 +119,7 @@ def test_the_finding_names_both_sides_and_the_fix(venv: str) -> None:
     host = LiveHost(timeout=20, python_executable=venv)
     facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "frameworks", "requires"))
                   for f in r.facts)
-    found = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("python.requirement")]
+    found = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("packages.requirement")]
     titles = {f.title: f for f in found}
     vllm = titles["vllm 0.3.3 requires torch==2.1.2, but torch 2.2.1+cu121 is installed"]
     assert vllm.severity == "warning" and vllm.components[0] == "torch"
@@ -175,6 +175,6 @@ def test_every_captured_healthy_machine_stays_quiet(path: str) -> None:
     host = SnapshotHost(load_snapshot(path), path)
     facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "frameworks", "requires"))
                   for f in r.facts)
-    loud = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("python.requirement")
+    loud = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("packages.requirement")
             and f.severity != "info"]
     assert loud == [], [f.title for f in loud]
