@@ -457,8 +457,8 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
         for entry in host.list_dir(site).names():
             if not entry.endswith(VENDORED_SUFFIX):
                 continue
-            d = keyed.get(normalize_name(entry[:-len(VENDORED_SUFFIX)]))
-            if d is None:
+            owner = keyed.get(normalize_name(entry[:-len(VENDORED_SUFFIX)]))
+            if owner is None:
                 continue
             dirs += 1
             if dirs > MAX_VENDORED_DIRS:
@@ -478,7 +478,7 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
                 "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain",
                 "expected", "expected_version", "shadowed", "elsewhere", "other_majors")}
                 for link in c["links"] if link.get("via") != "loaded"]
-            out.append({"package": d.key, "version": d.version, "roots": roots, "links": links,
+            out.append({"package": owner.key, "version": owner.version, "roots": roots, "links": links,
                         "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": site})
     return out
 
