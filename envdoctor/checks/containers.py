@@ -358,3 +358,39 @@ def daemon_config_invalid(ctx: CheckContext) -> Iterable[Finding]:
         fix=Fix(text="Correct the JSON%s (or let `nvidia-ctk runtime configure` rewrite the file), then restart "
                      "Docker." % where,
                 commands=["python3 -m json.tool %s" % path, "sudo systemctl restart docker"]))
+
+
+TOOLKIT_CHANGELOG = "https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/CHANGELOG.md"
+
+
+@check("container-toolkit-release", requires=("container.toolkit",), reads=("container.*",) + INSTALL_LINE_READS,
+       layers=("containers",), codes=(
+    CodeDoc("container-toolkit.known_broken_release", "warning", "The installed NVIDIA Container Toolkit is a "
+            "release with a bug that breaks GPU containers, fixed in the next release (matrix "
+            "container_toolkit_bugs, from the toolkit's CHANGELOG).", "container.toolkit",
+            "Containers that reach the bug fail to start or get no GPU, whatever else is set up right.",
+            TOOLKIT_CHANGELOG),
+))
+def toolkit_release(ctx: CheckContext) -> Iterable[Finding]:
+    from ..matrix import containers as ctm
+
+    facts = ctx.facts
+    tk = facts.mapping("container.toolkit")
+    if not tk.get("installed") or not tk.get("version"):
+        return
+    row = ctm.toolkit_bug(str(tk["version"]))
+    if row is None:
+        return
+    src = row.get("source") or {}
+    yield Finding(
+        code="container-toolkit.known_broken_release", severity=str(row.get("severity") or "warning"),
+        components=["container-toolkit"],
+        title="NVIDIA Container Toolkit %s has a bug fixed in %s: %s" % (tk["version"], row["fixed_in"], row["bug"]),
+        detail="With this release %s. NVIDIA's changelog for %s lists the fix." % (row["effect"], row["fixed_in"]),
+        evidence=_ev(facts, "container.toolkit", "container.cdi_specs"),
+        source={"rule": "toolkit %s: %s (fixed in %s)" % (row["release"], row["bug"], row["fixed_in"]),
+                "url": src.get("url", TOOLKIT_CHANGELOG), "checked": src.get("checked", CHECKED)},
+        fix=Fix(text="Upgrade the NVIDIA Container Toolkit to %s or later (its packages together), then regenerate "
+                     "the CDI spec if you use one." % row["fixed_in"],
+                commands=["sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"],
+                install=install_line(facts, "container-toolkit")))
