@@ -220,8 +220,9 @@ def check_installed(host: Host) -> Dict[str, Any]:
                 markers = markers or _Markers(host)
                 if markers.holds(req.marker) is not True:
                     continue
-            entry: Dict[str, Any] = {"package": dist.name, "key": dist.key, "version": dist.version, "requirement": req.text,
-                     "name": req.name, "spec": req.spec, "location": dist.location}
+            entry: Dict[str, Any] = {"package": dist.name, "key": dist.key, "version": dist.version,
+                                     "requirement": req.text, "name": req.name, "spec": req.spec,
+                                     "location": dist.location}
             if have is None:
                 missing.append(entry)
             else:
