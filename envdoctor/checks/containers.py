@@ -7,6 +7,7 @@ machine that daemon runs on -- and one info finding says so instead."""
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts
@@ -394,3 +395,86 @@ def toolkit_release(ctx: CheckContext) -> Iterable[Finding]:
                      "the CDI spec if you use one." % row["fixed_in"],
                 commands=["sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"],
                 install=install_line(facts, "container-toolkit")))
+
+
+CDI_LIBRARY = "https://github.com/cncf-tags/container-device-interface"
+
+
+@check("container-engine-cdi", requires=("container.podman", "container.cdi_specs"), reads=("container.*",),
+       layers=("containers",), codes=(
+    CodeDoc("container.engine_without_cdi", "error", "NVIDIA CDI specs are set up, but the installed Podman cannot "
+            "read them: it has no CDI support, or its CDI library loads only JSON specs in /etc/cdi (Podman "
+            "3.2-3.4) and the NVIDIA spec is YAML or in /var/run/cdi (matrix cdi_engines).",
+            "container.podman, container.cdi_specs",
+            "`podman run --device nvidia.com/gpu=all` finds no such CDI device and takes the name for a host path "
+            "('stat nvidia.com/gpu=all: no such file or directory').", CDI_LIBRARY),
+    CodeDoc("container-toolkit.cdi_spec_unreadable_by_runtime", "error", "An NVIDIA CDI spec has a cdiVersion (or "
+            "a field of one) newer than the installed Podman's CDI library accepts (matrix cdi_engines).",
+            "container.podman, container.cdi_specs",
+            "Podman refuses the spec ('unknown field \"additionalGids\"', 'invalid version'), so no nvidia.com/gpu "
+            "device can be injected.", CDI_LIBRARY),
+))
+def engine_cdi(ctx: CheckContext) -> Iterable[Finding]:
+    from ..matrix import containers as ctm
+    from ..versions import parse
+
+    facts = ctx.facts
+    podman = facts.mapping("container.podman")
+    specs = [s for s in facts.mapping("container.cdi_specs").get("specs") or []
+             if isinstance(s, dict) and str(s.get("kind") or "").startswith("nvidia.com/")]
+    if not podman.get("installed") or not podman.get("version") or not specs:
+        return
+    version = str(podman["version"])
+    row = ctm.cdi_reading("podman", version)
+    if row is None:
+        return
+    src = row.get("source") or {}
+    source = {"rule": "Podman %s-%s reads CDI specs: %s in %s, cdiVersion up to %s" % (
+        row["first"], row["last"], "/".join(row["formats"]) or "none", ", ".join(row["dirs"]) or "-",
+        row.get("max_cdi_version") or "any it knows"), "url": src.get("url", CDI_LIBRARY),
+        "checked": src.get("checked", CHECKED)}
+    ev = _ev(facts, "container.podman", "container.cdi_specs")
+    regenerate = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
+    unseen = [s for s in specs if posixpath.dirname(str(s.get("path"))) not in row["dirs"]
+              or str(s.get("path")).rsplit(".", 1)[-1].replace("yml", "yaml") not in row["formats"]]
+    if unseen:
+        paths = ", ".join(str(s.get("path")) for s in unseen)
+        what = ("has no CDI support (Podman added it in 3.2.0)" if not row["formats"] else
+                "reads only %s CDI specs in %s" % ("/".join(f.upper() for f in row["formats"]),
+                                                  ", ".join(row["dirs"])))
+        yield Finding(
+            code="container.engine_without_cdi", severity="error", components=["container-toolkit"],
+            title="Podman %s %s: it cannot see the NVIDIA CDI spec %s" % (version, what, paths),
+            detail="Podman %s's CDI library %s, so `--device nvidia.com/gpu=...` names no CDI device and Podman takes "
+                   "it for a host path ('stat nvidia.com/gpu=all: no such file or directory'). Podman 4.1 and later "
+                   "read YAML and JSON specs in /etc/cdi and /var/run/cdi." % (version, what),
+            evidence=ev, source=source,
+            fix=Fix(text="Upgrade Podman to 4.1 or later (your distribution's newer release), or, with this Podman, "
+                         "use the NVIDIA Container Runtime hook instead of CDI devices.",
+                    commands=["podman --version"]))
+        return
+    top = parse(row.get("max_cdi_version"))
+    if top is None:
+        return
+    fields = {str(f["key"]): str(f["cdi_version"]) for f in ctm.cdi_fields()}
+    for s in specs:
+        newer = [k for k in s.get("fields") or [] if k in fields and (parse(fields[k]) or top) > top]
+        spec_v = parse(s.get("cdi_version"))
+        if not newer and not (spec_v is not None and spec_v > top):
+            continue
+        why = ("uses %s (cdiVersion %s)" % (", ".join(newer), max((fields[k] for k in newer),
+                                                                  key=lambda v: parse(v) or top))
+               if newer else "is cdiVersion %s" % s.get("cdi_version"))
+        yield Finding(
+            code="container-toolkit.cdi_spec_unreadable_by_runtime", severity="error",
+            components=["container-toolkit"],
+            title="%s %s, newer than Podman %s's CDI library reads (cdiVersion %s at most)" % (
+                s.get("path"), why, version, row["max_cdi_version"]),
+            detail="Podman %s loads CDI specs with a library that accepts cdiVersion up to %s and refuses unknown "
+                   "fields ('json: unknown field \"%s\"'), so it drops this spec and no nvidia.com/gpu device can be "
+                   "injected. The NVIDIA Container Toolkit writes the newest version the spec's content needs." % (
+                       version, row["max_cdi_version"], newer[0] if newer else "..."),
+            evidence=ev, source=source,
+            fix=Fix(text="Upgrade Podman to a release whose CDI library reads this spec, or write the spec "
+                         "without the newer fields (an older NVIDIA Container Toolkit's `nvidia-ctk cdi generate`).",
+                    commands=[regenerate]))

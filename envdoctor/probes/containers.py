@@ -622,6 +622,19 @@ def _wrong_majors(nodes: List[Dict[str, str]], majors: Dict[str, int]) -> List[D
     return out
 
 
+def versioned_fields(text: str) -> List[str]:
+    """The keys of the ``cdi_engines`` table's field rows that the spec uses (``additionalGids``...), each once: a
+    CDI library older than the version that introduced one refuses the spec ('unknown field')."""
+    from ..matrix import containers as ctm
+
+    out = []
+    for row in ctm.cdi_fields():
+        key = str(row["key"])
+        if key not in out and re.search(r'^\s*(?:-\s+)?"?%s"?\s*:' % re.escape(key), text, re.M):
+            out.append(key)
+    return out
+
+
 def cdi_fact(host: Host) -> Fact:
     specs: List[Dict[str, Any]] = []
     majors: Optional[Dict[str, int]] = None
@@ -632,7 +645,8 @@ def cdi_fact(host: Host) -> Fact:
             nodes = cdi_device_nodes(text)
             spec: Dict[str, Any] = {"path": path, "kind": parsed["kind"], "cdi_version": parsed["cdi_version"],
                                     "devices": parsed["devices"],
-                                    "missing_nodes": [n for n in nodes if not host.exists(n)]}
+                                    "missing_nodes": [n for n in nodes if not host.exists(n)],
+                                    "fields": versioned_fields(text)}
             if any(str(n.get("major", "")).isdigit() for n in parsed["nodes"]):
                 if majors is None:
                     proc = host.read_text(PROC_DEVICES, limit=64 * 1024)
