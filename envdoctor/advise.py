@@ -118,6 +118,34 @@ def machine_driver(facts: Facts) -> Tuple[Optional[str], Optional[str]]:
     return None, None
 
 
+def given_values(driver: Optional[str] = None, gpu: Optional[str] = None, cc: Optional[str] = None,
+                 os_name: Optional[str] = None, python_version: Optional[str] = None) -> Dict[str, Any]:
+    """The values given instead of the machine's (``advise --driver/--gpu/--cc/--os/--python-version``), as
+    :meth:`Target.merged` takes them; :class:`AdviseError` for a value that is not one. A capability given without a
+    GPU name clears the machine's name (it no longer describes the capability asked about)."""
+    out: Dict[str, Any] = {"driver": parse_driver(driver) if driver else None,
+                           "python": parse_python(python_version) if python_version else None}
+    gpu_name = cc_value = None
+    if gpu:
+        gpu_name, cc_value = gpu_cc(gpu)
+    if cc:
+        cc_value = parse_cc(cc)
+    if os_name:
+        out["os_id"], out["os_version"] = parse_os(os_name)
+    out["cc"], out["gpu"] = cc_value, ("" if cc_value and not gpu_name else gpu_name)
+    return out
+
+
+def answer_document(answer: Advice, pip_python: Optional[str] = None, chosen: Optional[Dict[str, Any]] = None
+                    ) -> Dict[str, Any]:
+    """``envdoctor advise --format json`` (``envdoctor/schemas/advise.schema.json``): the answer, and the interpreter
+    the pip commands install into when it is the inspected one (its path and why it was chosen)."""
+    doc = answer.to_dict()
+    if pip_python:
+        doc["interpreter"] = {"executable": pip_python, "chosen": chosen}
+    return doc
+
+
 def target_from_facts(facts: Facts) -> Target:
     """The machine's driver, lowest GPU compute capability, OS, Python and platform from probe facts."""
     origin = {}  # type: Dict[str, str]

@@ -28,7 +28,7 @@ import shlex
 import stat
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -1301,7 +1301,7 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str], r
     run.states[st.index] = state
     host = Target(driver=t.driver, cc=t.cc, ccs=t.ccs, gpu=t.gpu, python=state.version, platform=t.platform,
                   gpu_present=t.gpu_present)
-    return out + _pin_conflicts(installed, host, path)
+    return out + _pin_conflicts(installed, host, path, run.check)
 
 
 def _project_installs(argv: Sequence[str], pip: Optional[PipInstall], line: int,
@@ -1739,6 +1739,7 @@ def _wheel_pins() -> Dict[Tuple[str, str], List[Tuple[Version, Dict[str, str]]]]
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _release_candidates(fw: str, name: str, version: Version) -> List[Any]:
     """The matrix builds of ``fw`` whose release admits ``version`` (their Python range, their fit)."""
     from .advise import candidates
@@ -1823,14 +1824,35 @@ def _clashes(a: _PinOption, b: _PinOption) -> List[str]:
             if not _specifiers_meet(a.requires[pkg], b.requires[pkg])]
 
 
-def _pin_conflicts(installed: List[_Installed], host: Target, path: str) -> List[Finding]:
+def _pin_conflicts(installed: List[_Installed], host: Target, path: str,
+                   check: Callable[[], None] = lambda: None) -> List[Finding]:
     """Frameworks installed into one environment of a stage whose CUDA wheel pins (nvidia-nccl-cu12,
     nvidia-cudnn-cu12 ...) cannot meet: in one pip command, for every pair of releases pip could take (it
-    backtracks); in two, for the releases each takes (the later replaces what the earlier pinned)."""
+    backtracks); in two, for the releases each takes (the later replaces what the earlier pinned).
+
+    Each install is compared with every install of its own command and, among the earlier installs of other
+    commands, with the first of each kind (same environment, framework, requirement and pins taken): the others
+    give the same answer, so a Dockerfile repeating one line thousands of times costs as many comparisons as
+    lines, not their square."""
     out: List[Finding] = []
     told: Set[Tuple[str, str]] = set()
+    by_command: Dict[int, List[Tuple[int, _Installed]]] = {}
+    # kind -> the first two earlier installs of that kind in different commands (one of them is not b's command)
+    firsts: Dict[Tuple[Any, ...], List[Tuple[int, _Installed]]] = {}
     for j, b in enumerate(installed):
-        for a in installed[:j]:
+        if j % 256 == 255:
+            check()
+        earlier = list(by_command.get(b.command, []))
+        earlier += [next(e for e in pair if e[1].command != b.command) for pair in firsts.values()
+                    if any(e[1].command != b.command for e in pair)]
+        earlier.sort(key=lambda e: e[0])
+        kind = (b.env, b.framework, str(b.req), b.display,
+                tuple((o.release, tuple(sorted(o.requires.items()))) for o in b.options[-1:]))
+        pair = firsts.setdefault(kind, [])
+        if len(pair) < 2 and all(e[1].command != b.command for e in pair):
+            pair.append((j, b))
+        by_command.setdefault(b.command, []).append((j, b))
+        for _, a in earlier:
             if a.env != b.env or a.env == "-" or a.framework == b.framework or (a.framework, b.framework) in told:
                 continue
             same = a.command == b.command
@@ -1977,3 +1999,17 @@ def _text(data: bytes, path: str) -> str:
     if b"\x00" in data:
         raise DockerfileError("%s is not text (it holds NUL bytes): not a Dockerfile" % path)
     return data.decode("utf-8", "replace")
+
+
+def document(name: str, df: Dockerfile, target: Target, whence: str, findings: List[Finding]) -> Dict[str, Any]:
+    """``envdoctor dockerfile --format json`` (``envdoctor/schemas/dockerfile.schema.json``): the file, the host
+    it was judged for (``whence``: where its driver and GPUs came from), each stage's image and the findings."""
+    from . import __version__
+    from .findings import summarize
+
+    host = {"from": whence, "driver": target.driver, "gpu": target.gpu or None,
+            "compute_capabilities": list(target.gpu_ccs), "gpu_present": target.gpu_present}
+    stages = [{"line": s.line, "name": s.name, "from": s.image.reference, "cuda": s.base.cuda,
+               "flavour": s.base.flavour, "os": s.base.os_label} for s in df.stages]
+    return {"schema_version": 1, "envdoctor_version": __version__, "file": name, "host": host, "stages": stages,
+            "findings": [f.to_dict() for f in findings], "summary": summarize(findings)}

@@ -152,6 +152,16 @@ class Finding:
         }
 
 
+def quoted(value: Any) -> str:
+    """A value read from the machine (a path, a variable's value), for a finding's title or detail: as it is when it
+    is plain (letters, digits and ``/._+:@,=-``), else quoted and escaped as Python's ``repr`` writes it, so it reads
+    as one value and no newline, escape or invisible character in it reaches the prose."""
+    text = str(value)
+    if text and all(c.isalnum() and c.isascii() or c in "/._+:@,=-~" for c in text):
+        return text
+    return repr(text)
+
+
 def pip_for(command: str, python: Optional[str]) -> str:
     """``command`` with every ``pip`` call aimed at ``python`` (``pip --python PATH install ...``, pip >= 22.3),
     so a fix or an advice installs into the interpreter envdoctor inspected, never into envdoctor's own

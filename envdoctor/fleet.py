@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from .policy import FactIndex, gpu_keys, has_frameworks
+from . import frameworks
+from .policy import gpu_keys
+from .reportview import FactIndex, Found, ReportView
 
 FLEET_SCHEMA_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
@@ -42,7 +44,7 @@ Facts = Dict[str, Dict[str, Any]]  # fact key -> the fact as a report holds it (
 class Node:
     """One node as fleet keeps it: not its report (a 100 kB document) but the report's extract, the
     values of :data:`FLEET_FACTS`' rows, its findings' codes and titles, and (when asked) its
-    :class:`~envdoctor.render.engines.NodeSummary` for a policy or an engine's output.  ``facts`` is
+    :class:`~envdoctor.view.NodeSummary` for a policy or an engine's output.  ``facts`` is
     only filled while the extract is made (``keep_facts`` keeps it, for callers that want it)."""
 
     name: str
@@ -53,7 +55,7 @@ class Node:
     envdoctor_version: str = ""
     unreadable: str = ""  # why the file could not be used
     values: Dict[str, Optional[str]] = field(default_factory=dict)  # FLEET_FACTS label -> value (None: absent)
-    summary: Any = None  # engines.NodeSummary, when a policy or an engine's format asked for it
+    summary: Any = None  # view.NodeSummary, when a policy or an engine's format asked for it
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.get("severity") == severity)
@@ -233,7 +235,7 @@ def extract(node: Node, policy: Any = None, summary: bool = False) -> None:
     (without ``summary``, only what the policy's verdict needs)."""
     node.values = {label: how(node.facts) for label, _, how in FLEET_FACTS}
     if policy is not None or summary:
-        from .render.engines import summarize
+        from .view import summarize
 
         verdict = policy.evaluate_facts(node.facts, node.findings) if policy is not None else None
         node.summary = summarize(node.name, {"findings": node.findings}, verdict, node.facts, light=not summary)
@@ -551,41 +553,35 @@ def _driver(facts: Facts) -> Optional[str]:
     return None
 
 
+def _shown(facts: Facts, found: Found) -> Optional[str]:
+    """An unknown derived fact as fleet shows it: the status of the fact that said so, None when the report does
+    not hold it."""
+    return _plain(facts, found.key) if found.key else None
+
+
 def _toolkit(facts: Facts) -> Optional[str]:
-    nvcc = _value(facts, "cuda.nvcc")
-    if isinstance(nvcc, dict) and nvcc.get("version"):
-        return "nvcc %s" % nvcc["version"]
-    link = _value(facts, "cuda.default_symlink")
-    if isinstance(link, dict) and link.get("version"):
-        return "/usr/local/cuda %s" % link["version"]
-    status = _status(facts, "cuda.nvcc") or _status(facts, "cuda.default_symlink")
-    return None if status is None else "none" if status == "ok" else status.replace("_", " ")
+    got = ReportView(facts).toolkit()
+    if got.known and got.value:
+        return ("nvcc %s" if got.key == "cuda.nvcc" else "/usr/local/cuda %s") % got.value
+    return "none" if got.known else _shown(facts, got)
 
 
 def _loader(facts: Facts, prefix: str) -> Optional[str]:
-    """The version of the library the dynamic loader picks for ``prefix`` (``libcudnn.so.``)."""
-    choice = _value(facts, "libraries.loader_choice")
-    if not isinstance(choice, dict):
+    """The versions of the libraries the dynamic loader picks for ``prefix`` (``libcudnn.so.``)."""
+    got = ReportView(facts).loader_picks(prefix)
+    if not got.known:
         return _plain(facts, "libraries.loader_choice")
-    picked = sorted("%s %s" % (s, (r or {}).get("version") or "?") for s, r in choice.items()
-                    if s.startswith(prefix) and isinstance(r, dict) and r.get("path"))
-    return ", ".join(picked) or "none"
+    return ", ".join("%s %s" % (soname, version or "?") for soname, version in got.value) or "none"
 
 
 def _framework(name: str) -> Callable[[Facts], Optional[str]]:
     def get(facts: Facts) -> Optional[str]:
-        key = "framework." + name
-        v = _value(facts, key)
-        if isinstance(v, dict):
-            return str(v.get("version") or "installed")
-        if _status(facts, key) is not None:
-            return _plain(facts, key)
-        scan = _status(facts, "framework.scan")
-        if scan not in (None, "ok"):  # the interpreter could not be asked which packages it has
-            return str(scan).replace("_", " ")
-        # The frameworks probe records only what is installed (framework.none when nothing is): with
-        # none of its facts in the report, the probe did not run there.
-        return "not installed" if has_frameworks(facts) else None
+        got = ReportView(facts).framework(name)
+        if got.known and isinstance(got.value, dict):
+            return str(got.value.get("version") or "installed")
+        if got.known and not got.key:
+            return "not installed"  # the frameworks probe ran and did not list it
+        return _shown(facts, got)
     return get
 
 
@@ -649,10 +645,7 @@ FLEET_FACTS: List[Tuple[str, str, Callable[[Facts], Optional[str]]]] = [
     ("NCCL (loader picks)", "libraries.loader_choice", lambda f: _loader(f, "libnccl.so.")),
     ("gcc", "compiler.gcc", _fact("compiler.gcc", "version")),
     ("Python", "python.version", _fact("python.version")),
-    ("PyTorch", "framework.torch", _framework("torch")),
-    ("TensorFlow", "framework.tensorflow", _framework("tensorflow")),
-    ("JAX", "framework.jax", _framework("jax")),
-    ("ONNX Runtime", "framework.onnxruntime", _framework("onnxruntime")),
+] + [(fw.display, "framework." + fw.name, _framework(fw.name)) for fw in frameworks.FRAMEWORKS if fw.fleet] + [
     ("Docker", "container.docker", _docker),
     ("NVIDIA Container Toolkit", "container.toolkit", _toolkit_ctk),
     ("nvidia runtime in Docker", "container.nvidia_runtime_configured",
@@ -858,13 +851,13 @@ def compare(nodes: List[Node], baseline: Optional[Node] = None, uniform: bool = 
 
 
 def json_chunks(doc: Any) -> Iterator[str]:
-    """``doc`` as :func:`envdoctor.render.json_out.dumps` writes it, character for character (its final
+    """``doc`` as :func:`envdoctor.jsontext.dumps` writes it, character for character (its final
     newline included), in pieces of a few thousand items each, so that a fleet's document is never one
     string (10,000 nodes: 14 MB of JSON).  Faster too: the json module indents in Python, one item at a
     time, and a fleet document holds lists of thousands of node names, written here in one join each."""
     from json.encoder import encode_basestring
 
-    from .render.json_out import escape_raw
+    from .jsontext import escape_raw
 
     out: List[str] = []
     put = out.append
@@ -950,5 +943,5 @@ def json_chunks(doc: Any) -> Iterator[str]:
 
 
 def dumps(doc: Any) -> str:
-    """:func:`json_chunks` joined: ``doc`` as :func:`envdoctor.render.json_out.dumps` writes it."""
+    """:func:`json_chunks` joined: ``doc`` as :func:`envdoctor.jsontext.dumps` writes it."""
     return "".join(json_chunks(doc))

@@ -8,41 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Any, List, Optional, Sequence
 
-#: When this module was first imported: in the command-line process, a moment after the interpreter
-#: started (before click, the probes and the checks are imported).
-_IMPORTED = time.monotonic()
-#: When the kernel started this process (fork), on the ``time.monotonic()`` clock, once :func:`main` runs as
-#: the process's own entry point (the console script, ``python -m envdoctor``); None when envdoctor is
-#: called as a library.
-_FORKED: Optional[float] = None
-
-
-def _fork_time() -> float:
-    """When this process began, on the ``time.monotonic()`` clock: the kernel's start time of the process
-    (``/proc/self/stat`` field 22, clock ticks since boot); the import of this module where that is unknown."""
-    try:
-        with open("/proc/self/stat", "rb") as fh:
-            stat = fh.read()
-        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):  # not Linux, no /proc
-        return _IMPORTED
-    return min(time.monotonic() - age, _IMPORTED)
-
-
-def process_started(timeout: float) -> Optional[float]:
-    """The monotonic time from which this command-line process counts a live run's ``timeout``: its start,
-    so the interpreter's start-up and envdoctor's imports are inside the budget.  A process forked long
-    before envdoctor was exec'd in it (a wrapper script that set up a venv first, then ``exec envdoctor``)
-    counts from the import of this module instead: what came before the interpreter may take up at most
-    half the budget (at least 1.5 s, so a slow start-up on a loaded node is still counted).  None outside
-    the command line (tests, library use): the caller counts from its call."""
-    if _FORKED is None:
-        return None
-    return _FORKED if _IMPORTED - _FORKED <= max(1.5, min(5.0, timeout / 2.0)) else _IMPORTED
+from . import clock
 
 
 def live_diagnose(args: Sequence[str]) -> bool:
@@ -55,10 +23,9 @@ def live_diagnose(args: Sequence[str]) -> bool:
 
 def main(argv: Optional[List[str]] = None) -> Any:
     """Run the command line.  ``argv`` None means: this process is ours (the console script)."""
-    global _FORKED
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None:
-        _FORKED = _fork_time()
+        clock.started_by_command_line()
     fast = argv is None and live_diagnose(args)
     if fast:
         # A live diagnose allocates a few MiB and exits within a second or its --timeout: the

@@ -43,6 +43,9 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from . import frameworks
+from .reportview import FactMap, Found, ReportView, fact, field, report_facts
+
 POLICY_SCHEMA_VERSION = 1
 #: A policy is a page of text; anything much larger is not one (and is not parsed).
 MAX_POLICY_BYTES = 1024 * 1024
@@ -50,7 +53,6 @@ FAIL_ON = ("error", "warning", "info", "never")
 SEVERITIES = ("error", "warning", "info")
 STATUSES = ("pass", "fail", "unknown")
 
-FactMap = Dict[str, Dict[str, Any]]  # fact key -> the fact as a report holds it
 
 #: key -> (kind, what it is).  Kinds: "version", "number", "bool", "text".
 KEYS: Dict[str, Tuple[str, str]] = {
@@ -548,119 +550,34 @@ def _list(value: Any) -> List[Any]:
     return value if isinstance(value, list) else []
 
 
-class FactIndex(dict):  # type: ignore[type-arg]
-    """A report's facts by key, remembering whether the frameworks probe left any fact (asked per
-    framework key, and a scan of a 400-fact report each time adds up over a fleet)."""
-
-    _frameworks: Optional[bool] = None
-
-    def has_frameworks(self) -> bool:
-        if self._frameworks is None:
-            self._frameworks = any(k.startswith("framework.") for k in self)
-        return self._frameworks
-
-
-def has_frameworks(facts: FactMap) -> bool:
-    """Did the frameworks probe leave any fact in ``facts`` (it lists only what is installed)?"""
-    if isinstance(facts, FactIndex):
-        return facts.has_frameworks()
-    return any(k.startswith("framework.") for k in facts)
-
-
-def report_facts(report: Dict[str, Any]) -> FactMap:
-    facts: FactMap = FactIndex()
-    for probe in _list(report.get("probes")):
-        for fact in _list(probe.get("facts")) if isinstance(probe, dict) else []:
-            if isinstance(fact, dict) and isinstance(fact.get("key"), str):
-                facts[fact["key"]] = fact
-    return facts
-
-
 # --------------------------------------------------------------------------------- judging
 
 
-class Found:
-    """What the report says about one key: a value (None: the node has none), or unknown with the reason."""
-
-    __slots__ = ("known", "value", "source", "why")
-
-    def __init__(self, known: bool, value: Any = None, source: str = "", why: str = "") -> None:
-        self.known = known
-        self.value = value
-        self.source = source
-        self.why = why
-
-    def shown(self) -> str:
-        if not self.known:
-            return "unknown (%s)" % self.why if self.why else "unknown"
-        if self.value is None:
-            return self.why or "none"
-        if isinstance(self.value, bool):
-            return "true" if self.value else "false"
-        return str(self.value)
-
-
 def _fact(facts: FactMap, key: str) -> Found:
-    f = facts.get(key)
-    if not isinstance(f, dict):
-        return Found(False, why="not in the report")
-    source = f.get("source")
-    source = source if type(source) is str else str(source) if isinstance(source, str) else ""
-    if f.get("status") != "ok":
-        status = str(f.get("status") or "unknown").replace("_", " ")
-        reason = str(f["reason"]) if isinstance(f.get("reason"), str) else ""
-        return Found(False, source=source, why=("%s: %s" % (status, reason[:120])) if reason else status)
-    return Found(True, f.get("value"), source)
+    return fact(facts, key)
 
 
 def _field(found: Found, name: str) -> Found:
-    if not found.known or found.value is None:
-        return found
-    if not isinstance(found.value, dict):
-        return Found(False, source=found.source, why="not a record in the report")
-    return Found(True, found.value.get(name), found.source)
+    return field(found, name)
 
 
-def _framework(facts: FactMap, name: str, field: str) -> Found:
-    f = _fact(facts, "framework." + name)
-    if f.known:
-        if field == "installed":
+def _framework(facts: FactMap, name: str, fld: str) -> Found:
+    f = ReportView(facts).framework(name)
+    if f.known and f.key:
+        if fld == "installed":
             return Found(True, isinstance(f.value, dict), f.source)
-        return _field(f, field)
-    if "framework." + name in facts:
-        return f
-    scan = _fact(facts, "framework.scan")
-    if "framework.scan" in facts and not scan.known:
-        return scan
-    if has_frameworks(facts):
-        # the frameworks probe ran and lists what is installed: this one is not
-        return Found(True, False if field == "installed" else None, "derived", "not installed")
-    return Found(False, why="not in the report")
+        return _field(f, fld)
+    if f.known and fld == "installed":
+        return Found(True, False, f.source, f.why)
+    return f
 
 
 def _toolkit(facts: FactMap) -> Found:
-    nvcc, link = _fact(facts, "cuda.nvcc"), _fact(facts, "cuda.default_symlink")
-    for f in (nvcc, link):
-        if f.known and isinstance(f.value, dict) and f.value.get("version"):
-            return Found(True, f.value["version"], f.source)
-    if nvcc.known and link.known:
-        return Found(True, None, nvcc.source, "no CUDA toolkit")
-    return nvcc if not nvcc.known else link
+    return ReportView(facts).toolkit()
 
 
 def _loader(facts: FactMap, prefix: str, what: str) -> Found:
-    f = _fact(facts, "libraries.loader_choice")
-    if not f.known:
-        return f
-    if not isinstance(f.value, dict):
-        return Found(False, source=f.source, why="not a record in the report")
-    picked = [r for s, r in sorted(f.value.items()) if s.startswith(prefix) and isinstance(r, dict) and r.get("path")]
-    if not picked:
-        return Found(True, None, f.source, "no %s the loader finds" % what)
-    version = picked[-1].get("version")
-    if not version:
-        return Found(False, source=f.source, why="%s found, its version not" % what)
-    return Found(True, version, f.source)
+    return ReportView(facts).loader_version(prefix, what)
 
 
 def _fabric_manager(facts: FactMap) -> Found:
@@ -709,10 +626,7 @@ def resolve(facts: FactMap, name: str) -> Found:
 
 
 def gpu_count(facts: FactMap) -> Found:
-    f = _fact(facts, "gpu.count")
-    if f.known and not (isinstance(f.value, int) and not isinstance(f.value, bool) and 0 <= f.value <= 1024):
-        return Found(False, source=f.source, why="not a GPU count")
-    return f
+    return ReportView(facts).gpu_count()
 
 
 class Result:
@@ -908,7 +822,7 @@ INIT_KEYS = ("os.id", "os.version", "os.arch", "driver.version", "driver.kernel_
              "python.version", "topology.fabric.state", "topology.iommu_mode", "topology.min_nccl_transport")
 INIT_GPU_KEYS = ("name", "compute_capability", "memory_total_bytes", "ecc_mode_current", "mig_mode_current",
                  "persistence_mode", "pcie_gen_max", "pcie_width_max", "nvlink_active")
-INIT_FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "mxnet")
+INIT_FRAMEWORKS = frameworks.ordered_by("policy_order")  # (envdoctor/frameworks/: ``policy_order``)
 
 
 def _toml_value(value: Any) -> str:

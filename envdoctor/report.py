@@ -13,7 +13,7 @@ from .findings import Finding, pin_interpreter, summarize
 from .host.base import Host
 from .host.privacy import Scrubber
 from .probes import ProbeResult, run_probes
-from .scope import Scope, is_whole, plan
+from .scope import Scope, is_whole, plan, plan_checks
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -27,7 +27,7 @@ class Report:
 
     def __init__(self, probes: List[ProbeResult], findings: List[Finding], source: Dict[str, str],
                  duration: float, generated: Optional[str] = None, layers: Optional[Sequence[str]] = None) -> None:
-        from .render.layers import LAYER_NAMES
+        from .layers import LAYER_NAMES
 
         self.probes = probes
         #: The report layers examined (``diagnose --only/--skip``: the others were not looked at at all).
@@ -56,6 +56,18 @@ class Report:
     def exit_code(self) -> int:
         return 1 if self.summary["error"] else 0
 
+    def narrowed(self, only: Sequence[str] = (), skip: Sequence[str] = ()) -> Report:
+        """The report ``diagnose --only/--skip --format json`` writes: the findings of the layers shown and the
+        probes of the layers examined (others ran only for their facts; the findings carry them). Itself when
+        neither is given."""
+        if not only and not skip:
+            return self
+        from .layers import row_of_probe, select
+
+        shown, findings = select(self, only, skip)
+        return Report([p for p in self.probes if row_of_probe(p.name) in shown], findings, self.source,
+                      self.duration, self.generated, layers=self.layers)
+
     def to_dict(self) -> Dict[str, Any]:
         return {
             "schema_version": REPORT_SCHEMA_VERSION,
@@ -68,6 +80,22 @@ class Report:
             "timings": {"total": round(self.duration, 4), **{p.name: round(p.duration, 4) for p in self.probes}},
             "layers": {"examined": list(self.layers), "not_examined": list(self.not_examined)},
         }
+
+
+def report_schema() -> Dict[str, Any]:
+    """The report's JSON schema (``envdoctor/schemas/report.schema.json``) with the findings' components as this
+    envdoctor knows them (the stack and the framework plug-ins, :data:`envdoctor.findings.LAYERS`); the shipped
+    file lists the same (``tests/test_framework_plugins.py``)."""
+    import json
+    import os
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas", "report.schema.json"),
+              encoding="utf-8") as fh:
+        schema: Dict[str, Any] = json.load(fh)
+    from .findings import LAYERS
+
+    schema["$defs"]["finding"]["properties"]["components"]["items"]["enum"] = list(LAYERS)
+    return schema
 
 
 def nvml_serials(host: Host) -> List[str]:
@@ -111,9 +139,10 @@ def judge(probes: List[ProbeResult], source: Dict[str, str], started: float,
     """Check the probes' facts and wrap everything in a report (the other half). With ``scope``
     (``diagnose --only/--skip``), only its checks run and only the findings of its layers are kept."""
     facts = Facts(f for p in probes for f in p.facts)
-    findings = run_checks(CheckContext(facts, probes), None if scope is None else scope.checks)
+    findings = run_checks(CheckContext(facts, probes), None if scope is None else scope.checks,
+                          () if scope is None else scope.keep)
     if scope is not None:
-        from .render.layers import row_of_finding
+        from .layers import row_of_finding
 
         findings = [f for f in findings if row_of_finding(f) in scope.layers]
     pin_interpreter(findings, facts.text("python.executable"))  # every pip fix names the interpreter inspected
@@ -121,28 +150,33 @@ def judge(probes: List[ProbeResult], source: Dict[str, str], started: float,
                   layers=None if scope is None else scope.layers)
 
 
-def _scope(layers: Optional[Sequence[str]]) -> Optional[Scope]:
+def _scope(layers: Optional[Sequence[str]], checks: Sequence[str] = ()) -> Optional[Scope]:
+    if checks:
+        return plan_checks(checks)
     return None if layers is None or is_whole(layers) else plan(layers)
 
 
 def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None,
-             source: Optional[Dict[str, str]] = None, layers: Optional[Sequence[str]] = None) -> Report:
+             source: Optional[Dict[str, str]] = None, layers: Optional[Sequence[str]] = None,
+             checks: Sequence[str] = ()) -> Report:
     """The report of ``host``: every layer, or only ``layers`` (``diagnose --only/--skip``: only the probes and
-    checks those depend on run; see :mod:`envdoctor.scope`)."""
+    checks those depend on run; see :mod:`envdoctor.scope`), or only the checks named in ``checks``
+    (``diagnose --check``)."""
     start = time.monotonic()
-    scope = _scope(layers)
+    scope = _scope(layers, checks)
     probes = gather(host, deadline, scrubber, None if scope is None else scope.probes)
     return judge(probes, source or {"kind": "live", "description": host.description}, start, scope)
 
 
 def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host: bool = False,
-                  redact_ids: bool = False, layers: Optional[Sequence[str]] = None) -> Report:
+                  redact_ids: bool = False, layers: Optional[Sequence[str]] = None,
+                  checks: Sequence[str] = ()) -> Report:
     """This machine's report, finished within ``timeout`` plus about a second (``diagnose``, ``check``)."""
     from .host.live import live_host
     from .host.privacy import scrubber_for
 
     started = time.monotonic()
-    scope = _scope(layers)
+    scope = _scope(layers, checks)
     host, deadline = live_host(timeout, python_exe)
     probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids),
                     None if scope is None else scope.probes)

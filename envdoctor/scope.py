@@ -1,11 +1,11 @@
 """What ``diagnose --only/--skip`` examines: the probes and checks that the chosen report layers depend on.
 
 A layer's verdict needs the probes whose facts the layer shows, the checks whose findings are shown under it
-(``layers=`` of :func:`~envdoctor.checks.check`), and the probes behind every fact those checks need or look
-at (``requires=`` and ``reads=``), with the probes those wait for (``needs=`` of
-:func:`~envdoctor.probes.register`). Findings of the chosen layers are then exactly those of a full run
-(``tests/test_scope.py`` holds every captured machine to that), except that the envdoctor layer speaks only
-of the probes and checks that ran.
+(``layers=`` of :func:`~envdoctor.checks.check`) with those they yield to (``yields=``), and the probes behind
+every fact those checks need or look at (``requires=`` and ``reads=``), with the probes those wait for
+(``needs=`` of :func:`~envdoctor.probes.register`). Findings of the chosen layers are then exactly those of a
+full run (``tests/test_scope.py`` holds every captured machine to that), except that the envdoctor layer speaks
+only of the probes and checks that ran.
 """
 
 from __future__ import annotations
@@ -24,17 +24,19 @@ class Scope(NamedTuple):
     layers: Tuple[str, ...]  # the report layers examined, in report order
     probes: Tuple[str, ...]  # the probes to run, in report order
     checks: Tuple[CheckSpec, ...]  # the checks to run
+    #: ``diagnose --check``: the checks whose findings are reported (the others ran only to be yielded to)
+    keep: Tuple[str, ...] = ()
 
 
 def chosen(only: Sequence[str] = (), skip: Sequence[str] = ()) -> List[str]:
     """The layers that ``--only``/``--skip`` leave, in report order."""
-    from .render.layers import LAYER_NAMES
+    from .layers import LAYER_NAMES
 
     return [n for n in LAYER_NAMES if (not only or n in only) and n not in skip]
 
 
 def is_whole(layers: Sequence[str]) -> bool:
-    from .render.layers import LAYER_NAMES
+    from .layers import LAYER_NAMES
 
     return set(LAYER_NAMES) <= set(layers)
 
@@ -42,14 +44,39 @@ def is_whole(layers: Sequence[str]) -> bool:
 def plan(layers: Sequence[str]) -> Scope:
     """The probes and checks that ``layers`` (``--only`` names) depend on."""
     from .checks import all_checks
-    from .probes import all_probes, probes_reading, with_needs
-    from .render.layers import LAYER_NAMES, row_of_probe
+    from .layers import LAYER_NAMES
 
     wanted = [n for n in LAYER_NAMES if n in layers]
+    return _plan(wanted, [c for c in all_checks() if c.layers is None or set(c.layers) & set(wanted)], True)
+
+
+def plan_checks(names: Sequence[str]) -> Scope:
+    """The probes that the checks ``names`` (``diagnose --check``) depend on, and the layers their findings are
+    shown under (and envdoctor's own, which says what was not gathered). KeyError names an unknown check."""
+    from .checks import find_check
+    from .layers import LAYER_NAMES
+
+    specs = []
+    for name in names:
+        spec = find_check(name)
+        if spec is None:
+            raise KeyError(name)
+        specs.append(spec)
+    shown = {layer for s in specs for layer in (s.layers or LAYER_NAMES)} | {"envdoctor"}
+    scope = _plan([n for n in LAYER_NAMES if n in shown], specs, False)
+    return scope._replace(keep=tuple(s.name for s in specs))
+
+
+def _plan(wanted: List[str], chosen: List[CheckSpec], layer_probes: bool) -> Scope:
+    from .checks import yielded_to
+    from .layers import row_of_probe
+    from .probes import all_probes, probes_reading, with_needs
+
     specs = all_probes()
     every = [s.name for s in specs]
-    names: Set[str] = {s.name for s in specs if row_of_probe(s.name) in wanted}
-    checks = tuple(c for c in all_checks() if c.layers is None or set(c.layers) & set(wanted))
+    names: Set[str] = {s.name for s in specs if row_of_probe(s.name) in wanted} if layer_probes else set()
+    # with the checks they yield to: a finding is dropped when theirs tells its root cause, as in a whole run
+    checks = tuple(yielded_to(chosen))
     for c in checks:
         if c.requires is None or c.reads is None:
             names.update(every)  # undeclared: it may look at anything

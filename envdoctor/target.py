@@ -11,6 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Tuple
 
+#: The probes whose facts a Target is made from (OS, driver, GPUs, interpreter): what ``advise``, ``install``,
+#: ``dockerfile``, ``fit`` and the MCP server's tools read of a machine, without waiting for Docker, compilers or
+#: every framework, nor for one of them that hangs.
+PLANNING_PROBES = ("os", "driver", "gpu", "python")
+
 
 @dataclass(frozen=True)
 class Target:

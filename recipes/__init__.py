@@ -61,11 +61,14 @@ def parse_target(text: str, arch: str = "x86_64") -> Target:
 
 
 def target_from_facts(facts: Any) -> Target:
-    """This machine's target from the ``os.id``, ``os.version`` and ``os.arch`` facts."""
-    os_id = str(facts.value("os.id") or "")
-    version = str(facts.value("os.version") or "")
-    arch = str(facts.value("os.arch") or "x86_64")
-    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
+    """This machine's install target: the system side of the machine's one :class:`Target`
+    (:func:`envdoctor.advise.target_from_facts`, from ``os.id``, ``os.version`` and ``os.arch``), its release as
+    NVIDIA's repositories name it, refused when no recipe targets it."""
+    from envdoctor.advise import target_from_facts as machine
+
+    seen = machine(facts)
+    os_id, version = seen.os_id, seen.version
+    arch = {"amd64": "x86_64"}.get(seen.arch, seen.arch)
     if osinfo.family(os_id) == "rhel" or os_id == "debian":
         version = version.split(".")[0]
     label = f"{os_id}{version}" if os_id else "an unknown system"

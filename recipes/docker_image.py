@@ -196,14 +196,16 @@ def machine_target(facts: Any, target: Any = None, python: Optional[str] = None,
     (the advise side is :func:`envdoctor.advise.target_from_facts`): the driver, every GPU's compute
     capability, the wheels' platform (WSL2 from the facts, else the install target's architecture) and,
     when given, the Python the build must have wheels for (:func:`pip_python`)."""
-    driver = None if ignore_driver else driver_version(facts)
-    ccs = tuple(sorted({cc for cc in compute_capabilities(facts) if _v(cc) is not None}, key=Version))
-    if facts is not None and facts.value("os.wsl") == "WSL2":
+    from envdoctor.advise import target_from_facts
+
+    machine = target_from_facts(facts) if facts is not None else Target()  # the one reading of a machine's facts
+    driver = None if ignore_driver or machine.driver is None else machine.driver.strip()
+    if machine.platform == "wsl2":
         platform = "wsl2"
     else:
         platform = "linux-aarch64" if getattr(target, "arch", "x86_64") == "aarch64" else "linux-x86_64"
-    return Target(driver=str(driver) if driver is not None else None, cc=ccs[0] if ccs else None, ccs=ccs,
-                  python=python, platform=platform)
+    return Target(driver=driver, cc=machine.ccs[0] if machine.ccs else None, ccs=machine.ccs, python=python,
+                  platform=platform)
 
 
 _NEEDS_DRIVER = re.compile(r"(?:needs driver >=|the first driver that knows it is) ([0-9]+(?:\.[0-9]+)*)")

@@ -311,27 +311,21 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
 
 # -- used by the CUDA recipe ------------------------------------------------
 def too_old_for(cuda_full: str, facts: Any) -> Optional[Tuple[str, str]]:
-    """(installed, needed) when the installed driver cannot run ``cuda_full``; None when fine or unknown.
+    """(installed, needed) when the installed driver does not run ``cuda_full`` natively (through minor-version
+    compatibility at most, or not at all); None when it does, or when that is unknown.
 
-    The driver each release needs is Table 3 of the CUDA release notes (matrix ``cuda.json``).
+    Decided as ``diagnose`` decides it (:func:`envdoctor.matrix.hardware.driver_runs`, over Table 3 of the CUDA
+    release notes: matrix ``cuda.json``); ``needed`` is the driver Table 3 gives the release (or its update).
     """
     needed = hardware.min_driver_for_cuda(cuda_full)
     if needed is None:
         return None
     installed = facts.value("driver.version")
-    if installed:
-        try:
-            if Version(str(installed)) < Version(needed):
-                return str(installed), needed
-            return None
-        except ValueError:
-            pass
     supports = facts.value("driver.cuda_version")
-    if supports:
-        try:
-            mm = Version(cuda_full).release[:2]
-            if Version(str(supports)).release[:2] < mm:
-                return f"supporting CUDA up to {supports}", needed
-        except ValueError:
-            return None
-    return None
+    verdict = hardware.driver_runs(cuda_full, installed if isinstance(installed, str) else None, supports,
+                                   wsl=bool(facts.value("os.wsl")))
+    if verdict in (None, "ok"):
+        return None
+    if isinstance(installed, str) and hardware.parse_version(installed) is not None:
+        return installed, needed
+    return f"supporting CUDA up to {supports}", needed

@@ -144,11 +144,11 @@ def measure_tree_memory(argv: Sequence[str]) -> int:
 
 
 def installed_copy() -> str:
-    """envdoctor as `pip install` leaves it: plain files, byte-compiled, no editable-install finder.
+    """envdoctor as `pip install` leaves it: plain files (the recipes among them), byte-compiled.
 
-    A development checkout is usually installed editable, whose import hook costs about 20 ms per
-    start and which recompiles nothing only if bytecode may be written; users run a regular install
-    (torch, beside it, was installed the regular way too). The copy is the checkout's own code.
+    A development checkout is usually installed editable, which recompiles nothing only if bytecode may
+    be written; users run a regular install (torch, beside it, was installed the regular way too). The
+    copy is the checkout's own code.
     """
     import atexit
     import compileall
@@ -160,11 +160,8 @@ def installed_copy() -> str:
     src = os.path.dirname(os.path.abspath(envdoctor.__file__))
     dest = tempfile.mkdtemp(prefix="envdoctor-bench-")
     atexit.register(shutil.rmtree, dest, True)  # removed when the benchmark ends, however it ends
+    # envdoctor/recipes, a link to the checkout's recipes/, is copied as the files it points to (as in the wheel)
     shutil.copytree(src, os.path.join(dest, "envdoctor"), ignore=shutil.ignore_patterns("__pycache__"))
-    recipes = os.path.join(os.path.dirname(src), "recipes")  # a checkout: installed as envdoctor.recipes
-    if os.path.isdir(recipes) and not os.path.isdir(os.path.join(dest, "envdoctor", "recipes")):
-        shutil.copytree(recipes, os.path.join(dest, "envdoctor", "recipes"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
     compileall.compile_dir(dest, quiet=1)
     return dest
 

@@ -50,8 +50,8 @@ def stretched(doc: Dict[str, Any], n: int, shape: str) -> Dict[str, Any]:
 
 def replay_seconds(doc: Dict[str, Any]) -> float:
     from envdoctor.host.snapshot import SnapshotHost
+    from envdoctor.jsontext import dumps
     from envdoctor.probes import run_probes
-    from envdoctor.render.json_out import dumps
     from envdoctor.render.markdown import render as markdown
     from envdoctor.render.style import Style
     from envdoctor.render.text import render

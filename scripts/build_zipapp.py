@@ -122,11 +122,8 @@ def build(output: str, wheelhouse: str) -> str:
     with tempfile.TemporaryDirectory(prefix="envdoctor-pyz-build-") as tmp:
         src = os.path.join(tmp, "app")
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        # envdoctor/recipes (a link to recipes/) is copied as the files it points to, as the wheel holds them
         shutil.copytree(os.path.join(ROOT, "envdoctor"), os.path.join(src, "envdoctor"), ignore=ignore)
-        recipes = os.path.join(src, "envdoctor", "recipes")
-        if os.path.isdir(os.path.join(ROOT, "recipes")) and not os.path.isdir(recipes):
-            # installed as envdoctor.recipes, as the wheel does
-            shutil.copytree(os.path.join(ROOT, "recipes"), recipes, ignore=ignore)
         for whl in wheels(wheelhouse):
             with zipfile.ZipFile(whl) as zf:
                 zf.extractall(src)

@@ -100,7 +100,7 @@ def main() -> int:
     ap.add_argument("count", type=int)
     ap.add_argument("directory")
     args = ap.parse_args()
-    from envdoctor.render.json_out import dumps
+    from envdoctor.jsontext import dumps
 
     with open(BASE, encoding="utf-8") as fh:
         base = eight_gpus(json.load(fh))

@@ -149,3 +149,35 @@ def fake_lib(tmp_path_factory):
         return build(str(tmp_path_factory.mktemp("fakenvml")))
     except RuntimeError as exc:
         pytest.skip(f"cannot build the fake NVML library: {exc}")
+
+
+@pytest.fixture
+def no_executor(monkeypatch: Any) -> List[str]:
+    """The installer's executor, every plan action's ``run``, the re-diagnosis after an install, downloads and the
+    network patched to record and raise: a call that reached any of them fails the test."""
+    import requests
+
+    from envdoctor.cli import install as install_cli
+    from envdoctor.install import download, executor, plan
+
+    reached: List[str] = []
+
+    def trap(what: str) -> Any:
+        def raiser(*args: Any, **kwargs: Any) -> Any:
+            reached.append(what)
+            raise AssertionError("the MCP server reached %s" % what)
+        return raiser
+
+    monkeypatch.setattr(executor.Executor, "__init__", trap("Executor()"))
+    monkeypatch.setattr(executor.Executor, "execute", trap("Executor.execute"))
+    monkeypatch.setattr(executor, "check_holds", trap("executor.check_holds"))
+    for name in ("check_holds", "_run"):  # what the plan's actions run (each action's run is trapped below too)
+        monkeypatch.setattr(plan, name, trap("plan." + name))
+    for cls in (plan.RunCommand, plan.WriteFile, plan.Download, plan.Extract, plan.PrivateDir, plan.SpaceCheck,
+                plan.Move, plan.Remove):
+        monkeypatch.setattr(cls, "run", trap(cls.__name__ + ".run"))
+    monkeypatch.setattr(plan.Check, "holds", trap("Check.holds"))
+    monkeypatch.setattr(install_cli, "rediagnose", trap("rediagnose"))
+    monkeypatch.setattr(download, "fetch_bytes", trap("fetch_bytes"))
+    monkeypatch.setattr(requests.Session, "request", trap("the network"))
+    return reached

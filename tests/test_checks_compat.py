@@ -1,4 +1,4 @@
-"""Driver / CUDA toolkit / GPU architecture / framework build compatibility (envdoctor/checks/compat.py).
+"""Driver / CUDA toolkit / GPU architecture / framework build compatibility (envdoctor/checks/compat/).
 
 Each finding code has a machine where it fires and one where it stays quiet.  Machines are either
 miniature hosts (make_host, real probes) with real file contents, captured machines from

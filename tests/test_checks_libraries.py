@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import envdoctor.probes.linkage  # noqa: F401 - registers the linkage probe (until the lead lists it)
 from envdoctor.checks import CheckContext
-from envdoctor.checks.libraries import cudnn_version, framework_linkage, onnxruntime_packaging
+from envdoctor.checks.libraries import cudnn_version, framework_linkage
+from envdoctor.checks.libraries.wheels import onnxruntime_packaging
 from envdoctor.probes.linkage import expand_origin
 
 from .conftest import probe_facts
@@ -114,7 +115,7 @@ def _ort_host(cudnn):
 
 
 def test_cudnn_9_14_wheel_on_a_pascal_gpu_is_named_with_the_last_cudnn_that_works():
-    from envdoctor.checks.libraries import cudnn_gpu
+    from envdoctor.checks.libraries.cudnn_gpu import cudnn_gpu
     found = list(cudnn_gpu(_with_gpu(_ort_host("9.14.0.64"), "6.1", "NVIDIA GeForce GTX 1080")))
     assert [f.code for f in found] == ["cudnn.gpu_unsupported"]
     f = found[0]
@@ -127,14 +128,14 @@ def test_cudnn_9_14_wheel_on_a_pascal_gpu_is_named_with_the_last_cudnn_that_work
 
 
 def test_cudnn_9_10_on_pascal_and_9_14_on_turing_are_quiet():
-    from envdoctor.checks.libraries import cudnn_gpu
+    from envdoctor.checks.libraries.cudnn_gpu import cudnn_gpu
     assert list(cudnn_gpu(_with_gpu(_ort_host("9.10.2.21"), "6.1", "NVIDIA GeForce GTX 1080"))) == []
     assert list(cudnn_gpu(_with_gpu(_ort_host("9.14.0.64"), "7.5", "Tesla T4"))) == []
 
 
 def test_system_cudnn_a_framework_links_is_judged_by_its_own_version():
     # torch loads the system copy (no wheel); a Volta V100 (7.0) with cuDNN 9.14 from the system
-    from envdoctor.checks.libraries import cudnn_gpu
+    from envdoctor.checks.libraries.cudnn_gpu import cudnn_gpu
     host = torch_host(cudnn_wheel=False, ldp="/usr/local/cuda/lib64",
                       system_cudnn=("/usr/local/cuda/lib64", "libcudnn.so.9.14.0"))
     found = list(cudnn_gpu(_with_gpu(host, "7.0", "Tesla V100-SXM2-16GB")))

@@ -27,7 +27,8 @@ def _tool(name: str) -> str:
     return os.path.join(BIN, name) if os.path.exists(os.path.join(BIN, name)) else (shutil.which(name) or "")
 
 
-pytestmark = pytest.mark.skipif(not _tool("ansible-playbook"), reason="ansible-core not installed")
+pytestmark = [pytest.mark.engine,
+              pytest.mark.skipif(not _tool("ansible-playbook"), reason="ansible-core not installed")]
 
 HOSTS = {"gpu01": HEALTHY, "gpu02": BROKEN, "gpu03": HEALTHY, "gpu04": BROKEN}
 

@@ -23,7 +23,8 @@ from .engines import (
     write_policy,
 )
 
-pytestmark = pytest.mark.skipif(not nhc_tarball(), reason="NHC 1.4.3 tarball (tests/third_party/) missing or altered")
+pytestmark = [pytest.mark.engine,
+              pytest.mark.skipif(not nhc_tarball(), reason="NHC 1.4.3 tarball (tests/third_party/) missing or altered")]
 
 
 @pytest.fixture(scope="module")

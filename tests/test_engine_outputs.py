@@ -27,8 +27,12 @@ from hypothesis import strategies as st
 
 from envdoctor.policy import parse_policy
 from envdoctor.render import engines
+from envdoctor.view import summarize
 
 from .engines import BROKEN, HEALTHY, POLICY, ROOT, envdoctor_env, write_policy
+
+#: The engines run for real (promtool, node_exporter) where installed.
+pytestmark = pytest.mark.engine
 
 
 def check(tmp_path, snapshot: str, fmt: str, *extra: str) -> subprocess.CompletedProcess:
@@ -268,7 +272,7 @@ def test_junit_survives_hostile_text(tmp_path):
     junitparser = pytest.importorskip("junitparser")
     verdict = parse_policy('schema_version = 1\n[require]\n"driver.version" = ">=550"\n').evaluate(HOSTILE_REPORT)
     path = tmp_path / "x.xml"
-    path.write_text(engines.junit([engines.summarize("n<1>&\"", HOSTILE_REPORT, verdict)]))
+    path.write_text(engines.junit([summarize("n<1>&\"", HOSTILE_REPORT, verdict)]))
     (suite,) = list(junitparser.JUnitXml.fromfile(str(path)))
     assert suite.name == 'n<1>&"'
     assert {c.name for c in suite} == {"driver.version", "gpu.ecc_uncorrectable"}

@@ -29,6 +29,7 @@ from .engines import BROKEN, BROKEN_LINE, HEALTHY, ROOT, envdoctor_argv, envdoct
 
 MISSING = which("slurmctld", "slurmd", "munged", "sinfo", "scontrol", "sbatch", "squeue")
 pytestmark = [
+    pytest.mark.engine,
     pytest.mark.slurm,
     pytest.mark.skipif(bool(MISSING), reason="Slurm not installed: no %s" % ", ".join(MISSING)),
     pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() != 0, reason="the Slurm daemons need root"),

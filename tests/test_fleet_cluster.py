@@ -203,11 +203,11 @@ def test_a_damaged_fact_costs_only_itself(reports, tmp_path):
 
 def test_fleet_json_is_written_as_every_other_json_output(reports):
     """fleet writes its document in pieces with its own encoder (fast, and never one 14 MB string): the
-    text is the one json_out.dumps writes, character for character, for the real document and any other."""
+    text is the one jsontext.dumps writes, character for character, for the real document and any other."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from envdoctor.render.json_out import dumps
+    from envdoctor.jsontext import dumps
 
     directory, policy = reports
     doc = json.loads(fleet(directory, "--policy", policy, "--format", "json").stdout)

@@ -36,7 +36,8 @@ from . import debian_root
 CHROOT = debian_root.CHROOT
 TOOLS = ("dpkg-deb", "apt-ftparchive", "gpg")
 
-pytestmark = [pytest.mark.slow]
+# chroot: a Debian root made with debootstrap (once per process, so these run on one xdist worker together)
+pytestmark = [pytest.mark.slow, pytest.mark.chroot, pytest.mark.xdist_group("debian-root")]
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,8 @@ TOOLS = ("rpmbuild", "rpmsign", "createrepo_c", "dnf", "rpm", "gpg")
 RPMDB = "/root/.rpmdb"  # Debian's rpm: %_dbpath is $HOME/.rpmdb
 ENV = debian_root.ENV
 
-pytestmark = [pytest.mark.slow]
+# chroot: a Debian root made with debootstrap (once per process, so these run on one xdist worker together)
+pytestmark = [pytest.mark.slow, pytest.mark.chroot, pytest.mark.xdist_group("debian-root")]
 
 
 def _why_not() -> Optional[str]:

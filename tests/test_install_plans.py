@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from envdoctor.facts import Facts, ok
-from envdoctor.install.executor import Executor, why_line
-from envdoctor.install.plan import Plan, RunCommand, Step
+from envdoctor.install.executor import Executor
+from envdoctor.install.plan import Plan, RunCommand, Step, why_line
 from envdoctor.recipes import RecipeError, Request, cuda_redist, load_recipe, parse_target
 from tests.test_install_redist import REAL_CUDA_12_4_1, REAL_CUDNN_9_1_0
 from tests.test_recipes_frameworks import machine_facts

@@ -388,9 +388,9 @@ def test_force_never_takes_a_system_or_home_directory(server, tmp_path, prefix):
 
 # -- space, a full disk ----------------------------------------------------------------
 def test_not_enough_free_space_is_said_before_any_download(server, tmp_path, monkeypatch):
-    from envdoctor.install import executor as ex
+    from envdoctor.install import plan as actions
 
-    monkeypatch.setattr(ex, "free_bytes", lambda path: 1000)  # the one value a test cannot make for real
+    monkeypatch.setattr(actions, "free_bytes", lambda path: 1000)  # the one value a test cannot make for real
     prefix = str(tmp_path / "cuda")
     result, _ = run_plan(make_plan(server, prefix), tmp_path)
     assert result.exit_code == 1 and "not enough free space" in result.message and "GiB" in result.message
@@ -482,10 +482,10 @@ def _bomb_server(tmp_path, unpacked: int) -> Server:
 def test_an_archive_unpacking_beyond_the_estimate_is_refused_before_unpacking(tmp_path, monkeypatch):
     """Free space for the downloads and the estimated tree, not for what the archive really unpacks to: the
     check before unpacking measures the archive's own size and stops with the figure, nothing unpacked."""
-    from envdoctor.install import executor as ex
+    from envdoctor.install import plan as actions
 
     srv = _bomb_server(tmp_path, 8 * 1024 * 1024)
-    monkeypatch.setattr(ex, "free_bytes", lambda path: 4 * 1024 * 1024)  # more than the estimate, < 8 MiB
+    monkeypatch.setattr(actions, "free_bytes", lambda path: 4 * 1024 * 1024)  # more than the estimate, < 8 MiB
     try:
         prefix = str(tmp_path / "cuda")
         result, lines = run_plan(make_plan(srv, prefix, components=("cuda_nvcc",)), tmp_path)

@@ -5,7 +5,7 @@ to ``nvidia`` on its PCI bus) and the Debian 12 machine without any GPU.
 
 On the GPU machine every failure at init, count or handle fails the node (exit 1) with a finding
 that names the code; a per-call code fails it when it means trouble (NVIDIA's meaning, in
-envdoctor/checks/gpu_verdict.py), while the answers that only say a question does not apply
+envdoctor/checks/gpus.py), while the answers that only say a question does not apply
 (NOT_SUPPORTED, an old driver's FUNCTION_NOT_FOUND...) leave it passing."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from envdoctor.checks.gpu_verdict import describe
+from envdoctor.checks.gpus import describe
 from envdoctor.host.privacy import Scrubber
 from envdoctor.host.snapshot import SnapshotHost
 from envdoctor.report import diagnose

@@ -15,10 +15,9 @@ import time
 import pytest
 
 from envdoctor.host import privacy
-from envdoctor.host.base import recorded_variable
 from envdoctor.host.live import LiveHost
-from envdoctor.host.snapshot import document_from_host, write_snapshot
-from envdoctor.render.json_out import dumps
+from envdoctor.host.snapshot import document_from_host, recorded_variable, write_snapshot
+from envdoctor.jsontext import dumps
 from envdoctor.render.markdown import render as render_markdown
 from envdoctor.render.style import Style
 from envdoctor.render.text import render as render_text

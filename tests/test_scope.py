@@ -23,8 +23,8 @@ from envdoctor.cli import cli
 from envdoctor.facts import Facts
 from envdoctor.host.privacy import Scrubber
 from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+from envdoctor.layers import LAYER_NAMES, row_of_finding
 from envdoctor.probes import ProbeContext, all_probes, probes_reading, producers_of, run_probes
-from envdoctor.render.layers import LAYER_NAMES, row_of_finding
 from envdoctor.report import diagnose
 from envdoctor.scope import chosen, plan
 

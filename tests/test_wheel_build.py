@@ -1,5 +1,6 @@
 """The built wheel carries ``recipes/`` as ``envdoctor.recipes``: build it, install it in a fresh venv, plan from
-there, from a directory that has a ``recipes`` package of its own (a common folder name)."""
+there, from a directory that has a ``recipes`` package of its own (a common folder name). The editable install
+does the same with no build hook and no import hook (the link envdoctor/recipes -> ../recipes)."""
 
 from __future__ import annotations
 
@@ -74,11 +75,15 @@ def test_wheel_ships_recipes_and_plans_from_an_installed_copy(tmp_path):
 
 
 def test_the_editable_install_plans_from_a_directory_with_its_own_recipes_package(tmp_path):
-    """The suite runs from ``pip install -e .``: there too ``envdoctor.recipes`` is the checkout's recipes/."""
+    """The suite runs from ``pip install -e .``: there too ``envdoctor.recipes`` is the checkout's recipes/
+    (through the link envdoctor/recipes), with no import hook on the interpreter's meta path."""
     cwd = _user_project_with_its_own_recipes(tmp_path)
-    where = _run([sys.executable, "-c", "import envdoctor.recipes as r; print(r.__file__)"], cwd=cwd)
+    where = _run([sys.executable, "-c", "import sys, envdoctor.recipes as r; print(r.__file__); "
+                                        "print([type(f).__name__ for f in sys.meta_path])"], cwd=cwd)
     assert where.returncode == 0, where.stdout
-    assert where.stdout.strip() == os.path.join(ROOT, "recipes", "__init__.py")
+    path, finders = where.stdout.strip().splitlines()
+    assert os.path.realpath(path) == os.path.join(os.path.realpath(ROOT), "recipes", "__init__.py")
+    assert "Recipes" not in finders and "Editable" not in finders, finders
     res = _run([sys.executable, "-m", "envdoctor", "install", "pytorch", "--os", "ubuntu22.04", "--dry-run"], cwd=cwd)
     assert res.returncode == 0, res.stdout[-3000:]
     assert "pip install 'torch==" in res.stdout

@@ -75,6 +75,6 @@ def test_a_slow_start_up_is_inside_the_budget_not_added_to_it(fake_lib, tmp_path
 
 
 def test_a_library_caller_counts_from_its_own_call():
-    from envdoctor.launcher import process_started
+    from envdoctor.clock import process_started
 
     assert process_started(10.0) is None  # pytest's own process is not the command line

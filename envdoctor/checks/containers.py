@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts
 from ..findings import Finding, Fix
-from . import CheckContext, CodeDoc, check
+from . import CheckContext, CodeDoc, Message, check
 from .suggest import INSTALL_LINE_READS, install_line
 
 CHECKED = "2026-11-22"
@@ -37,10 +37,14 @@ def _has_gpu(facts: Facts) -> bool:
     CodeDoc("container-toolkit.missing", "warning", "Docker is installed on a GPU machine without the NVIDIA "
             "Container Toolkit.", "container.docker, container.toolkit, gpu.count",
             "`docker run --gpus all` fails with 'could not select device driver \"\" with capabilities: [[gpu]]'.",
-            INSTALL_GUIDE),
+            INSTALL_GUIDE,
+        messages=(Message("could not select device driver \"*\" with capabilities: [[gpu]]",
+                "https://github.com/moby/moby/blob/master/daemon/devices.go"),)),
     CodeDoc("container-toolkit.runtime_not_configured", "warning", "The NVIDIA Container Toolkit is installed but "
             "Docker has no nvidia runtime registered.", "container.toolkit, container.nvidia_runtime_configured",
-            "`docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia'.", INSTALL_GUIDE),
+            "`docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia'.", INSTALL_GUIDE,
+        messages=(Message("could not select device driver \"*\" with capabilities: [[gpu]]",
+                "https://github.com/moby/moby/blob/master/daemon/devices.go"),)),
     CodeDoc("docker.snap", "warning", "Docker is installed from snap.", "container.docker_snap",
             "The snap's confinement does not see the host's NVIDIA libraries: GPU containers fail with "
             "'nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1'.", SNAP_ISSUE),
@@ -137,7 +141,9 @@ DEV_CHAR_NOTICE = "https://github.com/NVIDIA/nvidia-docker/issues/1730"
             "container.docker_cgroup_driver, container.dev_char_nvidia_links, container.toolkit, os.container",
             "After any `systemctl daemon-reload` (package upgrades run one) systemd re-applies the containers' "
             "device rules without the NVIDIA devices: running GPU containers fail with 'Failed to initialize "
-            "NVML: Unknown Error' until recreated.", DEV_CHAR_NOTICE),
+            "NVML: Unknown Error' until recreated.", DEV_CHAR_NOTICE,
+        messages=(Message("Failed to initialize NVML: Unknown Error",
+                "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/troubleshooting.html"),)),
 ))
 def dev_char_links(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
@@ -184,7 +190,9 @@ ROOTFUL_SOCKETS = ("unix:///var/run/docker.sock", "unix:///run/docker.sock")
             "container.toolkit (config.toml no-cgroups, mode), container.docker (endpoint)",
             "The toolkit's hook then adds no device cgroup rules: GPU containers start, but nvidia-smi in them "
             "prints 'Failed to initialize NVML: Unknown Error' (toolkit 1.14.0 ignored config.toml, so the "
-            "setting bites from 1.14.1 on).", NO_CGROUPS_THREAD),
+            "setting bites from 1.14.1 on).", NO_CGROUPS_THREAD,
+        messages=(Message("Failed to initialize NVML: Unknown Error",
+                "https://github.com/NVIDIA/nvidia-container-runtime/issues/85"),)),
 ))
 def no_cgroups_rootful(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts

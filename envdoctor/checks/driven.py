@@ -2,8 +2,9 @@
 
 Whatever check explains why (Secure Boot refusing the module, the wrong module flavour or branch, nouveau
 holding the GPU, a failed initialisation...), a machine with an NVIDIA GPU that its driver does not drive
-(:func:`envdoctor.checks.gpu_verdict.not_driven`) is not ready: nothing can use that GPU. The check
-``gpu-not-driven`` says so (``gpu.not_driven``, an error) where no other check explains it; :func:`settle`,
+(:func:`envdoctor.checks.gpus.not_driven`) is not ready: nothing can use that GPU. The check
+``gpu-not-driven`` says so (``gpu.not_driven``, an error) where no other check explains it (it yields to their
+errors and warnings); :func:`settle`,
 applied to every run's findings, makes the explaining finding about the driver an error where the check that
 wrote it could only call its cause likely (a warning).
 """
@@ -14,8 +15,8 @@ from typing import Iterable, List, Sequence
 
 from ..facts import Facts
 from ..findings import Finding, Fix
-from . import CheckContext, CodeDoc, check, quietly
-from .gpu_verdict import KLOG, not_driven
+from . import CheckContext, CodeDoc, check
+from .gpus import KLOG, not_driven
 
 CODE = "gpu.not_driven"
 #: Findings that can explain a GPU the driver does not drive: about the driver or the kernel it runs on.
@@ -23,10 +24,20 @@ EXPLAINING = ("driver", "kernel")
 URL = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
 
 
+#: The checks whose error or warning says why the driver does not drive a GPU: the driver's health questions (not its
+#: library links), the kernel log, the installed module against the GPU, the GPU verdicts.
+EXPLAINED_BY = tuple("%s:*>=warning" % name for name in (
+    "driver-health", "driver-health.library-mismatch", "driver-health.userspace-missing", "driver-health.wsl",
+    "driver-health.in-kernel-conflict", "driver-health.module-for-kernel", "driver-health.secure-boot",
+    "driver-health.device-nodes", "driver-health.fabric-manager", "driver-health.forward-compat",
+    "driver-health.nvml-errors", "kernel-log", "driver-support", "gpu-init-failed", "gpu-missing",
+    "gpu-nvml-verdict"))
+
+
 @check("gpu-not-driven", requires=("driver.installed",),
        reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*", "kernel.release", "kernel.headers", "cuda.*",
               "env.*", "libraries.*"),
-       layers=("driver",), codes=(
+       layers=("driver",), yields={CODE: EXPLAINED_BY}, codes=(
     CodeDoc(CODE, "error", "An NVIDIA GPU is on the PCI bus but the NVIDIA driver does not drive it, and nothing "
             "else in the report says why.", "gpu.pci_devices, driver.kernel_module.loaded, driver.nvml.status, "
             "gpu.count", "Nothing can use the GPU; a machine in this state is never reported as working.", URL),
@@ -36,8 +47,8 @@ def gpu_not_driven(ctx: CheckContext) -> Iterable[Finding]:
     if facts.value("driver.installed") is not True:
         return []  # driver.not_installed says it
     buses = not_driven(facts)
-    if not buses or _explained(facts):
-        return []
+    if not buses:
+        return []  # (where another check says why, this finding yields to it: EXPLAINED_BY)
     return [Finding(
         CODE, "error", ["driver", "gpu"],
         "NVIDIA GPU %s is not driven by the NVIDIA driver" % ", ".join(buses),
@@ -48,22 +59,6 @@ def gpu_not_driven(ctx: CheckContext) -> Iterable[Finding]:
                 "checked": "2026-11-29"},
         fix=Fix(text="Load the module and read the kernel's messages about the GPU.",
                 commands=["sudo modprobe nvidia", KLOG, "lspci -nnk -d 10de:"]))]
-
-
-def _explained(facts: Facts) -> bool:
-    """Whether another check says why (any error or warning of the checks that explain a GPU the driver does not
-    drive: the driver's health questions, the kernel log, the installed module against the GPU, the GPU verdicts)."""
-    from .driver_health import _earlier, _nvml_errors
-    from .driver_support import verdicts
-    from .gpu_verdict import gpu_init_failed, gpu_missing, gpu_nvml_verdict
-    from .kernel_log import findings
-
-    ctx = CheckContext(facts, [])
-    health = quietly(_earlier, facts, "nvml-errors")
-    said: List[Finding] = health + quietly(_nvml_errors, facts, health) + quietly(findings, facts) + quietly(
-        verdicts, facts)
-    said += quietly(gpu_init_failed, ctx) + quietly(gpu_missing, ctx) + quietly(gpu_nvml_verdict, ctx)
-    return any(f.severity in ("error", "warning") for f in said)
 
 
 def _state(facts: Facts) -> str:

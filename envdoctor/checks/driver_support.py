@@ -4,7 +4,7 @@ Decided from what is installed, also when the module never loaded: the GPU's PCI
 NVIDIA's own lists (``gpu_pci_ids``: the open modules' "Compatible GPUs", the proprietary README's current and
 legacy lists), its architecture (NVML's compute capability, else the product name's), the module's flavour
 (loaded: /proc/driver/nvidia/version; installed: ``modinfo -F license``) and branch. For each NVIDIA GPU the
-driver does not drive now (:func:`envdoctor.checks.gpu_verdict.not_driven`):
+driver does not drive now (:func:`envdoctor.checks.gpus.not_driven`):
 
 * the open modules installed for a GPU without a GSP (before Turing; not in the open modules' list);
 * the proprietary modules installed for a Blackwell GPU, which needs the open ones;
@@ -28,8 +28,8 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
 from ..matrix import kernel
-from . import CheckContext, CodeDoc, check
-from .gpu_verdict import KLOG, not_driven
+from . import CheckContext, CodeDoc, check, docs_for, kernel_log
+from .gpus import KLOG, not_driven
 from .kernel_log import explains
 
 MODULES_URL = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
@@ -270,23 +270,8 @@ def _ev(facts: Facts) -> List[Dict[str, Any]]:
 
 @check("driver-support", requires=("driver.installed",),
        reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*", "cuda.packages"), layers=("driver", "gpu"),
-       codes=(
-    CodeDoc("driver.open_modules_unsupported_gpu", "error", "The open kernel modules are installed (or loaded) "
-            "for a GPU without a GSP (before Turing).", "gpu.pci_devices (NVIDIA's open-module GPU list), "
-            "driver.kernel_module.flavor, driver.module_on_disk.flavor (modinfo -F license), else the driver "
-            "packages' names (cuda.packages: nvidia-driver-XXX-open, nvidia-open, kmod-nvidia-open-dkms...)",
-            "The open module refuses the GPU; only the proprietary flavour drives it.", MODULES_URL),
-    CodeDoc("driver.open_modules_required", "error", "The proprietary kernel module is installed (or loaded) for a "
-            "Blackwell GPU, which needs the open modules.", "gpu.pci_devices, gpu.N.compute_capability, "
-            "driver.kernel_module.flavor, driver.module_on_disk.flavor",
-            "The proprietary module refuses the GPU (\"No devices were found\").", OPEN_ONLY_URL),
-    CodeDoc("driver.gpu_needs_legacy_branch", "error", "The installed branch is newer than the last that supports "
-            "the GPU (NVIDIA's legacy list; Kepler R470, Maxwell/Pascal/Volta R580; a warning where the branch is "
-            "not confirmed from NVIDIA's tables).", "gpu.pci_devices, gpu.N.compute_capability, the driver version",
-            "The driver ignores the GPU; only the legacy branch drives it.", OPEN_ONLY_URL),
-    CodeDoc("driver.gpu_not_supported_by_branch", "error", "The installed branch predates the GPU (NVIDIA's list of "
-            "that branch does not have it).", "gpu.pci_devices, the driver version",
-            "The driver refuses the GPU until a newer branch is installed.", MODULES_URL),
+       codes=docs_for(kernel_log.DOCS, "driver.open_modules_unsupported_gpu", "driver.open_modules_required",
+                      "driver.gpu_needs_legacy_branch", "driver.gpu_not_supported_by_branch") + (
     CodeDoc("driver.module_found_no_gpu", "error", "The nvidia module found no GPU it could drive and did not load, "
             "for a reason nothing else names.", "driver.kernel_log, driver.kernel_module.loaded, gpu.pci_devices",
             "No CUDA without the module.", MODULES_URL),

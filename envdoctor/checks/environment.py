@@ -20,7 +20,7 @@ from .. import versions
 from ..facts import Facts
 from ..findings import AnyOf, Finding, Fix
 from ..versions import torch_arch_list_runs_on
-from . import CheckContext, CodeDoc, check
+from . import CheckContext, CodeDoc, Message, check
 
 ENV_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
 MIG_DOC = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html#cuda-visible-devices"
@@ -85,7 +85,9 @@ def _mode(value: Any) -> Optional[bool]:
             "CUDA_VISIBLE_DEVICES is set but names no GPU this machine has (empty, an index past the last GPU, an "
             "unknown UUID, -1): CUDA programs see no GPU.", "env.cuda_visible_devices, gpu.count, gpu.N.uuid",
             "torch.cuda.is_available() is False, TensorFlow lists no GPU, CUDA returns 'no CUDA-capable device is "
-            "detected', while nvidia-smi (which ignores the variable) shows the GPUs.", ENV_DOC),
+            "detected', while nvidia-smi (which ignores the variable) shows the GPUs.", ENV_DOC,
+        messages=(Message("no CUDA-capable device is detected",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
 ))
 def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
@@ -123,7 +125,9 @@ def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
             "The CUDA toolkit's stub libcuda.so (lib64/stubs, meant for linking only) is what the loader finds "
             "first for libcuda.", "libraries.libcuda, cuda.ld_library_path",
             "Programs that load it get CUDA_ERROR_STUB_LIBRARY ('CUDA driver is a stub library') instead of the "
-            "driver: no GPU.", STUB_DOC),
+            "driver: no GPU.", STUB_DOC,
+        messages=(Message("CUDA driver is a stub library",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
 ))
 def libcuda_stub(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
@@ -203,7 +207,9 @@ ARCH_LIST_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"
             "TORCH_CUDA_ARCH_LIST is set and names no architecture that runs on a GPU of this machine.",
             "env.torch_cuda_arch_list, gpu.N.compute_capability",
             "PyTorch CUDA extensions (and PyTorch) built here are compiled only for the listed architectures: on "
-            "this GPU they fail with 'no kernel image is available for execution on the device'.", ARCH_LIST_DOC),
+            "this GPU they fail with 'no kernel image is available for execution on the device'.", ARCH_LIST_DOC,
+        messages=(Message("no kernel image is available for execution on the device",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
 ))
 def torch_cuda_arch_list(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts

@@ -14,10 +14,11 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from .. import frameworks as framework_table
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
-from . import CheckContext, CodeDoc, check, compat, docs_for, libraries, quietly
+from . import CheckContext, CodeDoc, check, compat, docs_for, libraries
 from .suggest import INSTALL_LINE_READS
 
 CHECKED = "2026-11-25"
@@ -148,7 +149,8 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
 
 @check("frameworks.jax-ptxas-driver", requires=("framework.jax.ptxas", "driver.version"),
        reads=("cuda.*", "framework.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("driver",),
-       codes=docs_for(compat.DOCS, "driver.minor_version_compat"))
+       codes=docs_for(compat.DOCS, "driver.minor_version_compat"),
+       yields={"driver.minor_version_compat": ("driver.minor_version_compat",)})
 def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     jax = _jax(facts)
@@ -165,8 +167,8 @@ def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     have = _mm(_v(runs[0])) if runs else None
     if drv is None or have is None or runs is None or have[0] != drv[0] or have <= drv:
         return []
-    if any(f.code == "driver.minor_version_compat" for f in quietly(compat._driver_vs_cuda, facts)):
-        return []  # jaxlib's CUDA or the toolkit it uses already runs through minor-version compatibility: said there
+    # (where jaxlib's CUDA or the toolkit it uses already runs through minor-version compatibility, driver-vs-cuda
+    # says so, and this finding yields to that one)
     return [Finding(
         code="driver.minor_version_compat", severity="info", components=["driver", "jax"],
         title="Driver %s supports CUDA %d.%d; JAX compiles with ptxas %s (CUDA %d.%d, %s), so it runs through "
@@ -322,9 +324,7 @@ def cupy_packages(ctx: CheckContext) -> Iterable[Finding]:
 
 
 GLIBC_RULE_URL = "https://peps.python.org/pep-0600/"
-GLIBC_FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "mxnet")
-#: What the import statement is called for each framework (the error the user sees comes from it).
-_IMPORT = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "onnxruntime": "onnxruntime", "mxnet": "mxnet"}
+GLIBC_FRAMEWORKS = framework_table.having("glibc")
 
 
 def _glibc(text: Any) -> Optional[Version]:
@@ -369,7 +369,7 @@ def _glibc_finding(facts: Facts, name: str, abi: Dict[str, Any], system: Version
     fw = facts.mapping("framework." + name)
     tags = [str(t) for t in abi.get("wheel_tags") or [] if isinstance(t, str)]
     tag_words = ("tagged %s, " % ", ".join(tags[:3])) if tags else ""
-    mod = _IMPORT.get(name, name)
+    mod = name
     if elf_over:
         package = str(abi.get("glibc_package") or fw.get("package") or name)
         version = abi.get("glibc_package_version")

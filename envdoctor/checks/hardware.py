@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts
 from ..findings import AnyOf, Finding, Fix
-from . import CheckContext, CodeDoc, check, group
+from . import CheckContext, CodeDoc, Message, check, docs_for, group
 
 CHECKED = "2026-11-22"
 NVML_REASONS = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"
@@ -59,7 +59,8 @@ def _busy(facts: Facts, i: int) -> bool:
     return isinstance(util, int) and util >= BUSY_PERCENT and "GPU idle" not in reasons
 
 
-@check("gpu-health.pcie", requires=("gpu.N.pcie_gen_current",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",), codes=(
+#: The codes of the GPU health questions, each declared by the question that asks it.
+DOCS = (
     CodeDoc("gpu.pcie_link_degraded", "warning", "A busy GPU's PCIe link runs below the generation "
             "the GPU and slot support.", "gpu.N.pcie_gen_current/max, pcie_width_current/max, utilization",
             "Host-device copies and multi-GPU traffic run at a fraction of the bandwidth (bad riser, slot, "
@@ -69,14 +70,20 @@ def _busy(facts: Facts, i: int) -> bool:
             "runs out of memory sooner.", NVML_PCIE),
     CodeDoc("gpu.ecc_uncorrectable", "error", "A GPU reports uncorrectable ECC errors since boot.",
             "gpu.N.ecc_errors_volatile_uncorrected", "Jobs on it can crash or compute wrong results; the GPU "
-            "needs a reset (and row remapping) before more work.", ECC_DOC),
+            "needs a reset (and row remapping) before more work.", ECC_DOC,
+        messages=(Message("uncorrectable ECC error encountered",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
     CodeDoc("gpu.throttled", "warning", "A GPU's clocks are held down by thermal or hardware power slowdown.",
             "gpu.N.clock_event_reasons", "The GPU runs at a fraction of its speed: cooling, airflow or power "
             "delivery problem.", NVML_REASONS),
     CodeDoc("gpu.power_capped", "info", "A busy GPU's clocks are limited by its software power cap.",
             "gpu.N.clock_event_reasons, gpu.N.power_limit_watts", "Normal at full load, but a power limit set "
             "below the default costs speed.", NVML_REASONS),
-))
+)
+
+
+@check("gpu-health.pcie", requires=("gpu.N.pcie_gen_current",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",),
+       codes=docs_for(DOCS, "gpu.pcie_link_degraded"))
 def gpu_pcie(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for i in gpu_indexes(facts):
@@ -105,8 +112,8 @@ def gpu_pcie(ctx: CheckContext) -> Iterable[Finding]:
                                       facts.value(k + "pci_bus_id") or "<bus id>")]))
 
 
-@check("gpu-health.display-memory", codes=(), requires=("gpu.N.display_active",), reads=("gpu.*", "gpu.*.*"),
-       layers=("gpu",))
+@check("gpu-health.display-memory", requires=("gpu.N.display_active",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",),
+       codes=docs_for(DOCS, "gpu.display_small_memory"))
 def gpu_display(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for i in gpu_indexes(facts):
@@ -127,7 +134,8 @@ def gpu_display(ctx: CheckContext) -> Iterable[Finding]:
                                   "nvidia-smi --query-gpu=memory.used,memory.total --format=csv"]))
 
 
-@check("gpu-health.ecc", codes=(), requires=("gpu.N.ecc_mode_current",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",))
+@check("gpu-health.ecc", codes=docs_for(DOCS, "gpu.ecc_uncorrectable"), requires=("gpu.N.ecc_mode_current",),
+       reads=("gpu.*", "gpu.*.*"), layers=("gpu",))
 def gpu_ecc(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for i in gpu_indexes(facts):
@@ -149,8 +157,8 @@ def gpu_ecc(ctx: CheckContext) -> Iterable[Finding]:
                                   "sudo nvidia-smi -r -i %d" % i]))
 
 
-@check("gpu-health.clocks", codes=(), requires=("gpu.N.clock_event_reasons",), reads=("gpu.*", "gpu.*.*"),
-       layers=("gpu",))
+@check("gpu-health.clocks", requires=("gpu.N.clock_event_reasons",), reads=("gpu.*", "gpu.*.*"), layers=("gpu",),
+       codes=docs_for(DOCS, "gpu.throttled", "gpu.power_capped"))
 def gpu_clocks(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     for i in gpu_indexes(facts):

@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..facts import Facts
 from ..findings import Finding, Fix
-from . import CheckContext, CodeDoc, check
+from . import CheckContext, CodeDoc, Message, check
 
 JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html#nvidia-gpu"
 JAX_VERSION_PY = "https://github.com/jax-ml/jax/blob/main/jax/version.py"
@@ -37,7 +37,9 @@ def _v(text: Any) -> Any:
     CodeDoc("framework.jaxlib_too_old_for_jax", "error", "The installed jaxlib is older than the installed jax "
             "requires (jax/version.py _minimum_jaxlib_version).", "framework.jax (jaxlib, jaxlib_minimum)",
             "`import jax` fails: 'jaxlib is version X, but this version of jax requires version Y'.",
-            JAX_VERSION_PY),
+            JAX_VERSION_PY,
+        messages=(Message("jaxlib is version *, but this version of jax requires version *",
+                "https://github.com/jax-ml/jax/blob/main/jax/_src/lib/__init__.py"),)),
     CodeDoc("framework.jax_plugin_mismatch", "error", "The jax CUDA plugin wheels are not jaxlib's exact version.",
             "framework.jax (plugins, jaxlib)", "jax ignores the plugin ('not compatible with the installed jaxlib "
             "version'): no GPU backend, or its GPU kernels are missing.", JAX_INSTALL),

@@ -23,7 +23,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import kernel
 from . import CheckContext, CodeDoc, check, quietly
-from .gpu_verdict import KLOG, not_driven, nvidia_seen, nvml_bus_ids
+from .gpus import GPU_LOST, KLOG, not_driven, nvidia_seen, nvml_bus_ids
 
 CATALOG = "https://github.com/NVIDIA/open-gpu-kernel-modules"
 XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
@@ -196,8 +196,8 @@ def explains(facts: Facts) -> List[Tuple[str, Optional[str]]]:
     return out
 
 
-@check("kernel-log", requires=("driver.kernel_log",), reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*"),
-       layers=("driver", "gpu"), codes=(
+#: Every code the kernel's messages may give (the driver's own words); driver-support declares the four it shares.
+DOCS = (
     CodeDoc("driver.open_modules_required", "error", "The GPU works only with NVIDIA's open kernel modules "
             "(Blackwell), and the proprietary module is installed.",
             "driver.kernel_log, driver.kernel_module.flavor, driver.module_on_disk.flavor, gpu.pci_devices",
@@ -221,9 +221,7 @@ def explains(facts: Facts) -> List[Tuple[str, Optional[str]]]:
             "kernel (built for another kernel).", "driver.kernel_log", "The module cannot load.", CATALOG),
     CodeDoc("driver.uvm_init_failed", "error", "The nvidia-uvm module failed to start.", "driver.kernel_log",
             "CUDA needs nvidia-uvm: cuInit fails without it.", CATALOG),
-    CodeDoc("gpu.lost", "error", "A GPU has fallen off the bus (Xid 79; a warning when it answers again now).",
-            "driver.kernel_log, driver.nvml.status", "The GPU is unusable until reset or reboot; recurrence points "
-            "at power, cooling, the slot or the board.", XID_URL),
+    GPU_LOST,
     CodeDoc("gpu.reset_required", "error", "A GPU reported an Xid after which NVIDIA says to reset it (GSP timeout "
             "or error, an uncontained error...; a warning when the GPU answers now).", "driver.kernel_log",
             "Work on the GPU fails or hangs until it is reset.", XID_URL),
@@ -234,6 +232,10 @@ def explains(facts: Facts) -> List[Tuple[str, Optional[str]]]:
     CodeDoc("gpu.xid_application_error", "info", "Applications' GPU work failed since boot (Xid errors the driver "
             "contained: bad kernels, illegal addresses).", "driver.kernel_log",
             "Not a machine fault; worth knowing when a job crashed.", XID_URL),
-))
+)
+
+
+@check("kernel-log", requires=("driver.kernel_log",), reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*"),
+       layers=("driver", "gpu"), codes=DOCS)
 def kernel_log(ctx: CheckContext) -> Iterable[Finding]:
     return findings(ctx.facts)

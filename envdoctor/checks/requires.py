@@ -9,7 +9,7 @@
   deliberate (``--no-deps`` installs). Other missing requirements stay in the fact.
 
 The pins of the frameworks on NVIDIA's CUDA wheels are judged by ``framework.nvidia_wheel_mismatch``
-(checks/libraries.py) with their CUDA meaning, and left out here.
+(checks/libraries/wheels.py) with their CUDA meaning, and left out here.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ PIP_CHECK = {"rule": "every installed distribution's Requires-Dist (markers eval
              "url": "https://pip.pypa.io/en/stable/cli/pip_check/", "checked": "2026-11-28"}
 
 #: framework -> the fact field listing the NVIDIA wheels it pins (judged by the nvidia-wheels check)
-_NVIDIA_PIN_FIELDS = (("torch", "nvidia_wheels"), ("jax", "nvidia_wheels"), ("tensorflow", "and_cuda_wheels"))
+_NVIDIA_PIN_FIELDS = tuple((f.name, f.nvidia_wheels_field) for f in frameworks.FRAMEWORKS if f.nvidia_wheels_field)
 
 
 def _component(facts: Facts, entry: Dict[str, Any]) -> List[str]:

@@ -84,15 +84,34 @@ def hung_programs(ctx: CheckContext) -> Iterable[Finding]:
     return _hung(ctx.facts, HUNG_PREFIXES)
 
 
-def _hung_check(layer: str, prefixes: Tuple[str, ...], reads: Tuple[str, ...]) -> None:
-    def run(ctx: CheckContext) -> Iterable[Finding]:
-        return _hung(ctx.facts, prefixes)
-    check("hung-programs." + layer, requires=(), reads=reads, layers=(layer,),
-          codes=_HUNG_DOCS if layer == _HUNG_LAYERS[0][0] else ())(run)
+# One check per layer: a program that hangs is told under the layer it belongs to, and a crash in one layer's
+# question hides no other's.
+_OS, _CUDA, _COMPILERS, _PYTHON, _CONTAINERS = _HUNG_LAYERS
 
 
-for _layer, _prefixes, _reads in _HUNG_LAYERS:
-    _hung_check(_layer, _prefixes, _reads)
+@check("hung-programs.os", requires=(), reads=_OS[2], layers=("os",), codes=_HUNG_DOCS)
+def hung_os(ctx: CheckContext) -> Iterable[Finding]:
+    return _hung(ctx.facts, _OS[1])
+
+
+@check("hung-programs.cuda", requires=(), reads=_CUDA[2], layers=("cuda",), codes=_HUNG_DOCS)
+def hung_cuda(ctx: CheckContext) -> Iterable[Finding]:
+    return _hung(ctx.facts, _CUDA[1])
+
+
+@check("hung-programs.compilers", requires=(), reads=_COMPILERS[2], layers=("compilers",), codes=_HUNG_DOCS)
+def hung_compilers(ctx: CheckContext) -> Iterable[Finding]:
+    return _hung(ctx.facts, _COMPILERS[1])
+
+
+@check("hung-programs.python", requires=(), reads=_PYTHON[2], layers=("python",), codes=_HUNG_DOCS)
+def hung_python(ctx: CheckContext) -> Iterable[Finding]:
+    return _hung(ctx.facts, _PYTHON[1])
+
+
+@check("hung-programs.containers", requires=(), reads=_CONTAINERS[2], layers=("containers",), codes=_HUNG_DOCS)
+def hung_containers(ctx: CheckContext) -> Iterable[Finding]:
+    return _hung(ctx.facts, _CONTAINERS[1])
 
 
 @check("nvcc-runs", requires=("cuda.nvcc",), reads=(), layers=("cuda",), codes=(

@@ -47,6 +47,8 @@ COMMANDS: Dict[str, tuple] = {
              "transport NCCL will use between them, with what is wrong on the way."),
     "policy": ("envdoctor.cli.check", "policy", "Write a policy from a known-good node; list the keys a policy "
                "may require."),
+    "mcp": ("envdoctor.cli.mcp", "mcp", "Serve the read-only commands to a coding agent (MCP over stdio; "
+            "pip install 'envdoctor[mcp]')."),
 }
 
 EPILOG = """\b

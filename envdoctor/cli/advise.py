@@ -8,7 +8,7 @@ import click
 
 from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, os_option, planning_facts, python_option, timeout_option
+from .common import echo_output, format_option, os_option, python_option, subject, timeout_option
 
 
 @click.command("advise", epilog="""\b
@@ -51,40 +51,22 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     # --python X.Y, the old spelling of --python-version (one release, with a deprecation line)
     python_version = python_version or click.get_current_context().meta.get("envdoctor.python_version")
     try:
-        given = {"driver": logic.parse_driver(driver) if driver else None,
-                 "python": logic.parse_python(python_version) if python_version else None}
-        gpu_name = cc_value = None
-        if gpu:
-            gpu_name, cc_value = logic.gpu_cc(gpu)
-        if cc:
-            cc_value = logic.parse_cc(cc)
-        if os_name:
-            given["os_id"], given["os_version"] = logic.parse_os(os_name)
+        given = logic.given_values(driver, gpu, cc, os_name, python_version)
     except logic.AdviseError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-    given["cc"], given["gpu"] = cc_value, gpu_name
 
+    subj = subject(snapshot_path, given, timeout, python_exe)
+    target, facts = subj.target, subj.facts
     pip_python = None  # the interpreter the pip commands name
     chosen: Any = None  # and why it was chosen (envdoctor.host.interpreter)
-    if snapshot_path is not None or not (driver and cc_value):
-        facts = planning_facts(snapshot_path, timeout, python_exe)
-        target = logic.target_from_facts(facts)
-        if not python_version:  # the pip commands install into the interpreter inspected
-            pip_python = facts.text("python.executable")
-            chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
-    else:
-        target = logic.Target()
-    if cc_value and not gpu_name:
-        given["gpu"] = ""  # the machine's GPU name no longer describes the capability asked about
-    target = target.merged(**given)
+    if facts is not None and not python_version:  # the pip commands install into the interpreter inspected
+        pip_python = facts.text("python.executable")
+        chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
     answer = logic.advise(target, frameworks or logic.FRAMEWORKS)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
-        doc = answer.to_dict()
-        if pip_python:
-            doc["interpreter"] = {"executable": pip_python, "chosen": chosen}
-        echo_output(dumps(doc))
+        echo_output(dumps(logic.answer_document(answer, pip_python, chosen)))
     else:
         import sys
 

@@ -95,7 +95,7 @@ def bench(tests: Tuple[str, ...], gpu: Optional[int], size: int, trials: int, fo
     except benchmod.BenchError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(doc), deadline=output_deadline(started + timeout + 1.0))
     else:

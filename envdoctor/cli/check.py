@@ -119,13 +119,15 @@ def render(fmt: str, report: Dict[str, Any], verdict: Any, name: str, duration: 
     from ..render import engines
 
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         doc = dict(report)
         doc["policy"] = verdict.to_dict()
         return dumps(doc)
     if fmt == "junit":
-        return engines.junit([engines.summarize(name, report, verdict)])
+        from ..view import summarize
+
+        return engines.junit([summarize(name, report, verdict)])
     if fmt == "prometheus":
         return engines.prometheus(report, verdict, duration)
     if fmt == "nhc":

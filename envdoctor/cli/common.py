@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, NamedTuple, Optional
 
 import click
 
 from ..host.base import DEFAULT_TIMEOUT
 from ..host.live import live_host
 from ..host.privacy import scrubber_for
+from ..target import PLANNING_PROBES
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
            "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
-           "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes"]
+           "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes", "Subject", "subject"]
 
-#: The probes whose facts `advise` and the install recipes read (driver, GPUs, OS, interpreter): a
-#: plan need not wait for Docker, compilers or every framework, nor for one of them that hangs.
-PLANNING_PROBES = ("os", "driver", "gpu", "python")
 
 
 class Finite(click.FloatRange):
@@ -212,6 +210,37 @@ def planning_facts(snapshot: Optional[str], timeout: float, python_exe: Optional
         return Facts(f for r in run_probes(open_snapshot(snapshot, timeout), only=PLANNING_PROBES) for f in r.facts)
     host, deadline = live_host(timeout, python_exe)
     return Facts(f for r in run_probes(host, deadline=deadline, only=PLANNING_PROBES) for f in r.facts)
+
+
+class Subject(NamedTuple):
+    """What a command answers for: the one :class:`~envdoctor.target.Target`, and where it came from."""
+
+    target: Any  # envdoctor.target.Target: the machine's values, the given ones over them
+    facts: Any  # the planning facts of the machine or snapshot (envdoctor.facts.Facts); None: only values given
+    snapshot: bool  # the facts are a snapshot's
+
+
+def subject(snapshot: Optional[str], given: Dict[str, Optional[str]], timeout: float,
+            python_exe: Optional[str] = None, pause: Optional[Callable[[], Any]] = None,
+            resume: Optional[Callable[[], Any]] = None) -> Subject:
+    """The one way a command takes its subject: a snapshot (``--snapshot``), else this machine, else, when the
+    values given on the command line (``--driver`` and ``--cc``/``--gpu``, ``--os``, ``--python-version``) are
+    enough, those alone; given values replace the machine's (:meth:`~envdoctor.target.Target.merged`). The
+    machine's values are read by :func:`envdoctor.advise.target_from_facts` (the install recipes read them there
+    too). ``pause``/``resume`` bracket the probes (a progress line that must not write over them)."""
+    from ..advise import Target, target_from_facts
+
+    facts = None
+    if snapshot is not None or not (given.get("driver") and given.get("cc")):
+        if pause is not None:
+            pause()
+        facts = planning_facts(snapshot, timeout, python_exe)
+        if resume is not None:
+            resume()
+        target = target_from_facts(facts)
+    else:
+        target = Target()
+    return Subject(target.merged(**given), facts, snapshot is not None)
 
 
 def env_timeout() -> float:

@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Tuple
 
 import click
 
-from ..render.layers import LAYER_NAMES, select
+from ..layers import LAYER_NAMES, select
 from .common import (
     echo_output,
     format_option,
@@ -38,12 +38,39 @@ def _complete_layers(ctx: click.Context, param: click.Parameter, incomplete: str
     return [CompletionItem(prefix + n) for n in LAYER_NAMES if n.startswith(last)]
 
 
+def _checks(ctx: click.Context, param: click.Parameter, value: Tuple[str, ...]) -> Tuple[str, ...]:
+    """--check: names separated by commas or given several times, each one a known check."""
+    names = tuple(n.strip() for v in value for n in v.split(",") if n.strip())
+    if not names:
+        return names
+    from ..checks import all_checks
+
+    known = [s.name for s in all_checks()]
+    bad = [n for n in names if n not in known]
+    if bad:
+        import difflib
+
+        close = sorted({m for n in bad for m in difflib.get_close_matches(n, known, 3, 0.6)})
+        raise click.BadParameter("%s: not a check%s; the checks are: %s" % (
+            ", ".join(bad), " (did you mean %s?)" % ", ".join(close) if close else "", ", ".join(sorted(known))))
+    return names
+
+
+def _complete_checks(ctx: click.Context, param: click.Parameter, incomplete: str) -> List[Any]:
+    from click.shell_completion import CompletionItem
+
+    from ..checks import all_checks
+
+    return [CompletionItem(s.name) for s in all_checks() if s.name.startswith(incomplete)]
+
+
 @click.command("diagnose", epilog="""\b
 Examples:
   envdoctor diagnose                      # this machine: verdict, findings, one line per layer
   envdoctor diagnose -v                   # also every fact, where it came from, probe timings
   envdoctor diagnose -q                   # errors and warnings only
   envdoctor diagnose --only driver,gpu    # examine just these layers (and what they depend on)
+  envdoctor diagnose --check driver-health.secure-boot   # ask one check (names: see the error for a bad one)
   envdoctor diagnose --format json        # for scripts and fleets
   envdoctor diagnose --format markdown    # to paste into a GitHub/GitLab issue
   envdoctor diagnose --snapshot node.json # replay a captured machine
@@ -67,6 +94,11 @@ Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, ba
 @click.option("--skip", "skip", metavar="LAYER[,LAYER]", multiple=True, callback=_layers,
               shell_complete=_complete_layers,
               help="Do not examine these layers (same names as --only); they are reported as not examined.")
+@click.option("--check", "check_names", metavar="NAME[,NAME]", multiple=True, callback=_checks,
+              shell_complete=_complete_checks,
+              help="Ask only these checks (e.g. driver-health.secure-boot, compat.driver-vs-cuda): just the probes "
+                   "they read run, and only their findings are reported (a finding that another check's would "
+                   "explain still yields to it, as in a whole run).")
 @click.option("--snapshot", "snapshot_path", metavar="FILE",
               help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine.")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "
@@ -75,7 +107,7 @@ Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, ba
 @python_option
 @privacy_options
 def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: Tuple[str, ...],
-             snapshot_path: Optional[str], color: Optional[bool], timeout: float,
+             check_names: Tuple[str, ...], snapshot_path: Optional[str], color: Optional[bool], timeout: float,
              python_exe: Optional[str], include_host: bool, redact_ids: bool) -> None:
     """Look at the whole GPU stack of this machine (or a snapshot) and judge it.
 
@@ -90,6 +122,8 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
     layers = chosen(only, skip) if only or skip else None
     if layers == []:
         raise click.UsageError("--only and --skip leave no layer to examine")
+    if check_names and (only or skip):
+        raise click.UsageError("--check asks particular checks: it does not go with --only or --skip")
     if snapshot_path is not None:
         from ..report import diagnose as run_diagnose
 
@@ -99,23 +133,21 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
         deadline = time.monotonic() + timeout
         report = run_diagnose(host, deadline=deadline + 0.5, scrubber=scrubber,
                               source={"kind": "snapshot", "description": host.description,
-                                      "captured": str(host.doc.get("created", ""))}, layers=layers)
+                                      "captured": str(host.doc.get("created", ""))}, layers=layers,
+                              checks=check_names)
     else:
         from ..report import diagnose_live
 
         deadline = started + timeout
-        report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers)
+        report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers, checks=check_names)
     written_by = output_deadline(deadline + 1.0)
+    if check_names:
+        only = report.layers  # shown as --only those layers would show them
     shown, findings = select(report, only, skip)
-    if (only or skip) and fmt != "text":
-        from ..render.layers import row_of_probe
-        from ..report import Report
-
-        # The probes of the layers examined (others ran only for their facts; the findings carry them).
-        report = Report([p for p in report.probes if row_of_probe(p.name) in shown], findings, report.source,
-                        report.duration, report.generated, layers=report.layers)
+    if fmt != "text":
+        report = report.narrowed(only, skip)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(report.to_dict()), deadline=written_by)
     elif fmt == "markdown":

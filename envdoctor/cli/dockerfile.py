@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, planning_facts, timeout_option
+from .common import echo_output, format_option, subject, timeout_option
 
 
 @click.command("dockerfile", epilog="""\b
@@ -76,43 +76,23 @@ def dockerfile(path: str, build_args: Tuple[str, ...], context_dir: Optional[str
     except (lint.DockerfileError, logic.AdviseError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     given["cc"], given["gpu"] = cc_value, gpu_name
-    if snapshot_path is not None or not (driver and cc_value):
-        work.pause()
-        target = logic.target_from_facts(planning_facts(snapshot_path, timeout))
-        work.resume()
-        host = "the snapshot's machine" if snapshot_path else "this machine"
-    else:
-        target, host = logic.Target(), "the values given"
+    subj = subject(snapshot_path, given, timeout, pause=work.pause, resume=work.resume)
+    target = subj.target
+    host = "the values given" if subj.facts is None else "the snapshot's machine" if subj.snapshot else "this machine"
     if driver or cc_value:
         host = "the values given" if driver and cc_value else host + ", with values given"
-    target = target.merged(**given)
     ctx = context_dir or (os.path.dirname(os.path.abspath(path)) if path != "-" else None)
     try:
         findings = lint.lint(df, target, ctx, work)
     except lint.DockerfileError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     if fmt == "json":
-        from .. import __version__
-        from ..findings import summarize
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
-        echo_output(dumps({"schema_version": 1, "envdoctor_version": __version__, "file": name,
-                           "host": _host(target, host), "stages": [_stage(s) for s in df.stages],
-                           "findings": [f.to_dict() for f in findings], "summary": summarize(findings)}))
+        echo_output(dumps(lint.document(name, df, target, host, findings)))
     else:
         echo_output(render(name, df, target, host, findings, verbose))
     sys.exit(1 if any(f.severity == "error" for f in findings) else 0)
-
-
-def _host(t: Any, whence: str) -> Dict[str, Any]:
-    return {"from": whence, "driver": t.driver, "gpu": t.gpu or None, "compute_capabilities": list(t.gpu_ccs),
-            "gpu_present": t.gpu_present}
-
-
-def _stage(s: Any) -> Dict[str, Any]:
-    img = s.base
-    return {"line": s.line, "name": s.name, "from": s.image.reference, "cuda": img.cuda, "flavour": img.flavour,
-            "os": img.os_label}
 
 
 def render(name: str, df: Any, t: Any, whence: str, findings: List[Any], verbose: bool) -> str:

@@ -24,15 +24,12 @@ def explain(code: Optional[str], fmt: str) -> None:
     import difflib
     import json
 
-    from ..bench.judge import CODE_DOCS as BENCH_DOCS
-    from ..checks import code_docs
-    from ..dockerfile import CODE_DOCS
-    from ..fit.judge import CODE_DOCS as FIT_DOCS
+    from ..catalog import code_docs
 
-    docs = {**code_docs(), **CODE_DOCS, **FIT_DOCS, **BENCH_DOCS}
+    docs = code_docs()
     if not code:
         if fmt == "json":
-            click.echo(json.dumps([d._asdict() for d in sorted(docs.values(), key=lambda d: d.code)], indent=2))
+            click.echo(json.dumps([d.to_dict() for d in sorted(docs.values(), key=lambda d: d.code)], indent=2))
             return
         width = max(len(c) for c in docs)
         for c in sorted(docs):
@@ -44,9 +41,13 @@ def explain(code: Optional[str], fmt: str) -> None:
         hint = (" Did you mean: %s?" % ", ".join(close)) if close else " `envdoctor explain` lists them all."
         raise fail("unknown finding code %r.%s" % (code, hint), EXIT_USAGE)
     if fmt == "json":
-        click.echo(json.dumps(doc._asdict(), indent=2))
+        click.echo(json.dumps(doc.to_dict(), indent=2))
         return
     click.echo("%s  (%s)\n\n%s\n\nWhat it looks at: %s\n\nWhy it matters: %s" % (
         doc.code, doc.severity, doc.summary, doc.looks_at, doc.why))
     if doc.source:
         click.echo("\nRule source: %s" % doc.source)
+    if doc.messages:
+        click.echo("\nError messages it explains:")
+        for m in doc.messages:
+            click.echo("  %s\n    (%s)" % (m.text, m.source))

@@ -118,11 +118,9 @@ def fit(model: str, context: Optional[int], batch: int, dtype: str, kv_dtype: st
         result = core.compute(src, g, opts)
     except core.FitError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-    from .. import __version__
-
-    doc = dict({"schema_version": 1, "envdoctor_version": __version__}, **result.to_dict())
+    doc = core.document(result)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(doc))
     else:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, List, Optional, Tuple
 
 import click
 
+from ..render.style import one_line as line
 from . import EXIT_USAGE, fail
 from .common import Seconds, echo_output, env_timeout, format_option, read_timeout_option, renamed_option
 
@@ -96,9 +96,10 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy
         raise fail("none of the %d files could be read" % len(nodes), EXIT_USAGE)
     if fmt in ("junit", "prometheus"):
         from ..render import engines
+        from ..view import unreadable_summary
 
         # an unreadable node is a failing one here too (its reason as the failure)
-        summaries = [n.summary if not n.unreadable else engines.unreadable_summary(n.name, line(n.unreadable))
+        summaries = [n.summary if not n.unreadable else unreadable_summary(n.name, line(n.unreadable))
                      for n in result.nodes if n.summary is not None or n.unreadable]
         echo_output(engines.junit(summaries) if fmt == "junit" else engines.prometheus_fleet(summaries))
     elif fmt == "json":
@@ -131,20 +132,6 @@ def _stdout_file() -> Optional[Tuple[int, int]]:
     except (OSError, ValueError, AttributeError):
         return None
     return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
-
-
-#: What would break a line of the text output, and how it is shown instead.
-_BREAKS = {"\n": "\\n", "\r": "\\r", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_BREAK = re.compile("[%s]" % "".join(_BREAKS))
-
-
-def line(text: str) -> str:
-    """``text`` from a report, shown on one line: line breaks as escapes (``\\n``), and every other
-    control character as :func:`~envdoctor.render.style.printable` shows it.  A newline in a fact's
-    value must not forge a line of the output (a fake ``Summary: 0 nodes...``)."""
-    from ..render.style import printable
-
-    return printable(_BREAK.sub(lambda m: _BREAKS[m.group()], text))
 
 
 def _names(names: List[str]) -> str:

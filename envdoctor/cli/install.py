@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import click
 
+from .. import frameworks
 from ..install.download import DEFAULT_DEADLINE
 from . import EXIT_USAGE, fail
 from .common import Seconds, env_timeout, os_option, planning_facts, python_option, renamed_option, takes_renamed
@@ -376,16 +377,13 @@ def _print_plan(the_plan: Any, fmt: str) -> None:
 
 
 def parse_options(extra: Tuple[str, ...]) -> Dict[str, str]:
-    """``--option KEY=VALUE`` pairs; keys and values are plain words (they may reach a command line)."""
-    import re
+    """``--option KEY=VALUE`` pairs (``install.validate.recipe_options``); exit 2 for one that is not."""
+    from ..install.validate import ValidationError, recipe_options
 
-    out: Dict[str, str] = {}
-    for item in extra:
-        m = re.match(r"^([a-z][a-z0-9_-]{0,31})=([A-Za-z0-9._-]{1,64})$", item)
-        if not m:
-            raise fail(f"--option {item!r} is not KEY=VALUE with plain words (e.g. flavor=open)", EXIT_USAGE)
-        out[m.group(1)] = m.group(2)
-    return out
+    try:
+        return recipe_options(extra)
+    except ValidationError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
 
 
 def _install_system(component: str, version: Optional[str], method: Optional[str], os_name: Optional[str],
@@ -393,7 +391,6 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
                     prefix: Optional[str], mirror: Optional[str], dry_run: bool, fmt: str, yes: bool, force: bool,
                     log_file: Optional[str], timeout: float, venv: Optional[str] = None) -> None:
     """Every method but redist: validate, pick the target, pre-check against the facts, plan, show or run."""
-    import re
 
     from envdoctor.recipes import RecipeError, Request, load_recipe, parse_target, target_from_facts
 
@@ -404,8 +401,8 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
     try:
         if version is not None:
             validate.version(version)
-        if method is not None and not re.match(r"^[a-z]{1,16}$", method):
-            raise ValidationError(f"--method {method!r} is not a method name (see envdoctor install --list)")
+        if method is not None:
+            validate.method_name(method)
         prefix_path = validate.prefix(prefix) if prefix else None
         mirror_url = validate.mirror(mirror) if mirror is not None else None
         if python_exe is not None:
@@ -462,9 +459,67 @@ def _after(exit_code: int, component: str, prefix: Optional[str] = None, python:
     """Once every step succeeded: diagnose again and show what envdoctor now sees (exit 1 on an error)."""
     if exit_code != 0:
         return exit_code
-    from ..install.verify import rediagnose
-
     lines, ok = rediagnose(component, prefix=prefix, python=python)
     for line in lines:
         click.echo(line)
     return 0 if ok else 1
+
+
+# -- after an install: diagnose again and say what envdoctor now sees ----------------------------------------
+# The executor has already run each step's own verification; this looks at the machine the way `envdoctor
+# diagnose` does, so the user sees the component found where it was put (a prefix through ``CUDA_HOME``, a
+# virtual environment through its interpreter) and any finding that still concerns it.
+
+#: component -> (fact keys worth showing, finding components that concern it)
+SHOWN: Dict[str, Tuple[Sequence[str], Sequence[str]]] = {
+    "cuda": (("cuda.home", "cuda.toolkits", "cuda.nvcc", "cuda.pip_wheels"), ("cuda", "driver", "compiler")),
+    "cudnn": (("libraries.cudnn", "libraries.loader_choice"), ("cudnn",)),
+    "nccl": (("libraries.nccl",), ("nccl",)),
+    "driver": (("driver.version", "driver.cuda_version", "driver.nvml.status"), ("driver", "gpu")),
+    "container-toolkit": (("container.toolkit", "container.nvidia_runtime_configured"),
+                          ("container-toolkit", "docker")),
+}
+# a framework's recipe (envdoctor/frameworks/): its framework fact, and the findings that name it
+SHOWN.update({recipe: (("framework." + name,), (name,)) for recipe, name in frameworks.RECIPES.items()})
+
+
+def rediagnose(component: str, prefix: Optional[str] = None, python: Optional[str] = None,
+               timeout: float = 10.0) -> Tuple[List[str], bool]:
+    """Lines to show, and whether nothing about ``component`` is an error any more."""
+    import os
+    import time
+
+    from ..host.live import LiveHost
+    from ..render.text import format_value
+    from ..report import diagnose
+
+    host = LiveHost(timeout=timeout, deadline=time.monotonic() + timeout, python_executable=python)
+    if prefix and component in ("cuda", "cudnn"):
+        # A prefix install is found the way its user will point tools at it.
+        env = dict(os.environ)
+        if component == "cuda":
+            env["CUDA_HOME"] = prefix
+        env["LD_LIBRARY_PATH"] = ":".join(p for p in (os.path.join(prefix, "lib"), os.path.join(prefix, "lib64"),
+                                                      env.get("LD_LIBRARY_PATH", "")) if p)
+        host._environ = env  # the seam's environment for this look only
+    report = diagnose(host)
+    keys, components = SHOWN.get(component, ((), (component,)))
+    facts = report.facts
+    lines = ["envdoctor now sees:"]
+    for key in keys:
+        f = facts.get(key)
+        if f is None:
+            continue
+        value = format_value(key, f.value) if f.status == "ok" else "%s (%s)" % (f.status, f.reason)
+        label = f.label or key
+        first, *rest = value.split("\n")
+        lines.append("  %-28s %s" % (label, first))
+        lines += ["  %-28s %s" % ("", r) for r in rest]
+    relevant = [fd for fd in report.findings if set(fd.components) & set(components) and fd.severity != "info"]
+    for fd in relevant:
+        lines.append("  %s %s (%s)" % (fd.severity.upper(), fd.title, fd.code))
+    ok = not any(fd.severity == "error" for fd in relevant)
+    lines.append("Verified: no remaining problem with %s." % component if ok and not relevant else
+                 "Installed; %d finding(s) above still concern %s (run `envdoctor diagnose` for the fixes)."
+                 % (len(relevant), component))
+    return lines, ok

@@ -89,7 +89,7 @@ def libs(paths: Tuple[str, ...], program: Optional[str], ldp: Optional[str], sna
     doc = done["doc"]
     doc["source"] = source
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(doc))
     else:

@@ -2,108 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import click
 
+from ..matrix.lookup import ALIASES, KEY, key_of  # noqa: F401  (ALIASES: the names `matrix` takes)
 from . import EXIT_USAGE, fail
 from .common import echo_output, format_option
-
-#: What the user may type -> the matrix area.
-ALIASES = {
-    "cuda": "cuda", "cudnn": "cudnn", "gpu": "gpus", "gpus": "gpus", "cc": "gpu_arch", "arch": "gpu_arch",
-    "gpu_arch": "gpu_arch", "torch": "torch", "pytorch": "torch", "tensorflow": "tensorflow", "tf": "tensorflow",
-    "jax": "jax", "onnxruntime": "onnxruntime", "ort": "onnxruntime", "paddle": "paddle",
-    "paddlepaddle": "paddle", "cupy": "cupy", "tensorrt": "tensorrt", "trt": "tensorrt", "mxnet": "mxnet",
-}
-
-#: A value to show in a message, per area.
-EXAMPLES = {"cuda": "12.4", "cudnn": "9.1", "gpus": "\"RTX 4090\"", "gpu_arch": "8.6", "torch": "2.4",
-            "tensorflow": "2.16", "jax": "0.4.30", "onnxruntime": "1.18", "paddle": "3.0", "cupy": "13.0",
-            "tensorrt": "10.0", "mxnet": "1.9"}
-
-#: The field that names a row, per area.
-KEY = {"gpus": "name", "gpu_arch": "cc", "jax": "jax"}
-
-
-def key_of(area: str, row: Dict[str, Any]) -> str:
-    return str(row[KEY.get(area, "version")])
-
-
-# --------------------------------------------------------------------------- lookups (pure)
-
-
-def _lookup(area: str, value: str) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
-    """(matching rows, derived answers) for one value of an area; no rows when unknown."""
-    from ..matrix import frameworks as fw
-    from ..matrix import hardware as hw
-    from ..matrix import load
-
-    rows = load(area)
-    derived: Dict[str, Any] = {}
-    found: List[Dict[str, Any]] = []
-    if area == "cuda":
-        row = hw.cuda_release(value)
-        if row is not None:
-            found = [row]
-            derived["min_driver"] = hw.min_driver_for_cuda(value)
-            derived["min_driver_minor_compat"] = hw.min_driver_for_cuda(value, minor_compat=True)
-    elif area == "cudnn":
-        from packaging.version import Version
-
-        from ..matrix import parse_version
-
-        row = hw.cudnn_release(value)
-        want = parse_version(value)
-        if row is None and want is not None and len(want.release) >= 2:
-            # a row stands for its series up to the next row (matrix/README.md): 9.1.0 -> row 9.0.0
-            # (load() has validated every row's version, so Version() cannot fail here)
-            older = [r for r in rows if Version(r["version"]).major == want.major
-                     and Version(r["version"]) <= want]
-            row = older[-1] if older else None
-        found = [row] if row else [r for r in rows if r["version"].startswith(value.rstrip(".") + ".")]
-        if row is not None and want is not None and Version(row["version"]) != want:
-            # Answered by another row (9.1 under 9.0.0): say which releases that row stands for.
-            later = [r["version"] for r in rows if Version(r["version"]) > Version(row["version"])
-                     and Version(r["version"]).major == Version(row["version"]).major]
-            upto = ("up to, not including, %s" % later[0]) if later else (
-                "and every later %d.x release" % Version(row["version"]).major)
-            if len(want.release) < 3 and Version(row["version"]).release[:2] == want.release[:2]:
-                derived["covers"] = "%s: the newest row of the %s series" % (value.strip(), value.strip())
-            else:
-                derived["covers"] = "%s: no row of its own; the %s row stands for cuDNN %s %s" % (
-                    value.strip(), row["version"], row["version"], upto)
-    elif area == "gpus":
-        row = hw.gpu_product(value)
-        found = [row] if row else [r for r in rows if value.strip().lower() in r["name"].lower()]
-        if len(found) == 1:
-            arch = hw.arch_for_cc(found[0]["cc"])
-            derived["arch"] = arch["arch"] if arch else None
-            derived["cuda_releases"] = _span(hw.cuda_for_cc(found[0]["cc"]))
-    elif area == "gpu_arch":
-        row = hw.arch_for_cc(value)
-        if row is not None:
-            found = [row]
-            derived["cuda_releases"] = _span(hw.cuda_for_cc(row["cc"]))
-            derived["gpus"] = [g["name"] for g in load("gpus") if g["cc"] == row["cc"]]
-    elif area == "jax":
-        row = fw.jax_release(value)
-        found = [r for r in rows if row is not None and r["jax"] == row["jax"]]
-    elif area == "onnxruntime":
-        rel = fw.onnxruntime_release(value)
-        found = [r for r in rows if rel is not None and r["version"] == rel["version"]]
-    else:
-        query: Callable[[str], Optional[Dict[str, Any]]] = {
-            "torch": fw.torch_release, "tensorflow": fw.tensorflow_release, "paddle": fw.paddle_release,
-            "cupy": fw.cupy_release, "tensorrt": fw.tensorrt_release, "mxnet": fw.mxnet_release,
-        }[area]
-        row = query(value)
-        found = [r for r in rows if row is not None and r["version"] == row["version"]]
-    return found, derived
-
-
-def _span(versions: List[str]) -> Optional[str]:
-    return f"{versions[0]} .. {versions[-1]}" if versions else None
 
 
 def _summary(area: str, row: Dict[str, Any]) -> str:
@@ -196,22 +101,6 @@ def render_list(area: str, rows: List[Dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _with_flag(area: str, row: Dict[str, Any]) -> Dict[str, Any]:
-    """A row for JSON output: its facts, its source (URL, date) and whether it is confirmed, in plain words."""
-    from ..matrix import hint_sentence, unverified
-
-    out = {k: v for k, v in row.items() if k != "source"}
-    src = row["source"]
-    out["source"] = {"url": src["url"], "checked": src["checked"], "verified": not unverified(row)}
-    if src.get("unverified_fields"):
-        out["source"]["unverified_fields"] = list(src["unverified_fields"])
-    out["verified"] = not unverified(row)
-    hint = hint_sentence(area, row)
-    if hint:
-        out["hint"] = hint
-    return out
-
-
 @click.command("matrix", epilog="""\b
 Areas: cuda, cudnn, gpu, cc (or arch), torch, tensorflow (tf), jax,
 onnxruntime (ort), paddle, cupy, tensorrt, mxnet.
@@ -234,38 +123,19 @@ def matrix(area: str, value: Optional[str], fmt: str) -> None:
     Every answer names the vendor page the row comes from, the day it was
     checked, and marks rows not verified against that page.
     """
-    from ..matrix import MatrixError, load
+    from ..matrix import MatrixError
+    from ..matrix.lookup import NotFound, document, rows_for
 
-    name = ALIASES.get(area.strip().lower())
-    if name is None:
-        raise fail("unknown matrix area {!r}; known: {}".format(area, ", ".join(sorted(ALIASES))), EXIT_USAGE)
-    if value is not None and not value.strip():
-        # "" is a substring of every name: the lookup would answer with whatever row came first
-        raise fail("matrix %s: an empty value; give one (e.g. %s) or none to list every row" % (
-            area, EXAMPLES.get(name, "12.4")), EXIT_USAGE)
-    derived: Dict[str, Any]
     try:
-        rows = load(name)
-        if value is None:
-            found, derived = rows, {}
-        else:
-            found, derived = _lookup(name, value)
-    except MatrixError as exc:
+        if fmt == "json":
+            from ..jsontext import dumps
+
+            echo_output(dumps(document(area, value)))
+            return
+        name, found, derived = rows_for(area, value)
+    except (NotFound, MatrixError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
-    if not found:
-        from ..matrix.hardware import KNOWN_GAPS
-
-        known = ", ".join(key_of(name, r) for r in rows)
-        gap = f" ({KNOWN_GAPS[value]})" if name == "cuda" and value in KNOWN_GAPS else ""
-        raise fail(f"{area} {value!r} is not in the matrix{gap}; known: {known}", EXIT_USAGE)
-    if fmt == "json":
-        from ..render.json_out import dumps
-
-        doc: Dict[str, Any] = {"area": name, "query": value, "rows": [_with_flag(name, r) for r in found]}
-        if derived:
-            doc["derived"] = derived
-        echo_output(dumps(doc))
-    elif value is None:
+    if value is None:
         echo_output(render_list(name, found))
     else:
         echo_output(render_rows(name, found, derived))

@@ -56,7 +56,7 @@ def topo(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optional[
 
     doc = document(report)
     if fmt == "json":
-        from ..render.json_out import dumps
+        from ..jsontext import dumps
 
         echo_output(dumps(doc))
     else:

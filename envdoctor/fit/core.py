@@ -492,3 +492,11 @@ def _training(res: FitResult, arch: Arch, opts: Options, gpu: Gpu, params: int, 
         res.fits = False
     if any(f.severity == "error" for f in res.findings):
         res.fits = False
+
+
+def document(result: Any) -> Dict[str, Any]:
+    """``envdoctor fit --format json`` (``envdoctor/schemas/fit.schema.json``): the versioned envelope around
+    ``result``'s numbers, derivations and findings."""
+    from .. import __version__
+
+    return dict({"schema_version": 1, "envdoctor_version": __version__}, **result.to_dict())

@@ -324,12 +324,13 @@ def from_hub(repo_id: str, env: Mapping[str, str], timeout: float = 20.0, sessio
 # ------------------------------------------------------------------------------------------ MODEL
 
 def resolve(model: str, env: Mapping[str, str], online: bool = False, timeout: float = 20.0,
-            session: Any = None) -> ModelSource:
-    """Read MODEL's description (see the module docstring); :class:`ModelError` when nothing can be."""
+            session: Any = None, paths: bool = True) -> ModelSource:
+    """Read MODEL's description (see the module docstring); :class:`ModelError` when nothing can be. ``paths``
+    False: MODEL is a Hugging Face id only, never read as a local path (the MCP server's model ids)."""
     path = os.path.expanduser(model)
-    if os.path.isdir(path):
+    if paths and os.path.isdir(path):
         return from_folder(path, model, "the directory %s" % path)
-    if os.path.isfile(path):
+    if paths and os.path.isfile(path):
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.basename(path) == "config.json" or path.endswith(".json"):
             config = _config(_read_json(path, "config file"), path)

@@ -339,7 +339,8 @@ class Host:
 
     def environ(self) -> Dict[str, str]:
         """Environment variables of the inspected process (a snapshot keeps the values of those a probe read
-        and of :func:`recorded_variable` names, only the names of the others; secrets redacted)."""
+        and of :func:`~envdoctor.host.snapshot.recorded_variable` names, only the names of the others; secrets
+        redacted)."""
         raise NotImplementedError
 
     def uname(self) -> Dict[str, str]:
@@ -454,18 +455,6 @@ def errno_name(exc: OSError) -> str:
 
 
 # -- what a snapshot keeps ---------------------------------------------------------------------------
-
-#: Environment variables whose values a snapshot records even when no probe of this version read them
-#: (a newer envdoctor replaying the snapshot may): CUDA's, NVIDIA's, NCCL's, the loader's, conda's, and
-#: search paths (``privacy.is_path_name``). Of every other variable only the name is kept.
-RECORDED_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "LD_", "CONDA_")
-
-
-def recorded_variable(name: str) -> bool:
-    from .privacy import is_path_name
-
-    return name.upper().startswith(RECORDED_PREFIXES) or is_path_name(name)
-
 
 class ReadEnviron(Dict[str, str]):
     """The environment as a dict that remembers which names were looked up (``get``, ``[]``, ``in``): the

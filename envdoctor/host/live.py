@@ -663,7 +663,7 @@ def live_host(timeout: float, python_exe: Optional[str]) -> Tuple[LiveHost, floa
     process the time is counted from the process's start, so the interpreter's
     start-up and envdoctor's imports are inside ``timeout``, not added to it.
     """
-    from ..launcher import process_started
+    from ..clock import process_started
 
     deadline = (process_started(timeout) or time.monotonic()) + timeout
     return LiveHost(timeout=timeout, deadline=deadline, python_executable=python_exe), deadline + 0.5

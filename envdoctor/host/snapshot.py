@@ -36,12 +36,20 @@ from .base import (
     ReadHung,
     SymbolsResult,
     file_filter,
-    recorded_variable,
 )
 from .live import LiveHost
-from .privacy import Scrubber
+from .privacy import Scrubber, is_path_name
 
 SCHEMA_VERSION = 1
+
+#: Environment variables whose values a snapshot records even when no probe of this version read them
+#: (a newer envdoctor replaying the snapshot may): CUDA's, NVIDIA's, NCCL's, the loader's, conda's, and
+#: search paths (:func:`~envdoctor.host.privacy.is_path_name`). Of every other variable only the name is kept.
+RECORDED_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "LD_", "CONDA_")
+
+
+def recorded_variable(name: str) -> bool:
+    return name.upper().startswith(RECORDED_PREFIXES) or is_path_name(name)
 
 
 class SnapshotError(Exception):
@@ -181,7 +189,7 @@ def _command_output(r: CommandResult) -> str:
 
 def snapshot_text(doc: Dict[str, Any]) -> str:
     """The snapshot document as the JSON text envdoctor writes."""
-    from ..render.json_out import escape_raw
+    from ..jsontext import escape_raw
 
     # Any byte sequence (a file name or variable that is not UTF-8 arrives as lone surrogates) is kept
     # losslessly as a JSON escape, so the file is valid UTF-8 JSON and replays the same text.

@@ -1,7 +1,9 @@
 """Plans and steps: what an install will do, as data.
 
 A :class:`Plan` is made by a recipe (a pure function) and carried out by the
-executor (the only code with side effects).  Each :class:`Step` has exactly one
+executor.  Each action carries what it does three ways, side by side so they cannot drift: ``describe``
+(the log line), ``sh`` (the dry-run script) and ``run`` (the Python that does it, the only code with side
+effects, called by the executor alone); each check likewise ``sh`` and ``holds``.  Each :class:`Step` has exactly one
 action, whether it needs root, the checks that say it is already done (any one
 of them true means "skip"), and the checks that verify it afterwards.
 
@@ -20,9 +22,25 @@ as-is, or as JSON (:meth:`Plan.to_dict`).
 
 from __future__ import annotations
 
+import collections
+import datetime
+import errno
+import json
+import os
+import queue
+import re
 import shlex
+import shutil
+import stat
+import subprocess
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
+
+from . import validate
+from .download import download, sha256_of
+from .extract import UnsafeArchive, unpack, unpacked_size
 
 PLAN_SCHEMA_VERSION = 1
 
@@ -72,8 +90,6 @@ class Check:
 
     def holds(self) -> bool:
         """Whether it holds on this machine (the executor's answer to the question :meth:`sh` asks in sh)."""
-        from .executor import check_holds
-
         return check_holds(self)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -126,8 +142,6 @@ class RunCommand:
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
-        from .executor import _run
-
         _run(self, ex.log, ex.out if ex.stream else None)
 
 
@@ -154,8 +168,6 @@ class WriteFile:
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
-        from .executor import _write
-
         _write(self)
 
 
@@ -192,8 +204,6 @@ class Download:
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
-        from .download import download
-
         download(self.url, self.dest, self.sha256, self.size, ex.download_options, log=lambda m: ex.log("    " + m))
 
 
@@ -230,8 +240,6 @@ class Extract:
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
-        from .executor import _extract
-
         _extract(self)
 
 
@@ -279,8 +287,6 @@ class PrivateDir:
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
         import os
-
-        from .executor import _private_dir
 
         _private_dir(self, os.geteuid())
 
@@ -330,8 +336,6 @@ class SpaceCheck:
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
-        from .executor import _space, free_bytes, space_needed
-
         needed = space_needed(self)
         ex.log("    free space at %s: %d bytes, %d needed" % (self.path, free_bytes(self.path), needed))
         _space(self, needed)
@@ -378,8 +382,6 @@ class Move:
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
-        from .executor import _move
-
         said = _move(self, ex.clock())
         if said:
             ex.log("    " + said)
@@ -404,9 +406,265 @@ class Remove:
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
-        from .executor import _remove
-
         _remove(self)
+
+
+# -- carrying the actions out (each action's ``run`` and each check's ``holds``; the executor calls them) --------
+
+class StepError(Exception):
+    """A step's action failed; the message says why."""
+
+
+class StepRefused(StepError):
+    """A step refused what it was given (an archive that is unsafe, corrupt or not what its name says): the
+    install stops with exit 2 and one line, since running it again cannot help until the input changes."""
+
+
+# -- checks, evaluated for real ---------------------------------------------
+def check_holds(check: Check) -> bool:
+    try:
+        if check.kind == "exists":
+            return os.path.lexists(check.path)
+        if check.kind == "absent":
+            return not os.path.lexists(check.path)
+        if check.kind == "sha256":
+            return os.path.isfile(check.path) and sha256_of(check.path) == check.value.lower()
+        if check.kind == "content":
+            if not os.path.isfile(check.path):
+                return False
+            with open(check.path, "rb") as f:
+                return f.read() == check.value.encode("utf-8")
+        if check.kind == "conda_env":
+            return check.path in conda_env_names()
+    except OSError:
+        return False
+    raise ValueError(f"unknown check kind {check.kind!r}")
+
+
+def conda_env_names(timeout: float = 120) -> List[str]:
+    """Names of the environments ``conda env list --json`` reports (empty if conda cannot say)."""
+    try:
+        proc = subprocess.run(["conda", "env", "list", "--json"], stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout, env=dict(os.environ, LC_ALL="C"), check=False)
+        envs = json.loads(proc.stdout.decode("utf-8", "replace")).get("envs") if proc.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
+        return []
+    return [os.path.basename(str(p).rstrip("/")) for p in envs or [] if isinstance(p, str)]
+
+
+# -- actions, carried out for real ------------------------------------------
+#: Lines that say why a package manager failed, most telling first (the last line is often a summary such as
+#: pip's "ERROR: ..." hint or apt's "E: ..." count): network, then resolver, then disk, then PEP 668.
+WHY_PATTERNS = (
+    ("network", re.compile(r"Temporary failure in name resolution|Could not resolve host|Name or service not known|"
+                           r"Failed to establish a new connection|Network is unreachable|Connection refused|"
+                           r"Connection timed out|Read timed out|ConnectTimeoutError|Could not fetch URL|"
+                           r"Failed to fetch|Could not connect to|SSL: CERTIFICATE_VERIFY_FAILED|"
+                           r"Curl error|Cannot download|CondaHTTPError|ProxyError", re.I)),
+    ("resolver", re.compile(r"No matching distribution found|Could not find a version that satisfies|"
+                            r"ResolutionImpossible|conflicting dependencies|Unable to locate package|"
+                            r"has no installation candidate|Unable to correct problems|unmet dependencies|"
+                            r"No match for argument|nothing provides|conflicting requests|PackagesNotFoundError|"
+                            r"UnsatisfiableError|LibMambaUnsatisfiableError|Version '.*' for '.*' was not found|"
+                            r"is not a supported wheel|requires a different Python", re.I)),
+    ("disk", re.compile(r"No space left on device|Disk quota exceeded|ENOSPC|not enough (free )?space", re.I)),
+    ("environment", re.compile(r"externally-managed-environment|externally managed|ensurepip is not available|"
+                               r"Permission denied", re.I)),
+)
+
+
+def why_line(lines: List[str]) -> str:
+    """The output line that says why a command failed (see :data:`WHY_PATTERNS`), else the last non-empty one."""
+    useful = [ln.strip() for ln in lines if ln.strip()]
+    for _kind, pattern in WHY_PATTERNS:
+        hits = [ln for ln in useful if pattern.search(ln)]
+        if hits:
+            return hits[-1][:300]
+    return useful[-1][:300] if useful else ""
+
+
+def _run(action: RunCommand, log: Callable[[str], None], echo: Optional[Callable[[str], None]] = None) -> None:
+    """Run ``action.argv`` with its output streamed live (to ``echo`` and the log) as it comes."""
+    env = dict(os.environ, LC_ALL="C", PYTHONUNBUFFERED="1")
+    shown = " ".join(action.argv)
+    try:
+        proc = subprocess.Popen(list(action.argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=env)
+    except FileNotFoundError:
+        raise StepError(f"{action.argv[0]}: not installed (not found on PATH)") from None
+    except OSError as exc:
+        raise StepError(f"{shown}: could not run ({exc})") from None
+    lines: Deque[str] = collections.deque(maxlen=5000)
+    feed: queue.Queue[Optional[bytes]] = queue.Queue()
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        try:
+            for raw in iter(proc.stdout.readline, b""):
+                feed.put(raw)
+        finally:
+            feed.put(None)
+
+    threading.Thread(target=reader, daemon=True).start()
+    deadline = time.monotonic() + action.timeout if action.timeout else None
+    try:
+        while True:
+            wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            try:
+                raw = feed.get(timeout=wait)
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    proc.kill()
+                    proc.wait()
+                    why = why_line(list(lines))
+                    raise StepError("{}: timed out after {}s{}".format(shown, action.timeout,
+                                                                       " (last: " + why + ")" if why else "")) from None
+                continue
+            if raw is None:
+                break
+            for line in raw.decode("utf-8", errors="replace").replace("\r", "\n").splitlines():
+                lines.append(line)
+                log("    | " + line)
+                if echo is not None:
+                    echo("    | " + line)
+        code = proc.wait()
+    finally:
+        if proc.poll() is None:  # Ctrl-C or an error here: the command does not outlive the step
+            proc.kill()
+            proc.wait()
+    if code != 0:
+        why = why_line(list(lines))
+        raise StepError("%s: exit code %d%s" % (shown, code, ": " + why if why else ""))
+
+
+def _write(action: WriteFile) -> None:
+    d = os.path.dirname(action.path) or "."
+    os.makedirs(d, exist_ok=True)
+    tmp = action.path + ".envdoctor-tmp"
+    with open(tmp, "wb") as f:
+        f.write(action.content.encode("utf-8"))
+    os.chmod(tmp, action.mode)
+    os.replace(tmp, action.path)
+
+
+def _extract(action: Extract) -> None:
+    try:
+        unpack(action.archive, action.dest, action.strip_components, action.marker, action.license_as)
+    except UnsafeArchive as exc:
+        raise StepRefused(f"refused {os.path.basename(action.archive)}: {exc}; nothing from it was installed") \
+            from None
+    except OSError as exc:
+        raise StepError(f"could not unpack {action.archive}: {os_error_text(exc)}") from None
+
+
+def os_error_text(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return f"the disk is full ({exc.filename or exc})"
+    return str(exc)
+
+
+def _private_dir(action: PrivateDir, uid: int) -> None:
+    path = action.path
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+        os.mkdir(path, 0o700)
+        st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise StepError(f"{path} is a symbolic link (to {os.readlink(path)}); refusing to use it as a staging "
+                        "directory: remove it, or install into another --prefix")
+    if not stat.S_ISDIR(st.st_mode):
+        raise StepError(f"{path} exists and is not a directory; remove it")
+    if st.st_uid != uid:
+        raise StepError(f"{path} belongs to uid {st.st_uid}, not to you (uid {uid}); refusing to use a directory "
+                        "someone else controls: remove it")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    if action.plan_id:
+        plan_file = os.path.join(path, "plan")
+        try:
+            with open(plan_file, encoding="utf-8") as f:
+                same = f.read().strip() == action.plan_id
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if not same:
+            for sub in action.reset:
+                shutil.rmtree(os.path.join(path, sub), ignore_errors=True)
+            _write(WriteFile(plan_file, action.plan_id + "\n", 0o600))
+    for sub in action.subdirs:
+        os.makedirs(os.path.join(path, sub), exist_ok=True)
+
+
+def free_bytes(path: str) -> int:
+    """Free bytes (for an unprivileged user) on the filesystem holding ``path`` or its nearest existing parent."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p) and p != "/":
+        p = os.path.dirname(p)
+    st = os.statvfs(p)
+    return st.f_bavail * st.f_frsize
+
+
+def space_needed(action: SpaceCheck) -> int:
+    """The bytes ``action`` asks for: ``needed``, or with ``archives`` the unpacked sizes the archives record
+    (their estimate where unreadable; none for an archive already unpacked)."""
+    if not action.archives:
+        return action.needed
+    total = 0
+    for archive, marker, estimate in action.archives:
+        if marker and os.path.lexists(marker):
+            continue
+        size = unpacked_size(archive)
+        total += estimate if size is None else size
+    return total
+
+
+def _space(action: SpaceCheck, needed: int) -> None:
+    free = free_bytes(action.path)
+    if free < needed:
+        gib = 1073741824.0
+        raise StepError("not enough free space on the filesystem of {}: {} needs {}{:.2f} GiB, {:.2f} GiB is "
+                        "free; free some space (or choose another --prefix) and resume".format(
+                            action.path, action.what or "this install", "" if action.archives else "about ",
+                            needed / gib, free / gib))
+
+
+def _move(action: Move, now: datetime.datetime) -> str:
+    """Rename ``src`` onto ``dest``; with ``replace``, the old ``dest`` is moved aside, never deleted.
+
+    Returns what was done with an old ``dest`` ("" when there was none)."""
+    if not os.path.lexists(action.src):
+        raise StepError(f"{action.src} does not exist (an earlier step did not produce it)")
+    said = ""
+    if os.path.lexists(action.dest):
+        if not action.replace:
+            raise StepError(f"{action.dest} already exists; it is never overwritten without --force")
+        why = validate.replaceable(action.dest, action.replace_any)
+        if why:
+            raise StepError(why)
+        old = aside_name(action.dest, now)
+        os.rename(action.dest, old)
+        said = f"the previous {action.dest} was moved aside to {old} (delete it when the new one works)"
+    os.makedirs(os.path.dirname(action.dest) or "/", exist_ok=True)
+    os.rename(action.src, action.dest)  # atomic: staging lives beside the destination
+    return said
+
+
+def aside_name(dest: str, now: datetime.datetime) -> str:
+    """``<dest>.envdoctor-old-YYYYmmdd-HHMMSS`` (``-2``, ``-3`` ... when taken)."""
+    base = "{}.envdoctor-old-{}".format(dest.rstrip("/"), now.strftime("%Y%m%d-%H%M%S"))
+    name, n = base, 1
+    while os.path.lexists(name):
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def _remove(action: Remove) -> None:
+    if os.path.isdir(action.path) and not os.path.islink(action.path):
+        shutil.rmtree(action.path)
+    elif os.path.lexists(action.path):
+        os.remove(action.path)
 
 
 Action = Union[RunCommand, WriteFile, Download, Extract, Move, Remove, PrivateDir, SpaceCheck]

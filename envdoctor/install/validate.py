@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 from urllib.parse import urlsplit
 
 from packaging.version import InvalidVersion, Version
@@ -186,6 +186,24 @@ def replaceable(path: str, force_any: bool) -> str:
     return (f"{norm} is not a CUDA toolkit or NVIDIA library tree that envdoctor or NVIDIA installed (no "
             "version.json, bin/nvcc or include/cudnn_version.h); --force replaces only those. To replace it "
             "anyway (it is moved aside, not deleted): --force --force-any")
+
+
+def method_name(value: str) -> str:
+    """``--method``: a plain lower-case word (the recipe says whether it knows it)."""
+    if not re.match(r"^[a-z]{1,16}$", value):
+        raise ValidationError(f"--method {_show(value)} is not a method name (see envdoctor install --list)")
+    return value
+
+
+def recipe_options(items: Iterable[str]) -> Dict[str, str]:
+    """``--option KEY=VALUE`` pairs; keys and values are plain words (they may reach a command line)."""
+    out: Dict[str, str] = {}
+    for item in items:
+        m = re.match(r"^([a-z][a-z0-9_-]{0,31})=([A-Za-z0-9._-]{1,64})$", item)
+        if not m:
+            raise ValidationError(f"--option {_show(item)} is not KEY=VALUE with plain words (e.g. flavor=open)")
+        out[m.group(1)] = m.group(2)
+    return out
 
 
 def mirror(value: str) -> str:

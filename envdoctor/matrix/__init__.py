@@ -27,6 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from .. import frameworks as framework_table
+
 #: The folder holding the tables (inside the package, so it ships in the wheel).
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -255,13 +257,11 @@ def clear_cache() -> None:
 
 
 #: Whose tables an area's facts come from, for the sentence a user reads about an unconfirmed fact.
-VENDORS = {
-    "cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
-    "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
-    "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA",
-    "torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX",
-    "onnxruntime": "ONNX Runtime", "cupy": "CuPy", "paddle": "PaddlePaddle", "mxnet": "MXNet",
-}
+VENDORS = {fw.matrix_area: fw.display for fw in framework_table.FRAMEWORKS if fw.matrix_area and fw.component}
+VENDORS.update({"cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
+                "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
+                "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
+                "cdi_engines": "Podman"})
 
 
 def hint_sentence(area: str, row: Row) -> Optional[str]:

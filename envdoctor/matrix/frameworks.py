@@ -29,12 +29,13 @@ from packaging.version import Version
 if TYPE_CHECKING:  # packaging.specifiers pulls in packaging.tags (~15 ms): imported when first used
     from packaging.specifiers import SpecifierSet
 
+from .. import frameworks as framework_table
 from .. import versions
 from . import load, parse_version
 
 Row = Dict[str, Any]
 
-AREAS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet")
+AREAS = framework_table.MATRIX_AREAS  # the framework plug-ins' tables (envdoctor/frameworks/)
 
 TORCH_CHANNELS = ("stable", "experimental", "legacy")
 #: How pip reaches a torch release's builds (the row's ``pip.option``; ``--index-url`` when a row has no ``pip``):

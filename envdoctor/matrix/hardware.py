@@ -169,6 +169,47 @@ def newest_cuda_for_driver(driver_version: str, minor_compat: bool = False) -> O
     return best["version"] if best is not None else None
 
 
+def driver_cuda(version: Any, supports: Any, wsl: bool = False) -> Optional[Tuple[int, int]]:
+    """The newest CUDA (major, minor) a driver runs natively: the "CUDA Version" it reports (``supports``), else,
+    for a Linux driver, Table 3's for its ``version``; None when neither says."""
+    from ..versions import major_minor
+
+    cuda = major_minor(supports)
+    if cuda is None and isinstance(version, str) and version and not wsl:
+        cuda = major_minor(newest_cuda_for_driver(version))
+    return (cuda[0], cuda[1]) if cuda is not None and cuda[1] is not None else None
+
+
+def driver_runs(cuda: Any, version: Any, supports: Any, wsl: bool = False) -> Optional[str]:
+    """What a driver does with programs built for CUDA ``cuda`` (``"12"``, ``"12.4"``, or an update ``"12.4.1"``):
+    ``"ok"`` (natively), ``"minor_compat"`` (through CUDA minor-version compatibility: the same major, the driver at
+    or above that major's floor when its version is known), ``"too_old"``, or None when the driver's CUDA is not
+    known (:func:`driver_cuda`). The one rule ``diagnose`` (``compat.driver-vs-cuda``) and ``install`` (the cuda
+    recipe's pre-flight) apply. An update may need a newer driver than its release's first (Table 3's
+    ``driver_by_update``): with the driver's version known, natively means at least that driver."""
+    from ..versions import major_minor
+    from ..versions import parse as parse_any
+
+    have = driver_cuda(version, supports, wsl)
+    need = major_minor(cuda)
+    if have is None or need is None:
+        return None
+    if need[1] is None:
+        return "ok" if have[0] >= need[0] else "too_old"
+    linux = isinstance(version, str) and bool(version) and not wsl  # a Linux driver's version, compared with Table 3
+    if have >= (need[0], need[1]):
+        exact = min_driver_for_cuda(str(cuda)) if len(str(cuda).split(".")) >= 3 else None
+        installed = parse_any(version) if linux else None
+        if installed is None or exact is None or installed >= Version(exact):
+            return "ok"
+    elif have[0] != need[0]:
+        return "too_old"
+    floor = min_driver_for_cuda("%d.%d" % (need[0], need[1]), minor_compat=True)
+    if linux and floor and (parse_any(version) or Version("0")) < Version(floor):
+        return "too_old"  # below the major's floor (a version that cannot be read is taken as below it)
+    return "minor_compat"
+
+
 def arch_for_cc(cc: CC) -> Optional[Row]:
     """The gpu_arch row ("arch", "tensor_core_gen", "tensor_precisions") of a compute capability."""
     want = _cc(cc)

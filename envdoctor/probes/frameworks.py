@@ -656,8 +656,27 @@ def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
     return [ok("framework.mxnet", value, "dir:" + d.metadata_dir, "MXNet")]
 
 
-#: What counts as "a framework is installed" (envdoctor/frameworks.py, the one framework table).
+#: What counts as "a framework is installed" (the framework plug-ins, envdoctor/frameworks/).
 FRAMEWORK_NAMES = framework_table.PROBED
+#: The frameworks read by a reader of their own above (the others: :func:`plugin_facts`).
+OWN_READERS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras")
+
+
+def plugin_facts(dists: Dict[str, Distribution]) -> List[Fact]:
+    """A framework plug-in with no reader of its own: the version of the first of its distributions installed
+    (its ``distributions`` pattern), labelled with its display name. Companions are shown on their framework's
+    line, never alone."""
+    facts: List[Fact] = []
+    for fw in framework_table.FRAMEWORKS:
+        if fw.name in OWN_READERS or fw.companion_of or not fw.distributions:
+            continue
+        found = sorted(k for k in dists if re.fullmatch(fw.distributions, k))
+        if found:
+            d = dists[found[0]]
+            value = _version_of(d)
+            value["packages"] = {k: dists[k].version for k in found}
+            facts.append(ok("framework." + fw.name, value, "dir:" + d.metadata_dir, fw.display))
+    return facts
 
 
 def _torch_without_metadata(host: Host, sys_path: Iterable[str]) -> Optional[Distribution]:
@@ -715,6 +734,7 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     if "keras" in dists:
         facts.append(ok("framework.keras", _version_of(dists["keras"]), "dir:" + dists["keras"].metadata_dir,
                         "Keras"))
+    facts += plugin_facts(dists)
     cut = host.once("metadata_truncated", list)
     if cut:
         facts.append(ok("framework.metadata_truncated",

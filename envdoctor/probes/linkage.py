@@ -38,6 +38,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
+from .. import frameworks
 from ..facts import Fact, ok, unknown
 from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
@@ -305,29 +306,16 @@ def foreign_cudnn_parts(host: Host, entry: Mapping[str, Any], ldp: Sequence[str]
     return out
 
 
-#: PyTorch extension packages that ship compiled CUDA code built against one CUDA runtime: distribution ->
-#: (directory relative to site-packages, regex of its compiled modules there).
-TORCH_EXTENSIONS: Dict[str, Tuple[str, str]] = {
-    "vllm": ("vllm", r".+\.so"),
-    "flash-attn": (".", r"flash_attn_2_cuda\..*so"),
-    "mamba-ssm": (".", r"selective_scan_cuda\..*so"),
-    "causal-conv1d": (".", r"causal_conv1d_cuda\..*so"),
-    "xformers": ("xformers", r".+\.so"),
-}
-
-
+#: Each framework's extension packages whose compiled modules are checked wherever they link (its plug-in's
+#: ``extension_packages``): framework -> distribution -> (directory relative to site-packages, regex of its modules).
+EXTENSION_PACKAGES: Dict[str, Dict[str, Tuple[str, str]]] = {
+    f.name: {dist: (rel, rx) for dist, rel, rx in f.extension_packages} for f in frameworks.FRAMEWORKS}
 #: A framework's own libraries, which an extension module needs by soname (found because the framework loaded
-#: them), and the directories (relative to site-packages) that hold them: torch/lib; TensorFlow's
-#: libtensorflow_framework.so.N and _pywrap_tensorflow_internal.so (tensorflow_core/ in 1.15-2.1).
-FRAMEWORK_LIB = {"torch": re.compile(r"^lib(?:torch|c10|caffe2|shm)[a-z0-9_]*\.so$"),
-                 "tensorflow": re.compile(r"^(?:libtensorflow_(?:framework|cc)\.so\.\d+|"
-                                          r"_pywrap_tensorflow_internal\.so)$")}
-FRAMEWORK_DIRS = {"torch": ("torch/lib",),
-                  "tensorflow": ("tensorflow", "tensorflow/python", "tensorflow_core", "tensorflow_core/python")}
-#: Mangled C++ names of the framework's namespaces, data and vtables included (torch: c10::, at::, torch::,
-#: caffe2::; TensorFlow: tensorflow::, tsl::): the symbols an extension built against one release imports from it.
-FRAMEWORK_SYMBOL = {"torch": re.compile(r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:3c10|2at|5torch|6caffe2)"),
-                    "tensorflow": re.compile(r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:10tensorflow|3tsl)")}
+#: them), the directories (relative to site-packages) that hold them, and the mangled C++ names of its namespaces
+#: an extension built against one release imports from it (each plug-in's ``extension_*``).
+FRAMEWORK_LIB = {f.name: re.compile(f.extension_libs) for f in frameworks.FRAMEWORKS if f.extension_libs}
+FRAMEWORK_DIRS = {f.name: f.extension_dirs for f in frameworks.FRAMEWORKS if f.extension_libs}
+FRAMEWORK_SYMBOL = {f.name: re.compile(f.extension_symbols) for f in frameworks.FRAMEWORKS if f.extension_symbols}
 #: The most extension modules whose symbols are looked up in one run, and RECORD's size read per distribution.
 MAX_EXTENSION_FILES = 64
 RECORD_LIMIT = 4 * 1024 * 1024
@@ -335,17 +323,18 @@ RECORD_LIMIT = 4 * 1024 * 1024
 
 def extension_files(host: Host, site: str, dists: Sequence[Distribution], dependents: Sequence[str],
                     framework: str = "torch") -> List[Tuple[Distribution, str]]:
-    """The compiled modules of the packages built on ``framework`` in ``site``: those of :data:`TORCH_EXTENSIONS`
+    """The compiled modules of the packages built on ``framework`` in ``site``: those of :data:`EXTENSION_PACKAGES`
     found where each keeps them, and of every other package that requires the framework (``Requires-Dist``),
     listed by its ``RECORD``."""
     by_key = {d.key: d for d in dists if d.location == site}
+    known = EXTENSION_PACKAGES.get(framework, {})
     out: List[Tuple[Distribution, str]] = []
-    for key, (rel, pattern) in TORCH_EXTENSIONS.items() if framework == "torch" else ():
+    for key, (rel, pattern) in known.items():
         if key in by_key:
             out += [(by_key[key], p) for p in host.glob_dir(posixpath.normpath(posixpath.join(site, rel)), pattern)]
     for key in dependents:
         d = by_key.get(key)
-        if d is None or key in TORCH_EXTENSIONS or not d.metadata_dir.endswith(".dist-info"):
+        if d is None or key in known or not d.metadata_dir.endswith(".dist-info"):
             continue
         text = host.read_text(posixpath.join(d.metadata_dir, "RECORD"), limit=RECORD_LIMIT) or ""
         for line in text.splitlines():
@@ -382,7 +371,7 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     # the known packages' modules, and of the others those that link the framework's libraries (not the copies of
     # other libraries a wheel vendors)
     files = [(d, p) for d, p in extension_files(host, site, dists, dependents, framework)
-             if d.key in TORCH_EXTENSIONS and framework == "torch" or any(lib_rx.match(n) for n in host.elf(p).needed)]
+             if d.key in EXTENSION_PACKAGES.get(framework, {}) or any(lib_rx.match(n) for n in host.elf(p).needed)]
     files = [(d, p) for d, p in files if p not in own]
     if not files:
         return [], []
@@ -586,7 +575,7 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         if closure is not None:
             facts.append(closure)
 
-    for name, label in (("torch", "PyTorch"), ("tensorflow", "TensorFlow")):
+    for name, label in ((f.name, f.display) for f in frameworks.FRAMEWORKS if f.extension_libs):
         value = fw.value("framework." + name)
         if not (isinstance(value, dict) and value.get("path")):
             continue
@@ -599,7 +588,7 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
             dists = host.distributions()
         reqs = ctx.facts_of("requires").value("python.requirements")
         dependents = (reqs.get("dependents") or {}).get(name, []) if isinstance(reqs, dict) else []
-        if name != "torch" and not dependents:
+        if not EXTENSION_PACKAGES.get(name) and not dependents:
             continue
         config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
         ext, symbols = extension_linkage(host, value, config, dists, dependents, name)

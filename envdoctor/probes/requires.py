@@ -27,6 +27,7 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional
 
+from .. import frameworks
 from ..facts import Fact, ok
 from ..host.base import FILE_SUFFIX_FILTERS, Distribution, Host, normalize_name
 from . import ProbeContext, register
@@ -35,8 +36,8 @@ from . import ProbeContext, register
 METADATA_LIMIT = 512 * 1024
 _NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*")
 #: Frameworks whose dependents (the packages requiring them) are listed: their compiled extensions are checked
-#: against them.
-FRAMEWORK_KEYS = ("torch", "tensorflow", "jax", "jaxlib")
+#: against them (each plug-in's ``dependents_of``).
+FRAMEWORK_KEYS = tuple(d for f in frameworks.FRAMEWORKS for d in f.dependents_of)
 _EXTRA_ONLY = re.compile(r"""\bextra\s*==\s*['"]""")
 
 

@@ -13,8 +13,8 @@ from typing import List
 
 from .. import __version__
 from ..findings import AnyOf, Finding
+from ..layers import NOT_EXAMINED, titles
 from ..report import Report
-from .layers import NOT_EXAMINED, titles
 from .style import printable
 from .text import format_value
 

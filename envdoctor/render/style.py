@@ -25,6 +25,19 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) < 0x100
                             else "\\u%04x" % ord(m.group()), text)
 
+
+#: What would break a line of one-line output, and how it is shown instead.
+_BREAKS = {"\n": "\\n", "\r": "\\r", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_BREAK = re.compile("[%s]" % "".join(_BREAKS))
+
+
+def one_line(text: str) -> str:
+    """``text`` from a report, shown on one line: line breaks as escapes (``\\n``), and every other
+    control character as :func:`printable` shows it.  A newline in a fact's value must not forge a line of
+    the output (a fake ``Summary: 0 nodes...`` in ``fleet``, a fake requirement in ``check``)."""
+    return printable(_BREAK.sub(lambda m: _BREAKS[m.group()], text))
+
+
 _CODES = {"red": "31", "yellow": "33", "green": "32", "blue": "34", "cyan": "36", "dim": "2", "bold": "1"}
 
 

@@ -13,8 +13,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..facts import NOT_SUPPORTED_DEFAULT, Fact, Facts
 from ..findings import SEVERITY_RANK, AnyOf, Finding, Fix
+from ..layers import (
+    COMPANIONS,
+    FRAMEWORK_LAYERS,
+    LAYER_ROWS,
+    NOT_EXAMINED,
+    row_of_finding,
+    row_of_probe,
+    select,
+    titles,
+)
 from ..report import Report
-from .layers import COMPANIONS, FRAMEWORK_LAYERS, LAYER_ROWS, NOT_EXAMINED, row_of_finding, row_of_probe, select, titles
 from .layout import DEFAULT_WIDTH, wrap, wrap_command
 from .style import Style, printable
 

@@ -1,0 +1,109 @@
+"""A CPU-only framework build on a machine with an NVIDIA GPU."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from ...facts import Facts
+from ...findings import Finding, Fix
+from ...matrix import frameworks as fw
+from .. import CheckContext, check, docs_for
+from ..suggest import INSTALL_LINE_READS, install_line
+from . import (
+    DOCS,
+    FRAMEWORKS,
+    MINOR_COMPAT,
+    Driver,
+    _ev,
+    _pip_command,
+    _source,
+    _torch_fix,
+    gpu_ccs,
+    has_nvidia_gpu,
+    suggest_build,
+    suggest_torch,
+)
+
+
+def _cpu_builds(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    if not has_nvidia_gpu(facts):
+        return out
+    drv = Driver(facts)
+    ccs = [cc for cc, _, _ in gpu_ccs(facts)]
+    gpu_ev = [facts.get("gpu.count"), facts.get("driver.cuda_version")]
+    for name, component in FRAMEWORKS:
+        fact = facts.get("framework." + name)
+        if fact is None or not fact.known or not isinstance(fact.value, dict):
+            continue
+        v = fact.value
+        cpu = (not v.get("gpu")) if name == "onnxruntime" else v.get("build") == "cpu"
+        if not cpu or name in ("cupy",):
+            continue
+        label = "%s %s" % (v.get("package") or name, v.get("version"))
+        src: Dict[str, Any] = _source("a CUDA build exists for this GPU", url=MINOR_COMPAT)
+        if name == "torch":
+            sug = suggest_torch(facts, drv if drv.known else None, ccs, prefer=v.get("version"))
+            fix = _torch_fix("Replace the CPU-only wheel with a CUDA build.", sug, facts)
+            if sug is not None:
+                src = _source("torch %s %s (CUDA %s) runs on this driver" % (sug[0], sug[1]["tag"], sug[1]["cuda"]),
+                              fw.torch_release(sug[0]))
+        elif name == "tensorflow":
+            have = v.get("public") or v.get("version")
+            picked = suggest_build("tensorflow", facts, drv if drv.known else None, ccs, prefer=have)
+            if picked is None:
+                fix = Fix(text="Install a CUDA build of TensorFlow: none in envdoctor's matrix fits this driver, GPU, "
+                               "platform and Python; update the driver first.")
+            else:
+                build = picked[0]
+                how = ("'and-cuda' pulls CUDA %s and cuDNN %s from PyPI" % (build.row["cuda"], build.row["cudnn"])
+                       if build.row.get("pip_extra") else
+                       "it uses the system CUDA %s and cuDNN %s" % (build.row["cuda"], build.row["cudnn"]))
+                fix = Fix(text="Install the CUDA build of TensorFlow %s (%s)." % (build.release, how),
+                          commands=["pip uninstall -y %s" % " ".join(sorted(v.get("packages") or [v.get("package")])),
+                                    _pip_command(picked)],
+                          install=install_line(facts, "tensorflow", build.release, "pip"))
+                src = _source("tensorflow %s GPU wheels are built with CUDA %s" % (build.release, build.row["cuda"]),
+                              build.row)
+        elif name == "jax":
+            have = v.get("jaxlib") or v.get("version")
+            picked = suggest_build("jax", facts, drv if drv.known else None, ccs, prefer=have)
+            if picked is None:
+                fix = Fix(text="jaxlib alone is CPU-only, and no jax CUDA build in envdoctor's matrix fits this "
+                               "driver, GPU and Python; update the driver first.")
+            else:
+                build = picked[0]
+                extra = next(var["pip_extra"] for var in build.row["variants"] if var["tag"] == build.variant)
+                have_row = fw.jax_release(have) if isinstance(have, str) else None
+                same = have_row is not None and have_row["jax"] == build.row["jax"]
+                fix = Fix(text="jaxlib alone is CPU-only; install the CUDA %s plugin (%s, jax %s)." % (
+                    build.variant[4:], extra, build.row["jax"]), commands=[_pip_command(picked)],
+                    install=install_line(facts, "jax", have if same else None, "pip"))
+                src = _source("jax CUDA wheels: %s" % extra, build.row)
+        elif name == "onnxruntime":
+            fix = Fix(text="The 'onnxruntime' package has no CUDA execution provider; install onnxruntime-gpu "
+                           "instead (uninstall the CPU package first: both write the same files).",
+                      commands=["pip uninstall -y onnxruntime", "pip install onnxruntime-gpu==%s" % v.get("public")])
+            rel = fw.onnxruntime_release(v.get("version"))
+            if rel is not None:
+                src = {"rule": "onnxruntime-gpu %s is built for CUDA %s" % (rel["version"], rel["cuda"]),
+                       "url": rel["source"].get("url", ""), "checked": rel["source"].get("checked", "")}
+        elif name == "paddle":
+            fix = Fix(text="Install paddlepaddle-gpu instead of the CPU package.",
+                      commands=["pip uninstall -y paddlepaddle", "pip install paddlepaddle-gpu"])
+        else:
+            fix = Fix(text="Install a CUDA build of %s." % name)
+        who = drv.describe() if drv.known else "an NVIDIA GPU is present"
+        out.append(Finding(
+            code="framework.cpu_only_build", severity="warning", components=[component, "gpu"],
+            title="%s is a CPU-only build, but this machine has an NVIDIA GPU (%s)" % (label, who),
+            detail="This build never uses the GPU. The suggested CUDA build is one this driver runs.",
+            evidence=_ev(fact, *gpu_ev), source=src, fix=fix))
+    return out
+
+
+@check("compat.cpu-builds", requires=("framework.*", "gpu.count"),
+       reads=("driver.nvidia_pci_gpus",) + INSTALL_LINE_READS, layers=("frameworks",),
+       codes=docs_for(DOCS, "framework.cpu_only_build"))
+def cpu_builds(ctx: CheckContext) -> List[Finding]:
+    return _cpu_builds(ctx.facts)

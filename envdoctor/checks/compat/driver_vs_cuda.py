@@ -1,0 +1,288 @@
+"""Can the driver run the CUDA the frameworks and the toolkit were built for (natively, or through minor-version
+compatibility)?
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from packaging.version import Version
+
+from ... import matrix
+from ...facts import Facts
+from ...findings import Finding, Fix
+from ...matrix import frameworks as fw
+from ...matrix import hardware as hw
+from .. import CheckContext, check, docs_for
+from ..suggest import INSTALL_LINE_READS, install_line, rpm_tool
+from . import (
+    DOCS,
+    RUNTIME_COMPILED,
+    Driver,
+    Need,
+    _ev,
+    _mm,
+    _mm_str,
+    _sass_for,
+    _severity,
+    _source,
+    _torch_pip,
+    _v,
+    framework_needs,
+    gpu_ccs,
+    suggest_torch,
+    toolkit_needs,
+)
+
+
+def _branch(driver: Optional[str]) -> Optional[str]:
+    v = _v(driver)
+    return str(v.release[0]) if v is not None else None
+
+
+def _major_rows(major: int) -> List[Dict[str, Any]]:
+    return [r for r in hw.cuda_releases() if Version(r["version"]).release[0] == major]
+
+
+def _rule_row(need: Tuple[int, Optional[int]]) -> Optional[Dict[str, Any]]:
+    """The cuda row behind "CUDA X.Y needs driver D": the release itself, or (major only) the major's first."""
+    if need[1] is not None:
+        return hw.cuda_release(_mm_str(need))
+    rows = _major_rows(need[0])
+    return rows[0] if rows else None
+
+
+def _floor_row(major: int) -> Optional[Dict[str, Any]]:
+    """A row of this major whose minor-compatibility floor was verified (the floor is the same for the major)."""
+    rows = _major_rows(major)
+    for r in rows:
+        if r.get("minor_compat_min_driver") and not matrix.unverified(r, "minor_compat_min_driver"):
+            return r
+    return rows[0] if rows else None
+
+
+def _driver_vs_cuda(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    fneeds = framework_needs(facts)
+    installed = facts.get("driver.installed")
+    if installed is not None and installed.known and installed.value is False:
+        pci = facts.get("driver.nvidia_pci_gpus")
+        if fneeds and pci is not None and pci.known and pci.value:
+            need = max(fneeds, key=lambda n: (n.cuda[0], n.cuda[1] or 0))
+            row = _rule_row(need.cuda)
+            exact = row["min_driver_linux"] if row else None
+            names = ", ".join(n.label for n in fneeds)
+            out.append(Finding(
+                code="driver.missing_for_framework", severity="error", components=["driver", need.component],
+                title="No NVIDIA driver is installed, but %s needs CUDA %s (driver >= %s) and an NVIDIA GPU is on "
+                      "the PCI bus (%s)" % (names, _mm_str(need.cuda), exact or "?", ", ".join(pci.value)),
+                detail="The framework build expects the NVIDIA driver's libcuda.so.1; without it the GPU is unused "
+                       "('Found no NVIDIA driver on your system'). Install a driver of branch %s or newer." % (
+                           _branch(exact) or "a current"),
+                evidence=_ev(installed, pci, *[n.fact for n in fneeds]),
+                source=_source("CUDA %s needs Linux driver >= %s" % (_mm_str(need.cuda), exact), row),
+                fix=Fix(text="Install the NVIDIA driver, then reboot (or load the module).",
+                        commands=["sudo ubuntu-drivers install" if facts.value("os.id") == "ubuntu"
+                                  else "sudo %s install nvidia-driver" % rpm_tool(facts)
+                                  if facts.value("os.family") == "rhel"
+                                  else "see https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"],
+                        install=install_line(facts, "driver", _branch(exact), floor=True)),
+            ))
+        return out
+    drv = Driver(facts)
+    if not drv.known:
+        return out  # NVML and nvidia-smi gave no answer: cannot judge
+    ccs = [cc for cc, _, _ in gpu_ccs(facts)]
+    for need in fneeds + toolkit_needs(facts):
+        verdict = drv.verdict(need.cuda)
+        if verdict == "ok":
+            # JAX states its own driver floor per CUDA wheel (jax.json min_driver)
+            if need.min_driver and drv.version and not drv.wsl and _v(drv.version) is not None \
+                    and _v(drv.version) < Version(need.min_driver):  # type: ignore[operator]
+                out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
+            continue
+        users = _toolkit_users(facts) if need.kind != "framework" else []
+        if verdict == "minor_compat" and (need.kind == "framework" and need.component == "cupy" or "cupy" in users):
+            # CuPy compiles its kernels with NVRTC into PTX of its own CUDA minor, which the driver must JIT:
+            # minor-version compatibility does not cover it (cudaErrorUnsupportedPtxVersion), so the driver
+            # of that exact minor is needed
+            row = hw.cuda_release(_mm_str(need.cuda))
+            if row is not None:
+                out.append(_too_old(facts, drv, need, row["min_driver_linux"], row, ["min_driver_linux"], ccs))
+                continue
+        if verdict == "minor_compat" and need.kind == "toolkit" and "nvcc" in need.label \
+                and not _framework_extensions(facts):
+            uncovered = [cc for cc in ccs if not _default_sass_runs(need.cuda[0], cc)]
+            row = hw.cuda_release(_mm_str(need.cuda))
+            if uncovered and row is not None:
+                out.append(_ptx_default(facts, drv, need, row, uncovered))
+                if not users:
+                    continue  # (a framework compiling with this toolkit at run time is told apart, below)
+        if verdict == "minor_compat":
+            out.append(_minor_compat(drv, need, ccs, facts, runtime_users=users))
+            continue
+        row = _floor_row(need.cuda[0])
+        floor = hw.min_driver_for_cuda(_mm_str(need.cuda) if need.cuda[1] is not None
+                                       else (row["version"] if row else ""), minor_compat=True)
+        if floor is None or row is None:
+            continue  # the matrix does not know this CUDA: no rule to apply
+        out.append(_too_old(facts, drv, need, floor, row, ["min_driver_linux", "minor_compat_min_driver"], ccs))
+    return out
+
+
+def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Dict[str, Any]],
+             fields: Sequence[str], ccs: Sequence[str]) -> Finding:
+    exact_row = _rule_row(need.cuda)
+    exact = exact_row["min_driver_linux"] if exact_row else floor
+    branch = _branch(exact) or _branch(floor)
+    code = "driver.too_old_for_framework" if need.kind == "framework" else "driver.too_old_for_toolkit"
+    # CUDA minor-version compatibility begins with CUDA 11: before it, each minor needs its own driver
+    has_compat = need.cuda[0] >= 11
+    if has_compat:
+        text = ("Update the NVIDIA driver to branch %s or newer (any driver >= %s runs every CUDA %d.x minor "
+                "through minor-version compatibility; >= %s runs CUDA %s fully)." % (branch, floor, need.cuda[0],
+                                                                                      exact, _mm_str(need.cuda)))
+    else:
+        text = "Update the NVIDIA driver to branch %s or newer (>= %s runs CUDA %s)." % (branch, exact,
+                                                                                         _mm_str(need.cuda))
+    commands = ["sudo ubuntu-drivers install nvidia:%s" % branch] if facts.value("os.id") == "ubuntu" else []
+    if drv.cuda is not None and drv.cuda[0] == need.cuda[0]:
+        why = ("CUDA %d.x has no minor-version compatibility (it begins with CUDA 11), so each minor needs a driver "
+               "that supports it" % need.cuda[0] if not has_compat else
+               "the driver is below CUDA %d.x's minor-version compatibility floor (%s)" % (need.cuda[0], floor))
+    else:
+        why = "a newer major, and minor-version compatibility never crosses majors"
+    detail = ("The driver's 'CUDA Version' (%s) is the newest CUDA runtime it can run; %s was built for CUDA %s: "
+              "%s. Expect 'CUDA driver version is insufficient for CUDA runtime version'." % (
+                  _mm_str(drv.cuda) if drv.cuda else "?", need.label, _mm_str(need.cuda), why))
+    if need.kind == "framework" and need.component == "torch":
+        alt = suggest_torch(facts, drv, ccs, prefer=need.fact.value.get("version"))
+        if alt is not None:
+            text += (" Or keep this driver and install torch %s for CUDA %s: `pip install --force-reinstall "
+                     "'torch==%s.*' %s`." % (alt[0], alt[1]["cuda"], alt[0], _torch_pip(alt[0], alt[1])))
+    return Finding(
+        code=code, severity=_severity(row, fields), components=["driver", need.component],
+        title="%s, but %s needs CUDA %s (driver >= %s)" % (drv.describe(), need.label, _mm_str(need.cuda), floor),
+        detail=detail, evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source=_source("CUDA %d.x needs Linux driver >= %s (minor-version compatibility floor); CUDA %s's own "
+                       "driver is %s" % (need.cuda[0], floor, _mm_str(need.cuda), exact), row),
+        fix=Fix(text=text, commands=commands, install=install_line(facts, "driver", branch, floor=True)),
+    )
+
+
+#: The SASS target nvcc builds when no -arch/-gencode is given, per CUDA major (nvcc adds the PTX of the same
+#: virtual architecture): read from ``nvcc --dryrun -c`` of NVIDIA's nvcc 11.8.89 and 12.4.131 (Debian's
+#: nvidia-cuda-toolkit packages: -arch=sm_52, compute_52) and 13.0.88 (PyPI nvidia-cuda-nvcc: sm_75, compute_75).
+NVCC_DEFAULT_SASS = {11: "5.2", 12: "5.2", 13: "7.5"}
+NVCC_DOC = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-architecture-arch"
+
+
+def _framework_extensions(facts: Facts) -> bool:
+    """Whether a CUDA build of PyTorch is installed: what nvcc builds next to it is mostly its extensions, which
+    torch.utils.cpp_extension compiles with -gencode for the visible GPUs' own SASS (its _get_cuda_arch_flags),
+    not nvcc's default target."""
+    torch = facts.mapping("framework.torch")
+    return bool(torch.get("cuda"))
+
+
+def _default_sass_runs(major: int, cc: str) -> bool:
+    """Whether nvcc's default SASS (of CUDA ``major``) runs on a GPU of ``cc`` (same major, not older); unknown
+    majors count as covered (nothing is claimed)."""
+    default = NVCC_DEFAULT_SASS.get(major)
+    want, have = _v(cc), _v(default) if default else None
+    if want is None or have is None:
+        return True
+    return want.release[0] == have.release[0] and want >= have
+
+
+def _ptx_default(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], uncovered: Sequence[str]) -> Finding:
+    """nvcc's default build reaches these GPUs only through PTX, newer than this driver can JIT: a certain
+    failure (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) for every program built without -arch."""
+    exact = row["min_driver_linux"]
+    default = NVCC_DEFAULT_SASS[need.cuda[0]]
+    sm = default.replace(".", "")
+    gpus = ", ".join(sorted(set(uncovered), key=lambda c: _v(c) or Version("0")))
+    return Finding(
+        code="driver.too_old_for_toolkit", severity="error", components=["driver", need.component],
+        title="%s, but %s builds by default PTX this driver cannot JIT for compute capability %s (driver >= %s "
+              "needed)" % (drv.describe(), need.label, gpus, exact),
+        detail="Without -arch, nvcc %s builds SASS for sm_%s and PTX for compute_%s only; a GPU of compute "
+               "capability %s runs such a program only by JIT-compiling that PTX, and PTX of CUDA %s is newer "
+               "than this driver (CUDA %s) knows: every such program fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
+               "('the provided PTX was compiled with an unsupported toolchain'). Minor-version compatibility "
+               "does not cover PTX." % (_mm_str(need.cuda), sm, sm, gpus, _mm_str(need.cuda),
+                                        _mm_str(drv.cuda) if drv.cuda else "?"),
+        evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source={"rule": "nvcc's default target is sm_%s + compute_%s (CUDA %d.x); PTX needs a driver of its CUDA "
+                        "release to JIT; CUDA %s's driver is %s" % (sm, sm, need.cuda[0], _mm_str(need.cuda), exact),
+                "url": NVCC_DOC, "checked": "2026-11-29"},
+        fix=Fix(text="Update the NVIDIA driver to %s or newer (CUDA %s's own driver), or build with SASS for the "
+                     "GPU (nvcc -arch=native, or -gencode arch=compute_XY,code=sm_XY for its compute "
+                     "capability)." % (exact, _mm_str(need.cuda)),
+                install=install_line(facts, "driver", _branch(exact), floor=True)),
+    )
+
+
+def _toolkit_users(facts: Facts) -> List[str]:
+    """Frameworks that compile their GPU code at run time with the machine's own CUDA toolkit: CuPy built from
+    source (against the local toolkit), jaxlib's "local CUDA" wheels (+cudaNN without a minor, using the ptxas
+    and libraries of the installed toolkit)."""
+    out = []
+    cupy = facts.mapping("framework.cupy")
+    if cupy.get("build") == "source":
+        out.append("cupy")
+    jax = facts.mapping("framework.jax")
+    cuda = _mm(jax.get("cuda"))
+    if jax.get("build") == "cuda" and cuda is not None and cuda[1] is None:
+        out.append("jax")
+    return out
+
+
+def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
+                  runtime_users: Sequence[str] = ()) -> Finding:
+    row = hw.cuda_release(_mm_str(need.cuda))
+    floor = hw.min_driver_for_cuda(_mm_str(need.cuda), minor_compat=True)
+    exact = row["min_driver_linux"] if row else "?"
+    jit = False
+    if need.component == "torch":
+        var = fw.torch_variant(need.fact.value.get("version")) or fw.torch_variant_for_cuda(
+            need.fact.value.get("version"), need.fact.value.get("cuda"))
+        if var:
+            jit = any(not _sass_for(var.get("arch_list") or [], cc) for cc in ccs)
+    # A toolkit is only a possibility of trouble (code built PTX-only, e.g. nvcc's default target, fails to JIT;
+    # code built with SASS for the GPU runs): info. A framework that reaches the GPU only through PTX: warning.
+    # JAX compiles its kernels at run time (XLA, with the ptxas/nvJitLink of its CUDA): under minor-version
+    # compatibility what needs the driver's JIT fails, so it is a warning like a PTX-only build
+    runtime = (need.kind == "framework" and need.component in RUNTIME_COMPILED) or bool(runtime_users)
+    severity = "warning" if (need.kind == "framework" and jit) or runtime else "info"
+    return Finding(
+        code="driver.minor_version_compat", severity=severity, components=["driver", need.component],
+        title="%s; %s needs CUDA %s (driver >= %s), so it runs through CUDA minor-version compatibility "
+              "(floor %s)" % (drv.describe(), need.label, _mm_str(need.cuda), exact, floor),
+        detail="Within CUDA %d.x a driver at or above %s runs newer minors, except what needs the driver to "
+               "JIT-compile PTX newer than it knows: such code fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
+               "('the provided PTX was compiled with an unsupported toolchain').%s" % (
+                   need.cuda[0], floor,
+                   " Here that matters: %s." % (
+                       "%s compiles its kernels at run time with it" % ", ".join(runtime_users) if runtime_users
+                       else "it compiles its kernels at run time" if runtime else
+                                                 "this build reaches the GPU only through PTX")
+                   if severity == "warning"
+                   else " Code nvcc builds with SASS for the GPU (-arch=native, or -gencode for its sm_XY) runs "
+                   "normally; code built for PTX only (nvcc's default target) does not." if need.kind != "framework"
+                   else " This build ships SASS for the GPU, so it runs normally."),
+        evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source=_source("CUDA %d.x minor-version compatibility floor %s; CUDA %s's own driver %s" % (
+            need.cuda[0], floor, _mm_str(need.cuda), exact), row),
+        fix=Fix(text="Nothing is required. To lift the PTX limit, update the driver to %s or newer." % exact,
+                install=install_line(facts, "driver", _branch(exact), floor=True)),
+    )
+
+
+@check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.*", "driver.nvidia_pci_gpus",
+       "framework.*") + INSTALL_LINE_READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
+                      "driver.minor_version_compat", "driver.missing_for_framework",
+                      "driver.cuda_version_is_a_ceiling"))
+def driver_vs_cuda(ctx: CheckContext) -> List[Finding]:
+    return _driver_vs_cuda(ctx.facts)

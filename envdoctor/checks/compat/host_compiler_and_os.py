@@ -1,0 +1,151 @@
+"""Does the toolkit's nvcc accept the host GCC, and is the OS one the toolkit was built for?"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from packaging.version import Version
+
+from ...facts import Fact, Facts
+from ...findings import Finding, Fix
+from ...matrix import hardware as hw
+from ...osinfo import nvidia_distro
+from .. import CheckContext, check, docs_for
+from ..suggest import INSTALL_LINE_READS, install_line, rpm_tool
+from . import DOCS, _active_toolkit_row, _can_compile, _ev, _severity, _source, _v
+
+
+def _gcc_too_new(version: Version, gcc_max: str) -> bool:
+    """Whether a GCC ``version`` is past nvcc's limit: host_config.h tests the major (``__GNUC__ > 12``), and for
+    the GCC 4 era also the minor (``__GNUC__ == 4 && __GNUC_MINOR__ > 9``), which ``gcc_max`` then carries."""
+    limit = Version(gcc_max).release
+    have = version.release + (0,)
+    return have[:len(limit)] > limit if len(limit) > 1 else have[0] > limit[0]
+
+
+def _gcc_version_of(fact: Optional[Fact]) -> Optional[Version]:
+    if fact is None or not fact.known or not isinstance(fact.value, dict):
+        return None
+    return _v(fact.value.get("version"))
+
+
+def _host_compiler_and_os(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    active = _active_toolkit_row(facts)
+    if active is None:
+        return out
+    version, how, tk_fact, row = active
+    # the compiler nvcc runs by itself (-ccbin/NVCC_CCBIN/CUDAHOSTCXX, its nvcc.profile's gcc, gcc on PATH), then
+    # the one torch.utils.cpp_extension hands it as -ccbin $CC when CC is set
+    candidates = [_nvcc_host_compiler(facts), _extension_cc(facts)]
+    gcc, gv = None, None
+    for cand in candidates:
+        cv = _gcc_version_of(cand)
+        if cv is not None and _gcc_too_new(cv, row["gcc_max"]):
+            gcc, gv = cand, cv
+            break
+    if gcc is not None and gv is not None and _can_compile(facts, tk_fact):
+        gmax_text = row["gcc_max"]
+        gmax = int(Version(gmax_text).release[0])
+        others = [g for g in facts.items("compiler.gcc_versions") if isinstance(g, dict)]
+        fitting: List[Tuple[Version, Dict[str, Any]]] = []  # (version, entry) of the GCCs nvcc accepts
+        for g in others:
+            ov = _v(g.get("version"))
+            if ov is not None and not _gcc_too_new(ov, gmax_text):
+                fitting.append((ov, g))
+        via_cc = gcc.key == "compiler.extension_cc"
+        var = "CC" if via_cc else "NVCC_CCBIN"
+        cmds = []
+        if fitting:
+            best = max(fitting, key=lambda vg: vg[0])[1]
+            path = str(best["path"])
+            cmds.append("export %s=%s" % (var, path if via_cc else path.replace("gcc", "g++")))
+        else:
+            cmds.append("sudo apt-get install gcc-%d g++-%d" % (gmax, gmax) if facts.value("os.id") == "ubuntu"
+                        else "sudo yum install devtoolset-%d" % gmax if rpm_tool(facts) == "yum"
+                        else "sudo dnf install gcc-toolset-%d" % gmax)
+            cmds.append("export %s=/usr/bin/%s-%d" % (var, "gcc" if via_cc else "g++", gmax))
+        if via_cc:
+            which = " (%s, CC: torch.utils.cpp_extension passes it to nvcc as -ccbin)" % gcc.value.get("path")
+        elif gcc.key == "compiler.gcc":
+            which = ""
+        else:
+            which = " (%s, the one nvcc runs)" % gcc.value.get("path")
+        out.append(Finding(
+            code="compiler.gcc_too_new_for_cuda", severity=_severity(row, ["gcc_max"]), components=["compiler", "cuda"],
+            title="GCC %s%s is newer than CUDA %s's nvcc accepts (GCC <= %s)" % (
+                gcc.value["version"], which, version, gmax_text),
+            detail="nvcc stops with '#error -- unsupported GNU version! gcc versions later than %s are not "
+                   "supported!'. Point nvcc at an older GCC (%s) or use a newer CUDA. "
+                   "(-allow-unsupported-compiler exists but is unsafe.)" % (
+                       gmax_text, "CC, which extension builds give nvcc" if via_cc else "NVCC_CCBIN, -ccbin"),
+            evidence=_ev(gcc, tk_fact),
+            source=_source("CUDA %s supports host GCC up to %s" % (row["version"], row["gcc_max"]), row),
+            fix=Fix(text="Use GCC %s or older for nvcc." % gmax_text, commands=cmds)))
+    os_id, os_ver = facts.value("os.id"), facts.value("os.version")
+    if os_id and os_ver and not _distribution_package(tk_fact):
+        dist = row.get("distributions") or {}
+        key, ver = nvidia_distro(str(os_id), str(os_ver))
+        if key in dist and ver not in dist[key]:
+            out.append(Finding(
+                code="os.unsupported_by_cuda", severity="warning", components=["os", "cuda"],
+                title="%s %s is not a supported distribution of CUDA %s (%s %s)" % (
+                    os_id, os_ver, version, key, ", ".join(dist[key])),
+                detail="NVIDIA did not build or test CUDA %s for this release; it may work (the runfile or "
+                       "redistributable tarballs often do) but packages for it may not exist." % row["version"],
+                evidence=_ev(facts.get("os.id"), facts.get("os.version"), tk_fact),
+                source=_source("CUDA %s supports %s %s" % (row["version"], key, ", ".join(dist[key])), row),
+                fix=Fix(text="Use a CUDA release that supports %s %s, or the distribution release CUDA %s "
+                             "supports." % (key, ver, row["version"]),
+                        install=_cuda_for_os(facts, key, ver))))
+    return out
+
+
+def _nvcc_host_compiler(facts: Facts) -> Optional[Fact]:
+    """The host compiler nvcc runs: the one -ccbin names (NVCC_CCBIN, CUDAHOSTCXX, NVCC_PREPEND/APPEND_FLAGS;
+    None when its version is unknown, a clang: nothing to judge), else the gcc its nvcc.profile's PATH finds first
+    (a gcc beside nvcc: Arch's /opt/cuda/bin/gcc, Debian's wrapper), else gcc on PATH."""
+    override = facts.get("compiler.nvcc_host")
+    if override is not None and override.known and isinstance(override.value, dict):
+        return override if override.value.get("version") else None
+    own = facts.get("compiler.nvcc_gcc")
+    if own is not None and own.known and isinstance(own.value, dict) and not own.value.get("same_as_path") \
+            and own.value.get("version"):
+        return own
+    if own is not None and not own.known:
+        return None  # nvcc runs a gcc of its own that could not be asked: not /usr/bin/gcc's to answer for
+    return facts.get("compiler.gcc")
+
+
+def _extension_cc(facts: Facts) -> Optional[Fact]:
+    """The compiler CC names, which torch.utils.cpp_extension gives nvcc as ``-ccbin $CC`` (None when CC is unset,
+    names the compiler already judged, or its version is unknown: a clang, a missing program)."""
+    cc = facts.get("compiler.extension_cc")
+    if cc is None or not cc.known or not isinstance(cc.value, dict) or not cc.value.get("version"):
+        return None
+    return cc
+
+
+def _distribution_package(tk_fact: Fact) -> bool:
+    """The active toolkit is the distribution's own package (Debian/Ubuntu nvidia-cuda-toolkit, Fedora/Arch
+    cuda: nvcc in /usr/bin, no toolkit directory of NVIDIA's layout): the distribution built and supports it
+    for its release, so NVIDIA's list of distributions for its own packages says nothing about it."""
+    value = tk_fact.value if isinstance(tk_fact.value, dict) else {}
+    return (tk_fact.key == "cuda.nvcc" and not value.get("toolkit")
+            and str(value.get("resolved") or value.get("path") or "").startswith("/usr/bin/"))
+
+
+def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
+    for r in reversed(hw.cuda_releases()):  # the newest release for this OS that the installed driver runs
+        if ver in (r.get("distributions") or {}).get(key, []):
+            line = install_line(facts, "cuda", r["ga"], prefix="~/cuda-%s" % r["version"])
+            if line:
+                return line
+    return None
+
+
+@check("compat.host-compiler-and-os", requires=("cuda.nvcc",), reads=("compiler.*", "cuda.*") + INSTALL_LINE_READS,
+       layers=("compilers", "os"),
+       codes=docs_for(DOCS, "compiler.gcc_too_new_for_cuda", "os.unsupported_by_cuda"))
+def host_compiler_and_os(ctx: CheckContext) -> List[Finding]:
+    return _host_compiler_and_os(ctx.facts)

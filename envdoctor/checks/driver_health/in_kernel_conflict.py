@@ -1,0 +1,80 @@
+"""nouveau or nova (the in-kernel drivers) holding the GPU."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ...facts import Facts
+from ...findings import Finding, Fix
+from .. import CheckContext, check, docs_for
+from . import DOCS, READS, _driver_label, _evidence, _family, _installed, _source
+
+NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
+NOUVEAU_TEXT = "blacklist nouveau\noptions nouveau modeset=0\n"
+NOVA_CONF = "/etc/modprobe.d/blacklist-nova.conf"
+NOVA_TEXT = "blacklist nova_drm\nblacklist nova_core\n"
+
+
+def _initramfs(family: str) -> List[str]:
+    if family == "debian":
+        return ["sudo update-initramfs -u"]
+    if family in ("rhel", "fedora", "suse"):
+        return ["sudo dracut --force"]
+    return ["sudo update-initramfs -u   # Debian/Ubuntu", "sudo dracut --force   # RHEL/Fedora/SUSE"]
+
+
+def _in_kernel_conflict(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    if facts.value("driver.installed") is not True:
+        return out  # reported inside driver.not_installed
+    family = _family(facts)
+    nvidia_loaded = facts.value("driver.kernel_module.loaded") is True
+    for name, conf, text, modules in (
+        ("nouveau", NOUVEAU_CONF, NOUVEAU_TEXT, "nouveau"),
+        ("nova", NOVA_CONF, NOVA_TEXT, "nova_drm nova_core"),
+    ):
+        loaded = facts.value("driver.%s.loaded" % name) is True
+        bound = facts.strings("driver.%s.bound" % name)
+        if not loaded and not bound:
+            continue
+        severe = bool(bound) or not nvidia_loaded
+        blacklisted = name == "nouveau" and facts.value("driver.modprobe_blacklist_nouveau") is True
+        if bound:
+            what = "%s drives the NVIDIA GPU %s" % (name, ", ".join(bound))
+        else:
+            what = "the %s kernel module is loaded" % name
+        detail = ("%s, so the NVIDIA driver cannot own it%s. The in-kernel %s driver and NVIDIA's driver "
+                  "cannot share a GPU." % (what[0].upper() + what[1:],
+                                           "" if nvidia_loaded else " (the nvidia module is not loaded)", name))
+        if blacklisted:
+            # the blacklist in /etc/modprobe.d only reaches early boot once the initramfs is rebuilt: name the
+            # distribution's command, the step install guides leave out
+            detail += (" A blacklist file exists already, but the initramfs still loads %s at boot: regenerate "
+                       "the initramfs (%s) and reboot." % (
+                           name, " or ".join("`%s`" % c.split("   #")[0].strip() for c in _initramfs(family))))
+        cmds = []
+        if not blacklisted:
+            cmds.append("printf '%s' | sudo tee %s" % (text.replace("\n", "\\n"), conf))
+        cmds += _initramfs(family) + ["sudo reboot"]
+        out.append(Finding(
+            code="driver.%s_conflict" % name, severity="error" if severe else "warning",
+            components=["driver", "kernel"],
+            title="%s is active next to %s (%s)" % (
+                "nouveau" if name == "nouveau" else "nova (nova-core)", _driver_label(facts),
+                "GPU %s" % ", ".join(bound) if bound else "module loaded"),
+            detail=detail,
+            evidence=_evidence(facts, "driver.%s.loaded" % name, "driver.%s.bound" % name,
+                               "driver.modprobe_blacklist_nouveau", "driver.kernel_module.loaded", "os.family"),
+            source=_source("nouveau"),
+            fix=Fix(text="Blacklist %s (%s with: %s), rebuild the initramfs so it is not loaded at boot, and "
+                         "reboot." % (name, conf, text.strip().replace("\n", "; ")) if not blacklisted else
+                         "Rebuild the initramfs so the blacklist applies at boot, and reboot (modules: %s)." % modules,
+                    commands=cmds),
+        ))
+    return out
+
+
+@check("driver-health.in-kernel-conflict", requires=("driver.installed",), reads=READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.nouveau_conflict", "driver.nova_conflict"))
+def in_kernel_conflict(ctx: CheckContext) -> List[Finding]:
+    return _in_kernel_conflict(ctx.facts) if _installed(ctx.facts) else []

@@ -1,0 +1,168 @@
+"""The cuDNN a framework loads against the one it was built with: another major, or an older minor."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Dict, Iterable, List
+
+from ... import frameworks
+from ...facts import Facts
+from ...findings import Finding, Fix
+from .. import CheckContext, CodeDoc, Message, check
+from ..suggest import INSTALL_LINE_READS
+from . import (
+    NAMES,
+    TORCH_CUDNN_RULE,
+    _cudnn_copies,
+    _cudnn_full_version,
+    _drop_ldp_entry,
+    _evidence,
+    _fw_version,
+    _pip_fix_for,
+    _required_cudnn,
+    _v,
+    _why,
+    component_of,
+)
+
+_CUDNN_VERSION_DOCS = (
+    CodeDoc("cudnn.major_mismatch", "error", "The cuDNN a framework loads has another major than it was built "
+            "with.", "linkage.<framework>, framework.<name>, libraries.cudnn", "cuDNN majors are not "
+            "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"],
+        messages=(Message("Loaded runtime CuDNN library: * but source was compiled with: *",
+                "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),)),
+    CodeDoc("cudnn.too_old_for_framework", "error", "The cuDNN a framework loads is older than the one it was "
+            "built with.", "linkage.<framework>, framework.<name>, libraries.cudnn",
+            "torch raises 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
+            "version ...'.", TORCH_CUDNN_RULE["url"],
+        messages=(Message("Loaded runtime CuDNN library: * but source was compiled with: *",
+                "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),)),
+)
+
+
+def _lead(facts: Facts, fw: str, e: Dict[str, Any], winner: Any) -> str:
+    """The first sentences of a cuDNN version finding: which copy the loader takes and why, and every other copy,
+    which it never reaches (the loader stops at the first file with the soname)."""
+    others = [c for c in _cudnn_copies(facts) if c["resolved"] != winner]
+    text = "The loader takes %s from %s" % (e.get("soname"), _why(e.get("via")))
+    if others:
+        text += ", so %s %s never reached" % ("; ".join("cuDNN %s at %s (%s)" % (c["version"], c["path"], c["found_by"])
+                                                       for c in others), "is" if len(others) == 1 else "are")
+    text += "." if others else "; no other cuDNN is installed."
+    if e.get("modelled"):
+        text += (" %s's libraries could not be read to tell DT_RPATH (searched before LD_LIBRARY_PATH) from RUNPATH: "
+                 "this is the order with RUNPATH." % NAMES[fw])
+    return text
+
+
+def _torch_modelled(facts: Facts) -> List[Dict[str, Any]]:
+    """torch's cuDNN when its library's dynamic section could not be read: its wheel copy is reached through
+    the library's RPATH/RUNPATH ($ORIGIN/../../nvidia/cudnn/lib), which LD_LIBRARY_PATH precedes unless the
+    library carries DT_RPATH."""
+    v = facts.mapping("framework.torch")
+    req = v.get("cudnn_required")
+    if isinstance(facts.value("linkage.torch"), list) or v.get("build") != "cuda" or not isinstance(req, dict):
+        return []
+    major = str(req.get("version") or "").split(".")[0]
+    if not major.isdigit():
+        return []
+    soname = "libcudnn.so." + major
+    site = str(v.get("path") or "")
+    wheel = next((c for c in facts.items("libraries.cudnn") if isinstance(c, dict) and c.get("kind") == "library"
+                  and str(c.get("found_by", "")).startswith("pip wheel") and site
+                  and str(c.get("path", "")).startswith(site + "/")), None)
+    choice = (facts.value("libraries.loader_choice") or {}).get(soname) if isinstance(
+        facts.value("libraries.loader_choice"), dict) else None
+    if isinstance(choice, dict) and choice.get("path") and choice.get("via") == "LD_LIBRARY_PATH":
+        if wheel is None or (wheel.get("resolved") or wheel.get("path")) != choice.get("resolved"):
+            return [dict(choice, how="NEEDED", modelled=True, expected=wheel.get("path") if wheel else None)]
+    return []
+
+
+def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
+    req = _required_cudnn(facts, fw)
+    entries = [e for key in ("linkage." + fw, "linkage.%s.dlopen" % fw) for e in facts.items(key)]
+    if fw == "torch" and not entries:
+        entries = _torch_modelled(facts)
+    if req is None or not entries:
+        return
+    want = _v(req["version"])
+    if want is None:
+        return
+    severity = "error" if req.get("verified", True) else "warning"
+    ev = _evidence(facts, "framework." + fw, "linkage." + fw, "linkage.%s.dlopen" % fw, "libraries.cudnn",
+                   "libraries.loader_choice")
+    fix = _pip_fix_for(facts, fw, "libcudnn.so.%d" % want.major)
+    seen = set()
+    for e in entries:
+        if not isinstance(e, dict) or component_of(e.get("soname", "")) != "cudnn":
+            continue
+        key = (e.get("soname"), e.get("resolved"))
+        if key in seen:
+            continue
+        seen.add(key)
+        if not e.get("path"):
+            # the soname of the build's major is nowhere the loader looks; copies of another major do not count
+            wrong = [c for c in _cudnn_copies(facts) if _v(c["version"]) is not None
+                     and _v(c["version"]).major != want.major]  # type: ignore[union-attr]
+            if not wrong or e.get("soname") != "libcudnn.so.%d" % want.major:
+                continue
+            # the soname named by the framework's own build information certainly fails to load
+            certain = "error" if str(facts.mapping("framework." + fw).get("cudnn") or "").split(".")[0] == str(
+                want.major) else severity
+            yield Finding(
+                code="cudnn.major_mismatch", severity=certain, components=["cudnn", fw],
+                title="%s needs cuDNN %s (%s), but only cuDNN %s is installed" % (
+                    _fw_version(facts, fw), req["version"], e.get("soname"),
+                    ", ".join("%s (%s)" % (c["version"], c["path"]) for c in wrong)),
+                detail="%s opens %s, a file only cuDNN %d provides; %s provide%s another soname, which the "
+                       "loader never substitutes, so %s's cuDNN calls fail ('DNN library is not found' or "
+                       "'cannot open shared object file'). The requirement comes from %s." % (
+                           NAMES[fw], e.get("soname"), want.major,
+                           ", ".join("cuDNN %s at %s (%s)" % (c["version"], c["path"], c["found_by"]) for c in wrong),
+                           "" if len(wrong) > 1 else "s", NAMES[fw], req["from"]),
+                evidence=ev, source=req["source"], fix=fix)
+            continue
+        got_text = _cudnn_full_version(facts, e)
+        got = _v(got_text)
+        if got is None:
+            continue
+        winner = e.get("resolved") or e.get("path")
+        lead = _lead(facts, fw, e, winner)
+        if got.major != want.major:
+            yield Finding(
+                code="cudnn.major_mismatch", severity=severity, components=["cudnn", fw],
+                title="%s was built for cuDNN %s, but the loader gives it cuDNN %s (%s, via %s)" % (
+                    _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
+                detail="%s cuDNN %d and %d are not interchangeable; %s's requirement comes from %s." % (
+                    lead, want.major, got.major, NAMES[fw], req["from"]),
+                evidence=ev, source=req["source"], fix=fix)
+        elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] < want.release[:2]:
+            yield Finding(
+                code="cudnn.too_old_for_framework", severity=severity, components=["cudnn", fw],
+                title="%s needs cuDNN >= %s, but loads cuDNN %s from %s (via %s)" % (
+                    _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
+                detail="%s The requirement comes from %s; a cuDNN minor older than the build's is refused "
+                       "(torch: 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
+                       "version ...'; XLA: 'CuDNN library needs to have matching major version and equal or "
+                       "higher minor version')." % (lead, req["from"]),
+                evidence=ev, source=req["source"], fix=_older_cudnn_fix(facts, fw, e, fix))
+
+
+def _older_cudnn_fix(facts: Facts, fw: str, e: Dict[str, Any], fix: Fix) -> Fix:
+    """An older cuDNN found through LD_LIBRARY_PATH while the framework's own copy is present: drop that entry."""
+    if e.get("via") == "LD_LIBRARY_PATH" and e.get("expected"):
+        where = posixpath.dirname(str(e.get("path")))
+        return Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so %s loads its own copy at %s." % (
+                       where, NAMES[fw], e.get("expected")),
+                   commands=[_drop_ldp_entry(where)])
+    return fix
+
+
+@check("cudnn-version.{}", each=frameworks.having("cudnn_build"),
+       requires=("framework.{}", "linkage.*", "libraries.cudnn"),
+       reads=("framework.*", "libraries.*", "linkage.*.dlopen") + INSTALL_LINE_READS, layers=("libraries",),
+       codes=_CUDNN_VERSION_DOCS)
+def cudnn_version_of(ctx: CheckContext, item: str) -> Iterable[Finding]:
+    """The cuDNN the framework loads against the one it was built with."""
+    return _cudnn_version(ctx.facts, item)

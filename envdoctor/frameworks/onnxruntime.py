@@ -1,0 +1,8 @@
+"""ONNX Runtime: CPU and GPU wheels, builds in ``onnxruntime.json``."""
+
+from . import Framework
+
+FRAMEWORK = Framework("onnxruntime", "ONNX Runtime", True, "onnxruntime", advise=True,
+                      distributions=r"onnxruntime(-gpu|-training|-directml|-openvino|-rocm)?|ort-nightly(-gpu)?",
+                      cpu_distributions=r"onnxruntime|ort-nightly", order=40, aliases=("ort",), links=True,
+                      cudnn_build=True, uses_cudnn=True, dlopen_order=2, glibc=True, fleet=True, policy_order=40)

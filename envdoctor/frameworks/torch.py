@@ -1,0 +1,17 @@
+"""PyTorch: builds in ``torch.json`` (CUDA variants, architecture lists, cuDNN), installed by the ``pytorch``
+recipe; torchvision and torchaudio are shown on its line."""
+
+from . import Framework
+
+FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="pytorch", distributions="torch", order=10,
+                      aliases=("pytorch",), links=True, cudnn_build=True, uses_cudnn=True, arch_lists=True, glibc=True,
+                      nvidia_wheels_field="nvidia_wheels", engine_stack=True, fleet=True, policy_order=10,
+                      dependents_of=("torch",), extension_libs=r"^lib(?:torch|c10|caffe2|shm)[a-z0-9_]*\.so$",
+                      extension_dirs=("torch/lib",),
+                      # c10::, at::, torch::, caffe2::
+                      extension_symbols=r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:3c10|2at|5torch|6caffe2)",
+                      # PyTorch extension packages that ship compiled CUDA code built against one CUDA runtime
+                      extension_packages=(("vllm", "vllm", r".+\.so"), ("flash-attn", ".", r"flash_attn_2_cuda\..*so"),
+                                          ("mamba-ssm", ".", r"selective_scan_cuda\..*so"),
+                                          ("causal-conv1d", ".", r"causal_conv1d_cuda\..*so"),
+                                          ("xformers", "xformers", r".+\.so")))

@@ -1,0 +1,164 @@
+"""Frameworks as plug-ins: a framework is one module in envdoctor/frameworks/ (and its data file), and every list
+of frameworks in envdoctor derives from the registered set.
+
+The proof: a fictional framework ("MindSpore", with every capability flag set) is dropped into the plug-in
+package of a fresh interpreter, its data file into a copy of the matrix's data folder, and every place that lists
+frameworks is asked whether it picked it up; the test names each one that did not. (The framework is made up:
+nothing here installs or imports it.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from envdoctor import findings, frameworks
+
+from .conftest import HERE
+
+ROOT = os.path.dirname(HERE)
+
+PLUGIN = '''\
+"""MindSpore (fictional here: a plug-in written by tests/test_framework_plugins.py)."""
+
+from envdoctor.frameworks import Framework
+
+FRAMEWORK = Framework("mindspore", "MindSpore", True, "mindspore", distributions=r"mindspore(-gpu)?",
+                      cpu_distributions="mindspore", order=65, aliases=("ms",), links=True, cudnn_build=True,
+                      uses_cudnn=True, dlopen_order=6, arch_lists=True, runtime_compiled=True, glibc=True,
+                      nvidia_wheels_field="nvidia_wheels", engine_stack=True, fleet=True, policy_order=65,
+                      dependents_of=("mindspore",), extension_libs=r"^libmindspore[a-z_]*\\.so$",
+                      extension_dirs=("mindspore/lib",), extension_symbols=r"^_ZN9mindspore",
+                      extension_packages=(("mindformers", "mindformers", r".+\\.so"),))
+'''
+
+#: Its data file (fictional rows, never shipped: written into a copy of the data folder): the envelope every matrix
+#: table has, nothing more; a framework needs no validator of its own.
+DATA = {"area": "mindspore", "description": "MindSpore (fictional, written by tests/test_framework_plugins.py).",
+        "rows": [{"version": "2.3.0", "python": ">=3.8,<3.12", "cuda": ["11.6", "11.8"],
+                  "source": {"url": "https://www.mindspore.cn/install/en", "checked": "2026-11-29", "verified": False,
+                             "note": "made up for a test: no fact"}}]}
+
+#: Run in a fresh interpreter: register the plug-in before anything reads the lists, then ask every place.
+PROBE = textwrap.dedent('''\
+    import json, sys
+    import envdoctor.frameworks as F
+    F.__path__.append(sys.argv[1])
+    F.register()
+    import envdoctor.matrix as M
+    M.DATA_DIR = sys.argv[2]  # the shipped tables and the plug-in's own, all validated in full
+    missing = []
+
+    def expect(place, ok):
+        if not ok:
+            missing.append(place)
+
+    expect("envdoctor.frameworks (the registry)", "mindspore" in F.COMPONENTS)
+    from envdoctor import findings, layers
+    expect("findings.COMPONENTS (the findings' vocabulary)", "mindspore" in findings.COMPONENTS)
+    expect("findings.LAYERS (the stack order of findings)", "mindspore" in findings.LAYERS)
+    expect("layers (the report's frameworks layer)", "mindspore" in layers.FRAMEWORK_LAYERS and layers.row_of_finding(
+        findings.Finding("x.y", "warning", ["mindspore"], "t")) == "frameworks")
+    from envdoctor.report import report_schema
+    expect("report schema (components)", "mindspore" in report_schema()["$defs"]["finding"]["properties"][
+        "components"]["items"]["enum"])
+    from envdoctor.cli import matrix as cli_matrix
+    expect("matrix AREA (the command's areas and aliases)",
+           cli_matrix.ALIASES.get("mindspore") == "mindspore" and cli_matrix.ALIASES.get("ms") == "mindspore")
+    from envdoctor import matrix
+    from envdoctor.matrix import frameworks as matrix_frameworks
+    expect("matrix.frameworks.AREAS", "mindspore" in matrix_frameworks.AREAS)
+    expect("matrix.VENDORS (whose tables)", matrix.VENDORS.get("mindspore") == "MindSpore")
+    expect("matrix: its data file read and valid", "mindspore" in matrix.areas() and matrix.problems_of(
+        "mindspore", matrix.read_document("mindspore")) == [] and matrix.load("mindspore")[0]["version"] == "2.3.0")
+    from click.testing import CliRunner
+    from envdoctor.cli import cli
+    listed = CliRunner().invoke(cli, ["matrix", "ms"])
+    row = CliRunner().invoke(cli, ["matrix", "mindspore", "2.3.0"])
+    expect("envdoctor matrix AREA [VALUE] (its rows, their source)", listed.exit_code == 0 and row.exit_code == 0
+           and "mindspore: 1 rows" in listed.output and "not confirmed from MindSpore's tables" in listed.output
+           and "mindspore 2.3.0" in row.output and "https://www.mindspore.cn/install/en" in row.output)
+    from envdoctor import policy
+    expect("policy init (pinned frameworks)", "mindspore" in policy.INIT_FRAMEWORKS)
+    from envdoctor import fleet
+    expect("fleet (compared facts)", "framework.mindspore" in [what for _, what, _ in fleet.FLEET_FACTS])
+    from envdoctor import view
+    expect("view (the engine outputs' versions)", "mindspore" in view.FRAMEWORKS)
+    from envdoctor.checks import all_checks
+    names = [s.name for s in all_checks()]
+    expect("checks: framework-linkage", "framework-linkage.mindspore" in names)
+    expect("checks: cudnn-version", "cudnn-version.mindspore" in names)
+    expect("checks: framework-dlopen", "framework-dlopen.mindspore" in names)
+    from envdoctor.checks import compat, frameworks as framework_checks
+    from envdoctor.checks.compat import arch_vs_builds
+    from envdoctor.checks.libraries import NAMES, cudnn_gpu, wheels
+    expect("checks: compat (framework components)", "mindspore" in [n for n, _ in compat.FRAMEWORKS])
+    expect("checks: compat.arch-vs-builds", "mindspore" in arch_vs_builds.ARCH_FRAMEWORKS)
+    expect("checks: runtime-compiled frameworks", "mindspore" in compat.RUNTIME_COMPILED)
+    expect("checks: frameworks.glibc", "mindspore" in framework_checks.GLIBC_FRAMEWORKS)
+    expect("checks: libraries (display names)", NAMES.get("mindspore") == "MindSpore")
+    expect("checks: cudnn-gpu", "mindspore" in cudnn_gpu._CUDNN_USERS)
+    expect("checks: nvidia-wheels", ("mindspore", "nvidia_wheels") in wheels._WHEEL_FIELDS)
+    from envdoctor.checks import closure, requires as requires_check
+    expect("checks: library-closure", "mindspore" in closure.FRAMEWORKS)
+    expect("checks: installed-requirements (NVIDIA pins)", ("mindspore", "nvidia_wheels") in
+           requires_check._NVIDIA_PIN_FIELDS)
+    from envdoctor.probes import linkage, requires
+    expect("probe: requirements (whose dependents)", "mindspore" in requires.FRAMEWORK_KEYS)
+    expect("probe: linkage (extension libraries, directories, symbols, packages)",
+           linkage.FRAMEWORK_LIB["mindspore"].match("libmindspore_backend.so")
+           and linkage.FRAMEWORK_DIRS["mindspore"] == ("mindspore/lib",)
+           and linkage.FRAMEWORK_SYMBOL["mindspore"].match("_ZN9mindspore6tensorE")
+           and "mindformers" in linkage.EXTENSION_PACKAGES["mindspore"])
+    from envdoctor.host.base import Distribution
+    from envdoctor.probes import frameworks as probe
+    expect("probe: what counts as a framework installed", "mindspore" in probe.FRAMEWORK_NAMES)
+    read = probe.plugin_facts({"mindspore-gpu": Distribution("mindspore-gpu", "2.3.0", "/site/mindspore_gpu-2.3.0"
+                                                                                  ".dist-info", "/site")})
+    expect("probe: a plug-in's reader", [(f.key, f.value.get("version"), f.label) for f in read]
+           == [("framework.mindspore", "2.3.0", "MindSpore")])
+    expect("of_distribution / cpu_only", F.of_distribution("MindSpore_GPU").name == "mindspore"
+           and F.cpu_only("mindspore") and not F.cpu_only("mindspore-gpu"))
+    print(json.dumps(missing))
+''')
+
+
+def test_a_new_framework_is_one_module_and_its_data_file_and_every_list_picks_it_up(tmp_path):
+    from envdoctor import matrix
+
+    (tmp_path / "mindspore.py").write_text(PLUGIN)
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in os.listdir(matrix.DATA_DIR):
+        os.symlink(os.path.join(matrix.DATA_DIR, name), str(data / name))
+    (data / "mindspore.json").write_text(json.dumps(DATA, indent=1))
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path), str(data)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    missing = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert missing == [], "these places do not pick up a new framework: " + "; ".join(missing)
+
+
+def test_the_plugins_are_the_frameworks_and_nothing_lists_them_by_hand():
+    names = [f.name for f in frameworks.FRAMEWORKS]
+    folder = os.path.join(ROOT, "envdoctor", "frameworks")
+    modules = sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".py") and n != "__init__.py")
+    assert sorted(names) == modules  # one module per framework, named after it
+    assert [f.order for f in frameworks.FRAMEWORKS] == sorted(f.order for f in frameworks.FRAMEWORKS)
+    assert len({f.order for f in frameworks.FRAMEWORKS}) == len(names)
+    for fw in frameworks.FRAMEWORKS:
+        for alias in fw.aliases:
+            assert frameworks.BY_NAME.get(alias) is None
+
+
+def test_the_shipped_report_schema_lists_the_components_this_envdoctor_knows():
+    """The schema file (for users' own validators) names the same components as the registry (a new framework:
+    add its name to the file's components enum too)."""
+    from envdoctor.report import report_schema
+
+    with open(os.path.join(ROOT, "envdoctor", "schemas", "report.schema.json"), encoding="utf-8") as fh:
+        shipped = json.load(fh)["$defs"]["finding"]["properties"]["components"]["items"]["enum"]
+    derived = report_schema()["$defs"]["finding"]["properties"]["components"]["items"]["enum"]
+    assert sorted(shipped) == sorted(derived) == sorted(findings.LAYERS)
