@@ -90,7 +90,10 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/vllm-project/vllm/",
                 # links.json's PCIe line rates and encodings: the kernel's own table (PCIE_SPEED2MBS_ENC), which its
                 # link reports use, citing the PCIe specification's Table 1-1 (PCI-SIG's text is for members only).
-                "github.com/torvalds/linux/")
+                "github.com/torvalds/linux/",
+                # cdi_engines.json: which CDI specs a Podman release reads is Podman's own source (the CDI library it
+                # vendors), and which spec field needs which cdiVersion is that library's own (specs-go/version.go).
+                "github.com/containers/podman/", "github.com/cncf-tags/container-device-interface/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant"),

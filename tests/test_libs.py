@@ -264,7 +264,7 @@ def test_without_the_elf_record_or_the_loader_cache_the_wheel_metadata_still_tel
 def test_an_extension_built_against_another_libc10_is_predicted_to_fail_as_the_loader_fails(machine,
                                                                                            monkeypatch) -> None:
     facts = _facts(machine, monkeypatch, gpu=False)
-    sym = [f for f in _findings(facts) if f.code == "linkage.undefined_symbols"]
+    sym = [f for f in _findings(facts) if f.code == "framework.extension_abi_mismatch"]
     assert len(sym) == 1 and sym[0].severity == "error"
     assert "badext 0.9" in sym[0].title and "_ZN3c104impl4goneEv" in sym[0].detail
     assert "goodext" not in " ".join(f.title for f in sym)
@@ -446,7 +446,7 @@ def test_a_tensorflow_extension_built_against_another_tensorflow_is_predicted_to
          "-l:libtensorflow_framework.so.2")
     _dist(site, "tensorflow_text", "2.15.0", ["tensorflow (<2.16,>=2.15.0)"], ["tensorflow_text/python/ops/_ops.so"])
     found = [f for f in _findings(_facts({"python": os.path.join(d, "venv", "bin", "python")}, monkeypatch,
-                                         gpu=False)) if f.code == "linkage.undefined_symbols"]
+                                         gpu=False)) if f.code == "framework.extension_abi_mismatch"]
     assert len(found) == 1 and found[0].components == ["tensorflow"]
     assert "tensorflow_text 2.15.0" in found[0].title or "tensorflow-text 2.15.0" in found[0].title
     assert "_ZN10tensorflow6kernel4goneEv" in found[0].detail

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 import sys
-from typing import List, Set, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 import pytest
 
@@ -119,7 +119,7 @@ def test_the_finding_names_both_sides_and_the_fix(venv: str) -> None:
     host = LiveHost(timeout=20, python_executable=venv)
     facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "frameworks", "requires"))
                   for f in r.facts)
-    found = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("python.requirement")]
+    found = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("packages.requirement")]
     titles = {f.title: f for f in found}
     vllm = titles["vllm 0.3.3 requires torch==2.1.2, but torch 2.2.1+cu121 is installed"]
     assert vllm.severity == "warning" and vllm.components[0] == "torch"
@@ -127,7 +127,7 @@ def test_the_finding_names_both_sides_and_the_fix(venv: str) -> None:
     assert "xformers 0.0.23.post1 requires torch==2.1.2, but torch 2.2.1+cu121 is installed" in titles
     # vllm's own pin on xformers is met; einops (not of the GPU stack) is in the fact, not said; Triton is said
     assert not any("einops" in t for t in titles)
-    triton = [f for f in found if "triton" in f.title and f.code == "python.requirement_missing"]
+    triton = [f for f in found if "triton" in f.title and f.code == "packages.requirement_missing"]
     assert triton and triton[0].severity == "info"
     # torch's pin on its cuDNN wheel is the nvidia-wheels check's (here met): never said twice
     assert not any("nvidia-cudnn" in t for t in titles)
@@ -175,6 +175,39 @@ def test_every_captured_healthy_machine_stays_quiet(path: str) -> None:
     host = SnapshotHost(load_snapshot(path), path)
     facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "frameworks", "requires"))
                   for f in r.facts)
-    loud = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("python.requirement")
+    loud = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("packages.requirement")
             and f.severity != "info"]
     assert loud == [], [f.title for f in loud]
+
+
+VLLM_CASE = "b3-vllm032-pins-torch212-runs-on-torch221-undefined-symbol"
+VLLM_SITE = "/usr/local/lib/python3.10/dist-packages"
+
+
+def _pins(doc: Dict[str, Any]) -> Dict[str, Any]:
+    from .conftest import snapshot_findings
+
+    return {f.title.split(" requires ")[0]: f for f in snapshot_findings(doc)
+            if f.code == "packages.requirement_not_met"}
+
+
+def test_a_compiled_package_pinned_to_another_framework_release_is_an_error() -> None:
+    # vllm#3147: vllm 0.3.2 and xformers 0.0.23.post1 (each with its _C module) pin torch==2.1.2; torch 2.2.1
+    from .conftest import corpus_snapshot
+
+    found = _pins(corpus_snapshot(VLLM_CASE))
+    assert found["vllm 0.3.2"].severity == "error" and found["xformers 0.0.23.post1"].severity == "error"
+    assert "_C.cpython-310-x86_64-linux-gnu.so" in found["vllm 0.3.2"].detail
+    assert "undefined symbol" in found["vllm 0.3.2"].detail
+
+
+def test_without_compiled_modules_or_with_a_range_it_stays_a_warning() -> None:
+    from .conftest import corpus_snapshot
+
+    doc = corpus_snapshot(VLLM_CASE)
+    doc["dirs"][VLLM_SITE + "/vllm"]["entries"] = ["__init__.py"]  # a pure-Python package
+    assert _pins(doc)["vllm 0.3.2"].severity == "warning"
+    doc = corpus_snapshot(VLLM_CASE)
+    meta = VLLM_SITE + "/vllm-0.3.2.dist-info/METADATA"
+    doc["files"][meta]["text"] = doc["files"][meta]["text"].replace("torch ==2.1.2", "torch <2.2,>=2.1")
+    assert _pins(doc)["vllm 0.3.2"].severity == "warning"

@@ -207,8 +207,8 @@ def count(findings: Iterable[Finding]) -> Dict[str, int]:
 #: the frameworks whose CUDA libraries' closure is judged (``linkage.<name>.closure``: those whose linkage is read)
 FRAMEWORKS = frameworks.having("links")
 SYMBOLS_DOC = CodeDoc(
-    "linkage.undefined_symbols", "error", "An extension module imports framework symbols the installed framework "
-    "does not export.", "linkage.torch.extension_symbols, linkage.tensorflow.extension_symbols",
+    "framework.extension_abi_mismatch", "error", "An extension module imports framework symbols the installed "
+    "framework does not export.", "linkage.torch.extension_symbols, linkage.tensorflow.extension_symbols",
     "It was built against another release of the framework: importing it fails with 'undefined symbol: "
     "_ZN3c10...' (C++ has no stable ABI across releases).", "https://pytorch.org/docs/stable/notes/faq.html")
 
@@ -277,7 +277,7 @@ def extension_symbols(ctx: CheckContext) -> Iterable[Finding]:
             first = str(es[0]["missing"][0])
             files = ", ".join(sorted({posixpath.basename(str(e.get("path"))) for e in es}))
             yield Finding(
-                code="linkage.undefined_symbols", severity="error", components=[fw],
+                code="framework.extension_abi_mismatch", severity="error", components=[fw],
                 title="%s %s was built against another %s: %s import%s %d symbol%s %s %s does not export" % (
                     package, es[0].get("version"), display, files, "s" if len(es) == 1 else "", total,
                     "" if total == 1 else "s", display, value.get("version", "?")),
@@ -306,3 +306,46 @@ def _rebuild_fix(package: str, torch: Dict[str, Any], fw: str = "torch") -> Fix:
     return Fix(text="Install the %s release built for %s %s, or rebuild it against it (without build isolation, so "
                     "it compiles against the installed one)." % (package, fw, version),
                commands=["pip install --force-reinstall --no-deps --no-build-isolation --no-cache-dir '%s'" % package])
+
+
+# -- packages that bundle CUDA-linked libraries of their own (auditwheel's <name>.libs: CTranslate2 ...) ---------
+
+from .libraries import _FRAMEWORK_LINKAGE_DOCS  # noqa: E402  (the codes the frameworks' linkage documents)
+
+
+def _loaded_by_framework(facts: Facts, soname: str) -> List[str]:
+    """The frameworks that load ``soname`` from a copy of their own (a program importing them first has it)."""
+    out = []
+    for fw in frameworks.having("links"):
+        for e in facts.value("linkage." + fw) or []:
+            if isinstance(e, dict) and e.get("soname") == soname and e.get("path"):
+                out.append(frameworks.BY_NAME[fw].display if fw in frameworks.BY_NAME else fw)
+    return out
+
+
+@check("package-libraries", requires=("linkage.packages",), reads=("linkage.*",), layers=("libraries", "cuda"),
+       codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")))
+def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
+    """A package's own bundled libraries need a CUDA, cuDNN, NCCL or TensorRT library the loader cannot find, or
+    only another major of it: importing the package fails as a framework's import would. Judged by the closure
+    rules every library set is judged by (:func:`envdoctor.checks.closure.judge`)."""
+    facts = ctx.facts
+    fact = facts.get("linkage.packages")
+    ev = [fact.to_dict()] if fact is not None else []
+    for pkg in facts.value("linkage.packages") or []:
+        if not isinstance(pkg, dict):
+            continue
+        subject = "%s %s" % (pkg.get("package"), pkg.get("version"))
+        for f in judge(pkg, subject, evidence=ev):
+            if f.severity != "error" or f.code not in ("linkage.missing", "linkage.wrong_major"):
+                continue
+            comp = f.components[0] if f.components else "cuda"
+            f.code = "%s.framework_cannot_load" % comp
+            sonames = {str(link.get("soname")) for link in pkg.get("links") or [] if isinstance(link, dict)
+                       and link.get("soname") and str(link.get("soname")) in f.title}
+            with_fw = sorted({n for s in sonames for n in _loaded_by_framework(facts, s)})
+            if with_fw:
+                f.detail += (" A program that imports %s first has that library loaded from %s's own copy and "
+                             "does not fail there; one that imports only %s does." % (
+                                 " or ".join(with_fw), with_fw[0], pkg.get("package")))
+            yield f

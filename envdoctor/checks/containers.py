@@ -7,6 +7,7 @@ machine that daemon runs on -- and one info finding says so instead."""
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts
@@ -303,7 +304,7 @@ DOCKER_DEFAULT_SHM = 64 * 1024 * 1024
 
 @check("container-shm", requires=("gpu.count",), reads=("container.shm", "os.container"), layers=("containers",),
        codes=(
-    CodeDoc("container.shm_too_small_for_nccl", "warning", "Inside a container with several GPUs, /dev/shm is "
+    CodeDoc("nccl.shm_too_small", "warning", "Inside a container with several GPUs, /dev/shm is "
             "Docker's default 64 MiB (or smaller).", "container.shm, gpu.count, os.container",
             "NCCL keeps its intra-node buffers in /dev/shm: multi-GPU training fails at start-up ('Error while "
             "creating shared memory segment ... No space left on device', 'unhandled system error').", NCCL_DOCKER),
@@ -317,7 +318,7 @@ def container_shm(ctx: CheckContext) -> Iterable[Finding]:
     if size > DOCKER_DEFAULT_SHM:
         return []
     return [Finding(
-        code="container.shm_too_small_for_nccl", severity="warning", components=["docker", "nccl"],
+        code="nccl.shm_too_small", severity="warning", components=["docker", "nccl"],
         title="/dev/shm in this container is %d MiB, with %d GPUs: too small for NCCL" % (size // (1024 * 1024),
                                                                                         count),
         detail="Docker gives a container 64 MiB of /dev/shm unless told otherwise; NCCL allocates its buffers "
@@ -330,3 +331,158 @@ def container_shm(ctx: CheckContext) -> Iterable[Finding]:
                      "mount an emptyDir with medium: Memory at /dev/shm.",
                 commands=["docker run --gpus all --shm-size=1g --ulimit memlock=-1 ...",
                           "docker run --gpus all --ipc=host ..."]))]
+
+
+#: dockerd decodes daemon.json before it starts (moby daemon/config/config.go, getConflictFreeConfiguration) and
+#: exits on a decoding error: "unable to configure the Docker daemon with file /etc/docker/daemon.json: invalid
+#: character ...". Docker's troubleshooting page shows the same failure for a file it cannot use.
+DAEMON_TROUBLESHOOT = "https://docs.docker.com/engine/daemon/troubleshoot/"
+DAEMON_SOURCE = "https://github.com/moby/moby/blob/master/daemon/config/config.go"
+
+
+@check("docker-daemon-json", requires=("container.daemon_json_invalid",), reads=("container.*",),
+       layers=("containers",), codes=(
+    CodeDoc("docker.daemon_config_invalid", "error", "/etc/docker/daemon.json is not valid JSON (or not a JSON "
+            "object).", "container.daemon_json_invalid", "dockerd reads it before starting and exits: every docker "
+            "command then fails with 'Cannot connect to the Docker daemon', GPU containers included.",
+            DAEMON_TROUBLESHOOT),
+))
+def daemon_config_invalid(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    bad = facts.mapping("container.daemon_json_invalid")
+    if not bad:
+        return
+    where = " at line %s, column %s" % (bad.get("line"), bad.get("column")) if bad.get("line") else ""
+    path = str(bad.get("path") or "/etc/docker/daemon.json")
+    yield Finding(
+        code="docker.daemon_config_invalid", severity="error", components=["docker", "container-toolkit"],
+        title="%s is not valid JSON (%s%s): dockerd will not start" % (path, bad.get("error"), where),
+        detail="dockerd decodes %s before it starts and exits when it cannot ('unable to configure the Docker "
+               "daemon with file %s'), so every docker command fails with 'Cannot connect to the Docker daemon'. "
+               "A comma missing between two settings (one added by hand beside the nvidia runtime) is the usual "
+               "cause." % (path, path),
+        evidence=_ev(facts, "container.daemon_json_invalid", "container.docker"),
+        source={"rule": "dockerd exits when daemon.json cannot be decoded", "url": DAEMON_SOURCE,
+                "checked": "2026-11-29"},
+        fix=Fix(text="Correct the JSON%s (or let `nvidia-ctk runtime configure` rewrite the file), then restart "
+                     "Docker." % where,
+                commands=["python3 -m json.tool %s" % path, "sudo systemctl restart docker"]))
+
+
+TOOLKIT_CHANGELOG = "https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/CHANGELOG.md"
+
+
+@check("container-toolkit-release", requires=("container.toolkit",), reads=("container.*",) + INSTALL_LINE_READS,
+       layers=("containers",), codes=(
+    CodeDoc("container-toolkit.known_broken_release", "warning", "The installed NVIDIA Container Toolkit is a "
+            "release with a bug that breaks GPU containers, fixed in the next release (matrix "
+            "container_toolkit_bugs, from the toolkit's CHANGELOG).", "container.toolkit",
+            "Containers that reach the bug fail to start or get no GPU, whatever else is set up right.",
+            TOOLKIT_CHANGELOG),
+))
+def toolkit_release(ctx: CheckContext) -> Iterable[Finding]:
+    from ..matrix import containers as ctm
+
+    facts = ctx.facts
+    tk = facts.mapping("container.toolkit")
+    if not tk.get("installed") or not tk.get("version"):
+        return
+    row = ctm.toolkit_bug(str(tk["version"]))
+    if row is None:
+        return
+    src = row.get("source") or {}
+    yield Finding(
+        code="container-toolkit.known_broken_release", severity=str(row.get("severity") or "warning"),
+        components=["container-toolkit"],
+        title="NVIDIA Container Toolkit %s has a bug fixed in %s: %s" % (tk["version"], row["fixed_in"], row["bug"]),
+        detail="With this release %s. NVIDIA's changelog for %s lists the fix." % (row["effect"], row["fixed_in"]),
+        evidence=_ev(facts, "container.toolkit", "container.cdi_specs"),
+        source={"rule": "toolkit %s: %s (fixed in %s)" % (row["release"], row["bug"], row["fixed_in"]),
+                "url": src.get("url", TOOLKIT_CHANGELOG), "checked": src.get("checked", CHECKED)},
+        fix=Fix(text="Upgrade the NVIDIA Container Toolkit to %s or later (its packages together), then regenerate "
+                     "the CDI spec if you use one." % row["fixed_in"],
+                commands=["sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"],
+                install=install_line(facts, "container-toolkit")))
+
+
+CDI_LIBRARY = "https://github.com/cncf-tags/container-device-interface"
+
+
+@check("container-engine-cdi", requires=("container.podman", "container.cdi_specs"), reads=("container.*",),
+       layers=("containers",), codes=(
+    CodeDoc("container.engine_without_cdi", "error", "NVIDIA CDI specs are set up, but the installed Podman cannot "
+            "read them: it has no CDI support, or its CDI library loads only JSON specs in /etc/cdi (Podman "
+            "3.2-3.4) and the NVIDIA spec is YAML or in /var/run/cdi (matrix cdi_engines).",
+            "container.podman, container.cdi_specs",
+            "`podman run --device nvidia.com/gpu=all` finds no such CDI device and takes the name for a host path "
+            "('stat nvidia.com/gpu=all: no such file or directory').", CDI_LIBRARY),
+    CodeDoc("container-toolkit.cdi_spec_unreadable_by_runtime", "error", "An NVIDIA CDI spec has a cdiVersion (or "
+            "a field of one) newer than the installed Podman's CDI library accepts (matrix cdi_engines).",
+            "container.podman, container.cdi_specs",
+            "Podman refuses the spec ('unknown field \"additionalGids\"', 'invalid version'), so no nvidia.com/gpu "
+            "device can be injected.", CDI_LIBRARY),
+))
+def engine_cdi(ctx: CheckContext) -> Iterable[Finding]:
+    from ..matrix import containers as ctm
+    from ..versions import parse
+
+    facts = ctx.facts
+    podman = facts.mapping("container.podman")
+    specs = [s for s in facts.mapping("container.cdi_specs").get("specs") or []
+             if isinstance(s, dict) and str(s.get("kind") or "").startswith("nvidia.com/")]
+    if not podman.get("installed") or not podman.get("version") or not specs:
+        return
+    version = str(podman["version"])
+    row = ctm.cdi_reading("podman", version)
+    if row is None:
+        return
+    src = row.get("source") or {}
+    source = {"rule": "Podman %s-%s reads CDI specs: %s in %s, cdiVersion up to %s" % (
+        row["first"], row["last"], "/".join(row["formats"]) or "none", ", ".join(row["dirs"]) or "-",
+        row.get("max_cdi_version") or "any it knows"), "url": src.get("url", CDI_LIBRARY),
+        "checked": src.get("checked", CHECKED)}
+    ev = _ev(facts, "container.podman", "container.cdi_specs")
+    regenerate = "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
+    unseen = [s for s in specs if posixpath.dirname(str(s.get("path"))) not in row["dirs"]
+              or str(s.get("path")).rsplit(".", 1)[-1].replace("yml", "yaml") not in row["formats"]]
+    if unseen:
+        paths = ", ".join(str(s.get("path")) for s in unseen)
+        what = ("has no CDI support (Podman added it in 3.2.0)" if not row["formats"] else
+                "reads only %s CDI specs in %s" % ("/".join(f.upper() for f in row["formats"]),
+                                                  ", ".join(row["dirs"])))
+        yield Finding(
+            code="container.engine_without_cdi", severity="error", components=["container-toolkit"],
+            title="Podman %s %s: it cannot see the NVIDIA CDI spec %s" % (version, what, paths),
+            detail="Podman %s's CDI library %s, so `--device nvidia.com/gpu=...` names no CDI device and Podman takes "
+                   "it for a host path ('stat nvidia.com/gpu=all: no such file or directory'). Podman 4.1 and later "
+                   "read YAML and JSON specs in /etc/cdi and /var/run/cdi." % (version, what),
+            evidence=ev, source=source,
+            fix=Fix(text="Upgrade Podman to 4.1 or later (your distribution's newer release), or, with this Podman, "
+                         "use the NVIDIA Container Runtime hook instead of CDI devices.",
+                    commands=["podman --version"]))
+        return
+    top = parse(row.get("max_cdi_version"))
+    if top is None:
+        return
+    fields = {str(f["key"]): str(f["cdi_version"]) for f in ctm.cdi_fields()}
+    for s in specs:
+        newer = [k for k in s.get("fields") or [] if k in fields and (parse(fields[k]) or top) > top]
+        spec_v = parse(s.get("cdi_version"))
+        if not newer and not (spec_v is not None and spec_v > top):
+            continue
+        why = ("uses %s (cdiVersion %s)" % (", ".join(newer), max((fields[k] for k in newer),
+                                                                  key=lambda v: parse(v) or top))
+               if newer else "is cdiVersion %s" % s.get("cdi_version"))
+        yield Finding(
+            code="container-toolkit.cdi_spec_unreadable_by_runtime", severity="error",
+            components=["container-toolkit"],
+            title="%s %s, newer than Podman %s's CDI library reads (cdiVersion %s at most)" % (
+                s.get("path"), why, version, row["max_cdi_version"]),
+            detail="Podman %s loads CDI specs with a library that accepts cdiVersion up to %s and refuses unknown "
+                   "fields ('json: unknown field \"%s\"'), so it drops this spec and no nvidia.com/gpu device can be "
+                   "injected. The NVIDIA Container Toolkit writes the newest version the spec's content needs." % (
+                       version, row["max_cdi_version"], newer[0] if newer else "..."),
+            evidence=ev, source=source,
+            fix=Fix(text="Upgrade Podman to a release whose CDI library reads this spec, or write the spec "
+                         "without the newer fields (an older NVIDIA Container Toolkit's `nvidia-ctk cdi generate`).",
+                    commands=[regenerate]))

@@ -35,7 +35,8 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 #: Modules that contribute per-area validators (``VALIDATORS``).  A module
 #: that is not there yet (being written) is skipped.
 VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks", "envdoctor.matrix.builds",
-                     "envdoctor.matrix.kernel", "envdoctor.matrix.nccl")
+                     "envdoctor.matrix.kernel", "envdoctor.matrix.nccl_env", "envdoctor.matrix.nccl",
+                     "envdoctor.matrix.containers")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]
@@ -258,7 +259,9 @@ def clear_cache() -> None:
 #: Whose tables an area's facts come from, for the sentence a user reads about an unconfirmed fact.
 VENDORS = {fw.matrix_area: fw.display for fw in framework_table.FRAMEWORKS if fw.matrix_area and fw.component}
 VENDORS.update({"cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
-                "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA"})
+                "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
+                "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
+                "cdi_engines": "Podman"})
 
 
 def hint_sentence(area: str, row: Row) -> Optional[str]:

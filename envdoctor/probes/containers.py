@@ -416,6 +416,26 @@ def daemon_json_fact(host: Host) -> Tuple[Fact, Optional[Dict[str, Any]]]:
     return ok("container.daemon_json", value, src, label), doc
 
 
+def daemon_json_syntax(host: Host) -> Optional[Fact]:
+    """``container.daemon_json_invalid`` (only when it is): daemon.json is not JSON, or not a JSON object. dockerd
+    decodes it before anything else and exits ("unable to configure the Docker daemon with file ...")."""
+    res = host.read_file(DAEMON_JSON, limit=256 * 1024)
+    if res.text is None or not res.text.strip():
+        return None
+    try:
+        doc = json.loads(res.text)
+    except ValueError as exc:
+        line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+        return ok("container.daemon_json_invalid", {"path": DAEMON_JSON, "error": getattr(exc, "msg", str(exc)),
+                                                    "line": line, "column": col},
+                  "file:" + DAEMON_JSON, "Docker daemon.json syntax")
+    if not isinstance(doc, dict):
+        return ok("container.daemon_json_invalid", {"path": DAEMON_JSON, "error": "not a JSON object",
+                                                    "line": None, "column": None},
+                  "file:" + DAEMON_JSON, "Docker daemon.json syntax")
+    return None
+
+
 _CTK = re.compile(r"NVIDIA Container Toolkit CLI version\s+(\S+)")
 _TOML_SECTION = re.compile(r"^\s*\[\s*([\w.-]+)\s*\]\s*(?:#.*)?$")
 _TOML_KEY = re.compile(r"""^\s*"?([\w-]+)"?\s*=\s*(.*?)\s*(?:#.*)?$""")
@@ -602,6 +622,19 @@ def _wrong_majors(nodes: List[Dict[str, str]], majors: Dict[str, int]) -> List[D
     return out
 
 
+def versioned_fields(text: str) -> List[str]:
+    """The keys of the ``cdi_engines`` table's field rows that the spec uses (``additionalGids``...), each once: a
+    CDI library older than the version that introduced one refuses the spec ('unknown field')."""
+    from ..matrix import containers as ctm
+
+    out = []
+    for row in ctm.cdi_fields():
+        key = str(row["key"])
+        if key not in out and re.search(r'^\s*(?:-\s+)?"?%s"?\s*:' % re.escape(key), text, re.M):
+            out.append(key)
+    return out
+
+
 def cdi_fact(host: Host) -> Fact:
     specs: List[Dict[str, Any]] = []
     majors: Optional[Dict[str, int]] = None
@@ -612,7 +645,8 @@ def cdi_fact(host: Host) -> Fact:
             nodes = cdi_device_nodes(text)
             spec: Dict[str, Any] = {"path": path, "kind": parsed["kind"], "cdi_version": parsed["cdi_version"],
                                     "devices": parsed["devices"],
-                                    "missing_nodes": [n for n in nodes if not host.exists(n)]}
+                                    "missing_nodes": [n for n in nodes if not host.exists(n)],
+                                    "fields": versioned_fields(text)}
             if any(str(n.get("major", "")).isdigit() for n in parsed["nodes"]):
                 if majors is None:
                     proc = host.read_text(PROC_DEVICES, limit=64 * 1024)
@@ -624,6 +658,8 @@ def cdi_fact(host: Host) -> Fact:
 
 
 MOUNTS = "/proc/self/mounts"
+#: The same table under its older name (a link to self/mounts since Linux 2.4.19): read where the first is not.
+MOUNTS_LINK = "/proc/mounts"
 
 
 def keep_shm_mount(text: str) -> str:
@@ -632,12 +668,16 @@ def keep_shm_mount(text: str) -> str:
 
 
 FILE_FILTERS[MOUNTS] = keep_shm_mount
+FILE_FILTERS[MOUNTS_LINK] = keep_shm_mount
 
 
 def shm_fact(host: Host) -> Optional[Fact]:
     """``container.shm``: the size of /dev/shm (its tmpfs mount's ``size=``), where NCCL keeps its intra-node
     buffers; None where there is no /dev/shm mount to read."""
+    where = MOUNTS
     text = host.read_text(MOUNTS, limit=256 * 1024)
+    if text is None:
+        where, text = MOUNTS_LINK, host.read_text(MOUNTS_LINK, limit=256 * 1024)
     if text is None:
         return None
     for line in text.splitlines():
@@ -645,10 +685,10 @@ def shm_fact(host: Host) -> Optional[Fact]:
         if len(parts) >= 4 and parts[1] == "/dev/shm":
             m = re.search(r"(?:^|,)size=(\d+)([kmgKMG]?)(?:,|$)", parts[3])
             if not m:
-                return ok("container.shm", {"size_bytes": None, "options": parts[3][:200]}, "file:" + MOUNTS,
+                return ok("container.shm", {"size_bytes": None, "options": parts[3][:200]}, "file:" + where,
                           "/dev/shm")
             mult = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[m.group(2).lower()]
-            return ok("container.shm", {"size_bytes": int(m.group(1)) * mult}, "file:" + MOUNTS, "/dev/shm")
+            return ok("container.shm", {"size_bytes": int(m.group(1)) * mult}, "file:" + where, "/dev/shm")
     return None
 
 
@@ -673,6 +713,9 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
     facts, runtimes, contacted = docker_facts(host)
     dj_fact, dj = daemon_json_fact(host)
     facts.append(dj_fact)
+    invalid = daemon_json_syntax(host)
+    if invalid is not None:
+        facts.append(invalid)
     label = "NVIDIA runtime registered with Docker"
     if not contacted:
         # daemon.json describes this machine's dockerd, which need not be the daemon docker talks to.

@@ -161,10 +161,13 @@ DOCS = (
             CPP_EXTENSION),
     CodeDoc("compiler.gcc_too_new_for_cuda", "error",
             "The host GCC is newer than the active CUDA toolkit's nvcc accepts.",
-            "compiler.gcc (else the compiler nvcc runs: compiler.nvcc_host from -ccbin/NVCC_CCBIN, "
-            "compiler.nvcc_gcc from its nvcc.profile's PATH), compiler.gcc_versions, the active toolkit",
-            "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!'.",
-            "cuda.json (gcc_max)",
+            "compiler.gcc (else the compiler nvcc runs: compiler.nvcc_host from -ccbin/NVCC_CCBIN/CUDAHOSTCXX, "
+            "compiler.nvcc_gcc from its nvcc.profile's PATH), compiler.extension_cc (CC, which "
+            "torch.utils.cpp_extension passes to nvcc as -ccbin), compiler.gcc_versions, the active toolkit",
+            "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!' "
+            "(crt/host_config.h), unless -allow-unsupported-compiler is given: the build fails. An error where the "
+            "release's limit was verified, a warning otherwise.",
+            "cuda.json (gcc_max, from each release's host_config.h); " + CPP_EXTENSION,
         messages=(Message("unsupported GNU version! gcc versions later than * are not supported!",
                 "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#host-compiler-support-policy"),)),
     CodeDoc("os.unsupported_by_cuda", "warning",

@@ -1,0 +1,99 @@
+"""Container engines and the NVIDIA Container Toolkit (area ``container_toolkit_bugs``).
+
+``container_toolkit_bugs.json``: toolkit releases with a bug that breaks GPU containers, the release that fixed it,
+and the toolkit CHANGELOG entry that says so. This module validates the rows and answers which row a release is.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from . import Row, load, parse_version
+
+SEVERITIES = ("warning", "error")
+
+
+def toolkit_bugs() -> List[Row]:
+    return load("container_toolkit_bugs")
+
+
+def toolkit_bug(version: str) -> Optional[Row]:
+    """The row of a toolkit release (``1.17.0``; a package's ``1.17.0-1`` reads as its release), or None."""
+    want = parse_version(str(version).split("-", 1)[0].split("~", 1)[0])
+    if want is None:
+        return None
+    return next((r for r in toolkit_bugs() if parse_version(r["release"]) == want), None)
+
+
+def validate_toolkit_bugs(table: List[Row]) -> List[str]:
+    problems: List[str] = []
+    seen = set()
+    for i, r in enumerate(table):
+        label = "row %d (%s)" % (i, r.get("release"))
+        release, fixed = parse_version(r.get("release")), parse_version(r.get("fixed_in"))
+        if release is None or r.get("release") in seen:
+            problems.append("%s: release must be a version string, once" % label)
+        seen.add(r.get("release"))
+        if fixed is None or (release is not None and fixed <= release):
+            problems.append("%s: fixed_in must be a later version" % label)
+        if r.get("severity") not in SEVERITIES:
+            problems.append("%s: severity must be one of %s" % (label, ", ".join(SEVERITIES)))
+        for key in ("bug", "effect"):
+            if not isinstance(r.get(key), str) or not r[key]:
+                problems.append("%s: %s must be a sentence" % (label, key))
+    return problems
+
+
+VALIDATORS = {"container_toolkit_bugs": validate_toolkit_bugs}
+
+
+# ---------------------------------------------------------------------------------- area cdi_engines
+
+ENGINE_KINDS = ("engine", "field")
+
+
+def cdi_rows() -> List[Row]:
+    return load("cdi_engines")
+
+
+def cdi_reading(engine: str, version: str) -> Optional[Row]:
+    """How release ``version`` of ``engine`` (``podman``) reads CDI specs: its ``cdi_engines`` row, or None when the
+    table has no row for it (a release newer than the table: nothing can be said)."""
+    want = parse_version(version)
+    if want is None:
+        return None
+    for r in cdi_rows():
+        first, last = parse_version(r.get("first")), parse_version(r.get("last"))
+        if r.get("kind") == "engine" and r.get("engine") == engine and first is not None and last is not None \
+                and first <= want <= last:
+            return r
+    return None
+
+
+def cdi_fields() -> List[Row]:
+    """The spec keys the table knows and the cdiVersion that introduced each."""
+    return [r for r in cdi_rows() if r.get("kind") == "field"]
+
+
+def validate_cdi_engines(table: List[Row]) -> List[str]:
+    problems: List[str] = []
+    for i, r in enumerate(table):
+        label = "row %d (%s)" % (i, r.get("engine") or r.get("key"))
+        if r.get("kind") not in ENGINE_KINDS:
+            problems.append("%s: kind must be one of %s" % (label, ", ".join(ENGINE_KINDS)))
+            continue
+        if r["kind"] == "field":
+            if not isinstance(r.get("key"), str) or parse_version(r.get("cdi_version")) is None:
+                problems.append("%s: a field needs a key and a cdi_version" % label)
+            continue
+        first, last = parse_version(r.get("first")), parse_version(r.get("last"))
+        if first is None or last is None or last < first:
+            problems.append("%s: first and last must be versions, first <= last" % label)
+        if not set(r.get("formats") or []) <= {"json", "yaml"} or not isinstance(r.get("dirs"), list):
+            problems.append("%s: formats must be json/yaml, dirs a list" % label)
+        if r.get("max_cdi_version") is not None and parse_version(r.get("max_cdi_version")) is None:
+            problems.append("%s: max_cdi_version must be a version or null" % label)
+    return problems
+
+
+VALIDATORS["cdi_engines"] = validate_cdi_engines
