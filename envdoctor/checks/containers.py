@@ -322,3 +322,75 @@ def container_shm(ctx: CheckContext) -> Iterable[Finding]:
                      "mount an emptyDir with medium: Memory at /dev/shm.",
                 commands=["docker run --gpus all --shm-size=1g --ulimit memlock=-1 ...",
                           "docker run --gpus all --ipc=host ..."]))]
+
+
+#: dockerd decodes daemon.json before it starts (moby daemon/config/config.go, getConflictFreeConfiguration) and
+#: exits on a decoding error: "unable to configure the Docker daemon with file /etc/docker/daemon.json: invalid
+#: character ...". Docker's troubleshooting page shows the same failure for a file it cannot use.
+DAEMON_TROUBLESHOOT = "https://docs.docker.com/engine/daemon/troubleshoot/"
+DAEMON_SOURCE = "https://github.com/moby/moby/blob/master/daemon/config/config.go"
+
+
+@check("docker-daemon-json", requires=("container.daemon_json_invalid",), reads=("container.*",),
+       layers=("containers",), codes=(
+    CodeDoc("docker.daemon_config_invalid", "error", "/etc/docker/daemon.json is not valid JSON (or not a JSON "
+            "object).", "container.daemon_json_invalid", "dockerd reads it before starting and exits: every docker "
+            "command then fails with 'Cannot connect to the Docker daemon', GPU containers included.",
+            DAEMON_TROUBLESHOOT),
+))
+def daemon_config_invalid(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    bad = facts.mapping("container.daemon_json_invalid")
+    if not bad:
+        return
+    where = " at line %s, column %s" % (bad.get("line"), bad.get("column")) if bad.get("line") else ""
+    path = str(bad.get("path") or "/etc/docker/daemon.json")
+    yield Finding(
+        code="docker.daemon_config_invalid", severity="error", components=["docker", "container-toolkit"],
+        title="%s is not valid JSON (%s%s): dockerd will not start" % (path, bad.get("error"), where),
+        detail="dockerd decodes %s before it starts and exits when it cannot ('unable to configure the Docker "
+               "daemon with file %s'), so every docker command fails with 'Cannot connect to the Docker daemon'. "
+               "A comma missing between two settings (one added by hand beside the nvidia runtime) is the usual "
+               "cause." % (path, path),
+        evidence=_ev(facts, "container.daemon_json_invalid", "container.docker"),
+        source={"rule": "dockerd exits when daemon.json cannot be decoded", "url": DAEMON_SOURCE,
+                "checked": "2026-11-29"},
+        fix=Fix(text="Correct the JSON%s (or let `nvidia-ctk runtime configure` rewrite the file), then restart "
+                     "Docker." % where,
+                commands=["python3 -m json.tool %s" % path, "sudo systemctl restart docker"]))
+
+
+TOOLKIT_CHANGELOG = "https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/CHANGELOG.md"
+
+
+@check("container-toolkit-release", requires=("container.toolkit",), reads=("container.*",) + INSTALL_LINE_READS,
+       layers=("containers",), codes=(
+    CodeDoc("container-toolkit.known_broken_release", "warning", "The installed NVIDIA Container Toolkit is a "
+            "release with a bug that breaks GPU containers, fixed in the next release (matrix "
+            "container_toolkit_bugs, from the toolkit's CHANGELOG).", "container.toolkit",
+            "Containers that reach the bug fail to start or get no GPU, whatever else is set up right.",
+            TOOLKIT_CHANGELOG),
+))
+def toolkit_release(ctx: CheckContext) -> Iterable[Finding]:
+    from ..matrix import containers as ctm
+
+    facts = ctx.facts
+    tk = facts.mapping("container.toolkit")
+    if not tk.get("installed") or not tk.get("version"):
+        return
+    row = ctm.toolkit_bug(str(tk["version"]))
+    if row is None:
+        return
+    src = row.get("source") or {}
+    yield Finding(
+        code="container-toolkit.known_broken_release", severity=str(row.get("severity") or "warning"),
+        components=["container-toolkit"],
+        title="NVIDIA Container Toolkit %s has a bug fixed in %s: %s" % (tk["version"], row["fixed_in"], row["bug"]),
+        detail="With this release %s. NVIDIA's changelog for %s lists the fix." % (row["effect"], row["fixed_in"]),
+        evidence=_ev(facts, "container.toolkit", "container.cdi_specs"),
+        source={"rule": "toolkit %s: %s (fixed in %s)" % (row["release"], row["bug"], row["fixed_in"]),
+                "url": src.get("url", TOOLKIT_CHANGELOG), "checked": src.get("checked", CHECKED)},
+        fix=Fix(text="Upgrade the NVIDIA Container Toolkit to %s or later (its packages together), then regenerate "
+                     "the CDI spec if you use one." % row["fixed_in"],
+                commands=["sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"],
+                install=install_line(facts, "container-toolkit")))

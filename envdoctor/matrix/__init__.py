@@ -33,7 +33,8 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 #: Modules that contribute per-area validators (``VALIDATORS``).  A module
 #: that is not there yet (being written) is skipped.
 VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks", "envdoctor.matrix.builds",
-                     "envdoctor.matrix.kernel", "envdoctor.matrix.nccl_env", "envdoctor.matrix.nccl")
+                     "envdoctor.matrix.kernel", "envdoctor.matrix.nccl_env", "envdoctor.matrix.nccl",
+                     "envdoctor.matrix.containers")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]
