@@ -28,7 +28,7 @@ import shlex
 import stat
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -105,12 +105,15 @@ CODES: Tuple[CodeDoc, ...] = (
             "driver version is insufficient'). The package names come from NVIDIA's own driver packaging "
             "(matrix area driver_packages).", DRIVER_SOURCE),
     CodeDoc("dockerfile.frameworks_conflict", "error",
-            "Two frameworks installed into one environment pin CUDA libraries (nvidia-cudnn-cu12 ...) that no "
-            "release satisfies together.", "the pip install lines and the framework builds' Requires-Dist pins",
-            "In one pip command pip stops with 'ResolutionImpossible'; in two, the second replaces the library the "
-            "first was built against, which then cannot load its GPU libraries. The pins are the builds' own "
-            "Requires-Dist (matrix: torch cudnn, tensorflow cudnn_pip, jax cudnn, proved by "
-            "scripts/verify_matrix.py).", "https://pip.pypa.io/en/stable/topics/dependency-resolution/"),
+            "Two frameworks installed into one environment pin CUDA library wheels (nvidia-nccl-cu12, "
+            "nvidia-cudnn-cu12, nvidia-cublas-cu12 ...) that no release satisfies together.",
+            "the pip install lines and the releases' Requires-Dist pins",
+            "In one pip command pip stops with 'ResolutionImpossible' (when no pair of releases it could take meets; "
+            "pip backtracks, so ranges that meet are fine); in two, the second replaces the library the first was "
+            "built against, which then cannot load its GPU libraries. The pins are the releases' own Requires-Dist "
+            "on PyPI, every nvidia-* wheel (cuDNN, NCCL, cuBLAS, cuFFT, cuSPARSE, cuSOLVER, the CUDA runtime, "
+            "nvJitLink...; matrix area cuda_wheel_pins); for a release not there, the cuDNN of the matrix's builds.",
+            "https://pip.pypa.io/en/stable/topics/dependency-resolution/"),
     CodeDoc("dockerfile.build_arg_unused", "warning",
             "A --build-arg names no ARG of the Dockerfile: the build ignores it, as docker build warns.",
             "the --build-arg values and the ARG instructions",
@@ -1176,7 +1179,7 @@ def _run_findings(st: Stage, t: Target, path: str, context_dir: Optional[str], r
     env = st.all_env()
     gpu_image = bool(base.cuda or base.torch)
     told_python = told_compiler = told_pep668 = told_arch = told_driver = False
-    installed: List[Tuple[str, int, Requirement, str, List[Any]]] = []  # (environment, line, req, framework, builds)
+    installed: List[_Installed] = []
     parent_state = run.states.get(st.parent.index) if st.parent is not None else None
     if parent_state is not None:  # what the stages it is built on installed counts (judged there)
         state = replace(parent_state)
@@ -1573,8 +1576,7 @@ def _env_key(pip: PipInstall) -> str:
 
 def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str], gpu_image: bool,
                         path: str, env: Optional[Mapping[str, str]] = None, run: Optional[_Run] = None,
-                        installed: Optional[List[Tuple[str, int, Requirement, str, List[Any]]]] = None
-                        ) -> List[Finding]:
+                        installed: Optional[List[_Installed]] = None) -> List[Finding]:
     from .advise import choose_build
     from .advise import judge as judge_build
 
@@ -1642,6 +1644,10 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
             picks, loose = _pip_picks(req, pip, fw.name, py, st.env if env is None else env, any_extras=True), True
         if not picks:
             continue
+        if installed is not None:
+            options = _pin_options(req, pip, fw.name, picks, py)
+            if options:
+                installed.append(_Installed(_env_key(pip), pip.line, id(pip), req, fw.display, fw.name, options))
         if loose:
             verdicts = [(c, judge(c, Target(python=py, platform=t.platform))) for c in picks]
             if not any(v.ok for _, v in verdicts):
@@ -1654,10 +1660,6 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
                     pip.line, path, Fix("Install the build that fits.", ["RUN " + chosen[0].command] if chosen else []),
                     evidence=[("image.python", py)]))
             continue
-        if installed is not None:
-            pinned = [c for c in picks if c.cudnn_pip and _extras(c.command) <= set(req.extras)]
-            if pinned and len(pinned) == len(picks):
-                installed.append((_env_key(pip), pip.line, req, fw.display, pinned))
         wanted = set().union(*(_extras(c.command) for c in picks)) - set(req.extras)
         if wanted and all(_extras(c.command) for c in picks):
             c = picks[0]
@@ -1695,14 +1697,117 @@ def _framework_findings(pip: PipInstall, st: Stage, t: Target, py: Optional[str]
     return out
 
 
-def _admits_together(a: str, b: str) -> bool:
-    """Does some release satisfy both specifiers? Tried on the releases they name (exact pins, bounds) and
-    cuDNN's own (cudnn.json)."""
+class _PinOption(NamedTuple):
+    """One release pip may take for a requirement, and the nvidia-* wheels its install pins."""
+
+    release: str
+    requires: Dict[str, str]
+    candidate: Any  # the matrix build (advise.Candidate) of that release, or None
+
+
+class _Installed(NamedTuple):
+    """A framework requirement a pip command of a stage installs, with the CUDA wheels it may pin."""
+
+    env: str  # which environment (:func:`_env_key`)
+    line: int
+    command: int  # the pip command (two requirements of one command are resolved together)
+    req: Requirement
+    display: str
+    framework: str
+    options: List[_PinOption]
+
+
+@functools.lru_cache(maxsize=None)
+def _wheel_pins() -> Dict[Tuple[str, str], List[Tuple[Version, Dict[str, str]]]]:
+    """matrix area cuda_wheel_pins: (distribution, extra or "") -> [(release, {package: specifier})], ascending."""
     from . import matrix
 
-    sa, sb = SpecifierSet(a), SpecifierSet(b)
-    probes = {s.version.rstrip(".*") for s in list(sa) + list(sb)}
-    probes.update(str(r.get("version")) for r in matrix.load("cudnn") if r.get("version"))
+    out: Dict[Tuple[str, str], List[Tuple[Version, Dict[str, str]]]] = {}
+    for row in matrix.load("cuda_wheel_pins"):
+        try:
+            req = Requirement(row["requirement"])
+        except InvalidRequirement:
+            continue
+        key = (canonicalize_name(req.name), canonicalize_name(next(iter(req.extras))) if req.extras else "")
+        for v in row["releases"]:
+            try:
+                out.setdefault(key, []).append((Version(v), dict(row["requires"])))
+            except InvalidVersion:
+                continue
+    for rows in out.values():
+        rows.sort(key=lambda r: r[0])
+    return out
+
+
+def _release_candidates(fw: str, name: str, version: Version) -> List[Any]:
+    """The matrix builds of ``fw`` whose release admits ``version`` (their Python range, their fit)."""
+    from .advise import candidates
+
+    out = []
+    for c in candidates(fw):
+        creq = _candidate_requirement(c.command)
+        if creq is not None and _builds_name(creq.name) == _builds_name(name) and creq.specifier.contains(
+                version, prereleases=True):
+            out.append(c)
+    return out
+
+
+def _build_of(builds: List[Any], extras: List[str]) -> Any:
+    """The build among a release's that an install with these extras takes: JAX's variant of the extra's CUDA major
+    (cuda12, cuda12-pip -> cuda12), torch's PyPI build, else the first."""
+    majors = {m.group(1) for m in (re.match(r"^cuda(\d+)", e) for e in extras) if m}
+    for c in builds:
+        if ("cuda" + "".join(sorted(majors)) == c.variant) if majors else c.variant == c.row.get("pypi_variant"):
+            return c
+    return builds[0] if builds else None
+
+
+def _pin_options(req: Requirement, pip: PipInstall, fw: str, picks: List[Any], python: Optional[str]
+                 ) -> List[_PinOption]:
+    """The releases pip may take for ``req`` and the nvidia-* wheels each pins (matrix area cuda_wheel_pins): every
+    release the specifier and the image's Python admit (pip backtracks among them when one command also names
+    another framework); where the area does not know the release (or torch comes from another index than PyPI),
+    the cuDNN pin of the matrix builds pip picks."""
+    from .advise import python_admits
+
+    name = canonicalize_name(req.name)
+    extras = sorted(str(canonicalize_name(e)) for e in req.extras) or [""]
+    from_pypi = fw != "torch" or all(c.variant == c.row.get("pypi_variant") for c in picks)
+    out: List[_PinOption] = []
+    if from_pypi and not (fw == "torch" and (pip.index_url or pip.extra_index_urls or pip.find_links)):
+        merged: Dict[Version, Dict[str, str]] = {}
+        for extra in extras:
+            for v, requires in _wheel_pins().get((name, extra), []):
+                if not req.specifier.contains(v):
+                    continue
+                pins = merged.setdefault(v, {})
+                for pkg, spec in requires.items():
+                    pins[pkg] = ",".join(x for x in (pins.get(pkg), spec) if x)
+        for v in sorted(merged):
+            builds = _release_candidates(fw, name, v)
+            if python and builds and all(python_admits(c.python_spec, python) is False for c in builds):
+                continue  # pip skips a release with no wheel for the image's Python
+            out.append(_PinOption(str(v), merged[v], _build_of(builds, extras)))
+        if out:
+            return out
+    pinned = [c for c in picks if c.cudnn_pip and _extras(c.command) <= set(req.extras)]
+    if pinned and len(pinned) == len(picks):
+        return [_PinOption(c.release, {c.cudnn_pip[0]: c.cudnn_pip[1]}, c) for c in pinned]
+    return []
+
+
+def _specifiers_meet(a: str, b: str) -> bool:
+    """Does some version satisfy both specifier sets (as pip's resolver asks)? Tried on every version either names
+    and on one just above each (a set of ==, !=, <, <=, >, >=, ~= and wildcards is a union of intervals whose lower
+    ends are those), and on 0."""
+    try:
+        sa, sb = SpecifierSet(a), SpecifierSet(b)
+    except ValueError:
+        return True  # not understood: no conflict claimed
+    probes = ["0"]
+    for s in list(sa) + list(sb):
+        base = s.version.rstrip(".*")
+        probes += [base, base + ".0.0.0.1"]
     for v in probes:
         try:
             if sa.contains(v, prereleases=True) and sb.contains(v, prereleases=True):
@@ -1712,53 +1817,99 @@ def _admits_together(a: str, b: str) -> bool:
     return False
 
 
-def _pin_conflicts(installed: List[Tuple[str, int, Requirement, str, List[Any]]], host: Target,
-                   path: str) -> List[Finding]:
-    """Frameworks installed into one environment of a stage whose builds pin the same CUDA library package
-    (nvidia-cudnn-cu12 ...) to releases that do not meet."""
+def _clashes(a: _PinOption, b: _PinOption) -> List[str]:
+    """The packages both pin to specifier sets no release satisfies together."""
+    return [pkg for pkg in sorted(set(a.requires) & set(b.requires))
+            if not _specifiers_meet(a.requires[pkg], b.requires[pkg])]
+
+
+def _pin_conflicts(installed: List[_Installed], host: Target, path: str) -> List[Finding]:
+    """Frameworks installed into one environment of a stage whose CUDA wheel pins (nvidia-nccl-cu12,
+    nvidia-cudnn-cu12 ...) cannot meet: in one pip command, for every pair of releases pip could take (it
+    backtracks); in two, for the releases each takes (the later replaces what the earlier pinned)."""
     out: List[Finding] = []
     told: Set[Tuple[str, str]] = set()
-    for j, (env_b, line_b, req_b, fw_b, builds_b) in enumerate(installed):
-        for env_a, line_a, req_a, fw_a, builds_a in installed[:j]:
-            if env_a != env_b or env_a == "-" or fw_a == fw_b or (fw_a, fw_b) in told:
+    for j, b in enumerate(installed):
+        for a in installed[:j]:
+            if a.env != b.env or a.env == "-" or a.framework == b.framework or (a.framework, b.framework) in told:
                 continue
-            clashes = [(ca, cb) for ca in builds_a for cb in builds_b
-                       if ca.cudnn_pip[0] == cb.cudnn_pip[0] and not _admits_together(ca.cudnn_pip[1], cb.cudnn_pip[1])]
-            if len(clashes) < len(builds_a) * len(builds_b):
-                continue  # some build of each meets
-            told.add((fw_a, fw_b))
-            ca, cb = clashes[0]
-            pkg = ca.cudnn_pip[0]
-            same = line_a == line_b
-            fix = _agreeing_build(cb, ca, host)
+            same = a.command == b.command
+            opts_a = a.options if same else a.options[-1:]
+            opts_b = b.options if same else b.options[-1:]
+            if any(not _clashes(oa, ob) for oa in opts_a for ob in opts_b):
+                continue  # some release of each meets
+            told.add((a.framework, b.framework))
+            oa, ob = opts_a[-1], opts_b[-1]
+            clash = _clashes(oa, ob)
+            pkg = clash[0]
+            fix = _agreeing_release(b, oa, host) or _agreeing_release(a, ob, host)
+            more = [p for p in clash[1:]]
             out.append(_finding(
                 "dockerfile.frameworks_conflict", "%s needs %s%s, but %s%s needs %s%s" % (
-                    str(req_b), pkg, cb.cudnn_pip[1], str(req_a), "" if same else " (line %d)" % line_a, pkg,
-                    ca.cudnn_pip[1]),
-                ("pip cannot install both (ResolutionImpossible): no %s release satisfies %s %s and %s %s." % (
-                    pkg, fw_a, ca.cudnn_pip[1], fw_b, cb.cudnn_pip[1])) if same else
+                    str(b.req), pkg, ob.requires[pkg], str(a.req), "" if same else " (line %d)" % a.line, pkg,
+                    oa.requires[pkg]),
+                ("pip cannot install both (ResolutionImpossible): no %s release satisfies %s %s's %s and %s %s's "
+                 "%s%s." % (pkg, a.display, oa.release, oa.requires[pkg], b.display, ob.release, ob.requires[pkg],
+                            (" (nor " + ", ".join(more) + ")") if more else "")) if same else
                 ("The later install replaces %s with one %s %s cannot load (pip warns '%s %s requires %s%s, but you "
-                 "have ... which is incompatible'), and %s then runs without its GPU libraries." % (
-                     pkg, fw_a, ca.release, canonicalize_name(req_a.name), ca.release, pkg, ca.cudnn_pip[1], fw_a)),
-                line_b, path,
-                Fix("Install releases whose cuDNN pins meet, or each framework in its own virtual environment.",
-                    ["RUN " + fix.command] if fix else []),
-                evidence=[("pins", "%s %s: %s%s; %s %s: %s%s" % (fw_a, ca.release, pkg, ca.cudnn_pip[1], fw_b,
-                                                                cb.release, pkg, cb.cudnn_pip[1]))]))
+                 "have ... which is incompatible'), and %s then runs without its GPU libraries%s." % (
+                     pkg, a.display, oa.release, canonicalize_name(a.req.name), oa.release, pkg, oa.requires[pkg],
+                     a.display, (" (so do " + ", ".join(more) + ")") if more else "")),
+                b.line, path,
+                Fix("Install releases whose CUDA wheel pins meet, or each framework in its own virtual environment.",
+                    ["RUN " + fix] if fix else []),
+                evidence=[("pins", "%s %s: %s%s; %s %s: %s%s" % (a.display, oa.release, pkg, oa.requires[pkg],
+                                                                b.display, ob.release, pkg, ob.requires[pkg]))]))
     return out
 
 
-def _agreeing_build(wanted: Any, other: Any, host: Target) -> Any:
-    """The newest build of ``wanted``'s framework that fits the host and whose cuDNN pin meets ``other``'s."""
-    from .advise import candidates, judge
+def _cuda_majors(pins: Mapping[str, str]) -> Set[str]:
+    """The CUDA majors of nvidia-*-cuNN wheels a set of pins names."""
+    return {m.group(1) for m in (re.search(r"-cu(\d+)$", p) for p in pins) if m}
 
-    fw = next((f for f in frameworks.FRAMEWORKS if f.advise and wanted in candidates(f.name)), None)
-    if fw is None:
+
+def _with_build_cudnn(option: _PinOption) -> _PinOption:
+    """The option's pins with the cuDNN its matrix build needs added (where the matrix names one)."""
+    c = option.candidate
+    if c is None or not c.cudnn_pip:
+        return option
+    pins = dict(option.requires)
+    pins[c.cudnn_pip[0]] = ",".join(x for x in (pins.get(c.cudnn_pip[0]), c.cudnn_pip[1]) if x)
+    return option._replace(requires=pins)
+
+
+def _agreeing_release(wanted: _Installed, other: _PinOption, host: Target) -> Optional[str]:
+    """A pip command for the newest release of ``wanted``'s requirement (its name and extras, any version) that fits
+    the host and the image's Python and whose CUDA wheel pins all meet ``other``'s."""
+    from .advise import judge
+
+    name = canonicalize_name(wanted.req.name)
+    extras = sorted(str(canonicalize_name(e)) for e in wanted.req.extras) or [""]
+    rows = [(v, pins) for e in extras for v, pins in _wheel_pins().get((name, e), [])]
+    if rows:
+        # beyond what pip resolves, the cuDNN each build needs at run time (the matrix's; JAX 0.4.23's wheels
+        # admit any cuDNN >= 8.9, its jaxlib loads only cuDNN 8)
+        need = _with_build_cudnn(other)
+        for v, pins in sorted(rows, key=lambda r: r[0], reverse=True):
+            build = _build_of(_release_candidates(wanted.framework, name, v), extras)
+            if build is None or _clashes(_with_build_cudnn(_PinOption(str(v), pins, build)), need):
+                continue
+            if _cuda_majors(pins) != _cuda_majors(other.requires):
+                continue  # wheels of another CUDA major share files with these (nvidia/nccl/lib/libnccl.so.2)
+            if not judge(build, host).ok:
+                continue
+            shown = "%s[%s]" % (wanted.req.name, ",".join(sorted(wanted.req.extras))) if wanted.req.extras \
+                else wanted.req.name
+            return 'pip install "%s==%s"' % (shown, v)
         return None
-    for c in candidates(fw.name):
-        if c.cudnn_pip and c.cudnn_pip[0] == other.cudnn_pip[0] and _admits_together(
-                c.cudnn_pip[1], other.cudnn_pip[1]) and judge(c, host).ok:
-            return c
+    # the cuDNN pin of the matrix's builds (torch from its own index)
+    from .advise import candidates
+
+    for c in candidates(wanted.framework):
+        if c.cudnn_pip and c.cudnn_pip[0] in other.requires and _cuda_majors(
+                {c.cudnn_pip[0]: ""}) == _cuda_majors(other.requires) and _specifiers_meet(
+                c.cudnn_pip[1], other.requires[c.cudnn_pip[0]]) and judge(c, host).ok:
+            return str(c.command)
     return None
 
 

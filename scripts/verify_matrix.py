@@ -15,6 +15,10 @@ What is proved, and from what:
 * per framework release, from PyPI (the project's file list and each wheel's METADATA, read from
   the wheel with HTTP range requests): which Python versions have Linux x86_64 wheels (within
   Requires-Python), and the ``nvidia-*`` pins (cuDNN, NCCL, cudart) of the PyPI build;
+* per framework release and CUDA extra (group ``wheel-pins``, area ``cuda_wheel_pins``): every ``nvidia-*`` wheel
+  a pip install of ``tensorflow[and-cuda]``, ``jax[cudaNN...]`` or PyPI's ``torch`` pins on Linux x86_64, read from
+  the Requires-Dist of the release's wheels (and, one level down, of the ``jax-cudaNN-plugin[with-cuda]`` or
+  ``cuda-toolkit[...]`` release it pins), consecutive releases with the same pins grouped into one row;
 * per torch release (group ``torch-pypi``): which CUDA build plain ``pip install torch==X`` takes from PyPI on
   Linux x86_64 (the row's ``pypi_variant``), read from every such wheel of the release: the CUDA runtime its
   METADATA pins (PEP 658 ``.metadata`` file where PyPI serves one), else ``cuda = 'X.Y'`` in the wheel's
@@ -89,7 +93,8 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/torvalds/linux/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
-PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant")}
+PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant"),
+            ("cuda_wheel_pins", "requires"), ("cuda_wheel_pins", "releases")}
 
 #: Facts that come from one page of the vendor per release (the CUDA Installation Guide's distribution table;
 #: the cuDNN and TensorRT support matrix of that release): marked verified, they must be proved or carry the
@@ -150,6 +155,9 @@ ROW_KEY = {"jax": "jax", "gpu_arch": "cc", "gpus": "name", "precision": "precisi
 
 
 def _row_key(area: str, row: Dict[str, Any]) -> str:
+    if area == "cuda_wheel_pins":  # a requirement and the first release of its group: "jax[cuda12]==0.4.23"
+        releases = row.get("releases") or ["?"]
+        return "%s==%s" % (row.get("requirement"), releases[0])
     return str(row.get(ROW_KEY.get(area, "version")))
 
 
@@ -210,12 +218,24 @@ def same(fact: str, in_matrix: Any, proved: Any) -> bool:
             return Version(str(in_matrix)) == Version(str(proved))
         except InvalidVersion:
             return False
+    if fact.startswith("cuda_wheel_pins|") and field == "requires":
+        return _same_pins(in_matrix, proved)
     if field == "cudnn_pip" or fact.startswith("jax|") and field in ("cudnn", "nccl"):
         try:
             return SpecifierSet(str(in_matrix)) == SpecifierSet(str(proved))
         except Exception:  # noqa: BLE001 - an unparsable value is a difference
             return False
     return in_matrix == proved
+
+
+def _same_pins(a: Any, b: Any) -> bool:
+    """Two {package: specifier} maps name the same packages with equal specifier sets."""
+    if not isinstance(a, dict) or not isinstance(b, dict) or set(a) != set(b):
+        return False
+    try:
+        return all(SpecifierSet(str(a[k])) == SpecifierSet(str(b[k])) for k in a)
+    except Exception:  # noqa: BLE001 - an unparsable value is a difference
+        return False
 
 
 def is_vendor_url(url: str) -> bool:
@@ -284,7 +304,7 @@ def compare(proofs: List[Dict[str, Any]]) -> Tuple[List[List[str]], List[str]]:
 
 
 def _provable_release(area: str, key: str) -> bool:
-    return area == "torch" or area == "cuda" and Version(key) >= Version("11.7")
+    return area in ("torch", "cuda_wheel_pins") or area == "cuda" and Version(key) >= Version("11.7")
 
 
 def _show(value: Any, width: int = 0) -> str:
@@ -977,14 +997,160 @@ def _jax_pins(pypi: PyPI, plugin: str, versions: Sequence[str], key: str, tag: s
                   f"METADATA of jax[{tag}] {versions[0]} .. {versions[-1]}: nvidia-cudnn pin; newest wheel named")]
 
 
+# --------------------------------------------------------------------------- CUDA wheels a framework install pins
+
+#: (distribution, how its CUDA installs are asked for): an extra (``and-cuda``, the jax ``cuda*`` extras) or none
+#: (torch from PyPI pins its CUDA wheels unconditionally on Linux x86_64), and the first release to read.
+PIN_DISTRIBUTIONS = (("tensorflow", "and-cuda", "2.14.0"), ("jax", "cuda*", "0.4.7"), ("torch", None, "1.13.0"))
+
+#: Requirements followed one level down: their own Requires-Dist under the extras they are asked with are pins too.
+CARRIERS = re.compile(r"^(cuda-toolkit|jax-cuda\d+-plugin)$")
+
+#: Linux x86_64, every Python minor a release may install on: a requirement counts when its marker holds on all.
+PIN_PYTHONS = ["3.%d" % m for m in range(8, 15)]
+
+
+def _marker_env(python: str, extra: str) -> Dict[str, str]:
+    return {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython",
+            "python_version": python, "python_full_version": python + ".0", "extra": extra}
+
+
+def _applies(req: Any, extra: str) -> bool:
+    """Whether a Requires-Dist entry applies to an install with ``extra`` ("" for none) on Linux x86_64, whatever
+    the Python minor."""
+    return req.marker is None or all(req.marker.evaluate(_marker_env(py, extra)) for py in PIN_PYTHONS)
+
+
+def _parsed(reqs: Iterable[str]) -> List[Any]:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out = []
+    for text in reqs:
+        try:
+            out.append(Requirement(text))
+        except InvalidRequirement:
+            continue
+    return out
+
+
+def _newest_admitted(pypi: PyPI, name: str, spec: Any) -> Optional[str]:
+    vs = sorted((v for v in pypi.releases(name) if spec.contains(v, prereleases=False)), key=Version)
+    return vs[-1] if vs else None
+
+
+def _cuda_pins(pypi: PyPI, reqs: List[Any], how: List[str]) -> Optional[Dict[str, str]]:
+    """{nvidia-* package: specifier} of a requirement list, carriers (cuda-toolkit[...], jax-cudaNN-plugin[...])
+    followed one level at the newest release they admit. None when a carrier cannot be read."""
+    from packaging.utils import canonicalize_name
+
+    pins = {}  # type: Dict[str, List[str]]
+    for r in reqs:
+        name = canonicalize_name(r.name)
+        if name.startswith("nvidia-"):
+            pins.setdefault(name, []).append(str(r.specifier))
+        elif CARRIERS.match(name):
+            v = _newest_admitted(pypi, name, r.specifier)
+            got = _meta_of(pypi, name, v) if v else None
+            if got is None:
+                return None
+            sub = [x for x in _parsed(got[1]) if any(_applies(x, e) for e in sorted(r.extras) or [""])]
+            how.append("%s%s %s: %s" % (name, "[%s]" % ",".join(sorted(r.extras)) if r.extras else "", v,
+                                        got[0]["filename"]))
+            for x in sub:
+                xn = canonicalize_name(x.name)
+                if xn.startswith("nvidia-"):
+                    pins.setdefault(xn, []).append(str(x.specifier))
+    return {k: ",".join(sorted({p for spec in v for p in spec.split(",") if p})) for k, v in sorted(pins.items())}
+
+
+def _release_pins(pypi: PyPI, dist: str, extra: Optional[str], version: str
+                  ) -> Optional[Tuple[Dict[str, str], Dict[str, Any], List[str]]]:
+    """(pins, newest wheel read, how) of one release's install (with ``extra``); every Linux x86_64 wheel of the
+    release must agree, else None."""
+    wheels = sorted(pypi.linux_wheels(dist, version), key=lambda w: w["filename"])
+    if not wheels:
+        return None
+    found = None  # type: Optional[Dict[str, str]]
+    how = []  # type: List[str]
+    for f in wheels:
+        chosen = [r for r in _parsed(_requires(pypi.metadata(dist, f))) if _applies(r, extra or "")]
+        step = []  # type: List[str]
+        pins = _cuda_pins(pypi, chosen, step)
+        if pins is None:
+            return None
+        if found is not None and pins != found:
+            return None  # the wheels of one release disagree: no single answer
+        found, how = pins, step
+    return (found or {}), wheels[-1], how
+
+
+def _extras_of(pypi: PyPI, dist: str, version: str, pattern: Optional[str]) -> List[Optional[str]]:
+    """The extras of a release matching a pattern (``cuda*``), normalised; [None] for no extra."""
+    from packaging.utils import canonicalize_name
+
+    if pattern is None:
+        return [None]
+    wheels = sorted(pypi.linux_wheels(dist, version), key=lambda w: w["filename"])
+    if not wheels:
+        return []
+    meta = pypi.metadata(dist, wheels[-1])
+    names = [canonicalize_name(line.split(":", 1)[1].strip()) for line in meta.splitlines()
+             if line.startswith("Provides-Extra:")]
+    if pattern.endswith("*"):
+        return sorted({n for n in names if n.startswith(pattern[:-1])})
+    return [canonicalize_name(pattern)] if canonicalize_name(pattern) in names else []
+
+
+def derive_wheel_pins(pypi: PyPI) -> List[Dict[str, Any]]:
+    """Area cuda_wheel_pins: per distribution and extra, consecutive releases whose installs pin the same nvidia-*
+    wheels, one proof of the pins and one of the releases per group (keyed by the group's first release)."""
+    out = []  # type: List[Dict[str, Any]]
+    for dist, pattern, first in PIN_DISTRIBUTIONS:
+        groups = {}  # type: Dict[str, List[Tuple[str, Dict[str, str], Dict[str, Any], List[str]]]]
+        for v in sorted(pypi.releases(dist), key=Version):
+            if Version(v) < Version(first):
+                continue
+            for extra in _extras_of(pypi, dist, v, pattern):
+                got = _release_pins(pypi, dist, extra, v)
+                if got is None or not got[0]:
+                    continue
+                groups.setdefault(extra or "", []).append((v, got[0], got[1], got[2]))
+        for extra, found in sorted(groups.items()):
+            requirement = "%s[%s]" % (dist, extra) if extra else dist
+            runs = []  # type: List[List[Tuple[str, Dict[str, str], Dict[str, Any], List[str]]]]
+            for item in found:
+                if runs and runs[-1][-1][1] == item[1]:
+                    runs[-1].append(item)
+                else:
+                    runs.append([item])
+            for run in runs:
+                versions = [x[0] for x in run]
+                v, pins, f, how = run[-1]
+                key = "%s==%s" % (requirement, versions[0])
+                span = versions[0] + (" .. " + versions[-1] if len(versions) > 1 else "")
+                text = "Requires-Dist of %s %s%s on Linux x86_64 (every wheel of each release read; newest named)%s" % (
+                    dist, span, " under the extra " + extra if extra else "",
+                    ("; followed into " + "; ".join(how)) if how else "")
+                src = "https://pypi.org/project/%s/%s/" % (dist, v)
+                out.append(proof("cuda_wheel_pins|%s|requires" % key, pins, f["filename"], f["digests"]["sha256"],
+                                 src, text))
+                out.append(proof("cuda_wheel_pins|%s|releases" % key, versions, f["filename"],
+                                 f["digests"]["sha256"], src, "the consecutive releases of %s whose pins are these"
+                                 % requirement))
+    return out
+
+
 def group_of(p: Dict[str, Any]) -> str:
+    if p["fact"].startswith("cuda_wheel_pins|"):
+        return "wheel-pins"
     if p["fact"].startswith("torch|") and p["fact"].endswith("|pypi_variant"):
         return "torch-pypi"
     return "cuda" if p["fact"].split("|")[0] in ("cuda", "gpu_arch") else "frameworks"
 
 
 DERIVERS = {"cuda": derive_cuda, "frameworks": derive_frameworks,
-            "torch-pypi": derive_torch_pypi}  # type: Dict[str, Callable[[PyPI], List[Any]]]
+            "torch-pypi": derive_torch_pypi, "wheel-pins": derive_wheel_pins}  # type: Dict[str, Callable[[PyPI], List[Any]]]
 
 
 # --------------------------------------------------------------------------- main

@@ -419,6 +419,43 @@ def test_gcc_newer_than_nvcc_accepts():
     assert run(F(nvcc("11.8.89"), gcc("11.4.0", "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0"))) == []
 
 
+def extension_cc(path: str, version: Optional[str]) -> Fact:
+    value: Dict[str, Any] = {"var": "CC", "path": path, "exists": True}
+    if version:
+        value["version"] = version
+    return ok("compiler.extension_cc", value, "env:CC")
+
+
+def test_gcc_limit_is_an_error_where_the_release_limit_was_verified():
+    # CUDA 9.0's host_config.h stops at 'gcc versions later than 6' (cuda.json gcc_max, verified): a certain
+    # build failure, so an error; Ubuntu 18.04's gcc 7.5.0 banner
+    f = only(run(F(nvcc("9.0.176"), gcc("7.5.0", "gcc (Ubuntu 7.5.0-3ubuntu1~18.04) 7.5.0"))),
+             "compiler.gcc_too_new_for_cuda")
+    assert f.severity == "error" and "GCC <= 6" in f.title and "CUDA 9.0.176" in f.title
+    # gcc 6 is accepted
+    assert run(F(nvcc("9.0.176"), gcc("6.5.0", "gcc (Ubuntu 6.5.0-2ubuntu1~18.04) 6.5.0"))) == []
+
+
+def test_gcc_limit_with_a_minor_compares_the_minor():
+    # CUDA 7.5 tests '__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ > 9)': 4.9 passes, 5.x does not
+    assert run(F(nvcc("7.5.17"), gcc("4.9.2", "gcc (Debian 4.9.2-10) 4.9.2"))) == []
+    f = only(run(F(nvcc("7.5.17"), gcc("5.4.0", "gcc (Ubuntu 5.4.0-6ubuntu1~16.04.12) 5.4.0"))),
+             "compiler.gcc_too_new_for_cuda")
+    assert "GCC <= 4.9" in f.title
+
+
+def test_cc_is_the_compiler_torch_extensions_give_nvcc():
+    # torch.utils.cpp_extension adds '-ccbin $CC': /usr/bin/gcc (7.5) is fine for CUDA 11.0, CC=gcc-10 is not
+    default = gcc("7.5.0", "gcc (Ubuntu 7.5.0-3ubuntu1~18.04) 7.5.0")
+    f = only(run(F(nvcc("11.0.221"), default, extension_cc("/usr/bin/gcc-10", "10.1.0"))),
+             "compiler.gcc_too_new_for_cuda")
+    assert "GCC 10.1.0" in f.title and "CC" in f.title and "GCC <= 9" in f.title
+    assert f.severity == "error" and any("export CC=" in c for c in f.fix.commands)
+    # CC naming an accepted GCC, or a compiler whose version is unknown (clang, missing), says nothing
+    assert run(F(nvcc("11.0.221"), default, extension_cc("/usr/bin/gcc-9", "9.4.0"))) == []
+    assert run(F(nvcc("11.0.221"), default, extension_cc("clang", None))) == []
+
+
 def test_distribution_not_supported_by_the_toolkit():
     f = only(run(F(nvcc("12.4.131"), os_facts("ubuntu", "24.04"))), "os.unsupported_by_cuda")
     assert f.severity == "warning" and "ubuntu 24.04" in f.title

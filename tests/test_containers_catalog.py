@@ -118,3 +118,15 @@ def test_docker_default_shm_with_several_gpus_is_said() -> None:
     assert _shm(64 * 1024 * 1024, 1) == []  # one GPU: NCCL's intra-node buffers are not needed
     assert _shm(1024 ** 3, 8) == []  # --shm-size=1g
     assert _shm(64 * 1024 * 1024, 8, container=None) == []  # a host's /dev/shm is half its memory
+
+
+def test_shm_is_read_from_proc_mounts_where_self_mounts_is_not_there() -> None:
+    # /proc/mounts is the older name of the same table (a link to self/mounts); a capture that holds only it, as
+    # the corpus's Docker machines of NCCL threads do (16 MiB: pytorch/torchtitan#853's CI container), is read
+    mounts = "shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=16384k 0 0\n"
+    fact = facts_of(make_host(files={"/proc/mounts": mounts}, environ=PATH_ENV)).get("container.shm")
+    assert fact is not None and fact.value == {"size_bytes": 16 * 1024 * 1024} and fact.source == "file:/proc/mounts"
+    found = _shm(16 * 1024 * 1024, 8)
+    assert [f.code for f in found] == ["nccl.shm_too_small"] and "/dev/shm" in found[0].title
+    # neither readable: no fact, nothing said
+    assert facts_of(make_host(files={}, environ=PATH_ENV)).get("container.shm") is None

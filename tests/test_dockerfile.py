@@ -498,6 +498,34 @@ def test_jax_and_torch_pinning_cudnn_that_cannot_meet():
     assert "jax" in f.title.lower()
 
 
+def test_tensorflow_and_jax_pinning_nccl_that_cannot_meet():
+    """jax-ml/jax#21335 (tensorflow/tensorflow#68290): tensorflow[and-cuda] 2.15.0 pins nvidia-nccl-cu12==2.16.5 and
+    jax[cuda12] 0.4.23 needs nvidia-nccl-cu12>=2.18.3: one install cannot resolve. The maintainers' way out:
+    TensorFlow 2.16.1, whose nvidia-nccl-cu12==2.19.3 JAX's pin admits."""
+    found = _lint("jax-21335", _host("535.104.05", "Tesla V100-SXM2-16GB"))
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")]
+    f = found[0]
+    assert f.evidence[0]["value"] == 2
+    assert "nvidia-nccl-cu12" in f.title and "==2.16.5" in f.title and ">=2.18.3" in f.title
+    assert "ResolutionImpossible" in f.detail
+    fix = " ".join(f.fix.commands)
+    assert "tensorflow[and-cuda]==2." in fix
+    minor = int(fix.split("tensorflow[and-cuda]==2.")[1].split(".")[0])
+    assert minor >= 16  # a TensorFlow whose NCCL pin meets JAX's (2.16.1 in the thread)
+
+
+def test_a_torch_pin_with_no_wheel_for_the_image_python():
+    """pytorch/pytorch#112882: torch 2.1.1 on python:3.12-slim: no wheel for Python 3.12 (from versions: none);
+    the first release with Python 3.12 wheels is 2.2."""
+    found = _lint("pytorch-112882", _host("550.54.15", RTX4090))
+    assert _codes(found) == [("dockerfile.build_does_not_fit", "error")]
+    f = found[0]
+    assert f.evidence[0]["value"] == 2 and "torch==2.1.1" in f.title and "3.12" in f.title
+    fix = f.fix.commands[0]
+    assert fix.startswith('RUN pip install "torch==2.')
+    assert int(fix.split('"torch==2.')[1].split(".")[0]) >= 2  # a release with Python 3.12 wheels
+
+
 def test_a_framework_pin_whose_python_range_excludes_the_image_python():
     """issue 29's case: tensorflow-gpu==2.10.0 on Ubuntu 24.04 (Python 3.12): tensorflow-gpu 2.10's wheels are
     cp37..cp310 (PyPI's file list), TensorFlow 2.10's range. The same pin on Python 3.10 installs."""
@@ -553,3 +581,67 @@ def test_frameworks_in_separate_environments_or_agreeing_pins_do_not_conflict():
     assert _codes(no_extra) == [("dockerfile.cuda_libraries_not_installed", "warning")]
     # torch 2.5.1 pins cuDNN 9.1.0.70, which JAX 0.4.31's >=9.1,<10 admits
     assert _inline(base + "RUN pip install torch==2.5.1\n" + jax % "pip", host) == []
+
+
+@pytest.mark.parametrize("a,b,meet", [
+    ("==2.16.5", ">=2.18.3", False),                 # jax-ml/jax#21335
+    ("==2.19.3", ">=2.18.3", True),                  # TensorFlow 2.16.1's NCCL and JAX's
+    ("==8.9.7.29", "<9.0,>=8.9.2.26", True),
+    ("==8.5.0.96", "<9,>=8.6", False),
+    ("<10.0,>=9.3.0.75", "<10.0,>=9.8", True),       # ranges that intersect
+    ("<9.0,>=8.9", ">=9.1,<10", False),              # ranges that do not
+    (">2.18", "<=2.18", False),
+    (">2.18", "<2.19", True),
+    ("==13.1.0.3.*", ">=13.0.0.19", True),           # cuda-toolkit's wildcard pins
+    ("==13.1.0.3.*", "==13.1.1.1", False),
+    ("!=2.18.1,>=2.18.1", "<2.18.2", True),
+    ("", "==1.0", True),
+])
+def test_specifier_sets_meet_as_the_resolver_asks(a, b, meet):
+    assert dfmod._specifiers_meet(a, b) is meet and dfmod._specifiers_meet(b, a) is meet
+
+
+def test_cuda_wheel_pins_hold_what_the_threads_quote():
+    """The area's rows for the releases jax-ml/jax#21335 quotes (PyPI's Requires-Dist)."""
+    pins = dfmod._wheel_pins()
+    tf = dict(pins[("tensorflow", "and-cuda")])
+    jax = dict(pins[("jax", "cuda12")])
+    from packaging.version import Version
+    assert tf[Version("2.15.0")]["nvidia-nccl-cu12"] == "==2.16.5"
+    assert tf[Version("2.16.1")]["nvidia-nccl-cu12"] == "==2.19.3"
+    assert jax[Version("0.4.23")]["nvidia-nccl-cu12"] == ">=2.18.3"
+    # jax[cuda12] from 0.4.30 pins through jax-cuda12-plugin[with-cuda]; torch from 2.11 through cuda-toolkit[...]
+    assert jax[Version("0.4.31")]["nvidia-cudnn-cu12"] == "<10.0,>=9.1"
+    assert dict(pins[("torch", "")])[Version("2.11.0")]["nvidia-cublas"] == "==13.1.0.3.*"
+
+
+def test_framework_pins_that_meet_or_a_resolver_that_can_backtrack_say_nothing():
+    host = _host("550.54.15", RTX4090)
+    base = "FROM python:3.10-slim\n"
+    # TensorFlow 2.16.1's NCCL 2.19.3 is what JAX 0.4.23's >=2.18.3 admits (the maintainers' answer)
+    assert _inline(base + 'RUN pip install "tensorflow[and-cuda]==2.16.1" "jax[cuda12]==0.4.23"\n', host) == []
+    # one command, TensorFlow unpinned: pip takes a release whose pins meet JAX 0.4.23's
+    assert _inline(base + 'RUN pip install "tensorflow[and-cuda]" "jax[cuda12]==0.4.23"\n', host) == []
+    # jax[cuda12_local] pulls no CUDA wheel at all
+    assert _inline(base + 'RUN pip install "tensorflow[and-cuda]==2.15.0" "jax[cuda12_local]==0.4.23"\n'
+                          '', host) == []
+
+
+def test_two_commands_judge_the_releases_each_takes():
+    """The later pip install replaces the earlier's NCCL: pip only warns, the first framework then breaks."""
+    host = _host("550.54.15", RTX4090)
+    base = "FROM python:3.10-slim\n"
+    found = _inline(base + 'RUN pip install "tensorflow[and-cuda]==2.15.0"\nRUN pip install "jax[cuda12]==0.4.23"\n',
+                    host)
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")]
+    assert "(line 2)" in found[0].title and "nvidia-nccl-cu12" in found[0].title
+    assert "replaces nvidia-nccl-cu12" in found[0].detail
+    assert found[0].fix.commands == ['RUN pip install "tensorflow[and-cuda]==2.17.1"']
+    # torch 2.6.0 pins cuDNN 9.1.0.70; JAX 0.6.0 needs >=9.8: the fix is the newest JAX that admits 9.1
+    found = _inline("FROM python:3.11-slim\nRUN pip install torch==2.6.0\nRUN pip install 'jax[cuda12]==0.6.0'\n", host)
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")] and "nvidia-cudnn-cu12" in found[0].title
+    assert found[0].fix.commands == ['RUN pip install "jax[cuda12]==0.5.3"']
+    # torch 2.1.0 and TensorFlow 2.15.0 pin different cuBLAS, NCCL and cuDNN: every clash is named
+    found = _inline(base + 'RUN pip install torch==2.1.0 "tensorflow[and-cuda]==2.15.0"\n', host)
+    assert _codes(found) == [("dockerfile.frameworks_conflict", "error")]
+    assert "nvidia-nccl-cu12" in found[0].detail and "nvidia-cudnn-cu12" in found[0].detail

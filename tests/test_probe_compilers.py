@@ -87,3 +87,23 @@ def test_parsers():
     assert parse_gcc_version(GCC_UBUNTU2204) == "11.4.0"
     assert parse_gcc_version("") is None
     assert parse_clang_version(CLANG_UBUNTU2204) == "14.0.0"
+
+
+def test_cc_is_read_as_the_compiler_torch_extensions_give_nvcc():
+    # CC=/usr/bin/gcc-10 beside Ubuntu 22.04's default gcc 11.4 (banner of gcc-10 from Ubuntu 22.04's gcc-10
+    # package: same layout as the others)
+    gcc10 = "gcc-10 (Ubuntu 10.5.0-1ubuntu1~22.04) 10.5.0\nCopyright (C) 2020 Free Software Foundation, Inc.\n" + FSF
+    host = make_host(files={"/usr/bin/gcc": "", "/usr/bin/gcc-10": ""},
+                     commands=[{"argv": ["/usr/bin/gcc", "--version"], "stdout": GCC_UBUNTU2204},
+                               {"argv": ["/usr/bin/gcc-10", "--version"], "stdout": gcc10}],
+                     environ={"PATH": PATH, "CC": "/usr/bin/gcc-10"})
+    f = compiler_facts(host)
+    assert f.value("compiler.extension_cc") == {"var": "CC", "path": "/usr/bin/gcc-10", "exists": True,
+                                                "version": "10.5.0"}
+    # unset, and a CC that is not there: known answers without a version
+    host = make_host(files={"/usr/bin/gcc": ""}, environ={"PATH": PATH},
+                     commands=[{"argv": ["/usr/bin/gcc", "--version"], "stdout": GCC_UBUNTU2204}])
+    assert compiler_facts(host).value("compiler.extension_cc") is None
+    host = make_host(files={"/usr/bin/gcc": ""}, environ={"PATH": PATH, "CC": "gcc-14"},
+                     commands=[{"argv": ["/usr/bin/gcc", "--version"], "stdout": GCC_UBUNTU2204}])
+    assert compiler_facts(host).value("compiler.extension_cc") == {"var": "CC", "path": "gcc-14", "exists": False}

@@ -359,3 +359,50 @@ def test_without_the_json_api_the_simple_api_lists_files_and_serves_metadata(vm,
     pypi.session.files[url + ".metadata"] = meta.replace(b"12.1.105", b"11.8.89")
     os.remove(str(tmp_path / "metadata" / (f["filename"] + ".METADATA")))
     assert pypi._core_metadata("torch", f) is None
+
+
+# ------------------------------------------------------------------ CUDA wheels a framework install pins
+
+
+def _pins_row(doc, requirement, first):
+    return next(r for r in doc["rows"] if r["requirement"] == requirement and r["releases"][0] == first)
+
+
+def test_a_changed_or_unproved_cuda_wheel_pin_fails(vm, tmp_path, monkeypatch, capsys):
+    def change(doc):
+        _pins_row(doc, "tensorflow[and-cuda]", "2.15.0")["requires"]["nvidia-nccl-cu12"] = "==2.19.3"
+        _pins_row(doc, "jax[cuda12]", "0.4.22")["releases"] = ["0.4.22"]
+
+    _data_copy(tmp_path, monkeypatch, "cuda_wheel_pins", change)
+    assert vm.main(["--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "cuda_wheel_pins|tensorflow[and-cuda]==2.15.0|requires: the matrix says" in out
+    assert "cuda_wheel_pins|jax[cuda12]==0.4.22|releases: the matrix says 0.4.22" in out
+
+
+def test_cuda_pins_follow_the_plugin_and_cuda_toolkit_one_level(vm, monkeypatch):
+    """Real Requires-Dist lines: jax 0.4.31's cuda12 extra pins jax-cuda12-plugin[with_cuda], whose with_cuda extra
+    pins the nvidia-* wheels; markers are evaluated for Linux x86_64 and the extra asked for."""
+    metadata = {
+        ("jax-cuda12-plugin", "0.4.31"): [
+            "jax-cuda12-pjrt ==0.4.31",
+            "nvidia-cudnn-cu12 <10.0,>=9.1 ; extra == 'with_cuda'",
+            "nvidia-nccl-cu12 >=2.18.1 ; extra == 'with_cuda'"],
+    }
+
+    class Fake:
+        def releases(self, name):
+            return {v: [] for (n, v) in metadata if n == name}
+
+    monkeypatch.setattr(vm, "_meta_of", lambda pypi, name, v: ({"filename": "%s-%s.whl" % (name, v)},
+                                                              metadata[(name, v)]))
+    jax = vm._parsed(["jaxlib ==0.4.31 ; extra == 'cuda12'",
+                      "jax-cuda12-plugin[with_cuda] <=0.4.31,>=0.4.31 ; extra == 'cuda12'",
+                      "jax-cuda12-plugin ==0.4.31 ; extra == 'cuda12-local'"])
+    chosen = [r for r in jax if vm._applies(r, "cuda12")]
+    how = []
+    assert vm._cuda_pins(Fake(), chosen, how) == {"nvidia-cudnn-cu12": "<10.0,>=9.1",
+                                                   "nvidia-nccl-cu12": ">=2.18.1"}
+    assert how == ["jax-cuda12-plugin[with_cuda] 0.4.31: jax-cuda12-plugin-0.4.31.whl"]
+    local = [r for r in jax if vm._applies(r, "cuda12-local")]
+    assert vm._cuda_pins(Fake(), local, []) == {}  # the local extra pulls no CUDA wheel

@@ -60,6 +60,8 @@ CHECK_MODULES = (
     "envdoctor.checks.driver_health",
     "envdoctor.checks.compat",
     "envdoctor.checks.libraries",
+    "envdoctor.checks.requires",
+    "envdoctor.checks.closure",
     "envdoctor.checks.containers",
     "envdoctor.checks.hardware",
     "envdoctor.checks.topology",

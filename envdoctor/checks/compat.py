@@ -146,10 +146,13 @@ DOCS = (
             CPP_EXTENSION),
     CodeDoc("compiler.gcc_too_new_for_cuda", "error",
             "The host GCC is newer than the active CUDA toolkit's nvcc accepts.",
-            "compiler.gcc (else the compiler nvcc runs: compiler.nvcc_host from -ccbin/NVCC_CCBIN, "
-            "compiler.nvcc_gcc from its nvcc.profile's PATH), compiler.gcc_versions, the active toolkit",
-            "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!'.",
-            "cuda.json (gcc_max)"),
+            "compiler.gcc (else the compiler nvcc runs: compiler.nvcc_host from -ccbin/NVCC_CCBIN/CUDAHOSTCXX, "
+            "compiler.nvcc_gcc from its nvcc.profile's PATH), compiler.extension_cc (CC, which "
+            "torch.utils.cpp_extension passes to nvcc as -ccbin), compiler.gcc_versions, the active toolkit",
+            "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!' "
+            "(crt/host_config.h), unless -allow-unsupported-compiler is given: the build fails. An error where the "
+            "release's limit was verified, a warning otherwise.",
+            "cuda.json (gcc_max, from each release's host_config.h); " + CPP_EXTENSION),
     CodeDoc("os.unsupported_by_cuda", "warning",
             "The active CUDA toolkit release does not list this distribution release as supported.",
             "os.id, os.version, the active toolkit",
@@ -1361,43 +1364,73 @@ def _toolkit_vs_framework(facts: Facts) -> List[Finding]:
                 commands=cmds, install=install))]
 
 
+def _gcc_too_new(version: Version, gcc_max: str) -> bool:
+    """Whether a GCC ``version`` is past nvcc's limit: host_config.h tests the major (``__GNUC__ > 12``), and for
+    the GCC 4 era also the minor (``__GNUC__ == 4 && __GNUC_MINOR__ > 9``), which ``gcc_max`` then carries."""
+    limit = Version(gcc_max).release
+    have = version.release + (0,)
+    return have[:len(limit)] > limit if len(limit) > 1 else have[0] > limit[0]
+
+
+def _gcc_version_of(fact: Optional[Fact]) -> Optional[Version]:
+    if fact is None or not fact.known or not isinstance(fact.value, dict):
+        return None
+    return _v(fact.value.get("version"))
+
+
 def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     out: List[Finding] = []
     active = _active_toolkit_row(facts)
     if active is None:
         return out
     version, how, tk_fact, row = active
-    gcc = _nvcc_host_compiler(facts)
-    gv = _v(gcc.value.get("version")) if gcc is not None and gcc.known and isinstance(gcc.value, dict) else None
-    if gv is not None and _can_compile(facts, tk_fact) and gv.release[0] > int(Version(row["gcc_max"]).release[0]):
-        assert gcc is not None  # gv was read from it
-        gmax = int(Version(row["gcc_max"]).release[0])
+    # the compiler nvcc runs by itself (-ccbin/NVCC_CCBIN/CUDAHOSTCXX, its nvcc.profile's gcc, gcc on PATH), then
+    # the one torch.utils.cpp_extension hands it as -ccbin $CC when CC is set
+    candidates = [_nvcc_host_compiler(facts), _extension_cc(facts)]
+    gcc, gv = None, None
+    for cand in candidates:
+        cv = _gcc_version_of(cand)
+        if cv is not None and _gcc_too_new(cv, row["gcc_max"]):
+            gcc, gv = cand, cv
+            break
+    if gcc is not None and gv is not None and _can_compile(facts, tk_fact):
+        gmax_text = row["gcc_max"]
+        gmax = int(Version(gmax_text).release[0])
         others = [g for g in facts.items("compiler.gcc_versions") if isinstance(g, dict)]
         fitting: List[Tuple[Version, Dict[str, Any]]] = []  # (version, entry) of the GCCs nvcc accepts
         for g in others:
             ov = _v(g.get("version"))
-            if ov is not None and ov.release[0] <= gmax:
+            if ov is not None and not _gcc_too_new(ov, gmax_text):
                 fitting.append((ov, g))
+        via_cc = gcc.key == "compiler.extension_cc"
+        var = "CC" if via_cc else "NVCC_CCBIN"
         cmds = []
         if fitting:
             best = max(fitting, key=lambda vg: vg[0])[1]
-            cmds.append("export NVCC_CCBIN=%s" % best["path"].replace("gcc", "g++"))
+            path = str(best["path"])
+            cmds.append("export %s=%s" % (var, path if via_cc else path.replace("gcc", "g++")))
         else:
             cmds.append("sudo apt-get install gcc-%d g++-%d" % (gmax, gmax) if facts.value("os.id") == "ubuntu"
                         else "sudo yum install devtoolset-%d" % gmax if rpm_tool(facts) == "yum"
                         else "sudo dnf install gcc-toolset-%d" % gmax)
-            cmds.append("export NVCC_CCBIN=/usr/bin/g++-%d" % gmax)
+            cmds.append("export %s=/usr/bin/%s-%d" % (var, "gcc" if via_cc else "g++", gmax))
+        if via_cc:
+            which = " (%s, CC: torch.utils.cpp_extension passes it to nvcc as -ccbin)" % gcc.value.get("path")
+        elif gcc.key == "compiler.gcc":
+            which = ""
+        else:
+            which = " (%s, the one nvcc runs)" % gcc.value.get("path")
         out.append(Finding(
             code="compiler.gcc_too_new_for_cuda", severity=_severity(row, ["gcc_max"]), components=["compiler", "cuda"],
-            title="GCC %s%s is newer than CUDA %s's nvcc accepts (GCC <= %d)" % (
-                gcc.value["version"], "" if gcc.key == "compiler.gcc" else " (%s, the one nvcc runs)" % (
-                    gcc.value.get("path")), version, gmax),
-            detail="nvcc stops with '#error -- unsupported GNU version! gcc versions later than %d are not "
-                   "supported!'. Point nvcc at an older GCC (NVCC_CCBIN, -ccbin) or use a newer CUDA. "
-                   "(-allow-unsupported-compiler exists but is unsafe.)" % gmax,
+            title="GCC %s%s is newer than CUDA %s's nvcc accepts (GCC <= %s)" % (
+                gcc.value["version"], which, version, gmax_text),
+            detail="nvcc stops with '#error -- unsupported GNU version! gcc versions later than %s are not "
+                   "supported!'. Point nvcc at an older GCC (%s) or use a newer CUDA. "
+                   "(-allow-unsupported-compiler exists but is unsafe.)" % (
+                       gmax_text, "CC, which extension builds give nvcc" if via_cc else "NVCC_CCBIN, -ccbin"),
             evidence=_ev(gcc, tk_fact),
             source=_source("CUDA %s supports host GCC up to %s" % (row["version"], row["gcc_max"]), row),
-            fix=Fix(text="Use GCC %d or older for nvcc." % gmax, commands=cmds)))
+            fix=Fix(text="Use GCC %s or older for nvcc." % gmax_text, commands=cmds)))
     os_id, os_ver = facts.value("os.id"), facts.value("os.version")
     if os_id and os_ver and not _distribution_package(tk_fact):
         dist = row.get("distributions") or {}
@@ -1431,6 +1464,15 @@ def _nvcc_host_compiler(facts: Facts) -> Optional[Fact]:
     if own is not None and not own.known:
         return None  # nvcc runs a gcc of its own that could not be asked: not /usr/bin/gcc's to answer for
     return facts.get("compiler.gcc")
+
+
+def _extension_cc(facts: Facts) -> Optional[Fact]:
+    """The compiler CC names, which torch.utils.cpp_extension gives nvcc as ``-ccbin $CC`` (None when CC is unset,
+    names the compiler already judged, or its version is unknown: a clang, a missing program)."""
+    cc = facts.get("compiler.extension_cc")
+    if cc is None or not cc.known or not isinstance(cc.value, dict) or not cc.value.get("version"):
+        return None
+    return cc
 
 
 def _distribution_package(tk_fact: Fact) -> bool:

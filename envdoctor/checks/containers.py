@@ -295,7 +295,7 @@ DOCKER_DEFAULT_SHM = 64 * 1024 * 1024
 
 @check("container-shm", requires=("gpu.count",), reads=("container.shm", "os.container"), layers=("containers",),
        codes=(
-    CodeDoc("container.shm_too_small_for_nccl", "warning", "Inside a container with several GPUs, /dev/shm is "
+    CodeDoc("nccl.shm_too_small", "warning", "Inside a container with several GPUs, /dev/shm is "
             "Docker's default 64 MiB (or smaller).", "container.shm, gpu.count, os.container",
             "NCCL keeps its intra-node buffers in /dev/shm: multi-GPU training fails at start-up ('Error while "
             "creating shared memory segment ... No space left on device', 'unhandled system error').", NCCL_DOCKER),
@@ -309,7 +309,7 @@ def container_shm(ctx: CheckContext) -> Iterable[Finding]:
     if size > DOCKER_DEFAULT_SHM:
         return []
     return [Finding(
-        code="container.shm_too_small_for_nccl", severity="warning", components=["docker", "nccl"],
+        code="nccl.shm_too_small", severity="warning", components=["docker", "nccl"],
         title="/dev/shm in this container is %d MiB, with %d GPUs: too small for NCCL" % (size // (1024 * 1024),
                                                                                         count),
         detail="Docker gives a container 64 MiB of /dev/shm unless told otherwise; NCCL allocates its buffers "

@@ -243,3 +243,84 @@ def driver_libs_loadable(ctx: CheckContext) -> Iterable[Finding]:
             fix=Fix(text="Remove or replace that file (reinstall the driver's user-space package), or take its "
                          "directory off the loader path, then refresh the cache.",
                     commands=["ls -l %s" % b.get("path"), "file -L %s" % b.get("path"), "sudo ldconfig"]))
+
+
+NCCL_ENV_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+
+
+def _unset_step(name: str, where: str) -> str:
+    if where == "environment":
+        return "unset %s" % name
+    return "sudo sed -i '/^%s=/d' %s" % (name, where) if where.startswith("/etc/") else \
+        "sed -i '/^%s=/d' %s" % (name, where)
+
+
+@check("environment.nccl-topology-override", requires=("env.nccl",), reads=("gpu.pci_devices", "gpu.count"),
+       layers=("libraries",), codes=(
+    CodeDoc("nccl.topology_file_override", "warning",
+            "An NCCL variable replaces what NCCL would detect or search on this machine: NCCL_GRAPH_FILE (its "
+            "channels taken from an XML file), or a topology XML (NCCL_TOPO_FILE, or NCCL's default "
+            "/var/run/nvidia-topologyd/virtualTopology.xml) that describes GPUs this machine does not have; set in "
+            "the environment, $NCCL_CONF_FILE, ~/.nccl.conf or /etc/nccl.conf.",
+            "env.nccl (the variables of matrix/data/nccl_env.json as NCCL reads them, the XML files they name), "
+            "gpu.pci_devices",
+            "A file written for another machine, GPU count or NCCL release makes NCCL fail at start-up "
+            "('unhandled system error', 'invalid usage') or pick wrong, slow channels; a cloud image's "
+            "configuration file can carry it to a VM it does not describe.",
+            "nccl_env.json (src/graph/topo.cc ncclTopoGetSystem, src/graph/search.cc ncclTopoCompute); "
+            + NCCL_ENV_DOC),
+))
+def nccl_topology_override(ctx: CheckContext) -> Iterable[Finding]:
+    from ..matrix import nccl_env
+
+    facts = ctx.facts
+    info = facts.mapping("env.nccl")
+    raw = info.get("variables")
+    variables: Dict[str, Any] = raw if isinstance(raw, dict) else {}
+    files = [x for x in info.get("xml_files") or [] if isinstance(x, dict)]
+    machine = sorted({str(d.get("bus_id", "")).lower() for d in facts.items("gpu.pci_devices")
+                      if isinstance(d, dict) and d.get("bus_id")})
+    for name in ("NCCL_GRAPH_FILE", "NCCL_TOPO_FILE", None):
+        row = nccl_env.row(name or "NCCL_TOPO_FILE") or {}
+        setting = variables.get(name) if name else None
+        xml = next((x for x in files if x.get("variable") == name), None)
+        if name and not isinstance(setting, dict):
+            continue
+        if name is None and xml is None:
+            continue
+        where = str(setting.get("from")) if isinstance(setting, dict) else ""
+        path = str(setting.get("value")) if isinstance(setting, dict) else str((xml or {}).get("path"))
+        src = {"rule": "NCCL %s: %s" % (name or "default topology file", row.get("effect", "")),
+               "url": (row.get("source") or {}).get("url", NCCL_ENV_DOC), "checked": "2026-11-29"}
+        if name == "NCCL_GRAPH_FILE":
+            yield Finding(
+                code="nccl.topology_file_override", severity="warning", components=["nccl"],
+                title="NCCL_GRAPH_FILE=%s (set in %s) replaces NCCL's own channel search" % (path, where),
+                detail="NCCL takes its rings and trees from that XML file instead of searching this machine's "
+                       "topology; a graph written for another machine, GPU count or NCCL release makes "
+                       "communicators fail at start-up ('unhandled system error') or run on wrong channels. It is "
+                       "a tuning and debugging setting%s." % (
+                           "" if (xml or {}).get("readable") else ", and the file is not readable here"),
+                evidence=_ev(facts, "env.nccl"), source=src,
+                fix=Fix(text="Remove the setting (NCCL then searches the topology itself); keep it only if the "
+                             "file was written for this very machine and NCCL release.",
+                        commands=[_unset_step(name, where)]))
+            continue
+        described = [b for b in (xml or {}).get("gpu_bus_ids") or [] if isinstance(b, str)]
+        if not described or not machine:
+            continue  # nothing to compare: a file without GPUs, or the machine's GPUs not seen
+        foreign = [b for b in described if b not in machine]
+        if not foreign:
+            continue
+        label = "NCCL_TOPO_FILE=%s (set in %s)" % (path, where) if name else "NCCL's default topology file %s" % path
+        yield Finding(
+            code="nccl.topology_file_override", severity="warning", components=["nccl"],
+            title="%s describes GPUs this machine does not have (%s)" % (label, ", ".join(foreign[:4])),
+            detail="NCCL loads that XML before detecting the machine and takes the GPUs, PCI switches and links it "
+                   "describes as this machine's; it lists GPUs at %s while this machine's are at %s, so it was "
+                   "written for another machine or VM size, and NCCL fails at start-up or builds wrong "
+                   "channels." % (", ".join(described[:8]), ", ".join(machine[:8])),
+            evidence=_ev(facts, "env.nccl", "gpu.pci_devices"), source=src,
+            fix=Fix(text="Remove the setting (or the stale file) so NCCL detects the topology itself, or point it "
+                         "at the file written for this machine.",
+                    commands=[_unset_step(name, where)] if name else ["sudo mv %s %s.stale" % (path, path)]))

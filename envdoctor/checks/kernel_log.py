@@ -151,7 +151,7 @@ def _finding(facts: Facts, lines: List[str], hit: _Hit, seen: List[str]) -> Find
         extra = " The loaded driver is %s." % groups["version"]
     title = "%s %s" % (gpu, what)
     if hit.code == "driver.gpu_needs_legacy_branch" and groups.get("branch"):
-        title += ": the NVIDIA %s legacy driver" % groups["branch"]
+        title += ": NVIDIA %s, the legacy branch that still drives it" % groups["branch"]
     detail = "%s.%s The kernel log says:\n%s" % (row["meaning"][0].upper() + row["meaning"][1:], extra,
                                                 "\n".join(hit.lines[-6:]))
     source = {"rule": "the NVIDIA driver's kernel message: %s" % row.get("format", row["id"]),

@@ -177,10 +177,10 @@ _FRAMEWORK_LINKAGE_DOCS = (
 
 
 def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
+    yield from _extension_cannot_load(facts, fw)
     entries = facts.value("linkage." + fw)
     if not isinstance(entries, list):
         return
-    yield from _extension_cannot_load(facts, fw)
     for e in entries:
         if not isinstance(e, dict):
             continue
@@ -235,11 +235,14 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
     """A PyTorch extension package (vLLM, flash-attn, ...) whose compiled module needs a CUDA library that neither
     the loader nor the framework provides: built for another CUDA than the framework's, it cannot be imported."""
     ext = facts.value("linkage.%s.extensions" % fw)
-    if not isinstance(ext, list) or not _gpu_present(facts):
+    if not isinstance(ext, list):
         return
     have = facts.mapping("framework." + fw)
+    yield from _extension_for_other_build(facts, fw, [e for e in ext if isinstance(e, dict) and e.get("framework_lib")])
+    if not _gpu_present(facts):
+        return
     for e in ext:
-        if not isinstance(e, dict) or not e.get("soname"):
+        if not isinstance(e, dict) or not e.get("soname") or e.get("framework_lib"):
             continue
         soname, comp = str(e["soname"]), component_of(str(e["soname"]))
         want = re.match(r"^lib\w+?\.so\.(\d+)", soname)
@@ -262,6 +265,50 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
                               e.get("package"), NAMES.get(fw, fw), have.get("cuda"), NAMES.get(fw, fw), major))
                     if other else "Install the CUDA %s.x runtime the package links (the nvidia-cuda-runtime-cu%s "
                                   "wheel, or the CUDA toolkit's libraries on the loader path)." % (major, major)))
+
+
+def _extension_for_other_build(facts: Facts, fw: str, entries: List[Dict[str, Any]]) -> Iterable[Finding]:
+    """An extension package whose modules link libraries of the framework that this build of it does not have
+    (``libc10_cuda.so``, ``libtorch_cuda.so``: a CUDA build of torchvision beside a CPU-only torch): its modules
+    cannot be imported, on any machine. One finding per package."""
+    have = facts.mapping("framework." + fw)
+    by_package: Dict[str, List[Dict[str, Any]]] = {}
+    for e in entries:
+        by_package.setdefault(str(e.get("package")), []).append(e)
+    for package, es in sorted(by_package.items()):
+        libs = sorted({str(e.get("soname")) for e in es})
+        files = sorted({posixpath.basename(str(e.get("path"))) for e in es})
+        cuda = any("cuda" in lib for lib in libs)
+        yield Finding(
+            code="cuda.framework_cannot_load", severity="error", components=[fw, "cuda"] if cuda else [fw],
+            title="%s %s needs %s, which %s does not have%s" % (
+                package, es[0].get("version"), ", ".join(libs), _fw_version(facts, fw),
+                " (a CUDA build of %s beside a %s build of %s)" % (package, have.get("build") or "CPU-only",
+                                                                    NAMES.get(fw, fw)) if cuda else ""),
+            detail="Its compiled module%s %s link%s %s; %s ships no such librar%s, so importing %s fails with "
+                   "'%s: cannot open shared object file' (torchvision then reports its operators as missing: "
+                   "'operator torchvision::nms does not exist')." % (
+                       "s" if len(files) > 1 else "", ", ".join(files), "" if len(files) > 1 else "s",
+                       ", ".join(libs), _fw_version(facts, fw), "ies" if len(libs) > 1 else "y", package, libs[0]),
+            evidence=_evidence(facts, "linkage.%s.extensions" % fw, "framework." + fw),
+            source=dict(LDSO_RULE),
+            fix=Fix(text="Install the %s build that matches %s %s (from the same index: pip then picks the %s "
+                         "release made for it), or %s's %s build to go with it." % (
+                             package, NAMES.get(fw, fw), have.get("version"), package, NAMES.get(fw, fw),
+                             "CUDA" if cuda else "other"),
+                    commands=["pip install 'torch==%s' '%s' --index-url https://download.pytorch.org/whl/%s" % (
+                        str(have.get("version") or "").partition("+")[0], package, torch_variant(have))]
+                    if fw == "torch" and package in ("torchvision", "torchaudio") else []))
+
+
+def torch_variant(value: Dict[str, Any]) -> str:
+    """The download.pytorch.org index of an installed torch: its local version tag (``+cpu``, ``+cu121``), else
+    (PyPI's builds carry none) the CUDA it was built for (``cuda: '13.0'`` -> ``cu130``), else ``cpu``."""
+    local = str(value.get("version") or "").partition("+")[2]
+    if re.match(r"^(cpu|cu\d+|rocm[\d.]+)$", local):
+        return local
+    cuda = re.match(r"^(\d+)\.(\d+)", str(value.get("cuda") or ""))
+    return "cu%s%s" % cuda.groups() if cuda else "cpu"
 
 
 def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> Iterable[Finding]:
@@ -576,6 +623,10 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         # unknown; framework.cupy_packages_conflict says so
     needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
     for e in entries:
+        if isinstance(e, dict) and e.get("path") and e.get("not_pinned_copy") and e.get("soname") not in needed:
+            yield from _dlopen_not_the_pinned_copy(facts, fw, e)
+        elif isinstance(e, dict) and e.get("path") and e.get("built_cuda") and e.get("soname") not in needed:
+            yield from _runtime_older_than_build(facts, fw, e)
         if not isinstance(e, dict) or e.get("path") or e.get("soname") in needed:
             continue
         soname = str(e.get("soname", ""))
@@ -615,6 +666,76 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
                        + _installed_text(facts, comp)),
             evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
             source=dict(LDSO_RULE), fix=fix)
+
+
+RUNTIME_DOC = CodeDoc(
+    "cuda.runtime_older_than_framework", "warning", "A framework opens a CUDA runtime (or NVRTC) of an older minor "
+    "than the CUDA it was built with.", "linkage.<framework>.dlopen",
+    "Functions the build calls are missing from the older runtime: it fails when it first uses them, or refuses to "
+    "start ('CUDA driver version is insufficient for CUDA runtime version' is the other way round).",
+    "https://docs.nvidia.com/deploy/cuda-compatibility/")
+
+
+def _runtime_older_than_build(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
+    """The CUDA runtime or NVRTC the framework dlopens is of an older minor than its build's CUDA (a system CUDA 11.2
+    on LD_LIBRARY_PATH for nvidia-tensorflow built with CUDA 11.8): the file's version is the CUDA release's."""
+    got, built = _v(e.get("file_version")), _v(e.get("built_cuda"))
+    if got is None or built is None or len(got.release) < 3:
+        return  # a soname's own suffix (libcudart.so.11.0) is no release: the file's full version is needed
+    if got.release[:1] != built.release[:1] or got.release[:2] >= built.release[:2]:
+        return
+    where = posixpath.dirname(str(e.get("path")))
+    yield Finding(
+        code="cuda.runtime_older_than_framework", severity="warning", components=["cuda", fw],
+        title="%s loads %s %s from %s (via %s), older than its build's CUDA %s" % (
+            _fw_version(facts, fw), e.get("soname"), e.get("file_version"), e.get("resolved") or e.get("path"),
+            e.get("via"), e.get("built_cuda")),
+        detail="%s opens the CUDA runtime with dlopen and takes the first %s the loader finds, through %s; a runtime "
+               "older than the build's CUDA lacks functions the build calls.%s" % (
+                   NAMES[fw], e.get("soname"), _why(e.get("via")), (" Copies not searched: %s." % ", ".join(
+                       str(p) for p in e.get("elsewhere_files") or [])) if e.get("elsewhere_files") else ""),
+        evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
+        source={"rule": "a CUDA application needs a runtime of its own CUDA minor or newer",
+                "url": RUNTIME_DOC.source, "checked": "2026-11-29"},
+        fix=Fix(text="Take %s off LD_LIBRARY_PATH, or put a CUDA %s runtime first (the toolkit's lib64, or the "
+                     "nvidia-cuda-runtime wheel's lib)." % (where, e.get("built_cuda")),
+                commands=[_drop_ldp_entry(where)]) if e.get("via") == "LD_LIBRARY_PATH" else Fix(
+            text="Install the CUDA %s runtime where the loader finds it first." % e.get("built_cuda")))
+
+
+def _dlopen_not_the_pinned_copy(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Finding]:
+    """A library the framework opens at run time is taken from another copy than the one in the NVIDIA wheel its
+    metadata requires (LD_LIBRARY_PATH naming a system CUDA first, a framework that does not search the wheels): an
+    older one is an error (the build calls functions it lacks), another a warning. cuDNN is judged by its own
+    version checks."""
+    soname = str(e.get("soname"))
+    comp = component_of(soname)
+    if comp == "cudnn":
+        return
+    got, want = _v(e.get("file_version")), _v(e.get("pinned_version"))
+    older = got is not None and want is not None and got.release[:1] == want.release[:1] and \
+        got.release[:2] < want.release[:2]
+    where = posixpath.dirname(str(e.get("path")))
+    yield Finding(
+        code="%s.shadowed" % comp, severity="error" if older else "warning", components=[comp, fw],
+        title="%s loads %s %sfrom %s (via %s), not the %s%s its package requires" % (
+            _fw_version(facts, fw), soname, "%s " % e["file_version"] if e.get("file_version") else "",
+            e.get("resolved") or e.get("path"), e.get("via"), e.get("pinned"),
+            " (%s)" % e["pinned_version"] if e.get("pinned_version") else ""),
+        detail="%s opens %s with dlopen, which searches %s before the pip wheel %s requires.%s" % (
+            NAMES[fw], soname, _why(e.get("via")), NAMES[fw],
+            " That copy is older than the one the build was made with: functions it calls are missing ('undefined "
+            "symbol', or a CUDA error at run time)." if older else " The framework then runs with a library it was "
+                                                                    "not built and tested with."),
+        evidence=_evidence(facts, "framework." + fw, "linkage.%s.dlopen" % fw, "cuda.ld_library_path"),
+        source=dict(LDSO_RULE),
+        fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's copy is found%s." % (
+                    where, "" if fw != "tensorflow" else ", or put the wheels' lib directories before it"),
+                commands=[_drop_ldp_entry(where)]) if e.get("via") == "LD_LIBRARY_PATH" else Fix(
+            text="Make the wheel's copy the one the loader finds first (LD_LIBRARY_PATH), or remove the other copy "
+                 "from the loader's path.",
+            commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % posixpath.dirname(
+                str(e.get("pinned")))]))
 
 
 def _other_major_cudnn(facts: Facts, fw: str) -> bool:
@@ -681,7 +802,8 @@ def _tensorrt_missing(facts: Facts, fw: str, e: Dict[str, Any]) -> Iterable[Find
 
 
 for _fw in ("tensorflow", "onnxruntime", "cupy", "paddle", "jax"):
-    per_framework(_dlopen_linkage, "framework-dlopen", _fw, (), ("linkage.*.dlopen",),
+    per_framework(_dlopen_linkage, "framework-dlopen", _fw, (RUNTIME_DOC,) if _fw == "tensorflow" else (),
+                  ("linkage.*.dlopen",),
                   ("cuda.*", "framework.*", "libraries.*", "linkage.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
                   ("cuda", "libraries"))
 
@@ -748,7 +870,10 @@ def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
         if not isinstance(lk, dict) or not lk.get("shadowed"):
             continue
         got, want = _v(lk.get("version")), _v(lk.get("expected_version"))
-        older = got is not None and want is not None and got.release[:2] < want.release[:2]
+        symbols = lk.get("missing_symbols")
+        # the symbols it imports from that library, when they could be read, decide; else the versions
+        older = bool(symbols) if isinstance(symbols, list) else (
+            got is not None and want is not None and got.release[:2] < want.release[:2])
         lib, dep = posixpath.basename(str(lk.get("library"))), str(lk.get("soname"))
         comp = component_of(dep)
         yield Finding(
@@ -757,8 +882,10 @@ def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
                 lib, dep, lk.get("path"), lk.get("version") or "version unknown", lk.get("via"), lk.get("expected"),
                 lk.get("expected_version") or "version unknown"),
             detail="The wheel's RUNPATH names its own copy, but the loader searches %s first.%s" % (
-                lk.get("via"), " A CUDA library needs its dependencies of its own CUDA minor or newer: this older "
-                "one lacks the symbols it calls, so it fails to load ('undefined symbol')." if older else ""),
+                lk.get("via"), (" That copy lacks %s, which %s calls: loading fails with 'undefined symbol: %s'." % (
+                    ", ".join(symbols[:3]), lib, symbols[0]) if symbols else
+                    " A CUDA library needs its dependencies of its own CUDA minor or newer: this older one lacks the "
+                    "symbols it calls, so it fails to load ('undefined symbol').") if older else ""),
             evidence=_evidence(facts, "linkage.nvidia_wheels", "cuda.ld_library_path"),
             source=dict(LDSO_RULE),
             fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's own copy is used." %
@@ -1009,3 +1136,71 @@ def nvidia_wheels_match(ctx: CheckContext) -> Iterable[Finding]:
                 fix=Fix(text="Install the version %s asks for (or reinstall %s so pip resolves its dependencies "
                              "again)." % (fw, fw),
                         commands=["pip install '%s%s'" % (name, spec_text)]))
+
+
+NCCL_RELEASES = "https://github.com/NVIDIA/nccl/releases"
+
+
+def _nccl_candidates(facts: Facts) -> List[Dict[str, Any]]:
+    """The NCCL copies a multi-GPU job may load: the loader's choice of libnccl.so.2 when it resolves one with a
+    version, else every NCCL found (system packages, pip wheels, toolkits), one entry per version."""
+    choice = facts.mapping("libraries.loader_choice").get("libnccl.so.2")
+    if isinstance(choice, dict) and choice.get("version") and choice.get("path"):
+        return [{"version": str(choice["version"]), "path": str(choice.get("resolved") or choice["path"]),
+                 "key": "libraries.loader_choice"}]
+    out: Dict[str, Dict[str, Any]] = {}
+    for entry in facts.items("libraries.nccl"):
+        if isinstance(entry, dict) and versions.parse(entry.get("version")) is not None:
+            out.setdefault(str(entry["version"]), {"version": str(entry["version"]), "path": str(entry.get("path")),
+                                                   "key": "libraries.nccl"})
+    return list(out.values())
+
+
+@check("nccl-gpu", requires=("gpu.N.compute_capability", "libraries.nccl"),
+       reads=("gpu.*", "gpu.*.*", "libraries.*"), layers=("libraries",), codes=(
+    CodeDoc("nccl.too_old_for_gpu", "error",
+            "The NCCL a multi-GPU job loads predates support for the GPUs' architecture: an error where NCCL "
+            "fails on it (before 2.26.2 on compute capability 12.0, RTX 50-series), a warning where the release "
+            "only added it (Hopper 2.15.1, Blackwell sm_100 2.25.1).",
+            "libraries.loader_choice (libnccl.so.2), libraries.nccl, gpu.N.compute_capability, gpu.count",
+            "Collectives fail at start-up ('ncclMaxSharedMem ... exceeds device/fn maxSharedMem', 'unhandled cuda "
+            "error') or run on untuned, JIT-compiled kernels.",
+            "nccl_arch.json (NCCL's release notes per tag); " + NCCL_RELEASES),
+))
+def nccl_gpu(ctx: CheckContext) -> Iterable[Finding]:
+    from ..matrix import nccl_env
+    from .compat import gpu_ccs
+
+    facts = ctx.facts
+    gpus = gpu_ccs(facts)
+    count = facts.value("gpu.count")
+    if not gpus or not isinstance(count, int) or count < 2:
+        return  # NCCL's kernels run between GPUs: one GPU never launches them
+    copies = _nccl_candidates(facts)
+    if not copies:
+        return
+    said = set()
+    for cc, name, cc_fact in gpus:
+        row = nccl_env.first_release_for(cc)
+        if row is None or cc in said:
+            continue
+        need = Version(row["nccl_min"])
+        old = [c for c in copies if Version(c["version"]) < need]
+        if len(old) != len(copies):
+            continue  # a copy new enough is there, and which one the job loads is not known
+        said.add(cc)
+        fails = row["kind"] == "fails_before"
+        severity = "warning" if not fails or matrix.unverified(row) else "error"
+        listed = ", ".join("%s (%s)" % (c["version"], c["path"]) for c in old)
+        yield Finding(
+            code="nccl.too_old_for_gpu", severity=severity, components=["nccl", "gpu"],
+            title="NCCL %s is older than %s, the first NCCL for %s (compute capability %s)" % (
+                listed, row["nccl_min"], name, cc),
+            detail="%s%s." % (row["why"][0].upper() + row["why"][1:], "" if fails else
+                              "; multi-GPU jobs may run, slowly, or fail"),
+            evidence=_evidence(facts, *sorted({c["key"] for c in old})) + [cc_fact.to_dict()],
+            source={"rule": "NCCL %s is the first release for compute capability %s" % (row["nccl_min"], cc),
+                    "url": row["source"]["url"], "checked": row["source"]["checked"]},
+            fix=Fix(text="Use NCCL %s or newer: upgrade the framework (its wheel pins an NCCL) or the NCCL wheel "
+                         "or package it loads." % row["nccl_min"],
+                    commands=["pip install -U 'nvidia-nccl-cu12>=%s'" % row["nccl_min"]]))

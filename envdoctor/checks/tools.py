@@ -40,11 +40,13 @@ def _component(key: str) -> Optional[str]:
 _HUNG_LAYERS = (
     ("os", ("os.", "kernel.", "libraries.", "cpu.", "memory.", "env.", "linkage."),
      ("os.*", "kernel.release", "kernel.headers", "libraries.*", "cpu.*", "memory.*", "env.*", "linkage.*",
-      "linkage.*.elf", "linkage.*.abi", "linkage.*.dlopen", "linkage.nvidia_wheels")),
+      "linkage.*.elf", "linkage.*.abi", "linkage.*.dlopen", "linkage.nvidia_wheels", "linkage.*.closure",
+      "linkage.*.extensions", "linkage.*.extension_symbols")),
     ("cuda", ("cuda.",), ("cuda.*",)),
     ("compilers", ("compiler.",), ("compiler.*",)),
     ("python", ("python.", "framework.", "conda."),
-     ("python.*", "python.nvidia_wheel_conflicts", "framework.*", "framework.jax.ptxas", "framework.*.gpu_code")),
+     ("python.*", "python.nvidia_wheel_conflicts", "python.requirements", "framework.*", "framework.jax.ptxas",
+      "framework.*.gpu_code")),
     ("containers", ("container.",), ("container.*",)),
 )
 HUNG_PREFIXES = tuple(p for _layer, prefixes, _reads in _HUNG_LAYERS for p in prefixes)

@@ -32,6 +32,8 @@ COMMANDS: Dict[str, tuple] = {
                 "Print or run the steps that install a component (CUDA, cuDNN...)."),
     "dockerfile": ("envdoctor.cli.dockerfile", "dockerfile",
                    "Judge a Dockerfile's GPU set-up (image tag, driver, nvcc, framework builds) before building it."),
+    "libs": ("envdoctor.cli.libs", "libs", "Which CUDA, cuDNN, NCCL and TensorRT files a program or library loads, and "
+             "why (the loader's rules, transitively)."),
     "fit": ("envdoctor.cli.fit", "fit", "Will this model fit this GPU? Weights, KV cache, the engine's budget or "
             "training memory, each term derived."),
     "bench": ("envdoctor.cli.bench", "bench", "Measure host<->device, device memory and peer copies, and judge "
@@ -63,6 +65,7 @@ Examples:
   envdoctor advise --driver 535.104.05 --gpu "RTX 4090"
   envdoctor matrix torch 2.4
   envdoctor fit meta-llama/Llama-3.1-8B-Instruct --context 32768
+  envdoctor libs ./my_server /opt/app/lib/libinfer.so
   envdoctor bench --gpu 0
   envdoctor install cuda --version 12.4.1 --method redist --prefix ~/cuda-12.4 --dry-run
 """

@@ -219,6 +219,38 @@ class FatbinResult(NamedTuple):
         return self.error is None
 
 
+class NamesResult(NamedTuple):
+    """The library file names written in a shared object's read-only data (the sonames it opens with
+    ``dlopen``: see :mod:`envdoctor.host.elfsym`), or why they were not read."""
+
+    path: str
+    sonames: Tuple[str, ...] = ()
+    size: int = 0  # bytes of .rodata
+    error: Optional[str] = None  # "ENOENT", "EACCES", "not_elf", "bad_elf", "too_large", "not_recorded", "timed_out"
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class SymbolsResult(NamedTuple):
+    """The symbols a shared object imports that none of ``providers`` exports (what ``ld.so`` would report as
+    "undefined symbol" when the object is loaded with those libraries), or why that could not be told."""
+
+    path: str
+    providers: Tuple[str, ...] = ()
+    missing: Tuple[Tuple[str, Optional[str]], ...] = ()  # (symbol, version required or None)
+    names: str = ""  # the regular expression the imports looked up matched ("": all)
+    checked: int = 0  # imports looked up
+    error: Optional[str] = None  # "ENOENT", "not_elf", "bad_elf", "not_recorded", "timed_out"
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
 class PythonInfo(NamedTuple):
     """The Python interpreter whose packages are inspected."""
 
@@ -292,6 +324,18 @@ class Host:
     def fatbin(self, path: str) -> FatbinResult:
         """The SASS and PTX architectures in a shared object's CUDA fat binary (never imports or runs it)."""
         raise NotImplementedError
+
+    def elf_sonames(self, path: str) -> NamesResult:
+        """The library names in a shared object's read-only data, when it holds at most a bounded amount."""
+        return NamesResult(path, error="not_recorded", message="this host cannot read library names")
+
+    def elf_unresolved(self, path: str, providers: Sequence[str], names: str = "") -> SymbolsResult:
+        """The dynamic symbols ``path`` imports (not weak) that no object of ``providers`` exports, each looked
+        up in their hash tables; an import whose symbol version names a library outside ``providers`` is not
+        judged; ``names`` (a regular expression): only the imports it matches; ``"@versioned"``: only the imports
+        that carry a symbol version."""
+        return SymbolsResult(path, tuple(providers), error="not_recorded",
+                             message="this host cannot read symbol tables")
 
     def environ(self) -> Dict[str, str]:
         """Environment variables of the inspected process (a snapshot keeps the values of those a probe read
@@ -451,3 +495,13 @@ class ReadEnviron(Dict[str, str]):
 #: never on replay, so old snapshots replay as they are.
 FILE_FILTERS: Dict[str, Callable[[str], str]] = {}
 COMMAND_FILTERS: Dict[Tuple[str, ...], Callable[[str], str]] = {}
+#: The same by the end of the path (``.dist-info/METADATA``: its headers, without the description).
+FILE_SUFFIX_FILTERS: Dict[str, Callable[[str], str]] = {}
+
+
+def file_filter(path: str) -> Optional[Callable[[str], str]]:
+    """What a snapshot keeps of the file at ``path`` (None: all of it)."""
+    keep = FILE_FILTERS.get(path)
+    if keep is None:
+        keep = next((f for suffix, f in FILE_SUFFIX_FILTERS.items() if path.endswith(suffix)), None)
+    return keep

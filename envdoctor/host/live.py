@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,12 +35,18 @@ from .base import (
     FileResult,
     Host,
     LinkResult,
+    NamesResult,
     NvmlResult,
     PythonInfo,
     ReadEnviron,
+    SymbolsResult,
     driver_log_lines,
     errno_name,
 )
+
+#: The most ``.rodata`` a diagnose reads for library names, per library (the small front libraries: cuDNN's
+#: libcudnn.so.9 holds 7 KiB, libcudart 55 KiB; libnvrtc's 13 MiB are left to ``envdoctor libs``).
+NAMES_LIMIT = 512 * 1024
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvml_worker.py")
 
@@ -227,6 +234,12 @@ class LiveHost(Host):
         self.commands: Dict[Tuple[str, ...], CommandResult] = {}
         self.elfs: Dict[str, ElfResult] = {}
         self.fatbins: Dict[str, FatbinResult] = {}
+        self.names: Dict[str, NamesResult] = {}
+        self.symbols: Dict[Tuple[str, Tuple[str, ...], str], SymbolsResult] = {}
+        #: The most .rodata searched for library names (``elf_sonames``): diagnose affords a little per library,
+        #: ``envdoctor libs`` more.
+        self.names_limit = NAMES_LIMIT
+        self._symtabs: Dict[str, Any] = {}  # path -> DynamicSymbols or the error opening it (never recorded)
         self._environ: Optional[Dict[str, str]] = None
         self._uname: Optional[Dict[str, str]] = None
         self._nvml_table: Dict[str, NvmlResult] = {}
@@ -282,6 +295,10 @@ class LiveHost(Host):
             return LinkResult(str(key), error="ETIMEDOUT", message=message)
         if table is self.elfs:
             return ElfResult(str(key), error="ETIMEDOUT", message=message)
+        if table is self.names:
+            return NamesResult(str(key), error="timed_out", message=message)
+        if table is self.symbols:
+            return SymbolsResult(key[0], key[1], error="timed_out", message=message, names=key[2])
         if table is self.commands:
             return CommandResult(tuple(key), timed_out=True, message=message, duration=self.timeout)
         return NvmlResult(error="timed_out", message="NVML " + message)
@@ -369,6 +386,72 @@ class LiveHost(Host):
                                 section=bool(d["section"]), complete=bool(d["complete"]))
 
         return self._once(self.fatbins, path, compute)
+
+    def elf_sonames(self, path: str) -> NamesResult:
+        def compute() -> NamesResult:
+            from .elf import ElfError
+            from .elfsym import TooLarge, read_sonames
+
+            try:
+                with open(path, "rb") as fh:
+                    names, size = read_sonames(fh, self.names_limit)
+            except OSError as exc:
+                return NamesResult(path, error=errno_name(exc), message=exc.strerror or str(exc))
+            except TooLarge as exc:
+                return NamesResult(path, size=exc.size, error="too_large", message=str(exc))
+            except ElfError as exc:
+                return NamesResult(path, error="not_elf" if "not an ELF" in str(exc) else "bad_elf", message=str(exc))
+            except (struct_error, ValueError, IndexError) as exc:
+                return NamesResult(path, error="bad_elf", message=str(exc))
+            return NamesResult(path, sonames=tuple(names), size=size)
+
+        return self._once(self.names, path, compute)
+
+    def _symtab(self, path: str) -> Any:
+        """The memory-mapped dynamic symbol table of ``path`` (one per file per run), or an ``(error, message)``."""
+        with self._lock:
+            if path in self._symtabs:
+                return self._symtabs[path]
+        from .elf import ElfError
+        from .elfsym import DynamicSymbols
+
+        try:
+            with open(path, "rb") as fh:
+                tab: Any = DynamicSymbols(fh)
+        except OSError as exc:
+            tab = (errno_name(exc), exc.strerror or str(exc))
+        except ElfError as exc:
+            tab = ("not_elf" if "not an ELF" in str(exc) else "bad_elf", str(exc))
+        except (struct_error, ValueError, IndexError) as exc:
+            tab = ("bad_elf", str(exc))
+        with self._lock:
+            return self._symtabs.setdefault(path, tab)
+
+    def elf_unresolved(self, path: str, providers: Sequence[str], names: str = "") -> SymbolsResult:
+        key = (path, tuple(providers), names)
+
+        def compute() -> SymbolsResult:
+            from .elfsym import unresolved
+
+            tab = self._symtab(path)
+            if isinstance(tab, tuple):
+                return SymbolsResult(path, key[1], error=tab[0], message=tab[1], names=names)
+            tabs = []
+            for p in key[1]:
+                t = self._symtab(p)
+                if isinstance(t, tuple):
+                    return SymbolsResult(path, key[1], error="provider_unreadable", message="%s: %s%s" % (
+                        p, t[0], ": " + t[1] if t[1] else ""), names=names)
+                tabs.append(t)
+            try:
+                missing, checked = unresolved(tab, tabs, deadline_left=self.remaining, names=names)
+            except (struct_error, ValueError, IndexError, re.error) as exc:
+                return SymbolsResult(path, key[1], error="bad_elf", message=str(exc), names=names)
+            except TimeoutError as exc:
+                return SymbolsResult(path, key[1], error="timed_out", message=str(exc), names=names)
+            return SymbolsResult(path, key[1], missing=tuple(missing), checked=checked, names=names)
+
+        return self._once(self.symbols, key, compute)
 
     def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
         key = tuple(str(a) for a in argv)

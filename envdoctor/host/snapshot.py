@@ -20,7 +20,6 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .base import (
     COMMAND_FILTERS,
-    FILE_FILTERS,
     IN_FLIGHT,
     MAX_FILE_BYTES,
     CommandResult,
@@ -30,10 +29,13 @@ from .base import (
     FileResult,
     Host,
     LinkResult,
+    NamesResult,
     NvmlResult,
     PythonInfo,
     ReadEnviron,
     ReadHung,
+    SymbolsResult,
+    file_filter,
     recorded_variable,
 )
 from .live import LiveHost
@@ -53,7 +55,7 @@ def _file_entry(res: FileResult) -> Dict[str, Any]:
         return {"error": res.error or "EIO", "message": res.message}
     try:
         text = res.data.decode("utf-8")
-        keep = FILE_FILTERS.get(res.path)
+        keep = file_filter(res.path)
         entry: Dict[str, Any] = {"text": keep(text) if keep is not None else text}
     except UnicodeDecodeError:
         entry = {"base64": base64.b64encode(res.data).decode("ascii")}
@@ -108,6 +110,13 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
         "fatbin": {p: ({"sass": list(r.sass), "ptx": list(r.ptx), "section": r.section, "complete": r.complete}
                        if r.ok else {"error": r.error, "message": r.message})
                    for p, r in sorted(getattr(host, "fatbins", {}).items())},
+        "elf_names": {p: ({"sonames": list(r.sonames), "size": r.size} if r.ok else
+                          {"error": r.error, "message": r.message, "size": r.size})
+                      for p, r in sorted(getattr(host, "names", {}).items())},
+        "elf_symbols": [dict({"path": r.path, "providers": list(r.providers), "names": r.names},
+                             **({"missing": [list(m) for m in r.missing], "checked": r.checked} if r.ok else
+                                {"error": r.error, "message": r.message}))
+                        for _, r in sorted(getattr(host, "symbols", {}).items())],
         "commands": [
             {"argv": list(r.argv), "returncode": r.returncode, "stdout": _command_output(r), "stderr": r.stderr,
              "timed_out": r.timed_out, "error": r.error, "message": r.message, "duration": round(r.duration, 4)}
@@ -154,9 +163,9 @@ def trim_document(doc: Dict[str, Any], read: Sequence[str]) -> Dict[str, Any]:
     names = sorted(set(out.get("environ_names", [])) | {k for k in env if k not in out["environ"]})
     if names:
         out["environ_names"] = names
-    for path, keep in FILE_FILTERS.items():
-        entry = out.get("files", {}).get(path)
-        if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+    for path, entry in out.get("files", {}).items():
+        keep = file_filter(path)
+        if keep is not None and isinstance(entry, dict) and isinstance(entry.get("text"), str):
             entry["text"] = keep(entry["text"])
     for cmd in out.get("commands", []):
         keep_out = COMMAND_FILTERS.get(tuple(cmd.get("argv", [])[1:]))
@@ -389,7 +398,8 @@ def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapsho
 
 
 #: The sections that hold evidence: envdoctor writes all of them, a hand-made snapshot at least one.
-EVIDENCE = ("files", "dirs", "links", "commands", "nvml", "environ", "uname", "python", "elf", "fatbin")
+EVIDENCE = ("files", "dirs", "links", "commands", "nvml", "environ", "uname", "python", "elf", "fatbin", "elf_names",
+            "elf_symbols")
 
 
 def not_a_snapshot(doc: Dict[str, Any]) -> Optional[str]:
@@ -537,6 +547,36 @@ class SnapshotHost(Host):
         return FatbinResult(path, sass=tuple(str(a) for a in entry.get("sass", [])),
                             ptx=tuple(str(a) for a in entry.get("ptx", [])), section=bool(entry.get("section", True)),
                             complete=bool(entry.get("complete", True)))
+
+    def elf_sonames(self, path: str) -> NamesResult:
+        entry = self.doc.get("elf_names", {}).get(path)
+        if entry is None:
+            if self.exists(path) or path in self.doc.get("elf", {}):
+                return NamesResult(path, error="not_recorded", message="the snapshot holds no record of the library "
+                                                                       "names it holds")
+            return NamesResult(path, error="ENOENT", message="No such file or directory")
+        if "error" in entry:
+            return NamesResult(path, size=int(entry.get("size") or 0), error=entry["error"],
+                               message=entry.get("message", ""))
+        return NamesResult(path, sonames=tuple(str(n) for n in entry.get("sonames", [])),
+                           size=int(entry.get("size") or 0))
+
+    def elf_unresolved(self, path: str, providers: Sequence[str], names: str = "") -> SymbolsResult:
+        key = tuple(providers)
+        table = self.__dict__.get("_symbols")
+        if table is None:
+            table = self.__dict__["_symbols"] = {
+                (str(e.get("path")), tuple(e.get("providers") or ()), str(e.get("names") or "")): e
+                for e in self.doc.get("elf_symbols", [])}
+        entry = table.get((path, key, names))
+        if entry is None:
+            return SymbolsResult(path, key, error="not_recorded", names=names,
+                                 message="the snapshot holds no symbol lookup for it with these libraries")
+        if "error" in entry:
+            return SymbolsResult(path, key, error=entry["error"], message=entry.get("message", ""), names=names)
+        return SymbolsResult(path, key, missing=tuple((str(m[0]), None if m[1] is None else str(m[1]))
+                                                      for m in entry.get("missing", [])),
+                             checked=int(entry.get("checked") or 0), names=names)
 
     def environ(self) -> Dict[str, str]:
         env = self.__dict__.get("_environ")

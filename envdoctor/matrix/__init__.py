@@ -33,7 +33,7 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 #: Modules that contribute per-area validators (``VALIDATORS``).  A module
 #: that is not there yet (being written) is skipped.
 VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks", "envdoctor.matrix.builds",
-                     "envdoctor.matrix.kernel", "envdoctor.matrix.nccl")
+                     "envdoctor.matrix.kernel", "envdoctor.matrix.nccl_env", "envdoctor.matrix.nccl")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]
@@ -257,6 +257,7 @@ def clear_cache() -> None:
 VENDORS = {
     "cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
     "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
+    "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA",
     "torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX",
     "onnxruntime": "ONNX Runtime", "cupy": "CuPy", "paddle": "PaddlePaddle", "mxnet": "MXNet",
 }

@@ -131,4 +131,47 @@ def validate(rows: List[Row]) -> List[str]:
     return problems
 
 
-VALIDATORS = {AREA: validate}
+PINS_AREA = "cuda_wheel_pins"
+
+
+def validate_pins(rows: List[Row]) -> List[str]:
+    """Area cuda_wheel_pins: a requirement name (with its extra, no version), its releases (versions, ascending,
+    each in one row of that requirement), and {nvidia-* package: specifier}."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    problems: List[str] = []
+    seen: Dict[str, str] = {}
+    for i, row in enumerate(rows):
+        where = "row %d" % i
+        try:
+            req = Requirement(str(row.get("requirement")))
+        except InvalidRequirement:
+            problems.append("%s: requirement %r is not a requirement" % (where, row.get("requirement")))
+            continue
+        if str(req.specifier) or req.marker is not None or len(req.extras) > 1:
+            problems.append("%s: requirement %r must be a name with at most one extra" % (where, str(req)))
+        releases = row.get("releases")
+        versions = [_plain(v) for v in releases] if isinstance(releases, list) else []
+        if not versions or None in versions or versions != sorted(versions):  # type: ignore[type-var]
+            problems.append("%s: releases must be a non-empty ascending list of versions" % where)
+        for v in releases if isinstance(releases, list) else []:
+            key = "%s==%s" % (row.get("requirement"), v)
+            if key in seen:
+                problems.append("%s: %s is also in %s" % (where, key, seen[key]))
+            seen[key] = where
+        requires = row.get("requires")
+        if not isinstance(requires, dict) or not requires:
+            problems.append("%s: requires must be a non-empty {package: specifier} object" % where)
+            continue
+        for name, spec in requires.items():
+            if name != canonicalize_name(name) or not name.startswith("nvidia-"):
+                problems.append("%s: %r is not a normalised nvidia-* name" % (where, name))
+            try:
+                SpecifierSet(str(spec))
+            except InvalidSpecifier:
+                problems.append("%s: %s %r is not a version specifier" % (where, name, spec))
+    return problems
+
+
+VALIDATORS = {AREA: validate, PINS_AREA: validate_pins}

@@ -80,6 +80,7 @@ PROBE_MODULES = (
     "envdoctor.probes.compilers",
     "envdoctor.probes.python_env",
     "envdoctor.probes.frameworks",
+    "envdoctor.probes.requires",
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
     "envdoctor.probes.dlopen",

@@ -209,4 +209,20 @@ def probe_compilers(ctx: ProbeContext) -> Iterable[Fact]:
         own = _nvcc_gcc(host)
         if own is not None:
             facts.append(own)
+    facts.append(_extension_cc(host, env))
     return facts
+
+
+def _extension_cc(host: Host, env: Dict[str, str]) -> Fact:
+    """``compiler.extension_cc``: the compiler CC names, which torch.utils.cpp_extension passes to nvcc as
+    ``-ccbin $CC`` when it builds a CUDA extension (flash-attn, apex, DeepSpeed ops...) and the extension's own
+    flags name none; so a CC newer than nvcc accepts stops those builds while plain nvcc runs still work."""
+    label = "CC (the host compiler torch.utils.cpp_extension gives nvcc)"
+    cc = (env.get("CC") or "").strip()
+    if not cc:
+        return ok("compiler.extension_cc", None, "env:CC", label)
+    entry: Dict[str, Any] = {"var": "CC", "path": cc}
+    entry["exists"] = host.exists(cc) if cc.startswith("/") else host.which(cc) is not None
+    if entry["exists"]:
+        _override_version(host, entry)
+    return ok("compiler.extension_cc", entry, "env:CC", label)

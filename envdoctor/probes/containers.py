@@ -624,6 +624,8 @@ def cdi_fact(host: Host) -> Fact:
 
 
 MOUNTS = "/proc/self/mounts"
+#: The same table under its older name (a link to self/mounts since Linux 2.4.19): read where the first is not.
+MOUNTS_LINK = "/proc/mounts"
 
 
 def keep_shm_mount(text: str) -> str:
@@ -632,12 +634,16 @@ def keep_shm_mount(text: str) -> str:
 
 
 FILE_FILTERS[MOUNTS] = keep_shm_mount
+FILE_FILTERS[MOUNTS_LINK] = keep_shm_mount
 
 
 def shm_fact(host: Host) -> Optional[Fact]:
     """``container.shm``: the size of /dev/shm (its tmpfs mount's ``size=``), where NCCL keeps its intra-node
     buffers; None where there is no /dev/shm mount to read."""
+    where = MOUNTS
     text = host.read_text(MOUNTS, limit=256 * 1024)
+    if text is None:
+        where, text = MOUNTS_LINK, host.read_text(MOUNTS_LINK, limit=256 * 1024)
     if text is None:
         return None
     for line in text.splitlines():
@@ -645,10 +651,10 @@ def shm_fact(host: Host) -> Optional[Fact]:
         if len(parts) >= 4 and parts[1] == "/dev/shm":
             m = re.search(r"(?:^|,)size=(\d+)([kmgKMG]?)(?:,|$)", parts[3])
             if not m:
-                return ok("container.shm", {"size_bytes": None, "options": parts[3][:200]}, "file:" + MOUNTS,
+                return ok("container.shm", {"size_bytes": None, "options": parts[3][:200]}, "file:" + where,
                           "/dev/shm")
             mult = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[m.group(2).lower()]
-            return ok("container.shm", {"size_bytes": int(m.group(1)) * mult}, "file:" + MOUNTS, "/dev/shm")
+            return ok("container.shm", {"size_bytes": int(m.group(1)) * mult}, "file:" + where, "/dev/shm")
     return None
 
 

@@ -13,7 +13,10 @@ itself adds (:func:`own_dirs`), the ``ld.so`` cache, the default directories.  C
 
 Fact ``linkage.<framework>.dlopen`` = ``[{soname, how: "dlopen", path, resolved, via, version, others,
 elsewhere, elsewhere_files, expected: None, shadowed: False}]`` (``elsewhere_files``: the same copies, one per real
-file, without the one the loader takes).
+file, without the one the loader takes), and where known ``file_version`` (the file's release, its wheel's for a
+wheel), ``built_cuda`` (the CUDA the build was made with, for the CUDA runtime and NVRTC), ``pinned``,
+``pinned_version`` and ``not_pinned_copy`` (the copy in an NVIDIA wheel the framework requires, and whether the
+loader takes another).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ..host.base import Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
+from .loader import missing_symbols, wheel_version
 
 #: Library -> soname suffix by CUDA release: NVIDIA's sonames (the file names of each CUDA toolkit's lib64 and of
 #: the nvidia-*-cuXX wheels: libcudart.so.11.0 for every 11.x, libcublas.so.12, libcufft.so.11 in 12.x ...).
@@ -100,7 +104,9 @@ def own_dirs(host: Host, name: str, value: Dict[str, Any]) -> List[str]:
         v = _v(value.get("public") or value.get("version"))
         if v is not None and any(Version(lo) <= v < Version(hi) for lo, hi in TF_FINDS_WHEELS):
             return _wheel_dirs(host, site)
-        return []
+        # a build that requires NVIDIA's library wheels outright, not through an extra (nvidia-tensorflow), is
+        # made to load them: their directories come after LD_LIBRARY_PATH, as a RUNPATH does
+        return _required_wheel_dirs(host, site, value)
     if name == "paddle":
         v = _v(value.get("public") or value.get("version"))
         return ["/usr/local/cuda/lib64"] if v is not None and v >= Version("2.0") else []
@@ -115,6 +121,24 @@ def own_dirs(host: Host, name: str, value: Dict[str, Any]) -> List[str]:
         roots = [env["CUDA_PATH"]] if env.get("CUDA_PATH") else []
         return [posixpath.join(r, "lib64") for r in roots + ["/usr/local/cuda"]] + _wheel_dirs(host, site)
     return []
+
+
+def _required_wheel_dirs(host: Host, site: str, value: Dict[str, Any]) -> List[str]:
+    """The lib directories of the NVIDIA wheels the framework's own metadata requires without an extra."""
+    from .frameworks import Metadata, target_environment
+
+    package = str(value.get("package") or "")
+    dist = next((d for d in host.distributions() if d.key == package and d.location == site), None)
+    if dist is None:
+        return []
+    names = {r.name.lower().replace("_", "-") for r in Metadata(host, dist).applying(target_environment(host))
+             if r.name.lower().startswith("nvidia-")}
+    out = []
+    for d in _wheel_dirs(host, site):
+        owner = posixpath.basename(posixpath.dirname(d)).replace("_", "-")
+        if any(n == "nvidia-" + owner or n.startswith("nvidia-%s-cu" % owner) for n in names):
+            out.append(d)
+    return out
 
 
 def _elsewhere_dirs(host: Host, value: Dict[str, Any]) -> List[str]:
@@ -151,15 +175,63 @@ def _cudnn_major(name: str, value: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+#: The fact fields listing the NVIDIA CUDA wheels a framework requires (its Requires-Dist).
+WHEEL_FIELDS = ("nvidia_wheels", "and_cuda_wheels")
+_RUNTIME_WHEEL = re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?$")
+_CUDNN_WHEEL = re.compile(r"^nvidia-cudnn(?:-cu\d+)?$")
+
+
+def required_wheels(value: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The NVIDIA wheels the framework's metadata requires, ``{name: {required, installed, ...}}``."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for field in WHEEL_FIELDS:
+        wheels = value.get(field)
+        if isinstance(wheels, dict):
+            out.update({str(k): v for k, v in wheels.items() if isinstance(v, dict)})
+    return out
+
+
+def cuda_of_wheels(value: Dict[str, Any]) -> Tuple[Optional[Tuple[int, Optional[int]]], Optional[str]]:
+    """A framework's CUDA (major, minor) and cuDNN major from the CUDA runtime and cuDNN wheels its metadata requires
+    (installed, else pinned): for builds whose own files do not say (TensorFlow up to 2.2, NVIDIA's
+    nvidia-tensorflow, which requires nvidia-cuda-runtime and nvidia-cudnn wheels of its CUDA release)."""
+    cuda = cudnn = None
+    for name, info in required_wheels(value).items():
+        version = info.get("installed") or info.get("required")
+        if _RUNTIME_WHEEL.match(name):
+            cuda = _mm(version)
+        elif _CUDNN_WHEEL.match(name):
+            m = _mm(version)
+            cudnn = str(m[0]) if m else None
+    return cuda, cudnn
+
+
+def framework_cuda(name: str, value: Dict[str, Any]) -> Tuple[Optional[Tuple[int, Optional[int]]], Optional[str]]:
+    """The CUDA (major, minor) a framework build was made for, and a cuDNN major when that is known only from the
+    same place: its own build information, else (nvidia-tensorflow) NVIDIA's release notes of its NGC release
+    (matrix), else the CUDA runtime wheel its metadata requires."""
+    cuda = _mm(value.get("cuda"))
+    if cuda is not None:
+        return cuda, None
+    packages = value.get("packages") or {}
+    if name == "tensorflow" and isinstance(packages, dict) and packages.get("nvidia-tensorflow"):
+        from ..matrix import builds
+
+        built = builds.nvidia_tensorflow_build(packages["nvidia-tensorflow"])
+        if built is not None:
+            return _mm(built[0]), None
+    return cuda_of_wheels(value)
+
+
 def wanted(name: str, value: Dict[str, Any]) -> List[str]:
     if name == "paddle":
         v = _v(value.get("public") or value.get("version"))
         return ["libcudnn.so"] if v is not None and v < Version("3.0") else []
-    cuda = _mm(value.get("cuda"))
+    cuda, wheel_cudnn = framework_cuda(name, value)
     if cuda is None:
         return []
     out = [s for s in (soname(lib, cuda) for lib in LOADS.get(name, ())) if s]
-    major = _cudnn_major(name, value)
+    major = _cudnn_major(name, value) or wheel_cudnn
     if major:
         out.append("libcudnn.so.%s" % major)
     if name == "tensorflow" and value.get("tensorrt") is True:
@@ -220,11 +292,20 @@ def _version_of_file(host: Host, path: Optional[str]) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def wheel_links(host: Host, site: str, ldp: Sequence[str], cache: List[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
+def wheel_links(host: Host, site: str, ldp: Sequence[str],
+                cache: Optional[List[Tuple[str, str, str]]]) -> List[Dict[str, Any]]:
     """How the nvidia-*-cuNN wheels' libraries find each other: each CUDA soname a wheel library needs, resolved
     in the loader's order with that library's own RUNPATH ($ORIGIN/../../<other wheel>/lib); ``expected`` is the
-    copy its RUNPATH names, ``path`` the one the loader takes (LD_LIBRARY_PATH comes first)."""
-    dists = {d.key: d.version for d in host.distributions()}
+    copy its RUNPATH names, ``path`` the one the loader takes (LD_LIBRARY_PATH comes first).
+
+    A library whose dynamic section cannot be read (a snapshot without it) is modelled from its wheel's own
+    metadata: it needs the libraries of the NVIDIA wheels its wheel requires (nvidia-cusparse-cu12 requires
+    nvidia-nvjitlink-cu12), through the RUNPATH every such wheel carries (``modelled``: True). Without the loader
+    cache (``cache`` None) only what the loader finds before it (LD_LIBRARY_PATH, RUNPATH) is judged."""
+    from .loader import loader_config, search
+
+    config = loader_config(host, ldp, cache, "" if cache is not None else "the loader cache could not be read")
+    dists = [d for d in host.distributions() if d.location == site]
     out: List[Dict[str, Any]] = []
     for lib_dir in _wheel_dirs(host, site):
         for name in sorted(host.list_dir(lib_dir).names()):
@@ -232,25 +313,79 @@ def wheel_links(host: Host, site: str, ldp: Sequence[str], cache: List[Tuple[str
                 continue
             path = posixpath.join(lib_dir, name)
             elf = host.elf(path)
-            if not elf.ok:
+            if elf.ok:
+                needed = [dep for dep in elf.needed if _WHEEL_DEP.match(dep)]
+                runpath = [posixpath.normpath(p.replace("${ORIGIN}", lib_dir).replace("$ORIGIN", lib_dir))
+                           for e in (elf.runpath or elf.rpath) for p in e.split(":") if p]
+                modelled = False
+            elif elf.error in ("not_recorded", "EACCES", "ETIMEDOUT"):
+                needed, runpath = _modelled_needs(host, site, path, dists)
+                modelled = True
+            else:
                 continue
-            runpath = [posixpath.normpath(p.replace("${ORIGIN}", lib_dir).replace("$ORIGIN", lib_dir))
-                       for e in (elf.runpath or elf.rpath) for p in e.split(":") if p]
-            for dep in elf.needed:
-                if not _WHEEL_DEP.match(dep):
-                    continue
-                res = resolve_soname(host, dep, runpath=runpath, ld_library_path=ldp, cache=cache)
+            for dep in needed:
+                res = search(host, config, dep, runpath=runpath)
                 expected = next((posixpath.join(d, dep) for d in runpath if dep in host.list_dir(d).names()), None)
-                if expected is None or res["path"] is None:
+                if expected is None or res["path"] is None or not res["certain"]:
                     continue
                 wheel = posixpath.basename(posixpath.dirname(posixpath.dirname(expected)))
                 exp_version = _version_of_file(host, expected) or next(
-                    (v for k, v in dists.items() if k.startswith("nvidia-%s-cu" % wheel)), None)
-                out.append({"library": path, "soname": dep, "path": res["path"], "resolved": res["resolved"],
-                            "via": res["via"], "version": _version_of_file(host, res["path"]),
-                            "expected": expected, "expected_version": exp_version,
-                            "shadowed": host.resolve(res["path"]) != host.resolve(expected)})
+                    (d.version for d in dists if d.key.startswith("nvidia-%s-cu" % wheel)
+                     or d.key == "nvidia-%s" % wheel), None)
+                entry = {"library": path, "soname": dep, "path": res["path"], "resolved": res["resolved"],
+                         "via": res["via"], "version": _version_of_file(host, res["path"]),
+                         "expected": expected, "expected_version": exp_version,
+                         "shadowed": host.resolve(res["path"]) != host.resolve(expected)}
+                if modelled:
+                    entry["modelled"] = True
+                elif entry["shadowed"]:
+                    entry["missing_symbols"] = missing_symbols(host, path, str(res["resolved"]))
+                out.append(entry)
     return out
+
+
+def _modelled_needs(host: Host, site: str, path: str, dists: Sequence[Any]) -> Tuple[List[str], List[str]]:
+    """What a wheel library needs, from its wheel's metadata (when its dynamic section cannot be read): the
+    libraries of the NVIDIA wheels that wheel requires, and their directories as its RUNPATH."""
+    from .requires import requirements_of
+
+    lib_dir = posixpath.dirname(path)
+    owner = posixpath.basename(posixpath.dirname(lib_dir)).replace("_", "-")  # nvidia/<owner>/lib
+    dist = next((d for d in dists if d.key.startswith("nvidia-%s-cu" % owner) or d.key == "nvidia-%s" % owner), None)
+    if dist is None:
+        return [], []
+    needed: List[str] = []
+    runpath: List[str] = []
+    for req in requirements_of(host, dist) or []:
+        m = re.match(r"^nvidia-([a-z0-9-]+?)(?:-cu\d+)?$", req.name)
+        if not m or req.marker:
+            continue
+        dep_dir = posixpath.join(site, "nvidia", m.group(1).replace("-", "_"), "lib")
+        libs = [n for n in host.list_dir(dep_dir).names() if re.match(r"^lib[A-Za-z]+\.so\.\d+$", n)
+                and _WHEEL_DEP.match(n)]
+        if libs:
+            needed += libs
+            runpath.append(dep_dir)
+    return needed, runpath
+
+
+def pinned_copy(host: Host, value: Dict[str, Any], soname_: str) -> Optional[Tuple[str, Optional[str]]]:
+    """The copy of ``soname_`` in an NVIDIA wheel the framework's metadata requires (its file and the wheel's
+    version), None when none of them ships it."""
+    required = required_wheels(value)
+    if not required:
+        return None
+    for lib_dir in _wheel_dirs(host, str(value.get("path") or "")):
+        if soname_ not in host.list_dir(lib_dir).names():
+            continue
+        path = posixpath.join(lib_dir, soname_)
+        # a wheel's file carries only the soname (libcudart.so.11.0): the wheel's version is the library's
+        version = wheel_version(host, host.resolve(path)) or _version_of_file(host, path)
+        owner = posixpath.basename(posixpath.dirname(lib_dir)).replace("_", "-")
+        if any(n.startswith("nvidia-%s" % owner) or n.startswith("nvidia-") and owner.startswith("cu")
+               for n in required):
+            return path, version
+    return None
 
 
 _NVIDIA_FAMILY = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
@@ -301,8 +436,6 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
             continue
         if cache is None:
             cache = read_ld_cache(host)[0]
-        if cache is None:
-            break
         links = [lk for lk in wheel_links(host, site, ldp, cache) if lk["shadowed"]]
         if links:
             facts.append(ok("linkage.nvidia_wheels", links, "derived", "NVIDIA wheel libraries' own links"))
@@ -335,10 +468,22 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
                 if r not in taken:
                     taken.add(r)
                     distinct.append(path)
-            entries.append({"soname": so, "how": "dlopen", "path": res["path"], "resolved": res["resolved"],
-                            "via": res["via"], "version": res["version"], "others": res["others"],
-                            "elsewhere": _unique(elsewhere), "elsewhere_files": distinct, "expected": None,
-                            "shadowed": False})
+            entry = {"soname": so, "how": "dlopen", "path": res["path"], "resolved": res["resolved"],
+                     "via": res["via"], "version": res["version"], "others": res["others"],
+                     "elsewhere": _unique(elsewhere), "elsewhere_files": distinct, "expected": None,
+                     "shadowed": False}
+            if res["path"]:  # the file's own release (a wheel's file names only its soname: its wheel's version)
+                entry["file_version"] = wheel_version(host, res["resolved"]) or _version_of_file(host, res["path"])
+            # TensorFlow's builds are tested with one CUDA release (ONNX Runtime, CuPy and JAX say theirs run on any
+            # minor of their major): a runtime older than that release is judged for TensorFlow
+            built = framework_cuda(name, value)[0] if name == "tensorflow" else None
+            if built is not None and built[1] is not None and re.match(r"^lib(cudart|nvrtc)\.so", so):
+                entry["built_cuda"] = "%d.%d" % (built[0], built[1])  # the runtime's version tracks CUDA's
+            pinned = pinned_copy(host, value, so)
+            if pinned is not None:  # the copy in the NVIDIA wheel the framework's metadata requires
+                entry["pinned"], entry["pinned_version"] = pinned
+                entry["not_pinned_copy"] = bool(res["resolved"]) and res["resolved"] != host.resolve(pinned[0])
+            entries.append(entry)
         facts.append(ok("linkage.%s.dlopen" % name, entries, "derived",
                         "%s: CUDA libraries it loads at run time" % name))
     return facts

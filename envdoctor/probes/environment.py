@@ -7,14 +7,28 @@ compare them with the GPUs NVML sees (NVML ignores the variables; CUDA applies t
 
 Fact ``env.torch_cuda_arch_list``: the raw value of ``TORCH_CUDA_ARCH_LIST`` when it is set: the GPU
 architectures PyTorch CUDA extensions (and PyTorch itself) built in this environment are compiled for.
+
+Fact ``env.nccl``: the NCCL variables of the catalog (``matrix/data/nccl_env.json``) as NCCL sees them (the
+environment, then ``$NCCL_CONF_FILE`` or ``~/.nccl.conf``, then ``/etc/nccl.conf``; each with where it was set),
+and the XML files the topology and graph variables name (and NCCL's default topology file): whether they are
+there and the PCI addresses of the GPUs a topology file describes.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, List
+import posixpath
+import re
+from typing import Any, Dict, Iterable, List, Optional
 
 from ..facts import Fact, ok
+from ..host.base import Host
 from . import ProbeContext, register
+
+#: ``<pci busid="0000:0c:00.0" ...>`` opening tags and ``<gpu`` elements of an NCCL topology XML.
+_PCI_TAG = re.compile(r"<pci\b[^>]*\bbusid=\"([0-9A-Fa-f:.]+)\"")
+_GPU_TAG = re.compile(r"<gpu\b")
+#: The most of an XML topology or graph file read.
+_XML_LIMIT = 4 * 1024 * 1024
 
 
 @register("environment", "CUDA environment variables", order=15,
@@ -35,4 +49,67 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
         # the directories as the loader reaches them: /usr/local/cuda/compat is /usr/local/cuda-12.9/compat
         facts.append(ok("env.ld_library_path_resolved", [{"entry": d, "resolved": ctx.host.resolve(d)} for d in ldp],
                         "env:LD_LIBRARY_PATH", "LD_LIBRARY_PATH, links resolved"))
+    facts.append(nccl_variables(ctx.host))
     return facts
+
+
+def topology_gpus(text: str) -> List[str]:
+    """The PCI addresses of the GPUs an NCCL topology XML describes: each ``<gpu>``'s enclosing ``<pci busid>``
+    (the nearest opening pci tag before it), lower-case."""
+    out: List[str] = []
+    pcis = [(m.start(), m.group(1).lower()) for m in _PCI_TAG.finditer(text)]
+    for g in _GPU_TAG.finditer(text):
+        before = [bus for pos, bus in pcis if pos < g.start()]
+        if before and before[-1] not in out:
+            out.append(before[-1])
+    return out
+
+
+def _xml_file(host: Host, path: str, topology: bool) -> Dict[str, Any]:
+    text = host.read_text(path, limit=_XML_LIMIT)
+    if text is None:
+        return {"path": path, "exists": host.exists(path), "readable": False}
+    info: Dict[str, Any] = {"path": path, "exists": True, "readable": True}
+    if topology:
+        info["gpu_bus_ids"] = topology_gpus(text)
+    return info
+
+
+def nccl_variables(host: Host) -> Fact:
+    """``env.nccl`` (see the module docstring): the catalogued variables NCCL would see, as NCCL's initEnv reads
+    them, and the XML files the override variables name."""
+    from ..matrix import nccl_env
+
+    wanted = nccl_env.names()
+    env = host.environ()
+    found: Dict[str, Dict[str, str]] = {}
+    for name in wanted:
+        if env.get(name) is not None:
+            found[name] = {"value": env[name], "from": "environment"}
+    conf = env.get("NCCL_CONF_FILE")
+    home = env.get("HOME")
+    files = [conf] if conf else ([posixpath.join(home, ".nccl.conf")] if home and home.startswith("/") else [])
+    read: List[str] = []
+    for path in files + ["/etc/nccl.conf"]:
+        text = host.read_text(path, limit=64 * 1024)
+        if text is None:
+            continue
+        read.append(path)
+        for name, value in nccl_env.read_conf(text).items():
+            if name in wanted and name not in found:
+                found[name] = {"value": value, "from": path}
+    xml: List[Dict[str, Any]] = []
+    for name, setting in found.items():
+        r = nccl_env.row(name) or {}
+        if r.get("class") in ("topology_override", "graph_override") and setting["value"].startswith("/"):
+            entry = _xml_file(host, setting["value"], r.get("class") == "topology_override")
+            entry["variable"] = name
+            xml.append(entry)
+    default: Optional[str] = (nccl_env.row("NCCL_TOPO_FILE") or {}).get("default_path")
+    if default and "NCCL_TOPO_FILE" not in found and host.exists(default):
+        entry = _xml_file(host, default, True)
+        entry["variable"] = None  # NCCL's own default location
+        xml.append(entry)
+    settings = {"variables": found, "conf_files": read, "xml_files": xml}
+    return ok("env.nccl", settings, "env:NCCL_*," + ",".join(["$NCCL_CONF_FILE|~/.nccl.conf", "/etc/nccl.conf"]),
+              "NCCL settings")

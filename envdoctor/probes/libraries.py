@@ -5,8 +5,8 @@ Copies come from library file names (``libcudnn.so.9.1.0``), headers
 (``ldconfig -p``), pip wheels (``nvidia-cudnn-cu12`` and their ``lib/`` dirs)
 and distro packages (reused from the cuda probe's ``cuda.packages``).
 
-:func:`resolve_soname` answers "which file would ``dlopen("libcudnn.so.9")``
-load": ``LD_LIBRARY_PATH`` first, then a ``RUNPATH`` (the checks pass a
+:func:`resolve_soname` (:mod:`envdoctor.probes.loader`, the one model of ``ld.so``) answers "which file
+would ``dlopen("libcudnn.so.9")`` load": ``LD_LIBRARY_PATH`` first, then a ``RUNPATH`` (the checks pass a
 framework's), then the ``ld.so`` cache, then the default directories.
 """
 
@@ -18,14 +18,19 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from ..facts import Fact, ok, timed_out, unknown
+from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs, upstream_version
+from .loader import (  # noqa: F401 - the loader's answers, used here and by the other probes through this module
+    DEFAULT_DIRS,
+    ldconfig_argv,
+    parse_ldconfig,
+    read_ld_cache,
+    resolve_soname,
+    version_from_name,
+)
 
-#: Where glibc looks after LD_LIBRARY_PATH, RUNPATH and the cache (plus Debian's multiarch dirs).
-DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
 #: Other places libraries are commonly unpacked to (not searched by the loader unless configured).
 EXTRA_DIRS = ("/usr/local/lib", "/usr/local/lib64", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
               "/usr/local/cuda/targets/sbsa-linux/lib", "/opt/tensorrt/lib", "/usr/local/tensorrt/lib")
@@ -57,118 +62,6 @@ LIBRARIES: Dict[str, Dict[str, Any]] = {
         "package": re.compile(r"^(libnvinfer\d+|tensorrt)$"),
     },
 }
-
-_LDCONFIG_HEADER = re.compile(r"^\s*(\d+) libs found in cache")
-_LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
-
-
-# -- the loader ----------------------------------------------------------------------
-
-def ldconfig_argv(host: Host) -> List[str]:
-    path = host.which("ldconfig")
-    if not path:
-        for candidate in ("/sbin/ldconfig", "/usr/sbin/ldconfig"):
-            if host.exists(candidate):
-                path = candidate
-                break
-    return [path or "ldconfig", "-p"]
-
-
-def parse_ldconfig(text: str) -> List[Tuple[str, str, str]]:
-    """``ldconfig -p`` lines -> ``(soname, flags, path)`` in cache order."""
-    out = []
-    for line in text.splitlines():
-        m = _LDCONFIG_LINE.match(line)
-        if m:
-            out.append((m.group(1), m.group(2), m.group(3)))
-    return out
-
-
-def read_ld_cache(host: Host) -> Tuple[Optional[List[Tuple[str, str, str]]], Fact]:
-    """The loader cache and a fact describing it (``None`` when unreadable). ``ldconfig -p`` runs once per
-    host: the libraries, linkage and dlopen probes each ask for it. Each caller gets its own list."""
-    entries, fact = host.once("ld_cache", lambda: _read_ld_cache(host))
-    return (list(entries) if entries is not None else None), fact
-
-
-def _read_ld_cache(host: Host) -> Tuple[Optional[List[Tuple[str, str, str]]], Fact]:
-    argv = ldconfig_argv(host)
-    src = "command:" + " ".join(argv)
-    label = "Dynamic loader cache"
-    r = host.run(argv, timeout=10)
-    if r.timed_out:
-        return None, timed_out("libraries.ld_cache", r.describe_failure(), src, label)
-    if not r.ok:
-        return None, unknown("libraries.ld_cache", r.describe_failure(), src, label)
-    entries = parse_ldconfig(r.stdout)
-    if not entries and r.stdout.strip():
-        return None, unknown("libraries.ld_cache", f"unexpected output of ldconfig -p: {r.stdout.strip()[:80]!r}",
-                             src, label)
-    # glibc prints "N libs found in cache `/etc/ld.so.cache'" before the N entries (elf/cache.c):
-    # fewer entries than announced is a cut-off listing, and a missing one would look "not found".
-    header = _LDCONFIG_HEADER.match(r.stdout)
-    if header and len(entries) < int(header.group(1)):
-        return None, unknown("libraries.ld_cache", "ldconfig -p listed %d of the %s entries it announced "
-                             "(truncated output)" % (len(entries), header.group(1)), src, label)
-    return entries, ok("libraries.ld_cache", {"entries": len(entries)}, src, label)
-
-
-def _machine_flags(host: Host) -> str:
-    machine = host.uname().get("machine", "")
-    return {"x86_64": "x86-64", "aarch64": "AArch64"}.get(machine, "")
-
-
-def resolve_soname(host: Host, soname: str, runpath: Sequence[str] = (),
-                   ld_library_path: Optional[Sequence[str]] = None,
-                   cache: Optional[List[Tuple[str, str, str]]] = None) -> Dict[str, Any]:
-    """Which file ``dlopen(soname)`` would load, and why.
-
-    Search order (glibc, for an object with RUNPATH): ``LD_LIBRARY_PATH``,
-    ``runpath``, the ``ld.so`` cache, the default dirs.  ``ld_library_path``
-    defaults to the host's environment, ``cache`` to ``ldconfig -p``.
-    Returns ``{"soname", "path", "via", "resolved", "version", "others"}``;
-    ``path`` is ``None`` when nothing would be found.  ``others`` lists the
-    copies further down the search order that lose (shadowed copies).
-    """
-    if ld_library_path is None:
-        ld_library_path = ld_library_path_dirs(host.getenv("LD_LIBRARY_PATH"))
-    if cache is None:
-        cache = read_ld_cache(host)[0] or []
-    flags = _machine_flags(host)
-    hits: List[Tuple[str, str]] = []
-    for d in ld_library_path:
-        if soname in host.list_dir(d).names():
-            hits.append((posixpath.join(d, soname), "LD_LIBRARY_PATH"))
-    for d in runpath:
-        if soname in host.list_dir(d).names():
-            hits.append((posixpath.join(d, soname), "RUNPATH"))
-    for name, fl, path in cache:
-        if name == soname and (not flags or flags in fl or "x86-64" not in fl and "AArch64" not in fl):
-            hits.append((path, "ldconfig cache"))
-    for d in DEFAULT_DIRS:
-        if soname in host.list_dir(d).names():
-            hits.append((posixpath.join(d, soname), "default dir"))
-    out: Dict[str, Any] = {"soname": soname, "path": None, "via": None, "resolved": None, "version": None,
-                           "others": []}
-    seen = set()
-    for path, via in hits:
-        real = host.resolve(path)
-        if real in seen:
-            continue
-        seen.add(real)
-        if out["path"] is None:
-            out.update(path=path, via=via, resolved=real, version=version_from_name(posixpath.basename(real)))
-        else:
-            out["others"].append({"path": path, "via": via, "resolved": real,
-                                  "version": version_from_name(posixpath.basename(real))})
-    return out
-
-
-def version_from_name(name: str) -> Optional[str]:
-    """``libcudnn.so.9.1.0`` -> ``9.1.0``; ``libnccl.so.2`` -> ``2``."""
-    m = re.match(r"^lib[\w+-]+\.so\.(\d+(?:\.\d+)*)$", name)
-    return m.group(1) if m else None
-
 
 def parse_header_version(text: str, macros: Sequence[str]) -> Optional[str]:
     parts = []

@@ -4,7 +4,7 @@ installed framework's CUDA library would really load, resolved the way ``ld.so``
 For each framework the frameworks probe found, the ELF dynamic section of its main CUDA
 library is read (``Host.elf``: NEEDED, RPATH, RUNPATH), ``$ORIGIN`` is expanded to the
 library's directory, and every NEEDED CUDA soname is resolved with
-:func:`envdoctor.probes.libraries.resolve_soname` in glibc's order (ld.so(8)):
+:func:`envdoctor.probes.loader.resolve_soname` (the one model of ``ld.so``) in glibc's order (ld.so(8)):
 
 * ``DT_RPATH`` (only when the object has no ``DT_RUNPATH``) *before* ``LD_LIBRARY_PATH``;
 * ``LD_LIBRARY_PATH``;
@@ -43,6 +43,7 @@ from ..host.base import Distribution, Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
+from .loader import expand_origin, loader_config
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
 CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11.0
@@ -231,18 +232,6 @@ def abi_fact(host: Host, name: str, value: Dict[str, Any], dists: Sequence[Distr
     return ok("linkage.%s.abi" % name, out, src, label)
 
 
-def expand_origin(entries: Sequence[str], lib_dir: str) -> List[str]:
-    """``$ORIGIN``/``${ORIGIN}`` -> the library's directory, normalised (``..`` folded)."""
-    out = []
-    for e in entries:
-        for part in e.split(":"):
-            if not part:
-                continue
-            part = part.replace("${ORIGIN}", lib_dir).replace("$ORIGIN", lib_dir)
-            out.append(posixpath.normpath(part))
-    return out
-
-
 def _dlopened(name: str, value: Dict[str, Any]) -> List[str]:
     """Sonames a framework opens with dlopen (not in NEEDED): TensorFlow and JAX load cuDNN that way."""
     major = None
@@ -266,10 +255,7 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
     sonames = [(s, "NEEDED") for s in needed if pattern.match(s)]
     sonames += [(s, "dlopen") for s in extra if s not in needed]
     for soname, how in sonames:
-        # RPATH dirs go in front of LD_LIBRARY_PATH; resolve_soname puts RUNPATH after it.
-        res = resolve_soname(host, soname, runpath=rn, ld_library_path=list(rp) + list(ldp), cache=cache)
-        if res["path"] and posixpath.dirname(res["path"]) in rp:
-            res["via"] = "RPATH"
+        res = resolve_soname(host, soname, runpath=rn, ld_library_path=ldp, cache=cache, rpath=rp)
         expected = None
         for d in own:
             if soname in host.list_dir(d).names():
@@ -330,37 +316,155 @@ TORCH_EXTENSIONS: Dict[str, Tuple[str, str]] = {
 }
 
 
-def extension_linkage(host: Host, torch: Mapping[str, Any], torch_entries: Sequence[Mapping[str, Any]],
-                      ldp: Sequence[str], cache: List[Tuple[str, str, str]],
-                      dists: Sequence[Distribution]) -> List[Dict[str, Any]]:
-    """The CUDA sonames each installed PyTorch extension module NEEDs that nothing provides: not the loader (its
-    RPATH/RUNPATH, LD_LIBRARY_PATH, the cache, the default directories) and not torch, whose own CUDA libraries
-    are already in the process when the extension is imported (a loaded soname satisfies a later NEEDED)."""
-    site = str(torch.get("path") or "")
-    loaded = {str(e.get("soname")) for e in torch_entries if isinstance(e, dict) and e.get("path")}
-    versions = {d.key: d.version for d in dists if d.location == site}
-    out: List[Dict[str, Any]] = []
-    for dist, (rel, pattern) in TORCH_EXTENSIONS.items():
-        if dist not in versions:
+#: A framework's own libraries, which an extension module needs by soname (found because the framework loaded
+#: them), and the directories (relative to site-packages) that hold them: torch/lib; TensorFlow's
+#: libtensorflow_framework.so.N and _pywrap_tensorflow_internal.so (tensorflow_core/ in 1.15-2.1).
+FRAMEWORK_LIB = {"torch": re.compile(r"^lib(?:torch|c10|caffe2|shm)[a-z0-9_]*\.so$"),
+                 "tensorflow": re.compile(r"^(?:libtensorflow_(?:framework|cc)\.so\.\d+|"
+                                          r"_pywrap_tensorflow_internal\.so)$")}
+FRAMEWORK_DIRS = {"torch": ("torch/lib",),
+                  "tensorflow": ("tensorflow", "tensorflow/python", "tensorflow_core", "tensorflow_core/python")}
+#: Mangled C++ names of the framework's namespaces, data and vtables included (torch: c10::, at::, torch::,
+#: caffe2::; TensorFlow: tensorflow::, tsl::): the symbols an extension built against one release imports from it.
+FRAMEWORK_SYMBOL = {"torch": re.compile(r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:3c10|2at|5torch|6caffe2)"),
+                    "tensorflow": re.compile(r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:10tensorflow|3tsl)")}
+#: The most extension modules whose symbols are looked up in one run, and RECORD's size read per distribution.
+MAX_EXTENSION_FILES = 64
+RECORD_LIMIT = 4 * 1024 * 1024
+
+
+def extension_files(host: Host, site: str, dists: Sequence[Distribution], dependents: Sequence[str],
+                    framework: str = "torch") -> List[Tuple[Distribution, str]]:
+    """The compiled modules of the packages built on ``framework`` in ``site``: those of :data:`TORCH_EXTENSIONS`
+    found where each keeps them, and of every other package that requires the framework (``Requires-Dist``),
+    listed by its ``RECORD``."""
+    by_key = {d.key: d for d in dists if d.location == site}
+    out: List[Tuple[Distribution, str]] = []
+    for key, (rel, pattern) in TORCH_EXTENSIONS.items() if framework == "torch" else ():
+        if key in by_key:
+            out += [(by_key[key], p) for p in host.glob_dir(posixpath.normpath(posixpath.join(site, rel)), pattern)]
+    for key in dependents:
+        d = by_key.get(key)
+        if d is None or key in TORCH_EXTENSIONS or not d.metadata_dir.endswith(".dist-info"):
             continue
-        for path in host.glob_dir(posixpath.normpath(posixpath.join(site, rel)), pattern):
-            elf = host.elf(path)
-            if not elf.ok:
-                continue
-            for soname in elf.needed:
-                if not CUDA_SONAME.match(soname) or soname in loaded:
-                    continue
-                lib_dir = posixpath.dirname(path)
-                rp = expand_origin(elf.rpath, lib_dir) if not elf.runpath else []
-                res = resolve_soname(host, soname, runpath=expand_origin(elf.runpath, lib_dir),
-                                     ld_library_path=list(rp) + list(ldp), cache=cache)
-                if not res["path"]:
-                    out.append({"package": dist, "version": versions[dist], "path": path, "soname": soname})
-    return out
+        text = host.read_text(posixpath.join(d.metadata_dir, "RECORD"), limit=RECORD_LIMIT) or ""
+        for line in text.splitlines():
+            rel = line.split(",", 1)[0]
+            if re.search(r"\.so(?:\.\d+)*$", rel) and not rel.startswith(("/", "..")):
+                out.append((d, posixpath.normpath(posixpath.join(site, rel))))
+    seen: List[str] = []
+    unique: List[Tuple[Distribution, str]] = []
+    for d, path in out:
+        if path not in seen:
+            seen.append(path)
+            unique.append((d, path))
+    return unique[:MAX_EXTENSION_FILES]
+
+
+def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: Sequence[Distribution],
+                      dependents: Sequence[str], framework: str = "torch"
+                      ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """What a framework's extension modules need that nothing provides, modelled as one process that imported the
+    framework first (its libraries then satisfy the extensions' needs by soname, as ld.so matches loaded objects):
+
+    * ``[{package, version, path, soname}]``: a CUDA library, or one of the framework's own libraries that this
+      build does not have (``libc10_cuda.so`` in a CPU-only torch: the extension is a CUDA build), which the loader
+      cannot find;
+    * ``[{package, version, path, missing, checked}]``: C++ symbols of the framework (c10::, at::, torch::;
+      tensorflow::) an extension imports and none of the framework's libraries exports: built against another
+      release, it fails to import with "undefined symbol"."""
+    from . import loader
+
+    site = str(torch.get("path") or "")
+    lib_rx = FRAMEWORK_LIB[framework]
+    own = [posixpath.join(site, rel, n) for rel in FRAMEWORK_DIRS[framework]
+           for n in host.list_dir(posixpath.join(site, rel)).names() if lib_rx.match(n)]
+    # the known packages' modules, and of the others those that link the framework's libraries (not the copies of
+    # other libraries a wheel vendors)
+    files = [(d, p) for d, p in extension_files(host, site, dists, dependents, framework)
+             if d.key in TORCH_EXTENSIONS and framework == "torch" or any(lib_rx.match(n) for n in host.elf(p).needed)]
+    files = [(d, p) for d, p in files if p not in own]
+    if not files:
+        return [], []
+    # the framework's libraries and the extensions, their needs resolved (and so in the process), not followed
+    graph = loader.load(host, config, own + [p for _, p in files], descend=lambda soname: False)
+    objects = graph["objects"]
+    index = {o["path"]: o["index"] for o in objects}
+    owner = {p: d for d, p in files}
+    have_libs = {posixpath.basename(p) for p in own}
+    missing_libs: List[Dict[str, Any]] = []
+    broken: Dict[str, List[str]] = {}
+    for link in graph["links"]:
+        req = objects[link["from"]]["path"] if link.get("from") is not None else None
+        if req not in owner or link.get("path") or not link.get("certain", True):
+            continue
+        soname = str(link.get("soname"))
+        framework_lib = bool(lib_rx.match(soname))
+        if framework_lib and (soname in have_libs or not have_libs):
+            continue  # the framework has it (its ELF could not be read to match it): not judged
+        if not framework_lib and not (CUDA_SONAME.match(soname) or loader.CUDA_FAMILY.match(soname)):
+            continue
+        d = owner[req]
+        broken.setdefault(req, []).append(soname)
+        missing_libs.append({"package": d.key, "version": d.version, "path": req, "soname": soname,
+                             "framework_lib": framework_lib})
+    symbols: List[Dict[str, Any]] = []
+    providers = [p for p in own if p in index and not objects[index[p]].get("error")]
+    if not providers:
+        return missing_libs, symbols
+    for d, path in files:
+        if path in broken or path not in index or objects[index[path]].get("error"):
+            continue
+        res = host.elf_unresolved(path, providers, FRAMEWORK_SYMBOL[framework].pattern)
+        if not res.ok:
+            continue
+        wanted = list(res.missing)
+        if wanted:
+            symbols.append({"package": d.key, "version": d.version, "path": path, "checked": res.checked,
+                            "missing": [m[0] for m in wanted[:20]], "count": len(wanted)})
+    return missing_libs, symbols
+
+
+#: The ONNX Runtime execution provider libraries other than CUDA's are optional to it: a session asks for them.
+ORT_PROVIDERS = re.compile(r"^libonnxruntime_providers_(?!shared\.)[a-z0-9_]+\.so$")
+
+
+def closure_fact(host: Host, name: str, value: Mapping[str, Any], main_path: str, config: Any) -> Optional[Fact]:
+    """``linkage.<name>.closure``: the CUDA libraries the framework's libraries load beyond their own direct needs
+    (those are ``linkage.<name>``): a CUDA library's own dependencies, what each names for dlopen (cuDNN's
+    sub-libraries), and, for ONNX Runtime, every execution provider library (``optional``: TensorRT's...)."""
+    from . import loader
+
+    site = str(value.get("path") or "")
+    roots = [main_path]
+    optional: List[str] = []
+    if name == "onnxruntime":
+        capi = posixpath.dirname(main_path)
+        for p in host.glob_dir(capi, ORT_PROVIDERS.pattern):
+            if p != main_path:
+                roots.append(p)
+                optional.append(p)
+    c = loader.cuda_closure(host, config, roots, only_cuda=True)
+    links = []
+    for link in c["links"]:
+        if link.get("via") == "loaded":
+            continue  # a soname met by a library already loaded: judged where it was loaded
+        if link.get("requester") == main_path and link.get("how") == "NEEDED":
+            continue  # linkage.<name>
+        links.append({k: v for k, v in link.items() if k in (
+            "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain", "expected",
+            "expected_version", "shadowed", "elsewhere", "other_majors")})
+    if not links and not c["unread"]:
+        return None
+    return ok("linkage.%s.closure" % name, {"roots": roots, "optional": optional, "links": links,
+                                           "unread": c["unread"], "cache_unknown": c["cache_unknown"],
+                                           "site": site},
+              "elf:" + main_path, "CUDA libraries %s's libraries load in turn" % name)
 
 
 @register("linkage", "Framework library linkage", order=95,
-          produces=("linkage.*", "linkage.*.elf", "linkage.*.abi", "linkage.*.extensions"), needs=("frameworks",))
+          produces=("linkage.*", "linkage.*.elf", "linkage.*.abi", "linkage.*.extensions", "linkage.*.closure",
+                    "linkage.*.extension_symbols"), needs=("frameworks", "requires"))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")
@@ -419,13 +523,34 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
                     e["cache_unknown"] = cache_why
         facts.append(ok("linkage." + name, entries, "elf:" + elf.path,
                         "CUDA libraries %s would load" % name))
-        if name == "torch":
-            if dists is None:
-                dists = host.distributions()
-            ext = extension_linkage(host, value, entries, ldp, cache, dists)
-            if ext:
-                facts.append(ok("linkage.torch.extensions", ext, "elf:" + ext[0]["path"],
-                                "CUDA libraries of PyTorch extension packages"))
+        config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
+        closure = closure_fact(host, name, value, elf.path, config)
+        if closure is not None:
+            facts.append(closure)
+
+    for name, label in (("torch", "PyTorch"), ("tensorflow", "TensorFlow")):
+        value = fw.value("framework." + name)
+        if not (isinstance(value, dict) and value.get("path")):
+            continue
+        # the framework's extension packages, whatever its build (a CUDA torchvision on a CPU-only torch)
+        if cache is None:
+            read, cache_fact = read_ld_cache(host)
+            cache = read or []
+            cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
+        if dists is None:
+            dists = host.distributions()
+        reqs = ctx.facts_of("requires").value("python.requirements")
+        dependents = (reqs.get("dependents") or {}).get(name, []) if isinstance(reqs, dict) else []
+        if name != "torch" and not dependents:
+            continue
+        config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
+        ext, symbols = extension_linkage(host, value, config, dists, dependents, name)
+        if ext:
+            facts.append(ok("linkage.%s.extensions" % name, ext, "elf:" + ext[0]["path"],
+                            "Libraries %s extension packages need" % label))
+        if symbols:
+            facts.append(ok("linkage.%s.extension_symbols" % name, symbols, "elf:" + symbols[0]["path"],
+                            "%s symbols extension modules import that it lacks" % label))
     if not facts:
         # Say why the section is empty rather than print a bare heading.
         facts.append(ok("linkage.scan", "no framework with a CUDA library is installed, so nothing to resolve",

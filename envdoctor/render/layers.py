@@ -22,7 +22,7 @@ LAYER_ROWS: Tuple[LayerRow, ...] = (
     ("cuda", "CUDA", ("cuda",), ("cuda",)),
     ("libraries", "Libraries", ("libraries",), ("cudnn", "nccl", "tensorrt")),
     ("compilers", "Compilers", ("compilers",), ("compiler",)),
-    ("python", "Python", ("python",), ("python", "conda")),
+    ("python", "Python", ("python", "requires"), ("python", "conda")),
     ("frameworks", "Frameworks", ("frameworks", "linkage"), FRAMEWORK_LAYERS),
     ("containers", "Containers", ("containers",), ("docker", "container-toolkit")),
     ("envdoctor", "envdoctor itself", (), ("envdoctor",)),

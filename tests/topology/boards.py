@@ -168,6 +168,8 @@ def snapshot(board: Dict[str, Any], nvml: Dict[str, Any], environ: Optional[Dict
         put(base + "/class", "0x030200\n" if not gpu.get("vga") else "0x030000\n")
         put(base + "/device", "0x%s\n" % gpu["pci_device_id"][2:6].lower())
         links[base + "/driver"] = "../../../../bus/pci/drivers/nvidia"
+        # The driver's directory lists the devices it is bound to (a directory git keeps, unlike an empty one).
+        links["/sys/bus/pci/drivers/nvidia/" + bus] = "../../../../devices/" + "/".join(chain)
         numa = (board.get("numa") or [None] * len(board["gpus"]))[i]
         put(base + "/numa_node", "%d\n" % (numa if numa is not None else -1))
         cpus = (board.get("cpulist") or [None] * len(board["gpus"]))[i]

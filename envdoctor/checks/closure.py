@@ -1,0 +1,307 @@
+"""Every CUDA library a program or a framework loads, transitively, judged the same way wherever it is asked:
+``envdoctor libs PATH`` for any ELF program or shared object, and ``diagnose`` for each framework's libraries
+beyond the ones its own checks already judge (ONNX Runtime's execution providers, a CUDA library's own
+dependencies, cuDNN's sub-libraries, what an extension module links).
+
+The links come from :func:`envdoctor.probes.loader.cuda_closure` (the loader's rules, NEEDED and the names
+each library holds for dlopen). Four verdicts:
+
+* ``linkage.missing``: the loader finds no file of that soname (an error: the library fails to load, or the
+  part of the program that opens it fails; when the loader cache could not be read, a warning);
+* ``linkage.wrong_major``: none of that soname, but another major of the same library is installed (sonames
+  carry the major: libnvinfer.so.10 is never taken for libnvinfer.so.8);
+* ``linkage.older_than_shipped``: the loader takes another copy than the one the requesting library ships
+  beside itself (its RPATH/RUNPATH), and an older one: CUDA libraries need their dependencies of their own
+  minor or newer, else they fail with "undefined symbol" (cuSPARSE and nvJitLink);
+* ``linkage.shadowed``: another copy wins over the shipped one, not older (a warning).
+
+A library that is optional to its program (ONNX Runtime's TensorRT provider) is judged milder: missing without
+any TensorRT installed is the normal state of a machine that does not use it, and says nothing.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+from .. import versions
+from ..facts import Facts
+from ..findings import Finding, Fix
+from . import CheckContext, CodeDoc, check
+
+LDSO_URL = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
+RULE = {"rule": "ld.so search order: DT_RPATH of the object and its loaders (without DT_RUNPATH), LD_LIBRARY_PATH, "
+                "DT_RUNPATH, /etc/ld.so.cache, default dirs; a soname names one major",
+        "url": LDSO_URL, "checked": "2026-11-28"}
+NAMES = {"cuda": "CUDA", "cudnn": "cuDNN", "nccl": "NCCL", "tensorrt": "TensorRT"}
+
+DOCS = (
+    CodeDoc("linkage.missing", "error", "A library needs a CUDA, cuDNN, NCCL or TensorRT library the loader cannot "
+            "find.", "linkage.<framework>.closure (envdoctor libs: the program's closure)",
+            "Loading fails with '<soname>: cannot open shared object file', or the part that opens it (an "
+            "execution provider, cuDNN's sub-libraries) fails when first used.", LDSO_URL),
+    CodeDoc("linkage.wrong_major", "error", "A library needs one major of a CUDA library and only another major is "
+            "installed.", "linkage.<framework>.closure",
+            "Sonames carry the major (libnvinfer.so.8, libnvinfer.so.10): the loader never substitutes one for the "
+            "other, so the library fails to load.", LDSO_URL),
+    CodeDoc("linkage.older_than_shipped", "error", "The loader gives a library an older copy of a CUDA library "
+            "than the one it ships beside itself.", "linkage.<framework>.closure",
+            "CUDA libraries need their dependencies of their own minor or newer; an older one lacks symbols they "
+            "call ('undefined symbol: __nvJitLinkAddData_12_4').", LDSO_URL),
+    CodeDoc("linkage.shadowed", "warning", "Another copy of a CUDA library wins over the one the requesting library "
+            "ships beside itself.", "linkage.<framework>.closure",
+            "The library runs with a dependency it was not built and tested with.", LDSO_URL),
+)
+
+#: Why the loader takes a copy, by how it was found.
+WHY = {
+    "RPATH": "a DT_RPATH (of the library, one that loaded it, or the program), searched before LD_LIBRARY_PATH",
+    "LD_LIBRARY_PATH": "LD_LIBRARY_PATH, searched before a library's RUNPATH, the ld.so cache and the default "
+                       "directories",
+    "RUNPATH": "the library's own RUNPATH",
+    "ldconfig cache": "the ld.so cache",
+    "default dir": "a default directory",
+    "loaded": "a library of that soname already loaded",
+}
+
+
+def _drop_ldp_entry(directory: str) -> str:
+    return ('export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s | paste -sd:)"'
+            % directory)
+
+
+def _older(got: Any, want: Any) -> Optional[bool]:
+    g, w = versions.parse(str(got or "")), versions.parse(str(want or ""))
+    if g is None or w is None or len(g.release) < 2 or len(w.release) < 2:
+        return None
+    return g.release[:2] < w.release[:2] if g.release[0] == w.release[0] else None
+
+
+def _name(path: Any) -> str:
+    return posixpath.basename(str(path or "")) or "the program"
+
+
+def judge(closure: Dict[str, Any], subject: str = "", components: Sequence[str] = (),
+          optional: Callable[[Dict[str, Any]], bool] = lambda link: False,
+          skip: Callable[[Dict[str, Any]], bool] = lambda link: False,
+          evidence: Optional[List[Dict[str, Any]]] = None) -> List[Finding]:
+    """Findings for the CUDA links of one closure. ``subject`` names what the roots belong to ("onnxruntime-gpu
+    1.16.3"), ``components`` are added to each finding's, ``optional(link)`` marks links the program can run
+    without, ``skip(link)`` the links another check already judges."""
+    out: List[Finding] = []
+    seen = set()
+    for link in closure.get("links") or []:
+        if not isinstance(link, dict) or skip(link):
+            continue
+        key = (link.get("soname"), link.get("resolved"), bool(link.get("shadowed")))
+        if key in seen:
+            continue
+        seen.add(key)
+        finding = _verdict(link, subject, optional(link), closure.get("cache_unknown"))
+        if finding is None:
+            continue
+        comp = str(link.get("component") or "cuda")
+        finding.components = [comp] + [c for c in components if c != comp]
+        finding.evidence = list(evidence or [])
+        out.append(finding)
+    return out
+
+
+def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any) -> Optional[Finding]:
+    soname = str(link.get("soname"))
+    comp = str(link.get("component") or "cuda")
+    req = _name(link.get("requester"))
+    who = "%s (%s)" % (req, subject) if subject else req
+    how = "opens %s with dlopen" % soname if link.get("how") == "dlopen" else "needs %s" % soname
+    if not link.get("path"):
+        majors = [m for m in link.get("other_majors") or [] if isinstance(m, dict)]
+        elsewhere = [str(p) for p in link.get("elsewhere") or []]
+        if not link.get("certain", True):
+            return Finding(
+                code="linkage.missing", severity="warning", components=[comp],
+                title="%s %s, which is not on its RPATH/RUNPATH, LD_LIBRARY_PATH or in the default directories; "
+                      "the ld.so cache could not be read to tell" % (who, how),
+                detail="It loads only if the ld.so cache lists %s, and the cache could not be read: %s." % (
+                    soname, cache_why or "unknown reason"),
+                source=dict(RULE), fix=Fix(text="Check whether the cache lists it.",
+                                           commands=["ldconfig -p | grep -F '%s'" % soname]))
+        if elsewhere:
+            where = posixpath.dirname(elsewhere[0])
+            return Finding(
+                code="linkage.missing", severity="warning" if optional else "error", components=[comp],
+                title="%s %s; a copy is at %s, which the loader does not search" % (who, how, elsewhere[0]),
+                detail="%s is not on the library's RPATH/RUNPATH, LD_LIBRARY_PATH, in the ld.so cache or the default "
+                       "directories, so loading it fails ('%s: cannot open shared object file'). Copies that exist "
+                       "but are not searched: %s." % (soname, soname, ", ".join(elsewhere)),
+                source=dict(RULE),
+                fix=Fix(text="Put %s on LD_LIBRARY_PATH (or load the package that ships it first)." % where,
+                        commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where]))
+        if majors:
+            have = ", ".join("%s %s (%s at %s)" % (NAMES[comp], m.get("version") or "of another major",
+                                                    m.get("soname"), m.get("path")) for m in majors[:3])
+            wanted_major = soname.split(".so.", 1)[-1] if ".so." in soname else "?"
+            return Finding(
+                code="linkage.wrong_major", severity="warning" if optional else "error", components=[comp],
+                title="%s %s (%s %s), but only %s is installed" % (who, how, NAMES[comp], wanted_major, have),
+                detail="The soname carries the major: the loader never takes %s for %s, so %s fails to load%s." % (
+                    majors[0].get("soname"), soname, req, " (the program runs without it: only what needs it is "
+                                                          "unavailable)" if optional else ""),
+                source=dict(RULE),
+                fix=Fix(text="Install %s %s's libraries where the loader finds them, or a build of %s made for the "
+                             "%s you have." % (NAMES[comp], wanted_major, subject or req, NAMES[comp])))
+        if optional:
+            return None
+        return Finding(
+            code="linkage.missing", severity="error", components=[comp],
+            title="%s %s, but the loader finds no such file" % (who, how),
+            detail="%s is not on the library's RPATH/RUNPATH, LD_LIBRARY_PATH, in the ld.so cache or the default "
+                   "directories, and no copy was found elsewhere: loading fails with '%s: cannot open shared "
+                   "object file'." % (soname, soname),
+            source=dict(RULE), fix=Fix(text="Install the %s library that provides %s." % (NAMES[comp], soname)))
+    if not link.get("shadowed"):
+        return None
+    got, want = link.get("version"), link.get("expected_version")
+    via_text = str(link.get("via"))
+    where = posixpath.dirname(str(link.get("path")))
+    fix = Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so %s's own copy is used." % (where, req),
+              commands=[_drop_ldp_entry(where)]) if via_text == "LD_LIBRARY_PATH" else Fix(
+        text="Remove the other copy from the loader's path (its ld.so.conf entry, then sudo ldconfig), or make the "
+             "shipped copy win.", commands=["sudo ldconfig"])
+    symbols = link.get("missing_symbols")
+    older = _older(got, want) if not isinstance(symbols, list) else bool(symbols)
+    taken = "%s %sfrom %s (via %s)" % (soname, "%s " % got if got else "", link.get("resolved") or link.get("path"),
+                                        via_text)
+    if older:
+        why = ("it lacks %s, which %s calls, so loading fails with 'undefined symbol: %s'" % (
+                   ", ".join(symbols[:3]) + (" and %d more" % (len(symbols) - 3) if len(symbols) > 3 else ""), req,
+                   symbols[0]) if symbols else
+               "a CUDA library needs its dependencies of its own minor or newer: this older one lacks symbols %s "
+               "calls, so it fails to load ('undefined symbol')" % req)
+        return Finding(
+            code="linkage.older_than_shipped", severity="warning" if optional else "error", components=[comp],
+            title="%s loads %s, older than the %s it ships at %s" % (who, taken, want or "copy",
+                                                                      link.get("expected")),
+            detail="The loader finds it through %s; %s." % (WHY.get(via_text, via_text), why),
+            source=dict(RULE), fix=fix)
+    return Finding(
+        code="linkage.shadowed", severity="warning", components=[comp],
+        title="%s loads %s, not the copy it ships at %s%s" % (who, taken, link.get("expected"),
+                                                              " (%s)" % want if want else ""),
+        detail="The loader takes it from %s and never reaches the copy beside the library, which then runs with a "
+               "%s library it was not built and tested with (it exports every symbol the library imports of it%s)." % (
+                   WHY.get(via_text, via_text), NAMES[comp], "" if isinstance(link.get("missing_symbols"), list)
+                   else ", as far as could be read"),
+        source=dict(RULE), fix=fix)
+
+
+def count(findings: Iterable[Finding]) -> Dict[str, int]:
+    out = {"error": 0, "warning": 0, "info": 0}
+    for f in findings:
+        out[f.severity] = out.get(f.severity, 0) + 1
+    return out
+
+
+# -- in diagnose ---------------------------------------------------------------------------------------------
+
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "mxnet")
+SYMBOLS_DOC = CodeDoc(
+    "framework.extension_abi_mismatch", "error", "An extension module imports framework symbols the installed "
+    "framework does not export.", "linkage.torch.extension_symbols, linkage.tensorflow.extension_symbols",
+    "It was built against another release of the framework: importing it fails with 'undefined symbol: "
+    "_ZN3c10...' (C++ has no stable ABI across releases).", "https://pytorch.org/docs/stable/notes/faq.html")
+
+
+def _gpu_present(facts: Facts) -> bool:
+    count = facts.value("gpu.count")
+    return (isinstance(count, int) and count > 0) or bool(facts.value("driver.nvidia_pci_gpus"))
+
+
+def _fw_text(facts: Facts, fw: str) -> str:
+    v = facts.mapping("framework." + fw)
+    package = str(v.get("package") or fw)
+    return "%s %s" % (package, v.get("version", "?"))
+
+
+def _wheel_to_wheel(link: Dict[str, Any]) -> bool:
+    """A wheel library taking another copy of a wheel library it ships with: the nvidia-wheel-links check's."""
+    return bool(link.get("shadowed")) and "/nvidia/" in str(link.get("requester")) and "/nvidia/" in str(
+        link.get("expected"))
+
+
+def _member(optional: Any) -> Callable[[Dict[str, Any]], bool]:
+    return lambda link: link.get("requester") in optional
+
+
+def _skipper(gpu: bool, optional: Any) -> Callable[[Dict[str, Any]], bool]:
+    def skip(link: Dict[str, Any]) -> bool:
+        if _wheel_to_wheel(link):
+            return True
+        # what is opened at run time (or by an optional provider) matters on a machine with a GPU only
+        return not gpu and (link.get("how") == "dlopen" or link.get("requester") in optional)
+    return skip
+
+
+@check("library-closure", requires=("linkage.*.closure",), reads=("framework.*", "gpu.count",
+                                                                   "driver.nvidia_pci_gpus"),
+       layers=("cuda", "libraries", "frameworks"), codes=DOCS)
+def library_closure(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    gpu = _gpu_present(facts)
+    for fw in FRAMEWORKS:
+        value = facts.value("linkage.%s.closure" % fw)
+        if not isinstance(value, dict):
+            continue
+        optional = set(value.get("optional") or [])
+        fact = facts.get("linkage.%s.closure" % fw)
+        ev = [fact.to_dict()] if fact is not None else []
+
+        yield from judge(value, _fw_text(facts, fw), [fw], optional=_member(optional),
+                         skip=_skipper(gpu, optional), evidence=ev)
+
+
+@check("extension-symbols", requires=("framework.*",), reads=("linkage.*.extension_symbols",),
+       layers=("frameworks",), codes=(SYMBOLS_DOC,))
+def extension_symbols(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for fw, display in (("torch", "torch"), ("tensorflow", "TensorFlow")):
+        value = facts.mapping("framework." + fw)
+        fact = facts.get("linkage.%s.extension_symbols" % fw)
+        by_package: Dict[str, List[Dict[str, Any]]] = {}
+        for e in facts.items("linkage.%s.extension_symbols" % fw):
+            if isinstance(e, dict) and e.get("missing"):
+                by_package.setdefault(str(e.get("package")), []).append(e)
+        for package, es in sorted(by_package.items()):
+            total = sum(int(e.get("count") or len(e.get("missing") or [])) for e in es)
+            first = str(es[0]["missing"][0])
+            files = ", ".join(sorted({posixpath.basename(str(e.get("path"))) for e in es}))
+            yield Finding(
+                code="framework.extension_abi_mismatch", severity="error", components=[fw],
+                title="%s %s was built against another %s: %s import%s %d symbol%s %s %s does not export" % (
+                    package, es[0].get("version"), display, files, "s" if len(es) == 1 else "", total,
+                    "" if total == 1 else "s", display, value.get("version", "?")),
+                detail="Importing it fails with 'undefined symbol: %s' (looked up in every library of %s, as the "
+                       "loader binds them). C++ symbols change between releases: a compiled extension works only "
+                       "with the %s it was built against." % (first, display, display),
+                evidence=[fact.to_dict()] if fact is not None else [],
+                source={"rule": "an extension module's undefined symbols must be exported by the libraries it is "
+                                "loaded with (ld.so: 'undefined symbol')", "url": LDSO_URL, "checked": "2026-11-28"},
+                fix=_rebuild_fix(package, value, fw))
+
+
+def _rebuild_fix(package: str, torch: Dict[str, Any], fw: str = "torch") -> Fix:
+    """torchvision and torchaudio come from PyTorch's index, one release per torch release: install the one made for
+    this torch; anything else is rebuilt against it (a source build without build isolation compiles against the
+    installed torch)."""
+    version = str(torch.get("version") or "?")
+    if fw == "torch" and package in ("torchvision", "torchaudio"):
+        from .libraries import torch_variant
+
+        index = torch_variant(torch)
+        return Fix(text="Install the %s release made for torch %s (pip picks it when torch is pinned)." % (
+                       package, version),
+                   commands=["pip install 'torch==%s' '%s' --index-url https://download.pytorch.org/whl/%s" % (
+                       version.partition("+")[0], package, index)])
+    return Fix(text="Install the %s release built for %s %s, or rebuild it against it (without build isolation, so "
+                    "it compiles against the installed one)." % (package, fw, version),
+               commands=["pip install --force-reinstall --no-deps --no-build-isolation --no-cache-dir '%s'" % package])

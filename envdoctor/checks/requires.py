@@ -1,0 +1,110 @@
+"""Installed packages against each other (``python.requirements``, :mod:`envdoctor.probes.requires`): what
+``pip check`` reports, without running pip.
+
+* ``packages.requirement_not_met`` (warning): a package requires another at a version outside what is installed
+  ("vllm 0.3.3 requires torch==2.1.2, but torch 2.2.1 is installed"). A package pinned to one framework release
+  usually carries compiled code built against it; the compiled-extension check says when that code cannot load.
+* ``packages.requirement_missing`` (info): a package requires a framework, an NVIDIA CUDA wheel or Triton that is
+  not installed. Said, not warned about: it fails only the code paths that import it, and its absence is often
+  deliberate (``--no-deps`` installs). Other missing requirements stay in the fact.
+
+The pins of the frameworks on NVIDIA's CUDA wheels are judged by ``framework.nvidia_wheel_mismatch``
+(checks/libraries.py) with their CUDA meaning, and left out here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List
+
+from .. import frameworks
+from ..facts import Facts
+from ..findings import Finding, Fix
+from . import CheckContext, CodeDoc, check
+
+PIP_CHECK = {"rule": "every installed distribution's Requires-Dist (markers evaluated for this interpreter, extras "
+                     "not applied) must be satisfied by what is installed: what `pip check` verifies",
+             "url": "https://pip.pypa.io/en/stable/cli/pip_check/", "checked": "2026-11-28"}
+
+#: framework -> the fact field listing the NVIDIA wheels it pins (judged by the nvidia-wheels check)
+_NVIDIA_PIN_FIELDS = (("torch", "nvidia_wheels"), ("jax", "nvidia_wheels"), ("tensorflow", "and_cuda_wheels"))
+
+
+def _component(facts: Facts, entry: Dict[str, Any]) -> List[str]:
+    """The framework the conflict concerns (the required one, else the requiring one), then python."""
+    out: List[str] = []
+    for key in (entry.get("name"), entry.get("key")):
+        f = frameworks.of_distribution(str(key or ""))
+        if f is not None:
+            name = f.companion_of or f.name
+            comp = name if frameworks.BY_NAME[name].component else None
+            if comp and comp not in out:
+                out.append(comp)
+    return out + ["python"]
+
+
+def _stack_package(name: str) -> bool:
+    """Whether a missing requirement is part of the GPU stack envdoctor judges (a framework, an NVIDIA CUDA wheel,
+    Triton): the others are listed in the fact, not said (on machines rebuilt from a report the listing of
+    site-packages is often partial)."""
+    return frameworks.of_distribution(name) is not None or name.startswith("nvidia-") or name in (
+        "triton", "cuda-toolkit", "cuda-python", "cuda-bindings")
+
+
+def _judged_elsewhere(facts: Facts, entry: Dict[str, Any]) -> bool:
+    """A framework's pin on an NVIDIA CUDA wheel: framework.nvidia_wheel_mismatch says it, with its meaning."""
+    for fw, field in _NVIDIA_PIN_FIELDS:
+        value = facts.mapping("framework." + fw)
+        wheels = value.get(field)
+        if isinstance(wheels, dict) and entry.get("name") in wheels:
+            return True
+    return False
+
+
+@check("installed-requirements", requires=("python.requirements",), reads=("framework.*",),
+       layers=("python", "frameworks"),
+       codes=(
+    CodeDoc("packages.requirement_not_met", "warning", "An installed package requires another at a version other "
+            "than the one installed (what `pip check` reports).", "python.requirements",
+            "The package was built or tested against that version; a compiled extension pinned to one framework "
+            "release fails to import with another ('undefined symbol'), others misbehave.", PIP_CHECK["url"]),
+    CodeDoc("packages.requirement_missing", "info", "An installed package requires another that is not installed.",
+            "python.requirements", "The code paths that import it fail with ModuleNotFoundError.",
+            PIP_CHECK["url"]),
+))
+def installed_requirements(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    value = facts.value("python.requirements")
+    if not isinstance(value, dict):
+        return
+    ev = [f.to_dict() for f in (facts.get("python.requirements"),) if f is not None]
+    for c in value.get("conflicts") or []:
+        if not isinstance(c, dict) or _judged_elsewhere(facts, c):
+            continue
+        spec = str(c.get("spec") or "")
+        yield Finding(
+            code="packages.requirement_not_met", severity="warning", components=_component(facts, c),
+            title="%s %s requires %s%s, but %s %s is installed" % (
+                c.get("package"), c.get("version"), c.get("name"), spec, c.get("installed_name") or c.get("name"),
+                c.get("installed")),
+            detail="%s %s declares 'Requires-Dist: %s'; pip would not have installed %s %s beside it (`pip check` "
+                   "reports the same conflict). A package pinned to one release of a framework usually carries "
+                   "code built against that release." % (c.get("package"), c.get("version"), c.get("requirement"),
+                                                         c.get("name"), c.get("installed")),
+            evidence=ev, source=dict(PIP_CHECK),
+            fix=Fix(text="Install what %s requires, or a release of %s made for %s %s (upgrading it usually "
+                         "brings one)." % (c.get("package"), c.get("package"), c.get("name"), c.get("installed")),
+                    commands=["pip install '%s%s'" % (c.get("name"), spec)]))
+    for m in value.get("missing") or []:
+        if not isinstance(m, dict) or not _stack_package(str(m.get("name") or "")):
+            continue
+        spec = str(m.get("spec") or "")
+        yield Finding(
+            code="packages.requirement_missing", severity="info", components=_component(facts, m),
+            title="%s %s requires %s%s, which is not installed" % (m.get("package"), m.get("version"), m.get("name"),
+                                                                    "" if spec.startswith("@") else spec),
+            detail="%s %s declares 'Requires-Dist: %s' and no distribution of that name is on the interpreter's "
+                   "path (`pip check` reports it as missing)." % (m.get("package"), m.get("version"),
+                                                                  m.get("requirement")),
+            evidence=ev, source=dict(PIP_CHECK),
+            fix=Fix(text="Install it (or ignore this if it was left out on purpose).",
+                    commands=["pip install '%s%s'" % (m.get("name"), "" if spec.startswith("@") else spec)]))

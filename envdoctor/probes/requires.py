@@ -1,0 +1,238 @@
+"""Installed distributions against each other: every distribution's ``Requires-Dist`` checked against what is
+installed, as ``pip check`` does (``pip/_internal/operations/check.py``), without running pip:
+
+* the distributions are the inspected interpreter's, the first of a name on ``sys.path`` winning (as imports do);
+* a requirement whose environment marker is false for that interpreter does not apply; markers are evaluated
+  with ``extra`` empty, so the requirements of extras (``extra == "dev"``) never apply: pip records no extras
+  at install time, and ``pip check`` ignores them the same way;
+* the extras a requirement asks of the required distribution (``torch[opt]``) are not checked (pip does not);
+* an applying requirement names a distribution that is not installed: *missing*; one that is installed at a
+  version outside its specifier (prereleases allowed): a *conflict* ("vllm 0.3.3 has requirement
+  torch==2.1.2, but you have torch 2.2.1");
+* a direct-URL requirement (``pkg @ https://...``) is checked for presence only.
+
+Fact ``python.requirements`` = ``{checked, unread, conflicts: [{package, version, requirement, name,
+installed}], missing: [{package, version, requirement, name}], dependents: {framework: [packages requiring
+it]}}``: ``checked`` counts the distributions whose
+metadata was read, ``unread`` those whose metadata could not be (they are left out, never judged).
+
+Cost: the metadata files are read through the host and their ``Requires-Dist`` lines split with a small parser;
+:mod:`packaging`'s requirement and marker grammar is loaded only for a line the small parser cannot split, or for
+a marker that decides a verdict (a requirement already satisfied needs no marker).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+
+from ..facts import Fact, ok
+from ..host.base import FILE_SUFFIX_FILTERS, Distribution, Host, normalize_name
+from . import ProbeContext, register
+
+#: The most of one METADATA file read (the headers come first; the description after them is not needed).
+METADATA_LIMIT = 512 * 1024
+_NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*")
+#: Frameworks whose dependents (the packages requiring them) are listed: their compiled extensions are checked
+#: against them.
+FRAMEWORK_KEYS = ("torch", "tensorflow", "jax", "jaxlib")
+_EXTRA_ONLY = re.compile(r"""\bextra\s*==\s*['"]""")
+
+
+class Req(NamedTuple):
+    text: str  # as written
+    name: str  # normalised
+    spec: str  # "" for none; "@url" for a direct reference
+    marker: str  # "" for none
+
+
+def split_requirement(text: str) -> Optional[Req]:
+    """``torch (==2.1.2) ; python_version >= "3.8"`` -> Req; None when it is not a requirement this parser can
+    split (the caller then asks :mod:`packaging`)."""
+    body, _, marker = text.partition(";")
+    m = _NAME.match(body)
+    if not m:
+        return None
+    rest = body[m.end():].strip()
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end < 0:
+            return None
+        rest = rest[end + 1:].strip()
+    if rest.startswith("@"):
+        spec = "@" + rest[1:].strip()
+        if " " in spec.strip():
+            return None
+    else:
+        if rest.startswith("(") and rest.endswith(")"):
+            rest = rest[1:-1].strip()
+        if not re.match(r"^(?:(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*$", rest):
+            return None
+        spec = re.sub(r"\s+", "", rest)
+    return Req(text.strip(), normalize_name(m.group(1)), spec, marker.strip())
+
+
+def _packaging_requirement(text: str) -> Optional[Req]:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        r = Requirement(text)
+    except InvalidRequirement:
+        return None
+    spec = "@" + r.url if r.url else str(r.specifier)
+    return Req(text.strip(), normalize_name(r.name), spec, str(r.marker) if r.marker else "")
+
+
+def requirements_of(host: Host, dist: Distribution) -> Optional[List[Req]]:
+    """The ``Requires-Dist`` of one distribution (``requires.txt`` for an egg), None when unreadable."""
+    if dist.metadata_dir.endswith(".egg-info"):
+        res = host.read_file(posixpath.join(dist.metadata_dir, "requires.txt"), limit=METADATA_LIMIT)
+        if res.error in ("ENOENT", "ENOTDIR"):
+            return []  # an egg without requirements has no requires.txt
+        if not res.ok:
+            return None
+        return _egg_requirements(res.text or "")
+    res = host.read_file(posixpath.join(dist.metadata_dir, "METADATA"), limit=METADATA_LIMIT)
+    if not res.ok:
+        return None
+    out: List[Req] = []
+    for line in (res.text or "").split("\n"):
+        if not line.strip():
+            break  # the headers end at the first empty line; the description follows
+        key, sep, value = line.partition(":")
+        if not sep or key.strip().lower() != "requires-dist":
+            continue
+        req = split_requirement(value) or _packaging_requirement(value)
+        if req is not None:
+            out.append(req)
+    return out
+
+
+def _egg_requirements(text: str) -> List[Req]:
+    """``requires.txt``: requirements, then ``[extra]``, ``[:marker]`` or ``[extra:marker]`` sections; only the
+    unconditional ones and the ``[:marker]`` ones apply (pip's ``pkg_resources`` reading)."""
+    out: List[Req] = []
+    marker = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            extra, _, cond = section.partition(":")
+            marker = cond.strip() if not extra.strip() else "\0"  # an extra's section never applies
+            continue
+        if marker == "\0":
+            continue
+        req = split_requirement(line) or _packaging_requirement(line)
+        if req is not None:
+            out.append(req._replace(marker=" and ".join(m for m in (req.marker, marker) if m)
+                                    if marker else req.marker))
+    return out
+
+
+#: The METADATA headers the probes read (the frameworks probe: Requires-Dist too).
+KEPT_HEADERS = ("metadata-version", "name", "version", "requires-dist", "provides-extra", "requires-python")
+
+
+def keep_headers(text: str) -> str:
+    """What a snapshot keeps of a METADATA file: the headers the probes read, without the description after them
+    nor the others (summary, classifiers, project URLs: kilobytes per package)."""
+    head, sep, _body = text.partition("\n\n")
+    kept = [line for line in head.split("\n") if line.partition(":")[0].strip().lower() in KEPT_HEADERS]
+    return "\n".join(kept) + ("\n\n" if sep else "\n" if kept else "")
+
+
+def keep_libraries(text: str) -> str:
+    """What a snapshot keeps of a RECORD file: the lines of the shared objects (what the linkage probe reads)."""
+    return "".join(line + "\n" for line in text.splitlines() if re.search(r"\.so(?:\.\d+)*,", line))
+
+
+FILE_SUFFIX_FILTERS[".dist-info/METADATA"] = keep_headers
+FILE_SUFFIX_FILTERS[".dist-info/RECORD"] = keep_libraries
+
+
+class _Markers:
+    """Environment markers evaluated for the inspected interpreter, ``packaging.markers`` loaded on first use."""
+
+    def __init__(self, host: Host) -> None:
+        from .frameworks import target_environment
+
+        self.env = target_environment(host)
+        self.cache: Dict[str, Optional[bool]] = {}
+
+    def holds(self, marker: str) -> Optional[bool]:
+        """Whether ``marker`` holds (with ``extra`` empty); None when it cannot be evaluated."""
+        if not marker:
+            return True
+        if marker not in self.cache:
+            if _EXTRA_ONLY.search(marker) and " or " not in marker:
+                self.cache[marker] = False  # an extra's requirement ("extra == 'dev'", maybe and-ed with more)
+            else:
+                from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+
+                try:
+                    self.cache[marker] = bool(Marker(marker).evaluate(dict(self.env, extra="")))
+                except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName, ValueError, TypeError):
+                    self.cache[marker] = None
+        return self.cache[marker]
+
+
+def _satisfied(spec: str, version: str) -> Optional[bool]:
+    if not spec or spec.startswith("@"):
+        return True
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return SpecifierSet(spec).contains(Version(version), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return None
+
+
+def check_installed(host: Host) -> Dict[str, Any]:
+    dists = host.distributions()
+    installed = {d.key: d for d in dists}
+    markers: Optional[_Markers] = None
+    conflicts: List[Dict[str, Any]] = []
+    missing: List[Dict[str, Any]] = []
+    checked = 0
+    unread: List[str] = []
+    dependents: Dict[str, List[str]] = {}
+    for dist in dists:
+        reqs = requirements_of(host, dist)
+        if reqs is None:
+            unread.append(dist.key)
+            continue
+        checked += 1
+        for req in reqs:
+            if req.name == dist.key:
+                continue
+            if req.name in FRAMEWORK_KEYS and dist.key not in dependents.get(req.name, []):
+                dependents.setdefault(req.name, []).append(dist.key)
+            have = installed.get(req.name)
+            if have is not None:
+                good = _satisfied(req.spec, have.version)
+                if good is not False:
+                    continue
+            if req.marker:
+                markers = markers or _Markers(host)
+                if markers.holds(req.marker) is not True:
+                    continue
+            entry = {"package": dist.name, "key": dist.key, "version": dist.version, "requirement": req.text,
+                     "name": req.name, "spec": req.spec, "location": dist.location}
+            if have is None:
+                missing.append(entry)
+            else:
+                entry["installed"] = have.version
+                entry["installed_name"] = have.name
+                conflicts.append(entry)
+    return {"checked": checked, "unread": unread, "conflicts": conflicts, "missing": missing,
+            "dependents": dependents}
+
+
+@register("requires", "Installed packages' requirements", order=92, produces=("python.requirements",))
+def probe_requires(ctx: ProbeContext) -> Iterable[Fact]:
+    result = check_installed(ctx.host)
+    return [ok("python.requirements", result, "derived", "Requirements of the installed packages")]
