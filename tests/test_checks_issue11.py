@@ -240,6 +240,27 @@ def test_cuda_visible_devices_naming_no_gpu() -> None:
         assert "gpu.cuda_visible_devices_hides_all" not in run(facts), value
 
 
+def test_mig_devices_in_cuda_visible_devices_are_read_as_cuda_reads_them() -> None:
+    # corpus: healthy-b7-2x-h100-mig-on-gpu0-...-cuda-visible-devices-mig-uuid (vllm#41848): GPU 0 in MIG mode,
+    # CUDA_VISIBLE_DEVICES=MIG-<UUID> (R470+ form) names one of its MIG devices; the R450/R460 form names its GPU
+    def found(value: str, modes: List[object]) -> bool:
+        facts = _gpus(len(modes)) + [ok("env.cuda_visible_devices", value, "env:CUDA_VISIBLE_DEVICES")] + [
+            ok("gpu.%d.mig_mode_current" % i, m, "nvml:device.%d.mig_mode" % i) for i, m in enumerate(modes)]
+        return "gpu.cuda_visible_devices_hides_all" in run(facts)
+
+    mig = "MIG-377e0049-554c-540b-93c6-d0976f8426cb"
+    old_form = "MIG-GPU-01b2c3d4-0000-0000-0000-000000000000/1/0"
+    for value in (mig, mig + ",1", old_form, "MIG-GPU-01b2c3d4/7/0"):
+        assert not found(value, [True, False]), value
+    # no GPU in MIG mode: CUDA finds no MIG device, every GPU is hidden; the old form on the GPU without MIG too
+    assert found(mig, [False, False])
+    assert found("MIG-GPU-11b2c3d4-0000-0000-0000-000000000000/1/0", [True, False])
+    assert found("MIG-GPU-ffffffff/1/0", [True, False])  # names no GPU at all
+    # MIG mode unknown (a driver without the call): cannot be told, so nothing is said
+    facts = _gpus(2) + [ok("env.cuda_visible_devices", mig, "env:CUDA_VISIBLE_DEVICES")]
+    assert "gpu.cuda_visible_devices_hides_all" not in run(facts)
+
+
 def test_the_toolkit_stub_libcuda_first_on_the_loader_path() -> None:
     # corpus: warp-libcuda-stub-dir-on-ld-library-path (the real `ldconfig -p` of the case)
     from envdoctor.host.snapshot import SnapshotHost

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 import sys
-from typing import List, Set, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 import pytest
 
@@ -178,3 +178,36 @@ def test_every_captured_healthy_machine_stays_quiet(path: str) -> None:
     loud = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("packages.requirement")
             and f.severity != "info"]
     assert loud == [], [f.title for f in loud]
+
+
+VLLM_CASE = "b3-vllm032-pins-torch212-runs-on-torch221-undefined-symbol"
+VLLM_SITE = "/usr/local/lib/python3.10/dist-packages"
+
+
+def _pins(doc: Dict[str, Any]) -> Dict[str, Any]:
+    from .conftest import snapshot_findings
+
+    return {f.title.split(" requires ")[0]: f for f in snapshot_findings(doc)
+            if f.code == "packages.requirement_not_met"}
+
+
+def test_a_compiled_package_pinned_to_another_framework_release_is_an_error() -> None:
+    # vllm#3147: vllm 0.3.2 and xformers 0.0.23.post1 (each with its _C module) pin torch==2.1.2; torch 2.2.1
+    from .conftest import corpus_snapshot
+
+    found = _pins(corpus_snapshot(VLLM_CASE))
+    assert found["vllm 0.3.2"].severity == "error" and found["xformers 0.0.23.post1"].severity == "error"
+    assert "_C.cpython-310-x86_64-linux-gnu.so" in found["vllm 0.3.2"].detail
+    assert "undefined symbol" in found["vllm 0.3.2"].detail
+
+
+def test_without_compiled_modules_or_with_a_range_it_stays_a_warning() -> None:
+    from .conftest import corpus_snapshot
+
+    doc = corpus_snapshot(VLLM_CASE)
+    doc["dirs"][VLLM_SITE + "/vllm"]["entries"] = ["__init__.py"]  # a pure-Python package
+    assert _pins(doc)["vllm 0.3.2"].severity == "warning"
+    doc = corpus_snapshot(VLLM_CASE)
+    meta = VLLM_SITE + "/vllm-0.3.2.dist-info/METADATA"
+    doc["files"][meta]["text"] = doc["files"][meta]["text"].replace("torch ==2.1.2", "torch <2.2,>=2.1")
+    assert _pins(doc)["vllm 0.3.2"].severity == "warning"

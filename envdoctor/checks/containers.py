@@ -322,3 +322,39 @@ def container_shm(ctx: CheckContext) -> Iterable[Finding]:
                      "mount an emptyDir with medium: Memory at /dev/shm.",
                 commands=["docker run --gpus all --shm-size=1g --ulimit memlock=-1 ...",
                           "docker run --gpus all --ipc=host ..."]))]
+
+
+#: dockerd decodes daemon.json before it starts (moby daemon/config/config.go, getConflictFreeConfiguration) and
+#: exits on a decoding error: "unable to configure the Docker daemon with file /etc/docker/daemon.json: invalid
+#: character ...". Docker's troubleshooting page shows the same failure for a file it cannot use.
+DAEMON_TROUBLESHOOT = "https://docs.docker.com/engine/daemon/troubleshoot/"
+DAEMON_SOURCE = "https://github.com/moby/moby/blob/master/daemon/config/config.go"
+
+
+@check("docker-daemon-json", requires=("container.daemon_json_invalid",), reads=("container.*",),
+       layers=("containers",), codes=(
+    CodeDoc("docker.daemon_config_invalid", "error", "/etc/docker/daemon.json is not valid JSON (or not a JSON "
+            "object).", "container.daemon_json_invalid", "dockerd reads it before starting and exits: every docker "
+            "command then fails with 'Cannot connect to the Docker daemon', GPU containers included.",
+            DAEMON_TROUBLESHOOT),
+))
+def daemon_config_invalid(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    bad = facts.mapping("container.daemon_json_invalid")
+    if not bad:
+        return
+    where = " at line %s, column %s" % (bad.get("line"), bad.get("column")) if bad.get("line") else ""
+    path = str(bad.get("path") or "/etc/docker/daemon.json")
+    yield Finding(
+        code="docker.daemon_config_invalid", severity="error", components=["docker", "container-toolkit"],
+        title="%s is not valid JSON (%s%s): dockerd will not start" % (path, bad.get("error"), where),
+        detail="dockerd decodes %s before it starts and exits when it cannot ('unable to configure the Docker "
+               "daemon with file %s'), so every docker command fails with 'Cannot connect to the Docker daemon'. "
+               "A comma missing between two settings (one added by hand beside the nvidia runtime) is the usual "
+               "cause." % (path, path),
+        evidence=_ev(facts, "container.daemon_json_invalid", "container.docker"),
+        source={"rule": "dockerd exits when daemon.json cannot be decoded", "url": DAEMON_SOURCE,
+                "checked": "2026-11-29"},
+        fix=Fix(text="Correct the JSON%s (or let `nvidia-ctk runtime configure` rewrite the file), then restart "
+                     "Docker." % where,
+                commands=["python3 -m json.tool %s" % path, "sudo systemctl restart docker"]))

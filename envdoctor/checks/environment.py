@@ -23,6 +23,7 @@ from ..versions import torch_arch_list_runs_on
 from . import CheckContext, CodeDoc, check
 
 ENV_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
+MIG_DOC = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html#cuda-visible-devices"
 STUB_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
 CHECKED = "2026-11-25"
 
@@ -31,9 +32,19 @@ def _ev(facts: Facts, *keys: str) -> List[Dict[str, Any]]:
     return [f.to_dict() for f in (facts.get(k) for k in keys) if f is not None]
 
 
-def visible(value: str, count: int, uuids: List[str]) -> Optional[List[str]]:
+def visible(value: str, count: int, uuids: List[str], mig: Optional[List[Optional[bool]]] = None
+            ) -> Optional[List[str]]:
     """The GPUs CUDA keeps for ``CUDA_VISIBLE_DEVICES=value`` (entries up to the first invalid one), or None
-    when that cannot be told (a UUID and the GPUs' UUIDs are unknown)."""
+    when that cannot be told (a UUID and the GPUs' UUIDs are unknown; a MIG device on a GPU in MIG mode).
+    ``uuids`` holds the GPUs' UUIDs by index ("" where unknown).
+
+    ``mig`` holds each GPU's MIG mode (True, False, None when unknown), by index. A MIG device is named
+    ``MIG-<UUID>`` (drivers from R470) or ``MIG-GPU-<GPU UUID>/<GPU instance>/<compute instance>`` (R450,
+    R460), as NVIDIA's MIG user guide gives them (``MIG_DOC``); the MIG devices' own UUIDs are not facts, so such
+    an entry is valid for all that can be told while a GPU it may belong to is in MIG mode, and names nothing
+    when every GPU's MIG mode is known to be off."""
+    modes = list(mig or [])
+    modes += [None] * (count - len(modes))
     kept: List[str] = []
     for raw in value.split(","):
         entry = raw.strip()
@@ -41,15 +52,31 @@ def visible(value: str, count: int, uuids: List[str]) -> Optional[List[str]]:
             if int(entry) >= count:
                 break
             kept.append(entry)
-        elif entry.startswith(("GPU-", "MIG-")):
-            if not uuids:
+        elif entry.startswith("MIG-"):
+            parent = entry[4:].split("/")[0]
+            if parent.startswith("GPU-"):  # the R450/R460 form names its GPU
+                if not all(uuids[:count]) or len(uuids) < count:
+                    return None
+                on = [modes[i] for i, u in enumerate(uuids[:count]) if u.startswith(parent) or parent.startswith(u)]
+            else:
+                on = modes[:count]
+            if True in on or None in on:
+                return None  # a MIG device of a GPU in MIG mode (or one whose mode is unknown): cannot be told
+            break  # no GPU it can belong to is in MIG mode: CUDA finds no such device
+        elif entry.startswith("GPU-"):
+            known = [u for u in uuids if u]
+            if not known:
                 return None
-            if not any(u.startswith(entry) or entry.startswith(u) for u in uuids):
+            if not any(u.startswith(entry) or entry.startswith(u) for u in known):
                 break
             kept.append(entry)
         else:  # "", "-1", anything else: the list ends here
             break
     return kept
+
+
+def _mode(value: Any) -> Optional[bool]:
+    return value if isinstance(value, bool) else None
 
 
 @check("environment.cuda-visible-devices", requires=("env.cuda_visible_devices", "gpu.N.uuid"),
@@ -66,8 +93,9 @@ def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
     count = facts.value("gpu.count")
     if not isinstance(value, str) or not isinstance(count, int) or count < 1:
         return
-    uuids = [str(facts.value("gpu.%d.uuid" % i)) for i in range(count) if facts.value("gpu.%d.uuid" % i)]
-    kept = visible(value, count, uuids)
+    uuids = [str(facts.value("gpu.%d.uuid" % i) or "") for i in range(count)]
+    mig = [_mode(facts.value("gpu.%d.mig_mode_current" % i)) for i in range(count)]
+    kept = visible(value, count, uuids, mig)
     if kept is None or kept:
         return
     valid = ", ".join(str(i) for i in range(count))

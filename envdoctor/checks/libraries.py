@@ -346,7 +346,7 @@ for _fw in FRAMEWORKS + ("mxnet",):  # one check per framework: a crash on one h
                   ("framework." + _fw, "linkage.*"),
                   ("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "gpu.count",
                    "driver.nvidia_pci_gpus") + INSTALL_LINE_READS,
-                  ("cuda", "libraries"))
+                  ("cuda", "libraries", "frameworks"))  # an extension built for another build of it: its layer
 
 
 def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[str, Any]]]:
@@ -1204,3 +1204,46 @@ def nccl_gpu(ctx: CheckContext) -> Iterable[Finding]:
             fix=Fix(text="Use NCCL %s or newer: upgrade the framework (its wheel pins an NCCL) or the NCCL wheel "
                          "or package it loads." % row["nccl_min"],
                     commands=["pip install -U 'nvidia-nccl-cu12>=%s'" % row["nccl_min"]]))
+
+
+# -- packages that bundle CUDA-linked libraries of their own (CTranslate2 ...) ------------------------------------
+
+
+def _loaded_by_framework(facts: Facts, soname: str) -> List[str]:
+    """The frameworks that load ``soname`` from a copy of their own (a program importing them first has it)."""
+    out = []
+    for fw in FRAMEWORKS:
+        for e in facts.value("linkage." + fw) or []:
+            if isinstance(e, dict) and e.get("soname") == soname and e.get("path"):
+                out.append(NAMES.get(fw, fw))
+    return out
+
+
+@check("package-libraries", requires=("linkage.packages",), reads=("linkage.*",), layers=("libraries", "cuda"),
+       codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")))
+def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
+    """A package's own bundled libraries (auditwheel's ``<name>.libs``) need a CUDA, cuDNN, NCCL or TensorRT
+    library the loader cannot find, or only another major of it: importing the package fails as a framework's
+    import would. Judged by the closure rules every library set is judged by (:func:`closure.judge`)."""
+    from .closure import judge
+
+    facts = ctx.facts
+    fact = facts.get("linkage.packages")
+    ev = [fact.to_dict()] if fact is not None else []
+    for pkg in facts.value("linkage.packages") or []:
+        if not isinstance(pkg, dict):
+            continue
+        subject = "%s %s" % (pkg.get("package"), pkg.get("version"))
+        for f in judge(pkg, subject, evidence=ev):
+            if f.severity != "error" or f.code not in ("linkage.missing", "linkage.wrong_major"):
+                continue
+            comp = f.components[0] if f.components else "cuda"
+            f.code = "%s.framework_cannot_load" % comp
+            sonames = {str(link.get("soname")) for link in pkg.get("links") or [] if isinstance(link, dict)
+                       and link.get("soname") and str(link.get("soname")) in f.title}
+            with_fw = sorted({n for s in sonames for n in _loaded_by_framework(facts, s)})
+            if with_fw:
+                f.detail += (" A program that imports %s first has that library loaded from %s's own copy and "
+                             "does not fail there; one that imports only %s does." % (
+                                 " or ".join(with_fw), with_fw[0], pkg.get("package")))
+            yield f

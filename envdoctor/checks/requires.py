@@ -14,9 +14,12 @@ The pins of the frameworks on NVIDIA's CUDA wheels are judged by ``framework.nvi
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List
+import posixpath
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .. import frameworks
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from .. import frameworks, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from . import CheckContext, CodeDoc, check
@@ -60,11 +63,25 @@ def _judged_elsewhere(facts: Facts, entry: Dict[str, Any]) -> bool:
     return False
 
 
+def _pinned_release(spec: str) -> Optional[Tuple[int, ...]]:
+    """The release an exact pin names (``==2.1.2`` -> (2, 1, 2)); None for a range or a wildcard."""
+    try:
+        parts = list(SpecifierSet(spec))
+    except InvalidSpecifier:
+        return None
+    pins = [p for p in parts if p.operator in ("==", "===") and "*" not in p.version]
+    if len(pins) != 1:
+        return None
+    v = versions.parse(pins[0].version)
+    return tuple(v.release) if v is not None else None
+
+
 @check("installed-requirements", requires=("python.requirements",), reads=("framework.*",),
        layers=("python", "frameworks"),
        codes=(
     CodeDoc("packages.requirement_not_met", "warning", "An installed package requires another at a version other "
-            "than the one installed (what `pip check` reports).", "python.requirements",
+            "than the one installed (what `pip check` reports); an error when it pins a framework release and "
+            "carries compiled modules built against it.", "python.requirements",
             "The package was built or tested against that version; a compiled extension pinned to one framework "
             "release fails to import with another ('undefined symbol'), others misbehave.", PIP_CHECK["url"]),
     CodeDoc("packages.requirement_missing", "info", "An installed package requires another that is not installed.",
@@ -81,15 +98,25 @@ def installed_requirements(ctx: CheckContext) -> Iterable[Finding]:
         if not isinstance(c, dict) or _judged_elsewhere(facts, c):
             continue
         spec = str(c.get("spec") or "")
+        pinned = _pinned_release(spec)
+        have = versions.parse(str(c.get("installed") or ""))
+        compiled = [str(p) for p in c.get("compiled") or []]
+        abi = bool(compiled and pinned and have is not None and pinned[:2] != have.release[:2])
         yield Finding(
-            code="packages.requirement_not_met", severity="warning", components=_component(facts, c),
+            code="packages.requirement_not_met", severity="error" if abi else "warning",
+            components=_component(facts, c),
             title="%s %s requires %s%s, but %s %s is installed" % (
                 c.get("package"), c.get("version"), c.get("name"), spec, c.get("installed_name") or c.get("name"),
                 c.get("installed")),
             detail="%s %s declares 'Requires-Dist: %s'; pip would not have installed %s %s beside it (`pip check` "
                    "reports the same conflict). A package pinned to one release of a framework usually carries "
-                   "code built against that release." % (c.get("package"), c.get("version"), c.get("requirement"),
-                                                         c.get("name"), c.get("installed")),
+                   "code built against that release.%s" % (c.get("package"), c.get("version"), c.get("requirement"),
+                                                           c.get("name"), c.get("installed"), (
+                       " Its compiled modules (%s) were built against %s %s, and the framework's C++ interface "
+                       "changes between releases: importing them with %s %s fails ('undefined symbol')." % (
+                           ", ".join(posixpath.basename(p) for p in compiled[:3]), c.get("name"),
+                           ".".join(str(n) for n in pinned or ()), c.get("name"), c.get("installed"))
+                       if abi else "")),
             evidence=ev, source=dict(PIP_CHECK),
             fix=Fix(text="Install what %s requires, or a release of %s made for %s %s (upgrading it usually "
                          "brings one)." % (c.get("package"), c.get("package"), c.get("name"), c.get("installed")),

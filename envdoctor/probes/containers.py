@@ -416,6 +416,26 @@ def daemon_json_fact(host: Host) -> Tuple[Fact, Optional[Dict[str, Any]]]:
     return ok("container.daemon_json", value, src, label), doc
 
 
+def daemon_json_syntax(host: Host) -> Optional[Fact]:
+    """``container.daemon_json_invalid`` (only when it is): daemon.json is not JSON, or not a JSON object. dockerd
+    decodes it before anything else and exits ("unable to configure the Docker daemon with file ...")."""
+    res = host.read_file(DAEMON_JSON, limit=256 * 1024)
+    if res.text is None or not res.text.strip():
+        return None
+    try:
+        doc = json.loads(res.text)
+    except ValueError as exc:
+        line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+        return ok("container.daemon_json_invalid", {"path": DAEMON_JSON, "error": getattr(exc, "msg", str(exc)),
+                                                    "line": line, "column": col},
+                  "file:" + DAEMON_JSON, "Docker daemon.json syntax")
+    if not isinstance(doc, dict):
+        return ok("container.daemon_json_invalid", {"path": DAEMON_JSON, "error": "not a JSON object",
+                                                    "line": None, "column": None},
+                  "file:" + DAEMON_JSON, "Docker daemon.json syntax")
+    return None
+
+
 _CTK = re.compile(r"NVIDIA Container Toolkit CLI version\s+(\S+)")
 _TOML_SECTION = re.compile(r"^\s*\[\s*([\w.-]+)\s*\]\s*(?:#.*)?$")
 _TOML_KEY = re.compile(r"""^\s*"?([\w-]+)"?\s*=\s*(.*?)\s*(?:#.*)?$""")
@@ -679,6 +699,9 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
     facts, runtimes, contacted = docker_facts(host)
     dj_fact, dj = daemon_json_fact(host)
     facts.append(dj_fact)
+    invalid = daemon_json_syntax(host)
+    if invalid is not None:
+        facts.append(invalid)
     label = "NVIDIA runtime registered with Docker"
     if not contacted:
         # daemon.json describes this machine's dockerd, which need not be the daemon docker talks to.

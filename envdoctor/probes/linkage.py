@@ -39,7 +39,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from packaging.version import Version
 
 from ..facts import Fact, ok, unknown
-from ..host.base import Distribution, Host
+from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
@@ -425,6 +425,64 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     return missing_libs, symbols
 
 
+#: Packages whose wheels were repaired by auditwheel keep the libraries they vendor in ``<distribution>.libs/``
+#: beside the package (https://github.com/pypa/auditwheel, "repair": "copies the external shared libraries into
+#: the wheel ... <name>.libs"); the CUDA libraries are not vendored (they are left to the machine), so such a
+#: library's CUDA needs are met by whatever the loader finds, or by nothing.
+VENDORED_SUFFIX = ".libs"
+#: The most ``.libs`` directories and libraries in one of them that are read in one run.
+MAX_VENDORED_DIRS = 32
+MAX_VENDORED_FILES = 16
+#: Distributions judged elsewhere: the frameworks' own libraries (their linkage facts).
+FRAMEWORK_DISTS = ("torch", "tensorflow", "tensorflow-gpu", "tensorflow-cpu", "intel-tensorflow", "nvidia-tensorflow",
+                   "jaxlib", "onnxruntime", "onnxruntime-gpu", "mxnet", "paddlepaddle", "paddlepaddle-gpu")
+
+
+def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], skip: Sequence[str]
+                      ) -> List[Dict[str, Any]]:
+    """``linkage.packages``: for each installed package (not a framework, not one requiring a framework: those run
+    with the framework loaded and are judged with it) whose ``<name>.libs/`` libraries need CUDA, cuDNN, NCCL or
+    TensorRT libraries, those libraries' CUDA closure as the loader resolves it for a program that imports the
+    package: ``[{package, version, roots, links, unread, cache_unknown}]``."""
+    from . import loader
+
+    by_site: Dict[str, Dict[str, Distribution]] = {}
+    for d in dists:
+        if d.key in FRAMEWORK_DISTS or d.key in skip or d.key.startswith("nvidia-"):
+            continue
+        by_site.setdefault(d.location, {}).setdefault(d.key, d)
+    out: List[Dict[str, Any]] = []
+    dirs = 0
+    for site, keyed in by_site.items():
+        for entry in host.list_dir(site).names():
+            if not entry.endswith(VENDORED_SUFFIX):
+                continue
+            owner = keyed.get(normalize_name(entry[:-len(VENDORED_SUFFIX)]))
+            if owner is None:
+                continue
+            dirs += 1
+            if dirs > MAX_VENDORED_DIRS:
+                return out
+            libdir = posixpath.join(site, entry)
+            roots = []
+            for name in sorted(host.list_dir(libdir).names())[:MAX_VENDORED_FILES]:
+                if ".so" not in name:
+                    continue
+                elf = host.elf(posixpath.join(libdir, name))
+                if elf.ok and any(loader.CUDA_FAMILY.match(n) for n in elf.needed):
+                    roots.append(elf.path)
+            if not roots:
+                continue
+            c = loader.cuda_closure(host, config, roots, only_cuda=True)
+            links = [{k: v for k, v in link.items() if k in (
+                "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain",
+                "expected", "expected_version", "shadowed", "elsewhere", "other_majors")}
+                for link in c["links"] if link.get("via") != "loaded"]
+            out.append({"package": owner.key, "version": owner.version, "roots": roots, "links": links,
+                        "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": site})
+    return out
+
+
 #: The ONNX Runtime execution provider libraries other than CUDA's are optional to it: a session asks for them.
 ORT_PROVIDERS = re.compile(r"^libonnxruntime_providers_(?!shared\.)[a-z0-9_]+\.so$")
 
@@ -464,7 +522,7 @@ def closure_fact(host: Host, name: str, value: Mapping[str, Any], main_path: str
 
 @register("linkage", "Framework library linkage", order=95,
           produces=("linkage.*", "linkage.*.elf", "linkage.*.abi", "linkage.*.extensions", "linkage.*.closure",
-                    "linkage.*.extension_symbols"), needs=("frameworks", "requires"))
+                    "linkage.*.extension_symbols", "linkage.packages"), needs=("frameworks", "requires"))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")
@@ -551,6 +609,21 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         if symbols:
             facts.append(ok("linkage.%s.extension_symbols" % name, symbols, "elf:" + symbols[0]["path"],
                             "%s symbols extension modules import that it lacks" % label))
+    # packages of their own that bundle CUDA-linked libraries (CTranslate2...): what a program importing them loads
+    reqs_value = ctx.facts_of("requires").value("python.requirements")
+    deps = reqs_value.get("dependents") if isinstance(reqs_value, dict) else None
+    on_frameworks = sorted({k for fw_deps in (deps or {}).values() if isinstance(fw_deps, list) for k in fw_deps})
+    if dists is None:
+        dists = host.distributions()
+    if cache is None:
+        read, cache_fact = read_ld_cache(host)
+        cache = read or []
+        cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
+    packages = package_libraries(host, loader_config(host, ldp, None if cache_why else cache, cache_why or ""),
+                                 dists, on_frameworks)
+    if packages:
+        facts.append(ok("linkage.packages", packages, "elf:" + packages[0]["roots"][0],
+                        "CUDA libraries other packages' bundled libraries load"))
     if not facts:
         # Say why the section is empty rather than print a bare heading.
         facts.append(ok("linkage.scan", "no framework with a CUDA library is installed, so nothing to resolve",

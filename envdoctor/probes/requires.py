@@ -220,16 +220,32 @@ def check_installed(host: Host) -> Dict[str, Any]:
                 markers = markers or _Markers(host)
                 if markers.holds(req.marker) is not True:
                     continue
-            entry = {"package": dist.name, "key": dist.key, "version": dist.version, "requirement": req.text,
+            entry: Dict[str, Any] = {"package": dist.name, "key": dist.key, "version": dist.version, "requirement": req.text,
                      "name": req.name, "spec": req.spec, "location": dist.location}
             if have is None:
                 missing.append(entry)
             else:
                 entry["installed"] = have.version
                 entry["installed_name"] = have.name
+                if req.name in FRAMEWORK_KEYS:
+                    entry["compiled"] = compiled_modules(host, dist)
                 conflicts.append(entry)
     return {"checked": checked, "unread": unread, "conflicts": conflicts, "missing": missing,
             "dependents": dependents}
+
+
+def compiled_modules(host: Host, dist: Distribution) -> List[str]:
+    """The compiled modules (``*.so``) at the top of the distribution's import packages (``top_level.txt``, else its
+    name), at most 8: a package with any is built against the framework release it pins."""
+    site = dist.location
+    names = [n.strip() for n in (host.read_text(posixpath.join(dist.metadata_dir, "top_level.txt"), limit=4096)
+                                 or "").splitlines() if n.strip() and "/" not in n]
+    names = names or [dist.key.replace("-", "_")]
+    out: List[str] = []
+    for name in names[:4]:
+        out += [posixpath.join(site, name, n) for n in host.list_dir(posixpath.join(site, name)).names()
+                if n.endswith(".so")]
+    return sorted(out)[:8]
 
 
 @register("requires", "Installed packages' requirements", order=92, produces=("python.requirements",))

@@ -284,6 +284,8 @@ def _visible(host: Host, count: int, uuids: Dict[int, str]) -> Optional[List[int
             if len(hit) != 1:
                 return None
             out.append(hit[0])
+        elif part.startswith("MIG-"):
+            return None  # a MIG device (MIG-<UUID>, or MIG-GPU-<UUID>/<GI>/<CI>): its GPU is not a fact here
         else:
             break
     return out
