@@ -124,7 +124,7 @@ def test_nccls_default_topology_file_is_judged_too():
 
 
 def _nccl_gpu(ccs: List[str], copies: List[str], choice: Optional[str] = None) -> List[Any]:
-    from envdoctor.checks.libraries import nccl_gpu
+    from envdoctor.checks.libraries.nccl_gpu import nccl_gpu
 
     facts = [ok("gpu.count", len(ccs), "nvml:device_count")]
     for i, cc in enumerate(ccs):
