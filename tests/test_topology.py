@@ -9,6 +9,7 @@ one thing of it and say which.
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -314,6 +315,62 @@ def test_acs_redirect_on_a_p2p_path(nvml):
     assert unread.facts.get("topology.acs_redirect").status == "unknown"
     assert "root" in unread.facts.get("topology.acs_redirect").reason
     assert "topology.acs_redirect" not in codes(unread)
+
+
+def test_acs_redirect_on_root_ports_where_nccl_uses_p2p_across_the_root_complex(nvml):
+    # two L4s on root ports of two host bridges of an AMD EPYC (SYS): NCCL's P2P level is SYS on AMD x86 with
+    # at most two GPUs (ncclTopoCheckP2p, NCCL 2.23.4 and later), so the root ports are on their P2P path
+    b = board("two-l4-sys")
+    ports = [g["path"][-1] for g in b["gpus"]]
+    b["acs"] = {bdf: "0x001d" for bdf in ports}  # Request and Completion Redirect on both root ports
+    rep = replay(boards.snapshot(b, nvml["two-l4-sys"], root=True))
+    assert [p["nccl"] for p in rep.facts.items("topology.pairs")] == ["P2P/PCIe"]
+    f = next(f for f in rep.findings if f.code == "topology.acs_redirect")
+    assert f.severity == "warning" and "ACS" in f.title and all(bdf in f.title for bdf in ports)
+    assert "ncclTopoCheckP2p" in f.detail and "nvidia/nccl" in f.detail.lower()
+    assert ["sudo setpci -s %s ECAP_ACS+0x6.w=0000" % bdf for bdf in ports] == f.fix.commands[:2]
+    # (a) ACS redirect off on the root ports (Source Validation alone): read, and quiet
+    clear = replay(boards.snapshot(board("two-l4-sys"), nvml["two-l4-sys"], root=True))
+    assert clear.facts.value("topology.acs_redirect") is False
+    assert [e["bdf"] for e in clear.facts.items("topology.acs")] == ports
+    assert "topology.acs_redirect" not in codes(clear)
+    # (b) the same board on an Intel Xeon: NCCL's level is PXB there, the pair goes by SHM through the CPU,
+    # and the root ports' ACS is on no P2P path: not read, no finding
+    intel = board("two-l4-sys")
+    intel["acs"] = dict(b["acs"])
+    intel["cpu"] = {"vendor": "GenuineIntel", "family": 6, "model": 106, "threads": 64, "sockets": 2,
+                    "model_name": "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz"}
+    shm = replay(boards.snapshot(intel, nvml["two-l4-sys"], root=True))
+    assert [p["nccl"] for p in shm.facts.items("topology.pairs")] == ["SHM"]
+    assert shm.facts.value("topology.acs_redirect") is False and shm.facts.items("topology.acs") == []
+    assert "topology.acs_redirect" not in codes(shm)
+    # NCCL_P2P_LEVEL=SYS on that Intel machine puts the root complex back on the P2P path
+    forced = replay(boards.snapshot(intel, nvml["two-l4-sys"], root=True, environ={"NCCL_P2P_LEVEL": "SYS"}))
+    assert "topology.acs_redirect" in codes(forced)
+
+
+CORPUS_ACS = "b4-2x-rtx5880ada-amd-root-ports-acs-redirect-nccl-allreduce-deadlock"
+
+
+def test_acs_redirect_on_the_amd_root_ports_of_the_corpus_machine():
+    """NVIDIA/nccl#2079's machine (tests/corpus, its topology restated in tests/topology/corpus/): two GPUs on
+    root ports of two AMD host bridges (NODE), ACS redirect on the root ports; and the same machine with ACS
+    redirect cleared there (Source Validation left on), as the reporter's setpci fix leaves it."""
+    from .topology import make_corpus
+
+    path = os.path.join(ROOT, "tests", "corpus", CORPUS_ACS, "snapshot.json")
+    rep = diagnose(SnapshotHost(load_snapshot(path), "corpus"), layers=["topology"])
+    f = next(f for f in rep.findings if f.code == "topology.acs_redirect")
+    assert "0000:40:01.1" in f.title and "0000:60:01.1" in f.title and "root complex" in f.detail
+    doc = load_snapshot(path)
+    spec = make_corpus.load(CORPUS_ACS)
+    for bdf, bridge in spec["bridges"].items():
+        cleared = make_corpus.acs_config(bridge["id"], 0x0001)
+        for name in [k for k in doc["files"] if k.endswith("/%s/config" % bdf)]:
+            doc["files"][name] = {"base64": base64.b64encode(cleared).decode("ascii")}
+    fixed = diagnose(SnapshotHost(doc, "corpus"), layers=["topology"])
+    assert fixed.facts.value("topology.acs_redirect") is False
+    assert "topology.acs_redirect" not in codes(fixed)
 
 
 def test_iommu_translating_p2p(nvml):

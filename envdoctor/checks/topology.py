@@ -181,8 +181,10 @@ def _rank(transport: Any) -> int:
 @check("topology-pcie-p2p", requires=("topology.pairs",), reads=_TOPO_READS, layers=("topology",), codes=(
     CodeDoc("topology.acs_redirect", "warning", "A PCIe bridge on a path NCCL uses for peer-to-peer has ACS "
             "redirect enabled.", "topology.acs, topology.acs_redirect, topology.pairs, topology.iommu_mode",
-            "Peer-to-peer requests are sent up to the root complex instead of across the switch: bandwidth "
-            "drops, and with the IOMMU translating, NCCL and CUDA P2P can hang.", NCCL_GPU_TROUBLE),
+            "Peer-to-peer requests are sent up to the root complex instead of on to the peer: bandwidth drops, "
+            "and NCCL and CUDA P2P can hang. The bridges are those of every pair NCCL connects by P2P: the switch "
+            "ports of a PIX/PXB path, and the root ports of a path across the root complex where NCCL's P2P "
+            "level reaches it (AMD x86 CPUs with at most two GPUs, ncclTopoCheckP2p).", NCCL_GPU_TROUBLE),
     CodeDoc("topology.iommu_translates_p2p", "warning", "The IOMMU translates the GPUs' DMA (DMA/DMA-FQ mode) "
             "while NCCL uses PCIe peer-to-peer between them.", "topology.iommu_mode, topology.pairs, "
             "topology.kernel_parameters", "IO virtualization redirects peer-to-peer PCI traffic to the CPU root "
@@ -204,15 +206,28 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
     if on_path:
         bdfs = [str(e["bdf"]) for e in on_path]
         affected = [p for p in p2p if any([p["a"], p["b"]] in (e.get("pairs") or []) for e in on_path)]
+        # a path through the root complex (PHB/NODE/SYS) carries P2P only by NCCL's P2P level for this CPU
+        # (ncclTopoCheckP2p: on AMD x86 with at most two GPUs the level is SYS): say so, with NCCL's rule
+        across = [p for p in affected if p.get("pcie") not in ("PIX", "PXB")]
+        info = facts.mapping("topology.nccl")
+        rule = ""
+        if across:
+            rule = (" NCCL uses P2P across the root complex between GPUs %s (%s; P2P level %s: %s; NCCL's "
+                    "ncclTopoCheckP2p, %s), so ACS redirect at their root ports sits on that path." % (
+                        _pair_list(across), across[0].get("nccl_why") or "path within the P2P level",
+                        info.get("p2p_level") or "?", info.get("why") or "NCCL's default",
+                        info.get("source") or NCCL_RULES))
         yield Finding(
             code="topology.acs_redirect", severity="warning", components=["topology", "gpu"],
             title="ACS redirect is on at PCIe bridge%s %s, on the P2P path of GPUs %s%s" % (
                 "s" if len(bdfs) > 1 else "", ", ".join(bdfs[:4]) + (" and more" if len(bdfs) > 4 else ""),
                 _pair_list(affected), " (and the IOMMU translates)" if translating else ""),
-            detail="With ACS P2P Request/Completion Redirect set, the switch sends GPU-to-GPU requests up to the root "
-                   "complex instead of across to the peer: NCCL's P2P bandwidth drops%s." % (
-                       ", and with the IOMMU in DMA mode collectives can hang" if translating else ""),
-            evidence=_ev(facts, "topology.acs", "topology.acs_redirect", "topology.iommu_mode"),
+            detail="With ACS P2P Request/Completion Redirect set, the bridge sends GPU-to-GPU requests up to the root "
+                   "complex for checking instead of on to the peer: NCCL's P2P bandwidth drops%s, and collectives "
+                   "can hang.%s" % (
+                       " (the IOMMU translates every one of them)" if translating else "", rule),
+            evidence=_ev(facts, "topology.acs", "topology.acs_redirect", "topology.iommu_mode",
+                         *(("topology.pairs", "topology.nccl") if across else ())),
             source=_src("NCCL troubleshooting: PCI Access Control Services (ACS) must be off on P2P paths",
                         NCCL_GPU_TROUBLE + "#pci-access-control-services-acs"),
             fix=Fix(text="Disable ACS on these bridges (firmware: 'ACS' or 'IO virtualization'; or at boot with "

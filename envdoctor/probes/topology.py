@@ -568,14 +568,28 @@ def _below(chain: Sequence[str], other: Sequence[str]) -> List[str]:
     return list(chain[max(shared, 1):-1])
 
 
+def _p2p_path(pair: Dict[str, Any]) -> bool:
+    """Whether ``pair``'s GPUs may reach each other by PCIe peer-to-peer: a path below the host bridge
+    (PIX/PXB: within every NCCL release's P2P level, and what CUDA peer access uses), or any path on which
+    NCCL picks P2P over PCIe (the ``nccl`` transport, by the installed release's ``ncclTopoCheckP2p``). A path
+    through the root complex (PHB/NODE/SYS) thus counts only where NCCL uses P2P across it: by default on AMD
+    x86 CPUs with at most two GPUs, whose P2P level is SYS (NCCL 2.23.4 and later), or where NCCL_P2P_LEVEL
+    raises the level; on an Intel CPU (level PXB) it stays SHM and out."""
+    if pair.get("nvlinks"):
+        return False
+    return pair.get("pcie") in ("PIX", "PXB") or pair.get("nccl") == "P2P/PCIe"
+
+
 def _acs(sysfs: _Sysfs, gpus: List[Dict[str, Any]], pairs: List[Dict[str, Any]]) -> List[Fact]:
     """``topology.acs_redirect``: whether a bridge on a PCIe peer-to-peer path redirects peer requests up to the
-    root complex (ACS P2P Request/Completion Redirect or Egress Control set); unknown without root."""
+    root complex (ACS P2P Request/Completion Redirect or Egress Control set); unknown without root. The
+    bridges of a pair are those below the two GPUs' lowest common ancestor: the switch ports of a PIX/PXB
+    path, and on a path through the root complex every bridge up to and including each GPU's root port."""
     label = "ACS redirect on a PCIe P2P path"
     src = "file:%s/*/config" % PCI_DEVICES
     bridges: Dict[str, List[Tuple[int, int]]] = {}
     for p in pairs:
-        if p.get("nvlinks") or p.get("pcie") not in ("PIX", "PXB"):
+        if not _p2p_path(p):
             continue
         ca, cb = gpus[p["a"]].get("pcie_path"), gpus[p["b"]].get("pcie_path")
         if not ca or not cb:
