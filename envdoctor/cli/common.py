@@ -116,6 +116,16 @@ def python_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                         help=HELP)(fn)
 
 
+def replay_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--snapshot FILE`` (replay a snapshot instead of this machine) and ``--color/--no-color``: the two options
+    of the commands that report on a machine, ``diagnose`` and ``topo``, with one help text each."""
+    fn = click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "
+                                                               "unless NO_COLOR is set).")(fn)
+    return click.option("--snapshot", "snapshot_path", metavar="FILE",
+                        help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this "
+                             "machine.")(fn)
+
+
 def echo_output(text: str, color: Optional[bool] = None, deadline: Optional[float] = None) -> None:
     """Write a command's output to stdout; a reader that went away (`| head`) ends the output quietly,
     an output that cannot be written (a full disk) is exit 2 with the reason, never a traceback.

@@ -16,6 +16,7 @@ from .common import (
     output_deadline,
     privacy_options,
     python_option,
+    replay_options,
     timeout_option,
 )
 
@@ -99,10 +100,7 @@ Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, ba
               help="Ask only these checks (e.g. driver-health.secure-boot, compat.driver-vs-cuda): just the probes "
                    "they read run, and only their findings are reported (a finding that another check's would "
                    "explain still yields to it, as in a whole run).")
-@click.option("--snapshot", "snapshot_path", metavar="FILE",
-              help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine.")
-@click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "
-                                                       "unless NO_COLOR is set).")
+@replay_options
 @timeout_option
 @python_option
 @privacy_options

@@ -7,7 +7,15 @@ from typing import Optional
 
 import click
 
-from .common import echo_output, format_option, open_snapshot, privacy_options, python_option, timeout_option
+from .common import (
+    echo_output,
+    format_option,
+    open_snapshot,
+    privacy_options,
+    python_option,
+    replay_options,
+    timeout_option,
+)
 
 
 @click.command("topo", epilog="""\b
@@ -23,10 +31,7 @@ reported unknown.
 Exit codes: 0 no errors found; 1 errors found; 2 could not run (bad snapshot, bad option).""")
 @format_option("text", "json", help_text="Output format: text or json.")
 @click.option("-v", "--verbose", is_flag=True, help="Every finding in full, with its evidence and the rule's source.")
-@click.option("--snapshot", "snapshot_path", metavar="FILE",
-              help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine.")
-@click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "
-                                                       "unless NO_COLOR is set).")
+@replay_options
 @timeout_option
 @python_option
 @privacy_options
