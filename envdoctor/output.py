@@ -36,6 +36,8 @@ _RETRY = 0.05
 #: The most written at once into a pipe after select() said it can take data: a pipe that is not full
 #: takes a page without blocking.
 _CHUNK = 4096
+#: Past its deadline, how long a reader that is still taking the output may pause before it is given up.
+STALL = 2.0
 
 
 def write_output(path: str, data: bytes, deadline: Optional[float] = None) -> None:
@@ -119,12 +121,15 @@ def _write_into(path: str, data: bytes, deadline: float) -> None:
 
 
 def write_all(fd: int, data: bytes, deadline: float, name: str = "") -> None:
-    """Write all of ``data`` to ``fd``, waiting for it to take more at most until ``deadline``. ``fd`` may be
-    blocking (standard output, which shares its mode with the shell): each write is then at most
-    :data:`_CHUNK` bytes, which a pipe that select() calls writable takes without blocking."""
+    """Write all of ``data`` to ``fd``. A reader that takes nothing is waited for until ``deadline``; one that is
+    still taking the output then (a busy machine's slow reader of a large report) is followed for as long as it
+    keeps taking some every :data:`STALL` seconds. ``fd`` may be blocking (standard output, which shares its mode
+    with the shell): each write is then at most :data:`_CHUNK` bytes, which a pipe that select() calls writable
+    takes without blocking."""
     view = memoryview(data)
+    progress = time.monotonic()
     while view:
-        left = deadline - time.monotonic()
+        left = max(deadline, progress + STALL) - time.monotonic()
         if left <= 0 or not select.select([], [fd], [], left)[1]:
             raise OSError(errno.ETIMEDOUT, "its reader stopped taking it before the time limit (%d of %d bytes "
                                            "written); read the output while envdoctor runs" % (
@@ -133,6 +138,8 @@ def write_all(fd: int, data: bytes, deadline: float, name: str = "") -> None:
             n = os.write(fd, view[:_CHUNK])
         except (BlockingIOError, InterruptedError):
             continue
+        if n:
+            progress = time.monotonic()
         view = view[n:]
 
 
