@@ -32,6 +32,7 @@ be read. ``checks/frameworks.py`` compares both with ``os.glibc``.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -73,7 +74,10 @@ LIBRARIES: Dict[str, Tuple[str, ...]] = {
 #: Framework -> its main compiled libraries (relative to site-packages) whose version needs are read, for any
 #: build: each group is one library, the first of its candidates that exists (a rename across releases).
 ABI_LIBRARIES: Dict[str, Tuple[Tuple[str, ...], ...]] = {
-    "torch": (("torch/lib/libtorch_cpu.so",), ("torch/lib/libtorch_python.so",), ("torch/lib/libtorch_cuda.so",)),
+    # torch/_C (the extension module every release has) held the whole of torch before libtorch existed
+    # (torch 0.x built on CentOS 7 asks GLIBC_2.17 there, pytorch/pytorch#6607)
+    "torch": (("torch/lib/libtorch_cpu.so",), ("torch/lib/libtorch_python.so",), ("torch/lib/libtorch_cuda.so",),
+              ("torch/_C.*.so", "torch/_C.so")),
     "tensorflow": (LIBRARIES["tensorflow"],
                    ("tensorflow/python/_pywrap_tensorflow_internal.so",
                     "tensorflow_core/python/_pywrap_tensorflow_internal.so")),
@@ -176,6 +180,11 @@ def abi_fact(host: Host, name: str, value: Dict[str, Any], dists: Sequence[Distr
     for group in ABI_LIBRARIES.get(name, ()):
         for rel in group:
             path = posixpath.join(site, rel)
+            if "*" in rel:  # an extension module's name carries its interpreter's tag
+                found = sorted(host.glob_dir(posixpath.dirname(path), fnmatch.translate(posixpath.basename(rel))))
+                if not found:
+                    continue
+                path = found[0]
             res = host.elf(path)
             if res.error == "ENOENT":
                 continue
