@@ -3,4 +3,4 @@
 from . import Framework
 
 FRAMEWORK = Framework("tensorrt", "TensorRT (Python)", False, "tensorrt",
-                      distributions=r"tensorrt(-cu\d+)?([-_](libs|bindings))?", order=80)
+                      distributions=r"tensorrt(-cu\d+)?([-_](libs|bindings))?", order=80, links=True)
