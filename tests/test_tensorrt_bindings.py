@@ -1,11 +1,11 @@
 """TensorRT's Python bindings (``tensorrt/tensorrt.so``) judged like a framework's library: they link
 libnvinfer.so.<major> and its parsers by soname, without an RPATH.
 
-Replayed on jkjung-avt/tensorrt_demos#517's machine (tests/corpus/b2-ubuntu2004-trt8218-tarball-ld-path-with-angle-brackets:
-the TensorRT 8.2.1.8 tar file's lib/ is on LD_LIBRARY_PATH only as the string '</home/ubuntu/TensorRT-8.2.1.8/lib>'),
-edited the way the thread's fix goes, and with the libraries in a ``tensorrt_libs`` package directory beside the
-bindings, which the bindings' ``__init__`` imports (and so loads) first (NVIDIA/TensorRT
-python/packaging/bindings_wheel/tensorrt/__init__.py).
+Replayed on jkjung-avt/tensorrt_demos#517's machine
+(tests/corpus/b2-ubuntu2004-trt8218-tarball-ld-path-with-angle-brackets: the TensorRT 8.2.1.8 tar file's lib/ is
+on LD_LIBRARY_PATH only as the string '</home/ubuntu/TensorRT-8.2.1.8/lib>'), edited the way the thread's fix goes,
+and with the libraries in a ``tensorrt_libs`` package directory beside the bindings, which the bindings'
+``__init__`` imports (and so loads) first (NVIDIA/TensorRT python/packaging/bindings_wheel/tensorrt/__init__.py).
 """
 
 from __future__ import annotations

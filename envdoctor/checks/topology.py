@@ -97,8 +97,10 @@ def _cuda_pcie_peers(pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     whatever transport NCCL would pick)."""
     out = []
     for p in pairs:
-        p2p = p.get("p2p") if isinstance(p.get("p2p"), dict) else {}
-        if not p.get("nvlinks") and p.get("p2p_nvlink") != "OK" and p2p.get("read") == "OK" and p2p.get("write") == "OK":
+        p2p = p.get("p2p")
+        if not isinstance(p2p, dict) or p.get("nvlinks") or p.get("p2p_nvlink") == "OK":
+            continue
+        if p2p.get("read") == "OK" and p2p.get("write") == "OK":
             out.append(p)
     return out
 

@@ -78,11 +78,11 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
     if fw == "tensorrt" and comp == "tensorrt":
         # the bindings are TensorRT's own: its libraries of the same release are what they need
         ver = str(value.get("public") or value.get("version") or "")
-        major = ver.split(".")[0] if ver[:1].isdigit() else ""
+        trt_major = ver.split(".")[0] if ver[:1].isdigit() else ""
         return Fix(text="TensorRT's Python bindings %s link %s by name, without an RPATH: put the lib/ directory of "
                         "the TensorRT %s they came with (the tar file's TensorRT-%s/lib) on LD_LIBRARY_PATH, or "
                         "install TensorRT %s's libraries where the loader finds them." % (
-                            ver, soname, ver or "release", ver or "<version>", major or ver),
+                            ver, soname, ver or "release", ver or "<version>", trt_major or ver),
                    commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % d for d in sorted({
                        posixpath.dirname(str(c.get("path"))) for c in facts.items("libraries.tensorrt")
                        if isinstance(c, dict) and c.get("kind") == "library" and c.get("soname") == soname})][:1])

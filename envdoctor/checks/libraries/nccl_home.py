@@ -34,8 +34,8 @@ def nccl_build_home(ctx: CheckContext) -> Iterable[Finding]:
         for copy in home.get("copies") or []:
             if not isinstance(copy, dict) or not copy.get("soname"):
                 continue
-            choice: Dict[str, Any] = choices.get(copy["soname"]) if isinstance(
-                choices.get(copy["soname"]), dict) else {}
+            found = choices.get(copy["soname"])
+            choice: Dict[str, Any] = found if isinstance(found, dict) else {}
             if not choice or choice.get("certain") is False:
                 continue  # what the loader takes is not known: no verdict
             mine = copy.get("resolved") or copy.get("path")
