@@ -7,9 +7,9 @@ versions of envdoctor byte for byte (a refactoring must leave them identical).
     diff -r /tmp/before /tmp/after                        # nothing: the behaviour did not change
 
 Each captured machine (tests/machines, tests/live, tests/corpus) is replayed by ``diagnose`` (json, text,
-markdown, quiet), ``advise`` (text, json), ``check`` against the policy below (every format) and
-``install`` dry runs, ``topo`` (text, json); all of them together by ``fleet`` (every format). What changes from run to run (the
-time a report was generated, probe timings, temporary paths) is blanked. Each file ends with the exit code.
+markdown, quiet), ``advise`` (text, json), ``check`` against the policy below (every format), ``install``
+dry runs and ``topo`` (text, json); all of them together by ``fleet`` (every format). What changes from run to run
+(the time a report was generated, probe timings, temporary paths) is blanked. Each file ends with the exit code.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ FRAMEWORK = Framework("mindspore", "MindSpore", True, "mindspore", distributions
                       extension_dirs=("mindspore/lib",), extension_symbols=r"^_ZN9mindspore",
                       extension_packages=(("mindformers", "mindformers", r".+\\.so"),),
                       cuda_libraries=("mindspore/lib/libmindspore_gpu.so",),
-                      abi_libraries=(("mindspore/lib/libmindspore_backend.so",), ("mindspore/lib/libmindspore_gpu.so",)),
+                      abi_libraries=(("mindspore/lib/libmindspore_backend.so",),
+                                     ("mindspore/lib/libmindspore_gpu.so",)),
                       dlopens=("cudart", "cublas"), kernel_libraries=(("mindspore/lib", ("libmindspore_gpu*",)),))
 '''
 
