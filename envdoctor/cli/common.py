@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Optional
+from typing import Any, Callable, Dict, Optional
 
 import click
 
@@ -14,7 +14,8 @@ from ..target import PLANNING_PROBES
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
            "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
-           "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes", "Subject", "subject"]
+           "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes", "Subject", "subject",
+           "subject_options", "snapshot_option", "gpu_option", "replay_options"]
 
 
 
@@ -121,9 +122,7 @@ def replay_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     of the commands that report on a machine, ``diagnose`` and ``topo``, with one help text each."""
     fn = click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "
                                                                "unless NO_COLOR is set).")(fn)
-    return click.option("--snapshot", "snapshot_path", metavar="FILE",
-                        help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this "
-                             "machine.")(fn)
+    return snapshot_option()(fn)
 
 
 def echo_output(text: str, color: Optional[bool] = None, deadline: Optional[float] = None) -> None:
@@ -198,59 +197,192 @@ def write_bytes(path: str, data: bytes, deadline: float) -> None:
         raise fail("cannot write %s: %s" % (path, exc.strerror or exc), EXIT_USAGE) from None
 
 
-def open_snapshot(path: str, timeout: float) -> Any:
+def open_snapshot(path: str, timeout: float, report_option: Optional[str] = None) -> Any:
     """The :class:`~envdoctor.host.snapshot.SnapshotHost` replaying ``path`` (``-``: standard input),
-    or exit 2 with the reason it cannot be replayed; reading a pipe waits at most ``timeout``."""
+    or exit 2 with the reason it cannot be replayed (a report, when the command takes one with
+    ``report_option``, is pointed there); reading a pipe waits at most ``timeout``."""
     from ..host.snapshot import SnapshotError, SnapshotHost, load_snapshot
     from . import EXIT_USAGE, fail
 
     try:
-        return SnapshotHost(load_snapshot(path, timeout=max(timeout, 1.0)), path, validated=True)
+        return SnapshotHost(load_snapshot(path, timeout=max(timeout, 1.0), report_option=report_option), path,
+                            validated=True)
     except SnapshotError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
 
 def planning_facts(snapshot: Optional[str], timeout: float, python_exe: Optional[str] = None) -> Any:
     """The facts a plan or an answer is made from (:data:`PLANNING_PROBES`), of a snapshot or this machine
-    (whose interpreter is ``python_exe`` when given, else the one ``envdoctor.host.interpreter.choose`` picks)."""
-    from ..facts import Facts
-    from ..probes import run_probes
+    (whose interpreter is ``python_exe`` when given, else the one ``envdoctor.host.interpreter.choose`` picks):
+    :attr:`Subject.facts` of :func:`subject`."""
+    return subject(snapshot, None, timeout, python_exe, enough=()).facts
 
+
+#: The help of each option that names a command's subject: one text wherever the option means the same.
+SNAPSHOT_HELP = "Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine."
+REPORT_HELP = "Judge an existing `diagnose --format json` report instead of this machine."
+DRIVER_HELP = "NVIDIA driver version instead of the machine's, e.g. 535.104.05."
+GPU_HELP = 'A GPU product instead of the machine\'s, e.g. "RTX 4090" (see `envdoctor matrix gpu`).'
+CC_HELP = "GPU compute capability instead of the machine's, e.g. 8.9 (overrides --gpu's)."
+
+
+def snapshot_option(note: str = "") -> Callable[[Callable[..., Any]], Any]:
+    """``--snapshot FILE`` (parameter ``snapshot_path``): one name and help text in every command that takes its
+    subject (:func:`subject`); ``note`` adds what it means for this command alone."""
+    return click.option("--snapshot", "snapshot_path", metavar="FILE",
+                        help=SNAPSHOT_HELP + (" " + note if note else ""))
+
+
+def gpu_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--gpu NAME`` (parameter ``gpu``): a product of ``envdoctor matrix gpu`` instead of the machine's GPU."""
+    return click.option("--gpu", metavar="NAME", help=GPU_HELP)(fn)
+
+
+def subject_options(report: bool = False, values: bool = False,
+                    note: str = "") -> Callable[[Callable[..., Any]], Any]:
+    """The options that name a command's subject, one spelling and help text each: ``--snapshot FILE``, with
+    ``report`` ``--report FILE``, with ``values`` ``--driver``, ``--gpu`` and ``--cc`` (the values given over the
+    machine's). The command hands them to :func:`subject`."""
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if values:
+            fn = click.option("--cc", metavar="X.Y", help=CC_HELP)(fn)
+            fn = gpu_option(fn)
+            fn = click.option("--driver", metavar="VERSION", help=DRIVER_HELP)(fn)
+        if report:
+            fn = click.option("--report", "report_path", metavar="FILE", help=REPORT_HELP)(fn)
+        return snapshot_option(note)(fn)
+
+    return decorate
+
+
+class Subject:
+    """What a command answers for, taken one way by every command (:func:`subject`): this machine, a snapshot, a
+    report, or only the values given on the command line. Its :attr:`target` is the one
+    :class:`~envdoctor.target.Target` (the machine's values read by :func:`envdoctor.advise.target_from_facts`,
+    the given ones over them); :meth:`report` is its ``diagnose`` report; :attr:`host` the seam a command reads
+    files through. What is not asked for is not read: a command that needs only files (``libs``) runs no probe."""
+
+    def __init__(self, kind: str, path: Optional[str] = None, host: Any = None, deadline: Optional[float] = None,
+                 given: Optional[Dict[str, Any]] = None, timeout: float = DEFAULT_TIMEOUT,
+                 document: Optional[Dict[str, Any]] = None,
+                 pause: Optional[Callable[[], Any]] = None, resume: Optional[Callable[[], Any]] = None) -> None:
+        self.kind = kind  # "machine", "snapshot", "report" or "given"
+        self.path = path  # the snapshot's or report's file
+        self.host = host  # the seam to the machine or snapshot (None for a report or values alone)
+        self.deadline = deadline  # the probes' deadline on this machine (a snapshot's starts when it is probed)
+        self.given: Dict[str, Any] = dict(given or {})
+        self.timeout = timeout
+        self.document = document  # a report file's document
+        self._pause, self._resume = pause, resume
+        self._facts: Any = None
+        self._target: Any = None
+
+    @property
+    def snapshot(self) -> bool:
+        return self.kind == "snapshot"
+
+    @property
+    def whence(self) -> str:
+        """The subject in a sentence: "this machine", "the snapshot", "the report", "the values given"."""
+        return {"machine": "this machine", "snapshot": "the snapshot", "report": "the report"}.get(
+            self.kind, "the values given")
+
+    @property
+    def facts(self) -> Any:
+        """The facts a plan or an answer is made from (:data:`PLANNING_PROBES`, probed once, on first use; a
+        report's own facts); None when only values were given."""
+        if self._facts is None and self.kind != "given":
+            from ..facts import Fact, Facts
+
+            if self.kind == "report":
+                from ..reportview import report_facts
+
+                self._facts = Facts(Fact.from_dict(f) for f in report_facts(self.document or {}).values())
+            else:
+                from ..probes import run_probes
+
+                deadline = self.deadline if self.kind == "machine" else None
+                if self._pause is not None:
+                    self._pause()
+                self._facts = Facts(f for r in run_probes(self.host, deadline=deadline, only=PLANNING_PROBES)
+                                    for f in r.facts)
+                if self._resume is not None:
+                    self._resume()
+        return self._facts
+
+    @property
+    def target(self) -> Any:
+        """The one Target: the machine's values (:func:`envdoctor.advise.target_from_facts`), the given over them."""
+        if self._target is None:
+            from ..advise import Target, target_from_facts
+
+            facts = self.facts
+            self._target = (target_from_facts(facts) if facts is not None else Target()).merged(**self.given)
+        return self._target
+
+    def report(self, layers: Optional[Any] = None, checks: Any = (), include_host: bool = False,
+               redact_ids: bool = False) -> Any:
+        """The subject's ``diagnose`` report (:class:`envdoctor.report.Report`; ``layers``/``checks`` as
+        ``diagnose --only/--check``): this machine's within the run's deadline, a snapshot's replay within
+        ``timeout`` from now (host names kept: they are the snapshot's own). A report file is its document
+        (:meth:`report_document`)."""
+        import time
+
+        from ..report import diagnose
+
+        if self.kind == "machine":
+            return diagnose(self.host, deadline=self.deadline, scrubber=scrubber_for(self.host, include_host,
+                                                                                     redact_ids),
+                            layers=layers, checks=checks)
+        from ..host.privacy import Scrubber
+
+        return diagnose(self.host, deadline=time.monotonic() + self.timeout + 0.5,
+                        scrubber=Scrubber(redact_ids=redact_ids, include_host=True),
+                        source={"kind": "snapshot", "description": self.host.description,
+                                "captured": str(self.host.doc.get("created", ""))}, layers=layers, checks=checks)
+
+    def report_document(self) -> Dict[str, Any]:
+        """The report as JSON data: a report file's document, else :meth:`report`'s."""
+        if self.kind == "report":
+            return self.document or {}
+        out: Dict[str, Any] = self.report().to_dict()
+        return out
+
+
+def subject(snapshot: Optional[str] = None, given: Optional[Dict[str, Optional[str]]] = None,
+            timeout: float = DEFAULT_TIMEOUT, python_exe: Optional[str] = None,
+            pause: Optional[Callable[[], Any]] = None, resume: Optional[Callable[[], Any]] = None,
+            report: Optional[str] = None, enough: Any = ("driver", "cc"), reports: bool = False) -> Subject:
+    """The one way a command takes its subject (``--snapshot``, ``--report``, this machine, or values given):
+    a report file (``--report``, read whole; a pipe waited for ``timeout``), else a snapshot (exit 2 with the
+    reason it cannot be replayed), else, when the values given (``--driver`` and ``--cc``/``--gpu``, ``--os``,
+    ``--python-version``) include every one of ``enough``, those alone, else this machine (its interpreter
+    ``python_exe`` when given, else the one ``envdoctor.host.interpreter.choose`` picks), its probes finished
+    within ``timeout``. Given values replace the machine's in the :attr:`Subject.target`. ``pause``/``resume``
+    bracket the probes (a progress line that must not write over them). Nothing is probed until asked for.
+    ``reports``: the command takes ``--report`` too (a report given as a snapshot is pointed there)."""
+    from . import EXIT_USAGE, fail
+
+    given = dict(given or {})
+    if report is not None and snapshot is not None:
+        raise fail("give --snapshot or --report, not both", EXIT_USAGE)
+    if report is not None:
+        from ..host.snapshot import SnapshotError
+        from ..report import report_from_file
+
+        try:
+            document = report_from_file(report, max(timeout, 1.0), "report")[1]
+        except SnapshotError as exc:
+            raise fail(str(exc), EXIT_USAGE) from None
+        return Subject("report", report, given=given, timeout=timeout, document=document)
     if snapshot is not None:
-        return Facts(f for r in run_probes(open_snapshot(snapshot, timeout), only=PLANNING_PROBES) for f in r.facts)
+        return Subject("snapshot", snapshot, open_snapshot(snapshot, timeout, "--report" if reports else None),
+                       given=given, timeout=timeout, pause=pause, resume=resume)
+    if enough and all(given.get(k) for k in enough):
+        return Subject("given", given=given, timeout=timeout)
     host, deadline = live_host(timeout, python_exe)
-    return Facts(f for r in run_probes(host, deadline=deadline, only=PLANNING_PROBES) for f in r.facts)
-
-
-class Subject(NamedTuple):
-    """What a command answers for: the one :class:`~envdoctor.target.Target`, and where it came from."""
-
-    target: Any  # envdoctor.target.Target: the machine's values, the given ones over them
-    facts: Any  # the planning facts of the machine or snapshot (envdoctor.facts.Facts); None: only values given
-    snapshot: bool  # the facts are a snapshot's
-
-
-def subject(snapshot: Optional[str], given: Dict[str, Optional[str]], timeout: float,
-            python_exe: Optional[str] = None, pause: Optional[Callable[[], Any]] = None,
-            resume: Optional[Callable[[], Any]] = None) -> Subject:
-    """The one way a command takes its subject: a snapshot (``--snapshot``), else this machine, else, when the
-    values given on the command line (``--driver`` and ``--cc``/``--gpu``, ``--os``, ``--python-version``) are
-    enough, those alone; given values replace the machine's (:meth:`~envdoctor.target.Target.merged`). The
-    machine's values are read by :func:`envdoctor.advise.target_from_facts` (the install recipes read them there
-    too). ``pause``/``resume`` bracket the probes (a progress line that must not write over them)."""
-    from ..advise import Target, target_from_facts
-
-    facts = None
-    if snapshot is not None or not (given.get("driver") and given.get("cc")):
-        if pause is not None:
-            pause()
-        facts = planning_facts(snapshot, timeout, python_exe)
-        if resume is not None:
-            resume()
-        target = target_from_facts(facts)
-    else:
-        target = Target()
-    return Subject(target.merged(**given), facts, snapshot is not None)
+    return Subject("machine", host=host, deadline=deadline, given=given, timeout=timeout, pause=pause,
+                   resume=resume)
 
 
 def env_timeout() -> float:

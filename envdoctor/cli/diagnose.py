@@ -12,11 +12,11 @@ from ..layers import LAYER_NAMES, select
 from .common import (
     echo_output,
     format_option,
-    open_snapshot,
     output_deadline,
     privacy_options,
     python_option,
     replay_options,
+    subject,
     timeout_option,
 )
 
@@ -113,7 +113,6 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
     frameworks and container runtime without importing any framework and
     without touching the network.
     """
-    from ..host.privacy import Scrubber
     from ..scope import chosen
 
     started = time.monotonic()
@@ -122,22 +121,9 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
         raise click.UsageError("--only and --skip leave no layer to examine")
     if check_names and (only or skip):
         raise click.UsageError("--check asks particular checks: it does not go with --only or --skip")
-    if snapshot_path is not None:
-        from ..report import diagnose as run_diagnose
-
-        host = open_snapshot(snapshot_path, timeout)
-        scrubber = Scrubber(redact_ids=redact_ids, include_host=True)
-        # A replay's probes get --timeout, as a live run's do (a crafted snapshot cannot keep them for ever).
-        deadline = time.monotonic() + timeout
-        report = run_diagnose(host, deadline=deadline + 0.5, scrubber=scrubber,
-                              source={"kind": "snapshot", "description": host.description,
-                                      "captured": str(host.doc.get("created", ""))}, layers=layers,
-                              checks=check_names)
-    else:
-        from ..report import diagnose_live
-
-        deadline = started + timeout
-        report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers, checks=check_names)
+    subj = subject(snapshot_path, None, timeout, python_exe)
+    deadline = started + timeout if subj.kind == "machine" else time.monotonic() + timeout  # the output's
+    report = subj.report(layers=layers, checks=check_names, include_host=include_host, redact_ids=redact_ids)
     written_by = output_deadline(deadline + 1.0)
     if check_names:
         only = report.layers  # shown as --only those layers would show them
