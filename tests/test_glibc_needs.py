@@ -398,3 +398,29 @@ def test_garbled_facts_give_no_finding_and_no_crash() -> None:
         findings = run_checks(CheckContext(_facts(abi), []))
         assert not [f for f in findings if f.code in ("framework.glibc_too_old", "envdoctor.check_crashed")]
     assert _check(_facts(_abi(glibc="2.99"), glibc="musl")) == []
+
+
+TENSORRT_TARBALL_CASE = "b10-centos7-glibc217-tensorrt7011-ubuntu-tarball-needs-glibc227"
+
+
+def test_a_library_the_loader_hands_a_framework_from_elsewhere_is_judged_by_its_glibc_needs_too() -> None:
+    # corpus: NVIDIA/TensorRT#1124: the Ubuntu 18.04 tarball of TensorRT 7 on CentOS 7, its lib/ on LD_LIBRARY_PATH;
+    # libnvinfer.so.7 requires GLIBC_2.27 of libm.so.6 (the case's ELF record), the system has glibc 2.17
+    doc = corpus_snapshot(TENSORRT_TARBALL_CASE)
+    found = [f for f in snapshot_findings(doc) if f.code == "framework.glibc_too_old"]
+    assert len(found) == 1 and found[0].severity == "error", found
+    f = found[0]
+    assert "libnvinfer.so.7" in f.title and "GLIBC_2.27 of libm.so.6" in f.title and "2.17" in f.title
+    assert "LD_LIBRARY_PATH" in f.detail and f.components == ["tensorrt"]
+
+    # the same machine with glibc 2.27 (what the tarball was built for), and with a library needing 2.17 at most
+    newer = copy.deepcopy(doc)
+    for cmd in newer["commands"]:
+        if cmd["argv"][:1] == ["getconf"]:
+            cmd["stdout"] = "glibc 2.27\n"
+    assert not [f for f in snapshot_findings(newer) if f.code == "framework.glibc_too_old"]
+    built_for_it = copy.deepcopy(doc)
+    for path, rec in built_for_it["elf"].items():
+        if "libnvinfer" in path:
+            rec["verneed"] = {"libm.so.6": ["GLIBC_2.2.5"], "libc.so.6": ["GLIBC_2.14", "GLIBC_2.17"]}
+    assert not [f for f in snapshot_findings(built_for_it) if f.code == "framework.glibc_too_old"]

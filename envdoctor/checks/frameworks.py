@@ -333,8 +333,8 @@ def _glibc(text: Any) -> Optional[Version]:
     return v if v is not None and len(v.release) >= 2 else None
 
 
-@check("frameworks.glibc", requires=("linkage.*.abi", "os.glibc"), reads=("framework.*",), layers=("frameworks",),
-       codes=(
+@check("frameworks.glibc", requires=("os.glibc",), reads=("framework.*", "linkage.*"),
+       layers=("frameworks", "libraries"), codes=(
     CodeDoc("framework.glibc_too_old", "error", "A framework's compiled libraries (or the wheel they came in) need "
             "a newer glibc than the system has.", "linkage.<framework>.abi (the GLIBC_x.y symbol versions its main "
             "libraries require, its wheels' manylinux tags), os.glibc",
@@ -354,7 +354,46 @@ def glibc_too_old(ctx: CheckContext) -> Iterable[Finding]:
         if not abi:
             continue
         out.extend(_glibc_finding(facts, name, abi, system))
+    named = {n for f in out for n in f.components}
+    for name in framework_table.having("links"):
+        links = facts.value("linkage." + name)
+        if name in named or not isinstance(links, list):
+            continue
+        finding = _loaded_glibc_finding(facts, name, links, system)
+        if finding is not None:
+            out.append(finding)
     return out
+
+
+def _loaded_glibc_finding(facts: Facts, name: str, links: List[Any], system: Version) -> Optional[Finding]:
+    """A CUDA library the loader hands ``name`` (from wherever it resolves: LD_LIBRARY_PATH, a tarball's lib/)
+    that needs a newer glibc than this system's."""
+    over = [e for e in links if isinstance(e, dict) and _glibc(e.get("glibc")) is not None
+            and _glibc(e.get("glibc")) > system]  # type: ignore[operator]
+    if not over:
+        return None
+    worst = max(over, key=lambda e: _glibc(e.get("glibc")))  # type: ignore[arg-type,return-value]
+    lib = str(worst.get("resolved") or worst.get("path"))
+    sysname = str(facts.value("os.glibc"))
+    fw = facts.mapping("framework." + name)
+    label = str(fw.get("package") or name)
+    others = ", ".join(str(e.get("soname")) for e in over if e is not worst)
+    return Finding(
+        code="framework.glibc_too_old", severity="error", components=[name],
+        title="%s (%s), which %s loads, needs glibc %s (GLIBC_%s of %s), but this system has glibc %s" % (
+            worst.get("soname"), lib, label, worst.get("glibc"), worst.get("glibc"), worst.get("glibc_from"),
+            sysname),
+        detail="`import %s` fails: the loader refuses %s with \"%s: version `GLIBC_%s' not found (required by %s)\". "
+               "That copy (found via %s) was built for a newer system than this one%s." % (
+                   name, lib, worst.get("glibc_from"), worst.get("glibc"), lib, worst.get("via") or "the loader",
+                   "; so were %s" % others if others else ""),
+        evidence=_ev(facts, "linkage." + name, "os.glibc"),
+        source=_src("a library requiring the symbol version GLIBC_x.y loads only with glibc >= x.y",
+                    GLIBC_RULE_URL),
+        fix=Fix(text="glibc belongs to the OS and cannot be upgraded on its own: install the build of this library "
+                     "made for this OS release (NVIDIA publishes tarballs and packages per distribution, e.g. RHEL/"
+                     "CentOS 7 builds for glibc 2.17), or run %s on a newer OS or in a container whose image has "
+                     "glibc %s or newer." % (label, worst.get("glibc"))))
 
 
 def _glibc_finding(facts: Facts, name: str, abi: Dict[str, Any], system: Version) -> List[Finding]:

@@ -281,8 +281,22 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
         foreign = foreign_cudnn_parts(host, entry, ldp, cache)
         if foreign:
             entry["foreign_parts"] = foreign
+        need = glibc_need(host, res["resolved"] or res["path"])
+        if need is not None:
+            entry["glibc"], entry["glibc_from"] = need
         out.append(entry)
     return out
+
+
+def glibc_need(host: Host, path: Optional[str]) -> Optional[Tuple[str, str]]:
+    """The newest glibc release the library at ``path`` requires a symbol of, and of which glibc library
+    (``("2.27", "libm.so.6")``); None when its version needs are not known or name no glibc release."""
+    if not path:
+        return None
+    res = host.elf(path)
+    if not res.ok or not res.verneed:
+        return None
+    return highest_needed(res.verneed, "GLIBC")
 
 
 #: cuDNN 9 and later: the front library dlopens its sub-libraries (libcudnn_graph, _engines_*, _ops, _cnn,
