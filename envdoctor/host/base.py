@@ -317,6 +317,9 @@ class Host:
     def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
         raise NotImplementedError
 
+    def launch(self, argv: Sequence[str], timeout: Optional[float] = None) -> None:
+        """Start ``argv`` ahead of the :meth:`run` that will ask for it (a host that runs nothing: no-op)."""
+
     def elf(self, path: str) -> ElfResult:
         """SONAME, NEEDED, RPATH and RUNPATH of a shared object (its headers only)."""
         raise NotImplementedError
