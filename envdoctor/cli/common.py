@@ -10,6 +10,7 @@ from ..host.base import DEFAULT_TIMEOUT
 from ..host.live import live_host
 from ..host.privacy import scrubber_for
 from ..target import PLANNING_PROBES
+from .emit import echo_output, output_deadline
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
            "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
@@ -124,58 +125,6 @@ def replay_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--snapshot", "snapshot_path", metavar="FILE",
                         help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this "
                              "machine.")(fn)
-
-
-def echo_output(text: str, color: Optional[bool] = None, deadline: Optional[float] = None) -> None:
-    """Write a command's output to stdout; a reader that went away (`| head`) ends the output quietly,
-    an output that cannot be written (a full disk) is exit 2 with the reason, never a traceback.
-    ``color`` True keeps ANSI styling even into a pipe (``--color``); click strips it otherwise.
-    With ``deadline`` (``time.monotonic()``), output into a pipe waits for its reader at most until then:
-    a reader that reads only after envdoctor exits (a script that waits first) gets what the pipe holds,
-    and envdoctor ends with exit 2 instead of waiting for ever."""
-    import sys
-
-    from . import EXIT_USAGE, fail, silence_stdout
-
-    try:
-        if deadline is not None and _is_pipe(sys.stdout):
-            from ..output import write_all
-
-            if color is not True:
-                text = click.unstyle(text)  # what click.echo does into a pipe
-            sys.stdout.flush()
-            encoding = sys.stdout.encoding or "utf-8"
-            try:
-                data = text.encode(encoding, sys.stdout.errors or "strict")
-            except UnicodeEncodeError:  # an ASCII-only locale: escapes, as printable() shows what cannot be
-                data = text.encode(encoding, "backslashreplace")
-            write_all(sys.stdout.fileno(), data, deadline, "standard output")
-            return
-        click.echo(text, nl=False, color=color)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        silence_stdout()  # the command still exits with its own code (diagnose | head in a script)
-    except OSError as exc:
-        raise fail("cannot write the output: %s" % (exc.strerror or exc), EXIT_USAGE) from None
-
-
-def _is_pipe(stream: Any) -> bool:
-    import os
-    import stat
-
-    try:
-        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def output_deadline(run_deadline: Optional[float] = None, timeout: float = DEFAULT_TIMEOUT) -> float:
-    """How long writing the output may wait for a slow reader (a pipe, a FIFO, a device): until the run's own
-    deadline (``--timeout`` from its start), and at least a second from now."""
-    import time
-
-    now = time.monotonic()
-    return max(run_deadline if run_deadline is not None else now + timeout, now + 1.0)
 
 
 def write_to(path: Optional[str], text: str, deadline: float, color: Optional[bool] = None) -> None:
