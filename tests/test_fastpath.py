@@ -26,8 +26,9 @@ ARGVS: List[List[str]] = [
     ["--timeout", "3"], ["--timeout=0.1"], ["--timeout", "3600"], ["--timeout", "0.05"], ["--timeout", "3601"],
     ["--timeout", "-1"], ["--timeout", "nan"], ["--timeout", "inf"], ["--timeout", "1e3"], ["--timeout", " 5 "],
     ["--timeout", "1_0"], ["--timeout", "five"], ["--timeout"], ["--timeout", "--color"],
-    ["--only", "driver"], ["--skip", "containers"], ["--check", "driver-health.secure-boot"], ["--python", sys.executable],
-    ["--snapshot", "x.json"], ["--help"], ["-h"], ["--"], ["extra"], ["-x"], ["--formats", "json"], [""],
+    ["--only", "driver"], ["--skip", "containers"], ["--check", "driver-health.secure-boot"],
+    ["--python", sys.executable], ["--snapshot", "x.json"], ["--help"], ["-h"], ["--"], ["extra"], ["-x"],
+    ["--formats", "json"], [""],
     ["--format", "json", "-v", "--timeout", "2.5", "--no-color", "--redact-ids", "--include-host"],
 ]
 ENVS: List[Dict[str, str]] = [
