@@ -176,21 +176,6 @@ def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Sc
     return judge(probes, source or {"kind": "live", "description": host.description}, start, scope)
 
 
-def diagnose_live(timeout: float, python_exe: Optional[str] = None, include_host: bool = False,
-                  redact_ids: bool = False, layers: Optional[Sequence[str]] = None,
-                  checks: Sequence[str] = ()) -> Report:
-    """This machine's report, finished within ``timeout`` plus about a second (``diagnose``, ``check``)."""
-    from .host.live import live_host
-    from .host.privacy import scrubber_for
-
-    started = time.monotonic()
-    scope = _scope(layers, checks)
-    host, deadline = live_host(timeout, python_exe)
-    probes = gather(host, deadline, scrubber_for(host, include_host, redact_ids),
-                    None if scope is None else scope.probes, meanwhile=load_checks)
-    return judge(probes, {"kind": "live", "description": host.description}, started, scope)
-
-
 def _holds_a_fact(probes: List[Any]) -> bool:
     """Whether a report's probes hold at least one fact (a record with a text key), as every report
     envdoctor writes does."""

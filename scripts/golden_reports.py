@@ -7,9 +7,9 @@ versions of envdoctor byte for byte (a refactoring must leave them identical).
     diff -r /tmp/before /tmp/after                        # nothing: the behaviour did not change
 
 Each captured machine (tests/machines, tests/live, tests/corpus) is replayed by ``diagnose`` (json, text,
-markdown, quiet), ``advise`` (text, json), ``check`` against the policy below (every format) and
-``install`` dry runs; all of them together by ``fleet`` (every format). What changes from run to run (the
-time a report was generated, probe timings, temporary paths) is blanked. Each file ends with the exit code.
+markdown, quiet), ``advise`` (text, json), ``check`` against the policy below (every format), ``install``
+dry runs and ``topo`` (text, json); all of them together by ``fleet`` (every format). What changes from run to run
+(the time a report was generated, probe timings, temporary paths) is blanked. Each file ends with the exit code.
 """
 
 from __future__ import annotations
@@ -155,6 +155,8 @@ def main(argv: Sequence[str] = ()) -> int:
             ("advise.json", ["advise", "--snapshot", path, "--format", "json"]),
             ("install-pytorch.sh", ["install", "pytorch", "--snapshot", path, "--dry-run"]),
             ("install-cuda.sh", ["install", "cuda", "--snapshot", path, "--dry-run"]),
+            ("topo.txt", ["topo", "--snapshot", path]),
+            ("topo.json", ["topo", "--snapshot", path, "--format", "json"]),
         ]
         for fmt in ("text", "json", "junit", "prometheus", "nhc", "nfd"):
             commands.append(("check.%s" % fmt, ["check", "--policy", policy, "--snapshot", path, "--format", fmt,

@@ -556,3 +556,39 @@ def test_tensorflow_and_cuda_is_suggested_only_from_2_14() -> None:
     assert fix("2.15.0").commands == ["pip install 'tensorflow[and-cuda]==2.15.0'"]
     old = fix("2.9.1")
     assert not any("and-cuda" in c for c in old.commands) and "2.14" in old.text
+
+
+def test_numba_told_to_load_something_else_than_the_drivers_libcuda() -> None:
+    # corpus: b10-ubuntu1804-numba-numbapro-cuda-driver-names-libcudart-cuinit-missing (numba/numba#3963): the
+    # recorded machine, then the same machine with the variable changed
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    case = "b10-ubuntu1804-numba-numbapro-cuda-driver-names-libcudart-cuinit-missing"
+    code = "framework.numba_cuda_driver_not_libcuda"
+
+    def findings(environ: Dict[str, str], numba: str = "0.43.1") -> Dict[str, Any]:
+        doc = _corpus_host(case).doc
+        doc["environ"] = {k: v for k, v in doc["environ"].items() if "CUDA_DRIVER" not in k}
+        doc["environ"].update(environ)
+        site = doc["dirs"]["/usr/local/lib/python3.6/dist-packages"]["entries"]
+        site[:] = [("numba-%s.dist-info" % numba if numba else "") if e.startswith("numba-") else e for e in site]
+        site[:] = [e for e in site if e]
+        return {f.code: f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+
+    runtime = findings({"NUMBAPRO_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"})[code]
+    assert runtime.severity == "error" and "CUDA runtime" in runtime.detail and "cuInit" in runtime.detail
+    assert runtime.fix.commands == ["export NUMBAPRO_CUDA_DRIVER=/usr/lib/x86_64-linux-gnu/libcuda.so.1"]
+    missing = findings({"NUMBA_CUDA_DRIVER": "/opt/nvidia/libcuda.so.1"})[code]
+    assert "does not exist" in missing.detail and "not a valid file path" in missing.detail
+    # the driver's own library, by either name; Numba told to use no GPU ("0"); a relative path
+    for value in ("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so", "0",
+                  "libcuda.so.1"):
+        assert code not in findings({"NUMBA_CUDA_DRIVER": value}), value
+    # Numba 0.49 and later ignore NUMBAPRO_ variables; without Numba the variable changes nothing
+    assert code not in findings({"NUMBAPRO_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"}, numba="0.56.4")
+    assert code not in findings({"NUMBA_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"}, numba="")
+    # NUMBA_CUDA_DRIVER is read first
+    assert code not in findings({"NUMBA_CUDA_DRIVER": "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                 "NUMBAPRO_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"})

@@ -248,3 +248,14 @@ def test_fixture_program_answers_through_links(tmp_path: Any) -> None:
     # a path machine.json lists itself keeps its own answer
     listed.append({"argv": ["/usr/local/cuda/bin/nvcc", "--version"], "stdout": "hung"})
     assert make_fixture._command_aliases(listed, tree, str(root)) == []
+
+
+def test_no_case_holds_an_empty_directory() -> None:
+    """git keeps no empty directory: a snapshot made from a root/ holding one is stale in every clean clone (CI).
+    Record the directory's absence instead, or put the file the machine has in it."""
+    empty = []
+    for name in CASES:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(CORPUS, name, "root")):
+            if not dirnames and not filenames:
+                empty.append(os.path.relpath(dirpath, CORPUS))
+    assert empty == [], empty

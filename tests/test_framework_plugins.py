@@ -31,7 +31,11 @@ FRAMEWORK = Framework("mindspore", "MindSpore", True, "mindspore", distributions
                       nvidia_wheels_field="nvidia_wheels", engine_stack=True, fleet=True, policy_order=65,
                       dependents_of=("mindspore",), extension_libs=r"^libmindspore[a-z_]*\\.so$",
                       extension_dirs=("mindspore/lib",), extension_symbols=r"^_ZN9mindspore",
-                      extension_packages=(("mindformers", "mindformers", r".+\\.so"),))
+                      extension_packages=(("mindformers", "mindformers", r".+\\.so"),),
+                      cuda_libraries=("mindspore/lib/libmindspore_gpu.so",),
+                      abi_libraries=(("mindspore/lib/libmindspore_backend.so",),
+                                     ("mindspore/lib/libmindspore_gpu.so",)),
+                      dlopens=("cudart", "cublas"), kernel_libraries=(("mindspore/lib", ("libmindspore_gpu*",)),))
 '''
 
 #: Its data file (fictional rows, never shipped: written into a copy of the data folder): the envelope every matrix
@@ -64,6 +68,12 @@ PROBE = textwrap.dedent('''\
     from envdoctor.report import report_schema
     expect("report schema (components)", "mindspore" in report_schema()["$defs"]["finding"]["properties"][
         "components"]["items"]["enum"])
+    from envdoctor.host.schema import first_error
+    from envdoctor.report import Report
+    from envdoctor.findings import Finding
+    said = Report([], [Finding("mindspore.x", "warning", ["mindspore"], "MindSpore 2.3.0 says x")], {"kind": "live",
+                  "description": "a test"}, 0.0).to_dict()
+    expect("report schema: a report with a finding about it is valid", first_error(said, report_schema()) is None)
     from envdoctor.cli import matrix as cli_matrix
     expect("matrix AREA (the command's areas and aliases)",
            cli_matrix.ALIASES.get("mindspore") == "mindspore" and cli_matrix.ALIASES.get("ms") == "mindspore")
@@ -112,6 +122,16 @@ PROBE = textwrap.dedent('''\
            and linkage.FRAMEWORK_DIRS["mindspore"] == ("mindspore/lib",)
            and linkage.FRAMEWORK_SYMBOL["mindspore"].match("_ZN9mindspore6tensorE")
            and "mindformers" in linkage.EXTENSION_PACKAGES["mindspore"])
+    from envdoctor.probes import dlopen, gpucode
+    expect("probe: linkage (its CUDA library: linkage.LIBRARIES)",
+           linkage.LIBRARIES.get("mindspore") == ("mindspore/lib/libmindspore_gpu.so",))
+    expect("probe: linkage (its compiled libraries' version needs: linkage.ABI_LIBRARIES)",
+           linkage.ABI_LIBRARIES.get("mindspore") == (("mindspore/lib/libmindspore_backend.so",),
+                                                      ("mindspore/lib/libmindspore_gpu.so",)))
+    expect("probe: dlopen (what it opens: dlopen.LOADS, in dlopen_order)",
+           dlopen.LOADS.get("mindspore") == ("cudart", "cublas") and list(dlopen.LOADS)[-1] == "mindspore")
+    expect("probe: gpucode (its kernels: gpucode.KERNEL_LIBRARIES)",
+           gpucode.KERNEL_LIBRARIES.get("mindspore") == (("mindspore/lib", ("libmindspore_gpu*",)),))
     from envdoctor.host.base import Distribution
     from envdoctor.probes import frameworks as probe
     expect("probe: what counts as a framework installed", "mindspore" in probe.FRAMEWORK_NAMES)

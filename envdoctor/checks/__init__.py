@@ -163,15 +163,35 @@ def docs_for(docs: Sequence[CodeDoc], *codes: str) -> Tuple[CodeDoc, ...]:
     return picked
 
 
-def quietly(question: Callable[..., Iterable[Finding]], *args: Any) -> List[Finding]:
-    """What another check's ``question`` concludes, asked from inside a check (a crash there counts as no finding).
-    Left only for the kernel-log and GPU checks that still read which GPUs another check explains; every other
-    "one root cause, one finding" is declared with ``yields`` (``tests/test_check_units.py`` holds the list of
-    its users)."""
-    try:
-        return list(question(*args))
-    except Exception:  # noqa: BLE001 - reported by the check that owns the question
-        return []
+class Conclusion:
+    """What one check concludes from the facts, worked out once per run (:meth:`envdoctor.facts.Facts.derived`)
+    and read both by the check that owns it (its findings) and by the checks that must know what it explains
+    (which GPUs the kernel log or the installed module account for): no check runs another, both read one
+    conclusion. The owner calls it (a failure raises there, reported as that check's crash); a reader calls
+    :meth:`read`, for which a conclusion that could not be worked out explains nothing."""
+
+    def __init__(self, name: str, work: Callable[[Facts], Iterable[Finding]]) -> None:
+        self.name = name
+        self.work = work
+
+    def _worked_out(self, facts: Facts) -> Tuple[Optional[List[Finding]], Optional[BaseException]]:
+        def work(f: Facts) -> Tuple[Optional[List[Finding]], Optional[BaseException]]:
+            try:
+                return list(self.work(f)), None
+            except Exception as exc:  # noqa: BLE001 - kept, and raised again for the owner
+                return None, exc
+
+        out: Tuple[Optional[List[Finding]], Optional[BaseException]] = facts.derived("conclusion:" + self.name, work)
+        return out
+
+    def __call__(self, facts: Facts) -> List[Finding]:
+        found, failure = self._worked_out(facts)
+        if failure is not None:
+            raise failure
+        return list(found or [])
+
+    def read(self, facts: Facts) -> List[Finding]:
+        return list(self._worked_out(facts)[0] or [])
 
 
 def group(prefix: str) -> CheckFn:

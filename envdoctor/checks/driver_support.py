@@ -28,7 +28,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
 from ..matrix import kernel
-from . import CheckContext, CodeDoc, check, docs_for, kernel_log
+from . import CheckContext, CodeDoc, Conclusion, check, docs_for, kernel_log
 from .gpus import KLOG, not_driven
 from .kernel_log import explains
 
@@ -139,7 +139,7 @@ def _cc_ge(cc: Optional[str], floor: str) -> Optional[bool]:
     return None if v is None else v >= Version(floor)
 
 
-def verdicts(facts: Facts) -> List[Finding]:
+def _verdicts(facts: Facts) -> List[Finding]:
     """The module flavour and branch against each GPU the driver does not drive (the check's findings)."""
     buses = not_driven(facts)
     if not buses or facts.value("driver.installed") is not True:
@@ -158,6 +158,11 @@ def verdicts(facts: Facts) -> List[Finding]:
                            for code, _ in said):
         out.extend(_found_no_gpu(facts, buses))
     return out
+
+
+#: The module's conclusion, worked out once per run: driver-support's findings, and the GPUs they account for
+#: (which gpu-missing reads).
+verdicts = Conclusion("driver-support", _verdicts)
 
 
 def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: Optional[int],

@@ -358,3 +358,63 @@ def nccl_topology_override(ctx: CheckContext) -> Iterable[Finding]:
             fix=Fix(text="Remove the setting (or the stale file) so NCCL detects the topology itself, or point it "
                          "at the file written for this machine.",
                     commands=[_unset_step(name, where)] if name else ["sudo mv %s %s.stale" % (path, path)]))
+
+
+NUMBA_DRIVER_DOC = "https://numba.readthedocs.io/en/stable/cuda/overview.html#setting-cuda-installation-path"
+#: From this Numba release a NUMBAPRO_ variable is only warned about and ignored (numba/cuda/envvars.py).
+NUMBAPRO_IGNORED_FROM = Version("0.49")
+
+
+@check("environment.numba-cuda-driver", requires=("env.numba_cuda_driver",), reads=("libraries.libcuda",),
+       layers=("python",), codes=(
+    CodeDoc("framework.numba_cuda_driver_not_libcuda", "error",
+            "NUMBA_CUDA_DRIVER (or the older NUMBAPRO_CUDA_DRIVER) names a file that is not the NVIDIA driver's "
+            "libcuda: the CUDA runtime libcudart, the toolkit's stub libcuda, another library, or nothing at "
+            "all.", "env.numba_cuda_driver",
+            "Numba loads exactly that file as the CUDA driver: with another library it finds no driver API "
+            "('driver missing function: cuInit'), with the stub it gets CUDA_ERROR_STUB_LIBRARY, with a path "
+            "that is no file it refuses it; numba.cuda then sees no GPU.", NUMBA_DRIVER_DOC,
+        messages=(Message("driver missing function: cuInit", NUMBA_DRIVER_DOC),
+                  Message("is not a valid file path", NUMBA_DRIVER_DOC))),
+))
+def numba_cuda_driver(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    info = facts.mapping("env.numba_cuda_driver")
+    name, value = str(info.get("variable") or ""), str(info.get("value") or "")
+    if not name or not value or info.get("is_file") is None:
+        return  # unset, "0" (Numba told to use no GPU), or a relative path (resolved from a directory unknown here)
+    numba = versions.parse(str(info.get("numba") or ""))
+    if name.startswith("NUMBAPRO_") and numba is not None and numba >= NUMBAPRO_IGNORED_FROM:
+        return  # ignored by this Numba: only a warning at import
+    file_name = str(info.get("file_name") or "")
+    soname = str(info.get("soname") or "")
+    is_libcuda = (soname or file_name).startswith("libcuda.so")
+    if info.get("is_file") and is_libcuda and not info.get("stub"):
+        return
+    if not info.get("is_file"):
+        what = "%s does not exist" % value
+        effect = "Numba refuses it ('%s ... is not a valid file path')" % name
+        if not file_name.startswith("libcuda.so"):
+            what += ", and its name is not the driver's libcuda (%s)" % file_name
+    elif info.get("stub"):
+        what = "%s is the CUDA toolkit's stub libcuda, for linking only" % value
+        effect = "CUDA calls fail with CUDA_ERROR_STUB_LIBRARY"
+    else:
+        what = "%s is %s, not the driver's libcuda" % (
+            value, "the CUDA runtime" if (soname or file_name).startswith("libcudart") else soname or file_name)
+        effect = "Numba finds no driver API in it ('driver missing function: cuInit')"
+    libcuda = facts.mapping("libraries.libcuda").get("libcuda.so.1")
+    driver_path = str(libcuda.get("path")) if isinstance(libcuda, dict) and libcuda.get("path") and \
+        posixpath.basename(posixpath.dirname(str(libcuda["path"]))) != "stubs" else ""
+    commands = ["export %s=%s" % (name, driver_path)] if driver_path else ["unset %s" % name]
+    yield Finding(
+        code="framework.numba_cuda_driver_not_libcuda", severity="error", components=["python", "driver"],
+        title="%s names %s, not the NVIDIA driver's libcuda: numba.cuda cannot use the GPU" % (name, value),
+        detail="%s, so %s and numba.cuda sees no GPU. Numba %s loads the file %s names as the CUDA driver "
+               "library." % (what[0].upper() + what[1:], effect, info.get("numba") or "", name),
+        evidence=_ev(facts, "env.numba_cuda_driver", "libraries.libcuda"),
+        source={"rule": "Numba loads the CUDA driver library from the path %s names, else finds libcuda.so "
+                        "itself" % name, "url": NUMBA_DRIVER_DOC, "checked": "2026-11-29"},
+        fix=Fix(text="Point %s at the driver's libcuda%s, or unset it: Numba finds the driver's library "
+                     "itself when the loader can." % (name, " (%s)" % driver_path if driver_path else ""),
+                commands=commands))

@@ -31,7 +31,7 @@ from .. import matrix
 from ..facts import Facts
 from ..findings import AnyOf, Finding, Fix, Step
 from ..matrix import kernel
-from . import CheckContext, CodeDoc, check, quietly
+from . import CheckContext, CodeDoc, check
 from .gpus import (
     BUG,
     GPU_LOST,
@@ -211,7 +211,8 @@ def gpu_missing(ctx: CheckContext) -> Iterable[Finding]:
         explained = set(init_failures(facts))  # gpu.init_failed names those, with the reason
         from .driver_support import verdicts  # (imported here: it builds on this module)
 
-        explained.update(b for b in (kernel.line_bus(f.title) for f in quietly(verdicts, facts)) if b)  # module/branch
+        # the module's flavour or branch (driver-support's conclusion, worked out once per run)
+        explained.update(b for b in (kernel.line_bus(f.title) for f in verdicts.read(facts)) if b)
         missing = [b for b in missing if b not in explained]
         if not missing:
             return

@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import kernel
-from . import CheckContext, CodeDoc, check, quietly
+from . import CheckContext, CodeDoc, Conclusion, check
 from .gpus import GPU_LOST, KLOG, not_driven, nvidia_seen, nvml_bus_ids
 
 CATALOG = "https://github.com/NVIDIA/open-gpu-kernel-modules"
@@ -90,8 +90,8 @@ class _Hit:
         self.xids: List[int] = []
 
 
-def findings(facts: Facts) -> List[Finding]:
-    """What the kernel log says, as findings (the check's verdict; other checks ask it what it explains)."""
+def _findings(facts: Facts) -> List[Finding]:
+    """What the kernel log says, as findings (the check's verdict; other checks read what it explains)."""
     lines = _lines(facts)
     if not lines:
         return []
@@ -122,6 +122,11 @@ def findings(facts: Facts) -> List[Finding]:
                 hit.xids.append(int(row["xid"]))
     seen = nvidia_seen(facts)
     return [_finding(facts, lines, hit, seen) for hit in hits.values()]
+
+
+#: The kernel log's conclusion, worked out once per run: the kernel-log check's findings, and what
+#: :func:`explains` tells driver-support.
+findings = Conclusion("kernel-log", _findings)
 
 
 def _finding(facts: Facts, lines: List[str], hit: _Hit, seen: List[str]) -> Finding:
@@ -191,7 +196,7 @@ def _ev(facts: Facts) -> List[Dict[str, Any]]:
 def explains(facts: Facts) -> List[Tuple[str, Optional[str]]]:
     """(code, GPU address) of the causes this check reports (other checks stay quiet about them)."""
     out: List[Tuple[str, Optional[str]]] = []
-    for f in quietly(findings, facts):
+    for f in findings.read(facts):
         out.append((f.code, kernel.line_bus(f.title)))
     return out
 

@@ -8,7 +8,7 @@ import click
 
 from ..frameworks import ADVISED
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, os_option, python_option, subject, timeout_option
+from .common import echo_output, format_option, os_option, python_option, subject, subject_options, timeout_option
 
 
 @click.command("advise", epilog="""\b
@@ -25,11 +25,7 @@ Values given on the command line override the machine's. With --driver and
 \b
 Exit codes: 0 answered; 2 could not answer as asked (bad value, unknown GPU, bad snapshot).""")
 @format_option("text", "json")
-@click.option("--snapshot", "snapshot_path", metavar="FILE", help="Advise for a snapshot written by "
-              "`envdoctor snapshot` instead of this machine.")
-@click.option("--driver", metavar="VERSION", help="NVIDIA driver version, e.g. 535.104.05.")
-@click.option("--gpu", metavar="NAME", help='GPU product, e.g. "RTX 4090" (see `envdoctor matrix gpu`).')
-@click.option("--cc", metavar="X.Y", help="GPU compute capability, e.g. 8.9 (overrides --gpu's).")
+@subject_options(values=True)
 @os_option
 @click.option("--python-version", "python_version", metavar="X.Y",
               help="Python version to install for, e.g. 3.11 (default: the inspected interpreter's).")
@@ -73,8 +69,7 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
         from ..render.layout import terminal_width
         from ..render.style import printable
 
-        text = render_text(answer, terminal_width(sys.stdout), pip_python,
-                           "the snapshot" if snapshot_path is not None else "this machine",
+        text = render_text(answer, terminal_width(sys.stdout), pip_python, subj.whence,
                            str(chosen.get("reason") or "") if chosen else "")
         if verbose:
             text += "\n" + render_details(answer, terminal_width(sys.stdout))

@@ -16,6 +16,8 @@ from .common import (
     output_deadline,
     python_option,
     read_timeout_option,
+    subject,
+    subject_options,
     timeout_option,
     write_to,
 )
@@ -38,9 +40,7 @@ Exit codes: 0 every requirement met and no finding at or above fail_on;
 "pass"), or such a finding; 2 bad policy, bad input or cannot run.""")
 @click.option("--policy", "policy_path", required=True, metavar="FILE",
               help="The policy (TOML): what this cluster requires of a node.")
-@click.option("--snapshot", "snapshot_path", metavar="FILE", help="Replay a snapshot instead of this machine.")
-@click.option("--report", "report_path", metavar="FILE",
-              help="Judge an existing `diagnose --format json` report instead of this machine.")
+@subject_options(report=True)
 @format_option(*FORMATS, help_text="text, json (the report with a policy section), junit, prometheus "
                                     "(node_exporter textfile), nhc (one line), nfd (a Node Feature Discovery "
                                     "feature file).")
@@ -73,16 +73,10 @@ def check(policy_path: str, snapshot_path: Optional[str], report_path: Optional[
         click.echo("envdoctor: policy %s: %s" % (policy_path, warning), err=True)
     if fail_on is not None:
         policy.fail_on = fail_on
-    if report_path is not None:
-        report = load_report(report_path, timeout, reports_only=True)
-    elif snapshot_path is not None:
-        report = load_report(snapshot_path, timeout, snapshots_only=True)
-    else:
-        from ..report import diagnose_live
-
-        report = diagnose_live(timeout, python_exe).to_dict()
-        if any(r.name.startswith("bench.") for r in policy.requirements):
-            report = with_bench(report, timeout)
+    subj = subject(snapshot_path, None, timeout, python_exe, report=report_path, reports=True)
+    report = subj.report_document()
+    if subj.kind == "machine" and any(r.name.startswith("bench.") for r in policy.requirements):
+        report = with_bench(report, timeout)
     verdict = policy.evaluate(report)
     name = node or (_node_name(report_path or snapshot_path) if (report_path or snapshot_path) else "localhost")
     from ..render.style import Style

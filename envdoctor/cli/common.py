@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple, Optional
+from typing import Any, Callable, Optional
 
 import click
 
@@ -11,11 +11,13 @@ from ..host.live import live_host
 from ..host.privacy import scrubber_for
 from ..target import PLANNING_PROBES
 from .emit import echo_output, output_deadline
+from .subjects import Subject, open_snapshot, subject
 
 __all__ = ["live_host", "scrubber_for", "privacy_options", "python_option", "timeout_option", "open_snapshot",
            "read_timeout_option", "READ_TIMEOUT_DEFAULT", "os_option",
            "echo_output", "planning_facts", "PLANNING_PROBES", "format_option", "renamed_option", "takes_renamed",
-           "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes", "Subject", "subject"]
+           "deprecated", "Finite", "Seconds", "output_deadline", "write_to", "write_bytes", "Subject", "subject",
+           "subject_options", "snapshot_option", "gpu_option", "replay_options"]
 
 
 
@@ -122,9 +124,7 @@ def replay_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     of the commands that report on a machine, ``diagnose`` and ``topo``, with one help text each."""
     fn = click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, "
                                                                "unless NO_COLOR is set).")(fn)
-    return click.option("--snapshot", "snapshot_path", metavar="FILE",
-                        help="Replay a snapshot written by `envdoctor snapshot` instead of looking at this "
-                             "machine.")(fn)
+    return snapshot_option()(fn)
 
 
 def write_to(path: Optional[str], text: str, deadline: float, color: Optional[bool] = None) -> None:
@@ -147,59 +147,48 @@ def write_bytes(path: str, data: bytes, deadline: float) -> None:
         raise fail("cannot write %s: %s" % (path, exc.strerror or exc), EXIT_USAGE) from None
 
 
-def open_snapshot(path: str, timeout: float) -> Any:
-    """The :class:`~envdoctor.host.snapshot.SnapshotHost` replaying ``path`` (``-``: standard input),
-    or exit 2 with the reason it cannot be replayed; reading a pipe waits at most ``timeout``."""
-    from ..host.snapshot import SnapshotError, SnapshotHost, load_snapshot
-    from . import EXIT_USAGE, fail
-
-    try:
-        return SnapshotHost(load_snapshot(path, timeout=max(timeout, 1.0)), path, validated=True)
-    except SnapshotError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
-
-
 def planning_facts(snapshot: Optional[str], timeout: float, python_exe: Optional[str] = None) -> Any:
     """The facts a plan or an answer is made from (:data:`PLANNING_PROBES`), of a snapshot or this machine
-    (whose interpreter is ``python_exe`` when given, else the one ``envdoctor.host.interpreter.choose`` picks)."""
-    from ..facts import Facts
-    from ..probes import run_probes
-
-    if snapshot is not None:
-        return Facts(f for r in run_probes(open_snapshot(snapshot, timeout), only=PLANNING_PROBES) for f in r.facts)
-    host, deadline = live_host(timeout, python_exe)
-    return Facts(f for r in run_probes(host, deadline=deadline, only=PLANNING_PROBES) for f in r.facts)
+    (whose interpreter is ``python_exe`` when given, else the one ``envdoctor.host.interpreter.choose`` picks):
+    :attr:`Subject.facts` of :func:`subject`."""
+    return subject(snapshot, None, timeout, python_exe, enough=()).facts
 
 
-class Subject(NamedTuple):
-    """What a command answers for: the one :class:`~envdoctor.target.Target`, and where it came from."""
+#: The help of each option that names a command's subject: one text wherever the option means the same.
+SNAPSHOT_HELP = "Replay a snapshot written by `envdoctor snapshot` instead of looking at this machine."
+REPORT_HELP = "Judge an existing `diagnose --format json` report instead of this machine."
+DRIVER_HELP = "NVIDIA driver version instead of the machine's, e.g. 535.104.05."
+GPU_HELP = 'A GPU product instead of the machine\'s, e.g. "RTX 4090" (see `envdoctor matrix gpu`).'
+CC_HELP = "GPU compute capability instead of the machine's, e.g. 8.9 (overrides --gpu's)."
 
-    target: Any  # envdoctor.target.Target: the machine's values, the given ones over them
-    facts: Any  # the planning facts of the machine or snapshot (envdoctor.facts.Facts); None: only values given
-    snapshot: bool  # the facts are a snapshot's
+
+def snapshot_option(note: str = "") -> Callable[[Callable[..., Any]], Any]:
+    """``--snapshot FILE`` (parameter ``snapshot_path``): one name and help text in every command that takes its
+    subject (:func:`subject`); ``note`` adds what it means for this command alone."""
+    return click.option("--snapshot", "snapshot_path", metavar="FILE",
+                        help=SNAPSHOT_HELP + (" " + note if note else ""))
 
 
-def subject(snapshot: Optional[str], given: Dict[str, Optional[str]], timeout: float,
-            python_exe: Optional[str] = None, pause: Optional[Callable[[], Any]] = None,
-            resume: Optional[Callable[[], Any]] = None) -> Subject:
-    """The one way a command takes its subject: a snapshot (``--snapshot``), else this machine, else, when the
-    values given on the command line (``--driver`` and ``--cc``/``--gpu``, ``--os``, ``--python-version``) are
-    enough, those alone; given values replace the machine's (:meth:`~envdoctor.target.Target.merged`). The
-    machine's values are read by :func:`envdoctor.advise.target_from_facts` (the install recipes read them there
-    too). ``pause``/``resume`` bracket the probes (a progress line that must not write over them)."""
-    from ..advise import Target, target_from_facts
+def gpu_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--gpu NAME`` (parameter ``gpu``): a product of ``envdoctor matrix gpu`` instead of the machine's GPU."""
+    return click.option("--gpu", metavar="NAME", help=GPU_HELP)(fn)
 
-    facts = None
-    if snapshot is not None or not (given.get("driver") and given.get("cc")):
-        if pause is not None:
-            pause()
-        facts = planning_facts(snapshot, timeout, python_exe)
-        if resume is not None:
-            resume()
-        target = target_from_facts(facts)
-    else:
-        target = Target()
-    return Subject(target.merged(**given), facts, snapshot is not None)
+
+def subject_options(report: bool = False, values: bool = False,
+                    note: str = "") -> Callable[[Callable[..., Any]], Any]:
+    """The options that name a command's subject, one spelling and help text each: ``--snapshot FILE``, with
+    ``report`` ``--report FILE``, with ``values`` ``--driver``, ``--gpu`` and ``--cc`` (the values given over the
+    machine's). The command hands them to :func:`subject`."""
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if values:
+            fn = click.option("--cc", metavar="X.Y", help=CC_HELP)(fn)
+            fn = gpu_option(fn)
+            fn = click.option("--driver", metavar="VERSION", help=DRIVER_HELP)(fn)
+        if report:
+            fn = click.option("--report", "report_path", metavar="FILE", help=REPORT_HELP)(fn)
+        return snapshot_option(note)(fn)
+
+    return decorate
 
 
 def env_timeout() -> float:

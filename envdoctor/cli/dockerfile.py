@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_USAGE, fail
-from .common import echo_output, format_option, subject, timeout_option
+from .common import echo_output, format_option, subject, subject_options, timeout_option
 
 
 @click.command("dockerfile", epilog="""\b
@@ -33,10 +33,7 @@ Exit codes: 0 no errors found; 1 errors found; 2 could not run as asked
               help="A build argument, as `docker build --build-arg` (repeatable).")
 @click.option("--context", "context_dir", metavar="DIR", help="The build context, where -r requirements files, "
               "pyproject.toml and uv.lock are read (default: the Dockerfile's directory); it must exist.")
-@click.option("--snapshot", "snapshot_path", metavar="FILE", help="The host is this snapshot's machine.")
-@click.option("--driver", metavar="VERSION", help="The host's NVIDIA driver, e.g. 535.104.05.")
-@click.option("--gpu", metavar="NAME", help='The host\'s GPU product, e.g. "A100" (see `envdoctor matrix gpu`).')
-@click.option("--cc", metavar="X.Y", help="The host GPU's compute capability (overrides --gpu's).")
+@subject_options(values=True, note="The host is that machine.")
 @click.option("-v", "--verbose", is_flag=True, help="Every finding in full, with its evidence and the rule's source.")
 @format_option("text", "json")
 @timeout_option

@@ -115,25 +115,11 @@ def report(started: float, fmt: str, verbose: bool, quiet: bool, only: Tuple[str
     """``diagnose`` once its options are known: examine the machine (or replay the snapshot), write the report,
     exit 1 when an error is shown, else 0."""
     from ..layers import select
+    from .subjects import subject
 
-    if snapshot_path is not None:
-        from ..host.privacy import Scrubber
-        from ..report import diagnose as run_diagnose
-        from .common import open_snapshot
-
-        host = open_snapshot(snapshot_path, timeout)
-        scrubber = Scrubber(redact_ids=redact_ids, include_host=True)
-        # A replay's probes get --timeout, as a live run's do (a crafted snapshot cannot keep them for ever).
-        deadline = time.monotonic() + timeout
-        result = run_diagnose(host, deadline=deadline + 0.5, scrubber=scrubber,
-                              source={"kind": "snapshot", "description": host.description,
-                                      "captured": str(host.doc.get("created", ""))}, layers=layers,
-                              checks=check_names)
-    else:
-        from ..report import diagnose_live
-
-        deadline = started + timeout
-        result = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers, checks=check_names)
+    subj = subject(snapshot_path, None, timeout, python_exe)
+    deadline = started + timeout if subj.kind == "machine" else time.monotonic() + timeout  # the output's
+    result = subj.report(layers=layers, checks=check_names, include_host=include_host, redact_ids=redact_ids)
     written_by = output_deadline(deadline + 1.0)
     if check_names:
         only = result.layers  # shown as --only those layers would show them

@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from . import EXIT_USAGE, fail
-from .common import Finite, echo_output, format_option, timeout_option
+from .common import Finite, echo_output, format_option, gpu_option, snapshot_option, subject, timeout_option
 
 EPILOG = """\b
 Examples:
@@ -65,12 +65,11 @@ asked (model not found, bad value, no GPU)."""
               help="vLLM's max_num_seqs (default: vLLM's for this GPU).")
 @click.option("--max-num-batched-tokens", type=click.IntRange(1, 10 ** 7), metavar="N",
               help="vLLM's max_num_batched_tokens (default: vLLM's for this GPU).")
-@click.option("--gpu", "gpu_name", metavar="NAME", help='A GPU product instead of this machine\'s, e.g. "H100" '
-              '(see `envdoctor matrix gpu`).')
+@gpu_option
 @click.option("--gpus", type=click.IntRange(1, 1024), metavar="N",
               help="GPUs of that kind (data-parallel GPUs for --zero; default: this machine's count).")
 @click.option("--gpu-index", type=click.IntRange(0, 1023), metavar="I", help="Judge against this GPU of the machine.")
-@click.option("--snapshot", "snapshot_path", metavar="FILE", help="The GPU is this snapshot's machine.")
+@snapshot_option(note="The GPU is that machine's.")
 @click.option("--online", is_flag=True, help="Read config.json and the safetensors headers from the Hub when the "
               "model is not local (range requests; nothing else is downloaded).")
 @click.option("-v", "--verbose", is_flag=True, help="Every derivation in full, each rule's source.")
@@ -78,7 +77,7 @@ asked (model not found, bad value, no GPU)."""
 @timeout_option
 def fit(model: str, context: Optional[int], batch: int, dtype: str, kv_dtype: str, quant: str, tp: int, engine: str,
         util: Optional[float], mode: str, zero: int, optimizer: str, no_ckpt: bool, lora_rank: int,
-        max_num_seqs: Optional[int], max_num_batched_tokens: Optional[int], gpu_name: Optional[str],
+        max_num_seqs: Optional[int], max_num_batched_tokens: Optional[int], gpu: Optional[str],
         gpus: Optional[int], gpu_index: Optional[int], snapshot_path: Optional[str], online: bool, verbose: bool,
         fmt: str, timeout: float) -> None:
     """Will MODEL fit this GPU? Weights, KV cache and the engine's budget (or training memory), each term with
@@ -88,6 +87,7 @@ def fit(model: str, context: Optional[int], batch: int, dtype: str, kv_dtype: st
     from ..fit import core, source
     from ..fit import gpu as gpumod
 
+    gpu_name = gpu
     if gpu_name and snapshot_path:
         raise fail("--gpu and --snapshot both name the GPU; give one", EXIT_USAGE)
     try:
@@ -95,13 +95,12 @@ def fit(model: str, context: Optional[int], batch: int, dtype: str, kv_dtype: st
     except source.ModelError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     try:
-        if gpu_name:
-            g = gpumod.from_product(gpu_name, gpus or max(tp, 1))
+        # the GPU named (a product: no machine is looked at), else the machine's or the snapshot's
+        subj = subject(snapshot_path, {"gpu": gpu_name}, timeout, enough=("gpu",))
+        if subj.kind == "given":
+            g = gpumod.from_product(gpu_name or "", gpus or max(tp, 1))
         else:
-            from .common import planning_facts
-
-            facts = planning_facts(snapshot_path, timeout)
-            found = gpumod.from_facts(facts, "the snapshot" if snapshot_path else "this machine")
+            found = gpumod.from_facts(subj.facts, subj.whence)
             g = gpumod.pick(found, tp, gpu_index)
             if gpus:
                 g.count = gpus
@@ -109,7 +108,7 @@ def fit(model: str, context: Optional[int], batch: int, dtype: str, kv_dtype: st
         raise fail(str(exc), EXIT_USAGE) from None
     if tp > 1 and g.count < tp and not gpu_name:
         raise fail("--tp %d needs %d GPUs; %s has %d of this kind (--gpu NAME --gpus N plans for another machine)"
-                   % (tp, tp, "the snapshot" if snapshot_path else "this machine", g.count), EXIT_USAGE)
+                   % (tp, tp, subj.whence, g.count), EXIT_USAGE)
     opts = core.Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, quant=quant, tp=tp,
                         engine=engine, util=util, mode=mode, zero=zero, optimizer=optimizer, gpus=gpus,
                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,

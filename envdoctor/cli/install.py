@@ -12,7 +12,16 @@ import click
 from .. import frameworks
 from ..install.download import DEFAULT_DEADLINE
 from . import EXIT_USAGE, fail
-from .common import Seconds, env_timeout, os_option, planning_facts, python_option, renamed_option, takes_renamed
+from .common import (
+    Seconds,
+    env_timeout,
+    os_option,
+    python_option,
+    renamed_option,
+    snapshot_option,
+    subject,
+    takes_renamed,
+)
 
 
 def _resume_command(component: str, version: str, method: str, prefix: str, components: List[str],
@@ -55,10 +64,10 @@ def _default_platform() -> str:
 
 
 def _machine_facts(snapshot: Optional[str], python_exe: Optional[str] = None) -> Any:
-    """This machine's facts (or a snapshot's): what the recipes pre-check against, the interpreter's those of
-    ``--python`` when given. Probing is bounded by ENVDOCTOR_TIMEOUT, as diagnose is (this command's
-    --download-timeout is the download time-out)."""
-    return planning_facts(snapshot, env_timeout(), python_exe)
+    """This machine's facts (or a snapshot's), taken as every command takes its subject (:func:`subject`): what
+    the recipes pre-check against, the interpreter's those of ``--python`` when given. Probing is bounded by
+    ENVDOCTOR_TIMEOUT, as diagnose is (this command's --download-timeout is the download time-out)."""
+    return subject(snapshot, None, env_timeout(), python_exe, enough=()).facts
 
 
 def list_text(os_name: Optional[str] = None) -> str:
@@ -134,8 +143,7 @@ needed, no confirmation); 130, 143, 129 interrupted by Ctrl-C, SIGTERM, SIGHUP
                                                      "environment of envdoctor).")
 @click.option("--option", "extra", multiple=True, metavar="KEY=VALUE",
               help="Recipe option, e.g. flavor=proprietary (driver), cuda=12 (cuDNN), symlink=yes (runfile).")
-@click.option("--snapshot", "snapshot", metavar="FILE",
-              help="Pre-check against a snapshot's facts instead of this machine's (with --dry-run).")
+@snapshot_option(note="Its facts are what the plan is checked against (with --dry-run).")
 @click.option("--prefix", metavar="DIR", envvar="ENVDOCTOR_PREFIX",
               help="Install directory (created; never overwritten without --force). [env: ENVDOCTOR_PREFIX]")
 @click.option("--components", "components", multiple=True, metavar="NAMES",
@@ -173,7 +181,7 @@ needed, no confirmation); 130, 143, 129 interrupted by Ctrl-C, SIGTERM, SIGHUP
 def install(component: Optional[str], list_: bool, version: Optional[str], method: Optional[str],
             os_name: Optional[str], with_driver: bool, python_exe: Optional[str], venv: Optional[str],
             extra: Tuple[str, ...],
-            snapshot: Optional[str], prefix: Optional[str], components: Tuple[str, ...], mirror: Optional[str],
+            snapshot_path: Optional[str], prefix: Optional[str], components: Tuple[str, ...], mirror: Optional[str],
             platform: Optional[str], cuda_variant: str, dry_run: bool, fmt: str, yes: bool, force: bool,
             force_any: bool, log_file: Optional[str], timeout: float, deadline: float, retries: int) -> None:
     """Install COMPONENT (driver, cuda, cudnn, nccl, container-toolkit ...).
@@ -212,7 +220,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     if method is None and prefix is not None and component in ("cuda", "cudnn"):
         method = "redist"
     if method != "redist" or component not in ("cuda", "cudnn"):
-        _install_system(component, version, method, os_name, with_driver, python_exe, extra, snapshot, prefix,
+        _install_system(component, version, method, os_name, with_driver, python_exe, extra, snapshot_path, prefix,
                         mirror, dry_run, fmt, yes, force, log_file, timeout, venv)
         return
     if version is None:
@@ -248,7 +256,7 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
 
     options = DownloadOptions(timeout=timeout, retries=retries, progress=default_progress_stream(),
                               deadline=deadline)
-    facts = _machine_facts(snapshot) if (component == "cudnn" and not variant) or component == "cuda" else None
+    facts = _machine_facts(snapshot_path) if (component == "cudnn" and not variant) or component == "cuda" else None
     resume = _resume_command(component, str(version).strip(), method, prefix_path, names, mirror_url, plat, variant,
                              force, log_file, force_any)
     req = cuda_redist.RedistRequest(product=component, version=str(version).strip(), prefix=prefix_path,

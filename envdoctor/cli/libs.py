@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from . import EXIT_FOUND_ERRORS, EXIT_OK, EXIT_USAGE, fail
-from .common import echo_output, format_option, timeout_option
+from .common import echo_output, format_option, snapshot_option, subject, timeout_option
 
 EPILOG = """\b
 Examples:
@@ -38,26 +38,20 @@ MAX_DIR_OBJECTS = 200
               "for their needs, e.g. conda's python: $ORIGIN/../lib).")
 @click.option("--ld-library-path", "ldp", metavar="DIRS", default=None,
               help="Judge with this LD_LIBRARY_PATH instead of the environment's (an empty string: none).")
-@click.option("--snapshot", "snapshot_path", metavar="FILE",
-              help="Answer for a snapshot's machine (the files must be in it).")
+@snapshot_option(note="The files must be in it.")
 @click.option("-v", "--verbose", is_flag=True, help="Every library, not only the CUDA ones; each finding in full.")
 @format_option("text", "json")
 @timeout_option
 def libs(paths: Tuple[str, ...], program: Optional[str], ldp: Optional[str], snapshot_path: Optional[str],
          verbose: bool, fmt: str, timeout: float) -> None:
     """Which CUDA, cuDNN, NCCL and TensorRT files PATH loads, why those, and what is wrong with them."""
-    if snapshot_path:
-        from .common import open_snapshot
-
-        host: Any = open_snapshot(snapshot_path, timeout)
+    subj = subject(snapshot_path, None, timeout)
+    host: Any = subj.host
+    if subj.snapshot:
         source = {"kind": "snapshot", "description": snapshot_path}
     else:
         import os
-        import time
 
-        from ..host.live import LiveHost
-
-        host = LiveHost(timeout=timeout, deadline=time.monotonic() + timeout)
         host.names_limit = 64 * 1024 * 1024  # libnvrtc's 13 MiB of read-only data is affordable here
         source = {"kind": "live", "description": "this machine"}
         paths = tuple(os.path.abspath(p) for p in paths)

@@ -10,10 +10,10 @@ import click
 from .common import (
     echo_output,
     format_option,
-    open_snapshot,
     privacy_options,
     python_option,
     replay_options,
+    subject,
     timeout_option,
 )
 
@@ -44,19 +44,8 @@ def topo(fmt: str, verbose: bool, snapshot_path: Optional[str], color: Optional[
     NCCL's own rules for the NCCL release installed; then what is wrong on the
     paths (ACS, IOMMU, NVLink down, fabric not ready, NCCL variables...).
     """
-    layers = ["topology"]
-    if snapshot_path is not None:
-        from ..host.privacy import Scrubber
-        from ..report import diagnose as run_diagnose
-
-        host = open_snapshot(snapshot_path, timeout)
-        report = run_diagnose(host, scrubber=Scrubber(redact_ids=redact_ids, include_host=True),
-                              source={"kind": "snapshot", "description": host.description,
-                                      "captured": str(host.doc.get("created", ""))}, layers=layers)
-    else:
-        from ..report import diagnose_live
-
-        report = diagnose_live(timeout, python_exe, include_host, redact_ids, layers=layers)
+    report = subject(snapshot_path, None, timeout, python_exe).report(
+        layers=["topology"], include_host=include_host, redact_ids=redact_ids)
     from ..render.topology import document, render
 
     doc = document(report)

@@ -76,6 +76,18 @@ class Framework(NamedTuple):
     #: extension packages whose compiled modules are checked wherever they link: (distribution, directory relative
     #: to site-packages, regular expression of the modules there)
     extension_packages: Tuple[Tuple[str, str, str], ...] = ()
+    #: its main CUDA library, relative to site-packages (the first of these that exists), from which every CUDA
+    #: library it loads in turn is resolved (``linkage.<name>``; with ``links``)
+    cuda_libraries: Tuple[str, ...] = ()
+    #: its main compiled libraries whose symbol-version needs are read, for any build (``linkage.<name>.abi``):
+    #: each group is one library, the first of its candidates that exists (a rename across releases)
+    abi_libraries: Tuple[Tuple[str, ...], ...] = ()
+    #: the CUDA libraries (short names: ``cudart``, ``cublas``...) it opens with ``dlopen`` where its libraries do
+    #: not name them (``linkage.<name>.dlopen``; with ``dlopen_order``; cuDNN is added by the probe)
+    dlopens: Tuple[str, ...] = ()
+    #: the libraries holding its precompiled kernels: (directory relative to site-packages, file names or name
+    #: prefixes ending in "*"), newest layout first (``framework.<name>.gpu_code``)
+    kernel_libraries: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
 
 _FOUND: Dict[str, Framework] = {}

@@ -3,7 +3,19 @@ kernels at run time with ptxas."""
 
 from . import Framework
 
+#: its CUDA library: the CUDA plugin's (jax 0.4.26 on), else jaxlib's own
+_PLUGIN_LIB = ("jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax_plugins/xla_cuda13/xla_cuda_plugin.so",
+               "jaxlib/cuda/_versions.so")
+
 FRAMEWORK = Framework("jax", "JAX", True, "jax", advise=True, recipe="jax", distributions="jax|jaxlib", order=30,
                       links=True, cudnn_build=True, uses_cudnn=True, dlopen_order=5, arch_lists=True,
                       runtime_compiled=True, glibc=True, nvidia_wheels_field="nvidia_wheels", engine_stack=True,
-                      fleet=True, policy_order=30, dependents_of=("jax", "jaxlib"))
+                      fleet=True, policy_order=30, dependents_of=("jax", "jaxlib"),
+                      cuda_libraries=_PLUGIN_LIB,
+                      abi_libraries=(("jaxlib/xla_extension.so", "jaxlib/_jax.so"), _PLUGIN_LIB),  # 0.6: _jax
+                      # cuDNN only (XLA opens libcudnn.so.<major>); the rest comes with jaxlib or its plugin's RUNPATH
+                      dlopens=(),
+                      kernel_libraries=(("jax_plugins/xla_cuda13", ("xla_cuda_plugin.so",)),
+                                        ("jax_plugins/xla_cuda12", ("xla_cuda_plugin.so",)),
+                                        ("jax_cuda13_plugin", ("_*",)), ("jax_cuda12_plugin", ("_*",)),
+                                        ("jaxlib", ("xla_extension.so",)), ("jaxlib/cuda", ("_*",))))

@@ -14,4 +14,10 @@ FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="py
                       extension_packages=(("vllm", "vllm", r".+\.so"), ("flash-attn", ".", r"flash_attn_2_cuda\..*so"),
                                           ("mamba-ssm", ".", r"selective_scan_cuda\..*so"),
                                           ("causal-conv1d", ".", r"causal_conv1d_cuda\..*so"),
-                                          ("xformers", "xformers", r".+\.so")))
+                                          ("xformers", "xformers", r".+\.so")),
+                      # its CUDA library, whose links are resolved; its compiled libraries' version needs; its kernels
+                      cuda_libraries=("torch/lib/libtorch_cuda.so",),
+                      abi_libraries=(("torch/lib/libtorch_cpu.so",), ("torch/lib/libtorch_python.so",),
+                                     ("torch/lib/libtorch_cuda.so",)),
+                      kernel_libraries=(("torch/lib", ("libtorch_cuda.so", "libtorch_cuda_cu.so", "libcaffe2_gpu.so")),
+                                        ("torch/lib", ("libtorch_cuda_cpp.so",))))

@@ -476,10 +476,13 @@ def holds_evidence(doc: Dict[str, Any]) -> bool:
     return any(k in doc for k in EVIDENCE)
 
 
-def load_snapshot(path: str, timeout: float = READ_TIMEOUT) -> Dict[str, Any]:
+def load_snapshot(path: str, timeout: float = READ_TIMEOUT, report_option: Optional[str] = None) -> Dict[str, Any]:
     """Read and validate a snapshot file (``-``: standard input; gzip accepted); raise
-    :class:`SnapshotError` with a reason a user can act on, never another exception."""
+    :class:`SnapshotError` with a reason a user can act on, never another exception. ``report_option``: the
+    option of the same command that takes a report, named when the file is one."""
     doc = read_document(path, timeout)
+    if report_option and isinstance(doc.get("probes"), list):
+        raise SnapshotError("%s is a report, not a snapshot: use %s" % (path, report_option))
     why = not_a_snapshot(doc)
     if why is not None:
         raise SnapshotError("%s %s" % (path, why))

@@ -27,6 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
+from .. import frameworks
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
@@ -48,14 +49,9 @@ SONAMES: Dict[str, Dict[str, str]] = {
     "nvrtc": {"10.0": "10.0", "10.1": "10.1", "10.2": "10.2", "11.0": "11.0", "11.1": "11.1", "11": "11.2",
               "12": "12", "13": "13"},
 }
-#: What each framework dlopens (cuDNN added from its cuDNN major).
-LOADS: Dict[str, Tuple[str, ...]] = {
-    "tensorflow": ("cudart", "cublas", "cublasLt", "cufft", "curand", "cusolver", "cusparse"),
-    "onnxruntime": ("cudart", "cublas", "cublasLt", "cufft", "curand"),
-    "cupy": ("nvrtc", "cublas", "cufft", "curand", "cusolver", "cusparse"),
-    "paddle": (),  # cuDNN only, by its unversioned name (see wanted)
-    "jax": (),  # cuDNN (XLA opens libcudnn.so.<major>); the rest comes with jaxlib or its plugin's RUNPATH
-}
+#: What each framework dlopens (cuDNN added from its cuDNN major): its plug-in's ``dlopens``, in ``dlopen_order``.
+LOADS: Dict[str, Tuple[str, ...]] = {name: frameworks.BY_NAME[name].dlopens
+                                     for name in frameworks.ordered_by("dlopen_order")}
 #: PaddlePaddle (paddle/phi/backends/dynload/dynamic_loader.cc, paddle/fluid/platform/dynload before 2.3) opens
 #: cuDNN as "libcudnn.so" (the development link), through dlopen's own search; from 2.0 it also tries the CUDA
 #: toolkit's lib64 it was built against.  3.x builds that use the pip CUDA wheels open libcudnn.so.<major>.

@@ -8,6 +8,10 @@ compare them with the GPUs NVML sees (NVML ignores the variables; CUDA applies t
 Fact ``env.torch_cuda_arch_list``: the raw value of ``TORCH_CUDA_ARCH_LIST`` when it is set: the GPU
 architectures PyTorch CUDA extensions (and PyTorch itself) built in this environment are compiled for.
 
+Fact ``env.numba_cuda_driver``: the library Numba is told to load as the CUDA driver (``NUMBA_CUDA_DRIVER``, else
+the older ``NUMBAPRO_CUDA_DRIVER``), when one is set and Numba is installed: the variable, its value, whether it
+names a file, the file's name once links are followed, its SONAME when readable, and Numba's version.
+
 Fact ``env.nccl``: the NCCL variables of the catalog (``matrix/data/nccl_env.json``) as NCCL sees them (the
 environment, then ``$NCCL_CONF_FILE`` or ``~/.nccl.conf``, then ``/etc/nccl.conf``; each with where it was set),
 and the XML files the topology and graph variables name (and NCCL's default topology file): whether they are
@@ -49,8 +53,44 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
         # the directories as the loader reaches them: /usr/local/cuda/compat is /usr/local/cuda-12.9/compat
         facts.append(ok("env.ld_library_path_resolved", [{"entry": d, "resolved": ctx.host.resolve(d)} for d in ldp],
                         "env:LD_LIBRARY_PATH", "LD_LIBRARY_PATH, links resolved"))
+    numba = numba_cuda_driver(ctx.host, env)
+    if numba is not None:
+        facts.append(numba)
     facts.append(nccl_variables(ctx.host))
     return facts
+
+
+#: The variables Numba reads for the path of the CUDA driver library, in the order it reads them: Numba's
+#: ``find_driver`` (numba/cuda/cudadrv/driver.py) takes ``get_numba_envvar('CUDA_DRIVER')``, NUMBA_ first and
+#: the NumbaPro-era NUMBAPRO_ prefix second (numba/cuda/envvars.py; from Numba 0.49 a NUMBAPRO_ variable is
+#: only warned about and ignored).
+NUMBA_DRIVER_VARIABLES = ("NUMBA_CUDA_DRIVER", "NUMBAPRO_CUDA_DRIVER")
+
+
+def numba_cuda_driver(host: Host, env: Dict[str, str]) -> Optional[Fact]:
+    """``env.numba_cuda_driver`` (see the module's description), or None when no such variable is set or Numba
+    is not installed (the variable then changes nothing)."""
+    setting = next(((name, env[name]) for name in NUMBA_DRIVER_VARIABLES if env.get(name)), None)
+    if setting is None:
+        return None
+    numba = next((d for d in host.distributions() if d.key in ("numba", "numba-cuda")), None)
+    if numba is None:
+        return None
+    name, value = setting
+    value_info: Dict[str, Any] = {"variable": name, "value": value, "numba": numba.version,
+                                  "package": numba.key}
+    if value == "0" or not value.startswith("/"):
+        value_info.update(is_file=None, file_name=None, soname=None)
+    else:
+        real = host.resolve(value)
+        is_file = host.exists(real) and not host.is_dir(real)
+        soname = None
+        if is_file:
+            elf = host.elf(real)
+            soname = elf.soname if not elf.error else None
+        value_info.update(is_file=is_file, file_name=posixpath.basename(real), soname=soname,
+                          stub=posixpath.basename(posixpath.dirname(real)) == "stubs")
+    return ok("env.numba_cuda_driver", value_info, "env:" + name, "Library Numba loads as the CUDA driver")
 
 
 def topology_gpus(text: str) -> List[str]:

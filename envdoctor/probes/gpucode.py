@@ -16,29 +16,18 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Dict, Iterable, List, Tuple
 
+from .. import frameworks
 from ..facts import Fact, ok, unknown
 from ..host.base import FatbinResult, Host
 from ..host.fatbin import arch_sort_key
 from . import ProbeContext, register
 
 #: Framework -> (directory relative to its site-packages dir, file names or name prefixes ending in "*")
-#: of the libraries holding its precompiled kernels, newest layout first.  The first of a group that
-#: exists is read; the groups are united (torch 1.8-1.12 split its kernels over two libraries).
+#: of the libraries holding its precompiled kernels, newest layout first (its plug-in's ``kernel_libraries``).
+#: The first of a group that exists is read; the groups are united (torch 1.8-1.12 split its kernels over two
+#: libraries).
 KERNEL_LIBRARIES: Dict[str, Tuple[Tuple[str, Tuple[str, ...]], ...]] = {
-    "torch": (("torch/lib", ("libtorch_cuda.so", "libtorch_cuda_cu.so", "libcaffe2_gpu.so")),
-              ("torch/lib", ("libtorch_cuda_cpp.so",))),
-    "tensorflow": (("tensorflow", ("libtensorflow_cc.so.2",)),
-                   ("tensorflow/python", ("_pywrap_tensorflow_internal.so",)),
-                   ("tensorflow_core/python", ("_pywrap_tensorflow_internal.so",))),
-    "jax": (("jax_plugins/xla_cuda13", ("xla_cuda_plugin.so",)), ("jax_plugins/xla_cuda12", ("xla_cuda_plugin.so",)),
-            ("jax_cuda13_plugin", ("_*",)), ("jax_cuda12_plugin", ("_*",)), ("jaxlib", ("xla_extension.so",)),
-            ("jaxlib/cuda", ("_*",))),
-    "cupy": (("cupy/cuda", ("thrust*", "cub*")), ("cupy/random", ("_generator_api*",))),
-    # PaddlePaddle: libpaddle.so under paddle/base (3.x) or paddle/fluid (2.5, 2.6), core_avx.so /
-    # core_noavx.so before; the shared PHI kernel libraries (libphi*.so) of the builds that split them out.
-    "paddle": (("paddle/base", ("libpaddle.so",)), ("paddle/fluid", ("libpaddle.so", "core_avx.so", "core_noavx.so")),
-               ("paddle/libs", ("libphi*",))),
-}
+    f.name: f.kernel_libraries for f in frameworks.FRAMEWORKS if f.kernel_libraries}
 #: Reading stops after this many libraries per framework (a bound on hostile trees).
 MAX_LIBRARIES = 32
 

@@ -55,33 +55,16 @@ CUDA_STACK_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer|
                                r"cusparse)\.so\.\d+(?:\.\d+)?$")  # libnvrtc.so.11.2
 SONAMES_OF = {"mxnet": CUDA_STACK_SONAME}
 
-#: Framework -> candidate paths of its main CUDA library, relative to its site-packages dir.
-LIBRARIES: Dict[str, Tuple[str, ...]] = {
-    "torch": ("torch/lib/libtorch_cuda.so",),
-    # TF 1.15-2.1 and NVIDIA's nvidia-tensorflow keep the real package in tensorflow_core/; TF 1.x is .so.1
-    "tensorflow": ("tensorflow/libtensorflow_framework.so.2", "tensorflow_core/libtensorflow_framework.so.2",
-                   "tensorflow_core/libtensorflow_framework.so.1", "tensorflow/libtensorflow_framework.so.1"),
-    "jax": ("jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax_plugins/xla_cuda13/xla_cuda_plugin.so",
-            "jaxlib/cuda/_versions.so"),
-    "onnxruntime": ("onnxruntime/capi/libonnxruntime_providers_cuda.so",),
-    # the mxnet-cuNNN wheels link the CUDA libraries of their CUDA release (NEEDED, no RPATH) and expect them
-    # installed on the machine (apache/mxnet#20279)
-    "mxnet": ("mxnet/libmxnet.so",),
-}
+#: Framework -> candidate paths of its main CUDA library, relative to its site-packages dir (its plug-in's
+#: ``cuda_libraries``, in the frameworks' order).
+LIBRARIES: Dict[str, Tuple[str, ...]] = {f.name: f.cuda_libraries for f in frameworks.FRAMEWORKS
+                                         if f.cuda_libraries}
 
 
 #: Framework -> its main compiled libraries (relative to site-packages) whose version needs are read, for any
-#: build: each group is one library, the first of its candidates that exists (a rename across releases).
-ABI_LIBRARIES: Dict[str, Tuple[Tuple[str, ...], ...]] = {
-    "torch": (("torch/lib/libtorch_cpu.so",), ("torch/lib/libtorch_python.so",), ("torch/lib/libtorch_cuda.so",)),
-    "tensorflow": (LIBRARIES["tensorflow"],
-                   ("tensorflow/python/_pywrap_tensorflow_internal.so",
-                    "tensorflow_core/python/_pywrap_tensorflow_internal.so")),
-    # jaxlib 0.6 renamed xla_extension to _jax
-    "jax": (("jaxlib/xla_extension.so", "jaxlib/_jax.so"), LIBRARIES["jax"]),
-    "onnxruntime": (("onnxruntime/capi/onnxruntime_pybind11_state.so",), LIBRARIES["onnxruntime"]),
-    "mxnet": (LIBRARIES["mxnet"],),
-}
+#: build: each group is one library, the first of its candidates that exists (its plug-in's ``abi_libraries``).
+ABI_LIBRARIES: Dict[str, Tuple[Tuple[str, ...], ...]] = {f.name: f.abi_libraries for f in frameworks.FRAMEWORKS
+                                                         if f.abi_libraries}
 #: A library's top directory -> the distribution that installs it, where that is not the framework's own
 #: package (``jax_plugins/xla_cuda12`` comes with ``jax-cuda12-plugin``).
 _OWNER = ((re.compile(r"^jaxlib/"), "jaxlib"), (re.compile(r"^jax_plugins/xla_cuda(\d+)/"), "jax-cuda%s-plugin"))
