@@ -302,6 +302,9 @@ class LiveHost(Host):
             t = min(t, self.deadline - time.monotonic())
         return t
 
+    def wait_budget(self) -> Optional[float]:
+        return max(0.0, self.remaining()) + IN_FLIGHT_GRACE
+
     def _once(self, table: Dict[Any, Any], key: Any, compute: Any) -> Any:
         """Compute an answer once, even when several probe threads ask together."""
         with self._lock:
