@@ -256,3 +256,20 @@ def test_tf_218_is_not_a_tensorrt_build_and_says_nothing_about_tensorrt_10() -> 
     assert builds.tensorflow_tensorrt_major("2.16.2")[0] == "8"
     assert builds.tensorflow_tensorrt_major("2.17.1")[0] == "8"
     assert builds.tensorflow_tensorrt_major("2.18.0") is None
+
+
+TF23_CASE = "b2-aws-dlami-tf23-tftrt-no-libnvinfer6"  # pythonlessons/TensorFlow-2.x-YOLOv3#105
+
+
+def test_tf_23_whose_build_info_has_no_tensorrt_field_opens_libnvinfer_6() -> None:
+    # TF 2.3's build_info.py has no is_tensorrt_build; its pip packages are TensorRT 6 builds (framework_builds.json):
+    # with only a TensorRT 7 on the loader's path, TF-TRT cannot start, and the warning names both majors
+    doc = _doc(TF23_CASE)
+    doc["dirs"]["/usr/local/lib"] = {"entries": doc["dirs"]["/usr/local/lib"]["entries"] + [
+        "libnvinfer.so.7", "libnvinfer.so.7.1.3"]}
+    doc["files"]["/usr/local/lib/libnvinfer.so.7.1.3"] = {"text": ""}
+    doc["links"]["/usr/local/lib/libnvinfer.so.7"] = {"target": "libnvinfer.so.7.1.3"}
+    f = _one(_findings(doc, TF23_CASE), "tensorrt.framework_cannot_load")
+    assert f.severity == "warning" and "libnvinfer.so.6" in f.title and "7.1.3" in f.title
+    # without any TensorRT (the thread's machine), TensorFlow's users who never run TF-TRT hear nothing of it
+    assert "tensorrt.framework_cannot_load" not in [x.code for x in _findings(_doc(TF23_CASE), TF23_CASE)]

@@ -145,6 +145,21 @@ def test_gpu_without_driver_held_by_nouveau_is_one_finding():
     assert "nouveau" in f.detail
 
 
+def test_kubernetes_node_without_driver_held_by_nouveau_names_nouveau_as_the_cause():
+    # NVIDIA/gpu-operator#8 (tests/corpus/b6-gpu-operator-node-...): the GPU Operator's driver container only runs
+    # modprobe nvidia; with nouveau bound to the GPU it fails, so nouveau is the finding, not "install a driver"
+    dirs = {"/sys/module/nouveau": ["parameters"], "/sys/bus/pci/drivers/nouveau": PCI_DRIVER_DIR}
+    host = machine(files=dict(NVIDIA_PCI, **{"/etc/os-release": OS_UBUNTU, "/usr/bin/kubelet": ""}), dirs=dirs)
+    f = only(host, "driver.nouveau_conflict")
+    assert f.severity == "error" and "0000:01:00.0" in f.title and "GPU Operator" in f.title
+    assert "blacklist nouveau" in f.fix.commands[0] and "sudo update-initramfs -u" in f.fix.commands
+    assert "gpu-driver-container" in f.source["url"]
+    # the node's nouveau only loaded, bound to no GPU: the driver container can take the GPU; no driver is said
+    loaded_only = machine(files=dict(NVIDIA_PCI, **{"/usr/bin/kubelet": ""}),
+                          dirs={"/sys/module/nouveau": ["parameters"]})
+    assert codes(loaded_only) == ["driver.not_installed"]
+
+
 def test_no_gpu_no_driver_is_one_info_finding():
     # A laptop with only an Intel iGPU: vendor/class files as sysfs shows them.
     host = machine(files={"/sys/bus/pci/devices/0000:00:02.0/vendor": "0x8086\n",

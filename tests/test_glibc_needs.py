@@ -302,6 +302,21 @@ def test_torch_needing_glibc_228_on_ubuntu1804_aarch64() -> None:
     assert "`import torch` fails" in f.detail
 
 
+TORCH03_CASE = "b6-centos67-glibc212-conda-torch031-needs-glibc217"
+
+
+def test_torch_0x_whose_extension_module_holds_all_of_torch_on_centos6() -> None:
+    # pytorch/pytorch#6607: torch 0.3.1 has no libtorch_*.so; its torch/_C.cpython-36m-x86_64-linux-gnu.so asks
+    # GLIBC_2.17 of CentOS 6's glibc 2.12
+    doc = _case(TORCH03_CASE)
+    (f,) = _findings(doc)
+    assert f.severity == "error" and "_C.cpython-36m-x86_64-linux-gnu.so" in f.title
+    assert "2.17" in f.title and "2.12" in f.title and "`import torch` fails" in f.detail
+    enough = copy.deepcopy(doc)
+    _set_glibc(enough, "glibc 2.17\n")  # CentOS 7's glibc: quiet
+    assert _findings(enough) == []
+
+
 def test_no_finding_when_the_system_glibc_is_new_enough_unknown_or_not_glibc() -> None:
     doc = _case(JAX_CASE)
     enough = copy.deepcopy(doc)

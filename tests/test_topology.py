@@ -386,6 +386,43 @@ def test_iommu_translating_p2p(nvml):
     assert "topology.iommu_translates_p2p" not in codes(replay(boards.snapshot(d, nvml["dgx-h100"])))
 
 
+CORPUS_IOMMU = "b4-4x-gtx1080ti-intel-iommu-on-nccl-allreduce-hang-p2p"
+
+
+def test_iommu_mode_of_a_kernel_without_group_types_from_its_command_line():
+    # NVIDIA/nccl#257's machine (kernel 4.15: groups, no type file; intel_iommu=on): CUDA peer access is on between
+    # GPUs 0-1 and 2-3 (NVML's P2P status OK; the thread's p2pBandwidthLatencyTest) though NCCL's newest rules pick
+    # SHM for those PHB pairs: the IOMMU translating is named, from the kernel command line
+    path = os.path.join(ROOT, "tests", "corpus", CORPUS_IOMMU, "snapshot.json")
+    doc = load_snapshot(path)
+    rep = diagnose(SnapshotHost(doc, "corpus"), layers=["topology"])
+    f = next(f for f in rep.findings if f.code == "topology.iommu_translates_p2p")
+    assert f.severity == "warning" and "DMA mode" in f.title and "CUDA peer access" in f.title
+    assert "0-1, 2-3" in f.title and "kernel command line" in f.detail and "intel_iommu=on" in f.detail
+    assert rep.facts.get("topology.iommu_mode").source == "file:/proc/cmdline"
+    cmdline = doc["files"]["/proc/cmdline"]["text"]
+    for words, mode in (("intel_iommu=on iommu=pt", "identity"), ("intel_iommu=on iommu.passthrough=1", "identity"),
+                        ("", None)):
+        doc["files"]["/proc/cmdline"]["text"] = cmdline.replace("intel_iommu=on", words)
+        quiet = diagnose(SnapshotHost(doc, "corpus"), layers=["topology"])
+        assert quiet.facts.value("topology.iommu_mode") == mode  # no parameter: unknown, never "fine"
+        assert "topology.iommu_translates_p2p" not in codes(quiet)
+
+
+def test_mode_from_cmdline_follows_the_kernel_parameters():
+    from envdoctor.probes.topology import mode_from_cmdline
+    assert mode_from_cmdline(["intel_iommu=on"]) == "DMA"
+    assert mode_from_cmdline(["amd_iommu=on"]) == "DMA"
+    assert mode_from_cmdline(["iommu=force"]) == "DMA"
+    assert mode_from_cmdline(["intel_iommu=on,sm_on"]) == "DMA"
+    assert mode_from_cmdline(["intel_iommu=on", "iommu=pt"]) == "identity"
+    assert mode_from_cmdline(["iommu.passthrough=0"]) == "DMA"
+    assert mode_from_cmdline(["iommu.passthrough=1", "iommu.passthrough=0"]) == "DMA"  # the last one wins
+    assert mode_from_cmdline(["intel_iommu=on"], "CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y\n") == "identity"
+    assert mode_from_cmdline(["intel_iommu=on"], "# CONFIG_IOMMU_DEFAULT_PASSTHROUGH is not set\n") == "DMA"
+    assert mode_from_cmdline([]) is None and mode_from_cmdline(["intel_iommu=off"]) is None
+
+
 def test_small_bar1_on_a_gpu_doing_pcie_p2p(nvml):
     data = copy.deepcopy(nvml["pcie-switch-k80"])
     data["device.0.bar1"]["value"]["bar1Total"] = 256 << 20

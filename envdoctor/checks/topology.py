@@ -35,6 +35,7 @@ FABRIC_DOC = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide
 P2P_FORK = "https://github.com/tinygrad/open-gpu-kernel-modules"
 KERNEL_PARAMS = "https://docs.kernel.org/admin-guide/kernel-parameters.html"
 NCCL_RULES = "https://github.com/NVIDIA/nccl/blob/v2.30.3-1/src/graph/paths.cc#L338-L349"
+CUDA_IOMMU = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#iommu-on-linux"
 
 _TOPO_READS = ("topology.*", "topology.*.*", "gpu.*", "gpu.*.*", "driver.*", "driver.*.*", "env.*")
 
@@ -88,6 +89,20 @@ def _in_job(facts: Facts, pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any
 def _pcie_p2p(pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The pairs NCCL connects by P2P over PCIe."""
     return [p for p in pairs if p.get("nccl") == "P2P/PCIe"]
+
+
+def _cuda_pcie_peers(pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The pairs CUDA's peer access reaches over PCIe: NVML's P2P read and write status OK between GPUs joined by
+    no NVLink (cudaDeviceCanAccessPeer answers 1; cudaMemcpyPeer and programs enabling peer access copy directly,
+    whatever transport NCCL would pick)."""
+    out = []
+    for p in pairs:
+        p2p = p.get("p2p")
+        if not isinstance(p2p, dict) or p.get("nvlinks") or p.get("p2p_nvlink") == "OK":
+            continue
+        if p2p.get("read") == "OK" and p2p.get("write") == "OK":
+            out.append(p)
+    return out
 
 
 # -- NCCL ------------------------------------------------------------------------------------------------
@@ -234,19 +249,32 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
                          "pci=disable_acs_redir=; setpci clears it until the next reboot).",
                     commands=["sudo setpci -s %s ECAP_ACS+0x6.w=0000" % b for b in bdfs[:8]]
                     + ["sudo lspci -vvv | grep -i acsctl"]))
-    if translating and p2p:
+    peers = [p for p in _cuda_pcie_peers(pairs) if p not in p2p]
+    if translating and (p2p or peers):
         params = " ".join(facts.strings("topology.kernel_parameters")) or "none"
+        fact = facts.get("topology.iommu_mode")
+        said = ""
+        if fact is not None and fact.source == "file:/proc/cmdline":
+            said = (" This kernel does not report its IOMMU groups' mode (Linux before 5.11); the mode is read from "
+                    "the kernel command line, which turns the IOMMU on without passthrough.")
+        if p2p:
+            what = "NCCL uses PCIe P2P between GPUs %s" % _pair_list(p2p)
+            if peers:
+                what += " and CUDA peer access between GPUs %s" % _pair_list(peers)
+        else:
+            what = "CUDA peer access over PCIe is on between GPUs %s" % _pair_list(peers)
         yield Finding(
             code="topology.iommu_translates_p2p", severity="warning", components=["topology", "kernel"],
-            title="The IOMMU translates GPU DMA (%s mode) while NCCL uses PCIe P2P between GPUs %s" % (
-                mode, _pair_list(p2p)),
-            detail="In DMA mode every peer-to-peer access goes through the IOMMU at the root complex; NCCL's "
-                   "troubleshooting guide names this as a cause of low bandwidth and hangs. Passthrough "
-                   "(iommu=pt) keeps the IOMMU for devices that need it but lets GPU P2P go straight across. "
-                   "IOMMU kernel parameters now: %s." % params,
+            title="The IOMMU translates GPU DMA (%s mode) while %s" % (mode, what),
+            detail="In DMA mode every peer-to-peer access goes through the IOMMU at the root complex: CUDA does not "
+                   "support PCIe peer-to-peer copies on bare-metal Linux with the IOMMU translating (peer copies "
+                   "fault or are dropped, and NCCL collectives hang), and NCCL's troubleshooting guide names it as a "
+                   "cause of low bandwidth and hangs. Passthrough (iommu=pt) keeps the IOMMU for devices that need it "
+                   "but lets GPU P2P go straight across.%s IOMMU kernel parameters now: %s." % (said, params),
             evidence=_ev(facts, "topology.iommu_mode", "topology.kernel_parameters", "topology.pairs"),
-            source=_src("NCCL troubleshooting: IO virtualization redirects PCI point-to-point traffic to the root "
-                        "complex", NCCL_GPU_TROUBLE + "#pci-access-control-services-acs"),
+            source=_src("CUDA Programming Guide, IOMMU on Linux: bare-metal PCIe peer-to-peer copies need the IOMMU "
+                        "off or in passthrough; NCCL troubleshooting: IO virtualization redirects PCI point-to-point "
+                        "traffic to the root complex", CUDA_IOMMU),
             fix=Fix(text="Boot with the IOMMU in passthrough mode (add iommu=pt to the kernel command line), or "
                          "turn IO virtualization off in the firmware if nothing needs it; then reboot.",
                     commands=["cat /proc/cmdline",

@@ -80,7 +80,8 @@ class Framework(NamedTuple):
     #: library it loads in turn is resolved (``linkage.<name>``; with ``links``)
     cuda_libraries: Tuple[str, ...] = ()
     #: its main compiled libraries whose symbol-version needs are read, for any build (``linkage.<name>.abi``):
-    #: each group is one library, the first of its candidates that exists (a rename across releases)
+    #: each group is one library, the first of its candidates that exists (a rename across releases; a candidate
+    #: with ``*`` is a shell pattern of file names, as an extension module's name carries its interpreter's tag)
     abi_libraries: Tuple[Tuple[str, ...], ...] = ()
     #: the CUDA libraries (short names: ``cudart``, ``cublas``...) it opens with ``dlopen`` where its libraries do
     #: not name them (``linkage.<name>.dlopen``; with ``dlopen_order``; cuDNN is added by the probe)

@@ -17,7 +17,10 @@ FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="py
                                           ("xformers", "xformers", r".+\.so")),
                       # its CUDA library, whose links are resolved; its compiled libraries' version needs; its kernels
                       cuda_libraries=("torch/lib/libtorch_cuda.so",),
+                      # (torch/_C, the extension module every release has, held the whole of torch 0.x, before
+                      # libtorch: its conda builds ask GLIBC_2.17 there, pytorch/pytorch#6607; a shell pattern, as
+                      # its name carries the interpreter's tag)
                       abi_libraries=(("torch/lib/libtorch_cpu.so",), ("torch/lib/libtorch_python.so",),
-                                     ("torch/lib/libtorch_cuda.so",)),
+                                     ("torch/lib/libtorch_cuda.so",), ("torch/_C.*.so", "torch/_C.so")),
                       kernel_libraries=(("torch/lib", ("libtorch_cuda.so", "libtorch_cuda_cu.so", "libcaffe2_gpu.so")),
                                         ("torch/lib", ("libtorch_cuda_cpp.so",))))

@@ -230,11 +230,13 @@ def wanted(name: str, value: Dict[str, Any]) -> List[str]:
     major = _cudnn_major(name, value) or wheel_cudnn
     if major:
         out.append("libcudnn.so.%s" % major)
-    if name == "tensorflow" and value.get("tensorrt") is True:
+    if name == "tensorflow" and value.get("tensorrt") is not False:
         from ..matrix import builds
 
         trt = builds.tensorflow_tensorrt_major(value.get("public") or value.get("version"))
-        if trt:  # TF-TRT opens both when it is first used (tf2tensorrt's nvinfer stubs)
+        # build_info says whether this is a TensorRT build; where it has no field, the release's pip packages are
+        if trt and (value.get("tensorrt") is True or trt[1].get("pip_builds_tensorrt") is True):
+            # TF-TRT opens both when it is first used (tf2tensorrt's nvinfer stubs)
             out += ["libnvinfer.so.%s" % trt[0], "libnvinfer_plugin.so.%s" % trt[0]]
     return out
 

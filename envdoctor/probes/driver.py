@@ -490,6 +490,23 @@ def _in_kernel_drivers(host: Host) -> List[Fact]:
     return facts
 
 
+#: Where a Kubernetes node keeps its kubelet (PATH first; sudo's secure_path may leave /usr/local/bin out), and the
+#: directory the NVIDIA GPU Operator's driver container works in on the host (its RUN_DIR, /run/nvidia).
+KUBELET_DIRS = ("/usr/bin", "/usr/local/bin", "/usr/sbin", "/opt/bin")
+GPU_OPERATOR_RUN_DIR = "/run/nvidia"
+
+
+def _kubernetes_node(host: Host) -> Fact:
+    """``driver.kubernetes_node``: a host without a driver of its own that is a Kubernetes node (a kubelet, or the
+    GPU Operator's /run/nvidia): the NVIDIA GPU Operator's driver container may provide its driver."""
+    where = host.which("kubelet") or next((posixpath.join(d, "kubelet") for d in KUBELET_DIRS
+                                            if host.exists(posixpath.join(d, "kubelet"))), None)
+    if where is None and host.is_dir(GPU_OPERATOR_RUN_DIR):
+        where = GPU_OPERATOR_RUN_DIR
+    return ok("driver.kubernetes_node", where is not None, "file:" + where if where else "path:kubelet",
+              "Kubernetes node (a driver container may provide the driver)")
+
+
 def _blacklist(host: Host) -> Fact:
     where: List[str] = []
     for d in MODPROBE_DIRS:
@@ -716,6 +733,7 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
                             "NVIDIA GPUs on the PCI bus"))
         facts.extend(_in_kernel_drivers(host))
         facts.append(_blacklist(host))
+        facts.append(_kubernetes_node(host))
         if gpus:  # what installing a driver will run into
             facts.append(_secure_boot(host))
             facts.extend(_module_on_disk(host, wsl))

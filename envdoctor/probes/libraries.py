@@ -63,6 +63,33 @@ LIBRARIES: Dict[str, Dict[str, Any]] = {
     },
 }
 
+#: Environment variables that name an NCCL build or install for programs being built against it, and the
+#: directory under each that holds its libraries. They only steer the compiler's link (-L): the program still
+#: loads libnccl.so.2 by the loader's rules (NEEDED, no RPATH), so an NCCL named here and not on the loader's
+#: path is not the one that runs.
+#: NCCL_HOME: nccl-tests' src/Makefile (`NVLDFLAGS += -L$(NCCL_HOME)/lib`, no rpath; its README runs the tests
+#: with LD_LIBRARY_PATH set), https://github.com/NVIDIA/nccl-tests/blob/master/src/Makefile, 2026-11-29.
+#: NCCL_ROOT, NCCL_ROOT_DIR (a prefix, lib/ under it) and NCCL_LIB_DIR (the library directory itself):
+#: PyTorch's cmake/Modules/FindNCCL.cmake, https://github.com/pytorch/pytorch/blob/main/cmake/Modules/FindNCCL.cmake,
+#: 2026-11-29.
+NCCL_BUILD_VARIABLES: Tuple[Tuple[str, str], ...] = (("NCCL_HOME", "lib"), ("NCCL_ROOT", "lib"),
+                                                     ("NCCL_ROOT_DIR", "lib"), ("NCCL_LIB_DIR", ""))
+
+
+def nccl_build_homes(host: Host) -> List[Dict[str, Any]]:
+    """Each NCCL a build variable names (:data:`NCCL_BUILD_VARIABLES`) with the copies of libnccl in its library
+    directory (soname, version, the real file)."""
+    out: List[Dict[str, Any]] = []
+    for name, sub in NCCL_BUILD_VARIABLES:
+        value = (host.getenv(name) or "").strip()
+        if not value or not value.startswith("/") or "\0" in value or len(value) > 4096:
+            continue
+        d = posixpath.normpath(posixpath.join(value, sub) if sub else value)
+        out.append({"variable": name, "value": value, "dir": d,
+                    "copies": _lib_copies(host, LIBRARIES["nccl"]["stem"], d, name)})
+    return out
+
+
 def parse_header_version(text: str, macros: Sequence[str]) -> Optional[str]:
     parts = []
     for macro in macros:
@@ -211,6 +238,13 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
         for soname in sorted({c["soname"] for c in copies if c.get("soname")}):
             choices[soname] = resolve_soname(host, soname, ld_library_path=ldp, cache=cache or [])
 
+    homes = nccl_build_homes(host)
+    for home in homes:
+        for c in home["copies"]:
+            if c["soname"] not in choices:
+                choices[c["soname"]] = resolve_soname(host, c["soname"], ld_library_path=ldp, cache=cache or [])
+    facts.append(ok("libraries.nccl_build_homes", homes, "env:" + ",".join(n for n, _ in NCCL_BUILD_VARIABLES),
+                    "NCCL builds named by NCCL_HOME and the like"))
     facts.append(ok("libraries.loader_choice", choices, "derived", "Library the loader would pick"))
     if cache is not None:
         # The driver's libcuda under both names: libcuda.so.1 (what programs link) and the unversioned libcuda.so

@@ -32,6 +32,7 @@ be read. ``checks/frameworks.py`` compares both with ``os.glibc``.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -159,6 +160,11 @@ def abi_fact(host: Host, name: str, value: Dict[str, Any], dists: Sequence[Distr
     for group in ABI_LIBRARIES.get(name, ()):
         for rel in group:
             path = posixpath.join(site, rel)
+            if "*" in rel:  # an extension module's name carries its interpreter's tag
+                found = sorted(host.glob_dir(posixpath.dirname(path), fnmatch.translate(posixpath.basename(rel))))
+                if not found:
+                    continue
+                path = found[0]
             res = host.elf(path)
             if res.error == "ENOENT":
                 continue
@@ -214,6 +220,26 @@ def abi_fact(host: Host, name: str, value: Dict[str, Any], dists: Sequence[Distr
     out["wheel_tags"] = floor_wheel["tags"] if floor_wheel else []
     src = ("elf:" + top["path"]) if top else ("file:" + floor_wheel["path"]) if floor_wheel else "elf:" + site
     return ok("linkage.%s.abi" % name, out, src, label)
+
+
+#: Directories whose libraries a framework's Python package loads itself (ctypes) before its compiled module:
+#: TensorRT's bindings import the ``tensorrt_libs`` wheel, which opens TensorRT's libraries from its directory
+#: (NVIDIA/TensorRT python/packaging/bindings_wheel/tensorrt/__init__.py, libs_wheel), and the wheels that
+#: bundle the libraries beside the module open every ``*.so*`` of its own directory.
+PRELOADED: Dict[str, Tuple[str, ...]] = {"tensorrt": ("tensorrt_libs", "tensorrt")}
+
+
+def _preloaded_dirs(host: Host, name: str, value: Mapping[str, Any], module: str) -> List[str]:
+    site = str(value.get("path") or "")
+    out = []
+    for rel in PRELOADED.get(name, ()):
+        d = posixpath.join(site, rel)
+        if d == posixpath.dirname(module) and not any(n.startswith("lib") and ".so" in n
+                                                      for n in host.list_dir(d).names()):
+            continue  # the module's own directory holds no library of its own
+        if host.is_dir(d):
+            out.append(d)
+    return out
 
 
 def _dlopened(name: str, value: Dict[str, Any]) -> List[str]:
@@ -518,8 +544,8 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
             continue
         if name == "onnxruntime" and not value.get("gpu"):
             continue
-        if name != "onnxruntime" and value.get("build") not in ("cuda", "unknown"):
-            continue
+        if name not in ("onnxruntime", "tensorrt") and value.get("build") not in ("cuda", "unknown"):
+            continue  # (TensorRT has no CPU build)
         label = "%s CUDA library" % name
         candidates = [posixpath.join(value["path"], r) for r in rels]
         elf = None
@@ -544,7 +570,14 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
             read, cache_fact = read_ld_cache(host)
             cache = read or []
             cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
-        entries = resolve_linkage(host, elf.path, elf.needed, elf.rpath, elf.runpath, ldp, cache,
+        rpath, runpath = list(elf.rpath), list(elf.runpath)
+        preload = _preloaded_dirs(host, name, value, elf.path)
+        if preload:  # libraries the package opens itself before its module: they are loaded, whatever the paths
+            if runpath:
+                runpath = preload + runpath
+            else:
+                rpath = preload + rpath
+        entries = resolve_linkage(host, elf.path, elf.needed, rpath, runpath, ldp, cache,
                                   _dlopened(name, value), SONAMES_OF.get(name, CUDA_SONAME))
         if cache_why:
             # "not found" without the cache is "not found outside the cache": the checks say so, not "missing"

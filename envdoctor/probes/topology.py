@@ -549,13 +549,51 @@ def _iommu(host: Host, gpus: List[Dict[str, Any]], pairs: List[Dict[str, Any]]) 
     if all(g is None for g in groups):
         mode: Optional[str] = "off"
     elif any(t is None for t, g in zip(types, groups) if g is not None):
-        return [unknown("topology.iommu_mode", "an IOMMU group's type cannot be read", src, label)]
+        # no group type file (Linux before 5.11 has none): the kernel command line says the mode, when it names it
+        mode = mode_from_cmdline(params, host.read_text("/boot/config-%s" % _kernel_release(host), limit=512 * 1024))
+        if mode is None:
+            return [unknown("topology.iommu_mode", "an IOMMU group's type cannot be read and the kernel command line "
+                            "does not set the IOMMU's mode", src, label),
+                    ok("topology.kernel_parameters", params, "file:/proc/cmdline", "IOMMU and PCI kernel parameters")]
+        return [ok("topology.iommu_mode", mode, "file:/proc/cmdline", label),
+                ok("topology.kernel_parameters", params, "file:/proc/cmdline", "IOMMU and PCI kernel parameters")]
     else:
         order = ["identity", "DMA-FQ", "DMA"]
         known = [t for t in types if t]
         mode = max(known, key=lambda t: order.index(t) if t in order else len(order))
     return [ok("topology.iommu_mode", mode, src, label),
             ok("topology.kernel_parameters", params, "file:/proc/cmdline", "IOMMU and PCI kernel parameters")]
+
+
+def _kernel_release(host: Host) -> str:
+    release = str(host.uname().get("release", "") or "")
+    return release if re.match(r"^[A-Za-z0-9._+~-]{1,128}$", release) else "unknown"
+
+
+def mode_from_cmdline(params: Sequence[str], config: Optional[str] = None) -> Optional[str]:
+    """The IOMMU's DMA mode of a kernel whose groups have no ``type`` file (Linux before 5.11), from its command
+    line (Documentation/admin-guide/kernel-parameters.txt): ``iommu=pt`` or ``iommu.passthrough=1`` is
+    passthrough (``identity``); ``iommu.passthrough=0`` translates (``DMA``); an IOMMU switched on
+    (``intel_iommu=on``, ``amd_iommu=on``, ``iommu=force``) without passthrough translates, the kernel's default
+    domain, unless the kernel was built with ``CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y`` (its ``/boot/config-*``,
+    when readable). None when the command line does not say."""
+    values: Dict[str, str] = {}
+    for word in params:
+        name, _, value = word.partition("=")
+        values[name] = value.lower()  # the last one given wins, as the kernel parses them in order
+    iommu = {v for w in params if w.partition("=")[0] == "iommu" for v in w.partition("=")[2].lower().split(",")}
+    passthrough = values.get("iommu.passthrough")
+    if "pt" in iommu or passthrough in ("1", "y", "on"):
+        return "identity"
+    if passthrough in ("0", "n", "off") or "nopt" in iommu:
+        return "DMA"
+    switched_on = (values.get("intel_iommu", "").split(",")[0] == "on" or values.get("amd_iommu") == "on"
+                   or "force" in iommu)
+    if not switched_on:
+        return None
+    if config and re.search(r"^CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y\s*$", config, re.M):
+        return "identity"
+    return "DMA"
 
 
 def _below(chain: Sequence[str], other: Sequence[str]) -> List[str]:

@@ -75,6 +75,10 @@ RULES: Dict[str, Dict[str, str]] = {
                     "driver may be installed inside WSL 2"},
     "xid": {"url": "https://docs.nvidia.com/deploy/xid-errors/index.html",
             "rule": "Xid 79: GPU has fallen off the bus; reset or reboot, then look at power, thermals, PCIe"},
+    "driver_container": {"url": "https://github.com/NVIDIA/gpu-driver-container/blob/main/ubuntu22.04/nvidia-driver",
+                         "rule": "The GPU Operator's driver container loads the driver with modprobe nvidia "
+                                 "(_load_driver) and blacklists no in-kernel driver: nouveau must be disabled on the "
+                                 "host (CUDA Installation Guide, Disabling Nouveau)", "checked": "2026-11-29"},
     "gpu_operator": {"url": "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/index.html",
                      "rule": "The GPU Operator's driver container installs the driver and mounts its root at "
                              "/run/nvidia/driver on the host; workloads get the driver's libraries through the "

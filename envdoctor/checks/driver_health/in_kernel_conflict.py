@@ -7,7 +7,7 @@ from typing import List
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, check, docs_for
-from . import DOCS, READS, _driver_label, _evidence, _family, _installed, _source
+from . import DOCS, READS, _driver_label, _evidence, _family, _source
 
 NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
 NOUVEAU_TEXT = "blacklist nouveau\noptions nouveau modeset=0\n"
@@ -25,8 +25,14 @@ def _initramfs(family: str) -> List[str]:
 
 def _in_kernel_conflict(facts: Facts) -> List[Finding]:
     out: List[Finding] = []
+    container_driver = False
     if facts.value("driver.installed") is not True:
-        return out  # reported inside driver.not_installed
+        # no driver on the host: installing NVIDIA's packages blacklists nouveau (driver.not_installed says so),
+        # but on a Kubernetes node the GPU Operator's driver container only runs modprobe nvidia and blacklists
+        # nothing, so the in-kernel driver holding the GPU is what stops it: said here, where it drives the GPU
+        if facts.value("driver.installed") is not False or facts.value("driver.kubernetes_node") is not True:
+            return out
+        container_driver = True
     family = _family(facts)
     nvidia_loaded = facts.value("driver.kernel_module.loaded") is True
     for name, conf, text, modules in (
@@ -35,7 +41,7 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
     ):
         loaded = facts.value("driver.%s.loaded" % name) is True
         bound = facts.strings("driver.%s.bound" % name)
-        if not loaded and not bound:
+        if not loaded and not bound or container_driver and not bound:
             continue
         severe = bool(bound) or not nvidia_loaded
         blacklisted = name == "nouveau" and facts.value("driver.modprobe_blacklist_nouveau") is True
@@ -46,6 +52,11 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
         detail = ("%s, so the NVIDIA driver cannot own it%s. The in-kernel %s driver and NVIDIA's driver "
                   "cannot share a GPU." % (what[0].upper() + what[1:],
                                            "" if nvidia_loaded else " (the nvidia module is not loaded)", name))
+        if container_driver:
+            detail += (" This Kubernetes node has no NVIDIA driver of its own: the NVIDIA GPU Operator's driver "
+                       "container loads the nvidia module with modprobe and does not blacklist %s, so it cannot "
+                       "take the GPU while %s holds it (the driver pod fails and restarts). Blacklist %s on the "
+                       "host; the driver container then installs at the next start." % (name, name, name))
         if blacklisted:
             # the blacklist in /etc/modprobe.d only reaches early boot once the initramfs is rebuilt: name the
             # distribution's command, the step install guides leave out
@@ -59,13 +70,16 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
         out.append(Finding(
             code="driver.%s_conflict" % name, severity="error" if severe else "warning",
             components=["driver", "kernel"],
-            title="%s is active next to %s (%s)" % (
-                "nouveau" if name == "nouveau" else "nova (nova-core)", _driver_label(facts),
-                "GPU %s" % ", ".join(bound) if bound else "module loaded"),
+            title=("%s drives the NVIDIA GPU %s, and this node has no NVIDIA driver: the GPU Operator's driver "
+                   "container cannot take it" % (name if name == "nouveau" else "nova (nova-core)", ", ".join(bound))
+                   if container_driver else "%s is active next to %s (%s)" % (
+                       "nouveau" if name == "nouveau" else "nova (nova-core)", _driver_label(facts),
+                       "GPU %s" % ", ".join(bound) if bound else "module loaded")),
             detail=detail,
             evidence=_evidence(facts, "driver.%s.loaded" % name, "driver.%s.bound" % name,
-                               "driver.modprobe_blacklist_nouveau", "driver.kernel_module.loaded", "os.family"),
-            source=_source("nouveau"),
+                               "driver.modprobe_blacklist_nouveau", "driver.kernel_module.loaded",
+                               "driver.installed", "driver.kubernetes_node", "os.family"),
+            source=_source("driver_container" if container_driver else "nouveau"),
             fix=Fix(text="Blacklist %s (%s with: %s), rebuild the initramfs so it is not loaded at boot, and "
                          "reboot." % (name, conf, text.strip().replace("\n", "; ")) if not blacklisted else
                          "Rebuild the initramfs so the blacklist applies at boot, and reboot (modules: %s)." % modules,
@@ -77,4 +91,4 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
 @check("driver-health.in-kernel-conflict", requires=("driver.installed",), reads=READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.nouveau_conflict", "driver.nova_conflict"))
 def in_kernel_conflict(ctx: CheckContext) -> List[Finding]:
-    return _in_kernel_conflict(ctx.facts) if _installed(ctx.facts) else []
+    return _in_kernel_conflict(ctx.facts)

@@ -14,6 +14,7 @@ does, see :mod:`envdoctor.probes.linkage`), the framework facts, ``libraries.cud
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -74,6 +75,17 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
         req = value["cudnn_required"]
         return Fix(text="Install the cuDNN wheel %s pins, so it loads its own copy." % _fw_version(facts, fw),
                    commands=["pip install '%s==%s'" % (req["package"], req["version"])])
+    if fw == "tensorrt" and comp == "tensorrt":
+        # the bindings are TensorRT's own: its libraries of the same release are what they need
+        ver = str(value.get("public") or value.get("version") or "")
+        trt_major = ver.split(".")[0] if ver[:1].isdigit() else ""
+        return Fix(text="TensorRT's Python bindings %s link %s by name, without an RPATH: put the lib/ directory of "
+                        "the TensorRT %s they came with (the tar file's TensorRT-%s/lib) on LD_LIBRARY_PATH, or "
+                        "install TensorRT %s's libraries where the loader finds them." % (
+                            ver, soname, ver or "release", ver or "<version>", trt_major or ver),
+                   commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % d for d in sorted({
+                       posixpath.dirname(str(c.get("path"))) for c in facts.items("libraries.tensorrt")
+                       if isinstance(c, dict) and c.get("kind") == "library" and c.get("soname") == soname})][:1])
     tf_version = _v(value.get("public") or value.get("version")) if fw == "tensorflow" else None
     if fw == "tensorflow" and tf_version is not None and tf_version >= Version("2.14"):
         return Fix(text="Install TensorFlow with its CUDA wheels, which bring the cuDNN it was built with.",
