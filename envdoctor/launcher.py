@@ -37,7 +37,7 @@ def main(argv: Optional[List[str]] = None) -> Any:
     try:
         from .cli import main as cli_main
 
-        return cli_main(args)
+        return cli_main(args, quick=fast)
     except SystemExit as exc:
         if fast:
             _exit_now(exc.code)

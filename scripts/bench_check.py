@@ -12,7 +12,8 @@ still end within --timeout plus one second.
     python scripts/bench_check.py --runs 15
     python scripts/bench_check.py --json
 
-Targets (issue 16): at most 0.4 s and 40 MiB; within --timeout + 1 s when the driver hangs.  Printed
+Targets (issue 16): at most 0.4 s and 40 MiB (issue 28: in every run); within --timeout + 1 s when the driver
+hangs.  Printed
 as met / not met; no assertion, since these machines are noisy.
 """
 
@@ -101,16 +102,17 @@ def main() -> int:
         timed(argv, env)  # byte-code and page cache
         cpus: List[float] = []
         walls = [timed(argv, env, cpus) for _ in range(args.runs)]
-        mems = [peak_mib(argv, env) for _ in range(max(3, args.runs // 3))]
+        mems = [peak_mib(argv, env) for _ in range(args.runs)]  # as many as the timed runs: the target is every run
         hung_env = fake_env(lib, hung, dict(os.environ, NO_COLOR="1"))
         wedged = timed(argv + ["--timeout", str(args.timeout)], hung_env)
     result = {"runs": args.runs, "cpus": os.cpu_count(), "wall_median_s": round(statistics.median(walls), 3),
               "wall_min_s": round(min(walls), 3), "cpu_median_s": round(statistics.median(cpus), 3),
               "load_average": float(open("/proc/loadavg").read().split()[0]),
-              "peak_memory_mib": round(statistics.median(mems), 1), "peak_memory_runs_mib": [round(m, 1) for m in mems],
+              "peak_memory_mib": round(statistics.median(mems), 1), "peak_memory_max_mib": round(max(mems), 1),
+              "peak_memory_runs_mib": [round(m, 1) for m in mems],
               "wedged_driver_wall_s": round(wedged, 2), "wedged_timeout_s": args.timeout}
     result["time_target_met"] = result["wall_median_s"] <= TIME_TARGET
-    result["memory_target_met"] = result["peak_memory_mib"] <= MEMORY_TARGET_MIB
+    result["memory_target_met"] = max(mems) <= MEMORY_TARGET_MIB  # in every run, not only the median
     result["wedged_target_met"] = wedged <= args.timeout + 1.0
     if args.json:
         print(json.dumps(result, indent=2))
@@ -119,8 +121,9 @@ def main() -> int:
         print("  wall   median %.3f s (min %.3f; CPU median %.3f s; load average %.1f)   target <= %.1f s: %s" % (
             result["wall_median_s"], result["wall_min_s"], result["cpu_median_s"], result["load_average"],
             TIME_TARGET, "met" if result["time_target_met"] else "NOT met"))
-        print("  memory peak %.1f MiB (process tree, PSS)   target <= %.0f MiB: %s" % (
-            result["peak_memory_mib"], MEMORY_TARGET_MIB, "met" if result["memory_target_met"] else "NOT met"))
+        print("  memory peak %.1f MiB median, %.1f MiB the largest of %d runs (process tree, PSS)   target <= %.0f MiB "
+              "in every run: %s" % (result["peak_memory_mib"], result["peak_memory_max_mib"], len(mems),
+                                     MEMORY_TARGET_MIB, "met" if result["memory_target_met"] else "NOT met"))
         print("  wedged driver: %.2f s with --timeout %g   target <= %g s: %s" % (
             wedged, args.timeout, args.timeout + 1, "met" if result["wedged_target_met"] else "NOT met"))
     return 0

@@ -200,9 +200,9 @@ def copy_of_revision(ref: str) -> str:
 
 #: envdoctor's runtime dependencies (pyproject.toml), imported as a program built on them would.
 DEPENDENCIES = "import click, pynvml, distro, requests, packaging.version, packaging.specifiers"
-#: Those a live diagnose imports in its own process (pynvml is imported by the NVML child, requests never): a
-#: stricter floor, shown beside the target.
-DEPENDENCIES_USED = "import click, distro, packaging.version, packaging.specifiers"
+#: Those a live diagnose imports in its own process (pynvml is imported by the NVML child, requests never, click
+#: not for plain options: envdoctor/cli/fastpath.py): a stricter floor, shown beside the target.
+DEPENDENCIES_USED = "import distro, packaging.version, packaging.specifiers"
 #: The targets of issue 28.
 TARGET_COLLECT_ENV, TARGET_PEER, TARGET_DEPS, TARGET_SCALING = 15.0, 4.0, 1.3, 1.5
 ENVDOCTOR = "envdoctor"

@@ -36,7 +36,7 @@ def _missing(tmp_path, *names):
 @pytest.mark.parametrize("package,args", [
     ("distro", ["diagnose"]),
     ("distro", ["snapshot", "-o", "-"]),
-    ("click", ["diagnose", "--format", "json"]),
+    ("click", ["diagnose", "--only", "driver"]),  # a plain `diagnose` needs no click (below)
     ("click", ["explain", "gpu.lost"]),
     ("packaging", ["advise", "--driver", "535.104.05", "--gpu", "RTX 4090"]),
     ("packaging", ["matrix", "torch", "2.4"]),
@@ -50,6 +50,12 @@ def test_a_missing_dependency_is_one_line_naming_it_and_the_repair(tmp_path, pac
     assert lines[0].startswith("envdoctor: cannot run: the Python package %s, which envdoctor needs" % package)
     assert "pip install --force-reinstall envdoctor" in lines[0]
     assert "pip install --force-reinstall %s)" % package in lines[0]
+
+
+def test_a_plain_diagnose_needs_no_click(tmp_path):
+    # envdoctor.cli.fastpath: a live diagnose with plain options parses its command line without click.
+    r = _run(["diagnose", "--format", "json"], _missing(tmp_path, "click"))
+    assert r.returncode in (0, 1) and r.stderr == "" and '"findings"' in r.stdout, r.stderr
 
 
 def test_a_dependency_whose_own_import_fails_is_named_too(tmp_path):

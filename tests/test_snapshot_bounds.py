@@ -179,6 +179,38 @@ def test_the_value_bound_decides_as_documented(doc: Dict[str, object], compact: 
         assert read_document("crafted.json", raw=raw) == doc
 
 
+@pytest.mark.parametrize("where", ["leading", "trailing", "none"])
+@pytest.mark.parametrize("items", [66_000, 99_000, 100_001])
+def test_spaces_counted_in_part_decide_as_the_whole_count(where: str, items: int) -> None:
+    """The spaces are counted only until the quick bound is under the limit: wherever they lie in the file (all
+    before the values, all after them, none), the decision and a refusal's count are the documented ones."""
+    from envdoctor.host.snapshot import MAX_SNAPSHOT_VALUES, SnapshotError, _count_values, read_document
+
+    body = json.dumps({"a": [0] * items}, separators=(",", ":")).encode()
+    pad = b" " * 150_000 if where != "none" else b""
+    raw = pad + body if where == "leading" else body + pad
+    want = _documented_bound(raw)
+    got = _count_values(raw)
+    assert (got <= MAX_SNAPSHOT_VALUES) == (want <= MAX_SNAPSHOT_VALUES)
+    if want > MAX_SNAPSHOT_VALUES:
+        assert got == want
+        with pytest.raises(SnapshotError, match="holds up to %d values" % want):
+            read_document("crafted.json", raw=raw)
+    else:
+        assert read_document("crafted.json", raw=raw) == {"a": [0] * items}
+
+
+def test_a_regular_file_is_read_whole_at_its_size(tmp_path) -> None:
+    """A regular file is read at its size (one read of it and a byte more), small or large, to its end."""
+    from envdoctor.host.snapshot import read_raw
+
+    for items in (3, 50_000):
+        doc = (json.dumps({"a": list(range(items))}) + "\n").encode()
+        path = tmp_path / ("r%d.json" % items)
+        path.write_bytes(doc)
+        assert read_raw(str(path)) == doc
+
+
 @pytest.mark.parametrize("number", ["7" * 4299, "-" + "7" * 4299, "7" * 4300, "-" + "7" * 4300, "7" * 4301,
                                     "-" + "7" * 5000, "12", "-0"])
 def test_long_integers_are_read_or_refused_as_the_digit_limit_says(number: str) -> None:

@@ -11,13 +11,11 @@ see ``envdoctor.launcher.broken_install``).
 
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-import click
-
-from .. import __version__
+if TYPE_CHECKING:
+    import click
 
 EXIT_OK, EXIT_FOUND_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -73,67 +71,30 @@ Examples:
 """
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> List[str]:
-        return sorted(COMMANDS)
-
-    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
-        if name not in COMMANDS:
-            return None
-        module, attr, _ = COMMANDS[name]
-        return getattr(importlib.import_module(module), attr)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-    # A reader that went away (`envdoctor explain | head -1`) is not an error: click's own handler would exit 1
-    # before main() below sees it, so the pipe is caught here, where every command (and --help) writes.
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        try:
-            return super().make_context(*args, **kwargs)
-        except OSError as exc:
-            raise _reader_gone(exc) from None
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except OSError as exc:
-            raise _reader_gone(exc) from None
-
-
-def _reader_gone(exc: OSError) -> BaseException:
-    """A closed pipe on stdout: exit 0 quietly (README, Guarantees); any other error as it was."""
-    import errno
-
-    if exc.errno != errno.EPIPE:
-        return exc
-    silence_stdout()
-    return click.exceptions.Exit(EXIT_OK)
-
-
-@click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="envdoctor", message="%(prog)s %(version)s")
-def cli() -> None:
-    """envdoctor: get a GPU deep-learning machine from "fresh" to "works".
-
-    Probes the OS, NVIDIA driver, GPUs, CUDA toolkits, cuDNN/NCCL, compilers,
-    Python frameworks and container runtime; checks them against a sourced
-    compatibility matrix; and prints or runs the fix.
-    """
-
-
 def fail(message: str, code: int = EXIT_USAGE) -> click.exceptions.Exit:
     """Print ``message`` to stderr and leave with ``code`` (default 2: could not run as asked).  A message
     may quote the machine (an os-release value, a file name): its control characters show as escapes."""
+    import click
+
     from ..render.style import printable
 
     click.echo("envdoctor: " + printable(message), err=True)
     return click.exceptions.Exit(code)
 
 
-def main(argv: Optional[List[str]] = None) -> Any:
+def __getattr__(name: str) -> Any:
+    """``cli`` (the click group) and ``LazyGroup``, from :mod:`envdoctor.cli.app`: importing this package does not
+    import click (a plain ``diagnose`` never needs it)."""
+    if name in ("cli", "LazyGroup"):
+        from . import app
+
+        return getattr(app, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+def main(argv: Optional[List[str]] = None, quick: bool = False) -> Any:
+    """Run the command line ``argv``. With ``quick`` (the console script's live ``diagnose``), a command line
+    :mod:`envdoctor.cli.fastpath` takes in full runs without click; any other goes through click as always."""
     from ..forked import Interrupted, clean_up, install_signal_handlers
 
     install_signal_handlers(keep_int=bool(argv) and argv is not None and argv[0] == "install")
@@ -147,6 +108,14 @@ def main(argv: Optional[List[str]] = None) -> Any:
         _say("envdoctor: standard output is closed; nothing can be written")
         sys.exit(EXIT_USAGE)
     try:
+        if quick:
+            from . import fastpath
+
+            options = fastpath.parse(argv or [])
+            if options is not None:
+                return fastpath.run(options)
+        from .app import cli
+
         return cli.main(args=argv, prog_name="envdoctor")
     except OSError as exc:
         import errno
@@ -169,6 +138,8 @@ def main(argv: Optional[List[str]] = None) -> Any:
         except ValueError:
             name = str(signum)
         try:
+            import click
+
             click.echo("envdoctor: interrupted (%s)" % name, err=True)
         except OSError:
             pass

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any, List, Optional, Tuple
 
 import click
 
-from ..layers import LAYER_NAMES, select
-from .common import (
-    echo_output,
-    format_option,
-    output_deadline,
-    privacy_options,
-    python_option,
-    replay_options,
-    subject,
-    timeout_option,
-)
+from ..layers import LAYER_NAMES
+from .common import format_option, privacy_options, python_option, replay_options, timeout_option
 
 
 def _layers(ctx: click.Context, param: click.Parameter, value: Tuple[str, ...]) -> Tuple[str, ...]:
@@ -114,6 +104,7 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
     without touching the network.
     """
     from ..scope import chosen
+    from .fastpath import report
 
     started = time.monotonic()
     layers = chosen(only, skip) if only or skip else None
@@ -121,29 +112,5 @@ def diagnose(fmt: str, verbose: bool, quiet: bool, only: Tuple[str, ...], skip: 
         raise click.UsageError("--only and --skip leave no layer to examine")
     if check_names and (only or skip):
         raise click.UsageError("--check asks particular checks: it does not go with --only or --skip")
-    subj = subject(snapshot_path, None, timeout, python_exe)
-    deadline = started + timeout if subj.kind == "machine" else time.monotonic() + timeout  # the output's
-    report = subj.report(layers=layers, checks=check_names, include_host=include_host, redact_ids=redact_ids)
-    written_by = output_deadline(deadline + 1.0)
-    if check_names:
-        only = report.layers  # shown as --only those layers would show them
-    shown, findings = select(report, only, skip)
-    if fmt != "text":
-        report = report.narrowed(only, skip)
-    if fmt == "json":
-        from ..jsontext import dumps
-
-        echo_output(dumps(report.to_dict()), deadline=written_by)
-    elif fmt == "markdown":
-        from ..render.markdown import render as render_markdown
-
-        echo_output(render_markdown(report), deadline=written_by)
-    else:
-        from ..render.layout import terminal_width
-        from ..render.style import Style
-        from ..render.text import render
-
-        style = Style(sys.stdout, color)
-        echo_output(render(report, style, verbose=verbose, width=terminal_width(sys.stdout), quiet=quiet,
-                           only=only, skip=skip), color=style.color, deadline=written_by)
-    sys.exit(1 if any(f.severity == "error" for f in findings) else 0)
+    report(started, fmt, verbose, quiet, only, skip, check_names, snapshot_path, color, timeout, python_exe,
+           include_host, redact_ids, layers)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import posixpath
 import re
+import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 #: Largest file a probe may read through the seam (bytes).  Version files,
@@ -317,6 +318,9 @@ class Host:
     def run(self, argv: Sequence[str], timeout: Optional[float] = None) -> CommandResult:
         raise NotImplementedError
 
+    def launch(self, argv: Sequence[str], timeout: Optional[float] = None) -> None:
+        """Start ``argv`` ahead of the :meth:`run` that will ask for it (a host that runs nothing: no-op)."""
+
     def elf(self, path: str) -> ElfResult:
         """SONAME, NEEDED, RPATH and RUNPATH of a shared object (its headers only)."""
         raise NotImplementedError
@@ -434,13 +438,36 @@ class Host:
         Found from directory listings of each path entry, so it needs no
         import of the packages and replays from snapshots.  The first
         occurrence of a name wins, as it does for the import system.
-        Worked out once per host and kept (six probes ask; the directory listings are the host's own answers,
-        read once): probes that ask at the same moment, before the first answer is kept, work it out each.
+        Worked out once per host, by the first probe that asks, and kept (six probes ask; a scan of a thousand
+        distributions holds the interpreter for tens of milliseconds): a probe that asks meanwhile waits for that
+        answer, at most :meth:`wait_budget` (a first reader stuck on a hung listing), then works it out itself.
         """
         found = self.__dict__.get("_distributions")
-        if found is None:
-            found = self.__dict__.setdefault("_distributions", self._find_distributions())
+        if found is not None:
+            return list(found)
+        with _DISTRIBUTIONS_LOCK:
+            found = self.__dict__.get("_distributions")
+            if found is not None:
+                return list(found)
+            event = self.__dict__.get("_distributions_read")
+            first = event is None
+            if first:
+                event = self.__dict__["_distributions_read"] = threading.Event()
+        assert event is not None
+        if not first:
+            event.wait(self.wait_budget())
+            found = self.__dict__.get("_distributions")
+            return list(found if found is not None else self._find_distributions())
+        try:
+            found = self.__dict__["_distributions"] = self._find_distributions()
+        finally:
+            event.set()
         return list(found)
+
+    def wait_budget(self) -> Optional[float]:
+        """How long a probe waits for another's answer to the same question (None: as long as it takes; a host
+        with a deadline bounds it)."""
+        return None
 
     def _find_distributions(self) -> List[Distribution]:
         seen: Dict[str, Distribution] = {}
@@ -456,6 +483,10 @@ class Host:
                 dist = Distribution(parsed[0], parsed[1], posixpath.join(entry, name), entry)
                 seen.setdefault(dist.key, dist)
         return sorted(seen.values(), key=lambda d: d.key)
+
+
+#: Guards the making of each host's one reader of its distributions (Host.distributions).
+_DISTRIBUTIONS_LOCK = threading.Lock()
 
 
 def errno_name(exc: OSError) -> str:

@@ -128,6 +128,53 @@ MAX_OUTPUT_BYTES = 4 * MAX_FILE_BYTES
 
 def run_command(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = None) -> CommandResult:
     """Run ``argv`` with a hard timeout and bounded output.  Never raises for the command's sake."""
+    started = start_command(argv, timeout, env)
+    return started if isinstance(started, CommandResult) else started.finish()
+
+
+class Started:
+    """A command started by :func:`start_command`, still to be waited for (:meth:`finish`, once)."""
+
+    def __init__(self, argv: Tuple[str, ...], proc: subprocess.Popen[bytes], start: float, timeout: float) -> None:
+        self.argv, self.proc, self.start, self.timeout = argv, proc, start, timeout
+
+    def ended(self) -> bool:
+        """Whether the command has exited (it is not reaped: :meth:`finish` does that)."""
+        try:
+            return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except (OSError, AttributeError):
+            return True
+
+    def finish(self) -> CommandResult:
+        """Its output and exit status, read until it ends or its time limit (counted from its start) passes."""
+        from .. import forked
+
+        argv, proc, start = self.argv, self.proc, self.start
+        try:
+            out, err, why = _read_bounded(proc, start + self.timeout)
+            if why is not None:
+                _kill_group(proc)
+            try:
+                proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:  # killed but not reaped within a second: report what we have
+                pass
+        finally:
+            forked.running_groups.discard(proc.pid)
+        duration = time.monotonic() - start
+        if why == "timed_out":
+            return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
+                                 timed_out=True, duration=duration)
+        if why == "output_too_large":
+            return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
+                                 error=why, message="printed more than %d MiB; stopped" % (MAX_OUTPUT_BYTES >> 20),
+                                 duration=duration)
+        return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
+                             duration=duration)
+
+
+def start_command(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str]] = None) -> Any:
+    """Start ``argv`` (its own session, no shell, ``LC_ALL=C``): a :class:`Started` to finish, or the
+    :class:`CommandResult` saying why it could not start."""
     argv = tuple(str(a) for a in argv)
     start = time.monotonic()
     if timeout <= 0:
@@ -148,26 +195,7 @@ def run_command(argv: Sequence[str], timeout: float, env: Optional[Dict[str, str
     from .. import forked
 
     forked.running_groups.add(proc.pid)
-    try:
-        out, err, why = _read_bounded(proc, start + timeout)
-        if why is not None:
-            _kill_group(proc)
-        try:
-            proc.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:  # killed but not reaped within a second: report what we have
-            pass
-    finally:
-        forked.running_groups.discard(proc.pid)
-    duration = time.monotonic() - start
-    if why == "timed_out":
-        return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
-                             timed_out=True, duration=duration)
-    if why == "output_too_large":
-        return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
-                             error=why, message="printed more than %d MiB; stopped" % (MAX_OUTPUT_BYTES >> 20),
-                             duration=duration)
-    return CommandResult(argv, returncode=proc.returncode, stdout=_decode(out), stderr=_decode(err),
-                         duration=duration)
+    return Started(argv, proc, start, timeout)
 
 
 def _read_bounded(proc: subprocess.Popen[bytes], deadline: float) -> Tuple[bytes, bytes, Optional[str]]:
@@ -222,6 +250,13 @@ def _decode(data: Optional[bytes]) -> str:
 #: How much longer than the deadline a second asker waits for the first asker of the same question.
 IN_FLIGHT_GRACE = 0.4
 
+#: The longest a command waits for the NVML child to finish before it starts anyway. Two children alive at once
+#: cost their memory together (``docker`` alone is about 20 MiB, the NVML child holds what it and envdoctor no
+#: longer share): a command starts once the query is answered, which on a healthy driver takes well under this.
+#: A query that takes longer (a driver without persistence mode, a hung one) does not hold the commands back
+#: past it, and no command's own time limit is spent waiting.
+NVML_CHILD_WAIT = 0.5
+
 
 class LiveHost(Host):
     """This machine.  ``timeout`` bounds each command; ``deadline`` the whole run."""
@@ -251,7 +286,12 @@ class LiveHost(Host):
         self._environ: Optional[Dict[str, str]] = None
         self._uname: Optional[Dict[str, str]] = None
         self._nvml_table: Dict[str, NvmlResult] = {}
+        #: Commands started ahead of the probe that runs them (:meth:`launch`), by argv as the probe gives it.
+        self._launched: Dict[Tuple[str, ...], Any] = {}
         self._nvml_child: Optional[Forked] = None
+        #: Set when no NVML child is alive (never started, or read and reaped): commands wait for it a little.
+        self._nvml_child_gone = threading.Event()
+        self._nvml_child_gone.set()
         self._nvml_library_absent: Optional[bool] = None  # decided once, by _nvml_absent
         self._python: Optional[PythonInfo] = None
 
@@ -261,6 +301,9 @@ class LiveHost(Host):
         if self.deadline is not None:
             t = min(t, self.deadline - time.monotonic())
         return t
+
+    def wait_budget(self) -> Optional[float]:
+        return max(0.0, self.remaining()) + IN_FLIGHT_GRACE
 
     def _once(self, table: Dict[Any, Any], key: Any, compute: Any) -> Any:
         """Compute an answer once, even when several probe threads ask together."""
@@ -465,18 +508,53 @@ class LiveHost(Host):
         key = tuple(str(a) for a in argv)
 
         def compute() -> CommandResult:
-            exe = key[0] if key else ""
-            if exe and "/" not in exe:
-                # Resolve the name from the PATH listings (cached, and recorded for snapshots) so a
-                # program that is not installed costs no process start at all.
-                found = self.which(exe)
-                if found is None:
-                    return CommandResult(key, error="ENOENT", message="not found on PATH")
-                res = run_command((found,) + key[1:], self.remaining(timeout))
+            with self._lock:
+                launched = self._launched.pop(key, None)
+            if launched is not None:  # started ahead (launch): its time limit runs from then
+                res = launched if isinstance(launched, CommandResult) else launched.finish()
                 return res._replace(argv=key)
-            return run_command(key, self.remaining(timeout))
+            resolved = self._program(key)
+            if isinstance(resolved, CommandResult):
+                return resolved
+            self._after_nvml_child()
+            return run_command(resolved, self.remaining(timeout))._replace(argv=key)
 
         return self._once(self.commands, key, compute)
+
+    def _program(self, key: Tuple[str, ...]) -> Any:
+        """The argv to start for ``key``: a bare name resolved from the PATH listings (cached, and recorded for
+        snapshots), so a program that is not installed costs no process start at all; else why not."""
+        exe = key[0] if key else ""
+        if exe and "/" not in exe:
+            found = self.which(exe)
+            if found is None:
+                return CommandResult(key, error="ENOENT", message="not found on PATH")
+            return (found,) + key[1:]
+        return key
+
+    def launch(self, argv: Sequence[str], timeout: Optional[float] = None) -> None:
+        """Start ``argv`` now, in the background; :meth:`run` with the same arguments later takes its result.
+        The NVML query waits for what was launched to end before it starts (:meth:`start_nvml`)."""
+        key = tuple(str(a) for a in argv)
+        with self._lock:
+            if key in self.commands or key in self._launched or (id(self.commands), key) in self._inflight:
+                return
+        resolved = self._program(key)
+        started = resolved if isinstance(resolved, CommandResult) else start_command(resolved, self.remaining(timeout))
+        with self._lock:
+            self._launched[key] = started
+
+    def _wait_launched(self, limit: float) -> None:
+        """Wait (at most ``limit`` seconds) until every launched command has exited."""
+        end = time.monotonic() + limit
+        delay = 0.0005
+        while True:
+            with self._lock:
+                running = [c for c in self._launched.values() if isinstance(c, Started) and not c.ended()]
+            if not running or time.monotonic() >= end:
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 0.005)
 
     def kernel_log(self) -> CommandResult:
         """``dmesg`` run as :meth:`run` runs a command, but only the driver's lines are kept and recorded."""
@@ -486,6 +564,7 @@ class LiveHost(Host):
             found = self.which(key[0])
             if found is None:
                 return CommandResult(key, error="ENOENT", message="not found on PATH")
+            self._after_nvml_child()
             res = run_command((found,) + key[1:], self.remaining(KERNEL_LOG_TIMEOUT))
             kept = driver_log_lines(res.stdout)
             return res._replace(argv=key, stdout="".join(line + "\n" for line in kept), stderr=res.stderr[-2000:])
@@ -511,6 +590,12 @@ class LiveHost(Host):
     def nvml(self) -> NvmlResult:
         return self._once(self._nvml_table, "nvml", self._ask_nvml)
 
+    def _after_nvml_child(self) -> None:
+        """Wait (at most :data:`NVML_CHILD_WAIT`, never past the deadline) until the NVML child is gone, so that a
+        command's process and the child are not alive at once."""
+        if not self._nvml_child_gone.is_set():
+            self._nvml_child_gone.wait(max(0.0, min(NVML_CHILD_WAIT, self.remaining())))
+
     def start_nvml(self) -> None:
         """Start asking NVML now, in a forked child, so the answer is ready when a probe wants it.
 
@@ -521,7 +606,11 @@ class LiveHost(Host):
         """
         if self._nvml_child is not None or self._nvml_table or self._nvml_absent():
             return
+        # A launched command and the child are never alive together (their memory would add up).
+        self._wait_launched(max(0.0, min(NVML_CHILD_WAIT, self.remaining())))
         self._nvml_child = Forked.start(_nvml_in_child)
+        if self._nvml_child is not None:
+            self._nvml_child_gone.clear()
 
     def _nvml_absent(self) -> bool:
         """No libnvidia-ml.so.1 for dlopen to find (most machines without a driver): nothing to ask."""
@@ -534,7 +623,10 @@ class LiveHost(Host):
     def _read_nvml_child(self) -> NvmlResult:
         assert self._nvml_child is not None
         child, self._nvml_child = self._nvml_child, None
-        answer, why = child.result(time.monotonic() + max(0.0, self.remaining()))
+        try:
+            answer, why = child.result(time.monotonic() + max(0.0, self.remaining()))
+        finally:
+            self._nvml_child_gone.set()
         duration = time.monotonic() - child.started
         text = (answer if answer is not None else child.partial).decode("utf-8", "replace")
         if why == "timed_out":

@@ -35,6 +35,10 @@ class ProbeSpec(NamedTuple):
     produces: Tuple[str, ...] = ()
     #: The probes whose facts it waits for (``ctx.facts_of(name)``): a run of some probes runs these too.
     needs: Tuple[str, ...] = ()
+    #: ``launch(host)`` starts, ahead of the probes, the program the probe will run first (``host.launch``), from
+    #: the same reads the probe decides by: it runs while this process is small, and ends before the NVML query
+    #: starts, so that their memory does not add up.
+    launch: Optional[Callable[[Host], None]] = None
 
 
 class ProbeResult:
@@ -95,9 +99,10 @@ _PRODUCERS: Dict[Tuple[str, Tuple[str, ...]], List[str]] = {}
 
 
 def register(name: str, title: str, order: int, uses_nvml: bool = False,
-             produces: Sequence[str] = (), needs: Sequence[str] = ()) -> Callable[[ProbeFn], ProbeFn]:
+             produces: Sequence[str] = (), needs: Sequence[str] = (),
+             launch: Optional[Callable[[Host], None]] = None) -> Callable[[ProbeFn], ProbeFn]:
     def deco(fn: ProbeFn) -> ProbeFn:
-        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces), tuple(needs))
+        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces), tuple(needs), launch)
         _PRODUCERS.clear()
         return fn
 
@@ -253,6 +258,19 @@ def _meanwhile(work: Optional[Callable[[], Any]]) -> None:
         pass
 
 
+#: The longest the probes wait for the ``launch=`` hooks to decide and start their programs.
+LAUNCH_WAIT = 0.5
+
+
+def _launch(host: Host, specs: Sequence[ProbeSpec]) -> None:
+    for spec in specs:
+        assert spec.launch is not None
+        try:
+            spec.launch(host)
+        except Exception:  # noqa: BLE001,S110 - the probe decides again, and reports what goes wrong
+            pass
+
+
 def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequence[str]] = None,
                parallel: bool = True, modules: Optional[Sequence[str]] = None,
                meanwhile: Optional[Callable[[], Any]] = None) -> List[ProbeResult]:
@@ -265,16 +283,19 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
     preparation, such as loading the checks, done while the probes wait on programs and files).
     """
     modules = modules or PROBE_MODULES
-    start_nvml = getattr(host, "start_nvml", None)
-    for n, module in enumerate(modules):
-        importlib.import_module(module)
-        if start_nvml is not None and any(s.uses_nvml and (only is None or s.name in only)
-                                          for s in probes_in(modules[:n + 1])):
-            # As soon as a probe that asks NVML is known to run, before any probe thread exists (the query is
-            # forked), while the other probe modules load: the answer is ready sooner when the GPU probe asks.
-            start_nvml()
-            start_nvml = None
     specs = [s for s in probes_in(modules) if only is None or s.name in only]
+    launching = [s for s in specs if s.launch is not None]
+    if launching:
+        # In a thread of its own, waited for a little: the reads that decide what to launch may hang (a home
+        # directory on a hung NFS mount). Still running then, it is left (and the NVML query, which forks only a
+        # process of one thread, is asked by a program instead).
+        launcher = threading.Thread(target=_launch, args=(host, launching), name="probe-launch", daemon=True)
+        launcher.start()
+        launcher.join(LAUNCH_WAIT if deadline is None else max(0.0, min(LAUNCH_WAIT, deadline - time.monotonic())))
+    start_nvml = getattr(host, "start_nvml", None)
+    if start_nvml is not None and any(s.uses_nvml for s in specs):
+        # Before any probe thread exists (the query is forked); after the programs launched ahead have ended.
+        start_nvml()
     runner = _Runner(host, specs, deadline)
     if parallel:
         first = [s for name in LAUNCH_FIRST for s in specs if s.name == name]
