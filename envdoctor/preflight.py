@@ -118,3 +118,19 @@ def refusal(title: str, errors: Sequence[Finding]) -> str:
 def notes(warnings: Sequence[Finding]) -> List[str]:
     """The plan's notes for the warnings it brings."""
     return [f"After this, `envdoctor diagnose` would warn: {f.code}: {f.title}" for f in warnings]
+
+
+def check(plan: Any, facts: Optional[Facts], probes: Sequence[Any] = (), module: Any = None) -> None:
+    """Judge the machine as it would be after ``plan`` (:func:`judge`): RecipeError (``install`` exits 2) naming
+    each error ``diagnose`` would then report, with the recipe ``module``'s ``alternatives`` when the driver is the
+    cause; the warnings are added to the plan's notes."""
+    from .recipes import RecipeError
+
+    verdict = judge(facts, plan.provides, probes)
+    if verdict.errors:
+        alts: List[str] = []
+        hook = getattr(module, "alternatives", None)
+        if hook is not None and any("driver" in f.components for f in verdict.errors):
+            alts = hook(plan.version, facts, installs_driver=plan.method in ("repo", "runfile"))
+        raise RecipeError(refusal(plan.title, verdict.errors), alts)
+    plan.notes.extend(notes(verdict.warnings))

@@ -177,12 +177,12 @@ def provides(full: str, prefix: str, with_driver: bool = False, kind: str = "sys
 
 def alternatives(full: str, facts: Any, installs_driver: bool = True) -> List[str]:
     """What else to run when the checks refuse CUDA ``full`` because of the driver (``envdoctor.preflight``): the
-    same CUDA with the driver it needs, that driver alone, or the newest CUDA the installed driver runs."""
+    same CUDA with the driver it needs, that driver alone, or the newest CUDA the installed driver runs natively."""
     needed = hardware.min_driver_for_cuda(full) or ""
     branch = driver_recipe.branch_of(needed) if needed else None
     installed = facts.value("driver.version") if facts is not None else None
     installed = installed if isinstance(installed, str) and installed[:1].isdigit() else None
-    newest = hardware.newest_cuda_for_driver(installed, minor_compat=not installs_driver) if installed else None
+    newest = hardware.newest_cuda_for_driver(installed) if installed else None
     if newest is None and installs_driver and facts is not None and facts.value("driver.cuda_version"):
         newest = str(facts.value("driver.cuda_version"))
     out = []

@@ -50,8 +50,9 @@ def _render(component: str, version: Optional[str], method: Optional[str], prefi
 def _redist_ok(component: str, version: str, prefix: str, facts: Any = None) -> bool:
     """The no-root redist method plans from NVIDIA's manifest (fetched over the network when it runs); here
     the request is validated as the CLI validates it, the version must be one the recipe knows, and (for CUDA)
-    the installed driver must run it, at least through minor-version compatibility
-    (:func:`envdoctor.matrix.hardware.driver_runs`, the rule the ``compat.driver-vs-cuda`` check applies)."""
+    the installed driver must run it natively (:func:`envdoctor.matrix.hardware.driver_runs`, the rule the
+    ``compat.driver-vs-cuda`` check applies: under minor-version compatibility ``install``'s pre-flight may refuse
+    it, nvcc's default build being PTX the driver cannot JIT)."""
     from envdoctor.recipes import RecipeError, load_recipe
 
     from ..install import validate
@@ -78,14 +79,13 @@ def _redist_ok(component: str, version: str, prefix: str, facts: Any = None) -> 
 
 
 def _driver_runs(version: str, facts: Any) -> bool:
-    """Whether the installed driver runs CUDA ``version`` (natively or through minor-version compatibility);
-    True when that is unknown."""
+    """Whether the installed driver runs CUDA ``version`` natively; True when that is unknown."""
     from ..matrix.hardware import driver_runs
 
     installed = facts.value("driver.version")
     verdict = driver_runs(version, installed if isinstance(installed, str) else None,
                           facts.value("driver.cuda_version"), wsl=bool(facts.value("os.wsl")))
-    return verdict != "too_old"
+    return verdict in (None, "ok")
 
 
 def install_line(facts: Any, component: str, version: Optional[str] = None, method: Optional[str] = None,

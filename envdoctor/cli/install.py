@@ -76,21 +76,10 @@ def _machine(snapshot: Optional[str], python_exe: Optional[str] = None, module: 
 
 
 def preflight_check(the_plan: Any, facts: Any, probe_results: Any = (), module: Any = None) -> None:
-    """Judge the machine as it would be after ``the_plan`` with the checks' own units
-    (:func:`envdoctor.preflight.judge`): RecipeError (exit 2) naming each error ``diagnose`` would then report,
-    with the recipe's ``alternatives`` when the driver is the cause; the warnings are added to the plan's notes."""
-    from envdoctor.recipes import RecipeError
-
+    """:func:`envdoctor.preflight.check`: RecipeError (exit 2) when the checks refuse the facts after the plan."""
     from .. import preflight
 
-    verdict = preflight.judge(facts, the_plan.provides, probe_results)
-    if verdict.errors:
-        alts: List[str] = []
-        hook = getattr(module, "alternatives", None)
-        if hook is not None and any("driver" in f.components for f in verdict.errors):
-            alts = hook(the_plan.version, facts, installs_driver=the_plan.method in ("repo", "runfile"))
-        raise RecipeError(preflight.refusal(the_plan.title, verdict.errors), alts)
-    the_plan.notes.extend(preflight.notes(verdict.warnings))
+    preflight.check(the_plan, facts, probe_results, module)
 
 
 def list_text(os_name: Optional[str] = None) -> str:
