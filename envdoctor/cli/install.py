@@ -198,10 +198,12 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
             force_any: bool, log_file: Optional[str], timeout: float, deadline: float, retries: int) -> None:
     """Install COMPONENT (driver, cuda, cudnn, nccl, container-toolkit ...).
 
-    Builds a plan for the target system (this machine, or --os) after checking
-    the component against what is installed (CUDA over a driver too old for it
-    is refused unless --with-driver). --dry-run prints the plan as a script
-    that runs as-is; nothing runs without --yes or a confirmation.
+    Builds a plan for the target system (this machine, or --os), then judges
+    the machine as it would be after it with diagnose's own checks: an error
+    they would report refuses the plan (CUDA over a driver too old for it,
+    unless --with-driver; a host GCC its nvcc rejects; a GPU it cannot build
+    for), a warning is added to its notes. --dry-run prints the plan as a
+    script that runs as-is; nothing runs without --yes or a confirmation.
 
     With --method redist (the default for cuda/cudnn when --prefix is given):
     downloads NVIDIA's redistrib manifest, then its archives, verifies each
