@@ -8,10 +8,15 @@ machine that daemon runs on -- and one info finding says so instead."""
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, Iterable, List
+import re
+from typing import Any, Dict, Iterable, List, Optional
 
+from packaging.version import Version
+
+from .. import versions
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..matrix.hardware import min_driver_for_cuda
 from . import CheckContext, CodeDoc, Message, check
 from .suggest import INSTALL_LINE_READS, install_line
 
@@ -486,3 +491,106 @@ def engine_cdi(ctx: CheckContext) -> Iterable[Finding]:
             fix=Fix(text="Upgrade Podman to a release whose CDI library reads this spec, or write the spec "
                          "without the newer fields (an older NVIDIA Container Toolkit's `nvidia-ctk cdi generate`).",
                     commands=[regenerate]))
+
+
+REQUIRE_DOC = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
+               "#nvidia-require-constraints")
+#: The comparison operators of a constraint (libnvidia-container's: cuda>=9.2, driver<471, brand=tesla).
+_CONSTRAINT = re.compile(r"^(cuda|driver|arch|brand)(>=|<=|==|!=|=|<|>)(\S+)$")
+
+
+def _compare(have: Version, op: str, want: Version) -> bool:
+    return {">=": have >= want, "<=": have <= want, ">": have > want, "<": have < want,
+            "=": have == want, "==": have == want, "!=": have != want}[op]
+
+
+def _constraint(term: str, known: Dict[str, Any]) -> Optional[bool]:
+    """One constraint (``cuda>=9.2``) against this machine: True, False, or None when it cannot be told (a
+    brand or architecture not known, a version that does not parse)."""
+    m = _CONSTRAINT.match(term.strip().lower())
+    if not m:
+        return None
+    key, op, want = m.groups()
+    if key == "brand":
+        return None  # the GPUs' brand is not among the facts: never decided here
+    if key == "arch":
+        ccs = known.get("arch") or []
+        wanted = versions.parse(want)
+        if not ccs or wanted is None:
+            return None
+        return all(_compare(cc, op, wanted) for cc in ccs)
+    have, wanted = known.get(key), versions.parse(want)
+    if have is None or wanted is None:
+        return None
+    return _compare(have, op, wanted)
+
+
+def _version_key(text: str) -> Version:
+    return versions.parse(text) or Version("0")
+
+
+def require_holds(expression: str, known: Dict[str, Any]) -> Optional[bool]:
+    """An NVIDIA_REQUIRE_* expression against this machine: space-separated alternatives (any one suffices) of
+    comma-separated constraints (all must hold). None when it cannot be told."""
+    verdicts = []
+    for alternative in expression.split():
+        terms = [_constraint(t, known) for t in alternative.split(",") if t]
+        verdicts.append(False if False in terms else (None if None in terms else True))
+    if True in verdicts:
+        return True
+    return None if None in verdicts or not verdicts else False
+
+
+@check("container-image-requirements", requires=("container.images", "driver.cuda_version"),
+       reads=("driver.version", "gpu.N.compute_capability"), layers=("containers",), codes=(
+    CodeDoc("container.image_needs_newer_driver", "error",
+            "A Docker image on this machine requires (NVIDIA_REQUIRE_CUDA) a newer CUDA than the installed driver "
+            "supports.", "container.images, driver.cuda_version",
+            "The NVIDIA Container Toolkit refuses to start it: 'nvidia-container-cli: requirement error: "
+            "unsatisfied condition: cuda>=X'.", REQUIRE_DOC,
+        messages=(Message("requirement error: unsatisfied condition", REQUIRE_DOC),)),
+))
+def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    cuda = versions.parse(str(facts.value("driver.cuda_version") or ""))
+    if cuda is None:
+        return
+    ccs = [versions.parse(str(facts.value("gpu.%d.compute_capability" % i) or ""))
+           for i in range(int(facts.value("gpu.count") or 0) if isinstance(facts.value("gpu.count"), int) else 0)]
+    known = {"cuda": cuda, "driver": versions.parse(str(facts.value("driver.version") or "")),
+             "arch": [cc for cc in ccs if cc is not None] if ccs and None not in ccs else []}
+    refused = []
+    for image in facts.value("container.images") or []:
+        if not isinstance(image, dict) or image.get("disable_require"):
+            continue
+        unmet = {k: v for k, v in sorted((image.get("require") or {}).items())
+                 if isinstance(v, str) and require_holds(v, known) is False}
+        if unmet:
+            refused.append((image, unmet))
+    if not refused:
+        return
+    needs = []
+    for image, unmet in refused:
+        wants = [m.group(3) for v in unmet.values() for t in v.split() for m in [_CONSTRAINT.match(t.lower())]
+                 if m and m.group(1) == "cuda" and m.group(2) in (">=", ">")]
+        needs.append((", ".join(image.get("tags") or [image.get("id", "?")]),
+                      " ".join("%s=%s" % kv for kv in unmet.items()), max(wants, key=_version_key) if wants else ""))
+    newest = max((n[2] for n in needs if n[2]), key=_version_key, default="")
+    names = "; ".join("%s (%s)" % (tags, req) for tags, req, _ in needs)
+    floor = min_driver_for_cuda(newest) if newest else None
+    driver = facts.value("driver.version") or "?"
+    yield Finding(
+        code="container.image_needs_newer_driver", severity="error", components=["docker", "driver"],
+        title="Docker image%s %s need%s a newer driver than %s (CUDA %s)" % (
+            "s" if len(needs) > 1 else "", ", ".join(n[0] for n in needs), "" if len(needs) > 1 else "s", driver,
+            cuda),
+        detail="The NVIDIA Container Toolkit checks an image's NVIDIA_REQUIRE_* constraints against the driver "
+               "before it starts the container and refuses it ('nvidia-container-cli: requirement error: "
+               "unsatisfied condition'). Unmet here: %s." % names,
+        evidence=_ev(facts, "container.images", "driver.cuda_version", "driver.version"),
+        source={"rule": "NVIDIA_REQUIRE_*: space-separated alternatives of comma-separated constraints, checked "
+                        "against the driver's CUDA version, the driver version and the GPUs",
+                "url": REQUIRE_DOC, "checked": "2026-11-29"},
+        fix=Fix(text="Install a driver that supports CUDA %s%s, or use an image built for CUDA %s or older." % (
+                    newest, " (%s or newer)" % floor if floor else "", cuda) if newest else
+                "Install a driver that meets the image's constraints, or use an image that the driver meets."))

@@ -494,6 +494,8 @@ FILE_FILTERS: Dict[str, Callable[[str], str]] = {}
 COMMAND_FILTERS: Dict[Tuple[str, ...], Callable[[str], str]] = {}
 #: The same by the end of the path (``.dist-info/METADATA``: its headers, without the description).
 FILE_SUFFIX_FILTERS: Dict[str, Callable[[str], str]] = {}
+#: The same by a pattern of the whole path (Docker's image configs: ``.../imagedb/content/sha256/<id>``).
+FILE_PATTERN_FILTERS: List[Tuple[re.Pattern[str], Callable[[str], str]]] = []
 
 
 def file_filter(path: str) -> Optional[Callable[[str], str]]:
@@ -501,4 +503,6 @@ def file_filter(path: str) -> Optional[Callable[[str], str]]:
     keep = FILE_FILTERS.get(path)
     if keep is None:
         keep = next((f for suffix, f in FILE_SUFFIX_FILTERS.items() if path.endswith(suffix)), None)
+    if keep is None:
+        keep = next((f for pattern, f in FILE_PATTERN_FILTERS if pattern.search(path)), None)
     return keep

@@ -26,7 +26,7 @@ import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from ..facts import Fact, ok, timed_out, unknown
-from ..host.base import FILE_FILTERS, CommandResult, Host
+from ..host.base import FILE_FILTERS, FILE_PATTERN_FILTERS, CommandResult, Host
 from ..host.privacy import redact_environ
 from . import ProbeContext, register
 
@@ -706,6 +706,87 @@ def podman_fact(host: Host) -> Fact:
     return ok("container.podman", {"installed": True, "version": m.group(1)}, src, "Podman")
 
 
+#: Where dockerd keeps its data when daemon.json names no other place ("data-root"; "graph" before Docker 17.05).
+DOCKER_ROOT = "/var/lib/docker"
+#: The most images whose configuration is read (the newest tags of a large image store stay unread past it).
+MAX_IMAGES = 200
+#: An image's configuration in dockerd's own store (the graph drivers' layout: image/<driver>/imagedb/...).
+_IMAGE_CONFIG = re.compile(r"/image/[^/]+/imagedb/content/sha256/[0-9a-f]{64}$")
+#: The image variables kept: the NVIDIA Container Toolkit's constraints (NVIDIA_REQUIRE_*, NVIDIA_DISABLE_REQUIRE)
+#: and the CUDA release of NVIDIA's CUDA images; the rest of an image's environment may hold secrets.
+_KEPT_ENV = re.compile(r"^(NVIDIA_REQUIRE_[A-Z0-9_]+|NVIDIA_DISABLE_REQUIRE|CUDA_VERSION)=")
+
+
+def keep_image_config(text: str) -> str:
+    """What a snapshot keeps of an image's configuration: the kept variables of its environment."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return ""
+    env = _as_dict(_as_dict(doc).get("config")).get("Env")
+    kept = [e for e in env if isinstance(e, str) and _KEPT_ENV.match(e)] if isinstance(env, list) else []
+    return json.dumps({"config": {"Env": kept}})
+
+
+FILE_PATTERN_FILTERS.append((_IMAGE_CONFIG, keep_image_config))
+
+
+def images_fact(host: Host, daemon_json: Optional[Dict[str, Any]]) -> Optional[Fact]:
+    """``container.images``: Docker's local images that carry NVIDIA Container Toolkit constraints
+    (``NVIDIA_REQUIRE_CUDA`` in NVIDIA's CUDA images and those built on them), read from dockerd's image store
+    (its ``repositories.json`` and each image's configuration), without asking the daemon. None when the store
+    cannot be read (not there, another user's: dockerd keeps it to root) or holds no such image."""
+    doc = daemon_json or {}
+    root = doc.get("data-root") or doc.get("graph") or DOCKER_ROOT
+    if not isinstance(root, str) or not root.startswith("/"):
+        return None
+    base = posixpath.join(root, "image")
+    listing = host.list_dir(base)
+    if not listing.ok:
+        return None
+    images: Dict[str, Dict[str, Any]] = {}
+    for driver in listing.names():
+        res = host.read_file(posixpath.join(base, driver, "repositories.json"), limit=8 * 1024 * 1024)
+        try:
+            repos = _as_dict(json.loads(res.text or "")).get("Repositories")
+        except ValueError:
+            continue
+        for tags in _as_dict(repos).values():
+            for tag, ident in sorted(_as_dict(tags).items()):
+                if "@sha256:" in tag or not isinstance(ident, str) or not ident.startswith("sha256:"):
+                    continue
+                entry = images.get(ident)
+                if entry is None:
+                    if len(images) >= MAX_IMAGES:
+                        continue
+                    entry = images[ident] = {"tags": [], "driver": driver}
+                entry["tags"].append(tag)
+    found: List[Dict[str, Any]] = []
+    for ident, entry in images.items():
+        hexid = ident.split(":", 1)[1]
+        if not re.match(r"^[0-9a-f]{64}$", hexid):
+            continue
+        text = host.read_text(posixpath.join(base, entry["driver"], "imagedb/content/sha256", hexid),
+                              limit=4 * 1024 * 1024)
+        try:
+            env = _as_dict(_as_dict(json.loads(text or "")).get("config")).get("Env")
+        except ValueError:
+            continue
+        if not isinstance(env, list):
+            continue
+        variables = dict(e.split("=", 1) for e in env if isinstance(e, str) and "=" in e and _KEPT_ENV.match(e))
+        require = {k: v for k, v in variables.items() if k.startswith("NVIDIA_REQUIRE_")}
+        if not require:
+            continue
+        found.append({"tags": sorted(entry["tags"]), "id": hexid[:12], "require": require,
+                      "disable_require": variables.get("NVIDIA_DISABLE_REQUIRE", "").lower() in ("1", "true"),
+                      "cuda_version": variables.get("CUDA_VERSION")})
+    if not found:
+        return None
+    return ok("container.images", sorted(found, key=lambda i: i["tags"]), "dir:" + base,
+              "Docker images with NVIDIA constraints")
+
+
 @register("containers", "Containers", order=100,
           produces=("container.*",))
 def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
@@ -745,6 +826,9 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
             if cg is not None:
                 facts.append(cg)
     facts.append(cdi_fact(host))
+    images = images_fact(host, dj)
+    if images is not None:
+        facts.append(images)
     facts.append(podman_fact(host))
     shm = shm_fact(host)
     if shm is not None:
