@@ -19,7 +19,7 @@ Which distributions a release supports and which driver it needs come from the m
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -43,6 +43,9 @@ from . import (
 from . import driver as driver_recipe
 
 COMPONENT = "cuda"
+#: The facts a plan of this recipe may add (:func:`provides`): the probes the pre-flight's checks of them need
+#: are run with the planning probes.
+PROVIDES = ("cuda.nvcc", "cuda.toolkits", "cuda.home", "driver.version", "driver.cuda_version")
 METHODS: Tuple[str, ...] = ("repo", "runfile", "redist", "conda")
 GUIDE = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
 RUNFILE_BASE = "https://developer.download.nvidia.com/compute/cuda"
@@ -128,30 +131,17 @@ def _driver_flavor(facts: Any) -> str:
 
 
 def _driver_steps(request: Request, target: Target, facts: Any, full: str) -> Tuple[List[Step], List[str]]:
-    """Pre-check the driver: steps to add (``--with-driver``) and notes; RecipeError when too old."""
+    """The driver this plan installs first (``--with-driver``, or a driver too old for CUDA ``full``) and the
+    notes about the driver. Whether the driver runs the toolkit is not decided here: it is the checks' verdict on
+    the facts after the plan (``envdoctor.preflight``, over :func:`provides`), as ``diagnose`` would give it."""
     needed = hardware.min_driver_for_cuda(full) or ""
     branch = driver_recipe.branch_of(needed) if needed else None
     old = driver_recipe.too_old_for(full, facts)
-    row = hardware.cuda_release(full)
-    src = row["source"]["url"] if row else GUIDE
     if old is not None and not request.with_driver:
         note = minor_compat_note(full, facts)
-        if note:
-            return [], [note]
+        return [], [note] if note else []
     if old is not None:
         installed, need = old
-        if not request.with_driver:
-            newest = hardware.newest_cuda_for_driver(installed) if installed[0].isdigit() else None
-            if newest is None:
-                sup = facts.value("driver.cuda_version")
-                newest = str(sup) if sup else None
-            alts = [f"envdoctor install cuda --version {full} --with-driver   (installs driver branch {branch}; "
-                    "reboot)",
-                    f"envdoctor install driver --version {branch}"]
-            if newest:
-                alts.append(f"envdoctor install cuda --version {newest}   (runs on the installed driver)")
-            raise RecipeError(f"the installed driver ({installed}) cannot run CUDA {full}: it needs driver "
-                              f">= {need} (Table 3, {src})", alts)
         return (driver_recipe.driver_steps(target, branch, _driver_flavor(facts), minimum=True),
                 [f"The installed driver ({installed}) is too old for CUDA {full} (needs >= {need}): "
                  f"driver branch {branch} is installed first, and a reboot follows"])
@@ -162,6 +152,48 @@ def _driver_steps(request: Request, target: Target, facts: Any, full: str) -> Tu
         return [], [f"No NVIDIA driver is installed: CUDA {full} programs need driver >= {needed} to run "
                     f"(add --with-driver, or: envdoctor install driver --version {branch})"]
     return [], []
+
+
+def provides(full: str, prefix: str, with_driver: bool = False, kind: str = "system",
+             home: bool = False) -> Dict[str, Any]:
+    """The facts after a plan that installs CUDA ``full`` into ``prefix`` (:attr:`Plan.provides`): its nvcc is the
+    one on PATH (as the plan's note tells the user to make it; with ``home``, ``CUDA_HOME`` names the prefix too),
+    the toolkit is among the machine's; with ``with_driver``, the driver is the least one Table 3 gives the release
+    (``cuda.json`` min_driver_linux), which supports CUDA up to this release (the module, its device nodes and the
+    rest of the driver's health are what the driver's install and the reboot after it make: not planned facts)."""
+    nvcc = f"{prefix}/bin/nvcc"
+    mm = _mm(full)
+    out: Dict[str, Any] = {
+        "cuda.nvcc": {"path": nvcc, "resolved": nvcc, "release": mm, "version": full, "toolkit": prefix},
+        "cuda.toolkits": [{"path": prefix, "version": full, "release": mm, "kind": kind, "nvcc": True}],
+    }
+    if home:
+        out["cuda.home"] = {"var": "CUDA_HOME", "path": prefix, "version": full}
+    needed = hardware.min_driver_for_cuda(full)
+    if with_driver and needed:
+        out.update({"driver.version": needed, "driver.cuda_version": mm})
+    return out
+
+
+def alternatives(full: str, facts: Any, installs_driver: bool = True) -> List[str]:
+    """What else to run when the checks refuse CUDA ``full`` because of the driver (``envdoctor.preflight``): the
+    same CUDA with the driver it needs, that driver alone, or the newest CUDA the installed driver runs natively."""
+    needed = hardware.min_driver_for_cuda(full) or ""
+    branch = driver_recipe.branch_of(needed) if needed else None
+    installed = facts.value("driver.version") if facts is not None else None
+    installed = installed if isinstance(installed, str) and installed[:1].isdigit() else None
+    newest = hardware.newest_cuda_for_driver(installed) if installed else None
+    if newest is None and installs_driver and facts is not None and facts.value("driver.cuda_version"):
+        newest = str(facts.value("driver.cuda_version"))
+    out = []
+    if installs_driver and branch:
+        out.append(f"envdoctor install cuda --version {full} --with-driver   (installs driver branch {branch}; "
+                   "reboot)")
+    if branch:
+        out.append(f"envdoctor install driver --version {branch}")
+    if newest:
+        out.append(f"envdoctor install cuda --version {newest}   (runs on the installed driver)")
+    return out
 
 
 PTX_JIT_NOTE = ("minor-version compatibility does not cover PTX JIT: code shipped only as PTX newer than the "
@@ -197,21 +229,11 @@ def minor_compat_note(full: str, facts: Any) -> Optional[str]:
 
 
 def check_driver(full: str, facts: Any) -> List[str]:
-    """For methods that install no driver (redist, conda): notes, or RecipeError when the driver cannot run
-    CUDA ``full`` even with minor-version compatibility."""
-    if facts is None or driver_recipe.too_old_for(full, facts) is None:
-        return []
-    note = minor_compat_note(full, facts)
-    if note:
-        return [note]
-    installed, need = driver_recipe.too_old_for(full, facts) or ("", "")
-    floor = hardware.min_driver_for_cuda(full, minor_compat=True) or need
-    newest = hardware.newest_cuda_for_driver(installed, minor_compat=True) if installed[:1].isdigit() else None
-    alts = [f"envdoctor install driver --version {driver_recipe.branch_of(need)}"]
-    if newest:
-        alts.append(f"envdoctor install cuda --version {newest}   (runs on the installed driver)")
-    raise RecipeError(f"the installed driver ({installed}) cannot run CUDA {full}, not even with minor-version "
-                      f"compatibility (needs >= {floor}; {need} for full support)", alts)
+    """For methods that install no driver (redist, conda): the note when the installed driver runs CUDA ``full``
+    only through minor-version compatibility (whether it runs it at all is the checks' verdict:
+    ``envdoctor.preflight``)."""
+    note = minor_compat_note(full, facts) if facts is not None else None
+    return [note] if note else []
 
 
 def plan(request: Request, target: Target, facts: Any) -> Plan:
@@ -234,7 +256,8 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         return Plan(title=f"install CUDA {full} with conda", component=COMPONENT, version=full, method=method,
                     target=target.describe, steps=[step],
                     notes=check_driver(full, facts) + ["Installs into the conda environment active when the script "
-                                                       "runs"])
+                                                       "runs"],
+                    provides=provides(full, "$CONDA_PREFIX", kind="conda"))
     prefix = request.prefix or f"/usr/local/cuda-{mm}"
     nvcc = f"{prefix}/bin/nvcc"
     done = [] if request.force else [exists(nvcc)]
@@ -267,7 +290,9 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     if dist_warning:
         notes.insert(0, dist_warning)
     return Plan(title=f"install CUDA {full} ({method}) on {target.describe}", component=COMPONENT, version=full,
-                method=method, target=target.describe, steps=steps, reboot_required=bool(dsteps), notes=notes)
+                method=method, target=target.describe, steps=steps, reboot_required=bool(dsteps), notes=notes,
+                provides=provides(full, prefix, with_driver=bool(dsteps) and (
+                    driver_recipe.too_old_for(full, facts) is not None or not facts.value("driver.version"))))
 
 
 def runfile_name(full: str, target: Target) -> str:

@@ -327,8 +327,8 @@ def plan_id(req: RedistRequest, manifest: Manifest) -> str:
 def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
     """The steps installing ``req`` from ``manifest``.  Pure: reads nothing, changes nothing.
 
-    With ``facts``, CUDA is checked against the installed driver (minor-version compatibility applies;
-    :func:`recipes.cuda.check_driver` raises RecipeError when even that cannot run it).
+    With ``facts``, a note says when the installed driver runs CUDA only through minor-version compatibility
+    (whether it runs it at all is the checks' verdict on :attr:`Plan.provides`: ``envdoctor.preflight``).
 
     A manifest of another release or product than asked for (a mirror's misnamed or substituted copy) is
     refused. With ``req.force`` nothing is skipped because an identical install seems to be in place: every
@@ -398,6 +398,9 @@ def plan(req: RedistRequest, manifest: Manifest, facts: Any = None) -> Plan:
                  f"LD_LIBRARY_PATH={prefix}/lib:$LD_LIBRARY_PATH"]
     else:
         notes = [f"To use it: export LD_LIBRARY_PATH={prefix}/lib:$LD_LIBRARY_PATH (headers in {prefix}/include)"]
+    facts_after: Dict[str, Any] = {}
+    if req.product == "cuda" and ("cuda_nvcc" in {a.component for a in archives}):
+        facts_after = cuda_recipe.provides(manifest.release_label, prefix, home=True)
     return Plan(title=title, component=req.product, version=manifest.release_label, method="redist",
                 target=req.platform, steps=steps, notes=notes, resume_command=req.resume_command,
-                installed=None if req.force else installed)
+                installed=None if req.force else installed, provides=facts_after)

@@ -86,17 +86,27 @@ def test_cuda_12_4_on_driver_535_plans_with_minor_version_compatibility():
     assert not p.reboot_required and not any(s.id == "install-driver" for s in p.steps)
 
 
+def _preflight(plan, facts):
+    """install's pre-flight of ``plan`` (the checks on the facts after it): RecipeError when it refuses."""
+    from envdoctor.cli.install import preflight_check
+
+    preflight_check(plan, facts, (), load_recipe(plan.component))
+
+
 def test_cuda_of_a_newer_major_is_still_refused_on_an_old_driver():
     facts = machine_facts("470.82.01", 11040, [[8, 0]])
-    with pytest.raises(RecipeError, match="cannot run CUDA 12"):
-        load_recipe("cuda").plan(Request("cuda", "12.4", "conda"), UBUNTU, facts)
+    plan = load_recipe("cuda").plan(Request("cuda", "12.4", "conda"), UBUNTU, facts)
+    with pytest.raises(RecipeError, match="driver.too_old_for_toolkit: .* needs CUDA 12.4") as err:
+        _preflight(plan, facts)
+    assert "envdoctor install driver --version 550" in err.value.alternatives
 
 
 def test_redist_cuda_checks_the_driver_too():
     m = cuda_redist.parse_manifest(REAL_CUDA_12_4_1)
     req = cuda_redist.RedistRequest("cuda", "12.4.1", "/scratch/u/cuda-12.4")
-    with pytest.raises(RecipeError, match="not even with minor-version compatibility"):
-        cuda_redist.plan(req, m, machine_facts("470.82.01", 11040, [[8, 0]]))
+    old = machine_facts("470.82.01", 11040, [[8, 0]])
+    with pytest.raises(RecipeError, match="driver.too_old_for_toolkit"):
+        _preflight(cuda_redist.plan(req, m, old), old)
     p = cuda_redist.plan(req, m, machine_facts("535.104.05", 12020, [[9, 0]]))
     assert any("minor-version compatibility" in n for n in p.notes)
 

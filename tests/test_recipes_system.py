@@ -171,10 +171,16 @@ def test_unknown_method_is_refused():
 
 
 def test_driver_too_old_for_cuda_is_refused_naming_the_driver():
-    facts = _facts(**{"driver.installed": True, "driver.cuda_version": "12.2"})
+    # install's pre-flight: the compat.driver-vs-cuda check on the facts after the plan (its nvcc 12.8 on PATH)
+    from envdoctor.cli.install import preflight_check
+
+    facts = _facts(**{"driver.installed": True, "driver.version": "470.82.01", "driver.cuda_version": "11.4"})
+    cuda = load_recipe("cuda")
+    plan = cuda.plan(Request("cuda", "12.8", None), parse_target("ubuntu22.04"), facts)
     with pytest.raises(RecipeError) as e:
-        load_recipe("cuda").plan(Request("cuda", "12.8", None), parse_target("ubuntu22.04"), facts)
-    assert "needs driver >= 570.124.06" in e.value.message
+        preflight_check(plan, facts, (), cuda)
+    assert "driver.too_old_for_toolkit: Driver 470.82.01 supports CUDA up to 11.4" in e.value.message
+    assert "needs CUDA 12.8" in e.value.message
     assert any("--with-driver" in a for a in e.value.alternatives)
     assert any("install driver --version 570" in a for a in e.value.alternatives)
 

@@ -50,7 +50,9 @@ def _render(component: str, version: Optional[str], method: Optional[str], prefi
 def _redist_ok(component: str, version: str, prefix: str, facts: Any = None) -> bool:
     """The no-root redist method plans from NVIDIA's manifest (fetched over the network when it runs); here
     the request is validated as the CLI validates it, the version must be one the recipe knows, and (for CUDA)
-    the installed driver must run it, as the command checks before it downloads anything."""
+    the installed driver must run it natively (:func:`envdoctor.matrix.hardware.driver_runs`, the rule the
+    ``compat.driver-vs-cuda`` check applies: under minor-version compatibility ``install``'s pre-flight may refuse
+    it, nvcc's default build being PTX the driver cannot JIT)."""
     from envdoctor.recipes import RecipeError, load_recipe
 
     from ..install import validate
@@ -61,9 +63,9 @@ def _redist_ok(component: str, version: str, prefix: str, facts: Any = None) -> 
         validate.prefix(prefix)
         recipe = load_recipe(component)
         known = recipe.versions()
-        if component == "cuda" and facts is not None:
-            recipe.check_driver(version, facts)
     except (ValidationError, RecipeError, ImportError):
+        return False
+    if component == "cuda" and facts is not None and not _driver_runs(version, facts):
         return False
     mm = ".".join(version.split(".")[:2])
     from packaging.version import InvalidVersion, Version
@@ -74,6 +76,16 @@ def _redist_ok(component: str, version: str, prefix: str, facts: Any = None) -> 
     except InvalidVersion:
         return False
     return any(k == version or k == mm or k.startswith(mm + ".") for k in known)
+
+
+def _driver_runs(version: str, facts: Any) -> bool:
+    """Whether the installed driver runs CUDA ``version`` natively; True when that is unknown."""
+    from ..matrix.hardware import driver_runs
+
+    installed = facts.value("driver.version")
+    verdict = driver_runs(version, installed if isinstance(installed, str) else None,
+                          facts.value("driver.cuda_version"), wsl=bool(facts.value("os.wsl")))
+    return verdict in (None, "ok")
 
 
 def install_line(facts: Any, component: str, version: Optional[str] = None, method: Optional[str] = None,

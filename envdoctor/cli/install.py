@@ -63,11 +63,23 @@ def _default_platform() -> str:
     return LiveHost().uname().get("machine", "")
 
 
-def _machine_facts(snapshot: Optional[str], python_exe: Optional[str] = None) -> Any:
-    """This machine's facts (or a snapshot's), taken as every command takes its subject (:func:`subject`): what
-    the recipes pre-check against, the interpreter's those of ``--python`` when given. Probing is bounded by
-    ENVDOCTOR_TIMEOUT, as diagnose is (this command's --download-timeout is the download time-out)."""
-    return subject(snapshot, None, env_timeout(), python_exe, enough=()).facts
+def _machine(snapshot: Optional[str], python_exe: Optional[str] = None, module: Any = None) -> Any:
+    """This machine (or a snapshot), taken as every command takes its subject (:func:`subject`): the facts the
+    recipes plan from, the interpreter's those of ``--python`` when given, and those the pre-flight's checks
+    judge the facts after the plan with (:func:`envdoctor.preflight.probes_for` the recipe's ``PROVIDES``).
+    Probing is bounded by ENVDOCTOR_TIMEOUT, as diagnose is (this command's --download-timeout is the download
+    time-out)."""
+    from .. import preflight
+
+    probes = preflight.probes_for(getattr(module, "PROVIDES", ()))
+    return subject(snapshot, None, env_timeout(), python_exe, enough=(), probes=probes)
+
+
+def preflight_check(the_plan: Any, facts: Any, probe_results: Any = (), module: Any = None) -> None:
+    """:func:`envdoctor.preflight.check`: RecipeError (exit 2) when the checks refuse the facts after the plan."""
+    from .. import preflight
+
+    preflight.check(the_plan, facts, probe_results, module)
 
 
 def list_text(os_name: Optional[str] = None) -> str:
@@ -186,10 +198,12 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
             force_any: bool, log_file: Optional[str], timeout: float, deadline: float, retries: int) -> None:
     """Install COMPONENT (driver, cuda, cudnn, nccl, container-toolkit ...).
 
-    Builds a plan for the target system (this machine, or --os) after checking
-    the component against what is installed (CUDA over a driver too old for it
-    is refused unless --with-driver). --dry-run prints the plan as a script
-    that runs as-is; nothing runs without --yes or a confirmation.
+    Builds a plan for the target system (this machine, or --os), then judges
+    the machine as it would be after it with diagnose's own checks: an error
+    they would report refuses the plan (CUDA over a driver too old for it,
+    unless --with-driver; a host GCC its nvcc rejects; a GPU it cannot build
+    for), a warning is added to its notes. --dry-run prints the plan as a
+    script that runs as-is; nothing runs without --yes or a confirmation.
 
     With --method redist (the default for cuda/cudnn when --prefix is given):
     downloads NVIDIA's redistrib manifest, then its archives, verifies each
@@ -256,7 +270,11 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
 
     options = DownloadOptions(timeout=timeout, retries=retries, progress=default_progress_stream(),
                               deadline=deadline)
-    facts = _machine_facts(snapshot_path) if (component == "cudnn" and not variant) or component == "cuda" else None
+    from envdoctor.recipes import cuda as cuda_recipe
+
+    machine = _machine(snapshot_path, module=cuda_recipe if component == "cuda" else None) \
+        if (component == "cudnn" and not variant) or component == "cuda" else None
+    facts = machine.facts if machine is not None else None
     resume = _resume_command(component, str(version).strip(), method, prefix_path, names, mirror_url, plat, variant,
                              force, log_file, force_any)
     req = cuda_redist.RedistRequest(product=component, version=str(version).strip(), prefix=prefix_path,
@@ -293,6 +311,8 @@ def install(component: Optional[str], list_: bool, version: Optional[str], metho
     try:
         manifest = cuda_redist.parse_manifest(doc, shown)
         the_plan = cuda_redist.plan(req, manifest, facts)
+        if machine is not None:
+            preflight_check(the_plan, facts, machine.probe_results, cuda_recipe)
     except ValidationError as exc:
         raise fail(validate.shown_url(str(exc)), EXIT_USAGE) from None
     except RecipeError as exc:
@@ -429,11 +449,14 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
     except RecipeError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     try:
+        machine = None
         if os_name:
             target = parse_target(os_name)
-            facts = _machine_facts(snapshot) if snapshot is not None else Facts()
+            machine = _machine(snapshot, module=module) if snapshot is not None else None
+            facts = machine.facts if machine is not None else Facts()
         else:
-            facts = _machine_facts(snapshot, python_exe)
+            machine = _machine(snapshot, python_exe, module)
+            facts = machine.facts
             target = target_from_facts(facts)
             if snapshot is None and component == "container-toolkit":
                 from ..facts import ok
@@ -446,6 +469,7 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
                           prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe, venv=venv,
                           with_driver=with_driver, options=options)
         the_plan = module.plan(request, target, facts)
+        preflight_check(the_plan, facts, machine.probe_results if machine is not None else (), module)
     except (RecipeError, ValidationError) as exc:
         raise fail(str(exc), EXIT_USAGE) from None
     if dry_run:

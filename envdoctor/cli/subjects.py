@@ -4,7 +4,7 @@ without it; ``envdoctor.cli.common`` offers the same names to the commands."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..host.base import DEFAULT_TIMEOUT
 from ..host.live import live_host
@@ -36,7 +36,8 @@ class Subject:
     def __init__(self, kind: str, path: Optional[str] = None, host: Any = None, deadline: Optional[float] = None,
                  given: Optional[Dict[str, Any]] = None, timeout: float = DEFAULT_TIMEOUT,
                  document: Optional[Dict[str, Any]] = None,
-                 pause: Optional[Callable[[], Any]] = None, resume: Optional[Callable[[], Any]] = None) -> None:
+                 pause: Optional[Callable[[], Any]] = None, resume: Optional[Callable[[], Any]] = None,
+                 probes: Sequence[str] = ()) -> None:
         self.kind = kind  # "machine", "snapshot", "report" or "given"
         self.path = path  # the snapshot's or report's file
         self.host = host  # the seam to the machine or snapshot (None for a report or values alone)
@@ -47,6 +48,10 @@ class Subject:
         self._pause, self._resume = pause, resume
         self._facts: Any = None
         self._target: Any = None
+        #: The probes its facts come from: :data:`PLANNING_PROBES` and ``probes`` (those the command's judgement
+        #: needs besides: ``install``'s pre-flight); their records once probed (:attr:`probe_results`).
+        self.probes: Tuple[str, ...] = tuple(PLANNING_PROBES) + tuple(p for p in probes if p not in PLANNING_PROBES)
+        self.probe_results: List[Any] = []
 
     @property
     def snapshot(self) -> bool:
@@ -75,8 +80,8 @@ class Subject:
                 deadline = self.deadline if self.kind == "machine" else None
                 if self._pause is not None:
                     self._pause()
-                self._facts = Facts(f for r in run_probes(self.host, deadline=deadline, only=PLANNING_PROBES)
-                                    for f in r.facts)
+                self.probe_results = run_probes(self.host, deadline=deadline, only=self.probes)
+                self._facts = Facts(f for r in self.probe_results for f in r.facts)
                 if self._resume is not None:
                     self._resume()
         return self._facts
@@ -123,7 +128,8 @@ class Subject:
 def subject(snapshot: Optional[str] = None, given: Optional[Dict[str, Optional[str]]] = None,
             timeout: float = DEFAULT_TIMEOUT, python_exe: Optional[str] = None,
             pause: Optional[Callable[[], Any]] = None, resume: Optional[Callable[[], Any]] = None,
-            report: Optional[str] = None, enough: Any = ("driver", "cc"), reports: bool = False) -> Subject:
+            report: Optional[str] = None, enough: Any = ("driver", "cc"), reports: bool = False,
+            probes: Sequence[str] = ()) -> Subject:
     """The one way a command takes its subject (``--snapshot``, ``--report``, this machine, or values given):
     a report file (``--report``, read whole; a pipe waited for ``timeout``), else a snapshot (exit 2 with the
     reason it cannot be replayed), else, when the values given (``--driver`` and ``--cc``/``--gpu``, ``--os``,
@@ -131,7 +137,8 @@ def subject(snapshot: Optional[str] = None, given: Optional[Dict[str, Optional[s
     ``python_exe`` when given, else the one ``envdoctor.host.interpreter.choose`` picks), its probes finished
     within ``timeout``. Given values replace the machine's in the :attr:`Subject.target`. ``pause``/``resume``
     bracket the probes (a progress line that must not write over them). Nothing is probed until asked for.
-    ``reports``: the command takes ``--report`` too (a report given as a snapshot is pointed there)."""
+    ``reports``: the command takes ``--report`` too (a report given as a snapshot is pointed there). ``probes``:
+    the probes its facts need besides :data:`PLANNING_PROBES` (``install``'s pre-flight)."""
     from . import EXIT_USAGE, fail
 
     given = dict(given or {})
@@ -148,9 +155,9 @@ def subject(snapshot: Optional[str] = None, given: Optional[Dict[str, Optional[s
         return Subject("report", report, given=given, timeout=timeout, document=document)
     if snapshot is not None:
         return Subject("snapshot", snapshot, open_snapshot(snapshot, timeout, "--report" if reports else None),
-                       given=given, timeout=timeout, pause=pause, resume=resume)
+                       given=given, timeout=timeout, pause=pause, resume=resume, probes=probes)
     if enough and all(given.get(k) for k in enough):
         return Subject("given", given=given, timeout=timeout)
     host, deadline = live_host(timeout, python_exe)
     return Subject("machine", host=host, deadline=deadline, given=given, timeout=timeout, pause=pause,
-                   resume=resume)
+                   resume=resume, probes=probes)

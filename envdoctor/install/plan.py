@@ -702,6 +702,10 @@ class Plan:
     resume_command: str = ""
     #: Holds when the whole plan's result is already in place (an identical install exists).
     installed: Optional[Check] = None
+    #: The facts after the plan: what ``envdoctor diagnose`` would read once it ran (fact key -> value; a list
+    #: adds its entries to the machine's). ``envdoctor.preflight`` judges them with the checks' own units before
+    #: anything runs. Not part of the plan's document (:meth:`to_dict`).
+    provides: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def needs_root(self) -> bool:

@@ -185,8 +185,9 @@ def driver_runs(cuda: Any, version: Any, supports: Any, wsl: bool = False) -> Op
     """What a driver does with programs built for CUDA ``cuda`` (``"12"``, ``"12.4"``, or an update ``"12.4.1"``):
     ``"ok"`` (natively), ``"minor_compat"`` (through CUDA minor-version compatibility: the same major, the driver at
     or above that major's floor when its version is known), ``"too_old"``, or None when the driver's CUDA is not
-    known (:func:`driver_cuda`). The one rule ``diagnose`` (``compat.driver-vs-cuda``) and ``install`` (the cuda
-    recipe's pre-flight) apply. An update may need a newer driver than its release's first (Table 3's
+    known (:func:`driver_cuda`). The one rule: ``compat.driver-vs-cuda`` applies it (for ``diagnose`` and for
+    ``install``'s pre-flight, ``envdoctor.preflight``); the cuda recipe asks it only to plan the driver it installs.
+    An update may need a newer driver than its release's first (Table 3's
     ``driver_by_update``): with the driver's version known, natively means at least that driver."""
     from ..versions import major_minor
     from ..versions import parse as parse_any

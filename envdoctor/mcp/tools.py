@@ -426,6 +426,9 @@ def _install_plan(call: Call, args: Dict[str, Any]) -> Dict[str, Any]:
         request = Request(component=component, version=version.strip() if version else None, method=method,
                           with_driver=bool(args.get("with_driver")), options=options)
         plan = module.plan(request, target, facts)
+        from .. import preflight
+
+        preflight.check(plan, facts, (), module)  # the checks on the facts after the plan, as `install` does
     except (RecipeError, validate.ValidationError) as exc:
         raise Refused(str(exc)) from None
     except ImportError:

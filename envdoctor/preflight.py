@@ -1,0 +1,136 @@
+"""``install``'s pre-flight: the checks' own units judge the machine as it would be after the plan.
+
+A recipe says what its plan adds to the machine (:attr:`envdoctor.install.plan.Plan.provides`: the toolkit whose
+nvcc will be on PATH, the driver it installs first...). The "facts after the plan" are the machine's facts with
+those over them (:func:`after_plan`); the checks that judge them are chosen from the check registry by the facts
+they name (:func:`checks_for`: a provided key in a check's ``requires=``, or named in its ``reads=`` by more than
+its whole area, ``cuda.*``), and run, through the same runner as ``diagnose`` (:func:`envdoctor.checks.run_checks`,
+with what they yield to), on the facts before and after the plan. What the plan brings is what is found after it
+and not before (a finding the machine already has, the same code and title, is not the plan's doing, and
+installing may be its fix): an
+error refuses the plan (exit 2, as every refusal), with the finding's code and title as ``diagnose`` would show
+them once the plan ran; a warning is added to the plan's notes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
+
+from .checks import CheckContext, CheckSpec, all_checks, run_checks, yielded_to
+from .checks.suggest import INSTALL_LINE_READS
+from .facts import Fact, Facts
+from .findings import Finding
+
+#: Where a fact after the plan comes from (its ``source``): not read from the machine, planned.
+SOURCE = "plan"
+
+
+def _covers(entry: str, key: str) -> bool:
+    """Whether a ``requires=``/``reads=`` entry (``*`` or ``N`` for any one part) names the fact ``key``."""
+    want, have = entry.split("."), key.split(".")
+    return len(want) == len(have) and all(w in ("*", "N") or w == h for w, h in zip(want, have))
+
+
+def _judges(spec: CheckSpec, keys: Iterable[str]) -> bool:
+    """Whether ``spec`` judges one of the facts ``keys``: a key it requires, or one its ``reads=`` names by more
+    than its whole area (``cuda.*``, ``*``) and not only for the install line of a fix."""
+    named = tuple(spec.requires or ()) + tuple(
+        r for r in (spec.reads or ()) if r != "*" and r not in INSTALL_LINE_READS
+        and not (r.count(".") == 1 and r.endswith(".*")))
+    return any(_covers(entry, key) for entry in named for key in keys)
+
+
+def checks_for(keys: Iterable[str]) -> List[CheckSpec]:
+    """The checks that judge the facts ``keys`` (a plan's :attr:`provides`), in the order they run."""
+    wanted = list(keys)
+    return [spec for spec in all_checks() if _judges(spec, wanted)]
+
+
+def probes_for(keys: Iterable[str]) -> List[str]:
+    """The probes whose facts :func:`checks_for` ``keys`` (and the checks they yield to) require or read, with
+    those they wait for: what the subject must have probed for the pre-flight to judge as ``diagnose`` would."""
+    from .probes import all_probes, probes_reading, with_needs
+
+    specs = all_probes()
+    names: Set[str] = set()
+    for check in yielded_to(checks_for(keys)):
+        if check.requires is None or check.reads is None:
+            names.update(s.name for s in specs)
+            continue
+        for entry in check.requires + check.reads:
+            names.update(probes_reading(entry, specs))
+    return with_needs(names, specs)
+
+
+def after_plan(facts: Facts, provides: Dict[str, Any]) -> Facts:
+    """The facts after a plan: ``facts`` with each provided one over the machine's (a list adds its entries to
+    the machine's list of that fact). A new CUDA toolkit's nvcc runs the gcc on PATH: the machine's nvcc's own
+    host compiler (``compiler.nvcc_gcc``, from its nvcc.profile) is not the new one's."""
+    out = Facts(f for f in facts if not ("cuda.nvcc" in provides and f.key == "compiler.nvcc_gcc"))
+    for key, value in provides.items():
+        before = facts.get(key)
+        if isinstance(value, list) and before is not None and before.known and isinstance(before.value, list):
+            value = list(before.value) + [v for v in value if v not in before.value]
+        label = before.label if before is not None else ""
+        out.add(Fact(key, value, SOURCE, label=label))
+    return out
+
+
+class Verdict(NamedTuple):
+    """What a plan brings, as the checks judge the facts after it."""
+
+    errors: List[Finding]  # refuse the plan
+    warnings: List[Finding]  # said in the plan's notes
+
+
+def _said(findings: Sequence[Finding]) -> Set[Tuple[str, str]]:
+    return {(f.code, f.title) for f in findings}
+
+
+def judge(facts: Optional[Facts], provides: Dict[str, Any], probes: Sequence[Any] = ()) -> Verdict:
+    """The findings a plan that ``provides`` these facts brings to a machine of ``facts`` (its probe records
+    ``probes``: a check whose required facts' probe did not finish is skipped, as ``diagnose`` skips it)."""
+    if facts is None or not provides or not len(facts):
+        return Verdict([], [])
+    specs = checks_for(provides)
+    if not specs:
+        return Verdict([], [])
+    run = yielded_to(specs)
+    keep = [s.name for s in specs]
+    before = run_checks(CheckContext(facts, list(probes)), run, keep=keep)
+    after = run_checks(CheckContext(after_plan(facts, provides), list(probes)), run, keep=keep)
+    had = _said(before)
+    new = [f for f in after if (f.code, f.title) not in had and not f.code.startswith("envdoctor.")]
+    return Verdict([f for f in new if f.severity == "error"], [f for f in new if f.severity == "warning"])
+
+
+def refusal(title: str, errors: Sequence[Finding]) -> str:
+    """The refusal of the plan ``title`` (``install CUDA 12.4.1 (repo) on ...``): each error ``diagnose`` would
+    report after it, with its code and title (as ``diagnose`` shows them) and its fix."""
+    lines = [f"refusing to {title}: after it, `envdoctor diagnose` would report"]
+    for f in errors:
+        lines.append(f"  ERROR {f.code}: {f.title}")
+        if f.fix is not None and f.fix.text:
+            lines.append(f"    fix: {f.fix.text}")
+    return "\n".join(lines)
+
+
+def notes(warnings: Sequence[Finding]) -> List[str]:
+    """The plan's notes for the warnings it brings."""
+    return [f"After this, `envdoctor diagnose` would warn: {f.code}: {f.title}" for f in warnings]
+
+
+def check(plan: Any, facts: Optional[Facts], probes: Sequence[Any] = (), module: Any = None) -> None:
+    """Judge the machine as it would be after ``plan`` (:func:`judge`): RecipeError (``install`` exits 2) naming
+    each error ``diagnose`` would then report, with the recipe ``module``'s ``alternatives`` when the driver is the
+    cause; the warnings are added to the plan's notes."""
+    from .recipes import RecipeError
+
+    verdict = judge(facts, plan.provides, probes)
+    if verdict.errors:
+        alts: List[str] = []
+        hook = getattr(module, "alternatives", None)
+        if hook is not None and any("driver" in f.components for f in verdict.errors):
+            alts = hook(plan.version, facts, installs_driver=plan.method in ("repo", "runfile"))
+        raise RecipeError(refusal(plan.title, verdict.errors), alts)
+    plan.notes.extend(notes(verdict.warnings))
