@@ -16,6 +16,7 @@ from packaging.version import Version
 from .. import versions
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..host.nvml_worker import MAX_GPUS
 from ..matrix.hardware import min_driver_for_cuda
 from . import CheckContext, CodeDoc, Message, check
 from .suggest import INSTALL_LINE_READS, install_line
@@ -556,7 +557,7 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
     if cuda is None:
         return
     ccs = [versions.parse(str(facts.value("gpu.%d.compute_capability" % i) or ""))
-           for i in range(int(facts.value("gpu.count") or 0) if isinstance(facts.value("gpu.count"), int) else 0)]
+           for i in range(facts.count("gpu.count", MAX_GPUS) or 0)]
     known = {"cuda": cuda, "driver": versions.parse(str(facts.value("driver.version") or "")),
              "arch": [cc for cc in ccs if cc is not None] if ccs and None not in ccs else []}
     refused = []
