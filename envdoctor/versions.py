@@ -32,6 +32,11 @@ def parse(text: Any) -> Optional[Version]:
         return None
 
 
+def sort_key(text: Any) -> Version:
+    """``text`` as a version to order by: anything that does not parse sorts first (as 0)."""
+    return parse(text) or Version("0")
+
+
 def release(text: Any) -> Optional[str]:
     """``"12.4.131"`` -> ``"12.4"`` (major.minor, what compatibility tables speak); ``"12"`` -> ``"12.0"``."""
     v = parse(text)

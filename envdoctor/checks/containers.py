@@ -526,10 +526,6 @@ def _constraint(term: str, known: Dict[str, Any]) -> Optional[bool]:
     return _compare(have, op, wanted)
 
 
-def _version_key(text: str) -> Version:
-    return versions.parse(text) or Version("0")
-
-
 def require_holds(expression: str, known: Dict[str, Any]) -> Optional[bool]:
     """An NVIDIA_REQUIRE_* expression against this machine: space-separated alternatives (any one suffices) of
     comma-separated constraints (all must hold). None when it cannot be told."""
@@ -575,8 +571,9 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
         wants = [m.group(3) for v in unmet.values() for t in v.split() for m in [_CONSTRAINT.match(t.lower())]
                  if m and m.group(1) == "cuda" and m.group(2) in (">=", ">")]
         needs.append((", ".join(image.get("tags") or [image.get("id", "?")]),
-                      " ".join("%s=%s" % kv for kv in unmet.items()), max(wants, key=_version_key) if wants else ""))
-    newest = max((n[2] for n in needs if n[2]), key=_version_key, default="")
+                      " ".join("%s=%s" % kv for kv in unmet.items()),
+                      max(wants, key=versions.sort_key) if wants else ""))
+    newest = max((n[2] for n in needs if n[2]), key=versions.sort_key, default="")
     names = "; ".join("%s (%s)" % (tags, req) for tags, req, _ in needs)
     floor = min_driver_for_cuda(newest) if newest else None
     driver = facts.value("driver.version") or "?"

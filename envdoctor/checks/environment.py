@@ -227,7 +227,7 @@ def torch_cuda_arch_list(ctx: CheckContext) -> Iterable[Finding]:
             missed.setdefault(cc, str(facts.value("gpu.%d.name" % i) or "GPU %d" % i))
     if not missed:
         return  # covered, or a list envdoctor cannot read (a variable, "All"): nothing to say
-    ccs = sorted(missed, key=lambda c: versions.parse(c) or Version("0"))
+    ccs = sorted(missed, key=versions.sort_key)
     gpus = ", ".join("%s (%s)" % (missed[c], c) for c in ccs)
     keys = ["env.torch_cuda_arch_list"] + ["gpu.%d.compute_capability" % i for i in range(count)]
     yield Finding(

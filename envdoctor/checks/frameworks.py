@@ -368,16 +368,16 @@ def glibc_too_old(ctx: CheckContext) -> Iterable[Finding]:
 def _loaded_glibc_finding(facts: Facts, name: str, links: List[Any], system: Version) -> Optional[Finding]:
     """A CUDA library the loader hands ``name`` (from wherever it resolves: LD_LIBRARY_PATH, a tarball's lib/)
     that needs a newer glibc than this system's."""
-    over = [e for e in links if isinstance(e, dict) and _glibc(e.get("glibc")) is not None
-            and _glibc(e.get("glibc")) > system]  # type: ignore[operator]
+    needs = [(_glibc(e.get("glibc")), e) for e in links if isinstance(e, dict)]
+    over = [(need, e) for need, e in needs if need is not None and need > system]
     if not over:
         return None
-    worst = max(over, key=lambda e: _glibc(e.get("glibc")))  # type: ignore[arg-type,return-value]
+    worst = max(over, key=lambda pair: pair[0])[1]
     lib = str(worst.get("resolved") or worst.get("path"))
     sysname = str(facts.value("os.glibc"))
     fw = facts.mapping("framework." + name)
     label = str(fw.get("package") or name)
-    others = ", ".join(str(e.get("soname")) for e in over if e is not worst)
+    others = ", ".join(str(e.get("soname")) for _, e in over if e is not worst)
     return Finding(
         code="framework.glibc_too_old", severity="error", components=[name],
         title="%s (%s), which %s loads, needs glibc %s (GLIBC_%s of %s), but this system has glibc %s" % (

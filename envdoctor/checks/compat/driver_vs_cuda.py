@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
-from ... import matrix
+from ... import matrix, versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fw
@@ -201,7 +201,7 @@ def _ptx_default(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], unc
     exact = row["min_driver_linux"]
     default = NVCC_DEFAULT_SASS[need.cuda[0]]
     sm = default.replace(".", "")
-    gpus = ", ".join(sorted(set(uncovered), key=lambda c: _v(c) or Version("0")))
+    gpus = ", ".join(sorted(set(uncovered), key=versions.sort_key))
     return Finding(
         code="driver.too_old_for_toolkit", severity="error", components=["driver", need.component],
         title="%s, but %s builds by default PTX this driver cannot JIT for compute capability %s (driver >= %s "
