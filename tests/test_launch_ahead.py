@@ -17,7 +17,7 @@ import pytest
 
 from envdoctor.host.live import LiveHost
 from envdoctor.host.snapshot import SnapshotHost, load_snapshot
-from envdoctor.probes import ProbeContext, all_probes
+from envdoctor.probes import LAUNCH_MODULES, ProbeContext, all_probes
 from envdoctor.probes.containers import launch_docker, probe_containers
 
 from .fakenvml.build import fake_env, load_answers, write_answers
@@ -85,6 +85,31 @@ def test_docker_is_launched_as_the_probe_runs_it_on_every_captured_machine(path)
 
 def test_only_the_containers_probe_launches():
     assert [s.name for s in all_probes() if s.launch is not None] == ["containers"]
+    # launch_ahead imports these modules only, before the rest of a run: every launch= hook is in one of them
+    assert {s.launch.__module__ for s in all_probes() if s.launch is not None} <= set(LAUNCH_MODULES)
+
+
+def test_a_whole_diagnose_launches_docker_before_it_imports_the_checks(tmp_path):
+    """The programs of the launch= hooks start before the report's modules (the checks among them) are imported,
+    so docker (about 20 MiB) runs beside a smaller interpreter; run_probes does not launch them again."""
+    code = (
+        "import sys; from envdoctor.host.live import LiveHost\n"
+        "seen = []\n"
+        "class R(LiveHost):\n"
+        "    def launch(self, argv, timeout=None):\n"
+        "        seen.append((argv[0], 'envdoctor.checks' in sys.modules)); super().launch(argv, timeout)\n"
+        "from envdoctor.cli.subjects import Subject\n"
+        "Subject('machine', host=R(timeout=10), deadline=None).report()\n"
+        "print(seen)\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    tool = bindir / "docker"
+    tool.write_text("#!/bin/sh\necho '{}'\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    env = dict(os.environ, PATH=str(bindir) + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "[('docker', False)]"  # once, before the checks were imported
 
 
 FAKE_TOOL = """#!/bin/sh
