@@ -186,3 +186,21 @@ def test_a_hung_read_while_deciding_what_to_launch_does_not_hang_the_run(fake_li
             and "time limit" in docker["value"]["message"]) or [
         p for p in report["probes"] if p["name"] == "containers" and p["status"] == "timed_out"], docker
     assert elapsed < 3 + 1 + 5  # the time limit, its second, and the interpreter's start on a loaded machine
+
+
+def test_the_driver_planner_is_loaded_while_the_probes_wait_only_where_a_driver_is(fake_lib, tmp_path):
+    """On a machine with the driver's NVML library (the stand-in here), the checks' preparation during the probes
+    also imports the install planner and the driver's recipe, which the driver findings' fixes plan with; where
+    the library is absent (this machine without the stand-in, unless it has a driver), it does not."""
+    code = ("import sys; from envdoctor.host.live import LiveHost; from envdoctor.report import load_checks\n"
+            "h = LiveHost(timeout=10); load_checks(h)\n"
+            "print(h.nvml_library_present(), 'envdoctor.recipes.driver' in sys.modules)\n")
+    stand_in = fake_env(fake_lib, write_answers(load_answers("h100.json"), str(tmp_path / "answers.txt")))
+    plain = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    for env, driver in ((stand_in, True), (plain, None)):
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
+        present, loaded = r.stdout.split()
+        assert present == loaded, r.stderr[-2000:]
+        if driver:
+            assert present == "True"
