@@ -14,11 +14,14 @@ The output maps a key per question to ``{"value": ...}`` or
 ``device.i.<field>`` (see ``DEVICE_FIELDS``), and ``device.i.mig_devices`` (``{"max": M, "present": N}``:
 MIG device slots and MIG devices created) for a GPU in MIG mode only.  Then the GPUs' interconnect (see
 :func:`_topology`): ``device.i.nvlink``, ``device.i.fabric``, ``device.i.c2c`` per GPU and ``pair.i.j``
-(``i < j``) per pair of GPUs.  It is the raw evidence stored in snapshots, so keys are never renamed, only
-added (a snapshot without the interconnect keys was written by an envdoctor that did not ask).
+(``i < j``) per pair of GPUs (its common ancestor taken from nvmlDeviceGetTopologyNearestGpus on a board of
+25 GPUs or more: the same level, see :func:`_nearest_levels`).  It is the raw evidence stored in snapshots, so
+keys are never renamed, only added (a snapshot without the interconnect keys was written by an envdoctor that
+did not ask).
 
 The answers stream as they come (:func:`collect` with ``emit``): a line ``{"ask": KEY}`` before each
-call and ``{"key": KEY, "answer": {...}}`` after it, then ``{"done": true}``; so when a call hangs or
+call and ``{"key": KEY, "answer": {...}}`` after it (``{"ask": "nearest.I"}`` alone before GPU I's walk of
+the nearest-GPU sets, whose answers are the pairs'), then ``{"done": true}``; so when a call hangs or
 crashes the answers before it survive and the call that hung is known.  The parent records that in the
 top-level key ``incomplete``: ``{"call": KEY, "reason": "timed_out" | "starved" | "crashed",
 "message": ...}``.
