@@ -32,8 +32,9 @@ from . import RecipeError, framework
 from . import docker_image as common
 
 COMPONENT = "pytorch"
-#: The facts a plan of this recipe may add (:attr:`Plan.provides`): the pre-flight's checks judge them
-PROVIDES = framework.provides_keys("torch") + ("driver.version", "driver.cuda_version")
+#: The facts a plan of this recipe adds (:attr:`Plan.provides`), whose checks' probes the subject runs (the driver a
+#: ``--with-driver`` plan provides is judged by the checks whose probes ran for these)
+PROVIDES = framework.provides_keys("torch")
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: verified 2026-11-22 against https://pytorch.org/get-started/locally/ ("Start Locally", Linux, Pip, CUDA):
 #:   pip3 install torch torchvision torchaudio --index-url https://download.pytorch.org/whl/cu118
