@@ -65,11 +65,15 @@ def probes_for(keys: Iterable[str]) -> List[str]:
 def _stale(key: str, provides: Dict[str, Any]) -> bool:
     """Whether the machine's fact ``key`` describes what a plan that ``provides`` these facts replaces. A new CUDA
     toolkit's nvcc runs the gcc on PATH: the machine's nvcc's own host compiler (``compiler.nvcc_gcc``, from its
-    nvcc.profile) is not the new one's. A framework build planned (``framework.<name>``) replaces the installed
+    nvcc.profile) is not the new one's. A planned driver ends the machine's "no driver". A framework build planned (``framework.<name>``) replaces the installed
     one: what was read of that one (its facts under its key, its libraries' ``linkage.<name>``) is not the new
     build's."""
     if key == "compiler.nvcc_gcc":
         return "cuda.nvcc" in provides
+    if key == "driver.installed":
+        # a plan that installs a driver (``driver.version``) ends "no driver is installed"; the module and the rest
+        # of the driver's health are what the install and the reboot after it make, not planned facts
+        return "driver.version" in provides
     parts = key.split(".")
     if len(parts) > 2 and parts[0] == "framework" or len(parts) > 1 and parts[0] == "linkage":
         return "framework." + parts[1] in provides and key not in provides

@@ -20,7 +20,7 @@ and a container image's CUDA (the container toolkit checks it natively, with no 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor import frameworks
 from envdoctor.advise import Candidate, Verdict, architecture_driver_reason, choose_build, cuda_floor_reason, judge
@@ -80,3 +80,18 @@ def held_by_checks(name: str, machine: Any, facts: Any, release: Optional[str], 
     if all(any(_arch_reason(chosen[0], cc, r) for cc in machine.ccs) for r in reasons):
         return chosen
     return None
+
+
+def alternatives_for(component: str, with_driver: bool) -> Callable[..., List[str]]:
+    """The recipe ``component``'s ``alternatives`` hook (:func:`envdoctor.preflight.check` asks it when a driver
+    finding refuses the plan): the same install with ``--with-driver`` where the recipe offers it, or the driver
+    first."""
+    def alternatives(version: Optional[str], facts: Any, installs_driver: bool = False) -> List[str]:
+        out = []
+        pinned = " --version %s" % version if version else ""
+        if with_driver:
+            out.append("envdoctor install %s%s --with-driver   (installs the driver it needs; reboot)" % (
+                component, pinned))
+        out.append("envdoctor install driver   (then this install again)")
+        return out
+    return alternatives

@@ -32,6 +32,8 @@ from . import RecipeError, framework
 from . import docker_image as common
 
 COMPONENT = "pytorch"
+#: what to run instead when a driver finding refuses the plan (:func:`envdoctor.preflight.check`)
+alternatives = framework.alternatives_for(COMPONENT, with_driver=True)
 #: The facts a plan of this recipe adds (:attr:`Plan.provides`), whose checks' probes the subject runs (the driver a
 #: ``--with-driver`` plan provides is judged by the checks whose probes ran for these)
 PROVIDES = framework.provides_keys("torch")
@@ -224,6 +226,9 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         driver_steps: List[Step] = []
         reboot = False
         driver_after: Dict[str, Any] = {}
+        no_driver = facts is not None and facts.value("driver.installed") is False
+        if request.with_driver and no_driver and not docker:
+            raise RecipeError("no NVIDIA driver is installed: --with-driver installs the one this build needs")
     except RecipeError:
         if not request.with_driver:
             raise

@@ -27,6 +27,8 @@ from . import RecipeError, framework
 from . import docker_image as common
 
 COMPONENT = "tensorflow"
+#: what to run instead when a driver finding refuses the plan (:func:`envdoctor.preflight.check`)
+alternatives = framework.alternatives_for(COMPONENT, with_driver=False)
 #: The facts a plan of this recipe may add (:attr:`Plan.provides`): the pre-flight's checks judge them
 PROVIDES = framework.provides_keys("tensorflow")
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")

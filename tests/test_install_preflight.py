@@ -211,3 +211,22 @@ def test_a_framework_install_follows_the_check_unit_not_a_rule_of_its_own(monkey
 def test_the_framework_plans_name_the_checks_that_judge_them():
     chosen = {s.name for s in preflight.checks_for(("framework.torch",))}
     assert {"compat.driver-vs-cuda", "compat.arch-vs-builds"} <= chosen
+
+
+# a GPU on the PCI bus and no NVIDIA driver installed (nouveau bound; Ubuntu 18.04 with the GPU Operator; from
+# tests/corpus, rebuilt from NVIDIA/gpu-operator's tracker); planned for Ubuntu 22.04
+NO_DRIVER = os.path.join(HERE, "corpus", "b6-gpu-operator-node-ubuntu1804-nouveau-bound-driver-container-fails",
+                         "snapshot.json")
+
+
+def test_a_framework_on_a_machine_without_a_driver_is_refused_and_with_driver_plans_one():
+    r = _install("pytorch", "--snapshot", NO_DRIVER, "--os", "ubuntu22.04")
+    assert r.exit_code == 2, r.output
+    assert "ERROR driver.missing_for_framework: No NVIDIA driver is installed" in r.output
+    assert "--with-driver" in r.output.split("alternatives:")[1]  # the refusal says how to get one
+    r = _install("pytorch", "--snapshot", NO_DRIVER, "--os", "ubuntu22.04", "--with-driver")
+    assert r.exit_code == 0, r.output
+    assert "reboot required afterwards: yes" in r.output and "cuda-keyring" in r.output  # the driver is planned
+    # a recipe without --with-driver names the driver's own install
+    r = _install("tensorflow", "--snapshot", NO_DRIVER, "--os", "ubuntu22.04")
+    assert r.exit_code == 2 and "envdoctor install driver" in r.output, r.output
