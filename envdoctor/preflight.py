@@ -65,9 +65,9 @@ def probes_for(keys: Iterable[str]) -> List[str]:
 def _stale(key: str, provides: Dict[str, Any]) -> bool:
     """Whether the machine's fact ``key`` describes what a plan that ``provides`` these facts replaces. A new CUDA
     toolkit's nvcc runs the gcc on PATH: the machine's nvcc's own host compiler (``compiler.nvcc_gcc``, from its
-    nvcc.profile) is not the new one's. A planned driver ends the machine's "no driver". A framework build planned (``framework.<name>``) replaces the installed
-    one: what was read of that one (its facts under its key, its libraries' ``linkage.<name>``) is not the new
-    build's."""
+    nvcc.profile) is not the new one's. A planned driver ends the machine's "no driver". A framework build
+    planned (``framework.<name>``) replaces the installed one: what was read of that one (its facts under its key,
+    its libraries' ``linkage.<name>``) is not the new build's."""
     if key == "compiler.nvcc_gcc":
         return "cuda.nvcc" in provides
     if key == "driver.installed":
