@@ -3,6 +3,7 @@ initialise (its log), the device nodes CUDA needs, and a fix for every soname sh
 
 from __future__ import annotations
 
+import json
 from typing import Dict, List
 
 import pytest
@@ -267,3 +268,74 @@ def test_a_gpu_no_known_torch_wheel_carries_is_told_to_build_from_source_not_to_
     assert len(found) == 1 and "Tesla M2090" in found[0].title and "sm_20" in found[0].title
     assert 'TORCH_CUDA_ARCH_LIST="2.0"' in found[0].fix.text and "update the driver" not in found[0].fix.text
     assert "CUDA_VISIBLE_DEVICES" in found[0].fix.text
+
+
+# -- the GSP firmware of the loaded module, whatever else is wrong -------------------------------------------------
+# ublue-os/bazzite#2668, rebuilt as corpus case b11-bazzite42-...: user space 570.153.02 over a loaded 570.144 module
+# (NVML: version mismatch), and the 570.144 module failed to load its own GSP firmware file.
+BAZZITE = "b11-bazzite42-image-nvidia-57015302-userspace-kmod-570144-no-firmware"
+FW_LINE = "nvidia 0000:07:00.0: Direct firmware load for nvidia/570.144/gsp_ga10x.bin failed with error -2"
+
+
+def _codes(doc: Dict[str, object]) -> Dict[str, Finding]:
+    from tests.conftest import snapshot_findings
+
+    return {f.code: f for f in snapshot_findings(doc)}
+
+
+def test_missing_firmware_of_the_loaded_module_is_said_beside_a_library_mismatch() -> None:
+    from tests.conftest import corpus_snapshot
+
+    found = _codes(corpus_snapshot(BAZZITE))
+    assert found["driver.library_mismatch"].severity == "error"  # the other cause, still said
+    f = found["driver.gsp_firmware_missing"]
+    # NVML cannot say whether the GPU is driven now: a warning, naming the module's version and its file
+    assert f.severity == "warning" and "0000:07:00.0" in f.title
+    assert "nvidia/570.144/gsp_ga10x.bin" in f.detail and "reboot into driver 570.144 still fails" in f.detail
+    assert FW_LINE in f.detail
+
+
+def test_the_probe_lists_the_loaded_versions_firmware_where_the_kernel_looks() -> None:
+    from envdoctor.host.snapshot import SnapshotHost
+    from tests.conftest import corpus_snapshot, probe_facts
+
+    doc = corpus_snapshot(BAZZITE)
+    doc["dirs"]["/lib/firmware/nvidia/570.144"] = {"entries": ["gsp_ga10x.bin", "gsp_tu10x.bin"]}
+    value = probe_facts(SnapshotHost(doc)).value("driver.gsp_firmware")
+    assert value["version"] == "570.144"
+    assert value["files"] == ["/lib/firmware/nvidia/570.144/gsp_ga10x.bin",
+                              "/lib/firmware/nvidia/570.144/gsp_tu10x.bin"]
+    release = doc["uname"]["release"]
+    assert value["searched"] == ["/lib/firmware/updates/%s/nvidia/570.144" % release, "/lib/firmware/updates/nvidia/"
+                                 "570.144", "/lib/firmware/%s/nvidia/570.144" % release, "/lib/firmware/nvidia/570.144"]
+    # no firmware failure in the log: nothing listed at all
+    for result in doc["commands"]:
+        if result["argv"][0] == "dmesg":
+            result["stdout"] = "\n".join(x for x in result["stdout"].splitlines() if "Direct firmware" not in x)
+    assert probe_facts(SnapshotHost(doc)).get("driver.gsp_firmware") is None
+
+
+def test_missing_firmware_quiet_when_the_file_is_there_now_or_belongs_to_another_version() -> None:
+    from tests.conftest import corpus_snapshot
+
+    # installed since: the loaded version's GSP firmware is where the kernel looks (compressed, as Fedora ships it)
+    doc = corpus_snapshot(BAZZITE)
+    doc["dirs"]["/lib/firmware/nvidia/570.144"] = {"entries": ["gsp_ga10x.bin.xz", "gsp_tu10x.bin.xz"]}
+    found = _codes(doc)
+    assert "driver.gsp_firmware_missing" not in found and "driver.library_mismatch" in found
+    # a line of another driver version than the module loaded now: history
+    doc = corpus_snapshot(BAZZITE)
+    text = json.dumps(doc).replace("nvidia/570.144/gsp_ga10x.bin", "nvidia/565.77/gsp_ga10x.bin")
+    found = _codes(json.loads(text))
+    assert "driver.gsp_firmware_missing" not in found and "driver.library_mismatch" in found
+
+
+def test_missing_firmware_of_a_gpu_nvml_answers_for_is_history() -> None:
+    from envdoctor.checks.kernel_log import kernel_log
+
+    facts = Facts([ok("gpu.count", 1, "nvml:device_count"), ok("gpu.0.pci_bus_id", "0000:07:00.0", "nvml:x"),
+                   ok("driver.nvml.status", "ok", "nvml:init"), ok("driver.kernel_module.loaded", True, "file:/proc"),
+                   ok("driver.kernel_module.version", "570.144", "file:/proc/driver/nvidia/version"),
+                   ok("gpu.pci_devices", [{"bus_id": "0000:07:00.0", "driver": "nvidia", "device_id": "10de:2484"}],
+                      "dir:/sys/bus/pci/devices"), ok("driver.kernel_log", [FW_LINE], "command:dmesg")])
+    assert list(kernel_log(CheckContext(facts, []))) == []

@@ -88,6 +88,7 @@ class _Hit:
         self.code, self.bus, self.match, self.current = code, bus, match, current
         self.lines: List[str] = []
         self.xids: List[int] = []
+        self.unconfirmed = False  # a cause for a GPU whose state NVML cannot tell now
 
 
 def _findings(facts: Facts) -> List[Finding]:
@@ -107,6 +108,18 @@ def _findings(facts: Facts) -> List[Finding]:
                 continue
             at = bus if bus is not None else (failing[0] if len(failing) == 1 else None)
             current = at in failing if at is not None else bool(failing)
+            if code == "driver.gsp_firmware_missing":
+                firmware = _firmware_state(facts, m)
+                if firmware == "history":
+                    continue  # another version's file, or the loaded version's is there now
+                if not current and firmware == "loaded" and at not in driven:
+                    # NVML cannot say whether the GPU is driven (another user-space version...): the module loaded
+                    # now misses its own firmware, a cause of its own that outlives the other one
+                    hit = hits.setdefault((code, at), _Hit(code, at, m, False))
+                    hit.unconfirmed = True
+                    if text not in hit.lines:
+                        hit.lines.append(text)
+                    continue
             if row.get("class") == "cause" and row["kind"] == "message" and not current:
                 continue  # a cause for a GPU that works now (or for none): history
             if code == "gpu.lost" and (nvml_lost or (at in driven and not current)):
@@ -122,6 +135,23 @@ def _findings(facts: Facts) -> List[Finding]:
                 hit.xids.append(int(row["xid"]))
     seen = nvidia_seen(facts)
     return [_finding(facts, lines, hit, seen) for hit in hits.values()]
+
+
+def _firmware_state(facts: Facts, m: kernel.Match) -> str:
+    """What a firmware-load failure line says now: ``history`` when the file is another driver version's than the
+    module loaded now, or when the loaded version's GSP firmware is there now (``driver.gsp_firmware``); ``loaded``
+    when it is the loaded module's own file and it is not known to be there; ``unknown`` when the line or the loaded
+    module names no version."""
+    named = kernel.firmware_version(m.groups.get("file", ""))
+    loaded = facts.value("driver.kernel_module.version")
+    if not named or not isinstance(loaded, str) or not loaded:
+        return "unknown"
+    if named != loaded:
+        return "history"
+    found = facts.value("driver.gsp_firmware")
+    if isinstance(found, dict) and found.get("version") == loaded and found.get("files"):
+        return "history"
+    return "loaded"
 
 
 #: The kernel log's conclusion, worked out once per run: the kernel-log check's findings, and what
@@ -157,6 +187,14 @@ def _finding(facts: Facts, lines: List[str], hit: _Hit, seen: List[str]) -> Find
     title = "%s %s" % (gpu, what)
     if hit.code == "driver.gpu_needs_legacy_branch" and groups.get("branch"):
         title += ": NVIDIA %s, the legacy branch that still drives it" % groups["branch"]
+    if hit.unconfirmed and not hit.current:
+        # the GPU's state is not known now (NVML does not answer for the GPUs' sake): the cause stands for the
+        # module loaded now, and for any boot into it
+        severity = "warning" if severity == "error" else severity
+        named = kernel.firmware_version(groups.get("file", ""))
+        extra += (" The module loaded now is %s, and it cannot start the GPU until %s is installed; whatever else "
+                  "is wrong, a reload or a reboot into driver %s still fails for this reason (NVML cannot say now "
+                  "whether the GPU is driven)." % (named, groups.get("file", "its firmware file"), named))
     detail = "%s.%s The kernel log says:\n%s" % (row["meaning"][0].upper() + row["meaning"][1:], extra,
                                                 "\n".join(hit.lines[-6:]))
     source = {"rule": "the NVIDIA driver's kernel message: %s" % row.get("format", row["id"]),
@@ -190,7 +228,8 @@ def _commands(code: str) -> List[str]:
 
 def _ev(facts: Facts) -> List[Dict[str, Any]]:
     return [f.to_dict() for f in (facts.get(k) for k in ("driver.kernel_log", "gpu.pci_devices", "gpu.count",
-                                                         "driver.kernel_module.flavor")) if f is not None]
+                                                         "driver.kernel_module.flavor", "driver.kernel_module.version",
+                                                         "driver.gsp_firmware")) if f is not None]
 
 
 def explains(facts: Facts) -> List[Tuple[str, Optional[str]]]:
@@ -218,8 +257,11 @@ DOCS = (
     CodeDoc("driver.gpu_not_supported_by_branch", "error", "The installed driver release does not support the GPU "
             "(too new for it).", "driver.kernel_log, gpu.pci_devices, the driver's version",
             "The driver refuses the GPU until a branch that lists it is installed.", CATALOG),
-    CodeDoc("driver.gsp_firmware_missing", "error", "The GSP firmware file of the driver's version is missing.",
-            "driver.kernel_log", "The module cannot start the GPU without it.", CATALOG),
+    CodeDoc("driver.gsp_firmware_missing", "error", "The GSP firmware file of the loaded driver's version is missing "
+            "(a warning when NVML cannot say whether the GPU is driven, e.g. beside a library mismatch).",
+            "driver.kernel_log, driver.kernel_module.version, driver.gsp_firmware",
+            "The module cannot start the GPU without it, whatever else is fixed (a reboot into that version "
+            "fails the same way).", CATALOG),
     CodeDoc("driver.gpu_owned_by_other_driver", "error", "Another kernel driver took the GPU before the nvidia "
             "module.", "driver.kernel_log", "The nvidia module cannot drive a GPU another driver owns.", CATALOG),
     CodeDoc("driver.module_built_for_other_kernel", "error", "The nvidia module's symbols do not match the running "

@@ -4,8 +4,10 @@ Keras is shown on its line."""
 from . import Framework
 
 #: libtensorflow_framework, its CUDA library (the first that exists)
+#: (before 1.14, the Python extension: it links cuDNN and the CUDA libraries itself, and libtensorflow_framework.so)
 _FRAMEWORK_LIB = ("tensorflow/libtensorflow_framework.so.2", "tensorflow_core/libtensorflow_framework.so.2",
-                  "tensorflow_core/libtensorflow_framework.so.1", "tensorflow/libtensorflow_framework.so.1")
+                  "tensorflow_core/libtensorflow_framework.so.1", "tensorflow/libtensorflow_framework.so.1",
+                  "tensorflow/python/_pywrap_tensorflow_internal.so")
 
 FRAMEWORK = Framework("tensorflow", "TensorFlow", True, "tensorflow", advise=True, recipe="tensorflow",
                       distributions=r"tensorflow(-cpu|-gpu|-intel|-rocm|-aarch64)?|tf-nightly(-gpu|-cpu)?|"

@@ -104,6 +104,17 @@ def tensorflow_tensorrt_major(version: Any) -> Optional[Tuple[str, Row]]:
     return None
 
 
+def cudnn_newer_minor_accepted(framework: str, release: Any, built_major: int) -> Optional[Tuple[bool, Row]]:
+    """Whether a release of ``framework`` accepts a loaded cuDNN of a newer minor than the one it was built with
+    (same major), and the row saying so; None when no row covers the release. TensorFlow before 1.8 requires the
+    loaded major.minor to equal the build's; from 1.8, a newer minor from cuDNN 7 on."""
+    for row in _rows(framework, release):
+        if "cudnn_newer_minor_from" in row:
+            newer = row["cudnn_newer_minor_from"]
+            return (newer is not None and built_major >= int(newer)), row
+    return None
+
+
 def validate(rows: List[Row]) -> List[str]:
     """The area's own rules: a known framework, a release specifier, and the field each framework's rows carry."""
     problems: List[str] = []
@@ -118,8 +129,12 @@ def validate(rows: List[Row]) -> List[str]:
             if _plain(row.get("cuda")) is None or _plain(row.get("cudnn_built")) is None:
                 problems.append("%s: a jaxlib row needs the cuda and cudnn_built versions" % where)
         elif fw == "tensorflow":
-            if not str(row.get("tensorrt_major", "")).isdigit():
-                problems.append("%s: a tensorflow row needs tensorrt_major (digits)" % where)
+            if "cudnn_newer_minor_from" in row:
+                newer = row["cudnn_newer_minor_from"]
+                if newer is not None and not str(newer).isdigit():
+                    problems.append("%s: cudnn_newer_minor_from must be a cuDNN major (digits) or null" % where)
+            elif not str(row.get("tensorrt_major", "")).isdigit():
+                problems.append("%s: a tensorflow row needs tensorrt_major (digits) or cudnn_newer_minor_from" % where)
         elif fw == "nvidia-tensorflow":
             if _ngc(row.get("ngc")) is None or _plain(row.get("cuda")) is None:
                 problems.append("%s: an nvidia-tensorflow row needs ngc (YY.MM) and cuda" % where)

@@ -33,6 +33,13 @@ class Match(NamedTuple):
 _BUS = re.compile(r"\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?\b")
 
 
+def firmware_version(path: str) -> Optional[str]:
+    """The driver version an NVIDIA firmware file belongs to (``nvidia/570.144/gsp_ga10x.bin`` -> ``570.144``),
+    or None when the path names none."""
+    m = re.match(r"^nvidia/(\d+\.\d+(?:\.\d+)?)/", path or "")
+    return m.group(1) if m else None
+
+
 def line_bus(line: str) -> Optional[str]:
     """The PCI address a kernel line names (``0000:01:00.0``; an Xid's ``PCI:0000:01:00`` is function 0)."""
     m = _BUS.search(line)

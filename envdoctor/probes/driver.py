@@ -470,6 +470,32 @@ def _kernel_log(host: Host) -> Fact:
     return unknown("driver.kernel_log", why, src, label)
 
 
+#: Where the kernel's firmware loader looks for a file, in its order (``fw_path[]`` of
+#: drivers/base/firmware_loader/main.c): the ``firmware_class.path`` parameter, then these, ``{}`` the release.
+FIRMWARE_PARAM = "/sys/module/firmware_class/parameters/path"
+FIRMWARE_DIRS = ("/lib/firmware/updates/{}", "/lib/firmware/updates", "/lib/firmware/{}", "/lib/firmware")
+#: The GSP firmware files of a driver version (``nvidia/<version>/gsp_ga10x.bin``; compressed by some distributions).
+_GSP_FILE = re.compile(r"^gsp_\w+\.bin(\.xz|\.zst)?$")
+#: A kernel-log line of the firmware loader failing on an NVIDIA firmware file.
+_FIRMWARE_FAILED = re.compile(r"Direct firmware load for nvidia/")
+
+
+def _gsp_firmware(host: Host, version: str) -> Fact:
+    """``driver.gsp_firmware``: the GSP firmware files of the loaded driver's version where the kernel's firmware
+    loader looks for them (``nvidia/<version>/gsp_*.bin``): ``{"version", "files", "searched"}``."""
+    release = host.uname().get("release", "")
+    param = (host.read_text(FIRMWARE_PARAM) or "").strip()
+    roots = ([param] if param.startswith("/") else []) + [d.format(release) for d in FIRMWARE_DIRS
+                                                           if release or "{}" not in d]
+    searched, files = [], []
+    for root in roots:
+        where = posixpath.join(root, "nvidia", version)
+        searched.append(where)
+        files += [posixpath.join(where, n) for n in host.list_dir(where).names() if _GSP_FILE.match(n)]
+    return ok("driver.gsp_firmware", {"version": version, "files": files, "searched": searched},
+              "dir:" + ",".join(searched), "GSP firmware of the loaded driver")
+
+
 def _in_kernel_drivers(host: Host) -> List[Fact]:
     facts: List[Fact] = []
     for name, modules, pci_drivers, label in (
@@ -777,7 +803,12 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(_secure_boot(host))
         facts.append(_unprivileged_runtimes(host))
         if loaded or _nvidia_pci_gpus(host):
-            facts.append(_kernel_log(host))
+            klog = _kernel_log(host)
+            facts.append(klog)
+            version = kinfo.get("version") if kinfo else None
+            if version and klog.known and any(_FIRMWARE_FAILED.search(str(x)) for x in klog.value or ()):
+                # the loader named a firmware file it did not find: is the loaded version's there now?
+                facts.append(_gsp_firmware(host, version))
         if loaded or any(f.key == "driver.module_for_running_kernel" and f.value for f in facts):
             facts.extend(_module_signer(host))
             if status == "NVML_ERROR_LIB_RM_VERSION_MISMATCH" or not loaded or status != "ok":

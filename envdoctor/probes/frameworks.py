@@ -15,6 +15,7 @@ generated files the wheels ship: ``torch/version.py``,
 from __future__ import annotations
 
 import ast
+import json
 import posixpath
 import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
@@ -23,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from .. import frameworks as framework_table
 from ..facts import Fact, ok, timed_out, unknown
-from ..host.base import Distribution, Host, normalize_name
+from ..host.base import FILE_PATTERN_FILTERS, Distribution, Host, normalize_name
 from . import ProbeContext, register
 from .cuda import NOT_CUDA_WHEELS, parse_nvcc_version
 
@@ -372,6 +373,9 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
         value["build"] = "cpu"
     else:
         value["build"] = "unknown"
+    pin = _conda_pin(host, d, TF_CONDA_PACKAGES, "cudnn")
+    if pin is not None:  # a conda build names the cuDNN it was built with in its dependency pins
+        value["cudnn_conda"] = pin
     meta = Metadata(host, d)
     value["and_cuda_wheels"] = nvidia_wheels(meta.applying(env, extra="and-cuda"), dists, host, env)
     facts = [ok("framework.tensorflow", value, "file:" + bpath if not why else "dir:" + d.metadata_dir,
@@ -419,6 +423,51 @@ def _conda_build(host: Host, d: Distribution, package: str = "") -> Optional[str
     for name in host.list_dir(posixpath.join(prefix, "conda-meta")).names():
         if name.startswith(head) and name.endswith(".json"):
             return name[len(head):-len(".json")]
+    return None
+
+
+#: The conda packages that carry TensorFlow's compiled part and its pins (Anaconda's ``tensorflow-gpu-base`` up to
+#: 1.8, then ``tensorflow-base``; conda-forge's ``tensorflow-base``/``tensorflow``), most specific first.
+TF_CONDA_PACKAGES = ("tensorflow-gpu-base", "tensorflow-base", "tensorflow-gpu", "tensorflow")
+_CONDA_META = re.compile(r"/conda-meta/[^/]+\.json$")
+
+
+def keep_conda_record(text: str) -> str:
+    """What a snapshot keeps of a conda-meta record: the package's name, version, build and dependency pins (not
+    its file list)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return ""
+    if not isinstance(doc, dict):
+        return ""
+    return json.dumps({k: doc[k] for k in ("name", "version", "build", "depends") if k in doc})
+
+
+FILE_PATTERN_FILTERS.append((_CONDA_META, keep_conda_record))
+
+
+def _conda_pin(host: Host, d: Distribution, packages: Tuple[str, ...], dependency: str) -> Optional[Dict[str, str]]:
+    """The pin on ``dependency`` (``cudnn 7.0.*``) in the conda-meta record of the first of ``packages`` installed
+    at ``d``'s version in ``d``'s environment: {"package", "spec"}, or None (not conda, no such pin)."""
+    prefix = posixpath.dirname(posixpath.dirname(posixpath.dirname(d.location.rstrip("/"))))
+    meta = posixpath.join(prefix, "conda-meta")
+    names = host.list_dir(meta).names()
+    for package in packages:
+        head = "%s-%s-" % (package, d.version)
+        for name in names:
+            if not (name.startswith(head) and name.endswith(".json")):
+                continue
+            try:
+                doc = json.loads(host.read_text(posixpath.join(meta, name)) or "")
+            except ValueError:
+                continue
+            depends = doc.get("depends") if isinstance(doc, dict) else None
+            for dep in depends if isinstance(depends, list) else ():
+                parts = str(dep).split()
+                if len(parts) >= 2 and parts[0] == dependency:
+                    return {"package": "%s %s (%s)" % (package, d.version, name[len(head):-len(".json")]),
+                            "spec": parts[1]}
     return None
 
 

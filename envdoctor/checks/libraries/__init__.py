@@ -218,9 +218,32 @@ def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[s
     return None
 
 
+def _conda_pin_floor(spec: Any) -> Optional[str]:
+    """The lowest version a conda pin admits, which the package was built with (``7.0.*`` -> ``7.0``,
+    ``>=7.1.2,<8.0a0`` -> ``7.1.2``, ``7.0.5`` -> ``7.0.5``), or None without a major.minor."""
+    for clause in str(spec or "").split(","):
+        clause = clause.strip()
+        if clause.startswith((">=", "==")):
+            clause = clause[2:]
+        elif clause[:1] in ("<", ">", "!", "~"):
+            continue
+        clause = re.sub(r"\.\*$", "", clause)
+        if re.match(r"^\d+\.\d+(\.\d+)*$", clause):
+            return clause
+    return None
+
+
 def _required_cudnn(facts: Facts, fw: str) -> Optional[Dict[str, Any]]:
     """What cuDNN the framework was built for: {version, from, source, verified}."""
     v = facts.mapping("framework." + fw)
+    pin = v.get("cudnn_conda")
+    floor = _conda_pin_floor(pin.get("spec")) if fw == "tensorflow" and isinstance(pin, dict) else None
+    if floor is not None and isinstance(pin, dict):
+        # a conda build: its record pins the cuDNN it was built with (more exact than a major in build info)
+        return {"version": floor, "from": "the conda package %s, which depends on cudnn %s" % (
+                    pin.get("package"), pin.get("spec")),
+                "source": dict(TORCH_CUDNN_RULE, rule="cuDNN runtime must have the build's major (and a minor the "
+                                                      "release accepts: see its row in framework_builds)")}
     if fw == "torch":
         req = v.get("cudnn_required")
         if not isinstance(req, dict) or not req.get("version") or "," in str(req["version"]):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Iterable, List, Optional
 
-from ... import frameworks
+from ... import frameworks, matrix
 from ...facts import Facts
 from ...findings import Finding, Fix
+from ...matrix import builds
 from .. import CheckContext, CodeDoc, Message, check
 from ..suggest import INSTALL_LINE_READS
 from . import (
@@ -37,6 +38,20 @@ _CUDNN_VERSION_DOCS = (
             "version ...'.", TORCH_CUDNN_RULE["url"],
         messages=(Message("Loaded runtime CuDNN library: * but source was compiled with: *",
                 "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),)),
+    CodeDoc("cudnn.minor_mismatch", "error", "The cuDNN a framework loads has a newer minor than the one it was "
+            "built with, and that release requires the same major.minor (TensorFlow before 1.8; from 1.8, builds "
+            "with cuDNN older than 7).", "linkage.<framework>, framework.<name> (build info, a conda package's cudnn "
+            "pin), libraries.cudnn, matrix framework_builds",
+            "TensorFlow refuses the cuDNN at its first convolution ('Loaded runtime CuDNN library: ... (compatibility "
+            "version ...) but source was compiled with ...'): a newer minor is no better than an older one.",
+            "https://github.com/tensorflow/tensorflow/blob/r1.7/tensorflow/stream_executor/cuda/cuda_dnn.cc",
+        messages=(Message("Loaded runtime CuDNN library: * (compatibility version *) but source was compiled with * "
+                          "(compatibility version *)",
+                "https://github.com/tensorflow/tensorflow/blob/r1.7/tensorflow/stream_executor/cuda/cuda_dnn.cc"),
+                  Message("Loaded runtime CuDNN library: * but source was compiled with: *.  CuDNN library major and "
+                          "minor version needs to match or have higher minor version in case of CuDNN 7.0 or later "
+                          "version.*",
+                "https://github.com/tensorflow/tensorflow/blob/r1.8/tensorflow/stream_executor/cuda/cudnn_version.cc"))),
 )
 
 
@@ -147,6 +162,48 @@ def _cudnn_version(facts: Facts, fw: str) -> Iterable[Finding]:
                        "version ...'; XLA: 'CuDNN library needs to have matching major version and equal or "
                        "higher minor version')." % (lead, req["from"]),
                 evidence=ev, source=req["source"], fix=_older_cudnn_fix(facts, fw, e, fix))
+        elif len(got.release) >= 2 and len(want.release) >= 2 and got.release[:2] > want.release[:2]:
+            finding = _newer_minor(facts, fw, req, want, got_text, e, winner, lead, severity, ev)
+            if finding is not None:
+                yield finding
+
+
+def _newer_minor(facts: Facts, fw: str, req: Dict[str, Any], want: Any, got_text: Any, e: Dict[str, Any],
+                 winner: Any, lead: str, severity: str, ev: Any) -> Optional[Finding]:
+    """cudnn.minor_mismatch: a newer minor than the build's, where the release requires the same major.minor."""
+    v = facts.mapping("framework." + fw)
+    rule = builds.cudnn_newer_minor_accepted(fw, v.get("public") or v.get("version"), want.major)
+    if rule is None or rule[0]:
+        return None
+    row = rule[1]
+    built = "%d.%d" % (want.major, want.minor)
+    if matrix.unverified(row):
+        severity = "warning"
+    src = row.get("source", {})
+    return Finding(
+        code="cudnn.minor_mismatch", severity=severity, components=["cudnn", fw],
+        title="%s was built with cuDNN %s and requires that major.minor, but loads cuDNN %s from %s (via %s)" % (
+            _fw_version(facts, fw), req["version"], got_text, winner, e.get("via")),
+        detail="%s %s accepts only a cuDNN %s.x: it compares the loaded library's major.minor with its build's and "
+               "refuses any other, a newer minor included ('Loaded runtime CuDNN library: ... but source was compiled "
+               "with ...'). The build's cuDNN comes from %s." % (lead, _fw_version(facts, fw), built, req["from"]),
+        evidence=ev, source={"rule": "%s requires the loaded cuDNN to have the build's major.minor" % NAMES[fw],
+                             "url": src.get("url"), "checked": src.get("checked")},
+        fix=_same_minor_fix(facts, fw, built, e))
+
+
+def _same_minor_fix(facts: Facts, fw: str, built: str, e: Dict[str, Any]) -> Fix:
+    """Install the build's cuDNN major.minor where the framework loads it from (its conda environment, else the
+    system), or a release of the framework built for the cuDNN present."""
+    pin = facts.mapping("framework." + fw).get("cudnn_conda")
+    if isinstance(pin, dict):
+        return Fix(text="Install cuDNN %s.x into the conda environment (the one %s's conda package was built with), "
+                        "or a %s build for the cuDNN you have." % (built, NAMES[fw], NAMES[fw]),
+                   commands=["conda install 'cudnn=%s'" % built])
+    return Fix(text="Install cuDNN %s.x where %s loads it (%s), or a %s release that accepts the cuDNN you "
+                    "have." % (
+                        built, NAMES[fw], posixpath.dirname(str(e.get("path") or "")) or "the loader's path",
+                        NAMES[fw]))
 
 
 def _older_cudnn_fix(facts: Facts, fw: str, e: Dict[str, Any], fix: Fix) -> Fix:
