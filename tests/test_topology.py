@@ -462,6 +462,36 @@ def test_nvlink_all_down_without_switch_or_peers_is_a_board_without_bridges(nvml
     assert len([f for f in loud.findings if f.code == "topology.nvlink_inactive"]) == 8
 
 
+def _links_up(data, up_per_gpu):
+    """Mark the first N links of each GPU active and the rest inactive (unwired links read as inactive)."""
+    for i, n in up_per_gpu.items():
+        for k, link in enumerate(data["device.%d.nvlink" % i]["value"]["links"]):
+            if k >= n:
+                link["state"] = {"value": 0}
+                link.pop("remote_bus_id", None)
+
+
+def test_nvlink_partly_wired_alike_on_every_gpu_without_switches_is_quiet(nvml):
+    # the dgx-h100 board's answers with the NVSwitches taken away and 2 links up per GPU: a board that wires 2 of
+    # each GPU's links (two V100-SXM2 joined by NV2 read the same way: 2 active, 4 inactive per GPU)
+    data = copy.deepcopy(nvml["dgx-h100"])
+    _links_up(data, {i: 2 for i in range(8)})
+    b = board("dgx-h100")
+    b["nvswitch"] = False
+    assert "topology.nvlink_inactive" not in codes(replay(boards.snapshot(b, data)))
+    # one GPU with a link fewer than its siblings of the same model: that GPU, and only it, is named
+    data = copy.deepcopy(nvml["dgx-h100"])
+    _links_up(data, {i: (1 if i == 5 else 2) for i in range(8)})
+    found = [f for f in replay(boards.snapshot(b, data)).findings if f.code == "topology.nvlink_inactive"]
+    assert len(found) == 1 and "GPU 5" in found[0].title
+    assert "1 NVLinks up where another GPU of this model has 2" in found[0].title
+    # on the NVSwitch baseboard the same partial wiring is a fault on every GPU
+    data = copy.deepcopy(nvml["dgx-h100"])
+    _links_up(data, {i: 2 for i in range(8)})
+    loud = replay(boards.snapshot(board("dgx-h100"), data))
+    assert len([f for f in loud.findings if f.code == "topology.nvlink_inactive"]) == 8
+
+
 def test_fabric_not_ready_while_the_fabric_manager_runs(nvml):
     rep = report_of(nvml, "dgx-h100+fabric")
     f = next(f for f in rep.findings if f.code == "topology.fabric_not_ready")

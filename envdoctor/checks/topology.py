@@ -304,8 +304,10 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
 # -- NVLink and fabric -----------------------------------------------------------------------------------
 
 @check("topology-nvlink", requires=("topology.gpus",), reads=_TOPO_READS, layers=("topology",), codes=(
-    CodeDoc("topology.nvlink_inactive", "warning", "NVLinks of a GPU are down while its other links (or its "
-            "peers' links) are up.", "topology.gpus (nvlink state per link), gpu.N.nvlink_active, "
+    CodeDoc("topology.nvlink_inactive", "warning", "NVLinks of a GPU are down: on an NVSwitch baseboard any "
+            "inactive link; without NVSwitches, fewer links up than another GPU of the same model has (a board that "
+            "wires only some links, alike on every GPU, is quiet).",
+            "topology.gpus (nvlink state per link), gpu.N.nvlink_active, "
             "driver.nvswitch.present", "Traffic to its peers runs on fewer links (less bandwidth), or over PCIe when "
             "every link is down; a link that does not train is a cabling, bridge, NVSwitch or hardware fault.",
             NVML_NVLINK),
@@ -322,30 +324,48 @@ def topology_nvlink(ctx: CheckContext) -> Iterable[Finding]:
     gpus = _gpus(facts)
     nvswitch = facts.value("driver.nvswitch.present") is True
     with_links = [g for g in gpus if isinstance(g.get("nvlink"), list) and g["nvlink"]]
-    any_active = {g["index"] for g in with_links if any(x.get("state") in ("active", "sleep") for x in g["nvlink"])}
+
+    def _up(g: Dict[str, Any]) -> int:
+        return sum(1 for x in g["nvlink"] if x.get("state") in ("active", "sleep"))
+
+    # Without NVSwitches, a GPU's links are wired only to the bridges or peers the board has, so a link NVML calls
+    # inactive may simply not be wired (two V100-SXM2 joined by 2 of their 6 links). A link is judged down only when
+    # the board shows it should be up: a GPU of the same model has more links up. On an NVSwitch baseboard every
+    # link of every GPU is wired to a switch, so any inactive link is down.
+    most_up: Dict[str, int] = {}
+    for g in with_links:
+        model = str(facts.value("gpu.%s.name" % g["index"]))
+        most_up[model] = max(most_up.get(model, 0), _up(g))
     for g in with_links:
         links = g["nvlink"]
         up = [x for x in links if x.get("state") in ("active", "sleep")]
         down = [x for x in links if x.get("state") in ("inactive", "traffic disabled")]
         if not down:
             continue
-        peers_up = any_active - {g["index"]}
-        # a board whose NVLink bridges or switches were never fitted shows every link down on every GPU: quiet
-        if not up and not nvswitch and not peers_up:
+        expected = len(links) if nvswitch else most_up.get(str(facts.value("gpu.%s.name" % g["index"])), 0)
+        # without NVSwitches: a board whose bridges were never fitted (every link down on every GPU), or whose wiring
+        # uses the same number of links on every GPU of the model, is quiet
+        if expected <= len(up):
             continue
         all_down = not up
+        names = ", ".join(str(x.get("link")) for x in down[:18])
+        tail = " (none up: its peer traffic falls back to PCIe)" if all_down else ""
+        if nvswitch:
+            title = "%s: %d of %d NVLinks are down%s" % (_name(facts, g["index"]), len(down), len(links), tail)
+            why = ("Links %s are inactive while the NVSwitches are present: every link of an NVSwitch baseboard's GPU "
+                   "is wired to a switch." % names)
+        else:
+            title = "%s: %d NVLinks up where another GPU of this model has %d%s" % (
+                _name(facts, g["index"]), len(up), expected, tail)
+            why = ("Links %s are inactive; this board has %d links up on another GPU of this model, and %d on this "
+                   "one." % (names, expected, len(up)))
         yield Finding(
             code="topology.nvlink_inactive", severity="warning", components=["topology", "gpu"],
-            title="%s: %d of %d NVLinks are down%s" % (
-                _name(facts, g["index"]), len(down), len(links),
-                " (none up: its peer traffic falls back to PCIe)" if all_down else ""),
-            detail="Links %s are inactive while %s. The GPU's peer traffic runs on the remaining links%s." % (
-                ", ".join(str(x.get("link")) for x in down[:18]),
-                "its other links are up" if up else ("the NVSwitches are present" if nvswitch else
-                                                     "its peers' links are up"),
+            title=title,
+            detail=why + " The GPU's peer traffic runs on the remaining links%s." % (
                 " (none: PCIe)" if all_down else ""),
             evidence=_ev(facts, "gpu.%s.nvlink_active" % g["index"], "topology.gpus", "driver.nvswitch.present"),
-            source=_src("nvmlDeviceGetNvLinkState: every link of the GPU should be active", NVML_NVLINK),
+            source=_src("nvmlDeviceGetNvLinkState: every link wired to a peer or switch should be active", NVML_NVLINK),
             fix=Fix(text="Check the link state and error counters; reseat the NVLink bridge or have the baseboard "
                          "serviced if a link stays down after a reset.",
                     commands=["nvidia-smi nvlink -s -i %s" % g["index"], "nvidia-smi nvlink -e -i %s" % g["index"],

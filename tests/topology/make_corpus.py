@@ -87,6 +87,16 @@ def fake_answers(spec: Dict[str, Any], machine: Dict[str, Any]) -> Dict[str, Any
             doc[p + "nvlink"] = {"links": nv["links"], "state": 1, "version": nv["version"]}
             for link in range(nv["links"]):
                 doc[p + "nvlink.%d.remote" % link] = "0000" + nv["switches"][link % len(nv["switches"])].upper()
+        elif nv and "remotes" in g:
+            # direct NVLinks between GPUs, link by link as `nvidia-smi nvlink --status` shows them: the links
+            # named in the GPU's ``remotes`` ({link: peer bus id}) are up, every other link is inactive
+            doc[p + "nvlink"] = {"links": nv["links"], "state": 1, "version": nv["version"]}
+            for link in range(nv["links"]):
+                peer = g["remotes"].get(str(link))
+                if peer:
+                    doc[p + "nvlink.%d.remote" % link] = "0000" + peer.upper()
+                else:
+                    doc[p + "nvlink.%d.state" % link] = 0
         if spec.get("fabric"):
             f = spec["fabric"]
             doc[p + "fabric"] = {"state": f["state"], "status": f.get("status", 0), "clique": f.get("clique", 0),
