@@ -515,7 +515,7 @@ def _alike(facts: Facts, keys: List[str]) -> bool:
     """Whether the facts ``keys`` name are all there, all ok, and of one value that shows alike (see
     :data:`_ALIKE_TYPES`): then each shows as the first does. The common case (eight GPUs with ECC on), asked at C
     speed; anything else (a GPU without the fact, a damaged record) is for the caller to look at one by one."""
-    records = list(map(facts.get, keys))
+    records: List[Any] = list(map(facts.get, keys))  # None where a GPU lacks the fact
     try:
         if list(map(_STATUS, records)).count("ok") != len(records):
             return False
