@@ -62,11 +62,28 @@ def probes_for(keys: Iterable[str]) -> List[str]:
     return with_needs(names, specs)
 
 
+def _stale(key: str, provides: Dict[str, Any]) -> bool:
+    """Whether the machine's fact ``key`` describes what a plan that ``provides`` these facts replaces. A new CUDA
+    toolkit's nvcc runs the gcc on PATH: the machine's nvcc's own host compiler (``compiler.nvcc_gcc``, from its
+    nvcc.profile) is not the new one's. A planned driver ends the machine's "no driver". A framework build
+    planned (``framework.<name>``) replaces the installed one: what was read of that one (its facts under its key,
+    its libraries' ``linkage.<name>``) is not the new build's."""
+    if key == "compiler.nvcc_gcc":
+        return "cuda.nvcc" in provides
+    if key == "driver.installed":
+        # a plan that installs a driver (``driver.version``) ends "no driver is installed"; the module and the rest
+        # of the driver's health are what the install and the reboot after it make, not planned facts
+        return "driver.version" in provides
+    parts = key.split(".")
+    if len(parts) > 2 and parts[0] == "framework" or len(parts) > 1 and parts[0] == "linkage":
+        return "framework." + parts[1] in provides and key not in provides
+    return False
+
+
 def after_plan(facts: Facts, provides: Dict[str, Any]) -> Facts:
     """The facts after a plan: ``facts`` with each provided one over the machine's (a list adds its entries to
-    the machine's list of that fact). A new CUDA toolkit's nvcc runs the gcc on PATH: the machine's nvcc's own
-    host compiler (``compiler.nvcc_gcc``, from its nvcc.profile) is not the new one's."""
-    out = Facts(f for f in facts if not ("cuda.nvcc" in provides and f.key == "compiler.nvcc_gcc"))
+    the machine's list of that fact), without those that describe what the plan replaces (:func:`_stale`)."""
+    out = Facts(f for f in facts if not _stale(f.key, provides))
     for key, value in provides.items():
         before = facts.get(key)
         if isinstance(value, list) and before is not None and before.known and isinstance(before.value, list):

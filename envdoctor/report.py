@@ -118,12 +118,18 @@ def scrub(probes: List[ProbeResult], scrubber: Scrubber, serials: Sequence[str] 
             p.error = scrubber(p.error)
 
 
-def load_checks() -> None:
+def load_checks(host: Optional[Host] = None) -> None:
     """Import every check (and what it imports): done while the probes wait on programs and files, it is not
-    on the run's critical path."""
+    on the run's critical path. On a machine with an NVIDIA driver (its NVML library present), also the install
+    planner and the driver's recipe, which the checks' fixes plan an install line with (``checks.suggest``)."""
     from .checks import all_checks
 
     all_checks()
+    present = getattr(host, "nvml_library_present", None)
+    if present is not None and present():
+        from .checks.suggest import preload_planner
+
+        preload_planner()
 
 
 def gather(host: Host, deadline: Optional[float] = None, scrubber: Optional[Scrubber] = None,
@@ -172,7 +178,8 @@ def diagnose(host: Host, deadline: Optional[float] = None, scrubber: Optional[Sc
     (``diagnose --check``)."""
     start = time.monotonic()
     scope = _scope(layers, checks)
-    probes = gather(host, deadline, scrubber, None if scope is None else scope.probes, meanwhile=load_checks)
+    probes = gather(host, deadline, scrubber, None if scope is None else scope.probes,
+                    meanwhile=lambda: load_checks(host))
     return judge(probes, source or {"kind": "live", "description": host.description}, start, scope)
 
 

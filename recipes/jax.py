@@ -25,10 +25,14 @@ from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import jax_release
 
-from . import RecipeError
+from . import RecipeError, framework
 from . import docker_image as common
 
 COMPONENT = "jax"
+#: what to run instead when a driver finding refuses the plan (:func:`envdoctor.preflight.check`)
+alternatives = framework.alternatives_for(COMPONENT, with_driver=False)
+#: The facts a plan of this recipe may add (:attr:`Plan.provides`): the pre-flight's checks judge them
+PROVIDES = framework.provides_keys("jax")
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: verified 2026-11-22 against https://docs.jax.dev/en/latest/installation.html ("Summary", GPU NVIDIA):
 #:   pip install -U "jax[cuda13]"   (jax[cuda12] for CUDA 12)
@@ -119,6 +123,10 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
     chosen = choose_build("jax", machine, release=release, variant=tag, image_cuda=image)
     if chosen is not None:
         return chosen[0], chosen[1], []
+    held = None if request.force else framework.held_by_checks("jax", machine, facts, scope[0].release if scope
+                                                                else None, tag, image)
+    if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
+        return held[0], held[1], []
     newest = choose_build("jax", machine, variant=tag, image_cuda=image) if release else None
     err = common.no_build_refusal("jax " + row["jax"], COMPONENT, scope, machine, image,
                                   _line(newest[0]) if newest else None)
@@ -159,8 +167,12 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     image = common.image_cuda_for(var["cuda_built"])
     low = min((s.version for s in SpecifierSet(row["jax"]) if s.operator == ">="), key=Version)
     name = request.version or ("latest" if row["jax"] == newest["jax"] else low)
-    return common.plan_for_method(request, target, facts, component=COMPONENT, version=request.version or row["jax"],
-                                  what=what, title="install JAX ({}) with CUDA {} wheels".format(
-                                      req, var["tag"][4:]),
-                                  notes=notes, image_cuda=image, name_tag=name + "-" + var["tag"],
-                                  conda_default_env="jax")
+    p = common.plan_for_method(request, target, facts, component=COMPONENT, version=request.version or row["jax"],
+                               what=what, title="install JAX ({}) with CUDA {} wheels".format(req, var["tag"][4:]),
+                               notes=notes, image_cuda=image, name_tag=name + "-" + var["tag"],
+                               conda_default_env="jax")
+    forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
+    if request.method != "docker" and not forced:  # an image's jax is not the machine's
+        version = request.version or str(low)
+        p.provides = framework.provides("jax", version, cand.cuda, jaxlib=version)
+    return p

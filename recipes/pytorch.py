@@ -28,10 +28,15 @@ from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import torch_pip_options, torch_release, torch_supports_arch
 
-from . import RecipeError
+from . import RecipeError, framework
 from . import docker_image as common
 
 COMPONENT = "pytorch"
+#: what to run instead when a driver finding refuses the plan (:func:`envdoctor.preflight.check`)
+alternatives = framework.alternatives_for(COMPONENT, with_driver=True)
+#: The facts a plan of this recipe adds (:attr:`Plan.provides`), whose checks' probes the subject runs (the driver a
+#: ``--with-driver`` plan provides is judged by the checks whose probes ran for these)
+PROVIDES = framework.provides_keys("torch")
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: verified 2026-11-22 against https://pytorch.org/get-started/locally/ ("Start Locally", Linux, Pip, CUDA):
 #:   pip3 install torch torchvision torchaudio --index-url https://download.pytorch.org/whl/cu118
@@ -82,11 +87,13 @@ def _tag(want_cuda: Optional[str]) -> Optional[str]:
 
 
 def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = None, docker: bool = False,
-                   ignore_driver: bool = False, python: Optional[str] = None) -> Dict[str, Any]:
+                   ignore_driver: bool = False, python: Optional[str] = None, defer: bool = True) -> Dict[str, Any]:
     """The variant of a torch release to install on the machine the facts describe (advise's choice:
     :func:`envdoctor.advise.choose_build`), or a RecipeError saying why none fits and what would.
-    ``python``: the version of the interpreter pip installs into (:func:`common.pip_python`), when known."""
-    ccs = common.compute_capabilities(facts)
+    ``python``: the version of the interpreter pip installs into (:func:`common.pip_python`), when known.
+    With ``defer``, a release whose builds only the checks' rules reject (the driver against their CUDA, the GPUs'
+    architectures against what they carry: :func:`framework.held_by_checks`) gives the build advise would choose
+    but for them: the pre-flight refuses it with the check's code and title."""
     variants = list(row["variants"])
     tag = _tag(want_cuda)
     if tag:
@@ -99,11 +106,16 @@ def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = N
         return chosen.build
     if python_admits(row.get("python"), python) is False:  # no variant installs into this interpreter
         raise _python_refusal(row, facts, tag, docker, ignore_driver, python)
+    target = common.machine_target(facts, python=python, ignore_driver=ignore_driver)
+    image = common.image_release if docker else None
+    held = framework.held_by_checks("torch", target, facts, row["version"], tag, image) if defer else None
+    if held is not None:
+        return held[0].build
+    ccs = common.compute_capabilities(facts)
     arch_ok = [v for v in variants if all(torch_supports_arch(v, cc) for cc in ccs)]
     if not arch_ok:
         raise RecipeError(*_arch_refusal(row, ccs, variants, facts, docker, python))
-    target = common.machine_target(facts, python=python, ignore_driver=ignore_driver)
-    why = [(v, judge(_candidate(row, v), target, common.image_release if docker else None).reasons) for v in arch_ok]
+    why = [(v, judge(_candidate(row, v), target, image).reasons) for v in arch_ok]
     if all(any("driver" in r for r in reasons) for _, reasons in why):
         raise RecipeError(*_driver_refusal(row, arch_ok, common.driver_version(facts), docker, facts, python))
     newest = _choose(facts, None, tag, docker, ignore_driver, python)
@@ -210,15 +222,20 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     try:
         # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
         var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=docker and "cuda" in opts,
-                             python=py)
+                             python=py, defer=not request.with_driver)
         driver_steps: List[Step] = []
         reboot = False
+        driver_after: Dict[str, Any] = {}
+        no_driver = facts is not None and facts.value("driver.installed") is False
+        if request.with_driver and no_driver and not docker:
+            raise RecipeError("no NVIDIA driver is installed: --with-driver installs the one this build needs")
     except RecipeError:
         if not request.with_driver:
             raise
         var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True, python=py)
         need = common.hardware.min_driver_for_cuda(var["cuda"]) or ""
         driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
+        driver_after = {"driver.version": need, "driver.cuda_version": var["cuda"]} if need else {}
     base = common.index_base(request, INDEX)
     pin = "torch" + common.release_pin(request.version, row["version"])
     what = common.PipInstall((pin,), sources=tuple(torch_pip_options(row, var, base)),
@@ -241,6 +258,9 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     if driver_steps:
         p.steps = driver_steps + p.steps
         p.reboot_required = p.reboot_required or reboot
+    if not docker:  # an image's torch is not the machine's
+        p.provides = dict(framework.provides("torch", "{}+{}".format(row["version"], var["tag"]), var["cuda"]),
+                          **driver_after)
     return p
 
 

@@ -23,10 +23,14 @@ from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import python_supported, tensorflow_release
 
-from . import RecipeError
+from . import RecipeError, framework
 from . import docker_image as common
 
 COMPONENT = "tensorflow"
+#: what to run instead when a driver finding refuses the plan (:func:`envdoctor.preflight.check`)
+alternatives = framework.alternatives_for(COMPONENT, with_driver=False)
+#: The facts a plan of this recipe may add (:attr:`Plan.provides`): the pre-flight's checks judge them
+PROVIDES = framework.provides_keys("tensorflow")
 METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: verified 2026-11-22 against https://www.tensorflow.org/install/pip (quick install, Linux):
 #:   python3 -m pip install 'tensorflow[and-cuda]'
@@ -95,6 +99,9 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
     chosen = choose_build("tensorflow", machine, release=release, variant=tag, image_cuda=image)
     if chosen is not None:
         return chosen[0], chosen[1], []
+    held = None if request.force else framework.held_by_checks("tensorflow", machine, facts, row["version"], tag, image)
+    if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
+        return held[0], held[1], []
     newest = choose_build("tensorflow", machine, variant=tag, image_cuda=image) if release else None
     err = common.no_build_refusal("TensorFlow " + row["version"], COMPONENT, scope, machine, image,
                                   "envdoctor install tensorflow --version " + newest[0].release if newest else None)
@@ -139,11 +146,16 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     what = common.PipInstall((req,) + tuple(verdict.pins),
                              index_url=common.index_base(request, PYPI) if request.mirror else None,
                              smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts), python_spec=row.get("python"))
-    return common.plan_for_method(
+    p = common.plan_for_method(
         request, target, facts, component=COMPONENT, version=row["version"], what=what,
         title="install TensorFlow {} (CUDA {}, cuDNN {})".format(row["version"], row["cuda"], row["cudnn"]),
         notes=notes, image_cuda=common.image_cuda_for(row["cuda"]), name_tag=row["version"],
         need_cudnn=not extra, conda_default_env="tensorflow")
+    forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
+    if request.method != "docker" and not forced:  # an image's TensorFlow is not the machine's
+        p.provides = framework.provides("tensorflow", row["version"], row["cuda"], cudnn=row["cudnn"],
+                                        package=row.get("package") or "tensorflow")
+    return p
 
 
 def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str) -> Plan:

@@ -68,6 +68,18 @@ fail_on = "warning"
 ignore = ["container-toolkit.missing", "framework.cpu_only_build"]
 """
 
+#: ``--install``: (component, version or None for the recipe's own choice, further options)
+INSTALLS = [
+    ("pytorch", None, ()), ("pytorch", "2.15", ()), ("pytorch", "2.4", ()), ("pytorch", "1.13", ()),
+    ("pytorch", "1.8", ()), ("pytorch", "2.4", ("--method", "docker")), ("pytorch", "2.15", ("--with-driver",)),
+    ("tensorflow", None, ()), ("tensorflow", "2.15", ()), ("tensorflow", "2.4", ()),
+    ("tensorflow", "2.18", ("--method", "docker")),
+    ("jax", None, ()), ("jax", "0.4.14", ()), ("jax", "0.6", ()), ("jax", "0.7.2", ("--option", "cuda=13")),
+    ("driver", None, ()), ("driver", "470", ()), ("driver", "580", ()),
+    ("cudnn", None, ()), ("cudnn", "8.9.7", ()), ("cudnn", "9.0.0", ()), ("cudnn", "7.6.5", ()),
+    ("nccl", None, ()), ("nccl", "2.18.3", ()), ("nccl", "2.28.9", ()),
+]
+
 _GENERATED = re.compile(r'"generated": "[^"]*"')
 _STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\+00:00|Z)?")
 _PROM_TIME = re.compile(r"^(envdoctor_(?:last_run_timestamp|run_duration)_seconds(?:\{[^}]*\})?) \S+$", re.M)
@@ -111,6 +123,8 @@ def main(argv: Sequence[str] = ()) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="folder to write (created; its files are overwritten)")
     parser.add_argument("-k", help="only the machines whose path contains this")
+    parser.add_argument("--install", action="store_true",
+                        help="only install dry runs: every framework and library recipe at a few versions")
     args = parser.parse_args(list(argv) or None)
     args.out = os.path.abspath(args.out)
     os.environ.update({"NO_COLOR": "1", "COLUMNS": "80", "ENVDOCTOR_FORMAT": "", "ENVDOCTOR_TIMEOUT": ""})
@@ -158,13 +172,18 @@ def main(argv: Sequence[str] = ()) -> int:
             ("topo.txt", ["topo", "--snapshot", path]),
             ("topo.json", ["topo", "--snapshot", path, "--format", "json"]),
         ]
-        for fmt in ("text", "json", "junit", "prometheus", "nhc", "nfd"):
+        if args.install:
+            commands = [("install-%s-%s.sh" % (component, version or "default"),
+                         ["install", component, "--snapshot", path, "--dry-run"]
+                         + (["--version", version] if version else []) + list(extra))
+                        for component, version, extra in INSTALLS]
+        for fmt in ("text", "json", "junit", "prometheus", "nhc", "nfd") if not args.install else ():
             commands.append(("check.%s" % fmt, ["check", "--policy", policy, "--snapshot", path, "--format", fmt,
                                                 "--node", "n"]))
         for suffix, argv in commands:
             run("%s.%s" % (rel, suffix), argv)
             count += 1
-    if not args.k:
+    if not args.k and not args.install:
         listing = run("explain.txt", ["explain"])
         run("explain.json", ["explain", "--format", "json"])
         codes = sorted({line.split()[0] for line in listing.splitlines()

@@ -132,3 +132,101 @@ def test_the_checks_are_chosen_by_the_facts_they_name(keys, wanted):
     chosen = {s.name for s in preflight.checks_for(keys)}
     assert wanted <= chosen
     assert "kernel-log" not in chosen and "driver-health.library-mismatch" not in chosen
+
+
+# -- the framework recipes (pytorch, tensorflow, jax): their plans provide framework.<name>, the checks judge it --
+# two GeForce GTX 1080 Ti (sm_61), driver 440.82 (CUDA 10.2) in a container (tests/corpus, from nvidia-htop's tracker)
+DRIVER_440 = os.path.join(HERE, "corpus", "b3-healthy-container-2x1080ti-driver44082-smi-no-pids-breaks-nvidia-htop",
+                          "snapshot.json")
+# the A100 with pip's CUDA wheels in a venv, driver 565 (tests/machines/pipwheels-ubuntu2204-a100)
+A100_WHEELS = os.path.join(HERE, "machines", "pipwheels-ubuntu2204-a100", "snapshot.json")
+
+
+def _framework_after(snapshot: str, component: str, version: str):
+    """The findings ``diagnose`` would give once the framework plan ran (every check, the plan's facts over the
+    snapshot's whole report's), and the plan."""
+    report = diagnose(SnapshotHost(load_snapshot(snapshot), "t"))
+    plan = load_recipe(component).plan(Request(component, version, "pip"), target_from_facts(report.facts),
+                                       report.facts)
+    return run_checks(CheckContext(preflight.after_plan(report.facts, plan.provides), [])), plan
+
+
+def test_a_framework_on_a_driver_too_old_for_its_cuda_is_refused_with_the_checks_code_and_title():
+    r = _install("pytorch", "--version", "1.13", "--snapshot", DRIVER_440)
+    assert r.exit_code == 2, r.output
+    found, plan = _framework_after(DRIVER_440, "pytorch", "1.13")
+    assert plan.provides["framework.torch"]["cuda"] == "11.6"  # the build advise would choose but for the driver
+    (f,) = [f for f in found if f.code == "driver.too_old_for_framework"]
+    assert "ERROR driver.too_old_for_framework: " + f.title in r.output
+    assert "Driver 440.82 supports CUDA up to 10.2, but torch 1.13+cu116 needs CUDA 11.6" in f.title
+    # the release this driver runs is planned, and nothing is said of the driver
+    r = _install("pytorch", "--version", "1.12", "--snapshot", DRIVER_440)
+    assert r.exit_code == 0, r.output
+    assert "driver.too_old_for_framework" not in r.output
+
+
+def test_a_gpu_the_framework_build_lacks_is_refused_with_the_checks_code():
+    # torch 1.13's wheels carry sm_37..sm_86: no H100 (sm_90) code, and no PTX to JIT from
+    r = _install("pytorch", "--version", "1.13", "--snapshot", HEALTHY)
+    assert r.exit_code == 2, r.output
+    assert "ERROR gpu.arch_not_in_build: NVIDIA H100 80GB HBM3 (sm_90, compute capability 9.0) is not supported by " \
+           "torch 1.13+cu116" in r.output
+    # TensorFlow 2.4 (CUDA 11.0, which targets sm_35 on) on the K80s is planned: a check's rule holds it there too
+    r = _install("tensorflow", "--version", "2.4", "--snapshot", KEPLER)
+    assert "gpu.arch_not_in_build" not in r.output
+
+
+@pytest.mark.parametrize("component", ["pytorch", "tensorflow", "jax"])
+def test_a_healthy_machine_keeps_the_framework_plan_it_had(monkeypatch, component):
+    said = _install(component, "--snapshot", A100_WHEELS)
+    assert said.exit_code == 0, said.output
+    assert "diagnose` would report" not in said.output
+    _, plan = _framework_after(A100_WHEELS, component, None)
+    assert plan.provides  # the pre-flight judged it ...
+    monkeypatch.setattr(preflight, "judge", lambda *a, **k: preflight.Verdict([], []))
+    without = _install(component, "--snapshot", A100_WHEELS).output  # ... and changed nothing but its notes
+    assert [line for line in said.output.splitlines() if "diagnose` would warn" not in line] == without.splitlines()
+
+
+def test_a_framework_install_follows_the_check_unit_not_a_rule_of_its_own(monkeypatch):
+    # Without compat.driver-vs-cuda's verdict, nothing refuses torch 1.13 (CUDA 11.6) over driver 440
+    _replace_check(monkeypatch, "compat.driver-vs-cuda", lambda ctx: [])
+    r = _install("pytorch", "--version", "1.13", "--snapshot", DRIVER_440)
+    assert r.exit_code == 0, r.output
+    assert "install PyTorch 1.13 (cu116, CUDA 11.6)" in r.output
+
+    # and what the check says of the framework after the plan is what install refuses with
+    def says(ctx):
+        torch = ctx.facts.mapping("framework.torch")
+        if torch.get("cuda") == "12.8":
+            yield Finding(code="driver.too_old_for_framework", severity="error", components=["driver", "torch"],
+                          title="the check's own verdict on torch %s" % torch.get("version"))
+
+    _replace_check(monkeypatch, "compat.driver-vs-cuda", says)
+    r = _install("pytorch", "--version", "2.8", "--option", "cuda=12.8", "--snapshot", HEALTHY)
+    assert r.exit_code == 2, r.output
+    assert "ERROR driver.too_old_for_framework: the check's own verdict on torch 2.8+cu128" in r.output
+
+
+def test_the_framework_plans_name_the_checks_that_judge_them():
+    chosen = {s.name for s in preflight.checks_for(("framework.torch",))}
+    assert {"compat.driver-vs-cuda", "compat.arch-vs-builds"} <= chosen
+
+
+# a GPU on the PCI bus and no NVIDIA driver installed (nouveau bound; Ubuntu 18.04 with the GPU Operator; from
+# tests/corpus, rebuilt from NVIDIA/gpu-operator's tracker); planned for Ubuntu 22.04
+NO_DRIVER = os.path.join(HERE, "corpus", "b6-gpu-operator-node-ubuntu1804-nouveau-bound-driver-container-fails",
+                         "snapshot.json")
+
+
+def test_a_framework_on_a_machine_without_a_driver_is_refused_and_with_driver_plans_one():
+    r = _install("pytorch", "--snapshot", NO_DRIVER, "--os", "ubuntu22.04")
+    assert r.exit_code == 2, r.output
+    assert "ERROR driver.missing_for_framework: No NVIDIA driver is installed" in r.output
+    assert "--with-driver" in r.output.split("alternatives:")[1]  # the refusal says how to get one
+    r = _install("pytorch", "--snapshot", NO_DRIVER, "--os", "ubuntu22.04", "--with-driver")
+    assert r.exit_code == 0, r.output
+    assert "reboot required afterwards: yes" in r.output and "cuda-keyring" in r.output  # the driver is planned
+    # a recipe without --with-driver names the driver's own install
+    r = _install("tensorflow", "--snapshot", NO_DRIVER, "--os", "ubuntu22.04")
+    assert r.exit_code == 2 and "envdoctor install driver" in r.output, r.output

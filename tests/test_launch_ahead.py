@@ -17,7 +17,7 @@ import pytest
 
 from envdoctor.host.live import LiveHost
 from envdoctor.host.snapshot import SnapshotHost, load_snapshot
-from envdoctor.probes import ProbeContext, all_probes
+from envdoctor.probes import LAUNCH_MODULES, ProbeContext, all_probes
 from envdoctor.probes.containers import launch_docker, probe_containers
 
 from .fakenvml.build import fake_env, load_answers, write_answers
@@ -85,6 +85,31 @@ def test_docker_is_launched_as_the_probe_runs_it_on_every_captured_machine(path)
 
 def test_only_the_containers_probe_launches():
     assert [s.name for s in all_probes() if s.launch is not None] == ["containers"]
+    # launch_ahead imports these modules only, before the rest of a run: every launch= hook is in one of them
+    assert {s.launch.__module__ for s in all_probes() if s.launch is not None} <= set(LAUNCH_MODULES)
+
+
+def test_a_whole_diagnose_launches_docker_before_it_imports_the_checks(tmp_path):
+    """The programs of the launch= hooks start before the report's modules (the checks among them) are imported,
+    so docker (about 20 MiB) runs beside a smaller interpreter; run_probes does not launch them again."""
+    code = (
+        "import sys; from envdoctor.host.live import LiveHost\n"
+        "seen = []\n"
+        "class R(LiveHost):\n"
+        "    def launch(self, argv, timeout=None):\n"
+        "        seen.append((argv[0], 'envdoctor.checks' in sys.modules)); super().launch(argv, timeout)\n"
+        "from envdoctor.cli.subjects import Subject\n"
+        "Subject('machine', host=R(timeout=10), deadline=None).report()\n"
+        "print(seen)\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    tool = bindir / "docker"
+    tool.write_text("#!/bin/sh\necho '{}'\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    env = dict(os.environ, PATH=str(bindir) + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "[('docker', False)]"  # once, before the checks were imported
 
 
 FAKE_TOOL = """#!/bin/sh
@@ -161,3 +186,21 @@ def test_a_hung_read_while_deciding_what_to_launch_does_not_hang_the_run(fake_li
             and "time limit" in docker["value"]["message"]) or [
         p for p in report["probes"] if p["name"] == "containers" and p["status"] == "timed_out"], docker
     assert elapsed < 3 + 1 + 5  # the time limit, its second, and the interpreter's start on a loaded machine
+
+
+def test_the_driver_planner_is_loaded_while_the_probes_wait_only_where_a_driver_is(fake_lib, tmp_path):
+    """On a machine with the driver's NVML library (the stand-in here), the checks' preparation during the probes
+    also imports the install planner and the driver's recipe, which the driver findings' fixes plan with; where
+    the library is absent (this machine without the stand-in, unless it has a driver), it does not."""
+    code = ("import sys; from envdoctor.host.live import LiveHost; from envdoctor.report import load_checks\n"
+            "h = LiveHost(timeout=10); load_checks(h)\n"
+            "print(h.nvml_library_present(), 'envdoctor.recipes.driver' in sys.modules)\n")
+    stand_in = fake_env(fake_lib, write_answers(load_answers("h100.json"), str(tmp_path / "answers.txt")))
+    plain = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    for env, driver in ((stand_in, True), (plain, None)):
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
+        present, loaded = r.stdout.split()
+        assert present == loaded, r.stderr[-2000:]
+        if driver:
+            assert present == "True"

@@ -18,6 +18,7 @@ from typing import List, Optional
 
 import pytest
 
+from envdoctor import preflight
 from envdoctor.advise import Target as AdviseTarget
 from envdoctor.advise import advise
 from envdoctor.facts import Facts
@@ -88,14 +89,22 @@ def test_driver_470_gets_a_cuda_11_torch_build():
     assert var["tag"] == "cu118"
 
 
+def _installed(module, request, facts):
+    """What ``install`` does with the recipe's plan: its pre-flight (the checks on the facts after the plan)
+    refuses it or lets it through."""
+    plan = module.plan(request, UBUNTU2204, facts)
+    preflight.check(plan, facts, module=module)
+    return plan
+
+
 def test_driver_470_and_a_torch_without_cuda_11_is_refused_with_the_last_release_it_runs():
     facts = machine_facts("470.82.01", 11040, [[8, 0]])
-    with pytest.raises(RecipeError) as err:
-        pytorch.plan(req("pytorch", "2.8"), UBUNTU2204, facts)
-    assert "driver 470.82.01 cannot run any CUDA build of torch 2.8" in err.value.message
+    with pytest.raises(RecipeError) as err:  # the check's verdict on torch 2.8 after the plan
+        _installed(pytorch, req("pytorch", "2.8"), facts)
+    assert "ERROR driver.too_old_for_framework: Driver 470.82.01 supports CUDA up to 11.4, but torch 2.8+cu128 " \
+           "needs CUDA 12.8" in err.value.message
     assert "525.60.13" in err.value.message
-    assert any("--version 2.7" in a for a in err.value.alternatives)
-    assert any(a.startswith("envdoctor install driver --version") for a in err.value.alternatives)
+    assert "install torch 2.7 for CUDA 11.8" in err.value.message  # the check's fix names the release it runs
 
 
 def test_a_recent_driver_gets_the_newest_stable_build_it_runs_without_compat():
@@ -111,29 +120,27 @@ def test_rtx_5090_blackwell_gets_cu128_or_newer_only():
     var = pytorch.choose_variant(pytorch._release("2.7"), facts)
     assert var["tag"] == "cu128"  # cu126 (stable) stops at sm_90
     with pytest.raises(RecipeError) as err:
-        pytorch.plan(req("pytorch", "2.6"), UBUNTU2204, facts)
-    assert "compute capability 12.0" in err.value.message
-    assert any("--version 2.7" in a for a in err.value.alternatives)
+        _installed(pytorch, req("pytorch", "2.6"), facts)
+    assert "ERROR gpu.arch_not_in_build: NVIDIA GeForce RTX 5090 (sm_120, compute capability 12.0)" in err.value.message
+    assert "Suggested: torch 2.11 built for CUDA 12.8 (cu128)" in err.value.message  # the check's fix
 
 
 def test_k80_gets_the_last_torch_whose_cudnn_runs_on_it_and_asking_for_the_newest_is_refused_naming_it():
     facts = machine_facts("470.82.01", 11040, [[3, 7]], ["Tesla K80"])
-    with pytest.raises(RecipeError) as err:
-        pytorch.plan(req("pytorch", pytorch.versions()[-1]), UBUNTU2204, facts)
-    assert "compute capability 3.7" in err.value.message
-    assert "the last release with sm_37 is torch 2.7 (cu118)" in err.value.message
+    with pytest.raises(RecipeError) as err:  # the newest torch (CUDA 13.2, no sm_37): the checks' verdict
+        _installed(pytorch, req("pytorch", pytorch.versions()[-1]), facts)
+    assert "ERROR driver.too_old_for_framework: Driver 470.82.01 supports CUDA up to 11.4" in err.value.message
+    assert "install torch 2.3 for CUDA 11.8" in err.value.message  # the check's fix, as advise answers
     # torch 2.4-2.7 cu118 carry sm_37 but pin cuDNN 9.1, which supports compute capability 5.0 and newer
-    # (cudnn.json): the line offered is the newest release whose cuDNN runs on a K80, as advise answers.
-    assert "the newest release that runs on this machine is torch 2.3 (cu118)" in err.value.message
-    assert err.value.alternatives == ["envdoctor install pytorch --version 2.3 --option cuda=11.8"]
+    # (cudnn.json): the release advise answers is the newest whose cuDNN runs on a K80.
     assert advise(AdviseTarget(driver="470.82.01", cc="3.7"), ["torch"]).frameworks[0].release == "2.3"
     # No --version: the newest release this machine runs, as advise answers, saying why not a newer one.
     plan = pytorch.plan(req("pytorch"), UBUNTU2204, facts)
     assert _pip_line(plan).endswith("torch==2.3.* --index-url https://download.pytorch.org/whl/cu118")
     assert any(n.startswith("torch 2.3 is the newest release this machine runs") for n in plan.notes)
-    with pytest.raises(RecipeError) as err:  # asked for by version: refused, saying why
-        pytorch.plan(req("pytorch", "2.7"), UBUNTU2204, facts)
-    assert "cuDNN 9.1.0.70" in err.value.message and "not 3.7" in err.value.message
+    with pytest.raises(RecipeError) as err:  # asked for by version: refused (cu118 by its cuDNN, advise's rule;
+        _installed(pytorch, req("pytorch", "2.7"), facts)  # cu126 by the checks: the driver and sm_37)
+    assert "ERROR gpu.arch_not_in_build: Tesla K80 (sm_37, compute capability 3.7)" in err.value.message
 
 
 def test_torch_is_chosen_for_the_interpreter_pip_installs_into_as_advise_answers():
@@ -242,8 +249,8 @@ def test_tensorflow_and_cuda_from_2_14_and_system_cuda_before():
 def test_tensorflow_refuses_an_old_driver_and_a_python_outside_its_range():
     facts = machine_facts("470.82.01", 11040, [[8, 0]])
     with pytest.raises(RecipeError) as err:
-        tensorflow.plan(req("tensorflow", "2.17"), UBUNTU2204, facts)
-    assert "525.60.13" in err.value.message
+        _installed(tensorflow, req("tensorflow", "2.17"), facts)
+    assert "ERROR driver.too_old_for_framework: " in err.value.message and "525.60.13" in err.value.message
     facts.add(type(next(iter(facts)))("python.version", "3.13.1", "python:/usr/bin/python3"))
     with pytest.raises(RecipeError) as err:
         tensorflow.plan(req("tensorflow", "2.13", python=None), UBUNTU2204, facts)
@@ -281,11 +288,10 @@ def test_jax_on_driver_470_gets_the_last_cuda_11_wheels_as_advise_says():
                                     "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html")
     assert (answer.variant, answer.release) == ("cuda11", "<0.4.26,>=0.4.14")
     assert any("newest release this machine runs" in n for n in plan.notes)
-    with pytest.raises(RecipeError) as err:  # asking for a CUDA 12 release names the driver and this release
-        jax.plan(req("jax", "0.6.2"), UBUNTU2204, facts)
-    assert "needs driver >= 525.60.13" in err.value.message
-    assert "envdoctor install driver --version 525" in err.value.alternatives
-    assert "envdoctor install jax --version 0.4.14 --option cuda=11" in err.value.alternatives
+    with pytest.raises(RecipeError) as err:  # asking for a CUDA 12 release: the check's verdict on the driver
+        _installed(jax, req("jax", "0.6.2"), facts)
+    assert "ERROR driver.too_old_for_framework: " in err.value.message and "jax 0.6.2" in err.value.message
+    assert "525.60.13" in err.value.message
 
 
 def test_force_plans_the_release_asked_for_past_the_driver_with_the_least_demanding_build():
@@ -410,10 +416,8 @@ def test_an_old_release_for_a_new_gpu_names_the_nearest_releases_once():
     one, once each (it used to repeat "the first release with sm_90 is torch X" for every newer release and
     offer 17 lines), and offers those plus the newest release that runs here."""
     facts = machine_facts("580.95.05", 13000, [[9, 0]], ["NVIDIA H100 80GB HBM3"])
-    with pytest.raises(RecipeError) as err:
-        pytorch.plan(req("pytorch", "1.12", method="conda"), UBUNTU2204, facts)
+    with pytest.raises(RecipeError) as err:  # the arch check's verdict after the plan, with its one suggestion
+        _installed(pytorch, req("pytorch", "1.12", method="conda"), facts)
     msg = err.value.message
-    assert msg.count("the first release with sm_90") == 1 and "the first release with sm_90 is torch 2.0" in msg
-    assert msg.count("release with sm_90") <= 2
-    assert len(err.value.alternatives) <= 3
-    assert any("--version 2.0 " in a for a in err.value.alternatives)
+    assert "ERROR gpu.arch_not_in_build: NVIDIA H100 80GB HBM3 (sm_90, compute capability 9.0)" in msg
+    assert msg.count("Suggested:") == 1

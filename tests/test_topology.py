@@ -593,6 +593,107 @@ def test_worker_on_a_driver_without_the_newer_calls(tmp_path):
     assert facts.get("topology.fabric.state").status == "unknown"
 
 
+def _worker_calls(lib: str, answers: Dict[str, Any], tmp_path: Any, name: str, walk_from: int = 0):
+    """The worker's answers for ``answers`` and the pair and topology calls it made of the stand-in NVML
+    (``walk_from``: the fewest GPUs for which it walks the nearest-GPU sets; 0: its own)."""
+    from .fakenvml.build import fake_env, write_answers
+
+    path = write_answers(answers, str(tmp_path / (name + ".txt")))
+    counts = tmp_path / (name + ".calls")
+    env = dict(fake_env(lib, path), FAKE_NVML_CALLS=str(counts))
+    code = "import json; from envdoctor.host import nvml_worker as w; %sprint(json.dumps(w.collect()))" % (
+        "w.WALK_FROM_GPUS = %d; " % walk_from if walk_from else "")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    calls = dict(line.split("=") for line in counts.read_text().split())
+    return json.loads(r.stdout), {k: int(v) for k, v in calls.items()}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_common_ancestors_from_the_nearest_gpu_sets_are_those_of_the_pair_calls(fake_lib, tmp_path, name):
+    """The common ancestor of every pair settled by nvmlDeviceGetTopologyNearestGpus (one walk up the levels per
+    GPU, here on every published board however few its GPUs) is the one nvmlDeviceGetTopologyCommonAncestor
+    gives for the pair (the driver answering NearestGpus NOT_SUPPORTED): the worker's answers are the same."""
+    answers = boards.fake_answers(boards.load(name))
+    n = answers["device_count"]
+    walked, calls = _worker_calls(fake_lib, answers, tmp_path, "walk", walk_from=2)
+    without = dict(answers, **{"device.%d.nearest.error" % i: 3 for i in range(n)})
+    asked, calls_before = _worker_calls(fake_lib, without, tmp_path, "per-pair", walk_from=2)
+    assert walked == asked
+    assert calls["nvmlDeviceGetTopologyCommonAncestor"] == 0
+    assert calls_before["nvmlDeviceGetTopologyCommonAncestor"] == n * (n - 1) // 2
+
+
+def _switched_board(n: int) -> Dict[str, Any]:
+    """A stand-in board of ``n`` H100s (tests/fakenvml's) whose pairs' common ancestors follow dgx-h100's layout
+    repeated: two GPUs per PCIe switch (SINGLE), four per host bridge (HOSTBRIDGE), eight per NUMA node (NODE),
+    the rest across the system (SYSTEM); P2P statuses as NVML's for GPUs on one switch (OK) or not (not
+    supported by the chipset). No machine has this many GPUs in one system (the driver drives at most 32):
+    it counts calls."""
+    from .fakenvml.build import h100_board
+
+    doc = h100_board(n)
+    for a in range(n):
+        for b in range(a + 1, n):
+            level = 10 if a // 2 == b // 2 else 30 if a // 4 == b // 4 else 40 if a // 8 == b // 8 else 50
+            doc["pair.%d.%d.ancestor" % (a, b)] = level
+            for cap in ("read", "write", "nvlink", "atomics"):
+                doc["pair.%d.%d.p2p.%s" % (a, b, cap)] = 0 if level == 10 and cap != "nvlink" else 1
+    return doc
+
+
+@pytest.mark.parametrize("n", [8, 32, 64])
+def test_common_ancestors_cost_fewer_calls_per_pair_on_a_large_board(fake_lib, tmp_path, n):
+    """From 25 GPUs on, the walk asks fewer NVML calls per pair than one common-ancestor call per pair (and the
+    answers are the same); below, every pair is asked as before. P2P statuses are asked for every pair: NVML
+    documents nothing that implies one from another, nor that a pair's two orders agree (each pair is asked
+    once, lower index first, as before)."""
+    answers = _switched_board(n)
+    pairs = n * (n - 1) // 2
+    walked, calls = _worker_calls(fake_lib, answers, tmp_path, "walk")
+    without = dict(answers, **{"device.%d.nearest.error" % i: 3 for i in range(n)})
+    asked, calls_before = _worker_calls(fake_lib, without, tmp_path, "per-pair")
+    assert walked == asked
+    assert calls["nvmlDeviceGetP2PStatus"] == calls_before["nvmlDeviceGetP2PStatus"] == 4 * pairs
+    assert calls_before["nvmlDeviceGetTopologyCommonAncestor"] == pairs
+    if n < 25:
+        assert calls == calls_before
+        return
+    assert calls["nvmlDeviceGetTopologyCommonAncestor"] == 0
+    assert calls["nvmlDeviceGetTopologyNearestGpus"] <= 2 * 6 * (n - 1)
+    assert sum(calls.values()) / pairs < sum(calls_before.values()) / pairs < 5.1
+
+
+def test_a_pair_the_walk_does_not_settle_is_asked_by_itself(fake_lib, tmp_path):
+    """A pair NearestGpus leaves out (its ancestor unknown to the stand-in's sets: asked per pair, an error
+    kept as NVML gives it) and a GPU whose walk fails part-way: those pairs are asked one by one."""
+    answers = boards.fake_answers(boards.load("dgx-h100"))
+    answers["pair.2.5.ancestor.error"] = 999
+    answers["device.6.nearest.error"] = 2  # INVALID_ARGUMENT from GPU 6's first level on
+    data, calls = _worker_calls(fake_lib, answers, tmp_path, "partial", walk_from=2)
+    assert data["pair.2.5"]["value"]["ancestor"] == {"error": "NVML_ERROR_UNKNOWN", "code": 999}
+    assert data["pair.6.7"]["value"]["ancestor"] == {"value": answers["pair.6.7"]["ancestor"]}
+    assert calls["nvmlDeviceGetTopologyCommonAncestor"] == 2  # pairs (2, 5) and (6, 7)
+
+
+def test_a_nearest_gpu_walk_that_hangs_is_named(fake_lib, tmp_path):
+    """NVML hanging in nvmlDeviceGetTopologyNearestGpus (a board large enough for the walk): the run ends at its
+    time limit and the topology is timed out, naming the call and the GPU."""
+    from .fakenvml.build import fake_env, write_answers
+
+    answers = _switched_board(32)
+    answers["device.0.nearest.hang_seconds"] = 30
+    path = write_answers(answers, str(tmp_path / "a.txt"))
+    r = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--format", "json", "--timeout", "2",
+                        "--only", "topology"], env=fake_env(fake_lib, path), capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    doc = json.loads(r.stdout)
+    facts = {f["key"]: f for p in doc["probes"] for f in p["facts"]}
+    assert facts["topology.status"]["status"] == "timed_out"
+    assert "nvmlDeviceGetTopologyNearestGpus for GPU 0" in facts["topology.status"]["reason"]
+
+
 def test_a_pair_call_that_hangs_keeps_the_answers_before_it(fake_lib, tmp_path):
     from .fakenvml.build import fake_env, write_answers
 

@@ -104,6 +104,11 @@ class Subject:
         (:meth:`report_document`)."""
         import time
 
+        if self.kind == "machine" and layers is None and not checks:
+            # every probe runs: its programs started before the rest of the run is imported
+            from ..probes import launch_ahead
+
+            launch_ahead(self.host, self.deadline)
         from ..report import diagnose
 
         if self.kind == "machine":

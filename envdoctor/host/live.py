@@ -612,6 +612,11 @@ class LiveHost(Host):
         if self._nvml_child is not None:
             self._nvml_child_gone.clear()
 
+    def nvml_library_present(self) -> bool:
+        """Whether dlopen may find the driver's NVML library (``nvml_worker.library_absent``: read from files,
+        the library never loaded): a machine with an NVIDIA driver, most likely."""
+        return not self._nvml_absent()
+
     def _nvml_absent(self) -> bool:
         """No libnvidia-ml.so.1 for dlopen to find (most machines without a driver): nothing to ask."""
         if self._nvml_library_absent is None:

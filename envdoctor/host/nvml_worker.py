@@ -14,11 +14,14 @@ The output maps a key per question to ``{"value": ...}`` or
 ``device.i.<field>`` (see ``DEVICE_FIELDS``), and ``device.i.mig_devices`` (``{"max": M, "present": N}``:
 MIG device slots and MIG devices created) for a GPU in MIG mode only.  Then the GPUs' interconnect (see
 :func:`_topology`): ``device.i.nvlink``, ``device.i.fabric``, ``device.i.c2c`` per GPU and ``pair.i.j``
-(``i < j``) per pair of GPUs.  It is the raw evidence stored in snapshots, so keys are never renamed, only
-added (a snapshot without the interconnect keys was written by an envdoctor that did not ask).
+(``i < j``) per pair of GPUs (its common ancestor taken from nvmlDeviceGetTopologyNearestGpus on a board of
+25 GPUs or more: the same level, see :func:`_nearest_levels`).  It is the raw evidence stored in snapshots, so
+keys are never renamed, only added (a snapshot without the interconnect keys was written by an envdoctor that
+did not ask).
 
 The answers stream as they come (:func:`collect` with ``emit``): a line ``{"ask": KEY}`` before each
-call and ``{"key": KEY, "answer": {...}}`` after it, then ``{"done": true}``; so when a call hangs or
+call and ``{"key": KEY, "answer": {...}}`` after it (``{"ask": "nearest.I"}`` alone before GPU I's walk of
+the nearest-GPU sets, whose answers are the pairs'), then ``{"done": true}``; so when a call hangs or
 crashes the answers before it survive and the call that hung is known.  The parent records that in the
 top-level key ``incomplete``: ``{"call": KEY, "reason": "timed_out" | "starved" | "crashed",
 "message": ...}``.
@@ -149,6 +152,8 @@ def describe_call(key):
     if key in TOP_CALLS:
         return TOP_CALLS[key]
     parts = str(key).split(".", 2)
+    if len(parts) == 2 and parts[0] == "nearest":
+        return "nvmlDeviceGetTopologyNearestGpus for GPU %s" % parts[1]
     if len(parts) == 3 and parts[0] == "pair":
         return "nvmlDeviceGetTopologyCommonAncestor/nvmlDeviceGetP2PStatus for GPUs %s and %s" % (parts[1], parts[2])
     if len(parts) == 3 and parts[0] == "device":
@@ -340,7 +345,7 @@ def collect(emit=None):
         mig = out.get(p + "mig_mode", {}).get("value")
         if isinstance(mig, list) and mig and mig[0] == 1:
             ask(p + "mig_devices", mig_devices, handle)
-    _topology(handles, ask, call, pynvml, error_names)
+    _topology(handles, ask, call, pynvml, error_names, out, tell)
     tell({"ask": "shutdown"})  # every answer is in: a hang from here on is NVML's shutdown's
     try:
         call("nvmlShutdown")
@@ -433,7 +438,7 @@ NOT_SUPPORTED_CODE = 3
 ARGUMENT_VERSION_MISMATCH = 25
 
 
-def _topology(handles, ask, call, pynvml, error_names):
+def _topology(handles, ask, call, pynvml, error_names, results, tell):
     """Ask the interconnect of the GPUs in ``handles`` (index -> handle), batched: per GPU one answer each for
     its NVLinks, its fabric and C2C; per pair of GPUs one answer holding the common PCIe ancestor and the P2P
     capabilities. Inside an answer, every NVML call keeps its own ``{"value"}``/``{"error"}``, so a driver
@@ -546,9 +551,36 @@ def _topology(handles, ask, call, pynvml, error_names):
             return out
         raise last if last is not None else AttributeError("nvidia-ml-py has no nvmlDeviceGetGpuFabricInfo")
 
-    def pair(a, b):
-        out = {"ancestor": one(call, "nvmlDeviceGetTopologyCommonAncestor", a, b)}
-        out["p2p"] = {name: one(call, "nvmlDeviceGetP2PStatus", a, b, index) for name, index in P2P_CAPS}
+    def entry(name):
+        """The binding's own entry point ``name`` of the library it loaded (``pynvml._nvmlGetFunctionPointer``,
+        which its wrappers call), to call with a status instead of an exception per answer; None where the
+        binding or the driver lacks it (the wrapper is called then, and says why)."""
+        try:
+            return pynvml._nvmlGetFunctionPointer(name)
+        except Exception:  # noqa: BLE001 - no such entry point, or a binding without the helper
+            return None
+
+    uint = ctypes.c_uint()
+    uint_ref = ctypes.byref(uint)
+    ancestor_fn, p2p_fn = entry("nvmlDeviceGetTopologyCommonAncestor"), entry("nvmlDeviceGetP2PStatus")
+
+    def status(ret):
+        """The answer of a call that returned ``ret`` and wrote ``uint``: what ``one`` makes of the wrapper's."""
+        if ret == 0:
+            return {"value": uint.value}
+        return {"error": error_names.get(ret, "NVML_ERROR_%s" % ret), "code": ret}
+
+    def pair(a, b, level):
+        if level is not None:
+            out = {"ancestor": {"value": level}}
+        elif ancestor_fn is not None:
+            out = {"ancestor": status(ancestor_fn(a, b, uint_ref))}
+        else:
+            out = {"ancestor": one(call, "nvmlDeviceGetTopologyCommonAncestor", a, b)}
+        if p2p_fn is not None:
+            out["p2p"] = {name: status(p2p_fn(a, b, index, uint_ref)) for name, index in P2P_CAPS}
+        else:
+            out["p2p"] = {name: one(call, "nvmlDeviceGetP2PStatus", a, b, index) for name, index in P2P_CAPS}
         return out
 
     for i in sorted(handles):
@@ -557,9 +589,69 @@ def _topology(handles, ask, call, pynvml, error_names):
         ask(p + "fabric", fabric, handles[i])
         ask(p + "c2c", call, "nvmlDeviceGetC2cModeInfoV", handles[i])
     order = sorted(handles)
+    levels = _nearest_levels(order, handles, call, tell)
     for n, i in enumerate(order):
         for j in order[n + 1:]:
-            ask("pair.%d.%d" % (i, j), pair, handles[i], handles[j])
+            key = "pair.%d.%d" % (i, j)
+            # ask's work without _plain's walk: a pair's answer is plain already
+            tell({"ask": key})
+            try:
+                answer = {"value": pair(handles[i], handles[j], levels.get((i, j)))}
+            except Exception as exc:  # noqa: BLE001 - as ask() answers it
+                answer = {"error": "EXCEPTION", "message": "%s: %s" % (type(exc).__name__, exc)}
+            results[key] = answer
+            tell({"key": key, "answer": answer})
+
+
+#: nvmlGpuTopologyLevel_t (nvml.h), nearest first: INTERNAL (one board), SINGLE (one PCIe switch), MULTIPLE
+#: (switches, no host bridge), HOSTBRIDGE, NODE (one NUMA node), SYSTEM.
+TOPOLOGY_LEVELS = (0, 10, 20, 30, 40, 50)
+#: From how many GPUs the walk is used: it makes at most two calls per level (nvidia-ml-py asks the count, then
+#: the handles) for each GPU but the last, 12 x (n - 1), against n x (n - 1) / 2 per-pair calls, so it asks
+#: less only from 25 GPUs on.
+WALK_FROM_GPUS = 2 * 2 * len(TOPOLOGY_LEVELS) + 1
+
+
+def _nearest_levels(order, handles, call, tell):
+    """The common ancestor of each pair ``(i, j)`` (``i < j``) that nvmlDeviceGetTopologyNearestGpus settles,
+    from one walk up the levels per GPU instead of one nvmlDeviceGetTopologyCommonAncestor call per pair.
+
+    nvml.h documents both calls on the same levels (nvmlGpuTopologyLevel_t: "all devices that only need
+    traverse a single PCIe switch", ... "all devices in the system"); NearestGpus returns "the set of GPUs that
+    are nearest to a given device at a specific interconnectivity level". The lowest level whose set holds GPU j
+    is then the pair's common ancestor, whether a level's set holds the GPUs at that level only or also the
+    nearer ones. A GPU's walk stops at the first error (a level not asked could hold a pair at a nearer level
+    than the one found next), and a pair no set holds, or a handle that is none of ours, is left to the
+    per-pair call, as is every pair when the handles cannot be told apart. P2P statuses are not derived: NVML
+    documents no relation between them, nor between a pair's two orders (each unordered pair is asked once,
+    in the order GPU index ``i < j``, as before)."""
+    import ctypes
+
+    def address(handle):
+        return ctypes.cast(handle, ctypes.c_void_p).value
+
+    if len(order) < WALK_FROM_GPUS:
+        return {}
+    index = {address(handles[i]): i for i in order}
+    if len(index) != len(order) or None in index:
+        return {}
+    found = {}
+    for n, i in enumerate(order[:-1]):
+        later = set(order[n + 1:])
+        tell({"ask": "nearest.%d" % i})  # a hang in the walk is named (describe_call)
+        for level in TOPOLOGY_LEVELS:
+            try:
+                gpus = call("nvmlDeviceGetTopologyNearestGpus", handles[i], level)
+            except Exception:  # noqa: BLE001 - NOT_SUPPORTED, an older driver or binding: per pair from here
+                break
+            for handle in gpus if isinstance(gpus, list) else ():
+                j = index.get(address(handle))
+                if j in later:
+                    later.discard(j)
+                    found[(i, j)] = level
+            if not later:
+                break
+    return found
 
 
 if __name__ == "__main__":

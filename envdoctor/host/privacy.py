@@ -601,20 +601,21 @@ class Scrubber:
         rules = []
         if not include_host:
             if home and home not in ("/", "~") and len(home) > 1:
-                rules.append((re.compile(re.escape(home.rstrip("/")) + r"(?=/|$|[\s:;,\"'])"), "~"))
+                rules.append((home.rstrip("/"), re.compile(re.escape(home.rstrip("/")) + r"(?=/|$|[\s:;,\"'])"),
+                              "~"))
             hosts = [h for h in [hostname or ""] + list(hostnames)
                      if len(h) >= 3 and h not in ("localhost", "<hostname>")]
             for h in sorted(set(hosts), key=len, reverse=True):  # the FQDN before its short name
-                rules.append((re.compile(r"(?<![\w-])" + re.escape(h) + r"(?![\w-])"), "<hostname>"))
+                rules.append((h, re.compile(r"(?<![\w-])" + re.escape(h) + r"(?![\w-])"), "<hostname>"))
             for a in addresses:  # a remote container daemon's (DOCKER_HOST)
-                rules.append((_address_rule(a), "<address>"))
+                rules.append((a, _address_rule(a), "<address>"))
             for u in dict.fromkeys([user or ""] + list(users)):
                 if len(u) >= 3 and u not in ("root", "<user>"):
                     if u.lower() in _COMMON_WORDS or len(u) < 4:
                         # As a path component only (/home/ubuntu/...), not as a word.
-                        rules.append((re.compile(r"(?<=/)" + re.escape(u) + r"(?=/|$)"), "<user>"))
+                        rules.append((u, re.compile(r"(?<=/)" + re.escape(u) + r"(?=/|$)"), "<user>"))
                     else:
-                        rules.append((re.compile(r"(?<![\w.-])" + re.escape(u) + r"(?![\w-])"), "<user>"))
+                        rules.append((u, re.compile(r"(?<![\w.-])" + re.escape(u) + r"(?![\w-])"), "<user>"))
         self._rules = rules
 
     @classmethod
@@ -634,8 +635,9 @@ class Scrubber:
         # Credentials, in any string (always, like the environment's): a docker context's ssh://user@host,
         # a METADATA line `Requires-Dist: pkg @ https://host/x.whl?private_token=...`, a token in a config.
         s = redact_text(s)
-        for rx, repl in self._rules:
-            s = rx.sub(repl, s)
+        for literal, rx, repl in self._rules:
+            if literal in s:  # each rule matches its literal (escaped) and nothing else: no regex scan without it
+                s = rx.sub(repl, s)
         if self.redact_ids:
             if "GPU-" in s or "MIG-" in s:
                 s = _GPU_UUID.sub(self._uuid_placeholder, s)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+import weakref
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..facts import Fact, Facts
@@ -271,6 +272,34 @@ def _launch(host: Host, specs: Sequence[ProbeSpec]) -> None:
             pass
 
 
+#: The modules whose probes have ``launch=`` hooks (tests/test_launch_ahead.py holds it to the registry), so
+#: that :func:`launch_ahead` imports only them.
+LAUNCH_MODULES = ("envdoctor.probes.containers",)
+#: The hosts whose ``launch=`` hooks have been run (by :func:`launch_ahead` or :func:`run_probes`): at most once.
+_LAUNCHED: weakref.WeakSet[Host] = weakref.WeakSet()
+
+
+def _launch_once(host: Host, specs: Sequence[ProbeSpec], deadline: Optional[float]) -> None:
+    """Run the ``launch=`` hooks of ``specs`` for ``host`` unless they ran for it already, in a thread of its own
+    waited for a little: the reads that decide what to launch may hang (a home directory on a hung NFS mount).
+    Still running then, it is left (and the NVML query, which forks only a process of one thread, is asked by a
+    program instead)."""
+    launching = [s for s in specs if s.launch is not None]
+    if not launching or host in _LAUNCHED:
+        return
+    _LAUNCHED.add(host)
+    launcher = threading.Thread(target=_launch, args=(host, launching), name="probe-launch", daemon=True)
+    launcher.start()
+    launcher.join(LAUNCH_WAIT if deadline is None else max(0.0, min(LAUNCH_WAIT, deadline - time.monotonic())))
+
+
+def launch_ahead(host: Host, deadline: Optional[float] = None) -> None:
+    """Start the programs of every probe's ``launch=`` hook now, before the rest of a run is imported (a whole
+    ``diagnose`` of this machine): docker (about 20 MiB) then runs beside a smaller interpreter and is over
+    sooner. :func:`run_probes` does not launch them again."""
+    _launch_once(host, probes_in(LAUNCH_MODULES), deadline)
+
+
 def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequence[str]] = None,
                parallel: bool = True, modules: Optional[Sequence[str]] = None,
                meanwhile: Optional[Callable[[], Any]] = None) -> List[ProbeResult]:
@@ -284,14 +313,7 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
     """
     modules = modules or PROBE_MODULES
     specs = [s for s in probes_in(modules) if only is None or s.name in only]
-    launching = [s for s in specs if s.launch is not None]
-    if launching:
-        # In a thread of its own, waited for a little: the reads that decide what to launch may hang (a home
-        # directory on a hung NFS mount). Still running then, it is left (and the NVML query, which forks only a
-        # process of one thread, is asked by a program instead).
-        launcher = threading.Thread(target=_launch, args=(host, launching), name="probe-launch", daemon=True)
-        launcher.start()
-        launcher.join(LAUNCH_WAIT if deadline is None else max(0.0, min(LAUNCH_WAIT, deadline - time.monotonic())))
+    _launch_once(host, specs, deadline)
     start_nvml = getattr(host, "start_nvml", None)
     if start_nvml is not None and any(s.uses_nvml for s in specs):
         # Before any probe thread exists (the query is forked); after the programs launched ahead have ended.

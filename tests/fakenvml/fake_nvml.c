@@ -49,6 +49,15 @@
  *   device.0.bar1.total=...              nvmlDeviceGetBAR1MemoryInfo (bytes)
  *   pair.0.1.ancestor=40                 nvmlDeviceGetTopologyCommonAncestor (either order of the two GPUs)
  *   pair.0.1.p2p.read=0                  nvmlDeviceGetP2PStatus: read, write, nvlink, atomics (either order)
+ *   device.0.nearest.error=3             nvmlDeviceGetTopologyNearestGpus answers this code (by default it
+ *                                        answers from the pairs' ancestors: at a level, every other GPU whose
+ *                                        common ancestor with this one is at that level or nearer, as nvml.h's
+ *                                        nvmlGpuTopologyLevel_t describes each level; a pair without an ancestor
+ *                                        answer is in no set, and a GPU without any is NOT_SUPPORTED)
+ *
+ * Counting calls: with $FAKE_NVML_CALLS naming a file, nvmlShutdown appends one line "NAME=COUNT" per pair
+ * and topology call made since nvmlInit (nvmlDeviceGetTopologyCommonAncestor, nvmlDeviceGetP2PStatus,
+ * nvmlDeviceGetTopologyNearestGpus), so a test can count what the worker asked.
  *
  * For envdoctor bench (which asks from its own process, while it copies):
  *
@@ -76,7 +85,7 @@
 #define ERR_NOT_SUPPORTED 3
 #define ERR_NOT_FOUND 6
 #define ERR_INSUFFICIENT_SIZE 7
-#define MAX_LINES 8192
+#define MAX_LINES 32768
 #define MAX_DEVICES 64
 
 typedef struct { char busIdLegacy[16]; unsigned domain, bus, device, pciDeviceId, pciSubSystemId; char busId[32]; }
@@ -97,6 +106,12 @@ static int initialized = 0;
 static struct fake_device devices[MAX_DEVICES];
 
 static int count_calls = 0;
+
+/* Calls of the pair and topology entry points since nvmlInit, written by nvmlShutdown to $FAKE_NVML_CALLS. */
+enum { CALL_ANCESTOR, CALL_P2P, CALL_NEAREST, CALL_KINDS };
+static const char *call_names[CALL_KINDS] = {"nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetP2PStatus",
+                                             "nvmlDeviceGetTopologyNearestGpus"};
+static unsigned long calls[CALL_KINDS];
 
 /* The answers indexed by key (open addressing, FNV-1a): a 64-GPU board has thousands of keys and each call asks
  * several (its .error, .hang_seconds, .crash...), so a linear search made the stand-in, not the code under test,
@@ -238,6 +253,7 @@ int nvmlInitWithFlags(unsigned flags) {
     (void)flags;
     nlines = -1;  /* re-read the answers at every init: one process can play many machines */
     count_calls = 0;
+    memset(calls, 0, sizeof calls);
     misbehave("init");
     const char *e = get("init.error");
     if (e && atoi(e) != 0) return atoi(e);
@@ -247,7 +263,17 @@ int nvmlInitWithFlags(unsigned flags) {
 }
 int nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
 int nvmlInit(void) { return nvmlInitWithFlags(0); }
-int nvmlShutdown(void) { misbehave("shutdown"); initialized = 0; return OK; }
+int nvmlShutdown(void) {
+    misbehave("shutdown");
+    const char *path = getenv("FAKE_NVML_CALLS");
+    FILE *fh = path ? fopen(path, "a") : NULL;
+    if (fh) {
+        for (int k = 0; k < CALL_KINDS; k++) fprintf(fh, "%s=%lu\n", call_names[k], calls[k]);
+        fclose(fh);
+    }
+    initialized = 0;
+    return OK;
+}
 
 const char *nvmlErrorString(int result) {
     switch (result) {
@@ -733,6 +759,7 @@ static int pair_call(nvmlDevice_t a, nvmlDevice_t b, const char *what, unsigned 
 }
 
 int nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, int *level) {
+    calls[CALL_ANCESTOR]++;
     unsigned v = 0;
     int rc = pair_call(a, b, "ancestor", &v);
     if (rc == OK) *level = (int)v;
@@ -741,9 +768,44 @@ int nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, int *lev
 
 int nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int index, int *status) {
     static const char *names[] = {"p2p.read", "p2p.write", "p2p.nvlink", "p2p.atomics", "p2p.pci"};
+    calls[CALL_P2P]++;
     if (index < 0 || index > 4) return ERR_INVALID_ARGUMENT;
     unsigned v = 0;
     int rc = pair_call(a, b, names[index], &v);
     if (rc == OK) *status = (int)v;
     return rc;
+}
+
+/* nvmlDeviceGetTopologyNearestGpus: the GPUs whose common ancestor with d is at `level` or nearer. */
+int nvmlDeviceGetTopologyNearestGpus(nvmlDevice_t d, int level, unsigned *count, nvmlDevice_t *array) {
+    calls[CALL_NEAREST]++;
+    if (!initialized) return ERR_UNINITIALIZED;
+    if (!d || !count || (*count && !array)) return ERR_INVALID_ARGUMENT;
+    if (level != 0 && level != 10 && level != 20 && level != 30 && level != 40 && level != 50)
+        return ERR_INVALID_ARGUMENT;
+    char key[64];
+    snprintf(key, sizeof key, "device.%d.nearest", d->index);
+    misbehave(key);
+    const char *e = dget(d, "nearest.error");
+    if (e) return atoi(e);
+    unsigned n = 0;
+    int rc = nvmlDeviceGetCount_v2(&n);
+    if (rc != OK) return rc;
+    unsigned found = 0;
+    int any = 0;
+    nvmlDevice_t hits[MAX_DEVICES];
+    for (unsigned j = 0; j < n; j++) {
+        if ((int)j == d->index) continue;
+        const char *err = pair_get(d, &devices[j], "ancestor.error");
+        const char *v = pair_get(d, &devices[j], "ancestor");
+        if (err || !v) continue;
+        any = 1;
+        if (atoi(v) <= level) hits[found++] = &devices[j];
+    }
+    if (!any) return ERR_NOT_SUPPORTED;
+    if (*count == 0) { *count = found; return OK; }
+    if (*count < found) { *count = found; return ERR_INSUFFICIENT_SIZE; }
+    for (unsigned k = 0; k < found; k++) array[k] = hits[k];
+    *count = found;
+    return OK;
 }

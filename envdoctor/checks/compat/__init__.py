@@ -357,7 +357,12 @@ def toolkit_needs(facts: Facts) -> List[Need]:
 
 
 def gpu_ccs(facts: Facts) -> List[Tuple[str, str, Fact]]:
-    """Distinct (compute capability, GPU name, fact) of the GPUs NVML answered for."""
+    """Distinct (compute capability, GPU name, fact) of the GPUs NVML answered for (worked out once per set of
+    facts: six checks ask, and on a large board it is a walk over every GPU's facts)."""
+    return list(facts.derived("checks.compat.gpu_ccs", _gpu_ccs))
+
+
+def _gpu_ccs(facts: Facts) -> List[Tuple[str, str, Fact]]:
     seen: Dict[str, Tuple[str, str, Fact]] = {}
     for f in facts.with_prefix("gpu."):
         if not f.key.endswith(".compute_capability") or not f.known or _v(f.value) is None:

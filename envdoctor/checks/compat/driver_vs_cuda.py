@@ -17,6 +17,7 @@ from .. import CheckContext, check, docs_for
 from ..suggest import INSTALL_LINE_READS, install_line, rpm_tool
 from . import (
     DOCS,
+    FRAMEWORKS,
     RUNTIME_COMPILED,
     Driver,
     Need,
@@ -280,7 +281,8 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
 
 
 @check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.nvcc", "cuda.home", "cuda.default_symlink",
-       "cuda.conda", "driver.nvidia_pci_gpus", "framework.*") + INSTALL_LINE_READS, layers=("driver",),
+       "cuda.conda", "driver.nvidia_pci_gpus", "framework.*") + tuple("framework." + name for name, _ in FRAMEWORKS)
+       + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
                       "driver.minor_version_compat", "driver.missing_for_framework",
                       "driver.cuda_version_is_a_ceiling"))
