@@ -248,3 +248,63 @@ def test_nodes_alike_share_their_extract_and_keep_their_own_values(reports):
     old = next(n for n in nodes if n.name == "node00050")
     assert old.values["NVIDIA driver"] == "550.54.15" and alike[0].values["NVIDIA driver"] != "550.54.15"
     assert len({id(n.values) for n in nodes}) < 10
+
+
+@pytest.mark.parametrize("change", [
+    "as written", "one GPU differs", "True beside 1", "-0.0 beside 0.0", "a GPU without the fact", "one unknown",
+    "a record without its status", "records in another key order", "a float width", "one GPU only",
+])
+def test_the_per_gpu_rows_show_alike_values_as_one_by_one(change: str) -> None:
+    """The rows made from one fact per GPU take a short cut when every GPU's fact is ok and of one value; what they
+    show is what looking at each GPU gives, also when the values only look alike (True and 1, -0.0 and 0.0)."""
+    import copy
+
+    from envdoctor.policy import gpu_keys
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        from make_fleet_reports import BASE, eight_gpus
+    finally:
+        sys.path.pop(0)
+    with open(BASE, encoding="utf-8") as fh:
+        report = eight_gpus(json.load(fh))
+    facts = {f["key"]: f for p in report["probes"] for f in p["facts"]}
+    facts = copy.deepcopy(facts)
+    fields = ("name", "ecc_mode_current", "mig_mode_current", "persistence_mode", "pcie_gen_current",
+              "pcie_width_current", "nvlink_active")
+    for name in fields:  # nvlink_active is not in the captured report: every GPU gets it here
+        for key in gpu_keys(name, 8):
+            facts.setdefault(key, {"key": key, "value": 18, "status": "ok"})
+    last = facts["gpu.7.ecc_mode_current"]
+    if change == "one GPU differs":
+        facts["gpu.5.pcie_width_current"]["value"] = 8
+    elif change == "True beside 1":
+        last["value"] = 1
+    elif change == "-0.0 beside 0.0":
+        for key in gpu_keys("pcie_gen_current", 8):
+            facts[key]["value"] = 0.0
+        facts["gpu.3.pcie_gen_current"]["value"] = -0.0
+    elif change == "a GPU without the fact":
+        del facts["gpu.2.persistence_mode"]
+    elif change == "one unknown":
+        facts["gpu.4.name"].update(status="unknown", value=None)
+    elif change == "a record without its status":
+        del facts["gpu.6.mig_mode_current"]["status"]
+    elif change == "records in another key order":
+        for i, key in enumerate(gpu_keys("nvlink_active", 8)):
+            facts[key]["value"] = {"a": 1, "b": 2} if i % 2 else {"b": 2, "a": 1}
+    elif change == "a float width":
+        facts["gpu.1.pcie_width_current"]["value"] = 16.0
+    elif change == "one GPU only":
+        facts["gpu.count"]["value"] = 1
+    rows = [(label, how) for label, reads, how in logic.FLEET_FACTS if reads.startswith("gpu.")]
+    fast = [how(facts) for _, how in rows]
+    original = logic._alike
+    logic._alike = lambda facts, keys: False  # type: ignore[assignment]
+    try:
+        slow = [how(facts) for _, how in rows]
+    finally:
+        logic._alike = original
+    assert fast == slow
+    if change == "as written":
+        assert fast == ["8 x NVIDIA H100 80GB HBM3", "yes", "no", "yes", "gen5 x16", "18"]

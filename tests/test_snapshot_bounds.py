@@ -226,3 +226,106 @@ def test_long_integers_are_read_or_refused_as_the_digit_limit_says(number: str) 
         assert read_document("crafted.json", raw=raw)["n"] == int(number)
     if hasattr(sys, "get_int_max_str_digits"):
         assert sys.get_int_max_str_digits() == 4300  # the interpreter's own limit is left as it was
+
+
+# -- the count folded into the parse (files up to _PARSE_FIRST_BYTES) ------------------------------------------------
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**6), st.floats(allow_nan=False,
+                        allow_infinity=False), st.text(alphabet=',[]{}" \\ax\u00e9', max_size=6))
+    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=6),
+                                                         st.dictionaries(st.text(alphabet=',[{a"', max_size=3), inner,
+                                                                         max_size=5)), max_leaves=60)
+
+
+def test_valid_json_never_holds_more_than_four_thirds_of_its_bytes() -> None:
+    """What lets a small file be parsed before it is counted: valid JSON of L bytes is at most 1 + 4L/3 by the
+    documented bound (the densest text, a list of empty objects, comes within a few values of it)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=400, deadline=None)
+    @given(doc=_json_values(), compact=st.booleans())
+    def check(doc: object, compact: bool) -> None:
+        raw = json.dumps(doc, separators=(",", ":") if compact else None, ensure_ascii=False).encode()
+        assert _documented_bound(raw) <= 1 + 4 * len(raw) / 3
+
+    check()
+    densest = json.dumps([{}] * 1000, separators=(",", ":")).encode()
+    assert _documented_bound(densest) > 1 + 4 * len(densest) / 3 - 3
+
+
+@pytest.mark.parametrize("shape", ["list of empty objects", "list of zeros", "nested lists"])
+def test_the_largest_file_parsed_first_is_read_whatever_it_holds(shape: str) -> None:
+    """A valid document of _PARSE_FIRST_BYTES, of the shapes that hold the most values a byte, is under the limit
+    by the documented count, and read."""
+    from envdoctor.host.snapshot import _PARSE_FIRST_BYTES, MAX_SNAPSHOT_VALUES, _count_values, read_document
+
+    item = {"list of empty objects": "{}", "list of zeros": "0", "nested lists": "[[]]"}[shape]
+    n = (_PARSE_FIRST_BYTES - len('{"a":[]}') + 1) // (len(item) + 1)
+    raw = ('{"a":[' + ",".join([item] * n) + "]}").encode()
+    raw += b" " * (_PARSE_FIRST_BYTES - len(raw))
+    assert len(raw) == _PARSE_FIRST_BYTES
+    assert _documented_bound(raw) <= MAX_SNAPSHOT_VALUES and _count_values(raw) <= MAX_SNAPSHOT_VALUES
+    assert len(read_document("crafted.json", raw=raw)["a"]) == n
+
+
+@pytest.mark.parametrize("body", [
+    b"[" + b"," * 100_001,  # commas: two values a byte, not JSON
+    b"{" * 100_001,  # objects that never close
+    b"\xff" + b"," * 100_001,  # not UTF-8
+    b"[" * 50_000 + b"{" * 75_001,  # nested too deep for the parse, and over the limit
+    b"[" + b"{}," * 40_000 + b"," * 20_001,  # forty thousand objects parsed, then a comma where a value goes
+])
+def test_a_small_file_that_does_not_parse_is_refused_for_its_values_first(body: bytes) -> None:
+    """A file parsed before it is counted, that does not parse, is counted then: over the limit, the refusal is
+    the one a count before the parse gives (the values), not the parse's complaint."""
+    from envdoctor.host.snapshot import _PARSE_FIRST_BYTES, MAX_SNAPSHOT_VALUES, SnapshotError, read_document
+
+    raw = body
+    assert len(raw) <= _PARSE_FIRST_BYTES
+    want = _documented_bound(raw)
+    assert want > MAX_SNAPSHOT_VALUES
+    with pytest.raises(SnapshotError, match="holds up to %d values, more than the %d" % (want, MAX_SNAPSHOT_VALUES)):
+        read_document("crafted.json", raw=raw)
+
+
+@pytest.mark.parametrize("raw, why", [
+    (b'{"a": [1, 2', "not valid JSON .the file looks truncated.: Expecting"),
+    (b"\xff{}", "not UTF-8 text"),
+    (b"[" * 50_000, "nested far deeper"),
+    (b"[1, 2]", "must be a JSON object"),
+])
+def test_a_small_file_under_the_limit_that_does_not_parse_says_why(raw: bytes, why: str) -> None:
+    from envdoctor.host.snapshot import SnapshotError, read_document
+
+    with pytest.raises(SnapshotError, match=why):
+        read_document("crafted.json", raw=raw)
+
+
+@pytest.mark.parametrize("where", ["small", "large"])
+def test_a_hostile_report_is_refused_within_bounded_memory(where: str) -> None:
+    """Millions of tiny values: a large file is refused before it is parsed, a small one (parsed first, or counted
+    once its parse fails) costs a few times its size; the message is the count's."""
+    import gc
+    import tracemalloc
+
+    from envdoctor.host.snapshot import _PARSE_FIRST_BYTES, MAX_SNAPSHOT_VALUES, SnapshotError, read_document
+
+    if where == "large":
+        raw = b'{"a": [' + b"[]," * 3_000_000 + b"[]]}"  # 9 MB: parsed, about 200 MB of lists
+    else:
+        raw = b"[" + b"{}," * 40_000 + b"," * 20_001  # forty thousand objects parsed, the parse fails, then counted
+    want = _documented_bound(raw)
+    assert want > MAX_SNAPSHOT_VALUES and (len(raw) <= _PARSE_FIRST_BYTES) == (where == "small")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        with pytest.raises(SnapshotError, match="holds up to %d values" % want):
+            read_document("hostile.json", raw=raw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(raw) + (8 << 20), peak  # the bytes counted, a copy without strings; never the values

@@ -234,6 +234,13 @@ MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 #: tiny values (which fits in MAX_SNAPSHOT_BYTES) would take hundreds of MB and tens of seconds. Counted
 #: on the bytes, before anything is parsed.
 MAX_SNAPSHOT_VALUES = 200000
+#: Files up to this size are parsed before they are counted, and counted only when the parse fails: valid JSON
+#: of L bytes holds at most 1 + 4L/3 by :func:`_count_values`' documented bound (its densest text is ``[{},{},...``:
+#: an object costs 2 and a comma 2 in 3 bytes; every comma follows a value's last byte and every bracket has its
+#: closing one), so a file this small that parses is never over MAX_SNAPSHOT_VALUES, and its parse cannot cost more
+#: than a few MB whatever it holds. A report of an 8-GPU node (about 116 kB) is read in one pass, the parse; a file
+#: that does not parse is counted then, so what is refused, and with which message, is as when it is counted first.
+_PARSE_FIRST_BYTES = 3 * (MAX_SNAPSHOT_VALUES - 1) // 4
 #: Files up to this size whose loose count is over MAX_SNAPSHOT_VALUES are counted again without their
 #: strings' contents (about 1 s for 8 MiB on a small VM; a crafted 60 MB file is refused on the loose count).
 _EXACT_COUNT_BYTES = 8 * 1024 * 1024
@@ -425,17 +432,36 @@ def read_document(path: str, timeout: float = READ_TIMEOUT, noun: str = "snapsho
     if raw.startswith(_GZIP_MAGIC):
         raw = _gunzip(raw, path)
         _check_start(raw[:64], path, noun)
-    if not raw.strip():
+    if not raw or raw.isspace():  # (not raw.strip(), which copied every report)
         raise SnapshotError("%s is empty, not a %s" % (path, noun))
+    if len(raw) <= _PARSE_FIRST_BYTES:
+        try:
+            return _parse(_decoded(raw, path, noun), path, noun)
+        except SnapshotError:
+            _refuse_many_values(raw, path)  # the refusal a count before the parse would have given
+            raise
+    _refuse_many_values(raw, path)
+    text = _decoded(raw, path, noun)
+    del raw  # the text replaces it: the bytes and the text are not held together while parsing
+    return _parse(text, path, noun)
+
+
+def _refuse_many_values(raw: bytes, path: str) -> None:
     values = _count_values(raw)
     if values > MAX_SNAPSHOT_VALUES:
         raise SnapshotError("%s holds up to %d values, more than the %d envdoctor reads (a real machine's "
                             "snapshot or report holds a few thousand): not read" % (path, values, MAX_SNAPSHOT_VALUES))
+
+
+def _decoded(raw: bytes, path: str, noun: str) -> str:
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SnapshotError("%s is not a %s: not UTF-8 text" % (path, noun)) from None
-    del raw  # the text replaces it: the bytes and the text are not held together while parsing
+
+
+def _parse(text: str, path: str, noun: str) -> Dict[str, Any]:
+    """The JSON object in ``text``, or :class:`SnapshotError` saying why not."""
     try:
         doc = _loads(text)
     except RecursionError:
