@@ -32,7 +32,8 @@ PTXAS_11_2 = ("ptxas: NVIDIA (R) Ptx optimizing assembler\nCopyright (c) 2005-20
 
 
 def host(triton: str = "1.1.1", path: str = "/usr/local/cuda-11.2/bin:/usr/bin",
-         environ: Optional[Dict[str, str]] = None, egg: bool = False, bundled: str = "", answers: Optional[List[Dict[str, object]]] = None):
+         environ: Optional[Dict[str, str]] = None, egg: bool = False, bundled: str = "",
+         answers: Optional[List[Dict[str, object]]] = None):
     files = {SITE + "/torch/version.py": TORCH_240_CU121_VERSION_PY.replace("12.1", "11.3"),
              SITE + "/torch-1.10.2+cu113.dist-info/METADATA": "Name: torch\nVersion: 1.10.2+cu113\n",
              "/usr/local/cuda-11.2/bin/ptxas": "", "/usr/local/cuda-11.8/bin/ptxas": ""}
