@@ -530,10 +530,10 @@ PTXAS_11_8 = ("ptxas: NVIDIA (R) Ptx optimizing assembler\nCopyright (c) 2005-20
 
 
 def triton_host(environ: Optional[Dict[str, str]] = None, bundled: str = "triton/third_party/cuda/bin/ptxas",
-                answers: Optional[List[Dict[str, object]]] = None):
+                answers: Optional[List[Dict[str, object]]] = None, version: str = "2.2.0"):
     files = {SITE + "/torch/version.py": TORCH_240_CU121_VERSION_PY.replace("12.1", "11.8"),
              SITE + "/torch-2.2.0+cu118.dist-info/METADATA": "Name: torch\nVersion: 2.2.0+cu118\n",
-             SITE + "/triton-2.2.0.dist-info/METADATA": "Name: triton\nVersion: 2.2.0\n",
+             SITE + "/triton-%s.dist-info/METADATA" % version: "Name: triton\nVersion: %s\n" % version,
              SITE + "/" + bundled: "", "/usr/local/cuda-11.8/bin/ptxas": ""}
     return make_host(files=files, environ=environ, commands=answers if answers is not None else [
         {"argv": [SITE + "/" + bundled, "--version"], "stdout": PTXAS_12_3},
@@ -548,7 +548,8 @@ def test_triton_bundled_ptxas_is_found_and_asked_its_version():
         "triton", "2.2.0", "bundled", "12.3", "12.3.107")
     assert v["ptxas"] == SITE + "/triton/third_party/cuda/bin/ptxas"
     # triton 3.x keeps it under backends/nvidia/bin
-    v3 = facts_of(triton_host(bundled="triton/backends/nvidia/bin/ptxas")).value("framework.torch.triton")
+    v3 = facts_of(triton_host(bundled="triton/backends/nvidia/bin/ptxas", version="3.0.0")).value(
+        "framework.torch.triton")
     assert v3["ptxas"] == SITE + "/triton/backends/nvidia/bin/ptxas" and v3["release"] == "12.3"
 
 

@@ -18,7 +18,8 @@ from .. import frameworks as framework_table
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
-from . import CheckContext, CodeDoc, check, compat, docs_for, libraries
+from ..matrix import unverified
+from . import CheckContext, CodeDoc, Message, check, compat, docs_for, libraries
 from .suggest import INSTALL_LINE_READS
 
 CHECKED = "2026-11-25"
@@ -233,6 +234,101 @@ def triton_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
         source=_src("Triton assembles with its bundled ptxas unless TRITON_PTXAS_PATH names another; a driver "
                     "loads cubins of its own CUDA major only", TRITON_PTXAS_ISSUE),
         fix=Fix(text=text, commands=["export TRITON_PTXAS_PATH=%s" % own] if own else []),
+    )]
+
+
+#: NVIDIA's PTX ISA release history (PTX ISA version -> the CUDA release that introduced it), the table cuda.json's
+#: ptx_isa field follows.
+PTX_ISA_HISTORY = "https://docs.nvidia.com/cuda/parallel-thread-execution/#release-notes-ptx-release-history"
+TRITON_RELEASES = "https://pypi.org/project/triton/#history"
+
+
+def _ptx_isa_of_driver(cuda: Tuple[int, int]) -> Optional[str]:
+    """The newest PTX ISA version a driver of this CUDA level knows (the newest CUDA row not above it)."""
+    best = None  # type: Optional[Version]
+    for row in hw.cuda_releases():
+        v, isa = _mm(_v(row["version"])), _v(row.get("ptx_isa"))
+        if v is not None and isa is not None and v <= cuda and (best is None or isa > best):
+            best = isa
+    return str(best) if best is not None else None
+
+
+def _cuda_introducing(isa: str) -> Optional[str]:
+    """The first CUDA release whose ptxas accepts this PTX ISA version."""
+    want = _v(isa)
+    for row in hw.cuda_releases():
+        have = _v(row.get("ptx_isa"))
+        if want is not None and have is not None and have >= want:
+            return row["version"]
+    return None
+
+
+@check("frameworks.triton-ptxas-ptx", requires=("framework.torch.triton", "driver.cuda_version"),
+       reads=("framework.torch", "framework.torch.triton", "driver.version", "driver.cuda_version", "cuda.toolkits",
+              "cuda.nvcc"),
+       layers=("frameworks",), codes=(
+    CodeDoc("framework.triton_ptxas_too_old_for_ptx", "error",
+            "Triton declares its kernels' PTX ISA version from the driver's CUDA, and the ptxas it runs (the first on "
+            "PATH for Triton 1.x) is of an older CUDA that does not know that PTX ISA version.",
+            "framework.torch.triton (the Triton release, the ptxas it runs and its release), driver.cuda_version, "
+            "cuda.toolkits; the matrix's triton rows and cuda.json's ptx_isa",
+            "Every kernel Triton compiles fails to assemble ('ptxas fatal : Unsupported .version 7.3; current version "
+            "is '7.2''), so Triton ops and torch code that uses them stop at their first call. Triton 1.x takes the "
+            "PTX ISA version from the driver, not from the ptxas; from 2.0 it bundles a ptxas and follows it.",
+            PTX_ISA_HISTORY,
+            messages=(Message("ptxas fatal   : Unsupported .version *; current version is '*'", PTX_ISA_HISTORY),)),))
+def triton_ptxas_ptx(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    triton = facts.value("framework.torch.triton")
+    if not isinstance(triton, dict) or not isinstance(triton.get("ptxas"), str):
+        return []
+    row = hw.triton_release(str(triton.get("version") or ""))
+    drv = _mm(_v(facts.value("driver.cuda_version")))
+    if row is None or row.get("ptx_isa") != "driver" or drv is None or drv < (10, 0):
+        return []  # (below CUDA 10.0 Triton 1.x refuses to compile at all: 'Triton requires CUDA 10+')
+    emitted = _ptx_isa_of_driver(drv)
+    cap = row.get("ptx_isa_max")
+    if emitted is not None and cap is not None and Version(cap) < Version(emitted):
+        emitted = cap
+    release = triton.get("release")
+    where = "its ptxas --version"
+    if not isinstance(release, str) and isinstance(triton.get("resolved"), str):
+        tk = _toolkit_version(facts, triton["resolved"])
+        release, where = (tk[0], "the CUDA toolkit at %s" % tk[1]) if tk else (None, "")
+    rel = _mm(_v(release))
+    accepts = hw.ptx_isa_for_cuda("%d.%d" % rel) if rel else None
+    if emitted is None or accepts is None or rel is None or Version(emitted) <= Version(accepts):
+        return []
+    need = _cuda_introducing(emitted) or "?"
+    how = {"PATH": "the first ptxas on PATH", "TRITON_PTXAS_PATH": "TRITON_PTXAS_PATH"}.get(
+        str(triton.get("from")), "its ptxas")
+    nvcc = facts.mapping("cuda.nvcc")
+    own = None
+    tk_rel = _mm(_v(nvcc.get("release"))) if isinstance(nvcc.get("path"), str) else None
+    if tk_rel is not None and _v(hw.ptx_isa_for_cuda("%d.%d" % tk_rel)) is not None and \
+            Version(hw.ptx_isa_for_cuda("%d.%d" % tk_rel) or "0") >= Version(emitted):
+        own = posixpath.dirname(nvcc["path"])
+    steps = ("Put the bin folder of a CUDA %s or newer toolkit first on PATH%s, take ptxas off PATH (Triton %s then "
+             "hands its PTX to the driver, which compiles it), or upgrade Triton to 2.0 or newer, which assembles "
+             "with the ptxas it bundles." % (need, " (`export PATH=%s:$PATH`)" % own if own else "",
+                                             triton.get("version")))
+    return [Finding(
+        code="framework.triton_ptxas_too_old_for_ptx", severity="warning" if unverified(row) else "error",
+        components=["torch", "cuda"],
+        title="%s %s writes PTX ISA %s for driver %s (CUDA %d.%d), but the ptxas it runs (%s, CUDA %d.%d) accepts "
+              "PTX ISA %s at most" % (triton.get("package"), triton.get("version"), emitted,
+                                     facts.value("driver.version") or "?", drv[0], drv[1], triton["ptxas"], rel[0],
+                                     rel[1], accepts),
+        detail="Every kernel Triton compiles fails to assemble: 'ptxas fatal : Unsupported .version %s; current "
+               "version is '%s''. Triton %s takes the PTX ISA version from the driver's CUDA (up to %s), not from "
+               "the ptxas it runs, which is %s (CUDA %d.%d, from %s); a PTX ISA %s file needs the ptxas of CUDA %s "
+               "or newer." % (emitted, accepts, triton.get("version"), cap or emitted, how, rel[0], rel[1], where,
+                              emitted, need),
+        evidence=_ev(facts, "driver.version", "driver.cuda_version", "framework.torch.triton", "cuda.nvcc"),
+        source=_src("Triton before 2.0 runs the first ptxas on PATH and declares the PTX ISA version of the "
+                    "driver's CUDA; a ptxas accepts the PTX ISA versions up to its own CUDA release's",
+                    str(row.get("source", {}).get("url") or TRITON_RELEASES)),
+        fix=Fix(text=steps, commands=["export PATH=%s:$PATH" % own] if own else []),
     )]
 
 

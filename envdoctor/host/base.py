@@ -478,11 +478,26 @@ class Host:
                 if not (name.endswith(".dist-info") or name.endswith(".egg-info")):
                     continue
                 parsed = parse_dist_dir(name)
+                if not parsed and name.endswith(".egg-info") and "-" not in name[:-len(".egg-info")]:
+                    # a development install (setup.py develop, pip install -e of a setuptools project) names its
+                    # folder without the version: PKG-INFO says it
+                    parsed = self._egg_info_version(posixpath.join(entry, name), name[:-len(".egg-info")])
                 if not parsed:
                     continue
                 dist = Distribution(parsed[0], parsed[1], posixpath.join(entry, name), entry)
                 seen.setdefault(dist.key, dist)
         return sorted(seen.values(), key=lambda d: d.key)
+
+    def _egg_info_version(self, folder: str, name: str) -> Optional[Tuple[str, str]]:
+        """(name, version) of an ``.egg-info`` folder whose name has no version, from its PKG-INFO's headers."""
+        text = self.read_text(posixpath.join(folder, "PKG-INFO"), limit=64 * 1024) or ""
+        for line in text.splitlines():
+            if not line.strip():
+                break  # the headers end at the first empty line
+            key, _, value = line.partition(":")
+            if key.strip().lower() == "version" and value.strip() and " " not in value.strip():
+                return name, value.strip()
+        return None
 
 
 #: Guards the making of each host's one reader of its distributions (Host.distributions).

@@ -1,7 +1,8 @@
 """Hardware and CUDA tables: their rules (``VALIDATORS``) and the queries checks use.
 
 Areas: ``cuda`` (toolkit releases), ``cudnn`` (cuDNN releases), ``gpu_arch``
-(compute capability -> architecture) and ``gpus`` (GPU products).  Every
+(compute capability -> architecture), ``gpus`` (GPU products) and ``triton`` (which ptxas a Triton
+release runs and which PTX ISA version its kernels declare).  Every
 version is compared with ``packaging.version``; a compute capability such
 as ``"8.6"`` is compared as a version too (so ``"12.0" > "9.0"``).
 """
@@ -13,7 +14,8 @@ import functools
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from packaging.version import Version
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from . import DERIVED_CACHES, Row, load, parse_version, read_document
 
@@ -278,6 +280,26 @@ def gcc_max_for_cuda(version: Cuda) -> Optional[str]:
     """The newest host GCC major this CUDA's nvcc accepts (e.g. "13"); None when unknown."""
     row = cuda_release(version)
     return row["gcc_max"] if row is not None else None
+
+
+def ptx_isa_for_cuda(version: Cuda) -> Optional[str]:
+    """The newest PTX ISA version a CUDA release accepts ("7.2" for 11.2: its ptxas, or a driver of that CUDA,
+    rejects a PTX file declaring ``.version 7.3``); None when the release or its PTX ISA is unknown."""
+    row = cuda_release(version)
+    value = row.get("ptx_isa") if row is not None else None
+    return value if isinstance(value, str) else None
+
+
+def triton_release(version: str) -> Optional[Row]:
+    """The ``triton`` row of a Triton version ("1.1.1", "2.1.0+git1234", "3.0.0"); None when no row holds it."""
+    try:
+        v = Version(str(version).split("+")[0])
+    except InvalidVersion:
+        return None
+    for row in load("triton"):
+        if SpecifierSet(row["releases"]).contains(v, prereleases=True):
+            return row
+    return None
 
 
 def distributions_for_cuda(version: Cuda) -> Dict[str, List[str]]:
@@ -551,6 +573,7 @@ def validate_cuda(rows: List[Row]) -> List[str]:
         return problems
     floors = {}  # type: Dict[int, str]
     prev = None  # type: Optional[Row]
+    last_ptx = None  # type: Optional[str]
     for _i, r in enumerate(rows):
         w = "cuda {}".format(r.get("version"))
         v = Version(r["version"])
@@ -597,6 +620,12 @@ def validate_cuda(rows: List[Row]) -> List[str]:
                 )
             if Version(floor) > Version(r["min_driver_linux"]) and r["version"] not in FLOOR_ABOVE_GA:
                 problems.append(f"{w}: minor-compat floor {floor} is above its own driver {r['min_driver_linux']}")
+        if "ptx_isa" in r and parse_version(r["ptx_isa"]) is None:
+            problems.append(f"{w}: ptx_isa must be a version string")
+        elif "ptx_isa" in r:
+            if last_ptx is not None and Version(r["ptx_isa"]) < Version(last_ptx):
+                problems.append(f"{w}: ptx_isa {r['ptx_isa']} goes back from {last_ptx}")
+            last_ptx = r["ptx_isa"]
         if prev is not None:
             pv = Version(prev["version"])
             for f in ("min_driver_linux", "cc_min", "gcc_max"):
@@ -841,6 +870,49 @@ def nvlink_rate(architecture: Any, links: Any) -> Optional[Tuple[float, Row]]:
     return None
 
 
+#: Where a Triton release looks for ptxas (triton.ptxas_search): the variable naming a ptxas, the first on PATH,
+#: or a path inside the wheel (``bundled:triton/...``).
+TRITON_PTXAS_PLACES = ("TRITON_PTXAS_PATH", "PATH")
+
+
+def validate_triton(rows: List[Row]) -> List[str]:
+    problems: List[str] = []
+    lows: List[Tuple[Version, str]] = []
+    for r in rows:
+        w = "triton {}".format(r.get("releases"))
+        try:
+            spec = SpecifierSet(r.get("releases") or "")
+        except (InvalidSpecifier, TypeError):
+            problems.append(f"{w}: releases must be a version specifier")
+            continue
+        low = next((Version(s.version) for s in spec if s.operator == ">="), None)
+        if low is None:
+            problems.append(f"{w}: releases needs a lower bound (>=)")
+            continue
+        lows.append((low, w))
+        search = r.get("ptxas_search")
+        if not isinstance(search, list) or not search or not all(
+                isinstance(p, str) and (p in TRITON_PTXAS_PLACES or (p.startswith("bundled:triton/") and
+                                                                       p.endswith("/ptxas"))) for p in search):
+            problems.append(f"{w}: ptxas_search must list TRITON_PTXAS_PATH, PATH or bundled:triton/.../ptxas")
+        if r.get("ptxas_gate") is not None and not (isinstance(r["ptxas_gate"], str) and r["ptxas_gate"]):
+            problems.append(f"{w}: ptxas_gate must be an environment variable's name or null")
+        if r.get("without_ptxas") not in ("driver", "error"):
+            problems.append(f"{w}: without_ptxas must be 'driver' or 'error'")
+        if r.get("ptx_isa") not in ("driver", "ptxas"):
+            problems.append(f"{w}: ptx_isa must be 'driver' or 'ptxas'")
+        cap = r.get("ptx_isa_max")
+        if cap is not None and parse_version(cap) is None:
+            problems.append(f"{w}: ptx_isa_max must be a version or null")
+    if [lo for lo, _ in lows] != sorted(lo for lo, _ in lows):
+        problems.append("triton: rows are not sorted by their lowest release")
+    for low, w in lows:
+        holders = [r["releases"] for r in rows if SpecifierSet(r["releases"]).contains(low, prereleases=True)]
+        if len(holders) != 1:
+            problems.append(f"{w}: its lowest release {low} is held by {len(holders)} rows")
+    return problems
+
+
 VALIDATORS = {
     "links": validate_links,
     "precision": validate_precision,
@@ -849,4 +921,5 @@ VALIDATORS = {
     "cudnn": validate_cudnn,
     "gpu_arch": validate_gpu_arch,
     "gpus": validate_gpus,
+    "triton": validate_triton,
 }

@@ -539,43 +539,68 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
 # -- Triton (torch.compile's kernel compiler) --------------------------------------
 
 TRITON_PACKAGES = ("triton", "pytorch-triton")
-#: Where Triton looks for the ptxas it assembles kernels with: TRITON_PTXAS_PATH, else the one its wheel
-#: bundles (triton/backends/nvidia/bin/ptxas from 3.0, triton/third_party/cuda/bin/ptxas before; read in
-#: triton 2.2.0's triton/common/backend.py path_to_ptxas and 3.x's backends/nvidia/compiler.py).
-TRITON_PTXAS = ("triton/backends/nvidia/bin/ptxas", "triton/third_party/cuda/bin/ptxas")
+
+
+def _triton_search(version: str) -> Tuple[List[str], Optional[str]]:
+    """Where this Triton release looks for ptxas, in order, and the variable that must be set before it runs one
+    (the matrix's ``triton`` rows); a release no row holds is searched as the newest rows search."""
+    from ..matrix import hardware, load
+
+    row = hardware.triton_release(version)
+    if row is not None:
+        return list(row["ptxas_search"]), row.get("ptxas_gate")
+    places: List[str] = []
+    for r in reversed(load("triton")):
+        places += [p for p in r["ptxas_search"] if p != "PATH" and p not in places]
+    return places, None
 
 
 def triton_fact(host: Host, dists: Dict[str, Distribution]) -> Fact:
     """framework.torch.triton: the Triton package torch.compile uses and the ptxas it runs (path, where it comes
-    from, its CUDA release from ``ptxas --version``)."""
+    from: TRITON_PTXAS_PATH, bundled with it, or the first on PATH for the releases that search it; its CUDA
+    release from ``ptxas --version``)."""
     d = next(dists[p] for p in TRITON_PACKAGES if p in dists)
     label = "Triton's ptxas (torch.compile)"
     value: Dict[str, Any] = {"package": d.key, "version": d.version, "ptxas": None, "from": None,
                              "release": None, "ptxas_version": None}
-    forced = host.environ().get("TRITON_PTXAS_PATH", "")
-    if forced:
-        path, how = forced, "TRITON_PTXAS_PATH"
-    else:
-        path = next((posixpath.join(d.location, rel) for rel in TRITON_PTXAS
-                     if host.exists(posixpath.join(d.location, rel))), "")
-        how = "bundled"
+    environ = host.environ()
+    places, gate = _triton_search(d.version)
+    path, how = "", ""
+    if gate and not environ.get(gate):
+        places = []  # without that variable the release hands its PTX to the driver and runs no ptxas
+    for place in places:
+        if place == "TRITON_PTXAS_PATH":
+            path, how = environ.get("TRITON_PTXAS_PATH", ""), "TRITON_PTXAS_PATH"
+        elif place == "PATH":
+            path, how = host.which("ptxas") or "", "PATH"
+        else:
+            rel = place.split(":", 1)[1]
+            path = posixpath.join(d.location, rel) if host.exists(posixpath.join(d.location, rel)) else ""
+            how = "bundled"
+        if path:
+            break
     if not path:
         return ok("framework.torch.triton", value, "dir:" + d.metadata_dir, label)
     value.update({"ptxas": path, "from": how})
+    if how == "PATH":
+        value["resolved"] = host.resolve(path)
     argv = [path, "--version"]
     src = "command:" + " ".join(argv)
     r = host.run(argv, timeout=15)
     if r.timed_out:
         return timed_out("framework.torch.triton", "%s --version hung (no answer within %.1fs)" % (path, r.duration),
                          src, label)
-    if not r.ok:
-        return unknown("framework.torch.triton", r.describe_failure(), src, label)
-    parsed = parse_nvcc_version(r.stdout)
-    if not parsed:
-        return unknown("framework.torch.triton", "unexpected output of %s --version: %r" % (
-            path, r.stdout.strip()[-80:]), src, label)
-    value.update({"release": parsed[0], "ptxas_version": parsed[1]})
-    return ok("framework.torch.triton", value, src, label)
+    parsed = parse_nvcc_version(r.stdout) if r.ok else None
+    if parsed:
+        value.update({"release": parsed[0], "ptxas_version": parsed[1]})
+        return ok("framework.torch.triton", value, src, label)
+    why = r.describe_failure() if not r.ok else "unexpected output of %s --version: %r" % (
+        path, r.stdout.strip()[-80:])
+    if how == "PATH":
+        # a toolkit's ptxas: the checks read its release from the toolkit it lies in
+        value["version_error"] = why
+        return ok("framework.torch.triton", value, src, label)
+    return unknown("framework.torch.triton", why, src, label)
 
 
 # -- ONNX Runtime ----------------------------------------------------------------
