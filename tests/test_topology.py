@@ -677,34 +677,32 @@ def test_a_pair_the_walk_does_not_settle_is_asked_by_itself(fake_lib, tmp_path):
     assert calls["nvmlDeviceGetTopologyCommonAncestor"] == 2  # pairs (2, 5) and (6, 7)
 
 
-def test_a_nearest_gpu_walk_that_hangs_is_named(fake_lib, tmp_path):
-    """NVML hanging in nvmlDeviceGetTopologyNearestGpus (a board large enough for the walk): the run ends at its
-    time limit and the topology is timed out, naming the call and the GPU."""
+def _topology_facts_in_2s(fake_lib, answers, tmp_path):
+    """The topology layer's facts of ``diagnose --timeout 2`` on the stand-in NVML answering ``answers``."""
     from .fakenvml.build import fake_env, write_answers
 
-    answers = _switched_board(32)
-    answers["device.0.nearest.hang_seconds"] = 30
     path = write_answers(answers, str(tmp_path / "a.txt"))
     r = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--format", "json", "--timeout", "2",
                         "--only", "topology"], env=fake_env(fake_lib, path), capture_output=True, text=True,
                        cwd=ROOT, timeout=60)
     doc = json.loads(r.stdout)
-    facts = {f["key"]: f for p in doc["probes"] for f in p["facts"]}
+    return {f["key"]: f for p in doc["probes"] for f in p["facts"]}
+
+
+def test_a_nearest_gpu_walk_that_hangs_is_named(fake_lib, tmp_path):
+    """NVML hanging in nvmlDeviceGetTopologyNearestGpus (a board large enough for the walk): the run ends at its
+    time limit and the topology is timed out, naming the call and the GPU."""
+    answers = _switched_board(32)
+    answers["device.0.nearest.hang_seconds"] = 30
+    facts = _topology_facts_in_2s(fake_lib, answers, tmp_path)
     assert facts["topology.status"]["status"] == "timed_out"
     assert "nvmlDeviceGetTopologyNearestGpus for GPU 0" in facts["topology.status"]["reason"]
 
 
 def test_a_pair_call_that_hangs_keeps_the_answers_before_it(fake_lib, tmp_path):
-    from .fakenvml.build import fake_env, write_answers
-
     answers = boards.fake_answers(boards.load("two-l4-sys"))
     answers["pair.0.1.hang_seconds"] = 30
-    path = write_answers(answers, str(tmp_path / "a.txt"))
-    r = subprocess.run([sys.executable, "-m", "envdoctor", "diagnose", "--format", "json", "--timeout", "2",
-                        "--only", "topology"], env=fake_env(fake_lib, path), capture_output=True, text=True,
-                       cwd=ROOT, timeout=60)
-    doc = json.loads(r.stdout)
-    facts = {f["key"]: f for p in doc["probes"] for f in p["facts"]}
+    facts = _topology_facts_in_2s(fake_lib, answers, tmp_path)
     assert facts["topology.status"]["status"] == "timed_out"
     assert "nvmlDeviceGetTopologyCommonAncestor/nvmlDeviceGetP2PStatus for GPUs 0 and 1" in facts[
         "topology.status"]["reason"]
