@@ -243,26 +243,6 @@ PTX_ISA_HISTORY = "https://docs.nvidia.com/cuda/parallel-thread-execution/#relea
 TRITON_RELEASES = "https://pypi.org/project/triton/#history"
 
 
-def _ptx_isa_of_driver(cuda: Tuple[int, int]) -> Optional[str]:
-    """The newest PTX ISA version a driver of this CUDA level knows (the newest CUDA row not above it)."""
-    best = None  # type: Optional[Version]
-    for row in hw.cuda_releases():
-        v, isa = _mm(_v(row["version"])), _v(row.get("ptx_isa"))
-        if v is not None and isa is not None and v <= cuda and (best is None or isa > best):
-            best = isa
-    return str(best) if best is not None else None
-
-
-def _cuda_introducing(isa: str) -> Optional[str]:
-    """The first CUDA release whose ptxas accepts this PTX ISA version."""
-    want = _v(isa)
-    for row in hw.cuda_releases():
-        have = _v(row.get("ptx_isa"))
-        if want is not None and have is not None and have >= want:
-            return row["version"]
-    return None
-
-
 @check("frameworks.triton-ptxas-ptx", requires=("framework.torch.triton", "driver.cuda_version"),
        reads=("framework.torch", "framework.torch.triton", "driver.version", "driver.cuda_version", "cuda.toolkits",
               "cuda.nvcc"),
@@ -286,7 +266,7 @@ def triton_ptxas_ptx(ctx: CheckContext) -> Iterable[Finding]:
     drv = _mm(_v(facts.value("driver.cuda_version")))
     if row is None or row.get("ptx_isa") != "driver" or drv is None or drv < (10, 0):
         return []  # (below CUDA 10.0 Triton 1.x refuses to compile at all: 'Triton requires CUDA 10+')
-    emitted = _ptx_isa_of_driver(drv)
+    emitted = hw.ptx_isa_known_to(drv)
     cap = row.get("ptx_isa_max")
     if emitted is not None and cap is not None and Version(cap) < Version(emitted):
         emitted = cap
@@ -299,14 +279,14 @@ def triton_ptxas_ptx(ctx: CheckContext) -> Iterable[Finding]:
     accepts = hw.ptx_isa_for_cuda("%d.%d" % rel) if rel else None
     if emitted is None or accepts is None or rel is None or Version(emitted) <= Version(accepts):
         return []
-    need = _cuda_introducing(emitted) or "?"
+    need = hw.cuda_for_ptx_isa(emitted) or "?"
     how = {"PATH": "the first ptxas on PATH", "TRITON_PTXAS_PATH": "TRITON_PTXAS_PATH"}.get(
         str(triton.get("from")), "its ptxas")
     nvcc = facts.mapping("cuda.nvcc")
     own = None
     tk_rel = _mm(_v(nvcc.get("release"))) if isinstance(nvcc.get("path"), str) else None
-    if tk_rel is not None and _v(hw.ptx_isa_for_cuda("%d.%d" % tk_rel)) is not None and \
-            Version(hw.ptx_isa_for_cuda("%d.%d" % tk_rel) or "0") >= Version(emitted):
+    tk_isa = _v(hw.ptx_isa_for_cuda("%d.%d" % tk_rel)) if tk_rel is not None else None
+    if tk_isa is not None and tk_isa >= Version(emitted):
         own = posixpath.dirname(nvcc["path"])
     steps = ("Put the bin folder of a CUDA %s or newer toolkit first on PATH%s, take ptxas off PATH (Triton %s then "
              "hands its PTX to the driver, which compiles it), or upgrade Triton to 2.0 or newer, which assembles "

@@ -290,6 +290,32 @@ def ptx_isa_for_cuda(version: Cuda) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
+def ptx_isa_known_to(cuda: Tuple[int, int]) -> Optional[str]:
+    """The newest PTX ISA version a driver (or ptxas) of CUDA level ``cuda`` knows: that of the newest CUDA row
+    not above it, so a level with no row of its own (a driver's 11.4 between rows) still gets one; None when no
+    row at or below it records its PTX ISA."""
+    best = None  # type: Optional[Version]
+    for row in load("cuda"):
+        v, isa = parse_version(row["version"]), parse_version(row.get("ptx_isa"))
+        if v is None or isa is None or (tuple(v.release) + (0, 0))[:2] > cuda:
+            continue
+        if best is None or isa > best:
+            best = isa
+    return str(best) if best is not None else None
+
+
+def cuda_for_ptx_isa(isa: str) -> Optional[str]:
+    """The first CUDA release ("11.5") whose ptxas accepts PTX ISA ``isa`` ("7.5"); None when no row does."""
+    want = parse_version(isa)
+    if want is None:
+        return None
+    for row in load("cuda"):
+        have = parse_version(row.get("ptx_isa"))
+        if have is not None and have >= want:
+            return row["version"]
+    return None
+
+
 def triton_release(version: str) -> Optional[Row]:
     """The ``triton`` row of a Triton version ("1.1.1", "2.1.0+git1234", "3.0.0"); None when no row holds it."""
     try:
