@@ -219,19 +219,20 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     if not request.version:
         row, newest_note = _newest_that_runs(row, facts, opts.get("cuda"), docker, py,
                                              ignore_driver=request.with_driver)
-    try:
-        # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
-        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=docker and "cuda" in opts,
-                             python=py, defer=not request.with_driver)
-        driver_steps: List[Step] = []
-        reboot = False
-        driver_after: Dict[str, Any] = {}
-        no_driver = facts is not None and facts.value("driver.installed") is False
-        if request.with_driver and no_driver and not docker:
-            raise RecipeError("no NVIDIA driver is installed: --with-driver installs the one this build needs")
-    except RecipeError:
-        if not request.with_driver:
-            raise
+    # --with-driver plans a driver when none is installed, or when the installed one runs no build of the release
+    var: Optional[Dict[str, Any]] = None
+    if not (request.with_driver and not docker and facts is not None and facts.value("driver.installed") is False):
+        try:
+            # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
+            var = choose_variant(row, facts, opts.get("cuda"), docker=docker,
+                                 ignore_driver=docker and "cuda" in opts, python=py, defer=not request.with_driver)
+        except RecipeError:
+            if not request.with_driver:
+                raise
+    driver_steps: List[Step] = []
+    reboot = False
+    driver_after: Dict[str, Any] = {}
+    if var is None:
         var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True, python=py)
         need = common.hardware.min_driver_for_cuda(var["cuda"]) or ""
         driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
