@@ -108,19 +108,15 @@ def _findings(facts: Facts) -> List[Finding]:
                 continue
             at = bus if bus is not None else (failing[0] if len(failing) == 1 else None)
             current = at in failing if at is not None else bool(failing)
+            unconfirmed = False
             if code == "driver.gsp_firmware_missing":
                 firmware = _firmware_state(facts, m)
                 if firmware == "history":
                     continue  # another version's file, or the loaded version's is there now
-                if not current and firmware == "loaded" and at not in driven:
-                    # NVML cannot say whether the GPU is driven (another user-space version...): the module loaded
-                    # now misses its own firmware, a cause of its own that outlives the other one
-                    hit = hits.setdefault((code, at), _Hit(code, at, m, False))
-                    hit.unconfirmed = True
-                    if text not in hit.lines:
-                        hit.lines.append(text)
-                    continue
-            if row.get("class") == "cause" and row["kind"] == "message" and not current:
+                # NVML cannot say whether the GPU is driven (another user-space version...): the module loaded now
+                # misses its own firmware, a cause of its own that outlives the other one
+                unconfirmed = not current and firmware == "loaded" and at not in driven
+            if row.get("class") == "cause" and row["kind"] == "message" and not current and not unconfirmed:
                 continue  # a cause for a GPU that works now (or for none): history
             if code == "gpu.lost" and (nvml_lost or (at in driven and not current)):
                 continue  # NVML's own answer says it (gpu-nvml-verdict, driver-health)
@@ -129,6 +125,7 @@ def _findings(facts: Facts) -> List[Finding]:
             key = (code, at if code != "gpu.xid_application_error" else None)
             hit = hits.setdefault(key, _Hit(code, key[1], m, current))
             hit.current = hit.current or current
+            hit.unconfirmed = hit.unconfirmed or unconfirmed
             if text not in hit.lines:
                 hit.lines.append(text)
             if row["kind"] == "xid" and int(row["xid"]) not in hit.xids:
