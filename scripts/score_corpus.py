@@ -264,7 +264,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 1 if failed else 0
 
 
-def read_known_misses(path: str) -> "set[str]":
+def read_known_misses(path: str) -> set[str]:
     """The case names a known-misses file lists: one per line, text after '#' ignored."""
     names = set()
     with open(path, encoding="utf-8") as fh:
