@@ -345,11 +345,11 @@ def _cudnn_first_loaded(facts: Facts) -> Iterable[Finding]:
     names = [f.name for f in framework_table.FRAMEWORKS if f.cudnn_build
              and facts.mapping("framework." + f.name).get("build") == "cuda"]
     copies = {fw: _cudnn_copies_by_soname(facts, fw) for fw in names}
-    needs = {}
+    needs: Dict[str, Tuple[Version, Dict[str, Any]]] = {}
     for fw in names:
         req = libraries._required_cudnn(facts, fw)
         want = _v(req.get("version")) if req else None
-        if want is not None and len(want.release) >= 2:
+        if req is not None and want is not None and len(want.release) >= 2:
             needs[fw] = (want, req)
     for first in names:
         for second in names:

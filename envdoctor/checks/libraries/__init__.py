@@ -206,12 +206,12 @@ def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[s
     if fw == "tensorflow":
         wheel = builds.tensorflow_cudnn_built(v.get("public") or v.get("version"))
         if wheel is not None:
-            built, brow = wheel
-            return (built, "the TensorFlow %s pip wheel, compiled with cuDNN %s (its cuDNN check's source version)" % (
-                        v.get("public") or v.get("version"), built),
+            compiled, brow = wheel
+            return (compiled, "the TensorFlow %s pip wheel, compiled with cuDNN %s (its cuDNN check's source "
+                              "version)" % (v.get("public") or v.get("version"), compiled),
                     {"rule": "TensorFlow %s was compiled with cuDNN %s; a runtime of the same major and an older "
                              "minor is refused ('Loaded runtime CuDNN library: ... but source was compiled with: "
-                             "...')" % (v.get("public") or v.get("version"), built),
+                             "...')" % (v.get("public") or v.get("version"), compiled),
                      "url": brow.get("source", {}).get("url"), "checked": brow.get("source", {}).get("checked"),
                      "verified": not matrix.unverified(brow)})
         row = fwm.tensorflow_release(v.get("public") or v.get("version"))
