@@ -51,14 +51,20 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     except logic.AdviseError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
-    subj = subject(snapshot_path, given, timeout, python_exe)
+    from .. import preflight
+
+    # the machine's own values, none given over them: its builds are judged by install's pre-flight too, on the
+    # facts install probes for it (what advise recommends, install accepts)
+    judged = not any(given.values())
+    subj = subject(snapshot_path, given, timeout, python_exe, probes=preflight.build_probes() if judged else ())
     target, facts = subj.target, subj.facts
+    accept = preflight.build_judge(facts, subj.probe_results) if judged and facts is not None else None
     pip_python = None  # the interpreter the pip commands name
     chosen: Any = None  # and why it was chosen (envdoctor.host.interpreter)
     if facts is not None and not python_version:  # the pip commands install into the interpreter inspected
         pip_python = facts.text("python.executable")
         chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
-    answer = logic.advise(target, frameworks or logic.FRAMEWORKS)
+    answer = logic.advise(target, frameworks or logic.FRAMEWORKS, accept)
     if fmt == "json":
         from ..jsontext import dumps
 
