@@ -748,10 +748,13 @@ def choose_build(framework: str, t: Target, release: Optional[str] = None, varia
     the install recipes install it and the checks' fixes suggest it (through the recipe's install line).
 
     Among the matrix's builds (optionally of one ``release``, one ``variant`` such as ``cu126``), those that
-    fit ``t`` (:func:`judge`) and that ``accept`` lets through; of them :func:`pick`'s. None when none fits."""
+    fit ``t`` (:func:`judge`) and that ``accept`` lets through; of them :func:`pick`'s. None when none fits. When
+    ``accept`` refuses every build that fits, the one :func:`pick` chooses without it (install plans it, and its
+    pre-flight refuses it with the checks' findings: advise says no build fits)."""
     cands = [c for c in candidates(framework)
              if (release is None or c.release == release) and (variant is None or c.variant == variant)]
-    chosen = pick(vetted(framework, [(c, judge(c, t, image_cuda, sass)) for c in cands], accept))
+    judged = [(c, judge(c, t, image_cuda, sass)) for c in cands]
+    chosen = pick(vetted(framework, judged, accept)) or (pick(judged) if accept is not None else None)
     return None if chosen is None else (chosen[1], chosen[2])
 
 
