@@ -140,7 +140,7 @@ def build_probes() -> List[str]:
 def build_judge(facts: Optional[Facts], probes: Sequence[Any] = ()) -> Callable[[str, Any], List[str]]:
     """The pre-flight as a judge of advise's candidate builds (:data:`envdoctor.advise.Accept`): for a build of a
     framework ``install`` installs, the errors the checks would report after installing it on the machine of
-    ``facts`` (:func:`judge` of the facts the framework's recipe provides for it), each a reason it is refused;
+    ``facts`` (on a machine with no driver, but those about the driver) (:func:`judge` of the facts the framework's recipe provides for it), each a reason it is refused;
     none for the others (no plan of theirs is judged). ``advise`` and ``install`` pass it to
     :func:`envdoctor.advise.choose_build`, so that what advise recommends, install accepts."""
     from . import frameworks
@@ -148,12 +148,16 @@ def build_judge(facts: Optional[Facts], probes: Sequence[Any] = ()) -> Callable[
 
     installed = set(frameworks.RECIPES.values())
     before: Dict[Tuple[str, ...], Set[Tuple[str, str]]] = {}
+    # A machine without a driver: advise answers for the driver to come (it says the driver was not judged), and
+    # install names the ways to bring it (--with-driver, or the driver first): its driver findings choose nothing.
+    driverless = facts is not None and not facts.text("driver.version")
 
     def accept(name: str, candidate: Any) -> List[str]:
         if name not in installed:
             return []
         errors = judge(facts, build_provides(name, candidate), probes, before).errors
-        return [f"install refuses it: `envdoctor diagnose` would then report {f.code} ({f.title})" for f in errors]
+        return [f"install refuses it: `envdoctor diagnose` would then report {f.code} ({f.title})" for f in errors
+                if not (driverless and "driver" in f.components)]
 
     return accept
 

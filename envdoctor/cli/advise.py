@@ -152,6 +152,10 @@ def _reason_kind(reason: str) -> Tuple[str, str]:
 
     from packaging.version import InvalidVersion, Version
 
+    if reason.startswith("install refuses it:"):
+        # the pre-flight's verdict (envdoctor.preflight.build_judge): one line per finding code; -v names each title
+        code = reason.split(" report ", 1)[-1].split(" ", 1)[0]
+        return "preflight:" + code, "install refuses them: `envdoctor diagnose` would then report " + code
     if reason.startswith("needs Python"):
         m = re.search(r"not (\S+)$", reason)
         return "python", "need another Python than %s" % (m.group(1) if m else "this one")
