@@ -140,9 +140,10 @@ def build_probes() -> List[str]:
 def build_judge(facts: Optional[Facts], probes: Sequence[Any] = ()) -> Callable[[str, Any], List[str]]:
     """The pre-flight as a judge of advise's candidate builds (:data:`envdoctor.advise.Accept`): for a build of a
     framework ``install`` installs, the errors the checks would report after installing it on the machine of
-    ``facts`` (on a machine with no driver, but those about the driver) (:func:`judge` of the facts the framework's recipe provides for it), each a reason it is refused;
-    none for the others (no plan of theirs is judged). ``advise`` and ``install`` pass it to
-    :func:`envdoctor.advise.choose_build`, so that what advise recommends, install accepts."""
+    ``facts`` (:func:`judge` of the facts the framework's recipe provides for it; on a machine with no driver, but
+    those about the driver), each a reason it is refused; none for the others (no plan of theirs is judged).
+    ``advise`` and ``install`` pass it to :func:`envdoctor.advise.choose_build`, so that what advise recommends,
+    install accepts."""
     from . import frameworks
     from .recipes.framework import build_provides
 

@@ -58,7 +58,7 @@ def build_provides(name: str, c: Candidate, version: Optional[str] = None) -> Di
     torch's version carries its variant as the local part (``2.7.1+cu126``); TensorFlow's its cuDNN and
     distribution; jax's the jaxlib it pins."""
     if name == "torch":
-        return provides(name, "{}+{}".format(c.release, c.variant), c.cuda)
+        return provides(name, f"{c.release}+{c.variant}", c.cuda)
     if name == "tensorflow":
         return provides(name, c.row["version"], c.row["cuda"], cudnn=c.row["cudnn"],
                         package=c.row.get("package") or name)
