@@ -290,6 +290,19 @@ def ptx_isa_for_cuda(version: Cuda) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
+def cuda_for_ptx_isa(isa: str) -> Optional[str]:
+    """The first CUDA release ("9.1") whose ptxas and driver accept PTX ISA version ``isa`` ("6.1"): nvcc writes the
+    PTX ISA of its own release, so PTX of ISA 6.1 was built by CUDA 9.1 or newer; None when no row knows it."""
+    want = parse_version(isa)
+    if want is None:
+        return None
+    for row in cuda_releases():
+        have = parse_version(row["ptx_isa"]) if isinstance(row.get("ptx_isa"), str) else None
+        if have is not None and have >= want:
+            return str(row["version"])
+    return None
+
+
 def triton_release(version: str) -> Optional[Row]:
     """The ``triton`` row of a Triton version ("1.1.1", "2.1.0+git1234", "3.0.0"); None when no row holds it."""
     try:
