@@ -70,17 +70,16 @@ def test_ptx_isa_maps_to_the_cuda_that_introduced_it() -> None:
 SITE = "/usr/lib/python3/dist-packages"
 
 
-def _host(needed: List[str], ptx_isa: str = "6.1", sass: List[str] = ["sm_35", "sm_52", "sm_61", "sm_70"]) -> Any:
+def _host(needed: List[str], ptx_isa: str = "6.1", sass: Any = ("sm_35", "sm_52", "sm_61", "sm_70")) -> Any:
     so = SITE + "/catboost/gpu/_catboost.so"
     host = make_host(files={SITE + "/catboost-0.10.3.dist-info/METADATA": "Name: catboost\nVersion: 0.10.3\n",
                             SITE + "/catboost-0.10.3.dist-info/top_level.txt": "catboost\n",
                             SITE + "/catboost/__init__.py": "", so: "", SITE + "/catboost/_catboost.so": ""},
                      python={"executable": "/usr/bin/python3", "version": "3.6.9", "implementation": "cpython",
                              "prefix": "/usr", "base_prefix": "/usr", "sys_path": [SITE]})
-    host.doc["fatbin"] = {so: {"sass": sass, "ptx": ["compute_30", "compute_61"], "section": True, "complete": True,
+    host.doc["fatbin"] = {so: {"sass": list(sass), "ptx": ["compute_30", "compute_61"], "section": True, "complete": True,
                                "ptx_isa": ptx_isa},
-                          SITE + "/catboost/_catboost.so": {"sass": [], "ptx": [], "section": False,
-                                                            "complete": True}}
+                          SITE + "/catboost/_catboost.so": {"sass": [], "ptx": [], "section": False, "complete": True}}
     host.doc["elf"] = {so: {"soname": None, "needed": needed, "rpath": [], "runpath": []}}
     return host
 

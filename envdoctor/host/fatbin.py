@@ -4,9 +4,10 @@ A library built with nvcc keeps its device code in the ELF section ``.nv_fatbin`
 fat-binary containers, each a 16-byte header (magic ``0xBA55ED50``, version 1, header size,
 size of what follows) and then entries back to back, each an entry header (kind: 1 = PTX,
 2 = ELF/SASS cubin; its own header size; the size of its payload; the ``sm`` number at
-offset 28; flags at offset 40) followed by its payload.  A PTX entry's header holds the PTX ISA version
-of its text at offset 24 (minor, then major, two 16-bit words: 0, 9 for the ``.version 9.0`` nvcc 13.0
-writes); the highest is returned, because a driver JIT-compiles no PTX newer than its own CUDA's.  Flag 0x100000 marks arch-specific
+offset 28; flags at offset 40) followed by its payload.  A PTX entry's header holds the PTX ISA
+version of its text at offset 24 (minor, then major, two 16-bit words: 0, 9 for the ``.version 9.0``
+nvcc 13.0 writes; 1, 6 in CatBoost 0.10.3's CUDA 9.1 build); the highest is returned: a driver
+JIT-compiles no PTX newer than its own CUDA's.  Flag 0x100000 marks arch-specific
 code (``sm_90a``: runs on that exact capability only).  Family code (``sm_100f``) is reported
 as plain ``sm_100``, as ``cuobjdump`` lists it: it follows the plain rule (its own major, an
 equal or higher minor).  These offsets were checked against fat binaries built here with
@@ -109,7 +110,7 @@ def read_archs(fh: BinaryIO) -> Dict[str, object]:
     ptx: Set[str] = set()
     complete = True
     entries = 0
-    isa = None  # type: Optional[Tuple[int, int]]
+    isa: Optional[Tuple[int, int]] = None
     for off, size in secs:
         end = off + size
         pos = _find_magic(fh, off, end)
