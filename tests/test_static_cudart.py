@@ -77,8 +77,8 @@ def _host(needed: List[str], ptx_isa: str = "6.1", sass: Any = ("sm_35", "sm_52"
                             SITE + "/catboost/__init__.py": "", so: "", SITE + "/catboost/_catboost.so": ""},
                      python={"executable": "/usr/bin/python3", "version": "3.6.9", "implementation": "cpython",
                              "prefix": "/usr", "base_prefix": "/usr", "sys_path": [SITE]})
-    host.doc["fatbin"] = {so: {"sass": list(sass), "ptx": ["compute_30", "compute_61"], "section": True, "complete": True,
-                               "ptx_isa": ptx_isa},
+    host.doc["fatbin"] = {so: {"sass": list(sass), "ptx": ["compute_30", "compute_61"], "section": True,
+                               "complete": True, "ptx_isa": ptx_isa},
                           SITE + "/catboost/_catboost.so": {"sass": [], "ptx": [], "section": False, "complete": True}}
     host.doc["elf"] = {so: {"soname": None, "needed": needed, "rpath": [], "runpath": []}}
     return host
