@@ -4,7 +4,10 @@ A library built with nvcc keeps its device code in the ELF section ``.nv_fatbin`
 fat-binary containers, each a 16-byte header (magic ``0xBA55ED50``, version 1, header size,
 size of what follows) and then entries back to back, each an entry header (kind: 1 = PTX,
 2 = ELF/SASS cubin; its own header size; the size of its payload; the ``sm`` number at
-offset 28; flags at offset 40) followed by its payload.  Flag 0x100000 marks arch-specific
+offset 28; flags at offset 40) followed by its payload.  A PTX entry's header holds the PTX ISA
+version of its text at offset 24 (minor, then major, two 16-bit words: 0, 9 for the ``.version 9.0``
+nvcc 13.0 writes; 1, 6 in CatBoost 0.10.3's CUDA 9.1 build); the highest is returned: a driver
+JIT-compiles no PTX newer than its own CUDA's.  Flag 0x100000 marks arch-specific
 code (``sm_90a``: runs on that exact capability only).  Family code (``sm_100f``) is reported
 as plain ``sm_100``, as ``cuobjdump`` lists it: it follows the plain rule (its own major, an
 equal or higher minor).  These offsets were checked against fat binaries built here with
@@ -21,7 +24,7 @@ incomplete.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Dict, List, Set, Tuple
+from typing import BinaryIO, Dict, List, Optional, Set, Tuple
 
 from .elf import ElfError, _read_at
 
@@ -96,7 +99,8 @@ def _find_magic(fh: BinaryIO, start: int, end: int) -> int:
 
 
 def read_archs(fh: BinaryIO) -> Dict[str, object]:
-    """``{"sass": ["sm_80", "sm_90a", ...], "ptx": ["compute_90", ...], "section": bool, "complete": bool}``.
+    """``{"sass": ["sm_80", "sm_90a", ...], "ptx": ["compute_90", ...], "section": bool, "complete": bool,
+    "ptx_isa": "9.0" or None}``.
 
     ``section`` is False when the file has no ``.nv_fatbin`` (no device code of its own); ``complete``
     False when a garbled or truncated container stopped the walk early (what was read is still returned).
@@ -106,6 +110,7 @@ def read_archs(fh: BinaryIO) -> Dict[str, object]:
     ptx: Set[str] = set()
     complete = True
     entries = 0
+    isa: Optional[Tuple[int, int]] = None
     for off, size in secs:
         end = off + size
         pos = _find_magic(fh, off, end)
@@ -126,6 +131,9 @@ def read_archs(fh: BinaryIO) -> Dict[str, object]:
                     break
                 if kind == KIND_PTX:
                     ptx.add(_arch(sm, flags, kind))
+                    minor, major = struct.unpack_from("<HH", head, 24)
+                    if 1 <= major < 100 and minor < 100 and (isa is None or (major, minor) > isa):
+                        isa = (major, minor)
                 elif kind == KIND_ELF:
                     sass.add(_arch(sm, flags, kind))
                 q += ehsize + psize
@@ -135,7 +143,7 @@ def read_archs(fh: BinaryIO) -> Dict[str, object]:
         if not complete:
             break
     return {"sass": sorted(sass, key=arch_sort_key), "ptx": sorted(ptx, key=arch_sort_key),
-            "section": bool(secs), "complete": complete}
+            "section": bool(secs), "complete": complete, "ptx_isa": "%d.%d" % isa if isa else None}
 
 
 def arch_sort_key(arch: str) -> Tuple[int, str]:

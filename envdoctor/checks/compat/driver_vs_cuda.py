@@ -31,6 +31,7 @@ from . import (
     _v,
     framework_needs,
     gpu_ccs,
+    static_needs,
     suggest_torch,
     toolkit_needs,
 )
@@ -94,7 +95,7 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
     if not drv.known:
         return out  # NVML and nvidia-smi gave no answer: cannot judge
     ccs = [cc for cc, _, _ in gpu_ccs(facts)]
-    for need in fneeds + toolkit_needs(facts):
+    for need in fneeds + toolkit_needs(facts) + static_needs(facts):
         verdict = drv.verdict(need.cuda)
         if verdict == "ok":
             # JAX states its own driver floor per CUDA wheel (jax.json min_driver)
@@ -103,6 +104,18 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                 out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
             continue
         users = _toolkit_users(facts) if need.kind != "framework" else []
+        if verdict == "minor_compat" and need.sass is not None:
+            # its own CUDA runtime runs under minor-version compatibility, but a GPU with no cubin here reaches
+            # the code only through its PTX, newer than this driver can JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+            row = hw.cuda_release(_mm_str(need.cuda))
+            uncovered = [cc for cc in ccs if not _sass_for([_sm_cc(a) for a in need.sass], cc)]
+            if uncovered and row is not None:
+                out.append(_too_old(facts, drv, need, row["min_driver_linux"], row, ["min_driver_linux"], ccs,
+                                    why="it runs under minor-version compatibility, but it has no cubin for compute "
+                                        "capability %s, which reaches its kernels only by JIT-compiling PTX ISA %s, "
+                                        "newer than this driver knows ('the provided PTX was compiled with an "
+                                        "unsupported toolchain')" % (", ".join(uncovered), need.ptx_isa)))
+                continue
         if verdict == "minor_compat" and (need.kind == "framework" and need.component == "cupy" or "cupy" in users):
             # CuPy compiles its kernels with NVRTC into PTX of its own CUDA minor, which the driver must JIT:
             # minor-version compatibility does not cover it (cudaErrorUnsupportedPtxVersion), so the driver
@@ -131,8 +144,14 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
     return out
 
 
+def _sm_cc(arch: str) -> str:
+    """"sm_61" -> "6.1", "sm_90a" -> "9.0", "sm_120" -> "12.0" (a cubin's compute capability)."""
+    digits = "".join(c for c in arch.split("_", 1)[-1] if c.isdigit())
+    return "%s.%s" % (digits[:-1], digits[-1]) if len(digits) >= 2 else ""
+
+
 def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Dict[str, Any]],
-             fields: Sequence[str], ccs: Sequence[str]) -> Finding:
+             fields: Sequence[str], ccs: Sequence[str], why: str = "") -> Finding:
     exact_row = _rule_row(need.cuda)
     exact = exact_row["min_driver_linux"] if exact_row else floor
     branch = _branch(exact) or _branch(floor)
@@ -147,7 +166,9 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         text = "Update the NVIDIA driver to branch %s or newer (>= %s runs CUDA %s)." % (branch, exact,
                                                                                          _mm_str(need.cuda))
     commands = ["sudo ubuntu-drivers install nvidia:%s" % branch] if facts.value("os.id") == "ubuntu" else []
-    if drv.cuda is not None and drv.cuda[0] == need.cuda[0]:
+    if why:
+        pass
+    elif drv.cuda is not None and drv.cuda[0] == need.cuda[0]:
         why = ("CUDA %d.x has no minor-version compatibility (it begins with CUDA 11), so each minor needs a driver "
                "that supports it" % need.cuda[0] if not has_compat else
                "the driver is below CUDA %d.x's minor-version compatibility floor (%s)" % (need.cuda[0], floor))
@@ -281,7 +302,8 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
 
 
 @check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.nvcc", "cuda.home", "cuda.default_symlink",
-       "cuda.conda", "driver.nvidia_pci_gpus", "framework.*") + tuple("framework." + name for name, _ in FRAMEWORKS)
+       "cuda.conda", "driver.nvidia_pci_gpus", "framework.*", "python.static_cuda")
+       + tuple("framework." + name for name, _ in FRAMEWORKS)
        + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
                       "driver.minor_version_compat", "driver.missing_for_framework",
