@@ -42,25 +42,28 @@ _MAX_SCAN = 64 << 20  # bytes searched for the next container after a gap
 def _sections(fh: BinaryIO) -> List[Tuple[bytes, int, int]]:
     """(name, file offset, size) of every section."""
     fh.seek(0)
-    ident = fh.read(16)
-    if len(ident) < 16 or ident[:4] != b"\x7fELF":
+    head = fh.read(64)  # the ELF header (52 bytes for 32-bit files, 64 for 64-bit ones), in one read
+    if len(head) < 16 or head[:4] != b"\x7fELF":
         raise ElfError("not an ELF file")
-    cls, end = {1: 32, 2: 64}.get(ident[4]), {1: "<", 2: ">"}.get(ident[5])
+    cls, end = {1: 32, 2: 64}.get(head[4]), {1: "<", 2: ">"}.get(head[5])
     if cls is None or end is None:
         raise ElfError("unknown ELF class or byte order")
+    if len(head) < (64 if cls == 64 else 52):
+        raise ElfError("file truncated (ELF header of %d bytes)" % len(head))
     if cls == 64:
-        shoff, = struct.unpack(end + "Q", _read_at(fh, 40, 8))
-        shentsize, shnum, shstrndx = struct.unpack(end + "HHH", _read_at(fh, 58, 6))
+        shoff, = struct.unpack_from(end + "Q", head, 40)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", head, 58)
         sh_fmt = end + "IIQQQQIIQQ"
     else:
-        shoff, = struct.unpack(end + "I", _read_at(fh, 32, 4))
-        shentsize, shnum, shstrndx = struct.unpack(end + "HHH", _read_at(fh, 46, 6))
+        shoff, = struct.unpack_from(end + "I", head, 32)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", head, 46)
         sh_fmt = end + "IIIIIIIIII"
     if shoff == 0 or shnum == 0:
         return []
-    if shnum > _MAX_SECTIONS or shentsize < struct.calcsize(sh_fmt) or shstrndx >= shnum:
+    if shnum > _MAX_SECTIONS or not struct.calcsize(sh_fmt) <= shentsize <= 256 or shstrndx >= shnum:
         raise ElfError("implausible section header table")
-    raw = [struct.unpack(sh_fmt, _read_at(fh, shoff + i * shentsize, struct.calcsize(sh_fmt))) for i in range(shnum)]
+    table = _read_at(fh, shoff, shnum * shentsize)  # the whole table in one read (at most 16 MiB)
+    raw = [struct.unpack_from(sh_fmt, table, i * shentsize) for i in range(shnum)]
     # (name index, type, flags, addr, offset, size, ...)
     str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
     if str_size > 16 << 20:

@@ -255,7 +255,9 @@ class Need:
         #: for GPU code carrying its own CUDA runtime (python.static_cuda): the cubin architectures it ships and the
         #: PTX ISA version of its PTX; None for other consumers
         self.sass: Optional[List[str]] = None
+        self.ptx: Optional[List[str]] = None
         self.ptx_isa: Optional[str] = None
+        self.package: Optional[str] = None  # its distribution
 
 
 def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Optional[int]]]:
@@ -346,6 +348,8 @@ def static_needs(facts: Facts) -> List[Need]:
                                                                    lib["ptx_isa"])
         need = Need("python", label, cuda, fact, "framework")
         need.sass = [str(a) for a in lib.get("sass") or []]
+        need.ptx = [str(a) for a in lib.get("ptx") or []]
+        need.package = name
         need.ptx_isa = str(lib["ptx_isa"])
         out.append(need)
     return out

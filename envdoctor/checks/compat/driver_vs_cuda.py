@@ -106,16 +106,15 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
         users = _toolkit_users(facts) if need.kind != "framework" else []
         if verdict == "minor_compat" and need.sass is not None:
             # its own CUDA runtime runs under minor-version compatibility, but a GPU with no cubin here reaches
-            # the code only through its PTX, newer than this driver can JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+            # the code only through its PTX, newer than this driver can JIT (cudaErrorUnsupportedPtxVersion)
             row = hw.cuda_release(_mm_str(need.cuda))
-            uncovered = [cc for cc in ccs if not _sass_for([_sm_cc(a) for a in need.sass], cc)]
-            if uncovered and row is not None:
-                out.append(_too_old(facts, drv, need, row["min_driver_linux"], row, ["min_driver_linux"], ccs,
-                                    why="it runs under minor-version compatibility, but it has no cubin for compute "
-                                        "capability %s, which reaches its kernels only by JIT-compiling PTX ISA %s, "
-                                        "newer than this driver knows ('the provided PTX was compiled with an "
-                                        "unsupported toolchain')" % (", ".join(uncovered), need.ptx_isa)))
+            jit = [cc for cc in ccs if not any(_cubin_runs(a, cc) for a in need.sass)
+                   and any(_ptx_runs(a, cc) for a in need.ptx or [])]
+            if jit and row is not None:
+                out.append(_static_ptx(facts, drv, need, row, jit))
                 continue
+            if any(not any(_cubin_runs(a, cc) for a in need.sass) for cc in ccs):
+                continue  # a GPU it has neither a cubin nor PTX for: no driver runs it there, nothing to say of one
         if verdict == "minor_compat" and (need.kind == "framework" and need.component == "cupy" or "cupy" in users):
             # CuPy compiles its kernels with NVRTC into PTX of its own CUDA minor, which the driver must JIT:
             # minor-version compatibility does not cover it (cudaErrorUnsupportedPtxVersion), so the driver
@@ -144,14 +143,62 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
     return out
 
 
-def _sm_cc(arch: str) -> str:
-    """"sm_61" -> "6.1", "sm_90a" -> "9.0", "sm_120" -> "12.0" (a cubin's compute capability)."""
-    digits = "".join(c for c in arch.split("_", 1)[-1] if c.isdigit())
-    return "%s.%s" % (digits[:-1], digits[-1]) if len(digits) >= 2 else ""
+def _arch_cc(arch: str) -> Tuple[Optional[Version], bool]:
+    """"sm_61" -> (6.1, False), "compute_90a" -> (9.0, True: arch-specific), "sm_120" -> (12.0, False)."""
+    tail = arch.split("_", 1)[-1]
+    digits = "".join(c for c in tail if c.isdigit())
+    cc = _v("%s.%s" % (digits[:-1], digits[-1])) if len(digits) >= 2 else None
+    return cc, tail.endswith("a")
+
+
+def _cubin_runs(arch: str, cc: str) -> bool:
+    """A cubin for X.y runs on X.z with z >= y, never across majors; an arch-specific one (sm_90a) on X.y only
+    (CUDA C++ Programming Guide, "Binary Compatibility")."""
+    have, specific, want = _arch_cc(arch) + (_v(cc),)
+    if have is None or want is None:
+        return False
+    return have == want if specific else have.release[0] == want.release[0] and have <= want
+
+
+def _ptx_runs(arch: str, cc: str) -> bool:
+    """PTX for compute_XY is JIT-compiled for any GPU of compute capability X.Y or higher; arch-specific PTX
+    (compute_90a) for X.Y only."""
+    have, specific, want = _arch_cc(arch) + (_v(cc),)
+    if have is None or want is None:
+        return False
+    return have == want if specific else have <= want
+
+
+def _static_ptx(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], jit: Sequence[str]) -> Finding:
+    """A library carrying its own CUDA runtime, under minor-version compatibility, on a GPU for which it has no
+    cubin: its runtime starts, but its kernels reach that GPU only through PTX newer than this driver can JIT."""
+    exact = row["min_driver_linux"]
+    gpus = ", ".join(sorted(set(jit), key=versions.sort_key))
+    floor = hw.min_driver_for_cuda(_mm_str(need.cuda), minor_compat=True) or "?"
+    return Finding(
+        code="driver.too_old_for_framework", severity="error", components=["driver", need.component],
+        title="%s, but %s has no cubin for compute capability %s, only PTX this driver cannot JIT (driver >= %s "
+              "needed)" % (drv.describe(), need.label, gpus, exact),
+        detail="Built with CUDA %s, it runs on this driver through CUDA %d.x minor-version compatibility (driver "
+               ">= %s), which does not cover PTX: it has no cubin for compute capability %s, so its kernels reach "
+               "that GPU only by JIT-compiling its PTX (ISA %s), newer than the driver's CUDA %s knows. Expect "
+               "cudaErrorUnsupportedPtxVersion ('the provided PTX was compiled with an unsupported toolchain') "
+               "when it first runs a kernel there." % (_mm_str(need.cuda), need.cuda[0], floor, gpus, need.ptx_isa,
+                                                        _mm_str(drv.cuda) if drv.cuda else "?"),
+        evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source=_source("PTX ISA %s is CUDA %s's; a driver JIT-compiles no PTX newer than its own CUDA; CUDA %s's "
+                       "own driver is %s" % (need.ptx_isa, _mm_str(need.cuda), _mm_str(need.cuda), exact), row),
+        fix=Fix(text="Update the NVIDIA driver to branch %s or newer (>= %s, CUDA %s's own driver, JIT-compiles its "
+                     "PTX), or install a build of %s with a cubin for compute capability %s."
+                     % (_branch(exact), exact, _mm_str(need.cuda), need.package or "it", gpus),
+                commands=["sudo ubuntu-drivers install nvidia:%s" % _branch(exact)]
+                if facts.value("os.id") == "ubuntu" else [],
+                install=install_line(facts, "driver", _branch(exact), floor=True)),
+    )
 
 
 def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Dict[str, Any]],
-             fields: Sequence[str], ccs: Sequence[str], why: str = "") -> Finding:
+             fields: Sequence[str], ccs: Sequence[str]) -> Finding:
     exact_row = _rule_row(need.cuda)
     exact = exact_row["min_driver_linux"] if exact_row else floor
     branch = _branch(exact) or _branch(floor)
@@ -166,9 +213,7 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         text = "Update the NVIDIA driver to branch %s or newer (>= %s runs CUDA %s)." % (branch, exact,
                                                                                          _mm_str(need.cuda))
     commands = ["sudo ubuntu-drivers install nvidia:%s" % branch] if facts.value("os.id") == "ubuntu" else []
-    if why:
-        pass
-    elif drv.cuda is not None and drv.cuda[0] == need.cuda[0]:
+    if drv.cuda is not None and drv.cuda[0] == need.cuda[0]:
         why = ("CUDA %d.x has no minor-version compatibility (it begins with CUDA 11), so each minor needs a driver "
                "that supports it" % need.cuda[0] if not has_compat else
                "the driver is below CUDA %d.x's minor-version compatibility floor (%s)" % (need.cuda[0], floor))
