@@ -220,3 +220,11 @@ def test_no_ptx_for_the_gpu_is_not_blamed_on_the_driver() -> None:
     assert _facts(lib, driver("535.104.05", "12.2"), "8.9") == []
     found = _facts(lib, driver("535.104.05", "12.2"), "9.0")
     assert [f.code for f in found] == ["driver.minor_version_compat"]  # its sm_90a cubin runs on 9.0
+
+
+def test_runs_only_with_a_check_that_reads_it() -> None:
+    from envdoctor.scope import plan, plan_checks
+
+    assert "staticcuda" in plan_checks(["compat.driver-vs-cuda"]).probes
+    assert "staticcuda" not in plan_checks(["compat.toolkit-vs-framework"]).probes
+    assert "staticcuda" not in plan(["os", "gpu", "cuda", "libraries"]).probes
