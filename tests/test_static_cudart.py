@@ -27,8 +27,8 @@ from envdoctor.facts import Facts, ok
 from envdoctor.host.base import Distribution
 from envdoctor.host.fatbin import read_archs
 from envdoctor.host.live import LiveHost
-from envdoctor.host.snapshot import SnapshotHost, document_from_host
 from envdoctor.host.privacy import Scrubber
+from envdoctor.host.snapshot import SnapshotHost, document_from_host
 from envdoctor.matrix import hardware as hw
 from envdoctor.probes import staticcuda
 from envdoctor.probes.staticcuda import find_static_cuda, record_libraries

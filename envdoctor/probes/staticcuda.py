@@ -8,12 +8,14 @@ the CUDA that introduced it (6.1 -> CUDA 9.1).  The check is ``compat.driver-vs-
 
 Which files, without listing a folder: the shared objects each installed distribution's ``RECORD`` lists
 (``path,hash,size``; PEP 376 / the wheel spec), of the distributions that are neither a framework envdoctor
-knows (their own CUDA checks judge them) nor one of NVIDIA's CUDA library wheels (``nvidia-*``) nor installed from a pure-Python wheel (its ``WHEEL`` file
-says ``Root-Is-Purelib: true``: the wheel spec puts compiled code in platlib), and of those only
-the ones of at least :data:`MIN_SIZE` bytes: the CUDA runtime linked in is larger than that by itself.  Each is
-read through ``Host.fatbin`` (the ELF section headers and the fat binary's entry headers, bounded), and only one
-with a ``.nv_fatbin`` through ``Host.elf`` (NEEDED).  At most :data:`MAX_LIBRARIES` files are opened and
-:data:`RECORD_LIMIT` bytes of each RECORD read; ``complete`` says whether a bound cut the search.  Distributions
+knows (their own CUDA checks judge them), nor one of NVIDIA's CUDA library wheels (``nvidia-*``), nor installed
+from a pure-Python wheel (its ``WHEEL`` file says ``Root-Is-Purelib: true``: the wheel spec puts compiled code in
+platlib); of those only the ones of at least :data:`MIN_SIZE` bytes, or whose size RECORD does not say (pip's
+RECORD for a wheel without one, as CatBoost 0.10.3's): the CUDA runtime linked in is larger than that by itself.
+Each is read through ``Host.fatbin`` (the ELF section headers and the fat binary's entry headers, bounded), and
+only one with a ``.nv_fatbin`` through ``Host.elf`` (NEEDED).  At most :data:`MAX_LIBRARIES` files are opened
+and :data:`RECORD_LIMIT` bytes of each RECORD read; ``complete`` says whether a bound cut the search.  A file
+that cannot be read as ELF (truncated, garbled) is listed in ``unreadable`` with the reason; distributions
 without a RECORD (``.egg-info``, some distribution packages) are counted in ``unlisted``, not searched.
 
 Fact ``python.static_cuda`` = ``{"libraries": [{package, version, path, ptx_isa, sass, ptx, complete}],

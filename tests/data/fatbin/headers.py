@@ -30,20 +30,23 @@ def record(path: str) -> Tuple[int, List[Tuple[int, bytes]]]:
             return data
 
     for reader in (read_archs, read_dynamic):
-        with Recording(path, "rb") as fh:
+        fh = Recording(path, "rb")
+        try:
             reader(fh)  # type: ignore[operator]
+        finally:
+            fh.close()
     merged: List[List[int]] = []
     for at, n in sorted(spans):
         if merged and at <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], at + n)
         elif n:
             merged.append([at, at + n])
-    with open(path, "rb") as fh:
-        size = fh.seek(0, 2)
+    with open(path, "rb") as src:
+        size = src.seek(0, 2)
         chunks = []
         for a, b in merged:
-            fh.seek(a)
-            chunks.append((a, fh.read(b - a)))
+            src.seek(a)
+            chunks.append((a, src.read(b - a)))
     return size, chunks
 
 
