@@ -183,7 +183,7 @@ def _static_ptx(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], jit:
                ">= %s), which does not cover PTX: it has no cubin for compute capability %s, so its kernels reach "
                "that GPU only by JIT-compiling its PTX (ISA %s), newer than the driver's CUDA %s knows. Expect "
                "cudaErrorUnsupportedPtxVersion ('the provided PTX was compiled with an unsupported toolchain') "
-               "when it first runs a kernel there." % (_mm_str(need.cuda), need.cuda[0], floor, gpus, need.ptx_isa,
+               "when it loads its kernels on that GPU." % (_mm_str(need.cuda), need.cuda[0], floor, gpus, need.ptx_isa,
                                                         _mm_str(drv.cuda) if drv.cuda else "?"),
         evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
         source=_source("PTX ISA %s is CUDA %s's; a driver JIT-compiles no PTX newer than its own CUDA; CUDA %s's "
