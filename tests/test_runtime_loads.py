@@ -58,9 +58,12 @@ def test_the_data_names_what_each_library_opens() -> None:
     assert loader.unvendored("libcudnn-463fd6d5.so.8.9.7") == "libcudnn.so.8.9.7"
     assert loader.runtime_loads("/s/ctranslate2.libs/libcudnn-463fd6d5.so.8.9.7",
                                 _elf("libcudnn-463fd6d5.so.8.9.7", [])) == CUDNN8
-    # CTranslate2 4.3.1 opens cuBLAS 12; its bundled front library is in NEEDED, so only the sub-libraries remain
+    # CTranslate2 4.3.1 opens cuBLAS 12; with its bundled front library in NEEDED the sub-libraries are the front
+    # library's to open; a record without it (a front library it does not link) has them opened for it
     assert loader.runtime_loads("/s/libctranslate2-032e8c30.so.4.3.1", _elf(
-        "libctranslate2-032e8c30.so.4.3.1", ["libcudnn-463fd6d5.so.8.9.7"])) == ["libcublas.so.12"] + CUDNN8
+        "libctranslate2-032e8c30.so.4.3.1", ["libcudnn-463fd6d5.so.8.9.7"])) == ["libcublas.so.12"]
+    assert loader.runtime_loads("/s/libctranslate2-032e8c30.so.4.3.1", _elf(
+        "libctranslate2-032e8c30.so.4.3.1", ["libcublas.so.12"])) == CUDNN8
     assert loader.runtime_loads("/s/libctranslate2-1e22bce9.so.3.24.0", _elf(
         "libctranslate2-1e22bce9.so.3.24.0", []))[0] == "libcublas.so.11"
     newer = "libctranslate2-aaaaaaaa.so.4.4.0"  # no row: nothing is added

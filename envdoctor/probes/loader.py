@@ -524,11 +524,16 @@ def runtime_loads(path: str, elf: ElfResult) -> List[str]:
     own = unvendored(elf.soname or posixpath.basename(path))
     stem, major = stem_and_major(own)
     version = version_from_name(unvendored(posixpath.basename(path)))
-    have = {(stem, major)} | {stem_and_major(unvendored(n)) for n in elf.needed}
+    linked = {stem_and_major(unvendored(n)) for n in elf.needed}
+    have = {(stem, major)} | linked
     out: List[str] = []
     for row in loads.loads_of(stem, major, version):
         for name in row["loads"]:
-            if name not in out and stem_and_major(name) not in have:
+            n_stem, n_major = stem_and_major(name)
+            # a sub-library of a library it links (libcudnn_ops_infer.so.8 of libcudnn.so.8) is that library's to
+            # open, from its own search path, and only once it is found
+            parent = any(n_stem.startswith(s + "_") and m == n_major for s, m in linked)
+            if name not in out and (n_stem, n_major) not in have and not parent:
                 out.append(name)
     return out
 
