@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from packaging.version import Version
 
-from envdoctor import osinfo
+from envdoctor import frameworks, osinfo
 from envdoctor.install.plan import RunCommand, Step, exists
 from envdoctor.target import Target
 
@@ -100,16 +100,15 @@ class Request:
 
 
 # -- registry --------------------------------------------------------------
-RECIPES: Dict[str, str] = {
+#: Component -> its recipe module: the system's components, then each framework plug-in's recipe (its ``recipe``,
+#: :data:`envdoctor.frameworks.RECIPES`: the module of that name here).
+RECIPES: Dict[str, str] = dict({
     "driver": f"{__name__}.driver",
     "cuda": f"{__name__}.cuda",
     "cudnn": f"{__name__}.cudnn",
     "nccl": f"{__name__}.nccl",
     "container-toolkit": f"{__name__}.container_toolkit",
-    "pytorch": f"{__name__}.pytorch",
-    "tensorflow": f"{__name__}.tensorflow",
-    "jax": f"{__name__}.jax",
-}
+}, **{recipe: f"{__name__}.{recipe}" for recipe in frameworks.RECIPES})
 
 
 def load_recipe(component: str) -> ModuleType:

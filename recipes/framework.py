@@ -28,6 +28,8 @@ from packaging.version import Version
 from envdoctor import frameworks
 from envdoctor.advise import Candidate, Verdict, architecture_driver_reason, choose_build, cuda_floor_reason, judge
 
+from . import docker_image as common
+
 
 def provides_keys(name: str) -> Tuple[str, ...]:
     """The facts a plan of framework ``name`` may add (the recipe's ``PROVIDES``): the framework's own fact, and
@@ -104,6 +106,32 @@ def held_by_checks(name: str, machine: Any, facts: Any, release: Optional[str], 
     if all(any(_arch_reason(chosen[0], cc, r) for cc in machine.ccs) for r in reasons):
         return chosen
     return None
+
+
+def choose_or_refuse(name: str, component: str, what: str, request: Any, machine: Any, facts: Any,
+                     scope: List[Candidate], release: Optional[str], held_release: Optional[str], tag: Optional[str],
+                     image: Optional[Callable[[str], Optional[str]]], line: Callable[[Candidate], str]
+                     ) -> Tuple[Candidate, Verdict, List[str]]:
+    """The build of framework ``name`` a recipe plans (the TensorFlow and JAX recipes'): advise's choice
+    (:func:`choose_build`, of ``release`` when one was asked for, among the builds the pre-flight's judge
+    ``request.accept`` accepts, not for an image nor with ``--force``); else, when only the checks' rules reject the
+    builds of ``held_release``, the one :func:`held_by_checks` gives (the pre-flight refuses it with the check's code
+    and title); else a RecipeError saying why none of ``scope`` (advise's candidates of the release, named ``what``)
+    fits and the ``line`` of the newest build that runs here. ``--force``: the build that fits but for the driver,
+    with a warning as the third value (the driver is deliberately not held against it)."""
+    accept = None if image is not None or request.force else request.accept  # the pre-flight's judge (Request)
+    chosen = choose_build(name, machine, release=release, variant=tag, image_cuda=image, accept=accept)
+    if chosen is not None:
+        return chosen[0], chosen[1], []
+    held = None if request.force else held_by_checks(name, machine, facts, held_release, tag, image)
+    if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
+        return held[0], held[1], []
+    newest = choose_build(name, machine, variant=tag, image_cuda=image, accept=accept) if release else None
+    err = common.no_build_refusal(what, component, scope, machine, image, line(newest[0]) if newest else None)
+    forced = common.forced_build(scope, machine, image) if request.force else None
+    if forced is not None:
+        return forced[0], forced[1], ["WARNING (--force): " + err.message]
+    raise err
 
 
 def alternatives_for(component: str, with_driver: bool) -> Callable[..., List[str]]:

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.advise import Candidate, Verdict, candidates, choose_build
+from envdoctor.advise import Candidate, Verdict, candidates
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
@@ -95,21 +95,9 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
     if not request.version and tag:  # the newest release of that CUDA: what a refusal explains
         row = next(r for r in reversed(load("tensorflow")) if r["cuda"] == tag[4:])
     scope = [c for c in candidates("tensorflow") if c.release == row["version"]]
-    release = row["version"] if request.version else None
-    accept = None if image is not None or request.force else request.accept  # the pre-flight's judge (Request)
-    chosen = choose_build("tensorflow", machine, release=release, variant=tag, image_cuda=image, accept=accept)
-    if chosen is not None:
-        return chosen[0], chosen[1], []
-    held = None if request.force else framework.held_by_checks("tensorflow", machine, facts, row["version"], tag, image)
-    if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
-        return held[0], held[1], []
-    newest = choose_build("tensorflow", machine, variant=tag, image_cuda=image, accept=accept) if release else None
-    err = common.no_build_refusal("TensorFlow " + row["version"], COMPONENT, scope, machine, image,
-                                  "envdoctor install tensorflow --version " + newest[0].release if newest else None)
-    forced = common.forced_build(scope, machine, image) if request.force else None
-    if forced is not None:
-        return forced[0], forced[1], ["WARNING (--force): " + err.message]
-    raise err
+    return framework.choose_or_refuse("tensorflow", COMPONENT, "TensorFlow " + row["version"], request, machine,
+                                      facts, scope, row["version"] if request.version else None, row["version"], tag,
+                                      image, lambda c: "envdoctor install tensorflow --version " + c.release)
 
 
 def plan(request: Any, target: Any, facts: Any) -> Plan:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from envdoctor import findings, frameworks
 
 from .conftest import HERE
@@ -182,3 +184,56 @@ def test_the_shipped_report_schema_lists_the_components_this_envdoctor_knows():
         shipped = json.load(fh)["$defs"]["finding"]["properties"]["components"]["items"]["enum"]
     derived = report_schema()["$defs"]["finding"]["properties"]["components"]["items"]["enum"]
     assert sorted(shipped) == sorted(derived) == sorted(findings.LAYERS)
+
+
+#: The same fictional framework, declared installable (``advise=True``, ``recipe="mindspore"``): what ``envdoctor
+#: install mindspore --dry-run`` needs beyond the plug-in and its data file.
+INSTALL_PROBE = textwrap.dedent('''\
+    import json, sys
+    import envdoctor.frameworks as F
+    F.__path__.append(sys.argv[1])
+    F.register()
+    import envdoctor.matrix as M
+    M.DATA_DIR = sys.argv[2]
+    missing = []
+    from envdoctor import advise
+    try:
+        found = advise.candidates("mindspore")
+    except Exception as exc:
+        found = []
+    if not found:
+        missing.append("advise: candidates (the builds of its data file: advise.CANDIDATES has none for it)")
+    from envdoctor.recipes import RECIPES, RecipeError, load_recipe
+    if "mindspore" not in RECIPES:
+        missing.append("recipes.RECIPES (the plug-in's recipe)")
+    try:
+        load_recipe("mindspore")
+    except (ImportError, RecipeError) as exc:
+        missing.append("a recipe module serving it (recipes/: %s)" % exc)
+    from click.testing import CliRunner
+    from envdoctor.cli import cli
+    done = CliRunner().invoke(cli, ["install", "mindspore", "--snapshot", sys.argv[3], "--dry-run"])
+    if done.exit_code != 0 or "mindspore" not in done.output:
+        missing.append("install mindspore --dry-run (exit %s)" % done.exit_code)
+    print(json.dumps(missing))
+''')
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22: the framework recipes are three modules (recipes/pytorch.py, "
+                   "tensorflow.py, jax.py) and advise's candidates are written per framework (advise.CANDIDATES): a "
+                   "new framework's plug-in and data file give no install plan yet")
+def test_a_new_framework_installs_from_its_plugin_and_data_file(tmp_path):
+    from envdoctor import matrix
+
+    (tmp_path / "mindspore.py").write_text(PLUGIN.replace(' aliases=', ' advise=True, recipe="mindspore", aliases='))
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in os.listdir(matrix.DATA_DIR):
+        os.symlink(os.path.join(matrix.DATA_DIR, name), str(data / name))
+    (data / "mindspore.json").write_text(json.dumps(DATA, indent=1))
+    a100 = os.path.join(HERE, "machines", "pipwheels-ubuntu2204-a100", "snapshot.json")
+    proc = subprocess.run([sys.executable, "-c", INSTALL_PROBE, str(tmp_path), str(data), a100], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    missing = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert missing == [], "a new framework does not install from its plug-in alone: " + "; ".join(missing)
