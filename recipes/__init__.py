@@ -15,6 +15,8 @@ NVIDIA's CUDA package repositories that several recipes use.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
@@ -115,7 +117,13 @@ def load_recipe(component: str) -> ModuleType:
     """The recipe module of ``component`` (imported on first use)."""
     if component not in RECIPES:
         raise RecipeError(f"no recipe for {component!r}", sorted(RECIPES))
-    return importlib.import_module(RECIPES[component])
+    name = RECIPES[component]
+    if name not in sys.modules and component in frameworks.RECIPES and importlib.util.find_spec(name) is None:
+        # a framework plug-in whose recipe has no module of its own: the one its plug-in and data file give
+        from .framework import recipe_module
+
+        sys.modules[name] = recipe_module(frameworks.BY_NAME[frameworks.RECIPES[component]])
+    return importlib.import_module(name)
 
 
 def pick_method(module: Any, request: Request, target: Target) -> str:

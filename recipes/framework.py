@@ -19,15 +19,28 @@ and a container image's CUDA (the container toolkit checks it natively, with no 
 
 from __future__ import annotations
 
+import types
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envdoctor import frameworks
-from envdoctor.advise import Candidate, Verdict, architecture_driver_reason, choose_build, cuda_floor_reason, judge
+from envdoctor import frameworks, versions
+from envdoctor.advise import (
+    Candidate,
+    Verdict,
+    architecture_driver_reason,
+    candidates,
+    choose_build,
+    cuda_floor_reason,
+    judge,
+)
+from envdoctor.install import validate
+from envdoctor.install.plan import Plan
+from envdoctor.matrix import load
 
+from . import RecipeError
 from . import docker_image as common
 
 
@@ -147,3 +160,79 @@ def alternatives_for(component: str, with_driver: bool) -> Callable[..., List[st
         out.append("envdoctor install driver   (then this install again)")
         return out
     return alternatives
+
+
+# -- the recipe of a framework that has none of its own ---------------------------------------------------------------
+#: Where pip finds a plug-in's wheels (a mirror given to ``install --mirror`` stands in for it)
+PYPI = "https://pypi.org/simple"
+
+
+def recipe_module(fw: Any) -> types.ModuleType:
+    """The recipe of framework plug-in ``fw`` (its ``recipe`` names it, its ``pip_package`` and data file say what to
+    install) when ``recipes/`` has no module of that name: a module like every recipe's (``COMPONENT``, ``METHODS``,
+    ``PROVIDES``, ``alternatives``, ``default_method``, ``versions``, ``plan``), planning advise's build
+    (:func:`envdoctor.advise.plugin_candidates`) with pip, pip inside conda or a Docker image."""
+    module = types.ModuleType("envdoctor.recipes." + fw.recipe, "%s (%s's plug-in and data file)." % (
+        fw.display, fw.name))
+    module.COMPONENT = fw.recipe  # type: ignore[attr-defined]
+    module.METHODS = ("pip", "conda", "docker")  # type: ignore[attr-defined]
+    module.PROVIDES = provides_keys(fw.name)  # type: ignore[attr-defined]
+    module.alternatives = alternatives_for(fw.recipe, with_driver=False)  # type: ignore[attr-defined]
+    module.default_method = lambda target: "pip"  # type: ignore[attr-defined]
+    module.versions = lambda: [r["version"] for r in load(fw.matrix_area)]  # type: ignore[attr-defined]
+    module.plan = lambda request, target, facts: _plugin_plan(fw, request, target, facts)  # type: ignore
+    return module
+
+
+def _plugin_plan(fw: Any, request: Any, target: Any, facts: Any) -> Plan:
+    common.check_method(request, ("pip", "conda", "docker"))
+    opts = common.options(request, ("cuda", "image_os", "env"))
+    rows = load(fw.matrix_area)
+    known = [r["version"] for r in rows]
+    if request.version:
+        try:
+            validate.version(request.version)
+        except validate.ValidationError as exc:
+            raise RecipeError(str(exc), ["--version " + known[-1]] if known else []) from None
+        row = next((r for r in rows if r["version"] == request.version
+                    or r["version"].startswith(request.version + ".")), None)
+        if row is None:
+            raise RecipeError("%s %s is not in the matrix" % (fw.display, request.version),
+                              ["--version " + v for v in known[-3:]])
+    elif rows:
+        row = rows[-1]
+    else:
+        raise RecipeError("the matrix has no %s release" % fw.display)
+    if request.with_driver:
+        raise RecipeError("the %s recipe does not install the driver (--with-driver)" % fw.recipe,
+                          ["envdoctor install driver   (then this install again)"])
+    cpu = common.cpu_build_reason(request, facts, opts)
+    if cpu is not None:
+        raise RecipeError("%s: no CPU build is known to envdoctor (%s)" % (fw.display, cpu))
+    want = opts.get("cuda")
+    tag = ("cuda" + want.lower().replace("cuda", "")) if want else None
+    image = common.image_release if request.method == "docker" else None
+    machine = common.machine_target(facts, target, common.pip_python(request, facts))
+    scope = [c for c in candidates(fw.name) if c.release == row["version"] and (tag is None or c.variant == tag)]
+    cand, verdict, notes = choose_or_refuse(
+        fw.name, fw.recipe, "%s %s" % (fw.display, row["version"]), request, machine, facts, scope,
+        row["version"] if request.version else None, row["version"], tag, image,
+        lambda c: "envdoctor install %s --version %s" % (fw.recipe, c.release))
+    row = cand.row
+    notes = ["%s %s (matrix: %s)" % (fw.display, row["version"], row["source"]["url"])] + \
+        cand.notes + notes + verdict.pin_notes + ([verdict.driver_note] if verdict.driver_note else [])
+    notes += common.unverified_note([row], "%s %s" % (fw.display, row["version"]))
+    module = fw.name
+    smoke = "import %s; print(%s.__version__)" % (module, module)
+    what = common.PipInstall((fw.pip_package + versions.pip_pin(request.version or row["version"]),)
+                             + tuple(verdict.pins),
+                             index_url=common.index_base(request, PYPI) if request.mirror else None, smoke=smoke,
+                             python_spec=row.get("python"))
+    p = common.plan_for_method(request, target, facts, component=fw.recipe, version=row["version"], what=what,
+                               title="install %s %s (CUDA %s)" % (fw.display, row["version"], cand.cuda),
+                               notes=notes, image_cuda=common.image_cuda_for(cand.cuda or ""),
+                               name_tag="%s-%s" % (row["version"], cand.variant), conda_default_env=fw.name)
+    forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
+    if request.method != "docker" and not forced:  # an image's framework is not the machine's
+        p.provides = build_provides(fw.name, cand)
+    return p

@@ -14,8 +14,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 from envdoctor import findings, frameworks
 
 from .conftest import HERE
@@ -186,8 +184,8 @@ def test_the_shipped_report_schema_lists_the_components_this_envdoctor_knows():
     assert sorted(shipped) == sorted(derived) == sorted(findings.LAYERS)
 
 
-#: The same fictional framework, declared installable (``advise=True``, ``recipe="mindspore"``): what ``envdoctor
-#: install mindspore --dry-run`` needs beyond the plug-in and its data file.
+#: The same fictional framework, declared installable (``advise=True``, ``recipe``, ``pip_package``): ``envdoctor
+#: advise`` and ``envdoctor install mindspore --dry-run`` from its plug-in and data file alone.
 INSTALL_PROBE = textwrap.dedent('''\
     import json, sys
     import envdoctor.frameworks as F
@@ -197,12 +195,9 @@ INSTALL_PROBE = textwrap.dedent('''\
     M.DATA_DIR = sys.argv[2]
     missing = []
     from envdoctor import advise
-    try:
-        found = advise.candidates("mindspore")
-    except Exception as exc:
-        found = []
-    if not found:
-        missing.append("advise: candidates (the builds of its data file: advise.CANDIDATES has none for it)")
+    found = advise.candidates("mindspore")
+    if [(c.release, c.cuda) for c in found] != [("2.3.0", "11.6")]:
+        missing.append("advise: its candidates from the data file (advise.plugin_candidates)")
     from envdoctor.recipes import RECIPES, RecipeError, load_recipe
     if "mindspore" not in RECIPES:
         missing.append("recipes.RECIPES (the plug-in's recipe)")
@@ -212,20 +207,29 @@ INSTALL_PROBE = textwrap.dedent('''\
         missing.append("a recipe module serving it (recipes/: %s)" % exc)
     from click.testing import CliRunner
     from envdoctor.cli import cli
+    said = CliRunner().invoke(cli, ["advise", "--snapshot", sys.argv[3], "--format", "json"])
+    answer = [f for f in json.loads(said.output)["frameworks"]
+              if f["framework"] == "mindspore"] if said.exit_code == 0 else []
+    if not answer or answer[0].get("command") != 'pip install "mindspore-gpu==2.3.0"':
+        missing.append("advise --snapshot (its build judged by install's pre-flight): %s" % (answer or said.output))
     done = CliRunner().invoke(cli, ["install", "mindspore", "--snapshot", sys.argv[3], "--dry-run"])
-    if done.exit_code != 0 or "mindspore" not in done.output:
-        missing.append("install mindspore --dry-run (exit %s)" % done.exit_code)
+    planned = ("pip install mindspore-gpu==2.3.0", "install MindSpore 2.3.0 (CUDA 11.6)", "runs with CUDA 11.6, 11.8")
+    if done.exit_code != 0 or not all(line in done.output for line in planned):
+        missing.append("install mindspore --dry-run (exit %s): %s" % (done.exit_code, done.output[-2000:]))
+    listed = CliRunner().invoke(cli, ["install", "--list", "--os", "ubuntu22.04"])
+    if not any(line.split()[:2] == ["mindspore", "pip*,"] for line in listed.output.splitlines()):
+        missing.append("install --list")
     print(json.dumps(missing))
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: the framework recipes are three modules (recipes/pytorch.py, "
-                   "tensorflow.py, jax.py) and advise's candidates are written per framework (advise.CANDIDATES): a "
-                   "new framework's plug-in and data file give no install plan yet")
-def test_a_new_framework_installs_from_its_plugin_and_data_file(tmp_path):
+def test_a_new_framework_is_advised_and_installed_from_its_plugin_and_data_file(tmp_path):
+    """A100 (tests/machines/pipwheels-ubuntu2204-a100, driver 535): the fictional release's wheel runs with CUDA 11.6
+    and 11.8, so advise recommends it and install plans it with pip, the pre-flight's checks judging it."""
     from envdoctor import matrix
 
-    (tmp_path / "mindspore.py").write_text(PLUGIN.replace(' aliases=', ' advise=True, recipe="mindspore", aliases='))
+    (tmp_path / "mindspore.py").write_text(PLUGIN.replace(
+        " aliases=", ' advise=True, recipe="mindspore", pip_package="mindspore-gpu", aliases='))
     data = tmp_path / "data"
     data.mkdir()
     for name in os.listdir(matrix.DATA_DIR):
