@@ -209,14 +209,24 @@ def _plugin_plan(fw: Any, request: Any, target: Any, facts: Any) -> Plan:
     cpu = common.cpu_build_reason(request, facts, opts)
     if cpu is not None:
         raise RecipeError("%s: no CPU build is known to envdoctor (%s)" % (fw.display, cpu))
-    want = opts.get("cuda")
-    tag = ("cuda" + want.lower().replace("cuda", "")) if want else None
+    want = opts.get("cuda", "").lower().replace("cuda", "")
+    if want:  # one wheel per release runs with each CUDA its row lists: the option only narrows the releases
+        listed = sorted({c for r in rows for c in _cudas(r)}, key=Version)
+        if want not in listed:
+            raise RecipeError("no %s release in the matrix runs with CUDA %s" % (fw.display, want),
+                              ["--option cuda=" + c for c in listed])
+        if request.version and want not in _cudas(row):
+            raise RecipeError("%s %s runs with CUDA %s" % (fw.display, row["version"], ", ".join(_cudas(row))),
+                              ["--option cuda=" + c for c in _cudas(row)])
     image = common.image_release if request.method == "docker" else None
     machine = common.machine_target(facts, target, common.pip_python(request, facts))
-    scope = [c for c in candidates(fw.name) if c.release == row["version"] and (tag is None or c.variant == tag)]
+    fits = [c for c in candidates(fw.name) if not want or want in _cudas(c.row)]
+    if not request.version and fits:  # the newest release with such a wheel: what a refusal explains
+        row = fits[0].row
+    scope = [c for c in fits if c.release == row["version"]]
     cand, verdict, notes = choose_or_refuse(
         fw.name, fw.recipe, "%s %s" % (fw.display, row["version"]), request, machine, facts, scope,
-        row["version"] if request.version else None, row["version"], tag, image,
+        row["version"] if request.version else None, row["version"], None, image,
         lambda c: "envdoctor install %s --version %s" % (fw.recipe, c.release))
     row = cand.row
     notes = ["%s %s (matrix: %s)" % (fw.display, row["version"], row["source"]["url"])] + \
@@ -228,11 +238,18 @@ def _plugin_plan(fw: Any, request: Any, target: Any, facts: Any) -> Plan:
                              + tuple(verdict.pins),
                              index_url=common.index_base(request, PYPI) if request.mirror else None, smoke=smoke,
                              python_spec=row.get("python"))
+    cuda = want or cand.cuda or ""  # the CUDA asked for (its wheel runs with it), else the least it needs
     p = common.plan_for_method(request, target, facts, component=fw.recipe, version=row["version"], what=what,
-                               title="install %s %s (CUDA %s)" % (fw.display, row["version"], cand.cuda),
-                               notes=notes, image_cuda=common.image_cuda_for(cand.cuda or ""),
+                               title="install %s %s (CUDA %s)" % (fw.display, row["version"], cuda),
+                               notes=notes, image_cuda=common.image_cuda_for(cuda),
                                name_tag="%s-%s" % (row["version"], cand.variant), conda_default_env=fw.name)
     forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
     if request.method != "docker" and not forced:  # an image's framework is not the machine's
         p.provides = build_provides(fw.name, cand)
     return p
+
+
+def _cudas(row: Dict[str, Any]) -> List[str]:
+    """The CUDA releases a plug-in's table row says its wheel runs with."""
+    listed = row.get("cuda")
+    return [c for c in (listed if isinstance(listed, list) else [listed]) if isinstance(c, str)]

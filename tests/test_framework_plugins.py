@@ -216,6 +216,15 @@ INSTALL_PROBE = textwrap.dedent('''\
     planned = ("pip install mindspore-gpu==2.3.0", "install MindSpore 2.3.0 (CUDA 11.6)", "runs with CUDA 11.6, 11.8")
     if done.exit_code != 0 or not all(line in done.output for line in planned):
         missing.append("install mindspore --dry-run (exit %s): %s" % (done.exit_code, done.output[-2000:]))
+    other = CliRunner().invoke(cli, ["install", "mindspore", "--version", "2.3.0", "--option", "cuda=11.8",
+                                     "--snapshot", sys.argv[3], "--dry-run"])
+    if other.exit_code != 0 or "install MindSpore 2.3.0 (CUDA 11.8)" not in other.output:
+        missing.append("install mindspore --option cuda=11.8 (a CUDA its row lists): %s" % other.output[-2000:])
+    unknown = CliRunner().invoke(cli, ["install", "mindspore", "--option", "cuda=12.4", "--snapshot", sys.argv[3],
+                                       "--dry-run"])
+    if unknown.exit_code != 2 or "--option cuda=11.8" not in unknown.output:
+        missing.append("install mindspore --option cuda=12.4 refused, naming the CUDA it runs with: %s"
+                       % unknown.output[-2000:])
     listed = CliRunner().invoke(cli, ["install", "--list", "--os", "ubuntu22.04"])
     if not any(line.split()[:2] == ["mindspore", "pip*,"] for line in listed.output.splitlines()):
         missing.append("install --list")
