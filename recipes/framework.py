@@ -232,11 +232,11 @@ def _plugin_plan(fw: Any, request: Any, target: Any, facts: Any) -> Plan:
     notes = ["%s %s (matrix: %s)" % (fw.display, row["version"], row["source"]["url"])] + \
         cand.notes + notes + verdict.pin_notes + ([verdict.driver_note] if verdict.driver_note else [])
     notes += common.unverified_note([row], "%s %s" % (fw.display, row["version"]))
-    module = fw.name
-    smoke = "import %s; print(%s.__version__)" % (module, module)
+    smoke = fw.smoke or "import %s; print(%s.__version__)" % (fw.name, fw.name)
     what = common.PipInstall((fw.pip_package + versions.pip_pin(request.version or row["version"]),)
                              + tuple(verdict.pins),
-                             index_url=common.index_base(request, PYPI) if request.mirror else None, smoke=smoke,
+                             index_url=common.index_base(request, PYPI) if request.mirror else None,
+                             smoke=common.smoke_for(smoke, fw.smoke_gpu or smoke, facts),
                              python_spec=row.get("python"))
     cuda = want or cand.cuda or ""  # the CUDA asked for (its wheel runs with it), else the least it needs
     p = common.plan_for_method(request, target, facts, component=fw.recipe, version=row["version"], what=what,

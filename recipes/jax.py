@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from envdoctor import frameworks
 from envdoctor.advise import JAX_OLD_FIND_LINKS, Candidate, Verdict, candidates
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan
@@ -38,10 +39,9 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #:   pip install -U "jax[cuda13]"   (jax[cuda12] for CUDA 12)
 #: envdoctor runs ``python -m pip install 'jax[cudaNN]==<version>'`` (pinned, so no -U)
 PYPI = "https://pypi.org/simple"
-SMOKE = "import jax; print(jax.__version__, jax.devices())"
-SMOKE_GPU = (SMOKE + "\nimport sys\nif not any(d.platform == 'gpu' for d in jax.devices()): sys.exit('jax ' + "
-             "jax.__version__ + ' sees no GPU on this GPU machine (jax.devices() lists none): check the driver with "
-             "nvidia-smi, and that the CUDA plugin was installed')")
+#: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
+SMOKE = frameworks.BY_NAME["jax"].smoke
+SMOKE_GPU = frameworks.BY_NAME["jax"].smoke_gpu
 
 
 def default_method(target: Any) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor import frameworks
 from envdoctor.advise import Candidate, Verdict, candidates
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan
@@ -37,16 +38,9 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: envdoctor pins it: ``tensorflow[and-cuda]==2.17.*`` (row pip_extra of the matrix); releases before 2.14
 #: install plain ``tensorflow==X.Y.*`` (not verified: the pre-2.14 instructions were not in the stored copies)
 PYPI = "https://pypi.org/simple"
-SMOKE = "import tensorflow as tf; print(tf.__version__, tf.config.list_physical_devices('GPU'))"
-#: TensorFlow 2.16's wheels (also with [and-cuda]) are known to see no GPU:
-#: https://github.com/tensorflow/tensorflow/issues/63362 ("TF 2.17.0 RC0 Fails to work with GPUs (and TF 2.16 too)")
-KNOWN_NO_GPU = {"2.16": "a known problem of TensorFlow 2.16's wheels, with [and-cuda] too "
-                        "(https://github.com/tensorflow/tensorflow/issues/63362): install 2.17 or newer "
-                        "(envdoctor install tensorflow --version 2.17)"}
-SMOKE_GPU = (SMOKE + "\nimport sys\nknown = " + repr(KNOWN_NO_GPU) + "\n"
-             "if not tf.config.list_physical_devices('GPU'): sys.exit('TensorFlow ' + tf.__version__ + ' sees no GPU "
-             "on this GPU machine' + (': ' + known[tf.__version__[:4]] if tf.__version__[:4] in known else "
-             "': check the driver with nvidia-smi'))")
+#: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
+SMOKE = frameworks.BY_NAME["tensorflow"].smoke
+SMOKE_GPU = frameworks.BY_NAME["tensorflow"].smoke_gpu
 
 
 def default_method(target: Any) -> str:
