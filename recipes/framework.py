@@ -43,6 +43,10 @@ from envdoctor.matrix import load
 from . import RecipeError
 from . import docker_image as common
 
+#: Where pip finds the wheels of TensorFlow, JAX and a plug-in's framework: PyPI's index (a mirror given to
+#: ``install --mirror`` stands in for it)
+PYPI = "https://pypi.org/simple"
+
 
 def provides_keys(name: str) -> Tuple[str, ...]:
     """The facts a plan of framework ``name`` may add (the recipe's ``PROVIDES``): the framework's own fact, and
@@ -163,8 +167,6 @@ def alternatives_for(component: str, with_driver: bool) -> Callable[..., List[st
 
 
 # -- the recipe of a framework that has none of its own ---------------------------------------------------------------
-#: Where pip finds a plug-in's wheels (a mirror given to ``install --mirror`` stands in for it)
-PYPI = "https://pypi.org/simple"
 
 
 def recipe_module(fw: Any) -> types.ModuleType:

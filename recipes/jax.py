@@ -38,7 +38,7 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: verified 2026-11-22 against https://docs.jax.dev/en/latest/installation.html ("Summary", GPU NVIDIA):
 #:   pip install -U "jax[cuda13]"   (jax[cuda12] for CUDA 12)
 #: envdoctor runs ``python -m pip install 'jax[cudaNN]==<version>'`` (pinned, so no -U)
-PYPI = "https://pypi.org/simple"
+PYPI = framework.PYPI
 #: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
 SMOKE = frameworks.BY_NAME["jax"].smoke
 SMOKE_GPU = frameworks.BY_NAME["jax"].smoke_gpu

@@ -37,7 +37,7 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #:   python3 -m pip install 'tensorflow[and-cuda]'
 #: envdoctor pins it: ``tensorflow[and-cuda]==2.17.*`` (row pip_extra of the matrix); releases before 2.14
 #: install plain ``tensorflow==X.Y.*`` (not verified: the pre-2.14 instructions were not in the stored copies)
-PYPI = "https://pypi.org/simple"
+PYPI = framework.PYPI
 #: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
 SMOKE = frameworks.BY_NAME["tensorflow"].smoke
 SMOKE_GPU = frameworks.BY_NAME["tensorflow"].smoke_gpu
