@@ -219,6 +219,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--min-score", type=float, metavar="PERCENT",
                     help="exit 1 when fewer than PERCENT%% of the cases are right")
     ap.add_argument("--max-false-alarms", type=int, metavar="N", help="exit 1 when there are more than N false alarms")
+    ap.add_argument("--known-misses", metavar="FILE",
+                    help="exit 1 when a case missing from FILE (one case name per line, '#' starts a comment) is not "
+                         "right, or when a case FILE lists is now right (take it off the list)")
     args = ap.parse_args(argv)
     known = case_names()
     unknown = [n for n in args.names if n not in known]
@@ -242,7 +245,34 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("%d false alarms, more than --max-false-alarms %d" % (doc["false_alarms"], args.max_false_alarms),
               file=sys.stderr)
         failed = True
+    if args.known_misses is not None:
+        try:
+            listed = read_known_misses(args.known_misses)
+        except OSError as exc:
+            print("cannot read --known-misses %s: %s" % (args.known_misses, exc.strerror or exc), file=sys.stderr)
+            return 2
+        wrong = {r["case"] for r in doc["cases"] if not r["right"]}
+        scored = {r["case"] for r in doc["cases"]}
+        regressed = sorted(wrong - listed)
+        mended = sorted((listed & scored) - wrong)
+        if regressed:
+            print("not right and not in %s: %s" % (args.known_misses, ", ".join(regressed)), file=sys.stderr)
+            failed = True
+        if mended:
+            print("right now, take off %s: %s" % (args.known_misses, ", ".join(mended)), file=sys.stderr)
+            failed = True
     return 1 if failed else 0
+
+
+def read_known_misses(path: str) -> set[str]:
+    """The case names a known-misses file lists: one per line, text after '#' ignored."""
+    names = set()
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            name = line.split("#", 1)[0].strip()
+            if name:
+                names.add(name)
+    return names
 
 
 if __name__ == "__main__":

@@ -259,3 +259,35 @@ def test_no_case_holds_an_empty_directory() -> None:
             if not dirnames and not filenames:
                 empty.append(os.path.relpath(dirpath, CORPUS))
     assert empty == [], empty
+
+
+def test_known_misses_file_names_corpus_cases_with_reasons() -> None:
+    path = os.path.join(REPO, "tests", "corpus", "known-misses.txt")
+    with open(path, encoding="utf-8") as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln.split("#", 1)[0].strip()]
+    for line in lines:
+        name, _, why = line.partition("#")
+        assert name.strip() in CASES, line
+        assert why.strip(), "no reason given: %s" % line
+
+
+def test_scorer_known_misses_fails_on_a_regression_and_on_a_stale_entry(tmp_path: Any) -> None:
+    listed = sorted(score_corpus.read_known_misses(os.path.join(REPO, "tests", "corpus", "known-misses.txt")))
+    if not listed:
+        pytest.skip("no known miss to score")
+    miss = listed[0]
+    right = next(c for c in CASES if c not in listed and c.startswith("healthy-"))
+    script = os.path.join(REPO, "scripts", "score_corpus.py")
+
+    def run(file_text: str) -> subprocess.CompletedProcess[str]:
+        f = tmp_path / "misses.txt"
+        f.write_text(file_text, encoding="utf-8")
+        return subprocess.run([sys.executable, script, miss, right, "--known-misses", str(f)],
+                              capture_output=True, text=True, timeout=600)
+
+    ok = run("%s  # why\n" % miss)
+    assert ok.returncode == 0, ok.stderr
+    regressed = run("# nothing listed\n")
+    assert regressed.returncode == 1 and ("not right and not in" in regressed.stderr) and miss in regressed.stderr
+    stale = run("%s\n%s  # now right\n" % (miss, right))
+    assert stale.returncode == 1 and "take off" in stale.stderr and right in stale.stderr

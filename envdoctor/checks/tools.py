@@ -45,8 +45,8 @@ _HUNG_LAYERS = (
     ("cuda", ("cuda.",), ("cuda.*",)),
     ("compilers", ("compiler.",), ("compiler.*",)),
     ("python", ("python.", "framework.", "conda."),
-     ("python.*", "python.nvidia_wheel_conflicts", "python.requirements", "framework.*", "framework.jax.ptxas",
-      "framework.*.gpu_code")),
+     ("python.*", "python.nvidia_wheel_conflicts", "python.requirements", "python.static_cuda", "framework.*",
+      "framework.jax.ptxas", "framework.*.gpu_code")),
     ("containers", ("container.",), ("container.*",)),
 )
 HUNG_PREFIXES = tuple(p for _layer, prefixes, _reads in _HUNG_LAYERS for p in prefixes)

@@ -214,6 +214,7 @@ class FatbinResult(NamedTuple):
     complete: bool = True  # False: a garbled container stopped the walk (what was read is kept)
     error: Optional[str] = None  # "ENOENT", "EACCES", "not_elf", "bad_elf", "not_recorded", "timed_out"
     message: str = ""
+    ptx_isa: Optional[str] = None  # the highest PTX ISA version of its PTX ("6.1"); None: no PTX, or not recorded
 
     @property
     def ok(self) -> bool:

@@ -4,7 +4,10 @@ A library built with nvcc keeps its device code in the ELF section ``.nv_fatbin`
 fat-binary containers, each a 16-byte header (magic ``0xBA55ED50``, version 1, header size,
 size of what follows) and then entries back to back, each an entry header (kind: 1 = PTX,
 2 = ELF/SASS cubin; its own header size; the size of its payload; the ``sm`` number at
-offset 28; flags at offset 40) followed by its payload.  Flag 0x100000 marks arch-specific
+offset 28; flags at offset 40) followed by its payload.  A PTX entry's header holds the PTX ISA
+version of its text at offset 24 (minor, then major, two 16-bit words: 0, 9 for the ``.version 9.0``
+nvcc 13.0 writes; 1, 6 in CatBoost 0.10.3's CUDA 9.1 build); the highest is returned: a driver
+JIT-compiles no PTX newer than its own CUDA's.  Flag 0x100000 marks arch-specific
 code (``sm_90a``: runs on that exact capability only).  Family code (``sm_100f``) is reported
 as plain ``sm_100``, as ``cuobjdump`` lists it: it follows the plain rule (its own major, an
 equal or higher minor).  These offsets were checked against fat binaries built here with
@@ -21,7 +24,7 @@ incomplete.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Dict, List, Set, Tuple
+from typing import BinaryIO, Dict, List, Optional, Set, Tuple
 
 from .elf import ElfError, _read_at
 
@@ -39,25 +42,28 @@ _MAX_SCAN = 64 << 20  # bytes searched for the next container after a gap
 def _sections(fh: BinaryIO) -> List[Tuple[bytes, int, int]]:
     """(name, file offset, size) of every section."""
     fh.seek(0)
-    ident = fh.read(16)
-    if len(ident) < 16 or ident[:4] != b"\x7fELF":
+    head = fh.read(64)  # the ELF header (52 bytes for 32-bit files, 64 for 64-bit ones), in one read
+    if len(head) < 16 or head[:4] != b"\x7fELF":
         raise ElfError("not an ELF file")
-    cls, end = {1: 32, 2: 64}.get(ident[4]), {1: "<", 2: ">"}.get(ident[5])
+    cls, end = {1: 32, 2: 64}.get(head[4]), {1: "<", 2: ">"}.get(head[5])
     if cls is None or end is None:
         raise ElfError("unknown ELF class or byte order")
+    if len(head) < (64 if cls == 64 else 52):
+        raise ElfError("file truncated (ELF header of %d bytes)" % len(head))
     if cls == 64:
-        shoff, = struct.unpack(end + "Q", _read_at(fh, 40, 8))
-        shentsize, shnum, shstrndx = struct.unpack(end + "HHH", _read_at(fh, 58, 6))
+        shoff, = struct.unpack_from(end + "Q", head, 40)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", head, 58)
         sh_fmt = end + "IIQQQQIIQQ"
     else:
-        shoff, = struct.unpack(end + "I", _read_at(fh, 32, 4))
-        shentsize, shnum, shstrndx = struct.unpack(end + "HHH", _read_at(fh, 46, 6))
+        shoff, = struct.unpack_from(end + "I", head, 32)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", head, 46)
         sh_fmt = end + "IIIIIIIIII"
     if shoff == 0 or shnum == 0:
         return []
-    if shnum > _MAX_SECTIONS or shentsize < struct.calcsize(sh_fmt) or shstrndx >= shnum:
+    if shnum > _MAX_SECTIONS or not struct.calcsize(sh_fmt) <= shentsize <= 256 or shstrndx >= shnum:
         raise ElfError("implausible section header table")
-    raw = [struct.unpack(sh_fmt, _read_at(fh, shoff + i * shentsize, struct.calcsize(sh_fmt))) for i in range(shnum)]
+    table = _read_at(fh, shoff, shnum * shentsize)  # the whole table in one read (at most 16 MiB)
+    raw = [struct.unpack_from(sh_fmt, table, i * shentsize) for i in range(shnum)]
     # (name index, type, flags, addr, offset, size, ...)
     str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
     if str_size > 16 << 20:
@@ -96,7 +102,8 @@ def _find_magic(fh: BinaryIO, start: int, end: int) -> int:
 
 
 def read_archs(fh: BinaryIO) -> Dict[str, object]:
-    """``{"sass": ["sm_80", "sm_90a", ...], "ptx": ["compute_90", ...], "section": bool, "complete": bool}``.
+    """``{"sass": ["sm_80", "sm_90a", ...], "ptx": ["compute_90", ...], "section": bool, "complete": bool,
+    "ptx_isa": "9.0" or None}``.
 
     ``section`` is False when the file has no ``.nv_fatbin`` (no device code of its own); ``complete``
     False when a garbled or truncated container stopped the walk early (what was read is still returned).
@@ -106,6 +113,7 @@ def read_archs(fh: BinaryIO) -> Dict[str, object]:
     ptx: Set[str] = set()
     complete = True
     entries = 0
+    isa: Optional[Tuple[int, int]] = None
     for off, size in secs:
         end = off + size
         pos = _find_magic(fh, off, end)
@@ -126,6 +134,9 @@ def read_archs(fh: BinaryIO) -> Dict[str, object]:
                     break
                 if kind == KIND_PTX:
                     ptx.add(_arch(sm, flags, kind))
+                    minor, major = struct.unpack_from("<HH", head, 24)
+                    if 1 <= major < 100 and minor < 100 and (isa is None or (major, minor) > isa):
+                        isa = (major, minor)
                 elif kind == KIND_ELF:
                     sass.add(_arch(sm, flags, kind))
                 q += ehsize + psize
@@ -135,7 +146,7 @@ def read_archs(fh: BinaryIO) -> Dict[str, object]:
         if not complete:
             break
     return {"sass": sorted(sass, key=arch_sort_key), "ptx": sorted(ptx, key=arch_sort_key),
-            "section": bool(secs), "complete": complete}
+            "section": bool(secs), "complete": complete, "ptx_isa": "%d.%d" % isa if isa else None}
 
 
 def arch_sort_key(arch: str) -> Tuple[int, str]:

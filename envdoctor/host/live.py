@@ -453,7 +453,8 @@ class LiveHost(Host):
             except (struct_error, ValueError, IndexError) as exc:
                 return FatbinResult(path, error="bad_elf", message=str(exc))
             return FatbinResult(path, sass=tuple(d["sass"]), ptx=tuple(d["ptx"]),  # type: ignore[arg-type]
-                                section=bool(d["section"]), complete=bool(d["complete"]))
+                                section=bool(d["section"]), complete=bool(d["complete"]),
+                                ptx_isa=str(d["ptx_isa"]) if isinstance(d.get("ptx_isa"), str) else None)
 
         return self._once(self.fatbins, path, compute)
 

@@ -116,7 +116,8 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
                   for p, r in sorted(host.links.items())},
         "elf": {p: (_elf_entry(r) if r.ok else {"error": r.error, "message": r.message})
                 for p, r in sorted(host.elfs.items())},
-        "fatbin": {p: ({"sass": list(r.sass), "ptx": list(r.ptx), "section": r.section, "complete": r.complete}
+        "fatbin": {p: (dict({"sass": list(r.sass), "ptx": list(r.ptx), "section": r.section, "complete": r.complete},
+                            **({"ptx_isa": r.ptx_isa} if r.ptx_isa else {}))
                        if r.ok else {"error": r.error, "message": r.message})
                    for p, r in sorted(getattr(host, "fatbins", {}).items())},
         "elf_names": {p: ({"sonames": list(r.sonames), "size": r.size} if r.ok else
@@ -628,7 +629,8 @@ class SnapshotHost(Host):
             return FatbinResult(path, error=entry["error"], message=entry.get("message", ""))
         return FatbinResult(path, sass=tuple(str(a) for a in entry.get("sass", [])),
                             ptx=tuple(str(a) for a in entry.get("ptx", [])), section=bool(entry.get("section", True)),
-                            complete=bool(entry.get("complete", True)))
+                            complete=bool(entry.get("complete", True)),
+                            ptx_isa=str(entry["ptx_isa"]) if isinstance(entry.get("ptx_isa"), str) else None)
 
     def elf_sonames(self, path: str) -> NamesResult:
         entry = self.doc.get("elf_names", {}).get(path)

@@ -88,6 +88,7 @@ PROBE_MODULES = (
     "envdoctor.probes.requires",
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
+    "envdoctor.probes.staticcuda",
     "envdoctor.probes.dlopen",
     "envdoctor.probes.topology",
     "envdoctor.probes.environment",

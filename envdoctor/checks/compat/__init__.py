@@ -252,6 +252,12 @@ class Need:
         self.component, self.label, self.cuda, self.fact, self.kind = component, label, cuda, fact, kind
         self.reinstall = reinstall
         self.min_driver, self.min_driver_row = min_driver, min_driver_row
+        #: for GPU code carrying its own CUDA runtime (python.static_cuda): the cubin architectures it ships and the
+        #: PTX ISA version of its PTX; None for other consumers
+        self.sass: Optional[List[str]] = None
+        self.ptx: Optional[List[str]] = None
+        self.ptx_isa: Optional[str] = None
+        self.package: Optional[str] = None  # its distribution
 
 
 def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Optional[int]]]:
@@ -315,6 +321,36 @@ def framework_needs(facts: Facts) -> List[Need]:
             row = fw.jax_release(fact.value.get("jaxlib") or fact.value.get("version"))
             if var and var.get("min_driver") and row:
                 need.min_driver, need.min_driver_row = var["min_driver"], row
+        out.append(need)
+    return out
+
+
+def static_needs(facts: Facts) -> List[Need]:
+    """Python packages whose GPU code links its CUDA runtime statically (``python.static_cuda``): each needs the
+    CUDA that introduced the highest PTX ISA version its fat binary holds (nvcc writes its own release's)."""
+    fact = facts.get("python.static_cuda")
+    if fact is None or not fact.known or not isinstance(fact.value, dict):
+        return []
+    best: Dict[str, Dict[str, Any]] = {}
+    for lib in fact.value.get("libraries") or []:
+        isa = _v(lib.get("ptx_isa")) if isinstance(lib, dict) else None
+        if isa is None:
+            continue
+        key = str(lib.get("package"))
+        if key not in best or isa > _v(best[key]["ptx_isa"]):  # type: ignore[operator]
+            best[key] = lib
+    out: List[Need] = []
+    for name, lib in sorted(best.items()):
+        cuda = _mm(hw.cuda_for_ptx_isa(str(lib["ptx_isa"])))
+        if cuda is None or cuda[1] is None:
+            continue
+        label = "%s %s (%s, its own CUDA runtime; PTX ISA %s)" % (name, lib.get("version"), lib.get("path"),
+                                                                   lib["ptx_isa"])
+        need = Need("python", label, cuda, fact, "framework")
+        need.sass = [str(a) for a in lib.get("sass") or []]
+        need.ptx = [str(a) for a in lib.get("ptx") or []]
+        need.package = name
+        need.ptx_isa = str(lib["ptx_isa"])
         out.append(need)
     return out
 

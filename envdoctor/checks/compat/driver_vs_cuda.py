@@ -31,6 +31,7 @@ from . import (
     _v,
     framework_needs,
     gpu_ccs,
+    static_needs,
     suggest_torch,
     toolkit_needs,
 )
@@ -94,7 +95,7 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
     if not drv.known:
         return out  # NVML and nvidia-smi gave no answer: cannot judge
     ccs = [cc for cc, _, _ in gpu_ccs(facts)]
-    for need in fneeds + toolkit_needs(facts):
+    for need in fneeds + toolkit_needs(facts) + static_needs(facts):
         verdict = drv.verdict(need.cuda)
         if verdict == "ok":
             # JAX states its own driver floor per CUDA wheel (jax.json min_driver)
@@ -103,6 +104,17 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                 out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
             continue
         users = _toolkit_users(facts) if need.kind != "framework" else []
+        if verdict == "minor_compat" and need.sass is not None:
+            # its own CUDA runtime runs under minor-version compatibility, but a GPU with no cubin here reaches
+            # the code only through its PTX, newer than this driver can JIT (cudaErrorUnsupportedPtxVersion)
+            row = hw.cuda_release(_mm_str(need.cuda))
+            jit = [cc for cc in ccs if not any(_cubin_runs(a, cc) for a in need.sass)
+                   and any(_ptx_runs(a, cc) for a in need.ptx or [])]
+            if jit and row is not None:
+                out.append(_static_ptx(facts, drv, need, row, jit))
+                continue
+            if any(not any(_cubin_runs(a, cc) for a in need.sass) for cc in ccs):
+                continue  # a GPU it has neither a cubin nor PTX for: no driver runs it there, nothing to say of one
         if verdict == "minor_compat" and (need.kind == "framework" and need.component == "cupy" or "cupy" in users):
             # CuPy compiles its kernels with NVRTC into PTX of its own CUDA minor, which the driver must JIT:
             # minor-version compatibility does not cover it (cudaErrorUnsupportedPtxVersion), so the driver
@@ -129,6 +141,60 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             continue  # the matrix does not know this CUDA: no rule to apply
         out.append(_too_old(facts, drv, need, floor, row, ["min_driver_linux", "minor_compat_min_driver"], ccs))
     return out
+
+
+def _arch_cc(arch: str) -> Tuple[Optional[Version], bool]:
+    """"sm_61" -> (6.1, False), "compute_90a" -> (9.0, True: arch-specific), "sm_120" -> (12.0, False)."""
+    tail = arch.split("_", 1)[-1]
+    digits = "".join(c for c in tail if c.isdigit())
+    cc = _v("%s.%s" % (digits[:-1], digits[-1])) if len(digits) >= 2 else None
+    return cc, tail.endswith("a")
+
+
+def _cubin_runs(arch: str, cc: str) -> bool:
+    """A cubin for X.y runs on X.z with z >= y, never across majors; an arch-specific one (sm_90a) on X.y only
+    (CUDA C++ Programming Guide, "Binary Compatibility")."""
+    have, specific, want = _arch_cc(arch) + (_v(cc),)
+    if have is None or want is None:
+        return False
+    return have == want if specific else have.release[0] == want.release[0] and have <= want
+
+
+def _ptx_runs(arch: str, cc: str) -> bool:
+    """PTX for compute_XY is JIT-compiled for any GPU of compute capability X.Y or higher; arch-specific PTX
+    (compute_90a) for X.Y only."""
+    have, specific, want = _arch_cc(arch) + (_v(cc),)
+    if have is None or want is None:
+        return False
+    return have == want if specific else have <= want
+
+
+def _static_ptx(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], jit: Sequence[str]) -> Finding:
+    """A library carrying its own CUDA runtime, under minor-version compatibility, on a GPU for which it has no
+    cubin: its runtime starts, but its kernels reach that GPU only through PTX newer than this driver can JIT."""
+    exact = row["min_driver_linux"]
+    gpus = ", ".join(sorted(set(jit), key=versions.sort_key))
+    floor = hw.min_driver_for_cuda(_mm_str(need.cuda), minor_compat=True) or "?"
+    return Finding(
+        code="driver.too_old_for_framework", severity="error", components=["driver", need.component],
+        title="%s, but %s has no cubin for compute capability %s, only PTX this driver cannot JIT (driver >= %s "
+              "needed)" % (drv.describe(), need.label, gpus, exact),
+        detail="Built with CUDA %s, it runs on this driver through CUDA %d.x minor-version compatibility (driver "
+               ">= %s), which does not cover PTX: it has no cubin for compute capability %s, so its kernels reach "
+               "that GPU only by JIT-compiling its PTX (ISA %s), newer than the driver's CUDA %s knows. Expect "
+               "cudaErrorUnsupportedPtxVersion ('the provided PTX was compiled with an unsupported toolchain') "
+               "when it loads its kernels on that GPU." % (_mm_str(need.cuda), need.cuda[0], floor, gpus, need.ptx_isa,
+                                                        _mm_str(drv.cuda) if drv.cuda else "?"),
+        evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
+        source=_source("PTX ISA %s is CUDA %s's; a driver JIT-compiles no PTX newer than its own CUDA; CUDA %s's "
+                       "own driver is %s" % (need.ptx_isa, _mm_str(need.cuda), _mm_str(need.cuda), exact), row),
+        fix=Fix(text="Update the NVIDIA driver to branch %s or newer (>= %s, CUDA %s's own driver, JIT-compiles its "
+                     "PTX), or install a build of %s with a cubin for compute capability %s."
+                     % (_branch(exact), exact, _mm_str(need.cuda), need.package or "it", gpus),
+                commands=["sudo ubuntu-drivers install nvidia:%s" % _branch(exact)]
+                if facts.value("os.id") == "ubuntu" else [],
+                install=install_line(facts, "driver", _branch(exact), floor=True)),
+    )
 
 
 def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Dict[str, Any]],
@@ -281,7 +347,8 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
 
 
 @check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.nvcc", "cuda.home", "cuda.default_symlink",
-       "cuda.conda", "driver.nvidia_pci_gpus", "framework.*") + tuple("framework." + name for name, _ in FRAMEWORKS)
+       "cuda.conda", "driver.nvidia_pci_gpus", "framework.*", "python.static_cuda")
+       + tuple("framework." + name for name, _ in FRAMEWORKS)
        + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
                       "driver.minor_version_compat", "driver.missing_for_framework",

@@ -1,0 +1,133 @@
+"""Python packages whose GPU code carries its own CUDA runtime (linked statically: no ``libcudart`` in NEEDED).
+
+CatBoost's ``catboost/gpu/_catboost.so``, XGBoost's ``libxgboost.so``, LightGBM and faiss builds link
+``libcudart_static.a`` (nvcc's default ``--cudart=static``), so no linkage check sees which CUDA they need.
+Their CUDA fat binary says it: nvcc writes the PTX ISA version of its own release into every PTX entry
+(:mod:`envdoctor.host.fatbin`), and NVIDIA's PTX ISA release history (``cuda.json`` ``ptx_isa``) maps it back to
+the CUDA that introduced it (6.1 -> CUDA 9.1).  The check is ``compat.driver-vs-cuda``.
+
+Which files, without listing a folder: the shared objects each installed distribution's ``RECORD`` lists
+(``path,hash,size``; PEP 376 / the wheel spec), of the distributions that are neither a framework envdoctor
+knows (their own CUDA checks judge them), nor one of NVIDIA's CUDA library wheels (``nvidia-*``), nor installed
+from a pure-Python wheel (its ``WHEEL`` file says ``Root-Is-Purelib: true``: the wheel spec puts compiled code in
+platlib); of those only the ones of at least :data:`MIN_SIZE` bytes, or whose size RECORD does not say (pip's
+RECORD for a wheel without one, as CatBoost 0.10.3's): the CUDA runtime linked in is larger than that by itself.
+Each is read through ``Host.fatbin`` (the ELF section headers and the fat binary's entry headers, bounded), and
+only one with a ``.nv_fatbin`` through ``Host.elf`` (NEEDED).  At most :data:`MAX_LIBRARIES` files are opened
+and :data:`RECORD_LIMIT` bytes of each RECORD read; ``complete`` says whether a bound cut the search.  A file
+that cannot be read as ELF (truncated, garbled) is listed in ``unreadable`` with the reason; distributions
+without a RECORD (``.egg-info``, some distribution packages) are counted in ``unlisted``, not searched.
+
+Fact ``python.static_cuda`` = ``{"libraries": [{package, version, path, ptx_isa, sass, ptx, complete}],
+"unreadable": [{package, path, error}], "unlisted": int, "complete": bool}``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from .. import frameworks
+from ..facts import Fact, ok
+from ..host.base import Distribution, Host
+from . import ProbeContext, register
+
+#: The smallest file searched.  ``libcudart_static.a`` alone puts more than this into a library: a one-kernel
+#: library built with nvcc 13.0's default ``--cudart=static`` for one architecture (tests/data/fatbin/kernel.cu)
+#: is 989,096 bytes, 696,048 stripped; the floor leaves room for the smaller runtimes of older releases.
+MIN_SIZE = 256 * 1024
+#: The most libraries opened in one run, and the most bytes of one RECORD read.
+MAX_LIBRARIES = 64
+RECORD_LIMIT = 4 * 1024 * 1024
+WHEEL_LIMIT = 4096
+_CUDART = re.compile(r"^libcudart\.so(\.|$)")
+_SHARED = re.compile(r"\.so(?:\.\d+)*$")
+
+
+def record_libraries(record: bytes, min_size: int = MIN_SIZE) -> List[Tuple[str, Optional[int]]]:
+    """``(path relative to the RECORD's folder, size or None)`` of each shared object a RECORD lists with a size of
+    at least ``min_size`` (or none recorded).  Only the lines holding ``.so`` are parsed, and of those only the ones
+    whose size passes (a RECORD can list hundreds of small extension modules); a garbled line is passed over."""
+    out: List[Tuple[str, Optional[int]]] = []
+    pos = record.find(b".so")
+    while pos >= 0:
+        start = record.rfind(b"\n", 0, pos) + 1
+        end = record.find(b"\n", pos)
+        if end < 0:
+            end = len(record)
+        line = record[start:end].rstrip(b"\r")
+        head, comma, size = line.rpartition(b",")
+        size = size.strip()
+        if comma and (not size or size.isdigit() and int(size) >= min_size):
+            path = head.rpartition(b",")[0].decode("utf-8", "replace")
+            if _SHARED.search(path) and not path.startswith(("/", "..", '"')):
+                out.append((path, int(size) if size else None))
+        pos = record.find(b".so", end)
+    return out
+
+
+def _pure(wheel: Optional[bytes]) -> bool:
+    """Whether a distribution's ``WHEEL`` file says it was installed from a pure-Python wheel (``Root-Is-Purelib:
+    true``: its files go to purelib, which holds no compiled code); False when there is no such file or line."""
+    for line in (wheel or b"").splitlines():
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == b"root-is-purelib":
+            return value.strip().lower() == b"true"
+    return False
+
+
+def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
+    """The shared objects to open (each with its distribution), the number of distributions with no RECORD, and
+    whether every RECORD was read whole."""
+    out: List[Tuple[Distribution, str]] = []
+    unlisted, complete = 0, True
+    for dist in host.distributions():
+        if dist.key.startswith("nvidia-"):
+            continue
+        if not dist.metadata_dir.endswith(".dist-info"):
+            unlisted += 0 if frameworks.of_distribution(dist.key) else 1
+            continue
+        if _pure(host.read_file(posixpath.join(dist.metadata_dir, "WHEEL"), limit=WHEEL_LIMIT).data):
+            continue
+        if frameworks.of_distribution(dist.key) is not None:
+            continue
+        record = host.read_file(posixpath.join(dist.metadata_dir, "RECORD"), limit=RECORD_LIMIT)
+        if record.data is None:
+            unlisted += 1
+            continue
+        complete = complete and not record.truncated
+        for rel, _size in record_libraries(record.data):
+            out.append((dist, posixpath.normpath(posixpath.join(dist.location, rel))))
+    return out, unlisted, complete
+
+
+def find_static_cuda(host: Host) -> Dict[str, Any]:
+    candidates, unlisted, complete = _candidates(host)
+    if len(candidates) > MAX_LIBRARIES:
+        candidates, complete = candidates[:MAX_LIBRARIES], False
+    out: List[Dict[str, Any]] = []
+    unreadable: List[Dict[str, Any]] = []
+    for dist, path in candidates:
+        fat = host.fatbin(path)
+        if not fat.ok:
+            if fat.error not in ("ENOENT", "not_elf"):  # a RECORD lists files pip may have left out: not a finding
+                unreadable.append({"package": dist.name, "path": path, "error": fat.error})
+            continue
+        if not fat.section or not (fat.ptx_isa or fat.sass):
+            continue
+        elf = host.elf(path)
+        if not elf.ok:
+            unreadable.append({"package": dist.name, "path": path, "error": elf.error})
+            continue
+        if any(_CUDART.match(n) for n in elf.needed):
+            continue  # dynamically linked: the linkage checks judge the libcudart it loads
+        out.append({"package": dist.name, "version": dist.version, "path": path, "ptx_isa": fat.ptx_isa,
+                    "sass": list(fat.sass), "ptx": list(fat.ptx), "complete": fat.complete})
+    return {"libraries": out, "unreadable": unreadable, "unlisted": unlisted, "complete": complete}
+
+
+@register("staticcuda", "GPU code with its own CUDA runtime", order=96, produces=("python.static_cuda",))
+def probe_static_cuda(ctx: ProbeContext) -> Iterable[Fact]:
+    return [ok("python.static_cuda", find_static_cuda(ctx.host), "derived",
+               "Python packages with a statically linked CUDA runtime")]
