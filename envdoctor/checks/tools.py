@@ -59,10 +59,8 @@ _HUNG_DOCS = (
 
 
 def _hung(facts: Facts, prefixes: Tuple[str, ...]) -> Iterable[Finding]:
-    # (a probe that timed out as a whole has no facts: probe_timed_out); the facts that timed out found once for
-    # the six checks that ask, in the order found, as with_prefix gives them
-    for fact in facts.derived("checks.tools.timed_out", lambda every: [f for f in every if f.status == "timed_out"]):
-        if not fact.key.startswith(prefixes):
+    for fact in facts.with_prefix(prefixes):  # (a probe that timed out as a whole has no facts: probe_timed_out)
+        if fact.status != "timed_out":
             continue
         comp = _component(fact.key)
         if comp is None:
