@@ -709,24 +709,61 @@ def pick(verdicts: List[Tuple[Candidate, Verdict]]) -> Optional[Tuple[int, Candi
     return max(same, key=lambda x: (x[2].native, CHANNEL_RANK.get(x[1].channel, 0), -x[0]))
 
 
+#: A further judge of a build of a framework on the machine (the reasons it is refused; none when it passes):
+#: :func:`envdoctor.preflight.build_judge`, the checks' verdict on the machine after installing it, which
+#: ``install``'s pre-flight gives too. The commands that have a machine's facts pass it in, so that what advise
+#: recommends and what install chooses are builds the pre-flight accepts.
+Accept = Callable[[str, Candidate], List[str]]
+
+
+def vetted(framework: str, verdicts: List[Tuple[Candidate, Verdict]], accept: Optional[Accept]
+           ) -> List[Tuple[Candidate, Verdict]]:
+    """``verdicts`` with the fitting builds ``accept`` refuses turned down (its reasons added), release by release
+    from the newest until one release keeps a fitting build (:func:`pick` looks no further)."""
+    if accept is None:
+        return verdicts
+    out = list(verdicts)
+    release: Optional[str] = None
+    kept = False
+    for i, (c, v) in enumerate(out):
+        if c.release != release:
+            if kept:
+                break
+            release = c.release
+        if not v.ok:
+            continue
+        refused = accept(framework, c)
+        if refused:
+            out[i] = (c, Verdict(ok=False, native=v.native, reasons=v.reasons + refused, driver_note=v.driver_note,
+                                 pins=v.pins, pin_notes=v.pin_notes))
+        else:
+            kept = True
+    return out
+
+
 def choose_build(framework: str, t: Target, release: Optional[str] = None, variant: Optional[str] = None,
                  image_cuda: Optional[Callable[[str], Optional[str]]] = None,
-                 sass: bool = False) -> Optional[Tuple[Candidate, Verdict]]:
+                 sass: bool = False, accept: Optional[Accept] = None) -> Optional[Tuple[Candidate, Verdict]]:
     """The one answer to "which build of ``framework`` fits this driver and these GPUs": ``advise`` shows it,
     the install recipes install it and the checks' fixes suggest it (through the recipe's install line).
 
     Among the matrix's builds (optionally of one ``release``, one ``variant`` such as ``cu126``), those that
-    fit ``t`` (:func:`judge`); of them :func:`pick`'s. None when none fits."""
+    fit ``t`` (:func:`judge`) and that ``accept`` lets through; of them :func:`pick`'s. None when none fits. When
+    ``accept`` refuses every build that fits, the one :func:`pick` chooses without it (install plans it, and its
+    pre-flight refuses it with the checks' findings: advise says no build fits)."""
     cands = [c for c in candidates(framework)
              if (release is None or c.release == release) and (variant is None or c.variant == variant)]
-    chosen = pick([(c, judge(c, t, image_cuda, sass)) for c in cands])
+    judged = [(c, judge(c, t, image_cuda, sass)) for c in cands]
+    chosen = pick(vetted(framework, judged, accept)) or (pick(judged) if accept is not None else None)
     return None if chosen is None else (chosen[1], chosen[2])
 
 
-def choose(framework: str, candidates: Iterable[Candidate], t: Target) -> FrameworkAdvice:
-    """The build :func:`pick` chooses, with what was passed over and why (advise's answer)."""
+def choose(framework: str, candidates: Iterable[Candidate], t: Target,
+           accept: Optional[Accept] = None) -> FrameworkAdvice:
+    """The build :func:`pick` chooses, with what was passed over and why (advise's answer); ``accept``: as
+    :func:`choose_build`'s."""
     cands = list(candidates)
-    verdicts = [(c, judge(c, t)) for c in cands]
+    verdicts = vetted(framework, [(c, judge(c, t)) for c in cands], accept)
     advice = FrameworkAdvice(framework)
     chosen = pick(verdicts)
     for i, (c, v) in enumerate(verdicts):
@@ -820,8 +857,9 @@ class Advice:
         return next(f for f in self.frameworks if f.framework == name)
 
 
-def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS) -> Advice:
-    """The newest CUDA and, per framework, the build to install for this target.
+def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS, accept: Optional[Accept] = None) -> Advice:
+    """The newest CUDA and, per framework, the build to install for this target (``accept``: as
+    :func:`choose_build`'s).
 
     A machine seen to have no NVIDIA GPU (and no GPU or driver asked about) gets the CPU builds: a
     laptop without a GPU is a valid user, and a CUDA wheel would only add unused gigabytes.
@@ -832,7 +870,7 @@ def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS) -> Advice:
                       cpu_builds=[{"framework": n, "command": CPU_BUILDS[n][0], "why": CPU_BUILDS[n][1]}
                                   for n in names if n in CPU_BUILDS])
     return Advice(target=t, cuda=advise_cuda(t),
-                  frameworks=[choose(name, candidates(name), t) for name in frameworks])
+                  frameworks=[choose(name, candidates(name), t, accept) for name in frameworks])
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,7 +14,7 @@ them once the plan ran; a warning is added to the plan's notes.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from .checks import CheckContext, CheckSpec, all_checks, run_checks, yielded_to
 from .checks.suggest import INSTALL_LINE_READS
@@ -104,9 +104,12 @@ def _said(findings: Sequence[Finding]) -> Set[Tuple[str, str]]:
     return {(f.code, f.title) for f in findings}
 
 
-def judge(facts: Optional[Facts], provides: Dict[str, Any], probes: Sequence[Any] = ()) -> Verdict:
+def judge(facts: Optional[Facts], provides: Dict[str, Any], probes: Sequence[Any] = (),
+          before: Optional[Dict[Tuple[str, ...], Set[Tuple[str, str]]]] = None) -> Verdict:
     """The findings a plan that ``provides`` these facts brings to a machine of ``facts`` (its probe records
-    ``probes``: a check whose required facts' probe did not finish is skipped, as ``diagnose`` skips it)."""
+    ``probes``: a check whose required facts' probe did not finish is skipped, as ``diagnose`` skips it).
+    ``before``: what the checks said of the machine as it is, kept by the checks run (several plans judged on
+    one machine: :func:`build_judge`)."""
     if facts is None or not provides or not len(facts):
         return Verdict([], [])
     specs = checks_for(provides)
@@ -114,11 +117,50 @@ def judge(facts: Optional[Facts], provides: Dict[str, Any], probes: Sequence[Any
         return Verdict([], [])
     run = yielded_to(specs)
     keep = [s.name for s in specs]
-    before = run_checks(CheckContext(facts, list(probes)), run, keep=keep)
+    ran = tuple(s.name for s in run) + ("|",) + tuple(keep)
+    had = before.get(ran) if before is not None else None
+    if had is None:
+        had = _said(run_checks(CheckContext(facts, list(probes)), run, keep=keep))
+        if before is not None:
+            before[ran] = had
     after = run_checks(CheckContext(after_plan(facts, provides), list(probes)), run, keep=keep)
-    had = _said(before)
     new = [f for f in after if (f.code, f.title) not in had and not f.code.startswith("envdoctor.")]
     return Verdict([f for f in new if f.severity == "error"], [f for f in new if f.severity == "warning"])
+
+
+def build_probes() -> List[str]:
+    """The probes :func:`build_judge` needs the machine's facts from (:func:`probes_for` the facts a plan of every
+    framework ``install`` installs provides)."""
+    from . import frameworks
+    from .recipes.framework import provides_keys
+
+    return probes_for([key for name in frameworks.RECIPES.values() for key in provides_keys(name)])
+
+
+def build_judge(facts: Optional[Facts], probes: Sequence[Any] = ()) -> Callable[[str, Any], List[str]]:
+    """The pre-flight as a judge of advise's candidate builds (:data:`envdoctor.advise.Accept`): for a build of a
+    framework ``install`` installs, the errors the checks would report after installing it on the machine of
+    ``facts`` (:func:`judge` of the facts the framework's recipe provides for it; on a machine with no driver, but
+    those about the driver), each a reason it is refused; none for the others (no plan of theirs is judged).
+    ``advise`` and ``install`` pass it to :func:`envdoctor.advise.choose_build`, so that what advise recommends,
+    install accepts."""
+    from . import frameworks
+    from .recipes.framework import build_provides
+
+    installed = set(frameworks.RECIPES.values())
+    before: Dict[Tuple[str, ...], Set[Tuple[str, str]]] = {}
+    # A machine without a driver: advise answers for the driver to come (it says the driver was not judged), and
+    # install names the ways to bring it (--with-driver, or the driver first): its driver findings choose nothing.
+    driverless = facts is not None and not facts.text("driver.version")
+
+    def accept(name: str, candidate: Any) -> List[str]:
+        if name not in installed:
+            return []
+        errors = judge(facts, build_provides(name, candidate), probes, before).errors
+        return [f"install refuses it: `envdoctor diagnose` would then report {f.code} ({f.title})" for f in errors
+                if not (driverless and "driver" in f.components)]
+
+    return accept
 
 
 def refusal(title: str, errors: Sequence[Finding]) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from packaging.version import Version
 
@@ -93,6 +93,10 @@ class Request:
     venv: Optional[str] = None  # pip: the virtual environment to make or use (default: under the user's data dir)
     with_driver: bool = False
     options: Mapping[str, str] = field(default_factory=dict)
+    #: the pre-flight's judge of a framework build on this machine (:func:`envdoctor.preflight.build_judge`, the
+    #: command line passes it): a framework recipe chooses, and names as ways out, only builds it accepts, as
+    #: ``advise`` recommends them
+    accept: Optional[Callable[[str, Any], List[str]]] = field(default=None, compare=False)
 
 
 # -- registry --------------------------------------------------------------

@@ -22,6 +22,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
 from envdoctor import frameworks
 from envdoctor.advise import Candidate, Verdict, architecture_driver_reason, choose_build, cuda_floor_reason, judge
 
@@ -42,6 +45,27 @@ def provides(name: str, version: str, cuda: Optional[str], **more: Any) -> Dict[
                              "package": more.pop("package", None) or name, "cuda": cuda, "build": "cuda"}
     value.update(more)
     return {"framework." + name: value, "framework.%s.gpu_code" % name: None}
+
+
+def lowest(spec: str) -> str:
+    """The lowest version a range of releases (``>=0.4.26,<0.5``: a jax row) admits: the release it names."""
+    return str(min((s.version for s in SpecifierSet(spec) if s.operator == ">="), key=Version))
+
+
+def build_provides(name: str, c: Candidate, version: Optional[str] = None) -> Dict[str, Any]:
+    """The facts after installing advise's candidate build ``c`` of framework ``name`` (:func:`provides`), as the
+    recipe's plan provides them, ``version`` the release asked for where the build covers a range (jax's rows):
+    torch's version carries its variant as the local part (``2.7.1+cu126``); TensorFlow's its cuDNN and
+    distribution; jax's the jaxlib it pins."""
+    if name == "torch":
+        return provides(name, f"{c.release}+{c.variant}", c.cuda)
+    if name == "tensorflow":
+        return provides(name, c.row["version"], c.row["cuda"], cudnn=c.row["cudnn"],
+                        package=c.row.get("package") or name)
+    if name == "jax":
+        pinned = version or lowest(c.row["jax"])
+        return provides(name, pinned, c.cuda, jaxlib=pinned)
+    return provides(name, version or c.release, c.cuda)
 
 
 def _arch_judged(name: str) -> bool:

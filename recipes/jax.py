@@ -120,14 +120,15 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
         row = next(r for r in reversed(load("jax")) if _candidates_of(r, tag))
     scope = _candidates_of(row, tag)
     release = scope[0].release if request.version else None
-    chosen = choose_build("jax", machine, release=release, variant=tag, image_cuda=image)
+    accept = None if image is not None or request.force else request.accept  # the pre-flight's judge (Request)
+    chosen = choose_build("jax", machine, release=release, variant=tag, image_cuda=image, accept=accept)
     if chosen is not None:
         return chosen[0], chosen[1], []
     held = None if request.force else framework.held_by_checks("jax", machine, facts, scope[0].release if scope
                                                                 else None, tag, image)
     if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
         return held[0], held[1], []
-    newest = choose_build("jax", machine, variant=tag, image_cuda=image) if release else None
+    newest = choose_build("jax", machine, variant=tag, image_cuda=image, accept=accept) if release else None
     err = common.no_build_refusal("jax " + row["jax"], COMPONENT, scope, machine, image,
                                   _line(newest[0]) if newest else None)
     forced = common.forced_build(scope, machine, image) if request.force else None
@@ -173,6 +174,5 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
                                conda_default_env="jax")
     forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
     if request.method != "docker" and not forced:  # an image's jax is not the machine's
-        version = request.version or str(low)
-        p.provides = framework.provides("jax", version, cand.cuda, jaxlib=version)
+        p.provides = framework.build_provides("jax", cand, request.version)
     return p

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.advise import Candidate, candidates, choose_build, judge, python_admits
+from envdoctor.advise import Accept, Candidate, candidates, choose_build, judge, python_admits
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
@@ -72,10 +72,14 @@ def _release(version: Optional[str]) -> Dict[str, Any]:
 
 
 def _choose(facts: Any, release: Optional[str], tag: Optional[str], docker: bool,
-            ignore_driver: bool = False, python: Optional[str] = None) -> Optional[Candidate]:
-    """The build :func:`choose_build` picks (of ``release``, or of the newest release that has one), or None."""
+            ignore_driver: bool = False, python: Optional[str] = None, accept: Optional[Accept] = None
+            ) -> Optional[Candidate]:
+    """The build :func:`choose_build` picks (of ``release``, or of the newest release that has one), or None;
+    ``accept``: the pre-flight's judge of a build on this machine (not for an image, nor when the driver is
+    ignored: a planned one replaces it)."""
     chosen = choose_build("torch", common.machine_target(facts, python=python, ignore_driver=ignore_driver),
-                          release=release, variant=tag, image_cuda=common.image_release if docker else None)
+                          release=release, variant=tag, image_cuda=common.image_release if docker else None,
+                          accept=None if docker or ignore_driver else accept)
     return None if chosen is None else chosen[0]
 
 
@@ -87,13 +91,15 @@ def _tag(want_cuda: Optional[str]) -> Optional[str]:
 
 
 def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = None, docker: bool = False,
-                   ignore_driver: bool = False, python: Optional[str] = None, defer: bool = True) -> Dict[str, Any]:
+                   ignore_driver: bool = False, python: Optional[str] = None, defer: bool = True,
+                   accept: Optional[Accept] = None) -> Dict[str, Any]:
     """The variant of a torch release to install on the machine the facts describe (advise's choice:
     :func:`envdoctor.advise.choose_build`), or a RecipeError saying why none fits and what would.
     ``python``: the version of the interpreter pip installs into (:func:`common.pip_python`), when known.
     With ``defer``, a release whose builds only the checks' rules reject (the driver against their CUDA, the GPUs'
     architectures against what they carry: :func:`framework.held_by_checks`) gives the build advise would choose
-    but for them: the pre-flight refuses it with the check's code and title."""
+    but for them: the pre-flight refuses it with the check's code and title. ``accept``: the pre-flight's judge of a
+    build on this machine (:attr:`Request.accept`): the builds it refuses are not chosen, nor named as ways out."""
     variants = list(row["variants"])
     tag = _tag(want_cuda)
     if tag:
@@ -101,11 +107,11 @@ def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = N
         if not variants:
             raise RecipeError("torch {} has no {} build".format(row["version"], tag),
                               ["--option cuda=" + v["cuda"] for v in row["variants"]])
-    chosen = _choose(facts, row["version"], tag, docker, ignore_driver, python)
+    chosen = _choose(facts, row["version"], tag, docker, ignore_driver, python, accept)
     if chosen is not None:
         return chosen.build
     if python_admits(row.get("python"), python) is False:  # no variant installs into this interpreter
-        raise _python_refusal(row, facts, tag, docker, ignore_driver, python)
+        raise _python_refusal(row, facts, tag, docker, ignore_driver, python, accept)
     target = common.machine_target(facts, python=python, ignore_driver=ignore_driver)
     image = common.image_release if docker else None
     held = framework.held_by_checks("torch", target, facts, row["version"], tag, image) if defer else None
@@ -114,11 +120,12 @@ def choose_variant(row: Dict[str, Any], facts: Any, want_cuda: Optional[str] = N
     ccs = common.compute_capabilities(facts)
     arch_ok = [v for v in variants if all(torch_supports_arch(v, cc) for cc in ccs)]
     if not arch_ok:
-        raise RecipeError(*_arch_refusal(row, ccs, variants, facts, docker, python))
+        raise RecipeError(*_arch_refusal(row, ccs, variants, facts, docker, python, accept))
     why = [(v, judge(_candidate(row, v), target, image).reasons) for v in arch_ok]
     if all(any("driver" in r for r in reasons) for _, reasons in why):
-        raise RecipeError(*_driver_refusal(row, arch_ok, common.driver_version(facts), docker, facts, python))
-    newest = _choose(facts, None, tag, docker, ignore_driver, python)
+        raise RecipeError(*_driver_refusal(row, arch_ok, common.driver_version(facts), docker, facts, python,
+                                           accept))
+    newest = _choose(facts, None, tag, docker, ignore_driver, python, accept)
     raise RecipeError("torch {} has no build that runs on this machine: {}".format(row["version"], "; ".join(
         "{} {}".format(v["tag"], ", ".join(reasons)) for v, reasons in why)),
         ["envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])]
@@ -130,12 +137,12 @@ def _candidate(row: Dict[str, Any], var: Dict[str, Any]) -> Candidate:
 
 
 def _python_refusal(row: Dict[str, Any], facts: Any, tag: Optional[str], docker: bool, ignore_driver: bool,
-                    python: Optional[str]) -> RecipeError:
+                    python: Optional[str], accept: Optional[Accept] = None) -> RecipeError:
     """torch ``row`` has no wheels for the interpreter pip installs into: each build's reasons (advise's
     judge), the newest release that runs here with this interpreter, another interpreter, conda."""
     machine = common.machine_target(facts, python=python, ignore_driver=ignore_driver)
     scope = [c for c in candidates("torch") if c.release == row["version"] and (tag is None or c.variant == tag)]
-    newest = _choose(facts, None, tag, docker, ignore_driver, python)
+    newest = _choose(facts, None, tag, docker, ignore_driver, python, accept)
     line = ("envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])
             if newest is not None else None)
     return common.no_build_refusal("torch " + row["version"], COMPONENT, scope, machine,
@@ -143,7 +150,8 @@ def _python_refusal(row: Dict[str, Any], facts: Any, tag: Optional[str], docker:
 
 
 def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, Any]], facts: Any,
-                  docker: bool, python: Optional[str] = None) -> Tuple[str, List[str]]:
+                  docker: bool, python: Optional[str] = None, accept: Optional[Accept] = None
+                  ) -> Tuple[str, List[str]]:
     bad = sorted({cc for cc in ccs if not any(torch_supports_arch(v, cc) for v in variants)}, key=Version)
     built = ", ".join("{} (sm {}..{})".format(v["tag"], v["arch_list"][0], v["arch_list"][-1]) for v in variants)
     msg = "torch {} has no CUDA build for compute capability {}: its builds cover {}".format(
@@ -161,19 +169,19 @@ def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, 
     for which, (r, fit) in nearest:
         msg += "; the {} release with sm_{} is torch {} ({})".format(
             which, bad[0].replace(".", ""), r["version"], fit[-1]["tag"])
-        chosen = _choose(facts, r["version"], None, docker, python=python)
+        chosen = _choose(facts, r["version"], None, docker, python=python, accept=accept)
         if chosen is not None:  # only a line the recipe accepts here (its driver, its cuDNN, its Python)
             alts.append("envdoctor install pytorch --version {} --option cuda={}".format(
                 r["version"], chosen.build["cuda"]))
     if not named:
         msg += "; no torch release in the matrix supports it"
-    newest = _choose(facts, None, None, docker, python=python) if alts else None
+    newest = _choose(facts, None, None, docker, python=python, accept=accept) if alts else None
     if newest is not None:  # and the newest release that runs here, as advise answers
         line = "envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])
         if line not in alts:
             alts.insert(0, line)
     if not alts:
-        newest = _choose(facts, None, None, docker, python=python)
+        newest = _choose(facts, None, None, docker, python=python, accept=accept)
         if newest is not None:
             msg += f"; the newest release that runs on this machine is torch {newest.release} ({newest.variant})"
             alts.append("envdoctor install pytorch --version {} --option cuda={}".format(
@@ -182,7 +190,8 @@ def _arch_refusal(row: Dict[str, Any], ccs: List[str], variants: List[Dict[str, 
 
 
 def _driver_refusal(row: Dict[str, Any], variants: List[Dict[str, Any]], driver: Optional[Version],
-                    docker: bool, facts: Any, python: Optional[str] = None) -> Tuple[str, List[str]]:
+                    docker: bool, facts: Any, python: Optional[str] = None, accept: Optional[Accept] = None
+                    ) -> Tuple[str, List[str]]:
     oldest = min(variants, key=lambda v: Version(v["cuda"]))
     cuda = common.IMAGES[common.image_cuda_for(oldest["cuda"]) or "12.4"][0] if docker else oldest["cuda"]
     need = common.hardware.min_driver_for_cuda(cuda, minor_compat=not docker)
@@ -199,7 +208,7 @@ def _driver_refusal(row: Dict[str, Any], variants: List[Dict[str, Any]], driver:
     for r in reversed(load("torch")):
         if Version(r["version"]) >= Version(row["version"]):
             continue
-        if _choose(facts, r["version"], None, docker, python=python) is not None:
+        if _choose(facts, r["version"], None, docker, python=python, accept=accept) is not None:
             alts.append("envdoctor install pytorch --version {} (the newest release this driver runs)".format(
                 r["version"]))
             break
@@ -218,14 +227,15 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     newest_note: List[str] = []
     if not request.version:
         row, newest_note = _newest_that_runs(row, facts, opts.get("cuda"), docker, py,
-                                             ignore_driver=request.with_driver)
+                                             ignore_driver=request.with_driver, accept=request.accept)
     # --with-driver plans a driver when none is installed, or when the installed one runs no build of the release
     var: Optional[Dict[str, Any]] = None
     if not (request.with_driver and not docker and facts is not None and facts.value("driver.installed") is False):
         try:
             # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
             var = choose_variant(row, facts, opts.get("cuda"), docker=docker,
-                                 ignore_driver=docker and "cuda" in opts, python=py, defer=not request.with_driver)
+                                 ignore_driver=docker and "cuda" in opts, python=py, defer=not request.with_driver,
+                                 accept=request.accept)
         except RecipeError:
             if not request.with_driver:
                 raise
@@ -260,19 +270,20 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         p.steps = driver_steps + p.steps
         p.reboot_required = p.reboot_required or reboot
     if not docker:  # an image's torch is not the machine's
-        p.provides = dict(framework.provides("torch", "{}+{}".format(row["version"], var["tag"]), var["cuda"]),
-                          **driver_after)
+        p.provides = dict(framework.build_provides("torch", _candidate(row, var)), **driver_after)
     return p
 
 
 def _newest_that_runs(newest: Dict[str, Any], facts: Any, want_cuda: Optional[str], docker: bool,
-                      python: Optional[str] = None, ignore_driver: bool = False) -> Tuple[Dict[str, Any], List[str]]:
+                      python: Optional[str] = None, ignore_driver: bool = False, accept: Optional[Accept] = None
+                      ) -> Tuple[Dict[str, Any], List[str]]:
     """No --version asked for: the newest release with a build for this machine's GPUs, driver (unless
     ``ignore_driver``: --with-driver installs one) and the interpreter's Python (the build `advise`
     recommends), with a note naming what newer releases need; the newest when none fits (its refusal then
     says why)."""
     chosen = choose_build("torch", common.machine_target(facts, python=python, ignore_driver=ignore_driver),
-                          variant=_tag(want_cuda), image_cuda=common.image_release if docker else None)
+                          variant=_tag(want_cuda), image_cuda=common.image_release if docker else None,
+                          accept=None if docker or ignore_driver else accept)
     if chosen is None:
         return newest, []
     row = chosen[0].row

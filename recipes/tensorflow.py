@@ -96,13 +96,14 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
         row = next(r for r in reversed(load("tensorflow")) if r["cuda"] == tag[4:])
     scope = [c for c in candidates("tensorflow") if c.release == row["version"]]
     release = row["version"] if request.version else None
-    chosen = choose_build("tensorflow", machine, release=release, variant=tag, image_cuda=image)
+    accept = None if image is not None or request.force else request.accept  # the pre-flight's judge (Request)
+    chosen = choose_build("tensorflow", machine, release=release, variant=tag, image_cuda=image, accept=accept)
     if chosen is not None:
         return chosen[0], chosen[1], []
     held = None if request.force else framework.held_by_checks("tensorflow", machine, facts, row["version"], tag, image)
     if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
         return held[0], held[1], []
-    newest = choose_build("tensorflow", machine, variant=tag, image_cuda=image) if release else None
+    newest = choose_build("tensorflow", machine, variant=tag, image_cuda=image, accept=accept) if release else None
     err = common.no_build_refusal("TensorFlow " + row["version"], COMPONENT, scope, machine, image,
                                   "envdoctor install tensorflow --version " + newest[0].release if newest else None)
     forced = common.forced_build(scope, machine, image) if request.force else None
@@ -153,8 +154,7 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         need_cudnn=not extra, conda_default_env="tensorflow")
     forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
     if request.method != "docker" and not forced:  # an image's TensorFlow is not the machine's
-        p.provides = framework.provides("tensorflow", row["version"], row["cuda"], cudnn=row["cudnn"],
-                                        package=row.get("package") or "tensorflow")
+        p.provides = framework.build_provides("tensorflow", cand)
     return p
 
 

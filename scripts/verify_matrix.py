@@ -93,7 +93,9 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/torvalds/linux/",
                 # cdi_engines.json: which CDI specs a Podman release reads is Podman's own source (the CDI library it
                 # vendors), and which spec field needs which cdiVersion is that library's own (specs-go/version.go).
-                "github.com/containers/podman/", "github.com/cncf-tags/container-device-interface/")
+                "github.com/containers/podman/", "github.com/cncf-tags/container-device-interface/",
+                # runtime_loads.json: what CTranslate2's wheels load is its own build script and source
+                "github.com/OpenNMT/CTranslate2/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant"),

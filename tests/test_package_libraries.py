@@ -47,7 +47,10 @@ def test_another_cudnn_major_is_named_as_what_is_installed() -> None:
 
 
 def test_a_cuda_11_cublas_on_a_cuda_12_machine() -> None:
-    found = _loud(corpus_snapshot(CT2_310))
+    # the record lists 3 of Arch's cuDNN 8.8 libraries (the front library, ops_infer, cnn_infer: stand-ins), so the
+    # cuDNN 8 sub-libraries CTranslate2 3.x opens through its bundled front library that are not there are said too
+    # (tests/test_runtime_loads.py); this test is about cuBLAS
+    found = [f for f in _loud(corpus_snapshot(CT2_310)) if f.code.startswith("cuda.")]
     assert [f.code for f in found] == ["cuda.framework_cannot_load"]
     assert "libcublas.so.11" in found[0].title and "ctranslate2 3.10.1" in found[0].title
 

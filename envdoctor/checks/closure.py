@@ -90,6 +90,10 @@ def judge(closure: Dict[str, Any], subject: str = "", components: Sequence[str] 
     without, ``skip(link)`` the links another check already judges."""
     out: List[Finding] = []
     seen = set()
+    # libraries one requester cannot find whose copies lie in one directory the loader does not search (cuDNN 8's
+    # six sub-libraries in a pip wheel's nvidia/cudnn/lib): one cause, one fix, so one finding
+    unsearched: Dict[Any, List[Dict[str, Any]]] = {}
+    slots: List[Any] = []
     for link in closure.get("links") or []:
         if not isinstance(link, dict) or skip(link):
             continue
@@ -97,14 +101,52 @@ def judge(closure: Dict[str, Any], subject: str = "", components: Sequence[str] 
         if key in seen:
             continue
         seen.add(key)
-        finding = _verdict(link, subject, optional(link), closure.get("cache_unknown"))
+        elsewhere = link.get("elsewhere") or []
+        if not link.get("path") and link.get("certain", True) and elsewhere:
+            group = (link.get("requester"), str(link.get("component") or "cuda"), link.get("how"),
+                     posixpath.dirname(str(elsewhere[0])), optional(link))
+            if group not in unsearched:
+                unsearched[group] = []
+                slots.append(group)
+            unsearched[group].append(link)
+            continue
+        slots.append(link)
+    for slot in slots:
+        if isinstance(slot, dict):
+            finding = _verdict(slot, subject, optional(slot), closure.get("cache_unknown"))
+            comp = str(slot.get("component") or "cuda")
+        else:
+            links = unsearched[slot]
+            finding = (_verdict(links[0], subject, slot[4], closure.get("cache_unknown")) if len(links) == 1
+                       else _unsearched(links, subject, slot[4], slot[3]))
+            comp = slot[1]
         if finding is None:
             continue
-        comp = str(link.get("component") or "cuda")
         finding.components = [comp] + [c for c in components if c != comp]
         finding.evidence = list(evidence or [])
         out.append(finding)
     return out
+
+
+def _unsearched(links: List[Dict[str, Any]], subject: str, optional: bool, where: str) -> Finding:
+    """One finding for several libraries a requester cannot find whose copies are all in ``where``."""
+    first = links[0]
+    comp = str(first.get("component") or "cuda")
+    req = _name(first.get("requester"))
+    who = "%s (%s)" % (req, subject) if subject else req
+    sonames = [str(link.get("soname")) for link in links]
+    named = ", ".join(sonames[:-1]) + " and " + sonames[-1]
+    how = "opens %s with dlopen" % named if first.get("how") == "dlopen" else "needs %s" % named
+    return Finding(
+        code="linkage.missing", severity="warning" if optional else "error", components=[comp],
+        title="%s %s; copies are in %s, which the loader does not search" % (who, how, where),
+        detail="None of these %d libraries is on the library's RPATH/RUNPATH, LD_LIBRARY_PATH, in the ld.so cache or "
+               "the default directories, so loading them fails ('%s: cannot open shared object file'). Copies that "
+               "exist but are not searched: %s." % (
+                   len(links), sonames[0], ", ".join(str(p) for link in links for p in link.get("elsewhere") or [])),
+        source=dict(RULE),
+        fix=Fix(text="Put %s on LD_LIBRARY_PATH (or load the package that ships them first)." % where,
+                commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % where]))
 
 
 def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any) -> Optional[Finding]:

@@ -321,17 +321,92 @@ def _env_prefix(facts: Facts) -> Optional[str]:
     return prefix.rstrip("/") if isinstance(prefix, str) and prefix.startswith("/") else None
 
 
+def _cudnn_copies_by_soname(facts: Facts, fw: str) -> Dict[str, Tuple[str, Version]]:
+    """soname -> (the file the loader gives ``fw`` for it, that file's cuDNN version) for its cuDNN libraries, where
+    the version is known to the minor: the file's own (libraries.cudnn), else, for the copy the framework ships
+    beside itself, the cuDNN the matrix says its build ships."""
+    out: Dict[str, Tuple[str, Version]] = {}
+    for key in ("linkage." + fw, "linkage.%s.dlopen" % fw):
+        for e in facts.items(key):
+            if not isinstance(e, dict) or not e.get("path") or libraries.component_of(str(e.get("soname"))) != "cudnn":
+                continue
+            got = _v(libraries._cudnn_full_version(facts, e))
+            if (got is None or len(got.release) < 2) and e.get("expected") and e.get("expected") == e.get("path"):
+                req = libraries._required_cudnn(facts, fw)
+                got = _v(req.get("version")) if req else None
+            if got is not None and len(got.release) >= 2:
+                out.setdefault(str(e["soname"]), (str(e.get("resolved") or e["path"]), got))
+    return out
+
+
+def _cudnn_first_loaded(facts: Facts) -> Iterable[Finding]:
+    """Two frameworks of one Python whose cuDNN soname resolves to different files: the first imported loads its
+    copy and the other gets it (the loader reuses a loaded soname); one older than the other's build is refused."""
+    names = [f.name for f in framework_table.FRAMEWORKS if f.cudnn_build
+             and facts.mapping("framework." + f.name).get("build") == "cuda"]
+    copies = {fw: _cudnn_copies_by_soname(facts, fw) for fw in names}
+    needs: Dict[str, Tuple[Version, Dict[str, Any]]] = {}
+    for fw in names:
+        req = libraries._required_cudnn(facts, fw)
+        want = _v(req.get("version")) if req else None
+        if req is not None and want is not None and len(want.release) >= 2:
+            needs[fw] = (want, req)
+    for first in names:
+        for second in names:
+            if first == second or second not in needs:
+                continue
+            want, req = needs[second]
+            for soname, (path, got) in copies[first].items():
+                theirs = copies[second].get(soname)
+                if theirs is None or theirs[0] == path or got.release[0] != want.release[0]:
+                    continue
+                if _mm(got) >= _mm(want) or _mm(theirs[1]) < _mm(want):  # type: ignore[operator]
+                    continue  # the first's copy satisfies it, or its own does not either (cudnn-version says so)
+                a, b = libraries.NAMES.get(first, first), libraries.NAMES.get(second, second)
+                fa = facts.mapping("framework." + first)
+                fb = facts.mapping("framework." + second)
+                va = fa.get("jaxlib") or fa.get("version")
+                vb = fb.get("jaxlib") or fb.get("version")
+                back = needs.get(first)
+                reverse = back is None or (theirs[1].release[0] == back[0].release[0]
+                                           and _mm(theirs[1]) >= _mm(back[0]))  # type: ignore[operator]
+                steps = ("Import %s before %s in the program: %s then loads cuDNN %s (%s), which %s accepts%s. "
+                         % (b, a, b, theirs[1], theirs[0], a,
+                            "" if back is None else " (it needs %s or a newer %d.x)" % (back[0], back[0].release[0]))
+                         if reverse else "")
+                yield Finding(
+                    code="cudnn.shadowed", severity="warning", components=["cudnn", first, second],
+                    title="%s %s loads cuDNN %s (%s) and %s %s needs cuDNN >= %s: a program that imports %s first "
+                          "gives %s cuDNN %s" % (a, va, got, path, b, vb, want, a, b, got),
+                    detail="A process holds one %s: the loader reuses the copy already loaded, so whichever framework "
+                           "is imported first serves both. %s's own lookup would find %s (cuDNN %s), but after %s it "
+                           "is given cuDNN %s, an older minor than it was built with (%s), which it refuses "
+                           "('Loaded runtime CuDNN library: %s but source was compiled with: %s')." % (
+                               soname, b, theirs[0], theirs[1], a, got, req["from"], got, want),
+                    evidence=_ev(facts, "framework." + first, "framework." + second, "linkage." + first,
+                                 "linkage.%s.dlopen" % first, "linkage." + second, "linkage.%s.dlopen" % second,
+                                 "libraries.cudnn"),
+                    source=_src("one libcudnn per process: the first one to load it wins", CUDNN_ONE_PROCESS),
+                    fix=Fix(text="%sOr make both load one cuDNN %d.x at %s or newer (preloading it comes before every "
+                                 "framework's own search), or install a %s build made with cuDNN %s or newer." % (
+                                     steps, want.release[0], want, a, "%d.%d" % _mm(want)),  # type: ignore[str-format]
+                            commands=["export LD_PRELOAD=%s${LD_PRELOAD:+:$LD_PRELOAD}" % theirs[0]] if reverse
+                            else []))
+
+
 @check("frameworks.cudnn-in-one-process", requires=("framework.*", "libraries.cudnn"),
-       reads=("python.environment",), layers=("libraries",),
+       reads=("python.environment", "linkage.*", "linkage.*.dlopen", "libraries.*"), layers=("libraries",),
        codes=docs_for(libraries._FRAMEWORK_LINKAGE_DOCS, "cudnn.shadowed"))
 def cudnn_in_one_process(ctx: CheckContext) -> Iterable[Finding]:
-    """torch carrying its own cuDNN (the pytorch channel's conda build names it) beside a framework that dlopens the
-    environment's cuDNN (JAX, TensorFlow): one process has one libcudnn.so.N, the first one loaded."""
+    """Frameworks of one Python that would load the same cuDNN soname from different files: one process has one
+    libcudnn.so.N, the first one loaded. torch carrying its own cuDNN (the pytorch channel's conda build names it)
+    beside a framework that dlopens the environment's cuDNN (JAX, TensorFlow) is judged by the versions' minors;
+    any other pair by where the loader takes each one's copy."""
     facts = ctx.facts
     torch = facts.mapping("framework.torch")
     req = torch.get("cudnn_required")
     if torch.get("build") != "cuda" or not isinstance(req, dict) or req.get("from") != "conda build":
-        return []
+        return list(_cudnn_first_loaded(facts))
     mine = _v(req.get("version"))
     prefix = _env_prefix(facts)
     others = [fw for fw in ("jax", "tensorflow") if facts.mapping("framework." + fw).get("build") == "cuda"]

@@ -51,14 +51,20 @@ def advise(fmt: str, snapshot_path: Optional[str], driver: Optional[str], gpu: O
     except logic.AdviseError as exc:
         raise fail(str(exc), EXIT_USAGE) from None
 
-    subj = subject(snapshot_path, given, timeout, python_exe)
+    from .. import preflight
+
+    # the machine's own values, none given over them: its builds are judged by install's pre-flight too, on the
+    # facts install probes for it (what advise recommends, install accepts)
+    judged = not any(given.values())
+    subj = subject(snapshot_path, given, timeout, python_exe, probes=preflight.build_probes() if judged else ())
     target, facts = subj.target, subj.facts
+    accept = preflight.build_judge(facts, subj.probe_results) if judged and facts is not None else None
     pip_python = None  # the interpreter the pip commands name
     chosen: Any = None  # and why it was chosen (envdoctor.host.interpreter)
     if facts is not None and not python_version:  # the pip commands install into the interpreter inspected
         pip_python = facts.text("python.executable")
         chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
-    answer = logic.advise(target, frameworks or logic.FRAMEWORKS)
+    answer = logic.advise(target, frameworks or logic.FRAMEWORKS, accept)
     if fmt == "json":
         from ..jsontext import dumps
 
@@ -146,6 +152,10 @@ def _reason_kind(reason: str) -> Tuple[str, str]:
 
     from packaging.version import InvalidVersion, Version
 
+    if reason.startswith("install refuses it:"):
+        # the pre-flight's verdict (envdoctor.preflight.build_judge): one line per finding code; -v names each title
+        code = reason.split(" report ", 1)[-1].split(" ", 1)[0]
+        return "preflight:" + code, "install refuses them: `envdoctor diagnose` would then report " + code
     if reason.startswith("needs Python"):
         m = re.search(r"not (\S+)$", reason)
         return "python", "need another Python than %s" % (m.group(1) if m else "this one")

@@ -75,6 +75,16 @@ def _machine(snapshot: Optional[str], python_exe: Optional[str] = None, module: 
     return subject(snapshot, None, env_timeout(), python_exe, enough=(), probes=probes)
 
 
+def _build_judge(module: Any, facts: Any, machine: Any) -> Any:
+    """For a framework recipe, the pre-flight's judge of its builds on this machine
+    (:func:`envdoctor.preflight.build_judge`): it chooses a build the pre-flight accepts, as ``advise`` does."""
+    from .. import frameworks, preflight
+
+    if getattr(module, "COMPONENT", None) not in frameworks.RECIPES or facts is None:
+        return None
+    return preflight.build_judge(facts, machine.probe_results if machine is not None else ())
+
+
 def preflight_check(the_plan: Any, facts: Any, probe_results: Any = (), module: Any = None) -> None:
     """:func:`envdoctor.preflight.check`: RecipeError (exit 2) when the checks refuse the facts after the plan."""
     from .. import preflight
@@ -467,7 +477,8 @@ def _install_system(component: str, version: Optional[str], method: Optional[str
         # the recipe picks the environment its facts show (a snapshot's venv/conda), else a virtual environment.
         request = Request(component=component, version=version.strip() if version else None, method=method,
                           prefix=prefix_path, mirror=mirror_url, force=force, python=python_exe, venv=venv,
-                          with_driver=with_driver, options=options)
+                          with_driver=with_driver, options=options,
+                          accept=_build_judge(module, facts, machine))
         the_plan = module.plan(request, target, facts)
         preflight_check(the_plan, facts, machine.probe_results if machine is not None else (), module)
     except (RecipeError, ValidationError) as exc:

@@ -104,6 +104,16 @@ def tensorflow_tensorrt_major(version: Any) -> Optional[Tuple[str, Row]]:
     return None
 
 
+def tensorflow_cudnn_built(version: Any) -> Optional[Tuple[str, Row]]:
+    """The cuDNN a TensorFlow GPU wheel release was compiled with, read from the wheel itself (the source version its
+    cuDNN check compares the loaded library with), or None for a release no row covers. The tested-build table may
+    name another (TensorFlow 1.15: 7.4 there, 7.6.0 in the wheel), and build_info names only the major."""
+    for row in _rows("tensorflow", version):
+        if row.get("cudnn_built"):
+            return str(row["cudnn_built"]), row
+    return None
+
+
 def cudnn_newer_minor_accepted(framework: str, release: Any, built_major: int) -> Optional[Tuple[bool, Row]]:
     """Whether a release of ``framework`` accepts a loaded cuDNN of a newer minor than the one it was built with
     (same major), and the row saying so; None when no row covers the release. TensorFlow before 1.8 requires the
@@ -133,8 +143,12 @@ def validate(rows: List[Row]) -> List[str]:
                 newer = row["cudnn_newer_minor_from"]
                 if newer is not None and not str(newer).isdigit():
                     problems.append("%s: cudnn_newer_minor_from must be a cuDNN major (digits) or null" % where)
+            elif "cudnn_built" in row:
+                if _plain(row.get("cudnn_built")) is None or len(str(row.get("cudnn_built")).split(".")) != 3:
+                    problems.append("%s: cudnn_built must be the full cuDNN version (major.minor.patch)" % where)
             elif not str(row.get("tensorrt_major", "")).isdigit():
-                problems.append("%s: a tensorflow row needs tensorrt_major (digits) or cudnn_newer_minor_from" % where)
+                problems.append("%s: a tensorflow row needs tensorrt_major (digits), cudnn_built or "
+                                "cudnn_newer_minor_from" % where)
         elif fw == "nvidia-tensorflow":
             if _ngc(row.get("ngc")) is None or _plain(row.get("cuda")) is None:
                 problems.append("%s: an nvidia-tensorflow row needs ngc (YY.MM) and cuda" % where)

@@ -481,7 +481,8 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
                 if ".so" not in name:
                     continue
                 elf = host.elf(posixpath.join(libdir, name))
-                if elf.ok and any(loader.CUDA_FAMILY.match(n) for n in elf.needed):
+                if elf.ok and (any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed)
+                               or loader.runtime_loads(elf.path, elf)):
                     roots.append(elf.path)
             if not roots:
                 continue

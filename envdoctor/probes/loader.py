@@ -505,27 +505,61 @@ def stem_and_major(soname: str) -> Tuple[str, Optional[str]]:
     return m.group(1), nums[0] if nums else None
 
 
+#: auditwheel's rename of a library it bundles: ``libcudnn.so.8`` -> ``libcudnn-463fd6d5.so.8.9.7``.
+_VENDORED = re.compile(r"^(lib[A-Za-z0-9_+]+)-[0-9a-f]{8}(\.so(?:\.\d+)*)$")
+
+
+def unvendored(name: str) -> str:
+    """A library file or soname without auditwheel's hash (``libcudnn-463fd6d5.so.8.9.7`` -> ``libcudnn.so.8.9.7``)."""
+    m = _VENDORED.match(name)
+    return m.group(1) + m.group(2) if m else name
+
+
+def runtime_loads(path: str, elf: ElfResult) -> List[str]:
+    """What the matrix says a library opens at run time (:mod:`envdoctor.matrix.loads`: cuDNN's front library its
+    sub-libraries, CTranslate2 cuBLAS and cuDNN's), found by its stem and soname major or its file's version, less
+    what it names in NEEDED (a bundled copy under auditwheel's name counts)."""
+    from ..matrix import loads
+
+    own = unvendored(elf.soname or posixpath.basename(path))
+    stem, major = stem_and_major(own)
+    version = version_from_name(unvendored(posixpath.basename(path)))
+    linked = {stem_and_major(unvendored(n)) for n in elf.needed}
+    have = {(stem, major)} | linked
+    out: List[str] = []
+    for row in loads.loads_of(stem, major, version):
+        for name in row["loads"]:
+            n_stem, n_major = stem_and_major(name)
+            # a sub-library of a library it links (libcudnn_ops_infer.so.8 of libcudnn.so.8) is that library's to
+            # open, from its own search path, and only once it is found
+            parent = any(n_stem.startswith(s + "_") and m == n_major for s, m in linked)
+            if name not in out and (n_stem, n_major) not in have and not parent:
+                out.append(name)
+    return out
+
+
 def dlopen_names(host: Host, path: str, elf: ElfResult) -> List[str]:
     """The CUDA libraries an object opens at run time, read from its own read-only data (:meth:`Host.elf_sonames`):
     ``libnvrtc.so.13`` names ``libnvrtc-builtins.so.13.0``. A name without a version that shares the object's
     stem takes the object's major, as cuDNN does (``libcudnn.so.9`` names ``libcudnn_graph.so`` and opens
-    ``libcudnn_graph.so.9``); any other unversioned name is a development link no release opens by default."""
+    ``libcudnn_graph.so.9``); any other unversioned name is a development link no release opens by default.
+    What the matrix knows it opens (:func:`runtime_loads`) is added, whether or not that data could be read."""
     res = host.elf_sonames(path)
-    if not res.ok:
-        return []
-    own = elf.soname or posixpath.basename(path)
+    own = unvendored(elf.soname or posixpath.basename(path))
     stem, major = stem_and_major(own)
     family = re.match(r"^lib[a-z]+", stem)
+    # itself and what it links (a bundled copy under auditwheel's name included) are loaded already
+    have = {(stem, major)} | {stem_and_major(unvendored(n)) for n in elf.needed}
     out: List[str] = []
-    for name in res.sonames:
+    for name in (res.sonames if res.ok else ()):
         if name.endswith(".so"):
             if not (major and family and name.startswith(family.group(0))):
                 continue
             name = "%s.%s" % (name, major)
-        if name == own or name in elf.needed or not CUDA_FAMILY.match(name) or name in out:
+        if name in elf.needed or stem_and_major(name) in have or not CUDA_FAMILY.match(name) or name in out:
             continue
         out.append(name)
-    return out
+    return out + [n for n in runtime_loads(path, elf) if n not in out and CUDA_FAMILY.match(n)]
 
 
 #: Where CUDA libraries are often unpacked without being on any search path.

@@ -93,11 +93,16 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
     if fw == "tensorflow":
         # the [and-cuda] extra exists from TensorFlow 2.14 on; older releases take the CUDA and cuDNN of their
         # tested configuration from the system (or conda)
-        row = fwm.tensorflow_release(value.get("public") or value.get("version")) or {}
+        row = dict(fwm.tensorflow_release(value.get("public") or value.get("version")) or {})
+        wheel = builds.tensorflow_cudnn_built(value.get("public") or value.get("version"))
+        built = _v(wheel[0]) if wheel else None
+        if built is not None:  # the cuDNN the wheel was compiled with, which its check holds the loaded one to
+            row["cudnn"] = "%d.%d" % (built.major, built.minor)
         return Fix(text="TensorFlow %s has no [and-cuda] extra (it exists from 2.14): install CUDA %s and cuDNN %s "
-                        "(its tested configuration) where the loader finds them, or upgrade TensorFlow to 2.14 or "
-                        "newer and use tensorflow[and-cuda]." % (value.get("version"), row.get("cuda", "?"),
-                                                                 row.get("cudnn", "?")),
+                        "(%s) where the loader finds them, or upgrade TensorFlow to 2.14 or newer and use "
+                        "tensorflow[and-cuda]." % (value.get("version"), row.get("cuda", "?"), row.get("cudnn", "?"),
+                                                   "the one its wheel was compiled with" if built is not None
+                                                   else "its tested configuration"),
                    commands=["conda install -c conda-forge 'cudatoolkit=%s' 'cudnn=%s'" % (row["cuda"], row["cudnn"])]
                    if row.get("cuda") and row.get("cudnn") else [])
     major = _soname_major(soname) or _soname_major("x.so.%s" % str(value.get("cudnn") or "").split(".")[0])
@@ -195,9 +200,20 @@ _FRAMEWORK_LINKAGE_DOCS = (
 
 
 def _tested_cudnn(fw: str, v: Dict[str, Any]) -> Optional[Tuple[str, str, Dict[str, Any]]]:
-    """The cuDNN major.minor the matrix says a TensorFlow release / a JAX CUDA variant was built with:
-    (version, where from, source)."""
+    """The cuDNN the matrix says a TensorFlow release / a JAX CUDA variant was built with: (version, where from,
+    source). For TensorFlow, the cuDNN its pip wheel was compiled with (read from the wheel, framework_builds) wins
+    over the tested-build table's, which may name another."""
     if fw == "tensorflow":
+        wheel = builds.tensorflow_cudnn_built(v.get("public") or v.get("version"))
+        if wheel is not None:
+            compiled, brow = wheel
+            return (compiled, "the TensorFlow %s pip wheel, compiled with cuDNN %s (its cuDNN check's source "
+                              "version)" % (v.get("public") or v.get("version"), compiled),
+                    {"rule": "TensorFlow %s was compiled with cuDNN %s; a runtime of the same major and an older "
+                             "minor is refused ('Loaded runtime CuDNN library: ... but source was compiled with: "
+                             "...')" % (v.get("public") or v.get("version"), compiled),
+                     "url": brow.get("source", {}).get("url"), "checked": brow.get("source", {}).get("checked"),
+                     "verified": not matrix.unverified(brow)})
         row = fwm.tensorflow_release(v.get("public") or v.get("version"))
         if row and row.get("cudnn"):
             return (str(row["cudnn"]), "TensorFlow %s's tested build configuration" % row["version"],

@@ -1,0 +1,65 @@
+"""Which libraries a library loads at run time without naming them in its NEEDED entries
+(``data/runtime_loads.json``): cuDNN's front library opens its sub-libraries by soname, CTranslate2 opens cuBLAS
+and ships cuDNN's front library. The loader model (:mod:`envdoctor.probes.loader`) adds these names to what it
+reads from a library's own read-only data, so a record that lacks that data, or a library whose names are
+assembled at run time, is resolved alike."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from . import load
+
+Row = Dict[str, Any]
+AREA = "runtime_loads"
+_SONAME = re.compile(r"^lib[A-Za-z0-9_+-]+\.so\.\d+$")
+
+
+def loads_of(stem: str, major: Optional[str], version: Optional[str]) -> List[Row]:
+    """The rows for a library of ``stem`` (``libcudnn``, ``libctranslate2``; auditwheel's hash removed) whose soname
+    carries ``major`` and whose file name ``version``: a row keyed by ``major`` matches that major, one keyed by
+    ``releases`` a version it contains (a file without a version matches no such row)."""
+    out = []
+    for row in load(AREA):
+        if row.get("library") != stem:
+            continue
+        if "major" in row and str(row["major"]) != str(major):
+            continue
+        if "releases" in row:
+            try:
+                if version is None or not SpecifierSet(str(row["releases"])).contains(Version(version),
+                                                                                          prereleases=True):
+                    continue
+            except (InvalidSpecifier, InvalidVersion):
+                continue
+        out.append(row)
+    return out
+
+
+def validate(rows: List[Row]) -> List[str]:
+    """A library stem, exactly one of major (digits) or releases (a specifier), and versioned sonames to load."""
+    problems: List[str] = []
+    for i, row in enumerate(rows):
+        where = "row %d" % i
+        if not re.match(r"^lib[A-Za-z0-9_+]+$", str(row.get("library") or "")):
+            problems.append("%s: library must be a library stem (libcudnn)" % where)
+        if ("major" in row) == ("releases" in row):
+            problems.append("%s: needs exactly one of major and releases" % where)
+        elif "major" in row and not str(row["major"]).isdigit():
+            problems.append("%s: major must be digits" % where)
+        elif "releases" in row:
+            try:
+                SpecifierSet(str(row["releases"]))
+            except InvalidSpecifier:
+                problems.append("%s: releases %r is not a version specifier" % (where, row["releases"]))
+        names = row.get("loads")
+        if not isinstance(names, list) or not names or not all(_SONAME.match(str(n)) for n in names):
+            problems.append("%s: loads must be a non-empty list of versioned sonames" % where)
+    return problems
+
+
+VALIDATORS = {AREA: validate}

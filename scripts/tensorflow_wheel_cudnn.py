@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Read, from TensorFlow GPU wheels themselves, the cuDNN each was compiled with.
+
+TensorFlow's GPU code (stream_executor's cuda_dnn.cc, ``CudnnSupport::Init``) builds the source version from the
+cuDNN headers it was compiled against (``CUDNN_MAJOR``, ``CUDNN_MINOR``, ``CUDNN_PATCHLEVEL``), compares it with
+the loaded library's, and refuses an incompatible one ("Loaded runtime CuDNN library: X but source was compiled
+with: Y"). The three numbers are immediates in that function's machine code; ``build_info`` says only the major.
+This script finds the library of the wheel that carries the message, disassembles ``CudnnSupport::Init`` with
+objdump and prints the version with the wheel's name and sha256, for
+``envdoctor/matrix/data/framework_builds.json`` (``cudnn_built`` rows of framework ``tensorflow``)::
+
+    pip download tensorflow-gpu==1.15.0 --no-deps --only-binary=:all: --python-version 37 \
+        --platform manylinux2010_x86_64 -d /tmp/tf
+    python scripts/tensorflow_wheel_cudnn.py /tmp/tf/*.whl
+
+Needs binutils (nm, objdump). Nothing is written into the repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+MESSAGE = b"but source was compiled with: "
+INIT = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [Tt] (_ZN\w*CudnnSupport4InitEv)$")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _run(argv: List[str]) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True, timeout=900,
+                          env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}).stdout
+
+
+def _members_with_message(wheel: zipfile.ZipFile) -> List[str]:
+    """The shared objects of the wheel whose data holds the version-check message."""
+    out = []
+    for info in wheel.infolist():
+        if not re.search(r"\.so(\.\d+)*$", info.filename) or info.file_size < 1 << 20:
+            continue
+        with wheel.open(info) as f:
+            tail = b""
+            for block in iter(lambda: f.read(1 << 24), b""):
+                if MESSAGE in tail + block:
+                    out.append(info.filename)
+                    break
+                tail = block[-len(MESSAGE):]
+    return out
+
+
+def _source_version(lib: Path) -> Optional[Tuple[int, int, int, str]]:
+    """(major, minor, patch, instructions) from the CudnnSupport::Init of ``lib``, or None."""
+    for line in _run(["nm", "-S", str(lib)]).splitlines():
+        m = INIT.match(line.strip())
+        if m:
+            start, size = int(m.group(1), 16), int(m.group(2), 16)
+            break
+    else:
+        return None
+    text = _run(["objdump", "-d", "--no-show-raw-insn", "--start-address=%#x" % start,
+                 "--stop-address=%#x" % (start + size), str(lib)])
+    lines = [ln for ln in text.splitlines() if "\t" in ln]
+    call = next((i for i, ln in enumerate(lines) if "GetLoadedCudnnVersion" in ln
+                 or "cudnnGetProperty" in ln or "cudnnGetVersion" in ln), None)
+    if call is None:
+        return None
+    window = lines[max(0, call - 14):call]
+    # the source version is stored as immediates: a 64-bit store (movabs/movq) holds major and minor (low and high
+    # halves), a 32-bit one (movl) one number; in order they give major, minor, patch
+    numbers: List[int] = []
+    for ln in window:
+        m = re.search(r"\t(movabs|movq|movl)\s+\$0x([0-9a-f]+),", ln)
+        if not m:
+            continue
+        value = int(m.group(2), 16)
+        numbers += [value & 0xFFFFFFFF, value >> 32] if m.group(1) in ("movabs", "movq") else [value]
+    if len(numbers) < 3 or any(n > 99 for n in numbers[-3:]):
+        return None
+    major, minor, patch = numbers[-3:]
+    return major, minor, patch, "\n".join(window)
+
+
+def main(argv: List[str]) -> int:
+    results: List[Dict[str, object]] = []
+    for name in argv:
+        wheel_path = Path(name)
+        record: Dict[str, object] = {"wheel": wheel_path.name, "sha256": _sha256(wheel_path)}
+        work = Path(tempfile.mkdtemp(prefix="tfcudnn-"))
+        try:
+            with zipfile.ZipFile(wheel_path) as wheel:
+                info = [m for m in wheel.namelist() if m.endswith("platform/build_info.py")]
+                if info:
+                    record["build_info"] = re.findall(r"cudnn_version\w*'?\s*[:=,]\s*'([^']*)'",
+                                                      wheel.read(info[0]).decode("utf-8", "replace"))
+                for member in _members_with_message(wheel):
+                    lib = Path(wheel.extract(member, work))
+                    found = _source_version(lib)
+                    lib.unlink()
+                    if found:
+                        record["library"] = member
+                        record["cudnn_built"] = "%d.%d.%d" % found[:3]
+                        record["instructions"] = found[3]
+                        break
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        results.append(record)
+        print(json.dumps(record, indent=1), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
