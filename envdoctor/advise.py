@@ -670,6 +670,28 @@ def paddle_candidates() -> List[Candidate]:
     return out
 
 
+def plugin_candidates(name: str) -> List[Candidate]:
+    """The builds of a framework that has no candidates of its own here, from its plug-in and data file alone: each
+    row of its table is a release whose one wheel (the plug-in's ``pip_package``, pinned) runs with the CUDA
+    releases the row lists, judged with the oldest of them (the least it asks of the driver). None without a
+    ``pip_package``."""
+    fw = framework_table.BY_NAME.get(name)
+    if fw is None or not fw.pip_package or not fw.matrix_area:
+        return []
+    out = []
+    for row in reversed(matrix.load(fw.matrix_area)):
+        listed = row.get("cuda")
+        cudas = sorted(listed if isinstance(listed, list) else [listed] if isinstance(listed, str) else [],
+                       key=_version)
+        if not cudas:
+            continue
+        notes = [f"its wheel runs with CUDA {', '.join(cudas)}"] if len(cudas) > 1 else []
+        out.append(Candidate(release=row["version"], variant="cuda" + cudas[0], cuda=cudas[0], row=row,
+                             command=f'pip install "{fw.pip_package}{_pip_version(row["version"])}"',
+                             python_spec=row.get("python"), notes=notes))
+    return out
+
+
 CANDIDATES = {
     "torch": torch_candidates, "tensorflow": tensorflow_candidates, "jax": jax_candidates,
     "onnxruntime": onnxruntime_candidates, "cupy": cupy_candidates, "paddle": paddle_candidates,
@@ -875,7 +897,8 @@ def advise(t: Target, frameworks: Iterable[str] = FRAMEWORKS, accept: Optional[A
 
 @functools.lru_cache(maxsize=None)
 def _candidates(name: str) -> Tuple[Candidate, ...]:
-    return tuple(CANDIDATES[name]())
+    own = CANDIDATES.get(name)
+    return tuple(own() if own is not None else plugin_candidates(name))
 
 
 def candidates(name: str) -> List[Candidate]:

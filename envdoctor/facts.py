@@ -76,6 +76,13 @@ def timed_out(key: str, reason: str, source: str = "", label: str = "") -> Fact:
     return Fact(key, None, source, "timed_out", reason, label)
 
 
+def _by_last_part(facts: List[Fact]) -> Dict[str, List[Fact]]:
+    out: Dict[str, List[Fact]] = {}
+    for f in facts:
+        out.setdefault(f.key.rpartition(".")[2], []).append(f)
+    return out
+
+
 class Facts:
     """All facts of one run, looked up by key."""
 
@@ -131,6 +138,14 @@ class Facts:
     def with_prefix(self, prefix: Union[str, Tuple[str, ...]]) -> List[Fact]:
         """The facts whose key starts with ``prefix`` (or with any of several), in the order they were found."""
         return [f for k, f in self._facts.items() if k.startswith(prefix)]
+
+    def named(self, prefix: str, name: str) -> List[Fact]:
+        """The facts whose key starts with ``prefix`` and ends with the part ``name`` (``"gpu."``, ``"name"``: every
+        GPU's model, ``gpu.N.name``), in the order they were found: :meth:`with_prefix` filtered by the last part,
+        from one walk of the facts per prefix (on a 64-GPU board several checks each want one field of every
+        GPU's 44)."""
+        by_name = self.derived("facts.named:" + prefix, lambda facts: _by_last_part(facts.with_prefix(prefix)))
+        return list(by_name.get(name, ()))
 
     def __iter__(self) -> Iterator[Fact]:
         return iter(self._facts.values())

@@ -15,13 +15,15 @@ NVIDIA's CUDA package repositories that several recipes use.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from packaging.version import Version
 
-from envdoctor import osinfo
+from envdoctor import frameworks, osinfo
 from envdoctor.install.plan import RunCommand, Step, exists
 from envdoctor.target import Target
 
@@ -100,23 +102,28 @@ class Request:
 
 
 # -- registry --------------------------------------------------------------
-RECIPES: Dict[str, str] = {
+#: Component -> its recipe module: the system's components, then each framework plug-in's recipe (its ``recipe``,
+#: :data:`envdoctor.frameworks.RECIPES`: the module of that name here).
+RECIPES: Dict[str, str] = dict({
     "driver": f"{__name__}.driver",
     "cuda": f"{__name__}.cuda",
     "cudnn": f"{__name__}.cudnn",
     "nccl": f"{__name__}.nccl",
     "container-toolkit": f"{__name__}.container_toolkit",
-    "pytorch": f"{__name__}.pytorch",
-    "tensorflow": f"{__name__}.tensorflow",
-    "jax": f"{__name__}.jax",
-}
+}, **{recipe: f"{__name__}.{recipe}" for recipe in frameworks.RECIPES})
 
 
 def load_recipe(component: str) -> ModuleType:
     """The recipe module of ``component`` (imported on first use)."""
     if component not in RECIPES:
         raise RecipeError(f"no recipe for {component!r}", sorted(RECIPES))
-    return importlib.import_module(RECIPES[component])
+    name = RECIPES[component]
+    if name not in sys.modules and component in frameworks.RECIPES and importlib.util.find_spec(name) is None:
+        # a framework plug-in whose recipe has no module of its own: the one its plug-in and data file give
+        from .framework import recipe_module
+
+        sys.modules[name] = recipe_module(frameworks.BY_NAME[frameworks.RECIPES[component]])
+    return importlib.import_module(name)
 
 
 def pick_method(module: Any, request: Request, target: Target) -> str:

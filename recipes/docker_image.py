@@ -180,7 +180,8 @@ def compute_capabilities(facts: Any) -> List[str]:
     if facts is None:
         return []
     out = []
-    for f in facts.with_prefix("gpu."):
+    named = getattr(facts, "named", None)  # envdoctor.facts.Facts: the one field of every GPU, not all 44
+    for f in named("gpu.", "compute_capability") if named is not None else facts.with_prefix("gpu."):
         parts = f.key.split(".")
         if len(parts) == 3 and parts[2] == "compute_capability" and parts[1].isdigit() and f.known:
             out.append((int(parts[1]), str(f.value)))

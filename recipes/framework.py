@@ -19,14 +19,33 @@ and a container image's CUDA (the container toolkit checks it natively, with no 
 
 from __future__ import annotations
 
+import types
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envdoctor import frameworks
-from envdoctor.advise import Candidate, Verdict, architecture_driver_reason, choose_build, cuda_floor_reason, judge
+from envdoctor import frameworks, versions
+from envdoctor.advise import (
+    Candidate,
+    Verdict,
+    architecture_driver_reason,
+    candidates,
+    choose_build,
+    cuda_floor_reason,
+    judge,
+)
+from envdoctor.install import validate
+from envdoctor.install.plan import Plan
+from envdoctor.matrix import load
+
+from . import RecipeError
+from . import docker_image as common
+
+#: Where pip finds the wheels of TensorFlow, JAX and a plug-in's framework: PyPI's index (a mirror given to
+#: ``install --mirror`` stands in for it)
+PYPI = "https://pypi.org/simple"
 
 
 def provides_keys(name: str) -> Tuple[str, ...]:
@@ -106,6 +125,32 @@ def held_by_checks(name: str, machine: Any, facts: Any, release: Optional[str], 
     return None
 
 
+def choose_or_refuse(name: str, component: str, what: str, request: Any, machine: Any, facts: Any,
+                     scope: List[Candidate], release: Optional[str], held_release: Optional[str], tag: Optional[str],
+                     image: Optional[Callable[[str], Optional[str]]], line: Callable[[Candidate], str]
+                     ) -> Tuple[Candidate, Verdict, List[str]]:
+    """The build of framework ``name`` a recipe plans (the TensorFlow and JAX recipes'): advise's choice
+    (:func:`choose_build`, of ``release`` when one was asked for, among the builds the pre-flight's judge
+    ``request.accept`` accepts, not for an image nor with ``--force``); else, when only the checks' rules reject the
+    builds of ``held_release``, the one :func:`held_by_checks` gives (the pre-flight refuses it with the check's code
+    and title); else a RecipeError saying why none of ``scope`` (advise's candidates of the release, named ``what``)
+    fits and the ``line`` of the newest build that runs here. ``--force``: the build that fits but for the driver,
+    with a warning as the third value (the driver is deliberately not held against it)."""
+    accept = None if image is not None or request.force else request.accept  # the pre-flight's judge (Request)
+    chosen = choose_build(name, machine, release=release, variant=tag, image_cuda=image, accept=accept)
+    if chosen is not None:
+        return chosen[0], chosen[1], []
+    held = None if request.force else held_by_checks(name, machine, facts, held_release, tag, image)
+    if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
+        return held[0], held[1], []
+    newest = choose_build(name, machine, variant=tag, image_cuda=image, accept=accept) if release else None
+    err = common.no_build_refusal(what, component, scope, machine, image, line(newest[0]) if newest else None)
+    forced = common.forced_build(scope, machine, image) if request.force else None
+    if forced is not None:
+        return forced[0], forced[1], ["WARNING (--force): " + err.message]
+    raise err
+
+
 def alternatives_for(component: str, with_driver: bool) -> Callable[..., List[str]]:
     """The recipe ``component``'s ``alternatives`` hook (:func:`envdoctor.preflight.check` asks it when a driver
     finding refuses the plan): the same install with ``--with-driver`` where the recipe offers it, or the driver
@@ -119,3 +164,94 @@ def alternatives_for(component: str, with_driver: bool) -> Callable[..., List[st
         out.append("envdoctor install driver   (then this install again)")
         return out
     return alternatives
+
+
+# -- the recipe of a framework that has none of its own ---------------------------------------------------------------
+
+
+def recipe_module(fw: Any) -> types.ModuleType:
+    """The recipe of framework plug-in ``fw`` (its ``recipe`` names it, its ``pip_package`` and data file say what to
+    install) when ``recipes/`` has no module of that name: a module like every recipe's (``COMPONENT``, ``METHODS``,
+    ``PROVIDES``, ``alternatives``, ``default_method``, ``versions``, ``plan``), planning advise's build
+    (:func:`envdoctor.advise.plugin_candidates`) with pip, pip inside conda or a Docker image."""
+    module = types.ModuleType("envdoctor.recipes." + fw.recipe, "%s (%s's plug-in and data file)." % (
+        fw.display, fw.name))
+    module.COMPONENT = fw.recipe  # type: ignore[attr-defined]
+    module.METHODS = ("pip", "conda", "docker")  # type: ignore[attr-defined]
+    module.PROVIDES = provides_keys(fw.name)  # type: ignore[attr-defined]
+    module.alternatives = alternatives_for(fw.recipe, with_driver=False)  # type: ignore[attr-defined]
+    module.default_method = lambda target: "pip"  # type: ignore[attr-defined]
+    module.versions = lambda: [r["version"] for r in load(fw.matrix_area)]  # type: ignore[attr-defined]
+    module.plan = lambda request, target, facts: _plugin_plan(fw, request, target, facts)  # type: ignore
+    return module
+
+
+def _plugin_plan(fw: Any, request: Any, target: Any, facts: Any) -> Plan:
+    common.check_method(request, ("pip", "conda", "docker"))
+    opts = common.options(request, ("cuda", "image_os", "env"))
+    rows = load(fw.matrix_area)
+    known = [r["version"] for r in rows]
+    if request.version:
+        try:
+            validate.version(request.version)
+        except validate.ValidationError as exc:
+            raise RecipeError(str(exc), ["--version " + known[-1]] if known else []) from None
+        row = next((r for r in rows if r["version"] == request.version
+                    or r["version"].startswith(request.version + ".")), None)
+        if row is None:
+            raise RecipeError("%s %s is not in the matrix" % (fw.display, request.version),
+                              ["--version " + v for v in known[-3:]])
+    elif rows:
+        row = rows[-1]
+    else:
+        raise RecipeError("the matrix has no %s release" % fw.display)
+    if request.with_driver:
+        raise RecipeError("the %s recipe does not install the driver (--with-driver)" % fw.recipe,
+                          ["envdoctor install driver   (then this install again)"])
+    cpu = common.cpu_build_reason(request, facts, opts)
+    if cpu is not None:
+        raise RecipeError("%s: no CPU build is known to envdoctor (%s)" % (fw.display, cpu))
+    want = opts.get("cuda", "").lower().replace("cuda", "")
+    if want:  # one wheel per release runs with each CUDA its row lists: the option only narrows the releases
+        listed = sorted({c for r in rows for c in _cudas(r)}, key=Version)
+        if want not in listed:
+            raise RecipeError("no %s release in the matrix runs with CUDA %s" % (fw.display, want),
+                              ["--option cuda=" + c for c in listed])
+        if request.version and want not in _cudas(row):
+            raise RecipeError("%s %s runs with CUDA %s" % (fw.display, row["version"], ", ".join(_cudas(row))),
+                              ["--option cuda=" + c for c in _cudas(row)])
+    image = common.image_release if request.method == "docker" else None
+    machine = common.machine_target(facts, target, common.pip_python(request, facts))
+    fits = [c for c in candidates(fw.name) if not want or want in _cudas(c.row)]
+    if not request.version and fits:  # the newest release with such a wheel: what a refusal explains
+        row = fits[0].row
+    scope = [c for c in fits if c.release == row["version"]]
+    cand, verdict, notes = choose_or_refuse(
+        fw.name, fw.recipe, "%s %s" % (fw.display, row["version"]), request, machine, facts, scope,
+        row["version"] if request.version else None, row["version"], None, image,
+        lambda c: "envdoctor install %s --version %s" % (fw.recipe, c.release))
+    row = cand.row
+    notes = ["%s %s (matrix: %s)" % (fw.display, row["version"], row["source"]["url"])] + \
+        cand.notes + notes + verdict.pin_notes + ([verdict.driver_note] if verdict.driver_note else [])
+    notes += common.unverified_note([row], "%s %s" % (fw.display, row["version"]))
+    smoke = fw.smoke or "import %s; print(%s.__version__)" % (fw.name, fw.name)
+    what = common.PipInstall((fw.pip_package + versions.pip_pin(request.version or row["version"]),)
+                             + tuple(verdict.pins),
+                             index_url=common.index_base(request, PYPI) if request.mirror else None,
+                             smoke=common.smoke_for(smoke, fw.smoke_gpu or smoke, facts),
+                             python_spec=row.get("python"))
+    cuda = want or cand.cuda or ""  # the CUDA asked for (its wheel runs with it), else the least it needs
+    p = common.plan_for_method(request, target, facts, component=fw.recipe, version=row["version"], what=what,
+                               title="install %s %s (CUDA %s)" % (fw.display, row["version"], cuda),
+                               notes=notes, image_cuda=common.image_cuda_for(cuda),
+                               name_tag="%s-%s" % (row["version"], cand.variant), conda_default_env=fw.name)
+    forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
+    if request.method != "docker" and not forced:  # an image's framework is not the machine's
+        p.provides = build_provides(fw.name, cand)
+    return p
+
+
+def _cudas(row: Dict[str, Any]) -> List[str]:
+    """The CUDA releases a plug-in's table row says its wheel runs with."""
+    listed = row.get("cuda")
+    return [c for c in (listed if isinstance(listed, list) else [listed]) if isinstance(c, str)]

@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envdoctor.advise import JAX_OLD_FIND_LINKS, Candidate, Verdict, candidates, choose_build
+from envdoctor import frameworks
+from envdoctor.advise import JAX_OLD_FIND_LINKS, Candidate, Verdict, candidates
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
@@ -37,11 +38,10 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: verified 2026-11-22 against https://docs.jax.dev/en/latest/installation.html ("Summary", GPU NVIDIA):
 #:   pip install -U "jax[cuda13]"   (jax[cuda12] for CUDA 12)
 #: envdoctor runs ``python -m pip install 'jax[cudaNN]==<version>'`` (pinned, so no -U)
-PYPI = "https://pypi.org/simple"
-SMOKE = "import jax; print(jax.__version__, jax.devices())"
-SMOKE_GPU = (SMOKE + "\nimport sys\nif not any(d.platform == 'gpu' for d in jax.devices()): sys.exit('jax ' + "
-             "jax.__version__ + ' sees no GPU on this GPU machine (jax.devices() lists none): check the driver with "
-             "nvidia-smi, and that the CUDA plugin was installed')")
+PYPI = framework.PYPI
+#: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
+SMOKE = frameworks.BY_NAME["jax"].smoke
+SMOKE_GPU = frameworks.BY_NAME["jax"].smoke_gpu
 
 
 def default_method(target: Any) -> str:
@@ -119,22 +119,9 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
     if not request.version:  # the newest release with such wheels: what a refusal explains
         row = next(r for r in reversed(load("jax")) if _candidates_of(r, tag))
     scope = _candidates_of(row, tag)
-    release = scope[0].release if request.version else None
-    accept = None if image is not None or request.force else request.accept  # the pre-flight's judge (Request)
-    chosen = choose_build("jax", machine, release=release, variant=tag, image_cuda=image, accept=accept)
-    if chosen is not None:
-        return chosen[0], chosen[1], []
-    held = None if request.force else framework.held_by_checks("jax", machine, facts, scope[0].release if scope
-                                                                else None, tag, image)
-    if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
-        return held[0], held[1], []
-    newest = choose_build("jax", machine, variant=tag, image_cuda=image, accept=accept) if release else None
-    err = common.no_build_refusal("jax " + row["jax"], COMPONENT, scope, machine, image,
-                                  _line(newest[0]) if newest else None)
-    forced = common.forced_build(scope, machine, image) if request.force else None
-    if forced is not None:
-        return forced[0], forced[1], ["WARNING (--force): " + err.message]
-    raise err
+    return framework.choose_or_refuse("jax", COMPONENT, "jax " + row["jax"], request, machine, facts, scope,
+                                      scope[0].release if request.version else None,
+                                      scope[0].release if scope else None, tag, image, _line)
 
 
 def plan(request: Any, target: Any, facts: Any) -> Plan:

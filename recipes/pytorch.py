@@ -22,11 +22,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor import frameworks
 from envdoctor.advise import Accept, Candidate, candidates, choose_build, judge, python_admits
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
-from envdoctor.matrix.frameworks import torch_pip_options, torch_release, torch_supports_arch
+from envdoctor.matrix.frameworks import TORCH_WHEELS, torch_pip_options, torch_release, torch_supports_arch
 
 from . import RecipeError, framework
 from . import docker_image as common
@@ -43,11 +44,10 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #: envdoctor runs ``python -m pip install torch==X.Y.* --index-url <INDEX>/<tag>`` (torch only, pinned); for a
 #: release before 2.0, the form PyTorch's previous-versions page gives it (matrix row's ``pip``:
 #: ``--extra-index-url`` for 1.11-1.13, ``-f <INDEX>/<tag>/torch_stable.html`` before)
-INDEX = "https://download.pytorch.org/whl"
-SMOKE = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
-SMOKE_GPU = (SMOKE + "\nimport sys\nif not torch.cuda.is_available(): sys.exit('torch ' + torch.__version__ + "
-             "' sees no GPU on this GPU machine (torch.cuda.is_available() is False): check the driver with "
-             "nvidia-smi, and that this build (CUDA ' + str(torch.version.cuda) + ') runs on it')")
+INDEX = TORCH_WHEELS
+#: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
+SMOKE = frameworks.BY_NAME["torch"].smoke
+SMOKE_GPU = frameworks.BY_NAME["torch"].smoke_gpu
 
 
 def default_method(target: Any) -> str:

@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.advise import Candidate, Verdict, candidates, choose_build
+from envdoctor import frameworks
+from envdoctor.advise import Candidate, Verdict, candidates
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
@@ -36,17 +37,10 @@ METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
 #:   python3 -m pip install 'tensorflow[and-cuda]'
 #: envdoctor pins it: ``tensorflow[and-cuda]==2.17.*`` (row pip_extra of the matrix); releases before 2.14
 #: install plain ``tensorflow==X.Y.*`` (not verified: the pre-2.14 instructions were not in the stored copies)
-PYPI = "https://pypi.org/simple"
-SMOKE = "import tensorflow as tf; print(tf.__version__, tf.config.list_physical_devices('GPU'))"
-#: TensorFlow 2.16's wheels (also with [and-cuda]) are known to see no GPU:
-#: https://github.com/tensorflow/tensorflow/issues/63362 ("TF 2.17.0 RC0 Fails to work with GPUs (and TF 2.16 too)")
-KNOWN_NO_GPU = {"2.16": "a known problem of TensorFlow 2.16's wheels, with [and-cuda] too "
-                        "(https://github.com/tensorflow/tensorflow/issues/63362): install 2.17 or newer "
-                        "(envdoctor install tensorflow --version 2.17)"}
-SMOKE_GPU = (SMOKE + "\nimport sys\nknown = " + repr(KNOWN_NO_GPU) + "\n"
-             "if not tf.config.list_physical_devices('GPU'): sys.exit('TensorFlow ' + tf.__version__ + ' sees no GPU "
-             "on this GPU machine' + (': ' + known[tf.__version__[:4]] if tf.__version__[:4] in known else "
-             "': check the driver with nvidia-smi'))")
+PYPI = framework.PYPI
+#: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
+SMOKE = frameworks.BY_NAME["tensorflow"].smoke
+SMOKE_GPU = frameworks.BY_NAME["tensorflow"].smoke_gpu
 
 
 def default_method(target: Any) -> str:
@@ -95,21 +89,9 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
     if not request.version and tag:  # the newest release of that CUDA: what a refusal explains
         row = next(r for r in reversed(load("tensorflow")) if r["cuda"] == tag[4:])
     scope = [c for c in candidates("tensorflow") if c.release == row["version"]]
-    release = row["version"] if request.version else None
-    accept = None if image is not None or request.force else request.accept  # the pre-flight's judge (Request)
-    chosen = choose_build("tensorflow", machine, release=release, variant=tag, image_cuda=image, accept=accept)
-    if chosen is not None:
-        return chosen[0], chosen[1], []
-    held = None if request.force else framework.held_by_checks("tensorflow", machine, facts, row["version"], tag, image)
-    if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
-        return held[0], held[1], []
-    newest = choose_build("tensorflow", machine, variant=tag, image_cuda=image, accept=accept) if release else None
-    err = common.no_build_refusal("TensorFlow " + row["version"], COMPONENT, scope, machine, image,
-                                  "envdoctor install tensorflow --version " + newest[0].release if newest else None)
-    forced = common.forced_build(scope, machine, image) if request.force else None
-    if forced is not None:
-        return forced[0], forced[1], ["WARNING (--force): " + err.message]
-    raise err
+    return framework.choose_or_refuse("tensorflow", COMPONENT, "TensorFlow " + row["version"], request, machine,
+                                      facts, scope, row["version"] if request.version else None, row["version"], tag,
+                                      image, lambda c: "envdoctor install tensorflow --version " + c.release)
 
 
 def plan(request: Any, target: Any, facts: Any) -> Plan:

@@ -182,3 +182,71 @@ def test_the_shipped_report_schema_lists_the_components_this_envdoctor_knows():
         shipped = json.load(fh)["$defs"]["finding"]["properties"]["components"]["items"]["enum"]
     derived = report_schema()["$defs"]["finding"]["properties"]["components"]["items"]["enum"]
     assert sorted(shipped) == sorted(derived) == sorted(findings.LAYERS)
+
+
+#: The same fictional framework, declared installable (``advise=True``, ``recipe``, ``pip_package``): ``envdoctor
+#: advise`` and ``envdoctor install mindspore --dry-run`` from its plug-in and data file alone.
+INSTALL_PROBE = textwrap.dedent('''\
+    import json, sys
+    import envdoctor.frameworks as F
+    F.__path__.append(sys.argv[1])
+    F.register()
+    import envdoctor.matrix as M
+    M.DATA_DIR = sys.argv[2]
+    missing = []
+    from envdoctor import advise
+    found = advise.candidates("mindspore")
+    if [(c.release, c.cuda) for c in found] != [("2.3.0", "11.6")]:
+        missing.append("advise: its candidates from the data file (advise.plugin_candidates)")
+    from envdoctor.recipes import RECIPES, RecipeError, load_recipe
+    if "mindspore" not in RECIPES:
+        missing.append("recipes.RECIPES (the plug-in's recipe)")
+    try:
+        load_recipe("mindspore")
+    except (ImportError, RecipeError) as exc:
+        missing.append("a recipe module serving it (recipes/: %s)" % exc)
+    from click.testing import CliRunner
+    from envdoctor.cli import cli
+    said = CliRunner().invoke(cli, ["advise", "--snapshot", sys.argv[3], "--format", "json"])
+    answer = [f for f in json.loads(said.output)["frameworks"]
+              if f["framework"] == "mindspore"] if said.exit_code == 0 else []
+    if not answer or answer[0].get("command") != 'pip install "mindspore-gpu==2.3.0"':
+        missing.append("advise --snapshot (its build judged by install's pre-flight): %s" % (answer or said.output))
+    done = CliRunner().invoke(cli, ["install", "mindspore", "--snapshot", sys.argv[3], "--dry-run"])
+    planned = ("pip install mindspore-gpu==2.3.0", "install MindSpore 2.3.0 (CUDA 11.6)", "runs with CUDA 11.6, 11.8")
+    if done.exit_code != 0 or not all(line in done.output for line in planned):
+        missing.append("install mindspore --dry-run (exit %s): %s" % (done.exit_code, done.output[-2000:]))
+    other = CliRunner().invoke(cli, ["install", "mindspore", "--version", "2.3.0", "--option", "cuda=11.8",
+                                     "--snapshot", sys.argv[3], "--dry-run"])
+    if other.exit_code != 0 or "install MindSpore 2.3.0 (CUDA 11.8)" not in other.output:
+        missing.append("install mindspore --option cuda=11.8 (a CUDA its row lists): %s" % other.output[-2000:])
+    unknown = CliRunner().invoke(cli, ["install", "mindspore", "--option", "cuda=12.4", "--snapshot", sys.argv[3],
+                                       "--dry-run"])
+    if unknown.exit_code != 2 or "--option cuda=11.8" not in unknown.output:
+        missing.append("install mindspore --option cuda=12.4 refused, naming the CUDA it runs with: %s"
+                       % unknown.output[-2000:])
+    listed = CliRunner().invoke(cli, ["install", "--list", "--os", "ubuntu22.04"])
+    if not any(line.split()[:2] == ["mindspore", "pip*,"] for line in listed.output.splitlines()):
+        missing.append("install --list")
+    print(json.dumps(missing))
+''')
+
+
+def test_a_new_framework_is_advised_and_installed_from_its_plugin_and_data_file(tmp_path):
+    """A100 (tests/machines/pipwheels-ubuntu2204-a100, driver 535): the fictional release's wheel runs with CUDA 11.6
+    and 11.8, so advise recommends it and install plans it with pip, the pre-flight's checks judging it."""
+    from envdoctor import matrix
+
+    (tmp_path / "mindspore.py").write_text(PLUGIN.replace(
+        " aliases=", ' advise=True, recipe="mindspore", pip_package="mindspore-gpu", aliases='))
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in os.listdir(matrix.DATA_DIR):
+        os.symlink(os.path.join(matrix.DATA_DIR, name), str(data / name))
+    (data / "mindspore.json").write_text(json.dumps(DATA, indent=1))
+    a100 = os.path.join(HERE, "machines", "pipwheels-ubuntu2204-a100", "snapshot.json")
+    proc = subprocess.run([sys.executable, "-c", INSTALL_PROBE, str(tmp_path), str(data), a100], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    missing = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert missing == [], "a new framework does not install from its plug-in alone: " + "; ".join(missing)

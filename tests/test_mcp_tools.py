@@ -563,3 +563,33 @@ def test_the_server_sits_just_under_the_cli_and_never_imports_the_installer() ->
     for module, imported in server_imports.items():
         bad = [m for m in imported if m.startswith(forbidden)]
         assert not bad, (module, bad)
+
+
+#: Driver 515.43.04 (tests/corpus, each folder's README says where it came from): advise's own rules accept jax
+#: 0.4.14's CUDA 11 wheels there; install's pre-flight refuses them (CUDA 11.8 over 515: driver.minor_version_compat).
+JUDGED_MACHINES = [os.path.join(HERE, "corpus", name, "snapshot.json") for name in (
+    "b3-arch-open-module-515-on-geforce-without-unsupported-gpus-optin",
+    "b6-ubuntu2204-open-module-515-rtx2060-gsp-missing-nvdec0")]
+
+
+@pytest.mark.parametrize("snapshot", JUDGED_MACHINES + [A100], ids=lambda p: os.path.basename(os.path.dirname(p)))
+def test_advise_through_mcp_is_judged_by_installs_preflight_as_the_command_is(snapshot: str) -> None:
+    """The advise tool recommends what the advise command does on the same machine: only builds install's
+    pre-flight accepts (envdoctor.preflight.build_judge); values given over the machine's are not judged."""
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    t = Tools(Settings(allow_paths=[os.path.dirname(os.path.dirname(snapshot))], machine=replaying(A100)))
+    through_mcp = t.call("advise", {"snapshot": snapshot})
+    command = CliRunner().invoke(cli, ["advise", "--snapshot", snapshot, "--format", "json"])
+    assert command.exit_code == 0, command.output
+    said = json.loads(command.output)
+    assert [f.get("command") for f in through_mcp["frameworks"]] == [f.get("command") for f in said["frameworks"]]
+    jax = next(f for f in through_mcp["frameworks"] if f["framework"] == "jax")
+    if snapshot in JUDGED_MACHINES:
+        assert not jax.get("command"), jax  # the pre-flight refuses every jax build there
+        assert any("install refuses it" in line and "driver.minor_version_compat" in line
+                   for line in json.dumps(jax).split("\\n")), jax
+        given = t.call("advise", {"snapshot": snapshot, "python_version": "3.10"})  # a value given: not judged
+        assert next(f for f in given["frameworks"] if f["framework"] == "jax").get("command")

@@ -435,3 +435,19 @@ def test_a_policy_can_require_gpu_memory_health():
     assert results["gpu.*.retired_pages_dbe"].status == "unknown"
     keys = envdoctor("policy", "keys").stdout
     assert "gpu.*.remapped_rows_pending" in keys and "gpu.*.mig_devices" in keys
+
+
+def test_a_policy_without_ignored_codes_is_read_without_importing_the_checks(tmp_path):
+    """``check --policy`` on this machine starts docker (about 20 MiB) before the checks are imported, so that the
+    two do not add up: reading a policy that ignores no finding must not import them (one that ignores some
+    does, to say which codes are unknown)."""
+    plain = tmp_path / "plain.toml"
+    plain.write_text('schema_version = 1\n[require]\n"driver.version" = ">=550"\n')
+    ignoring = tmp_path / "ignoring.toml"
+    ignoring.write_text('schema_version = 1\n[findings]\nignore = ["no.such_code"]\n')
+    code = ("import sys; from envdoctor.policy import load_policy; p = load_policy(sys.argv[1]); "
+            "print('envdoctor.checks' in sys.modules, len(p.warnings))")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    runs = [subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=root,
+                           timeout=60) for path in (plain, ignoring)]
+    assert [r.stdout.split() for r in runs] == [["False", "0"], ["True", "1"]], [r.stderr for r in runs]

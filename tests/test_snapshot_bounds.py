@@ -196,6 +196,20 @@ def test_spaces_counted_in_part_decide_as_the_whole_count(where: str, items: int
     _decides_as_documented(raw, {"a": [0] * items})
 
 
+@pytest.mark.parametrize("indent", [1, 2, 8])
+@pytest.mark.parametrize("items", [20_000, 49_000, 66_000, 100_001])
+def test_indented_files_above_the_parse_first_size_decide_as_the_whole_count(indent: int, items: int) -> None:
+    """An indented document larger than the parse-first size (a many-GPU report), its spaces a large share of it
+    but not enough to settle the bound: counting them stops once the bytes left could not make up the rest, and
+    the decision and a refusal's count are the documented ones."""
+    doc = {"a": [{"k": n % 7} for n in range(items // 2)] + [0] * (items - items // 2)}
+    raw = json.dumps(doc, indent=indent).encode()
+    from envdoctor.host.snapshot import _PARSE_FIRST_BYTES
+
+    assert len(raw) > _PARSE_FIRST_BYTES
+    _decides_as_documented(raw, doc)
+
+
 def test_a_regular_file_is_read_whole_at_its_size(tmp_path) -> None:
     """A regular file is read at its size (one read of it and a byte more), small or large, to its end."""
     from envdoctor.host.snapshot import read_raw

@@ -118,7 +118,7 @@ def _gpus(facts: Facts, buses: List[str]) -> List[_Gpu]:
         if isinstance(d, dict) and d.get("bus_id"):
             by_bus[kernel.line_bus(str(d["bus_id"])) or str(d["bus_id"])] = d
     nvml: Dict[str, Tuple[Optional[str], Optional[str]]] = {}
-    for f in facts.with_prefix("gpu."):
+    for f in facts.named("gpu.", "pci_bus_id"):
         parts = f.key.split(".")
         if len(parts) == 3 and parts[2] == "pci_bus_id" and f.known:
             i = parts[1]

@@ -357,7 +357,7 @@ def gpu_unverified(ctx: CheckContext) -> Iterable[Finding]:
 ))
 def gpu_pcie_width(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    for f in facts.with_prefix("gpu."):
+    for f in facts.named("gpu.", "pcie_width_current"):
         m = re.match(r"^gpu\.(\d+)\.pcie_width_current$", f.key)
         if not m:
             continue

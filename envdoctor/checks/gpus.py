@@ -179,7 +179,7 @@ def _bound(facts: Facts) -> List[str]:
 
 def nvml_bus_ids(facts: Facts) -> Dict[int, str]:
     out = {}
-    for f in facts.with_prefix("gpu."):
+    for f in facts.named("gpu.", "pci_bus_id"):
         m = re.match(r"^gpu\.(\d+)\.pci_bus_id$", f.key)
         if m and f.known and _bus(f.value) and str(f.source).startswith("nvml:"):
             out[int(m.group(1))] = str(_bus(f.value))

@@ -5,7 +5,6 @@ to run on, or a mode change waiting for a reset)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts
@@ -37,9 +36,9 @@ def gpu_indexes(facts: Facts) -> List[int]:
 def _gpu_indexes(facts: Facts) -> List[int]:
     out = set()
     for f in facts.with_prefix("gpu."):
-        m = re.match(r"^gpu\.(\d+)\.", f.key)
-        if m:
-            out.add(int(m.group(1)))
+        parts = f.key.split(".", 2)  # what ^gpu\.(\d+)\. matches: a second part of digits, a dot after it
+        if len(parts) == 3 and parts[1].isdecimal():
+            out.add(int(parts[1]))
     return sorted(out)
 
 

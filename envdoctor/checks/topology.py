@@ -86,6 +86,12 @@ def _in_job(facts: Facts, pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any
     return [p for p in pairs if has(p.get("a")) and has(p.get("b"))]
 
 
+def _job_pairs(facts: Facts) -> List[Dict[str, Any]]:
+    """The pairs of GPUs a job here has (:func:`_in_job`), worked out once for the checks that ask (64 GPUs: 2,016
+    pairs)."""
+    return list(facts.derived("checks.topology.job_pairs", lambda f: _in_job(f, _pairs(f))))
+
+
 def _pcie_p2p(pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The pairs NCCL connects by P2P over PCIe."""
     return [p for p in pairs if p.get("nccl") == "P2P/PCIe"]
@@ -125,7 +131,7 @@ def _cuda_pcie_peers(pairs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
 ))
 def topology_nccl(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    pairs = _in_job(facts, _pairs(facts))
+    pairs = _job_pairs(facts)
     info = facts.mapping("topology.nccl")
     variables: Dict[str, Any] = info["variables"] if isinstance(info.get("variables"), dict) else {}
     version = info.get("version") or "unknown"
@@ -212,7 +218,7 @@ def _rank(transport: Any) -> int:
 ))
 def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    pairs = _in_job(facts, _pairs(facts))
+    pairs = _job_pairs(facts)
     p2p = _pcie_p2p(pairs)
     mode = facts.text("topology.iommu_mode")
     translating = mode in ("DMA", "DMA-FQ")
@@ -249,7 +255,10 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
                          "pci=disable_acs_redir=; setpci clears it until the next reboot).",
                     commands=["sudo setpci -s %s ECAP_ACS+0x6.w=0000" % b for b in bdfs[:8]]
                     + ["sudo lspci -vvv | grep -i acsctl"]))
-    peers = [p for p in _cuda_pcie_peers(pairs) if p not in p2p]
+    # by identity, not by comparing every pair with every other (two pairs equal have the same NCCL transport:
+    # both are in p2p or neither)
+    in_p2p = {id(p) for p in p2p}
+    peers = [p for p in _cuda_pcie_peers(pairs) if id(p) not in in_p2p]
     if translating and (p2p or peers):
         params = " ".join(facts.strings("topology.kernel_parameters")) or "none"
         fact = facts.get("topology.iommu_mode")
@@ -433,7 +442,7 @@ NO_STOCK_P2P_ARCHS = ("Ada Lovelace", "Blackwell")
 ))
 def topology_consumer(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    pairs = _in_job(facts, _pairs(facts))
+    pairs = _job_pairs(facts)
     gpus = {g.get("index"): g for g in _gpus(facts)}
     consumer = [p for p in pairs if gpus.get(p["a"], {}).get("consumer") and gpus.get(p["b"], {}).get("consumer")
                 and not p.get("nvlinks") and not p.get("unknown")]

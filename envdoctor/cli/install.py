@@ -95,9 +95,7 @@ def preflight_check(the_plan: Any, facts: Any, probe_results: Any = (), module: 
 def list_text(os_name: Optional[str] = None) -> str:
     """``envdoctor install --list``: components, their methods (the default for the target marked) and
     target systems. The target is ``--os``, else this machine when it is one, else ubuntu22.04."""
-    import importlib
-
-    from envdoctor.recipes import RECIPES, SUPPORTED_TARGETS, RecipeError, parse_target, target_from_facts
+    from envdoctor.recipes import RECIPES, SUPPORTED_TARGETS, RecipeError, load_recipe, parse_target, target_from_facts
 
     if os_name:
         probe, which = parse_target(os_name), os_name
@@ -115,7 +113,7 @@ def list_text(os_name: Optional[str] = None) -> str:
     lines = ["Components (methods; * marks the default on %s):" % which]
     for name in sorted(RECIPES):
         try:
-            mod = importlib.import_module(RECIPES[name])
+            mod = load_recipe(name)
         except ImportError:
             lines.append(f"  {name:<18} (not available yet)")
             continue

@@ -35,6 +35,16 @@ class Framework(NamedTuple):
     distributions: str = ""
     #: those of them that are CPU-only builds whatever the machine (None: the build is decided otherwise)
     cpu_distributions: Optional[str] = None
+    #: the PyPI distribution of its CUDA builds: with it (and ``advise``), a framework without candidates and a recipe
+    #: of its own is advised and installed from its data file alone (each row a release: ``version``, ``python``,
+    #: ``cuda``, the CUDA releases its one wheel runs with; ``envdoctor.advise.plugin_candidates``,
+    #: ``recipes/framework.py``)
+    pip_package: Optional[str] = None
+    #: the import check an install of it runs (Python that imports it and prints what it sees; empty: ``import
+    #: <name>`` and its version), and the one run on a machine with an NVIDIA GPU, which fails (its reason on the last
+    #: line) when the framework sees none (empty: the plain one)
+    smoke: str = ""
+    smoke_gpu: str = ""
     #: where it stands among the frameworks (the report's lines, advise's answers, the schema's components)
     order: int = 1000
     #: other names ``envdoctor matrix AREA`` takes for its table (``pytorch``, ``tf``)

@@ -3,6 +3,12 @@ kernels at run time with ptxas."""
 
 from . import Framework
 
+#: what an install runs to see it import, and on a GPU machine, fail when it sees no GPU
+_SMOKE = "import jax; print(jax.__version__, jax.devices())"
+_SMOKE_GPU = (_SMOKE + "\nimport sys\nif not any(d.platform == 'gpu' for d in jax.devices()): sys.exit('jax ' + "
+              "jax.__version__ + ' sees no GPU on this GPU machine (jax.devices() lists none): check the driver with "
+              "nvidia-smi, and that the CUDA plugin was installed')")
+
 #: its CUDA library: the CUDA plugin's (jax 0.4.26 on), else jaxlib's own
 _PLUGIN_LIB = ("jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax_plugins/xla_cuda13/xla_cuda_plugin.so",
                "jaxlib/cuda/_versions.so")
@@ -18,4 +24,5 @@ FRAMEWORK = Framework("jax", "JAX", True, "jax", advise=True, recipe="jax", dist
                       kernel_libraries=(("jax_plugins/xla_cuda13", ("xla_cuda_plugin.so",)),
                                         ("jax_plugins/xla_cuda12", ("xla_cuda_plugin.so",)),
                                         ("jax_cuda13_plugin", ("_*",)), ("jax_cuda12_plugin", ("_*",)),
-                                        ("jaxlib", ("xla_extension.so",)), ("jaxlib/cuda", ("_*",))))
+                                        ("jaxlib", ("xla_extension.so",)), ("jaxlib/cuda", ("_*",))),
+                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU)

@@ -3,6 +3,18 @@ Keras is shown on its line."""
 
 from . import Framework
 
+#: what an install runs to see it import, and on a GPU machine, fail when it sees no GPU
+_SMOKE = "import tensorflow as tf; print(tf.__version__, tf.config.list_physical_devices('GPU'))"
+#: TensorFlow 2.16's wheels (also with [and-cuda]) are known to see no GPU:
+#: https://github.com/tensorflow/tensorflow/issues/63362 ("TF 2.17.0 RC0 Fails to work with GPUs (and TF 2.16 too)")
+_KNOWN_NO_GPU = {"2.16": "a known problem of TensorFlow 2.16's wheels, with [and-cuda] too "
+                        "(https://github.com/tensorflow/tensorflow/issues/63362): install 2.17 or newer "
+                        "(envdoctor install tensorflow --version 2.17)"}
+_SMOKE_GPU = (_SMOKE + "\nimport sys\nknown = " + repr(_KNOWN_NO_GPU) + "\n"
+              "if not tf.config.list_physical_devices('GPU'): sys.exit('TensorFlow ' + tf.__version__ + ' sees no GPU "
+              "on this GPU machine' + (': ' + known[tf.__version__[:4]] if tf.__version__[:4] in known else "
+              "': check the driver with nvidia-smi'))")
+
 #: libtensorflow_framework, its CUDA library (the first that exists)
 #: (before 1.14, the Python extension: it links cuDNN and the CUDA libraries itself, and libtensorflow_framework.so)
 _FRAMEWORK_LIB = ("tensorflow/libtensorflow_framework.so.2", "tensorflow_core/libtensorflow_framework.so.2",
@@ -29,4 +41,5 @@ FRAMEWORK = Framework("tensorflow", "TensorFlow", True, "tensorflow", advise=Tru
                       dlopens=("cudart", "cublas", "cublasLt", "cufft", "curand", "cusolver", "cusparse"),
                       kernel_libraries=(("tensorflow", ("libtensorflow_cc.so.2",)),
                                         ("tensorflow/python", ("_pywrap_tensorflow_internal.so",)),
-                                        ("tensorflow_core/python", ("_pywrap_tensorflow_internal.so",))))
+                                        ("tensorflow_core/python", ("_pywrap_tensorflow_internal.so",))),
+                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU)

@@ -3,6 +3,12 @@ recipe; torchvision and torchaudio are shown on its line."""
 
 from . import Framework
 
+#: what an install runs to see it import, and on a GPU machine, fail when it sees no GPU
+_SMOKE = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
+_SMOKE_GPU = (_SMOKE + "\nimport sys\nif not torch.cuda.is_available(): sys.exit('torch ' + torch.__version__ + "
+              "' sees no GPU on this GPU machine (torch.cuda.is_available() is False): check the driver with "
+              "nvidia-smi, and that this build (CUDA ' + str(torch.version.cuda) + ') runs on it')")
+
 FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="pytorch", distributions="torch", order=10,
                       aliases=("pytorch",), links=True, cudnn_build=True, uses_cudnn=True, arch_lists=True, glibc=True,
                       nvidia_wheels_field="nvidia_wheels", engine_stack=True, fleet=True, policy_order=10,
@@ -23,4 +29,5 @@ FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="py
                       abi_libraries=(("torch/lib/libtorch_cpu.so",), ("torch/lib/libtorch_python.so",),
                                      ("torch/lib/libtorch_cuda.so",), ("torch/_C.*.so", "torch/_C.so")),
                       kernel_libraries=(("torch/lib", ("libtorch_cuda.so", "libtorch_cuda_cu.so", "libcaffe2_gpu.so")),
-                                        ("torch/lib", ("libtorch_cuda_cpp.so",))))
+                                        ("torch/lib", ("libtorch_cuda_cpp.so",))),
+                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU)

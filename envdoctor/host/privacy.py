@@ -665,12 +665,25 @@ class Scrubber:
         return {k: self.text(v) for k, v in env.items()}
 
     def __call__(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind in _AS_IS:  # most values of a many-GPU report (numbers, flags): by their exact type, at once
+            return obj
+        if kind is str:
+            done = self._done.get(obj)
+            return done if done is not None else self.text(obj)
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, dict):
-            return {self.text(k) if isinstance(k, str) else k: self(v) for k, v in obj.items()}
+            done_get, text = self._done.get, self.text
+            out = {}
+            for k, v in obj.items():
+                if isinstance(k, str):
+                    new_k = done_get(k)
+                    k = new_k if new_k is not None else text(k)
+                out[k] = v if type(v) in _AS_IS else self(v)
+            return out
         if isinstance(obj, (list, tuple)):
-            return [self(v) for v in obj]
+            return [v if type(v) in _AS_IS else self(v) for v in obj]
         return obj
 
     @property
@@ -678,6 +691,11 @@ class Scrubber:
         """Whether applying it can change anything: always, since credentials are removed even with
         ``--include-host`` (a report's facts hold file contents and command output too)."""
         return True
+
+
+#: The types a scrubber returns unchanged without a look (none holds text); a subclass of one (an IntEnum) is
+#: looked at as before.
+_AS_IS = frozenset((int, float, bool, type(None)))
 
 
 def _ip_free(value: str) -> str:

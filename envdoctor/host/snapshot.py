@@ -357,9 +357,10 @@ def _count_values(raw: bytes) -> int:
     quick = 1 + 2 * len(raw)
     if quick > MAX_SNAPSHOT_VALUES:
         # Each space lowers that bound by two: spaces are counted only until the bound is under the limit (a third
-        # of an indented report), and over the whole file when it does not get there (then as before).
+        # of an indented report), and no further once the bytes left could not make up what is missing even if
+        # every one were a space (a large report: a seventh of it, not all of it; the decision is the same).
         need, spaces, at = len(raw) - (MAX_SNAPSHOT_VALUES - 1) // 2, 0, 0
-        while spaces < need and at < len(raw):
+        while spaces < need and at < len(raw) and need - spaces <= len(raw) - at:
             spaces += raw.count(b" ", at, at + _SPACES_PIECE)
             at += _SPACES_PIECE
         quick = 1 + 2 * (len(raw) - spaces)

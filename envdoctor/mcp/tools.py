@@ -253,6 +253,11 @@ class Call:
     def facts(self, snapshot: Optional[str]) -> Any:
         """The planning facts (OS, driver, GPUs, interpreter: ``target.PLANNING_PROBES``) of the snapshot or this
         machine, what ``advise``, ``install``, ``dockerfile`` and ``fit`` read."""
+        return self.probed(snapshot)[0]
+
+    def probed(self, snapshot: Optional[str], more: Sequence[str] = ()) -> Tuple[Any, List[Any]]:
+        """The facts of the snapshot or this machine from the planning probes and ``more`` (those install's
+        pre-flight needs: :func:`envdoctor.preflight.build_probes`), and the probes' results."""
         from ..facts import Facts
         from ..probes import run_probes
         from ..target import PLANNING_PROBES
@@ -263,7 +268,9 @@ class Call:
             else:
                 host, deadline = self.machine()
             self.redacting(host)
-            return Facts(f for r in run_probes(host, deadline=deadline, only=PLANNING_PROBES) for f in r.facts)
+            only = list(PLANNING_PROBES) + [name for name in more if name not in PLANNING_PROBES]
+            results = list(run_probes(host, deadline=deadline, only=only))
+            return Facts(f for r in results for f in r.facts), results
 
         return self.examine(run)
 
@@ -342,19 +349,25 @@ def _given(args: Dict[str, Any]) -> Dict[str, Any]:
 
 def _advise(call: Call, args: Dict[str, Any]) -> Dict[str, Any]:
     from .. import advise as logic
+    from .. import preflight
 
     given = _given(args)
     pip_python = chosen = None
+    accept = None
     snapshot = args.get("snapshot")
     if snapshot is not None or not (given["driver"] and given["cc"]):
-        facts = call.facts(snapshot)
+        # the machine's own values, none given over them: its builds are judged by install's pre-flight, as the
+        # advise command judges them (what advise recommends, install accepts)
+        judged = not any(given.values())
+        facts, results = call.probed(snapshot, preflight.build_probes() if judged else ())
+        accept = preflight.build_judge(facts, results) if judged else None
         target = logic.target_from_facts(facts)
         if not given["python"]:
             pip_python = facts.text("python.executable")
             chosen = facts.value("python.chosen") if isinstance(facts.value("python.chosen"), dict) else None
     else:
         target = logic.Target()
-    answer = logic.advise(target.merged(**given), tuple(args.get("frameworks") or logic.FRAMEWORKS))
+    answer = logic.advise(target.merged(**given), tuple(args.get("frameworks") or logic.FRAMEWORKS), accept)
     return logic.answer_document(answer, pip_python, chosen)
 
 

@@ -106,6 +106,7 @@ def register(name: str, title: str, order: int, uses_nvml: bool = False,
     def deco(fn: ProbeFn) -> ProbeFn:
         _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces), tuple(needs), launch)
         _PRODUCERS.clear()
+        _IN_MODULES.clear()
         return fn
 
     return deco
@@ -178,12 +179,23 @@ def all_probes() -> List[ProbeSpec]:
     return probes_in(PROBE_MODULES)
 
 
+#: probes_in's answers, by the modules asked (the checks of one run ask for every probe a few hundred times);
+#: emptied when a probe registers.
+_IN_MODULES: Dict[Tuple[str, ...], List[ProbeSpec]] = {}
+
+
 def probes_in(modules: Sequence[str]) -> List[ProbeSpec]:
     """The probes defined in ``modules`` (importing them), in report order."""
+    key = tuple(modules)
+    known = _IN_MODULES.get(key)
+    if known is not None:
+        return list(known)
     for mod in modules:
         importlib.import_module(mod)
-    return sorted((s for s in _REGISTRY.values() if getattr(s.fn, "__module__", None) in modules),
-                  key=lambda s: (s.order, s.name))
+    found = sorted((s for s in _REGISTRY.values() if getattr(s.fn, "__module__", None) in modules),
+                   key=lambda s: (s.order, s.name))
+    _IN_MODULES[key] = found
+    return list(found)
 
 
 class ProbeContext:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import Host
@@ -484,6 +484,27 @@ def _scheduler_allocation(host: Host) -> Dict[str, str]:
     return {name: str(host.getenv(name)) for name in SCHEDULER_GPU_VARS if host.getenv(name)}
 
 
+#: An NVML answer's key about one GPU: its index and field.
+_DEVICE_KEY = re.compile(r"^device\.(\d+)\.(.+)$")
+
+
+def gpu_fields(data: Dict[str, Any]) -> Tuple[Set[int], Dict[str, List[str]]]:
+    """(the GPU indexes of the keys :data:`_DEVICE_KEY` matches, the fields answered under each ``device.N.``
+    prefix), in one pass over NVML's answers without a regular expression per key."""
+    indexes: Set[int] = set()
+    fields: Dict[str, List[str]] = {}
+    for key in data:
+        if not key.startswith("device."):  # the pairs' answers and the system's: most keys of a many-GPU board
+            continue
+        number, dot, field = key[7:].partition(".")
+        if dot:
+            fields.setdefault(number, []).append(field)
+            # what _DEVICE_KEY matches: the expression itself only for a field with a line break ("." matches none)
+            if number.isdecimal() and field and ("\n" not in field or _DEVICE_KEY.match(key)):
+                indexes.add(int(number))
+    return indexes, fields
+
+
 def nvml_failures(data: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Every NVML answer about the GPUs that is an error: the count or a handle (any code), or one call of
     one GPU (any but NOT_SUPPORTED: the board lacks the feature), with that GPU's bus id and serial when
@@ -516,16 +537,7 @@ def nvml_failures(data: Dict[str, Any]) -> List[Dict[str, Any]]:
     count_err = err_of("device_count", any_error=True)  # no count, no GPU: every code is a failure
     if count_err is not None:
         add(None, "device_count", count_err)
-    indexes = set()
-    fields: Dict[str, List[str]] = {}  # the fields answered under each "device.N." prefix, in one pass
-    for key in data:
-        m = re.match(r"^device\.(\d+)\.(.+)$", key)
-        if m:
-            indexes.add(int(m.group(1)))
-        if key.startswith("device."):
-            number, dot, field = key[7:].partition(".")
-            if dot:
-                fields.setdefault(number, []).append(field)
+    indexes, fields = gpu_fields(data)
     for i in sorted(indexes):
         handle = err_of(f"device.{i}.handle", any_error=True)
         if handle is not None:

@@ -431,6 +431,14 @@ def _bar1_from_resource(text: Optional[str]) -> Optional[int]:
 def _pairs(data: Dict[str, Any], gpus: List[Dict[str, Any]], buses: Dict[int, str], gpu_buses: Set[str],
            count: int) -> List[Dict[str, Any]]:
     pairs: List[Dict[str, Any]] = []
+    # each GPU's active links once (what _path_label counts for every pair): links to each bus, links into switches
+    reach: Dict[int, Tuple[Dict[Any, int], int]] = {}
+    for i in buses:
+        active = [link for link in gpus[i].get("nvlink") or [] if link["state"] in ("active", "sleep")]
+        remotes: Dict[Any, int] = {}
+        for link in active:
+            remotes[link["remote"]] = remotes.get(link["remote"], 0) + 1
+        reach[i] = remotes, sum(1 for link in active if link["remote"] and link["remote"] not in gpu_buses)
     for a in range(count):
         for b in range(a + 1, count):
             ans = data.get("pair.%d.%d" % (a, b))
@@ -442,9 +450,13 @@ def _pairs(data: Dict[str, Any], gpus: List[Dict[str, Any]], buses: Dict[int, st
             entry["p2p"] = {"read": _p2p_status(p2p.get("read")), "write": _p2p_status(p2p.get("write"))}
             entry["p2p_nvlink"] = _p2p_status(p2p.get("nvlink"))
             entry["p2p_atomics"] = _p2p_status(p2p.get("atomics"))
-            la, lb = gpus[a].get("nvlink") or [], gpus[b].get("nvlink") or []
-            n, how = _path_label(la, lb, buses.get(a, ""), buses.get(b, ""), gpu_buses) if a in buses and \
-                b in buses else (0, "")
+            n, how = 0, ""
+            if a in reach and b in reach:  # _path_label's answer
+                n = reach[a][0].get(buses[b], 0)
+                if n:
+                    how = "direct"
+                elif reach[a][1] and reach[b][1]:
+                    n, how = min(reach[a][1], reach[b][1]), "switch"
             entry["pcie"] = pcie
             entry["path"] = ("NV%d" % n) if n else pcie
             if n:

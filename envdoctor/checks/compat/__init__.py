@@ -400,8 +400,8 @@ def gpu_ccs(facts: Facts) -> List[Tuple[str, str, Fact]]:
 
 def _gpu_ccs(facts: Facts) -> List[Tuple[str, str, Fact]]:
     seen: Dict[str, Tuple[str, str, Fact]] = {}
-    for f in facts.with_prefix("gpu."):
-        if not f.key.endswith(".compute_capability") or not f.known or _v(f.value) is None:
+    for f in facts.named("gpu.", "compute_capability"):
+        if not f.known or _v(f.value) is None:
             continue
         idx = f.key.split(".")[1]
         name = facts.value("gpu.%s.name" % idx) or "GPU %s" % idx

@@ -20,8 +20,8 @@ from . import DOCS, READS, _compat_libcuda_in_use, _driver_label, _evidence, _in
 
 def _gpu_names(facts: Facts) -> List[str]:
     names = []
-    for f in facts.with_prefix("gpu."):
-        if f.key.endswith(".name") and f.known and isinstance(f.value, str):
+    for f in facts.named("gpu.", "name"):
+        if f.known and isinstance(f.value, str):
             names.append(f.value)
     return names
 
@@ -116,7 +116,7 @@ def _forward_compat_gpu(facts: Facts, in_use: List[Dict[str, Any]]) -> List[Find
                "initialise (cudaErrorCompatNotSupportedOnDevice, error 804) while this libcuda is picked first. "
                "Take the compat directory off the loader path and upgrade the driver instead.",
         evidence=_evidence(facts, "cuda.forward_compat", "cuda.ld_library_path") + [
-            f.to_dict() for f in facts.with_prefix("gpu.") if f.key.endswith(".name")],
+            f.to_dict() for f in facts.named("gpu.", "name")],
         source=_source("forward_compat", gpu_rows=row_src),
         fix=Fix(text="Remove %s from LD_LIBRARY_PATH (and from /etc/ld.so.conf.d if listed there); to run a newer "
                      "CUDA, upgrade the driver." % compat_dir,
