@@ -35,3 +35,25 @@ def test_quiet_when_both_are_satisfied_by_either_copy() -> None:
     doc = json.loads(json.dumps(corpus_snapshot(CASE)).replace("cudnn86", "cudnn82"))
     assert _shadowed(doc) == []
     assert not [f for f in snapshot_findings(doc) if f.code.startswith("cudnn.")]
+
+
+def test_a_framework_that_dlopens_cudnn_searches_its_callers_rpath_first_on_the_live_h100() -> None:
+    """The live H100 capture (tests/live/h100-ubuntu2404-container): torch 2.11 and JAX 0.11.2 in one venv with the
+    nvidia-cudnn-cu13 9.19 wheel, and a system cuDNN 9.14 in the loader's cache. JAX's CUDA plugin opens
+    libcudnn.so.9 itself; it carries a DT_RPATH ($ORIGIN/../../nvidia/cudnn/lib), which dlopen searches before
+    LD_LIBRARY_PATH and the cache, so both frameworks get the wheel's 9.19: no shadowing to report."""
+    import gzip
+    import os
+
+    from envdoctor.host.snapshot import SnapshotHost
+    from tests.conftest import HERE, probe_facts
+
+    path = os.path.join(HERE, "live", "h100-ubuntu2404-container", "snapshot.json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        doc = json.load(fh)
+    site = "/opt/torch/.venv/lib/python3.12/site-packages"
+    links = probe_facts(SnapshotHost(doc, "live-h100")).value("linkage.jax.dlopen")
+    cudnn = [e for e in links if e["soname"] == "libcudnn.so.9"]
+    assert len(cudnn) == 1 and cudnn[0]["via"] == "RPATH", cudnn
+    assert cudnn[0]["resolved"] == site + "/nvidia/cudnn/lib/libcudnn.so.9"
+    assert _shadowed(doc) == []

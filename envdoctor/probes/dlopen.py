@@ -33,7 +33,7 @@ from ..host.base import Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import missing_symbols, wheel_version
+from .loader import expand_origin, missing_symbols, wheel_version
 
 #: Library -> soname suffix by CUDA release: NVIDIA's sonames (the file names of each CUDA toolkit's lib64 and of
 #: the nvidia-*-cuXX wheels: libcudart.so.11.0 for every 11.x, libcublas.so.12, libcufft.so.11 in 12.x ...).
@@ -450,11 +450,13 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
                 return facts  # without the cache "not found" would only mean "not seen"
             cache = read
         own = own_dirs(host, name, value)
+        caller_rpath, caller_runpath = _caller_paths(host, name, value)
+        own = caller_runpath + [d for d in own if d not in caller_runpath]
         elsewhere_dirs = _elsewhere_dirs(host, value)
         entries: List[Dict[str, Any]] = []
         for so in sonames:
-            res = resolve_soname(host, so, runpath=own, ld_library_path=ldp, cache=cache)
-            searched = set(ldp) | set(own)
+            res = resolve_soname(host, so, runpath=own, ld_library_path=ldp, cache=cache, rpath=caller_rpath)
+            searched = set(ldp) | set(own) | set(caller_rpath)
             elsewhere = [posixpath.join(d, so) for d in elsewhere_dirs
                          if d not in searched and so in host.list_dir(d).names()]
             # the same, one entry per real file and never the one the loader takes (/usr/local/cuda is a link to
@@ -485,6 +487,28 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(ok("linkage.%s.dlopen" % name, entries, "derived",
                         "%s: CUDA libraries it loads at run time" % name))
     return facts
+
+
+def _caller_paths(host: Host, name: str, value: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+    """The DT_RPATH and DT_RUNPATH of the library that calls dlopen (the framework's CUDA library, e.g. JAX's
+    ``xla_cuda_plugin.so``), ``$ORIGIN`` expanded: dlopen searches the caller's DT_RPATH before LD_LIBRARY_PATH
+    (when it has no DT_RUNPATH), and its DT_RUNPATH after it (ld.so(8))."""
+    fw = frameworks.BY_NAME.get(name)
+    site = str(value.get("path") or "")
+    if fw is None or not site:
+        return [], []
+    for rel in fw.cuda_libraries:
+        path = posixpath.join(site, rel)
+        res = host.elf(path)
+        if res.error == "ENOENT":
+            continue
+        if not res.ok:
+            return [], []
+        lib_dir = posixpath.dirname(res.path or path)
+        runpath = expand_origin(list(res.runpath), lib_dir)
+        rpath = [] if res.runpath else expand_origin(list(res.rpath), lib_dir)
+        return _unique(rpath), _unique(runpath)
+    return [], []
 
 
 def _unique(items: Sequence[str]) -> List[str]:
