@@ -11,7 +11,7 @@ import envdoctor.probes.linkage  # noqa: F401 - registers the linkage probe (unt
 from envdoctor.checks import CheckContext
 from envdoctor.checks.libraries import cudnn_version, framework_linkage
 from envdoctor.checks.libraries.wheels import onnxruntime_packaging
-from envdoctor.probes.linkage import expand_origin
+from envdoctor.probes.loader import expand_origin
 
 from .conftest import probe_facts
 from .test_probe_frameworks import SITE, TORCH_240_CU121_VERSION_PY, TORCH_240_METADATA, site_host

@@ -33,7 +33,7 @@ from ..host.base import Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import expand_origin, missing_symbols, wheel_version
+from .loader import missing_symbols, own_search_paths, wheel_version
 
 #: Library -> soname suffix by CUDA release: NVIDIA's sonames (the file names of each CUDA toolkit's lib64 and of
 #: the nvidia-*-cuXX wheels: libcudart.so.11.0 for every 11.x, libcublas.so.12, libcufft.so.11 in 12.x ...).
@@ -504,9 +504,7 @@ def _caller_paths(host: Host, name: str, value: Dict[str, Any]) -> Tuple[List[st
             continue
         if not res.ok:
             return [], []
-        lib_dir = posixpath.dirname(res.path or path)
-        runpath = expand_origin(list(res.runpath), lib_dir)
-        rpath = [] if res.runpath else expand_origin(list(res.rpath), lib_dir)
+        rpath, runpath = own_search_paths(res.rpath, res.runpath, posixpath.dirname(res.path or path))
         return _unique(rpath), _unique(runpath)
     return [], []
 

@@ -45,7 +45,7 @@ from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import expand_origin, loader_config
+from .loader import loader_config, own_search_paths
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
 CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11.0
@@ -258,8 +258,7 @@ def resolve_linkage(host: Host, lib_path: str, needed: Sequence[str], rpath: Seq
                     pattern: re.Pattern[str] = CUDA_SONAME) -> List[Dict[str, Any]]:
     """Resolve each CUDA soname of a library (``needed`` matching ``pattern``, plus ``extra`` dlopened ones)."""
     lib_dir = posixpath.dirname(lib_path)
-    rp = expand_origin(rpath, lib_dir) if not runpath else []  # DT_RPATH is ignored when DT_RUNPATH exists
-    rn = expand_origin(runpath, lib_dir)
+    rp, rn = own_search_paths(rpath, runpath, lib_dir)
     own = rp + rn
     out = []
     sonames = [(s, "NEEDED") for s in needed if pattern.match(s)]

@@ -207,6 +207,12 @@ def expand_origin(entries: Sequence[str], lib_dir: str) -> List[str]:
     return out
 
 
+def own_search_paths(rpath: Sequence[str], runpath: Sequence[str], lib_dir: str) -> Tuple[List[str], List[str]]:
+    """An object's own (DT_RPATH, DT_RUNPATH), ``$ORIGIN`` expanded: DT_RPATH is ignored when DT_RUNPATH exists
+    (ld.so(8))."""
+    return ([] if runpath else expand_origin(rpath, lib_dir)), expand_origin(runpath, lib_dir)
+
+
 def names_in(host: Host, d: str) -> Any:
     """The names in directory ``d`` as a set (once per directory and host: a search asks each directory of the
     path for dozens of names, and a library directory holds thousands)."""
@@ -329,9 +335,8 @@ class _Object:
         self.names = {name or path} if name else {path, posixpath.basename(path)}
         if elf.ok and elf.soname:
             self.names.add(elf.soname)
-        d = posixpath.dirname(path)
-        self.runpath = expand_origin(elf.runpath, d) if elf.ok else []
-        self.rpath = expand_origin(elf.rpath, d) if elf.ok and not elf.runpath else []
+        self.rpath, self.runpath = own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(path)) if elf.ok \
+            else ([], [])
 
 
 def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Optional[Callable[[str, ElfResult],
