@@ -118,11 +118,13 @@ def load_recipe(component: str) -> ModuleType:
     if component not in RECIPES:
         raise RecipeError(f"no recipe for {component!r}", sorted(RECIPES))
     name = RECIPES[component]
-    if name not in sys.modules and component in frameworks.RECIPES and importlib.util.find_spec(name) is None:
-        # a framework plug-in whose recipe has no module of its own: the one its plug-in and data file give
+    if component in frameworks.RECIPES and not hasattr(sys.modules.get(name), "COMPONENT"):
+        # a framework's recipe: the one recipe every framework plug-in is installed by, from its declared data, with
+        # the build hooks of recipes/<recipe>.py where its builds need code of their own
         from .framework import recipe_module
 
-        sys.modules[name] = recipe_module(frameworks.BY_NAME[frameworks.RECIPES[component]])
+        hooks = importlib.import_module(name) if importlib.util.find_spec(name) is not None else None
+        sys.modules[name] = recipe_module(frameworks.BY_NAME[frameworks.RECIPES[component]], hooks)
     return importlib.import_module(name)
 
 

@@ -39,6 +39,7 @@ from envdoctor.advise import (
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
+from envdoctor.matrix.frameworks import release_row
 
 from . import RecipeError
 from . import docker_image as common
@@ -73,18 +74,17 @@ def lowest(spec: str) -> str:
 
 def build_provides(name: str, c: Candidate, version: Optional[str] = None) -> Dict[str, Any]:
     """The facts after installing advise's candidate build ``c`` of framework ``name`` (:func:`provides`), as the
-    recipe's plan provides them, ``version`` the release asked for where the build covers a range (jax's rows):
-    torch's version carries its variant as the local part (``2.7.1+cu126``); TensorFlow's its cuDNN and
-    distribution; jax's the jaxlib it pins."""
-    if name == "torch":
-        return provides(name, f"{c.release}+{c.variant}", c.cuda)
-    if name == "tensorflow":
-        return provides(name, c.row["version"], c.row["cuda"], cudnn=c.row["cudnn"],
-                        package=c.row.get("package") or name)
-    if name == "jax":
-        pinned = version or lowest(c.row["jax"])
-        return provides(name, pinned, c.cuda, jaxlib=pinned)
-    return provides(name, version or c.release, c.cuda)
+    recipe's plan provides them, ``version`` the release asked for where the build covers a range of releases, read
+    from its plug-in's declared ``install``: the release (the first of the build's range, ``release_range``), the
+    variant as the local part (``local_variant``: torch's ``2.7.1+cu126``), fields of the build's row
+    (``build_fields``: TensorFlow's cuDNN and distribution), the companion pinned with it (``companion_version``:
+    jax's jaxlib)."""
+    spec = frameworks.BY_NAME[name].install
+    release = version or (lowest(c.row[spec.release_range]) if spec.release_range else c.release)
+    more: Dict[str, Any] = {key: c.row.get(field) for key, field in spec.build_fields}
+    if spec.companion_version:
+        more[spec.companion_version] = release
+    return provides(name, release + ("+" + c.variant if spec.local_variant else ""), c.cuda, **more)
 
 
 def _arch_judged(name: str) -> bool:
@@ -166,45 +166,77 @@ def alternatives_for(component: str, with_driver: bool) -> Callable[..., List[st
     return alternatives
 
 
-# -- the recipe of a framework that has none of its own ---------------------------------------------------------------
+# -- the recipe every framework is installed by ---------------------------------------------------------------------
 
 
-def recipe_module(fw: Any) -> types.ModuleType:
-    """The recipe of framework plug-in ``fw`` (its ``recipe`` names it, its ``pip_package`` and data file say what to
-    install) when ``recipes/`` has no module of that name: a module like every recipe's (``COMPONENT``, ``METHODS``,
-    ``PROVIDES``, ``alternatives``, ``default_method``, ``versions``, ``plan``), planning advise's build
-    (:func:`envdoctor.advise.plugin_candidates`) with pip, pip inside conda or a Docker image."""
-    module = types.ModuleType("envdoctor.recipes." + fw.recipe, "%s (%s's plug-in and data file)." % (
+def label(fw: Any) -> str:
+    """How install's messages name framework ``fw`` (its plug-in's ``install.label``, else its display name)."""
+    return str(fw.install.label or fw.display)
+
+
+def release_versions(fw: Any) -> List[str]:
+    """The releases ``install <recipe> --list`` names: each row's ``version``, or where a row covers a range of
+    releases (``install.release_range``), the first release of each range."""
+    field = fw.install.release_range
+    return [lowest(r[field]) if field else r["version"] for r in load(fw.matrix_area)]
+
+
+def release(fw: Any, version: Optional[str]) -> Dict[str, Any]:
+    """The row of ``fw``'s table a ``--version`` names (:func:`envdoctor.matrix.frameworks.release_row`; without
+    one, the newest), or a RecipeError naming the newest releases (``install.suggest`` of them)."""
+    rows = load(fw.matrix_area)
+    if not version:
+        if not rows:
+            raise RecipeError("the matrix has no %s release" % label(fw))
+        return dict(rows[-1])
+    known = release_versions(fw)
+    try:
+        validate.version(version)
+    except validate.ValidationError as exc:
+        raise RecipeError(str(exc), ["--version " + known[-1]] if known else []) from None
+    row = release_row(fw.matrix_area, version, fw.install.release_range)
+    if row is None:
+        raise RecipeError("%s %s is not in the matrix" % (label(fw), version),
+                          ["--version " + v for v in known[-fw.install.suggest:]])
+    return row
+
+
+def recipe_module(fw: Any, hooks: Optional[types.ModuleType] = None) -> types.ModuleType:
+    """The recipe of framework plug-in ``fw`` (its ``recipe`` names it): a module like every recipe's
+    (``COMPONENT``, ``METHODS``, ``PROVIDES``, ``alternatives``, ``default_method``, ``versions``, ``SMOKE``,
+    ``SMOKE_GPU``, ``plan``), all of them read from the plug-in's declared data (``install``: methods, options,
+    ``--with-driver``, how a ``--version`` names a row; ``smoke``, ``smoke_gpu``). Its ``plan`` checks the method,
+    the options and the release asked for, then plans the build: with ``hooks`` (the module ``recipes/<recipe>.py``,
+    where a framework's builds need code of their own), its ``build_plan``; without, advise's build of the plug-in's
+    ``pip_package`` (:func:`envdoctor.advise.plugin_candidates`) with pip, pip inside conda or a Docker image.
+    ``hooks`` itself becomes the module, keeping what it defines."""
+    module = hooks or types.ModuleType("envdoctor.recipes." + fw.recipe, "%s (%s's plug-in and data file)." % (
         fw.display, fw.name))
-    module.COMPONENT = fw.recipe  # type: ignore[attr-defined]
-    module.METHODS = ("pip", "conda", "docker")  # type: ignore[attr-defined]
-    module.PROVIDES = provides_keys(fw.name)  # type: ignore[attr-defined]
-    module.alternatives = alternatives_for(fw.recipe, with_driver=False)  # type: ignore[attr-defined]
-    module.default_method = lambda target: "pip"  # type: ignore[attr-defined]
-    module.versions = lambda: [r["version"] for r in load(fw.matrix_area)]  # type: ignore[attr-defined]
-    module.plan = lambda request, target, facts: _plugin_plan(fw, request, target, facts)  # type: ignore
+    build = getattr(hooks, "build_plan", None) or _pip_build_plan
+    surface: Dict[str, Any] = {
+        "COMPONENT": fw.recipe, "METHODS": fw.install.methods, "PROVIDES": provides_keys(fw.name),
+        "alternatives": alternatives_for(fw.recipe, with_driver=fw.install.with_driver),
+        "default_method": lambda target: fw.install.methods[0], "versions": lambda: release_versions(fw),
+        "SMOKE": fw.smoke, "SMOKE_GPU": fw.smoke_gpu,
+        "plan": lambda request, target, facts: plan(fw, build, request, target, facts)}
+    for name, value in surface.items():
+        setattr(module, name, value)
     return module
 
 
-def _plugin_plan(fw: Any, request: Any, target: Any, facts: Any) -> Plan:
-    common.check_method(request, ("pip", "conda", "docker"))
-    opts = common.options(request, ("cuda", "image_os", "env"))
+def plan(fw: Any, build: Callable[..., Plan], request: Any, target: Any, facts: Any) -> Plan:
+    """Framework ``fw``'s plan: the method and options the request names checked against its plug-in's, the row of
+    the release asked for (:func:`release`), then ``build(fw, request, target, facts, opts, row)``."""
+    common.check_method(request, fw.install.methods)
+    opts = common.options(request, fw.install.options)
+    return build(fw, request, target, facts, opts, release(fw, request.version))
+
+
+def _pip_build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, str],
+                    row: Dict[str, Any]) -> Plan:
+    """The build of a plug-in's ``pip_package`` (its data file's rows: one wheel per release, running with each
+    CUDA its row lists)."""
     rows = load(fw.matrix_area)
-    known = [r["version"] for r in rows]
-    if request.version:
-        try:
-            validate.version(request.version)
-        except validate.ValidationError as exc:
-            raise RecipeError(str(exc), ["--version " + known[-1]] if known else []) from None
-        row = next((r for r in rows if r["version"] == request.version
-                    or r["version"].startswith(request.version + ".")), None)
-        if row is None:
-            raise RecipeError("%s %s is not in the matrix" % (fw.display, request.version),
-                              ["--version " + v for v in known[-3:]])
-    elif rows:
-        row = rows[-1]
-    else:
-        raise RecipeError("the matrix has no %s release" % fw.display)
     if request.with_driver:
         raise RecipeError("the %s recipe does not install the driver (--with-driver)" % fw.recipe,
                           ["envdoctor install driver   (then this install again)"])
