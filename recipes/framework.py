@@ -127,20 +127,25 @@ def held_by_checks(name: str, machine: Any, facts: Any, release: Optional[str], 
 
 def choose_or_refuse(name: str, component: str, what: str, request: Any, machine: Any, facts: Any,
                      scope: List[Candidate], release: Optional[str], held_release: Optional[str], tag: Optional[str],
-                     image: Optional[Callable[[str], Optional[str]]], line: Callable[[Candidate], str]
-                     ) -> Tuple[Candidate, Verdict, List[str]]:
+                     image: Optional[Callable[[str], Optional[str]]], line: Callable[[Candidate], str],
+                     ignore_driver: bool = False) -> Tuple[Candidate, Verdict, List[str]]:
     """The build of framework ``name`` a recipe plans (the TensorFlow and JAX recipes'): advise's choice
     (:func:`choose_build`, of ``release`` when one was asked for, among the builds the pre-flight's judge
     ``request.accept`` accepts, not for an image nor with ``--force``); else, when only the checks' rules reject the
     builds of ``held_release``, the one :func:`held_by_checks` gives (the pre-flight refuses it with the check's code
     and title); else a RecipeError saying why none of ``scope`` (advise's candidates of the release, named ``what``)
     fits and the ``line`` of the newest build that runs here. ``--force``: the build that fits but for the driver,
-    with a warning as the third value (the driver is deliberately not held against it)."""
-    accept = None if image is not None or request.force else request.accept  # the pre-flight's judge (Request)
+    with a warning as the third value (the driver is deliberately not held against it). ``ignore_driver`` (a plan
+    that installs the driver first): the build for the machine without its driver, nothing deferred to the checks
+    (they judge the planned driver)."""
+    if ignore_driver:
+        machine = replace(machine, driver=None)
+    # the pre-flight's judge (Request) judges the machine's driver: not for a planned one
+    accept = None if image is not None or request.force or ignore_driver else request.accept
     chosen = choose_build(name, machine, release=release, variant=tag, image_cuda=image, accept=accept)
     if chosen is not None:
         return chosen[0], chosen[1], []
-    held = None if request.force else held_by_checks(name, machine, facts, held_release, tag, image)
+    held = None if request.force or ignore_driver else held_by_checks(name, machine, facts, held_release, tag, image)
     if held is not None:  # only the checks' rules reject it: the pre-flight refuses it with their code and title
         return held[0], held[1], []
     newest = choose_build(name, machine, variant=tag, image_cuda=image, accept=accept) if release else None
@@ -237,20 +242,20 @@ def _pip_build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[s
     """The build of a plug-in's ``pip_package`` (its data file's rows: one wheel per release, running with each
     CUDA its row lists)."""
     rows = load(fw.matrix_area)
-    if request.with_driver:
+    if request.with_driver and not fw.install.with_driver:
         raise RecipeError("the %s recipe does not install the driver (--with-driver)" % fw.recipe,
                           ["envdoctor install driver   (then this install again)"])
     cpu = common.cpu_build_reason(request, facts, opts)
     if cpu is not None:
-        raise RecipeError("%s: no CPU build is known to envdoctor (%s)" % (fw.display, cpu))
+        raise RecipeError("%s: no CPU build is known to envdoctor (%s)" % (label(fw), cpu))
     want = opts.get("cuda", "").lower().replace("cuda", "")
     if want:  # one wheel per release runs with each CUDA its row lists: the option only narrows the releases
         listed = sorted({c for r in rows for c in _cudas(r)}, key=Version)
         if want not in listed:
-            raise RecipeError("no %s release in the matrix runs with CUDA %s" % (fw.display, want),
+            raise RecipeError("no %s release in the matrix runs with CUDA %s" % (label(fw), want),
                               ["--option cuda=" + c for c in listed])
         if request.version and want not in _cudas(row):
-            raise RecipeError("%s %s runs with CUDA %s" % (fw.display, row["version"], ", ".join(_cudas(row))),
+            raise RecipeError("%s %s runs with CUDA %s" % (label(fw), row["version"], ", ".join(_cudas(row))),
                               ["--option cuda=" + c for c in _cudas(row)])
     image = common.image_release if request.method == "docker" else None
     machine = common.machine_target(facts, target, common.pip_python(request, facts))
@@ -258,18 +263,41 @@ def _pip_build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[s
     if not request.version and fits:  # the newest release with such a wheel: what a refusal explains
         row = fits[0].row
     scope = [c for c in fits if c.release == row["version"]]
-    cand, verdict, notes = choose_or_refuse(
-        fw.name, fw.recipe, "%s %s" % (fw.display, row["version"]), request, machine, facts, scope,
-        row["version"] if request.version else None, row["version"], None, image,
-        lambda c: "envdoctor install %s --version %s" % (fw.recipe, c.release))
+
+    def choose(ignore_driver: bool) -> Tuple[Candidate, Verdict, List[str]]:
+        return choose_or_refuse(fw.name, fw.recipe, "%s %s" % (label(fw), row["version"]), request, machine, facts,
+                                scope, row["version"] if request.version else None, row["version"], None, image,
+                                lambda c: "envdoctor install %s --version %s" % (fw.recipe, c.release), ignore_driver)
+
+    # --with-driver (the plug-in's install.with_driver): the driver the build needs first, when none is installed
+    # or the installed one runs no build of the release
+    chosen = None
+    if not (request.with_driver and facts is not None and facts.value("driver.installed") is False):
+        try:
+            chosen = choose(False)
+        except RecipeError:
+            if not request.with_driver:
+                raise
+    driver_steps: List[Any] = []
+    reboot = False
+    driver_after: Dict[str, Any] = {}
+    if chosen is None:
+        chosen = choose(True)
+        need = common.hardware.min_driver_for_cuda(chosen[0].cuda or "") or ""
+        driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
+        driver_after = {"driver.version": need, "driver.cuda_version": chosen[0].cuda} if need else {}
+    cand, verdict, notes = chosen
     row = cand.row
-    notes = ["%s %s (matrix: %s)" % (fw.display, row["version"], row["source"]["url"])] + \
+    notes = ["%s %s (matrix: %s)" % (label(fw), row["version"], row["source"]["url"])] + \
         cand.notes + notes + verdict.pin_notes + ([verdict.driver_note] if verdict.driver_note else [])
-    notes += common.unverified_note([row], "%s %s" % (fw.display, row["version"]))
+    notes += common.unverified_note([row], "%s %s" % (label(fw), row["version"]))
     smoke = fw.smoke or "import %s; print(%s.__version__)" % (fw.name, fw.name)
     what = common.PipInstall((fw.pip_package + versions.pip_pin(request.version or row["version"]),)
                              + tuple(verdict.pins),
-                             index_url=common.index_base(request, PYPI) if request.mirror else None,
+                             # its own index, a folder per build variant; PyPI's only for a mirror standing in
+                             index_url="%s/%s" % (common.index_base(request, fw.install.pip_index).rstrip("/"),
+                                                  cand.variant) if fw.install.pip_index
+                             else common.index_base(request, PYPI) if request.mirror else None,
                              smoke=common.smoke_for(smoke, fw.smoke_gpu or smoke, facts),
                              python_spec=row.get("python"))
     cuda = want or cand.cuda or ""  # the CUDA asked for (its wheel runs with it), else the least it needs
@@ -277,9 +305,12 @@ def _pip_build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[s
                                title="install %s %s (CUDA %s)" % (fw.display, row["version"], cuda),
                                notes=notes, image_cuda=common.image_cuda_for(cuda),
                                name_tag="%s-%s" % (row["version"], cand.variant), conda_default_env=fw.name)
+    if driver_steps:
+        p.steps = driver_steps + p.steps
+        p.reboot_required = p.reboot_required or reboot
     forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
     if request.method != "docker" and not forced:  # an image's framework is not the machine's
-        p.provides = build_provides(fw.name, cand)
+        p.provides = dict(build_provides(fw.name, cand), **driver_after)
     return p
 
 
