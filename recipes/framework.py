@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -156,6 +156,42 @@ def choose_or_refuse(name: str, component: str, what: str, request: Any, machine
     raise err
 
 
+class DriverFirst(NamedTuple):
+    """What ``--with-driver`` adds to a framework plan (:func:`driver_first`)."""
+
+    steps: List[Any]  # the driver recipe's steps, before the framework's
+    reboot: bool
+    provides: Dict[str, Any]  # the driver's facts after the plan (``driver.version``, ``driver.cuda_version``)
+
+    def apply(self, p: Plan) -> None:
+        """Put the driver's steps first in plan ``p``."""
+        if self.steps:
+            p.steps = self.steps + p.steps
+            p.reboot_required = p.reboot_required or self.reboot
+
+
+def driver_first(request: Any, target: Any, facts: Any, choose: Callable[[bool], Any], cuda_of: Callable[[Any], str],
+                 docker: bool = False) -> Tuple[Any, DriverFirst]:
+    """The build a framework recipe plans, ``choose(ignore_driver)``, and under ``--with-driver`` (a plug-in's
+    declared ``install.with_driver``) the driver it needs first: when no driver is installed, or when the
+    installed one runs no build (``choose(False)`` refuses), the build for the machine without its driver and the
+    driver recipe's plan of the branch its CUDA (``cuda_of(build)``) needs."""
+    chosen = None
+    if not (request.with_driver and not docker and facts is not None and facts.value("driver.installed") is False):
+        try:
+            chosen = choose(False)
+        except RecipeError:
+            if not request.with_driver:
+                raise
+    if chosen is not None:
+        return chosen, DriverFirst([], False, {})
+    chosen = choose(True)
+    cuda = cuda_of(chosen)
+    need = common.hardware.min_driver_for_cuda(cuda) or ""
+    steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
+    return chosen, DriverFirst(steps, reboot, {"driver.version": need, "driver.cuda_version": cuda} if need else {})
+
+
 def alternatives_for(component: str, with_driver: bool) -> Callable[..., List[str]]:
     """The recipe ``component``'s ``alternatives`` hook (:func:`envdoctor.preflight.check` asks it when a driver
     finding refuses the plan): the same install with ``--with-driver`` where the recipe offers it, or the driver
@@ -269,24 +305,9 @@ def _pip_build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[s
                                 scope, row["version"] if request.version else None, row["version"], None, image,
                                 lambda c: "envdoctor install %s --version %s" % (fw.recipe, c.release), ignore_driver)
 
-    # --with-driver (the plug-in's install.with_driver): the driver the build needs first, when none is installed
-    # or the installed one runs no build of the release
-    chosen = None
-    if not (request.with_driver and facts is not None and facts.value("driver.installed") is False):
-        try:
-            chosen = choose(False)
-        except RecipeError:
-            if not request.with_driver:
-                raise
-    driver_steps: List[Any] = []
-    reboot = False
-    driver_after: Dict[str, Any] = {}
-    if chosen is None:
-        chosen = choose(True)
-        need = common.hardware.min_driver_for_cuda(chosen[0].cuda or "") or ""
-        driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
-        driver_after = {"driver.version": need, "driver.cuda_version": chosen[0].cuda} if need else {}
-    cand, verdict, notes = chosen
+    # --with-driver (the plug-in's install.with_driver): the driver the build needs first
+    (cand, verdict, notes), driver = driver_first(request, target, facts, choose, lambda c: c[0].cuda or "",
+                                                  docker=request.method == "docker")
     row = cand.row
     notes = ["%s %s (matrix: %s)" % (label(fw), row["version"], row["source"]["url"])] + \
         cand.notes + notes + verdict.pin_notes + ([verdict.driver_note] if verdict.driver_note else [])
@@ -305,12 +326,10 @@ def _pip_build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[s
                                title="install %s %s (CUDA %s)" % (fw.display, row["version"], cuda),
                                notes=notes, image_cuda=common.image_cuda_for(cuda),
                                name_tag="%s-%s" % (row["version"], cand.variant), conda_default_env=fw.name)
-    if driver_steps:
-        p.steps = driver_steps + p.steps
-        p.reboot_required = p.reboot_required or reboot
+    driver.apply(p)
     forced = any(n.startswith("WARNING (--force)") for n in notes)  # the driver deliberately not held against it
     if request.method != "docker" and not forced:  # an image's framework is not the machine's
-        p.provides = dict(build_provides(fw.name, cand), **driver_after)
+        p.provides = dict(build_provides(fw.name, cand), **driver.provides)
     return p
 
 

@@ -196,25 +196,16 @@ def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, s
     if not request.version:
         row, newest_note = _newest_that_runs(row, facts, opts.get("cuda"), docker, py,
                                              ignore_driver=request.with_driver, accept=request.accept)
-    # --with-driver plans a driver when none is installed, or when the installed one runs no build of the release
-    var: Optional[Dict[str, Any]] = None
-    if not (request.with_driver and not docker and facts is not None and facts.value("driver.installed") is False):
-        try:
-            # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
-            var = choose_variant(row, facts, opts.get("cuda"), docker=docker,
-                                 ignore_driver=docker and "cuda" in opts, python=py, defer=not request.with_driver,
-                                 accept=request.accept)
-        except RecipeError:
-            if not request.with_driver:
-                raise
-    driver_steps: List[Step] = []
-    reboot = False
-    driver_after: Dict[str, Any] = {}
-    if var is None:
-        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True, python=py)
-        need = common.hardware.min_driver_for_cuda(var["cuda"]) or ""
-        driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
-        driver_after = {"driver.version": need, "driver.cuda_version": var["cuda"]} if need else {}
+
+    def choose(ignore_driver: bool) -> Dict[str, Any]:
+        if ignore_driver:  # a driver planned first
+            return choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True, python=py)
+        # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
+        return choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=docker and "cuda" in opts,
+                              python=py, defer=not request.with_driver, accept=request.accept)
+
+    # --with-driver: the driver first, when none is installed or the installed one runs no build of the release
+    var, driver = framework.driver_first(request, target, facts, choose, lambda v: v["cuda"], docker=docker)
     base = common.index_base(request, _INDEX)
     pin = "torch" + common.release_pin(request.version, row["version"])
     what = common.PipInstall((pin,), sources=tuple(torch_pip_options(row, var, base)),
@@ -234,11 +225,9 @@ def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, s
         p = common.plan_for_method(request, target, facts, component=_RECIPE, version=row["version"], what=what,
                                    title=title, notes=notes, image_cuda=common.image_cuda_for(var["cuda"]),
                                    name_tag="{}-{}".format(row["version"], var["tag"]), conda_default_env="torch")
-    if driver_steps:
-        p.steps = driver_steps + p.steps
-        p.reboot_required = p.reboot_required or reboot
+    driver.apply(p)
     if not docker:  # an image's torch is not the machine's
-        p.provides = dict(framework.build_provides("torch", _candidate(row, var)), **driver_after)
+        p.provides = dict(framework.build_provides("torch", _candidate(row, var)), **driver.provides)
     return p
 
 
