@@ -216,9 +216,9 @@ def _static_ptx(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], jit:
 #: have CUDA 11.4 update 4 installed, you must use NVidia driver 470.82.01 or newer if on Linux. This is a strict
 #: requirement that exists because JAX relies on JIT-compiling code; older drivers may lead to failures."
 JAX_TOOLKIT_DRIVER_URL = "https://github.com/google/jax/blob/jaxlib-v0.3.2/README.md#pip-installation-gpu-cuda"
-JAX_TOOLKIT_DRIVER_WHY = ("jaxlib JIT-compiles its kernels with this toolkit, and JAX requires a driver at least as new "
-                          "as the toolkit's corresponding driver (CUDA %s: %s, NVIDIA's Table 3); minor-version "
-                          "compatibility is not enough for it")
+JAX_TOOLKIT_DRIVER_WHY = ("jaxlib JIT-compiles its kernels with this toolkit, and JAX requires a driver at least as "
+                          "new as the toolkit's corresponding driver (CUDA %s: %s, NVIDIA's Table 3; " +
+                          JAX_TOOLKIT_DRIVER_URL + "); minor-version compatibility is not enough for it")
 
 
 def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Dict[str, Any]],
