@@ -64,8 +64,9 @@ NIX_STORE = "/nix/store/"
 def _blind_consumers(facts: Facts, where: str) -> List[str]:
     """The CUDA builds of frameworks that the dynamic loader, as this environment sets it up, gives no path to the
     driver's libraries in ``where``: ``where`` is not on LD_LIBRARY_PATH (else the probe finds the libraries
-    there, and there is no ``driver.userspace.elsewhere``), nor on the RUNPATH/RPATH of the framework's library;
-    where that library's dynamic section is not known, a build outside the Nix store is taken as not covered."""
+    there, and there is no ``driver.userspace.elsewhere``) and the build lies outside the Nix store (a pip wheel,
+    whose libraries carry no RUNPATH to it). Read from the frameworks' facts alone, so that ``--only driver`` needs
+    no linkage probe."""
     want = posixpath.normpath(where)
     ldp = facts.value("cuda.ld_library_path")
     if isinstance(ldp, list) and want in {posixpath.normpath(str(d)) for d in ldp}:
@@ -75,13 +76,8 @@ def _blind_consumers(facts: Facts, where: str) -> List[str]:
         value = facts.value("framework." + name)
         if not isinstance(value, dict) or not (value.get("build") == "cuda" or value.get("gpu") is True):
             continue
-        elf = facts.value("linkage.%s.elf" % name)
-        if isinstance(elf, dict):
-            dirs = [posixpath.normpath(str(d)) for d in (elf.get("runpath") or []) + (elf.get("rpath") or [])]
-            if want in dirs:
-                continue
-        elif str(value.get("path") or "").startswith(NIX_STORE):
-            continue
+        if str(value.get("path") or "").startswith(NIX_STORE):
+            continue  # built by Nix: its libraries' RUNPATH is Nix's (addDriverRunpath names the driver's directory)
         out.append("%s %s" % (value.get("package") or name, value.get("version") or ""))
     return [c.strip() for c in out]
 
@@ -122,7 +118,7 @@ def _userspace_elsewhere(facts: Facts, where: Dict[str, Any], blind: Sequence[st
 
 
 @check("driver-health.userspace-missing", requires=("driver.installed",),
-       reads=READS + ("framework.*", "linkage.*.elf", "cuda.ld_library_path"), layers=("driver",),
+       reads=READS + ("framework.*", "cuda.ld_library_path"), layers=("driver",),
        codes=docs_for(DOCS, "driver.userspace_missing", "driver.gpu_operator_driver_root",
                       "driver.userspace_outside_loader_path"))
 def userspace_missing(ctx: CheckContext) -> List[Finding]:
