@@ -118,13 +118,13 @@ def load_recipe(component: str) -> ModuleType:
     if component not in RECIPES:
         raise RecipeError(f"no recipe for {component!r}", sorted(RECIPES))
     name = RECIPES[component]
-    if component in frameworks.RECIPES and not hasattr(sys.modules.get(name), "COMPONENT"):
-        # a framework's recipe: the one recipe every framework plug-in is installed by, from its declared data, with
-        # the build hooks of recipes/<recipe>.py where its builds need code of their own
+    if component in frameworks.RECIPES and name not in sys.modules and importlib.util.find_spec(name) is None:
+        # a framework's recipe is the one recipe every framework plug-in is installed by, from its declared data; a
+        # module recipes/<recipe>.py holds the build hook where its builds need code of their own (and makes itself
+        # that recipe on import), else this one plans the plug-in's pip_package
         from .framework import recipe_module
 
-        hooks = importlib.import_module(name) if importlib.util.find_spec(name) is not None else None
-        sys.modules[name] = recipe_module(frameworks.BY_NAME[frameworks.RECIPES[component]], hooks)
+        sys.modules[name] = recipe_module(frameworks.BY_NAME[frameworks.RECIPES[component]])
     return importlib.import_module(name)
 
 

@@ -250,7 +250,8 @@ def recipe_module(fw: Any, hooks: Optional[types.ModuleType] = None) -> types.Mo
     the options and the release asked for, then plans the build: with ``hooks`` (the module ``recipes/<recipe>.py``,
     where a framework's builds need code of their own), its ``build_plan``; without, advise's build of the plug-in's
     ``pip_package`` (:func:`envdoctor.advise.plugin_candidates`) with pip, pip inside conda or a Docker image.
-    ``hooks`` itself becomes the module, keeping what it defines."""
+    ``hooks`` itself becomes the module, keeping what it defines: a hook module calls
+    ``recipe_module(FW, sys.modules[__name__])`` as its last line, so importing it gives the whole recipe."""
     module = hooks or types.ModuleType("envdoctor.recipes." + fw.recipe, "%s (%s's plug-in and data file)." % (
         fw.display, fw.name))
     build = getattr(hooks, "build_plan", None) or _pip_build_plan

@@ -13,6 +13,7 @@ links page (``--find-links``).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
@@ -127,3 +128,8 @@ def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, s
     if request.method != "docker" and not forced:  # an image's jax is not the machine's
         p.provides = framework.build_provides("jax", cand, request.version)
     return p
+
+
+# the rest of the recipe (its methods, options, versions, release, alternatives, plan) is the one framework recipe's,
+# from the plug-in's declared install data, around build_plan above
+framework.recipe_module(FW, sys.modules[__name__])

@@ -18,6 +18,7 @@ interpreter is refused, naming one that fits.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
@@ -310,3 +311,8 @@ def _conda_forge(request: Any, target: Any, row: Dict[str, Any], var: Dict[str, 
                 version=row["version"], method="conda", target=common.target_label(target), steps=steps,
                 notes=notes + [f"Use it: conda activate {env}", common.CONDA_REUSE_NOTE.format(env=env)],
                 resume_command=common.resume_command(request))
+
+
+# the rest of the recipe (its methods, options, versions, release, alternatives, plan) is the one framework recipe's,
+# from the plug-in's declared install data, around build_plan above
+framework.recipe_module(FW, sys.modules[__name__])

@@ -13,6 +13,7 @@ interpreter's Python, with the cuDNN pin it needs on an older GPU.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
@@ -129,3 +130,8 @@ def _python_alternatives(py: str) -> List[str]:
     fits = [r["version"] for r in load("tensorflow") if python_supported(r, py)]
     alts = [f"envdoctor install tensorflow --version {fits[-1]} (supports Python {py})"] if fits else []
     return alts + ["--python /path/to/another/python", "--method conda"]
+
+
+# the rest of the recipe (its methods, options, versions, release, alternatives, plan) is the one framework recipe's,
+# from the plug-in's declared install data, around build_plan above
+framework.recipe_module(FW, sys.modules[__name__])

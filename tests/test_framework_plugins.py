@@ -200,6 +200,9 @@ NODRIVER = "debian12-nogpu"
 #: Its build hook (``recipes/<recipe>.py``'s ``build_plan``, where a framework's builds need code of their own, as
 #: torch's, TensorFlow's and jax's do): the generic build, and a note saying the hook ran.
 HOOK = '''\
+import sys
+
+from envdoctor import frameworks
 from envdoctor.recipes import framework
 
 
@@ -207,6 +210,9 @@ def build_plan(fw, request, target, facts, opts, row):
     p = framework._pip_build_plan(fw, request, target, facts, opts, row)
     p.notes.append("the mindspore build hook planned this")
     return p
+
+
+framework.recipe_module(frameworks.BY_NAME["mindspore"], sys.modules[__name__])
 '''
 
 #: The same fictional framework, declared installable (``advise=True``, ``recipe``, ``pip_package``): ``envdoctor
