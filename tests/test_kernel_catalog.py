@@ -206,6 +206,29 @@ def test_a_gpu_too_new_for_the_branch() -> None:
     found = _found(_host_facts("0000:01:00.0", "10de:2b85", "unreadable", version="535.183.01"))
     f = found["driver.gpu_not_supported_by_branch"]
     assert f.severity == "error" and "RTX 5090" in f.title and "R535" in f.title
+    assert "Blackwell" in f.detail and "570.26" in f.detail
+
+
+@pytest.mark.parametrize("version", ["450.51.06", "460.91.03", "470.256.02", "535.183.01"])
+def test_a_gpu_missing_from_the_readmes_list_is_never_too_new_for_a_branch_that_knows_its_architecture(
+        version: str) -> None:
+    # The Tesla T4 (10de:1eb8, Turing, 2018) is not in 555.58.02's README Appendix A, which leaves out the
+    # compute-only datacenter GPUs and sends the reader to the Supported Products List for the complete one;
+    # NVIDIA's 470.256.02 README (Debian's nvidia-tesla-470-kernel-dkms) lists it: " Tesla T4  1EB8  J".
+    # Turing is known to drivers from 410.48 (CUDA 10.0) on. The GPU is not driven here (NVML counts none).
+    found = _found(_host_facts("0000:01:00.0", "10de:1eb8", "unreadable", version=version))
+    assert "driver.gpu_not_supported_by_branch" not in found
+    assert found["gpu.missing"].severity == "error"  # still said: the driver does not drive it
+
+
+def test_a_gpu_older_than_its_architectures_first_branch_is_too_new_with_its_architecture() -> None:
+    # the A100 (10de:20b0, Ampere, compute capability 8.0 from its product name) on R418: Ampere needs 450.51.05
+    found = _found(_host_facts("0000:01:00.0", "10de:20b0", "unreadable", version="418.226.00"))
+    f = found["driver.gpu_not_supported_by_branch"]
+    assert "R418" in f.title and "Ampere" in f.detail and "450.51.05" in f.detail
+    # R450 knows Ampere: quiet about the branch
+    found = _found(_host_facts("0000:01:00.0", "10de:20b0", "unreadable", version="450.51.06"))
+    assert "driver.gpu_not_supported_by_branch" not in found
 
 
 def test_a_driven_gpu_is_never_judged_by_old_lines_or_its_pci_id() -> None:
