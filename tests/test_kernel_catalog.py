@@ -309,6 +309,40 @@ def test_nothing_explains_a_gpu_the_driver_does_not_drive_then_that_itself_is_th
     assert settle([drv], facts)[0].severity == "error" and "0000:01:00.0" in drv.detail
 
 
+def _unlinked(facts: Facts, *buses: str) -> Facts:
+    """The same machine with no sysfs driver link for these GPUs (a container's or a restricted /sys, or a link
+    that could not be read: the probe records driver None for each)."""
+    pci = [{"bus_id": b, "driver": None, "device_id": "10de:2204"} for b in buses]
+    return Facts([f for f in facts if f.key != "gpu.pci_devices"] + [ok("gpu.pci_devices", pci, "dir:/sys")])
+
+
+def test_a_gpu_the_driver_registered_is_driven_whatever_its_sysfs_link_says() -> None:
+    # the driver's own records: /proc/driver/nvidia/gpus/0000:01:00.0/ (one directory per GPU it took, named by its
+    # bus location) and NVML's answer for it; the sysfs driver link missing
+    base = _host_facts("0000:01:00.0", "10de:2204", [], count=1, version="510.39.01")
+    nvml_bus = Fact("gpu.0.pci_bus_id", "00000000:01:00.0", "nvml:device.0.pci_bus_id", "ok")
+    proc = ok("gpu.proc_devices", ["0000:01:00.0"], "dir:/proc/driver/nvidia/gpus")
+    for extra in ([nvml_bus, proc], [proc], [nvml_bus]):
+        found = _found(Facts(list(_unlinked(base, "0000:01:00.0")) + extra))
+        assert "gpu.not_driven" not in found and not any(f.severity == "error" for f in found.values()), extra
+    # NVML counts the one GPU the bus shows (no bus id answered, /proc unreadable): driven too
+    assert "gpu.not_driven" not in _found(_unlinked(base, "0000:01:00.0"))
+
+
+def test_a_gpu_the_loaded_module_refused_is_still_not_driven_beside_one_it_drives() -> None:
+    # two RTX 3090s; the module took 0000:01:00.0 (procfs entry, NVML answers for it) and left 0000:02:00.0 without
+    # a driver, entry or answer: that one is not driven
+    base = _host_facts("0000:01:00.0", "10de:2204", "unreadable", count=1, version="570.86.15")
+    facts = Facts([f for f in _unlinked(base, "0000:02:00.0") if f.key != "gpu.pci_devices"] + [
+        ok("gpu.pci_devices", [{"bus_id": "0000:01:00.0", "driver": "nvidia", "device_id": "10de:2204"},
+                               {"bus_id": "0000:02:00.0", "driver": None, "device_id": "10de:2204"}], "dir:/sys"),
+        ok("gpu.proc_devices", ["0000:01:00.0"], "dir:/proc/driver/nvidia/gpus"),
+        Fact("gpu.0.pci_bus_id", "00000000:01:00.0", "nvml:device.0.pci_bus_id", "ok")])
+    found = _found(facts)
+    assert found["gpu.not_driven"].severity == "error" and "0000:02:00.0" in found["gpu.not_driven"].title
+    assert "0000:01:00.0" not in found["gpu.not_driven"].title
+
+
 def test_the_flavour_from_the_driver_packages_when_modinfo_cannot_say() -> None:
     # Ubuntu's nvidia-driver-550-open (dpkg status), the module never loaded, modinfo unanswered; a GTX 1080
     from envdoctor.probes.cuda import parse_dpkg_status
