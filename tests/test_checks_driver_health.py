@@ -405,6 +405,41 @@ def test_wsl_libraries_present_but_not_on_the_loader_path():
     assert f.fix.commands == ["echo /usr/lib/wsl/lib | sudo tee /etc/ld.so.conf.d/ld.wsl.conf", "sudo ldconfig"]
 
 
+# The links of the Windows driver's libraries as WSL2 mounts them (`ls -l /usr/lib/wsl/lib`, quoted in
+# microsoft/WSL#5548: "libcuda.so -> libcuda.so.1.1", "libcuda.so.1 -> libcuda.so.1.1"), found through the loader
+# cache ld.wsl.conf fills; and the links a native driver 550.54.15 installs beside libnvidia-egl-wayland, a library
+# of its own release (libnvidia-egl-wayland.so.1 -> libnvidia-egl-wayland.so.1.1.13, NVIDIA/egl-wayland 1.1.13).
+WSL_LINKS = {"/usr/lib/wsl/lib/libcuda.so.1": "libcuda.so.1.1", "/usr/lib/wsl/lib/libcuda.so": "libcuda.so.1.1"}
+WSL_CACHE = ("3 libs found in cache `/etc/ld.so.cache'\n"
+             "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/wsl/lib/libcuda.so.1\n"
+             "\tlibcuda.so (libc6,x86-64) => /usr/lib/wsl/lib/libcuda.so\n"
+             "\tlibnvidia-ml.so.1 (libc6,x86-64) => /usr/lib/wsl/lib/libnvidia-ml.so.1\n")
+
+
+def test_a_soname_suffix_that_is_not_a_driver_version_is_never_a_stale_link():
+    ldconfig = [{"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": WSL_CACHE}]
+    files = {"/proc/version": WSL_PROC_VERSION, "/etc/os-release": OS_UBUNTU, "/usr/sbin/ldconfig": "",
+             "/usr/lib/wsl/lib/libcuda.so.1.1": ""}
+    host = machine(files=files, dirs={"/dev": ["dxg", "null"], "/usr/lib/wsl/lib": WSL_LIBS}, commands=ldconfig,
+                   nvml=nvml_ok("591.97", 13010), release="5.15.133.1-microsoft-standard-WSL2")
+    host.doc["links"].update({p: {"target": t} for p, t in WSL_LINKS.items()})
+    assert probe_facts(host).value("driver.installed") is True and findings(host) == []
+    # a native driver's own library of another release beside its libcuda.so.1
+    lib = "/usr/lib/x86_64-linux-gnu/"
+    cache = ("1 libs found in cache `/etc/ld.so.cache'\n\tlibcuda.so.1 (libc6,x86-64) => %slibcuda.so.1\n" % lib)
+    host = healthy_550(files={lib + "libnvidia-egl-wayland.so.1.1.13": "", "/usr/sbin/ldconfig": ""})
+    host.doc["commands"].append({"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": cache, "returncode": 0,
+                                 "stderr": "", "timed_out": False})
+    host.doc["links"].update({lib + "libnvidia-egl-wayland.so.1": {"target": "libnvidia-egl-wayland.so.1.1.13"},
+                              lib + "libcuda.so.1": {"target": "libcuda.so.550.54.15"}})
+    host.doc["dirs"][lib.rstrip("/")]["entries"] += ["libnvidia-egl-wayland.so.1", "libcuda.so.1"]
+    host = type(host)(host.doc)
+    assert probe_facts(host).value("driver.library_links") == [
+        {"link": lib + "libcuda.so.1", "target": lib + "libcuda.so.550.54.15", "version": "550.54.15",
+         "exists": True}]
+    assert findings(host) == []
+
+
 # -- NVML errors -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("err, code, words", [
