@@ -517,3 +517,60 @@ def test_no_gpu_is_only_said_when_the_pci_bus_was_read():
     assert "gpu.none" not in {f.code for f in driver_health(CheckContext(quiet, []))}
     known = Facts(base + [ok("gpu.pci_devices", [], "test")])
     assert "gpu.none" in {f.code for f in driver_health(CheckContext(known, []))}
+
+
+# -- forward compatibility in NVIDIA's NGC layout ------------------------------------------------------------
+
+def ngc_compat_machine(driver: str, cuda: int, compat: str, toolkit: str, version_txt: str,
+                       gpu: str = "Tesla T4"):
+    """A container of NVIDIA's NGC images of the CUDA 10/11 era: the toolkit at /usr/local/cuda-X.Y, its cuda-compat
+    libraries in compat/lib (with their soname links, libcuda.so.1 -> libcuda.so.<compat driver>), and the images'
+    LD_LIBRARY_PATH=/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64 (tritonserver 20.06's,
+    quoted in a public run command); the host's driver as NVML answers it."""
+    lib = "/usr/local/%s/compat/lib/" % toolkit
+    files = {"/usr/local/%s/version.txt" % toolkit: version_txt, lib + "libcuda.so." + compat: "",
+             lib + "libnvidia-ptxjitcompiler.so." + compat: "", "/.dockerenv": "",
+             "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." + driver: "",
+             "/usr/lib/x86_64-linux-gnu/libcuda.so." + driver: ""}
+    host = machine(files=files, nvml=with_devices(nvml_ok(driver, cuda), [gpu]))
+    host.doc["links"].update({
+        "/usr/local/cuda": {"target": toolkit},
+        lib + "libcuda.so.1": {"target": "libcuda.so." + compat},
+        lib + "libnvidia-ptxjitcompiler.so.1": {"target": "libnvidia-ptxjitcompiler.so." + compat}})
+    host.doc["dirs"][lib.rstrip("/")]["entries"] += ["libcuda.so.1", "libnvidia-ptxjitcompiler.so.1"]
+    host.doc["dirs"]["/usr/local"]["entries"].append("cuda")
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
+    return type(host)(host.doc)
+
+
+def all_findings(host) -> List[Finding]:
+    from envdoctor.checks import run_checks
+
+    return [f for f in run_checks(CheckContext(probe_facts(host), [])) if f.severity in ("warning", "error")]
+
+
+def test_a_forward_compat_package_nvidias_table_lists_for_the_branch_runs_its_cuda():
+    # driver R418 (CUDA 10.1) with CUDA 10.2's compat libraries (440.33.01, the driver CUDA 10.2 shipped with) on a
+    # Tesla T4: NVIDIA CUDA and Drivers Support, Table 1, R418: "supports CUDA 10.2, CUDA 11.0 and CUDA 11.1
+    # (through CUDA forward compatible upgrade)"
+    host = ngc_compat_machine("418.126.02", 10010, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n")
+    facts = probe_facts(host)
+    assert [c["path"] for c in facts.value("cuda.forward_compat")] == [
+        "/usr/local/cuda-10.2/compat/lib/libcuda.so.440.33.01"]
+    found = all_findings(host)
+    assert not [f for f in found if f.code in ("driver.too_old_for_toolkit", "driver.stale_library_link",
+                                                "driver.library_mismatch", "driver.forward_compat_unsupported_gpu")], \
+        [(f.code, f.title) for f in found]
+
+
+def test_a_forward_compat_package_the_branch_does_not_run_is_still_too_old():
+    # the same R418 with CUDA 11.2's compat libraries (460.27.04): the table lists 10.2, 11.0, 11.1 for R418
+    host = ngc_compat_machine("418.126.02", 10010, "460.27.04", "cuda-11.2", "CUDA Version 11.2.67\n")
+    f = next(f for f in all_findings(host) if f.code == "driver.too_old_for_toolkit")
+    assert f.severity == "error" and "11.2" in f.title
+    assert "forward" in f.detail and "10.2, 11.0, 11.1" in f.detail and "R418" in f.detail
+    # on a GeForce board forward compatibility does not apply at all: error 804
+    host = ngc_compat_machine("418.126.02", 10010, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n",
+                              gpu="GeForce RTX 2080 Ti")
+    assert any(f.code == "driver.forward_compat_unsupported_gpu" and f.severity == "error"
+               for f in all_findings(host))
