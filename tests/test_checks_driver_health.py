@@ -218,6 +218,23 @@ def test_nouveau_bound_despite_blacklist_file_names_update_initramfs():
     assert f.fix.commands == ["sudo update-initramfs -u", "sudo reboot"]
 
 
+def test_nouveau_bound_despite_its_blacklist_with_no_driver_installed_is_the_finding_not_install_a_driver():
+    # no NVIDIA driver yet; nvidia-installer (or the user) wrote its blacklist file, the initramfs was never rebuilt,
+    # nouveau still takes the GPU at boot and the installer stops on it (NVIDIA's README, "What if my initial
+    # ramdisk image contains Nouveau?")
+    conf = "/etc/modprobe.d/nvidia-installer-disable-nouveau.conf"
+    host = machine(files=dict(NVIDIA_PCI, **{"/etc/os-release": OS_UBUNTU, conf: NOUVEAU_BLACKLIST}),
+                   dirs={"/sys/module/nouveau": ["parameters"], "/sys/bus/pci/drivers/nouveau": PCI_DRIVER_DIR})
+    f = only(host, "driver.nouveau_conflict")  # and not also driver.not_installed: one root cause
+    assert f.severity == "error" and "0000:01:00.0" in f.title and "no NVIDIA driver is installed" in f.title
+    assert "initramfs still loads nouveau" in f.detail and "currently in use by your system" in f.detail
+    assert f.fix.commands[:2] == ["sudo update-initramfs -u", "sudo reboot"]
+    assert f.fix.install == "envdoctor install driver"
+    # the blacklist in effect (nouveau loaded by nothing, bound to nothing): only "install a driver"
+    host = machine(files=dict(NVIDIA_PCI, **{"/etc/os-release": OS_UBUNTU, conf: NOUVEAU_BLACKLIST}))
+    assert codes(host) == ["driver.not_installed"]
+
+
 def test_nova_core_bound_is_a_conflict():
     host = healthy_550(dirs={"/sys/module/nova_core": ["parameters"], "/sys/bus/pci/drivers/nova_core": PCI_DRIVER_DIR})
     f = only(host, "driver.nova_conflict")
