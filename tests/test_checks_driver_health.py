@@ -218,6 +218,23 @@ def test_nouveau_bound_despite_blacklist_file_names_update_initramfs():
     assert f.fix.commands == ["sudo update-initramfs -u", "sudo reboot"]
 
 
+def test_nouveau_bound_despite_its_blacklist_with_no_driver_installed_is_the_finding_not_install_a_driver():
+    # no NVIDIA driver yet; nvidia-installer (or the user) wrote its blacklist file, the initramfs was never rebuilt,
+    # nouveau still takes the GPU at boot and the installer stops on it (NVIDIA's README, "What if my initial
+    # ramdisk image contains Nouveau?")
+    conf = "/etc/modprobe.d/nvidia-installer-disable-nouveau.conf"
+    host = machine(files=dict(NVIDIA_PCI, **{"/etc/os-release": OS_UBUNTU, conf: NOUVEAU_BLACKLIST}),
+                   dirs={"/sys/module/nouveau": ["parameters"], "/sys/bus/pci/drivers/nouveau": PCI_DRIVER_DIR})
+    f = only(host, "driver.nouveau_conflict")  # and not also driver.not_installed: one root cause
+    assert f.severity == "error" and "0000:01:00.0" in f.title and "no NVIDIA driver is installed" in f.title
+    assert "initramfs still loads nouveau" in f.detail and "currently in use by your system" in f.detail
+    assert f.fix.commands[:2] == ["sudo update-initramfs -u", "sudo reboot"]
+    assert f.fix.install == "envdoctor install driver"
+    # the blacklist in effect (nouveau loaded by nothing, bound to nothing): only "install a driver"
+    host = machine(files=dict(NVIDIA_PCI, **{"/etc/os-release": OS_UBUNTU, conf: NOUVEAU_BLACKLIST}))
+    assert codes(host) == ["driver.not_installed"]
+
+
 def test_nova_core_bound_is_a_conflict():
     host = healthy_550(dirs={"/sys/module/nova_core": ["parameters"], "/sys/bus/pci/drivers/nova_core": PCI_DRIVER_DIR})
     f = only(host, "driver.nova_conflict")
@@ -405,6 +422,41 @@ def test_wsl_libraries_present_but_not_on_the_loader_path():
     assert f.fix.commands == ["echo /usr/lib/wsl/lib | sudo tee /etc/ld.so.conf.d/ld.wsl.conf", "sudo ldconfig"]
 
 
+# The links of the Windows driver's libraries as WSL2 mounts them (`ls -l /usr/lib/wsl/lib`, quoted in
+# microsoft/WSL#5548: "libcuda.so -> libcuda.so.1.1", "libcuda.so.1 -> libcuda.so.1.1"), found through the loader
+# cache ld.wsl.conf fills; and the links a native driver 550.54.15 installs beside libnvidia-egl-wayland, a library
+# of its own release (libnvidia-egl-wayland.so.1 -> libnvidia-egl-wayland.so.1.1.13, NVIDIA/egl-wayland 1.1.13).
+WSL_LINKS = {"/usr/lib/wsl/lib/libcuda.so.1": "libcuda.so.1.1", "/usr/lib/wsl/lib/libcuda.so": "libcuda.so.1.1"}
+WSL_CACHE = ("3 libs found in cache `/etc/ld.so.cache'\n"
+             "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/wsl/lib/libcuda.so.1\n"
+             "\tlibcuda.so (libc6,x86-64) => /usr/lib/wsl/lib/libcuda.so\n"
+             "\tlibnvidia-ml.so.1 (libc6,x86-64) => /usr/lib/wsl/lib/libnvidia-ml.so.1\n")
+
+
+def test_a_soname_suffix_that_is_not_a_driver_version_is_never_a_stale_link():
+    ldconfig = [{"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": WSL_CACHE}]
+    files = {"/proc/version": WSL_PROC_VERSION, "/etc/os-release": OS_UBUNTU, "/usr/sbin/ldconfig": "",
+             "/usr/lib/wsl/lib/libcuda.so.1.1": ""}
+    host = machine(files=files, dirs={"/dev": ["dxg", "null"], "/usr/lib/wsl/lib": WSL_LIBS}, commands=ldconfig,
+                   nvml=nvml_ok("591.97", 13010), release="5.15.133.1-microsoft-standard-WSL2")
+    host.doc["links"].update({p: {"target": t} for p, t in WSL_LINKS.items()})
+    assert probe_facts(host).value("driver.installed") is True and findings(host) == []
+    # a native driver's own library of another release beside its libcuda.so.1
+    lib = "/usr/lib/x86_64-linux-gnu/"
+    cache = ("1 libs found in cache `/etc/ld.so.cache'\n\tlibcuda.so.1 (libc6,x86-64) => %slibcuda.so.1\n" % lib)
+    host = healthy_550(files={lib + "libnvidia-egl-wayland.so.1.1.13": "", "/usr/sbin/ldconfig": ""})
+    host.doc["commands"].append({"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": cache, "returncode": 0,
+                                 "stderr": "", "timed_out": False})
+    host.doc["links"].update({lib + "libnvidia-egl-wayland.so.1": {"target": "libnvidia-egl-wayland.so.1.1.13"},
+                              lib + "libcuda.so.1": {"target": "libcuda.so.550.54.15"}})
+    host.doc["dirs"][lib.rstrip("/")]["entries"] += ["libnvidia-egl-wayland.so.1", "libcuda.so.1"]
+    host = type(host)(host.doc)
+    assert probe_facts(host).value("driver.library_links") == [
+        {"link": lib + "libcuda.so.1", "target": lib + "libcuda.so.550.54.15", "version": "550.54.15",
+         "exists": True}]
+    assert findings(host) == []
+
+
 # -- NVML errors -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("err, code, words", [
@@ -482,3 +534,60 @@ def test_no_gpu_is_only_said_when_the_pci_bus_was_read():
     assert "gpu.none" not in {f.code for f in driver_health(CheckContext(quiet, []))}
     known = Facts(base + [ok("gpu.pci_devices", [], "test")])
     assert "gpu.none" in {f.code for f in driver_health(CheckContext(known, []))}
+
+
+# -- forward compatibility in NVIDIA's NGC layout ------------------------------------------------------------
+
+def ngc_compat_machine(driver: str, cuda: int, compat: str, toolkit: str, version_txt: str,
+                       gpu: str = "Tesla T4"):
+    """A container of NVIDIA's NGC images of the CUDA 10/11 era: the toolkit at /usr/local/cuda-X.Y, its cuda-compat
+    libraries in compat/lib (with their soname links, libcuda.so.1 -> libcuda.so.<compat driver>), and the images'
+    LD_LIBRARY_PATH=/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64 (tritonserver 20.06's,
+    quoted in a public run command); the host's driver as NVML answers it."""
+    lib = "/usr/local/%s/compat/lib/" % toolkit
+    files = {"/usr/local/%s/version.txt" % toolkit: version_txt, lib + "libcuda.so." + compat: "",
+             lib + "libnvidia-ptxjitcompiler.so." + compat: "", "/.dockerenv": "",
+             "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." + driver: "",
+             "/usr/lib/x86_64-linux-gnu/libcuda.so." + driver: ""}
+    host = machine(files=files, nvml=with_devices(nvml_ok(driver, cuda), [gpu]))
+    host.doc["links"].update({
+        "/usr/local/cuda": {"target": toolkit},
+        lib + "libcuda.so.1": {"target": "libcuda.so." + compat},
+        lib + "libnvidia-ptxjitcompiler.so.1": {"target": "libnvidia-ptxjitcompiler.so." + compat}})
+    host.doc["dirs"][lib.rstrip("/")]["entries"] += ["libcuda.so.1", "libnvidia-ptxjitcompiler.so.1"]
+    host.doc["dirs"]["/usr/local"]["entries"].append("cuda")
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
+    return type(host)(host.doc)
+
+
+def all_findings(host) -> List[Finding]:
+    from envdoctor.checks import run_checks
+
+    return [f for f in run_checks(CheckContext(probe_facts(host), [])) if f.severity in ("warning", "error")]
+
+
+def test_a_forward_compat_package_nvidias_table_lists_for_the_branch_runs_its_cuda():
+    # driver R418 (CUDA 10.1) with CUDA 10.2's compat libraries (440.33.01, the driver CUDA 10.2 shipped with) on a
+    # Tesla T4: NVIDIA CUDA and Drivers Support, Table 1, R418: "supports CUDA 10.2, CUDA 11.0 and CUDA 11.1
+    # (through CUDA forward compatible upgrade)"
+    host = ngc_compat_machine("418.126.02", 10010, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n")
+    facts = probe_facts(host)
+    assert [c["path"] for c in facts.value("cuda.forward_compat")] == [
+        "/usr/local/cuda-10.2/compat/lib/libcuda.so.440.33.01"]
+    found = all_findings(host)
+    assert not [f for f in found if f.code in ("driver.too_old_for_toolkit", "driver.stale_library_link",
+                                                "driver.library_mismatch", "driver.forward_compat_unsupported_gpu")], \
+        [(f.code, f.title) for f in found]
+
+
+def test_a_forward_compat_package_the_branch_does_not_run_is_still_too_old():
+    # the same R418 with CUDA 11.2's compat libraries (460.27.04): the table lists 10.2, 11.0, 11.1 for R418
+    host = ngc_compat_machine("418.126.02", 10010, "460.27.04", "cuda-11.2", "CUDA Version 11.2.67\n")
+    f = next(f for f in all_findings(host) if f.code == "driver.too_old_for_toolkit")
+    assert f.severity == "error" and "11.2" in f.title
+    assert "forward" in f.detail and "10.2, 11.0, 11.1" in f.detail and "R418" in f.detail
+    # on a GeForce board forward compatibility does not apply at all: error 804
+    host = ngc_compat_machine("418.126.02", 10010, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n",
+                              gpu="GeForce RTX 2080 Ti")
+    assert any(f.code == "driver.forward_compat_unsupported_gpu" and f.severity == "error"
+               for f in all_findings(host))

@@ -421,6 +421,24 @@ def driver_branch(driver_version: str) -> Optional[Row]:
     return None
 
 
+def forward_compat_runs(driver_version: Any, cuda: Any) -> Optional[bool]:
+    """Whether NVIDIA's table lists CUDA ``cuda`` ("10.2", "11.4.3") among those the branch of ``driver_version``
+    runs through the CUDA forward compatible upgrade (a cuda-compat package of that CUDA, on a Data Center GPU);
+    None when the branch's row does not say (``forward_compat_cuda`` absent, or no row)."""
+    from ..versions import major_minor
+
+    row = driver_branch(str(driver_version)) if driver_version else None
+    listed = row.get("forward_compat_cuda") if row is not None else None
+    want = major_minor(cuda)
+    if not isinstance(listed, list) or want is None:
+        return None
+    for item in listed:
+        have = major_minor(item)
+        if have is not None and have[0] == want[0] and (have[1] is None or have[1] == want[1]):
+            return True
+    return False
+
+
 def _today() -> datetime.date:
     return datetime.date.today()
 
@@ -793,6 +811,10 @@ def validate_driver_branches(rows: List[Row]) -> List[str]:
         eol = r.get("eol")
         if not isinstance(eol, str) or not re.match(r"^\d{4}-(0[1-9]|1[0-2])$", eol):
             problems.append(f"{w}: eol must be a month YYYY-MM")
+        fc = r.get("forward_compat_cuda")
+        if fc is not None and (not isinstance(fc, list) or not fc or not all(
+                isinstance(c, str) and re.match(r"^\d+(\.\d+)?$", c) for c in fc)):
+            problems.append(f"{w}: forward_compat_cuda must be a list of CUDA releases (\"11.0\") or majors (\"11\")")
     return problems
 
 

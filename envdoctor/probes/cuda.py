@@ -140,12 +140,13 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
     tk["cudart"] = _best(cudart)
     if tk["version"] is None and tk["cudart"] and len(tk["cudart"].split(".")) >= 3:
         tk["version"], tk["source"] = tk["cudart"], "dir:{} (libcudart.so.{})".format(path, tk["cudart"])
-    # compat/: forward-compatibility libcuda for an older driver
-    compat_dir = posixpath.join(path, "compat")
-    for name in host.list_dir(compat_dir).names():
-        m = _COMPAT_LIBCUDA.match(name)
-        if m:
-            tk["compat"].append({"path": posixpath.join(compat_dir, name), "driver_version": m.group(1)})
+    # compat/: forward-compatibility libcuda for an older driver (cuda-compat-X-Y's layout); compat/lib/ is where
+    # NVIDIA's NGC images of the CUDA 10/11 era keep it (their LD_LIBRARY_PATH starts /usr/local/cuda/compat/lib)
+    for compat_dir in (posixpath.join(path, "compat"), posixpath.join(path, "compat", "lib")):
+        for name in host.list_dir(compat_dir).names():
+            m = _COMPAT_LIBCUDA.match(name)
+            if m:
+                tk["compat"].append({"path": posixpath.join(compat_dir, name), "driver_version": m.group(1)})
     tk["release"] = release_of(tk["version"])
     if tk["version"] is None:
         tk["reason"] = "; ".join(reasons) or "no version.json, version.txt, dist-info or versioned libcudart"

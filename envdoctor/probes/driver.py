@@ -73,7 +73,6 @@ _NVRM = re.compile(
     re.M,
 )
 _GCC = re.compile(r"^GCC version:\s+(?:gcc version\s+)?(?P<text>.+?)\s*$", re.M)
-_DRIVER_VERSION = re.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
 _LIB_VERSION = re.compile(r"^(?P<lib>libnvidia-ml|libcuda)\.so\.(?P<version>\d{3,}\.\d+(?:\.\d+)?)$")
 _SMI_CUDA = re.compile(r"CUDA Version:\s*(?P<version>\d+\.\d+)")
 _SMI_NVML_LIB = re.compile(r"NVML library version:\s*(?P<version>\d+\.\d+(?:\.\d+)?)")
@@ -259,7 +258,7 @@ def _kernel_module(host: Host, wsl: bool) -> Tuple[List[Fact], Optional[Dict[str
     loaded = proc.ok or sys_loaded
     info = parse_proc_version(proc.text) if proc.text is not None else None
     sys_ver = (sysv.text or "").strip()
-    sys_ok = bool(sys_ver) and _DRIVER_VERSION.match(sys_ver) is not None
+    sys_ok = versions.is_driver_version(sys_ver)
 
     facts.append(ok("driver.kernel_module.loaded", loaded,
                     "file:" + PROC_VERSION if proc.ok else "dir:/sys/module/nvidia", "Kernel module loaded"))
@@ -314,9 +313,9 @@ def _nvidia_smi(host: Host) -> Tuple[Optional[str], Optional[str], Optional[str]
     if m:
         nvml_lib = m.group(1)
     if res.ok:
-        versions = {ln.strip() for ln in res.stdout.splitlines() if ln.strip()}
-        if len(versions) == 1 and _DRIVER_VERSION.match(next(iter(versions))):
-            driver = next(iter(versions))
+        answers = {ln.strip() for ln in res.stdout.splitlines() if ln.strip()}
+        if len(answers) == 1 and versions.is_driver_version(next(iter(answers))):
+            driver = next(iter(answers))
     if driver is not None:  # the header's "CUDA Version: 12.4" (the table is never parsed for anything else)
         plain = host.run(SMI_PLAIN, timeout=10)
         m = _SMI_CUDA.search(plain.stdout) if plain.ok else None
