@@ -111,8 +111,11 @@ def _mxnet_fix(v: Dict[str, Any], drv: Driver, src: Dict[str, Any]) -> Tuple[Fix
     """MXNet's CUDA builds are separate PyPI projects, one per CUDA release (mxnet-cu100 for CUDA 10.0): the one
     for the newest CUDA this driver runs, of the release nearest the installed one (the newer on a tie)."""
     have = _mm(v.get("public") or v.get("version"))
-    fits = [(row, pkg, cuda) for row, pkg, cuda in fw.mxnet_builds()
-            if drv.known and _mm(cuda) is not None and drv.verdict(_mm(cuda)) == "ok"]
+    fits = []
+    for row, pkg, cuda in fw.mxnet_builds():
+        need = _mm(cuda)
+        if drv.known and need is not None and drv.verdict(need) == "ok":
+            fits.append((row, pkg, cuda))
     if not fits:
         return Fix(text="Install the mxnet-cuNNN package of the CUDA this driver runs in place of the CPU-only "
                         "mxnet."), src

@@ -33,7 +33,6 @@ from . import (
     torch_variant,
 )
 
-
 #: ONNX Runtime's CUDA provider takes the CUDA and cuDNN libraries a PyTorch imported before it has loaded: a soname
 #: already in the process satisfies the provider's NEEDED entries and dlopen calls (ld.so(8)), and torch/__init__.py
 #: loads its nvidia-* wheels' libraries from site-packages/nvidia/<lib>/lib when it is imported (_load_global_deps,
