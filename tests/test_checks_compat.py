@@ -557,3 +557,25 @@ def test_driver_too_old_within_a_cuda_10_major_is_not_called_a_newer_major():
     g = only(run(F(driver("450.80.02", "11.0"), torch("2.1.0", "12.1"), gpu("7.5", "Tesla T4"))),
              "driver.too_old_for_framework")
     assert "newer major" in g.detail and "minor-version compatibility" in g.fix.text
+
+
+def _cpu_mxnet(version: str) -> Any:
+    # what the frameworks probe reads of PyPI's CPU-only `mxnet` wheel (its dist-info; no mxnet-cuNNN package)
+    return ok("framework.mxnet", {"version": version, "public": version, "package": "mxnet", "build": "cpu",
+                                  "packages": {"mxnet": version}}, "dir:x")
+
+
+def test_cpu_mxnet_names_the_mxnet_cuNNN_package_of_the_cuda_the_driver_runs():
+    # driver 410 runs CUDA 10.0: PyPI's mxnet-cu100 (no 1.6 release of it: 1.5.1.post0, then 1.7.0)
+    f = only(run(F(driver("410.104", "10.0"), _cpu_mxnet("1.6.0"), gpu("6.1", "GeForce GTX 1080 Ti"))),
+             "framework.cpu_only_build")
+    assert "mxnet-cu100" in f.detail
+    assert f.fix.commands == ["pip uninstall -y mxnet", "pip install 'mxnet-cu100==1.7.*'"]
+    # a driver for CUDA 10.2 keeps the installed release: mxnet-cu102 1.6.0.post0
+    f = only(run(F(driver("440.100", "10.2"), _cpu_mxnet("1.6.0"), gpu("6.1", "GeForce GTX 1080 Ti"))),
+             "framework.cpu_only_build")
+    assert f.fix.commands[-1] == "pip install 'mxnet-cu102==1.6.*'"
+
+
+def test_cpu_mxnet_without_a_gpu_is_quiet():
+    assert run(F(_cpu_mxnet("1.6.0"), ok("gpu.count", 0, "derived"))) == []

@@ -13,7 +13,7 @@ from envdoctor.checks.libraries import cudnn_version, framework_linkage
 from envdoctor.checks.libraries.wheels import onnxruntime_packaging
 from envdoctor.probes.loader import expand_origin
 
-from .conftest import probe_facts
+from .conftest import make_host, probe_facts
 from .test_probe_frameworks import SITE, TORCH_240_CU121_VERSION_PY, TORCH_240_METADATA, site_host
 
 LIB = SITE + "/torch/lib"
@@ -253,3 +253,54 @@ def test_an_extension_built_for_another_cuda_than_torch_cannot_load():
     # the runtime torch itself loads satisfies the extension
     ok_ctx = _with_gpu(_extension_host(["libcudart.so.12", "libc.so.6"]), "8.0", "NVIDIA A100-SXM4-80GB")
     assert [f for f in framework_linkage(ok_ctx) if f.code == "cuda.framework_cannot_load"] == []
+
+
+# -- ONNX Runtime with PyTorch's CUDA wheels ---------------------------------------------------------------
+# onnxruntime/capi/version_info.py as the onnxruntime-gpu 1.20.1 CUDA 12 wheel writes it (use_cuda, cuda_version,
+# cudnn_version); torch 2.4.0+cu121 brings the nvidia-*-cu12 wheels, whose files lie in site-packages/nvidia/*/lib.
+# ONNX Runtime's CUDA provider page ("Compatibility with PyTorch"): it reuses the libraries torch loaded.
+ORT_1201_VERSION_INFO = 'use_cuda = True\n\ncuda_version = "12.2"\ncudnn_version = "9.1"\n'
+
+
+def _ort_with_torch(torch_version_py=TORCH_240_CU121_VERSION_PY):
+    files = {"onnxruntime_gpu-1.20.1.dist-info/METADATA": "Name: onnxruntime-gpu\nVersion: 1.20.1\n",
+             "onnxruntime/__init__.py": '__version__ = "1.20.1"\n',
+             "onnxruntime/capi/version_info.py": ORT_1201_VERSION_INFO,
+             "nvidia/cublas/lib/libcublas.so.12": "", "nvidia/cublas/lib/libcublasLt.so.12": "",
+             "nvidia/cuda_runtime/lib/libcudart.so.12": "", "nvidia/cufft/lib/libcufft.so.11": "",
+             "nvidia/curand/lib/libcurand.so.10": "", "nvidia/cudnn/lib/libcudnn.so.9": ""}
+    if torch_version_py:
+        files.update({"torch/version.py": torch_version_py, "torch/__init__.py": "",
+                      "torch-2.4.0.dist-info/METADATA": TORCH_240_METADATA})
+    # an ld.so cache that was read and lists no CUDA library (`ldconfig -p` of a machine without a toolkit)
+    ldconfig = {"argv": ["/sbin/ldconfig", "-p"], "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}
+    base = site_host({})
+    host = make_host(files=dict({SITE + "/" + p: t for p, t in files.items()}, **{"/sbin/ldconfig": ""}),
+                     commands=[ldconfig], python=base.doc["python"], uname=base.doc["uname"])
+    return _with_gpu(host, "8.6", "NVIDIA GeForce RTX 3090")
+
+
+def _dlopen_findings(ctx):
+    from envdoctor.checks.libraries.linkage import _dlopen_linkage
+    return list(_dlopen_linkage(ctx.facts, "onnxruntime"))
+
+
+def test_onnxruntime_with_a_cuda_torch_beside_it_finds_its_libraries_once_torch_is_imported():
+    found = _dlopen_findings(_ort_with_torch())
+    assert [(f.code, f.severity) for f in found] == [("cuda.framework_cannot_load", "info")]
+    assert "only once torch 2.4.0 is imported first" in found[0].title
+    assert "libcudnn.so.9" in found[0].title and "libcublasLt.so.12" in found[0].title
+    assert "preload_dlls" in found[0].fix.text
+
+
+def test_onnxruntime_without_torch_still_cannot_load_the_wheels_libraries():
+    found = _dlopen_findings(_ort_with_torch(torch_version_py=None))
+    assert found and {f.severity for f in found} == {"error"}
+    assert "libcudnn.so.9" in {f.title.split(" loads ")[1].split(" ")[0] for f in found}
+
+
+def test_a_torch_of_another_cuda_major_does_not_provide_them():
+    cu118 = TORCH_240_CU121_VERSION_PY.replace("+cu121", "+cu118").replace("'12.1'", "'11.8'")
+    found = _dlopen_findings(_ort_with_torch(cu118))
+    assert found and {f.severity for f in found} == {"error"}

@@ -725,6 +725,12 @@ def mxnet_release(version: Any) -> Optional[Row]:
     return _by_minor("mxnet", version)
 
 
+def mxnet_builds() -> List[Tuple[Row, str, str]]:
+    """Every (release row, mxnet-cuNNN package, CUDA major.minor) of the table."""
+    return [(row, str(p.get("package")), str(p.get("cuda"))) for row in load("mxnet")
+            for p in row.get("packages", []) if p.get("package") and p.get("cuda")]
+
+
 def mxnet_package_for(version: Any, cuda_version: Any) -> Optional[str]:
     """The mxnet-cuNNN package of a release for a CUDA major.minor; None if it was not built."""
     row, cv = mxnet_release(version), _version(cuda_version)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from ...facts import Facts
 from ...findings import Finding, Fix
@@ -15,6 +15,7 @@ from . import (
     MINOR_COMPAT,
     Driver,
     _ev,
+    _mm,
     _pip_command,
     _source,
     _torch_fix,
@@ -42,6 +43,7 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
             continue
         label = "%s %s" % (v.get("package") or name, v.get("version"))
         src: Dict[str, Any] = _source("a CUDA build exists for this GPU", url=MINOR_COMPAT)
+        named = ""  # the CUDA build the fix installs, where it is another package
         if name == "torch":
             sug = suggest_torch(facts, drv if drv.known else None, ccs, prefer=v.get("version"))
             fix = _torch_fix("Replace the CPU-only wheel with a CUDA build.", sug, facts)
@@ -88,6 +90,9 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
             if rel is not None:
                 src = {"rule": "onnxruntime-gpu %s is built for CUDA %s" % (rel["version"], rel["cuda"]),
                        "url": rel["source"].get("url", ""), "checked": rel["source"].get("checked", "")}
+        elif name == "mxnet":
+            fix, src = _mxnet_fix(v, drv, src)
+            named = " (%s)" % src["rule"].split(" is ")[0] if fix.commands else ""
         elif name == "paddle":
             fix = Fix(text="Install paddlepaddle-gpu instead of the CPU package.",
                       commands=["pip uninstall -y paddlepaddle", "pip install paddlepaddle-gpu"])
@@ -97,9 +102,35 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
         out.append(Finding(
             code="framework.cpu_only_build", severity="warning", components=[component, "gpu"],
             title="%s is a CPU-only build, but this machine has an NVIDIA GPU (%s)" % (label, who),
-            detail="This build never uses the GPU. The suggested CUDA build is one this driver runs.",
+            detail="This build never uses the GPU. The suggested CUDA build%s is one this driver runs." % named,
             evidence=_ev(fact, *gpu_ev), source=src, fix=fix))
     return out
+
+
+def _mxnet_fix(v: Dict[str, Any], drv: Driver, src: Dict[str, Any]) -> Tuple[Fix, Dict[str, Any]]:
+    """MXNet's CUDA builds are separate PyPI projects, one per CUDA release (mxnet-cu100 for CUDA 10.0): the one
+    for the newest CUDA this driver runs, of the release nearest the installed one (the newer on a tie)."""
+    have = _mm(v.get("public") or v.get("version"))
+    fits = []
+    for row, pkg, cuda in fw.mxnet_builds():
+        need = _mm(cuda)
+        if drv.known and need is not None and drv.verdict(need) == "ok":
+            fits.append((row, pkg, cuda))
+    if not fits:
+        return Fix(text="Install the mxnet-cuNNN package of the CUDA this driver runs in place of the CPU-only "
+                        "mxnet."), src
+
+    def rank(b: Tuple[Dict[str, Any], str, str]) -> Tuple[Any, ...]:
+        rel, cuda = _mm(b[0]["version"]) or (0, 0), _mm(b[2]) or (0, 0)
+        gap = abs(rel[0] * 100 + (rel[1] or 0) - (have[0] * 100 + (have[1] or 0))) if have else 0
+        return (cuda[0], cuda[1] or 0, -gap, rel[0], rel[1] or 0)
+
+    row, pkg, cuda = max(fits, key=rank)
+    uninstall = " ".join(sorted(v.get("packages") or [v.get("package") or "mxnet"]))
+    return (Fix(text="Install %s, MXNet's build for CUDA %s (the newest CUDA this driver runs), release %s, in "
+                     "place of the CPU-only %s package." % (pkg, cuda, row["version"], v.get("package") or "mxnet"),
+                commands=["pip uninstall -y %s" % uninstall, "pip install '%s==%s.*'" % (pkg, row["version"])]),
+            _source("%s %s is MXNet's build for CUDA %s" % (pkg, row["version"], cuda), row))
 
 
 @check("compat.cpu-builds", requires=("framework.*", "gpu.count"),
