@@ -102,6 +102,21 @@ def test_rows_waiting_for_a_reset_warn_and_say_how_many():
     assert "nvidia-smi -q -d ROW_REMAPPER -i 0" in pending.fix.commands
 
 
+def test_rows_pending_after_correctable_errors_alone_are_info_not_a_warning():
+    # NVIDIA's "Error Recovery and Response Flags" page: with the pending flag set, "unaffected applications can
+    # continue running without affecting accuracy and performance, and new workloads can be launched". One row
+    # remapped for a correctable error, none for uncorrectable ones, no uncorrected error counted: a reset when
+    # convenient, not a fault.
+    f = memory(**{"device.0.remapped_rows": {"value": [1, 0, 1, 0]}})
+    pending = f["gpu.row_remap_pending"]
+    assert pending.severity == "info" and "when convenient" in pending.title and "1 for correctable" in pending.title
+    assert "sudo nvidia-smi -r -i 0" in pending.fix.commands
+    # the same pending row with an uncorrectable remap beside it (the failing HBM of wtdcode/vllm-backport#62),
+    # or counters that do not say the cause: still a warning
+    assert memory(**{"device.0.remapped_rows": {"value": [1, 1, 1, 0]}})["gpu.row_remap_pending"].severity == "warning"
+    assert memory(**{"device.0.remapped_rows": {"value": [0, 0, 1, 0]}})["gpu.row_remap_pending"].severity == "warning"
+
+
 def test_a_failed_row_remapping_is_an_error_that_names_the_rma():
     f = memory(**{"device.0.remapped_rows": {"value": [1, 8, 0, 1]}})["gpu.row_remap_failed"]
     assert f.severity == "error" and "RMA" in f.detail and "RMA" in f.fix.text

@@ -9,13 +9,14 @@ it, not necessarily /usr/bin/gcc. The profile texts below are those files' own l
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, List, Optional
 
 from envdoctor.checks import CheckContext
 from envdoctor.checks.compat import compat
 from envdoctor.probes.compilers import parse_nvcc_profile
 
-from .conftest import make_host, probe_facts
+from .conftest import corpus_snapshot, make_host, probe_facts
 
 NVIDIA_PROFILE = """
 TOP              = $(_HERE_)/..
@@ -140,6 +141,45 @@ def test_nixos_driver_libraries_are_where_wheels_do_not_look() -> None:
     assert f.severity == "warning" and "LD_LIBRARY_PATH=/run/opengl-driver/lib" in f.fix.commands[0]
     # nothing anywhere: the user-space is missing
     assert "driver.userspace_missing" in _driver_findings({})
+
+
+NIX_TF = "b16-nixos-2003-nix-shell-pip-tensorflow-ld-library-path-without-run-opengl-driver"
+
+
+def _nix_codes(doc: Dict[str, Any]) -> Dict[str, Any]:
+    from .conftest import snapshot_findings
+
+    return {f.code: f for f in snapshot_findings(doc)}
+
+
+def test_nixos_pip_framework_without_the_driver_directory_warns_though_nvml_answered() -> None:
+    # NixOS 20.03 in a nix-shell (the NixOS wiki's TensorFlow page): LD_LIBRARY_PATH holds cudatoolkit and cuDNN
+    # from the store but not /run/opengl-driver/lib; pip's tf-nightly has no RUNPATH. envdoctor's own NVML
+    # answered (it reached the driver some other way), the inspected environment's TensorFlow cannot.
+    f = _nix_codes(corpus_snapshot(NIX_TF))["driver.userspace_outside_loader_path"]
+    assert f.severity == "warning" and "tf-nightly" in f.title and "/run/opengl-driver/lib" in f.title
+    assert "LD_LIBRARY_PATH=/run/opengl-driver/lib" in f.fix.commands[0]
+
+
+def test_nixos_with_the_driver_directory_on_ld_library_path_is_quiet() -> None:
+    # the wiki's fix: the shellHook appends /run/opengl-driver/lib to LD_LIBRARY_PATH
+    doc = corpus_snapshot(NIX_TF)
+    doc["environ"]["LD_LIBRARY_PATH"] += ":/run/opengl-driver/lib"
+    found = _nix_codes(doc)
+    assert "driver.userspace_outside_loader_path" not in found and "driver.userspace_missing" not in found
+
+
+def test_nixos_program_built_by_nix_is_quiet() -> None:
+    # a Nix-built framework (python3Packages.tensorflow from the store): nixpkgs' addDriverRunpath appends
+    # /run/opengl-driver/lib to its libraries' RUNPATH. A stand-in: the same site-packages moved into the store.
+    doc = json.loads(json.dumps(corpus_snapshot(NIX_TF)).replace(
+        "/home/user/tfproj/_build/pip_packages", "/nix/store/0000000000000000000000000000000-python3.7-tensorflow"))
+    assert "driver.userspace_outside_loader_path" not in _nix_codes(doc)
+    # and without a framework that uses CUDA there is nothing to find libcuda for
+    doc = corpus_snapshot(NIX_TF)
+    doc["environ"].pop("PYTHONPATH")
+    doc["python"]["sys_path"] = [p for p in doc["python"]["sys_path"] if "pip_packages" not in p]
+    assert "driver.userspace_outside_loader_path" not in _nix_codes(doc)
 
 
 def test_arch_toolkit_in_opt_cuda_is_found_without_its_profile_path() -> None:

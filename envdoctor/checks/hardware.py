@@ -15,6 +15,9 @@ CHECKED = "2026-11-22"
 NVML_REASONS = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"
 NVML_PCIE = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
 ECC_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+#: "Row-remapping pending flag ... Even with the flag set, unaffected applications can continue running without
+#: affecting accuracy and performance, and new workloads can be launched."
+REMAP_FLAGS_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html"
 XID_DOC = "https://docs.nvidia.com/deploy/xid-errors/index.html"
 DPR_DOC = "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"
 MIG_DOC = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
@@ -199,13 +202,26 @@ def gpu_clocks(ctx: CheckContext) -> Iterable[Finding]:
                         commands=["sudo nvidia-smi -pl %s -i %d" % (dflt or "<watts>", i)]))
 
 
+def _correctable_only(facts: Facts, k: str) -> bool:
+    """Whether a GPU's remapped rows are known to come from correctable errors alone: no row remapped for an
+    uncorrectable error and no uncorrected error counted since the driver loaded (an unknown count is not 0)."""
+    corr, unc = facts.value(k + "remapped_rows_correctable"), facts.value(k + "remapped_rows_uncorrectable")
+    volatile = facts.value(k + "ecc_errors_volatile_uncorrected")
+    return (isinstance(corr, int) and isinstance(unc, int) and unc == 0 and corr > 0
+            and (volatile is None or volatile == 0))
+
+
 @check("gpu-health.memory", requires=("gpu.N.remapped_rows_pending",), reads=("gpu.*", "gpu.*.*"),
        layers=("gpu",), codes=(
     CodeDoc("gpu.row_remap_pending", "warning", "A GPU has memory rows marked for remapping that take effect "
-            "only at the next GPU reset.", "gpu.N.remapped_rows_pending, remapped_rows_(un)correctable",
-            "Until the reset the bad rows stay in the memory map (error containment and page blacklisting keep "
-            "running work safe); NVIDIA's guidance is to reset the GPU (or reboot) when it is idle. If errors "
-            "recur after resets, the memory is degrading.", ECC_DOC),
+            "only at the next GPU reset: a warning when uncorrectable errors caused remappings (or the cause is "
+            "not known), info when only correctable errors did.",
+            "gpu.N.remapped_rows_pending, remapped_rows_(un)correctable, ecc_errors_volatile_uncorrected",
+            "Until the reset the bad rows stay in the memory map; NVIDIA: 'Even with the flag set, unaffected "
+            "applications can continue running without affecting accuracy and performance, and new workloads "
+            "can be launched.' A row remapped after correctable errors is preventive (reset when convenient); "
+            "uncorrectable errors have already killed work, and errors that recur after resets mean the memory "
+            "is degrading.", REMAP_FLAGS_DOC),
     CodeDoc("gpu.row_remap_failed", "error", "A GPU's row remapping failed: its memory has no spare rows "
             "left for the failing bank.", "gpu.N.remapped_rows_failure",
             "New memory errors can no longer be repaired; NVIDIA counts a remapping failure as a reason to "
@@ -247,17 +263,24 @@ def gpu_memory(ctx: CheckContext) -> Iterable[Finding]:
                                   "nvidia-smi --query-gpu=serial,pci.bus_id --format=csv -i %d" % i,
                                   "sudo dmesg | grep -i xid"]))
         if facts.value(k + "remapped_rows_pending") is True:
+            preventive = _correctable_only(facts, k)
             yield Finding(
-                code="gpu.row_remap_pending", severity="warning", components=["gpu"],
-                title="%s has memory rows waiting to be remapped: reset the GPU%s" % (
-                    name, " (%s)" % rows if rows else ""),
-                detail="Rows that produced memory errors are remapped to spares only at the next GPU reset. "
-                       "Running work is protected by error containment, but the bad rows stay in the memory "
-                       "map until then; reset the GPU when it is idle (or reboot). Errors that come back "
-                       "after resets mean the memory is degrading.",
+                code="gpu.row_remap_pending", severity="info" if preventive else "warning", components=["gpu"],
+                title="%s has memory rows waiting to be remapped: reset the GPU%s%s" % (
+                    name, " when convenient" if preventive else "", " (%s)" % rows if rows else ""),
+                detail=("Rows that produced correctable memory errors are remapped to spares at the next GPU "
+                        "reset. Nothing was lost: unaffected work keeps running without loss of accuracy or "
+                        "performance and new work can start (NVIDIA's row-remapping pending flag); reset the "
+                        "GPU at the next idle moment (or reboot), and watch whether errors come back."
+                        if preventive else
+                        "Rows that produced memory errors are remapped to spares only at the next GPU reset. "
+                        "Running work is protected by error containment, but the bad rows stay in the memory "
+                        "map until then; reset the GPU when it is idle (or reboot). Errors that come back "
+                        "after resets mean the memory is degrading."),
                 evidence=_ev(facts, i, *remap_ev),
-                source={"rule": "nvmlDeviceGetRemappedRows isPending: a reset is required to remap the row",
-                        "url": ECC_DOC, "checked": CHECKED},
+                source={"rule": "nvmlDeviceGetRemappedRows isPending: a reset is required to remap the row; the "
+                                "pending flag alone does not stop unaffected work",
+                        "url": REMAP_FLAGS_DOC, "checked": "2026-11-29"},
                 fix=Fix(text="Stop the processes on this GPU, then reset it (or reboot the node).",
                         commands=["nvidia-smi -q -d ROW_REMAPPER -i %d" % i,
                                   "nvidia-smi --query-compute-apps=pid,gpu_bus_id --format=csv",

@@ -734,7 +734,9 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     libs = _userspace_libs(host)
     nv = host.nvml()
     lib_missing = (nv.ok and _nvml_answer(nv.data or {}, "init")[1] == "NVML_ERROR_LIBRARY_NOT_FOUND")
-    elsewhere = _userspace_elsewhere(host) if lib_missing and not libs and not wsl_libs else None
+    # the driver's libraries outside the loader's directories, whether or not NVML loaded here: envdoctor's own
+    # process may find them (nix-ld, a wrapper) where the inspected environment's programs do not
+    elsewhere = _userspace_elsewhere(host) if not libs and not wsl_libs else None
     if elsewhere is not None:
         facts.append(elsewhere)
 

@@ -235,12 +235,14 @@ class Driver:
         who = "Driver %s" % self.version if self.version else "The driver"
         return "%s supports CUDA up to %s" % (who, _mm_str(self.cuda)) if self.cuda else who
 
-    def verdict(self, need: Tuple[int, Optional[int]]) -> str:
-        """"ok", "minor_compat" or "too_old" for a CUDA need (major, minor|None): the rule install's pre-flight
-        applies too (:func:`envdoctor.matrix.hardware.driver_runs`)."""
+    def verdict(self, need: Tuple[int, Optional[int]], update: Optional[str] = None) -> str:
+        """"ok", "minor_compat" or "too_old" for a CUDA need (major, minor|None), or for its update release
+        (``"11.4.4"``, whose driver of Table 3 may be newer than the GA's): the rule install's pre-flight applies
+        too (:func:`envdoctor.matrix.hardware.driver_runs`)."""
         assert self.cuda is not None
-        return hw.driver_runs(_mm_str(need), self.version, self.cuda_fact.value if self.cuda_fact is not None
-                              and self.cuda_fact.known else None, self.wsl) or "too_old"
+        return hw.driver_runs(update or _mm_str(need), self.version, self.cuda_fact.value
+                              if self.cuda_fact is not None and self.cuda_fact.known else None,
+                              self.wsl) or "too_old"
 
 
 class Need:
@@ -258,6 +260,14 @@ class Need:
         self.ptx: Optional[List[str]] = None
         self.ptx_isa: Optional[str] = None
         self.package: Optional[str] = None  # its distribution
+        #: a toolkit's update release ("11.4.4", from its version.json or version.txt), when known: Table 3 gives
+        #: some updates a newer driver than their GA
+        self.update: Optional[str] = None
+
+    @property
+    def cuda_text(self) -> str:
+        """"11.4.4" for a known update release, else "11.4"."""
+        return self.update or _mm_str(self.cuda)
 
 
 def _framework_cuda(name: str, value: Dict[str, Any]) -> Optional[Tuple[int, Optional[int]]]:
@@ -369,6 +379,34 @@ def active_toolkit(facts: Facts) -> Optional[Tuple[str, str, Fact]]:
     return None
 
 
+def toolkit_update(facts: Facts, fact: Fact) -> Optional[str]:
+    """The update release of the active toolkit (``"11.4.4"``): the version its directory's version.json (CUDA
+    11.1 and later: the release, e.g. 11.4.4 for 11.4 Update 4) or version.txt names (older: e.g. 9.2.148, Table 3's
+    spelling of 9.2 Update 1). nvcc's own ``V11.4.152`` is the compiler's version, not the release's: for nvcc on
+    PATH, the release is read from the toolkit it belongs to. None when no such file names it."""
+    value = fact.value if fact.known and isinstance(fact.value, dict) else {}
+    if fact.key == "cuda.nvcc":
+        root, release = value.get("toolkit"), value.get("release")
+        toolkits = facts.value("cuda.toolkits")
+        for tk in toolkits if isinstance(toolkits, list) and root else []:
+            if isinstance(tk, dict) and tk.get("path") == root and tk.get("release") == release \
+                    and str(tk.get("source") or "").startswith("file:"):
+                value = {"version": tk.get("version"), "source": tk.get("source")}
+                break
+        else:
+            return None
+    version, source = str(value.get("version") or ""), str(value.get("source") or "")
+    if fact.key != "cuda.nvcc":
+        resolved = value.get("resolved") or value.get("path")
+        toolkits = facts.value("cuda.toolkits")
+        for tk in toolkits if isinstance(toolkits, list) else []:
+            if isinstance(tk, dict) and tk.get("path") == resolved and tk.get("version") == version:
+                source = str(tk.get("source") or "")
+    if not source.endswith(("/version.json", "/version.txt")) or len(version.split(".")) != 3:
+        return None
+    return version
+
+
 def toolkit_needs(facts: Facts) -> List[Need]:
     out: List[Need] = []
     active = active_toolkit(facts)
@@ -376,7 +414,11 @@ def toolkit_needs(facts: Facts) -> List[Need]:
         version, how, fact = active
         mm = _mm(version)
         if mm is not None and mm[1] is not None:
-            out.append(Need("cuda", "CUDA toolkit %s (%s)" % (version, how), mm, fact, "toolkit"))
+            need = Need("cuda", "CUDA toolkit %s (%s)" % (version, how), mm, fact, "toolkit")
+            update = toolkit_update(facts, fact)
+            if update is not None and _mm(update) == mm:
+                need.update = update
+            out.append(need)
     conda = facts.get("cuda.conda")
     for env in (conda.value if conda is not None and conda.known and isinstance(conda.value, list) else []):
         if not isinstance(env, dict) or env.get("found_by") != "env:CONDA_PREFIX" or not env.get("cuda_version"):

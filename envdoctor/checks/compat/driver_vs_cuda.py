@@ -96,7 +96,7 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
         return out  # NVML and nvidia-smi gave no answer: cannot judge
     ccs = [cc for cc, _, _ in gpu_ccs(facts)]
     for need in fneeds + toolkit_needs(facts) + static_needs(facts):
-        verdict = drv.verdict(need.cuda)
+        verdict = drv.verdict(need.cuda, need.update)
         if verdict == "ok":
             # JAX states its own driver floor per CUDA wheel (jax.json min_driver)
             if need.min_driver and drv.version and not drv.wsl and _v(drv.version) is not None \
@@ -104,6 +104,20 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                 out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
             continue
         users = _toolkit_users(facts) if need.kind != "framework" else []
+        # an update release whose driver (Table 3) is newer than this one, of a minor the driver knows: its PTX is
+        # the minor's, which this driver JITs, so only the update's driver-dependent features are missing
+        update_only = verdict == "minor_compat" and drv.cuda is not None and drv.cuda >= need.cuda
+        if verdict == "minor_compat" and "jax" in users:
+            # JAX compiles its kernels at run time with this toolkit and requires the toolkit's own driver
+            row = hw.cuda_release(_mm_str(need.cuda))
+            exact = hw.min_driver_for_cuda(need.cuda_text)
+            if row is not None and exact is not None:
+                out.append(_too_old(facts, drv, need, exact, row, ["min_driver_linux", "driver_by_update"], ccs,
+                                    exact=exact, why=JAX_TOOLKIT_DRIVER_WHY % (need.cuda_text, exact)))
+                continue
+        if update_only:
+            out.append(_minor_compat(drv, need, ccs, facts, runtime_users=users))
+            continue
         if verdict == "minor_compat" and need.sass is not None:
             # its own CUDA runtime runs under minor-version compatibility, but a GPU with no cubin here reaches
             # the code only through its PTX, newer than this driver can JIT (cudaErrorUnsupportedPtxVersion)
@@ -197,15 +211,31 @@ def _static_ptx(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], jit:
     )
 
 
+#: JAX's installation guide (its README up to 2022, for the "local CUDA" jaxlib wheels): "You must use an NVidia
+#: driver version that is at least as new as your CUDA toolkit's corresponding driver version. For example, if you
+#: have CUDA 11.4 update 4 installed, you must use NVidia driver 470.82.01 or newer if on Linux. This is a strict
+#: requirement that exists because JAX relies on JIT-compiling code; older drivers may lead to failures."
+JAX_TOOLKIT_DRIVER_URL = "https://github.com/google/jax/blob/jaxlib-v0.3.2/README.md#pip-installation-gpu-cuda"
+JAX_TOOLKIT_DRIVER_WHY = ("jaxlib JIT-compiles its kernels with this toolkit, and JAX requires a driver at least as "
+                          "new as the toolkit's corresponding driver (CUDA %s: %s, NVIDIA's Table 3; " +
+                          JAX_TOOLKIT_DRIVER_URL + "); minor-version compatibility is not enough for it")
+
+
 def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Dict[str, Any]],
-             fields: Sequence[str], ccs: Sequence[str]) -> Finding:
-    exact_row = _rule_row(need.cuda)
-    exact = exact_row["min_driver_linux"] if exact_row else floor
+             fields: Sequence[str], ccs: Sequence[str], exact: Optional[str] = None,
+             why: Optional[str] = None) -> Finding:
+    if exact is None:
+        exact_row = _rule_row(need.cuda)
+        exact = exact_row["min_driver_linux"] if exact_row else floor
     branch = _branch(exact) or _branch(floor)
     code = "driver.too_old_for_framework" if need.kind == "framework" else "driver.too_old_for_toolkit"
     # CUDA minor-version compatibility begins with CUDA 11: before it, each minor needs its own driver
     has_compat = need.cuda[0] >= 11
-    if has_compat:
+    if why is not None:
+        text = ("Update the NVIDIA driver to %s or newer (CUDA %s's corresponding driver), or, where the driver "
+                "cannot be updated, install NVIDIA's CUDA forward compatibility package for CUDA %s."
+                % (exact, need.cuda_text, _mm_str(need.cuda)))
+    elif has_compat:
         text = ("Update the NVIDIA driver to branch %s or newer (any driver >= %s runs every CUDA %d.x minor "
                 "through minor-version compatibility; >= %s runs CUDA %s fully)." % (branch, floor, need.cuda[0],
                                                                                       exact, _mm_str(need.cuda)))
@@ -213,7 +243,9 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         text = "Update the NVIDIA driver to branch %s or newer (>= %s runs CUDA %s)." % (branch, exact,
                                                                                          _mm_str(need.cuda))
     commands = ["sudo ubuntu-drivers install nvidia:%s" % branch] if facts.value("os.id") == "ubuntu" else []
-    if drv.cuda is not None and drv.cuda[0] == need.cuda[0]:
+    if why is not None:
+        pass
+    elif drv.cuda is not None and drv.cuda[0] == need.cuda[0]:
         why = ("CUDA %d.x has no minor-version compatibility (it begins with CUDA 11), so each minor needs a driver "
                "that supports it" % need.cuda[0] if not has_compat else
                "the driver is below CUDA %d.x's minor-version compatibility floor (%s)" % (need.cuda[0], floor))
@@ -221,7 +253,7 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
         why = "a newer major, and minor-version compatibility never crosses majors"
     detail = ("The driver's 'CUDA Version' (%s) is the newest CUDA runtime it can run; %s was built for CUDA %s: "
               "%s. Expect 'CUDA driver version is insufficient for CUDA runtime version'." % (
-                  _mm_str(drv.cuda) if drv.cuda else "?", need.label, _mm_str(need.cuda), why))
+                  _mm_str(drv.cuda) if drv.cuda else "?", need.label, need.cuda_text, why))
     if need.kind == "framework" and need.component == "torch":
         alt = suggest_torch(facts, drv, ccs, prefer=need.fact.value.get("version"))
         if alt is not None:
@@ -229,7 +261,7 @@ def _too_old(facts: Facts, drv: Driver, need: Need, floor: str, row: Optional[Di
                      "'torch==%s.*' %s`." % (alt[0], alt[1]["cuda"], alt[0], _torch_pip(alt[0], alt[1])))
     return Finding(
         code=code, severity=_severity(row, fields), components=["driver", need.component],
-        title="%s, but %s needs CUDA %s (driver >= %s)" % (drv.describe(), need.label, _mm_str(need.cuda), floor),
+        title="%s, but %s needs CUDA %s (driver >= %s)" % (drv.describe(), need.label, need.cuda_text, floor),
         detail=detail, evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
         source=_source("CUDA %d.x needs Linux driver >= %s (minor-version compatibility floor); CUDA %s's own "
                        "driver is %s" % (need.cuda[0], floor, _mm_str(need.cuda), exact), row),
@@ -309,7 +341,8 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
                   runtime_users: Sequence[str] = ()) -> Finding:
     row = hw.cuda_release(_mm_str(need.cuda))
     floor = hw.min_driver_for_cuda(_mm_str(need.cuda), minor_compat=True)
-    exact = row["min_driver_linux"] if row else "?"
+    exact = (hw.min_driver_for_cuda(need.update) if need.update else None) or (
+        row["min_driver_linux"] if row else "?")
     jit = False
     if need.component == "torch":
         var = fw.torch_variant(need.fact.value.get("version")) or fw.torch_variant_for_cuda(
@@ -325,7 +358,7 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
     return Finding(
         code="driver.minor_version_compat", severity=severity, components=["driver", need.component],
         title="%s; %s needs CUDA %s (driver >= %s), so it runs through CUDA minor-version compatibility "
-              "(floor %s)" % (drv.describe(), need.label, _mm_str(need.cuda), exact, floor),
+              "(floor %s)" % (drv.describe(), need.label, need.cuda_text, exact, floor),
         detail="Within CUDA %d.x a driver at or above %s runs newer minors, except what needs the driver to "
                "JIT-compile PTX newer than it knows: such code fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
                "('the provided PTX was compiled with an unsupported toolchain').%s" % (

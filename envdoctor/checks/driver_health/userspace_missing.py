@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import posixpath
+from typing import Any, Dict, List, Sequence
 
+from ... import frameworks
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, check, docs_for
@@ -17,9 +19,14 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         return []
     if facts.value("driver.kernel_module.loaded") is not True:
         return []
-    if _nvml_status(facts) != "NVML_ERROR_LIBRARY_NOT_FOUND":
-        return []
     elsewhere = facts.mapping("driver.userspace.elsewhere")
+    if _nvml_status(facts) != "NVML_ERROR_LIBRARY_NOT_FOUND":
+        # envdoctor itself reached the driver (nix-ld, a wrapper); the inspected environment's programs may not
+        if elsewhere.get("path") and elsewhere.get("layout") == "nixos":
+            blind = _blind_consumers(facts, str(elsewhere["path"]))
+            if blind:
+                return [_userspace_elsewhere(facts, elsewhere, blind)]
+        return []
     if elsewhere.get("path"):
         return [_userspace_elsewhere(facts, elsewhere)]
     kver = facts.value("driver.kernel_module.version")
@@ -49,10 +56,38 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
     )]
 
 
-def _userspace_elsewhere(facts: Facts, where: Dict[str, Any]) -> Finding:
-    """The driver's libraries are installed, in a layout the loader does not search (NixOS, the GPU Operator)."""
+#: Where Nix keeps what it builds: a program or library there was linked by Nix (its RUNPATH names the driver's
+#: directory when it needs it); anything else on a NixOS machine (pip wheels, downloads) was not.
+NIX_STORE = "/nix/store/"
+
+
+def _blind_consumers(facts: Facts, where: str) -> List[str]:
+    """The CUDA builds of frameworks that the dynamic loader, as this environment sets it up, gives no path to the
+    driver's libraries in ``where``: ``where`` is not on LD_LIBRARY_PATH (else the probe finds the libraries
+    there, and there is no ``driver.userspace.elsewhere``) and the build lies outside the Nix store (a pip wheel,
+    whose libraries carry no RUNPATH to it). Read from the frameworks' facts alone, so that ``--only driver`` needs
+    no linkage probe."""
+    want = posixpath.normpath(where)
+    ldp = facts.value("cuda.ld_library_path")
+    if isinstance(ldp, list) and want in {posixpath.normpath(str(d)) for d in ldp}:
+        return []
+    out = []
+    for name in frameworks.COMPONENTS:
+        value = facts.value("framework." + name)
+        if not isinstance(value, dict) or not (value.get("build") == "cuda" or value.get("gpu") is True):
+            continue
+        if str(value.get("path") or "").startswith(NIX_STORE):
+            continue  # built by Nix: its libraries' RUNPATH is Nix's (addDriverRunpath names the driver's directory)
+        out.append("%s %s" % (value.get("package") or name, value.get("version") or ""))
+    return [c.strip() for c in out]
+
+
+def _userspace_elsewhere(facts: Facts, where: Dict[str, Any], blind: Sequence[str] = ()) -> Finding:
+    """The driver's libraries are installed, in a layout the loader does not search (NixOS, the GPU Operator);
+    ``blind``: the frameworks that cannot reach them (envdoctor itself did)."""
     path, version = str(where.get("path")), where.get("version") or "?"
-    ev = _evidence(facts, "driver.userspace.elsewhere", "driver.kernel_module.version", "driver.nvml.status")
+    ev = _evidence(facts, "driver.userspace.elsewhere", "driver.kernel_module.version", "driver.nvml.status",
+                   *(("cuda.ld_library_path",) if blind else ()))
     if where.get("layout") == "gpu-operator":
         return Finding(
             code="driver.gpu_operator_driver_root", severity="info", components=["driver"],
@@ -66,18 +101,24 @@ def _userspace_elsewhere(facts: Facts, where: Dict[str, Any]) -> Finding:
                     commands=["sudo chroot /run/nvidia/driver nvidia-smi"]))
     return Finding(
         code="driver.userspace_outside_loader_path", severity="warning", components=["driver", "os"],
-        title="The driver's libraries (%s) are in %s, where programs not built by Nix do not look" % (version, path),
+        title=("The driver's libraries (%s) are in %s, which neither LD_LIBRARY_PATH nor %s searches: it finds "
+               "no libcuda.so.1" % (version, path, ", ".join(blind)) if blind else
+               "The driver's libraries (%s) are in %s, where programs not built by Nix do not look"
+               % (version, path)),
         detail="NixOS links the running system's driver libraries at /run/opengl-driver/lib; programs built by Nix "
-               "find them through their RUNPATH, but pip wheels (PyTorch, JAX, ONNX Runtime) and other programs "
-               "built elsewhere look only where the dynamic loader does, so they find no libcuda.so.1 and see no "
-               "GPU in this environment.",
+               "find them through their RUNPATH, but pip wheels (PyTorch, JAX, TensorFlow, ONNX Runtime) and other "
+               "programs built elsewhere look only where the dynamic loader does, so they find no libcuda.so.1 and "
+               "see no GPU in this environment.%s" % (
+                   " Here LD_LIBRARY_PATH does not name %s (since NixOS 20.03 the system no longer puts it there) "
+                   "and %s names it in no RUNPATH." % (path, ", ".join(blind)) if blind else ""),
         evidence=ev, source=_source("nixos"),
         fix=Fix(text="Give such programs the driver's directory (in the shell or the dev shell that runs them), or "
                      "enable programs.nix-ld with the driver's libraries.",
                 commands=["export LD_LIBRARY_PATH=/run/opengl-driver/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"]))
 
 
-@check("driver-health.userspace-missing", requires=("driver.installed",), reads=READS, layers=("driver",),
+@check("driver-health.userspace-missing", requires=("driver.installed",),
+       reads=READS + ("framework.*", "cuda.ld_library_path"), layers=("driver",),
        codes=docs_for(DOCS, "driver.userspace_missing", "driver.gpu_operator_driver_root",
                       "driver.userspace_outside_loader_path"))
 def userspace_missing(ctx: CheckContext) -> List[Finding]:
