@@ -118,8 +118,10 @@ def load_recipe(component: str) -> ModuleType:
     if component not in RECIPES:
         raise RecipeError(f"no recipe for {component!r}", sorted(RECIPES))
     name = RECIPES[component]
-    if name not in sys.modules and component in frameworks.RECIPES and importlib.util.find_spec(name) is None:
-        # a framework plug-in whose recipe has no module of its own: the one its plug-in and data file give
+    if component in frameworks.RECIPES and name not in sys.modules and importlib.util.find_spec(name) is None:
+        # a framework's recipe is the one recipe every framework plug-in is installed by, from its declared data; a
+        # module recipes/<recipe>.py holds the build hook where its builds need code of their own (and makes itself
+        # that recipe on import), else this one plans the plug-in's pip_package
         from .framework import recipe_module
 
         sys.modules[name] = recipe_module(frameworks.BY_NAME[frameworks.RECIPES[component]])

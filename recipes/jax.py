@@ -13,7 +13,7 @@ links page (``--find-links``).
 
 from __future__ import annotations
 
-import re
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
@@ -21,63 +21,29 @@ from packaging.version import Version
 
 from envdoctor import frameworks
 from envdoctor.advise import JAX_OLD_FIND_LINKS, Candidate, Verdict, candidates
-from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
-from envdoctor.matrix.frameworks import jax_release
 
 from . import RecipeError, framework
 from . import docker_image as common
 
-COMPONENT = "jax"
-#: what to run instead when a driver finding refuses the plan (:func:`envdoctor.preflight.check`)
-alternatives = framework.alternatives_for(COMPONENT, with_driver=False)
-#: The facts a plan of this recipe may add (:attr:`Plan.provides`): the pre-flight's checks judge them
-PROVIDES = framework.provides_keys("jax")
-METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
+#: the plug-in this recipe installs (its declared data: envdoctor/frameworks/jax.py).
 #: verified 2026-11-22 against https://docs.jax.dev/en/latest/installation.html ("Summary", GPU NVIDIA):
 #:   pip install -U "jax[cuda13]"   (jax[cuda12] for CUDA 12)
-#: envdoctor runs ``python -m pip install 'jax[cudaNN]==<version>'`` (pinned, so no -U)
+#: envdoctor runs ``python -m pip install 'jax[cudaNN]==<version>'`` (pinned, so no -U), from PyPI
+#: (:data:`framework.PYPI`)
+FW = frameworks.BY_NAME["jax"]
+_RECIPE = str(FW.recipe)  # `envdoctor install <recipe>`
 PYPI = framework.PYPI
-#: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
-SMOKE = frameworks.BY_NAME["jax"].smoke
-SMOKE_GPU = frameworks.BY_NAME["jax"].smoke_gpu
-
-
-def default_method(target: Any) -> str:
-    return "pip"
-
-
-def versions() -> List[str]:
-    """The first jax version of each row (a row covers a range with the same CUDA wheels)."""
-    out = []
-    for r in load("jax"):
-        m = re.search(r">=\s*([0-9.]+)", r["jax"])
-        if m:
-            out.append(m.group(1))
-    return out
-
-
-def _release(version: Optional[str]) -> Dict[str, Any]:
-    if not version:
-        return dict(load("jax")[-1])
-    try:
-        validate.version(version)
-    except validate.ValidationError as exc:
-        raise RecipeError(str(exc), []) from None
-    row = jax_release(version)
-    if row is None:
-        raise RecipeError(f"jax {version} is not in the matrix", ["--version " + v for v in versions()[-2:]])
-    return row
 
 
 def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: str) -> Plan:
     """Plain ``jax``: its default install is CPU-only (docs.jax.dev installation, "CPU: pip install -U jax")."""
     req = "jax" + (f"=={request.version}" if request.version else "")
     what = common.PipInstall((req,), index_url=common.index_base(request, PYPI) if request.mirror else None,
-                             smoke=SMOKE, python_spec=row.get("python"))
+                             smoke=FW.smoke, python_spec=row.get("python"))
     notes = ["CPU build: " + why] + common.unverified_note([row], "jax " + row["jax"])
-    return common.plan_for_method(request, target, facts, component=COMPONENT, version=request.version or row["jax"],
+    return common.plan_for_method(request, target, facts, component=_RECIPE, version=request.version or row["jax"],
                                   what=what, title=f"install JAX ({req}) for the CPU", notes=notes,
                                   image_cuda=None, name_tag=(request.version or "latest") + "-cpu",
                                   conda_default_env="jax")
@@ -119,15 +85,14 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
     if not request.version:  # the newest release with such wheels: what a refusal explains
         row = next(r for r in reversed(load("jax")) if _candidates_of(r, tag))
     scope = _candidates_of(row, tag)
-    return framework.choose_or_refuse("jax", COMPONENT, "jax " + row["jax"], request, machine, facts, scope,
+    return framework.choose_or_refuse("jax", _RECIPE, "jax " + row["jax"], request, machine, facts, scope,
                                       scope[0].release if request.version else None,
                                       scope[0].release if scope else None, tag, image, _line)
 
 
-def plan(request: Any, target: Any, facts: Any) -> Plan:
-    common.check_method(request, METHODS)
-    opts = common.options(request, ("cuda", "variant", "cudnn", "image_os", "env"))
-    row = _release(request.version)
+def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, str], row: Dict[str, Any]) -> Plan:
+    """The recipe's build (``recipes/framework.py`` checked the method, the options and the release ``row``): a
+    wheel variant of a jax range, or the CPU build."""
     cpu = common.cpu_build_reason(request, facts, opts)
     if cpu is not None:
         return _cpu_plan(request, target, facts, row, cpu)
@@ -151,11 +116,11 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     what = common.PipInstall((req,) + tuple(verdict.pins),
                              index_url=common.index_base(request, PYPI) if request.mirror else None,
                              find_links=JAX_OLD_FIND_LINKS if var.get("plugin") is None else None,
-                             smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts), python_spec=row.get("python"))
+                             smoke=common.smoke_for(FW.smoke, FW.smoke_gpu, facts), python_spec=row.get("python"))
     image = common.image_cuda_for(var["cuda_built"])
     low = min((s.version for s in SpecifierSet(row["jax"]) if s.operator == ">="), key=Version)
     name = request.version or ("latest" if row["jax"] == newest["jax"] else low)
-    p = common.plan_for_method(request, target, facts, component=COMPONENT, version=request.version or row["jax"],
+    p = common.plan_for_method(request, target, facts, component=_RECIPE, version=request.version or row["jax"],
                                what=what, title="install JAX ({}) with CUDA {} wheels".format(req, var["tag"][4:]),
                                notes=notes, image_cuda=image, name_tag=name + "-" + var["tag"],
                                conda_default_env="jax")
@@ -163,3 +128,8 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     if request.method != "docker" and not forced:  # an image's jax is not the machine's
         p.provides = framework.build_provides("jax", cand, request.version)
     return p
+
+
+# the rest of the recipe (its methods, options, versions, release, alternatives, plan) is the one framework recipe's,
+# from the plug-in's declared install data, around build_plan above
+framework.recipe_module(FW, sys.modules[__name__])

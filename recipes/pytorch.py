@@ -18,57 +18,27 @@ interpreter is refused, naming one that fits.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
 from envdoctor import frameworks
 from envdoctor.advise import Accept, Candidate, candidates, choose_build, judge, python_admits
-from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, conda_env_exists
 from envdoctor.matrix import load
-from envdoctor.matrix.frameworks import TORCH_WHEELS, torch_pip_options, torch_release, torch_supports_arch
+from envdoctor.matrix.frameworks import torch_pip_options, torch_supports_arch
 
 from . import RecipeError, framework
 from . import docker_image as common
 
-COMPONENT = "pytorch"
-#: what to run instead when a driver finding refuses the plan (:func:`envdoctor.preflight.check`)
-alternatives = framework.alternatives_for(COMPONENT, with_driver=True)
-#: The facts a plan of this recipe adds (:attr:`Plan.provides`), whose checks' probes the subject runs (the driver a
-#: ``--with-driver`` plan provides is judged by the checks whose probes ran for these)
-PROVIDES = framework.provides_keys("torch")
-METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
-#: verified 2026-11-22 against https://pytorch.org/get-started/locally/ ("Start Locally", Linux, Pip, CUDA):
-#:   pip3 install torch torchvision torchaudio --index-url https://download.pytorch.org/whl/cu118
-#: envdoctor runs ``python -m pip install torch==X.Y.* --index-url <INDEX>/<tag>`` (torch only, pinned); for a
-#: release before 2.0, the form PyTorch's previous-versions page gives it (matrix row's ``pip``:
-#: ``--extra-index-url`` for 1.11-1.13, ``-f <INDEX>/<tag>/torch_stable.html`` before)
-INDEX = TORCH_WHEELS
-#: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
-SMOKE = frameworks.BY_NAME["torch"].smoke
-SMOKE_GPU = frameworks.BY_NAME["torch"].smoke_gpu
-
-
-def default_method(target: Any) -> str:
-    return "pip"
-
-
-def versions() -> List[str]:
-    return [r["version"] for r in load("torch")]
-
-
-def _release(version: Optional[str]) -> Dict[str, Any]:
-    if not version:
-        return dict(load("torch")[-1])
-    try:
-        validate.version(version)
-    except validate.ValidationError as exc:
-        raise RecipeError(str(exc), ["--version " + versions()[-1]]) from None
-    row = torch_release(version)
-    if row is None:
-        raise RecipeError(f"torch {version} is not in the matrix", ["--version " + v for v in versions()[-3:]])
-    return row
+#: the plug-in this recipe installs (its declared data: envdoctor/frameworks/torch.py): ``install.pip_index`` is
+#: PyTorch's wheel server. envdoctor runs ``python -m pip install torch==X.Y.* --index-url <index>/<tag>`` (torch
+#: only, pinned); for a release before 2.0, the form PyTorch's previous-versions page gives it (matrix row's ``pip``:
+#: ``--extra-index-url`` for 1.11-1.13, ``-f <index>/<tag>/torch_stable.html`` before)
+FW = frameworks.BY_NAME["torch"]
+_RECIPE = str(FW.recipe)  # `envdoctor install <recipe>`
+_INDEX = str(FW.install.pip_index)
 
 
 def _choose(facts: Any, release: Optional[str], tag: Optional[str], docker: bool,
@@ -145,7 +115,7 @@ def _python_refusal(row: Dict[str, Any], facts: Any, tag: Optional[str], docker:
     newest = _choose(facts, None, tag, docker, ignore_driver, python, accept)
     line = ("envdoctor install pytorch --version {} --option cuda={}".format(newest.release, newest.build["cuda"])
             if newest is not None else None)
-    return common.no_build_refusal("torch " + row["version"], COMPONENT, scope, machine,
+    return common.no_build_refusal("torch " + row["version"], _RECIPE, scope, machine,
                                    common.image_release if docker else None, line)
 
 
@@ -215,10 +185,9 @@ def _driver_refusal(row: Dict[str, Any], variants: List[Dict[str, Any]], driver:
     return msg, alts
 
 
-def plan(request: Any, target: Any, facts: Any) -> Plan:
-    common.check_method(request, METHODS)
-    opts = common.options(request)
-    row = _release(request.version)
+def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, str], row: Dict[str, Any]) -> Plan:
+    """The recipe's build (``recipes/framework.py`` checked the method, the options and the release ``row``): a CUDA
+    variant of a torch release, the CPU wheels, conda-forge's pytorch-gpu, or the driver first (--with-driver)."""
     py = common.pip_python(request, facts)  # the interpreter pip installs into, as advise reads it
     cpu = common.cpu_build_reason(request, facts, opts)
     if cpu is not None:
@@ -228,29 +197,20 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     if not request.version:
         row, newest_note = _newest_that_runs(row, facts, opts.get("cuda"), docker, py,
                                              ignore_driver=request.with_driver, accept=request.accept)
-    # --with-driver plans a driver when none is installed, or when the installed one runs no build of the release
-    var: Optional[Dict[str, Any]] = None
-    if not (request.with_driver and not docker and facts is not None and facts.value("driver.installed") is False):
-        try:
-            # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
-            var = choose_variant(row, facts, opts.get("cuda"), docker=docker,
-                                 ignore_driver=docker and "cuda" in opts, python=py, defer=not request.with_driver,
-                                 accept=request.accept)
-        except RecipeError:
-            if not request.with_driver:
-                raise
-    driver_steps: List[Step] = []
-    reboot = False
-    driver_after: Dict[str, Any] = {}
-    if var is None:
-        var = choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True, python=py)
-        need = common.hardware.min_driver_for_cuda(var["cuda"]) or ""
-        driver_steps, reboot = common.driver_plan_steps(request, target, facts, common.driver_branch(need))
-        driver_after = {"driver.version": need, "driver.cuda_version": var["cuda"]} if need else {}
-    base = common.index_base(request, INDEX)
+
+    def choose(ignore_driver: bool) -> Dict[str, Any]:
+        if ignore_driver:  # a driver planned first
+            return choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=True, python=py)
+        # an image asked for by CUDA version: refuse_image_driver explains what the driver lacks
+        return choose_variant(row, facts, opts.get("cuda"), docker=docker, ignore_driver=docker and "cuda" in opts,
+                              python=py, defer=not request.with_driver, accept=request.accept)
+
+    # --with-driver: the driver first, when none is installed or the installed one runs no build of the release
+    var, driver = framework.driver_first(request, target, facts, choose, lambda v: v["cuda"], docker=docker)
+    base = common.index_base(request, _INDEX)
     pin = "torch" + common.release_pin(request.version, row["version"])
     what = common.PipInstall((pin,), sources=tuple(torch_pip_options(row, var, base)),
-                             smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts),
+                             smoke=common.smoke_for(FW.smoke, FW.smoke_gpu, facts),
                              python_spec=row.get("python"))
     title = "install PyTorch {} ({}, CUDA {})".format(row["version"], var["tag"], var["cuda"])
     notes = ["torch {} {}: CUDA {}, GPU architectures sm {}..{}{}, cuDNN {} (matrix: {})".format(
@@ -263,14 +223,12 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
         if opts.get("channel") not in (None, "", "pip"):
             raise RecipeError("--option channel={} is not pip or conda-forge".format(opts["channel"]),
                               ["--option channel=pip", "--option channel=conda-forge"])
-        p = common.plan_for_method(request, target, facts, component=COMPONENT, version=row["version"], what=what,
+        p = common.plan_for_method(request, target, facts, component=_RECIPE, version=row["version"], what=what,
                                    title=title, notes=notes, image_cuda=common.image_cuda_for(var["cuda"]),
                                    name_tag="{}-{}".format(row["version"], var["tag"]), conda_default_env="torch")
-    if driver_steps:
-        p.steps = driver_steps + p.steps
-        p.reboot_required = p.reboot_required or reboot
+    driver.apply(p)
     if not docker:  # an image's torch is not the machine's
-        p.provides = dict(framework.build_provides("torch", _candidate(row, var)), **driver_after)
+        p.provides = dict(framework.build_provides("torch", _candidate(row, var)), **driver.provides)
     return p
 
 
@@ -319,14 +277,14 @@ def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: s
         row = dict(fits[-1])
     pin = "torch" + common.release_pin(request.version, row["version"])
     what = common.PipInstall((pin,), sources=tuple(torch_pip_options(row, {"tag": "cpu"},
-                                                                     common.index_base(request, INDEX))),
-                             smoke=SMOKE, python_spec=row.get("python"))
+                                                                     common.index_base(request, _INDEX))),
+                             smoke=FW.smoke, python_spec=row.get("python"))
     notes = ["CPU build: " + why, "torch {} cpu: no CUDA, no cuDNN (matrix: {})".format(
         row["version"], row["source"]["url"])] + older
     if request.with_driver:
         notes.append("--with-driver ignored: the CPU build needs no NVIDIA driver")
     notes += common.unverified_note([row], f"torch {row['version']}")
-    return common.plan_for_method(request, target, facts, component=COMPONENT, version=row["version"], what=what,
+    return common.plan_for_method(request, target, facts, component=_RECIPE, version=row["version"], what=what,
                                   title="install PyTorch {} (CPU build)".format(row["version"]), notes=notes,
                                   image_cuda=None, name_tag="{}-cpu".format(row["version"]),
                                   conda_default_env="torch")
@@ -348,8 +306,13 @@ def _conda_forge(request: Any, target: Any, row: Dict[str, Any], var: Dict[str, 
              Step("conda-install", f"install pytorch-gpu from conda-forge into {env} (CUDA {var['cuda']})",
                   RunCommand(["conda", "install", "-y", "-n", env] + forge + pins, 3600)),
              Step("import-check", "import it and print what it sees",
-                  RunCommand(["conda", "run", "-n", env, "python", "-c", SMOKE], 300))]
-    return Plan(title=title.replace("install PyTorch", "install PyTorch from conda-forge"), component=COMPONENT,
+                  RunCommand(["conda", "run", "-n", env, "python", "-c", FW.smoke], 300))]
+    return Plan(title=title.replace("install PyTorch", "install PyTorch from conda-forge"), component=_RECIPE,
                 version=row["version"], method="conda", target=common.target_label(target), steps=steps,
                 notes=notes + [f"Use it: conda activate {env}", common.CONDA_REUSE_NOTE.format(env=env)],
                 resume_command=common.resume_command(request))
+
+
+# the rest of the recipe (its methods, options, versions, release, alternatives, plan) is the one framework recipe's,
+# from the plug-in's declared install data, around build_plan above
+framework.recipe_module(FW, sys.modules[__name__])

@@ -13,55 +13,29 @@ interpreter's Python, with the cuDNN pin it needs on an older GPU.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
 from envdoctor import frameworks
 from envdoctor.advise import Candidate, Verdict, candidates
-from envdoctor.install import validate
 from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
-from envdoctor.matrix.frameworks import python_supported, tensorflow_release
+from envdoctor.matrix.frameworks import python_supported
 
 from . import RecipeError, framework
 from . import docker_image as common
 
-COMPONENT = "tensorflow"
-#: what to run instead when a driver finding refuses the plan (:func:`envdoctor.preflight.check`)
-alternatives = framework.alternatives_for(COMPONENT, with_driver=False)
-#: The facts a plan of this recipe may add (:attr:`Plan.provides`): the pre-flight's checks judge them
-PROVIDES = framework.provides_keys("tensorflow")
-METHODS: Tuple[str, ...] = ("pip", "conda", "docker")
+#: the plug-in this recipe installs (its declared data: envdoctor/frameworks/tensorflow.py).
 #: verified 2026-11-22 against https://www.tensorflow.org/install/pip (quick install, Linux):
 #:   python3 -m pip install 'tensorflow[and-cuda]'
 #: envdoctor pins it: ``tensorflow[and-cuda]==2.17.*`` (row pip_extra of the matrix); releases before 2.14
-#: install plain ``tensorflow==X.Y.*`` (not verified: the pre-2.14 instructions were not in the stored copies)
+#: install plain ``tensorflow==X.Y.*`` (not verified: the pre-2.14 instructions were not in the stored copies),
+#: from PyPI (:data:`framework.PYPI`)
+FW = frameworks.BY_NAME["tensorflow"]
+_RECIPE = str(FW.recipe)  # `envdoctor install <recipe>`
 PYPI = framework.PYPI
-#: the import checks its plans run: the plug-in's (envdoctor/frameworks/)
-SMOKE = frameworks.BY_NAME["tensorflow"].smoke
-SMOKE_GPU = frameworks.BY_NAME["tensorflow"].smoke_gpu
-
-
-def default_method(target: Any) -> str:
-    return "pip"
-
-
-def versions() -> List[str]:
-    return [r["version"] for r in load("tensorflow")]
-
-
-def _release(version: Optional[str]) -> Dict[str, Any]:
-    if not version:
-        return dict(load("tensorflow")[-1])
-    try:
-        validate.version(version)
-    except validate.ValidationError as exc:
-        raise RecipeError(str(exc), ["--version " + versions()[-1]]) from None
-    row = tensorflow_release(version)
-    if row is None:
-        raise RecipeError(f"TensorFlow {version} is not in the matrix", ["--version " + v for v in versions()[-3:]])
-    return row
 
 
 def _tag(want: str, row: Optional[Dict[str, Any]]) -> Optional[str]:
@@ -89,15 +63,14 @@ def _choose(request: Any, target: Any, facts: Any, row: Dict[str, Any], tag: Opt
     if not request.version and tag:  # the newest release of that CUDA: what a refusal explains
         row = next(r for r in reversed(load("tensorflow")) if r["cuda"] == tag[4:])
     scope = [c for c in candidates("tensorflow") if c.release == row["version"]]
-    return framework.choose_or_refuse("tensorflow", COMPONENT, "TensorFlow " + row["version"], request, machine,
+    return framework.choose_or_refuse("tensorflow", _RECIPE, "TensorFlow " + row["version"], request, machine,
                                       facts, scope, row["version"] if request.version else None, row["version"], tag,
                                       image, lambda c: "envdoctor install tensorflow --version " + c.release)
 
 
-def plan(request: Any, target: Any, facts: Any) -> Plan:
-    common.check_method(request, METHODS)
-    opts = common.options(request, ("cuda", "variant", "cudnn", "image_os", "env"))
-    row = _release(request.version)
+def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, str], row: Dict[str, Any]) -> Plan:
+    """The recipe's build (``recipes/framework.py`` checked the method, the options and the release ``row``): a GPU
+    build with its CUDA from PyPI ([and-cuda]) or from the system, or the CPU build."""
     tag = _tag(opts.get("cuda", ""), row if request.version else None)
     cpu = common.cpu_build_reason(request, facts, opts)
     if cpu is not None:
@@ -128,9 +101,9 @@ def plan(request: Any, target: Any, facts: Any) -> Plan:
     notes += common.unverified_note([row], "TensorFlow " + row["version"])
     what = common.PipInstall((req,) + tuple(verdict.pins),
                              index_url=common.index_base(request, PYPI) if request.mirror else None,
-                             smoke=common.smoke_for(SMOKE, SMOKE_GPU, facts), python_spec=row.get("python"))
+                             smoke=common.smoke_for(FW.smoke, FW.smoke_gpu, facts), python_spec=row.get("python"))
     p = common.plan_for_method(
-        request, target, facts, component=COMPONENT, version=row["version"], what=what,
+        request, target, facts, component=_RECIPE, version=row["version"], what=what,
         title="install TensorFlow {} (CUDA {}, cuDNN {})".format(row["version"], row["cuda"], row["cudnn"]),
         notes=notes, image_cuda=common.image_cuda_for(row["cuda"]), name_tag=row["version"],
         need_cudnn=not extra, conda_default_env="tensorflow")
@@ -145,10 +118,10 @@ def _cpu_plan(request: Any, target: Any, facts: Any, row: Dict[str, Any], why: s
     extra only adds the GPU libraries)."""
     req = "tensorflow" + common.release_pin(request.version, row["version"])
     what = common.PipInstall((req,), index_url=common.index_base(request, PYPI) if request.mirror else None,
-                             smoke=SMOKE, python_spec=row.get("python"))
+                             smoke=FW.smoke, python_spec=row.get("python"))
     notes = ["CPU build: " + why, "matrix: {} (checked {})".format(row["source"]["url"], row["source"]["checked"])]
     notes += common.unverified_note([row], "TensorFlow " + row["version"])
-    return common.plan_for_method(request, target, facts, component=COMPONENT, version=row["version"], what=what,
+    return common.plan_for_method(request, target, facts, component=_RECIPE, version=row["version"], what=what,
                                   title="install TensorFlow {} (CPU build)".format(row["version"]), notes=notes,
                                   image_cuda=None, name_tag=row["version"] + "-cpu", conda_default_env="tensorflow")
 
@@ -157,3 +130,8 @@ def _python_alternatives(py: str) -> List[str]:
     fits = [r["version"] for r in load("tensorflow") if python_supported(r, py)]
     alts = [f"envdoctor install tensorflow --version {fits[-1]} (supports Python {py})"] if fits else []
     return alts + ["--python /path/to/another/python", "--method conda"]
+
+
+# the rest of the recipe (its methods, options, versions, release, alternatives, plan) is the one framework recipe's,
+# from the plug-in's declared install data, around build_plan above
+framework.recipe_module(FW, sys.modules[__name__])

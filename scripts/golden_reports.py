@@ -173,7 +173,9 @@ def main(argv: Sequence[str] = ()) -> int:
             ("topo.json", ["topo", "--snapshot", path, "--format", "json"]),
         ]
         if args.install:
-            commands = [("install-%s-%s.sh" % (component, version or "default"),
+            # the options in the name too: the same release with --method docker or --with-driver is another output
+            commands = [("install-%s-%s%s.sh" % (component, version or "default",
+                                                 "".join("_" + x.strip("-").replace("=", "-") for x in extra)),
                          ["install", component, "--snapshot", path, "--dry-run"]
                          + (["--version", version] if version else []) + list(extra))
                         for component, version, extra in INSTALLS]

@@ -25,8 +25,11 @@ from envdoctor.facts import Facts
 from envdoctor.host.snapshot import SnapshotHost, load_snapshot
 from envdoctor.matrix import hardware as hw
 from envdoctor.probes import run_probes
-from envdoctor.recipes import RecipeError, Request, Target, jax, parse_target, pytorch, tensorflow
+from envdoctor.recipes import RecipeError, Request, Target, load_recipe, parse_target
 from tests.conftest import make_host
+
+#: the framework recipes (recipes/framework.py with each plug-in's build hooks)
+pytorch, tensorflow, jax = (load_recipe(n) for n in ("pytorch", "tensorflow", "jax"))
 
 OS_RELEASE = 'ID=ubuntu\nVERSION_ID="22.04"\nNAME="Ubuntu"\n'
 PY = "/opt/venv/bin/python"

@@ -23,7 +23,7 @@ ROOT = os.path.dirname(HERE)
 PLUGIN = '''\
 """MindSpore (fictional here: a plug-in written by tests/test_framework_plugins.py)."""
 
-from envdoctor.frameworks import Framework
+from envdoctor.frameworks import Framework, Install
 
 FRAMEWORK = Framework("mindspore", "MindSpore", True, "mindspore", distributions=r"mindspore(-gpu)?",
                       cpu_distributions="mindspore", order=65, aliases=("ms",), links=True, cudnn_build=True,
@@ -41,7 +41,7 @@ FRAMEWORK = Framework("mindspore", "MindSpore", True, "mindspore", distributions
 #: Its data file (fictional rows, never shipped: written into a copy of the data folder): the envelope every matrix
 #: table has, nothing more; a framework needs no validator of its own.
 DATA = {"area": "mindspore", "description": "MindSpore (fictional, written by tests/test_framework_plugins.py).",
-        "rows": [{"version": "2.3.0", "python": ">=3.8,<3.12", "cuda": ["11.6", "11.8"],
+        "rows": [{"version": "2.3.0", "releases": ">=2.3.0,<2.5", "python": ">=3.8,<3.12", "cuda": ["11.6", "11.8"],
                   "source": {"url": "https://www.mindspore.cn/install/en", "checked": "2026-11-29", "verified": False,
                              "note": "made up for a test: no fact"}}]}
 
@@ -184,6 +184,37 @@ def test_the_shipped_report_schema_lists_the_components_this_envdoctor_knows():
     assert sorted(shipped) == sorted(derived) == sorted(findings.LAYERS)
 
 
+#: How the fictional framework is installed, declared as the real ones declare it (``Install``): every field a real
+#: plug-in sets is set here too (``test_the_fictional_framework_declares_what_the_real_ones_do`` holds it to that),
+#: each to a value that shows whether the recipe read it.
+INSTALL = (' advise=True, recipe="mindspore", pip_package="mindspore-gpu", install=Install('
+           'label="mindspore", options=("cuda", "image_os", "env", "variant"), with_driver=True, '
+           'pip_index="https://wheels.example.org/mindspore", release_range="releases", suggest=1, '
+           'local_variant=True, build_fields=(("python_range", "python"),), companion_version="mindspore_lite"), '
+           'aliases=')
+
+#: A machine with no NVIDIA driver (tests/machines/debian12-nogpu: a Debian 12 server without a GPU), where
+#: ``--with-driver`` plans the driver first
+NODRIVER = "debian12-nogpu"
+
+#: Its build hook (``recipes/<recipe>.py``'s ``build_plan``, where a framework's builds need code of their own, as
+#: torch's, TensorFlow's and jax's do): the generic build, and a note saying the hook ran.
+HOOK = '''\
+import sys
+
+from envdoctor import frameworks
+from envdoctor.recipes import framework
+
+
+def build_plan(fw, request, target, facts, opts, row):
+    p = framework._pip_build_plan(fw, request, target, facts, opts, row)
+    p.notes.append("the mindspore build hook planned this")
+    return p
+
+
+framework.recipe_module(frameworks.BY_NAME["mindspore"], sys.modules[__name__])
+'''
+
 #: The same fictional framework, declared installable (``advise=True``, ``recipe``, ``pip_package``): ``envdoctor
 #: advise`` and ``envdoctor install mindspore --dry-run`` from its plug-in and data file alone.
 INSTALL_PROBE = textwrap.dedent('''\
@@ -196,7 +227,7 @@ INSTALL_PROBE = textwrap.dedent('''\
     missing = []
     from envdoctor import advise
     found = advise.candidates("mindspore")
-    if [(c.release, c.cuda) for c in found] != [("2.3.0", "11.6")]:
+    if [(c.release, c.cuda) for c in found] != [("2.3.0", "11.6"), ("2.2.0", "11.6")]:
         missing.append("advise: its candidates from the data file (advise.plugin_candidates)")
     from envdoctor.recipes import RECIPES, RecipeError, load_recipe
     if "mindspore" not in RECIPES:
@@ -228,6 +259,41 @@ INSTALL_PROBE = textwrap.dedent('''\
     listed = CliRunner().invoke(cli, ["install", "--list", "--os", "ubuntu22.04"])
     if not any(line.split()[:2] == ["mindspore", "pip*,"] for line in listed.output.splitlines()):
         missing.append("install --list")
+    # what its plug-in declares (install=Install(...)), each read by the one framework recipe
+    def install(*args, machine=sys.argv[3]):
+        return CliRunner().invoke(cli, ["install", "mindspore", *args, "--snapshot", machine, "--dry-run"])
+    said = install()
+    if "--index-url https://wheels.example.org/mindspore/cuda11.6" not in said.output:
+        missing.append("install.pip_index (its own index, a folder per variant): %s" % said.output[-2000:])
+    said = install("--version", "9.9")
+    if said.exit_code != 2 or "mindspore 9.9 is not in the matrix" not in said.output \
+            or said.output.count("--version ") != 1:
+        missing.append("install.label, install.suggest (a release not in its table): %s" % said.output[-2000:])
+    said = install("--version", "2.4.1")
+    if said.exit_code != 0 or "mindspore-gpu==2.4.1" not in said.output:
+        missing.append("install.release_range (a row covers a range of releases): %s" % said.output[-2000:])
+    said = install("--option", "colour=red")
+    if said.exit_code != 2 or "(it takes: cuda, image_os, env, variant)" not in said.output:
+        missing.append("install.options (the --option keys it takes): %s" % said.output[-2000:])
+    recipe = load_recipe("mindspore")
+    if recipe.METHODS != ("pip", "conda", "docker") or not any(
+            "--with-driver" in a for a in recipe.alternatives(None, None)):
+        missing.append("install.methods, install.with_driver (offered when a driver finding refuses the plan)")
+    said = install("--with-driver", "--option", "cuda=11.8", machine=sys.argv[4])
+    if said.exit_code != 0 or "reboot required afterwards: yes" not in said.output:
+        missing.append("install.with_driver (the driver first, where none is installed): %s" % said.output[-2000:])
+    from envdoctor.recipes.framework import build_provides
+    fact = build_provides("mindspore", found[0])["framework.mindspore"]
+    if (fact["version"], fact.get("python_range"), fact.get("mindspore_lite")) != (
+            "2.3.0+cuda11.6", ">=3.8,<3.12", "2.3.0"):
+        missing.append("install.local_variant, build_fields, companion_version (the facts a plan adds): %s" % fact)
+    # a build hook of its own (recipes/<recipe>.py's build_plan), as torch's, TensorFlow's and jax's
+    import envdoctor.recipes as R
+    R.__path__.append(sys.argv[5])
+    del sys.modules["envdoctor.recipes.mindspore"]
+    said = install()
+    if said.exit_code != 0 or "the mindspore build hook planned this" not in said.output:
+        missing.append("recipes/<recipe>.py build_plan (a framework's own build hook): %s" % said.output[-2000:])
     print(json.dumps(missing))
 ''')
 
@@ -237,16 +303,38 @@ def test_a_new_framework_is_advised_and_installed_from_its_plugin_and_data_file(
     and 11.8, so advise recommends it and install plans it with pip, the pre-flight's checks judging it."""
     from envdoctor import matrix
 
-    (tmp_path / "mindspore.py").write_text(PLUGIN.replace(
-        " aliases=", ' advise=True, recipe="mindspore", pip_package="mindspore-gpu", aliases='))
+    (tmp_path / "mindspore.py").write_text(PLUGIN.replace(" aliases=", INSTALL))
     data = tmp_path / "data"
     data.mkdir()
     for name in os.listdir(matrix.DATA_DIR):
         os.symlink(os.path.join(matrix.DATA_DIR, name), str(data / name))
-    (data / "mindspore.json").write_text(json.dumps(DATA, indent=1))
+    older = dict(DATA["rows"][0], version="2.2.0", releases=">=2.2.0,<2.3", cuda=["11.6"])
+    (data / "mindspore.json").write_text(json.dumps(dict(DATA, rows=[older] + DATA["rows"]), indent=1))
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "mindspore.py").write_text(HOOK)
     a100 = os.path.join(HERE, "machines", "pipwheels-ubuntu2204-a100", "snapshot.json")
-    proc = subprocess.run([sys.executable, "-c", INSTALL_PROBE, str(tmp_path), str(data), a100], cwd=ROOT,
+    nodriver = os.path.join(HERE, "machines", NODRIVER, "snapshot.json")
+    proc = subprocess.run([sys.executable, "-c", INSTALL_PROBE, str(tmp_path), str(data), a100, nodriver,
+                           str(hooks)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     missing = json.loads(proc.stdout.strip().splitlines()[-1])
     assert missing == [], "a new framework does not install from its plug-in alone: " + "; ".join(missing)
+
+
+def test_the_fictional_framework_declares_what_the_real_ones_do():
+    """The fictional framework above proves the one framework recipe reads what the real plug-ins declare: each
+    ``Install`` field a real plug-in sets, and the build hook (``recipes/<recipe>.py``'s ``build_plan``) torch,
+    TensorFlow and jax have. A field a real plug-in starts to set fails here, naming it, until the test sets it."""
+    import importlib.util
+
+    from envdoctor.frameworks import Install
+
+    used = {field for fw in frameworks.FRAMEWORKS if fw.recipe for field in Install._fields
+            if getattr(fw.install, field) != Install._field_defaults[field]}
+    declared = {field for field in Install._fields if field + "=" in INSTALL}
+    assert sorted(used - declared) == [], "the fictional framework's install test does not cover these fields"
+    hooked = [fw.recipe for fw in frameworks.FRAMEWORKS
+              if fw.recipe and importlib.util.find_spec("envdoctor.recipes." + fw.recipe) is not None]
+    assert sorted(hooked) == ["jax", "pytorch", "tensorflow"] and "def build_plan(" in HOOK

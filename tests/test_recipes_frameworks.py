@@ -31,7 +31,11 @@ try:
 except ImportError:  # pragma: no cover - the registry module is written in parallel
     pytest.skip("recipes/__init__.py has no Target/Request/RecipeError yet", allow_module_level=True)
 
-from envdoctor.recipes import docker_image, jax, load_recipe, pytorch, tensorflow
+from envdoctor.recipes import docker_image, load_recipe
+from envdoctor.recipes.framework import release
+
+#: the framework recipes, each the one recipe of recipes/framework.py with its plug-in's build hooks
+pytorch, tensorflow, jax = (load_recipe(n) for n in ("pytorch", "tensorflow", "jax"))
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = os.path.join(HERE, "recipes_expected")
@@ -85,7 +89,7 @@ def test_machine_facts_are_what_the_recipes_read():
 def test_driver_470_gets_a_cuda_11_torch_build():
     # 470.82.01 runs CUDA <= 11.4; torch 2.4's cu118 needs 520.61.05, or 450.80.02 with minor-version compat.
     facts = machine_facts("470.82.01", 11040, [[8, 0]])
-    var = pytorch.choose_variant(pytorch._release("2.4"), facts)
+    var = pytorch.choose_variant(release(pytorch.FW, "2.4"), facts)
     assert var["tag"] == "cu118"
 
 
@@ -110,14 +114,14 @@ def test_driver_470_and_a_torch_without_cuda_11_is_refused_with_the_last_release
 def test_a_recent_driver_gets_the_newest_stable_build_it_runs_without_compat():
     # 535.54.03 is CUDA 12.2: torch 2.5's cu124 (driver 550.54.14) only under minor-version compat -> cu121.
     facts = machine_facts("535.54.03", 12020, [[8, 0]])
-    assert pytorch.choose_variant(pytorch._release("2.5"), facts)["tag"] == "cu121"
+    assert pytorch.choose_variant(release(pytorch.FW, "2.5"), facts)["tag"] == "cu121"
     facts = machine_facts("550.54.15", 12040, [[8, 0]])
-    assert pytorch.choose_variant(pytorch._release("2.5"), facts)["tag"] == "cu124"
+    assert pytorch.choose_variant(release(pytorch.FW, "2.5"), facts)["tag"] == "cu124"
 
 
 def test_rtx_5090_blackwell_gets_cu128_or_newer_only():
     facts = machine_facts("570.124.06", 12080, [[12, 0]], ["NVIDIA GeForce RTX 5090"])
-    var = pytorch.choose_variant(pytorch._release("2.7"), facts)
+    var = pytorch.choose_variant(release(pytorch.FW, "2.7"), facts)
     assert var["tag"] == "cu128"  # cu126 (stable) stops at sm_90
     with pytest.raises(RecipeError) as err:
         _installed(pytorch, req("pytorch", "2.6"), facts)
@@ -180,7 +184,7 @@ def test_the_torch_cpu_build_is_a_release_with_wheels_for_the_interpreter():
 
 
 def test_no_facts_plans_the_stable_default_for_another_os():
-    var = pytorch.choose_variant(pytorch._release("2.7"), Facts())
+    var = pytorch.choose_variant(release(pytorch.FW, "2.7"), Facts())
     assert var["tag"] == "cu126"  # pytorch.org's default for 2.7; cu128 was "experimental"
 
 

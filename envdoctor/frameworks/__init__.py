@@ -22,6 +22,35 @@ import re
 from typing import Dict, NamedTuple, Optional, Tuple
 
 
+class Install(NamedTuple):
+    """How ``envdoctor install <recipe>`` installs a framework (its plug-in's ``install``): what
+    ``recipes/framework.py`` makes every framework recipe of (its methods, options, versions, the release a
+    ``--version`` names, its alternatives) and what differs from one framework to another there."""
+
+    #: how install's messages name it ("torch 2.4 is not in the matrix"; empty: its display name)
+    label: str = ""
+    methods: Tuple[str, ...] = ("pip", "conda", "docker")
+    #: the ``--option`` keys it takes
+    options: Tuple[str, ...] = ("cuda", "image_os", "env")
+    #: ``--with-driver`` plans the driver its build needs first (offered when a driver finding refuses the plan)
+    with_driver: bool = False
+    #: the pip index of its builds, one folder per CUDA variant (``<index>/cu126``); None: PyPI
+    pip_index: Optional[str] = None
+    #: the field of its data file's rows holding the range of releases a row covers (jax's ``jax``: ``>=0.4.26,<0.5``);
+    #: None: a row is one release, named by its ``version``, and a ``--version`` names its major.minor
+    release_range: Optional[str] = None
+    #: how many of its newest releases a refusal of a release not in its table names
+    suggest: int = 3
+    # -- the facts a plan of it adds (``framework.<name>``, as the frameworks probe reports an installed build) --
+    #: its version carries the build's variant as the local part (torch's ``2.7.1+cu126``)
+    local_variant: bool = False
+    #: the fields of the installed build read from the row of its data file: (field of the fact, field of the row)
+    #: (TensorFlow's ``cudnn``, and its ``package``: ``tensorflow-gpu`` for the old releases)
+    build_fields: Tuple[Tuple[str, str], ...] = ()
+    #: the field naming the companion distribution pinned to the same release (jax's ``jaxlib``)
+    companion_version: Optional[str] = None
+
+
 class Framework(NamedTuple):
     name: str  # fact key ``framework.<name>`` and, for a component, its name in findings
     display: str  # how users know it
@@ -99,6 +128,8 @@ class Framework(NamedTuple):
     #: the libraries holding its precompiled kernels: (directory relative to site-packages, file names or name
     #: prefixes ending in "*"), newest layout first (``framework.<name>.gpu_code``)
     kernel_libraries: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    # -- how ``envdoctor install <recipe>`` installs it (with ``recipe``) -------------------------------------------
+    install: Install = Install()
 
 
 _FOUND: Dict[str, Framework] = {}

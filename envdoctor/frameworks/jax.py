@@ -1,7 +1,7 @@
 """JAX: jaxlib and its CUDA plugins, builds in ``jax.json``, installed by the ``jax`` recipe; XLA compiles its
 kernels at run time with ptxas."""
 
-from . import Framework
+from . import Framework, Install
 
 #: what an install runs to see it import, and on a GPU machine, fail when it sees no GPU
 _SMOKE = "import jax; print(jax.__version__, jax.devices())"
@@ -25,4 +25,7 @@ FRAMEWORK = Framework("jax", "JAX", True, "jax", advise=True, recipe="jax", dist
                                         ("jax_plugins/xla_cuda12", ("xla_cuda_plugin.so",)),
                                         ("jax_cuda13_plugin", ("_*",)), ("jax_cuda12_plugin", ("_*",)),
                                         ("jaxlib", ("xla_extension.so",)), ("jaxlib/cuda", ("_*",))),
-                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU)
+                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU,
+                      # a row of jax.json covers a range of releases with the same CUDA wheels
+                      install=Install(label="jax", options=("cuda", "variant", "cudnn", "image_os", "env"),
+                                      release_range="jax", suggest=2, companion_version="jaxlib"))

@@ -1,7 +1,7 @@
 """TensorFlow: builds in ``tensorflow.json`` (tested CUDA and cuDNN), installed by the ``tensorflow`` recipe;
 Keras is shown on its line."""
 
-from . import Framework
+from . import Framework, Install
 
 #: what an install runs to see it import, and on a GPU machine, fail when it sees no GPU
 _SMOKE = "import tensorflow as tf; print(tf.__version__, tf.config.list_physical_devices('GPU'))"
@@ -42,4 +42,6 @@ FRAMEWORK = Framework("tensorflow", "TensorFlow", True, "tensorflow", advise=Tru
                       kernel_libraries=(("tensorflow", ("libtensorflow_cc.so.2",)),
                                         ("tensorflow/python", ("_pywrap_tensorflow_internal.so",)),
                                         ("tensorflow_core/python", ("_pywrap_tensorflow_internal.so",))),
-                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU)
+                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU,
+                      install=Install(options=("cuda", "variant", "cudnn", "image_os", "env"),
+                                      build_fields=(("cudnn", "cudnn"), ("package", "package"))))

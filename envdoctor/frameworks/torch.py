@@ -1,7 +1,7 @@
 """PyTorch: builds in ``torch.json`` (CUDA variants, architecture lists, cuDNN), installed by the ``pytorch``
 recipe; torchvision and torchaudio are shown on its line."""
 
-from . import Framework
+from . import Framework, Install
 
 #: what an install runs to see it import, and on a GPU machine, fail when it sees no GPU
 _SMOKE = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
@@ -30,4 +30,11 @@ FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="py
                                      ("torch/lib/libtorch_cuda.so",), ("torch/_C.*.so", "torch/_C.so")),
                       kernel_libraries=(("torch/lib", ("libtorch_cuda.so", "libtorch_cuda_cu.so", "libcaffe2_gpu.so")),
                                         ("torch/lib", ("libtorch_cuda_cpp.so",))),
-                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU)
+                      smoke=_SMOKE, smoke_gpu=_SMOKE_GPU,
+                      # verified 2026-11-22 against https://pytorch.org/get-started/locally/ ("Start Locally", Linux,
+                      # Pip, CUDA): pip3 install torch torchvision torchaudio --index-url
+                      # https://download.pytorch.org/whl/cu118 (a folder per CUDA variant; ``cpu`` for the CPU wheels);
+                      # conda-forge's pytorch-gpu as a channel
+                      install=Install(label="torch", options=("cuda", "variant", "cudnn", "image_os", "env", "channel"),
+                                      with_driver=True, pip_index="https://download.pytorch.org/whl",
+                                      local_variant=True))

@@ -43,8 +43,9 @@ TORCH_CHANNELS = ("stable", "experimental", "legacy")
 #: (``--extra-index-url``), a find-links page per CUDA build before (``--find-links``), as PyTorch's
 #: previous-versions page gives each release's pip command.
 TORCH_PIP_OPTIONS = ("--index-url", "--extra-index-url", "--find-links")
-#: PyTorch's wheel server; a mirror given to ``install --mirror`` stands in for it.
-TORCH_WHEELS = "https://download.pytorch.org/whl"
+#: PyTorch's wheel server (its plug-in's ``install.pip_index``); a mirror given to ``install --mirror`` stands in
+#: for it.
+TORCH_WHEELS = str(framework_table.BY_NAME["torch"].install.pip_index)
 TF_PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "wsl2", "macos")
 
 
@@ -452,6 +453,23 @@ def _by_minor(area: str, version: Any) -> Optional[Row]:
     return None
 
 
+def release_row(area: str, version: Any, release_range: Optional[str] = None) -> Optional[Row]:
+    """The row of framework table ``area`` for a release: the one whose ``release_range`` field (a range of
+    releases: jax's ``>=0.4.26,<0.5``) contains ``version``, or without one, whose ``version`` has its major.minor;
+    None if unknown."""
+    if release_range is None:
+        return _by_minor(area, version)
+    v = _version(version)
+    if v is None:
+        return None
+    plain = Version(v.base_version)
+    for row in load(area):
+        spec = _spec(row.get(release_range))
+        if spec is not None and spec.contains(plain, prereleases=True):
+            return copy.deepcopy(row)
+    return None
+
+
 def _by_major(area: str, version: Any) -> Optional[Row]:
     v = _version(version)
     if v is None:
@@ -570,15 +588,7 @@ def tensorflow_has_gpu_build(version: Any, platform: str) -> Optional[bool]:
 
 def jax_release(jax_version: Any) -> Optional[Row]:
     """The jax row whose version range contains ``jax_version``."""
-    v = _version(jax_version)
-    if v is None:
-        return None
-    plain = Version(v.base_version)
-    for row in load("jax"):
-        spec = _spec(row.get("jax"))
-        if spec is not None and spec.contains(plain, prereleases=True):
-            return copy.deepcopy(row)
-    return None
+    return release_row("jax", jax_version, "jax")
 
 
 def jax_plugin_for(jax_version: Any, cuda_major: Any) -> Optional[Row]:
