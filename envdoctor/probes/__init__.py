@@ -89,6 +89,7 @@ PROBE_MODULES = (
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
     "envdoctor.probes.staticcuda",
+    "envdoctor.probes.gpupackages",
     "envdoctor.probes.dlopen",
     "envdoctor.probes.topology",
     "envdoctor.probes.environment",
