@@ -79,7 +79,7 @@ def _package_loads(facts: Facts) -> List[Finding]:
 
 
 @check("package-loads", requires=("python.gpu_packages",), reads=("framework.*", "linkage.*.elf"),
-       layers=("frameworks",),
+       layers=("cuda", "libraries", "frameworks"),
        codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")))
 def package_loads(ctx: CheckContext) -> List[Finding]:
     return _package_loads(ctx.facts)
