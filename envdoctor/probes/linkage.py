@@ -475,8 +475,9 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     index = {o["path"]: o["index"] for o in objects}
     owner = {p: d for d, p in files}
     have_libs = {posixpath.basename(p) for p in own}
+    # (a torch that requires nvidia-* wheels: older ones carry their CUDA libraries in torch/lib)
     preloaded = set(framework_wheel_sonames(host, site)) if framework == "torch" and torch.get("build") == "cuda" \
-        else set()
+        and torch.get("nvidia_wheels") else set()
     missing_libs: List[Dict[str, Any]] = []
     broken: Dict[str, List[str]] = {}
     for link in graph["links"]:
