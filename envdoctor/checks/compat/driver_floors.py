@@ -124,7 +124,8 @@ def _installed_releases(facts: Facts) -> List[Tuple[str, str, Optional[str], str
         v = _v(c["version"])
         if v is not None and len(v.release) >= 2:
             key = "%d.%d" % v.release[:2]
-            if key not in seen or _v(seen[key]) < v:  # type: ignore[operator]
+            old = _v(seen.get(key))
+            if old is None or old < v:
                 seen[key] = str(c["version"])
     for _key, version in sorted(seen.items(), key=lambda kv: _v(kv[0]) or Version("0")):
         out.append(("tensorrt", version, None, "TensorRT %s" % version, "libraries.tensorrt"))
@@ -133,16 +134,20 @@ def _installed_releases(facts: Facts) -> List[Tuple[str, str, Optional[str], str
 
 def _gpu_floor(facts: Facts, product: str, release: str, major: Optional[str], label: str, key: str
                ) -> List[Finding]:
-    rows = floors.gpu_floors_for(product, release, cuda_major=major)
+    rows: List[Tuple[Version, Dict[str, Any]]] = []
+    for row in floors.gpu_floors_for(product, release, cuda_major=major):
+        floor = _v(row.get("min_cc"))
+        if floor is not None:
+            rows.append((floor, row))
+    rows.sort(key=lambda fr: fr[0])
     out: List[Finding] = []
     for cc, gpu, cc_fact in gpu_ccs(facts):
         have = _v(cc)
-        above = [r for r in rows if have is not None and _v(r["min_cc"]) is not None and have < _v(r["min_cc"])]
+        above = [row for floor, row in rows if have is not None and have < floor]
         if not above:
             continue
         # the floor the GPU first falls under names the release that still supports it; the highest is the need
-        first = min(above, key=lambda r: _v(r["min_cc"]))  # type: ignore[arg-type,return-value]
-        need = max(above, key=lambda r: _v(r["min_cc"]))  # type: ignore[arg-type,return-value]
+        first, need = above[0], above[-1]
         sm = "sm_" + cc.replace(".", "")
         name = "RAPIDS" if product == "rapids" else "TensorRT"
         if first.get("supported_by"):
@@ -150,8 +155,8 @@ def _gpu_floor(facts: Facts, product: str, release: str, major: Optional[str], l
                      "%s still supports %s in release %s") % (name, sm, first["supported_by"])
             fix = Fix(text="Install %s %s (or an earlier release) on this machine, or run %s on a GPU of compute "
                            "capability %s or newer." % (name, first["supported_by"], label, need["min_cc"]),
-                      commands=["conda install -c rapidsai -c conda-forge -c nvidia 'rapids=%s'" % first["supported_by"]]
-                      if product == "rapids" else [])
+                      commands=["conda install -c rapidsai -c conda-forge -c nvidia 'rapids=%s'" % (
+                          first["supported_by"])] if product == "rapids" else [])
         else:
             still = "the same release's CUDA %s packages still support %s" % (first["other_build"], sm)
             fix = Fix(text="Install %s's CUDA %s packages instead of its CUDA %s ones, or use a GPU of compute "
