@@ -404,3 +404,51 @@ def test_inside_a_container_module_questions_are_the_hosts():
     assert mod.status == "not_supported" and "container" in mod.reason
     assert "driver.persistenced.state" not in f  # optional, and no systemctl to ask
     assert [x.key for x in f if x.status in ("unknown", "timed_out")] == []
+
+
+# RPM Fusion's xorg-x11-drv-nvidia 177.80 (rpmfusion/xorg-x11-drv-nvidia, commit 1ae70cb, the spec's
+# %files libs): the driver's libraries in %{_libdir}/nvidia (libcuda.so.177.80 and its libcuda.so.1 link), that
+# directory named in /etc/ld.so.conf.d/nvidia-x86_64.conf, which ldconfig puts in the loader cache. No
+# libnvidia-ml in that release (NVML came later), so NVML's library is not found. `ldconfig -p` in glibc's format.
+RPMFUSION_LIBS = {"/usr/lib64/nvidia/libcuda.so.177.80": "", "/usr/lib64/nvidia/libcuda.so.1": "",
+                  "/etc/ld.so.conf.d/nvidia-x86_64.conf": "/usr/lib64/nvidia\n",
+                  "/sys/bus/pci/devices/0000:01:00.0/vendor": "0x10de\n",
+                  "/sys/bus/pci/devices/0000:01:00.0/class": "0x030000\n",
+                  "/sys/bus/pci/devices/0000:01:00.0/device": "0x0322\n"}
+LDCONFIG_RPMFUSION = ("2 libs found in cache `/etc/ld.so.cache'\n"
+                      "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib64/nvidia/libcuda.so.1\n"
+                      "\tlibc.so.6 (libc6,x86-64) => /lib64/libc.so.6\n")
+LDCONFIG_NO_NVIDIA = ("1 libs found in cache `/etc/ld.so.cache'\n"
+                      "\tlibc.so.6 (libc6,x86-64) => /lib64/libc.so.6\n")
+
+
+@pytest.mark.parametrize("cache, installed", [(LDCONFIG_RPMFUSION, True), (LDCONFIG_NO_NVIDIA, False)])
+def test_driver_libraries_in_a_directory_the_loader_cache_names_are_an_installed_driver(cache, installed):
+    # The module never loaded (177.80 ignores a GeForce FX) and NVML has no library: the driver is still installed,
+    # its libraries where the loader finds them (the cache). Without the cache entry the loader would not find
+    # /usr/lib64/nvidia/libcuda.so.1, and neither does envdoctor.
+    host = machine(files=dict(RPMFUSION_LIBS, **{"/sbin/ldconfig": ""}),
+                   commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout": cache}],
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release="2.6.26.5-45.fc9.x86_64")
+    f = driver_facts(host)
+    assert f.value("driver.installed") is installed
+    if installed:
+        assert f.value("driver.userspace.version") == "177.80"
+    else:
+        assert f.value("driver.nvidia_pci_gpus") == ["0000:01:00.0"]
+
+
+def test_a_legacy_gpu_under_rpmfusions_current_driver_names_the_legacy_branch_without_the_kernel_log():
+    # The same machine, the kernel log unreadable: the branch (177 from libcuda.so.177.80) against NVIDIA's
+    # README legacy list (gpu_pci_ids: 10de:0322 GeForce FX 5200 -> 173.14.xx) still names the branch.
+    from envdoctor.checks import CheckContext, run_checks
+
+    host = machine(files=dict(RPMFUSION_LIBS, **{"/sbin/ldconfig": ""}),
+                   commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout": LDCONFIG_RPMFUSION}],
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release="2.6.26.5-45.fc9.x86_64")
+    results = {r.name: r for r in run_probes(host, only=["os", "driver", "gpu"])}
+    facts = Facts([x for r in results.values() for x in r.facts])
+    found = {x.code: x for x in run_checks(CheckContext(facts, []))}
+    assert "driver.not_installed" not in found
+    f = found["driver.gpu_needs_legacy_branch"]
+    assert f.severity == "error" and "173" in f.title and "177.80" in f.title

@@ -159,12 +159,29 @@ def _nvml_answer(data: Dict[str, object], key: str) -> Tuple[object, Optional[st
     return None, str(ans.get("error") or "EXCEPTION")
 
 
+#: The driver's sonames whose loader-cache entries name where the driver's libraries are.
+DRIVER_SONAMES = ("libcuda.so.1", "libnvidia-ml.so.1")
+
+
+def _cache_dirs(host: Host) -> List[str]:
+    """The directories the loader cache holds the driver's sonames in: what /etc/ld.so.conf(.d) configured
+    (ld.so(8): the cache is built from the directories ldconfig reads there). RPM Fusion's
+    xorg-x11-drv-nvidia installs the driver's libraries in %{_libdir}/nvidia and names that directory in
+    /etc/ld.so.conf.d/nvidia-<arch>.conf; the loader finds them there, and so must envdoctor."""
+    from .loader import read_ld_cache
+
+    entries, _ = read_ld_cache(host)
+    return [posixpath.dirname(path) for soname, _flags, path in entries or ()
+            if soname in DRIVER_SONAMES and path.startswith("/")]
+
+
 def lib_search_dirs(host: Host) -> List[str]:
     """Where the loader looks for the driver's libraries: LD_LIBRARY_PATH (containers put the injected driver in
-    /usr/local/nvidia/lib64 and name it there), then the usual directories."""
+    /usr/local/nvidia/lib64 and name it there), the directories the loader cache holds the driver's sonames in
+    (an /etc/ld.so.conf.d entry), then the usual directories."""
     ldp = [posixpath.normpath(d) for d in (host.getenv("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
     # dict.fromkeys: the first of each directory, in order (a list's `in` made this quadratic in the entries)
-    return list(dict.fromkeys((d.rstrip("/") or "/") for d in ldp + list(LIB_DIRS)))
+    return list(dict.fromkeys((d.rstrip("/") or "/") for d in ldp + _cache_dirs(host) + list(LIB_DIRS)))
 
 
 def _userspace_libs(host: Host) -> List[Tuple[str, str]]:
