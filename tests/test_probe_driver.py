@@ -452,3 +452,48 @@ def test_a_legacy_gpu_under_rpmfusions_current_driver_names_the_legacy_branch_wi
     assert "driver.not_installed" not in found
     f = found["driver.gpu_needs_legacy_branch"]
     assert f.severity == "error" and "173" in f.title and "177.80" in f.title
+
+
+def test_a_module_installed_for_the_kernel_is_an_installed_driver_even_without_its_libraries():
+    # RPM Fusion's kmod-nvidia layout (/lib/modules/<release>/extra/nvidia/nvidia.ko.xz) for driver 535.183.01, the
+    # module never loaded (a GeForce GTX 680, 10de:1180, which 535 leaves to the 470 legacy branch) and no driver
+    # library where the loader looks: the driver is installed, its module on disk says which branch.
+    from envdoctor.checks import CheckContext, run_checks
+
+    rel = "6.5.6-300.fc39.x86_64"
+    files = {f"/lib/modules/{rel}/extra/nvidia/nvidia.ko.xz": "",
+             "/sys/bus/pci/devices/0000:01:00.0/vendor": "0x10de\n",
+             "/sys/bus/pci/devices/0000:01:00.0/class": "0x030000\n",
+             "/sys/bus/pci/devices/0000:01:00.0/device": "0x1180\n"}
+    commands = [{"argv": ["modinfo", "-F", "version", "nvidia"], "stdout": "535.183.01\n"},
+                {"argv": ["modinfo", "-F", "license", "nvidia"], "stdout": "NVIDIA\n"}]
+    host = machine(files=files, commands=commands, nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release=rel)
+    results = {r.name: r for r in run_probes(host, only=["os", "driver", "gpu"])}
+    facts = Facts([x for r in results.values() for x in r.facts])
+    assert facts.value("driver.installed") is True and facts.value("driver.module_for_running_kernel") is True
+    assert facts.value("driver.module_on_disk.version") == "535.183.01"
+    found = {x.code: x for x in run_checks(CheckContext(facts, []))}
+    assert "driver.not_installed" not in found
+    assert "470" in found["driver.gpu_needs_legacy_branch"].title
+    # no module and no library: not installed, as before
+    bare = {k: v for k, v in files.items() if not k.startswith("/lib/modules")}
+    host = machine(files=bare, commands=commands, nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release=rel)
+    assert driver_facts(host).value("driver.installed") is False
+
+
+def test_debian_driver_libraries_behind_alternatives_links_name_the_version():
+    # Debian trixie's libcuda1 550.163.01-2 (dpkg-deb -c): usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.550.163.01
+    # and its libcuda.so.1 link; nvidia-alternative links /usr/lib/x86_64-linux-gnu/libcuda.so.1 to it through
+    # /etc/alternatives, and the loader cache holds that link. The module is not loaded (NVML: driver not loaded).
+    cur = "/usr/lib/x86_64-linux-gnu/nvidia/current"
+    alt = "/etc/alternatives/nvidia--libcuda.so.1-x86_64-linux-gnu"
+    host = make_host(files={cur + "/libcuda.so.550.163.01": "", "/sbin/ldconfig": ""},
+                     links={cur + "/libcuda.so.1": "libcuda.so.550.163.01", alt: cur + "/libcuda.so.1",
+                            "/usr/lib/x86_64-linux-gnu/libcuda.so.1": alt},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout":
+                                "1 libs found in cache `/etc/ld.so.cache'\n\tlibcuda.so.1 (libc6,x86-64) => "
+                                "/usr/lib/x86_64-linux-gnu/libcuda.so.1\n"}],
+                     nvml=nvml_error("NVML_ERROR_DRIVER_NOT_LOADED", 9),
+                     uname={"sysname": "Linux", "release": "6.12.38+deb13-amd64", "version": "#1 SMP",
+                            "machine": "x86_64"})
+    assert driver_facts(host).value("driver.userspace.version") == "550.163.01"
