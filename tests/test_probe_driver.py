@@ -497,3 +497,30 @@ def test_debian_driver_libraries_behind_alternatives_links_name_the_version():
                      uname={"sysname": "Linux", "release": "6.12.38+deb13-amd64", "version": "#1 SMP",
                             "machine": "x86_64"})
     assert driver_facts(host).value("driver.userspace.version") == "550.163.01"
+
+
+def test_the_rpm_database_names_the_branch_when_nothing_else_does():
+    # Fedora 9 with RPM Fusion's packages for 177.80 (names from its spec: xorg-x11-drv-nvidia, -libs; the kmod
+    # built by kmodtool), as `rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}\n'` prints them; the module on disk but
+    # modinfo gives nothing, and no library the loader finds: the packages' version names the branch, and the
+    # GeForce FX 5200 (10de:0322) is on NVIDIA's 173.14.xx legacy list.
+    from envdoctor.checks import CheckContext, run_checks
+    from envdoctor.probes.cuda import RPM_ARGV
+
+    rel = "2.6.26.5-45.fc9.x86_64"
+    files = {f"/lib/modules/{rel}/extra/nvidia/nvidia.ko": "", "/usr/bin/rpm": "",
+             "/sys/bus/pci/devices/0000:01:00.0/vendor": "0x10de\n",
+             "/sys/bus/pci/devices/0000:01:00.0/class": "0x030000\n",
+             "/sys/bus/pci/devices/0000:01:00.0/device": "0x0322\n"}
+    rpm_qa = ("kernel 2.6.26.5-45.fc9\nxorg-x11-drv-nvidia 177.80-1.fc9\nxorg-x11-drv-nvidia-libs 177.80-1.fc9\n"
+              "kmod-nvidia-2.6.26.5-45.fc9.x86_64 177.80-1.fc9.2\nbash 3.2-22.fc9\n")
+    host = machine(files=files, commands=[{"argv": ["/usr/bin/rpm"] + list(RPM_ARGV[1:]), "stdout": rpm_qa}],
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release=rel)
+    results = {r.name: r for r in run_probes(host, only=["os", "driver", "gpu", "cuda"])}
+    facts = Facts([x for r in results.values() for x in r.facts])
+    names = [p["name"] for p in facts.value("cuda.packages")]
+    assert "xorg-x11-drv-nvidia" in names and "bash" not in names and "kernel" not in names
+    assert "driver.module_on_disk.version" not in facts and facts.value("driver.installed") is True
+    found = {x.code: x for x in run_checks(CheckContext(facts, []))}
+    f = found["driver.gpu_needs_legacy_branch"]
+    assert "173" in f.title and "177.80" in f.title and f.severity == "error"
