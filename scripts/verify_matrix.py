@@ -99,7 +99,10 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 # runtime_loads.json: what CTranslate2's wheels load is its own build script and source
                 "github.com/OpenNMT/CTranslate2/",
                 # driver_floors.json: Ollama's driver floors are its own docs/gpu.mdx at each release tag
-                "github.com/ollama/ollama/")
+                "github.com/ollama/ollama/",
+                # package_arch.json, tvm.json, runtime_loads.json: each project's own documentation and README
+                "huggingface.co/docs/bitsandbytes/", "github.com/Dao-AILab/flash-attention", "tvm.apache.org/docs/",
+                "docs.vllm.ai/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant"),

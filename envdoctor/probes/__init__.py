@@ -90,6 +90,7 @@ PROBE_MODULES = (
     "envdoctor.probes.gpucode",
     "envdoctor.probes.staticcuda",
     "envdoctor.probes.apps",
+    "envdoctor.probes.gpupackages",
     "envdoctor.probes.dlopen",
     "envdoctor.probes.topology",
     "envdoctor.probes.environment",

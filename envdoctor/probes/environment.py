@@ -21,16 +21,16 @@ there and the PCI addresses of the GPUs a topology file describes.
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, Iterable, List, Optional
 
+from .. import lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
 
 #: ``<pci busid="0000:0c:00.0" ...>`` opening tags and ``<gpu`` elements of an NCCL topology XML.
-_PCI_TAG = re.compile(r"<pci\b[^>]*\bbusid=\"([0-9A-Fa-f:.]+)\"")
-_GPU_TAG = re.compile(r"<gpu\b")
+_PCI_TAG = lazyre.compile(r"<pci\b[^>]*\bbusid=\"([0-9A-Fa-f:.]+)\"")
+_GPU_TAG = lazyre.compile(r"<gpu\b")
 #: The most of an XML topology or graph file read.
 _XML_LIMIT = 4 * 1024 * 1024
 
@@ -116,11 +116,12 @@ def _xml_file(host: Host, path: str, topology: bool) -> Dict[str, Any]:
 
 
 def nccl_variables(host: Host) -> Fact:
-    """``env.nccl`` (see the module docstring): the catalogued variables NCCL would see, as NCCL's initEnv reads
-    them, and the XML files the override variables name."""
-    from ..matrix import nccl_env
+    """``env.nccl`` (see the module docstring): the catalogued variables NCCL would see (``nccl_env.json``'s, and
+    the workaround variables of NCCL's known issues, ``known_issues.json``), as NCCL's initEnv reads them, and
+    the XML files the override variables name."""
+    from ..matrix import known_issues, nccl_env
 
-    wanted = nccl_env.names()
+    wanted = nccl_env.names() + [n for n in known_issues.workaround_variables() if n not in nccl_env.names()]
     env = host.environ()
     found: Dict[str, Dict[str, str]] = {}
     for name in wanted:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 from packaging.version import InvalidVersion, Version
 
 from .. import frameworks as framework_table
+from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import FILE_PATTERN_FILTERS, Distribution, Host, normalize_name
 from . import ProbeContext, register
@@ -172,10 +173,10 @@ def pinned(req: Requirement) -> str:
 
 
 #: ``nvidia-cudnn-cu12`` (lib ``cudnn``, CUDA 12) and CUDA 13's suffix-less ``nvidia-cuda-runtime``.
-_NVIDIA_WHEEL = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
+_NVIDIA_WHEEL = lazyre.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
 #: NVIDIA's meta-package through which torch 2.10+ requires most CUDA 13 wheels (by extras).
 CUDA_TOOLKIT_WHEEL = "cuda-toolkit"
-_REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_REQ_NAME = lazyre.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def _is_nvidia_wheel(key: str) -> bool:
@@ -254,7 +255,7 @@ def _version_of(d: Distribution) -> Dict[str, Any]:
 
 # -- PyTorch ---------------------------------------------------------------------
 
-_SO_MAJOR = re.compile(r"^lib(?P<lib>cudnn|nccl)(?:_[a-z_]+)?(?:-[0-9a-f]{8})?\.so\.(?P<major>\d+)(?:\.[\d.]+)?$")
+_SO_MAJOR = lazyre.compile(r"^lib(?P<lib>cudnn|nccl)(?:_[a-z_]+)?(?:-[0-9a-f]{8})?\.so\.(?P<major>\d+)(?:\.[\d.]+)?$")
 
 
 def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) -> List[Fact]:
@@ -388,11 +389,11 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
 
 # -- JAX -------------------------------------------------------------------------
 
-_JAX_PLUGIN = re.compile(r"^jax-cuda(?P<cuda>\d+)-(?:plugin|pjrt)$")
-_JAXLIB_LOCAL = re.compile(r"^cuda(?P<cuda>\d+)(?:\.cudnn(?P<cudnn>\d+))?")
+_JAX_PLUGIN = lazyre.compile(r"^jax-cuda(?P<cuda>\d+)-(?:plugin|pjrt)$")
+_JAXLIB_LOCAL = lazyre.compile(r"^cuda(?P<cuda>\d+)(?:\.cudnn(?P<cudnn>\d+))?")
 
 
-_NVCC_WHEEL = re.compile(r"^nvidia-cuda-nvcc(?:-cu\d+)?$")
+_NVCC_WHEEL = lazyre.compile(r"^nvidia-cuda-nvcc(?:-cu\d+)?$")
 
 
 def _ptxas_candidates(host: Host, dists: Dict[str, Distribution]) -> Dict[str, Any]:
@@ -411,7 +412,7 @@ def _ptxas_candidates(host: Host, dists: Dict[str, Distribution]) -> Dict[str, A
     return out
 
 
-_CONDA_CUDA_BUILD = re.compile(r"^cuda(?P<cuda>\d+)")
+_CONDA_CUDA_BUILD = lazyre.compile(r"^cuda(?P<cuda>\d+)")
 
 
 def _conda_build(host: Host, d: Distribution, package: str = "") -> Optional[str]:
@@ -429,7 +430,7 @@ def _conda_build(host: Host, d: Distribution, package: str = "") -> Optional[str
 #: The conda packages that carry TensorFlow's compiled part and its pins (Anaconda's ``tensorflow-gpu-base`` up to
 #: 1.8, then ``tensorflow-base``; conda-forge's ``tensorflow-base``/``tensorflow``), most specific first.
 TF_CONDA_PACKAGES = ("tensorflow-gpu-base", "tensorflow-base", "tensorflow-gpu", "tensorflow")
-_CONDA_META = re.compile(r"/conda-meta/[^/]+\.json$")
+_CONDA_META = lazyre.compile(r"/conda-meta/[^/]+\.json$")
 
 
 def keep_conda_record(text: str) -> str:
@@ -681,9 +682,9 @@ def paddle_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
 
 # -- CuPy, TensorRT, MXNet, Keras ------------------------------------------------
 
-_CUPY = re.compile(r"^cupy(?:-cuda(?P<cuda>\d+x|\d+))?$")
-_MXNET = re.compile(r"^mxnet(?:-cu(?P<cuda>\d+))?(?P<flavor>mkl)?$")
-_TRT = re.compile(r"^tensorrt(?:-cu(?P<cuda>\d+))?(?:[-_](?:libs|bindings))?$")
+_CUPY = lazyre.compile(r"^cupy(?:-cuda(?P<cuda>\d+x|\d+))?$")
+_MXNET = lazyre.compile(r"^mxnet(?:-cu(?P<cuda>\d+))?(?P<flavor>mkl)?$")
+_TRT = lazyre.compile(r"^tensorrt(?:-cu(?P<cuda>\d+))?(?:[-_](?:libs|bindings))?$")
 
 
 def _cuda_from_suffix(s: str) -> str:
@@ -730,10 +731,41 @@ def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
     return [ok("framework.mxnet", value, "dir:" + d.metadata_dir, "MXNet")]
 
 
+#: A CUDA build of TVM links the CUDA runtime and driver into its runtime library (cmake/modules/CUDA.cmake appends
+#: CUDA_CUDART_LIBRARY and CUDA_CUDA_LIBRARY to TVM_RUNTIME_LINKER_LIBS when USE_CUDA is on); the NVRTC library too.
+_TVM_CUDA = re.compile(r"^lib(?:cudart|cuda|nvrtc)\.so(?:\.|$)")
+#: Where an installed TVM keeps its libraries (the wheel: tvm/; some builds: tvm/lib/ or build/).
+_TVM_LIBS = ("tvm/libtvm_runtime.so", "tvm/libtvm.so", "tvm/lib/libtvm_runtime.so", "tvm/lib/libtvm.so")
+
+
+def tvm_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
+    """framework.tvm: its version, and ``build`` ("cuda" or "cpu") from the NEEDED entries of the libraries it
+    ships (None, with ``build_unknown`` saying why, when none could be read)."""
+    d = dists["apache-tvm"]
+    value: Dict[str, Any] = _version_of(d)
+    read, why = [], "no libtvm_runtime.so or libtvm.so beside the package"
+    for rel in _TVM_LIBS:
+        path = posixpath.join(d.location, rel)
+        if not host.exists(path):
+            continue
+        elf = host.elf(path)
+        if not elf.ok:
+            why = "%s cannot be read (%s)" % (path, elf.error)
+            continue
+        read.append((path, [n for n in elf.needed if _TVM_CUDA.match(n)]))
+    cuda = sorted({n for _, names in read for n in names})
+    value["build"] = ("cuda" if cuda else "cpu") if read else None
+    value["cuda_libraries"] = cuda
+    value["libraries"] = [p for p, _ in read]
+    if not read:
+        value["build_unknown"] = why
+    return [ok("framework.tvm", value, "elf:" + read[0][0] if read else "dir:" + d.metadata_dir, "Apache TVM")]
+
+
 #: What counts as "a framework is installed" (the framework plug-ins, envdoctor/frameworks/).
 FRAMEWORK_NAMES = framework_table.PROBED
 #: The frameworks read by a reader of their own above (the others: :func:`plugin_facts`).
-OWN_READERS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras")
+OWN_READERS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras", "tvm")
 
 
 def plugin_facts(dists: Dict[str, Distribution]) -> List[Fact]:
@@ -805,6 +837,8 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
         facts += tensorrt_fact(dists)
     if any(_MXNET.match(k) for k in dists):
         facts += mxnet_fact(dists)
+    if "apache-tvm" in dists:
+        facts += tvm_fact(host, dists)
     if "keras" in dists:
         facts.append(ok("framework.keras", _version_of(dists["keras"]), "dir:" + dists["keras"].metadata_dir,
                         "Keras"))
@@ -818,6 +852,6 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     if not any(f.key.split(".")[1] in FRAMEWORK_NAMES for f in facts):
         facts.append(ok("framework.none",
                         "no deep-learning framework (PyTorch, TensorFlow, JAX, ONNX Runtime, PaddlePaddle, CuPy, "
-                        "TensorRT, MXNet, Keras) is installed for %s" % (py.executable or "this Python"),
+                        "TensorRT, MXNet, Keras, Apache TVM) is installed for %s" % (py.executable or "this Python"),
                         "dir:" + ":".join(py.sys_path), "Frameworks"))
     return facts

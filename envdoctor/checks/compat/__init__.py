@@ -101,9 +101,10 @@ DOCS = (
             "nor PTX it could JIT ('no kernel image is available for execution on the device').",
             "gpu.N.compute_capability, framework.<name>.gpu_code (the SASS and PTX the framework's own "
             "libraries carry, read from their CUDA fat binaries), else framework.torch (matrix arch_list/ptx), "
-            "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with",
+            "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with; "
+            "python.gpu_packages (bitsandbytes, flash-attn) against package_arch.json's floor of their releases",
             "Every kernel launch fails. A cubin for X.y runs on X.z (z >= y) only; PTX runs on any capability at or "
-            "above its own.", "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE,
+            "above its own.", "torch.json (variants[].arch_list, ptx); package_arch.json; " + PROG_GUIDE,
         messages=(Message("no kernel image is available for execution on the device",
                 "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
                   Message("* with CUDA capability sm_* is not compatible with the current PyTorch installation",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any, Dict, List, Tuple
 
+from ... import matrix
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fw
@@ -96,13 +98,18 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
         elif name == "paddle":
             fix = Fix(text="Install paddlepaddle-gpu instead of the CPU package.",
                       commands=["pip uninstall -y paddlepaddle", "pip install paddlepaddle-gpu"])
+        elif name == "tvm":
+            fix, src = _tvm_fix(v, src)
+            named = ""
         else:
             fix = Fix(text="Install a CUDA build of %s." % name)
         who = drv.describe() if drv.known else "an NVIDIA GPU is present"
         out.append(Finding(
             code="framework.cpu_only_build", severity="warning", components=[component, "gpu"],
             title="%s is a CPU-only build, but this machine has an NVIDIA GPU (%s)" % (label, who),
-            detail="This build never uses the GPU. The suggested CUDA build%s is one this driver runs." % named,
+            detail=("This build never uses the GPU: its runtime library links no CUDA library, which a TVM built with "
+                    "USE_CUDA=ON does (libcudart, libcuda)." if name == "tvm" else
+                    "This build never uses the GPU. The suggested CUDA build%s is one this driver runs." % named),
             evidence=_ev(fact, *gpu_ev), source=src, fix=fix))
     return out
 
@@ -138,3 +145,18 @@ def _mxnet_fix(v: Dict[str, Any], drv: Driver, src: Dict[str, Any]) -> Tuple[Fix
        codes=docs_for(DOCS, "framework.cpu_only_build"))
 def cpu_builds(ctx: CheckContext) -> List[Finding]:
     return _cpu_builds(ctx.facts)
+
+
+def _tvm_fix(v: Dict[str, Any], src: Dict[str, Any]) -> Tuple[Fix, Dict[str, Any]]:
+    """TVM: no CUDA build is published on PyPI (tvm.json: the apache-tvm wheel is CPU-only, its [cuda] extra adds
+    Python bindings only); CUDA needs TVM built from source with USE_CUDA=ON."""
+    rows = [r for r in matrix.load("tvm") if r.get("package") == (v.get("package") or "apache-tvm")]
+    libs = ", ".join(posixpath.basename(p) for p in v.get("libraries") or []) or "its libraries"
+    text = ("%s link no CUDA library (libcudart, libcuda): TVM runs on the GPU only when built with USE_CUDA=ON. "
+            "Build TVM from source with set(USE_CUDA ON) in config.cmake and install that build in place of the wheel."
+            % libs)
+    if rows and rows[0].get("cuda_build") is False:
+        text += (" The apache-tvm wheel on PyPI is a CPU-only build; its [cuda] extra installs Python CUDA bindings "
+                 "only.")
+        return Fix(text=text), _source("the apache-tvm PyPI wheel is not a CUDA-enabled TVM build", rows[0])
+    return Fix(text=text), src

@@ -1,7 +1,11 @@
 """Is the driver at or above the floor an application states for itself (``driver_floors.json``), beyond the CUDA
 runtime it carries? RAPIDS raised its CUDA 11 floor to 450.80.02 from 21.12 (RSN 11: its builds use a newer CUDA 11
 runtime through enhanced compatibility) and states 535+/580+ per CUDA major in its platform-support table; Ollama
-states its floor per GPU compute capability and release (docs/gpu.mdx)."""
+states its floor per GPU compute capability and release (docs/gpu.mdx).
+
+And is every GPU at or above the oldest GPU generation an installed release still supports (the same data's
+``min_cc`` rows)? Releases drop generations: RAPIDS 24.02 dropped Pascal (RSN 34), its CUDA 13 packages need Turing;
+TensorRT 8.6 dropped Kepler, 9.0 Maxwell, 10.x needs Volta and 10.5 Turing (release notes, support matrices)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ from ...matrix import floors
 from .. import CheckContext, check, docs_for
 from ..suggest import INSTALL_LINE_READS, install_line
 from . import DOCS, Driver, _ev, _severity, _v, gpu_ccs
+
+#: The kinds of TensorRT copies that are an install (a header alone is a development file: judged only without any)
+_TRT_INSTALLS = ("library", "pip", "package")
 
 
 def _floor(rows: List[Dict[str, Any]]) -> Optional[Tuple[Version, Dict[str, Any]]]:
@@ -95,3 +102,88 @@ def driver_floors(ctx: CheckContext) -> List[Finding]:
     if not drv.known or have is None or drv.wsl:
         return []
     return _rapids(ctx.facts, drv, have) + _ollama(ctx.facts, drv, have)
+
+
+def _installed_releases(facts: Facts) -> List[Tuple[str, str, Optional[str], str, str]]:
+    """(product, release, CUDA major or None, label, fact key) of each installed release that has GPU floors:
+    RAPIDS per release and CUDA major (``apps.rapids``), TensorRT per version of its libraries, wheels and packages
+    (``libraries.tensorrt``: a tarball on the loader path, pip's tensorrt, the distro's libnvinfer)."""
+    out: List[Tuple[str, str, Optional[str], str, str]] = []
+    rapids: Dict[Tuple[str, str], List[str]] = {}
+    for pkg in facts.value("apps.rapids") or []:
+        if isinstance(pkg, dict) and pkg.get("release"):
+            rapids.setdefault((str(pkg["release"]), str(pkg.get("cuda_major") or "")), []).append(
+                "%s %s" % (pkg.get("package"), pkg.get("version")))
+    for (release, major), names in sorted(rapids.items()):
+        out.append(("rapids", release, major or None, "RAPIDS %s (%s)" % (release, ", ".join(sorted(names))),
+                    "apps.rapids"))
+    copies = [c for c in facts.value("libraries.tensorrt") or [] if isinstance(c, dict) and _v(c.get("version"))]
+    installs = [c for c in copies if c.get("kind") in _TRT_INSTALLS] or copies
+    seen: Dict[str, str] = {}
+    for c in installs:
+        v = _v(c["version"])
+        if v is not None and len(v.release) >= 2:
+            key = "%d.%d" % v.release[:2]
+            old = _v(seen.get(key))
+            if old is None or old < v:
+                seen[key] = str(c["version"])
+    for _key, version in sorted(seen.items(), key=lambda kv: _v(kv[0]) or Version("0")):
+        out.append(("tensorrt", version, None, "TensorRT %s" % version, "libraries.tensorrt"))
+    return out
+
+
+def _gpu_floor(facts: Facts, product: str, release: str, major: Optional[str], label: str, key: str
+               ) -> List[Finding]:
+    rows: List[Tuple[Version, Dict[str, Any]]] = []
+    for row in floors.gpu_floors_for(product, release, cuda_major=major):
+        floor = _v(row.get("min_cc"))
+        if floor is not None:
+            rows.append((floor, row))
+    rows.sort(key=lambda fr: fr[0])
+    out: List[Finding] = []
+    for cc, gpu, cc_fact in gpu_ccs(facts):
+        have = _v(cc)
+        above = [row for floor, row in rows if have is not None and have < floor]
+        if not above:
+            continue
+        # the floor the GPU first falls under names the release that still supports it; the highest is the need
+        first, need = above[0], above[-1]
+        sm = "sm_" + cc.replace(".", "")
+        name = "RAPIDS" if product == "rapids" else "TensorRT"
+        if first.get("supported_by"):
+            still = ("the last %s release that supports %s is %s" if first.get("supported_by_last", True) else
+                     "%s still supports %s in release %s") % (name, sm, first["supported_by"])
+            fix = Fix(text="Install %s %s (or an earlier release) on this machine, or run %s on a GPU of compute "
+                           "capability %s or newer." % (name, first["supported_by"], label, need["min_cc"]),
+                      commands=["conda install -c rapidsai -c conda-forge -c nvidia 'rapids=%s'" % (
+                          first["supported_by"])] if product == "rapids" else [])
+        else:
+            still = "the same release's CUDA %s packages still support %s" % (first["other_build"], sm)
+            fix = Fix(text="Install %s's CUDA %s packages instead of its CUDA %s ones, or use a GPU of compute "
+                           "capability %s or newer." % (label.split(" (")[0], first["other_build"], major,
+                                                       need["min_cc"]))
+        src = need.get("source") or {}
+        out.append(Finding(
+            code="gpu.arch_not_in_build", severity=_severity(need, ["min_cc", "releases"]),
+            components=["gpu", "tensorrt" if product == "tensorrt" else "python"],
+            title="%s (%s, compute capability %s) is not supported by %s: it needs compute capability %s or newer"
+                  "; %s" % (gpu, sm, cc, label, need["min_cc"], still),
+            detail="%s %s%s supports GPUs of compute capability %s and newer only, as its vendor states; it "
+                   "carries no kernels for %s, so it fails on this GPU ('no kernel image is available for execution "
+                   "on the device', or it refuses the device at start-up)." % (
+                       name, release, " (CUDA %s build)" % major if major else "", need["min_cc"], sm),
+            evidence=_ev(cc_fact, facts.get(key)),
+            source={"rule": "%s %s: compute capability >= %s" % (name, need.get("releases"), need["min_cc"]),
+                    "url": src.get("url", ""), "checked": src.get("checked", ""),
+                    "verified": bool(src.get("verified"))},
+            fix=fix))
+    return out
+
+
+@check("compat.gpu-floors", requires=("gpu.N.compute_capability",), reads=("apps.rapids", "libraries.tensorrt"),
+       layers=("gpu",), codes=docs_for(DOCS, "gpu.arch_not_in_build"))
+def gpu_floors(ctx: CheckContext) -> List[Finding]:
+    out: List[Finding] = []
+    for product, release, major, label, key in _installed_releases(ctx.facts):
+        out += _gpu_floor(ctx.facts, product, release, major, label, key)
+    return out
