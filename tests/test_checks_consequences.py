@@ -320,8 +320,11 @@ def test_runtime_compiling_frameworks_and_minor_version_compatibility() -> None:
     assert f.severity == "error" and "11.3" in f.title and "11.2" in f.title
     jax = {f.code: f for f in run_checks(CheckContext(probe_facts(_corpus_host(
         "jaxlib0315-local-cuda1162-on-driver470-no-kernel-image")), []))}
-    mvc = jax["driver.minor_version_compat"]
-    assert mvc.severity == "warning" and "jax" in mvc.detail
+    # JAX JIT-compiles with the local toolkit and requires the toolkit's own driver (its README): an error naming
+    # that rule, and no line telling the user the same toolkit "runs through minor-version compatibility"
+    f = jax["driver.too_old_for_toolkit"]
+    assert f.severity == "error" and "11.6" in f.title and "510.39.01" in f.title and "JAX" in f.detail
+    assert "driver.minor_version_compat" not in jax
     # the same toolkit with nothing compiling at run time against it: info (test_checks_compat)
 
 

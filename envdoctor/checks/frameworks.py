@@ -151,7 +151,7 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
 @check("frameworks.jax-ptxas-driver", requires=("framework.jax.ptxas", "driver.version"),
        reads=("cuda.*", "framework.*", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(compat.DOCS, "driver.minor_version_compat"),
-       yields={"driver.minor_version_compat": ("driver.minor_version_compat",)})
+       yields={"driver.minor_version_compat": ("driver.minor_version_compat", "driver.too_old_for_toolkit")})
 def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     jax = _jax(facts)
@@ -168,8 +168,8 @@ def jax_ptxas_driver(ctx: CheckContext) -> Iterable[Finding]:
     have = _mm(_v(runs[0])) if runs else None
     if drv is None or have is None or runs is None or have[0] != drv[0] or have <= drv:
         return []
-    # (where jaxlib's CUDA or the toolkit it uses already runs through minor-version compatibility, driver-vs-cuda
-    # says so, and this finding yields to that one)
+    # (where jaxlib's CUDA or the toolkit it uses already runs through minor-version compatibility, or is too new
+    # for this driver by JAX's own rule, driver-vs-cuda says so, and this finding yields to that one)
     return [Finding(
         code="driver.minor_version_compat", severity="info", components=["driver", "jax"],
         title="Driver %s supports CUDA %d.%d; JAX compiles with ptxas %s (CUDA %d.%d, %s), so it runs through "
