@@ -5,8 +5,9 @@ terminal or an editor written as escapes.  The one home of that rule, for every 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterator, List
+
+from . import lazyre
 
 # json.dumps escapes C0 controls itself; these it would write raw with ensure_ascii=False (C1
 # controls, 0x9b being an 8-bit CSI, and the bidirectional overrides), so `cat report.json` on a
@@ -14,7 +15,7 @@ from typing import Any, Iterator, List
 #: C1 controls, bidi overrides and line separators (which reorder or break what a terminal or editor
 #: shows) and lone surrogates (undecodable bytes of file names and the environment, kept by Python's
 #: surrogateescape: not encodable as UTF-8): written as JSON escapes, which decode back to the same text.
-_RAW = re.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_RAW = lazyre.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def escape_raw(text: str) -> str:

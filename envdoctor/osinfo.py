@@ -16,6 +16,8 @@ from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import distro
 
+from . import lazyre
+
 #: distro's normalised id -> envdoctor's OS family (what decides the package manager and the recipes).
 FAMILIES = {
     "ubuntu": "debian", "debian": "debian", "linuxmint": "debian", "pop": "debian",
@@ -42,7 +44,7 @@ ARCH_ALIASES = {"amd64": "x86_64", "x86_64": "x86_64", "x64": "x86_64", "arm64":
 
 #: ``--os``: an id, an optional separator, a version, an optional architecture: ``ubuntu22.04``,
 #: ``ubuntu-22.04``, ``rocky8-aarch64``, ``ubuntu 24.04``.
-_OS = re.compile(r"^([a-z][a-z-]*?)[-_ ]?(\d+(?:\.\d+)*)(?:[-_ ]([a-z0-9_]+))?$")
+_OS = lazyre.compile(r"^([a-z][a-z-]*?)[-_ ]?(\d+(?:\.\d+)*)(?:[-_ ]([a-z0-9_]+))?$")
 
 
 class OsSpec(NamedTuple):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -36,8 +35,8 @@ class Report:
         self.findings = findings
         self.source = source
         self.duration = duration
-        self.generated = generated or datetime.datetime.now(datetime.timezone.utc).replace(
-            microsecond=0).isoformat()
+        # datetime.now(timezone.utc).replace(microsecond=0).isoformat(), without importing datetime
+        self.generated = generated or time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
 
     @property
     def facts(self) -> Facts:

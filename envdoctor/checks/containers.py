@@ -8,12 +8,11 @@ machine that daemon runs on -- and one info finding says so instead."""
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, Iterable, List, Optional
 
 from packaging.version import Version
 
-from .. import versions
+from .. import lazyre, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..host.nvml_worker import MAX_GPUS
@@ -497,7 +496,7 @@ def engine_cdi(ctx: CheckContext) -> Iterable[Finding]:
 REQUIRE_DOC = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
                "#nvidia-require-constraints")
 #: The comparison operators of a constraint (libnvidia-container's: cuda>=9.2, driver<471, brand=tesla).
-_CONSTRAINT = re.compile(r"^(cuda|driver|arch|brand)(>=|<=|==|!=|=|<|>)(\S+)$")
+_CONSTRAINT = lazyre.compile(r"^(cuda|driver|arch|brand)(>=|<=|==|!=|=|<|>)(\S+)$")
 
 
 def _compare(have: Version, op: str, want: Version) -> bool:

@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.version import Version
 
-from .. import matrix, versions
+from .. import lazyre, matrix, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
@@ -62,11 +62,11 @@ def _flavor(facts: Facts) -> Tuple[Optional[str], str]:
 
 
 #: A driver package's name says the flavour of the kernel module it installs.
-_OPEN_PKG = re.compile(r"^(nvidia-driver-\d+(-server)?-open|nvidia-dkms-\d+(-server)?-open|nvidia-kernel-open-\d+|"
-                       r"linux-modules-nvidia-\d+(-server)?-open-.+|nvidia-open(-\d+)?|kmod-nvidia-open-dkms|"
-                       r"nvidia-open-kernel-dkms)$")
-_PROPRIETARY_PKG = re.compile(r"^(nvidia-dkms-\d+(-server)?|linux-modules-nvidia-\d+(-server)?-(?!open-).+|"
-                              r"kmod-nvidia-latest-dkms|nvidia-kernel-dkms)$")
+_OPEN_PKG = lazyre.compile(r"^(nvidia-driver-\d+(-server)?-open|nvidia-dkms-\d+(-server)?-open|nvidia-kernel-open-\d+|"
+                           r"linux-modules-nvidia-\d+(-server)?-open-.+|nvidia-open(-\d+)?|kmod-nvidia-open-dkms|"
+                           r"nvidia-open-kernel-dkms)$")
+_PROPRIETARY_PKG = lazyre.compile(r"^(nvidia-dkms-\d+(-server)?|linux-modules-nvidia-\d+(-server)?-(?!open-).+|"
+                                  r"kmod-nvidia-latest-dkms|nvidia-kernel-dkms)$")
 
 
 def _package_flavor(facts: Facts) -> Tuple[Optional[str], str]:
@@ -83,8 +83,8 @@ def _package_flavor(facts: Facts) -> Tuple[Optional[str], str]:
 
 #: Words of a notebook or embedded part's name: it is of its desktop namesake's architecture ("GeForce RTX 5090
 #: Laptop GPU" is a Blackwell like the "GeForce RTX 5090").
-_MOBILE = re.compile(r"\s+(?:Laptop GPU|Embedded GPU|Generation Laptop GPU|Max-Q|Mobile|with Max-Q Design)\b.*$",
-                     re.I)
+_MOBILE = lazyre.compile(r"\s+(?:Laptop GPU|Embedded GPU|Generation Laptop GPU|Max-Q|Mobile|with Max-Q Design)\b.*$",
+                         re.I)
 
 
 def _cc_of_name(name: str) -> Optional[str]:

@@ -20,6 +20,8 @@ import re
 import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
+from .. import lazyre
+
 #: Largest file a probe may read through the seam (bytes).  Version files,
 #: /proc entries and JSON manifests are all far smaller; the cap keeps a
 #: hostile ``/proc`` or a huge log from ballooning memory or snapshots.
@@ -39,7 +41,7 @@ KERNEL_LOG_TIMEOUT = 3.0
 #: kernel log (host names, addresses, other devices) reaches a report or a snapshot.
 KERNEL_LOG_MAX_LINES = 200
 KERNEL_LOG_LINE_CHARS = 400
-_DRIVER_LOG_LINE = re.compile(r"NVRM|nvidia|NVIDIA|Xid|\bBAR ?\d\b[^\n]{0,200}(?:no space|can't assign|failed)")
+_DRIVER_LOG_LINE = lazyre.compile(r"NVRM|nvidia|NVIDIA|Xid|\bBAR ?\d\b[^\n]{0,200}(?:no space|can't assign|failed)")
 
 
 def driver_log_lines(text: str) -> List[str]:
@@ -55,7 +57,7 @@ def driver_log_lines(text: str) -> List[str]:
     return out[-KERNEL_LOG_MAX_LINES:]
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = lazyre.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class ReadHung(Exception):
@@ -287,7 +289,7 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-_DIST_DIR = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?(?:-[^-]+)?\.(?:dist-info|egg-info)$")
+_DIST_DIR = lazyre.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?(?:-[^-]+)?\.(?:dist-info|egg-info)$")
 
 
 def parse_dist_dir(dirname: str) -> Optional[Tuple[str, str]]:

@@ -86,8 +86,6 @@ def choose(environ: Mapping[str, str], own_prefix: str, given: Optional[str] = N
            is_file: Callable[[str], bool] = os.path.isfile) -> Choice:
     """The interpreter to inspect (see the module's docstring for the rule). ``own_prefix`` is envdoctor's
     own ``sys.prefix``; ``given`` the resolved ``--python``/``ENVDOCTOR_PYTHON``."""
-    import shutil
-
     if given:
         from_env = resolve_given(environ.get(ENV_VAR) or "")[0]
         if from_env and _same(from_env, given):
@@ -104,6 +102,8 @@ def choose(environ: Mapping[str, str], own_prefix: str, given: Optional[str] = N
         return Choice(None if _same(prefix, own_prefix) else exe, rule, what)
     tool = tool_installer(own_prefix, is_file)
     if tool:
+        import shutil  # here only: shutil brings zlib, bz2 and lzma, which no other part of a diagnose needs
+
         found = shutil.which("python3", path=environ.get("PATH") or os.defpath)
         if found and not _same(os.path.dirname(os.path.dirname(os.path.abspath(found))), own_prefix):
             return Choice(found, "tool_path", "python3 on PATH (envdoctor runs from its own %s environment)" % tool)

@@ -61,31 +61,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .. import lazyre
+
 if TYPE_CHECKING:
     from .base import Host
 
 REDACTED = "<redacted>"
 
 
-class _Lazy:
-    """A regular expression compiled on first use: a run needs few of them (a live ``diagnose`` redacts no
-    environment, only snapshots do; a token's pattern is needed only where its prefix occurs), and
-    compiling them all at import cost every run about 2 ms."""
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._args = (pattern, flags)
-        self._rx: Optional[re.Pattern[str]] = None
-
-    def __getattr__(self, name: str) -> Any:  # search, sub, finditer... of the compiled pattern
-        if self._rx is None:
-            self._rx = re.compile(*self._args)
-        return getattr(self._rx, name)
-
-
 #: Names of variables that hold credentials (matched case-insensitively, anywhere in the name
 #: unless anchored).  Over-matching costs a harmless ``<redacted>``; no variable a probe reads
 #: (``PATH``, ``LD_LIBRARY_PATH``, ``CUDA_HOME``, ``CONDA_PREFIX``, ``NVCC_*``...) matches.
-SECRET_NAME = _Lazy(
+SECRET_NAME = lazyre.compile(
     r"TOKEN|SECRET|PASS|PWD$|(^|_)PW$|CRED|PRIVATE|KEY|AUTH|JWT|COOKIE|SESSION|WEBHOOK|SIG|SEED|SALT|HMAC"
     r"|CONN(ECTION)?_?STR|DSN$|_PAT$",
     re.IGNORECASE,
@@ -94,10 +81,10 @@ SECRET_NAME = _Lazy(
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 #: Query-parameter and ``name=value`` names that hold credentials, beyond :data:`SECRET_NAME`
 #: (``sig`` for Azure SAS, ``X-Amz-Signature``/``X-Amz-Credential`` for S3 presigned URLs).
-_SECRET_PARAM = _Lazy(r"SIG|^CODE$", re.IGNORECASE)
+_SECRET_PARAM = lazyre.compile(r"SIG|^CODE$", re.IGNORECASE)
 #: Variables that may hold a scheme-less ``user:password@host`` (curl reads ``http_proxy=u:p@proxy:3128``).
-_ADDRESS_NAME = _Lazy(r"PROXY|_URLS?$|_URIS?$|_ENDPOINTS?$|_HOSTS?$|_ADDR(ESS)?$|_SERVERS?$|_REMOTE$",
-                           re.IGNORECASE)
+_ADDRESS_NAME = lazyre.compile(r"PROXY|_URLS?$|_URIS?$|_ENDPOINTS?$|_HOSTS?$|_ADDR(ESS)?$|_SERVERS?$|_REMOTE$",
+                               re.IGNORECASE)
 #: Variables that hold a path, a list of paths or the name of an environment: the probes read them
 #: (``which`` walks PATH), so they get the URL rules only, never the assignment, flag or token-shape
 #: rules, which could take a directory called ``sk-learn-gpu-2024-cuda12`` or ``/opt/a;key=b`` for a
@@ -115,59 +102,59 @@ _PATH_NAMES = frozenset({
 #: has been; a snapshot keeps only its name.)
 #: ... and any name that says it holds one (``*PATH``, ``*_HOME``, ``*_DIR(S)``, ``*_ROOT``,
 #: ``*_PREFIX``, ``CONDA_PREFIX_1``, ``*_EXE``, ``*_FILE``).
-_PATH_NAME = _Lazy(r"PATH$|(^|_)(HOME|DIRS?|ROOT|PREFIX(_[0-9]+)?|EXE|FILE)$", re.IGNORECASE)
+_PATH_NAME = lazyre.compile(r"PATH$|(^|_)(HOME|DIRS?|ROOT|PREFIX(_[0-9]+)?|EXE|FILE)$", re.IGNORECASE)
 
 _SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _WHITESPACE = re.compile(r"\s")
 #: A credential-like query parameter inside a URL: ``?private_token=...``, ``&sig=...``, ``;jsessionid=``.
-_QUERY_PARAM = _Lazy(r"(?P<lead>[?&;])(?P<name>[A-Za-z0-9_.\[\]%-]+)=(?P<value>[^&;#\s\"'<>]*)")
+_QUERY_PARAM = lazyre.compile(r"(?P<lead>[?&;])(?P<name>[A-Za-z0-9_.\[\]%-]+)=(?P<value>[^&;#\s\"'<>]*)")
 #: conda's channel token: ``https://conda.anaconda.org/t/<token>/channel`` (repo.anaconda.cloud,
 #: anaconda.com and self-hosted Anaconda servers alike).
-_CONDA_TOKEN = _Lazy(r"/t/[^/?#\s\"'<>]+")
+_CONDA_TOKEN = lazyre.compile(r"/t/[^/?#\s\"'<>]+")
 #: ``name=value`` after the start, a space or a URL/connection-string separator: ``?token=...&``,
 #: ``;Password=...;``, ``--api-key=...``.
-_PARAM = _Lazy(r"(?P<lead>^|[?&;,\s])(?P<name>[A-Za-z0-9_.\[\]-]+)=(?P<value>[^&;,\s#]*)")
+_PARAM = lazyre.compile(r"(?P<lead>^|[?&;,\s])(?P<name>[A-Za-z0-9_.\[\]-]+)=(?P<value>[^&;,\s#]*)")
 #: A quoted value given to a name: ``"password": "..."`` (JSON), ``'password': '...'`` (Python),
 #: ``PASSWORD="a b"`` (shell, .env), ``password = '...'`` (INI, TOML), ``"password" => "..."``.
 #: The whole quoted value goes, spaces included; the quotes stay.
-_QUOTED_ASSIGN = _Lazy(
+_QUOTED_ASSIGN = lazyre.compile(
     r"(?<![A-Za-z0-9_.\[\]-])(?P<keep>(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.\[\]-]+)(?P=q)[ \t]*(?:=>|[:=])[ \t]*)"
     r"(?P<value>\"(?:[^\"\\]|\\.)*\"?|'[^']*'?)")
 #: An unquoted value given to a name with ``: `` (YAML) or a spaced ``=`` (INI), or to a quoted name
 #: (``"password":123`` in JSON): the rest of the line, up to a separator (``,;}]``) or the next ``key:``.
-_BARE_ASSIGN = _Lazy(
+_BARE_ASSIGN = lazyre.compile(
     r"(?<![A-Za-z0-9_.\[\]-])(?P<keep>(?:(?P<q>[\"'])(?P<qname>[A-Za-z0-9_.\[\]-]+)(?P=q)[ \t]*(?:=>|:|=(?!>))[ \t]*"
     r"|(?P<name>[A-Za-z0-9_.\[\]-]+)(?:[ \t]*(?:=>|:)[ \t]+|[ \t]+=(?!>)[ \t]*|=[ \t]+)))"
     r"(?P<value>[^\s\"',;}\]][^\s,;}\]]*(?:[ \t]+(?![^\s,;}\]]*[:=])[^\s,;}\]#][^\s,;}\]]*)*)")
 #: ``--password VALUE`` (a flag, a space, a value that is not another flag, quoted or not).
-_FLAG = _Lazy(r"(?P<lead>(?<![\w-])--?)(?P<name>[A-Za-z][A-Za-z0-9_.-]*)(?P<space>\s+)"
-              r"(?P<value>\"(?:[^\"\\]|\\.)*\"?|'[^']*'?|[^\s-]\S*)")
+_FLAG = lazyre.compile(r"(?P<lead>(?<![\w-])--?)(?P<name>[A-Za-z][A-Za-z0-9_.-]*)(?P<space>\s+)"
+                       r"(?P<value>\"(?:[^\"\\]|\\.)*\"?|'[^']*'?|[^\s-]\S*)")
 #: curl's (and wget's, httpie's) ``-u user:password``, ``--user user:password``, ``-U``/``--proxy-user``:
 #: the user stays, the password goes.
-_USER_FLAG = _Lazy(r"(?<![\w-])(?P<keep>(?:-[uU](?:[ \t]+|=)?|--(?:proxy-)?user(?:[ \t]+|=))"
-                   r"(?P<q>[\"'])?(?P<user>[^\s:\"']*):)(?P<value>(?(q)[^\"']*|[^\s\"']+))")
+_USER_FLAG = lazyre.compile(r"(?<![\w-])(?P<keep>(?:-[uU](?:[ \t]+|=)?|--(?:proxy-)?user(?:[ \t]+|=))"
+                            r"(?P<q>[\"'])?(?P<user>[^\s:\"']*):)(?P<value>(?(q)[^\"']*|[^\s\"']+))")
 #: netrc's ``password WORD`` (``machine h login u password p``); ``password: x`` and ``password=x``
 #: are assignments, redacted by the rules above.
-_NETRC = _Lazy(r"(?<![\w-])(?P<keep>(?:password|passwd|passphrase)[ \t]+)(?P<value>\"[^\"]*\"?|[^\s=:\"]\S*)",
-               re.IGNORECASE)
+_NETRC = lazyre.compile(r"(?<![\w-])(?P<keep>(?:password|passwd|passphrase)[ \t]+)(?P<value>\"[^\"]*\"?|[^\s=:\"]\S*)",
+                        re.IGNORECASE)
 #: MySQL's password glued to ``-p`` (``mysql -uroot -pS3cret``): only where the value runs a MySQL or
 #: MariaDB client, since ``-pVALUE`` is a port for ssh, scp, docker run, nc, pg_dump...  (``mysql -p x``
 #: prompts for the password: ``x`` is the database.)
-_MYSQL = _Lazy(r"(?<![\w-])(?:mysql|mariadb)[\w-]*(?![\w-])", re.IGNORECASE)
-_MYSQL_PASSWORD = _Lazy(r"(?<![\w-])(?P<keep>-p)(?P<value>\"[^\"]*\"?|'[^']*'?|[^\s\"']\S*)")
+_MYSQL = lazyre.compile(r"(?<![\w-])(?:mysql|mariadb)[\w-]*(?![\w-])", re.IGNORECASE)
+_MYSQL_PASSWORD = lazyre.compile(r"(?<![\w-])(?P<keep>-p)(?P<value>\"[^\"]*\"?|'[^']*'?|[^\s\"']\S*)")
 #: The commands whose ``-p`` is a password, glued or not: ``sshpass -p PW``, ``docker login -u u -p PW``.
-_PASSWORD_P = _Lazy(r"(?P<keep>(?<![\w-])(?:sshpass|(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login)"
-                    r"(?:[ \t]+(?!-p)\S+)*?[ \t]+-p[ \t]*)(?P<value>\"[^\"]*\"?|'[^']*'?|[^\s\"']\S*)")
+_PASSWORD_P = lazyre.compile(r"(?P<keep>(?<![\w-])(?:sshpass|(?:docker|podman|buildah|nerdctl|skopeo)[ \t]+login)"
+                             r"(?:[ \t]+(?!-p)\S+)*?[ \t]+-p[ \t]*)(?P<value>\"[^\"]*\"?|'[^']*'?|[^\s\"']\S*)")
 #: HTTP authorization: ``Bearer ...``, ``Basic ...``, ``Authorization: token ...``.
-_AUTH_SCHEME = _Lazy(r"(?i)(?P<keep>\b(?:bearer|basic|digest)\s+)(?P<value>[A-Za-z0-9._~+/=-]{6,})")
+_AUTH_SCHEME = lazyre.compile(r"(?i)(?P<keep>\b(?:bearer|basic|digest)\s+)(?P<value>[A-Za-z0-9._~+/=-]{6,})")
 _AUTH_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "private-token",
                            "x-auth-token"})
-_AUTH_HEADER = _Lazy(r"(?i)(?P<keep>\b(?:" + "|".join(sorted(_AUTH_HEADERS)) +
-                     r")\s*:\s*(?:(?:bearer|basic|digest|token)\s+)?)(?P<value>\S+)")
-_PRIVATE_KEY_BLOCK = _Lazy(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY"
-                                r"( BLOCK)?-----|\Z)", re.DOTALL)
+_AUTH_HEADER = lazyre.compile(r"(?i)(?P<keep>\b(?:" + "|".join(sorted(_AUTH_HEADERS)) +
+                              r")\s*:\s*(?:(?:bearer|basic|digest|token)\s+)?)(?P<value>\S+)")
+_PRIVATE_KEY_BLOCK = lazyre.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY"
+                                    r"( BLOCK)?-----|\Z)", re.DOTALL)
 
 #: Well-known token formats, recognised whatever the variable is called and in every string of a
 #: snapshot: (a substring a string must hold to be searched, the token's shape).  Each shape needs
@@ -205,7 +192,7 @@ _TOKEN_SPECS: Tuple[Tuple[str, str], ...] = (
     # JWTs: header.payload.signature
     ("eyJ", r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
 )
-_TOKEN_RULES = tuple((needle, _Lazy(shape + r"(?![A-Za-z0-9_])")) for needle, shape in _TOKEN_SPECS)
+_TOKEN_RULES = tuple((needle, lazyre.compile(shape + r"(?![A-Za-z0-9_])")) for needle, shape in _TOKEN_SPECS)
 #: No token shape is shorter (an AWS key id is 20 characters).
 _SHORTEST_TOKEN = 20
 
@@ -214,11 +201,12 @@ _IDENTITY_VARS = {"USER": "<user>", "LOGNAME": "<user>", "USERNAME": "<user>", "
                   "HOST": "<hostname>"}
 #: Variables naming this machine (or the job's machines) for a scheduler: hidden whole, and each name in
 #: them hidden wherever it occurs.
-_HOST_VARS = _Lazy(r"^(?:SLURM|PBS|SGE|LSB|FLUX|OMPI|PMIX)_\w*(?:HOST|NODE|NODES|NODELIST|NODENAME|HOSTS|HOSTNAME"
-                   r"|SERVER|NODEFILE_CONTENT)$|^(?:SLURMD_NODENAME|HOSTNAME|HOST|NODENAME|LSB_HOSTS|LSB_MCPU_HOSTS)$",
-                   re.IGNORECASE)
-_IPV4 = _Lazy(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])")
-_IPV6 = _Lazy(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%\w+)?(?![\w:])")
+_HOST_VARS = lazyre.compile(
+    r"^(?:SLURM|PBS|SGE|LSB|FLUX|OMPI|PMIX)_\w*(?:HOST|NODE|NODES|NODELIST|NODENAME|HOSTS|HOSTNAME"
+    r"|SERVER|NODEFILE_CONTENT)$|^(?:SLURMD_NODENAME|HOSTNAME|HOST|NODENAME|LSB_HOSTS|LSB_MCPU_HOSTS)$",
+    re.IGNORECASE)
+_IPV4 = lazyre.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])")
+_IPV6 = lazyre.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%\w+)?(?![\w:])")
 #: User names too common as words to hide everywhere (a cloud image's ``ubuntu`` user is hidden in
 #: paths, ``/home/ubuntu``, but "Ubuntu 24.04" stays readable).
 _COMMON_WORDS = frozenset({"ubuntu", "debian", "centos", "fedora", "rocky", "alma", "admin", "user", "users",
@@ -382,16 +370,16 @@ def _query_param(m: re.Match[str]) -> str:
 
 
 #: Services whose URL path *is* the credential (a webhook, a bot): everything after the prefix goes.
-_SECRET_PATHS = _Lazy(r"^(?P<keep>(?:[^/]*\.)?(?:hooks\.slack\.com/(?:services|workflows|triggers)"
-                      r"|discord(?:app)?\.com/api/webhooks|[^/]*webhook\.office\.com/webhook[^/]*"
-                      r"|outlook\.office(?:365)?\.com/webhook|api\.telegram\.org"
-                      r"|chat\.googleapis\.com/v1/spaces|hooks\.zapier\.com/hooks/catch"
-                      r"|events\.pagerduty\.com/integration|[^/]*/(?:api/)?webhooks?)/)(?P<secret>[^?#\s]+)",
-                      re.IGNORECASE)
+_SECRET_PATHS = lazyre.compile(r"^(?P<keep>(?:[^/]*\.)?(?:hooks\.slack\.com/(?:services|workflows|triggers)"
+                               r"|discord(?:app)?\.com/api/webhooks|[^/]*webhook\.office\.com/webhook[^/]*"
+                               r"|outlook\.office(?:365)?\.com/webhook|api\.telegram\.org"
+                               r"|chat\.googleapis\.com/v1/spaces|hooks\.zapier\.com/hooks/catch"
+                               r"|events\.pagerduty\.com/integration|[^/]*/(?:api/)?webhooks?)/)(?P<secret>[^?#\s]+)",
+                               re.IGNORECASE)
 #: A path segment that looks like a generated secret (16+ characters of letters and digits with upper
 #: and lower case and a digit, no dot): ``/T000/B000/XXXXXXXXXXXXXXXX`` rather than ``/cu121/``.
-_SECRET_SEGMENT = _Lazy(r"(?<=/)(?=[A-Za-z0-9_:~-]*[A-Z])(?=[A-Za-z0-9_:~-]*[a-z])(?=[A-Za-z0-9_:~-]*[0-9])"
-                        r"[A-Za-z0-9_:~-]{16,}(?=/|$|\?|#)")
+_SECRET_SEGMENT = lazyre.compile(r"(?<=/)(?=[A-Za-z0-9_:~-]*[A-Z])(?=[A-Za-z0-9_:~-]*[a-z])(?=[A-Za-z0-9_:~-]*[0-9])"
+                                 r"[A-Za-z0-9_:~-]{16,}(?=/|$|\?|#)")
 
 
 def _redact_url_path(rest: str) -> str:

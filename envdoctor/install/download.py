@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import errno
 import functools
-import hashlib
 import os
-import socket
 import sys
 import threading
 import time
@@ -79,6 +77,8 @@ def default_progress_stream() -> Optional[TextIO]:
 
 
 def sha256_of(path: str) -> str:
+    import hashlib  # here: OpenSSL's library is loaded with it, and planning an install never hashes
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1024 * 1024), b""):
@@ -223,6 +223,8 @@ class _Attempt:
         self.stop.set()
         sock = _socket_of(self.response)
         if sock is not None:
+            import socket
+
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:

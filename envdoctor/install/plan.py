@@ -27,10 +27,8 @@ import datetime
 import errno
 import json
 import os
-import queue
 import re
 import shlex
-import shutil
 import stat
 import subprocess
 import threading
@@ -39,8 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
 
 from . import validate
-from .download import download, sha256_of
-from .extract import UnsafeArchive, unpack, unpacked_size
 
 PLAN_SCHEMA_VERSION = 1
 
@@ -204,6 +200,8 @@ class Download:
 
     def run(self, ex: Any) -> None:
         """Do it (the executor ``ex`` calls this: its log, output and download options)."""
+        from .download import download
+
         download(self.url, self.dest, self.sha256, self.size, ex.download_options, log=lambda m: ex.log("    " + m))
 
 
@@ -428,6 +426,8 @@ def check_holds(check: Check) -> bool:
         if check.kind == "absent":
             return not os.path.lexists(check.path)
         if check.kind == "sha256":
+            from .download import sha256_of
+
             return os.path.isfile(check.path) and sha256_of(check.path) == check.value.lower()
         if check.kind == "content":
             if not os.path.isfile(check.path):
@@ -485,6 +485,8 @@ def why_line(lines: List[str]) -> str:
 
 def _run(action: RunCommand, log: Callable[[str], None], echo: Optional[Callable[[str], None]] = None) -> None:
     """Run ``action.argv`` with its output streamed live (to ``echo`` and the log) as it comes."""
+    import queue
+
     env = dict(os.environ, LC_ALL="C", PYTHONUNBUFFERED="1")
     shown = " ".join(action.argv)
     try:
@@ -548,6 +550,8 @@ def _write(action: WriteFile) -> None:
 
 
 def _extract(action: Extract) -> None:
+    from .extract import UnsafeArchive, unpack
+
     try:
         unpack(action.archive, action.dest, action.strip_components, action.marker, action.license_as)
     except UnsafeArchive as exc:
@@ -589,6 +593,8 @@ def _private_dir(action: PrivateDir, uid: int) -> None:
         except (OSError, UnicodeDecodeError):
             same = False
         if not same:
+            import shutil
+
             for sub in action.reset:
                 shutil.rmtree(os.path.join(path, sub), ignore_errors=True)
             _write(WriteFile(plan_file, action.plan_id + "\n", 0o600))
@@ -610,6 +616,8 @@ def space_needed(action: SpaceCheck) -> int:
     (their estimate where unreadable; none for an archive already unpacked)."""
     if not action.archives:
         return action.needed
+    from .extract import unpacked_size
+
     total = 0
     for archive, marker, estimate in action.archives:
         if marker and os.path.lexists(marker):
@@ -661,6 +669,8 @@ def aside_name(dest: str, now: datetime.datetime) -> str:
 
 
 def _remove(action: Remove) -> None:
+    import shutil
+
     if os.path.isdir(action.path) and not os.path.islink(action.path):
         shutil.rmtree(action.path)
     elif os.path.lexists(action.path):

@@ -12,7 +12,6 @@ import os
 import posixpath
 import re
 from typing import Dict, Iterable, List, Optional
-from urllib.parse import urlsplit
 
 from packaging.version import InvalidVersion, Version
 
@@ -214,6 +213,8 @@ def mirror(value: str) -> str:
     shown = _show(shown_url(value))
     if _CONTROL.search(value) or any(c.isspace() for c in value):
         raise ValidationError(f"--mirror {shown} contains spaces or control characters")
+    from urllib.parse import urlsplit  # here: urllib.parse brings ipaddress, and planning needs neither
+
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValidationError(f"--mirror {shown} must be an http:// or https:// URL, e.g. "
@@ -225,6 +226,8 @@ def mirror(value: str) -> str:
 
 def has_credentials(url: str) -> bool:
     """Whether ``url`` holds user information (``scheme://user:password@host``)."""
+    from urllib.parse import urlsplit
+
     return "@" in urlsplit(url).netloc
 
 

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from .. import lazyre
 from . import DERIVED_CACHES, Row, load, parse_version, read_document
 
 #: Minor releases that never shipped, so a gap there is expected.
@@ -40,7 +41,7 @@ SEGMENTS = ("geforce", "workstation", "datacenter", "embedded")
 _NOISE_TOKENS = frozenset(
     ["nvidia", "geforce", "tesla", "quadro", "generation", "edition", "workstation", "server", "graphics"]
 )
-_MEMORY_TOKEN = re.compile(r"^\d+gb$")
+_MEMORY_TOKEN = lazyre.compile(r"^\d+gb$")
 
 Cuda = Union[str, Version]
 CC = Union[str, Sequence[int]]
@@ -49,7 +50,7 @@ CC = Union[str, Sequence[int]]
 # ---------------------------------------------------------------- helpers
 
 
-_UPDATE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?[\s_-]*(?:u|update)[\s_-]*(\d+)$", re.I)
+_UPDATE = lazyre.compile(r"^(\d+)\.(\d+)(?:\.\d+)?[\s_-]*(?:u|update)[\s_-]*(\d+)$", re.I)
 
 
 def _release(text: Cuda) -> Optional[Tuple[int, ...]]:

@@ -14,6 +14,7 @@ import functools
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Pattern, Sequence, Tuple
 
+from .. import lazyre
 from . import DERIVED_CACHES, Row, load
 
 
@@ -30,7 +31,7 @@ class Match(NamedTuple):
         return line_bus(self.line)
 
 
-_BUS = re.compile(r"\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?\b")
+_BUS = lazyre.compile(r"\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?\b")
 
 
 def firmware_version(path: str) -> Optional[str]:

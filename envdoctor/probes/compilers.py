@@ -7,15 +7,16 @@ import re
 import shlex
 from typing import Any, Dict, Iterable, List, Optional
 
+from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import Host
 from . import ProbeContext, register
 
 #: ``gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0`` / ``gcc (GCC) 11.4.1 20231218 (Red Hat 11.4.1-3)``.
-_GCC_FIRST_LINE = re.compile(r"^\S+ \(.*?\) (\d+\.\d+(?:\.\d+)?)")
-_CLANG = re.compile(r"clang version (\d+\.\d+(?:\.\d+)?)")
-_VERSIONED = re.compile(r"^(gcc|g\+\+|clang|clang\+\+)-(\d+(?:\.\d+)*)$")
-_TOOLSET = re.compile(r"^(gcc-toolset|devtoolset)-(\d+)$")
+_GCC_FIRST_LINE = lazyre.compile(r"^\S+ \(.*?\) (\d+\.\d+(?:\.\d+)?)")
+_CLANG = lazyre.compile(r"clang version (\d+\.\d+(?:\.\d+)?)")
+_VERSIONED = lazyre.compile(r"^(gcc|g\+\+|clang|clang\+\+)-(\d+(?:\.\d+)*)$")
+_TOOLSET = lazyre.compile(r"^(gcc-toolset|devtoolset)-(\d+)$")
 
 
 def parse_gcc_version(text: str) -> Optional[str]:
@@ -66,7 +67,7 @@ def _ccbin_from_flags(flags: str) -> Optional[str]:
 
 
 #: ``PATH += dir:`` (prepend), ``PATH =+ dir`` (append) and ``PATH = dir`` lines of an nvcc.profile.
-_PROFILE_LINE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?P<op>\+=|=\+|\?=|=)\s*(?P<value>.*?)\s*$")
+_PROFILE_LINE = lazyre.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?P<op>\+=|=\+|\?=|=)\s*(?P<value>.*?)\s*$")
 
 
 def parse_nvcc_profile(text: str, here: str) -> Dict[str, List[str]]:

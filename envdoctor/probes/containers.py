@@ -25,6 +25,7 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
+from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import FILE_FILTERS, FILE_PATTERN_FILTERS, CommandResult, Host
 from ..host.privacy import redact_environ
@@ -278,7 +279,7 @@ def _podman_remote(host: Host) -> Optional[str]:
     return None
 
 
-_DOCKER_CLIENT = re.compile(r"Docker version\s+([^\s,]+)")
+_DOCKER_CLIENT = lazyre.compile(r"Docker version\s+([^\s,]+)")
 
 
 def _uncontacted_docker(host: Host, docker: str, path: str, ep: DockerEndpoint) -> Fact:
@@ -453,9 +454,9 @@ def daemon_json_syntax(host: Host) -> Optional[Fact]:
     return None
 
 
-_CTK = re.compile(r"NVIDIA Container Toolkit CLI version\s+(\S+)")
-_TOML_SECTION = re.compile(r"^\s*\[\s*([\w.-]+)\s*\]\s*(?:#.*)?$")
-_TOML_KEY = re.compile(r"""^\s*"?([\w-]+)"?\s*=\s*(.*?)\s*(?:#.*)?$""")
+_CTK = lazyre.compile(r"NVIDIA Container Toolkit CLI version\s+(\S+)")
+_TOML_SECTION = lazyre.compile(r"^\s*\[\s*([\w.-]+)\s*\]\s*(?:#.*)?$")
+_TOML_KEY = lazyre.compile(r"""^\s*"?([\w-]+)"?\s*=\s*(.*?)\s*(?:#.*)?$""")
 
 
 def toolkit_settings(text: str) -> Dict[str, Any]:
@@ -482,7 +483,7 @@ def toolkit_settings(text: str) -> Dict[str, Any]:
             m = re.fullmatch(r"""["']([\w-]*)["']""", raw)
             out["mode"] = m.group(1) if m else None
     return out
-_CLI = re.compile(r"^cli-version:\s*(\S+)", re.M)
+_CLI = lazyre.compile(r"^cli-version:\s*(\S+)", re.M)
 
 
 def toolkit_fact(host: Host) -> Fact:
@@ -510,7 +511,7 @@ def toolkit_fact(host: Host) -> Fact:
     return ok("container.toolkit", value, src, "NVIDIA Container Toolkit")
 
 
-_KEY = re.compile(r"""^(?P<indent>\s*)(?P<dash>-\s+)?"?(?P<key>[\w.-]+)"?\s*:\s*(?P<value>.*?)\s*$""")
+_KEY = lazyre.compile(r"""^(?P<indent>\s*)(?P<dash>-\s+)?"?(?P<key>[\w.-]+)"?\s*:\s*(?P<value>.*?)\s*$""")
 
 
 def _scalar(value: str) -> str:
@@ -618,10 +619,10 @@ def char_majors(text: str) -> Dict[str, int]:
 
 #: Which /proc/devices driver a node of the NVIDIA driver belongs to: nvidia-uvm's and nvidia-caps' majors are
 #: given out when the module loads (they change across driver reloads and kernels); the others are fixed (195).
-_NODE_DRIVER = ((re.compile(r"^/dev/nvidia-uvm(?:-tools)?$"), "nvidia-uvm"),
-                (re.compile(r"^/dev/nvidia-caps/"), "nvidia-caps"),
-                (re.compile(r"^/dev/nvidia-nvswitch"), "nvidia-nvswitch"),
-                (re.compile(r"^/dev/nvidia(?:\d+|ctl|-modeset)$"), "nvidia-frontend"))
+_NODE_DRIVER = ((lazyre.compile(r"^/dev/nvidia-uvm(?:-tools)?$"), "nvidia-uvm"),
+                (lazyre.compile(r"^/dev/nvidia-caps/"), "nvidia-caps"),
+                (lazyre.compile(r"^/dev/nvidia-nvswitch"), "nvidia-nvswitch"),
+                (lazyre.compile(r"^/dev/nvidia(?:\d+|ctl|-modeset)$"), "nvidia-frontend"))
 
 
 def _wrong_majors(nodes: List[Dict[str, str]], majors: Dict[str, int]) -> List[Dict[str, Any]]:
@@ -728,10 +729,10 @@ DOCKER_ROOT = "/var/lib/docker"
 #: The most images whose configuration is read (the newest tags of a large image store stay unread past it).
 MAX_IMAGES = 200
 #: An image's configuration in dockerd's own store (the graph drivers' layout: image/<driver>/imagedb/...).
-_IMAGE_CONFIG = re.compile(r"/image/[^/]+/imagedb/content/sha256/[0-9a-f]{64}$")
+_IMAGE_CONFIG = lazyre.compile(r"/image/[^/]+/imagedb/content/sha256/[0-9a-f]{64}$")
 #: The image variables kept: the NVIDIA Container Toolkit's constraints (NVIDIA_REQUIRE_*, NVIDIA_DISABLE_REQUIRE)
 #: and the CUDA release of NVIDIA's CUDA images; the rest of an image's environment may hold secrets.
-_KEPT_ENV = re.compile(r"^(NVIDIA_REQUIRE_[A-Z0-9_]+|NVIDIA_DISABLE_REQUIRE|CUDA_VERSION)=")
+_KEPT_ENV = lazyre.compile(r"^(NVIDIA_REQUIRE_[A-Z0-9_]+|NVIDIA_DISABLE_REQUIRE|CUDA_VERSION)=")
 
 
 def keep_image_config(text: str) -> str:

@@ -21,7 +21,7 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .. import versions
+from .. import lazyre, versions
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import COMMAND_FILTERS, FILE_FILTERS, Host, normalize_name, parse_dist_dir
 from . import ProbeContext, register
@@ -34,7 +34,7 @@ DPKG_LIMIT = 16 * 1024 * 1024
 #: kernel module, whose names say its flavour (Ubuntu nvidia-driver-550-open / nvidia-dkms-550 /
 #: linux-modules-nvidia-550-server-open-generic, NVIDIA's repositories nvidia-open / kmod-nvidia-open-dkms /
 #: kmod-nvidia-latest-dkms, Debian nvidia-open-kernel-dkms / nvidia-kernel-dkms).
-_PKG_NAME = re.compile(
+_PKG_NAME = lazyre.compile(
     r"^(nvidia-cuda-toolkit|nvidia-cuda-dev|nvidia-cudnn|cuda(-[a-z0-9.+-]+)?|libcudnn[0-9a-z.+-]*|"
     r"libnccl[0-9a-z.+-]*|libnvinfer[0-9a-z.+-]*|tensorrt[0-9a-z.+-]*|libcudart[0-9a-z.+-]*|"
     r"libcublas[0-9a-z.+-]*|"
@@ -43,14 +43,14 @@ _PKG_NAME = re.compile(
     r"nvidia-(open-)?kernel-dkms)$")
 
 #: A toolkit directory name under /usr/local.
-_TOOLKIT_DIR = re.compile(r"^cuda(-\d+(\.\d+)*)?$")
-_VERSION_TXT = re.compile(r"CUDA Version\s+(\d+\.\d+(?:\.\d+)*)")
-_NVCC_RELEASE = re.compile(r"release\s+(\d+\.\d+),\s*V(\d+\.\d+(?:\.\d+)*)")
-_CUDART = re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
-_COMPAT_LIBCUDA = re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)*)$")
-_CONDA_CUDA = re.compile(r"^(cudatoolkit|cuda-version|cuda-runtime|cuda-cudart|cuda-nvcc|cuda-toolkit|"
-                         r"cuda-libraries|cuda-compiler)-([^-]+)-([^-]+)\.json$")
-_CU_SUFFIX = re.compile(r"-cu(\d+)$")
+_TOOLKIT_DIR = lazyre.compile(r"^cuda(-\d+(\.\d+)*)?$")
+_VERSION_TXT = lazyre.compile(r"CUDA Version\s+(\d+\.\d+(?:\.\d+)*)")
+_NVCC_RELEASE = lazyre.compile(r"release\s+(\d+\.\d+),\s*V(\d+\.\d+(?:\.\d+)*)")
+_CUDART = lazyre.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
+_COMPAT_LIBCUDA = lazyre.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)*)$")
+_CONDA_CUDA = lazyre.compile(r"^(cudatoolkit|cuda-version|cuda-runtime|cuda-cudart|cuda-nvcc|cuda-toolkit|"
+                             r"cuda-libraries|cuda-compiler)-([^-]+)-([^-]+)\.json$")
+_CU_SUFFIX = lazyre.compile(r"-cu(\d+)$")
 #: pip distributions named nvidia-* that carry no CUDA component.
 #: nvidia-* projects on PyPI that are not CUDA libraries.
 NOT_CUDA_WHEELS = frozenset({"nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-smi"})
@@ -154,8 +154,8 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
 
 # -- distro packages ---------------------------------------------------------------
 
-_DPKG_PACKAGE = re.compile(r"Package:[ \t]*(\S+)")
-_DPKG_STANZA_END = re.compile(r"\n[ \t]*\n")
+_DPKG_PACKAGE = lazyre.compile(r"Package:[ \t]*(\S+)")
+_DPKG_STANZA_END = lazyre.compile(r"\n[ \t]*\n")
 #: Every name _PKG_NAME accepts contains one of these.
 _PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt", "nvidia-driver-", "nvidia-dkms-",
                 "nvidia-kernel-", "linux-modules-nvidia-", "nvidia-open", "kmod-nvidia-", "kernel-dkms")

@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from .. import frameworks
+from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
@@ -173,8 +173,8 @@ def _cudnn_major(name: str, value: Dict[str, Any]) -> Optional[str]:
 
 #: The fact fields listing the NVIDIA CUDA wheels a framework requires (its Requires-Dist).
 WHEEL_FIELDS = ("nvidia_wheels", "and_cuda_wheels")
-_RUNTIME_WHEEL = re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?$")
-_CUDNN_WHEEL = re.compile(r"^nvidia-cudnn(?:-cu\d+)?$")
+_RUNTIME_WHEEL = lazyre.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?$")
+_CUDNN_WHEEL = lazyre.compile(r"^nvidia-cudnn(?:-cu\d+)?$")
 
 
 def required_wheels(value: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -247,8 +247,8 @@ def _is_cuda_build(name: str, value: Dict[str, Any]) -> bool:
     return value.get("build") == "cuda"
 
 
-_DRIVER_LINK = re.compile(r"^lib(?:cuda|nvidia-[a-z0-9-]+)\.so\.\d+$")
-_VERSIONED = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
+_DRIVER_LINK = lazyre.compile(r"^lib(?:cuda|nvidia-[a-z0-9-]+)\.so\.\d+$")
+_VERSIONED = lazyre.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 
 def driver_library_links(host: Host, cache: List[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
@@ -279,8 +279,8 @@ def driver_library_links(host: Host, cache: List[Tuple[str, str, str]]) -> List[
 
 
 #: CUDA libraries the nvidia-*-cuNN wheels link to each other (cuSPARSE -> nvJitLink, cuBLAS -> cuBLASLt, ...).
-_WHEEL_DEP = re.compile(r"^lib(nvJitLink|cublasLt|cublas|cudart|cusparse|cufft|curand|cusolver|nvrtc)\.so\.\d+$")
-_FILE_VERSION = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)*)$")
+_WHEEL_DEP = lazyre.compile(r"^lib(nvJitLink|cublasLt|cublas|cudart|cusparse|cufft|curand|cusolver|nvrtc)\.so\.\d+$")
+_FILE_VERSION = lazyre.compile(r"\.so\.(\d+\.\d+(?:\.\d+)*)$")
 
 
 def _version_of_file(host: Host, path: Optional[str]) -> Optional[str]:
@@ -386,7 +386,7 @@ def pinned_copy(host: Host, value: Dict[str, Any], soname_: str) -> Optional[Tup
     return None
 
 
-_NVIDIA_FAMILY = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
+_NVIDIA_FAMILY = lazyre.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
 #: NVIDIA packages that are not CUDA library wheels
 _NOT_LIBRARIES = ("nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-dali", "nvidia-modelopt",
                   "nvidia-tensorflow")

@@ -31,7 +31,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from packaging.version import Version
 
-from .. import versions
+from .. import lazyre, versions
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import KERNEL_LOG_ARGV, CommandResult, Host
 from . import ProbeContext, register
@@ -67,23 +67,23 @@ SMI_PLAIN = ["nvidia-smi"]
 
 #: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024"
 #: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build  (...)"
-_NVRM = re.compile(
+_NVRM = lazyre.compile(
     r"^NVRM version:\s+NVIDIA UNIX\s+(?P<open>Open\s+)?(?:(?P<arch1>\S+)\s+)?Kernel Module"
     r"(?:\s+for\s+(?P<arch2>\S+))?\s+(?P<version>\d+\.\d+(?:\.\d+)*)\b",
     re.M,
 )
-_GCC = re.compile(r"^GCC version:\s+(?:gcc version\s+)?(?P<text>.+?)\s*$", re.M)
-_DRIVER_VERSION = re.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
-_LIB_VERSION = re.compile(r"^(?P<lib>libnvidia-ml|libcuda)\.so\.(?P<version>\d{3,}\.\d+(?:\.\d+)?)$")
-_SMI_CUDA = re.compile(r"CUDA Version:\s*(?P<version>\d+\.\d+)")
-_SMI_NVML_LIB = re.compile(r"NVML library version:\s*(?P<version>\d+\.\d+(?:\.\d+)?)")
-_PCI_ADDR = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_GCC = lazyre.compile(r"^GCC version:\s+(?:gcc version\s+)?(?P<text>.+?)\s*$", re.M)
+_DRIVER_VERSION = lazyre.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
+_LIB_VERSION = lazyre.compile(r"^(?P<lib>libnvidia-ml|libcuda)\.so\.(?P<version>\d{3,}\.\d+(?:\.\d+)?)$")
+_SMI_CUDA = lazyre.compile(r"CUDA Version:\s*(?P<version>\d+\.\d+)")
+_SMI_NVML_LIB = lazyre.compile(r"NVML library version:\s*(?P<version>\d+\.\d+(?:\.\d+)?)")
+_PCI_ADDR = lazyre.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 #: nvidia.ko, Debian's nvidia-current.ko, branch-named nvidia_NNN.ko / nvidia-NNN.ko, compressed (.xz, .zst, .gz)
-_NVIDIA_KO = re.compile(r"^nvidia(?:-current|[-_]\d+)?\.ko(?:\.(?:xz|zst|gz))?$")
-_BLACKLIST = re.compile(r"^\s*blacklist\s+nouveau\s*$", re.M)
+_NVIDIA_KO = lazyre.compile(r"^nvidia(?:-current|[-_]\d+)?\.ko(?:\.(?:xz|zst|gz))?$")
+_BLACKLIST = lazyre.compile(r"^\s*blacklist\s+nouveau\s*$", re.M)
 #: dkms >= 3: "nvidia/550.54.15, 5.15.0-105-generic, x86_64: installed";
 #: dkms 2: "nvidia, 470.82.00, 5.4.0-91-generic, x86_64: installed".
-_DKMS = re.compile(
+_DKMS = lazyre.compile(
     r"^(?P<module>nvidia[\w-]*)[/,]\s*(?P<version>[^,\s]+),\s*(?P<kernel>[^,\s]+),\s*(?P<arch>[^:\s]+):"
     r"\s*(?P<state>[A-Za-z][\w ]*?)\s*(?:\(.*\))?\s*$",
     re.M,
@@ -475,9 +475,9 @@ def _kernel_log(host: Host) -> Fact:
 FIRMWARE_PARAM = "/sys/module/firmware_class/parameters/path"
 FIRMWARE_DIRS = ("/lib/firmware/updates/{}", "/lib/firmware/updates", "/lib/firmware/{}", "/lib/firmware")
 #: The GSP firmware files of a driver version (``nvidia/<version>/gsp_ga10x.bin``; compressed by some distributions).
-_GSP_FILE = re.compile(r"^gsp_\w+\.bin(\.xz|\.zst)?$")
+_GSP_FILE = lazyre.compile(r"^gsp_\w+\.bin(\.xz|\.zst)?$")
 #: A kernel-log line of the firmware loader failing on an NVIDIA firmware file.
-_FIRMWARE_FAILED = re.compile(r"Direct firmware load for nvidia/")
+_FIRMWARE_FAILED = lazyre.compile(r"Direct firmware load for nvidia/")
 
 
 def _gsp_firmware(host: Host, version: str) -> Fact:

@@ -21,16 +21,16 @@ there and the PCI addresses of the GPUs a topology file describes.
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, Iterable, List, Optional
 
+from .. import lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
 
 #: ``<pci busid="0000:0c:00.0" ...>`` opening tags and ``<gpu`` elements of an NCCL topology XML.
-_PCI_TAG = re.compile(r"<pci\b[^>]*\bbusid=\"([0-9A-Fa-f:.]+)\"")
-_GPU_TAG = re.compile(r"<gpu\b")
+_PCI_TAG = lazyre.compile(r"<pci\b[^>]*\bbusid=\"([0-9A-Fa-f:.]+)\"")
+_GPU_TAG = lazyre.compile(r"<gpu\b")
 #: The most of an XML topology or graph file read.
 _XML_LIMIT = 4 * 1024 * 1024
 

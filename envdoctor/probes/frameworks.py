@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 from packaging.version import InvalidVersion, Version
 
 from .. import frameworks as framework_table
+from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import FILE_PATTERN_FILTERS, Distribution, Host, normalize_name
 from . import ProbeContext, register
@@ -172,10 +173,10 @@ def pinned(req: Requirement) -> str:
 
 
 #: ``nvidia-cudnn-cu12`` (lib ``cudnn``, CUDA 12) and CUDA 13's suffix-less ``nvidia-cuda-runtime``.
-_NVIDIA_WHEEL = re.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
+_NVIDIA_WHEEL = lazyre.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
 #: NVIDIA's meta-package through which torch 2.10+ requires most CUDA 13 wheels (by extras).
 CUDA_TOOLKIT_WHEEL = "cuda-toolkit"
-_REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_REQ_NAME = lazyre.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def _is_nvidia_wheel(key: str) -> bool:
@@ -254,7 +255,7 @@ def _version_of(d: Distribution) -> Dict[str, Any]:
 
 # -- PyTorch ---------------------------------------------------------------------
 
-_SO_MAJOR = re.compile(r"^lib(?P<lib>cudnn|nccl)(?:_[a-z_]+)?(?:-[0-9a-f]{8})?\.so\.(?P<major>\d+)(?:\.[\d.]+)?$")
+_SO_MAJOR = lazyre.compile(r"^lib(?P<lib>cudnn|nccl)(?:_[a-z_]+)?(?:-[0-9a-f]{8})?\.so\.(?P<major>\d+)(?:\.[\d.]+)?$")
 
 
 def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) -> List[Fact]:
@@ -388,11 +389,11 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
 
 # -- JAX -------------------------------------------------------------------------
 
-_JAX_PLUGIN = re.compile(r"^jax-cuda(?P<cuda>\d+)-(?:plugin|pjrt)$")
-_JAXLIB_LOCAL = re.compile(r"^cuda(?P<cuda>\d+)(?:\.cudnn(?P<cudnn>\d+))?")
+_JAX_PLUGIN = lazyre.compile(r"^jax-cuda(?P<cuda>\d+)-(?:plugin|pjrt)$")
+_JAXLIB_LOCAL = lazyre.compile(r"^cuda(?P<cuda>\d+)(?:\.cudnn(?P<cudnn>\d+))?")
 
 
-_NVCC_WHEEL = re.compile(r"^nvidia-cuda-nvcc(?:-cu\d+)?$")
+_NVCC_WHEEL = lazyre.compile(r"^nvidia-cuda-nvcc(?:-cu\d+)?$")
 
 
 def _ptxas_candidates(host: Host, dists: Dict[str, Distribution]) -> Dict[str, Any]:
@@ -411,7 +412,7 @@ def _ptxas_candidates(host: Host, dists: Dict[str, Distribution]) -> Dict[str, A
     return out
 
 
-_CONDA_CUDA_BUILD = re.compile(r"^cuda(?P<cuda>\d+)")
+_CONDA_CUDA_BUILD = lazyre.compile(r"^cuda(?P<cuda>\d+)")
 
 
 def _conda_build(host: Host, d: Distribution, package: str = "") -> Optional[str]:
@@ -429,7 +430,7 @@ def _conda_build(host: Host, d: Distribution, package: str = "") -> Optional[str
 #: The conda packages that carry TensorFlow's compiled part and its pins (Anaconda's ``tensorflow-gpu-base`` up to
 #: 1.8, then ``tensorflow-base``; conda-forge's ``tensorflow-base``/``tensorflow``), most specific first.
 TF_CONDA_PACKAGES = ("tensorflow-gpu-base", "tensorflow-base", "tensorflow-gpu", "tensorflow")
-_CONDA_META = re.compile(r"/conda-meta/[^/]+\.json$")
+_CONDA_META = lazyre.compile(r"/conda-meta/[^/]+\.json$")
 
 
 def keep_conda_record(text: str) -> str:
@@ -681,9 +682,9 @@ def paddle_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
 
 # -- CuPy, TensorRT, MXNet, Keras ------------------------------------------------
 
-_CUPY = re.compile(r"^cupy(?:-cuda(?P<cuda>\d+x|\d+))?$")
-_MXNET = re.compile(r"^mxnet(?:-cu(?P<cuda>\d+))?(?P<flavor>mkl)?$")
-_TRT = re.compile(r"^tensorrt(?:-cu(?P<cuda>\d+))?(?:[-_](?:libs|bindings))?$")
+_CUPY = lazyre.compile(r"^cupy(?:-cuda(?P<cuda>\d+x|\d+))?$")
+_MXNET = lazyre.compile(r"^mxnet(?:-cu(?P<cuda>\d+))?(?P<flavor>mkl)?$")
+_TRT = lazyre.compile(r"^tensorrt(?:-cu(?P<cuda>\d+))?(?:[-_](?:libs|bindings))?$")
 
 
 def _cuda_from_suffix(s: str) -> str:

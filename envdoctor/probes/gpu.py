@@ -40,6 +40,7 @@ import posixpath
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from .. import lazyre
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import Host
 from ..host.nvml_worker import MAX_GPUS
@@ -485,7 +486,7 @@ def _scheduler_allocation(host: Host) -> Dict[str, str]:
 
 
 #: An NVML answer's key about one GPU: its index and field.
-_DEVICE_KEY = re.compile(r"^device\.(\d+)\.(.+)$")
+_DEVICE_KEY = lazyre.compile(r"^device\.(\d+)\.(.+)$")
 
 
 def gpu_fields(data: Dict[str, Any]) -> Tuple[Set[int], Dict[str, List[str]]]:

@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
+from .. import lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
@@ -43,23 +44,23 @@ LIBRARIES: Dict[str, Dict[str, Any]] = {
         "stem": "libcudnn",
         "headers": (("cudnn_version.h", ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")),
                     ("cudnn.h", ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"))),
-        "wheel": re.compile(r"^nvidia-cudnn(-cu\d+)?$"),
+        "wheel": lazyre.compile(r"^nvidia-cudnn(-cu\d+)?$"),
         "wheel_dirs": ("nvidia/cudnn/lib",),
-        "package": re.compile(r"^(libcudnn\d+(-cuda-\d+)?|cudnn\d*(-cuda-\d+)?)$"),
+        "package": lazyre.compile(r"^(libcudnn\d+(-cuda-\d+)?|cudnn\d*(-cuda-\d+)?)$"),
     },
     "nccl": {
         "stem": "libnccl",
         "headers": (("nccl.h", ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH")),),
-        "wheel": re.compile(r"^nvidia-nccl(-cu\d+)?$"),
+        "wheel": lazyre.compile(r"^nvidia-nccl(-cu\d+)?$"),
         "wheel_dirs": ("nvidia/nccl/lib",),
-        "package": re.compile(r"^libnccl\d+$"),
+        "package": lazyre.compile(r"^libnccl\d+$"),
     },
     "tensorrt": {
         "stem": "libnvinfer",
         "headers": (("NvInferVersion.h", ("NV_TENSORRT_MAJOR", "NV_TENSORRT_MINOR", "NV_TENSORRT_PATCH")),),
-        "wheel": re.compile(r"^tensorrt(-cu\d+)?(-libs)?$"),
+        "wheel": lazyre.compile(r"^tensorrt(-cu\d+)?(-libs)?$"),
         "wheel_dirs": ("tensorrt_libs", "tensorrt"),
-        "package": re.compile(r"^(libnvinfer\d+|tensorrt)$"),
+        "package": lazyre.compile(r"^(libnvinfer\d+|tensorrt)$"),
     },
 }
 

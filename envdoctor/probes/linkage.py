@@ -39,7 +39,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
-from .. import frameworks
+from .. import frameworks, lazyre
 from ..facts import Fact, ok, unknown
 from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
@@ -48,12 +48,12 @@ from .libraries import read_ld_cache, resolve_soname
 from .loader import loader_config, own_search_paths
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
-CUDA_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11.0
+CUDA_SONAME = lazyre.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11
 #: The whole CUDA math stack (NVRTC, cuFFT, cuRAND, cuSOLVER, cuSPARSE too), for frameworks whose wheels ship
 #: none of it and expect every library from the machine's CUDA installation (mxnet-cuNNN); the others get these
 #: from the same wheels or directories as their cuBLAS/CUDA runtime, already resolved above.
-CUDA_STACK_SONAME = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer|nvrtc|cufft|curand|cusolver|"
-                               r"cusparse)\.so\.\d+(?:\.\d+)?$")  # libnvrtc.so.11.2
+CUDA_STACK_SONAME = lazyre.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer|nvrtc|cufft|curand|cusolver|"
+                                   r"cusparse)\.so\.\d+(?:\.\d+)?$")  # libnvrtc.so.11.2
 SONAMES_OF = {"mxnet": CUDA_STACK_SONAME}
 
 #: Framework -> candidate paths of its main CUDA library, relative to its site-packages dir (its plug-in's
@@ -68,7 +68,8 @@ ABI_LIBRARIES: Dict[str, Tuple[Tuple[str, ...], ...]] = {f.name: f.abi_libraries
                                                          if f.abi_libraries}
 #: A library's top directory -> the distribution that installs it, where that is not the framework's own
 #: package (``jax_plugins/xla_cuda12`` comes with ``jax-cuda12-plugin``).
-_OWNER = ((re.compile(r"^jaxlib/"), "jaxlib"), (re.compile(r"^jax_plugins/xla_cuda(\d+)/"), "jax-cuda%s-plugin"))
+_OWNER = ((lazyre.compile(r"^jaxlib/"), "jaxlib"),
+          (lazyre.compile(r"^jax_plugins/xla_cuda(\d+)/"), "jax-cuda%s-plugin"))
 
 
 def owner_of(name: str, rel: str, package: str) -> str:
@@ -83,9 +84,9 @@ def owner_of(name: str, rel: str, package: str) -> str:
 ABI_WHEELS: Dict[str, Tuple[str, ...]] = {"jax": ("jaxlib",)}
 ABI_WHEEL_PREFIXES: Dict[str, Tuple[str, ...]] = {"jax": ("jax-cuda",)}  # jax-cuda12-plugin, jax-cuda12-pjrt
 WHEEL_LIMIT = 16 * 1024
-_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_\w+$")
+_MANYLINUX = lazyre.compile(r"^manylinux_(\d+)_(\d+)_\w+$")
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
-_GLIBC_NAME = re.compile(r"^GLIBC_(\d+(?:\.\d+)+)$")
+_GLIBC_NAME = lazyre.compile(r"^GLIBC_(\d+(?:\.\d+)+)$")
 #: Version names of glibc that mark an ABI feature rather than a release, with the release that brought it
 #: (objects linked with ``-z pack-relative-relocs`` need GLIBC_ABI_DT_RELR, glibc 2.36).
 _GLIBC_ABI = {"GLIBC_ABI_DT_RELR": "2.36"}
@@ -300,7 +301,7 @@ def glibc_need(host: Host, path: Optional[str]) -> Optional[Tuple[str, str]]:
 
 #: cuDNN 9 and later: the front library dlopens its sub-libraries (libcudnn_graph, _engines_*, _ops, _cnn,
 #: _adv, _heuristic) by bare soname at run time (cuDNN 9 release notes, "cuDNN library organization").
-CUDNN_MAIN = re.compile(r"^libcudnn\.so\.(\d+)$")
+CUDNN_MAIN = lazyre.compile(r"^libcudnn\.so\.(\d+)$")
 
 
 def foreign_cudnn_parts(host: Host, entry: Mapping[str, Any], ldp: Sequence[str],
@@ -335,9 +336,9 @@ EXTENSION_PACKAGES: Dict[str, Dict[str, Tuple[str, str]]] = {
 #: A framework's own libraries, which an extension module needs by soname (found because the framework loaded
 #: them), the directories (relative to site-packages) that hold them, and the mangled C++ names of its namespaces
 #: an extension built against one release imports from it (each plug-in's ``extension_*``).
-FRAMEWORK_LIB = {f.name: re.compile(f.extension_libs) for f in frameworks.FRAMEWORKS if f.extension_libs}
+FRAMEWORK_LIB = {f.name: lazyre.compile(f.extension_libs) for f in frameworks.FRAMEWORKS if f.extension_libs}
 FRAMEWORK_DIRS = {f.name: f.extension_dirs for f in frameworks.FRAMEWORKS if f.extension_libs}
-FRAMEWORK_SYMBOL = {f.name: re.compile(f.extension_symbols) for f in frameworks.FRAMEWORKS if f.extension_symbols}
+FRAMEWORK_SYMBOL = {f.name: lazyre.compile(f.extension_symbols) for f in frameworks.FRAMEWORKS if f.extension_symbols}
 #: The most extension modules whose symbols are looked up in one run, and RECORD's size read per distribution.
 MAX_EXTENSION_FILES = 64
 RECORD_LIMIT = 4 * 1024 * 1024
@@ -496,7 +497,7 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
 
 
 #: The ONNX Runtime execution provider libraries other than CUDA's are optional to it: a session asks for them.
-ORT_PROVIDERS = re.compile(r"^libonnxruntime_providers_(?!shared\.)[a-z0-9_]+\.so$")
+ORT_PROVIDERS = lazyre.compile(r"^libonnxruntime_providers_(?!shared\.)[a-z0-9_]+\.so$")
 
 
 def closure_fact(host: Host, name: str, value: Mapping[str, Any], main_path: str, config: Any) -> Optional[Fact]:

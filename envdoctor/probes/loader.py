@@ -35,6 +35,7 @@ import posixpath
 import re
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
+from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import ElfResult, Host, normalize_name
 from .cuda import ld_library_path_dirs
@@ -56,14 +57,14 @@ X86_LEVELS = (
     ("x86-64-v2", ("cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3")),
 )
 #: The C and C++ runtimes: resolved, never descended into (every program needs them; nothing CUDA hides there).
-RUNTIME_SONAME = re.compile(r"^(?:libc|libm|libdl|libpthread|librt|libutil|libresolv|libanl|libnsl|libmvec|"
-                            r"libstdc\+\+|libgcc_s|libatomic|libgomp|libz|ld-linux(?:-[\w-]+)?)\.so(?:\.\d+)*$")
+RUNTIME_SONAME = lazyre.compile(r"^(?:libc|libm|libdl|libpthread|librt|libutil|libresolv|libanl|libnsl|libmvec|"
+                                r"libstdc\+\+|libgcc_s|libatomic|libgomp|libz|ld-linux(?:-[\w-]+)?)\.so(?:\.\d+)*$")
 #: Most objects one closure loads (torch with CUDA: about 40).
 MAX_OBJECTS = 500
 
-_LDCONFIG_HEADER = re.compile(r"^\s*(\d+) libs found in cache")
-_LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
-_HWCAP_NAMED = re.compile(r'hwcap: "([^"]+)"')
+_LDCONFIG_HEADER = lazyre.compile(r"^\s*(\d+) libs found in cache")
+_LDCONFIG_LINE = lazyre.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
+_HWCAP_NAMED = lazyre.compile(r'hwcap: "([^"]+)"')
 
 #: (soname, flags as ldconfig -p prints them, path): the loader cache, in its own order.
 CacheList = List[Tuple[str, str, str]]
@@ -482,12 +483,12 @@ def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Option
 
 #: The libraries of the CUDA toolkit, cuDNN, NCCL and TensorRT (not the driver's libcuda/libnvidia-*: the driver
 #: checks judge those). ``.alt`` is NVRTC's alternative build.
-CUDA_FAMILY = re.compile(
+CUDA_FAMILY = lazyre.compile(
     r"^lib(?:cudart|cublas(?:Lt)?|cufftw?|curand|cusolver(?:Mg)?|cusparse(?:Lt)?|nvrtc(?:-builtins)?|nvJitLink|"
     r"nvjpeg|npp[a-z]*|nvToolsExt|cupti|nvperf_[a-z]+|cudnn(?:_[a-z0-9_]+)?|nccl|nvinfer(?:_[a-z0-9_]+)?|"
     r"nvonnxparser|nvparsers|cufile(?:_rdma)?|cudss|nvshmem(?:_[a-z0-9_]+)?|nvblas|nvvm|nvptxcompiler|nvfatbin)"
     r"(?:\.alt)?\.so(?:\.\d+)*$")
-_STEM = re.compile(r"^(lib[A-Za-z0-9_+-]+?)(?:\.alt)?\.so((?:\.\d+)*)$")
+_STEM = lazyre.compile(r"^(lib[A-Za-z0-9_+-]+?)(?:\.alt)?\.so((?:\.\d+)*)$")
 
 
 def component(soname: str) -> str:
@@ -511,7 +512,7 @@ def stem_and_major(soname: str) -> Tuple[str, Optional[str]]:
 
 
 #: auditwheel's rename of a library it bundles: ``libcudnn.so.8`` -> ``libcudnn-463fd6d5.so.8.9.7``.
-_VENDORED = re.compile(r"^(lib[A-Za-z0-9_+]+)-[0-9a-f]{8}(\.so(?:\.\d+)*)$")
+_VENDORED = lazyre.compile(r"^(lib[A-Za-z0-9_+]+)-[0-9a-f]{8}(\.so(?:\.\d+)*)$")
 
 
 def unvendored(name: str) -> str:

@@ -27,18 +27,18 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional
 
-from .. import frameworks
+from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import FILE_SUFFIX_FILTERS, Distribution, Host, normalize_name
 from . import ProbeContext, register
 
 #: The most of one METADATA file read (the headers come first; the description after them is not needed).
 METADATA_LIMIT = 512 * 1024
-_NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*")
+_NAME = lazyre.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*")
 #: Frameworks whose dependents (the packages requiring them) are listed: their compiled extensions are checked
 #: against them (each plug-in's ``dependents_of``).
 FRAMEWORK_KEYS = tuple(d for f in frameworks.FRAMEWORKS for d in f.dependents_of)
-_EXTRA_ONLY = re.compile(r"""\bextra\s*==\s*['"]""")
+_EXTRA_ONLY = lazyre.compile(r"""\bextra\s*==\s*['"]""")
 
 
 class Req(NamedTuple):

@@ -25,10 +25,9 @@ Fact ``python.static_cuda`` = ``{"libraries": [{package, version, path, ptx_isa,
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .. import frameworks
+from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import Distribution, Host
 from . import ProbeContext, register
@@ -41,8 +40,8 @@ MIN_SIZE = 256 * 1024
 MAX_LIBRARIES = 64
 RECORD_LIMIT = 4 * 1024 * 1024
 WHEEL_LIMIT = 4096
-_CUDART = re.compile(r"^libcudart\.so(\.|$)")
-_SHARED = re.compile(r"\.so(?:\.\d+)*$")
+_CUDART = lazyre.compile(r"^libcudart\.so(\.|$)")
+_SHARED = lazyre.compile(r"\.so(?:\.\d+)*$")
 
 
 def record_libraries(record: bytes, min_size: int = MIN_SIZE) -> List[Tuple[str, Optional[int]]]:

@@ -34,6 +34,7 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .. import lazyre
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import Host
 from . import ProbeContext, register
@@ -65,7 +66,7 @@ ACS_EGRESS_CONTROL = 1 << 5
 IOMMU_PARAMS = ("iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict", "pcie_acs_override",
                 "pci")
 
-_BDF = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_BDF = lazyre.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 SRC_NVML = "nvml:pair"
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import List
 
+from ... import lazyre
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...host.nvml_worker import MAX_GPUS
 from .. import CheckContext, check, docs_for
 from . import DOCS, READS, _driver_label, _evidence, _installed, _source
 
-_GPU_NODE = re.compile(r"^nvidia\d+$")
+_GPU_NODE = lazyre.compile(r"^nvidia\d+$")
 
 
 def _device_nodes(facts: Facts) -> List[Finding]:
