@@ -493,8 +493,15 @@ def branch_drives(branch: Union[str, int], cc: Optional[CC]) -> Optional[bool]:
     need = min_driver_for_cc(cc)
     if need is not None and number < Version(need[0]).release[0]:
         return False
+    return past_last_branch(number, cc) is None
+
+
+def past_last_branch(branch: int, cc: CC) -> Optional[str]:
+    """The last driver branch for the architecture of ``cc`` (:func:`last_branch_for_cc`) when ``branch`` is newer
+    than it: that branch no longer drives the GPU (``install driver`` refuses it, ``diagnose`` says
+    ``driver.gpu_needs_legacy_branch`` when NVIDIA's per-GPU list says no other); None when it is not, or unknown."""
     last = last_branch_for_cc(cc)
-    return not (last is not None and number > int(last))
+    return last if last is not None and branch > int(last) else None
 
 
 def supported_branches(today: Optional[datetime.date] = None, cc: Optional[CC] = None) -> List[Row]:
