@@ -25,6 +25,7 @@ from packaging.version import Version
 
 from envdoctor import frameworks, osinfo
 from envdoctor.install.plan import RunCommand, Step, exists
+from envdoctor.matrix import hardware
 from envdoctor.target import Target
 
 
@@ -126,6 +127,24 @@ def load_recipe(component: str) -> ModuleType:
 
         sys.modules[name] = recipe_module(frameworks.BY_NAME[frameworks.RECIPES[component]])
     return importlib.import_module(name)
+
+
+def driver_cuda_major(facts: Any) -> int:
+    """The newest CUDA major the installed driver runs natively: the major of the CUDA version it reports
+    (``driver.cuda_version``, read as ``diagnose`` reads it, :func:`envdoctor.matrix.hardware.driver_cuda`); 0 when
+    unknown. Unlike ``compat.driver-vs-cuda``, the driver's version is not read against Table 3 when it reports
+    none (docs/DESIGN.md, "One home per fact": a library's build is then not limited)."""
+    cuda = hardware.driver_cuda(None, facts.value("driver.cuda_version") if facts is not None else None)
+    return cuda[0] if cuda is not None else 0
+
+
+def driver_runs_build(facts: Any, major: Any) -> bool:
+    """Whether the installed driver runs a library built for CUDA ``major`` (``"12"``): the rule
+    ``compat.driver-vs-cuda`` applies (:func:`envdoctor.matrix.hardware.driver_runs` of a major: a CUDA 12 build
+    runs on a CUDA 13 driver, not the reverse), of the CUDA the driver reports (:func:`driver_cuda_major`); True
+    when that is unknown."""
+    supports = facts.value("driver.cuda_version") if facts is not None else None
+    return hardware.driver_runs(str(major), None, supports) != "too_old"
 
 
 def pick_method(module: Any, request: Request, target: Target) -> str:

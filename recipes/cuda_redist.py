@@ -307,14 +307,10 @@ def check_release(req: RedistRequest, manifest: Manifest) -> None:
 
 
 def variant_for_driver(facts: Any) -> int:
-    """The newest CUDA major the installed driver runs (``driver.cuda_version``), 0 when unknown."""
-    from packaging.version import InvalidVersion, Version
+    """The newest CUDA major the installed driver runs, 0 when unknown (:func:`recipes.driver_cuda_major`)."""
+    from . import driver_cuda_major
 
-    sup = facts.value("driver.cuda_version") if facts is not None else None
-    try:
-        return Version(str(sup)).major if sup else 0
-    except InvalidVersion:
-        return 0
+    return driver_cuda_major(facts)
 
 
 def plan_id(req: RedistRequest, manifest: Manifest) -> str:

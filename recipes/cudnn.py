@@ -22,7 +22,17 @@ from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step
 from envdoctor.matrix import load
 
-from . import RecipeError, Request, Target, install_step, pick_method, repo_steps, target_note
+from . import (
+    RecipeError,
+    Request,
+    Target,
+    driver_cuda_major,
+    driver_runs_build,
+    install_step,
+    pick_method,
+    repo_steps,
+    target_note,
+)
 from .docker_image import pip_target
 
 COMPONENT = "cudnn"
@@ -50,15 +60,6 @@ def _row(version: str) -> Any:
     return max(rows, key=lambda r: Version(r["version"]))
 
 
-def driver_cuda_major(facts: Any) -> int:
-    """The newest CUDA major the installed driver runs (``driver.cuda_version``); 0 when unknown."""
-    sup = facts.value("driver.cuda_version") if facts is not None else None
-    try:
-        return Version(str(sup)).major if sup else 0
-    except ValueError:
-        return 0
-
-
 def cuda_major(request: Request, facts: Any, row: Any, lacks: str = "has no build for") -> str:
     """The CUDA major to build against: ``--option cuda=N``, else the newest the row has that the installed
     driver runs (a CUDA 12 build runs on a CUDA 13 driver, not the reverse), else 12 (what the frameworks'
@@ -67,7 +68,7 @@ def cuda_major(request: Request, facts: Any, row: Any, lacks: str = "has no buil
     wanted = request.options.get("cuda") or ""
     drv = driver_cuda_major(facts)
     if not wanted and drv:
-        runs = [m for m in majors if int(m) <= drv]
+        runs = [m for m in majors if driver_runs_build(facts, m)]
         if not runs:
             raise RecipeError(f"cuDNN {row['version']} is built for CUDA {', '.join(majors)}; the installed driver "
                               f"runs CUDA {drv} at most (source {row['source']['url']})",

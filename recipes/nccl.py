@@ -21,7 +21,18 @@ from packaging.version import Version
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step
 
-from . import RecipeError, Request, Target, install_step, pick_method, pick_version, repo_steps, target_note
+from . import (
+    RecipeError,
+    Request,
+    Target,
+    driver_cuda_major,
+    driver_runs_build,
+    install_step,
+    pick_method,
+    pick_version,
+    repo_steps,
+    target_note,
+)
 from .docker_image import pip_target
 
 COMPONENT = "nccl"
@@ -53,7 +64,7 @@ def versions() -> List[str]:
 
 def build_for(version: str, request: Request, facts: Any) -> str:
     """The CUDA minor of the build to install: ``--option cuda=N``, else the newest CUDA major of the release
-    that the installed driver runs (``driver.cuda_version``), else the newest."""
+    that the installed driver runs (:func:`recipes.driver_runs_build`), else the newest."""
     builds = RELEASES[version]
     majors = sorted(builds, key=int)
     wanted = str(request.options.get("cuda") or "").split(".")[0]
@@ -62,14 +73,10 @@ def build_for(version: str, request: Request, facts: Any) -> str:
             raise RecipeError(f"NCCL {version} has no CUDA {wanted} build (it has CUDA {', '.join(majors)})",
                               [f"envdoctor install nccl --version {version} --option cuda={m}" for m in majors])
         return builds[wanted]
-    sup = facts.value("driver.cuda_version") if facts is not None else None
-    try:
-        drv = Version(str(sup)).major if sup else 0
-    except ValueError:
-        drv = 0
-    runs = [m for m in majors if not drv or int(m) <= drv]
+    runs = [m for m in majors if driver_runs_build(facts, m)]
     if not runs:
-        older = [v for v in versions() if any(int(m) <= drv for m in RELEASES[v])]
+        drv = driver_cuda_major(facts)
+        older = [v for v in versions() if any(driver_runs_build(facts, m) for m in RELEASES[v])]
         raise RecipeError(f"NCCL {version} is built for CUDA {', '.join(majors)}; the installed driver runs CUDA "
                           f"{drv} at most", [f"envdoctor install nccl --version {older[-1]}"] if older else
                           ["envdoctor install driver"])

@@ -186,11 +186,11 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
         # 1. the branch: a legacy GPU (NVIDIA's list), past its architecture's last branch, or too new for the branch
         legacy = listed.legacy_branch if listed is not None else None
         arch = hw.arch_for_cc(gpu.cc) if gpu.cc else None
-        last = hw.last_branch_for_cc(gpu.cc) if gpu.cc else None
+        last = hw.past_last_branch(branch, gpu.cc) if gpu.cc else None
         if legacy is not None and branch > int(legacy.split(".")[0]):
             last, why = legacy.split(".")[0], "NVIDIA's README lists it under the %s.xx legacy driver" % legacy
             unverified = False
-        elif last is not None and branch > int(last):
+        elif last is not None:
             why = "R%s is the last driver branch for %s GPUs" % (last, arch["arch"] if arch is not None else "these")
             unverified = arch is not None and matrix.unverified(arch, "last_driver_branch")
         else:

@@ -45,7 +45,8 @@ _HUNG_LAYERS = (
     ("cuda", ("cuda.",), ("cuda.*",)),
     ("compilers", ("compiler.",), ("compiler.*",)),
     ("python", ("python.", "framework.", "conda.", "apps."),
-     ("python.*", "python.nvidia_wheel_conflicts", "python.requirements", "python.static_cuda", "framework.*",
+     ("python.*", "python.nvidia_wheel_conflicts", "python.requirements", "python.static_cuda", "python.gpu_packages",
+      "framework.*",
       "framework.jax.ptxas", "framework.*.gpu_code", "apps.*")),
     ("containers", ("container.",), ("container.*",)),
 )

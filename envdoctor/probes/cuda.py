@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from .. import lazyre, versions
 from ..facts import Fact, ok, timed_out, unknown
@@ -142,12 +142,20 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
     if tk["version"] is None and tk["cudart"] and len(tk["cudart"].split(".")) >= 3:
         tk["version"], tk["source"] = tk["cudart"], "dir:{} (libcudart.so.{})".format(path, tk["cudart"])
     # compat/: forward-compatibility libcuda for an older driver (cuda-compat-X-Y's layout); compat/lib/ is where
-    # NVIDIA's NGC images of the CUDA 10/11 era keep it (their LD_LIBRARY_PATH starts /usr/local/cuda/compat/lib)
-    for compat_dir in (posixpath.join(path, "compat"), posixpath.join(path, "compat", "lib")):
+    # NVIDIA's NGC images of the CUDA 10/11 era keep it (their LD_LIBRARY_PATH starts /usr/local/cuda/compat/lib);
+    # later NGC images keep the files in compat/lib.real, which their entrypoint links compat/lib to. Each copy is
+    # recorded once, with the directory it really is in ("real"), which the loader path is compared with.
+    seen_real: Set[str] = set()
+    for compat_dir in (posixpath.join(path, "compat"), posixpath.join(path, "compat", "lib"),
+                       posixpath.join(path, "compat", "lib.real")):
+        real_dir = host.resolve(compat_dir)
         for name in host.list_dir(compat_dir).names():
             m = _COMPAT_LIBCUDA.match(name)
-            if m:
-                tk["compat"].append({"path": posixpath.join(compat_dir, name), "driver_version": m.group(1)})
+            real = posixpath.join(real_dir, name)
+            if m and real not in seen_real:
+                seen_real.add(real)
+                tk["compat"].append({"path": posixpath.join(compat_dir, name), "driver_version": m.group(1),
+                                     "real": real})
     tk["release"] = release_of(tk["version"])
     if tk["version"] is None:
         tk["reason"] = "; ".join(reasons) or "no version.json, version.txt, dist-info or versioned libcudart"

@@ -108,12 +108,14 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             if runs is False:
                 row = hw.cuda_release(_mm_str(need.cuda))
                 exact = hw.min_driver_for_cuda(need.cuda_text)
-                branch = hw.driver_branch(str(drv.version)) or {}
+                branch = hw.forward_compat_row(drv.version) or {}
                 if row is not None and exact is not None:
                     out.append(_too_old(facts, drv, need, exact, row, ["min_driver_linux"], ccs, exact=exact, why=(
-                        "the forward-compatibility libcuda %s is loaded, but NVIDIA's table lists only CUDA %s for "
-                        "the R%s branch through the forward compatible upgrade" % (
-                            compat[0], ", ".join(branch.get("forward_compat_cuda") or []), branch.get("branch")))))
+                        "the forward-compatibility libcuda %s is loaded, but NVIDIA lists only CUDA %s for the R%s "
+                        "branch through the forward compatible upgrade, and says the branch is not "
+                        "forward-compatible with CUDA %s and later" % (
+                            compat[0], ", ".join(branch.get("forward_compat_cuda") or []), branch.get("branch"),
+                            branch.get("forward_compat_ends")))))
                     continue
         if verdict == "ok":
             # JAX states its own driver floor per CUDA wheel (jax.json min_driver)

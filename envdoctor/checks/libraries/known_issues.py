@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.version import Version
 
-from ... import versions
+from ... import frameworks, versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, CodeDoc, check
@@ -28,9 +28,10 @@ def nccl_copies(facts: Facts) -> List[Dict[str, Any]]:
     from .nccl_gpu import _nccl_candidates
 
     out: Dict[str, Dict[str, Any]] = {}
-    for fact in facts.with_prefix("framework."):
-        key = fact.key
-        if key.count(".") != 1 or not fact.known or not isinstance(fact.value, dict):
+    for fw in frameworks.FRAMEWORKS:  # (each framework's own fact, not the facts below it)
+        key = "framework." + fw.name
+        fact = facts.get(key)
+        if fact is None or not fact.known or not isinstance(fact.value, dict):
             continue
         value = fact.value
         wheels = value.get("nvidia_wheels")
@@ -157,7 +158,7 @@ def nccl_known_issues(ctx: CheckContext) -> Iterable[Finding]:
 
 
 @check("cudnn-known-issues", requires=("libraries.cudnn",), reads=("framework.*", "gpu.*", "gpu.*.*", "libraries.*",
-                                                                   "linkage.*"),
+                                                                   "linkage.*", "env.*"),
        layers=("libraries",), codes=(
     CodeDoc("cudnn.known_bad_release", "warning",
             "The cuDNN a framework loads is a release that cuDNN's or the framework's release notes name as "

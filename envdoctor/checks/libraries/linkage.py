@@ -241,8 +241,8 @@ def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> I
 
 
 @check("framework-linkage.{}", each=frameworks.having("links"), requires=("framework.{}", "linkage.*"),
-       reads=("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "gpu.count",
-              "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("cuda", "libraries", "frameworks"),
+       reads=("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "linkage.*.dlopen",
+              "gpu.count", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("cuda", "libraries", "frameworks"),
        codes=_FRAMEWORK_LINKAGE_DOCS)
 def framework_linkage_of(ctx: CheckContext, item: str) -> Iterable[Finding]:
     """The CUDA libraries the framework links (ELF dependencies): missing, or shadowed by another copy."""

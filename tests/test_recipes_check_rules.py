@@ -1,0 +1,162 @@
+"""The install recipes and the checks answer the same rules from one home (docs/DESIGN.md, "One home per fact").
+
+Each grid is generated from the matrix itself (every GPU architecture of ``gpu_arch.json`` x every driver branch
+the driver recipe knows x both module flavours; every CUDA major of ``cudnn.json`` / the NCCL builds x the CUDA
+versions of Table 3): a recipe refusing what the check accepts, or the reverse, fails here naming the cell. No
+machine is replayed: the recipes and checks are pure functions of the facts, given here as a GPU and a driver
+would report them (NVML's ``compute_capability``, ``driver.cuda_version``).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import pytest
+from packaging.version import Version
+
+from envdoctor.checks import driver_support
+from envdoctor.checks.compat import Driver
+from envdoctor.facts import Facts, ok
+from envdoctor.matrix import hardware as hw
+from envdoctor.matrix import load
+from envdoctor.recipes import RecipeError, Request, driver_runs_build, parse_target
+from envdoctor.recipes import cudnn as cudnn_recipe
+from envdoctor.recipes import driver as driver_recipe
+from envdoctor.recipes import nccl as nccl_recipe
+
+UBUNTU = parse_target("ubuntu22.04")
+RHEL = parse_target("rhel9")
+
+
+def _facts(**kv) -> Facts:
+    return Facts([ok(k, v, "test") for k, v in kv.items()])
+
+
+def _ccs() -> List[str]:
+    return sorted({str(r["cc"]) for r in load("gpu_arch")}, key=Version)
+
+
+def _gpu_facts(cc: str) -> Facts:
+    return _facts(**{"gpu.count": 1, "gpu.0.compute_capability": cc})
+
+
+def _refusal(request: Request, target, facts: Facts) -> Optional[str]:
+    try:
+        driver_recipe.plan(request, target, facts)
+    except RecipeError as e:
+        return str(e)
+    return None
+
+
+def _check_codes(cc: str, branch: str, flavor: Optional[str]) -> List[str]:
+    """driver-support's verdict on a GPU of ``cc`` that a driver of ``branch`` with modules of ``flavor`` does not
+    drive, from its architecture alone (no PCI device ID: NVIDIA's per-GPU lists are not asked)."""
+    gpu = driver_support._Gpu("0000:01:00.0", None, cc, None)
+    found = driver_support._judge(Facts(), gpu, flavor, "the nvidia module installed for this kernel", int(branch),
+                                  branch + ".00.00")
+    return [f.code for f in found]
+
+
+@pytest.mark.parametrize("cc", _ccs())
+def test_driver_branch_vs_gpu_generation_recipe_and_check_agree(cc):
+    """Every branch the recipe knows, on a GPU of every architecture: the recipe refuses a branch exactly where the
+    matrix's one rule (hardware.branch_drives) says it cannot drive the GPU, the rule the driver-branch check's
+    suggestions and the recipe's own choice use; where the branch is past the architecture's last
+    (hardware.past_last_branch), driver-support says driver.gpu_needs_legacy_branch and the recipe refuses."""
+    facts = _gpu_facts(cc)
+    for branch in driver_recipe.versions():
+        refused = _refusal(Request("driver", branch, "repo", options={"flavor": "proprietary"}), RHEL, facts)
+        drives = hw.branch_drives(branch, cc)
+        assert (refused is not None and "cannot drive this machine's GPUs" in refused) == (drives is False), (
+            cc, branch, refused)
+        too_new = hw.past_last_branch(int(branch), cc) is not None
+        check_says = "driver.gpu_needs_legacy_branch" in _check_codes(cc, branch, "proprietary")
+        assert check_says == too_new, (cc, branch)
+        if too_new:
+            assert refused is not None, (cc, branch)
+    # the branch the recipe chooses itself drives the GPU (by the same rule), or it refuses to choose
+    for target in (UBUNTU, RHEL):
+        try:
+            chosen, _ = driver_recipe.choose_branch(target, [cc])
+        except RecipeError as e:
+            assert "drives this machine's GPUs" in str(e), (cc, str(e))
+            continue
+        assert chosen is None or hw.branch_drives(chosen, cc) is not False, (cc, target.label, chosen)
+
+
+@pytest.mark.parametrize("cc", _ccs())
+def test_open_modules_before_turing_recipe_and_check_agree(cc):
+    """flavor=open on every architecture, with a branch that drives it: the recipe refuses the open modules exactly
+    where driver-support finds driver.open_modules_unsupported_gpu (both: hardware.open_modules_drive), and
+    without --option flavor it plans the proprietary ones there."""
+    facts = _gpu_facts(cc)
+    branches = [b for b in driver_recipe.versions() if hw.branch_drives(b, cc) is not False]
+    assert branches, cc
+    branch = branches[-1]
+    refused = _refusal(Request("driver", branch, "repo", options={"flavor": "open"}), RHEL, facts)
+    recipe_refuses = refused is not None and "open kernel modules cannot drive" in refused
+    check_refuses = "driver.open_modules_unsupported_gpu" in _check_codes(cc, branch, "open")
+    assert recipe_refuses == check_refuses == (hw.open_modules_drive(cc) is False), (cc, branch, refused)
+    plan = driver_recipe.plan(Request("driver", branch, "repo"), RHEL, facts)
+    flavor_chosen = "proprietary" if any(s.title.startswith("install the NVIDIA driver (proprietary")
+                                         for s in plan.steps) else "open"
+    if hw.open_modules_drive(cc) is False:
+        assert flavor_chosen == "proprietary", (cc, branch)
+        assert "driver.open_modules_unsupported_gpu" not in _check_codes(cc, branch, flavor_chosen)
+
+
+def _driver_cudas() -> List[Optional[str]]:
+    """Every CUDA major.minor of Table 3 (what a driver reports as its CUDA version), and none reported."""
+    return sorted({"%d.%d" % Version(r["version"]).release[:2] for r in hw.cuda_releases()}, key=Version) + [None]
+
+
+def _cudnn_majors() -> List[str]:
+    return sorted({str(Version(c).major) for r in load("cudnn") for c in r["cuda"]}, key=int)
+
+
+@pytest.mark.parametrize("supports", _driver_cudas())
+def test_library_cuda_major_vs_driver_recipes_and_check_agree(supports):
+    """Every CUDA major a cuDNN or NCCL build is made for, against every CUDA a driver reports: the recipes'
+    "this driver runs that build" is compat.driver-vs-cuda's verdict on a need of that major (its Driver, of the
+    same facts), both hardware.driver_runs; cuDNN and NCCL plan the newest build the driver runs, or refuse when
+    it runs none."""
+    facts = _facts(**({"driver.cuda_version": supports} if supports else {}))
+    check = Driver(facts)
+    for major in _cudnn_majors() + sorted({m for b in nccl_recipe.RELEASES.values() for m in b}, key=int):
+        recipe_runs = driver_runs_build(facts, major)
+        check_runs = not check.known or check.verdict((int(major), None)) != "too_old"
+        assert recipe_runs == check_runs, (supports, major)
+    for row in load("cudnn"):
+        majors = sorted({str(Version(c).major) for c in row["cuda"]}, key=int)
+        runs = [m for m in majors if not check.known or check.verdict((int(m), None)) != "too_old"]
+        request = Request("cudnn", row["version"], "pip", python="/usr/bin/python3")
+        try:
+            plan = cudnn_recipe.plan(request, UBUNTU, facts)
+        except RecipeError as e:
+            assert not runs, (supports, row["version"], str(e))
+            assert "the installed driver runs CUDA" in str(e)
+            continue
+        assert runs, (supports, row["version"])
+        # a driver that reports no CUDA: CUDA 12 (the frameworks' wheels), else the newest build
+        want = runs[-1] if check.known else ("12" if "12" in majors else majors[-1])
+        assert plan.title.endswith("CUDA %s)" % want), (supports, row["version"], plan.title)
+    for version, builds in nccl_recipe.RELEASES.items():
+        runs = [m for m in sorted(builds, key=int) if not check.known or check.verdict((int(m), None)) != "too_old"]
+        try:
+            plan = nccl_recipe.plan(Request("nccl", version, "repo"), UBUNTU, facts)
+        except RecipeError as e:
+            assert not runs, (supports, version, str(e))
+            continue
+        assert runs and plan.title.endswith("+cuda%s (repo) on %s" % (builds[runs[-1]], UBUNTU.describe)), (
+            supports, version, plan.title)
+
+
+def test_library_recipes_do_not_read_table_3_from_the_driver_version():
+    """The one difference kept (docs/DESIGN.md): a driver that reports no CUDA version but whose version Table 3
+    places (470 -> CUDA 11.4) is known to compat.driver-vs-cuda, not to the cuDNN/NCCL recipes, which plan their
+    newest build then, as before."""
+    facts = _facts(**{"driver.version": "470.82.01"})
+    assert Driver(facts).verdict((12, None)) == "too_old"
+    assert driver_runs_build(facts, "12")
+    assert "CUDA 12" in cudnn_recipe.plan(Request("cudnn", "9.1.0", "pip", python="/usr/bin/python3"), UBUNTU,
+                                          facts).title
