@@ -222,8 +222,10 @@ fi
 exec $prog "$@"
 """
 # Debian sid's banners (gcc-14 14.3.0-5 the default, gcc-13 13.4.0-2) and nvcc 12.5's (release 12.5, V12.5.40).
-SID_GCC = {"/usr/bin/gcc-14": "gcc (Debian 14.3.0-5) 14.3.0\n", "/usr/bin/g++-14": "g++ (Debian 14.3.0-5) 14.3.0\n",
-           "/usr/bin/gcc-13": "gcc-13 (Debian 13.4.0-2) 13.4.0\n", "/usr/bin/g++-13": "g++-13 (Debian 13.4.0-2) 13.4.0\n"}
+SID_GCC = {"/usr/bin/gcc-14": "gcc (Debian 14.3.0-5) 14.3.0\n",
+           "/usr/bin/g++-14": "g++ (Debian 14.3.0-5) 14.3.0\n",
+           "/usr/bin/gcc-13": "gcc-13 (Debian 13.4.0-2) 13.4.0\n",
+           "/usr/bin/g++-13": "g++-13 (Debian 13.4.0-2) 13.4.0\n"}
 
 
 def _debian_machine(selector: bool, compilers: Dict[str, str]) -> Any:

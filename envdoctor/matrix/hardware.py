@@ -1004,8 +1004,8 @@ def glibc_conflicts() -> List[Row]:
 
 
 def validate_cuda_glibc(rows: List[Row]) -> List[str]:
-    """Versions that parse (glibc_min, cuda_fixed_in, nvcc_fixed_in; host_gcc_min a major or null), a unique id, a symptom,
-    a cause and a fix."""
+    """Versions that parse (glibc_min, cuda_fixed_in, nvcc_fixed_in; host_gcc_min a major or null), a unique id,
+    a symptom, a cause and a fix."""
     problems: List[str] = []
     seen = set()
     for r in rows:
