@@ -102,7 +102,9 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/ollama/ollama/",
                 # package_arch.json, tvm.json, runtime_loads.json: each project's own documentation and README
                 "huggingface.co/docs/bitsandbytes/", "github.com/Dao-AILab/flash-attention", "tvm.apache.org/docs/",
-                "docs.vllm.ai/")
+                "docs.vllm.ai/",
+                # driver_packages.json: the names RPM Fusion gives its driver packages are its own specs'
+                "github.com/rpmfusion/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant"),

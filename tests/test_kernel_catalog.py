@@ -351,7 +351,9 @@ def test_the_flavour_from_the_driver_packages_when_modinfo_cannot_say() -> None:
               "Package: nvidia-dkms-550-open\nStatus: install ok installed\nVersion: 550.120-0ubuntu0.24.04.1\n\n"
               "Package: libnvidia-compute-550\nStatus: install ok installed\nVersion: 550.120-0ubuntu0.24.04.1\n")
     pkgs = parse_dpkg_status(status)
-    assert sorted(p["name"] for p in pkgs) == ["nvidia-dkms-550-open", "nvidia-driver-550-open"]
+    # every driver package is kept (driver_packages.json's apt row names libnvidia-compute-550 too)
+    assert sorted(p["name"] for p in pkgs) == ["libnvidia-compute-550", "nvidia-dkms-550-open",
+                                              "nvidia-driver-550-open"]
     facts = _host_facts("0000:01:00.0", "10de:1b80", "unreadable", loaded=False, version="550.120")
     facts = Facts(list(facts) + [ok("cuda.packages", pkgs, "file:/var/lib/dpkg/status")])
     f = _found(facts)["driver.open_modules_unsupported_gpu"]

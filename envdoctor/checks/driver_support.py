@@ -29,6 +29,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
 from ..matrix import kernel
+from ..matrix.packages import is_driver_package
 from . import CheckContext, CodeDoc, Conclusion, check, docs_for, kernel_log
 from .gpus import KLOG, not_driven
 from .kernel_log import explains
@@ -44,12 +45,22 @@ VERSION_KEYS = ("driver.kernel_module.version", "driver.module_on_disk.version",
 
 
 def _branch(facts: Facts) -> Tuple[Optional[int], Optional[str]]:
-    for key in VERSION_KEYS:
-        text = facts.text(key)
+    """The driver's branch and version: the module's or libraries' own, else the installed driver packages'
+    (rpm's or dpkg's record: xorg-x11-drv-nvidia 177.80-1.fc9, nvidia-driver 550.163.01-2)."""
+    texts = [facts.text(key) for key in VERSION_KEYS]
+    texts += [_upstream(str(p.get("version") or "")) for p in facts.items("cuda.packages")
+              if isinstance(p, dict) and is_driver_package(str(p.get("name")))]
+    for text in texts:
         v = versions.parse(text) if text else None
         if v is not None and v.release and v.release[0] >= 100:
             return v.release[0], text
     return None, None
+
+
+def _upstream(pkg_version: str) -> str:
+    """``3:177.80-1.fc9`` -> ``177.80``; ``550.163.01-2`` -> ``550.163.01`` (epoch and package release dropped)."""
+    v = pkg_version.split(":", 1)[-1]
+    return v.rsplit("-", 1)[0] if "-" in v else v
 
 
 def _flavor(facts: Facts) -> Tuple[Optional[str], str]:

@@ -997,6 +997,34 @@ def validate_triton(rows: List[Row]) -> List[str]:
     return problems
 
 
+
+def glibc_conflicts() -> List[Row]:
+    """The C library header constructs older nvcc front ends cannot parse (area ``cuda_glibc``)."""
+    return load("cuda_glibc")
+
+
+def validate_cuda_glibc(rows: List[Row]) -> List[str]:
+    """Versions that parse (glibc_min, cuda_fixed_in, nvcc_fixed_in; host_gcc_min a major or null), a unique id,
+    a symptom, a cause and a fix."""
+    problems: List[str] = []
+    seen = set()
+    for r in rows:
+        w = "cuda_glibc {}".format(r.get("id"))
+        if not r.get("id") or r["id"] in seen:
+            problems.append(f"{w}: id must be present and unique")
+        seen.add(r.get("id"))
+        for field in ("glibc_min", "cuda_fixed_in", "nvcc_fixed_in"):
+            if parse_version(r.get(field)) is None:
+                problems.append(f"{w}: {field} must be a version")
+        gcc = r.get("host_gcc_min")
+        if gcc is not None and not (isinstance(gcc, str) and gcc.isdigit()):
+            problems.append(f"{w}: host_gcc_min must be a GCC major or null")
+        for field in ("symptom", "cause", "fix"):
+            if not r.get(field):
+                problems.append(f"{w}: {field} is missing")
+    return problems
+
+
 VALIDATORS = {
     "links": validate_links,
     "precision": validate_precision,
@@ -1006,4 +1034,5 @@ VALIDATORS = {
     "gpu_arch": validate_gpu_arch,
     "gpus": validate_gpus,
     "triton": validate_triton,
+    "cuda_glibc": validate_cuda_glibc,
 }

@@ -1,11 +1,13 @@
 """What Python packages that are not frameworks carry for the GPU (``data/package_arch.json``): the lowest compute
 capability the published builds of a package's own compiled GPU code run on, per release range (bitsandbytes'
-wheels dropped Kepler at 0.39.1 and Maxwell at 0.48; FlashAttention-2 runs on Ampere and newer only)."""
+wheels dropped Kepler at 0.39.1 and Maxwell at 0.48; FlashAttention-2 runs on Ampere and newer only). And which
+distribution packages are the NVIDIA driver's (``data/driver_packages.json``)."""
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -16,6 +18,17 @@ Row = Dict[str, Any]
 ARCH_AREA = "package_arch"
 _CC = re.compile(r"^\d+\.\d$")
 _NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+@functools.lru_cache(maxsize=None)
+def _driver_package_patterns() -> Tuple[Any, ...]:
+    return tuple(re.compile(r["pattern"]) for r in load("driver_packages") if r["manager"] in ("apt", "dnf", "zypper"))
+
+
+def is_driver_package(name: str) -> bool:
+    """Whether an installed package's name is one of the NVIDIA driver's (its kernel module, libcuda, NVML,
+    nvidia-smi), by the package managers' rows of ``driver_packages``."""
+    return any(p.fullmatch(name) for p in _driver_package_patterns())
 
 
 def arch_packages() -> List[str]:

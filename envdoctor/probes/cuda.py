@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 from .. import lazyre, versions
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import COMMAND_FILTERS, FILE_FILTERS, Host, normalize_name, parse_dist_dir
+from ..matrix.packages import is_driver_package
 from . import ProbeContext, register
 
 #: dpkg status files can be several MiB on a desktop install.
@@ -165,9 +166,18 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
 
 _DPKG_PACKAGE = lazyre.compile(r"Package:[ \t]*(\S+)")
 _DPKG_STANZA_END = lazyre.compile(r"\n[ \t]*\n")
-#: Every name _PKG_NAME accepts contains one of these.
-_PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt", "nvidia-driver-", "nvidia-dkms-",
-                "nvidia-kernel-", "linux-modules-nvidia-", "nvidia-open", "kmod-nvidia-", "kernel-dkms")
+#: Every name _PKG_NAME or a driver package pattern accepts contains one of these.
+_PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt", "nvidia-driver", "nvidia-dkms-",
+                "nvidia-kernel-", "linux-modules-nvidia-", "nvidia-open", "kmod-nvidia", "kernel-dkms",
+                "xorg-x11-drv-nvidia", "xserver-xorg-video-nvidia", "libnvidia-", "nvidia-utils", "nvidia-smi",
+                "nvidia-alternative", "nvidia-compute-utils", "nvidia-headless", "nvidia-legacy-", "nvidia-tesla-",
+                "nvidia-gfxG", "nvidia-computeG", "x11-video-nvidiaG")
+
+
+def _wanted(name: str) -> bool:
+    """A CUDA package, or one of the NVIDIA driver's (kept with them, so the installed driver's packages are
+    known)."""
+    return bool(_PKG_NAME.match(name)) or is_driver_package(name)
 
 
 def _candidate_lines(text: str) -> List[int]:
@@ -189,7 +199,7 @@ def _cuda_stanzas(text: str) -> Iterable[Tuple[str, str]]:
     """(package name, its stanza) of every dpkg status stanza whose ``Package:`` is CUDA-related."""
     for start in _candidate_lines(text):
         m = _DPKG_PACKAGE.match(text, start)
-        if m is None or not _PKG_NAME.match(m.group(1)):
+        if m is None or not _wanted(m.group(1)):
             continue
         end = _DPKG_STANZA_END.search(text, m.end())
         yield m.group(1), text[m.start():end.start() if end else len(text)]
@@ -205,7 +215,7 @@ def keep_cuda_stanzas(text: str) -> str:
 def keep_cuda_rpm_lines(text: str) -> str:
     """What a snapshot keeps of ``rpm -qa``'s output: the lines :func:`parse_rpm_qa` reads."""
     return "".join(line for line in text.splitlines(True)
-                   if len(line.split()) == 2 and _PKG_NAME.match(line.split()[0]))
+                   if len(line.split()) == 2 and _wanted(line.split()[0]))
 
 
 def parse_dpkg_status(text: str) -> List[Dict[str, str]]:
@@ -233,7 +243,7 @@ def parse_rpm_qa(text: str) -> List[Dict[str, str]]:
     out = []
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and _PKG_NAME.match(parts[0]):
+        if len(parts) == 2 and _wanted(parts[0]):
             out.append({"name": parts[0], "version": parts[1], "manager": "rpm"})
     return sorted(out, key=lambda p: p["name"])
 
