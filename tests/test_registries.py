@@ -76,7 +76,6 @@ def test_one_os_family_table_and_one_cc_table():
 def test_every_distribution_the_probe_knows_is_in_the_framework_table():
     """The probe's lists of distributions (which to read first) name only what the descriptor table says
     installs that framework, and the table's CPU-only builds are the probe's CPU-only ones."""
-    import re
 
     from envdoctor import frameworks
     from envdoctor.probes import frameworks as probe
