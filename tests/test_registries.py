@@ -76,7 +76,6 @@ def test_one_os_family_table_and_one_cc_table():
 def test_every_distribution_the_probe_knows_is_in_the_framework_table():
     """The probe's lists of distributions (which to read first) name only what the descriptor table says
     installs that framework, and the table's CPU-only builds are the probe's CPU-only ones."""
-    import re
 
     from envdoctor import frameworks
     from envdoctor.probes import frameworks as probe
@@ -89,7 +88,7 @@ def test_every_distribution_the_probe_knows_is_in_the_framework_table():
                      ("tensorrt-cu12-libs", "tensorrt"), ("paddlepaddle-gpu", "paddle"), ("jaxlib", "jax"),
                      ("Torch", "torch"), ("onnxruntime_gpu", "onnxruntime")):
         assert frameworks.of_distribution(name).name == fw, name
-        assert bool(re.match(probe._CUPY, name)) == (fw == "cupy")
+        assert bool(probe._CUPY.match(name)) == (fw == "cupy")
     assert frameworks.cpu_only("onnxruntime") and not frameworks.cpu_only("onnxruntime-gpu")
     assert frameworks.cpu_only("paddlepaddle") and not frameworks.cpu_only("paddlepaddle-gpu")
     assert frameworks.cpu_only("tensorflow-cpu") and not frameworks.cpu_only("tensorflow")
