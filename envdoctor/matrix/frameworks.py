@@ -425,6 +425,17 @@ def validate_mxnet(rows: List[Row]) -> List[str]:
     return problems
 
 
+def validate_tvm(rows: List[Row]) -> List[str]:
+    """Apache TVM's wheel rows: ordered releases, a release range and whether the wheel is a CUDA build."""
+    problems = _check_order(rows, "version")
+    for i, row in enumerate(rows):
+        if not isinstance(row.get("cuda_build"), bool):
+            problems.append(f"row {i}: cuda_build must be true or false")
+        if not row.get("package") or not row.get("releases"):
+            problems.append(f"row {i}: needs package and releases")
+    return problems
+
+
 VALIDATORS: Dict[str, Callable[[List[Row]], List[str]]] = {
     "torch": validate_torch,
     "tensorflow": validate_tensorflow,
@@ -434,6 +445,7 @@ VALIDATORS: Dict[str, Callable[[List[Row]], List[str]]] = {
     "cupy": validate_cupy,
     "tensorrt": validate_tensorrt,
     "mxnet": validate_mxnet,
+    "tvm": validate_tvm,
 }
 
 
