@@ -69,6 +69,17 @@ def branch(driver: Any) -> Optional[str]:
     return str(v.release[0]) if v is not None else None
 
 
+#: A Linux NVIDIA driver version as the driver's files carry it: a branch of three or more digits, then one or two
+#: numbers (``418.126.02``, ``535.54``). A library's soname suffix in another form (the Windows driver's
+#: ``libcuda.so.1.1`` that WSL2 mounts in /usr/lib/wsl/lib, ``libnvidia-egl-wayland.so.1.1.13``) is not one.
+DRIVER_VERSION = re.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
+
+
+def is_driver_version(text: Any) -> bool:
+    """Whether ``text`` is a Linux NVIDIA driver version (:data:`DRIVER_VERSION`)."""
+    return isinstance(text, str) and DRIVER_VERSION.match(text) is not None
+
+
 def pip_pin(version: str) -> str:
     """A pip pin for a release: ``"2.7"`` -> ``"==2.7.*"`` (its newest patch), ``"1.18.1"`` -> ``"==1.18.1"``."""
     v = parse(version)

@@ -80,6 +80,8 @@ VENDOR_HOSTS = (
     "nvidia.com", "nvdam.widen.net", "pytorch.org",
     "download.pytorch.org", "www.tensorflow.org", "docs.jax.dev", "jax.readthedocs.io", "onnxruntime.ai",
     "docs.cupy.dev", "www.paddlepaddle.org.cn", "mxnet.apache.org", "pypi.org",
+    # driver_floors.json: RAPIDS' own support notices and platform-support table
+    "docs.rapids.ai",
     # the kernel's own messages about a module it refuses (kernel_messages.json) are the kernel's word
     "git.kernel.org",
 )
@@ -95,7 +97,14 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 # vendors), and which spec field needs which cdiVersion is that library's own (specs-go/version.go).
                 "github.com/containers/podman/", "github.com/cncf-tags/container-device-interface/",
                 # runtime_loads.json: what CTranslate2's wheels load is its own build script and source
-                "github.com/OpenNMT/CTranslate2/")
+                "github.com/OpenNMT/CTranslate2/",
+                # driver_floors.json: Ollama's driver floors are its own docs/gpu.mdx at each release tag
+                "github.com/ollama/ollama/",
+                # package_arch.json, tvm.json, runtime_loads.json: each project's own documentation and README
+                "huggingface.co/docs/bitsandbytes/", "github.com/Dao-AILab/flash-attention", "tvm.apache.org/docs/",
+                "docs.vllm.ai/",
+                # driver_packages.json: the names RPM Fusion gives its driver packages are its own specs'
+                "github.com/rpmfusion/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant"),
@@ -109,7 +118,8 @@ QUOTE_REQUIRED = {("cuda", "distributions"), ("cudnn", "*"), ("tensorrt", "*")}
 
 #: Fields that name a row rather than state a fact about it (or follow from its name by the area's rules:
 #: a cuDNN's major and sonames from its version).
-IDENTITY = {("cudnn", "version"), ("cudnn", "major"), ("cudnn", "sonames"), ("tensorrt", "version")}
+IDENTITY = {("cudnn", "version"), ("cudnn", "major"), ("cudnn", "sonames"), ("tensorrt", "version"),
+            ("driver_floors", "product")}
 
 KIND_PROVED = "proved from artifact"
 KIND_QUOTED = "quoted from vendor page"
@@ -163,6 +173,9 @@ def _row_key(area: str, row: Dict[str, Any]) -> str:
     if area == "cuda_wheel_pins":  # a requirement and the first release of its group: "jax[cuda12]==0.4.23"
         releases = row.get("releases") or ["?"]
         return "%s==%s" % (row.get("requirement"), releases[0])
+    if area == "driver_floors":  # product, releases, CUDA major or compute capabilities: "ollama >=0.30.0 cc>=5.0"
+        return "%s %s %s" % (row.get("product"), row.get("releases"),
+                             "cuda%s" % row["cuda_major"] if "cuda_major" in row else "cc" + str(row.get("cc")))
     return str(row.get(ROW_KEY.get(area, "version")))
 
 

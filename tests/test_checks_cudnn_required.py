@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Dict, List, Optional
 
+import pytest
+
 from envdoctor.host.snapshot import SnapshotHost
 
-from .conftest import corpus_snapshot, probe_facts, snapshot_findings
+from .conftest import corpus_snapshot, make_host, probe_facts, snapshot_findings
 
 _doc = corpus_snapshot
 _findings = snapshot_findings
@@ -228,6 +230,50 @@ def test_nvidia_tensorflow_library_in_tensorflow_core_is_resolved() -> None:
     assert facts.mapping("linkage.tensorflow.elf")["path"] == lib
     entries = facts.value("linkage.tensorflow")
     assert [e["soname"] for e in entries] == ["libcudart.so.11.0", "libcudnn.so.8"]  # NEEDED, then dlopened cuDNN
+
+
+#: readelf -d of the PyPI wheel tensorflow_gpu-1.5.0-cp36-cp36m-manylinux1_x86_64.whl (CUDA libraries of each NEEDED
+#: list, in order): 1.4-1.13 name libtensorflow_framework.so without a version, and it links cuDNN itself
+TF15_FRAMEWORK_NEEDED = ["libcublas.so.9.0", "libcuda.so.1", "libcudnn.so.7", "libcufft.so.9.0", "libcurand.so.9.0",
+                         "libcudart.so.9.0", "libc.so.6"]
+TF15_PYWRAP_NEEDED = ["libtensorflow_framework.so", "libcublas.so.9.0", "libcusolver.so.9.0", "libcudart.so.9.0",
+                      "libc.so.6"]
+
+
+@pytest.mark.parametrize("cuda,cudnn,fires", [("8.0", "6", True), ("9.0", "7", False)])
+def test_tf_15_unversioned_framework_library_is_judged(cuda: str, cudnn: str, fires: bool) -> None:
+    # tensorflow-gpu 1.5.0 (CUDA 9.0, cuDNN 7) on a machine with only CUDA 8.0 and cuDNN 6 on the loader path:
+    # libcublas.so.9.0, libcudart.so.9.0 and libcudnn.so.7 are missing (errors); with CUDA 9.0 and cuDNN 7 there,
+    # nothing is said. The layout is the wheel's (site-packages/tensorflow/...), the CUDA install a stand-in.
+    from .test_probe_frameworks import SITE
+
+    lib = "/usr/local/cuda-%s/lib64" % cuda
+    files = {SITE + "/" + p: "" for p in ("tensorflow/libtensorflow_framework.so", "tensorflow/__init__.py",
+                                          "tensorflow/python/_pywrap_tensorflow_internal.so")}
+    files[SITE + "/tensorflow_gpu-1.5.0.dist-info/METADATA"] = "Name: tensorflow-gpu\nVersion: 1.5.0\n"
+    for name in ("libcublas.so.%s" % cuda, "libcudart.so.%s" % cuda, "libcusolver.so.%s" % cuda,
+                 "libcudnn.so.%s" % cudnn):
+        files[lib + "/" + name] = ""
+    files["/sbin/ldconfig"] = ""
+    host = make_host(files=files, environ={"LD_LIBRARY_PATH": lib, "PATH": "/usr/bin:/bin"},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"], "returncode": 0,
+                                "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}],
+                     python={"executable": "/home/ana/venv/bin/python", "version": "3.6.9",
+                             "implementation": "cpython", "prefix": "/home/ana/venv", "base_prefix": "/usr",
+                             "sys_path": [SITE]})
+    fw = SITE + "/tensorflow/libtensorflow_framework.so"
+    host.doc["elf"] = {fw: {"soname": None, "needed": TF15_FRAMEWORK_NEEDED, "rpath": ["$ORIGIN/"], "runpath": []},
+                       SITE + "/tensorflow/python/_pywrap_tensorflow_internal.so": {
+                           "soname": None, "needed": TF15_PYWRAP_NEEDED, "rpath": ["$ORIGIN/"], "runpath": []}}
+    assert probe_facts(SnapshotHost(host.doc)).mapping("linkage.tensorflow.elf")["path"] == fw
+    found = [f for f in snapshot_findings(host.doc) if f.code.endswith("framework_cannot_load")]
+    if fires:
+        assert sorted((f.code, f.severity) for f in found) == [("cuda.framework_cannot_load", "error")] * 2 + [
+            ("cudnn.framework_cannot_load", "error")]
+        assert any("libcublas.so.9.0" in f.title for f in found) and any("libcudnn.so.7" in f.title for f in found)
+    else:
+        assert found == []
 
 
 def test_tf_whose_build_names_cudnn_8_with_only_cudnn_9_on_its_path_is_one_major_mismatch_error() -> None:

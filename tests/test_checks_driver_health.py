@@ -218,6 +218,23 @@ def test_nouveau_bound_despite_blacklist_file_names_update_initramfs():
     assert f.fix.commands == ["sudo update-initramfs -u", "sudo reboot"]
 
 
+def test_nouveau_bound_despite_its_blacklist_with_no_driver_installed_is_the_finding_not_install_a_driver():
+    # no NVIDIA driver yet; nvidia-installer (or the user) wrote its blacklist file, the initramfs was never rebuilt,
+    # nouveau still takes the GPU at boot and the installer stops on it (NVIDIA's README, "What if my initial
+    # ramdisk image contains Nouveau?")
+    conf = "/etc/modprobe.d/nvidia-installer-disable-nouveau.conf"
+    host = machine(files=dict(NVIDIA_PCI, **{"/etc/os-release": OS_UBUNTU, conf: NOUVEAU_BLACKLIST}),
+                   dirs={"/sys/module/nouveau": ["parameters"], "/sys/bus/pci/drivers/nouveau": PCI_DRIVER_DIR})
+    f = only(host, "driver.nouveau_conflict")  # and not also driver.not_installed: one root cause
+    assert f.severity == "error" and "0000:01:00.0" in f.title and "no NVIDIA driver is installed" in f.title
+    assert "initramfs still loads nouveau" in f.detail and "currently in use by your system" in f.detail
+    assert f.fix.commands[:2] == ["sudo update-initramfs -u", "sudo reboot"]
+    assert f.fix.install == "envdoctor install driver"
+    # the blacklist in effect (nouveau loaded by nothing, bound to nothing): only "install a driver"
+    host = machine(files=dict(NVIDIA_PCI, **{"/etc/os-release": OS_UBUNTU, conf: NOUVEAU_BLACKLIST}))
+    assert codes(host) == ["driver.not_installed"]
+
+
 def test_nova_core_bound_is_a_conflict():
     host = healthy_550(dirs={"/sys/module/nova_core": ["parameters"], "/sys/bus/pci/drivers/nova_core": PCI_DRIVER_DIR})
     f = only(host, "driver.nova_conflict")
@@ -405,6 +422,41 @@ def test_wsl_libraries_present_but_not_on_the_loader_path():
     assert f.fix.commands == ["echo /usr/lib/wsl/lib | sudo tee /etc/ld.so.conf.d/ld.wsl.conf", "sudo ldconfig"]
 
 
+# The links of the Windows driver's libraries as WSL2 mounts them (`ls -l /usr/lib/wsl/lib`, quoted in
+# microsoft/WSL#5548: "libcuda.so -> libcuda.so.1.1", "libcuda.so.1 -> libcuda.so.1.1"), found through the loader
+# cache ld.wsl.conf fills; and the links a native driver 550.54.15 installs beside libnvidia-egl-wayland, a library
+# of its own release (libnvidia-egl-wayland.so.1 -> libnvidia-egl-wayland.so.1.1.13, NVIDIA/egl-wayland 1.1.13).
+WSL_LINKS = {"/usr/lib/wsl/lib/libcuda.so.1": "libcuda.so.1.1", "/usr/lib/wsl/lib/libcuda.so": "libcuda.so.1.1"}
+WSL_CACHE = ("3 libs found in cache `/etc/ld.so.cache'\n"
+             "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/wsl/lib/libcuda.so.1\n"
+             "\tlibcuda.so (libc6,x86-64) => /usr/lib/wsl/lib/libcuda.so\n"
+             "\tlibnvidia-ml.so.1 (libc6,x86-64) => /usr/lib/wsl/lib/libnvidia-ml.so.1\n")
+
+
+def test_a_soname_suffix_that_is_not_a_driver_version_is_never_a_stale_link():
+    ldconfig = [{"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": WSL_CACHE}]
+    files = {"/proc/version": WSL_PROC_VERSION, "/etc/os-release": OS_UBUNTU, "/usr/sbin/ldconfig": "",
+             "/usr/lib/wsl/lib/libcuda.so.1.1": ""}
+    host = machine(files=files, dirs={"/dev": ["dxg", "null"], "/usr/lib/wsl/lib": WSL_LIBS}, commands=ldconfig,
+                   nvml=nvml_ok("591.97", 13010), release="5.15.133.1-microsoft-standard-WSL2")
+    host.doc["links"].update({p: {"target": t} for p, t in WSL_LINKS.items()})
+    assert probe_facts(host).value("driver.installed") is True and findings(host) == []
+    # a native driver's own library of another release beside its libcuda.so.1
+    lib = "/usr/lib/x86_64-linux-gnu/"
+    cache = ("1 libs found in cache `/etc/ld.so.cache'\n\tlibcuda.so.1 (libc6,x86-64) => %slibcuda.so.1\n" % lib)
+    host = healthy_550(files={lib + "libnvidia-egl-wayland.so.1.1.13": "", "/usr/sbin/ldconfig": ""})
+    host.doc["commands"].append({"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": cache, "returncode": 0,
+                                 "stderr": "", "timed_out": False})
+    host.doc["links"].update({lib + "libnvidia-egl-wayland.so.1": {"target": "libnvidia-egl-wayland.so.1.1.13"},
+                              lib + "libcuda.so.1": {"target": "libcuda.so.550.54.15"}})
+    host.doc["dirs"][lib.rstrip("/")]["entries"] += ["libnvidia-egl-wayland.so.1", "libcuda.so.1"]
+    host = type(host)(host.doc)
+    assert probe_facts(host).value("driver.library_links") == [
+        {"link": lib + "libcuda.so.1", "target": lib + "libcuda.so.550.54.15", "version": "550.54.15",
+         "exists": True}]
+    assert findings(host) == []
+
+
 # -- NVML errors -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("err, code, words", [
@@ -482,3 +534,214 @@ def test_no_gpu_is_only_said_when_the_pci_bus_was_read():
     assert "gpu.none" not in {f.code for f in driver_health(CheckContext(quiet, []))}
     known = Facts(base + [ok("gpu.pci_devices", [], "test")])
     assert "gpu.none" in {f.code for f in driver_health(CheckContext(known, []))}
+
+
+# -- forward compatibility in NVIDIA's NGC layout ------------------------------------------------------------
+
+def ngc_compat_machine(driver: str, cuda: int, compat: str, toolkit: str, version_txt: str,
+                       gpu: str = "Tesla T4"):
+    """A container of NVIDIA's NGC images of the CUDA 10/11 era: the toolkit at /usr/local/cuda-X.Y, its cuda-compat
+    libraries in compat/lib (with their soname links, libcuda.so.1 -> libcuda.so.<compat driver>), and the images'
+    LD_LIBRARY_PATH=/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64 (tritonserver 20.06's,
+    quoted in a public run command); the host's driver as NVML answers it."""
+    lib = "/usr/local/%s/compat/lib/" % toolkit
+    files = {"/usr/local/%s/version.txt" % toolkit: version_txt, lib + "libcuda.so." + compat: "",
+             lib + "libnvidia-ptxjitcompiler.so." + compat: "", "/.dockerenv": "",
+             "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." + driver: "",
+             "/usr/lib/x86_64-linux-gnu/libcuda.so." + driver: ""}
+    host = machine(files=files, nvml=with_devices(nvml_ok(driver, cuda), [gpu]))
+    host.doc["links"].update({
+        "/usr/local/cuda": {"target": toolkit},
+        lib + "libcuda.so.1": {"target": "libcuda.so." + compat},
+        lib + "libnvidia-ptxjitcompiler.so.1": {"target": "libnvidia-ptxjitcompiler.so." + compat}})
+    host.doc["dirs"][lib.rstrip("/")]["entries"] += ["libcuda.so.1", "libnvidia-ptxjitcompiler.so.1"]
+    host.doc["dirs"]["/usr/local"]["entries"].append("cuda")
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
+    return type(host)(host.doc)
+
+
+def all_findings(host) -> List[Finding]:
+    from envdoctor.checks import run_checks
+
+    return [f for f in run_checks(CheckContext(probe_facts(host), [])) if f.severity in ("warning", "error")]
+
+
+def test_a_forward_compat_package_nvidias_table_lists_for_the_branch_runs_its_cuda():
+    # driver R418 (CUDA 10.1) with CUDA 10.2's compat libraries (440.33.01, the driver CUDA 10.2 shipped with) on a
+    # Tesla T4: NVIDIA CUDA and Drivers Support, Table 1, R418: "supports CUDA 10.2, CUDA 11.0 and CUDA 11.1
+    # (through CUDA forward compatible upgrade)"
+    host = ngc_compat_machine("418.126.02", 10010, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n")
+    facts = probe_facts(host)
+    assert [c["path"] for c in facts.value("cuda.forward_compat")] == [
+        "/usr/local/cuda-10.2/compat/lib/libcuda.so.440.33.01"]
+    found = all_findings(host)
+    assert not [f for f in found if f.code in ("driver.too_old_for_toolkit", "driver.stale_library_link",
+                                                "driver.library_mismatch", "driver.forward_compat_unsupported_gpu")], \
+        [(f.code, f.title) for f in found]
+
+
+def test_a_forward_compat_package_the_branch_does_not_run_is_still_too_old():
+    # the same R418 with CUDA 11.8's compat libraries (520.61.05, the driver CUDA 11.8.0 shipped with): Triton 22.05's
+    # Driver Requirements: "users should upgrade from all R418, R440, and R460 drivers, which are not
+    # forward-compatible with CUDA 11.7"
+    host = ngc_compat_machine("418.126.02", 10010, "520.61.05", "cuda-11.8", "CUDA Version 11.8.89\n")
+    f = next(f for f in all_findings(host) if f.code == "driver.too_old_for_toolkit")
+    assert f.severity == "error" and "11.8" in f.title
+    assert "forward" in f.detail and "11.6" in f.detail and "R418" in f.detail and "11.7 and later" in f.detail
+    # CUDA 11.2, which NVIDIA's notes name neither way for R418: judged as any CUDA newer than the driver (an error)
+    host = ngc_compat_machine("418.126.02", 10010, "460.27.04", "cuda-11.2", "CUDA Version 11.2.67\n")
+    f = next(f for f in all_findings(host) if f.code == "driver.too_old_for_toolkit")
+    assert f.severity == "error" and "11.2" in f.title
+    # on a GeForce board forward compatibility does not apply at all: error 804
+    host = ngc_compat_machine("418.126.02", 10010, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n",
+                              gpu="GeForce RTX 2080 Ti")
+    assert any(f.code == "driver.forward_compat_unsupported_gpu" and f.severity == "error"
+               for f in all_findings(host))
+
+
+# forward compatibility per branch family: each pair quoted in driver_branches.json from the Driver Requirements
+# paragraph of the NGC release notes of a container of that CUDA (release, toolkit, compat driver = the driver the
+# CUDA release shipped with, as its cuda-compat package carries it)
+@pytest.mark.parametrize("driver, cuda_code, compat, toolkit, version_txt, gpu", [
+    # TensorFlow 18.12 (CUDA 10.0): "you may use NVIDIA driver release 384"
+    ("384.183", 9000, "410.48", "cuda-10.0", "CUDA Version 10.0.130\n", "Tesla P100-PCIE-16GB"),
+    # PyTorch 19.03 (CUDA 10.1): "384.111+ or 410"
+    ("410.104", 10000, "418.39", "cuda-10.1", "CUDA Version 10.1.105\n", "Tesla V100-SXM2-16GB"),
+    # PyTorch 19.11 (CUDA 10.2): "396, 384.111+, 410 or 418.xx"
+    ("410.129", 10000, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n", "Tesla P100-PCIE-16GB"),
+    # Triton 21.04 (CUDA 11.3): "418.40 (or later R418), 440.33 (or later R440), 450.51 (or later R450), or 460.27"
+    ("418.197.02", 10010, "465.19.01", "cuda-11.3", "CUDA Version 11.3.58\n", "Tesla T4"),
+    # Triton 22.01 (CUDA 11.6): "... 440.33 (or later R440) ... or 470.57 (or later R470)"
+    ("440.118.02", 10020, "510.39.01", "cuda-11.6", "CUDA Version 11.6.2\n", "Tesla V100-SXM2-16GB"),
+    ("470.161.03", 11040, "510.39.01", "cuda-11.6", "CUDA Version 11.6.2\n", "NVIDIA A100-SXM4-40GB"),
+])
+def test_forward_compat_runs_the_cuda_nvidias_notes_list_for_the_branch(driver, cuda_code, compat, toolkit,
+                                                                         version_txt, gpu):
+    found = all_findings(ngc_compat_machine(driver, cuda_code, compat, toolkit, version_txt, gpu=gpu))
+    assert not [f for f in found if f.code.startswith("driver.")
+                and f.code != "driver.branch_end_of_life"], [(f.code, f.title) for f in found]
+
+
+@pytest.mark.parametrize("driver, cuda_code, compat, toolkit, version_txt, ends", [
+    # TensorFlow 23.01 (CUDA 12.0): "users should upgrade from all R418, R440, and R460 drivers, which are not
+    # forward-compatible"; Triton 22.05: R460 not forward-compatible with CUDA 11.7
+    ("460.106.00", 11020, "525.85.12", "cuda-12.0", "CUDA Version 12.0.140\n", "11.7"),
+    # Triton 24.10 (CUDA 12.6): "users should upgrade from all R418, R440, R450, R460, R510 ..."
+    ("510.108.03", 11060, "560.35.03", "cuda-12.6", "CUDA Version 12.6.77\n", "12.6"),
+    ("450.236.01", 11000, "560.35.03", "cuda-12.6", "CUDA Version 12.6.77\n", "12.6"),
+])
+def test_forward_compat_on_a_branch_nvidia_says_is_not_forward_compatible_is_an_error(
+        driver, cuda_code, compat, toolkit, version_txt, ends):
+    host = ngc_compat_machine(driver, cuda_code, compat, toolkit, version_txt, gpu="NVIDIA A100-SXM4-40GB")
+    f = next(f for f in all_findings(host) if f.code == "driver.too_old_for_toolkit")
+    assert f.severity == "error" and "R%s" % driver.split(".")[0] in f.detail
+    assert "not forward-compatible with CUDA %s and later" % ends in f.detail
+
+
+@pytest.mark.parametrize("gpu", ["TITAN RTX", "NVIDIA TITAN V", "NVIDIA GeForce RTX 2080 Ti"])
+def test_forward_compat_on_a_consumer_board_is_an_error(gpu):
+    # NVIDIA's forward-compatibility guide: "applicable only for systems with: NVIDIA Data Center GPUs. Select NGC
+    # Server Ready SKUs of RTX cards. Jetson boards." TITAN boards are consumer products (NVIDIA's CUDA GPUs page
+    # lists them under "GeForce and TITAN Products"): CUDA cannot initialise at all (error 804), whatever the matrix
+    # row's status
+    host = ngc_compat_machine("418.87.01", 10010, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n", gpu=gpu)
+    f = next(f for f in all_findings(host) if f.code == "driver.forward_compat_unsupported_gpu")
+    assert f.severity == "error" and "804" in f.title
+
+
+def test_forward_compat_on_a_workstation_board_is_a_warning():
+    # a professional RTX board may be one of the "select NGC Server Ready SKUs": not certain, so a warning
+    host = ngc_compat_machine("418.87.01", 10010, "440.33.01", "cuda-10.2", "CUDA Version 10.2.89\n",
+                              gpu="Quadro RTX 6000")
+    f = next(f for f in all_findings(host) if f.code == "driver.forward_compat_unsupported_gpu")
+    assert f.severity == "warning"
+
+
+def ngc_lib_real_machine(driver: str, cuda: int, gpu: str):
+    """NVIDIA's NGC images of the CUDA 12 era (TensorFlow 23.01 here): the cuda-compat files in
+    /usr/local/cuda-12.0/compat/lib.real (libcuda, libnvidia-nvvm, libnvidia-ptxjitcompiler with their soname
+    links), compat/lib -> lib.real made by the image's entrypoint, /usr/local/cuda -> cuda-12.0, and the image's
+    LD_LIBRARY_PATH starting /usr/local/cuda/compat/lib; the host's driver as NVML answers it."""
+    real = "/usr/local/cuda-12.0/compat/lib.real/"
+    compat = "525.85.12"
+    files = {"/usr/local/cuda-12.0/version.json": '{"cuda" : {"name" : "CUDA SDK", "version" : "12.0.1"}}',
+             real + "libcuda.so." + compat: "", real + "libnvidia-nvvm.so." + compat: "",
+             real + "libnvidia-ptxjitcompiler.so." + compat: "", "/.dockerenv": "",
+             "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." + driver: "",
+             "/usr/lib/x86_64-linux-gnu/libcuda.so." + driver: "",
+             "/usr/lib/x86_64-linux-gnu/libnvidia-ptxjitcompiler.so." + driver: ""}
+    host = machine(files=files, nvml=with_devices(nvml_ok(driver, cuda), [gpu]))
+    host.doc["links"].update({
+        "/usr/local/cuda": {"target": "cuda-12.0"},
+        "/usr/local/cuda-12.0/compat/lib": {"target": "lib.real"},
+        real + "libcuda.so.1": {"target": "libcuda.so." + compat},
+        real + "libnvidia-nvvm.so.4": {"target": "libnvidia-nvvm.so." + compat},
+        real + "libnvidia-ptxjitcompiler.so.1": {"target": "libnvidia-ptxjitcompiler.so." + compat},
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1": {"target": "libcuda.so." + driver},
+        "/usr/lib/x86_64-linux-gnu/libnvidia-ptxjitcompiler.so.1": {"target": "libnvidia-ptxjitcompiler.so." + driver}})
+    host.doc["dirs"][real.rstrip("/")]["entries"] += ["libcuda.so.1", "libnvidia-nvvm.so.4",
+                                                      "libnvidia-ptxjitcompiler.so.1"]
+    host.doc["dirs"]["/usr/local/cuda-12.0/compat"]["entries"].append("lib")
+    host.doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"] += ["libcuda.so.1", "libnvidia-ptxjitcompiler.so.1"]
+    host.doc["dirs"]["/usr/local"]["entries"].append("cuda")
+    host.doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
+    return type(host)(host.doc)
+
+
+def test_forward_compat_in_lib_real_is_found_and_its_own_links_are_not_the_drivers():
+    # R470 runs CUDA 12.0 through the package (TensorFlow 23.01's Driver Requirements: "470.57 (or later R470)");
+    # the package's libnvidia-nvvm.so.4 / libnvidia-ptxjitcompiler.so.1 carry 525.85.12 on purpose
+    host = ngc_lib_real_machine("470.161.03", 11040, "NVIDIA A100-SXM4-40GB")
+    facts = probe_facts(host)
+    assert [c["real"] for c in facts.value("cuda.forward_compat")] == [
+        "/usr/local/cuda-12.0/compat/lib.real/libcuda.so.525.85.12"]
+    found = all_findings(host)
+    assert not [f for f in found if f.code.startswith("driver.") and f.code != "driver.branch_end_of_life"], \
+        [(f.code, f.title) for f in found]
+
+
+def test_forward_compat_in_lib_real_on_a_geforce_board_is_an_error():
+    f = next(f for f in all_findings(ngc_lib_real_machine("470.161.03", 11040, "NVIDIA GeForce RTX 3090"))
+             if f.code == "driver.forward_compat_unsupported_gpu")
+    assert f.severity == "error" and "GeForce RTX 3090" in f.title
+
+
+def test_forward_compat_package_on_a_native_host():
+    # a host (no container) with cuda-compat-12-4 installed as NVIDIA's guide shows (/usr/local/cuda-12.4/compat) and
+    # LD_LIBRARY_PATH naming it, driver R535 (NVIDIA's notes list R535 for CUDA 12.6 and 13.0, not 12.4: they do not
+    # say): the data-center GPU is not the question, the GeForce board is
+    assert "driver.forward_compat_unsupported_gpu" not in codes(compat_machine("NVIDIA H100 80GB HBM3"))
+    f = only(compat_machine("NVIDIA GeForce RTX 4090"), "driver.forward_compat_unsupported_gpu")
+    assert f.severity == "error"
+
+
+# -- forward compatibility in the matrix (driver_branches.json) -------------------------------
+
+@pytest.mark.parametrize("driver, cuda, runs", [
+    ("384.183", "10.0", True), ("384.183", "10.2", True), ("410.129", "10.1", True),
+    ("418.87.01", "10.2", True), ("418.197.02", "11.6", True), ("418.197.02", "11.7", False),
+    ("418.197.02", "12.0", False), ("418.87.01", "11.2", None),
+    ("440.118.02", "11.6", True), ("440.118.02", "12.0", False),
+    ("450.236.01", "11.8", True), ("450.236.01", "12.2", True), ("450.236.01", "12.6", False),
+    ("460.106.00", "11.6", True), ("460.106.00", "12.0", False),
+    ("470.161.03", "12.0", True), ("470.161.03", "12.6", True), ("510.108.03", "13.0", False),
+    ("525.147.05", "12.6", True), ("535.274.02", "13.0", True), ("550.163.01", "13.0", True),
+    ("570.195.03", "13.0", None), ("396.54", "10.2", None),
+])
+def test_forward_compat_runs_per_branch(driver, cuda, runs):
+    from envdoctor.matrix import hardware as hw
+
+    assert hw.forward_compat_runs(driver, cuda) is runs
+
+
+def test_a_branch_kept_for_forward_compatibility_only_is_no_lifecycle_row():
+    from envdoctor.matrix import hardware as hw
+
+    # R410 is in no NVIDIA lifecycle table: no type or end of life to judge, only its forward compatibility
+    assert hw.driver_branch("410.129") is None
+    assert hw.forward_compat_row("410.129")["forward_compat_cuda"] == ["10.1", "10.2"]
+    assert hw.driver_branch("470.161.03")["type"] == "ltsb"
+    assert hw.validate_driver_branches([{"branch": "410", "forward_compat_cuda": ["10.1"],
+                                         "forward_compat_ends": "11"}]) == [
+        "driver_branches 410: forward_compat_ends must be a CUDA release (\"11.7\")"]
+    assert hw.validate_driver_branches([{"branch": "410"}])  # neither lifecycle nor forward compatibility

@@ -13,7 +13,7 @@ from envdoctor.checks.libraries import cudnn_version, framework_linkage
 from envdoctor.checks.libraries.wheels import onnxruntime_packaging
 from envdoctor.probes.loader import expand_origin
 
-from .conftest import probe_facts
+from .conftest import make_host, probe_facts
 from .test_probe_frameworks import SITE, TORCH_240_CU121_VERSION_PY, TORCH_240_METADATA, site_host
 
 LIB = SITE + "/torch/lib"
@@ -253,3 +253,136 @@ def test_an_extension_built_for_another_cuda_than_torch_cannot_load():
     # the runtime torch itself loads satisfies the extension
     ok_ctx = _with_gpu(_extension_host(["libcudart.so.12", "libc.so.6"]), "8.0", "NVIDIA A100-SXM4-80GB")
     assert [f for f in framework_linkage(ok_ctx) if f.code == "cuda.framework_cannot_load"] == []
+
+
+# -- a fat wheel with one module per CUDA build -------------------------------------------------------------
+#: fussim 0.3.10's wheel (fussim-0.3.10-cp312-cp312-manylinux_2_28_x86_64.whl from PyPI, readelf -d): one module per
+#: CUDA build, _cuda_cu118 linking libcudart.so.11.0, _cuda_cu124/_cu126/_cu128 linking libcudart.so.12; its
+#: __init__.py imports the one for torch.version.cuda ("cu{major}{minor}"), else tries each in turn.
+FUSSIM_MODULES = {"_cuda_cu118": "libcudart.so.11.0", "_cuda_cu124": "libcudart.so.12",
+                  "_cuda_cu126": "libcudart.so.12", "_cuda_cu128": "libcudart.so.12"}
+
+
+def _fat_wheel_host(modules, cuda_runtime_in_torch=True, cuda_runtime_wheel=False):
+    host = _extension_host(["libc.so.6"])
+    names = []
+    for stem, cudart in modules.items():
+        name = stem + ".cpython-312-x86_64-linux-gnu.so"
+        path = SITE + "/fussim/" + name
+        names.append(name)
+        host.doc["files"][path] = {"text": ""}
+        host.doc["elf"][path] = {"soname": None, "needed": ["libc10.so", "libc10_cuda.so", cudart, "libc.so.6"],
+                                 "rpath": [], "runpath": []}
+    host.doc["files"][SITE + "/fussim-0.3.10.dist-info/METADATA"] = {
+        "text": "Name: fussim\nVersion: 0.3.10\nRequires-Dist: torch>=2.0\n"}
+    host.doc["files"][SITE + "/fussim-0.3.10.dist-info/RECORD"] = {
+        "text": "".join("fussim/%s,sha256=x,1\n" % n for n in names)}
+    host.doc["dirs"][SITE + "/fussim"] = {"entries": names}
+    host.doc["dirs"][SITE + "/fussim-0.3.10.dist-info"] = {"entries": ["METADATA", "RECORD"]}
+    host.doc["dirs"][SITE]["entries"] += ["fussim", "fussim-0.3.10.dist-info"]
+    for lib in ("libc10.so", "libc10_cuda.so"):
+        host.doc["files"][LIB + "/" + lib] = {"text": ""}
+        host.doc["dirs"][LIB]["entries"].append(lib)
+    if not cuda_runtime_in_torch:
+        host.doc["dirs"][LIB]["entries"].remove("libcudart.so.12")
+        del host.doc["files"][LIB + "/libcudart.so.12"]
+    if cuda_runtime_wheel:  # the nvidia-cuda-runtime-cu12 wheel's file, as pip lays it out
+        host.doc["files"][SITE + "/nvidia/cuda_runtime/lib/libcudart.so.12"] = {"text": ""}
+        host.doc["dirs"][SITE + "/nvidia/cuda_runtime/lib"] = {"entries": ["libcudart.so.12"]}
+        host.doc["dirs"][SITE + "/nvidia/cuda_runtime"] = {"entries": ["lib"]}
+        host.doc["dirs"][SITE + "/nvidia"]["entries"].append("cuda_runtime")
+    return _with_gpu(type(host)(host.doc), "8.9", "NVIDIA GeForce RTX 4090")
+
+
+def _fussim_errors(ctx):
+    return [f for f in framework_linkage(ctx) if f.code == "cuda.framework_cannot_load" and "fussim" in f.title]
+
+
+def test_a_fat_wheel_is_judged_by_the_module_it_imports_for_torchs_cuda():
+    # torch 2.4.0+cu121 with its libcudart.so.12: fussim has no cu121 module, tries them in turn, and a CUDA 12 one
+    # imports; the cu118 module beside it is never loaded
+    assert _fussim_errors(_fat_wheel_host(FUSSIM_MODULES)) == []
+    # a module for exactly torch's CUDA is the one imported: judged alone, and here it cannot load
+    found = _fussim_errors(_fat_wheel_host({"_cuda_cu121": "libcudart.so.11.0", "_cuda_cu118": "libcudart.so.12"}))
+    assert [(f.severity, "libcudart.so.11.0" in f.title) for f in found] == [("error", True)]
+    assert "_cuda_cu121" in found[0].detail
+
+
+def test_a_fat_wheel_none_of_whose_modules_can_load_is_an_error():
+    found = _fussim_errors(_fat_wheel_host({"_cuda_cu117": "libcudart.so.11.0", "_cuda_cu118": "libcudart.so.11.0"}))
+    assert sorted(f.severity for f in found) == ["error", "error"]
+
+
+def test_torchs_nvidia_wheels_provide_their_libraries_to_an_extension():
+    # torch/__init__.py loads the nvidia-* wheels' libraries when it is imported (_load_global_deps): an extension
+    # needing libcudart.so.12 finds the one in nvidia/cuda_runtime/lib once torch is imported
+    assert len(_fussim_errors(_fat_wheel_host({"_cuda_cu121": "libcudart.so.12"}, cuda_runtime_in_torch=False))) == 1
+    assert _fussim_errors(_fat_wheel_host({"_cuda_cu121": "libcudart.so.12"}, cuda_runtime_in_torch=False,
+                                          cuda_runtime_wheel=True)) == []
+
+
+def test_cuda_variant_modules_are_grouped_by_their_tag():
+    from envdoctor.probes.linkage import variant_modules_not_loaded
+
+    paths = ["/s/pkg/_C_cu118.so", "/s/pkg/_C_cu128.so", "/s/other/cu118/_C.so", "/s/other/cu126/_C.so",
+             "/s/pkg/_ops.so", "/s/lone/_C_cu118.so"]
+    assert sorted(variant_modules_not_loaded(paths, "12.6", {})) == [
+        "/s/other/cu118/_C.so", "/s/pkg/_C_cu118.so", "/s/pkg/_C_cu128.so"]
+    # no exact variant: none judged unless all fail
+    assert variant_modules_not_loaded(["/s/a/x_cu118.so", "/s/a/x_cu124.so"], "12.1", {"/s/a/x_cu118.so": 1}) == [
+        "/s/a/x_cu118.so", "/s/a/x_cu124.so"]
+    assert variant_modules_not_loaded(["/s/a/x_cu118.so", "/s/a/x_cu124.so"], "12.1",
+                                      {"/s/a/x_cu118.so": 1, "/s/a/x_cu124.so": 1}) == []
+    # "cuda" or a longer number is not a tag
+    assert variant_modules_not_loaded(["/s/a/cuda_ops.so", "/s/a/cu1180.so"], "11.8", {}) == []
+
+
+# -- ONNX Runtime with PyTorch's CUDA wheels ---------------------------------------------------------------
+# onnxruntime/capi/version_info.py as the onnxruntime-gpu 1.20.1 CUDA 12 wheel writes it (use_cuda, cuda_version,
+# cudnn_version); torch 2.4.0+cu121 brings the nvidia-*-cu12 wheels, whose files lie in site-packages/nvidia/*/lib.
+# ONNX Runtime's CUDA provider page ("Compatibility with PyTorch"): it reuses the libraries torch loaded.
+ORT_1201_VERSION_INFO = 'use_cuda = True\n\ncuda_version = "12.2"\ncudnn_version = "9.1"\n'
+
+
+def _ort_with_torch(torch_version_py=TORCH_240_CU121_VERSION_PY):
+    files = {"onnxruntime_gpu-1.20.1.dist-info/METADATA": "Name: onnxruntime-gpu\nVersion: 1.20.1\n",
+             "onnxruntime/__init__.py": '__version__ = "1.20.1"\n',
+             "onnxruntime/capi/version_info.py": ORT_1201_VERSION_INFO,
+             "nvidia/cublas/lib/libcublas.so.12": "", "nvidia/cublas/lib/libcublasLt.so.12": "",
+             "nvidia/cuda_runtime/lib/libcudart.so.12": "", "nvidia/cufft/lib/libcufft.so.11": "",
+             "nvidia/curand/lib/libcurand.so.10": "", "nvidia/cudnn/lib/libcudnn.so.9": ""}
+    if torch_version_py:
+        files.update({"torch/version.py": torch_version_py, "torch/__init__.py": "",
+                      "torch-2.4.0.dist-info/METADATA": TORCH_240_METADATA})
+    # an ld.so cache that was read and lists no CUDA library (`ldconfig -p` of a machine without a toolkit)
+    ldconfig = {"argv": ["/sbin/ldconfig", "-p"], "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}
+    base = site_host({})
+    host = make_host(files=dict({SITE + "/" + p: t for p, t in files.items()}, **{"/sbin/ldconfig": ""}),
+                     commands=[ldconfig], python=base.doc["python"], uname=base.doc["uname"])
+    return _with_gpu(host, "8.6", "NVIDIA GeForce RTX 3090")
+
+
+def _dlopen_findings(ctx):
+    from envdoctor.checks.libraries.linkage import _dlopen_linkage
+    return list(_dlopen_linkage(ctx.facts, "onnxruntime"))
+
+
+def test_onnxruntime_with_a_cuda_torch_beside_it_finds_its_libraries_once_torch_is_imported():
+    found = _dlopen_findings(_ort_with_torch())
+    assert [(f.code, f.severity) for f in found] == [("cuda.framework_cannot_load", "info")]
+    assert "only once torch 2.4.0 is imported first" in found[0].title
+    assert "libcudnn.so.9" in found[0].title and "libcublasLt.so.12" in found[0].title
+    assert "preload_dlls" in found[0].fix.text
+
+
+def test_onnxruntime_without_torch_still_cannot_load_the_wheels_libraries():
+    found = _dlopen_findings(_ort_with_torch(torch_version_py=None))
+    assert found and {f.severity for f in found} == {"error"}
+    assert "libcudnn.so.9" in {f.title.split(" loads ")[1].split(" ")[0] for f in found}
+
+
+def test_a_torch_of_another_cuda_major_does_not_provide_them():
+    cu118 = TORCH_240_CU121_VERSION_PY.replace("+cu121", "+cu118").replace("'12.1'", "'11.8'")
+    found = _dlopen_findings(_ort_with_torch(cu118))
+    assert found and {f.severity for f in found} == {"error"}

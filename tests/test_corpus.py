@@ -144,7 +144,9 @@ def test_scorer_matches_code_severity_and_words() -> None:
     assert "no finding with code" in score_corpus.why_not(entry, [])
 
 
-HEALTHY = [n for n in CASES if _case(n)["healthy"]]
+ERRATA = score_corpus.read_known_misses(os.path.join(REPO, "tests", "corpus", "errata.txt"))
+#: healthy cases; an erratum (withdrawn with its evidence, tests/corpus/errata.txt) is not held to it
+HEALTHY = [n for n in CASES if _case(n)["healthy"] and n not in ERRATA]
 
 
 @pytest.mark.corpus
@@ -269,6 +271,40 @@ def test_known_misses_file_names_corpus_cases_with_reasons() -> None:
         name, _, why = line.partition("#")
         assert name.strip() in CASES, line
         assert why.strip(), "no reason given: %s" % line
+
+
+def test_errata_file_names_corpus_cases_with_evidence_and_no_known_miss() -> None:
+    path = os.path.join(REPO, "tests", "corpus", "errata.txt")
+    with open(path, encoding="utf-8") as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln.split("#", 1)[0].strip()]
+    for line in lines:
+        name, _, why = line.partition("#")
+        assert name.strip() in CASES, line
+        assert len(why.strip()) > 20, "no evidence given: %s" % line
+    misses = score_corpus.read_known_misses(os.path.join(REPO, "tests", "corpus", "known-misses.txt"))
+    assert not (ERRATA & misses), sorted(ERRATA & misses)
+
+
+def test_scorer_errata_are_printed_but_not_counted(tmp_path: Any) -> None:
+    if not ERRATA:
+        pytest.skip("no erratum")
+    erratum = sorted(ERRATA)[0]
+    right = next(c for c in CASES if c.startswith("healthy-") and c not in ERRATA)
+    script = os.path.join(REPO, "scripts", "score_corpus.py")
+    f = tmp_path / "errata.txt"
+    f.write_text("%s  # evidence\n" % erratum, encoding="utf-8")
+    counted = subprocess.run([sys.executable, script, erratum, right, "--json"], capture_output=True, text=True,
+                             timeout=600)
+    withdrawn = subprocess.run([sys.executable, script, erratum, right, "--json", "--errata", str(f)],
+                               capture_output=True, text=True, timeout=600)
+    a, b = json.loads(counted.stdout), json.loads(withdrawn.stdout)
+    assert a["total"] == 2 and b["total"] == 1 and b["right"] == 1 and b["errata"] == [erratum]
+    assert b["false_alarms"] == 0 and any(c["case"] == erratum and c["erratum"] for c in b["cases"])
+    both = tmp_path / "misses.txt"
+    both.write_text("%s  # why\n" % erratum, encoding="utf-8")
+    clash = subprocess.run([sys.executable, script, erratum, "--errata", str(f), "--known-misses", str(both)],
+                           capture_output=True, text=True, timeout=600)
+    assert clash.returncode == 2 and "in both" in clash.stderr
 
 
 def test_scorer_known_misses_fails_on_a_regression_and_on_a_stale_entry(tmp_path: Any) -> None:

@@ -79,3 +79,30 @@ def test_a_usable_extension_home_or_no_cuda_torch_is_quiet():
         assert "13.0" in found["cuda.toolkit_differs_from_framework"].title
     found, _ = findings(this_vm(), torch=False)
     assert "cuda.extension_home_not_a_toolkit" not in found
+
+
+# /usr/local/cuda-12.4 as NVIDIA's runfile lays it out when its /usr/local/cuda link is declined: version.json
+# (its "cuda" entry, as CUDA 12.4.1's file has it), bin/nvcc, include/cuda_runtime.h; nvcc is not on PATH.
+VERSIONED_124 = {"/usr/local/cuda-12.4/version.json": '{\n   "cuda" : {\n      "name" : "CUDA SDK",\n'
+                                                      '      "version" : "12.4.1"\n   }\n}\n',
+                 "/usr/local/cuda-12.4/bin/nvcc": "", "/usr/local/cuda-12.4/include/cuda_runtime.h": "",
+                 "/usr/local/cuda-12.4/lib64/libcudart.so.12": ""}
+
+
+def versioned_only(environ=None):
+    return make_host(files=VERSIONED_124, environ=dict({"PATH": PATH}, **(environ or {})))
+
+
+def test_a_toolkit_only_in_a_versioned_directory_gives_torch_extensions_no_cuda_home():
+    found, facts = findings(versioned_only())
+    assert facts.value("cuda.extension_home") is None
+    f = found["cuda.extension_home_not_a_toolkit"]
+    assert f.severity == "warning" and "no CUDA_HOME" in f.title and "/usr/local/cuda-12.4" in f.title
+    assert f.fix.commands == ["export CUDA_HOME=/usr/local/cuda-12.4"]
+
+
+def test_cuda_home_set_to_the_versioned_toolkit_or_no_toolkit_at_all_is_quiet():
+    found, _ = findings(versioned_only({"CUDA_HOME": "/usr/local/cuda-12.4"}))
+    assert "cuda.extension_home_not_a_toolkit" not in found
+    found, _ = findings(make_host(files={"/etc/os-release": "ID=ubuntu\n"}, environ={"PATH": PATH}))
+    assert "cuda.extension_home_not_a_toolkit" not in found

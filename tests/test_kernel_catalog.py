@@ -206,6 +206,29 @@ def test_a_gpu_too_new_for_the_branch() -> None:
     found = _found(_host_facts("0000:01:00.0", "10de:2b85", "unreadable", version="535.183.01"))
     f = found["driver.gpu_not_supported_by_branch"]
     assert f.severity == "error" and "RTX 5090" in f.title and "R535" in f.title
+    assert "Blackwell" in f.detail and "570.26" in f.detail
+
+
+@pytest.mark.parametrize("version", ["450.51.06", "460.91.03", "470.256.02", "535.183.01"])
+def test_a_gpu_missing_from_the_readmes_list_is_never_too_new_for_a_branch_that_knows_its_architecture(
+        version: str) -> None:
+    # The Tesla T4 (10de:1eb8, Turing, 2018) is not in 555.58.02's README Appendix A, which leaves out the
+    # compute-only datacenter GPUs and sends the reader to the Supported Products List for the complete one;
+    # NVIDIA's 470.256.02 README (Debian's nvidia-tesla-470-kernel-dkms) lists it: " Tesla T4  1EB8  J".
+    # Turing is known to drivers from 410.48 (CUDA 10.0) on. The GPU is not driven here (NVML counts none).
+    found = _found(_host_facts("0000:01:00.0", "10de:1eb8", "unreadable", version=version))
+    assert "driver.gpu_not_supported_by_branch" not in found
+    assert found["gpu.missing"].severity == "error"  # still said: the driver does not drive it
+
+
+def test_a_gpu_older_than_its_architectures_first_branch_is_too_new_with_its_architecture() -> None:
+    # the A100 (10de:20b0, Ampere, compute capability 8.0 from its product name) on R418: Ampere needs 450.51.05
+    found = _found(_host_facts("0000:01:00.0", "10de:20b0", "unreadable", version="418.226.00"))
+    f = found["driver.gpu_not_supported_by_branch"]
+    assert "R418" in f.title and "Ampere" in f.detail and "450.51.05" in f.detail
+    # R450 knows Ampere: quiet about the branch
+    found = _found(_host_facts("0000:01:00.0", "10de:20b0", "unreadable", version="450.51.06"))
+    assert "driver.gpu_not_supported_by_branch" not in found
 
 
 def test_a_driven_gpu_is_never_judged_by_old_lines_or_its_pci_id() -> None:
@@ -286,6 +309,40 @@ def test_nothing_explains_a_gpu_the_driver_does_not_drive_then_that_itself_is_th
     assert settle([drv], facts)[0].severity == "error" and "0000:01:00.0" in drv.detail
 
 
+def _unlinked(facts: Facts, *buses: str) -> Facts:
+    """The same machine with no sysfs driver link for these GPUs (a container's or a restricted /sys, or a link
+    that could not be read: the probe records driver None for each)."""
+    pci = [{"bus_id": b, "driver": None, "device_id": "10de:2204"} for b in buses]
+    return Facts([f for f in facts if f.key != "gpu.pci_devices"] + [ok("gpu.pci_devices", pci, "dir:/sys")])
+
+
+def test_a_gpu_the_driver_registered_is_driven_whatever_its_sysfs_link_says() -> None:
+    # the driver's own records: /proc/driver/nvidia/gpus/0000:01:00.0/ (one directory per GPU it took, named by its
+    # bus location) and NVML's answer for it; the sysfs driver link missing
+    base = _host_facts("0000:01:00.0", "10de:2204", [], count=1, version="510.39.01")
+    nvml_bus = Fact("gpu.0.pci_bus_id", "00000000:01:00.0", "nvml:device.0.pci_bus_id", "ok")
+    proc = ok("gpu.proc_devices", ["0000:01:00.0"], "dir:/proc/driver/nvidia/gpus")
+    for extra in ([nvml_bus, proc], [proc], [nvml_bus]):
+        found = _found(Facts(list(_unlinked(base, "0000:01:00.0")) + extra))
+        assert "gpu.not_driven" not in found and not any(f.severity == "error" for f in found.values()), extra
+    # NVML counts the one GPU the bus shows (no bus id answered, /proc unreadable): driven too
+    assert "gpu.not_driven" not in _found(_unlinked(base, "0000:01:00.0"))
+
+
+def test_a_gpu_the_loaded_module_refused_is_still_not_driven_beside_one_it_drives() -> None:
+    # two RTX 3090s; the module took 0000:01:00.0 (procfs entry, NVML answers for it) and left 0000:02:00.0 without
+    # a driver, entry or answer: that one is not driven
+    base = _host_facts("0000:01:00.0", "10de:2204", "unreadable", count=1, version="570.86.15")
+    facts = Facts([f for f in _unlinked(base, "0000:02:00.0") if f.key != "gpu.pci_devices"] + [
+        ok("gpu.pci_devices", [{"bus_id": "0000:01:00.0", "driver": "nvidia", "device_id": "10de:2204"},
+                               {"bus_id": "0000:02:00.0", "driver": None, "device_id": "10de:2204"}], "dir:/sys"),
+        ok("gpu.proc_devices", ["0000:01:00.0"], "dir:/proc/driver/nvidia/gpus"),
+        Fact("gpu.0.pci_bus_id", "00000000:01:00.0", "nvml:device.0.pci_bus_id", "ok")])
+    found = _found(facts)
+    assert found["gpu.not_driven"].severity == "error" and "0000:02:00.0" in found["gpu.not_driven"].title
+    assert "0000:01:00.0" not in found["gpu.not_driven"].title
+
+
 def test_the_flavour_from_the_driver_packages_when_modinfo_cannot_say() -> None:
     # Ubuntu's nvidia-driver-550-open (dpkg status), the module never loaded, modinfo unanswered; a GTX 1080
     from envdoctor.probes.cuda import parse_dpkg_status
@@ -294,7 +351,9 @@ def test_the_flavour_from_the_driver_packages_when_modinfo_cannot_say() -> None:
               "Package: nvidia-dkms-550-open\nStatus: install ok installed\nVersion: 550.120-0ubuntu0.24.04.1\n\n"
               "Package: libnvidia-compute-550\nStatus: install ok installed\nVersion: 550.120-0ubuntu0.24.04.1\n")
     pkgs = parse_dpkg_status(status)
-    assert sorted(p["name"] for p in pkgs) == ["nvidia-dkms-550-open", "nvidia-driver-550-open"]
+    # every driver package is kept (driver_packages.json's apt row names libnvidia-compute-550 too)
+    assert sorted(p["name"] for p in pkgs) == ["libnvidia-compute-550", "nvidia-dkms-550-open",
+                                              "nvidia-driver-550-open"]
     facts = _host_facts("0000:01:00.0", "10de:1b80", "unreadable", loaded=False, version="550.120")
     facts = Facts(list(facts) + [ok("cuda.packages", pkgs, "file:/var/lib/dpkg/status")])
     f = _found(facts)["driver.open_modules_unsupported_gpu"]

@@ -188,3 +188,84 @@ def test_arch_toolkit_in_opt_cuda_is_found_without_its_profile_path() -> None:
                             "/opt/cuda/bin/nvcc": ""}, environ={"PATH": "/usr/bin"})
     toolkits = probe_facts(host).value("cuda.toolkits")
     assert [(t["path"], t["version"], t["found_by"]) for t in toolkits] == [("/opt/cuda", "12.4.1", "dir:/opt")]
+
+
+# Debian's nvidia-cuda-toolkit 12.4.131~12.4.1-2 (trixie, dpkg-deb -x): /usr/bin/nvcc is this wrapper script, the
+# real nvcc is /usr/lib/nvidia-cuda-toolkit/bin/nvcc, whose nvcc.profile links to /etc/nvcc.profile (DEBIAN_PROFILE's
+# lines), and /usr/lib/nvidia-cuda-toolkit/bin/gcc is a selector script (excerpt below: its header, its first
+# branches and its last; the full script tries g++-13 down to g++-6, then clang-17 down to clang-6.0 with an error).
+# nvidia-cuda-toolkit-gcc 12.4.1-2 adds /usr/bin/cuda-gcc -> gcc-13 and depends on g++-13.
+DEBIAN_NVCC_WRAPPER = '#!/bin/sh\n\nexport PATH="/usr/lib/nvidia-cuda-toolkit/bin:$PATH"\n' \
+                      'exec /usr/lib/nvidia-cuda-toolkit/bin/nvcc "$@"\n'
+DEBIAN_GCC_SELECTOR = """#!/bin/sh
+
+# Check for g++ to avoid using different versions of gcc and g++ on systems
+# with both g++-X and gcc-Y but not g++-Y installed.
+
+prog=false
+if g++-13 --version >/dev/null 2>&1; then
+\tprog=gcc-13
+elif g++-13 --version >/dev/null 2>&1; then
+\tprog=gcc-13
+elif g++-12 --version >/dev/null 2>&1; then
+\tprog=gcc-12
+elif clang-17 --version >/dev/null 2>&1; then
+        echo "ERROR: No supported gcc/g++ host compiler found, but clang-17 is available." >&2
+        echo "       Use 'nvcc -ccbin clang-17' to use that instead." >&2
+        exit 1
+else
+\techo "ERROR: No supported gcc/g++ host compiler found." >&2
+\techo "       Use 'nvcc -ccbin <compiler>' to specify a host compiler." >&2
+\texit 1
+fi
+
+exec $prog "$@"
+"""
+# Debian sid's banners (gcc-14 14.3.0-5 the default, gcc-13 13.4.0-2) and nvcc 12.5's (release 12.5, V12.5.40).
+SID_GCC = {"/usr/bin/gcc-14": "gcc (Debian 14.3.0-5) 14.3.0\n",
+           "/usr/bin/g++-14": "g++ (Debian 14.3.0-5) 14.3.0\n",
+           "/usr/bin/gcc-13": "gcc-13 (Debian 13.4.0-2) 13.4.0\n",
+           "/usr/bin/g++-13": "g++-13 (Debian 13.4.0-2) 13.4.0\n"}
+
+
+def _debian_machine(selector: bool, compilers: Dict[str, str]) -> Any:
+    tk = "/usr/lib/nvidia-cuda-toolkit/bin"
+    files = {"/usr/bin/nvcc": DEBIAN_NVCC_WRAPPER, tk + "/nvcc": "", "/etc/nvcc.profile": DEBIAN_PROFILE}
+    if selector:
+        files[tk + "/gcc"] = DEBIAN_GCC_SELECTOR
+    files.update({p: "" for p in compilers})
+    commands: List[Dict[str, Any]] = [
+        {"argv": ["/usr/bin/nvcc", "--version"],
+         "stdout": "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 12.5, V12.5.40\n"}]
+    commands += [{"argv": [p, "--version"], "stdout": banner} for p, banner in compilers.items()]
+    links = {tk + "/nvcc.profile": "/etc/nvcc.profile", "/usr/bin/gcc": "gcc-14", "/usr/bin/g++": "g++-14"}
+    commands += [{"argv": ["/usr/bin/gcc", "--version"], "stdout": compilers["/usr/bin/gcc-14"]},
+                 {"argv": ["/usr/bin/g++", "--version"], "stdout": compilers["/usr/bin/g++-14"]}]
+    host = make_host(files=files, links=links, commands=commands,
+                     environ={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                     uname={"sysname": "Linux", "release": "6.16.3+deb14-amd64", "machine": "x86_64"})
+    return host
+
+
+def test_debian_nvcc_wrapper_runs_the_gcc_its_selector_picks_not_usr_bin_gcc() -> None:
+    # sid: /usr/bin/gcc is GCC 14, too new for CUDA 12.5 (gcc_max 13); Debian's nvcc runs gcc-13 (g++-13 installed)
+    host = _debian_machine(True, SID_GCC)
+    own = probe_facts(host).value("compiler.nvcc_gcc")
+    assert own["path"] == "/usr/bin/gcc-13" and own["version"] == "13.4.0"
+    assert "/usr/lib/nvidia-cuda-toolkit/bin/gcc" in own["via"]
+    assert _gcc_findings(host) == []
+
+
+def test_debian_nvcc_wrapper_without_a_selector_runs_usr_bin_gcc() -> None:
+    # no gcc script beside the real nvcc: the wrapper's PATH then the caller's finds /usr/bin/gcc (GCC 14): judged
+    f = _gcc_findings(_debian_machine(False, SID_GCC))
+    assert len(f) == 1 and "14.3.0" in f[0].title and "GCC <= 13" in f[0].title
+
+
+def test_debian_selector_with_no_supported_gpp_is_unknown_not_judged_as_usr_bin_gcc() -> None:
+    # only GCC 14 installed: the selector finds no g++-13/12 and fails; what nvcc runs is not /usr/bin/gcc
+    only14 = {k: v for k, v in SID_GCC.items() if k.endswith("-14")}
+    host = _debian_machine(True, only14)
+    fact = probe_facts(host).get("compiler.nvcc_gcc")
+    assert fact is not None and not fact.known and "none is" in fact.reason
+    assert _gcc_findings(host) == []

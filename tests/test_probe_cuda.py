@@ -182,7 +182,9 @@ def test_forward_compat_and_ld_library_path():
                      environ={"PATH": PATH, "LD_LIBRARY_PATH": "/usr/local/cuda-12.4/compat::/opt/cudnn8/lib"})
     f = cuda_facts(host)
     assert f.value("cuda.forward_compat") == [{"path": "/usr/local/cuda-12.4/compat/libcuda.so.550.54.15",
-                                               "driver_version": "550.54.15", "toolkit": "/usr/local/cuda-12.4"}]
+                                               "driver_version": "550.54.15",
+                                                   "real": "/usr/local/cuda-12.4/compat/libcuda.so.550.54.15",
+                                                   "toolkit": "/usr/local/cuda-12.4"}]
     assert f.value("cuda.ld_library_path") == ["/usr/local/cuda-12.4/compat", "/opt/cudnn8/lib"]
 
 

@@ -404,3 +404,123 @@ def test_inside_a_container_module_questions_are_the_hosts():
     assert mod.status == "not_supported" and "container" in mod.reason
     assert "driver.persistenced.state" not in f  # optional, and no systemctl to ask
     assert [x.key for x in f if x.status in ("unknown", "timed_out")] == []
+
+
+# RPM Fusion's xorg-x11-drv-nvidia 177.80 (rpmfusion/xorg-x11-drv-nvidia, commit 1ae70cb, the spec's
+# %files libs): the driver's libraries in %{_libdir}/nvidia (libcuda.so.177.80 and its libcuda.so.1 link), that
+# directory named in /etc/ld.so.conf.d/nvidia-x86_64.conf, which ldconfig puts in the loader cache. No
+# libnvidia-ml in that release (NVML came later), so NVML's library is not found. `ldconfig -p` in glibc's format.
+RPMFUSION_LIBS = {"/usr/lib64/nvidia/libcuda.so.177.80": "", "/usr/lib64/nvidia/libcuda.so.1": "",
+                  "/etc/ld.so.conf.d/nvidia-x86_64.conf": "/usr/lib64/nvidia\n",
+                  "/sys/bus/pci/devices/0000:01:00.0/vendor": "0x10de\n",
+                  "/sys/bus/pci/devices/0000:01:00.0/class": "0x030000\n",
+                  "/sys/bus/pci/devices/0000:01:00.0/device": "0x0322\n"}
+LDCONFIG_RPMFUSION = ("2 libs found in cache `/etc/ld.so.cache'\n"
+                      "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib64/nvidia/libcuda.so.1\n"
+                      "\tlibc.so.6 (libc6,x86-64) => /lib64/libc.so.6\n")
+LDCONFIG_NO_NVIDIA = ("1 libs found in cache `/etc/ld.so.cache'\n"
+                      "\tlibc.so.6 (libc6,x86-64) => /lib64/libc.so.6\n")
+
+
+@pytest.mark.parametrize("cache, installed", [(LDCONFIG_RPMFUSION, True), (LDCONFIG_NO_NVIDIA, False)])
+def test_driver_libraries_in_a_directory_the_loader_cache_names_are_an_installed_driver(cache, installed):
+    # The module never loaded (177.80 ignores a GeForce FX) and NVML has no library: the driver is still installed,
+    # its libraries where the loader finds them (the cache). Without the cache entry the loader would not find
+    # /usr/lib64/nvidia/libcuda.so.1, and neither does envdoctor.
+    host = machine(files=dict(RPMFUSION_LIBS, **{"/sbin/ldconfig": ""}),
+                   commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout": cache}],
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release="2.6.26.5-45.fc9.x86_64")
+    f = driver_facts(host)
+    assert f.value("driver.installed") is installed
+    if installed:
+        assert f.value("driver.userspace.version") == "177.80"
+    else:
+        assert f.value("driver.nvidia_pci_gpus") == ["0000:01:00.0"]
+
+
+def test_a_legacy_gpu_under_rpmfusions_current_driver_names_the_legacy_branch_without_the_kernel_log():
+    # The same machine, the kernel log unreadable: the branch (177 from libcuda.so.177.80) against NVIDIA's
+    # README legacy list (gpu_pci_ids: 10de:0322 GeForce FX 5200 -> 173.14.xx) still names the branch.
+    from envdoctor.checks import CheckContext, run_checks
+
+    host = machine(files=dict(RPMFUSION_LIBS, **{"/sbin/ldconfig": ""}),
+                   commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout": LDCONFIG_RPMFUSION}],
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release="2.6.26.5-45.fc9.x86_64")
+    results = {r.name: r for r in run_probes(host, only=["os", "driver", "gpu"])}
+    facts = Facts([x for r in results.values() for x in r.facts])
+    found = {x.code: x for x in run_checks(CheckContext(facts, []))}
+    assert "driver.not_installed" not in found
+    f = found["driver.gpu_needs_legacy_branch"]
+    assert f.severity == "error" and "173" in f.title and "177.80" in f.title
+
+
+def test_a_module_installed_for_the_kernel_is_an_installed_driver_even_without_its_libraries():
+    # RPM Fusion's kmod-nvidia layout (/lib/modules/<release>/extra/nvidia/nvidia.ko.xz) for driver 535.183.01, the
+    # module never loaded (a GeForce GTX 680, 10de:1180, which 535 leaves to the 470 legacy branch) and no driver
+    # library where the loader looks: the driver is installed, its module on disk says which branch.
+    from envdoctor.checks import CheckContext, run_checks
+
+    rel = "6.5.6-300.fc39.x86_64"
+    files = {f"/lib/modules/{rel}/extra/nvidia/nvidia.ko.xz": "",
+             "/sys/bus/pci/devices/0000:01:00.0/vendor": "0x10de\n",
+             "/sys/bus/pci/devices/0000:01:00.0/class": "0x030000\n",
+             "/sys/bus/pci/devices/0000:01:00.0/device": "0x1180\n"}
+    commands = [{"argv": ["modinfo", "-F", "version", "nvidia"], "stdout": "535.183.01\n"},
+                {"argv": ["modinfo", "-F", "license", "nvidia"], "stdout": "NVIDIA\n"}]
+    host = machine(files=files, commands=commands, nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release=rel)
+    results = {r.name: r for r in run_probes(host, only=["os", "driver", "gpu"])}
+    facts = Facts([x for r in results.values() for x in r.facts])
+    assert facts.value("driver.installed") is True and facts.value("driver.module_for_running_kernel") is True
+    assert facts.value("driver.module_on_disk.version") == "535.183.01"
+    found = {x.code: x for x in run_checks(CheckContext(facts, []))}
+    assert "driver.not_installed" not in found
+    assert "470" in found["driver.gpu_needs_legacy_branch"].title
+    # no module and no library: not installed, as before
+    bare = {k: v for k, v in files.items() if not k.startswith("/lib/modules")}
+    host = machine(files=bare, commands=commands, nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release=rel)
+    assert driver_facts(host).value("driver.installed") is False
+
+
+def test_debian_driver_libraries_behind_alternatives_links_name_the_version():
+    # Debian trixie's libcuda1 550.163.01-2 (dpkg-deb -c): usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.550.163.01
+    # and its libcuda.so.1 link; nvidia-alternative links /usr/lib/x86_64-linux-gnu/libcuda.so.1 to it through
+    # /etc/alternatives, and the loader cache holds that link. The module is not loaded (NVML: driver not loaded).
+    cur = "/usr/lib/x86_64-linux-gnu/nvidia/current"
+    alt = "/etc/alternatives/nvidia--libcuda.so.1-x86_64-linux-gnu"
+    host = make_host(files={cur + "/libcuda.so.550.163.01": "", "/sbin/ldconfig": ""},
+                     links={cur + "/libcuda.so.1": "libcuda.so.550.163.01", alt: cur + "/libcuda.so.1",
+                            "/usr/lib/x86_64-linux-gnu/libcuda.so.1": alt},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout":
+                                "1 libs found in cache `/etc/ld.so.cache'\n\tlibcuda.so.1 (libc6,x86-64) => "
+                                "/usr/lib/x86_64-linux-gnu/libcuda.so.1\n"}],
+                     nvml=nvml_error("NVML_ERROR_DRIVER_NOT_LOADED", 9),
+                     uname={"sysname": "Linux", "release": "6.12.38+deb13-amd64", "version": "#1 SMP",
+                            "machine": "x86_64"})
+    assert driver_facts(host).value("driver.userspace.version") == "550.163.01"
+
+
+def test_the_rpm_database_names_the_branch_when_nothing_else_does():
+    # Fedora 9 with RPM Fusion's packages for 177.80 (names from its spec: xorg-x11-drv-nvidia, -libs; the kmod
+    # built by kmodtool), as `rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}\n'` prints them; the module on disk but
+    # modinfo gives nothing, and no library the loader finds: the packages' version names the branch, and the
+    # GeForce FX 5200 (10de:0322) is on NVIDIA's 173.14.xx legacy list.
+    from envdoctor.checks import CheckContext, run_checks
+    from envdoctor.probes.cuda import RPM_ARGV
+
+    rel = "2.6.26.5-45.fc9.x86_64"
+    files = {f"/lib/modules/{rel}/extra/nvidia/nvidia.ko": "", "/usr/bin/rpm": "",
+             "/sys/bus/pci/devices/0000:01:00.0/vendor": "0x10de\n",
+             "/sys/bus/pci/devices/0000:01:00.0/class": "0x030000\n",
+             "/sys/bus/pci/devices/0000:01:00.0/device": "0x0322\n"}
+    rpm_qa = ("kernel 2.6.26.5-45.fc9\nxorg-x11-drv-nvidia 177.80-1.fc9\nxorg-x11-drv-nvidia-libs 177.80-1.fc9\n"
+              "kmod-nvidia-2.6.26.5-45.fc9.x86_64 177.80-1.fc9.2\nbash 3.2-22.fc9\n")
+    host = machine(files=files, commands=[{"argv": ["/usr/bin/rpm"] + list(RPM_ARGV[1:]), "stdout": rpm_qa}],
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12), release=rel)
+    results = {r.name: r for r in run_probes(host, only=["os", "driver", "gpu", "cuda"])}
+    facts = Facts([x for r in results.values() for x in r.facts])
+    names = [p["name"] for p in facts.value("cuda.packages")]
+    assert "xorg-x11-drv-nvidia" in names and "bash" not in names and "kernel" not in names
+    assert "driver.module_on_disk.version" not in facts and facts.value("driver.installed") is True
+    found = {x.code: x for x in run_checks(CheckContext(facts, []))}
+    f = found["driver.gpu_needs_legacy_branch"]
+    assert "173" in f.title and "177.80" in f.title and f.severity == "error"

@@ -9,7 +9,8 @@ driver does not drive now (:func:`envdoctor.checks.gpus.not_driven`):
 * the open modules installed for a GPU without a GSP (before Turing; not in the open modules' list);
 * the proprietary modules installed for a Blackwell GPU, which needs the open ones;
 * a branch newer than the last that supports the GPU (its legacy branch in NVIDIA's list; Kepler R470,
-  Maxwell/Pascal/Volta R580), or older than the first that knows it (absent from that branch's list).
+  Maxwell/Pascal/Volta R580), or older than the first that knows its architecture (never inferred from the GPU's
+  absence from a README's list, which does not claim to be complete).
 
 What the kernel log already names (:mod:`envdoctor.checks.kernel_log`) is said there, with the driver's own
 words; a GPU the driver drives is never judged here (it works). Where nothing explains a module that found no GPU
@@ -28,6 +29,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import hardware as hw
 from ..matrix import kernel
+from ..matrix.packages import is_driver_package
 from . import CheckContext, CodeDoc, Conclusion, check, docs_for, kernel_log
 from .gpus import KLOG, not_driven
 from .kernel_log import explains
@@ -43,12 +45,22 @@ VERSION_KEYS = ("driver.kernel_module.version", "driver.module_on_disk.version",
 
 
 def _branch(facts: Facts) -> Tuple[Optional[int], Optional[str]]:
-    for key in VERSION_KEYS:
-        text = facts.text(key)
+    """The driver's branch and version: the module's or libraries' own, else the installed driver packages'
+    (rpm's or dpkg's record: xorg-x11-drv-nvidia 177.80-1.fc9, nvidia-driver 550.163.01-2)."""
+    texts = [facts.text(key) for key in VERSION_KEYS]
+    texts += [_upstream(str(p.get("version") or "")) for p in facts.items("cuda.packages")
+              if isinstance(p, dict) and is_driver_package(str(p.get("name")))]
+    for text in texts:
         v = versions.parse(text) if text else None
         if v is not None and v.release and v.release[0] >= 100:
             return v.release[0], text
     return None, None
+
+
+def _upstream(pkg_version: str) -> str:
+    """``3:177.80-1.fc9`` -> ``177.80``; ``550.163.01-2`` -> ``550.163.01`` (epoch and package release dropped)."""
+    v = pkg_version.split(":", 1)[-1]
+    return v.rsplit("-", 1)[0] if "-" in v else v
 
 
 def _flavor(facts: Facts) -> Tuple[Optional[str], str]:
@@ -195,19 +207,23 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                 fix=Fix(text="Install the R%s driver branch (the last one that supports this GPU; its proprietary "
                              "flavour where the GPU predates Turing) and a CUDA release that branch runs, then "
                              "reboot." % last, commands=[KLOG]))]
-        newest = kernel.newest_listed_branch()
-        if listed is not None and not listed.current and listed.legacy_branch is None and listed.current_branch \
-                and branch <= int(listed.current_branch):
-            first = hw.min_driver_for_cc(gpu.cc) if gpu.cc else None
+        # too new: only on positive evidence, the first branch that knows the GPU's architecture is newer than
+        # this one. Absence from a README's Appendix A is none: that list says it is not the complete one ("For
+        # the most complete and accurate listing of supported GPUs, please see the Supported Products List") and
+        # leaves out compute-only datacenter GPUs (Tesla T4, A100, H100 are not in 555.58.02's).
+        first = hw.min_driver_for_cc(gpu.cc) if gpu.cc else None
+        if first is not None and arch is not None and branch < int(first[0].split(".")[0]):
+            unverified = matrix.unverified(arch, "first_cuda")
             return [Finding(
-                "driver.gpu_not_supported_by_branch", "error", ["driver", "gpu"],
+                "driver.gpu_not_supported_by_branch", "warning" if unverified else "error", ["driver", "gpu"],
                 "%s is too new for driver %s: the R%d branch does not support it" % (label, version, branch),
-                "NVIDIA's README of driver R%s does not list this GPU, so no branch up to it supports it%s; the open "
-                "modules' list of R%s has it." % (listed.current_branch, "" if first is None else
-                                                    " (the first driver for its architecture is %s)" % first[0],
-                                                    newest),
-                evidence=ev, source={"rule": "GPUs a driver branch supports: its README's Appendix A",
-                                     "url": listed.source["source"]["url"], "checked": "2026-11-29"},
+                "%s GPUs are known to drivers from %s on (the driver of CUDA %s, the first CUDA release for "
+                "them); driver %s (R%d) predates them.%s" % (
+                    arch["arch"], first[0], first[1], version, branch,
+                    " (Not confirmed from NVIDIA's tables; treat as a hint.)" if unverified else ""),
+                evidence=ev, source={"rule": "a driver older than the first branch that knows a GPU architecture "
+                                             "cannot drive it", "url": arch["source"]["url"],
+                                     "checked": "2026-11-29"},
                 fix=Fix(text=_row_fix("unsupported_by_release"), commands=[KLOG]))]
     # 2. the module's flavour
     if flavor == "open":

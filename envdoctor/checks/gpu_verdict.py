@@ -179,7 +179,7 @@ def gpu_nvml_verdict(ctx: CheckContext) -> Iterable[Finding]:
 
 
 @check("gpu-missing", requires=("gpu.count", "driver.device_nodes"),
-       reads=("gpu.*", "gpu.*.*", "driver.*", "os.container"), layers=("gpu",), codes=(
+       reads=("gpu.*", "gpu.*.*", "driver.*", "os.container", "cuda.packages"), layers=("gpu",), codes=(
     CodeDoc("gpu.missing", "error", "NVML answers for fewer GPUs than the PCI bus has bound to the nvidia driver.",
             "gpu.count, gpu.pci_devices, gpu.proc_devices, gpu.N.pci_bus_id, os.container, "
             "driver.device_nodes, gpu.scheduler_allocation",

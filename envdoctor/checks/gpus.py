@@ -244,7 +244,8 @@ def not_driven(facts: Facts) -> List[str]:
     """Bus addresses of the NVIDIA GPUs the kernel driver does not drive now, on a host: all of them where the
     nvidia module is not loaded or NVML failed to start for the GPUs' sake; else those bound to the nvidia driver
     that NVML does not answer for, and those left without a driver while the module is loaded (it refused
-    them). A GPU given to another driver on purpose (vfio-pci) is not counted."""
+    them, :func:`registered`: neither the driver's procfs entry nor NVML has it). A GPU given to another driver
+    on purpose (vfio-pci) is not counted."""
     if facts.value("os.container") or facts.value("os.wsl") == "WSL2":
         return []
     seen = nvidia_seen(facts)
@@ -258,9 +259,24 @@ def not_driven(facts: Facts) -> List[str]:
         out.update(_bound(facts))
     pci = facts.value("gpu.pci_devices")  # (the bus listing itself: an unbound GPU has no driver link)
     if facts.value("driver.kernel_module.loaded") is True and isinstance(pci, list):
-        out.update(str(_bus(d.get("bus_id")) or d.get("bus_id")) for d in pci
-                   if isinstance(d, dict) and d.get("bus_id") and not d.get("driver"))
+        out.update(b for b in (str(_bus(d.get("bus_id")) or d.get("bus_id")) for d in pci
+                               if isinstance(d, dict) and d.get("bus_id") and not d.get("driver"))
+                   if b not in registered(facts))
     return sorted(out)
+
+
+def registered(facts: Facts) -> Set[str]:
+    """Bus addresses the nvidia driver itself records as its own: its per-GPU /proc/driver/nvidia/gpus entry, NVML's
+    bus ids; all the bus shows where NVML counts at least as many GPUs. A GPU the module refused has neither
+    entry nor answer; a sysfs driver link that is missing or unreadable (a container, a restricted or partial
+    /sys) is no evidence against them."""
+    out = set(proc_gpus(facts)) | set(nvml_bus_ids(facts).values())
+    count = facts.get("gpu.count")
+    seen = nvidia_seen(facts)
+    if count is not None and count.known and isinstance(count.value, int) and not isinstance(count.value, bool) \
+            and str(count.source).startswith("nvml:") and seen and count.value >= len(seen):
+        out.update(seen)
+    return out
 
 
 def init_failures(facts: Facts) -> Dict[str, Tuple[List[str], Optional[kernel.Match]]]:

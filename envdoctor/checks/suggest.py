@@ -65,7 +65,8 @@ def _redist_ok(component: str, version: str, prefix: str, facts: Any = None) -> 
         known = recipe.versions()
     except (ValidationError, RecipeError, ImportError):
         return False
-    if component == "cuda" and facts is not None and not _driver_runs(version, facts):
+    if component == "cuda" and facts is not None and (not _driver_runs(version, facts)
+                                                      or not _targets_gpus(version, facts)):
         return False
     mm = ".".join(version.split(".")[:2])
     from packaging.version import InvalidVersion, Version
@@ -86,6 +87,18 @@ def _driver_runs(version: str, facts: Any) -> bool:
     verdict = driver_runs(version, installed if isinstance(installed, str) else None,
                           facts.value("driver.cuda_version"), wsl=bool(facts.value("os.wsl")))
     return verdict in (None, "ok")
+
+
+def _targets_gpus(version: str, facts: Any) -> bool:
+    """Whether CUDA ``version``'s nvcc can compile for every GPU NVML answered for (the rule
+    ``cuda.toolkit_cannot_target_gpu`` applies after the install); True where that is unknown."""
+    from ..matrix.hardware import cuda_supports_cc
+
+    mm = ".".join(version.split(".")[:2])
+    for f in facts.named("gpu.", "compute_capability"):
+        if f.known and cuda_supports_cc(mm, str(f.value)) is False:
+            return False
+    return True
 
 
 def install_line(facts: Any, component: str, version: Optional[str] = None, method: Optional[str] = None,

@@ -17,7 +17,7 @@ from . import CheckContext, CodeDoc, check
 #: fact key prefix -> the component a hung program belongs to (NVML's hangs are driver.nvml_hung's)
 _COMPONENT = (("container.docker", "docker"), ("container.", "container-toolkit"), ("cuda.", "cuda"),
               ("libraries.", "os"), ("os.", "os"), ("kernel.", "kernel"), ("compiler.", "compiler"),
-              ("python.", "python"), ("framework.", "python"), ("conda.", "conda"))
+              ("python.", "python"), ("framework.", "python"), ("apps.", "python"), ("conda.", "conda"))
 #: how to look for what hangs, per component
 _INVESTIGATE = {
     "docker": ["sudo systemctl status docker containerd", "sudo journalctl -u docker --since -1h"],
@@ -44,9 +44,10 @@ _HUNG_LAYERS = (
       "linkage.*.extensions", "linkage.*.extension_symbols")),
     ("cuda", ("cuda.",), ("cuda.*",)),
     ("compilers", ("compiler.",), ("compiler.*",)),
-    ("python", ("python.", "framework.", "conda."),
-     ("python.*", "python.nvidia_wheel_conflicts", "python.requirements", "python.static_cuda", "framework.*",
-      "framework.jax.ptxas", "framework.*.gpu_code")),
+    ("python", ("python.", "framework.", "conda.", "apps."),
+     ("python.*", "python.nvidia_wheel_conflicts", "python.requirements", "python.static_cuda", "python.gpu_packages",
+      "framework.*",
+      "framework.jax.ptxas", "framework.*.gpu_code", "apps.*")),
     ("containers", ("container.",), ("container.*",)),
 )
 HUNG_PREFIXES = tuple(p for _layer, prefixes, _reads in _HUNG_LAYERS for p in prefixes)

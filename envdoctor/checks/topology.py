@@ -20,7 +20,7 @@ that is "unknown", and the facts say so.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..facts import Facts
 from ..findings import Finding, Fix
@@ -312,6 +312,39 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
 
 # -- NVLink and fabric -----------------------------------------------------------------------------------
 
+def nvlinks_down(facts: Facts) -> List[Tuple[Dict[str, Any], List[Dict[str, Any]], List[Dict[str, Any]], int]]:
+    """Each GPU with NVLinks down: (its topology entry, the links up, the links down, how many should be up).
+
+    Without NVSwitches, a GPU's links are wired only to the bridges or peers the board has, so a link NVML calls
+    inactive may simply not be wired (two V100-SXM2 joined by 2 of their 6 links). A link is judged down only when
+    the board shows it should be up: a GPU of the same model has more links up. On an NVSwitch baseboard every
+    link of every GPU is wired to a switch, so any inactive link is down."""
+    nvswitch = facts.value("driver.nvswitch.present") is True
+    with_links = [g for g in _gpus(facts) if isinstance(g.get("nvlink"), list) and g["nvlink"]]
+
+    def _up(g: Dict[str, Any]) -> int:
+        return sum(1 for x in g["nvlink"] if isinstance(x, dict) and x.get("state") in ("active", "sleep"))
+
+    most_up: Dict[str, int] = {}
+    for g in with_links:
+        model = str(facts.value("gpu.%s.name" % g.get("index")))
+        most_up[model] = max(most_up.get(model, 0), _up(g))
+    out = []
+    for g in with_links:
+        links = [x for x in g["nvlink"] if isinstance(x, dict)]
+        up = [x for x in links if x.get("state") in ("active", "sleep")]
+        down = [x for x in links if x.get("state") in ("inactive", "traffic disabled")]
+        if not down:
+            continue
+        expected = len(links) if nvswitch else most_up.get(str(facts.value("gpu.%s.name" % g.get("index"))), 0)
+        # without NVSwitches: a board whose bridges were never fitted (every link down on every GPU), or whose wiring
+        # uses the same number of links on every GPU of the model, is quiet
+        if expected <= len(up):
+            continue
+        out.append((g, up, down, expected))
+    return out
+
+
 @check("topology-nvlink", requires=("topology.gpus",), reads=_TOPO_READS, layers=("topology",), codes=(
     CodeDoc("topology.nvlink_inactive", "warning", "NVLinks of a GPU are down: on an NVSwitch baseboard any "
             "inactive link; without NVSwitches, fewer links up than another GPU of the same model has (a board that "
@@ -330,32 +363,10 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
 ))
 def topology_nvlink(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    gpus = _gpus(facts)
     nvswitch = facts.value("driver.nvswitch.present") is True
-    with_links = [g for g in gpus if isinstance(g.get("nvlink"), list) and g["nvlink"]]
-
-    def _up(g: Dict[str, Any]) -> int:
-        return sum(1 for x in g["nvlink"] if x.get("state") in ("active", "sleep"))
-
-    # Without NVSwitches, a GPU's links are wired only to the bridges or peers the board has, so a link NVML calls
-    # inactive may simply not be wired (two V100-SXM2 joined by 2 of their 6 links). A link is judged down only when
-    # the board shows it should be up: a GPU of the same model has more links up. On an NVSwitch baseboard every
-    # link of every GPU is wired to a switch, so any inactive link is down.
-    most_up: Dict[str, int] = {}
-    for g in with_links:
-        model = str(facts.value("gpu.%s.name" % g["index"]))
-        most_up[model] = max(most_up.get(model, 0), _up(g))
-    for g in with_links:
+    with_links = [g for g in _gpus(facts) if isinstance(g.get("nvlink"), list) and g["nvlink"]]
+    for g, up, down, expected in nvlinks_down(facts):
         links = g["nvlink"]
-        up = [x for x in links if x.get("state") in ("active", "sleep")]
-        down = [x for x in links if x.get("state") in ("inactive", "traffic disabled")]
-        if not down:
-            continue
-        expected = len(links) if nvswitch else most_up.get(str(facts.value("gpu.%s.name" % g["index"])), 0)
-        # without NVSwitches: a board whose bridges were never fitted (every link down on every GPU), or whose wiring
-        # uses the same number of links on every GPU of the model, is quiet
-        if expected <= len(up):
-            continue
         all_down = not up
         names = ", ".join(str(x.get("link")) for x in down[:18])
         tail = " (none up: its peer traffic falls back to PCIe)" if all_down else ""

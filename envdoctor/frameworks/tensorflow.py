@@ -15,11 +15,15 @@ _SMOKE_GPU = (_SMOKE + "\nimport sys\nknown = " + repr(_KNOWN_NO_GPU) + "\n"
               "on this GPU machine' + (': ' + known[tf.__version__[:4]] if tf.__version__[:4] in known else "
               "': check the driver with nvidia-smi'))")
 
-#: libtensorflow_framework, its CUDA library (the first that exists)
-#: (before 1.14, the Python extension: it links cuDNN and the CUDA libraries itself, and libtensorflow_framework.so)
+#: libtensorflow_framework, its CUDA library (the first that exists). 1.4-1.13 name it without a version
+#: (tensorflow/libtensorflow_framework.so), and it is the one that links cuDNN, cuFFT and cuRAND: the
+#: tensorflow_gpu-1.5.0 wheel's libtensorflow_framework.so has NEEDED libcublas.so.9.0, libcudnn.so.7,
+#: libcufft.so.9.0, libcurand.so.9.0 and libcudart.so.9.0, its python/_pywrap_tensorflow_internal.so only
+#: libcublas.so.9.0, libcusolver.so.9.0 and libcudart.so.9.0 (readelf -d on the PyPI wheel). Before 1.4 only the
+#: Python extension exists, and it links them all.
 _FRAMEWORK_LIB = ("tensorflow/libtensorflow_framework.so.2", "tensorflow_core/libtensorflow_framework.so.2",
                   "tensorflow_core/libtensorflow_framework.so.1", "tensorflow/libtensorflow_framework.so.1",
-                  "tensorflow/python/_pywrap_tensorflow_internal.so")
+                  "tensorflow/libtensorflow_framework.so", "tensorflow/python/_pywrap_tensorflow_internal.so")
 
 FRAMEWORK = Framework("tensorflow", "TensorFlow", True, "tensorflow", advise=True, recipe="tensorflow",
                       distributions=r"tensorflow(-cpu|-gpu|-intel|-rocm|-aarch64)?|tf-nightly(-gpu|-cpu)?|"

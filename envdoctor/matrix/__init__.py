@@ -36,7 +36,9 @@ DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 #: that is not there yet (being written) is skipped.
 VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks", "envdoctor.matrix.builds",
                      "envdoctor.matrix.kernel", "envdoctor.matrix.nccl_env", "envdoctor.matrix.nccl",
-                     "envdoctor.matrix.containers", "envdoctor.matrix.loads")
+                     "envdoctor.matrix.containers", "envdoctor.matrix.loads", "envdoctor.matrix.floors",
+                     "envdoctor.matrix.packages",
+                     "envdoctor.matrix.known_issues")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]

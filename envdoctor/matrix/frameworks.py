@@ -425,6 +425,17 @@ def validate_mxnet(rows: List[Row]) -> List[str]:
     return problems
 
 
+def validate_tvm(rows: List[Row]) -> List[str]:
+    """Apache TVM's wheel rows: ordered releases, a release range and whether the wheel is a CUDA build."""
+    problems = _check_order(rows, "version")
+    for i, row in enumerate(rows):
+        if not isinstance(row.get("cuda_build"), bool):
+            problems.append(f"row {i}: cuda_build must be true or false")
+        if not row.get("package") or not row.get("releases"):
+            problems.append(f"row {i}: needs package and releases")
+    return problems
+
+
 VALIDATORS: Dict[str, Callable[[List[Row]], List[str]]] = {
     "torch": validate_torch,
     "tensorflow": validate_tensorflow,
@@ -434,6 +445,7 @@ VALIDATORS: Dict[str, Callable[[List[Row]], List[str]]] = {
     "cupy": validate_cupy,
     "tensorrt": validate_tensorrt,
     "mxnet": validate_mxnet,
+    "tvm": validate_tvm,
 }
 
 
@@ -723,6 +735,12 @@ def tensorrt_build_for(version: Any, cuda_version: Any) -> Optional[Row]:
 def mxnet_release(version: Any) -> Optional[Row]:
     """The (legacy) MXNet row for "1.9.1" ...; None if unknown."""
     return _by_minor("mxnet", version)
+
+
+def mxnet_builds() -> List[Tuple[Row, str, str]]:
+    """Every (release row, mxnet-cuNNN package, CUDA major.minor) of the table."""
+    return [(row, str(p.get("package")), str(p.get("cuda"))) for row in load("mxnet")
+            for p in row.get("packages", []) if p.get("package") and p.get("cuda")]
 
 
 def mxnet_package_for(version: Any, cuda_version: Any) -> Optional[str]:

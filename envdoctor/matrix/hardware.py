@@ -412,13 +412,46 @@ BRANCH_TYPES = {"ltsb": "long-term support branch", "pb": "production branch", "
 
 
 def driver_branch(driver_version: str) -> Optional[Row]:
-    """The driver_branches row of a driver version ("580.82.07" -> branch "580"); None when not a row."""
+    """The driver_branches row of a driver version ("580.82.07" -> branch "580"); None when not a row, or when
+    the row is one NVIDIA's lifecycle tables do not list (kept for its forward compatibility only)."""
+    row = _branch_row(driver_version)
+    return row if row is not None and row.get("type") and row.get("eol") else None
+
+
+def _branch_row(driver_version: str) -> Optional[Row]:
     v = parse_version(driver_version)
     if v is None:
         return None
     for row in load("driver_branches"):
         if row["branch"] == str(v.release[0]):
             return row
+    return None
+
+
+def forward_compat_row(driver_version: Any) -> Optional[Row]:
+    """The driver_branches row of ``driver_version``'s branch, lifecycle row or not (forward compatibility)."""
+    return _branch_row(str(driver_version)) if driver_version else None
+
+
+def forward_compat_runs(driver_version: Any, cuda: Any) -> Optional[bool]:
+    """Whether the branch of ``driver_version`` runs CUDA ``cuda`` ("10.2", "11.4.3") through the CUDA forward
+    compatible upgrade (a cuda-compat package of that CUDA, on a Data Center GPU): True where NVIDIA lists the
+    release for the branch (``forward_compat_cuda``), False from the first release NVIDIA says the branch is not
+    forward-compatible with (``forward_compat_ends``) on, None where NVIDIA's texts do not say."""
+    from ..versions import major_minor
+
+    row = forward_compat_row(driver_version)
+    listed = row.get("forward_compat_cuda") if row is not None else None
+    want = major_minor(cuda)
+    if not isinstance(listed, list) or want is None:
+        return None
+    for item in listed:
+        have = major_minor(item)
+        if have is not None and have[0] == want[0] and (have[1] is None or have[1] == want[1]):
+            return True
+    ends = major_minor(row.get("forward_compat_ends")) if row is not None else None
+    if ends is not None and (want[0], want[1] or 0) >= (ends[0], ends[1] or 0):
+        return False
     return None
 
 
@@ -543,7 +576,7 @@ def recommend_branch(ccs: Sequence[CC] = (), today: Optional[datetime.date] = No
             best["branch"], BRANCH_TYPES[best["type"]], best["eol"], gpu)
         return best, why + (family if lasts and best["branch"] == lasts[0] else "")
     if lasts and drives_all(lasts[0], ccs):
-        row = next((r for r in load("driver_branches") if r["branch"] == lasts[0]), None)
+        row = driver_branch(lasts[0] + ".0")
         if row is not None and inside(row["branch"]):
             return row, "no supported branch{}{}; R{} is the newest that does, past its end of life ({}){}".format(
                 drives, where, row["branch"], row.get("eol") or "unknown", family)
@@ -793,6 +826,10 @@ def validate_driver_branches(rows: List[Row]) -> List[str]:
     problems = _ordered(rows, "branch", "driver_branches")
     for r in rows:
         w = "driver_branches {}".format(r.get("branch"))
+        if "type" not in r and "eol" not in r and r.get("forward_compat_cuda") and "first_version" not in r:
+            # a branch NVIDIA's lifecycle tables do not list, kept for its forward compatibility only
+            problems += _forward_compat_problems(w, r)
+            continue
         if r.get("type") not in BRANCH_TYPES:
             problems.append("{}: type must be one of {}".format(w, ", ".join(BRANCH_TYPES)))
         first = parse_version(r.get("first_version"))
@@ -801,6 +838,19 @@ def validate_driver_branches(rows: List[Row]) -> List[str]:
         eol = r.get("eol")
         if not isinstance(eol, str) or not re.match(r"^\d{4}-(0[1-9]|1[0-2])$", eol):
             problems.append(f"{w}: eol must be a month YYYY-MM")
+        problems += _forward_compat_problems(w, r)
+    return problems
+
+
+def _forward_compat_problems(w: str, r: Row) -> List[str]:
+    problems = []
+    fc = r.get("forward_compat_cuda")
+    if fc is not None and (not isinstance(fc, list) or not fc or not all(
+            isinstance(c, str) and re.match(r"^\d+(\.\d+)?$", c) for c in fc)):
+        problems.append(f"{w}: forward_compat_cuda must be a list of CUDA releases (\"11.0\") or majors (\"11\")")
+    ends = r.get("forward_compat_ends")
+    if ends is not None and (not isinstance(ends, str) or not re.match(r"^\d+\.\d+$", ends)):
+        problems.append(f"{w}: forward_compat_ends must be a CUDA release (\"11.7\")")
     return problems
 
 
@@ -947,6 +997,34 @@ def validate_triton(rows: List[Row]) -> List[str]:
     return problems
 
 
+
+def glibc_conflicts() -> List[Row]:
+    """The C library header constructs older nvcc front ends cannot parse (area ``cuda_glibc``)."""
+    return load("cuda_glibc")
+
+
+def validate_cuda_glibc(rows: List[Row]) -> List[str]:
+    """Versions that parse (glibc_min, cuda_fixed_in, nvcc_fixed_in; host_gcc_min a major or null), a unique id,
+    a symptom, a cause and a fix."""
+    problems: List[str] = []
+    seen = set()
+    for r in rows:
+        w = "cuda_glibc {}".format(r.get("id"))
+        if not r.get("id") or r["id"] in seen:
+            problems.append(f"{w}: id must be present and unique")
+        seen.add(r.get("id"))
+        for field in ("glibc_min", "cuda_fixed_in", "nvcc_fixed_in"):
+            if parse_version(r.get(field)) is None:
+                problems.append(f"{w}: {field} must be a version")
+        gcc = r.get("host_gcc_min")
+        if gcc is not None and not (isinstance(gcc, str) and gcc.isdigit()):
+            problems.append(f"{w}: host_gcc_min must be a GCC major or null")
+        for field in ("symptom", "cause", "fix"):
+            if not r.get(field):
+                problems.append(f"{w}: {field} is missing")
+    return problems
+
+
 VALIDATORS = {
     "links": validate_links,
     "precision": validate_precision,
@@ -956,4 +1034,5 @@ VALIDATORS = {
     "gpu_arch": validate_gpu_arch,
     "gpus": validate_gpus,
     "triton": validate_triton,
+    "cuda_glibc": validate_cuda_glibc,
 }

@@ -196,12 +196,6 @@ def pci_device(device_id: Any) -> Optional[PciDevice]:
     return _pci().get(m.group(1).lower()) if m else None
 
 
-def newest_listed_branch() -> Optional[str]:
-    """The newest branch whose GPU list the tables hold (the open modules' README)."""
-    branches = [r["branch"] for r in load("gpu_pci_ids") if r["list"] in ("open", "current")]
-    return max(branches, key=lambda b: int(b.split(".")[0])) if branches else None
-
-
 # -- validators ------------------------------------------------------------------------------------------
 
 _CLASSES = ("cause", "failure", "consequence", "info")

@@ -2,7 +2,8 @@
 (``data/runtime_loads.json``): cuDNN's front library opens its sub-libraries by soname, CTranslate2 opens cuBLAS
 and ships cuDNN's front library. The loader model (:mod:`envdoctor.probes.loader`) adds these names to what it
 reads from a library's own read-only data, so a record that lacks that data, or a library whose names are
-assembled at run time, is resolved alike."""
+assembled at run time, is resolved alike. Rows keyed by ``package`` are the libraries a Python package's own code
+opens by soname (vLLM's NCCL wrapper opens libnccl.so.2 with ctypes): :func:`package_loads`."""
 
 from __future__ import annotations
 
@@ -40,14 +41,42 @@ def loads_of(stem: str, major: Optional[str], version: Optional[str]) -> List[Ro
     return out
 
 
+def package_loads(package: str, version: str) -> List[Row]:
+    """The rows for the Python distribution ``package`` (normalised name) whose releases contain ``version`` (its
+    local label ignored)."""
+    try:
+        public = Version(Version(version).public)
+    except InvalidVersion:
+        return []
+    return [row for row in load(AREA) if row.get("package") == package
+            and SpecifierSet(str(row["releases"])).contains(public, prereleases=True)]
+
+
+def package_names() -> List[str]:
+    """The Python distributions the table has rows for."""
+    return sorted({str(row["package"]) for row in load(AREA) if row.get("package")})
+
+
 def validate(rows: List[Row]) -> List[str]:
-    """A library stem, exactly one of major (digits) or releases (a specifier), and versioned sonames to load."""
+    """A library stem, exactly one of major (digits) or releases (a specifier), and versioned sonames to load; or a
+    Python package (normalised name) with releases, its sonames, and optionally the variable that overrides them and
+    the framework it goes with."""
     problems: List[str] = []
     for i, row in enumerate(rows):
         where = "row %d" % i
-        if not re.match(r"^lib[A-Za-z0-9_+]+$", str(row.get("library") or "")):
+        if "package" in row:
+            if "library" in row or "major" in row:
+                problems.append("%s: a package row has no library or major" % where)
+            if not re.match(r"^[a-z0-9]+(?:-[a-z0-9]+)*$", str(row.get("package") or "")):
+                problems.append("%s: package must be a normalised PyPI name (vllm)" % where)
+            for key in ("unless_env", "with"):
+                if key in row and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(row[key])):
+                    problems.append("%s: %s must be a name" % (where, key))
+        elif not re.match(r"^lib[A-Za-z0-9_+]+$", str(row.get("library") or "")):
             problems.append("%s: library must be a library stem (libcudnn)" % where)
-        if ("major" in row) == ("releases" in row):
+        if "package" in row and "releases" not in row:
+            problems.append("%s: a package row needs releases" % where)
+        elif "package" not in row and ("major" in row) == ("releases" in row):
             problems.append("%s: needs exactly one of major and releases" % where)
         elif "major" in row and not str(row["major"]).isdigit():
             problems.append("%s: major must be digits" % where)

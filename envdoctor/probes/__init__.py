@@ -89,6 +89,8 @@ PROBE_MODULES = (
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
     "envdoctor.probes.staticcuda",
+    "envdoctor.probes.apps",
+    "envdoctor.probes.gpupackages",
     "envdoctor.probes.dlopen",
     "envdoctor.probes.topology",
     "envdoctor.probes.environment",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
@@ -106,24 +106,84 @@ def parse_nvcc_profile(text: str, here: str) -> Dict[str, List[str]]:
     return out
 
 
+#: A shell wrapper around nvcc (Debian's /usr/bin/nvcc: ``export PATH="/usr/lib/nvidia-cuda-toolkit/bin:$PATH"``
+#: then ``exec /usr/lib/nvidia-cuda-toolkit/bin/nvcc "$@"``): the nvcc it runs and the directories it puts first.
+_WRAPPER_EXEC = lazyre.compile(r"^\s*exec\s+[\"']?(?P<prog>/[^\s\"']+/nvcc)[\"']?(?:\s|$)", re.M)
+_WRAPPER_PATH = lazyre.compile(r"^\s*(?:export\s+)?PATH=[\"']?(?P<dirs>[^\"'\s]*?):?\$\{?PATH\}?[\"']?\s*$", re.M)
+#: Debian's host-compiler selector (/usr/lib/nvidia-cuda-toolkit/bin/gcc and g++, a shell script): the first
+#: ``if/elif g++-N --version >/dev/null 2>&1; then prog=gcc-N`` whose g++-N exists is the gcc nvcc runs.
+_SELECTOR = lazyre.compile(r"^\s*(?:el)?if\s+(?P<check>[\w.+-]+)\s+--version\b[^\n]*\n\s*prog=(?P<prog>[\w.+-]+)\s*$",
+                           re.M)
+#: The most a wrapper or selector script is read (Debian's are 112 bytes and 3.5 KiB).
+_SCRIPT_LIMIT = 16 * 1024
+
+
+def _shell_script(host: Host, path: str) -> Optional[str]:
+    """The text of a small shell script (``#!`` first), else None (a binary, a missing file)."""
+    text = host.read_text(path, limit=_SCRIPT_LIMIT)
+    return text if text is not None and text.startswith("#!") else None
+
+
+def _unwrap_nvcc(host: Host, path: str) -> Tuple[str, List[str]]:
+    """(the nvcc binary a wrapper script runs, the directories the wrapper puts before PATH); a plain nvcc is
+    itself with none."""
+    real = host.resolve(path)
+    text = _shell_script(host, real)
+    m = _WRAPPER_EXEC.search(text) if text else None
+    if text is None or m is None:
+        return real, []
+    before: List[str] = []
+    for pm in _WRAPPER_PATH.finditer(text):
+        before = [posixpath.normpath(d) for d in pm.group("dirs").split(":") if d.startswith("/")] + before
+    return host.resolve(m.group("prog")), before
+
+
+def _selected_gcc(host: Host, gcc: str) -> Optional[str]:
+    """The compiler a selector script runs (Debian's gcc wrapper picks the newest supported gcc-N whose g++-N is
+    installed), None when ``gcc`` is no such script, "" when it selects none (it then fails)."""
+    text = _shell_script(host, gcc)
+    if text is None:
+        return None
+    choices = [(m.group("check"), m.group("prog")) for m in _SELECTOR.finditer(text)]
+    if not choices:
+        return None
+    for check, prog in choices:
+        if not prog.startswith("gcc"):
+            continue  # the script's clang branches only print an error
+        found = host.which(check) and host.which(prog)
+        if found:
+            return found
+    return ""
+
+
 def _nvcc_gcc(host: Host) -> Optional[Fact]:
     """``compiler.nvcc_gcc``: the gcc nvcc runs when nothing names one (-ccbin, NVCC_CCBIN): the first ``gcc`` on
-    the PATH its nvcc.profile makes (nvcc's own directory first), which is not always the shell's."""
+    the PATH its nvcc.profile makes (nvcc's own directory first), which is not always the shell's. A wrapper script
+    around nvcc (Debian's /usr/bin/nvcc) is followed to the nvcc it runs, with the directories it puts on PATH;
+    a selector script in place of gcc (Debian's, which runs the newest supported gcc-N) is read for the gcc it
+    selects."""
     nvcc = host.which("nvcc")
     if not nvcc:
         return None
-    real = host.resolve(nvcc)
+    real, wrapper_dirs = _unwrap_nvcc(host, nvcc)
     here = posixpath.dirname(real)
     label = "gcc that nvcc runs"
     prof = host.read_file(posixpath.join(here, "nvcc.profile"), limit=64 * 1024)
     # NVIDIA's nvcc.profile puts nvcc's own directory first; without a readable one, assume that layout
     dirs = parse_nvcc_profile(prof.text, here) if prof.text is not None else {"before": [here], "after": []}
     path_dirs = [d for d in (host.getenv("PATH") or "").split(":") if d.startswith("/")]
-    search = dirs["before"] + path_dirs + dirs["after"]
+    search = dirs["before"] + wrapper_dirs + path_dirs + dirs["after"]
     src = "file:" + posixpath.join(here, "nvcc.profile")
     gcc = next((posixpath.join(d, "gcc") for d in search if host.exists(posixpath.join(d, "gcc"))), None)
     if gcc is None:
         return ok("compiler.nvcc_gcc", None, src, label)
+    selected = _selected_gcc(host, gcc)
+    if selected == "":
+        return unknown("compiler.nvcc_gcc", "%s (nvcc's own gcc) selects a gcc-N whose g++-N is installed, and "
+                       "none is" % gcc, "file:" + gcc, label)
+    via = "nvcc.profile" if prof.text is not None else "beside nvcc"
+    if selected:
+        via, gcc = "%s, which runs %s" % (gcc, selected), selected
     if gcc == host.which("gcc"):
         return ok("compiler.nvcc_gcc", {"path": gcc, "same_as_path": True}, src, label)
     argv = [gcc, "--version"]
@@ -137,8 +197,7 @@ def _nvcc_gcc(host: Host) -> Optional[Fact]:
         return unknown("compiler.nvcc_gcc", "unexpected output of %s --version" % gcc, "command:" + " ".join(argv),
                        label)
     return ok("compiler.nvcc_gcc", {"path": gcc, "version": version, "same_as_path": False,
-                                    "banner": r.stdout.strip().splitlines()[0][:200],
-                                    "via": "nvcc.profile" if prof.text is not None else "beside nvcc"},
+                                    "banner": r.stdout.strip().splitlines()[0][:200], "via": via},
               "command:" + " ".join(argv), label)
 
 

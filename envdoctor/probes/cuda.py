@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from .. import lazyre, versions
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import COMMAND_FILTERS, FILE_FILTERS, Host, normalize_name, parse_dist_dir
+from ..matrix.packages import is_driver_package
 from . import ProbeContext, register
 
 #: dpkg status files can be several MiB on a desktop install.
@@ -140,12 +141,21 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
     tk["cudart"] = _best(cudart)
     if tk["version"] is None and tk["cudart"] and len(tk["cudart"].split(".")) >= 3:
         tk["version"], tk["source"] = tk["cudart"], "dir:{} (libcudart.so.{})".format(path, tk["cudart"])
-    # compat/: forward-compatibility libcuda for an older driver
-    compat_dir = posixpath.join(path, "compat")
-    for name in host.list_dir(compat_dir).names():
-        m = _COMPAT_LIBCUDA.match(name)
-        if m:
-            tk["compat"].append({"path": posixpath.join(compat_dir, name), "driver_version": m.group(1)})
+    # compat/: forward-compatibility libcuda for an older driver (cuda-compat-X-Y's layout); compat/lib/ is where
+    # NVIDIA's NGC images of the CUDA 10/11 era keep it (their LD_LIBRARY_PATH starts /usr/local/cuda/compat/lib);
+    # later NGC images keep the files in compat/lib.real, which their entrypoint links compat/lib to. Each copy is
+    # recorded once, with the directory it really is in ("real"), which the loader path is compared with.
+    seen_real: Set[str] = set()
+    for compat_dir in (posixpath.join(path, "compat"), posixpath.join(path, "compat", "lib"),
+                       posixpath.join(path, "compat", "lib.real")):
+        real_dir = host.resolve(compat_dir)
+        for name in host.list_dir(compat_dir).names():
+            m = _COMPAT_LIBCUDA.match(name)
+            real = posixpath.join(real_dir, name)
+            if m and real not in seen_real:
+                seen_real.add(real)
+                tk["compat"].append({"path": posixpath.join(compat_dir, name), "driver_version": m.group(1),
+                                     "real": real})
     tk["release"] = release_of(tk["version"])
     if tk["version"] is None:
         tk["reason"] = "; ".join(reasons) or "no version.json, version.txt, dist-info or versioned libcudart"
@@ -156,9 +166,18 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
 
 _DPKG_PACKAGE = lazyre.compile(r"Package:[ \t]*(\S+)")
 _DPKG_STANZA_END = lazyre.compile(r"\n[ \t]*\n")
-#: Every name _PKG_NAME accepts contains one of these.
-_PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt", "nvidia-driver-", "nvidia-dkms-",
-                "nvidia-kernel-", "linux-modules-nvidia-", "nvidia-open", "kmod-nvidia-", "kernel-dkms")
+#: Every name _PKG_NAME or a driver package pattern accepts contains one of these.
+_PKG_NEEDLES = ("cuda", "cudnn", "cublas", "nccl", "nvinfer", "tensorrt", "nvidia-driver", "nvidia-dkms-",
+                "nvidia-kernel-", "linux-modules-nvidia-", "nvidia-open", "kmod-nvidia", "kernel-dkms",
+                "xorg-x11-drv-nvidia", "xserver-xorg-video-nvidia", "libnvidia-", "nvidia-utils", "nvidia-smi",
+                "nvidia-alternative", "nvidia-compute-utils", "nvidia-headless", "nvidia-legacy-", "nvidia-tesla-",
+                "nvidia-gfxG", "nvidia-computeG", "x11-video-nvidiaG")
+
+
+def _wanted(name: str) -> bool:
+    """A CUDA package, or one of the NVIDIA driver's (kept with them, so the installed driver's packages are
+    known)."""
+    return bool(_PKG_NAME.match(name)) or is_driver_package(name)
 
 
 def _candidate_lines(text: str) -> List[int]:
@@ -180,7 +199,7 @@ def _cuda_stanzas(text: str) -> Iterable[Tuple[str, str]]:
     """(package name, its stanza) of every dpkg status stanza whose ``Package:`` is CUDA-related."""
     for start in _candidate_lines(text):
         m = _DPKG_PACKAGE.match(text, start)
-        if m is None or not _PKG_NAME.match(m.group(1)):
+        if m is None or not _wanted(m.group(1)):
             continue
         end = _DPKG_STANZA_END.search(text, m.end())
         yield m.group(1), text[m.start():end.start() if end else len(text)]
@@ -196,7 +215,7 @@ def keep_cuda_stanzas(text: str) -> str:
 def keep_cuda_rpm_lines(text: str) -> str:
     """What a snapshot keeps of ``rpm -qa``'s output: the lines :func:`parse_rpm_qa` reads."""
     return "".join(line for line in text.splitlines(True)
-                   if len(line.split()) == 2 and _PKG_NAME.match(line.split()[0]))
+                   if len(line.split()) == 2 and _wanted(line.split()[0]))
 
 
 def parse_dpkg_status(text: str) -> List[Dict[str, str]]:
@@ -224,7 +243,7 @@ def parse_rpm_qa(text: str) -> List[Dict[str, str]]:
     out = []
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and _PKG_NAME.match(parts[0]):
+        if len(parts) == 2 and _wanted(parts[0]):
             out.append({"name": parts[0], "version": parts[1], "manager": "rpm"})
     return sorted(out, key=lambda p: p["name"])
 

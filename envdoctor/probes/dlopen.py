@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from .. import frameworks, lazyre
+from .. import frameworks, lazyre, versions
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
@@ -270,7 +270,9 @@ def driver_library_links(host: Host, cache: List[Tuple[str, str, str]]) -> List[
             if link.target is None:
                 continue
             m = _VERSIONED.search(link.target)
-            if not m:
+            if not m or not versions.is_driver_version(m.group(1)):
+                # a suffix that is not a driver version (WSL2's /usr/lib/wsl/lib/libcuda.so.1.1 from the Windows
+                # driver; libnvidia-egl-wayland.so.1.1.13, a library of its own release) is never compared with one
                 continue
             target = posixpath.normpath(posixpath.join(d, link.target))
             out.append({"link": posixpath.join(d, n), "target": target, "version": m.group(1),

@@ -11,8 +11,12 @@ Evidence, in order of trust:
 * ``nvidia-smi``, only when NVML gave no answer (it is NVML underneath, and can
   hang on a wedged GPU);
 * the ``libnvidia-ml.so.<version>`` / ``libcuda.so.<version>`` file names in
-  the usual library directories, which name the user-space version even when
-  nothing can be loaded.
+  the usual library directories and those the loader cache holds the driver's
+  sonames in (an /etc/ld.so.conf.d entry, Debian's alternatives links), which
+  name the user-space version even when nothing can be loaded;
+* an nvidia module installed for the running kernel (a distribution's kmod or
+  DKMS package), which says a driver is installed when no module loaded and no
+  library is found (its version, by modinfo, names the branch).
 
 Around the driver: nouveau / nova (the in-kernel drivers that must not own
 the GPU), ``/dev/nvidia*`` nodes, a module built for the running kernel
@@ -73,7 +77,6 @@ _NVRM = lazyre.compile(
     re.M,
 )
 _GCC = lazyre.compile(r"^GCC version:\s+(?:gcc version\s+)?(?P<text>.+?)\s*$", re.M)
-_DRIVER_VERSION = lazyre.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
 _LIB_VERSION = lazyre.compile(r"^(?P<lib>libnvidia-ml|libcuda)\.so\.(?P<version>\d{3,}\.\d+(?:\.\d+)?)$")
 _SMI_CUDA = lazyre.compile(r"CUDA Version:\s*(?P<version>\d+\.\d+)")
 _SMI_NVML_LIB = lazyre.compile(r"NVML library version:\s*(?P<version>\d+\.\d+(?:\.\d+)?)")
@@ -160,12 +163,35 @@ def _nvml_answer(data: Dict[str, object], key: str) -> Tuple[object, Optional[st
     return None, str(ans.get("error") or "EXCEPTION")
 
 
+#: The driver's sonames whose loader-cache entries name where the driver's libraries are.
+DRIVER_SONAMES = ("libcuda.so.1", "libnvidia-ml.so.1")
+
+
+def _cache_dirs(host: Host) -> List[str]:
+    """The directories the loader cache holds the driver's sonames in: what /etc/ld.so.conf(.d) configured
+    (ld.so(8): the cache is built from the directories ldconfig reads there). RPM Fusion's
+    xorg-x11-drv-nvidia installs the driver's libraries in %{_libdir}/nvidia and names that directory in
+    /etc/ld.so.conf.d/nvidia-<arch>.conf; the loader finds them there, and so must envdoctor. Debian's entries are
+    alternatives links into /usr/lib/<triplet>/nvidia/current, whose directory is added too."""
+    from .loader import read_ld_cache
+
+    entries, _ = read_ld_cache(host)
+    out: List[str] = []
+    for soname, _flags, path in entries or ():
+        if soname in DRIVER_SONAMES and path.startswith("/"):
+            # the entry, then the file it links to: Debian's libcuda.so.1 is an alternatives link to
+            # /usr/lib/<triplet>/nvidia/current/libcuda.so.1, beside the libcuda.so.<version> it names
+            out.extend((posixpath.dirname(path), posixpath.dirname(host.resolve(path))))
+    return out
+
+
 def lib_search_dirs(host: Host) -> List[str]:
     """Where the loader looks for the driver's libraries: LD_LIBRARY_PATH (containers put the injected driver in
-    /usr/local/nvidia/lib64 and name it there), then the usual directories."""
+    /usr/local/nvidia/lib64 and name it there), the directories the loader cache holds the driver's sonames in
+    (an /etc/ld.so.conf.d entry), then the usual directories."""
     ldp = [posixpath.normpath(d) for d in (host.getenv("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
     # dict.fromkeys: the first of each directory, in order (a list's `in` made this quadratic in the entries)
-    return list(dict.fromkeys((d.rstrip("/") or "/") for d in ldp + list(LIB_DIRS)))
+    return list(dict.fromkeys((d.rstrip("/") or "/") for d in ldp + _cache_dirs(host) + list(LIB_DIRS)))
 
 
 def _userspace_libs(host: Host) -> List[Tuple[str, str]]:
@@ -259,7 +285,7 @@ def _kernel_module(host: Host, wsl: bool) -> Tuple[List[Fact], Optional[Dict[str
     loaded = proc.ok or sys_loaded
     info = parse_proc_version(proc.text) if proc.text is not None else None
     sys_ver = (sysv.text or "").strip()
-    sys_ok = bool(sys_ver) and _DRIVER_VERSION.match(sys_ver) is not None
+    sys_ok = versions.is_driver_version(sys_ver)
 
     facts.append(ok("driver.kernel_module.loaded", loaded,
                     "file:" + PROC_VERSION if proc.ok else "dir:/sys/module/nvidia", "Kernel module loaded"))
@@ -314,9 +340,9 @@ def _nvidia_smi(host: Host) -> Tuple[Optional[str], Optional[str], Optional[str]
     if m:
         nvml_lib = m.group(1)
     if res.ok:
-        versions = {ln.strip() for ln in res.stdout.splitlines() if ln.strip()}
-        if len(versions) == 1 and _DRIVER_VERSION.match(next(iter(versions))):
-            driver = next(iter(versions))
+        answers = {ln.strip() for ln in res.stdout.splitlines() if ln.strip()}
+        if len(answers) == 1 and versions.is_driver_version(next(iter(answers))):
+            driver = next(iter(answers))
     if driver is not None:  # the header's "CUDA Version: 12.4" (the table is never parsed for anything else)
         plain = host.run(SMI_PLAIN, timeout=10)
         m = _SMI_CUDA.search(plain.stdout) if plain.ok else None
@@ -740,7 +766,14 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     if elsewhere is not None:
         facts.append(elsewhere)
 
-    if lib_missing and not loaded and not libs and not wsl_libs and elsewhere is None:
+    disk: Optional[List[Fact]] = None
+    if lib_missing and not loaded and not libs and not wsl_libs and elsewhere is None and not container:
+        # no library the loader finds, no module loaded: an nvidia module installed for this kernel (a distribution's
+        # kmod/DKMS package, a module that refused the GPU and unloaded) still says a driver is installed
+        disk = _module_on_disk(host, wsl) if _nvidia_pci_gpus(host) else []
+        if not any(f.key == "driver.module_for_running_kernel" and f.value is True for f in disk):
+            disk = None
+    if lib_missing and not loaded and not libs and not wsl_libs and elsewhere is None and disk is None:
         listed = _nvidia_pci_gpus(host)
         gpus = listed or []
         src = "nvml:init"
@@ -801,7 +834,7 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(not_supported("driver.module_for_running_kernel", "derived", "nvidia module built for the "
                                    "running kernel", why))
     else:
-        facts.extend(_module_on_disk(host, wsl))
+        facts.extend(disk if disk is not None else _module_on_disk(host, wsl))
         facts.append(_secure_boot(host))
         facts.append(_unprivileged_runtimes(host))
         if loaded or _nvidia_pci_gpus(host):

@@ -116,11 +116,12 @@ def _xml_file(host: Host, path: str, topology: bool) -> Dict[str, Any]:
 
 
 def nccl_variables(host: Host) -> Fact:
-    """``env.nccl`` (see the module docstring): the catalogued variables NCCL would see, as NCCL's initEnv reads
-    them, and the XML files the override variables name."""
-    from ..matrix import nccl_env
+    """``env.nccl`` (see the module docstring): the catalogued variables NCCL would see (``nccl_env.json``'s, and
+    the workaround variables of NCCL's known issues, ``known_issues.json``), as NCCL's initEnv reads them, and
+    the XML files the override variables name."""
+    from ..matrix import known_issues, nccl_env
 
-    wanted = nccl_env.names()
+    wanted = nccl_env.names() + [n for n in known_issues.workaround_variables() if n not in nccl_env.names()]
     env = host.environ()
     found: Dict[str, Dict[str, str]] = {}
     for name in wanted:

@@ -731,10 +731,41 @@ def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
     return [ok("framework.mxnet", value, "dir:" + d.metadata_dir, "MXNet")]
 
 
+#: A CUDA build of TVM links the CUDA runtime and driver into its runtime library (cmake/modules/CUDA.cmake appends
+#: CUDA_CUDART_LIBRARY and CUDA_CUDA_LIBRARY to TVM_RUNTIME_LINKER_LIBS when USE_CUDA is on); the NVRTC library too.
+_TVM_CUDA = re.compile(r"^lib(?:cudart|cuda|nvrtc)\.so(?:\.|$)")
+#: Where an installed TVM keeps its libraries (the wheel: tvm/; some builds: tvm/lib/ or build/).
+_TVM_LIBS = ("tvm/libtvm_runtime.so", "tvm/libtvm.so", "tvm/lib/libtvm_runtime.so", "tvm/lib/libtvm.so")
+
+
+def tvm_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
+    """framework.tvm: its version, and ``build`` ("cuda" or "cpu") from the NEEDED entries of the libraries it
+    ships (None, with ``build_unknown`` saying why, when none could be read)."""
+    d = dists["apache-tvm"]
+    value: Dict[str, Any] = _version_of(d)
+    read, why = [], "no libtvm_runtime.so or libtvm.so beside the package"
+    for rel in _TVM_LIBS:
+        path = posixpath.join(d.location, rel)
+        if not host.exists(path):
+            continue
+        elf = host.elf(path)
+        if not elf.ok:
+            why = "%s cannot be read (%s)" % (path, elf.error)
+            continue
+        read.append((path, [n for n in elf.needed if _TVM_CUDA.match(n)]))
+    cuda = sorted({n for _, names in read for n in names})
+    value["build"] = ("cuda" if cuda else "cpu") if read else None
+    value["cuda_libraries"] = cuda
+    value["libraries"] = [p for p, _ in read]
+    if not read:
+        value["build_unknown"] = why
+    return [ok("framework.tvm", value, "elf:" + read[0][0] if read else "dir:" + d.metadata_dir, "Apache TVM")]
+
+
 #: What counts as "a framework is installed" (the framework plug-ins, envdoctor/frameworks/).
 FRAMEWORK_NAMES = framework_table.PROBED
 #: The frameworks read by a reader of their own above (the others: :func:`plugin_facts`).
-OWN_READERS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras")
+OWN_READERS = ("torch", "tensorflow", "jax", "onnxruntime", "paddle", "cupy", "tensorrt", "mxnet", "keras", "tvm")
 
 
 def plugin_facts(dists: Dict[str, Distribution]) -> List[Fact]:
@@ -806,6 +837,8 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
         facts += tensorrt_fact(dists)
     if any(_MXNET.match(k) for k in dists):
         facts += mxnet_fact(dists)
+    if "apache-tvm" in dists:
+        facts += tvm_fact(host, dists)
     if "keras" in dists:
         facts.append(ok("framework.keras", _version_of(dists["keras"]), "dir:" + dists["keras"].metadata_dir,
                         "Keras"))
@@ -819,6 +852,6 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     if not any(f.key.split(".")[1] in FRAMEWORK_NAMES for f in facts):
         facts.append(ok("framework.none",
                         "no deep-learning framework (PyTorch, TensorFlow, JAX, ONNX Runtime, PaddlePaddle, CuPy, "
-                        "TensorRT, MXNet, Keras) is installed for %s" % (py.executable or "this Python"),
+                        "TensorRT, MXNet, Keras, Apache TVM) is installed for %s" % (py.executable or "this Python"),
                         "dir:" + ":".join(py.sys_path), "Frameworks"))
     return facts

@@ -373,6 +373,78 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
     return unique[:MAX_EXTENSION_FILES]
 
 
+#: A CUDA build named in a module's file name or in its directory (``_cuda_cu118.cpython-312-...so``, ``cu128/_C.so``):
+#: ``cu`` and the major and minor digits, not part of a longer word or number.
+_CUDA_TAG = re.compile(r"(?<![0-9A-Za-z])cu(\d{2})(\d)(?![0-9])|(?<![0-9A-Za-z])cu(\d)(\d)(?![0-9])")
+
+
+def _cuda_tag(text: str) -> Optional[Tuple[str, str, str]]:
+    """(text with the tag blanked, major, minor) of the one CUDA tag in ``text``; None without exactly one.
+    ``cu118`` is 11.8, ``cu128`` 12.8, ``cu92`` 9.2 (PyTorch's own naming of its CUDA builds)."""
+    found = list(_CUDA_TAG.finditer(text))
+    if len(found) != 1:
+        return None
+    m = found[0]
+    major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    return text[:m.start()] + "{cu}" + text[m.end():], str(int(major)), minor
+
+
+def _variant_of(path: str) -> Optional[Tuple[str, str, str]]:
+    """(group key, CUDA major, minor) of a module that is one of a package's per-CUDA variants: the tag in the
+    module's name before its first dot (``fussim/_cuda_cu126.cpython-312-x86_64-linux-gnu.so``) or as the name of
+    its directory (``pkg/cu128/_C.so``)."""
+    d, base = posixpath.split(path)
+    module, dot, rest = base.partition(".")
+    tag = _cuda_tag(module)
+    if tag is not None:
+        return posixpath.join(d, tag[0] + dot + rest), tag[1], tag[2]
+    parent, leaf = posixpath.split(d)
+    tag = _cuda_tag(leaf)
+    if tag is not None and tag[0] == "{cu}":
+        return posixpath.join(parent, "{cu}", base), tag[1], tag[2]
+    return None
+
+
+def variant_modules_not_loaded(paths: Sequence[str], cuda: Any, broken: Mapping[str, Any]) -> List[str]:
+    """Of the modules at ``paths``, the per-CUDA variants that importing their package does not load. A package that
+    ships one module per CUDA build beside each other picks one at import: the one for the framework's CUDA
+    (fussim 0.3.10's ``_detect_cuda_variant`` takes ``cu{major}{minor}`` of ``torch.version.cuda``), else it tries
+    them in turn and keeps the first that imports. So with a variant for the framework's CUDA major.minor only that
+    one is judged; without one, the group fails only when every variant fails (``broken``: the paths that cannot
+    load), and otherwise none of it is judged. A group is two or more modules whose paths differ only in the tag."""
+    want = str(cuda or "").split(".")
+    groups: Dict[str, List[Tuple[str, str, str]]] = {}
+    for path in paths:
+        v = _variant_of(path)
+        if v is not None:
+            groups.setdefault(v[0], []).append((path, v[1], v[2]))
+    out: List[str] = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        chosen = [p for p, major, minor in members if want[:2] == [major, minor]]
+        if chosen:
+            out += [p for p, _, _ in members if p not in chosen]
+        elif any(p not in broken for p, _, _ in members):
+            out += [p for p, _, _ in members]
+    return out
+
+
+def framework_wheel_sonames(host: Host, site: str) -> List[str]:
+    """The CUDA libraries of the nvidia-* wheels beside a CUDA build of PyTorch (``<site>/nvidia/<lib>/lib/``):
+    importing torch loads them (torch/__init__.py ``_load_global_deps``, and ``_preload_cuda_deps`` when that
+    fails), so a module imported after torch finds them by soname whatever its own search path."""
+    from . import loader
+
+    root = posixpath.join(site, "nvidia")
+    out: List[str] = []
+    for sub in host.list_dir(root).names():
+        for name in host.list_dir(posixpath.join(root, sub, "lib")).names():
+            if CUDA_SONAME.match(name) or loader.CUDA_FAMILY.match(name):
+                out.append(name)
+    return sorted(set(out))
+
+
 def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: Sequence[Distribution],
                       dependents: Sequence[str], framework: str = "torch"
                       ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
@@ -404,6 +476,9 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     index = {o["path"]: o["index"] for o in objects}
     owner = {p: d for d, p in files}
     have_libs = {posixpath.basename(p) for p in own}
+    # (a torch that requires nvidia-* wheels: older ones carry their CUDA libraries in torch/lib)
+    preloaded = set(framework_wheel_sonames(host, site)) if framework == "torch" and torch.get("build") == "cuda" \
+        and torch.get("nvidia_wheels") else set()
     missing_libs: List[Dict[str, Any]] = []
     broken: Dict[str, List[str]] = {}
     for link in graph["links"]:
@@ -416,16 +491,20 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
             continue  # the framework has it (its ELF could not be read to match it): not judged
         if not framework_lib and not (CUDA_SONAME.match(soname) or loader.CUDA_FAMILY.match(soname)):
             continue
+        if not framework_lib and soname in preloaded:
+            continue  # torch loaded it from its nvidia-* wheel
         d = owner[req]
         broken.setdefault(req, []).append(soname)
         missing_libs.append({"package": d.key, "version": d.version, "path": req, "soname": soname,
                              "framework_lib": framework_lib})
+    idle = set(variant_modules_not_loaded([p for _, p in files], torch.get("cuda"), broken))
+    missing_libs = [e for e in missing_libs if e["path"] not in idle]
     symbols: List[Dict[str, Any]] = []
     providers = [p for p in own if p in index and not objects[index[p]].get("error")]
     if not providers:
         return missing_libs, symbols
     for d, path in files:
-        if path in broken or path not in index or objects[index[path]].get("error"):
+        if path in broken or path in idle or path not in index or objects[index[path]].get("error"):
             continue
         res = host.elf_unresolved(path, providers, FRAMEWORK_SYMBOL[framework].pattern)
         if not res.ok:

@@ -41,6 +41,7 @@ from . import ProbeContext, register
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 IOMMU_GROUPS = "/sys/kernel/iommu_groups"
+IB_DEVICES = "/sys/class/infiniband"
 
 #: nvmlGpuTopologyLevel_t -> nvidia-smi's legend (INTERNAL: two GPUs on one board, which nvidia-smi shows
 #: as a single bridge apart).
@@ -396,6 +397,7 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
     facts.extend(_nccl(ctx, host, pairs, gpus, env, uuids, count))
     facts.extend(_iommu(host, gpus, pairs))
     facts.extend(_acs(sysfs, gpus, pairs))
+    facts.append(_nics(host, sysfs, gpus))
     fabric = {g["index"]: g["fabric"] for g in gpus if g.get("fabric") and g["fabric"]["state"] != "not supported"}
     if fabric:
         states = sorted({f["state"] for f in fabric.values()})
@@ -664,6 +666,45 @@ def _acs(sysfs: _Sysfs, gpus: List[Dict[str, Any]], pairs: List[Dict[str, Any]])
     else:
         facts.append(ok("topology.acs_redirect", False, src, label))
     return facts
+
+
+def _nics(host: Host, sysfs: _Sysfs, gpus: List[Dict[str, Any]]) -> Fact:
+    """``topology.nics``: each RDMA network device (``/sys/class/infiniband/<dev>``: InfiniBand or RoCE, what
+    NCCL's IB transport and GPU Direct RDMA use) with its PCIe path and ``gpus_under_switch``, the GPUs that
+    share a PCIe switch with it (their lowest common ancestor is a bridge below the root port, NCCL's PIX or
+    PXB path); an empty list when the kernel shows no RDMA device. NCCL 2.18.1's Tree/LL128 defect bites where
+    a NIC shares a switch with exactly one GPU (``known_issues.json``)."""
+    label = "RDMA network devices"
+    listing = host.list_dir(IB_DEVICES)
+    if not listing.ok:
+        if listing.error in ("ENOENT", "ENOTDIR") or not host.exists(IB_DEVICES):
+            return ok("topology.nics", [], "dir:" + IB_DEVICES, label)
+        return unknown("topology.nics", "cannot list %s (%s)" % (IB_DEVICES, listing.message or listing.error),
+                       "dir:" + IB_DEVICES, label)
+    nics: List[Dict[str, Any]] = []
+    for name in listing.names():
+        link = host.read_link(posixpath.join(IB_DEVICES, name, "device"))
+        bdf = canonical_bdf(posixpath.basename((link.target or "").rstrip("/"))) if link.ok else None
+        chain = sysfs.chain(bdf) if bdf else None
+        entry: Dict[str, Any] = {"name": name, "pci_bus_id": bdf, "pcie_path": chain}
+        if chain:
+            under = []
+            for g in gpus:
+                other = g.get("pcie_path")
+                if not other:
+                    continue
+                shared = 0
+                for x, y in zip(chain, other):
+                    if x != y:
+                        break
+                    shared += 1
+                if shared >= 3:  # root complex, root port, then a switch port both hang below
+                    under.append(g["index"])
+            entry["gpus_under_switch"] = under
+        else:
+            entry["gpus_under_switch"] = None
+        nics.append(entry)
+    return ok("topology.nics", nics, "dir:" + IB_DEVICES, label)
 
 
 def _status(count: int, pairs: List[Dict[str, Any]], inc: Optional[Dict[str, Any]]) -> Fact:

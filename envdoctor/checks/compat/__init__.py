@@ -101,9 +101,10 @@ DOCS = (
             "nor PTX it could JIT ('no kernel image is available for execution on the device').",
             "gpu.N.compute_capability, framework.<name>.gpu_code (the SASS and PTX the framework's own "
             "libraries carry, read from their CUDA fat binaries), else framework.torch (matrix arch_list/ptx), "
-            "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with",
+            "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with; "
+            "python.gpu_packages (bitsandbytes, flash-attn) against package_arch.json's floor of their releases",
             "Every kernel launch fails. A cubin for X.y runs on X.z (z >= y) only; PTX runs on any capability at or "
-            "above its own.", "torch.json (variants[].arch_list, ptx); " + PROG_GUIDE,
+            "above its own.", "torch.json (variants[].arch_list, ptx); package_arch.json; " + PROG_GUIDE,
         messages=(Message("no kernel image is available for execution on the device",
                 "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
                   Message("* with CUDA capability sm_* is not compatible with the current PyTorch installation",
@@ -170,6 +171,17 @@ DOCS = (
             "cuda.json (gcc_max, from each release's host_config.h); " + CPP_EXTENSION,
         messages=(Message("unsupported GNU version! gcc versions later than * are not supported!",
                 "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#host-compiler-support-policy"),)),
+    CodeDoc("compiler.glibc_too_new_for_cuda", "error",
+            "The system glibc's headers use a construct the active CUDA toolkit's nvcc cannot parse (glibc 2.34+ "
+            "with GCC 11+ before CUDA 11.6).",
+            "os.glibc, the active toolkit, the compiler nvcc runs (compiler.nvcc_host, compiler.nvcc_gcc, "
+            "compiler.gcc)",
+            "Every nvcc compilation that includes a standard header fails (glibc 2.34's stdio.h: 'attribute "
+            "\"__malloc__\" does not take arguments'): CUDA extensions and CUDA code cannot be built. An error where "
+            "the release that fixed it was confirmed from NVIDIA's notes, a warning otherwise.",
+            "cuda_glibc.json (glibc_min, host_gcc_min, cuda_fixed_in)",
+        messages=(Message('attribute "__malloc__" does not take arguments',
+                "https://forums.developer.nvidia.com/t/cuda-11-5-samples-throw-multiple-error-attribute-malloc-does-not-take-arguments/192750"),)),
     CodeDoc("os.unsupported_by_cuda", "warning",
             "The active CUDA toolkit release does not list this distribution release as supported.",
             "os.id, os.version, the active toolkit",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import posixpath
+from typing import Any, Dict, List, Tuple
 
+from ... import matrix
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fw
@@ -15,6 +17,7 @@ from . import (
     MINOR_COMPAT,
     Driver,
     _ev,
+    _mm,
     _pip_command,
     _source,
     _torch_fix,
@@ -42,6 +45,7 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
             continue
         label = "%s %s" % (v.get("package") or name, v.get("version"))
         src: Dict[str, Any] = _source("a CUDA build exists for this GPU", url=MINOR_COMPAT)
+        named = ""  # the CUDA build the fix installs, where it is another package
         if name == "torch":
             sug = suggest_torch(facts, drv if drv.known else None, ccs, prefer=v.get("version"))
             fix = _torch_fix("Replace the CPU-only wheel with a CUDA build.", sug, facts)
@@ -88,18 +92,52 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
             if rel is not None:
                 src = {"rule": "onnxruntime-gpu %s is built for CUDA %s" % (rel["version"], rel["cuda"]),
                        "url": rel["source"].get("url", ""), "checked": rel["source"].get("checked", "")}
+        elif name == "mxnet":
+            fix, src = _mxnet_fix(v, drv, src)
+            named = " (%s)" % src["rule"].split(" is ")[0] if fix.commands else ""
         elif name == "paddle":
             fix = Fix(text="Install paddlepaddle-gpu instead of the CPU package.",
                       commands=["pip uninstall -y paddlepaddle", "pip install paddlepaddle-gpu"])
+        elif name == "tvm":
+            fix, src = _tvm_fix(v, src)
+            named = ""
         else:
             fix = Fix(text="Install a CUDA build of %s." % name)
         who = drv.describe() if drv.known else "an NVIDIA GPU is present"
         out.append(Finding(
             code="framework.cpu_only_build", severity="warning", components=[component, "gpu"],
             title="%s is a CPU-only build, but this machine has an NVIDIA GPU (%s)" % (label, who),
-            detail="This build never uses the GPU. The suggested CUDA build is one this driver runs.",
+            detail=("This build never uses the GPU: its runtime library links no CUDA library, which a TVM built with "
+                    "USE_CUDA=ON does (libcudart, libcuda)." if name == "tvm" else
+                    "This build never uses the GPU. The suggested CUDA build%s is one this driver runs." % named),
             evidence=_ev(fact, *gpu_ev), source=src, fix=fix))
     return out
+
+
+def _mxnet_fix(v: Dict[str, Any], drv: Driver, src: Dict[str, Any]) -> Tuple[Fix, Dict[str, Any]]:
+    """MXNet's CUDA builds are separate PyPI projects, one per CUDA release (mxnet-cu100 for CUDA 10.0): the one
+    for the newest CUDA this driver runs, of the release nearest the installed one (the newer on a tie)."""
+    have = _mm(v.get("public") or v.get("version"))
+    fits = []
+    for row, pkg, cuda in fw.mxnet_builds():
+        need = _mm(cuda)
+        if drv.known and need is not None and drv.verdict(need) == "ok":
+            fits.append((row, pkg, cuda))
+    if not fits:
+        return Fix(text="Install the mxnet-cuNNN package of the CUDA this driver runs in place of the CPU-only "
+                        "mxnet."), src
+
+    def rank(b: Tuple[Dict[str, Any], str, str]) -> Tuple[Any, ...]:
+        rel, cuda = _mm(b[0]["version"]) or (0, 0), _mm(b[2]) or (0, 0)
+        gap = abs(rel[0] * 100 + (rel[1] or 0) - (have[0] * 100 + (have[1] or 0))) if have else 0
+        return (cuda[0], cuda[1] or 0, -gap, rel[0], rel[1] or 0)
+
+    row, pkg, cuda = max(fits, key=rank)
+    uninstall = " ".join(sorted(v.get("packages") or [v.get("package") or "mxnet"]))
+    return (Fix(text="Install %s, MXNet's build for CUDA %s (the newest CUDA this driver runs), release %s, in "
+                     "place of the CPU-only %s package." % (pkg, cuda, row["version"], v.get("package") or "mxnet"),
+                commands=["pip uninstall -y %s" % uninstall, "pip install '%s==%s.*'" % (pkg, row["version"])]),
+            _source("%s %s is MXNet's build for CUDA %s" % (pkg, row["version"], cuda), row))
 
 
 @check("compat.cpu-builds", requires=("framework.*", "gpu.count"),
@@ -107,3 +145,18 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
        codes=docs_for(DOCS, "framework.cpu_only_build"))
 def cpu_builds(ctx: CheckContext) -> List[Finding]:
     return _cpu_builds(ctx.facts)
+
+
+def _tvm_fix(v: Dict[str, Any], src: Dict[str, Any]) -> Tuple[Fix, Dict[str, Any]]:
+    """TVM: no CUDA build is published on PyPI (tvm.json: the apache-tvm wheel is CPU-only, its [cuda] extra adds
+    Python bindings only); CUDA needs TVM built from source with USE_CUDA=ON."""
+    rows = [r for r in matrix.load("tvm") if r.get("package") == (v.get("package") or "apache-tvm")]
+    libs = ", ".join(posixpath.basename(p) for p in v.get("libraries") or []) or "its libraries"
+    text = ("%s link no CUDA library (libcudart, libcuda): TVM runs on the GPU only when built with USE_CUDA=ON. "
+            "Build TVM from source with set(USE_CUDA ON) in config.cmake and install that build in place of the wheel."
+            % libs)
+    if rows and rows[0].get("cuda_build") is False:
+        text += (" The apache-tvm wheel on PyPI is a CPU-only build; its [cuda] extra installs Python CUDA bindings "
+                 "only.")
+        return Fix(text=text), _source("the apache-tvm PyPI wheel is not a CUDA-enabled TVM build", rows[0])
+    return Fix(text=text), src

@@ -14,6 +14,7 @@ from ...findings import Finding, Fix
 from ...matrix import frameworks as fw
 from ...matrix import hardware as hw
 from .. import CheckContext, check, docs_for
+from ..driver_health import _compat_libcuda_in_use
 from ..suggest import INSTALL_LINE_READS, install_line, rpm_tool
 from . import (
     DOCS,
@@ -95,8 +96,27 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
     if not drv.known:
         return out  # NVML and nvidia-smi gave no answer: cannot judge
     ccs = [cc for cc, _, _ in gpu_ccs(facts)]
+    compat = _forward_compat(facts, drv)
     for need in fneeds + toolkit_needs(facts) + static_needs(facts):
         verdict = drv.verdict(need.cuda, need.update)
+        if verdict != "ok" and compat is not None and need.cuda <= compat[1]:
+            # the cuda-compat libcuda the loader takes runs this CUDA on the older driver where NVIDIA's table lists
+            # the pair (the GPU's side, Data Center only, is driver.forward_compat_unsupported_gpu's)
+            runs = hw.forward_compat_runs(drv.version, need.cuda_text)
+            if runs is True:
+                continue
+            if runs is False:
+                row = hw.cuda_release(_mm_str(need.cuda))
+                exact = hw.min_driver_for_cuda(need.cuda_text)
+                branch = hw.forward_compat_row(drv.version) or {}
+                if row is not None and exact is not None:
+                    out.append(_too_old(facts, drv, need, exact, row, ["min_driver_linux"], ccs, exact=exact, why=(
+                        "the forward-compatibility libcuda %s is loaded, but NVIDIA lists only CUDA %s for the R%s "
+                        "branch through the forward compatible upgrade, and says the branch is not "
+                        "forward-compatible with CUDA %s and later" % (
+                            compat[0], ", ".join(branch.get("forward_compat_cuda") or []), branch.get("branch"),
+                            branch.get("forward_compat_ends")))))
+                    continue
         if verdict == "ok":
             # JAX states its own driver floor per CUDA wheel (jax.json min_driver)
             if need.min_driver and drv.version and not drv.wsl and _v(drv.version) is not None \
@@ -155,6 +175,22 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             continue  # the matrix does not know this CUDA: no rule to apply
         out.append(_too_old(facts, drv, need, floor, row, ["min_driver_linux", "minor_compat_min_driver"], ccs))
     return out
+
+
+def _forward_compat(facts: Facts, drv: Driver) -> Optional[Tuple[str, Tuple[int, int]]]:
+    """(version, CUDA) of the newest forward-compatibility libcuda the loader takes that is newer than the running
+    driver (:func:`envdoctor.checks.driver_health._compat_libcuda_in_use`), or None."""
+    running = _v(drv.version) if drv.version else None
+    best: Optional[Tuple[str, Tuple[int, int]]] = None
+    for c in _compat_libcuda_in_use(facts):
+        version = str(c.get("driver_version") or "")
+        mine = _v(version)
+        cuda = hw.driver_cuda(version, None)
+        if running is None or mine is None or cuda is None or mine <= running:
+            continue
+        if best is None or cuda > best[1]:
+            best = (version, cuda)
+    return best
 
 
 def _arch_cc(arch: str) -> Tuple[Optional[Version], bool]:
@@ -380,7 +416,9 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
 
 
 @check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.nvcc", "cuda.home", "cuda.default_symlink",
-       "cuda.conda", "driver.nvidia_pci_gpus", "framework.*", "python.static_cuda")
+       "cuda.conda", "driver.nvidia_pci_gpus", "framework.*", "python.static_cuda", "cuda.forward_compat",
+       "cuda.ld_library_path", "env.ld_library_path_resolved", "libraries.libcuda", "driver.userspace.libraries",
+       "driver.nvml.status")
        + tuple("framework." + name for name, _ in FRAMEWORKS)
        + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",

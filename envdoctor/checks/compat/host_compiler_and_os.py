@@ -1,4 +1,5 @@
-"""Does the toolkit's nvcc accept the host GCC, and is the OS one the toolkit was built for?"""
+"""Does the toolkit's nvcc accept the host GCC and the C library's headers, and is the OS one the toolkit was
+built for?"""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from ... import matrix
 from ...facts import Fact, Facts
 from ...findings import Finding, Fix
 from ...matrix import hardware as hw
@@ -101,6 +103,52 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
     return out
 
 
+
+
+def _at_least(cuda: Version, release: str, nvcc: str) -> bool:
+    """Whether a toolkit version is at least a release: a version nvcc prints (11.5.119: its third part is a build
+    number, never below 10) against the nvcc of that release, a release's own (11.5.1: an update number, below 10)
+    against the release."""
+    parts = cuda.release + (0, 0)
+    return cuda >= Version(nvcc if parts[2] >= 10 else release)
+
+def _glibc_too_new(facts: Facts) -> List[Finding]:
+    """The system glibc's headers against the active toolkit's nvcc (matrix area ``cuda_glibc``): a construct the
+    front end of CUDA releases before ``cuda_fixed_in`` cannot parse, which glibc uses from ``glibc_min`` on (for a
+    host GCC from ``host_gcc_min`` on): every compilation that includes a standard header fails."""
+    active = _active_toolkit_row(facts)
+    glibc = _v(facts.value("os.glibc"))
+    if active is None or glibc is None:
+        return []
+    version, _how, tk_fact, _row = active
+    cuda = _v(version)
+    if cuda is None or not _can_compile(facts, tk_fact):
+        return []
+    host = _nvcc_host_compiler(facts)
+    gv = _gcc_version_of(host)
+    out: List[Finding] = []
+    for row in hw.glibc_conflicts():
+        if glibc < Version(row["glibc_min"]) or _at_least(cuda, row["cuda_fixed_in"], row["nvcc_fixed_in"]):
+            continue
+        gcc_min = row.get("host_gcc_min")
+        if gcc_min is not None and (gv is None or gv.release[0] < int(gcc_min)):
+            continue  # glibc gives an older GCC the form nvcc parses (or the compiler nvcc runs is unknown)
+        unverified = matrix.unverified(row)
+        which = " with GCC %s" % host.value["version"] if host is not None and gcc_min is not None else ""
+        out.append(Finding(
+            code="compiler.glibc_too_new_for_cuda", severity=_severity(row, ["cuda_fixed_in"]),
+            components=["compiler", "cuda", "os"],
+            title="glibc %s is too new for CUDA %s's nvcc%s: CUDA %s is the first that compiles against it" % (
+                facts.value("os.glibc"), version, which, row["cuda_fixed_in"]),
+            detail="%s. nvcc stops with '%s' on every file that includes a C or C++ standard header.%s" % (
+                row["cause"][0].upper() + row["cause"][1:], row["symptom"],
+                " (Not confirmed from NVIDIA's own notes; treat as a hint.)" if unverified else ""),
+            evidence=_ev(facts.get("os.glibc"), tk_fact, host),
+            source=_source("glibc %s+ headers need CUDA %s or newer%s" % (
+                row["glibc_min"], row["cuda_fixed_in"], " with GCC %s or newer" % gcc_min if gcc_min else ""), row),
+            fix=Fix(text=row["fix"][0].upper() + row["fix"][1:] + ".")))
+    return out
+
 def _nvcc_host_compiler(facts: Facts) -> Optional[Fact]:
     """The host compiler nvcc runs: the one -ccbin names (NVCC_CCBIN, CUDAHOSTCXX, NVCC_PREPEND/APPEND_FLAGS;
     None when its version is unknown, a clang: nothing to judge), else the gcc its nvcc.profile's PATH finds first
@@ -149,3 +197,9 @@ def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
        codes=docs_for(DOCS, "compiler.gcc_too_new_for_cuda", "os.unsupported_by_cuda"))
 def host_compiler_and_os(ctx: CheckContext) -> List[Finding]:
     return _host_compiler_and_os(ctx.facts)
+
+
+@check("compat.glibc-vs-nvcc", requires=("cuda.nvcc", "os.glibc"), reads=("compiler.*", "cuda.*", "os.*"),
+       layers=("compilers", "os"), codes=docs_for(DOCS, "compiler.glibc_too_new_for_cuda"))
+def glibc_vs_nvcc(ctx: CheckContext) -> List[Finding]:
+    return _glibc_too_new(ctx.facts)

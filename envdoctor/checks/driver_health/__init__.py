@@ -159,15 +159,19 @@ def _compat_libcuda_in_use(facts: Facts) -> List[Dict[str, Any]]:
         if isinstance(e, dict) and e.get("resolved") and e.get("entry"):
             entries.setdefault(str(e["resolved"]).rstrip("/"), str(e["entry"]).rstrip("/"))
     for c in facts.items("cuda.forward_compat"):
-        d = str(c.get("path") or "").rsplit("/", 1)[0].rstrip("/") if isinstance(c, dict) else ""
-        if d and d in entries:
-            in_use.append(dict(c, via="LD_LIBRARY_PATH", entry=entries[d]))
+        if not isinstance(c, dict):
+            continue
+        # the directory as scanned and as it really is (compat/lib -> compat/lib.real in NGC images)
+        dirs = [str(c.get(k) or "").rsplit("/", 1)[0].rstrip("/") for k in ("path", "real")]
+        hit = next((d for d in dirs if d and d in entries), None)
+        if hit is not None and not any(x.get("real") == c.get("real") and c.get("real") for x in in_use):
+            in_use.append(dict(c, via="LD_LIBRARY_PATH", entry=entries[hit]))
     # the loader cache (an /etc/ld.so.conf.d entry for the compat directory, as cuda-compat packages add) can make
     # the compat libcuda the one programs load even without LD_LIBRARY_PATH
     chosen = facts.mapping("libraries.libcuda").get("libcuda.so.1")
     if isinstance(chosen, dict) and chosen.get("path"):
         for c in facts.items("cuda.forward_compat"):
-            if (isinstance(c, dict) and c.get("path") and chosen.get("resolved") == c["path"]
+            if (isinstance(c, dict) and c.get("path") and chosen.get("resolved") in (c["path"], c.get("real"))
                     and not any(x["path"] == c["path"] for x in in_use)):
                 in_use.append(dict(c, via=str(chosen.get("via") or "the loader"),
                                    entry=posixpath.dirname(str(chosen["path"]))))

@@ -5,6 +5,7 @@ than the running driver.
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, List, Optional
 
 from packaging.version import Version
@@ -24,6 +25,13 @@ def _gpu_names(facts: Facts) -> List[str]:
         if f.known and isinstance(f.value, str):
             names.append(f.value)
     return names
+
+
+def _consumer_name(name: str) -> bool:
+    """A GeForce or TITAN board by its NVML name: NVIDIA's consumer products, on which forward compatibility
+    cannot run at all (error 804)."""
+    low = name.lower()
+    return "geforce" in low or re.search(r"\btitan\b", low) is not None
 
 
 def _running_driver(facts: Facts) -> Optional[Version]:
@@ -92,10 +100,11 @@ def _forward_compat_gpu(facts: Facts, in_use: List[Dict[str, Any]]) -> List[Find
             if row.get("segment") in ("geforce", "workstation"):
                 bad.append(n)
                 rows.append(row)
-                # NVIDIA names its consumer boards "GeForce": that name alone settles it, verified row or not
-                if row.get("segment") == "geforce" and (not unverified(row, "segment") or "geforce" in n.lower()):
+                # NVIDIA names its consumer boards "GeForce" or "TITAN" (its CUDA GPUs page lists them together as
+                # "GeForce and TITAN Products"): that name alone settles it, verified row or not
+                if row.get("segment") == "geforce" and (not unverified(row, "segment") or _consumer_name(n)):
                     error = True
-        elif "geforce" in n.lower():  # NVIDIA names its consumer boards "GeForce": never Data Center
+        elif _consumer_name(n):  # never Data Center, nor a Server Ready SKU
             bad.append(n)
             error = True
     if not bad:

@@ -7,6 +7,7 @@ from typing import List
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, check, docs_for
+from ..suggest import install_line
 from . import DOCS, READS, _driver_label, _evidence, _family, _source
 
 NOUVEAU_CONF = "/etc/modprobe.d/blacklist-nouveau.conf"
@@ -25,14 +26,20 @@ def _initramfs(family: str) -> List[str]:
 
 def _in_kernel_conflict(facts: Facts) -> List[Finding]:
     out: List[Finding] = []
-    container_driver = False
+    container_driver = no_driver = False
     if facts.value("driver.installed") is not True:
-        # no driver on the host: installing NVIDIA's packages blacklists nouveau (driver.not_installed says so),
-        # but on a Kubernetes node the GPU Operator's driver container only runs modprobe nvidia and blacklists
-        # nothing, so the in-kernel driver holding the GPU is what stops it: said here, where it drives the GPU
-        if facts.value("driver.installed") is not False or facts.value("driver.kubernetes_node") is not True:
+        # no driver on the host: installing NVIDIA's packages blacklists nouveau (driver.not_installed says so, one
+        # finding). Said here instead where that will not be enough: on a Kubernetes node the GPU Operator's
+        # driver container only runs modprobe nvidia and blacklists nothing; and where a nouveau blacklist exists
+        # but nouveau still drives the GPU, the initramfs loads it before the blacklist is read (NVIDIA's README,
+        # "What if my initial ramdisk image contains Nouveau?"), so nvidia-installer stops on it and a package's
+        # blacklist does not take effect either until the initramfs is rebuilt
+        if facts.value("driver.installed") is not False:
             return out
-        container_driver = True
+        container_driver = facts.value("driver.kubernetes_node") is True
+        no_driver = not container_driver
+        if no_driver and facts.value("driver.modprobe_blacklist_nouveau") is not True:
+            return out
     family = _family(facts)
     nvidia_loaded = facts.value("driver.kernel_module.loaded") is True
     for name, conf, text, modules in (
@@ -41,7 +48,7 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
     ):
         loaded = facts.value("driver.%s.loaded" % name) is True
         bound = facts.strings("driver.%s.bound" % name)
-        if not loaded and not bound or container_driver and not bound:
+        if not loaded and not bound or (container_driver or no_driver) and not bound or no_driver and name != "nouveau":
             continue
         severe = bool(bound) or not nvidia_loaded
         blacklisted = name == "nouveau" and facts.value("driver.modprobe_blacklist_nouveau") is True
@@ -57,6 +64,9 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
                        "container loads the nvidia module with modprobe and does not blacklist %s, so it cannot "
                        "take the GPU while %s holds it (the driver pod fails and restarts). Blacklist %s on the "
                        "host; the driver container then installs at the next start." % (name, name, name))
+        if no_driver:
+            detail += (" No NVIDIA driver is installed yet, and NVIDIA's installer stops while nouveau is in use "
+                       "(\"The Nouveau kernel driver is currently in use by your system\").")
         if blacklisted:
             # the blacklist in /etc/modprobe.d only reaches early boot once the initramfs is rebuilt: name the
             # distribution's command, the step install guides leave out
@@ -67,12 +77,17 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
         if not blacklisted:
             cmds.append("printf '%s' | sudo tee %s" % (text.replace("\n", "\\n"), conf))
         cmds += _initramfs(family) + ["sudo reboot"]
+        if no_driver:
+            cmds.append("lsmod | grep -c nouveau   # 0 after the reboot; then install the NVIDIA driver")
         out.append(Finding(
             code="driver.%s_conflict" % name, severity="error" if severe else "warning",
             components=["driver", "kernel"],
             title=("%s drives the NVIDIA GPU %s, and this node has no NVIDIA driver: the GPU Operator's driver "
                    "container cannot take it" % (name if name == "nouveau" else "nova (nova-core)", ", ".join(bound))
-                   if container_driver else "%s is active next to %s (%s)" % (
+                   if container_driver else
+                   "nouveau drives the NVIDIA GPU %s despite its blacklist (the initramfs loads it), and no NVIDIA "
+                   "driver is installed: NVIDIA's installer stops on it" % ", ".join(bound) if no_driver else
+                   "%s is active next to %s (%s)" % (
                        "nouveau" if name == "nouveau" else "nova (nova-core)", _driver_label(facts),
                        "GPU %s" % ", ".join(bound) if bound else "module loaded")),
             detail=detail,
@@ -80,10 +95,11 @@ def _in_kernel_conflict(facts: Facts) -> List[Finding]:
                                "driver.modprobe_blacklist_nouveau", "driver.kernel_module.loaded",
                                "driver.installed", "driver.kubernetes_node", "os.family"),
             source=_source("driver_container" if container_driver else "nouveau"),
-            fix=Fix(text="Blacklist %s (%s with: %s), rebuild the initramfs so it is not loaded at boot, and "
-                         "reboot." % (name, conf, text.strip().replace("\n", "; ")) if not blacklisted else
-                         "Rebuild the initramfs so the blacklist applies at boot, and reboot (modules: %s)." % modules,
-                    commands=cmds),
+            fix=Fix(text=("Blacklist %s (%s with: %s), rebuild the initramfs so it is not loaded at boot, and "
+                          "reboot." % (name, conf, text.strip().replace("\n", "; ")) if not blacklisted else
+                          "Rebuild the initramfs so the blacklist applies at boot, and reboot (modules: %s)." % modules)
+                    + (" Then install the NVIDIA driver for this GPU." if no_driver else ""),
+                    commands=cmds, install=install_line(facts, "driver") if no_driver else None),
         ))
     return out
 

@@ -15,8 +15,8 @@ def _compat_dirs(facts: Facts) -> Set[str]:
     """Directories holding a cuda-compat forward-compatibility libcuda, under every name the loader reaches them
     by: the toolkit's own compat/ directory and the LD_LIBRARY_PATH entries and loader choices that resolve to it
     (/usr/local/cuda/compat is /usr/local/cuda-12.4/compat)."""
-    real = {posixpath.dirname(str(c.get("path") or "")) for c in facts.items("cuda.forward_compat")
-            if isinstance(c, dict) and c.get("path")}
+    compat = [c for c in facts.items("cuda.forward_compat") if isinstance(c, dict) and c.get("path")]
+    real = {posixpath.dirname(str(c.get(k))) for c in compat for k in ("path", "real") if c.get(k)}
     out = set(real)
     for e in facts.items("env.ld_library_path_resolved"):
         if isinstance(e, dict) and str(e.get("resolved") or "").rstrip("/") in real and e.get("entry"):

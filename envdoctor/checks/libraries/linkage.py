@@ -33,15 +33,66 @@ from . import (
     torch_variant,
 )
 
+#: ONNX Runtime's CUDA provider takes the CUDA and cuDNN libraries a PyTorch imported before it has loaded: a soname
+#: already in the process satisfies the provider's NEEDED entries and dlopen calls (ld.so(8)), and torch/__init__.py
+#: loads its nvidia-* wheels' libraries from site-packages/nvidia/<lib>/lib when it is imported (_load_global_deps,
+#: _preload_cuda_deps). ONNX Runtime documents this pairing ("Compatibility with PyTorch").
+TORCH_FIRST = {"rule": "onnxruntime-gpu reuses the CUDA and cuDNN libraries PyTorch loaded, when their majors match "
+                       "(import torch before creating the session)",
+               "url": "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html"
+                      "#compatibility-with-pytorch", "checked": "2026-11-29"}
+
+
+def torch_loads(facts: Facts, fw: str) -> Dict[str, str]:
+    """{soname: copy} of the CUDA/cuDNN libraries ``fw`` (ONNX Runtime) cannot find on its own that a CUDA build of
+    PyTorch in the same site-packages loads from its nvidia-* wheels when imported first: the provider then finds
+    them in the process. Empty for other frameworks, or when torch's CUDA major is not the provider's."""
+    if fw != "onnxruntime":
+        return {}
+    mine, torch = facts.mapping("framework." + fw), facts.mapping("framework.torch")
+    site = str(mine.get("path") or "")
+    if not site or torch.get("build") != "cuda" or str(torch.get("path") or "") != site:
+        return {}
+    if str(torch.get("cuda") or "").split(".")[0] != str(mine.get("cuda") or "").split(".")[0]:
+        return {}
+    wheels = posixpath.join(site, "nvidia") + "/"
+    out: Dict[str, str] = {}
+    for e in facts.items("linkage.%s.dlopen" % fw):
+        if not isinstance(e, dict) or e.get("path"):
+            continue
+        copy = next((str(p) for p in e.get("elsewhere") or [] if str(p).startswith(wheels)
+                     and re.match(r"^[^/]+/lib/[^/]+$", str(p)[len(wheels):])), None)
+        if copy and component_of(str(e.get("soname"))) in ("cuda", "cudnn"):
+            out[str(e.get("soname"))] = copy
+    return out
+
+
+def _torch_first(facts: Facts, fw: str, missing: Dict[str, str]) -> Finding:
+    names = sorted(missing)
+    return Finding(
+        code="%s.framework_cannot_load" % ("cudnn" if all(component_of(n) == "cudnn" for n in names) else "cuda"),
+        severity="info", components=["cuda", fw, "torch"],
+        title="%s finds %s only once %s is imported first" % (
+            _fw_version(facts, fw), ", ".join(names), _fw_version(facts, "torch")),
+        detail="The loader alone does not find them (they are in PyTorch's nvidia-* wheels: %s); PyTorch loads them "
+               "when it is imported, and %s then uses the copies in the process. A program that creates a CUDA "
+               "session without importing torch first falls back to the CPU." % (
+                   ", ".join(sorted({posixpath.dirname(p) for p in missing.values()})), NAMES[fw]),
+        evidence=_evidence(facts, "framework." + fw, "framework.torch", "linkage." + fw, "linkage.%s.dlopen" % fw),
+        source=dict(TORCH_FIRST),
+        fix=Fix(text="Import torch before onnxruntime (onnxruntime 1.21 and later can also load them itself: "
+                     "onnxruntime.preload_dlls()), or put those directories on LD_LIBRARY_PATH."))
+
 
 def _framework_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
     yield from _extension_cannot_load(facts, fw)
     entries = facts.value("linkage." + fw)
     if not isinstance(entries, list):
         return
+    via_torch = torch_loads(facts, fw)
     for e in entries:
-        if not isinstance(e, dict):
-            continue
+        if not isinstance(e, dict) or (not e.get("path") and e.get("soname") in via_torch):
+            continue  # framework-dlopen says it is found once torch is imported
         soname = e.get("soname", "")
         comp = component_of(soname)
         comps = [comp, fw] if comp != "cuda" else ["cuda", fw]
@@ -190,8 +241,8 @@ def _foreign_cudnn_parts(facts: Facts, fw: str, e: Dict[str, Any], ev: Any) -> I
 
 
 @check("framework-linkage.{}", each=frameworks.having("links"), requires=("framework.{}", "linkage.*"),
-       reads=("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "gpu.count",
-              "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("cuda", "libraries", "frameworks"),
+       reads=("framework.*", "libraries.*", "linkage.*.elf", "linkage.*.extensions", "linkage.*.dlopen",
+              "gpu.count", "driver.nvidia_pci_gpus") + INSTALL_LINE_READS, layers=("cuda", "libraries", "frameworks"),
        codes=_FRAMEWORK_LINKAGE_DOCS)
 def framework_linkage_of(ctx: CheckContext, item: str) -> Iterable[Finding]:
     """The CUDA libraries the framework links (ELF dependencies): missing, or shadowed by another copy."""
@@ -223,7 +274,12 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
         return  # several packages share the module: which build's files are in place (and what they open) is
         # unknown; framework.cupy_packages_conflict says so
     needed = {e.get("soname") for e in facts.items("linkage." + fw) if isinstance(e, dict)}
+    via_torch = torch_loads(facts, fw)
+    if via_torch:
+        yield _torch_first(facts, fw, via_torch)
     for e in entries:
+        if isinstance(e, dict) and e.get("soname") in via_torch:
+            continue
         if isinstance(e, dict) and e.get("path") and e.get("not_pinned_copy") and e.get("soname") not in needed:
             yield from _dlopen_not_the_pinned_copy(facts, fw, e)
         elif isinstance(e, dict) and e.get("path") and e.get("built_cuda") and e.get("soname") not in needed:

@@ -1,0 +1,189 @@
+"""Is the driver at or above the floor an application states for itself (``driver_floors.json``), beyond the CUDA
+runtime it carries? RAPIDS raised its CUDA 11 floor to 450.80.02 from 21.12 (RSN 11: its builds use a newer CUDA 11
+runtime through enhanced compatibility) and states 535+/580+ per CUDA major in its platform-support table; Ollama
+states its floor per GPU compute capability and release (docs/gpu.mdx).
+
+And is every GPU at or above the oldest GPU generation an installed release still supports (the same data's
+``min_cc`` rows)? Releases drop generations: RAPIDS 24.02 dropped Pascal (RSN 34), its CUDA 13 packages need Turing;
+TensorRT 8.6 dropped Kepler, 9.0 Maxwell, 10.x needs Volta and 10.5 Turing (release notes, support matrices)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from packaging.version import Version
+
+from ...facts import Facts
+from ...findings import Finding, Fix
+from ...matrix import floors
+from .. import CheckContext, check, docs_for
+from ..suggest import INSTALL_LINE_READS, install_line
+from . import DOCS, Driver, _ev, _severity, _v, gpu_ccs
+
+#: The kinds of TensorRT copies that are an install (a header alone is a development file: judged only without any)
+_TRT_INSTALLS = ("library", "pip", "package")
+
+
+def _floor(rows: List[Dict[str, Any]]) -> Optional[Tuple[Version, Dict[str, Any]]]:
+    best: Optional[Tuple[Version, Dict[str, Any]]] = None
+    for row in rows:
+        v = _v(row.get("min_driver"))
+        if v is not None and (best is None or v > best[0]):
+            best = (v, row)
+    return best
+
+
+def _finding(facts: Facts, drv: Driver, what: str, row: Dict[str, Any], severity: str, why: str,
+             fact_keys: Tuple[str, ...], components: Tuple[str, ...]) -> Finding:
+    floor = str(row["min_driver"])
+    branch = floor.split(".")[0]
+    src = row.get("source") or {}
+    return Finding(
+        code="driver.too_old_for_framework", severity=severity, components=list(components),
+        title="%s, but %s needs driver %s or newer" % (drv.describe(), what, floor if "." in floor else
+                                                      "branch " + floor),
+        detail="%s The installed driver is %s." % (why, drv.version),
+        evidence=_ev(drv.version_fact, *[facts.get(k) for k in fact_keys]),
+        source={"rule": "%s: driver >= %s" % (what, floor), "url": src.get("url", ""),
+                "checked": src.get("checked", ""), "verified": bool(src.get("verified"))},
+        fix=Fix(text="Update the NVIDIA driver to %s or newer (branch %s or later)." % (floor, branch),
+                commands=["sudo ubuntu-drivers install nvidia:%s" % branch] if facts.value("os.id") == "ubuntu"
+                else [], install=install_line(facts, "driver", branch, floor=True)),
+    )
+
+
+def _rapids(facts: Facts, drv: Driver, have: Version) -> List[Finding]:
+    out: List[Finding] = []
+    seen: Dict[Tuple[str, str], List[str]] = {}
+    for pkg in facts.value("apps.rapids") or []:
+        if isinstance(pkg, dict) and pkg.get("release") and pkg.get("cuda_major"):
+            seen.setdefault((str(pkg["release"]), str(pkg["cuda_major"])), []).append(
+                "%s %s" % (pkg.get("package"), pkg.get("version")))
+    for (release, major), names in sorted(seen.items()):
+        best = _floor(floors.floors_for("rapids", release, cuda_major=major))
+        if best is None or have >= best[0]:
+            continue
+        what = "RAPIDS %s (CUDA %s build: %s)" % (release, major, ", ".join(sorted(names)))
+        why = ("RAPIDS %s states driver >= %s for its CUDA %s packages (its support notices and platform-support "
+               "table); below it they fail to start on the GPU ('CUDA driver version is insufficient for CUDA "
+               "runtime version')." % (release, best[1]["min_driver"], major))
+        out.append(_finding(facts, drv, what, best[1], _severity(best[1], ["min_driver"]), why, ("apps.rapids",),
+                            ("driver", "python")))
+    return out
+
+
+def _ollama(facts: Facts, drv: Driver, have: Version) -> List[Finding]:
+    app = facts.value("apps.ollama")
+    if not isinstance(app, dict) or not app.get("version"):
+        return []
+    worst: Optional[Tuple[Version, Dict[str, Any]]] = None
+    gpus: List[str] = []
+    for cc, name, _fact in gpu_ccs(facts):
+        best = _floor(floors.floors_for("ollama", app["version"], cc=cc))
+        if best is None or have >= best[0]:
+            continue
+        gpus.append("%s, compute capability %s" % (name, cc))
+        if worst is None or best[0] > worst[0]:
+            worst = best
+    if worst is None:
+        return []
+    what = "Ollama %s on %s" % (app["version"], "; ".join(gpus))
+    why = ("Ollama %s states driver %s or newer for GPUs of this compute capability (its GPU page); with an older "
+           "driver it does not use the GPU and runs models on the CPU." % (app["version"], worst[1]["min_driver"]))
+    return [_finding(facts, drv, what, worst[1], "warning", why, ("apps.ollama",), ("driver",))]
+
+
+@check("compat.driver-floors", requires=("driver.version",), reads=("apps.rapids", "apps.ollama", "gpu.*.name",
+       "gpu.*.compute_capability") + INSTALL_LINE_READS, layers=("driver",),
+       codes=docs_for(DOCS, "driver.too_old_for_framework"))
+def driver_floors(ctx: CheckContext) -> List[Finding]:
+    drv = Driver(ctx.facts)
+    have = _v(drv.version)
+    if not drv.known or have is None or drv.wsl:
+        return []
+    return _rapids(ctx.facts, drv, have) + _ollama(ctx.facts, drv, have)
+
+
+def _installed_releases(facts: Facts) -> List[Tuple[str, str, Optional[str], str, str]]:
+    """(product, release, CUDA major or None, label, fact key) of each installed release that has GPU floors:
+    RAPIDS per release and CUDA major (``apps.rapids``), TensorRT per version of its libraries, wheels and packages
+    (``libraries.tensorrt``: a tarball on the loader path, pip's tensorrt, the distro's libnvinfer)."""
+    out: List[Tuple[str, str, Optional[str], str, str]] = []
+    rapids: Dict[Tuple[str, str], List[str]] = {}
+    for pkg in facts.value("apps.rapids") or []:
+        if isinstance(pkg, dict) and pkg.get("release"):
+            rapids.setdefault((str(pkg["release"]), str(pkg.get("cuda_major") or "")), []).append(
+                "%s %s" % (pkg.get("package"), pkg.get("version")))
+    for (release, major), names in sorted(rapids.items()):
+        out.append(("rapids", release, major or None, "RAPIDS %s (%s)" % (release, ", ".join(sorted(names))),
+                    "apps.rapids"))
+    copies = [c for c in facts.value("libraries.tensorrt") or [] if isinstance(c, dict) and _v(c.get("version"))]
+    installs = [c for c in copies if c.get("kind") in _TRT_INSTALLS] or copies
+    seen: Dict[str, str] = {}
+    for c in installs:
+        v = _v(c["version"])
+        if v is not None and len(v.release) >= 2:
+            key = "%d.%d" % v.release[:2]
+            old = _v(seen.get(key))
+            if old is None or old < v:
+                seen[key] = str(c["version"])
+    for _key, version in sorted(seen.items(), key=lambda kv: _v(kv[0]) or Version("0")):
+        out.append(("tensorrt", version, None, "TensorRT %s" % version, "libraries.tensorrt"))
+    return out
+
+
+def _gpu_floor(facts: Facts, product: str, release: str, major: Optional[str], label: str, key: str
+               ) -> List[Finding]:
+    rows: List[Tuple[Version, Dict[str, Any]]] = []
+    for row in floors.gpu_floors_for(product, release, cuda_major=major):
+        floor = _v(row.get("min_cc"))
+        if floor is not None:
+            rows.append((floor, row))
+    rows.sort(key=lambda fr: fr[0])
+    out: List[Finding] = []
+    for cc, gpu, cc_fact in gpu_ccs(facts):
+        have = _v(cc)
+        above = [row for floor, row in rows if have is not None and have < floor]
+        if not above:
+            continue
+        # the floor the GPU first falls under names the release that still supports it; the highest is the need
+        first, need = above[0], above[-1]
+        sm = "sm_" + cc.replace(".", "")
+        name = "RAPIDS" if product == "rapids" else "TensorRT"
+        if first.get("supported_by"):
+            still = ("the last %s release that supports %s is %s" if first.get("supported_by_last", True) else
+                     "%s still supports %s in release %s") % (name, sm, first["supported_by"])
+            fix = Fix(text="Install %s %s (or an earlier release) on this machine, or run %s on a GPU of compute "
+                           "capability %s or newer." % (name, first["supported_by"], label, need["min_cc"]),
+                      commands=["conda install -c rapidsai -c conda-forge -c nvidia 'rapids=%s'" % (
+                          first["supported_by"])] if product == "rapids" else [])
+        else:
+            still = "the same release's CUDA %s packages still support %s" % (first["other_build"], sm)
+            fix = Fix(text="Install %s's CUDA %s packages instead of its CUDA %s ones, or use a GPU of compute "
+                           "capability %s or newer." % (label.split(" (")[0], first["other_build"], major,
+                                                       need["min_cc"]))
+        src = need.get("source") or {}
+        out.append(Finding(
+            code="gpu.arch_not_in_build", severity=_severity(need, ["min_cc", "releases"]),
+            components=["gpu", "tensorrt" if product == "tensorrt" else "python"],
+            title="%s (%s, compute capability %s) is not supported by %s: it needs compute capability %s or newer"
+                  "; %s" % (gpu, sm, cc, label, need["min_cc"], still),
+            detail="%s %s%s supports GPUs of compute capability %s and newer only, as its vendor states; it "
+                   "carries no kernels for %s, so it fails on this GPU ('no kernel image is available for execution "
+                   "on the device', or it refuses the device at start-up)." % (
+                       name, release, " (CUDA %s build)" % major if major else "", need["min_cc"], sm),
+            evidence=_ev(cc_fact, facts.get(key)),
+            source={"rule": "%s %s: compute capability >= %s" % (name, need.get("releases"), need["min_cc"]),
+                    "url": src.get("url", ""), "checked": src.get("checked", ""),
+                    "verified": bool(src.get("verified"))},
+            fix=fix))
+    return out
+
+
+@check("compat.gpu-floors", requires=("gpu.N.compute_capability",), reads=("apps.rapids", "libraries.tensorrt"),
+       layers=("gpu",), codes=docs_for(DOCS, "gpu.arch_not_in_build"))
+def gpu_floors(ctx: CheckContext) -> List[Finding]:
+    out: List[Finding] = []
+    for product, release, major, label, key in _installed_releases(ctx.facts):
+        out += _gpu_floor(ctx.facts, product, release, major, label, key)
+    return out

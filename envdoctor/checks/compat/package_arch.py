@@ -1,0 +1,57 @@
+"""Do the GPU packages that are not frameworks (bitsandbytes, flash-attn) carry code for every GPU?
+
+A package's published builds have a floor (``matrix/data/package_arch.json``: the lowest compute capability its
+wheels carry kernels for, read from the wheels' fat binaries or the project's own support statement); a GPU below
+it gets no kernel, whatever the framework under it runs on."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ...facts import Facts
+from ...findings import Finding, Fix
+from ...matrix import packages
+from .. import CheckContext, check, docs_for
+from . import DOCS, _ev, _source, _v, gpu_ccs
+
+
+def _package_arch(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    fact = facts.get("python.gpu_packages")
+    gpus = gpu_ccs(facts)
+    if fact is None or not fact.known or not isinstance(fact.value, list) or not gpus:
+        return out
+    for entry in fact.value:
+        if not isinstance(entry, dict):
+            continue
+        name, version = str(entry.get("package") or ""), str(entry.get("version") or "")
+        row = packages.arch_row(name, version)
+        floor = _v(row["cc_min"]) if row is not None else None
+        if row is None or floor is None:
+            continue
+        label = "%s %s" % (name, version)
+        for cc, gpu, cc_fact in gpus:
+            want = _v(cc)
+            if want is None or want >= floor:
+                continue
+            sm = "sm_" + cc.replace(".", "")
+            out.append(Finding(
+                code="gpu.arch_not_in_build", severity="error", components=["gpu"],
+                title="%s (%s, compute capability %s) is not supported by %s: its builds need compute capability "
+                      "%s or newer" % (gpu, sm, cc, label, row["cc_min"]),
+                detail="%s releases %s carry GPU kernels for compute capability %s and newer only: on %s its GPU "
+                       "calls fail ('no kernel image is available for execution on the device', or the package's "
+                       "own refusal of the GPU)." % (name, row["releases"], row["cc_min"], sm),
+                evidence=_ev(cc_fact, fact),
+                source=_source("package_arch.json: %s %s needs compute capability %s or newer" % (
+                    name, row["releases"], row["cc_min"]), row),
+                fix=Fix(text=row["remedy"][0].upper() + row["remedy"][1:] + ".")))
+    return out
+
+
+@check("compat.package-arch", requires=("gpu.N.compute_capability", "python.gpu_packages"), reads=(), layers=("gpu",),
+       codes=docs_for(DOCS, "gpu.arch_not_in_build"))
+def package_arch(ctx: CheckContext) -> List[Finding]:
+    return _package_arch(ctx.facts)
+
+

@@ -1,0 +1,177 @@
+"""The NCCL and cuDNN a job loads against the defects their release notes name (``known_issues.json``).
+
+A row bites when the loaded release is in its range (``first_affected`` up to ``fixed_in``) and the machine
+shows its condition: GPUs of several models in the node, an RDMA NIC sharing a PCIe switch with exactly one GPU,
+NVLinks partly down, a named GPU model, an old driver beside an RDMA NIC. A workaround variable the row names,
+set in the environment or NCCL's configuration files, silences it; a condition the facts rule out gives nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from packaging.version import Version
+
+from ... import frameworks, versions
+from ...facts import Facts
+from ...findings import Finding, Fix
+from .. import CheckContext, CodeDoc, check
+from . import _evidence
+
+NCCL_NOTES = "https://docs.nvidia.com/deeplearning/nccl/release-notes/index.html"
+CUDNN_NOTES = "https://docs.nvidia.com/deeplearning/cudnn/backend/latest/release-notes.html"
+
+
+def nccl_copies(facts: Facts) -> List[Dict[str, Any]]:
+    """Each NCCL a job here may load, one per version: the ``nvidia-nccl-cu*`` wheel a framework has installed
+    (what it loads), and the loader's ``libnccl.so.2`` (else every NCCL copy found) for other programs."""
+    from .nccl_gpu import _nccl_candidates
+
+    out: Dict[str, Dict[str, Any]] = {}
+    for fw in frameworks.FRAMEWORKS:  # (each framework's own fact, not the facts below it)
+        key = "framework." + fw.name
+        fact = facts.get(key)
+        if fact is None or not fact.known or not isinstance(fact.value, dict):
+            continue
+        value = fact.value
+        wheels = value.get("nvidia_wheels")
+        for name, w in sorted(wheels.items()) if isinstance(wheels, dict) else ():
+            if str(name).startswith("nvidia-nccl") and isinstance(w, dict) and versions.parse(w.get("installed")):
+                v = str(w["installed"])
+                out.setdefault(v, {"version": v, "path": "the %s wheel %s loads" % (name, key.split(".", 1)[1]),
+                                   "key": key})
+    for c in _nccl_candidates(facts):
+        out.setdefault(c["version"], c)
+    return list(out.values())
+
+
+def _gpu_names(facts: Facts) -> List[str]:
+    names = []
+    for f in facts.named("gpu.", "name"):
+        if f.known and isinstance(f.value, str) and f.value not in names:
+            names.append(f.value)
+    return names
+
+
+def condition(facts: Facts, cond: Dict[str, Any]) -> Tuple[Optional[bool], str, List[str]]:
+    """(whether the condition holds: True, False, or None when the facts cannot rule it out; what the machine
+    shows; the fact keys it rests on)."""
+    kind = cond.get("kind")
+    if kind == "gpu_models_mixed":
+        names = _gpu_names(facts)
+        return len(names) > 1, "GPU models in this node: %s" % ", ".join(names), ["gpu.0.name"]
+    if kind == "gpu_model":
+        names = _gpu_names(facts)
+        hit = [n for n in names for m in cond.get("models") or [] if m.lower() in n.lower().replace("-", " ").split()]
+        return bool(hit), "GPU: %s" % ", ".join(hit or names), ["gpu.0.name"]
+    if kind == "nvlink_partly_down":
+        from ..topology import nvlinks_down
+
+        down = [(g, up, dn) for g, up, dn, _ in nvlinks_down(facts) if up]
+        text = "; ".join("GPU %s has %d NVLinks up and %d down" % (g.get("index"), len(up), len(dn))
+                         for g, up, dn in down)
+        return bool(down), text, ["topology.gpus"]
+    nics_fact = facts.get("topology.nics")
+    nics = [n for n in (nics_fact.value if nics_fact is not None and nics_fact.known else None) or []
+            if isinstance(n, dict)]
+    if kind == "nic_shares_pcie_switch_with_one_gpu":
+        if nics_fact is None or not nics_fact.known:
+            return False, "", []
+        one = [n for n in nics if isinstance(n.get("gpus_under_switch"), list) and len(n["gpus_under_switch"]) == 1]
+        if one:
+            return True, "; ".join("NIC %s (%s) shares a PCIe switch with GPU %s only" % (
+                n.get("name"), n.get("pci_bus_id"), n["gpus_under_switch"][0]) for n in one[:4]), ["topology.nics"]
+        if any(n.get("gpus_under_switch") is None for n in nics):
+            return None, "the PCIe place of RDMA NIC(s) %s is not known" % ", ".join(
+                str(n.get("name")) for n in nics if n.get("gpus_under_switch") is None), ["topology.nics"]
+        return False, "", []
+    if kind == "driver_below_with_rdma_nic":
+        driver = versions.parse(facts.value("driver.version"))
+        need = versions.parse(cond.get("version"))
+        if driver is None or need is None or driver >= need or not nics:
+            return False, "", []
+        return True, "NVIDIA driver %s with RDMA NIC(s) %s" % (
+            facts.value("driver.version"), ", ".join(str(n.get("name")) for n in nics[:4])), [
+            "driver.version", "topology.nics"]
+    return False, "", []
+
+
+def _judge(facts: Facts, product: str, copies: List[Dict[str, Any]], code: str) -> Iterable[Finding]:
+    from ...matrix import known_issues
+
+    variables = facts.mapping("env.nccl").get("variables")
+    env: Dict[str, Any] = variables if isinstance(variables, dict) else {}
+    for row in known_issues.rows(product):
+        fw = row.get("framework")
+        hit = [c for c in copies if known_issues.affects(row, c["version"])
+               and (not fw or any(k in ("linkage." + fw, "framework." + fw) for k in c.get("keys") or [c["key"]]))]
+        if not hit:
+            continue
+        holds, shows, keys = condition(facts, row["condition"])
+        if holds is False:
+            continue
+        workaround = known_issues.workaround_set(row, env) if product == "nccl" else None
+        fixed = row.get("fixed_in")
+        label = "NCCL" if product == "nccl" else "cuDNN"
+        fix_text = ("Upgrade %s to %s or newer (%s)." % (label, fixed, row["fix"]) if fixed
+                    else row["fix"][0].upper() + row["fix"][1:] + ".")
+        listed = ", ".join("%s %s (%s)" % ("NCCL" if product == "nccl" else "cuDNN", c["version"], c["path"])
+                           for c in hit)
+        severity = "info" if workaround else row["severity"]
+        range_text = ("%s up to %s" % (row["first_affected"], fixed) if row.get("first_affected") and fixed
+                      else "before %s" % fixed if fixed else "all releases")
+        may = "" if holds else " may"
+        title = "%s%s hit%s a known defect: %s" % (listed, may, "" if may else "s", row["symptom"])
+        detail = "%s (affected: %s). On this machine: %s.%s" % (
+            row["symptom"][0].upper() + row["symptom"][1:], range_text, shows or "the condition holds",
+            " The workaround %s is set, so the defect is avoided." % workaround if workaround else "")
+        yield Finding(
+            code=code, severity=severity, components=[product],
+            title=title, detail=detail,
+            evidence=_evidence(facts, *sorted({c["key"] for c in hit} | set(keys))),
+            source={"rule": "%s: %s" % (row["id"], row["symptom"]), "url": row["source"]["url"],
+                    "checked": row["source"]["checked"]},
+            fix=Fix(text=fix_text, commands=(["pip install -U 'nvidia-nccl-cu12>=%s'" % fixed]
+                                             if product == "nccl" and fixed and Version(fixed) >= Version("2.12")
+                                             else [])))
+
+
+@check("nccl-known-issues", requires=("libraries.nccl",),
+       reads=("gpu.*", "gpu.*.*", "libraries.*", "framework.*", "topology.*", "driver.*", "env.*"),
+       layers=("libraries",), codes=(
+    CodeDoc("nccl.known_broken_release", "warning",
+            "The NCCL a job here loads is a release whose notes (its Known Issues, or a later release's Fixed "
+            "Issues) name a defect under a condition this machine shows, with no workaround set: GPUs of several "
+            "models in one node (before 2.1.15), an RDMA NIC sharing a PCIe switch with one GPU (2.18.1), NVLinks "
+            "partly down (before 2.12.7), a driver older than 396.26 beside an RDMA NIC.",
+            "libraries.nccl, libraries.loader_choice, framework.<name>.nvidia_wheels, gpu.N.name, topology.nics, "
+            "topology.gpus, driver.version, env.nccl",
+            "Collectives crash at launch, hang or silently corrupt data; the release notes name the fixed release "
+            "and any variable that avoids it (information when that variable is set).",
+            "known_issues.json (NCCL's release notes per release); " + NCCL_NOTES),
+))
+def nccl_known_issues(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    copies = nccl_copies(facts)
+    if copies:
+        yield from _judge(facts, "nccl", copies, "nccl.known_broken_release")
+
+
+@check("cudnn-known-issues", requires=("libraries.cudnn",), reads=("framework.*", "gpu.*", "gpu.*.*", "libraries.*",
+                                                                   "linkage.*", "env.*"),
+       layers=("libraries",), codes=(
+    CodeDoc("cudnn.known_bad_release", "warning",
+            "The cuDNN a framework loads is a release that cuDNN's or the framework's release notes name as "
+            "defective on this machine's GPU (cuDNN 8.0.5 leaks memory on T4), fixed by a later release.",
+            "libraries.cudnn, linkage.<framework>, libraries.loader_choice, gpu.N.name",
+            "Memory grows run after run until the process is killed, or the named defect (crash, wrong results) "
+            "appears on that GPU.",
+            "known_issues.json; " + CUDNN_NOTES),
+))
+def cudnn_known_issues(ctx: CheckContext) -> Iterable[Finding]:
+    from .cudnn_gpu import _cudnn_in_use
+
+    facts = ctx.facts
+    copies = [dict(c, key=c["keys"][0]) for c in _cudnn_in_use(facts) if c.get("keys")]
+    if copies:
+        yield from _judge(facts, "cudnn", copies, "cudnn.known_bad_release")

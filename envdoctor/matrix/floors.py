@@ -1,0 +1,110 @@
+"""Floors that software states for itself (``data/driver_floors.json``), beyond the CUDA runtime it carries:
+RAPIDS' support notices and platform-support table (per release and CUDA major of the build), Ollama's GPU page
+(per release and GPU compute capability), TensorRT's release notes and support matrices. A row holds either the
+oldest driver (``min_driver``) or the oldest GPU (``min_cc``, with ``supported_by``: a release that still supports
+older GPUs, the last one unless ``supported_by_last`` is false; or ``other_build``: the CUDA major of the same
+release's packages that does). Two questions: which driver-floor rows and which GPU-floor rows apply to an
+installed release."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from . import load
+
+Row = Dict[str, Any]
+AREA = "driver_floors"
+PRODUCTS = ("rapids", "ollama", "tensorrt")
+
+
+def _contains(spec: Any, version: Any) -> bool:
+    try:
+        return SpecifierSet(str(spec)).contains(Version(str(version)), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def floors_for(product: str, release: Any, cuda_major: Optional[Any] = None, cc: Optional[Any] = None) -> List[Row]:
+    """The rows of ``product`` whose release range holds ``release`` and whose CUDA major (``cuda_major``) or
+    compute-capability range (``cc``, "6.1") holds the one given; a row keyed by what is not given never applies.
+    An unparsable release applies to nothing."""
+    out = []
+    for row in load(AREA):
+        if "min_driver" not in row or row.get("product") != product or not _contains(row.get("releases"), release):
+            continue
+        if "cuda_major" in row and (cuda_major is None or str(row["cuda_major"]) != str(cuda_major)):
+            continue
+        if "cc" in row and (cc is None or not _contains(row["cc"], cc)):
+            continue
+        out.append(row)
+    return out
+
+
+def gpu_floors_for(product: str, release: Any, cuda_major: Optional[Any] = None) -> List[Row]:
+    """The GPU-floor rows (``min_cc``) of ``product`` whose release range holds ``release``; a row keyed by a CUDA
+    major applies only to a build of that major."""
+    out = []
+    for row in load(AREA):
+        if "min_cc" not in row or row.get("product") != product or not _contains(row.get("releases"), release):
+            continue
+        if "cuda_major" in row and (cuda_major is None or str(row["cuda_major"]) != str(cuda_major)):
+            continue
+        out.append(row)
+    return out
+
+
+def validate(rows: List[Row]) -> List[str]:
+    """A known product, a release specifier, exactly one of cuda_major (digits) and cc (a specifier), and a
+    driver version."""
+    problems: List[str] = []
+    for i, row in enumerate(rows):
+        where = "row %d" % i
+        if row.get("product") not in PRODUCTS:
+            problems.append("%s: product must be one of %s" % (where, ", ".join(PRODUCTS)))
+        for key in ("releases",) + (("cc",) if "cc" in row else ()):
+            try:
+                SpecifierSet(str(row.get(key) or ""))
+            except InvalidSpecifier:
+                problems.append("%s: %s %r is not a version specifier" % (where, key, row.get(key)))
+        if ("min_driver" in row) == ("min_cc" in row):
+            problems.append("%s: needs exactly one of min_driver and min_cc" % where)
+            continue
+        if "cuda_major" in row and not str(row["cuda_major"]).isdigit():
+            problems.append("%s: cuda_major must be digits" % where)
+        if "min_cc" in row:
+            problems += _gpu_floor_problems(row, where)
+            continue
+        if ("cuda_major" in row) == ("cc" in row):
+            problems.append("%s: needs exactly one of cuda_major and cc" % where)
+        try:
+            Version(str(row.get("min_driver")))
+        except InvalidVersion:
+            problems.append("%s: min_driver %r is not a driver version" % (where, row.get("min_driver")))
+    return problems
+
+
+def _gpu_floor_problems(row: Row, where: str) -> List[str]:
+    """A GPU floor: a compute capability "X.Y", no ``cc`` key, and exactly one of ``supported_by`` (a release
+    below the range) and ``other_build`` (a CUDA major other than the row's)."""
+    problems: List[str] = []
+    if not re.match(r"^\d+\.\d$", str(row.get("min_cc"))):
+        problems.append("%s: min_cc %r is not a compute capability" % (where, row.get("min_cc")))
+    if "cc" in row:
+        problems.append("%s: a GPU floor takes no cc range" % where)
+    if not isinstance(row.get("supported_by_last", True), bool):
+        problems.append("%s: supported_by_last must be true or false" % where)
+    if ("supported_by" in row) == ("other_build" in row):
+        problems.append("%s: a GPU floor needs exactly one of supported_by and other_build" % where)
+    elif "supported_by" in row and _contains(row.get("releases"), row["supported_by"]):
+        problems.append("%s: supported_by %r is inside the row's own releases" % (where, row["supported_by"]))
+    elif "other_build" in row and (not str(row["other_build"]).isdigit() or
+                                   str(row["other_build"]) == str(row.get("cuda_major"))):
+        problems.append("%s: other_build must be another CUDA major (digits)" % where)
+    return problems
+
+
+VALIDATORS = {AREA: validate}

@@ -1,0 +1,96 @@
+"""Python packages, not frameworks, whose own compiled GPU code has limits: what it runs on, what it was built for.
+
+Fact ``python.gpu_packages`` = ``[{package, version, location, metadata}]``: each installed distribution that
+``matrix/data/package_arch.json`` has rows for (bitsandbytes, flash-attn), and DeepSpeed, with its version as its
+metadata directory names it (``flash_attn-2.3.3.dist-info``), in the order the interpreter finds them. Absent when
+none is installed. The check ``compat.package-arch`` judges them against the GPUs.
+
+DeepSpeed's entry carries ``build``: what its own build record says. DeepSpeed's setup.py writes
+``deepspeed/git_version_info_installed.py`` into every build, with ``installed_ops`` (the C++/CUDA ops compiled into
+the wheel; the others are built just in time on first use) and ``torch_info`` (the torch major.minor and CUDA
+major.minor they were compiled with); at load time an op compiled into the wheel refuses any other torch or CUDA
+(op_builder/builder.py: "PyTorch version mismatch! DeepSpeed ops were compiled and installed with a different version
+than what is being used at runtime."). ``build`` = ``{"ops": [names], "torch": "2.3", "cuda": "12.1"}``, or
+``build_unknown`` with the reason. The check ``prebuilt-ops`` judges it.
+
+A package whose Python code opens a library by soname at run time (``matrix/data/runtime_loads.json`` rows keyed by
+``package``: vLLM's NCCL wrapper opens ``libnccl.so.2`` with ctypes) carries ``opens``: per soname, the variable that
+names the file instead when it is set (``set_by``, ``value``), else which file the loader's search from the
+interpreter finds (``path``, ``via``, ``certain``: LD_LIBRARY_PATH, the loader cache, the default directories, and
+in a conda environment its ``lib``, where conda gives every shared object of the environment a run path), and the
+copies outside that search (``elsewhere``). Whether a library the framework loaded already has that soname is the
+check's to say (``linkage.<framework>``). The check ``package-loads`` judges it."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Dict, Iterable, List
+
+from ..facts import Fact, ok
+from ..matrix import loads, packages
+from . import ProbeContext, loader, register
+from .frameworks import read_literals
+
+#: Packages whose build record says which framework release their compiled ops were built for: the record's path,
+#: relative to the site directory.
+BUILD_RECORDS = {"deepspeed": "deepspeed/git_version_info_installed.py"}
+
+
+def build_record(ctx: ProbeContext, key: str, location: str) -> Dict[str, Any]:
+    """``{"build": {...}}`` from the package's build record, or ``{"build_unknown": why}``."""
+    path = posixpath.join(location, BUILD_RECORDS[key])
+    lits, why = read_literals(ctx.host, path)
+    if why is not None:
+        return {"build_unknown": why}
+    ops, info = lits.get("installed_ops"), lits.get("torch_info")
+    if not isinstance(ops, dict) or not isinstance(info, dict):
+        return {"build_unknown": "%s has no installed_ops and torch_info" % path}
+    return {"build": {"ops": sorted(str(k) for k, v in ops.items() if v), "torch": str(info.get("version") or ""),
+                      "cuda": str(info.get("cuda_version") or ""), "record": path}}
+
+
+def package_opens(ctx: ProbeContext, key: str, version: str) -> List[Dict[str, Any]]:
+    """What the package opens by soname from the interpreter's process, and where the loader would find it."""
+    host = ctx.host
+    out: List[Dict[str, Any]] = []
+    rows = loads.package_loads(key, version)
+    config = loader.loader_config(host) if rows else None
+    for row in rows:
+        env = str(row.get("unless_env") or "")
+        for so in row["loads"]:
+            value = host.getenv(env) if env else None
+            if value:
+                out.append({"soname": so, "set_by": env, "value": value, "with": row.get("with")})
+                continue
+            py = host.python()
+            own = [posixpath.join(py.prefix, "lib")] if py.prefix and host.is_dir(
+                posixpath.join(py.prefix, "conda-meta")) else []
+            assert config is not None
+            res = loader.search(host, config, so, runpath=own)
+            searched = set(own) | set(config.ld_library_path)
+            elsewhere = [posixpath.join(d, so) for d in loader.elsewhere_dirs(host)
+                         if d not in searched and so in host.list_dir(d).names()]
+            out.append({"soname": so, "path": res["path"], "via": res["via"], "certain": res["certain"],
+                        "elsewhere": elsewhere, "with": row.get("with"), "unless_env": env or None})
+    return out
+
+
+@register("gpupackages", "Packages with GPU code of their own", order=93, produces=("python.gpu_packages",))
+def probe_gpu_packages(ctx: ProbeContext) -> Iterable[Fact]:
+    wanted = set(packages.arch_packages()) | set(BUILD_RECORDS) | set(loads.package_names())
+    found: List[Dict[str, Any]] = []
+    seen = set()
+    for dist in ctx.host.distributions():
+        if dist.key in wanted and dist.key not in seen:
+            seen.add(dist.key)  # the first one on sys.path is the one imported
+            entry: Dict[str, Any] = {"package": dist.key, "version": dist.version, "location": dist.location,
+                                     "metadata": dist.metadata_dir}
+            if dist.key in BUILD_RECORDS:
+                entry.update(build_record(ctx, dist.key, dist.location))
+            opens = package_opens(ctx, dist.key, dist.version)
+            if opens:
+                entry["opens"] = opens
+            found.append(entry)
+    if not found:
+        return []
+    return [ok("python.gpu_packages", found, "dir:" + found[0]["metadata"], "Packages with GPU code of their own")]

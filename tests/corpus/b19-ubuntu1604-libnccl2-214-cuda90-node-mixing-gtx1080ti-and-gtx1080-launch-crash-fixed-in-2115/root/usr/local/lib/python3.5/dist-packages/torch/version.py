@@ -1,0 +1,3 @@
+__version__ = '0.4.0a0+3749c58'
+debug = False
+cuda = '9.0.176'

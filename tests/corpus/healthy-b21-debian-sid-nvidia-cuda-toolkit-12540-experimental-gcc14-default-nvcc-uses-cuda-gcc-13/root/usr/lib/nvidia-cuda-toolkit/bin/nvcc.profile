@@ -1,0 +1,1 @@
+/etc/nvcc.profile

@@ -1,0 +1,193 @@
+"""Driver floors that applications state for themselves (matrix area ``driver_floors``; probe ``apps``; check
+``compat.driver-floors``).
+
+The layouts are the real ones: a conda environment of RAPIDS 21.12 (conda-meta records named
+``<name>-<version>-<build>.json``, builds ``cuda_11_py38_...`` / ``cuda11_...`` as rapidsai's channel names them,
+RSN 11's example); Ollama as its install script lays it out (``/usr/local/bin/ollama``, runners in
+``/usr/lib/ollama/cuda_v12``), ``ollama --version`` printing "ollama version is X". NVML is a stand-in (no GPU
+here): the GPU's compute capability is given as a fact.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor import matrix
+from envdoctor.checks import CheckContext
+from envdoctor.checks.compat.driver_floors import driver_floors
+from envdoctor.facts import Facts, ok
+from envdoctor.matrix import floors
+from envdoctor.probes.apps import find_ollama, find_rapids
+
+from .conftest import make_host
+
+ENV = "/home/user/miniconda3/envs/rapids-21.12"
+
+
+def rapids_host(release="21.12.02", build="cuda_11_py38_g06540b9b37_0"):
+    meta = ENV + "/conda-meta/"
+    return make_host(files={meta + "cudf-%s-%s.json" % (release, build): "{}",
+                            meta + "cudatoolkit-11.0.221-h6bb024c_0.json": "{}",
+                            meta + "python-3.8.12-h12debd9_0_cpython.json": "{}"},
+                     environ={"CONDA_PREFIX": ENV, "HOME": "/home/user", "PATH": "/usr/bin:/bin"})
+
+
+def ollama_host(version="0.30.1"):
+    return make_host(files={"/usr/local/bin/ollama": "", "/usr/lib/ollama/cuda_v12/libggml-cuda.so": "",
+                            "/usr/lib/ollama/cuda_v13/libggml-cuda.so": ""},
+                     commands=[{"argv": ["/usr/local/bin/ollama", "--version"],
+                                "stdout": "ollama version is %s\n" % version}],
+                     environ={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+
+
+def judge(host, driver, cc=None):
+    facts = [ok("driver.version", driver, "test", "driver"), ok("apps.rapids", find_rapids(host), "test", "r"),
+             find_ollama(host)]
+    if cc:
+        facts += [ok("gpu.0.compute_capability", cc, "test", "cc"), ok("gpu.0.name", "NVIDIA GeForce GTX 1080 Ti",
+                                                                            "test", "name")]
+    return driver_floors(CheckContext(Facts(facts), []))
+
+
+def test_every_row_is_well_formed_and_sourced():
+    rows = matrix.load("driver_floors")
+    assert floors.validate(rows) == []
+    assert all(r["source"]["verified"] and r["source"]["quotes"] for r in rows)
+
+
+def test_rapids_cuda11_below_rsn11_floor_fires():
+    found = judge(rapids_host(), "450.51.06")
+    assert [f.code for f in found] == ["driver.too_old_for_framework"]
+    assert found[0].severity == "error"
+    text = found[0].title + found[0].detail
+    assert "450.51.06" in text and "450.80.02" in text and "RAPIDS 21.12" in text
+
+
+@pytest.mark.parametrize("driver,release", [("450.80.02", "21.12.02"), ("460.91.03", "21.12.02"),
+                                            ("450.51.06", "21.10.01")])
+def test_rapids_quiet_at_or_above_the_floor_or_before_rsn11(driver, release):
+    assert judge(rapids_host(release=release), driver) == []
+
+
+def test_rapids_cuda12_platform_table():
+    host = rapids_host(release="26.02.00", build="cuda12_py312_260204_abc_0")
+    assert [f.code for f in judge(host, "525.147.05")] == ["driver.too_old_for_framework"]
+    assert judge(host, "535.288.01") == []
+
+
+def test_ollama_is_found_with_its_version_and_runners():
+    value = find_ollama(ollama_host()).value
+    assert value == {"path": "/usr/local/bin/ollama", "version": "0.30.1", "libdir": "/usr/lib/ollama",
+                     "runners": ["cuda_v12", "cuda_v13"]}
+    assert find_ollama(make_host(files={"/etc/os-release": ""})).value is None
+
+
+def test_ollama_pascal_needs_570_from_0_30():
+    found = judge(ollama_host("0.30.1"), "550.163.01", cc="6.1")
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "warning")]
+    assert "550.163.01" in found[0].title and "570" in found[0].title
+
+
+@pytest.mark.parametrize("version,driver,cc", [("0.13.0", "550.163.01", "6.1"),  # its docs: 531 and newer
+                                               ("0.30.1", "550.163.01", "7.5"),
+                                               ("0.30.1", "570.195.03", "6.1")])
+def test_ollama_quiet_where_its_docs_are_met(version, driver, cc):
+    assert judge(ollama_host(version), driver, cc=cc) == []
+
+
+def test_ollama_older_than_its_own_floor():
+    found = judge(ollama_host("0.13.0"), "525.147.05", cc="8.6")
+    assert found and "531" in found[0].title
+
+
+# -- GPU floors: generations a release dropped (the same data's min_cc rows; check compat.gpu-floors) ---------------
+# TensorRT as its tarball lays it out (TensorRT-8.6.1.6/lib/libnvinfer.so.8 -> libnvinfer.so.8.6.1, the lib
+# directory on LD_LIBRARY_PATH as its install guide says) and as pip installs it (tensorrt-X.dist-info); the GPU is a
+# stand-in fact (no GPU here).
+
+def _gpu_facts(host, cc, name):
+    from envdoctor.facts import ok as fact
+
+    from .conftest import probe_facts
+    facts = probe_facts(host)
+    for f in (fact("gpu.count", 1, "test"), fact("gpu.0.name", name, "test"),
+              fact("gpu.0.compute_capability", cc, "test")):
+        facts.add(f)
+    return facts
+
+
+def trt_tarball_host(version="8.6.1.6"):
+    lib = "/opt/TensorRT-%s/lib" % version
+    real = "libnvinfer.so.%s" % ".".join(version.split(".")[:3])
+    host = make_host(files={lib + "/" + real: "", "/sbin/ldconfig": ""},
+                     environ={"LD_LIBRARY_PATH": lib, "PATH": "/usr/bin:/bin"},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout": "1 libs found in cache "
+                                "`/etc/ld.so.cache'\n\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}])
+    host.doc["links"][lib + "/libnvinfer.so.8"] = {"target": real}
+    host.doc["dirs"][lib]["entries"].append("libnvinfer.so.8")
+    return type(host)(host.doc)
+
+
+def trt_pip_host(version):
+    from .test_probe_frameworks import site_host
+    return site_host({"tensorrt-%s.dist-info/METADATA" % version: "Name: tensorrt\nVersion: %s\n" % version,
+                      "tensorrt/__init__.py": ""})
+
+
+def gpu_floor_findings(host, cc, name):
+    from envdoctor.checks.compat.driver_floors import gpu_floors
+    return gpu_floors(CheckContext(_gpu_facts(host, cc, name), []))
+
+
+def test_every_gpu_floor_row_is_checked_for_its_shape():
+    rows = [r for r in matrix.load("driver_floors") if "min_cc" in r]
+    assert {r["product"] for r in rows} == {"rapids", "tensorrt"}
+    bad = [dict(rows[0], supported_by=rows[0]["releases"].lstrip(">=")), dict(rows[0], min_cc="sm_50"),
+           dict(rows[0], min_driver="535")]
+    assert floors.validate(bad) == ["row 0: supported_by '8.6' is inside the row's own releases",
+                                    "row 1: min_cc 'sm_50' is not a compute capability",
+                                    "row 2: needs exactly one of min_driver and min_cc"]
+
+
+def test_tensorrt_86_tarball_on_kepler_is_an_error_naming_85():
+    found = gpu_floor_findings(trt_tarball_host(), "3.7", "Tesla K80")
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
+    assert "Tesla K80" in found[0].title and "sm_37" in found[0].title and "TensorRT 8.6.1" in found[0].title
+    assert "the last TensorRT release that supports sm_37 is 8.5" in found[0].title
+    assert "8.5" in found[0].fix.text
+
+
+@pytest.mark.parametrize("host,cc", [(trt_tarball_host(), "7.5"), (trt_tarball_host("8.5.3.1"), "3.7"),
+                                     (trt_pip_host("10.4.0"), "7.0"), (trt_pip_host("10.6.0"), "8.6")])
+def test_tensorrt_quiet_on_a_gpu_its_release_supports(host, cc):
+    assert gpu_floor_findings(host, cc, "NVIDIA GPU") == []
+
+
+def test_tensorrt_10_pip_names_the_release_for_each_generation():
+    volta = gpu_floor_findings(trt_pip_host("10.6.0"), "7.0", "Tesla V100-SXM2-16GB")
+    assert len(volta) == 1 and "needs compute capability 7.5" in volta[0].title
+    assert "the last TensorRT release that supports sm_70 is 10.4" in volta[0].title
+    pascal = gpu_floor_findings(trt_pip_host("10.6.0"), "6.0", "Tesla P100-PCIE-16GB")
+    assert len(pascal) == 1 and "TensorRT still supports sm_60 in release 8.6" in pascal[0].title
+
+
+def test_rapids_2402_on_pascal_is_an_error_naming_2312():
+    host = rapids_host(release="24.02.02", build="cuda12_py310_240223_g48d3a6d5be_0")
+    found = gpu_floor_findings(host, "6.0", "Tesla P100-PCIE-16GB")
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
+    assert "sm_60" in found[0].title and "RAPIDS 24.02" in found[0].title and "23.12" in found[0].title
+    assert found[0].fix.commands == ["conda install -c rapidsai -c conda-forge -c nvidia 'rapids=23.12'"]
+
+
+@pytest.mark.parametrize("release,build,cc", [("23.12.01", "cuda12_py310_231208_abc_0", "6.0"),
+                                              ("24.02.02", "cuda12_py310_240223_abc_0", "7.0"),
+                                              ("26.02.00", "cuda12_py312_260204_abc_0", "7.0")])
+def test_rapids_quiet_where_its_release_supports_the_gpu(release, build, cc):
+    assert gpu_floor_findings(rapids_host(release=release, build=build), cc, "NVIDIA GPU") == []
+
+
+def test_rapids_cuda13_packages_on_volta_point_to_the_cuda12_ones():
+    found = gpu_floor_findings(rapids_host(release="26.02.00", build="cuda13_py312_260204_abc_0"), "7.0",
+                               "Tesla V100-SXM2-32GB")
+    assert len(found) == 1 and "needs compute capability 7.5" in found[0].title
+    assert "CUDA 12 packages" in found[0].title and "CUDA 12 packages" in found[0].fix.text
