@@ -273,10 +273,21 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
                        f"No driver branch pinned: {why}"]
     old_branch = branch is not None and int(branch) < OPEN_DEFAULT_FROM
     pre_turing = [cc for cc in ccs if hardware.open_modules_drive(cc) is False]
-    flavor = request.options.get("flavor") or ("proprietary" if old_branch or pre_turing else "open")
+    open_only = [cc for cc in ccs if hardware.proprietary_modules_drive(cc) is False]
+    if pre_turing and open_only:
+        raise RecipeError(f"no NVIDIA kernel module flavor drives all of this machine's GPUs: compute capability "
+                          f"{', '.join(sorted(set(pre_turing)))} needs the proprietary modules, "
+                          f"{', '.join(sorted(set(open_only)))} the open ones", [])
+    flavor = request.options.get("flavor") or ("proprietary" if (old_branch or pre_turing) and not open_only
+                                               else "open")
     if flavor not in FLAVORS:
         raise RecipeError(f"driver flavor {flavor!r} is unknown",
                           [f"envdoctor install driver --option flavor={f}" for f in FLAVORS])
+    if flavor == "proprietary" and open_only:
+        raise RecipeError(f"NVIDIA's proprietary kernel modules cannot drive this machine's GPU (compute capability "
+                          f"{', '.join(sorted(set(open_only)))}): Blackwell ({hardware.OPEN_ONLY_MIN_CC}) and newer "
+                          "is driven by the open kernel modules only",
+                          ["envdoctor install driver --option flavor=open"])
     if flavor == "open" and pre_turing:
         raise RecipeError(f"NVIDIA's open kernel modules cannot drive this machine's GPU (compute capability "
                           f"{', '.join(sorted(set(pre_turing)))}): they drive Turing (7.5) and newer only",

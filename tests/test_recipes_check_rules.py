@@ -105,6 +105,33 @@ def test_open_modules_before_turing_recipe_and_check_agree(cc):
         assert "driver.open_modules_unsupported_gpu" not in _check_codes(cc, branch, flavor_chosen)
 
 
+@pytest.mark.parametrize("cc", _ccs())
+def test_open_only_gpus_recipe_and_check_agree(cc):
+    """flavor=proprietary on every architecture, with a branch that drives it: the recipe refuses the proprietary
+    modules exactly where driver-support finds driver.open_modules_required (both: hardware.proprietary_modules_drive,
+    Blackwell on), and without --option flavor it plans the open ones there."""
+    facts = _gpu_facts(cc)
+    branches = [b for b in driver_recipe.versions() if hw.branch_drives(b, cc) is not False]
+    assert branches, cc
+    branch = branches[-1]
+    refused = _refusal(Request("driver", branch, "repo", options={"flavor": "proprietary"}), RHEL, facts)
+    recipe_refuses = refused is not None and "proprietary kernel modules cannot drive" in refused
+    check_refuses = "driver.open_modules_required" in _check_codes(cc, branch, "proprietary")
+    assert recipe_refuses == check_refuses == (hw.proprietary_modules_drive(cc) is False), (cc, branch, refused)
+    if hw.proprietary_modules_drive(cc) is False:
+        plan = driver_recipe.plan(Request("driver", branch, "repo"), RHEL, facts)
+        assert any(s.title.startswith("install the NVIDIA driver (open") for s in plan.steps), (cc, branch)
+
+
+def test_a_machine_no_single_flavor_drives_is_refused():
+    """A Pascal and a Blackwell GPU in one machine: the open modules do not drive the first, the proprietary ones
+    not the second, so no plan installs a driver that leaves one GPU undriven."""
+    facts = _facts(**{"gpu.count": 2, "gpu.0.compute_capability": "6.1", "gpu.1.compute_capability": "12.0"})
+    for options in ({}, {"flavor": "open"}, {"flavor": "proprietary"}):
+        refused = _refusal(Request("driver", None, "repo", options=options), RHEL, facts)
+        assert refused is not None, options
+
+
 def _driver_cudas() -> List[Optional[str]]:
     """Every CUDA major.minor of Table 3 (what a driver reports as its CUDA version), and none reported."""
     return sorted({"%d.%d" % Version(r["version"]).release[:2] for r in hw.cuda_releases()}, key=Version) + [None]

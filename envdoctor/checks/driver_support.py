@@ -22,8 +22,6 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from packaging.version import Version
-
 from .. import lazyre, matrix, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
@@ -35,8 +33,6 @@ from .gpus import KLOG, not_driven
 from .kernel_log import explains
 
 MODULES_URL = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
-#: Blackwell (compute capability 10.0 and later) is driven by the open kernel modules only.
-OPEN_ONLY_MIN_CC = "10.0"
 OPEN_ONLY_URL = "https://forums.developer.nvidia.com/t/unix-graphics-feature-deprecation-schedule/60588"
 
 #: Where the running or installed driver's version is read, best first.
@@ -146,10 +142,6 @@ def _gpus(facts: Facts, buses: List[str]) -> List[_Gpu]:
     return out
 
 
-def _cc_ge(cc: Optional[str], floor: str) -> Optional[bool]:
-    v = versions.parse(cc) if cc else None
-    return None if v is None else v >= Version(floor)
-
 
 def _verdicts(facts: Facts) -> List[Finding]:
     """The module flavour and branch against each GPU the driver does not drive (the check's findings)."""
@@ -245,7 +237,7 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                                      "url": MODULES_URL, "checked": "2026-11-29",
                                      **({"list": src["url"]} if src else {})},
                 fix=Fix(text=_row_fix("open_unsupported"), commands=["modinfo -F license nvidia", KLOG]))]
-    if flavor == "proprietary" and _cc_ge(gpu.cc, OPEN_ONLY_MIN_CC):
+    if flavor == "proprietary" and hw.proprietary_modules_drive(gpu.cc) is False:
         return [Finding(
             "driver.open_modules_required", "error", ["driver", "gpu"],
             "%s needs NVIDIA's open kernel modules, but %s is the proprietary flavour" % (label, where),

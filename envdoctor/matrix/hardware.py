@@ -536,6 +536,18 @@ def open_modules_drive(cc: Optional[CC]) -> Optional[bool]:
     return None if want is None else want >= Version(OPEN_MODULES_MIN_CC)
 
 
+#: Blackwell (compute capability 10.0 and later) is driven by the open kernel modules only: "Grace Hopper and
+#: Blackwell platforms must use the open GPU kernel modules" (NVIDIA's driver installation guide, kernel modules).
+OPEN_ONLY_MIN_CC = "10.0"
+
+
+def proprietary_modules_drive(cc: Optional[CC]) -> Optional[bool]:
+    """Whether NVIDIA's proprietary kernel modules drive a GPU of compute capability ``cc`` (None when unknown):
+    not from Blackwell on. The one rule the driver recipe and the driver-support check apply."""
+    want = _cc(cc) if cc is not None else None
+    return None if want is None else want < Version(OPEN_ONLY_MIN_CC)
+
+
 def branches_packaged(distro: Optional[str], version: Optional[str]) -> Optional[Tuple[int, int]]:
     """(oldest, newest) driver branch NVIDIA's CUDA repository carries for a distribution (``"ubuntu"``,
     ``"22.04"``): the branches of the CUDA releases that list it (cuda.json ``distributions``); None when none does."""
