@@ -7,6 +7,7 @@ each helper here returns ``None`` for what is not a version instead of raising.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Optional, Tuple
 
@@ -23,7 +24,13 @@ def parse(text: Any) -> Optional[Version]:
         return text
     if text is None or isinstance(text, bool) or not isinstance(text, (str, int, float)):
         return None
-    s = str(text).strip().lstrip("vV")
+    return _parse_text(str(text).strip().lstrip("vV"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(s: str) -> Optional[Version]:
+    """:func:`parse` of a stripped string, once per distinct text (a Version is never changed after it is made):
+    a 64-GPU board asks for the same compute capability and driver version once per GPU and check."""
     if not s:
         return None
     try:

@@ -86,11 +86,21 @@ def _cc(cc: CC) -> Optional[Version]:
     if isinstance(cc, (tuple, list)):
         if len(cc) != 2 or not all(isinstance(p, int) for p in cc):
             return None
-        return Version(f"{cc[0]}.{cc[1]}")
-    text = str(cc).strip().lower()
+        return _cc_version(f"{cc[0]}.{cc[1]}")
+    return _cc_text(str(cc).strip().lower())
+
+
+#: Version(text), made once per distinct text (a Version is never changed after it is made); raises as it does.
+_cc_version = functools.lru_cache(maxsize=256)(Version)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cc_text(text: str) -> Optional[Version]:
+    """:func:`_cc` of a text, worked out once per distinct text: every GPU of a board, in several checks, asks
+    for the same one."""
     m = re.match(r"^(?:sm_|compute_)?(\d+)(\d)[af]?$", text)
     if m and "." not in text:
-        return Version(f"{m.group(1)}.{m.group(2)}")
+        return _cc_version(f"{m.group(1)}.{m.group(2)}")
     return parse_version(text)
 
 
@@ -550,7 +560,11 @@ def branches_packaged(distro: Optional[str], version: Optional[str]) -> Optional
 
 def drives_all(branch: Union[str, int], ccs: Sequence[CC]) -> bool:
     """Whether a driver branch drives every GPU of these compute capabilities (an unknown one counts as driven)."""
-    return all(branch_drives(branch, cc) is not False for cc in ccs)
+    distinct: List[CC] = []  # a board's GPUs are mostly one model: each compute capability asked once
+    for cc in ccs:
+        if cc not in distinct:
+            distinct.append(cc)
+    return all(branch_drives(branch, cc) is not False for cc in distinct)
 
 
 def recommend_branch(ccs: Sequence[CC] = (), today: Optional[datetime.date] = None,
