@@ -28,33 +28,31 @@ def _contains(spec: Any, version: Any) -> bool:
         return False
 
 
+def _rows(field: str, product: str, release: Any, cuda_major: Optional[Any]) -> List[Row]:
+    """The rows of ``product`` carrying ``field`` whose release range holds ``release``; a row keyed by a CUDA major
+    applies only to a build of that major."""
+    out = []
+    for row in load(AREA):
+        if field not in row or row.get("product") != product or not _contains(row.get("releases"), release):
+            continue
+        if "cuda_major" in row and (cuda_major is None or str(row["cuda_major"]) != str(cuda_major)):
+            continue
+        out.append(row)
+    return out
+
+
 def floors_for(product: str, release: Any, cuda_major: Optional[Any] = None, cc: Optional[Any] = None) -> List[Row]:
     """The rows of ``product`` whose release range holds ``release`` and whose CUDA major (``cuda_major``) or
     compute-capability range (``cc``, "6.1") holds the one given; a row keyed by what is not given never applies.
     An unparsable release applies to nothing."""
-    out = []
-    for row in load(AREA):
-        if "min_driver" not in row or row.get("product") != product or not _contains(row.get("releases"), release):
-            continue
-        if "cuda_major" in row and (cuda_major is None or str(row["cuda_major"]) != str(cuda_major)):
-            continue
-        if "cc" in row and (cc is None or not _contains(row["cc"], cc)):
-            continue
-        out.append(row)
-    return out
+    return [row for row in _rows("min_driver", product, release, cuda_major)
+            if "cc" not in row or (cc is not None and _contains(row["cc"], cc))]
 
 
 def gpu_floors_for(product: str, release: Any, cuda_major: Optional[Any] = None) -> List[Row]:
     """The GPU-floor rows (``min_cc``) of ``product`` whose release range holds ``release``; a row keyed by a CUDA
     major applies only to a build of that major."""
-    out = []
-    for row in load(AREA):
-        if "min_cc" not in row or row.get("product") != product or not _contains(row.get("releases"), release):
-            continue
-        if "cuda_major" in row and (cuda_major is None or str(row["cuda_major"]) != str(cuda_major)):
-            continue
-        out.append(row)
-    return out
+    return _rows("min_cc", product, release, cuda_major)
 
 
 def validate(rows: List[Row]) -> List[str]:
