@@ -41,7 +41,7 @@ def sort_key(finding: Finding) -> tuple:
 
 COMPONENTS = frozenset(
     "os kernel cpu driver gpu topology cuda cudnn nccl tensorrt compiler python conda docker container-toolkit "
-    "fabric-manager envdoctor".split()
+    "apptainer fabric-manager envdoctor".split()
 ) | frozenset(frameworks.COMPONENTS)
 
 

@@ -106,7 +106,9 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 # driver_packages.json: the names RPM Fusion gives its driver packages are its own specs'
                 "github.com/rpmfusion/",
                 # numba_cuda_paths.json: where Numba looks for libNVVM and libdevice is its own source at each tag
-                "github.com/numba/numba/")
+                "github.com/numba/numba/",
+                # container_compute_libraries.json: what Apptainer's nvliblist.conf lists is its own release notes
+                "github.com/apptainer/apptainer/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant"),

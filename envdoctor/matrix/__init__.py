@@ -263,7 +263,8 @@ VENDORS = {fw.matrix_area: fw.display for fw in framework_table.FRAMEWORKS if fw
 VENDORS.update({"cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
                 "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
                 "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
-                "cdi_engines": "Podman", "triton": "Triton", "numba_cuda_paths": "Numba"})
+                "cdi_engines": "Podman", "triton": "Triton", "numba_cuda_paths": "Numba",
+                "container_compute_libraries": "NVIDIA"})
 
 
 def hint_sentence(area: str, row: Row) -> Optional[str]:
