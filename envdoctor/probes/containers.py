@@ -843,7 +843,7 @@ def apptainer_fact(host: Host) -> Fact:
                                 if line.strip() and not line.strip().startswith("#")]
             main = host.read_file(posixpath.join(confdir, "%s.conf" % program), limit=256 * 1024).text or ""
             setting = _USE_NVCCLI.search(main)
-            value["uses_nvccli"] = bool(setting) and setting.group(1).lower() == "yes"
+            value["uses_nvccli"] = setting is not None and setting.group(1).lower() == "yes"
             break
         return ok("container.apptainer", value, "command:%s --version" % program, "Apptainer")
     return ok("container.apptainer", {"installed": False}, "which:apptainer", "Apptainer")
