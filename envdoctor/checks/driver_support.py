@@ -2,7 +2,8 @@
 
 Decided from what is installed, also when the module never loaded: the GPU's PCI device ID read against
 NVIDIA's own lists (``gpu_pci_ids``: the open modules' "Compatible GPUs", the proprietary README's current and
-legacy lists), its architecture (NVML's compute capability, else the product name's), the module's flavour
+legacy lists), its architecture (NVML's compute capability, else the product name's, else its chip's by NVIDIA's
+device-ID ranges, ``gpu_chips``), the module's flavour
 (loaded: /proc/driver/nvidia/version; installed: ``modinfo -F license``) and branch. For each NVIDIA GPU the
 driver does not drive now (:func:`envdoctor.checks.gpus.not_driven`):
 

@@ -283,7 +283,8 @@ DOCS = (
             "CUDA needs nvidia-uvm: cuInit fails without it.", CATALOG),
     GPU_LOST,
     CodeDoc("gpu.reset_required", "error", "A GPU reported an Xid after which NVIDIA says to reset it (GSP timeout "
-            "or error, an uncontained error...; a warning when the GPU answers now).", "driver.kernel_log",
+            "or error, an uncontained error...; a warning when the GPU answers now; not said when the driver "
+            "cannot drive the GPU at all: the wrong module flavour or branch is said instead).", "driver.kernel_log",
             "Work on the GPU fails or hangs until it is reset.", XID_URL),
     CodeDoc("gpu.xid_memory_error", "warning", "A GPU reported memory errors since boot (ECC, page retirement, row "
             "remapping).", "driver.kernel_log", "Repeated memory errors point at a failing board.", XID_URL),
