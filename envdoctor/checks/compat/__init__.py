@@ -139,7 +139,9 @@ DOCS = (
             "A CPU-only build of a framework is installed on a machine with an NVIDIA GPU.",
             "framework.* (build), gpu.count, driver.cuda_version",
             "The GPU sits idle: torch.cuda.is_available() is False, TensorFlow lists no GPU device. The fix names "
-            "a CUDA build that this driver runs, picked from the matrix.", "torch.json, tensorflow.json, jax.json"),
+            "a CUDA build that this driver runs, picked from the matrix. Information only where the CPU package "
+            "is installed because other packages require it by name and its CUDA build is another project "
+            "(onnxruntime, required by faster-whisper): they chose it.", "torch.json, tensorflow.json, jax.json"),
     CodeDoc("cuda.toolkits_disagree", "warning",
             "/usr/local/cuda, the nvcc on PATH and CUDA_HOME point at different CUDA toolkits.",
             "cuda.default_symlink, cuda.nvcc, cuda.home",
