@@ -114,6 +114,15 @@ def tensorflow_cudnn_built(version: Any) -> Optional[Tuple[str, Row]]:
     return None
 
 
+def tensorflow_wheel_cuda(version: Any) -> Optional[Tuple[str, Row]]:
+    """The CUDA a TensorFlow GPU wheel release links (its library's DT_NEEDED libcudart.so.<X.Y>), for releases whose
+    wheel has no build_info to say it (0.x, 1.0); None for a release no such row covers."""
+    for row in _rows("tensorflow", version):
+        if row.get("cudnn_built") and row.get("cuda"):
+            return str(row["cuda"]), row
+    return None
+
+
 def cudnn_newer_minor_accepted(framework: str, release: Any, built_major: int) -> Optional[Tuple[bool, Row]]:
     """Whether a release of ``framework`` accepts a loaded cuDNN of a newer minor than the one it was built with
     (same major), and the row saying so; None when no row covers the release. TensorFlow before 1.8 requires the
@@ -146,6 +155,8 @@ def validate(rows: List[Row]) -> List[str]:
             elif "cudnn_built" in row:
                 if _plain(row.get("cudnn_built")) is None or len(str(row.get("cudnn_built")).split(".")) != 3:
                     problems.append("%s: cudnn_built must be the full cuDNN version (major.minor.patch)" % where)
+                if "cuda" in row and (_plain(row.get("cuda")) is None or len(str(row["cuda"]).split(".")) != 2):
+                    problems.append("%s: cuda must be the CUDA release the wheel links (major.minor)" % where)
             elif not str(row.get("tensorrt_major", "")).isdigit():
                 problems.append("%s: a tensorflow row needs tensorrt_major (digits), cudnn_built or "
                                 "cudnn_newer_minor_from" % where)
