@@ -95,3 +95,61 @@ def test_every_streamed_line_is_its_encoded_document_and_reads_back_as_the_answe
     assert done and asking == "shutdown"  # nvmlShutdown: asked, never answered
     # collect's own copy marks "init" True after streaming the binding's answer to nvmlInit (None)
     assert data == dict(out, init=data["init"]) and data["init"] == {"value": None}
+
+
+def _read_as_before(text: str) -> Any:
+    """What :func:`nvml_worker.parse_stream` made of a stream before it parsed the stream as it is:
+    its non-blank lines joined by commas into one array, each line by itself when
+    that array is not one value a line."""
+    data: Dict[str, Any] = {}
+    asking = None
+    done = False
+    lines = text.splitlines()
+    whole_lines = [line for line in lines if line.strip()]
+    try:
+        docs = json.loads("[%s]" % ",".join(whole_lines))
+        if len(docs) != len(whole_lines):
+            docs = None
+    except ValueError:
+        docs = None
+    for line in docs if docs is not None else lines:
+        if docs is not None:
+            doc = line
+        else:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+        if not isinstance(doc, dict):
+            continue
+        if "ask" in doc:
+            asking = str(doc["ask"])
+        elif "key" in doc and isinstance(doc.get("answer"), dict):
+            data[str(doc["key"])] = doc["answer"]
+            if asking == doc["key"]:
+                asking = None
+        elif doc.get("done") is True:
+            done = True
+        elif "key" not in doc and "ask" not in doc and not data:
+            return doc, None, True
+    return data, asking, done
+
+
+stream_lines = st.one_of(
+    st.builds(lambda k: whole({"ask": k}), st.sampled_from(["init", "device.0.name", "pair.0.1", "shutdown"])),
+    st.builds(lambda k, a: whole({"key": k, "answer": a}), st.sampled_from(["init", "device.0.name", "pair.0.1"]),
+              answers),
+    st.just(whole({"done": True})), st.just("\n"), st.just("  \n"), st.just("1, 2\n"), st.just("[1]\n"),
+    st.just('{"init": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND", "code": 12}}\n'),
+    st.just('{"ask": "x", "a": [1\n'), st.just('2], "b": 1}, 5\n'),  # two lines one array takes as two values
+    st.builds(lambda t: t, st.text(alphabet="{}\":,[] \r\n\x0b\x0c\x1c\x85\u2028abcdk0129", max_size=12)),
+)
+
+
+@given(st.lists(stream_lines, max_size=12), st.integers(min_value=0, max_value=40))
+def test_a_stream_is_read_as_line_by_line_however_it_was_cut(lines: Any, cut: int) -> None:
+    """Whole streams, streams cut off mid-line (a crash, the deadline), with blank lines, other line breaks, two
+    values on a line, garbage: read as they were before."""
+    text = "".join(lines)
+    for t in (text, text[:len(text) - cut] if cut else text):
+        assert nvml_worker.parse_stream(t) == _read_as_before(t)

@@ -164,22 +164,8 @@ def parse_stream(text):
     data = {}
     asking = None
     done = False
-    lines = text.splitlines()
-    whole = [line for line in lines if line.strip()]
-    try:  # every line one whole value (the usual case): one parse of them all, as fast as one line
-        docs = json.loads("[%s]" % ",".join(whole))
-        if len(docs) != len(whole):  # a line held two values ("1, 2"): read line by line
-            docs = None
-    except ValueError:
-        docs = None
-    for line in docs if docs is not None else lines:
-        if docs is not None:
-            doc = line
-        else:
-            try:
-                doc = json.loads(line)
-            except ValueError:
-                continue  # a line cut off by a crash or the deadline
+    docs = _every_line(text)
+    for doc in docs if docs is not None else _line_by_line(text):
         if not isinstance(doc, dict):
             continue
         if "ask" in doc:
@@ -193,6 +179,39 @@ def parse_stream(text):
         elif "key" not in doc and "ask" not in doc and not data:
             return doc, None, True  # one whole object (NOT_FOUND, binding_error, an older worker)
     return data, asking, done
+
+
+#: Line boundaries of str.splitlines besides "\n" that an ASCII text can hold.
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
+def _every_line(text):
+    """Every non-blank line's value, parsed as one JSON array (the usual case: as fast as one line), or None when
+    some line is not one whole value. The child's stream (ASCII lines, each ending in "\n") is parsed as it is,
+    its line ends made commas, without a list of its lines."""
+    if text.endswith("\n") and text.isascii() and not any(c in text for c in _OTHER_BREAKS):
+        # "\n" the only line boundary: a blank or cut line or one holding two values fails the parse or the count
+        try:
+            docs = json.loads("[%s]" % text[:-1].replace("\n", ","))
+            if len(docs) == text.count("\n"):
+                return docs
+        except ValueError:
+            pass
+    whole = [line for line in text.splitlines() if line.strip()]
+    try:
+        docs = json.loads("[%s]" % ",".join(whole))
+    except ValueError:
+        return None
+    return docs if len(docs) == len(whole) else None  # a line held two values ("1, 2"): read line by line
+
+
+def _line_by_line(text):
+    """Each line's value, the lines that are no whole value (cut off by a crash or the deadline) left out."""
+    for line in text.splitlines():
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue
 
 
 #: NVML function asked for each top-level key (for messages naming a call that hung).
