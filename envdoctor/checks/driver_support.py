@@ -2,7 +2,8 @@
 
 Decided from what is installed, also when the module never loaded: the GPU's PCI device ID read against
 NVIDIA's own lists (``gpu_pci_ids``: the open modules' "Compatible GPUs", the proprietary README's current and
-legacy lists), its architecture (NVML's compute capability, else the product name's), the module's flavour
+legacy lists), its architecture (NVML's compute capability, else the product name's, else its chip's by NVIDIA's
+device-ID ranges, ``gpu_chips``), the module's flavour
 (loaded: /proc/driver/nvidia/version; installed: ``modinfo -F license``) and branch. For each NVIDIA GPU the
 driver does not drive now (:func:`envdoctor.checks.gpus.not_driven`):
 
@@ -112,10 +113,28 @@ class _Gpu:
             self.name = self.listed.name
         if self.cc is None and self.name:
             self.cc = _cc_of_name(self.name)
+        # the chip by NVIDIA's device-ID ranges: the generation when neither NVML nor the name says it
+        self.chip = kernel.chip_of(device_id) if self.cc is None and device_id else None
+
+    def arch(self) -> Optional[str]:
+        """The GPU's architecture: its compute capability's, else its chip's (from its PCI ID)."""
+        row = hw.arch_for_cc(self.cc) if self.cc else None
+        if row is not None:
+            return str(row["arch"])
+        return self.chip.arch if self.chip is not None else None
+
+    def needs_open(self) -> Optional[bool]:
+        """Whether only the open kernel modules drive the GPU (Blackwell on), from its compute capability or, when
+        that is unknown, its chip's architecture; None when neither is known."""
+        if self.cc:
+            drives = hw.proprietary_modules_drive(self.cc)
+        else:
+            drives = hw.proprietary_modules_drive_arch(self.chip.arch) if self.chip is not None else None
+        return None if drives is None else not drives
 
     def label(self) -> str:
-        arch = hw.arch_for_cc(self.cc) if self.cc else None
-        bits = [b for b in (self.name, arch["arch"] if arch is not None else None,
+        arch = self.arch()
+        bits = [b for b in (self.name, arch,
                             "PCI ID " + self.device_id if self.device_id else None) if b]
         return "GPU %s%s" % (self.bus, " (%s)" % ", ".join(bits) if bits else "")
 
@@ -237,12 +256,19 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                                      "url": MODULES_URL, "checked": "2026-11-29",
                                      **({"list": src["url"]} if src else {})},
                 fix=Fix(text=_row_fix("open_unsupported"), commands=["modinfo -F license nvidia", KLOG]))]
-    if flavor == "proprietary" and hw.proprietary_modules_drive(gpu.cc) is False:
+    if flavor == "proprietary" and gpu.needs_open():
+        hint = ""
+        if not gpu.cc and gpu.chip is not None:
+            hint = " The GPU's generation is read from its PCI ID (%s, a %s chip)%s." % (
+                gpu.device_id, gpu.chip.chip,
+                "; that ID's chip is not confirmed from NVIDIA's tables, but the driver does not drive the GPU"
+                if matrix.unverified(gpu.chip.source) else "")
         return [Finding(
             "driver.open_modules_required", "error", ["driver", "gpu"],
             "%s needs NVIDIA's open kernel modules, but %s is the proprietary flavour" % (label, where),
             "Blackwell GPUs are driven by the open kernel modules only; the proprietary module refuses them "
-            "(kernel log: \"requires use of the NVIDIA open kernel modules\", then \"RmInitAdapter failed\").",
+            "(kernel log: \"requires use of the NVIDIA open kernel modules\", then \"RmInitAdapter failed\"); "
+            "what the driver logs about the GPU after that (Xid errors) follows from it.%s" % hint,
             evidence=ev, source={"rule": "NVIDIA: Grace Hopper and Blackwell platforms must use the open GPU kernel "
                                          "modules; some GPUs are only supported with the open flavor",
                                  "url": OPEN_ONLY_URL, "checked": "2026-11-29"},
