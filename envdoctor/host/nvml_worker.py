@@ -22,11 +22,13 @@ did not ask).
 The answers stream as they come (:func:`collect` with ``emit``): a line ``{"ask": KEY}`` before each
 call and ``{"key": KEY, "answer": {...}}`` after it (``{"ask": "nearest.I"}`` alone before GPU I's walk of
 the nearest-GPU sets, whose answers are the pairs'), then ``{"done": true}``; so when a call hangs or
-crashes the answers before it survive and the call that hung is known. Each line is ``json.dumps(doc,
-sort_keys=True)``; the usual ones (every ask, an answer of one plain value or one error code, a pair's answer)
-are handed to ``emit`` as that text already (:func:`ask_line`, :func:`answer_line`), the others as the document.  The parent records that in the
+crashes the answers before it survive and the call that hung is known.  The parent records that in the
 top-level key ``incomplete``: ``{"call": KEY, "reason": "timed_out" | "starved" | "crashed",
 "message": ...}``.
+
+Each line is ``json.dumps(doc, sort_keys=True)``; the usual ones (every ask, an answer of one plain value or one
+error code, a pair's answer) are handed to ``emit`` as that text already (:func:`ask_line`, :func:`answer_line`),
+the others as the document.
 """
 
 import json
