@@ -618,3 +618,30 @@ def test_cpu_mxnet_names_the_mxnet_cuNNN_package_of_the_cuda_the_driver_runs():
 
 def test_cpu_mxnet_without_a_gpu_is_quiet():
     assert run(F(_cpu_mxnet("1.6.0"), ok("gpu.count", 0, "derived"))) == []
+
+
+# -- JAX's own driver floor per CUDA major (jax 0.4.14-0.4.25's CUDA 11 and CUDA 12 pip wheels) -------------------
+
+
+def _jax_cuda11_pip() -> Fact:
+    # the value jax_fact() writes for `pip install "jax[cuda11_pip]==0.4.23"` (the jaxlib wheel
+    # jaxlib-0.4.23+cuda11.cudnn86-cp310-cp310-manylinux2014_x86_64.whl of jax_cuda_releases.html)
+    return ok("framework.jax", {"version": "0.4.23", "package": "jax", "jaxlib": "0.4.23+cuda11.cudnn86",
+                                "plugins": {}, "cuda": "11", "cudnn": "8.6", "build": "cuda"},
+              "dir:/usr/lib/python3/dist-packages/jax-0.4.23.dist-info")
+
+
+def test_jax_cuda11_wheels_below_jaxs_cuda_11_driver_floor():
+    """JAX's install guide (jax-v0.4.14 to v0.4.25): 'the driver must be version >= 525.60.13 for CUDA 12 and >=
+    450.80.02 for CUDA 11 on Linux'. Driver 450.51.06 (CUDA 11.0 GA's) is below it, though it 'supports CUDA 11'."""
+    f = only(run(F(driver("450.51.06", "11.0"), _jax_cuda11_pip(), gpu("7.0", "Tesla V100-SXM2-16GB"))),
+             "driver.too_old_for_framework")
+    assert f.severity == "error"
+    assert "450.51.06" in f.title and "driver >= 450.80.02" in f.title
+    assert "jax 0.4.23 (its CUDA 11 wheels, built with CUDA 11.8)" in f.title
+    assert f.source["verified"] is True
+
+
+def test_jax_cuda11_wheels_at_jaxs_driver_floor_are_quiet():
+    found = run(F(driver("450.80.02", "11.0"), _jax_cuda11_pip(), gpu("7.0", "Tesla V100-SXM2-16GB")))
+    assert "driver.too_old_for_framework" not in codes(found)

@@ -266,6 +266,8 @@ class Need:
         self.component, self.label, self.cuda, self.fact, self.kind = component, label, cuda, fact, kind
         self.reinstall = reinstall
         self.min_driver, self.min_driver_row = min_driver, min_driver_row
+        #: the field of ``min_driver_row`` that states ``min_driver`` (its verification sets the severity)
+        self.min_driver_field = "variants"
         #: for GPU code carrying its own CUDA runtime (python.static_cuda): the cubin architectures it ships and the
         #: PTX ISA version of its PTX; None for other consumers
         self.sass: Optional[List[str]] = None
@@ -343,6 +345,17 @@ def framework_needs(facts: Facts) -> List[Need]:
             row = fw.jax_release(fact.value.get("jaxlib") or fact.value.get("version"))
             if var and var.get("min_driver") and row:
                 need.min_driver, need.min_driver_row = var["min_driver"], row
+            elif var and row and (row.get("min_driver_by_cuda") or {}).get(str(cuda[0])):
+                # JAX's install guide states the driver per CUDA major for a release range ("the driver must be
+                # version >= 525.60.13 for CUDA 12 and >= 450.80.02 for CUDA 11 on Linux")
+                need.min_driver, need.min_driver_row = row["min_driver_by_cuda"][str(cuda[0])], row
+                need.min_driver_field = "min_driver_by_cuda"
+            if var and var.get("cuda_built") and cuda[1] is None:
+                # a CUDA major's wheels (jaxlib +cuda11, jax-cuda12-plugin): name the CUDA they were built with
+                need.label += " (its CUDA %d wheels, built with CUDA %s)" % (cuda[0], var["cuda_built"])
+            if var and var.get("cuda_built") and cuda[1] is None:
+                # a CUDA major's wheels (jaxlib +cuda11, jax-cuda12-plugin): name the CUDA they were built with
+                need.label += " (its CUDA %d wheels, built with CUDA %s)" % (cuda[0], var["cuda_built"])
         out.append(need)
     return out
 

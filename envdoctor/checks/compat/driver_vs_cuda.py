@@ -121,7 +121,8 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             # JAX states its own driver floor per CUDA wheel (jax.json min_driver)
             if need.min_driver and drv.version and not drv.wsl and _v(drv.version) is not None \
                     and _v(drv.version) < Version(need.min_driver):  # type: ignore[operator]
-                out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
+                out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, [need.min_driver_field],
+                                    ccs))
             continue
         users = _toolkit_users(facts) if need.kind != "framework" else []
         # an update release whose driver (Table 3) is newer than this one, of a minor the driver knows: its PTX is
