@@ -645,3 +645,44 @@ def test_jax_cuda11_wheels_below_jaxs_cuda_11_driver_floor():
 def test_jax_cuda11_wheels_at_jaxs_driver_floor_are_quiet():
     found = run(F(driver("450.80.02", "11.0"), _jax_cuda11_pip(), gpu("7.0", "Tesla V100-SXM2-16GB")))
     assert "driver.too_old_for_framework" not in codes(found)
+
+
+# -- which toolkit JAX compiles with: the ptxas XLA runs (first on PATH, else the nvidia-cuda-nvcc wheel's) -------
+
+
+def _jax_cuda12_plugin(ptxas_on_path: Optional[str], wheel: bool) -> List[Fact]:
+    # jax 0.4.34 with jax-cuda12-plugin[with_cuda] (AlphaFold 3's `jax[cuda12]` pin): the plugin names no CUDA minor;
+    # framework.jax.ptxas as _ptxas_candidates() writes it
+    site = "/alphafold3_venv/lib/python3.11/site-packages"
+    jax = ok("framework.jax", {"version": "0.4.34", "package": "jax", "jaxlib": "0.4.34",
+                               "plugins": {"jax-cuda12-plugin": "0.4.34", "jax-cuda12-pjrt": "0.4.34"},
+                               "cuda": "12", "cudnn": None, "build": "cuda"}, "dir:%s/jax-0.4.34.dist-info" % site)
+    ptxas = ok("framework.jax.ptxas", {
+        "path": {"path": ptxas_on_path, "resolved": ptxas_on_path} if ptxas_on_path else None,
+        "wheel": {"path": site + "/nvidia/cuda_nvcc/bin/ptxas", "version": "12.6.85",
+                  "package": "nvidia-cuda-nvcc-cu12"} if wheel else None}, "env:PATH")
+    return [jax, ptxas]
+
+
+_CUDA_126 = ok("cuda.default_symlink", {"target": "/etc/alternatives/cuda", "resolved": "/usr/local/cuda-12.6",
+                                        "version": "12.6.0", "dangling": False}, "link:/usr/local/cuda")
+
+
+def test_jax_pip_wheels_beside_a_newer_minor_toolkit_run_through_minor_version_compat():
+    """An AlphaFold 3 container (nvidia/cuda:12.6.0-base: /usr/local/cuda-12.6, no ptxas) with JAX's pip CUDA wheels
+    on a host driver 535 (CUDA 12.2): JAX compiles with the wheel's ptxas, and the toolkit's CUDA 12.6 runs on the
+    driver through CUDA 12 minor-version compatibility (NVIDIA: driver >= 525.60.13). No error."""
+    found = run(F(driver("535.183.01", "12.2"), _CUDA_126, *_jax_cuda12_plugin(None, wheel=True),
+                  gpu("8.0", "NVIDIA A100 80GB PCIe")))
+    assert "driver.too_old_for_toolkit" not in codes(found)
+    f = only(found, "driver.minor_version_compat")
+    assert "CUDA toolkit 12.6.0" in f.title
+
+
+def test_jax_compiling_with_the_toolkits_ptxas_needs_the_toolkits_driver():
+    """The same, but the toolkit's ptxas is first on PATH: XLA runs it, and JAX requires the toolkit's own driver."""
+    found = run(F(driver("535.183.01", "12.2"), _CUDA_126,
+                  *_jax_cuda12_plugin("/usr/local/cuda-12.6/bin/ptxas", wheel=True),
+                  gpu("8.0", "NVIDIA A100 80GB PCIe")))
+    f = only(found, "driver.too_old_for_toolkit")
+    assert f.severity == "error" and "560.28.03" in f.title

@@ -124,7 +124,7 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
                 out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, [need.min_driver_field],
                                     ccs))
             continue
-        users = _toolkit_users(facts) if need.kind != "framework" else []
+        users = _toolkit_users(facts, need) if need.kind != "framework" else []
         # an update release whose driver (Table 3) is newer than this one, of a minor the driver knows: its PTX is
         # the minor's, which this driver JITs, so only the update's driver-dependent features are missing
         update_only = verdict == "minor_compat" and drv.cuda is not None and drv.cuda >= need.cuda
@@ -359,19 +359,43 @@ def _ptx_default(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], unc
     )
 
 
-def _toolkit_users(facts: Facts) -> List[str]:
+def _toolkit_users(facts: Facts, need: Optional[Need] = None) -> List[str]:
     """Frameworks that compile their GPU code at run time with the machine's own CUDA toolkit: CuPy built from
     source (against the local toolkit), jaxlib's "local CUDA" wheels (+cudaNN without a minor, using the ptxas
-    and libraries of the installed toolkit)."""
+    and libraries of the installed toolkit) when the ptxas XLA runs is this toolkit's (:func:`_jax_uses_toolkit`)."""
     out = []
     cupy = facts.mapping("framework.cupy")
     if cupy.get("build") == "source":
         out.append("cupy")
     jax = facts.mapping("framework.jax")
     cuda = _mm(jax.get("cuda"))
-    if jax.get("build") == "cuda" and cuda is not None and cuda[1] is None:
+    if jax.get("build") == "cuda" and cuda is not None and cuda[1] is None and _jax_uses_toolkit(facts, need):
         out.append("jax")
     return out
+
+
+def _toolkit_roots(need: Optional[Need]) -> List[str]:
+    """The directories of the toolkit a need names (nvcc's toolkit, CUDA_HOME, /usr/local/cuda and its target)."""
+    value = need.fact.value if need is not None and need.fact.known and isinstance(need.fact.value, dict) else {}
+    roots = [str(value[k]).rstrip("/") for k in ("toolkit", "path", "resolved") if value.get(k)]
+    return [r[:-len("/bin/nvcc")] if r.endswith("/bin/nvcc") else r for r in roots]
+
+
+def _jax_uses_toolkit(facts: Facts, need: Optional[Need]) -> bool:
+    """Whether XLA compiles with this toolkit's ptxas (``framework.jax.ptxas``: the first on PATH, else the
+    nvidia-cuda-nvcc wheel's; with neither, XLA looks in the CUDA directory, the toolkit). JAX's pip CUDA wheels
+    (jax[cudaNN], the plugin's with-cuda extra) ship their own ptxas: a toolkit elsewhere on the machine, with no
+    ptxas on PATH, is not what JAX compiles with, and NVIDIA's minor-version compatibility judges it as any
+    toolkit."""
+    ptxas = facts.value("framework.jax.ptxas")
+    if not isinstance(ptxas, dict):
+        return True  # not recorded: as before, the local-CUDA wheels' toolkit
+    on_path, wheel = ptxas.get("path"), ptxas.get("wheel")
+    if isinstance(on_path, dict) and on_path.get("path"):
+        roots = _toolkit_roots(need)
+        where = [str(on_path.get(k)) for k in ("resolved", "path") if on_path.get(k)]
+        return not roots or any(w.startswith(r + "/") for w in where for r in roots)
+    return not (isinstance(wheel, dict) and wheel.get("path"))
 
 
 def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
