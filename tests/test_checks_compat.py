@@ -686,3 +686,55 @@ def test_jax_compiling_with_the_toolkits_ptxas_needs_the_toolkits_driver():
                   gpu("8.0", "NVIDIA A100 80GB PCIe")))
     f = only(found, "driver.too_old_for_toolkit")
     assert f.severity == "error" and "560.28.03" in f.title
+
+
+# -- packages bundling CUDA-linked libraries of their own: CTranslate2's PyPI wheels (framework_builds.json) --------
+
+
+def _ct2(version: str, lib: str, cublas: str) -> Fact:
+    # linkage.packages as package_libraries() writes it for the ctranslate2 wheel: ctranslate2.libs/ holds the
+    # auditwheel-renamed libctranslate2 (e.g. libctranslate2-de03ae65.so.4.0.0 of the 4.0.0 cp38 wheel), which opens
+    # cuBLAS by soname at run time (src/cuda/cublas_stub.cc, runtime_loads.json)
+    site = "/usr/local/lib/python3.8/dist-packages"
+    root = "%s/ctranslate2.libs/%s" % (site, lib)
+    return ok("linkage.packages", [{"package": "ctranslate2", "version": version, "roots": [root],
+                                    "links": [{"requester": root, "soname": cublas, "how": "dlopen", "path": None,
+                                               "certain": True, "component": "cuda"}],
+                                    "unread": [], "cache_unknown": None}], "elf:" + root)
+
+
+def test_ctranslate2_cuda12_wheel_on_a_cuda_11_driver():
+    """CTranslate2 4.0-4.6.0's wheels are built with CUDA 12.2 (its wheel build script); driver 510.85.02 runs CUDA
+    11.6 at most, and minor-version compatibility never crosses majors (faster-whisper#734)."""
+    f = only(run(F(driver("510.85.02", "11.6"), _ct2("4.0.0", "libctranslate2-de03ae65.so.4.0.0", "libcublas.so.12"),
+                   gpu("7.5", "Tesla T4"))), "driver.too_old_for_framework")
+    assert f.severity == "error"
+    assert "510.85.02" in f.title and "ctranslate2 4.0.0" in f.title and "driver >= 525.60.13" in f.title
+
+
+def test_ctranslate2_wheels_on_a_driver_that_runs_their_cuda_are_quiet():
+    # 4.6.3+ are built with CUDA 12.8: on driver 535 (CUDA 12.2) through minor-version compatibility, said as info
+    found = run(F(driver("535.183.01", "12.2"), _ct2("4.7.1", "libctranslate2-0a1b2c3d.so.4.7.1", "libcublas.so.12"),
+                  gpu("8.6", "NVIDIA GeForce RTX 3090")))
+    assert not [f for f in found if f.code.startswith("driver.") and f.severity != "info"], codes(found)
+    found = run(F(driver("550.144.03", "12.4"), _ct2("4.4.0", "libctranslate2-bc15bf3f.so.4.4.0", "libcublas.so.12"),
+                  gpu("8.6", "NVIDIA GeForce RTX 3090")))
+    assert "driver.too_old_for_framework" not in codes(found)
+
+
+def test_ctranslate2_build_loading_another_cublas_major_is_not_judged_by_the_catalog():
+    # a wheel built elsewhere for CUDA 11 (its library opens libcublas.so.11): not the PyPI build the catalog knows
+    found = run(F(driver("510.85.02", "11.6"), _ct2("4.0.0", "libctranslate2-11111111.so.4.0.0", "libcublas.so.11"),
+                  gpu("7.5", "Tesla T4")))
+    assert "driver.too_old_for_framework" not in codes(found)
+
+
+def test_ctranslate2_wheel_cuda_per_release_from_its_build_script():
+    from envdoctor.matrix import builds, load
+
+    assert [builds.ctranslate2_build(v)[0] for v in ("3.24.0", "4.0.0", "4.6.0", "4.6.2", "4.8.1")] == [  # type: ignore[index]
+        "11.2", "12.2", "12.2", "12.4", "12.8"]
+    assert builds.ctranslate2_build("1.20.0") is None and builds.ctranslate2_build("4.9.0") is None
+    rows = [r for r in load("framework_builds") if r.get("framework") == "ctranslate2"]
+    assert builds.validate(rows) == []
+    assert builds.validate([dict(rows[0], cuda="12")]) == ["row 0: a ctranslate2 row needs cuda (major.minor)"]

@@ -390,6 +390,39 @@ def static_needs(facts: Facts) -> List[Need]:
     return out
 
 
+#: The CUDA library whose soname major is the CUDA major it belongs to (cuBLAS: libcublas.so.11 is CUDA 11's,
+#: libcublas.so.12 CUDA 12's), for telling a package's own build apart from the catalog's
+_CUDA_MAJOR_SONAME = "libcublas.so."
+
+
+def package_needs(facts: Facts) -> List[Need]:
+    """Packages that bundle CUDA-linked libraries of their own (``linkage.packages``: an auditwheel-repaired PyPI
+    wheel, ``<name>.libs/``) whose wheels' CUDA the matrix knows (``framework_builds.json``: CTranslate2's wheel
+    build): each needs a driver that runs that CUDA. A wheel whose libraries load another cuBLAS major than the
+    catalog's CUDA is not the catalog's build, and is left alone."""
+    fact = facts.get("linkage.packages")
+    if fact is None or not fact.known or not isinstance(fact.value, list):
+        return []
+    out: List[Need] = []
+    for pkg in fact.value:
+        if not isinstance(pkg, dict) or str(pkg.get("package") or "").lower().replace("_", "-") != "ctranslate2":
+            continue
+        built = builds.ctranslate2_build(pkg.get("version"))
+        cuda = _mm(built[0]) if built else None
+        if built is None or cuda is None:
+            continue
+        majors = {str(link.get("soname"))[len(_CUDA_MAJOR_SONAME):].split(".")[0]
+                  for link in pkg.get("links") or [] if isinstance(link, dict)
+                  and str(link.get("soname") or "").startswith(_CUDA_MAJOR_SONAME)}
+        if majors and majors != {str(cuda[0])}:
+            continue
+        label = "%s %s (its PyPI wheel, built with CUDA %s)" % (pkg.get("package"), pkg.get("version"), built[0])
+        need = Need("python", label, cuda, fact, "framework")
+        need.package = str(pkg.get("package"))
+        out.append(need)
+    return out
+
+
 def active_toolkit(facts: Facts) -> Optional[Tuple[str, str, Fact]]:
     """(version, how it is chosen, fact) of the toolkit builds use: nvcc on PATH, CUDA_HOME, /usr/local/cuda."""
     nvcc = facts.get("cuda.nvcc")
