@@ -134,6 +134,14 @@ def cudnn_newer_minor_accepted(framework: str, release: Any, built_major: int) -
     return None
 
 
+def ctranslate2_build(version: Any) -> Optional[Tuple[str, Row]]:
+    """The CUDA (major.minor) CTranslate2's Linux PyPI wheel of ``version`` is built with, or None."""
+    for row in _rows("ctranslate2", version):
+        if row.get("cuda"):
+            return str(row["cuda"]), row
+    return None
+
+
 def validate(rows: List[Row]) -> List[str]:
     """The area's own rules: a known framework, a release specifier, and the field each framework's rows carry."""
     problems: List[str] = []
@@ -163,8 +171,12 @@ def validate(rows: List[Row]) -> List[str]:
         elif fw == "nvidia-tensorflow":
             if _ngc(row.get("ngc")) is None or _plain(row.get("cuda")) is None:
                 problems.append("%s: an nvidia-tensorflow row needs ngc (YY.MM) and cuda" % where)
+        elif fw == "ctranslate2":
+            if _minor(row.get("cuda")) is None or len(_minor(row.get("cuda")) or ()) != 2:
+                problems.append("%s: a ctranslate2 row needs cuda (major.minor)" % where)
         else:
-            problems.append("%s: framework %r is not jaxlib, tensorflow or nvidia-tensorflow" % (where, fw))
+            problems.append("%s: framework %r is not jaxlib, tensorflow, nvidia-tensorflow or ctranslate2" % (
+                where, fw))
     ngcs = [_ngc(r.get("ngc")) for r in rows if r.get("framework") == "nvidia-tensorflow"]
     if ngcs != sorted(ngcs, key=lambda t: t or (0, 0)):
         problems.append("nvidia-tensorflow rows must be in NGC release order")
