@@ -145,8 +145,8 @@ def _optix_missing(facts: Facts, entry: Dict[str, Any], load: Dict[str, Any]) ->
 
 OPTIX_DOCS = (
     CodeDoc("driver.optix_library_missing", "warning",
-            "A program that loads NVIDIA's OptiX runtime from the driver (libnvoptix.so.1: Dr.Jit and Mitsuba 3, "
-            "PlotOptiX) runs where the loader cannot find it: a container without the 'graphics' driver capability, "
+            "A program that loads NVIDIA's OptiX runtime from the driver (libnvoptix.so.1: Dr.Jit, and Mitsuba 3 "
+            "through it) runs where the loader cannot find it: a container without the 'graphics' driver capability, "
             "Ubuntu's compute-only driver packages without libnvidia-gl-<branch>, or the file in a directory outside "
             "the loader's path.",
             "python.gpu_packages (opens), env.nvidia_driver_capabilities, cuda.packages, matrix runtime_loads",
