@@ -18,7 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .. import lazyre
-from . import DERIVED_CACHES, Row, load, parse_version, read_document
+from . import DERIVED_CACHES, Row, in_range, load, parse_version, read_document
 
 #: Minor releases that never shipped, so a gap there is expected.
 KNOWN_GAPS = {"12.7": "CUDA 12.7 was never released (12.6 Update 3 was followed by 12.8)",
@@ -334,7 +334,7 @@ def triton_release(version: str) -> Optional[Row]:
     except InvalidVersion:
         return None
     for row in load("triton"):
-        if SpecifierSet(row["releases"]).contains(v, prereleases=True):
+        if in_range(row["releases"], v) is True:
             return row
     return None
 
@@ -1017,7 +1017,7 @@ def validate_triton(rows: List[Row]) -> List[str]:
     if [lo for lo, _ in lows] != sorted(lo for lo, _ in lows):
         problems.append("triton: rows are not sorted by their lowest release")
     for low, w in lows:
-        holders = [r["releases"] for r in rows if SpecifierSet(r["releases"]).contains(low, prereleases=True)]
+        holders = [r["releases"] for r in rows if in_range(r["releases"], low) is True]
         if len(holders) != 1:
             problems.append(f"{w}: its lowest release {low} is held by {len(holders)} rows")
     return problems
