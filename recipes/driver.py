@@ -333,8 +333,7 @@ def too_old_for(cuda_full: str, facts: Any) -> Optional[Tuple[str, str]]:
         return None
     installed = facts.value("driver.version")
     supports = facts.value("driver.cuda_version")
-    verdict = hardware.driver_runs(cuda_full, installed if isinstance(installed, str) else None, supports,
-                                   wsl=bool(facts.value("os.wsl")))
+    verdict = hardware.driver_runs(cuda_full, *hardware.driver_of(facts))
     if verdict in (None, "ok"):
         return None
     if isinstance(installed, str) and hardware.parse_version(installed) is not None:

@@ -19,7 +19,7 @@ from envdoctor.checks.compat import Driver
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import hardware as hw
 from envdoctor.matrix import load
-from envdoctor.recipes import RecipeError, Request, driver_runs_build, parse_target
+from envdoctor.recipes import RecipeError, Request, cuda_redist, driver_cuda_major, driver_runs_build, parse_target
 from envdoctor.recipes import cudnn as cudnn_recipe
 from envdoctor.recipes import driver as driver_recipe
 from envdoctor.recipes import nccl as nccl_recipe
@@ -147,7 +147,33 @@ def test_library_cuda_major_vs_driver_recipes_and_check_agree(supports):
     "this driver runs that build" is compat.driver-vs-cuda's verdict on a need of that major (its Driver, of the
     same facts), both hardware.driver_runs; cuDNN and NCCL plan the newest build the driver runs, or refuse when
     it runs none."""
-    facts = _facts(**({"driver.cuda_version": supports} if supports else {}))
+    _library_recipes_agree_with_check(_facts(**({"driver.cuda_version": supports} if supports else {})))
+
+
+def _driver_versions() -> List[str]:
+    """Every Linux driver Table 3 names (each CUDA release's minimum and its updates'), one below the oldest, and
+    a version Table 3 cannot place (garbled)."""
+    drivers = {str(d) for r in hw.cuda_releases()
+               for d in [r["min_driver_linux"], *r.get("driver_by_update", {}).values()]}
+    return sorted(drivers, key=Version) + ["340.108", "not-a-version"]
+
+
+@pytest.mark.parametrize("version", _driver_versions())
+def test_library_recipes_read_table_3_as_the_check_does(version):
+    """A driver that reports no CUDA version (NVML's answer missing, or a driver installed but not loaded), of
+    every version Table 3 names: the recipes read Table 3 for it as compat.driver-vs-cuda does (one reading,
+    hardware.driver_of), so a 470 driver (CUDA 11.4) gets cuDNN's CUDA 11 build, not a CUDA 12 one it cannot run;
+    on WSL, whose driver version Table 3 does not place, neither knows."""
+    facts = _facts(**{"driver.version": version})
+    _library_recipes_agree_with_check(facts)
+    assert driver_cuda_major(facts) == (Driver(facts).cuda[0] if Driver(facts).known else 0), version
+    wsl = _facts(**{"driver.version": version, "os.wsl": "WSL2"})
+    assert not Driver(wsl).known and driver_cuda_major(wsl) == 0
+    _library_recipes_agree_with_check(wsl)
+
+
+def _library_recipes_agree_with_check(facts: Facts) -> None:
+    supports = facts.value("driver.cuda_version") or facts.value("driver.version")
     check = Driver(facts)
     for major in _cudnn_majors() + sorted({m for b in nccl_recipe.RELEASES.values() for m in b}, key=int):
         recipe_runs = driver_runs_build(facts, major)
@@ -178,12 +204,26 @@ def test_library_cuda_major_vs_driver_recipes_and_check_agree(supports):
             supports, version, plan.title)
 
 
-def test_library_recipes_do_not_read_table_3_from_the_driver_version():
-    """The one difference kept (docs/DESIGN.md): a driver that reports no CUDA version but whose version Table 3
-    places (470 -> CUDA 11.4) is known to compat.driver-vs-cuda, not to the cuDNN/NCCL recipes, which plan their
-    newest build then, as before."""
+def test_a_470_driver_reporting_no_cuda_gets_cuda_11_builds():
+    """What a user notices: driver 470.82.01 (Table 3: CUDA 11.4) that reports no CUDA version. diagnose says a
+    CUDA 12 build is too new for it, and install now plans cuDNN's CUDA 11 build and the cuDNN archive's cuda11
+    variant instead of the CUDA 12 ones it planned before."""
     facts = _facts(**{"driver.version": "470.82.01"})
     assert Driver(facts).verdict((12, None)) == "too_old"
-    assert driver_runs_build(facts, "12")
-    assert "CUDA 12" in cudnn_recipe.plan(Request("cudnn", "9.1.0", "pip", python="/usr/bin/python3"), UBUNTU,
+    assert not driver_runs_build(facts, "12") and driver_runs_build(facts, "11")
+    assert "CUDA 11" in cudnn_recipe.plan(Request("cudnn", "9.1.0", "pip", python="/usr/bin/python3"), UBUNTU,
                                           facts).title
+    assert cuda_redist.variant_for_driver(facts) == 11
+
+
+@pytest.mark.parametrize("variants", [("cuda11", "cuda12"), ("cuda11", "cuda12", "cuda13"), ("cuda12",),
+                                      ("cuda11.8", "cuda12.9")])
+def test_cuda_redist_variant_by_the_check_rule(variants):
+    """The cuDNN archives' variants (redistrib JSON: ``cuda11``, ``cuda12``; an ``X.Y`` spelling too) against every
+    CUDA major a driver runs: the archive chosen is the newest variant compat.driver-vs-cuda says the driver runs
+    (compared as versions, never digits glued into an int: ``cuda11.8`` is CUDA 11, not 118), or none."""
+    for drv in range(10, 15):
+        check = Driver(_facts(**{"driver.cuda_version": "%d.0" % drv}))
+        runs = [v for v in variants if check.verdict((cuda_redist.variant_cuda(v).major, None)) != "too_old"]
+        assert [v for v in variants if cuda_redist.variant_runs(v, drv)] == runs, (variants, drv)
+    assert cuda_redist.variant_cuda("cudaX") is None and not cuda_redist.variant_runs("cudaX", 12)

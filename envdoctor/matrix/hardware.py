@@ -194,6 +194,16 @@ def driver_cuda(version: Any, supports: Any, wsl: bool = False) -> Optional[Tupl
     return (cuda[0], cuda[1]) if cuda is not None and cuda[1] is not None else None
 
 
+def driver_of(facts: Any) -> Tuple[Any, Any, bool]:
+    """What :func:`driver_cuda` and :func:`driver_runs` read of a machine's driver, from its facts: its version
+    (``driver.version``), the CUDA version it reports (``driver.cuda_version``) and whether it is WSL's (``os.wsl``,
+    whose version Table 3 does not place). The one reading: ``compat.driver-vs-cuda`` and the install recipes
+    (cuDNN, NCCL, the cuDNN archives) ask what a driver runs of the same three facts."""
+    if facts is None:
+        return None, None, False
+    return facts.value("driver.version"), facts.value("driver.cuda_version"), bool(facts.value("os.wsl"))
+
+
 def driver_runs(cuda: Any, version: Any, supports: Any, wsl: bool = False) -> Optional[str]:
     """What a driver does with programs built for CUDA ``cuda`` (``"12"``, ``"12.4"``, or an update ``"12.4.1"``):
     ``"ok"`` (natively), ``"minor_compat"`` (through CUDA minor-version compatibility: the same major, the driver at
