@@ -23,7 +23,7 @@ from typing import Any, List, Optional, Tuple
 from packaging.version import Version
 
 from envdoctor.install.plan import Plan, RunCommand, Step, exists
-from envdoctor.matrix import hardware
+from envdoctor.matrix import gpu_support, hardware
 
 from . import RecipeError, Request, Target, docker_image, install_step, pick_method, repo_steps, target_note
 
@@ -278,8 +278,12 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         raise RecipeError(f"no NVIDIA kernel module flavor drives all of this machine's GPUs: compute capability "
                           f"{', '.join(sorted(set(pre_turing)))} needs the proprietary modules, "
                           f"{', '.join(sorted(set(open_only)))} the open ones", [])
-    flavor = request.options.get("flavor") or ("proprietary" if (old_branch or pre_turing) and not open_only
-                                               else "open")
+    # each GPU by its PCI device ID too, as driver-support judges it: NVIDIA's per-GPU lists (its legacy branch, the
+    # open modules' list) where they name it, its architecture (NVML's, else its listed name's) where they do not
+    gpus = gpu_support.machine_gpus(facts) if facts is not None else []
+    no_open = [g for g in gpus if gpu_support.flavor_support(g, "open") is not None]
+    flavor = request.options.get("flavor") or ("proprietary" if (old_branch or pre_turing or no_open)
+                                               and not open_only else "open")
     if flavor not in FLAVORS:
         raise RecipeError(f"driver flavor {flavor!r} is unknown",
                           [f"envdoctor install driver --option flavor={f}" for f in FLAVORS])
@@ -292,9 +296,14 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         raise RecipeError(f"NVIDIA's open kernel modules cannot drive this machine's GPU (compute capability "
                           f"{', '.join(sorted(set(pre_turing)))}): they drive Turing (7.5) and newer only",
                           ["envdoctor install driver --option flavor=proprietary"])
+    gpu_refusal(gpus, branch, flavor)
     steps = repo_steps(target, request.mirror) + driver_steps(target, branch, flavor)
     notes = unknown_note + chosen_note + [target_note(target, request.mirror)]
-    if pre_turing and "flavor" not in request.options:
+    if no_open and not pre_turing and "flavor" not in request.options:
+        said = gpu_support.flavor_support(no_open[0], "open")
+        notes.append(f"NVIDIA's open kernel modules do not drive this machine's {no_open[0].label()}: this GPU "
+                     f"{said.why if said is not None else ''}; the proprietary flavor is installed")
+    elif pre_turing and "flavor" not in request.options:
         notes.append(f"Compute capability {', '.join(sorted(set(pre_turing)))} predates Turing: NVIDIA's open kernel "
                      "modules do not drive it, the proprietary flavor is installed")
     elif old_branch and "flavor" not in request.options:
@@ -318,6 +327,28 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         f"branch {branch}" if branch else "newest", target.describe), component=COMPONENT,
         version=branch or "latest", method=method, target=target.describe, steps=steps, reboot_required=True,
         mok_enrolment=secure, notes=notes)
+
+
+def gpu_refusal(gpus: List[gpu_support.Gpu], branch: Optional[str], flavor: str) -> None:
+    """RecipeError when the driver planned (``branch``, else the newest the matrix knows; modules of ``flavor``) does
+    not support one of ``gpus``, by the rule driver-support judges an installed driver with
+    (:func:`envdoctor.matrix.gpu_support.support`) and in its words."""
+    planned = int(branch) if branch else int(versions()[-1])
+    for gpu in gpus:
+        said = gpu_support.support(gpu, planned, flavor)
+        if said is None:
+            continue
+        if said.code == gpu_support.LEGACY:
+            raise RecipeError(f"driver branch {planned} does not support this machine's {gpu.label()}: {said.why}",
+                              [f"envdoctor install driver --version {said.branch}"])
+        if said.code == gpu_support.TOO_NEW:
+            raise RecipeError(f"driver branch {planned} does not support this machine's {gpu.label()}: {said.why}",
+                              [f"envdoctor install driver --version {branch_of(said.branch or '0')}"])
+        if said.code == gpu_support.OPEN_UNSUPPORTED:
+            raise RecipeError(f"NVIDIA's open kernel modules cannot drive this machine's {gpu.label()}: this GPU "
+                              f"{said.why}", ["envdoctor install driver --option flavor=proprietary"])
+        raise RecipeError(f"NVIDIA's proprietary kernel modules cannot drive this machine's {gpu.label()}: "
+                          f"{said.why}", ["envdoctor install driver --option flavor=open"])
 
 
 # -- used by the CUDA recipe ------------------------------------------------

@@ -17,8 +17,8 @@ from packaging.version import Version
 from envdoctor.checks import driver_support
 from envdoctor.checks.compat import Driver
 from envdoctor.facts import Facts, ok
+from envdoctor.matrix import gpu_support, load
 from envdoctor.matrix import hardware as hw
-from envdoctor.matrix import load
 from envdoctor.recipes import RecipeError, Request, cuda_redist, driver_cuda_major, driver_runs_build, parse_target
 from envdoctor.recipes import cudnn as cudnn_recipe
 from envdoctor.recipes import driver as driver_recipe
@@ -227,3 +227,61 @@ def test_cuda_redist_variant_by_the_check_rule(variants):
         runs = [v for v in variants if check.verdict((cuda_redist.variant_cuda(v).major, None)) != "too_old"]
         assert [v for v in variants if cuda_redist.variant_runs(v, drv)] == runs, (variants, drv)
     assert cuda_redist.variant_cuda("cudaX") is None and not cuda_redist.variant_runs("cudaX", 12)
+
+
+# -- NVIDIA's per-GPU lists: every device ID they name x every branch ------------------------------------------------
+
+def _listed_ids() -> List[str]:
+    """Every device ID NVIDIA's lists name (the matrix's ``gpu_pci_ids``), each once."""
+    return sorted({dev for r in load("gpu_pci_ids") for dev in r["devices"]})
+
+
+_CHUNKS = 8
+
+
+def _pci_facts(device: str) -> Facts:
+    """A machine whose GPU the driver does not drive yet (no NVML answer): only the PCI listing names it, with its
+    device ID as the GPU probe writes it (``10de:XXXX``, from /sys/bus/pci/devices/*/device)."""
+    return _facts(**{"gpu.pci_devices": [{"bus_id": "0000:01:00.0", "device_id": "10de:" + device,
+                                          "driver": None}]})
+
+
+@pytest.mark.parametrize("chunk", range(_CHUNKS))
+def test_every_listed_gpu_recipe_and_check_agree(chunk):
+    """Every PCI device ID of NVIDIA's lists (the open modules' "Compatible GPUs", the README's current list and its
+    legacy lists) x every branch the driver recipe knows x both flavours: the recipe refuses to plan a driver exactly
+    where driver-support says that driver does not support the GPU (both: matrix.gpu_support), and says why in the
+    check's own words. Without --option flavor, the recipe plans a flavour the check does not object to."""
+    for device in _listed_ids()[chunk::_CHUNKS]:
+        facts = _pci_facts(device)
+        gpu = driver_support._Gpu("0000:01:00.0", "10de:" + device, None, None)
+        for branch in driver_recipe.versions():
+            for flavor in ("open", "proprietary"):
+                refused = _refusal(Request("driver", branch, "repo", options={"flavor": flavor}), RHEL, facts)
+                found = driver_support._judge(Facts(), gpu, flavor, "the nvidia module installed for this kernel",
+                                              int(branch), branch + ".00.00")
+                assert (refused is not None) == bool(found), (device, branch, flavor, refused, found)
+                if found:
+                    said = gpu_support.support(gpu, int(branch), flavor)
+                    assert said is not None and said.code == found[0].code, (device, branch, flavor)
+                    assert said.why in refused and said.why in found[0].detail, (device, branch, flavor)
+            try:
+                plan = driver_recipe.plan(Request("driver", branch, "repo"), RHEL, facts)
+            except RecipeError as e:
+                assert "does not support this machine's" in str(e), (device, branch, str(e))
+                continue
+            chosen = "proprietary" if any(s.title.startswith("install the NVIDIA driver (proprietary")
+                                          for s in plan.steps) else "open"
+            assert not driver_support._judge(Facts(), gpu, chosen, "the nvidia module installed for this kernel",
+                                             int(branch), branch + ".00.00"), (device, branch, chosen)
+
+
+def test_a_legacy_listed_gpu_is_refused_a_newer_branch_in_the_readme_s_words():
+    """What a user notices: a GeForce GTX 680 (10de:1180, Kepler; the 555.58.02 README's Appendix A lists it
+    under the 470.xx legacy driver) asked to install R535 with the driver not loaded: install refuses, saying what
+    diagnose would say, and points at R470."""
+    facts = _pci_facts("1180")
+    with pytest.raises(RecipeError) as e:
+        driver_recipe.plan(Request("driver", "535", "repo", options={"flavor": "proprietary"}), RHEL, facts)
+    assert "NVIDIA's README lists it under the 470.xx legacy driver" in str(e.value)
+    assert e.value.alternatives == ["envdoctor install driver --version 470"]
