@@ -285,3 +285,39 @@ def test_a_legacy_listed_gpu_is_refused_a_newer_branch_in_the_readme_s_words():
         driver_recipe.plan(Request("driver", "535", "repo", options={"flavor": "proprietary"}), RHEL, facts)
     assert "NVIDIA's README lists it under the 470.xx legacy driver" in str(e.value)
     assert e.value.alternatives == ["envdoctor install driver --version 470"]
+
+
+@pytest.mark.parametrize("target", ["rhel8", "ubuntu22.04"])
+def test_every_listed_gpu_unpinned_plan_is_one_the_check_accepts(target):
+    """``install driver`` without --version, for every device ID of NVIDIA's lists: the branch and flavour it plans
+    are ones driver-support accepts for that GPU (a GPU the README lists under a legacy driver gets that branch where
+    the repository carries it), or it refuses, saying why in the check's words."""
+    system = parse_target(target)
+    for device in _listed_ids():
+        gpu = driver_support._Gpu("0000:01:00.0", "10de:" + device, None, None)
+        try:
+            plan = driver_recipe.plan(Request("driver", None, "repo"), system, _pci_facts(device))
+        except RecipeError as e:
+            # the check too says no branch the repository carries supports it: in its words, or (a GPU of a known
+            # architecture) choose_branch's, which names the architecture's last branch and the repository's range
+            said = gpu_support.branch_support(gpu, int(driver_recipe.versions()[-1]))
+            assert said is not None and (said.why in str(e) or "is packaged for this system" in str(e)), (
+                device, target, str(e))
+            continue
+        branch = plan.version if plan.version != "latest" else driver_recipe.versions()[-1]
+        chosen = "proprietary" if any(s.title.startswith("install the NVIDIA driver (proprietary")
+                                      for s in plan.steps) else "open"
+        assert not driver_support._judge(Facts(), gpu, chosen, "the nvidia module installed for this kernel",
+                                         int(branch), branch + ".00.00"), (device, target, branch, chosen)
+
+
+def test_a_legacy_listed_gpu_gets_its_legacy_branch_where_the_repository_carries_it():
+    """GeForce GTX 680 (10de:1180), driver not loaded, ``install driver`` without --version: R470 on RHEL 8, whose
+    CUDA repository carries it (cuda.json: CUDA 11.4's distributions), told in the README's words; on Ubuntu 22.04,
+    whose repository starts at R515, a refusal that says so."""
+    plan = driver_recipe.plan(Request("driver", None, "repo"), parse_target("rhel8"), _pci_facts("1180"))
+    assert plan.version == "470"
+    assert any("NVIDIA's README lists it under the 470.xx legacy driver" in n for n in plan.notes)
+    with pytest.raises(RecipeError) as e:
+        driver_recipe.plan(Request("driver", None, "repo"), UBUNTU, _pci_facts("1180"))
+    assert "NVIDIA's README lists it under the 470.xx legacy driver" in str(e.value) and "515" in str(e.value)

@@ -44,6 +44,7 @@ class Gpu:
 
     def __init__(self, bus: str, device_id: Optional[str], cc: Optional[str], name: Optional[str]) -> None:
         self.bus, self.device_id, self.cc, self.name = bus, device_id, cc, name
+        self.reported_cc = cc  # NVML's (None: the GPU is not driven, its architecture is its listed name's)
         self.listed = kernel.pci_device(device_id) if device_id else None
         if self.name is None and self.listed is not None:
             self.name = self.listed.name
