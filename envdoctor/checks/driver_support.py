@@ -2,7 +2,8 @@
 
 Decided from what is installed, also when the module never loaded: the GPU's PCI device ID read against
 NVIDIA's own lists (``gpu_pci_ids``: the open modules' "Compatible GPUs", the proprietary README's current and
-legacy lists), its architecture (NVML's compute capability, else the product name's), the module's flavour
+legacy lists), its architecture (NVML's compute capability, else the product name's, else its chip's by NVIDIA's
+device-ID ranges, ``gpu_chips``), the module's flavour
 (loaded: /proc/driver/nvidia/version; installed: ``modinfo -F license``) and branch. For each NVIDIA GPU the
 driver does not drive now (:func:`envdoctor.checks.gpus.not_driven`):
 
@@ -172,11 +173,18 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                                  **({"list": src["url"]} if src else {})},
             fix=Fix(text=_row_fix("open_unsupported"), commands=["modinfo -F license nvidia", KLOG]))]
     if said is not None and said.code == gpu_support.OPEN_REQUIRED:
+        hint = ""
+        if not gpu.cc and gpu.chip is not None:
+            hint = " The GPU's generation is read from its PCI ID (%s, a %s chip)%s." % (
+                gpu.device_id, gpu.chip.chip,
+                "; that ID's chip is not confirmed from NVIDIA's tables, but the driver does not drive the GPU"
+                if matrix.unverified(gpu.chip.source) else "")
         return [Finding(
             "driver.open_modules_required", "error", ["driver", "gpu"],
             "%s needs NVIDIA's open kernel modules, but %s is the proprietary flavour" % (label, where),
             "Blackwell GPUs are driven by the open kernel modules only; the proprietary module refuses them "
-            "(kernel log: \"requires use of the NVIDIA open kernel modules\", then \"RmInitAdapter failed\").",
+            "(kernel log: \"requires use of the NVIDIA open kernel modules\", then \"RmInitAdapter failed\"); "
+            "what the driver logs about the GPU after that (Xid errors) follows from it.%s" % hint,
             evidence=ev, source={"rule": "NVIDIA: Grace Hopper and Blackwell platforms must use the open GPU kernel "
                                          "modules; some GPUs are only supported with the open flavor",
                                  "url": OPEN_ONLY_URL, "checked": "2026-11-29"},

@@ -52,6 +52,16 @@ CODES: Dict[str, Tuple[List[str], str]] = {
 }
 
 
+#: The causes that say the installed driver cannot drive a GPU at all (module flavour or branch against the GPU's
+#: generation), which this check or driver-support reports (from the kernel's words or from what is installed).
+CANNOT_DRIVE = ("driver.open_modules_required", "driver.open_modules_unsupported_gpu",
+                "driver.gpu_needs_legacy_branch", "driver.gpu_not_supported_by_branch")
+
+#: The Xid classes that, logged about a GPU the driver cannot drive, are symptoms of that cause: the GPU never
+#: initialised, so a reset (or a memory or link diagnosis) is not what it needs.
+XID_SYMPTOMS = ("gpu.reset_required", "gpu.xid_memory_error", "gpu.xid_interconnect_error")
+
+
 def _lines(facts: Facts) -> Optional[List[str]]:
     value = facts.value("driver.kernel_log")
     return [str(x) for x in value] if isinstance(value, list) else None
@@ -130,8 +140,14 @@ def _findings(facts: Facts) -> List[Finding]:
                 hit.lines.append(text)
             if row["kind"] == "xid" and int(row["xid"]) not in hit.xids:
                 hit.xids.append(int(row["xid"]))
+    # an Xid the driver logs about a GPU it cannot drive (the wrong module flavour or branch) is a symptom of that
+    # cause, not a fault of its own (Xid 169 SEC2_HALT_ERROR after "RmInitAdapter failed" on a Blackwell GPU under
+    # the proprietary module): the cause is said, the Xid is not
+    refused = {bus for (code, bus) in hits if code in CANNOT_DRIVE}
+    kept = [hit for hit in hits.values() if not (hit.code in XID_SYMPTOMS and hit.current and
+                                                 (hit.bus in refused or None in refused))]
     seen = nvidia_seen(facts)
-    return [_finding(facts, lines, hit, seen) for hit in hits.values()]
+    return [_finding(facts, lines, hit, seen) for hit in kept]
 
 
 def _firmware_state(facts: Facts, m: kernel.Match) -> str:
@@ -267,7 +283,8 @@ DOCS = (
             "CUDA needs nvidia-uvm: cuInit fails without it.", CATALOG),
     GPU_LOST,
     CodeDoc("gpu.reset_required", "error", "A GPU reported an Xid after which NVIDIA says to reset it (GSP timeout "
-            "or error, an uncontained error...; a warning when the GPU answers now).", "driver.kernel_log",
+            "or error, an uncontained error...; a warning when the GPU answers now; not said when the driver "
+            "cannot drive the GPU at all: the wrong module flavour or branch is said instead).", "driver.kernel_log",
             "Work on the GPU fails or hangs until it is reset.", XID_URL),
     CodeDoc("gpu.xid_memory_error", "warning", "A GPU reported memory errors since boot (ECC, page retirement, row "
             "remapping).", "driver.kernel_log", "Repeated memory errors point at a failing board.", XID_URL),
@@ -280,6 +297,7 @@ DOCS = (
 
 
 @check("kernel-log", requires=("driver.kernel_log",), reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*"),
-       layers=("driver", "gpu"), codes=DOCS)
+       layers=("driver", "gpu"), codes=DOCS,
+       yields={code: tuple("driver-support:" + cause for cause in CANNOT_DRIVE) for code in XID_SYMPTOMS})
 def kernel_log(ctx: CheckContext) -> Iterable[Finding]:
     return findings(ctx.facts)

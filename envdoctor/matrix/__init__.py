@@ -297,7 +297,7 @@ def clear_cache() -> None:
 VENDORS = {fw.matrix_area: fw.display for fw in framework_table.FRAMEWORKS if fw.matrix_area and fw.component}
 VENDORS.update({"cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
                 "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
-                "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
+                "gpu_chips": "NVIDIA", "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
                 "cdi_engines": "Podman", "triton": "Triton"})
 
 

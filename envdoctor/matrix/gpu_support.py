@@ -2,7 +2,8 @@
 
 A GPU is known by its PCI device ID (read against NVIDIA's own per-GPU lists, ``gpu_pci_ids``: the open kernel
 modules' "Compatible GPUs", the proprietary README's current list and its legacy lists) and its architecture (NVML's
-compute capability, else its product name's, ``gpus.json``). The lists decide where they name the GPU (its legacy
+compute capability, else its product name's, ``gpus.json``, else its chip's by NVIDIA's device-ID ranges,
+``gpu_chips``). The lists decide where they name the GPU (its legacy
 branch, whether the open modules drive it); the architecture where they do not (the first branch that knows it, the
 last that supports it, the flavours that drive it: :mod:`envdoctor.matrix.hardware`). ``driver-support``
 (:mod:`envdoctor.checks.driver_support`) judges the installed driver by it and the driver recipe the one it plans,
@@ -50,11 +51,27 @@ class Gpu:
             self.name = self.listed.name
         if self.cc is None and self.name:
             self.cc = cc_of_name(self.name)
+        # the chip by NVIDIA's device-ID ranges: the generation when neither NVML nor the name says it
+        self.chip = kernel.chip_of(device_id) if self.cc is None and device_id else None
+
+    def arch(self) -> Optional[str]:
+        """The GPU's architecture: its compute capability's, else its chip's (from its PCI ID)."""
+        row = hw.arch_for_cc(self.cc) if self.cc else None
+        if row is not None:
+            return str(row["arch"])
+        return self.chip.arch if self.chip is not None else None
+
+    def needs_open(self) -> Optional[bool]:
+        """Whether only the open kernel modules drive the GPU (Blackwell on), from its compute capability or, when
+        that is unknown, its chip's architecture; None when neither is known."""
+        if self.cc:
+            drives = hw.proprietary_modules_drive(self.cc)
+        else:
+            drives = hw.proprietary_modules_drive_arch(self.chip.arch) if self.chip is not None else None
+        return None if drives is None else not drives
 
     def label(self) -> str:
-        arch = hw.arch_for_cc(self.cc) if self.cc else None
-        bits = [b for b in (self.name, arch["arch"] if arch is not None else None,
-                            "PCI ID " + self.device_id if self.device_id else None) if b]
+        bits = [b for b in (self.name, self.arch(), "PCI ID " + self.device_id if self.device_id else None) if b]
         return "GPU %s%s" % (self.bus, " (%s)" % ", ".join(bits) if bits else "")
 
 
@@ -126,7 +143,7 @@ def flavor_support(gpu: Gpu, flavor: Optional[str]) -> Optional[Unsupported]:
     """Whether kernel modules of ``flavor`` (``open``, ``proprietary``) drive ``gpu``: None when they do (or it is
     unknown), else why not. The open ones drive the GPUs of their own list (a GPU it does not name, none), an unlisted
     GPU from Turing on (:func:`~envdoctor.matrix.hardware.open_modules_drive`); the proprietary ones no Blackwell
-    (:func:`~envdoctor.matrix.hardware.proprietary_modules_drive`)."""
+    (:meth:`Gpu.needs_open`: by its compute capability, else its chip's architecture from its PCI ID)."""
     listed = gpu.listed
     if flavor == "open":
         if listed is not None and not listed.open:
@@ -134,7 +151,7 @@ def flavor_support(gpu: Gpu, flavor: Optional[str]) -> Optional[Unsupported]:
                                listed=True)
         if listed is None and hw.open_modules_drive(gpu.cc) is False:
             return Unsupported(OPEN_UNSUPPORTED, "is of an architecture before Turing")
-    if flavor == "proprietary" and hw.proprietary_modules_drive(gpu.cc) is False:
+    if flavor == "proprietary" and gpu.needs_open():
         return Unsupported(OPEN_REQUIRED, "Blackwell GPUs are driven by the open kernel modules only")
     return None
 

@@ -558,6 +558,13 @@ def proprietary_modules_drive(cc: Optional[CC]) -> Optional[bool]:
     return None if want is None else want < Version(OPEN_ONLY_MIN_CC)
 
 
+def proprietary_modules_drive_arch(arch: Optional[str]) -> Optional[bool]:
+    """:func:`proprietary_modules_drive` for an architecture known by name only (a GPU's chip from its PCI ID,
+    when NVML cannot say its compute capability): judged by the architecture's first compute capability."""
+    ccs = [cc for cc, row in _arch_rows().items() if row.get("arch") == arch]
+    return proprietary_modules_drive(str(min(ccs))) if ccs else None
+
+
 def branches_packaged(distro: Optional[str], version: Optional[str]) -> Optional[Tuple[int, int]]:
     """(oldest, newest) driver branch NVIDIA's CUDA repository carries for a distribution (``"ubuntu"``,
     ``"22.04"``): the branches of the CUDA releases that list it (cuda.json ``distributions``); None when none does."""

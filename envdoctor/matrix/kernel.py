@@ -196,6 +196,35 @@ def pci_device(device_id: Any) -> Optional[PciDevice]:
     return _pci().get(m.group(1).lower()) if m else None
 
 
+class Chip(NamedTuple):
+    chip: str  # "GB202"
+    arch: str  # "Blackwell"
+    source: Row  # the gpu_chips row that names it
+
+
+@functools.lru_cache(maxsize=None)
+def _chips() -> List[Tuple[int, int, Row]]:
+    return [(int(r["first"], 16), int(r["last"], 16), r) for r in load("gpu_chips")]
+
+
+DERIVED_CACHES.append(_chips.cache_clear)
+
+
+def chip_of(device_id: Any) -> Optional[Chip]:
+    """The chip and architecture of an NVIDIA PCI device ID (``10de:2b85`` or ``2b85``) by NVIDIA's own device-ID
+    ranges (``gpu_chips``), or None when no range has it: the GPU's generation without NVML."""
+    if not isinstance(device_id, str):
+        return None
+    m = re.match(r"^(?:0x)?(?:10de:)?([0-9a-fA-F]{4})$", device_id.strip())
+    if not m:
+        return None
+    dev = int(m.group(1), 16)
+    found = [r for first, last, r in _chips() if first <= dev <= last]
+    # the narrowest range names it (a single device inside a wider range is more precise)
+    found.sort(key=lambda r: int(r["last"], 16) - int(r["first"], 16))
+    return Chip(str(found[0]["chip"]), str(found[0]["arch"]), found[0]) if found else None
+
+
 # -- validators ------------------------------------------------------------------------------------------
 
 _CLASSES = ("cause", "failure", "consequence", "info")
@@ -264,4 +293,31 @@ def validate_gpu_pci_ids(rows: List[Row]) -> List[str]:
     return problems
 
 
-VALIDATORS = {"kernel_messages": validate_kernel_messages, "gpu_pci_ids": validate_gpu_pci_ids}
+def validate_gpu_chips(rows: List[Row]) -> List[str]:
+    """Each row a well-formed range of device IDs with its chip, architecture and source; no two ranges overlap
+    unless one is a single device (a device NVIDIA names inside no range)."""
+    problems: List[str] = []
+    spans: List[Tuple[int, int, str]] = []
+    for r in rows:
+        w = "gpu_chips %s" % r.get("chip")
+        first, last = r.get("first"), r.get("last")
+        if not all(isinstance(x, str) and re.match(r"^[0-9a-f]{4}$", x) for x in (first, last)):
+            problems.append("%s: first/last must be 4 lowercase hex digits" % w)
+            continue
+        lo, hi = int(str(first), 16), int(str(last), 16)
+        if lo > hi:
+            problems.append("%s: first is after last" % w)
+        for field in ("chip", "arch"):
+            if not isinstance(r.get(field), str) or not r.get(field):
+                problems.append("%s: %s must be a string" % (w, field))
+        if not isinstance(r.get("source"), dict) or not r["source"].get("url"):
+            problems.append("%s: no source" % w)
+        for a, b, other in spans:
+            if lo <= b and a <= hi and lo != hi and a != b:
+                problems.append("%s: overlaps %s" % (w, other))
+        spans.append((lo, hi, str(r.get("chip"))))
+    return problems
+
+
+VALIDATORS = {"kernel_messages": validate_kernel_messages, "gpu_pci_ids": validate_gpu_pci_ids,
+              "gpu_chips": validate_gpu_chips}
