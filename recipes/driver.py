@@ -315,9 +315,9 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     steps = repo_steps(target, request.mirror) + driver_steps(target, branch, flavor)
     notes = unknown_note + chosen_note + [target_note(target, request.mirror)]
     if no_open and not pre_turing and "flavor" not in request.options:
-        said = gpu_support.flavor_support(no_open[0], "open")
+        no_gsp = gpu_support.flavor_support(no_open[0], "open")
         notes.append(f"NVIDIA's open kernel modules do not drive this machine's {no_open[0].label()}: this GPU "
-                     f"{said.why if said is not None else ''}; the proprietary flavor is installed")
+                     f"{no_gsp.why if no_gsp is not None else ''}; the proprietary flavor is installed")
     elif pre_turing and "flavor" not in request.options:
         notes.append(f"Compute capability {', '.join(sorted(set(pre_turing)))} predates Turing: NVIDIA's open kernel "
                      "modules do not drive it, the proprietary flavor is installed")
