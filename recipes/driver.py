@@ -275,7 +275,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         branch, why = choose_branch(target, ccs + named_ccs)
         chosen_note = [f"Driver branch {branch} chosen: {why}" if branch else
                        f"No driver branch pinned: {why}"]
-        legacy = legacy_branch(gpus, branch)
+        legacy = legacy_branch(target, gpus, branch)
         if legacy is not None:
             branch, gpu, said = legacy
             packaged = hardware.branches_packaged(target.matrix_distro, target.version)
@@ -302,7 +302,7 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
     if flavor not in FLAVORS:
         raise RecipeError(f"driver flavor {flavor!r} is unknown",
                           [f"envdoctor install driver --option flavor={f}" for f in FLAVORS])
-    gpu_refusal(gpus, branch, flavor)
+    gpu_refusal(target, gpus, branch, flavor)
     if flavor == "proprietary" and open_only:
         raise RecipeError(f"NVIDIA's proprietary kernel modules cannot drive this machine's GPU (compute capability "
                           f"{', '.join(sorted(set(open_only)))}): Blackwell ({hardware.OPEN_ONLY_MIN_CC}) and newer "
@@ -344,23 +344,32 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         mok_enrolment=secure, notes=notes)
 
 
-def legacy_branch(gpus: List[gpu_support.Gpu], branch: Optional[str]
+def planned_branch(target: Target, branch: Optional[str]) -> int:
+    """The branch a plan installs: ``branch``, else the newest NVIDIA's repository carries for ``target`` (else the
+    newest the matrix knows)."""
+    if branch:
+        return int(branch)
+    packaged = hardware.branches_packaged(target.matrix_distro, target.version)
+    return packaged[1] if packaged is not None else int(versions()[-1])
+
+
+def legacy_branch(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[str]
                   ) -> Optional[Tuple[str, gpu_support.Gpu, gpu_support.Unsupported]]:
-    """(branch, GPU, why) when a GPU is supported only up to an older branch than ``branch`` (else the newest the
-    matrix knows) and NVIDIA's repositories carry that branch: the oldest such, which ``install driver`` without
-    --version installs (as driver-support's fix says); None otherwise."""
-    planned = int(branch) if branch else int(versions()[-1])
+    """(branch, GPU, why) when a GPU is supported only up to an older branch than the one planned
+    (:func:`planned_branch`) and NVIDIA's repositories carry that branch: the oldest such, which ``install driver``
+    without --version installs (as driver-support's fix says); None otherwise."""
+    planned = planned_branch(target, branch)
     found = [(said.branch, gpu, said) for gpu in gpus for said in [gpu_support.branch_support(gpu, planned)]
              if said is not None and said.code == gpu_support.LEGACY and said.branch
              and int(said.branch) >= int(versions()[0])]
     return min(found, key=lambda f: int(f[0])) if found else None
 
 
-def gpu_refusal(gpus: List[gpu_support.Gpu], branch: Optional[str], flavor: str) -> None:
-    """RecipeError when the driver planned (``branch``, else the newest the matrix knows; modules of ``flavor``) does
-    not support one of ``gpus``, by the rule driver-support judges an installed driver with
+def gpu_refusal(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[str], flavor: str) -> None:
+    """RecipeError when the driver planned (:func:`planned_branch`, with modules of ``flavor``) does not support one
+    of ``gpus``, by the rule driver-support judges an installed driver with
     (:func:`envdoctor.matrix.gpu_support.support`) and in its words."""
-    planned = int(branch) if branch else int(versions()[-1])
+    planned = planned_branch(target, branch)
     for gpu in gpus:
         said = gpu_support.support(gpu, planned, flavor)
         if said is None:

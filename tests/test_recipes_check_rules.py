@@ -287,7 +287,7 @@ def test_a_legacy_listed_gpu_is_refused_a_newer_branch_in_the_readme_s_words():
     assert e.value.alternatives == ["envdoctor install driver --version 470"]
 
 
-@pytest.mark.parametrize("target", ["rhel8", "ubuntu22.04"])
+@pytest.mark.parametrize("target", ["rhel8", "ubuntu22.04", "ubuntu20.04"])
 def test_every_listed_gpu_unpinned_plan_is_one_the_check_accepts(target):
     """``install driver`` without --version, for every device ID of NVIDIA's lists: the branch and flavour it plans
     are ones driver-support accepts for that GPU (a GPU the README lists under a legacy driver gets that branch where
@@ -300,11 +300,12 @@ def test_every_listed_gpu_unpinned_plan_is_one_the_check_accepts(target):
         except RecipeError as e:
             # the check too says no branch the repository carries supports it: in its words, or (a GPU of a known
             # architecture) choose_branch's, which names the architecture's last branch and the repository's range
-            said = gpu_support.branch_support(gpu, int(driver_recipe.versions()[-1]))
+            said = gpu_support.branch_support(gpu, driver_recipe.planned_branch(system, None))
             assert said is not None and (said.why in str(e) or "is packaged for this system" in str(e)), (
                 device, target, str(e))
             continue
-        branch = plan.version if plan.version != "latest" else driver_recipe.versions()[-1]
+        # "newest": the newest branch the system's repository carries (Ubuntu 20.04's: R575)
+        branch = plan.version if plan.version != "latest" else str(driver_recipe.planned_branch(system, None))
         chosen = "proprietary" if any(s.title.startswith("install the NVIDIA driver (proprietary")
                                       for s in plan.steps) else "open"
         assert not driver_support._judge(Facts(), gpu, chosen, "the nvidia module installed for this kernel",
@@ -321,3 +322,15 @@ def test_a_legacy_listed_gpu_gets_its_legacy_branch_where_the_repository_carries
     with pytest.raises(RecipeError) as e:
         driver_recipe.plan(Request("driver", None, "repo"), UBUNTU, _pci_facts("1180"))
     assert "NVIDIA's README lists it under the 470.xx legacy driver" in str(e.value) and "515" in str(e.value)
+
+
+def test_a_pascal_gpu_on_ubuntu_2004_gets_the_newest_driver_its_repository_carries():
+    """A Tesla P100 (10de:15f9) the driver does not drive, Ubuntu 20.04 (NVIDIA's repository: R450 to R575):
+    ``install driver`` plans the repository's newest, R575, which drives Pascal (R580 is its last branch), with the
+    proprietary modules (the open modules' list does not name the P100): not a refusal measured against R620, a
+    branch the repository does not carry (the corpus machine torch1121-cu102-on-driver390-cuda91-aliyun)."""
+    system = parse_target("ubuntu20.04")
+    assert driver_recipe.planned_branch(system, None) == 575
+    plan = driver_recipe.plan(Request("driver", None, "repo"), system, _pci_facts("15f9"))
+    assert plan.version == "latest"
+    assert any(s.title == "install the NVIDIA driver (proprietary, newest)" for s in plan.steps)
