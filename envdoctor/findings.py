@@ -18,7 +18,8 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 #: The stack from the bottom up: a problem lower down usually causes the ones above it, so at equal
 #: severity it is shown (and fixed) first.
 LAYERS = ("os", "kernel", "cpu", "driver", "fabric-manager", "gpu", "topology", "cuda", "compiler", "cudnn", "nccl",
-          "tensorrt", "python", "conda") + frameworks.COMPONENTS + ("docker", "container-toolkit", "envdoctor")
+          "tensorrt", "python", "conda") + frameworks.COMPONENTS + ("docker", "container-toolkit", "apptainer",
+                                                                    "envdoctor")
 LAYER_RANK = {name: i for i, name in enumerate(LAYERS)}
 
 #: Headings for the layers in the human report.
@@ -27,7 +28,7 @@ LAYER_TITLES = {
     "fabric-manager": "NVIDIA driver", "gpu": "GPUs", "topology": "GPU topology", "cuda": "CUDA", "compiler": "CUDA",
     "cudnn": "Libraries",
     "nccl": "Libraries", "tensorrt": "Libraries", "python": "Python", "conda": "Python", "docker": "Containers",
-    "container-toolkit": "Containers", "envdoctor": "envdoctor itself",
+    "container-toolkit": "Containers", "apptainer": "Containers", "envdoctor": "envdoctor itself",
 }
 
 
@@ -41,7 +42,7 @@ def sort_key(finding: Finding) -> tuple:
 
 COMPONENTS = frozenset(
     "os kernel cpu driver gpu topology cuda cudnn nccl tensorrt compiler python conda docker container-toolkit "
-    "fabric-manager envdoctor".split()
+    "apptainer fabric-manager envdoctor".split()
 ) | frozenset(frameworks.COMPONENTS)
 
 

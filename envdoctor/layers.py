@@ -24,7 +24,7 @@ LAYER_ROWS: Tuple[LayerRow, ...] = (
     ("compilers", "Compilers", ("compilers",), ("compiler",)),
     ("python", "Python", ("python", "requires"), ("python", "conda")),
     ("frameworks", "Frameworks", ("frameworks", "linkage"), FRAMEWORK_LAYERS),
-    ("containers", "Containers", ("containers",), ("docker", "container-toolkit")),
+    ("containers", "Containers", ("containers",), ("docker", "container-toolkit", "apptainer")),
     ("envdoctor", "envdoctor itself", (), ("envdoctor",)),
 )
 #: What --only/--skip accept.

@@ -104,7 +104,11 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "huggingface.co/docs/bitsandbytes/", "github.com/Dao-AILab/flash-attention", "tvm.apache.org/docs/",
                 "docs.vllm.ai/",
                 # driver_packages.json: the names RPM Fusion gives its driver packages are its own specs'
-                "github.com/rpmfusion/")
+                "github.com/rpmfusion/",
+                # numba_cuda_paths.json: where Numba looks for libNVVM and libdevice is its own source at each tag
+                "github.com/numba/numba/",
+                # container_compute_libraries.json: what Apptainer's nvliblist.conf lists is its own release notes
+                "github.com/apptainer/apptainer/")
 
 #: (area, field) pairs this script proves when an artifact exists; marked verified without a proof is an error.
 PROVABLE = {("cuda", "gcc_max"), ("cuda", "cc_min"), ("cuda", "cc_max"), ("torch", "pypi_variant"),

@@ -596,8 +596,11 @@ def test_numba_told_to_load_something_else_than_the_drivers_libcuda() -> None:
     for value in ("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so", "0",
                   "libcuda.so.1"):
         assert code not in findings({"NUMBA_CUDA_DRIVER": value}), value
-    # Numba 0.49 and later ignore NUMBAPRO_ variables; without Numba the variable changes nothing
+    # Numba 0.46 and later ignore NUMBAPRO_ variables (numba/cuda/envvars.py at 0.46.0); without Numba the variable
+    # changes nothing
     assert code not in findings({"NUMBAPRO_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"}, numba="0.56.4")
+    assert code not in findings({"NUMBAPRO_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"}, numba="0.46.0")
+    assert code in findings({"NUMBAPRO_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"}, numba="0.45.1")
     assert code not in findings({"NUMBA_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"}, numba="")
     # NUMBA_CUDA_DRIVER is read first
     assert code not in findings({"NUMBA_CUDA_DRIVER": "/usr/lib/x86_64-linux-gnu/libcuda.so.1",

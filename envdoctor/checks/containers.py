@@ -591,3 +591,69 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
         fix=Fix(text="Install a driver that supports CUDA %s%s, or use an image built for CUDA %s or older." % (
                     newest, " (%s or newer)" % floor if floor else "", cuda) if newest else
                 "Install a driver that meets the image's constraints, or use an image that the driver meets."))
+
+
+APPTAINER_GPU_DOC = "https://apptainer.org/docs/user/latest/gpu.html"
+
+
+def _nvliblist_covers(entries: List[str], soname: str) -> bool:
+    """Whether ``apptainer --nv`` binds ``soname`` from this list: a bare name that is a prefix of the loader cache's
+    name (Apptainer's paths.Resolve), or an absolute path to that library."""
+    for entry in entries:
+        if ".so" not in entry:
+            continue  # a binary
+        if entry.startswith("/") and posixpath.basename(entry).startswith(soname.split(".so", 1)[0] + ".so"):
+            return True
+        if not entry.startswith("/") and soname.startswith(entry):
+            return True
+    return False
+
+
+@check("apptainer-nvliblist", requires=("container.apptainer", "driver.library_links"), reads=(),
+       layers=("containers",), codes=(
+    CodeDoc("container.nvliblist_missing_library", "warning",
+            "Apptainer's (or Singularity's) nvliblist.conf lacks a driver library CUDA or OpenCL needs in a "
+            "container, and the installed driver has it.",
+            "container.apptainer (nvliblist.conf), driver.library_links, matrix container_compute_libraries",
+            "`apptainer --nv` binds into the container only the driver libraries nvliblist.conf names: one it lacks "
+            "is missing inside, and what needs it fails there (OpenCL program compilation without libnvidia-nvvm "
+            "on drivers from 525.85.05).", "https://github.com/apptainer/apptainer/blob/v1.2.5/CHANGELOG.md"),
+))
+def apptainer_nvliblist(ctx: CheckContext) -> Iterable[Finding]:
+    """Each driver library NVIDIA lists as needed by CUDA or OpenCL in a container, installed on this machine, against
+    the list `apptainer --nv` binds from."""
+    from ..matrix.containers import compute_libraries
+
+    facts = ctx.facts
+    app = facts.mapping("container.apptainer")
+    entries = app.get("entries")
+    if not app.get("installed") or not isinstance(entries, list) or app.get("uses_nvccli"):
+        return  # no Apptainer, no list read, or --nv handed to nvidia-container-cli (which does not read it)
+    installed = sorted({posixpath.basename(str(link.get("link"))) for link in facts.items("driver.library_links")
+                        if isinstance(link, dict) and link.get("exists") and link.get("link")})
+    conf, program = str(app.get("nvliblist")), str(app.get("program") or "apptainer")
+    for row in compute_libraries():
+        lib = str(row["library"])
+        have = [s for s in installed if s.startswith(lib + ".")]
+        if not have or _nvliblist_covers([str(e) for e in entries], have[0]):
+            continue
+        since = versions.parse(str(row.get("apptainer_lists_from")))
+        mine = versions.parse(str(app.get("version") or "")) if program == "apptainer" else None
+        upgrade = program == "apptainer" and since is not None and (mine is None or mine < since)
+        src = row.get("source") or {}
+        yield Finding(
+            code="container.nvliblist_missing_library", severity="warning", components=["apptainer", "driver"],
+            title="%s %s's nvliblist.conf (%s) lacks %s, which this driver has: `%s --nv` does not bind it" % (
+                program.capitalize(), app.get("version") or "", conf, lib, program),
+            detail="%s --nv binds into a container only the driver libraries %s names; %s (%s) is installed but "
+                   "not listed, so it is missing inside the container. Needed for %s.%s" % (
+                       program.capitalize(), conf, lib, ", ".join(have), row.get("needed_for"),
+                       " Apptainer's default list has it from %s." % row.get("apptainer_lists_from")
+                       if program == "apptainer" else ""),
+            evidence=_ev(facts, "container.apptainer", "driver.library_links"),
+            source={"rule": "%s is a driver library CUDA/OpenCL need in a container" % lib,
+                    "url": str(src.get("url") or APPTAINER_GPU_DOC), "checked": str(src.get("checked") or CHECKED)},
+            fix=Fix(text="Add %s to %s (one line; it binds every library whose name starts with it)%s." % (
+                        lib, conf, ", or upgrade Apptainer to %s or later, whose default list has it" %
+                        row.get("apptainer_lists_from") if upgrade else ""),
+                    commands=["echo %s | sudo tee -a %s" % (lib, conf)]))

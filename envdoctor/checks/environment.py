@@ -361,8 +361,9 @@ def nccl_topology_override(ctx: CheckContext) -> Iterable[Finding]:
 
 
 NUMBA_DRIVER_DOC = "https://numba.readthedocs.io/en/stable/cuda/overview.html#setting-cuda-installation-path"
-#: From this Numba release a NUMBAPRO_ variable is only warned about and ignored (numba/cuda/envvars.py).
-NUMBAPRO_IGNORED_FROM = Version("0.49")
+#: From this Numba release a NUMBAPRO_ variable is only warned about and ignored (numba/cuda/envvars.py: from 0.46.0
+#: get_numbapro_envvar returns the default; 0.45 still returned the value with a deprecation warning).
+NUMBAPRO_IGNORED_FROM = Version("0.46")
 
 
 @check("environment.numba-cuda-driver", requires=("env.numba_cuda_driver",), reads=("libraries.libcuda",),
@@ -417,4 +418,71 @@ def numba_cuda_driver(ctx: CheckContext) -> Iterable[Finding]:
                         "itself" % name, "url": NUMBA_DRIVER_DOC, "checked": "2026-11-29"},
         fix=Fix(text="Point %s at the driver's libcuda%s, or unset it: Numba finds the driver's library "
                      "itself when the loader can." % (name, " (%s)" % driver_path if driver_path else ""),
+                commands=commands))
+
+
+NUMBA_PATHS_DOC = "https://numba.readthedocs.io/en/stable/cuda/overview.html#cudatoolkit-lookup"
+_NUMBA_PARTS = {"nvvm": "libNVVM", "libdevice": "libdevice"}
+
+
+def _numba_trail(part: Dict[str, Any]) -> str:
+    """Where Numba looked, in its order, up to the place it took: 'NUMBAPRO_NVVM (not set), ...'."""
+    said = []
+    for p in part.get("places") or []:
+        if not p.get("defined"):
+            said.append("%s (%s)" % (p.get("place"), "not set" if str(p.get("place")).isupper() else "not there"))
+            continue
+        said.append("%s (%s)" % (p.get("place"), p.get("where")) if p.get("where") != p.get("place") else
+                    str(p.get("place")))
+        break
+    return ", then ".join(said)
+
+
+@check("environment.numba-cuda-paths", requires=("env.numba_cuda_paths",), reads=(), layers=("python",), codes=(
+    CodeDoc("framework.numba_cuda_libs_not_found", "error",
+            "Numba's CUDA target will not find libNVVM (or libdevice), although a CUDA toolkit on the machine "
+            "holds it.", "env.numba_cuda_paths (Numba's lookup per release: matrix numba_cuda_paths)",
+            "Numba compiles CUDA kernels with libNVVM and libdevice, which it finds only in the places its release "
+            "searches (NUMBAPRO_ variables before 0.46, the conda environment, CUDA_HOME, /usr/local/cuda), never "
+            "through the loader's path: @cuda.jit fails ('libNVVM cannot be found').", NUMBA_PATHS_DOC,
+        messages=(Message("libNVVM cannot be found. Do `conda install cudatoolkit`:*",
+                          "https://github.com/numba/numba/blob/0.61.0/numba/cuda/cudadrv/nvvm.py"),
+                  Message("Missing libdevice file*", "https://github.com/numba/numba/blob/0.61.0/numba/cuda/cudadrv/nvvm.py"))),
+))
+def numba_cuda_paths(ctx: CheckContext) -> Iterable[Finding]:
+    """The libNVVM and libdevice Numba's CUDA target would take, walked as its release walks them: missing while a
+    toolkit on the machine has them is an error naming where it looked and the setting that points it there. A
+    machine with no libNVVM at all has no CUDA toolkit for Numba to use: nothing is said (Numba may be there for the
+    CPU)."""
+    facts = ctx.facts
+    info = facts.mapping("env.numba_cuda_paths")
+    toolkits = [t for t in info.get("elsewhere") or [] if isinstance(t, dict) and t.get("nvvm")]
+    parts: Dict[str, Dict[str, Any]] = {k: info[k] for k in _NUMBA_PARTS if isinstance(info.get(k), dict)}
+    missing = [k for k, v in parts.items() if not v.get("found")]
+    if not missing or not toolkits or len(parts) != len(_NUMBA_PARTS):
+        return
+    tk = toolkits[0]
+    old = any(p.get("place") == "NUMBAPRO_NVVM" for p in parts["nvvm"].get("places") or [])
+    if old:
+        commands = ["export NUMBAPRO_NVVM=%s" % tk["nvvm"], "export NUMBAPRO_LIBDEVICE=%s" % tk["libdevice"]]
+        how = "point NUMBAPRO_NVVM at the library and NUMBAPRO_LIBDEVICE at its libdevice directory"
+    else:
+        commands = ["export CUDA_HOME=%s" % tk["root"]]
+        how = "set CUDA_HOME to the toolkit (Numba then looks in its nvvm/lib64 and nvvm/libdevice)"
+    names = " and ".join(_NUMBA_PARTS[k] for k in missing)
+    looked = "; ".join("for %s it looks at %s%s" % (
+        _NUMBA_PARTS[k], _numba_trail(parts[k]),
+        ", which has none" if parts[k].get("where") else ", and takes none of them") for k in missing)
+    src: Dict[str, Any] = info["source"] if isinstance(info.get("source"), dict) else {}
+    yield Finding(
+        code="framework.numba_cuda_libs_not_found", severity="error", components=["python", "cuda"],
+        title="Numba %s will not find %s, which %s has: numba.cuda cannot compile kernels" % (
+            info.get("numba"), names, tk["root"]),
+        detail="Numba %s searches only its own places, never the loader's path: %s. CUDA JIT compilation then "
+               "fails ('libNVVM cannot be found'); the toolkit at %s has %s." % (
+                   info.get("numba"), looked, tk["root"], tk["nvvm"]),
+        evidence=_ev(facts, "env.numba_cuda_paths"),
+        source={"rule": "Numba %s's CUDA library lookup" % info.get("numba"),
+                "url": str(src.get("url") or NUMBA_PATHS_DOC), "checked": str(src.get("checked") or "2026-11-30")},
+        fix=Fix(text="Tell Numba where the toolkit is: %s (in the shell profile that starts Python)." % how,
                 commands=commands))

@@ -44,9 +44,9 @@ from .privacy import Scrubber, is_path_name
 SCHEMA_VERSION = 1
 
 #: Environment variables whose values a snapshot records even when no probe of this version read them
-#: (a newer envdoctor replaying the snapshot may): CUDA's, NVIDIA's, NCCL's, the loader's, conda's, and
+#: (a newer envdoctor replaying the snapshot may): CUDA's, NVIDIA's, NCCL's, the loader's, conda's, Numba's, and
 #: search paths (:func:`~envdoctor.host.privacy.is_path_name`). Of every other variable only the name is kept.
-RECORDED_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "LD_", "CONDA_")
+RECORDED_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "LD_", "CONDA_", "NUMBA")
 
 
 def recorded_variable(name: str) -> bool:

@@ -41,7 +41,7 @@ VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks",
                      "envdoctor.matrix.kernel", "envdoctor.matrix.nccl_env", "envdoctor.matrix.nccl",
                      "envdoctor.matrix.containers", "envdoctor.matrix.loads", "envdoctor.matrix.floors",
                      "envdoctor.matrix.packages",
-                     "envdoctor.matrix.known_issues")
+                     "envdoctor.matrix.known_issues", "envdoctor.matrix.numba_paths")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]
@@ -298,7 +298,8 @@ VENDORS = {fw.matrix_area: fw.display for fw in framework_table.FRAMEWORKS if fw
 VENDORS.update({"cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
                 "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
                 "gpu_chips": "NVIDIA", "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
-                "cdi_engines": "Podman", "triton": "Triton"})
+                "cdi_engines": "Podman", "triton": "Triton", "numba_cuda_paths": "Numba",
+                "container_compute_libraries": "NVIDIA"})
 
 
 def hint_sentence(area: str, row: Row) -> Optional[str]:

@@ -2,6 +2,8 @@
 
 ``container_toolkit_bugs.json``: toolkit releases with a bug that breaks GPU containers, the release that fixed it,
 and the toolkit CHANGELOG entry that says so. This module validates the rows and answers which row a release is.
+``container_compute_libraries.json``: the driver libraries CUDA and OpenCL need inside a container (NVIDIA's list),
+with the Apptainer release whose default ``nvliblist.conf`` first lists each.
 """
 
 from __future__ import annotations
@@ -97,3 +99,29 @@ def validate_cdi_engines(table: List[Row]) -> List[str]:
 
 
 VALIDATORS["cdi_engines"] = validate_cdi_engines
+
+
+def compute_libraries() -> List[Row]:
+    """``container_compute_libraries.json``: the driver libraries CUDA and OpenCL need inside a container."""
+    return load("container_compute_libraries")
+
+
+def validate_compute_libraries(table: List[Row]) -> List[str]:
+    problems: List[str] = []
+    seen = set()
+    for i, r in enumerate(table):
+        label = "row %d (%s)" % (i, r.get("library"))
+        lib = r.get("library")
+        if not isinstance(lib, str) or not lib.startswith("lib") or not lib.endswith(".so"):
+            problems.append("%s: library must be a name like 'libnvidia-nvvm.so', as nvliblist.conf writes it" % label)
+        elif lib in seen:
+            problems.append("%s: duplicate library" % label)
+        seen.add(lib)
+        if not isinstance(r.get("needed_for"), str) or not r.get("needed_for"):
+            problems.append("%s: needed_for must say what needs it" % label)
+        if parse_version(r.get("apptainer_lists_from")) is None:
+            problems.append("%s: apptainer_lists_from must be an Apptainer release" % label)
+    return problems
+
+
+VALIDATORS["container_compute_libraries"] = validate_compute_libraries

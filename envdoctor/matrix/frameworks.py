@@ -312,6 +312,11 @@ def validate_onnxruntime(rows: List[Row]) -> List[str]:
                             where, lib, b.get(lib + "_major"), lib, b.get(lib)
                         )
                     )
+            requires = b.get("requires", {})
+            releases = [_version(v) for v in requires.values()] if isinstance(requires, dict) else [None]
+            if any(r is None or len(r.release) < 3 for r in releases) or not all(
+                    re.match(r"^[A-Za-z]+$", str(k)) for k in requires):
+                problems.append(f"{where}: requires must map a library name to a full release ('10.2.1.243')")
     return problems
 
 
@@ -614,10 +619,10 @@ def jax_plugin_for(jax_version: Any, cuda_major: Any) -> Optional[Row]:
 def onnxruntime_release(version: Any) -> Optional[Dict[str, Any]]:
     """What an onnxruntime-gpu release from PyPI was built against.
 
-    Returns ``{"version", "cuda", "cuda_major", "cudnn", "cudnn_major", "builds", "source"}``
-    for the PyPI default build (the other builds, e.g. the CUDA 11.8 one of 1.19,
-    are in ``builds``).  A row "1.20" covers every 1.20.x; a row "1.18.1" covers
-    1.18.1 and later 1.18 patches.  None when the table has no such release.
+    Returns ``{"version", "cuda", "cuda_major", "cudnn", "cudnn_major", "requires", "note", "builds", "source"}``
+    for the PyPI default build (the other builds, e.g. the CUDA 11.8 one of 1.19, are in ``builds``; ``requires``:
+    the lowest library releases the requirements table demands, ``note``: its note).  A row "1.20" covers every
+    1.20.x; a row "1.18.1" covers 1.18.1 and later 1.18 patches.  None when the table has no such release.
     """
     v = _version(version)
     if v is None:
@@ -640,6 +645,8 @@ def onnxruntime_release(version: Any) -> Optional[Dict[str, Any]]:
         "cuda_major": default["cuda_major"],
         "cudnn": default["cudnn"],
         "cudnn_major": default["cudnn_major"],
+        "requires": dict(default.get("requires") or {}),
+        "note": default.get("note"),
         "builds": copy.deepcopy(best["builds"]),
         "source": dict(best["source"]),
     }

@@ -805,6 +805,50 @@ def images_fact(host: Host, daemon_json: Optional[Dict[str, Any]]) -> Optional[F
               "Docker images with NVIDIA constraints")
 
 
+#: Apptainer and its predecessor, by the program's name (both read <sysconfdir>/<name>/nvliblist.conf).
+APPTAINER_PROGRAMS = ("apptainer", "singularity")
+_APPTAINER_VERSION = lazyre.compile(r"version\s+v?(\d+(?:\.\d+)+)")
+_USE_NVCCLI = lazyre.compile(r"^\s*use nvidia-container-cli\s*=\s*(\S+)", re.M)
+
+
+def _apptainer_confdir(host: Host, program: str, path: str) -> List[str]:
+    """Where an installed Apptainer (or Singularity) keeps its configuration: ``<sysconfdir>/<program>``, the
+    sysconfdir of its installation prefix (``/usr/bin/apptainer``: /etc; ``/usr/local/bin``: /usr/local/etc;
+    ``/opt/apptainer/bin``: /opt/apptainer/etc), then /etc."""
+    prefix = posixpath.dirname(posixpath.dirname(host.resolve(path)))
+    sysconf = "/etc" if prefix in ("/usr", "/", "") else posixpath.join(prefix, "etc")
+    dirs = [posixpath.join(sysconf, program), posixpath.join("/etc", program)]
+    return [d for i, d in enumerate(dirs) if d not in dirs[:i]]
+
+
+def apptainer_fact(host: Host) -> Fact:
+    """``container.apptainer``: the Apptainer (or Singularity) on PATH, its version, and the libraries its
+    ``nvliblist.conf`` names for ``--nv`` (each non-comment line, as Apptainer reads it; ``uses_nvccli`` when its
+    configuration hands ``--nv`` to nvidia-container-cli, which does not read the list)."""
+    for program in APPTAINER_PROGRAMS:
+        path = host.which(program)
+        if not path:
+            continue
+        res = host.run([path, "--version"], timeout=5)
+        m = _APPTAINER_VERSION.search(res.stdout) if res.ok else None
+        value: Dict[str, Any] = {"installed": True, "program": program, "path": path,
+                                 "version": m.group(1) if m else None, "nvliblist": None, "entries": None,
+                                 "uses_nvccli": False}
+        for confdir in _apptainer_confdir(host, program, path):
+            conf = host.read_file(posixpath.join(confdir, "nvliblist.conf"), limit=256 * 1024)
+            if conf.text is None:
+                continue
+            value["nvliblist"] = posixpath.join(confdir, "nvliblist.conf")
+            value["entries"] = [line.strip() for line in conf.text.splitlines()[:4096]
+                                if line.strip() and not line.strip().startswith("#")]
+            main = host.read_file(posixpath.join(confdir, "%s.conf" % program), limit=256 * 1024).text or ""
+            setting = _USE_NVCCLI.search(main)
+            value["uses_nvccli"] = setting is not None and setting.group(1).lower() == "yes"
+            break
+        return ok("container.apptainer", value, "command:%s --version" % program, "Apptainer")
+    return ok("container.apptainer", {"installed": False}, "which:apptainer", "Apptainer")
+
+
 @register("containers", "Containers", order=100,
           produces=("container.*",), launch=launch_docker)
 def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
@@ -848,6 +892,7 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
     if images is not None:
         facts.append(images)
     facts.append(podman_fact(host))
+    facts.append(apptainer_fact(host))
     shm = shm_fact(host)
     if shm is not None:
         facts.append(shm)

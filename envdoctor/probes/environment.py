@@ -12,6 +12,12 @@ Fact ``env.numba_cuda_driver``: the library Numba is told to load as the CUDA dr
 the older ``NUMBAPRO_CUDA_DRIVER``), when one is set and Numba is installed: the variable, its value, whether it
 names a file, the file's name once links are followed, its SONAME when readable, and Numba's version.
 
+Fact ``env.numba_cuda_paths``: where Numba's built-in CUDA target (the ``numba`` package without NVIDIA's
+``numba-cuda``) finds libNVVM and libdevice, walked the way the installed release walks them (its row of
+``matrix/data/numba_cuda_paths.json``): for each, every place it considers (``place``, ``defined``, ``where``), the
+one it takes (``by``, ``where``) and the file it finds there (``found``, None when none); and ``elsewhere``, the CUDA
+toolkits on the machine that hold a libNVVM (``root``, ``nvvm``, ``libdevice``), which Numba may not reach.
+
 Fact ``env.nccl``: the NCCL variables of the catalog (``matrix/data/nccl_env.json``) as NCCL sees them (the
 environment, then ``$NCCL_CONF_FILE`` or ``~/.nccl.conf``, then ``/etc/nccl.conf``; each with where it was set),
 and the XML files the topology and graph variables name (and NCCL's default topology file): whether they are
@@ -21,6 +27,7 @@ there and the PCI addresses of the GPUs a topology file describes.
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, Iterable, List, Optional
 
 from .. import lazyre
@@ -56,13 +63,16 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
     numba = numba_cuda_driver(ctx.host, env)
     if numba is not None:
         facts.append(numba)
+    paths = numba_cuda_paths(ctx.host, env)
+    if paths is not None:
+        facts.append(paths)
     facts.append(nccl_variables(ctx.host))
     return facts
 
 
 #: The variables Numba reads for the path of the CUDA driver library, in the order it reads them: Numba's
 #: ``find_driver`` (numba/cuda/cudadrv/driver.py) takes ``get_numba_envvar('CUDA_DRIVER')``, NUMBA_ first and
-#: the NumbaPro-era NUMBAPRO_ prefix second (numba/cuda/envvars.py; from Numba 0.49 a NUMBAPRO_ variable is
+#: the NumbaPro-era NUMBAPRO_ prefix second (numba/cuda/envvars.py; from Numba 0.46 a NUMBAPRO_ variable is
 #: only warned about and ignored).
 NUMBA_DRIVER_VARIABLES = ("NUMBA_CUDA_DRIVER", "NUMBAPRO_CUDA_DRIVER")
 
@@ -91,6 +101,106 @@ def numba_cuda_driver(host: Host, env: Dict[str, str]) -> Optional[Fact]:
         value_info.update(is_file=is_file, file_name=posixpath.basename(real), soname=soname,
                           stub=posixpath.basename(posixpath.dirname(real)) == "stubs")
     return ok("env.numba_cuda_driver", value_info, "env:" + name, "Library Numba loads as the CUDA driver")
+
+
+#: How a place of Numba's lookup is named to a user.
+_PLACE_NAMES = {"prefix_lib": "the interpreter's sys.prefix/lib", "conda": "the conda environment's lib (cudatoolkit)",
+                "conda_nvidia": "the conda environment's nvvm (NVIDIA's cuda-nvcc package)",
+                "system": "/usr/local/cuda"}
+
+
+def _numba_file(host: Host, directory: str, pattern: str) -> Optional[str]:
+    """The file Numba's ``find_file`` picks in ``directory``: the greatest path whose name matches and that is a
+    file once links are followed; None when none (or the directory cannot be listed)."""
+    if not directory.startswith("/"):
+        return None  # relative to a working directory unknown here
+    regex = re.compile(pattern)
+    directory = posixpath.normpath(directory)  # "/usr/local/cuda/nvvm/libdevice/" as users write it
+    found = [posixpath.join(directory, n) for n in host.list_dir(directory).names() if regex.match(n)]
+    found = [f for f in found if host.exists(host.resolve(f)) and not host.is_dir(host.resolve(f))]
+    return max(found) if found else None
+
+
+def _numba_place(host: Host, env: Dict[str, str], prefix: str, place: Dict[str, Any], part: str,
+                 nvvm_pattern: str) -> Dict[str, Any]:
+    """One place of Numba's lookup: whether it is defined (Numba then takes it, found or not) and where it is."""
+    kind = place.get("kind")
+    out: Dict[str, Any] = {"place": place.get("variable") or _PLACE_NAMES.get(str(kind)) or place.get("path") or kind,
+                           "defined": False, "where": None}
+    if kind in ("env_file", "env_dir"):
+        value = env.get(str(place.get("variable")))
+        out.update(defined=bool(value), where=value or None)
+    elif kind == "prefix_lib":
+        out.update(defined=bool(prefix), where=posixpath.join(prefix, "lib") if prefix else None)
+    elif kind in ("conda", "conda_nvidia") and prefix and host.is_dir(posixpath.join(prefix, "conda-meta")):
+        nvvm_dir = posixpath.join(prefix, "lib") if kind == "conda" else posixpath.join(prefix, "nvvm", "lib64")
+        if _numba_file(host, nvvm_dir, nvvm_pattern):
+            where = nvvm_dir if part == "nvvm" or kind == "conda" else posixpath.join(prefix, "nvvm", "libdevice")
+            out.update(defined=True, where=where)
+    elif kind == "cuda_home":
+        name = "CUDA_HOME" if "CUDA_HOME" in env or not place.get("cuda_path") else "CUDA_PATH"
+        out["place"] = name
+        if name in env:
+            out.update(defined=True, where=posixpath.join(env[name], str(place.get("subdir"))))
+    elif kind == "system" and host.exists("/usr/local/cuda"):
+        out.update(defined=True, where=posixpath.join("/usr/local/cuda", str(place.get("subdir"))))
+    elif kind == "fixed" and host.exists(str(place.get("path"))):
+        out.update(defined=True, where=str(place.get("path")))
+    return out
+
+
+def _numba_toolkits(host: Host, env: Dict[str, str], py: Any, nvvm_pattern: str) -> List[Dict[str, Any]]:
+    """CUDA toolkits on the machine that hold a libNVVM: /usr/local/cuda*, /opt/cuda, CUDA_HOME and CUDA_PATH,
+    and the nvidia-cuda-nvcc wheels' nvidia/cuda_nvcc in the interpreter's site-packages."""
+    roots = ["/usr/local/cuda"] + sorted(posixpath.join("/usr/local", n) for n in host.list_dir("/usr/local").names()
+                                         if n.startswith("cuda-")) + ["/opt/cuda"]
+    roots += [env[n] for n in ("CUDA_HOME", "CUDA_PATH") if env.get(n, "").startswith("/")]
+    roots += [posixpath.join(d, "nvidia", "cuda_nvcc") for d in getattr(py, "sys_path", ()) or ()
+              if str(d).endswith(("site-packages", "dist-packages"))]
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for root in roots:
+        real = host.resolve(root)
+        if real in seen:
+            continue
+        seen.add(real)
+        nvvm = _numba_file(host, posixpath.join(root, "nvvm", "lib64"), nvvm_pattern)
+        if nvvm:
+            out.append({"root": root, "nvvm": nvvm, "libdevice": posixpath.join(root, "nvvm", "libdevice")})
+    return out
+
+
+def numba_cuda_paths(host: Host, env: Dict[str, str]) -> Optional[Fact]:
+    """``env.numba_cuda_paths`` (see the module's description), or None when Numba's built-in CUDA target is not
+    what is installed (no numba, or NVIDIA's numba-cuda, whose lookup differs) or its release has no row."""
+    from ..matrix import numba_paths
+
+    dists = {d.key: d for d in host.distributions()}
+    numba = dists.get("numba")
+    if numba is None or "numba-cuda" in dists:
+        return None
+    row = numba_paths.row_for(numba.version)
+    if row is None:
+        return None
+    py = host.python()
+    prefix = str(py.prefix or "")
+    nvvm_pattern = str(row["nvvm_pattern"])
+    value: Dict[str, Any] = {"numba": numba.version, "package": numba.key, "prefix": prefix,
+                             "source": dict(row["source"])}
+    for part in ("nvvm", "libdevice"):
+        places = [_numba_place(host, env, prefix, p, part, nvvm_pattern) for p in row[part]]
+        taken = next((p for p in places if p["defined"]), None)
+        found = None
+        if taken is not None and taken["where"]:
+            if row[part][places.index(taken)].get("kind") == "env_file":
+                real = host.resolve(taken["where"]) if taken["where"].startswith("/") else ""
+                found = taken["where"] if real and host.exists(real) and not host.is_dir(real) else None
+            else:
+                found = _numba_file(host, taken["where"], str(row[part + "_pattern"]))
+        value[part] = {"places": places, "by": taken["place"] if taken else None,
+                       "where": taken["where"] if taken else None, "found": found}
+    value["elsewhere"] = _numba_toolkits(host, env, py, nvvm_pattern)
+    return ok("env.numba_cuda_paths", value, "derived", "Where Numba finds libNVVM and libdevice")
 
 
 def topology_gpus(text: str) -> List[str]:
