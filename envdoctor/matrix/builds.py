@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from . import frameworks as fwm
-from . import load
+from . import in_range, load
 
 Row = Dict[str, Any]
 AREA = "framework_builds"
@@ -36,11 +36,7 @@ def _rows(framework: str, release: Any) -> List[Row]:
     for row in load(AREA):
         if row.get("framework") != framework:
             continue
-        try:
-            spec = SpecifierSet(str(row.get("releases")))
-        except InvalidSpecifier:
-            continue
-        if spec.contains(v, prereleases=True):
+        if in_range(row.get("releases"), v):
             out.append(row)
     return out
 

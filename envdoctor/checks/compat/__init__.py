@@ -237,8 +237,9 @@ class Driver:
         self.cuda_fact = facts.get("driver.cuda_version")
         self.version: Optional[str] = facts.value("driver.version")
         self.wsl = bool(facts.value("os.wsl"))
-        # the CUDA it reports, else (a Linux driver) the one Table 3 gives its version
-        cuda = hw.driver_cuda(self.version, facts.value("driver.cuda_version"), self.wsl)
+        # the CUDA it reports, else (a Linux driver) the one Table 3 gives its version: the install recipes' reading
+        self._driver = hw.driver_of(facts)
+        cuda = hw.driver_cuda(*self._driver)
         self.cuda: Optional[Tuple[int, Optional[int]]] = cuda
 
     @property
@@ -254,9 +255,7 @@ class Driver:
         (``"11.4.4"``, whose driver of Table 3 may be newer than the GA's): the rule install's pre-flight applies
         too (:func:`envdoctor.matrix.hardware.driver_runs`)."""
         assert self.cuda is not None
-        return hw.driver_runs(update or _mm_str(need), self.version, self.cuda_fact.value
-                              if self.cuda_fact is not None and self.cuda_fact.known else None,
-                              self.wsl) or "too_old"
+        return hw.driver_runs(update or _mm_str(need), *self._driver) or "too_old"
 
 
 class Need:
