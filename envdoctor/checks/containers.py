@@ -556,7 +556,7 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
     known = {"cuda": cuda, "driver": versions.parse(str(facts.value("driver.version") or "")),
              "arch": [cc for cc in ccs if cc is not None] if ccs and None not in ccs else []}
     refused = []
-    for image in facts.value("container.images") or []:
+    for image in facts.items("container.images"):
         if not isinstance(image, dict) or image.get("disable_require"):
             continue
         unmet = {k: v for k, v in sorted((image.get("require") or {}).items())

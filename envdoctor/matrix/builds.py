@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from . import frameworks as fwm
-from . import load
+from . import in_range, load
 
 Row = Dict[str, Any]
 AREA = "framework_builds"
@@ -36,11 +36,7 @@ def _rows(framework: str, release: Any) -> List[Row]:
     for row in load(AREA):
         if row.get("framework") != framework:
             continue
-        try:
-            spec = SpecifierSet(str(row.get("releases")))
-        except InvalidSpecifier:
-            continue
-        if spec.contains(v, prereleases=True):
+        if in_range(row.get("releases"), v):
             out.append(row)
     return out
 
@@ -125,6 +121,14 @@ def cudnn_newer_minor_accepted(framework: str, release: Any, built_major: int) -
     return None
 
 
+def ctranslate2_build(version: Any) -> Optional[Tuple[str, Row]]:
+    """The CUDA (major.minor) CTranslate2's Linux PyPI wheel of ``version`` is built with, or None."""
+    for row in _rows("ctranslate2", version):
+        if row.get("cuda"):
+            return str(row["cuda"]), row
+    return None
+
+
 def validate(rows: List[Row]) -> List[str]:
     """The area's own rules: a known framework, a release specifier, and the field each framework's rows carry."""
     problems: List[str] = []
@@ -152,8 +156,12 @@ def validate(rows: List[Row]) -> List[str]:
         elif fw == "nvidia-tensorflow":
             if _ngc(row.get("ngc")) is None or _plain(row.get("cuda")) is None:
                 problems.append("%s: an nvidia-tensorflow row needs ngc (YY.MM) and cuda" % where)
+        elif fw == "ctranslate2":
+            if _minor(row.get("cuda")) is None or len(_minor(row.get("cuda")) or ()) != 2:
+                problems.append("%s: a ctranslate2 row needs cuda (major.minor)" % where)
         else:
-            problems.append("%s: framework %r is not jaxlib, tensorflow or nvidia-tensorflow" % (where, fw))
+            problems.append("%s: framework %r is not jaxlib, tensorflow, nvidia-tensorflow or ctranslate2" % (
+                where, fw))
     ngcs = [_ngc(r.get("ngc")) for r in rows if r.get("framework") == "nvidia-tensorflow"]
     if ngcs != sorted(ngcs, key=lambda t: t or (0, 0)):
         problems.append("nvidia-tensorflow rows must be in NGC release order")
