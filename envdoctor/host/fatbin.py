@@ -15,6 +15,9 @@ nvcc 13.0 for known targets (tests/data/fatbin) and against ``cuobjdump --list-e
 --list-ptx`` of the real libraries of torch 2.11.0+cu130, the JAX CUDA 13 plugin, CuPy,
 torchvision and torchaudio on an H100 machine (tests/data/fatbin/h100-libraries.json).
 
+A fat binary file of its own (what ``nvcc -fatbin`` writes, loaded by a program with ``cuModuleLoadFatBinary``:
+Guppy's ``data/*.fatbin``) holds the same containers from its first byte, and is read the same way.
+
 Only the section headers and each entry's header are read, never a payload: the section of
 ``libtorch_cuda.so`` is ~300 MB.  Nothing is imported or executed.  Input is hostile: every
 size is bounded and a garbled container ends the walk with what was read so far, marked
@@ -108,7 +111,13 @@ def read_archs(fh: BinaryIO) -> Dict[str, object]:
     ``section`` is False when the file has no ``.nv_fatbin`` (no device code of its own); ``complete``
     False when a garbled or truncated container stopped the walk early (what was read is still returned).
     """
-    secs = [(off, size) for name, off, size in _sections(fh) if name == SECTION]
+    fh.seek(0)
+    if fh.read(4) == struct.pack("<I", FATBIN_MAGIC):
+        # a fat binary file of its own (``nvcc -fatbin`` output a program loads with cuModuleLoadFatBinary):
+        # the same containers as a .nv_fatbin section, from the first byte to the end
+        secs = [(0, fh.seek(0, 2))]
+    else:
+        secs = [(off, size) for name, off, size in _sections(fh) if name == SECTION]
     sass: Set[str] = set()
     ptx: Set[str] = set()
     complete = True

@@ -89,6 +89,7 @@ PROBE_MODULES = (
     "envdoctor.probes.linkage",
     "envdoctor.probes.gpucode",
     "envdoctor.probes.staticcuda",
+    "envdoctor.probes.programs",
     "envdoctor.probes.apps",
     "envdoctor.probes.gpupackages",
     "envdoctor.probes.dlopen",

@@ -575,6 +575,37 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
     return out
 
 
+def conda_package_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
+    """``linkage.packages`` entries for conda packages that are not NVIDIA's own (OpenMM's CUDA plug-in, a
+    conda-built program's libraries): the libraries each package's conda-meta record lists that need a CUDA,
+    cuDNN, NCCL or TensorRT library, with their CUDA closure as the loader resolves it (their RPATH/RUNPATH into
+    the prefix's ``lib``, LD_LIBRARY_PATH, the cache)."""
+    from . import loader
+    from .programs import MAX_FILES, conda_libraries
+
+    out: List[Dict[str, Any]] = []
+    opened = 0
+    for prefix, package, version, libs in conda_libraries(host):
+        roots = []
+        for path in libs:
+            if opened >= MAX_FILES:
+                break
+            opened += 1
+            elf = host.elf(path)
+            if elf.ok and any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed):
+                roots.append(elf.path)
+        if not roots:
+            continue
+        c = loader.cuda_closure(host, config, roots, only_cuda=True)
+        links = [{k: v for k, v in link.items() if k in (
+            "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain",
+            "expected", "expected_version", "shadowed", "elsewhere", "other_majors")}
+            for link in c["links"] if link.get("via") != "loaded"]
+        out.append({"package": package, "version": version, "roots": roots, "links": links,
+                    "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": prefix})
+    return out
+
+
 #: The ONNX Runtime execution provider libraries other than CUDA's are optional to it: a session asks for them.
 ORT_PROVIDERS = lazyre.compile(r"^libonnxruntime_providers_(?!shared\.)[a-z0-9_]+\.so$")
 
@@ -718,8 +749,8 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         read, cache_fact = read_ld_cache(host)
         cache = read or []
         cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
-    packages = package_libraries(host, loader_config(host, ldp, None if cache_why else cache, cache_why or ""),
-                                 dists, on_frameworks)
+    config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
+    packages = package_libraries(host, config, dists, on_frameworks) + conda_package_libraries(host, config)
     if packages:
         facts.append(ok("linkage.packages", packages, "elf:" + packages[0]["roots"][0],
                         "CUDA libraries other packages' bundled libraries load"))

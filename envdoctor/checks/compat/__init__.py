@@ -77,8 +77,10 @@ DOCS = (
             "environment's cudatoolkit / cuda-version; or nvcc's default build (PTX only for this GPU) is newer "
             "than the driver can JIT.",
             "driver.version, driver.cuda_version, cuda.nvcc, cuda.default_symlink, cuda.home, cuda.toolkits, "
-            "cuda.conda", "Programs built with that toolkit fail at their first CUDA call with "
-            "cudaErrorInsufficientDriver.", "cuda.json (min_driver_linux, minor_compat_min_driver)",
+            "cuda.conda, programs.gpu_code (a library that compiles its kernels with NVRTC: PTX of NVRTC's own "
+            "release, which minor-version compatibility does not cover)", "Programs built with that toolkit fail at "
+            "their first CUDA call with cudaErrorInsufficientDriver; a program's NVRTC kernels fail to load with "
+            "CUDA_ERROR_UNSUPPORTED_PTX_VERSION.", "cuda.json (min_driver_linux, minor_compat_min_driver)",
         messages=(Message("CUDA driver version is insufficient for CUDA runtime version",
                 "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
     CodeDoc("driver.minor_version_compat", "info",
@@ -102,7 +104,9 @@ DOCS = (
             "gpu.N.compute_capability, framework.<name>.gpu_code (the SASS and PTX the framework's own "
             "libraries carry, read from their CUDA fat binaries), else framework.torch (matrix arch_list/ptx), "
             "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with; "
-            "python.gpu_packages (bitsandbytes, flash-attn) against package_arch.json's floor of their releases",
+            "python.gpu_packages (bitsandbytes, flash-attn) against package_arch.json's floor of their releases; "
+            "programs.gpu_code (conda packages' libraries, programs on PATH with their libraries and fat binary "
+            "files, Python extension modules: the SASS and PTX their fat binaries carry)",
             "Every kernel launch fails. A cubin for X.y runs on X.z (z >= y) only; PTX runs on any capability at or "
             "above its own.", "torch.json (variants[].arch_list, ptx); package_arch.json; " + PROG_GUIDE,
         messages=(Message("no kernel image is available for execution on the device",
@@ -127,8 +131,10 @@ DOCS = (
     CodeDoc("cuda.toolkit_cannot_target_gpu", "error",
             "The active CUDA toolkit's nvcc cannot compile for this GPU at all (support for its architecture was "
             "dropped: CUDA 12 dropped Kepler, CUDA 13 Maxwell, Pascal and Volta).",
-            "cuda.nvcc / cuda.default_symlink / cuda.home, gpu.N.compute_capability",
-            "nvcc rejects -arch=sm_XX ('Unsupported gpu architecture'); extensions built with it do not run.",
+            "cuda.nvcc / cuda.default_symlink / cuda.home, gpu.N.compute_capability; programs.gpu_code (the NVRTC "
+            "release a library compiles its kernels with)",
+            "nvcc rejects -arch=sm_XX ('Unsupported gpu architecture'); extensions built with it do not run; a "
+            "program whose NVRTC cannot target the GPU builds no kernel for it.",
             "cuda.json (cc_min)"),
     CodeDoc("cuda.gpu_newer_than_toolkit", "warning",
             "The GPU is newer than the active CUDA toolkit knows: nvcc cannot emit SASS for its compute "

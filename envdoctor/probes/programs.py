@@ -1,0 +1,221 @@
+"""GPU code of the programs and libraries outside the Python frameworks: what each carries and what it compiles at
+run time, so that they are judged by the rules a framework's own GPU code is judged by.
+
+Three places, each bounded:
+
+* **conda packages' libraries**: the shared objects each package's ``<prefix>/conda-meta/<name>-<version>-<build>
+  .json`` lists under ``"files"`` (conda's own record of what it installed), in every conda prefix envdoctor knows
+  (``CONDA_PREFIX``, ``~/.conda/environments.txt``) and every prefix whose ``bin`` is on ``PATH``; NVIDIA's own
+  library packages (``cudatoolkit``, ``cuda-*``, ``libcu*``, ``libnv*``, cuDNN, NCCL, TensorRT) and the
+  frameworks (``pytorch``, ``tensorflow-gpu``) are not read (their own checks judge them);
+* **programs on PATH outside the system's directories** (``/opt/<tool>/bin``, an unpacked release's ``bin``),
+  with the libraries beside them (``../lib``) and the fat binaries they load from their data folder
+  (``../data/*.fatbin``, ``nvcc -fatbin`` output the program hands ``cuModuleLoadFatBinary``);
+* **Python extension modules**: the shared objects each installed distribution's ``RECORD`` lists (as
+  :mod:`envdoctor.probes.staticcuda` finds them), of the packages that are not frameworks.
+
+A file is kept when it needs a CUDA library or the driver (``libcuda.so.1``) or carries a fat binary. Fact
+``programs.gpu_code`` = ``[{kind, owner, version, path, sass, ptx, ptx_isa, nvrtc, prefix, toolkit}]``: ``nvrtc``
+True when it links NVRTC (it compiles its kernels at run time: NVRTC writes PTX of its own release's ISA, which
+the driver then JIT-compiles), ``toolkit`` the CUDA release of the NVRTC the loader gives it (the file's own
+version, else its conda prefix's ``cudatoolkit``/``cuda-nvrtc``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+
+from .. import frameworks, lazyre
+from ..facts import Fact, ok
+from ..host.base import Host
+from . import ProbeContext, register
+from .cuda import conda_prefixes
+
+#: The most files opened in one run, and the most bytes of one conda-meta record read.
+MAX_FILES = 96
+META_LIMIT = 2 * 1024 * 1024
+#: The most entries of one PATH directory looked at.
+MAX_DIR_ENTRIES = 64
+#: Directories of the system and the driver: their programs are the distribution's, judged elsewhere.
+SYSTEM_BIN = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/usr/games",
+                        "/usr/local/games", "/snap/bin", "/usr/local/nvidia/bin"})
+#: NVIDIA's own library packages in conda: the library checks judge them.
+_NVIDIA_PACKAGE = lazyre.compile(
+    r"^(?:cudatoolkit|cuda-[a-z0-9-]+|libcu[a-z0-9-]*|libnv[a-z0-9-]*|libnpp[a-z0-9-]*|cudnn|nccl|libnccl|"
+    r"tensorrt|libcudnn[a-z0-9-]*|python|_libgcc_mutex|_openmp_mutex|libgcc-ng|libstdcxx-ng|libgomp)$")
+_CONDA_META = lazyre.compile(r"^([a-z0-9][a-z0-9_.-]*?)-(\d[^-]*)-([^-]+)\.json$")
+_SHARED = lazyre.compile(r"\.so(?:\.\d+)*$")
+_LIBCUDA = lazyre.compile(r"^libcuda\.so(?:\.\d+)*$")
+_NVRTC = lazyre.compile(r"^libnvrtc\.so(?:\.\d+)*$")
+_NVRTC_FILE = lazyre.compile(r"^libnvrtc\.so\.(\d+\.\d+)\.\d+")
+
+
+def _framework(name: str) -> bool:
+    """A conda package that is a framework (``pytorch``, ``tensorflow-gpu``): its own checks judge it."""
+    return frameworks.of_distribution(name) is not None or any(name in f.aliases for f in frameworks.FRAMEWORKS)
+
+
+def _prefixes(host: Host) -> List[str]:
+    """Conda prefixes: those conda names, then each prefix whose ``bin`` is on PATH (its programs are the ones
+    that run)."""
+    out = [p for p, _how in conda_prefixes(host)]
+    for d in (host.getenv("PATH") or "").split(":"):
+        d = posixpath.normpath(d) if d.startswith("/") else ""
+        if d.endswith("/bin"):
+            prefix = d[:-len("/bin")] or "/"
+            if prefix not in out and host.is_dir(posixpath.join(prefix, "conda-meta")):
+                out.append(prefix)
+    return out
+
+
+def _toolkit_of(names: Iterable[str]) -> Optional[str]:
+    """The CUDA release a conda prefix's NVRTC comes from (``cuda-nvrtc``, else ``cudatoolkit``)."""
+    found: Dict[str, str] = {}
+    for name in names:
+        m = _CONDA_META.match(name)
+        if m and m.group(1) in ("cuda-nvrtc", "cudatoolkit"):
+            found[m.group(1)] = m.group(2)
+    version = found.get("cuda-nvrtc") or found.get("cudatoolkit")
+    if not version:
+        return None
+    parts = version.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else None
+
+
+def _nvrtc_version(host: Host, path: str, rpath: Iterable[str], prefix: Optional[str]) -> Optional[str]:
+    """The release of the NVRTC file beside a library's own search paths (``libnvrtc.so.11.7.99`` -> 11.7)."""
+    dirs = []
+    for entry in rpath:
+        d = entry.replace("${ORIGIN}", "$ORIGIN").replace("$ORIGIN", posixpath.dirname(path))
+        dirs.append(posixpath.normpath(d))
+    if prefix:
+        dirs.append(posixpath.join(prefix, "lib"))
+    for d in dirs:
+        for name in sorted(host.list_dir(d).names()):
+            m = _NVRTC_FILE.match(name)
+            if m:
+                return m.group(1)
+    return None
+
+
+class _Reader:
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.opened = 0
+        self.seen: Set[str] = set()
+        self.complete = True
+        self.out: List[Dict[str, Any]] = []
+
+    def read(self, path: str, kind: str, owner: str, version: Optional[str], prefix: Optional[str] = None,
+             toolkit: Optional[str] = None) -> None:
+        real = posixpath.normpath(path)
+        if real in self.seen:
+            return
+        if self.opened >= MAX_FILES:
+            self.complete = False
+            return
+        self.seen.add(real)
+        self.opened += 1
+        host = self.host
+        fat = host.fatbin(real)
+        sass = list(fat.sass) if fat.ok else []
+        ptx = list(fat.ptx) if fat.ok else []
+        if real.endswith(".fatbin"):
+            if sass or ptx:
+                self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass,
+                                 "ptx": ptx, "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": False,
+                                 "prefix": prefix, "toolkit": None})
+            return
+        elf = host.elf(real)
+        if not elf.ok:
+            return
+        needed = list(elf.needed)
+        cuda = any(_LIBCUDA.match(n) or n.startswith(("libcudart", "libnvrtc", "libcufft", "libcublas", "libcurand",
+                                                      "libcusolver", "libcusparse", "libcudnn", "libnccl"))
+                   for n in needed)
+        if not (cuda or sass or ptx):
+            return
+        nvrtc = any(_NVRTC.match(n) for n in needed)
+        nvrtc_toolkit = None
+        if nvrtc:
+            nvrtc_toolkit = _nvrtc_version(host, real, list(elf.rpath) + list(elf.runpath), prefix) or toolkit
+        self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass, "ptx": ptx,
+                         "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": nvrtc, "prefix": prefix,
+                         "toolkit": nvrtc_toolkit})
+
+
+def conda_libraries(host: Host) -> List[Tuple[str, str, str, List[str]]]:
+    """``(prefix, package, version, [library paths])`` of each conda package that is not NVIDIA's own, its shared
+    objects as its conda-meta record lists them."""
+    out: List[Tuple[str, str, str, List[str]]] = []
+    for prefix in _prefixes(host):
+        meta = posixpath.join(prefix, "conda-meta")
+        for name in sorted(host.list_dir(meta).names()):
+            m = _CONDA_META.match(name)
+            if not m or _NVIDIA_PACKAGE.match(m.group(1)) or _framework(m.group(1)):
+                continue
+            res = host.read_file(posixpath.join(meta, name), limit=META_LIMIT)
+            if res.data is None or res.truncated:
+                continue
+            try:
+                record = json.loads(res.data.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            files = record.get("files") if isinstance(record, dict) else None
+            if not isinstance(files, list):
+                continue
+            libs = [posixpath.join(prefix, f) for f in files if isinstance(f, str) and not f.startswith(("/", ".."))
+                    and _SHARED.search(f)]
+            if libs:
+                out.append((prefix, m.group(1), m.group(2), libs))
+    return out
+
+
+def path_programs(host: Host) -> List[Tuple[str, List[str]]]:
+    """``(root, [files])`` of each PATH directory outside the system's, not a conda prefix's and not a CUDA
+    toolkit's: its programs, the libraries in ``../lib`` and the fat binaries in ``../data``."""
+    out: List[Tuple[str, List[str]]] = []
+    for d in (host.getenv("PATH") or "").split(":"):
+        if not d.startswith("/"):
+            continue
+        d = posixpath.normpath(d)
+        if d in SYSTEM_BIN or not d.endswith("/bin") or d in [o[0] + "/bin" for o in out]:
+            continue
+        root = posixpath.dirname(d)
+        if host.is_dir(posixpath.join(root, "conda-meta")) or host.exists(posixpath.join(d, "nvcc")):
+            continue
+        files = [posixpath.join(d, n) for n in sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]]
+        lib = posixpath.join(root, "lib")
+        files += [posixpath.join(lib, n) for n in sorted(host.list_dir(lib).names())[:MAX_DIR_ENTRIES]
+                  if _SHARED.search(n)]
+        data = posixpath.join(root, "data")
+        files += [posixpath.join(data, n) for n in sorted(host.list_dir(data).names())[:MAX_DIR_ENTRIES]
+                  if n.endswith(".fatbin")]
+        out.append((root, files))
+    return out
+
+
+def find_gpu_code(host: Host) -> Dict[str, Any]:
+    from .staticcuda import _candidates
+
+    reader = _Reader(host)
+    for prefix, package, version, libs in conda_libraries(host):
+        names = host.list_dir(posixpath.join(prefix, "conda-meta")).names()
+        toolkit = _toolkit_of(names)
+        for lib in libs:
+            reader.read(lib, "conda", package, version, prefix, toolkit)
+    for root, files in path_programs(host):
+        for f in files:
+            reader.read(f, "program", posixpath.basename(root), None)
+    candidates, _unlisted, complete = _candidates(host)
+    for dist, path in candidates:
+        reader.read(path, "python", dist.name, dist.version)
+    return {"libraries": reader.out, "complete": reader.complete and complete}
+
+
+@register("programs", "GPU code in programs outside the frameworks", order=96, produces=("programs.gpu_code",))
+def probe_programs(ctx: ProbeContext) -> Iterable[Fact]:
+    return [ok("programs.gpu_code", find_gpu_code(ctx.host), "derived",
+               "GPU code of programs and libraries outside the frameworks")]

@@ -1,0 +1,156 @@
+"""GPU code of programs and libraries outside the Python frameworks (``programs.gpu_code``; checks
+``compat.program-arch`` and ``compat.program-nvrtc``) and conda packages' libraries in ``linkage.packages``.
+
+Fixtures:
+- The machines of tests/corpus replayed through their snapshots, each recording a real package's files as the
+  thread showed them: conda-forge's openmm 7.7.0 (``lib/plugins/libOpenMMCUDA.so`` needing ``libnvrtc.so.11.2``,
+  RUNPATH ``$ORIGIN/..``) beside cudatoolkit 11.7.1 / 11.2.2, omnia's openmm 7.1.1 (needing ``libcufft.so.8.0``),
+  Dorado 0.0.1's ``bin/dorado`` and bundled ``lib/libtorch_cuda.so`` (sm_70..sm_86), Guppy 3.6.1's
+  ``data/shared.fatbin`` (sm_50..sm_75) and mmcv-full 1.3.15's ``mmcv/_ext`` built for sm_61 only.
+- tests/data/fatbin/libsm75-sm90a-ptx80.so (nvcc 13.0 output, tests/data/fatbin/README.md): its ``.nv_fatbin``
+  section written out as a file of its own is what ``nvcc -fatbin`` writes.
+- Driver and GPU facts as tests/test_checks_compat.py builds them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List
+
+from envdoctor.checks import CheckContext
+from envdoctor.checks.closure import package_libraries as package_libraries_check
+from envdoctor.checks.compat.program_code import program_arch, program_nvrtc
+from envdoctor.facts import Facts, ok
+from envdoctor.host import fatbin as fatbin_reader
+from envdoctor.host.live import LiveHost
+from envdoctor.host.snapshot import SnapshotHost, load_snapshot
+from envdoctor.probes.linkage import conda_package_libraries
+from envdoctor.probes.loader import loader_config
+from envdoctor.probes.programs import find_gpu_code
+from tests.test_checks_compat import driver, gpu
+
+CORPUS = os.path.join(os.path.dirname(__file__), "corpus")
+LIB = os.path.join(os.path.dirname(__file__), "data", "fatbin", "libsm75-sm90a-ptx80.so")
+OPENMM_117 = "b27-ubuntu2004-driver46091-cuda112-conda-openmm-cudatoolkit117-ptx-unsupported"
+OPENMM_CONTAINER = "b27-container-cuda1162-devel-driver51047-conda-openmm-cudatoolkit117-ptx-unsupported"
+OPENMM_112 = "b27-ubuntu2004-quadro-k2000-kepler-cc30-driver470-conda-openmm77-cuda11-nvrtc-no-sm30"
+OPENMM_71 = "b27-rhel74-gtx1080-driver38726-cuda90-omnia-openmm711-built-for-cuda80-libcufft80-missing"
+DORADO = "b27-driver46084-gtx1080-pascal-dorado001-libtorch-built-for-volta-and-newer-no-kernel-image"
+GUPPY = "b27-ubuntu1804-2x-rtx3090-driver46519-guppy361-shared-fatbin-no-sm86-needs-guppy4014"
+MMCV = "b26-container-pytorch160-cuda101-devel-mmcv-full-built-with-mmcv-cuda-args-sm61-on-tesla-v100-sm70-driver460"
+
+
+def _host(case: str) -> SnapshotHost:
+    return SnapshotHost(load_snapshot(os.path.join(CORPUS, case, "snapshot.json")))
+
+
+def _code(case: str) -> Dict[str, Any]:
+    return find_gpu_code(_host(case))
+
+
+def _judge(value: Dict[str, Any], facts: List[Any]) -> List[Any]:
+    ctx = CheckContext(Facts(facts + [ok("programs.gpu_code", value, "derived")]), [])
+    return list(program_arch(ctx)) + list(program_nvrtc(ctx))
+
+
+def test_conda_library_that_links_nvrtc_is_found_with_its_nvrtc_release() -> None:
+    libs = _code(OPENMM_117)["libraries"]
+    assert [(e["kind"], e["owner"], e["nvrtc"], e["toolkit"]) for e in libs] == [
+        ("conda", "openmm", True, "11.7")]
+    assert libs[0]["path"].endswith("/envs/dock-md-fep/lib/plugins/libOpenMMCUDA.so")
+
+
+def test_conda_prefix_found_from_path_without_conda_prefix() -> None:
+    # the container sets no CONDA_PREFIX; /opt/conda/bin on PATH makes /opt/conda the prefix whose programs run
+    libs = _code(OPENMM_CONTAINER)["libraries"]
+    assert [(e["path"], e["toolkit"]) for e in libs] == [("/opt/conda/lib/plugins/libOpenMMCUDA.so", "11.7")]
+
+
+def test_nvrtc_newer_than_the_driver_is_an_error_not_minor_version_compat() -> None:
+    found = _judge(_code(OPENMM_117), driver("460.91.03", "11.2") + gpu("7.5", "GeForce RTX 2080"))
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_toolkit", "error")]
+    assert "NVRTC 11.7" in found[0].title and "460.91.03" in found[0].title and "ISA 7.7" in found[0].title
+    assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in found[0].detail
+    assert "515.43.04" in found[0].fix.text
+
+
+def test_nvrtc_quiet_on_a_driver_of_its_cuda() -> None:
+    assert _judge(_code(OPENMM_117), driver("515.43.04", "11.7") + gpu("7.5", "GeForce RTX 2080")) == []
+
+
+def test_nvrtc_that_cannot_target_the_gpu() -> None:
+    found = _judge(_code(OPENMM_112), driver("470.141.03", "11.4") + gpu("3.0", "Quadro K2000"))
+    assert [(f.code, f.severity) for f in found] == [("cuda.toolkit_cannot_target_gpu", "error")]
+    assert "NVRTC 11.2" in found[0].title and "compute capability 3.0" in found[0].title
+
+
+def test_nvrtc_quiet_on_a_gpu_it_targets() -> None:
+    assert _judge(_code(OPENMM_112), driver("470.141.03", "11.4") + gpu("3.5", "Tesla K40")) == []
+
+
+def test_program_and_bundled_library_without_code_for_the_gpu() -> None:
+    value = _code(DORADO)
+    assert {e["path"].rsplit("/", 1)[1] for e in value["libraries"] if e["sass"]} == {"dorado", "libtorch_cuda.so"}
+    found = _judge(value, driver("460.84", "11.2") + gpu("6.1", "GeForce GTX 1080"))
+    assert {(f.code, f.severity) for f in found} == {("gpu.arch_not_in_build", "error")}
+    assert all("compute capability 6.1" in f.title and "sm_70" in f.title for f in found)
+    assert _judge(value, driver("460.84", "11.2") + gpu("7.0", "Tesla V100")) == []
+
+
+def test_fat_binary_file_beside_a_program() -> None:
+    value = _code(GUPPY)
+    carried = [e["path"] for e in value["libraries"] if e["sass"]]
+    assert carried == ["/home/user/00_biosoft/ont-guppy/data/shared.fatbin"]
+    found = _judge(value, driver("465.19.01", "11.3") + gpu("8.6", "GeForce RTX 3090"))
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
+    assert "sm_75" in found[0].title  # what it does carry
+    assert _judge(value, driver("465.19.01", "11.3") + gpu("7.5", "GeForce RTX 2080 Ti")) == []
+
+
+def test_python_extension_built_for_one_architecture() -> None:
+    value = _code(MMCV)
+    assert [(e["kind"], e["owner"], e["sass"]) for e in value["libraries"]] == [("python", "mmcv_full", ["sm_61"])]
+    found = _judge(value, driver("460.32.03", "11.2") + gpu("7.0", "Tesla V100-SXM2-16GB"))
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
+    assert "mmcv" in found[0].title
+    # sm_61 runs on 6.1 and on 6.2 (a cubin runs on its own major at an equal or higher minor)
+    assert _judge(value, driver("460.32.03", "11.2") + gpu("6.2", "Jetson TX2")) == []
+
+
+def test_conda_package_library_missing_its_cuda_library() -> None:
+    host = _host(OPENMM_71)
+    entries = conda_package_libraries(host, loader_config(host))
+    assert [(e["package"], e["version"]) for e in entries] == [("openmm", "7.1.1")]
+    facts = Facts([ok("linkage.packages", entries, "derived")])
+    found = [f for f in package_libraries_check(CheckContext(facts, [])) if f.severity == "error"]
+    assert found and all("libcufft.so.8.0" in f.title for f in found)
+    assert {f.code for f in found} == {"cuda.framework_cannot_load"}
+
+
+def test_nvidia_packages_and_frameworks_are_left_to_their_checks() -> None:
+    # cudatoolkit's own libraries (libcufft, libnvrtc) in the same prefix are not read as programs
+    paths = [e["path"] for e in _code(OPENMM_117)["libraries"]]
+    assert not any("/libcufft" in p or "/libnvrtc" in p for p in paths)
+
+
+def test_raw_fat_binary_file_is_read_like_a_section(tmp_path: Any) -> None:
+    with open(LIB, "rb") as fh:
+        sections = [(off, size) for name, off, size in fatbin_reader._sections(fh) if name == fatbin_reader.SECTION]
+        assert len(sections) == 1
+        fh.seek(sections[0][0])
+        raw = fh.read(sections[0][1])
+    path = tmp_path / "kernels.fatbin"
+    path.write_bytes(raw)
+    whole, alone = LiveHost().fatbin(LIB), LiveHost().fatbin(str(path))
+    assert alone.ok and (alone.sass, alone.ptx, alone.ptx_isa) == (whole.sass, whole.ptx, whole.ptx_isa)
+    assert alone.sass  # nvcc 13.0's sm_75 and sm_90a cubins
+
+
+def test_garbled_fat_binary_file_is_incomplete_not_a_traceback(tmp_path: Any) -> None:
+    with open(LIB, "rb") as fh:
+        data = fh.read()
+    magic = data.find(b"\x50\xed\x55\xba")
+    path = tmp_path / "cut.fatbin"
+    path.write_bytes(data[magic:magic + 200])
+    res = LiveHost().fatbin(str(path))
+    assert res.ok and not res.complete
