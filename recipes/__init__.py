@@ -130,21 +130,19 @@ def load_recipe(component: str) -> ModuleType:
 
 
 def driver_cuda_major(facts: Any) -> int:
-    """The newest CUDA major the installed driver runs natively: the major of the CUDA version it reports
-    (``driver.cuda_version``, read as ``diagnose`` reads it, :func:`envdoctor.matrix.hardware.driver_cuda`); 0 when
-    unknown. Unlike ``compat.driver-vs-cuda``, the driver's version is not read against Table 3 when it reports
-    none (docs/DESIGN.md, "One home per fact": a library's build is then not limited)."""
-    cuda = hardware.driver_cuda(None, facts.value("driver.cuda_version") if facts is not None else None)
+    """The newest CUDA major the installed driver runs natively, as ``compat.driver-vs-cuda`` reads it
+    (:func:`envdoctor.matrix.hardware.driver_cuda` of :func:`~envdoctor.matrix.hardware.driver_of`: the CUDA version
+    the driver reports, else Table 3's for a Linux driver's version); 0 when unknown."""
+    cuda = hardware.driver_cuda(*hardware.driver_of(facts))
     return cuda[0] if cuda is not None else 0
 
 
 def driver_runs_build(facts: Any, major: Any) -> bool:
     """Whether the installed driver runs a library built for CUDA ``major`` (``"12"``): the rule
     ``compat.driver-vs-cuda`` applies (:func:`envdoctor.matrix.hardware.driver_runs` of a major: a CUDA 12 build
-    runs on a CUDA 13 driver, not the reverse), of the CUDA the driver reports (:func:`driver_cuda_major`); True
-    when that is unknown."""
-    supports = facts.value("driver.cuda_version") if facts is not None else None
-    return hardware.driver_runs(str(major), None, supports) != "too_old"
+    runs on a CUDA 13 driver, not the reverse), of the same facts (:func:`~envdoctor.matrix.hardware.driver_of`:
+    the CUDA the driver reports, else Table 3's for its version); True when that is unknown."""
+    return hardware.driver_runs(str(major), *hardware.driver_of(facts)) != "too_old"
 
 
 def pick_method(module: Any, request: Request, target: Target) -> str:

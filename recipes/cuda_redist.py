@@ -28,6 +28,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
+from packaging.version import Version
+
 from envdoctor.install import validate
 from envdoctor.install.plan import (
     Download,
@@ -278,26 +280,40 @@ def select(req: RedistRequest, manifest: Manifest) -> List[Archive]:
                     n, req.cuda_variant, req.platform, ", ".join(sorted(per_plat))))
             out.append(per_plat[req.cuda_variant])
         else:
-            def major(v: str) -> int:
-                return int("".join(ch for ch in v if ch.isdigit()) or 0)
-
-            runs = [v for v in per_plat if not req.driver_cuda_major or major(v) <= req.driver_cuda_major]
+            runs = [v for v in per_plat if not req.driver_cuda_major or variant_runs(v, req.driver_cuda_major)]
             if not runs:
                 raise ValidationError("{} {} is built for {} only; the installed driver runs CUDA {} at most "
                                       "(install a newer driver, or name a build with --cuda-variant)".format(
                                           n, manifest.components[n].version, ", ".join(sorted(per_plat)),
                                           req.driver_cuda_major))
-            out.append(per_plat[max(runs, key=major)])
+            out.append(per_plat[max(runs, key=lambda v: variant_cuda(v) or Version("0"))])
     if not out:
         raise ValidationError(f"the {req.product} {manifest.release_label} manifest has no {req.platform} archives")
     return out
 
 
+def variant_cuda(variant: str) -> Optional[Version]:
+    """The CUDA a manifest's build variant is made for (``cuda12`` -> 12, ``cuda11.8`` -> 11.8), as a ``packaging``
+    Version; None for a name that is not ``cuda`` and a version."""
+    from envdoctor.versions import parse
+
+    return parse(variant[4:]) if variant.startswith("cuda") and variant[4:5].isdigit() else None
+
+
+def variant_runs(variant: str, driver_cuda_major: int) -> bool:
+    """Whether a driver whose newest CUDA major is ``driver_cuda_major`` runs the build ``variant``: the rule of
+    ``compat.driver-vs-cuda`` and the cuDNN/NCCL recipes (:func:`envdoctor.matrix.hardware.driver_runs` of the
+    variant's CUDA major; a CUDA 12 build runs on a CUDA 13 driver, not the reverse). A variant whose CUDA cannot
+    be read is not taken."""
+    from envdoctor.matrix import hardware
+
+    cuda = variant_cuda(variant)
+    return cuda is not None and hardware.driver_runs(str(cuda.major), None, "%d.0" % driver_cuda_major) == "ok"
+
+
 def check_release(req: RedistRequest, manifest: Manifest) -> None:
     """Refuse a manifest that names another release (or product) than ``req`` asked for: a mirror's
     redistrib_12.4.1.json holding 12.3.0 would otherwise install 12.3.0 as 12.4.1. ValidationError."""
-    from packaging.version import Version
-
     if Version(manifest.release_label) != Version(req.version):
         raise ValidationError(f"{req.manifest_url}: the manifest names release {manifest.release_label}, not "
                               f"{req.version} as asked; refusing it (the mirror's copy is misnamed or replaced)")

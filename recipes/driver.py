@@ -23,7 +23,7 @@ from typing import Any, List, Optional, Tuple
 from packaging.version import Version
 
 from envdoctor.install.plan import Plan, RunCommand, Step, exists
-from envdoctor.matrix import hardware
+from envdoctor.matrix import gpu_support, hardware
 
 from . import RecipeError, Request, Target, docker_image, install_step, pick_method, repo_steps, target_note
 
@@ -248,6 +248,10 @@ def choose_branch(target: Target, ccs: List[str]) -> Tuple[Optional[str], str]:
 def plan(request: Request, target: Target, facts: Any) -> Plan:
     method = pick_method(sys.modules[__name__], request, target)
     ccs = docker_image.compute_capabilities(facts)
+    # each GPU as driver-support judges it (matrix.gpu_support): its PCI device ID against NVIDIA's per-GPU lists,
+    # its architecture by NVML's compute capability, else (the driver not loaded) by the lists' name for its ID
+    gpus = gpu_support.machine_gpus(facts) if facts is not None else []
+    named_ccs = [g.cc for g in gpus if g.reported_cc is None and g.cc]
     branch = None
     unknown_note = []
     chosen_note = []
@@ -268,9 +272,18 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
                               f"{', '.join(sorted(set(ccs)))}): {why}",
                               [f"envdoctor install driver --version {good['branch']}"] if good else [])
     else:
-        branch, why = choose_branch(target, ccs)
+        branch, why = choose_branch(target, ccs + named_ccs)
         chosen_note = [f"Driver branch {branch} chosen: {why}" if branch else
                        f"No driver branch pinned: {why}"]
+        legacy = legacy_branch(target, gpus, branch)
+        if legacy is not None:
+            branch, gpu, said = legacy
+            packaged = hardware.branches_packaged(target.matrix_distro, target.version)
+            if packaged is not None and not packaged[0] <= int(branch) <= packaged[1]:
+                raise RecipeError(f"no driver NVIDIA's repository carries for {target.label} drives this machine's "
+                                  f"{gpu.label()}: {said.why}, and the repository carries branches {packaged[0]} .. "
+                                  f"{packaged[1]}", [])
+            chosen_note = [f"Driver branch {branch} chosen: this machine's {gpu.label()}: {said.why}"]
     old_branch = branch is not None and int(branch) < OPEN_DEFAULT_FROM
     pre_turing = [cc for cc in ccs if hardware.open_modules_drive(cc) is False]
     open_only = [cc for cc in ccs if hardware.proprietary_modules_drive(cc) is False]
@@ -278,11 +291,18 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         raise RecipeError(f"no NVIDIA kernel module flavor drives all of this machine's GPUs: compute capability "
                           f"{', '.join(sorted(set(pre_turing)))} needs the proprietary modules, "
                           f"{', '.join(sorted(set(open_only)))} the open ones", [])
-    flavor = request.options.get("flavor") or ("proprietary" if (old_branch or pre_turing) and not open_only
-                                               else "open")
+    no_open = [g for g in gpus if gpu_support.flavor_support(g, "open") is not None]
+    no_proprietary = [g for g in gpus if gpu_support.flavor_support(g, "proprietary") is not None]
+    if no_open and no_proprietary:
+        raise RecipeError(f"no NVIDIA kernel module flavor drives all of this machine's GPUs: "
+                          f"{', '.join(g.label() for g in no_open)} needs the proprietary modules, "
+                          f"{', '.join(g.label() for g in no_proprietary)} the open ones", [])
+    flavor = request.options.get("flavor") or ("proprietary" if (old_branch or pre_turing or no_open)
+                                               and not (open_only or no_proprietary) else "open")
     if flavor not in FLAVORS:
         raise RecipeError(f"driver flavor {flavor!r} is unknown",
                           [f"envdoctor install driver --option flavor={f}" for f in FLAVORS])
+    gpu_refusal(target, gpus, branch, flavor)
     if flavor == "proprietary" and open_only:
         raise RecipeError(f"NVIDIA's proprietary kernel modules cannot drive this machine's GPU (compute capability "
                           f"{', '.join(sorted(set(open_only)))}): Blackwell ({hardware.OPEN_ONLY_MIN_CC}) and newer "
@@ -294,7 +314,11 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
                           ["envdoctor install driver --option flavor=proprietary"])
     steps = repo_steps(target, request.mirror) + driver_steps(target, branch, flavor)
     notes = unknown_note + chosen_note + [target_note(target, request.mirror)]
-    if pre_turing and "flavor" not in request.options:
+    if no_open and not pre_turing and "flavor" not in request.options:
+        no_gsp = gpu_support.flavor_support(no_open[0], "open")
+        notes.append(f"NVIDIA's open kernel modules do not drive this machine's {no_open[0].label()}: this GPU "
+                     f"{no_gsp.why if no_gsp is not None else ''}; the proprietary flavor is installed")
+    elif pre_turing and "flavor" not in request.options:
         notes.append(f"Compute capability {', '.join(sorted(set(pre_turing)))} predates Turing: NVIDIA's open kernel "
                      "modules do not drive it, the proprietary flavor is installed")
     elif old_branch and "flavor" not in request.options:
@@ -320,6 +344,52 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
         mok_enrolment=secure, notes=notes)
 
 
+def planned_branch(target: Target, branch: Optional[str]) -> int:
+    """The branch a plan installs: ``branch``, else the newest NVIDIA's repository carries for ``target`` (else the
+    newest the matrix knows)."""
+    if branch:
+        return int(branch)
+    packaged = hardware.branches_packaged(target.matrix_distro, target.version)
+    return packaged[1] if packaged is not None else int(versions()[-1])
+
+
+def legacy_branch(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[str]
+                  ) -> Optional[Tuple[str, gpu_support.Gpu, gpu_support.Unsupported]]:
+    """(branch, GPU, why) when a GPU is supported only up to an older branch than the one planned
+    (:func:`planned_branch`) and NVIDIA's repositories carry that branch: the oldest such, which ``install driver``
+    without --version installs (as driver-support's fix says); None otherwise."""
+    planned = planned_branch(target, branch)
+    found = [(said.branch, gpu, said) for gpu in gpus for said in [gpu_support.branch_support(gpu, planned)]
+             if said is not None and said.code == gpu_support.LEGACY and said.branch
+             and int(said.branch) >= int(versions()[0])]
+    return min(found, key=lambda f: int(f[0])) if found else None
+
+
+def gpu_refusal(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[str], flavor: str) -> None:
+    """RecipeError when the driver planned (:func:`planned_branch`, with modules of ``flavor``) does not support one
+    of ``gpus``, by the rule driver-support judges an installed driver with
+    (:func:`envdoctor.matrix.gpu_support.support`) and in its words."""
+    planned = planned_branch(target, branch)
+    for gpu in gpus:
+        said = gpu_support.support(gpu, planned, flavor)
+        if said is None:
+            continue
+        if said.code == gpu_support.LEGACY:
+            carried = said.branch is not None and int(said.branch) >= int(versions()[0])
+            raise RecipeError(f"driver branch {planned} does not support this machine's {gpu.label()}: {said.why}"
+                              + ("" if carried else f" (NVIDIA's CUDA repositories carry branches {versions()[0]} "
+                                                    "and newer only)"),
+                              [f"envdoctor install driver --version {said.branch}"] if carried else [])
+        if said.code == gpu_support.TOO_NEW:
+            raise RecipeError(f"driver branch {planned} does not support this machine's {gpu.label()}: {said.why}",
+                              [f"envdoctor install driver --version {branch_of(said.branch or '0')}"])
+        if said.code == gpu_support.OPEN_UNSUPPORTED:
+            raise RecipeError(f"NVIDIA's open kernel modules cannot drive this machine's {gpu.label()}: this GPU "
+                              f"{said.why}", ["envdoctor install driver --option flavor=proprietary"])
+        raise RecipeError(f"NVIDIA's proprietary kernel modules cannot drive this machine's {gpu.label()}: "
+                          f"{said.why}", ["envdoctor install driver --option flavor=open"])
+
+
 # -- used by the CUDA recipe ------------------------------------------------
 def too_old_for(cuda_full: str, facts: Any) -> Optional[Tuple[str, str]]:
     """(installed, needed) when the installed driver does not run ``cuda_full`` natively (through minor-version
@@ -333,8 +403,7 @@ def too_old_for(cuda_full: str, facts: Any) -> Optional[Tuple[str, str]]:
         return None
     installed = facts.value("driver.version")
     supports = facts.value("driver.cuda_version")
-    verdict = hardware.driver_runs(cuda_full, installed if isinstance(installed, str) else None, supports,
-                                   wsl=bool(facts.value("os.wsl")))
+    verdict = hardware.driver_runs(cuda_full, *hardware.driver_of(facts))
     if verdict in (None, "ok"):
         return None
     if isinstance(installed, str) and hardware.parse_version(installed) is not None:

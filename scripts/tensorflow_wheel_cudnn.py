@@ -5,8 +5,11 @@ TensorFlow's GPU code (stream_executor's cuda_dnn.cc, ``CudnnSupport::Init``) bu
 cuDNN headers it was compiled against (``CUDNN_MAJOR``, ``CUDNN_MINOR``, ``CUDNN_PATCHLEVEL``), compares it with
 the loaded library's, and refuses an incompatible one ("Loaded runtime CuDNN library: X but source was compiled
 with: Y"). The three numbers are immediates in that function's machine code; ``build_info`` says only the major.
-This script finds the library of the wheel that carries the message, disassembles ``CudnnSupport::Init`` with
-objdump and prints the version with the wheel's name and sha256, for
+TensorFlow 0.x and 1.0-1.7 print the single number ``CUDNN_VERSION`` (major * 1000 + minor * 100 + patch, "Loaded
+runtime CuDNN library: 5005 (compatibility version 5000) but source was compiled with 5105 (compatibility version
+5100)"): there the version is the first 32-bit immediate of four or five digits loaded for that message after the
+call that reads the loaded library's version. This script finds the library of the wheel that carries the message,
+disassembles ``CudnnSupport::Init`` with objdump and prints the version with the wheel's name and sha256, for
 ``envdoctor/matrix/data/framework_builds.json`` (``cudnn_built`` rows of framework ``tensorflow``)::
 
     pip download tensorflow-gpu==1.15.0 --no-deps --only-binary=:all: --python-version 37 \
@@ -29,7 +32,7 @@ import zipfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-MESSAGE = b"but source was compiled with: "
+MESSAGE = b"but source was compiled with"  # ": " from TensorFlow 1.8, " " before
 INIT = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [Tt] (_ZN\w*CudnnSupport4InitEv)$")
 
 
@@ -79,6 +82,9 @@ def _source_version(lib: Path) -> Optional[Tuple[int, int, int, str]]:
     if call is None:
         return None
     window = lines[max(0, call - 14):call]
+    single = _single_number(lines[call + 1:call + 80])
+    if single is not None:
+        return single
     # the source version is stored as immediates: a 64-bit store (movabs/movq) holds major and minor (low and high
     # halves), a 32-bit one (movl) one number; in order they give major, minor, patch
     numbers: List[int] = []
@@ -92,6 +98,17 @@ def _source_version(lib: Path) -> Optional[Tuple[int, int, int, str]]:
         return None
     major, minor, patch = numbers[-3:]
     return major, minor, patch, "\n".join(window)
+
+
+def _single_number(after: List[str]) -> Optional[Tuple[int, int, int, str]]:
+    """TensorFlow before 1.8: ``CUDNN_VERSION`` as one 32-bit immediate (``mov $0x13f1,%edi``: 5105) passed to the
+    message's number formatting after the loaded version is read; the compatibility version (5100) comes after it."""
+    for i, ln in enumerate(after):
+        m = re.search(r"\tmov\s+\$0x([0-9a-f]+),%edi", ln)
+        if m and 1000 <= int(m.group(1), 16) < 100000:
+            value = int(m.group(1), 16)
+            return value // 1000, value % 1000 // 100, value % 100, "\n".join(after[max(0, i - 3):i + 1])
+    return None
 
 
 def main(argv: List[str]) -> int:

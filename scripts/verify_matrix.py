@@ -98,6 +98,8 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/containers/podman/", "github.com/cncf-tags/container-device-interface/",
                 # runtime_loads.json: what CTranslate2's wheels load is its own build script and source
                 "github.com/OpenNMT/CTranslate2/",
+                # runtime_loads.json: which driver library Dr.Jit opens (OptiX) is its own JIT compiler's source
+                "github.com/mitsuba-renderer/drjit-core/",
                 # driver_floors.json: Ollama's driver floors are its own docs/gpu.mdx at each release tag
                 "github.com/ollama/ollama/",
                 # package_arch.json, tvm.json, runtime_loads.json: each project's own documentation and README

@@ -618,3 +618,123 @@ def test_cpu_mxnet_names_the_mxnet_cuNNN_package_of_the_cuda_the_driver_runs():
 
 def test_cpu_mxnet_without_a_gpu_is_quiet():
     assert run(F(_cpu_mxnet("1.6.0"), ok("gpu.count", 0, "derived"))) == []
+
+
+# -- JAX's own driver floor per CUDA major (jax 0.4.14-0.4.25's CUDA 11 and CUDA 12 pip wheels) -------------------
+
+
+def _jax_cuda11_pip() -> Fact:
+    # the value jax_fact() writes for `pip install "jax[cuda11_pip]==0.4.23"` (the jaxlib wheel
+    # jaxlib-0.4.23+cuda11.cudnn86-cp310-cp310-manylinux2014_x86_64.whl of jax_cuda_releases.html)
+    return ok("framework.jax", {"version": "0.4.23", "package": "jax", "jaxlib": "0.4.23+cuda11.cudnn86",
+                                "plugins": {}, "cuda": "11", "cudnn": "8.6", "build": "cuda"},
+              "dir:/usr/lib/python3/dist-packages/jax-0.4.23.dist-info")
+
+
+def test_jax_cuda11_wheels_below_jaxs_cuda_11_driver_floor():
+    """JAX's install guide (jax-v0.4.14 to v0.4.25): 'the driver must be version >= 525.60.13 for CUDA 12 and >=
+    450.80.02 for CUDA 11 on Linux'. Driver 450.51.06 (CUDA 11.0 GA's) is below it, though it 'supports CUDA 11'."""
+    f = only(run(F(driver("450.51.06", "11.0"), _jax_cuda11_pip(), gpu("7.0", "Tesla V100-SXM2-16GB"))),
+             "driver.too_old_for_framework")
+    assert f.severity == "error"
+    assert "450.51.06" in f.title and "driver >= 450.80.02" in f.title
+    assert "jax 0.4.23 (its CUDA 11 wheels, built with CUDA 11.8)" in f.title
+    assert f.source["verified"] is True
+
+
+def test_jax_cuda11_wheels_at_jaxs_driver_floor_are_quiet():
+    found = run(F(driver("450.80.02", "11.0"), _jax_cuda11_pip(), gpu("7.0", "Tesla V100-SXM2-16GB")))
+    assert "driver.too_old_for_framework" not in codes(found)
+
+
+# -- which toolkit JAX compiles with: the ptxas XLA runs (first on PATH, else the nvidia-cuda-nvcc wheel's) -------
+
+
+def _jax_cuda12_plugin(ptxas_on_path: Optional[str], wheel: bool) -> List[Fact]:
+    # jax 0.4.34 with jax-cuda12-plugin[with_cuda] (AlphaFold 3's `jax[cuda12]` pin): the plugin names no CUDA minor;
+    # framework.jax.ptxas as _ptxas_candidates() writes it
+    site = "/alphafold3_venv/lib/python3.11/site-packages"
+    jax = ok("framework.jax", {"version": "0.4.34", "package": "jax", "jaxlib": "0.4.34",
+                               "plugins": {"jax-cuda12-plugin": "0.4.34", "jax-cuda12-pjrt": "0.4.34"},
+                               "cuda": "12", "cudnn": None, "build": "cuda"}, "dir:%s/jax-0.4.34.dist-info" % site)
+    ptxas = ok("framework.jax.ptxas", {
+        "path": {"path": ptxas_on_path, "resolved": ptxas_on_path} if ptxas_on_path else None,
+        "wheel": {"path": site + "/nvidia/cuda_nvcc/bin/ptxas", "version": "12.6.85",
+                  "package": "nvidia-cuda-nvcc-cu12"} if wheel else None}, "env:PATH")
+    return [jax, ptxas]
+
+
+_CUDA_126 = ok("cuda.default_symlink", {"target": "/etc/alternatives/cuda", "resolved": "/usr/local/cuda-12.6",
+                                        "version": "12.6.0", "dangling": False}, "link:/usr/local/cuda")
+
+
+def test_jax_pip_wheels_beside_a_newer_minor_toolkit_run_through_minor_version_compat():
+    """An AlphaFold 3 container (nvidia/cuda:12.6.0-base: /usr/local/cuda-12.6, no ptxas) with JAX's pip CUDA wheels
+    on a host driver 535 (CUDA 12.2): JAX compiles with the wheel's ptxas, and the toolkit's CUDA 12.6 runs on the
+    driver through CUDA 12 minor-version compatibility (NVIDIA: driver >= 525.60.13). No error."""
+    found = run(F(driver("535.183.01", "12.2"), _CUDA_126, *_jax_cuda12_plugin(None, wheel=True),
+                  gpu("8.0", "NVIDIA A100 80GB PCIe")))
+    assert "driver.too_old_for_toolkit" not in codes(found)
+    f = only(found, "driver.minor_version_compat")
+    assert "CUDA toolkit 12.6.0" in f.title
+
+
+def test_jax_compiling_with_the_toolkits_ptxas_needs_the_toolkits_driver():
+    """The same, but the toolkit's ptxas is first on PATH: XLA runs it, and JAX requires the toolkit's own driver."""
+    found = run(F(driver("535.183.01", "12.2"), _CUDA_126,
+                  *_jax_cuda12_plugin("/usr/local/cuda-12.6/bin/ptxas", wheel=True),
+                  gpu("8.0", "NVIDIA A100 80GB PCIe")))
+    f = only(found, "driver.too_old_for_toolkit")
+    assert f.severity == "error" and "560.28.03" in f.title
+
+
+# -- packages bundling CUDA-linked libraries of their own: CTranslate2's PyPI wheels (framework_builds.json) --------
+
+
+def _ct2(version: str, lib: str, cublas: str) -> Fact:
+    # linkage.packages as package_libraries() writes it for the ctranslate2 wheel: ctranslate2.libs/ holds the
+    # auditwheel-renamed libctranslate2 (e.g. libctranslate2-de03ae65.so.4.0.0 of the 4.0.0 cp38 wheel), which opens
+    # cuBLAS by soname at run time (src/cuda/cublas_stub.cc, runtime_loads.json)
+    site = "/usr/local/lib/python3.8/dist-packages"
+    root = "%s/ctranslate2.libs/%s" % (site, lib)
+    return ok("linkage.packages", [{"package": "ctranslate2", "version": version, "roots": [root],
+                                    "links": [{"requester": root, "soname": cublas, "how": "dlopen", "path": None,
+                                               "certain": True, "component": "cuda"}],
+                                    "unread": [], "cache_unknown": None}], "elf:" + root)
+
+
+def test_ctranslate2_cuda12_wheel_on_a_cuda_11_driver():
+    """CTranslate2 4.0-4.6.0's wheels are built with CUDA 12.2 (its wheel build script); driver 510.85.02 runs CUDA
+    11.6 at most, and minor-version compatibility never crosses majors (faster-whisper#734)."""
+    f = only(run(F(driver("510.85.02", "11.6"), _ct2("4.0.0", "libctranslate2-de03ae65.so.4.0.0", "libcublas.so.12"),
+                   gpu("7.5", "Tesla T4"))), "driver.too_old_for_framework")
+    assert f.severity == "error"
+    assert "510.85.02" in f.title and "ctranslate2 4.0.0" in f.title and "driver >= 525.60.13" in f.title
+
+
+def test_ctranslate2_wheels_on_a_driver_that_runs_their_cuda_are_quiet():
+    # 4.6.3+ are built with CUDA 12.8: on driver 535 (CUDA 12.2) through minor-version compatibility, said as info
+    found = run(F(driver("535.183.01", "12.2"), _ct2("4.7.1", "libctranslate2-0a1b2c3d.so.4.7.1", "libcublas.so.12"),
+                  gpu("8.6", "NVIDIA GeForce RTX 3090")))
+    assert not [f for f in found if f.code.startswith("driver.") and f.severity != "info"], codes(found)
+    found = run(F(driver("550.144.03", "12.4"), _ct2("4.4.0", "libctranslate2-bc15bf3f.so.4.4.0", "libcublas.so.12"),
+                  gpu("8.6", "NVIDIA GeForce RTX 3090")))
+    assert "driver.too_old_for_framework" not in codes(found)
+
+
+def test_ctranslate2_build_loading_another_cublas_major_is_not_judged_by_the_catalog():
+    # a wheel built elsewhere for CUDA 11 (its library opens libcublas.so.11): not the PyPI build the catalog knows
+    found = run(F(driver("510.85.02", "11.6"), _ct2("4.0.0", "libctranslate2-11111111.so.4.0.0", "libcublas.so.11"),
+                  gpu("7.5", "Tesla T4")))
+    assert "driver.too_old_for_framework" not in codes(found)
+
+
+def test_ctranslate2_wheel_cuda_per_release_from_its_build_script():
+    from envdoctor.matrix import builds, load
+
+    assert [builds.ctranslate2_build(v)[0] for v in ("3.24.0", "4.0.0", "4.6.0", "4.6.2", "4.8.1")] == [  # type: ignore[index]
+        "11.2", "12.2", "12.2", "12.4", "12.8"]
+    assert builds.ctranslate2_build("1.20.0") is None and builds.ctranslate2_build("4.9.0") is None
+    rows = [r for r in load("framework_builds") if r.get("framework") == "ctranslate2"]
+    assert builds.validate(rows) == []
+    assert builds.validate([dict(rows[0], cuda="12")]) == ["row 0: a ctranslate2 row needs cuda (major.minor)"]

@@ -101,7 +101,7 @@ def test_a_blackwell_known_only_by_its_device_id_range_with_the_module_never_loa
 def test_every_chip_range_agrees_with_the_product_names_nvidias_lists_give_its_devices() -> None:
     # the walk: each device of the open modules' list that a chip range covers and whose name is a known product
     # is of the range's architecture (the two NVIDIA sources never disagree), and each range covers a listed GPU
-    from envdoctor.checks.driver_support import _cc_of_name
+    from envdoctor.matrix.gpu_support import cc_of_name as _cc_of_name
 
     opened = next(r for r in matrix.load("gpu_pci_ids") if r["list"] == "open")["devices"]
     covered = set()

@@ -81,6 +81,23 @@ def test_old_toolkit_ptxas_first_on_path_shadows_the_wheels() -> None:
     assert "framework.ptxas_shadowed" not in findings(case, new_toolkit)
 
 
+def test_local_cuda_jaxlib_runs_an_older_toolkits_ptxas() -> None:
+    # corpus: b27-...-jaxlib0172-cuda111-system-cuda110-... (localcolabfold): jaxlib 0.1.72+cuda111 is built for a
+    # local CUDA 11.1; the ptxas first on PATH is CUDA 11.0's. JAX's README: the local CUDA's minor must be at least
+    # the one the wheel expects.
+    case = "b27-ubuntu2004-localcolabfold-120beta-jaxlib0172-cuda111-system-cuda110-ptxas-older-than-111"
+    f = findings(case)["framework.ptxas_shadowed"]
+    assert f.severity == "error" and "/usr/local/cuda-11.0/bin/ptxas" in f.title and "CUDA 11.0" in f.title
+    assert ">= 11.1 (jaxlib's CUDA)" in f.title
+    assert "installed-locally" in f.source["url"]
+
+    def new_toolkit(doc: Dict[str, Any]) -> None:  # the same machine with the CUDA 11.0 toolkit upgraded to 11.1
+        text = json.dumps(doc).replace("11.0.221", "11.1.105").replace("release 11.0, V11", "release 11.1, V11")
+        doc.clear()
+        doc.update(json.loads(text))
+    assert "framework.ptxas_shadowed" not in findings(case, new_toolkit)
+
+
 def test_pip_ptxas_newer_than_the_driver_cuda() -> None:
     # corpus: jax0424-pip-ptxas-123-driver535-cuda122 (jax-ml/jax#19821)
     case = "jax0424-pip-ptxas-123-driver535-cuda122"

@@ -115,3 +115,26 @@ def test_every_finding_produced_has_an_explain_entry():
         seen |= {f.code for f in run_checks(CheckContext(Facts(facts), []))}
     assert len(seen) >= 8
     assert sorted(c for c in seen if c not in docs) == []
+
+
+ALL_KEYS = sorted({f.key for facts in MACHINE_FACTS.values() for f in facts})
+
+
+@pytest.mark.parametrize("junk_value", [7, "garbage", {"x": 1}, [3, "x"]], ids=["int", "str", "dict", "list"])
+def test_every_fact_any_machine_records_garbled_one_at_a_time_crashes_no_check(junk_value):
+    # Found by the property test above (2026-11-30): compat.gpu-floors iterated `apps.rapids` and
+    # `libraries.tensorrt` as lists and crashed on an int. The random search reaches such a key only now and
+    # then; this walks every key any captured machine records (set on the richest one, in place or added), each
+    # replaced by one value of each type.
+    base = MACHINE_FACTS["centosstream9-8xh100"]
+    where = {f.key: i for i, f in enumerate(base)}
+    crashed = []
+    for key in ALL_KEYS:
+        garbled = list(base)
+        fact = Fact(key, junk_value, "test", "ok", "", "")
+        if key in where:
+            garbled[where[key]] = fact
+        else:
+            garbled.append(fact)
+        crashed += ["%s <- %r: %s" % (key, junk_value, t) for t in _crashes(garbled)]
+    assert crashed == []

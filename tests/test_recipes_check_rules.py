@@ -17,9 +17,9 @@ from packaging.version import Version
 from envdoctor.checks import driver_support
 from envdoctor.checks.compat import Driver
 from envdoctor.facts import Facts, ok
+from envdoctor.matrix import gpu_support, load
 from envdoctor.matrix import hardware as hw
-from envdoctor.matrix import load
-from envdoctor.recipes import RecipeError, Request, driver_runs_build, parse_target
+from envdoctor.recipes import RecipeError, Request, cuda_redist, driver_cuda_major, driver_runs_build, parse_target
 from envdoctor.recipes import cudnn as cudnn_recipe
 from envdoctor.recipes import driver as driver_recipe
 from envdoctor.recipes import nccl as nccl_recipe
@@ -147,7 +147,33 @@ def test_library_cuda_major_vs_driver_recipes_and_check_agree(supports):
     "this driver runs that build" is compat.driver-vs-cuda's verdict on a need of that major (its Driver, of the
     same facts), both hardware.driver_runs; cuDNN and NCCL plan the newest build the driver runs, or refuse when
     it runs none."""
-    facts = _facts(**({"driver.cuda_version": supports} if supports else {}))
+    _library_recipes_agree_with_check(_facts(**({"driver.cuda_version": supports} if supports else {})))
+
+
+def _driver_versions() -> List[str]:
+    """Every Linux driver Table 3 names (each CUDA release's minimum and its updates'), one below the oldest, and
+    a version Table 3 cannot place (garbled)."""
+    drivers = {str(d) for r in hw.cuda_releases()
+               for d in [r["min_driver_linux"], *r.get("driver_by_update", {}).values()]}
+    return sorted(drivers, key=Version) + ["340.108", "not-a-version"]
+
+
+@pytest.mark.parametrize("version", _driver_versions())
+def test_library_recipes_read_table_3_as_the_check_does(version):
+    """A driver that reports no CUDA version (NVML's answer missing, or a driver installed but not loaded), of
+    every version Table 3 names: the recipes read Table 3 for it as compat.driver-vs-cuda does (one reading,
+    hardware.driver_of), so a 470 driver (CUDA 11.4) gets cuDNN's CUDA 11 build, not a CUDA 12 one it cannot run;
+    on WSL, whose driver version Table 3 does not place, neither knows."""
+    facts = _facts(**{"driver.version": version})
+    _library_recipes_agree_with_check(facts)
+    assert driver_cuda_major(facts) == (Driver(facts).cuda[0] if Driver(facts).known else 0), version
+    wsl = _facts(**{"driver.version": version, "os.wsl": "WSL2"})
+    assert not Driver(wsl).known and driver_cuda_major(wsl) == 0
+    _library_recipes_agree_with_check(wsl)
+
+
+def _library_recipes_agree_with_check(facts: Facts) -> None:
+    supports = facts.value("driver.cuda_version") or facts.value("driver.version")
     check = Driver(facts)
     for major in _cudnn_majors() + sorted({m for b in nccl_recipe.RELEASES.values() for m in b}, key=int):
         recipe_runs = driver_runs_build(facts, major)
@@ -178,12 +204,133 @@ def test_library_cuda_major_vs_driver_recipes_and_check_agree(supports):
             supports, version, plan.title)
 
 
-def test_library_recipes_do_not_read_table_3_from_the_driver_version():
-    """The one difference kept (docs/DESIGN.md): a driver that reports no CUDA version but whose version Table 3
-    places (470 -> CUDA 11.4) is known to compat.driver-vs-cuda, not to the cuDNN/NCCL recipes, which plan their
-    newest build then, as before."""
+def test_a_470_driver_reporting_no_cuda_gets_cuda_11_builds():
+    """What a user notices: driver 470.82.01 (Table 3: CUDA 11.4) that reports no CUDA version. diagnose says a
+    CUDA 12 build is too new for it, and install now plans cuDNN's CUDA 11 build and the cuDNN archive's cuda11
+    variant instead of the CUDA 12 ones it planned before."""
     facts = _facts(**{"driver.version": "470.82.01"})
     assert Driver(facts).verdict((12, None)) == "too_old"
-    assert driver_runs_build(facts, "12")
-    assert "CUDA 12" in cudnn_recipe.plan(Request("cudnn", "9.1.0", "pip", python="/usr/bin/python3"), UBUNTU,
+    assert not driver_runs_build(facts, "12") and driver_runs_build(facts, "11")
+    assert "CUDA 11" in cudnn_recipe.plan(Request("cudnn", "9.1.0", "pip", python="/usr/bin/python3"), UBUNTU,
                                           facts).title
+    assert cuda_redist.variant_for_driver(facts) == 11
+
+
+@pytest.mark.parametrize("variants", [("cuda11", "cuda12"), ("cuda11", "cuda12", "cuda13"), ("cuda12",),
+                                      ("cuda11.8", "cuda12.9")])
+def test_cuda_redist_variant_by_the_check_rule(variants):
+    """The cuDNN archives' variants (redistrib JSON: ``cuda11``, ``cuda12``; an ``X.Y`` spelling too) against every
+    CUDA major a driver runs: the archive chosen is the newest variant compat.driver-vs-cuda says the driver runs
+    (compared as versions, never digits glued into an int: ``cuda11.8`` is CUDA 11, not 118), or none."""
+    for drv in range(10, 15):
+        check = Driver(_facts(**{"driver.cuda_version": "%d.0" % drv}))
+        runs = [v for v in variants if check.verdict((cuda_redist.variant_cuda(v).major, None)) != "too_old"]
+        assert [v for v in variants if cuda_redist.variant_runs(v, drv)] == runs, (variants, drv)
+    assert cuda_redist.variant_cuda("cudaX") is None and not cuda_redist.variant_runs("cudaX", 12)
+
+
+# -- NVIDIA's per-GPU lists: every device ID they name x every branch ------------------------------------------------
+
+def _listed_ids() -> List[str]:
+    """Every device ID NVIDIA's lists name (the matrix's ``gpu_pci_ids``), each once."""
+    return sorted({dev for r in load("gpu_pci_ids") for dev in r["devices"]})
+
+
+_CHUNKS = 8
+
+
+def _pci_facts(device: str) -> Facts:
+    """A machine whose GPU the driver does not drive yet (no NVML answer): only the PCI listing names it, with its
+    device ID as the GPU probe writes it (``10de:XXXX``, from /sys/bus/pci/devices/*/device)."""
+    return _facts(**{"gpu.pci_devices": [{"bus_id": "0000:01:00.0", "device_id": "10de:" + device,
+                                          "driver": None}]})
+
+
+@pytest.mark.parametrize("chunk", range(_CHUNKS))
+def test_every_listed_gpu_recipe_and_check_agree(chunk):
+    """Every PCI device ID of NVIDIA's lists (the open modules' "Compatible GPUs", the README's current list and its
+    legacy lists) x every branch the driver recipe knows x both flavours: the recipe refuses to plan a driver exactly
+    where driver-support says that driver does not support the GPU (both: matrix.gpu_support), and says why in the
+    check's own words. Without --option flavor, the recipe plans a flavour the check does not object to."""
+    for device in _listed_ids()[chunk::_CHUNKS]:
+        facts = _pci_facts(device)
+        gpu = driver_support._Gpu("0000:01:00.0", "10de:" + device, None, None)
+        for branch in driver_recipe.versions():
+            for flavor in ("open", "proprietary"):
+                refused = _refusal(Request("driver", branch, "repo", options={"flavor": flavor}), RHEL, facts)
+                found = driver_support._judge(Facts(), gpu, flavor, "the nvidia module installed for this kernel",
+                                              int(branch), branch + ".00.00")
+                assert (refused is not None) == bool(found), (device, branch, flavor, refused, found)
+                if found:
+                    said = gpu_support.support(gpu, int(branch), flavor)
+                    assert said is not None and said.code == found[0].code, (device, branch, flavor)
+                    assert said.why in refused and said.why in found[0].detail, (device, branch, flavor)
+            try:
+                plan = driver_recipe.plan(Request("driver", branch, "repo"), RHEL, facts)
+            except RecipeError as e:
+                assert "does not support this machine's" in str(e), (device, branch, str(e))
+                continue
+            chosen = "proprietary" if any(s.title.startswith("install the NVIDIA driver (proprietary")
+                                          for s in plan.steps) else "open"
+            assert not driver_support._judge(Facts(), gpu, chosen, "the nvidia module installed for this kernel",
+                                             int(branch), branch + ".00.00"), (device, branch, chosen)
+
+
+def test_a_legacy_listed_gpu_is_refused_a_newer_branch_in_the_readme_s_words():
+    """What a user notices: a GeForce GTX 680 (10de:1180, Kepler; the 555.58.02 README's Appendix A lists it
+    under the 470.xx legacy driver) asked to install R535 with the driver not loaded: install refuses, saying what
+    diagnose would say, and points at R470."""
+    facts = _pci_facts("1180")
+    with pytest.raises(RecipeError) as e:
+        driver_recipe.plan(Request("driver", "535", "repo", options={"flavor": "proprietary"}), RHEL, facts)
+    assert "NVIDIA's README lists it under the 470.xx legacy driver" in str(e.value)
+    assert e.value.alternatives == ["envdoctor install driver --version 470"]
+
+
+@pytest.mark.parametrize("target", ["rhel8", "ubuntu22.04", "ubuntu20.04"])
+def test_every_listed_gpu_unpinned_plan_is_one_the_check_accepts(target):
+    """``install driver`` without --version, for every device ID of NVIDIA's lists: the branch and flavour it plans
+    are ones driver-support accepts for that GPU (a GPU the README lists under a legacy driver gets that branch where
+    the repository carries it), or it refuses, saying why in the check's words."""
+    system = parse_target(target)
+    for device in _listed_ids():
+        gpu = driver_support._Gpu("0000:01:00.0", "10de:" + device, None, None)
+        try:
+            plan = driver_recipe.plan(Request("driver", None, "repo"), system, _pci_facts(device))
+        except RecipeError as e:
+            # the check too says no branch the repository carries supports it: in its words, or (a GPU of a known
+            # architecture) choose_branch's, which names the architecture's last branch and the repository's range
+            said = gpu_support.branch_support(gpu, driver_recipe.planned_branch(system, None))
+            assert said is not None and (said.why in str(e) or "is packaged for this system" in str(e)), (
+                device, target, str(e))
+            continue
+        # "newest": the newest branch the system's repository carries (Ubuntu 20.04's: R575)
+        branch = plan.version if plan.version != "latest" else str(driver_recipe.planned_branch(system, None))
+        chosen = "proprietary" if any(s.title.startswith("install the NVIDIA driver (proprietary")
+                                      for s in plan.steps) else "open"
+        assert not driver_support._judge(Facts(), gpu, chosen, "the nvidia module installed for this kernel",
+                                         int(branch), branch + ".00.00"), (device, target, branch, chosen)
+
+
+def test_a_legacy_listed_gpu_gets_its_legacy_branch_where_the_repository_carries_it():
+    """GeForce GTX 680 (10de:1180), driver not loaded, ``install driver`` without --version: R470 on RHEL 8, whose
+    CUDA repository carries it (cuda.json: CUDA 11.4's distributions), told in the README's words; on Ubuntu 22.04,
+    whose repository starts at R515, a refusal that says so."""
+    plan = driver_recipe.plan(Request("driver", None, "repo"), parse_target("rhel8"), _pci_facts("1180"))
+    assert plan.version == "470"
+    assert any("NVIDIA's README lists it under the 470.xx legacy driver" in n for n in plan.notes)
+    with pytest.raises(RecipeError) as e:
+        driver_recipe.plan(Request("driver", None, "repo"), UBUNTU, _pci_facts("1180"))
+    assert "NVIDIA's README lists it under the 470.xx legacy driver" in str(e.value) and "515" in str(e.value)
+
+
+def test_a_pascal_gpu_on_ubuntu_2004_gets_the_newest_driver_its_repository_carries():
+    """A Tesla P100 (10de:15f9) the driver does not drive, Ubuntu 20.04 (NVIDIA's repository: R450 to R575):
+    ``install driver`` plans the repository's newest, R575, which drives Pascal (R580 is its last branch), with the
+    proprietary modules (the open modules' list does not name the P100): not a refusal measured against R620, a
+    branch the repository does not carry (the corpus machine torch1121-cu102-on-driver390-cuda91-aliyun)."""
+    system = parse_target("ubuntu20.04")
+    assert driver_recipe.planned_branch(system, None) == 575
+    plan = driver_recipe.plan(Request("driver", None, "repo"), system, _pci_facts("15f9"))
+    assert plan.version == "latest"
+    assert any(s.title == "install the NVIDIA driver (proprietary, newest)" for s in plan.steps)

@@ -708,6 +708,40 @@ def test_a_pair_call_that_hangs_keeps_the_answers_before_it(fake_lib, tmp_path):
         "topology.status"]["reason"]
 
 
+@pytest.mark.parametrize("where", ["pair.2.5", "pair.6.7"])
+def test_a_pair_call_that_hangs_midway_on_a_larger_board_keeps_every_pair_before_it(fake_lib, tmp_path, where):
+    """The pairs answered before a hang in the middle (and at the end) of an 8-GPU board's pairs are kept and
+    known, the pair that hung is named, the pairs after it are not known."""
+    answers = _switched_board(8)
+    answers[where + ".hang_seconds"] = 30
+    facts = _topology_facts_in_2s(fake_lib, answers, tmp_path)
+    a, b = (int(x) for x in where.split(".")[1:])
+    assert facts["topology.status"]["status"] == "timed_out"
+    assert ("nvmlDeviceGetTopologyCommonAncestor/nvmlDeviceGetP2PStatus for GPUs %d and %d" % (a, b)
+            in facts["topology.status"]["reason"])
+    pairs = {(p["a"], p["b"]): p for p in facts["topology.pairs"]["value"]}
+    assert len(pairs) == 28
+    for (i, j), p in pairs.items():
+        if (i, j) < (a, b):
+            assert "unknown" not in p and p["pcie"] == ("PIX" if i // 2 == j // 2 else "PHB" if i // 4 == j // 4
+                                                         else "NODE"), p
+        else:
+            assert p["unknown"] == "not asked (NVML's query stopped earlier)", p
+
+
+@pytest.mark.parametrize("how", ["segv", "exit"])
+def test_a_pair_call_that_crashes_midway_keeps_every_pair_before_it_and_names_the_pair(fake_lib, tmp_path, how):
+    answers = _switched_board(8)
+    answers["pair.3.4.crash"] = how
+    facts = _topology_facts_in_2s(fake_lib, answers, tmp_path)
+    assert facts["topology.status"]["status"] == "timed_out"  # the query stopped part-way (topology._status)
+    assert "nvmlDeviceGetTopologyCommonAncestor/nvmlDeviceGetP2PStatus for GPUs 3 and 4" in facts[
+        "topology.status"]["reason"]
+    assert "crashed" in facts["topology.status"]["reason"]
+    pairs = {(p["a"], p["b"]): p for p in facts["topology.pairs"]["value"]}
+    assert [k for k, p in pairs.items() if "unknown" not in p] == [k for k in sorted(pairs) if k < (3, 4)]
+
+
 def test_topology_document_has_every_pair_and_gpu(nvml):
     doc = document(report_of(nvml, "five-5060ti-p2p-patched"))
     assert len(doc["topology"]["pairs"]) == 10 and len(doc["topology"]["gpus"]) == 5

@@ -374,7 +374,7 @@ def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     fact = facts.get("linkage.packages")
     ev = [fact.to_dict()] if fact is not None else []
-    for pkg in facts.value("linkage.packages") or []:
+    for pkg in facts.items("linkage.packages"):
         if not isinstance(pkg, dict):
             continue
         subject = "%s %s" % (pkg.get("package"), pkg.get("version"))

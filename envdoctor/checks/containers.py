@@ -588,7 +588,7 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
         return all(require_holds(expression, known) is False for known in gpus)
 
     refused = []
-    for image in facts.value("container.images") or []:
+    for image in facts.items("container.images"):
         if not isinstance(image, dict) or image.get("disable_require"):
             continue
         unmet = {k: v for k, v in sorted((image.get("require") or {}).items())

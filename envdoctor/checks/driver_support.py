@@ -20,14 +20,13 @@ words; a GPU the driver drives is never judged here (it works). Where nothing ex
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import lazyre, matrix, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..matrix import gpu_support, kernel
 from ..matrix import hardware as hw
-from ..matrix import kernel
 from ..matrix.packages import is_driver_package
 from . import CheckContext, CodeDoc, Conclusion, check, docs_for, kernel_log
 from .gpus import KLOG, not_driven
@@ -90,76 +89,8 @@ def _package_flavor(facts: Facts) -> Tuple[Optional[str], str]:
     return None, ""
 
 
-#: Words of a notebook or embedded part's name: it is of its desktop namesake's architecture ("GeForce RTX 5090
-#: Laptop GPU" is a Blackwell like the "GeForce RTX 5090").
-_MOBILE = lazyre.compile(r"\s+(?:Laptop GPU|Embedded GPU|Generation Laptop GPU|Max-Q|Mobile|with Max-Q Design)\b.*$",
-                         re.I)
-
-
-def _cc_of_name(name: str) -> Optional[str]:
-    """The compute capability of a product name (gpus.json), trying a notebook part's desktop namesake."""
-    for candidate in (name, _MOBILE.sub("", name)):
-        product = hw.gpu_product(candidate)
-        if product is not None:
-            return str(product.get("cc")) if product.get("cc") else None
-    return None
-
-
-class _Gpu:
-    def __init__(self, bus: str, device_id: Optional[str], cc: Optional[str], name: Optional[str]) -> None:
-        self.bus, self.device_id, self.cc, self.name = bus, device_id, cc, name
-        self.listed = kernel.pci_device(device_id) if device_id else None
-        if self.name is None and self.listed is not None:
-            self.name = self.listed.name
-        if self.cc is None and self.name:
-            self.cc = _cc_of_name(self.name)
-        # the chip by NVIDIA's device-ID ranges: the generation when neither NVML nor the name says it
-        self.chip = kernel.chip_of(device_id) if self.cc is None and device_id else None
-
-    def arch(self) -> Optional[str]:
-        """The GPU's architecture: its compute capability's, else its chip's (from its PCI ID)."""
-        row = hw.arch_for_cc(self.cc) if self.cc else None
-        if row is not None:
-            return str(row["arch"])
-        return self.chip.arch if self.chip is not None else None
-
-    def needs_open(self) -> Optional[bool]:
-        """Whether only the open kernel modules drive the GPU (Blackwell on), from its compute capability or, when
-        that is unknown, its chip's architecture; None when neither is known."""
-        if self.cc:
-            drives = hw.proprietary_modules_drive(self.cc)
-        else:
-            drives = hw.proprietary_modules_drive_arch(self.chip.arch) if self.chip is not None else None
-        return None if drives is None else not drives
-
-    def label(self) -> str:
-        arch = self.arch()
-        bits = [b for b in (self.name, arch,
-                            "PCI ID " + self.device_id if self.device_id else None) if b]
-        return "GPU %s%s" % (self.bus, " (%s)" % ", ".join(bits) if bits else "")
-
-
-def _gpus(facts: Facts, buses: List[str]) -> List[_Gpu]:
-    by_bus: Dict[str, Dict[str, Any]] = {}
-    for d in facts.items("gpu.pci_devices"):
-        if isinstance(d, dict) and d.get("bus_id"):
-            by_bus[kernel.line_bus(str(d["bus_id"])) or str(d["bus_id"])] = d
-    nvml: Dict[str, Tuple[Optional[str], Optional[str]]] = {}
-    for f in facts.named("gpu.", "pci_bus_id"):
-        parts = f.key.split(".")
-        if len(parts) == 3 and parts[2] == "pci_bus_id" and f.known:
-            i = parts[1]
-            cc = facts.value("gpu.%s.compute_capability" % i)
-            name = facts.value("gpu.%s.name" % i)
-            nvml[kernel.line_bus(str(f.value)) or str(f.value)] = (cc if isinstance(cc, str) else None,
-                                                                   name if isinstance(name, str) else None)
-    out = []
-    for bus in buses:
-        d = by_bus.get(bus, {})
-        cc, name = nvml.get(bus, (None, None))
-        out.append(_Gpu(bus, str(d["device_id"]) if d.get("device_id") else None, cc, name))
-    return out
-
+#: A GPU as the rule knows it (its device ID against NVIDIA's lists, its architecture): matrix.gpu_support's.
+_Gpu = gpu_support.Gpu
 
 
 def _verdicts(facts: Facts) -> List[Finding]:
@@ -171,7 +102,7 @@ def _verdicts(facts: Facts) -> List[Finding]:
     flavor, where = _flavor(facts)
     branch, version = _branch(facts)
     out: List[Finding] = []
-    for gpu in _gpus(facts, buses):
+    for gpu in gpu_support.machine_gpus(facts, buses):
         found = _judge(facts, gpu, flavor, where, branch, version)
         for f in found:
             if (f.code, gpu.bus) in said or (f.code, None) in said:
@@ -195,18 +126,11 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
     ev = _ev(facts)
     if branch is not None:
         # 1. the branch: a legacy GPU (NVIDIA's list), past its architecture's last branch, or too new for the branch
-        legacy = listed.legacy_branch if listed is not None else None
+        # (the rule the driver recipe asks too: matrix.gpu_support)
         arch = hw.arch_for_cc(gpu.cc) if gpu.cc else None
-        last = hw.past_last_branch(branch, gpu.cc) if gpu.cc else None
-        if legacy is not None and branch > int(legacy.split(".")[0]):
-            last, why = legacy.split(".")[0], "NVIDIA's README lists it under the %s.xx legacy driver" % legacy
-            unverified = False
-        elif last is not None:
-            why = "R%s is the last driver branch for %s GPUs" % (last, arch["arch"] if arch is not None else "these")
-            unverified = arch is not None and matrix.unverified(arch, "last_driver_branch")
-        else:
-            last = None
-        if last is not None:
+        said = gpu_support.branch_support(gpu, branch)
+        if said is not None and said.code == gpu_support.LEGACY:
+            last, why, unverified = said.branch, said.why, said.unverified
             return [Finding(
                 "driver.gpu_needs_legacy_branch", "warning" if unverified else "error", ["driver", "gpu"],
                 "%s is not supported by driver %s: install the R%s legacy branch" % (label, version, last),
@@ -214,49 +138,41 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                     why, version, branch, " (Not confirmed from NVIDIA's tables; treat as a hint.)" if unverified
                     else ""),
                 evidence=ev, source={"rule": why, "checked": "2026-11-29",
-                                     "url": listed.source["source"]["url"] if legacy and listed else OPEN_ONLY_URL},
+                                     "url": listed.source["source"]["url"] if listed and listed.legacy_branch
+                                     else OPEN_ONLY_URL},
                 fix=Fix(text="Install the R%s driver branch (the last one that supports this GPU; its proprietary "
                              "flavour where the GPU predates Turing) and a CUDA release that branch runs, then "
                              "reboot." % last, commands=[KLOG]))]
-        # too new: only on positive evidence, the first branch that knows the GPU's architecture is newer than
-        # this one. Absence from a README's Appendix A is none: that list says it is not the complete one ("For
-        # the most complete and accurate listing of supported GPUs, please see the Supported Products List") and
-        # leaves out compute-only datacenter GPUs (Tesla T4, A100, H100 are not in 555.58.02's).
-        first = hw.min_driver_for_cc(gpu.cc) if gpu.cc else None
-        if first is not None and arch is not None and branch < int(first[0].split(".")[0]):
-            unverified = matrix.unverified(arch, "first_cuda")
+        if said is not None and arch is not None:
+            unverified = said.unverified
             return [Finding(
                 "driver.gpu_not_supported_by_branch", "warning" if unverified else "error", ["driver", "gpu"],
                 "%s is too new for driver %s: the R%d branch does not support it" % (label, version, branch),
-                "%s GPUs are known to drivers from %s on (the driver of CUDA %s, the first CUDA release for "
-                "them); driver %s (R%d) predates them.%s" % (
-                    arch["arch"], first[0], first[1], version, branch,
+                "%s; driver %s (R%d) predates them.%s" % (
+                    said.why, version, branch,
                     " (Not confirmed from NVIDIA's tables; treat as a hint.)" if unverified else ""),
                 evidence=ev, source={"rule": "a driver older than the first branch that knows a GPU architecture "
                                              "cannot drive it", "url": arch["source"]["url"],
                                      "checked": "2026-11-29"},
                 fix=Fix(text=_row_fix("unsupported_by_release"), commands=[KLOG]))]
     # 2. the module's flavour
-    if flavor == "open":
-        no_gsp = (listed is not None and not listed.open) or (listed is None and hw.open_modules_drive(gpu.cc)
-                                                                is False)
-        if no_gsp:
-            src = listed.source["source"] if listed is not None else None
-            return [Finding(
-                "driver.open_modules_unsupported_gpu", "error", ["driver", "gpu"],
-                "%s cannot be driven by the open kernel modules (%s is the open flavour): it has no GSP" % (
-                    label, where),
-                "The open kernel modules drive Turing and later GPUs only (they need the GPU System Processor); "
-                "this GPU %s. The module refuses it%s." % (
-                    "is not in NVIDIA's list of GPUs the open modules drive" if listed is not None else
-                    "is of an architecture before Turing", " and fails to load when it is the only GPU"
-                    if facts.value("driver.kernel_module.loaded") is False else ""),
-                evidence=ev, source={"rule": "NVIDIA: the open GPU kernel modules are only for Turing and newer; "
-                                             "Maxwell, Pascal and Volta need the proprietary flavour",
-                                     "url": MODULES_URL, "checked": "2026-11-29",
-                                     **({"list": src["url"]} if src else {})},
-                fix=Fix(text=_row_fix("open_unsupported"), commands=["modinfo -F license nvidia", KLOG]))]
-    if flavor == "proprietary" and gpu.needs_open():
+    said = gpu_support.flavor_support(gpu, flavor)
+    if said is not None and said.code == gpu_support.OPEN_UNSUPPORTED:
+        src = listed.source["source"] if listed is not None else None
+        return [Finding(
+            "driver.open_modules_unsupported_gpu", "error", ["driver", "gpu"],
+            "%s cannot be driven by the open kernel modules (%s is the open flavour): it has no GSP" % (
+                label, where),
+            "The open kernel modules drive Turing and later GPUs only (they need the GPU System Processor); "
+            "this GPU %s. The module refuses it%s." % (
+                said.why, " and fails to load when it is the only GPU"
+                if facts.value("driver.kernel_module.loaded") is False else ""),
+            evidence=ev, source={"rule": "NVIDIA: the open GPU kernel modules are only for Turing and newer; "
+                                         "Maxwell, Pascal and Volta need the proprietary flavour",
+                                 "url": MODULES_URL, "checked": "2026-11-29",
+                                 **({"list": src["url"]} if src else {})},
+            fix=Fix(text=_row_fix("open_unsupported"), commands=["modinfo -F license nvidia", KLOG]))]
+    if said is not None and said.code == gpu_support.OPEN_REQUIRED:
         hint = ""
         if not gpu.cc and gpu.chip is not None:
             hint = " The GPU's generation is read from its PCI ID (%s, a %s chip)%s." % (

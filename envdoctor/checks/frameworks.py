@@ -87,6 +87,19 @@ def _ptxas(facts: Facts) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, A
     return (on_path if isinstance(on_path, dict) else None), (wheel if isinstance(wheel, dict) else None)
 
 
+#: JAX's README, "pip installation: GPU (CUDA, installed locally, harder)" (the jax 0.4 releases of 2023), on jaxlib
+#: wheels built against a locally installed CUDA: "You may use a JAX wheel provided the major version of your CUDA and
+#: CuDNN installation matches, and the minor version is at least as new as the version JAX expects."
+JAX_LOCAL_CUDA = "https://github.com/google/jax#pip-installation-gpu-cuda-installed-locally-harder"
+
+
+def _local_cuda_too_old(have: Version, cuda: Any) -> bool:
+    """Is the toolkit (its release ``have``) older than jaxlib's own CUDA (``cuda``, e.g. 11.1) within its major?"""
+    need = _mm(_v(cuda)) if isinstance(cuda, str) else None
+    mine = _mm(have)
+    return need is not None and mine is not None and mine[0] == need[0] and mine < need
+
+
 def _mm(v: Optional[Version]) -> Optional[Tuple[int, int]]:
     if v is None:
         return None
@@ -97,7 +110,8 @@ def _mm(v: Optional[Version]) -> Optional[Tuple[int, int]]:
 @check("frameworks.jax-ptxas", requires=("framework.jax.ptxas", "cuda.nvcc"), reads=("cuda.*", "framework.*"),
        layers=("frameworks",), codes=(
     CodeDoc("framework.ptxas_shadowed", "error",
-            "JAX (XLA) runs the ptxas first on PATH, which is older than the one its CUDA wheels require.",
+            "JAX (XLA) runs the ptxas first on PATH, which is older than the one its CUDA wheels require, or (a "
+            "jaxlib built for a local CUDA, jaxlib 0.1.x+cudaNNN) than jaxlib's own CUDA release.",
             "framework.jax, framework.jax.ptxas (ptxas on PATH, the nvidia-cuda-nvcc wheel), cuda.toolkits, cuda.nvcc",
             "XLA compiles every kernel with ptxas; an older ptxas than jaxlib's CUDA rejects or miscompiles the "
             "PTX it generates ('Unsupported .version', 'ptxas returned an error').", PTXAS_ISSUE),
@@ -119,6 +133,7 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
                 if k.startswith("nvidia-cuda-nvcc") and isinstance(w, dict)), None)
     spec = _specifier(req.get("specifier")) if req else None
     wheel_v = _v(wheel.get("version")) if wheel else None
+    source_url = ""
     if have is None:
         return []
     if spec is not None and str(spec):
@@ -128,6 +143,10 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
         need, severity = str(spec), "error"
     elif wheel_v is not None and _mm(have) is not None and _mm(have) < _mm(wheel_v):  # type: ignore[operator]
         need, severity = ">= %s (the nvidia-cuda-nvcc wheel's)" % wheel.get("version"), "warning"  # type: ignore[union-attr]
+    elif wheel_v is None and _local_cuda_too_old(have, jax.get("cuda")):
+        # a jaxlib built for a local CUDA (jaxlib 0.1.x+cudaNNN, cuda12_local) uses the system toolkit's ptxas,
+        # whose minor must be at least jaxlib's CUDA's
+        need, severity, source_url = ">= %s (jaxlib's CUDA)" % jax.get("cuda"), "error", JAX_LOCAL_CUDA
     else:
         return []
     return [Finding(
@@ -139,8 +158,10 @@ def jax_ptxas(ctx: CheckContext) -> Iterable[Finding]:
                "nvidia-cuda-nvcc wheel ships. An older ptxas than jaxlib's CUDA fails on (or miscompiles) the PTX "
                "jaxlib generates: 'ptxas returned an error during compilation of ptx to sass'.",
         evidence=_ev(facts, "framework.jax", "framework.jax.ptxas", "cuda.toolkits", "cuda.nvcc"),
-        source=_src("jaxlib's CUDA wheels require nvidia-cuda-nvcc %s; XLA takes the ptxas on PATH first" % need,
-                    PTXAS_ISSUE),
+        source=(_src("jaxlib built for a local CUDA %s needs an installed CUDA of that major and at least its minor; "
+                     "XLA takes the ptxas on PATH first" % jax.get("cuda"), source_url) if source_url else
+                _src("jaxlib's CUDA wheels require nvidia-cuda-nvcc %s; XLA takes the ptxas on PATH first" % need,
+                     PTXAS_ISSUE)),
         fix=Fix(text="Take %s/bin off PATH in the environment that runs JAX (or upgrade that toolkit to CUDA %s or "
                      "newer), so the wheel's ptxas is used." % (tk[1], need.lstrip(">= ").split(" ")[0]),
                 commands=['export PATH="$(echo "$PATH" | tr : "\\n" | grep -vx "%s" | paste -sd:)"'

@@ -64,6 +64,11 @@ class Framework(NamedTuple):
     distributions: str = ""
     #: those of them that are CPU-only builds whatever the machine (None: the build is decided otherwise)
     cpu_distributions: Optional[str] = None
+    #: a package that requires its CPU-only distribution by name chose that build: its CUDA build is another project
+    #: that runs the CPU code too (ONNX Runtime: onnxruntime-gpu holds the CPU execution provider), so one pulled in
+    #: only as such a dependency shows no wish to run this framework on the GPU (``framework.cpu_only_build`` is then
+    #: information, not a warning)
+    cpu_dependency_by_choice: bool = False
     #: the PyPI distribution of its CUDA builds: with it (and ``advise``), a framework without candidates and a recipe
     #: of its own is advised and installed from its data file alone (each row a release: ``version``, ``python``,
     #: ``cuda``, the CUDA releases its one wheel runs with; ``envdoctor.advise.plugin_candidates``,

@@ -77,13 +77,9 @@ def _nvml_in_child(job: Optional[bytes]) -> bytes:
     encode = _line_encoder()
     stream = forked.stream
 
-    def emit(doc: Dict[str, Any]) -> None:
-        ask = doc.get("ask")
-        if len(doc) == 1 and type(ask) is str and ask.isascii() and ask.isprintable() and '"' not in ask \
-                and "\\" not in ask:
-            stream(b'{"ask": "%s"}\n' % ask.encode("ascii"))  # what encode() writes for it, before every call
-            return
-        stream((encode(doc) + "\n").encode("utf-8"))
+    def emit(doc: Any) -> None:
+        # the usual lines come as their text already (nvml_worker.ask_line, answer_line), the rest as documents
+        stream((doc if type(doc) is str else encode(doc) + "\n").encode("utf-8"))
 
     nvml_worker.collect(emit)
     return b""

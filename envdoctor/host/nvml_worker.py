@@ -25,11 +25,16 @@ the nearest-GPU sets, whose answers are the pairs'), then ``{"done": true}``; so
 crashes the answers before it survive and the call that hung is known.  The parent records that in the
 top-level key ``incomplete``: ``{"call": KEY, "reason": "timed_out" | "starved" | "crashed",
 "message": ...}``.
+
+Each line is ``json.dumps(doc, sort_keys=True)``; the usual ones (every ask, an answer of one plain value or one
+error code, a pair's answer) are handed to ``emit`` as that text already (:func:`ask_line`, :func:`answer_line`),
+the others as the document.
 """
 
 import json
 import math
 import sys
+from json.encoder import encode_basestring_ascii as _quote  # what json.dumps quotes a string with
 
 #: The most GPU indices asked about. NVIDIA's driver drives at most NV_MAX_DEVICES = 32 GPUs in one
 #: system (open-gpu-kernel-modules, src/common/sdk/nvidia/inc/nvlimits.h); twice that leaves room for
@@ -95,12 +100,64 @@ def main():
     os.close(devnull)
 
     def emit(doc):
-        data = (json.dumps(doc, sort_keys=True) + "\n").encode("utf-8")
+        data = (doc if isinstance(doc, str) else json.dumps(doc, sort_keys=True) + "\n").encode("utf-8")
         while data:
             data = data[os.write(out, data):]
 
     collect(emit)
     return 0
+
+
+def ask_line(key):
+    """The line ``{"ask": KEY}``, as ``json.dumps(..., sort_keys=True)`` writes it."""
+    return '{"ask": %s}\n' % _quote(key)
+
+
+def _status_text(answer):
+    """``json.dumps(answer, sort_keys=True)`` for a one-call answer of a whole number (``{"value": 40}``) or an
+    error code (``{"code": 3, "error": "NVML_ERROR_NOT_SUPPORTED"}``); None for any other."""
+    if len(answer) == 1:
+        value = answer.get("value")
+        return '{"value": %d}' % value if type(value) is int else None
+    code, error = answer.get("code"), answer.get("error")
+    if len(answer) == 2 and type(code) is int and type(error) is str:
+        return '{"code": %d, "error": %s}' % (code, _quote(error))
+    return None
+
+
+def _answer_text(answer):
+    """``json.dumps(answer, sort_keys=True)`` for the usual answers: one plain value (a whole number, text, a flag,
+    none), an error code, a pair's (:func:`_topology`: its common ancestor and P2P statuses, each a whole number or
+    an error code); None for any other (the caller encodes that one)."""
+    if len(answer) != 1:
+        return _status_text(answer)
+    value = answer.get("value", answer)
+    kind = type(value)
+    if kind is int:
+        return '{"value": %d}' % value
+    if kind is str:
+        return '{"value": %s}' % _quote(value)
+    if value is None or kind is bool:
+        return '{"value": %s}' % ("null" if value is None else "true" if value else "false")
+    if kind is not dict or len(value) != 2:
+        return None
+    ancestor, p2p = value.get("ancestor"), value.get("p2p")
+    if type(ancestor) is not dict or type(p2p) is not dict or len(p2p) != 4:
+        return None
+    texts = {"ancestor": _status_text(ancestor)}
+    for name in _P2P_SORTED:
+        status = p2p.get(name)
+        texts[name] = _status_text(status) if type(status) is dict else None
+    if None in texts.values():
+        return None
+    return _PAIR_ANSWER % texts
+
+
+def answer_line(key, answer):
+    """The line ``{"key": KEY, "answer": ANSWER}`` as ``json.dumps(..., sort_keys=True)`` writes it, for the usual
+    answers (:func:`_answer_text`); None for any other."""
+    text = _answer_text(answer)
+    return None if text is None else '{"answer": %s, "key": %s}\n' % (text, _quote(key))
 
 
 def parse_stream(text):
@@ -109,22 +166,8 @@ def parse_stream(text):
     data = {}
     asking = None
     done = False
-    lines = text.splitlines()
-    whole = [line for line in lines if line.strip()]
-    try:  # every line one whole value (the usual case): one parse of them all, as fast as one line
-        docs = json.loads("[%s]" % ",".join(whole))
-        if len(docs) != len(whole):  # a line held two values ("1, 2"): read line by line
-            docs = None
-    except ValueError:
-        docs = None
-    for line in docs if docs is not None else lines:
-        if docs is not None:
-            doc = line
-        else:
-            try:
-                doc = json.loads(line)
-            except ValueError:
-                continue  # a line cut off by a crash or the deadline
+    docs = _every_line(text)
+    for doc in docs if docs is not None else _line_by_line(text):
         if not isinstance(doc, dict):
             continue
         if "ask" in doc:
@@ -138,6 +181,39 @@ def parse_stream(text):
         elif "key" not in doc and "ask" not in doc and not data:
             return doc, None, True  # one whole object (NOT_FOUND, binding_error, an older worker)
     return data, asking, done
+
+
+#: Line boundaries of str.splitlines besides "\n" that an ASCII text can hold.
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
+def _every_line(text):
+    """Every non-blank line's value, parsed as one JSON array (the usual case: as fast as one line), or None when
+    some line is not one whole value. The child's stream (ASCII lines, each ending in "\n") is parsed as it is,
+    its line ends made commas, without a list of its lines."""
+    if text.endswith("\n") and text.isascii() and not any(c in text for c in _OTHER_BREAKS):
+        # "\n" the only line boundary: a blank or cut line or one holding two values fails the parse or the count
+        try:
+            docs = json.loads("[%s]" % text[:-1].replace("\n", ","))
+            if len(docs) == text.count("\n"):
+                return docs
+        except ValueError:
+            pass
+    whole = [line for line in text.splitlines() if line.strip()]
+    try:
+        docs = json.loads("[%s]" % ",".join(whole))
+    except ValueError:
+        return None
+    return docs if len(docs) == len(whole) else None  # a line held two values ("1, 2"): read line by line
+
+
+def _line_by_line(text):
+    """Each line's value, the lines that are no whole value (cut off by a crash or the deadline) left out."""
+    for line in text.splitlines():
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue
 
 
 #: NVML function asked for each top-level key (for messages naming a call that hung).
@@ -261,8 +337,20 @@ def collect(emit=None):
         if emit is not None:
             emit(doc)
 
+    def tell_ask(key):
+        if emit is not None:
+            emit(ask_line(key))
+
+    def tell_answer(key, answer, text=None):
+        """``answer`` streamed; ``text``: its JSON text, when the caller has it already."""
+        if emit is not None:
+            if text is not None:
+                emit('{"answer": %s, "key": %s}\n' % (text, _quote(key)))
+            else:
+                emit(answer_line(key, answer) or {"key": key, "answer": answer})
+
     def ask(key, fn, *args):
-        tell({"ask": key})
+        tell_ask(key)
         try:
             out[key] = {"value": _plain(fn(*args))}
         except pynvml.NVMLError as exc:
@@ -270,7 +358,7 @@ def collect(emit=None):
             out[key] = {"error": error_names.get(code, "NVML_ERROR_%s" % code), "code": code}
         except Exception as exc:  # noqa: BLE001 - binding lacks the call, bad ctypes...
             out[key] = {"error": "EXCEPTION", "message": "%s: %s" % (type(exc).__name__, exc)}
-        tell({"key": key, "answer": out[key]})
+        tell_answer(key, out[key])
         return out[key].get("value")
 
     def call(name, *args):
@@ -323,7 +411,7 @@ def collect(emit=None):
     for i in range(min(count, MAX_GPUS)):
         p = "device.%d." % i
         handle = None
-        tell({"ask": p + "handle"})
+        tell_ask(p + "handle")
         try:
             handle = call("nvmlDeviceGetHandleByIndex", i)
             out[p + "handle"] = {"value": True}
@@ -332,7 +420,7 @@ def collect(emit=None):
             out[p + "handle"] = {"error": error_names.get(code, "NVML_ERROR_%s" % code), "code": code}
         except Exception as exc:  # noqa: BLE001
             out[p + "handle"] = {"error": "EXCEPTION", "message": str(exc)}
-        tell({"key": p + "handle", "answer": out[p + "handle"]})
+        tell_answer(p + "handle", out[p + "handle"])
         if handle is None:
             continue
         handles[i] = handle
@@ -345,8 +433,8 @@ def collect(emit=None):
         mig = out.get(p + "mig_mode", {}).get("value")
         if isinstance(mig, list) and mig and mig[0] == 1:
             ask(p + "mig_devices", mig_devices, handle)
-    _topology(handles, ask, call, pynvml, error_names, out, tell)
-    tell({"ask": "shutdown"})  # every answer is in: a hang from here on is NVML's shutdown's
+    _topology(handles, ask, call, pynvml, error_names, out, tell_ask, tell_answer)
+    tell_ask("shutdown")  # every answer is in: a hang from here on is NVML's shutdown's
     try:
         call("nvmlShutdown")
     except Exception:  # noqa: BLE001
@@ -432,13 +520,18 @@ FI_NVLINK_GET_VERSION = 166
 MAX_NVLINKS = 64
 #: nvmlGpuP2PCapsIndex_t (nvml.h): the peer-to-peer capabilities asked of each pair, one direction.
 P2P_CAPS = (("read", 0), ("write", 1), ("nvlink", 2), ("atomics", 3))
+#: Their names in the order json.dumps(sort_keys=True) writes them (:func:`_answer_text`).
+_P2P_SORTED = tuple(sorted(name for name, _ in P2P_CAPS))
+#: A pair's answer (:func:`_topology`) as json.dumps(sort_keys=True) writes it, from the texts of its answers by name.
+_PAIR_ANSWER = '{"value": {"ancestor": %%(ancestor)s, "p2p": {%s}}}' % ", ".join(
+    '"%s": %%(%s)s' % (name, name) for name in _P2P_SORTED)
 #: NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_ARGUMENT_VERSION_MISMATCH (nvml.h).
 INVALID_ARGUMENT_CODE = 2
 NOT_SUPPORTED_CODE = 3
 ARGUMENT_VERSION_MISMATCH = 25
 
 
-def _topology(handles, ask, call, pynvml, error_names, results, tell):
+def _topology(handles, ask, call, pynvml, error_names, results, tell_ask, tell_answer):
     """Ask the interconnect of the GPUs in ``handles`` (index -> handle), batched: per GPU one answer each for
     its NVLinks, its fabric and C2C; per pair of GPUs one answer holding the common PCIe ancestor and the P2P
     capabilities. Inside an answer, every NVML call keeps its own ``{"value"}``/``{"error"}``, so a driver
@@ -570,6 +663,25 @@ def _topology(handles, ask, call, pynvml, error_names, results, tell):
             return {"value": uint.value}
         return {"error": error_names.get(ret, "NVML_ERROR_%s" % ret), "code": ret}
 
+    def answered(ret):
+        """``status(ret)`` and its JSON text (:func:`_status_text`), made together."""
+        if ret == 0:
+            value = uint.value
+            return {"value": value}, '{"value": %d}' % value
+        name = error_names.get(ret, "NVML_ERROR_%s" % ret)
+        return {"error": name, "code": ret}, '{"code": %d, "error": %s}' % (ret, _quote(name))
+
+    def pair_with_text(a, b, level):
+        """``pair(a, b, level)`` and its answer's JSON text, through the binding's entry points (both present)."""
+        if level is not None:
+            ancestor, text = {"value": level}, '{"value": %d}' % level
+        else:
+            ancestor, text = answered(ancestor_fn(a, b, uint_ref))
+        p2p, texts = {}, {"ancestor": text}
+        for name, index in P2P_CAPS:
+            p2p[name], texts[name] = answered(p2p_fn(a, b, index, uint_ref))
+        return {"ancestor": ancestor, "p2p": p2p}, _PAIR_ANSWER % texts
+
     def pair(a, b, level):
         if level is not None:
             out = {"ancestor": {"value": level}}
@@ -589,18 +701,24 @@ def _topology(handles, ask, call, pynvml, error_names, results, tell):
         ask(p + "fabric", fabric, handles[i])
         ask(p + "c2c", call, "nvmlDeviceGetC2cModeInfoV", handles[i])
     order = sorted(handles)
-    levels = _nearest_levels(order, handles, call, tell)
+    levels = _nearest_levels(order, handles, call, tell_ask)
+    fast = ancestor_fn is not None and p2p_fn is not None
     for n, i in enumerate(order):
         for j in order[n + 1:]:
             key = "pair.%d.%d" % (i, j)
             # ask's work without _plain's walk: a pair's answer is plain already
-            tell({"ask": key})
+            tell_ask(key)
+            text = None
             try:
-                answer = {"value": pair(handles[i], handles[j], levels.get((i, j)))}
+                if fast:
+                    value, text = pair_with_text(handles[i], handles[j], levels.get((i, j)))
+                else:
+                    value = pair(handles[i], handles[j], levels.get((i, j)))
+                answer = {"value": value}
             except Exception as exc:  # noqa: BLE001 - as ask() answers it
-                answer = {"error": "EXCEPTION", "message": "%s: %s" % (type(exc).__name__, exc)}
+                answer, text = {"error": "EXCEPTION", "message": "%s: %s" % (type(exc).__name__, exc)}, None
             results[key] = answer
-            tell({"key": key, "answer": answer})
+            tell_answer(key, answer, text)
 
 
 #: nvmlGpuTopologyLevel_t (nvml.h), nearest first: INTERNAL (one board), SINGLE (one PCIe switch), MULTIPLE
@@ -612,7 +730,7 @@ TOPOLOGY_LEVELS = (0, 10, 20, 30, 40, 50)
 WALK_FROM_GPUS = 2 * 2 * len(TOPOLOGY_LEVELS) + 1
 
 
-def _nearest_levels(order, handles, call, tell):
+def _nearest_levels(order, handles, call, tell_ask):
     """The common ancestor of each pair ``(i, j)`` (``i < j``) that nvmlDeviceGetTopologyNearestGpus settles,
     from one walk up the levels per GPU instead of one nvmlDeviceGetTopologyCommonAncestor call per pair.
 
@@ -638,7 +756,7 @@ def _nearest_levels(order, handles, call, tell):
     found = {}
     for n, i in enumerate(order[:-1]):
         later = set(order[n + 1:])
-        tell({"ask": "nearest.%d" % i})  # a hang in the walk is named (describe_call)
+        tell_ask("nearest.%d" % i)  # a hang in the walk is named (describe_call)
         for level in TOPOLOGY_LEVELS:
             try:
                 gpus = call("nvmlDeviceGetTopologyNearestGpus", handles[i], level)

@@ -668,7 +668,14 @@ class Scrubber:
                 if isinstance(k, str):
                     new_k = done_get(k)
                     k = new_k if new_k is not None else text(k)
-                out[k] = v if type(v) in _AS_IS else self(v)
+                kind = type(v)
+                if kind in _AS_IS:
+                    out[k] = v
+                elif kind is str:  # what self(v) does for text, without the call: once per distinct text
+                    done = done_get(v)
+                    out[k] = done if done is not None else text(v)
+                else:
+                    out[k] = self(v)
             return out
         if isinstance(obj, (list, tuple)):
             return [v if type(v) in _AS_IS else self(v) for v in obj]

@@ -23,9 +23,12 @@ import functools
 import importlib
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from packaging.version import Version
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 from .. import frameworks as framework_table
 
@@ -68,6 +71,38 @@ def parse_version(text: Any) -> Optional[Version]:
     from ..versions import parse
 
     return parse(text) if isinstance(text, str) else None
+
+
+def release_range(text: Any) -> Optional[SpecifierSet]:
+    """A row's release range (a ``packaging`` specifier string, ``">=2.4,<2.6"``; ``""`` admits every release), or
+    None when ``text`` is not one (a table's format error, reported by its validator)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if isinstance(text, SpecifierSet):
+        return text
+    if not isinstance(text, str):
+        return None
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+
+
+def in_range(spec: Any, version: Any) -> Optional[bool]:
+    """Whether ``version`` lies in a row's release range ``spec``: the one test every table's range is read with.
+
+    ``packaging``'s, with pre-releases admitted (``2.6.0rc1`` is in ``>=2.5``: a row speaks for the release
+    candidates of its releases too); a local label (``2.4.1+cu121``) as ``packaging`` compares it (``==2.4.1`` and
+    ``<=2.4.1`` hold it, ``>2.4.1`` does not); a post release (``2.4.1.post1``) is in ``>=2.4.1``, not in
+    ``<=2.4.1`` nor, as PEP 440 has it, in ``>2.4.1``. None ("unknown", never an exception) when the range or the
+    version cannot be read: the caller says it cannot tell."""
+    from ..versions import parse
+
+    rng = release_range(spec)
+    v = parse(version)
+    if rng is None or v is None:
+        return None
+    return rng.contains(v, prereleases=True)
 
 
 def _check_date(value: Any) -> Optional[str]:

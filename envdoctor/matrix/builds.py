@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from . import frameworks as fwm
-from . import load
+from . import in_range, load
 
 Row = Dict[str, Any]
 AREA = "framework_builds"
@@ -36,11 +36,7 @@ def _rows(framework: str, release: Any) -> List[Row]:
     for row in load(AREA):
         if row.get("framework") != framework:
             continue
-        try:
-            spec = SpecifierSet(str(row.get("releases")))
-        except InvalidSpecifier:
-            continue
-        if spec.contains(v, prereleases=True):
+        if in_range(row.get("releases"), v):
             out.append(row)
     return out
 
@@ -114,6 +110,15 @@ def tensorflow_cudnn_built(version: Any) -> Optional[Tuple[str, Row]]:
     return None
 
 
+def tensorflow_wheel_cuda(version: Any) -> Optional[Tuple[str, Row]]:
+    """The CUDA a TensorFlow GPU wheel release links (its library's DT_NEEDED libcudart.so.<X.Y>), for releases whose
+    wheel has no build_info to say it (0.x, 1.0); None for a release no such row covers."""
+    for row in _rows("tensorflow", version):
+        if row.get("cudnn_built") and row.get("cuda"):
+            return str(row["cuda"]), row
+    return None
+
+
 def cudnn_newer_minor_accepted(framework: str, release: Any, built_major: int) -> Optional[Tuple[bool, Row]]:
     """Whether a release of ``framework`` accepts a loaded cuDNN of a newer minor than the one it was built with
     (same major), and the row saying so; None when no row covers the release. TensorFlow before 1.8 requires the
@@ -122,6 +127,14 @@ def cudnn_newer_minor_accepted(framework: str, release: Any, built_major: int) -
         if "cudnn_newer_minor_from" in row:
             newer = row["cudnn_newer_minor_from"]
             return (newer is not None and built_major >= int(newer)), row
+    return None
+
+
+def ctranslate2_build(version: Any) -> Optional[Tuple[str, Row]]:
+    """The CUDA (major.minor) CTranslate2's Linux PyPI wheel of ``version`` is built with, or None."""
+    for row in _rows("ctranslate2", version):
+        if row.get("cuda"):
+            return str(row["cuda"]), row
     return None
 
 
@@ -146,14 +159,20 @@ def validate(rows: List[Row]) -> List[str]:
             elif "cudnn_built" in row:
                 if _plain(row.get("cudnn_built")) is None or len(str(row.get("cudnn_built")).split(".")) != 3:
                     problems.append("%s: cudnn_built must be the full cuDNN version (major.minor.patch)" % where)
+                if "cuda" in row and (_plain(row.get("cuda")) is None or len(str(row["cuda"]).split(".")) != 2):
+                    problems.append("%s: cuda must be the CUDA release the wheel links (major.minor)" % where)
             elif not str(row.get("tensorrt_major", "")).isdigit():
                 problems.append("%s: a tensorflow row needs tensorrt_major (digits), cudnn_built or "
                                 "cudnn_newer_minor_from" % where)
         elif fw == "nvidia-tensorflow":
             if _ngc(row.get("ngc")) is None or _plain(row.get("cuda")) is None:
                 problems.append("%s: an nvidia-tensorflow row needs ngc (YY.MM) and cuda" % where)
+        elif fw == "ctranslate2":
+            if _minor(row.get("cuda")) is None or len(_minor(row.get("cuda")) or ()) != 2:
+                problems.append("%s: a ctranslate2 row needs cuda (major.minor)" % where)
         else:
-            problems.append("%s: framework %r is not jaxlib, tensorflow or nvidia-tensorflow" % (where, fw))
+            problems.append("%s: framework %r is not jaxlib, tensorflow, nvidia-tensorflow or ctranslate2" % (
+                where, fw))
     ngcs = [_ngc(r.get("ngc")) for r in rows if r.get("framework") == "nvidia-tensorflow"]
     if ngcs != sorted(ngcs, key=lambda t: t or (0, 0)):
         problems.append("nvidia-tensorflow rows must be in NGC release order")

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import load
+from . import in_range, load
 
 Row = Dict[str, Any]
 AREA = "driver_floors"
@@ -22,10 +22,7 @@ PRODUCTS = ("rapids", "ollama", "tensorrt")
 
 
 def _contains(spec: Any, version: Any) -> bool:
-    try:
-        return SpecifierSet(str(spec)).contains(Version(str(version)), prereleases=True)
-    except (InvalidSpecifier, InvalidVersion):
-        return False
+    return in_range(spec, version) is True
 
 
 def _rows(field: str, product: str, release: Any, cuda_major: Optional[Any]) -> List[Row]:

@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # packaging.specifiers pulls in packaging.tags (~15 ms): impo
 
 from .. import frameworks as framework_table
 from .. import versions
-from . import load, parse_version
+from . import in_range, load, parse_version
+from . import release_range as _release_range
 
 Row = Dict[str, Any]
 
@@ -57,14 +58,8 @@ def _version(text: Any) -> Optional[Version]:
 
 
 def _spec(text: Any) -> Optional[SpecifierSet]:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    if not isinstance(text, str) or not text.strip():
-        return None
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
+    """A row's range (:func:`envdoctor.matrix.release_range`); a blank one is none here."""
+    return _release_range(text) if isinstance(text, str) and text.strip() else None
 
 
 def _minor(v: Version) -> Tuple[int, int]:
@@ -85,10 +80,8 @@ _digits_of = versions.digits
 
 def _spec_admits_major(spec: SpecifierSet, major: int) -> bool:
     """Whether ``spec`` admits some X.Y of ``major`` and nothing of the neighbouring majors."""
-    admits_own = any(spec.contains(f"{major}.{minor}", prereleases=True) for minor in range(0, 10))
-    leaks = spec.contains("%s.0" % (major + 1), prereleases=True) or (
-        major > 0 and spec.contains("%s.9" % (major - 1), prereleases=True)
-    )
+    admits_own = any(in_range(spec, f"{major}.{minor}") for minor in range(0, 10))
+    leaks = bool(in_range(spec, "%s.0" % (major + 1)) or (major > 0 and in_range(spec, "%s.9" % (major - 1))))
     return admits_own and not leaks
 
 
@@ -257,11 +250,7 @@ def validate_jax(rows: List[Row]) -> List[str]:
         if previous is not None:
             if floor <= previous:
                 problems.append(f"row {i}: jax range {spec} does not start after the previous row's")
-            if any(
-                previous_spec.contains(floor, prereleases=True)
-                for previous_spec in [_spec(rows[i - 1]["jax"])]
-                if previous_spec is not None
-            ):
+            if _spec(rows[i - 1]["jax"]) is not None and in_range(rows[i - 1]["jax"], floor):
                 problems.append(f"row {i}: jax range {spec} overlaps the previous row's")
         previous = floor
         _check_python(i, row, problems)
@@ -293,7 +282,7 @@ def validate_jax(rows: List[Row]) -> List[str]:
                 if var.get(lib) is not None and _spec(var.get(lib)) is None:
                     problems.append(f"{where}: {lib} {var.get(lib)!r} is not a specifier")
             cudnn_built, cudnn_spec = _version(var.get("cudnn_built")), _spec(var.get("cudnn"))
-            if cudnn_built is not None and cudnn_spec is not None and not cudnn_spec.contains(cudnn_built):
+            if cudnn_built is not None and cudnn_spec is not None and not in_range(cudnn_spec, cudnn_built):
                 problems.append(f"{where}: built with cuDNN {cudnn_built}, which its own cudnn {cudnn_spec} excludes")
             if var.get("min_driver") is not None and _version(var.get("min_driver")) is None:
                 problems.append("{}: min_driver {!r} is not a version".format(where, var.get("min_driver")))
@@ -383,7 +372,7 @@ def validate_cupy(rows: List[Row]) -> List[str]:
             else:  # cupy-cuda102: exactly CUDA 10.2
                 digits = m.group(1)
                 exact = f"{digits[:-1]}.{digits[-1]}"
-                if not spec.contains(exact):
+                if not in_range(spec, exact):
                     problems.append(
                         "{}: {} but cuda {!r} excludes CUDA {}".format(where, p["package"], p["cuda"], exact)
                     )
@@ -410,7 +399,7 @@ def validate_tensorrt(rows: List[Row]) -> List[str]:
                     "{}: python_package {!r} does not match CUDA {}".format(where, b.get("python_package"), major)
                 )
             built = _version(b.get("built_with"))
-            if built is not None and (built.release[0] != int(major) or not spec.contains(built)):
+            if built is not None and (built.release[0] != int(major) or not in_range(spec, built)):
                 problems.append(f"{where}: built_with {built} is outside its own cuda {spec}")
     return problems
 
@@ -481,8 +470,7 @@ def release_row(area: str, version: Any, release_range: Optional[str] = None) ->
         return None
     plain = Version(v.base_version)
     for row in load(area):
-        spec = _spec(row.get(release_range))
-        if spec is not None and spec.contains(plain, prereleases=True):
+        if _spec(row.get(release_range)) is not None and in_range(row.get(release_range), plain):
             return copy.deepcopy(row)
     return None
 
@@ -502,10 +490,10 @@ def python_supported(row: Optional[Row], python_version: Any) -> Optional[bool]:
     """Whether a release row's Python range admits ``python_version`` (None: cannot tell)."""
     if not row:
         return None
-    spec, v = _spec(row.get("python")), _version(python_version)
-    if spec is None or v is None:
+    v = _version(python_version)
+    if _spec(row.get("python")) is None or v is None:
         return None
-    return spec.contains(Version("{}.{}".format(*_minor(v))), prereleases=True)
+    return in_range(row.get("python"), Version("{}.{}".format(*_minor(v))))
 
 
 # PyTorch ---------------------------------------------------------------------
@@ -701,8 +689,7 @@ def _entry_for_cuda(entries: List[Row], cuda_version: Any) -> Optional[Row]:
         return None
     want = Version("{}.{}".format(*_minor(cv)))
     for entry in entries:
-        spec = _spec(entry.get("cuda"))
-        if spec is not None and spec.contains(want):
+        if _spec(entry.get("cuda")) is not None and in_range(entry.get("cuda"), want):
             return entry
     return None
 

@@ -18,7 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .. import lazyre
-from . import DERIVED_CACHES, Row, load, parse_version, read_document
+from . import DERIVED_CACHES, Row, in_range, load, parse_version, read_document
 
 #: Minor releases that never shipped, so a gap there is expected.
 KNOWN_GAPS = {"12.7": "CUDA 12.7 was never released (12.6 Update 3 was followed by 12.8)",
@@ -194,6 +194,16 @@ def driver_cuda(version: Any, supports: Any, wsl: bool = False) -> Optional[Tupl
     return (cuda[0], cuda[1]) if cuda is not None and cuda[1] is not None else None
 
 
+def driver_of(facts: Any) -> Tuple[Any, Any, bool]:
+    """What :func:`driver_cuda` and :func:`driver_runs` read of a machine's driver, from its facts: its version
+    (``driver.version``), the CUDA version it reports (``driver.cuda_version``) and whether it is WSL's (``os.wsl``,
+    whose version Table 3 does not place). The one reading: ``compat.driver-vs-cuda`` and the install recipes
+    (cuDNN, NCCL, the cuDNN archives) ask what a driver runs of the same three facts."""
+    if facts is None:
+        return None, None, False
+    return facts.value("driver.version"), facts.value("driver.cuda_version"), bool(facts.value("os.wsl"))
+
+
 def driver_runs(cuda: Any, version: Any, supports: Any, wsl: bool = False) -> Optional[str]:
     """What a driver does with programs built for CUDA ``cuda`` (``"12"``, ``"12.4"``, or an update ``"12.4.1"``):
     ``"ok"`` (natively), ``"minor_compat"`` (through CUDA minor-version compatibility: the same major, the driver at
@@ -334,7 +344,7 @@ def triton_release(version: str) -> Optional[Row]:
     except InvalidVersion:
         return None
     for row in load("triton"):
-        if SpecifierSet(row["releases"]).contains(v, prereleases=True):
+        if in_range(row["releases"], v) is True:
             return row
     return None
 
@@ -1024,7 +1034,7 @@ def validate_triton(rows: List[Row]) -> List[str]:
     if [lo for lo, _ in lows] != sorted(lo for lo, _ in lows):
         problems.append("triton: rows are not sorted by their lowest release")
     for low, w in lows:
-        holders = [r["releases"] for r in rows if SpecifierSet(r["releases"]).contains(low, prereleases=True)]
+        holders = [r["releases"] for r in rows if in_range(r["releases"], low) is True]
         if len(holders) != 1:
             problems.append(f"{w}: its lowest release {low} is held by {len(holders)} rows")
     return problems

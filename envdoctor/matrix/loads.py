@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import load
+from . import in_range, load
 
 Row = Dict[str, Any]
 AREA = "runtime_loads"
@@ -30,13 +30,8 @@ def loads_of(stem: str, major: Optional[str], version: Optional[str]) -> List[Ro
             continue
         if "major" in row and str(row["major"]) != str(major):
             continue
-        if "releases" in row:
-            try:
-                if version is None or not SpecifierSet(str(row["releases"])).contains(Version(version),
-                                                                                          prereleases=True):
-                    continue
-            except (InvalidSpecifier, InvalidVersion):
-                continue
+        if "releases" in row and in_range(row["releases"], version) is not True:
+            continue
         out.append(row)
     return out
 
@@ -49,7 +44,7 @@ def package_loads(package: str, version: str) -> List[Row]:
     except InvalidVersion:
         return []
     return [row for row in load(AREA) if row.get("package") == package
-            and SpecifierSet(str(row["releases"])).contains(public, prereleases=True)]
+            and in_range(row["releases"], public) is True]
 
 
 def package_names() -> List[str]:

@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from .. import versions
-from . import Row, load
+from . import Row, in_range, load
 
 AREA = "numba_cuda_paths"
 KINDS = ("env_file", "env_dir", "prefix_lib", "conda", "conda_nvidia", "cuda_home", "system", "fixed")
@@ -30,7 +30,7 @@ def row_for(version: Any) -> Optional[Row]:
     v = versions.parse(str(version or ""))
     if v is None:
         return None
-    return next((r for r in rows() if SpecifierSet(str(r["numba"])).contains(v, prereleases=True)), None)
+    return next((r for r in rows() if in_range(r.get("numba"), v)), None)
 
 
 def validate(table: List[Row]) -> List[str]:

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import load
+from . import in_range, load
 
 Row = Dict[str, Any]
 ARCH_AREA = "package_arch"
@@ -45,7 +45,7 @@ def arch_row(package: str, version: str) -> Optional[Row]:
         return None
     public = Version(v.public)
     for row in load(ARCH_AREA):
-        if row.get("package") == package and SpecifierSet(str(row["releases"])).contains(public, prereleases=True):
+        if row.get("package") == package and in_range(row["releases"], public) is True:
             return row
     return None
 

@@ -216,6 +216,13 @@ def framework_cuda(name: str, value: Dict[str, Any]) -> Tuple[Optional[Tuple[int
         built = builds.nvidia_tensorflow_build(packages["nvidia-tensorflow"])
         if built is not None:
             return _mm(built[0]), None
+    if name == "tensorflow" and value.get("build") == "cuda":
+        from ..matrix import builds
+
+        wheel = builds.tensorflow_wheel_cuda(value.get("public") or value.get("version"))
+        compiled = builds.tensorflow_cudnn_built(value.get("public") or value.get("version"))
+        if wheel is not None:  # a wheel without build_info (0.x, 1.0): what its own library links
+            return _mm(wheel[0]), compiled[0].split(".")[0] if compiled else None
     return cuda_of_wheels(value)
 
 

@@ -52,6 +52,11 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
                         "CUDA_VISIBLE_DEVICES"))
         facts.append(ok("env.cuda_device_order", env.get("CUDA_DEVICE_ORDER") or None, "env:CUDA_DEVICE_ORDER",
                         "CUDA_DEVICE_ORDER"))
+    if "NVIDIA_DRIVER_CAPABILITIES" in env:
+        # in a container the NVIDIA Container Toolkit started: which driver libraries it mounted (compute, utility,
+        # graphics, video, display, ngx, all)
+        facts.append(ok("env.nvidia_driver_capabilities", env["NVIDIA_DRIVER_CAPABILITIES"],
+                        "env:NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_DRIVER_CAPABILITIES"))
     if "TORCH_CUDA_ARCH_LIST" in env:
         facts.append(ok("env.torch_cuda_arch_list", env["TORCH_CUDA_ARCH_LIST"], "env:TORCH_CUDA_ARCH_LIST",
                         "TORCH_CUDA_ARCH_LIST"))

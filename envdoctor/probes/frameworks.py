@@ -372,6 +372,9 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
         value["build"] = "cuda"
     elif info.get("is_cuda_build") is False or d.key.endswith("-cpu"):
         value["build"] = "cpu"
+    elif d.key == "tensorflow-gpu" and why and d.metadata_dir.endswith(".dist-info"):
+        # a wheel from before build_info.py (0.x, 1.0): the tensorflow-gpu project publishes CUDA builds only
+        value["build"] = "cuda"
     else:
         value["build"] = "unknown"
     pin = _conda_pin(host, d, TF_CONDA_PACKAGES, "cudnn")

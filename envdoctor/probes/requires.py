@@ -13,7 +13,9 @@ installed, as ``pip check`` does (``pip/_internal/operations/check.py``), withou
 
 Fact ``python.requirements`` = ``{checked, unread, conflicts: [{package, version, requirement, name,
 installed}], missing: [{package, version, requirement, name}], dependents: {framework: [packages requiring
-it]}}``: ``checked`` counts the distributions whose
+it]}, cpu_dependents: {CPU-only framework distribution: [installed packages requiring it by name]}}``
+(``onnxruntime``, ``tensorflow-cpu``: a package that names the CPU-only build, outside its extras, is why it is
+installed): ``checked`` counts the distributions whose
 metadata was read, ``unread`` those whose metadata could not be (they are left out, never judged).
 
 Cost: the metadata files are read through the host and their ``Requires-Dist`` lines split with a small parser;
@@ -201,6 +203,7 @@ def check_installed(host: Host) -> Dict[str, Any]:
     checked = 0
     unread: List[str] = []
     dependents: Dict[str, List[str]] = {}
+    cpu_dependents: Dict[str, List[str]] = {}
     for dist in dists:
         reqs = requirements_of(host, dist)
         if reqs is None:
@@ -213,6 +216,9 @@ def check_installed(host: Host) -> Dict[str, Any]:
             if req.name in FRAMEWORK_KEYS and dist.key not in dependents.get(req.name, []):
                 dependents.setdefault(req.name, []).append(dist.key)
             have = installed.get(req.name)
+            if (have is not None and not (req.marker and _EXTRA_ONLY.search(req.marker))
+                    and frameworks.cpu_only(req.name) and dist.key not in cpu_dependents.get(req.name, [])):
+                cpu_dependents.setdefault(req.name, []).append(dist.key)
             if have is not None:
                 good = _satisfied(req.spec, have.version)
                 if good is not False:
@@ -233,7 +239,7 @@ def check_installed(host: Host) -> Dict[str, Any]:
                     entry["compiled"] = compiled_modules(host, dist)
                 conflicts.append(entry)
     return {"checked": checked, "unread": unread, "conflicts": conflicts, "missing": missing,
-            "dependents": dependents}
+            "dependents": dependents, "cpu_dependents": cpu_dependents}
 
 
 def compiled_modules(host: Host, dist: Distribution) -> List[str]:

@@ -139,7 +139,9 @@ DOCS = (
             "A CPU-only build of a framework is installed on a machine with an NVIDIA GPU.",
             "framework.* (build), gpu.count, driver.cuda_version",
             "The GPU sits idle: torch.cuda.is_available() is False, TensorFlow lists no GPU device. The fix names "
-            "a CUDA build that this driver runs, picked from the matrix.", "torch.json, tensorflow.json, jax.json"),
+            "a CUDA build that this driver runs, picked from the matrix. Information only where the CPU package "
+            "is installed because other packages require it by name and its CUDA build is another project "
+            "(onnxruntime, required by faster-whisper): they chose it.", "torch.json, tensorflow.json, jax.json"),
     CodeDoc("cuda.toolkits_disagree", "warning",
             "/usr/local/cuda, the nvcc on PATH and CUDA_HOME point at different CUDA toolkits.",
             "cuda.default_symlink, cuda.nvcc, cuda.home",
@@ -235,8 +237,9 @@ class Driver:
         self.cuda_fact = facts.get("driver.cuda_version")
         self.version: Optional[str] = facts.value("driver.version")
         self.wsl = bool(facts.value("os.wsl"))
-        # the CUDA it reports, else (a Linux driver) the one Table 3 gives its version
-        cuda = hw.driver_cuda(self.version, facts.value("driver.cuda_version"), self.wsl)
+        # the CUDA it reports, else (a Linux driver) the one Table 3 gives its version: the install recipes' reading
+        self._driver = hw.driver_of(facts)
+        cuda = hw.driver_cuda(*self._driver)
         self.cuda: Optional[Tuple[int, Optional[int]]] = cuda
 
     @property
@@ -252,9 +255,7 @@ class Driver:
         (``"11.4.4"``, whose driver of Table 3 may be newer than the GA's): the rule install's pre-flight applies
         too (:func:`envdoctor.matrix.hardware.driver_runs`)."""
         assert self.cuda is not None
-        return hw.driver_runs(update or _mm_str(need), self.version, self.cuda_fact.value
-                              if self.cuda_fact is not None and self.cuda_fact.known else None,
-                              self.wsl) or "too_old"
+        return hw.driver_runs(update or _mm_str(need), *self._driver) or "too_old"
 
 
 class Need:
@@ -266,6 +267,8 @@ class Need:
         self.component, self.label, self.cuda, self.fact, self.kind = component, label, cuda, fact, kind
         self.reinstall = reinstall
         self.min_driver, self.min_driver_row = min_driver, min_driver_row
+        #: the field of ``min_driver_row`` that states ``min_driver`` (its verification sets the severity)
+        self.min_driver_field = "variants"
         #: for GPU code carrying its own CUDA runtime (python.static_cuda): the cubin architectures it ships and the
         #: PTX ISA version of its PTX; None for other consumers
         self.sass: Optional[List[str]] = None
@@ -343,6 +346,17 @@ def framework_needs(facts: Facts) -> List[Need]:
             row = fw.jax_release(fact.value.get("jaxlib") or fact.value.get("version"))
             if var and var.get("min_driver") and row:
                 need.min_driver, need.min_driver_row = var["min_driver"], row
+            elif var and row and (row.get("min_driver_by_cuda") or {}).get(str(cuda[0])):
+                # JAX's install guide states the driver per CUDA major for a release range ("the driver must be
+                # version >= 525.60.13 for CUDA 12 and >= 450.80.02 for CUDA 11 on Linux")
+                need.min_driver, need.min_driver_row = row["min_driver_by_cuda"][str(cuda[0])], row
+                need.min_driver_field = "min_driver_by_cuda"
+            if var and var.get("cuda_built") and cuda[1] is None:
+                # a CUDA major's wheels (jaxlib +cuda11, jax-cuda12-plugin): name the CUDA they were built with
+                need.label += " (its CUDA %d wheels, built with CUDA %s)" % (cuda[0], var["cuda_built"])
+            if var and var.get("cuda_built") and cuda[1] is None:
+                # a CUDA major's wheels (jaxlib +cuda11, jax-cuda12-plugin): name the CUDA they were built with
+                need.label += " (its CUDA %d wheels, built with CUDA %s)" % (cuda[0], var["cuda_built"])
         out.append(need)
     return out
 
@@ -373,6 +387,39 @@ def static_needs(facts: Facts) -> List[Need]:
         need.ptx = [str(a) for a in lib.get("ptx") or []]
         need.package = name
         need.ptx_isa = str(lib["ptx_isa"])
+        out.append(need)
+    return out
+
+
+#: The CUDA library whose soname major is the CUDA major it belongs to (cuBLAS: libcublas.so.11 is CUDA 11's,
+#: libcublas.so.12 CUDA 12's), for telling a package's own build apart from the catalog's
+_CUDA_MAJOR_SONAME = "libcublas.so."
+
+
+def package_needs(facts: Facts) -> List[Need]:
+    """Packages that bundle CUDA-linked libraries of their own (``linkage.packages``: an auditwheel-repaired PyPI
+    wheel, ``<name>.libs/``) whose wheels' CUDA the matrix knows (``framework_builds.json``: CTranslate2's wheel
+    build): each needs a driver that runs that CUDA. A wheel whose libraries load another cuBLAS major than the
+    catalog's CUDA is not the catalog's build, and is left alone."""
+    fact = facts.get("linkage.packages")
+    if fact is None or not fact.known or not isinstance(fact.value, list):
+        return []
+    out: List[Need] = []
+    for pkg in fact.value:
+        if not isinstance(pkg, dict) or str(pkg.get("package") or "").lower().replace("_", "-") != "ctranslate2":
+            continue
+        built = builds.ctranslate2_build(pkg.get("version"))
+        cuda = _mm(built[0]) if built else None
+        if built is None or cuda is None:
+            continue
+        majors = {str(link.get("soname"))[len(_CUDA_MAJOR_SONAME):].split(".")[0]
+                  for link in pkg.get("links") or [] if isinstance(link, dict)
+                  and str(link.get("soname") or "").startswith(_CUDA_MAJOR_SONAME)}
+        if majors and majors != {str(cuda[0])}:
+            continue
+        label = "%s %s (its PyPI wheel, built with CUDA %s)" % (pkg.get("package"), pkg.get("version"), built[0])
+        need = Need("python", label, cuda, fact, "framework")
+        need.package = str(pkg.get("package"))
         out.append(need)
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Dict, List, Tuple
 
+from ... import frameworks as framework_table
 from ... import matrix
 from ...facts import Facts
 from ...findings import Finding, Fix
@@ -104,6 +105,18 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
         else:
             fix = Fix(text="Install a CUDA build of %s." % name)
         who = drv.describe() if drv.known else "an NVIDIA GPU is present"
+        chosen = _required_by(facts, name, v)
+        if chosen:
+            # Another package asked for the CPU build by name, and nothing else shows the GPU is wanted for it.
+            out.append(Finding(
+                code="framework.cpu_only_build", severity="info", components=[component],
+                title="%s is a CPU-only build, installed because %s require%s it by name; it runs on the CPU" % (
+                    label, ", ".join(chosen), "" if len(chosen) > 1 else "s"),
+                detail="%s chose the CPU build (the CUDA build is the separate %s package); nothing else on this "
+                       "machine asks for %s on the GPU. Install the CUDA build only to run your own %s work on the "
+                       "GPU." % (" and ".join(chosen), _cuda_package(name), label.split()[0], label.split()[0]),
+                evidence=_ev(fact, facts.get("python.requirements"), *gpu_ev), source=src, fix=fix))
+            continue
         out.append(Finding(
             code="framework.cpu_only_build", severity="warning", components=[component, "gpu"],
             title="%s is a CPU-only build, but this machine has an NVIDIA GPU (%s)" % (label, who),
@@ -112,6 +125,32 @@ def _cpu_builds(facts: Facts) -> List[Finding]:
                     "This build never uses the GPU. The suggested CUDA build%s is one this driver runs." % named),
             evidence=_ev(fact, *gpu_ev), source=src, fix=fix))
     return out
+
+
+def _required_by(facts: Facts, name: str, v: Dict[str, Any]) -> List[str]:
+    """The installed packages requiring this framework's CPU-only distribution by name, where its plug-in says such
+    a requirement is a choice of the CPU build (``cpu_dependency_by_choice``); empty when that does not hold for every
+    installed distribution of it."""
+    plugin = framework_table.BY_NAME.get(name)
+    if plugin is None or not plugin.cpu_dependency_by_choice:
+        return []
+    reqs = facts.value("python.requirements")
+    deps = reqs.get("cpu_dependents") if isinstance(reqs, dict) else None
+    packages = v.get("packages") or {}
+    if not isinstance(deps, dict) or not isinstance(packages, dict) or not packages:
+        return []
+    out: List[str] = []
+    for pkg in packages:
+        by = deps.get(pkg)
+        if not isinstance(by, list) or not by:
+            return []  # installed by itself: the user asked for it
+        out += [str(p) for p in by if str(p) not in out]
+    return sorted(out)
+
+
+def _cuda_package(name: str) -> str:
+    plugin = framework_table.BY_NAME.get(name)
+    return (plugin.pip_package if plugin is not None and plugin.pip_package else "%s-gpu" % name)
 
 
 def _mxnet_fix(v: Dict[str, Any], drv: Driver, src: Dict[str, Any]) -> Tuple[Fix, Dict[str, Any]]:
@@ -141,7 +180,7 @@ def _mxnet_fix(v: Dict[str, Any], drv: Driver, src: Dict[str, Any]) -> Tuple[Fix
 
 
 @check("compat.cpu-builds", requires=("framework.*", "gpu.count"),
-       reads=("driver.nvidia_pci_gpus",) + INSTALL_LINE_READS, layers=("frameworks",),
+       reads=("driver.nvidia_pci_gpus", "python.requirements") + INSTALL_LINE_READS, layers=("frameworks",),
        codes=docs_for(DOCS, "framework.cpu_only_build"))
 def cpu_builds(ctx: CheckContext) -> List[Finding]:
     return _cpu_builds(ctx.facts)

@@ -55,7 +55,7 @@ def _finding(facts: Facts, drv: Driver, what: str, row: Dict[str, Any], severity
 def _rapids(facts: Facts, drv: Driver, have: Version) -> List[Finding]:
     out: List[Finding] = []
     seen: Dict[Tuple[str, str], List[str]] = {}
-    for pkg in facts.value("apps.rapids") or []:
+    for pkg in facts.items("apps.rapids"):
         if isinstance(pkg, dict) and pkg.get("release") and pkg.get("cuda_major"):
             seen.setdefault((str(pkg["release"]), str(pkg["cuda_major"])), []).append(
                 "%s %s" % (pkg.get("package"), pkg.get("version")))
@@ -110,14 +110,14 @@ def _installed_releases(facts: Facts) -> List[Tuple[str, str, Optional[str], str
     (``libraries.tensorrt``: a tarball on the loader path, pip's tensorrt, the distro's libnvinfer)."""
     out: List[Tuple[str, str, Optional[str], str, str]] = []
     rapids: Dict[Tuple[str, str], List[str]] = {}
-    for pkg in facts.value("apps.rapids") or []:
+    for pkg in facts.items("apps.rapids"):
         if isinstance(pkg, dict) and pkg.get("release"):
             rapids.setdefault((str(pkg["release"]), str(pkg.get("cuda_major") or "")), []).append(
                 "%s %s" % (pkg.get("package"), pkg.get("version")))
     for (release, major), names in sorted(rapids.items()):
         out.append(("rapids", release, major or None, "RAPIDS %s (%s)" % (release, ", ".join(sorted(names))),
                     "apps.rapids"))
-    copies = [c for c in facts.value("libraries.tensorrt") or [] if isinstance(c, dict) and _v(c.get("version"))]
+    copies = [c for c in facts.items("libraries.tensorrt") if isinstance(c, dict) and _v(c.get("version"))]
     installs = [c for c in copies if c.get("kind") in _TRT_INSTALLS] or copies
     seen: Dict[str, str] = {}
     for c in installs:

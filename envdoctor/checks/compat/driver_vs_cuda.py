@@ -32,6 +32,7 @@ from . import (
     _v,
     framework_needs,
     gpu_ccs,
+    package_needs,
     static_needs,
     suggest_torch,
     toolkit_needs,
@@ -97,7 +98,7 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
         return out  # NVML and nvidia-smi gave no answer: cannot judge
     ccs = [cc for cc, _, _ in gpu_ccs(facts)]
     compat = _forward_compat(facts, drv)
-    for need in fneeds + toolkit_needs(facts) + static_needs(facts):
+    for need in fneeds + package_needs(facts) + toolkit_needs(facts) + static_needs(facts):
         verdict = drv.verdict(need.cuda, need.update)
         if verdict != "ok" and compat is not None and need.cuda <= compat[1]:
             # the cuda-compat libcuda the loader takes runs this CUDA on the older driver where NVIDIA's table lists
@@ -121,9 +122,10 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             # JAX states its own driver floor per CUDA wheel (jax.json min_driver)
             if need.min_driver and drv.version and not drv.wsl and _v(drv.version) is not None \
                     and _v(drv.version) < Version(need.min_driver):  # type: ignore[operator]
-                out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, ["variants"], ccs))
+                out.append(_too_old(facts, drv, need, need.min_driver, need.min_driver_row, [need.min_driver_field],
+                                    ccs))
             continue
-        users = _toolkit_users(facts) if need.kind != "framework" else []
+        users = _toolkit_users(facts, need) if need.kind != "framework" else []
         # an update release whose driver (Table 3) is newer than this one, of a minor the driver knows: its PTX is
         # the minor's, which this driver JITs, so only the update's driver-dependent features are missing
         update_only = verdict == "minor_compat" and drv.cuda is not None and drv.cuda >= need.cuda
@@ -358,19 +360,43 @@ def _ptx_default(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], unc
     )
 
 
-def _toolkit_users(facts: Facts) -> List[str]:
+def _toolkit_users(facts: Facts, need: Optional[Need] = None) -> List[str]:
     """Frameworks that compile their GPU code at run time with the machine's own CUDA toolkit: CuPy built from
     source (against the local toolkit), jaxlib's "local CUDA" wheels (+cudaNN without a minor, using the ptxas
-    and libraries of the installed toolkit)."""
+    and libraries of the installed toolkit) when the ptxas XLA runs is this toolkit's (:func:`_jax_uses_toolkit`)."""
     out = []
     cupy = facts.mapping("framework.cupy")
     if cupy.get("build") == "source":
         out.append("cupy")
     jax = facts.mapping("framework.jax")
     cuda = _mm(jax.get("cuda"))
-    if jax.get("build") == "cuda" and cuda is not None and cuda[1] is None:
+    if jax.get("build") == "cuda" and cuda is not None and cuda[1] is None and _jax_uses_toolkit(facts, need):
         out.append("jax")
     return out
+
+
+def _toolkit_roots(need: Optional[Need]) -> List[str]:
+    """The directories of the toolkit a need names (nvcc's toolkit, CUDA_HOME, /usr/local/cuda and its target)."""
+    value = need.fact.value if need is not None and need.fact.known and isinstance(need.fact.value, dict) else {}
+    roots = [str(value[k]).rstrip("/") for k in ("toolkit", "path", "resolved") if value.get(k)]
+    return [r[:-len("/bin/nvcc")] if r.endswith("/bin/nvcc") else r for r in roots]
+
+
+def _jax_uses_toolkit(facts: Facts, need: Optional[Need]) -> bool:
+    """Whether XLA compiles with this toolkit's ptxas (``framework.jax.ptxas``: the first on PATH, else the
+    nvidia-cuda-nvcc wheel's; with neither, XLA looks in the CUDA directory, the toolkit). JAX's pip CUDA wheels
+    (jax[cudaNN], the plugin's with-cuda extra) ship their own ptxas: a toolkit elsewhere on the machine, with no
+    ptxas on PATH, is not what JAX compiles with, and NVIDIA's minor-version compatibility judges it as any
+    toolkit."""
+    ptxas = facts.value("framework.jax.ptxas")
+    if not isinstance(ptxas, dict):
+        return True  # not recorded: as before, the local-CUDA wheels' toolkit
+    on_path, wheel = ptxas.get("path"), ptxas.get("wheel")
+    if isinstance(on_path, dict) and on_path.get("path"):
+        roots = _toolkit_roots(need)
+        where = [str(on_path.get(k)) for k in ("resolved", "path") if on_path.get(k)]
+        return not roots or any(w.startswith(r + "/") for w in where for r in roots)
+    return not (isinstance(wheel, dict) and wheel.get("path"))
 
 
 def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
@@ -418,7 +444,7 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
 @check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.nvcc", "cuda.home", "cuda.default_symlink",
        "cuda.conda", "driver.nvidia_pci_gpus", "framework.*", "python.static_cuda", "cuda.forward_compat",
        "cuda.ld_library_path", "env.ld_library_path_resolved", "libraries.libcuda", "driver.userspace.libraries",
-       "driver.nvml.status")
+       "driver.nvml.status", "linkage.packages")
        + tuple("framework." + name for name, _ in FRAMEWORKS)
        + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",

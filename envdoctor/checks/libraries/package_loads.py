@@ -10,15 +10,32 @@ This can cause issues when vLLM tries to use NCCL.\""""
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any, Dict, List, Optional
 
 from ...facts import Facts
 from ...findings import Finding, Fix
-from .. import CheckContext, check
+from .. import CheckContext, CodeDoc, check
 from . import _FRAMEWORK_LINKAGE_DOCS, component_of
 
 VLLM_DOCS = "https://docs.vllm.ai/en/v0.6.1.post2/getting_started/installation.html"
 CHECKED = "2026-11-29"
+
+#: NVIDIA's OptiX runtime is part of the driver (OptiX 7 and later: the SDK's loader opens it by this soname).
+OPTIX = "libnvoptix.so.1"
+#: NVIDIA's container library mounts it only for the 'graphics' driver capability: src/nvc_info.c lists
+#: "libnvoptix.so" /* Optix */ in graphics_libs, not in compute_libs.
+OPTIX_CONTAINER_URL = ("https://github.com/NVIDIA/libnvidia-container/blob/00b4b47e2a3eed09f8059eb39feaa0b4540d22d9/"
+                       "src/nvc_info.c")
+#: NVIDIA's Ubuntu packaging of the driver installs libnvoptix.so.<version> and its libnvoptix.so.1 link in
+#: libnvidia-gl-<flavour> (debian/templates/libnvidia-gl-flavour.install.in and .links.in); the compute packages
+#: (libnvidia-compute-<flavour>, nvidia-headless-<flavour>) do not.
+OPTIX_UBUNTU_URL = ("https://github.com/NVIDIA/ubuntu-packaging-nvidia-driver/blob/df92087d3c818388f56cce10714626fda9625e11/"
+                    "debian/templates/libnvidia-gl-flavour.install.in")
+OPTIX_CHECKED = "2026-11-30"
+_APT_COMPUTE = re.compile(r"^libnvidia-compute-(\d{3}(?:-server)?)$")
+_APT_GL = re.compile(r"^libnvidia-gl-(\d{3}(?:-server)?)$")
 
 
 def _framework_links(facts: Facts, fw: str, soname: str) -> Optional[bool]:
@@ -40,6 +57,9 @@ def _package_loads(facts: Facts) -> List[Finding]:
             continue
         for load in entry.get("opens") or []:
             if not isinstance(load, dict) or load.get("set_by") or load.get("path") or load.get("certain") is False:
+                continue
+            if load.get("soname") == OPTIX:
+                out.append(_optix_missing(facts, entry, load))
                 continue
             fw, so = str(load.get("with") or ""), str(load.get("soname") or "")
             fwv: Dict[str, Any] = facts.mapping("framework." + fw) if fw else {}
@@ -78,8 +98,66 @@ def _package_loads(facts: Facts) -> List[Finding]:
     return out
 
 
-@check("package-loads", requires=("python.gpu_packages",), reads=("framework.*", "linkage.*.elf"),
+def _optix_missing(facts: Facts, entry: Dict[str, Any], load: Dict[str, Any]) -> Finding:
+    """A package opens the driver's OptiX library and the loader finds none: why, from what the machine shows."""
+    label = "%s %s" % (entry.get("package"), entry.get("version"))
+    elsewhere = [str(p) for p in load.get("elsewhere") or []]
+    caps = facts.value("env.nvidia_driver_capabilities")
+    names = {str(p.get("name")) for p in facts.items("cuda.packages") if isinstance(p, dict)}
+    compute = sorted(m.group(1) for m in (_APT_COMPUTE.match(n) for n in names) if m)
+    gl = {m.group(1) for m in (_APT_GL.match(n) for n in names) if m}
+    url, commands = OPTIX_CONTAINER_URL, []  # type: str, List[str]
+    if elsewhere:
+        where = posixpath.dirname(elsewhere[0])
+        why = ("%s is at %s, a directory the loader does not search (not on LD_LIBRARY_PATH, not in the loader "
+               "cache)." % (OPTIX, ", ".join(elsewhere)))
+        fix = "Add %s to the loader's path, or mount the driver's OptiX library where the loader looks." % where
+        commands = ["echo %s | sudo tee /etc/ld.so.conf.d/nvidia-optix.conf" % where, "sudo ldconfig"]
+    elif isinstance(caps, str) and not ({"graphics", "all"} & {c.strip() for c in caps.split(",")}):
+        why = ("This container was started with NVIDIA_DRIVER_CAPABILITIES=%s: the NVIDIA Container Toolkit mounts "
+               "the driver's OptiX library only for the 'graphics' capability." % caps)
+        fix = "Start the container with the graphics capability as well."
+        commands = ["docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=%s,graphics ..." % caps]
+    elif compute and not gl:
+        flavour = compute[-1]
+        url = OPTIX_UBUNTU_URL
+        why = ("The driver was installed from its compute packages (libnvidia-compute-%s); on Ubuntu the OptiX "
+               "library ships in libnvidia-gl-%s, which is not installed." % (flavour, flavour))
+        fix = "Install libnvidia-gl-%s (the driver's graphics libraries, OptiX among them)." % flavour
+        commands = ["sudo apt install libnvidia-gl-%s" % flavour]
+    else:
+        why = "No copy of it is installed: the driver was installed without its OptiX library."
+        fix = "Install the driver's graphics libraries (they include %s), matching the installed driver." % OPTIX
+    env = load.get("unless_env")
+    return Finding(
+        code="driver.optix_library_missing", severity="warning", components=["driver"],
+        title="%s opens %s (NVIDIA's OptiX, part of the driver), but the loader finds none" % (label, OPTIX),
+        detail="%s %s Its OptiX ray tracing fails ('could not be loaded', 'Could not initialize OptiX')%s." % (
+            "%s opens %s by soname at run time." % (entry.get("package"), OPTIX), why,
+            "; %s names the file instead when it is set" % env if env else ""),
+        evidence=[x.to_dict() for x in (facts.get("python.gpu_packages"), facts.get("env.nvidia_driver_capabilities"),
+                                        facts.get("cuda.packages")) if x is not None],
+        source={"rule": "OptiX 7+ loads libnvoptix.so.1 from the driver; containers get it with the graphics "
+                        "capability, Ubuntu installs it with libnvidia-gl-<branch>", "url": url,
+                "checked": OPTIX_CHECKED},
+        fix=Fix(text=fix, commands=commands))
+
+
+OPTIX_DOCS = (
+    CodeDoc("driver.optix_library_missing", "warning",
+            "A program that loads NVIDIA's OptiX runtime from the driver (libnvoptix.so.1: Dr.Jit, and Mitsuba 3 "
+            "through it) runs where the loader cannot find it: a container without the 'graphics' driver capability, "
+            "Ubuntu's compute-only driver packages without libnvidia-gl-<branch>, or the file in a directory outside "
+            "the loader's path.",
+            "python.gpu_packages (opens), env.nvidia_driver_capabilities, cuda.packages, matrix runtime_loads",
+            "OptiX initialisation fails ('libnvoptix.so.1 could not be loaded -- disabling OptiX backend', 'Could not "
+            "initialize OptiX'); CUDA-only work still runs.", OPTIX_CONTAINER_URL),
+)
+
+
+@check("package-loads", requires=("python.gpu_packages",),
+       reads=("framework.*", "linkage.*.elf", "env.nvidia_driver_capabilities", "cuda.packages"),
        layers=("cuda", "libraries", "frameworks"),
-       codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")))
+       codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")) + OPTIX_DOCS)
 def package_loads(ctx: CheckContext) -> List[Finding]:
     return _package_loads(ctx.facts)
