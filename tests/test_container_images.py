@@ -4,7 +4,12 @@ toolkit refuses to start them ('nvidia-container-cli: requirement error: unsatis
 Machine: tests/corpus/b9-ubuntu1804-driver39048-nvidia-docker2-cuda92-image-needs-396 (NVIDIA/nvidia-docker#753:
 nvidia/cuda:9.2-runtime on driver 390.48, dockerd's image store under a data-root named in daemon.json). The
 constraint string of CUDA 12.4.1 is the one NVIDIA's image sets (gitlab.com/nvidia/container-images/cuda,
-dist/12.4.1/ubuntu2204/base/Dockerfile)."""
+dist/12.4.1/ubuntu2204/base/Dockerfile).
+
+The brand= alternatives (forward compatibility) against the GPU's brand: tests/corpus/
+b24-runpod-host-ubuntu2204-rtx4090-driver55012705-runpod-pytorch280-cuda1281-image-requires-cuda128 (a GeForce RTX 4090
+on driver 550.127.05 with a CUDA 12.8.1 image, whose brand alternatives name the data-center brands only). Its NVML
+answers hold no brand; the tests that add one stand in for NVML's answer (nvmlDeviceGetBrand: 5 GeForce, 2 Tesla)."""
 
 from __future__ import annotations
 
@@ -20,13 +25,20 @@ from envdoctor.host.base import file_filter
 from envdoctor.host.snapshot import SnapshotHost
 from envdoctor.probes.containers import keep_image_config
 
-from .conftest import probe_facts
+from .conftest import corpus_snapshot, probe_facts
 
 CASE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus",
                     "b9-ubuntu1804-driver39048-nvidia-docker2-cuda92-image-needs-396", "snapshot.json")
 CONFIG = ("/home/hadim/.local/docker/image/overlay2/imagedb/content/sha256/"
           "9292929292929292929292929292929292929292929292929292929292929292")
 CODE = "container.image_needs_newer_driver"
+RUNPOD = "b24-runpod-host-ubuntu2204-rtx4090-driver55012705-runpod-pytorch280-cuda1281-image-requires-cuda128"
+#: NVIDIA_REQUIRE_CUDA of nvidia/cuda 12.8.1 (its brand alternatives: the data-center and virtual brands, no GeForce or
+#: TITAN, for the R470, R535, R550, R560 and R565 branches).
+CUDA_12_8_1 = " ".join(["cuda>=12.8"] + ["brand=%s,driver>=%d,driver<%d" % (b, d, d + 1)
+                                         for d in (470, 535, 550, 560, 565)
+                                         for b in ("unknown", "grid", "tesla", "nvidia", "quadro", "quadrortx",
+                                                   "nvidiartx", "vapps", "vpc", "vcs", "vws", "cloudgaming")])
 CUDA_12_4_1 = " ".join(["cuda>=12.4"] + ["brand=%s,driver>=%d,driver<%d" % (b, d, d + 1) for d in (470, 525, 535)
                                          for b in ("tesla", "unknown", "nvidia", "nvidiartx", "geforce", "geforcertx",
                                                    "quadro", "quadrortx", "titan", "titanrtx")])
@@ -79,3 +91,43 @@ def test_a_snapshot_keeps_only_the_toolkit_variables_of_an_images_configuration(
     kept = json.loads(keep(text))
     assert kept == {"config": {"Env": ["CUDA_VERSION=12.4.1", "NVIDIA_REQUIRE_CUDA=cuda>=12.4"]}}
     assert keep("not json") == ""
+
+
+def test_brand_alternatives_are_decided_by_the_gpus_brand() -> None:
+    def known(brand: Any) -> Dict[str, Any]:
+        return {"driver": Version("550.127.05"), "cuda": Version("12.4"), "arch": [], "brand": brand}
+
+    assert require_holds(CUDA_12_8_1, known(["geforce"])) is False  # no alternative names a GeForce
+    assert require_holds(CUDA_12_8_1, known(["geforce", "titan"])) is False  # a GeForce-class product, NVML not asked
+    assert require_holds(CUDA_12_8_1, known(["tesla"])) is True  # forward compatibility on a data-center GPU
+    assert require_holds(CUDA_12_8_1, known([])) is None  # brand not known: not decided
+    # 12.4.1 also admits GeForce and TITAN on R535: which of the two the product reports decides, so undecided
+    geforce_535 = {"driver": Version("535.104.05"), "cuda": Version("12.2"), "arch": [], "brand": ["geforce", "titan"]}
+    assert require_holds(CUDA_12_4_1, geforce_535) is None
+    assert require_holds(CUDA_12_4_1, dict(geforce_535, brand=["geforce"])) is True
+
+
+def _runpod(brand: Optional[int] = None, name: Optional[str] = None) -> Dict[str, Any]:
+    doc = corpus_snapshot(RUNPOD)
+    data = doc["nvml"]["data"]
+    if brand is not None:
+        data["device.0.brand"] = {"value": brand}
+    if name is not None:
+        data["device.0.name"] = {"value": name}
+    facts = probe_facts(SnapshotHost(doc))
+    return {"facts": facts, "findings": {f.code: f for f in run_checks(CheckContext(facts, []))}}
+
+
+def test_a_geforce_host_is_refused_an_image_whose_forward_compat_alternatives_name_only_data_center_brands() -> None:
+    f = _runpod()["findings"][CODE]  # the model name alone: a GeForce product
+    assert f.severity == "error" and "550.127.05" in f.title and "CUDA 12.4" in f.title
+    assert "12.8" in f.fix.text and "geforce" in f.detail
+    answered = _runpod(brand=5)
+    assert answered["facts"].value("gpu.0.brand") == "GEFORCE"
+    assert CODE in answered["findings"]
+
+
+def test_a_data_center_gpu_on_a_listed_branch_starts_the_image_and_stays_quiet() -> None:
+    assert CODE not in _runpod(brand=2)["findings"]  # NVML says Tesla: brand=tesla,driver>=550,driver<551 holds
+    # a data-center product whose NVML brand is not recorded: its brand may be any the image lists, so not decided
+    assert CODE not in _runpod(name="NVIDIA A100-SXM4-80GB")["findings"]

@@ -512,7 +512,13 @@ def _constraint(term: str, known: Dict[str, Any]) -> Optional[bool]:
         return None
     key, op, want = m.groups()
     if key == "brand":
-        return None  # the GPUs' brand is not among the facts: never decided here
+        # the names the GPU's brand may have (one when NVML's answer is recorded); compared without case, = and !=
+        names = known.get("brand") or []
+        if not names or op not in ("=", "==", "!="):
+            return None
+        if len(names) == 1:
+            return (names[0] == want) == (op != "!=")
+        return None if want in names else op == "!="
     if key == "arch":
         ccs = known.get("arch") or []
         wanted = versions.parse(want)
@@ -537,8 +543,24 @@ def require_holds(expression: str, known: Dict[str, Any]) -> Optional[bool]:
     return None if None in verdicts or not verdicts else False
 
 
+def gpu_brand_names(facts: Facts, i: int) -> List[str]:
+    """The names GPU ``i``'s brand may have as the NVIDIA Container Toolkit compares them (lower case): the one its
+    NVML brand maps to, else those of the brands its product segment (gpus.json, by the model name) reports; empty
+    when neither is known."""
+    from ..matrix.containers import gpu_brands, segment_brands
+    from ..matrix.hardware import gpu_product
+
+    nvml = facts.value("gpu.%d.brand" % i)
+    row = next((r for r in gpu_brands() if r["nvml_name"] == nvml), None) if isinstance(nvml, str) else None
+    if row is not None:
+        return [str(row["toolkit_brand"]).lower()]
+    product = gpu_product(str(facts.value("gpu.%d.name" % i) or ""))
+    return segment_brands(str(product["segment"])) if product else []
+
+
 @check("container-image-requirements", requires=("container.images", "driver.cuda_version"),
-       reads=("driver.version", "gpu.N.compute_capability"), layers=("containers",), codes=(
+       reads=("driver.version", "gpu.N.compute_capability", "gpu.N.brand", "gpu.N.name"), layers=("containers",),
+       codes=(
     CodeDoc("container.image_needs_newer_driver", "error",
             "A Docker image on this machine requires (NVIDIA_REQUIRE_CUDA) a newer CUDA than the installed driver "
             "supports.", "container.images, driver.cuda_version",
@@ -551,16 +573,26 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
     cuda = versions.parse(str(facts.value("driver.cuda_version") or ""))
     if cuda is None:
         return
-    ccs = [versions.parse(str(facts.value("gpu.%d.compute_capability" % i) or ""))
-           for i in range(facts.count("gpu.count", MAX_GPUS) or 0)]
-    known = {"cuda": cuda, "driver": versions.parse(str(facts.value("driver.version") or "")),
-             "arch": [cc for cc in ccs if cc is not None] if ccs and None not in ccs else []}
+    driver_version = versions.parse(str(facts.value("driver.version") or ""))
+    # libnvidia-container checks the constraints against each GPU given to the container (its arch and brand);
+    # an image is refused here when they fail on every GPU, so whichever GPUs it is given.
+    gpus: List[Dict[str, Any]] = []
+    for i in range(facts.count("gpu.count", MAX_GPUS) or 0):
+        cc = versions.parse(str(facts.value("gpu.%d.compute_capability" % i) or ""))
+        gpus.append({"cuda": cuda, "driver": driver_version, "arch": [cc] if cc is not None else [],
+                     "brand": gpu_brand_names(facts, i)})
+    if not gpus:
+        gpus = [{"cuda": cuda, "driver": driver_version, "arch": [], "brand": []}]
+
+    def refused_everywhere(expression: str) -> bool:
+        return all(require_holds(expression, known) is False for known in gpus)
+
     refused = []
     for image in facts.items("container.images"):
         if not isinstance(image, dict) or image.get("disable_require"):
             continue
         unmet = {k: v for k, v in sorted((image.get("require") or {}).items())
-                 if isinstance(v, str) and require_holds(v, known) is False}
+                 if isinstance(v, str) and refused_everywhere(v)}
         if unmet:
             refused.append((image, unmet))
     if not refused:
@@ -573,6 +605,10 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
                       " ".join("%s=%s" % kv for kv in unmet.items()),
                       max(wants, key=versions.sort_key) if wants else ""))
     newest = max((n[2] for n in needs if n[2]), key=versions.sort_key, default="")
+    brands = sorted({b for known in gpus for b in known["brand"]})
+    brand_note = (" Its brand=... alternatives (older driver branches admitted through CUDA forward compatibility, "
+                  "for the brands they name) do not hold either: the GPU brand here is %s." % " or ".join(brands)
+                  if brands and any("brand=" in v.lower() for _, unmet in refused for v in unmet.values()) else "")
     names = "; ".join("%s (%s)" % (tags, req) for tags, req, _ in needs)
     floor = min_driver_for_cuda(newest) if newest else None
     driver = facts.value("driver.version") or "?"
@@ -583,7 +619,7 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
             cuda),
         detail="The NVIDIA Container Toolkit checks an image's NVIDIA_REQUIRE_* constraints against the driver "
                "before it starts the container and refuses it ('nvidia-container-cli: requirement error: "
-               "unsatisfied condition'). Unmet here: %s." % names,
+               "unsatisfied condition'). Unmet here: %s.%s" % (names, brand_note),
         evidence=_ev(facts, "container.images", "driver.cuda_version", "driver.version"),
         source={"rule": "NVIDIA_REQUIRE_*: space-separated alternatives of comma-separated constraints, checked "
                         "against the driver's CUDA version, the driver version and the GPUs",

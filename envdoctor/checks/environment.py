@@ -486,3 +486,44 @@ def numba_cuda_paths(ctx: CheckContext) -> Iterable[Finding]:
                 "url": str(src.get("url") or NUMBA_PATHS_DOC), "checked": str(src.get("checked") or "2026-11-30")},
         fix=Fix(text="Tell Numba where the toolkit is: %s (in the shell profile that starts Python)." % how,
                 commands=commands))
+
+
+PROFILE_DOC = "https://www.gnu.org/software/bash/manual/html_node/Bash-Startup-Files.html"
+
+
+@check("environment.toolkit-login-path", requires=("cuda.login_path_toolkits", "cuda.nvcc"), reads=("cuda.home",),
+       layers=("cuda",), codes=(
+    CodeDoc("cuda.toolkit_not_on_path", "warning",
+            "A CUDA toolkit is installed and a login script puts its bin directory on PATH, but this session's PATH "
+            "lacks it and no other nvcc is on PATH.", "cuda.login_path_toolkits, cuda.nvcc",
+            "`nvcc` is 'command not found' and builds that look for the toolkit through PATH do not find it until the "
+            "next login (or in shells that do not read /etc/profile.d).", PROFILE_DOC,
+        messages=(Message("nvcc: command not found", PROFILE_DOC),)),
+))
+def toolkit_login_path(ctx: CheckContext) -> Iterable[Finding]:
+    """A toolkit whose package puts it on PATH through /etc/profile.d (System76's /usr/lib/cuda, Arch's /opt/cuda):
+    a login shell reads those scripts, so a session started before the install, or a shell that does not read them,
+    has no nvcc."""
+    facts = ctx.facts
+    nvcc = facts.get("cuda.nvcc")
+    if nvcc is None or not nvcc.known or nvcc.value is not None:
+        return  # an nvcc is on PATH (which one is judged elsewhere), or it is not known
+    for tk in facts.items("cuda.login_path_toolkits"):
+        if not isinstance(tk, dict) or tk.get("on_path") is not False:
+            continue
+        version = " %s" % tk["version"] if tk.get("version") else ""
+        yield Finding(
+            code="cuda.toolkit_not_on_path", severity="warning", components=["cuda"],
+            title="CUDA toolkit%s is installed in %s, but its nvcc is not on this session's PATH" % (
+                version, tk.get("root")),
+            detail="%s puts %s on PATH when a login shell starts (/etc/profile reads /etc/profile.d); this session's "
+                   "PATH does not have it, because the session started before the toolkit was installed or its "
+                   "shell does not read /etc/profile.d (zsh, some terminals' non-login shells). `nvcc` is not found, "
+                   "and builds that find CUDA through nvcc on PATH do not see this toolkit." % (
+                       tk.get("script"), tk.get("bin")),
+            evidence=_ev(facts, "cuda.login_path_toolkits", "cuda.nvcc", "cuda.home"),
+            source={"rule": "login shells source /etc/profile, which runs /etc/profile.d/*.sh; other shells do not",
+                    "url": PROFILE_DOC, "checked": "2026-11-30"},
+            fix=Fix(text="Log out and back in (or reboot); in a shell that is already open, read the script; for "
+                         "shells that never read it, add %s to PATH in the shell's own startup file." % tk.get("bin"),
+                    commands=[". %s" % tk.get("script"), "nvcc --version"]))

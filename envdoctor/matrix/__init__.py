@@ -299,7 +299,7 @@ VENDORS.update({"cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus
                 "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
                 "gpu_chips": "NVIDIA", "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
                 "cdi_engines": "Podman", "triton": "Triton", "numba_cuda_paths": "Numba",
-                "container_compute_libraries": "NVIDIA"})
+                "container_compute_libraries": "NVIDIA", "container_gpu_brands": "NVIDIA"})
 
 
 def hint_sentence(area: str, row: Row) -> Optional[str]:

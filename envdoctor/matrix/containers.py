@@ -4,6 +4,8 @@
 and the toolkit CHANGELOG entry that says so. This module validates the rows and answers which row a release is.
 ``container_compute_libraries.json``: the driver libraries CUDA and OpenCL need inside a container (NVIDIA's list),
 with the Apptainer release whose default ``nvliblist.conf`` first lists each.
+``container_gpu_brands.json``: NVML's GPU brands, each with the name the toolkit compares with an image's ``brand=``
+constraints, and the product segment whose GPUs report it.
 """
 
 from __future__ import annotations
@@ -125,3 +127,43 @@ def validate_compute_libraries(table: List[Row]) -> List[str]:
 
 
 VALIDATORS["container_compute_libraries"] = validate_compute_libraries
+
+
+def gpu_brands() -> List[Row]:
+    """``container_gpu_brands.json``: a GPU's NVML brand and the name ``brand=`` constraints compare."""
+    return load("container_gpu_brands")
+
+
+def toolkit_brand(nvml_brand: int) -> Optional[str]:
+    """The toolkit's name (lower case, as constraints compare it) for an NVML brand; None for a value NVML does not
+    define."""
+    row = next((r for r in gpu_brands() if r["nvml_brand"] == nvml_brand), None)
+    return str(row["toolkit_brand"]).lower() if row else None
+
+
+def segment_brands(segment: str) -> List[str]:
+    """The toolkit's names (lower case) of the brands the products of a segment (gpus.json) report; empty when the
+    table does not say."""
+    return sorted({str(r["toolkit_brand"]).lower() for r in gpu_brands() if r.get("product_segment") == segment})
+
+
+def validate_gpu_brands(table: List[Row]) -> List[str]:
+    problems: List[str] = []
+    seen = set()
+    for i, r in enumerate(table):
+        label = "row %d (%s)" % (i, r.get("nvml_name"))
+        value = r.get("nvml_brand")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            problems.append("%s: nvml_brand must be an nvmlBrandType_t value" % label)
+        elif value in seen:
+            problems.append("%s: duplicate nvml_brand" % label)
+        seen.add(value)
+        if not isinstance(r.get("toolkit_brand"), str) or not r.get("toolkit_brand"):
+            problems.append("%s: toolkit_brand must name the brand" % label)
+        if r.get("product_segment") is not None and r.get("product_segment") not in ("geforce", "workstation",
+                                                                                     "datacenter"):
+            problems.append("%s: product_segment must be a segment of gpus.json" % label)
+    return problems
+
+
+VALIDATORS["container_gpu_brands"] = validate_gpu_brands

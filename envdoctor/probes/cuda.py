@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from .. import lazyre, versions
 from ..facts import Fact, ok, timed_out, unknown
-from ..host.base import COMMAND_FILTERS, FILE_FILTERS, Host, normalize_name, parse_dist_dir
+from ..host.base import COMMAND_FILTERS, FILE_FILTERS, FILE_PATTERN_FILTERS, Host, normalize_name, parse_dist_dir
 from ..matrix.packages import is_driver_package
 from . import ProbeContext, register
 
@@ -396,6 +396,48 @@ def _nvcc(host: Host) -> Fact:
 
 # -- the probe ---------------------------------------------------------------------------
 
+#: Scripts a login shell sources (/etc/profile runs each /etc/profile.d/*.sh): toolkit packages that are not in
+#: /usr/local put their bin directory on PATH there (System76's system76-cuda: /etc/profile.d/system76-cuda.sh adding
+#: /usr/lib/cuda/bin; Arch's cuda: /etc/profile.d/cuda.sh adding /opt/cuda/bin).
+PROFILE_D = "/etc/profile.d"
+_PROFILE_SCRIPT = lazyre.compile(r"/etc/profile\.d/[^/]+\.sh$")
+#: A directory named in a PATH assignment of such a script.
+_PATH_LINE = lazyre.compile(r"\bPATH\b")
+_BIN_DIR = lazyre.compile(r"(/[A-Za-z0-9_.+/-]*?/bin)(?=[\"':$}\s]|$)")
+
+
+def keep_path_lines(text: str) -> str:
+    """What a snapshot keeps of a login script: its lines that mention PATH (the rest may set secrets)."""
+    return "".join(line + "\n" for line in text.splitlines() if _PATH_LINE.search(line))
+
+
+FILE_PATTERN_FILTERS.append((_PROFILE_SCRIPT, keep_path_lines))
+
+
+def _login_path_toolkits(host: Host) -> Fact:
+    """cuda.login_path_toolkits: the CUDA toolkits whose bin directory (one holding nvcc) a login script puts on PATH,
+    each with whether this session's PATH has it."""
+    label = "CUDA toolkits a login script puts on PATH"
+    session = [posixpath.normpath(d) for d in (host.getenv("PATH") or "").split(":") if d]
+    found: List[Dict[str, Any]] = []
+    for script in sorted(host.glob_dir(PROFILE_D, r".+\.sh"))[:256]:
+        text = host.read_text(script, limit=64 * 1024) or ""
+        for line in text.splitlines():
+            if line.lstrip().startswith("#") or not _PATH_LINE.search(line):
+                continue
+            for bindir in _BIN_DIR.findall(line):
+                bindir = posixpath.normpath(bindir)
+                if any(f["bin"] == bindir for f in found) or not host.exists(posixpath.join(bindir, "nvcc")):
+                    continue
+                root = posixpath.dirname(bindir)
+                tk = inspect_toolkit(host, _toolkit_root(host, root)) if host.is_dir(root) else {}
+                found.append({"script": script, "bin": bindir, "root": root,
+                              "version": tk.get("release") or tk.get("version"),
+                              "on_path": bindir in session or _toolkit_root(host, bindir) in
+                              [_toolkit_root(host, d) for d in session]})
+    return ok("cuda.login_path_toolkits", found, "dir:" + PROFILE_D, label)
+
+
 def _toolkit_root(host: Host, path: str) -> str:
     return posixpath.normpath(host.resolve(path))
 
@@ -507,6 +549,7 @@ def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
                 nvcc.value["toolkit_by"] = "release match"
         nvcc.value["toolkit"] = tk["path"] if tk else None
     facts.append(_extension_home(host, home_vars, nvcc, seen))
+    facts.append(_login_path_toolkits(host))
 
     # distro packages
     pkgs = _packages(host)

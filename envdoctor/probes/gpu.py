@@ -283,6 +283,15 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
     d.add("uuid", "uuid", "UUID", _text)
     d.add("minor_number", "minor_number", "Device node /dev/nvidiaN", _nonneg)
     d.add("vbios_version", "vbios_version", "VBIOS", _text)
+    # NVML's brand (nvmlBrandType_t), by its nvml.h name: what the NVIDIA Container Toolkit compares with an image's
+    # brand= constraints. Added only when answered: a snapshot without the answer says nothing new.
+    brand, brand_err = d.answer("brand")
+    if brand_err is None:
+        from ..matrix.containers import gpu_brands
+
+        row = next((r for r in gpu_brands() if isinstance(brand, int) and r["nvml_brand"] == brand), None)
+        if row is not None:
+            facts.append(ok(d.key("brand"), row["nvml_name"], d.src("brand"), "Brand (NVML)"))
 
     cc = d.add("compute_capability", "compute_capability", "Compute capability", compute_capability)
     arch = architecture_of(cc) if cc else None
