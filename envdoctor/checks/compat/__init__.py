@@ -360,9 +360,6 @@ def framework_needs(facts: Facts) -> List[Need]:
             if var and var.get("cuda_built") and cuda[1] is None:
                 # a CUDA major's wheels (jaxlib +cuda11, jax-cuda12-plugin): name the CUDA they were built with
                 need.label += " (its CUDA %d wheels, built with CUDA %s)" % (cuda[0], var["cuda_built"])
-            if var and var.get("cuda_built") and cuda[1] is None:
-                # a CUDA major's wheels (jaxlib +cuda11, jax-cuda12-plugin): name the CUDA they were built with
-                need.label += " (its CUDA %d wheels, built with CUDA %s)" % (cuda[0], var["cuda_built"])
         out.append(need)
     return out
 
