@@ -107,7 +107,10 @@ def test_every_family_of_facts_is_looked_through_for_hung_programs_under_one_lay
 def test_only_driver_and_gpu_leaves_out_what_no_driver_or_gpu_verdict_depends_on():
     probes = set(plan(["driver", "gpu"]).probes)
     assert {"driver", "gpu"} <= probes
-    assert not probes & {"cpu", "compilers", "linkage", "containers"}
+    assert not probes & {"cpu", "compilers", "containers"}
+    # A driver too old for a wheel's own CUDA build (CTranslate2's, from the libraries its wheel bundles) and for the
+    # PTX a program's NVRTC emits is a driver finding too: the packages' linkage and the programs are read for it.
+    assert {"linkage", "programs"} <= probes
     # A driver too old for the installed torch is a driver finding: the frameworks are read for it.
     assert "frameworks" in probes
     assert set(plan(["cpu"]).probes) == {"cpu"}

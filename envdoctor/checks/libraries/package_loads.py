@@ -157,7 +157,7 @@ OPTIX_DOCS = (
 
 @check("package-loads", requires=("python.gpu_packages",),
        reads=("framework.*", "linkage.*.elf", "env.nvidia_driver_capabilities", "cuda.packages"),
-       layers=("cuda", "libraries", "frameworks"),
+       layers=("driver", "cuda", "libraries", "frameworks"),
        codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")) + OPTIX_DOCS)
 def package_loads(ctx: CheckContext) -> List[Finding]:
     return _package_loads(ctx.facts)
