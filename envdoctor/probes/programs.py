@@ -119,18 +119,23 @@ class _Reader:
         self.seen.add(real)
         self.opened += 1
         host = self.host
-        fat = host.fatbin(real)
-        sass = list(fat.sass) if fat.ok else []
-        ptx = list(fat.ptx) if fat.ok else []
         if real.endswith(".fatbin"):
+            fat = host.fatbin(real)
+            sass = list(fat.sass) if fat.ok else []
+            ptx = list(fat.ptx) if fat.ok else []
             if sass or ptx:
                 self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass,
                                  "ptx": ptx, "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": False,
                                  "prefix": prefix, "toolkit": None})
             return
+        # the dynamic section first: a file that is no shared object or program (a script on PATH) is not kept
+        # whatever it holds, so its fat binary is never looked for
         elf = host.elf(real)
         if not elf.ok:
             return
+        fat = host.fatbin(real)
+        sass = list(fat.sass) if fat.ok else []
+        ptx = list(fat.ptx) if fat.ok else []
         needed = list(elf.needed)
         cuda = any(_LIBCUDA.match(n) or n.startswith(("libcudart", "libnvrtc", "libcufft", "libcublas", "libcurand",
                                                       "libcusolver", "libcusparse", "libcudnn", "libnccl"))
@@ -148,7 +153,12 @@ class _Reader:
 
 def conda_libraries(host: Host) -> List[Tuple[str, str, str, List[str]]]:
     """``(prefix, package, version, [library paths])`` of each conda package that is not NVIDIA's own, its shared
-    objects as its conda-meta record lists them."""
+    objects as its conda-meta record lists them. Worked out once per host: this probe and the linkage probe both
+    ask, and parsing every record's JSON is most of the cost."""
+    return list(host.once("programs.conda_libraries", lambda: _conda_libraries(host)))
+
+
+def _conda_libraries(host: Host) -> List[Tuple[str, str, str, List[str]]]:
     out: List[Tuple[str, str, str, List[str]]] = []
     for prefix in _prefixes(host):
         meta = posixpath.join(prefix, "conda-meta")
@@ -198,18 +208,20 @@ def path_programs(host: Host) -> List[Tuple[str, List[str]]]:
 
 
 def find_gpu_code(host: Host) -> Dict[str, Any]:
-    from .staticcuda import _candidates
+    from .staticcuda import candidates_once
 
     reader = _Reader(host)
+    toolkits: Dict[str, Optional[str]] = {}
     for prefix, package, version, libs in conda_libraries(host):
-        names = host.list_dir(posixpath.join(prefix, "conda-meta")).names()
-        toolkit = _toolkit_of(names)
+        if prefix not in toolkits:
+            toolkits[prefix] = _toolkit_of(host.list_dir(posixpath.join(prefix, "conda-meta")).names())
+        toolkit = toolkits[prefix]
         for lib in libs:
             reader.read(lib, "conda", package, version, prefix, toolkit)
     for root, files in path_programs(host):
         for f in files:
             reader.read(f, "program", posixpath.basename(root), None)
-    candidates, _unlisted, complete = _candidates(host)
+    candidates, _unlisted, complete = candidates_once(host)
     for dist, path in candidates:
         reader.read(path, "python", dist.name, dist.version)
     return {"libraries": reader.out, "complete": reader.complete and complete}

@@ -101,8 +101,15 @@ def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
     return out, unlisted, complete
 
 
+def candidates_once(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
+    """:func:`_candidates`, worked out once per host (the programs probe reads the same extension modules: every
+    RECORD is split once per run)."""
+    candidates, unlisted, complete = host.once("staticcuda.candidates", lambda: _candidates(host))
+    return list(candidates), unlisted, complete
+
+
 def find_static_cuda(host: Host) -> Dict[str, Any]:
-    candidates, unlisted, complete = _candidates(host)
+    candidates, unlisted, complete = candidates_once(host)
     if len(candidates) > MAX_LIBRARIES:
         candidates, complete = candidates[:MAX_LIBRARIES], False
     out: List[Dict[str, Any]] = []
