@@ -589,6 +589,12 @@ def test_every_install_command_in_a_plan_or_refusal_plans_with_dry_run(tmp_path,
 def _as_planned(args: List[str], target: str) -> tuple:
     """What ``envdoctor install ARGS`` plans: component, method (the recipe's default when not given), version,
     the options, --with-driver, --prefix, --os (the target it was printed for when not given)."""
+    return _as_planned_once(tuple(args), target)
+
+
+@functools.lru_cache(maxsize=None)
+def _as_planned_once(args: Tuple[str, ...], target: str) -> tuple:
+    # the refusals repeat the same commands and alternatives many times over: each is parsed once
     from envdoctor.cli.install import install
 
     p = install.make_context("install", list(args)).params

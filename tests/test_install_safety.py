@@ -280,7 +280,9 @@ def test_claim_staging_resumes_only_its_own_plan(tmp_path):
 @pytest.fixture
 def server():
     doc, files = served_manifest()
-    srv = Server(files)
+    # a bound, not a wait: on a loaded 2-core runner a subprocess test can take most of the default 60 s before
+    # its download starts, and a server that stopped itself cuts a stalled download short
+    srv = Server(files, lifetime=240.0)
     srv.doc = doc
     yield srv
     srv.close()
