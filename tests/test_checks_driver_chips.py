@@ -98,6 +98,64 @@ def test_a_blackwell_known_only_by_its_device_id_range_with_the_module_never_loa
                                                                 packages=pkgs))
 
 
+H100 = ("0000:01:00.0", "10de:2330")  # H100 80GB HBM3: the proprietary module drives it
+RTX5090 = ("0000:41:00.0", "10de:2b85")  # GeForce RTX 5090 (Blackwell): the proprietary module refuses it
+
+
+def _mixed(log: List[str], h100_driven: bool) -> Facts:
+    """An H100 and an RTX 5090 under the proprietary 580 module: NVML answers for the H100 only (it drives it), or,
+    failing to start, for neither."""
+    facts = [ok("driver.installed", True, "file:/proc/driver/nvidia/version"),
+             ok("driver.kernel_module.loaded", True, "file:/proc/driver/nvidia/version"),
+             ok("driver.kernel_module.version", "580.173.02", "file:/proc/driver/nvidia/version"),
+             ok("driver.kernel_module.flavor", "proprietary", "file:/proc/driver/nvidia/version"),
+             ok("gpu.pci_devices", [{"bus_id": bus, "driver": "nvidia", "device_id": device}
+                                    for bus, device in (H100, RTX5090)], "dir:/sys/bus/pci/devices"),
+             ok("driver.kernel_log", log, "command:dmesg")]
+    if h100_driven:
+        facts += [ok("gpu.count", 1, "nvml:device_count"),
+                  ok("gpu.0.pci_bus_id", "00000000:01:00.0", "nvml:nvmlDeviceGetPciInfo"),
+                  ok("gpu.0.name", "NVIDIA H100 80GB HBM3", "nvml:nvmlDeviceGetName"),
+                  ok("gpu.0.compute_capability", "9.0", "nvml:nvmlDeviceGetCudaComputeCapability")]
+    else:
+        facts += [Fact("driver.nvml.status", "NVML_ERROR_UNKNOWN", "nvml:init", "ok", "no device"),
+                  ok("gpu.count", 0, "nvml:device_count")]
+    return Facts(facts)
+
+
+def _refusal(bus: str, device: str) -> List[str]:
+    """The proprietary module's refusal of a Blackwell GPU as the driver prints it (two lines, the first naming the
+    GPU: the form tests/test_kernel_catalog.py's BLACKWELL_PROPRIETARY quotes from a real machine)."""
+    return ["NVRM: The NVIDIA GPU %s (PCI ID: %s)" % (bus, device),
+            "               " + _sample("open_modules_required", bus)]
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["cause-from-what-is-installed", "cause-in-the-kernel-log"])
+@pytest.mark.parametrize("xid,code", [(94, "gpu.xid_memory_error"), (74, "gpu.xid_interconnect_error")])
+def test_a_refused_blackwell_beside_a_driven_h100_keeps_the_h100s_xid(named: bool, xid: int, code: str) -> None:
+    # the RTX 5090's Xid 169 is a symptom of the proprietary module refusing it; the H100's Xid is its own fault
+    log = (_refusal(*RTX5090) if named else []) + [_sample("xid_%d" % xid, H100[0])]
+    found = run_checks(CheckContext(_mixed(log + _init_failed_then_xid(RTX5090[0]), h100_driven=True), []))
+    cause = [f for f in found if f.code == "driver.open_modules_required"]
+    assert len(cause) == 1 and RTX5090[0] in cause[0].title and cause[0].severity == "error"
+    xids = [f for f in found if f.code == code]
+    assert len(xids) == 1 and H100[0] in xids[0].title and "Xid %d" % xid in xids[0].title
+    assert xids[0].severity == "warning" and RTX5090[0][5:] not in xids[0].detail  # history: the H100 answers now
+    assert not [f for f in found if f.code == "gpu.reset_required"]  # nothing prescribes resetting the RTX 5090
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["cause-from-what-is-installed", "cause-in-the-kernel-log"])
+def test_a_refused_blackwell_beside_a_failing_h100_keeps_the_h100s_reset(named: bool) -> None:
+    # NVML answers for neither: the H100's GSP timeout (Xid 119) needs a reset now; the RTX 5090's Xid 169 does not
+    log = (_refusal(*RTX5090) if named else []) + [_sample("xid_119", H100[0])]
+    found = run_checks(CheckContext(_mixed(log + _init_failed_then_xid(RTX5090[0]), h100_driven=False), []))
+    cause = [f for f in found if f.code == "driver.open_modules_required"]
+    assert len(cause) == 1 and RTX5090[0] in cause[0].title
+    resets = [f for f in found if f.code == "gpu.reset_required"]
+    assert len(resets) == 1 and resets[0].severity == "error" and H100[0] in resets[0].title
+    assert "Xid 119" in resets[0].title and "169" not in resets[0].title
+
+
 def test_every_chip_range_agrees_with_the_product_names_nvidias_lists_give_its_devices() -> None:
     # the walk: each device of the open modules' list that a chip range covers and whose name is a known product
     # is of the range's architecture (the two NVIDIA sources never disagree), and each range covers a listed GPU

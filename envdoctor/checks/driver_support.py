@@ -20,74 +20,19 @@ words; a GPU the driver drives is never judged here (it works). Where nothing ex
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional
 
-from .. import lazyre, matrix, versions
+from .. import matrix
 from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import gpu_support, kernel
 from ..matrix import hardware as hw
-from ..matrix.packages import is_driver_package
 from . import CheckContext, CodeDoc, Conclusion, check, docs_for, kernel_log
-from .gpus import KLOG, not_driven
+from .gpus import KLOG, installed_branch, installed_flavor, not_driven
 from .kernel_log import explains
 
 MODULES_URL = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
 OPEN_ONLY_URL = "https://forums.developer.nvidia.com/t/unix-graphics-feature-deprecation-schedule/60588"
-
-#: Where the running or installed driver's version is read, best first.
-VERSION_KEYS = ("driver.kernel_module.version", "driver.module_on_disk.version", "driver.version",
-                "driver.userspace.version")
-
-
-def _branch(facts: Facts) -> Tuple[Optional[int], Optional[str]]:
-    """The driver's branch and version: the module's or libraries' own, else the installed driver packages'
-    (rpm's or dpkg's record: xorg-x11-drv-nvidia 177.80-1.fc9, nvidia-driver 550.163.01-2)."""
-    texts = [facts.text(key) for key in VERSION_KEYS]
-    texts += [_upstream(str(p.get("version") or "")) for p in facts.items("cuda.packages")
-              if isinstance(p, dict) and is_driver_package(str(p.get("name")))]
-    for text in texts:
-        v = versions.parse(text) if text else None
-        if v is not None and v.release and v.release[0] >= 100:
-            return v.release[0], text
-    return None, None
-
-
-def _upstream(pkg_version: str) -> str:
-    """``3:177.80-1.fc9`` -> ``177.80``; ``550.163.01-2`` -> ``550.163.01`` (epoch and package release dropped)."""
-    v = pkg_version.split(":", 1)[-1]
-    return v.rsplit("-", 1)[0] if "-" in v else v
-
-
-def _flavor(facts: Facts) -> Tuple[Optional[str], str]:
-    """(open|proprietary, where it was read) of the module in effect: the loaded one, else the one installed."""
-    if facts.value("driver.kernel_module.loaded") is True and facts.text("driver.kernel_module.flavor"):
-        return facts.text("driver.kernel_module.flavor"), "the loaded nvidia module"
-    flavor = facts.text("driver.module_on_disk.flavor")
-    if flavor:
-        return flavor, "the nvidia module installed for this kernel"
-    return _package_flavor(facts)
-
-
-#: A driver package's name says the flavour of the kernel module it installs.
-_OPEN_PKG = lazyre.compile(r"^(nvidia-driver-\d+(-server)?-open|nvidia-dkms-\d+(-server)?-open|nvidia-kernel-open-\d+|"
-                           r"linux-modules-nvidia-\d+(-server)?-open-.+|nvidia-open(-\d+)?|kmod-nvidia-open-dkms|"
-                           r"nvidia-open-kernel-dkms)$")
-_PROPRIETARY_PKG = lazyre.compile(r"^(nvidia-dkms-\d+(-server)?|linux-modules-nvidia-\d+(-server)?-(?!open-).+|"
-                                  r"kmod-nvidia-latest-dkms|nvidia-kernel-dkms)$")
-
-
-def _package_flavor(facts: Facts) -> Tuple[Optional[str], str]:
-    """The flavour the installed driver packages give the module (one flavour only; both: unknown)."""
-    names = [str(p.get("name")) for p in facts.items("cuda.packages") if isinstance(p, dict)]
-    opened = [n for n in names if _OPEN_PKG.match(n)]
-    proprietary = [n for n in names if _PROPRIETARY_PKG.match(n)]
-    if opened and not proprietary:
-        return "open", "the installed package %s" % opened[0]
-    if proprietary and not opened:
-        return "proprietary", "the installed package %s" % proprietary[0]
-    return None, ""
-
 
 #: A GPU as the rule knows it (its device ID against NVIDIA's lists, its architecture): matrix.gpu_support's.
 _Gpu = gpu_support.Gpu
@@ -99,8 +44,8 @@ def _verdicts(facts: Facts) -> List[Finding]:
     if not buses or facts.value("driver.installed") is not True:
         return []
     said = set(explains(facts))
-    flavor, where = _flavor(facts)
-    branch, version = _branch(facts)
+    flavor, where = installed_flavor(facts)
+    branch, version = installed_branch(facts)
     out: List[Finding] = []
     for gpu in gpu_support.machine_gpus(facts, buses):
         found = _judge(facts, gpu, flavor, where, branch, version)

@@ -1,15 +1,19 @@
 """What the facts say about the machine's NVIDIA GPUs, shared by the checks that judge them (gpu-*, kernel-log,
 driver-support, gpu-not-driven, driver-health): which GPUs the PCI bus, /proc and NVML show, which the driver does
-not drive, what NVML's error codes mean, the kernel log's lines about a GPU. Not a check: the checks import it."""
+not drive, which of those the installed driver cannot drive (its module flavour and branch, read from what is
+installed, against the rule of :mod:`envdoctor.matrix.gpu_support`), what NVML's error codes mean, the kernel log's
+lines about a GPU. Not a check: the checks import it."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
+from .. import lazyre, versions
 from ..facts import Facts
 from ..findings import AnyOf, Step
-from ..matrix import kernel
+from ..matrix import gpu_support, kernel
+from ..matrix.packages import is_driver_package
 from . import CodeDoc, Message
 
 XID_CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
@@ -293,4 +297,75 @@ def init_failures(facts: Facts) -> Dict[str, Tuple[List[str], Optional[kernel.Ma
         matches = [m for _, ms in said for m in ms]
         if kernel.failed(matches):
             out[bus] = ([text for text, _ in said], kernel.cause_of(matches))
+    return out
+
+
+#: Where the running or installed driver's version is read, best first.
+VERSION_KEYS = ("driver.kernel_module.version", "driver.module_on_disk.version", "driver.version",
+                "driver.userspace.version")
+
+
+def installed_branch(facts: Facts) -> Tuple[Optional[int], Optional[str]]:
+    """The driver's branch and version: the module's or libraries' own, else the installed driver packages'
+    (rpm's or dpkg's record: xorg-x11-drv-nvidia 177.80-1.fc9, nvidia-driver 550.163.01-2)."""
+    texts = [facts.text(key) for key in VERSION_KEYS]
+    texts += [_upstream(str(p.get("version") or "")) for p in facts.items("cuda.packages")
+              if isinstance(p, dict) and is_driver_package(str(p.get("name")))]
+    for text in texts:
+        v = versions.parse(text) if text else None
+        if v is not None and v.release and v.release[0] >= 100:
+            return v.release[0], text
+    return None, None
+
+
+def _upstream(pkg_version: str) -> str:
+    """``3:177.80-1.fc9`` -> ``177.80``; ``550.163.01-2`` -> ``550.163.01`` (epoch and package release dropped)."""
+    v = pkg_version.split(":", 1)[-1]
+    return v.rsplit("-", 1)[0] if "-" in v else v
+
+
+def installed_flavor(facts: Facts) -> Tuple[Optional[str], str]:
+    """(open|proprietary, where it was read) of the module in effect: the loaded one, else the one installed."""
+    if facts.value("driver.kernel_module.loaded") is True and facts.text("driver.kernel_module.flavor"):
+        return facts.text("driver.kernel_module.flavor"), "the loaded nvidia module"
+    flavor = facts.text("driver.module_on_disk.flavor")
+    if flavor:
+        return flavor, "the nvidia module installed for this kernel"
+    return _package_flavor(facts)
+
+
+#: A driver package's name says the flavour of the kernel module it installs.
+_OPEN_PKG = lazyre.compile(r"^(nvidia-driver-\d+(-server)?-open|nvidia-dkms-\d+(-server)?-open|nvidia-kernel-open-\d+|"
+                           r"linux-modules-nvidia-\d+(-server)?-open-.+|nvidia-open(-\d+)?|kmod-nvidia-open-dkms|"
+                           r"nvidia-open-kernel-dkms)$")
+_PROPRIETARY_PKG = lazyre.compile(r"^(nvidia-dkms-\d+(-server)?|linux-modules-nvidia-\d+(-server)?-(?!open-).+|"
+                                  r"kmod-nvidia-latest-dkms|nvidia-kernel-dkms)$")
+
+
+def _package_flavor(facts: Facts) -> Tuple[Optional[str], str]:
+    """The flavour the installed driver packages give the module (one flavour only; both: unknown)."""
+    names = [str(p.get("name")) for p in facts.items("cuda.packages") if isinstance(p, dict)]
+    opened = [n for n in names if _OPEN_PKG.match(n)]
+    proprietary = [n for n in names if _PROPRIETARY_PKG.match(n)]
+    if opened and not proprietary:
+        return "open", "the installed package %s" % opened[0]
+    if proprietary and not opened:
+        return "proprietary", "the installed package %s" % proprietary[0]
+    return None, ""
+
+
+def cannot_drive(facts: Facts) -> Dict[str, gpu_support.Unsupported]:
+    """Bus address -> why the installed driver cannot drive that GPU (its module flavour or branch against the GPU,
+    :func:`envdoctor.matrix.gpu_support.support`), for each GPU it does not drive now (:func:`not_driven`): the GPUs
+    ``driver-support`` judges, read from what is installed (the loaded or installed module, the driver packages)."""
+    buses = not_driven(facts)
+    if not buses or facts.value("driver.installed") is not True:
+        return {}
+    flavor, _ = installed_flavor(facts)
+    branch, _ = installed_branch(facts)
+    out: Dict[str, gpu_support.Unsupported] = {}
+    for gpu in gpu_support.machine_gpus(facts, buses):
+        said = gpu_support.support(gpu, branch, flavor)
+        if said is not None:
+            out[gpu.bus] = said
     return out

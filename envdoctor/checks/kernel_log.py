@@ -23,7 +23,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import kernel
 from . import CheckContext, CodeDoc, Conclusion, check
-from .gpus import GPU_LOST, KLOG, not_driven, nvidia_seen, nvml_bus_ids
+from .gpus import GPU_LOST, KLOG, cannot_drive, not_driven, nvidia_seen, nvml_bus_ids
 
 CATALOG = "https://github.com/NVIDIA/open-gpu-kernel-modules"
 XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
@@ -142,8 +142,10 @@ def _findings(facts: Facts) -> List[Finding]:
                 hit.xids.append(int(row["xid"]))
     # an Xid the driver logs about a GPU it cannot drive (the wrong module flavour or branch) is a symptom of that
     # cause, not a fault of its own (Xid 169 SEC2_HALT_ERROR after "RmInitAdapter failed" on a Blackwell GPU under
-    # the proprietary module): the cause is said, the Xid is not
+    # the proprietary module): the cause is said (here, from the kernel's words, or by driver-support, from what is
+    # installed), the Xid is not; per GPU, so that another GPU's genuine Xid stands
     refused = {bus for (code, bus) in hits if code in CANNOT_DRIVE}
+    refused.update(cannot_drive(facts))
     kept = [hit for hit in hits.values() if not (hit.code in XID_SYMPTOMS and hit.current and
                                                  (hit.bus in refused or None in refused))]
     seen = nvidia_seen(facts)
@@ -297,7 +299,6 @@ DOCS = (
 
 
 @check("kernel-log", requires=("driver.kernel_log",), reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*"),
-       layers=("driver", "gpu"), codes=DOCS,
-       yields={code: tuple("driver-support:" + cause for cause in CANNOT_DRIVE) for code in XID_SYMPTOMS})
+       layers=("driver", "gpu"), codes=DOCS)
 def kernel_log(ctx: CheckContext) -> Iterable[Finding]:
     return findings(ctx.facts)
