@@ -298,7 +298,8 @@ DOCS = (
 )
 
 
-@check("kernel-log", requires=("driver.kernel_log",), reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*"),
+@check("kernel-log", requires=("driver.kernel_log",),
+       reads=("driver.*", "driver.*.*", "gpu.*", "gpu.*.*", "os.*", "cuda.packages"),
        layers=("driver", "gpu"), codes=DOCS)
 def kernel_log(ctx: CheckContext) -> Iterable[Finding]:
     return findings(ctx.facts)
