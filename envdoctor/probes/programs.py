@@ -31,7 +31,9 @@ from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
+from .apps import _CONDA_META
 from .cuda import conda_prefixes
+from .loader import expand_origin
 
 #: The most files opened in one run, and the most bytes of one conda-meta record read.
 MAX_FILES = 96
@@ -45,7 +47,6 @@ SYSTEM_BIN = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bi
 _NVIDIA_PACKAGE = lazyre.compile(
     r"^(?:cudatoolkit|cuda-[a-z0-9-]+|libcu[a-z0-9-]*|libnv[a-z0-9-]*|libnpp[a-z0-9-]*|cudnn|nccl|libnccl|"
     r"tensorrt|libcudnn[a-z0-9-]*|python|_libgcc_mutex|_openmp_mutex|libgcc-ng|libstdcxx-ng|libgomp)$")
-_CONDA_META = lazyre.compile(r"^([a-z0-9][a-z0-9_.-]*?)-(\d[^-]*)-([^-]+)\.json$")
 _SHARED = lazyre.compile(r"\.so(?:\.\d+)*$")
 _LIBCUDA = lazyre.compile(r"^libcuda\.so(?:\.\d+)*$")
 _NVRTC = lazyre.compile(r"^libnvrtc\.so(?:\.\d+)*$")
@@ -86,10 +87,7 @@ def _toolkit_of(names: Iterable[str]) -> Optional[str]:
 
 def _nvrtc_version(host: Host, path: str, rpath: Iterable[str], prefix: Optional[str]) -> Optional[str]:
     """The release of the NVRTC file beside a library's own search paths (``libnvrtc.so.11.7.99`` -> 11.7)."""
-    dirs = []
-    for entry in rpath:
-        d = entry.replace("${ORIGIN}", "$ORIGIN").replace("$ORIGIN", posixpath.dirname(path))
-        dirs.append(posixpath.normpath(d))
+    dirs = expand_origin(list(rpath), posixpath.dirname(path))
     if prefix:
         dirs.append(posixpath.join(prefix, "lib"))
     for d in dirs:
