@@ -268,6 +268,15 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
                             f"{', '.join(known[-6:])} ...); check that NVIDIA's repository carries it before running"]
         if not hardware.drives_all(branch, ccs):
             good, why = hardware.recommend_branch(ccs)
+            # a GPU the machine names: refused in driver-support's words for it (matrix.gpu_support)
+            for gpu in gpus:
+                said = gpu_support.branch_support(gpu, int(branch))
+                if said is not None and said.code == gpu_support.LEGACY:
+                    gpu_refusal(target, [gpu], branch, None)
+                if said is not None:
+                    raise RecipeError(f"driver branch {branch} does not support this machine's {gpu.label()}: "
+                                      f"{said.why}; {why}",
+                                      [f"envdoctor install driver --version {good['branch']}"] if good else [])
             raise RecipeError(f"driver branch {branch} cannot drive this machine's GPUs (compute capability "
                               f"{', '.join(sorted(set(ccs)))}): {why}",
                               [f"envdoctor install driver --version {good['branch']}"] if good else [])
