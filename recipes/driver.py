@@ -374,7 +374,7 @@ def legacy_branch(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[
     return min(found, key=lambda f: int(f[0])) if found else None
 
 
-def gpu_refusal(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[str], flavor: str) -> None:
+def gpu_refusal(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[str], flavor: Optional[str]) -> None:
     """RecipeError when the driver planned (:func:`planned_branch`, with modules of ``flavor``) does not support one
     of ``gpus``, by the rule driver-support judges an installed driver with
     (:func:`envdoctor.matrix.gpu_support.support`) and in its words."""
