@@ -19,9 +19,9 @@ FRAMEWORK = Framework("jax", "JAX", True, "jax", advise=True, recipe="jax", dist
                       fleet=True, policy_order=30, dependents_of=("jax", "jaxlib"),
                       cuda_libraries=_PLUGIN_LIB,
                       abi_libraries=(("jaxlib/xla_extension.so", "jaxlib/_jax.so"), _PLUGIN_LIB),  # 0.6: _jax
-                      # XLA opens its CUDA libraries by soname (and libcudnn.so.<major>), found through the plugin's
-                      # RUNPATH; jax compares these with its build at start-up (matrix jax_cuda_checks)
-                      dlopens=("cudart", "cublas", "cufft", "cusolver", "cusparse"),
+                      # cuDNN only (XLA opens libcudnn.so.<major>); the rest comes with jaxlib or its plugin's RUNPATH
+                      # (those jax compares with its build at start-up are resolved for that: probes/dlopen.py)
+                      dlopens=(),
                       kernel_libraries=(("jax_plugins/xla_cuda13", ("xla_cuda_plugin.so",)),
                                         ("jax_plugins/xla_cuda12", ("xla_cuda_plugin.so",)),
                                         ("jax_cuda13_plugin", ("_*",)), ("jax_cuda12_plugin", ("_*",)),
