@@ -97,3 +97,12 @@ def test_every_row_quotes_jax_source_at_a_release_tag() -> None:
         {"name": "CUDA", "library": "cudart", "against": "minimum", "minimum": "twelve"}]}]) == [
         "row 0: refuses must be true or false", "row 0: quote must hold JAX's own source text",
         "row 0 library 0: minimum 'twelve' is not a version"]
+
+
+def test_cudnn_is_left_to_the_cudnn_version_check() -> None:
+    """Corpus case jax0434-cuda12-local-system-cudnn900-needs-911: jax 0.4.34 with the system's cuDNN 9.0.0. jax's
+    own min_supported_version=9100 is cuDNN 8's encoding, which cuDNN 9's 90000 passes; XLA refuses the older minor
+    itself, and that check names it."""
+    codes = [f.code for f in snapshot_findings(corpus_snapshot("jax0434-cuda12-local-system-cudnn900-needs-911"))
+             if f.severity == "error"]
+    assert "cudnn.too_old_for_framework" in codes and CODE not in codes

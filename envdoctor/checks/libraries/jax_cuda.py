@@ -43,8 +43,10 @@ def _bound(lib: Dict[str, Any], jax: Dict[str, Any]) -> Optional[Version]:
     """The version the loaded library must reach, or None where JAX's comparison cannot fail or the build's own
     version of the library is not known."""
     against = lib.get("against")
+    if lib.get("library") in ("cudnn", "cupti"):
+        return None  # cuDNN: the cuDNN version check (XLA's own); cuPTI's version is an API number, no file's
     if against == "minimum":
-        return _v(lib.get("minimum")) if lib.get("library") != "cupti" else None
+        return _v(lib.get("minimum"))
     if against in ("build", "cuda_release") and lib.get("library") in ("cudart", "cublas"):
         # the CUDA runtime's version is its CUDA release's; cuBLAS 12.x carries its CUDA release's major.minor
         variant = fwm.jax_plugin_for(jax.get("version"), str(jax.get("cuda") or "").split(".")[0])
