@@ -125,7 +125,8 @@ def _finding(facts: Facts, jax: Dict[str, Any], row: Dict[str, Any], lib: Dict[s
             _fw_version(facts, "jax"), e.get("soname"), e.get("file_version"), e.get("resolved") or e.get("path"),
             e.get("via"), need),
         detail="When its CUDA backend starts, jax compares the %s it loaded with %s and refuses an older one "
-               "('Outdated %s installation found'); jax then runs on the CPU only. The loader takes %s through %s.%s" % (
+               "('Outdated %s installation found'); jax then runs on the CPU only. The loader takes %s through "
+               "%s.%s" % (
                    name, need, name, e.get("soname"), _why(e.get("via")),
                    (" Copies not searched: %s." % ", ".join(str(p) for p in e.get("elsewhere_files") or []))
                    if e.get("elsewhere_files") else ""),
