@@ -4,13 +4,14 @@ symbol: cudnnGetLibConfig'). Whether that happens is the loader's rule: a real x
 libraries carry DT_RUNPATH $ORIGIN, so dlopen from the shim finds the wheel's own sub-libraries before the ld.so
 cache.
 
-The ELF records below are what ``readelf -d`` prints for nvidia_cudnn_cu12-9.10.2.21-py3-none-manylinux_2_27_x86_64.whl
-(the wheel torch 2.8.0+cu128 pins; read 2026-11-30): libcudnn.so.9 RUNPATH [$ORIGIN], libcudnn_graph.so.9 and
-libcudnn_ops.so.9 RUNPATH [$ORIGIN:$ORIGIN/../../cublas/lib:$ORIGIN/../../nvrtc/lib]. A shim without RUNPATH is
-what cuDNN 8's libraries and the aarch64 cuDNN 9 wheels before pytorch/builder#1859 record ("readelf -d
-libcudnn_graph.so.9 | grep -i runpath returns nothing, which is not the case for x86_64"). The files' contents are
-stand-ins (no GPU library runs here); the system cuDNN (9.0.0 or 9.1.1, against the wheel release torch_host records, 9.1.0.70) is Debian's layout in /usr/lib/x86_64-linux-gnu, listed
-by the loader cache.
+The ELF records below are what ``readelf -d`` prints for
+nvidia_cudnn_cu12-9.10.2.21-py3-none-manylinux_2_27_x86_64.whl (the wheel torch 2.8.0+cu128 pins; read 2026-11-30):
+libcudnn.so.9 RUNPATH [$ORIGIN], libcudnn_graph.so.9 and libcudnn_ops.so.9 RUNPATH
+[$ORIGIN:$ORIGIN/../../cublas/lib:$ORIGIN/../../nvrtc/lib]. A shim without RUNPATH is what cuDNN 8's libraries and
+the aarch64 cuDNN 9 wheels before pytorch/builder#1859 record ("readelf -d libcudnn_graph.so.9 | grep -i runpath
+returns nothing, which is not the case for x86_64"). The files' contents are stand-ins (no GPU library runs here);
+the wheel's release is the one ``torch_host`` installs (9.1.0.70), the system cuDNN (9.0.0, older, or 9.1.1, newer)
+is in Debian's /usr/lib/x86_64-linux-gnu, listed by the loader cache.
 """
 
 from __future__ import annotations
