@@ -22,7 +22,7 @@ PKGCONFIG_RULE = {"rule": "pkg-config prints a .pc file's Libs and Cflags with i
                   "url": "https://people.freedesktop.org/~dbn/pkg-config-guide.html", "checked": "2026-11-30"}
 
 
-@check("toolkit-pkgconfig", requires=("cuda.pkgconfig",), layers=("cuda",), codes=(
+@check("toolkit-pkgconfig", requires=("cuda.pkgconfig",), reads=(), layers=("cuda",), codes=(
     CodeDoc("toolkit.pkgconfig_bad_path", "warning",
             "A CUDA toolkit's pkg-config file (`cuda-X.Y.pc`, `cudart-X.Y.pc` ...) names a directory that does not "
             "exist in a path variable (libdir, includedir, cudaroot), so `pkg-config --libs`/`--cflags` hands builds "

@@ -42,7 +42,7 @@ def _families(packages: Dict[str, str]) -> Dict[Tuple[str, str], List[Tuple[str,
     return groups
 
 
-@check("tensorrt-wheels", requires=("framework.tensorrt",), layers=("libraries",), codes=(
+@check("tensorrt-wheels", requires=("framework.tensorrt",), reads=(), layers=("libraries",), codes=(
     CodeDoc("tensorrt.wheel_version_mismatch", "warning",
             "TensorRT's pip packages are installed at different releases: the `tensorrt` metapackage at one version, "
             "the runtime wheels that hold the TensorRT that loads (`tensorrt-cu12`, `-libs`, `-bindings`; the lean "
