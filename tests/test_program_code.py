@@ -154,3 +154,106 @@ def test_garbled_fat_binary_file_is_incomplete_not_a_traceback(tmp_path: Any) ->
     path.write_bytes(data[magic:magic + 200])
     res = LiveHost().fatbin(str(path))
     assert res.ok and not res.complete
+
+
+# --- compat.program-ptx: a fat binary that reaches the GPU only through PTX newer than the driver's CUDA ---------
+#
+# Records: fussim 0.3.10's real cu126 extension (NEEDED libcudart.so.12, the CUDA runtime of the torch cu126
+# wheels; healthy-b19 case) with its fat binary record rewritten to what TORCH_CUDA_ARCH_LIST="7.5;8.0;8.6+PTX"
+# with nvcc 12.6 writes (cubins sm_75..sm_86, PTX compute_86 of ISA 8.5, CUDA 12.6's: cuda.json ptx_isa); and
+# cubnm 0.0.4's real static-runtime extension (B30) with the ISA its case names (7.8, CUDA 11.8's). The rewritten
+# fields are what host/fatbin.py reads from a fat binary (sass, ptx, ptx_isa); everything else is the case's own.
+
+from envdoctor.checks.compat.driver_vs_cuda import driver_vs_cuda  # noqa: E402
+from envdoctor.checks.compat.program_code import program_ptx  # noqa: E402
+from envdoctor.probes.staticcuda import find_static_cuda  # noqa: E402
+from envdoctor.report import diagnose  # noqa: E402
+
+FUSSIM = "healthy-b19-ubuntu2404-fussim-fat-wheel-cu118-cu128-extensions-torch271-cu126-rtx4090"
+FUSSIM_126 = "/home/user/venv/lib/python3.12/site-packages/fussim/_cuda_cu126.cpython-312-x86_64-linux-gnu.so"
+CUBNM = "b30-ubuntu1804-driver46080-cuda112-pip-cubnm004-cuda118-ptx-unsupported-toolchain"
+CUBNM_CORE = "/home/user/venv/lib/python3.8/site-packages/cubnm/core.cpython-38-x86_64-linux-gnu.so"
+
+
+def _rewritten(case: str, path: str, sass: List[str], ptx: List[str], isa: str) -> SnapshotHost:
+    doc = load_snapshot(os.path.join(CORPUS, case, "snapshot.json"))
+    doc["fatbin"][path] = dict(doc["fatbin"][path], sass=sass, ptx=ptx, ptx_isa=isa)
+    return SnapshotHost(doc)
+
+
+def _fussim_ptx_only_above_86(extra_sass: List[str] = ()) -> Dict[str, Any]:  # type: ignore[assignment]
+    host = _rewritten(FUSSIM, FUSSIM_126, ["sm_75", "sm_80", "sm_86"] + list(extra_sass), ["compute_86"], "8.5")
+    return find_gpu_code(host)
+
+
+def _ptx(value: Dict[str, Any], facts: List[Any], static: Any = None) -> List[Any]:
+    extra = [ok("python.static_cuda", static, "derived")] if static is not None else []
+    ctx = CheckContext(Facts(facts + extra + [ok("programs.gpu_code", value, "derived")]), [])
+    return list(program_ptx(ctx))
+
+
+def test_dynamic_runtime_extension_is_recorded_with_its_libcudart() -> None:
+    libs = {e["path"]: e for e in _fussim_ptx_only_above_86()["libraries"]}
+    assert libs[FUSSIM_126]["cudart"] == "libcudart.so.12" and libs[FUSSIM_126]["ptx_isa"] == "8.5"
+
+
+def test_dynamic_runtime_extension_with_only_newer_ptx_for_the_gpu_is_an_error() -> None:
+    # torch 2.7.1+cu126 runs on driver 535 (CUDA 12.2) through minor-version compatibility; an H100 (9.0) runs
+    # none of the cubins (sm_75..sm_86: a cubin never crosses majors), so the extension's PTX (ISA 8.5, first in
+    # CUDA 12.5) is its only code there, and driver 535 cannot JIT it
+    found = _ptx(_fussim_ptx_only_above_86(), driver("535.183.01", "12.2") + gpu("9.0", "NVIDIA H100 80GB HBM3"))
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "error")]
+    f = found[0]
+    assert FUSSIM_126 in f.title and "PTX ISA 8.5" in f.title and "CUDA 12.5" in f.title
+    assert "535.183.01" in f.title and "12.2" in f.title and "555.42.02" in f.title  # CUDA 12.5's own driver
+    assert "libcudart.so.12" in f.detail and "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in f.detail
+    assert "555.42.02" in f.fix.text and "sm_90" in f.fix.text and "fussim" in f.fix.text
+    # below CUDA 12's minor-version-compatibility floor (525.60.13) as well: still this one finding
+    older = _ptx(_fussim_ptx_only_above_86(), driver("470.256.02", "11.4") + gpu("9.0", "NVIDIA H100 PCIe"))
+    assert [(f.code, "555.42.02" in f.title) for f in older] == [("driver.too_old_for_framework", True)]
+    assert "minor-version-compatibility floor" in older[0].detail
+
+
+def test_quiet_when_a_cubin_runs_on_the_gpu() -> None:
+    h100 = driver("535.183.01", "12.2") + gpu("9.0", "NVIDIA H100 80GB HBM3")
+    assert _ptx(_fussim_ptx_only_above_86(["sm_90"]), h100) == []
+    # a cubin for 8.6 runs on 8.6 and 8.9 (its own major, an equal or higher minor): the PTX is never JIT-compiled
+    value = _fussim_ptx_only_above_86()
+    assert _ptx(value, driver("535.183.01", "12.2") + gpu("8.9", "NVIDIA GeForce RTX 4090")) == []
+    assert _ptx(value, driver("535.183.01", "12.2") + gpu("8.6", "NVIDIA RTX A6000")) == []
+
+
+def test_quiet_when_the_driver_knows_the_ptx_isa() -> None:
+    value = _fussim_ptx_only_above_86()
+    assert _ptx(value, driver("555.42.02", "12.5") + gpu("9.0", "NVIDIA H100 80GB HBM3")) == []
+    assert _ptx(value, driver("570.124.06", "12.8") + gpu("9.0", "NVIDIA H100 80GB HBM3")) == []
+
+
+def test_quiet_on_a_gpu_below_the_ptx_architecture() -> None:
+    # compute_86 PTX does not run on 7.0 at all (and no cubin does): compat.program-arch says so, not this rule
+    assert _ptx(_fussim_ptx_only_above_86(), driver("535.183.01", "12.2") + gpu("7.0", "Tesla V100")) == []
+
+
+def test_static_runtime_extension_is_left_to_driver_vs_cuda() -> None:
+    host = _rewritten(CUBNM, CUBNM_CORE, ["sm_52"], ["compute_52"], "7.8")
+    static, value = find_static_cuda(host), find_gpu_code(host)
+    assert [lib["path"] for lib in static["libraries"]] == [CUBNM_CORE]
+    core = [e for e in value["libraries"] if e["path"] == CUBNM_CORE]
+    assert core and core[0]["cudart"] is None and core[0]["ptx_isa"] == "7.8"
+    facts = driver("460.80", "11.2") + gpu("7.5", "GeForce RTX 2080 Ti")
+    # without python.static_cuda the rule judges the file itself (the same verdict)...
+    alone = _ptx(value, facts)
+    assert [(f.code, CUBNM_CORE in f.title) for f in alone] == [("driver.too_old_for_framework", True)]
+    # ...with it, the file is compat.driver-vs-cuda's alone: one root cause, one finding
+    assert _ptx(value, facts, static) == []
+    ctx = CheckContext(Facts(facts + [ok("python.static_cuda", static, "derived")]), [])
+    said = [f for f in driver_vs_cuda(ctx) if f.code == "driver.too_old_for_framework"]
+    assert len(said) == 1 and "cubnm" in said[0].title and "520.61.05" in said[0].title
+
+
+def test_static_runtime_extension_gets_one_finding_in_a_whole_diagnosis() -> None:
+    host = _rewritten(CUBNM, CUBNM_CORE, ["sm_52"], ["compute_52"], "7.8")
+    found = [f for f in diagnose(host, source={"kind": "snapshot", "description": "cubnm"}).findings
+             if CUBNM_CORE in f.title + f.detail or "cubnm" in f.title]
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "error")]
+    assert "460.80" in found[0].title

@@ -15,7 +15,9 @@ Three places, each bounded:
   :mod:`envdoctor.probes.staticcuda` finds them), of the packages that are not frameworks.
 
 A file is kept when it needs a CUDA library or the driver (``libcuda.so.1``) or carries a fat binary. Fact
-``programs.gpu_code`` = ``[{kind, owner, version, path, sass, ptx, ptx_isa, nvrtc, prefix, toolkit}]``: ``nvrtc``
+``programs.gpu_code`` = ``[{kind, owner, version, path, sass, ptx, ptx_isa, nvrtc, cudart, prefix, toolkit}]``:
+``cudart`` the CUDA runtime it links dynamically (``libcudart.so.11.0`` in its NEEDED; None: linked statically, or
+a fat binary file a program loads through the driver), ``nvrtc``
 True when it links NVRTC (it compiles its kernels at run time: NVRTC writes PTX of its own release's ISA, which
 the driver then JIT-compiles), ``toolkit`` the CUDA release of the NVRTC the loader gives it (the file's own
 version, else its conda prefix's ``cudatoolkit``/``cuda-nvrtc``).
@@ -50,6 +52,7 @@ _NVIDIA_PACKAGE = lazyre.compile(
 _SHARED = lazyre.compile(r"\.so(?:\.\d+)*$")
 _LIBCUDA = lazyre.compile(r"^libcuda\.so(?:\.\d+)*$")
 _NVRTC = lazyre.compile(r"^libnvrtc\.so(?:\.\d+)*$")
+_CUDART = lazyre.compile(r"^libcudart\.so(?:\.\d+)*$")
 _NVRTC_FILE = lazyre.compile(r"^libnvrtc\.so\.(\d+\.\d+)\.\d+")
 
 
@@ -124,7 +127,7 @@ class _Reader:
             if sass or ptx:
                 self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass,
                                  "ptx": ptx, "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": False,
-                                 "prefix": prefix, "toolkit": None})
+                                 "cudart": None, "prefix": prefix, "toolkit": None})
             return
         # the dynamic section first: a file that is no shared object or program (a script on PATH) is not kept
         # whatever it holds, so its fat binary is never looked for
@@ -144,9 +147,10 @@ class _Reader:
         nvrtc_toolkit = None
         if nvrtc:
             nvrtc_toolkit = _nvrtc_version(host, real, list(elf.rpath) + list(elf.runpath), prefix) or toolkit
+        cudart = next((n for n in needed if _CUDART.match(n)), None)
         self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass, "ptx": ptx,
-                         "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": nvrtc, "prefix": prefix,
-                         "toolkit": nvrtc_toolkit})
+                         "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": nvrtc, "cudart": cudart,
+                         "prefix": prefix, "toolkit": nvrtc_toolkit})
 
 
 def conda_libraries(host: Host) -> List[Tuple[str, str, str, List[str]]]:

@@ -63,12 +63,17 @@ DOCS = (
     CodeDoc("driver.too_old_for_framework", "error",
             "The NVIDIA driver is too old for the CUDA runtime an installed framework was built with.",
             "driver.version, driver.cuda_version, framework.* (torch +cuXXX / version.py, TensorFlow build_info, "
-            "JAX CUDA plugin, onnxruntime-gpu, CuPy cudaXXx, Paddle, MXNet)",
+            "JAX CUDA plugin, onnxruntime-gpu, CuPy cudaXXx, Paddle, MXNet), python.static_cuda and "
+            "programs.gpu_code (GPU code whose PTX ISA is newer than the driver's CUDA, with no cubin for the GPU)",
             "The framework imports but finds no usable GPU (torch.cuda.is_available() is False, 'CUDA driver "
             "version is insufficient for CUDA runtime version'). Within one CUDA major a driver at or above the "
-            "major's floor still runs newer minors (minor-version compatibility); across majors it cannot.",
-            "cuda.json (min_driver_linux, minor_compat_min_driver): " + MINOR_COMPAT,
+            "major's floor still runs newer minors (minor-version compatibility); across majors it cannot. "
+            "Minor-version compatibility does not cover PTX: code that reaches the GPU only through PTX newer than "
+            "the driver's CUDA fails at its first kernel launch.",
+            "cuda.json (min_driver_linux, minor_compat_min_driver, ptx_isa): " + MINOR_COMPAT,
         messages=(Message("CUDA driver version is insufficient for CUDA runtime version",
+                "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
+                  Message("the provided PTX was compiled with an unsupported toolchain",
                 "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
                   Message("The NVIDIA driver on your system is too old (found version *)",
                 "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/cuda/detail/CUDAHooks.cpp"),)),

@@ -10,7 +10,16 @@ the rules a framework's own GPU code is judged by:
   cannot ("the provided PTX was compiled with an unsupported toolchain"): CUDA minor-version compatibility does
   not cover PTX (NVIDIA's CUDA compatibility guide), so a driver below that NVRTC's CUDA is an error, not the
   minor-version info (``driver.too_old_for_toolkit``); and an NVRTC whose CUDA no longer targets the GPU's
-  architecture (``cuda.json`` ``cc_min``) cannot compile for it at all (``cuda.toolkit_cannot_target_gpu``).
+  architecture (``cuda.json`` ``cc_min``) cannot compile for it at all (``cuda.toolkit_cannot_target_gpu``);
+* a fat binary that reaches a GPU only through its PTX (no cubin runs there): the driver JIT-compiles that PTX and
+  knows no PTX ISA newer than its own CUDA's (NVIDIA's PTX ISA release history, ``cuda.json`` ``ptx_isa``: ISA 7.8
+  is CUDA 11.8's). Minor-version compatibility does not cover PTX JIT, so a driver below the CUDA that introduced
+  the file's PTX ISA fails at the first kernel launch with CUDA_ERROR_UNSUPPORTED_PTX_VERSION ("the provided PTX
+  was compiled with an unsupported toolchain"), whatever CUDA runtime the file loads (``libcudart.so.11.0`` from a
+  wheel, a toolkit or conda): ``driver.too_old_for_framework``. A Python extension that carries its own CUDA
+  runtime (``python.static_cuda``) is judged by ``compat.driver-vs-cuda`` with the same rule, so its files are
+  passed over here (one root cause, one finding); a forward-compatibility libcuda the loader takes brings the
+  JIT compiler of its own CUDA (``libnvidia-ptxjitcompiler``, part of the cuda-compat package).
 """
 
 from __future__ import annotations
@@ -23,8 +32,10 @@ from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import hardware as hw
 from .. import CheckContext, check, docs_for
-from . import DOCS, Driver, _ev, _mm_str, _severity, _source, _v, gpu_ccs
+from ..suggest import INSTALL_LINE_READS, install_line
+from . import DOCS, Driver, _ev, _mm, _mm_str, _severity, _source, _v, gpu_ccs
 from .arch_vs_builds import _binary_runs_on
+from .driver_vs_cuda import _branch, _forward_compat
 
 COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 NVRTC_URL = "https://docs.nvidia.com/cuda/nvrtc/index.html"
@@ -140,6 +151,76 @@ def _program_nvrtc(facts: Facts) -> List[Finding]:
     return out
 
 
+def _static_paths(facts: Facts) -> List[str]:
+    """The files ``python.static_cuda`` lists (extensions carrying their own CUDA runtime): compat.driver-vs-cuda
+    judges their PTX."""
+    value = facts.value("python.static_cuda")
+    libs = value.get("libraries") if isinstance(value, dict) else None
+    return [str(lib.get("path")) for lib in libs or [] if isinstance(lib, dict) and lib.get("path")]
+
+
+def _program_ptx(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    fact = facts.get("programs.gpu_code")
+    gpus = gpu_ccs(facts)
+    drv = Driver(facts)
+    if fact is None or not fact.known or not gpus or not drv.known or drv.cuda is None:
+        return out
+    static = set(_static_paths(facts))
+    compat = _forward_compat(facts, drv)
+    for e in _entries(facts):
+        isa = str(e.get("ptx_isa") or "")
+        cuda = _mm(hw.cuda_for_ptx_isa(isa)) if isa and e.get("ptx") else None
+        row = hw.cuda_release(_mm_str(cuda)) if cuda is not None and cuda[1] is not None else None
+        verdict = drv.verdict(cuda) if cuda is not None and row is not None else "ok"
+        if e["path"] in static or cuda is None or row is None or verdict == "ok":
+            continue
+        if compat is not None and cuda <= compat[1]:
+            continue  # the forward-compatibility libcuda the loader takes JIT-compiles its own CUDA's PTX
+        nvrtc = hw.cuda_release(str(e.get("toolkit"))) if e.get("nvrtc") and e.get("toolkit") else None
+        if nvrtc is not None and _v(nvrtc["version"]) is not None and Version(nvrtc["version"]) >= Version(
+                _mm_str(cuda)):
+            continue  # its NVRTC's PTX is as new: compat.program-nvrtc names the driver it needs
+        sass, ptx = [str(a) for a in e.get("sass") or []], [str(a) for a in e.get("ptx") or []]
+        jit = [(cc, gpu, cc_fact) for cc, gpu, cc_fact in gpus if _binary_runs_on(sass, ptx, cc) == (False, True)]
+        if not jit:
+            continue  # a cubin runs on every GPU (or nothing does: compat.program-arch)
+        exact = str(row["min_driver_linux"])
+        ccs = ", ".join(cc for cc, _, _ in jit)
+        names = ", ".join(sorted({gpu for _, gpu, _ in jit}))
+        sms = ", ".join("sm_" + cc.replace(".", "") for cc, _, _ in jit)
+        fails = ("its first kernel launch on that GPU fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION ('the provided "
+                 "PTX was compiled with an unsupported toolchain')")
+        if verdict == "minor_compat":
+            runtime = "CUDA minor-version compatibility does not cover PTX JIT: %s" % (
+                "its CUDA runtime (%s) starts, but %s" % (e["cudart"], fails) if e.get("cudart") else fails)
+        else:
+            runtime = ("The driver is also below CUDA %d.x's minor-version-compatibility floor: %s (if its CUDA "
+                       "runtime does not refuse the driver first)" % (cuda[0], fails))
+        out.append(Finding(
+            code="driver.too_old_for_framework", severity=_severity(row, ["min_driver_linux", "ptx_isa"]),
+            components=["driver", "python" if e.get("kind") == "python" else "cuda"],
+            title="%s supports CUDA up to %s, but %s (%s) reaches %s (compute capability %s) only through PTX "
+                  "ISA %s, which needs CUDA %s's driver (>= %s)" % (
+                      "Driver %s" % drv.version if drv.version else "The driver", _mm_str(drv.cuda), e["path"],
+                      _label(e), names, ccs, isa, _mm_str(cuda), exact),
+            detail="%s's fat binary holds cubins for %s and PTX for %s, of PTX ISA %s (CUDA %s's). No cubin runs "
+                   "on compute capability %s, so the driver must JIT-compile that PTX, and it knows no PTX ISA newer "
+                   "than its own CUDA %s. %s." % (
+                       e["path"], ", ".join(sass) or "no architecture", ", ".join(ptx), isa, _mm_str(cuda), ccs,
+                       _mm_str(drv.cuda), runtime),
+            evidence=_ev(drv.version_fact, drv.cuda_fact, jit[0][2], fact),
+            source=_source("PTX ISA %s is CUDA %s's; a driver JIT-compiles no PTX newer than its own CUDA, and "
+                           "minor-version compatibility excludes PTX JIT (%s); CUDA %s's own driver is %s" % (
+                               isa, _mm_str(cuda), COMPAT_URL, _mm_str(cuda), exact), row),
+            fix=Fix(text="Update the NVIDIA driver to %s or newer (CUDA %s's own driver, which JIT-compiles PTX ISA "
+                         "%s), or install a build of %s with a cubin for %s (-gencode arch=compute_%s,code=sm_%s)." % (
+                             exact, _mm_str(cuda), isa, e.get("owner") or "it", sms,
+                             jit[0][0].replace(".", ""), jit[0][0].replace(".", "")),
+                    install=install_line(facts, "driver", _branch(exact), floor=True))))
+    return out
+
+
 @check("compat.program-arch", requires=("gpu.N.compute_capability", "programs.gpu_code"), reads=(),
        layers=("gpu",), codes=docs_for(DOCS, "gpu.arch_not_in_build"))
 def program_arch(ctx: CheckContext) -> List[Finding]:
@@ -150,3 +231,11 @@ def program_arch(ctx: CheckContext) -> List[Finding]:
        layers=("cuda", "driver"), codes=docs_for(DOCS, "driver.too_old_for_toolkit", "cuda.toolkit_cannot_target_gpu"))
 def program_nvrtc(ctx: CheckContext) -> List[Finding]:
     return _program_nvrtc(ctx.facts)
+
+
+@check("compat.program-ptx", requires=("programs.gpu_code", "driver.version"),
+       reads=("driver.*", "gpu.*", "os.wsl", "python.static_cuda", "cuda.forward_compat", "cuda.ld_library_path",
+              "env.ld_library_path_resolved", "libraries.libcuda") + INSTALL_LINE_READS,
+       layers=("driver",), codes=docs_for(DOCS, "driver.too_old_for_framework"))
+def program_ptx(ctx: CheckContext) -> List[Finding]:
+    return _program_ptx(ctx.facts)
