@@ -64,10 +64,12 @@ def _verdicts(facts: Facts) -> List[Finding]:
 verdicts = Conclusion("driver-support", _verdicts)
 
 
-def _judge(facts: Facts, gpu: _Gpu, said: gpu_support.Unsupported, where: str, branch: Optional[int],
+def _judge(facts: Facts, gpu: _Gpu, said: Optional[gpu_support.Unsupported], where: str, branch: Optional[int],
            version: Optional[str]) -> List[Finding]:
     """The finding for a GPU the installed driver cannot drive, and why (:func:`envdoctor.checks.gpus.refusals`: the
-    branch's reason first, then the module flavour's)."""
+    branch's reason first, then the module flavour's); none where nothing refuses it (``said`` None)."""
+    if said is None:
+        return []
     listed = gpu.listed
     label = gpu.label()
     ev = _ev(facts)
