@@ -33,6 +33,7 @@ the others as the document.
 
 import json
 import math
+import operator
 import sys
 from json.encoder import encode_basestring_ascii as _quote  # what json.dumps quotes a string with
 
@@ -525,6 +526,10 @@ _P2P_SORTED = tuple(sorted(name for name, _ in P2P_CAPS))
 #: A pair's answer (:func:`_topology`) as json.dumps(sort_keys=True) writes it, from the texts of its answers by name.
 _PAIR_ANSWER = '{"value": {"ancestor": %%(ancestor)s, "p2p": {%s}}}' % ", ".join(
     '"%s": %%(%s)s' % (name, name) for name in _P2P_SORTED)
+#: The same from the texts of its answers in order: the common ancestor's, then the P2P statuses' in the order of
+#: :data:`_P2P_SORTED`; :data:`_IN_TEXT_ORDER` puts a list of them in P2P_CAPS' order (ancestor first) in that order.
+_PAIR_TEXTS = _PAIR_ANSWER % dict({"ancestor": "%s"}, **{name: "%s" for name in _P2P_SORTED})
+_IN_TEXT_ORDER = operator.itemgetter(0, *[1 + [name for name, _ in P2P_CAPS].index(name) for name in _P2P_SORTED])
 #: NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_ARGUMENT_VERSION_MISMATCH (nvml.h).
 INVALID_ARGUMENT_CODE = 2
 NOT_SUPPORTED_CODE = 3
@@ -663,24 +668,34 @@ def _topology(handles, ask, call, pynvml, error_names, results, tell_ask, tell_a
             return {"value": uint.value}
         return {"error": error_names.get(ret, "NVML_ERROR_%s" % ret), "code": ret}
 
-    def answered(ret):
-        """``status(ret)`` and its JSON text (:func:`_status_text`), made together."""
-        if ret == 0:
-            value = uint.value
-            return {"value": value}, '{"value": %d}' % value
+    failed = {}  # an error code's answer text, made once per code
+
+    def failure(ret):
+        """The answer and its JSON text for a call that returned error code ``ret``."""
+        text = failed.get(ret)
         name = error_names.get(ret, "NVML_ERROR_%s" % ret)
-        return {"error": name, "code": ret}, '{"code": %d, "error": %s}' % (ret, _quote(name))
+        if text is None:
+            text = failed[ret] = '{"code": %d, "error": %s}' % (ret, _quote(name))
+        return {"error": name, "code": ret}, text
 
     def pair_with_text(a, b, level):
-        """``pair(a, b, level)`` and its answer's JSON text, through the binding's entry points (both present)."""
+        """``pair(a, b, level)`` and its answer's JSON text, through the binding's entry points (both present),
+        the text from one template (:data:`_PAIR_TEXTS`)."""
         if level is not None:
             ancestor, text = {"value": level}, '{"value": %d}' % level
         else:
-            ancestor, text = answered(ancestor_fn(a, b, uint_ref))
-        p2p, texts = {}, {"ancestor": text}
+            ret = ancestor_fn(a, b, uint_ref)
+            ancestor, text = ({"value": uint.value}, '{"value": %d}' % uint.value) if ret == 0 else failure(ret)
+        p2p, texts = {}, [text]
         for name, index in P2P_CAPS:
-            p2p[name], texts[name] = answered(p2p_fn(a, b, index, uint_ref))
-        return {"ancestor": ancestor, "p2p": p2p}, _PAIR_ANSWER % texts
+            ret = p2p_fn(a, b, index, uint_ref)
+            if ret == 0:
+                p2p[name] = {"value": uint.value}
+                texts.append('{"value": %d}' % uint.value)
+            else:
+                p2p[name], text = failure(ret)
+                texts.append(text)
+        return {"ancestor": ancestor, "p2p": p2p}, _PAIR_TEXTS % _IN_TEXT_ORDER(texts)
 
     def pair(a, b, level):
         if level is not None:
