@@ -28,7 +28,8 @@ top-level key ``incomplete``: ``{"call": KEY, "reason": "timed_out" | "starved" 
 
 Each line is ``json.dumps(doc, sort_keys=True)``; the usual ones (every ask, an answer of one plain value or one
 error code, a pair's answer) are handed to ``emit`` as that text already (:func:`ask_line`, :func:`answer_line`),
-the others as the document.
+an answer's line together with the next question's in one call (both are out before the next NVML call), the
+others as the document.
 """
 
 import json
@@ -334,21 +335,31 @@ def collect(emit=None):
 
     out = {}
 
+    # An answer's line is held until the next question's (or the end's) and handed to ``emit`` with it, one call
+    # for both: a line per question and per answer as before, and every answer streamed before the next NVML call.
+    held = [""]
+
     def tell(doc):
         if emit is not None:
+            if held[0]:
+                emit(held[0])
+                held[0] = ""
             emit(doc)
 
     def tell_ask(key):
         if emit is not None:
-            emit(ask_line(key))
+            emit(held[0] + ask_line(key) if held[0] else ask_line(key))
+            held[0] = ""
 
     def tell_answer(key, answer, text=None):
         """``answer`` streamed; ``text``: its JSON text, when the caller has it already."""
         if emit is not None:
-            if text is not None:
-                emit('{"answer": %s, "key": %s}\n' % (text, _quote(key)))
+            line = '{"answer": %s, "key": %s}\n' % (text, _quote(key)) if text is not None else \
+                answer_line(key, answer)
+            if line is not None:
+                held[0] += line
             else:
-                emit(answer_line(key, answer) or {"key": key, "answer": answer})
+                tell({"key": key, "answer": answer})
 
     def ask(key, fn, *args):
         tell_ask(key)
@@ -397,6 +408,15 @@ def collect(emit=None):
                     raise
         raise AttributeError("no NVML call to ask")  # names is never empty
 
+    try:
+        return _ask_all(out, ask, call, tell, tell_ask, tell_answer, first_of, mig_devices, pynvml, error_names)
+    finally:
+        if held[0] and emit is not None:
+            emit(held[0])  # a question left unanswered by an exception: the answers before it
+
+
+def _ask_all(out, ask, call, tell, tell_ask, tell_answer, first_of, mig_devices, pynvml, error_names):
+    """:func:`collect`'s questions, in order."""
     ask("init", call, "nvmlInit")
     if "error" in out["init"]:
         tell({"done": True})
