@@ -268,6 +268,15 @@ def plan(request: Request, target: Target, facts: Any) -> Plan:
                             f"{', '.join(known[-6:])} ...); check that NVIDIA's repository carries it before running"]
         if not hardware.drives_all(branch, ccs):
             good, why = hardware.recommend_branch(ccs)
+            # a GPU the machine names: refused in driver-support's words for it (matrix.gpu_support)
+            for gpu in gpus:
+                said = gpu_support.branch_support(gpu, int(branch))
+                if said is not None and said.code == gpu_support.LEGACY:
+                    gpu_refusal(target, [gpu], branch, None)
+                if said is not None:
+                    raise RecipeError(f"driver branch {branch} does not support this machine's {gpu.label()}: "
+                                      f"{said.why}; {why}",
+                                      [f"envdoctor install driver --version {good['branch']}"] if good else [])
             raise RecipeError(f"driver branch {branch} cannot drive this machine's GPUs (compute capability "
                               f"{', '.join(sorted(set(ccs)))}): {why}",
                               [f"envdoctor install driver --version {good['branch']}"] if good else [])
@@ -365,7 +374,7 @@ def legacy_branch(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[
     return min(found, key=lambda f: int(f[0])) if found else None
 
 
-def gpu_refusal(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[str], flavor: str) -> None:
+def gpu_refusal(target: Target, gpus: List[gpu_support.Gpu], branch: Optional[str], flavor: Optional[str]) -> None:
     """RecipeError when the driver planned (:func:`planned_branch`, with modules of ``flavor``) does not support one
     of ``gpus``, by the rule driver-support judges an installed driver with
     (:func:`envdoctor.matrix.gpu_support.support`) and in its words."""

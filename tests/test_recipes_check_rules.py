@@ -85,6 +85,29 @@ def test_driver_branch_vs_gpu_generation_recipe_and_check_agree(cc):
 
 
 @pytest.mark.parametrize("cc", _ccs())
+def test_pinned_branch_refused_in_the_checks_words_for_a_gpu_nvml_reports(cc):
+    """A GPU NVML reports (its address, name and compute capability) and every branch the recipe knows: where the
+    branch cannot drive it by its architecture, ``install driver --version B`` refuses naming that GPU in the words
+    driver-support's finding uses for it (matrix.gpu_support's reason), and where the branch drives it, neither
+    refuses on the branch."""
+    facts = _facts(**{"gpu.count": 1, "gpu.0.compute_capability": cc, "gpu.0.name": "NVIDIA Test GPU",
+                      "gpu.0.pci_bus_id": "00000000:3B:00.0"})
+    gpu = gpu_support.machine_gpus(facts)[0]
+    for branch in driver_recipe.versions():
+        refused = _refusal(Request("driver", branch, "repo", options={"flavor": "proprietary"}), RHEL, facts)
+        said = gpu_support.branch_support(gpu, int(branch))
+        found = driver_support._judge(Facts(), gpu, "proprietary", "the nvidia module installed for this kernel",
+                                      int(branch), branch + ".00.00")
+        if said is None:
+            assert refused is None or "does not support this machine's" not in refused, (cc, branch, refused)
+            assert not [f for f in found if f.code in (gpu_support.LEGACY, gpu_support.TOO_NEW)], (cc, branch)
+            continue
+        assert refused is not None and f"driver branch {branch} does not support this machine's {gpu.label()}: " \
+            f"{said.why}" in refused, (cc, branch, refused)
+        assert [f.code for f in found] == [said.code] and said.why in found[0].detail, (cc, branch, found)
+
+
+@pytest.mark.parametrize("cc", _ccs())
 def test_open_modules_before_turing_recipe_and_check_agree(cc):
     """flavor=open on every architecture, with a branch that drives it: the recipe refuses the open modules exactly
     where driver-support finds driver.open_modules_unsupported_gpu (both: hardware.open_modules_drive), and
