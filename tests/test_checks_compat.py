@@ -311,8 +311,8 @@ def test_cpu_jaxlib_on_driver_470_suggests_the_cuda_11_wheels_advise_names():
                    ok("python.version", "3.10.12", "python:/usr/bin/python3"), os_facts("ubuntu", "22.04"))),
              "framework.cpu_only_build")
     answer = _advised("jax", "470.82.01", "8.0", "3.10.12")
-    assert (answer.release, answer.variant) == ("<0.4.26,>=0.4.14", "cuda11")
-    assert f.fix.commands == ["pip install 'jax[cuda11_pip]<0.4.26,>=0.4.14' -f "
+    assert (answer.release, answer.variant) == ("<0.4.26,>=0.4.25", "cuda11")  # 0.4.25, JAX's last CUDA 11 wheels
+    assert f.fix.commands == ["pip install 'jax[cuda11_pip]<0.4.26,>=0.4.25' -f "
                               "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"]
     assert f.fix.install == "envdoctor install jax --method pip"
 

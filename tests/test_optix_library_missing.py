@@ -73,3 +73,32 @@ def test_graphics_capability_or_all_is_not_the_cause() -> None:
     doc["environ"]["NVIDIA_DRIVER_CAPABILITIES"] = "all"
     (f,) = _optix(doc)
     assert "NVIDIA_DRIVER_CAPABILITIES" not in f.detail and "libnvidia-gl-535" in f.detail
+
+
+# -- the loader's default directories are the machine's glibc's, by its distribution family --------------------------
+
+
+def test_a_copy_in_usr_lib64_is_not_found_on_ubuntu() -> None:
+    """Ubuntu's glibc searches /lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu, /lib and /usr/lib after the cache
+    (``ld.so --help``, "system search path"), never /usr/lib64: a libnvoptix.so.1 mounted there is not loaded."""
+    doc = corpus_snapshot(CASE)
+    _add_file(doc, "/usr/lib64/libnvoptix.so.1")
+    (f,) = _optix(doc)
+    assert "the loader finds none" in f.title
+
+
+def test_a_copy_in_usr_lib64_is_found_on_a_rhel_family_system() -> None:
+    """The same machine with Rocky Linux 9's os-release: its glibc searches /lib64 and /usr/lib64 by default."""
+    doc = corpus_snapshot(CASE)
+    doc["files"]["/etc/os-release"] = {"text": 'NAME="Rocky Linux"\nVERSION="9.4 (Blue Onyx)"\nID="rocky"\n'
+                                               'ID_LIKE="rhel centos fedora"\nVERSION_ID="9.4"\n'}
+    _add_file(doc, "/usr/lib64/libnvoptix.so.1")
+    assert _optix(doc) == []
+
+
+def test_without_a_known_distribution_every_distributions_directories_count() -> None:
+    doc = corpus_snapshot(CASE)
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        doc["files"].pop(path, None)
+    _add_file(doc, "/usr/lib64/libnvoptix.so.1")
+    assert _optix(doc) == []

@@ -288,9 +288,10 @@ def test_jax_on_driver_470_gets_the_last_cuda_11_wheels_as_advise_says():
     facts = machine_facts("470.82.01", 11040, [[8, 0]])
     answer = advise(AdviseTarget(driver="470.82.01", cc="8.0"), ["jax"]).frameworks[0]
     plan = jax.plan(req("jax"), UBUNTU2204, facts)
-    assert _pip_line(plan).endswith("install jax[cuda11_pip]>=0.4.14,<0.4.26 --find-links "
+    # jax.json's rows follow JAX's own per-tag install guide: 0.4.25's row is that release alone
+    assert _pip_line(plan).endswith("install jax[cuda11_pip]>=0.4.25,<0.4.26 --find-links "
                                     "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html")
-    assert (answer.variant, answer.release) == ("cuda11", "<0.4.26,>=0.4.14")
+    assert (answer.variant, answer.release) == ("cuda11", "<0.4.26,>=0.4.25")
     assert any("newest release this machine runs" in n for n in plan.notes)
     with pytest.raises(RecipeError) as err:  # asking for a CUDA 12 release: the check's verdict on the driver
         _installed(jax, req("jax", "0.6.2"), facts)

@@ -20,6 +20,7 @@ FRAMEWORK = Framework("jax", "JAX", True, "jax", advise=True, recipe="jax", dist
                       cuda_libraries=_PLUGIN_LIB,
                       abi_libraries=(("jaxlib/xla_extension.so", "jaxlib/_jax.so"), _PLUGIN_LIB),  # 0.6: _jax
                       # cuDNN only (XLA opens libcudnn.so.<major>); the rest comes with jaxlib or its plugin's RUNPATH
+                      # (those jax compares with its build at start-up are resolved for that: probes/dlopen.py)
                       dlopens=(),
                       kernel_libraries=(("jax_plugins/xla_cuda13", ("xla_cuda_plugin.so",)),
                                         ("jax_plugins/xla_cuda12", ("xla_cuda_plugin.so",)),

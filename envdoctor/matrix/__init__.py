@@ -41,7 +41,7 @@ VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks",
                      "envdoctor.matrix.kernel", "envdoctor.matrix.nccl_env", "envdoctor.matrix.nccl",
                      "envdoctor.matrix.containers", "envdoctor.matrix.loads", "envdoctor.matrix.floors",
                      "envdoctor.matrix.packages",
-                     "envdoctor.matrix.known_issues", "envdoctor.matrix.numba_paths")
+                     "envdoctor.matrix.known_issues", "envdoctor.matrix.numba_paths", "envdoctor.matrix.jax_cuda")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]

@@ -16,7 +16,9 @@ elsewhere, elsewhere_files, expected: None, shadowed: False}]`` (``elsewhere_fil
 file, without the one the loader takes), and where known ``file_version`` (the file's release, its wheel's for a
 wheel), ``built_cuda`` (the CUDA the build was made with, for the CUDA runtime and NVRTC), ``pinned``,
 ``pinned_version`` and ``not_pinned_copy`` (the copy in an NVIDIA wheel the framework requires, and whether the
-loader takes another).
+loader takes another); ``version_check`` marks a library resolved only because the framework compares its version
+with its build at start-up (jax from 0.4.17: :func:`version_checked`), which the other run-time load checks leave
+alone.
 """
 
 from __future__ import annotations
@@ -234,6 +236,7 @@ def wanted(name: str, value: Dict[str, Any]) -> List[str]:
     if cuda is None:
         return []
     out = [s for s in (soname(lib, cuda) for lib in LOADS.get(name, ())) if s]
+    out += [s for s in (soname(lib, cuda) for lib in version_checked(name, value)) if s and s not in out]
     major = _cudnn_major(name, value) or wheel_cudnn
     if major:
         out.append("libcudnn.so.%s" % major)
@@ -246,6 +249,17 @@ def wanted(name: str, value: Dict[str, Any]) -> List[str]:
             # TF-TRT opens both when it is first used (tf2tensorrt's nvinfer stubs)
             out += ["libnvinfer.so.%s" % trt[0], "libnvinfer_plugin.so.%s" % trt[0]]
     return out
+
+
+def version_checked(name: str, value: Dict[str, Any]) -> List[str]:
+    """The libraries a framework release compares with its build when it starts (jax from 0.4.17: matrix
+    jax_cuda_checks), resolved for that comparison only (``version_check`` in their entries)."""
+    if name != "jax":
+        return []
+    from ..matrix import jax_cuda
+
+    row = jax_cuda.checks_for(value.get("version"))
+    return [str(lib["library"]) for lib in (row or {}).get("libraries", ()) if lib.get("library") in SONAMES]
 
 
 def _is_cuda_build(name: str, value: Dict[str, Any]) -> bool:
@@ -463,6 +477,9 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
         own = caller_runpath + [d for d in own if d not in caller_runpath]
         elsewhere_dirs = _elsewhere_dirs(host, value)
         entries: List[Dict[str, Any]] = []
+        cuda = framework_cuda(name, value)[0]
+        checked = {soname(lib, cuda) for lib in version_checked(name, value)} - {
+            soname(lib, cuda) for lib in LOADS.get(name, ())} if cuda is not None else set()
         for so in sonames:
             res = resolve_soname(host, so, runpath=own, ld_library_path=ldp, cache=cache, rpath=caller_rpath)
             searched = set(ldp) | set(own) | set(caller_rpath)
@@ -488,6 +505,8 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
             built = framework_cuda(name, value)[0] if name == "tensorflow" else None
             if built is not None and built[1] is not None and re.match(r"^lib(cudart|nvrtc)\.so", so):
                 entry["built_cuda"] = "%d.%d" % (built[0], built[1])  # the runtime's version tracks CUDA's
+            if so in checked:
+                entry["version_check"] = True  # resolved for the framework's own version check only
             pinned = pinned_copy(host, value, so)
             if pinned is not None:  # the copy in the NVIDIA wheel the framework's metadata requires
                 entry["pinned"], entry["pinned_version"] = pinned

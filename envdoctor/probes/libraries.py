@@ -25,6 +25,7 @@ from . import ProbeContext, register
 from .cuda import ld_library_path_dirs, upstream_version
 from .loader import (  # noqa: F401 - the loader's answers, used here and by the other probes through this module
     DEFAULT_DIRS,
+    default_dirs,
     ldconfig_argv,
     parse_ldconfig,
     read_ld_cache,
@@ -131,17 +132,18 @@ def _lib_copies(host: Host, stem: str, d: str, found_by: str) -> List[Dict[str, 
     return copies
 
 
-def _rank(copy: Dict[str, Any], ldp: Dict[str, int], cache_paths: Dict[str, int]) -> Tuple[int, int]:
-    """Loader order: LD_LIBRARY_PATH dirs (``ldp``: directory -> its first place), cache order, default dirs,
-    then places the loader never looks."""
+def _rank(copy: Dict[str, Any], ldp: Dict[str, int], cache_paths: Dict[str, int],
+          defaults: Tuple[str, ...] = DEFAULT_DIRS) -> Tuple[int, int]:
+    """Loader order: LD_LIBRARY_PATH dirs (``ldp``: directory -> its first place), cache order, the machine's
+    default dirs (``defaults``), then places the loader never looks."""
     d = posixpath.dirname(copy.get("path") or "")
     if copy.get("kind") == "library":
         if d in ldp:
             return (0, ldp[d])
         if copy["path"] in cache_paths:
             return (1, cache_paths[copy["path"]])
-        if d in DEFAULT_DIRS:
-            return (2, DEFAULT_DIRS.index(d))
+        if d in defaults:
+            return (2, defaults.index(d))
         return (3, 0)
     return (4 if copy.get("kind") == "header" else 5, 0)
 
@@ -183,7 +185,11 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
 
     lib_dirs: List[Tuple[str, str]] = [(d, "LD_LIBRARY_PATH") for d in ldp]
     lib_dirs += [(posixpath.dirname(p), "ldconfig cache") for _, _, p in (cache or [])]
-    lib_dirs += [(d, "default dir") for d in DEFAULT_DIRS] + [(d, "usual dir") for d in EXTRA_DIRS]
+    defaults = host.once("loader_default_dirs", lambda: default_dirs(host))
+    # every distribution's default directories are looked at; those this machine's glibc does not search are
+    # places the loader never looks, like the usual ones
+    lib_dirs += [(d, "default dir") for d in defaults]
+    lib_dirs += [(d, "usual dir") for d in DEFAULT_DIRS if d not in defaults] + [(d, "usual dir") for d in EXTRA_DIRS]
     inc_dirs = list(INCLUDE_DIRS)
     for tk in toolkits:
         if not isinstance(tk, dict) or not tk.get("path"):
@@ -233,7 +239,7 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
                 how = "{} package {} {}".format(p.get("manager", ""), p["name"], p.get("version"))
                 copies.append({"path": None, "version": upstream_version(p.get("version", "")), "kind": "package",
                                "found_by": how})
-        copies.sort(key=lambda c: _rank(c, ldp_order, cache_paths))
+        copies.sort(key=lambda c: _rank(c, ldp_order, cache_paths, defaults))
         facts.append(ok("libraries." + lib, copies, "derived", {"cudnn": "cuDNN copies", "nccl": "NCCL copies",
                                                                 "tensorrt": "TensorRT copies"}[lib]))
         for soname in sorted({c["soname"] for c in copies if c.get("soname")}):

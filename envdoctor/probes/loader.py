@@ -38,12 +38,28 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Se
 from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import ElfResult, Host, normalize_name
+from ..osinfo import family
 from .cuda import ld_library_path_dirs
 
-#: Where glibc looks after the cache: Debian/Ubuntu's multiarch directories and the others distributions use
-#: (Fedora/RHEL /lib64 and /usr/lib64, Arch /usr/lib); a union, since no file tells which glibc build this is.
+#: Where glibc looks after the cache when the distribution is not known: the union of Debian/Ubuntu's multiarch
+#: directories and those other distributions use (Fedora/RHEL /lib64 and /usr/lib64, Arch /usr/lib).
 DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
                 "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+#: Debian's multiarch triplet per machine (``uname -m``).
+MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
+#: glibc's own search path ("system search path") per distribution family on a 64-bit machine, built in when glibc
+#: is compiled (its slibdir and libdir): Debian's glibc packages use the multiarch directories, then /lib and /usr/lib
+#: (``ld.so --help`` of Debian 12's glibc 2.36-9+deb12u14: "/lib/x86_64-linux-gnu (system search path)",
+#: "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"); glibc's default layout for 64-bit x86-64 and AArch64, which
+#: Fedora/RHEL and SUSE keep, is /lib64 then /usr/lib64 (sysdeps/unix/sysv/linux/x86_64/64/configure: slibdir
+#: /lib64, libdir /usr/lib64); Arch builds glibc with slibdir and libdir /usr/lib.
+FAMILY_DIRS = {
+    "debian": lambda triplet: ("/lib/" + triplet, "/usr/lib/" + triplet, "/lib", "/usr/lib"),
+    "rhel": lambda _triplet: ("/lib64", "/usr/lib64"),
+    "suse": lambda _triplet: ("/lib64", "/usr/lib64"),
+    "arch": lambda _triplet: ("/usr/lib",),
+}  # type: Dict[str, Callable[[str], Tuple[str, ...]]]
+OS_RELEASE_LIMIT = 64 * 1024
 LD_SO_CACHE = "/etc/ld.so.cache"
 #: The largest loader cache read (real ones: 30 KiB to a few hundred KiB).
 LD_CACHE_LIMIT = 16 * 1024 * 1024
@@ -191,7 +207,32 @@ def loader_config(host: Host, ld_library_path: Optional[Sequence[str]] = None,
     preload = tuple(p for p in re.split(r"[:\s]", host.getenv("LD_PRELOAD") or "") if p)
     machine = {"x86_64": "x86-64", "aarch64": "AArch64"}.get(host.uname().get("machine", ""), "")
     return LoaderConfig(tuple(ld_library_path), cache, why, host.once("cpu_hwcaps", lambda: cpu_hwcaps(host)),
-                        machine, preload)
+                        machine, preload, host.once("loader_default_dirs", lambda: default_dirs(host)))
+
+
+def _os_release_ids(host: Host) -> Tuple[str, str]:
+    """(ID, ID_LIKE) of the machine's os-release (``/etc/os-release``, else ``/usr/lib/os-release``); empty when
+    neither can be read or names none."""
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        text = host.read_file(path, limit=OS_RELEASE_LIMIT).text
+        if text is None:
+            continue
+        fields = {}
+        for line in text.splitlines():
+            m = re.match(r"^\s*(ID|ID_LIKE)\s*=\s*(.*?)\s*$", line)
+            if m:
+                fields[m.group(1)] = m.group(2).strip("\"'")
+        return fields.get("ID", ""), fields.get("ID_LIKE", "")
+    return "", ""
+
+
+def default_dirs(host: Host) -> Tuple[str, ...]:
+    """The directories the machine's glibc searches after the cache: its distribution family's (Debian's multiarch
+    directories, Fedora/RHEL's and SUSE's lib64, Arch's /usr/lib), from os-release's ID and ID_LIKE and the machine's
+    architecture; the union of them all (:data:`DEFAULT_DIRS`) when the family or the architecture is not known."""
+    triplet = MULTIARCH.get(host.uname().get("machine", ""))
+    dirs = FAMILY_DIRS.get(family(*_os_release_ids(host)))
+    return dirs(triplet) if dirs is not None and triplet is not None else DEFAULT_DIRS
 
 
 # -- one search ---------------------------------------------------------------------------------------------
