@@ -80,6 +80,8 @@ def test_an_older_runtime_wheel_is_named_with_its_upgrade() -> None:
     ("0.4.30", "12.1", False),   # from 0.4.26 jax only requires CUDA >= 12.1 (min_supported_version=12010)
     ("0.4.30", "12.0", True),    # ... and refuses 12.0
     ("0.4.16", "12.1", False),   # before 0.4.17 jaxlib has no cuda_versions: nothing is compared
+    ("0.5.3", "12.0", True),     # 0.5.3 still calls _check_cuda_versions from make_gpu_client
+    ("0.6.0", "12.0", False),    # 0.6.0 defines _check_cuda_versions and calls it nowhere
 ])
 def test_per_release_rules(jax: str, system: str, fires: bool) -> None:
     found = _found(_machine(jax=jax, system=system))
@@ -97,6 +99,10 @@ def test_every_row_quotes_jax_source_at_a_release_tag() -> None:
         {"name": "CUDA", "library": "cudart", "against": "minimum", "minimum": "twelve"}]}]) == [
         "row 0: refuses must be true or false", "row 0: quote must hold JAX's own source text",
         "row 0 library 0: minimum 'twelve' is not a version"]
+    assert jax_cuda.validate([{"jax": ">=1", "refuses": False, "quote": "q", "runs": False, "libraries": [
+        {"name": "CUDA", "library": "cudart", "against": "never"}], "skipped_by": {"variable": "x"}}]) == [
+        "row 0: skipped_by needs the variable's name and JAX's own source text",
+        "row 0: a release that runs no check compares no library"]
 
 
 def test_cudnn_is_left_to_the_cudnn_version_check() -> None:
@@ -106,3 +112,18 @@ def test_cudnn_is_left_to_the_cudnn_version_check() -> None:
     codes = [f.code for f in snapshot_findings(corpus_snapshot("jax0434-cuda12-local-system-cudnn900-needs-911"))
              if f.severity == "error"]
     assert "cudnn.too_old_for_framework" in codes and CODE not in codes
+
+
+def test_jax_skip_cuda_constraints_check_makes_it_a_warning_where_jax_honours_it() -> None:
+    """From 0.4.26 jax skips the comparison when JAX_SKIP_CUDA_CONSTRAINTS_CHECK is set (xla_bridge.py 0.4.26-0.5.3,
+    jax_plugins/cuda 0.6.1 on): jax starts, on the library its check refuses, so the finding stays, as a warning
+    that says why; before 0.4.26 jax reads no such variable and still refuses."""
+    doc = _machine(jax="0.4.30", system="12.0")
+    doc["environ"]["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
+    found = _found(doc)
+    assert found and all(f.severity == "warning" for f in found)
+    assert all("JAX_SKIP_CUDA_CONSTRAINTS_CHECK is set, so jax starts with it unchecked" in f.title for f in found)
+    assert "not at start-up" in found[0].detail
+    old = _machine(system="12.1")
+    old["environ"]["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
+    assert {f.severity for f in _found(old)} == {"error"}

@@ -210,11 +210,22 @@ def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any)
         text="Remove the other copy from the loader's path (its ld.so.conf entry, then sudo ldconfig), or make the "
              "shipped copy win.", commands=["sudo ldconfig"])
     symbols = link.get("missing_symbols")
-    older = _older(got, want) if not isinstance(symbols, list) else bool(symbols)
+    release = link.get("expected_by") == "release"
+    older = _older(got, want) if release or not isinstance(symbols, list) else bool(symbols)
+    if release and via_text != "LD_LIBRARY_PATH":
+        own = posixpath.dirname(str(link.get("expected")))
+        fix = Fix(text="Put %s first on LD_LIBRARY_PATH so every piece of %s comes from one release (or remove the "
+                       "other %s)." % (own, NAMES[comp], NAMES[comp]),
+                  commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % own])
     taken = "%s %sfrom %s (via %s)" % (soname, "%s " % got if got else "", link.get("resolved") or link.get("path"),
                                         via_text)
+    if release:
+        why = ("%s's pieces must all be of one release: the library checks its sub-libraries' version when it opens "
+               "them and fails (CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH, or 'undefined symbol' for a call the other "
+               "release lacks); %s is not on %s's RPATH/RUNPATH, so the loader does not look beside it first" % (
+                   NAMES[comp], link.get("expected"), req))
     if older:
-        why = ("it lacks %s, which %s calls, so loading fails with 'undefined symbol: %s'" % (
+        why = why if release else ("it lacks %s, which %s calls, so loading fails with 'undefined symbol: %s'" % (
                    ", ".join(symbols[:3]) + (" and %d more" % (len(symbols) - 3) if len(symbols) > 3 else ""), req,
                    symbols[0]) if symbols else
                "a CUDA library needs its dependencies of its own minor or newer: this older one lacks symbols %s "
@@ -229,10 +240,12 @@ def _verdict(link: Dict[str, Any], subject: str, optional: bool, cache_why: Any)
         code="linkage.shadowed", severity="warning", components=[comp],
         title="%s loads %s, not the copy it ships at %s%s" % (who, taken, link.get("expected"),
                                                               " (%s)" % want if want else ""),
-        detail="The loader takes it from %s and never reaches the copy beside the library, which then runs with a "
+        detail=("The loader takes it from %s and never reaches the copy beside the library: %s." % (
+            WHY.get(via_text, via_text), why)) if release else (
+               "The loader takes it from %s and never reaches the copy beside the library, which then runs with a "
                "%s library it was not built and tested with (it exports every symbol the library imports of it%s)." % (
                    WHY.get(via_text, via_text), NAMES[comp], "" if isinstance(link.get("missing_symbols"), list)
-                   else ", as far as could be read"),
+                   else ", as far as could be read")),
         source=dict(RULE), fix=fix)
 
 
@@ -268,8 +281,8 @@ def _fw_text(facts: Facts, fw: str) -> str:
 
 def _wheel_to_wheel(link: Dict[str, Any]) -> bool:
     """A wheel library taking another copy of a wheel library it ships with: the nvidia-wheel-links check's."""
-    return bool(link.get("shadowed")) and "/nvidia/" in str(link.get("requester")) and "/nvidia/" in str(
-        link.get("expected"))
+    return bool(link.get("shadowed")) and link.get("expected_by") != "release" and "/nvidia/" in str(
+        link.get("requester")) and "/nvidia/" in str(link.get("expected"))
 
 
 def _member(optional: Any) -> Callable[[Dict[str, Any]], bool]:

@@ -15,6 +15,7 @@ The pins of the frameworks on NVIDIA's CUDA wheels are judged by ``framework.nvi
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -22,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from .. import frameworks, versions
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..matrix import trt_wheels
 from . import CheckContext, CodeDoc, check
 
 PIP_CHECK = {"rule": "every installed distribution's Requires-Dist (markers evaluated for this interpreter, extras "
@@ -54,7 +56,11 @@ def _stack_package(name: str) -> bool:
 
 
 def _judged_elsewhere(facts: Facts, entry: Dict[str, Any]) -> bool:
-    """A framework's pin on an NVIDIA CUDA wheel: framework.nvidia_wheel_mismatch says it, with its meaning."""
+    """A framework's pin on an NVIDIA CUDA wheel: framework.nvidia_wheel_mismatch says it, with its meaning; a
+    TensorRT pip package's pin on another of its family: tensorrt.wheel_version_mismatch says it."""
+    a, b = (trt_wheels.member(re.sub(r"[-_.]+", "-", str(entry.get(k) or "")).lower()) for k in ("package", "name"))
+    if a is not None and b is not None and a.family == b.family:
+        return True
     for fw, field in _NVIDIA_PIN_FIELDS:
         value = facts.mapping("framework." + fw)
         wheels = value.get(field)

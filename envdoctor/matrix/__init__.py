@@ -41,7 +41,8 @@ VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks",
                      "envdoctor.matrix.kernel", "envdoctor.matrix.nccl_env", "envdoctor.matrix.nccl",
                      "envdoctor.matrix.containers", "envdoctor.matrix.loads", "envdoctor.matrix.floors",
                      "envdoctor.matrix.packages",
-                     "envdoctor.matrix.known_issues", "envdoctor.matrix.numba_paths", "envdoctor.matrix.jax_cuda")
+                     "envdoctor.matrix.known_issues", "envdoctor.matrix.numba_paths", "envdoctor.matrix.jax_cuda",
+                     "envdoctor.matrix.trt_wheels")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]
@@ -299,7 +300,8 @@ VENDORS.update({"cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus
                 "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
                 "gpu_chips": "NVIDIA", "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
                 "cdi_engines": "Podman", "triton": "Triton", "numba_cuda_paths": "Numba",
-                "container_compute_libraries": "NVIDIA", "container_gpu_brands": "NVIDIA"})
+                "container_compute_libraries": "NVIDIA", "container_gpu_brands": "NVIDIA",
+                "tensorrt_wheels": "NVIDIA"})
 
 
 def hint_sentence(area: str, row: Row) -> Optional[str]:

@@ -27,7 +27,8 @@ def checks_for(jax_version: Any) -> Optional[Row]:
 
 def validate(rows: List[Row]) -> List[str]:
     """A jax specifier per row, a boolean refuses, a quote, and libraries each with a name, a soname stem and what it
-    is held to: parts (2 or 3) for build and cuda_release, a version minimum for minimum."""
+    is held to: parts (2 or 3) for build and cuda_release, a version minimum for minimum; ``runs`` false (the release
+    defines the check and never calls it: no library), ``skipped_by`` the variable that turns it off."""
     problems: List[str] = []
     for i, row in enumerate(rows):
         where = "row %d" % i
@@ -39,7 +40,17 @@ def validate(rows: List[Row]) -> List[str]:
             problems.append("%s: refuses must be true or false" % where)
         if not isinstance(row.get("quote"), str) or not row["quote"]:
             problems.append("%s: quote must hold JAX's own source text" % where)
+        if "runs" in row and not isinstance(row["runs"], bool):
+            problems.append("%s: runs must be true or false" % where)
+        skip = row.get("skipped_by")
+        if skip is not None and (not isinstance(skip, dict) or not str(skip.get("variable") or "").isupper()
+                                 or not skip.get("quote")):
+            problems.append("%s: skipped_by needs the variable's name and JAX's own source text" % where)
         libs = row.get("libraries")
+        if row.get("runs") is False:
+            if libs:
+                problems.append("%s: a release that runs no check compares no library" % where)
+            continue
         if not isinstance(libs, list) or not libs:
             problems.append("%s: libraries must be a non-empty list" % where)
             continue

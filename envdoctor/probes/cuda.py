@@ -416,6 +416,93 @@ def keep_path_lines(text: str) -> str:
 FILE_PATTERN_FILTERS.append((_PROFILE_SCRIPT, keep_path_lines))
 
 
+# -- pkg-config files a toolkit installs ----------------------------------------------
+
+#: Where pkg-config looks by default on the distributions envdoctor knows (pkg-config's --variable pc_path: Debian
+#: and Ubuntu add the multiarch directories, Fedora and RHEL /usr/lib64/pkgconfig), where NVIDIA's packages put the
+#: toolkit's files (cuda-cudart-dev-X-Y: /usr/lib/pkgconfig/cudart-X.Y.pc), besides <toolkit>/pkgconfig.
+PKGCONFIG_DIRS = ("/usr/local/lib/pkgconfig", "/usr/local/share/pkgconfig", "/usr/lib/x86_64-linux-gnu/pkgconfig",
+                  "/usr/lib/aarch64-linux-gnu/pkgconfig", "/usr/lib64/pkgconfig", "/usr/lib/pkgconfig",
+                  "/usr/share/pkgconfig")
+#: The most .pc files read, and the most of one (NVIDIA's are a few hundred bytes).
+PKGCONFIG_FILES = 256
+PKGCONFIG_LIMIT = 64 * 1024
+#: NVIDIA's files are named <library>-<CUDA major.minor>.pc (cudart-11.0.pc); in a shared directory only those are
+#: read, and kept when they define NVIDIA's ``cudaroot`` variable.
+_PC_VERSIONED = lazyre.compile(r"^[A-Za-z][A-Za-z0-9_+]*-\d+\.\d+\.pc$")
+_PC_VARIABLE = lazyre.compile(r"^\s*([A-Za-z0-9_.]+)\s*=\s*(.*?)\s*$")
+_PC_REFERENCE = lazyre.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+
+
+def pc_variables(text: str, pcfiledir: str) -> Dict[str, Optional[str]]:
+    """The variables of a .pc file, each expanded as pkg-config expands it (``${name}`` by the variables defined
+    before it, ``pcfiledir`` the file's directory, ``pc_sysrootdir`` ``/``, ``$$`` a literal ``$``); None for one
+    that names a variable not defined (pkg-config refuses the file)."""
+    out: Dict[str, Optional[str]] = {}
+    known: Dict[str, Optional[str]] = {"pcfiledir": pcfiledir, "pc_sysrootdir": "/"}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0]
+        m = _PC_VARIABLE.match(line)
+        if not m or ":" in line.split("=", 1)[0]:
+            continue  # a keyword line (Libs: ...) or no assignment
+        name, raw = m.group(1), m.group(2).replace("$$", "\0")
+        bad = [r for r in _PC_REFERENCE.findall(raw) if known.get(r) is None]
+        value = None if bad else _PC_REFERENCE.sub(lambda r: str(known[r.group(1)]), raw).replace("\0", "$")
+        out[name] = known[name] = value
+    return out
+
+
+def pkgconfig_files(host: Host, toolkits: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Every pkg-config file a CUDA toolkit installed (``<toolkit>/pkgconfig/*.pc``; NVIDIA's ``<lib>-X.Y.pc``
+    defining ``cudaroot`` in pkg-config's directories and those of PKG_CONFIG_PATH), with each variable whose
+    value, expanded, is an absolute path, and those of them that name nothing on the machine."""
+    places: List[Tuple[str, Optional[str]]] = []
+    for tk in toolkits:
+        if tk.get("kind") != "conda" and tk.get("path"):
+            places.append((posixpath.join(str(tk["path"]), "pkgconfig"), str(tk["path"])))
+    env_dirs = [d for d in (host.getenv("PKG_CONFIG_PATH") or "").split(":") if d.startswith("/")]
+    places += [(d, None) for d in env_dirs + list(PKGCONFIG_DIRS)]
+    out: List[Dict[str, Any]] = []
+    seen: Set[str] = set()
+    for directory, toolkit in places:
+        for name in sorted(host.list_dir(directory).names()):
+            if not name.endswith(".pc") or (toolkit is None and not _PC_VERSIONED.match(name)):
+                continue
+            path = posixpath.join(directory, name)
+            real = host.resolve(path)
+            if real in seen or len(seen) >= PKGCONFIG_FILES:
+                continue
+            seen.add(real)
+            text = host.read_text(path, PKGCONFIG_LIMIT)
+            if text is None:
+                continue
+            variables = pc_variables(text, directory)
+            if toolkit is None and not variables.get("cudaroot"):
+                continue  # another project's file
+            paths = {k: v for k, v in variables.items() if v and v.startswith("/") and " " not in v}
+            missing = [k for k, v in sorted(paths.items()) if not (host.is_dir(v) or host.exists(v))]
+            entry: Dict[str, Any] = {"file": path, "toolkit": toolkit, "paths": paths, "missing": missing}
+            instead = {k: d for k, d in ((k, _pc_instead(host, paths, k)) for k in missing) if d}
+            if instead:
+                entry["instead"] = instead
+            out.append(entry)
+    return out
+
+
+def _pc_instead(host: Host, paths: Dict[str, str], var: str) -> Optional[str]:
+    """The directory of the toolkit that holds what a missing path under ``cudaroot`` means: the same tail under
+    ``${cudaroot}/targets`` (where NVIDIA's toolkits keep each target's lib and include), else ``lib64`` or
+    ``include`` at the root, when it exists."""
+    root = (paths.get("cudaroot") or "").rstrip("/")
+    value = paths.get(var) or ""
+    if not root or var == "cudaroot" or not value.startswith(root + "/"):
+        return None
+    tail = value[len(root) + 1:]
+    candidates = [] if tail.startswith("targets/") else [posixpath.join(root, "targets", tail)]
+    candidates += [posixpath.join(root, {"lib": "lib64"}.get(posixpath.basename(tail), posixpath.basename(tail)))]
+    return next((c for c in candidates if c != value and host.is_dir(c)), None)
+
+
 def _login_path_toolkits(host: Host) -> Fact:
     """cuda.login_path_toolkits: the CUDA toolkits whose bin directory (one holding nvcc) a login script puts on PATH,
     each with whether this session's PATH has it."""
@@ -579,6 +666,7 @@ def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(ok("cuda.pip_wheels", pip_cuda_wheels(host), wheels_src, "pip CUDA wheels"))
 
     facts.append(ok("cuda.toolkits", toolkits, "derived", "CUDA toolkits"))
+    facts.append(ok("cuda.pkgconfig", pkgconfig_files(host, toolkits), "derived", "CUDA pkg-config files"))
     compat = [dict(c, toolkit=t["path"]) for t in toolkits for c in t.get("compat", [])]
     facts.append(ok("cuda.forward_compat", compat, "derived", "Forward-compatibility libcuda"))
 

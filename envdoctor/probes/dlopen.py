@@ -39,14 +39,20 @@ from .loader import missing_symbols, own_search_paths, wheel_version
 
 #: Library -> soname suffix by CUDA release: NVIDIA's sonames (the file names of each CUDA toolkit's lib64 and of
 #: the nvidia-*-cuXX wheels: libcudart.so.11.0 for every 11.x, libcublas.so.12, libcufft.so.11 in 12.x ...).
-#: Keys are "major" or "major.minor" (the more specific wins).
+#: Keys are "major" or "major.minor" (the more specific wins).  A framework that opens a math library by the
+#: major of the copy its build saw opens that toolkit's soname: TensorFlow's ``third_party/gpus/find_cuda_config.py``
+#: (v2.4.0 .. v2.11) takes cuBLAS, cuSOLVER, cuRAND, cuFFT and cuSPARSE's sonames from CUDA 11's own headers
+#: (``CUSOLVER_VER_MAJOR`` of ``cusolver_common.h`` ...), and ``dso_loader.cc`` opens ``lib<name>.so.<that major>``.
+#: CUDA 11.0 ships cuSOLVER 10.6 (``lib64/libcusolver.so.10.6.0.245``, soname ``libcusolver.so.10``); 11.1 and
+#: later ship cuSOLVER 11 (``libcusolver.so.11``), so a build made with 11.0 (TensorFlow 2.4) opens
+#: ``libcusolver.so.10``, which no later 11.x toolkit has.
 SONAMES: Dict[str, Dict[str, str]] = {
     "cudart": {"10.0": "10.0", "10.1": "10.1", "10.2": "10.2", "11": "11.0", "12": "12", "13": "13"},
     "cublas": {"10.0": "10.0", "10": "10", "11": "11", "12": "12", "13": "13"},
     "cublasLt": {"10.1": "10", "10.2": "10", "11": "11", "12": "12", "13": "13"},
     "cufft": {"10.0": "10.0", "10": "10", "11": "10", "12": "11", "13": "12"},
     "curand": {"10.0": "10.0", "10": "10", "11": "10", "12": "10", "13": "10"},
-    "cusolver": {"10.0": "10.0", "10": "10", "11": "11", "12": "11", "13": "12"},
+    "cusolver": {"10.0": "10.0", "10": "10", "11.0": "10", "11": "11", "12": "11", "13": "12"},
     "cusparse": {"10.0": "10.0", "10": "10", "11": "11", "12": "12", "13": "12"},
     "nvrtc": {"10.0": "10.0", "10.1": "10.1", "10.2": "10.2", "11.0": "11.0", "11.1": "11.1", "11": "11.2",
               "12": "12", "13": "13"},

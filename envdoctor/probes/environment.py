@@ -60,6 +60,10 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
     if "TORCH_CUDA_ARCH_LIST" in env:
         facts.append(ok("env.torch_cuda_arch_list", env["TORCH_CUDA_ARCH_LIST"], "env:TORCH_CUDA_ARCH_LIST",
                         "TORCH_CUDA_ARCH_LIST"))
+    if env.get("JAX_SKIP_CUDA_CONSTRAINTS_CHECK"):
+        # set (to anything non-empty): jax starts its CUDA backend without comparing the libraries it loads
+        facts.append(ok("env.jax_skip_cuda_constraints_check", env["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"],
+                        "env:JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "JAX_SKIP_CUDA_CONSTRAINTS_CHECK"))
     ldp = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
     if ldp:
         # the directories as the loader reaches them: /usr/local/cuda/compat is /usr/local/cuda-12.9/compat

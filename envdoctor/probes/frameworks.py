@@ -687,7 +687,9 @@ def paddle_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
 
 _CUPY = lazyre.compile(r"^cupy(?:-cuda(?P<cuda>\d+x|\d+))?$")
 _MXNET = lazyre.compile(r"^mxnet(?:-cu(?P<cuda>\d+))?(?P<flavor>mkl)?$")
-_TRT = lazyre.compile(r"^tensorrt(?:-cu(?P<cuda>\d+))?(?:[-_](?:libs|bindings))?$")
+#: TensorRT's pip packages: the metapackage, the runtime of a CUDA major and its parts, of the full runtime and of
+#: the lean and dispatch runtimes (``matrix/data/tensorrt_wheels.json``)
+_TRT = lazyre.compile(r"^tensorrt(?:-(?:lean|dispatch))?(?:-cu(?P<cuda>\d+))?(?:[-_](?:libs|bindings))?$")
 
 
 def _cuda_from_suffix(s: str) -> str:

@@ -568,7 +568,7 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
             c = loader.cuda_closure(host, config, roots, only_cuda=True)
             links = [{k: v for k, v in link.items() if k in (
                 "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain",
-                "expected", "expected_version", "shadowed", "elsewhere", "other_majors")}
+                "expected", "expected_version", "expected_by", "shadowed", "elsewhere", "other_majors")}
                 for link in c["links"] if link.get("via") != "loaded"]
             out.append({"package": owner.key, "version": owner.version, "roots": roots, "links": links,
                         "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": site})
@@ -599,7 +599,7 @@ def conda_package_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
         c = loader.cuda_closure(host, config, roots, only_cuda=True)
         links = [{k: v for k, v in link.items() if k in (
             "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain",
-            "expected", "expected_version", "shadowed", "elsewhere", "other_majors")}
+            "expected", "expected_version", "expected_by", "shadowed", "elsewhere", "other_majors")}
             for link in c["links"] if link.get("via") != "loaded"]
         out.append({"package": package, "version": version, "roots": roots, "links": links,
                     "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": prefix})
@@ -634,7 +634,7 @@ def closure_fact(host: Host, name: str, value: Mapping[str, Any], main_path: str
             continue  # linkage.<name>
         links.append({k: v for k, v in link.items() if k in (
             "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain", "expected",
-            "expected_version", "shadowed", "elsewhere", "other_majors")})
+            "expected_version", "expected_by", "shadowed", "elsewhere", "other_majors")})
     if not links and not c["unread"]:
         return None
     return ok("linkage.%s.closure" % name, {"roots": roots, "optional": optional, "links": links,

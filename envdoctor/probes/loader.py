@@ -739,6 +739,29 @@ def missing_symbols(host: Host, requester: str, taken: str) -> Optional[List[str
     return [m[0] for m in res.missing] if res.ok else None
 
 
+#: The libraries whose pieces must all come from one release, by component: cuDNN's shim (libcudnn.so) and the
+#: sub-libraries it and libcudnn_graph open by soname (cuDNN 8: cudnn_ops_infer ...; cuDNN 9: cudnn_graph, cudnn_ops,
+#: cudnn_engines_* ...) check each other's version when loaded, and a piece of another release fails with
+#: CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH or "undefined symbol" (cuDNN's API reference, cudnnStatus_t).
+ONE_RELEASE = ("cudnn",)
+
+
+def same_release_copy(host: Host, requester: str, soname: str) -> Optional[str]:
+    """The copy of ``soname`` that ``requester``'s own release ships beside it (the same directory), when both are
+    pieces of a library that must be of one release (:data:`ONE_RELEASE`) and the requester's RPATH/RUNPATH does
+    not name it: a cuDNN shim without RUNPATH (cuDNN 8's sub-libraries, the aarch64 cuDNN 9 wheels before
+    pytorch/builder#1859) still ships its sub-libraries beside itself, and a copy of another release that the loader
+    finds first (LD_LIBRARY_PATH, the ld.so cache) is mixed into it."""
+    base = posixpath.basename(soname)
+    comp = component(base)
+    if comp not in ONE_RELEASE or component(posixpath.basename(requester)) != comp:
+        return None
+    if stem_and_major(base)[1] != stem_and_major(posixpath.basename(host.resolve(requester)))[1]:
+        return None
+    sibling = posixpath.join(posixpath.dirname(requester), base)
+    return sibling if host.exists(sibling) else None
+
+
 def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: Optional[str] = None,
                  dirs: Optional[Sequence[str]] = None, only_cuda: bool = False) -> Dict[str, Any]:
     """The CUDA libraries ``roots`` load, transitively (NEEDED and what each object names for dlopen), each link
@@ -762,6 +785,10 @@ def cuda_closure(host: Host, config: LoaderConfig, roots: Sequence[str], main: O
         if out.get("path"):
             out["version"] = out.get("version") if "." in str(out.get("version") or "") else (
                 wheel_version(host, out.get("resolved") or out.get("path")) or out.get("version"))
+        if not out.get("expected") and out.get("path") and req is not None:
+            sibling = same_release_copy(host, str(req["path"]), soname)
+            if sibling:
+                out["expected"], out["expected_by"] = sibling, "release"
         if out.get("expected"):
             exp_real = host.resolve(out["expected"])
             out["expected_version"] = version_from_name(posixpath.basename(exp_real)) if "." in str(

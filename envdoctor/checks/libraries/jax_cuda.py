@@ -70,7 +70,8 @@ CODES = (CodeDoc(
                       "https://github.com/jax-ml/jax/blob/jax-v0.4.17/jax/_src/xla_bridge.py"))),)
 
 
-@check("jax.cuda-versions", requires=("framework.jax", "linkage.jax.dlopen"), reads=(), layers=("libraries",),
+@check("jax.cuda-versions", requires=("framework.jax", "linkage.jax.dlopen"),
+       reads=("env.jax_skip_cuda_constraints_check",), layers=("libraries",),
        codes=CODES)
 def jax_cuda_versions(ctx: CheckContext) -> Iterable[Finding]:
     """Each CUDA library jax compares at start-up, as the loader resolves it, against jax's bound for it."""
@@ -82,8 +83,8 @@ def _judge(facts: Facts) -> Iterable[Finding]:
     if jax.get("build") != "cuda":
         return
     row = jax_cuda.checks_for(jax.get("version"))
-    if row is None:
-        return  # before 0.4.17 jax compares nothing itself
+    if row is None or row.get("runs") is False:
+        return  # before 0.4.17 (and in 0.6.0) jax compares nothing itself
     entries: List[Dict[str, Any]] = [e for e in facts.items("linkage.jax.dlopen") if isinstance(e, dict)]
     for lib in row["libraries"]:
         bound = _bound(lib, jax)
@@ -119,15 +120,22 @@ def _finding(facts: Facts, jax: Dict[str, Any], row: Dict[str, Any], lib: Dict[s
     else:
         fix = Fix(text="Install %s %s or newer where the loader finds it first (the %s wheel, or the CUDA toolkit's "
                        "lib64), or a jax release built for the CUDA you have." % (name, bound, wheel or name))
+    skip = row.get("skipped_by") or {}
+    skipped = bool(skip) and bool(facts.value("env.jax_skip_cuda_constraints_check"))
     return Finding(
-        code=CODE, severity="error" if row["refuses"] else "warning", components=["jax", "cuda"],
-        title="%s loads %s %s from %s (via %s), older than %s" % (
+        code=CODE, severity="error" if row["refuses"] and not skipped else "warning", components=["jax", "cuda"],
+        title="%s loads %s %s from %s (via %s), older than %s%s" % (
             _fw_version(facts, "jax"), e.get("soname"), e.get("file_version"), e.get("resolved") or e.get("path"),
-            e.get("via"), need),
+            e.get("via"), need, "; %s is set, so jax starts with it unchecked" % skip.get("variable") if skipped
+            else ""),
         detail="When its CUDA backend starts, jax compares the %s it loaded with %s and refuses an older one "
-               "('Outdated %s installation found'); jax then runs on the CPU only. The loader takes %s through "
+               "('Outdated %s installation found'); jax then runs on the CPU only.%s The loader takes %s through "
                "%s.%s" % (
-                   name, need, name, e.get("soname"), _why(e.get("via")),
+                   name, need, name,
+                   (" With %s set jax skips that comparison and starts on the older library its check exists to "
+                    "refuse: what goes wrong then shows in the operations that use it, not at start-up."
+                    % skip.get("variable")) if skipped else "",
+                   e.get("soname"), _why(e.get("via")),
                    (" Copies not searched: %s." % ", ".join(str(p) for p in e.get("elsewhere_files") or []))
                    if e.get("elsewhere_files") else ""),
         evidence=_evidence(facts, "framework.jax", "linkage.jax.dlopen", "cuda.ld_library_path"),

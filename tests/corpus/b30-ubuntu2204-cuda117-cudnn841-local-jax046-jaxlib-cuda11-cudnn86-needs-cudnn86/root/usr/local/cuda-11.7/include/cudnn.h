@@ -1,0 +1,1 @@
+#include "cudnn_version.h"
