@@ -153,13 +153,16 @@ def target_from_facts(facts: Facts) -> Target:
     if key:
         origin["driver"] = key
     cc = gpu = None
+    cc_version = None  # type: Optional[Version]
     ccs: List[str] = []
     count = facts.count("gpu.count", MAX_GPUS)
     for i in range(count or 0):
         c = facts.value(f"gpu.{i}.compute_capability")
-        if isinstance(c, str) and matrix.parse_version(c) is not None:
+        version = matrix.parse_version(c)  # made once per distinct text: every GPU of a board has the same few
+        if version is not None:
             ccs.append(c)
-            if cc is None or Version(c) < Version(cc):
+            if cc_version is None or version < cc_version:
+                cc_version = version
                 cc, gpu, origin["cc"] = c, facts.value(f"gpu.{i}.name"), f"gpu.{i}.compute_capability"
     if gpu:
         origin["gpu"] = origin["cc"].rsplit(".", 1)[0] + ".name"

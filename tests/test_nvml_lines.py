@@ -84,12 +84,16 @@ def test_every_streamed_line_is_its_encoded_document_and_reads_back_as_the_answe
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout)
     out, lines = got["out"], got["lines"]
-    texts = [line for line in lines if isinstance(line, str)]
-    assert len(texts) > 0.9 * len(lines)  # the usual lines come as text
+    # the usual lines come as text, an answer's with the next question's (one emit for both)
+    texts = [line for piece in lines if isinstance(piece, str) for line in piece.splitlines(True)]
+    assert len(texts) > 0.9 * sum(1 if isinstance(piece, dict) else piece.count("\n") for piece in lines)
+    assert all(piece.endswith("\n") for piece in lines if isinstance(piece, str))
     values = {json.dumps(v, sort_keys=True) for k, v in out.items() if k.startswith("pair.")}
     assert len(values) > 10  # values and error codes, mixed
     for line in texts:
         assert line == whole(json.loads(line))
+    # each emit but the last ends with a question (or is a document): an answer is out before the next NVML call
+    assert all(isinstance(piece, dict) or piece.splitlines()[-1].startswith('{"ask": ') for piece in lines[:-1])
     stream = "".join(line if isinstance(line, str) else whole(line) for line in lines)
     data, asking, done = nvml_worker.parse_stream(stream)
     assert done and asking == "shutdown"  # nvmlShutdown: asked, never answered

@@ -28,11 +28,13 @@ top-level key ``incomplete``: ``{"call": KEY, "reason": "timed_out" | "starved" 
 
 Each line is ``json.dumps(doc, sort_keys=True)``; the usual ones (every ask, an answer of one plain value or one
 error code, a pair's answer) are handed to ``emit`` as that text already (:func:`ask_line`, :func:`answer_line`),
-the others as the document.
+an answer's line together with the next question's in one call (both are out before the next NVML call), the
+others as the document.
 """
 
 import json
 import math
+import operator
 import sys
 from json.encoder import encode_basestring_ascii as _quote  # what json.dumps quotes a string with
 
@@ -333,21 +335,31 @@ def collect(emit=None):
 
     out = {}
 
+    # An answer's line is held until the next question's (or the end's) and handed to ``emit`` with it, one call
+    # for both: a line per question and per answer as before, and every answer streamed before the next NVML call.
+    held = [""]
+
     def tell(doc):
         if emit is not None:
+            if held[0]:
+                emit(held[0])
+                held[0] = ""
             emit(doc)
 
     def tell_ask(key):
         if emit is not None:
-            emit(ask_line(key))
+            emit(held[0] + ask_line(key) if held[0] else ask_line(key))
+            held[0] = ""
 
     def tell_answer(key, answer, text=None):
         """``answer`` streamed; ``text``: its JSON text, when the caller has it already."""
         if emit is not None:
-            if text is not None:
-                emit('{"answer": %s, "key": %s}\n' % (text, _quote(key)))
+            line = '{"answer": %s, "key": %s}\n' % (text, _quote(key)) if text is not None else \
+                answer_line(key, answer)
+            if line is not None:
+                held[0] += line
             else:
-                emit(answer_line(key, answer) or {"key": key, "answer": answer})
+                tell({"key": key, "answer": answer})
 
     def ask(key, fn, *args):
         tell_ask(key)
@@ -396,6 +408,15 @@ def collect(emit=None):
                     raise
         raise AttributeError("no NVML call to ask")  # names is never empty
 
+    try:
+        return _ask_all(out, ask, call, tell, tell_ask, tell_answer, first_of, mig_devices, pynvml, error_names)
+    finally:
+        if held[0] and emit is not None:
+            emit(held[0])  # a question left unanswered by an exception: the answers before it
+
+
+def _ask_all(out, ask, call, tell, tell_ask, tell_answer, first_of, mig_devices, pynvml, error_names):
+    """:func:`collect`'s questions, in order."""
     ask("init", call, "nvmlInit")
     if "error" in out["init"]:
         tell({"done": True})
@@ -525,6 +546,10 @@ _P2P_SORTED = tuple(sorted(name for name, _ in P2P_CAPS))
 #: A pair's answer (:func:`_topology`) as json.dumps(sort_keys=True) writes it, from the texts of its answers by name.
 _PAIR_ANSWER = '{"value": {"ancestor": %%(ancestor)s, "p2p": {%s}}}' % ", ".join(
     '"%s": %%(%s)s' % (name, name) for name in _P2P_SORTED)
+#: The same from the texts of its answers in order: the common ancestor's, then the P2P statuses' in the order of
+#: :data:`_P2P_SORTED`; :data:`_IN_TEXT_ORDER` puts a list of them in P2P_CAPS' order (ancestor first) in that order.
+_PAIR_TEXTS = _PAIR_ANSWER % dict({"ancestor": "%s"}, **{name: "%s" for name in _P2P_SORTED})
+_IN_TEXT_ORDER = operator.itemgetter(0, *[1 + [name for name, _ in P2P_CAPS].index(name) for name in _P2P_SORTED])
 #: NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_ARGUMENT_VERSION_MISMATCH (nvml.h).
 INVALID_ARGUMENT_CODE = 2
 NOT_SUPPORTED_CODE = 3
@@ -663,24 +688,34 @@ def _topology(handles, ask, call, pynvml, error_names, results, tell_ask, tell_a
             return {"value": uint.value}
         return {"error": error_names.get(ret, "NVML_ERROR_%s" % ret), "code": ret}
 
-    def answered(ret):
-        """``status(ret)`` and its JSON text (:func:`_status_text`), made together."""
-        if ret == 0:
-            value = uint.value
-            return {"value": value}, '{"value": %d}' % value
+    failed = {}  # an error code's answer text, made once per code
+
+    def failure(ret):
+        """The answer and its JSON text for a call that returned error code ``ret``."""
+        text = failed.get(ret)
         name = error_names.get(ret, "NVML_ERROR_%s" % ret)
-        return {"error": name, "code": ret}, '{"code": %d, "error": %s}' % (ret, _quote(name))
+        if text is None:
+            text = failed[ret] = '{"code": %d, "error": %s}' % (ret, _quote(name))
+        return {"error": name, "code": ret}, text
 
     def pair_with_text(a, b, level):
-        """``pair(a, b, level)`` and its answer's JSON text, through the binding's entry points (both present)."""
+        """``pair(a, b, level)`` and its answer's JSON text, through the binding's entry points (both present),
+        the text from one template (:data:`_PAIR_TEXTS`)."""
         if level is not None:
             ancestor, text = {"value": level}, '{"value": %d}' % level
         else:
-            ancestor, text = answered(ancestor_fn(a, b, uint_ref))
-        p2p, texts = {}, {"ancestor": text}
+            ret = ancestor_fn(a, b, uint_ref)
+            ancestor, text = ({"value": uint.value}, '{"value": %d}' % uint.value) if ret == 0 else failure(ret)
+        p2p, texts = {}, [text]
         for name, index in P2P_CAPS:
-            p2p[name], texts[name] = answered(p2p_fn(a, b, index, uint_ref))
-        return {"ancestor": ancestor, "p2p": p2p}, _PAIR_ANSWER % texts
+            ret = p2p_fn(a, b, index, uint_ref)
+            if ret == 0:
+                p2p[name] = {"value": uint.value}
+                texts.append('{"value": %d}' % uint.value)
+            else:
+                p2p[name], text = failure(ret)
+                texts.append(text)
+        return {"ancestor": ancestor, "p2p": p2p}, _PAIR_TEXTS % _IN_TEXT_ORDER(texts)
 
     def pair(a, b, level):
         if level is not None:

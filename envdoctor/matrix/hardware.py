@@ -643,6 +643,13 @@ def gpu_product(name: str) -> Optional[Row]:
     """
     if not isinstance(name, str):
         return None
+    return _product_of(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _product_of(name: str) -> Optional[Row]:
+    """:func:`gpu_product` of a name, matched against the table once per distinct name: every GPU of a board, in
+    several checks, asks for its model's row (a 64-GPU board: 64 walks of the table for one name)."""
     tokens = _tokens(name)
     best = None  # type: Optional[Tuple[int, Row]]
     for row in load("gpus"):
@@ -654,6 +661,9 @@ def gpu_product(name: str) -> Optional[Row]:
                 if best is None or len(wanted) > best[0]:
                     best = (len(wanted), row)
     return best[1] if best is not None else None
+
+
+DERIVED_CACHES.append(_product_of.cache_clear)
 
 
 # ---------------------------------------------------------------- validators

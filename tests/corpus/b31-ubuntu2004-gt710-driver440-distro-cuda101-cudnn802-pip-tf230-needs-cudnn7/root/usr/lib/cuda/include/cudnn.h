@@ -1,0 +1,2 @@
+/* cudnn : Neural Networks Library */
+#include "cudnn_version.h"

@@ -1,0 +1,5 @@
+#define NCCL_MAJOR 2
+#define NCCL_MINOR 1
+#define NCCL_PATCH 15
+#define NCCL_SUFFIX ""
+#define NCCL_VERSION_CODE 2115

@@ -1,0 +1,5 @@
+#define NCCL_MAJOR 2
+#define NCCL_MINOR 9
+#define NCCL_PATCH 8
+#define NCCL_SUFFIX ""
+#define NCCL_VERSION_CODE 2908

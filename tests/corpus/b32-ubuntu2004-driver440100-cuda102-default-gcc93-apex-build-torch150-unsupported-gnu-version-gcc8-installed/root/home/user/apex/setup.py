@@ -1,0 +1,1 @@
+# NVIDIA/apex checkout (build failed)
