@@ -3,7 +3,9 @@
 Fact ``python.gpu_packages`` = ``[{package, version, location, metadata}]``: each installed distribution that
 ``matrix/data/package_arch.json`` has rows for (bitsandbytes, flash-attn), and DeepSpeed, with its version as its
 metadata directory names it (``flash_attn-2.3.3.dist-info``), in the order the interpreter finds them. Absent when
-none is installed. The check ``compat.package-arch`` judges them against the GPUs.
+none is installed. The check ``compat.package-arch`` judges them against the GPUs; the products
+``known_issues.json`` has rows for that install as a distribution of their own (NVIDIA DALI's ``nvidia-dali-cuda120``)
+are listed too, and the check ``dali-known-issues`` judges their release.
 
 DeepSpeed's entry carries ``build``: what its own build record says. DeepSpeed's setup.py writes
 ``deepspeed/git_version_info_installed.py`` into every build, with ``installed_ops`` (the C++/CUDA ops compiled into
@@ -27,7 +29,7 @@ import posixpath
 from typing import Any, Dict, Iterable, List
 
 from ..facts import Fact, ok
-from ..matrix import loads, packages
+from ..matrix import known_issues, loads, packages
 from . import ProbeContext, loader, register
 from .frameworks import read_literals
 
@@ -81,7 +83,7 @@ def probe_gpu_packages(ctx: ProbeContext) -> Iterable[Fact]:
     found: List[Dict[str, Any]] = []
     seen = set()
     for dist in ctx.host.distributions():
-        if dist.key in wanted and dist.key not in seen:
+        if (dist.key in wanted or known_issues.product_of_distribution(dist.key)) and dist.key not in seen:
             seen.add(dist.key)  # the first one on sys.path is the one imported
             entry: Dict[str, Any] = {"package": dist.key, "version": dist.version, "location": dist.location,
                                      "metadata": dist.metadata_dir}

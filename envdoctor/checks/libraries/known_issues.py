@@ -1,8 +1,10 @@
-"""The NCCL and cuDNN a job loads against the defects their release notes name (``known_issues.json``).
+"""The NCCL and cuDNN a job loads, and the DALI installed, against the defects their release notes name
+(``known_issues.json``).
 
 A row bites when the loaded release is in its range (``first_affected`` up to ``fixed_in``) and the machine
 shows its condition: GPUs of several models in the node, an RDMA NIC sharing a PCIe switch with exactly one GPU,
-NVLinks partly down, a named GPU model, an old driver beside an RDMA NIC. A workaround variable the row names,
+NVLinks partly down, a named GPU model, an old driver beside an RDMA NIC. DALI's rows name a defect of one of its operators, said whenever an affected release is
+installed (condition ``installed``) or on a machine with several GPUs. A workaround variable the row names,
 set in the environment or NCCL's configuration files, silences it; a condition the facts rule out gives nothing.
 """
 
@@ -60,6 +62,13 @@ def condition(facts: Facts, cond: Dict[str, Any]) -> Tuple[Optional[bool], str, 
     if kind == "gpu_models_mixed":
         names = _gpu_names(facts)
         return len(names) > 1, "GPU models in this node: %s" % ", ".join(names), ["gpu.0.name"]
+    if kind == "installed":
+        return True, "", []
+    if kind == "several_gpus":
+        names = [f.value for f in facts.named("gpu.", "name") if f.known]
+        count = facts.value("gpu.count")
+        n = count if isinstance(count, int) else len(names)
+        return n > 1, "%d GPUs in this machine" % n, ["gpu.count"]
     if kind == "gpu_model":
         names = _gpu_names(facts)
         hit = [n for n in names for m in cond.get("models") or [] if m.lower() in n.lower().replace("-", " ").split()]
@@ -175,3 +184,78 @@ def cudnn_known_issues(ctx: CheckContext) -> Iterable[Finding]:
     copies = [dict(c, key=c["keys"][0]) for c in _cudnn_in_use(facts) if c.get("keys")]
     if copies:
         yield from _judge(facts, "cudnn", copies, "cudnn.known_bad_release")
+
+
+DALI_NOTES = "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/index.html"
+
+
+def _dali_installed(facts: Facts) -> List[Dict[str, Any]]:
+    """Each installed DALI distribution (``python.gpu_packages``): {package, version}."""
+    from ...matrix import known_issues
+
+    fact = facts.get("python.gpu_packages")
+    if fact is None or not fact.known or not isinstance(fact.value, list):
+        return []
+    return [e for e in fact.value if isinstance(e, dict)
+            and known_issues.product_of_distribution(str(e.get("package") or "")) == "dali"]
+
+
+@check("dali-known-issues", requires=("python.gpu_packages",), reads=("gpu.*", "gpu.*.*"),
+       layers=("python",), codes=(
+    CodeDoc("dali.known_broken_release", "warning",
+            "The installed NVIDIA DALI is a release with defects that DALI fixed in later releases, as its release "
+            "notes (Fixed Issues) or its tracker name them: fn.experimental.decoders.video returning wrong frames "
+            "for higher-resolution videos (1.19 to 1.25), the GPU video decoder failing with several GPUs (before "
+            "1.21), crashes of the numpy readers and memory leaks of the image decoder; information when every "
+            "defect is a minor one.",
+            "python.gpu_packages, gpu.count",
+            "The named operator returns wrong data, crashes or leaks memory when the pipeline uses it.",
+            "known_issues.json (DALI's release notes per release); " + DALI_NOTES),
+))
+def dali_known_issues(ctx: CheckContext) -> Iterable[Finding]:
+    from ...matrix import known_issues
+
+    facts = ctx.facts
+    rows = known_issues.rows("dali")
+    for entry in _dali_installed(facts):
+        name, version = str(entry.get("package")), str(entry.get("version") or "")
+        hits: List[Tuple[Dict[str, Any], str, List[str]]] = []
+        for row in rows:
+            if not known_issues.affects(row, version):
+                continue
+            holds, shows, keys = condition(facts, row["condition"])
+            if holds is False:
+                continue
+            hits.append((row, shows, keys))
+        if not hits:
+            continue
+        severity = "warning" if any(r["severity"] == "warning" for r, _, _ in hits) else "info"
+        newest = max((r["fixed_in"] for r, _, _ in hits), key=versions.parse)
+        serious = [r for r, _, _ in hits if r["severity"] == severity]
+        if len(hits) == 1:
+            title = "%s %s has a defect DALI fixed in %s: %s" % (name, version, newest, hits[0][0]["symptom"])
+        else:
+            title = "%s %s has %d defects DALI fixed in later releases (the last in %s), among them: %s" % (
+                name, version, len(hits), newest, serious[-1]["symptom"])
+        lines = []
+        for row, shows, _ in hits:
+            lo = row.get("first_affected")
+            lines.append("%s (%s; fixed in %s%s%s)" % (
+                row["symptom"], "affected from %s" % lo if lo
+                else "the notes name no first affected release", row["fixed_in"], "; on this machine: " + shows if shows else "",
+                "; the fixed release is the one DALI's tracker names, not confirmed in its release notes"
+                if not row["source"].get("verified") else ""))
+        keys = sorted({k for _, _, ks in hits for k in ks})
+        local = versions.parse(version)
+        dev = local is not None and (local.is_devrelease or local.local is not None)
+        yield Finding(
+            code="dali.known_broken_release", severity=severity, components=["python"],
+            title=title,
+            detail="The installed DALI (%s %s) is a release with defects that later releases fix: %s. Each bites "
+                   "only a pipeline that uses the operator named." % (name, version, "; ".join(lines)),
+            evidence=_evidence(facts, "python.gpu_packages", *keys),
+            source={"rule": "; ".join("%s: %s" % (r["id"], r["symptom"]) for r, _, _ in hits),
+                    "url": hits[-1][0]["source"]["url"], "checked": hits[-1][0]["source"]["checked"]},
+            fix=Fix(text="Upgrade DALI to %s or newer%s." % (newest, " (this one is built from source: rebuild "
+                                                              "from a newer release's source)" if dev else ""),
+                    commands=[] if dev else ["pip install --upgrade '%s>=%s'" % (name, newest)]))
