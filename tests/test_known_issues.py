@@ -166,3 +166,56 @@ def test_the_gpupackages_probe_lists_an_installed_dali() -> None:
                              "prefix": "/usr", "base_prefix": "/usr", "sys_path": [site]})
     facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "gpupackages")) for f in r.facts)
     assert [e["package"] for e in facts.value("python.gpu_packages")] == ["nvidia-dali-cuda120"]
+
+
+# -- DALI built from source against the toolkit's nvJPEG (dali.nvjpeg_too_old) -------------------------------------
+# The layout of NVIDIA/DALI#1080: DALI's master of July 2019 (0.12.0.dev0) built with cmake against CUDA 10.1 GA and
+# pip-installed from its dali/python wheel; libdali_operators.so NEEDS the toolkit's libnvjpeg.so.10 (RPATH
+# $ORIGIN), which CUDA 10.1's debs install in /usr/local/cuda-10.1/targets/x86_64-linux/lib (lib64 links there),
+# found through LD_LIBRARY_PATH. A DALI wheel links nvJPEG statically (DALI's CMake: libnvjpeg_static.a) and needs
+# no libnvjpeg at all.
+SITE36 = "/usr/local/lib/python3.6/dist-packages"
+CUDA_LIB = "/usr/local/cuda-10.1/targets/x86_64-linux/lib"
+
+
+def _dali_source_build(nvjpeg: str = "10.1.105", own_copy: bool = False, needs: bool = True) -> List[Any]:
+    from envdoctor.checks import run_checks
+    from envdoctor.probes import run_probes
+
+    from .conftest import make_host
+
+    info = SITE36 + "/nvidia_dali-0.12.0.dev0.dist-info/"
+    ops = SITE36 + "/nvidia/dali/libdali_operators.so"
+    lib = (SITE36 + "/nvidia/dali") if own_copy else CUDA_LIB
+    host = make_host(files={info + "METADATA": "Metadata-Version: 2.1\nName: nvidia-dali\nVersion: 0.12.0.dev0\n",
+                            info + "RECORD": "nvidia/dali/libdali.so,,\nnvidia/dali/libdali_operators.so,,\n",
+                            SITE36 + "/nvidia/dali/libdali.so": "", ops: "",
+                            lib + "/libnvjpeg.so.%s" % nvjpeg: ""},
+                     links={lib + "/libnvjpeg.so.10": "libnvjpeg.so.%s" % nvjpeg,
+                            "/usr/local/cuda-10.1/lib64": "targets/x86_64-linux/lib"},
+                     dirs={"/usr/local/cuda-10.1/lib64": ["libnvjpeg.so.10", "libnvjpeg.so.%s" % nvjpeg]}
+                     if not own_copy else None,
+                     environ={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": "/usr/local/cuda-10.1/lib64"},
+                     python={"executable": "/usr/bin/python3.6", "version": "3.6.9", "implementation": "cpython",
+                             "prefix": "/usr", "base_prefix": "/usr", "sys_path": [SITE36]})
+    host.doc["elf"] = {ops: {"soname": "libdali_operators.so", "needed": ["libdali.so"] + (
+        ["libnvjpeg.so.10"] if needs else []) + ["libcudart.so.10.1", "libc.so.6"], "rpath": ["$ORIGIN"],
+        "runpath": []}, SITE36 + "/nvidia/dali/libdali.so": {"soname": "libdali.so", "needed": ["libc.so.6"],
+                                                             "rpath": ["$ORIGIN"], "runpath": []}}
+    facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "gpupackages")) for f in r.facts)
+    return [f for f in run_checks(CheckContext(facts, [])) if f.code == "dali.nvjpeg_too_old"]
+
+
+def test_dali_built_against_cuda_101_ga_nvjpeg_is_said() -> None:
+    found = _dali_source_build()
+    assert len(found) == 1 and found[0].severity == "warning"
+    assert "nvjpeg 10.1.105" in found[0].title and "10.1.168" in found[0].title
+    assert CUDA_LIB + "/libnvjpeg.so.10.1.105" in found[0].title and "use_batched_decode" in found[0].title
+    assert "LD_LIBRARY_PATH" in found[0].detail and "10.1.168" in found[0].fix.text
+
+
+def test_dali_quiet_with_update_1s_nvjpeg_its_own_copy_or_none_linked() -> None:
+    assert _dali_source_build(nvjpeg="10.1.168") == []
+    assert _dali_source_build(nvjpeg="10.2.1.89") == []
+    assert _dali_source_build(own_copy=True) == []  # a copy inside the package is the package's own
+    assert _dali_source_build(needs=False) == []  # nvJPEG linked statically, as DALI's wheels link it

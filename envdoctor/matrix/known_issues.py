@@ -17,7 +17,7 @@ from . import Row, load
 
 #: The condition kinds a row may name (each judged by ``checks/libraries/known_issues.py``).
 CONDITIONS = ("gpu_models_mixed", "nic_shares_pcie_switch_with_one_gpu", "nvlink_partly_down", "gpu_model",
-              "driver_below_with_rdma_nic", "several_gpus", "installed")
+              "driver_below_with_rdma_nic", "several_gpus", "installed", "library_below")
 PRODUCTS = ("nccl", "cudnn", "dali")
 #: The products installed as a Python distribution, and the (normalised) names of those distributions: DALI's
 #: ``nvidia-dali-cuda120``, ``nvidia-dali-nightly-cuda120``, ``nvidia-dali-weekly-cuda120``, and the plain
@@ -115,6 +115,10 @@ def validate(table: List[Row]) -> List[str]:
         for w in row.get("workarounds") or []:
             if not (isinstance(w, dict) and w.get("variable") and (("equals" in w) != ("excludes" in w))):
                 problems.append("%s: a workaround is {variable, equals} or {variable, excludes}" % where)
+        if cond.get("kind") == "library_below" and (not cond.get("library") or parse(cond.get("version")) is None):
+            problems.append("%s: a library_below condition names a library (soname stem) and a version" % where)
+        if row.get("code") is not None and not str(row["code"]).startswith("%s." % row.get("product")):
+            problems.append("%s: a row's code is one of its product's (%s.*)" % (where, row.get("product")))
         if row.get("severity") not in ("warning", "info"):
             problems.append("%s: severity must be warning or info" % where)
         for field in ("symptom", "fix"):

@@ -64,6 +64,8 @@ def condition(facts: Facts, cond: Dict[str, Any]) -> Tuple[Optional[bool], str, 
         return len(names) > 1, "GPU models in this node: %s" % ", ".join(names), ["gpu.0.name"]
     if kind == "installed":
         return True, "", []
+    if kind == "library_below":
+        return False, "", []  # judged on the installed package's own links (dali_known_issues)
     if kind == "several_gpus":
         names = [f.value for f in facts.named("gpu.", "name") if f.known]
         count = facts.value("gpu.count")
@@ -200,6 +202,40 @@ def _dali_installed(facts: Facts) -> List[Dict[str, Any]]:
             and known_issues.product_of_distribution(str(e.get("package") or "")) == "dali"]
 
 
+def _library_rows(facts: Facts, entry: Dict[str, Any], rows: List[Dict[str, Any]]) -> Iterable[Finding]:
+    """The rows whose defect is the library the installed package loads (condition ``library_below``): the
+    package's own shared objects load that library, from outside the package, at a release below the row's."""
+    from ...matrix import known_issues
+
+    name, version = str(entry.get("package")), str(entry.get("version") or "")
+    links = entry.get("links") if isinstance(entry.get("links"), dict) else {}
+    for row in rows:
+        cond = row["condition"]
+        if cond.get("kind") != "library_below" or not known_issues.affects(row, version):
+            continue
+        need = versions.parse(cond.get("version"))
+        for soname, link in sorted(links.items()):
+            if not isinstance(link, dict) or not str(soname).startswith(str(cond.get("library")) + ".so"):
+                continue
+            have = versions.parse(link.get("version"))
+            if have is None or need is None or len(have.release) < 3 or have >= need:
+                continue  # a version the file name does not give in full is not judged
+            lib = str(cond["library"])[3:] if str(cond["library"]).startswith("lib") else str(cond["library"])
+            yield Finding(
+                code=str(row["code"]), severity=row["severity"], components=["python", "cuda"],
+                title="%s %s loads %s %s (%s), older than %s: %s" % (
+                    name, version, lib, link["version"], link.get("resolved") or link.get("path"), cond["version"],
+                    row["symptom"]),
+                detail="%s needs %s, which the loader resolves to %s (via %s): %s %s. %s (fixed by %s)." % (
+                    link.get("needed_by"), soname, link.get("resolved") or link.get("path"), link.get("via"), lib,
+                    link["version"], row["symptom"][0].upper() + row["symptom"][1:], row.get("fixed_by")
+                    or row.get("fixed_in")),
+                evidence=_evidence(facts, "python.gpu_packages"),
+                source={"rule": "%s: %s" % (row["id"], row["symptom"]), "url": row["source"]["url"],
+                        "checked": row["source"]["checked"]},
+                fix=Fix(text=row["fix"][0].upper() + row["fix"][1:] + "."))
+
+
 @check("dali-known-issues", requires=("python.gpu_packages",), reads=("gpu.*", "gpu.*.*"),
        layers=("python",), codes=(
     CodeDoc("dali.known_broken_release", "warning",
@@ -211,6 +247,13 @@ def _dali_installed(facts: Facts) -> List[Dict[str, Any]]:
             "python.gpu_packages, gpu.count",
             "The named operator returns wrong data, crashes or leaks memory when the pipeline uses it.",
             "known_issues.json (DALI's release notes per release); " + DALI_NOTES),
+    CodeDoc("dali.nvjpeg_too_old", "warning",
+            "The installed DALI's own libraries load an nvJPEG from outside its package (a DALI built from source "
+            "against the CUDA toolkit) older than its decoders need: CUDA 10.1 GA's nvJPEG 10.1.105 has no "
+            "decoupled API (nvjpegBufferPinnedCreate), so DALI's build chose its legacy decoder.",
+            "python.gpu_packages (links: the CUDA libraries DALI's shared objects resolve)",
+            "Pipelines with the image decoder fail ('Optional argument \"use_batched_decode\" is not defined for "
+            "schema \"ImageDecoder\"').", "known_issues.json; https://github.com/NVIDIA/DALI/issues/1080"),
 ))
 def dali_known_issues(ctx: CheckContext) -> Iterable[Finding]:
     from ...matrix import known_issues
@@ -221,12 +264,15 @@ def dali_known_issues(ctx: CheckContext) -> Iterable[Finding]:
         name, version = str(entry.get("package")), str(entry.get("version") or "")
         hits: List[Tuple[Dict[str, Any], str, List[str]]] = []
         for row in rows:
+            if row.get("code"):
+                continue  # a row of its own code: below
             if not known_issues.affects(row, version):
                 continue
             holds, shows, keys = condition(facts, row["condition"])
             if holds is False:
                 continue
             hits.append((row, shows, keys))
+        yield from _library_rows(facts, entry, [r for r in rows if r.get("code")])
         if not hits:
             continue
         severity = "warning" if any(r["severity"] == "warning" for r, _, _ in hits) else "info"
