@@ -3,9 +3,11 @@
 
 A row bites when the loaded release is in its range (``first_affected`` up to ``fixed_in``) and the machine
 shows its condition: GPUs of several models in the node, an RDMA NIC sharing a PCIe switch with exactly one GPU,
-NVLinks partly down, a named GPU model, an old driver beside an RDMA NIC. DALI's rows name a defect of one of its operators, said whenever an affected release is
-installed (condition ``installed``) or on a machine with several GPUs. A workaround variable the row names,
-set in the environment or NCCL's configuration files, silences it; a condition the facts rule out gives nothing.
+NVLinks partly down, a named GPU model, an old driver beside an RDMA NIC. DALI's rows name a defect of one of
+its operators, said whenever an affected release is installed (condition ``installed``) or on a machine with
+several GPUs, or a library its own objects load from outside its package below a release (``library_below``,
+code ``dali.nvjpeg_too_old``). A workaround variable the row names, set in the environment or NCCL's
+configuration files, silences it; a condition the facts rule out gives nothing.
 """
 
 from __future__ import annotations
@@ -208,7 +210,8 @@ def _library_rows(facts: Facts, entry: Dict[str, Any], rows: List[Dict[str, Any]
     from ...matrix import known_issues
 
     name, version = str(entry.get("package")), str(entry.get("version") or "")
-    links = entry.get("links") if isinstance(entry.get("links"), dict) else {}
+    raw = entry.get("links")
+    links: Dict[str, Any] = raw if isinstance(raw, dict) else {}
     for row in rows:
         cond = row["condition"]
         if cond.get("kind") != "library_below" or not known_issues.affects(row, version):
@@ -276,7 +279,8 @@ def dali_known_issues(ctx: CheckContext) -> Iterable[Finding]:
         if not hits:
             continue
         severity = "warning" if any(r["severity"] == "warning" for r, _, _ in hits) else "info"
-        newest = max((r["fixed_in"] for r, _, _ in hits), key=versions.parse)
+        newest = max((str(r["fixed_in"]) for r, _, _ in hits if r.get("fixed_in")), key=Version,
+                     default="a later release")
         serious = [r for r, _, _ in hits if r["severity"] == severity]
         if len(hits) == 1:
             title = "%s %s has a defect DALI fixed in %s: %s" % (name, version, newest, hits[0][0]["symptom"])
@@ -287,8 +291,8 @@ def dali_known_issues(ctx: CheckContext) -> Iterable[Finding]:
         for row, shows, _ in hits:
             lo = row.get("first_affected")
             lines.append("%s (%s; fixed in %s%s%s)" % (
-                row["symptom"], "affected from %s" % lo if lo
-                else "the notes name no first affected release", row["fixed_in"], "; on this machine: " + shows if shows else "",
+                row["symptom"], "affected from %s" % lo if lo else "the notes name no first affected release",
+                row["fixed_in"], "; on this machine: " + shows if shows else "",
                 "; the fixed release is the one DALI's tracker names, not confirmed in its release notes"
                 if not row["source"].get("verified") else ""))
         keys = sorted({k for _, _, ks in hits for k in ks})
