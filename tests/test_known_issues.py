@@ -141,6 +141,16 @@ def test_dali_older_releases_list_every_defect_of_their_release() -> None:
     assert "has 7 defects" in several[0].title and "2 GPUs in this machine" in several[0].detail
 
 
+def test_dali_defects_whose_first_release_is_unknown_are_a_hint() -> None:
+    """1.16.0 is below the fixed releases of six rows whose notes name no first affected release (the operator may
+    be newer than the installed DALI) and below no row with a known range, on one GPU: information, not a warning;
+    the 1.19.0-1.25.0 video decoder row (a known range) keeps 1.23.0 a warning."""
+    found = _dali("1.16.0", package="nvidia-dali-cuda110")
+    assert [f.severity for f in found] == ["info"]
+    assert [f.severity for f in _dali("1.23.0")] == ["warning"]
+    assert [f.severity for f in _dali("1.16.0", package="nvidia-dali-cuda110", gpus=2)] == ["warning"]
+
+
 @pytest.mark.parametrize("version,package", [("1.25.0", "nvidia-dali-cuda120"), ("1.30.0", "nvidia-dali-cuda110"),
                                              ("1.23.0", "nvidia-dali-tf-plugin-cuda120")])
 def test_dali_quiet_on_a_fixed_release_or_another_distribution(version: str, package: str) -> None:

@@ -278,10 +278,12 @@ def dali_known_issues(ctx: CheckContext) -> Iterable[Finding]:
         yield from _library_rows(facts, entry, [r for r in rows if r.get("code")])
         if not hits:
             continue
-        severity = "warning" if any(r["severity"] == "warning" for r, _, _ in hits) else "info"
+        # a row whose first affected release the notes do not name may predate this release's operator: a hint
+        severity = "warning" if any(r["severity"] == "warning" and (r.get("first_affected") or r["condition"].get(
+            "kind") != "installed") for r, _, _ in hits) else "info"
         newest = max((str(r["fixed_in"]) for r, _, _ in hits if r.get("fixed_in")), key=Version,
                      default="a later release")
-        serious = [r for r, _, _ in hits if r["severity"] == severity]
+        serious = [r for r, _, _ in hits if r["severity"] == severity] or [r for r, _, _ in hits]
         if len(hits) == 1:
             title = "%s %s has a defect DALI fixed in %s: %s" % (name, version, newest, hits[0][0]["symptom"])
         else:
