@@ -103,29 +103,47 @@ def test_corpus_case_names_do_not_collide_with_machines() -> None:
     assert not set(make_fixture.corpus_names()) & set(make_fixture._names_in(make_fixture.MACHINES))
 
 
-def test_scorer_runs_and_prints_the_score() -> None:
-    r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "score_corpus.py")],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert re.match(r"^score: \d+/%d right \(\d+\.\d%%\), \d+ false alarms$" % len(CASES),
-                    r.stdout.splitlines()[0]), r.stdout[:200]
-
-
-def test_scorer_json_and_thresholds() -> None:
+@pytest.fixture(scope="module")
+def scored() -> Dict[str, Any]:
+    """The scorer run once as CI runs it (the script, ``--json``, in its own process): its exit code and document.
+    The tests below read this one run (scoring every case takes seconds of CPU per run); the thresholds and the
+    text are then the script's ``main`` over that same document."""
     r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "score_corpus.py"), "--json"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    return dict(json.loads(r.stdout))
+
+
+def _main(monkeypatch: Any, capsys: Any, doc: Dict[str, Any], *argv: str) -> Any:
+    """score_corpus.main(argv) over the scored document (not scored again): (exit code, stdout, stderr)."""
+    monkeypatch.setattr(score_corpus, "score", lambda names=None, errata=None: doc)
+    code = score_corpus.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.xdist_group("corpus-scorer")
+def test_scorer_runs_and_prints_the_score(scored: Dict[str, Any], monkeypatch: Any, capsys: Any) -> None:
+    code, out, err = _main(monkeypatch, capsys, scored)
+    assert code == 0, err
+    assert re.match(r"^score: \d+/%d right \(\d+\.\d%%\), \d+ false alarms$" % len(CASES),
+                    out.splitlines()[0]), out[:200]
+
+
+@pytest.mark.xdist_group("corpus-scorer")
+def test_scorer_json_and_thresholds(scored: Dict[str, Any], monkeypatch: Any, capsys: Any) -> None:
+    doc = scored
     assert doc["total"] == len(CASES)
     assert sorted(c["case"] for c in doc["cases"]) == CASES
+    code, out, err = _main(monkeypatch, capsys, scored, "--json")
+    assert code == 0, err
+    assert json.loads(out) == doc
     # an impossible threshold fails, a trivial one passes
-    r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "score_corpus.py"), "--min-score", "0",
-                        "--max-false-alarms", "100000"], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+    code, _, err = _main(monkeypatch, capsys, scored, "--min-score", "0", "--max-false-alarms", "100000")
+    assert code == 0, err
     if CASES:
-        r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "score_corpus.py"), "--min-score", "101"],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 1 and "below --min-score" in r.stderr
+        code, _, err = _main(monkeypatch, capsys, scored, "--min-score", "101")
+        assert code == 1 and "below --min-score" in err
 
 
 def test_scorer_matches_code_severity_and_words() -> None:

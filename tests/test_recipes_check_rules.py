@@ -17,6 +17,7 @@ from packaging.version import Version
 from envdoctor.checks import driver_support
 from envdoctor.checks.compat import Driver
 from envdoctor.facts import Facts, ok
+from envdoctor.findings import Finding
 from envdoctor.matrix import gpu_support, load
 from envdoctor.matrix import hardware as hw
 from envdoctor.recipes import RecipeError, Request, cuda_redist, driver_cuda_major, driver_runs_build, parse_target
@@ -48,11 +49,17 @@ def _refusal(request: Request, target, facts: Facts) -> Optional[str]:
     return None
 
 
+def _judged(gpu: gpu_support.Gpu, flavor: Optional[str], where: str, branch: int, version: str) -> List[Finding]:
+    """driver-support's findings for a GPU the installed driver (``branch``, modules of ``flavor``) does not drive:
+    the check asks gpu_support.support (checks.gpus.refusals) and words its answer (driver_support._judge)."""
+    return driver_support._judge(Facts(), gpu, gpu_support.support(gpu, branch, flavor), where, branch, version)
+
+
 def _check_codes(cc: str, branch: str, flavor: Optional[str]) -> List[str]:
     """driver-support's verdict on a GPU of ``cc`` that a driver of ``branch`` with modules of ``flavor`` does not
     drive, from its architecture alone (no PCI device ID: NVIDIA's per-GPU lists are not asked)."""
     gpu = driver_support._Gpu("0000:01:00.0", None, cc, None)
-    found = driver_support._judge(Facts(), gpu, flavor, "the nvidia module installed for this kernel", int(branch),
+    found = _judged(gpu, flavor, "the nvidia module installed for this kernel", int(branch),
                                   branch + ".00.00")
     return [f.code for f in found]
 
@@ -96,7 +103,7 @@ def test_pinned_branch_refused_in_the_checks_words_for_a_gpu_nvml_reports(cc):
     for branch in driver_recipe.versions():
         refused = _refusal(Request("driver", branch, "repo", options={"flavor": "proprietary"}), RHEL, facts)
         said = gpu_support.branch_support(gpu, int(branch))
-        found = driver_support._judge(Facts(), gpu, "proprietary", "the nvidia module installed for this kernel",
+        found = _judged(gpu, "proprietary", "the nvidia module installed for this kernel",
                                       int(branch), branch + ".00.00")
         if said is None:
             assert refused is None or "does not support this machine's" not in refused, (cc, branch, refused)
@@ -281,7 +288,7 @@ def test_every_listed_gpu_recipe_and_check_agree(chunk):
         for branch in driver_recipe.versions():
             for flavor in ("open", "proprietary"):
                 refused = _refusal(Request("driver", branch, "repo", options={"flavor": flavor}), RHEL, facts)
-                found = driver_support._judge(Facts(), gpu, flavor, "the nvidia module installed for this kernel",
+                found = _judged(gpu, flavor, "the nvidia module installed for this kernel",
                                               int(branch), branch + ".00.00")
                 assert (refused is not None) == bool(found), (device, branch, flavor, refused, found)
                 if found:
@@ -295,7 +302,7 @@ def test_every_listed_gpu_recipe_and_check_agree(chunk):
                 continue
             chosen = "proprietary" if any(s.title.startswith("install the NVIDIA driver (proprietary")
                                           for s in plan.steps) else "open"
-            assert not driver_support._judge(Facts(), gpu, chosen, "the nvidia module installed for this kernel",
+            assert not _judged(gpu, chosen, "the nvidia module installed for this kernel",
                                              int(branch), branch + ".00.00"), (device, branch, chosen)
 
 
@@ -331,7 +338,7 @@ def test_every_listed_gpu_unpinned_plan_is_one_the_check_accepts(target):
         branch = plan.version if plan.version != "latest" else str(driver_recipe.planned_branch(system, None))
         chosen = "proprietary" if any(s.title.startswith("install the NVIDIA driver (proprietary")
                                       for s in plan.steps) else "open"
-        assert not driver_support._judge(Facts(), gpu, chosen, "the nvidia module installed for this kernel",
+        assert not _judged(gpu, chosen, "the nvidia module installed for this kernel",
                                          int(branch), branch + ".00.00"), (device, target, branch, chosen)
 
 

@@ -28,7 +28,7 @@ from ..findings import Finding, Fix
 from ..matrix import gpu_support, kernel
 from ..matrix import hardware as hw
 from . import CheckContext, CodeDoc, Conclusion, check, docs_for, kernel_log
-from .gpus import KLOG, installed_branch, installed_flavor, not_driven
+from .gpus import KLOG, installed_branch, installed_flavor, not_driven, refusals
 from .kernel_log import explains
 
 MODULES_URL = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
@@ -44,11 +44,11 @@ def _verdicts(facts: Facts) -> List[Finding]:
     if not buses or facts.value("driver.installed") is not True:
         return []
     said = set(explains(facts))
-    flavor, where = installed_flavor(facts)
+    _, where = installed_flavor(facts)
     branch, version = installed_branch(facts)
     out: List[Finding] = []
-    for gpu in gpu_support.machine_gpus(facts, buses):
-        found = _judge(facts, gpu, flavor, where, branch, version)
+    for gpu, why in refusals(facts):  # the one answer to "can this driver drive this GPU" (gpus.cannot_drive's)
+        found = _judge(facts, gpu, why, where, branch, version)
         for f in found:
             if (f.code, gpu.bus) in said or (f.code, None) in said:
                 continue  # the kernel's own message says it (kernel-log)
@@ -64,8 +64,12 @@ def _verdicts(facts: Facts) -> List[Finding]:
 verdicts = Conclusion("driver-support", _verdicts)
 
 
-def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: Optional[int],
+def _judge(facts: Facts, gpu: _Gpu, said: Optional[gpu_support.Unsupported], where: str, branch: Optional[int],
            version: Optional[str]) -> List[Finding]:
+    """The finding for a GPU the installed driver cannot drive, and why (:func:`envdoctor.checks.gpus.refusals`: the
+    branch's reason first, then the module flavour's); none where nothing refuses it (``said`` None)."""
+    if said is None:
+        return []
     listed = gpu.listed
     label = gpu.label()
     ev = _ev(facts)
@@ -73,8 +77,7 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
         # 1. the branch: a legacy GPU (NVIDIA's list), past its architecture's last branch, or too new for the branch
         # (the rule the driver recipe asks too: matrix.gpu_support)
         arch = hw.arch_for_cc(gpu.cc) if gpu.cc else None
-        said = gpu_support.branch_support(gpu, branch)
-        if said is not None and said.code == gpu_support.LEGACY:
+        if said.code == gpu_support.LEGACY:
             last, why, unverified = said.branch, said.why, said.unverified
             return [Finding(
                 "driver.gpu_needs_legacy_branch", "warning" if unverified else "error", ["driver", "gpu"],
@@ -88,7 +91,7 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                 fix=Fix(text="Install the R%s driver branch (the last one that supports this GPU; its proprietary "
                              "flavour where the GPU predates Turing) and a CUDA release that branch runs, then "
                              "reboot." % last, commands=[KLOG]))]
-        if said is not None and arch is not None:
+        if said.code == gpu_support.TOO_NEW and arch is not None:
             unverified = said.unverified
             return [Finding(
                 "driver.gpu_not_supported_by_branch", "warning" if unverified else "error", ["driver", "gpu"],
@@ -101,8 +104,7 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                                      "checked": "2026-11-29"},
                 fix=Fix(text=_row_fix("unsupported_by_release"), commands=[KLOG]))]
     # 2. the module's flavour
-    said = gpu_support.flavor_support(gpu, flavor)
-    if said is not None and said.code == gpu_support.OPEN_UNSUPPORTED:
+    if said.code == gpu_support.OPEN_UNSUPPORTED:
         src = listed.source["source"] if listed is not None else None
         return [Finding(
             "driver.open_modules_unsupported_gpu", "error", ["driver", "gpu"],
@@ -117,7 +119,7 @@ def _judge(facts: Facts, gpu: _Gpu, flavor: Optional[str], where: str, branch: O
                                  "url": MODULES_URL, "checked": "2026-11-29",
                                  **({"list": src["url"]} if src else {})},
             fix=Fix(text=_row_fix("open_unsupported"), commands=["modinfo -F license nvidia", KLOG]))]
-    if said is not None and said.code == gpu_support.OPEN_REQUIRED:
+    if said.code == gpu_support.OPEN_REQUIRED:
         hint = ""
         if not gpu.cc and gpu.chip is not None:
             hint = " The GPU's generation is read from its PCI ID (%s, a %s chip)%s." % (

@@ -354,18 +354,24 @@ def _package_flavor(facts: Facts) -> Tuple[Optional[str], str]:
     return None, ""
 
 
-def cannot_drive(facts: Facts) -> Dict[str, gpu_support.Unsupported]:
-    """Bus address -> why the installed driver cannot drive that GPU (its module flavour or branch against the GPU,
-    :func:`envdoctor.matrix.gpu_support.support`), for each GPU it does not drive now (:func:`not_driven`): the GPUs
-    ``driver-support`` judges, read from what is installed (the loaded or installed module, the driver packages)."""
+def refusals(facts: Facts) -> List[Tuple[gpu_support.Gpu, gpu_support.Unsupported]]:
+    """Each GPU the driver does not drive now (:func:`not_driven`) that the installed driver cannot drive, with why
+    (its module flavour or branch against the GPU, :func:`envdoctor.matrix.gpu_support.support`), in the machine's
+    order: the GPUs ``driver-support`` judges, read from what is installed (the loaded or installed module, the driver
+    packages)."""
     buses = not_driven(facts)
     if not buses or facts.value("driver.installed") is not True:
-        return {}
+        return []
     flavor, _ = installed_flavor(facts)
     branch, _ = installed_branch(facts)
-    out: Dict[str, gpu_support.Unsupported] = {}
+    out: List[Tuple[gpu_support.Gpu, gpu_support.Unsupported]] = []
     for gpu in gpu_support.machine_gpus(facts, buses):
         said = gpu_support.support(gpu, branch, flavor)
         if said is not None:
-            out[gpu.bus] = said
+            out.append((gpu, said))
     return out
+
+
+def cannot_drive(facts: Facts) -> Dict[str, gpu_support.Unsupported]:
+    """Bus address -> why the installed driver cannot drive that GPU (:func:`refusals`)."""
+    return {gpu.bus: said for gpu, said in refusals(facts)}

@@ -19,14 +19,13 @@ from typing import Any, Dict, Iterable, List, Optional
 from ..facts import Fact, ok, unknown
 from ..host.base import Host
 from . import ProbeContext, register
-from .cuda import conda_prefixes
+from .cuda import CONDA_META_FILE, conda_prefixes
 
 #: RAPIDS' packages (conda names; pip wheels add -cuNN).
 RAPIDS_PACKAGES = frozenset({
     "rapids", "cudf", "libcudf", "dask-cudf", "cuml", "libcuml", "cugraph", "libcugraph", "pylibcugraph", "rmm",
     "librmm", "cuspatial", "libcuspatial", "cuxfilter", "cucim", "raft-dask", "pylibraft", "libraft", "cuvs",
     "libcuvs", "nx-cugraph", "cudf-polars", "pylibcudf", "libkvikio", "kvikio"})
-_CONDA_META = re.compile(r"^([a-z0-9][a-z0-9_.-]*?)-(\d[^-]*)-([^-]+)\.json$")
 _CONDA_CUDA = re.compile(r"(?:^|_)cuda_?(\d+)(?:[._]|$)")
 _PIP_CU = re.compile(r"^(.+)-cu(\d+)$")
 _RELEASE = re.compile(r"^(\d+)\.(\d+)")
@@ -46,7 +45,7 @@ def find_rapids(host: Host) -> List[Dict[str, Any]]:
     for prefix, _how in conda_prefixes(host):
         meta = posixpath.join(prefix, "conda-meta")
         for name in host.list_dir(meta).names():
-            m = _CONDA_META.match(name)
+            m = CONDA_META_FILE.match(name)
             if not m or m.group(1) not in RAPIDS_PACKAGES:
                 continue
             cuda = _CONDA_CUDA.search(m.group(3))

@@ -51,6 +51,8 @@ _CUDART = lazyre.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
 _COMPAT_LIBCUDA = lazyre.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)*)$")
 _CONDA_CUDA = lazyre.compile(r"^(cudatoolkit|cuda-version|cuda-runtime|cuda-cudart|cuda-nvcc|cuda-toolkit|"
                              r"cuda-libraries|cuda-compiler)-([^-]+)-([^-]+)\.json$")
+#: A conda environment's package record, ``conda-meta/NAME-VERSION-BUILD.json``: (name, version, build string).
+CONDA_META_FILE = lazyre.compile(r"^([a-z0-9][a-z0-9_.-]*?)-(\d[^-]*)-([^-]+)\.json$")
 _CU_SUFFIX = lazyre.compile(r"-cu(\d+)$")
 #: pip distributions named nvidia-* that carry no CUDA component.
 #: nvidia-* projects on PyPI that are not CUDA libraries.

@@ -45,7 +45,7 @@ from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import loader_config, own_search_paths
+from .loader import SHARED_OBJECT, loader_config, own_search_paths
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
 CUDA_SONAME = lazyre.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11
@@ -362,7 +362,7 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
         text = host.read_text(posixpath.join(d.metadata_dir, "RECORD"), limit=RECORD_LIMIT) or ""
         for line in text.splitlines():
             rel = line.split(",", 1)[0]
-            if re.search(r"\.so(?:\.\d+)*$", rel) and not rel.startswith(("/", "..")):
+            if SHARED_OBJECT.search(rel) and not rel.startswith(("/", "..")):
                 out.append((d, posixpath.normpath(posixpath.join(site, rel))))
     out += legacy_extension_files(host, site, dists, set(known) | set(dependents))
     seen: List[str] = []

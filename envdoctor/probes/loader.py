@@ -72,9 +72,14 @@ X86_LEVELS = (
     ("x86-64-v3", ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")),
     ("x86-64-v2", ("cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3")),
 )
+#: A shared object's file-name ending: ``.so``, ``.so.12``, ``.so.9.1.0``.
+SHARED_SUFFIX = r"\.so(?:\.\d+)*"
+#: A shared object's file name (or a path to one).
+SHARED_OBJECT = lazyre.compile(SHARED_SUFFIX + "$")
 #: The C and C++ runtimes: resolved, never descended into (every program needs them; nothing CUDA hides there).
 RUNTIME_SONAME = lazyre.compile(r"^(?:libc|libm|libdl|libpthread|librt|libutil|libresolv|libanl|libnsl|libmvec|"
-                                r"libstdc\+\+|libgcc_s|libatomic|libgomp|libz|ld-linux(?:-[\w-]+)?)\.so(?:\.\d+)*$")
+                                r"libstdc\+\+|libgcc_s|libatomic|libgomp|libz|ld-linux(?:-[\w-]+)?)"
+                                + SHARED_SUFFIX + "$")
 #: Most objects one closure loads (torch with CUDA: about 40).
 MAX_OBJECTS = 500
 
@@ -528,7 +533,7 @@ CUDA_FAMILY = lazyre.compile(
     r"^lib(?:cudart|cublas(?:Lt)?|cufftw?|curand|cusolver(?:Mg)?|cusparse(?:Lt)?|nvrtc(?:-builtins)?|nvJitLink|"
     r"nvjpeg|npp[a-z]*|nvToolsExt|cupti|nvperf_[a-z]+|cudnn(?:_[a-z0-9_]+)?|nccl|nvinfer(?:_[a-z0-9_]+)?|"
     r"nvonnxparser|nvparsers|cufile(?:_rdma)?|cudss|nvshmem(?:_[a-z0-9_]+)?|nvblas|nvvm|nvptxcompiler|nvfatbin)"
-    r"(?:\.alt)?\.so(?:\.\d+)*$")
+    r"(?:\.alt)?" + SHARED_SUFFIX + "$")
 _STEM = lazyre.compile(r"^(lib[A-Za-z0-9_+-]+?)(?:\.alt)?\.so((?:\.\d+)*)$")
 
 
@@ -553,7 +558,7 @@ def stem_and_major(soname: str) -> Tuple[str, Optional[str]]:
 
 
 #: auditwheel's rename of a library it bundles: ``libcudnn.so.8`` -> ``libcudnn-463fd6d5.so.8.9.7``.
-_VENDORED = lazyre.compile(r"^(lib[A-Za-z0-9_+]+)-[0-9a-f]{8}(\.so(?:\.\d+)*)$")
+_VENDORED = lazyre.compile(r"^(lib[A-Za-z0-9_+]+)-[0-9a-f]{8}(" + SHARED_SUFFIX + ")$")
 
 
 def unvendored(name: str) -> str:

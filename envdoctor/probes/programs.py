@@ -31,9 +31,8 @@ from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
-from .apps import _CONDA_META
-from .cuda import conda_prefixes
-from .loader import expand_origin
+from .cuda import CONDA_META_FILE, conda_prefixes
+from .loader import SHARED_OBJECT, SHARED_SUFFIX, expand_origin
 
 #: The most files opened in one run, and the most bytes of one conda-meta record read.
 MAX_FILES = 96
@@ -47,9 +46,8 @@ SYSTEM_BIN = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bi
 _NVIDIA_PACKAGE = lazyre.compile(
     r"^(?:cudatoolkit|cuda-[a-z0-9-]+|libcu[a-z0-9-]*|libnv[a-z0-9-]*|libnpp[a-z0-9-]*|cudnn|nccl|libnccl|"
     r"tensorrt|libcudnn[a-z0-9-]*|python|_libgcc_mutex|_openmp_mutex|libgcc-ng|libstdcxx-ng|libgomp)$")
-_SHARED = lazyre.compile(r"\.so(?:\.\d+)*$")
-_LIBCUDA = lazyre.compile(r"^libcuda\.so(?:\.\d+)*$")
-_NVRTC = lazyre.compile(r"^libnvrtc\.so(?:\.\d+)*$")
+_LIBCUDA = lazyre.compile(r"^libcuda" + SHARED_SUFFIX + "$")
+_NVRTC = lazyre.compile(r"^libnvrtc" + SHARED_SUFFIX + "$")
 _NVRTC_FILE = lazyre.compile(r"^libnvrtc\.so\.(\d+\.\d+)\.\d+")
 
 
@@ -75,7 +73,7 @@ def _toolkit_of(names: Iterable[str]) -> Optional[str]:
     """The CUDA release a conda prefix's NVRTC comes from (``cuda-nvrtc``, else ``cudatoolkit``)."""
     found: Dict[str, str] = {}
     for name in names:
-        m = _CONDA_META.match(name)
+        m = CONDA_META_FILE.match(name)
         if m and m.group(1) in ("cuda-nvrtc", "cudatoolkit"):
             found[m.group(1)] = m.group(2)
     version = found.get("cuda-nvrtc") or found.get("cudatoolkit")
@@ -161,7 +159,7 @@ def _conda_libraries(host: Host) -> List[Tuple[str, str, str, List[str]]]:
     for prefix in _prefixes(host):
         meta = posixpath.join(prefix, "conda-meta")
         for name in sorted(host.list_dir(meta).names()):
-            m = _CONDA_META.match(name)
+            m = CONDA_META_FILE.match(name)
             if not m or _NVIDIA_PACKAGE.match(m.group(1)) or _framework(m.group(1)):
                 continue
             res = host.read_file(posixpath.join(meta, name), limit=META_LIMIT)
@@ -175,7 +173,7 @@ def _conda_libraries(host: Host) -> List[Tuple[str, str, str, List[str]]]:
             if not isinstance(files, list):
                 continue
             libs = [posixpath.join(prefix, f) for f in files if isinstance(f, str) and not f.startswith(("/", ".."))
-                    and _SHARED.search(f)]
+                    and SHARED_OBJECT.search(f)]
             if libs:
                 out.append((prefix, m.group(1), m.group(2), libs))
     return out
@@ -197,7 +195,7 @@ def path_programs(host: Host) -> List[Tuple[str, List[str]]]:
         files = [posixpath.join(d, n) for n in sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]]
         lib = posixpath.join(root, "lib")
         files += [posixpath.join(lib, n) for n in sorted(host.list_dir(lib).names())[:MAX_DIR_ENTRIES]
-                  if _SHARED.search(n)]
+                  if SHARED_OBJECT.search(n)]
         data = posixpath.join(root, "data")
         files += [posixpath.join(data, n) for n in sorted(host.list_dir(data).names())[:MAX_DIR_ENTRIES]
                   if n.endswith(".fatbin")]

@@ -33,6 +33,7 @@ from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import FILE_SUFFIX_FILTERS, Distribution, Host, normalize_name
 from . import ProbeContext, register
+from .loader import SHARED_SUFFIX
 
 #: The most of one METADATA file read (the headers come first; the description after them is not needed).
 METADATA_LIMIT = 512 * 1024
@@ -147,9 +148,13 @@ def keep_headers(text: str) -> str:
     return "\n".join(kept) + ("\n\n" if sep else "\n" if kept else "")
 
 
+#: A RECORD line of a shared object (its path, then a comma).
+_RECORD_LIBRARY = lazyre.compile(SHARED_SUFFIX + ",")
+
+
 def keep_libraries(text: str) -> str:
     """What a snapshot keeps of a RECORD file: the lines of the shared objects (what the linkage probe reads)."""
-    return "".join(line + "\n" for line in text.splitlines() if re.search(r"\.so(?:\.\d+)*,", line))
+    return "".join(line + "\n" for line in text.splitlines() if _RECORD_LIBRARY.search(line))
 
 
 FILE_SUFFIX_FILTERS[".dist-info/METADATA"] = keep_headers

@@ -31,6 +31,7 @@ from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import Distribution, Host
 from . import ProbeContext, register
+from .loader import SHARED_OBJECT
 
 #: The smallest file searched.  ``libcudart_static.a`` alone puts more than this into a library: a one-kernel
 #: library built with nvcc 13.0's default ``--cudart=static`` for one architecture (tests/data/fatbin/kernel.cu)
@@ -41,7 +42,6 @@ MAX_LIBRARIES = 64
 RECORD_LIMIT = 4 * 1024 * 1024
 WHEEL_LIMIT = 4096
 _CUDART = lazyre.compile(r"^libcudart\.so(\.|$)")
-_SHARED = lazyre.compile(r"\.so(?:\.\d+)*$")
 
 
 def record_libraries(record: bytes, min_size: int = MIN_SIZE) -> List[Tuple[str, Optional[int]]]:
@@ -60,7 +60,7 @@ def record_libraries(record: bytes, min_size: int = MIN_SIZE) -> List[Tuple[str,
         size = size.strip()
         if comma and (not size or size.isdigit() and int(size) >= min_size):
             path = head.rpartition(b",")[0].decode("utf-8", "replace")
-            if _SHARED.search(path) and not path.startswith(("/", "..", '"')):
+            if SHARED_OBJECT.search(path) and not path.startswith(("/", "..", '"')):
                 out.append((path, int(size) if size else None))
         pos = record.find(b".so", end)
     return out
