@@ -23,7 +23,8 @@ def test_an_egg_extension_whose_cuda_runtime_the_loader_cannot_find_is_an_error_
     assert len(found) == 1 and found[0].severity == "error"
     assert found[0].title == "apex 0.1 needs libcudart.so.9.1, which neither the loader nor torch 1.0.0 provides"
     assert "fused_adam_cuda" in found[0].detail and "/usr/local/cuda/lib64/libcudart.so.9.1" in found[0].detail
-    assert found[0].fix.commands == ["export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"]
+    assert found[0].fix.commands == [
+        "export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"]
 
 
 def test_quiet_once_the_toolkit_lib64_is_on_the_loader_path():

@@ -84,6 +84,10 @@ def _driver_level(facts: Facts) -> Tuple[Optional[str], Any]:
     return ("%d.%d" % have if have else None), version
 
 
+def _text(mm: Tuple[int, Optional[int]]) -> str:
+    return "%d.%d" % (mm[0], mm[1]) if mm[1] is not None else str(mm[0])
+
+
 def _matching(build: Dict[str, Any], cuda: str) -> str:
     """The command that installs the same NCCL release built for CUDA ``cuda`` (NVIDIA's repositories publish each
     release per CUDA version; the package's own version with its +cudaX.Y replaced)."""
@@ -135,7 +139,7 @@ def nccl_cuda_build(ctx: CheckContext) -> Iterable[Finding]:
                 source=dict(NCCL_BUILD_RULE),
                 fix=Fix(text="Install the NCCL build for a CUDA the driver runs (CUDA %s or older, the toolkit's if "
                              "you build against one), or a driver that runs CUDA %s." % (level, b["cuda"]),
-                        commands=[_matching(b, "%d.%d" % tk if tk and tk[1] is not None else str(level))]
+                        commands=[_matching(b, _text(tk) if tk and tk[1] is not None else str(level))]
                         if level else []))
             continue
         if tk is None or toolkit is None:
@@ -147,7 +151,7 @@ def nccl_cuda_build(ctx: CheckContext) -> Iterable[Finding]:
                                      and need[1] != tk[1])
         if not other:
             continue
-        tk_text = "%d.%d" % (tk[0], tk[1]) if tk[1] is not None else str(tk[0])
+        tk_text = _text(tk)
         yield Finding(
             code="nccl.cuda_build_mismatch", severity="warning", components=["nccl", "cuda"],
             title="NCCL %s was built for CUDA %s, but the CUDA toolkit is %s" % (b["what"], b["cuda"], tk_text),
