@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from envdoctor.checks import CheckContext
-from envdoctor.checks.libraries.known_issues import cudnn_known_issues, nccl_known_issues
+from envdoctor.checks.libraries.known_issues import cudnn_known_issues, dali_known_issues, nccl_known_issues
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import known_issues
 
@@ -30,8 +30,9 @@ def test_every_row_is_valid_and_sourced() -> None:
     table = known_issues.rows()
     assert table and known_issues.validate(table) == []
     for row in table:
-        assert row["source"]["verified"] and row["source"]["url"].startswith("https://")
-        assert row["fixed_in"] or row["fixed_by"]
+        # a row not confirmed in the vendor's release notes says why in its note (the finding then says so too)
+        assert row["source"]["verified"] or "Not verified" in row["source"]["note"]
+        assert row["source"]["url"].startswith("https://") and (row["fixed_in"] or row["fixed_by"])
 
 
 MIXED = ["GeForce GTX 1080 Ti", "GeForce GTX 1080"]
@@ -106,3 +107,125 @@ def test_cudnn_805_quiet(version: str, gpu: str, fw: str) -> None:
                                        ("LL128", False), ("^LL", False), ("", False)])
 def test_nccl_proto_excludes(value: str, out: bool) -> None:
     assert known_issues._excludes(value, "LL128") is out
+
+
+# -- DALI: the installed release (python.gpu_packages, as the gpupackages probe writes it) -------------------------
+
+
+def _dali(version: str, package: str = "nvidia-dali-cuda120", gpus: int = 1) -> List[Any]:
+    site = "/usr/local/lib/python3.8/dist-packages"
+    facts = [ok("gpu.count", gpus, "nvml:device_count")]
+    facts += [ok("gpu.%d.name" % i, "NVIDIA GeForce RTX 3090", "nvml") for i in range(gpus)]
+    facts.append(ok("python.gpu_packages", [{"package": package, "version": version, "location": site,
+                                             "metadata": "%s/%s-%s.dist-info" % (site, package.replace("-", "_"),
+                                                                                 version)}], "dir:" + site))
+    return list(dali_known_issues(CheckContext(Facts(facts), [])))
+
+
+def test_dali_1230_video_decoder_defect_fixed_in_125_is_said() -> None:
+    # NVIDIA/DALI#4709: nvidia-dali-cuda120 1.23.0, fn.experimental.decoders.video, fixed in 1.25
+    found = _dali("1.23.0")
+    assert [f.code for f in found] == ["dali.known_broken_release"] and found[0].severity == "warning"
+    assert "1.23.0" in found[0].title and "1.25.0" in found[0].title
+    assert "fn.experimental.decoders.video" in found[0].title
+    assert "not confirmed in its release notes" in found[0].detail  # the row is the tracker's word
+    assert found[0].fix.commands == ["pip install --upgrade 'nvidia-dali-cuda120>=1.25.0'"]
+
+
+def test_dali_older_releases_list_every_defect_of_their_release() -> None:
+    found = _dali("1.16.0", package="nvidia-dali-cuda110")
+    assert len(found) == 1 and "has 6 defects" in found[0].title  # 1.16.1, 1.21.0 and 1.23.0's, one GPU
+    assert "fn.decoders.image leaks memory" in found[0].detail and "multi-GPU" not in found[0].detail
+    assert "video" not in found[0].title.split("among them:")[0]
+    several = _dali("1.16.0", package="nvidia-dali-cuda110", gpus=2)
+    assert "has 7 defects" in several[0].title and "2 GPUs in this machine" in several[0].detail
+
+
+def test_dali_defects_whose_first_release_is_unknown_are_a_hint() -> None:
+    """1.16.0 is below the fixed releases of six rows whose notes name no first affected release (the operator may
+    be newer than the installed DALI) and below no row with a known range, on one GPU: information, not a warning;
+    the 1.19.0-1.25.0 video decoder row (a known range) keeps 1.23.0 a warning."""
+    found = _dali("1.16.0", package="nvidia-dali-cuda110")
+    assert [f.severity for f in found] == ["info"]
+    assert [f.severity for f in _dali("1.23.0")] == ["warning"]
+    assert [f.severity for f in _dali("1.16.0", package="nvidia-dali-cuda110", gpus=2)] == ["warning"]
+
+
+@pytest.mark.parametrize("version,package", [("1.25.0", "nvidia-dali-cuda120"), ("1.30.0", "nvidia-dali-cuda110"),
+                                             ("1.23.0", "nvidia-dali-tf-plugin-cuda120")])
+def test_dali_quiet_on_a_fixed_release_or_another_distribution(version: str, package: str) -> None:
+    assert _dali(version, package=package) == []
+
+
+def test_dali_built_from_source_is_told_to_rebuild_not_pip_installed() -> None:
+    found = _dali("1.24.0.dev0", package="nvidia-dali")
+    assert found and found[0].fix.commands == [] and "built from source" in found[0].fix.text
+
+
+def test_the_gpupackages_probe_lists_an_installed_dali() -> None:
+    from envdoctor.probes import run_probes
+
+    from .conftest import make_host
+
+    site = "/usr/local/lib/python3.8/dist-packages"
+    host = make_host(files={site + "/nvidia_dali_cuda120-1.23.0.dist-info/METADATA":
+                            "Metadata-Version: 2.1\nName: nvidia-dali-cuda120\nVersion: 1.23.0\n",
+                            site + "/nvidia_dali_tf_plugin_cuda120-1.23.0.dist-info/METADATA":
+                            "Metadata-Version: 2.1\nName: nvidia-dali-tf-plugin-cuda120\nVersion: 1.23.0\n"},
+                     python={"executable": "/usr/bin/python3.8", "version": "3.8.10", "implementation": "cpython",
+                             "prefix": "/usr", "base_prefix": "/usr", "sys_path": [site]})
+    facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "gpupackages")) for f in r.facts)
+    assert [e["package"] for e in facts.value("python.gpu_packages")] == ["nvidia-dali-cuda120"]
+
+
+# -- DALI built from source against the toolkit's nvJPEG (dali.nvjpeg_too_old) -------------------------------------
+# The layout of NVIDIA/DALI#1080: DALI's master of July 2019 (0.12.0.dev0) built with cmake against CUDA 10.1 GA and
+# pip-installed from its dali/python wheel; libdali_operators.so NEEDS the toolkit's libnvjpeg.so.10 (RPATH
+# $ORIGIN), which CUDA 10.1's debs install in /usr/local/cuda-10.1/targets/x86_64-linux/lib (lib64 links there),
+# found through LD_LIBRARY_PATH. A DALI wheel links nvJPEG statically (DALI's CMake: libnvjpeg_static.a) and needs
+# no libnvjpeg at all.
+SITE36 = "/usr/local/lib/python3.6/dist-packages"
+CUDA_LIB = "/usr/local/cuda-10.1/targets/x86_64-linux/lib"
+
+
+def _dali_source_build(nvjpeg: str = "10.1.105", own_copy: bool = False, needs: bool = True) -> List[Any]:
+    from envdoctor.checks import run_checks
+    from envdoctor.probes import run_probes
+
+    from .conftest import make_host
+
+    info = SITE36 + "/nvidia_dali-0.12.0.dev0.dist-info/"
+    ops = SITE36 + "/nvidia/dali/libdali_operators.so"
+    lib = (SITE36 + "/nvidia/dali") if own_copy else CUDA_LIB
+    host = make_host(files={info + "METADATA": "Metadata-Version: 2.1\nName: nvidia-dali\nVersion: 0.12.0.dev0\n",
+                            info + "RECORD": "nvidia/dali/libdali.so,,\nnvidia/dali/libdali_operators.so,,\n",
+                            SITE36 + "/nvidia/dali/libdali.so": "", ops: "",
+                            lib + "/libnvjpeg.so.%s" % nvjpeg: ""},
+                     links={lib + "/libnvjpeg.so.10": "libnvjpeg.so.%s" % nvjpeg,
+                            "/usr/local/cuda-10.1/lib64": "targets/x86_64-linux/lib"},
+                     dirs={"/usr/local/cuda-10.1/lib64": ["libnvjpeg.so.10", "libnvjpeg.so.%s" % nvjpeg]}
+                     if not own_copy else None,
+                     environ={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": "/usr/local/cuda-10.1/lib64"},
+                     python={"executable": "/usr/bin/python3.6", "version": "3.6.9", "implementation": "cpython",
+                             "prefix": "/usr", "base_prefix": "/usr", "sys_path": [SITE36]})
+    host.doc["elf"] = {ops: {"soname": "libdali_operators.so", "needed": ["libdali.so"] + (
+        ["libnvjpeg.so.10"] if needs else []) + ["libcudart.so.10.1", "libc.so.6"], "rpath": ["$ORIGIN"],
+        "runpath": []}, SITE36 + "/nvidia/dali/libdali.so": {"soname": "libdali.so", "needed": ["libc.so.6"],
+                                                             "rpath": ["$ORIGIN"], "runpath": []}}
+    facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "gpupackages")) for f in r.facts)
+    return [f for f in run_checks(CheckContext(facts, [])) if f.code == "dali.nvjpeg_too_old"]
+
+
+def test_dali_built_against_cuda_101_ga_nvjpeg_is_said() -> None:
+    found = _dali_source_build()
+    assert len(found) == 1 and found[0].severity == "warning"
+    assert "nvjpeg 10.1.105" in found[0].title and "10.1.168" in found[0].title
+    assert CUDA_LIB + "/libnvjpeg.so.10.1.105" in found[0].title and "use_batched_decode" in found[0].title
+    assert "LD_LIBRARY_PATH" in found[0].detail and "10.1.168" in found[0].fix.text
+
+
+def test_dali_quiet_with_update_1s_nvjpeg_its_own_copy_or_none_linked() -> None:
+    assert _dali_source_build(nvjpeg="10.1.168") == []
+    assert _dali_source_build(nvjpeg="10.2.1.89") == []
+    assert _dali_source_build(own_copy=True) == []  # a copy inside the package is the package's own
+    assert _dali_source_build(needs=False) == []  # nvJPEG linked statically, as DALI's wheels link it

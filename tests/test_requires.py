@@ -175,8 +175,8 @@ def test_every_captured_healthy_machine_stays_quiet(path: str) -> None:
     host = SnapshotHost(load_snapshot(path), path)
     facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "frameworks", "requires"))
                   for f in r.facts)
-    loud = [f for f in run_checks(CheckContext(facts, [])) if f.code.startswith("packages.requirement")
-            and f.severity != "info"]
+    loud = [f for f in run_checks(CheckContext(facts, [])) if (f.code.startswith("packages.requirement")
+            or f.code == "package.no_build_for_python") and f.severity != "info"]
     assert loud == [], [f.title for f in loud]
 
 
@@ -211,3 +211,55 @@ def test_without_compiled_modules_or_with_a_range_it_stays_a_warning() -> None:
     meta = VLLM_SITE + "/vllm-0.3.2.dist-info/METADATA"
     doc["files"][meta]["text"] = doc["files"][meta]["text"].replace("torch ==2.1.2", "torch <2.2,>=2.1")
     assert _pins(doc)["vllm 0.3.2"].severity == "warning"
+
+
+# -- package.no_build_for_python --------------------------------------------------------------------------------
+# The layout of a DALI wheel before 0.28 (NVIDIA/DALI#4417, the maintainer: "Version 0.27 is installed as before
+# 0.28 there was no proper python version specifier in the wheel manifest"): one py3-none wheel carrying the
+# backend module once per CPython release it was built for (PEP 3149 tags), and no Requires-Python header. From
+# 0.28 on, dali/python/setup.py.in declares python_requires (1.3.0: '<=3.9,>=3.6'; today '>=3.8, <3.13').
+DALI_SITE = "/env/lib/python3.11/site-packages"
+DALI_RECORD = "".join("nvidia/dali/%s,,\n" % n for n in (
+    "libdali.so", "libdali_kernels.so", "backend_impl.cpython-36m-x86_64-linux-gnu.so",
+    "backend_impl.cpython-37m-x86_64-linux-gnu.so", "backend_impl.cpython-38-x86_64-linux-gnu.so"))
+
+
+def _dali(version: str = "3.11.0", record: str = DALI_RECORD, requires_python: str = "") -> List[Any]:
+    info = DALI_SITE + "/nvidia_dali_cuda110-0.27.0.dist-info/"
+    host = make_host(files={info + "METADATA": "Metadata-Version: 2.1\nName: nvidia-dali-cuda110\nVersion: 0.27.0\n"
+                            + ("Requires-Python: %s\n" % requires_python if requires_python else ""),
+                            info + "RECORD": record},
+                     python={"executable": "/env/bin/python", "version": version, "implementation": "cpython",
+                             "prefix": "/env", "base_prefix": "/env", "sys_path": [DALI_SITE]})
+    facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "frameworks", "requires"))
+                  for f in r.facts)
+    return [f for f in run_checks(CheckContext(facts, [])) if f.code == "package.no_build_for_python"]
+
+
+def test_a_package_with_extension_modules_for_other_pythons_only_is_said() -> None:
+    found = _dali()
+    assert len(found) == 1 and found[0].severity == "warning"
+    assert found[0].title == "nvidia-dali-cuda110 0.27.0 has no build for this environment's Python 3.11"
+    assert "CPython 3.6, 3.7, 3.8 only" in found[0].detail and "backend_impl.cpython-38" in found[0].detail
+    assert "3.6, 3.7, 3.8" in found[0].fix.text
+
+
+def test_a_requires_python_that_leaves_the_interpreter_out_is_said() -> None:
+    found = _dali(record="nvidia/dali/__init__.py,,\n", requires_python="<=3.9,>=3.6")
+    assert len(found) == 1 and "'Requires-Python: <=3.9,>=3.6'" in found[0].detail
+
+
+def test_a_package_built_for_this_python_or_for_the_stable_abi_stays_quiet() -> None:
+    assert _dali(version="3.8.10") == [] and _dali(version="3.6.9") == []  # its own builds ("36m" is 3.6)
+    assert _dali(record=DALI_RECORD + "nvidia/dali/backend_impl.cpython-311-x86_64-linux-gnu.so,,\n") == []
+    assert _dali(record="pkg/_core.abi3.so,,\npkg/_old.cpython-37m-x86_64-linux-gnu.so,,\n") == []
+    assert _dali(record="nvidia/dali/libdali.so,,\n") == []  # no tagged module: nothing says
+    assert _dali(record="nvidia/dali/__init__.py,,\n", requires_python=">=3.8, <3.13") == []
+
+
+def test_an_egg_without_requires_txt_is_read_as_requiring_nothing() -> None:
+    host = make_host(files={"/site/legacy-0.1-py3.11.egg-info/PKG-INFO": "Name: legacy\nVersion: 0.1\n"},
+                     python={"executable": "/usr/bin/python3", "version": "3.11.4", "implementation": "cpython",
+                             "prefix": "/usr", "base_prefix": "/usr", "sys_path": ["/site"]})
+    got = check_installed(host)
+    assert got["checked"] == 1 and got["no_build"] == [] and got["missing"] == []

@@ -30,6 +30,11 @@ PIP_CHECK = {"rule": "every installed distribution's Requires-Dist (markers eval
                      "not applied) must be satisfied by what is installed: what `pip check` verifies",
              "url": "https://pip.pypa.io/en/stable/cli/pip_check/", "checked": "2026-11-28"}
 
+PYTHON_TAGS = {"rule": "CPython imports an extension module only under its own tag "
+                       "(`name.cpython-XY-<platform>.so`, or `name.abi3.so` for the stable ABI); pip installs no "
+                       "release whose Requires-Python excludes the interpreter",
+               "url": "https://peps.python.org/pep-3149/", "checked": "2026-11-30"}
+
 #: framework -> the fact field listing the NVIDIA wheels it pins (judged by the nvidia-wheels check)
 _NVIDIA_PIN_FIELDS = tuple((f.name, f.nvidia_wheels_field) for f in frameworks.FRAMEWORKS if f.nvidia_wheels_field)
 
@@ -90,6 +95,13 @@ def _pinned_release(spec: str) -> Optional[Tuple[int, ...]]:
             "carries compiled modules built against it.", "python.requirements",
             "The package was built or tested against that version; a compiled extension pinned to one framework "
             "release fails to import with another ('undefined symbol'), others misbehave.", PIP_CHECK["url"]),
+    CodeDoc("package.no_build_for_python", "warning", "An installed package was made for other Python releases "
+            "than the environment's interpreter: its compiled extension modules are tagged for other CPython "
+            "releases only (`name.cpython-38-<platform>.so`), or its Requires-Python leaves the interpreter out. "
+            "pip installs such a release when no newer one admits the interpreter and it declares no Python range.",
+            "python.requirements (no_build), python.version",
+            "`import` of the package fails ('No module named ...backend_impl') or it runs on a Python it was never "
+            "tested with.", PYTHON_TAGS["url"]),
     CodeDoc("packages.requirement_missing", "info", "An installed package requires another that is not installed.",
             "python.requirements", "The code paths that import it fail with ModuleNotFoundError.",
             PIP_CHECK["url"]),
@@ -127,6 +139,9 @@ def installed_requirements(ctx: CheckContext) -> Iterable[Finding]:
             fix=Fix(text="Install what %s requires, or a release of %s made for %s %s (upgrading it usually "
                          "brings one)." % (c.get("package"), c.get("package"), c.get("name"), c.get("installed")),
                     commands=["pip install '%s%s'" % (c.get("name"), spec)]))
+    for nb in value.get("no_build") or []:
+        if isinstance(nb, dict):
+            yield _no_build(facts, nb, ev)
     for m in value.get("missing") or []:
         if not isinstance(m, dict) or not _stack_package(str(m.get("name") or "")):
             continue
@@ -141,3 +156,30 @@ def installed_requirements(ctx: CheckContext) -> Iterable[Finding]:
             evidence=ev, source=dict(PIP_CHECK),
             fix=Fix(text="Install it (or ignore this if it was left out on purpose).",
                     commands=["pip install '%s%s'" % (m.get("name"), "" if spec.startswith("@") else spec)]))
+
+
+def _no_build(facts: Facts, nb: Dict[str, Any], ev: List[Dict[str, Any]]) -> Finding:
+    """``package.no_build_for_python``: one distribution made for other Pythons than the interpreter."""
+    name, version, python = nb.get("key") or nb.get("package"), nb.get("version"), nb.get("python")
+    builds = [str(b) for b in nb.get("builds") or []]
+    spec = str(nb.get("requires_python") or "")
+    why = []
+    if builds:
+        why.append("its compiled modules (%s) are built for CPython %s only, and Python %s imports none of them: "
+                   "`import` fails" % (", ".join(str(m) for m in (nb.get("modules") or [])[:3]),
+                                       ", ".join(builds), python))
+    if spec:
+        why.append("its metadata declares 'Requires-Python: %s', which leaves Python %s out (pip installs such a "
+                   "release only when told to ignore it)" % (spec, python))
+    supported = ", ".join(builds) if builds else spec
+    return Finding(
+        code="package.no_build_for_python", severity="warning",
+        components=_component(facts, {"name": nb.get("key")}),
+        title="%s %s has no build for this environment's Python %s" % (name, version, python),
+        detail="%s %s is installed for Python %s, but %s. pip falls back to an old release when no newer one "
+               "admits the interpreter and the old one declares no Python range, so a release installed that way "
+               "is often years old." % (name, version, python, "; ".join(why)),
+        evidence=ev, source=dict(PYTHON_TAGS),
+        fix=Fix(text="Install a release of %s made for Python %s if the project publishes one; otherwise use a "
+                     "Python it supports (%s) for this environment." % (name, python, supported),
+                commands=["pip install --upgrade '%s>%s'" % (nb.get("key"), version)]))

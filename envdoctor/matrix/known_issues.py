@@ -1,6 +1,6 @@
 """Defects a library's own release notes name, under a condition the machine shows (area ``known_issues``).
 
-Each row is one Known Issue (or a later release's Fixed Issue) of NCCL or cuDNN: the releases it affects
+Each row is one Known Issue (or a later release's Fixed Issue) of NCCL, cuDNN or DALI: the releases it affects
 (``first_affected`` up to ``fixed_in``), the condition under which it bites, the variables that avoid it
 and the fix. The rows are data (``envdoctor/matrix/README.md``, "known_issues.json"); this module only
 answers which rows a release is affected by, and whether a workaround is set. The conditions themselves are
@@ -11,13 +11,28 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional
 
+from .. import lazyre
 from ..versions import parse
 from . import Row, load
 
 #: The condition kinds a row may name (each judged by ``checks/libraries/known_issues.py``).
 CONDITIONS = ("gpu_models_mixed", "nic_shares_pcie_switch_with_one_gpu", "nvlink_partly_down", "gpu_model",
-              "driver_below_with_rdma_nic")
-PRODUCTS = ("nccl", "cudnn")
+              "driver_below_with_rdma_nic", "several_gpus", "installed", "library_below")
+PRODUCTS = ("nccl", "cudnn", "dali")
+#: The products installed as a Python distribution, and the (normalised) names of those distributions: DALI's
+#: ``nvidia-dali-cuda120``, ``nvidia-dali-nightly-cuda120``, ``nvidia-dali-weekly-cuda120``, and the plain
+#: ``nvidia-dali`` of its first releases and of a build from source (DALI's installation guide and
+#: ``dali/python/setup.py.in``: ``nvidia-dali@DALI_FLAVOR_MINUS@-cuda@CUDA_VERSION_SHORT_DIGIT_ONLY@``); the TensorFlow
+#: plug-in (``nvidia-dali-tf-plugin-*``) is another distribution, not DALI itself.
+DISTRIBUTIONS = {"dali": lazyre.compile(r"^nvidia-dali(?:-(?:nightly|weekly))?(?:-cuda\d+)?$")}
+
+
+def product_of_distribution(name: str) -> Optional[str]:
+    """The product an installed distribution (normalised name) is, or None: ``nvidia-dali-cuda120`` -> ``dali``."""
+    for product, pattern in DISTRIBUTIONS.items():
+        if pattern.match(name):
+            return product
+    return None
 
 
 def rows(product: Optional[str] = None) -> List[Row]:
@@ -100,6 +115,10 @@ def validate(table: List[Row]) -> List[str]:
         for w in row.get("workarounds") or []:
             if not (isinstance(w, dict) and w.get("variable") and (("equals" in w) != ("excludes" in w))):
                 problems.append("%s: a workaround is {variable, equals} or {variable, excludes}" % where)
+        if cond.get("kind") == "library_below" and (not cond.get("library") or parse(cond.get("version")) is None):
+            problems.append("%s: a library_below condition names a library (soname stem) and a version" % where)
+        if row.get("code") is not None and not str(row["code"]).startswith("%s." % row.get("product")):
+            problems.append("%s: a row's code is one of its product's (%s.*)" % (where, row.get("product")))
         if row.get("severity") not in ("warning", "info"):
             problems.append("%s: severity must be warning or info" % where)
         for field in ("symptom", "fix"):

@@ -437,7 +437,7 @@ def wheel_families(host: Host) -> List[Dict[str, Any]]:
 
 
 @register("dlopen", "CUDA libraries frameworks load at run time", order=97,
-          produces=("driver.library_links", "linkage.*.dlopen", "linkage.nvidia_wheels",
+          produces=("driver.library_links", "linkage.*.dlopen", "linkage.*.version_checked", "linkage.nvidia_wheels",
                     "python.nvidia_wheel_conflicts"), needs=("frameworks", "driver"))
 def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
@@ -483,6 +483,7 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
         own = caller_runpath + [d for d in own if d not in caller_runpath]
         elsewhere_dirs = _elsewhere_dirs(host, value)
         entries: List[Dict[str, Any]] = []
+        checked_entries: List[Dict[str, Any]] = []
         cuda = framework_cuda(name, value)[0]
         checked = {soname(lib, cuda) for lib in version_checked(name, value)} - {
             soname(lib, cuda) for lib in LOADS.get(name, ())} if cuda is not None else set()
@@ -517,9 +518,12 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
             if pinned is not None:  # the copy in the NVIDIA wheel the framework's metadata requires
                 entry["pinned"], entry["pinned_version"] = pinned
                 entry["not_pinned_copy"] = bool(res["resolved"]) and res["resolved"] != host.resolve(pinned[0])
-            entries.append(entry)
+            (checked_entries if so in checked else entries).append(entry)
         facts.append(ok("linkage.%s.dlopen" % name, entries, "derived",
                         "%s: CUDA libraries it loads at run time" % name))
+        if checked_entries:  # a fact of their own: what the framework loads at run time stays as it was
+            facts.append(ok("linkage.%s.version_checked" % name, checked_entries, "derived",
+                            "%s: CUDA libraries it compares with its build at start-up" % name))
     return facts
 
 

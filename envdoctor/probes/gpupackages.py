@@ -3,7 +3,11 @@
 Fact ``python.gpu_packages`` = ``[{package, version, location, metadata}]``: each installed distribution that
 ``matrix/data/package_arch.json`` has rows for (bitsandbytes, flash-attn), and DeepSpeed, with its version as its
 metadata directory names it (``flash_attn-2.3.3.dist-info``), in the order the interpreter finds them. Absent when
-none is installed. The check ``compat.package-arch`` judges them against the GPUs.
+none is installed. The check ``compat.package-arch`` judges them against the GPUs; the products
+``known_issues.json`` has rows for that install as a distribution of their own (NVIDIA DALI's ``nvidia-dali-cuda120``)
+are listed too, with ``links``: the CUDA libraries their own shared objects need, as the loader resolves them
+(``{soname: {path, resolved, version, via, needed_by}}``); the check ``dali-known-issues`` judges the release and
+those libraries.
 
 DeepSpeed's entry carries ``build``: what its own build record says. DeepSpeed's setup.py writes
 ``deepspeed/git_version_info_installed.py`` into every build, with ``installed_ops`` (the C++/CUDA ops compiled into
@@ -24,10 +28,11 @@ check's to say (``linkage.<framework>``). The check ``package-loads`` judges it.
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, Iterable, List
+import re
+from typing import Any, Dict, Iterable, List, Optional
 
 from ..facts import Fact, ok
-from ..matrix import loads, packages
+from ..matrix import known_issues, loads, packages
 from . import ProbeContext, loader, register
 from .frameworks import read_literals
 
@@ -47,6 +52,46 @@ def build_record(ctx: ProbeContext, key: str, location: str) -> Dict[str, Any]:
         return {"build_unknown": "%s has no installed_ops and torch_info" % path}
     return {"build": {"ops": sorted(str(k) for k, v in ops.items() if v), "torch": str(info.get("version") or ""),
                       "cuda": str(info.get("cuda_version") or ""), "record": path}}
+
+
+#: The most of a distribution's shared objects whose dynamic section is read, and of its RECORD read.
+MAX_LINKED = 12
+RECORD_LIMIT = 4 * 1024 * 1024
+
+
+def cuda_links(ctx: ProbeContext, metadata_dir: str, location: str) -> Optional[Dict[str, Any]]:
+    """The CUDA libraries the distribution's own shared objects (those its ``RECORD`` lists) need, as the loader
+    resolves each from the object that needs it (its RPATH/RUNPATH, ``LD_LIBRARY_PATH``, the cache):
+    ``{soname: {"path", "resolved", "version", "via", "needed_by"}}``; a library the package carries itself
+    (resolved inside its own directory) is left out. None when the RECORD cannot be read."""
+    host = ctx.host
+    record = host.read_file(posixpath.join(metadata_dir, "RECORD"), limit=RECORD_LIMIT)
+    if not record.ok:
+        return None
+    objects = []
+    for line in (record.text or "").splitlines():
+        rel = line.split(",", 1)[0]
+        if re.search(r"\.so(?:\.\d+)*$", rel) and not rel.startswith("/") and ".." not in rel.split("/"):
+            objects.append(posixpath.join(location, rel))
+    out: Dict[str, Any] = {}
+    config = None
+    for path in objects[:MAX_LINKED]:
+        elf = host.elf(path)
+        if elf.error:
+            continue
+        wanted = [n for n in elf.needed if loader.CUDA_FAMILY.match(n) and n not in out]
+        if not wanted:
+            continue
+        config = config or loader.loader_config(host)
+        rpath, runpath = loader.own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(path))
+        for name in wanted:
+            res = loader.search(host, config, name, rpath=rpath, runpath=runpath)
+            if res["path"] and posixpath.dirname(str(res["resolved"] or res["path"])).startswith(
+                    posixpath.dirname(path)):
+                continue  # its own copy
+            out[name] = {"path": res["path"], "resolved": res["resolved"], "version": res["version"],
+                         "via": res["via"], "needed_by": path}
+    return out
 
 
 def package_opens(ctx: ProbeContext, key: str, version: str) -> List[Dict[str, Any]]:
@@ -81,12 +126,16 @@ def probe_gpu_packages(ctx: ProbeContext) -> Iterable[Fact]:
     found: List[Dict[str, Any]] = []
     seen = set()
     for dist in ctx.host.distributions():
-        if dist.key in wanted and dist.key not in seen:
+        if (dist.key in wanted or known_issues.product_of_distribution(dist.key)) and dist.key not in seen:
             seen.add(dist.key)  # the first one on sys.path is the one imported
             entry: Dict[str, Any] = {"package": dist.key, "version": dist.version, "location": dist.location,
                                      "metadata": dist.metadata_dir}
             if dist.key in BUILD_RECORDS:
                 entry.update(build_record(ctx, dist.key, dist.location))
+            if known_issues.product_of_distribution(dist.key):
+                links = cuda_links(ctx, dist.metadata_dir, dist.location)
+                if links is not None:
+                    entry["links"] = links
             opens = package_opens(ctx, dist.key, dist.version)
             if opens:
                 entry["opens"] = opens

@@ -15,7 +15,9 @@ Fact ``python.requirements`` = ``{checked, unread, conflicts: [{package, version
 installed}], missing: [{package, version, requirement, name}], dependents: {framework: [packages requiring
 it]}, cpu_dependents: {CPU-only framework distribution: [installed packages requiring it by name]}}``
 (``onnxruntime``, ``tensorflow-cpu``: a package that names the CPU-only build, outside its extras, is why it is
-installed): ``checked`` counts the distributions whose
+installed), no_build: [{package, version, python, requires_python?, builds?, modules?}]}`` (a distribution made
+for other Pythons than the interpreter: its ``Requires-Python`` excludes it, or its ``RECORD`` lists CPython
+extension modules for other releases only, :func:`python_mismatch`): ``checked`` counts the distributions whose
 metadata was read, ``unread`` those whose metadata could not be (they are left out, never judged).
 
 Cost: the metadata files are read through the host and their ``Requires-Dist`` lines split with a small parser;
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .. import frameworks, lazyre
 from ..facts import Fact, ok
@@ -90,27 +92,37 @@ def _packaging_requirement(text: str) -> Optional[Req]:
 
 def requirements_of(host: Host, dist: Distribution) -> Optional[List[Req]]:
     """The ``Requires-Dist`` of one distribution (``requires.txt`` for an egg), None when unreadable."""
+    read = _metadata_of(host, dist)
+    return None if read is None else read[0]
+
+
+def _metadata_of(host: Host, dist: Distribution) -> Optional[Tuple[List[Req], str]]:
+    """(the ``Requires-Dist`` of one distribution, its ``Requires-Python`` or ""), None when unreadable."""
     if dist.metadata_dir.endswith(".egg-info"):
         res = host.read_file(posixpath.join(dist.metadata_dir, "requires.txt"), limit=METADATA_LIMIT)
         if res.error in ("ENOENT", "ENOTDIR"):
-            return []  # an egg without requirements has no requires.txt
+            return [], ""  # an egg without requirements has no requires.txt
         if not res.ok:
             return None
-        return _egg_requirements(res.text or "")
+        return _egg_requirements(res.text or ""), ""
     res = host.read_file(posixpath.join(dist.metadata_dir, "METADATA"), limit=METADATA_LIMIT)
     if not res.ok:
         return None
     out: List[Req] = []
+    python = ""
     for line in (res.text or "").split("\n"):
         if not line.strip():
             break  # the headers end at the first empty line; the description follows
         key, sep, value = line.partition(":")
-        if not sep or key.strip().lower() != "requires-dist":
+        name = key.strip().lower()
+        if sep and name == "requires-python":
+            python = value.strip()
+        if not sep or name != "requires-dist":
             continue
         req = split_requirement(value) or _packaging_requirement(value)
         if req is not None:
             out.append(req)
-    return out
+    return out, python
 
 
 def _egg_requirements(text: str) -> List[Req]:
@@ -209,12 +221,18 @@ def check_installed(host: Host) -> Dict[str, Any]:
     unread: List[str] = []
     dependents: Dict[str, List[str]] = {}
     cpu_dependents: Dict[str, List[str]] = {}
+    no_build: List[Dict[str, Any]] = []
+    env = _Markers(host).env if dists else {}
     for dist in dists:
-        reqs = requirements_of(host, dist)
-        if reqs is None:
+        read = _metadata_of(host, dist)
+        if read is None:
             unread.append(dist.key)
             continue
+        reqs, requires_python = read
         checked += 1
+        other = python_mismatch(host, dist, requires_python, env)
+        if other is not None:
+            no_build.append(other)
         for req in reqs:
             if req.name == dist.key:
                 continue
@@ -244,7 +262,43 @@ def check_installed(host: Host) -> Dict[str, Any]:
                     entry["compiled"] = compiled_modules(host, dist)
                 conflicts.append(entry)
     return {"checked": checked, "unread": unread, "conflicts": conflicts, "missing": missing,
-            "dependents": dependents, "cpu_dependents": cpu_dependents}
+            "dependents": dependents, "cpu_dependents": cpu_dependents, "no_build": no_build}
+
+
+#: An extension module built for one CPython release: ``backend_impl.cpython-38-x86_64-linux-gnu.so``,
+#: ``_C.cpython-36m-x86_64-linux-gnu.so`` (PEP 3149's tag, "m" for pymalloc builds before 3.8).
+_CPYTHON_MODULE = lazyre.compile(r"\.cpython-(\d)(\d+)[a-z]*(?:-[^/,.]+)?\.so(?:,|$)")
+_ABI3_MODULE = lazyre.compile(r"\.abi3\.so(?:,|$)")
+
+
+def python_mismatch(host: Host, dist: Distribution, requires_python: str,
+                    env: Dict[str, str]) -> Optional[Dict[str, Any]]:
+    """Whether the installed distribution was made for another Python than the inspected interpreter: its
+    ``Requires-Python`` leaves this interpreter out (pip installs no such release unless told to ignore it), or
+    its ``RECORD`` lists CPython extension modules (``name.cpython-38-<platform>.so``, the tag the interpreter
+    looks for, PEP 3149) for other releases only and no stable-ABI one (``.abi3.so``): the import of that module
+    fails ("No module named ..."). None when it fits, or when nothing says (no RECORD, no tagged module)."""
+    python = env.get("python_full_version") or ""
+    short = env.get("python_version") or ""
+    if not short or env.get("implementation_name", "cpython") != "cpython":
+        return None
+    entry: Dict[str, Any] = {"package": dist.name, "key": dist.key, "version": dist.version,
+                             "location": dist.location, "python": short}
+    if requires_python and _satisfied(requires_python, python or short) is False:
+        entry["requires_python"] = requires_python
+    if dist.metadata_dir.endswith(".dist-info"):
+        record = host.read_file(posixpath.join(dist.metadata_dir, "RECORD"), limit=4 * 1024 * 1024)
+        if record.ok and record.text and ".cpython-" in record.text and not _ABI3_MODULE.search(record.text):
+            builds: Dict[str, List[str]] = {}
+            for line in record.text.splitlines():
+                m = _CPYTHON_MODULE.search(line)
+                if m:
+                    builds.setdefault("%s.%s" % (m.group(1), m.group(2)), []).append(line.split(",", 1)[0])
+            if builds and short not in builds:
+                order = sorted(builds, key=lambda v: tuple(int(n) for n in v.split(".")))
+                entry["builds"] = order
+                entry["modules"] = sorted({posixpath.basename(p) for ps in builds.values() for p in ps})[:6]
+    return entry if ("requires_python" in entry or "builds" in entry) else None
 
 
 def compiled_modules(host: Host, dist: Distribution) -> List[str]:

@@ -71,7 +71,7 @@ CODES = (CodeDoc(
 
 
 @check("jax.cuda-versions", requires=("framework.jax", "linkage.jax.dlopen"),
-       reads=("env.jax_skip_cuda_constraints_check",), layers=("libraries",),
+       reads=("linkage.jax.version_checked", "env.jax_skip_cuda_constraints_check"), layers=("libraries",),
        codes=CODES)
 def jax_cuda_versions(ctx: CheckContext) -> Iterable[Finding]:
     """Each CUDA library jax compares at start-up, as the loader resolves it, against jax's bound for it."""
@@ -85,7 +85,8 @@ def _judge(facts: Facts) -> Iterable[Finding]:
     row = jax_cuda.checks_for(jax.get("version"))
     if row is None or row.get("runs") is False:
         return  # before 0.4.17 (and in 0.6.0) jax compares nothing itself
-    entries: List[Dict[str, Any]] = [e for e in facts.items("linkage.jax.dlopen") if isinstance(e, dict)]
+    entries: List[Dict[str, Any]] = [e for e in facts.items("linkage.jax.dlopen") + facts.items(
+        "linkage.jax.version_checked") if isinstance(e, dict)]
     for lib in row["libraries"]:
         bound = _bound(lib, jax)
         if bound is None:
