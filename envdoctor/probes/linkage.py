@@ -364,6 +364,7 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
             rel = line.split(",", 1)[0]
             if SHARED_OBJECT.search(rel) and not rel.startswith(("/", "..")):
                 out.append((d, posixpath.normpath(posixpath.join(site, rel))))
+    out += legacy_extension_files(host, site, dists, set(known) | set(dependents))
     seen: List[str] = []
     unique: List[Tuple[Distribution, str]] = []
     for d, path in out:
@@ -371,6 +372,68 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
             seen.append(path)
             unique.append((d, path))
     return unique[:MAX_EXTENSION_FILES]
+
+
+#: Compiled modules of one legacy install read at most, and the most legacy installs looked at in one run.
+MAX_LEGACY_MODULES = 16
+MAX_LEGACY_DISTS = 32
+_MODULE = lazyre.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _top_level_modules(host: Host, root: str, info_dir: str) -> List[str]:
+    """The compiled modules named by ``top_level.txt`` in ``info_dir``: ``<root>/<name>*.so`` and the ``.so`` files
+    directly in ``<root>/<name>/``."""
+    out: List[str] = []
+    for name in (host.read_text(posixpath.join(info_dir, "top_level.txt"), limit=64 * 1024) or "").split():
+        if not _MODULE.match(name):
+            continue
+        out += host.glob_dir(root, re.escape(name) + r"(?:\.[A-Za-z0-9_-]+)*\.so")
+        out += host.glob_dir(posixpath.join(root, name), r"[^/]+\.so(?:\.\d+)*")
+    return out
+
+
+def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution], skip: Iterable[str]
+                           ) -> List[Tuple[Distribution, str]]:
+    """The compiled modules of packages installed without a wheel's ``RECORD``, which declare no requirement a
+    ``pip check`` could read (apex, and any project built with ``python setup.py install``): an ``.egg-info`` folder
+    in ``site`` (its ``installed-files.txt`` when pip wrote one, else its ``top_level.txt`` modules), and every
+    ``.egg`` directory beside it (setuptools' ``setup.py install`` puts the package and its extension modules in
+    ``<name>-<version>-pyX.Y-<platform>.egg/`` with ``EGG-INFO/``: https://setuptools.pypa.io/en/latest/deprecated/
+    python_eggs.html, checked 2026-11-30). The caller keeps only those that link the framework's libraries."""
+    out: List[Tuple[Distribution, str]] = []
+    skip = set(skip)
+    looked = 0
+    for d in dists:
+        if d.location != site or d.key in skip or not d.metadata_dir.endswith(".egg-info"):
+            continue
+        looked += 1
+        if looked > MAX_LEGACY_DISTS:
+            return out
+        files = host.read_text(posixpath.join(d.metadata_dir, "installed-files.txt"), limit=RECORD_LIMIT)
+        if files:
+            paths = [posixpath.normpath(posixpath.join(d.metadata_dir, line.strip())) for line in files.splitlines()
+                     if re.search(r"\.so(?:\.\d+)*$", line.strip())]
+        else:
+            paths = _top_level_modules(host, site, d.metadata_dir)
+        out += [(d, p) for p in paths if p.startswith(site + "/")][:MAX_LEGACY_MODULES]
+    for name in sorted(host.list_dir(site).names()):
+        if not name.endswith(".egg"):
+            continue
+        egg = posixpath.join(site, name)
+        # <name>-<version>-py<X.Y>[-<platform>].egg, hyphens in the name and version escaped to underscores
+        parts = name[:-len(".egg")].split("-")
+        if len(parts) < 2 or not parts[0] or not parts[1] or normalize_name(parts[0]) in skip:
+            continue
+        parsed = (parts[0], parts[1])
+        looked += 1
+        if looked > MAX_LEGACY_DISTS:
+            return out
+        dist = Distribution(parsed[0], parsed[1], posixpath.join(egg, "EGG-INFO"), egg)
+        # an egg holds one distribution: every shared object at its top is one of its extension modules (setuptools'
+        # EGG-INFO/native_libs.txt lists them), and top_level.txt names its packages
+        found = host.glob_dir(egg, r"[^/]+\.so(?:\.\d+)*") + _top_level_modules(host, egg, dist.metadata_dir)
+        out += [(dist, p) for p in sorted(set(found), key=found.index)][:MAX_LEGACY_MODULES]
+    return out
 
 
 #: A CUDA build named in a module's file name or in its directory (``_cuda_cu118.cpython-312-...so``, ``cu128/_C.so``):
@@ -465,8 +528,12 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
            for n in host.list_dir(posixpath.join(site, rel)).names() if lib_rx.match(n)]
     # the known packages' modules, and of the others those that link the framework's libraries (not the copies of
     # other libraries a wheel vendors)
+    # (a legacy install's module that links a CUDA library is kept too: extensions built by torch's cpp_extension
+    # before 1.1 link no torch library on Linux, only the CUDA runtime, and such installs declare no requirement)
     files = [(d, p) for d, p in extension_files(host, site, dists, dependents, framework)
-             if d.key in EXTENSION_PACKAGES.get(framework, {}) or any(lib_rx.match(n) for n in host.elf(p).needed)]
+             if d.key in EXTENSION_PACKAGES.get(framework, {}) or any(lib_rx.match(n) for n in host.elf(p).needed)
+             or (d.metadata_dir.endswith((".egg-info", "EGG-INFO"))
+                 and any(CUDA_SONAME.match(n) for n in host.elf(p).needed))]
     files = [(d, p) for d, p in files if p not in own]
     if not files:
         return [], []
@@ -481,6 +548,7 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
         and torch.get("nvidia_wheels") else set()
     missing_libs: List[Dict[str, Any]] = []
     broken: Dict[str, List[str]] = {}
+    where: Optional[List[str]] = None
     for link in graph["links"]:
         req = objects[link["from"]]["path"] if link.get("from") is not None else None
         if req not in owner or link.get("path") or not link.get("certain", True):
@@ -495,8 +563,19 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
             continue  # torch loaded it from its nvidia-* wheel
         d = owner[req]
         broken.setdefault(req, []).append(soname)
-        missing_libs.append({"package": d.key, "version": d.version, "path": req, "soname": soname,
-                             "framework_lib": framework_lib})
+        entry = {"package": d.key, "version": d.version, "path": req, "soname": soname,
+                 "framework_lib": framework_lib}
+        if not framework_lib:
+            # copies of that soname where the loader does not look (a toolkit's lib64 left off LD_LIBRARY_PATH)
+            if where is None:
+                where = loader.elsewhere_dirs(host, [req])
+            searched = set(config.ld_library_path)
+            copies: Dict[str, str] = {}
+            for w in where:
+                if w not in searched and soname in host.list_dir(w).names():
+                    copies.setdefault(host.resolve(posixpath.join(w, soname)), posixpath.join(w, soname))
+            entry["elsewhere"] = list(copies.values())  # one path per real file
+        missing_libs.append(entry)
     idle = set(variant_modules_not_loaded([p for _, p in files], torch.get("cuda"), broken))
     missing_libs = [e for e in missing_libs if e["path"] not in idle]
     symbols: List[Dict[str, Any]] = []

@@ -157,6 +157,17 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
         want = re.match(r"^lib\w+?\.so\.(\d+)", soname)
         major = want.group(1) if want else "?"
         other = str(have.get("cuda") or "").split(".")[0] not in ("", major)
+        elsewhere = [str(p) for p in e.get("elsewhere") or []]
+        fix = Fix(text=("Install the %s build made for %s's CUDA %s, or the %s build for the CUDA %s.x the "
+                        "package needs (pip install with that CUDA's index URL), so both use one CUDA runtime." % (
+                            e.get("package"), NAMES.get(fw, fw), have.get("cuda"), NAMES.get(fw, fw), major))
+                  if other else "Install the CUDA %s.x runtime the package links (the nvidia-cuda-runtime-cu%s "
+                                "wheel, or the CUDA toolkit's libraries on the loader path)." % (major, major))
+        if elsewhere:
+            where = posixpath.dirname(elsewhere[0])
+            fix = Fix(text="Put %s, which holds %s, on the loader's path (LD_LIBRARY_PATH, or an ld.so.conf.d entry "
+                           "and ldconfig)." % (where, soname),
+                      commands=['export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}' % where])
         yield Finding(
             code="%s.framework_cannot_load" % comp, severity="error", components=[comp, fw],
             title="%s %s needs %s, which neither the loader nor %s provides" % (
@@ -166,14 +177,10 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
                    "'%s: cannot open shared object file'.%s" % (
                        e.get("path"), soname, _fw_version(facts, fw), have.get("cuda") or "?", e.get("package"),
                        soname, " The package was built for CUDA %s, the framework for CUDA %s." % (
-                           major, have.get("cuda")) if other else ""),
+                           major, have.get("cuda")) if other else "") + (
+                " A copy lies at %s, where the loader does not look." % ", ".join(elsewhere) if elsewhere else ""),
             evidence=_evidence(facts, "linkage.%s.extensions" % fw, "framework." + fw),
-            source=dict(LDSO_RULE),
-            fix=Fix(text=("Install the %s build made for %s's CUDA %s, or the %s build for the CUDA %s.x the "
-                          "package needs (pip install with that CUDA's index URL), so both use one CUDA runtime." % (
-                              e.get("package"), NAMES.get(fw, fw), have.get("cuda"), NAMES.get(fw, fw), major))
-                    if other else "Install the CUDA %s.x runtime the package links (the nvidia-cuda-runtime-cu%s "
-                                  "wheel, or the CUDA toolkit's libraries on the loader path)." % (major, major)))
+            source=dict(LDSO_RULE), fix=fix)
 
 
 def _extension_for_other_build(facts: Facts, fw: str, entries: List[Dict[str, Any]]) -> Iterable[Finding]:

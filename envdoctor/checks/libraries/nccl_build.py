@@ -1,0 +1,165 @@
+"""The CUDA an installed NCCL was built for, against the driver that must run it and the toolkit programs are built on.
+
+NVIDIA packages every NCCL release once per CUDA version and says which in the package's version: Debian/Ubuntu
+``libnccl2 2.11.4-1+cuda11.4``, RPM ``libnccl 2.11.4-1+cuda11.4``; the pip wheels by CUDA major
+(``nvidia-nccl-cu12``). NCCL links its CUDA runtime statically (``-lcudart_static`` in its ``src/Makefile``), so a
+build for CUDA X.Y runs only on a driver that runs CUDA X.Y: on an older one every NCCL call fails ("unhandled cuda
+error", the runtime's cudaErrorInsufficientDriver). A build for another CUDA than the toolkit's is the one the
+installation guide warns about (its apt and yum lines pin the ``+cudaX.Y`` build of the CUDA in use): the programs
+built on the toolkit then run two CUDA runtimes in one process.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from ... import versions
+from ...facts import Facts
+from ...findings import Finding, Fix
+from .. import CheckContext, CodeDoc, check
+from . import _evidence
+
+#: NCCL links the CUDA runtime statically: https://github.com/NVIDIA/nccl/blob/master/src/Makefile
+#: (``LDFLAGS += -L${CUDA_LIB} -lcudart_static``); the installation guide installs the package build of the CUDA in
+#: use (``libnccl2=<version>-1+cuda<X.Y>``): https://docs.nvidia.com/deeplearning/nccl/install-guide/index.html.
+#: Both checked 2026-11-30.
+NCCL_BUILD_RULE = {"rule": "an NCCL build carries the CUDA runtime of its +cudaX.Y (linked statically): the driver "
+                           "must run that CUDA, and the package build should be the toolkit's CUDA",
+                   "url": "https://docs.nvidia.com/deeplearning/nccl/install-guide/index.html",
+                   "checked": "2026-11-30"}
+NCCL_MAKEFILE = "https://github.com/NVIDIA/nccl/blob/master/src/Makefile"
+
+#: NVIDIA's NCCL packages: Debian/Ubuntu ``libnccl2``, RPM ``libnccl``; the CUDA build in the version's release part.
+_PACKAGE = re.compile(r"^libnccl\d*$")
+_CUDA_SUFFIX = re.compile(r"\+cuda(\d+)\.(\d+)(?![\d.])")
+_WHEEL = re.compile(r"^nvidia-nccl-cu(\d+)$")
+#: The first CUDA release with minor-version compatibility (a runtime of X.y runs on a driver and beside programs of
+#: any X.z): https://docs.nvidia.com/deploy/cuda-compatibility/ ("Minor Version Compatibility", from CUDA 11).
+_MINOR_COMPAT_FROM = 11
+
+
+def nccl_builds(facts: Facts) -> List[Dict[str, Any]]:
+    """Every installed NCCL whose CUDA build is known: ``[{what, version, cuda, key}]`` (``cuda`` "11.0", or "12"
+    for a pip wheel, which names the major only)."""
+    out: List[Dict[str, Any]] = []
+    for p in facts.items("cuda.packages"):
+        if not isinstance(p, dict) or not _PACKAGE.match(str(p.get("name") or "")):
+            continue
+        m = _CUDA_SUFFIX.search(str(p.get("version") or ""))
+        if m:
+            out.append({"what": "%s %s" % (p["name"], p["version"]), "version": str(p["version"]),
+                        "upstream": str(p["version"]).split(":", 1)[-1].split("-", 1)[0],
+                        "cuda": "%s.%s" % (int(m.group(1)), int(m.group(2))), "key": "cuda.packages",
+                        "manager": p.get("manager") or "dpkg", "name": p["name"]})
+    for c in facts.items("libraries.nccl"):
+        if not isinstance(c, dict) or c.get("kind") != "pip":
+            continue
+        m = _WHEEL.match(str(c.get("found_by") or "").replace("pip wheel ", "", 1))
+        if m:
+            out.append({"what": "pip wheel nvidia-nccl-cu%s %s" % (m.group(1), c.get("version")),
+                        "version": str(c.get("version")), "upstream": str(c.get("version")),
+                        "cuda": m.group(1), "key": "libraries.nccl", "manager": "pip",
+                        "name": "nvidia-nccl-cu" + m.group(1)})
+    return out
+
+
+def _loaded_elsewhere(facts: Facts, build: Dict[str, Any]) -> bool:
+    """A system package whose library is not the one the loader gives programs (libnccl.so.2 resolves to a copy of
+    another version): what that package was built for does not reach them."""
+    if build["manager"] == "pip":
+        return False
+    choice = facts.mapping("libraries.loader_choice").get("libnccl.so.2")
+    if not isinstance(choice, dict) or not choice.get("path") or not choice.get("version"):
+        return False
+    got, have = versions.parse(str(choice["version"])), versions.parse(build["upstream"])
+    return got is not None and have is not None and got.release[:3] != have.release[:3]
+
+
+def _driver_level(facts: Facts) -> Tuple[Optional[str], Any]:
+    from ...matrix import hardware
+
+    version, supports, wsl = hardware.driver_of(facts)
+    have = hardware.driver_cuda(version, supports, wsl)
+    return ("%d.%d" % have if have else None), version
+
+
+def _text(mm: Tuple[int, Optional[int]]) -> str:
+    return "%d.%d" % (mm[0], mm[1]) if mm[1] is not None else str(mm[0])
+
+
+def _matching(build: Dict[str, Any], cuda: str) -> str:
+    """The command that installs the same NCCL release built for CUDA ``cuda`` (NVIDIA's repositories publish each
+    release per CUDA version; the package's own version with its +cudaX.Y replaced)."""
+    if build["manager"] == "pip":
+        return "pip install 'nvidia-nccl-cu%s'" % cuda.split(".")[0]
+    pinned = _CUDA_SUFFIX.sub("+cuda" + cuda, build["version"])
+    if build["manager"] == "rpm":
+        return "sudo yum install 'libnccl-%s' 'libnccl-devel-%s'" % (pinned, pinned)
+    return "sudo apt-get install --allow-downgrades '%s=%s' 'libnccl-dev=%s'" % (build["name"], pinned, pinned)
+
+
+@check("nccl-cuda-build", requires=("libraries.nccl",),
+       reads=("cuda.*", "driver.*", "os.wsl", "libraries.*"), layers=("libraries",),
+       # one root cause, one finding: a driver too old for the framework or toolkit that brings this NCCL is said there
+       yields={"nccl.cuda_build_mismatch": ("driver.too_old_for_framework", "driver.too_old_for_toolkit")}, codes=(
+    CodeDoc("nccl.cuda_build_mismatch", "error",
+            "An installed NCCL was built for a CUDA the driver does not run (an error: NCCL carries that CUDA's "
+            "runtime), or, a warning, for another CUDA than the active toolkit's (another major; before CUDA 11, "
+            "another major.minor).",
+            "cuda.packages (libnccl2/libnccl versions' +cudaX.Y), libraries.nccl (nvidia-nccl-cuNN wheels), "
+            "libraries.loader_choice, driver.version, driver.cuda_version, cuda.nvcc/cuda.home",
+            "Every NCCL call fails with 'unhandled cuda error' (the CUDA runtime inside NCCL finds the driver too "
+            "old), or programs built on the toolkit load an NCCL made for another CUDA.",
+            NCCL_BUILD_RULE["url"] + "; " + NCCL_MAKEFILE),
+))
+def nccl_cuda_build(ctx: CheckContext) -> Iterable[Finding]:
+    from ...matrix import hardware
+    from ..compat import active_toolkit
+
+    facts = ctx.facts
+    builds = [b for b in nccl_builds(facts) if not _loaded_elsewhere(facts, b)]
+    if not builds:
+        return
+    level, driver_version = _driver_level(facts)
+    version, supports, wsl = hardware.driver_of(facts)
+    toolkit = active_toolkit(facts)
+    tk = versions.major_minor(toolkit[0]) if toolkit else None
+    for b in builds:
+        ev = _evidence(facts, b["key"], "libraries.loader_choice")
+        if hardware.driver_runs(b["cuda"], version, supports, wsl) == "too_old":
+            yield Finding(
+                code="nccl.cuda_build_mismatch", severity="error", components=["nccl", "driver"],
+                title="NCCL %s was built for CUDA %s, but driver %s runs CUDA %s at most" % (
+                    b["what"], b["cuda"], driver_version, level),
+                detail="NCCL carries the CUDA runtime it was built with (it links it statically), so on a driver "
+                       "older than CUDA %s every NCCL call fails ('unhandled cuda error': the runtime reports the "
+                       "driver too old), whatever the program itself was built with." % b["cuda"],
+                evidence=ev + _evidence(facts, "driver.version", "driver.cuda_version"),
+                source=dict(NCCL_BUILD_RULE),
+                fix=Fix(text="Install the NCCL build for a CUDA the driver runs (CUDA %s or older, the toolkit's if "
+                             "you build against one), or a driver that runs CUDA %s." % (level, b["cuda"]),
+                        commands=[_matching(b, _text(tk) if tk and tk[1] is not None else str(level))]
+                        if level else []))
+            continue
+        if tk is None or toolkit is None:
+            continue
+        need = versions.major_minor(b["cuda"])
+        if need is None:
+            continue
+        other = need[0] != tk[0] or (need[1] is not None and tk[1] is not None and tk[0] < _MINOR_COMPAT_FROM
+                                     and need[1] != tk[1])
+        if not other:
+            continue
+        tk_text = _text(tk)
+        yield Finding(
+            code="nccl.cuda_build_mismatch", severity="warning", components=["nccl", "cuda"],
+            title="NCCL %s was built for CUDA %s, but the CUDA toolkit is %s" % (b["what"], b["cuda"], tk_text),
+            detail="NVIDIA builds each NCCL release once per CUDA version and the package's version names which "
+                   "(+cudaX.Y); programs built on the CUDA %s toolkit (%s) then load an NCCL carrying another CUDA "
+                   "runtime, and NCCL calls can fail ('unhandled cuda error'). Package managers take the newest "
+                   "CUDA build unless the version is pinned." % (tk_text, toolkit[1]),
+            evidence=ev + [toolkit[2].to_dict()], source=dict(NCCL_BUILD_RULE),
+            fix=Fix(text="Install the NCCL build for CUDA %s (pin the +cuda%s version), or the toolkit NCCL was "
+                         "built for." % (tk_text, tk_text),
+                    commands=[_matching(b, tk_text)] if b["manager"] != "pip" else []))
