@@ -68,6 +68,8 @@ def validate(rows: List[Row]) -> List[str]:
             problems.append("%s: cc_min must be a compute capability X.Y" % where)
         if not isinstance(row.get("remedy"), str) or not row["remedy"].strip():
             problems.append("%s: remedy must say what the vendor says to do" % where)
+        if not isinstance(row.get("source_builds", False), bool):
+            problems.append("%s: source_builds must be true or false" % where)
     return problems
 
 
