@@ -79,7 +79,7 @@ def _failures(facts: Facts) -> List[Dict[str, Any]]:
 
 
 def _gpu_label(facts: Facts, i: int, entries: Sequence[Dict[str, Any]]) -> Tuple[str, str, str]:
-    """(PCI address, how it is known, serial) of NVML GPU ``i``."""
+    """(PCI address, how it is known, ", serial S" or "" when NVML could not read it) of NVML GPU ``i``."""
     known = nvml_bus_ids(facts)
     bus = next((str(_bus(e.get("pci_bus_id"))) for e in entries if _bus(e.get("pci_bus_id"))), None) or known.get(i)
     how = ""
@@ -93,7 +93,7 @@ def _gpu_label(facts: Facts, i: int, entries: Sequence[Dict[str, Any]]) -> Tuple
     if serial is None:
         s = facts.value("gpu.%d.serial" % i)
         serial = str(s) if isinstance(s, str) else None
-    return bus or "unknown", how, serial or "unknown (NVML could not read it)"
+    return bus or "unknown", how, ", serial %s" % serial if serial else ""
 
 
 def _fix_commands(row: NvmlCode, gpu: Any) -> List[Step]:
@@ -138,7 +138,7 @@ def gpu_nvml_verdict(ctx: CheckContext) -> Iterable[Finding]:
             row = NVML_CODES["NVML_ERROR_GPU_IS_LOST"]
             yield Finding(
                 code="gpu.lost", severity="error", components=["gpu", "driver"],
-                title="GPU %s (PCI %s%s, serial %s) has fallen off the bus (Xid 79): %s" % (
+                title="GPU %s (PCI %s%s%s) has fallen off the bus (Xid 79): %s" % (
                     gpu, bus, how, serial, _message(next((x for x in logged if "Xid" in x), logged[-1]))),
                 detail="The kernel log says the driver lost contact with this GPU (Xid 79); NVML's calls for it fail "
                        "(%s). Nothing can use it until it is reset. The kernel log says:\n%s" % (
@@ -153,7 +153,7 @@ def gpu_nvml_verdict(ctx: CheckContext) -> Iterable[Finding]:
             calls = ", ".join(sorted({str(e.get("call")) for e in lost}))
             yield Finding(
                 code="gpu.lost", severity="error", components=["gpu", "driver"],
-                title="GPU %s (PCI %s%s, serial %s) is lost: NVML answered GPU_IS_LOST" % (gpu, bus, how, serial),
+                title="GPU %s (PCI %s%s%s) is lost: NVML answered GPU_IS_LOST" % (gpu, bus, how, serial),
                 detail="The driver lost contact with this GPU (%s; asked: %s). Nothing can use it until it is "
                        "reset; the kernel log shows \"Xid 79, GPU has fallen off the bus\"." % (row.meaning, calls),
                 evidence=_ev(facts, "gpu.nvml_failures", "gpu.%s.name" % gpu, "gpu.pci_devices"),
@@ -170,7 +170,7 @@ def gpu_nvml_verdict(ctx: CheckContext) -> Iterable[Finding]:
             what += " and %d more" % (len(trouble) - 8)
         yield Finding(
             code="gpu.nvml_call_failed", severity="error", components=["gpu", "driver"],
-            title="GPU %s (PCI %s%s, serial %s): NVML %s (%s)" % (
+            title="GPU %s (PCI %s%s%s): NVML %s (%s)" % (
                 gpu, bus, how, serial, "cannot open it" if handle else "queries failed", what),
             detail="%s means %s. %s" % (short(str(first.get("error"))), row.meaning, row.fix),
             evidence=_ev(facts, "gpu.nvml_failures", "gpu.%s.name" % gpu),
