@@ -2,9 +2,9 @@
 
 Each companion's compiled operators record the CUDA release they were built with, and the companion compares it with
 ``torch.version.cuda`` when it is imported; how it compares (major and minor, or the major only) depends on its release
-(``matrix/data/companion_cuda.json``, from the projects' own ``_check_cuda_version``). A companion left behind when torch
-was reinstalled from another CUDA index (a preinstalled torchvision ``+cu116`` beside a pip-installed torch ``+cu117``)
-raises 'Detected that PyTorch and torchvision were compiled with different CUDA versions' at import.
+(``matrix/data/companion_cuda.json``, from the projects' own ``_check_cuda_version``). A companion left behind when
+torch was reinstalled from another CUDA index (a preinstalled torchvision ``+cu116`` beside a pip-installed torch
+``+cu117``) raises 'Detected that PyTorch and torchvision were compiled with different CUDA versions' at import.
 
 The companion's CUDA is its local version label (``+cu116``: download.pytorch.org's builds); a build without one
 (PyPI's default wheels) says nothing here, and the check says nothing of it."""
