@@ -86,6 +86,6 @@ def _fix(facts: Facts, row: dict, sm: str, want: Version) -> Fix:
 
 @check("compat.triton-ptxas-arch", requires=("gpu.N.compute_capability", "framework.torch.triton"),
        reads=("cuda.nvcc",),
-       layers=("frameworks", "gpu"), codes=docs_for(DOCS, "cuda.toolkit_cannot_target_gpu"))
+       layers=("cuda", "frameworks", "gpu"), codes=docs_for(DOCS, "cuda.toolkit_cannot_target_gpu"))
 def triton_ptxas_arch(ctx: CheckContext) -> List[Finding]:
     return _triton_ptxas_arch(ctx.facts)
