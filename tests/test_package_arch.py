@@ -63,3 +63,39 @@ def test_no_fact_without_such_a_package():
 def test_a_local_label_is_ignored_and_garbage_matches_nothing():
     assert packages.arch_row("flash-attn", "2.5.8+cu122torch2.3cxx11abiFALSE")["cc_min"] == "8.0"
     assert packages.arch_row("flash-attn", "not a version") is None
+
+
+def test_vllm_below_its_compute_capability_7_floor_is_an_error():
+    # vLLM's installation docs (0.3 to 0.6: 'GPU: compute capability 7.0 or higher'; its setup.py of 0.2.x refuses
+    # 'GPUs with compute capability below 7.0'): an installed vLLM on a Tesla P100 (6.0), as in vllm#1284
+    found = _run("vllm", "0.2.0", "6.0", "Tesla P100-PCIE-16GB")[1]
+    assert [f.code for f in found] == ["gpu.arch_not_in_build"] and found[0].severity == "error"
+    assert "vllm 0.2.0" in found[0].title and "6.0" in found[0].title and "7.0" in found[0].title
+
+
+def test_vllm_quiet_on_volta_and_newer():
+    assert _run("vllm", "0.2.0", "7.0", "Tesla V100-SXM2-32GB")[1] == []
+    assert _run("vllm", "0.6.1.post2", "7.5", "Tesla T4")[1] == []
+
+
+DIRECT_URL_EDITABLE = '{"dir_info": {"editable": true}, "url": "file:///home/user/vllm"}\n'  # as pip 23 writes it
+
+
+def _run_local(dist, version, cc, name):
+    meta = "%s-%s.dist-info/" % (dist, version)
+    host = site_host({meta + "METADATA": METADATA % (dist, version), meta + "direct_url.json": DIRECT_URL_EDITABLE})
+    facts = Facts(list(probe_gpu_packages(ProbeContext(host))) + _gpu(cc, name))
+    return facts, package_arch(CheckContext(facts, []))
+
+
+def test_a_vllm_built_here_from_its_checkout_is_not_held_to_the_published_floor():
+    # vllm#963: built from source on a Quadro P2000 (6.1) with setup.py's check removed, it runs; pip records the
+    # local build in direct_url.json (PEP 610 dir_info)
+    facts, found = _run_local("vllm", "0.2.6", "6.1", "Quadro P2000")
+    assert facts.value("python.gpu_packages")[0]["local_build"] is True
+    assert found == []
+
+
+def test_flash_attn_2_built_from_source_still_refuses_turing():
+    # its own csrc/flash_attn/flash_api.cpp refuses non-Ampere GPUs whatever built it
+    assert [f.code for f in _run_local("flash_attn", "2.3.3", "7.5", "Tesla T4")[1]] == ["gpu.arch_not_in_build"]

@@ -16,6 +16,7 @@ from . import in_range, load
 
 Row = Dict[str, Any]
 ARCH_AREA = "package_arch"
+COMPANION_AREA = "companion_cuda"
 _CC = re.compile(r"^\d+\.\d$")
 _NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -67,7 +68,53 @@ def validate(rows: List[Row]) -> List[str]:
             problems.append("%s: cc_min must be a compute capability X.Y" % where)
         if not isinstance(row.get("remedy"), str) or not row["remedy"].strip():
             problems.append("%s: remedy must say what the vendor says to do" % where)
+        if not isinstance(row.get("source_builds", False), bool):
+            problems.append("%s: source_builds must be true or false" % where)
     return problems
 
 
-VALIDATORS = {ARCH_AREA: validate}
+def companion_row(package: str, version: str) -> Optional[Row]:
+    """The ``companion_cuda`` row for a framework's companion package (torchvision, torchaudio) whose releases
+    contain ``version`` (its local label ignored), or None."""
+    try:
+        public = Version(Version(version).public)
+    except InvalidVersion:
+        return None
+    for row in load(COMPANION_AREA):
+        if row.get("package") == package and in_range(row["releases"], public) is True:
+            return row
+    return None
+
+
+def companion_refuses(row: Row, framework_cuda: str, companion_cuda: str) -> Optional[bool]:
+    """Whether the companion's own import-time check raises for these two CUDA releases ("11.7" vs "11.6"), by
+    what the row says it compares; None when either is unreadable."""
+    a, b = (re.match(r"^(\d+)\.(\d+)", str(x or "")) for x in (framework_cuda, companion_cuda))
+    if a is None or b is None:
+        return None
+    if row.get("compares") == "major":
+        return a.group(1) != b.group(1)
+    return (a.group(1), a.group(2)) != (b.group(1), b.group(2))
+
+
+def validate_companions(rows: List[Row]) -> List[str]:
+    """A normalised package name, its framework, a version specifier, what it compares and its message."""
+    problems: List[str] = []
+    for i, row in enumerate(rows):
+        where = "row %d" % i
+        if not _NAME.match(str(row.get("package") or "")) or not _NAME.match(str(row.get("framework") or "")):
+            problems.append("%s: package and framework must be normalised PyPI names" % where)
+        try:
+            SpecifierSet(str(row.get("releases") or ""))
+            if not row.get("releases"):
+                problems.append("%s: releases must be a version specifier" % where)
+        except InvalidSpecifier:
+            problems.append("%s: releases %r is not a version specifier" % (where, row.get("releases")))
+        if row.get("compares") not in ("major", "major.minor"):
+            problems.append("%s: compares must be 'major' or 'major.minor'" % where)
+        if not isinstance(row.get("message"), str) or not row["message"].strip():
+            problems.append("%s: message must be the error the package raises" % where)
+    return problems
+
+
+VALIDATORS = {ARCH_AREA: validate, COMPANION_AREA: validate_companions}

@@ -17,6 +17,10 @@ major.minor they were compiled with); at load time an op compiled into the wheel
 than what is being used at runtime."). ``build`` = ``{"ops": [names], "torch": "2.3", "cuda": "12.1"}``, or
 ``build_unknown`` with the reason. The check ``prebuilt-ops`` judges it.
 
+An entry of a package ``package_arch.json`` has rows for carries ``local_build: true`` when pip built it from a local
+directory (PEP 610 ``direct_url.json`` with ``dir_info``): its GPU code was compiled on this machine, so a floor of the
+project's published builds need not hold for it.
+
 A package whose Python code opens a library by soname at run time (``matrix/data/runtime_loads.json`` rows keyed by
 ``package``: vLLM's NCCL wrapper opens ``libnccl.so.2`` with ctypes) carries ``opens``: per soname, the variable that
 names the file instead when it is set (``set_by``, ``value``), else which file the loader's search from the
@@ -27,6 +31,7 @@ check's to say (``linkage.<framework>``). The check ``package-loads`` judges it.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Optional
@@ -120,9 +125,24 @@ def package_opens(ctx: ProbeContext, key: str, version: str) -> List[Dict[str, A
     return out
 
 
+def _local_build(ctx: ProbeContext, metadata_dir: str) -> bool:
+    """Whether pip built the distribution from a local directory (PEP 610 ``direct_url.json`` with ``dir_info``:
+    ``pip install .`` or ``pip install -e .`` of a checkout), so its GPU code was compiled on this machine for the
+    architectures its build chose, not taken from the project's published builds."""
+    res = ctx.host.read_file(posixpath.join(metadata_dir, "direct_url.json"), limit=64 * 1024)
+    if res.text is None:
+        return False
+    try:
+        doc = json.loads(res.text)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("dir_info"), dict)
+
+
 @register("gpupackages", "Packages with GPU code of their own", order=93, produces=("python.gpu_packages",))
 def probe_gpu_packages(ctx: ProbeContext) -> Iterable[Fact]:
-    wanted = set(packages.arch_packages()) | set(BUILD_RECORDS) | set(loads.package_names())
+    arch = set(packages.arch_packages())
+    wanted = arch | set(BUILD_RECORDS) | set(loads.package_names())
     found: List[Dict[str, Any]] = []
     seen = set()
     for dist in ctx.host.distributions():
@@ -132,6 +152,8 @@ def probe_gpu_packages(ctx: ProbeContext) -> Iterable[Fact]:
                                      "metadata": dist.metadata_dir}
             if dist.key in BUILD_RECORDS:
                 entry.update(build_record(ctx, dist.key, dist.location))
+            if dist.key in arch and _local_build(ctx, dist.metadata_dir):
+                entry["local_build"] = True
             if known_issues.product_of_distribution(dist.key):
                 links = cuda_links(ctx, dist.metadata_dir, dist.location)
                 if links is not None:

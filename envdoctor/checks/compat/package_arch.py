@@ -2,7 +2,9 @@
 
 A package's published builds have a floor (``matrix/data/package_arch.json``: the lowest compute capability its
 wheels carry kernels for, read from the wheels' fat binaries or the project's own support statement); a GPU below
-it gets no kernel, whatever the framework under it runs on."""
+it gets no kernel, whatever the framework under it runs on. A package pip built here from a local checkout
+(``local_build``) was compiled for this machine's GPUs: it is judged only by rows whose floor is in the project's
+code itself (``source_builds``: FlashAttention-2's kernels refuse older GPUs at the first call)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ def _package_arch(facts: Facts) -> List[Finding]:
         floor = _v(row["cc_min"]) if row is not None else None
         if row is None or floor is None:
             continue
+        if entry.get("local_build") and not row.get("source_builds"):
+            continue  # built from source on this machine: compiled for its GPUs, not the published builds' floor
         label = "%s %s" % (name, version)
         for cc, gpu, cc_fact in gpus:
             want = _v(cc)
