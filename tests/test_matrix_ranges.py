@@ -76,3 +76,17 @@ def test_no_matrix_module_tests_a_range_inline():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "contains":
                 offenders.append("%s:%d" % (name, node.lineno))
     assert offenders == []
+
+
+def test_range_problem_is_every_validators_one_sentence() -> None:
+    """The validators' shared wording for a release-range field (matrix.range_problem): a range or "" passes, a
+    garbled one or a missing one (read as text, "None") is named with its value, and a required one must not be
+    empty."""
+    from envdoctor.matrix import range_problem
+
+    assert range_problem("row 0", "releases", ">=2.4,<2.6") is None
+    assert range_problem("row 0", "releases", "") is None
+    assert range_problem("row 0", "releases", ">=two") == "row 0: releases '>=two' is not a version specifier"
+    assert range_problem("row 1", "jax", None) == "row 1: jax None is not a version specifier"
+    assert range_problem("row 2", "releases", "", required=True) == "row 2: releases must be a version specifier"
+    assert range_problem("row 2", "releases", None, required=True) == "row 2: releases must be a version specifier"

@@ -89,6 +89,16 @@ def release_range(text: Any) -> Optional[SpecifierSet]:
         return None
 
 
+def range_problem(where: str, name: str, value: Any, required: bool = False) -> Optional[str]:
+    """The validators' one sentence for a field that must be a release range (read as ``str(value)`` by
+    :func:`release_range`), or None when it is one; ``required``: an empty value is a problem too."""
+    if required and not value:
+        return "%s: %s must be a version specifier" % (where, name)
+    if release_range(str(value)) is None:
+        return "%s: %s %r is not a version specifier" % (where, name, value)
+    return None
+
+
 def in_range(spec: Any, version: Any) -> Optional[bool]:
     """Whether ``version`` lies in a row's release range ``spec``: the one test every table's range is read with.
 

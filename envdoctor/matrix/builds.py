@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from . import frameworks as fwm
-from . import in_range, load
+from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 AREA = "framework_builds"
@@ -143,10 +142,9 @@ def validate(rows: List[Row]) -> List[str]:
     problems: List[str] = []
     for i, row in enumerate(rows):
         where = "row %d" % i
-        try:
-            SpecifierSet(str(row.get("releases")))
-        except InvalidSpecifier:
-            problems.append("%s: releases %r is not a version specifier" % (where, row.get("releases")))
+        said = range_problem(where, "releases", row.get("releases"))
+        if said:
+            problems.append(said)
         fw = row.get("framework")
         if fw == "jaxlib":
             if _plain(row.get("cuda")) is None or _plain(row.get("cudnn_built")) is None:
@@ -215,10 +213,9 @@ def validate_pins(rows: List[Row]) -> List[str]:
         for name, spec in requires.items():
             if name != canonicalize_name(name) or not name.startswith("nvidia-"):
                 problems.append("%s: %r is not a normalised nvidia-* name" % (where, name))
-            try:
-                SpecifierSet(str(spec))
-            except InvalidSpecifier:
-                problems.append("%s: %s %r is not a version specifier" % (where, name, spec))
+            said = range_problem(where, name, spec)
+            if said:
+                problems.append(said)
     return problems
 
 

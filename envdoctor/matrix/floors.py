@@ -11,10 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import in_range, load
+from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 AREA = "driver_floors"
@@ -61,10 +60,9 @@ def validate(rows: List[Row]) -> List[str]:
         if row.get("product") not in PRODUCTS:
             problems.append("%s: product must be one of %s" % (where, ", ".join(PRODUCTS)))
         for key in ("releases",) + (("cc",) if "cc" in row else ()):
-            try:
-                SpecifierSet(str(row.get(key) or ""))
-            except InvalidSpecifier:
-                problems.append("%s: %s %r is not a version specifier" % (where, key, row.get(key)))
+            said = range_problem(where, key, row.get(key) or "")
+            if said:
+                problems.append(said)
         if ("min_driver" in row) == ("min_cc" in row):
             problems.append("%s: needs exactly one of min_driver and min_cc" % where)
             continue

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import in_range, load
+from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 AREA = "jax_cuda_checks"
@@ -32,10 +31,9 @@ def validate(rows: List[Row]) -> List[str]:
     problems: List[str] = []
     for i, row in enumerate(rows):
         where = "row %d" % i
-        try:
-            SpecifierSet(str(row.get("jax")))
-        except InvalidSpecifier:
-            problems.append("%s: jax %r is not a version specifier" % (where, row.get("jax")))
+        said = range_problem(where, "jax", row.get("jax"))
+        if said:
+            problems.append(said)
         if not isinstance(row.get("refuses"), bool):
             problems.append("%s: refuses must be true or false" % where)
         if not isinstance(row.get("quote"), str) or not row["quote"]:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import in_range, load
+from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 AREA = "runtime_loads"
@@ -76,10 +75,9 @@ def validate(rows: List[Row]) -> List[str]:
         elif "major" in row and not str(row["major"]).isdigit():
             problems.append("%s: major must be digits" % where)
         elif "releases" in row:
-            try:
-                SpecifierSet(str(row["releases"]))
-            except InvalidSpecifier:
-                problems.append("%s: releases %r is not a version specifier" % (where, row["releases"]))
+            said = range_problem(where, "releases", row["releases"])
+            if said:
+                problems.append(said)
         names = row.get("loads")
         if not isinstance(names, list) or not names or not all(_SONAME.match(str(n)) for n in names):
             problems.append("%s: loads must be a non-empty list of versioned sonames" % where)

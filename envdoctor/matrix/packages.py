@@ -9,10 +9,9 @@ import functools
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from . import in_range, load
+from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 ARCH_AREA = "package_arch"
@@ -58,12 +57,9 @@ def validate(rows: List[Row]) -> List[str]:
         where = "row %d" % i
         if not _NAME.match(str(row.get("package") or "")):
             problems.append("%s: package must be a normalised PyPI name (flash-attn)" % where)
-        try:
-            SpecifierSet(str(row.get("releases") or ""))
-            if not row.get("releases"):
-                problems.append("%s: releases must be a version specifier" % where)
-        except InvalidSpecifier:
-            problems.append("%s: releases %r is not a version specifier" % (where, row.get("releases")))
+        said = range_problem(where, "releases", row.get("releases"), required=True)
+        if said:
+            problems.append(said)
         if not _CC.match(str(row.get("cc_min") or "")):
             problems.append("%s: cc_min must be a compute capability X.Y" % where)
         if not isinstance(row.get("remedy"), str) or not row["remedy"].strip():
@@ -104,12 +100,9 @@ def validate_companions(rows: List[Row]) -> List[str]:
         where = "row %d" % i
         if not _NAME.match(str(row.get("package") or "")) or not _NAME.match(str(row.get("framework") or "")):
             problems.append("%s: package and framework must be normalised PyPI names" % where)
-        try:
-            SpecifierSet(str(row.get("releases") or ""))
-            if not row.get("releases"):
-                problems.append("%s: releases must be a version specifier" % where)
-        except InvalidSpecifier:
-            problems.append("%s: releases %r is not a version specifier" % (where, row.get("releases")))
+        said = range_problem(where, "releases", row.get("releases"), required=True)
+        if said:
+            problems.append(said)
         if row.get("compares") not in ("major", "major.minor"):
             problems.append("%s: compares must be 'major' or 'major.minor'" % where)
         if not isinstance(row.get("message"), str) or not row["message"].strip():
