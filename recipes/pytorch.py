@@ -209,7 +209,11 @@ def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, s
     var, driver = framework.driver_first(request, target, facts, choose, lambda v: v["cuda"], docker=docker)
     base = common.index_base(request, _INDEX)
     pin = "torch" + common.release_pin(request.version, row["version"])
-    what = common.PipInstall((pin,), sources=tuple(torch_pip_options(row, var, base)),
+    # torchvision / torchaudio installed beside torch: reinstalled from the same index in the same pip run, as
+    # PyTorch's own install line has it, so pip takes the release made for this torch (each pins its torch) and no
+    # companion built for another CUDA is left behind (their import-time check refuses one)
+    companions = _companions(facts) if (request.method or "pip") == "pip" else []
+    what = common.PipInstall((pin,) + tuple(companions), sources=tuple(torch_pip_options(row, var, base)),
                              smoke=common.smoke_for(FW.smoke, FW.smoke_gpu, facts),
                              python_spec=row.get("python"))
     title = "install PyTorch {} ({}, CUDA {})".format(row["version"], var["tag"], var["cuda"])
@@ -227,9 +231,29 @@ def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, s
                                    title=title, notes=notes, image_cuda=common.image_cuda_for(var["cuda"]),
                                    name_tag="{}-{}".format(row["version"], var["tag"]), conda_default_env="torch")
     driver.apply(p)
+    if companions:
+        p.notes.append("%s, installed beside torch, %s reinstalled from the same index so that %s the build made for "
+                       "torch %s" % (" and ".join(companions), "is" if len(companions) == 1 else "are",
+                                     "it is" if len(companions) == 1 else "they are", row["version"]))
     if not docker:  # an image's torch is not the machine's
         p.provides = dict(framework.build_provides("torch", _candidate(row, var)), **driver.provides)
+        for name in companions:  # its release is pip's choice; its CUDA build is torch's
+            p.provides["framework." + name] = {"package": name, "version": None, "public": None,
+                                               "local": var["tag"], "cuda": var["cuda"], "build": "cuda"}
     return p
+
+
+def _companions(facts: Any) -> List[str]:
+    """The torch companions (torchvision, torchaudio: plug-ins with ``companion_of="torch"``) installed in the
+    environment the facts describe."""
+    from envdoctor import frameworks as fws
+
+    out = []
+    for name, of in fws.COMPANIONS.items():
+        value = facts.value("framework." + name) if facts is not None and of == "torch" else None
+        if isinstance(value, dict) and value.get("version"):
+            out.append(name)
+    return out
 
 
 def _newest_that_runs(newest: Dict[str, Any], facts: Any, want_cuda: Optional[str], docker: bool,

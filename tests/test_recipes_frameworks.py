@@ -426,3 +426,25 @@ def test_an_old_release_for_a_new_gpu_names_the_nearest_releases_once():
     msg = err.value.message
     assert "ERROR gpu.arch_not_in_build: NVIDIA H100 80GB HBM3 (sm_90, compute capability 9.0)" in msg
     assert msg.count("Suggested:") == 1
+
+
+def test_pip_torch_reinstalls_the_companions_installed_beside_it() -> None:
+    """Corpus case torch1131-cu117-h100-sm90-not-compatible has torch 1.13.1+cu117 with torchvision 0.14.1+cu117:
+    ``install pytorch`` of a CUDA 12 build reinstalls torchvision from the same index in the same pip run (PyTorch's
+    own install line), so the pre-flight's diagnose after the plan finds no torchvision built for another CUDA; the
+    machine's facts without torchvision install torch alone."""
+    from envdoctor.host.snapshot import SnapshotHost
+    from envdoctor.recipes import Request, parse_target
+    from tests.conftest import corpus_snapshot, probe_facts
+
+    facts = probe_facts(SnapshotHost(corpus_snapshot("torch1131-cu117-h100-sm90-not-compatible")))
+    recipe = load_recipe("pytorch")
+    plan = recipe.plan(Request("pytorch", "2.6", "pip"), parse_target("ubuntu22.04"), facts)
+    pip = [s for s in plan.steps if s.id == "pip-install"][0]
+    assert "torchvision" in render_sh(plan) and "torchvision" in pip.title
+    torch_cuda = plan.provides["framework.torch"]["cuda"]
+    assert plan.provides["framework.torchvision"]["local"] == "cu" + torch_cuda.replace(".", "")
+    assert any("torchvision, installed beside torch, is reinstalled" in n for n in plan.notes)
+    alone = Facts([f for f in facts if not f.key.startswith("framework.torchvision")])
+    plan = recipe.plan(Request("pytorch", "2.6", "pip"), parse_target("ubuntu22.04"), alone)
+    assert "torchvision" not in render_sh(plan) and "framework.torchvision" not in plan.provides
