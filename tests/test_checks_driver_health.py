@@ -305,6 +305,79 @@ def test_missing_nodes_in_a_container_point_at_gpus_all():
     assert f.fix.commands[0] == "docker run --gpus all ..."
 
 
+# A container started without GPUs (`docker run` without --gpus / the nvidia runtime): the host's module shows through
+# /proc/driver/nvidia and /sys, but the NVIDIA Container Toolkit injected no device node and no driver library
+# (docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html: unset
+# NVIDIA_VISIBLE_DEVICES "has the same behavior as runc"). Its /dev is Docker's default set (moby's
+# oci/defaults.go devices null, zero, full, random, urandom, tty, console, ptmx, plus the pts, shm and mqueue
+# mounts and the fd/stdin/stdout/stderr/core links); libnvidia-ml not found is NVML_ERROR_LIBRARY_NOT_FOUND (12).
+DEV_NO_GPUS = ["console", "core", "fd", "full", "mqueue", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin",
+               "stdout", "tty", "urandom", "zero"]
+
+
+def started_without_gpus(marker: Dict[str, str], dev: Optional[List[str]] = DEV_NO_GPUS, **extra: str):
+    files = dict(marker, **{"/proc/driver/nvidia/version": PROC_535})
+    files.update(extra)
+    return machine(files=files, dirs={"/dev": dev} if dev is not None else {},
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12))
+
+
+def test_container_started_without_gpus_names_the_request_not_a_driver_install():
+    found = findings(started_without_gpus({"/.dockerenv": ""}))
+    assert [f.code for f in found] == ["driver.device_nodes_missing"], [(f.code, f.title) for f in found]
+    f = only(started_without_gpus({"/.dockerenv": ""}), "driver.device_nodes_missing")
+    assert f.severity == "error"
+    assert "started without GPUs" in f.title and "/dev/nvidia*" in f.title and "535.113.01" in f.title
+    assert f.fix.commands[0] == "docker run --gpus all ..."
+    assert any("--runtime=nvidia" in c and "NVIDIA_VISIBLE_DEVICES=all" in c for c in f.fix.commands)
+    assert not any("apt-get" in c for c in f.fix.commands)
+    assert "container-toolkit" in f.source["url"]
+
+
+def test_container_without_gpus_when_dev_could_not_be_listed_rests_on_the_libraries():
+    f = only(started_without_gpus({"/.dockerenv": ""}, dev=None), "driver.device_nodes_missing")
+    assert "started without GPUs" in f.title and "/dev/nvidia*" in f.title
+    assert "could not be listed" in f.detail
+
+
+def test_podman_container_without_gpus_gets_the_cdi_request():
+    f = only(started_without_gpus({"/run/.containerenv": ""}), "driver.device_nodes_missing")
+    assert f.fix.commands == ["sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+                              "podman run --device nvidia.com/gpu=all ..."]
+
+
+def test_kubernetes_pod_without_gpus_gets_the_resource_request():
+    # /proc/1/cgroup of a pod's container (cgroup v1 path under kubepods, as the kubelet names it)
+    f = only(started_without_gpus({"/proc/1/cgroup": "12:devices:/kubepods/besteffort/pod1234/abcd\n"}),
+             "driver.device_nodes_missing")
+    assert "nvidia.com/gpu" in f.fix.text and f.fix.commands == []
+
+
+def test_container_given_gpus_is_quiet():
+    host = machine(files={"/.dockerenv": "", "/proc/driver/nvidia/version": PROC_550,
+                          "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15": "",
+                          "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15": ""},
+                   dirs={"/dev": DEV_NO_GPUS + ["nvidia0", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]},
+                   nvml=nvml_ok("550.54.15", 12040))
+    assert codes(host) == []
+
+
+def test_container_with_nodes_but_no_libraries_is_not_said_to_lack_gpus():
+    # GPU nodes passed in (the request was made), libnvidia-ml not: another cause, not "started without GPUs"
+    host = machine(files={"/.dockerenv": "", "/proc/driver/nvidia/version": PROC_535},
+                   dirs={"/dev": DEV_NO_GPUS + ["nvidia0", "nvidiactl", "nvidia-uvm"]},
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12))
+    assert not any("started without GPUs" in f.title for f in findings(host))
+
+
+def test_host_without_userspace_is_still_userspace_missing():
+    host = machine(files={"/proc/driver/nvidia/version": PROC_535}, dirs={"/dev": ["null", "zero"]},
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12))
+    found = findings(host)
+    assert "driver.userspace_missing" in [f.code for f in found]
+    assert not any("started without GPUs" in f.title for f in found)
+
+
 # -- NVSwitch and fabric manager -------------------------------------------------------------
 
 @pytest.mark.parametrize("state, rc", [("inactive", 3), ("failed", 3)])

@@ -10,6 +10,7 @@ from ...findings import Finding, Fix
 from ...host.nvml_worker import MAX_GPUS
 from .. import CheckContext, check, docs_for
 from . import DOCS, READS, _driver_label, _evidence, _installed, _source
+from .container_gpus import without_gpus
 
 _GPU_NODE = lazyre.compile(r"^nvidia\d+$")
 
@@ -17,6 +18,9 @@ _GPU_NODE = lazyre.compile(r"^nvidia\d+$")
 def _device_nodes(facts: Facts) -> List[Finding]:
     if facts.value("driver.kernel_module.loaded") is not True:
         return []
+    started_without = without_gpus(facts)
+    if started_without:
+        return started_without
     if not isinstance(facts.value("driver.device_nodes"), list):
         return []
     nodes = facts.strings("driver.device_nodes")

@@ -12,6 +12,7 @@ from ...findings import Finding, Fix
 from .. import CheckContext, check, docs_for
 from ..suggest import install_line, rpm_tool
 from . import DOCS, READS, _branch, _evidence, _family, _installed, _nvml_status, _source
+from .container_gpus import without_gpus
 
 
 def _userspace_missing(facts: Facts) -> List[Finding]:
@@ -29,6 +30,8 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         return []
     if elsewhere.get("path"):
         return [_userspace_elsewhere(facts, elsewhere)]
+    if without_gpus(facts):
+        return []  # a container started without GPUs: driver.device_nodes_missing says so (one root cause)
     kver = facts.value("driver.kernel_module.version")
     flavor = facts.value("driver.kernel_module.flavor")
     branch = _branch(kver)
