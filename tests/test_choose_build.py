@@ -200,7 +200,11 @@ def _planned(facts: Facts, component: str, interpreter: bool):
     except RecipeError:
         return None
     argv = next(s.action.argv for s in plan.steps if s.id == "pip-install")
-    names, pins, where = _pip(argv[argv.index("install") + 1:])
+    # the plan also reinstalls torch's companions found beside it (torchvision, torchaudio), unpinned, from the same
+    # index; advise's line names the framework: the build compared is the framework's
+    companions = {"framework." + n for n in ("torchvision", "torchaudio")}
+    args = [a for a in argv[argv.index("install") + 1:] if "framework." + a not in companions]
+    names, pins, where = _pip(args)
     if "CPU" in plan.title:  # a CPU plan may pin a release; advise says plain `pip install jax`/`tensorflow`/`torch`
         pinned = any(Requirement(a).specifier for a in argv[argv.index("install") + 1:] if not a.startswith("-")
                      and "://" not in a)

@@ -518,6 +518,13 @@ def test_the_unpack_check_refuses_a_small_disk_for_real_and_so_does_the_script(s
 
 
 # -- Ctrl-C, a killed server ------------------------------------------------------------
+def _as_from_a_terminal() -> None:
+    """In the child before exec: SIGINT's default action and no signal blocked, as a shell started from a terminal
+    gives a command (the test worker's own signal state is not the user's)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
 def test_ctrl_c_exits_130_with_a_log_line_and_the_resume_command(server, tmp_path):
     rel = server.doc["cuda_nvcc"]["linux-x86_64"]["relative_path"]
     server.modes["/redist/" + rel] = ["stall"]
@@ -527,7 +534,8 @@ def test_ctrl_c_exits_130_with_a_log_line_and_the_resume_command(server, tmp_pat
                              prefix, "--mirror", server.url + "/redist", "--platform", "linux-x86_64", "--yes",
                              "--retries", "0", "--download-timeout", "20", "--log-file", log],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, ENVDOCTOR_TIMEOUT="3"))
+                            env=dict(os.environ, ENVDOCTOR_TIMEOUT="3"),
+                            preexec_fn=_as_from_a_terminal)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(r["path"].endswith(rel) for r in server.requests):
         time.sleep(0.05)
