@@ -818,3 +818,34 @@ def test_a_branch_kept_for_forward_compatibility_only_is_no_lifecycle_row():
                                          "forward_compat_ends": "11"}]) == [
         "driver_branches 410: forward_compat_ends must be a CUDA release (\"11.7\")"]
     assert hw.validate_driver_branches([{"branch": "410"}])  # neither lifecycle nor forward compatibility
+
+
+# -- libnvidia-ml without libcuda ---------------------------------------------------------
+# Ubuntu 16.04's nvidia-384 without libcuda1-384 (corpus case
+# b36-ubuntu1604-quadro-m2200-nvidia384-without-libcuda1-384-cuda80-driver-insufficient): NVML answers, nvidia-smi
+# works, and no libcuda.so.<version> is anywhere the loader looks.
+OS_UBUNTU1604 = ('NAME="Ubuntu"\nVERSION="16.04.3 LTS (Xenial Xerus)"\nID=ubuntu\nID_LIKE=debian\n'
+                 'PRETTY_NAME="Ubuntu 16.04.3 LTS"\nVERSION_ID="16.04"\nVERSION_CODENAME=xenial\n')
+LIBCUDA_550 = "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"
+
+
+def _without_libcuda(host):
+    del host.doc["files"][LIBCUDA_550]
+    entries = host.doc["dirs"].get("/usr/lib/x86_64-linux-gnu", {}).get("entries", [])
+    if "libcuda.so.550.54.15" in entries:
+        entries.remove("libcuda.so.550.54.15")
+    return host
+
+
+@pytest.mark.parametrize("os_release,package", [(OS_UBUNTU, "libnvidia-compute-550"),
+                                                (OS_UBUNTU1604, "libcuda1-550")])
+def test_libnvidia_ml_without_libcuda_is_an_error_naming_the_package(os_release, package):
+    f = only(_without_libcuda(healthy_550(files={"/etc/os-release": os_release})), "driver.userspace_missing")
+    assert f.severity == "error" and "libcuda" in f.title and "nvidia-smi works" in f.title
+    assert f.fix.commands == ["sudo apt-get install -y " + package]
+
+
+def test_libcuda_beside_libnvidia_ml_or_in_a_container_is_quiet():
+    assert findings(healthy_550(files={"/etc/os-release": OS_UBUNTU})) == []
+    container = _without_libcuda(healthy_550(files={"/etc/os-release": OS_UBUNTU, "/.dockerenv": ""}))
+    assert "driver.userspace_missing" not in codes(container)

@@ -27,7 +27,7 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
             blind = _blind_consumers(facts, str(elsewhere["path"]))
             if blind:
                 return [_userspace_elsewhere(facts, elsewhere, blind)]
-        return []
+        return _libcuda_missing(facts)
     if elsewhere.get("path"):
         return [_userspace_elsewhere(facts, elsewhere)]
     if without_gpus(facts):
@@ -56,6 +56,50 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         fix=Fix(text="Install the user-space libraries of driver %s (the same version as the loaded module)."
                      % (kver or "?"), commands=cmds,
                 install=install_line(facts, "driver", branch)),
+    )]
+
+
+def _libcuda_missing(facts: Facts) -> List[Finding]:
+    """NVML answers (libnvidia-ml is installed) but no libcuda.so.<version> is where the loader looks: the driver's
+    CUDA library was left out (Ubuntu's nvidia-384 without libcuda1-384; a compute package not installed), so
+    nvidia-smi works and every CUDA program fails at cuInit. Not in a container: there the NVIDIA Container Toolkit
+    injects the driver's libraries by the container's capabilities and devices, which other checks judge."""
+    if _nvml_status(facts) != "ok":
+        return []
+    libs = facts.strings("driver.userspace.libraries")
+    names = [posixpath.basename(p) for p in libs]
+    if not any(n.startswith("libnvidia-ml.so.") for n in names) or any(n.startswith("libcuda.so.") for n in names):
+        return []
+    if facts.value("os.container"):
+        return []  # a container's driver libraries are what the toolkit injected for its capabilities and devices
+    kver = facts.value("driver.kernel_module.version") or facts.value("driver.userspace.version")
+    branch = _branch(kver)
+    family = _family(facts)
+    if facts.value("os.id") == "ubuntu" and branch:
+        # Ubuntu's packages before 18.04 (nvidia-384: libcuda1-384), then libnvidia-compute-<branch>
+        release = str(facts.value("os.version") or "")
+        old = release[:2].isdigit() and int(release[:2]) < 18
+        cmds = ["sudo apt-get install -y %s" % ("libcuda1-%s" % branch if old else "libnvidia-compute-%s" % branch)]
+    elif family == "debian":
+        cmds = ["sudo apt-get install -y libcuda1"]  # Debian's non-free driver packages
+    elif family in ("rhel", "fedora"):
+        cmds = ["sudo %s install -y nvidia-driver-cuda-libs" % rpm_tool(facts)]
+    else:
+        cmds = []
+    where = sorted({posixpath.dirname(p) for p in libs})
+    return [Finding(
+        code="driver.userspace_missing", severity="error", components=["driver"],
+        title="Driver %s's libnvidia-ml is installed but its CUDA library libcuda is not: nvidia-smi works, CUDA "
+              "programs cannot start" % (kver or "(version unknown)"),
+        detail="The driver's user-space half is only partly installed: libnvidia-ml (what nvidia-smi and NVML use) "
+               "is in %s, but no libcuda.so.%s (the CUDA driver API every CUDA program loads as libcuda.so.1) is "
+               "anywhere the loader looks, so CUDA initialisation fails ('CUDA driver version is insufficient for "
+               "CUDA runtime version', 'no CUDA-capable device is detected' or 'libcuda.so.1: cannot open shared "
+               "object file')." % (", ".join(where), kver or "<version>"),
+        evidence=_evidence(facts, "driver.userspace.libraries", "driver.kernel_module.version", "driver.nvml.status"),
+        source=_source("nvml"),
+        fix=Fix(text="Install the driver's CUDA library package of the same version as the loaded module (%s)."
+                     % (kver or "?"), commands=cmds, install=install_line(facts, "driver", branch)),
     )]
 
 
