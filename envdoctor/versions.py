@@ -93,6 +93,16 @@ def pip_pin(version: str) -> str:
     return ("==%s.*" % version) if v is not None and len(v.release) == 2 else ("==%s" % version)
 
 
+_CU_TAG = re.compile(r"^cu(\d+)(\d)$")
+
+
+def cuda_of_tag(tag: Any) -> Optional[str]:
+    """A CUDA build's local version tag as PyTorch's wheels spell it: ``"cu116"`` -> ``"11.6"``, ``"cu121"`` ->
+    ``"12.1"``; None for anything else (``"cpu"``, ``"rocm6.0"``, None). The inverse of :func:`digits`."""
+    m = _CU_TAG.match(tag) if isinstance(tag, str) else None
+    return "%s.%s" % m.groups() if m else None
+
+
 def digits(text: Any) -> Optional[str]:
     """``"12.1"`` -> ``"121"``, as wheel tags spell a CUDA release (cu121, post121)."""
     v = parse(text)

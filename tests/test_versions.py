@@ -35,3 +35,11 @@ def test_the_matrix_still_refuses_a_bare_number():
     from envdoctor.matrix import parse_version
 
     assert parse_version(12.1) is None and str(parse_version("12.1")) == "12.1"
+
+
+def test_cuda_of_tag_reads_pytorch_style_build_tags() -> None:
+    from envdoctor.versions import cuda_of_tag, digits
+
+    assert cuda_of_tag("cu116") == "11.6" and cuda_of_tag("cu121") == "12.1" and cuda_of_tag("cu92") == "9.2"
+    assert [cuda_of_tag(t) for t in ("cpu", "rocm6.0", "", None, "cu1", "xcu121")] == [None] * 6
+    assert digits(cuda_of_tag("cu128")) == "128"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 from packaging.version import InvalidVersion, Version
 
 from .. import frameworks as framework_table
-from .. import lazyre
+from .. import lazyre, versions
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import FILE_PATTERN_FILTERS, Distribution, Host, normalize_name
 from . import ProbeContext, register
@@ -279,8 +279,7 @@ def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) 
         build = "unknown"
     value["build"] = build
     if cuda is None and build == "cuda":
-        m = re.match(r"cu(\d+)(\d)$", local)
-        value["cuda"] = f"{m.group(1)}.{m.group(2)}" if m else None
+        value["cuda"] = versions.cuda_of_tag(local)
 
     meta = Metadata(host, d)
     wheels = nvidia_wheels(meta.applying(env), dists, host, env)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import packages
@@ -40,13 +41,9 @@ DOCS = (
                               "https://github.com/pytorch/audio/blob/main/src/torchaudio/_extension/utils.py"))),
 )
 
-_LOCAL_CUDA = re.compile(r"^cu(\d+)(\d)$")
-
-
 def _local_cuda(value: Dict[str, Any]) -> Optional[str]:
     """``+cu116`` -> "11.6"; None for a build without a CUDA label."""
-    m = _LOCAL_CUDA.match(str(value.get("local") or ""))
-    return "%s.%s" % m.groups() if m else None
+    return versions.cuda_of_tag(value.get("local"))
 
 
 def _companion_cuda(facts: Facts) -> List[Finding]:
