@@ -58,7 +58,7 @@ def torch_loads(facts: Facts, fw: str) -> Dict[str, str]:
     wheels = posixpath.join(site, "nvidia") + "/"
     out: Dict[str, str] = {}
     for e in facts.items("linkage.%s.dlopen" % fw):
-        if not isinstance(e, dict) or e.get("path") or e.get("version_check"):
+        if not isinstance(e, dict) or e.get("path"):
             continue
         copy = next((str(p) for p in e.get("elsewhere") or [] if str(p).startswith(wheels)
                      and re.match(r"^[^/]+/lib/[^/]+$", str(p)[len(wheels):])), None)
@@ -285,8 +285,8 @@ def _dlopen_linkage(facts: Facts, fw: str) -> Iterable[Finding]:
     if via_torch:
         yield _torch_first(facts, fw, via_torch)
     for e in entries:
-        if isinstance(e, dict) and (e.get("soname") in via_torch or e.get("version_check")):
-            continue  # a library resolved for the framework's own version check is judged there (jax.cuda-versions)
+        if isinstance(e, dict) and e.get("soname") in via_torch:
+            continue
         if isinstance(e, dict) and e.get("path") and e.get("not_pinned_copy") and e.get("soname") not in needed:
             yield from _dlopen_not_the_pinned_copy(facts, fw, e)
         elif isinstance(e, dict) and e.get("path") and e.get("built_cuda") and e.get("soname") not in needed:
