@@ -620,6 +620,18 @@ def test_cpu_mxnet_without_a_gpu_is_quiet():
     assert run(F(_cpu_mxnet("1.6.0"), ok("gpu.count", 0, "derived"))) == []
 
 
+def test_plain_mxnet_whose_library_links_cuda_is_no_cpu_build():
+    # a source build with USE_CUDA=1 installed under the plain name (setup.py install): its libmxnet.so links the
+    # CUDA runtime, so the frameworks probe says build "cuda"; nothing about a CPU-only build
+    cuda_src = ok("framework.mxnet", {"version": "0.5.0", "public": "0.5.0", "package": "mxnet", "build": "cuda",
+                                      "cuda": "7.5", "packages": {"mxnet": "0.5.0"}}, "dir:x")
+    found = run(F(driver("352.39", "7.5"), cuda_src, gpu("5.2", "GeForce GTX TITAN X")))
+    assert "framework.cpu_only_build" not in [f.code for f in found]
+    f = only(run(F(driver("352.39", "7.5"), _cpu_mxnet("0.5.0"), gpu("5.2", "GeForce GTX TITAN X"))),
+             "framework.cpu_only_build")
+    assert f.severity == "warning" and "mxnet 0.5.0 is a CPU-only build" in f.title
+
+
 # -- JAX's own driver floor per CUDA major (jax 0.4.14-0.4.25's CUDA 11 and CUDA 12 pip wheels) -------------------
 
 

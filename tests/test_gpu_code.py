@@ -309,3 +309,64 @@ def test_kepler_without_a_binary_falls_back_to_what_the_cuda_version_targets() -
     # CUDA 10.1 still targets 3.0 and up: the CUDA version alone cannot condemn a Kepler
     assert [f for f in arch_findings(kepler_box(), framework("torch", "1.99.1", "10.1"), unread)
             if f.code == "gpu.arch_not_in_build"] == []
+
+
+# -- torch 0.x: kernels in ATen (0.4.0) or THC/THCUNN (0.1-0.3), beside torch or where torch/_C's RPATH points -----
+
+
+def _torch0_host(lib_files: Dict[str, Dict[str, Any]], c_rpath: List[str], c_needed: List[str]):
+    env = "/home/ana/anaconda3"
+    site = env + "/lib/python3.5/site-packages"
+    files = {site + "/torch-0.1.6_2-py3.5.egg-info/PKG-INFO": "Name: torch\nVersion: 0.1.6_2\n",
+             site + "/torch/__init__.py": "", site + "/torch/_C.cpython-35m-x86_64-linux-gnu.so": ""}
+    files.update({p: "" for p in lib_files})
+    from .conftest import make_host
+    host = make_host(files=files, python={"executable": env + "/bin/python", "version": "3.5.2",
+                                          "implementation": "cpython", "prefix": env, "base_prefix": env,
+                                          "sys_path": [site]})
+    host.doc["elf"] = {site + "/torch/_C.cpython-35m-x86_64-linux-gnu.so": {
+        "soname": "", "needed": c_needed, "rpath": c_rpath, "runpath": []}}
+    host.doc["fatbin"] = lib_files
+    return type(host)(host.doc), site, env
+
+
+_THC = {"sass": ["sm_30", "sm_35", "sm_50", "sm_52"], "ptx": ["compute_52"], "section": True, "complete": True}
+
+
+def test_torch0_kernel_libraries_are_followed_through_the_extensions_rpath() -> None:
+    env = "/home/ana/anaconda3"
+    host, site, _ = _torch0_host({env + "/lib/libTHC.so.1": _THC, env + "/lib/libTHCUNN.so.1": _THC},
+                                 ["$ORIGIN/../../.."], ["libTH.so.1", "libTHC.so.1", "libTHCUNN.so.1",
+                                                        "libcudart.so.7.5"])
+    found, problems = read_gpu_code(host, site, "torch")
+    assert not problems and [r.path for r in found] == [env + "/lib/libTHC.so.1", env + "/lib/libTHCUNN.so.1"]
+    # the same libraries where _C's RPATH does not point are not the ones it loads: not read
+    host, site, _ = _torch0_host({env + "/lib/libTHC.so.1": _THC}, ["$ORIGIN/lib"], ["libTHC.so.1"])
+    assert read_gpu_code(host, site, "torch") == ([], [])
+
+
+def test_torch04_aten_beside_torch_with_sm61_only_fails_on_volta_and_runs_on_pascal() -> None:
+    host = site_host({"torch-0.4.0a0+709fcfd.dist-info/METADATA": "Name: torch\n",
+                      "torch/version.py": "__version__ = '0.4.0a0+709fcfd'\ndebug = False\ncuda = '9.0.176'\n",
+                      "torch/lib/libATen.so.1": ""})
+    host.doc["fatbin"] = {SITE + "/torch/lib/libATen.so.1": {"sass": ["sm_61"], "ptx": [], "section": True,
+                                                              "complete": True}}
+    host = type(host)(host.doc)
+    code = probe_facts(host).get("framework.torch.gpu_code")
+    assert code is not None and code.known and code.value["sass"] == ["sm_61"] and code.value["ptx"] == []
+    torch04 = framework("torch", "0.4.0a0+709fcfd", "9.0.176")
+    aten = gpu_code("torch", ["sm_61"], [], lib="libATen.so.1")
+    f = [x for x in arch_findings(gpu("7.0", "Tesla V100-PCIE-16GB"), torch04, aten)
+         if x.code == "gpu.arch_not_in_build"]
+    assert len(f) == 1 and f[0].severity == "error" and "7.0" in f[0].title and "libATen.so.1" in f[0].title
+    assert [x for x in arch_findings(gpu("6.1", "Tesla P40"), torch04, aten) if x.severity != "info"] == []
+
+
+def test_torch0_thc_with_ptx_below_pascal_is_ptx_jit_only_on_pascal() -> None:
+    torch016 = framework("torch", "0.1.6_2", "7.5")
+    thc = gpu_code("torch", _THC["sass"], _THC["ptx"], lib="libTHC.so.1")
+    f = [x for x in arch_findings(gpu("6.1", "TITAN X (Pascal)"), torch016, thc) if x.code == "gpu.arch_ptx_jit_only"]
+    assert len(f) == 1 and f[0].severity in ("warning", "error") and "6.1" in f[0].title
+    # a Maxwell GPU has SASS of its own there
+    assert [x for x in arch_findings(gpu("5.2", "GeForce GTX 980 Ti"), torch016, thc)
+            if x.code.startswith("gpu.arch")] == []

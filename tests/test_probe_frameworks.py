@@ -561,3 +561,38 @@ def test_triton_ptxas_path_variable_wins_and_a_silent_ptxas_is_unknown():
                                             "returncode": 1, "stderr": "cannot execute binary file"}]))
     f = broken.get("framework.torch.triton")
     assert f is not None and not f.known and f.reason
+
+
+# -- eggs on sys.path, and the plain mxnet package built from source ------------------------------------------
+
+EGG = "/usr/local/lib/python2.7/dist-packages/mxnet-0.5.0-py2.7.egg"
+
+
+def _egg_host(needed: Optional[List[str]], egg_info: bool = True):
+    """Python 2.7 with ``easy_install``'s egg of mxnet 0.5.0 on sys.path (easy-install.pth puts it there)."""
+    files = {EGG + "/mxnet/__init__.py": "", EGG + "/mxnet/libmxnet.so": ""}
+    if egg_info:
+        files[EGG + "/EGG-INFO/PKG-INFO"] = "Metadata-Version: 1.0\nName: mxnet\nVersion: 0.5.0\n"
+    host = make_host(files=files, python={
+        "executable": "/usr/bin/python2.7", "version": "2.7.6", "implementation": "cpython", "prefix": "/usr",
+        "base_prefix": "/usr", "sys_path": ["/usr/lib/python2.7", EGG, "/usr/local/lib/python2.7/dist-packages"]})
+    if needed is not None:
+        host.doc["elf"] = {EGG + "/mxnet/libmxnet.so": {"soname": "", "needed": needed, "rpath": [], "runpath": []}}
+    return type(host)(host.doc)
+
+
+def test_an_egg_on_sys_path_is_the_distribution_imported_and_its_library_decides_mxnets_build():
+    # the egg's libmxnet.so links no CUDA library: PyPI's CPU build or a source build without USE_CUDA
+    v = facts_of(_egg_host(["libopenblas.so.0", "libstdc++.so.6", "libc.so.6"])).value("framework.mxnet")
+    assert v["version"] == "0.5.0" and v["path"] == EGG and v["build"] == "cpu"
+    # a source build with USE_CUDA=1 installed under the plain name links the CUDA runtime and the driver
+    v = facts_of(_egg_host(["libcudart.so.7.5", "libcublas.so.7.5", "libcuda.so.1", "libc.so.6"])).value(
+        "framework.mxnet")
+    assert v["build"] == "cuda" and v["cuda"] == "7.5"
+    # its library unread: the package's name decides, as before
+    assert facts_of(_egg_host(None)).value("framework.mxnet")["build"] == "cpu"
+
+
+def test_a_folder_named_like_an_egg_without_egg_info_is_no_distribution():
+    f = facts_of(_egg_host(["libc.so.6"], egg_info=False))
+    assert f.get("framework.mxnet") is None and f.get("framework.none") is not None

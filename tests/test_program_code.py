@@ -257,3 +257,47 @@ def test_static_runtime_extension_gets_one_finding_in_a_whole_diagnosis() -> Non
              if CUBNM_CORE in f.title + f.detail or "cubnm" in f.title]
     assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "error")]
     assert "460.80" in found[0].title
+
+
+# -- software installed whole under /opt/<name> or /usr/local/<name>, its folder on PATH or not ---------------------
+
+
+def _sdk_host(needed: str, cudart_installed: str) -> SnapshotHost:
+    """A vendor SDK in /usr/local/vendorsdk (its tools/ not on PATH) whose program needs ``needed``, beside a
+    CUDA toolkit whose runtime the loader cache lists as ``cudart_installed``."""
+    from tests.conftest import make_host
+
+    cudart = "/usr/local/cuda-7.5/lib64/" + cudart_installed
+    host = make_host(files={"/usr/local/vendorsdk/tools/Viewer": "", "/usr/local/vendorsdk/lib/libsdk_core.so": "",
+                            "/usr/local/vendorsdk/doc/README": "", "/usr/local/cuda-7.5/bin/nvcc": "",
+                            "/usr/local/cuda-7.5/bin/cuda-gdb": "", cudart: "", "/sbin/ldconfig": ""},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                                "\t%s (libc6,x86-64) => %s\n" % (cudart_installed, cudart)}])
+    host.doc["elf"] = {
+        "/usr/local/vendorsdk/tools/Viewer": {"soname": "", "needed": [needed, "libsdk_core.so", "libc.so.6"],
+                                              "rpath": ["$ORIGIN/../lib"], "runpath": []},
+        "/usr/local/vendorsdk/lib/libsdk_core.so": {"soname": "libsdk_core.so", "needed": [needed, "libc.so.6"],
+                                                    "rpath": [], "runpath": []},
+        "/usr/local/cuda-7.5/bin/cuda-gdb": {"soname": "", "needed": ["libcudart.so.9.9"], "rpath": [], "runpath": []}}
+    return SnapshotHost(host.doc)
+
+
+def _program_findings(host: SnapshotHost) -> List[Any]:
+    from envdoctor.probes.linkage import program_libraries
+
+    entries = program_libraries(host, loader_config(host))
+    facts = Facts([ok("linkage.packages", entries, "derived")])
+    return [f for f in package_libraries_check(CheckContext(facts, [])) if f.severity in ("warning", "error")]
+
+
+def test_vendor_sdk_program_needing_a_cuda_runtime_no_toolkit_provides() -> None:
+    found = _program_findings(_sdk_host("libcudart.so.8.0", "libcudart.so.7.5"))
+    assert found and {(f.code, f.severity) for f in found} == {("cuda.framework_cannot_load", "error")}
+    assert all("libcudart.so.8.0" in f.title and "/usr/local/vendorsdk" in f.title for f in found)
+    assert any(f.title.startswith("Viewer ") for f in found)
+    # a toolkit's own programs (bin/nvcc beside them) are not read as the software's
+    assert not any("cuda-gdb" in f.title or "9.9" in f.title for f in found)
+
+
+def test_vendor_sdk_program_whose_cuda_runtime_is_installed_is_quiet() -> None:
+    assert _program_findings(_sdk_host("libcudart.so.7.5", "libcudart.so.7.5")) == []

@@ -390,7 +390,7 @@ def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
     for pkg in facts.items("linkage.packages"):
         if not isinstance(pkg, dict):
             continue
-        subject = "%s %s" % (pkg.get("package"), pkg.get("version"))
+        subject = str(pkg.get("label") or "%s %s" % (pkg.get("package"), pkg.get("version")))
         for f in judge(pkg, subject, evidence=ev):
             if f.severity != "error" or f.code not in ("linkage.missing", "linkage.wrong_major"):
                 continue

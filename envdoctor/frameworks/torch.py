@@ -28,8 +28,12 @@ FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="py
                       # its name carries the interpreter's tag)
                       abi_libraries=(("torch/lib/libtorch_cpu.so",), ("torch/lib/libtorch_python.so",),
                                      ("torch/lib/libtorch_cuda.so",), ("torch/_C.*.so", "torch/_C.so")),
+                      # (torch 0.4.0 kept its kernels in ATen, torch 0.1-0.3 in THC and THCUNN: setup.py's ATEN_LIB,
+                      # THC_LIB and THCUNN_LIB, torch/lib/lib<name>.so.1, which torch/_C links; a conda build of that
+                      # time copied them into the environment's lib, where _C's RPATH points: gpucode.py follows it)
                       kernel_libraries=(("torch/lib", ("libtorch_cuda.so", "libtorch_cuda_cu.so", "libcaffe2_gpu.so")),
-                                        ("torch/lib", ("libtorch_cuda_cpp.so",))),
+                                        ("torch/lib", ("libtorch_cuda_cpp.so",)), ("torch/lib", ("libATen.so.1",)),
+                                        ("torch/lib", ("libTHC.so.1",)), ("torch/lib", ("libTHCUNN.so.1",))),
                       smoke=_SMOKE, smoke_gpu=_SMOKE_GPU,
                       # verified 2026-11-22 against https://pytorch.org/get-started/locally/ ("Start Locally", Linux,
                       # Pip, CUDA): pip3 install torch torchvision torchaudio --index-url

@@ -477,6 +477,9 @@ class Host:
         for entry in self.python().sys_path:
             if not entry or entry.endswith(".zip"):
                 continue
+            egg = self._egg_entry(entry)
+            if egg is not None:
+                seen.setdefault(egg.key, egg)
             for name in self.list_dir(entry).names():
                 if not (name.endswith(".dist-info") or name.endswith(".egg-info")):
                     continue
@@ -490,6 +493,22 @@ class Host:
                 dist = Distribution(parsed[0], parsed[1], posixpath.join(entry, name), entry)
                 seen.setdefault(dist.key, dist)
         return sorted(seen.values(), key=lambda d: d.key)
+
+    def _egg_entry(self, entry: str) -> Optional[Distribution]:
+        """The distribution an ``.egg`` directory on ``sys.path`` is (``easy_install`` and ``setup.py install`` put
+        ``<name>-<version>-pyX.Y[-<platform>].egg/`` there through ``easy-install.pth``): its metadata is its own
+        ``EGG-INFO/`` and its packages lie at its top, so the entry itself is where they are imported from
+        (importlib.metadata's ``Lookup`` and pkg_resources read such an entry's ``EGG-INFO`` the same way)."""
+        base = posixpath.basename(posixpath.normpath(entry))
+        if not base.endswith(".egg"):
+            return None
+        parts = base[:-len(".egg")].split("-")
+        if len(parts) < 2 or not parts[0] or not parts[1]:
+            return None
+        info = posixpath.join(entry, "EGG-INFO")
+        if not self.is_dir(info):
+            return None
+        return Distribution(parts[0], parts[1], info, entry)
 
     def _egg_info_version(self, folder: str, name: str) -> Optional[Tuple[str, str]]:
         """(name, version) of an ``.egg-info`` folder whose name has no version, from its PKG-INFO's headers."""

@@ -723,7 +723,14 @@ def tensorrt_fact(dists: Dict[str, Distribution]) -> List[Fact]:
     return [ok("framework.tensorrt", value, "dir:" + d.metadata_dir, "TensorRT (Python)")]
 
 
-def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
+#: The CUDA runtime a libmxnet.so built from source with USE_CUDA=1 links (``libcudart.so.7.5``), and the driver.
+_MXNET_CUDART = re.compile(r"^libcudart\.so\.(\d+\.\d+|\d+)$")
+
+
+def mxnet_fact(dists: Dict[str, Distribution], host: Optional[Host] = None) -> List[Fact]:
+    """framework.mxnet: the CUDA build named by its package (``mxnet-cu101``); for the plain ``mxnet`` package, which
+    is both PyPI's CPU build and the name a source build installs under (``setup.py install``), the NEEDED entries of
+    the ``libmxnet.so`` it holds decide: one built with USE_CUDA=1 links the CUDA runtime and the driver."""
     found = [(k, d, _MXNET.match(k)) for k, d in sorted(dists.items()) if _MXNET.match(k)]
     _, d, m = found[0]
     value: Dict[str, Any] = _version_of(d)
@@ -731,6 +738,11 @@ def mxnet_fact(dists: Dict[str, Distribution]) -> List[Fact]:
     cuda = m.group("cuda") if m else None
     value["cuda"] = _cuda_from_suffix(cuda) if cuda else None
     value["build"] = "cuda" if cuda else "cpu"
+    if not cuda and host is not None:
+        elf = host.elf(posixpath.join(d.location, "mxnet", "libmxnet.so"))
+        if elf.ok and any(n == "libcuda.so.1" or _MXNET_CUDART.match(n) for n in elf.needed):
+            value["build"] = "cuda"
+            value["cuda"] = next((x.group(1) for x in map(_MXNET_CUDART.match, elf.needed) if x), None)
     value["legacy"] = True  # retired to the Apache Attic in 2023
     return [ok("framework.mxnet", value, "dir:" + d.metadata_dir, "MXNet")]
 
@@ -840,7 +852,7 @@ def probe_frameworks(ctx: ProbeContext) -> Iterable[Fact]:
     if any(_TRT.match(k) for k in dists):
         facts += tensorrt_fact(dists)
     if any(_MXNET.match(k) for k in dists):
-        facts += mxnet_fact(dists)
+        facts += mxnet_fact(dists, host)
     if "apache-tvm" in dists:
         facts += tvm_fact(host, dists)
     if "keras" in dists:

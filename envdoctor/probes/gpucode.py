@@ -46,9 +46,39 @@ def _candidates(host: Host, base: str, names: Tuple[str, ...]) -> List[str]:
     return out
 
 
+#: Framework -> (folder of its extension module relative to site-packages, the module's file names): where a
+#: kernel library is not beside the framework, the one the module links is read where its own RPATH/RUNPATH finds
+#: it (a conda build of torch 0.x put libTHC.so.1 in the environment's lib, _C's RPATH ``$ORIGIN/../../..``).
+LINKED_BY: Dict[str, Tuple[str, str]] = {"torch": ("torch", r"_C(?:\.[A-Za-z0-9_.-]+)?\.so")}
+
+
+def _linked_kernel_libraries(host: Host, location: str, name: str) -> List[str]:
+    """The kernel libraries framework ``name``'s extension module names in NEEDED, found in the module's own search
+    paths (``$ORIGIN`` expanded): the first directory holding each, as the loader takes it."""
+    from .loader import expand_origin
+
+    if name not in LINKED_BY:
+        return []
+    rel, pattern = LINKED_BY[name]
+    wanted = {n for _rel, names in KERNEL_LIBRARIES.get(name, ()) for n in names if not n.endswith("*")}
+    out: List[str] = []
+    for module in sorted(host.glob_dir(posixpath.join(location, rel), pattern))[:2]:
+        elf = host.elf(module)
+        if not elf.ok:
+            continue
+        dirs = expand_origin(list(elf.rpath) + list(elf.runpath), posixpath.dirname(elf.path))
+        for soname in elf.needed:
+            if soname not in wanted:
+                continue
+            path = next((posixpath.join(d, soname) for d in dirs if host.exists(posixpath.join(d, soname))), None)
+            if path is not None and path not in out:
+                out.append(path)
+    return out
+
+
 def read_gpu_code(host: Host, location: str, name: str) -> Tuple[List[FatbinResult], List[str]]:
     """The fat-binary readings of framework ``name``'s kernel libraries under ``location``, and the
-    problems met (unreadable libraries)."""
+    problems met (unreadable libraries); where none lies there, those its extension module links."""
     found: List[FatbinResult] = []
     problems: List[str] = []
     for rel, names in KERNEL_LIBRARIES.get(name, ()):
@@ -66,6 +96,13 @@ def read_gpu_code(host: Host, location: str, name: str) -> Tuple[List[FatbinResu
                 problems.append("%s: %s%s" % (path, res.error, " (%s)" % res.message if res.message else ""))
             if not multi:
                 break  # first of the group that exists
+    if not found and not problems:
+        for path in _linked_kernel_libraries(host, location, name)[:MAX_LIBRARIES]:
+            res = host.fatbin(path)
+            if res.ok:
+                found.append(res)
+            elif res.error != "ENOENT":
+                problems.append("%s: %s%s" % (path, res.error, " (%s)" % res.message if res.message else ""))
     return found, problems
 
 

@@ -685,6 +685,39 @@ def conda_package_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     return out
 
 
+def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
+    """``linkage.packages`` entries for software installed whole outside the distribution's packages (a vendor's
+    SDK in ``/opt/<name>`` or ``/usr/local/<name>``, a release unpacked with its ``bin`` on PATH): the programs of
+    its ``bin`` and ``tools`` that need a CUDA, cuDNN, NCCL or TensorRT library, with their CUDA closure as the
+    loader resolves it for them (their own RPATH/RUNPATH, LD_LIBRARY_PATH, the cache). ``label`` names the folder."""
+    from . import loader
+    from .programs import MAX_FILES, path_programs, software_roots
+
+    out: List[Dict[str, Any]] = []
+    opened = 0
+    for root, files in path_programs(host) + software_roots(host):
+        roots = []
+        # its programs: a library of its lib/ is loaded by them, with their paths (or a launcher's), not alone
+        for path in [f for f in files if posixpath.basename(posixpath.dirname(f)) in ("bin", "tools")]:
+            if opened >= MAX_FILES:
+                break
+            opened += 1
+            elf = host.elf(path)
+            if elf.ok and any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed):
+                roots.append(elf.path)
+        if not roots:
+            continue
+        c = loader.cuda_closure(host, config, roots, only_cuda=True)
+        links = [{k: v for k, v in link.items() if k in (
+            "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain",
+            "expected", "expected_version", "expected_by", "shadowed", "elsewhere", "other_majors")}
+            for link in c["links"] if link.get("via") != "loaded"]
+        out.append({"package": posixpath.basename(root), "version": None, "label": "the software in %s" % root,
+                    "roots": roots, "links": links, "unread": c["unread"], "cache_unknown": c["cache_unknown"],
+                    "site": root})
+    return out
+
+
 #: The ONNX Runtime execution provider libraries other than CUDA's are optional to it: a session asks for them.
 ORT_PROVIDERS = lazyre.compile(r"^libonnxruntime_providers_(?!shared\.)[a-z0-9_]+\.so$")
 
@@ -829,7 +862,8 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         cache = read or []
         cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
     config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
-    packages = package_libraries(host, config, dists, on_frameworks) + conda_package_libraries(host, config)
+    packages = (package_libraries(host, config, dists, on_frameworks) + conda_package_libraries(host, config)
+                + program_libraries(host, config))
     if packages:
         facts.append(ok("linkage.packages", packages, "elf:" + packages[0]["roots"][0],
                         "CUDA libraries other packages' bundled libraries load"))

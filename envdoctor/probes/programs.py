@@ -11,6 +11,8 @@ Three places, each bounded:
 * **programs on PATH outside the system's directories** (``/opt/<tool>/bin``, an unpacked release's ``bin``),
   with the libraries beside them (``../lib``) and the fat binaries they load from their data folder
   (``../data/*.fatbin``, ``nvcc -fatbin`` output the program hands ``cuModuleLoadFatBinary``);
+* **software installed whole under ``/opt/<name>`` or ``/usr/local/<name>``** (a vendor's SDK), on PATH or not: its
+  ``bin``, ``tools``, ``lib`` and ``lib64``;
 * **Python extension modules**: the shared objects each installed distribution's ``RECORD`` lists (as
   :mod:`envdoctor.probes.staticcuda` finds them), of the packages that are not frameworks.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from .. import frameworks, lazyre
@@ -207,6 +210,45 @@ def path_programs(host: Host) -> List[Tuple[str, List[str]]]:
     return out
 
 
+#: Where software outside the distribution's packages installs itself whole (a vendor's SDK: ``/usr/local/zed``,
+#: ``/opt/<tool>``), and the folders of such a root that hold its programs and libraries.
+SOFTWARE_ROOTS = ("/opt", "/usr/local")
+SOFTWARE_DIRS = ("bin", "tools", "lib", "lib64")
+#: Folders of those places that are no one program's root: the hierarchy's own (hier(7)), the driver's and
+#: NVIDIA's (their own checks judge them), conda installs (read by their records) and toolkits (``bin/nvcc``).
+_NOT_A_ROOT = lazyre.compile(
+    r"^(?:bin|sbin|lib|lib32|lib64|libexec|include|share|etc|games|man|src|var|doc|info|nvidia|cuda(?:-[0-9.]+)?|"
+    r"tensorrt.*|cudnn.*|nccl.*|containerd|rh|google)$", re.IGNORECASE)
+#: The most roots looked at in one run.
+MAX_ROOTS = 24
+
+
+def software_roots(host: Host) -> List[Tuple[str, List[str]]]:
+    """``(root, [files])`` of each folder of ``/opt`` and ``/usr/local`` that is one program's whole install (a
+    vendor's SDK), not a conda prefix's, not a CUDA toolkit's: the files of its ``bin``, ``tools``, ``lib`` and
+    ``lib64`` (programs there are run from there, whether or not their folder is on PATH)."""
+    out: List[Tuple[str, List[str]]] = []
+    # a root whose bin is on PATH is read by path_programs
+    on_path = {posixpath.dirname(posixpath.normpath(d)) for d in (host.getenv("PATH") or "").split(":")
+               if d.startswith("/") and posixpath.normpath(d).endswith("/bin")}
+    for top in SOFTWARE_ROOTS:
+        for name in sorted(host.list_dir(top).names())[:MAX_DIR_ENTRIES]:
+            root = posixpath.join(top, name)
+            if (_NOT_A_ROOT.match(name) or root in on_path or len(out) >= MAX_ROOTS
+                    or host.is_dir(posixpath.join(root, "conda-meta"))
+                    or host.exists(posixpath.join(root, "bin", "nvcc"))):
+                continue
+            files: List[str] = []
+            for sub in SOFTWARE_DIRS:
+                d = posixpath.join(root, sub)
+                names = sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]
+                files += [posixpath.join(d, n) for n in names
+                          if sub in ("bin", "tools") or SHARED_OBJECT.search(n)]
+            if files:
+                out.append((root, files))
+    return out
+
+
 def find_gpu_code(host: Host) -> Dict[str, Any]:
     from .staticcuda import candidates_once
 
@@ -218,7 +260,7 @@ def find_gpu_code(host: Host) -> Dict[str, Any]:
         toolkit = toolkits[prefix]
         for lib in libs:
             reader.read(lib, "conda", package, version, prefix, toolkit)
-    for root, files in path_programs(host):
+    for root, files in path_programs(host) + software_roots(host):
         for f in files:
             reader.read(f, "program", posixpath.basename(root), None)
     candidates, _unlisted, complete = candidates_once(host)
