@@ -13,6 +13,14 @@ from envdoctor.host.snapshot import SnapshotHost, load_snapshot
 from envdoctor.probes import ProbeResult, run_probes
 from envdoctor.report import Report, diagnose
 
+try:  # property tests: no per-example time limit (a deadline is a timed assertion, and CI's 2 shared cores are noisy)
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("envdoctor", deadline=None)
+    _hypothesis_settings.load_profile("envdoctor")
+except ImportError:  # pragma: no cover - hypothesis is a test extra
+    pass
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MACHINES = os.path.join(HERE, "machines")
 
