@@ -353,12 +353,14 @@ def cdi_spec_stale(ctx: CheckContext) -> Iterable[Finding]:
     for spec in cdi.get("specs") or []:
         if not isinstance(spec, dict) or not str(spec.get("kind") or "").startswith("nvidia.com/"):
             continue
-        release = _cdi_other_release(facts, spec, installed)
-        if release is not None:
-            yield release  # regenerating it also rewrites its device nodes
-            continue
         gone = [n for n in spec.get("missing_nodes") or [] if n not in _ON_DEMAND_NODES]
         wrong = [w for w in spec.get("wrong_majors") or [] if isinstance(w, dict)]
+        # another release than the installed one is the more precise finding; where the installed release is not
+        # known, files that are gone say less than device nodes that are (regenerating fixes both)
+        release = _cdi_other_release(facts, spec, installed) if installed or not (gone or wrong) else None
+        if release is not None:
+            yield release
+            continue
         if wrong and not gone:
             yield _cdi_wrong_majors(facts, spec, wrong)
             continue
