@@ -11,8 +11,13 @@ from typing import Any, Dict, List
 from envdoctor.checks import CheckContext, run_checks
 from envdoctor.facts import Facts, ok
 from envdoctor.probes import ProbeContext
-from envdoctor.probes.containers import (cdi_device_nodes, cdi_mount_paths, cdi_spec_driver, driver_release_of,
-                                         probe_containers)
+from envdoctor.probes.containers import (
+    cdi_device_nodes,
+    cdi_mount_paths,
+    cdi_spec_driver,
+    driver_release_of,
+    probe_containers,
+)
 
 from .conftest import make_host
 
@@ -68,11 +73,8 @@ LIB = "/usr/lib/x86_64-linux-gnu/"
 
 
 def generated(release: str, hook: bool = False) -> str:
-    mounts = "".join("  - containerPath: {0}{1}.so.{2}\n    hostPath: {0}{1}.so.{2}\n    options:\n    - ro\n"
-                     "    - nosuid\n    - nodev\n    - bind\n".format(LIB, lib, release)
-                     for lib in ("libcuda", "libnvidia-ml", "libEGL_nvidia"))
-    mounts += ("  - containerPath: /lib/firmware/nvidia/{0}/gsp_ga10x.bin\n    hostPath: /lib/firmware/nvidia/{0}/"
-               "gsp_ga10x.bin\n    options:\n    - ro\n    - nosuid\n    - nodev\n    - bind\n".format(release))
+    bind = "    options:\n    - ro\n    - nosuid\n    - nodev\n    - bind\n"
+    mounts = "".join("  - containerPath: %s\n    hostPath: %s\n" % (f, f) + bind for f in driver_files(release))
     hooks = ("  hooks:\n  - args:\n    - nvidia-cdi-hook\n    - enable-cuda-compat\n    - --host-driver-version=%s\n"
              "    hookName: createContainer\n    path: /usr/bin/nvidia-cdi-hook\n" % release) if hook else ""
     return ("---\ncdiVersion: 0.5.0\ncontainerEdits:\n  deviceNodes:\n  - path: /dev/nvidiactl\n  env:\n"
