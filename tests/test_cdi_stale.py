@@ -67,7 +67,7 @@ def test_quiet_for_a_current_spec_for_on_demand_nodes_and_inside_containers() ->
 # -- a spec generated under another driver release (corpus: b37-...-cdi-spec-still-mounts-...-libs: the driver was
 # updated, /etc/cdi/nvidia.yaml still binds the old release's libraries; regenerating it fixes it). The layout is
 # the one `nvidia-ctk cdi generate` writes (keys sorted, list items at their key's indentation); the
-# enable-cuda-compat hook with --host-driver-version= is what toolkit 1.17.5 and later add.
+# enable-cuda-compat hook with --host-driver-version= is the one recent toolkits write (its hook options, upstream).
 
 LIB = "/usr/lib/x86_64-linux-gnu/"
 
