@@ -258,27 +258,109 @@ def _cdi_wrong_majors(facts: Facts, spec: Dict[str, Any], wrong: List[Dict[str, 
                           "nvidia-ctk cdi list"]))
 
 
-@check("container-toolkit.cdi-spec", requires=("container.cdi_specs",), reads=("container.*", "os.*"),
-       layers=("containers",), codes=(
+#: The installed driver release, in the order it is believed: the loaded kernel module's, NVML's, the user-space
+#: library's.
+_DRIVER_RELEASE_FACTS = ("driver.kernel_module.version", "driver.version", "driver.userspace.version")
+
+
+def _installed_releases(facts: Facts) -> List[str]:
+    out: List[str] = []
+    for key in _DRIVER_RELEASE_FACTS:
+        v = facts.value(key)
+        if versions.is_driver_version(v) and v not in out:
+            out.append(v)
+    return out
+
+
+def _cdi_other_release(facts: Facts, spec: Dict[str, Any], installed: List[str]) -> Optional[Finding]:
+    """A spec generated under another driver release: its mounts bind that release's versioned files
+    (libcuda.so.<release>, firmware/nvidia/<release>/...), which an update removed (or left behind, mismatched
+    with the loaded module). Quiet when the spec's release is any of the installed ones (a module not yet
+    reloaded after an update is the driver's finding)."""
+    files = [f for f in spec.get("driver_files") or [] if isinstance(f, dict)
+             and versions.is_driver_version(f.get("release")) and isinstance(f.get("path"), str)]
+    own = spec.get("driver_release")
+    other = [f for f in files if f["release"] not in installed]
+    gone = [f for f in other if f.get("missing") is True]
+    if installed:
+        stale_own = versions.is_driver_version(own) and own not in installed
+        if not other and not stale_own:
+            return None
+    elif not gone:
+        return None  # the release installed is not known: only files that are gone show the spec is stale
+    releases: List[str] = []
+    for r in [f["release"] for f in other] + ([own] if versions.is_driver_version(own) and own not in installed
+                                             else []):
+        if r not in releases:
+            releases.append(r)
+    path = spec.get("path")
+    now = installed[0] if installed else None
+    was = " and ".join(releases)
+    shown = [posixpath.basename(f["path"]) if "/firmware/" not in f["path"] else f["path"] for f in (gone or other)]
+    named = ", ".join(shown[:3]) + (" and %d more" % (len(shown) - 3) if len(shown) > 3 else "")
+    if gone:
+        title = "The CDI spec %s mounts driver %s files that no longer exist (%s)%s: GPU containers using it fail " \
+                "to start" % (path, was, named, "; driver %s is installed" % now if now else "")
+        effect = ("The runtime cannot bind them: a container given the GPU through CDI does not start ('%s: no "
+                  "such file or directory')." % gone[0]["path"])
+    elif other:
+        title = "The CDI spec %s mounts driver %s files, but driver %s is installed: containers get libraries " \
+                "that do not match the loaded module" % (path, was, now)
+        effect = ("Those files are left over from the old release: CUDA and NVML in a container started through "
+                  "CDI fail with 'Driver/library version mismatch'.")
+    else:
+        title = "The CDI spec %s was generated for driver %s, but driver %s is installed" % (path, was, now)
+        effect = "Its hooks set up the container for the old release's libraries."
+    detail = ("`nvidia-ctk cdi generate` writes into the spec the full versioned names of the driver files "
+              "installed when it runs; a driver update does not rewrite the spec. %s "
+              "was generated under driver %s; %s. %s" % (
+                  path, was, "driver %s is installed now" % now if now else "those files are gone", effect))
+    return Finding(
+        code="container-toolkit.cdi_spec_stale", severity="warning", components=["container-toolkit"],
+        title=title, detail=detail,
+        evidence=_ev(facts, "container.cdi_specs", *_DRIVER_RELEASE_FACTS),
+        source={"rule": "a CDI spec mounts the driver files of the release it was generated under; regenerate it "
+                        "after a driver update (toolkit 1.18.0 and later: the nvidia-cdi-refresh service "
+                        "regenerates /var/run/cdi/nvidia.yaml)", "url": CDI_DOC, "checked": "2026-11-30"},
+        fix=Fix(text="Regenerate the spec for the driver installed now, then recreate the containers (NVIDIA "
+                     "Container Toolkit 1.18.0 and later ship the nvidia-cdi-refresh service, which regenerates "
+                     "/var/run/cdi/nvidia.yaml at boot and on driver changes; a spec kept elsewhere must be "
+                     "regenerated or removed by hand).",
+                commands=["sudo nvidia-ctk cdi generate --output=%s" % path, "nvidia-ctk cdi list"]))
+
+
+@check("container-toolkit.cdi-spec", requires=("container.cdi_specs",),
+       reads=("container.*", "os.*") + _DRIVER_RELEASE_FACTS, layers=("containers",), codes=(
     CodeDoc("container-toolkit.cdi_spec_stale", "warning",
             "An NVIDIA CDI spec in /etc/cdi or /var/run/cdi names device nodes that do not exist on this host "
-            "(it was generated for another GPU or device layout), or pins device numbers (major) the host's "
-            "driver no longer has (/proc/devices).",
-            "container.cdi_specs (missing_nodes, wrong_majors)",
+            "(it was generated for another GPU or device layout), pins device numbers (major) the host's "
+            "driver no longer has (/proc/devices), or mounts the versioned files (libcuda.so.<release>, "
+            "firmware/nvidia/<release>/...) of another driver release than the one installed (it was generated "
+            "before a driver update).",
+            "container.cdi_specs (missing_nodes, wrong_majors, driver_files, driver_release), "
+            "driver.kernel_module.version, driver.version, driver.userspace.version",
             "Podman, containerd or Docker in CDI mode refuse the devices that name them: 'setting up CDI "
             "devices: failed to inject devices: failed to stat CDI host device \"/dev/...\": no such file or "
-            "directory'.", CDI_STALE_THREAD),
+            "directory', or fail to bind the old release's libraries ('libcuda.so.<old release>: no such file "
+            "or directory').", CDI_STALE_THREAD),
 ))
 def cdi_spec_stale(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     cdi = facts.value("container.cdi_specs")
     if not isinstance(cdi, dict) or facts.value("os.container"):
         return  # inside a container /dev is the container's, not the host's the spec describes
+    installed = _installed_releases(facts)
     for spec in cdi.get("specs") or []:
         if not isinstance(spec, dict) or not str(spec.get("kind") or "").startswith("nvidia.com/"):
             continue
         gone = [n for n in spec.get("missing_nodes") or [] if n not in _ON_DEMAND_NODES]
         wrong = [w for w in spec.get("wrong_majors") or [] if isinstance(w, dict)]
+        # another release than the installed one is the more precise finding; where the installed release is not
+        # known, files that are gone say less than device nodes that are (regenerating fixes both)
+        release = _cdi_other_release(facts, spec, installed) if installed or not (gone or wrong) else None
+        if release is not None:
+            yield release
+            continue
         if wrong and not gone:
             yield _cdi_wrong_majors(facts, spec, wrong)
             continue

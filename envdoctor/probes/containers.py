@@ -603,6 +603,73 @@ def cdi_device_nodes(text: str) -> List[str]:
     return nodes
 
 
+#: A driver file whose name carries its release: ``libcuda.so.580.159.04``, ``libnvidia-ml.so.535.54``,
+#: ``firmware/nvidia/580.159.04/gsp_ga10x.bin`` (a soname suffix that is no driver release, such as
+#: ``libnvidia-egl-wayland.so.1.1.13``, is not one: :data:`versions.DRIVER_VERSION`).
+_RELEASE_IN_PATH = (lazyre.compile(r"\.so\.(\d{3,}\.\d+(?:\.\d+)?)$"),
+                    lazyre.compile(r"/firmware/nvidia/(\d{3,}\.\d+(?:\.\d+)?)/"))
+#: The release a spec was generated for, where nvidia-ctk writes it (its enable-cuda-compat hook's argument).
+_SPEC_DRIVER = lazyre.compile(r"--host-driver-version=[\"']?(\d{3,}\.\d+(?:\.\d+)?)\b")
+#: The most versioned files kept per spec (nvidia-ctk's specs mount a few dozen).
+MAX_DRIVER_FILES = 256
+
+
+def driver_release_of(path: str) -> Optional[str]:
+    """The NVIDIA driver release a host file's path names (see :data:`_RELEASE_IN_PATH`), or None."""
+    for rx in _RELEASE_IN_PATH:
+        m = rx.search(path)
+        if m:
+            return m.group(1)
+    return None
+
+
+def cdi_mount_paths(text: str) -> List[str]:
+    """The host paths a CDI spec's ``mounts`` entries bind (``hostPath``), from the spec-wide ``containerEdits``
+    and each device's, in order, each once. JSON specs are parsed as JSON; YAML ones line by line."""
+    out: List[str] = []
+
+    def add(value: Any) -> None:
+        if isinstance(value, str) and value.startswith("/") and value not in out:
+            out.append(value)
+
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            edits = [doc.get("containerEdits")] + [d.get("containerEdits") for d in doc.get("devices") or []
+                                                   if isinstance(d, dict)]
+            for e in edits:
+                for m in (e.get("mounts") or [] if isinstance(e, dict) else []):
+                    if isinstance(m, dict):
+                        add(m.get("hostPath"))
+            return out
+    mounts_indent: Optional[int] = None  # indentation of "mounts:" while inside it
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#") or line.startswith("---"):
+            continue
+        m = _KEY.match(line)
+        indent = len(line) - len(line.lstrip(" "))
+        dash = bool(m and m.group("dash")) or line.lstrip().startswith("-")
+        if mounts_indent is not None and indent <= mounts_indent and not (dash and indent == mounts_indent):
+            mounts_indent = None
+        if not m:
+            continue
+        key, value = m.group("key"), _scalar(m.group("value"))
+        if key == "mounts" and not value:
+            mounts_indent = indent + (len(m.group("dash")) if m.group("dash") else 0)
+        elif mounts_indent is not None and key == "hostPath":
+            add(value)
+    return out
+
+
+def cdi_spec_driver(text: str) -> Optional[str]:
+    """The driver release a spec says it was generated for (``--host-driver-version=``), or None."""
+    m = _SPEC_DRIVER.search(text)
+    return m.group(1) if m else None
+
+
 PROC_DEVICES = "/proc/devices"
 
 
@@ -665,6 +732,14 @@ def cdi_fact(host: Host) -> Fact:
                                     "devices": parsed["devices"],
                                     "missing_nodes": [n for n in nodes if not host.exists(n)],
                                     "fields": versioned_fields(text)}
+            files = [(p, driver_release_of(p)) for p in cdi_mount_paths(text)]
+            versioned = [{"path": p, "release": r, "missing": not host.exists(p)}
+                         for p, r in files if r is not None][:MAX_DRIVER_FILES]
+            if versioned:
+                spec["driver_files"] = versioned
+            own = cdi_spec_driver(text)
+            if own:
+                spec["driver_release"] = own
             if any(str(n.get("major", "")).isdigit() for n in parsed["nodes"]):
                 if majors is None:
                     proc = host.read_text(PROC_DEVICES, limit=64 * 1024)
