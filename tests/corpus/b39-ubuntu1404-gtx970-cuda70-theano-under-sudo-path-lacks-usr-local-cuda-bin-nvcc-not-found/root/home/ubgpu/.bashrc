@@ -1,0 +1,4 @@
+# ~/.bashrc: executed by bash(1) for non-login shells.
+[ -z "$PS1" ] && return
+export PATH=/usr/local/cuda/bin:$PATH
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH
