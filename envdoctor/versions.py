@@ -98,7 +98,7 @@ _CU_TAG = re.compile(r"^cu(\d+)(\d)$")
 
 def cuda_of_tag(tag: Any) -> Optional[str]:
     """A CUDA build's local version tag as PyTorch's wheels spell it: ``"cu116"`` -> ``"11.6"``, ``"cu121"`` ->
-    ``"12.1"``; None for anything else (``"cpu"``, ``"rocm6.0"``, None). The inverse of :func:`digits`."""
+    ``"12.1"``; None for anything else (``"cpu"``, ``"rocm6.0"``, None). The inverse of :func:`cuda_tag`."""
     m = _CU_TAG.match(tag) if isinstance(tag, str) else None
     return "%s.%s" % m.groups() if m else None
 
@@ -109,6 +109,13 @@ def digits(text: Any) -> Optional[str]:
     if v is None or len(v.release) < 2:
         return None
     return "%d%d" % (v.release[0], v.release[1])
+
+
+def cuda_tag(cuda: Any) -> Optional[str]:
+    """A CUDA release's local version tag and index name as PyTorch's wheels spell it: ``"12.1"`` (or
+    ``"12.1.105"``) -> ``"cu121"``; None when ``cuda`` has no major.minor. The inverse of :func:`cuda_of_tag`."""
+    d = digits(cuda)
+    return "cu" + d if d else None
 
 
 #: The names torch.utils.cpp_extension accepts in TORCH_CUDA_ARCH_LIST and what each stands for.

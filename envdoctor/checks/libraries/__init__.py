@@ -142,10 +142,9 @@ def torch_variant(value: Dict[str, Any]) -> str:
     """The download.pytorch.org index of an installed torch: its local version tag (``+cpu``, ``+cu121``), else
     (PyPI's builds carry none) the CUDA it was built for (``cuda: '13.0'`` -> ``cu130``), else ``cpu``."""
     local = str(value.get("version") or "").partition("+")[2]
-    if re.match(r"^(cpu|cu\d+|rocm[\d.]+)$", local):
+    if local == "cpu" or versions.cuda_of_tag(local) or re.match(r"^rocm[\d.]+$", local):
         return local
-    cuda = re.match(r"^(\d+)\.(\d+)", str(value.get("cuda") or ""))
-    return "cu%s%s" % cuda.groups() if cuda else "cpu"
+    return versions.cuda_tag(value.get("cuda")) or "cpu"
 
 
 def _soname_major(soname: str) -> Optional[str]:
