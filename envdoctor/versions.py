@@ -118,6 +118,21 @@ def cuda_tag(cuda: Any) -> Optional[str]:
     return "cu" + d if d else None
 
 
+def cu_wheel(stem: str, cuda: Any) -> str:
+    """The name of NVIDIA's pip wheel ``stem`` made for a CUDA major, which is all its name carries:
+    ``("nvidia-cudnn", "12")`` and ``("nvidia-cudnn", "12.4")`` -> ``"nvidia-cudnn-cu12"``. The inverse of
+    :func:`cuda_of_wheel`."""
+    return "%s-cu%s" % (stem, str(cuda).split(".")[0])
+
+
+def cuda_of_wheel(name: Any, stem: str) -> Optional[str]:
+    """The CUDA major the name of NVIDIA's pip wheel ``stem`` carries: ``("nvidia-nccl-cu12", "nvidia-nccl")`` ->
+    ``"12"``; None for any other name. The inverse of :func:`cu_wheel`."""
+    text, prefix = str(name or ""), stem + "-cu"
+    rest = text[len(prefix):]
+    return rest if text.startswith(prefix) and re.match(r"^\d+$", rest) else None
+
+
 #: The names torch.utils.cpp_extension accepts in TORCH_CUDA_ARCH_LIST and what each stands for.
 TORCH_NAMED_ARCHES = {"kepler+tesla": "3.7", "kepler": "3.5+PTX", "maxwell+tegra": "5.3", "maxwell": "5.0;5.2+PTX",
                       "pascal": "6.0;6.1+PTX", "volta+tegra": "7.2", "volta": "7.0+PTX", "turing": "7.5+PTX",

@@ -126,10 +126,12 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                        install=install_line(facts, "cudnn", floor))
         return Fix(text="Install cuDNN %s or a newer %s.x wheel, which the CUDA plugin finds on its own." % (
                         floor, major),
-                   commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, floor, int(major) + 1)])
+                   commands=["pip install '%s>=%s,<%d'" % (versions.cu_wheel("nvidia-cudnn", cuda), floor,
+                                                           int(major) + 1)])
     if comp == "cudnn" and major is not None:
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
-                   commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
+                   commands=["pip install '%s>=%s,<%d'" % (versions.cu_wheel("nvidia-cudnn", cuda), major,
+                                                       int(major) + 1)],
                    install=install_line(facts, "cudnn", major))
     if comp == "cudnn":
         return Fix(text="Install cuDNN for CUDA %s (pip wheel, or the system package) and make %s loadable: the "
