@@ -161,6 +161,8 @@ FAMILY_DIRS: Dict[str, Callable[[str], Tuple[str, ...]]] = {
 #: :data:`LOADER_DIRS` (on a merged-/usr system each /lib directory is a link to its /usr twin, and the driver's
 #: files would be found twice).
 DRIVER_DIRS = tuple(d for d in LOADER_DIRS if d.startswith("/usr/"))
+#: Where the NVIDIA GPU Operator's driver container mounts its root on the host.
+GPU_OPERATOR_ROOT = "/run/nvidia/driver"
 #: WSL 2: the Windows NVIDIA driver's libraries (libcuda, libnvidia-ml), mounted into the Linux system.
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
 #: Where nvidia-docker 1's driver volume (``com.nvidia.volumes.needed="nvidia_driver"``) put the driver in a

@@ -38,7 +38,7 @@ from packaging.version import Version
 from .. import lazyre, versions
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import KERNEL_LOG_ARGV, CommandResult, Host
-from ..osinfo import DRIVER_DIRS, WSL_LIB_DIR
+from ..osinfo import DRIVER_DIRS, GPU_OPERATOR_ROOT, WSL_LIB_DIR
 from . import ProbeContext, register
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -50,7 +50,6 @@ SYS_TAINT = "/sys/module/nvidia/taint"
 #: the NVIDIA GPU Operator's driver container mounts its root at /run/nvidia/driver on the host (containers get
 #: the libraries from the container toolkit; the host's own loader never looks there), the driver's directories
 #: of its distribution under that root.
-GPU_OPERATOR_ROOT = "/run/nvidia/driver"
 ELSEWHERE = (("/run/opengl-driver/lib", "nixos"),) + tuple((GPU_OPERATOR_ROOT + d, "gpu-operator") for d in DRIVER_DIRS)
 
 SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
