@@ -396,7 +396,7 @@ def parse_image(reference: str) -> Image:
         img.has_python = True
         m = _TORCH_TAG.match(tag)
         if m:
-            img.torch = (m.group("torch"), "cu" + m.group("cuda").replace(".", ""))
+            img.torch = (m.group("torch"), versions.cuda_tag(m.group("cuda")) or "")
             img.flavour = m.group("flavour")
             img.has_nvcc = img.flavour == "devel"
     elif repo in NGC_FRAMEWORKS:

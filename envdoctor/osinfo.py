@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import re
 from functools import cached_property
-from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import distro
 
@@ -135,6 +135,39 @@ def nvidia_distro(os_id: str, version: str) -> Tuple[str, str]:
     if os_id == "ubuntu":
         return os_id, version
     return ("rhel" if os_id in RHEL_REBUILDS else os_id), version.split(".")[0]
+
+
+# --------------------------------------------------------------------------- the loader's directories
+
+#: Where glibc looks after the cache when the distribution is not known: the union of Debian/Ubuntu's multiarch
+#: directories and those other distributions use (Fedora/RHEL /lib64 and /usr/lib64, Arch /usr/lib).
+LOADER_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+               "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+#: Debian's multiarch triplet per machine (``uname -m``).
+MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
+#: glibc's own search path ("system search path") per distribution family on a 64-bit machine, built in when glibc
+#: is compiled (its slibdir and libdir): Debian's glibc packages use the multiarch directories, then /lib and /usr/lib
+#: (``ld.so --help`` of Debian 12's glibc 2.36-9+deb12u14: "/lib/x86_64-linux-gnu (system search path)",
+#: "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"); glibc's default layout for 64-bit x86-64 and AArch64, which
+#: Fedora/RHEL and SUSE keep, is /lib64 then /usr/lib64 (sysdeps/unix/sysv/linux/x86_64/64/configure: slibdir
+#: /lib64, libdir /usr/lib64); Arch builds glibc with slibdir and libdir /usr/lib.
+FAMILY_DIRS: Dict[str, Callable[[str], Tuple[str, ...]]] = {
+    "debian": lambda triplet: ("/lib/" + triplet, "/usr/lib/" + triplet, "/lib", "/usr/lib"),
+    "rhel": lambda _triplet: ("/lib64", "/usr/lib64"),
+    "suse": lambda _triplet: ("/lib64", "/usr/lib64"),
+    "arch": lambda _triplet: ("/usr/lib",),
+}
+#: Where the NVIDIA driver's packages and its installer put its user-space libraries: the /usr half of
+#: :data:`LOADER_DIRS` (on a merged-/usr system each /lib directory is a link to its /usr twin, and the driver's
+#: files would be found twice).
+DRIVER_DIRS = tuple(d for d in LOADER_DIRS if d.startswith("/usr/"))
+#: Where the NVIDIA GPU Operator's driver container mounts its root on the host.
+GPU_OPERATOR_ROOT = "/run/nvidia/driver"
+#: WSL 2: the Windows NVIDIA driver's libraries (libcuda, libnvidia-ml), mounted into the Linux system.
+WSL_LIB_DIR = "/usr/lib/wsl/lib"
+#: Where nvidia-docker 1's driver volume (``com.nvidia.volumes.needed="nvidia_driver"``) put the driver in a
+#: container; CUDA images still name these in LD_LIBRARY_PATH.
+CONTAINER_DRIVER_DIRS = ("/usr/local/nvidia/lib64", "/usr/local/nvidia/lib")
 
 
 # --------------------------------------------------------------------------- release files, in memory

@@ -5,7 +5,8 @@ nvcc will be on PATH, the driver it installs first...). The "facts after the pla
 those over them (:func:`after_plan`); the checks that judge them are chosen from the check registry by the facts
 they name (:func:`checks_for`: a provided key in a check's ``requires=``, or named in its ``reads=`` by more than
 its whole area, ``cuda.*``), and run, through the same runner as ``diagnose`` (:func:`envdoctor.checks.run_checks`,
-with what they yield to), on the facts before and after the plan. What the plan brings is what is found after it
+with the checks they yield to whose facts the plan provides: :func:`run_for`), on the facts before and after the
+plan. What the plan brings is what is found after it
 and not before (a finding the machine already has, the same code and title, is not the plan's doing, and
 installing may be its fix): an
 error refuses the plan (exit 2, as every refusal), with the finding's code and title as ``diagnose`` would show
@@ -46,14 +47,33 @@ def checks_for(keys: Iterable[str]) -> List[CheckSpec]:
     return [spec for spec in all_checks() if _judges(spec, wanted)]
 
 
+def _may_change(spec: CheckSpec, keys: Sequence[str]) -> bool:
+    """Whether what ``spec`` says may differ after a plan that provides the facts ``keys``: it requires or reads
+    one of them, by any name (``driver.*`` and ``*`` too)."""
+    if spec.requires is None or spec.reads is None:
+        return True
+    return any(entry == "*" or _covers(entry, key) for entry in spec.requires + spec.reads for key in keys)
+
+
+def run_for(keys: Iterable[str]) -> List[CheckSpec]:
+    """The checks a plan that provides the facts ``keys`` runs, in the order they run: :func:`checks_for` ``keys``,
+    and the checks they yield to (and theirs) whose findings the plan may change (:func:`_may_change`). One whose
+    facts the plan leaves alone says the same before and after it: the subject is not probed for it (a plan of
+    NCCL's libraries does not read every program's GPU code for the driver checks NCCL's check yields to)."""
+    wanted = list(keys)
+    specs = checks_for(wanted)
+    mine = {s.name for s in specs}
+    return [s for s in yielded_to(specs) if s.name in mine or _may_change(s, wanted)]
+
+
 def probes_for(keys: Iterable[str]) -> List[str]:
-    """The probes whose facts :func:`checks_for` ``keys`` (and the checks they yield to) require or read, with
-    those they wait for: what the subject must have probed for the pre-flight to judge as ``diagnose`` would."""
+    """The probes whose facts the checks :func:`run_for` ``keys`` require or read, with those they wait for: what
+    the subject must have probed for the pre-flight to judge as ``diagnose`` would."""
     from .probes import all_probes, probes_reading, with_needs
 
     specs = all_probes()
     names: Set[str] = set()
-    for check in yielded_to(checks_for(keys)):
+    for check in run_for(keys):
         if check.requires is None or check.reads is None:
             names.update(s.name for s in specs)
             continue
@@ -115,7 +135,7 @@ def judge(facts: Optional[Facts], provides: Dict[str, Any], probes: Sequence[Any
     specs = checks_for(provides)
     if not specs:
         return Verdict([], [])
-    run = yielded_to(specs)
+    run = run_for(provides)
     keep = [s.name for s in specs]
     ran = tuple(s.name for s in run) + ("|",) + tuple(keep)
     had = before.get(ran) if before is not None else None

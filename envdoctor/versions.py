@@ -98,7 +98,7 @@ _CU_TAG = re.compile(r"^cu(\d+)(\d)$")
 
 def cuda_of_tag(tag: Any) -> Optional[str]:
     """A CUDA build's local version tag as PyTorch's wheels spell it: ``"cu116"`` -> ``"11.6"``, ``"cu121"`` ->
-    ``"12.1"``; None for anything else (``"cpu"``, ``"rocm6.0"``, None). The inverse of :func:`digits`."""
+    ``"12.1"``; None for anything else (``"cpu"``, ``"rocm6.0"``, None). The inverse of :func:`cuda_tag`."""
     m = _CU_TAG.match(tag) if isinstance(tag, str) else None
     return "%s.%s" % m.groups() if m else None
 
@@ -109,6 +109,28 @@ def digits(text: Any) -> Optional[str]:
     if v is None or len(v.release) < 2:
         return None
     return "%d%d" % (v.release[0], v.release[1])
+
+
+def cuda_tag(cuda: Any) -> Optional[str]:
+    """A CUDA release's local version tag and index name as PyTorch's wheels spell it: ``"12.1"`` (or
+    ``"12.1.105"``) -> ``"cu121"``; None when ``cuda`` has no major.minor. The inverse of :func:`cuda_of_tag`."""
+    d = digits(cuda)
+    return "cu" + d if d else None
+
+
+def cu_wheel(stem: str, cuda: Any) -> str:
+    """The name of NVIDIA's pip wheel ``stem`` made for a CUDA major, which is all its name carries:
+    ``("nvidia-cudnn", "12")`` and ``("nvidia-cudnn", "12.4")`` -> ``"nvidia-cudnn-cu12"``. The inverse of
+    :func:`cuda_of_wheel`."""
+    return "%s-cu%s" % (stem, str(cuda).split(".")[0])
+
+
+def cuda_of_wheel(name: Any, stem: str) -> Optional[str]:
+    """The CUDA major the name of NVIDIA's pip wheel ``stem`` carries: ``("nvidia-nccl-cu12", "nvidia-nccl")`` ->
+    ``"12"``; None for any other name. The inverse of :func:`cu_wheel`."""
+    text, prefix = str(name or ""), stem + "-cu"
+    rest = text[len(prefix):]
+    return rest if text.startswith(prefix) and re.match(r"^\d+$", rest) else None
 
 
 #: The names torch.utils.cpp_extension accepts in TORCH_CUDA_ARCH_LIST and what each stands for.

@@ -55,16 +55,23 @@ def provides_keys(name: str) -> Tuple[str, ...]:
     return ("framework." + name, "framework.%s.gpu_code" % name)
 
 
-def provides(name: str, version: str, cuda: Optional[str], **more: Any) -> Dict[str, Any]:
-    """The facts after a plan that installs the CUDA build of framework ``name`` ``version`` made with ``cuda``:
-    ``framework.<name>`` as the frameworks probe reports an installed build (its ``version``, ``package``, ``cuda``
-    and ``build``, and ``more`` of the plug-in's own fields), its GPU code not yet read (the check then reads the
-    matrix's list of what the build carries)."""
-    value: Dict[str, Any] = {"version": version, "public": version.split("+")[0],
-                             "local": version.split("+")[1] if "+" in version else None,
+def installed(name: str, version: Optional[str], cuda: Optional[str], **more: Any) -> Dict[str, Any]:
+    """``framework.<name>`` as the frameworks probe reports an installed CUDA build of framework ``name``
+    ``version`` made with ``cuda``: its ``version`` (its public part and local tag apart), ``package``, ``cuda`` and
+    ``build``, and ``more`` of the plug-in's own fields. ``version`` None where pip picks the release (a companion
+    reinstalled beside torch), its build's tag then given as ``local``."""
+    public, _, local = (version or "").partition("+")
+    value: Dict[str, Any] = {"version": version, "public": public or None, "local": local or None,
                              "package": more.pop("package", None) or name, "cuda": cuda, "build": "cuda"}
     value.update(more)
-    return {"framework." + name: value, "framework.%s.gpu_code" % name: None}
+    return value
+
+
+def provides(name: str, version: str, cuda: Optional[str], **more: Any) -> Dict[str, Any]:
+    """The facts after a plan that installs the CUDA build of framework ``name`` ``version`` made with ``cuda``:
+    ``framework.<name>`` (:func:`installed`), its GPU code not yet read (the check then reads the matrix's list of
+    what the build carries)."""
+    return {"framework." + name: installed(name, version, cuda, **more), "framework.%s.gpu_code" % name: None}
 
 
 def lowest(spec: str) -> str:

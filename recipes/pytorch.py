@@ -238,8 +238,7 @@ def build_plan(fw: Any, request: Any, target: Any, facts: Any, opts: Dict[str, s
     if not docker:  # an image's torch is not the machine's
         p.provides = dict(framework.build_provides("torch", _candidate(row, var)), **driver.provides)
         for name in companions:  # its release is pip's choice; its CUDA build is torch's
-            p.provides["framework." + name] = {"package": name, "version": None, "public": None,
-                                               "local": var["tag"], "cuda": var["cuda"], "build": "cuda"}
+            p.provides["framework." + name] = framework.installed(name, None, var["cuda"], local=var["tag"])
     return p
 
 

@@ -134,6 +134,30 @@ def test_the_checks_are_chosen_by_the_facts_they_name(keys, wanted):
     assert "kernel-log" not in chosen and "driver-health.library-mismatch" not in chosen
 
 
+def test_a_libraries_only_plan_runs_and_probes_only_what_its_checks_need(monkeypatch):
+    """NCCL's build check yields to the driver checks (one root cause, one finding); a plan that brings only NCCL's
+    libraries leaves their facts alone, so they say the same before and after it: neither they nor the programs'
+    and static CUDA runtimes' probes they read run. A plan that installs CUDA (and a driver) changes what they say:
+    they still run."""
+    from envdoctor.recipes import cuda
+
+    nccl = ("libraries.nccl",)
+    assert "nccl-cuda-build" in {s.name for s in preflight.run_for(nccl)}
+    assert not {"compat.driver-vs-cuda", "compat.program-ptx", "compat.program-nvrtc"} & {
+        s.name for s in preflight.run_for(nccl)}
+    assert "staticcuda" not in preflight.probes_for(nccl) and "programs" not in preflight.probes_for(nccl)
+    assert {"compat.driver-vs-cuda", "compat.program-nvrtc"} <= {s.name for s in preflight.run_for(cuda.PROVIDES)}
+    assert {"staticcuda", "programs"} <= set(preflight.probes_for(cuda.PROVIDES))
+
+    facts = diagnose(SnapshotHost(load_snapshot(HEALTHY), "t")).facts
+    ran = []
+    _replace_check(monkeypatch, "compat.driver-vs-cuda", lambda ctx: ran.append(1) or [])
+    nccl_now = facts.value("libraries.nccl")
+    assert preflight.judge(facts, {"libraries.nccl": nccl_now}) == preflight.Verdict([], []) and ran == []
+    preflight.judge(facts, {"driver.version": facts.value("driver.version")})
+    assert ran
+
+
 # -- the framework recipes (pytorch, tensorflow, jax): their plans provide framework.<name>, the checks judge it --
 # two GeForce GTX 1080 Ti (sm_61), driver 440.82 (CUDA 10.2) in a container (tests/corpus, from nvidia-htop's tracker)
 DRIVER_440 = os.path.join(HERE, "corpus", "b3-healthy-container-2x1080ti-driver44082-smi-no-pids-breaks-nvidia-htop",

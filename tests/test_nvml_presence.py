@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from envdoctor.host import nvml_worker
-from envdoctor.host.live import LiveHost
+from envdoctor.host.live import NVML_DIRS, LiveHost
 
 LDCONFIG = shutil.which("ldconfig") or next((p for p in ("/usr/sbin/ldconfig", "/sbin/ldconfig")
                                               if os.path.exists(p)), None)
@@ -22,7 +22,7 @@ CC = shutil.which("cc") or shutil.which("gcc")
 def clean_env(monkeypatch):
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     monkeypatch.delenv("LD_PRELOAD", raising=False)
-    if not nvml_worker.library_absent():
+    if not nvml_worker.library_absent(NVML_DIRS):
         pytest.skip("this machine has an NVIDIA driver library installed")
 
 
@@ -48,11 +48,11 @@ def _cache_of(tmp_path, with_library: bool) -> str:
 
 
 def test_absent_when_neither_the_cache_nor_any_directory_has_it(tmp_path, clean_env):
-    assert nvml_worker.library_absent(_cache_of(tmp_path, with_library=False)) is True
+    assert nvml_worker.library_absent(NVML_DIRS, _cache_of(tmp_path, with_library=False)) is True
 
 
 def test_present_when_the_loader_cache_names_it(tmp_path, clean_env):
-    assert nvml_worker.library_absent(_cache_of(tmp_path, with_library=True)) is False
+    assert nvml_worker.library_absent(NVML_DIRS, _cache_of(tmp_path, with_library=True)) is False
 
 
 def test_present_when_in_ld_library_path_or_preloaded(tmp_path, clean_env, monkeypatch):
@@ -61,14 +61,14 @@ def test_present_when_in_ld_library_path_or_preloaded(tmp_path, clean_env, monke
     lib_dir.mkdir()
     (lib_dir / "libnvidia-ml.so.1").write_bytes(b"")
     monkeypatch.setenv("LD_LIBRARY_PATH", "/nonexistent:" + str(lib_dir))
-    assert nvml_worker.library_absent(cache) is False
+    assert nvml_worker.library_absent(NVML_DIRS, cache) is False
     monkeypatch.delenv("LD_LIBRARY_PATH")
     monkeypatch.setenv("LD_PRELOAD", "/opt/x/libnvidia-ml.so.1")
-    assert nvml_worker.library_absent(cache) is False
+    assert nvml_worker.library_absent(NVML_DIRS, cache) is False
 
 
 def test_unreadable_cache_means_ask(tmp_path, clean_env):
-    assert nvml_worker.library_absent(str(tmp_path / "no-such-cache")) is False
+    assert nvml_worker.library_absent(NVML_DIRS, str(tmp_path / "no-such-cache")) is False
 
 
 def test_no_query_process_and_the_same_answer_when_absent(clean_env):
@@ -78,3 +78,24 @@ def test_no_query_process_and_the_same_answer_when_absent(clean_env):
     res = host.nvml()
     # ...and the answer the query itself gives on such a machine (what the probes then report).
     assert res.error is None and res.data == nvml_worker.collect() == nvml_worker.NOT_FOUND
+
+
+def test_the_usual_places_cover_every_directory_the_loader_searches() -> None:
+    """A wrong "absent" skips NVML on a machine with a driver: the places looked at must cover glibc's default
+    directories on every distribution (/lib included: a Debian without merged /usr searches it), WSL's and a
+    container's injected driver, and every place the driver probe looks for the driver's files."""
+    from envdoctor import osinfo
+
+    assert set(osinfo.LOADER_DIRS) <= set(NVML_DIRS)
+    assert "/lib" in NVML_DIRS and osinfo.WSL_LIB_DIR in NVML_DIRS
+    assert set(osinfo.DRIVER_DIRS) <= set(NVML_DIRS) and set(osinfo.CONTAINER_DRIVER_DIRS) <= set(NVML_DIRS)
+
+
+def test_library_absent_looks_in_the_directories_it_is_given(tmp_path, clean_env) -> None:
+    lib = tmp_path / "driver"
+    lib.mkdir()
+    (lib / "libnvidia-ml.so.1").write_bytes(b"")
+    cache = str(tmp_path / "ld.so.cache")
+    (tmp_path / "ld.so.cache").write_bytes(b"glibc-ld.so.cache1.1")
+    assert nvml_worker.library_absent((str(lib),), cache) is False
+    assert nvml_worker.library_absent((), cache) is True

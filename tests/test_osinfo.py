@@ -258,3 +258,11 @@ def test_advise_and_install_know_the_same_systems_and_refuse_the_rest_alike():
     helps = {name: next(p.help for p in cli.get_command(ctx, name).params if "--os" in getattr(p, "opts", ()))
              for name in ("advise", "install")}
     assert helps["advise"] == helps["install"] and "almalinux9" in helps["advise"]
+
+
+def test_the_loader_directories_are_every_family_s_glibc_directories_and_the_driver_s_their_usr_half() -> None:
+    from envdoctor.osinfo import DRIVER_DIRS, FAMILY_DIRS, LOADER_DIRS, MULTIARCH
+
+    every = {d for dirs in FAMILY_DIRS.values() for triplet in MULTIARCH.values() for d in dirs(triplet)}
+    assert set(LOADER_DIRS) == every and len(LOADER_DIRS) == len(every)
+    assert set(DRIVER_DIRS) == {"/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"}

@@ -443,7 +443,10 @@ def test_pip_torch_reinstalls_the_companions_installed_beside_it() -> None:
     pip = [s for s in plan.steps if s.id == "pip-install"][0]
     assert "torchvision" in render_sh(plan) and "torchvision" in pip.title
     torch_cuda = plan.provides["framework.torch"]["cuda"]
-    assert plan.provides["framework.torchvision"]["local"] == "cu" + torch_cuda.replace(".", "")
+    assert plan.provides["framework.torchvision"] == {  # as the frameworks probe reports it; pip picks the release
+        "package": "torchvision", "version": None, "public": None, "local": "cu" + torch_cuda.replace(".", ""),
+        "cuda": torch_cuda, "build": "cuda"}
+    assert "framework.torchvision.gpu_code" not in plan.provides
     assert any("torchvision, installed beside torch, is reinstalled" in n for n in plan.notes)
     alone = Facts([f for f in facts if not f.key.startswith("framework.torchvision")])
     plan = recipe.plan(Request("pytorch", "2.6", "pip"), parse_target("ubuntu22.04"), alone)

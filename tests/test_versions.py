@@ -43,3 +43,22 @@ def test_cuda_of_tag_reads_pytorch_style_build_tags() -> None:
     assert cuda_of_tag("cu116") == "11.6" and cuda_of_tag("cu121") == "12.1" and cuda_of_tag("cu92") == "9.2"
     assert [cuda_of_tag(t) for t in ("cpu", "rocm6.0", "", None, "cu1", "xcu121")] == [None] * 6
     assert digits(cuda_of_tag("cu128")) == "128"
+
+
+def test_cuda_tag_spells_a_release_as_pytorch_wheels_do_and_round_trips() -> None:
+    from envdoctor.versions import cuda_of_tag, cuda_tag
+
+    assert cuda_tag("12.1") == "cu121" and cuda_tag("12.4.131") == "cu124" and cuda_tag("9.2") == "cu92"
+    assert [cuda_tag(t) for t in ("12", "", None, "cpu")] == [None] * 4
+    assert all(cuda_tag(cuda_of_tag(t)) == t for t in ("cu92", "cu118", "cu121", "cu130"))
+
+
+def test_cu_wheel_names_nvidia_s_wheel_for_a_cuda_major_and_reads_it_back() -> None:
+    from envdoctor.versions import cu_wheel, cuda_of_wheel
+
+    assert cu_wheel("nvidia-cudnn", "12") == cu_wheel("nvidia-cudnn", "12.4") == cu_wheel("nvidia-cudnn", 12) \
+        == "nvidia-cudnn-cu12"
+    assert cuda_of_wheel("nvidia-nccl-cu12", "nvidia-nccl") == "12" and cuda_of_wheel(cu_wheel("nvidia-nccl", "11.8"),
+                                                                                         "nvidia-nccl") == "11"
+    assert [cuda_of_wheel(n, "nvidia-nccl") for n in ("nvidia-nccl", "nvidia-nccl-cu", "nvidia-nccl-cu12x",
+                                                       "nvidia-cudnn-cu12", None)] == [None] * 5

@@ -23,6 +23,7 @@ from struct import error as struct_error
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..forked import Forked
+from ..osinfo import CONTAINER_DRIVER_DIRS, LOADER_DIRS, WSL_LIB_DIR
 from .base import (
     DEFAULT_TIMEOUT,
     KERNEL_LOG_ARGV,
@@ -47,6 +48,10 @@ from .base import (
 #: The most ``.rodata`` a diagnose reads for library names, per library (the small front libraries: cuDNN's
 #: libcudnn.so.9 holds 7 KiB, libcudart 55 KiB; libnvrtc's 13 MiB are left to ``envdoctor libs``).
 NAMES_LIMIT = 512 * 1024
+
+#: Where dlopen may find the driver's libnvidia-ml.so.1 besides LD_LIBRARY_PATH and the loader cache: every
+#: distribution's default directories, WSL's, and a container's injected driver (``nvml_worker.library_absent``).
+NVML_DIRS = LOADER_DIRS + (WSL_LIB_DIR,) + CONTAINER_DRIVER_DIRS
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvml_worker.py")
 
@@ -638,7 +643,7 @@ class LiveHost(Host):
         if self._nvml_library_absent is None:
             from . import nvml_worker
 
-            self._nvml_library_absent = nvml_worker.library_absent()
+            self._nvml_library_absent = nvml_worker.library_absent(NVML_DIRS)
         return self._nvml_library_absent
 
     def _read_nvml_child(self) -> NvmlResult:

@@ -242,37 +242,33 @@ def describe_call(key):
     return str(key)
 
 
-#: Where distributions put libnvidia-ml.so.1 (besides LD_LIBRARY_PATH and the loader cache).
-_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64",
-             "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/wsl/lib", "/usr/local/nvidia/lib64",
-             "/usr/local/nvidia/lib")
-
-
 LIBRARY = "libnvidia-ml.so.1"
 NOT_FOUND = {"init": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND", "code": 12}}
 
 
-def _in_usual_places():
+def _in_usual_places(usual_dirs):
     import os
 
-    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d] + list(_LIB_DIRS)
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d] + list(usual_dirs)
     # An interpreter's own lib directory (conda, a relocated build) is on its RUNPATH.
     dirs += [os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")]
     return any(os.path.exists(os.path.join(d, LIBRARY)) for d in dirs)
 
 
-def library_absent(cache_path="/etc/ld.so.cache"):
+def library_absent(usual_dirs, cache_path="/etc/ld.so.cache"):
     """True only when dlopen("libnvidia-ml.so.1") certainly fails: NVML need not be asked at all.
 
     dlopen looks in LD_LIBRARY_PATH, the loader cache, the default directories
     and the RUNPATH of the program; the check looks in a superset of those
-    directories and for the name anywhere in the loader cache file, so a wrong
+    directories (``usual_dirs``: every distribution's default directories and
+    the driver's other places, :data:`envdoctor.host.live.NVML_DIRS`) and for
+    the name anywhere in the loader cache file, so a wrong
     "absent" is not possible while a wrong "present" only costs the query.
     An unreadable cache, or the library preloaded, counts as present.
     """
     import os
 
-    if "libnvidia-ml" in os.environ.get("LD_PRELOAD", "") or _in_usual_places():
+    if "libnvidia-ml" in os.environ.get("LD_PRELOAD", "") or _in_usual_places(usual_dirs):
         return False
     try:
         with open(cache_path, "rb") as fh:
@@ -286,10 +282,13 @@ def _library_loadable():
     """Whether libnvidia-ml.so.1 can be loaded at all, decided cheaply.
 
     Importing nvidia-ml-py costs tens of milliseconds; on the many machines
-    without a driver the answer is known sooner: no file in the usual places,
-    then a plain dlopen (which also consults the loader cache) to be sure.
+    without a driver the answer is known sooner: no file on LD_LIBRARY_PATH or
+    beside the interpreter, then a plain dlopen (which consults the loader
+    cache and the default directories) to be sure.  The parent has already
+    looked in the usual places (:func:`library_absent`): no envdoctor imports
+    here, so their list is not repeated.
     """
-    if _in_usual_places():
+    if _in_usual_places(()):
         return True
     try:
         import ctypes

@@ -139,10 +139,10 @@ def validate_torch(rows: List[Row]) -> List[str]:
             if cv is None:
                 problems.append(f"{where}: cuda {cuda!r} is not a version")
                 continue
-            if tag != "cu" + (_digits_of(cuda) or "?"):
+            if tag != versions.cuda_tag(cuda):
                 problems.append(
                     "{}: tag {!r} does not match CUDA {} (expected {!r})".format(
-                        where, tag, cuda, "cu" + (_digits_of(cuda) or "")
+                        where, tag, cuda, versions.cuda_tag(cuda) or "cu"
                     )
                 )
             if tag in seen:
@@ -339,7 +339,7 @@ def validate_paddle(rows: List[Row]) -> List[str]:
                 defaults += 1
                 if tag != "default":
                     problems.append(f"{where}: the PyPI default build must have tag 'default'")
-            elif tag not in ("cu" + digits, "post" + digits):
+            elif tag not in (versions.cuda_tag(var.get("cuda")), "post" + digits):
                 problems.append("{}: tag {!r} does not match CUDA {}".format(where, tag, var.get("cuda")))
             url = var.get("index_url")
             if url is not None and not (isinstance(url, str) and url.rstrip("/").endswith("/" + tag)):

@@ -38,25 +38,19 @@ from packaging.version import Version
 from .. import lazyre, versions
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import KERNEL_LOG_ARGV, CommandResult, Host
+from ..osinfo import DRIVER_DIRS, GPU_OPERATOR_ROOT, WSL_LIB_DIR
 from . import ProbeContext, register
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 SYS_VERSION = "/sys/module/nvidia/version"
 SYS_TAINT = "/sys/module/nvidia/taint"
 
-#: Where distributions put the driver's user-space libraries.
-LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/lib/aarch64-linux-gnu")
-
-WSL_LIB_DIR = "/usr/lib/wsl/lib"
-
 #: Where the driver's user-space lives outside the loader's directories: NixOS links the driver of the running
 #: system at /run/opengl-driver/lib (programs Nix builds find it through their RUNPATH; others must be told);
 #: the NVIDIA GPU Operator's driver container mounts its root at /run/nvidia/driver on the host (containers get
-#: the libraries from the container toolkit; the host's own loader never looks there).
-ELSEWHERE = (("/run/opengl-driver/lib", "nixos"),
-             ("/run/nvidia/driver/usr/lib/x86_64-linux-gnu", "gpu-operator"),
-             ("/run/nvidia/driver/usr/lib64", "gpu-operator"),
-             ("/run/nvidia/driver/usr/lib/aarch64-linux-gnu", "gpu-operator"))
+#: the libraries from the container toolkit; the host's own loader never looks there), the driver's directories
+#: of its distribution under that root.
+ELSEWHERE = (("/run/opengl-driver/lib", "nixos"),) + tuple((GPU_OPERATOR_ROOT + d, "gpu-operator") for d in DRIVER_DIRS)
 
 SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 
@@ -191,7 +185,7 @@ def lib_search_dirs(host: Host) -> List[str]:
     (an /etc/ld.so.conf.d entry), then the usual directories."""
     ldp = [posixpath.normpath(d) for d in (host.getenv("LD_LIBRARY_PATH") or "").split(":") if d.startswith("/")]
     # dict.fromkeys: the first of each directory, in order (a list's `in` made this quadratic in the entries)
-    return list(dict.fromkeys((d.rstrip("/") or "/") for d in ldp + _cache_dirs(host) + list(LIB_DIRS)))
+    return list(dict.fromkeys((d.rstrip("/") or "/") for d in ldp + _cache_dirs(host) + list(DRIVER_DIRS)))
 
 
 def _userspace_libs(host: Host) -> List[Tuple[str, str]]:

@@ -21,10 +21,10 @@ from packaging.version import InvalidVersion, Version
 from .. import lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
+from ..osinfo import LOADER_DIRS
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs, upstream_version
 from .loader import (  # noqa: F401 - the loader's answers, used here and by the other probes through this module
-    DEFAULT_DIRS,
     default_dirs,
     ldconfig_argv,
     parse_ldconfig,
@@ -133,7 +133,7 @@ def _lib_copies(host: Host, stem: str, d: str, found_by: str) -> List[Dict[str, 
 
 
 def _rank(copy: Dict[str, Any], ldp: Dict[str, int], cache_paths: Dict[str, int],
-          defaults: Tuple[str, ...] = DEFAULT_DIRS) -> Tuple[int, int]:
+          defaults: Tuple[str, ...] = LOADER_DIRS) -> Tuple[int, int]:
     """Loader order: LD_LIBRARY_PATH dirs (``ldp``: directory -> its first place), cache order, the machine's
     default dirs (``defaults``), then places the loader never looks."""
     d = posixpath.dirname(copy.get("path") or "")
@@ -189,7 +189,7 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
     # every distribution's default directories are looked at; those this machine's glibc does not search are
     # places the loader never looks, like the usual ones
     lib_dirs += [(d, "default dir") for d in defaults]
-    lib_dirs += [(d, "usual dir") for d in DEFAULT_DIRS if d not in defaults] + [(d, "usual dir") for d in EXTRA_DIRS]
+    lib_dirs += [(d, "usual dir") for d in LOADER_DIRS if d not in defaults] + [(d, "usual dir") for d in EXTRA_DIRS]
     inc_dirs = list(INCLUDE_DIRS)
     for tk in toolkits:
         if not isinstance(tk, dict) or not tk.get("path"):

@@ -38,27 +38,9 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Se
 from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import ElfResult, Host, normalize_name
-from ..osinfo import family
+from ..osinfo import FAMILY_DIRS, LOADER_DIRS, MULTIARCH, family
 from .cuda import ld_library_path_dirs
 
-#: Where glibc looks after the cache when the distribution is not known: the union of Debian/Ubuntu's multiarch
-#: directories and those other distributions use (Fedora/RHEL /lib64 and /usr/lib64, Arch /usr/lib).
-DEFAULT_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
-#: Debian's multiarch triplet per machine (``uname -m``).
-MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
-#: glibc's own search path ("system search path") per distribution family on a 64-bit machine, built in when glibc
-#: is compiled (its slibdir and libdir): Debian's glibc packages use the multiarch directories, then /lib and /usr/lib
-#: (``ld.so --help`` of Debian 12's glibc 2.36-9+deb12u14: "/lib/x86_64-linux-gnu (system search path)",
-#: "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"); glibc's default layout for 64-bit x86-64 and AArch64, which
-#: Fedora/RHEL and SUSE keep, is /lib64 then /usr/lib64 (sysdeps/unix/sysv/linux/x86_64/64/configure: slibdir
-#: /lib64, libdir /usr/lib64); Arch builds glibc with slibdir and libdir /usr/lib.
-FAMILY_DIRS = {
-    "debian": lambda triplet: ("/lib/" + triplet, "/usr/lib/" + triplet, "/lib", "/usr/lib"),
-    "rhel": lambda _triplet: ("/lib64", "/usr/lib64"),
-    "suse": lambda _triplet: ("/lib64", "/usr/lib64"),
-    "arch": lambda _triplet: ("/usr/lib",),
-}  # type: Dict[str, Callable[[str], Tuple[str, ...]]]
 OS_RELEASE_LIMIT = 64 * 1024
 LD_SO_CACHE = "/etc/ld.so.cache"
 #: The largest loader cache read (real ones: 30 KiB to a few hundred KiB).
@@ -178,7 +160,7 @@ class LoaderConfig(NamedTuple):
     hwcaps: Tuple[str, ...] = ()  # usable glibc-hwcaps subdirectories, best first
     machine: str = ""  # "x86-64", "AArch64": the cache flags this process accepts
     preload: Tuple[str, ...] = ()
-    default_dirs: Tuple[str, ...] = DEFAULT_DIRS
+    default_dirs: Tuple[str, ...] = LOADER_DIRS
 
 
 def cpu_hwcaps(host: Host) -> Tuple[str, ...]:
@@ -234,10 +216,10 @@ def _os_release_ids(host: Host) -> Tuple[str, str]:
 def default_dirs(host: Host) -> Tuple[str, ...]:
     """The directories the machine's glibc searches after the cache: its distribution family's (Debian's multiarch
     directories, Fedora/RHEL's and SUSE's lib64, Arch's /usr/lib), from os-release's ID and ID_LIKE and the machine's
-    architecture; the union of them all (:data:`DEFAULT_DIRS`) when the family or the architecture is not known."""
+    architecture; the union of them all (:data:`LOADER_DIRS`) when the family or the architecture is not known."""
     triplet = MULTIARCH.get(host.uname().get("machine", ""))
     dirs = FAMILY_DIRS.get(family(*_os_release_ids(host)))
-    return dirs(triplet) if dirs is not None and triplet is not None else DEFAULT_DIRS
+    return dirs(triplet) if dirs is not None and triplet is not None else LOADER_DIRS
 
 
 # -- one search ---------------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ The companion's CUDA is its local version label (``+cu116``: download.pytorch.or
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Optional
 
 from ... import versions
@@ -49,10 +48,10 @@ def _local_cuda(value: Dict[str, Any]) -> Optional[str]:
 def _companion_cuda(facts: Facts) -> List[Finding]:
     out: List[Finding] = []
     torch = facts.mapping("framework.torch")
-    t_cuda = re.match(r"^(\d+)\.(\d+)", str(torch.get("cuda") or ""))
-    if not t_cuda:
+    index = versions.cuda_tag(torch.get("cuda"))
+    torch_cuda = versions.release(torch.get("cuda"))
+    if index is None or torch_cuda is None:
         return out
-    torch_cuda = "%s.%s" % t_cuda.groups()
     for name in COMPANIONS:
         value = facts.mapping("framework." + name)
         version = str(value.get("version") or "")
@@ -60,7 +59,6 @@ def _companion_cuda(facts: Facts) -> List[Finding]:
         row = packages.companion_row(name, version) if version else None
         if row is None or cuda is None or packages.companion_refuses(row, torch_cuda, cuda) is not True:
             continue
-        index = "cu%s%s" % t_cuda.groups()
         public = str(value.get("public") or version.partition("+")[0])
         out.append(Finding(
             code="framework.torchvision_cuda_mismatch", severity=_severity(row, ("compares", "releases")),

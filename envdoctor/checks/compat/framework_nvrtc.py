@@ -16,12 +16,15 @@ from typing import List
 
 from packaging.version import Version
 
+from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...frameworks import BY_NAME
 from ...matrix import hardware as hw
 from .. import CheckContext, check, docs_for
 from . import DOCS, RUNTIME_COMPILED, _ev, _severity, _source, _v, gpu_ccs
+
+_NVRTC_WHEEL = "nvidia-cuda-nvrtc"  # NVIDIA's wheel of NVRTC, its name without the CUDA major
 
 NVRTC_URL = "https://docs.nvidia.com/cuda/nvrtc/index.html"
 
@@ -60,6 +63,7 @@ def _framework_nvrtc(facts: Facts) -> List[Finding]:
                 newer = hw.cuda_for_cc(cc)
                 first = newer[0] if newer else None
                 where = posixpath.dirname(str(e.get("path")))
+                wheel = versions.cu_wheel(_NVRTC_WHEEL, first or release)
                 out.append(Finding(
                     code="cuda.toolkit_cannot_target_gpu", severity=_severity(row, ["cc_max"]),
                     components=["cuda", "gpu", name],
@@ -74,12 +78,10 @@ def _framework_nvrtc(facts: Facts) -> List[Finding]:
                     evidence=_ev(cc_fact, links),
                     source=_source("CUDA %s (its NVRTC as its nvcc) targets compute capability %s..%s" % (
                         row["version"], row["cc_min"], row["cc_max"]), row),
-                    fix=Fix(text="Give %s the NVRTC of CUDA %s or newer (pip: nvidia-cuda-nvrtc-cu%s>=%s), ahead of "
+                    fix=Fix(text="Give %s the NVRTC of CUDA %s or newer (pip: %s>=%s), ahead of "
                                  "%s on the loader's path." % (
-                                     label, first or "a newer release", (first or release).split(".")[0],
-                                     first or release, where),
-                            commands=["pip install 'nvidia-cuda-nvrtc-cu%s>=%s'" % (
-                                (first or release).split(".")[0], first)] if first else [])))
+                                     label, first or "a newer release", wheel, first or release, where),
+                            commands=["pip install '%s>=%s'" % (wheel, first)] if first else [])))
     return out
 
 

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Sequence
 from ... import frameworks
 from ...facts import Facts
 from ...findings import Finding, Fix
+from ...osinfo import GPU_OPERATOR_ROOT
 from .. import CheckContext, check, docs_for
 from ..suggest import install_line, rpm_tool
 from . import DOCS, READS, _branch, _evidence, _family, _installed, _nvml_status, _source
@@ -138,14 +139,14 @@ def _userspace_elsewhere(facts: Facts, where: Dict[str, Any], blind: Sequence[st
     if where.get("layout") == "gpu-operator":
         return Finding(
             code="driver.gpu_operator_driver_root", severity="info", components=["driver"],
-            title="The NVIDIA GPU Operator's driver container provides driver %s (its root: /run/nvidia/driver)"
-                  % version,
+            title="The NVIDIA GPU Operator's driver container provides driver %s (its root: %s)"
+                  % (version, GPU_OPERATOR_ROOT),
             detail="The user-space driver is in the driver container's root (%s), not in the host's loader path: "
                    "containers get it from the NVIDIA Container Toolkit, and on the host itself its tools run "
                    "inside that root." % path,
             evidence=ev, source=_source("gpu_operator"),
             fix=Fix(text="Run the driver's tools inside its root; run CUDA work in containers.",
-                    commands=["sudo chroot /run/nvidia/driver nvidia-smi"]))
+                    commands=["sudo chroot %s nvidia-smi" % GPU_OPERATOR_ROOT]))
     return Finding(
         code="driver.userspace_outside_loader_path", severity="warning", components=["driver", "os"],
         title=("The driver's libraries (%s) are in %s, which neither LD_LIBRARY_PATH nor %s searches: it finds "

@@ -126,10 +126,12 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
                        install=install_line(facts, "cudnn", floor))
         return Fix(text="Install cuDNN %s or a newer %s.x wheel, which the CUDA plugin finds on its own." % (
                         floor, major),
-                   commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, floor, int(major) + 1)])
+                   commands=["pip install '%s>=%s,<%d'" % (versions.cu_wheel("nvidia-cudnn", cuda), floor,
+                                                           int(major) + 1)])
     if comp == "cudnn" and major is not None:
         return Fix(text="Install cuDNN %s for CUDA %s (pip wheel, or the system package)." % (major, cuda),
-                   commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (cuda, major, int(major) + 1)],
+                   commands=["pip install '%s>=%s,<%d'" % (versions.cu_wheel("nvidia-cudnn", cuda), major,
+                                                       int(major) + 1)],
                    install=install_line(facts, "cudnn", major))
     if comp == "cudnn":
         return Fix(text="Install cuDNN for CUDA %s (pip wheel, or the system package) and make %s loadable: the "
@@ -142,10 +144,9 @@ def torch_variant(value: Dict[str, Any]) -> str:
     """The download.pytorch.org index of an installed torch: its local version tag (``+cpu``, ``+cu121``), else
     (PyPI's builds carry none) the CUDA it was built for (``cuda: '13.0'`` -> ``cu130``), else ``cpu``."""
     local = str(value.get("version") or "").partition("+")[2]
-    if re.match(r"^(cpu|cu\d+|rocm[\d.]+)$", local):
+    if local == "cpu" or versions.cuda_of_tag(local) or re.match(r"^rocm[\d.]+$", local):
         return local
-    cuda = re.match(r"^(\d+)\.(\d+)", str(value.get("cuda") or ""))
-    return "cu%s%s" % cuda.groups() if cuda else "cpu"
+    return versions.cuda_tag(value.get("cuda")) or "cpu"
 
 
 def _soname_major(soname: str) -> Optional[str]:

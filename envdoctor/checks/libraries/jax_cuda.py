@@ -20,6 +20,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fwm
@@ -28,8 +29,9 @@ from .. import CheckContext, CodeDoc, Message, check
 from . import _drop_ldp_entry, _evidence, _fw_version, _why
 
 CODE = "framework.jax_cuda_library_too_old"
-PIP_WHEEL = {"cudart": "nvidia-cuda-runtime-cu%s", "cublas": "nvidia-cublas-cu%s", "cufft": "nvidia-cufft-cu%s",
-             "cusolver": "nvidia-cusolver-cu%s", "cusparse": "nvidia-cusparse-cu%s"}
+#: library -> NVIDIA's pip wheel of it (its name without the CUDA major: :func:`envdoctor.versions.cu_wheel`)
+PIP_WHEEL = {"cudart": "nvidia-cuda-runtime", "cublas": "nvidia-cublas", "cufft": "nvidia-cufft",
+             "cusolver": "nvidia-cusolver", "cusparse": "nvidia-cusparse"}
 
 
 def _v(text: Any) -> Optional[Version]:
@@ -110,7 +112,7 @@ def _finding(facts: Facts, jax: Dict[str, Any], row: Dict[str, Any], lib: Dict[s
     where = posixpath.dirname(str(e.get("path")))
     built = lib["against"] != "minimum"
     need = ("the version jax was built against (CUDA %s)" % bound if built else "jax's minimum %s" % bound)
-    wheel = PIP_WHEEL.get(stem, "") % str(bound.major) if stem in PIP_WHEEL else ""
+    wheel = versions.cu_wheel(PIP_WHEEL[stem], bound.major) if stem in PIP_WHEEL else ""
     if e.get("via") == "LD_LIBRARY_PATH":
         fix = Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so jax loads the copy in its "
                        "nvidia wheel; if that wheel is old too, upgrade it." % where,

@@ -8,7 +8,7 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List
 
-from ... import frameworks
+from ... import frameworks, versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import builds
@@ -161,8 +161,9 @@ def _extension_cannot_load(facts: Facts, fw: str) -> Iterable[Finding]:
         fix = Fix(text=("Install the %s build made for %s's CUDA %s, or the %s build for the CUDA %s.x the "
                         "package needs (pip install with that CUDA's index URL), so both use one CUDA runtime." % (
                             e.get("package"), NAMES.get(fw, fw), have.get("cuda"), NAMES.get(fw, fw), major))
-                  if other else "Install the CUDA %s.x runtime the package links (the nvidia-cuda-runtime-cu%s "
-                                "wheel, or the CUDA toolkit's libraries on the loader path)." % (major, major))
+                  if other else "Install the CUDA %s.x runtime the package links (the %s wheel, or the CUDA "
+                                "toolkit's libraries on the loader path)." % (
+                                    major, versions.cu_wheel("nvidia-cuda-runtime", major)))
         if elsewhere:
             where = posixpath.dirname(elsewhere[0])
             fix = Fix(text="Put %s, which holds %s, on the loader's path (LD_LIBRARY_PATH, or an ld.so.conf.d entry "

@@ -33,7 +33,7 @@ NCCL_MAKEFILE = "https://github.com/NVIDIA/nccl/blob/master/src/Makefile"
 #: NVIDIA's NCCL packages: Debian/Ubuntu ``libnccl2``, RPM ``libnccl``; the CUDA build in the version's release part.
 _PACKAGE = re.compile(r"^libnccl\d*$")
 _CUDA_SUFFIX = re.compile(r"\+cuda(\d+)\.(\d+)(?![\d.])")
-_WHEEL = re.compile(r"^nvidia-nccl-cu(\d+)$")
+_WHEEL = "nvidia-nccl"  # NVIDIA's wheel, its name without the CUDA major (versions.cu_wheel)
 #: The first CUDA release with minor-version compatibility (a runtime of X.y runs on a driver and beside programs of
 #: any X.z): https://docs.nvidia.com/deploy/cuda-compatibility/ ("Minor Version Compatibility", from CUDA 11).
 _MINOR_COMPAT_FROM = 11
@@ -55,12 +55,12 @@ def nccl_builds(facts: Facts) -> List[Dict[str, Any]]:
     for c in facts.items("libraries.nccl"):
         if not isinstance(c, dict) or c.get("kind") != "pip":
             continue
-        m = _WHEEL.match(str(c.get("found_by") or "").replace("pip wheel ", "", 1))
-        if m:
-            out.append({"what": "pip wheel nvidia-nccl-cu%s %s" % (m.group(1), c.get("version")),
+        major = versions.cuda_of_wheel(str(c.get("found_by") or "").replace("pip wheel ", "", 1), _WHEEL)
+        if major:
+            out.append({"what": "pip wheel %s %s" % (versions.cu_wheel(_WHEEL, major), c.get("version")),
                         "version": str(c.get("version")), "upstream": str(c.get("version")),
-                        "cuda": m.group(1), "key": "libraries.nccl", "manager": "pip",
-                        "name": "nvidia-nccl-cu" + m.group(1)})
+                        "cuda": major, "key": "libraries.nccl", "manager": "pip",
+                        "name": versions.cu_wheel(_WHEEL, major)})
     return out
 
 
@@ -92,7 +92,7 @@ def _matching(build: Dict[str, Any], cuda: str) -> str:
     """The command that installs the same NCCL release built for CUDA ``cuda`` (NVIDIA's repositories publish each
     release per CUDA version; the package's own version with its +cudaX.Y replaced)."""
     if build["manager"] == "pip":
-        return "pip install 'nvidia-nccl-cu%s'" % cuda.split(".")[0]
+        return "pip install '%s'" % versions.cu_wheel(_WHEEL, cuda)
     pinned = _CUDA_SUFFIX.sub("+cuda" + cuda, build["version"])
     if build["manager"] == "rpm":
         return "sudo yum install 'libnccl-%s' 'libnccl-devel-%s'" % (pinned, pinned)

@@ -14,6 +14,7 @@ import posixpath
 import re
 from typing import Any, Dict, List, Optional
 
+from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, CodeDoc, check
@@ -71,7 +72,8 @@ def _package_loads(facts: Facts) -> List[Finding]:
             label = "%s %s" % (entry.get("package"), entry.get("version"))
             comp = component_of(so)
             major = str(fwv.get("cuda") or "").split(".")[0]
-            wheel = "pip install nvidia-nccl-cu%s" % major if comp == "nccl" and major.isdigit() else ""
+            wheel = ("pip install " + versions.cu_wheel("nvidia-nccl", major)
+                     if comp == "nccl" and major.isdigit() else "")
             fw_label = "%s %s" % (fw, fwv.get("version")) if fw else ""
             elsewhere = [str(p) for p in load.get("elsewhere") or []]
             env = load.get("unless_env")

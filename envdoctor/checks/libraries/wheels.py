@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, Iterable, List
 
-from ... import frameworks, matrix
+from ... import frameworks, matrix, versions
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fwm
 from .. import CheckContext, CodeDoc, Message, check
@@ -178,7 +178,8 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
                 "url": rel["source"].get("url"), "checked": rel["source"].get("checked")},
         fix=Fix(text="Install cuDNN %s (the pip wheel is enough), or the onnxruntime-gpu build for the cuDNN you "
                      "have." % major,
-                commands=["pip install 'nvidia-cudnn-cu%s>=%s,<%d'" % (rel["cuda_major"], major, int(major) + 1)],
+                commands=["pip install '%s>=%s,<%d'" % (versions.cu_wheel("nvidia-cudnn", rel["cuda_major"]), major,
+                                                       int(major) + 1)],
                 install=install_line(facts, "cudnn", major)))
 
 
