@@ -827,9 +827,9 @@ FILE_PATTERN_FILTERS.append((_IMAGE_CONFIG, keep_image_config))
 def images_fact(host: Host, daemon_json: Optional[Dict[str, Any]]) -> Optional[Fact]:
     """``container.images``: Docker's local images that carry NVIDIA Container Toolkit constraints
     (``NVIDIA_REQUIRE_CUDA`` in NVIDIA's CUDA images and those built on them; ``CUDA_VERSION`` alone in the legacy
-    CUDA images of nvidia-docker 1.0's time, which the toolkit holds to ``cuda>=<major.minor>``), read from dockerd's image store
-    (its ``repositories.json`` and each image's configuration), without asking the daemon. None when the store
-    cannot be read (not there, another user's: dockerd keeps it to root) or holds no such image."""
+    CUDA images of nvidia-docker 1.0's time, which the toolkit holds to ``cuda>=<major.minor>``), read from dockerd's
+    image store (its ``repositories.json`` and each image's configuration), without asking the daemon. None when the
+    store cannot be read (not there, another user's: dockerd keeps it to root) or holds no such image."""
     doc = daemon_json or {}
     root = doc.get("data-root") or doc.get("graph") or DOCKER_ROOT
     if not isinstance(root, str) or not root.startswith("/"):
