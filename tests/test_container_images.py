@@ -131,3 +131,33 @@ def test_a_data_center_gpu_on_a_listed_branch_starts_the_image_and_stays_quiet()
     assert CODE not in _runpod(brand=2)["findings"]  # NVML says Tesla: brand=tesla,driver>=550,driver<551 holds
     # a data-center product whose NVML brand is not recorded: its brand may be any the image lists, so not decided
     assert CODE not in _runpod(name="NVIDIA A100-SXM4-80GB")["findings"]
+
+
+def _legacy_findings(env: Dict[str, str]) -> Dict[str, Any]:
+    """The b9 machine (driver 390.48, CUDA 9.1) with its image's toolkit variables replaced by ``env``."""
+    with open(CASE, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    config = json.loads(doc["files"][CONFIG]["text"])
+    config["config"]["Env"] = ["PATH=/usr/bin"] + ["%s=%s" % kv for kv in env.items()]
+    doc["files"][CONFIG]["text"] = json.dumps(config)
+    return {f.code: f for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
+
+
+def test_a_legacy_cuda_image_is_held_to_its_cuda_version_as_the_toolkit_and_nvidia_docker_1_hold_it() -> None:
+    # CUDA_VERSION without NVIDIA_REQUIRE_CUDA (NVIDIA's images of nvidia-docker 1.0's time): cuda>=9.2
+    f = _legacy_findings({"CUDA_VERSION": "9.2.88"})[CODE]
+    assert f.severity == "error"
+    assert "nvidia/cuda:9.2-runtime-ubuntu16.04" in f.title and "390.48" in f.title and "CUDA 9.1" in f.title
+    assert "CUDA_VERSION=9.2.88, held to cuda>=9.2" in f.detail and "legacy CUDA image" in f.detail
+    assert "unsupported CUDA version: driver 9.1 < image 9.2.88" in f.detail
+    assert "CUDA 9.2" in f.fix.text and "396.26" in f.fix.text
+
+
+def test_a_legacy_image_the_driver_meets_or_with_its_own_constraints_or_disabled_stays_quiet() -> None:
+    assert CODE not in _legacy_findings({"CUDA_VERSION": "9.0.176"})
+    assert CODE not in _legacy_findings({"CUDA_VERSION": "9.1.85"})  # major.minor only: 9.1 meets cuda>=9.1
+    # NVIDIA_REQUIRE_CUDA set: the image is not legacy, its own constraint is the one checked
+    assert CODE not in _legacy_findings({"CUDA_VERSION": "9.2.88", "NVIDIA_REQUIRE_CUDA": "cuda>=9.0"})
+    assert CODE not in _legacy_findings({"CUDA_VERSION": "9.2.88", "NVIDIA_DISABLE_REQUIRE": "1"})
+    assert CODE not in _legacy_findings({"CUDA_VERSION": "not-a-version"})
+    assert CODE not in _legacy_findings({})

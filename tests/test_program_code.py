@@ -15,7 +15,7 @@ Fixtures:
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from envdoctor.checks import CheckContext
 from envdoctor.checks.closure import package_libraries as package_libraries_check
@@ -301,3 +301,52 @@ def test_vendor_sdk_program_needing_a_cuda_runtime_no_toolkit_provides() -> None
 
 def test_vendor_sdk_program_whose_cuda_runtime_is_installed_is_quiet() -> None:
     assert _program_findings(_sdk_host("libcudart.so.7.5", "libcudart.so.7.5")) == []
+
+
+# -- the modules a program opens from its own lib folders (an interpreter's lib/lua/5.1/*.so) ----------------------
+
+
+def _module_host(needed: str, cache: str, extra: Optional[Dict[str, str]] = None) -> SnapshotHost:
+    """Software unpacked in ~/tool/install with its bin on PATH: an interpreter that needs no CUDA library, a library
+    of its lib/ and a module of lib/lua/5.1 that need ``needed``; the loader cache lists ``cache``."""
+    from tests.conftest import make_host
+
+    installed = "/usr/local/cuda-7.5/lib64/" + cache
+    root = "/home/u/tool/install"
+    files = {root + "/bin/luajit": "", root + "/lib/libcore.so": "", root + "/lib/lua/5.1/libcumod.so": "",
+             root + "/lib/lua/5.1/libplain.so": "", installed: "", "/sbin/ldconfig": ""}
+    files.update(extra or {})
+    host = make_host(files=files, environ={"PATH": root + "/bin:/usr/bin:/bin", "LD_LIBRARY_PATH": root + "/lib"},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"], "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                                "\t%s (libc6,x86-64) => %s\n" % (cache, installed)}])
+    host.doc["elf"] = {
+        root + "/bin/luajit": {"soname": "", "needed": ["libc.so.6"], "rpath": [], "runpath": []},
+        root + "/lib/libcore.so": {"soname": "libcore.so", "needed": [needed, "libc.so.6"], "rpath": [],
+                                   "runpath": []},
+        root + "/lib/lua/5.1/libcumod.so": {"soname": "libcumod.so", "needed": ["libcore.so", needed, "libc.so.6"],
+                                            "rpath": [], "runpath": []},
+        root + "/lib/lua/5.1/libplain.so": {"soname": "libplain.so", "needed": ["libc.so.6"], "rpath": [],
+                                            "runpath": []}}
+    return SnapshotHost(host.doc)
+
+
+def test_software_libraries_built_against_a_cuda_release_no_longer_installed() -> None:
+    found = _program_findings(_module_host("libcudart.so.7.0", "libcudart.so.7.5"))
+    assert [(f.code, f.severity) for f in found] == [("cuda.framework_cannot_load", "error")]
+    f = found[0]
+    assert "libcudart.so.7.0" in f.title and "/home/u/tool/install" in f.title
+    assert "cannot open shared object file" in f.detail
+    assert "rebuild the software in /home/u/tool/install against the CUDA installed here" in f.fix.text
+
+
+def test_a_module_needing_only_the_cuda_it_was_built_for_here_stays_quiet() -> None:
+    assert _program_findings(_module_host("libcudart.so.7.5", "libcudart.so.7.5")) == []
+
+
+def test_a_module_whose_library_has_a_copy_a_launcher_may_add_stays_quiet() -> None:
+    # a copy in the software's own lib folders, or in a toolkit the loader is not told about: a launcher (or the
+    # program's own paths) may supply it, so a library alone is not judged
+    own = {"/home/u/tool/install/lib/cuda/libcudart.so.7.0": ""}
+    assert _program_findings(_module_host("libcudart.so.7.0", "libcudart.so.7.5", own)) == []
+    toolkit = {"/usr/local/cuda-7.0/lib64/libcudart.so.7.0": ""}
+    assert _program_findings(_module_host("libcudart.so.7.0", "libcudart.so.7.5", toolkit)) == []

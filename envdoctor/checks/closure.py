@@ -398,6 +398,11 @@ def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
             f.code = "%s.framework_cannot_load" % comp
             sonames = {str(link.get("soname")) for link in pkg.get("links") or [] if isinstance(link, dict)
                        and link.get("soname") and str(link.get("soname")) in f.title}
+            if f.fix is not None and any(isinstance(link, dict) and link.get("built_against") and
+                                         str(link.get("soname")) in sonames for link in pkg.get("links") or []):
+                # a library the software was built against, of a CUDA release no longer installed
+                f.fix.text += (" Or rebuild %s against the CUDA installed here: it links the libraries of the release "
+                               "it was built with." % subject)
             with_fw = sorted({n for s in sonames for n in _loaded_by_framework(facts, s)})
             if with_fw:
                 f.detail += (" A program that imports %s first has that library loaded from %s's own copy and "

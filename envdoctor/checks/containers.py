@@ -640,6 +640,27 @@ def gpu_brand_names(facts: Facts, i: int) -> List[str]:
     return segment_brands(str(product["segment"])) if product else []
 
 
+#: The requirement a legacy CUDA image is held to (CUDA_VERSION set, NVIDIA_REQUIRE_CUDA not): ``cuda>=<major.minor>``
+#: of its CUDA_VERSION, as the toolkit's ``CUDA.GetRequirements`` adds it (NVIDIA/nvidia-container-toolkit
+#: internal/config/image/cuda_image.go: IsLegacy, legacyVersion); nvidia-docker 1.0 compared the image's
+#: com.nvidia.cuda.version label, the same release, with the driver's CUDA (NVIDIA/nvidia-docker v1.0
+#: src/nvidia-docker/utils.go: cudaSupported, "unsupported CUDA version: driver %s < image %s").
+LEGACY_REQUIRE = "CUDA_VERSION"
+NVIDIA_DOCKER1_URL = ("https://github.com/NVIDIA/nvidia-docker/blob/3422bca272d64600ca15874d96e4e511b669c7c4/src/"
+                      "nvidia-docker/utils.go")
+_MAJOR_MINOR = lazyre.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)*$")
+
+
+def image_requirements(image: Dict[str, Any]) -> Dict[str, str]:
+    """The constraints the NVIDIA Container Toolkit checks for an image: its NVIDIA_REQUIRE_* variables, and for a
+    legacy CUDA image (CUDA_VERSION without NVIDIA_REQUIRE_CUDA) ``cuda>=<major.minor>`` under ``CUDA_VERSION``."""
+    out = {str(k): str(v) for k, v in (image.get("require") or {}).items() if isinstance(v, str)}
+    m = _MAJOR_MINOR.match(str(image.get("cuda_version") or "").strip())
+    if m and "NVIDIA_REQUIRE_CUDA" not in out:
+        out[LEGACY_REQUIRE] = "cuda>=%s.%s" % (m.group(1), m.group(2))
+    return out
+
+
 @check("container-image-requirements", requires=("container.images", "driver.cuda_version"),
        reads=("driver.version", "gpu.N.compute_capability", "gpu.N.brand", "gpu.N.name"), layers=("containers",),
        codes=(
@@ -648,7 +669,8 @@ def gpu_brand_names(facts: Facts, i: int) -> List[str]:
             "supports.", "container.images, driver.cuda_version",
             "The NVIDIA Container Toolkit refuses to start it: 'nvidia-container-cli: requirement error: "
             "unsatisfied condition: cuda>=X'.", REQUIRE_DOC,
-        messages=(Message("requirement error: unsatisfied condition", REQUIRE_DOC),)),
+        messages=(Message("requirement error: unsatisfied condition", REQUIRE_DOC),
+                  Message("unsupported CUDA version: driver", NVIDIA_DOCKER1_URL))),
 ))
 def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
@@ -673,7 +695,7 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
     for image in facts.items("container.images"):
         if not isinstance(image, dict) or image.get("disable_require"):
             continue
-        unmet = {k: v for k, v in sorted((image.get("require") or {}).items())
+        unmet = {k: v for k, v in sorted(image_requirements(image).items())
                  if isinstance(v, str) and refused_everywhere(v)}
         if unmet:
             refused.append((image, unmet))
@@ -684,7 +706,8 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
         wants = [m.group(3) for v in unmet.values() for t in v.split() for m in [_CONSTRAINT.match(t.lower())]
                  if m and m.group(1) == "cuda" and m.group(2) in (">=", ">")]
         needs.append((", ".join(image.get("tags") or [image.get("id", "?")]),
-                      " ".join("%s=%s" % kv for kv in unmet.items()),
+                      " ".join("CUDA_VERSION=%s, held to %s" % (image.get("cuda_version"), v) if k == LEGACY_REQUIRE
+                               else "%s=%s" % (k, v) for k, v in unmet.items()),
                       max(wants, key=versions.sort_key) if wants else ""))
     newest = max((n[2] for n in needs if n[2]), key=versions.sort_key, default="")
     brands = sorted({b for known in gpus for b in known["brand"]})
@@ -692,6 +715,11 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
                   "for the brands they name) do not hold either: the GPU brand here is %s." % " or ".join(brands)
                   if brands and any("brand=" in v.lower() for _, unmet in refused for v in unmet.values()) else "")
     names = "; ".join("%s (%s)" % (tags, req) for tags, req, _ in needs)
+    legacy = [str(image.get("cuda_version")) for image, unmet in refused if LEGACY_REQUIRE in unmet]
+    legacy_note = (" An image that sets CUDA_VERSION (%s) and no NVIDIA_REQUIRE_CUDA is a legacy CUDA image: the "
+                   "toolkit requires cuda>= its major.minor, and nvidia-docker 1.0 compares it with the driver's "
+                   "CUDA the same way ('unsupported CUDA version: driver %s < image %s')." % (
+                       ", ".join(legacy), cuda, legacy[0]) if legacy else "")
     floor = min_driver_for_cuda(newest) if newest else None
     driver = facts.value("driver.version") or "?"
     yield Finding(
@@ -701,7 +729,7 @@ def container_image_requirements(ctx: CheckContext) -> Iterable[Finding]:
             cuda),
         detail="The NVIDIA Container Toolkit checks an image's NVIDIA_REQUIRE_* constraints against the driver "
                "before it starts the container and refuses it ('nvidia-container-cli: requirement error: "
-               "unsatisfied condition'). Unmet here: %s.%s" % (names, brand_note),
+               "unsatisfied condition'). Unmet here: %s.%s%s" % (names, brand_note, legacy_note),
         evidence=_ev(facts, "container.images", "driver.cuda_version", "driver.version"),
         source={"rule": "NVIDIA_REQUIRE_*: space-separated alternatives of comma-separated constraints, checked "
                         "against the driver's CUDA version, the driver version and the GPUs",

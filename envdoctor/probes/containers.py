@@ -826,9 +826,10 @@ FILE_PATTERN_FILTERS.append((_IMAGE_CONFIG, keep_image_config))
 
 def images_fact(host: Host, daemon_json: Optional[Dict[str, Any]]) -> Optional[Fact]:
     """``container.images``: Docker's local images that carry NVIDIA Container Toolkit constraints
-    (``NVIDIA_REQUIRE_CUDA`` in NVIDIA's CUDA images and those built on them), read from dockerd's image store
-    (its ``repositories.json`` and each image's configuration), without asking the daemon. None when the store
-    cannot be read (not there, another user's: dockerd keeps it to root) or holds no such image."""
+    (``NVIDIA_REQUIRE_CUDA`` in NVIDIA's CUDA images and those built on them; ``CUDA_VERSION`` alone in the legacy
+    CUDA images of nvidia-docker 1.0's time, which the toolkit holds to ``cuda>=<major.minor>``), read from dockerd's
+    image store (its ``repositories.json`` and each image's configuration), without asking the daemon. None when the
+    store cannot be read (not there, another user's: dockerd keeps it to root) or holds no such image."""
     doc = daemon_json or {}
     root = doc.get("data-root") or doc.get("graph") or DOCKER_ROOT
     if not isinstance(root, str) or not root.startswith("/"):
@@ -869,8 +870,8 @@ def images_fact(host: Host, daemon_json: Optional[Dict[str, Any]]) -> Optional[F
             continue
         variables = dict(e.split("=", 1) for e in env if isinstance(e, str) and "=" in e and _KEPT_ENV.match(e))
         require = {k: v for k, v in variables.items() if k.startswith("NVIDIA_REQUIRE_")}
-        if not require:
-            continue
+        if not require and not variables.get("CUDA_VERSION"):
+            continue  # (CUDA_VERSION alone: a legacy CUDA image, still held to its CUDA release)
         found.append({"tags": sorted(entry["tags"]), "id": hexid[:12], "require": require,
                       "disable_require": variables.get("NVIDIA_DISABLE_REQUIRE", "").lower() in ("1", "true"),
                       "cuda_version": variables.get("CUDA_VERSION")})

@@ -685,36 +685,73 @@ def conda_package_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     return out
 
 
+_LINK_KEYS = ("soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain",
+              "expected", "expected_version", "expected_by", "shadowed", "elsewhere", "other_majors")
+
+
+def _absent_everywhere(link: Mapping[str, Any], own: Iterable[str]) -> bool:
+    """A NEEDED CUDA library no search path of the loader has, of which no copy lies anywhere looked (the usual
+    places, the software's own library folders): no program's paths or launcher can supply it."""
+    return (link.get("how") == "NEEDED" and not link.get("path") and bool(link.get("certain", True))
+            and not link.get("elsewhere") and str(link.get("soname")) not in own)
+
+
 def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     """``linkage.packages`` entries for software installed whole outside the distribution's packages (a vendor's
     SDK in ``/opt/<name>`` or ``/usr/local/<name>``, a release unpacked with its ``bin`` on PATH): the programs of
     its ``bin`` and ``tools`` that need a CUDA, cuDNN, NCCL or TensorRT library, with their CUDA closure as the
-    loader resolves it for them (their own RPATH/RUNPATH, LD_LIBRARY_PATH, the cache). ``label`` names the folder."""
+    loader resolves it for them (their own RPATH/RUNPATH, LD_LIBRARY_PATH, the cache). ``label`` names the folder.
+
+    Its libraries (``lib``, ``lib64`` and the module folders below them: an interpreter's ``lib/lua/5.1/*.so``)
+    are loaded by its programs with their paths, or a launcher's, not alone: of their links only a NEEDED CUDA
+    library that no copy anywhere can supply is kept (the build links a CUDA release no longer installed), each
+    loaded as its program would load it (the program's RPATH counts)."""
     from . import loader
-    from .programs import MAX_FILES, path_programs, software_roots
+    from .programs import MAX_FILES, module_libraries, path_programs, software_roots
 
     out: List[Dict[str, Any]] = []
     opened = 0
     for root, files in path_programs(host) + software_roots(host):
-        roots = []
-        # its programs: a library of its lib/ is loaded by them, with their paths (or a launcher's), not alone
+        roots: List[str] = []
+        main: Optional[str] = None
         for path in [f for f in files if posixpath.basename(posixpath.dirname(f)) in ("bin", "tools")]:
             if opened >= MAX_FILES:
                 break
             opened += 1
             elf = host.elf(path)
+            if elf.ok and main is None and not elf.soname:
+                main = elf.path
             if elf.ok and any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed):
                 roots.append(elf.path)
-        if not roots:
+        libs: List[str] = []
+        lib_files = [f for f in files if posixpath.basename(posixpath.dirname(f)) in ("lib", "lib64")]
+        lib_files += module_libraries(host, root)
+        for path in lib_files:
+            if opened >= MAX_FILES:
+                break
+            opened += 1
+            elf = host.elf(path)
+            if elf.ok and any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed):
+                libs.append(elf.path)
+        links: List[Dict[str, Any]] = []
+        unread: List[Any] = []
+        cache_unknown = None
+        if roots:
+            c = loader.cuda_closure(host, config, roots, only_cuda=True)
+            links = [{k: v for k, v in link.items() if k in _LINK_KEYS}
+                     for link in c["links"] if link.get("via") != "loaded"]
+            unread, cache_unknown = list(c["unread"]), c["cache_unknown"]
+        if libs:
+            own = {posixpath.basename(f) for f in lib_files}
+            c = loader.cuda_closure(host, config, libs, main=main, only_cuda=True)
+            links += [dict({k: v for k, v in link.items() if k in _LINK_KEYS}, built_against=True)
+                      for link in c["links"] if link.get("via") != "loaded" and _absent_everywhere(link, own)]
+            cache_unknown = cache_unknown or c["cache_unknown"]
+        if not links and not roots:
             continue
-        c = loader.cuda_closure(host, config, roots, only_cuda=True)
-        links = [{k: v for k, v in link.items() if k in (
-            "soname", "how", "requester", "component", "path", "via", "resolved", "version", "certain",
-            "expected", "expected_version", "expected_by", "shadowed", "elsewhere", "other_majors")}
-            for link in c["links"] if link.get("via") != "loaded"]
         out.append({"package": posixpath.basename(root), "version": None, "label": "the software in %s" % root,
-                    "roots": roots, "links": links, "unread": c["unread"], "cache_unknown": c["cache_unknown"],
-                    "site": root})
+                    "roots": roots + [p for p in libs if any(link.get("requester") == p for link in links)],
+                    "links": links, "unread": unread, "cache_unknown": cache_unknown, "site": root})
     return out
 
 

@@ -249,6 +249,34 @@ def software_roots(host: Host) -> List[Tuple[str, List[str]]]:
     return out
 
 
+#: The most folders below a software root's ``lib`` looked into for plug-in modules, and how deep.
+MAX_MODULE_DIRS = 16
+MODULE_DEPTH = 2
+
+
+def module_libraries(host: Host, root: str) -> List[str]:
+    """The shared objects in the folders below a software root's ``lib`` (and ``lib64``), up to
+    :data:`MODULE_DEPTH` deep: the modules its programs open at run time from a folder of their own (a Lua
+    interpreter's ``lib/lua/5.1/*.so``, a plug-in folder), which the loader loads with their own NEEDED.
+    Python's ``site-packages`` are read elsewhere and left out."""
+    out: List[str] = []
+    todo = [(posixpath.join(root, top), 0) for top in ("lib", "lib64")]
+    dirs = 0
+    while todo:
+        d, depth = todo.pop(0)
+        for name in sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]:
+            path = posixpath.join(d, name)
+            if depth and SHARED_OBJECT.search(name):
+                out.append(path)
+            elif (depth < MODULE_DEPTH and not SHARED_OBJECT.search(name) and dirs < MAX_MODULE_DIRS
+                  and not name.startswith(("python", ".")) and name not in ("site-packages", "dist-packages",
+                                                                            "pkgconfig", "cmake")
+                  and host.is_dir(path)):
+                dirs += 1
+                todo.append((path, depth + 1))
+    return out
+
+
 def find_gpu_code(host: Host) -> Dict[str, Any]:
     from .staticcuda import candidates_once
 
