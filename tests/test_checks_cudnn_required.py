@@ -276,6 +276,37 @@ def test_tf_15_unversioned_framework_library_is_judged(cuda: str, cudnn: str, fi
         assert found == []
 
 
+@pytest.mark.parametrize("cuda,fires", [("7.5", True), ("8.0", False)])
+def test_tf_0x_python_extension_needing_another_cuda_runtime_is_an_error_naming_it(cuda: str, fires: bool) -> None:
+    # TensorFlow 0.x's only library is tensorflow/python/_pywrap_tensorflow.so (the 0.x setup.py's package_data); the
+    # 0.11.0 GPU wheel links libcudart.so.8.0 and opens its other CUDA libraries at run time. With only CUDA 7.5 on
+    # the loader path, import fails: an error naming the soname and CUDA 8.0; with CUDA 8.0 there, nothing is said.
+    from .test_probe_frameworks import SITE
+
+    lib = "/usr/local/cuda-%s/lib64" % cuda
+    files = {SITE + "/" + p: "" for p in ("tensorflow/__init__.py", "tensorflow/python/_pywrap_tensorflow.so")}
+    files[SITE + "/tensorflow-0.11.0.dist-info/METADATA"] = "Name: tensorflow\nVersion: 0.11.0\n"
+    files[lib + "/libcudart.so.%s" % cuda] = ""
+    files["/sbin/ldconfig"] = ""
+    host = make_host(files=files, environ={"LD_LIBRARY_PATH": lib, "PATH": "/usr/bin:/bin"},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"], "returncode": 0,
+                                "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}],
+                     python={"executable": "/usr/bin/python2.7", "version": "2.7.12", "implementation": "cpython",
+                             "prefix": "/usr", "base_prefix": "/usr", "sys_path": [SITE]})
+    pywrap = SITE + "/tensorflow/python/_pywrap_tensorflow.so"
+    host.doc["elf"] = {pywrap: {"soname": None, "needed": ["libcudart.so.8.0", "libstdc++.so.6", "libc.so.6"],
+                                "rpath": [], "runpath": []}}
+    assert probe_facts(SnapshotHost(host.doc)).mapping("linkage.tensorflow.elf")["path"] == pywrap
+    found = [f for f in snapshot_findings(host.doc) if f.code.startswith(("cuda.", "linkage."))]
+    if fires:
+        f = _one(found, "cuda.framework_cannot_load")
+        assert f.severity == "error" and "libcudart.so.8.0" in f.title and "cannot open shared object file" in f.detail
+        assert f.fix is not None and "built for CUDA 8.0 (it links libcudart.so.8.0)" in f.fix.text
+    else:
+        assert [f.code for f in found] == []
+
+
 def test_tf_whose_build_names_cudnn_8_with_only_cudnn_9_on_its_path_is_one_major_mismatch_error() -> None:
     # the TF 2.10 environment with conda's cuDNN 8 replaced by a cuDNN 9: TF's build information names cuDNN 8,
     # so libcudnn.so.8 certainly fails to load; the verdict names the cuDNN 9 that is there
