@@ -516,7 +516,8 @@ def toolkit_login_path(ctx: CheckContext) -> Iterable[Finding]:
         if not isinstance(tk, dict) or tk.get("on_path") is not False:
             continue
         version = " %s" % tk["version"] if tk.get("version") else ""
-        title = "CUDA toolkit%s is installed in %s, but its nvcc is not on this session's PATH" % (version, tk.get("root"))
+        title = "CUDA toolkit%s is installed in %s, but its nvcc is not on this session's PATH" % (
+            version, tk.get("root"))
         evidence = _ev(facts, "cuda.login_path_toolkits", "cuda.nvcc", "cuda.home")
         if tk.get("kind") == "user":
             # the user's own startup file: sessions that do not read it (sudo's, cron's, services') lack the entry

@@ -20,10 +20,10 @@ _SMOKE_GPU = (_SMOKE + "\nimport sys\nknown = " + repr(_KNOWN_NO_GPU) + "\n"
 #: tensorflow_gpu-1.5.0 wheel's libtensorflow_framework.so has NEEDED libcublas.so.9.0, libcudnn.so.7,
 #: libcufft.so.9.0, libcurand.so.9.0 and libcudart.so.9.0, its python/_pywrap_tensorflow_internal.so only
 #: libcublas.so.9.0, libcusolver.so.9.0 and libcudart.so.9.0 (readelf -d on the PyPI wheel). Before 1.4 only the
-#: Python extension exists, and it links them all. Before 1.1 that extension is python/_pywrap_tensorflow.so (the
-#: 0.x wheels' tensorflow/tools/pip_package/setup.py ships package_data 'python/_pywrap_tensorflow.so'; later releases renamed
-#: its tf_py_wrap_cc target to pywrap_tensorflow_internal); it links libcudart.so.<major.minor> and opens the other
-#: CUDA libraries at run time (stream_executor/dso_loader.cc).
+#: Python extension exists, and it links them all. In 0.x (and 1.0) that extension is python/_pywrap_tensorflow.so
+#: (the 0.x wheels' tensorflow/tools/pip_package/setup.py ships package_data 'python/_pywrap_tensorflow.so'; later
+#: releases renamed its tf_py_wrap_cc target pywrap_tensorflow_internal); it links libcudart.so.<major.minor> and
+#: opens the other CUDA libraries at run time (stream_executor/dso_loader.cc).
 _FRAMEWORK_LIB = ("tensorflow/libtensorflow_framework.so.2", "tensorflow_core/libtensorflow_framework.so.2",
                   "tensorflow_core/libtensorflow_framework.so.1", "tensorflow/libtensorflow_framework.so.1",
                   "tensorflow/libtensorflow_framework.so", "tensorflow/python/_pywrap_tensorflow_internal.so",
