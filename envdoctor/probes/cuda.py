@@ -525,6 +525,7 @@ def _login_path_toolkits(host: Host) -> Fact:
     if _USER_NAME.match(sudo_user) and sudo_user != "root":
         homes.append("/home/" + sudo_user)  # sudo may set HOME to root's: the invoking user's own files
     for home in dict.fromkeys(posixpath.normpath(h) for h in homes if h.startswith("/")):
+        # only homes the snapshot filter covers (/home/<user>, /root), so a snapshot keeps just their PATH lines
         scripts += [(posixpath.join(home, n), "user") for n in USER_STARTUP_FILES
                     if _USER_STARTUP.match(posixpath.join(home, n))]
     for script, kind in scripts:
