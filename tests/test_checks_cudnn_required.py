@@ -276,6 +276,37 @@ def test_tf_15_unversioned_framework_library_is_judged(cuda: str, cudnn: str, fi
         assert found == []
 
 
+@pytest.mark.parametrize("cuda,fires", [("7.5", True), ("8.0", False)])
+def test_tf_0x_python_extension_needing_another_cuda_runtime_is_an_error_naming_it(cuda: str, fires: bool) -> None:
+    # TensorFlow 0.x's only library is tensorflow/python/_pywrap_tensorflow.so (the 0.x setup.py's package_data); the
+    # 0.11.0 GPU wheel links libcudart.so.8.0 and opens its other CUDA libraries at run time. With only CUDA 7.5 on
+    # the loader path, import fails: an error naming the soname and CUDA 8.0; with CUDA 8.0 there, nothing is said.
+    from .test_probe_frameworks import SITE
+
+    lib = "/usr/local/cuda-%s/lib64" % cuda
+    files = {SITE + "/" + p: "" for p in ("tensorflow/__init__.py", "tensorflow/python/_pywrap_tensorflow.so")}
+    files[SITE + "/tensorflow-0.11.0.dist-info/METADATA"] = "Name: tensorflow\nVersion: 0.11.0\n"
+    files[lib + "/libcudart.so.%s" % cuda] = ""
+    files["/sbin/ldconfig"] = ""
+    host = make_host(files=files, environ={"LD_LIBRARY_PATH": lib, "PATH": "/usr/bin:/bin"},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"], "returncode": 0,
+                                "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}],
+                     python={"executable": "/usr/bin/python2.7", "version": "2.7.12", "implementation": "cpython",
+                             "prefix": "/usr", "base_prefix": "/usr", "sys_path": [SITE]})
+    pywrap = SITE + "/tensorflow/python/_pywrap_tensorflow.so"
+    host.doc["elf"] = {pywrap: {"soname": None, "needed": ["libcudart.so.8.0", "libstdc++.so.6", "libc.so.6"],
+                                "rpath": [], "runpath": []}}
+    assert probe_facts(SnapshotHost(host.doc)).mapping("linkage.tensorflow.elf")["path"] == pywrap
+    found = [f for f in snapshot_findings(host.doc) if f.code.startswith(("cuda.", "linkage."))]
+    if fires:
+        f = _one(found, "cuda.framework_cannot_load")
+        assert f.severity == "error" and "libcudart.so.8.0" in f.title and "cannot open shared object file" in f.detail
+        assert f.fix is not None and "built for CUDA 8.0 (it links libcudart.so.8.0)" in f.fix.text
+    else:
+        assert [f.code for f in found] == []
+
+
 def test_tf_whose_build_names_cudnn_8_with_only_cudnn_9_on_its_path_is_one_major_mismatch_error() -> None:
     # the TF 2.10 environment with conda's cuDNN 8 replaced by a cuDNN 9: TF's build information names cuDNN 8,
     # so libcudnn.so.8 certainly fails to load; the verdict names the cuDNN 9 that is there
@@ -324,3 +355,41 @@ def test_tf_23_whose_build_info_has_no_tensorrt_field_opens_libnvinfer_6() -> No
     assert f.severity == "warning" and "libnvinfer.so.6" in f.title and "7.1.3" in f.title
     # without any TensorRT (the thread's machine), TensorFlow's users who never run TF-TRT hear nothing of it
     assert "tensorrt.framework_cannot_load" not in [x.code for x in _findings(_doc(TF23_CASE), TF23_CASE)]
+
+
+#: tests/corpus/b39-nvidia-docker1-4x-gtx-titan-x-gcr-tensorflow080-gpu-image-opens-unversioned-libcudnn-so-only-so4
+#: (NVIDIA/nvidia-docker#205): TensorFlow 0.8.0 (its _pywrap_tensorflow.so links libcudart.so.7.5) in an image whose
+#: cuDNN 4 is only /usr/lib/x86_64-linux-gnu/libcudnn.so.4 -> libcudnn.so.4.0.7.
+TF08_CASE = "b39-nvidia-docker1-4x-gtx-titan-x-gcr-tensorflow080-gpu-image-opens-unversioned-libcudnn-so-only-so4"
+TF08_LIB = "/usr/lib/x86_64-linux-gnu"
+
+
+def test_tf_08_opening_the_unversioned_cudnn_link_names_the_copy_and_the_link_to_make() -> None:
+    f = _one(_findings(_doc(TF08_CASE), TF08_CASE), "cudnn.framework_cannot_load")
+    assert f.severity == "error" and "libcudnn.so" in f.title and "tensorflow 0.8.0" in f.title
+    assert TF08_LIB + "/libcudnn.so.4" in f.detail
+    assert f.fix.commands[0] == "sudo ln -s %s/libcudnn.so.4.0.7 %s/libcudnn.so" % (TF08_LIB, TF08_LIB)
+
+
+def test_tf_08_with_the_cudnn_development_link_is_quiet_about_cudnn() -> None:
+    doc = _doc(TF08_CASE)
+    doc["dirs"][TF08_LIB]["entries"].append("libcudnn.so")
+    doc["files"][TF08_LIB + "/libcudnn.so"] = {"text": ""}
+    doc["links"][TF08_LIB + "/libcudnn.so"] = {"target": "libcudnn.so.4.0.7"}
+    assert _codes(_findings(doc, TF08_CASE), "cudnn.") == []
+
+
+def test_tf_010_opens_a_versioned_cudnn_and_is_quiet_about_the_missing_link() -> None:
+    # from 0.10 the pip builds name cuDNN by its SONAME (tensorflow/tensorflow#3091): no libcudnn.so is asked for
+    doc = _renamed(_doc(TF08_CASE), "tensorflow-0.8.0", "tensorflow-0.10.0")
+    doc = json.loads(json.dumps(doc).replace("Version: 0.8.0", "Version: 0.10.0"))
+    assert "libcudnn.so" not in json.dumps([f.title for f in _findings(doc, TF08_CASE)])
+
+
+def test_a_tf_08_wheel_that_links_no_cuda_runtime_is_not_taken_for_a_cuda_build() -> None:
+    # 0.x's CPU and GPU wheels share the name "tensorflow": without libcudart in its extension's NEEDED it is a CPU
+    # build, and its cuDNN is not judged
+    doc = _doc(TF08_CASE)
+    for rec in doc["elf"].values():
+        rec["needed"] = [n for n in rec["needed"] if not n.startswith("libcudart")]
+    assert _codes(_findings(doc, TF08_CASE), "cudnn.") == []

@@ -489,16 +489,20 @@ def numba_cuda_paths(ctx: CheckContext) -> Iterable[Finding]:
 
 
 PROFILE_DOC = "https://www.gnu.org/software/bash/manual/html_node/Bash-Startup-Files.html"
+SUDOERS_DOC = "https://www.sudo.ws/docs/man/sudoers.man/"
 
 
 @check("environment.toolkit-login-path", requires=("cuda.login_path_toolkits", "cuda.nvcc"), reads=("cuda.home",),
        layers=("cuda",), codes=(
     CodeDoc("cuda.toolkit_not_on_path", "warning",
-            "A CUDA toolkit is installed and a login script puts its bin directory on PATH, but this session's PATH "
-            "lacks it and no other nvcc is on PATH.", "cuda.login_path_toolkits, cuda.nvcc",
+            "A CUDA toolkit is installed and a login script (or the user's own shell startup file) puts its bin "
+            "directory on PATH, but this session's PATH lacks it (a session started by sudo gets sudoers' "
+            "secure_path) and no other nvcc is on PATH.", "cuda.login_path_toolkits, cuda.nvcc",
             "`nvcc` is 'command not found' and builds that look for the toolkit through PATH do not find it until the "
             "next login (or in shells that do not read /etc/profile.d).", PROFILE_DOC,
-        messages=(Message("nvcc: command not found", PROFILE_DOC),)),
+        messages=(Message("nvcc: command not found", PROFILE_DOC),
+                  Message("ERROR (theano.sandbox.cuda): nvcc compiler not found on $PATH*",
+                          "https://github.com/Theano/Theano/blob/rel-0.7/theano/sandbox/cuda/__init__.py"))),
 ))
 def toolkit_login_path(ctx: CheckContext) -> Iterable[Finding]:
     """A toolkit whose package puts it on PATH through /etc/profile.d (System76's /usr/lib/cuda, Arch's /opt/cuda):
@@ -512,16 +516,43 @@ def toolkit_login_path(ctx: CheckContext) -> Iterable[Finding]:
         if not isinstance(tk, dict) or tk.get("on_path") is not False:
             continue
         version = " %s" % tk["version"] if tk.get("version") else ""
+        title = "CUDA toolkit%s is installed in %s, but its nvcc is not on this session's PATH" % (
+            version, tk.get("root"))
+        evidence = _ev(facts, "cuda.login_path_toolkits", "cuda.nvcc", "cuda.home")
+        if tk.get("kind") == "user":
+            # the user's own startup file: sessions that do not read it (sudo's, cron's, services') lack the entry
+            if tk.get("sudo"):
+                why = ("this session was started by sudo, which resets PATH to the secure_path of /etc/sudoers "
+                       "(env_reset), so the user's PATH, with %s, is not passed on" % tk.get("bin"))
+                fix = Fix(text="Run the program as the user, without sudo (CUDA needs no root), or pass the user's "
+                               "PATH through sudo.",
+                          commands=['sudo env "PATH=$PATH" nvcc --version'])
+            else:
+                why = ("this session did not read that file (a non-interactive or login shell that skips it, cron, a "
+                       "service, another shell)")
+                fix = Fix(text="Start the program from a shell that reads %s, or add %s to PATH where this session "
+                               "is set up (the service's or job's environment, or the shell's own startup file)." % (
+                                   tk.get("script"), tk.get("bin")),
+                          commands=['export PATH=%s:$PATH' % tk.get("bin"), "nvcc --version"])
+            yield Finding(
+                code="cuda.toolkit_not_on_path", severity="warning", components=["cuda"], title=title,
+                detail="%s puts %s on PATH in the user's shells, but this session's PATH does not have it: %s. `nvcc` "
+                       "is not found ('nvcc: command not found'; programs that compile with it at run time fail), and "
+                       "builds that find CUDA through nvcc on PATH do not see this toolkit." % (
+                           tk.get("script"), tk.get("bin"), why),
+                evidence=evidence,
+                source={"rule": "sudo's env_reset sets PATH to secure_path; only the shells that read a startup file "
+                                "get its PATH", "url": SUDOERS_DOC, "checked": "2026-11-30"},
+                fix=fix)
+            continue
         yield Finding(
-            code="cuda.toolkit_not_on_path", severity="warning", components=["cuda"],
-            title="CUDA toolkit%s is installed in %s, but its nvcc is not on this session's PATH" % (
-                version, tk.get("root")),
+            code="cuda.toolkit_not_on_path", severity="warning", components=["cuda"], title=title,
             detail="%s puts %s on PATH when a login shell starts (/etc/profile reads /etc/profile.d); this session's "
                    "PATH does not have it, because the session started before the toolkit was installed or its "
                    "shell does not read /etc/profile.d (zsh, some terminals' non-login shells). `nvcc` is not found, "
                    "and builds that find CUDA through nvcc on PATH do not see this toolkit." % (
                        tk.get("script"), tk.get("bin")),
-            evidence=_ev(facts, "cuda.login_path_toolkits", "cuda.nvcc", "cuda.home"),
+            evidence=evidence,
             source={"rule": "login shells source /etc/profile, which runs /etc/profile.d/*.sh; other shells do not",
                     "url": PROFILE_DOC, "checked": "2026-11-30"},
             fix=Fix(text="Log out and back in (or reboot); in a shell that is already open, read the script; for "

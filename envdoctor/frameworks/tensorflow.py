@@ -20,10 +20,14 @@ _SMOKE_GPU = (_SMOKE + "\nimport sys\nknown = " + repr(_KNOWN_NO_GPU) + "\n"
 #: tensorflow_gpu-1.5.0 wheel's libtensorflow_framework.so has NEEDED libcublas.so.9.0, libcudnn.so.7,
 #: libcufft.so.9.0, libcurand.so.9.0 and libcudart.so.9.0, its python/_pywrap_tensorflow_internal.so only
 #: libcublas.so.9.0, libcusolver.so.9.0 and libcudart.so.9.0 (readelf -d on the PyPI wheel). Before 1.4 only the
-#: Python extension exists, and it links them all.
+#: Python extension exists, and it links them all. In 0.x (and 1.0) that extension is python/_pywrap_tensorflow.so
+#: (the 0.x wheels' tensorflow/tools/pip_package/setup.py ships package_data 'python/_pywrap_tensorflow.so'; later
+#: releases renamed its tf_py_wrap_cc target pywrap_tensorflow_internal); it links libcudart.so.<major.minor> and
+#: opens the other CUDA libraries at run time (stream_executor/dso_loader.cc).
 _FRAMEWORK_LIB = ("tensorflow/libtensorflow_framework.so.2", "tensorflow_core/libtensorflow_framework.so.2",
                   "tensorflow_core/libtensorflow_framework.so.1", "tensorflow/libtensorflow_framework.so.1",
-                  "tensorflow/libtensorflow_framework.so", "tensorflow/python/_pywrap_tensorflow_internal.so")
+                  "tensorflow/libtensorflow_framework.so", "tensorflow/python/_pywrap_tensorflow_internal.so",
+                  "tensorflow/python/_pywrap_tensorflow.so")
 
 FRAMEWORK = Framework("tensorflow", "TensorFlow", True, "tensorflow", advise=True, recipe="tensorflow",
                       distributions=r"tensorflow(-cpu|-gpu|-intel|-rocm|-aarch64)?|tf-nightly(-gpu|-cpu)?|"
@@ -33,7 +37,7 @@ FRAMEWORK = Framework("tensorflow", "TensorFlow", True, "tensorflow", advise=Tru
                       nvidia_wheels_field="and_cuda_wheels", engine_stack=True, fleet=True, policy_order=20,
                       dependents_of=("tensorflow",),
                       # libtensorflow_framework.so.N and _pywrap_tensorflow_internal.so (tensorflow_core/ in 1.15-2.1)
-                      extension_libs=r"^(?:libtensorflow_(?:framework|cc)\.so\.\d+|_pywrap_tensorflow_internal\.so)$",
+                      extension_libs=r"^(?:libtensorflow_(?:framework|cc)\.so\.\d+|_pywrap_tensorflow(?:_internal)?\.so)$",
                       extension_dirs=("tensorflow", "tensorflow/python", "tensorflow_core", "tensorflow_core/python"),
                       # tensorflow::, tsl::
                       extension_symbols=r"^_Z(?:TV|TI|TS|GV|TH|TW)?N(?:[KVr]|St)*(?:10tensorflow|3tsl)",

@@ -415,6 +415,15 @@ def keep_path_lines(text: str) -> str:
 
 FILE_PATTERN_FILTERS.append((_PROFILE_SCRIPT, keep_path_lines))
 
+#: A user's own shell startup files, where NVIDIA's post-install steps have the user add /usr/local/cuda/bin to
+#: PATH (bash reads ~/.bashrc in interactive shells, ~/.bash_profile or ~/.profile in login shells; zsh its own).
+USER_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile")
+_USER_STARTUP = lazyre.compile(r"^/(?:home/[^/]+|root)/\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile)$")
+#: A user name as sudo records it in SUDO_USER (used only to name that user's home directory).
+_USER_NAME = lazyre.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
+
+FILE_PATTERN_FILTERS.append((_USER_STARTUP, keep_path_lines))
+
 
 # -- pkg-config files a toolkit installs ----------------------------------------------
 
@@ -504,12 +513,22 @@ def _pc_instead(host: Host, paths: Dict[str, str], var: str) -> Optional[str]:
 
 
 def _login_path_toolkits(host: Host) -> Fact:
-    """cuda.login_path_toolkits: the CUDA toolkits whose bin directory (one holding nvcc) a login script puts on PATH,
-    each with whether this session's PATH has it."""
-    label = "CUDA toolkits a login script puts on PATH"
+    """cuda.login_path_toolkits: the CUDA toolkits whose bin directory (one holding nvcc) a login script
+    (/etc/profile.d) or the user's own shell startup file (~/.bashrc, ...: HOME's, and under sudo the invoking
+    user's) puts on PATH, each with whether this session's PATH has it."""
+    label = "CUDA toolkits a login or shell startup script puts on PATH"
     session = [posixpath.normpath(d) for d in (host.getenv("PATH") or "").split(":") if d]
     found: List[Dict[str, Any]] = []
-    for script in sorted(host.glob_dir(PROFILE_D, r".+\.sh"))[:256]:
+    scripts = [(s, "login") for s in sorted(host.glob_dir(PROFILE_D, r".+\.sh"))[:256]]
+    sudo_user = host.getenv("SUDO_USER") or ""
+    homes = [host.getenv("HOME") or ""]
+    if _USER_NAME.match(sudo_user) and sudo_user != "root":
+        homes.append("/home/" + sudo_user)  # sudo may set HOME to root's: the invoking user's own files
+    for home in dict.fromkeys(posixpath.normpath(h) for h in homes if h.startswith("/")):
+        # only homes the snapshot filter covers (/home/<user>, /root), so a snapshot keeps just their PATH lines
+        scripts += [(posixpath.join(home, n), "user") for n in USER_STARTUP_FILES
+                    if _USER_STARTUP.match(posixpath.join(home, n))]
+    for script, kind in scripts:
         text = host.read_text(script, limit=64 * 1024) or ""
         for line in text.splitlines():
             if line.lstrip().startswith("#") or not _PATH_LINE.search(line):
@@ -520,11 +539,15 @@ def _login_path_toolkits(host: Host) -> Fact:
                     continue
                 root = posixpath.dirname(bindir)
                 tk = inspect_toolkit(host, _toolkit_root(host, root)) if host.is_dir(root) else {}
-                found.append({"script": script, "bin": bindir, "root": root,
+                found.append({"script": script, "kind": kind, "bin": bindir, "root": root,
                               "version": tk.get("release") or tk.get("version"),
                               "on_path": bindir in session or _toolkit_root(host, bindir) in
                               [_toolkit_root(host, d) for d in session]})
-    return ok("cuda.login_path_toolkits", found, "dir:" + PROFILE_D, label)
+    if sudo_user:  # a session started by sudo, whose PATH is sudoers' secure_path, not the user's
+        for f in found:
+            f["sudo"] = True
+    return ok("cuda.login_path_toolkits", found, "dir:%s,%s" % (PROFILE_D, ",".join(
+        "~/" + n for n in USER_STARTUP_FILES)), label)
 
 
 def _toolkit_root(host: Host, path: str) -> str:

@@ -71,6 +71,22 @@ PADDLE_LOADER = "https://github.com/PaddlePaddle/Paddle/blob/develop/paddle/phi/
 TF_FINDS_WHEELS = (("2.14", "2.16"), ("2.17", "999"))
 
 
+#: TensorFlow releases whose GPU pip packages open cuDNN as "libcudnn.so", the development link (which a cuDNN
+#: installed from NVIDIA's runtime package, or an image with only libcudnn.so.<major>, lacks): dso_loader.cc's
+#: GetCudnnVersion() returns what ./configure's TF_CUDNN_VERSION wrote into it, empty unless set, and
+#: FormatLibraryFileName("cudnn", "") is libcudnn.so. https://github.com/tensorflow/tensorflow/pull/3091 (merged
+#: 2016-06-28, after 0.9.0's release, first in 0.10) made configure resolve the version to the SONAME of the
+#: installed libcudnn.so link: "When we build our pip packages, we will now build with precisely the version of
+#: the SONAME". NVIDIA's maintainer on nvidia-docker#160 and #205: the TensorFlow 0.8.0 image "used to open the
+#: unversioned symlink". From 0.8 (the first release whose pip builds ask for the cuDNN version that way).
+TF_UNVERSIONED_CUDNN = ("0.8", "0.10")
+
+
+def _in(value: Dict[str, Any], bounds: Tuple[str, str]) -> bool:
+    v = _v(value.get("public") or value.get("version"))
+    return v is not None and Version(bounds[0]) <= v < Version(bounds[1])
+
+
 def soname(lib: str, cuda: Tuple[int, Optional[int]]) -> Optional[str]:
     table = SONAMES.get(lib, {})
     major, minor = cuda
@@ -231,6 +247,8 @@ def framework_cuda(name: str, value: Dict[str, Any]) -> Tuple[Optional[Tuple[int
         compiled = builds.tensorflow_cudnn_built(value.get("public") or value.get("version"))
         if wheel is not None:  # a wheel without build_info (0.x, 1.0): what its own library links
             return _mm(wheel[0]), compiled[0].split(".")[0] if compiled else None
+        if value.get("cuda_linked"):  # no row for the release: the libcudart its Python extension links
+            return _mm(value["cuda_linked"]), None
     return cuda_of_wheels(value)
 
 
@@ -241,6 +259,8 @@ def wanted(name: str, value: Dict[str, Any]) -> List[str]:
     cuda, wheel_cudnn = framework_cuda(name, value)
     if cuda is None:
         return []
+    if name == "tensorflow" and _in(value, TF_UNVERSIONED_CUDNN):
+        return ["libcudnn.so"]  # its CUDA libraries of 7.5 and before have no entry in SONAMES
     out = [s for s in (soname(lib, cuda) for lib in LOADS.get(name, ())) if s]
     out += [s for s in (soname(lib, cuda) for lib in version_checked(name, value)) if s and s not in out]
     major = _cudnn_major(name, value) or wheel_cudnn

@@ -335,6 +335,25 @@ def _tf_windows_version(v: Any) -> Any:
     return v
 
 
+#: TensorFlow's Python extension before build_info.py: 0.x and 1.0 ship tensorflow/python/_pywrap_tensorflow.so (the
+#: 0.x wheels' tensorflow/tools/pip_package/setup.py package_data), whose NEEDED names the CUDA runtime it was built
+#: with (libcudart.so.7.5, libcudart.so.8.0).
+_TF_OLD_EXTENSION = ("tensorflow", "python", "_pywrap_tensorflow.so")
+_CUDART_SONAME = lazyre.compile(r"^libcudart\.so\.(\d{1,2}\.\d)$")
+
+
+def _tf_linked_cudart(host: Host, site: str) -> Optional[str]:
+    """The CUDA X.Y whose libcudart.so.X.Y a TensorFlow from before build_info.py links, or None."""
+    res = host.elf(posixpath.join(site, *_TF_OLD_EXTENSION))
+    if res.error:
+        return None
+    for name in res.needed:
+        m = _CUDART_SONAME.match(name)
+        if m:
+            return m.group(1)
+    return None
+
+
 def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) -> List[Fact]:
     found = [dists[p] for p in TF_PACKAGES if p in dists]
     d = found[0]
@@ -376,6 +395,13 @@ def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, s
         value["build"] = "cuda"
     else:
         value["build"] = "unknown"
+    if why and value["build"] in ("unknown", "cuda") and not value["cuda"]:
+        linked = _tf_linked_cudart(host, d.location)
+        if linked:
+            # before build_info.py (0.x, 1.0), one "tensorflow" name covers the CPU and the GPU wheels (0.x's GPU
+            # wheels came from storage.googleapis.com/tensorflow/linux/gpu/): a Python extension that links
+            # libcudart.so.<X.Y> is a CUDA build, made with CUDA X.Y
+            value["build"], value["cuda_linked"] = "cuda", linked
     pin = _conda_pin(host, d, TF_CONDA_PACKAGES, "cudnn")
     if pin is not None:  # a conda build names the cuDNN it was built with in its dependency pins
         value["cudnn_conda"] = pin

@@ -324,7 +324,10 @@ def tensorflow_build_cuda(value: Dict[str, Any]) -> Optional[str]:
         built = builds.nvidia_tensorflow_build(packages["nvidia-tensorflow"])
         return built[0] if built else None
     row = fw.tensorflow_release(value.get("version"))
-    return str(row["cuda"]) if row is not None and row.get("cuda") else None
+    if row is not None and row.get("cuda"):
+        return str(row["cuda"])
+    # a release no table lists (0.x): the CUDA runtime its Python extension links (probes.frameworks)
+    return str(value["cuda_linked"]) if value.get("cuda_linked") else None
 
 
 def _paddle_wheel_cuda(version: Any) -> Optional[str]:

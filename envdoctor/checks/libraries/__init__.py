@@ -98,6 +98,15 @@ def _pip_fix_for(facts: Facts, fw: str, soname: str) -> Fix:
         built = _v(wheel[0]) if wheel else None
         if built is not None:  # the cuDNN the wheel was compiled with, which its check holds the loaded one to
             row["cudnn"] = "%d.%d" % (built.major, built.minor)
+        linked = re.search(r"\.so\.(\d{1,2}\.\d)$", soname) if comp == "cuda" else None
+        if not row.get("cuda") and linked:
+            # a release outside the tested-configuration table (0.x): its CUDA is the one the soname it links names
+            # (CUDA 7.5-10.x name their libraries' sonames <major>.<minor>: libcudart.so.8.0)
+            return Fix(text="TensorFlow %s was built for CUDA %s (it links %s): install CUDA %s beside the one you "
+                            "have, where the loader finds it (the driver decides which CUDA releases it runs), or "
+                            "install a TensorFlow release built for your CUDA." % (
+                                value.get("version"), linked.group(1), soname, linked.group(1)),
+                       install=install_line(facts, "cuda", linked.group(1)))
         return Fix(text="TensorFlow %s has no [and-cuda] extra (it exists from 2.14): install CUDA %s and cuDNN %s "
                         "(%s) where the loader finds them, or upgrade TensorFlow to 2.14 or newer and use "
                         "tensorflow[and-cuda]." % (value.get("version"), row.get("cuda", "?"), row.get("cudnn", "?"),
