@@ -16,7 +16,10 @@ Each captured machine is a folder (the idea of python-distro's
                        path -> the GPU architectures its CUDA fat binary
                        carries: "sass", "ptx" lists), "elf" (absolute library path -> its dynamic
                        section: soname, needed, rpath, runpath, and "verneed": library ->
-                       the symbol versions required of it, as the source shows), "kernel_log"
+                       the symbol versions required of it, as the source shows; optionally the
+                       real object's "imports" or a library's "exports", printed by
+                       scripts/symbol_facts.py, from which the probes' symbol lookups are
+                       answered: _symbol_lookups), "kernel_log"
                        (the kernel's messages as the thread quotes them, one string
                        per line: the NVIDIA driver's lines a live run keeps), the "sources"
                        of every piece and the facts the tests "expect"

@@ -126,7 +126,8 @@ def test_listed_symbols_follow_envdoctors_lookup_rule_for_versions():
     obj = make_fixture._ListedSymbols({"imports": [("cudaMalloc", "libcudart.so.12", "libcudart.so.12", False),
                                                    ("memcpy", "GLIBC_2.14", "libc.so.6", False),
                                                    ("_ZN3c104impl3fooEv", None, None, False)]})
-    cudart_old = make_fixture._ListedSymbols({"soname": "libcudart.so.12", "exports": {"cudaFree": ["libcudart.so.12"]}})
+    cudart_old = make_fixture._ListedSymbols({"soname": "libcudart.so.12",
+                                              "exports": {"cudaFree": ["libcudart.so.12"]}})
     c10 = make_fixture._ListedSymbols({"soname": "libc10.so", "exports": {"_ZN3c104impl3fooEv": [""]}})
     assert unresolved(obj, [cudart_old, c10]) == ([("cudaMalloc", "libcudart.so.12")], 2)  # glibc's: not judged
     cudart = make_fixture._ListedSymbols({"soname": "libcudart.so.12",
