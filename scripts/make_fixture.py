@@ -16,7 +16,10 @@ Each captured machine is a folder (the idea of python-distro's
                        path -> the GPU architectures its CUDA fat binary
                        carries: "sass", "ptx" lists), "elf" (absolute library path -> its dynamic
                        section: soname, needed, rpath, runpath, and "verneed": library ->
-                       the symbol versions required of it, as the source shows), "kernel_log"
+                       the symbol versions required of it, as the source shows; optionally the
+                       real object's "imports" or a library's "exports", printed by
+                       scripts/symbol_facts.py, from which the probes' symbol lookups are
+                       answered: _symbol_lookups), "kernel_log"
                        (the kernel's messages as the thread quotes them, one string
                        per line: the NVIDIA driver's lines a live run keeps), the "sources"
                        of every piece and the facts the tests "expect"
@@ -179,10 +182,13 @@ def _elf(meta: Dict[str, Any], tree: Dict[str, Any], nodes_root: str, where: str
             raise FixtureError("%s: elf: %r is not an absolute path" % (where, path))
         if not isinstance(sec, dict):
             raise FixtureError("%s: elf[%s] must be an object" % (where, path))
-        unknown = set(sec) - {"soname", "needed", "rpath", "runpath", "verneed", "error", "message"}
+        unknown = set(sec) - {"soname", "needed", "rpath", "runpath", "verneed", "imports", "exports", "error",
+                              "message"}
         if unknown:
             raise FixtureError("%s: elf[%s] has unknown keys %s" % (where, path, ", ".join(sorted(unknown))))
         if "error" in sec:
+            if "imports" in sec or "exports" in sec:
+                raise FixtureError("%s: elf[%s] holds an error: it cannot list imports or exports" % (where, path))
             entry: Dict[str, Any] = {"error": str(sec["error"]), "message": str(sec.get("message", ""))}
         else:
             for key in ("needed", "rpath", "runpath"):
@@ -201,6 +207,7 @@ def _elf(meta: Dict[str, Any], tree: Dict[str, Any], nodes_root: str, where: str
                     raise FixtureError("%s: elf[%s].verneed must map libraries to lists of version names"
                                        % (where, path))
                 entry["verneed"] = {k: list(v) for k, v in vn.items()}
+            _symbol_facts(sec, entry, path, where)  # checked here; kept out of the snapshot by _elf_section
             if path not in tree["files"]:
                 raise FixtureError("%s: elf names %s, which is not a file in root/ (add an empty marker)"
                                    % (where, path))
@@ -214,6 +221,104 @@ def _elf(meta: Dict[str, Any], tree: Dict[str, Any], nodes_root: str, where: str
             if real in by_real:
                 out[path] = by_real[real]
     return dict(sorted(out.items()))
+
+
+def _symbol_facts(sec: Dict[str, Any], entry: Dict[str, Any], path: str, where: str) -> None:
+    """Check elf[path]'s optional symbol facts and keep them, normalised, in ``entry`` ("imports": the symbols the
+    object needs, as ``(name, version, library the version is required of, weak)``; "exports": name -> the versions
+    it is defined under, "" for an unversioned definition). Both are read from the real object; see
+    :func:`_symbol_lookups` for how they answer the probes' lookups."""
+    if "imports" in sec:
+        imports = sec["imports"]
+        if not isinstance(imports, list):
+            raise FixtureError("%s: elf[%s].imports must be a list of [name, version or null(, library)]"
+                               % (where, path))
+        required_of: Dict[str, List[str]] = {}
+        for lib, versions in (entry.get("verneed") or {}).items():
+            for v in versions:
+                required_of.setdefault(v, []).append(lib)
+        out = []
+        for item in imports:
+            if not (isinstance(item, list) and len(item) in (2, 3) and isinstance(item[0], str) and item[0]
+                    and (item[1] is None or isinstance(item[1], str))
+                    and (len(item) == 2 or (item[1] is not None and isinstance(item[2], str)))):
+                raise FixtureError("%s: elf[%s].imports: %r is not [name, version or null] or [name, version, "
+                                   "library]" % (where, path, item))
+            name, ver = item[0], item[1]
+            lib = item[2] if len(item) == 3 else None
+            if ver is not None and lib is None:
+                libs = required_of.get(ver, [])
+                if len(libs) != 1:
+                    raise FixtureError("%s: elf[%s].imports: %s@%s: verneed names %s library for that version; "
+                                       "write [name, version, library]" % (
+                                           where, path, name, ver, "no" if not libs else "more than one"))
+                lib = libs[0]
+            out.append((name, ver, lib, False))
+        entry["imports"] = out
+    if "exports" in sec:
+        exports = sec["exports"]
+        if not isinstance(exports, list):
+            raise FixtureError("%s: elf[%s].exports must be a list of [name, version or null]" % (where, path))
+        defined: Dict[str, List[str]] = {}
+        for item in exports:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and item[0]
+                    and (item[1] is None or (isinstance(item[1], str) and item[1]))):
+                raise FixtureError("%s: elf[%s].exports: %r is not [name, version or null]" % (where, path, item))
+            defined.setdefault(item[0], []).append(item[1] or "")
+        entry["exports"] = defined
+
+
+class _ListedSymbols:
+    """One object's recorded symbol facts in the shape :func:`envdoctor.host.elfsym.unresolved` reads, so a lookup
+    in a fixture is answered by envdoctor's own rule, as a live host answers it from the real tables."""
+
+    def __init__(self, entry: Dict[str, Any]) -> None:
+        self.soname = entry.get("soname")
+        self._imports = list(entry.get("imports") or [])
+        self._exports: Dict[str, List[str]] = dict(entry.get("exports") or {})
+        # versions this object defines: only whether there are any is read (ld.so accepts any definition of an
+        # object that defines none); the versions of the exports listed stand for them
+        self.verdefs = {i: v for i, v in enumerate(sorted({v for vs in self._exports.values() for v in vs if v}))}
+
+    def imports(self) -> List[Tuple[str, Optional[str], Optional[str], bool]]:
+        return self._imports
+
+    def defines(self, name: str, hashes: Optional[Tuple[int, int]] = None) -> Optional[List[str]]:
+        return self._exports.get(name)
+
+
+def _symbol_lookups(doc: Dict[str, Any], facts: Dict[str, Dict[str, Any]], where: str) -> List[Dict[str, Any]]:
+    """The snapshot's "elf_symbols" section: the symbol lookups envdoctor's probes make on this machine, each
+    answered from the recorded imports and exports, as a live snapshot records the lookups the probes made.
+
+    The probes run against the snapshot being built; a lookup is answered (and recorded) only when the object
+    lists its imports and every provider lists its exports; any other lookup is left unrecorded, so the replay
+    reads it as not recorded and judges nothing, never a symbol "missing" for want of a listing."""
+    from envdoctor.host.base import SymbolsResult
+    from envdoctor.host.elfsym import unresolved
+    from envdoctor.host.snapshot import SnapshotError, SnapshotHost
+    from envdoctor.probes import run_probes
+
+    answers: Dict[Tuple[str, Tuple[str, ...], str], SymbolsResult] = {}
+
+    class Recording(SnapshotHost):
+        def elf_unresolved(self, path: str, providers: Any, names: str = "") -> SymbolsResult:
+            key = (path, tuple(providers), names)
+            obj = facts.get(path, {})
+            provs = [facts.get(p, {}) for p in key[1]]
+            if "imports" not in obj or not all("exports" in p for p in provs):
+                return super().elf_unresolved(path, providers, names)
+            missing, checked = unresolved(_ListedSymbols(obj), [_ListedSymbols(p) for p in provs],  # type: ignore
+                                          names=names)
+            answers[key] = SymbolsResult(path, key[1], missing=tuple(missing), checked=checked, names=names)
+            return answers[key]
+
+    try:
+        run_probes(Recording(doc, where), parallel=False)
+    except SnapshotError as exc:
+        raise FixtureError(str(exc)) from None
+    return [dict({"path": r.path, "providers": list(r.providers), "names": r.names},
+                 missing=[list(m) for m in r.missing], checked=r.checked) for _, r in sorted(answers.items())]
 
 
 def _fatbin(meta: Dict[str, Any], tree: Dict[str, Any], nodes_root: str, where: str) -> Dict[str, Any]:
@@ -323,8 +428,9 @@ def build(name: str) -> Dict[str, Any]:
             doc[key] = meta[key]
     doc.update(tree)
     elf = _elf(meta, tree, root, name)
+    symbol_facts = {p: e for p, e in elf.items() if "imports" in e or "exports" in e}
     if elf:
-        doc["elf"] = elf
+        doc["elf"] = {p: {k: v for k, v in e.items() if k not in ("imports", "exports")} for p, e in elf.items()}
     fatbin = _fatbin(meta, tree, root, name)
     if fatbin:
         doc["fatbin"] = fatbin
@@ -338,6 +444,10 @@ def build(name: str) -> Dict[str, Any]:
             raise FixtureError("%s: command %s is listed twice" % (name, " ".join(key)))
         seen.add(key)
     doc["commands"] += _command_aliases(doc["commands"], tree, root)
+    if symbol_facts:
+        lookups = _symbol_lookups(doc, symbol_facts, name)
+        if lookups:
+            doc["elf_symbols"] = lookups
     return doc
 
 

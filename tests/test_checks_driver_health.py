@@ -572,6 +572,8 @@ EXPECTED = {
     "pipwheels-ubuntu2204-a100": [],
     "rocky8-4xa100-conda": [],
     "rocky9-h100-old-torch": [],
+    "sglkernel012-old-abi-on-torch270": [],
+    "sglkernel019-on-torch270": [],
     "ubuntu2004-rtx3060-cuda118": [],
     "ubuntu2204-a100-mig": [],
     "ubuntu2404-driver-mismatch": ["driver.library_mismatch"],

@@ -20,7 +20,11 @@ FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="py
                       extension_packages=(("vllm", "vllm", r".+\.so"), ("flash-attn", ".", r"flash_attn_2_cuda\..*so"),
                                           ("mamba-ssm", ".", r"selective_scan_cuda\..*so"),
                                           ("causal-conv1d", ".", r"causal_conv1d_cuda\..*so"),
-                                          ("xformers", "xformers", r".+\.so")),
+                                          ("xformers", "xformers", r".+\.so"),
+                                          # (sgl-kernel's wheels, 0.1.2 and 0.1.9 on PyPI: sgl_kernel/common_ops.abi3.so
+                                          # and flash_ops.abi3.so link libtorch.so and libc10.so, and the wheels
+                                          # declare no Requires-Dist, so no requirement names torch)
+                                          ("sgl-kernel", "sgl_kernel", r".+\.so")),
                       # its CUDA library, whose links are resolved; its compiled libraries' version needs; its kernels
                       cuda_libraries=("torch/lib/libtorch_cuda.so",),
                       # (torch/_C, the extension module every release has, held the whole of torch 0.x, before
