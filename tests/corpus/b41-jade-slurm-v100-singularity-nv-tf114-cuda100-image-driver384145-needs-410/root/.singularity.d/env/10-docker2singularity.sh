@@ -1,0 +1,10 @@
+#!/bin/sh
+export PATH="/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export CUDA_VERSION="${CUDA_VERSION:-"10.0.130"}"
+export CUDA_PKG_VERSION="${CUDA_PKG_VERSION:-"10-0=10.0.130-1"}"
+export CUDNN_VERSION="${CUDNN_VERSION:-"7.6.2.24"}"
+export LD_LIBRARY_PATH="/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
+export NVIDIA_VISIBLE_DEVICES="${NVIDIA_VISIBLE_DEVICES:-"all"}"
+export NVIDIA_DRIVER_CAPABILITIES="${NVIDIA_DRIVER_CAPABILITIES:-"compute,utility"}"
+export NVIDIA_REQUIRE_CUDA="${NVIDIA_REQUIRE_CUDA:-"cuda>=10.0 brand=tesla,driver>=384,driver<385 brand=tesla,driver>=410,driver<411"}"
+export LIBRARY_PATH="/usr/local/cuda/lib64/stubs"
