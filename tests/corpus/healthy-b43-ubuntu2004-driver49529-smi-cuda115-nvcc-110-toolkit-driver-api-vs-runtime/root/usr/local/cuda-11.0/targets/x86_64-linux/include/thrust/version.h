@@ -1,0 +1,1 @@
+#define THRUST_VERSION 100909
