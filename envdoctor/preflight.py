@@ -15,9 +15,10 @@ them once the plan ran; a warning is added to the plan's notes.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from .checks import CheckContext, CheckSpec, all_checks, run_checks, yielded_to
+from .checks import CheckContext, CheckSpec, all_checks, memo, run_checks, yielded_to
 from .checks.suggest import INSTALL_LINE_READS
 from .facts import Fact, Facts
 from .findings import Finding
@@ -43,8 +44,13 @@ def _judges(spec: CheckSpec, keys: Iterable[str]) -> bool:
 
 def checks_for(keys: Iterable[str]) -> List[CheckSpec]:
     """The checks that judge the facts ``keys`` (a plan's :attr:`provides`), in the order they run."""
-    wanted = list(keys)
-    return [spec for spec in all_checks() if _judges(spec, wanted)]
+    wanted = tuple(keys)
+    known = memo()
+    names = known.get(("checks_for", wanted))
+    if names is None:
+        names = known[("checks_for", wanted)] = frozenset(
+            spec.name for spec in all_checks() if _judges(spec, wanted))
+    return [spec for spec in all_checks() if spec.name in names]
 
 
 def _may_change(spec: CheckSpec, keys: Sequence[str]) -> bool:
@@ -71,15 +77,22 @@ def probes_for(keys: Iterable[str]) -> List[str]:
     the subject must have probed for the pre-flight to judge as ``diagnose`` would."""
     from .probes import all_probes, probes_reading, with_needs
 
+    wanted = tuple(keys)
     specs = all_probes()
+    known = memo()
+    had = known.get(("probes_for", wanted))
+    if had is not None and len(had[0]) == len(specs) and all(map(operator.is_, had[0], specs)):
+        return list(had[1])
     names: Set[str] = set()
-    for check in run_for(keys):
+    for check in run_for(wanted):
         if check.requires is None or check.reads is None:
             names.update(s.name for s in specs)
             continue
         for entry in check.requires + check.reads:
-            names.update(probes_reading(entry, specs))
-    return with_needs(names, specs)
+            names.update(probes_reading(entry))
+    found = with_needs(names, specs)
+    known[("probes_for", wanted)] = (tuple(specs), tuple(found))
+    return found
 
 
 def _stale(key: str, provides: Dict[str, Any]) -> bool:

@@ -75,15 +75,16 @@ def _plan(wanted: List[str], chosen: List[CheckSpec], layer_probes: bool) -> Sco
     specs = all_probes()
     every = [s.name for s in specs]
     names: Set[str] = {s.name for s in specs if row_of_probe(s.name) in wanted} if layer_probes else set()
-    # with the checks they yield to: a finding is dropped when theirs tells its root cause, as in a whole run
+    # with the checks they yield to: a finding is dropped when theirs tells its root cause, as in a whole run; the
+    # probes behind a key are those of every probe (specs), kept by producers_of from one run to the next
     checks = tuple(yielded_to(chosen))
     for c in checks:
         if c.requires is None or c.reads is None:
             names.update(every)  # undeclared: it may look at anything
             continue
         for key in c.requires + c.reads:
-            names.update(probes_reading(key, specs))
+            names.update(probes_reading(key))
     if checks:
         for key in REPORT_READS:
-            names.update(probes_reading(key, specs))
+            names.update(probes_reading(key))
     return Scope(tuple(wanted), tuple(with_needs(names, specs)), checks)

@@ -19,7 +19,7 @@ in CI; tests/conftest.make_host is the same seam the live probes use).
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -186,35 +186,46 @@ def plan_refusal(name: str, release: str, variant: str, driver: str, cc: str, py
 # --------------------------------------------------------------------------- the sweep
 
 
-def sweep() -> Tuple[int, List[str]]:
+def recommendations(cc: str) -> Iterator[Tuple[str, str, Any]]:
+    """advise's answer for every driver and Python with one GPU of compute capability ``cc``: (driver, Python,
+    framework answer) for each framework it gives an install command for."""
+    for driver in drivers():
+        for python in PYTHONS:
+            answer = advise(Target(driver=driver, cc=cc, python=python, os_id="ubuntu", version="22.04"))
+            for f in answer.frameworks:
+                if f.command:
+                    yield driver, python, f
+
+
+def sweep(cc: str) -> Tuple[int, List[str]]:
     checked, failures = 0, []
-    for cc in gpu_ccs():
-        for driver in drivers():
-            for python in PYTHONS:
-                answer = advise(Target(driver=driver, cc=cc, python=python, os_id="ubuntu", version="22.04"))
-                for f in answer.frameworks:
-                    if not f.command:
-                        continue
-                    rec = f.to_dict()
-                    checked += 1
-                    where = f"cc {cc}, driver {driver}, Python {python}: {f.framework} {f.release} {f.variant}"
-                    failures += [f"{where}: {p}" for p in broken_rules(f.framework, rec, driver, cc, python)]
-                    if f.framework in RECIPE:
-                        for os_label in SUPPORTED_TARGETS:
-                            # only TensorFlow's recipe reads the interpreter's version from the facts
-                            why = plan_refusal(f.framework, f.release or "", f.variant or "", driver, cc,
-                                               python if f.framework == "tensorflow" else "3.12", os_label)
-                            if why:
-                                failures.append(f"{where} on {os_label}: install --dry-run refuses: {why}")
+    for driver, python, f in recommendations(cc):
+        rec = f.to_dict()
+        checked += 1
+        where = f"cc {cc}, driver {driver}, Python {python}: {f.framework} {f.release} {f.variant}"
+        failures += [f"{where}: {p}" for p in broken_rules(f.framework, rec, driver, cc, python)]
+        if f.framework in RECIPE:
+            for os_label in SUPPORTED_TARGETS:
+                # only TensorFlow's recipe reads the interpreter's version from the facts
+                why = plan_refusal(f.framework, f.release or "", f.variant or "", driver, cc,
+                                   python if f.framework == "tensorflow" else "3.12", os_label)
+                if why:
+                    failures.append(f"{where} on {os_label}: install --dry-run refuses: {why}")
     return checked, failures
 
 
+# one case per compute capability, so that the sweep is spread over the test workers
 @pytest.mark.slow
-def test_every_recommendation_installs_and_runs():
-    checked, failures = sweep()
-    assert checked > 1000
+@pytest.mark.parametrize("cc", gpu_ccs())
+def test_every_recommendation_installs_and_runs(cc):
+    checked, failures = sweep(cc)
     kinds = sorted({f.split(": ", 2)[-1][:90] for f in failures})
     assert not failures, f"{len(failures)} of {checked} recommendations break a rule:\n" + "\n".join(kinds[:40])
+
+
+@pytest.mark.slow
+def test_the_sweep_checks_over_a_thousand_recommendations():
+    assert sum(1 for cc in gpu_ccs() for _ in recommendations(cc)) > 1000
 
 
 def test_the_sweep_covers_every_product_and_python():

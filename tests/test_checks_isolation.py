@@ -9,6 +9,7 @@ reported, and the exit code must stay 1 when the remaining checks found errors.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Dict, List, Tuple
@@ -25,9 +26,11 @@ from envdoctor.probes import run_probes
 from .conftest import load_machine, machine_names, machine_path
 
 
+@functools.lru_cache(maxsize=None)
 def _by_check(name: str) -> Dict[str, List[Tuple[str, str, str]]]:
     """What each registered check says on machine ``name`` (after yielding to the others, as in a run): check
-    name -> [(code, severity, title)]."""
+    name -> [(code, severity, title)]. Once per machine and process (the cases are made of it at collection; the
+    registry is the package's, as it is then: no test here reads it after swapping a check in)."""
     facts = Facts(f for r in run_probes(load_machine(name)) for f in r.facts)
     out: Dict[str, List[Tuple[str, str, str]]] = {}
     for check_name, found in findings_by_check(CheckContext(facts, []), all_checks()).items():

@@ -409,6 +409,9 @@ def test_runtime_detection_reads_programs_and_units():
 TARGETS = ("ubuntu22.04", "centos7", "rhel9")
 #: (request, target, RecipeError) of every refusal _plan_texts met (filled when it first runs).
 REFUSED: List[tuple] = []
+#: The tests that read _plan_texts run on one test worker (``--dist loadgroup``): its matrix of requests is planned
+#: once per process, and would be planned again on every worker one of them landed on.
+PLAN_TEXTS = pytest.mark.xdist_group("install-plan-texts")
 
 
 @functools.lru_cache(maxsize=None)
@@ -542,6 +545,7 @@ def test_install_commands_are_cut_where_the_prose_goes_on():
         ["tensorflow", "--version", "2.17"]]
 
 
+@PLAN_TEXTS
 def test_every_install_command_in_a_plan_or_refusal_plans_with_dry_run(tmp_path, monkeypatch):
     """Every ``envdoctor install ...`` that a plan's notes and titles, its resume command, a refusal's reason or its
     alternatives show is run with ``--dry-run`` (for the target it was printed for, unless it names one): it plans
@@ -605,6 +609,7 @@ def _as_planned_once(args: Tuple[str, ...], target: str) -> tuple:
             p["os_name"] or target)
 
 
+@PLAN_TEXTS
 def test_no_alternative_is_the_refused_command_itself():
     """issue 20: `install cudnn --method repo --version 8.9.7 --os ubuntu22.04` was refused, and its alternatives
     offered `--method repo --version 8.9.7`, the very command. Over every refusal of the request matrix: an
@@ -657,6 +662,7 @@ def test_cudnn_8_is_planned_from_nvidia_s_repository_pinned():
     assert "libcudnn8=8.9.7.29-1+cuda11.8" in r.output, r.output
 
 
+@PLAN_TEXTS
 def test_every_alternative_is_a_command_envdoctor_install_accepts():
     import shlex
 

@@ -46,7 +46,7 @@ _DOCS: Dict[str, Dict[str, Any]] = {}
 def _host(path: str) -> SnapshotHost:
     if path not in _DOCS:
         _DOCS[path] = load_snapshot(path)
-    return SnapshotHost(copy.deepcopy(_DOCS[path]), _name(path))
+    return SnapshotHost(copy.deepcopy(_DOCS[path]), _name(path), validated=True)  # load_snapshot validated it
 
 
 def _run(path: str, layers=None):
@@ -82,14 +82,18 @@ def test_each_layer_alone_finds_what_the_full_run_finds_there(path):
         _same_as_full(path, full, chosen(skip=skip))
 
 
-def test_the_corpus_machines_too():
-    """The 90-odd machines of tests/corpus (problems reported upstream, rebuilt): each layer alone."""
+def test_there_are_corpus_machines():
     assert len(CORPUS) > 50
-    for path in CORPUS:
-        full = _run(path)
-        for layer in LAYER_NAMES:
-            _same_as_full(path, full, [layer])
-        _same_as_full(path, full, chosen(skip=("containers",)))
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=_name)
+def test_the_corpus_machines_too(path):
+    """The machines of tests/corpus (problems reported upstream, rebuilt): each layer alone; one case per machine,
+    so that they are spread over the test workers."""
+    full = _run(path)
+    for layer in LAYER_NAMES:
+        _same_as_full(path, full, [layer])
+    _same_as_full(path, full, chosen(skip=("containers",)))
 
 
 def test_every_family_of_facts_is_looked_through_for_hung_programs_under_one_layer():
@@ -169,6 +173,10 @@ def _general(key: str) -> str:
     return re.sub(r"\.\d+(?=\.|$)", ".N", key)
 
 
+#: The tests that read ``observed`` run on one test worker (``--dist loadgroup``): it replays every machine once.
+OBSERVED = pytest.mark.xdist_group("scope-observed")
+
+
 @pytest.fixture(scope="module")
 def observed():
     """What each check looked at and where its findings were shown, and which probes each probe waited for,
@@ -209,6 +217,7 @@ def test_every_check_declares_what_it_reads_and_where_its_findings_go():
             assert probes_reading(key), "%s reads %s, which no probe returns" % (spec.name, key)
 
 
+@OBSERVED
 def test_every_fact_a_check_looks_at_comes_from_a_probe_it_declares(observed):
     looked, _shown, _waited = observed
     for spec in all_checks():
@@ -222,12 +231,14 @@ def test_every_fact_a_check_looks_at_comes_from_a_probe_it_declares(observed):
                 spec.name, key, sorted(behind))
 
 
+@OBSERVED
 def test_every_finding_is_shown_under_a_layer_its_check_declares(observed):
     _looked, shown, _waited = observed
     for spec in all_checks():
         assert shown[spec.name] <= set(spec.layers or ()), (spec.name, shown[spec.name])
 
 
+@OBSERVED
 def test_every_probe_a_probe_waits_for_is_in_its_needs(observed):
     _looked, _shown, waited = observed
     needs = {s.name: set(s.needs) for s in all_probes()}

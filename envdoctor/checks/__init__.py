@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import importlib
+import operator
 import pkgutil
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
@@ -226,17 +227,49 @@ def code_docs() -> Dict[str, CodeDoc]:
 
 
 _FOUND: Dict[Tuple[str, ...], Tuple[str, ...]] = {}
+#: The package paths whose modules are all imported (every check of them registered).
+_IMPORTED: Set[Tuple[str, ...]] = set()
 
 
 def discover() -> None:
     """Import every module of this package and of its sub-packages: a module that declares checks is found
-    where it lies, with no list to keep."""
+    where it lies, with no list to keep. Once per process for the package's path (the checks of a module register
+    when it is imported; a path with a folder added is walked again)."""
     key = tuple(__path__)
+    if key in _IMPORTED:
+        return
     names = _FOUND.get(key)
     if names is None:
         names = _FOUND[key] = tuple(info.name for info in pkgutil.walk_packages(__path__, __name__ + "."))
     for name in names:
         importlib.import_module(name)
+    _IMPORTED.add(key)
+
+
+#: Answers that depend on nothing but the registered checks (their order, what a set of them yields to, which of
+#: them judge some facts), kept while the registry holds the very same checks (:func:`memo`).
+_MEMO: Dict[Any, Any] = {}
+_MEMO_OF: List[Any] = [None, ()]  # the registry and its checks the answers in _MEMO are of
+
+
+def memo() -> Dict[Any, Any]:
+    """A store for answers computed from the registered checks alone (one run asks the same ones hundreds of
+    times), emptied when the registry changes: a check registered, or one swapped in or out (a test's
+    monkeypatch, which bypasses :func:`check`)."""
+    discover()
+    specs = tuple(_REGISTRY.values())
+    registry, had = _MEMO_OF
+    if registry is not _REGISTRY or len(had) != len(specs) or not all(map(operator.is_, had, specs)):
+        _MEMO.clear()
+        _MEMO_OF[:] = [_REGISTRY, specs]
+    return _MEMO
+
+
+def clear_memo() -> None:
+    """Forget every answer :func:`memo` holds and what :func:`discover` imported (tests)."""
+    _MEMO.clear()
+    _MEMO_OF[:] = [None, ()]
+    _IMPORTED.clear()
 
 
 def _stack_rank(spec: CheckSpec) -> int:
@@ -249,8 +282,11 @@ def _stack_rank(spec: CheckSpec) -> int:
 def all_checks() -> List[CheckSpec]:
     """Every check, in the order of the stack (the first layer its findings are shown under, bottom up: OS,
     CPU, driver, GPU, CUDA, libraries ... envdoctor itself), then where it was declared."""
-    discover()
-    return sorted(_REGISTRY.values(), key=lambda s: (_stack_rank(s), s.origin))
+    known = memo()
+    ordered = known.get("all_checks")
+    if ordered is None:
+        ordered = known["all_checks"] = tuple(sorted(_REGISTRY.values(), key=lambda s: (_stack_rank(s), s.origin)))
+    return list(ordered)
 
 
 def find_check(name: str) -> Optional[CheckSpec]:
@@ -262,6 +298,15 @@ def find_check(name: str) -> Optional[CheckSpec]:
 def yielded_to(specs: Sequence[CheckSpec]) -> List[CheckSpec]:
     """The checks whose findings ``specs`` yield to (and theirs, and so on), besides ``specs``: what must run with
     them for their findings to be those of a whole run (``diagnose --only``, ``--check``)."""
+    known = memo()
+    key = ("yielded_to",) + tuple((s.name, s.yields) for s in specs)
+    names = known.get(key)
+    if names is None:
+        names = known[key] = frozenset(_yielded_to(specs))
+    return [s for s in all_checks() if s.name in names]
+
+
+def _yielded_to(specs: Sequence[CheckSpec]) -> Set[str]:
     every = all_checks()
     wanted: Set[str] = {s.name for s in specs}
     todo = list(specs)
@@ -272,7 +317,7 @@ def yielded_to(specs: Sequence[CheckSpec]) -> List[CheckSpec]:
             if other.name not in wanted and other.name != spec.name and any(may_say(t, other) for t in targets):
                 wanted.add(other.name)
                 todo.append(other)
-    return [s for s in every if s.name in wanted]
+    return wanted
 
 
 class CheckContext:

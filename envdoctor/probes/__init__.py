@@ -153,9 +153,8 @@ def producers_of(key: str, specs: Optional[Sequence[ProbeSpec]] = None) -> List[
 def probes_reading(entry: str, specs: Optional[Sequence[ProbeSpec]] = None) -> List[str]:
     """The probes behind one entry of a check's ``reads=``: ``*`` (every fact: every probe), else a key or
     pattern as in ``requires=`` (:func:`producers_of`: ``driver.*`` is any two-part driver fact)."""
-    specs = list(specs if specs is not None else all_probes())
     if entry == "*":
-        return [s.name for s in specs]
+        return [s.name for s in (specs if specs is not None else all_probes())]
     return producers_of(entry, specs)
 
 
