@@ -495,6 +495,82 @@ def test_wsl_libraries_present_but_not_on_the_loader_path():
     assert f.fix.commands == ["echo /usr/lib/wsl/lib | sudo tee /etc/ld.so.conf.d/ld.wsl.conf", "sudo ldconfig"]
 
 
+# NVML through WSL's libnvidia-ml when the Windows driver hands Linux no GPU (microsoft/WSL#6772: Windows Insider
+# build 21343 with driver 465.89; nvidia-smi "couldn't communicate with the NVIDIA driver").
+WSL_NOT_LOADED = nvml_error("NVML_ERROR_DRIVER_NOT_LOADED", 9)
+
+
+def test_wsl2_windows_driver_reaching_no_gpu_is_an_error_never_silent():
+    f = only(wsl(wsl_libs=WSL_LIBS, nvml=WSL_NOT_LOADED), "driver.nvml_failed")
+    assert f.severity == "error"
+    assert f.title.startswith("WSL2: the Windows NVIDIA driver gives this WSL instance no GPU")
+    assert "/dev/dxg is there, so the failure is on the Windows side" in f.detail
+    assert "do not install a Linux NVIDIA driver inside WSL" in f.detail
+    assert f.fix.commands[:2] == ["nvidia-smi.exe", "cmd.exe /c ver"] and "wsl.exe --update" in f.fix.commands
+    assert not any("modprobe" in str(c) for c in f.fix.commands)  # no Linux kernel module on WSL2
+
+
+def test_wsl2_without_dev_dxg_says_the_gpu_device_is_missing():
+    host = machine(files={"/proc/version": WSL_PROC_VERSION, "/etc/os-release": OS_UBUNTU},
+                   dirs={"/dev": ["null"], "/usr/lib/wsl/lib": WSL_LIBS}, nvml=WSL_NOT_LOADED,
+                   release="5.15.133.1-microsoft-standard-WSL2")
+    assert probe_facts(host).value("driver.wsl_dxg") is False
+    f = only(host, "driver.nvml_failed")
+    assert "/dev/dxg, WSL 2's GPU device, is missing" in f.detail
+
+
+def test_wsl2_linux_driver_inside_is_told_once_not_as_an_nvml_failure():
+    host = wsl(files={"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15": ""}, wsl_libs=WSL_LIBS,
+               nvml=WSL_NOT_LOADED)
+    assert codes(host) == ["driver.linux_driver_in_wsl"]
+
+
+# WSL 1 (microsoft/WSL#5554): kernel release 4.4.0-19041-Microsoft, no /dev/dxg, no /usr/lib/wsl; the Linux
+# driver 440.100 installed with apt answers NVML_ERROR_DRIVER_NOT_LOADED.
+WSL1_RELEASE = "4.4.0-19041-Microsoft"
+
+
+def wsl1(files: Optional[Dict[str, str]] = None, nvml=None):
+    f = {"/etc/os-release": OS_UBUNTU}
+    f.update(files or {})
+    return machine(files=f, dirs={"/dev": ["null"]}, release=WSL1_RELEASE,
+                   nvml=nvml or nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12))
+
+
+def test_linux_driver_under_wsl1_is_an_error_naming_wsl1():
+    host = wsl1(files={"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.440.100": "",
+                       "/usr/lib/x86_64-linux-gnu/libcuda.so.440.100": ""},
+                nvml=nvml_error("NVML_ERROR_DRIVER_NOT_LOADED", 9))
+    assert probe_facts(host).value("os.wsl") == "WSL1"
+    f = only(host, "driver.wsl1_no_gpu")  # (driver.not_loaded yields to it: one root cause)
+    assert f.severity == "error"
+    assert f.title == ("This Linux runs under WSL 1, which gives Linux no GPU, and a Linux NVIDIA driver 440.100 is "
+                       "installed in it")
+    assert "4.4.0-19041-Microsoft" in f.detail
+    assert f.fix.commands[0].startswith("sudo apt-get purge -y 'nvidia-driver-*'")
+    assert f.fix.commands[-1] == 'wsl.exe --set-version "$WSL_DISTRO_NAME" 2'
+
+
+def test_cuda_toolkit_alone_under_wsl1_is_a_warning():
+    from tests.test_probe_cuda import VERSION_JSON_11_5
+
+    host = wsl1(files={"/usr/local/cuda-11.5/version.json": VERSION_JSON_11_5, "/usr/local/cuda-11.5/bin/nvcc": ""})
+    f = only(host, "driver.wsl1_no_gpu")
+    assert f.severity == "warning" and "WSL 1" in f.title and "CUDA toolkit 11.5" in f.title
+    assert f.fix.commands == ["wsl.exe -l -v   # VERSION 1: this distribution runs under WSL 1",
+                              'wsl.exe --set-version "$WSL_DISTRO_NAME" 2']
+
+
+def test_wsl1_without_any_nvidia_or_cuda_software_is_quiet():
+    assert findings(wsl1()) == []
+
+
+def test_native_linux_driver_not_loaded_is_still_the_module_question():
+    host = machine(files={"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.440.100": ""},
+                   nvml=nvml_error("NVML_ERROR_DRIVER_NOT_LOADED", 9))
+    assert "driver.wsl1_no_gpu" not in codes(host) and "driver.not_loaded" in codes(host)
+
+
 # The links of the Windows driver's libraries as WSL2 mounts them (`ls -l /usr/lib/wsl/lib`, quoted in
 # microsoft/WSL#5548: "libcuda.so -> libcuda.so.1.1", "libcuda.so.1 -> libcuda.so.1.1"), found through the loader
 # cache ld.wsl.conf fills; and the links a native driver 550.54.15 installs beside libnvidia-egl-wayland, a library

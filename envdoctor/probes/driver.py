@@ -100,6 +100,9 @@ NVML_REASONS = {
     "NVML_ERROR_UNINITIALIZED": "NVML was not initialised",
     "NVML_ERROR_UNKNOWN": "NVML failed with an unknown error (driver in a bad state?)",
 }
+#: WSL2 has no Linux kernel module: the Windows driver's libraries answer DRIVER_NOT_LOADED when they reach no GPU.
+WSL_NOT_LOADED = ("the Windows NVIDIA driver's libraries in %s reach no GPU (on WSL2 the driver runs on Windows: "
+                  "no Linux kernel module is involved)" % WSL_LIB_DIR)
 WORKER_REASONS = {
     "timed_out": "the driver did not answer in time (a wedged GPU or driver hangs every query)",
     "no_binding": "the NVML Python binding (nvidia-ml-py) is not available to envdoctor",
@@ -346,7 +349,7 @@ def _nvidia_smi(host: Host) -> Tuple[Optional[str], Optional[str], Optional[str]
 
 
 def _nvml_part(ctx: ProbeContext, kinfo: Optional[Dict[str, str]],
-               libs: List[Tuple[str, str]]) -> Tuple[List[Fact], str]:
+               libs: List[Tuple[str, str]], wsl: bool = False) -> Tuple[List[Fact], str]:
     """NVML status, driver version, CUDA version (with nvidia-smi as fallback); returns the status value."""
     host = ctx.host
     facts: List[Fact] = []
@@ -372,6 +375,8 @@ def _nvml_part(ctx: ProbeContext, kinfo: Optional[Dict[str, str]],
             facts.append(ok("driver.nvml.status", "ok", "nvml:init", L_NVML))
         else:
             reason = NVML_REASONS.get(err, f"NVML failed to initialise ({err})")
+            if wsl and not libs and err == "NVML_ERROR_DRIVER_NOT_LOADED":
+                reason = WSL_NOT_LOADED
             if err == "NVML_ERROR_LIB_RM_VERSION_MISMATCH":
                 kv = kinfo.get("version") if kinfo else None
                 if kv or lib_versions:
@@ -797,7 +802,7 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     loaded_src = next((f.source for f in kfacts if f.key == "driver.kernel_module.loaded"), "derived")
     facts.append(ok("driver.installed", True, loaded_src if loaded else "nvml:init", "NVIDIA driver installed"))
     facts.extend(kfacts)
-    nfacts, status = _nvml_part(ctx, kinfo, libs)
+    nfacts, status = _nvml_part(ctx, kinfo, libs, wsl)
     facts.extend(nfacts)
     have_user = any(f.key == "driver.userspace.version" for f in nfacts)
     if not have_user:
@@ -811,6 +816,8 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
                              + ", ".join(dirs), "dir:" + ",".join(dirs), L_USER))
 
     if wsl:  # the driver is Windows': none of the Linux-side module questions apply
+        # /dev/dxg: WSL 2's GPU paravirtualisation device, through which the Windows driver reaches the GPU
+        facts.append(ok("driver.wsl_dxg", host.exists("/dev/dxg"), "file:/dev/dxg", "WSL GPU device /dev/dxg"))
         return facts
 
     dev = host.list_dir("/dev")

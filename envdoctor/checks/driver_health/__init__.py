@@ -73,6 +73,15 @@ RULES: Dict[str, Dict[str, str]] = {
     "wsl": {"url": "https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
             "rule": "On WSL 2 the Windows NVIDIA driver provides libcuda in /usr/lib/wsl/lib; no Linux NVIDIA "
                     "driver may be installed inside WSL 2"},
+    "wsl1": {"url": "https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
+             "rule": "CUDA on WSL is for WSL 2 only (GPU paravirtualisation through the Windows NVIDIA driver); "
+                     "WSL 1 has no Linux kernel and no GPU, and a Linux NVIDIA driver must not be installed in WSL",
+             "checked": "2026-11-30"},
+    "wsl_gpu": {"url": "https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
+                "rule": "On WSL 2 the Windows NVIDIA driver (WDDM, a WSL-capable release) reaches the GPU through "
+                        "/dev/dxg; the Windows build, the WSL kernel and the Windows driver must all support it "
+                        "(GPUs in TCC mode are not available to WSL)",
+                "checked": "2026-11-30"},
     "xid": {"url": "https://docs.nvidia.com/deploy/xid-errors/index.html",
             "rule": "Xid 79: GPU has fallen off the bus; reset or reboot, then look at power, thermals, PCIe"},
     "driver_container": {"url": "https://github.com/NVIDIA/gpu-driver-container/blob/main/ubuntu22.04/nvidia-driver",
@@ -317,6 +326,14 @@ DOCS = (
     CodeDoc("driver.linux_driver_in_wsl", "error", "A Linux NVIDIA driver is installed inside WSL2.",
             "os.wsl, driver.userspace.libraries, driver.kernel_module.loaded",
             "It shadows the Windows driver's libcuda in /usr/lib/wsl/lib and breaks CUDA.", RULES["wsl"]["url"]),
+    CodeDoc("driver.wsl1_no_gpu", "error",
+            "The Linux distribution runs under WSL 1, which gives Linux no GPU, and a Linux NVIDIA driver is "
+            "installed in it (a warning where only CUDA toolkits or CUDA wheels are: building works, running finds "
+            "no GPU).", "os.wsl, driver.installed, driver.userspace.version, cuda.toolkits, cuda.pip_wheels",
+            "No driver installed inside WSL 1 can reach the GPU: nvidia-smi cannot communicate with the driver and "
+            "CUDA finds no device until the distribution is converted to WSL 2.", RULES["wsl1"]["url"],
+        messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+                "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
     CodeDoc("driver.wsl_libcuda_missing", "error", "WSL2 without /usr/lib/wsl/lib/libcuda.so.1 (a warning when "
             "no driver is seen at all: the Windows machine may have no NVIDIA GPU).",
             "os.wsl, driver.wsl_libcuda", "The Windows driver is missing, too old, or GPU support is off.",
@@ -348,8 +365,9 @@ DOCS = (
     CodeDoc("driver.nvml_hung", "error", "Asking NVML timed out: the driver or a GPU is hung.",
             "driver.nvml.status", "Every CUDA program and nvidia-smi will hang too.", RULES["nvml"]["url"]),
     CodeDoc("driver.nvml_failed", "error", "NVML failed to initialise with another error (a warning only where "
-            "no NVIDIA device is seen on the PCI bus or in /proc/driver/nvidia).",
-            "driver.nvml.status, gpu.pci_devices, gpu.proc_devices",
+            "no NVIDIA device is seen on the PCI bus or in /proc/driver/nvidia); on WSL2, the Windows driver's "
+            "libraries in /usr/lib/wsl/lib load but reach no GPU (Windows driver, Windows build, /dev/dxg).",
+            "driver.nvml.status, gpu.pci_devices, gpu.proc_devices, os.wsl, driver.wsl_libcuda, driver.wsl_dxg",
             "CUDA fails the same way; the finding gives the code's meaning and fix.", RULES["nvml"]["url"],
         messages=(Message("Failed to initialize NVML: Unknown Error",
                 "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html"),)),

@@ -7,7 +7,7 @@ from typing import Any, List
 from ...facts import Facts
 from ...findings import AnyOf, Finding, Fix
 from .. import CheckContext, check, docs_for
-from . import DOCS, READS, _driver_label, _evidence, _installed, _nvml_status, _pci_gpus, _source
+from . import DOCS, READS, WSL_LIB, _driver_label, _evidence, _installed, _nvml_status, _pci_gpus, _source
 
 
 def _sentence(text: str) -> str:
@@ -33,8 +33,10 @@ def _nvml_errors(facts: Facts) -> List[Finding]:
 
     # Where no NVIDIA device is seen (nothing on the PCI bus or in /proc/driver/nvidia, no module loaded),
     # an NVML failure cannot stop a GPU job: a warning. Where one is, an error: the node is not passed.
-    severe = "error" if has_nvidia_device(facts) else "warning"
     wsl = facts.value("os.wsl") == "WSL2"
+    # On WSL2 the GPU is never on Linux's PCI bus: the Windows driver's libraries mapped in /usr/lib/wsl/lib say
+    # that Windows has an NVIDIA driver (and so a GPU) that Linux programs expect to use.
+    severe = "error" if has_nvidia_device(facts) or (wsl and facts.value("driver.wsl_libcuda")) else "warning"
     container = facts.value("os.container")
     ev = _evidence(facts, "driver.nvml.status", "driver.kernel_module.version", "driver.device_nodes",
                    "os.container", "gpu.count")
@@ -71,9 +73,11 @@ def _nvml_errors(facts: Facts) -> List[Finding]:
                               AnyOf("sudo nvidia-smi --gpu-reset -i 0", "sudo reboot"),
                               "sudo nvidia-bug-report.sh"])),
         ]
+    if wsl and status not in ("NVML_ERROR_NO_PERMISSION", "NVML_ERROR_GPU_IS_LOST", "timed_out", "worker_failed"):
+        # (a Linux driver installed inside WSL, or no Windows libcuda at all, is the WSL question's: it yields)
+        return [_wsl_unreachable(facts, status, severe, ev)]
     if status == "NVML_ERROR_DRIVER_NOT_LOADED":
-        if wsl:  # (and where a module, Secure Boot or nouveau question explains it: the check yields to that)
-            return []
+        # (where a module, Secure Boot or nouveau question explains it: the check yields to that)
         gpus = _pci_gpus(facts)
         return [Finding(
             code="driver.not_loaded", severity=severe, components=["driver", "kernel"],
@@ -128,6 +132,39 @@ def _nvml_errors(facts: Facts) -> List[Finding]:
     )]
 
 
+def _wsl_unreachable(facts: Facts, status: str, severity: str, ev: List[Any]) -> Finding:
+    """WSL2: the Windows driver's libraries load but NVML cannot reach a GPU through them."""
+    from ..gpus import describe
+
+    dxg = facts.value("driver.wsl_dxg")
+    winver = facts.value("driver.version")
+    short = status[len("NVML_ERROR_"):] if status.startswith("NVML_ERROR_") else status
+    if dxg is False:
+        why = ("/dev/dxg, WSL 2's GPU device, is missing: this Windows build or WSL kernel offers Linux no GPU "
+               "paravirtualisation (GPU support off, or a WSL too old for it)")
+    else:
+        why = ("/dev/dxg is there, so the failure is on the Windows side: a Windows driver without WSL support or "
+               "older than WSL needs, a Windows build whose WSL GPU support is broken (Insider builds have had "
+               "such regressions), the GPU disabled or in TCC mode on Windows (WSL needs WDDM), or a Windows "
+               "update that has not been followed by a WSL restart")
+    return Finding(
+        code="driver.nvml_failed", severity=severity, components=["driver", "os"],
+        title="WSL2: the Windows NVIDIA driver%s gives this WSL instance no GPU (NVML: %s)" % (
+            " %s" % winver if winver else "", short),
+        detail="NVML could not reach a GPU through the Windows driver's libraries in %s (%s: %s), so nvidia-smi "
+               "cannot communicate with the driver and CUDA finds no device (\"no CUDA-capable device is "
+               "detected\"); %s. No Linux kernel module is involved on WSL2: do not install a Linux NVIDIA driver "
+               "inside WSL to fix this." % (WSL_LIB, short, describe(status).meaning, why),
+        evidence=ev + _evidence(facts, "os.wsl", "driver.wsl_libcuda", "driver.wsl_dxg", "kernel.release"),
+        source=_source("wsl_gpu"),
+        fix=Fix(text="Check that the GPU works on Windows and which Windows build runs (both from here, through WSL "
+                     "interop); update the NVIDIA driver on Windows and WSL itself (or leave a Windows build with "
+                     "a known WSL GPU regression); then restart WSL.",
+                commands=["nvidia-smi.exe", "cmd.exe /c ver", "ls -l /dev/dxg", "wsl.exe --update",
+                          "wsl.exe --shutdown   # then reopen the WSL terminal"]),
+    )
+
+
 #: The kernel's messages, or the installed module against the GPUs, name why the driver drives no GPU: their error
 #: says it (one root cause, one finding); a hung driver and a permission problem are told regardless.
 KERNEL_SAYS_WHY = ("kernel-log:*>=error", "driver-support:*>=error")
@@ -138,8 +175,11 @@ KERNEL_SAYS_WHY = ("kernel-log:*>=error", "driver-support:*>=error")
                       "driver.nvml_failed"),
        yields={"driver.not_loaded": ("driver.no_module_for_kernel", "driver.module_unsigned_secure_boot",
                                      "driver.module_key_not_enrolled", "driver.nouveau_conflict",
-                                     "driver.nova_conflict", "driver.linux_driver_in_wsl") + KERNEL_SAYS_WHY,
-               "gpu.lost": KERNEL_SAYS_WHY, "driver.nvml_failed": KERNEL_SAYS_WHY})
+                                     "driver.nova_conflict", "driver.linux_driver_in_wsl",
+                                     "driver.wsl1_no_gpu") + KERNEL_SAYS_WHY,
+               "gpu.lost": KERNEL_SAYS_WHY,
+               "driver.nvml_failed": ("driver.linux_driver_in_wsl", "driver.wsl_libcuda_missing",
+                                      "driver.wsl_lib_not_in_loader_path", "driver.wsl1_no_gpu") + KERNEL_SAYS_WHY})
 def nvml_errors(ctx: CheckContext) -> List[Finding]:
     """NVML failures that no more specific finding (of the questions above) explains."""
     return _nvml_errors(ctx.facts) if _installed(ctx.facts) else []

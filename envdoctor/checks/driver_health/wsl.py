@@ -1,4 +1,5 @@
-"""WSL2: a Linux driver installed inside WSL, or the Windows driver's libraries out of the loader's reach."""
+"""WSL: a distribution under WSL 1 (no GPU at all); on WSL2 a Linux driver installed inside WSL, or the Windows
+driver's libraries out of the loader's reach."""
 
 from __future__ import annotations
 
@@ -18,13 +19,8 @@ def _wsl(facts: Facts) -> List[Finding]:
     libs = facts.items("driver.userspace.libraries")
     linux_libs = [p for p in libs if isinstance(p, str) and not p.startswith(WSL_LIB + "/")]
     module = facts.value("driver.kernel_module.loaded") is True
-    family = _family(facts)
     if linux_libs or module:
-        if family in ("rhel", "fedora"):
-            remove = ["sudo %s remove -y 'nvidia-driver*' 'kmod-nvidia*'" % rpm_tool(facts)]
-        else:
-            remove = ["sudo apt-get purge -y 'nvidia-driver-*' 'libnvidia-compute-*' 'nvidia-utils-*'"]
-        remove += ["sudo ldconfig", "wsl.exe --shutdown   # then reopen the WSL terminal"]
+        remove = _remove_linux_driver(facts) + ["sudo ldconfig", "wsl.exe --shutdown   # then reopen the WSL terminal"]
         uver = facts.value("driver.userspace.version")
         out.append(Finding(
             code="driver.linux_driver_in_wsl", severity="error", components=["driver", "os"],
@@ -82,6 +78,49 @@ def _wsl(facts: Facts) -> List[Finding]:
     return out
 
 
+def _remove_linux_driver(facts: Facts) -> List[str]:
+    if _family(facts) in ("rhel", "fedora"):
+        return ["sudo %s remove -y 'nvidia-driver*' 'kmod-nvidia*'" % rpm_tool(facts)]
+    return ["sudo apt-get purge -y 'nvidia-driver-*' 'libnvidia-compute-*' 'nvidia-utils-*'"]
+
+
+def _wsl1(facts: Facts) -> List[Finding]:
+    """WSL 1 translates Linux system calls on the Windows kernel: no Linux kernel, no /dev/dxg, no GPU. A Linux
+    driver installed there (an error), or CUDA toolkits and wheels that will find no device (a warning)."""
+    driver = facts.value("driver.installed") is True
+    toolkits = [str(t.get("version") or t.get("path")) if isinstance(t, dict) else str(t)
+                for t in facts.items("cuda.toolkits")]
+    wheels = [w for w in facts.items("cuda.pip_wheels") if w]
+    if not (driver or toolkits or wheels):
+        return []
+    uver = facts.value("driver.userspace.version")
+    if driver:
+        what = "a Linux NVIDIA driver%s is installed in it" % (" %s" % uver if uver else "")
+    else:
+        what = "CUDA%s is installed in it" % (" toolkit %s" % ", ".join(toolkits) if toolkits else " wheels")
+    commands: List[str] = ["wsl.exe -l -v   # VERSION 1: this distribution runs under WSL 1",
+                              "wsl.exe --set-version \"$WSL_DISTRO_NAME\" 2"]
+    if driver:
+        commands = _remove_linux_driver(facts) + ["sudo ldconfig"] + commands
+    return [Finding(
+        code="driver.wsl1_no_gpu", severity="error" if driver else "warning", components=["driver", "os"],
+        title="This Linux runs under WSL 1, which gives Linux no GPU, and %s" % what,
+        detail="WSL 1 (kernel release %s) runs Linux programs on the Windows kernel without a Linux kernel or GPU "
+               "device: no driver installed inside it can reach the GPU (nvidia-smi cannot communicate with the "
+               "driver, CUDA finds no device, DKMS has no kernel headers to build against). CUDA on WSL is for WSL "
+               "2 only, where the Windows NVIDIA driver provides the GPU through /dev/dxg and its libraries in "
+               "%s; NVIDIA's WSL guide says never to install a Linux NVIDIA driver inside WSL."
+               % (facts.value("kernel.release") or "4.4.0-<build>-Microsoft", WSL_LIB),
+        evidence=_evidence(facts, "os.wsl", "kernel.release", "driver.installed", "driver.userspace.version",
+                           "driver.nvml.status", "cuda.toolkits", "cuda.pip_wheels"),
+        source=_source("wsl1"),
+        fix=Fix(text="Convert the distribution to WSL 2 (from a Windows terminal, or through wsl.exe here) with the "
+                     "NVIDIA driver installed on Windows%s." % (
+                         "; remove the Linux driver packages from the distribution" if driver else ""),
+                commands=commands),
+    )]
+
+
 def _unversioned_libcuda_unreachable(facts: Facts) -> bool:
     """WSL's /usr/lib/wsl/lib has libcuda.so, libcuda.so.1 loads, and a dlopen of libcuda.so finds nothing."""
     if WSL_LIB + "/libcuda.so" not in facts.strings("driver.wsl_libcuda"):
@@ -92,7 +131,9 @@ def _unversioned_libcuda_unreachable(facts: Facts) -> bool:
 
 
 @check("driver-health.wsl", requires=("driver.installed",), reads=READS, layers=("driver",),
-       codes=docs_for(DOCS, "driver.linux_driver_in_wsl", "driver.wsl_libcuda_missing",
+       codes=docs_for(DOCS, "driver.wsl1_no_gpu", "driver.linux_driver_in_wsl", "driver.wsl_libcuda_missing",
                       "driver.wsl_lib_not_in_loader_path", "driver.wsl_libcuda_unversioned_unreachable"))
 def wsl_driver(ctx: CheckContext) -> List[Finding]:
+    if ctx.facts.value("os.wsl") == "WSL1":
+        return _wsl1(ctx.facts)
     return _wsl(ctx.facts) if _installed(ctx.facts) else []
