@@ -79,11 +79,11 @@ def _nvml_errors(facts: Facts) -> List[Finding]:
     if status == "NVML_ERROR_DRIVER_NOT_LOADED":
         # (where a module, Secure Boot or nouveau question explains it: the check yields to that)
         gpus = _pci_gpus(facts)
+        version = facts.value("driver.userspace.version")
         return [Finding(
             code="driver.not_loaded", severity=severe, components=["driver", "kernel"],
-            title="The NVIDIA user-space driver %s is installed, but the nvidia kernel module is not loaded%s" % (
-                facts.value("driver.userspace.version") or "", " (GPU %s on the PCI bus)" % ", ".join(gpus)
-                if gpus else ""),
+            title="The NVIDIA user-space driver%s is installed, but the nvidia kernel module is not loaded%s" % (
+                " %s" % version if version else "", " (GPU %s on the PCI bus)" % ", ".join(gpus) if gpus else ""),
             detail="libnvidia-ml is present but /dev/nvidiactl is missing or the module failed to load (%s). "
                    "`sudo modprobe nvidia` either loads it or prints why not (e.g. \"Key was rejected by "
                    "service\": Secure Boot; \"Module nvidia not found\": not built for this kernel)." % reason,
