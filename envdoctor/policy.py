@@ -98,7 +98,8 @@ KEYS: Dict[str, Tuple[str, str]] = {
     "topology.acs_redirect": ("bool", "a PCIe bridge on a peer-to-peer path redirects peer traffic (ACS); unknown "
                                       "without root"),
     "topology.iommu_mode": ("text", "IOMMU mode of the GPUs: off, identity (passthrough), DMA or DMA-FQ "
-                                    "(translating)"),
+                                    "(translating), or 'kernel default' (in IOMMU groups of a kernel that does not "
+                                    "say which: translated unless built for passthrough)"),
     "topology.min_nccl_transport": ("text", "slowest transport NCCL uses between two GPUs of the job: P2P/NVLink, "
                                             "P2P/PCIe, SHM, NET or abort; met by that transport or a faster one"),
     # Measured by `envdoctor bench` (never by diagnose): a live `check` runs the bench when the policy names one

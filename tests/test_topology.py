@@ -401,12 +401,93 @@ def test_iommu_mode_of_a_kernel_without_group_types_from_its_command_line():
     assert "0-1, 2-3" in f.title and "kernel command line" in f.detail and "intel_iommu=on" in f.detail
     assert rep.facts.get("topology.iommu_mode").source == "file:/proc/cmdline"
     cmdline = doc["files"]["/proc/cmdline"]["text"]
-    for words, mode in (("intel_iommu=on iommu=pt", "identity"), ("intel_iommu=on iommu.passthrough=1", "identity"),
-                        ("", None)):
+    for words, mode in (("intel_iommu=on iommu=pt", "identity"), ("intel_iommu=on iommu.passthrough=1", "identity")):
         doc["files"]["/proc/cmdline"]["text"] = cmdline.replace("intel_iommu=on", words)
         quiet = diagnose(SnapshotHost(doc, "corpus"), layers=["topology"])
-        assert quiet.facts.value("topology.iommu_mode") == mode  # no parameter: unknown, never "fine"
+        assert quiet.facts.value("topology.iommu_mode") == mode
         assert "topology.iommu_translates_p2p" not in codes(quiet)
+    # no parameter, the GPUs still in IOMMU groups (an IOMMU on by the kernel's build): the kernel's default domain,
+    # named as unverified, never "fine"
+    doc["files"]["/proc/cmdline"]["text"] = cmdline.replace("intel_iommu=on", "")
+    rep = diagnose(SnapshotHost(doc, "corpus"), layers=["topology"])
+    assert rep.facts.value("topology.iommu_mode") == "kernel default"
+    assert "unverified" in next(f for f in rep.findings if f.code == "topology.iommu_translates_p2p").title
+
+
+CORPUS_AMD_IOMMU = "b46-ubuntu2004-threadripper-x399-3x-gtx1080ti-driver45523-amd-iommu-translating-simplep2p-hangs"
+
+
+def _no_group_types(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """A board's snapshot as a kernel before 5.11 shows it: IOMMU groups without a ``type`` file."""
+    for name in [k for k in doc["files"] if k.startswith("/sys/kernel/iommu_groups/") and k.endswith("/type")]:
+        del doc["files"][name]
+    return doc
+
+
+def test_iommu_on_by_default_on_a_kernel_that_does_not_say_its_mode():
+    # an AMD host (AMD-Vi on wherever the firmware has it), Linux 5.4: the GPUs are in IOMMU groups with no type
+    # file, the command line sets no mode and /boot/config is not there: the default domain (translated unless
+    # built with CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y) is named, as unverified, with how to check it
+    path = os.path.join(ROOT, "tests", "corpus", CORPUS_AMD_IOMMU, "snapshot.json")
+    doc = load_snapshot(path)
+    rep = diagnose(SnapshotHost(doc, "corpus"), layers=["topology"])
+    assert rep.facts.value("topology.iommu_mode") == "kernel default"
+    f = next(f for f in rep.findings if f.code == "topology.iommu_translates_p2p")
+    assert f.severity == "warning" and "IOMMU" in f.title and "unverified" in f.title and "CUDA peer access" in f.title
+    assert "CONFIG_IOMMU_DEFAULT_PASSTHROUGH" in f.detail and "default domain type" in f.detail
+    assert any("default domain type" in c for c in f.fix.commands) and any("iommu=pt" in c for c in f.fix.commands)
+    cmdline = doc["files"]["/proc/cmdline"]["text"]
+    release = doc["uname"]["release"]
+    # the kernel's configuration readable: it decides, and the finding no longer says unverified
+    unset = copy.deepcopy(doc)
+    unset["files"]["/boot/config-%s" % release] = {"text": "# CONFIG_IOMMU_DEFAULT_PASSTHROUGH is not set\n"}
+    unset["dirs"].setdefault("/boot", {"entries": []})["entries"].append("config-%s" % release)
+    rep = diagnose(SnapshotHost(unset, "corpus"), layers=["topology"])
+    assert rep.facts.value("topology.iommu_mode") == "DMA"
+    f = next(f for f in rep.findings if f.code == "topology.iommu_translates_p2p")
+    assert "DMA mode" in f.title and "unverified" not in f.title and "CONFIG_IOMMU_DEFAULT_PASSTHROUGH" in f.detail
+    built_pt = copy.deepcopy(unset)
+    built_pt["files"]["/boot/config-%s" % release] = {"text": "CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y\n"}
+    quiet = diagnose(SnapshotHost(built_pt, "corpus"), layers=["topology"])
+    assert quiet.facts.value("topology.iommu_mode") == "identity"
+    assert "topology.iommu_translates_p2p" not in codes(quiet)
+    # passthrough on the command line: quiet
+    doc["files"]["/proc/cmdline"]["text"] = cmdline.rstrip() + " iommu=pt\n"
+    quiet = diagnose(SnapshotHost(doc, "corpus"), layers=["topology"])
+    assert quiet.facts.value("topology.iommu_mode") == "identity"
+    assert "topology.iommu_translates_p2p" not in codes(quiet)
+    # amd_iommu=off: the kernel makes no IOMMU groups: off, quiet
+    doc["files"]["/proc/cmdline"]["text"] = cmdline.rstrip() + " amd_iommu=off\n"
+    for name in [k for k in doc["links"] if k.endswith("/iommu_group")]:
+        del doc["links"][name]
+    quiet = diagnose(SnapshotHost(doc, "corpus"), layers=["topology"])
+    assert quiet.facts.value("topology.iommu_mode") == "off"
+    assert "topology.iommu_translates_p2p" not in codes(quiet)
+
+
+def test_iommu_kernel_default_stays_quiet_without_pcie_peers(nvml):
+    # an Intel host, groups without type files, no parameter: warned where its GPUs do PCIe P2P...
+    b = board("pcie-switch-k80")
+    b["iommu"] = "DMA"
+    rep = replay(_no_group_types(boards.snapshot(b, nvml["pcie-switch-k80"])))
+    assert rep.facts.value("topology.iommu_mode") == "kernel default"
+    assert codes(rep).get("topology.iommu_translates_p2p") == "warning"
+    # ...not with iommu=pt on its command line
+    b["cmdline"] = "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt"
+    quiet = replay(_no_group_types(boards.snapshot(b, nvml["pcie-switch-k80"])))
+    assert quiet.facts.value("topology.iommu_mode") == "identity"
+    assert "topology.iommu_translates_p2p" not in codes(quiet)
+    # ...nor where the job has one GPU
+    del b["cmdline"]
+    one = replay(_no_group_types(boards.snapshot(b, nvml["pcie-switch-k80"], environ={"CUDA_VISIBLE_DEVICES": "0"})))
+    assert one.facts.value("topology.iommu_mode") == "kernel default"
+    assert "topology.iommu_translates_p2p" not in codes(one)
+    # ...nor between GPUs joined by NVLink only (the IOMMU does not see that traffic)
+    d = board("dgx-h100")
+    d["iommu"] = "DMA"
+    nv = replay(_no_group_types(boards.snapshot(d, nvml["dgx-h100"])))
+    assert nv.facts.value("topology.iommu_mode") == "kernel default"
+    assert "topology.iommu_translates_p2p" not in codes(nv)
 
 
 def test_mode_from_cmdline_follows_the_kernel_parameters():
@@ -421,6 +502,12 @@ def test_mode_from_cmdline_follows_the_kernel_parameters():
     assert mode_from_cmdline(["intel_iommu=on"], "CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y\n") == "identity"
     assert mode_from_cmdline(["intel_iommu=on"], "# CONFIG_IOMMU_DEFAULT_PASSTHROUGH is not set\n") == "DMA"
     assert mode_from_cmdline([]) is None and mode_from_cmdline(["intel_iommu=off"]) is None
+    # the GPUs in IOMMU groups though the command line does not switch it on: the kernel's default domain
+    assert mode_from_cmdline([], active=True) == "kernel default"
+    assert mode_from_cmdline([], "# CONFIG_IOMMU_DEFAULT_PASSTHROUGH is not set\n", active=True) == "DMA"
+    assert mode_from_cmdline([], "CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y\n", active=True) == "identity"
+    assert mode_from_cmdline([], "CONFIG_IOMMU_SUPPORT=y\n", active=True) == "kernel default"
+    assert mode_from_cmdline(["iommu=pt"], active=True) == "identity"
 
 
 def test_small_bar1_on_a_gpu_doing_pcie_p2p(nvml):

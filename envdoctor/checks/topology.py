@@ -36,6 +36,9 @@ P2P_FORK = "https://github.com/tinygrad/open-gpu-kernel-modules"
 KERNEL_PARAMS = "https://docs.kernel.org/admin-guide/kernel-parameters.html"
 NCCL_RULES = "https://github.com/NVIDIA/nccl/blob/v2.30.3-1/src/graph/paths.cc#L338-L349"
 CUDA_IOMMU = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#iommu-on-linux"
+#: topology.iommu_mode of GPUs in IOMMU groups where the kernel reports no mode and nothing sets it (the probe's
+#: IOMMU_KERNEL_DEFAULT): the kernel's built-in default domain, translated unless built for passthrough
+IOMMU_KERNEL_DEFAULT = "kernel default"
 
 _TOPO_READS = ("topology.*", "topology.*.*", "gpu.*", "gpu.*.*", "driver.*", "driver.*.*", "env.*")
 
@@ -207,9 +210,13 @@ def _rank(transport: Any) -> int:
             "ports of a PIX/PXB path, and the root ports of a path across the root complex where NCCL's P2P "
             "level reaches it (AMD x86 CPUs with at most two GPUs, ncclTopoCheckP2p).", NCCL_GPU_TROUBLE),
     CodeDoc("topology.iommu_translates_p2p", "warning", "The IOMMU translates the GPUs' DMA (DMA/DMA-FQ mode) "
-            "while NCCL uses PCIe peer-to-peer between them.", "topology.iommu_mode, topology.pairs, "
-            "topology.kernel_parameters", "IO virtualization redirects peer-to-peer PCI traffic to the CPU root "
-            "complex: a large slowdown or a hang of NCCL collectives.", NCCL_GPU_TROUBLE),
+            "while NCCL or CUDA peer access uses PCIe peer-to-peer between them; also raised where the GPUs are in "
+            "IOMMU groups of a kernel that does not report their mode (Linux before 5.11) and nothing sets it (no "
+            "iommu=pt, iommu.passthrough, readable /boot/config): the kernel's default domain, translated unless "
+            "built with CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y, named as unverified with how to check it.",
+            "topology.iommu_mode, topology.pairs, topology.kernel_parameters", "IO virtualization redirects "
+            "peer-to-peer PCI traffic to the CPU root complex: a large slowdown or a hang of NCCL collectives, "
+            "and on AMD hosts IO_PAGE_FAULTs and hung peer copies.", NCCL_GPU_TROUBLE),
     CodeDoc("topology.small_bar1", "warning", "A GPU doing PCIe peer-to-peer has a BAR1 smaller than its "
             "memory.", "topology.gpus (bar1_bytes, memory_bytes), topology.pairs",
             "Peers reach the GPU's memory through BAR1; with a small aperture (no Above 4G Decoding / "
@@ -259,11 +266,23 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
     # both are in p2p or neither)
     in_p2p = {id(p) for p in p2p}
     peers = [p for p in _cuda_pcie_peers(pairs) if id(p) not in in_p2p]
-    if translating and (p2p or peers):
+    by_default = mode == IOMMU_KERNEL_DEFAULT
+    if (translating or by_default) and (p2p or peers):
         params = " ".join(facts.strings("topology.kernel_parameters")) or "none"
         fact = facts.get("topology.iommu_mode")
         said = ""
-        if fact is not None and fact.source == "file:/proc/cmdline":
+        if by_default:
+            said = (" This kernel does not report its IOMMU groups' mode (Linux before 5.11), its command line sets "
+                    "none (no iommu=pt, iommu.passthrough or amd_iommu=off/intel_iommu=off) and its build "
+                    "configuration could not be read, so the GPUs' groups are in the kernel's default domain: "
+                    "translated unless the kernel was built with CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y. That default is "
+                    "unverified here: 'dmesg | grep -i \"default domain type\"' says Translated or Passthrough "
+                    "(Linux 5.4 and later), or grep CONFIG_IOMMU_DEFAULT_PASSTHROUGH in /boot/config-$(uname -r).")
+        elif fact is not None and fact.source.startswith("file:/proc/cmdline,file:/boot/config-"):
+            said = (" This kernel does not report its IOMMU groups' mode (Linux before 5.11); its command line sets "
+                    "none and its build configuration leaves CONFIG_IOMMU_DEFAULT_PASSTHROUGH unset, so the GPUs' "
+                    "groups are in the default, translated domain.")
+        elif fact is not None and fact.source == "file:/proc/cmdline":
             said = (" This kernel does not report its IOMMU groups' mode (Linux before 5.11); the mode is read from "
                     "the kernel command line, which turns the IOMMU on without passthrough.")
         if p2p:
@@ -274,7 +293,9 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
             what = "CUDA peer access over PCIe is on between GPUs %s" % _pair_list(peers)
         yield Finding(
             code="topology.iommu_translates_p2p", severity="warning", components=["topology", "kernel"],
-            title="The IOMMU translates GPU DMA (%s mode) while %s" % (mode, what),
+            title=("The IOMMU is on for the GPUs in the kernel's default mode, translated unless the kernel was "
+                   "built for passthrough (unverified), while %s" % what) if by_default
+            else "The IOMMU translates GPU DMA (%s mode) while %s" % (mode, what),
             detail="In DMA mode every peer-to-peer access goes through the IOMMU at the root complex: CUDA does not "
                    "support PCIe peer-to-peer copies on bare-metal Linux with the IOMMU translating (peer copies "
                    "fault or are dropped, and NCCL collectives hang), and NCCL's troubleshooting guide names it as a "
@@ -286,8 +307,10 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
                         "traffic to the root complex", CUDA_IOMMU),
             fix=Fix(text="Boot with the IOMMU in passthrough mode (add iommu=pt to the kernel command line), or "
                          "turn IO virtualization off in the firmware if nothing needs it; then reboot.",
-                    commands=["cat /proc/cmdline",
-                              "sudo grubby --update-kernel=ALL --args=iommu=pt  # RHEL family; Debian/Ubuntu: add "
+                    commands=["cat /proc/cmdline"]
+                    + (["dmesg | grep -i 'default domain type'",
+                        "grep CONFIG_IOMMU_DEFAULT_PASSTHROUGH /boot/config-$(uname -r)"] if by_default else [])
+                    + ["sudo grubby --update-kernel=ALL --args=iommu=pt  # RHEL family; Debian/Ubuntu: add "
                               "iommu=pt to GRUB_CMDLINE_LINUX in /etc/default/grub, then sudo update-grub",
                               "sudo reboot"]))
     doing_p2p = {p["a"] for p in p2p} | {p["b"] for p in p2p}

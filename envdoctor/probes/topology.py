@@ -564,13 +564,21 @@ def _iommu(host: Host, gpus: List[Dict[str, Any]], pairs: List[Dict[str, Any]]) 
     if all(g is None for g in groups):
         mode: Optional[str] = "off"
     elif any(t is None for t, g in zip(types, groups) if g is not None):
-        # no group type file (Linux before 5.11 has none): the kernel command line says the mode, when it names it
-        mode = mode_from_cmdline(params, host.read_text("/boot/config-%s" % _kernel_release(host), limit=512 * 1024))
+        # no group type file (Linux before 5.11 has none): the kernel command line says the mode, when it names it;
+        # else the groups themselves say an IOMMU driver is active, in the kernel's built-in default domain type
+        release = _kernel_release(host)
+        config = host.read_text("/boot/config-%s" % release, limit=512 * 1024)
+        mode = mode_from_cmdline(params, config, active=True)
+        where = "file:/proc/cmdline"
+        if mode == IOMMU_KERNEL_DEFAULT:
+            where = src
+        elif not _cmdline_sets_mode(params) and config_default_domain(config) is not None:
+            where = "file:/proc/cmdline,file:/boot/config-%s" % release
         if mode is None:
             return [unknown("topology.iommu_mode", "an IOMMU group's type cannot be read and the kernel command line "
                             "does not set the IOMMU's mode", src, label),
                     ok("topology.kernel_parameters", params, "file:/proc/cmdline", "IOMMU and PCI kernel parameters")]
-        return [ok("topology.iommu_mode", mode, "file:/proc/cmdline", label),
+        return [ok("topology.iommu_mode", mode, where, label),
                 ok("topology.kernel_parameters", params, "file:/proc/cmdline", "IOMMU and PCI kernel parameters")]
     else:
         order = ["identity", "DMA-FQ", "DMA"]
@@ -585,13 +593,40 @@ def _kernel_release(host: Host) -> str:
     return release if re.match(r"^[A-Za-z0-9._+~-]{1,128}$", release) else "unknown"
 
 
-def mode_from_cmdline(params: Sequence[str], config: Optional[str] = None) -> Optional[str]:
+#: ``topology.iommu_mode`` of GPUs in IOMMU groups on a kernel that reports no group type (Linux before 5.11),
+#: whose command line sets no mode and whose build configuration cannot be read: the kernel's built-in default
+#: domain type, translated (DMA) unless it was built with CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y (unverified).
+IOMMU_KERNEL_DEFAULT = "kernel default"
+
+
+def config_default_domain(config: Optional[str]) -> Optional[str]:
+    """The default domain type a kernel's build configuration (``/boot/config-<release>``) gives, by
+    drivers/iommu/iommu.c's ``iommu_subsys_init`` (Linux 5.4 and later; ``iommu_def_domain_type`` before):
+    ``identity`` with ``CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y``, ``DMA`` where the configuration says it is not set.
+    None when the configuration is not readable or does not name the option."""
+    if not config:
+        return None
+    if re.search(r"^CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y\s*$", config, re.M):
+        return "identity"
+    if re.search(r"^# CONFIG_IOMMU_DEFAULT_PASSTHROUGH is not set\s*$", config, re.M):
+        return "DMA"
+    return None
+
+
+def _cmdline_sets_mode(params: Sequence[str]) -> bool:
+    return mode_from_cmdline(params) is not None
+
+
+def mode_from_cmdline(params: Sequence[str], config: Optional[str] = None, active: bool = False) -> Optional[str]:
     """The IOMMU's DMA mode of a kernel whose groups have no ``type`` file (Linux before 5.11), from its command
     line (Documentation/admin-guide/kernel-parameters.txt): ``iommu=pt`` or ``iommu.passthrough=1`` is
     passthrough (``identity``); ``iommu.passthrough=0`` translates (``DMA``); an IOMMU switched on
     (``intel_iommu=on``, ``amd_iommu=on``, ``iommu=force``) without passthrough translates, the kernel's default
     domain, unless the kernel was built with ``CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y`` (its ``/boot/config-*``,
-    when readable). None when the command line does not say."""
+    when readable). ``active``: the GPUs are in IOMMU groups, so an IOMMU driver is on though the command line
+    does not switch it on (AMD-Vi is on by default where the firmware has an IVRS table): the mode is the kernel's
+    default domain type, from its configuration, or :data:`IOMMU_KERNEL_DEFAULT` where that is not readable.
+    None when the command line does not say and ``active`` is false."""
     values: Dict[str, str] = {}
     for word in params:
         name, _, value = word.partition("=")
@@ -604,11 +639,12 @@ def mode_from_cmdline(params: Sequence[str], config: Optional[str] = None) -> Op
         return "DMA"
     switched_on = (values.get("intel_iommu", "").split(",")[0] == "on" or values.get("amd_iommu") == "on"
                    or "force" in iommu)
-    if not switched_on:
+    if not switched_on and not active:
         return None
-    if config and re.search(r"^CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y\s*$", config, re.M):
-        return "identity"
-    return "DMA"
+    built = config_default_domain(config)
+    if built is not None:
+        return built
+    return "DMA" if switched_on else IOMMU_KERNEL_DEFAULT
 
 
 def _below(chain: Sequence[str], other: Sequence[str]) -> List[str]:
