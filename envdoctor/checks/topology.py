@@ -277,7 +277,8 @@ def topology_pcie_p2p(ctx: CheckContext) -> Iterable[Finding]:
                     "configuration could not be read, so the GPUs' groups are in the kernel's default domain: "
                     "translated unless the kernel was built with CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y. That default is "
                     "unverified here: 'dmesg | grep -i \"default domain type\"' says Translated or Passthrough "
-                    "(Linux 5.4 and later), or grep CONFIG_IOMMU_DEFAULT_PASSTHROUGH in /boot/config-$(uname -r).")
+                    "where the kernel prints it at boot, or grep CONFIG_IOMMU_DEFAULT_PASSTHROUGH in "
+                    "/boot/config-$(uname -r).")
         elif fact is not None and fact.source.startswith("file:/proc/cmdline,file:/boot/config-"):
             said = (" This kernel does not report its IOMMU groups' mode (Linux before 5.11); its command line sets "
                     "none and its build configuration leaves CONFIG_IOMMU_DEFAULT_PASSTHROUGH unset, so the GPUs' "

@@ -601,7 +601,7 @@ IOMMU_KERNEL_DEFAULT = "kernel default"
 
 def config_default_domain(config: Optional[str]) -> Optional[str]:
     """The default domain type a kernel's build configuration (``/boot/config-<release>``) gives, by
-    drivers/iommu/iommu.c's ``iommu_subsys_init`` (Linux 5.4 and later; ``iommu_def_domain_type`` before):
+    drivers/iommu/iommu.c (``iommu_subsys_init`` in the 5.x kernels):
     ``identity`` with ``CONFIG_IOMMU_DEFAULT_PASSTHROUGH=y``, ``DMA`` where the configuration says it is not set.
     None when the configuration is not readable or does not name the option."""
     if not config:
