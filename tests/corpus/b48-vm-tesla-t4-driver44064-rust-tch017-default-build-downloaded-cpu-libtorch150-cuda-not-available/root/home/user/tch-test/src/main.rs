@@ -1,0 +1,5 @@
+use tch::Cuda;
+
+fn main() {
+    println!("Cuda available: {:?}", Cuda::is_available());
+}
