@@ -77,6 +77,34 @@ def _unloadable(facts: Facts, installs: List[Dict[str, Any]]) -> Iterable[Findin
                     commands=["export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % lib]))
 
 
+def _builtins(facts: Facts, installs: List[Dict[str, Any]]) -> Iterable[Finding]:
+    """NVRTC opens its builtins library by its release's plain soname; a bundle that copied it under a hashed name
+    (``libnvrtc-builtins-07fb3db5.so.11.1``) leaves run-time compilation (TorchScript's fusers, jiterator) without
+    it unless the loader finds the plain name elsewhere."""
+    for inst in installs:
+        if not inst.get("cuda_build"):
+            continue
+        for b in inst.get("nvrtc_builtins") or []:
+            if not isinstance(b, dict) or b.get("path") or not b.get("certain", True):
+                continue
+            lib = str(inst.get("lib"))
+            soname, hashed = str(b.get("soname")), str(b.get("file"))
+            release = soname.split(".so.", 1)[-1]
+            yield Finding(
+                code="linkage.missing", severity="error", components=["cuda", "torch"],
+                title="%s: its NVRTC (CUDA %s) opens %s at run time, which the loader cannot find; LibTorch ships "
+                      "it only as %s" % (_label(inst), release, soname, hashed),
+                detail="NVRTC opens its builtins library by the plain soname of its release; the copy in %s has "
+                       "another name, and no %s is on LD_LIBRARY_PATH, in the ld.so cache or the default "
+                       "directories. Code compiled at run time (TorchScript's fused kernels) fails with 'failed to "
+                       "open %s'." % (lib, soname, soname),
+                evidence=_ev(facts.get("libtorch.installs")), source=dict(RULE),
+                fix=Fix(text="Give the bundled copy its plain name in %s and put that folder on LD_LIBRARY_PATH (or "
+                             "install CUDA %s's NVRTC where the loader finds it)." % (lib, release),
+                        commands=["ln -s %s %s" % (posixpath.join(lib, hashed), posixpath.join(lib, soname)),
+                                  "export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" % lib]))
+
+
 def _used(facts: Facts, inst: Dict[str, Any]) -> bool:
     if inst.get("how") in USED:
         return True
@@ -137,10 +165,11 @@ def _toolkit(facts: Facts, installs: List[Dict[str, Any]]) -> Iterable[Finding]:
 
 @check("libtorch", requires=("libtorch.installs",), reads=("libtorch.programs", "gpu.count", "driver.nvidia_pci_gpus",
                                                             "gpu.pci_devices", "cuda.*"),
-       layers=("frameworks",),
+       layers=("cuda", "frameworks"),
        codes=docs_for(LINK_DOCS, "linkage.missing") + docs_for(COMPAT_DOCS, "framework.cpu_only_build",
                                                               "cuda.toolkit_differs_from_framework"))
 def libtorch(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     installs = _installs(facts)
-    return list(_unloadable(facts, installs)) + list(_cpu_only(facts, installs)) + list(_toolkit(facts, installs))
+    return (list(_unloadable(facts, installs)) + list(_builtins(facts, installs)) + list(_cpu_only(facts, installs))
+            + list(_toolkit(facts, installs)))

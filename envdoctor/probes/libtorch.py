@@ -96,7 +96,16 @@ def _install(host: Host, root: str, how: str) -> Optional[Dict[str, Any]]:
         m = _VERSION.match(res.data.decode("utf-8", "replace").strip())
         if m:
             version, tag = res.data.decode("utf-8", "replace").strip(), m.group(2)
-    builtins = [n for n in names if _HASHED_BUILTINS.match(n)]
+    builtins = []
+    for n in names:
+        m = _HASHED_BUILTINS.match(n)
+        if m:
+            # NVRTC opens its builtins library at run time by the plain soname of its release
+            # (libnvrtc.so.11.1 -> libnvrtc-builtins.so.11.1), never by the hashed name a bundle gave the copy
+            plain = "libnvrtc-builtins.so.%s" % m.group(1)
+            r = resolve_soname(host, plain, runpath=[lib])
+            builtins.append({"file": n, "soname": plain, "path": r.get("path"), "via": r.get("via"),
+                             "certain": r.get("certain", True)})
     return {"root": root, "lib": lib, "version": version, "cuda": cuda_of(tag),
             "cuda_build": any(n in names for n in CUDA_LIBRARIES), "how": how, "nvrtc_builtins": builtins,
             "files": [n for n in names if TORCH_SONAME.match(n)]}
