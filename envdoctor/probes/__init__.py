@@ -90,6 +90,7 @@ PROBE_MODULES = (
     "envdoctor.probes.gpucode",
     "envdoctor.probes.staticcuda",
     "envdoctor.probes.programs",
+    "envdoctor.probes.libtorch",
     "envdoctor.probes.apps",
     "envdoctor.probes.gpupackages",
     "envdoctor.probes.dlopen",
