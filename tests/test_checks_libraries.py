@@ -386,3 +386,36 @@ def test_a_torch_of_another_cuda_major_does_not_provide_them():
     cu118 = TORCH_240_CU121_VERSION_PY.replace("+cu121", "+cu118").replace("'12.1'", "'11.8'")
     found = _dlopen_findings(_ort_with_torch(cu118))
     assert found and {f.severity for f in found} == {"error"}
+
+
+# -- onnxruntime-gpu whose provider library was not read: its own build information names its CUDA -----------
+# onnxruntime/capi/version_info.py as ONNX Runtime's setup.py writes it (use_cuda, cuda_version, cudnn_version);
+# CUDA 10.x runtimes carry a soname per minor (libcudart.so.10.1, libcudart.so.10.2), as NVIDIA's toolkits ship them.
+def _ort_cuda10(cudart, cudnn):
+    info = 'use_cuda = True\ncuda_version = "10.2"\ncudnn_version = "8.0"\n'
+    files = {"onnxruntime_gpu-1.6.0.dist-info/METADATA": "Name: onnxruntime-gpu\nVersion: 1.6.0\n",
+             "onnxruntime/__init__.py": '__version__ = "1.6.0"\n', "onnxruntime/capi/version_info.py": info}
+    lib = "/usr/lib/x86_64-linux-gnu/"
+    cache = "".join("\t%s (libc6,x86-64) => %s%s\n" % (s, lib, s) for s in (cudart, cudnn))
+    ldconfig = {"argv": ["/sbin/ldconfig", "-p"], "stdout": "3 libs found in cache `/etc/ld.so.cache'\n"
+                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n" + cache}
+    base = site_host({})
+    return make_host(files=dict({SITE + "/" + p: t for p, t in files.items()}, **{
+        "/sbin/ldconfig": "", lib + cudart: "", lib + cudnn: ""}),
+        commands=[ldconfig], python=base.doc["python"], uname=base.doc["uname"])
+
+
+def test_onnxruntime_built_for_another_cuda_minor_cannot_load_its_runtime():
+    found = run(_ort_cuda10("libcudart.so.10.1", "libcudnn.so.7"), onnxruntime_packaging)
+    f = found["cuda.framework_cannot_load"]
+    assert f.severity == "error"
+    assert f.title == ("onnxruntime-gpu 1.6.0 is built for CUDA 10.2 and needs libcudart.so.10.2, but the loader "
+                       "only finds libcudart.so.10.1 (/usr/lib/x86_64-linux-gnu/libcudart.so.10.1)")
+    assert "CPUExecutionProvider" in f.detail and "version_info.py" in f.source["rule"]
+    g = found["onnxruntime.cudnn_major_mismatch"]
+    assert g.severity == "error" and "needs cuDNN 8" in g.title and "libcudnn.so.7" in g.title
+
+
+def test_onnxruntime_with_its_own_cuda_minor_and_cudnn_is_quiet():
+    found = run(_ort_cuda10("libcudart.so.10.2", "libcudnn.so.8"), onnxruntime_packaging)
+    assert "cuda.framework_cannot_load" not in found and "onnxruntime.cudnn_major_mismatch" not in found

@@ -6,9 +6,11 @@ Runtime's packaging (CPU and GPU wheels together).
 from __future__ import annotations
 
 import posixpath
-from typing import Dict, Iterable, List
+import re
+from typing import Any, Dict, Iterable, List, Optional
 
 from ... import frameworks, matrix, versions
+from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fwm
 from .. import CheckContext, CodeDoc, Message, check
@@ -122,7 +124,7 @@ def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
             "the loader can find.", "framework.onnxruntime, libraries.loader_choice",
             "The CUDA execution provider fails to load and ONNX Runtime falls back to the CPU.",
             "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements"),
-))
+) + tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code == "cuda.framework_cannot_load"))
 def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     v = facts.value("framework.onnxruntime")
@@ -152,16 +154,19 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
         return  # the linkage checks judge the provider library itself when it could be read
     rel = fwm.onnxruntime_release(v.get("version"))
     choice = facts.value("libraries.loader_choice")
-    if rel is None or not isinstance(choice, dict):
+    if not isinstance(choice, dict) or (rel is None and not v.get("cudnn") and not v.get("cuda")):
         return
-    major = str(v.get("cudnn") or rel["cudnn_major"]).split(".")[0]
+    yield from _onnxruntime_cudart(facts, v, rel, choice)
+    if not (v.get("cudnn") or rel):
+        return
+    major = str(v.get("cudnn") or (rel or {}).get("cudnn_major")).split(".")[0]
     want = "libcudnn.so." + major
     if (choice.get(want) or {}).get("path"):
         return
     found = sorted(s for s, r in choice.items() if s.startswith("libcudnn.so.") and (r or {}).get("path"))
     if not found:
         return  # no cuDNN at all: the cuDNN checks say so
-    verified = not matrix.unverified({"source": rel["source"]})
+    verified = bool(v.get("cudnn")) or (rel is not None and not matrix.unverified({"source": rel["source"]}))
     cache = facts.get("libraries.ld_cache")
     cache_read = cache is not None and cache.known  # without it, "not found" may only mean "not seen"
     got = ", ".join("%s (cuDNN %s, %s%s)" % (
@@ -174,13 +179,77 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
         detail="ONNX Runtime's CUDA provider (libonnxruntime_providers_cuda.so) links %s; without it "
                "InferenceSession falls back to CPUExecutionProvider with a 'Failed to load library' error." % want,
         evidence=_evidence(facts, "framework.onnxruntime", "libraries.loader_choice"),
-        source={"rule": "onnxruntime-gpu %s is built for cuDNN %s" % (rel["version"], rel["cudnn_major"]),
-                "url": rel["source"].get("url"), "checked": rel["source"].get("checked")},
+        source=_onnxruntime_build_source(v, rel, "cuDNN", major),
         fix=Fix(text="Install cuDNN %s (the pip wheel is enough), or the onnxruntime-gpu build for the cuDNN you "
                      "have." % major,
-                commands=["pip install '%s>=%s,<%d'" % (versions.cu_wheel("nvidia-cudnn", rel["cuda_major"]), major,
-                                                       int(major) + 1)],
+                commands=["pip install '%s>=%s,<%d'" % (
+                    versions.cu_wheel("nvidia-cudnn", str(v.get("cuda") or (rel or {}).get("cuda_major") or "")
+                                      .split(".")[0]), major, int(major) + 1)] if major.isdigit() else [],
                 install=install_line(facts, "cudnn", major)))
+
+
+def _cudart_soname(cuda: object) -> str:
+    """The soname of the CUDA runtime a build for CUDA ``cuda`` links: ``libcudart.so.X.Y`` up to CUDA 10.2,
+    ``libcudart.so.11.0`` for every CUDA 11, ``libcudart.so.N`` from CUDA 12 on; "" when ``cuda`` is no version."""
+    m = re.match(r"^(\d+)(?:\.(\d+))?", str(cuda or ""))
+    if not m:
+        return ""
+    major = int(m.group(1))
+    if major >= 12:
+        return "libcudart.so.%d" % major
+    if major == 11:
+        return "libcudart.so.11.0"
+    return "libcudart.so.%d.%s" % (major, m.group(2)) if m.group(2) else ""
+
+
+def _onnxruntime_build_source(v: Dict[str, Any], rel: Optional[Dict[str, Any]], what: str,
+                              want: str) -> Dict[str, Any]:
+    """Where an onnxruntime-gpu build's CUDA/cuDNN need comes from: the package's own build information
+    (onnxruntime/capi/version_info.py) when it has one, else the requirements table."""
+    if v.get("cuda" if what == "CUDA" else "cudnn"):
+        return {"rule": "onnxruntime-gpu %s's own build information (onnxruntime/capi/version_info.py) says it is "
+                        "built for %s %s" % (v.get("version"), what, want),
+                "url": "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements",
+                "checked": CHECKED}
+    src = (rel or {}).get("source") or {}
+    return {"rule": "onnxruntime-gpu %s is built for %s %s" % ((rel or {}).get("version"), what, want),
+            "url": src.get("url"), "checked": src.get("checked")}
+
+
+def _onnxruntime_cudart(facts: Facts, v: Dict[str, Any], rel: Optional[Dict[str, Any]],
+                        choice: Dict[str, Any]) -> Iterable[Finding]:
+    """onnxruntime-gpu's CUDA provider links the CUDA runtime of the CUDA it was built for (libcudart.so.10.2 for a
+    CUDA 10.2 build: before CUDA 11 each minor has its own soname); when the loader finds only another CUDA's
+    runtime, the provider cannot load and ONNX Runtime falls back to the CPU (or import fails). Judged for the
+    builds before CUDA 11, whose runtimes came only from a toolkit on the loader path (no CUDA pip wheels)."""
+    cuda = str(v.get("cuda") or (rel or {}).get("cuda") or "")
+    want = _cudart_soname(cuda)
+    if not re.match(r"^libcudart\.so\.\d+\.\d+$", want) or want == "libcudart.so.11.0":
+        return  # from CUDA 11 on, one soname per major: the CUDA-major checks judge those builds
+    entry = choice.get(want)
+    if isinstance(entry, dict) and entry.get("path"):
+        return
+    found = sorted(s for s, r in choice.items()
+                   if s.startswith("libcudart.so.") and isinstance(r, dict) and r.get("path"))
+    if not found:
+        return  # no CUDA runtime on the loader path at all: the CUDA checks say so
+    cache = facts.get("libraries.ld_cache")
+    firm = bool(v.get("cuda")) and cache is not None and cache.known
+    got = ", ".join("%s (%s)" % (s, choice[s].get("resolved") or choice[s].get("path")) for s in found)
+    yield Finding(
+        code="cuda.framework_cannot_load", severity="error" if firm else "warning",
+        components=["onnxruntime", "cuda"],
+        title="onnxruntime-gpu %s is built for CUDA %s and needs %s, but the loader only finds %s" % (
+            v.get("version"), cuda, want, got),
+        detail="ONNX Runtime's CUDA provider links %s. Without it, creating a session with CUDAExecutionProvider "
+               "fails ('%s: cannot open shared object file') and ONNX Runtime falls back to "
+               "CPUExecutionProvider. Before CUDA 11 every CUDA minor has its own runtime soname, so another "
+               "minor's runtime does not stand in for it." % (want, want),
+        evidence=_evidence(facts, "framework.onnxruntime", "libraries.loader_choice"),
+        source=_onnxruntime_build_source(v, rel, "CUDA", cuda),
+        fix=Fix(text="Install the CUDA %s runtime libraries (and the cuDNN it was built with) on the loader path, or "
+                     "the onnxruntime-gpu release built for the CUDA this machine has." % cuda,
+                install=install_line(facts, "cuda", cuda)))
 
 
 PIP_SPEC_RULE = {"rule": "an installed distribution must satisfy every Requires-Dist specifier of the packages that "
