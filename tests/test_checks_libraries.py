@@ -10,7 +10,7 @@ from __future__ import annotations
 import envdoctor.probes.linkage  # noqa: F401 - registers the linkage probe (until the lead lists it)
 from envdoctor.checks import CheckContext
 from envdoctor.checks.libraries import cudnn_version, framework_linkage
-from envdoctor.checks.libraries.wheels import onnxruntime_packaging
+from envdoctor.checks.libraries.wheels import nvidia_wheel_links, onnxruntime_packaging
 from envdoctor.probes.loader import expand_origin
 
 from .conftest import make_host, probe_facts
@@ -419,3 +419,39 @@ def test_onnxruntime_built_for_another_cuda_minor_cannot_load_its_runtime():
 def test_onnxruntime_with_its_own_cuda_minor_and_cudnn_is_quiet():
     found = run(_ort_cuda10("libcudart.so.10.2", "libcudnn.so.8"), onnxruntime_packaging)
     assert "cuda.framework_cannot_load" not in found and "onnxruntime.cudnn_major_mismatch" not in found
+
+
+# -- a Julia artifact's CUDA libraries (CUDA.jl's CUDA_Runtime_jll: <depot>/artifacts/<hash>/lib, RUNPATH $ORIGIN) ---
+# libcublas.so.12's dynamic section as NVIDIA's cuBLAS 12.2.5.6 redistributable carries it: NEEDED
+# libcublasLt.so.12, RUNPATH $ORIGIN (readelf -d of nvidia_cublas_cu12-12.2.5.6's copy of the same release).
+ART = "/home/ana/depot/artifacts/0a1b2c3d4e5f60718293a4b5c6d7e8f901234567/lib"
+MODULE = "/opt/cuda/12.6.1/lib64"
+
+
+def _julia_host(ldp):
+    files = {ART + "/libcublas.so.12": "", ART + "/libcublasLt.so.12": "", ART + "/libcublasLt.so.12.2.5.6": "",
+             MODULE + "/libcublasLt.so.12": "", MODULE + "/libcublasLt.so.12.6.1.4": ""}
+    ldconfig = {"argv": ["/sbin/ldconfig", "-p"], "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}
+    environ = {"PATH": "/usr/bin:/bin", "HOME": "/home/ana", "JULIA_DEPOT_PATH": "/home/ana/depot"}
+    if ldp:
+        environ["LD_LIBRARY_PATH"] = ldp
+    host = make_host(files=dict(files, **{"/sbin/ldconfig": ""}), commands=[ldconfig], environ=environ,
+                     links={ART + "/libcublasLt.so.12": "libcublasLt.so.12.2.5.6",
+                            MODULE + "/libcublasLt.so.12": "libcublasLt.so.12.6.1.4"})
+    host.doc["elf"] = {ART + "/libcublas.so.12": {"soname": "libcublas.so.12", "needed": ["libcublasLt.so.12"],
+                                                  "rpath": [], "runpath": ["$ORIGIN"]}}
+    return type(host)(host.doc)
+
+
+def test_julia_artifact_library_shadowed_by_ld_library_path():
+    f = run(_julia_host(MODULE), nvidia_wheel_links)["cuda.shadowed"]
+    assert f.severity == "warning"
+    assert f.title == ("libcublas.so.12 (Julia artifact) loads libcublasLt.so.12 from %s/libcublasLt.so.12 "
+                       "(12.6.1.4, via LD_LIBRARY_PATH), not its artifact's %s/libcublasLt.so.12 (12.2.5.6)" % (
+                           MODULE, ART))
+    assert "Take %s off LD_LIBRARY_PATH" % MODULE in f.fix.text
+
+
+def test_julia_artifact_using_its_own_copy_is_quiet():
+    assert run(_julia_host(None), nvidia_wheel_links) == {}

@@ -96,20 +96,23 @@ def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
             got is not None and want is not None and got.release[:2] < want.release[:2])
         lib, dep = posixpath.basename(str(lk.get("library"))), str(lk.get("soname"))
         comp = component_of(dep)
+        bundle = str(lk.get("bundle") or "pip wheel")
+        what = "wheel" if bundle == "pip wheel" else bundle.split()[-1]
         yield Finding(
             code="%s.shadowed" % comp, severity="error" if older else "warning", components=[comp],
-            title="%s (pip wheel) loads %s from %s (%s, via %s), not its wheel's %s (%s)" % (
-                lib, dep, lk.get("path"), lk.get("version") or "version unknown", lk.get("via"), lk.get("expected"),
-                lk.get("expected_version") or "version unknown"),
-            detail="The wheel's RUNPATH names its own copy, but the loader searches %s first.%s" % (
-                lk.get("via"), (" That copy lacks %s, which %s calls: loading fails with 'undefined symbol: %s'." % (
-                    ", ".join(symbols[:3]), lib, symbols[0]) if symbols else
+            title="%s (%s) loads %s from %s (%s, via %s), not its %s's %s (%s)" % (
+                lib, bundle, dep, lk.get("path"), lk.get("version") or "version unknown", lk.get("via"), what,
+                lk.get("expected"), lk.get("expected_version") or "version unknown"),
+            detail="The %s's RUNPATH names its own copy, but the loader searches %s first.%s" % (
+                what, lk.get("via"), (
+                    " That copy lacks %s, which %s calls: loading fails with 'undefined symbol: %s'." % (
+                        ", ".join(symbols[:3]), lib, symbols[0]) if symbols else
                     " A CUDA library needs its dependencies of its own CUDA minor or newer: this older one lacks the "
                     "symbols it calls, so it fails to load ('undefined symbol').") if older else ""),
             evidence=_evidence(facts, "linkage.nvidia_wheels", "cuda.ld_library_path"),
             source=dict(LDSO_RULE),
-            fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's own copy is used." %
-                         posixpath.dirname(str(lk.get("path"))),
+            fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the %s's own copy is used." % (
+                         posixpath.dirname(str(lk.get("path"))), what),
                     commands=[_drop_ldp_entry(posixpath.dirname(str(lk.get("path"))))]
                     if lk.get("via") == "LD_LIBRARY_PATH" else ["sudo ldconfig"]))
 
