@@ -192,17 +192,14 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
 
 
 def _cudart_soname(cuda: object) -> str:
-    """The soname of the CUDA runtime a build for CUDA ``cuda`` links: ``libcudart.so.X.Y`` up to CUDA 10.2,
-    ``libcudart.so.11.0`` for every CUDA 11, ``libcudart.so.N`` from CUDA 12 on; "" when ``cuda`` is no version."""
+    """The soname of the CUDA runtime a build for CUDA ``cuda`` links (the one table of them:
+    :data:`envdoctor.probes.dlopen.SONAMES`); "" when ``cuda`` is no version the table knows."""
+    from ...probes import dlopen
+
     m = re.match(r"^(\d+)(?:\.(\d+))?", str(cuda or ""))
     if not m:
         return ""
-    major = int(m.group(1))
-    if major >= 12:
-        return "libcudart.so.%d" % major
-    if major == 11:
-        return "libcudart.so.11.0"
-    return "libcudart.so.%d.%s" % (major, m.group(2)) if m.group(2) else ""
+    return dlopen.soname("cudart", (int(m.group(1)), int(m.group(2)) if m.group(2) else None)) or ""
 
 
 def _onnxruntime_build_source(v: Dict[str, Any], rel: Optional[Dict[str, Any]], what: str,
