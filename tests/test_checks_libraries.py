@@ -10,7 +10,7 @@ from __future__ import annotations
 import envdoctor.probes.linkage  # noqa: F401 - registers the linkage probe (until the lead lists it)
 from envdoctor.checks import CheckContext
 from envdoctor.checks.libraries import cudnn_version, framework_linkage
-from envdoctor.checks.libraries.wheels import onnxruntime_packaging
+from envdoctor.checks.libraries.wheels import nvidia_wheel_links, onnxruntime_packaging
 from envdoctor.probes.loader import expand_origin
 
 from .conftest import make_host, probe_facts
@@ -386,3 +386,72 @@ def test_a_torch_of_another_cuda_major_does_not_provide_them():
     cu118 = TORCH_240_CU121_VERSION_PY.replace("+cu121", "+cu118").replace("'12.1'", "'11.8'")
     found = _dlopen_findings(_ort_with_torch(cu118))
     assert found and {f.severity for f in found} == {"error"}
+
+
+# -- onnxruntime-gpu whose provider library was not read: its own build information names its CUDA -----------
+# onnxruntime/capi/version_info.py as ONNX Runtime's setup.py writes it (use_cuda, cuda_version, cudnn_version);
+# CUDA 10.x runtimes carry a soname per minor (libcudart.so.10.1, libcudart.so.10.2), as NVIDIA's toolkits ship them.
+def _ort_cuda10(cudart, cudnn):
+    info = 'use_cuda = True\ncuda_version = "10.2"\ncudnn_version = "8.0"\n'
+    files = {"onnxruntime_gpu-1.6.0.dist-info/METADATA": "Name: onnxruntime-gpu\nVersion: 1.6.0\n",
+             "onnxruntime/__init__.py": '__version__ = "1.6.0"\n', "onnxruntime/capi/version_info.py": info}
+    lib = "/usr/lib/x86_64-linux-gnu/"
+    cache = "".join("\t%s (libc6,x86-64) => %s%s\n" % (s, lib, s) for s in (cudart, cudnn))
+    ldconfig = {"argv": ["/sbin/ldconfig", "-p"], "stdout": "3 libs found in cache `/etc/ld.so.cache'\n"
+                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n" + cache}
+    base = site_host({})
+    return make_host(files=dict({SITE + "/" + p: t for p, t in files.items()}, **{
+        "/sbin/ldconfig": "", lib + cudart: "", lib + cudnn: ""}),
+        commands=[ldconfig], python=base.doc["python"], uname=base.doc["uname"])
+
+
+def test_onnxruntime_built_for_another_cuda_minor_cannot_load_its_runtime():
+    found = run(_ort_cuda10("libcudart.so.10.1", "libcudnn.so.7"), onnxruntime_packaging)
+    f = found["cuda.framework_cannot_load"]
+    assert f.severity == "error"
+    assert f.title == ("onnxruntime-gpu 1.6.0 is built for CUDA 10.2 and needs libcudart.so.10.2, but the loader "
+                       "only finds libcudart.so.10.1 (/usr/lib/x86_64-linux-gnu/libcudart.so.10.1)")
+    assert "CPUExecutionProvider" in f.detail and "version_info.py" in f.source["rule"]
+    g = found["onnxruntime.cudnn_major_mismatch"]
+    assert g.severity == "error" and "needs cuDNN 8" in g.title and "libcudnn.so.7" in g.title
+
+
+def test_onnxruntime_with_its_own_cuda_minor_and_cudnn_is_quiet():
+    found = run(_ort_cuda10("libcudart.so.10.2", "libcudnn.so.8"), onnxruntime_packaging)
+    assert "cuda.framework_cannot_load" not in found and "onnxruntime.cudnn_major_mismatch" not in found
+
+
+# -- a Julia artifact's CUDA libraries (CUDA.jl's CUDA_Runtime_jll: <depot>/artifacts/<hash>/lib, RUNPATH $ORIGIN) ---
+# libcublas.so.12's dynamic section as NVIDIA's cuBLAS 12.2.5.6 redistributable carries it: NEEDED
+# libcublasLt.so.12, RUNPATH $ORIGIN (readelf -d of nvidia_cublas_cu12-12.2.5.6's copy of the same release).
+ART = "/home/ana/depot/artifacts/0a1b2c3d4e5f60718293a4b5c6d7e8f901234567/lib"
+MODULE = "/opt/cuda/12.6.1/lib64"
+
+
+def _julia_host(ldp):
+    files = {ART + "/libcublas.so.12": "", ART + "/libcublasLt.so.12": "", ART + "/libcublasLt.so.12.2.5.6": "",
+             MODULE + "/libcublasLt.so.12": "", MODULE + "/libcublasLt.so.12.6.1.4": ""}
+    ldconfig = {"argv": ["/sbin/ldconfig", "-p"], "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}
+    environ = {"PATH": "/usr/bin:/bin", "HOME": "/home/ana", "JULIA_DEPOT_PATH": "/home/ana/depot"}
+    if ldp:
+        environ["LD_LIBRARY_PATH"] = ldp
+    host = make_host(files=dict(files, **{"/sbin/ldconfig": ""}), commands=[ldconfig], environ=environ,
+                     links={ART + "/libcublasLt.so.12": "libcublasLt.so.12.2.5.6",
+                            MODULE + "/libcublasLt.so.12": "libcublasLt.so.12.6.1.4"})
+    host.doc["elf"] = {ART + "/libcublas.so.12": {"soname": "libcublas.so.12", "needed": ["libcublasLt.so.12"],
+                                                  "rpath": [], "runpath": ["$ORIGIN"]}}
+    return type(host)(host.doc)
+
+
+def test_julia_artifact_library_shadowed_by_ld_library_path():
+    f = run(_julia_host(MODULE), nvidia_wheel_links)["cuda.shadowed"]
+    assert f.severity == "warning"
+    assert f.title == ("libcublas.so.12 (Julia artifact) loads libcublasLt.so.12 from %s/libcublasLt.so.12 "
+                       "(12.6.1.4, via LD_LIBRARY_PATH), not its artifact's %s/libcublasLt.so.12 (12.2.5.6)" % (
+                           MODULE, ART))
+    assert "Take %s off LD_LIBRARY_PATH" % MODULE in f.fix.text
+
+
+def test_julia_artifact_using_its_own_copy_is_quiet():
+    assert run(_julia_host(None), nvidia_wheel_links) == {}

@@ -47,7 +47,8 @@ from .loader import missing_symbols, own_search_paths, wheel_version
 #: later ship cuSOLVER 11 (``libcusolver.so.11``), so a build made with 11.0 (TensorFlow 2.4) opens
 #: ``libcusolver.so.10``, which no later 11.x toolkit has.
 SONAMES: Dict[str, Dict[str, str]] = {
-    "cudart": {"10.0": "10.0", "10.1": "10.1", "10.2": "10.2", "11": "11.0", "12": "12", "13": "13"},
+    "cudart": {"6.5": "6.5", "7.0": "7.0", "7.5": "7.5", "8.0": "8.0", "9.0": "9.0", "9.1": "9.1", "9.2": "9.2",
+               "10.0": "10.0", "10.1": "10.1", "10.2": "10.2", "11": "11.0", "12": "12", "13": "13"},
     "cublas": {"10.0": "10.0", "10": "10", "11": "11", "12": "12", "13": "13"},
     "cublasLt": {"10.1": "10", "10.2": "10", "11": "11", "12": "12", "13": "13"},
     "cufft": {"10.0": "10.0", "10": "10", "11": "10", "12": "11", "13": "12"},
@@ -339,8 +340,31 @@ def _version_of_file(host: Host, path: Optional[str]) -> Optional[str]:
     return m.group(1) if m else None
 
 
+#: How many artifacts of one Julia depot are looked at (a depot holds one per package build: tens to hundreds).
+JULIA_ARTIFACTS_MAX = 500
+
+
+def julia_artifact_dirs(host: Host) -> List[str]:
+    """The lib/ directories of the Julia artifacts (``<depot>/artifacts/<hash>/lib``, where CUDA.jl's
+    CUDA_Runtime_jll puts NVIDIA's redistributable libraries) that hold CUDA libraries, in the depots
+    JULIA_DEPOT_PATH names (an empty entry stands for the default, ``~/.julia``), or ``~/.julia``."""
+    home = host.getenv("HOME") or ""
+    default = posixpath.join(home, ".julia") if home.startswith("/") else ""
+    raw = host.getenv("JULIA_DEPOT_PATH")
+    depots = [d or default for d in raw.split(":")] if raw else [default]
+    out: List[str] = []
+    for depot in dict.fromkeys(d for d in depots if d.startswith("/")):
+        base = posixpath.join(depot, "artifacts")
+        for name in sorted(host.list_dir(base).names())[:JULIA_ARTIFACTS_MAX]:
+            lib = posixpath.join(base, name, "lib")
+            if any(_WHEEL_DEP.match(n) for n in host.list_dir(lib).names()):
+                out.append(lib)
+    return out
+
+
 def wheel_links(host: Host, site: str, ldp: Sequence[str],
-                cache: Optional[List[Tuple[str, str, str]]]) -> List[Dict[str, Any]]:
+                cache: Optional[List[Tuple[str, str, str]]],
+                lib_dirs: Optional[Sequence[str]] = None, bundle: str = "pip wheel") -> List[Dict[str, Any]]:
     """How the nvidia-*-cuNN wheels' libraries find each other: each CUDA soname a wheel library needs, resolved
     in the loader's order with that library's own RUNPATH ($ORIGIN/../../<other wheel>/lib); ``expected`` is the
     copy its RUNPATH names, ``path`` the one the loader takes (LD_LIBRARY_PATH comes first).
@@ -348,13 +372,17 @@ def wheel_links(host: Host, site: str, ldp: Sequence[str],
     A library whose dynamic section cannot be read (a snapshot without it) is modelled from its wheel's own
     metadata: it needs the libraries of the NVIDIA wheels its wheel requires (nvidia-cusparse-cu12 requires
     nvidia-nvjitlink-cu12), through the RUNPATH every such wheel carries (``modelled``: True). Without the loader
-    cache (``cache`` None) only what the loader finds before it (LD_LIBRARY_PATH, RUNPATH) is judged."""
+    cache (``cache`` None) only what the loader finds before it (LD_LIBRARY_PATH, RUNPATH) is judged.
+
+    ``lib_dirs``: other bundles' library directories to judge the same way (a Julia artifact's lib/, whose
+    libraries carry RUNPATH $ORIGIN), named ``bundle`` in each entry; only libraries whose dynamic section
+    could be read are judged there."""
     from .loader import loader_config, search
 
     config = loader_config(host, ldp, cache, "" if cache is not None else "the loader cache could not be read")
-    dists = [d for d in host.distributions() if d.location == site]
+    dists = [d for d in host.distributions() if d.location == site] if lib_dirs is None else []
     out: List[Dict[str, Any]] = []
-    for lib_dir in _wheel_dirs(host, site):
+    for lib_dir in (_wheel_dirs(host, site) if lib_dirs is None else lib_dirs):
         for name in sorted(host.list_dir(lib_dir).names()):
             if not re.match(r"^lib[A-Za-z]+\.so\.\d+$", name):
                 continue
@@ -365,7 +393,7 @@ def wheel_links(host: Host, site: str, ldp: Sequence[str],
                 runpath = [posixpath.normpath(p.replace("${ORIGIN}", lib_dir).replace("$ORIGIN", lib_dir))
                            for e in (elf.runpath or elf.rpath) for p in e.split(":") if p]
                 modelled = False
-            elif elf.error in ("not_recorded", "EACCES", "ETIMEDOUT"):
+            elif lib_dirs is None and elf.error in ("not_recorded", "EACCES", "ETIMEDOUT"):
                 needed, runpath = _modelled_needs(host, site, path, dists)
                 modelled = True
             else:
@@ -383,6 +411,8 @@ def wheel_links(host: Host, site: str, ldp: Sequence[str],
                          "via": res["via"], "version": _version_of_file(host, res["path"]),
                          "expected": expected, "expected_version": exp_version,
                          "shadowed": host.resolve(res["path"]) != host.resolve(expected)}
+                if bundle != "pip wheel":
+                    entry["bundle"] = bundle
                 if modelled:
                     entry["modelled"] = True
                 elif entry["shadowed"]:
@@ -484,6 +514,13 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
         if cache is None:
             cache = read_ld_cache(host)[0]
         links = [lk for lk in wheel_links(host, site, ldp, cache) if lk["shadowed"]]
+        if links:
+            facts.append(ok("linkage.nvidia_wheels", links, "derived", "NVIDIA wheel libraries' own links"))
+    artifacts = julia_artifact_dirs(host)
+    if artifacts:
+        if cache is None:
+            cache = read_ld_cache(host)[0]
+        links = [lk for lk in wheel_links(host, "", ldp, cache, artifacts, "Julia artifact") if lk["shadowed"]]
         if links:
             facts.append(ok("linkage.nvidia_wheels", links, "derived", "NVIDIA wheel libraries' own links"))
     for name in LOADS:

@@ -148,6 +148,10 @@ def _rank(copy: Dict[str, Any], ldp: Dict[str, int], cache_paths: Dict[str, int]
     return (4 if copy.get("kind") == "header" else 5, 0)
 
 
+#: A CUDA runtime's soname: libcudart.so.<major>[.<minor>] (per minor up to CUDA 10.2, then 11.0, 12, 13).
+CUDART_SONAME = re.compile(r"^libcudart\.so\.\d+(?:\.\d+)?$")
+
+
 def _add_dir(host: Host, stem: str, d: str, how: str, version: Optional[str], copies: List[Dict[str, Any]],
              seen: Tuple[set, set]) -> None:
     """Add the copies of ``stem`` in ``d`` (once per directory and per real file)."""
@@ -245,6 +249,14 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
         for soname in sorted({c["soname"] for c in copies if c.get("soname")}):
             choices[soname] = resolve_soname(host, soname, ld_library_path=ldp, cache=cache or [])
 
+    # The CUDA runtimes the loader can reach (libcudart.so.10.1, .so.11.0, .so.12 ...): in the cache, on
+    # LD_LIBRARY_PATH and in the default directories, so the checks can say which one a build's soname resolves to.
+    cudart = {soname for soname, _, _ in cache or [] if CUDART_SONAME.match(soname)}
+    for d, how in lib_dirs:
+        if how in ("LD_LIBRARY_PATH", "default dir"):
+            cudart.update(n for n in host.list_dir(d).names() if CUDART_SONAME.match(n))
+    for soname in sorted(cudart - set(choices)):
+        choices[soname] = resolve_soname(host, soname, ld_library_path=ldp, cache=cache or [])
     homes = nccl_build_homes(host)
     for home in homes:
         for c in home["copies"]:

@@ -6,9 +6,11 @@ Runtime's packaging (CPU and GPU wheels together).
 from __future__ import annotations
 
 import posixpath
-from typing import Dict, Iterable, List
+import re
+from typing import Any, Dict, Iterable, List, Optional
 
 from ... import frameworks, matrix, versions
+from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import frameworks as fwm
 from .. import CheckContext, CodeDoc, Message, check
@@ -94,20 +96,23 @@ def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
             got is not None and want is not None and got.release[:2] < want.release[:2])
         lib, dep = posixpath.basename(str(lk.get("library"))), str(lk.get("soname"))
         comp = component_of(dep)
+        bundle = str(lk.get("bundle") or "pip wheel")
+        what = "wheel" if bundle == "pip wheel" else bundle.split()[-1]
         yield Finding(
             code="%s.shadowed" % comp, severity="error" if older else "warning", components=[comp],
-            title="%s (pip wheel) loads %s from %s (%s, via %s), not its wheel's %s (%s)" % (
-                lib, dep, lk.get("path"), lk.get("version") or "version unknown", lk.get("via"), lk.get("expected"),
-                lk.get("expected_version") or "version unknown"),
-            detail="The wheel's RUNPATH names its own copy, but the loader searches %s first.%s" % (
-                lk.get("via"), (" That copy lacks %s, which %s calls: loading fails with 'undefined symbol: %s'." % (
-                    ", ".join(symbols[:3]), lib, symbols[0]) if symbols else
+            title="%s (%s) loads %s from %s (%s, via %s), not its %s's %s (%s)" % (
+                lib, bundle, dep, lk.get("path"), lk.get("version") or "version unknown", lk.get("via"), what,
+                lk.get("expected"), lk.get("expected_version") or "version unknown"),
+            detail="The %s's RUNPATH names its own copy, but the loader searches %s first.%s" % (
+                what, lk.get("via"), (
+                    " That copy lacks %s, which %s calls: loading fails with 'undefined symbol: %s'." % (
+                        ", ".join(symbols[:3]), lib, symbols[0]) if symbols else
                     " A CUDA library needs its dependencies of its own CUDA minor or newer: this older one lacks the "
                     "symbols it calls, so it fails to load ('undefined symbol').") if older else ""),
             evidence=_evidence(facts, "linkage.nvidia_wheels", "cuda.ld_library_path"),
             source=dict(LDSO_RULE),
-            fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the wheel's own copy is used." %
-                         posixpath.dirname(str(lk.get("path"))),
+            fix=Fix(text="Take %s off LD_LIBRARY_PATH (keep the other entries) so the %s's own copy is used." % (
+                         posixpath.dirname(str(lk.get("path"))), what),
                     commands=[_drop_ldp_entry(posixpath.dirname(str(lk.get("path"))))]
                     if lk.get("via") == "LD_LIBRARY_PATH" else ["sudo ldconfig"]))
 
@@ -122,7 +127,7 @@ def nvidia_wheel_links(ctx: CheckContext) -> Iterable[Finding]:
             "the loader can find.", "framework.onnxruntime, libraries.loader_choice",
             "The CUDA execution provider fails to load and ONNX Runtime falls back to the CPU.",
             "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements"),
-))
+) + tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code == "cuda.framework_cannot_load"))
 def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
     v = facts.value("framework.onnxruntime")
@@ -152,16 +157,19 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
         return  # the linkage checks judge the provider library itself when it could be read
     rel = fwm.onnxruntime_release(v.get("version"))
     choice = facts.value("libraries.loader_choice")
-    if rel is None or not isinstance(choice, dict):
+    if not isinstance(choice, dict) or (rel is None and not v.get("cudnn") and not v.get("cuda")):
         return
-    major = str(v.get("cudnn") or rel["cudnn_major"]).split(".")[0]
+    yield from _onnxruntime_cudart(facts, v, rel, choice)
+    if not (v.get("cudnn") or rel):
+        return
+    major = str(v.get("cudnn") or (rel or {}).get("cudnn_major")).split(".")[0]
     want = "libcudnn.so." + major
     if (choice.get(want) or {}).get("path"):
         return
     found = sorted(s for s, r in choice.items() if s.startswith("libcudnn.so.") and (r or {}).get("path"))
     if not found:
         return  # no cuDNN at all: the cuDNN checks say so
-    verified = not matrix.unverified({"source": rel["source"]})
+    verified = bool(v.get("cudnn")) or (rel is not None and not matrix.unverified({"source": rel["source"]}))
     cache = facts.get("libraries.ld_cache")
     cache_read = cache is not None and cache.known  # without it, "not found" may only mean "not seen"
     got = ", ".join("%s (cuDNN %s, %s%s)" % (
@@ -174,13 +182,74 @@ def onnxruntime_packaging(ctx: CheckContext) -> Iterable[Finding]:
         detail="ONNX Runtime's CUDA provider (libonnxruntime_providers_cuda.so) links %s; without it "
                "InferenceSession falls back to CPUExecutionProvider with a 'Failed to load library' error." % want,
         evidence=_evidence(facts, "framework.onnxruntime", "libraries.loader_choice"),
-        source={"rule": "onnxruntime-gpu %s is built for cuDNN %s" % (rel["version"], rel["cudnn_major"]),
-                "url": rel["source"].get("url"), "checked": rel["source"].get("checked")},
+        source=_onnxruntime_build_source(v, rel, "cuDNN", major),
         fix=Fix(text="Install cuDNN %s (the pip wheel is enough), or the onnxruntime-gpu build for the cuDNN you "
                      "have." % major,
-                commands=["pip install '%s>=%s,<%d'" % (versions.cu_wheel("nvidia-cudnn", rel["cuda_major"]), major,
-                                                       int(major) + 1)],
+                commands=["pip install '%s>=%s,<%d'" % (
+                    versions.cu_wheel("nvidia-cudnn", str(v.get("cuda") or (rel or {}).get("cuda_major") or "")
+                                      .split(".")[0]), major, int(major) + 1)] if major.isdigit() else [],
                 install=install_line(facts, "cudnn", major)))
+
+
+def _cudart_soname(cuda: object) -> str:
+    """The soname of the CUDA runtime a build for CUDA ``cuda`` links (the one table of them:
+    :data:`envdoctor.probes.dlopen.SONAMES`); "" when ``cuda`` is no version the table knows."""
+    from ...probes import dlopen
+
+    m = re.match(r"^(\d+)(?:\.(\d+))?", str(cuda or ""))
+    if not m:
+        return ""
+    return dlopen.soname("cudart", (int(m.group(1)), int(m.group(2)) if m.group(2) else None)) or ""
+
+
+def _onnxruntime_build_source(v: Dict[str, Any], rel: Optional[Dict[str, Any]], what: str,
+                              want: str) -> Dict[str, Any]:
+    """Where an onnxruntime-gpu build's CUDA/cuDNN need comes from: the package's own build information
+    (onnxruntime/capi/version_info.py) when it has one, else the requirements table."""
+    if v.get("cuda" if what == "CUDA" else "cudnn"):
+        return {"rule": "onnxruntime-gpu %s's own build information (onnxruntime/capi/version_info.py) says it is "
+                        "built for %s %s" % (v.get("version"), what, want),
+                "url": "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements",
+                "checked": CHECKED}
+    src = (rel or {}).get("source") or {}
+    return {"rule": "onnxruntime-gpu %s is built for %s %s" % ((rel or {}).get("version"), what, want),
+            "url": src.get("url"), "checked": src.get("checked")}
+
+
+def _onnxruntime_cudart(facts: Facts, v: Dict[str, Any], rel: Optional[Dict[str, Any]],
+                        choice: Dict[str, Any]) -> Iterable[Finding]:
+    """onnxruntime-gpu's CUDA provider links the CUDA runtime of the CUDA it was built for (libcudart.so.10.2 for a
+    CUDA 10.2 build: before CUDA 11 each minor has its own soname); when the loader finds only another CUDA's
+    runtime, the provider cannot load and ONNX Runtime falls back to the CPU (or import fails). Judged for the
+    builds before CUDA 11, whose runtimes came only from a toolkit on the loader path (no CUDA pip wheels)."""
+    cuda = str(v.get("cuda") or (rel or {}).get("cuda") or "")
+    want = _cudart_soname(cuda)
+    if not re.match(r"^libcudart\.so\.\d+\.\d+$", want) or want == "libcudart.so.11.0":
+        return  # from CUDA 11 on, one soname per major: the CUDA-major checks judge those builds
+    entry = choice.get(want)
+    if isinstance(entry, dict) and entry.get("path"):
+        return
+    found = sorted(s for s, r in choice.items()
+                   if s.startswith("libcudart.so.") and isinstance(r, dict) and r.get("path"))
+    if not found:
+        return  # no CUDA runtime on the loader path at all: the CUDA checks say so
+    cache = facts.get("libraries.ld_cache")
+    firm = bool(v.get("cuda")) and cache is not None and cache.known
+    got = ", ".join("%s (%s)" % (s, choice[s].get("resolved") or choice[s].get("path")) for s in found)
+    yield Finding(
+        code="cuda.framework_cannot_load", severity="error" if firm else "warning",
+        components=["onnxruntime", "cuda"],
+        title="onnxruntime-gpu %s is built for CUDA %s and needs %s, but the loader only finds %s" % (
+            v.get("version"), cuda, want, got),
+        detail="ONNX Runtime's CUDA provider links %s. Without it, creating a session with CUDAExecutionProvider "
+               "fails ('%s: cannot open shared object file') and ONNX Runtime falls back to "
+               "CPUExecutionProvider. Before CUDA 11 every CUDA minor has its own runtime soname, so another "
+               "minor's runtime does not stand in for it." % (want, want),
+        evidence=_evidence(facts, "framework.onnxruntime", "libraries.loader_choice"),
+        source=_onnxruntime_build_source(v, rel, "CUDA", cuda),
+        fix=Fix(text="Install the CUDA %s runtime libraries (and the cuDNN it was built with) on the loader path, or "
+                     "the onnxruntime-gpu release built for the CUDA this machine has." % cuda,
+                install=install_line(facts, "cuda", cuda)))
 
 
 PIP_SPEC_RULE = {"rule": "an installed distribution must satisfy every Requires-Dist specifier of the packages that "
