@@ -519,6 +519,15 @@ def _scalar(value: str) -> str:
     return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
+def _json_spec(text: str) -> Optional[Dict[str, Any]]:
+    """A CDI spec written as JSON, as an object; None when it is not one."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def parse_cdi(text: str) -> Dict[str, Any]:
     """The parts of a CDI spec envdoctor judges: ``kind``, ``cdiVersion``, each device's name and every device
     node (``path``, ``hostPath``, ``major``, ``minor``), from the spec-wide ``containerEdits`` and each device's.
@@ -526,11 +535,8 @@ def parse_cdi(text: str) -> Dict[str, Any]:
     JSON specs are parsed as JSON; YAML ones line by line, as ``nvidia-ctk cdi generate`` writes them (keys sorted:
     a device's ``name:`` comes after its ``containerEdits:``) and as people write them (``- name:`` first)."""
     if text.lstrip().startswith("{"):
-        try:
-            doc = json.loads(text)
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict):
+        doc = _json_spec(text)
+        if doc is not None:
             def nodes_of(edits: Any) -> List[Dict[str, str]]:
                 out = []
                 for n in (edits or {}).get("deviceNodes") or [] if isinstance(edits, dict) else []:
@@ -633,11 +639,8 @@ def cdi_mount_paths(text: str) -> List[str]:
             out.append(value)
 
     if text.lstrip().startswith("{"):
-        try:
-            doc = json.loads(text)
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict):
+        doc = _json_spec(text)
+        if doc is not None:
             edits = [doc.get("containerEdits")] + [d.get("containerEdits") for d in doc.get("devices") or []
                                                    if isinstance(d, dict)]
             for e in edits:

@@ -654,6 +654,13 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
     return out
 
 
+def _needs_cuda(elf: Any) -> bool:
+    """An ELF object (read) that names a CUDA, cuDNN, NCCL or TensorRT library among its NEEDED."""
+    from . import loader
+
+    return bool(elf.ok) and any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed)
+
+
 def conda_package_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     """``linkage.packages`` entries for conda packages that are not NVIDIA's own (OpenMM's CUDA plug-in, a
     conda-built program's libraries): the libraries each package's conda-meta record lists that need a CUDA,
@@ -671,7 +678,7 @@ def conda_package_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
                 break
             opened += 1
             elf = host.elf(path)
-            if elf.ok and any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed):
+            if _needs_cuda(elf):
                 roots.append(elf.path)
         if not roots:
             continue
@@ -721,7 +728,7 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
             elf = host.elf(path)
             if elf.ok and main is None and not elf.soname:
                 main = elf.path
-            if elf.ok and any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed):
+            if _needs_cuda(elf):
                 roots.append(elf.path)
         libs: List[str] = []
         lib_files = [f for f in files if posixpath.basename(posixpath.dirname(f)) in ("lib", "lib64")]
@@ -731,7 +738,7 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
                 break
             opened += 1
             elf = host.elf(path)
-            if elf.ok and any(loader.CUDA_FAMILY.match(loader.unvendored(n)) for n in elf.needed):
+            if _needs_cuda(elf):
                 libs.append(elf.path)
         links: List[Dict[str, Any]] = []
         unread: List[Any] = []
