@@ -23,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
+from ...osinfo import WSL_LIB_DIR
 from .. import CodeDoc, Message, group
 from ..gpus import GPU_LOST
 from ..suggest import INSTALL_LINE_READS
@@ -104,7 +105,8 @@ RULES: Dict[str, Dict[str, str]] = {
 RELOAD = "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
 
 
-WSL_LIB = "/usr/lib/wsl/lib"
+#: Where WSL2 maps the Windows driver's libraries (its one home: :data:`envdoctor.osinfo.WSL_LIB_DIR`).
+WSL_LIB = WSL_LIB_DIR
 
 
 def _source(rule: str, **extra: Any) -> Dict[str, Any]:
