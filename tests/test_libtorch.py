@@ -15,7 +15,8 @@ from envdoctor.checks import CheckContext
 from envdoctor.checks.libtorch import libtorch as libtorch_check
 from envdoctor.facts import Fact, Facts, ok
 from envdoctor.host.snapshot import SnapshotHost, load_snapshot
-from envdoctor.probes.libtorch import cuda_of, find_installs, find_programs
+from envdoctor.probes.libtorch import find_installs, find_programs
+from envdoctor.versions import cuda_of_tag as cuda_of
 from tests.test_checks_compat import gpu
 
 CORPUS = os.path.join(os.path.dirname(__file__), "corpus")

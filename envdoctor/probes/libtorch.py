@@ -22,10 +22,9 @@ Facts: ``libtorch.installs`` = ``[{root, lib, version, cuda, cuda_build, how, nv
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .. import lazyre
+from .. import lazyre, versions
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
@@ -47,12 +46,6 @@ _VERSION = lazyre.compile(r"^(\d+\.\d+(?:\.\d+)?)(?:[.a-z0-9]*)?(?:\+(cu\d{2,3}|
 #: NVRTC's builtins library under the hashed name the archive's dependency copying gives it
 #: (``libnvrtc-builtins-07fb3db5.so.11.1``).
 _HASHED_BUILTINS = lazyre.compile(r"^libnvrtc-builtins-[0-9a-f]{8}\.so\.(\d+\.\d+)$")
-
-
-def cuda_of(tag: Optional[str]) -> Optional[str]:
-    """``cu118`` -> ``11.8``, ``cu92`` -> ``9.2``; None for any other tag."""
-    m = re.match(r"^cu(\d+)(\d)$", tag or "")
-    return "%s.%s" % (m.group(1), m.group(2)) if m else None
 
 
 def _candidates(host: Host) -> List[Tuple[str, str]]:
@@ -106,7 +99,7 @@ def _install(host: Host, root: str, how: str) -> Optional[Dict[str, Any]]:
             r = resolve_soname(host, plain, runpath=[lib])
             builtins.append({"file": n, "soname": plain, "path": r.get("path"), "via": r.get("via"),
                              "certain": r.get("certain", True)})
-    return {"root": root, "lib": lib, "version": version, "cuda": cuda_of(tag),
+    return {"root": root, "lib": lib, "version": version, "cuda": versions.cuda_of_tag(tag),
             "cuda_build": any(n in names for n in CUDA_LIBRARIES), "how": how, "nvrtc_builtins": builtins,
             "files": [n for n in names if TORCH_SONAME.match(n)]}
 
