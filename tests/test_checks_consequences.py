@@ -424,6 +424,37 @@ def test_a_wheel_library_picks_an_older_nvjitlink_through_ld_library_path() -> N
     assert "cuda.shadowed" not in {f.code for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))}
 
 
+def test_wheel_and_julia_artifact_links_are_both_judged() -> None:
+    # the same machine with a Julia depot beside the wheels: CUDA.jl's artifact libcublas.so.12 (RUNPATH $ORIGIN,
+    # as in test_checks_libraries) whose libcublasLt.so.12 also comes first from the HPC SDK's lib64 on
+    # LD_LIBRARY_PATH. Both bundles' links are one fact; neither may hide the other.
+    from envdoctor.host.snapshot import SnapshotHost
+
+    from .conftest import probe_facts
+
+    doc = _corpus_host("jaxlib062-cusparse-picks-hpcsdk-nvjitlink").doc
+    sdk = doc["environ"]["LD_LIBRARY_PATH"].split(":")[0]
+    art = "/home/wassim/.julia/artifacts/0a1b2c3d4e5f60718293a4b5c6d7e8f901234567/lib"
+    doc["environ"]["JULIA_DEPOT_PATH"] = "/home/wassim/.julia"
+    for d, names in ((art, ["libcublas.so.12", "libcublasLt.so.12"]), (sdk, ["libcublasLt.so.12"])):
+        for n in names:
+            doc["files"][d + "/" + n] = {"text": ""}
+        parts = d.strip("/").split("/")
+        for i in range(len(parts)):
+            parent, child = "/" + "/".join(parts[:i]), parts[i]
+            entries = doc["dirs"].setdefault(parent, {"entries": []})["entries"]
+            if child not in entries:
+                entries.append(child)
+        entries = doc["dirs"].setdefault(d, {"entries": []})["entries"]
+        entries += [n for n in names if n not in entries]
+    doc["elf"][art + "/libcublas.so.12"] = {"soname": "libcublas.so.12", "needed": ["libcublasLt.so.12"],
+                                            "rpath": [], "runpath": ["$ORIGIN"]}
+    titles = [f.title for f in run_checks(CheckContext(probe_facts(SnapshotHost(doc)), []))
+              if f.code.endswith(".shadowed")]
+    assert any("libcusparse.so.12 (pip wheel) loads libnvJitLink.so.12" in t for t in titles), titles
+    assert any("libcublas.so.12 (Julia artifact) loads libcublasLt.so.12 from %s/" % sdk in t for t in titles), titles
+
+
 def test_titles_have_no_double_spaces_or_repeated_unknowns() -> None:
     # every finding on every captured and rebuilt machine: a missing version must not leave "  " or
     # "driver unknown ... driver unknown" in the one line a user reads first

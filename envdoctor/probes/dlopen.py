@@ -508,21 +508,20 @@ def probe_dlopen(ctx: ProbeContext) -> Iterable[Fact]:
     sites = sorted({str(v.get("path")) for v in (fw.value("framework." + n) for n in ("torch", "jax", "tensorflow",
                                                                                      "cupy", "onnxruntime"))
                     if isinstance(v, dict) and v.get("path")})
+    shadowed: List[Dict[str, Any]] = []  # every site's and the Julia artifacts' links: one fact
     for site in sites:
         if not host.is_dir(posixpath.join(site, "nvidia")):
             continue
         if cache is None:
             cache = read_ld_cache(host)[0]
-        links = [lk for lk in wheel_links(host, site, ldp, cache) if lk["shadowed"]]
-        if links:
-            facts.append(ok("linkage.nvidia_wheels", links, "derived", "NVIDIA wheel libraries' own links"))
+        shadowed += [lk for lk in wheel_links(host, site, ldp, cache) if lk["shadowed"]]
     artifacts = julia_artifact_dirs(host)
     if artifacts:
         if cache is None:
             cache = read_ld_cache(host)[0]
-        links = [lk for lk in wheel_links(host, "", ldp, cache, artifacts, "Julia artifact") if lk["shadowed"]]
-        if links:
-            facts.append(ok("linkage.nvidia_wheels", links, "derived", "NVIDIA wheel libraries' own links"))
+        shadowed += [lk for lk in wheel_links(host, "", ldp, cache, artifacts, "Julia artifact") if lk["shadowed"]]
+    if shadowed:
+        facts.append(ok("linkage.nvidia_wheels", shadowed, "derived", "NVIDIA wheel libraries' own links"))
     for name in LOADS:
         value = fw.value("framework." + name)
         if not isinstance(value, dict) or not _is_cuda_build(name, value):
