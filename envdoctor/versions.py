@@ -133,6 +133,17 @@ def cuda_of_wheel(name: Any, stem: str) -> Optional[str]:
     return rest if text.startswith(prefix) and re.match(r"^\d+$", rest) else None
 
 
+_CUDART_FILE = re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
+
+
+def cuda_of_cudart(name: Any) -> Optional[str]:
+    """The version a CUDA runtime's file name carries: ``"libcudart.so.7.5"`` -> ``"7.5"`` (the soname of CUDA
+    10.2 and earlier names its major.minor), ``"libcudart.so.12"`` -> ``"12"``, ``"libcudart.so.12.4.127"`` ->
+    ``"12.4.127"``; None for any other name."""
+    m = _CUDART_FILE.match(name) if isinstance(name, str) else None
+    return m.group(1) if m else None
+
+
 #: The names torch.utils.cpp_extension accepts in TORCH_CUDA_ARCH_LIST and what each stands for.
 TORCH_NAMED_ARCHES = {"kepler+tesla": "3.7", "kepler": "3.5+PTX", "maxwell+tegra": "5.3", "maxwell": "5.0;5.2+PTX",
                       "pascal": "6.0;6.1+PTX", "volta+tegra": "7.2", "volta": "7.0+PTX", "turing": "7.5+PTX",

@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..facts import Facts
 from ..findings import Finding, Fix
+from ..probes.topology import IOMMU_KERNEL_DEFAULT  # GPUs whose kernel reports no IOMMU mode and nothing sets it
 from . import CheckContext, CodeDoc, check
 
 CHECKED = "2026-11-29"
@@ -36,9 +37,6 @@ P2P_FORK = "https://github.com/tinygrad/open-gpu-kernel-modules"
 KERNEL_PARAMS = "https://docs.kernel.org/admin-guide/kernel-parameters.html"
 NCCL_RULES = "https://github.com/NVIDIA/nccl/blob/v2.30.3-1/src/graph/paths.cc#L338-L349"
 CUDA_IOMMU = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#iommu-on-linux"
-#: topology.iommu_mode of GPUs in IOMMU groups where the kernel reports no mode and nothing sets it (the probe's
-#: IOMMU_KERNEL_DEFAULT): the kernel's built-in default domain, translated unless built for passthrough
-IOMMU_KERNEL_DEFAULT = "kernel default"
 
 _TOPO_READS = ("topology.*", "topology.*.*", "gpu.*", "gpu.*.*", "driver.*", "driver.*.*", "env.*")
 

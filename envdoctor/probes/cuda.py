@@ -47,7 +47,6 @@ _PKG_NAME = lazyre.compile(
 _TOOLKIT_DIR = lazyre.compile(r"^cuda(-\d+(\.\d+)*)?$")
 _VERSION_TXT = lazyre.compile(r"CUDA Version\s+(\d+\.\d+(?:\.\d+)*)")
 _NVCC_RELEASE = lazyre.compile(r"release\s+(\d+\.\d+),\s*V(\d+\.\d+(?:\.\d+)*)")
-_CUDART = lazyre.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
 _COMPAT_LIBCUDA = lazyre.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)*)$")
 _CONDA_CUDA = lazyre.compile(r"^(cudatoolkit|cuda-version|cuda-runtime|cuda-cudart|cuda-nvcc|cuda-toolkit|"
                              r"cuda-libraries|cuda-compiler)-([^-]+)-([^-]+)\.json$")
@@ -136,10 +135,7 @@ def inspect_toolkit(host: Host, path: str) -> Dict[str, Any]:
         lib_dirs.append(posixpath.join(path, "targets", target, "lib"))
     cudart: List[str] = []
     for d in lib_dirs:
-        for name in host.list_dir(d).names():
-            m = _CUDART.match(name)
-            if m:
-                cudart.append(m.group(1))
+        cudart += [v for v in map(versions.cuda_of_cudart, host.list_dir(d).names()) if v]
     tk["cudart"] = _best(cudart)
     if tk["version"] is None and tk["cudart"] and len(tk["cudart"].split(".")) >= 3:
         tk["version"], tk["source"] = tk["cudart"], "dir:{} (libcudart.so.{})".format(path, tk["cudart"])
@@ -418,7 +414,7 @@ FILE_PATTERN_FILTERS.append((_PROFILE_SCRIPT, keep_path_lines))
 #: A user's own shell startup files, where NVIDIA's post-install steps have the user add /usr/local/cuda/bin to
 #: PATH (bash reads ~/.bashrc in interactive shells, ~/.bash_profile or ~/.profile in login shells; zsh its own).
 USER_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile")
-_USER_STARTUP = lazyre.compile(r"^/(?:home/[^/]+|root)/\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile)$")
+_USER_STARTUP = lazyre.compile(r"^/(?:home/[^/]+|root)/(?:%s)$" % "|".join(map(re.escape, USER_STARTUP_FILES)))
 #: A user name as sudo records it in SUDO_USER (used only to name that user's home directory).
 _USER_NAME = lazyre.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
 

@@ -339,7 +339,6 @@ def _tf_windows_version(v: Any) -> Any:
 #: 0.x wheels' tensorflow/tools/pip_package/setup.py package_data), whose NEEDED names the CUDA runtime it was built
 #: with (libcudart.so.7.5, libcudart.so.8.0).
 _TF_OLD_EXTENSION = ("tensorflow", "python", "_pywrap_tensorflow.so")
-_CUDART_SONAME = lazyre.compile(r"^libcudart\.so\.(\d{1,2}\.\d)$")
 
 
 def _tf_linked_cudart(host: Host, site: str) -> Optional[str]:
@@ -347,11 +346,7 @@ def _tf_linked_cudart(host: Host, site: str) -> Optional[str]:
     res = host.elf(posixpath.join(site, *_TF_OLD_EXTENSION))
     if res.error:
         return None
-    for name in res.needed:
-        m = _CUDART_SONAME.match(name)
-        if m:
-            return m.group(1)
-    return None
+    return next((v for v in map(versions.cuda_of_cudart, res.needed) if v and v.count(".") == 1), None)
 
 
 def tensorflow_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) -> List[Fact]:
@@ -749,8 +744,6 @@ def tensorrt_fact(dists: Dict[str, Distribution]) -> List[Fact]:
     return [ok("framework.tensorrt", value, "dir:" + d.metadata_dir, "TensorRT (Python)")]
 
 
-#: The CUDA runtime a libmxnet.so built from source with USE_CUDA=1 links (``libcudart.so.7.5``), and the driver.
-_MXNET_CUDART = re.compile(r"^libcudart\.so\.(\d+\.\d+|\d+)$")
 
 
 def mxnet_fact(dists: Dict[str, Distribution], host: Optional[Host] = None) -> List[Fact]:
@@ -766,9 +759,11 @@ def mxnet_fact(dists: Dict[str, Distribution], host: Optional[Host] = None) -> L
     value["build"] = "cuda" if cuda else "cpu"
     if not cuda and host is not None:
         elf = host.elf(posixpath.join(d.location, "mxnet", "libmxnet.so"))
-        if elf.ok and any(n == "libcuda.so.1" or _MXNET_CUDART.match(n) for n in elf.needed):
+        # one built with USE_CUDA=1 links the CUDA runtime (libcudart.so.7.5) and the driver
+        cudart = next((v for v in map(versions.cuda_of_cudart, elf.needed) if v), None) if elf.ok else None
+        if elf.ok and (cudart or "libcuda.so.1" in elf.needed):
             value["build"] = "cuda"
-            value["cuda"] = next((x.group(1) for x in map(_MXNET_CUDART.match, elf.needed) if x), None)
+            value["cuda"] = cudart
     value["legacy"] = True  # retired to the Apache Attic in 2023
     return [ok("framework.mxnet", value, "dir:" + d.metadata_dir, "MXNet")]
 

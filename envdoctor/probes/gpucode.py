@@ -55,7 +55,7 @@ LINKED_BY: Dict[str, Tuple[str, str]] = {"torch": ("torch", r"_C(?:\.[A-Za-z0-9_
 def _linked_kernel_libraries(host: Host, location: str, name: str) -> List[str]:
     """The kernel libraries framework ``name``'s extension module names in NEEDED, found in the module's own search
     paths (``$ORIGIN`` expanded): the first directory holding each, as the loader takes it."""
-    from .loader import expand_origin
+    from .loader import own_search_paths
 
     if name not in LINKED_BY:
         return []
@@ -66,7 +66,8 @@ def _linked_kernel_libraries(host: Host, location: str, name: str) -> List[str]:
         elf = host.elf(module)
         if not elf.ok:
             continue
-        dirs = expand_origin(list(elf.rpath) + list(elf.runpath), posixpath.dirname(elf.path))
+        rpath, runpath = own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(elf.path))
+        dirs = rpath + runpath
         for soname in elf.needed:
             if soname not in wanted:
                 continue

@@ -29,7 +29,7 @@ from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
-from .loader import expand_origin, resolve_soname
+from .loader import own_search_paths, resolve_soname
 
 #: Where LibTorch is commonly unpacked (its own tutorial: "unzip libtorch-*.zip" into a folder of the user's).
 STANDARD_ROOTS = ("/usr/local/libtorch", "/opt/libtorch")
@@ -133,12 +133,10 @@ def find_programs(host: Host) -> List[Dict[str, Any]]:
             needed = [n for n in elf.needed if TORCH_SONAME.match(n)]
             if not needed:
                 continue
-            origin = posixpath.dirname(path)
-            rpath = expand_origin(list(elf.rpath), origin)
-            runpath = expand_origin(list(elf.runpath), origin)
+            rpath, runpath = own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(path))
             links = []
             for soname in needed:
-                r = resolve_soname(host, soname, runpath=runpath, rpath=[] if runpath else rpath)
+                r = resolve_soname(host, soname, runpath=runpath, rpath=rpath)
                 links.append({"soname": soname, "path": r.get("path"), "via": r.get("via"),
                               "certain": r.get("certain", True)})
             out.append({"path": path, "needed": needed, "links": links})

@@ -714,11 +714,11 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     library that no copy anywhere can supply is kept (the build links a CUDA release no longer installed), each
     loaded as its program would load it (the program's RPATH counts)."""
     from . import loader
-    from .programs import MAX_FILES, module_libraries, path_programs, software_roots
+    from .programs import MAX_FILES, module_libraries, program_roots
 
     out: List[Dict[str, Any]] = []
     opened = 0
-    for root, files in path_programs(host) + software_roots(host):
+    for root, files in program_roots(host):
         roots: List[str] = []
         main: Optional[str] = None
         for path in [f for f in files if posixpath.basename(posixpath.dirname(f)) in ("bin", "tools")]:

@@ -249,6 +249,12 @@ def software_roots(host: Host) -> List[Tuple[str, List[str]]]:
     return out
 
 
+def program_roots(host: Host) -> List[Tuple[str, List[str]]]:
+    """:func:`path_programs` then :func:`software_roots`, listed once per host: this probe and the linkage probe
+    both read them."""
+    return list(host.once("programs.roots", lambda: path_programs(host) + software_roots(host)))
+
+
 #: The most folders below a software root's ``lib`` looked into for plug-in modules, and how deep.
 MAX_MODULE_DIRS = 16
 MODULE_DEPTH = 2
@@ -288,7 +294,7 @@ def find_gpu_code(host: Host) -> Dict[str, Any]:
         toolkit = toolkits[prefix]
         for lib in libs:
             reader.read(lib, "conda", package, version, prefix, toolkit)
-    for root, files in path_programs(host) + software_roots(host):
+    for root, files in program_roots(host):
         for f in files:
             reader.read(f, "program", posixpath.basename(root), None)
     candidates, _unlisted, complete = candidates_once(host)
