@@ -1,0 +1,3 @@
+__version__ = '1.0.0'
+debug = False
+cuda = '9.0.176'
