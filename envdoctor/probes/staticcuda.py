@@ -124,7 +124,8 @@ def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
             return None
     else:
         return None
-    return sorted(set(found), key=found.index)[:MAX_UNRECORDED_MODULES]
+    inside = [p for p in found if p.startswith(dist.location.rstrip("/") + "/")]  # a list naming files elsewhere
+    return sorted(set(inside), key=inside.index)[:MAX_UNRECORDED_MODULES]
 
 
 def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
