@@ -46,6 +46,7 @@ from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
 from .loader import SHARED_OBJECT, loader_config, own_search_paths
+from .staticcuda import top_level_modules
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
 CUDA_SONAME = lazyre.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11
@@ -377,19 +378,6 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
 #: Compiled modules of one legacy install read at most, and the most legacy installs looked at in one run.
 MAX_LEGACY_MODULES = 16
 MAX_LEGACY_DISTS = 32
-_MODULE = lazyre.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _top_level_modules(host: Host, root: str, info_dir: str) -> List[str]:
-    """The compiled modules named by ``top_level.txt`` in ``info_dir``: ``<root>/<name>*.so`` and the ``.so`` files
-    directly in ``<root>/<name>/``."""
-    out: List[str] = []
-    for name in (host.read_text(posixpath.join(info_dir, "top_level.txt"), limit=64 * 1024) or "").split():
-        if not _MODULE.match(name):
-            continue
-        out += host.glob_dir(root, re.escape(name) + r"(?:\.[A-Za-z0-9_-]+)*\.so")
-        out += host.glob_dir(posixpath.join(root, name), r"[^/]+\.so(?:\.\d+)*")
-    return out
 
 
 def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution], skip: Iterable[str]
@@ -414,7 +402,7 @@ def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution],
             paths = [posixpath.normpath(posixpath.join(d.metadata_dir, line.strip())) for line in files.splitlines()
                      if re.search(r"\.so(?:\.\d+)*$", line.strip())]
         else:
-            paths = _top_level_modules(host, site, d.metadata_dir)
+            paths = top_level_modules(host, site, d.metadata_dir)
         out += [(d, p) for p in paths if p.startswith(site + "/")][:MAX_LEGACY_MODULES]
     for name in sorted(host.list_dir(site).names()):
         if not name.endswith(".egg"):
@@ -431,7 +419,7 @@ def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution],
         dist = Distribution(parsed[0], parsed[1], posixpath.join(egg, "EGG-INFO"), egg)
         # an egg holds one distribution: every shared object at its top is one of its extension modules (setuptools'
         # EGG-INFO/native_libs.txt lists them), and top_level.txt names its packages
-        found = host.glob_dir(egg, r"[^/]+\.so(?:\.\d+)*") + _top_level_modules(host, egg, dist.metadata_dir)
+        found = host.glob_dir(egg, r"[^/]+\.so(?:\.\d+)*") + top_level_modules(host, egg, dist.metadata_dir)
         out += [(dist, p) for p in sorted(set(found), key=found.index)][:MAX_LEGACY_MODULES]
     return out
 

@@ -13,8 +13,9 @@ Three places, each bounded:
   (``../data/*.fatbin``, ``nvcc -fatbin`` output the program hands ``cuModuleLoadFatBinary``);
 * **software installed whole under ``/opt/<name>`` or ``/usr/local/<name>``** (a vendor's SDK), on PATH or not: its
   ``bin``, ``tools``, ``lib`` and ``lib64``;
-* **Python extension modules**: the shared objects each installed distribution's ``RECORD`` lists (as
-  :mod:`envdoctor.probes.staticcuda` finds them), of the packages that are not frameworks.
+* **Python extension modules**: the shared objects each installed distribution's ``RECORD`` lists, or for one
+  installed without a wheel (an egg, a legacy ``.egg-info``) its own metadata (as :mod:`envdoctor.probes.staticcuda`
+  finds them), of the packages that are not frameworks.
 
 A file is kept when it needs a CUDA library or the driver (``libcuda.so.1``) or carries a fat binary. Fact
 ``programs.gpu_code`` = ``[{kind, owner, version, path, sass, ptx, ptx_isa, nvrtc, cudart, prefix, toolkit}]``:

@@ -15,8 +15,15 @@ RECORD for a wheel without one, as CatBoost 0.10.3's): the CUDA runtime linked i
 Each is read through ``Host.fatbin`` (the ELF section headers and the fat binary's entry headers, bounded), and
 only one with a ``.nv_fatbin`` through ``Host.elf`` (NEEDED).  At most :data:`MAX_LIBRARIES` files are opened
 and :data:`RECORD_LIMIT` bytes of each RECORD read; ``complete`` says whether a bound cut the search.  A file
-that cannot be read as ELF (truncated, garbled) is listed in ``unreadable`` with the reason; distributions
-without a RECORD (``.egg-info``, some distribution packages) are counted in ``unlisted``, not searched.
+that cannot be read as ELF (truncated, garbled) is listed in ``unreadable`` with the reason.
+
+A distribution installed without a wheel (``python setup.py install``, ``setup.py develop``, a legacy pip install)
+has no RECORD; its compiled modules are listed from its own metadata instead (:func:`unrecorded_modules`), with no
+size floor (none is recorded): an ``.egg`` directory's ``EGG-INFO/native_libs.txt`` (setuptools' bdist_egg writes
+there every ``.so``/``.dll``/``.dylib``/``.pyd`` of the egg, relative to its root: setuptools/command/bdist_egg.py,
+``bdist_egg.run``) and the shared objects at the egg's top; an ``.egg-info`` folder's ``installed-files.txt``
+(pip's legacy install, relative to the folder) or else the modules its ``top_level.txt`` names beside it.  Only a
+distribution with none of these is counted in ``unlisted``, not searched.
 
 Fact ``python.static_cuda`` = ``{"libraries": [{package, version, path, ptx_isa, sass, ptx, complete}],
 "unreadable": [{package, path, error}], "unlisted": int, "complete": bool}``.
@@ -25,6 +32,7 @@ Fact ``python.static_cuda`` = ``{"libraries": [{package, version, path, ptx_isa,
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import frameworks, lazyre
@@ -76,6 +84,50 @@ def _pure(wheel: Optional[bytes]) -> bool:
     return False
 
 
+#: Compiled modules of one distribution without a RECORD read at most.
+MAX_UNRECORDED_MODULES = 16
+_MODULE = lazyre.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SO = r"[^/]+\.so(?:\.\d+)*"
+
+
+def top_level_modules(host: Host, root: str, info_dir: str) -> List[str]:
+    """The compiled modules named by ``top_level.txt`` in ``info_dir``: ``<root>/<name>*.so`` and the ``.so`` files
+    directly in ``<root>/<name>/``."""
+    out: List[str] = []
+    for name in (host.read_text(posixpath.join(info_dir, "top_level.txt"), limit=64 * 1024) or "").split():
+        if not _MODULE.match(name):
+            continue
+        out += host.glob_dir(root, re.escape(name) + r"(?:\.[A-Za-z0-9_-]+)*\.so")
+        out += host.glob_dir(posixpath.join(root, name), _SO)
+    return out
+
+
+def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
+    """The compiled modules of a distribution installed without a wheel's RECORD, from its own metadata: an egg on
+    ``sys.path`` (``EGG-INFO/native_libs.txt``, the shared objects at the egg's top and its ``top_level.txt``
+    modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else its ``top_level.txt`` modules beside it).
+    None when its metadata lists nothing (a PKG-INFO file alone, as distribution packages ship): not searched."""
+    meta = dist.metadata_dir
+    if posixpath.basename(meta) == "EGG-INFO":
+        native = host.read_text(posixpath.join(meta, "native_libs.txt"), limit=RECORD_LIMIT) or ""
+        found = [posixpath.normpath(posixpath.join(dist.location, line.strip())) for line in native.splitlines()
+                 if SHARED_OBJECT.search(line.strip()) and not line.strip().startswith(("/", ".."))]
+        found += host.glob_dir(dist.location, _SO) + top_level_modules(host, dist.location, meta)
+    elif meta.endswith(".egg-info"):
+        files = host.read_text(posixpath.join(meta, "installed-files.txt"), limit=RECORD_LIMIT)
+        if files is not None:
+            found = [posixpath.normpath(posixpath.join(meta, line.strip())) for line in files.splitlines()
+                     if SHARED_OBJECT.search(line.strip())]
+        elif host.exists(posixpath.join(meta, "top_level.txt")):
+            found = top_level_modules(host, dist.location, meta)
+        else:
+            return None
+    else:
+        return None
+    inside = [p for p in found if p.startswith(dist.location.rstrip("/") + "/")]  # a list naming files elsewhere
+    return sorted(set(inside), key=inside.index)[:MAX_UNRECORDED_MODULES]
+
+
 def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
     """The shared objects to open (each with its distribution), the number of distributions with no RECORD, and
     whether every RECORD was read whole."""
@@ -85,7 +137,12 @@ def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
         if dist.key.startswith("nvidia-"):
             continue
         if not dist.metadata_dir.endswith(".dist-info"):
-            unlisted += 0 if frameworks.of_distribution(dist.key) else 1
+            if frameworks.of_distribution(dist.key) is not None:
+                continue
+            modules = unrecorded_modules(host, dist)
+            if modules is None:
+                unlisted += 1
+            out += [(dist, path) for path in modules or []]
             continue
         if _pure(host.read_file(posixpath.join(dist.metadata_dir, "WHEEL"), limit=WHEEL_LIMIT).data):
             continue
