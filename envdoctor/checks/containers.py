@@ -463,7 +463,9 @@ TOOLKIT_CHANGELOG = "https://github.com/NVIDIA/nvidia-container-toolkit/blob/mai
        layers=("containers",), codes=(
     CodeDoc("container-toolkit.known_broken_release", "warning", "The installed NVIDIA Container Toolkit is a "
             "release with a bug that breaks GPU containers, fixed in the next release (matrix "
-            "container_toolkit_bugs, from the toolkit's CHANGELOG).", "container.toolkit",
+            "container_toolkit_bugs, from the toolkit's CHANGELOG); a bug that bites only where "
+            "nvidia-container-cli is run directly (enroot's NVIDIA hook, Apptainer's --nvccli) is said only "
+            "there.", "container.toolkit, container.apptainer",
             "Containers that reach the bug fail to start or get no GPU, whatever else is set up right.",
             TOOLKIT_CHANGELOG),
 ))
@@ -477,13 +479,23 @@ def toolkit_release(ctx: CheckContext) -> Iterable[Finding]:
     row = ctm.toolkit_bug(str(tk["version"]))
     if row is None:
         return
+    where = ""
+    if (row.get("condition") or {}).get("kind") == "direct_cli":
+        callers = [str(p) for p in tk.get("direct_cli_callers") or []]
+        app = facts.mapping("container.apptainer")
+        if app.get("installed") and app.get("uses_nvccli"):
+            callers.append("%s (use nvidia-container-cli = yes)" % app.get("program", "apptainer"))
+        if not callers:
+            return
+        where = " Here nvidia-container-cli is run directly by %s." % ", ".join(callers)
     src = row.get("source") or {}
     yield Finding(
         code="container-toolkit.known_broken_release", severity=str(row.get("severity") or "warning"),
         components=["container-toolkit"],
         title="NVIDIA Container Toolkit %s has a bug fixed in %s: %s" % (tk["version"], row["fixed_in"], row["bug"]),
-        detail="With this release %s. NVIDIA's changelog for %s lists the fix." % (row["effect"], row["fixed_in"]),
-        evidence=_ev(facts, "container.toolkit", "container.cdi_specs"),
+        detail="With this release %s.%s NVIDIA's changelog for %s lists the fix." % (row["effect"], where,
+                                                                                   row["fixed_in"]),
+        evidence=_ev(facts, "container.toolkit", "container.cdi_specs", *(("container.apptainer",) if where else ())),
         source={"rule": "toolkit %s: %s (fixed in %s)" % (row["release"], row["bug"], row["fixed_in"]),
                 "url": src.get("url", TOOLKIT_CHANGELOG), "checked": src.get("checked", CHECKED)},
         fix=Fix(text="Upgrade the NVIDIA Container Toolkit to %s or later (its packages together), then regenerate "

@@ -15,6 +15,9 @@ from typing import List, Optional
 from . import Row, load, parse_version
 
 SEVERITIES = ("warning", "error")
+#: Where a row's bug bites when not every use of the release does (no condition: wherever it is installed).
+#: direct_cli: only where nvidia-container-cli is run by something other than the toolkit's own runtime hook.
+TOOLKIT_CONDITIONS = ("direct_cli",)
 
 
 def toolkit_bugs() -> List[Row]:
@@ -45,6 +48,9 @@ def validate_toolkit_bugs(table: List[Row]) -> List[str]:
         for key in ("bug", "effect"):
             if not isinstance(r.get(key), str) or not r[key]:
                 problems.append("%s: %s must be a sentence" % (label, key))
+        cond = r.get("condition")
+        if cond is not None and (not isinstance(cond, dict) or cond.get("kind") not in TOOLKIT_CONDITIONS):
+            problems.append("%s: condition must be {kind: one of %s}" % (label, ", ".join(TOOLKIT_CONDITIONS)))
     return problems
 
 

@@ -485,6 +485,21 @@ def toolkit_settings(text: str) -> Dict[str, Any]:
     return out
 _CLI = lazyre.compile(r"^cli-version:\s*(\S+)", re.M)
 
+#: Where enroot keeps its hooks (``$(sysconfdir)/enroot/hooks.d``: its packages' /etc, ``make install``'s default
+#: prefix /usr/local), and the name of its NVIDIA hook there (98-nvidia.sh, 99-nvidia.sh before), which runs
+#: ``nvidia-container-cli --user configure`` itself (NVIDIA/enroot Makefile and conf/hooks/98-nvidia.sh).
+ENROOT_HOOK_DIRS = ("/etc/enroot/hooks.d", "/usr/local/etc/enroot/hooks.d")
+ENROOT_NVIDIA_HOOK = r"\d*-?nvidia\.sh"
+
+
+def direct_cli_callers(host: Host) -> List[str]:
+    """The hooks installed here that call ``nvidia-container-cli`` themselves rather than through the
+    toolkit's own ``nvidia-container-runtime-hook`` (which passes every flag it means): enroot's NVIDIA hook."""
+    found: List[str] = []
+    for d in ENROOT_HOOK_DIRS:
+        found.extend(host.glob_dir(d, ENROOT_NVIDIA_HOOK))
+    return sorted(found)
+
 
 def toolkit_fact(host: Host) -> Fact:
     ctk = host.run(["nvidia-ctk", "--version"], timeout=5)
@@ -503,7 +518,7 @@ def toolkit_fact(host: Host) -> Fact:
         return unknown("container.toolkit", why, src, "NVIDIA Container Toolkit")
     value = {"installed": True, "version": (m1 or m2).group(1),  # type: ignore[union-attr]
              "ctk_version": m1.group(1) if m1 else None, "cli_version": m2.group(1) if m2 else None,
-             "config_toml": config, "runtime_path": runtime}
+             "config_toml": config, "runtime_path": runtime, "direct_cli_callers": direct_cli_callers(host)}
     if config:
         text = host.read_text(TOOLKIT_CONFIG, limit=256 * 1024)
         value.update(toolkit_settings(text) if text is not None else {"no_cgroups": None, "mode": None})

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -598,6 +598,8 @@ def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
         facts.append(maker("driver.dkms.status", dkms.describe_failure(), dsrc, "DKMS nvidia modules"))
     dkms_here = [e for e in entries if e["kernel"] == release and e["state"].startswith("installed")]
 
+    if release:
+        facts.append(_newer_kernels(host, release, entries))
     if found or dkms_here:
         src = ("dir:" + found[0].rsplit("/", 1)[0]) if found else dsrc
         facts.append(ok(key, True, src, label))
@@ -613,6 +615,86 @@ def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
         facts.append(fact)
         facts.append(_kernel_headers(host, release))
     return facts
+
+
+#: Where installed kernels keep their modules (/usr/lib/modules on merged-/usr systems where /lib is a link).
+MODULE_ROOTS = ("/lib/modules", "/usr/lib/modules")
+#: A kernel's image, which tells an installed kernel from a modules directory left behind by a removed one:
+#: /boot/vmlinuz-<release> (vmlinux on POWER, Image on some arm64 builds, kernel- on Gentoo), or the image in
+#: the modules directory itself (Fedora, Arch: /usr/lib/modules/<release>/vmlinuz).
+KERNEL_IMAGES = ("/boot/vmlinuz-{}", "/boot/vmlinux-{}", "/boot/Image-{}", "/boot/kernel-{}",
+                 "{root}/{}/vmlinuz")
+#: DKMS's tree; a build writes <module>/<version>/build/make.log, headed "DKMS make.log for <module>-<version>
+#: for kernel <release> (<arch>)", and leaves it there when the build fails (dell/dkms dkms.in, do_build:
+#: "consult $build_log for more information"; a successful build moves it to <release>/<arch>/log/make.log).
+DKMS_TREE = "/var/lib/dkms"
+_DKMS_LOG_KERNEL = lazyre.compile(r"make\.log for \S+ for kernel (\S+)")
+#: The first compiler or kbuild error of a build log, else its last make error line.
+_LOG_ERROR = lazyre.compile(r"^.*(?:\berror:|\bERROR:|\*\*\* Failed|\bFATAL\b).*$", re.M)
+_LOG_MAKE = lazyre.compile(r"^.*\*\*\*.*Error \d+.*$", re.M)
+
+
+def _kernel_key(release: str) -> Tuple[int, ...]:
+    """A kernel release's numbers, in order, to tell which of two releases is newer (6.6.89_1 > 6.6.87_1,
+    5.15.0-105-generic > 5.15.0-97-generic)."""
+    return tuple(int(n) for n in re.findall(r"\d+", release)[:6])
+
+
+def _nvidia_modules(host: Host, base: str) -> List[str]:
+    dirs = [base + "/" + s for s in MODULE_SUBDIRS]
+    dirs += [base + "/kernel/" + n for n in host.list_dir(base + "/kernel").names() if n.startswith("nvidia")]
+    return [d + "/" + n for d in dirs for n in host.list_dir(d).names() if _NVIDIA_KO.match(n)]
+
+
+def _dkms_failure(host: Host, release: str) -> Optional[Dict[str, Any]]:
+    """The DKMS build log of an nvidia module left by a failed build for ``release`` (its header names that
+    kernel, or, a log without its header, the log names that kernel's tree), with the line that says why."""
+    for module in host.list_dir(DKMS_TREE).names():
+        if not re.fullmatch(r"nvidia[\w-]*", module):
+            continue
+        for version in host.list_dir(posixpath.join(DKMS_TREE, module)).names():
+            path = posixpath.join(DKMS_TREE, module, version, "build", "make.log")
+            text = host.read_text(path, limit=512 * 1024)
+            if not text:
+                continue
+            head = _DKMS_LOG_KERNEL.search(text[:4096])
+            named = head.group(1) == release if head else re.search(
+                r"(?<![\w.])%s(?![\w.])" % re.escape(release), text) is not None
+            if not named:
+                continue
+            first = _LOG_ERROR.search(text)
+            make = [m.group(0) for m in _LOG_MAKE.finditer(text)]
+            line = first.group(0).strip() if first else (make[-1].strip() if make else None)
+            return {"module": module, "version": version, "log": path,
+                    "reason": line[:300] if line else None}
+    return None
+
+
+def _newer_kernels(host: Host, release: str, entries: List[Dict[str, str]]) -> Fact:
+    """``driver.newer_kernels``: the installed kernels newer than the running one (boot loaders start the
+    newest by default), each with its nvidia modules on disk, whether DKMS says it installed one for it, whether
+    its headers are there, and the log of a failed DKMS build for it."""
+    seen: Dict[str, str] = {}
+    for root in MODULE_ROOTS:
+        for name in host.list_dir(root).names():
+            if name not in seen and name != release and _kernel_key(name) > _kernel_key(release):
+                seen[name] = posixpath.join(root, name)
+    out: List[Dict[str, Any]] = []
+    for rel in sorted(seen, key=_kernel_key):
+        base = seen[rel]
+        image = next((p for p in (t.format(rel, root=posixpath.dirname(base)) for t in KERNEL_IMAGES)
+                      if host.exists(p)), None)
+        if image is None:
+            continue
+        modules = _nvidia_modules(host, base)
+        dkms_installed = any(e["kernel"] == rel and e["state"].startswith("installed") for e in entries)
+        item: Dict[str, Any] = {"release": rel, "image": image, "modules": modules,
+                                "dkms_installed": dkms_installed, "headers": host.is_dir(base + "/build")}
+        if not modules and not dkms_installed:
+            item["dkms_failure"] = _dkms_failure(host, rel)
+        out.append(item)
+    return ok("driver.newer_kernels", out, "dir:" + ",".join(MODULE_ROOTS), "Installed kernels newer than the "
+              "running one")
 
 
 def _kernel_headers(host: Host, release: str) -> Fact:

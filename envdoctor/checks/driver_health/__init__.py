@@ -47,6 +47,10 @@ RULES: Dict[str, Dict[str, str]] = {
     "headers": {"url": "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
                        "#verify-the-system-has-the-correct-kernel-headers-and-development-packages-installed",
                 "rule": "The kernel module is built (DKMS) against the headers of the running kernel"},
+    "dkms_kernel": {"url": "https://github.com/dell/dkms",
+                    "rule": "DKMS builds a registered module for each kernel as it is installed; a kernel it could "
+                            "not build for boots without that module (a failed build leaves "
+                            "/var/lib/dkms/<module>/<version>/build/make.log)"},
     "secure_boot": {"url": "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html",
                     "rule": "With UEFI Secure Boot on, the kernel loads only modules signed by an enrolled key "
                             "(Machine Owner Key)"},
@@ -278,6 +282,12 @@ DOCS = (
             RULES["headers"]["url"],
         messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
                 "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
+    CodeDoc("driver.no_module_for_installed_kernel", "warning", "A kernel newer than the running one is installed "
+            "(the one boot loaders start next by default) and DKMS, which manages the nvidia module here, has not "
+            "built the module for it (its build failed: the reason read from DKMS's make.log where it is there).",
+            "driver.newer_kernels, driver.dkms.status, kernel.release, driver.module_for_running_kernel",
+            "The machine works now; after the next reboot into that kernel the nvidia module is missing and CUDA "
+            "sees no GPU.", RULES["dkms_kernel"]["url"]),
     CodeDoc("driver.module_unsigned_secure_boot", "error",
             "Secure Boot is on and the nvidia module is not signed (error when it is therefore not loaded).",
             "driver.secure_boot, driver.module_signed, driver.kernel_module.loaded",

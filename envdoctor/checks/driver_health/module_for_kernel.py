@@ -1,8 +1,9 @@
-"""No nvidia module built for the running kernel (DKMS built for another one, headers missing)."""
+"""No nvidia module built for the running kernel (DKMS built for another one, headers missing), or for a newer
+installed kernel the machine will boot next."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List
 
 from ...facts import Facts
 from ...findings import Finding, Fix
@@ -67,3 +68,67 @@ def _no_module_for_kernel(facts: Facts) -> List[Finding]:
        codes=docs_for(DOCS, "driver.kernel_headers_missing", "driver.no_module_for_kernel"))
 def module_for_kernel(ctx: CheckContext) -> List[Finding]:
     return _no_module_for_kernel(ctx.facts) if _installed(ctx.facts) else []
+
+
+def _dkms_managed(facts: Facts, release: str) -> bool:
+    """DKMS builds the nvidia module here: it says it installed one for the running kernel, or the running
+    kernel's module lies where DKMS installs (updates/dkms)."""
+    if any(isinstance(e, dict) and e.get("kernel") == release and str(e.get("state", "")).startswith("installed")
+           for e in facts.items("driver.dkms.status")):
+        return True
+    fact = facts.get("driver.module_for_running_kernel")
+    return fact is not None and fact.value is True and "/updates/dkms" in str(fact.source)
+
+
+def _no_module_for_newer_kernel(facts: Facts) -> List[Finding]:
+    release = facts.value("kernel.release")
+    if not isinstance(release, str) or not release:
+        return []
+    missing: List[Dict[str, Any]] = [k for k in facts.items("driver.newer_kernels") if isinstance(k, dict)
+                                     and not k.get("modules") and not k.get("dkms_installed")]
+    failed = [k for k in missing if isinstance(k.get("dkms_failure"), dict)]
+    if not missing or not (failed or _dkms_managed(facts, release)):
+        return []
+    newest = missing[-1]
+    rel = str(newest.get("release"))
+    got = newest.get("dkms_failure")
+    failure: Dict[str, Any] = got if isinstance(got, dict) else {}
+    module = "%s/%s" % (failure["module"], failure["version"]) if failure else "nvidia"
+    said = ""
+    if failure:
+        why = "DKMS's build of %s for it failed" % module
+        said = (" The build log %s says: '%s'." % (failure.get("log"), failure["reason"]) if failure.get("reason")
+                else " See the build log %s." % failure.get("log"))
+    elif newest.get("headers") is False:
+        why = "its headers are not installed, so DKMS could not build the module"
+    else:
+        why = "DKMS has not built the module for it"
+    others = ", ".join(str(k.get("release")) for k in missing[:-1])
+    cmds = ["sudo dkms install %s -k %s" % (module if failure else "nvidia/<version>", rel)]
+    if failure:
+        cmds.insert(0, "less %s" % failure.get("log"))
+    return [Finding(
+        code="driver.no_module_for_installed_kernel", severity="warning", components=["driver", "kernel"],
+        title="Kernel %s is installed but has no nvidia module (%s): rebooting into it leaves the GPU without a "
+              "driver" % (rel, why),
+        detail="The running kernel %s has its nvidia module, so the GPU works now. Kernel %s (%s) is newer, and "
+               "boot loaders start the newest kernel by default, but its modules directory holds no nvidia module "
+               "and DKMS did not install one for it%s.%s A build that fails for a new kernel usually means the "
+               "driver branch does not support that kernel yet (or no longer gets fixes for new kernels: the "
+               "legacy branches) or the kernel's headers or compiler are missing." % (
+                   release, rel, newest.get("image"),
+                   "; %s also lack%s one" % (others, "" if "," in others else "s") if others else "", said),
+        evidence=_evidence(facts, "driver.newer_kernels", "driver.dkms.status", "kernel.release",
+                           "driver.module_for_running_kernel"),
+        source=_source("dkms_kernel"),
+        fix=Fix(text="Keep booting %s (choose it in the boot menu, or make it the boot loader's default) until "
+                     "the module builds for %s: read the build log, install the kernel's headers if they are "
+                     "missing, update the driver to a release that supports the kernel, or hold the kernel "
+                     "package at a release the driver builds for." % (release, rel), commands=cmds),
+    )]
+
+
+@check("driver-health.module-for-newer-kernel", requires=("driver.installed",), reads=READS,
+       layers=("driver", "os"), codes=docs_for(DOCS, "driver.no_module_for_installed_kernel"))
+def module_for_newer_kernel(ctx: CheckContext) -> List[Finding]:
+    return _no_module_for_newer_kernel(ctx.facts) if _installed(ctx.facts) else []
