@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -148,6 +148,22 @@ def cuda_of_cudart(name: Any) -> Optional[str]:
 TORCH_NAMED_ARCHES = {"kepler+tesla": "3.7", "kepler": "3.5+PTX", "maxwell+tegra": "5.3", "maxwell": "5.0;5.2+PTX",
                       "pascal": "6.0;6.1+PTX", "volta+tegra": "7.2", "volta": "7.0+PTX", "turing": "7.5+PTX",
                       "ampere+tegra": "8.7", "ampere": "8.0;8.6+PTX", "ada": "8.9+PTX", "hopper": "9.0+PTX"}
+
+
+def torch_arch_list_entries(arch_list: str) -> Optional[List[Tuple[str, Tuple[int, int]]]]:
+    """The entries of ``TORCH_CUDA_ARCH_LIST=arch_list`` as torch.utils.cpp_extension expands the named
+    architectures: (entry as written or expanded, e.g. ``"9.0+PTX"``, (major, minor)). None when the list cannot
+    be read (a variable, a typo, ``All``) or is empty."""
+    out: List[Tuple[str, Tuple[int, int]]] = []
+    for word in re.split(r"[;\s]+", arch_list.strip().strip("\"'")):
+        if not word:
+            continue
+        for e in TORCH_NAMED_ARCHES.get(word.lower(), word).split(";"):
+            m = re.fullmatch(r"(\d+)\.(\d+)[a-z]?(\+PTX)?", e.strip(), re.I)
+            if not m:
+                return None
+            out.append((e.strip(), (int(m.group(1)), int(m.group(2)))))
+    return out or None
 
 
 def torch_arch_list_runs_on(arch_list: str, cc: str) -> Optional[bool]:

@@ -751,3 +751,16 @@ def test_ctranslate2_wheel_cuda_per_release_from_its_build_script():
     rows = [r for r in load("framework_builds") if r.get("framework") == "ctranslate2"]
     assert builds.validate(rows) == []
     assert builds.validate([dict(rows[0], cuda="12")]) == ["row 0: a ctranslate2 row needs cuda (major.minor)"]
+
+
+def test_a_pre_cuda11_toolkit_of_another_minor_says_why_it_matters_but_stays_info():
+    # corpus b49-...-cuda101168-nvcc-torch110-cu100-apex-cuda-ext-build-refuses-minor-mismatch (NVIDIA/apex#350) and
+    # healthy-four-toolkits-cuda101-active-torch182-cu102: the same machine shape, one broken by apex's own
+    # major.minor check, one healthy; before CUDA 11 each minor is its own runtime (libcudart.so.10.1)
+    base = [driver("418.67", "10.1"), gpu("6.1", "NVIDIA GeForce GTX 1080 Ti")]
+    f = only(run(F(*base, nvcc("10.1.168"), torch("1.1.0", "10.0.130"))), "cuda.toolkit_differs_from_framework")
+    assert f.severity == "info" and "10.1.168" in f.title and "10.0" in f.title
+    assert "libcudart.so.10.1" in f.detail and "apex" in f.detail
+    # from CUDA 11 one runtime serves every minor: torch's own words
+    f = only(run(F(*base, nvcc("11.0.221"), torch("1.13.0+cu116", "11.6"))), "cuda.toolkit_differs_from_framework")
+    assert f.severity == "info" and "warns about a different minor" in f.detail and "libcudart" not in f.detail

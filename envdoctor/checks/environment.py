@@ -19,8 +19,11 @@ from packaging.version import Version
 from .. import versions
 from ..facts import Facts
 from ..findings import AnyOf, Finding, Fix
-from ..versions import torch_arch_list_runs_on
+from ..matrix import hardware as hw
+from ..versions import torch_arch_list_entries, torch_arch_list_runs_on
 from . import CheckContext, CodeDoc, Message, check
+from .compat import _can_compile
+from .compat.toolkit_vs_framework import extension_toolkit
 
 ENV_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
 MIG_DOC = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html#cuda-visible-devices"
@@ -201,8 +204,8 @@ def cuda_device_order(ctx: CheckContext) -> Iterable[Finding]:
 ARCH_LIST_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"
 
 
-@check("environment.torch-cuda-arch-list", requires=("env.torch_cuda_arch_list", "gpu.N.compute_capability"),
-       reads=("env.*", "gpu.*", "gpu.*.*"), layers=("cuda",), codes=(
+@check("environment.torch-cuda-arch-list", requires=("env.torch_cuda_arch_list",),
+       reads=("env.*", "gpu.*", "gpu.*.*", "cuda.*"), layers=("cuda",), codes=(
     CodeDoc("cuda.arch_list_excludes_gpu", "warning",
             "TORCH_CUDA_ARCH_LIST is set and names no architecture that runs on a GPU of this machine.",
             "env.torch_cuda_arch_list, gpu.N.compute_capability",
@@ -210,9 +213,22 @@ ARCH_LIST_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"
             "this GPU they fail with 'no kernel image is available for execution on the device'.", ARCH_LIST_DOC,
         messages=(Message("no kernel image is available for execution on the device",
                 "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
+    CodeDoc("cuda.arch_list_unsupported", "warning",
+            "TORCH_CUDA_ARCH_LIST names an architecture the CUDA toolkit that builds extensions cannot compile "
+            "for (newer than its nvcc targets, or one it no longer targets).",
+            "env.torch_cuda_arch_list, cuda.extension_home / cuda.nvcc / cuda.home / cuda.default_symlink",
+            "Every PyTorch CUDA extension build here fails: torch.utils.cpp_extension passes -gencode for each "
+            "listed architecture and nvcc stops ('nvcc fatal : Unsupported gpu architecture'); a PyTorch release "
+            "older than the architecture stops earlier ('Unknown CUDA arch (9.0+PTX) or GPU not supported').",
+            ARCH_LIST_DOC,
+        messages=(Message("nvcc fatal : Unsupported gpu architecture '*'",
+                          "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-architecture-arch"),
+                  Message("Unknown CUDA arch (*) or GPU not supported",
+                          "https://github.com/pytorch/pytorch/blob/main/torch/utils/cpp_extension.py"))),
 ))
 def torch_cuda_arch_list(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
+    yield from _arch_list_vs_toolkit(facts)
     value = facts.value("env.torch_cuda_arch_list")
     count = facts.value("gpu.count")
     if not isinstance(value, str) or not isinstance(count, int) or count < 1:
@@ -248,6 +264,53 @@ def torch_cuda_arch_list(ctx: CheckContext) -> Iterable[Finding]:
                      "for the GPUs present), then rebuild the extension from scratch (a cached wheel or build "
                      "directory keeps the old architectures).",
                 commands=['export TORCH_CUDA_ARCH_LIST="%s"' % ";".join([value.strip().strip("\"'")] + ccs)]))
+
+
+def _arch_list_vs_toolkit(facts: Facts) -> Iterable[Finding]:
+    """TORCH_CUDA_ARCH_LIST entries outside the range of architectures the extension-building toolkit's nvcc
+    targets (``cuda.json`` ``cc_min``..``cc_max``, the table cuda.toolkit_cannot_target_gpu reads)."""
+    value = facts.value("env.torch_cuda_arch_list")
+    entries = torch_arch_list_entries(value) if isinstance(value, str) else None
+    active = extension_toolkit(facts)
+    if not entries or active is None or not _can_compile(facts, active[2]):
+        return
+    row = hw.cuda_release(active[0])
+    if row is None:
+        return
+    lo, hi = Version(row["cc_min"]), Version(row["cc_max"])
+    bad = [e for e, arch in entries if not lo <= Version("%d.%d" % arch) <= hi]
+    if not bad:
+        return
+    kept = [e for e, arch in entries if lo <= Version("%d.%d" % arch) <= hi]
+    newer = [e for e, arch in entries if Version("%d.%d" % arch) > hi]
+    if kept and any(e.upper().endswith("+PTX") for e in newer) and not any(e.upper().endswith("+PTX") for e in kept):
+        kept[-1] += "+PTX"  # newer GPUs keep running the extension, through PTX of the newest kept architecture
+    first = None
+    if newer:
+        top = max((arch for e, arch in entries if e in newer))
+        fits = hw.cuda_for_cc("%d.%d" % top)
+        first = fits[0] if fits else None
+    yield Finding(
+        code="cuda.arch_list_unsupported", severity="warning", components=["cuda", "torch"],
+        title="TORCH_CUDA_ARCH_LIST=%s names %s, which CUDA %s (%s) cannot compile for: every CUDA extension "
+              "build here fails" % (value, ", ".join(bad), active[0], active[1]),
+        detail="torch.utils.cpp_extension turns each entry of TORCH_CUDA_ARCH_LIST into nvcc -gencode flags; "
+               "CUDA %s's nvcc targets compute capability %s to %s, so it stops with 'nvcc fatal : Unsupported "
+               "gpu architecture' (and a PyTorch release older than the architecture stops before it, with "
+               "'Unknown CUDA arch ... or GPU not supported'). Building flash-attn, apex, DeepSpeed ops, mmcv or "
+               "a project's own kernels fails until the list fits the toolkit.%s" % (
+                   row["version"], row["cc_min"], row["cc_max"],
+                   " The first CUDA that targets %s is %s." % (newer[-1], first) if first else ""),
+        evidence=_ev(facts, "env.torch_cuda_arch_list") + [active[2].to_dict()],
+        source={"rule": "CUDA %s nvcc targets compute capability %s..%s; TORCH_CUDA_ARCH_LIST decides the "
+                        "-gencode flags torch.utils.cpp_extension passes to it" % (
+                            row["version"], row["cc_min"], row["cc_max"]),
+                "url": (row.get("source") or {}).get("url") or ARCH_LIST_DOC,
+                "checked": (row.get("source") or {}).get("checked") or "2026-11-30"},
+        fix=Fix(text="Drop the architectures this toolkit cannot build from the list%s, then rebuild the "
+                     "extension." % (" (or build with CUDA %s or newer)" % first if first else ""),
+                commands=['export TORCH_CUDA_ARCH_LIST="%s"' % ";".join(kept)] if kept else
+                ["unset TORCH_CUDA_ARCH_LIST"]))
 
 
 @check("environment.driver-libs-loadable", requires=("driver.userspace.libraries",),
