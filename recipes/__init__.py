@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from packaging.version import Version
 
-from envdoctor import frameworks, osinfo
+from envdoctor import frameworks, osinfo, versions
 from envdoctor.install.plan import RunCommand, Step, exists
 from envdoctor.matrix import hardware
 from envdoctor.target import Target
@@ -165,7 +165,20 @@ def pick_version(wanted: str, known: Sequence[str], component: str) -> str:
     if matches:
         return max(matches, key=Version)
     raise RecipeError(f"{component} {wanted} is not a version envdoctor knows",
-                      ["--version " + k for k in known])
+                      ["--version " + k for k in nearest_versions(wanted, known)])
+
+
+#: How many known releases an unknown ``--version`` is answered with.
+SUGGESTED_VERSIONS = 5
+
+
+def nearest_versions(wanted: str, known: Sequence[str], count: int = SUGGESTED_VERSIONS) -> List[str]:
+    """The releases to offer for an unknown ``wanted``: the newest ``count`` of its major when envdoctor knows that
+    major (``12.99`` -> the newest 12.x), else the newest ``count`` of all; oldest first, the newest last."""
+    parsed = [(v, k) for v, k in ((versions.parse(k), k) for k in known) if v is not None]
+    major = versions.major(wanted)
+    same = [p for p in parsed if p[0].major == major]
+    return [k for _v, k in sorted(same or parsed)[-count:]]
 
 
 # -- NVIDIA's CUDA package repository (driver, CUDA, cuDNN, NCCL all come from it) --

@@ -29,6 +29,7 @@ from . import (
     driver_cuda_major,
     driver_runs_build,
     install_step,
+    nearest_versions,
     pick_method,
     repo_steps,
     target_note,
@@ -56,7 +57,8 @@ def _row(version: str) -> Any:
     if not rows and len(want.release) > 1:
         rows = [r for r in load("cudnn") if Version(r["version"]).major == want.major and Version(r["version"]) <= want]
     if not rows:
-        raise RecipeError(f"cuDNN {version} is not a version envdoctor knows", ["--version " + v for v in versions()])
+        raise RecipeError(f"cuDNN {version} is not a version envdoctor knows",
+                          ["--version " + v for v in nearest_versions(version, versions())])
     return max(rows, key=lambda r: Version(r["version"]))
 
 

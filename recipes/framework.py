@@ -41,7 +41,7 @@ from envdoctor.install.plan import Plan
 from envdoctor.matrix import load
 from envdoctor.matrix.frameworks import release_row
 
-from . import RecipeError
+from . import RecipeError, nearest_versions
 from . import docker_image as common
 
 #: Where pip finds the wheels of TensorFlow, JAX and a plug-in's framework: PyPI's index (a mirror given to
@@ -245,7 +245,7 @@ def release(fw: Any, version: Optional[str]) -> Dict[str, Any]:
     row = release_row(fw.matrix_area, version, fw.install.release_range)
     if row is None:
         raise RecipeError("%s %s is not in the matrix" % (label(fw), version),
-                          ["--version " + v for v in known[-fw.install.suggest:]])
+                          ["--version " + v for v in nearest_versions(version, known, fw.install.suggest)])
     return row
 
 

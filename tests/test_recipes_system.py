@@ -271,3 +271,28 @@ def test_cli_dry_run_for_another_os_prints_the_golden_script():
     res = CliRunner().invoke(install, ["cuda", "--version", "12.8", "--os", "rhel9", "--dry-run"])
     assert res.exit_code == 0, res.output
     assert res.output == (GOLDEN / "cuda-repo-rhel9.sh").read_text()
+
+
+@pytest.mark.parametrize("component,wanted,major", [("cuda", "12.99", 12), ("cuda", "99.9", None),
+                                                    ("nccl", "2.99", 2), ("cudnn", "99", None),
+                                                    ("pytorch", "1.99", 1)])
+def test_an_unknown_version_is_answered_with_the_nearest_releases(component, wanted, major):
+    # what a user who typed a release envdoctor does not know reads: at most five releases, of the major typed
+    # when envdoctor knows it, newest last (not every release since CUDA 11.0, oldest first)
+    from packaging.version import Version
+
+    from envdoctor.matrix import load
+
+    target = parse_target("ubuntu22.04")
+    with pytest.raises(RecipeError) as e:
+        load_recipe(component).plan(Request(component, wanted, "repo" if component != "pytorch" else "pip"),
+                                    target, Facts())
+    offered = [a.split("--version ", 1)[1] for a in e.value.alternatives if a.startswith("--version ")]
+    assert 1 <= len(offered) <= 5
+    assert offered == sorted(offered, key=Version)
+    if major is not None:
+        assert {Version(v).major for v in offered} == {major}
+    if component == "cuda":
+        everything = [r["version"] for r in load("cuda")]
+        same = [v for v in everything if major is None or Version(v).major == major]
+        assert Version(offered[-1]).release[:2] == max(Version(v) for v in same).release[:2]
