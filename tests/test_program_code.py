@@ -350,3 +350,97 @@ def test_a_module_whose_library_has_a_copy_a_launcher_may_add_stays_quiet() -> N
     assert _program_findings(_module_host("libcudart.so.7.0", "libcudart.so.7.5", own)) == []
     toolkit = {"/usr/local/cuda-7.0/lib64/libcudart.so.7.0": ""}
     assert _program_findings(_module_host("libcudart.so.7.0", "libcudart.so.7.5", toolkit)) == []
+
+
+# --- packaged applications (snaps, Flatpak) and PTX judged by the CUDA runtime a program bundles -----------------
+#
+# Records: B55's gemma3 snap, whose llamacpp-cuda component (/snap/gemma3/components/266/llamacpp-cuda, the layout
+# snapd gives a strict snap's components) carries libggml-cuda.so.0 with cubins sm_86, sm_89, sm_120a and PTX
+# compute_50..compute_90 whose ISA the record does not hold, and the CUDA runtime it was built with beside it
+# (libcudart.so.12.9.79, RUNPATH $ORIGIN).
+
+from envdoctor.probes.programs import packaged_roots, root_name  # noqa: E402
+
+GEMMA = "b55-ubuntu2404-gtx1080ti-driver570-gemma3-snap-llamacpp-cuda12-build-ptx-unsupported-toolchain-needs-580"
+COMPONENT = "/snap/gemma3/components/266/llamacpp-cuda"
+GGML_CUDA = COMPONENT + "/lib/libggml-cuda.so.0"
+
+
+def _gemma_doc() -> Dict[str, Any]:
+    return load_snapshot(os.path.join(CORPUS, GEMMA, "snapshot.json"))
+
+
+def _moved(doc: Dict[str, Any], old: str, new: str) -> Dict[str, Any]:
+    """The snapshot with every record under ``old`` moved under ``new`` (parent folders listed)."""
+    for key in ("dirs", "links", "files", "elf", "fatbin"):
+        table = doc.get(key) or {}
+        doc[key] = {(new + p[len(old):] if p == old or p.startswith(old + "/") else p): v for p, v in table.items()}
+    parts = new.strip("/").split("/")
+    for i in range(len(parts)):
+        parent = "/" + "/".join(parts[:i])
+        entries = list(doc["dirs"].get(parent, {}).get("entries", []))
+        if parts[i] not in entries:
+            doc["dirs"][parent] = {"entries": sorted(entries + [parts[i]])}
+    return doc
+
+
+def _gemma_code(doc: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+    return [e for e in find_gpu_code(SnapshotHost(doc or _gemma_doc()))["libraries"] if "libggml-cuda" in e["path"]]
+
+
+def test_snap_component_library_is_read_once_with_its_bundled_runtime() -> None:
+    found = _gemma_code()
+    assert [(e["path"], e["owner"], e["cudart"], e["cudart_version"], e["ptx_isa"]) for e in found] == [
+        (GGML_CUDA, "gemma3+llamacpp-cuda", "libcudart.so.12", "12.9", None)]
+
+
+def test_ptx_only_code_built_with_a_newer_bundled_runtime_is_a_warning_naming_the_driver() -> None:
+    value = find_gpu_code(_host(GEMMA))
+    found = _ptx(value, driver("570.195.03", "12.8") + gpu("6.1", "NVIDIA GeForce GTX 1080 Ti"))
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "warning")]
+    f = found[0]
+    assert "570.195.03" in f.title and GGML_CUDA in f.title and "gemma3+llamacpp-cuda" in f.title
+    assert "CUDA 12.9" in f.title and "575.51.03" in f.title  # CUDA 12.9's own driver (cuda.json)
+    assert "libcudart.so.12 12.9" in f.detail and "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in f.detail
+    assert "575.51.03" in f.fix.text and "sm_61" in f.fix.text
+
+
+def test_bundled_runtime_rule_quiet_when_the_driver_or_a_cubin_or_the_read_isa_allows() -> None:
+    value = find_gpu_code(_host(GEMMA))
+    gtx = gpu("6.1", "NVIDIA GeForce GTX 1080 Ti")
+    assert _ptx(value, driver("580.95.05", "13.0") + gtx) == []  # a driver of a newer CUDA JIT-compiles it
+    assert _ptx(value, driver("575.64.03", "12.9") + gtx) == []  # one of the runtime's own CUDA
+    # a cubin for 8.6 runs on an RTX 3090: no PTX is JIT-compiled
+    assert _ptx(value, driver("570.195.03", "12.8") + gpu("8.6", "NVIDIA GeForce RTX 3090")) == []
+    # the PTX ISA read from the file itself wins over the runtime beside it: ISA 8.7 is CUDA 12.8's
+    doc = _gemma_doc()
+    for path in (GGML_CUDA, GGML_CUDA + ".0.0"):
+        doc["fatbin"][path] = dict(doc["fatbin"][path], ptx_isa="8.7")
+    assert _ptx(find_gpu_code(SnapshotHost(doc)), driver("570.195.03", "12.8") + gtx) == []
+
+
+def test_flatpak_app_is_read_like_a_snap() -> None:
+    files = "/var/lib/flatpak/app/org.example.Chat/current/active/files"
+    found = _gemma_code(_moved(_gemma_doc(), COMPONENT, files))
+    assert [(e["path"], e["owner"], e["cudart_version"]) for e in found] == [
+        (files + "/lib/libggml-cuda.so.0", "org.example.Chat", "12.9")]
+    assert root_name("/opt/zed") == "zed" and root_name("/snap/gemma3/current") == "gemma3"
+
+
+def test_snap_components_of_the_current_revision_only() -> None:
+    # snapd keeps the previous revision mounted: current names the one that runs
+    doc = _moved(_gemma_doc(), COMPONENT, "/snap/gemma3/components/270/llamacpp-cuda")
+    doc = _moved(doc, "/snap/gemma3/components/270/llamacpp-cuda/bin", "/snap/gemma3/components/266/old/bin")
+    doc["links"]["/snap/gemma3/current"] = {"target": "270"}
+    doc["dirs"]["/snap/gemma3"]["entries"] = sorted(doc["dirs"]["/snap/gemma3"]["entries"] + ["270", "current"])
+    roots = [root for root, _files in packaged_roots(SnapshotHost(doc))]
+    assert roots == ["/snap/gemma3/components/270/llamacpp-cuda"]
+    # no current link (a snapshot without it): the highest revision
+    del doc["links"]["/snap/gemma3/current"]
+    assert [root for root, _files in packaged_roots(SnapshotHost(doc))] == [
+        "/snap/gemma3/components/270/llamacpp-cuda"]
+
+
+def test_base_and_runtime_snaps_are_not_applications() -> None:
+    doc = _moved(_gemma_doc(), COMPONENT, "/snap/core24/components/1/llamacpp-cuda")
+    assert not [root for root, _files in packaged_roots(SnapshotHost(doc)) if "core24" in root]

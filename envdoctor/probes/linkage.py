@@ -702,7 +702,7 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     library that no copy anywhere can supply is kept (the build links a CUDA release no longer installed), each
     loaded as its program would load it (the program's RPATH counts)."""
     from . import loader
-    from .programs import MAX_FILES, module_libraries, program_roots
+    from .programs import MAX_FILES, module_libraries, program_roots, root_name
 
     out: List[Dict[str, Any]] = []
     opened = 0
@@ -744,7 +744,7 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
             cache_unknown = cache_unknown or c["cache_unknown"]
         if not links and not roots:
             continue
-        out.append({"package": posixpath.basename(root), "version": None, "label": "the software in %s" % root,
+        out.append({"package": root_name(root), "version": None, "label": "the software in %s" % root,
                     "roots": roots + [p for p in libs if any(link.get("requester") == p for link in links)],
                     "links": links, "unread": unread, "cache_unknown": cache_unknown, "site": root})
     return out

@@ -13,6 +13,10 @@ Three places, each bounded:
   (``../data/*.fatbin``, ``nvcc -fatbin`` output the program hands ``cuModuleLoadFatBinary``);
 * **software installed whole under ``/opt/<name>`` or ``/usr/local/<name>``** (a vendor's SDK), on PATH or not: its
   ``bin``, ``tools``, ``lib`` and ``lib64``;
+* **packaged applications installed whole**: a snap's current revision (``/snap/<name>/current``) and the
+  components of that revision (``/snap/<name>/components/<revision>/<component>``, where snapd puts a strict
+  snap's optional parts: a CUDA build of its engine), a Flatpak app's files (``/var/lib/flatpak/app/<id>/current/
+  active/files``): their ``bin``, ``lib``, ``lib64`` and ``usr/bin``, ``usr/lib``, ``usr/lib64``;
 * **Python extension modules**: the shared objects each installed distribution's ``RECORD`` lists, or for one
   installed without a wheel (an egg, a legacy ``.egg-info``) its own metadata (as :mod:`envdoctor.probes.staticcuda`
   finds them), of the packages that are not frameworks.
@@ -20,7 +24,9 @@ Three places, each bounded:
 A file is kept when it needs a CUDA library or the driver (``libcuda.so.1``) or carries a fat binary. Fact
 ``programs.gpu_code`` = ``[{kind, owner, version, path, sass, ptx, ptx_isa, nvrtc, cudart, prefix, toolkit}]``:
 ``cudart`` the CUDA runtime it links dynamically (``libcudart.so.11.0`` in its NEEDED; None: linked statically, or
-a fat binary file a program loads through the driver), ``nvrtc``
+a fat binary file a program loads through the driver), ``cudart_version`` the release of the CUDA runtime file
+found in its own search paths (``libcudart.so.12.9.79`` beside it -> "12.9": the runtime an application bundles is
+the toolkit's it was built with), ``nvrtc``
 True when it links NVRTC (it compiles its kernels at run time: NVRTC writes PTX of its own release's ISA, which
 the driver then JIT-compiles), ``toolkit`` the CUDA release of the NVRTC the loader gives it (the file's own
 version, else its conda prefix's ``cudatoolkit``/``cuda-nvrtc``).
@@ -56,6 +62,7 @@ _LIBCUDA = lazyre.compile(r"^libcuda" + SHARED_SUFFIX + "$")
 _NVRTC = lazyre.compile(r"^libnvrtc" + SHARED_SUFFIX + "$")
 _CUDART = lazyre.compile(r"^libcudart" + SHARED_SUFFIX + "$")
 _NVRTC_FILE = lazyre.compile(r"^libnvrtc\.so\.(\d+\.\d+)\.\d+")
+_CUDART_FILE = lazyre.compile(r"^libcudart\.so\.(\d+\.\d+)\.\d+")
 
 
 def _framework(name: str) -> bool:
@@ -90,14 +97,16 @@ def _toolkit_of(names: Iterable[str]) -> Optional[str]:
     return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else None
 
 
-def _nvrtc_version(host: Host, path: str, rpath: Iterable[str], prefix: Optional[str]) -> Optional[str]:
-    """The release of the NVRTC file beside a library's own search paths (``libnvrtc.so.11.7.99`` -> 11.7)."""
+def _nvrtc_version(host: Host, path: str, rpath: Iterable[str], prefix: Optional[str],
+                   pattern: Any = _NVRTC_FILE) -> Optional[str]:
+    """The release of the NVRTC file beside a library's own search paths (``libnvrtc.so.11.7.99`` -> 11.7); with
+    ``pattern`` :data:`_CUDART_FILE`, of the CUDA runtime file (``libcudart.so.12.9.79`` -> 12.9)."""
     dirs = expand_origin(list(rpath), posixpath.dirname(path))
     if prefix:
         dirs.append(posixpath.join(prefix, "lib"))
     for d in dirs:
         for name in sorted(host.list_dir(d).names()):
-            m = _NVRTC_FILE.match(name)
+            m = pattern.match(name)
             if m:
                 return m.group(1)
     return None
@@ -114,12 +123,14 @@ class _Reader:
     def read(self, path: str, kind: str, owner: str, version: Optional[str], prefix: Optional[str] = None,
              toolkit: Optional[str] = None) -> None:
         real = posixpath.normpath(path)
-        if real in self.seen:
+        # a library's soname link and its file are one library: read once, under the first name met
+        key = self.host.resolve(real)
+        if real in self.seen or key in self.seen:
             return
         if self.opened >= MAX_FILES:
             self.complete = False
             return
-        self.seen.add(real)
+        self.seen.update((real, key))
         self.opened += 1
         host = self.host
         if real.endswith(".fatbin"):
@@ -129,7 +140,7 @@ class _Reader:
             if sass or ptx:
                 self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass,
                                  "ptx": ptx, "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": False,
-                                 "cudart": None, "prefix": prefix, "toolkit": None})
+                                 "cudart": None, "cudart_version": None, "prefix": prefix, "toolkit": None})
             return
         # the dynamic section first: a file that is no shared object or program (a script on PATH) is not kept
         # whatever it holds, so its fat binary is never looked for
@@ -150,9 +161,12 @@ class _Reader:
         if nvrtc:
             nvrtc_toolkit = _nvrtc_version(host, real, list(elf.rpath) + list(elf.runpath), prefix) or toolkit
         cudart = next((n for n in needed if _CUDART.match(n)), None)
+        cudart_version = None
+        if cudart and ptx:
+            cudart_version = _nvrtc_version(host, real, list(elf.rpath) + list(elf.runpath), prefix, _CUDART_FILE)
         self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass, "ptx": ptx,
                          "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": nvrtc, "cudart": cudart,
-                         "prefix": prefix, "toolkit": nvrtc_toolkit})
+                         "cudart_version": cudart_version, "prefix": prefix, "toolkit": nvrtc_toolkit})
 
 
 def conda_libraries(host: Host) -> List[Tuple[str, str, str, List[str]]]:
@@ -250,10 +264,84 @@ def software_roots(host: Host) -> List[Tuple[str, List[str]]]:
     return out
 
 
+#: Where packaged applications are installed whole: snaps and system-wide Flatpak apps.
+SNAP_DIR = "/snap"
+FLATPAK_APPS = "/var/lib/flatpak/app"
+#: The folders of a packaged application's tree that hold its programs and libraries.
+PACKAGED_DIRS = SOFTWARE_DIRS + ("usr/bin", "usr/lib", "usr/lib64")
+#: Snaps that are no application: bases, snapd itself, desktop runtimes and themes, the GPU userspace's content
+#: snaps (their own checks judge the driver's libraries); ``/snap/bin`` holds only snapd's launchers.
+_NOT_AN_APP = lazyre.compile(
+    r"^(?:bin|README|core\d*|bare|snapd|snapd-desktop-integration|gnome-[0-9-]+|gtk-common-themes|"
+    r"gtk2-common-themes|kf[56]-.*|kde-.*|mesa-.*|gpu-[0-9]+|nvidia-.*|cuda.*)$", re.IGNORECASE)
+_REVISION = lazyre.compile(r"^x?\d+$")
+
+
+def _tree_files(host: Host, root: str, dirs: Iterable[str]) -> List[str]:
+    files: List[str] = []
+    for sub in dirs:
+        d = posixpath.join(root, sub)
+        names = sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]
+        files += [posixpath.join(d, n) for n in names
+                  if posixpath.basename(sub) in ("bin", "tools") or SHARED_OBJECT.search(n)]
+    return files
+
+
+def _revision_key(name: str) -> Tuple[int, str]:
+    digits = name.lstrip("x")
+    return (int(digits) if digits.isdigit() else -1, name)
+
+
+def packaged_roots(host: Host) -> List[Tuple[str, List[str]]]:
+    """``(root, [files])`` of each packaged application installed whole: a snap's current revision, each
+    component of that revision (``/snap/<name>/components/<revision>/<component>``: the revision ``current``
+    names, else the highest there), each system-wide Flatpak app's active files. At most :data:`MAX_ROOTS`."""
+    out: List[Tuple[str, List[str]]] = []
+    for name in sorted(host.list_dir(SNAP_DIR).names())[:MAX_DIR_ENTRIES]:
+        if _NOT_AN_APP.match(name) or len(out) >= MAX_ROOTS:
+            continue
+        snap = posixpath.join(SNAP_DIR, name)
+        current = posixpath.join(snap, "current")
+        link = host.read_link(current)
+        revision = posixpath.basename(posixpath.normpath(link.target)) if link.ok and link.target else None
+        roots = [current] if host.is_dir(current) else []
+        components = posixpath.join(snap, "components")
+        revisions = [r for r in host.list_dir(components).names() if _REVISION.match(r)]
+        if revision not in revisions:
+            revision = max(revisions, key=_revision_key) if revisions else None
+        if revision is not None:
+            base = posixpath.join(components, revision)
+            roots += [posixpath.join(base, c) for c in sorted(host.list_dir(base).names())[:MAX_DIR_ENTRIES]]
+        for root in roots:
+            files = _tree_files(host, root, PACKAGED_DIRS)
+            if files and len(out) < MAX_ROOTS:
+                out.append((root, files))
+    for app in sorted(host.list_dir(FLATPAK_APPS).names())[:MAX_DIR_ENTRIES]:
+        root = posixpath.join(FLATPAK_APPS, app, "current", "active", "files")
+        files = _tree_files(host, root, PACKAGED_DIRS) if len(out) < MAX_ROOTS else []
+        if files:
+            out.append((root, files))
+    return out
+
+
+def root_name(root: str) -> str:
+    """The name a program root goes by: a snap's name (``gemma3``; a component's ``gemma3+llamacpp-cuda``, as
+    snapd names it), a Flatpak app's id, else the root's folder name (``/opt/<name>``)."""
+    parts = root.split("/")
+    if root.startswith(SNAP_DIR + "/") and len(parts) > 2:
+        if len(parts) == 6 and parts[3] == "components":
+            return "%s+%s" % (parts[2], parts[5])
+        return parts[2]
+    if root.startswith(FLATPAK_APPS + "/") and len(parts) > 5:
+        return parts[5]
+    return posixpath.basename(root)
+
+
 def program_roots(host: Host) -> List[Tuple[str, List[str]]]:
-    """:func:`path_programs` then :func:`software_roots`, listed once per host: this probe and the linkage probe
-    both read them."""
-    return list(host.once("programs.roots", lambda: path_programs(host) + software_roots(host)))
+    """:func:`path_programs`, :func:`software_roots` then :func:`packaged_roots`, listed once per host: this probe
+    and the linkage probe both read them."""
+    return list(host.once("programs.roots",
+                          lambda: path_programs(host) + software_roots(host) + packaged_roots(host)))
 
 
 #: The most folders below a software root's ``lib`` looked into for plug-in modules, and how deep.
@@ -297,7 +385,7 @@ def find_gpu_code(host: Host) -> Dict[str, Any]:
             reader.read(lib, "conda", package, version, prefix, toolkit)
     for root, files in program_roots(host):
         for f in files:
-            reader.read(f, "program", posixpath.basename(root), None)
+            reader.read(f, "program", root_name(root), None)
     candidates, _unlisted, complete = candidates_once(host)
     for dist, path in candidates:
         reader.read(path, "python", dist.name, dist.version)

@@ -64,7 +64,8 @@ DOCS = (
             "The NVIDIA driver is too old for the CUDA runtime an installed framework was built with.",
             "driver.version, driver.cuda_version, framework.* (torch +cuXXX / version.py, TensorFlow build_info, "
             "JAX CUDA plugin, onnxruntime-gpu, CuPy cudaXXx, Paddle, MXNet), python.static_cuda and "
-            "programs.gpu_code (GPU code whose PTX ISA is newer than the driver's CUDA, with no cubin for the GPU)",
+            "programs.gpu_code (GPU code whose PTX ISA is newer than the driver's CUDA, with no cubin for the GPU; "
+            "its ISA not read, the CUDA runtime bundled beside it stands for the toolkit that built it: a warning)",
             "The framework imports but finds no usable GPU (torch.cuda.is_available() is False, 'CUDA driver "
             "version is insufficient for CUDA runtime version'). Within one CUDA major a driver at or above the "
             "major's floor still runs newer minors (minor-version compatibility); across majors it cannot. "

@@ -19,7 +19,10 @@ the rules a framework's own GPU code is judged by:
   wheel, a toolkit or conda): ``driver.too_old_for_framework``. A Python extension that carries its own CUDA
   runtime (``python.static_cuda``) is judged by ``compat.driver-vs-cuda`` with the same rule, so its files are
   passed over here (one root cause, one finding); a forward-compatibility libcuda the loader takes brings the
-  JIT compiler of its own CUDA (``libnvidia-ptxjitcompiler``, part of the cuda-compat package).
+  JIT compiler of its own CUDA (``libnvidia-ptxjitcompiler``, part of the cuda-compat package). When the PTX ISA
+  version was not read, a CUDA runtime the file bundles (``libcudart.so.12.9.79`` in its own search paths: the
+  toolkit release it was built with, whose nvcc writes that release's PTX ISA) stands for it, as a warning: the
+  runtime itself starts under minor-version compatibility, which excludes PTX JIT.
 """
 
 from __future__ import annotations
@@ -171,6 +174,13 @@ def _program_ptx(facts: Facts) -> List[Finding]:
     for e in _entries(facts):
         isa = str(e.get("ptx_isa") or "")
         cuda = _mm(hw.cuda_for_ptx_isa(isa)) if isa and e.get("ptx") else None
+        # its PTX ISA not read: the CUDA runtime it bundles (beside it, in its own search paths) is the release of
+        # the toolkit that built it, whose nvcc writes PTX of that release's ISA
+        bundled = not isa and bool(e.get("ptx")) and bool(e.get("cudart_version"))
+        if bundled:
+            cuda = _mm(e.get("cudart_version"))
+            isa = str(hw.ptx_isa_for_cuda(_mm_str(cuda)) or "") if cuda is not None and cuda[1] is not None else ""
+            cuda = cuda if isa else None
         row = hw.cuda_release(_mm_str(cuda)) if cuda is not None and cuda[1] is not None else None
         verdict = drv.verdict(cuda) if cuda is not None and row is not None else "ok"
         if e["path"] in static or cuda is None or row is None or verdict == "ok":
@@ -197,17 +207,25 @@ def _program_ptx(facts: Facts) -> List[Finding]:
         else:
             runtime = ("The driver is also below CUDA %d.x's minor-version-compatibility floor: %s (if its CUDA "
                        "runtime does not refuse the driver first)" % (cuda[0], fails))
+        if bundled:
+            of_isa = ("built with CUDA %s (the CUDA runtime it bundles, %s %s), so presumably of PTX ISA %s" % (
+                _mm_str(cuda), e["cudart"], e["cudart_version"], isa))
+            title_isa = "PTX built with CUDA %s (ISA %s)" % (_mm_str(cuda), isa)
+        else:
+            of_isa = "of PTX ISA %s (CUDA %s's)" % (isa, _mm_str(cuda))
+            title_isa = "PTX ISA %s" % isa
         out.append(Finding(
-            code="driver.too_old_for_framework", severity=_severity(row, ["min_driver_linux", "ptx_isa"]),
+            code="driver.too_old_for_framework",
+            severity="warning" if bundled else _severity(row, ["min_driver_linux", "ptx_isa"]),
             components=["driver", "python" if e.get("kind") == "python" else "cuda"],
-            title="%s supports CUDA up to %s, but %s (%s) reaches %s (compute capability %s) only through PTX "
-                  "ISA %s, which needs CUDA %s's driver (>= %s)" % (
+            title="%s supports CUDA up to %s, but %s (%s) reaches %s (compute capability %s) only through %s, "
+                  "which needs CUDA %s's driver (>= %s)" % (
                       "Driver %s" % drv.version if drv.version else "The driver", _mm_str(drv.cuda), e["path"],
-                      _label(e), names, ccs, isa, _mm_str(cuda), exact),
-            detail="%s's fat binary holds cubins for %s and PTX for %s, of PTX ISA %s (CUDA %s's). No cubin runs "
-                   "on compute capability %s, so the driver must JIT-compile that PTX, and it knows no PTX ISA newer "
-                   "than its own CUDA %s. %s." % (
-                       e["path"], ", ".join(sass) or "no architecture", ", ".join(ptx), isa, _mm_str(cuda), ccs,
+                      _label(e), names, ccs, title_isa, _mm_str(cuda), exact),
+            detail="%s's fat binary holds cubins for %s and PTX for %s, %s. No cubin runs on compute capability "
+                   "%s, so the driver must JIT-compile that PTX, and it knows no PTX ISA newer than its own CUDA "
+                   "%s. %s." % (
+                       e["path"], ", ".join(sass) or "no architecture", ", ".join(ptx), of_isa, ccs,
                        _mm_str(drv.cuda), runtime),
             evidence=_ev(drv.version_fact, drv.cuda_fact, jit[0][2], fact),
             source=_source("PTX ISA %s is CUDA %s's; a driver JIT-compiles no PTX newer than its own CUDA, and "
