@@ -37,7 +37,7 @@ from packaging.version import Version
 
 from .. import lazyre, versions
 from ..facts import Fact, not_supported, ok, timed_out, unknown
-from ..host.base import KERNEL_LOG_ARGV, CommandResult, Host
+from ..host.base import FILE_FILTERS, FILE_PATTERN_FILTERS, KERNEL_LOG_ARGV, CommandResult, Host
 from ..osinfo import DRIVER_DIRS, GPU_OPERATOR_ROOT, WSL_LIB_DIR
 from . import ProbeContext, register
 
@@ -826,6 +826,147 @@ def _nvswitch(host: Host, dev_names: Tuple[str, ...]) -> List[Fact]:
     return facts
 
 
+# -- CUDA MPS --------------------------------------------------------------------
+#
+# The MPS control daemon (nvidia-cuda-mps-control -d) listens in its pipe directory (CUDA_MPS_PIPE_DIRECTORY,
+# default /tmp/nvidia-mps) and writes its pid to nvidia-cuda-mps-control.pid there, a file that goes when it stops
+# (its control socket stays). It starts one MPS server (nvidia-cuda-mps-server, its child) at a time, with the uid of
+# the client that asked; a client of another uid waits until that server has no clients and exits (the
+# nvidia-cuda-mps-control man page; https://docs.nvidia.com/deploy/mps/). Both names are cut to "nvidia-cuda-mps" in
+# /proc/<pid>/comm and status (15 characters), so the server is told from the daemon by its parent.
+
+MPS_PIPE_DEFAULT = "/tmp/nvidia-mps"
+MPS_PID_FILE = "nvidia-cuda-mps-control.pid"
+MPS_COMM = "nvidia-cuda-mps"
+PROC_SELF_STATUS = "/proc/self/status"
+PASSWD = "/etc/passwd"
+#: How many /proc entries the look for MPS servers reads at most (a hostile or huge process table).
+MPS_MAX_PIDS = 65536
+MAX_PASSWD_BYTES = 256 * 1024
+_STATUS_FIELD = lazyre.compile(r"^(?P<name>Name|PPid|Uid):[ \t]*(?P<value>[^\n]*)$", re.M)
+
+
+def _proc_status(text: str) -> Dict[str, str]:
+    """Name, PPid and Uid of a /proc/<pid>/status text (those present)."""
+    return {m.group("name"): m.group("value").strip() for m in _STATUS_FIELD.finditer(text)}
+
+
+def _status_uid(fields: Dict[str, str]) -> Optional[int]:
+    """The effective uid of a status' ``Uid:`` line (real, effective, saved, filesystem), or None."""
+    parts = fields.get("Uid", "").split()
+    uid = parts[1] if len(parts) > 1 else (parts[0] if parts else "")
+    return int(uid) if uid.isdigit() else None
+
+
+def keep_status_fields(text: str) -> str:
+    """What a snapshot keeps of a /proc/<pid>/status: the name, parent and uids."""
+    return "".join(m.group(0) + "\n" for m in _STATUS_FIELD.finditer(text))
+
+
+def keep_mps_comm(text: str) -> str:
+    """What a snapshot keeps of a /proc/<pid>/comm: an MPS process' name, nothing of any other process'."""
+    return text if text.strip() == MPS_COMM else ""
+
+
+def keep_passwd_ids(text: str) -> str:
+    """What a snapshot keeps of /etc/passwd: each entry's name and uid (no home, shell or comment)."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split(":")
+        if len(parts) >= 3 and parts[2].strip().isdigit():
+            out.append("%s:x:%s:" % (parts[0], parts[2].strip()))
+    return "".join(x + "\n" for x in out)
+
+
+FILE_FILTERS[PROC_SELF_STATUS] = keep_status_fields
+FILE_FILTERS[PASSWD] = keep_passwd_ids
+FILE_PATTERN_FILTERS.append((lazyre.compile(r"^/proc/\d+/status$"), keep_status_fields))
+FILE_PATTERN_FILTERS.append((lazyre.compile(r"^/proc/\d+/comm$"), keep_mps_comm))
+
+
+def _passwd(host: Host) -> Dict[int, str]:
+    """uid -> user name, from /etc/passwd (empty where unreadable)."""
+    names: Dict[int, str] = {}
+    for line in (host.read_text(PASSWD, limit=MAX_PASSWD_BYTES) or "").splitlines():
+        parts = line.split(":")
+        if len(parts) >= 3 and parts[2].strip().isdigit() and parts[0]:
+            names.setdefault(int(parts[2].strip()), parts[0][:64])
+    return names
+
+
+def _me(host: Host, names: Dict[int, str]) -> Tuple[Optional[int], str]:
+    """(the uid envdoctor runs as, how it is known): /proc/self/status; else (a snapshot without it) the login
+    name of the environment (USER, LOGNAME) in /etc/passwd."""
+    text = host.read_text(PROC_SELF_STATUS, limit=16384)
+    uid = _status_uid(_proc_status(text)) if text is not None else None
+    if uid is not None:
+        return uid, "file:" + PROC_SELF_STATUS
+    env = host.environ()
+    login = env.get("USER") or env.get("LOGNAME") or ""
+    if login == "root":
+        return 0, "env:USER"
+    match = [u for u, n in names.items() if n == login] if login else []
+    return (match[0], "env:USER,file:" + PASSWD) if len(match) == 1 else (None, "file:" + PROC_SELF_STATUS)
+
+
+def _mps(host: Host) -> List[Fact]:
+    """The MPS control daemon this user's CUDA programs would reach, its servers and their owners (no facts where
+    the pipe directory holds no daemon's pid file: no MPS)."""
+    env = host.environ()
+    pipe = (env.get("CUDA_MPS_PIPE_DIRECTORY") or "").strip() or MPS_PIPE_DEFAULT
+    pid_path = posixpath.join(pipe, MPS_PID_FILE)
+    label = "MPS control daemon"
+    res = host.read_file(pid_path, limit=64)
+    if res.missing:
+        return []
+    src = "file:" + pid_path
+    if not res.ok:
+        return [unknown("driver.mps.control_daemon", "cannot read %s (%s)" % (pid_path, res.error), src, label)]
+    text = (res.text or "").strip()
+    if not text.isdigit() or not 0 < int(text) < 1 << 22:
+        return [unknown("driver.mps.control_daemon", "unexpected contents of %s: %r" % (pid_path, text[:40]),
+                        src, label)]
+    pid = int(text)
+    status = host.read_text("/proc/%d/status" % pid, limit=16384)
+    fields = _proc_status(status) if status is not None else {}
+    daemon: Dict[str, Any] = {"pipe_directory": pipe, "pid": pid,
+                              "running": fields.get("Name") == MPS_COMM, "uid": _status_uid(fields)}
+    names = _passwd(host) if daemon["running"] else {}
+    if daemon["uid"] is not None and daemon["uid"] in names:
+        daemon["user"] = names[daemon["uid"]]
+    facts = [ok("driver.mps.control_daemon", daemon, "%s,file:/proc/%d/status" % (src, pid), label)]
+    if not daemon["running"]:
+        return facts  # a pid file left by a daemon that died, or one of another pid namespace (a container)
+    listing = host.list_dir("/proc")
+    if not listing.ok:
+        facts.append(unknown("driver.mps.servers", "cannot list /proc (%s)" % listing.error, "dir:/proc",
+                             "MPS servers"))
+        return facts
+    servers: List[Dict[str, Any]] = []
+    for name in [n for n in listing.names() if n.isdigit()][:MPS_MAX_PIDS]:
+        if int(name) == pid or (host.read_text("/proc/%s/comm" % name, limit=64) or "").strip() != MPS_COMM:
+            continue
+        st = host.read_text("/proc/%s/status" % name, limit=16384)  # None: it ended since
+        f = _proc_status(st) if st is not None else {}
+        if f.get("Name") == MPS_COMM and f.get("PPid") == str(pid):
+            uid = _status_uid(f)
+            server: Dict[str, Any] = {"pid": int(name), "uid": uid}
+            if uid is not None and uid in names:
+                server["user"] = names[uid]
+            servers.append(server)
+    facts.append(ok("driver.mps.servers", servers, "dir:/proc", "MPS servers"))
+    if servers:
+        uid, how = _me(host, names)
+        if uid is None:
+            facts.append(unknown("driver.mps.user", "the user running this is unknown", how, "User"))
+        else:
+            me: Dict[str, Any] = {"uid": uid}
+            if uid in names:
+                me["user"] = names[uid]
+            facts.append(ok("driver.mps.user", me, how, "User"))
+    return facts
+
+
 @register("driver", "NVIDIA driver", order=30, uses_nvml=True,
           produces=("driver.*", "driver.*.*", "kernel.headers"))
 def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
@@ -941,4 +1082,5 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
                                optional=True)
         if pd is not None:
             facts.append(pd)
+        facts.extend(_mps(host))
     return facts

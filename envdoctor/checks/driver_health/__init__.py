@@ -87,6 +87,11 @@ RULES: Dict[str, Dict[str, str]] = {
                         "/dev/dxg; the Windows build, the WSL kernel and the Windows driver must all support it "
                         "(GPUs in TCC mode are not available to WSL)",
                 "checked": "2026-11-30"},
+    "mps": {"url": "https://docs.nvidia.com/deploy/mps/",
+            "rule": "The MPS control daemon launches an MPS server with the uid of the client that asks; a client "
+                    "of another uid than the running server's waits until that server's clients are done and it "
+                    "has exited (nvidia-cuda-mps-control man page): MPS servers of different users do not run "
+                    "at the same time", "checked": "2026-11-30"},
     "xid": {"url": "https://docs.nvidia.com/deploy/xid-errors/index.html",
             "rule": "Xid 79: GPU has fallen off the bus; reset or reboot, then look at power, thermals, PCIe"},
     "driver_container": {"url": "https://github.com/NVIDIA/gpu-driver-container/blob/main/ubuntu22.04/nvidia-driver",
@@ -319,6 +324,12 @@ DOCS = (
             "driver.nvswitch.present, driver.fabric_manager.state, driver.version",
             "CUDA initialisation fails with cudaErrorSystemNotReady (802) until the fabric is configured.",
             RULES["fabric_manager"]["url"]),
+    CodeDoc("mps.server_owned_by_other_user", "warning",
+            "An MPS control daemon serves this user's CUDA programs, but its running MPS server belongs to another "
+            "user (e.g. root, for a container started without -u).",
+            "driver.mps.control_daemon, driver.mps.servers, driver.mps.user",
+            "MPS runs one user's server at a time: this user's CUDA programs are queued, and hang, until that "
+            "server exits.", RULES["mps"]["url"]),
     CodeDoc("driver.forward_compat_unsupported_gpu", "error",
             "Forward-compatibility libcuda (cuda-compat) is on the loader path (LD_LIBRARY_PATH, or copied into a "
             "loader directory, as container runtimes do) of a GPU that does not support it.",
