@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -100,6 +100,21 @@ def snapshot_findings(doc: Dict[str, Any], name: str = "case") -> List[Any]:
 
 def run_report(host) -> Report:
     return diagnose(host)
+
+
+_REPORTS: Dict[Tuple[str, int], Report] = {}
+
+
+def snapshot_report(path: str) -> Report:
+    """The report of the snapshot file at ``path`` as captured (``diagnose --snapshot PATH``: every layer, the
+    default scrubber, ``path`` as the machine's description), diagnosed once per test process while the file is
+    unchanged (keyed by its path and modification time): several modules replay every machine and corpus case
+    only to read what the report says. Shared, so read it only; a test that edits a document, swaps a check or
+    patches a probe diagnoses its own copy."""
+    key = (os.path.abspath(path), os.stat(path).st_mtime_ns)
+    if key not in _REPORTS:
+        _REPORTS[key] = diagnose(SnapshotHost(load_snapshot(path), path))
+    return _REPORTS[key]
 
 
 @pytest.fixture
