@@ -102,6 +102,25 @@ def run_report(host) -> Report:
     return diagnose(host)
 
 
+_PROBES: Dict[Tuple[str, int], Tuple[ProbeResult, ...]] = {}
+
+
+def snapshot_probes(path: str) -> Tuple[ProbeResult, ...]:
+    """Every probe's result on the snapshot file at ``path`` as captured (``path`` as the machine's description),
+    probed once per test process while the file is unchanged (keyed by its path and modification time). Shared, so
+    read it only (build a fresh ``Facts`` from it); a test that edits a document or patches a probe probes its own
+    copy."""
+    key = (os.path.abspath(path), os.stat(path).st_mtime_ns)
+    if key not in _PROBES:
+        _PROBES[key] = tuple(run_probes(SnapshotHost(load_snapshot(path), path)))
+    return _PROBES[key]
+
+
+def snapshot_facts(path: str) -> Facts:
+    """A fresh ``Facts`` of :func:`snapshot_probes`' shared results."""
+    return Facts(f for r in snapshot_probes(path) for f in r.facts)
+
+
 _REPORTS: Dict[Tuple[str, int], Report] = {}
 
 
