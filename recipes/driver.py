@@ -17,11 +17,13 @@ install always ends with a reboot.  ``options["flavor"]`` is ``open`` (default) 
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor import matrix
 from envdoctor.install.plan import Plan, RunCommand, Step, exists
 from envdoctor.matrix import gpu_support, hardware
 
@@ -39,13 +41,22 @@ def default_method(target: Target) -> str:
 
 def versions() -> List[str]:
     """Driver branches the matrix knows (each CUDA release's minimum driver), oldest first."""
+    return list(_branches())
+
+
+@functools.lru_cache(maxsize=None)
+def _branches() -> Tuple[str, ...]:
+    """:func:`versions`, worked out once per loaded matrix (a plan asks it several times per GPU)."""
     branches = set()
     for row in hardware.cuda_releases():
         if Version(row["version"]) < Version("11.0"):
             continue
         for drv in [row["min_driver_linux"], *row.get("driver_by_update", {}).values()]:
             branches.add(str(Version(drv).release[0]))
-    return sorted(branches, key=int)
+    return tuple(sorted(branches, key=int))
+
+
+matrix.DERIVED_CACHES.append(_branches.cache_clear)
 
 
 def branch_of(version: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -100,6 +100,40 @@ def snapshot_findings(doc: Dict[str, Any], name: str = "case") -> List[Any]:
 
 def run_report(host) -> Report:
     return diagnose(host)
+
+
+_PROBES: Dict[Tuple[str, int], Tuple[ProbeResult, ...]] = {}
+
+
+def snapshot_probes(path: str) -> Tuple[ProbeResult, ...]:
+    """Every probe's result on the snapshot file at ``path`` as captured (``path`` as the machine's description),
+    probed once per test process while the file is unchanged (keyed by its path and modification time). Shared, so
+    read it only (build a fresh ``Facts`` from it); a test that edits a document or patches a probe probes its own
+    copy."""
+    key = (os.path.abspath(path), os.stat(path).st_mtime_ns)
+    if key not in _PROBES:
+        _PROBES[key] = tuple(run_probes(SnapshotHost(load_snapshot(path), path)))
+    return _PROBES[key]
+
+
+def snapshot_facts(path: str) -> Facts:
+    """A fresh ``Facts`` of :func:`snapshot_probes`' shared results."""
+    return Facts(f for r in snapshot_probes(path) for f in r.facts)
+
+
+_REPORTS: Dict[Tuple[str, int], Report] = {}
+
+
+def snapshot_report(path: str) -> Report:
+    """The report of the snapshot file at ``path`` as captured (``diagnose --snapshot PATH``: every layer, the
+    default scrubber, ``path`` as the machine's description), diagnosed once per test process while the file is
+    unchanged (keyed by its path and modification time): several modules replay every machine and corpus case
+    only to read what the report says. Shared, so read it only; a test that edits a document, swaps a check or
+    patches a probe diagnoses its own copy."""
+    key = (os.path.abspath(path), os.stat(path).st_mtime_ns)
+    if key not in _REPORTS:
+        _REPORTS[key] = diagnose(SnapshotHost(load_snapshot(path), path))
+    return _REPORTS[key]
 
 
 @pytest.fixture

@@ -23,15 +23,16 @@ from envdoctor.layers import LAYER_NAMES
 from envdoctor.probes import run_probes
 
 from . import sick_variants
-from .conftest import HERE
+from .conftest import HERE, snapshot_facts
 
 
-def _snapshots() -> Iterator[Tuple[str, SnapshotHost]]:
+def _snapshots() -> Iterator[Tuple[str, Facts]]:
+    """(where, its facts) for every captured machine and sick variant (a captured file's probed once per process)."""
     for pattern in ("machines/*/snapshot.json", "live/*/snapshot.json*", "corpus/*/snapshot.json"):
         for path in sorted(glob.glob(os.path.join(HERE, pattern))):
-            yield os.path.relpath(path, HERE), SnapshotHost(load_snapshot(path), path)
+            yield os.path.relpath(path, HERE), snapshot_facts(path)
     for variant in sick_variants.variants():
-        yield "sick/" + variant.name, SnapshotHost(variant.doc, variant.name)
+        yield "sick/" + variant.name, _facts(SnapshotHost(variant.doc, variant.name))
 
 
 def _facts(host: SnapshotHost) -> Facts:
@@ -53,8 +54,8 @@ def test_no_check_emits_a_code_it_does_not_declare():
     undeclared: Dict[str, Set[str]] = {}
     spoken: Set[str] = set()
     specs = all_checks()
-    for where, host in _snapshots():
-        ctx = CheckContext(_facts(host), [])
+    for where, facts in _snapshots():
+        ctx = CheckContext(facts, [])
         for spec in specs:
             declared = {d.code for d in spec.codes}
             for finding in spec.fn(ctx):

@@ -20,10 +20,8 @@ from click.testing import CliRunner
 import envdoctor.checks as checks
 from envdoctor.checks import CheckContext, all_checks, findings_by_check
 from envdoctor.cli import cli
-from envdoctor.facts import Facts
-from envdoctor.probes import run_probes
 
-from .conftest import load_machine, machine_names, machine_path
+from .conftest import machine_names, machine_path, snapshot_facts
 
 
 @functools.lru_cache(maxsize=None)
@@ -31,7 +29,7 @@ def _by_check(name: str) -> Dict[str, List[Tuple[str, str, str]]]:
     """What each registered check says on machine ``name`` (after yielding to the others, as in a run): check
     name -> [(code, severity, title)]. Once per machine and process (the cases are made of it at collection; the
     registry is the package's, as it is then: no test here reads it after swapping a check in)."""
-    facts = Facts(f for r in run_probes(load_machine(name)) for f in r.facts)
+    facts = snapshot_facts(machine_path(name))
     out: Dict[str, List[Tuple[str, str, str]]] = {}
     for check_name, found in findings_by_check(CheckContext(facts, []), all_checks()).items():
         said = [(f.code, f.severity, f.title) for f in found]

@@ -18,11 +18,10 @@ from hypothesis import strategies as st
 from envdoctor.checks import CheckContext, run_checks
 from envdoctor.facts import Fact, Facts, ok
 from envdoctor.matrix import hardware, load
-from envdoctor.probes import run_probes
 
-from .conftest import load_machine, machine_names
+from .conftest import machine_names, machine_path, snapshot_probes
 
-MACHINE_FACTS = {name: [f for r in run_probes(load_machine(name)) for f in r.facts] for name in machine_names()}
+MACHINE_FACTS = {name: [f for r in snapshot_probes(machine_path(name)) for f in r.facts] for name in machine_names()}
 
 junk = st.recursive(
     st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=True) | st.text(max_size=20)

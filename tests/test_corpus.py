@@ -22,8 +22,9 @@ from typing import Any, Dict, List
 import pytest
 
 from envdoctor.checks import code_docs
-from envdoctor.host.snapshot import SnapshotHost, load_snapshot
-from envdoctor.report import diagnose
+from envdoctor.host.snapshot import SnapshotHost
+
+from .conftest import snapshot_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -177,8 +178,8 @@ HEALTHY = [n for n in CASES if _case(n)["healthy"] and n not in ERRATA]
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", HEALTHY)
 def test_healthy_case_raises_no_warning_or_error(name: str) -> None:
-    host = SnapshotHost(load_snapshot(os.path.join(CORPUS, name, "snapshot.json")), name)
-    loud: List[str] = ["%s %s: %s" % (f.severity, f.code, f.title) for f in diagnose(host).findings
+    loud: List[str] = ["%s %s: %s" % (f.severity, f.code, f.title)
+                       for f in snapshot_report(os.path.join(CORPUS, name, "snapshot.json")).findings
                        if f.severity in ("warning", "error")]
     assert loud == [], "%s is healthy (%s) but envdoctor says:\n%s" % (name, _case(name)["url"], "\n".join(loud))
 

@@ -18,6 +18,8 @@ from click.testing import CliRunner
 from envdoctor.cli import cli
 from envdoctor.findings import AnyOf, Fix
 
+from .conftest import snapshot_report
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MISMATCH = os.path.join(HERE, "corpus", "container-image-libnvidia-ml-525-on-host-470", "snapshot.json")
@@ -69,14 +71,11 @@ def test_a_lost_gpu_is_reset_or_rebooted_between_two_steps():
 
 def _every_fix():
     """Every finding's fix on every machine the suite replays (tests/machines, tests/corpus, tests/live)."""
-    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
-    from envdoctor.report import diagnose
-
     paths = sorted(glob.glob(os.path.join(HERE, "machines", "*", "snapshot.json"))
                    + glob.glob(os.path.join(HERE, "corpus", "*", "snapshot.json"))
                    + glob.glob(os.path.join(HERE, "live", "*", "snapshot.json.gz")))
     for path in paths:
-        for f in diagnose(SnapshotHost(load_snapshot(path), path)).findings:
+        for f in snapshot_report(path).findings:
             yield path, f
 
 

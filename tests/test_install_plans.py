@@ -26,6 +26,7 @@ from envdoctor.facts import Facts, ok
 from envdoctor.install.executor import Executor
 from envdoctor.install.plan import Plan, RunCommand, Step, why_line
 from envdoctor.recipes import RecipeError, Request, cuda_redist, load_recipe, parse_target
+from tests.conftest import snapshot_report
 from tests.test_install_redist import REAL_CUDA_12_4_1, REAL_CUDNN_9_1_0
 from tests.test_recipes_frameworks import machine_facts
 
@@ -717,14 +718,12 @@ def test_every_install_line_a_finding_suggests_is_accepted():
     from click.testing import CliRunner
 
     from envdoctor.cli.install import install
-    from envdoctor.host.snapshot import SnapshotHost, load_snapshot
     from envdoctor.install import validate
-    from envdoctor.report import diagnose
 
     lines = set()
     for path in _snapshots():
         try:
-            report = diagnose(SnapshotHost(load_snapshot(path), os.path.basename(os.path.dirname(path))))
+            report = snapshot_report(path)
         except Exception:  # noqa: BLE001 - a snapshot this build cannot read is another test's business
             continue
         for fd in report.findings:
