@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from packaging.version import Version
 
@@ -56,9 +56,15 @@ SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-
 
 MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d")
 
-#: Sub-directories of /lib/modules/<release>/ where a packaged or DKMS-built nvidia.ko lands.
-MODULE_SUBDIRS = ("updates/dkms", "updates", "kernel/drivers/video", "extra", "extra/nvidia", "misc",
-                  "kernel/drivers/char/drm", "weak-updates/nvidia", "extramodules")  # extramodules: Arch
+#: Where installed kernels keep their modules (/usr/lib/modules on merged-/usr systems where /lib is a link; both
+#: are read, for the running kernel and for the newer ones alike).
+MODULE_ROOTS = ("/lib/modules", "/usr/lib/modules")
+#: Sub-directories of <root>/<release>/ where a packaged or DKMS-built nvidia.ko lands. extramodules: Arch;
+#: extra/drivers/video/nvidia: NVIDIA's precompiled kmod-nvidia packages for RHEL (NVIDIA/yum-packaging-precompiled-kmod
+#: kmod-nvidia.spec: kmod_module_path /lib/modules/<kernel>.<arch>/extra/drivers/video/nvidia).
+MODULE_SUBDIRS = ("updates/dkms", "updates", "kernel/drivers/video", "extra", "extra/nvidia",
+                  "extra/drivers/video/nvidia", "misc", "kernel/drivers/char/drm", "weak-updates/nvidia",
+                  "extramodules")
 
 SMI_QUERY = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
 SMI_PLAIN = ["nvidia-smi"]
@@ -578,15 +584,16 @@ def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
     if wsl:
         return [not_supported(key, "uname", label, "on WSL2 the driver runs on Windows; no Linux module is needed")]
     facts: List[Fact] = []
-    base = f"/lib/modules/{release}"
+    bases = [posixpath.join(root, release) for root in MODULE_ROOTS] if release else []
+    present = [b for b in bases if host.is_dir(b)]
+    base = present[0] if present else f"/lib/modules/{release}"
     found: List[str] = []
-    if release and host.is_dir(base):
-        dirs = [base + "/" + s for s in MODULE_SUBDIRS]
-        kernel_dir = base + "/kernel"
-        # Ubuntu's prebuilt signed modules: /lib/modules/<rel>/kernel/nvidia-550/nvidia.ko
-        dirs += [kernel_dir + "/" + n for n in host.list_dir(kernel_dir).names() if n.startswith("nvidia")]
-        for d in dirs:
-            found.extend(d + "/" + n for n in host.list_dir(d).names() if _NVIDIA_KO.match(n))
+    seen: Set[str] = set()
+    for b in present:  # on a merged-/usr system both name the same directory: each module counted once
+        for m in _nvidia_modules(host, b):
+            if m[len(b):] not in seen:
+                seen.add(m[len(b):])
+                found.append(m)
 
     dkms = host.run(["dkms", "status"], timeout=10)
     entries = parse_dkms_status(dkms.stdout) if dkms.ok else []
@@ -605,7 +612,7 @@ def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
         facts.append(ok(key, True, src, label))
     elif not release:
         facts.append(unknown(key, "the kernel release is unknown", "uname", label))
-    elif not host.is_dir(base) and not entries:
+    elif not present and not entries:
         facts.append(unknown(key, f"{base} does not exist here (inside a container?)", "dir:" + base, label))
     else:
         fact = ok(key, False, "dir:" + base, label)
@@ -617,8 +624,6 @@ def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
     return facts
 
 
-#: Where installed kernels keep their modules (/usr/lib/modules on merged-/usr systems where /lib is a link).
-MODULE_ROOTS = ("/lib/modules", "/usr/lib/modules")
 #: A kernel's image, which tells an installed kernel from a modules directory left behind by a removed one:
 #: /boot/vmlinuz-<release> (vmlinux on POWER, Image on some arm64 builds, kernel- on Gentoo), or the image in
 #: the modules directory itself (Fedora, Arch: /usr/lib/modules/<release>/vmlinuz).
@@ -700,7 +705,8 @@ def _newer_kernels(host: Host, release: str, entries: List[Dict[str, str]]) -> F
 def _kernel_headers(host: Host, release: str) -> Fact:
     """Whether the running kernel's headers are installed (what DKMS needs to build the module for it):
     /lib/modules/<release>/build, or the distributions' header trees."""
-    candidates = [f"/lib/modules/{release}/build", f"/usr/src/linux-headers-{release}", f"/usr/src/kernels/{release}"]
+    candidates = [f"{root}/{release}/build" for root in MODULE_ROOTS] + [f"/usr/src/linux-headers-{release}",
+                                                                         f"/usr/src/kernels/{release}"]
     present = [p for p in candidates if host.is_dir(p)]
     return ok("kernel.headers", {"release": release, "present": bool(present), "path": present[0] if present
                                  else None}, "dir:" + ",".join(candidates), "Headers of the running kernel")
@@ -770,6 +776,56 @@ def _mok_keys(host: Host) -> List[Fact]:
     if not keys:
         return []
     return [ok("driver.mok_keys", keys, src, "Module signing keys (MOK)")]
+
+
+#: ``mokutil --list-enrolled`` prints each enrolled Machine Owner Key as a certificate (OpenSSL's text form):
+#: "Issuer: C=US, O=..., CN=<name>" and "Subject: ..., CN=<name>", a long name wrapped onto more indented lines;
+#: ``modinfo -F signer`` names a module's signing key by the common name of its certificate's issuer (the subject
+#: too, for a self-signed key).
+_NAME_FIELD = lazyre.compile(r"^\s*(?:Issuer|Subject):\s*(?P<name>.*)$")
+_FIELD = lazyre.compile(r"^\s*[A-Za-z][A-Za-z0-9 ]*:(?:\s|$)")
+_CN = lazyre.compile(r"(?:^|[,/]\s*)CN\s*=\s*(?P<cn>[^,/]+?)\s*(?=,|/|$)")
+
+
+def mok_names(text: str) -> List[str]:
+    """The common names of the issuers and subjects of the certificates ``mokutil --list-enrolled`` prints."""
+    names: List[str] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _NAME_FIELD.match(line)
+        if not m:
+            continue
+        parts = [m.group("name").strip()]
+        indent = len(line) - len(line.lstrip())
+        for nxt in lines[i + 1:i + 8]:  # the name's continuation lines: indented deeper, up to the next field
+            if not nxt.strip() or len(nxt) - len(nxt.lstrip()) <= indent or _FIELD.match(nxt):
+                break
+            parts.append(nxt.strip())
+        for cn in _CN.finditer(" ".join(parts)):
+            name = cn.group("cn").strip()[:200]
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def _mok_enrolled(host: Host) -> List[Fact]:
+    """``driver.mok_enrolled``: the common names of the Machine Owner Keys enrolled (``mokutil --list-enrolled``),
+    against which a module's signer is told trusted or not."""
+    argv = ["mokutil", "--list-enrolled"]
+    res = host.run(argv, timeout=5)
+    key, label, src = "driver.mok_enrolled", "Enrolled Machine Owner Keys", _cmd_src(argv)
+    text = res.stdout + "\n" + res.stderr
+    if res.not_found:
+        return []
+    if re.search(r"MokList(?:RT)? is empty", text):
+        return [ok(key, [], src, label)]
+    if not res.ok:
+        maker = timed_out if res.timed_out else unknown
+        return [maker(key, res.describe_failure(), src, label)]
+    names = mok_names(res.stdout)
+    if not names:
+        return [unknown(key, "mokutil listed no certificate subject (%r)" % res.stdout.strip()[:80], src, label)]
+    return [ok(key, names, src, label)]
 
 
 #: ``modinfo -F license``: the open kernel modules are dual-licensed, the proprietary ones are NVIDIA's.
@@ -1076,6 +1132,7 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
                 facts.extend(_module_on_disk_flavor(host))
             if not loaded and any(f.key == "driver.secure_boot" and f.value is True for f in facts):
                 facts.extend(_mok_keys(host))
+                facts.extend(_mok_enrolled(host))
     facts.extend(_nvswitch(host, dev_names))
     if loaded:
         pd = _state_of_service(host, "nvidia-persistenced", "driver.persistenced.state", "Persistence daemon",

@@ -300,10 +300,13 @@ DOCS = (
         messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
                 "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
     CodeDoc("driver.module_key_not_enrolled", "error",
-            "Secure Boot is on and the nvidia module is signed, but by a Machine Owner Key that is not enrolled: "
-            "the kernel refuses it (a warning when that is only inferred from the module not loading).",
+            "Secure Boot is on and the nvidia module is signed, but by a key that is not enrolled: the machine's "
+            "own Machine Owner Key (DKMS, akmods), or, for a module a package brought prebuilt and signed (NVIDIA's "
+            "precompiled kmod-nvidia for RHEL), its vendor's key, its signer not among the enrolled keys: the "
+            "kernel refuses it (a warning when that is only inferred from the module not loading).",
             "driver.secure_boot, driver.module_signed, driver.module_signer, driver.mok_keys (mokutil --test-key), "
-            "driver.kernel_module.loaded, driver.module_for_running_kernel",
+            "driver.mok_enrolled (mokutil --list-enrolled), driver.kernel_module.loaded, "
+            "driver.module_for_running_kernel, driver.dkms.status",
             "modprobe fails with 'Key was rejected by service'; the GPU is unusable until the key is enrolled in "
             "MokManager at boot.", RULES["secure_boot"]["url"],
         messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
