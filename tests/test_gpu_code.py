@@ -238,6 +238,44 @@ def test_unreadable_binary_falls_back_to_what_the_cuda_version_can_target() -> N
     assert [(f.code, f.severity) for f in found] == [("gpu.arch_support_unknown", "info")]
 
 
+def _tf_1x(version: str) -> Fact:
+    """A TensorFlow 1.x GPU wheel as its build_info.py of 1.1-1.4 describes it: is_cuda_build only."""
+    return ok("framework.tensorflow", {"version": version, "public": version, "package": "tensorflow-gpu",
+                                       "path": SITE, "cuda": None, "cudnn": None, "compute_capabilities": None,
+                                       "build": "cuda", "packages": {"tensorflow-gpu": version}},
+              "file:%s/tensorflow/python/platform/build_info.py" % SITE)
+
+
+def test_tested_build_configuration_rows() -> None:
+    from envdoctor import matrix
+    from envdoctor.matrix import builds
+
+    assert builds.tensorflow_tested_cuda("1.4.0")[0] == "8.0" and builds.tensorflow_tested_cuda("1.1.0")[0] == "8.0"
+    assert builds.tensorflow_tested_cuda("1.4.0")[1]["ptx_each_arch"] is True
+    assert builds.tensorflow_tested_cuda("1.5.0") is None and builds.tensorflow_tested_cuda("1.0.1") is None
+    rows = matrix.load("framework_builds")
+    assert builds.validate(rows) == []
+    bad = [{"framework": "tensorflow", "releases": ">=1.1,<1.5", "tested_cuda": "8", "ptx_each_arch": "yes"}]
+    assert [p.split(": ", 1)[1] for p in builds.validate(bad)] == [
+        "tested_cuda must be a CUDA release (major.minor)", "ptx_each_arch must be true or false"]
+
+
+def test_tensorflow_1x_without_cuda_in_build_info_is_judged_by_its_release_build_configuration() -> None:
+    # TensorFlow 1.4's build_info names no CUDA: tensorflow.org's tested build configurations do (CUDA 8), and
+    # its nvcc builds embed PTX of every architecture; CUDA 8.0 compiles for 6.2 at most, so a Volta GPU runs it
+    # only through PTX JIT (the minutes at the first batch)
+    unread = Fact("framework.tensorflow.gpu_code", None, "fatbin:" + SITE, "unknown", "not recorded")
+    found = arch_findings(gpu("7.0", "Tesla V100-SXM2-16GB"), _tf_1x("1.4.0"), unread)
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_ptx_jit_only", "warning")]
+    assert "compute capability 7.0" in found[0].title and "release's build configuration" in found[0].title
+    assert "CUDA 8.0" in found[0].title and "not read" in found[0].detail
+    # a Pascal GPU is within CUDA 8.0's range: nothing to say
+    assert arch_findings(gpu("6.1", "NVIDIA GeForce GTX 1080 Ti"), _tf_1x("1.4.0"), unread) == []
+    # a release no build-configuration row covers keeps the unknown it was
+    found = arch_findings(gpu("7.0", "Tesla V100-SXM2-16GB"), _tf_1x("1.7.0"), unread)
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_support_unknown", "info")]
+
+
 # -- PaddlePaddle and Kepler: builds no matrix row describes -----------------------------------
 
 #: What PaddlePaddle 2.5's CUDA 11.x wheels report at start-up on a Pascal GPU (gpu_resources.cc): "The GPU

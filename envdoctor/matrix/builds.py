@@ -118,6 +118,16 @@ def tensorflow_wheel_cuda(version: Any) -> Optional[Tuple[str, Row]]:
     return None
 
 
+def tensorflow_tested_cuda(version: Any) -> Optional[Tuple[str, Row]]:
+    """The CUDA of a TensorFlow release's GPU build in tensorflow.org's tested build configurations, for releases
+    whose build_info names none and the tensorflow table has no row (1.1-1.4); the row also says whether that build
+    embeds PTX of every architecture it compiles for (``ptx_each_arch``). None for a release no such row covers."""
+    for row in _rows("tensorflow", version):
+        if row.get("tested_cuda"):
+            return str(row["tested_cuda"]), row
+    return None
+
+
 def cudnn_newer_minor_accepted(framework: str, release: Any, built_major: int) -> Optional[Tuple[bool, Row]]:
     """Whether a release of ``framework`` accepts a loaded cuDNN of a newer minor than the one it was built with
     (same major), and the row saying so; None when no row covers the release. TensorFlow before 1.8 requires the
@@ -159,8 +169,13 @@ def validate(rows: List[Row]) -> List[str]:
                     problems.append("%s: cudnn_built must be the full cuDNN version (major.minor.patch)" % where)
                 if "cuda" in row and (_plain(row.get("cuda")) is None or len(str(row["cuda"]).split(".")) != 2):
                     problems.append("%s: cuda must be the CUDA release the wheel links (major.minor)" % where)
+            elif "tested_cuda" in row:
+                if _minor(row.get("tested_cuda")) is None or len(str(row["tested_cuda"]).split(".")) != 2:
+                    problems.append("%s: tested_cuda must be a CUDA release (major.minor)" % where)
+                if not isinstance(row.get("ptx_each_arch", False), bool):
+                    problems.append("%s: ptx_each_arch must be true or false" % where)
             elif not str(row.get("tensorrt_major", "")).isdigit():
-                problems.append("%s: a tensorflow row needs tensorrt_major (digits), cudnn_built or "
+                problems.append("%s: a tensorflow row needs tensorrt_major (digits), cudnn_built, tested_cuda or "
                                 "cudnn_newer_minor_from" % where)
         elif fw == "nvidia-tensorflow":
             if _ngc(row.get("ngc")) is None or _plain(row.get("cuda")) is None:

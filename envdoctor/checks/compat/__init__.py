@@ -121,12 +121,14 @@ DOCS = (
                 "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"),)),
     CodeDoc("gpu.arch_ptx_jit_only", "warning",
             "The framework build reaches this GPU only through PTX JIT compilation (no SASS for its compute "
-            "capability).", "gpu.N.compute_capability, framework.torch, framework.tensorflow",
+            "capability).", "gpu.N.compute_capability, framework.torch, framework.tensorflow (build_info; for "
+            "1.1-1.4, whose build_info names neither CUDA nor architectures, the release's build configuration)",
             "The first start compiles every kernel (minutes) and fills the JIT cache (~/.nv/ComputeCache, "
             "CUDA_CACHE_MAXSIZE); performance may be lower, and under minor-version compatibility the JIT fails. "
             "An error when the build's own CUDA targets no GPU of this generation (cuda.json cc_max has a lower "
             "major): its CUDA libraries have no code for it either.",
-            "torch.json (variants[].arch_list, ptx); cuda.json (cc_max); " + PROG_GUIDE),
+            "torch.json (variants[].arch_list, ptx); cuda.json (cc_max); framework_builds.json (tested_cuda, "
+            "ptx_each_arch); " + PROG_GUIDE),
     CodeDoc("gpu.arch_support_unknown", "warning",
             "Whether the framework build has kernels for this GPU could not be established: its libraries' GPU "
             "code was unreadable and no table lists the build. A warning when the CUDA it was built with cannot "
@@ -327,6 +329,9 @@ def tensorflow_build_cuda(value: Dict[str, Any]) -> Optional[str]:
     row = fw.tensorflow_release(value.get("version"))
     if row is not None and row.get("cuda"):
         return str(row["cuda"])
+    tested = builds.tensorflow_tested_cuda(value.get("public") or value.get("version"))
+    if tested is not None:  # 1.1-1.4: build_info names no CUDA; tensorflow.org's tested build configurations do
+        return tested[0]
     # a release no table lists (0.x): the CUDA runtime its Python extension links (probes.frameworks)
     return str(value["cuda_linked"]) if value.get("cuda_linked") else None
 

@@ -10,6 +10,7 @@ from packaging.version import Version
 from ... import frameworks, matrix
 from ...facts import Fact, Facts
 from ...findings import Finding, Fix
+from ...matrix import builds
 from ...matrix import frameworks as fw
 from ...matrix import hardware as hw
 from .. import CheckContext, check, docs_for
@@ -68,7 +69,7 @@ def _arch_vs_builds(facts: Facts) -> List[Finding]:
             out.extend(_arch_findings(facts, drv, name, label, archs, ptx, gpus, fact, source, row))
             continue
         if name not in RUNTIME_COMPILED:
-            out.extend(_arch_from_cuda(name, label, fact, code, gpus))
+            out.extend(_arch_from_cuda(name, label, fact, code, gpus, facts, drv))
     return out
 
 
@@ -259,14 +260,30 @@ def _arch_fix_for(name: str, cc: str) -> Fix:
 PADDLE_CUDA_CMAKE = "https://github.com/PaddlePaddle/Paddle/blob/develop/cmake/cuda.cmake"
 
 
+def _tested_build_ptx(name: str, fact: Fact, cuda: Optional[Tuple[int, Optional[int]]]) -> Optional[Dict[str, Any]]:
+    """The framework_builds row saying that this release's GPU build, made with the CUDA ``cuda`` it names, embeds
+    PTX of every architecture it compiles for (TensorFlow 1.1-1.4, whose build_info names neither); None when no row
+    says so or the build's CUDA is another."""
+    if name != "tensorflow" or cuda is None:
+        return None
+    value = fact.value if isinstance(fact.value, dict) else {}
+    if value.get("cuda") or value.get("cuda_linked") or "nvidia-tensorflow" in (value.get("packages") or {}):
+        return None
+    tested = builds.tensorflow_tested_cuda(value.get("public") or value.get("version"))
+    if tested is None or not tested[1].get("ptx_each_arch") or _mm(tested[0]) != cuda:
+        return None
+    return tested[1]
+
+
 def _arch_from_cuda(name: str, label: str, fact: Fact, code: Optional[Fact],
-                    gpus: Sequence[Tuple[str, str, Fact]]) -> List[Finding]:
+                    gpus: Sequence[Tuple[str, str, Fact]], facts: Facts, drv: Driver) -> List[Finding]:
     """No binary could be read and no table lists the build: what its CUDA version could target at all
     (cuda.json cc_min/cc_max: the architectures that release's nvcc emits), else say it is unknown."""
     out: List[Finding] = []
     cuda = _framework_cuda(name, fact.value)
     row = hw.cuda_release(_mm_str(cuda)) if cuda is not None and cuda[1] is not None else None
     why = code.reason if code is not None and code.reason else "no GPU code was read from its libraries"
+    tested_ptx = _tested_build_ptx(name, fact, cuda)
     for cc, gpu, cc_fact in gpus:
         sm = "sm_" + cc.replace(".", "")
         want = _v(cc)
@@ -323,6 +340,23 @@ def _arch_from_cuda(name: str, label: str, fact: Fact, code: Optional[Fact],
                                "for CUDA_ARCH_NAME=Manual with CUDA_ARCH_PTX" % (row["version"], PADDLE_CUDA_CMAKE),
                                row),
                 fix=_arch_fix_for(name, cc)))
+        elif hi is not None and want.release[0] > hi.release[0] and tested_ptx is not None:
+            out.append(Finding(
+                code="gpu.arch_ptx_jit_only", severity="warning", components=["gpu", name],
+                title="%s (%s, compute capability %s) is reached by %s only through PTX JIT, according to the "
+                      "release's build configuration (CUDA %s, which compiles for compute capability %s at most)" % (
+                          gpu, sm, cc, label, row["version"], row["cc_max"]),
+                detail="The release's GPU build is made with CUDA %s (tensorflow.org's tested build "
+                       "configurations), whose nvcc cannot emit SASS for %s; TensorFlow's nvcc builds embed PTX of "
+                       "every architecture they compile for, and the driver JIT-compiles it at first use. The first "
+                       "start takes minutes and fills the JIT cache (~/.nv/ComputeCache; raise CUDA_CACHE_MAXSIZE "
+                       "so it is kept), kernels may be slower, and under CUDA minor-version compatibility the JIT "
+                       "fails. This follows from the release's build configuration; its libraries' GPU code was not "
+                       "read (%s)." % (row["version"], sm, why),
+                evidence=_ev(cc_fact, fact, code),
+                source=_source("framework_builds.json tested_cuda and ptx_each_arch of %s; cuda.json cc_max of CUDA "
+                               "%s" % (label, row["version"]), tested_ptx),
+                fix=_arch_fix(facts, drv, name, cc)))
         elif hi is not None and want.release[0] > hi.release[0]:
             out.append(Finding(
                 code="gpu.arch_support_unknown", severity="warning", components=["gpu", name],
