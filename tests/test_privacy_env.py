@@ -605,3 +605,18 @@ def test_a_variable_no_probe_reads_keeps_its_name_only(tmp_path, monkeypatch):
     assert doc["environ"]["NCCL_SOCKET_IFNAME"] == "eth7" and "PATH" in doc["environ"]
     replayed = SnapshotHost(json.loads(json.dumps(doc)), "t")
     assert replayed.getenv("MY_APP_SETTING") is None and replayed.getenv("NCCL_SOCKET_IFNAME") == "eth7"
+
+
+def test_a_host_named_like_a_word_of_envdoctors_vocabulary_keeps_the_report_valid():
+    # a SageMaker-style container whose host name is "model": its name is hidden where it names the machine, but
+    # fact keys (cpu.model) and finding codes stay as envdoctor wrote them (the report must still match its schema)
+    from envdoctor.host.privacy import Scrubber
+
+    scrub = Scrubber.for_environ({"HOSTNAME": "model", "HOME": "/root"}, "model")
+    doc = scrub({"facts": [{"key": "cpu.model", "value": "Intel Xeon", "source": "file:/proc/cpuinfo"},
+                           {"key": "os.hostname", "value": "model", "source": "uname"}],
+                 "findings": [{"code": "gpu.model_unknown", "title": "ssh model failed; see model.log"}]})
+    assert [f["key"] for f in doc["facts"]] == ["cpu.model", "os.hostname"]
+    assert doc["facts"][1]["value"] == "<hostname>"
+    assert doc["findings"][0]["code"] == "gpu.model_unknown"
+    assert "ssh <hostname> failed" in doc["findings"][0]["title"]

@@ -594,7 +594,8 @@ class Scrubber:
             hosts = [h for h in [hostname or ""] + list(hostnames)
                      if len(h) >= 3 and h not in ("localhost", "<hostname>")]
             for h in sorted(set(hosts), key=len, reverse=True):  # the FQDN before its short name
-                rules.append((h, re.compile(r"(?<![\w-])" + re.escape(h) + r"(?![\w-])"), "<hostname>"))
+                # not after a dot: a dotted identifier's part (the fact key cpu.model on a host named "model")
+                rules.append((h, re.compile(r"(?<![\w.-])" + re.escape(h) + r"(?![\w-])"), "<hostname>"))
             for a in addresses:  # a remote container daemon's (DOCKER_HOST)
                 rules.append((a, _address_rule(a), "<address>"))
             for u in dict.fromkeys([user or ""] + list(users)):
@@ -669,7 +670,7 @@ class Scrubber:
                     new_k = done_get(k)
                     k = new_k if new_k is not None else text(k)
                 kind = type(v)
-                if kind in _AS_IS:
+                if kind in _AS_IS or (k in _IDENTIFIERS and kind is str):
                     out[k] = v
                 elif kind is str:  # what self(v) does for text, without the call: once per distinct text
                     done = done_get(v)
@@ -687,6 +688,10 @@ class Scrubber:
         ``--include-host`` (a report's facts hold file contents and command output too)."""
         return True
 
+
+#: Fields whose text is envdoctor's own vocabulary (a fact's key, a finding's code), never a machine's: a host or a
+#: user named like a word of it ("model", "driver") must not turn ``cpu.model`` into ``cpu.<hostname>``.
+_IDENTIFIERS = frozenset(("key", "code"))
 
 #: The types a scrubber returns unchanged without a look (none holds text); a subclass of one (an IntEnum) is
 #: looked at as before.

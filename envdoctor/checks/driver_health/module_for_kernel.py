@@ -109,8 +109,8 @@ def _no_module_for_newer_kernel(facts: Facts) -> List[Finding]:
         cmds.insert(0, "less %s" % failure.get("log"))
     return [Finding(
         code="driver.no_module_for_installed_kernel", severity="warning", components=["driver", "kernel"],
-        title="Kernel %s is installed but has no nvidia module (%s): rebooting into it leaves the GPU without a "
-              "driver" % (rel, why),
+        title="Kernel %s is installed but has no nvidia module (%s): after a reboot into it the NVIDIA driver "
+              "does not load" % (rel, why),
         detail="The running kernel %s has its nvidia module, so the GPU works now. Kernel %s (%s) is newer, and "
                "boot loaders start the newest kernel by default, but its modules directory holds no nvidia module "
                "and DKMS did not install one for it%s.%s A build that fails for a new kernel usually means the "
