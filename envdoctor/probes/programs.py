@@ -97,10 +97,9 @@ def _toolkit_of(names: Iterable[str]) -> Optional[str]:
     return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else None
 
 
-def _nvrtc_version(host: Host, path: str, rpath: Iterable[str], prefix: Optional[str],
-                   pattern: Any = _NVRTC_FILE) -> Optional[str]:
-    """The release of the NVRTC file beside a library's own search paths (``libnvrtc.so.11.7.99`` -> 11.7); with
-    ``pattern`` :data:`_CUDART_FILE`, of the CUDA runtime file (``libcudart.so.12.9.79`` -> 12.9)."""
+def _bundled_release(host: Host, path: str, rpath: Iterable[str], prefix: Optional[str], pattern: Any) -> Optional[str]:
+    """The release of the CUDA library file ``pattern`` matches in a library's own search paths (:data:`_NVRTC_FILE`:
+    ``libnvrtc.so.11.7.99`` -> 11.7; :data:`_CUDART_FILE`: ``libcudart.so.12.9.79`` -> 12.9)."""
     dirs = expand_origin(list(rpath), posixpath.dirname(path))
     if prefix:
         dirs.append(posixpath.join(prefix, "lib"))
@@ -159,11 +158,12 @@ class _Reader:
         nvrtc = any(_NVRTC.match(n) for n in needed)
         nvrtc_toolkit = None
         if nvrtc:
-            nvrtc_toolkit = _nvrtc_version(host, real, list(elf.rpath) + list(elf.runpath), prefix) or toolkit
+            nvrtc_toolkit = _bundled_release(host, real, list(elf.rpath) + list(elf.runpath), prefix,
+                                             _NVRTC_FILE) or toolkit
         cudart = next((n for n in needed if _CUDART.match(n)), None)
         cudart_version = None
         if cudart and ptx:
-            cudart_version = _nvrtc_version(host, real, list(elf.rpath) + list(elf.runpath), prefix, _CUDART_FILE)
+            cudart_version = _bundled_release(host, real, list(elf.rpath) + list(elf.runpath), prefix, _CUDART_FILE)
         self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass, "ptx": ptx,
                          "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": nvrtc, "cudart": cudart,
                          "cudart_version": cudart_version, "prefix": prefix, "toolkit": nvrtc_toolkit})
@@ -253,12 +253,7 @@ def software_roots(host: Host) -> List[Tuple[str, List[str]]]:
                     or host.is_dir(posixpath.join(root, "conda-meta"))
                     or host.exists(posixpath.join(root, "bin", "nvcc"))):
                 continue
-            files: List[str] = []
-            for sub in SOFTWARE_DIRS:
-                d = posixpath.join(root, sub)
-                names = sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]
-                files += [posixpath.join(d, n) for n in names
-                          if sub in ("bin", "tools") or SHARED_OBJECT.search(n)]
+            files = _tree_files(host, root, SOFTWARE_DIRS)
             if files:
                 out.append((root, files))
     return out
