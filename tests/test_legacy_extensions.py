@@ -61,3 +61,26 @@ def test_legacy_installs_modules_are_listed_from_their_own_records():
                    ("roi-align", "0.0.1", "roi_align_cuda.cpython-35m-x86_64-linux-gnu.so")}
     # packages judged elsewhere (the known extension packages, those requiring torch) are skipped
     assert {d.key for d, _ in legacy_extension_files(host, SITE, dists, ["apex", "mmcv"])} == {"roi-align"}
+
+
+def test_one_reader_serves_the_linkage_and_the_gpu_code_probes():
+    """The linkage probe's legacy modules are exactly those the GPU-code probe reads for the same distributions
+    (one reader: ``staticcuda.unrecorded_modules``): an egg's ``native_libs.txt`` naming a module in a sub-package,
+    and an ``.egg-info`` whose ``installed-files.txt`` is empty (an interrupted pip) falling back to
+    ``top_level.txt``."""
+    from envdoctor.probes.staticcuda import unrecorded_modules
+
+    egg = SITE + "/ops-1.0-py3.5-linux-x86_64.egg"
+    host = make_host(files={
+        egg + "/EGG-INFO/PKG-INFO": "Metadata-Version: 1.0\nName: ops\nVersion: 1.0\n",
+        egg + "/EGG-INFO/native_libs.txt": "ops/cuda/_C.so\n",
+        egg + "/ops/cuda/_C.so": "",
+        SITE + "/roi_align-0.0.1.egg-info/installed-files.txt": "",
+        SITE + "/roi_align-0.0.1.egg-info/top_level.txt": "roi_align_cuda\n",
+        SITE + "/roi_align_cuda.cpython-35m-x86_64-linux-gnu.so": "",
+    })
+    roi = Distribution("roi_align", "0.0.1", SITE + "/roi_align-0.0.1.egg-info", SITE)
+    got = [p for _d, p in legacy_extension_files(host, SITE, [roi], [])]
+    assert got == [SITE + "/roi_align_cuda.cpython-35m-x86_64-linux-gnu.so", egg + "/ops/cuda/_C.so"]
+    assert got == (unrecorded_modules(host, roi) or []) + (
+        unrecorded_modules(host, Distribution("ops", "1.0", egg + "/EGG-INFO", egg)) or [])

@@ -444,3 +444,19 @@ def test_snap_components_of_the_current_revision_only() -> None:
 def test_base_and_runtime_snaps_are_not_applications() -> None:
     doc = _moved(_gemma_doc(), COMPONENT, "/snap/core24/components/1/llamacpp-cuda")
     assert not [root for root, _files in packaged_roots(SnapshotHost(doc)) if "core24" in root]
+
+
+def test_a_librarys_bundled_nvrtc_is_read_where_the_loader_would_look() -> None:
+    """ld.so ignores DT_RPATH when DT_RUNPATH is set (ld.so(8)): the NVRTC release read beside a library is the one
+    its DT_RUNPATH leads to, not an older copy its DT_RPATH names."""
+    from types import SimpleNamespace
+
+    from envdoctor.probes.programs import _NVRTC_FILE, _bundled_release
+    from tests.conftest import make_host
+
+    host = make_host(files={"/opt/app/old/libnvrtc.so.11.2.152": "", "/opt/app/new/libnvrtc.so.12.4.127": "",
+                            "/opt/app/lib/libapp.so": ""})
+    both = SimpleNamespace(rpath=["$ORIGIN/../old"], runpath=["$ORIGIN/../new"])
+    assert _bundled_release(host, "/opt/app/lib/libapp.so", both, None, _NVRTC_FILE) == "12.4"
+    only_rpath = SimpleNamespace(rpath=["$ORIGIN/../old"], runpath=[])
+    assert _bundled_release(host, "/opt/app/lib/libapp.so", only_rpath, None, _NVRTC_FILE) == "11.2"

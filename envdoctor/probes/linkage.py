@@ -46,7 +46,7 @@ from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
 from .loader import SHARED_OBJECT, loader_config, own_search_paths
-from .staticcuda import top_level_modules
+from .staticcuda import unrecorded_modules
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
 CUDA_SONAME = lazyre.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvinfer)\.so\.\d+(?:\.\d+)?$")  # libcudart.so.11
@@ -375,8 +375,7 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
     return unique[:MAX_EXTENSION_FILES]
 
 
-#: Compiled modules of one legacy install read at most, and the most legacy installs looked at in one run.
-MAX_LEGACY_MODULES = 16
+#: The most legacy installs looked at in one run (their compiled modules: :func:`staticcuda.unrecorded_modules`).
 MAX_LEGACY_DISTS = 32
 
 
@@ -384,10 +383,10 @@ def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution],
                            ) -> List[Tuple[Distribution, str]]:
     """The compiled modules of packages installed without a wheel's ``RECORD``, which declare no requirement a
     ``pip check`` could read (apex, and any project built with ``python setup.py install``): an ``.egg-info`` folder
-    in ``site`` (its ``installed-files.txt`` when pip wrote one, else its ``top_level.txt`` modules), and every
-    ``.egg`` directory beside it (setuptools' ``setup.py install`` puts the package and its extension modules in
-    ``<name>-<version>-pyX.Y-<platform>.egg/`` with ``EGG-INFO/``: https://setuptools.pypa.io/en/latest/deprecated/
-    python_eggs.html, checked 2026-11-30). The caller keeps only those that link the framework's libraries."""
+    in ``site`` and every ``.egg`` directory beside it (setuptools' ``setup.py install`` puts the package and its
+    extension modules in ``<name>-<version>-pyX.Y-<platform>.egg/`` with ``EGG-INFO/``:
+    https://setuptools.pypa.io/en/latest/deprecated/python_eggs.html, checked 2026-11-30), each read by
+    :func:`staticcuda.unrecorded_modules`. The caller keeps only those that link the framework's libraries."""
     out: List[Tuple[Distribution, str]] = []
     skip = set(skip)
     looked = 0
@@ -397,13 +396,7 @@ def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution],
         looked += 1
         if looked > MAX_LEGACY_DISTS:
             return out
-        files = host.read_text(posixpath.join(d.metadata_dir, "installed-files.txt"), limit=RECORD_LIMIT)
-        if files:
-            paths = [posixpath.normpath(posixpath.join(d.metadata_dir, line.strip())) for line in files.splitlines()
-                     if re.search(r"\.so(?:\.\d+)*$", line.strip())]
-        else:
-            paths = top_level_modules(host, site, d.metadata_dir)
-        out += [(d, p) for p in paths if p.startswith(site + "/")][:MAX_LEGACY_MODULES]
+        out += [(d, p) for p in unrecorded_modules(host, d) or []]
     for name in sorted(host.list_dir(site).names()):
         if not name.endswith(".egg"):
             continue
@@ -417,10 +410,7 @@ def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution],
         if looked > MAX_LEGACY_DISTS:
             return out
         dist = Distribution(parsed[0], parsed[1], posixpath.join(egg, "EGG-INFO"), egg)
-        # an egg holds one distribution: every shared object at its top is one of its extension modules (setuptools'
-        # EGG-INFO/native_libs.txt lists them), and top_level.txt names its packages
-        found = host.glob_dir(egg, r"[^/]+\.so(?:\.\d+)*") + top_level_modules(host, egg, dist.metadata_dir)
-        out += [(dist, p) for p in sorted(set(found), key=found.index)][:MAX_LEGACY_MODULES]
+        out += [(dist, p) for p in unrecorded_modules(host, dist) or []]
     return out
 
 

@@ -44,7 +44,7 @@ from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
 from .cuda import CONDA_META_FILE, conda_prefixes
-from .loader import SHARED_OBJECT, SHARED_SUFFIX, expand_origin
+from .loader import SHARED_OBJECT, SHARED_SUFFIX, own_search_paths
 
 #: The most files opened in one run, and the most bytes of one conda-meta record read.
 MAX_FILES = 96
@@ -97,10 +97,12 @@ def _toolkit_of(names: Iterable[str]) -> Optional[str]:
     return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else None
 
 
-def _bundled_release(host: Host, path: str, rpath: Iterable[str], prefix: Optional[str], pattern: Any) -> Optional[str]:
-    """The release of the CUDA library file ``pattern`` matches in a library's own search paths (:data:`_NVRTC_FILE`:
-    ``libnvrtc.so.11.7.99`` -> 11.7; :data:`_CUDART_FILE`: ``libcudart.so.12.9.79`` -> 12.9)."""
-    dirs = expand_origin(list(rpath), posixpath.dirname(path))
+def _bundled_release(host: Host, path: str, elf: Any, prefix: Optional[str], pattern: Any) -> Optional[str]:
+    """The release of the CUDA library file ``pattern`` matches in a library's own search paths (its DT_RPATH,
+    ignored beside a DT_RUNPATH as ld.so does, then its DT_RUNPATH; then the environment's ``lib``):
+    :data:`_NVRTC_FILE`: ``libnvrtc.so.11.7.99`` -> 11.7; :data:`_CUDART_FILE`: ``libcudart.so.12.9.79`` -> 12.9."""
+    rpath, runpath = own_search_paths(list(elf.rpath), list(elf.runpath), posixpath.dirname(path))
+    dirs = rpath + runpath
     if prefix:
         dirs.append(posixpath.join(prefix, "lib"))
     for d in dirs:
@@ -158,12 +160,11 @@ class _Reader:
         nvrtc = any(_NVRTC.match(n) for n in needed)
         nvrtc_toolkit = None
         if nvrtc:
-            nvrtc_toolkit = _bundled_release(host, real, list(elf.rpath) + list(elf.runpath), prefix,
-                                             _NVRTC_FILE) or toolkit
+            nvrtc_toolkit = _bundled_release(host, real, elf, prefix, _NVRTC_FILE) or toolkit
         cudart = next((n for n in needed if _CUDART.match(n)), None)
         cudart_version = None
         if cudart and ptx:
-            cudart_version = _bundled_release(host, real, list(elf.rpath) + list(elf.runpath), prefix, _CUDART_FILE)
+            cudart_version = _bundled_release(host, real, elf, prefix, _CUDART_FILE)
         self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass, "ptx": ptx,
                          "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": nvrtc, "cudart": cudart,
                          "cudart_version": cudart_version, "prefix": prefix, "toolkit": nvrtc_toolkit})

@@ -105,8 +105,10 @@ def top_level_modules(host: Host, root: str, info_dir: str) -> List[str]:
 def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
     """The compiled modules of a distribution installed without a wheel's RECORD, from its own metadata: an egg on
     ``sys.path`` (``EGG-INFO/native_libs.txt``, the shared objects at the egg's top and its ``top_level.txt``
-    modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else its ``top_level.txt`` modules beside it).
-    None when its metadata lists nothing (a PKG-INFO file alone, as distribution packages ship): not searched."""
+    modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else, when that is missing or empty, its
+    ``top_level.txt`` modules beside it). The one reader of such metadata (the linkage probe's legacy extension
+    modules use it too). None when its metadata lists nothing (a PKG-INFO file alone, as distribution packages
+    ship): not searched."""
     meta = dist.metadata_dir
     if posixpath.basename(meta) == "EGG-INFO":
         native = host.read_text(posixpath.join(meta, "native_libs.txt"), limit=RECORD_LIMIT) or ""
@@ -115,7 +117,7 @@ def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
         found += host.glob_dir(dist.location, _SO) + top_level_modules(host, dist.location, meta)
     elif meta.endswith(".egg-info"):
         files = host.read_text(posixpath.join(meta, "installed-files.txt"), limit=RECORD_LIMIT)
-        if files is not None:
+        if files and files.strip():
             found = [posixpath.normpath(posixpath.join(meta, line.strip())) for line in files.splitlines()
                      if SHARED_OBJECT.search(line.strip())]
         elif host.exists(posixpath.join(meta, "top_level.txt")):
