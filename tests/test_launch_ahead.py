@@ -204,3 +204,26 @@ def test_the_driver_planner_is_loaded_while_the_probes_wait_only_where_a_driver_
         assert present == loaded, r.stderr[-2000:]
         if driver:
             assert present == "True"
+
+
+def test_a_plain_diagnose_launches_its_programs_before_importing_the_bulk_of_the_run():
+    """docker's command (about 20 MiB) runs beside the interpreter as it is when the programs are launched ahead;
+    their memory adds up (``scripts/bench_diagnose.py`` measures the whole process tree). So a plain ``diagnose``
+    of this machine launches them before it imports the framework plug-ins, the ``distro`` library (with argparse
+    and logging) and ``dataclasses`` (with inspect and ast)."""
+    code = ("import sys, envdoctor.probes as p\n"
+            "orig = p.launch_ahead\n"
+            "def spy(*a, **k):\n"
+            "    sys.stderr.write('IMPORTED ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
+            "    return orig(*a, **k)\n"
+            "p.launch_ahead = spy\n"
+            "sys.argv = ['envdoctor', 'diagnose', '--format', 'json']\n"
+            "from envdoctor.launcher import main\n"
+            "main()\n")
+    res = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, timeout=120, cwd=ROOT)
+    line = next(x for x in res.stderr.splitlines() if x.startswith("IMPORTED "))
+    imported = set(line.split()[1:])
+    assert {"envdoctor.host.live", "envdoctor.probes"} <= imported  # launched from where it is
+    assert not {"envdoctor.frameworks", "envdoctor.target", "envdoctor.osinfo", "distro", "dataclasses",
+                "envdoctor.report", "envdoctor.checks"} & imported

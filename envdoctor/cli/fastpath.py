@@ -114,12 +114,13 @@ def report(started: float, fmt: str, verbose: bool, quiet: bool, only: Tuple[str
            python_exe: Optional[str], include_host: bool, redact_ids: bool, layers: Optional[List[str]]) -> None:
     """``diagnose`` once its options are known: examine the machine (or replay the snapshot), write the report,
     exit 1 when an error is shown, else 0."""
-    from ..layers import select
     from .subjects import subject
 
     subj = subject(snapshot_path, None, timeout, python_exe)
     deadline = started + timeout if subj.kind == "machine" else time.monotonic() + timeout  # the output's
     result = subj.report(layers=layers, checks=check_names, include_host=include_host, redact_ids=redact_ids)
+    from ..layers import select  # after the programs launched ahead have started (a smaller interpreter beside them)
+
     written_by = output_deadline(deadline + 1.0)
     if check_names:
         only = result.layers  # shown as --only those layers would show them

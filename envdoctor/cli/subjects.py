@@ -9,7 +9,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ..host.base import DEFAULT_TIMEOUT
 from ..host.live import live_host
 from ..host.privacy import scrubber_for
-from ..target import PLANNING_PROBES
 
 
 def open_snapshot(path: str, timeout: float, report_option: Optional[str] = None) -> Any:
@@ -48,10 +47,18 @@ class Subject:
         self._pause, self._resume = pause, resume
         self._facts: Any = None
         self._target: Any = None
-        #: The probes its facts come from: :data:`PLANNING_PROBES` and ``probes`` (those the command's judgement
-        #: needs besides: ``install``'s pre-flight); their records once probed (:attr:`probe_results`).
-        self.probes: Tuple[str, ...] = tuple(PLANNING_PROBES) + tuple(p for p in probes if p not in PLANNING_PROBES)
+        self._more_probes = tuple(probes)
+        #: The records of :attr:`probes` once probed.
         self.probe_results: List[Any] = []
+
+    @property
+    def probes(self) -> Tuple[str, ...]:
+        """The probes its facts come from: :data:`~envdoctor.target.PLANNING_PROBES` and those the command's
+        judgement needs besides (``install``'s pre-flight). (``envdoctor.target``, with ``dataclasses``, is imported
+        when first needed: a ``diagnose`` launches its programs ahead beside a smaller interpreter.)"""
+        from ..target import PLANNING_PROBES
+
+        return tuple(PLANNING_PROBES) + tuple(p for p in self._more_probes if p not in PLANNING_PROBES)
 
     @property
     def snapshot(self) -> bool:

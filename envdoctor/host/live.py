@@ -23,7 +23,6 @@ from struct import error as struct_error
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..forked import Forked
-from ..osinfo import CONTAINER_DRIVER_DIRS, LOADER_DIRS, WSL_LIB_DIR
 from .base import (
     DEFAULT_TIMEOUT,
     KERNEL_LOG_ARGV,
@@ -49,9 +48,20 @@ from .base import (
 #: libcudnn.so.9 holds 7 KiB, libcudart 55 KiB; libnvrtc's 13 MiB are left to ``envdoctor libs``).
 NAMES_LIMIT = 512 * 1024
 
-#: Where dlopen may find the driver's libnvidia-ml.so.1 besides LD_LIBRARY_PATH and the loader cache: every
-#: distribution's default directories, WSL's, and a container's injected driver (``nvml_worker.library_absent``).
-NVML_DIRS = LOADER_DIRS + (WSL_LIB_DIR,) + CONTAINER_DRIVER_DIRS
+def nvml_dirs() -> Tuple[str, ...]:
+    """Where dlopen may find the driver's libnvidia-ml.so.1 besides LD_LIBRARY_PATH and the loader cache: every
+    distribution's default directories, WSL's, and a container's injected driver (``nvml_worker.library_absent``).
+    Read from :mod:`envdoctor.osinfo` when first asked: importing it (and ``distro``) waits until the programs a
+    ``diagnose`` launches ahead have started, so they run beside a smaller interpreter."""
+    from ..osinfo import CONTAINER_DRIVER_DIRS, LOADER_DIRS, WSL_LIB_DIR
+
+    return LOADER_DIRS + (WSL_LIB_DIR,) + CONTAINER_DRIVER_DIRS
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: ``NVML_DIRS`` as a constant, computed on first use
+    if name == "NVML_DIRS":
+        return nvml_dirs()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvml_worker.py")
 
@@ -643,7 +653,7 @@ class LiveHost(Host):
         if self._nvml_library_absent is None:
             from . import nvml_worker
 
-            self._nvml_library_absent = nvml_worker.library_absent(NVML_DIRS)
+            self._nvml_library_absent = nvml_worker.library_absent(nvml_dirs())
         return self._nvml_library_absent
 
     def _read_nvml_child(self) -> NvmlResult:
