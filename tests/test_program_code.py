@@ -460,3 +460,108 @@ def test_a_librarys_bundled_nvrtc_is_read_where_the_loader_would_look() -> None:
     assert _bundled_release(host, "/opt/app/lib/libapp.so", both, None, _NVRTC_FILE) == "12.4"
     only_rpath = SimpleNamespace(rpath=["$ORIGIN/../old"], runpath=[])
     assert _bundled_release(host, "/opt/app/lib/libapp.so", only_rpath, None, _NVRTC_FILE) == "11.2"
+
+# Python packages whose only code for the GPU is PTX (issue 23: GPU libraries built per CUDA version).
+#
+# Records: faiss-gpu 1.7.2's PyPI wheel (B63; a CUDA 10.2 build, CMAKE_CUDA_ARCHITECTURES=35-real;50-real;60-real;
+# 70-real;75 as its maintainer quotes the build script in kyamagu/faiss-wheels#54: cubins sm_35..sm_75, PTX
+# compute_75) and fast_jl 0.1.3 compiled at install by nvcc 11.8 with TORCH_CUDA_ARCH_LIST=7.0+PTX (B63; NEEDED
+# libcudart.so.11.0, cubin sm_70, PTX compute_70), both installed with a .dist-info that has no RECORD.
+
+from envdoctor.checks.compat.program_code import _program_arch  # noqa: E402
+from envdoctor.probes.staticcuda import candidates_once  # noqa: E402
+
+FAISS = ("b63-ubuntu1804-a100-driver53515405-venv-pip-faiss-gpu-172-cuda102-wheel-no-sm80-ptx-jit-hangs-needs-"
+         "173-cuda11-wheel")
+FAISS_SITE = "/home/user/venv/lib/python3.8/site-packages"
+FAST_JL = ("b63-ubuntu1804-a100-driver4609103-venv-torch220-cu118-fast-jl-013-built-by-nvcc118-sm70-ptx-jit-"
+           "unsupported-toolchain")
+FAST_JL_SO = FAISS_SITE + "/fast_jl.cpython-38-x86_64-linux-gnu.so"
+
+
+def _nvcc(version: str) -> List[Any]:
+    release = ".".join(version.split(".")[:2])
+    return [ok("cuda.nvcc", {"path": "/usr/local/cuda/bin/nvcc", "resolved": "/usr/local/cuda-%s/bin/nvcc" % release,
+                             "release": release, "version": version, "toolkit": "/usr/local/cuda-%s" % release},
+               "command:/usr/local/cuda/bin/nvcc --version")]
+
+
+def test_a_dist_info_without_record_is_read_through_its_top_level_modules() -> None:
+    libs = _code(FAISS)["libraries"]
+    assert [(e["owner"], e["path"].rsplit("/", 1)[1]) for e in libs] == [
+        ("faiss_gpu", "_swigfaiss.cpython-38-x86_64-linux-gnu.so"),
+        ("faiss_gpu", "_swigfaiss_avx2.cpython-38-x86_64-linux-gnu.so")]
+    # numpy's .dist-info has neither RECORD nor top_level.txt: counted, not searched
+    assert candidates_once(_host(FAISS))[1] == 1
+    doc = load_snapshot(os.path.join(CORPUS, FAISS, "snapshot.json"))
+    doc["files"] = {p: v for p, v in doc["files"].items() if not p.endswith("faiss_gpu-1.7.2.dist-info/top_level.txt")}
+    host = SnapshotHost(doc)
+    assert find_gpu_code(host)["libraries"] == [] and candidates_once(host)[1] == 2
+
+
+def test_python_package_reaching_the_gpu_only_through_ptx_is_a_jit_warning() -> None:
+    found = _program_arch(Facts(driver("535.154.05", "12.2") + gpu("8.0", "NVIDIA A100-PCIE-40GB")
+                                + [ok("programs.gpu_code", _code(FAISS), "derived")]))
+    # one finding for the package's two modules of the same code
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_ptx_jit_only", "warning")]
+    f = found[0]
+    assert "faiss_gpu 1.7.2" in f.title and "sm_80" in f.title and "compute_75" in f.title
+    assert "JIT-compiles the PTX" in f.detail and "CUDA_CACHE_MAXSIZE" in f.detail
+    assert "sm_80" in f.fix.text
+
+
+def test_ptx_jit_warning_quiet_where_a_cubin_runs_or_no_code_does() -> None:
+    value = _code(FAISS)
+    # its sm_70 cubin runs on a V100, its sm_75 one on a T4
+    assert _judge(value, driver("535.154.05", "12.2") + gpu("7.0", "Tesla V100-SXM2-16GB")) == []
+    assert _judge(value, driver("535.154.05", "12.2") + gpu("7.5", "Tesla T4")) == []
+    # on a Kepler 3.0 nothing runs (PTX compute_75 is above it): no kernel, the error, not the JIT warning
+    found = _judge(value, driver("470.256.02", "11.4") + gpu("3.0", "GeForce GTX 680"))
+    assert {f.code for f in found} == {"gpu.arch_not_in_build"}
+
+
+def test_ptx_jit_warning_yields_to_the_driver_that_cannot_jit_it() -> None:
+    h100 = gpu("9.0", "NVIDIA H100 80GB HBM3")
+    value = _fussim_ptx_only_above_86()
+    facts = driver("535.183.01", "12.2") + h100
+    ctx = CheckContext(Facts(facts + [ok("programs.gpu_code", value, "derived")]), [])
+    assert [f.code for f in program_ptx(ctx)] == ["driver.too_old_for_framework"]
+    assert [f for f in _program_arch(ctx.facts) if f.code == "gpu.arch_ptx_jit_only"] == []
+    # a driver that knows PTX ISA 8.5 JIT-compiles it: only the JIT warning is left
+    newer = _program_arch(Facts(driver("555.42.02", "12.5") + h100 + [ok("programs.gpu_code", value, "derived")]))
+    assert [(f.code, "fussim" in f.title) for f in newer] == [("gpu.arch_ptx_jit_only", True)]
+
+
+def test_ptx_built_by_the_machines_newer_toolkit_is_a_warning_worded_as_unverified() -> None:
+    value = _code(FAST_JL)
+    assert [(e["path"], e["cudart"], e["ptx_isa"]) for e in value["libraries"]] == [
+        (FAST_JL_SO, "libcudart.so.11.0", None)]
+    a100 = gpu("8.0", "A100-PCIE-40GB")
+    found = _ptx(value, driver("460.91.03", "11.2") + a100 + _nvcc("11.8.89"))
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "warning")]
+    f = found[0]
+    assert "460.91.03" in f.title and "presumably" in f.title and "CUDA 11.8" in f.title and "520.61.05" in f.title
+    assert "not read from the file" in f.detail and "nvcc on PATH" in f.detail and "ISA 7.8" in f.detail
+    assert "minor-version compatibility does not cover PTX JIT" in f.detail
+    # the JIT warning yields to it
+    assert [x for x in _judge(value, driver("460.91.03", "11.2") + a100 + _nvcc("11.8.89"))
+            if x.code == "gpu.arch_ptx_jit_only"] == []
+
+
+def test_toolkit_inference_quiet_on_another_major_no_toolkit_or_a_driver_of_its_cuda() -> None:
+    value = _code(FAST_JL)
+    a100 = gpu("8.0", "A100-PCIE-40GB")
+    assert _ptx(value, driver("460.91.03", "11.2") + a100) == []  # no toolkit: nothing to infer from
+    # the module links CUDA 11's runtime: a CUDA 12 toolkit did not build it
+    assert _ptx(value, driver("460.91.03", "11.2") + a100 + _nvcc("12.1.105")) == []
+    assert _ptx(value, driver("520.61.05", "11.8") + a100 + _nvcc("11.8.89")) == []  # CUDA 11.8's own driver
+    # a V100 runs the sm_70 cubin: no PTX is JIT-compiled
+    assert _ptx(value, driver("460.91.03", "11.2") + gpu("7.0", "Tesla V100") + _nvcc("11.8.89")) == []
+
+
+def test_ptx_isa_read_from_the_file_makes_it_an_error() -> None:
+    # what a real fast_jl module built by nvcc 11.8 records: PTX ISA 7.8 in its fat binary's PTX entry header
+    host = _rewritten(FAST_JL, FAST_JL_SO, ["sm_70"], ["compute_70"], "7.8")
+    found = _ptx(find_gpu_code(host), driver("460.91.03", "11.2") + gpu("8.0", "A100-PCIE-40GB") + _nvcc("11.8.89"))
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "error")]
+    assert "PTX ISA 7.8" in found[0].title and "460.91.03" in found[0].title and "presumably" not in found[0].title

@@ -22,8 +22,10 @@ has no RECORD; its compiled modules are listed from its own metadata instead (:f
 size floor (none is recorded): an ``.egg`` directory's ``EGG-INFO/native_libs.txt`` (setuptools' bdist_egg writes
 there every ``.so``/``.dll``/``.dylib``/``.pyd`` of the egg, relative to its root: setuptools/command/bdist_egg.py,
 ``bdist_egg.run``) and the shared objects at the egg's top; an ``.egg-info`` folder's ``installed-files.txt``
-(pip's legacy install, relative to the folder) or else the modules its ``top_level.txt`` names beside it.  Only a
-distribution with none of these is counted in ``unlisted``, not searched.
+(pip's legacy install, relative to the folder) or else the modules its ``top_level.txt`` names beside it.  A
+``.dist-info`` folder without its RECORD (an installer or a distribution's packaging that left it out) is searched
+the same way, through the modules its ``top_level.txt`` names.  Only a distribution with none of these is counted
+in ``unlisted``, not searched.
 
 Fact ``python.static_cuda`` = ``{"libraries": [{package, version, path, ptx_isa, sass, ptx, complete}],
 "unreadable": [{package, path, error}], "unlisted": int, "complete": bool}``.
@@ -152,7 +154,13 @@ def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
             continue
         record = host.read_file(posixpath.join(dist.metadata_dir, "RECORD"), limit=RECORD_LIMIT)
         if record.data is None:
-            unlisted += 1
+            # a .dist-info without its RECORD (an installer or a distribution's packaging that left it out): the
+            # compiled modules its top_level.txt names, as for an .egg-info folder
+            found = top_level_modules(host, dist.location, dist.metadata_dir)
+            if not found:
+                unlisted += 1
+            inside = [p for p in found if p.startswith(dist.location.rstrip("/") + "/")]
+            out += [(dist, path) for path in sorted(set(inside), key=inside.index)[:MAX_UNRECORDED_MODULES]]
             continue
         complete = complete and not record.truncated
         for rel, _size in record_libraries(record.data):

@@ -120,9 +120,11 @@ DOCS = (
                   Message("* with CUDA capability sm_* is not compatible with the current PyTorch installation",
                 "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"),)),
     CodeDoc("gpu.arch_ptx_jit_only", "warning",
-            "The framework build reaches this GPU only through PTX JIT compilation (no SASS for its compute "
-            "capability).", "gpu.N.compute_capability, framework.torch, framework.tensorflow (build_info; for "
-            "1.1-1.4, whose build_info names neither CUDA nor architectures, the release's build configuration)",
+            "The framework build (or a package's or program's GPU code) reaches this GPU only through PTX JIT "
+            "compilation (no SASS for its compute capability).", "gpu.N.compute_capability, framework.torch, framework.tensorflow (build_info; for "
+            "1.1-1.4, whose build_info names neither CUDA nor architectures, the release's build configuration); "
+            "programs.gpu_code (Python packages' extension modules, conda packages' libraries, programs: the SASS "
+            "and PTX their fat binaries carry; not said where the driver cannot JIT that PTX at all)",
             "The first start compiles every kernel (minutes) and fills the JIT cache (~/.nv/ComputeCache, "
             "CUDA_CACHE_MAXSIZE); performance may be lower, and under minor-version compatibility the JIT fails. "
             "An error when the build's own CUDA targets no GPU of this generation (cuda.json cc_max has a lower "

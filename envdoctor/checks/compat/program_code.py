@@ -4,7 +4,9 @@ the rules a framework's own GPU code is judged by:
 
 * the architectures a fat binary carries against each GPU: a cubin for X.y runs on X.z (z >= y) only, PTX on any
   capability at or above its own (CUDA C++ Programming Guide); none of either: "no kernel image is available for
-  execution on the device" (``gpu.arch_not_in_build``);
+  execution on the device" (``gpu.arch_not_in_build``); only PTX: the driver JIT-compiles it at the first call
+  (minutes for a large library, a program seems to hang; ``gpu.arch_ptx_jit_only``, a warning, once per package and
+  GPU, and not where the driver cannot JIT that PTX at all: the rule below names the driver it needs);
 * a library that compiles its kernels at run time with NVRTC: NVRTC writes PTX of its own release's ISA (its
   default output, for its default virtual architecture), which the driver must JIT. A driver of an older CUDA
   cannot ("the provided PTX was compiled with an unsupported toolchain"): CUDA minor-version compatibility does
@@ -22,12 +24,16 @@ the rules a framework's own GPU code is judged by:
   JIT compiler of its own CUDA (``libnvidia-ptxjitcompiler``, part of the cuda-compat package). When the PTX ISA
   version was not read, a CUDA runtime the file bundles (``libcudart.so.12.9.79`` in its own search paths: the
   toolkit release it was built with, whose nvcc writes that release's PTX ISA) stands for it, as a warning: the
-  runtime itself starts under minor-version compatibility, which excludes PTX JIT.
+  runtime itself starts under minor-version compatibility, which excludes PTX JIT. A Python extension module
+  that bundles no runtime but links one of the same CUDA major as the toolkit builds on this machine use (nvcc on
+  PATH, CUDA_HOME: ``libcudart.so.11.0`` and nvcc 11.8, as pip builds an sdist's extension with it) is judged as
+  that toolkit's PTX, also a warning worded as presumed.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import re
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from packaging.version import Version
 
@@ -36,7 +42,7 @@ from ...findings import Finding, Fix
 from ...matrix import hardware as hw
 from .. import CheckContext, check, docs_for
 from ..suggest import INSTALL_LINE_READS, install_line
-from . import DOCS, Driver, _ev, _mm, _mm_str, _severity, _source, _v, gpu_ccs
+from . import DOCS, Driver, _ev, _mm, _mm_str, _severity, _source, _v, active_toolkit, gpu_ccs
 from .arch_vs_builds import _binary_runs_on
 from .driver_vs_cuda import _branch, _forward_compat
 
@@ -44,6 +50,8 @@ COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-co
 NVRTC_URL = "https://docs.nvidia.com/cuda/nvrtc/index.html"
 PROG_GUIDE_URL = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 CHECKED = "2026-11-30"
+#: ``libcudart.so.11.0`` -> 11: the CUDA major of the runtime a file links (its soname names the major only)
+_CUDART_MAJOR = re.compile(r"^libcudart\.so\.(\d+)(?:\.|$)")
 
 
 def _entries(facts: Facts) -> List[Dict[str, Any]]:
@@ -64,15 +72,42 @@ def _program_arch(facts: Facts) -> List[Finding]:
     gpus = gpu_ccs(facts)
     if fact is None or not fact.known or not gpus:
         return out
+    # a file whose PTX this driver cannot JIT: compat.program-ptx (or, for one carrying its own CUDA runtime,
+    # compat.driver-vs-cuda) names the driver it needs (one root cause, one finding)
+    unjittable: Set[str] = {path for path, _f in _program_ptx_by_path(facts, leave_static=False)}
+    jit_said: Set[Tuple[str, str]] = set()
     for e in _entries(facts):
         sass, ptx = list(e.get("sass") or []), list(e.get("ptx") or [])
         if not sass and not ptx:
             continue
         for cc, gpu, cc_fact in gpus:
             has_sass, has_ptx = _binary_runs_on(sass, ptx, cc)
-            if has_sass or has_ptx or _v(cc) is None:
+            if has_sass or _v(cc) is None:
                 continue
             sm = "sm_" + cc.replace(".", "")
+            if has_ptx:
+                # one finding per package and GPU model (faiss ships the same code in two modules)
+                if e["path"] in unjittable or (_label(e), cc) in jit_said:
+                    continue
+                jit_said.add((_label(e), cc))
+                out.append(Finding(
+                    code="gpu.arch_ptx_jit_only", severity="warning", components=["gpu"],
+                    title="%s (%s, compute capability %s) is reached by %s only through PTX JIT (%s carries %s)" % (
+                        gpu, sm, cc, _label(e), e["path"], ", ".join(sass + ptx)),
+                    detail="%s's CUDA fat binary holds cubins for %s and PTX for %s: no cubin runs on %s (a cubin "
+                           "runs only on its own major at an equal or higher minor), so the driver JIT-compiles "
+                           "the PTX at its first use. That first call takes minutes for a large library (a program "
+                           "seems to hang) and fills the JIT cache (~/.nv/ComputeCache; raise CUDA_CACHE_MAXSIZE so "
+                           "it is kept), kernels may be slower, and under CUDA minor-version compatibility the JIT "
+                           "fails." % (e["path"], ", ".join(sass) or "no architecture", ", ".join(ptx), sm),
+                    evidence=_ev(cc_fact, fact),
+                    source=_source("a cubin for X.y runs on X.z (z >= y); PTX on any capability at or above its own, "
+                                   "JIT-compiled by the driver", url=PROG_GUIDE_URL, checked=CHECKED),
+                    fix=Fix(text="Install a release of %s built for %s (compute capability %s), or rebuild it with "
+                                 "-gencode arch=compute_%s,code=sm_%s (TORCH_CUDA_ARCH_LIST=\"%s\" for a torch "
+                                 "extension)." % (e.get("owner"), sm, cc, cc.replace(".", ""), cc.replace(".", ""),
+                                                  cc))))
+                continue
             out.append(Finding(
                 code="gpu.arch_not_in_build", severity="error", components=["gpu"],
                 title="%s (%s, compute capability %s) has no GPU code in %s (%s): it carries %s" % (
@@ -162,14 +197,35 @@ def _static_paths(facts: Facts) -> List[str]:
     return [str(lib.get("path")) for lib in libs or [] if isinstance(lib, dict) and lib.get("path")]
 
 
+def _builder(facts: Facts, e: Dict[str, Any]) -> Optional[Tuple[Tuple[int, int], str, str]]:
+    """((major, minor), how it is chosen, its version) of the toolkit builds on this machine use, when Python
+    extension module ``e`` links a CUDA runtime of that toolkit's major (``libcudart.so.11.0`` and nvcc 11.8): the
+    CUDA that presumably compiled it. None otherwise (a file that bundles no runtime of its own, a program, another
+    major, no toolkit)."""
+    m = _CUDART_MAJOR.match(str(e.get("cudart") or ""))
+    tk = active_toolkit(facts) if e.get("kind") == "python" and m else None
+    mm = _mm(tk[0]) if tk is not None else None
+    if tk is None or m is None or mm is None or mm[1] is None or mm[0] != int(m.group(1)):
+        return None
+    if hw.cuda_release(_mm_str(mm)) is None or hw.ptx_isa_for_cuda(_mm_str(mm)) is None:
+        return None
+    return (mm[0], mm[1]), tk[1], tk[0]
+
+
 def _program_ptx(facts: Facts) -> List[Finding]:
-    out: List[Finding] = []
+    return [f for _path, f in _program_ptx_by_path(facts)]
+
+
+def _program_ptx_by_path(facts: Facts, leave_static: bool = True) -> List[Tuple[str, Finding]]:
+    """(path, finding) of each file whose only code for a GPU is PTX this driver cannot JIT; with ``leave_static``
+    False, also the files that carry their own CUDA runtime (``compat.driver-vs-cuda`` reports those)."""
+    out: List[Tuple[str, Finding]] = []
     fact = facts.get("programs.gpu_code")
     gpus = gpu_ccs(facts)
     drv = Driver(facts)
     if fact is None or not fact.known or not gpus or not drv.known or drv.cuda is None:
         return out
-    static = set(_static_paths(facts))
+    static = set(_static_paths(facts)) if leave_static else set()
     compat = _forward_compat(facts, drv)
     for e in _entries(facts):
         isa = str(e.get("ptx_isa") or "")
@@ -181,6 +237,13 @@ def _program_ptx(facts: Facts) -> List[Finding]:
             cuda = _mm(e.get("cudart_version"))
             isa = str(hw.ptx_isa_for_cuda(_mm_str(cuda)) or "") if cuda is not None and cuda[1] is not None else ""
             cuda = cuda if isa else None
+        # neither read nor bundled: a Python extension module linking a CUDA runtime of the same major as the
+        # toolkit builds on this machine use (nvcc on PATH, CUDA_HOME) was presumably compiled by that toolkit
+        # (pip builds an sdist's extension with it: torch.utils.cpp_extension, setuptools' nvcc), whose nvcc writes
+        # PTX of that release's ISA
+        builder = _builder(facts, e) if cuda is None and not isa and e.get("ptx") else None
+        if builder is not None:
+            cuda, isa = builder[0], str(hw.ptx_isa_for_cuda(_mm_str(builder[0])))
         row = hw.cuda_release(_mm_str(cuda)) if cuda is not None and cuda[1] is not None else None
         verdict = drv.verdict(cuda) if cuda is not None and row is not None else "ok"
         if e["path"] in static or cuda is None or row is None or verdict == "ok":
@@ -207,16 +270,21 @@ def _program_ptx(facts: Facts) -> List[Finding]:
         else:
             runtime = ("The driver is also below CUDA %d.x's minor-version-compatibility floor: %s (if its CUDA "
                        "runtime does not refuse the driver first)" % (cuda[0], fails))
-        if bundled:
+        if builder is not None:
+            of_isa = ("not read from the file; it links %s, and if it was compiled by this machine's CUDA %s toolkit "
+                      "(%s %s, the one builds here use), that PTX is ISA %s" % (
+                          e["cudart"], _mm_str(cuda), builder[1], builder[2], isa))
+            title_isa = "PTX presumably built with this machine's CUDA %s toolkit (ISA %s)" % (_mm_str(cuda), isa)
+        elif bundled:
             of_isa = ("built with CUDA %s (the CUDA runtime it bundles, %s %s), so presumably of PTX ISA %s" % (
                 _mm_str(cuda), e["cudart"], e["cudart_version"], isa))
             title_isa = "PTX built with CUDA %s (ISA %s)" % (_mm_str(cuda), isa)
         else:
             of_isa = "of PTX ISA %s (CUDA %s's)" % (isa, _mm_str(cuda))
             title_isa = "PTX ISA %s" % isa
-        out.append(Finding(
+        out.append((e["path"], Finding(
             code="driver.too_old_for_framework",
-            severity="warning" if bundled else _severity(row, ["min_driver_linux", "ptx_isa"]),
+            severity="warning" if bundled or builder is not None else _severity(row, ["min_driver_linux", "ptx_isa"]),
             components=["driver", "python" if e.get("kind") == "python" else "cuda"],
             title="%s supports CUDA up to %s, but %s (%s) reaches %s (compute capability %s) only through %s, "
                   "which needs CUDA %s's driver (>= %s)" % (
@@ -226,7 +294,9 @@ def _program_ptx(facts: Facts) -> List[Finding]:
                    "%s, so the driver must JIT-compile that PTX, and it knows no PTX ISA newer than its own CUDA "
                    "%s. %s." % (
                        e["path"], ", ".join(sass) or "no architecture", ", ".join(ptx), of_isa, ccs,
-                       _mm_str(drv.cuda), runtime),
+                       _mm_str(drv.cuda), runtime) + (
+                " (Built elsewhere with CUDA %s or older, its PTX would JIT here.)" % _mm_str(drv.cuda)
+                if builder is not None else ""),
             evidence=_ev(drv.version_fact, drv.cuda_fact, jit[0][2], fact),
             source=_source("PTX ISA %s is CUDA %s's; a driver JIT-compiles no PTX newer than its own CUDA, and "
                            "minor-version compatibility excludes PTX JIT (%s); CUDA %s's own driver is %s" % (
@@ -235,12 +305,14 @@ def _program_ptx(facts: Facts) -> List[Finding]:
                          "%s), or install a build of %s with a cubin for %s (-gencode arch=compute_%s,code=sm_%s)." % (
                              exact, _mm_str(cuda), isa, e.get("owner") or "it", sms,
                              jit[0][0].replace(".", ""), jit[0][0].replace(".", "")),
-                    install=install_line(facts, "driver", _branch(exact), floor=True))))
+                    install=install_line(facts, "driver", _branch(exact), floor=True)))))
     return out
 
 
-@check("compat.program-arch", requires=("gpu.N.compute_capability", "programs.gpu_code"), reads=(),
-       layers=("gpu",), codes=docs_for(DOCS, "gpu.arch_not_in_build"))
+@check("compat.program-arch", requires=("gpu.N.compute_capability", "programs.gpu_code"),
+       reads=("driver.*", "gpu.*", "os.wsl", "cuda.forward_compat", "cuda.ld_library_path", "cuda.nvcc", "cuda.home",
+              "cuda.default_symlink", "env.ld_library_path_resolved", "libraries.libcuda") + INSTALL_LINE_READS,
+       layers=("gpu",), codes=docs_for(DOCS, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only"))
 def program_arch(ctx: CheckContext) -> List[Finding]:
     return _program_arch(ctx.facts)
 
@@ -253,7 +325,8 @@ def program_nvrtc(ctx: CheckContext) -> List[Finding]:
 
 @check("compat.program-ptx", requires=("programs.gpu_code", "driver.version"),
        reads=("driver.*", "gpu.*", "os.wsl", "python.static_cuda", "cuda.forward_compat", "cuda.ld_library_path",
-              "env.ld_library_path_resolved", "libraries.libcuda") + INSTALL_LINE_READS,
+              "cuda.nvcc", "cuda.home", "cuda.default_symlink", "env.ld_library_path_resolved",
+              "libraries.libcuda") + INSTALL_LINE_READS,
        layers=("driver",), codes=docs_for(DOCS, "driver.too_old_for_framework"))
 def program_ptx(ctx: CheckContext) -> List[Finding]:
     return _program_ptx(ctx.facts)
