@@ -108,9 +108,9 @@ def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
     """The compiled modules of a distribution installed without a wheel's RECORD, from its own metadata: an egg on
     ``sys.path`` (``EGG-INFO/native_libs.txt``, the shared objects at the egg's top and its ``top_level.txt``
     modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else, when that is missing or empty, its
-    ``top_level.txt`` modules beside it). The one reader of such metadata (the linkage probe's legacy extension
-    modules use it too). None when its metadata lists nothing (a PKG-INFO file alone, as distribution packages
-    ship): not searched."""
+    ``top_level.txt`` modules beside it), a ``.dist-info`` folder whose RECORD is missing (its ``top_level.txt``).
+    The one reader of such metadata (the linkage probe's legacy extension modules use it too). None when its
+    metadata lists nothing (a PKG-INFO file alone, as distribution packages ship): not searched."""
     meta = dist.metadata_dir
     if posixpath.basename(meta) == "EGG-INFO":
         native = host.read_text(posixpath.join(meta, "native_libs.txt"), limit=RECORD_LIMIT) or ""
@@ -126,6 +126,9 @@ def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
             found = top_level_modules(host, dist.location, meta)
         else:
             return None
+    elif meta.endswith(".dist-info") and host.exists(posixpath.join(meta, "top_level.txt")):
+        # a .dist-info whose RECORD was left out (by an installer or a distribution's packaging): its top_level.txt
+        found = top_level_modules(host, dist.location, meta)
     else:
         return None
     inside = [p for p in found if p.startswith(dist.location.rstrip("/") + "/")]  # a list naming files elsewhere
@@ -154,13 +157,10 @@ def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
             continue
         record = host.read_file(posixpath.join(dist.metadata_dir, "RECORD"), limit=RECORD_LIMIT)
         if record.data is None:
-            # a .dist-info without its RECORD (an installer or a distribution's packaging that left it out): the
-            # compiled modules its top_level.txt names, as for an .egg-info folder
-            found = top_level_modules(host, dist.location, dist.metadata_dir)
-            if not found:
+            modules = unrecorded_modules(host, dist)  # its top_level.txt, as for an .egg-info folder
+            if not modules:
                 unlisted += 1
-            inside = [p for p in found if p.startswith(dist.location.rstrip("/") + "/")]
-            out += [(dist, path) for path in sorted(set(inside), key=inside.index)[:MAX_UNRECORDED_MODULES]]
+            out += [(dist, path) for path in modules or []]
             continue
         complete = complete and not record.truncated
         for rel, _size in record_libraries(record.data):

@@ -121,7 +121,8 @@ DOCS = (
                 "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"),)),
     CodeDoc("gpu.arch_ptx_jit_only", "warning",
             "The framework build (or a package's or program's GPU code) reaches this GPU only through PTX JIT "
-            "compilation (no SASS for its compute capability).", "gpu.N.compute_capability, framework.torch, framework.tensorflow (build_info; for "
+            "compilation (no SASS for its compute capability).",
+            "gpu.N.compute_capability, framework.torch, framework.tensorflow (build_info; for "
             "1.1-1.4, whose build_info names neither CUDA nor architectures, the release's build configuration); "
             "programs.gpu_code (Python packages' extension modules, conda packages' libraries, programs: the SASS "
             "and PTX their fat binaries carry; not said where the driver cannot JIT that PTX at all)",
