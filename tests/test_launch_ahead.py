@@ -4,7 +4,6 @@ would add up: ``scripts/bench_check.py``)."""
 
 from __future__ import annotations
 
-import copy
 import glob
 import json
 import os
@@ -74,8 +73,7 @@ class _Recording(SnapshotHost):
 
 @pytest.mark.parametrize("path", MACHINES, ids=lambda p: os.path.basename(os.path.dirname(p)))
 def test_docker_is_launched_as_the_probe_runs_it_on_every_captured_machine(path):
-    doc = load_snapshot(path)
-    host = _Recording(copy.deepcopy(doc), "x")
+    host = _Recording(load_snapshot(path), "x")  # a document of its own, loaded for this test
     launch_docker(host)
     facts = list(probe_containers(ProbeContext(host)))
     docker = [argv for argv in host.ran if os.path.basename(argv[0]) == "docker"]
