@@ -793,3 +793,25 @@ def test_a_bad_envdoctor_timeout_is_refused_by_install_as_by_diagnose(tmp_path, 
     assert d.returncode == 2  # the command it must agree with
     listed = run_envdoctor(["install", "--list", "--os", "ubuntu22.04"], ENVDOCTOR_TIMEOUT=value)
     assert listed.returncode == 2
+
+
+@pytest.mark.parametrize("use_filter", (True, False))
+def test_a_chain_of_links_longer_than_the_kernel_follows_is_refused_at_its_41st_link(tmp_path, use_filter):
+    """path_resolution(7): at most 40 symbolic links are followed in resolving one path. A chain of 40 unpacks (the
+    last link still opens); the 41st link is refused when it is met, before its chain is resolved (each resolution
+    walks the whole chain: thousands of chained links would otherwise cost quadratic time to check)."""
+    from envdoctor.install.extract import MAX_LINK_HOPS, UnsafeArchive, unpack
+
+    def chain(n):
+        return [_file("lib/real", b"data")] + [_link("lib/c1", "real")] + [
+            _link(f"lib/c{i}", f"c{i - 1}") for i in range(2, n + 1)]
+
+    ok = tmp_path / "ok.tar.xz"
+    ok.write_bytes(_xz(chain(MAX_LINK_HOPS)))
+    unpack(str(ok), str(tmp_path / "ok"), 1, "", "LICENSE.cccl", use_filter=use_filter)
+    assert (tmp_path / "ok" / "lib" / f"c{MAX_LINK_HOPS}").read_bytes() == b"data"
+    bad = tmp_path / "bad.tar.xz"
+    bad.write_bytes(_xz(chain(MAX_LINK_HOPS + 1)))
+    with pytest.raises(UnsafeArchive, match="chain of more than 40 links"):
+        unpack(str(bad), str(tmp_path / "bad"), 1, "", "LICENSE.cccl", use_filter=use_filter)
+    assert not (tmp_path / "bad").exists()

@@ -34,12 +34,13 @@ directory and the markers saying earlier archives were unpacked into it (:func:`
 """
 
 import os
+import posixpath
 import shutil
 import struct
 import sys
 import tarfile
 import zlib
-from typing import Any, BinaryIO, Callable, List, Optional, Tuple, Type
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple, Type
 
 #: Deeper than any real archive (NVIDIA's deepest names are about 10 levels), shallow enough to stay far
 #: from the interpreter's recursion limit and PATH_MAX.
@@ -374,6 +375,23 @@ def _check_on_disk(m: tarfile.TarInfo, root: str) -> str:
     return path
 
 
+#: The most links the kernel follows resolving one path (path_resolution(7): "a maximum of 40 symbolic links"; past
+#: it, ELOOP): a link that needs more is one nothing can open.
+MAX_LINK_HOPS = 40
+
+
+def _count_hops(m: tarfile.TarInfo, root: str, hops: Dict[str, int]) -> None:
+    """Refuse a link whose target is an earlier link of the archive at the end of a chain longer than the kernel
+    follows (:data:`MAX_LINK_HOPS`), before resolving it: each resolution walks the whole chain, so an archive of
+    thousands of chained links would cost time quadratic in their number to check."""
+    path = posixpath.normpath(posixpath.join(root, m.name))
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(path), m.linkname))
+    hops[path] = 1 + hops.get(target, 0)
+    if hops[path] > MAX_LINK_HOPS:
+        raise UnsafeArchive(f"archive member {m.name!r} is a link at the end of a chain of more than {MAX_LINK_HOPS} "
+                            "links, more than the system follows; refusing the archive")
+
+
 def _clear(path: str, m: tarfile.TarInfo) -> None:
     """Remove what an earlier member left at ``path`` (never write through it); directories stay for dirs."""
     if not os.path.lexists(path):
@@ -429,7 +447,12 @@ def extract(archive: str, dest: str, strip: int = 0, rename: Optional[Callable[[
     try:
         with tarfile.open(fileobj=stream, mode="r:") as tf:  # type: ignore[call-overload]
             members = _checked_members(_members(tf), strip, rename)
+            hops: Dict[str, int] = {}  # the links unpacked so far: how many links opening each one follows
             for m in members:
+                if m.issym():
+                    _count_hops(m, root, hops)
+                else:  # a link an earlier member left here is replaced
+                    hops.pop(posixpath.normpath(posixpath.join(root, m.name)), None)
                 path = _check_on_disk(m, root)
                 _clear(path, m)
                 if filtered:
