@@ -1,0 +1,3 @@
+__version__ = '0.3.0.post4'
+debug = False
+cuda = '9.0.176'
