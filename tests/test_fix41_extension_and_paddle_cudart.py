@@ -66,3 +66,17 @@ def test_paddle_quiet_when_the_loader_path_holds_that_runtime():
     doc = _add_library(corpus_snapshot(PADDLE), "/usr/local/cuda-12.0/lib64", "libcudart.so.10.2")
     doc = _add_library(doc, "/usr/local/cuda/lib64", "libcudart.so.10.2")
     assert [f for f in _cannot_load(doc) if "libcudart" in f.title] == []
+
+
+def test_a_conda_program_whose_elf_is_unread_searches_its_environment_lib_and_a_link_counts_from_its_target():
+    from envdoctor.probes.loader import conda_program_rpath
+
+    from .conftest import make_host
+
+    host = make_host(files={"/opt/conda/conda-meta/history": "", "/opt/conda/bin/python3.10": "",
+                            "/srv/tool/bin/python3": ""},
+                     links={"/home/u/venv/bin/python": "/opt/conda/bin/python3.10"})
+    assert conda_program_rpath(host, "/opt/conda/bin/python3.10") == ["/opt/conda/lib"]
+    assert conda_program_rpath(host, host.resolve("/home/u/venv/bin/python")) == ["/opt/conda/lib"]
+    assert conda_program_rpath(host, "/srv/tool/bin/python3") == []          # no conda-meta beside bin/
+    assert conda_program_rpath(host, "/opt/conda/python3.10") == []          # not in a bin/ directory

@@ -401,8 +401,12 @@ def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Option
     if main:
         melf = host.elf(main)
         main_obj = _Object(-1, main, host.resolve(main), melf, None, "main")
-        if not melf.ok:
-            main_obj.rpath = conda_program_rpath(host, main)
+        if melf.ok:
+            # ld.so takes a program's $ORIGIN from its real path (/proc/self/exe), not a link to it (a venv's python)
+            main_obj.rpath, main_obj.runpath = own_search_paths(melf.rpath, melf.runpath,
+                                                                posixpath.dirname(main_obj.resolved))
+        else:
+            main_obj.rpath = conda_program_rpath(host, main_obj.resolved)
 
     def add(path: str, loader: Optional[int], how: str, name: Optional[str] = None) -> int:
         real = host.resolve(path)
