@@ -52,10 +52,22 @@ _CONDA_CUDA = lazyre.compile(r"^(cudatoolkit|cuda-version|cuda-runtime|cuda-cuda
                              r"cuda-libraries|cuda-compiler)-([^-]+)-([^-]+)\.json$")
 #: A conda environment's package record, ``conda-meta/NAME-VERSION-BUILD.json``: (name, version, build string).
 CONDA_META_FILE = lazyre.compile(r"^([a-z0-9][a-z0-9_.-]*?)-(\d[^-]*)-([^-]+)\.json$")
-_CU_SUFFIX = lazyre.compile(r"-cu(\d+)$")
-#: pip distributions named nvidia-* that carry no CUDA component.
-#: nvidia-* projects on PyPI that are not CUDA libraries.
-NOT_CUDA_WHEELS = frozenset({"nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-smi"})
+#: ``nvidia-cudnn-cu12`` (lib ``cudnn``, CUDA 12) and CUDA 13's suffix-less ``nvidia-cuda-runtime``.
+_NVIDIA_WHEEL = lazyre.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
+#: nvidia-* projects on PyPI that are not CUDA library wheels (NVML's bindings, the index helper, NVIDIA's own
+#: builds of DALI, Model Optimizer and TensorFlow), each with the projects named after it (``nvidia-dali-cuda120``).
+NOT_CUDA_WHEELS = ("nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-smi", "nvidia-dali", "nvidia-modelopt",
+                   "nvidia-tensorflow")
+
+
+def nvidia_library_wheel(key: str) -> Optional[Tuple[str, Optional[str]]]:
+    """``(library, CUDA major or None)`` of an NVIDIA CUDA library wheel's normalised name: ``nvidia-cudnn-cu12`` ->
+    ``("cudnn", "12")``, CUDA 13's ``nvidia-cuda-runtime`` -> ``("cuda-runtime", None)``; None for any other name.
+    The one reader of these names."""
+    if key.startswith(NOT_CUDA_WHEELS):
+        return None
+    m = _NVIDIA_WHEEL.match(key)
+    return (m.group("lib"), m.group("cuda")) if m else None
 
 
 _valid = versions.parse
@@ -352,10 +364,10 @@ def pip_cuda_wheels(host: Host) -> List[Dict[str, Any]]:
     """NVIDIA CUDA wheels (``nvidia-cuda-runtime-cu12``, CUDA 13's ``nvidia-cuda-runtime``...)."""
     out = []
     for d in host.distributions():
-        if not d.key.startswith("nvidia-") or d.key in NOT_CUDA_WHEELS:
+        wheel = nvidia_library_wheel(d.key)
+        if wheel is None:
             continue
-        m = _CU_SUFFIX.search(d.key)
-        cuda_major: Optional[int] = int(m.group(1)) if m else None
+        cuda_major: Optional[int] = int(wheel[1]) if wheel[1] else None
         v = _valid(d.version)
         if cuda_major is None and d.key.startswith("nvidia-cuda-") and v is not None:
             cuda_major = v.major  # CUDA 13 wheels drop the -cuNN suffix; their version is CUDA's

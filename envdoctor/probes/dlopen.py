@@ -33,7 +33,7 @@ from .. import frameworks, lazyre, versions
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
-from .cuda import ld_library_path_dirs
+from .cuda import ld_library_path_dirs, nvidia_library_wheel
 from .libraries import read_ld_cache, resolve_soname
 from .loader import missing_symbols, own_search_paths, wheel_version
 
@@ -465,10 +465,6 @@ def pinned_copy(host: Host, value: Dict[str, Any], soname_: str) -> Optional[Tup
     return None
 
 
-_NVIDIA_FAMILY = lazyre.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
-#: NVIDIA packages that are not CUDA library wheels
-_NOT_LIBRARIES = ("nvidia-ml-py", "nvidia-ml-py3", "nvidia-pyindex", "nvidia-dali", "nvidia-modelopt",
-                  "nvidia-tensorflow")
 
 
 def wheel_families(host: Host) -> List[Dict[str, Any]]:
@@ -477,11 +473,11 @@ def wheel_families(host: Host) -> List[Dict[str, Any]]:
     installed overwrites the other's files."""
     groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
     for d in host.distributions():
-        m = _NVIDIA_FAMILY.match(d.key)
-        if not m or d.key in _NOT_LIBRARIES or d.key.startswith(_NOT_LIBRARIES):
+        wheel = nvidia_library_wheel(d.key)
+        if wheel is None:
             continue
-        groups.setdefault((d.location, m.group("lib")), []).append(
-            {"name": d.key, "version": d.version, "cuda": m.group("cuda") or "13"})
+        groups.setdefault((d.location, wheel[0]), []).append(
+            {"name": d.key, "version": d.version, "cuda": wheel[1] or "13"})
     return [{"location": loc, "lib": lib, "wheels": sorted(ws, key=lambda w: w["name"])}
             for (loc, lib), ws in sorted(groups.items()) if len({w["cuda"] for w in ws}) > 1]
 

@@ -27,7 +27,7 @@ from .. import lazyre, versions
 from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import FILE_PATTERN_FILTERS, Distribution, Host, normalize_name
 from . import ProbeContext, register
-from .cuda import NOT_CUDA_WHEELS, parse_nvcc_version
+from .cuda import nvidia_library_wheel, parse_nvcc_version
 
 # -- generic helpers -------------------------------------------------------------
 
@@ -172,15 +172,13 @@ def pinned(req: Requirement) -> str:
     return str(req.specifier) or "any"
 
 
-#: ``nvidia-cudnn-cu12`` (lib ``cudnn``, CUDA 12) and CUDA 13's suffix-less ``nvidia-cuda-runtime``.
-_NVIDIA_WHEEL = lazyre.compile(r"^nvidia-(?P<lib>[a-z0-9-]+?)(?:-cu(?P<cuda>\d+))?$")
 #: NVIDIA's meta-package through which torch 2.10+ requires most CUDA 13 wheels (by extras).
 CUDA_TOOLKIT_WHEEL = "cuda-toolkit"
 _REQ_NAME = lazyre.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def _is_nvidia_wheel(key: str) -> bool:
-    return bool(_NVIDIA_WHEEL.match(key)) and key not in NOT_CUDA_WHEELS
+    return nvidia_library_wheel(key) is not None
 
 
 def _is_nvidia_requirement(text: str) -> bool:
@@ -229,8 +227,8 @@ def nvidia_wheels(reqs: Iterable[Requirement], installed: Dict[str, Distribution
 
 def _lib_required(wheels: Dict[str, Dict[str, Any]], lib: str) -> Optional[Dict[str, Any]]:
     for name, info in wheels.items():
-        m = _NVIDIA_WHEEL.match(name)
-        if m and m.group("lib") == lib:
+        wheel = nvidia_library_wheel(name)
+        if wheel and wheel[0] == lib:
             return dict(info, package=name)
     return None
 
