@@ -462,6 +462,8 @@ def cudnn_in_one_process(ctx: CheckContext) -> Iterable[Finding]:
 
 
 CUPY_INSTALL = "https://docs.cupy.dev/en/stable/install.html"
+#: pip removes the files its own RECORD lists, so distributions sharing a package folder break each other
+PIP_UNINSTALL_URL = "https://pip.pypa.io/en/stable/cli/pip_uninstall/"
 
 
 @check("frameworks.cupy-packages", requires=("framework.cupy",), reads=("driver.cuda_version",),
@@ -493,6 +495,33 @@ def cupy_packages(ctx: CheckContext) -> Iterable[Finding]:
         fix=Fix(text="Uninstall all of them, then install only the one for this machine's CUDA%s." % (
                     " (%s: the driver runs CUDA %s)" % (keep, facts.value("driver.cuda_version")) if keep else ""),
                 commands=["pip uninstall -y %s" % " ".join(names)] + (["pip install %s" % keep] if keep else [])))]
+
+
+@check("frameworks.torch-packages", requires=("framework.torch",), reads=(), layers=("frameworks",), codes=(
+    CodeDoc("framework.torch_packages_conflict", "warning", "Two or more distributions of PyTorch (torch, "
+            "torch-nightly) are installed in one site-packages.", "framework.torch", "They all write the same "
+            "torch/ package: the one installed last wins file by file, so torch reports one release while "
+            "extensions built against the other fail to import ('undefined symbol').", PIP_UNINSTALL_URL),
+))
+def torch_packages(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    v = facts.mapping("framework.torch")
+    pkgs = v.get("packages")
+    if not isinstance(pkgs, dict) or len(pkgs) < 2:
+        return []
+    names = sorted(pkgs)
+    listed = ", ".join("%s %s" % (n, pkgs[n]) for n in names)
+    return [Finding(
+        code="framework.torch_packages_conflict", severity="warning", components=["torch"],
+        title="%d PyTorch distributions are installed over one torch package (%s); torch reports %s" % (
+            len(names), listed, v.get("version") or "?"),
+        detail="Each of them writes the torch/ directory; the one installed last wins file by file, so the package "
+               "is a mix of releases (pip removes only its own files on uninstall), and a compiled extension built "
+               "against the other release cannot be imported (ImportError: undefined symbol).",
+        evidence=_ev(facts, "framework.torch"),
+        source=_src("one distribution per import package in an environment", PIP_UNINSTALL_URL),
+        fix=Fix(text="Uninstall all of them, install the one release wanted, then rebuild the extensions built "
+                     "against the other.", commands=["pip uninstall -y %s" % " ".join(names)]))]
 
 
 GLIBC_RULE_URL = "https://peps.python.org/pep-0600/"

@@ -24,7 +24,11 @@ FRAMEWORK = Framework("torch", "PyTorch", True, "torch", advise=True, recipe="py
                                           # (sgl-kernel's wheels, 0.1.2 and 0.1.9 on PyPI: sgl_kernel/common_ops.abi3.so
                                           # and flash_ops.abi3.so link libtorch.so and libc10.so, and the wheels
                                           # declare no Requires-Dist, so no requirement names torch)
-                                          ("sgl-kernel", "sgl_kernel", r".+\.so")),
+                                          ("sgl-kernel", "sgl_kernel", r".+\.so"),
+                                          # (mmcv's setup.py builds its ops as one CUDAExtension, ext_name
+                                          # 'mmcv._ext', and install_requires, from requirements/runtime.txt,
+                                          # names no torch: open-mmlab/mmcv setup.py, 1.x as mmcv-full, 2.x as mmcv)
+                                          ("mmcv-full", "mmcv", r"_ext\..*so"), ("mmcv", "mmcv", r"_ext\..*so")),
                       # its CUDA library, whose links are resolved; its compiled libraries' version needs; its kernels
                       cuda_libraries=("torch/lib/libtorch_cuda.so",),
                       # (torch/_C, the extension module every release has, held the whole of torch 0.x, before

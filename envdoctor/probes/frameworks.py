@@ -256,9 +256,19 @@ def _version_of(d: Distribution) -> Dict[str, Any]:
 _SO_MAJOR = lazyre.compile(r"^lib(?P<lib>cudnn|nccl)(?:_[a-z_]+)?(?:-[0-9a-f]{8})?\.so\.(?P<major>\d+)(?:\.[\d.]+)?$")
 
 
+#: Other distributions that install the torch package: PyTorch's 1.0 preview nightlies were published as
+#: torch-nightly (``pip install torch_nightly -f https://download.pytorch.org/whl/nightly/cu92/torch_nightly.html``),
+#: which writes the same torch/ folder as the torch wheel (facebookresearch/maskrcnn-benchmark#75's collect_env
+#: lists both).
+TORCH_OTHER_PACKAGES = ("torch-nightly",)
+
+
 def torch_fact(host: Host, dists: Dict[str, Distribution], env: Dict[str, str]) -> List[Fact]:
     d = dists["torch"]
     value: Dict[str, Any] = _version_of(d)
+    others = [dists[k] for k in TORCH_OTHER_PACKAGES if k in dists and dists[k].location == d.location]
+    if others:  # several distributions over one torch/ folder
+        value["packages"] = {x.key: x.version for x in [d] + others}
     vpath = posixpath.join(d.location, "torch", "version.py")
     lits, why = read_literals(host, vpath)
     cuda = lits.get("cuda") if isinstance(lits.get("cuda"), str) else None

@@ -515,8 +515,12 @@ def extension_linkage(host: Host, torch: Mapping[str, Any], config: Any, dists: 
     files = [(d, p) for d, p in files if p not in own]
     if not files:
         return [], []
-    # the framework's libraries and the extensions, their needs resolved (and so in the process), not followed
-    graph = loader.load(host, config, own + [p for _, p in files], descend=lambda soname: False)
+    # the framework's libraries and the extensions, their needs resolved (and so in the process), not followed;
+    # opened by the interpreter whose site-packages this is (its RPATH counts: conda's python has $ORIGIN/../lib)
+    python = host.python()
+    prefix = str(python.prefix or "").rstrip("/")
+    main = python.executable if python.executable and prefix and site.startswith(prefix + "/") else None
+    graph = loader.load(host, config, own + [p for _, p in files], descend=lambda soname: False, main=main)
     objects = graph["objects"]
     index = {o["path"]: o["index"] for o in objects}
     owner = {p: d for d, p in files}

@@ -368,6 +368,18 @@ class _Object:
             else ([], [])
 
 
+def conda_program_rpath(host: Host, program: str) -> List[str]:
+    """The RPATH of a program in a conda environment's ``bin/`` whose ELF could not be read: conda-build sets every
+    binary it packages to ``$ORIGIN``-relative ``DT_RPATH`` directories, ``lib`` by default (``build/rpaths``;
+    conda_build/post.py ``mk_relative_linux``: ``patchelf --force-rpath --set-rpath $ORIGIN/../lib``), so the
+    environment's ``lib/`` is searched for every library its Python loads. Empty elsewhere."""
+    bindir = posixpath.dirname(program)
+    prefix = posixpath.dirname(bindir)
+    if posixpath.basename(bindir) != "bin" or not prefix or not host.is_dir(posixpath.join(prefix, "conda-meta")):
+        return []
+    return [posixpath.join(prefix, "lib")]
+
+
 def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Optional[Callable[[str, ElfResult],
          Iterable[str]]] = None, main: Optional[str] = None, descend: Optional[Callable[[str], bool]] = None,
          max_objects: int = MAX_OBJECTS, runtime: bool = False) -> Dict[str, Any]:
@@ -389,6 +401,12 @@ def load(host: Host, config: LoaderConfig, roots: Sequence[str], dlopens: Option
     if main:
         melf = host.elf(main)
         main_obj = _Object(-1, main, host.resolve(main), melf, None, "main")
+        if melf.ok:
+            # ld.so takes a program's $ORIGIN from its real path (/proc/self/exe), not a link to it (a venv's python)
+            main_obj.rpath, main_obj.runpath = own_search_paths(melf.rpath, melf.runpath,
+                                                                posixpath.dirname(main_obj.resolved))
+        else:
+            main_obj.rpath = conda_program_rpath(host, main_obj.resolved)
 
     def add(path: str, loader: Optional[int], how: str, name: Optional[str] = None) -> int:
         real = host.resolve(path)
