@@ -22,7 +22,9 @@ has no RECORD; its compiled modules are listed from its own metadata instead (:f
 size floor (none is recorded): an ``.egg`` directory's ``EGG-INFO/native_libs.txt`` (setuptools' bdist_egg writes
 there every ``.so``/``.dll``/``.dylib``/``.pyd`` of the egg, relative to its root: setuptools/command/bdist_egg.py,
 ``bdist_egg.run``) and the shared objects at the egg's top; an ``.egg-info`` folder's ``installed-files.txt``
-(pip's legacy install, relative to the folder) or else the modules its ``top_level.txt`` names beside it.  A
+(pip's legacy install, relative to the folder) or else the modules its ``top_level.txt`` names beside it; a
+development install's unversioned ``.egg-info`` in its checkout: the modules built in place anywhere in its package
+tree (:func:`develop_modules`).  A
 ``.dist-info`` folder without its RECORD (an installer or a distribution's packaging that left it out) is searched
 the same way, through the modules its ``top_level.txt`` names.  Only a distribution with none of these is counted
 in ``unlisted``, not searched.
@@ -157,10 +159,11 @@ def develop_modules(host: Host, dist: Distribution) -> List[str]:
 def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
     """The compiled modules of a distribution installed without a wheel's RECORD, from its own metadata: an egg on
     ``sys.path`` (``EGG-INFO/native_libs.txt``, the shared objects at the egg's top and its ``top_level.txt``
-    modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else, when that is missing or empty, its
-    ``top_level.txt`` modules beside it), a ``.dist-info`` folder whose RECORD is missing (its ``top_level.txt``).
-    The one reader of such metadata (the linkage probe's legacy extension modules use it too). None when its
-    metadata lists nothing (a PKG-INFO file alone, as distribution packages ship): not searched."""
+    modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else, when that is missing or empty, a
+    development install's package tree, or its ``top_level.txt`` modules beside it), a ``.dist-info`` folder whose
+    RECORD is missing (its ``top_level.txt``). The one reader of such metadata (the linkage probe's legacy extension
+    modules use it too). None when its metadata lists nothing (a PKG-INFO file alone, as distribution packages ship,
+    outside a development install): not searched."""
     meta = dist.metadata_dir
     if posixpath.basename(meta) == "EGG-INFO":
         native = host.read_text(posixpath.join(meta, "native_libs.txt"), limit=RECORD_LIMIT) or ""
