@@ -114,3 +114,68 @@ def test_hostile_lists_stay_inside_the_egg_and_bounded() -> None:
     host = make_host(files={"/site/z-1.egg-info/installed-files.txt": "../../../../usr/lib/libz.so\n../z/_c.so\n",
                             "/site/z/_c.so": ""})
     assert unrecorded_modules(host, Distribution("z", "1", "/site/z-1.egg-info", "/site")) == ["/site/z/_c.so"]
+
+
+# -- development installs (setup.py develop: the checkout on sys.path, extension modules built in place) ----------
+# The corpus machine rebuilt from mit-han-lab/bevfusion#12: BEVFusion's operators built by `python setup.py develop`
+# with -gencode for sm_75/sm_80/sm_86 only (no PTX), in the checkout an .egg-link and easy-install.pth put on
+# sys.path, on a Tesla V100 (compute capability 7.0); and its healthy twin (sm_86 operators on an RTX A6000).
+BEV = "b68-ubuntu1804-tesla-v100-driver46032-torch1100-cu111-bevfusion-ops-gencode-without-sm70"
+BEV_OK = ("healthy-b68-ubuntu1804-rtx-a6000-driver46519-cuda113-nvcc-conda-pytorch1101-cudatoolkit1131-"
+          "bevfusion-ops-with-sm86-camera-eval-runs")
+BEV_POOL = "/home/user/bevfusion/mmdet3d/ops/bev_pool/bev_pool_ext.cpython-38-x86_64-linux-gnu.so"
+BEV_VOXEL = "/home/user/bevfusion/mmdet3d/ops/voxel/voxel_layer.cpython-38-x86_64-linux-gnu.so"
+
+
+def test_develop_checkout_operators_without_the_gpus_architecture_are_errors() -> None:
+    found = _arch_findings(corpus_snapshot(BEV))
+    assert [f.severity for f in found] == ["error", "error"]
+    titles = " ".join(f.title for f in found)
+    assert "bev_pool_ext" in titles and "voxel_layer" in titles
+    for f in found:
+        assert "compute capability 7.0" in f.title and "sm_75, sm_80, sm_86" in f.title
+        assert "compute_70,code=sm_70" in f.fix.text
+
+
+def test_develop_checkout_operators_with_the_gpus_architecture_are_quiet() -> None:
+    doc = corpus_snapshot(BEV)
+    for path in (BEV_POOL, BEV_VOXEL):
+        doc["fatbin"][path]["sass"].append("sm_70")
+    assert _arch_findings(doc) == []
+    assert _arch_findings(corpus_snapshot(BEV_OK)) == []
+
+
+def test_develop_checkout_not_on_sys_path_is_not_read() -> None:
+    doc = corpus_snapshot(BEV)
+    doc["python"]["sys_path"] = [p for p in doc["python"]["sys_path"] if p != "/home/user/bevfusion"]
+    assert _arch_findings(doc) == []
+
+
+def test_develop_install_modules_are_found_in_the_package_tree_and_bounded() -> None:
+    src = "/home/u/proj"
+    files = {
+        src + "/proj.egg-info/PKG-INFO": "Metadata-Version: 2.1\nName: proj\nVersion: 0.1\n",
+        src + "/pkg/__init__.py": "",
+        src + "/pkg/ops/a/a_ext.cpython-310-x86_64-linux-gnu.so": "",
+        src + "/pkg/_top.so": "",
+        # not imported: build trees, hidden folders, folders that are no package
+        src + "/build/lib.linux-x86_64-3.10/pkg/ops/a/a_ext.cpython-310-x86_64-linux-gnu.so": "",
+        src + "/pkg/.git/x.so": "",
+        src + "/tools/t.so": "",
+    }
+    files.update({src + "/pkg/many/m%02d.so" % i: "" for i in range(30)})
+    host = make_host(files=files)
+    dist = Distribution("proj", "0.1", src + "/proj.egg-info", src)
+    got = unrecorded_modules(host, dist)
+    assert got is not None and len(got) == 16
+    assert src + "/pkg/_top.so" in got and all(p.startswith(src + "/pkg/") and "/." not in p for p in got)
+    # top_level.txt, when written, names the packages searched (and the depth reaches the nested operator)
+    files[src + "/proj.egg-info/top_level.txt"] = "pkg2\n"
+    files[src + "/pkg2/x/y/z/w_ext.so"] = ""
+    got = unrecorded_modules(make_host(files=files), dist)
+    assert got == [src + "/pkg2/x/y/z/w_ext.so"]
+    # a versioned .egg-info (setup.py install) is no development install: only installed-files.txt/top_level.txt
+    versioned = Distribution("proj", "0.1", src + "/proj-0.1-py3.10.egg-info", src)
+    assert unrecorded_modules(make_host(files={src + "/proj-0.1-py3.10.egg-info/PKG-INFO": "Name: proj\n",
+                                               src + "/pkg/__init__.py": "", src + "/pkg/a.so": ""}),
+                              versioned) is None

@@ -22,7 +22,9 @@ has no RECORD; its compiled modules are listed from its own metadata instead (:f
 size floor (none is recorded): an ``.egg`` directory's ``EGG-INFO/native_libs.txt`` (setuptools' bdist_egg writes
 there every ``.so``/``.dll``/``.dylib``/``.pyd`` of the egg, relative to its root: setuptools/command/bdist_egg.py,
 ``bdist_egg.run``) and the shared objects at the egg's top; an ``.egg-info`` folder's ``installed-files.txt``
-(pip's legacy install, relative to the folder) or else the modules its ``top_level.txt`` names beside it.  A
+(pip's legacy install, relative to the folder) or else the modules its ``top_level.txt`` names beside it; a
+development install's unversioned ``.egg-info`` in its checkout: the modules built in place anywhere in its package
+tree (:func:`develop_modules`).  A
 ``.dist-info`` folder without its RECORD (an installer or a distribution's packaging that left it out) is searched
 the same way, through the modules its ``top_level.txt`` names.  Only a distribution with none of these is counted
 in ``unlisted``, not searched.
@@ -104,13 +106,64 @@ def top_level_modules(host: Host, root: str, info_dir: str) -> List[str]:
     return out
 
 
+#: How a development install's package tree is searched for the extension modules built in place: the most folders
+#: listed and how deep below a package (``mmdet3d/ops/bev_pool/bev_pool_ext.*.so`` is two below ``mmdet3d``).
+MAX_DEVELOP_DIRS = 64
+DEVELOP_DEPTH = 4
+#: Folders of a source checkout that hold no imported code (build trees keep copies the import never reaches).
+_NOT_PACKAGE = frozenset(("__pycache__", "build", "dist", "node_modules", "site-packages", "dist-packages"))
+
+
+def development_install(dist: Distribution) -> bool:
+    """Whether ``dist`` is a development install read from its source checkout: ``setup.py develop`` (and pip's
+    ``install -e`` of a setuptools project) run ``egg_info`` in the checkout, which names its folder
+    ``<name>.egg-info`` without a version, and put the checkout itself on ``sys.path`` (an ``.egg-link`` and
+    ``easy-install.pth`` line, or an ``__editable__`` ``.pth`` path), so the folder's parent is that entry;
+    ``setup.py install`` names its folder ``<name>-<version>-pyX.Y.egg-info`` (setuptools' ``egg_info`` and
+    ``install_egg_info`` commands)."""
+    base = posixpath.basename(dist.metadata_dir)
+    return base.endswith(".egg-info") and "-" not in base[:-len(".egg-info")]
+
+
+def develop_modules(host: Host, dist: Distribution) -> List[str]:
+    """The compiled modules of a development install: ``build_ext --inplace`` (which ``develop`` runs) writes each
+    extension module next to its sources, anywhere in the package tree (``pkg.ops.sub.ext`` is
+    ``pkg/ops/sub/ext.<tag>.so``). The packages are the ones ``top_level.txt`` names, else the folders beside the
+    ``.egg-info`` that hold an ``__init__.py``; each is searched :data:`DEVELOP_DEPTH` deep, at most
+    :data:`MAX_DEVELOP_DIRS` folders in all, hidden folders and build trees left out."""
+    root = dist.location
+    names = (host.read_text(posixpath.join(dist.metadata_dir, "top_level.txt"), limit=64 * 1024) or "").split()
+    if not names:
+        names = [n for n in sorted(host.list_dir(root).names())
+                 if _MODULE.match(n) and n not in _NOT_PACKAGE and host.exists(posixpath.join(root, n, "__init__.py"))]
+    out: List[str] = []
+    todo: List[Tuple[str, int]] = []
+    for name in names:
+        if not _MODULE.match(name):
+            continue
+        out += host.glob_dir(root, re.escape(name) + r"(?:\.[A-Za-z0-9_-]+)*\.so")
+        todo.append((posixpath.join(root, name), 0))
+    dirs = 0
+    while todo and dirs < MAX_DEVELOP_DIRS and len(out) < MAX_UNRECORDED_MODULES:
+        d, depth = todo.pop(0)
+        dirs += 1
+        for n in sorted(host.list_dir(d).names()):
+            path = posixpath.join(d, n)
+            if SHARED_OBJECT.search(n):
+                out.append(path)
+            elif depth < DEVELOP_DEPTH and _MODULE.match(n) and n not in _NOT_PACKAGE and host.is_dir(path):
+                todo.append((path, depth + 1))
+    return out
+
+
 def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
     """The compiled modules of a distribution installed without a wheel's RECORD, from its own metadata: an egg on
     ``sys.path`` (``EGG-INFO/native_libs.txt``, the shared objects at the egg's top and its ``top_level.txt``
-    modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else, when that is missing or empty, its
-    ``top_level.txt`` modules beside it), a ``.dist-info`` folder whose RECORD is missing (its ``top_level.txt``).
-    The one reader of such metadata (the linkage probe's legacy extension modules use it too). None when its
-    metadata lists nothing (a PKG-INFO file alone, as distribution packages ship): not searched."""
+    modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else, when that is missing or empty, a
+    development install's package tree, or its ``top_level.txt`` modules beside it), a ``.dist-info`` folder whose
+    RECORD is missing (its ``top_level.txt``). The one reader of such metadata (the linkage probe's legacy extension
+    modules use it too). None when its metadata lists nothing (a PKG-INFO file alone, as distribution packages ship,
+    outside a development install): not searched."""
     meta = dist.metadata_dir
     if posixpath.basename(meta) == "EGG-INFO":
         native = host.read_text(posixpath.join(meta, "native_libs.txt"), limit=RECORD_LIMIT) or ""
@@ -122,6 +175,8 @@ def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
         if files and files.strip():
             found = [posixpath.normpath(posixpath.join(meta, line.strip())) for line in files.splitlines()
                      if SHARED_OBJECT.search(line.strip())]
+        elif development_install(dist):
+            found = develop_modules(host, dist)
         elif host.exists(posixpath.join(meta, "top_level.txt")):
             found = top_level_modules(host, dist.location, meta)
         else:
