@@ -466,6 +466,16 @@ CUPY_INSTALL = "https://docs.cupy.dev/en/stable/install.html"
 PIP_UNINSTALL_URL = "https://pip.pypa.io/en/stable/cli/pip_uninstall/"
 
 
+def _distributions_sharing_a_package(facts: Any, key: str) -> Optional[Tuple[List[str], str]]:
+    """(their names, "name version, ...") of the two or more distributions a framework fact lists as installed over
+    its one package folder (``packages``: cupy and cupy-cudaNNx; torch and torch-nightly); None for one or none."""
+    pkgs = facts.mapping(key).get("packages")
+    if not isinstance(pkgs, dict) or len(pkgs) < 2:
+        return None
+    names = sorted(pkgs)
+    return names, ", ".join("%s %s" % (n, pkgs[n]) for n in names)
+
+
 @check("frameworks.cupy-packages", requires=("framework.cupy",), reads=("driver.cuda_version",),
        layers=("frameworks",), codes=(
     CodeDoc("framework.cupy_packages_conflict", "warning", "Two or more CuPy packages (cupy, cupy-cudaNNx) are "
@@ -475,14 +485,12 @@ PIP_UNINSTALL_URL = "https://pip.pypa.io/en/stable/cli/pip_uninstall/"
 ))
 def cupy_packages(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    v = facts.mapping("framework.cupy")
-    pkgs = v.get("packages")
-    if not isinstance(pkgs, dict) or len(pkgs) < 2:
+    several = _distributions_sharing_a_package(facts, "framework.cupy")
+    if several is None:
         return []
-    names = sorted(pkgs)
+    names, listed = several
     cuda = _v(str(facts.value("driver.cuda_version") or ""))
     keep = "cupy-cuda%dx" % cuda.release[0] if cuda is not None and cuda.release[0] >= 11 else None
-    listed = ", ".join("%s %s" % (n, pkgs[n]) for n in names)
     return [Finding(
         code="framework.cupy_packages_conflict", severity="warning", components=["cupy"],
         title="%d CuPy packages are installed together (%s); they provide the same cupy module" % (len(names), listed),
@@ -505,12 +513,11 @@ def cupy_packages(ctx: CheckContext) -> Iterable[Finding]:
 ))
 def torch_packages(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
-    v = facts.mapping("framework.torch")
-    pkgs = v.get("packages")
-    if not isinstance(pkgs, dict) or len(pkgs) < 2:
+    several = _distributions_sharing_a_package(facts, "framework.torch")
+    if several is None:
         return []
-    names = sorted(pkgs)
-    listed = ", ".join("%s %s" % (n, pkgs[n]) for n in names)
+    names, listed = several
+    v = facts.mapping("framework.torch")
     return [Finding(
         code="framework.torch_packages_conflict", severity="warning", components=["torch"],
         title="%d PyTorch distributions are installed over one torch package (%s); torch reports %s" % (
