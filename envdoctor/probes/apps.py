@@ -8,6 +8,11 @@
   ``/usr/bin``) and its GPU runners in ``<lib>/ollama/cuda_vNN`` (``/usr/local/lib``, ``/usr/lib``). Its version is
   what ``ollama --version`` prints ("ollama version is 0.13.0"; "client version is ..." beside a warning when no
   server answers). Fact ``apps.ollama`` = ``{path, version, libdir, runners}`` or None when it is not installed.
+* Renderers that draw with the driver's graphics libraries (Vulkan/EGL), not only CUDA: Isaac Sim and other Omniverse
+  Kit applications (a folder holding ``kit/kit``: the workstation .zip unpacked at ``~/isaacsim``, the launcher's
+  ``~/.local/share/ov/pkg/<app>-<version>``, the container's ``/isaac-sim``; the pip ``isaacsim`` package), CARLA
+  (``CarlaUE4.sh``: the .deb's ``/opt/carla-simulator``, a release unpacked in the home folder) and Habitat-sim (its
+  Python package). Fact ``apps.renderers`` = ``[{name, path, version}]``.
 """
 
 from __future__ import annotations
@@ -80,6 +85,60 @@ def find_ollama(host: Host) -> Fact:
     return ok("apps.ollama", value, "command:" + " ".join(argv), label)
 
 
+_USER_NAME = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+#: Omniverse Kit application folders outside a home folder (NVIDIA's Isaac Sim container: /isaac-sim).
+KIT_ROOTS = ("/isaac-sim", "/opt/isaac-sim", "/opt/nvidia/isaac-sim")
+#: ... and in one (the workstation .zip's documented place, and the Omniverse launcher's package folder).
+KIT_HOME_ROOTS = ("isaacsim", "isaac-sim", "isaac_sim")
+KIT_HOME_PKG = ".local/share/ov/pkg"
+CARLA_ROOTS = ("/opt/carla-simulator",)
+#: Python packages that render through the driver's graphics libraries (PEP 503 names).
+RENDERER_PACKAGES = {"isaacsim": "Isaac Sim", "omniverse-kit": "Omniverse Kit", "habitat-sim": "Habitat-sim"}
+
+
+def _homes(host: Host) -> List[str]:
+    homes = [host.getenv("HOME") or ""]
+    sudo_user = host.getenv("SUDO_USER") or ""
+    if _USER_NAME.match(sudo_user) and sudo_user != "root":
+        homes.append("/home/" + sudo_user)  # sudo may set HOME to root's: the invoking user's own files
+    return list(dict.fromkeys(posixpath.normpath(h) for h in homes if h.startswith("/") and h != "/"))
+
+
+def _first_line(host: Host, path: str) -> Optional[str]:
+    text = host.read_text(path, limit=4096)
+    line = text.strip().splitlines()[0].strip() if text and text.strip() else ""
+    return line[:80] or None
+
+
+def find_renderers(host: Host) -> List[Dict[str, Any]]:
+    """Installed programs that need the driver's graphics libraries (Vulkan, EGL) to create their GPU device."""
+    out: List[Dict[str, Any]] = []
+    homes = _homes(host)
+    kit = list(KIT_ROOTS)
+    for home in homes:
+        kit += [posixpath.join(home, n) for n in KIT_HOME_ROOTS]
+        pkg = posixpath.join(home, KIT_HOME_PKG)
+        kit += [posixpath.join(pkg, n) for n in sorted(host.list_dir(pkg).names())[:64]]
+    for root in dict.fromkeys(kit):
+        if host.exists(posixpath.join(root, "kit", "kit")):
+            isaac = "isaac" in posixpath.basename(root).lower() or host.exists(posixpath.join(root, "isaac-sim.sh"))
+            out.append({"name": "Isaac Sim" if isaac else "an Omniverse Kit application (%s)" % posixpath.basename(
+                root), "path": root, "version": _first_line(host, posixpath.join(root, "VERSION"))})
+    carla = list(CARLA_ROOTS)
+    for home in homes:
+        carla += [posixpath.join(home, n) for n in sorted(host.list_dir(home).names())[:512]
+                  if n.lower().startswith("carla")]
+    for root in dict.fromkeys(carla):
+        if host.exists(posixpath.join(root, "CarlaUE4.sh")):
+            out.append({"name": "CARLA", "path": root, "version": None})
+    for dist in host.distributions():
+        name = RENDERER_PACKAGES.get(dist.key)
+        if name:
+            out.append({"name": name, "path": dist.location, "version": dist.version})
+    return out
+
+
 @register("apps", "Applications with their own driver floors", order=97, produces=("apps.*",))
 def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
-    return [ok("apps.rapids", find_rapids(ctx.host), "derived", "RAPIDS packages"), find_ollama(ctx.host)]
+    return [ok("apps.rapids", find_rapids(ctx.host), "derived", "RAPIDS packages"), find_ollama(ctx.host),
+            ok("apps.renderers", find_renderers(ctx.host), "derived", "Programs that render with the driver")]

@@ -467,6 +467,33 @@ def _userspace_facts(libs: List[Tuple[str, str]]) -> List[Fact]:
     return facts
 
 
+#: The driver's graphics libraries (GLX, EGL, and the GL core its Vulkan driver lives in) and the files that register
+#: them with the Vulkan loader and glvnd's EGL: NVIDIA's Ubuntu packaging installs them together in
+#: libnvidia-gl-<flavour> (https://github.com/NVIDIA/ubuntu-packaging-nvidia-driver/blob/
+#: 03c8e6169c2d3525774ba7e08be4574079d8dbc8/debian/templates/libnvidia-gl-flavour.install.in: libGLX_nvidia,
+#: libEGL_nvidia, libGLESv2_nvidia, libnvidia-glcore, libnvidia-eglcore, libnvidia-glsi, libnvidia-rtcore,
+#: libnvoptix, usr/share/vulkan/icd.d/nvidia_icd.json, usr/share/glvnd/egl_vendor.d/10_nvidia.json); the .run
+#: installer leaves them all out with --no-opengl-files, the compute libraries (libcuda, libnvidia-ml) stay.
+_GRAPHICS_LIB = lazyre.compile(
+    r"^(?:libGLX_nvidia|libEGL_nvidia|libnvidia-glcore|libnvidia-eglcore)\.so(?:\.[0-9.]+)?$")
+VULKAN_ICD_DIRS = ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d")
+EGL_VENDOR_DIRS = ("/usr/share/glvnd/egl_vendor.d", "/etc/glvnd/egl_vendor.d")
+NVIDIA_INSTALLER = "/usr/bin/nvidia-installer"
+
+
+def _graphics_files(host: Host, libs: List[Tuple[str, str]]) -> Fact:
+    """``driver.graphics_files``: the driver's graphics libraries where the loader looks, beside its compute ones,
+    with its Vulkan ICD and EGL vendor files, and the .run installer's program when it installed the driver."""
+    dirs = list(dict.fromkeys(lib_search_dirs(host) + [posixpath.dirname(p) for p, _ in libs]))
+    found = sorted(posixpath.join(d, n) for d in dirs for n in host.list_dir(d).names() if _GRAPHICS_LIB.match(n))
+    icd = sorted(p for d in VULKAN_ICD_DIRS for p in host.glob_dir(d, r"nvidia_icd.*\.json"))
+    egl = sorted(p for d in EGL_VENDOR_DIRS for p in host.glob_dir(d, r".*nvidia.*\.json"))
+    value = {"libraries": found, "vulkan_icd": icd, "egl_vendor": egl, "searched": dirs,
+             "installer": NVIDIA_INSTALLER if host.exists(NVIDIA_INSTALLER) else None}
+    return ok("driver.graphics_files", value, "dir:" + ",".join(dirs + list(VULKAN_ICD_DIRS + EGL_VENDOR_DIRS)),
+              "Driver graphics libraries (OpenGL, EGL, Vulkan)")
+
+
 #: Container runtimes that start GPU containers without root (a Slurm job through pyxis, a user's Apptainer
 #: run): they cannot load nvidia_uvm or create its device node on demand, as CUDA (setuid nvidia-modprobe) and
 #: Docker's toolkit (nvidia-container-cli --load-kmods) do, so the node must exist before the job starts
@@ -1107,6 +1134,8 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
     else:
         facts.append(unknown("driver.device_nodes", f"cannot list /dev ({dev.error})", "dir:/dev",
                              "NVIDIA device nodes"))
+    if libs:
+        facts.append(_graphics_files(host, libs))
     facts.extend(_in_kernel_drivers(host))
     facts.append(_blacklist(host))
     if container:  # modules, signing and Secure Boot are the host's business, not visible from here
