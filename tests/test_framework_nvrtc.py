@@ -66,7 +66,7 @@ def test_torch_fuser_asking_nvrtc_110_for_sm86_is_a_warning_naming_the_release_t
     assert f.code == "cuda.toolkit_cannot_target_gpu" and f.severity == "warning"
     assert f.title == ("torch 1.7.0 compiles fused kernels at run time with NVRTC 11.0, which cannot target NVIDIA "
                        "GeForce RTX 3090 (sm_86, compute capability 8.6): CUDA 11.0 targets up to 8.0, and this "
-                       "torch does not clamp the architecture it asks for")
+                       "torch asks NVRTC for the GPU's own architecture unclamped")
     assert "invalid value for --gpu-architecture" in f.detail and "torch 1.7.1 and newer" in f.detail
     assert "torch 1.7.1 or newer" in f.fix.text and "CUDA 11.1" in f.fix.text
     # NVRTC 11.1-11.7 on Ada before torch 1.13 (pytorch/pytorch#87611)

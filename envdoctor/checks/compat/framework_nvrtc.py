@@ -82,8 +82,8 @@ def _torch_fuser_nvrtc(facts: Facts, gpus: List[Tuple[str, str, Fact]]) -> List[
         out.append(Finding(
             code="cuda.toolkit_cannot_target_gpu", severity="warning", components=["cuda", "gpu", "torch"],
             title="torch %s compiles fused kernels at run time with NVRTC %s, which cannot target %s (%s, compute "
-                  "capability %s): CUDA %s targets up to %s, and this torch does not clamp the architecture it asks "
-                  "for" % (fw["version"], release, gpu, sm, cc, release, row["cc_max"]),
+                  "capability %s): CUDA %s targets up to %s, and this torch asks NVRTC for the GPU's own architecture "
+                  "unclamped" % (fw["version"], release, gpu, sm, cc, release, row["cc_max"]),
             detail="PyTorch's JIT fusers (TorchScript: torch.jit.script or trace) compile their kernels with the "
                    "NVRTC of its CUDA %s and ask it for the GPU's own architecture; torch %s knows no limit for "
                    "NVRTC %s, so every fused kernel fails with 'nvrtc: error: invalid value for --gpu-architecture "
