@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -112,6 +112,28 @@ RULES: Dict[str, Dict[str, str]] = {
 
 #: The modules to unload, users first (nvidia_uvm, nvidia_drm and nvidia_modeset depend on nvidia).
 RELOAD = "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
+
+#: Ubuntu's driver packages: its compute libraries, and its graphics libraries (OpenGL, EGL, Vulkan, OptiX).
+_APT_COMPUTE = re.compile(r"^libnvidia-compute-(\d{3}(?:-server)?)$")
+_APT_GL = re.compile(r"^libnvidia-gl-(\d{3}(?:-server)?)$")
+
+
+def driver_apt_flavours(facts: Facts) -> Tuple[List[str], Set[str]]:
+    """The flavours (``535``, ``535-server``) of Ubuntu's driver packages installed: those of its compute libraries
+    (libnvidia-compute-<flavour>, sorted) and those of its graphics libraries (libnvidia-gl-<flavour>, where OpenGL,
+    EGL, Vulkan and OptiX ship). The one reader of these package names for the graphics-part checks."""
+    names = {str(p.get("name")) for p in facts.items("cuda.packages") if isinstance(p, dict)}
+    compute = sorted(m.group(1) for m in (_APT_COMPUTE.match(n) for n in names) if m)
+    return compute, {m.group(1) for m in (_APT_GL.match(n) for n in names) if m}
+
+
+def caps_without_graphics(facts: Facts) -> Optional[str]:
+    """NVIDIA_DRIVER_CAPABILITIES when it is set without ``graphics`` (or ``all``): the NVIDIA Container Toolkit then
+    mounts none of the driver's graphics libraries (OpenGL, EGL, Vulkan, OptiX) into the container."""
+    caps = facts.value("env.nvidia_driver_capabilities")
+    if isinstance(caps, str) and not ({"graphics", "all"} & {c.strip() for c in caps.split(",")}):
+        return caps
+    return None
 
 
 #: Where WSL2 maps the Windows driver's libraries (its one home: :data:`envdoctor.osinfo.WSL_LIB_DIR`).

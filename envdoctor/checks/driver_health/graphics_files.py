@@ -8,13 +8,12 @@ driver's Vulkan or EGL driver (libGLX_nvidia, libEGL_nvidia, libnvidia-glcore, r
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List
 
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, CodeDoc, check
-from . import _evidence, _installed
+from . import _evidence, _installed, caps_without_graphics, driver_apt_flavours
 
 CODE = "driver.graphics_libraries_missing"
 #: NVIDIA's Ubuntu packaging: libnvidia-gl-<flavour> installs the graphics libraries and the Vulkan/EGL files.
@@ -24,7 +23,6 @@ UBUNTU_GL_URL = ("https://github.com/NVIDIA/ubuntu-packaging-nvidia-driver/blob/
 INSTALLER_URL = ("https://github.com/NVIDIA/nvidia-installer/blob/601e1b28f7f6f64582dbd0a479115f5755327494/"
                  "option_table.h")
 CHECKED = "2026-11-30"
-_APT_COMPUTE = re.compile(r"^libnvidia-compute-(\d{3}(?:-server)?)$")
 #: What a complete driver installs and a --no-opengl-files one leaves out (the ones named in the finding).
 EXPECTED = ("libGLX_nvidia.so.0", "libEGL_nvidia.so.0", "libnvidia-glcore.so", "libnvidia-eglcore.so",
             "nvidia_icd.json (Vulkan)", "10_nvidia.json (EGL)")
@@ -65,12 +63,11 @@ def _graphics_missing(facts: Facts) -> List[Finding]:
     version = facts.value("driver.userspace.version") or facts.value("driver.kernel_module.version")
     missing = [n for n in EXPECTED if not ((n.startswith("nvidia_icd") and files.get("vulkan_icd"))
                                            or (n.startswith("10_nvidia") and files.get("egl_vendor")))]
-    caps = facts.value("env.nvidia_driver_capabilities")
-    names = {str(p.get("name")) for p in facts.items("cuda.packages") if isinstance(p, dict)}
-    compute = sorted(m.group(1) for m in (_APT_COMPUTE.match(n) for n in names) if m)
+    caps = caps_without_graphics(facts)
+    compute = driver_apt_flavours(facts)[0]
     commands: List[str] = []
     url = UBUNTU_GL_URL
-    if isinstance(caps, str) and not ({"graphics", "all"} & {c.strip() for c in caps.split(",")}):
+    if caps is not None:
         why = ("This container was started with NVIDIA_DRIVER_CAPABILITIES=%s: the NVIDIA Container Toolkit mounts "
                "the driver's OpenGL, EGL and Vulkan libraries only for the 'graphics' capability." % caps)
         fix = "Start the container with the graphics capability (NVIDIA_DRIVER_CAPABILITIES=all, or add graphics)."

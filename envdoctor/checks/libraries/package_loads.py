@@ -11,13 +11,13 @@ This can cause issues when vLLM tries to use NCCL.\""""
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, List, Optional
 
 from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, CodeDoc, check
+from ..driver_health import caps_without_graphics, driver_apt_flavours
 from . import _FRAMEWORK_LINKAGE_DOCS, component_of
 
 VLLM_DOCS = "https://docs.vllm.ai/en/v0.6.1.post2/getting_started/installation.html"
@@ -35,10 +35,6 @@ OPTIX_CONTAINER_URL = ("https://github.com/NVIDIA/libnvidia-container/blob/00b4b
 OPTIX_UBUNTU_URL = ("https://github.com/NVIDIA/ubuntu-packaging-nvidia-driver/blob/df92087d3c818388f56cce10714626fda9625e11/"
                     "debian/templates/libnvidia-gl-flavour.install.in")
 OPTIX_CHECKED = "2026-11-30"
-_APT_COMPUTE = re.compile(r"^libnvidia-compute-(\d{3}(?:-server)?)$")
-_APT_GL = re.compile(r"^libnvidia-gl-(\d{3}(?:-server)?)$")
-
-
 def _framework_links(facts: Facts, fw: str, soname: str) -> Optional[bool]:
     """Whether the framework's CUDA library names ``soname`` among its NEEDED entries (None: its ELF was not read)."""
     elf = facts.value("linkage.%s.elf" % fw)
@@ -104,10 +100,8 @@ def _optix_missing(facts: Facts, entry: Dict[str, Any], load: Dict[str, Any]) ->
     """A package opens the driver's OptiX library and the loader finds none: why, from what the machine shows."""
     label = "%s %s" % (entry.get("package"), entry.get("version"))
     elsewhere = [str(p) for p in load.get("elsewhere") or []]
-    caps = facts.value("env.nvidia_driver_capabilities")
-    names = {str(p.get("name")) for p in facts.items("cuda.packages") if isinstance(p, dict)}
-    compute = sorted(m.group(1) for m in (_APT_COMPUTE.match(n) for n in names) if m)
-    gl = {m.group(1) for m in (_APT_GL.match(n) for n in names) if m}
+    caps = caps_without_graphics(facts)
+    compute, gl = driver_apt_flavours(facts)
     url, commands = OPTIX_CONTAINER_URL, []  # type: str, List[str]
     if elsewhere:
         where = posixpath.dirname(elsewhere[0])
@@ -115,7 +109,7 @@ def _optix_missing(facts: Facts, entry: Dict[str, Any], load: Dict[str, Any]) ->
                "cache)." % (OPTIX, ", ".join(elsewhere)))
         fix = "Add %s to the loader's path, or mount the driver's OptiX library where the loader looks." % where
         commands = ["echo %s | sudo tee /etc/ld.so.conf.d/nvidia-optix.conf" % where, "sudo ldconfig"]
-    elif isinstance(caps, str) and not ({"graphics", "all"} & {c.strip() for c in caps.split(",")}):
+    elif caps is not None:
         why = ("This container was started with NVIDIA_DRIVER_CAPABILITIES=%s: the NVIDIA Container Toolkit mounts "
                "the driver's OptiX library only for the 'graphics' capability." % caps)
         fix = "Start the container with the graphics capability as well."
