@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterable, List, Optional
 from ..facts import Fact, ok, unknown
 from ..host.base import Host
 from . import ProbeContext, register
-from .cuda import CONDA_META_FILE, conda_prefixes
+from .cuda import CONDA_META_FILE, conda_prefixes, user_homes
 
 #: RAPIDS' packages (conda names; pip wheels add -cuNN).
 RAPIDS_PACKAGES = frozenset({
@@ -85,7 +85,6 @@ def find_ollama(host: Host) -> Fact:
     return ok("apps.ollama", value, "command:" + " ".join(argv), label)
 
 
-_USER_NAME = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 #: Omniverse Kit application folders outside a home folder (NVIDIA's Isaac Sim container: /isaac-sim).
 KIT_ROOTS = ("/isaac-sim", "/opt/isaac-sim", "/opt/nvidia/isaac-sim")
 #: ... and in one (the workstation .zip's documented place, and the Omniverse launcher's package folder).
@@ -94,14 +93,6 @@ KIT_HOME_PKG = ".local/share/ov/pkg"
 CARLA_ROOTS = ("/opt/carla-simulator",)
 #: Python packages that render through the driver's graphics libraries (PEP 503 names).
 RENDERER_PACKAGES = {"isaacsim": "Isaac Sim", "omniverse-kit": "Omniverse Kit", "habitat-sim": "Habitat-sim"}
-
-
-def _homes(host: Host) -> List[str]:
-    homes = [host.getenv("HOME") or ""]
-    sudo_user = host.getenv("SUDO_USER") or ""
-    if _USER_NAME.match(sudo_user) and sudo_user != "root":
-        homes.append("/home/" + sudo_user)  # sudo may set HOME to root's: the invoking user's own files
-    return list(dict.fromkeys(posixpath.normpath(h) for h in homes if h.startswith("/") and h != "/"))
 
 
 def _first_line(host: Host, path: str) -> Optional[str]:
@@ -113,7 +104,7 @@ def _first_line(host: Host, path: str) -> Optional[str]:
 def find_renderers(host: Host) -> List[Dict[str, Any]]:
     """Installed programs that need the driver's graphics libraries (Vulkan, EGL) to create their GPU device."""
     out: List[Dict[str, Any]] = []
-    homes = _homes(host)
+    homes = user_homes(host)
     kit = list(KIT_ROOTS)
     for home in homes:
         kit += [posixpath.join(home, n) for n in KIT_HOME_ROOTS]

@@ -430,6 +430,16 @@ _USER_STARTUP = lazyre.compile(r"^/(?:home/[^/]+|root)/(?:%s)$" % "|".join(map(r
 #: A user name as sudo records it in SUDO_USER (used only to name that user's home directory).
 _USER_NAME = lazyre.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
 
+
+def user_homes(host: Host) -> List[str]:
+    """The home directories whose files are the user's: HOME's, and under sudo the invoking user's (sudo may set HOME
+    to root's); absolute, normalised, without ``/``, each once."""
+    homes = [host.getenv("HOME") or ""]
+    sudo_user = host.getenv("SUDO_USER") or ""
+    if _USER_NAME.match(sudo_user) and sudo_user != "root":
+        homes.append("/home/" + sudo_user)
+    return list(dict.fromkeys(posixpath.normpath(h) for h in homes if h.startswith("/") and h.rstrip("/")))
+
 FILE_PATTERN_FILTERS.append((_USER_STARTUP, keep_path_lines))
 
 
@@ -529,10 +539,7 @@ def _login_path_toolkits(host: Host) -> Fact:
     found: List[Dict[str, Any]] = []
     scripts = [(s, "login") for s in sorted(host.glob_dir(PROFILE_D, r".+\.sh"))[:256]]
     sudo_user = host.getenv("SUDO_USER") or ""
-    homes = [host.getenv("HOME") or ""]
-    if _USER_NAME.match(sudo_user) and sudo_user != "root":
-        homes.append("/home/" + sudo_user)  # sudo may set HOME to root's: the invoking user's own files
-    for home in dict.fromkeys(posixpath.normpath(h) for h in homes if h.startswith("/")):
+    for home in user_homes(host):
         # only homes the snapshot filter covers (/home/<user>, /root), so a snapshot keeps just their PATH lines
         scripts += [(posixpath.join(home, n), "user") for n in USER_STARTUP_FILES
                     if _USER_STARTUP.match(posixpath.join(home, n))]
