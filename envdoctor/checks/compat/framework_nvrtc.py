@@ -47,16 +47,12 @@ TORCH_NVRTC_CLAMPS = (("0", "1.0", "10.2"), ("1.7.1", "11.0", "11.0"), ("1.13.0"
 TORCH_NVRTC_URL = "https://github.com/pytorch/pytorch/pull/48309"
 
 
-def _torch_clamps(torch: str, nvrtc: str) -> Optional[bool]:
-    """Whether this torch release's fusers clamp the architecture they ask NVRTC ``nvrtc`` (``11.0``) for; None
+def _first_clamping(nvrtc: str) -> Optional[str]:
+    """The first torch release whose fusers clamp the architecture they ask NVRTC ``nvrtc`` (``11.0``) for; None
     when no verified table covers that NVRTC."""
-    t, n = _v(torch), _v(nvrtc)
-    if t is None or n is None:
-        return None
-    for first, lo, hi in TORCH_NVRTC_CLAMPS:
-        if Version(lo) <= n <= Version(hi):
-            return Version(t.base_version) >= Version(first)
-    return None
+    n = _v(nvrtc)
+    return next((first for first, lo, hi in TORCH_NVRTC_CLAMPS if n is not None and Version(lo) <= n <= Version(hi)),
+                None)
 
 
 def _torch_fuser_nvrtc(facts: Facts, gpus: List[Tuple[str, str, Fact]]) -> List[Finding]:
@@ -69,15 +65,16 @@ def _torch_fuser_nvrtc(facts: Facts, gpus: List[Tuple[str, str, Fact]]) -> List[
         return []
     release = "%d.%d" % cuda.release[:2]
     row = hw.cuda_release(release)
-    if row is None or not row.get("cc_max") or _torch_clamps(str(fw["version"]), release) is not False:
-        return []
+    fixed = _first_clamping(release)
+    torch = _v(str(fw["version"]))
+    if row is None or not row.get("cc_max") or fixed is None or torch is None or \
+            Version(torch.base_version) >= Version(fixed):
+        return []  # no table for this NVRTC, or this torch clamps what it asks of it
     out: List[Finding] = []
     for cc, gpu, cc_fact in gpus:
         if _v(cc) is None or Version(cc) <= Version(str(row["cc_max"])):
             continue
         sm = "sm_" + cc.replace(".", "")
-        fixed = next((first for first, lo, hi in TORCH_NVRTC_CLAMPS if Version(lo) <= Version(release) <= Version(hi)),
-                     "")
         newer = hw.cuda_for_cc(cc)
         out.append(Finding(
             code="cuda.toolkit_cannot_target_gpu", severity="warning", components=["cuda", "gpu", "torch"],

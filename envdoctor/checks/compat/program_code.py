@@ -32,11 +32,11 @@ the rules a framework's own GPU code is judged by:
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from packaging.version import Version
 
+from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...matrix import hardware as hw
@@ -50,8 +50,6 @@ COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-co
 NVRTC_URL = "https://docs.nvidia.com/cuda/nvrtc/index.html"
 PROG_GUIDE_URL = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 CHECKED = "2026-11-30"
-#: ``libcudart.so.11.0`` -> 11: the CUDA major of the runtime a file links (its soname names the major only)
-_CUDART_MAJOR = re.compile(r"^libcudart\.so\.(\d+)(?:\.|$)")
 
 
 def _entries(facts: Facts) -> List[Dict[str, Any]]:
@@ -202,10 +200,10 @@ def _builder(facts: Facts, e: Dict[str, Any]) -> Optional[Tuple[Tuple[int, int],
     extension module ``e`` links a CUDA runtime of that toolkit's major (``libcudart.so.11.0`` and nvcc 11.8): the
     CUDA that presumably compiled it. None otherwise (a file that bundles no runtime of its own, a program, another
     major, no toolkit)."""
-    m = _CUDART_MAJOR.match(str(e.get("cudart") or ""))
-    tk = active_toolkit(facts) if e.get("kind") == "python" and m else None
+    linked = versions.cuda_of_cudart(e.get("cudart"))  # libcudart.so.11.0 -> 11.0: its soname names the major
+    tk = active_toolkit(facts) if e.get("kind") == "python" and linked else None
     mm = _mm(tk[0]) if tk is not None else None
-    if tk is None or m is None or mm is None or mm[1] is None or mm[0] != int(m.group(1)):
+    if tk is None or linked is None or mm is None or mm[1] is None or str(mm[0]) != linked.split(".")[0]:
         return None
     if hw.cuda_release(_mm_str(mm)) is None or hw.ptx_isa_for_cuda(_mm_str(mm)) is None:
         return None
