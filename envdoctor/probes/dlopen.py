@@ -465,8 +465,6 @@ def pinned_copy(host: Host, value: Dict[str, Any], soname_: str) -> Optional[Tup
     return None
 
 
-
-
 def wheel_families(host: Host) -> List[Dict[str, Any]]:
     """NVIDIA library wheels of the same library for different CUDA majors installed in the same site-packages
     (nvidia-nccl-cu11 next to nvidia-nccl-cu12): both write site-packages/nvidia/<lib>/lib, so the last one

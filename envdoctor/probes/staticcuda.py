@@ -24,10 +24,9 @@ there every ``.so``/``.dll``/``.dylib``/``.pyd`` of the egg, relative to its roo
 ``bdist_egg.run``) and the shared objects at the egg's top; an ``.egg-info`` folder's ``installed-files.txt``
 (pip's legacy install, relative to the folder) or else the modules its ``top_level.txt`` names beside it; a
 development install's unversioned ``.egg-info`` in its checkout: the modules built in place anywhere in its package
-tree (:func:`develop_modules`).  A
-``.dist-info`` folder without its RECORD (an installer or a distribution's packaging that left it out) is searched
-the same way, through the modules its ``top_level.txt`` names.  Only a distribution with none of these is counted
-in ``unlisted``, not searched.
+tree (:func:`develop_modules`). A ``.dist-info`` folder without its RECORD (an installer or a distribution's
+packaging that left it out) is searched the same way, through the modules its ``top_level.txt`` names. Only a
+distribution with none of these is counted in ``unlisted``, not searched.
 
 Fact ``python.static_cuda`` = ``{"libraries": [{package, version, path, ptx_isa, sass, ptx, complete}],
 "unreadable": [{package, path, error}], "unlisted": int, "complete": bool}``.
