@@ -2,8 +2,9 @@
 """Hold ``envdoctor bench`` to a second opinion on a real GPU: PyTorch's own pinned copies of the same size.
 
 Runs ``envdoctor bench all --format json`` (timed from outside), then, where torch is installed and sees the GPU,
-times ``tensor.copy_`` of a pinned host tensor to the GPU and back, with CUDA events, the same size and number of
-trials (median). Prints both per GPU and direction with their ratio, and the bench's wall time.
+times ``tensor.copy_`` of a pinned host tensor to the GPU and back, and from one GPU buffer to another (bytes
+read and written, as the bench counts them), with CUDA events, the same size and number of trials (median).
+Prints both per GPU and direction with their ratio, and the bench's wall time.
 
 The bar (issue 26): the two agree within 10% and the whole bench finishes within 10 s. Exit 0 when both hold,
 1 when one does not, 2 when the bench could not run. Without torch (or without a GPU torch can use) only the
@@ -44,7 +45,9 @@ def run_bench(size: str, trials: int, gpu: Optional[int]) -> Tuple[int, Optional
 
 
 def torch_copies(gpu: int, nbytes: int, trials: int) -> Tuple[Optional[Dict[str, float]], str]:
-    """({"h2d": GB/s, "d2h": GB/s}: medians of pinned copies timed with CUDA events, why not)."""
+    """({"h2d": GB/s, "d2h": GB/s, "d2d": GB/s}: medians of copies timed with CUDA events, why not).
+
+    Host copies are pinned; the device-to-device copy counts the bytes read and written, as the bench does."""
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
         import torch
@@ -57,9 +60,10 @@ def torch_copies(gpu: int, nbytes: int, trials: int) -> Tuple[Optional[Dict[str,
     dev = torch.device("cuda", gpu)
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     device = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+    device_b = torch.empty(nbytes, dtype=torch.uint8, device=dev)
     out: Dict[str, float] = {}
     with torch.cuda.device(dev):
-        for name, dst, src in (("h2d", device, host), ("d2h", host, device)):
+        for name, dst, src in (("h2d", device, host), ("d2h", host, device), ("d2d", device_b, device)):
             rates: List[float] = []
             for n in range(trials + 1):
                 start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -68,7 +72,8 @@ def torch_copies(gpu: int, nbytes: int, trials: int) -> Tuple[Optional[Dict[str,
                 stop.record()
                 stop.synchronize()
                 if n:  # the first one warms up, as the bench's does
-                    rates.append(nbytes / (start.elapsed_time(stop) / 1e3) / 1e9)
+                    moved = 2 * nbytes if name == "d2d" else nbytes
+                    rates.append(moved / (start.elapsed_time(stop) / 1e3) / 1e9)
             out[name] = statistics.median(rates)
     return out, ""
 
@@ -88,10 +93,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     problems = []
     nbytes = int(doc["options"]["size_bytes"])
     for g in doc["gpus"]:
-        mine = {r["test"]: r["gbps"] for r in doc["results"] if r["gpu"] == g["index"] and r["memory"] == "pinned"
-                and r.get("numa") == "local"}
+        mine = {r["test"]: r["gbps"] for r in doc["results"] if r["gpu"] == g["index"]
+                and r["memory"] in ("pinned", "device") and r.get("numa") == "local" and r.get("peer") is None}
         theirs, why = torch_copies(g["index"], nbytes, args.trials)
-        for test in ("h2d", "d2h"):
+        for test in ("h2d", "d2h", "d2d"):
             row = {"gpu": g["index"], "test": test, "envdoctor_gbps": mine.get(test),
                    "torch_gbps": round(theirs[test], 3) if theirs else None, "why": why}
             if theirs and mine.get(test):
@@ -112,9 +117,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         for r in rows:
             mine_s = "%.1f GB/s" % r["envdoctor_gbps"] if r["envdoctor_gbps"] is not None else "-"
             if r["torch_gbps"] is None:
-                print("GPU%d %s pinned  envdoctor %s  torch: %s" % (r["gpu"], r["test"].upper(), mine_s, r["why"]))
+                print("GPU%d %s  envdoctor %s  torch: %s" % (r["gpu"], r["test"].upper(), mine_s, r["why"]))
             else:
-                print("GPU%d %s pinned  envdoctor %s  torch %.1f GB/s  ratio %.3f %s" % (
+                print("GPU%d %s  envdoctor %s  torch %.1f GB/s  ratio %.3f %s" % (
                     r["gpu"], r["test"].upper(), mine_s, r["torch_gbps"], r.get("ratio", 0),
                     "agree" if r.get("agree") else "DISAGREE"))
         for p in problems:
