@@ -500,12 +500,13 @@ def test_fleet_shows_the_bench_ratios(libs: str, tmp_path: Any) -> None:
 def test_the_real_gpu_check_script_runs_against_the_stand_in(libs: str, tmp_path: Any) -> None:
     """scripts/bench_transfer_check.py is for a real GPU; here it runs the bench on the stand-in, where torch (if
     installed at all) sees no GPU, and says so."""
-    env = environ(libs, tmp_path, a100_pcie(), cuda_config(rate={"h2d": {"pinned": 25.9}, "d2h": {"pinned": 26.3}}))
+    env = environ(libs, tmp_path, a100_pcie(), cuda_config(rate={"h2d": {"pinned": 25.9}, "d2h": {"pinned": 26.3},
+                                                                 "d2d": 1600.0}))
     res = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_transfer_check.py"), "--size", "4M",
                           "--json"], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 0, res.stdout + res.stderr
     doc = json.loads(res.stdout)
-    assert [(r["test"], r["envdoctor_gbps"]) for r in doc["rows"]] == [("h2d", 25.9), ("d2h", 26.3)]
+    assert [(r["test"], r["envdoctor_gbps"]) for r in doc["rows"]] == [("h2d", 25.9), ("d2h", 26.3), ("d2d", 1600.0)]
     assert all(r["torch_gbps"] is None and ("torch" in r["why"]) for r in doc["rows"])
     assert doc["wall_seconds"] < 60 and doc["bench_exit"] == 0
 

@@ -424,3 +424,15 @@ def test_a_library_the_loader_hands_a_framework_from_elsewhere_is_judged_by_its_
         if "libnvinfer" in path:
             rec["verneed"] = {"libm.so.6": ["GLIBC_2.2.5"], "libc.so.6": ["GLIBC_2.14", "GLIBC_2.17"]}
     assert not [f for f in snapshot_findings(built_for_it) if f.code == "framework.glibc_too_old"]
+
+
+def test_several_libraries_at_the_highest_release_name_the_same_one_whatever_their_order() -> None:
+    """On the live H200 (tests/live/h200-ubuntu2404-container) the live run named libm.so.6 as the library
+    jax-cuda13-plugin's xla_cuda_plugin.so needs GLIBC_2.27 of, and its replay libc.so.6: several glibc libraries
+    were required at that release, the live run took them in the file's order, the snapshot's JSON lists them
+    sorted. Whatever the order, the same library is named (the first by name)."""
+    order = [("libm.so.6", ["GLIBC_2.2.5", "GLIBC_2.27"]), ("libpthread.so.0", ["GLIBC_2.2.5", "GLIBC_2.27"]),
+             ("libc.so.6", ["GLIBC_2.14", "GLIBC_2.27"])]
+    assert highest_needed(dict(order), "GLIBC") == ("2.27", "libc.so.6")
+    assert highest_needed(dict(reversed(order)), "GLIBC") == ("2.27", "libc.so.6")
+    assert highest_needed(dict(sorted(order)), "GLIBC") == ("2.27", "libc.so.6")

@@ -71,6 +71,16 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> str:
     site = str(d / "v" / "lib" / PY / "site-packages")
     for name, version, reqs in DISTS:
         _write(site, name, version, reqs)
+    # a License header folded over several lines, some of them spaces alone, before the Requires-Dist lines: how
+    # setuptools and hatchling write a license file's text (env-doctor 0.3.5's METADATA on PyPI, its MIT text
+    # abridged): those lines continue the License header, the Requires-Dist after them still apply
+    info = os.path.join(site, "licensed_pkg-1.0.dist-info")
+    os.makedirs(info)
+    with open(os.path.join(info, "METADATA"), "w") as fh:
+        fh.write("Metadata-Version: 2.4\nName: licensed-pkg\nVersion: 1.0\nLicense: MIT License\n        \n"
+                 "        Copyright (c) 2025 Someone\n        \n        Permission is hereby granted, free of charge\n"
+                 "Requires-Python: >=3.8\nLicense-File: LICENSE\nRequires-Dist: packaging<24.0,>=21.0\n"
+                 "Requires-Dist: not-installed-anywhere>=1.0\n\nThe description.\n")
     # an egg: requires.txt with an extra's section and a marker's section (setuptools' layout)
     egg = os.path.join(site, "legacy_pkg-0.1-py3.egg-info")
     os.makedirs(egg)
@@ -111,6 +121,7 @@ def test_the_verdict_is_pip_checks_verdict(venv: str) -> None:
     assert ("vllm", "torch", "2.2.1+cu121") in conflicts and ("xformers", "torch", "2.2.1+cu121") in conflicts
     assert ("legacy-pkg", "psutil", "5.9.8") in conflicts and ("legacy-pkg", "ninja", "1.11.1.1") in conflicts
     assert ("torch", "triton") in missing and ("flash-attn", "einops") in missing
+    assert ("licensed-pkg", "packaging", "24.0") in conflicts and ("licensed-pkg", "not-installed-anywhere") in missing
     assert not any(k == "oldstyle" for k, _ in missing) and not any(c[0] == "torchvision" for c in conflicts)
     assert got["dependents"]["torch"] == ["flash-attn", "torchvision", "vllm", "xformers"]
 

@@ -289,6 +289,28 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def metadata_headers(text: str) -> List[Tuple[str, str]]:
+    """The headers of a core-metadata file (``METADATA``, ``PKG-INFO``): ``(lower-case name, value)`` in order.
+
+    The format is RFC 822's, as :mod:`email` reads it for ``importlib.metadata`` and pip: the headers end at the
+    first empty line, and a line that starts with a space or a tab continues the header before it. A continued
+    ``License:`` text holds lines of spaces alone (setuptools and hatchling write a license file's blank lines
+    that way): they are part of that header, not the end of the headers."""
+    out: List[Tuple[str, str]] = []
+    for line in text.split("\n"):
+        line = line[:-1] if line.endswith("\r") else line
+        if not line:
+            break  # the headers end here; the description follows
+        if line[0] in " \t":
+            if out:
+                out[-1] = (out[-1][0], out[-1][1] + "\n" + line.strip())
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            out.append((key.strip().lower(), value.strip()))
+    return out
+
+
 _DIST_DIR = lazyre.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py\d[\d.]*)?(?:-[^-]+)?\.(?:dist-info|egg-info)$")
 
 
@@ -513,12 +535,9 @@ class Host:
     def _egg_info_version(self, folder: str, name: str) -> Optional[Tuple[str, str]]:
         """(name, version) of an ``.egg-info`` folder whose name has no version, from its PKG-INFO's headers."""
         text = self.read_text(posixpath.join(folder, "PKG-INFO"), limit=64 * 1024) or ""
-        for line in text.splitlines():
-            if not line.strip():
-                break  # the headers end at the first empty line
-            key, _, value = line.partition(":")
-            if key.strip().lower() == "version" and value.strip() and " " not in value.strip():
-                return name, value.strip()
+        for key, value in metadata_headers(text):
+            if key == "version" and value and " " not in value:
+                return name, value
         return None
 
 

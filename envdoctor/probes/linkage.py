@@ -138,7 +138,8 @@ def version_key(text: str) -> Version:
 def highest_needed(verneed: Mapping[str, Sequence[str]], prefix: str) -> Optional[Tuple[str, str]]:
     """The highest ``PREFIX_x.y`` version named in ``verneed`` and the library it is required of:
     ``("2.27", "libm.so.6")`` for prefix ``GLIBC``. glibc's libraries (libc, libm, libpthread, libdl, librt,
-    ld-linux) all version their symbols ``GLIBC_``; ``GLIBC_PRIVATE`` and the like are not releases."""
+    ld-linux) all version their symbols ``GLIBC_``; ``GLIBC_PRIVATE`` and the like are not releases. Where several
+    libraries are required at that release, the first by name is named, whatever order the file lists them in."""
     best: Optional[Tuple[Version, str, str]] = None
     pattern = _GLIBC_NAME if prefix == "GLIBC" else re.compile(r"^%s_(\d+(?:\.\d+)+)$" % re.escape(prefix))
     for lib, names in verneed.items():
@@ -147,8 +148,8 @@ def highest_needed(verneed: Mapping[str, Sequence[str]], prefix: str) -> Optiona
             release = m.group(1) if m else _GLIBC_ABI.get(name) if prefix == "GLIBC" else None
             if release:
                 key = version_key(release)
-                if best is None or key > best[0]:
-                    best = (key, release, lib)
+                if best is None or key > best[0] or (key == best[0] and lib < best[2]):
+                    best = (key, release, lib)  # of several libraries at that release, the first by name
     return (best[1], best[2]) if best else None
 
 

@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .. import frameworks, lazyre
 from ..facts import Fact, ok
-from ..host.base import FILE_SUFFIX_FILTERS, Distribution, Host, normalize_name
+from ..host.base import FILE_SUFFIX_FILTERS, Distribution, Host, metadata_headers, normalize_name
 from . import ProbeContext, register
 from .loader import SHARED_SUFFIX
 
@@ -110,14 +110,10 @@ def _metadata_of(host: Host, dist: Distribution) -> Optional[Tuple[List[Req], st
         return None
     out: List[Req] = []
     python = ""
-    for line in (res.text or "").split("\n"):
-        if not line.strip():
-            break  # the headers end at the first empty line; the description follows
-        key, sep, value = line.partition(":")
-        name = key.strip().lower()
-        if sep and name == "requires-python":
-            python = value.strip()
-        if not sep or name != "requires-dist":
+    for name, value in metadata_headers(res.text or ""):
+        if name == "requires-python":
+            python = value
+        if name != "requires-dist":
             continue
         req = split_requirement(value) or _packaging_requirement(value)
         if req is not None:
