@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # What envdoctor says on a real GPU machine, beside what the vendor's tools and PyTorch say there.
 #
-# Run from the repository root on a machine with an NVIDIA GPU, with envdoctor's missing dependencies and the
-# peers (env-doctor, cuda-doctor) as wheels in WHEELS (default .whl), and an output folder OUT:
+# Run from the repository root on a machine with an NVIDIA GPU, with wheels in WHEELS (default .whl): envdoctor's
+# dependencies the machine lacks (distro), the peers and what they lack (env-doctor, cuda-doctor, pydantic...),
+# and py-spy; and an output folder OUT:
 #
-#     OUT=/some/dir scripts/device_capture.sh [WHEELS]
+#     OUT=/some/dir [SKIP="measure-fit bench-libs"] scripts/device_capture.sh [WHEELS]
+#
+# The machine is captured as it is plus envdoctor's own dependency: distro goes to a folder of its own on
+# envdoctor's PYTHONPATH (as `pip install envdoctor` would add it); the peers and py-spy go to folders that only
+# their own runs see, so nothing of theirs is in the capture. SKIP names steps (by their output file's stem)
+# to leave out.
 #
 # Everything goes into OUT/capture.tgz, rewritten after every step, so a run cut short keeps what it did:
 # vendor-tools.txt (nvidia-smi, the driver's own files, nvcc, torch's view, cuobjdump of libtorch_cuda.so),
@@ -18,17 +24,25 @@ WHEELS=${1:-.whl}
 ROOT=$PWD
 C=/tmp/capture
 PY=${PY:-python3}
-rm -rf "$C" && mkdir -p "$C"
-if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$WHEELS"/*.whl || exit 3
-fi
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+rm -rf "$C" /tmp/eddeps /tmp/peers /tmp/tools && mkdir -p "$C" /tmp/eddeps /tmp/peers /tmp/tools
+install() { $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$@" || exit 3; }
+for w in "$WHEELS"/*.whl; do
+    [ -e "$w" ] || continue
+    case "$(basename "$w")" in
+        distro-*) install /tmp/eddeps "$w" ;;
+        py_spy-*) install /tmp/tools "$w" ;;
+        *) install /tmp/peers "$w" ;;
+    esac
+done
+export PYTHONPATH=/tmp/eddeps${PYTHONPATH:+:$PYTHONPATH}
 ED="$PY -m envdoctor"
+SKIP=" ${SKIP:-} "
 
 pack() { tar czf "$OUT/capture-new.tgz" -C /tmp capture && mv "$OUT/capture-new.tgz" "$OUT/capture.tgz"; }
 step() {  # step NAME SECONDS COMMAND...: output to NAME, exit code and time to steps.txt
     local name=$1 limit=$2 t0 rc
     shift 2
+    case "$SKIP" in *" ${name%.*} "*) echo "$name skipped" | tee -a "$C/steps.txt"; return ;; esac
     t0=$(date +%s%N)
     if [ "$(type -t "$1")" = function ]; then "$@" >"$C/$name" 2>&1; else timeout "$limit" "$@" >"$C/$name" 2>&1; fi
     rc=$?
@@ -89,11 +103,18 @@ step bench-transfer-1g.json 180 $PY scripts/bench_transfer_check.py --size 1G --
 step live-fit.txt 60 $ED fit tests/data/fit/configs/Qwen--Qwen3-8B.json --engine transformers --context 32768
 step bench-libs.txt 180 $PY scripts/bench_libs.py --python "$PY" --runs 3
 peers=()
-[ -x /tmp/site/bin/env-doctor ] && peers+=(--peer "env-doctor=/tmp/site/bin/env-doctor check")
-[ -x /tmp/site/bin/cuda-doctor ] && peers+=(--peer "cuda-doctor=/tmp/site/bin/cuda-doctor diagnose")
+[ -x /tmp/peers/bin/env-doctor ] && peers+=(--peer "env-doctor=env PYTHONPATH=/tmp/peers /tmp/peers/bin/env-doctor check")
+[ -x /tmp/peers/bin/cuda-doctor ] && peers+=(--peer "cuda-doctor=env PYTHONPATH=/tmp/peers /tmp/peers/bin/cuda-doctor diagnose")
 step bench-diagnose.txt 240 $PY scripts/bench_diagnose.py --runs 5 --python "$PY" --torch-python "$PY" "${peers[@]}" \
     --save "$C/bench-diagnose.json"
 step measure-fit.txt 200 $PY scripts/measure_fit.py --out "$C/fit-measured.jsonl"
+gil() {  # where diagnose spends the GIL: 6 runs sampled by py-spy (collapsed stacks of the thread holding it)
+    for i in 1 2 3 4 5 6; do
+        timeout 60 env PYTHONPATH=/tmp/tools:$PYTHONPATH /tmp/tools/bin/py-spy record --format raw --rate 1000 \
+            --threads --gil -o "$C/gil-$i.txt" -- $PY -m envdoctor diagnose --format json >/dev/null
+    done
+}
+[ -x /tmp/tools/bin/py-spy ] && step profile-gil.txt 120 gil
 cat "$C/steps.txt"
 tail -40 "$C/bench-diagnose.txt"
 cat "$C/bench-transfer.txt"

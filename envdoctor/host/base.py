@@ -15,6 +15,7 @@ exception.
 from __future__ import annotations
 
 import errno
+import functools
 import posixpath
 import re
 import threading
@@ -285,7 +286,10 @@ class Distribution(NamedTuple):
         return normalize_name(self.name)
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_name(name: str) -> str:
+    """PEP 503's normal form of a project name (``Nvidia_CUDNN.cu12`` -> ``nvidia-cudnn-cu12``); the same few
+    hundred names are asked for many times per run (every Distribution.key, every requirement)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 from .. import frameworks as framework_table
 from .. import lazyre, versions
 from ..facts import Fact, ok, timed_out, unknown
-from ..host.base import FILE_PATTERN_FILTERS, Distribution, Host, normalize_name
+from ..host.base import FILE_PATTERN_FILTERS, Distribution, Host, metadata_headers, normalize_name
 from . import ProbeContext, register
 from .cuda import nvidia_library_wheel, parse_nvcc_version
 
@@ -116,15 +116,13 @@ class Metadata:
         self.requires: List[Requirement] = []
         # Only NVIDIA's wheels matter here; parsing every requirement with packaging would cost
         # more than the rest of this probe (its requirement grammar compiles large regexes).
-        lines = [ln for ln in (res.text or "").splitlines()
-                 if ln.lower().startswith("requires-dist:") and _is_nvidia_requirement(ln.split(":", 1)[1])]
+        lines = [value for key, value in metadata_headers(res.text or "")
+                 if key == "requires-dist" and _is_nvidia_requirement(value)]
         if lines:
             from packaging.requirements import InvalidRequirement, Requirement
         for line in lines:
-            if not line.lower().startswith("requires-dist:"):
-                continue
             try:
-                self.requires.append(Requirement(line.split(":", 1)[1].strip()))
+                self.requires.append(Requirement(line))
             except InvalidRequirement:
                 continue
         if dist.metadata_dir.endswith(".egg-info"):

@@ -27,6 +27,7 @@ a marker that decides a verdict (a requirement already satisfied needs no marker
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
@@ -195,7 +196,10 @@ class _Markers:
         return self.cache[marker]
 
 
+@functools.lru_cache(maxsize=8192)
 def _satisfied(spec: str, version: str) -> Optional[bool]:
+    """Whether ``version`` is in ``spec`` (prereleases allowed, as pip check allows them); None when either cannot
+    be read. Remembered: the same pins ("numpy>=1.17") on the same installed releases recur across a venv."""
     if not spec or spec.startswith("@"):
         return True
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -263,7 +267,16 @@ def check_installed(host: Host) -> Dict[str, Any]:
 
 #: An extension module built for one CPython release: ``backend_impl.cpython-38-x86_64-linux-gnu.so``,
 #: ``_C.cpython-36m-x86_64-linux-gnu.so`` (PEP 3149's tag, "m" for pymalloc builds before 3.8).
-_CPYTHON_MODULE = lazyre.compile(r"\.cpython-(\d)(\d+)[a-z]*(?:-[^/,.]+)?\.so(?:,|$)")
+_CPYTHON_MODULE = lazyre.compile(r"\.cpython-(\d)(\d+)[a-z]*(?:-[^/,.\n]+)?\.so(?:,|$)", re.M)
+
+
+@functools.lru_cache(maxsize=8)
+def _own_build(short: str) -> re.Pattern[str]:
+    """A RECORD line of an extension module built for this Python release (``3.12``): a distribution with one
+    was made for this interpreter, whatever other releases' modules it also carries (the common case, found by
+    one search of the whole file)."""
+    major, _, minor = short.partition(".")
+    return re.compile(r"\.cpython-%s%s[a-z]*(?:-[^/,.\n]+)?\.so(?:,|$)" % (re.escape(major), re.escape(minor)), re.M)
 _ABI3_MODULE = lazyre.compile(r"\.abi3\.so(?:,|$)")
 
 
@@ -284,12 +297,13 @@ def python_mismatch(host: Host, dist: Distribution, requires_python: str,
         entry["requires_python"] = requires_python
     if dist.metadata_dir.endswith(".dist-info"):
         record = host.read_file(posixpath.join(dist.metadata_dir, "RECORD"), limit=4 * 1024 * 1024)
-        if record.ok and record.text and ".cpython-" in record.text and not _ABI3_MODULE.search(record.text):
+        text = record.text if record.ok else None
+        if (text and ".cpython-" in text and not _own_build(short).search(text)
+                and not _ABI3_MODULE.search(text)):
             builds: Dict[str, List[str]] = {}
-            for line in record.text.splitlines():
-                m = _CPYTHON_MODULE.search(line)
-                if m:
-                    builds.setdefault("%s.%s" % (m.group(1), m.group(2)), []).append(line.split(",", 1)[0])
+            for m in _CPYTHON_MODULE.finditer(text):
+                path = text[text.rfind("\n", 0, m.start()) + 1:m.end()].split(",", 1)[0]
+                builds.setdefault("%s.%s" % (m.group(1), m.group(2)), []).append(path)
             if builds and short not in builds:
                 order = sorted(builds, key=lambda v: tuple(int(n) for n in v.split(".")))
                 entry["builds"] = order
