@@ -16,7 +16,8 @@ memory of one of:
   AdamW, checkpointing on (``envdoctor fit MODEL --mode lora --context CONTEXT``).
 
 One JSON object per line goes to --out as each case ends, so a run cut short keeps what it measured. The
-comparison with envdoctor's estimates runs anywhere: ``scripts/score_fit.py --measured FILE``.
+comparison with envdoctor's estimates runs anywhere: tests/test_fit_measured.py holds them to the file kept in
+tests/data/fit/measured/.
 
     python3 scripts/measure_fit.py --out fit-measured.jsonl
 """
