@@ -1,0 +1,1 @@
+/* TensorRT 7.0 API header (marker) */

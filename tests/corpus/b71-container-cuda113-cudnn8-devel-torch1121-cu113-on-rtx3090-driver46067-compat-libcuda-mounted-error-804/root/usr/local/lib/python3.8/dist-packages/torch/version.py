@@ -1,0 +1,4 @@
+__version__ = '1.12.1+cu113'
+debug = False
+cuda = '11.3'
+hip = None

@@ -1,0 +1,1 @@
+/* TensorRT 8.2 API header (marker) */
