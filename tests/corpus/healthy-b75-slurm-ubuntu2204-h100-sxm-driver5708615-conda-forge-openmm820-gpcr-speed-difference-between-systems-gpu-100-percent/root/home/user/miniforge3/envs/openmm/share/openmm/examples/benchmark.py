@@ -1,0 +1,1 @@
+# OpenMM benchmark script (marker)
