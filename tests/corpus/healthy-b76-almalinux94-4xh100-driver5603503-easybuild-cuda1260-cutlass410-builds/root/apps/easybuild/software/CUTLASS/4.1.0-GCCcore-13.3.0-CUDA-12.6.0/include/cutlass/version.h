@@ -1,0 +1,3 @@
+#define CUTLASS_MAJOR 4
+#define CUTLASS_MINOR 1
+#define CUTLASS_PATCH 0
