@@ -203,7 +203,7 @@ def test_framework_builds_rows_are_validated() -> None:
     bad["rows"][2]["releases"] = "2.12"
     assert matrix.problems_of("framework_builds", bad) == [
         "row 0: a jaxlib row needs the cuda and cudnn_built versions",
-        "row 1: a tensorflow row needs tensorrt_major (digits), cudnn_built, tested_cuda or "
+        "row 1: a tensorflow row needs tensorrt_major (digits), tensorrt_built, cudnn_built, tested_cuda or "
         "cudnn_newer_minor_from",
         "row 2: releases '2.12' is not a version specifier"]
     rule = next(i for i, r in enumerate(doc["rows"]) if "cudnn_newer_minor_from" in r)

@@ -191,3 +191,43 @@ def test_rapids_cuda13_packages_on_volta_point_to_the_cuda12_ones():
                                "Tesla V100-SXM2-32GB")
     assert len(found) == 1 and "needs compute capability 7.5" in found[0].title
     assert "CUDA 12 packages" in found[0].title and "CUDA 12 packages" in found[0].fix.text
+
+
+# -- GPU ceilings: generations newer than a release (the same data's new_cc rows; 'Unsupported SM') ------------------
+
+def test_every_gpu_ceiling_row_is_checked_for_its_shape():
+    rows = [r for r in matrix.load("driver_floors") if "new_cc" in r]
+    assert rows and {r["product"] for r in rows} == {"tensorrt"}
+    assert all(r["source"]["verified"] and r["source"]["quotes"] for r in rows)
+    bad = [dict(rows[0], supported_from="7.0"), dict(rows[0], new_cc="sm_86"), dict(rows[0], min_cc="8.6"),
+           dict(rows[0], supported_from="seven")]
+    assert floors.validate(bad) == ["row 0: supported_from '7.0' is inside the row's own releases",
+                                    "row 1: new_cc 'sm_86' is not a version specifier",
+                                    "row 2: a GPU ceiling takes no min_driver, min_cc, cc or cuda_major",
+                                    "row 3: supported_from 'seven' is not a release"]
+
+
+@pytest.mark.parametrize("host,cc,name,release,first", [
+    (trt_tarball_host("8.2.1.8"), "8.9", "NVIDIA GeForce RTX 4090", "8.2.1", "8.5"),
+    (trt_tarball_host("7.0.0.11"), "8.6", "NVIDIA RTX A6000", "7.0.0", "7.2"),
+    (trt_tarball_host("8.4.1.5"), "9.0", "NVIDIA H100 80GB HBM3", "8.4.1", "8.5"),
+    (trt_pip_host("10.7.0"), "12.0", "NVIDIA GeForce RTX 5090", "10.7.0", "10.8"),
+    (trt_tarball_host("8.2.1.8"), "12.0", "NVIDIA GeForce RTX 5090", "8.2.1", "10.8"),
+])
+def test_tensorrt_older_than_the_gpu_is_an_error_naming_the_first_release(host, cc, name, release, first):
+    found = gpu_floor_findings(host, cc, name)
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
+    sm = "sm_" + cc.replace(".", "")
+    assert name in found[0].title and sm in found[0].title and "TensorRT %s" % release in found[0].title
+    assert "newer than the release" in found[0].title
+    assert "TensorRT supports %s from release %s" % (sm, first) in found[0].title
+    assert "Unsupported SM" in found[0].detail
+    assert found[0].fix.text.startswith("Install TensorRT %s or newer" % first)
+
+
+@pytest.mark.parametrize("host,cc", [(trt_tarball_host("8.5.3.1"), "8.9"), (trt_tarball_host("7.2.3.4"), "8.6"),
+                                     (trt_tarball_host("8.6.1.6"), "9.0"), (trt_pip_host("10.8.0"), "12.0"),
+                                     (trt_pip_host("10.8.0"), "10.0"), (trt_tarball_host("8.2.1.8"), "8.6"),
+                                     (trt_tarball_host("8.2.1.8"), "8.7"), (trt_tarball_host("7.0.0.11"), "7.5")])
+def test_tensorrt_quiet_on_a_gpu_no_newer_than_its_release(host, cc):
+    assert gpu_floor_findings(host, cc, "NVIDIA GPU") == []

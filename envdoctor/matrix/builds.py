@@ -99,6 +99,16 @@ def tensorflow_tensorrt_major(version: Any) -> Optional[Tuple[str, Row]]:
     return None
 
 
+def tensorflow_tensorrt_built(version: Any) -> Optional[Tuple[str, Row]]:
+    """The TensorRT (major.minor.patch) a TensorFlow release's PyPI GPU wheels were compiled against: what TF-TRT
+    compares the libnvinfer it loads with ('TensorRT mismatch. Compiled against version ...'); None for a release no
+    row covers."""
+    for row in _rows("tensorflow", version):
+        if row.get("tensorrt_built"):
+            return str(row["tensorrt_built"]), row
+    return None
+
+
 def tensorflow_cudnn_built(version: Any) -> Optional[Tuple[str, Row]]:
     """The cuDNN a TensorFlow GPU wheel release was compiled with, read from the wheel itself (the source version its
     cuDNN check compares the loaded library with), or None for a release no row covers. The tested-build table may
@@ -169,14 +179,17 @@ def validate(rows: List[Row]) -> List[str]:
                     problems.append("%s: cudnn_built must be the full cuDNN version (major.minor.patch)" % where)
                 if "cuda" in row and (_plain(row.get("cuda")) is None or len(str(row["cuda"]).split(".")) != 2):
                     problems.append("%s: cuda must be the CUDA release the wheel links (major.minor)" % where)
+            elif "tensorrt_built" in row:
+                if _plain(row.get("tensorrt_built")) is None or len(str(row["tensorrt_built"]).split(".")) != 3:
+                    problems.append("%s: tensorrt_built must be the full TensorRT version (major.minor.patch)" % where)
             elif "tested_cuda" in row:
                 if _minor(row.get("tested_cuda")) is None or len(str(row["tested_cuda"]).split(".")) != 2:
                     problems.append("%s: tested_cuda must be a CUDA release (major.minor)" % where)
                 if not isinstance(row.get("ptx_each_arch", False), bool):
                     problems.append("%s: ptx_each_arch must be true or false" % where)
             elif not str(row.get("tensorrt_major", "")).isdigit():
-                problems.append("%s: a tensorflow row needs tensorrt_major (digits), cudnn_built, tested_cuda or "
-                                "cudnn_newer_minor_from" % where)
+                problems.append("%s: a tensorflow row needs tensorrt_major (digits), tensorrt_built, cudnn_built, "
+                                "tested_cuda or cudnn_newer_minor_from" % where)
         elif fw == "nvidia-tensorflow":
             if _ngc(row.get("ngc")) is None or _plain(row.get("cuda")) is None:
                 problems.append("%s: an nvidia-tensorflow row needs ngc (YY.MM) and cuda" % where)

@@ -3,8 +3,9 @@ RAPIDS' support notices and platform-support table (per release and CUDA major o
 (per release and GPU compute capability), TensorRT's release notes and support matrices. A row holds either the
 oldest driver (``min_driver``) or the oldest GPU (``min_cc``, with ``supported_by``: a release that still supports
 older GPUs, the last one unless ``supported_by_last`` is false; or ``other_build``: the CUDA major of the same
-release's packages that does). Two questions: which driver-floor rows and which GPU-floor rows apply to an
-installed release."""
+release's packages that does); or the GPUs newer than the releases (``new_cc``, a range of compute capabilities,
+with ``supported_from``: the first release that supports them). Three questions: which driver-floor rows, which
+GPU-floor rows and which GPU-ceiling rows apply to an installed release."""
 
 from __future__ import annotations
 
@@ -51,6 +52,12 @@ def gpu_floors_for(product: str, release: Any, cuda_major: Optional[Any] = None)
     return _rows("min_cc", product, release, cuda_major)
 
 
+def gpu_ceilings_for(product: str, release: Any, cc: Any) -> List[Row]:
+    """The GPU-ceiling rows (``new_cc``) of ``product`` whose release range holds ``release`` and whose range of
+    compute capabilities holds ``cc`` ("8.9"): the GPU is newer than the release."""
+    return [row for row in _rows("new_cc", product, release, None) if _contains(row["new_cc"], cc)]
+
+
 def validate(rows: List[Row]) -> List[str]:
     """A known product, a release specifier, exactly one of cuda_major (digits) and cc (a specifier), and a
     driver version."""
@@ -63,6 +70,9 @@ def validate(rows: List[Row]) -> List[str]:
             said = range_problem(where, key, row.get(key) or "")
             if said:
                 problems.append(said)
+        if "new_cc" in row:
+            problems += _gpu_ceiling_problems(row, where)
+            continue
         if ("min_driver" in row) == ("min_cc" in row):
             problems.append("%s: needs exactly one of min_driver and min_cc" % where)
             continue
@@ -97,6 +107,26 @@ def _gpu_floor_problems(row: Row, where: str) -> List[str]:
     elif "other_build" in row and (not str(row["other_build"]).isdigit() or
                                    str(row["other_build"]) == str(row.get("cuda_major"))):
         problems.append("%s: other_build must be another CUDA major (digits)" % where)
+    return problems
+
+
+def _gpu_ceiling_problems(row: Row, where: str) -> List[str]:
+    """A GPU ceiling: a range of compute capabilities (``new_cc``), no other floor, and ``supported_from``: a release
+    above the row's own."""
+    problems: List[str] = []
+    said = range_problem(where, "new_cc", row.get("new_cc") or "", required=True)
+    if said:
+        problems.append(said)
+    if any(k in row for k in ("min_driver", "min_cc", "cc", "cuda_major")):
+        problems.append("%s: a GPU ceiling takes no min_driver, min_cc, cc or cuda_major" % where)
+    first = row.get("supported_from")
+    try:
+        Version(str(first))
+    except InvalidVersion:
+        problems.append("%s: supported_from %r is not a release" % (where, first))
+        return problems
+    if _contains(row.get("releases"), first):
+        problems.append("%s: supported_from %r is inside the row's own releases" % (where, first))
     return problems
 
 

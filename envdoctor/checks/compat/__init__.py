@@ -112,13 +112,17 @@ DOCS = (
             "framework.tensorflow (build_info cuda_compute_capabilities), else the CUDA the build was made with; "
             "python.gpu_packages (bitsandbytes, flash-attn) against package_arch.json's floor of their releases; "
             "programs.gpu_code (conda packages' libraries, programs on PATH with their libraries and fat binary "
-            "files, Python extension modules: the SASS and PTX their fat binaries carry)",
+            "files, Python extension modules: the SASS and PTX their fat binaries carry); apps.rapids and "
+            "libraries.tensorrt against the GPU generations a release dropped or predates (driver_floors.json)",
             "Every kernel launch fails. A cubin for X.y runs on X.z (z >= y) only; PTX runs on any capability at or "
-            "above its own.", "torch.json (variants[].arch_list, ptx); package_arch.json; " + PROG_GUIDE,
+            "above its own. TensorRT refuses a GPU its release does not know ('Unsupported SM') even where the "
+            "SASS of an older capability would run.",
+            "torch.json (variants[].arch_list, ptx); package_arch.json; driver_floors.json; " + PROG_GUIDE,
         messages=(Message("no kernel image is available for execution on the device",
                 "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
                   Message("* with CUDA capability sm_* is not compatible with the current PyTorch installation",
-                "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"),)),
+                "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"),
+                  Message("Unsupported SM", "https://github.com/NVIDIA/TensorRT/issues/2332"),)),
     CodeDoc("gpu.arch_ptx_jit_only", "warning",
             "The framework build (or a package's or program's GPU code) reaches this GPU only through PTX JIT "
             "compilation (no SASS for its compute capability).",

@@ -5,7 +5,11 @@ states its floor per GPU compute capability and release (docs/gpu.mdx).
 
 And is every GPU at or above the oldest GPU generation an installed release still supports (the same data's
 ``min_cc`` rows)? Releases drop generations: RAPIDS 24.02 dropped Pascal (RSN 34), its CUDA 13 packages need Turing;
-TensorRT 8.6 dropped Kepler, 9.0 Maxwell, 10.x needs Volta and 10.5 Turing (release notes, support matrices)."""
+TensorRT 8.6 dropped Kepler, 9.0 Maxwell, 10.x needs Volta and 10.5 Turing (release notes, support matrices).
+
+And the other direction: is every GPU older than the installed release (the ``new_cc`` rows)? A TensorRT release
+refuses a GPU architecture newer than itself ('Unsupported SM'): Ampere GA10x (8.6) from 7.2, Ada and Hopper from
+8.5, Blackwell from 10.8."""
 
 from __future__ import annotations
 
@@ -180,10 +184,41 @@ def _gpu_floor(facts: Facts, product: str, release: str, major: Optional[str], l
     return out
 
 
+def _gpu_ceiling(facts: Facts, product: str, release: str, label: str, key: str) -> List[Finding]:
+    out: List[Finding] = []
+    for cc, gpu, cc_fact in gpu_ccs(facts):
+        rows = floors.gpu_ceilings_for(product, release, cc)
+        firsts = [(v, row) for v, row in ((_v(r.get("supported_from")), r) for r in rows) if v is not None]
+        if not firsts:
+            continue
+        need = max(firsts, key=lambda vr: vr[0])[1]
+        first = str(need["supported_from"])
+        sm = "sm_" + cc.replace(".", "")
+        name = "RAPIDS" if product == "rapids" else "TensorRT"
+        src = need.get("source") or {}
+        out.append(Finding(
+            code="gpu.arch_not_in_build", severity=_severity(need, ["new_cc", "releases", "supported_from"]),
+            components=["gpu", "tensorrt" if product == "tensorrt" else "python"],
+            title="%s (%s, compute capability %s) is not supported by %s: the GPU is newer than the release; %s "
+                  "supports %s from release %s" % (gpu, sm, cc, label, name, sm, first),
+            detail="%s %s predates GPUs of compute capability %s, as its vendor states; it has no kernels for %s and "
+                   "refuses the device when it builds an engine ('Unsupported SM'), whatever the CUDA toolkit and "
+                   "driver. The first %s release that supports %s is %s." % (name, release, cc, sm, name, sm, first),
+            evidence=_ev(cc_fact, facts.get(key)),
+            source={"rule": "%s %s: no support for compute capability %s" % (
+                        name, need.get("releases"), need.get("new_cc")),
+                    "url": src.get("url", ""), "checked": src.get("checked", ""),
+                    "verified": bool(src.get("verified"))},
+            fix=Fix(text="Install %s %s or newer (with a CUDA and cuDNN its support matrix lists) to use this GPU, "
+                         "or run %s on a GPU it supports." % (name, first, label))))
+    return out
+
+
 @check("compat.gpu-floors", requires=("gpu.N.compute_capability",), reads=("apps.rapids", "libraries.tensorrt"),
        layers=("gpu",), codes=docs_for(DOCS, "gpu.arch_not_in_build"))
 def gpu_floors(ctx: CheckContext) -> List[Finding]:
     out: List[Finding] = []
     for product, release, major, label, key in _installed_releases(ctx.facts):
         out += _gpu_floor(ctx.facts, product, release, major, label, key)
+        out += _gpu_ceiling(ctx.facts, product, release, label, key)
     return out
