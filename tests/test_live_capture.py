@@ -73,8 +73,8 @@ CORRECTED = {
 
 #: A GPU's readings of the moment: the snapshot and the live run were taken a few seconds apart, so they may read
 #: another temperature, load, memory use, link speed or reason for the clocks (idle, then not).
-VOLATILE = re.compile(r"^gpu\.\d+\.(?:temperature_celsius|clock_event_reasons|utilization_\w+|memory_(?:used|free)_bytes"
-                      r"|pcie_(?:gen|width)_current)$")
+VOLATILE = re.compile(r"^gpu\.\d+\.(?:temperature_celsius|clock_event_reasons|utilization_\w+"
+                      r"|memory_(?:used|free)_bytes|pcie_(?:gen|width)_current)$")
 
 
 def test_replay_reads_the_same_facts_as_the_live_run(capture):
