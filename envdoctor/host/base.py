@@ -293,6 +293,9 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+_HEADERS_END = lazyre.compile(r"^\r?$", re.M)
+
+
 def metadata_headers(text: str) -> List[Tuple[str, str]]:
     """The headers of a core-metadata file (``METADATA``, ``PKG-INFO``): ``(lower-case name, value)`` in order.
 
@@ -301,7 +304,8 @@ def metadata_headers(text: str) -> List[Tuple[str, str]]:
     ``License:`` text holds lines of spaces alone (setuptools and hatchling write a license file's blank lines
     that way): they are part of that header, not the end of the headers."""
     out: List[Tuple[str, str]] = []
-    for line in text.split("\n"):
+    end = _HEADERS_END.search(text)  # split only the headers: the description after them can be 100 KB
+    for line in (text[:end.start()] if end else text).split("\n"):
         line = line[:-1] if line.endswith("\r") else line
         if not line:
             break  # the headers end here; the description follows
