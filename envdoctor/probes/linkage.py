@@ -35,7 +35,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from packaging.version import Version
 
@@ -45,7 +45,7 @@ from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import SHARED_OBJECT, loader_config, own_search_paths
+from .loader import SHARED_SUFFIX, loader_config, own_search_paths
 from .staticcuda import unrecorded_modules
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
@@ -362,18 +362,24 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
         if d is None or key in known or not d.metadata_dir.endswith(".dist-info"):
             continue
         text = host.read_text(posixpath.join(d.metadata_dir, "RECORD"), limit=RECORD_LIMIT) or ""
-        for line in text.splitlines():
-            rel = line.split(",", 1)[0]
-            if SHARED_OBJECT.search(rel) and not rel.startswith(("/", "..")):
+        if ".so" not in text:
+            continue  # a pure-Python package (most of those requiring the framework): no line to look at
+        for rel in _RECORD_SHARED_OBJECT.findall(text):
+            if not rel.startswith(("/", "..")):
                 out.append((d, posixpath.normpath(posixpath.join(site, rel))))
     out += legacy_extension_files(host, site, dists, set(known) | set(dependents))
-    seen: List[str] = []
+    seen: Set[str] = set()
     unique: List[Tuple[Distribution, str]] = []
     for d, path in out:
         if path not in seen:
-            seen.append(path)
+            seen.add(path)
             unique.append((d, path))
     return unique[:MAX_EXTENSION_FILES]
+
+
+#: The path of a RECORD line that names a shared object (its first field, before the hash): one search of the
+#: whole file instead of a split and a match per line.
+_RECORD_SHARED_OBJECT = lazyre.compile(r"^([^,\n\r]*%s)(?:,|\r?$)" % SHARED_SUFFIX, re.M)
 
 
 #: The most legacy installs looked at in one run (their compiled modules: :func:`staticcuda.unrecorded_modules`).
