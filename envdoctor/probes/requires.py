@@ -47,6 +47,11 @@ FRAMEWORK_KEYS = tuple(d for f in frameworks.FRAMEWORKS for d in f.dependents_of
 _EXTRA_ONLY = lazyre.compile(r"""\bextra\s*==\s*['"]""")
 
 
+#: A plain version specifier list (``>=1.2, <2``), the only kind :func:`split_requirement` splits itself.
+_SPECIFIERS = lazyre.compile(r"^(?:(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*$")
+_SPACES = lazyre.compile(r"\s+")
+
+
 class Req(NamedTuple):
     text: str  # as written
     name: str  # normalised
@@ -74,9 +79,9 @@ def split_requirement(text: str) -> Optional[Req]:
     else:
         if rest.startswith("(") and rest.endswith(")"):
             rest = rest[1:-1].strip()
-        if not re.match(r"^(?:(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*$", rest):
+        if not _SPECIFIERS.match(rest):
             return None
-        spec = re.sub(r"\s+", "", rest)
+        spec = _SPACES.sub("", rest)
     return Req(text.strip(), normalize_name(m.group(1)), spec, marker.strip())
 
 
