@@ -17,7 +17,7 @@ from envdoctor.checks import CheckContext
 from envdoctor.checks.compat.driver_floors import driver_floors
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import floors
-from envdoctor.probes.apps import find_ollama, find_rapids
+from envdoctor.probes.apps import find_nv_codec_headers, find_ollama, find_rapids
 
 from .conftest import make_host
 
@@ -231,3 +231,50 @@ def test_tensorrt_older_than_the_gpu_is_an_error_naming_the_first_release(host, 
                                      (trt_tarball_host("8.2.1.8"), "8.7"), (trt_tarball_host("7.0.0.11"), "7.5")])
 def test_tensorrt_quiet_on_a_gpu_no_newer_than_its_release(host, cc):
     assert gpu_floor_findings(host, cc, "NVIDIA GPU") == []
+
+
+# nv-codec-headers as their Makefile installs them: ffnvcodec.pc from ffnvcodec.pc.in, prefix /usr/local.
+FFNVCODEC_PC = """prefix=/usr/local
+includedir=${prefix}/include
+
+Name: ffnvcodec
+Description: FFmpeg version of Nvidia Codec SDK headers
+Version: %s
+Requires:
+Conflicts:
+Libs:
+Cflags: -I${includedir}
+"""
+
+
+def nvcodec_judge(version, driver, where="/usr/local/lib/pkgconfig", environ=None):
+    host = make_host(files={where + "/ffnvcodec.pc": FFNVCODEC_PC % version, "/usr/local/bin/ffmpeg": ""},
+                     environ=environ or {"PATH": "/usr/local/bin:/usr/bin:/bin"})
+    facts = [ok("driver.version", driver, "test", "driver"),
+             ok("apps.nv_codec_headers", find_nv_codec_headers(host), "test", "h")]
+    return driver_floors(CheckContext(Facts(facts), []))
+
+
+@pytest.mark.parametrize("version,driver,floor", [("9.0.18.0", "415.27", "418.30"),
+                                                  ("13.0.19.0", "550.163.01", "570.0"),
+                                                  ("12.2.72.0", "545.29.06", "550.54.14")])
+def test_nv_codec_headers_newer_than_the_driver_fires(version, driver, floor):
+    found = nvcodec_judge(version, driver)
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "warning")]
+    text = found[0].title + found[0].detail
+    assert floor in found[0].title and driver in text and "NVENC API " + ".".join(version.split(".")[:2]) in text
+    assert "/usr/local/lib/pkgconfig/ffnvcodec.pc" in text and "rebuild FFmpeg" in text
+
+
+@pytest.mark.parametrize("version,driver", [("9.0.18.0", "418.30"), ("12.2.72.0", "550.163.01"),
+                                            ("13.0.19.0", "570.86.10"), ("8.2.15.12", "415.27"),
+                                            ("99.0.1.0", "410.48")])
+def test_nv_codec_headers_quiet_when_the_driver_meets_their_floor_or_no_floor_is_known(version, driver):
+    assert nvcodec_judge(version, driver) == []
+
+
+def test_nv_codec_headers_found_on_pkg_config_path_and_not_another_projects_pc():
+    host = make_host(files={"/opt/ff/lib/pkgconfig/ffnvcodec.pc": FFNVCODEC_PC % "11.1.5.3",
+                            "/usr/lib/pkgconfig/ffnvcodec.pc": "Name: other\nVersion: 1.0\n"},
+                     environ={"PKG_CONFIG_PATH": "/opt/ff/lib/pkgconfig"})
+    assert find_nv_codec_headers(host) == [{"path": "/opt/ff/lib/pkgconfig/ffnvcodec.pc", "version": "11.1.5.3"}]
