@@ -17,7 +17,7 @@ from envdoctor.checks import CheckContext
 from envdoctor.checks.compat.driver_floors import driver_floors
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import floors
-from envdoctor.probes.apps import find_nv_codec_headers, find_ollama, find_rapids
+from envdoctor.probes.apps import find_nv_codec_headers, find_ollama, find_optix_packages, find_rapids
 
 from .conftest import make_host
 
@@ -278,3 +278,33 @@ def test_nv_codec_headers_found_on_pkg_config_path_and_not_another_projects_pc()
                             "/usr/lib/pkgconfig/ffnvcodec.pc": "Name: other\nVersion: 1.0\n"},
                      environ={"PKG_CONFIG_PATH": "/opt/ff/lib/pkgconfig"})
     assert find_nv_codec_headers(host) == [{"path": "/opt/ff/lib/pkgconfig/ffnvcodec.pc", "version": "11.1.5.3"}]
+
+
+SITE = "/usr/local/lib/python3.8/dist-packages"
+
+
+def nvisii_judge(version, driver):
+    # nvisii from pip: its wheel's METADATA in dist-packages (1.x.70: the R435 wheel, .71 R450, .72 R460)
+    host = make_host(files={SITE + "/nvisii-%s.dist-info/METADATA" % version: "Name: nvisii\nVersion: %s\n" % version,
+                            SITE + "/nvisii/__init__.py": ""},
+                     python={"executable": "/usr/bin/python3", "version": "3.8.10", "implementation": "cpython",
+                             "prefix": "/usr", "base_prefix": "/usr", "sys_path": [SITE]})
+    facts = [ok("driver.version", driver, "test", "driver"),
+             ok("apps.optix_packages", find_optix_packages(host), "test", "o")]
+    return driver_floors(CheckContext(Facts(facts), []))
+
+
+@pytest.mark.parametrize("version,driver,branch", [("1.0.70", "418.56", "435"), ("1.1.72", "450.102.04", "460"),
+                                                   ("1.0.71", "440.33.01", "450")])
+def test_nvisii_wheel_for_a_newer_driver_branch_fires(version, driver, branch):
+    found = nvisii_judge(version, driver)
+    assert [f.code for f in found] == ["driver.too_old_for_framework"]
+    assert found[0].severity == "error"
+    assert "NVISII %s" % version in found[0].title and "branch %s or newer" % branch in found[0].title
+    assert "OptiX 7" in found[0].detail and driver in found[0].detail
+
+
+@pytest.mark.parametrize("version,driver", [("1.0.70", "435.21"), ("1.0.71", "450.51.06"), ("1.1.72", "470.82.01"),
+                                            ("1.2.0", "418.56")])
+def test_nvisii_quiet_on_its_branch_or_a_release_without_a_stated_floor(version, driver):
+    assert nvisii_judge(version, driver) == []

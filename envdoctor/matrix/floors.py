@@ -18,10 +18,11 @@ from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 AREA = "driver_floors"
-PRODUCTS = ("rapids", "ollama", "tensorrt", "nv-codec-headers")
+PRODUCTS = ("rapids", "ollama", "tensorrt", "nv-codec-headers", "nvisii")
 #: Products whose driver floor is one per release, keyed by neither CUDA major nor compute capability (FFmpeg's
-#: nv-codec-headers: one Video Codec SDK API level per release, README "Minimum required driver versions").
-UNKEYED = ("nv-codec-headers",)
+#: nv-codec-headers: one Video Codec SDK API level per release, README "Minimum required driver versions"; NVISII: one
+#: wheel per driver branch, README).
+UNKEYED = ("nv-codec-headers", "nvisii")
 
 
 def _contains(spec: Any, version: Any) -> bool:

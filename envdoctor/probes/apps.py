@@ -17,6 +17,8 @@
   ``ffnvcodec.pc`` (``Name: ffnvcodec``, ``Version: 13.0.19.0``) into ``<prefix>/lib/pkgconfig``, where FFmpeg's
   configure finds them; an FFmpeg built against them needs the driver their README states for that API level.
   Fact ``apps.nv_codec_headers`` = ``[{path, version}]`` (pkg-config's directories and PKG_CONFIG_PATH's).
+* Python packages that render through the driver's own OptiX and state their driver floor per release (NVISII: one
+  wheel per driver branch). Fact ``apps.optix_packages`` = ``[{package, name, version, where}]``.
 """
 
 from __future__ import annotations
@@ -133,6 +135,16 @@ def find_renderers(host: Host) -> List[Dict[str, Any]]:
     return out
 
 
+#: Python packages (PEP 503 names) built on the driver's OptiX whose releases state a driver floor
+#: (driver_floors.json, product = the name).
+OPTIX_PACKAGES = {"nvisii": "NVISII"}
+
+
+def find_optix_packages(host: Host) -> List[Dict[str, Any]]:
+    return [{"package": dist.key, "name": OPTIX_PACKAGES[dist.key], "version": dist.version, "where": dist.location}
+            for dist in host.distributions() if dist.key in OPTIX_PACKAGES and dist.version]
+
+
 FFNVCODEC_PC = "ffnvcodec.pc"
 _PC_NAME = re.compile(r"^Name:\s*ffnvcodec\s*$", re.M)
 _PC_VERSION = re.compile(r"^Version:\s*(\d+(?:\.\d+){1,3})\s*$", re.M)
@@ -163,4 +175,5 @@ def find_nv_codec_headers(host: Host) -> List[Dict[str, Any]]:
 def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
     return [ok("apps.rapids", find_rapids(ctx.host), "derived", "RAPIDS packages"), find_ollama(ctx.host),
             ok("apps.renderers", find_renderers(ctx.host), "derived", "Programs that render with the driver"),
-            ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host), "derived", "FFmpeg's NVENC/NVDEC headers")]
+            ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host), "derived", "FFmpeg's NVENC/NVDEC headers"),
+            ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX")]
