@@ -308,3 +308,41 @@ def test_nvisii_wheel_for_a_newer_driver_branch_fires(version, driver, branch):
                                             ("1.2.0", "418.56")])
 def test_nvisii_quiet_on_its_branch_or_a_release_without_a_stated_floor(version, driver):
     assert nvisii_judge(version, driver) == []
+
+
+BUNDLE = "/home/user/Meshroom-2020.1.0-av2.3.0-centos7-cuda10.2"
+
+
+def bundle_facts(driver, cuda, files):
+    from envdoctor.probes.apps import find_bundled_cudart
+
+    host = make_host(files=files, environ={"HOME": "/home/user", "PWD": "/home/user",
+                                           "PATH": "/usr/local/bin:/usr/bin:/bin"})
+    return [ok("driver.version", driver, "test", "driver"), ok("driver.cuda_version", cuda, "test", "cuda"),
+            ok("apps.bundled_cudart", find_bundled_cudart(host), "test", "b")]
+
+
+def test_a_bundle_carrying_a_newer_cuda_runtime_than_the_driver_runs():
+    # an unpacked release tarball: its executables in <part>/bin, its CUDA 10.2 runtime in <part>/lib
+    from envdoctor.checks import run_checks
+
+    files = {BUNDLE + "/aliceVision/lib/libcudart.so.10.2.89": "", BUNDLE + "/aliceVision/bin/aliceVision_x": "",
+             BUNDLE + "/Meshroom": ""}
+    found = [f for f in run_checks(CheckContext(Facts(bundle_facts("418.126.02", "10.1", files)), []))
+             if f.code.startswith("driver.too_old")]
+    assert [f.code for f in found] == ["driver.too_old_for_framework"]
+    assert "CUDA 10.2" in found[0].title and BUNDLE + "/aliceVision" in found[0].title
+    assert "440.33" in found[0].title
+
+
+def test_a_bundle_quiet_on_a_driver_that_runs_its_runtime_and_toolkits_and_conda_are_not_bundles():
+    from envdoctor.checks import run_checks
+
+    files = {BUNDLE + "/aliceVision/lib/libcudart.so.10.2.89": ""}
+    quiet = run_checks(CheckContext(Facts(bundle_facts("440.33.01", "10.2", files)), []))
+    assert not [f for f in quiet if f.code.startswith("driver.too_old")]
+    # a CUDA toolkit and a conda prefix in the home folder carry libcudart too: their own probes judge them
+    others = {"/home/user/cuda-10.2/lib64/libcudart.so.10.2.89": "", "/home/user/cuda-10.2/bin/nvcc": "",
+              "/home/user/miniconda3/lib/libcudart.so.10.2.89": "", "/home/user/miniconda3/conda-meta/history": ""}
+    facts = bundle_facts("418.126.02", "10.1", others)
+    assert facts[-1].value == []

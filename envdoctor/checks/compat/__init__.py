@@ -517,6 +517,24 @@ def toolkit_needs(facts: Facts) -> List[Need]:
     return out
 
 
+def bundle_needs(facts: Facts) -> List[Need]:
+    """Application bundles carrying their own CUDA runtime (``apps.bundled_cudart``: ``libcudart.so.10.2.89`` in
+    the bundle's lib): the runtime a bundle carries is the toolkit's it was built with, and it needs a driver that
+    runs that CUDA, like a framework build."""
+    fact = facts.get("apps.bundled_cudart")
+    if fact is None or not fact.known or not isinstance(fact.value, list):
+        return []
+    out: List[Need] = []
+    for b in fact.value:
+        mm = _mm(b.get("release")) if isinstance(b, dict) else None
+        if mm is None or mm[1] is None:
+            continue
+        label = "the application in %s (it bundles the CUDA %s runtime: %s)" % (b.get("root"), _mm_str(mm),
+                                                                              b.get("path"))
+        out.append(Need("cuda", label, mm, fact, "framework"))
+    return out
+
+
 def gpu_ccs(facts: Facts) -> List[Tuple[str, str, Fact]]:
     """Distinct (compute capability, GPU name, fact) of the GPUs NVML answered for (worked out once per set of
     facts: six checks ask, and on a large board it is a walk over every GPU's facts)."""
