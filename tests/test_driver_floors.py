@@ -314,12 +314,12 @@ BUNDLE = "/home/user/Meshroom-2020.1.0-av2.3.0-centos7-cuda10.2"
 
 
 def bundle_facts(driver, cuda, files):
-    from envdoctor.probes.apps import find_bundled_cudart
+    from envdoctor.probes.cuda import find_bundled_cudart
 
     host = make_host(files=files, environ={"HOME": "/home/user", "PWD": "/home/user",
                                            "PATH": "/usr/local/bin:/usr/bin:/bin"})
     return [ok("driver.version", driver, "test", "driver"), ok("driver.cuda_version", cuda, "test", "cuda"),
-            ok("apps.bundled_cudart", find_bundled_cudart(host), "test", "b")]
+            ok("cuda.bundled_cudart", find_bundled_cudart(host), "test", "b")]
 
 
 def test_a_bundle_carrying_a_newer_cuda_runtime_than_the_driver_runs():

@@ -19,11 +19,6 @@
   Fact ``apps.nv_codec_headers`` = ``[{path, version}]`` (pkg-config's directories and PKG_CONFIG_PATH's).
 * Python packages that render through the driver's own OptiX and state their driver floor per release (NVISII: one
   wheel per driver branch). Fact ``apps.optix_packages`` = ``[{package, name, version, where}]``.
-* Application bundles unpacked in a home folder or the working directory that carry their own CUDA runtime
-  (``<bundle>/lib/libcudart.so.10.2.89``, ``<bundle>/<part>/lib/...``: a release tarball's layout): the runtime an
-  application bundles is the toolkit's it was built with, and needs that CUDA's driver. CUDA toolkits, conda
-  prefixes and Python environments are left to their own probes. Fact ``apps.bundled_cudart`` = ``[{root, path,
-  release}]``.
 """
 
 from __future__ import annotations
@@ -150,64 +145,6 @@ def find_optix_packages(host: Host) -> List[Dict[str, Any]]:
             for dist in host.distributions() if dist.key in OPTIX_PACKAGES and dist.version]
 
 
-#: A CUDA runtime file with its full release (the .so.X.Y link alone does not say the toolkit's build).
-_CUDART_FILE = re.compile(r"^libcudart\.so\.(\d+)\.(\d+)\.\d+$")
-BUNDLE_LIBDIRS = ("lib", "lib64")
-#: The most directories listed looking for bundles, and the most entries of one looked at.
-BUNDLE_LISTINGS = 384
-BUNDLE_ENTRIES = 128
-
-
-def _not_a_bundle(host: Host, root: str) -> bool:
-    """A CUDA toolkit, a conda prefix or a Python environment: their own probes judge them."""
-    return any(host.exists(posixpath.join(root, n)) for n in ("conda-meta", "pyvenv.cfg", "version.json",
-                                                              "version.txt", "bin/nvcc"))
-
-
-def find_bundled_cudart(host: Host) -> List[Dict[str, Any]]:
-    """CUDA runtimes that application bundles carry: in ``lib``/``lib64`` of the working directory, of each folder in
-    it, of each folder in a home folder and of each folder in those (bounded listings)."""
-    budget = [BUNDLE_LISTINGS]
-
-    def names(d: str) -> List[str]:
-        if budget[0] <= 0:
-            return []
-        budget[0] -= 1
-        return sorted(host.list_dir(d).names())[:BUNDLE_ENTRIES]
-
-    roots: List[str] = []
-    pwd = host.getenv("PWD") or ""
-    if pwd.startswith("/") and pwd.rstrip("/") not in ("", "/usr", "/usr/local", "/opt"):
-        roots.append(posixpath.normpath(pwd))
-        roots += [posixpath.join(roots[0], n) for n in names(roots[0]) if not n.startswith(".")]
-    for home in user_homes(host):
-        for n in names(home):
-            if n.startswith(".") or n in ("lib", "lib64"):
-                continue
-            top = posixpath.join(home, n)
-            roots.append(top)
-            roots += [posixpath.join(top, m) for m in names(top) if not m.startswith(".") and
-                      m not in BUNDLE_LIBDIRS]
-    out: List[Dict[str, Any]] = []
-    seen = set()
-    for root in dict.fromkeys(roots):
-        if budget[0] <= 0:
-            break
-        if not host.is_dir(root) or _not_a_bundle(host, root):
-            continue
-        for libdir in BUNDLE_LIBDIRS:
-            d = posixpath.join(root, libdir)
-            if not host.is_dir(d):
-                continue
-            for n in names(d):
-                m = _CUDART_FILE.match(n)
-                path = posixpath.join(d, n)
-                if m and path not in seen:
-                    seen.add(path)
-                    out.append({"root": root, "path": path, "release": "%s.%s" % (m.group(1), m.group(2))})
-    return out
-
-
 FFNVCODEC_PC = "ffnvcodec.pc"
 _PC_NAME = re.compile(r"^Name:\s*ffnvcodec\s*$", re.M)
 _PC_VERSION = re.compile(r"^Version:\s*(\d+(?:\.\d+){1,3})\s*$", re.M)
@@ -239,5 +176,4 @@ def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
     return [ok("apps.rapids", find_rapids(ctx.host), "derived", "RAPIDS packages"), find_ollama(ctx.host),
             ok("apps.renderers", find_renderers(ctx.host), "derived", "Programs that render with the driver"),
             ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host), "derived", "FFmpeg's NVENC/NVDEC headers"),
-            ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX"),
-            ok("apps.bundled_cudart", find_bundled_cudart(ctx.host), "derived", "CUDA runtimes applications bundle")]
+            ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX")]

@@ -518,10 +518,10 @@ def toolkit_needs(facts: Facts) -> List[Need]:
 
 
 def bundle_needs(facts: Facts) -> List[Need]:
-    """Application bundles carrying their own CUDA runtime (``apps.bundled_cudart``: ``libcudart.so.10.2.89`` in
+    """Application bundles carrying their own CUDA runtime (``cuda.bundled_cudart``: ``libcudart.so.10.2.89`` in
     the bundle's lib): the runtime a bundle carries is the toolkit's it was built with, and it needs a driver that
     runs that CUDA, like a framework build."""
-    fact = facts.get("apps.bundled_cudart")
+    fact = facts.get("cuda.bundled_cudart")
     if fact is None or not fact.known or not isinstance(fact.value, list):
         return []
     out: List[Need] = []

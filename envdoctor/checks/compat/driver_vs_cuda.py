@@ -445,7 +445,7 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
 @check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.nvcc", "cuda.home", "cuda.default_symlink",
        "cuda.conda", "driver.nvidia_pci_gpus", "framework.*", "python.static_cuda", "cuda.forward_compat",
        "cuda.ld_library_path", "env.ld_library_path_resolved", "libraries.libcuda", "driver.userspace.libraries",
-       "driver.nvml.status", "linkage.packages", "apps.bundled_cudart")
+       "driver.nvml.status", "linkage.packages", "cuda.bundled_cudart")
        + tuple("framework." + name for name, _ in FRAMEWORKS)
        + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
