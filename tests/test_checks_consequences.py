@@ -636,3 +636,41 @@ def test_numba_told_to_load_something_else_than_the_drivers_libcuda() -> None:
     # NUMBA_CUDA_DRIVER is read first
     assert code not in findings({"NUMBA_CUDA_DRIVER": "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
                                  "NUMBAPRO_CUDA_DRIVER": "/usr/lib/cuda/lib64/libcudart.so"})
+
+
+def _video_host(ld_library_path: str) -> Any:
+    # the Video Codec SDK unpacked as NVIDIA ships it (Lib/linux/stubs/x86_64: libnvcuvid.so, libnvidia-encode.so),
+    # with the .so.1 links users make to them; the driver's libraries in the multiarch directory and ld.so.cache
+    from .conftest import make_host
+
+    sdk = "/opt/Video_Codec_SDK_12.1.14/Lib/linux/stubs/x86_64/"
+    lib = "/usr/lib/x86_64-linux-gnu/"
+    cache = "".join("\t%s (libc6,x86-64) => %s%s\n" % (n, lib, n) for n in
+                    ("libcuda.so.1", "libnvcuvid.so.1", "libnvidia-encode.so.1"))
+    return make_host(
+        files={sdk + "libnvcuvid.so": "", sdk + "libnvidia-encode.so": "", lib + "libcuda.so.535.183.01": "",
+               lib + "libnvcuvid.so.535.183.01": "", lib + "libnvidia-encode.so.535.183.01": "",
+               "/usr/sbin/ldconfig": ""},
+        links={sdk + "libnvcuvid.so.1": "libnvcuvid.so", sdk + "libnvidia-encode.so.1": "libnvidia-encode.so",
+               lib + "libcuda.so.1": "libcuda.so.535.183.01", lib + "libnvcuvid.so.1": "libnvcuvid.so.535.183.01",
+               lib + "libnvidia-encode.so.1": "libnvidia-encode.so.535.183.01"},
+        commands=[{"argv": ["/usr/sbin/ldconfig", "-p"], "stdout": "3 libs found in cache `/etc/ld.so.cache'\n" +
+                   cache}],
+        environ={"LD_LIBRARY_PATH": ld_library_path, "PATH": "/usr/bin:/bin"})
+
+
+def test_the_video_codec_sdk_stubs_first_on_the_loader_path() -> None:
+    # corpus: b76-ubuntu1804-vpf-built-against-video-codec-sdk-stub-libnvcuvid-on-ld-library-path-driver44033
+    from .conftest import probe_facts
+
+    stubs = "/opt/Video_Codec_SDK_12.1.14/Lib/linux/stubs/x86_64"
+    found = {f.code: f for f in run_checks(CheckContext(probe_facts(_video_host(stubs + ":/usr/local/cuda/lib64")),
+                                                        []))}
+    f = found["driver.video_stub_on_loader_path"]
+    assert f.severity == "warning"
+    assert "stub libnvcuvid.so.1 and libnvidia-encode.so.1" in f.title and stubs in f.title
+    assert "LD_LIBRARY_PATH" in f.title and "/usr/lib/x86_64-linux-gnu/libnvcuvid.so.1" in f.detail
+    assert "grep -vx " + stubs in f.fix.commands[0]
+    # the SDK's directory not on the path (only linked against at build time): the driver's libraries load
+    quiet = {f.code for f in run_checks(CheckContext(probe_facts(_video_host("/usr/local/cuda/lib64")), []))}
+    assert "driver.video_stub_on_loader_path" not in quiet

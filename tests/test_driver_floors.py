@@ -17,7 +17,7 @@ from envdoctor.checks import CheckContext
 from envdoctor.checks.compat.driver_floors import driver_floors
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import floors
-from envdoctor.probes.apps import find_ollama, find_rapids
+from envdoctor.probes.apps import find_nv_codec_headers, find_ollama, find_optix_packages, find_rapids
 
 from .conftest import make_host
 
@@ -231,3 +231,118 @@ def test_tensorrt_older_than_the_gpu_is_an_error_naming_the_first_release(host, 
                                      (trt_tarball_host("8.2.1.8"), "8.7"), (trt_tarball_host("7.0.0.11"), "7.5")])
 def test_tensorrt_quiet_on_a_gpu_no_newer_than_its_release(host, cc):
     assert gpu_floor_findings(host, cc, "NVIDIA GPU") == []
+
+
+# nv-codec-headers as their Makefile installs them: ffnvcodec.pc from ffnvcodec.pc.in, prefix /usr/local.
+FFNVCODEC_PC = """prefix=/usr/local
+includedir=${prefix}/include
+
+Name: ffnvcodec
+Description: FFmpeg version of Nvidia Codec SDK headers
+Version: %s
+Requires:
+Conflicts:
+Libs:
+Cflags: -I${includedir}
+"""
+
+
+def nvcodec_judge(version, driver, where="/usr/local/lib/pkgconfig", environ=None):
+    host = make_host(files={where + "/ffnvcodec.pc": FFNVCODEC_PC % version, "/usr/local/bin/ffmpeg": ""},
+                     environ=environ or {"PATH": "/usr/local/bin:/usr/bin:/bin"})
+    facts = [ok("driver.version", driver, "test", "driver"),
+             ok("apps.nv_codec_headers", find_nv_codec_headers(host), "test", "h")]
+    return driver_floors(CheckContext(Facts(facts), []))
+
+
+@pytest.mark.parametrize("version,driver,floor", [("9.0.18.0", "415.27", "418.30"),
+                                                  ("13.0.19.0", "550.163.01", "570.0"),
+                                                  ("12.2.72.0", "545.29.06", "550.54.14")])
+def test_nv_codec_headers_newer_than_the_driver_fires(version, driver, floor):
+    found = nvcodec_judge(version, driver)
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "warning")]
+    text = found[0].title + found[0].detail
+    assert floor in found[0].title and driver in text and "NVENC API " + ".".join(version.split(".")[:2]) in text
+    assert "/usr/local/lib/pkgconfig/ffnvcodec.pc" in text and "rebuild FFmpeg" in text
+
+
+@pytest.mark.parametrize("version,driver", [("9.0.18.0", "418.30"), ("12.2.72.0", "550.163.01"),
+                                            ("13.0.19.0", "570.86.10"), ("8.2.15.12", "415.27"),
+                                            ("99.0.1.0", "410.48")])
+def test_nv_codec_headers_quiet_when_the_driver_meets_their_floor_or_no_floor_is_known(version, driver):
+    assert nvcodec_judge(version, driver) == []
+
+
+def test_nv_codec_headers_found_on_pkg_config_path_and_not_another_projects_pc():
+    host = make_host(files={"/opt/ff/lib/pkgconfig/ffnvcodec.pc": FFNVCODEC_PC % "11.1.5.3",
+                            "/usr/lib/pkgconfig/ffnvcodec.pc": "Name: other\nVersion: 1.0\n"},
+                     environ={"PKG_CONFIG_PATH": "/opt/ff/lib/pkgconfig"})
+    assert find_nv_codec_headers(host) == [{"path": "/opt/ff/lib/pkgconfig/ffnvcodec.pc", "version": "11.1.5.3"}]
+
+
+SITE = "/usr/local/lib/python3.8/dist-packages"
+
+
+def nvisii_judge(version, driver):
+    # nvisii from pip: its wheel's METADATA in dist-packages (1.x.70: the R435 wheel, .71 R450, .72 R460)
+    host = make_host(files={SITE + "/nvisii-%s.dist-info/METADATA" % version: "Name: nvisii\nVersion: %s\n" % version,
+                            SITE + "/nvisii/__init__.py": ""},
+                     python={"executable": "/usr/bin/python3", "version": "3.8.10", "implementation": "cpython",
+                             "prefix": "/usr", "base_prefix": "/usr", "sys_path": [SITE]})
+    facts = [ok("driver.version", driver, "test", "driver"),
+             ok("apps.optix_packages", find_optix_packages(host), "test", "o")]
+    return driver_floors(CheckContext(Facts(facts), []))
+
+
+@pytest.mark.parametrize("version,driver,branch", [("1.0.70", "418.56", "435"), ("1.1.72", "450.102.04", "460"),
+                                                   ("1.0.71", "440.33.01", "450")])
+def test_nvisii_wheel_for_a_newer_driver_branch_fires(version, driver, branch):
+    found = nvisii_judge(version, driver)
+    assert [f.code for f in found] == ["driver.too_old_for_framework"]
+    assert found[0].severity == "error"
+    assert "NVISII %s" % version in found[0].title and "branch %s or newer" % branch in found[0].title
+    assert "OptiX 7" in found[0].detail and driver in found[0].detail
+
+
+@pytest.mark.parametrize("version,driver", [("1.0.70", "435.21"), ("1.0.71", "450.51.06"), ("1.1.72", "470.82.01"),
+                                            ("1.2.0", "418.56")])
+def test_nvisii_quiet_on_its_branch_or_a_release_without_a_stated_floor(version, driver):
+    assert nvisii_judge(version, driver) == []
+
+
+BUNDLE = "/home/user/Meshroom-2020.1.0-av2.3.0-centos7-cuda10.2"
+
+
+def bundle_facts(driver, cuda, files):
+    from envdoctor.probes.cuda import find_bundled_cudart
+
+    host = make_host(files=files, environ={"HOME": "/home/user", "PWD": "/home/user",
+                                           "PATH": "/usr/local/bin:/usr/bin:/bin"})
+    return [ok("driver.version", driver, "test", "driver"), ok("driver.cuda_version", cuda, "test", "cuda"),
+            ok("cuda.bundled_cudart", find_bundled_cudart(host), "test", "b")]
+
+
+def test_a_bundle_carrying_a_newer_cuda_runtime_than_the_driver_runs():
+    # an unpacked release tarball: its executables in <part>/bin, its CUDA 10.2 runtime in <part>/lib
+    from envdoctor.checks import run_checks
+
+    files = {BUNDLE + "/aliceVision/lib/libcudart.so.10.2.89": "", BUNDLE + "/aliceVision/bin/aliceVision_x": "",
+             BUNDLE + "/Meshroom": ""}
+    found = [f for f in run_checks(CheckContext(Facts(bundle_facts("418.126.02", "10.1", files)), []))
+             if f.code.startswith("driver.too_old")]
+    assert [f.code for f in found] == ["driver.too_old_for_framework"]
+    assert "CUDA 10.2" in found[0].title and BUNDLE + "/aliceVision" in found[0].title
+    assert "440.33" in found[0].title
+
+
+def test_a_bundle_quiet_on_a_driver_that_runs_its_runtime_and_toolkits_and_conda_are_not_bundles():
+    from envdoctor.checks import run_checks
+
+    files = {BUNDLE + "/aliceVision/lib/libcudart.so.10.2.89": ""}
+    quiet = run_checks(CheckContext(Facts(bundle_facts("440.33.01", "10.2", files)), []))
+    assert not [f for f in quiet if f.code.startswith("driver.too_old")]
+    # a CUDA toolkit and a conda prefix in the home folder carry libcudart too: their own probes judge them
+    others = {"/home/user/cuda-10.2/lib64/libcudart.so.10.2.89": "", "/home/user/cuda-10.2/bin/nvcc": "",
+              "/home/user/miniconda3/lib/libcudart.so.10.2.89": "", "/home/user/miniconda3/conda-meta/history": ""}
+    facts = bundle_facts("418.126.02", "10.1", others)
+    assert facts[-1].value == []

@@ -7,6 +7,10 @@ loader hands it.
   invalid entry (CUDA C++ Programming Guide, "CUDA Environment Variables").
 * The CUDA toolkit's stub ``libcuda.so`` (``.../lib64/stubs``, for linking only) first on the loader path:
   programs that load it get CUDA_ERROR_STUB_LIBRARY (34) instead of the driver.
+* The Video Codec SDK's stub ``libnvcuvid.so`` / ``libnvidia-encode.so`` (``Lib/linux/stubs/<arch>``, for linking
+  only; a ``.so.1`` link made to them) first on the loader path for the driver's ``libnvcuvid.so.1`` /
+  ``libnvidia-encode.so.1``: programs get the stub's entry points, not the driver's, and cannot create a decoder or
+  an encoder.
 """
 
 from __future__ import annotations
@@ -122,7 +126,17 @@ def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
                           "grep -rn CUDA_VISIBLE_DEVICES ~/.bashrc ~/.profile /etc/environment"]))
 
 
-@check("environment.libcuda-stub", requires=("libraries.libcuda", "cuda.ld_library_path"), reads=(),
+VIDEO_SDK_DOC = "https://docs.nvidia.com/video-technologies/video-codec-sdk/index.html"
+
+
+def _in_stubs(path: str) -> bool:
+    """A file in a directory of link-time stubs: the toolkit's ``lib64/stubs``, the Video Codec SDK's
+    ``Lib/linux/stubs/x86_64``."""
+    return "stubs" in posixpath.dirname(path).split("/")
+
+
+@check("environment.libcuda-stub", requires=("libraries.libcuda", "cuda.ld_library_path"),
+       reads=("libraries.video_libs",),
        layers=("driver",), codes=(
     CodeDoc("driver.libcuda_stub_on_loader_path", "error",
             "The CUDA toolkit's stub libcuda.so (lib64/stubs, meant for linking only) is what the loader finds "
@@ -131,9 +145,55 @@ def cuda_visible_devices(ctx: CheckContext) -> Iterable[Finding]:
             "driver: no GPU.", STUB_DOC,
         messages=(Message("CUDA driver is a stub library",
                 "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),)),
+    CodeDoc("driver.video_stub_on_loader_path", "warning",
+            "The Video Codec SDK's stub libnvcuvid / libnvidia-encode (Lib/linux/stubs, meant for linking only) is "
+            "what the loader finds first for the driver's libnvcuvid.so.1 / libnvidia-encode.so.1.",
+            "libraries.video_libs, cuda.ld_library_path",
+            "Programs that decode or encode on the GPU (FFmpeg's cuvid/nvenc, VideoProcessingFramework, DALI, "
+            "GStreamer's nvcodec) load the stub instead of the driver's library and cannot create a decoder or "
+            "encoder.", VIDEO_SDK_DOC),
 ))
 def libcuda_stub(ctx: CheckContext) -> Iterable[Finding]:
-    facts = ctx.facts
+    yield from _video_stubs(ctx.facts)
+    yield from _libcuda_stub(ctx.facts)
+
+
+def _video_stubs(facts: Facts) -> Iterable[Finding]:
+    libs = facts.mapping("libraries.video_libs")
+    stubs = [(name, res) for name, res in sorted(libs.items()) if isinstance(res, dict) and res.get("path") and
+             (_in_stubs(str(res["path"])) or _in_stubs(str(res.get("resolved") or "")))]
+    if not stubs:
+        return
+    dirs = list(dict.fromkeys(posixpath.dirname(str(res["path"])) for _, res in stubs))
+    vias = {str(res.get("via") or "the loader's search") for _, res in stubs}
+    via = "LD_LIBRARY_PATH" if vias == {"LD_LIBRARY_PATH"} else ", ".join(sorted(vias))
+    others = [str(o["path"]) for _, res in stubs for o in res.get("others") or []
+              if isinstance(o, dict) and o.get("path")]
+    yield Finding(
+        code="driver.video_stub_on_loader_path", severity="warning", components=["driver"],
+        title="The loader finds the Video Codec SDK's stub %s (%s, via %s) before the driver's" % (
+            " and ".join(name for name, _ in stubs), ", ".join(dirs), via),
+        detail="%s %s link-time stub%s from the Video Codec SDK, not the driver's librar%s: a program that loads "
+               "%s (FFmpeg's NVDEC/NVENC, VideoProcessingFramework, DALI, GStreamer's nvcodec) cannot create a "
+               "decoder or encoder.%s" % (
+                   ", ".join(str(res["path"]) for _, res in stubs), "are" if len(stubs) > 1 else "is a",
+                   "s" if len(stubs) > 1 else "", "ies" if len(stubs) > 1 else "y",
+                   "them" if len(stubs) > 1 else "it",
+                   " The driver's cop%s hidden: %s." % ("ies" if len(others) > 1 else "y",
+                                                        ", ".join(others)) if others else ""),
+        evidence=_ev(facts, "libraries.video_libs", "cuda.ld_library_path"),
+        source={"rule": "The Video Codec SDK's Lib/linux/stubs libraries are for linking only; at run time "
+                        "programs must load the driver's libnvcuvid.so.1 and libnvidia-encode.so.1",
+                "url": VIDEO_SDK_DOC, "checked": "2026-11-30"},
+        fix=Fix(text="Take %s off %s (keep the other entries); link against the stubs with -L at build time "
+                     "only." % (" and ".join(dirs), "LD_LIBRARY_PATH" if via == "LD_LIBRARY_PATH" else
+                                "the loader path"),
+                commands=['export LD_LIBRARY_PATH="$(echo "$LD_LIBRARY_PATH" | tr \':\' \'\\n\' | grep -vx %s '
+                          '| paste -sd:)"' % d for d in dirs] if via == "LD_LIBRARY_PATH" else
+                ["grep -rn %s /etc/ld.so.conf /etc/ld.so.conf.d/" % d for d in dirs] + ["sudo ldconfig"]))
+
+
+def _libcuda_stub(facts: Facts) -> Iterable[Finding]:
     libcuda = facts.mapping("libraries.libcuda")
     for name in ("libcuda.so.1", "libcuda.so"):
         res = libcuda.get(name)

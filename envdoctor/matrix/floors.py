@@ -18,7 +18,11 @@ from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 AREA = "driver_floors"
-PRODUCTS = ("rapids", "ollama", "tensorrt")
+PRODUCTS = ("rapids", "ollama", "tensorrt", "nv-codec-headers", "nvisii")
+#: Products whose driver floor is one per release, keyed by neither CUDA major nor compute capability (FFmpeg's
+#: nv-codec-headers: one Video Codec SDK API level per release, README "Minimum required driver versions"; NVISII: one
+#: wheel per driver branch, README).
+UNKEYED = ("nv-codec-headers", "nvisii")
 
 
 def _contains(spec: Any, version: Any) -> bool:
@@ -81,7 +85,10 @@ def validate(rows: List[Row]) -> List[str]:
         if "min_cc" in row:
             problems += _gpu_floor_problems(row, where)
             continue
-        if ("cuda_major" in row) == ("cc" in row):
+        if row.get("product") in UNKEYED:
+            if "cuda_major" in row or "cc" in row:
+                problems.append("%s: %s's floors take no cuda_major or cc" % (where, row.get("product")))
+        elif ("cuda_major" in row) == ("cc" in row):
             problems.append("%s: needs exactly one of cuda_major and cc" % where)
         try:
             Version(str(row.get("min_driver")))

@@ -13,6 +13,12 @@
   ``~/.local/share/ov/pkg/<app>-<version>``, the container's ``/isaac-sim``; the pip ``isaacsim`` package), CARLA
   (``CarlaUE4.sh``: the .deb's ``/opt/carla-simulator``, a release unpacked in the home folder) and Habitat-sim (its
   Python package). Fact ``apps.renderers`` = ``[{name, path, version}]``.
+* FFmpeg's NVENC/NVDEC headers (nv-codec-headers, one release per Video Codec SDK API level): their Makefile installs
+  ``ffnvcodec.pc`` (``Name: ffnvcodec``, ``Version: 13.0.19.0``) into ``<prefix>/lib/pkgconfig``, where FFmpeg's
+  configure finds them; an FFmpeg built against them needs the driver their README states for that API level.
+  Fact ``apps.nv_codec_headers`` = ``[{path, version}]`` (pkg-config's directories and PKG_CONFIG_PATH's).
+* Python packages that render through the driver's own OptiX and state their driver floor per release (NVISII: one
+  wheel per driver branch). Fact ``apps.optix_packages`` = ``[{package, name, version, where}]``.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any, Dict, Iterable, List, Optional
 from ..facts import Fact, ok, unknown
 from ..host.base import Host
 from . import ProbeContext, register
-from .cuda import CONDA_META_FILE, conda_prefixes, user_homes
+from .cuda import CONDA_META_FILE, PKGCONFIG_DIRS, conda_prefixes, user_homes
 
 #: RAPIDS' packages (conda names; pip wheels add -cuNN).
 RAPIDS_PACKAGES = frozenset({
@@ -129,7 +135,45 @@ def find_renderers(host: Host) -> List[Dict[str, Any]]:
     return out
 
 
+#: Python packages (PEP 503 names) built on the driver's OptiX whose releases state a driver floor
+#: (driver_floors.json, product = the name).
+OPTIX_PACKAGES = {"nvisii": "NVISII"}
+
+
+def find_optix_packages(host: Host) -> List[Dict[str, Any]]:
+    return [{"package": dist.key, "name": OPTIX_PACKAGES[dist.key], "version": dist.version, "where": dist.location}
+            for dist in host.distributions() if dist.key in OPTIX_PACKAGES and dist.version]
+
+
+FFNVCODEC_PC = "ffnvcodec.pc"
+_PC_NAME = re.compile(r"^Name:\s*ffnvcodec\s*$", re.M)
+_PC_VERSION = re.compile(r"^Version:\s*(\d+(?:\.\d+){1,3})\s*$", re.M)
+
+
+def find_nv_codec_headers(host: Host) -> List[Dict[str, Any]]:
+    """Installed nv-codec-headers: each ``ffnvcodec.pc`` (named ffnvcodec, with a version) in pkg-config's default
+    directories and those PKG_CONFIG_PATH names."""
+    env_dirs = [d for d in (host.getenv("PKG_CONFIG_PATH") or "").split(":") if d.startswith("/")]
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for directory in dict.fromkeys(env_dirs + list(PKGCONFIG_DIRS)):
+        path = posixpath.join(directory, FFNVCODEC_PC)
+        if not host.exists(path):
+            continue
+        real = host.resolve(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        text = host.read_text(path, 16 * 1024) or ""
+        m = _PC_VERSION.search(text)
+        if _PC_NAME.search(text) and m:
+            out.append({"path": path, "version": m.group(1)})
+    return out
+
+
 @register("apps", "Applications with their own driver floors", order=97, produces=("apps.*",))
 def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
     return [ok("apps.rapids", find_rapids(ctx.host), "derived", "RAPIDS packages"), find_ollama(ctx.host),
-            ok("apps.renderers", find_renderers(ctx.host), "derived", "Programs that render with the driver")]
+            ok("apps.renderers", find_renderers(ctx.host), "derived", "Programs that render with the driver"),
+            ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host), "derived", "FFmpeg's NVENC/NVDEC headers"),
+            ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX")]

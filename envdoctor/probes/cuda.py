@@ -11,6 +11,11 @@ Sources, each read through the host:
   so the libraries probe can reuse them;
 * conda environments (``conda-meta/*.json`` file names);
 * pip CUDA wheels of the inspected Python (``nvidia-cuda-runtime-cu12`` ...);
+* application bundles unpacked in a home folder or the working directory that carry their own CUDA runtime
+  (``<bundle>/lib/libcudart.so.10.2.89``, ``<bundle>/<part>/lib/...``: a release tarball's layout): the runtime an
+  application bundles is the toolkit's it was built with, and needs that CUDA's driver. CUDA toolkits, conda
+  prefixes and Python environments are left to their own facts. ``cuda.bundled_cudart`` = ``[{root, path,
+  release}]``;
 * ``LD_LIBRARY_PATH``.
 """
 
@@ -596,6 +601,64 @@ def _extension_home(host: Host, home_vars: List[Tuple[str, str]], nvcc: Fact,
     return ok("cuda.extension_home", value, "derived:" + CPP_EXTENSION_HOME_RULE, label)
 
 
+#: A CUDA runtime file with its full release (the .so.X.Y link alone does not say the toolkit's build).
+_CUDART_FILE = re.compile(r"^libcudart\.so\.(\d+)\.(\d+)\.\d+$")
+BUNDLE_LIBDIRS = ("lib", "lib64")
+#: The most directories listed looking for bundles, and the most entries of one looked at.
+BUNDLE_LISTINGS = 384
+BUNDLE_ENTRIES = 128
+
+
+def _not_a_bundle(host: Host, root: str) -> bool:
+    """A CUDA toolkit, a conda prefix or a Python environment: their own probes judge them."""
+    return any(host.exists(posixpath.join(root, n)) for n in ("conda-meta", "pyvenv.cfg", "version.json",
+                                                              "version.txt", "bin/nvcc"))
+
+
+def find_bundled_cudart(host: Host) -> List[Dict[str, Any]]:
+    """CUDA runtimes that application bundles carry: in ``lib``/``lib64`` of the working directory, of each folder in
+    it, of each folder in a home folder and of each folder in those (bounded listings)."""
+    budget = [BUNDLE_LISTINGS]
+
+    def names(d: str) -> List[str]:
+        if budget[0] <= 0:
+            return []
+        budget[0] -= 1
+        return sorted(host.list_dir(d).names())[:BUNDLE_ENTRIES]
+
+    roots: List[str] = []
+    pwd = host.getenv("PWD") or ""
+    if pwd.startswith("/") and pwd.rstrip("/") not in ("", "/usr", "/usr/local", "/opt"):
+        roots.append(posixpath.normpath(pwd))
+        roots += [posixpath.join(roots[0], n) for n in names(roots[0]) if not n.startswith(".")]
+    for home in user_homes(host):
+        for n in names(home):
+            if n.startswith(".") or n in ("lib", "lib64"):
+                continue
+            top = posixpath.join(home, n)
+            roots.append(top)
+            roots += [posixpath.join(top, m) for m in names(top) if not m.startswith(".") and
+                      m not in BUNDLE_LIBDIRS]
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for root in dict.fromkeys(roots):
+        if budget[0] <= 0:
+            break
+        if not host.is_dir(root) or _not_a_bundle(host, root):
+            continue
+        for libdir in BUNDLE_LIBDIRS:
+            d = posixpath.join(root, libdir)
+            if not host.is_dir(d):
+                continue
+            for n in names(d):
+                m = _CUDART_FILE.match(n)
+                path = posixpath.join(d, n)
+                if m and path not in seen:
+                    seen.add(path)
+                    out.append({"root": root, "path": path, "release": "%s.%s" % (m.group(1), m.group(2))})
+    return out
+
+
 @register("cuda", "CUDA toolkits", order=50,
           produces=("cuda.*",))
 def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
@@ -705,6 +768,7 @@ def probe_cuda(ctx: ProbeContext) -> Iterable[Fact]:
 
     facts.append(ok("cuda.toolkits", toolkits, "derived", "CUDA toolkits"))
     facts.append(ok("cuda.pkgconfig", pkgconfig_files(host, toolkits), "derived", "CUDA pkg-config files"))
+    facts.append(ok("cuda.bundled_cudart", find_bundled_cudart(host), "derived", "CUDA runtimes applications bundle"))
     compat = [dict(c, toolkit=t["path"]) for t in toolkits for c in t.get("compat", [])]
     facts.append(ok("cuda.forward_compat", compat, "derived", "Forward-compatibility libcuda"))
 

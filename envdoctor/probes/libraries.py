@@ -33,6 +33,9 @@ from .loader import (  # noqa: F401 - the loader's answers, used here and by the
     version_from_name,
 )
 
+#: The driver's video libraries, by the names programs load them (FFmpeg's nv-codec-headers dlopen libnvcuvid.so.1 and
+#: libnvidia-encode.so.1, dynlink_loader.h; the Video Codec SDK's samples link them).
+VIDEO_SONAMES = ("libnvcuvid.so.1", "libnvidia-encode.so.1")
 #: Other places libraries are commonly unpacked to (not searched by the loader unless configured).
 EXTRA_DIRS = ("/usr/local/lib", "/usr/local/lib64", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
               "/usr/local/cuda/targets/sbsa-linux/lib", "/opt/tensorrt/lib", "/usr/local/tensorrt/lib")
@@ -271,6 +274,11 @@ def probe_libraries(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(ok("libraries.libcuda", {name: resolve_soname(host, name, ld_library_path=ldp, cache=cache)
                                                for name in ("libcuda.so.1", "libcuda.so")},
                         "derived", "libcuda the loader would pick"))
+        # the driver's video libraries (NVDEC's libnvcuvid, NVENC's libnvidia-encode) under the names programs load
+        # them by: the Video Codec SDK ships link-time stubs of both (Lib/linux/stubs/<arch>)
+        facts.append(ok("libraries.video_libs", {name: resolve_soname(host, name, ld_library_path=ldp, cache=cache)
+                                                 for name in VIDEO_SONAMES},
+                        "derived", "Video libraries the loader would pick"))
         # the driver libraries the loader would load first: are they loadable at all (a truncated copy, a text
         # file, a library of another architecture fails in dlopen with the loader's own error)
         broken = []

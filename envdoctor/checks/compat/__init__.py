@@ -65,7 +65,9 @@ DOCS = (
             "driver.version, driver.cuda_version, framework.* (torch +cuXXX / version.py, TensorFlow build_info, "
             "JAX CUDA plugin, onnxruntime-gpu, CuPy cudaXXx, Paddle, MXNet), python.static_cuda and "
             "programs.gpu_code (GPU code whose PTX ISA is newer than the driver's CUDA, with no cubin for the GPU; "
-            "its ISA not read, the CUDA runtime bundled beside it stands for the toolkit that built it: a warning)",
+            "its ISA not read, the CUDA runtime bundled beside it stands for the toolkit that built it: a warning); "
+            "cuda.bundled_cudart (an application bundle's own libcudart.so.X.Y.Z); apps.* (floors software states "
+            "for itself, driver_floors.json: RAPIDS, Ollama, FFmpeg's nv-codec-headers, NVISII)",
             "The framework imports but finds no usable GPU (torch.cuda.is_available() is False, 'CUDA driver "
             "version is insufficient for CUDA runtime version'). Within one CUDA major a driver at or above the "
             "major's floor still runs newer minors (minor-version compatibility); across majors it cannot. "
@@ -514,6 +516,24 @@ def toolkit_needs(facts: Facts) -> List[Need]:
                    "cudatoolkit")
         out.append(Need("conda", "conda %s %s (%s)" % (pkg, env["cuda_version"], env.get("prefix")), mm, conda,
                         "conda"))
+    return out
+
+
+def bundle_needs(facts: Facts) -> List[Need]:
+    """Application bundles carrying their own CUDA runtime (``cuda.bundled_cudart``: ``libcudart.so.10.2.89`` in
+    the bundle's lib): the runtime a bundle carries is the toolkit's it was built with, and it needs a driver that
+    runs that CUDA, like a framework build."""
+    fact = facts.get("cuda.bundled_cudart")
+    if fact is None or not fact.known or not isinstance(fact.value, list):
+        return []
+    out: List[Need] = []
+    for b in fact.value:
+        mm = _mm(b.get("release")) if isinstance(b, dict) else None
+        if mm is None or mm[1] is None:
+            continue
+        label = "the application in %s (it bundles the CUDA %s runtime: %s)" % (b.get("root"), _mm_str(mm),
+                                                                              b.get("path"))
+        out.append(Need("cuda", label, mm, fact, "framework"))
     return out
 
 

@@ -1,7 +1,10 @@
 """Is the driver at or above the floor an application states for itself (``driver_floors.json``), beyond the CUDA
 runtime it carries? RAPIDS raised its CUDA 11 floor to 450.80.02 from 21.12 (RSN 11: its builds use a newer CUDA 11
 runtime through enhanced compatibility) and states 535+/580+ per CUDA major in its platform-support table; Ollama
-states its floor per GPU compute capability and release (docs/gpu.mdx).
+states its floor per GPU compute capability and release (docs/gpu.mdx); FFmpeg's NVENC/NVDEC headers
+(nv-codec-headers, ``ffnvcodec.pc``) state theirs per Video Codec SDK API level (README: 9.0 needs Linux 418.30,
+13.0 needs 570.0), and an FFmpeg built against them refuses the encoder on an older driver; NVISII renders with
+the driver's own OptiX 7 and publishes one wheel per driver branch (README: 1.x.70 for R435, .71 R450, .72 R460).
 
 And is every GPU at or above the oldest GPU generation an installed release still supports (the same data's
 ``min_cc`` rows)? Releases drop generations: RAPIDS 24.02 dropped Pascal (RSN 34), its CUDA 13 packages need Turing;
@@ -97,7 +100,48 @@ def _ollama(facts: Facts, drv: Driver, have: Version) -> List[Finding]:
     return [_finding(facts, drv, what, worst[1], "warning", why, ("apps.ollama",), ("driver",))]
 
 
-@check("compat.driver-floors", requires=("driver.version",), reads=("apps.rapids", "apps.ollama", "gpu.*.name",
+def _nv_codec_headers(facts: Facts, drv: Driver, have: Version) -> List[Finding]:
+    out: List[Finding] = []
+    for pc in facts.items("apps.nv_codec_headers"):
+        if not isinstance(pc, dict) or not pc.get("version"):
+            continue
+        best = _floor(floors.floors_for("nv-codec-headers", pc["version"]))
+        if best is None or have >= best[0]:
+            continue
+        api = ".".join(str(pc["version"]).split(".")[:2])
+        what = "FFmpeg's NVENC/NVDEC headers nv-codec-headers %s (NVENC API %s, %s)" % (pc["version"], api,
+                                                                                       pc.get("path"))
+        why = ("nv-codec-headers %s state Linux driver %s or newer (their README); an FFmpeg built against them "
+               "needs NVENC API %s from the driver and refuses the NVENC encoders and NVDEC decoders on an older "
+               "one ('Driver does not support the required nvenc API version. Required: %s Found: ...'). Either "
+               "update the driver, or rebuild FFmpeg against an nv-codec-headers release whose floor this driver "
+               "meets." % (pc["version"], best[1]["min_driver"], api, api))
+        out.append(_finding(facts, drv, what, best[1], "warning", why, ("apps.nv_codec_headers",),
+                            ("driver",)))
+    return out
+
+
+def _optix_packages(facts: Facts, drv: Driver, have: Version) -> List[Finding]:
+    out: List[Finding] = []
+    for pkg in facts.items("apps.optix_packages"):
+        if not isinstance(pkg, dict) or not pkg.get("version") or not pkg.get("package"):
+            continue
+        best = _floor(floors.floors_for(str(pkg["package"]), pkg["version"]))
+        if best is None or have >= best[0]:
+            continue
+        what = "%s %s (%s)" % (pkg.get("name"), pkg["version"], pkg.get("where"))
+        why = ("%s renders with OptiX 7, which is part of the NVIDIA driver (libnvoptix), and its release %s is the "
+               "wheel for driver branch %s and newer (its README); an older driver has no OptiX 7, so it finds no "
+               "usable device ('no CUDA capable devices found'). Update the driver, or install the %s wheel built "
+               "for an older branch if there is one." % (pkg.get("name"), pkg["version"], best[1]["min_driver"],
+                                                         pkg.get("name")))
+        out.append(_finding(facts, drv, what, best[1], _severity(best[1], ["min_driver"]), why,
+                            ("apps.optix_packages",), ("driver", "python")))
+    return out
+
+
+@check("compat.driver-floors", requires=("driver.version",), reads=("apps.rapids", "apps.ollama",
+       "apps.nv_codec_headers", "apps.optix_packages", "gpu.*.name",
        "gpu.*.compute_capability") + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework"))
 def driver_floors(ctx: CheckContext) -> List[Finding]:
@@ -105,7 +149,8 @@ def driver_floors(ctx: CheckContext) -> List[Finding]:
     have = _v(drv.version)
     if not drv.known or have is None or drv.wsl:
         return []
-    return _rapids(ctx.facts, drv, have) + _ollama(ctx.facts, drv, have)
+    return _rapids(ctx.facts, drv, have) + _ollama(ctx.facts, drv, have) + _nv_codec_headers(ctx.facts, drv, have) \
+        + _optix_packages(ctx.facts, drv, have)
 
 
 def _installed_releases(facts: Facts) -> List[Tuple[str, str, Optional[str], str, str]]:

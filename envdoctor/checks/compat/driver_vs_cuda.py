@@ -30,6 +30,7 @@ from . import (
     _source,
     _torch_pip,
     _v,
+    bundle_needs,
     framework_needs,
     gpu_ccs,
     package_needs,
@@ -98,7 +99,7 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
         return out  # NVML and nvidia-smi gave no answer: cannot judge
     ccs = [cc for cc, _, _ in gpu_ccs(facts)]
     compat = _forward_compat(facts, drv)
-    for need in fneeds + package_needs(facts) + toolkit_needs(facts) + static_needs(facts):
+    for need in fneeds + package_needs(facts) + toolkit_needs(facts) + static_needs(facts) + bundle_needs(facts):
         verdict = drv.verdict(need.cuda, need.update)
         if verdict != "ok" and compat is not None and need.cuda <= compat[1]:
             # the cuda-compat libcuda the loader takes runs this CUDA on the older driver where NVIDIA's table lists
@@ -444,7 +445,7 @@ def _minor_compat(drv: Driver, need: Need, ccs: Sequence[str], facts: Facts,
 @check("compat.driver-vs-cuda", requires=("driver.version",), reads=("cuda.nvcc", "cuda.home", "cuda.default_symlink",
        "cuda.conda", "driver.nvidia_pci_gpus", "framework.*", "python.static_cuda", "cuda.forward_compat",
        "cuda.ld_library_path", "env.ld_library_path_resolved", "libraries.libcuda", "driver.userspace.libraries",
-       "driver.nvml.status", "linkage.packages")
+       "driver.nvml.status", "linkage.packages", "cuda.bundled_cudart")
        + tuple("framework." + name for name, _ in FRAMEWORKS)
        + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework", "driver.too_old_for_toolkit",
