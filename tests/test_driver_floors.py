@@ -346,3 +346,28 @@ def test_a_bundle_quiet_on_a_driver_that_runs_its_runtime_and_toolkits_and_conda
               "/home/user/miniconda3/lib/libcudart.so.10.2.89": "", "/home/user/miniconda3/conda-meta/history": ""}
     facts = bundle_facts("418.126.02", "10.1", others)
     assert facts[-1].value == []
+
+
+def test_a_home_folder_full_of_folders_costs_a_bounded_number_of_questions():
+    """Thousands of data folders in the home folder: the search for bundles asks at most BUNDLE_QUESTIONS
+    questions (listings), looks at most BUNDLE_ENTRIES entries of each, and finds what lies within them."""
+    from envdoctor.probes import cuda
+
+    files = {"/home/user/data%04d/part%02d/file.bin" % (i, j): "" for i in range(200) for j in range(60)}
+    files[BUNDLE + "/aliceVision/lib/libcudart.so.10.2.89"] = ""
+    host = make_host(files=files, environ={"HOME": "/home/user"})
+    asked = []
+    listing = host.list_dir
+
+    def counted(path):
+        asked.append(path)
+        return listing(path)
+
+    host.list_dir = counted
+    found = cuda.find_bundled_cudart(host)
+    assert 0 < len(asked) <= cuda.BUNDLE_QUESTIONS
+    # the bundle sorts after the 200 data folders: past the entries looked at, so not found (bounded, said so here)
+    assert found == []
+    few = {BUNDLE + "/aliceVision/lib/libcudart.so.10.2.89": "", "/home/user/notes/a.txt": ""}
+    assert [b["release"] for b in cuda.find_bundled_cudart(make_host(files=few, environ={"HOME": "/home/user"}))] \
+        == ["10.2"]

@@ -288,6 +288,10 @@ IN_FLIGHT_GRACE = 0.4
 NVML_CHILD_WAIT = 0.5
 
 
+#: No answer yet (an answer may itself be None).
+_UNKNOWN = object()
+
+
 class LiveHost(Host):
     """This machine.  ``timeout`` bounds each command; ``deadline`` the whole run."""
 
@@ -337,6 +341,9 @@ class LiveHost(Host):
 
     def _once(self, table: Dict[Any, Any], key: Any, compute: Any) -> Any:
         """Compute an answer once, even when several probe threads ask together."""
+        known = table.get(key, _UNKNOWN)  # answered already (most asks): no lock (a dict read is atomic)
+        if known is not _UNKNOWN:
+            return known
         with self._lock:
             if key in table:
                 return table[key]

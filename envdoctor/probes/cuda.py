@@ -11,7 +11,7 @@ Sources, each read through the host:
   so the libraries probe can reuse them;
 * conda environments (``conda-meta/*.json`` file names);
 * pip CUDA wheels of the inspected Python (``nvidia-cuda-runtime-cu12`` ...);
-* application bundles unpacked in a home folder or the working directory that carry their own CUDA runtime
+* application bundles unpacked in a home folder that carry their own CUDA runtime
   (``<bundle>/lib/libcudart.so.10.2.89``, ``<bundle>/<part>/lib/...``: a release tarball's layout): the runtime an
   application bundles is the toolkit's it was built with, and needs that CUDA's driver. CUDA toolkits, conda
   prefixes and Python environments are left to their own facts. ``cuda.bundled_cudart`` = ``[{root, path,
@@ -604,58 +604,56 @@ def _extension_home(host: Host, home_vars: List[Tuple[str, str]], nvcc: Fact,
 #: A CUDA runtime file with its full release (the .so.X.Y link alone does not say the toolkit's build).
 _CUDART_FILE = re.compile(r"^libcudart\.so\.(\d+)\.(\d+)\.\d+$")
 BUNDLE_LIBDIRS = ("lib", "lib64")
-#: The most directories listed looking for bundles, and the most entries of one looked at.
-BUNDLE_LISTINGS = 384
-BUNDLE_ENTRIES = 128
-
-
-def _not_a_bundle(host: Host, root: str) -> bool:
-    """A CUDA toolkit, a conda prefix or a Python environment: their own probes judge them."""
-    return any(host.exists(posixpath.join(root, n)) for n in ("conda-meta", "pyvenv.cfg", "version.json",
-                                                              "version.txt", "bin/nvcc"))
+#: The most questions (listings and existence checks together) asked looking for bundles, and the most entries of
+#: one folder looked at: a home folder full of data sets costs no more than a small one.
+BUNDLE_QUESTIONS = 160
+BUNDLE_ENTRIES = 48
 
 
 def find_bundled_cudart(host: Host) -> List[Dict[str, Any]]:
-    """CUDA runtimes that application bundles carry: in ``lib``/``lib64`` of the working directory, of each folder in
-    it, of each folder in a home folder and of each folder in those (bounded listings)."""
-    budget = [BUNDLE_LISTINGS]
+    """CUDA runtimes that application bundles carry: in ``lib``/``lib64`` of a folder in a home folder, or of a
+    folder in one of those (a release tarball unpacked in the home folder: ``~/Meshroom-2020.1.0/aliceVision/lib``).
+    Only folders whose listing shows a ``lib``/``lib64`` are looked into, CUDA toolkits, conda prefixes and Python
+    environments are left to their own facts, and every listing and check counts against one small budget."""
+    budget = [BUNDLE_QUESTIONS]
 
     def names(d: str) -> List[str]:
         if budget[0] <= 0:
             return []
         budget[0] -= 1
-        return sorted(host.list_dir(d).names())[:BUNDLE_ENTRIES]
+        return sorted(n for n in host.list_dir(d).names() if not n.startswith("."))[:BUNDLE_ENTRIES]
 
-    roots: List[str] = []
-    pwd = host.getenv("PWD") or ""
-    if pwd.startswith("/") and pwd.rstrip("/") not in ("", "/usr", "/usr/local", "/opt"):
-        roots.append(posixpath.normpath(pwd))
-        roots += [posixpath.join(roots[0], n) for n in names(roots[0]) if not n.startswith(".")]
+    def bundle(root: str, entries: List[str]) -> bool:
+        """Holds a lib folder, and is none of a toolkit (bin/nvcc, version.json), conda or venv prefix."""
+        return (any(n in entries for n in BUNDLE_LIBDIRS)
+                and not any(n in entries for n in ("conda-meta", "pyvenv.cfg", "version.json", "version.txt"))
+                and "nvcc" not in (names(posixpath.join(root, "bin")) if "bin" in entries else []))
+
+    roots: List[Tuple[str, List[str]]] = []
     for home in user_homes(host):
         for n in names(home):
-            if n.startswith(".") or n in ("lib", "lib64"):
+            if n in BUNDLE_LIBDIRS:
                 continue
             top = posixpath.join(home, n)
-            roots.append(top)
-            roots += [posixpath.join(top, m) for m in names(top) if not m.startswith(".") and
-                      m not in BUNDLE_LIBDIRS]
+            below = names(top)
+            roots.append((top, below))
+            for m in below:
+                if m not in BUNDLE_LIBDIRS and budget[0] > 0:
+                    sub = posixpath.join(top, m)
+                    roots.append((sub, names(sub)))
     out: List[Dict[str, Any]] = []
-    seen = set()
-    for root in dict.fromkeys(roots):
-        if budget[0] <= 0:
-            break
-        if not host.is_dir(root) or _not_a_bundle(host, root):
+    for root, entries in roots:
+        if not bundle(root, entries):
             continue
         for libdir in BUNDLE_LIBDIRS:
-            d = posixpath.join(root, libdir)
-            if not host.is_dir(d):
+            if libdir not in entries:
                 continue
-            for n in names(d):
-                m = _CUDART_FILE.match(n)
-                path = posixpath.join(d, n)
-                if m and path not in seen:
-                    seen.add(path)
-                    out.append({"root": root, "path": path, "release": "%s.%s" % (m.group(1), m.group(2))})
+            d = posixpath.join(root, libdir)
+            for name in names(d):
+                hit = _CUDART_FILE.match(name)
+                if hit:
+                    out.append({"root": root, "path": posixpath.join(d, name),
+                                "release": "%s.%s" % (hit.group(1), hit.group(2))})
     return out
 
 
