@@ -565,3 +565,80 @@ def test_ptx_isa_read_from_the_file_makes_it_an_error() -> None:
     found = _ptx(find_gpu_code(host), driver("460.91.03", "11.2") + gpu("8.0", "A100-PCIE-40GB") + _nvcc("11.8.89"))
     assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "error")]
     assert "PTX ISA 7.8" in found[0].title and "460.91.03" in found[0].title and "presumably" not in found[0].title
+
+
+# -- GPU code outside the frameworks: libraries in the loader's cache, files whose dynamic section is not
+# recorded, wheels installed without a RECORD, an NVRTC older than the GPU (B75/B76 cases) ------------------
+
+from envdoctor.probes.programs import cache_libraries  # noqa: E402
+
+OPENCV = "b76-ubuntu1604-opencv440-cuda100-built-sm60-61-on-rtx2060-not-built-for-selected-device"
+GADGETRON = "b76-ubuntu2004-rtx3090-driver46519-cuda113-gadgetron-built-without-sm80-86"
+ACEMD = "b75-ubuntu2004-2x-rtx3090-driver49544-conda-acemd3-350-cuda102-cudatoolkit10289-nvrtc-cannot-target-sm86"
+MACH = "b76-container-dataflow-nvidia-l4-driver535-mach-wheel-built-sm75-only-ptx75"
+BNB_K80 = "b17-ubuntu2004-tesla-k80-pip-bitsandbytes0420-no-kepler-binaries"
+
+
+def test_library_built_into_usr_local_lib_is_read_from_the_loader_cache() -> None:
+    value = _code(OPENCV)
+    assert [(e["kind"], e["owner"], e["version"], e["sass"]) for e in value["libraries"]] == [
+        ("library", "libopencv_core", "4.4.0", ["sm_60", "sm_61"]),
+        ("library", "libopencv_cudev", "4.4.0", ["sm_60", "sm_61"]),
+        ("library", "libopencv_dnn", "4.4.0", ["sm_60", "sm_61"])]
+    found = _judge(value, driver("430.50", "10.1") + gpu("7.5", "GeForce RTX 2060"))
+    assert {(f.code, f.severity) for f in found} == {("gpu.arch_not_in_build", "error")}
+    assert all("compute capability 7.5" in f.title and "sm_60, sm_61" in f.title for f in found)
+    assert "library libopencv_core 4.4.0" in found[0].title
+    # sm_61 runs on a 6.1 GPU: quiet
+    assert _judge(value, driver("430.50", "10.1") + gpu("6.1", "GeForce GTX 1080")) == []
+
+
+def test_loader_cache_leaves_the_system_nvidia_and_toolkit_libraries_to_their_checks() -> None:
+    doc = load_snapshot(os.path.join(CORPUS, OPENCV, "snapshot.json"))
+    ldconfig = next(c for c in doc["commands"] if c["argv"][-1] == "-p")
+    ldconfig["stdout"] += "".join("\t%s (libc6,x86-64) => %s\n" % (n, p) for n, p in (
+        ("libcudnn.so.7", "/usr/local/lib/libcudnn.so.7"), ("libnvidia-ml.so.1", "/usr/local/nvidia/lib64/x.so"),
+        ("libfoo.so.1", "/opt/cuda-10.0/extras/lib/libfoo.so.1"), ("libbar.so.1", "/usr/lib/libbar.so.1")))
+    listed = [path for _soname, path in cache_libraries(SnapshotHost(doc))]
+    assert listed == ["/usr/local/lib/libopencv_core.so.4.4", "/usr/local/lib/libopencv_cudev.so.4.4",
+                      "/usr/local/lib/libopencv_dnn.so.4.4", "/usr/local/lib/libopencv_imgproc.so.4.4"]
+
+
+def test_library_whose_dynamic_section_was_not_read_is_judged_by_its_fat_binary() -> None:
+    value = _code(GADGETRON)
+    # the programs beside it (no fat binary recorded, no dynamic section) are not kept
+    assert [(e["owner"], e["path"].rsplit("/", 1)[1], e["cudart"]) for e in value["libraries"]] == [
+        ("gadgetron", "libgadgetron_toolbox_gpu_%s.so" % n, None) for n in ("core", "nfft", "solvers")]
+    found = _judge(value, driver("465.19.01", "11.3") + gpu("8.6", "GeForce RTX 3090"))
+    assert {(f.code, f.severity) for f in found} == {("gpu.arch_not_in_build", "error")}
+    assert all("compute capability 8.6" in f.title for f in found)
+    assert _judge(value, driver("465.19.01", "11.3") + gpu("7.5", "GeForce RTX 2080 Ti")) == []
+
+
+def test_nvrtc_older_than_the_gpu_cannot_target_it() -> None:
+    value = _code(ACEMD)
+    found = _judge(value, driver("495.44", "11.5") + gpu("8.6", "NVIDIA GeForce RTX 3090"))
+    assert [(f.code, f.severity) for f in found] == [("cuda.gpu_newer_than_toolkit", "warning")]
+    assert "NVRTC 10.2" in found[0].title and "compute capability 8.6" in found[0].title
+    assert "up to 7.5" in found[0].title and "acemd3" in found[0].title
+    assert "invalid value for --gpu-architecture" in found[0].detail and "CUDA 11.1" in found[0].fix.text
+    # a GPU its NVRTC targets, or no library linking NVRTC: quiet
+    assert _judge(value, driver("495.44", "11.5") + gpu("7.5", "GeForce RTX 2080 Ti")) == []
+    unlinked = {"libraries": [dict(e, nvrtc=False) for e in value["libraries"]], "complete": True}
+    assert _judge(unlinked, driver("495.44", "11.5") + gpu("8.6", "NVIDIA GeForce RTX 3090")) == []
+
+
+def test_wheel_installed_without_record_or_top_level_is_found_by_its_name() -> None:
+    value = _code(MACH)
+    assert [(e["kind"], e["owner"], e["sass"], e["ptx"]) for e in value["libraries"]] == [
+        ("python", "mach", ["sm_75"], ["compute_75"])]
+    found = _judge(value, driver("535.183.01", "12.2") + gpu("8.9", "NVIDIA L4"))
+    assert [(f.code, f.severity) for f in found] == [("gpu.arch_ptx_jit_only", "warning")]
+    assert "compute capability 8.9" in found[0].title and "mach" in found[0].title
+    assert _judge(value, driver("535.183.01", "12.2") + gpu("7.5", "Tesla T4")) == []
+
+
+def test_package_below_its_published_builds_floor_is_reported_once_not_per_file() -> None:
+    report = diagnose(_host(BNB_K80))
+    found = [f for f in report.findings if f.code == "gpu.arch_not_in_build"]
+    assert len(found) == 1 and "bitsandbytes 0.42.0" in found[0].title

@@ -143,8 +143,15 @@ def test_bounds(tmp_path: Any, monkeypatch: Any) -> None:
     assert find_static_cuda(_site(tmp_path / "b"))["complete"] is False
 
 
-def test_no_record_is_counted_not_searched(tmp_path: Any) -> None:
-    host = _site(tmp_path)
+def test_no_record_is_searched_through_its_name_else_counted(tmp_path: Any) -> None:
+    # no RECORD, no top_level.txt: the package its .dist-info names (catboost/) is searched; its CPU module there
+    # (catboost/_catboost.so) carries no GPU code, and catboost/gpu/ is below the one level searched
+    host = _site(tmp_path / "a")
+    os.remove(host.distributions()[0].metadata_dir + "/RECORD")
+    value = find_static_cuda(host)
+    assert (value["libraries"], value["unlisted"]) == ([], 0)
+    # a distribution whose name names no package beside it: counted, not searched
+    host = _site(tmp_path / "b", name="other")
     os.remove(host.distributions()[0].metadata_dir + "/RECORD")
     value = find_static_cuda(host)
     assert (value["libraries"], value["unlisted"]) == ([], 1)

@@ -17,6 +17,9 @@ Three places, each bounded:
   components of that revision (``/snap/<name>/components/<revision>/<component>``, where snapd puts a strict
   snap's optional parts: a CUDA build of its engine), a Flatpak app's files (``/var/lib/flatpak/app/<id>/current/
   active/files``): their ``bin``, ``lib``, ``lib64`` and ``usr/bin``, ``usr/lib``, ``usr/lib64``;
+* **libraries the loader's cache lists outside the distribution's directories** (:func:`cache_libraries`: a C++
+  library built from source into ``/usr/local/lib`` or an install prefix named in ``/etc/ld.so.conf.d``), NVIDIA's
+  own and the driver's left out, at most :data:`MAX_CACHE_LIBRARIES`;
 * **Python extension modules**: the shared objects each installed distribution's ``RECORD`` lists, or for one
   installed without a wheel (an egg, a legacy ``.egg-info``) its own metadata (as :mod:`envdoctor.probes.staticcuda`
   finds them), of the packages that are not frameworks.
@@ -63,6 +66,8 @@ _NVRTC = lazyre.compile(r"^libnvrtc" + SHARED_SUFFIX + "$")
 _CUDART = lazyre.compile(r"^libcudart" + SHARED_SUFFIX + "$")
 _NVRTC_FILE = lazyre.compile(r"^libnvrtc\.so\.(\d+\.\d+)\.\d+")
 _CUDART_FILE = lazyre.compile(r"^libcudart\.so\.(\d+\.\d+)\.\d+")
+#: Why an ELF read says a file holds no code to judge: not there, unreadable, or no ELF file at all (a script).
+_NOT_AN_OBJECT = frozenset({"ENOENT", "EACCES", "ENOTDIR", "EISDIR", "not_elf"})
 
 
 def _framework(name: str) -> bool:
@@ -144,14 +149,17 @@ class _Reader:
                                  "cudart": None, "cudart_version": None, "prefix": prefix, "toolkit": None})
             return
         # the dynamic section first: a file that is no shared object or program (a script on PATH) is not kept
-        # whatever it holds, so its fat binary is never looked for
+        # whatever it holds, so its fat binary is never looked for; one whose dynamic section could not be read
+        # (garbled, or not recorded) is still an ELF file, and the GPU code its fat binary carries is judged
         elf = host.elf(real)
-        if not elf.ok:
+        if not elf.ok and elf.error in _NOT_AN_OBJECT:
             return
         fat = host.fatbin(real)
         sass = list(fat.sass) if fat.ok else []
         ptx = list(fat.ptx) if fat.ok else []
-        needed = list(elf.needed)
+        if not elf.ok and not (sass or ptx):
+            return
+        needed = list(elf.needed) if elf.ok else []
         cuda = any(_LIBCUDA.match(n) or n.startswith(("libcudart", "libnvrtc", "libcufft", "libcublas", "libcurand",
                                                       "libcusolver", "libcusparse", "libcudnn", "libnccl"))
                    for n in needed)
@@ -159,11 +167,11 @@ class _Reader:
             return
         nvrtc = any(_NVRTC.match(n) for n in needed)
         nvrtc_toolkit = None
-        if nvrtc:
+        if nvrtc and elf.ok:
             nvrtc_toolkit = _bundled_release(host, real, elf, prefix, _NVRTC_FILE) or toolkit
         cudart = next((n for n in needed if _CUDART.match(n)), None)
         cudart_version = None
-        if cudart and ptx:
+        if cudart and ptx and elf.ok:
             cudart_version = _bundled_release(host, real, elf, prefix, _CUDART_FILE)
         self.out.append({"kind": kind, "owner": owner, "version": version, "path": real, "sass": sass, "ptx": ptx,
                          "ptx_isa": fat.ptx_isa if fat.ok else None, "nvrtc": nvrtc, "cudart": cudart,
@@ -368,6 +376,51 @@ def module_libraries(host: Host, root: str) -> List[str]:
     return out
 
 
+#: The most libraries of the loader's cache read in one run.
+MAX_CACHE_LIBRARIES = 48
+#: The driver's own libraries (its checks judge them), wherever the loader's cache lists them.
+_DRIVER_LIBRARY = lazyre.compile(r"^lib(?:cuda\.|cuda_|nvcuvid|nvoptix|nvidia|[A-Za-z0-9]+_nvidia)")
+
+
+def cache_libraries(host: Host) -> List[Tuple[str, str]]:
+    """``(soname, path)`` of each library the loader's cache lists outside the distribution's own directories
+    (the system search path's, where packages install, and the driver's): what is built from source and
+    installed into ``/usr/local/lib`` or an install prefix named in ``/etc/ld.so.conf.d`` (a C++ library built with
+    CUDA, OpenCV's ``libopencv_cudev``, its programs' libraries), which every program on the machine loads by name.
+    NVIDIA's own libraries (the CUDA toolkit's, cuDNN, NCCL, TensorRT: :data:`~envdoctor.probes.loader.CUDA_FAMILY`;
+    the driver's), a CUDA toolkit's and the driver's folders are left to their own checks. At most
+    :data:`MAX_CACHE_LIBRARIES`, in the cache's order."""
+    from ..osinfo import CONTAINER_DRIVER_DIRS, LOADER_DIRS
+    from .loader import CUDA_FAMILY, default_dirs, read_ld_cache
+
+    entries, _fact = read_ld_cache(host)
+    system = set(LOADER_DIRS) | set(default_dirs(host)) | set(CONTAINER_DRIVER_DIRS)
+    out: List[Tuple[str, str]] = []
+    for soname, _flags, path in entries or []:
+        if not path.startswith("/") or len(out) >= MAX_CACHE_LIBRARIES:
+            continue
+        parts = posixpath.normpath(path).split("/")
+        if (posixpath.dirname(path) in system or CUDA_FAMILY.match(soname) or _DRIVER_LIBRARY.match(soname)
+                or any(_TOOLKIT_PART.match(p) or p in ("nvidia", "conda-meta") for p in parts[:-1])):
+            continue
+        out.append((soname, path))
+    return out
+
+
+_TOOLKIT_PART = lazyre.compile(r"^cuda(?:-\d+(?:\.\d+)*)?$")
+_LIBRARY_VERSION = lazyre.compile(r"^(lib[A-Za-z0-9_+-]+?)\.so((?:\.\d+)*)$")
+
+
+def _library_name(host: Host, soname: str, path: str) -> Tuple[str, Optional[str]]:
+    """(name, version) a library of the loader's cache goes by: ``libopencv_core.so.4.4`` whose file is
+    ``libopencv_core.so.4.4.0`` -> (``libopencv_core``, ``4.4.0``)."""
+    m = _LIBRARY_VERSION.match(soname)
+    name = m.group(1) if m else soname
+    f = _LIBRARY_VERSION.match(posixpath.basename(host.resolve(path)))
+    version = (f.group(2) or "").lstrip(".") if f else ""
+    return name, version or None
+
+
 def find_gpu_code(host: Host) -> Dict[str, Any]:
     from .staticcuda import candidates_once
 
@@ -385,6 +438,9 @@ def find_gpu_code(host: Host) -> Dict[str, Any]:
     candidates, _unlisted, complete = candidates_once(host)
     for dist, path in candidates:
         reader.read(path, "python", dist.name, dist.version)
+    for soname, path in cache_libraries(host):
+        lib_name, lib_version = _library_name(host, soname, path)
+        reader.read(path, "library", lib_name, lib_version)
     return {"libraries": reader.out, "complete": reader.complete and complete}
 
 

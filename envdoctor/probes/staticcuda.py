@@ -93,11 +93,13 @@ _MODULE = lazyre.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SO = r"[^/]+\.so(?:\.\d+)*"
 
 
-def top_level_modules(host: Host, root: str, info_dir: str) -> List[str]:
-    """The compiled modules named by ``top_level.txt`` in ``info_dir``: ``<root>/<name>*.so`` and the ``.so`` files
-    directly in ``<root>/<name>/``."""
+def top_level_modules(host: Host, root: str, info_dir: str, names: Optional[List[str]] = None) -> List[str]:
+    """The compiled modules named by ``top_level.txt`` in ``info_dir`` (or by ``names``): ``<root>/<name>*.so`` and
+    the ``.so`` files directly in ``<root>/<name>/``."""
     out: List[str] = []
-    for name in (host.read_text(posixpath.join(info_dir, "top_level.txt"), limit=64 * 1024) or "").split():
+    if names is None:
+        names = (host.read_text(posixpath.join(info_dir, "top_level.txt"), limit=64 * 1024) or "").split()
+    for name in names:
         if not _MODULE.match(name):
             continue
         out += host.glob_dir(root, re.escape(name) + r"(?:\.[A-Za-z0-9_-]+)*\.so")
@@ -160,9 +162,9 @@ def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
     ``sys.path`` (``EGG-INFO/native_libs.txt``, the shared objects at the egg's top and its ``top_level.txt``
     modules), an ``.egg-info`` folder (pip's ``installed-files.txt``, else, when that is missing or empty, a
     development install's package tree, or its ``top_level.txt`` modules beside it), a ``.dist-info`` folder whose
-    RECORD is missing (its ``top_level.txt``). The one reader of such metadata (the linkage probe's legacy extension
-    modules use it too). None when its metadata lists nothing (a PKG-INFO file alone, as distribution packages ship,
-    outside a development install): not searched."""
+    RECORD is missing (its ``top_level.txt``, else the package its own name names). The one reader of such
+    metadata (the linkage probe's legacy extension modules use it too). None when its metadata lists nothing (a
+    PKG-INFO file alone, as distribution packages ship, outside a development install): not searched."""
     meta = dist.metadata_dir
     if posixpath.basename(meta) == "EGG-INFO":
         native = host.read_text(posixpath.join(meta, "native_libs.txt"), limit=RECORD_LIMIT) or ""
@@ -183,6 +185,13 @@ def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
     elif meta.endswith(".dist-info") and host.exists(posixpath.join(meta, "top_level.txt")):
         # a .dist-info whose RECORD was left out (by an installer or a distribution's packaging): its top_level.txt
         found = top_level_modules(host, dist.location, meta)
+    elif meta.endswith(".dist-info"):
+        # nor a top_level.txt (setuptools writes one; scikit-build-core, meson-python, maturin do not): the package
+        # its folder names, as the wheel spec escapes it (``<name>-<version>.dist-info``, ``-``/``.`` -> ``_``),
+        # which is the import name of most projects
+        found = top_level_modules(host, dist.location, meta, [re.sub(r"[-.]+", "_", dist.name)])
+        if not found:
+            return None
     else:
         return None
     inside = [p for p in found if p.startswith(dist.location.rstrip("/") + "/")]  # a list naming files elsewhere

@@ -155,9 +155,11 @@ DOCS = (
             "cuda.json (cc_min)"),
     CodeDoc("cuda.gpu_newer_than_toolkit", "warning",
             "The GPU is newer than the active CUDA toolkit knows: nvcc cannot emit SASS for its compute "
-            "capability.", "cuda.nvcc / cuda.default_symlink / cuda.home, gpu.N.compute_capability",
+            "capability.", "cuda.nvcc / cuda.default_symlink / cuda.home, gpu.N.compute_capability; "
+            "programs.gpu_code (the NVRTC release a library compiles its kernels with)",
             "Building extensions for this GPU (TORCH_CUDA_ARCH_LIST, -arch=native) fails; code built for older "
-            "architectures runs only through PTX JIT.", "cuda.json (cc_max)"),
+            "architectures runs only through PTX JIT; a program whose NVRTC predates the GPU gets 'invalid value "
+            "for --gpu-architecture' or runs older PTX through the JIT.", "cuda.json (cc_max)"),
     CodeDoc("framework.cpu_only_build", "warning",
             "A CPU-only build of a framework is installed on a machine with an NVIDIA GPU.",
             "framework.* (build), gpu.count, driver.cuda_version",

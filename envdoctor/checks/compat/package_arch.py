@@ -8,20 +8,23 @@ code itself (``source_builds``: FlashAttention-2's kernels refuse older GPUs at 
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List, Set, Tuple
+
+from packaging.version import Version
 
 from ...facts import Facts
 from ...findings import Finding, Fix
+from ...host.base import normalize_name
 from ...matrix import packages
 from .. import CheckContext, check, docs_for
 from . import DOCS, _ev, _source, _v, gpu_ccs
 
 
-def _package_arch(facts: Facts) -> List[Finding]:
-    out: List[Finding] = []
+def _judged(facts: Facts) -> List[Tuple[str, str, Dict[str, Any], Version]]:
+    """(package, version, its package_arch.json row, floor) of each installed package a row judges."""
+    out: List[Tuple[str, str, Dict[str, Any], Version]] = []
     fact = facts.get("python.gpu_packages")
-    gpus = gpu_ccs(facts)
-    if fact is None or not fact.known or not isinstance(fact.value, list) or not gpus:
+    if fact is None or not fact.known or not isinstance(fact.value, list):
         return out
     for entry in fact.value:
         if not isinstance(entry, dict):
@@ -33,6 +36,29 @@ def _package_arch(facts: Facts) -> List[Finding]:
             continue
         if entry.get("local_build") and not row.get("source_builds"):
             continue  # built from source on this machine: compiled for its GPUs, not the published builds' floor
+        out.append((name, version, row, floor))
+    return out
+
+
+def below_floor(facts: Facts) -> Set[Tuple[str, str]]:
+    """(normalised package name, compute capability) of each package and GPU this check reports (the package's
+    published builds carry no code for that GPU): compat.program-arch does not report its files again."""
+    out: Set[Tuple[str, str]] = set()
+    for name, _version, _row, floor in _judged(facts):
+        for cc, _gpu, _cc_fact in gpu_ccs(facts):
+            want = _v(cc)
+            if want is not None and want < floor:
+                out.add((normalize_name(name), cc))
+    return out
+
+
+def _package_arch(facts: Facts) -> List[Finding]:
+    out: List[Finding] = []
+    fact = facts.get("python.gpu_packages")
+    gpus = gpu_ccs(facts)
+    if fact is None or not gpus:
+        return out
+    for name, version, row, floor in _judged(facts):
         label = "%s %s" % (name, version)
         for cc, gpu, cc_fact in gpus:
             want = _v(cc)

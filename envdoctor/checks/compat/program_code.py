@@ -12,7 +12,9 @@ the rules a framework's own GPU code is judged by:
   cannot ("the provided PTX was compiled with an unsupported toolchain"): CUDA minor-version compatibility does
   not cover PTX (NVIDIA's CUDA compatibility guide), so a driver below that NVRTC's CUDA is an error, not the
   minor-version info (``driver.too_old_for_toolkit``); and an NVRTC whose CUDA no longer targets the GPU's
-  architecture (``cuda.json`` ``cc_min``) cannot compile for it at all (``cuda.toolkit_cannot_target_gpu``);
+  architecture (``cuda.json`` ``cc_min``) cannot compile for it at all (``cuda.toolkit_cannot_target_gpu``), and
+  one whose CUDA predates it (``cc_max``: NVRTC 10.2 knows no compute_86) rejects its architecture, so the kernels
+  either fail to build or run only as an older architecture's PTX (``cuda.gpu_newer_than_toolkit``, a warning);
 * a fat binary that reaches a GPU only through its PTX (no cubin runs there): the driver JIT-compiles that PTX and
   knows no PTX ISA newer than its own CUDA's (NVIDIA's PTX ISA release history, ``cuda.json`` ``ptx_isa``: ISA 7.8
   is CUDA 11.8's). Minor-version compatibility does not cover PTX JIT, so a driver below the CUDA that introduced
@@ -39,12 +41,14 @@ from packaging.version import Version
 from ... import versions
 from ...facts import Facts
 from ...findings import Finding, Fix
+from ...host.base import normalize_name
 from ...matrix import hardware as hw
 from .. import CheckContext, check, docs_for
 from ..suggest import INSTALL_LINE_READS, install_line
 from . import DOCS, Driver, _ev, _mm, _mm_str, _severity, _source, _v, active_toolkit, gpu_ccs
 from .arch_vs_builds import _binary_runs_on
 from .driver_vs_cuda import _branch, _forward_compat
+from .package_arch import below_floor
 
 COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 NVRTC_URL = "https://docs.nvidia.com/cuda/nvrtc/index.html"
@@ -60,7 +64,8 @@ def _entries(facts: Facts) -> List[Dict[str, Any]]:
 
 def _label(e: Dict[str, Any]) -> str:
     owner = str(e.get("owner") or "")
-    kind = {"conda": "conda package", "program": "program", "python": "Python package"}.get(str(e.get("kind")), "")
+    kind = {"conda": "conda package", "program": "program", "python": "Python package",
+            "library": "library"}.get(str(e.get("kind")), "")
     return ("%s %s %s" % (kind, owner, e.get("version") or "")).strip()
 
 
@@ -74,6 +79,8 @@ def _program_arch(facts: Facts) -> List[Finding]:
     # compat.driver-vs-cuda) names the driver it needs (one root cause, one finding)
     unjittable: Set[str] = {path for path, _f in _program_ptx_by_path(facts, leave_static=False)}
     jit_said: Set[Tuple[str, str]] = set()
+    # a Python package whose published builds carry no code for a GPU: compat.package-arch reports it once
+    floors = below_floor(facts)
     for e in _entries(facts):
         sass, ptx = list(e.get("sass") or []), list(e.get("ptx") or [])
         if not sass and not ptx:
@@ -81,6 +88,8 @@ def _program_arch(facts: Facts) -> List[Finding]:
         for cc, gpu, cc_fact in gpus:
             has_sass, has_ptx = _binary_runs_on(sass, ptx, cc)
             if has_sass or _v(cc) is None:
+                continue
+            if e.get("kind") == "python" and (normalize_name(str(e.get("owner") or "")), cc) in floors:
                 continue
             sm = "sm_" + cc.replace(".", "")
             if has_ptx:
@@ -164,8 +173,11 @@ def _program_nvrtc(facts: Facts) -> List[Finding]:
                                  "the driver's CUDA %s (in conda: cudatoolkit=%s or cuda-version=%s)." % (
                                      row.get("min_driver_linux"), row["version"], _mm_str(drv.cuda),
                                      _mm_str(drv.cuda), _mm_str(drv.cuda)))))
-        cc_min = row.get("cc_min")
+        cc_min, cc_max = row.get("cc_min"), row.get("cc_max")
         for cc, gpu, cc_fact in gpu_ccs(facts):
+            if cc_max and _v(cc) is not None and Version(cc) > Version(str(cc_max)):
+                out.append(_nvrtc_too_old(e, row, cc, gpu, cc_fact, fact))
+                continue
             if not cc_min or _v(cc) is None or Version(cc) >= Version(str(cc_min)):
                 continue
             sm = "sm_" + cc.replace(".", "")
@@ -185,6 +197,32 @@ def _program_nvrtc(facts: Facts) -> List[Finding]:
                              "of compute capability %s or newer." % (
                                  e.get("owner"), sm, older[-1] if older else "older", cc_min))))
     return out
+
+
+def _nvrtc_too_old(e: Dict[str, Any], row: Dict[str, Any], cc: str, gpu: str, cc_fact: Any, fact: Any) -> Finding:
+    """A library compiling its kernels with an NVRTC whose CUDA predates the GPU's architecture (``cuda.json``
+    ``cc_max``): NVRTC rejects ``--gpu-architecture=compute_XY`` for it as nvcc rejects ``-arch``."""
+    sm = "sm_" + cc.replace(".", "")
+    newer = hw.cuda_for_cc(cc)
+    first = newer[0] if newer else None
+    return Finding(
+        code="cuda.gpu_newer_than_toolkit", severity="warning", components=["cuda", "gpu"],
+        title="%s (%s) compiles its kernels at run time with NVRTC %s, which cannot target %s (%s, compute "
+              "capability %s): CUDA %s targets up to %s" % (
+                  e["path"], _label(e), row["version"], gpu, sm, cc, row["version"], row["cc_max"]),
+        detail="NVRTC %s does not know compute_%s: a program asking it for this GPU's architecture gets "
+               "'nvrtc: error: invalid value for --gpu-architecture (-arch)' and builds no kernel; one that falls "
+               "back to an older architecture's PTX (at most compute_%s) runs it only through the driver's JIT. "
+               "The first CUDA whose NVRTC targets it is %s." % (
+                   row["version"], cc.replace(".", ""), str(row["cc_max"]).replace(".", ""),
+                   first or "not in envdoctor's matrix"),
+        evidence=_ev(cc_fact, fact),
+        source=_source("CUDA %s targets compute capability %s..%s" % (row["version"], row["cc_min"], row["cc_max"]),
+                       row),
+        fix=Fix(text="Give %s the NVRTC of CUDA %s or newer (in conda: a build of it for cudatoolkit=%s or "
+                     "cuda-version=%s), which the driver must also support." % (
+                         e.get("owner") or "it", first or "a newer release", first or "<newer>",
+                         first or "<newer>")))
 
 
 def _static_paths(facts: Facts) -> List[str]:
@@ -309,14 +347,16 @@ def _program_ptx_by_path(facts: Facts, leave_static: bool = True) -> List[Tuple[
 
 @check("compat.program-arch", requires=("gpu.N.compute_capability", "programs.gpu_code"),
        reads=("driver.*", "gpu.*", "os.wsl", "cuda.forward_compat", "cuda.ld_library_path", "cuda.nvcc", "cuda.home",
-              "cuda.default_symlink", "env.ld_library_path_resolved", "libraries.libcuda") + INSTALL_LINE_READS,
+              "cuda.default_symlink", "env.ld_library_path_resolved", "libraries.libcuda",
+              "python.gpu_packages") + INSTALL_LINE_READS,
        layers=("gpu",), codes=docs_for(DOCS, "gpu.arch_not_in_build", "gpu.arch_ptx_jit_only"))
 def program_arch(ctx: CheckContext) -> List[Finding]:
     return _program_arch(ctx.facts)
 
 
 @check("compat.program-nvrtc", requires=("programs.gpu_code",), reads=("driver.*", "gpu.*", "os.wsl"),
-       layers=("cuda", "driver"), codes=docs_for(DOCS, "driver.too_old_for_toolkit", "cuda.toolkit_cannot_target_gpu"))
+       layers=("cuda", "driver"), codes=docs_for(DOCS, "driver.too_old_for_toolkit", "cuda.toolkit_cannot_target_gpu",
+                                                 "cuda.gpu_newer_than_toolkit"))
 def program_nvrtc(ctx: CheckContext) -> List[Finding]:
     return _program_nvrtc(ctx.facts)
 
