@@ -98,6 +98,10 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/containers/podman/", "github.com/cncf-tags/container-device-interface/",
                 # runtime_loads.json: what CTranslate2's wheels load is its own build script and source
                 "github.com/OpenNMT/CTranslate2/",
+                # driver_floors.json: the driver each nv-codec-headers release needs is that release's own README
+                # (the headers FFmpeg builds NVENC/NVDEC with, each tag naming the Video Codec SDK it matches), and
+                # the driver branch each NVISII wheel was built for is NVISII's own README
+                "github.com/FFmpeg/nv-codec-headers/", "github.com/owl-project/NVISII/",
                 # runtime_loads.json: which driver library Dr.Jit opens (OptiX) is its own JIT compiler's source
                 "github.com/mitsuba-renderer/drjit-core/",
                 # driver_floors.json: Ollama's driver floors are its own docs/gpu.mdx at each release tag
