@@ -588,7 +588,11 @@ def test_library_built_into_usr_local_lib_is_read_from_the_loader_cache() -> Non
     found = _judge(value, driver("430.50", "10.1") + gpu("7.5", "GeForce RTX 2060"))
     assert {(f.code, f.severity) for f in found} == {("gpu.arch_not_in_build", "error")}
     assert all("compute capability 7.5" in f.title and "sm_60, sm_61" in f.title for f in found)
-    assert "library libopencv_core 4.4.0" in found[0].title
+    # one build (one folder, one architecture list): one finding naming its three files, not three findings
+    assert len(found) == 1
+    assert "3 files of one build in /usr/local/lib (libopencv_core.so.4.4, libopencv_cudev.so.4.4, " \
+           "libopencv_dnn.so.4.4)" in found[0].title
+    assert "library libopencv_core 4.4.0, library libopencv_cudev 4.4.0" in found[0].detail
     # sm_61 runs on a 6.1 GPU: quiet
     assert _judge(value, driver("430.50", "10.1") + gpu("6.1", "GeForce GTX 1080")) == []
 
@@ -612,6 +616,7 @@ def test_library_whose_dynamic_section_was_not_read_is_judged_by_its_fat_binary(
     found = _judge(value, driver("465.19.01", "11.3") + gpu("8.6", "GeForce RTX 3090"))
     assert {(f.code, f.severity) for f in found} == {("gpu.arch_not_in_build", "error")}
     assert all("compute capability 8.6" in f.title for f in found)
+    assert len(found) == 1 and "3 files of one build" in found[0].title
     assert _judge(value, driver("465.19.01", "11.3") + gpu("7.5", "GeForce RTX 2080 Ti")) == []
 
 

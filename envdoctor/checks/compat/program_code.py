@@ -34,6 +34,7 @@ the rules a framework's own GPU code is judged by:
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from packaging.version import Version
@@ -81,6 +82,8 @@ def _program_arch(facts: Facts) -> List[Finding]:
     jit_said: Set[Tuple[str, str]] = set()
     # a Python package whose published builds carry no code for a GPU: compat.package-arch reports it once
     floors = below_floor(facts)
+    builds: Dict[Tuple[str, str, Tuple[str, ...], Tuple[str, ...], str], List[Dict[str, Any]]] = {}
+    build_of: Dict[int, Tuple[str, str, Tuple[str, ...], Tuple[str, ...], str]] = {}
     for e in _entries(facts):
         sass, ptx = list(e.get("sass") or []), list(e.get("ptx") or [])
         if not sass and not ptx:
@@ -115,6 +118,13 @@ def _program_arch(facts: Facts) -> List[Finding]:
                                  "extension)." % (e.get("owner"), sm, cc, cc.replace(".", ""), cc.replace(".", ""),
                                                   cc))))
                 continue
+            # the files of one build (one folder, one kind, one architecture list: OpenCV's libopencv_* in
+            # /usr/local/lib) are one finding: one root cause, one fix
+            build = (posixpath.dirname(str(e["path"])), str(e.get("kind")), tuple(sass), tuple(ptx), cc)
+            if build in builds:
+                builds[build].append(e)
+                continue
+            builds[build] = [e]
             out.append(Finding(
                 code="gpu.arch_not_in_build", severity="error", components=["gpu"],
                 title="%s (%s, compute capability %s) has no GPU code in %s (%s): it carries %s" % (
@@ -132,7 +142,26 @@ def _program_arch(facts: Facts) -> List[Finding]:
                              "-gencode arch=compute_%s,code=sm_%s (TORCH_CUDA_ARCH_LIST=\"%s\" for a torch "
                              "extension)." % (e.get("owner"), sm, cc, cc.replace(".", ""), cc.replace(".", ""),
                                               cc))))
+            build_of[len(out) - 1] = build
+    for i, build in build_of.items():
+        files = builds[build]
+        if len(files) > 1:
+            out[i] = _one_build(out[i], files, build)
     return out
+
+
+def _one_build(first: Finding, files: List[Dict[str, Any]], build: Tuple[Any, ...]) -> Finding:
+    """The finding of a build's first file, said for all its files (a library built from source installs several
+    from one architecture list: libopencv_core, libopencv_cudev, libopencv_dnn...)."""
+    folder, _kind, sass, ptx, _cc = build
+    names = ", ".join(posixpath.basename(str(e["path"])) for e in files)
+    gpu_part = first.title.split(" has no GPU code in ", 1)[0]
+    first.title = "%s has no GPU code in %d files of one build in %s (%s): they carry %s" % (
+        gpu_part, len(files), folder, names, ", ".join(list(sass) + list(ptx)))
+    each = "Each of these files' CUDA fat binaries (%s) holds" % ", ".join(_label(e) for e in files)
+    first.detail = first.detail.replace(str(files[0]["path"]) + "'s CUDA fat binary holds", each, 1).replace(
+        "Its kernels fail", "Their kernels fail", 1)
+    return first
 
 
 def _program_nvrtc(facts: Facts) -> List[Finding]:
