@@ -595,6 +595,10 @@ def test_library_built_into_usr_local_lib_is_read_from_the_loader_cache() -> Non
     assert "library libopencv_core 4.4.0, library libopencv_cudev 4.4.0" in found[0].detail
     # sm_61 runs on a 6.1 GPU: quiet
     assert _judge(value, driver("430.50", "10.1") + gpu("6.1", "GeForce GTX 1080")) == []
+    # two GPU models of one compute capability (judged once per capability): still one finding, each file once
+    two = _judge(value, driver("430.50", "10.1") + gpu("7.5", "GeForce RTX 2060")
+                 + gpu("7.5", "Quadro RTX 6000", 1)[1:])
+    assert len(two) == 1 and "3 files of one build" in two[0].title and two[0].title.count("libopencv_dnn") == 1
 
 
 def test_loader_cache_leaves_the_system_nvidia_and_toolkit_libraries_to_their_checks() -> None:

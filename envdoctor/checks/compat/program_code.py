@@ -71,19 +71,20 @@ def _label(e: Dict[str, Any]) -> str:
 
 
 def _program_arch(facts: Facts) -> List[Finding]:
-    out: List[Finding] = []
+    out: List[Any] = []  # findings, and in their place the builds whose one finding is written once all are seen
     fact = facts.get("programs.gpu_code")
     gpus = gpu_ccs(facts)
     if fact is None or not fact.known or not gpus:
-        return out
+        return []
     # a file whose PTX this driver cannot JIT: compat.program-ptx (or, for one carrying its own CUDA runtime,
     # compat.driver-vs-cuda) names the driver it needs (one root cause, one finding)
     unjittable: Set[str] = {path for path, _f in _program_ptx_by_path(facts, leave_static=False)}
     jit_said: Set[Tuple[str, str]] = set()
     # a Python package whose published builds carry no code for a GPU: compat.package-arch reports it once
     floors = below_floor(facts)
-    builds: Dict[Tuple[str, str, Tuple[str, ...], Tuple[str, ...], str], List[Dict[str, Any]]] = {}
-    build_of: Dict[int, Tuple[str, str, Tuple[str, ...], Tuple[str, ...], str]] = {}
+    Build = Tuple[str, str, Tuple[str, ...], Tuple[str, ...], str, str]  # folder, kind, SASS, PTX, the GPU's cc, name
+    builds: Dict[Build, List[Dict[str, Any]]] = {}
+    cc_fact_of: Dict[Build, Any] = {}
     for e in _entries(facts):
         sass, ptx = list(e.get("sass") or []), list(e.get("ptx") or [])
         if not sass and not ptx:
@@ -119,49 +120,45 @@ def _program_arch(facts: Facts) -> List[Finding]:
                                                   cc))))
                 continue
             # the files of one build (one folder, one kind, one architecture list: OpenCV's libopencv_* in
-            # /usr/local/lib) are one finding: one root cause, one fix
-            build = (posixpath.dirname(str(e["path"])), str(e.get("kind")), tuple(sass), tuple(ptx), cc)
-            if build in builds:
-                builds[build].append(e)
-                continue
-            builds[build] = [e]
-            out.append(Finding(
-                code="gpu.arch_not_in_build", severity="error", components=["gpu"],
-                title="%s (%s, compute capability %s) has no GPU code in %s (%s): it carries %s" % (
-                    gpu, sm, cc, e["path"], _label(e), ", ".join(sass + ptx)),
-                detail="%s's CUDA fat binary holds cubins for %s%s and no PTX a %s GPU can JIT-compile: a cubin "
-                       "runs only on its own major at an equal or higher minor, PTX on capabilities at or above its "
-                       "own. Its kernels fail on this GPU with 'no kernel image is available for execution on the "
-                       "device' (or the program's own refusal of the GPU)." % (
-                           e["path"], ", ".join(sass) or "no architecture",
-                           " and PTX for %s" % ", ".join(ptx) if ptx else "", sm),
-                evidence=_ev(cc_fact, fact),
-                source=_source("a cubin for X.y runs on X.z (z >= y); PTX on any capability at or above its own",
-                               url=PROG_GUIDE_URL, checked=CHECKED),
-                fix=Fix(text="Install a release of %s built for %s (compute capability %s), or rebuild it with "
-                             "-gencode arch=compute_%s,code=sm_%s (TORCH_CUDA_ARCH_LIST=\"%s\" for a torch "
-                             "extension)." % (e.get("owner"), sm, cc, cc.replace(".", ""), cc.replace(".", ""),
-                                              cc))))
-            build_of[len(out) - 1] = build
-    for i, build in build_of.items():
-        files = builds[build]
-        if len(files) > 1:
-            out[i] = _one_build(out[i], files, build)
-    return out
+            # /usr/local/lib) are one finding, said where its first file comes: one root cause, one fix
+            build = (posixpath.dirname(str(e["path"])), str(e.get("kind")), tuple(sass), tuple(ptx), cc, gpu)
+            if build not in builds:
+                builds[build] = []
+                out.append(build)
+                cc_fact_of[build] = cc_fact
+            builds[build].append(e)
+    return [_not_in_build(builds[x], x, cc_fact_of[x], fact) if isinstance(x, tuple) else x for x in out]
 
 
-def _one_build(first: Finding, files: List[Dict[str, Any]], build: Tuple[Any, ...]) -> Finding:
-    """The finding of a build's first file, said for all its files (a library built from source installs several
-    from one architecture list: libopencv_core, libopencv_cudev, libopencv_dnn...)."""
-    folder, _kind, sass, ptx, _cc = build
-    names = ", ".join(posixpath.basename(str(e["path"])) for e in files)
-    gpu_part = first.title.split(" has no GPU code in ", 1)[0]
-    first.title = "%s has no GPU code in %d files of one build in %s (%s): they carry %s" % (
-        gpu_part, len(files), folder, names, ", ".join(list(sass) + list(ptx)))
-    each = "Each of these files' CUDA fat binaries (%s) holds" % ", ".join(_label(e) for e in files)
-    first.detail = first.detail.replace(str(files[0]["path"]) + "'s CUDA fat binary holds", each, 1).replace(
-        "Its kernels fail", "Their kernels fail", 1)
-    return first
+def _not_in_build(files: List[Dict[str, Any]], build: Tuple[Any, ...], cc_fact: Any, fact: Any) -> Finding:
+    """``gpu.arch_not_in_build`` for the files of one build: one file, or several a library built from source
+    installs from one architecture list (libopencv_core, libopencv_cudev, libopencv_dnn...)."""
+    folder, _kind, sass, ptx, cc, gpu = build
+    e = files[0]
+    sm = "sm_" + cc.replace(".", "")
+    arches = ", ".join(list(sass) + list(ptx))
+    if len(files) == 1:
+        where = "%s (%s): it carries %s" % (e["path"], _label(e), arches)
+        holds, fail = "%s's CUDA fat binary holds" % e["path"], "Its kernels fail"
+    else:
+        where = "%d files of one build in %s (%s): they carry %s" % (
+            len(files), folder, ", ".join(posixpath.basename(str(f["path"])) for f in files), arches)
+        holds = "Each of these files' CUDA fat binaries (%s) holds" % ", ".join(_label(f) for f in files)
+        fail = "Their kernels fail"
+    return Finding(
+        code="gpu.arch_not_in_build", severity="error", components=["gpu"],
+        title="%s (%s, compute capability %s) has no GPU code in %s" % (gpu, sm, cc, where),
+        detail="%s cubins for %s%s and no PTX a %s GPU can JIT-compile: a cubin runs only on its own major at an "
+               "equal or higher minor, PTX on capabilities at or above its own. %s on this GPU with 'no kernel "
+               "image is available for execution on the device' (or the program's own refusal of the GPU)." % (
+                   holds, ", ".join(sass) or "no architecture", " and PTX for %s" % ", ".join(ptx) if ptx else "",
+                   sm, fail),
+        evidence=_ev(cc_fact, fact),
+        source=_source("a cubin for X.y runs on X.z (z >= y); PTX on any capability at or above its own",
+                       url=PROG_GUIDE_URL, checked=CHECKED),
+        fix=Fix(text="Install a release of %s built for %s (compute capability %s), or rebuild it with "
+                     "-gencode arch=compute_%s,code=sm_%s (TORCH_CUDA_ARCH_LIST=\"%s\" for a torch "
+                     "extension)." % (e.get("owner"), sm, cc, cc.replace(".", ""), cc.replace(".", ""), cc)))
 
 
 def _program_nvrtc(facts: Facts) -> List[Finding]:
