@@ -601,8 +601,6 @@ def _extension_home(host: Host, home_vars: List[Tuple[str, str]], nvcc: Fact,
     return ok("cuda.extension_home", value, "derived:" + CPP_EXTENSION_HOME_RULE, label)
 
 
-#: A CUDA runtime file with its full release (the .so.X.Y link alone does not say the toolkit's build).
-_CUDART_FILE = re.compile(r"^libcudart\.so\.(\d+)\.(\d+)\.\d+$")
 BUNDLE_LIBDIRS = ("lib", "lib64")
 #: The most questions (listings and existence checks together) asked looking for bundles, and the most entries of
 #: one folder looked at: a home folder full of data sets costs no more than a small one.
@@ -650,10 +648,12 @@ def find_bundled_cudart(host: Host) -> List[Dict[str, Any]]:
                 continue
             d = posixpath.join(root, libdir)
             for name in names(d):
-                hit = _CUDART_FILE.match(name)
-                if hit:
+                # the runtime's file with its full release (libcudart.so.10.2.89): the .so.X.Y link alone does not
+                # say the toolkit's build
+                release = versions.cuda_of_cudart(name) or ""
+                if release.count(".") == 2:
                     out.append({"root": root, "path": posixpath.join(d, name),
-                                "release": "%s.%s" % (hit.group(1), hit.group(2))})
+                                "release": release.rsplit(".", 1)[0]})
     return out
 
 

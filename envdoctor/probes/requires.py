@@ -271,8 +271,11 @@ def check_installed(host: Host) -> Dict[str, Any]:
 
 
 #: An extension module built for one CPython release: ``backend_impl.cpython-38-x86_64-linux-gnu.so``,
-#: ``_C.cpython-36m-x86_64-linux-gnu.so`` (PEP 3149's tag, "m" for pymalloc builds before 3.8).
-_CPYTHON_MODULE = lazyre.compile(r"\.cpython-(\d)(\d+)[a-z]*(?:-[^/,.\n]+)?\.so(?:,|$)", re.M)
+#: ``_C.cpython-36m-x86_64-linux-gnu.so`` (PEP 3149's tag, "m" for pymalloc builds before 3.8), the tag's major and
+#: minor filled in (digits, or the release's own).
+_CPYTHON_TAG = r"\.cpython-%s%s[a-z]*(?:-[^/,.\n]+)?\.so(?:,|$)"
+_CPYTHON_MODULE = lazyre.compile(_CPYTHON_TAG % (r"(\d)", r"(\d+)"), re.M)
+_ABI3_MODULE = lazyre.compile(r"\.abi3\.so(?:,|$)")
 
 
 @functools.lru_cache(maxsize=8)
@@ -281,8 +284,7 @@ def _own_build(short: str) -> re.Pattern[str]:
     was made for this interpreter, whatever other releases' modules it also carries (the common case, found by
     one search of the whole file)."""
     major, _, minor = short.partition(".")
-    return re.compile(r"\.cpython-%s%s[a-z]*(?:-[^/,.\n]+)?\.so(?:,|$)" % (re.escape(major), re.escape(minor)), re.M)
-_ABI3_MODULE = lazyre.compile(r"\.abi3\.so(?:,|$)")
+    return re.compile(_CPYTHON_TAG % (re.escape(major), re.escape(minor)), re.M)
 
 
 def python_mismatch(host: Host, dist: Distribution, requires_python: str,

@@ -35,6 +35,8 @@ OPTIX_CONTAINER_URL = ("https://github.com/NVIDIA/libnvidia-container/blob/00b4b
 OPTIX_UBUNTU_URL = ("https://github.com/NVIDIA/ubuntu-packaging-nvidia-driver/blob/df92087d3c818388f56cce10714626fda9625e11/"
                     "debian/templates/libnvidia-gl-flavour.install.in")
 OPTIX_CHECKED = "2026-11-30"
+
+
 def _framework_links(facts: Facts, fw: str, soname: str) -> Optional[bool]:
     """Whether the framework's CUDA library names ``soname`` among its NEEDED entries (None: its ELF was not read)."""
     elf = facts.value("linkage.%s.elf" % fw)
