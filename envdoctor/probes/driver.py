@@ -510,6 +510,54 @@ def _unprivileged_runtimes(host: Host) -> Fact:
               "Unprivileged container runtimes")
 
 
+#: The unified-memory module CUDA needs (/dev/nvidia-uvm) under the names driver packages installed it as:
+#: nvidia-uvm.ko / nvidia_uvm.ko (NVIDIA's installer, today's packages), and a packager's renamed copy,
+#: nvidia_NNN_uvm.ko, nvidia-NNN-updates-uvm.ko (Ubuntu's versioned packages before 18.04: their DKMS installs
+#: "nvidia_346_uvm.ko" into /lib/modules/<release>/updates/dkms/ and the plain names resolve only through the
+#: package's modprobe.d aliases, "alias nvidia-uvm nvidia_340-uvm" in /etc/modprobe.d/nvidia-graphics-drivers.conf;
+#: a dkms.conf with DEST_MODULE_NAME="$PACKAGE_NAME-uvm" does the same elsewhere).
+_UVM_KO = lazyre.compile(r"^(?P<name>nvidia(?:[-_][\w-]*?)?[-_]uvm)\.ko(?:\.(?:xz|zst|gz))?$")
+#: "alias nvidia-uvm nvidia_331_updates_uvm" (modprobe treats - and _ in module names alike).
+_UVM_ALIAS = lazyre.compile(r"^\s*alias\s+nvidia[-_]uvm\s+(?P<target>\S+)\s*$", re.M)
+#: The setuid helper through which libcuda loads nvidia_uvm and creates its node for a user's program.
+NVIDIA_MODPROBE = "/usr/bin/nvidia-modprobe"
+
+
+def _module_name(name: str) -> str:
+    """A module's name as modprobe compares it: dashes and underscores alike."""
+    return name.replace("-", "_")
+
+
+def _uvm_module(host: Host) -> Fact:
+    """``driver.uvm_module``: the nvidia_uvm module: loaded or not (/sys/module/nvidia_uvm), the files that hold
+    it for the running kernel (under whatever name the driver's package gave it), what an ``alias nvidia-uvm``
+    line of modprobe's configuration makes that name resolve to, and the nvidia-modprobe helper."""
+    release = host.uname().get("release", "")
+    files: List[str] = []
+    seen: Set[str] = set()
+    for root in MODULE_ROOTS if release else ():
+        base = posixpath.join(root, release)
+        if not host.is_dir(base):
+            continue
+        dirs = [base + "/" + s for s in MODULE_SUBDIRS]
+        dirs += [base + "/kernel/" + n for n in host.list_dir(base + "/kernel").names() if n.startswith("nvidia")]
+        for d in dirs:
+            for n in host.list_dir(d).names():
+                if _UVM_KO.match(n) and (d + "/" + n)[len(base):] not in seen:
+                    seen.add((d + "/" + n)[len(base):])
+                    files.append(d + "/" + n)
+    aliases: List[Dict[str, str]] = []
+    for d in MODPROBE_DIRS:
+        for path in host.glob_dir(d, r".+\.conf"):
+            text = host.read_text(path, limit=64 * 1024) or ""
+            aliases += [{"file": path, "target": m.group("target")} for m in _UVM_ALIAS.finditer(text)]
+    helper = host.which("nvidia-modprobe") or (NVIDIA_MODPROBE if host.exists(NVIDIA_MODPROBE) else None)
+    value = {"loaded": host.is_dir("/sys/module/nvidia_uvm"), "files": files, "aliases": aliases,
+             "modprobe_helper": helper}
+    return ok("driver.uvm_module", value, "dir:/sys/module/nvidia_uvm," + ",".join(MODULE_ROOTS + MODPROBE_DIRS),
+              "nvidia_uvm module (CUDA's unified memory)")
+
+
 def _kernel_log(host: Host) -> Fact:
     """``driver.kernel_log``: the NVIDIA driver's error and warning lines of the kernel log (why a GPU failed
     to initialise, Xid errors), the last few hundred; unknown, saying why, where it cannot be read."""
@@ -1146,6 +1194,8 @@ def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
         facts.extend(disk if disk is not None else _module_on_disk(host, wsl))
         facts.append(_secure_boot(host))
         facts.append(_unprivileged_runtimes(host))
+        if loaded:
+            facts.append(_uvm_module(host))
         if loaded or _nvidia_pci_gpus(host):
             klog = _kernel_log(host)
             facts.append(klog)

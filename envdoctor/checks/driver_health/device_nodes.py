@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List
 
 from ... import lazyre
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...host.nvml_worker import MAX_GPUS
+from ...probes.driver import NVIDIA_MODPROBE
 from .. import CheckContext, check, docs_for
 from . import DOCS, READS, _driver_label, _evidence, _installed, _source
 from .container_gpus import without_gpus
@@ -86,6 +87,11 @@ def _uvm_node(facts: Facts, nodes: List[str], container: bool) -> List[Finding]:
 def _uvm_node_host(facts: Facts, nodes: List[str]) -> List[Finding]:
     """On a host: nothing loads nvidia_uvm at boot, and the unprivileged container runtimes installed here
     cannot load it on demand, so their GPU jobs fail until something privileged has run CUDA once."""
+    uvm = facts.value("driver.uvm_module")
+    if isinstance(uvm, dict) and uvm.get("loaded") is False:
+        unloadable = _uvm_unloadable(facts, uvm)
+        if unloadable:
+            return unloadable
     runtimes = facts.strings("driver.unprivileged_runtimes")
     if not runtimes:
         return []  # CUDA itself loads it on first use (nvidia-modprobe is setuid root)
@@ -110,6 +116,69 @@ def _uvm_node_host(facts: Facts, nodes: List[str]) -> List[Finding]:
                 commands=["sudo nvidia-modprobe -u -c=0", "sudo nvidia-modprobe -m",
                           "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf",
                           "ls -l /dev/nvidia-uvm /dev/nvidia-uvm-tools"]),
+    )]
+
+
+def _ko_name(path: str) -> str:
+    """nvidia_331_updates_uvm from /lib/modules/<release>/updates/dkms/nvidia-331-updates-uvm.ko(.xz)."""
+    name = path.rsplit("/", 1)[-1].split(".ko", 1)[0]
+    return name.replace("-", "_")
+
+
+def _uvm_unloadable(facts: Facts, uvm: Dict[str, Any]) -> List[Finding]:
+    """nvidia_uvm is not loaded and no user's CUDA program can load it: the running kernel's uvm module is
+    installed only under a packager's name (nvidia_331_updates_uvm.ko) that no ``alias nvidia-uvm`` line
+    resolves, so `modprobe nvidia-uvm`, which nvidia-modprobe runs for libcuda, finds no module; or the module is
+    there but the setuid nvidia-modprobe through which libcuda loads it for a user is not. Judged only where the
+    module's files are seen (without them nothing says the module could not load on demand)."""
+    files = [f for f in uvm.get("files") or [] if isinstance(f, str)]
+    if not files:
+        return []
+    names = sorted({_ko_name(f) for f in files})
+    aliases = [a for a in uvm.get("aliases") or [] if isinstance(a, dict) and isinstance(a.get("target"), str)]
+    resolved = "nvidia_uvm" in names or any(str(a["target"]).replace("-", "_") in names for a in aliases)
+    evidence = _evidence(facts, "driver.device_nodes", "driver.kernel_module.loaded", "driver.uvm_module")
+    if not resolved:
+        alias = "alias nvidia-uvm %s" % names[0]
+        wrong = ", ".join(sorted({str(a["target"])[:80] for a in aliases})[:5])
+        return [Finding(
+            code="driver.device_nodes_missing", severity="warning", components=["driver", "kernel"],
+            title="The nvidia module of %s is loaded, but nvidia-uvm is not and cannot be loaded by that name: "
+                  "/dev/nvidia-uvm is missing, so CUDA programs fail" % _driver_label(facts),
+            detail="CUDA needs /dev/nvidia-uvm (the nvidia-uvm module); for a user's program libcuda loads it "
+                   "through nvidia-modprobe, which runs `modprobe nvidia-uvm`. This kernel's uvm module is "
+                   "installed as %s (%s), a driver package's renamed copy, and %s, so that modprobe finds no "
+                   "module ('Module nvidia-uvm not found') and cuInit fails. Packages that rename the module "
+                   "ship the alias in their own modprobe.d file; a configuration that replaces it (a hybrid-"
+                   "graphics switcher such as bumblebee's bumblebee.conf) must carry it too."
+                   % (", ".join(names), ", ".join(files),
+                      "the aliases there name %s, which is not installed for this kernel" % wrong if aliases
+                      else "no `alias nvidia-uvm` line in modprobe's configuration names it"),
+            evidence=evidence,
+            source=_source("device_nodes"),
+            fix=Fix(text="Let `modprobe nvidia-uvm` find the module (an alias to its installed name), then load it "
+                         "and create its node.",
+                    commands=["echo '%s' | sudo tee /etc/modprobe.d/nvidia-uvm-alias.conf" % alias,
+                              "sudo modprobe nvidia-uvm", "sudo nvidia-modprobe -u -c=0",
+                              "ls -l /dev/nvidia-uvm"]),
+        )]
+    if uvm.get("modprobe_helper"):
+        return []  # CUDA loads it on first use through the setuid helper
+    return [Finding(
+        code="driver.device_nodes_missing", severity="warning", components=["driver", "kernel"],
+        title="The nvidia module of %s is loaded, but nvidia-uvm is not, /dev/nvidia-uvm is missing and no "
+              "nvidia-modprobe is installed to load it: CUDA programs of users fail" % _driver_label(facts),
+        detail="CUDA needs /dev/nvidia-uvm (the nvidia-uvm module, installed here as %s). It is not loaded, and "
+               "a user's CUDA program can load it only through the setuid nvidia-modprobe, which is not installed "
+               "(%s is missing), so cuInit fails ('unknown error', 999) until root loads the module."
+               % (", ".join(files), NVIDIA_MODPROBE),
+        evidence=evidence,
+        source=_source("device_nodes"),
+        fix=Fix(text="Load nvidia-uvm now and at every boot (or install nvidia-modprobe, which loads it on "
+                     "demand).",
+                commands=["sudo modprobe nvidia-uvm",
+                          "echo nvidia-uvm | sudo tee /etc/modules-load.d/nvidia-uvm.conf",
+                          "ls -l /dev/nvidia-uvm"]),
     )]
 
 
