@@ -335,9 +335,13 @@ DOCS = (
                 "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),)),
     CodeDoc("driver.device_nodes_missing", "error", "The nvidia module is loaded but /dev/nvidia* nodes are missing "
             "(/dev/nvidia-uvm: in a container, or on a host whose unprivileged container runtime cannot load "
-            "nvidia_uvm, a warning there); in a container with neither GPU nodes nor driver libraries, the "
+            "nvidia_uvm, a warning there, as where nvidia_uvm is not loaded and a user's CUDA program cannot load "
+            "it: its module installed only under a driver package's renamed name, such as Ubuntu's "
+            "nvidia_NNN_uvm.ko, that no `alias nvidia-uvm` resolves, or no setuid nvidia-modprobe); in a container "
+            "with neither GPU nodes nor driver libraries, the "
             "container was started without GPUs (no --gpus, nvidia runtime, CDI device or nvidia.com/gpu).",
             "driver.kernel_module.loaded, driver.device_nodes, gpu.count, os.container, driver.unprivileged_runtimes, "
+            "driver.uvm_module, "
             "driver.nvml.status, libraries.libcuda",
             "CUDA opens /dev/nvidiactl, /dev/nvidiaN and /dev/nvidia-uvm; without them it sees no GPU or cuInit "
             "fails.",
