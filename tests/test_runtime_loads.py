@@ -81,8 +81,9 @@ def test_every_row_is_valid_and_sourced() -> None:
     assert matrix.problems_of("runtime_loads", doc) == []
     for row in doc["rows"]:
         assert row["source"]["verified"] is True and row["source"]["url"].startswith("https://")
-        # a library's rows name CUDA libraries; a package's may name the driver's OptiX (Dr.Jit opens libnvoptix.so.1)
-        assert all(loader.CUDA_FAMILY.match(n) or ("package" in row and n == "libnvoptix.so.1")
+        # a library's rows name CUDA libraries; a package's or a program's may name the driver's OptiX (Dr.Jit and
+        # Blender open libnvoptix.so.1)
+        assert all(loader.CUDA_FAMILY.match(n) or (("package" in row or "program" in row) and n == "libnvoptix.so.1")
                    for n in row["loads"]), row["loads"]
     bad = dict(doc, rows=[dict(doc["rows"][0], major="eight"), dict(doc["rows"][3], major="3")])
     assert matrix.problems_of("runtime_loads", bad) == ["row 0: major must be digits",

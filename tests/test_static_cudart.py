@@ -9,6 +9,10 @@ Fixtures:
   97d447a8c4e67e84630c9175590c99a344c61c61ebbb6e728d22ee91771d2265); rebuilt here as sparse files of the same size.
 - CATBOOST_RECORD / CATBOOST_WHEEL: the RECORD pip 25 writes when it installs that wheel (whose own RECORD is empty:
   no hashes, no sizes) and the wheel's WHEEL file, as they are.
+- tests/data/fatbin/catboost-1.1.1-_catboost.so.headers.gz: the same from ``catboost/_catboost.so`` (201,182,888
+  bytes, the one module, GPU code included: sm_35/52/61/70/80 cubins, PTX ISA 7.0) of PyPI's
+  catboost-1.1.1-cp38-none-manylinux1_x86_64.whl (sha256
+  3fd12d9f1f89440292c63b242ccabdab012d313250e2b1e8a779d6618c734b32).
 - tests/data/fatbin/libsm75-sm90a-ptx80.so: built with nvcc 13.0 (tests/data/fatbin/README.md): PTX ISA 9.0.
 - The driver and GPU facts of the verdict tests are those tests/test_checks_compat.py builds.
 """
@@ -238,3 +242,45 @@ def test_runs_only_with_a_check_that_reads_it() -> None:
     # the libraries layer's nccl-cuda-build yields to driver.too_old_for_framework (one cause, one finding), so
     # planning it plans the check that may say that, and its probe
     assert "staticcuda" in plan(["libraries"]).probes
+
+
+# -- catboost 1.1.1 (PyPI's manylinux1 wheel): its one module carries the GPU code, built with CUDA 11.0 -------------
+
+CATBOOST_111_RECORD = ("catboost-1.1.1.dist-info/WHEEL,sha256=_8KhHaY45G73W68dS5SDqrkl2x4w72YtCOVosustXZc=,42\n"
+                       "catboost-1.1.1.dist-info/RECORD,,\n"
+                       "catboost/_catboost.so,sha256=UzdQnn0a-qlE-Va-jLzzU1-oh0lKv2Wjm8bQ1Wz-Hdk=,201182888\n")
+
+
+def _site_111(tmp_path: Any) -> LiveHost:
+    """catboost 1.1.1 as pip installs its wheel (the lines of its RECORD that name the module, as they are), the
+    module rebuilt from its recorded bytes."""
+    site = tmp_path / "site-packages"
+    meta = site / "catboost-1.1.1.dist-info"
+    (site / "catboost").mkdir(parents=True)
+    meta.mkdir()
+    (meta / "RECORD").write_text(CATBOOST_111_RECORD)
+    (meta / "WHEEL").write_text("Wheel-Version: 1.0\nRoot-Is-Purelib: false\n")
+    rebuild(os.path.join(DATA, "catboost-1.1.1-_catboost.so.headers.gz"), str(site / "catboost/_catboost.so"))
+    host = LiveHost()
+    host.__dict__["_distributions"] = [Distribution("catboost", "1.1.1", str(meta), str(site))]
+    return host
+
+
+def test_real_catboost_111_module_needs_cuda_11(tmp_path: Any) -> None:
+    value = find_static_cuda(_site_111(tmp_path))
+    (lib,) = value["libraries"]
+    assert (lib["ptx_isa"], lib["sass"]) == ("7.0", ["sm_35", "sm_52", "sm_61", "sm_70", "sm_80"])
+    assert lib["ptx"] == ["compute_50", "compute_60", "compute_61", "compute_70"]
+    assert hw.cuda_for_ptx_isa("7.0") == "11.0"
+
+
+def test_catboost_111_on_a_cuda_10_1_driver_is_an_error(tmp_path: Any) -> None:
+    # a V100 (7.0, its sm_70 cubin) on driver 418.181.07 (CUDA 10.1): the runtime linked in refuses to start
+    found = _facts(find_static_cuda(_site_111(tmp_path)), driver("418.181.07", "10.1"), "7.0")
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "error")]
+    assert "catboost 1.1.1" in found[0].title and "CUDA 11.0" in found[0].title
+    assert "418.181.07" in found[0].title + found[0].detail
+
+
+def test_catboost_111_quiet_on_a_cuda_11_driver(tmp_path: Any) -> None:
+    assert _facts(find_static_cuda(_site_111(tmp_path)), driver("450.80.02", "11.0"), "7.0") == []

@@ -3,7 +3,9 @@
 and ships cuDNN's front library. The loader model (:mod:`envdoctor.probes.loader`) adds these names to what it
 reads from a library's own read-only data, so a record that lacks that data, or a library whose names are
 assembled at run time, is resolved alike. Rows keyed by ``package`` are the libraries a Python package's own code
-opens by soname (vLLM's NCCL wrapper opens libnccl.so.2 with ctypes): :func:`package_loads`."""
+opens by soname (vLLM's NCCL wrapper opens libnccl.so.2 with ctypes): :func:`package_loads`; rows keyed by
+``program`` the libraries an application opens by soname (Blender's OptiX device opens libnvoptix.so.1):
+:func:`program_loads`."""
 
 from __future__ import annotations
 
@@ -46,6 +48,22 @@ def package_loads(package: str, version: str) -> List[Row]:
             and in_range(row["releases"], public) is True]
 
 
+def program_loads(program: str, version: Optional[str]) -> List[Row]:
+    """The rows for the application ``program`` (``blender``) whose releases contain ``version`` (none: no row)."""
+    try:
+        public = Version(Version(str(version)).public) if version else None
+    except InvalidVersion:
+        return []
+    if public is None:
+        return []
+    return [row for row in load(AREA) if row.get("program") == program and in_range(row["releases"], public) is True]
+
+
+def program_names() -> List[str]:
+    """The applications the table has rows for."""
+    return sorted({str(row["program"]) for row in load(AREA) if row.get("program")})
+
+
 def package_names() -> List[str]:
     """The Python distributions the table has rows for."""
     return sorted({str(row["package"]) for row in load(AREA) if row.get("package")})
@@ -58,7 +76,14 @@ def validate(rows: List[Row]) -> List[str]:
     problems: List[str] = []
     for i, row in enumerate(rows):
         where = "row %d" % i
-        if "package" in row:
+        if "program" in row:
+            if "library" in row or "major" in row or "package" in row or "with" in row:
+                problems.append("%s: a program row has no library, major, package or with" % where)
+            if not re.match(r"^[a-z0-9]+(?:-[a-z0-9]+)*$", str(row.get("program") or "")):
+                problems.append("%s: program must be a lower-case name (blender)" % where)
+            if "releases" not in row:
+                problems.append("%s: a program row needs releases" % where)
+        elif "package" in row:
             if "library" in row or "major" in row:
                 problems.append("%s: a package row has no library or major" % where)
             if not re.match(r"^[a-z0-9]+(?:-[a-z0-9]+)*$", str(row.get("package") or "")):
@@ -70,7 +95,7 @@ def validate(rows: List[Row]) -> List[str]:
             problems.append("%s: library must be a library stem (libcudnn)" % where)
         if "package" in row and "releases" not in row:
             problems.append("%s: a package row needs releases" % where)
-        elif "package" not in row and ("major" in row) == ("releases" in row):
+        elif "package" not in row and "program" not in row and ("major" in row) == ("releases" in row):
             problems.append("%s: needs exactly one of major and releases" % where)
         elif "major" in row and not str(row["major"]).isdigit():
             problems.append("%s: major must be digits" % where)

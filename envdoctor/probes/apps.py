@@ -19,6 +19,14 @@
   Fact ``apps.nv_codec_headers`` = ``[{path, version}]`` (pkg-config's directories and PKG_CONFIG_PATH's).
 * Python packages that render through the driver's own OptiX and state their driver floor per release (NVISII: one
   wheel per driver branch). Fact ``apps.optix_packages`` = ``[{package, name, version, where}]``.
+* Applications that open a driver library by soname at run time (``matrix/data/runtime_loads.json`` rows keyed by
+  ``program``: Blender's OptiX device opens ``libnvoptix.so.1``). Blender is found as ``blender`` on PATH (its link
+  followed) or in a snap's current revision; its version is the ``<major>.<minor>`` folder holding ``scripts`` beside
+  the executable, the layout of blender.org's release builds (the builds made with OptiX); a distribution's package
+  keeps that folder in ``/usr/share/blender`` and is not counted. Fact ``apps.program_loads`` = ``[{program, name,
+  version, path, opens}]``, ``opens`` per soname: the file the loader's search from the program finds (``path``,
+  ``via``, ``certain``: LD_LIBRARY_PATH, the loader cache, the default directories) and the copies outside that search
+  (``elsewhere``).
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from ..facts import Fact, ok, unknown
 from ..host.base import Host
-from . import ProbeContext, register
+from ..matrix import loads
+from . import ProbeContext, loader, register
 from .cuda import CONDA_META_FILE, PKGCONFIG_DIRS, conda_prefixes, user_homes
 
 #: RAPIDS' packages (conda names; pip wheels add -cuNN).
@@ -145,6 +154,54 @@ def find_optix_packages(host: Host) -> List[Dict[str, Any]]:
             for dist in host.distributions() if dist.key in OPTIX_PACKAGES and dist.version]
 
 
+#: Applications (runtime_loads.json ``program``) with their display name, the places they are installed whole, and
+#: how their version is read: the ``<major>.<minor>`` folder beside the executable that holds this subfolder.
+PROGRAMS = {"blender": {"name": "Blender", "places": ("/snap/blender/current/blender",), "version_dir": "scripts"}}
+_MAJOR_MINOR = re.compile(r"^\d+\.\d+$")
+
+
+def _program_version(host: Host, path: str, holds: str) -> Optional[str]:
+    """The ``<major>.<minor>`` folder beside ``path`` that holds ``holds`` (the highest, when there are several)."""
+    folder = posixpath.dirname(path)
+    found = [n for n in host.list_dir(folder).names()
+             if _MAJOR_MINOR.match(n) and host.is_dir(posixpath.join(folder, n, holds))]
+    return max(found, key=lambda n: tuple(int(x) for x in n.split("."))) if found else None
+
+
+def find_program_loads(host: Host) -> List[Dict[str, Any]]:
+    """Installed applications that open a library by soname at run time, and where the loader finds it."""
+    out: List[Dict[str, Any]] = []
+    config = None
+    for program in loads.program_names():
+        spec = PROGRAMS.get(program)
+        if spec is None:
+            continue
+        found = host.which(program)
+        seen = set()
+        for path in ([found] if found else []) + [p for p in spec["places"] if host.exists(p)]:
+            real = host.resolve(path)
+            if real in seen:
+                continue
+            seen.add(real)
+            version = _program_version(host, real, str(spec["version_dir"]))
+            rows = loads.program_loads(program, version)
+            if not rows:
+                continue
+            if config is None:
+                config = loader.loader_config(host)
+            opens = []
+            for row in rows:
+                for so in row["loads"]:
+                    res = loader.search(host, config, so)
+                    searched = set(config.ld_library_path)
+                    elsewhere = [posixpath.join(d, so) for d in loader.elsewhere_dirs(host)
+                                 if d not in searched and so in host.list_dir(d).names()]
+                    opens.append({"soname": so, "path": res["path"], "via": res["via"], "certain": res["certain"],
+                                  "elsewhere": elsewhere})
+            out.append({"program": program, "name": spec["name"], "version": version, "path": real, "opens": opens})
+    return out
+
+
 FFNVCODEC_PC = "ffnvcodec.pc"
 _PC_NAME = re.compile(r"^Name:\s*ffnvcodec\s*$", re.M)
 _PC_VERSION = re.compile(r"^Version:\s*(\d+(?:\.\d+){1,3})\s*$", re.M)
@@ -176,4 +233,6 @@ def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
     return [ok("apps.rapids", find_rapids(ctx.host), "derived", "RAPIDS packages"), find_ollama(ctx.host),
             ok("apps.renderers", find_renderers(ctx.host), "derived", "Programs that render with the driver"),
             ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host), "derived", "FFmpeg's NVENC/NVDEC headers"),
-            ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX")]
+            ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX"),
+            ok("apps.program_loads", find_program_loads(ctx.host), "derived",
+               "Applications that open driver libraries at run time")]

@@ -46,8 +46,22 @@ def _framework_links(facts: Facts, fw: str, soname: str) -> Optional[bool]:
     return any(str(n).startswith(stem) for n in elf["needed"])
 
 
-def _package_loads(facts: Facts) -> List[Finding]:
+def _program_loads(facts: Facts) -> List[Finding]:
+    """Applications that open the driver's OptiX library by soname (``apps.program_loads``: Blender's OptiX device)
+    where the loader finds none."""
     out: List[Finding] = []
+    for entry in facts.items("apps.program_loads"):
+        if not isinstance(entry, dict):
+            continue
+        for load in entry.get("opens") or []:
+            if isinstance(load, dict) and load.get("soname") == OPTIX and not load.get("path") \
+                    and load.get("certain") is not False:
+                out.append(_optix_missing(facts, entry, load))
+    return out
+
+
+def _package_loads(facts: Facts) -> List[Finding]:
+    out: List[Finding] = _program_loads(facts)
     pkgs = facts.get("python.gpu_packages")
     if pkgs is None or not pkgs.known or not isinstance(pkgs.value, list):
         return out
@@ -99,8 +113,10 @@ def _package_loads(facts: Facts) -> List[Finding]:
 
 
 def _optix_missing(facts: Facts, entry: Dict[str, Any], load: Dict[str, Any]) -> Finding:
-    """A package opens the driver's OptiX library and the loader finds none: why, from what the machine shows."""
-    label = "%s %s" % (entry.get("package"), entry.get("version"))
+    """A package or an application opens the driver's OptiX library and the loader finds none: why, from what the
+    machine shows."""
+    who = entry.get("name") or entry.get("package")  # an application's display name, else the distribution's
+    label = "%s %s" % (who, entry.get("version"))
     elsewhere = [str(p) for p in load.get("elsewhere") or []]
     caps = caps_without_graphics(facts)
     compute, gl = driver_apt_flavours(facts)
@@ -130,10 +146,14 @@ def _optix_missing(facts: Facts, entry: Dict[str, Any], load: Dict[str, Any]) ->
     return Finding(
         code="driver.optix_library_missing", severity="warning", components=["driver"],
         title="%s opens %s (NVIDIA's OptiX, part of the driver), but the loader finds none" % (label, OPTIX),
-        detail="%s %s Its OptiX ray tracing fails ('could not be loaded', 'Could not initialize OptiX')%s." % (
-            "%s opens %s by soname at run time." % (entry.get("package"), OPTIX), why,
+        detail="%s %s %s%s." % (
+            "%s opens %s by soname at run time." % (who, OPTIX), why,
+            "Its OptiX initialisation fails (OPTIX_ERROR_LIBRARY_NOT_FOUND) and it lists no OptiX device; its CUDA "
+            "devices still work" if entry.get("program") else
+            "Its OptiX ray tracing fails ('could not be loaded', 'Could not initialize OptiX')",
             "; %s names the file instead when it is set" % env if env else ""),
-        evidence=[x.to_dict() for x in (facts.get("python.gpu_packages"), facts.get("env.nvidia_driver_capabilities"),
+        evidence=[x.to_dict() for x in (facts.get("apps.program_loads" if entry.get("program") else
+                                                  "python.gpu_packages"), facts.get("env.nvidia_driver_capabilities"),
                                         facts.get("cuda.packages")) if x is not None],
         source={"rule": "OptiX 7+ loads libnvoptix.so.1 from the driver; containers get it with the graphics "
                         "capability, Ubuntu installs it with libnvidia-gl-<branch>", "url": url,
@@ -144,17 +164,18 @@ def _optix_missing(facts: Facts, entry: Dict[str, Any], load: Dict[str, Any]) ->
 OPTIX_DOCS = (
     CodeDoc("driver.optix_library_missing", "warning",
             "A program that loads NVIDIA's OptiX runtime from the driver (libnvoptix.so.1: Dr.Jit, and Mitsuba 3 "
-            "through it) runs where the loader cannot find it: a container without the 'graphics' driver capability, "
-            "Ubuntu's compute-only driver packages without libnvidia-gl-<branch>, or the file in a directory outside "
-            "the loader's path.",
-            "python.gpu_packages (opens), env.nvidia_driver_capabilities, cuda.packages, matrix runtime_loads",
+            "through it; Blender's OptiX device) runs where the loader cannot find it: a container without the "
+            "'graphics' driver capability, Ubuntu's compute-only driver packages without libnvidia-gl-<branch>, or "
+            "the file in a directory outside the loader's path.",
+            "python.gpu_packages (opens), apps.program_loads (opens), env.nvidia_driver_capabilities, cuda.packages, "
+            "matrix runtime_loads",
             "OptiX initialisation fails ('libnvoptix.so.1 could not be loaded -- disabling OptiX backend', 'Could not "
-            "initialize OptiX'); CUDA-only work still runs.", OPTIX_CONTAINER_URL),
+            "initialize OptiX'; Blender lists no OptiX device); CUDA-only work still runs.", OPTIX_CONTAINER_URL),
 )
 
 
 @check("package-loads", requires=("python.gpu_packages",),
-       reads=("framework.*", "linkage.*.elf", "env.nvidia_driver_capabilities", "cuda.packages"),
+       reads=("framework.*", "linkage.*.elf", "env.nvidia_driver_capabilities", "cuda.packages", "apps.program_loads"),
        layers=("driver", "cuda", "libraries", "frameworks"),
        codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")) + OPTIX_DOCS)
 def package_loads(ctx: CheckContext) -> List[Finding]:
