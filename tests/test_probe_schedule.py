@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import pytest
 
 from envdoctor import probes
 from envdoctor.facts import ok
 from envdoctor.host.live import LiveHost
-from tests.conftest import make_host
+from .conftest import make_host
 
 MODULE = (__name__,)
 
@@ -28,12 +28,12 @@ def registry(monkeypatch):
     return probes
 
 
-def _define(ran: List[str], threads: Dict[str, str], spin: Dict[str, float]):
+def _define(ran: List[str], threads: Dict[str, Tuple[threading.Thread, str]], spin: Dict[str, float]):
     """Three probes in report order first, second, third; first waits for third (declared with needs=)."""
 
     def body(name: str, wait_for: str = ""):
         def fn(ctx):
-            threads[name] = threading.current_thread().name
+            threads[name] = (threading.current_thread(), threading.current_thread().name)
             got = ctx.facts_of(wait_for).value("schedule." + wait_for) if wait_for else None
             end = time.monotonic() + spin.get(name, 0.0)
             while time.monotonic() < end:
@@ -51,12 +51,14 @@ def _define(ran: List[str], threads: Dict[str, str], spin: Dict[str, float]):
 
 def test_a_replay_runs_its_probes_in_one_thread_each_after_those_it_waits_for(registry):
     ran: List[str] = []
-    threads: Dict[str, str] = {}
+    threads: Dict[str, Tuple[threading.Thread, str]] = {}
     _define(ran, threads, {})
     results = probes.run_probes(make_host(), modules=MODULE)
     assert [r.name for r in results] == ["first", "second", "third"]  # the report's order is kept
     assert ran == ["third", "first", "second"]
-    assert len(set(threads.values())) == 1 and threading.current_thread().name not in threads.values()
+    assert len({thread for thread, _name in threads.values()}) == 1
+    assert threading.current_thread() not in {thread for thread, _name in threads.values()}
+    assert all(name == "probe-" + probe for probe, (_ident, name) in threads.items())
     by_name = {r.name: r for r in results}
     assert by_name["first"].facts[0].value == "first saw third saw None"
     assert all(r.status == "ok" for r in results)
@@ -64,7 +66,7 @@ def test_a_replay_runs_its_probes_in_one_thread_each_after_those_it_waits_for(re
 
 def test_a_replay_probe_still_running_at_the_deadline_is_reported_and_the_run_ends(registry):
     ran: List[str] = []
-    threads: Dict[str, str] = {}
+    threads: Dict[str, Tuple[threading.Thread, str]] = {}
     _define(ran, threads, {"third": 1.5})
     start = time.monotonic()
     results = probes.run_probes(make_host(), deadline=start + 0.3, modules=MODULE)
@@ -76,11 +78,11 @@ def test_a_replay_probe_still_running_at_the_deadline_is_reported_and_the_run_en
 
 def test_this_machines_probes_each_run_in_a_thread_of_their_own(registry):
     ran: List[str] = []
-    threads: Dict[str, str] = {}
+    threads: Dict[str, Tuple[threading.Thread, str]] = {}
     _define(ran, threads, {})
     results = probes.run_probes(LiveHost(timeout=5), modules=MODULE)
     assert {r.name: r.facts[0].value for r in results}["first"] == "first saw third saw None"
-    assert len(set(threads.values())) == 3
+    assert len({thread for thread, _name in threads.values()}) == 3
 
 
 def test_needs_first_keeps_report_order_otherwise():

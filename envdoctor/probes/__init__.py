@@ -276,7 +276,9 @@ def _needs_first(specs: Sequence[ProbeSpec]) -> List[ProbeSpec]:
 
 
 def _run_in_order(runner: _Runner, specs: Sequence[ProbeSpec]) -> None:
+    lane = threading.current_thread()
     for spec in specs:
+        lane.name = "probe-" + spec.name  # as a probe's own thread is named: what a stack dump shows
         runner.run_one(spec)
 
 
