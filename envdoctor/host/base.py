@@ -337,6 +337,10 @@ class Host:
     description = "host"
     #: Why a probe still running at the deadline did not finish ("": a file or command it reads hangs).
     late_reason = ""
+    #: Whether a read may wait (on a disk, a program, a file that hangs): the probes then run side by side, so
+    #: that one waiting holds up no other. A host whose reads never wait (a replay) answers from memory, and
+    #: there side-by-side threads would only take turns at the interpreter (twice the work, measured).
+    reads_wait = True
 
     # -- primitives -----------------------------------------------------
     def read_file(self, path: str, limit: int = MAX_FILE_BYTES) -> FileResult:

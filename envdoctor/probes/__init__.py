@@ -17,7 +17,7 @@ import importlib
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..facts import Fact, Facts
 from ..host.base import Host, ReadHung
@@ -255,6 +255,33 @@ class _Runner:
         self.done[spec.name].set()
 
 
+def _needs_first(specs: Sequence[ProbeSpec]) -> List[ProbeSpec]:
+    """``specs`` in report order, except that each comes after the probes among them it waits for."""
+    by_name = {s.name: s for s in specs}
+    out: List[ProbeSpec] = []
+    placed: Set[str] = set()
+
+    def place(spec: ProbeSpec, path: Tuple[str, ...]) -> None:
+        if spec.name in placed or spec.name in path:  # a loop of needs would wait out the deadline either way
+            return
+        for name in spec.needs:
+            if name in by_name:
+                place(by_name[name], path + (spec.name,))
+        placed.add(spec.name)
+        out.append(spec)
+
+    for spec in specs:
+        place(spec, ())
+    return out
+
+
+def _run_in_order(runner: _Runner, specs: Sequence[ProbeSpec]) -> None:
+    lane = threading.current_thread()
+    for spec in specs:
+        lane.name = "probe-" + spec.name  # as a probe's own thread is named: what a stack dump shows
+        runner.run_one(spec)
+
+
 def timed_out_result(spec: ProbeSpec, why: str = "") -> ProbeResult:
     return ProbeResult(spec.name, spec.title, status="timed_out",
                        error=why or "did not finish before the time limit (a file or command it reads hangs)")
@@ -335,7 +362,17 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
         # Before any probe thread exists (the query is forked); after the programs launched ahead have ended.
         start_nvml()
     runner = _Runner(host, specs, deadline)
-    if parallel:
+    if parallel and not getattr(host, "reads_wait", True):
+        # Nothing to wait on: one thread runs them all, each after the probes it waits for; the caller keeps
+        # the deadline (a probe still running then is reported as timed out, as below).
+        lane = threading.Thread(target=_run_in_order, args=(runner, _needs_first(specs)), name="probes",
+                                daemon=True)
+        lane.start()
+        _meanwhile(meanwhile)
+        for spec in specs:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            runner.done[spec.name].wait(remaining)
+    elif parallel:
         first = [s for name in LAUNCH_FIRST for s in specs if s.name == name]
         for spec in first + [s for s in specs if s not in first]:
             t = threading.Thread(target=runner.run_one, args=(spec,), name="probe-" + spec.name, daemon=True)
