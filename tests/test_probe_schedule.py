@@ -14,6 +14,7 @@ import pytest
 from envdoctor import probes
 from envdoctor.facts import ok
 from envdoctor.host.live import LiveHost
+
 from .conftest import make_host
 
 MODULE = (__name__,)
