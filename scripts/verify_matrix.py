@@ -102,8 +102,9 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 # (the headers FFmpeg builds NVENC/NVDEC with, each tag naming the Video Codec SDK it matches), and
                 # the driver branch each NVISII wheel was built for is NVISII's own README
                 "github.com/FFmpeg/nv-codec-headers/", "github.com/owl-project/NVISII/",
-                # runtime_loads.json: which driver library Dr.Jit opens (OptiX) is its own JIT compiler's source
-                "github.com/mitsuba-renderer/drjit-core/",
+                # runtime_loads.json: which driver library Dr.Jit opens (OptiX) is its own JIT compiler's source, and
+                # which one Blender's Cycles opens for its OptiX device is Cycles' own source
+                "github.com/mitsuba-renderer/drjit-core/", "github.com/blender/blender/",
                 # driver_floors.json: Ollama's driver floors are its own docs/gpu.mdx at each release tag
                 "github.com/ollama/ollama/",
                 # package_arch.json, tvm.json, runtime_loads.json: each project's own documentation and README
