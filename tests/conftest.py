@@ -36,7 +36,7 @@ def machine_names() -> List[str]:
 
 
 def load_machine(name: str) -> SnapshotHost:
-    return SnapshotHost(load_snapshot(machine_path(name)), name)
+    return SnapshotHost(load_snapshot(machine_path(name)), name, validated=True)
 
 
 def make_host(files: Optional[Dict[str, str]] = None, dirs: Optional[Dict[str, List[str]]] = None,
@@ -112,7 +112,7 @@ def snapshot_probes(path: str) -> Tuple[ProbeResult, ...]:
     copy."""
     key = (os.path.abspath(path), os.stat(path).st_mtime_ns)
     if key not in _PROBES:
-        _PROBES[key] = tuple(run_probes(SnapshotHost(load_snapshot(path), path)))
+        _PROBES[key] = tuple(run_probes(SnapshotHost(load_snapshot(path), path, validated=True)))
     return _PROBES[key]
 
 
@@ -132,7 +132,7 @@ def snapshot_report(path: str) -> Report:
     patches a probe diagnoses its own copy."""
     key = (os.path.abspath(path), os.stat(path).st_mtime_ns)
     if key not in _REPORTS:
-        _REPORTS[key] = diagnose(SnapshotHost(load_snapshot(path), path))
+        _REPORTS[key] = diagnose(SnapshotHost(load_snapshot(path), path, validated=True))
     return _REPORTS[key]
 
 

@@ -37,7 +37,7 @@ def produced() -> Dict[str, Set[str]]:
     """Every fact key each probe returned on the captured machines (GPU indexes as N)."""
     out: Dict[str, Set[str]] = {}
     for path in SNAPSHOTS:
-        for res in run_probes(SnapshotHost(load_snapshot(path), path), parallel=False):
+        for res in run_probes(SnapshotHost(load_snapshot(path), path, validated=True), parallel=False):
             out.setdefault(res.name, set()).update(_general(f.key) for f in res.facts)
     return out
 

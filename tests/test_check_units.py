@@ -212,7 +212,7 @@ def test_a_conclusion_is_worked_out_once_and_a_crash_is_its_owners(monkeypatch):
     from .conftest import CORPUS
 
     path = os.path.join(CORPUS, "b3-fedora40-negativo17-560-open-module-on-gt1030-without-gsp", "snapshot.json")
-    facts = _facts(SnapshotHost(load_snapshot(path), "case"))
+    facts = _facts(SnapshotHost(load_snapshot(path), "case", validated=True))
     real = kernel_log.findings.work
     calls = []
 
@@ -228,6 +228,6 @@ def test_a_conclusion_is_worked_out_once_and_a_crash_is_its_owners(monkeypatch):
         raise RuntimeError("a kernel line nobody expected")
 
     monkeypatch.setattr(kernel_log.findings, "work", broken)
-    found = run_checks(CheckContext(_facts(SnapshotHost(load_snapshot(path), "case")), []))
+    found = run_checks(CheckContext(_facts(SnapshotHost(load_snapshot(path), "case", validated=True)), []))
     crashed = [f for f in found if f.code == "envdoctor.check_crashed"]
     assert len(crashed) == 1 and "kernel-log" in crashed[0].title  # driver-support, its reader, did not crash
