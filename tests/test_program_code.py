@@ -113,6 +113,8 @@ def test_python_extension_built_for_one_architecture() -> None:
     found = _judge(value, driver("460.32.03", "11.2") + gpu("7.0", "Tesla V100-SXM2-16GB"))
     assert [(f.code, f.severity) for f in found] == [("gpu.arch_not_in_build", "error")]
     assert "mmcv" in found[0].title
+    # a Python package's extension is rebuilt with torch's architecture list
+    assert 'TORCH_CUDA_ARCH_LIST="7.0"' in found[0].fix.text and "CMAKE_CUDA_ARCHITECTURES" not in found[0].fix.text
     # sm_61 runs on 6.1 and on 6.2 (a cubin runs on its own major at an equal or higher minor)
     assert _judge(value, driver("460.32.03", "11.2") + gpu("6.2", "Jetson TX2")) == []
 
@@ -593,6 +595,9 @@ def test_library_built_into_usr_local_lib_is_read_from_the_loader_cache() -> Non
     assert "3 files of one build in /usr/local/lib (libopencv_core.so.4.4, libopencv_cudev.so.4.4, " \
            "libopencv_dnn.so.4.4)" in found[0].title
     assert "library libopencv_core 4.4.0, library libopencv_cudev 4.4.0" in found[0].detail
+    # a library built from source is rebuilt with its CMake build's architecture list, not torch's
+    assert "CMAKE_CUDA_ARCHITECTURES=75 for a CMake build" in found[0].fix.text
+    assert "TORCH_CUDA_ARCH_LIST" not in found[0].fix.text
     # sm_61 runs on a 6.1 GPU: quiet
     assert _judge(value, driver("430.50", "10.1") + gpu("6.1", "GeForce GTX 1080")) == []
     # two GPU models of one compute capability (judged once per capability): still one finding, each file once

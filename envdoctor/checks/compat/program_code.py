@@ -114,10 +114,7 @@ def _program_arch(facts: Facts) -> List[Finding]:
                     evidence=_ev(cc_fact, fact),
                     source=_source("a cubin for X.y runs on X.z (z >= y); PTX on any capability at or above its own, "
                                    "JIT-compiled by the driver", url=PROG_GUIDE_URL, checked=CHECKED),
-                    fix=Fix(text="Install a release of %s built for %s (compute capability %s), or rebuild it with "
-                                 "-gencode arch=compute_%s,code=sm_%s (TORCH_CUDA_ARCH_LIST=\"%s\" for a torch "
-                                 "extension)." % (e.get("owner"), sm, cc, cc.replace(".", ""), cc.replace(".", ""),
-                                                  cc))))
+                    fix=Fix(text=_rebuild(e, sm, cc))))
                 continue
             # the files of one build (one folder, one kind, one architecture list: OpenCV's libopencv_* in
             # /usr/local/lib) are one finding, said where its first file comes: one root cause, one fix
@@ -156,9 +153,18 @@ def _not_in_build(files: List[Dict[str, Any]], build: Tuple[Any, ...], cc_fact: 
         evidence=_ev(cc_fact, fact),
         source=_source("a cubin for X.y runs on X.z (z >= y); PTX on any capability at or above its own",
                        url=PROG_GUIDE_URL, checked=CHECKED),
-        fix=Fix(text="Install a release of %s built for %s (compute capability %s), or rebuild it with "
-                     "-gencode arch=compute_%s,code=sm_%s (TORCH_CUDA_ARCH_LIST=\"%s\" for a torch "
-                     "extension)." % (e.get("owner"), sm, cc, cc.replace(".", ""), cc.replace(".", ""), cc)))
+        fix=Fix(text=_rebuild(e, sm, cc)))
+
+
+def _rebuild(e: Dict[str, Any], sm: str, cc: str) -> str:
+    """How to get code for the GPU into ``e``: a release built for it, or a rebuild naming its architecture in
+    the build's own terms (a Python package's extension: torch's TORCH_CUDA_ARCH_LIST; a library or program:
+    CMake's CMAKE_CUDA_ARCHITECTURES, CMake 3.18 and later)."""
+    arch = cc.replace(".", "")
+    knob = ('TORCH_CUDA_ARCH_LIST="%s" for a torch extension' % cc if e.get("kind") == "python"
+            else "CMAKE_CUDA_ARCHITECTURES=%s for a CMake build" % arch)
+    return ("Install a release of %s built for %s (compute capability %s), or rebuild it with -gencode "
+            "arch=compute_%s,code=sm_%s (%s)." % (e.get("owner"), sm, cc, arch, arch, knob))
 
 
 def _program_nvrtc(facts: Facts) -> List[Finding]:
