@@ -37,36 +37,40 @@ def loads_of(stem: str, major: Optional[str], version: Optional[str]) -> List[Ro
     return out
 
 
-def package_loads(package: str, version: str) -> List[Row]:
-    """The rows for the Python distribution ``package`` (normalised name) whose releases contain ``version`` (its
-    local label ignored)."""
-    try:
-        public = Version(Version(version).public)
-    except InvalidVersion:
-        return []
-    return [row for row in load(AREA) if row.get("package") == package
-            and in_range(row["releases"], public) is True]
-
-
-def program_loads(program: str, version: Optional[str]) -> List[Row]:
-    """The rows for the application ``program`` (``blender``) whose releases contain ``version`` (none: no row)."""
+def _rows_of(field: str, name: str, version: Optional[str]) -> List[Row]:
+    """The rows whose ``field`` is ``name`` and whose releases contain ``version`` (its local label ignored; no
+    version or one that does not parse: none)."""
     try:
         public = Version(Version(str(version)).public) if version else None
     except InvalidVersion:
         return []
     if public is None:
         return []
-    return [row for row in load(AREA) if row.get("program") == program and in_range(row["releases"], public) is True]
+    return [row for row in load(AREA) if row.get(field) == name and in_range(row["releases"], public) is True]
+
+
+def _names_of(field: str) -> List[str]:
+    return sorted({str(row[field]) for row in load(AREA) if row.get(field)})
+
+
+def package_loads(package: str, version: str) -> List[Row]:
+    """The rows for the Python distribution ``package`` (normalised name) whose releases contain ``version``."""
+    return _rows_of("package", package, version)
+
+
+def program_loads(program: str, version: Optional[str]) -> List[Row]:
+    """The rows for the application ``program`` (``blender``) whose releases contain ``version``."""
+    return _rows_of("program", program, version)
 
 
 def program_names() -> List[str]:
     """The applications the table has rows for."""
-    return sorted({str(row["program"]) for row in load(AREA) if row.get("program")})
+    return _names_of("program")
 
 
 def package_names() -> List[str]:
     """The Python distributions the table has rows for."""
-    return sorted({str(row["package"]) for row in load(AREA) if row.get("package")})
+    return _names_of("package")
 
 
 def validate(rows: List[Row]) -> List[str]:

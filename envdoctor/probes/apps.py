@@ -189,15 +189,7 @@ def find_program_loads(host: Host) -> List[Dict[str, Any]]:
                 continue
             if config is None:
                 config = loader.loader_config(host)
-            opens = []
-            for row in rows:
-                for so in row["loads"]:
-                    res = loader.search(host, config, so)
-                    searched = set(config.ld_library_path)
-                    elsewhere = [posixpath.join(d, so) for d in loader.elsewhere_dirs(host)
-                                 if d not in searched and so in host.list_dir(d).names()]
-                    opens.append({"soname": so, "path": res["path"], "via": res["via"], "certain": res["certain"],
-                                  "elsewhere": elsewhere})
+            opens = [loader.opened_by_name(host, config, so) for row in rows for so in row["loads"]]
             out.append({"program": program, "name": spec["name"], "version": version, "path": real, "opens": opens})
     return out
 

@@ -116,12 +116,8 @@ def package_opens(ctx: ProbeContext, key: str, version: str) -> List[Dict[str, A
             own = [posixpath.join(py.prefix, "lib")] if py.prefix and host.is_dir(
                 posixpath.join(py.prefix, "conda-meta")) else []
             assert config is not None
-            res = loader.search(host, config, so, runpath=own)
-            searched = set(own) | set(config.ld_library_path)
-            elsewhere = [posixpath.join(d, so) for d in loader.elsewhere_dirs(host)
-                         if d not in searched and so in host.list_dir(d).names()]
-            out.append({"soname": so, "path": res["path"], "via": res["via"], "certain": res["certain"],
-                        "elsewhere": elsewhere, "with": row.get("with"), "unless_env": env or None})
+            out.append(dict(loader.opened_by_name(host, config, so, runpath=own), **{
+                "with": row.get("with"), "unless_env": env or None}))
     return out
 
 

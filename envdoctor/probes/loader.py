@@ -618,6 +618,18 @@ def dlopen_names(host: Host, path: str, elf: ElfResult) -> List[str]:
 _ELSEWHERE_FIXED = ("/usr/local/lib", "/usr/local/lib64", "/opt/tensorrt/lib", "/usr/local/tensorrt/lib")
 
 
+def opened_by_name(host: Host, config: LoaderConfig, soname: str, runpath: Sequence[str] = ()) -> Dict[str, Any]:
+    """What code that opens ``soname`` by name at run time (dlopen, ctypes) gets, from an object whose RUNPATH is
+    ``runpath``: ``{"soname", "path", "via", "certain", "elsewhere"}``, ``elsewhere`` the copies in
+    :func:`elsewhere_dirs` outside that search (None for ``path``: the loader finds none)."""
+    res = search(host, config, soname, runpath=runpath)
+    searched = set(runpath) | set(config.ld_library_path)
+    elsewhere = [posixpath.join(d, soname) for d in elsewhere_dirs(host)
+                 if d not in searched and soname in host.list_dir(d).names()]
+    return {"soname": soname, "path": res["path"], "via": res["via"], "certain": res["certain"],
+            "elsewhere": elsewhere}
+
+
 def elsewhere_dirs(host: Host, near: Sequence[str] = ()) -> List[str]:
     """Directories that commonly hold CUDA libraries the loader is not told about: the NVIDIA wheels' and
     TensorRT's in every site-packages of the interpreter (and in the one holding each path of ``near``), its
