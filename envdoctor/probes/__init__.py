@@ -362,21 +362,17 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
         # Before any probe thread exists (the query is forked); after the programs launched ahead have ended.
         start_nvml()
     runner = _Runner(host, specs, deadline)
-    if parallel and not getattr(host, "reads_wait", True):
-        # Nothing to wait on: one thread runs them all, each after the probes it waits for; the caller keeps
-        # the deadline (a probe still running then is reported as timed out, as below).
-        lane = threading.Thread(target=_run_in_order, args=(runner, _needs_first(specs)), name="probes",
-                                daemon=True)
-        lane.start()
-        _meanwhile(meanwhile)
-        for spec in specs:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            runner.done[spec.name].wait(remaining)
-    elif parallel:
-        first = [s for name in LAUNCH_FIRST for s in specs if s.name == name]
-        for spec in first + [s for s in specs if s not in first]:
-            t = threading.Thread(target=runner.run_one, args=(spec,), name="probe-" + spec.name, daemon=True)
-            t.start()
+    if parallel:
+        if not getattr(host, "reads_wait", True):
+            # Nothing to wait on: one thread runs them all, each after the probes it waits for; the caller keeps
+            # the deadline (a probe still running then is reported as timed out, as below).
+            threading.Thread(target=_run_in_order, args=(runner, _needs_first(specs)), name="probes",
+                             daemon=True).start()
+        else:
+            first = [s for name in LAUNCH_FIRST for s in specs if s.name == name]
+            for spec in first + [s for s in specs if s not in first]:
+                threading.Thread(target=runner.run_one, args=(spec,), name="probe-" + spec.name,
+                                 daemon=True).start()
         _meanwhile(meanwhile)
         for spec in specs:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
