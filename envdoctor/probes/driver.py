@@ -523,7 +523,7 @@ _UVM_ALIAS = lazyre.compile(r"^\s*alias\s+nvidia[-_]uvm\s+(?P<target>\S+)\s*$", 
 NVIDIA_MODPROBE = "/usr/bin/nvidia-modprobe"
 
 
-def _module_name(name: str) -> str:
+def module_name(name: str) -> str:
     """A module's name as modprobe compares it: dashes and underscores alike."""
     return name.replace("-", "_")
 

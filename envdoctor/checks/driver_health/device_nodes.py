@@ -8,7 +8,7 @@ from ... import lazyre
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...host.nvml_worker import MAX_GPUS
-from ...probes.driver import NVIDIA_MODPROBE
+from ...probes.driver import NVIDIA_MODPROBE, module_name
 from .. import CheckContext, check, docs_for
 from . import DOCS, READS, _driver_label, _evidence, _installed, _source
 from .container_gpus import without_gpus
@@ -121,8 +121,7 @@ def _uvm_node_host(facts: Facts, nodes: List[str]) -> List[Finding]:
 
 def _ko_name(path: str) -> str:
     """nvidia_331_updates_uvm from /lib/modules/<release>/updates/dkms/nvidia-331-updates-uvm.ko(.xz)."""
-    name = path.rsplit("/", 1)[-1].split(".ko", 1)[0]
-    return name.replace("-", "_")
+    return module_name(path.rsplit("/", 1)[-1].split(".ko", 1)[0])
 
 
 def _uvm_unloadable(facts: Facts, uvm: Dict[str, Any]) -> List[Finding]:
@@ -136,7 +135,7 @@ def _uvm_unloadable(facts: Facts, uvm: Dict[str, Any]) -> List[Finding]:
         return []
     names = sorted({_ko_name(f) for f in files})
     aliases = [a for a in uvm.get("aliases") or [] if isinstance(a, dict) and isinstance(a.get("target"), str)]
-    resolved = "nvidia_uvm" in names or any(str(a["target"]).replace("-", "_") in names for a in aliases)
+    resolved = "nvidia_uvm" in names or any(module_name(str(a["target"])) in names for a in aliases)
     evidence = _evidence(facts, "driver.device_nodes", "driver.kernel_module.loaded", "driver.uvm_module")
     if not resolved:
         alias = "alias nvidia-uvm %s" % names[0]
