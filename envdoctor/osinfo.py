@@ -240,6 +240,15 @@ class ReleaseFiles(distro.LinuxDistribution):
         return {}
 
 
+def _plainly_balanced(line: str) -> bool:
+    """A line shlex cannot refuse, seen without splitting it: no backslash, and quotes of one kind only, an even
+    number of them (each opens or closes a quoted part). Nearly every line of a release file is one."""
+    if "\\" in line:
+        return False
+    double, single = line.count('"'), line.count("'")
+    return (single == 0 and double % 2 == 0) or (double == 0 and single % 2 == 0)
+
+
 def shell_lines(text: str) -> Tuple[str, List[Tuple[int, str]]]:
     """The lines of a KEY=value release file that parse as shell words (how os-release(5) and distro read
     them), and the ones that do not (an unbalanced quote...), numbered: one bad line costs that line, not
@@ -250,7 +259,8 @@ def shell_lines(text: str) -> Tuple[str, List[Tuple[int, str]]]:
     bad: List[Tuple[int, str]] = []
     for n, line in enumerate(text.splitlines(), 1):
         try:
-            shlex.split(line, comments=True)
+            if not _plainly_balanced(line):
+                shlex.split(line, comments=True)
         except ValueError:
             bad.append((n, line[:120]))
             continue

@@ -10,10 +10,12 @@ only of the probes and checks that ran.
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, List, NamedTuple, Sequence, Set, Tuple
 
 if TYPE_CHECKING:
     from .checks import CheckSpec
+    from .probes import ProbeSpec
 
 #: Facts the report itself reads after the checks: every pip command in a fix is aimed at the inspected
 #: interpreter (:func:`envdoctor.findings.pin_interpreter`).
@@ -68,11 +70,25 @@ def plan_checks(names: Sequence[str]) -> Scope:
 
 
 def _plan(wanted: List[str], chosen: List[CheckSpec], layer_probes: bool) -> Scope:
-    from .checks import yielded_to
-    from .layers import row_of_probe
-    from .probes import all_probes, probes_reading, with_needs
+    """The scope of ``chosen`` checks (and, with ``layer_probes``, every probe of the ``wanted`` layers), kept
+    while the same checks and probes are registered: it depends on nothing else."""
+    from .checks import memo
+    from .probes import all_probes
 
     specs = all_probes()
+    known = memo()
+    key = ("scope", tuple(wanted), tuple(c.name for c in chosen), layer_probes)
+    kept = known.get(key)
+    if kept is None or len(kept[0]) != len(specs) or not all(map(operator.is_, kept[0], specs)):
+        kept = known[key] = (tuple(specs), _plan_of(wanted, chosen, layer_probes, specs))
+    return kept[1]
+
+
+def _plan_of(wanted: List[str], chosen: List[CheckSpec], layer_probes: bool, specs: List[ProbeSpec]) -> Scope:
+    from .checks import yielded_to
+    from .layers import row_of_probe
+    from .probes import probes_reading, with_needs
+
     every = [s.name for s in specs]
     names: Set[str] = {s.name for s in specs if row_of_probe(s.name) in wanted} if layer_probes else set()
     # with the checks they yield to: a finding is dropped when theirs tells its root cause, as in a whole run; the

@@ -266,3 +266,19 @@ def test_the_loader_directories_are_every_family_s_glibc_directories_and_the_dri
     every = {d for dirs in FAMILY_DIRS.values() for triplet in MULTIARCH.values() for d in dirs(triplet)}
     assert set(LOADER_DIRS) == every and len(LOADER_DIRS) == len(every)
     assert set(DRIVER_DIRS) == {"/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"}
+
+
+@settings(max_examples=400)
+@given(st.text(alphabet="ab =#\"'\\\t", max_size=24))
+def test_a_release_line_is_kept_exactly_when_shell_words_split_it(line):
+    """shell_lines skips splitting the lines that cannot fail to split (quotes of one kind, paired; no
+    backslash): whatever the line, it keeps it exactly when shlex would split it."""
+    import shlex
+
+    try:
+        shlex.split(line, comments=True)
+        splits = True
+    except ValueError:
+        splits = False
+    kept, bad = osinfo.shell_lines(line)
+    assert (bad == []) == splits, line

@@ -6,18 +6,22 @@ import errno
 import os
 import threading
 import time
+from typing import Optional
 
 import pytest
 
 from envdoctor.output import STALL, write_all
 
 
-def _reader(fd: int, got: list, pause: float, stop_after: int = -1) -> None:
-    """Read 4 KiB at a time, ``pause`` seconds apart; after ``stop_after`` bytes, stop reading (keep it open)."""
+def _reader(fd: int, got: list, pause: float, stop_after: int = -1,
+            writer_done: Optional[threading.Event] = None) -> None:
+    """Read 4 KiB at a time, ``pause`` seconds apart; after ``stop_after`` bytes, stop reading and keep the pipe
+    open until the writer is done (at most ``STALL * 5`` seconds)."""
     total = 0
     while True:
         if 0 <= stop_after <= total:
-            time.sleep(STALL * 5)  # then closes: a write still waiting would see a broken pipe
+            # then closes: a write still waiting would see a broken pipe
+            (writer_done or threading.Event()).wait(STALL * 5)
             break
         chunk = os.read(fd, 4096)
         if not chunk:
@@ -48,13 +52,15 @@ def test_a_reader_that_stops_taking_the_output_is_given_up():
     r, w = os.pipe()
     data = os.urandom(1024 * 1024)
     got: list = []
-    t = threading.Thread(target=_reader, args=(r, got, 0.0, 200 * 1024))
+    done = threading.Event()
+    t = threading.Thread(target=_reader, args=(r, got, 0.0, 200 * 1024, done))
     t.start()
     start = time.monotonic()
     try:
         with pytest.raises(OSError) as exc:
             write_all(w, data, start + 0.2, "standard output")
     finally:
+        done.set()
         os.close(w)
         t.join()
     # given up while the reader still held the pipe open (a later give-up would be EPIPE, or a hang)

@@ -329,15 +329,18 @@ class CheckContext:
         self.skipped: Dict[str, List[str]] = {}
 
 
-def blocked_by(spec: CheckSpec, probes: Sequence[ProbeResult]) -> List[str]:
+def blocked_by(spec: CheckSpec, probes: Sequence[ProbeResult],
+               status: Optional[Dict[str, str]] = None) -> List[str]:
     """The probes behind ``spec``'s required facts that did not finish (crashed, timed out) or did not run,
-    in ``probes`` (the run's probe records). Facts handed in without probe records (``probes`` empty: a test,
-    a saved report's facts) are taken as they are."""
+    in ``probes`` (the run's probe records; ``status``, each one's status by name, when the caller has it).
+    Facts handed in without probe records (``probes`` empty: a test, a saved report's facts) are taken as they
+    are."""
     if not probes or not spec.requires:
         return []
     from ..probes import producer_of
 
-    status = {p.name: p.status for p in probes}
+    if status is None:
+        status = {p.name: p.status for p in probes}
     out: List[str] = []
     for key in spec.requires:
         name = producer_of(key)
@@ -403,13 +406,14 @@ def run_checks(ctx: CheckContext, specs: Optional[Sequence[CheckSpec]] = None,
     not_run: Dict[str, List[str]] = {}
     ran = {p.name for p in ctx.probes}
     chosen = all_checks() if specs is None else list(specs)
+    status = {p.name: p.status for p in ctx.probes}
+    blocked = {spec.name: blocked_by(spec, ctx.probes, status) for spec in chosen}
     for spec in sorted(chosen, key=lambda s: s.name):  # the skipped codes are named in the checks' name order
-        blocked = blocked_by(spec, ctx.probes)
-        for name in blocked:
+        for name in blocked[spec.name]:
             target = ctx.skipped if name in ran else not_run
             codes = target.setdefault(name, [])
             codes.extend(d.code for d in spec.codes if d.code not in codes)
-    runnable = [spec for spec in chosen if not blocked_by(spec, ctx.probes)]
+    runnable = [spec for spec in chosen if not blocked[spec.name]]
     for name, codes in sorted(not_run.items()):  # a probe left out of this run: no probe-health entry says so
         findings.append(Finding(
             code="envdoctor.checks_skipped", severity="info", components=["envdoctor"],
