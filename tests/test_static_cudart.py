@@ -34,7 +34,8 @@ from envdoctor.host.live import LiveHost
 from envdoctor.host.privacy import Scrubber
 from envdoctor.host.snapshot import SnapshotHost, document_from_host
 from envdoctor.matrix import hardware as hw
-from envdoctor.probes import staticcuda
+from envdoctor.probes import record, staticcuda
+from envdoctor.probes.record import shared_objects
 from envdoctor.probes.staticcuda import find_static_cuda, record_libraries
 from tests.test_checks_compat import driver, gpu
 
@@ -93,13 +94,15 @@ def test_ptx_isa_maps_to_the_cuda_that_introduced_it() -> None:
 
 def test_record_lines() -> None:
     # pip's RECORD of a wheel without one: no sizes, so both libraries are looked at
-    assert record_libraries(CATBOOST_RECORD.encode()) == [("catboost/_catboost.so", None),
+    assert record_libraries(shared_objects(CATBOOST_RECORD.encode())) == [("catboost/_catboost.so", None),
                                                             ("catboost/gpu/_catboost.so", None)]
     text = (b"pkg/small.cpython-311-x86_64-linux-gnu.so,sha256=x,40960\r\npkg/big.so.2,sha256=y,1048576\n"
             b"pkg/source.py,sha256=z,99999999\n/abs/lib.so,,\n../out.so,,\npkg/garbled.so\npkg/bad.so,sha256=q,12ab\n"
             b"pkg/\xff\xfe.so,,\npkg/last.so,,")
-    assert record_libraries(text) == [("pkg/big.so.2", 1048576), ("pkg/\ufffd\ufffd.so", None), ("pkg/last.so", None)]
-    assert record_libraries(b"") == [] and record_libraries(b".so.so,,,,\n\n,.so") == []
+    assert record_libraries(shared_objects(text)) == [("pkg/big.so.2", 1048576), ("pkg/\ufffd\ufffd.so", None),
+                                                      ("pkg/last.so", None)]
+    assert record_libraries(shared_objects(b"")) == []
+    assert record_libraries(shared_objects(b".so.so,,,,\n\n,.so")) == []
 
 
 def test_probe_finds_the_static_library_only(tmp_path: Any) -> None:
@@ -143,7 +146,7 @@ def test_bounds(tmp_path: Any, monkeypatch: Any) -> None:
     value = find_static_cuda(_site(tmp_path))
     assert value["complete"] is False and value["libraries"] == []  # the first RECORD line was the CPU module
     monkeypatch.setattr(staticcuda, "MAX_LIBRARIES", 64)
-    monkeypatch.setattr(staticcuda, "RECORD_LIMIT", 200)
+    monkeypatch.setattr(record, "RECORD_LIMIT", 200)
     assert find_static_cuda(_site(tmp_path / "b"))["complete"] is False
 
 

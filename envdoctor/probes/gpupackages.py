@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from typing import Any, Dict, Iterable, List, Optional
 
 from ..facts import Fact, ok
 from ..matrix import known_issues, loads, packages
 from . import ProbeContext, loader, register
 from .frameworks import read_literals
+from .record import read_record
 
 #: Packages whose build record says which framework release their compiled ops were built for: the record's path,
 #: relative to the site directory.
@@ -59,9 +59,8 @@ def build_record(ctx: ProbeContext, key: str, location: str) -> Dict[str, Any]:
                       "cuda": str(info.get("cuda_version") or ""), "record": path}}
 
 
-#: The most of a distribution's shared objects whose dynamic section is read, and of its RECORD read.
+#: The most of a distribution's shared objects whose dynamic section is read.
 MAX_LINKED = 12
-RECORD_LIMIT = 4 * 1024 * 1024
 
 
 def cuda_links(ctx: ProbeContext, metadata_dir: str, location: str) -> Optional[Dict[str, Any]]:
@@ -70,14 +69,10 @@ def cuda_links(ctx: ProbeContext, metadata_dir: str, location: str) -> Optional[
     ``{soname: {"path", "resolved", "version", "via", "needed_by"}}``; a library the package carries itself
     (resolved inside its own directory) is left out. None when the RECORD cannot be read."""
     host = ctx.host
-    record = host.read_file(posixpath.join(metadata_dir, "RECORD"), limit=RECORD_LIMIT)
+    record = read_record(host, metadata_dir)
     if not record.ok:
         return None
-    objects = []
-    for line in (record.text or "").splitlines():
-        rel = line.split(",", 1)[0]
-        if re.search(r"\.so(?:\.\d+)*$", rel) and not rel.startswith("/") and ".." not in rel.split("/"):
-            objects.append(posixpath.join(location, rel))
+    objects = [posixpath.join(location, entry.path) for entry in record.shared_objects]
     out: Dict[str, Any] = {}
     config = None
     for path in objects[:MAX_LINKED]:

@@ -45,7 +45,8 @@ from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import SHARED_SUFFIX, loader_config, own_search_paths
+from .loader import loader_config, own_search_paths
+from .record import read_record
 from .staticcuda import unrecorded_modules
 
 #: NEEDED entries worth resolving (the CUDA libraries a framework may get from elsewhere).
@@ -341,9 +342,8 @@ EXTENSION_PACKAGES: Dict[str, Dict[str, Tuple[str, str]]] = {
 FRAMEWORK_LIB = {f.name: lazyre.compile(f.extension_libs) for f in frameworks.FRAMEWORKS if f.extension_libs}
 FRAMEWORK_DIRS = {f.name: f.extension_dirs for f in frameworks.FRAMEWORKS if f.extension_libs}
 FRAMEWORK_SYMBOL = {f.name: lazyre.compile(f.extension_symbols) for f in frameworks.FRAMEWORKS if f.extension_symbols}
-#: The most extension modules whose symbols are looked up in one run, and RECORD's size read per distribution.
+#: The most extension modules whose symbols are looked up in one run.
 MAX_EXTENSION_FILES = 64
-RECORD_LIMIT = 4 * 1024 * 1024
 
 
 def extension_files(host: Host, site: str, dists: Sequence[Distribution], dependents: Sequence[str],
@@ -361,12 +361,8 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
         d = by_key.get(key)
         if d is None or key in known or not d.metadata_dir.endswith(".dist-info"):
             continue
-        text = host.read_text(posixpath.join(d.metadata_dir, "RECORD"), limit=RECORD_LIMIT) or ""
-        if ".so" not in text:
-            continue  # a pure-Python package (most of those requiring the framework): no line to look at
-        for rel in _RECORD_SHARED_OBJECT.findall(text):
-            if not rel.startswith(("/", "..")):
-                out.append((d, posixpath.normpath(posixpath.join(site, rel))))
+        out += [(d, posixpath.normpath(posixpath.join(site, entry.path)))
+                for entry in read_record(host, d.metadata_dir).shared_objects]
     out += legacy_extension_files(host, site, dists, set(known) | set(dependents))
     seen: Set[str] = set()
     unique: List[Tuple[Distribution, str]] = []
@@ -375,11 +371,6 @@ def extension_files(host: Host, site: str, dists: Sequence[Distribution], depend
             seen.add(path)
             unique.append((d, path))
     return unique[:MAX_EXTENSION_FILES]
-
-
-#: The path of a RECORD line that names a shared object (its first field, before the hash): one search of the
-#: whole file instead of a split and a match per line.
-_RECORD_SHARED_OBJECT = lazyre.compile(r"^([^,\n\r]*%s)(?:,|\r?$)" % SHARED_SUFFIX, re.M)
 
 
 #: The most legacy installs looked at in one run (their compiled modules: :func:`staticcuda.unrecorded_modules`).

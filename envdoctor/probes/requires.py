@@ -36,7 +36,7 @@ from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import FILE_SUFFIX_FILTERS, Distribution, Host, metadata_headers, normalize_name
 from . import ProbeContext, register
-from .loader import SHARED_SUFFIX
+from .record import read_record
 
 #: The most of one METADATA file read (the headers come first; the description after them is not needed).
 METADATA_LIMIT = 512 * 1024
@@ -162,17 +162,7 @@ def keep_headers(text: str) -> str:
     return "\n".join(kept) + ("\n\n" if sep else "\n" if kept else "")
 
 
-#: A RECORD line of a shared object (its path, then a comma).
-_RECORD_LIBRARY = lazyre.compile(SHARED_SUFFIX + ",")
-
-
-def keep_libraries(text: str) -> str:
-    """What a snapshot keeps of a RECORD file: the lines of the shared objects (what the linkage probe reads)."""
-    return "".join(line + "\n" for line in text.splitlines() if _RECORD_LIBRARY.search(line))
-
-
 FILE_SUFFIX_FILTERS[".dist-info/METADATA"] = keep_headers
-FILE_SUFFIX_FILTERS[".dist-info/RECORD"] = keep_libraries
 
 
 class _Markers:
@@ -303,8 +293,7 @@ def python_mismatch(host: Host, dist: Distribution, requires_python: str,
     if requires_python and _satisfied(requires_python, python or short) is False:
         entry["requires_python"] = requires_python
     if dist.metadata_dir.endswith(".dist-info"):
-        record = host.read_file(posixpath.join(dist.metadata_dir, "RECORD"), limit=4 * 1024 * 1024)
-        text = record.text if record.ok else None
+        text = read_record(host, dist.metadata_dir).text
         if (text and ".cpython-" in text and not _own_build(short).search(text)
                 and not _ABI3_MODULE.search(text)):
             builds: Dict[str, List[str]] = {}

@@ -14,8 +14,9 @@ platlib); of those only the ones of at least :data:`MIN_SIZE` bytes, or whose si
 RECORD for a wheel without one, as CatBoost 0.10.3's): the CUDA runtime linked in is larger than that by itself.
 Each is read through ``Host.fatbin`` (the ELF section headers and the fat binary's entry headers, bounded), and
 only one with a ``.nv_fatbin`` through ``Host.elf`` (NEEDED).  At most :data:`MAX_LIBRARIES` files are opened
-and :data:`RECORD_LIMIT` bytes of each RECORD read; ``complete`` says whether a bound cut the search.  A file
-that cannot be read as ELF (truncated, garbled) is listed in ``unreadable`` with the reason.
+and :data:`~envdoctor.probes.record.RECORD_LIMIT` bytes of each RECORD read (:mod:`envdoctor.probes.record`, which
+also says which of its lines count); ``complete`` says whether a bound cut the search.  A file that cannot be read
+as ELF (truncated, garbled) is listed in ``unreadable`` with the reason.
 
 A distribution installed without a wheel (``python setup.py install``, ``setup.py develop``, a legacy pip install)
 has no RECORD; its compiled modules are listed from its own metadata instead (:func:`unrecorded_modules`), with no
@@ -43,38 +44,24 @@ from ..facts import Fact, ok
 from ..host.base import Distribution, Host
 from . import ProbeContext, register
 from .loader import SHARED_OBJECT
+from .record import Entry, read_record
 
 #: The smallest file searched.  ``libcudart_static.a`` alone puts more than this into a library: a one-kernel
 #: library built with nvcc 13.0's default ``--cudart=static`` for one architecture (tests/data/fatbin/kernel.cu)
 #: is 989,096 bytes, 696,048 stripped; the floor leaves room for the smaller runtimes of older releases.
 MIN_SIZE = 256 * 1024
-#: The most libraries opened in one run, and the most bytes of one RECORD read.
+#: The most libraries opened in one run, and the most bytes of an egg's or a legacy install's list of files read.
 MAX_LIBRARIES = 64
-RECORD_LIMIT = 4 * 1024 * 1024
+LIST_LIMIT = 4 * 1024 * 1024
 WHEEL_LIMIT = 4096
 _CUDART = lazyre.compile(r"^libcudart\.so(\.|$)")
 
 
-def record_libraries(record: bytes, min_size: int = MIN_SIZE) -> List[Tuple[str, Optional[int]]]:
-    """``(path relative to the RECORD's folder, size or None)`` of each shared object a RECORD lists with a size of
-    at least ``min_size`` (or none recorded).  Only the lines holding ``.so`` are parsed, and of those only the ones
-    whose size passes (a RECORD can list hundreds of small extension modules); a garbled line is passed over."""
-    out: List[Tuple[str, Optional[int]]] = []
-    pos = record.find(b".so")
-    while pos >= 0:
-        start = record.rfind(b"\n", 0, pos) + 1
-        end = record.find(b"\n", pos)
-        if end < 0:
-            end = len(record)
-        line = record[start:end].rstrip(b"\r")
-        head, comma, size = line.rpartition(b",")
-        size = size.strip()
-        if comma and (not size or size.isdigit() and int(size) >= min_size):
-            path = head.rpartition(b",")[0].decode("utf-8", "replace")
-            if SHARED_OBJECT.search(path) and not path.startswith(("/", "..", '"')):
-                out.append((path, int(size) if size else None))
-        pos = record.find(b".so", end)
-    return out
+def record_libraries(entries: Iterable[Entry], min_size: int = MIN_SIZE) -> List[Tuple[str, Optional[int]]]:
+    """``(path relative to the RECORD's folder, size or None)`` of each shared object a RECORD lists
+    (:func:`~envdoctor.probes.record.shared_objects`) with a size of at least ``min_size`` (or none recorded); a
+    line whose size is garbled is passed over."""
+    return [(e.path, e.size) for e in entries if not e.garbled and (e.size is None or e.size >= min_size)]
 
 
 def _pure(wheel: Optional[bytes]) -> bool:
@@ -167,12 +154,12 @@ def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
     PKG-INFO file alone, as distribution packages ship, outside a development install): not searched."""
     meta = dist.metadata_dir
     if posixpath.basename(meta) == "EGG-INFO":
-        native = host.read_text(posixpath.join(meta, "native_libs.txt"), limit=RECORD_LIMIT) or ""
+        native = host.read_text(posixpath.join(meta, "native_libs.txt"), limit=LIST_LIMIT) or ""
         found = [posixpath.normpath(posixpath.join(dist.location, line.strip())) for line in native.splitlines()
                  if SHARED_OBJECT.search(line.strip()) and not line.strip().startswith(("/", ".."))]
         found += host.glob_dir(dist.location, _SO) + top_level_modules(host, dist.location, meta)
     elif meta.endswith(".egg-info"):
-        files = host.read_text(posixpath.join(meta, "installed-files.txt"), limit=RECORD_LIMIT)
+        files = host.read_text(posixpath.join(meta, "installed-files.txt"), limit=LIST_LIMIT)
         if files and files.strip():
             found = [posixpath.normpath(posixpath.join(meta, line.strip())) for line in files.splitlines()
                      if SHARED_OBJECT.search(line.strip())]
@@ -218,15 +205,15 @@ def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
             continue
         if frameworks.of_distribution(dist.key) is not None:
             continue
-        record = host.read_file(posixpath.join(dist.metadata_dir, "RECORD"), limit=RECORD_LIMIT)
-        if record.data is None:
+        record = read_record(host, dist.metadata_dir)
+        if not record.ok:
             modules = unrecorded_modules(host, dist)  # its top_level.txt, as for an .egg-info folder
             if not modules:
                 unlisted += 1
             out += [(dist, path) for path in modules or []]
             continue
         complete = complete and not record.truncated
-        for rel, _size in record_libraries(record.data):
+        for rel, _size in record_libraries(record.shared_objects):
             out.append((dist, posixpath.normpath(posixpath.join(dist.location, rel))))
     return out, unlisted, complete
 
