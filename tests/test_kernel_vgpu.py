@@ -16,7 +16,8 @@ from tests.test_kernel_catalog import _host_facts
 
 BUS = "0002:00:00.0"
 A10 = "10de:2236"
-INCOMPATIBLE = ["NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.161.08  Release Build  (dvs-builder@U16-I3-B03-4-3)",
+INCOMPATIBLE = ["NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.161.08  Release Build  "
+                "(dvs-builder@U16-I3-B03-4-3)",
                 "NVRM: Xid (PCI:0002:00:00): 78, Guest driver is incompatible with host driver"]
 
 
