@@ -161,6 +161,20 @@ CAUSES: Dict[str, Dict[str, str]] = {
         "kind": "cause", "code": "gpu.reset_required", "severity": "error",
         "meaning": "the GPU's firmware stopped answering the driver (GSP RPC errors): the GPU needs a reset",
         "fix": "Reset the GPU (nothing may be using it) or reboot; update the driver if it recurs."},
+    "vgpu_guest_incompatible": {
+        "kind": "cause", "code": "driver.vgpu_guest_incompatible_with_host", "severity": "error",
+        "meaning": "the GPU is an NVIDIA vGPU, and the host's vGPU manager refused this VM's guest driver: the "
+                   "guest driver is of a release the host's vGPU software does not accept, so the vGPU did not "
+                   "start (Xid 78, vGPU Start Error)",
+        "fix": "Install the guest driver of the host's NVIDIA vGPU software release (NVIDIA's vGPU release notes "
+               "pair each vGPU manager release with its guest drivers; on a cloud VM, the provider's GRID guest "
+               "driver for the VM size's current host release), remove the old one, and reboot the VM."},
+    "vgpu_type_unsupported": {
+        "kind": "cause", "code": "gpu.init_failed", "severity": "error",
+        "meaning": "the GPU is an NVIDIA vGPU of a type the host does not support for this VM (its guest OS or "
+                   "the physical GPU), so the vGPU did not start (Xid 78, vGPU Start Error)",
+        "fix": "Give the VM a vGPU type (profile) that the physical GPU and the guest OS support (NVIDIA's vGPU "
+               "documentation lists them per GPU), then restart the VM."},
     "consequence": {
         "kind": "consequence", "code": "", "severity": "info",
         "meaning": "follows from a failure the other lines name",
@@ -173,14 +187,17 @@ CAUSES: Dict[str, Dict[str, str]] = {
 
 #: Xid classes: mnemonic patterns (nverror.h) -> cause. The first that matches wins; the meanings follow
 #: NVIDIA's Xid catalog (XID_DOC): 79 the GPU fell off the bus; ECC, row-remapping and memory errors;
-#: NVLink errors; the GSP firmware's RPC timeouts and errors; the rest are errors of one application's
-#: work (a bad kernel, a page fault) that the driver contained.
+#: NVLink errors; the GSP firmware's RPC timeouts and errors; 78 a vGPU that did not start (the catalog: "basic
+#: issues will keep vGPU functionality from being able to operate", the guest driver incompatible with the host
+#: driver or the vGPU type not supported); the rest are errors of one application's work (a bad kernel, a page
+#: fault) that the driver contained.
 XID_CLASSES: Sequence[Tuple[str, str]] = (
     (r"^ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS$", "lost"),
     (r"^(?:GSP_RPC_TIMEOUT|GSP_ERROR|PMU_HALT_ERROR|SEC2_HALT_ERROR|GPU_FATAL_TIMEOUT|PCIE_FATAL_TIMEOUT|"
      r"GPU_INIT_ERROR|ROBUST_CHANNEL_UNCONTAINED_ERROR|GPU_RECOVERY_ACTION_CHANGED)$", "xid_reset"),
     (r"ECC|INFOROM|RETIREMENT|DRAM|SRAM|MEMORY|SBE|LTC|ROW_REMAP|UNCONTAINED|CONTAINED", "xid_memory"),
     (r"NVLINK|C2C|ALI_TRAINING", "xid_interconnect"),
+    (r"^VGPU_START_ERROR$", "xid_vgpu_start"),
     (r"", "xid_application"),
 )
 
@@ -200,6 +217,14 @@ XID_CAUSES: Dict[str, Dict[str, str]] = {
         "meaning": "an NVLink (or chip-to-chip link) error",
         "fix": "Check the links (nvidia-smi nvlink -s, nvidia-smi nvlink -e); reset the GPUs; on NVSwitch "
                "systems check the Fabric Manager's log."},
+    "xid_vgpu_start": {
+        "kind": "failure", "code": "gpu.init_failed", "severity": "error",
+        "meaning": "the vGPU did not start (Xid 78, vGPU Start Error): the host refused it, which NVIDIA's Xid "
+                   "catalog says keeps vGPU from working until resolved (the line's text names why: a guest "
+                   "driver incompatible with the host driver, or a vGPU type not supported)",
+        "fix": "Read the Xid line's text: 'Guest driver is incompatible with host driver' needs the guest driver "
+               "of the host's vGPU software release; 'vGPU type is not supported' needs a vGPU type the GPU and "
+               "guest OS support. Then restart the VM."},
     "xid_application": {
         "kind": "info", "code": "gpu.xid_application_error", "severity": "info",
         "meaning": "an error in one application's GPU work (a bad kernel, an illegal address, a timeout) that "
@@ -268,6 +293,12 @@ OPEN_MESSAGES = (
      "\"Failed to allocate NvKmsKapiDevice", "Failed to allocate NvKmsKapiDevice", "drm", "consequence", ()),
     ("gpu_crash_dump", "src/nvidia/arch/nvalloc/unix/src/osapi.c", "\"NVRM: A GPU crash dump has been created",
      "A GPU crash dump has been created", "none", "consequence", ()),
+    # a vGPU guest's reasons for Xid 78 (VGPU_START_ERROR), printed as the Xid line's text (nvErrorLog_va)
+    ("vgpu_guest_incompatible", "src/nvidia/src/kernel/gpu/gpu.c", "\"Guest driver is incompatible with host driver",
+     "Guest driver is incompatible with host driver", "none", "vgpu_guest_incompatible", ()),
+    ("vgpu_type_unsupported", "src/nvidia/src/kernel/vgpu/rpc.c",
+     "nvErrorLog_va(pGpu, VGPU_START_ERROR, \"vGPU type is not supported", "vGPU type is not supported", "none",
+     "vgpu_type_unsupported", ()),
 )
 
 #: Messages only the proprietary resource manager prints (read from nv-kernel.o_binary's strings):

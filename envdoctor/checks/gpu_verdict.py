@@ -249,12 +249,17 @@ def gpu_init_failed(ctx: CheckContext) -> Iterable[Finding]:
     for bus, (said, cause) in sorted(init_failures(facts).items()):
         if cause is not None and cause.row.get("code") != "gpu.init_failed":
             continue  # a cause of its own finding (the wrong module flavour or branch, a lost GPU): kernel-log
-        row = cause.row if cause is not None else _generic_failure()
         failing = [x for x in said if kernel.failed(kernel.classify(x))]
+        # no cause named: the failure of its own kind (an Xid 78, a vGPU that did not start) says more than the
+        # generic checklist of a bare-metal GPU
+        own = next((m.row for x in failing for m in kernel.classify(x)
+                    if m.row.get("kind") == "xid" and m.row.get("class") == "failure"), None)
+        row = cause.row if cause is not None else own if own is not None else _generic_failure()
         first = cause.line if cause is not None else next(
             (x for x in failing if "RmInitAdapter failed" in x), failing[0])
         shown = said[-8:]
-        why = ("Cause: %s." % row["meaning"]) if cause is not None else "The kernel's messages name no cause."
+        why = ("Cause: %s." % row["meaning"]) if cause is not None else (
+            "What failed: %s." % row["meaning"] if own is not None else "The kernel's messages name no cause.")
         yield Finding(
             code="gpu.init_failed", severity="error", components=["gpu", "driver"],
             title="GPU %s is bound to the nvidia driver, but the driver failed to initialise it: %s" % (

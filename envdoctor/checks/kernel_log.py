@@ -23,7 +23,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..matrix import kernel
 from . import CheckContext, CodeDoc, Conclusion, check
-from .gpus import GPU_LOST, KLOG, cannot_drive, not_driven, nvidia_seen, nvml_bus_ids
+from .gpus import GPU_LOST, KLOG, cannot_drive, installed_branch, not_driven, nvidia_seen, nvml_bus_ids
 
 CATALOG = "https://github.com/NVIDIA/open-gpu-kernel-modules"
 XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
@@ -44,6 +44,8 @@ CODES: Dict[str, Tuple[List[str], str]] = {
     "driver.gpu_owned_by_other_driver": (["driver", "kernel"], "is owned by another kernel driver"),
     "driver.module_built_for_other_kernel": (["driver", "kernel"], "module was built for another kernel"),
     "driver.uvm_init_failed": (["driver"], "nvidia-uvm failed to start"),
+    "driver.vgpu_guest_incompatible_with_host": (["driver", "gpu"], "is a vGPU the host refused: the guest driver "
+                                                                      "is incompatible with the host's vGPU manager"),
     "gpu.lost": (["gpu", "driver"], "has fallen off the bus"),
     "gpu.reset_required": (["gpu", "driver"], "needs a reset"),
     "gpu.xid_memory_error": (["gpu"], "reported memory errors"),
@@ -200,6 +202,12 @@ def _finding(facts: Facts, lines: List[str], hit: _Hit, seen: List[str]) -> Find
     elif hit.code == "driver.gpu_not_supported_by_branch" and groups.get("version"):
         extra = " The loaded driver is %s." % groups["version"]
     title = "%s %s" % (gpu, what)
+    if hit.code == "driver.vgpu_guest_incompatible_with_host":
+        guest = installed_branch(facts)[1]
+        if guest:
+            title += " (the guest driver is %s)" % guest
+            extra = (" This VM's guest driver is %s; a guest driver works only with a host vGPU manager of a "
+                     "release that accepts it, so install the guest driver of the host's vGPU release." % guest)
     if hit.code == "driver.gpu_needs_legacy_branch" and groups.get("branch"):
         title += ": NVIDIA %s, the legacy branch that still drives it" % groups["branch"]
     if hit.unconfirmed and not hit.current:
@@ -238,6 +246,8 @@ def _commands(code: str) -> List[str]:
         return ["ls /lib/firmware/nvidia/", "modinfo -F version nvidia"]
     if code == "driver.gpu_owned_by_other_driver":
         return ["lspci -nnk -d 10de:"]
+    if code == "driver.vgpu_guest_incompatible_with_host":
+        return ["cat /proc/driver/nvidia/version   # the guest driver", KLOG]
     return [KLOG]
 
 
@@ -283,6 +293,12 @@ DOCS = (
             "kernel (built for another kernel).", "driver.kernel_log", "The module cannot load.", CATALOG),
     CodeDoc("driver.uvm_init_failed", "error", "The nvidia-uvm module failed to start.", "driver.kernel_log",
             "CUDA needs nvidia-uvm: cuInit fails without it.", CATALOG),
+    CodeDoc("driver.vgpu_guest_incompatible_with_host", "error", "The GPU is an NVIDIA vGPU and the host's vGPU "
+            "manager refused the VM's guest driver (Xid 78, 'Guest driver is incompatible with host driver'): the "
+            "guest driver is of a release the host's vGPU software does not accept.",
+            "driver.kernel_log, driver.kernel_module.version",
+            "The vGPU does not start: nvidia-smi finds no devices and CUDA no GPU until the guest driver of the "
+            "host's vGPU release is installed.", CATALOG),
     GPU_LOST,
     CodeDoc("gpu.reset_required", "error", "A GPU reported an Xid after which NVIDIA says to reset it (GSP timeout "
             "or error, an uncontained error...; a warning when the GPU answers now; not said when the driver "

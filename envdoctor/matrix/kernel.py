@@ -134,7 +134,8 @@ def attribute(lines: Sequence[Any], buses: Sequence[str]) -> Dict[str, List[Tupl
 
 #: The causes a kernel log can name, most specific first: when several lines about one GPU name causes, the
 #: first of these is the one reported (a GPU the branch does not support also fails RmInitAdapter).
-CAUSE_ORDER = ("open_required", "open_unsupported", "legacy", "unsupported_by_release", "other_driver",
+CAUSE_ORDER = ("open_required", "open_unsupported", "legacy", "unsupported_by_release", "vgpu_guest_incompatible",
+               "vgpu_type_unsupported", "other_driver",
                "gsp_firmware_missing", "module_other_kernel", "bar", "power", "gfw_boot", "lost", "gsp",
                "gsp_hang", "uvm", "xid_reset")
 
