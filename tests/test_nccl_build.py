@@ -39,8 +39,9 @@ def nvcc(version: str) -> Any:
 
 
 def judge(packages: List[Any], driver: str, driver_cuda: Optional[str], toolkit: Optional[str],
-          choice: Optional[Any] = None, pip: Optional[List[Any]] = None) -> List[Any]:
-    facts = [ok("cuda.packages", packages, "file:/var/lib/dpkg/status"),
+          choice: Optional[Any] = None, pip: Optional[List[Any]] = None, extra: Optional[List[Any]] = None
+          ) -> List[Any]:
+    facts = list(extra or []) + [ok("cuda.packages", packages, "file:/var/lib/dpkg/status"),
              ok("libraries.nccl", pip or [], "derived"),
              ok("libraries.loader_choice", {"libnccl.so.2": choice} if choice else {}, "derived"),
              ok("driver.version", driver, "nvml"), ok("driver.cuda_version", driver_cuda, "nvml"),
@@ -109,3 +110,60 @@ def test_rpm_packages_and_pip_wheels():
     out = judge([], "470.82.01", "11.4", None, pip=wheel)
     assert [(f.code, f.severity) for f in out] == [("nccl.cuda_build_mismatch", "error")]
     assert judge([], "535.104.05", "12.2", None, pip=wheel) == []
+
+
+SITE = "/home/u/venv/lib/python3.12/site-packages"
+
+
+def cu_wheel(major: str, version: str) -> List[Any]:
+    """A pip NCCL wheel as the probe records it: its library, then its dist-info."""
+    lib = SITE + "/nvidia/nccl/lib/libnccl.so.2"
+    return [{"path": lib, "soname": "libnccl.so.2", "version": version, "found_by": "pip wheel nvidia-nccl-cu" + major,
+             "resolved": lib, "kind": "library"},
+            {"path": "%s/nvidia_nccl_cu%s-%s.dist-info" % (SITE, major, version), "version": version, "kind": "pip",
+             "found_by": "pip wheel nvidia-nccl-cu" + major}]
+
+
+def torch(cuda: str, wheels: Any) -> Any:
+    # torch 2.11.0+cu130's metadata pins nvidia-nccl-cu13==2.28.9 (its wheel's Requires-Dist)
+    return ok("framework.torch", {"version": "2.11.0+cu%s" % cuda.replace(".", ""), "public": "2.11.0",
+                                  "package": "torch", "path": SITE, "cuda": cuda, "build": "cuda",
+                                  "nvidia_wheels": wheels}, "file:" + SITE)
+
+
+CU13_PIN = {"nvidia-nccl-cu13": {"required": "2.28.9", "specifier": "==2.28.9", "installed": "2.28.9"}}
+
+
+def test_a_framework_wheel_nccl_is_not_judged_against_a_toolkit_the_loader_does_not_give_it_to():
+    # torch 2.11.0+cu130 loads nvidia-nccl-cu13 through its RPATH; a CUDA 12.8 nvcc on PATH builds programs that
+    # do not find that copy (no LD_LIBRARY_PATH, no loader-cache entry): nothing to say about NCCL
+    out = judge([], "595.97", "13.2", "12.8.61", pip=cu_wheel("13", "2.28.9"), extra=[torch("13.0", CU13_PIN)])
+    assert out == []
+    none = {"soname": "libnccl.so.2", "path": None, "resolved": None, "version": None, "via": None}
+    assert judge([], "595.97", "13.2", "12.8.61", choice=none, pip=cu_wheel("13", "2.28.9")) == []
+
+
+def test_a_wheel_nccl_the_loader_gives_programs_is_still_judged_against_the_toolkit():
+    lib = SITE + "/nvidia/nccl/lib"
+    choice = {"path": lib + "/libnccl.so.2", "resolved": lib + "/libnccl.so.2", "version": "2.28.9",
+              "via": "LD_LIBRARY_PATH"}
+    out = judge([], "595.97", "13.2", "12.8.61", choice=choice, pip=cu_wheel("13", "2.28.9"),
+                extra=[torch("13.0", CU13_PIN)])
+    assert [(f.code, f.severity) for f in out] == [("nccl.cuda_build_mismatch", "warning")]
+    assert "nvidia-nccl-cu13" in out[0].title and "toolkit is 12.8" in out[0].title
+
+
+def test_a_wheel_nccl_of_another_cuda_major_than_the_framework_that_loads_it_is_a_warning():
+    # torch +cu130 requires nvidia-nccl-cu13, but only nvidia-nccl-cu12 wrote site-packages/nvidia/nccl/lib
+    pin = {"nvidia-nccl-cu13": {"required": "2.28.9", "specifier": "==2.28.9", "installed": None}}
+    out = judge([], "595.97", "13.2", None, pip=cu_wheel("12", "2.27.3"), extra=[torch("13.0", pin)])
+    assert [(f.code, f.severity) for f in out] == [("nccl.cuda_build_mismatch", "warning")]
+    assert "nvidia-nccl-cu12 2.27.3" in out[0].title and "torch 2.11.0+cu130" in out[0].title
+    assert "CUDA 13.0" in out[0].title and "loads it" in out[0].title
+    assert out[0].fix.commands == ["pip install --force-reinstall 'nvidia-nccl-cu13==2.28.9'"]
+    # its own wheel installed beside it: the two overwrite each other, which framework.nvidia_wheels_conflict says
+    both = {"nvidia-nccl-cu13": dict(pin["nvidia-nccl-cu13"], installed="2.28.9")}
+    assert judge([], "595.97", "13.2", None, pip=cu_wheel("12", "2.27.3"), extra=[torch("13.0", both)]) == []
+    # a framework of the wheel's own major: quiet
+    pin12 = {"nvidia-nccl-cu12": {"required": "2.27.3", "specifier": "==2.27.3", "installed": "2.27.3"}}
+    assert judge([], "595.97", "13.2", "13.0.88", pip=cu_wheel("12", "2.27.3"), extra=[torch("12.8", pin12)]) == []

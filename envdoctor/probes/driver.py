@@ -91,6 +91,13 @@ _DKMS = lazyre.compile(
     r"\s*(?P<state>[A-Za-z][\w ]*?)\s*(?:\(.*\))?\s*$",
     re.M,
 )
+#: A module DKMS has added (its source registered) or built, with no kernel: ``nvidia, 418.40.04: added`` (dkms 2.x),
+#: ``nvidia/418.40.04: added`` (dkms 3.x); dell/dkms dkms.in, do_status: a module is "added" until it is built for
+#: a kernel.
+_DKMS_ADDED = lazyre.compile(
+    r"^(?P<module>nvidia[\w-]*)[/,]\s*(?P<version>[^,:\s]+):\s*(?P<state>added)\s*$",
+    re.M,
+)
 
 #: NVML error names -> what they mean for the user.
 NVML_REASONS = {
@@ -153,7 +160,11 @@ def cuda_from_int(value: object) -> Optional[str]:
 
 
 def parse_dkms_status(text: str) -> List[Dict[str, str]]:
-    return [m.groupdict() for m in _DKMS.finditer(text)]
+    """Each nvidia line of ``dkms status``: ``{module, version, kernel, arch, state}`` (kernel and arch empty for a
+    module only added, built for no kernel)."""
+    found = [(m.start(), m.groupdict()) for m in _DKMS.finditer(text)]
+    found += [(m.start(), dict(m.groupdict(), kernel="", arch="")) for m in _DKMS_ADDED.finditer(text)]
+    return [e for _, e in sorted(found, key=lambda p: p[0])]
 
 
 def _nvml_answer(data: Dict[str, object], key: str) -> Tuple[object, Optional[str]]:
@@ -696,6 +707,8 @@ def _module_on_disk(host: Host, wsl: bool) -> List[Fact]:
                                                        if others else ""))
         facts.append(fact)
         facts.append(_kernel_headers(host, release))
+        facts.append(ok("driver.dkms.failure", _dkms_failure(host, release), "dir:" + DKMS_TREE,
+                        "A failed DKMS build of the nvidia module for the running kernel"))
     return facts
 
 

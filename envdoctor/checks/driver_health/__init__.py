@@ -303,8 +303,10 @@ DOCS = (
     CodeDoc("driver.nova_conflict", "error", "The in-kernel nova (nova-core) driver is loaded or drives the GPU.",
             "driver.nova.loaded, driver.nova.bound", "The NVIDIA driver cannot own a GPU nova holds.",
             RULES["nouveau"]["url"]),
-    CodeDoc("driver.no_module_for_kernel", "error", "No nvidia kernel module is built for the running kernel.",
-            "driver.module_for_running_kernel, driver.dkms.status, kernel.release",
+    CodeDoc("driver.no_module_for_kernel", "error", "No nvidia kernel module is built for the running kernel "
+            "(also where the driver's libraries were never installed but DKMS holds the driver: its build for this "
+            "kernel failed, the reason read from DKMS's make.log where it is there).",
+            "driver.module_for_running_kernel, driver.dkms.status, driver.dkms.failure, kernel.release",
             "After a kernel update without headers DKMS cannot rebuild the module; the GPU is unusable.",
             RULES["headers"]["url"],
         messages=(Message("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",

@@ -66,7 +66,9 @@ def _no_driver(facts: Facts) -> List[Finding]:
 
 
 @check("driver-health", requires=("driver.installed",), reads=READS, layers=("driver", "gpu"),
-       yields={"driver.not_installed": ("driver.nouveau_conflict", "driver.nova_conflict")},
+       # a driver whose module never built for the running kernel (its DKMS tree is there) is said there
+       yields={"driver.not_installed": ("driver.nouveau_conflict", "driver.nova_conflict",
+                                        "driver.no_module_for_kernel")},
        codes=docs_for(DOCS, "driver.not_installed", "gpu.none", "driver.wsl_libcuda_missing"))
 def driver_installed(ctx: CheckContext) -> Iterable[Finding]:
     """Is a driver installed at all?  The other questions are their own checks (declared below)."""

@@ -3,13 +3,13 @@ installed kernel the machine will boot next."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, check, docs_for
 from ..suggest import rpm_tool
-from . import DOCS, READS, _evidence, _family, _installed, _source
+from . import DOCS, READS, _evidence, _family, _installed, _pci_gpus, _source
 
 
 def _headers(family: str, tool: str = "dnf") -> List[str]:
@@ -23,21 +23,48 @@ def _headers(family: str, tool: str = "dnf") -> List[str]:
             'sudo dnf install -y "kernel-devel-$(uname -r)"   # RHEL/Fedora']
 
 
+def _dkms_nvidia(facts: Facts) -> List[Dict[str, Any]]:
+    return [e for e in facts.items("driver.dkms.status")
+            if isinstance(e, dict) and str(e.get("module", "")).startswith("nvidia")]
+
+
+def _failed_build(facts: Facts) -> Optional[Dict[str, Any]]:
+    """DKMS's build log of the nvidia module for the running kernel, left by a build that failed."""
+    got = facts.value("driver.dkms.failure")
+    return got if isinstance(got, dict) and got.get("module") and got.get("version") else None
+
+
+def _driver_left_for_kernel(facts: Facts) -> bool:
+    """No driver user space, but an NVIDIA GPU and DKMS holding the nvidia module (registered, or a failed build
+    for the running kernel): the driver was being installed and its module never built for this kernel (NVIDIA's
+    installer stops before the libraries when DKMS cannot build the module)."""
+    return facts.value("driver.installed") is False and bool(_pci_gpus(facts)) and bool(
+        _dkms_nvidia(facts) or _failed_build(facts))
+
+
 def _no_module_for_kernel(facts: Facts) -> List[Finding]:
-    if facts.value("driver.installed") is not True or facts.value("driver.kernel_module.loaded") is True:
+    installed = facts.value("driver.installed") is True
+    if not (installed or _driver_left_for_kernel(facts)) or facts.value("driver.kernel_module.loaded") is True:
         return []
     fact = facts.get("driver.module_for_running_kernel")
     if fact is None or not fact.known or fact.value is not False:
         return []
     release = facts.value("kernel.release") or "the running kernel"
-    dkms = facts.items("driver.dkms.status")
-    others = sorted({e.get("kernel", "") for e in dkms if isinstance(e, dict) and
-                     str(e.get("state", "")).startswith("installed")} - {release})
-    versions = sorted({e.get("version", "") for e in dkms if isinstance(e, dict) and e.get("version")})
+    dkms = _dkms_nvidia(facts)
+    others = sorted({e.get("kernel", "") for e in dkms if str(e.get("state", "")).startswith("installed")}
+                    - {release})
+    versions = sorted({e.get("version", "") for e in dkms if e.get("version")})
+    added = sorted({"%s %s" % (e.get("module"), e.get("version")) for e in dkms
+                    if e.get("state") == "added" and e.get("version")})
+    failure = _failed_build(facts)
     family = _family(facts)
     title = "No nvidia kernel module is built for the running kernel %s" % release
-    if others:
+    if failure:
+        title += " (DKMS's build of %s/%s for it failed)" % (failure["module"], failure["version"])
+    elif others:
         title += " (DKMS built nvidia %s only for %s)" % (", ".join(versions) or "?", ", ".join(others))
+    elif added:
+        title += " (DKMS has %s added but built for no kernel)" % ", ".join(added)
     cmds = _headers(family, rpm_tool(facts)) + ["sudo dkms autoinstall", "sudo modprobe nvidia"]
     headers = facts.mapping("kernel.headers")
     missing_headers = [] if headers.get("present") is not False else [Finding(
@@ -50,24 +77,42 @@ def _no_module_for_kernel(facts: Facts) -> List[Finding]:
         evidence=_evidence(facts, "kernel.headers", "kernel.release", "driver.dkms.status"),
         source=_source("headers"),
         fix=Fix(text="Install the headers of kernel %s; DKMS then builds the module." % release, commands=cmds))]
+    detail = ("The machine booted kernel %s, but /lib/modules/%s holds no nvidia.ko and DKMS has not built one "
+              "for it" % (release, release))
+    source = _source("headers")
+    fix = Fix(text="Install the headers of the running kernel and let DKMS build the module for it (or boot "
+                   "the kernel it was built for).", commands=cmds)
+    if failure and headers.get("present") is not False:
+        module = "%s/%s" % (failure["module"], failure["version"])
+        detail += (": its build of %s for this kernel failed%s. A build that fails with the kernel's headers "
+                   "installed usually means the driver release does not support this kernel (a newer kernel "
+                   "changed an interface its module uses) or the compiler differs from the kernel's" % (
+                       module, " (the build log %s says: '%s')" % (failure.get("log"), failure["reason"])
+                       if failure.get("reason") else " (see the build log %s)" % failure.get("log")))
+        source = _source("dkms_kernel")
+        fix = Fix(text="Read the build log, then install a driver release that supports kernel %s (or boot a "
+                       "kernel this driver builds for) and build the module again." % release,
+                  commands=["less %s" % failure.get("log"), "sudo dkms install %s -k %s" % (module, release)])
+    else:
+        detail += (" (usually a kernel update whose headers were not installed, so DKMS could not rebuild the "
+                   "module)")
+    if not installed:
+        detail += ("; the driver's libraries are not installed either (NVIDIA's installer stops when the kernel "
+                   "module cannot be built)")
+    detail += ". Until it is built, the module cannot load and CUDA sees no GPU."
     return missing_headers + [Finding(
         code="driver.no_module_for_kernel", severity="error", components=["driver", "kernel"],
-        title=title,
-        detail="The machine booted kernel %s, but /lib/modules/%s holds no nvidia.ko and DKMS has not built one "
-               "for it (usually a kernel update whose headers were not installed, so DKMS could not rebuild the "
-               "module). Until it is built, the module cannot load and CUDA sees no GPU." % (release, release),
-        evidence=_evidence(facts, "driver.module_for_running_kernel", "driver.dkms.status", "kernel.release",
-                           "driver.kernel_module.loaded"),
-        source=_source("headers"),
-        fix=Fix(text="Install the headers of the running kernel and let DKMS build the module for it (or boot "
-                     "the kernel it was built for).", commands=cmds),
+        title=title, detail=detail,
+        evidence=_evidence(facts, "driver.module_for_running_kernel", "driver.dkms.status", "driver.dkms.failure",
+                           "kernel.release", "kernel.headers", "driver.kernel_module.loaded"),
+        source=source, fix=fix,
     )]
 
 
 @check("driver-health.module-for-kernel", requires=("driver.installed",), reads=READS, layers=("driver", "os"),
        codes=docs_for(DOCS, "driver.kernel_headers_missing", "driver.no_module_for_kernel"))
 def module_for_kernel(ctx: CheckContext) -> List[Finding]:
-    return _no_module_for_kernel(ctx.facts) if _installed(ctx.facts) else []
+    return _no_module_for_kernel(ctx.facts) if _installed(ctx.facts) or _driver_left_for_kernel(ctx.facts) else []
 
 
 def _dkms_managed(facts: Facts, release: str) -> bool:
