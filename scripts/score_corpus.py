@@ -235,7 +235,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the score and every case's result as JSON")
     ap.add_argument("--min-score", type=float, metavar="PERCENT",
                     help="exit 1 when fewer than PERCENT%% of the cases are right")
-    ap.add_argument("--max-false-alarms", type=int, metavar="N", help="exit 1 when there are more than N false alarms")
+    ap.add_argument("--max-false-alarms", type=int, metavar="N",
+                    help="exit 1 when there are more than N false alarms (with --known-misses: on cases it does not "
+                         "list)")
     ap.add_argument("--known-misses", metavar="FILE",
                     help="exit 1 when a case missing from FILE (one case name per line, '#' starts a comment) is not "
                          "right, or when a case FILE lists is now right (take it off the list)")
@@ -268,16 +270,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.min_score is not None and doc["percent"] < args.min_score:
         print("score %.1f%% is below --min-score %g" % (doc["percent"], args.min_score), file=sys.stderr)
         failed = True
-    if args.max_false_alarms is not None and doc["false_alarms"] > args.max_false_alarms:
-        print("%d false alarms, more than --max-false-alarms %d" % (doc["false_alarms"], args.max_false_alarms),
-              file=sys.stderr)
-        failed = True
+    listed: Set[str] = set()
     if args.known_misses is not None:
         try:
             listed = read_known_misses(args.known_misses)
         except OSError as exc:
             print("cannot read --known-misses %s: %s" % (args.known_misses, exc.strerror or exc), file=sys.stderr)
             return 2
+    if args.max_false_alarms is not None:
+        # a healthy case listed as a known miss (its line argues why the finding stands) is counted in the score
+        # and printed, not held to the gate: a false alarm anywhere else is
+        unlisted = sum(len(r["false_alarms"]) for r in doc["cases"] if not r["erratum"] and r["case"] not in listed)
+        if unlisted > args.max_false_alarms:
+            print("%d false alarms%s, more than --max-false-alarms %d" % (
+                unlisted, " outside %s" % args.known_misses if listed else "", args.max_false_alarms),
+                file=sys.stderr)
+            failed = True
+    if args.known_misses is not None:
         both = sorted(listed & errata)
         if both:
             print("in both %s and %s (a case is a known miss or an erratum): %s" % (

@@ -154,6 +154,28 @@ def test_scorer_json_and_thresholds(scored: Dict[str, Any], monkeypatch: Any, ca
         assert code == 1 and "below --min-score" in err
 
 
+def test_the_false_alarm_gate_passes_over_only_the_known_misses_it_is_given(monkeypatch: Any, capsys: Any,
+                                                                             tmp_path: Any) -> None:
+    """--max-false-alarms with --known-misses: a healthy case the list names (its line argues for the finding) is
+    scored and printed, and not held to the gate; the same false alarm on a case not listed fails it."""
+    doc = {"total": 2, "right": 1, "percent": 50.0, "false_alarms": 1, "errata": 0, "cases": [
+        {"case": "healthy-a", "healthy": True, "right": False, "erratum": False, "url": "u", "category": "healthy",
+         "false_alarms": [{"severity": "warning", "code": "x.y", "title": "t"}], "missed": [], "said": []},
+        {"case": "b", "healthy": False, "right": True, "erratum": False, "url": "u", "category": "c",
+         "false_alarms": [], "missed": [], "said": []}]}
+    listed = tmp_path / "known.txt"
+    listed.write_text("healthy-a  # x.y is right here: ...\n")
+    empty = tmp_path / "none.txt"
+    empty.write_text("")
+    code, out, err = _main(monkeypatch, capsys, doc, "--max-false-alarms", "0", "--known-misses", str(listed))
+    assert code == 0, err
+    assert "1 false alarms" in out
+    code, _, err = _main(monkeypatch, capsys, doc, "--max-false-alarms", "0")
+    assert code == 1 and "1 false alarms, more than --max-false-alarms 0" in err
+    code, _, err = _main(monkeypatch, capsys, doc, "--max-false-alarms", "0", "--known-misses", str(empty))
+    assert code == 1 and "1 false alarms, more than --max-false-alarms 0" in err
+
+
 def test_scorer_matches_code_severity_and_words() -> None:
     entry = {"codes": ["driver.too_old_for_framework"], "min_severity": "error", "words": ["470", "CU121"]}
     finding: Dict[str, Any] = {"code": "driver.too_old_for_framework", "severity": "error",
