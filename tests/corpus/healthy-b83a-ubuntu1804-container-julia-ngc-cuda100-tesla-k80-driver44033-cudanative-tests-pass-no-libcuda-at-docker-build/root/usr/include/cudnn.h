@@ -1,0 +1,1 @@
+x86_64-linux-gnu/cudnn_v7.h
