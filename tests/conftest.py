@@ -25,6 +25,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MACHINES = os.path.join(HERE, "machines")
 
 
+def pytest_xdist_auto_num_workers(config: Any) -> int:
+    """``-n auto`` (the README's test command): one test worker more than the cores this process may use. A fifth
+    of the workers' time goes to waiting (a test's own deadlines, the cluster engines, chroots, a subprocess's
+    start), when a worker per core leaves its core idle; on a 2-core machine, the same commit, back to back: 7:02
+    with three workers (the cores busy 95% of the run) against 7:54 with two (80%)."""
+    try:
+        cores = len(os.sched_getaffinity(0))  # what a container's or a job's CPU set allows
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return cores + 1
+
+
 def machine_path(name: str) -> str:
     return os.path.join(MACHINES, name, "snapshot.json")
 
