@@ -827,7 +827,7 @@ def rdma_fact(host: Host) -> Optional[Fact]:
         return None
     devices = []
     for name in names:
-        drv = host.read_link(posixpath.join(RDMA_DEVICES, name, "device", "driver"))
+        drv = host.read_link(posixpath.join(host.resolve(posixpath.join(RDMA_DEVICES, name, "device")), "driver"))
         driver = posixpath.basename((drv.target or "").rstrip("/")) if drv.ok else ""
         devices.append({"name": name, "driver": driver or None})
     verbs = sorted((n for n in host.list_dir(RDMA_VERBS).names() if _UVERBS.match(n)),
