@@ -420,6 +420,76 @@ def container_shm(ctx: CheckContext) -> Iterable[Finding]:
                           "docker run --gpus all --ipc=host ..."]))]
 
 
+#: libibverbs lists a device from sysfs (/sys/class/infiniband_verbs/uverbsN) and opens /dev/infiniband/uverbsN to
+#: use it (rdma-core libibverbs/device.c, __ibv_open_device); a container gets only the device nodes it is given.
+RDMA_OPEN = "https://github.com/linux-rdma/rdma-core/blob/master/libibverbs/device.c"
+#: AWS: EFA in containers on EKS comes from the EFA device plugin (resource vpc.amazonaws.com/efa).
+EFA_EKS = "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html"
+#: NVIDIA (Mellanox): InfiniBand/RoCE HCAs in Kubernetes pods come from the RDMA shared device plugin.
+RDMA_K8S_PLUGIN = "https://github.com/Mellanox/k8s-rdma-shared-dev-plugin"
+#: fi_info prints a failed fi_getinfo as "fi_getinfo: <ret> (<fi_strerror>)" (libfabric's FT_PRINTERR).
+LIBFABRIC_INFO = "https://github.com/ofiwg/libfabric/blob/main/util/info.c"
+#: aws-ofi-nccl warns "OFI fi_getinfo() call failed: <fi_strerror>" (NCCL prefixes NET/OFI) when no provider answers.
+AWS_OFI_NCCL = "https://github.com/aws/aws-ofi-nccl/blob/master/src/nccl_ofi_net.cpp"
+#: The most --device flags spelled out in a fix command.
+MAX_DEVICE_FLAGS = 8
+
+
+@check("container-rdma", requires=("container.rdma",), reads=("container.rdma", "os.container"),
+       layers=("containers",), codes=(
+    CodeDoc("container.rdma_devices_not_passed", "warning", "Inside a container with RDMA user space (libibverbs, "
+            "libfabric or an NCCL net plugin), the host's RDMA devices (InfiniBand, RoCE, EFA) are visible in sysfs "
+            "but no /dev/infiniband/uverbs* device node was passed in.", "container.rdma, os.container",
+            "libibverbs opens /dev/infiniband/uverbsN for each device it lists: without the nodes verbs and "
+            "libfabric find no usable device ('fi_getinfo: -61 (No data available)'), aws-ofi-nccl fails to "
+            "initialise and NCCL falls back to TCP sockets or fails.", RDMA_OPEN,
+        messages=(Message("fi_getinfo: -61 (No data available)", LIBFABRIC_INFO),
+                  Message("NET/OFI OFI fi_getinfo() call failed: No data available", AWS_OFI_NCCL))),
+))
+def container_rdma(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    rdma = facts.mapping("container.rdma")
+    devices = [d for d in (rdma.get("devices") or []) if isinstance(d, dict)]
+    nodes, userspace = rdma.get("nodes"), rdma.get("userspace") or []
+    if not facts.value("os.container") or not devices or not isinstance(nodes, list) or not userspace:
+        return []
+    if any(isinstance(n, str) and n.startswith("uverbs") for n in nodes):
+        return []  # some were passed in (a device plugin may give a container only its share)
+    verbs = [v for v in (rdma.get("verbs") or []) if isinstance(v, str)]
+    drivers = sorted({str(d.get("driver")) for d in devices if d.get("driver")})
+    kind = "EFA" if drivers == ["efa"] else "RDMA"
+    libs = ", ".join(sorted({str(u.get("soname")) for u in userspace if isinstance(u, dict)}))
+    flags = " ".join("--device=/dev/infiniband/%s" % v for v in verbs[:MAX_DEVICE_FLAGS]) or \
+        "--device=/dev/infiniband/uverbs0"
+    commands = ["docker run --gpus all %s ..." % flags, "ls -l /dev/infiniband"]
+    if kind == "EFA":
+        commands.append("kubectl describe node <node> | grep vpc.amazonaws.com/efa")
+    return [Finding(
+        code="container.rdma_devices_not_passed", severity="warning", components=["docker", "nccl"],
+        title="This container sees the host's %d %s device(s) (%s) but has no /dev/infiniband/uverbs* node: "
+              "they cannot be used from it" % (len(devices), kind, ", ".join(
+                  "%s%s" % (d.get("name"), " (%s)" % d["driver"] if d.get("driver") else "")
+                  for d in devices[:4]) + (", ..." if len(devices) > 4 else "")),
+        detail="libibverbs opens /dev/infiniband/uverbsN for each RDMA device it uses, and this container has "
+               "%s, so the RDMA libraries here (%s) find no usable device ('fi_getinfo: -61 (No data available)' "
+               "from libfabric's efa provider, no device from verbs): NCCL's network plugin fails to initialise, "
+               "or NCCL falls back to TCP sockets between nodes. The kernel lists %s; the container was started "
+               "without their device nodes." % (
+                   "no uverbs node in /dev/infiniband (%s)" % ", ".join(str(n) for n in nodes[:6]) if nodes
+                   else "no /dev/infiniband", libs, ", ".join(verbs[:4]) + (", ..." if len(verbs) > 4 else "")
+                   if verbs else "%d RDMA device(s)" % len(devices)),
+        evidence=_ev(facts, "container.rdma", "os.container"),
+        source={"rule": "libibverbs opens /dev/infiniband/uverbsN for each RDMA device; a container needs the "
+                        "nodes passed in (docker --device, --privileged, or a Kubernetes RDMA/EFA device plugin)",
+                "url": RDMA_OPEN, "checked": "2026-12-01"},
+        fix=Fix(text="Pass the host's RDMA device nodes into the container: docker run --device=/dev/infiniband/"
+                     "uverbsN for each device (or --privileged). In Kubernetes request the devices from a device "
+                     "plugin: vpc.amazonaws.com/efa from the AWS EFA device plugin (%s), or an rdma/ resource "
+                     "from NVIDIA's RDMA shared device plugin for InfiniBand/RoCE (%s)." % (EFA_EKS,
+                                                                                          RDMA_K8S_PLUGIN),
+                commands=commands))]
+
+
 #: dockerd decodes daemon.json before it starts (moby daemon/config/config.go, getConflictFreeConfiguration) and
 #: exits on a decoding error: "unable to configure the Docker daemon with file /etc/docker/daemon.json: invalid
 #: character ...". Docker's troubleshooting page shows the same failure for a file it cannot use.

@@ -803,6 +803,52 @@ def shm_fact(host: Host) -> Optional[Fact]:
     return None
 
 
+#: The kernel's RDMA devices (InfiniBand, RoCE, EFA) and their user-verbs interfaces (uverbsN), as sysfs shows
+#: them; sysfs is not filtered by a container's device list, so inside one they list the host's devices.
+RDMA_DEVICES = "/sys/class/infiniband"
+RDMA_VERBS = "/sys/class/infiniband_verbs"
+#: Where the uverbs character devices live: libibverbs opens /dev/infiniband/<uverbsN> for each device it lists
+#: (rdma-core libibverbs/device.c, __ibv_open_device), so without the node the device cannot be used.
+RDMA_DEV_DIR = "/dev/infiniband"
+#: The user-space libraries that drive RDMA devices: verbs (rdma-core), libfabric (EFA, verbs providers) and NCCL's
+#: network plugin (aws-ofi-nccl, nccl-rdma-sharp-plugins: NCCL dlopens libnccl-net.so).
+RDMA_USERSPACE = ("libibverbs.so.1", "libfabric.so.1", "libnccl-net.so")
+_UVERBS = lazyre.compile(r"^uverbs\d+$")
+
+
+def rdma_fact(host: Host) -> Optional[Fact]:
+    """``container.rdma``: the RDMA devices the kernel shows (``devices``: name and driver), their uverbs
+    interfaces in sysfs (``verbs``), the nodes of /dev/infiniband (``nodes``; None when /dev/infiniband cannot be
+    read for another reason than its absence) and which RDMA user-space libraries the loader finds
+    (``userspace``); None where the kernel shows no RDMA device."""
+    listing = host.list_dir(RDMA_DEVICES)
+    names = sorted(listing.names())[:256] if listing.ok else []
+    if not names:
+        return None
+    devices = []
+    for name in names:
+        drv = host.read_link(posixpath.join(host.resolve(posixpath.join(RDMA_DEVICES, name, "device")), "driver"))
+        driver = posixpath.basename((drv.target or "").rstrip("/")) if drv.ok else ""
+        devices.append({"name": name, "driver": driver or None})
+    verbs = sorted((n for n in host.list_dir(RDMA_VERBS).names() if _UVERBS.match(n)),
+                   key=lambda n: int(n[6:]))[:256]
+    dev = host.list_dir(RDMA_DEV_DIR)
+    if dev.ok:
+        nodes: Optional[List[str]] = sorted(dev.names())[:512]
+    elif dev.error in ("ENOENT", "ENOTDIR") or not host.exists(RDMA_DEV_DIR):
+        nodes = []
+    else:
+        nodes = None
+    from .loader import resolve_soname  # the loader's search order, for the few RDMA sonames
+    userspace = []
+    for soname in RDMA_USERSPACE:
+        hit = resolve_soname(host, soname)
+        if hit.get("path"):
+            userspace.append({"soname": soname, "path": hit["path"]})
+    return ok("container.rdma", {"devices": devices, "verbs": verbs, "nodes": nodes, "userspace": userspace},
+              "dir:%s,%s,%s" % (RDMA_DEVICES, RDMA_VERBS, RDMA_DEV_DIR), "RDMA devices")
+
+
 def podman_fact(host: Host) -> Fact:
     res = host.run(["podman", "--version"], timeout=5)
     src = "command:podman --version"
@@ -990,5 +1036,8 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
     shm = shm_fact(host)
     if shm is not None:
         facts.append(shm)
+    rdma = rdma_fact(host)
+    if rdma is not None:
+        facts.append(rdma)
     return facts
 
