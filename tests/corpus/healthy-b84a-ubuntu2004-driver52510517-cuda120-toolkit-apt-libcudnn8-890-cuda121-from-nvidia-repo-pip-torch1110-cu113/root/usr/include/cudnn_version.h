@@ -1,0 +1,1 @@
+../../etc/alternatives/cudnn_version_h

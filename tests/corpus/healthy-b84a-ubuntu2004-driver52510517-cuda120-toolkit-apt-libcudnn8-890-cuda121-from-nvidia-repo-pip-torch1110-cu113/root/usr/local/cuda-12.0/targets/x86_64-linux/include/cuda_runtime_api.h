@@ -1,0 +1,1 @@
+#define CUDART_VERSION 12000
