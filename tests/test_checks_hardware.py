@@ -175,3 +175,56 @@ def test_a_binding_older_than_the_call_is_not_supported_not_unknown():
     broken = {"error": "EXCEPTION", "message": "ArgumentError: argument 2: wrong type"}
     facts = probe_facts(make_host(nvml=h100_nvml(**dict(H100_MEMORY, **{"device.0.remapped_rows": broken}))))
     assert facts.get("gpu.0.remapped_rows_pending").status == "unknown"
+
+
+# -- BAR1 and GPUDirect RDMA ---------------------------------------------------------------------------------
+
+T4_RESOURCE = ("0x00000000b4000000 0x00000000b4ffffff 0x0000000000040200\n"
+               "0x0000381ff0000000 0x0000381fffffffff 0x000000000014220c\n"
+               "0x0000381fee000000 0x0000381fefffffff 0x000000000014220c\n")
+
+
+def rdma_findings(modules=("nv_peer_mem",), devices=("mlx5_0",), nvml_bar1=None, resource=T4_RESOURCE,
+                  memory=16 * GIB, pci_in_nvml=True):
+    over = {"device.0.memory": {"value": {"total": memory, "free": memory, "used": 0}}}
+    if nvml_bar1 is not None:
+        over["device.0.bar1"] = {"value": {"bar1Total": nvml_bar1, "bar1Free": nvml_bar1, "bar1Used": 0}}
+    data = h100_nvml(**over)
+    if not pci_in_nvml:
+        del data["data"]["device.0.pci"]
+    files = {"/sys/bus/pci/devices/0000:18:00.0/vendor": "0x10de\n",
+             "/sys/bus/pci/devices/0000:18:00.0/class": "0x030200\n",
+             "/sys/bus/pci/devices/0000:18:00.0/device": "0x1eb8\n"}
+    if resource is not None:
+        files["/sys/bus/pci/devices/0000:18:00.0/resource"] = resource
+    for m in modules:
+        files["/sys/module/%s/initstate" % m] = "live\n"
+    for d in devices:
+        files["/sys/class/infiniband/%s/node_type" % d] = "1: CA\n"
+    facts = probe_facts(make_host(files=files, nvml=data))
+    return facts, {f.code: f for f in gpu_health(CheckContext(facts, []))}
+
+
+def test_small_bar1_on_a_gpu_set_up_for_gpudirect_rdma_warns_with_its_size():
+    facts, out = rdma_findings()
+    assert facts.value("gpu.0.bar1_total_bytes") == 256 * 1024 ** 2  # BAR 1 of the sysfs resource file
+    f = out["gpu.bar1_limits_gpudirect_rdma"]
+    assert f.severity == "warning"
+    assert "256 MiB BAR1" in f.title and "nv_peer_mem" in f.title and "mlx5_0" in f.title
+    assert "ibv_reg_mr" in f.detail and "220 MiB" in f.detail
+    # NVIDIA's own module, NVML's BAR1 answer, and a snapshot whose NVML answers lack the bus id: the same
+    _, out = rdma_findings(modules=("nvidia_peermem",), nvml_bar1=256 * 1024 ** 2, resource=None)
+    assert "nvidia_peermem" in out["gpu.bar1_limits_gpudirect_rdma"].title
+    facts, out = rdma_findings(pci_in_nvml=False)
+    assert facts.get("gpu.0.bar1_total_bytes").source.startswith("file:/sys/bus/pci/devices/0000:18:00.0")
+    assert "gpu.bar1_limits_gpudirect_rdma" in out
+
+
+def test_bar1_is_quiet_without_gpudirect_rdma_or_with_a_large_bar1():
+    assert "gpu.bar1_limits_gpudirect_rdma" not in rdma_findings(modules=())[1]  # no peer-memory module
+    assert "gpu.bar1_limits_gpudirect_rdma" not in rdma_findings(devices=())[1]  # no RDMA device
+    # BAR1 as large as the memory (an A100's 64 GiB BAR1 for 40 GiB), from NVML
+    assert "gpu.bar1_limits_gpudirect_rdma" not in rdma_findings(nvml_bar1=64 * GIB, memory=40 * GIB)[1]
+    # BAR1 not known: nothing said
+    facts, out = rdma_findings(resource="garbled\n")
+    assert facts.get("gpu.0.bar1_total_bytes") is None and "gpu.bar1_limits_gpudirect_rdma" not in out

@@ -436,3 +436,59 @@ def _bridge_links(facts: Facts) -> Iterable[Finding]:
 
 #: Every GPU-health question at once.
 gpu_health = group("gpu-health")
+
+
+# -- BAR1 and GPUDirect RDMA -------------------------------------------------------------------------------
+
+#: NVIDIA's resource manager maps GPU memory registered by a third party (GPUDirect RDMA: nvidia_p2p_get_pages,
+#: called by nvidia-peermem / nv_peer_mem when an RDMA adapter registers GPU memory with ibv_reg_mr) through the
+#: GPU's BAR1, and refuses a registration when BAR1 less what is already mapped and a 36 MiB reserve is smaller
+#: than it ("no space for BAR1 mappings", NV_ERR_INSUFFICIENT_RESOURCES: -ENOMEM to the caller):
+#: _isSpaceAvailableForBar1P2PMapping and RmThirdPartyP2PBAR1GetPages; CLI_THIRD_PARTY_P2P_BAR1_RESERVE (36 << 20)
+#: in src/nvidia/generated/g_third_party_p2p_nvoc.h.
+BAR1_P2P_SOURCE = ("https://github.com/NVIDIA/open-gpu-kernel-modules/blob/595.45.04/"
+                   "src/nvidia/src/kernel/gpu/bus/p2p.c#L994-L1038")
+BAR1_P2P_RESERVE = 36 << 20
+
+
+@check("gpu-health.bar1-gpudirect-rdma", requires=("gpu.gpudirect_rdma",), reads=("gpu.*", "gpu.*.*"),
+       layers=("gpu",), codes=(
+    CodeDoc("gpu.bar1_limits_gpudirect_rdma", "warning", "A GPU set up for GPUDirect RDMA (a peer-memory module, "
+            "nvidia-peermem or nv_peer_mem, loaded beside an RDMA device) has a BAR1 aperture smaller than its "
+            "memory.", "gpu.gpudirect_rdma, gpu.N.bar1_total_bytes, gpu.N.memory_total_bytes",
+            "The driver maps GPU memory an RDMA adapter registers (ibv_reg_mr) through BAR1: GPU memory registered "
+            "at one time is limited to BAR1 less a reserve (36 MiB in NVIDIA's open kernel modules), and larger "
+            "registrations fail (ibv_reg_mr returns NULL).", BAR1_P2P_SOURCE),
+))
+def gpu_bar1_gpudirect_rdma(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    rdma = facts.mapping("gpu.gpudirect_rdma")
+    modules = [str(m) for m in rdma.get("peer_memory_modules") or [] if isinstance(m, str)]
+    devices = [str(d) for d in rdma.get("rdma_devices") or [] if isinstance(d, str)]
+    if not modules or not devices:
+        return
+    for i in gpu_indexes(facts):
+        k = "gpu.%d." % i
+        bar1, mem = facts.value(k + "bar1_total_bytes"), facts.value(k + "memory_total_bytes")
+        if not isinstance(bar1, int) or not isinstance(mem, int) or isinstance(bar1, bool) or not 0 < bar1 < mem:
+            continue
+        usable = max(bar1 - BAR1_P2P_RESERVE, 0)
+        yield Finding(
+            code="gpu.bar1_limits_gpudirect_rdma", severity="warning", components=["gpu", "topology"],
+            title="%s has a %d MiB BAR1 for %d MiB of memory, and GPUDirect RDMA is set up (%s, %s): GPU memory "
+                  "registered for RDMA at one time is limited to BAR1" % (
+                      _name(facts, i), bar1 >> 20, mem >> 20, ", ".join(modules), ", ".join(devices[:4])),
+            detail="An RDMA adapter reaches GPU memory through the GPU's BAR1 aperture: the driver maps every "
+                   "registered buffer (ibv_reg_mr on GPU memory) into BAR1 and refuses a registration once BAR1, "
+                   "less a reserve the driver keeps (36 MiB in NVIDIA's open kernel modules), is used up (about %d "
+                   "MiB here). Registering more GPU memory at once fails: ibv_reg_mr returns NULL." % (usable >> 20),
+            evidence=_ev(facts, i, "bar1_total_bytes", "memory_total_bytes")
+            + [f.to_dict() for f in (facts.get("gpu.gpudirect_rdma"),) if f is not None],
+            source={"rule": "RmThirdPartyP2PBAR1GetPages: a third-party (GPUDirect RDMA) mapping needs BAR1 space "
+                            "beyond what is mapped plus a 36 MiB reserve", "url": BAR1_P2P_SOURCE,
+                    "checked": CHECKED},
+            fix=Fix(text="Register at most the BAR1 size at a time (smaller buffers, reused), or use a GPU with a "
+                         "large BAR1 (datacenter GPUs with a BAR1 as large as their memory; Resizable BAR / Above 4G "
+                         "Decoding on in the firmware where the board supports it).",
+                    commands=["nvidia-smi -q -d MEMORY -i %d | grep -A 3 BAR1" % i,
+                              "sudo dmesg | grep -i 'BAR1'"]))

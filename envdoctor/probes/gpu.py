@@ -397,6 +397,72 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
     return facts
 
 
+# -- BAR1 and GPUDirect RDMA ---------------------------------------------------------
+
+#: The kernel modules through which an RDMA adapter reaches GPU memory (GPUDirect RDMA): NVIDIA's own
+#: nvidia-peermem (open-gpu-kernel-modules, kernel-open/nvidia-peermem/nvidia-peermem.Kbuild: obj-m +=
+#: nvidia-peermem.o, so /sys/module/nvidia_peermem) and Mellanox's older nv_peer_mem (Mellanox/nv_peer_memory,
+#: Makefile: obj-m += nv_peer_mem.o).
+PEER_MEMORY_MODULES = ("nvidia_peermem", "nv_peer_mem")
+RDMA_DEVICES = "/sys/class/infiniband"
+
+
+def bar1_from_resource(text: Optional[str]) -> Optional[int]:
+    """BAR1's size from a PCI device's sysfs ``resource`` file (one line per BAR: start, end, flags in hex)."""
+    lines = (text or "").splitlines()
+    if len(lines) < 2:
+        return None
+    parts = lines[1].split()
+    try:
+        start, end = int(parts[0], 16), int(parts[1], 16)
+    except (IndexError, ValueError):
+        return None
+    return end - start + 1 if end > start else None
+
+
+def _bar1_facts(host: Host, data: Dict[str, Any], count: int,
+                pci: Optional[List[Dict[str, Optional[str]]]]) -> List[Fact]:
+    """``gpu.N.bar1_total_bytes``: the GPU's BAR1 aperture, NVML's answer (nvmlDeviceGetBAR1MemoryInfo), else the
+    size of BAR 1 in the GPU's sysfs ``resource`` file: by NVML's PCI bus id, or the one NVIDIA GPU on the bus when
+    NVML counts one GPU and its bus id is not recorded. No fact when neither says."""
+    out: List[Fact] = []
+    on_bus = [str(d.get("bus_id")) for d in pci or [] if d.get("bus_id")]
+    for i in range(count):
+        key, label = f"gpu.{i}.bar1_total_bytes", "BAR1 aperture"
+        ans = data.get(f"device.{i}.bar1")
+        value = ans.get("value") if isinstance(ans, dict) and "error" not in ans else None
+        total = value.get("bar1Total") if isinstance(value, dict) else None
+        if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+            out.append(ok(key, total, f"nvml:device.{i}.bar1", label))
+            continue
+        pans = data.get(f"device.{i}.pci")
+        pval = pans.get("value") if isinstance(pans, dict) and "error" not in pans else None
+        bus = pval.get("busId") if isinstance(pval, dict) else None
+        name = None
+        if isinstance(bus, str) and bus.strip():
+            wanted = _pci_str(bus)
+            name = next((b for b in on_bus if _pci_str(b) == wanted), None)
+        elif count == 1 and len(on_bus) == 1:
+            name = on_bus[0]
+        if name is None:
+            continue
+        path = posixpath.join(PCI_DEVICES, name, "resource")
+        size = bar1_from_resource(host.read_text(path, limit=16 * 1024))
+        if size is not None:
+            out.append(ok(key, size, "file:" + path, label))
+    return out
+
+
+def _gpudirect_rdma(host: Host) -> Fact:
+    """``gpu.gpudirect_rdma``: the GPU peer-memory modules loaded (``/sys/module/<name>``) and the RDMA devices the
+    kernel shows (``/sys/class/infiniband``): ``{"peer_memory_modules": [...], "rdma_devices": [...]}``."""
+    modules = [m for m in PEER_MEMORY_MODULES if host.is_dir("/sys/module/" + m)]
+    devices = sorted(host.list_dir(RDMA_DEVICES).names())
+    return ok("gpu.gpudirect_rdma", {"peer_memory_modules": modules, "rdma_devices": devices},
+              "dir:" + ",".join(["/sys/module/" + m for m in PEER_MEMORY_MODULES] + [RDMA_DEVICES]),
+              "GPUDirect RDMA (peer-memory module, RDMA devices)")
+
+
 # -- PCI bus and /proc ---------------------------------------------------------------
 
 def pci_scan(host: Host) -> Tuple[Optional[List[Dict[str, Optional[str]]]], str]:
@@ -650,6 +716,8 @@ def probe_gpu(ctx: ProbeContext) -> Iterable[Fact]:
                                      f"nvml:device.{i}.handle", "Model"))
                 continue
             facts.extend(_device_facts(data, i))
+        facts.extend(_bar1_facts(host, data, count, pci))
+        facts.append(_gpudirect_rdma(host))
         return facts
 
     # NVML gave nothing: what does the hardware show?
