@@ -531,6 +531,64 @@ def torch_packages(ctx: CheckContext) -> Iterable[Finding]:
                      "against the other.", commands=["pip uninstall -y %s" % " ".join(names)]))]
 
 
+#: torch 2.0.0's Inductor: cache_dir() (TORCHINDUCTOR_CACHE_DIR, else <tempdir>/torchinductor_<user>) holds the shared
+#: objects it compiles and loads; a load failing with "failed to map segment from shared object" it explains as the
+#: temporary folder mounted noexec (torch/_inductor/codecache.py, CppCodeCache._load_library, of the torch-2.0.0
+#: wheel); Triton's cache defaults to <cache_dir>/triton (torch/_inductor/triton_ops/autotune.py).
+INDUCTOR_CACHE_SOURCE = "https://github.com/pytorch/pytorch/blob/v2.0.0/torch/_inductor/codecache.py#L58-L62"
+#: The first release with torch.compile and its Inductor backend.
+INDUCTOR_FIRST = Version("2.0")
+
+
+@check("frameworks.compile-cache-noexec", requires=("framework.torch", "env.compile_cache"), reads=("env.*",),
+       layers=("frameworks",), codes=(
+    CodeDoc("framework.compile_cache_noexec", "warning", "The folder where torch.compile's Inductor (and Triton "
+            "under it) writes the kernels and shared objects it then loads is on a filesystem mounted noexec.",
+            "framework.torch, env.compile_cache (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, TMPDIR, the mount "
+            "table)", "Inductor's cache defaults to <temp dir>/torchinductor_<user> (/tmp, the folder most often "
+            "mounted noexec): loading what it compiled there fails ('failed to map segment from shared object'), "
+            "so torch.compile fails.", INDUCTOR_CACHE_SOURCE),
+))
+def compile_cache_noexec(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    version = _v(facts.mapping("framework.torch").get("version"))
+    if version is None or Version(version.base_version) < INDUCTOR_FIRST:
+        return []
+    cache = facts.mapping("env.compile_cache")
+    bad = []
+    for name in ("inductor", "triton"):
+        place = cache.get(name)
+        mount = place.get("mount") if isinstance(place, dict) else None
+        if isinstance(mount, dict) and mount.get("noexec") is True:
+            bad.append((name, place, mount))
+    if len(bad) == 2 and bad[1][1].get("from") == "default" and bad[1][2] == bad[0][2]:
+        bad = bad[:1]  # Triton's default cache lies inside Inductor's: one mount, said once
+    if not bad:
+        return []
+    what = "; ".join("%s's cache %s (%s) is on %s, mounted noexec" % (
+        "Inductor" if name == "inductor" else "Triton", place.get("path"),
+        "the default" if place.get("from") == "default" else "set by %s" % place.get("from"), mount.get("point"))
+        for name, place, mount in bad)
+    points = sorted({str(m.get("point")) for _, _, m in bad})
+    return [Finding(
+        code="framework.compile_cache_noexec", severity="warning", components=["torch"],
+        title="torch %s: %s, so torch.compile cannot load the kernels it builds there" % (
+            facts.mapping("framework.torch").get("version"), what),
+        detail="torch.compile's Inductor writes the C++ and Triton kernels it compiles, as shared objects, into its "
+               "cache folder (TORCHINDUCTOR_CACHE_DIR, by default %s/torchinductor_<user>, Triton's under it unless "
+               "TRITON_CACHE_DIR says otherwise) and then loads them; a filesystem mounted noexec refuses to map "
+               "them ('failed to map segment from shared object'), and torch.compile fails." % (
+                   cache.get("temp_dir") or "/tmp"),
+        evidence=_ev(facts, "env.compile_cache", "framework.torch"),
+        source=_src("Inductor's cache_dir(): TORCHINDUCTOR_CACHE_DIR, else <tempfile.gettempdir()>/torchinductor_"
+                    "<user>; loading from a noexec mount fails", INDUCTOR_CACHE_SOURCE),
+        fix=Fix(text="Point the caches at a folder on a filesystem that allows exec (set TORCHINDUCTOR_CACHE_DIR, "
+                     "and TRITON_CACHE_DIR if set elsewhere), or remount %s with exec." % ", ".join(points),
+                commands=["export TORCHINDUCTOR_CACHE_DIR=$HOME/.cache/torchinductor "
+                          "TRITON_CACHE_DIR=$HOME/.cache/torchinductor/triton",
+                          "findmnt -T %s -o TARGET,OPTIONS" % points[0]]))]
+
+
 GLIBC_RULE_URL = "https://peps.python.org/pep-0600/"
 GLIBC_FRAMEWORKS = framework_table.having("glibc")
 

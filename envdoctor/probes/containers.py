@@ -773,9 +773,25 @@ MOUNTS = "/proc/self/mounts"
 MOUNTS_LINK = "/proc/mounts"
 
 
+#: Mount points a snapshot keeps whatever their options: /dev/shm (NCCL's buffers) and the temporary folders where
+#: torch.compile's caches go by default (env.compile_cache), with the root they would otherwise fall under.
+KEPT_MOUNT_POINTS = ("/dev/shm", "/", "/tmp", "/var/tmp")
+
+
 def keep_shm_mount(text: str) -> str:
-    """What a snapshot keeps of /proc/self/mounts: the /dev/shm line (nothing else of the mount table)."""
-    return "".join(line + "\n" for line in text.splitlines() if len(line.split()) > 1 and line.split()[1] == "/dev/shm")
+    """What a snapshot keeps of /proc/self/mounts: the lines of KEPT_MOUNT_POINTS, every noexec mount and every
+    mount below a noexec one (what tells whether a folder may hold programs that get loaded); nothing else."""
+    rows = [(line, line.split()) for line in text.splitlines()]
+    noexec = [p[1] for _, p in rows if len(p) > 3 and "noexec" in p[3].split(",")]
+
+    def kept(p: List[str]) -> bool:
+        if len(p) < 2:
+            return False
+        if p[1] in KEPT_MOUNT_POINTS or p[1] in noexec:
+            return True
+        return any(p[1].startswith(n.rstrip("/") + "/") for n in noexec)
+
+    return "".join(line + "\n" for line, p in rows if kept(p))
 
 
 FILE_FILTERS[MOUNTS] = keep_shm_mount

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import lazyre
 from ..facts import Fact, ok
@@ -76,7 +76,82 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
     if paths is not None:
         facts.append(paths)
     facts.append(nccl_variables(ctx.host))
+    cache = compile_cache(ctx.host, env)
+    if cache is not None:
+        facts.append(cache)
     return facts
+
+
+#: Where torch.compile's Inductor keeps what it compiles, and loads it from (torch 2.0.0's
+#: torch/_inductor/codecache.py, read from the torch-2.0.0 wheel on PyPI: ``cache_dir()`` is
+#: ``os.environ.get("TORCHINDUCTOR_CACHE_DIR", f"{tempfile.gettempdir()}/torchinductor_{getpass.getuser()}")``;
+#: its C++ kernels are shared objects built there and loaded with ``cdll.LoadLibrary``, whose "failed to map segment
+#: from shared object" it explains as the temporary folder mounted noexec). Triton's kernels go to
+#: ``TRITON_CACHE_DIR``, which Inductor sets to ``<cache_dir>/triton/<device>`` when it is unset
+#: (torch/_inductor/triton_ops/autotune.py of the same wheel). Python's ``tempfile.gettempdir()`` takes TMPDIR, TEMP,
+#: TMP, then /tmp; ``getpass.getuser()`` LOGNAME, USER, LNAME, USERNAME.
+TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+USER_VARIABLES = ("LOGNAME", "USER", "LNAME", "USERNAME")
+MOUNT_TABLES = ("/proc/self/mounts", "/proc/mounts")
+_OCTAL = lazyre.compile(r"\\([0-7]{3})")
+
+
+def _unescape(field: str) -> str:
+    """A mount table's path field (space, tab, newline and backslash written as octal escapes)."""
+    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_of(mounts: List[Dict[str, Any]], path: str) -> Optional[Dict[str, Any]]:
+    """The mount a path lies on: the last-mounted entry whose mount point is the longest prefix of the path."""
+    best: Optional[Dict[str, Any]] = None
+    for m in mounts:
+        point = m["point"].rstrip("/") or "/"
+        if path == point or path.startswith(point + "/") or point == "/":
+            if best is None or len(point) >= len(best["point"].rstrip("/") or "/"):
+                best = m
+    return best
+
+
+def _mount_table(host: Host) -> Optional[Tuple[str, List[Dict[str, Any]]]]:
+    for where in MOUNT_TABLES:
+        text = host.read_text(where, limit=1024 * 1024)
+        if text is None:
+            continue
+        out = []
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[1].startswith("/"):
+                out.append({"point": _unescape(parts[1]), "fstype": parts[2], "options": parts[3].split(",")})
+        return where, out
+    return None
+
+
+def compile_cache(host: Host, env: Dict[str, str]) -> Optional[Fact]:
+    """``env.compile_cache``: where torch.compile's Inductor and Triton caches go (``inductor``, ``triton``: each
+    ``{"path", "from", "mount"}``, the mount ``{"point", "fstype", "noexec"}`` or None when not found) and the
+    temporary folder (``temp_dir``, ``temp_from``); None when no mount table can be read."""
+    table = _mount_table(host)
+    if table is None:
+        return None
+    where, mounts = table
+    temp_from = next((v for v in TEMP_VARIABLES if env.get(v, "").startswith("/")), None)
+    temp = posixpath.normpath(env[temp_from]) if temp_from else "/tmp"
+    user = next((env[v] for v in USER_VARIABLES if env.get(v)), None) or "<user>"
+
+    def place(path: str, origin: str) -> Dict[str, Any]:
+        m = mount_of(mounts, posixpath.normpath(path))
+        return {"path": path, "from": origin, "mount": None if m is None else {
+            "point": m["point"], "fstype": m["fstype"], "noexec": "noexec" in m["options"]}}
+
+    ind_var = env.get("TORCHINDUCTOR_CACHE_DIR", "")
+    inductor = place(ind_var, "TORCHINDUCTOR_CACHE_DIR") if ind_var.startswith("/") else place(
+        posixpath.join(temp, "torchinductor_" + user), "default")
+    tri_var = env.get("TRITON_CACHE_DIR", "")
+    triton = place(tri_var, "TRITON_CACHE_DIR") if tri_var.startswith("/") else place(
+        posixpath.join(inductor["path"], "triton"), "default")
+    value = {"temp_dir": temp, "temp_from": temp_from, "inductor": inductor, "triton": triton}
+    return ok("env.compile_cache", value, "file:%s,env:TORCHINDUCTOR_CACHE_DIR,TRITON_CACHE_DIR,TMPDIR" % where,
+              "Where torch.compile's caches go")
 
 
 #: The variables Numba reads for the path of the CUDA driver library, in the order it reads them: Numba's
