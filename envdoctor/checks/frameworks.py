@@ -555,10 +555,12 @@ def compile_cache_noexec(ctx: CheckContext) -> Iterable[Finding]:
     if version is None or Version(version.base_version) < INDUCTOR_FIRST:
         return []
     cache = facts.mapping("env.compile_cache")
-    bad = []
+    bad: List[Tuple[str, Dict[str, Any], Dict[str, Any]]] = []
     for name in ("inductor", "triton"):
         place = cache.get(name)
-        mount = place.get("mount") if isinstance(place, dict) else None
+        if not isinstance(place, dict):
+            continue
+        mount = place.get("mount")
         if isinstance(mount, dict) and mount.get("noexec") is True:
             bad.append((name, place, mount))
     if len(bad) == 2 and bad[1][1].get("from") == "default" and bad[1][2] == bad[0][2]:
