@@ -66,3 +66,18 @@ def test_no_mount_table_gives_no_fact_and_a_snapshot_keeps_the_lines_that_decide
     kept = keep_shm_mount(MOUNTS + "shm /dev/shm tmpfs rw,size=65536k 0 0\n/dev/sdd1 /srv ext4 rw 0 0\n")
     points = [line.split()[1] for line in kept.splitlines()]
     assert points == ["/", "/proc", "/tmp", "/home/u/my\\040data", "/dev/shm"]  # /data and /srv: not needed
+
+
+def test_a_kept_mount_line_names_no_server_and_no_credentials_and_replays_the_same():
+    """A noexec /tmp on NFS and a CIFS share below it: the snapshot keeps where they are mounted and their flags,
+    not the server (``10.0.0.5:/tmp``, ``//nas/share``) nor the options that name the site or a user."""
+    table = ("10.0.0.5:/tmp /tmp nfs rw,noexec,vers=4.2,addr=10.0.0.5,clientaddr=10.0.0.9 0 0\n"
+             "//nas.corp.example/share /tmp/x cifs rw,username=bob,domain=CORP,uid=1000 0 0\n"
+             "shm /dev/shm tmpfs rw,nosuid,nodev,noexec,size=65536k 0 0\n")
+    kept = keep_shm_mount(table)
+    for secret in ("10.0.0", "nas.corp", "bob", "CORP", "addr="):
+        assert secret not in kept, kept
+    assert kept.splitlines()[0].split()[:4] == ["nfs", "/tmp", "nfs", "rw,noexec"]
+    assert "size=65536k" in kept
+    live, replayed = cache_of({"USER": "u"}, mounts=table), cache_of({"USER": "u"}, mounts=kept)
+    assert live.value == replayed.value and live.value["inductor"]["mount"]["noexec"]

@@ -791,7 +791,22 @@ def keep_shm_mount(text: str) -> str:
             return True
         return any(p[1].startswith(n.rstrip("/") + "/") for n in noexec)
 
-    return "".join(line + "\n" for line, p in rows if kept(p))
+    return "".join(_site_free(p) + "\n" for _, p in rows if kept(p))
+
+
+#: The mount options a kept line keeps besides its flags: what a mount's size says.
+_SIZE_OPTIONS = ("size=", "nr_inodes=", "mode=")
+
+
+def _site_free(p: List[str]) -> str:
+    """A kept mount line without what names the site: a network filesystem's server (``nas:/export``,
+    ``//server/share``) is written as its filesystem type, and of the options only the flags and the sizes are kept
+    (an NFS mount's ``addr=``/``clientaddr=``, a CIFS mount's ``username=``/``domain=`` are not)."""
+    source = p[0] if ":" not in p[0] and not p[0].startswith("//") else (p[2] if len(p) > 2 else "none")
+    rest = list(p[1:])
+    if len(rest) > 2:
+        rest[2] = ",".join(o for o in rest[2].split(",") if "=" not in o or o.startswith(_SIZE_OPTIONS)) or "rw"
+    return " ".join([source] + rest)
 
 
 FILE_FILTERS[MOUNTS] = keep_shm_mount
