@@ -435,6 +435,16 @@ AWS_OFI_NCCL = "https://github.com/aws/aws-ofi-nccl/blob/master/src/nccl_ofi_net
 MAX_DEVICE_FLAGS = 8
 
 
+def _more(items: List[Any], shown: int) -> str:
+    """' and N more' after the first ``shown`` of ``items`` (nothing when they are all shown)."""
+    return " and %d more" % (len(items) - shown) if len(items) > shown else ""
+
+
+def _some(items: List[Any], shown: int = 4) -> str:
+    """The first ``shown`` of ``items``, then how many more."""
+    return ", ".join(str(i) for i in items[:shown]) + _more(items, shown)
+
+
 @check("container-rdma", requires=("container.rdma",), reads=("container.rdma", "os.container"),
        layers=("containers",), codes=(
     CodeDoc("container.rdma_devices_not_passed", "warning", "Inside a container with RDMA user space (libibverbs, "
@@ -469,14 +479,14 @@ def container_rdma(ctx: CheckContext) -> Iterable[Finding]:
         title="This container sees the host's %d %s device(s) (%s) but has no /dev/infiniband/uverbs* node: "
               "they cannot be used from it" % (len(devices), kind, ", ".join(
                   "%s%s" % (d.get("name"), " (%s)" % d["driver"] if d.get("driver") else "")
-                  for d in devices[:4]) + (", ..." if len(devices) > 4 else "")),
+                  for d in devices[:4]) + _more(devices, 4)),
         detail="libibverbs opens /dev/infiniband/uverbsN for each RDMA device it uses, and this container has "
                "%s, so the RDMA libraries here (%s) find no usable device ('fi_getinfo: -61 (No data available)' "
                "from libfabric's efa provider, no device from verbs): NCCL's network plugin fails to initialise, "
                "or NCCL falls back to TCP sockets between nodes. The kernel lists %s; the container was started "
                "without their device nodes." % (
                    "no uverbs node in /dev/infiniband (%s)" % ", ".join(str(n) for n in nodes[:6]) if nodes
-                   else "no /dev/infiniband", libs, ", ".join(verbs[:4]) + (", ..." if len(verbs) > 4 else "")
+                   else "no /dev/infiniband", libs, _some(verbs)
                    if verbs else "%d RDMA device(s)" % len(devices)),
         evidence=_ev(facts, "container.rdma", "os.container"),
         source={"rule": "libibverbs opens /dev/infiniband/uverbsN for each RDMA device; a container needs the "
