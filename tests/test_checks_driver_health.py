@@ -974,3 +974,10 @@ def test_neither_library_is_still_the_missing_user_space_error():
 def test_empty_systemd_container_marker_is_no_container():
     host = _libcuda_only({"/run/systemd/container": "\n"})
     assert probe_facts(host).value("os.container") is None
+
+
+def test_libcuda_beside_an_nvml_library_that_does_not_load_is_still_the_error():
+    host = _libcuda_only({})
+    host.doc["files"]["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.390.116"] = ""
+    host.doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"].append("libnvidia-ml.so.390.116")
+    assert only(host, "driver.userspace_missing").severity == "error"

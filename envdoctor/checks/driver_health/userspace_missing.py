@@ -66,8 +66,11 @@ def _userspace_commands(facts: Facts, branch: Any) -> List[str]:
 
 
 def _has_libcuda(facts: Facts) -> bool:
-    """A libcuda.so.<version> of the driver is where the loader looks."""
-    return any(posixpath.basename(p).startswith("libcuda.so.") for p in facts.strings("driver.userspace.libraries"))
+    """A libcuda.so.<version> of the driver is where the loader looks, and no libnvidia-ml.so.<version> is (one
+    there that NVML could not load is not a package left out: the error below stands)."""
+    names = [posixpath.basename(p) for p in facts.strings("driver.userspace.libraries")]
+    return any(n.startswith("libcuda.so.") for n in names) and not any(n.startswith("libnvidia-ml.so.")
+                                                                         for n in names)
 
 
 def _nvml_missing(facts: Facts) -> Finding:
