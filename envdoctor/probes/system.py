@@ -45,8 +45,9 @@ def container_kind(host: Host) -> Optional[str]:
     if env_container:
         return env_container
     # systemd's PID 1 writes the container manager's name ($container: lxc, docker, podman, systemd-nspawn) to
-    # /run/systemd/container, and its detect_container() reads it back (src/basic/virt.c): inside an LXD/LXC
-    # container with cgroup namespaces /proc/1/cgroup shows only "/", so this is the marker left to read.
+    # /run/systemd/container and systemd's own container detection reads it back (systemd 252's binaries: "Failed
+    # to write /run/systemd/container", "Failed to read /run/systemd/container"): inside an LXD/LXC container with
+    # cgroup namespaces /proc/1/cgroup shows only "/", so this is the marker left to read.
     written = (host.read_text("/run/systemd/container") or "").strip().splitlines()
     if written and written[0].strip() and len(written[0]) <= 64:
         return written[0].strip()
