@@ -927,3 +927,57 @@ def test_libcuda_beside_libnvidia_ml_or_in_a_container_is_quiet():
     assert findings(healthy_550(files={"/etc/os-release": OS_UBUNTU})) == []
     container = _without_libcuda(healthy_550(files={"/etc/os-release": OS_UBUNTU, "/.dockerenv": ""}))
     assert "driver.userspace_missing" not in codes(container)
+
+
+# -- libcuda without libnvidia-ml ---------------------------------------------------------
+# Ubuntu's libcuda1-<branch> (16.04) carries libcuda, libnvidia-fatbinaryloader and libnvidia-ptxjitcompiler, not
+# libnvidia-ml or nvidia-smi (those are nvidia-<branch>'s): a container given the GPUs' nodes and that package runs
+# CUDA (corpus case healthy-b84c-...-libcuda1-390-...-devicequery-pass) while NVML is not found. systemd's PID 1
+# writes the container manager's name to /run/systemd/container ("lxc" in an LXD container, whose /proc/1/cgroup
+# shows only "/" under cgroup namespaces).
+LIBCUDA_390 = "/usr/lib/x86_64-linux-gnu/libcuda.so.390.116"
+PROC_390 = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  390.116  Sun Jan 27 07:21:36 PST 2019\n"
+            "GCC version:  gcc version 5.4.0 20160609 (Ubuntu 5.4.0-6ubuntu1~16.04.11)\n")
+
+
+def _libcuda_only(marker: Dict[str, str]):
+    files = dict(marker, **{"/proc/driver/nvidia/version": PROC_390, LIBCUDA_390: "",
+                            "/etc/os-release": OS_UBUNTU1604})
+    return machine(files=files, dirs={"/dev": ["null", "nvidia0", "nvidiactl", "nvidia-uvm"]},
+                   nvml=nvml_error("NVML_ERROR_LIBRARY_NOT_FOUND", 12))
+
+
+def test_libcuda_without_nvml_in_a_systemd_marked_container_is_information():
+    host = _libcuda_only({"/run/systemd/container": "lxc\n"})
+    assert probe_facts(host).value("os.container") == "lxc"
+    f = only(host, "driver.userspace_missing")
+    assert f.severity == "info"
+    assert "libcuda is installed" in f.title and "CUDA programs run" in f.title and "390.116" in f.title
+    assert LIBCUDA_390 in f.detail and "container (lxc)" in f.detail
+
+
+def test_libcuda_without_nvml_on_a_host_is_a_warning_not_a_missing_driver():
+    f = only(_libcuda_only({}), "driver.userspace_missing")
+    assert f.severity == "warning"
+    assert "no user-space driver library" not in f.title and "libnvidia-ml" in f.title
+    assert f.fix.commands == ["sudo apt-get install -y libnvidia-compute-390 nvidia-utils-390"]
+
+
+def test_neither_library_is_still_the_missing_user_space_error():
+    host = _libcuda_only({"/run/systemd/container": "lxc\n"})
+    del host.doc["files"][LIBCUDA_390]
+    host.doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"].remove("libcuda.so.390.116")
+    f = only(host, "driver.userspace_missing")
+    assert f.severity == "error" and "no user-space driver library" in f.title
+
+
+def test_empty_systemd_container_marker_is_no_container():
+    host = _libcuda_only({"/run/systemd/container": "\n"})
+    assert probe_facts(host).value("os.container") is None
+
+
+def test_libcuda_beside_an_nvml_library_that_does_not_load_is_still_the_error():
+    host = _libcuda_only({})
+    host.doc["files"]["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.390.116"] = ""
+    host.doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"].append("libnvidia-ml.so.390.116")
+    assert only(host, "driver.userspace_missing").severity == "error"

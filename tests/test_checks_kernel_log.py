@@ -339,3 +339,51 @@ def test_missing_firmware_of_a_gpu_nvml_answers_for_is_history() -> None:
                    ok("gpu.pci_devices", [{"bus_id": "0000:07:00.0", "driver": "nvidia", "device_id": "10de:2484"}],
                       "dir:/sys/bus/pci/devices"), ok("driver.kernel_log", [FW_LINE], "command:dmesg")])
     assert list(kernel_log(CheckContext(facts, []))) == []
+
+
+# -- a GPU the driver's probe refused: never bound, so no sysfs driver link, no procfs entry, no NVML answer ------
+# NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/nv-pci.c: nv_pci_probe prints "This PCI I/O region assigned to
+# your NVIDIA device is invalid:" and "BAR%d is %lluM @ 0x%llx (PCI:...)" and fails the probe, so the device is left
+# without a driver; nv.c then prints "The NVIDIA probe routine failed for %d device(s)." (a VM whose firmware's
+# 64-bit MMIO window is too small for four large-BAR GPUs: canonical/lxd#14381).
+REFUSED_LOG = ["NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:",
+               "NVRM: BAR0 is 0M @ 0x0 (PCI:0000:07:00.0)",
+               "NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:",
+               "NVRM: BAR0 is 0M @ 0x0 (PCI:0000:08:00.0)",
+               "NVRM: The NVIDIA probe routine failed for 2 device(s)."]
+
+
+def _refused_verdict(log: object, loaded: bool = True, container: bool = False) -> Dict[str, List[Finding]]:
+    from envdoctor.checks.gpu_verdict import gpu_init_failed, gpu_missing
+
+    bound = ["0000:05:00.0", "0000:06:00.0"]
+    pci = [{"bus_id": b, "driver": "nvidia"} for b in bound] + [{"bus_id": b} for b in ("0000:07:00.0",
+                                                                                       "0000:08:00.0")]
+    facts = [ok("gpu.count", 2, "nvml:device_count"), ok("gpu.pci_devices", pci, "dir:/sys/bus/pci/devices"),
+             ok("driver.kernel_module.loaded", loaded, "file:/proc/driver/nvidia/version"),
+             ok("driver.kernel_log", log, "command:dmesg")]
+    facts += [ok("gpu.%d.pci_bus_id" % i, b, "nvml:device.%d.pci_bus_id" % i) for i, b in enumerate(bound)]
+    if container:
+        facts.append(ok("os.container", "lxc", "file:/run/systemd/container"))
+    ctx = CheckContext(Facts(facts), [])
+    out: Dict[str, List[Finding]] = {}
+    for f in list(gpu_init_failed(ctx)) + list(gpu_missing(ctx)):
+        out.setdefault(f.code, []).append(f)
+    return out
+
+
+def test_gpus_the_probe_refused_for_unassigned_bars_are_init_failures_naming_the_bar() -> None:
+    found = _refused_verdict(REFUSED_LOG)
+    assert list(found) == ["gpu.init_failed"]
+    assert [f.title.split()[1] for f in found["gpu.init_failed"]] == ["0000:07:00.0", "0000:08:00.0"]
+    f = found["gpu.init_failed"][0]
+    assert f.severity == "error" and "refused by the nvidia driver's probe" in f.title and "BAR0 is 0M" in f.title
+    assert "bound to the nvidia driver" not in f.title
+    assert "64-bit MMIO window" in f.fix.text and "Above 4G Decoding" in f.fix.text
+    assert "NVRM: BAR0 is 0M @ 0x0 (PCI:0000:07:00.0)" in f.detail
+
+
+def test_refused_gpus_quiet_without_their_lines_in_a_container_or_without_the_module() -> None:
+    assert _refused_verdict([x for x in REFUSED_LOG if "07:00.0" not in x and "08:00.0" not in x]) == {}
+    assert _refused_verdict(REFUSED_LOG, container=True) == {}
+    assert _refused_verdict(REFUSED_LOG, loaded=False) == {}

@@ -47,6 +47,7 @@ from .gpus import (
     nvidia_seen,
     nvml_bus_ids,
     pci_gpus,
+    refused,
 )
 
 CHECKED = "2026-11-25"
@@ -246,6 +247,7 @@ def _generic_failure() -> Dict[str, Any]:
 ))
 def gpu_init_failed(ctx: CheckContext) -> Iterable[Finding]:
     facts = ctx.facts
+    unbound = set(refused(facts))
     for bus, (said, cause) in sorted(init_failures(facts).items()):
         if cause is not None and cause.row.get("code") != "gpu.init_failed":
             continue  # a cause of its own finding (the wrong module flavour or branch, a lost GPU): kernel-log
@@ -260,10 +262,11 @@ def gpu_init_failed(ctx: CheckContext) -> Iterable[Finding]:
         shown = said[-8:]
         why = ("Cause: %s." % row["meaning"]) if cause is not None else (
             "What failed: %s." % row["meaning"] if own is not None else "The kernel's messages name no cause.")
+        how = ("was refused by the nvidia driver's probe (it is left without a driver)" if bus in unbound else
+               "is bound to the nvidia driver, but the driver failed to initialise it")
         yield Finding(
             code="gpu.init_failed", severity="error", components=["gpu", "driver"],
-            title="GPU %s is bound to the nvidia driver, but the driver failed to initialise it: %s" % (
-                bus, _message(first)),
+            title="GPU %s %s: %s" % (bus, how, _message(first)),
             detail="NVML and CUDA do not see this GPU (nvidia-smi: \"No devices were found\" when it is the only "
                    "one). %s The kernel log says:\n%s" % (why, "\n".join(shown)),
             evidence=_ev(facts, "driver.kernel_log", "gpu.count", "gpu.pci_devices", "gpu.proc_devices"),

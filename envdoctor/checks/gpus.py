@@ -261,12 +261,20 @@ def not_driven(facts: Facts) -> List[str]:
     out = set(unanswered(facts))
     if isinstance(nvml, str) and nvml.startswith("NVML_ERROR_") and nvml not in NOT_THE_KERNEL:
         out.update(_bound(facts))
-    pci = facts.value("gpu.pci_devices")  # (the bus listing itself: an unbound GPU has no driver link)
-    if facts.value("driver.kernel_module.loaded") is True and isinstance(pci, list):
-        out.update(b for b in (str(_bus(d.get("bus_id")) or d.get("bus_id")) for d in pci
-                               if isinstance(d, dict) and d.get("bus_id") and not d.get("driver"))
-                   if b not in registered(facts))
+    out.update(refused(facts))
     return sorted(out)
+
+
+def refused(facts: Facts) -> List[str]:
+    """GPUs the loaded nvidia module left without a driver (its probe refused them: no sysfs driver link, no
+    procfs entry, no NVML answer)."""
+    pci = facts.value("gpu.pci_devices")  # (the bus listing itself: an unbound GPU has no driver link)
+    if facts.value("driver.kernel_module.loaded") is not True or not isinstance(pci, list):
+        return []
+    known = registered(facts)
+    return sorted({b for b in (str(_bus(d.get("bus_id")) or d.get("bus_id")) for d in pci
+                               if isinstance(d, dict) and d.get("bus_id") and not d.get("driver"))
+                   if b not in known})
 
 
 def registered(facts: Facts) -> Set[str]:
@@ -284,12 +292,16 @@ def registered(facts: Facts) -> Set[str]:
 
 
 def init_failures(facts: Facts) -> Dict[str, Tuple[List[str], Optional[kernel.Match]]]:
-    """Bound GPUs NVML does not answer for whose initialisation failure the kernel log records: bus address ->
+    """Bound GPUs NVML does not answer for, and GPUs the loaded module's probe refused (left unbound: :func:`refused`),
+    whose initialisation failure the kernel log records: bus address ->
     (the driver's lines about it, the catalogued line naming the cause, None when they name none). A line naming
     no GPU (older drivers: "RmInitAdapter failed! (0x26:0xffff:1227)") belongs to the GPU when exactly one is
     missing (:func:`envdoctor.matrix.kernel.attribute`)."""
     lines = facts.value("driver.kernel_log")
     missing = unanswered(facts)
+    if not facts.value("os.container") and facts.value("os.wsl") != "WSL2":
+        # a GPU the module's probe refused (its BARs unassigned, no power): never bound, its lines name it
+        missing = missing + [b for b in refused(facts) if b not in missing]
     if not isinstance(lines, list) or not missing:
         return {}
     out: Dict[str, Tuple[List[str], Optional[kernel.Match]]] = {}

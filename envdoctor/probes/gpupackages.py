@@ -27,14 +27,23 @@ names the file instead when it is set (``set_by``, ``value``), else which file t
 interpreter finds (``path``, ``via``, ``certain``: LD_LIBRARY_PATH, the loader cache, the default directories, and
 in a conda environment its ``lib``, where conda gives every shared object of the environment a run path), and the
 copies outside that search (``elsewhere``). Whether a library the framework loaded already has that soname is the
-check's to say (``linkage.<framework>``). The check ``package-loads`` judges it."""
+check's to say (``linkage.<framework>``). The check ``package-loads`` judges it.
+
+Fact ``python.nvml_bindings`` = ``[{package, version, location, file, calls}]``: NVIDIA's Python binding of NVML
+(``nvidia-ml-py``, one module ``pynvml.py``) as the interpreter finds it first, with ``calls``: each unversioned API
+function whose body only returns a versioned one (``def nvmlDeviceGetComputeRunningProcesses(handle): return
+nvmlDeviceGetComputeRunningProcesses_v3(handle)``, nvidia-ml-py 12.535.x), unversioned name -> the NVML function it
+asks the driver's libnvidia-ml for (``unread`` with the reason instead when the module cannot be read). Absent when
+no binding is installed. The check ``nvml-binding`` judges it against the driver's release."""
 
 from __future__ import annotations
 
 import json
 import posixpath
+import re
 from typing import Any, Dict, Iterable, List, Optional
 
+from .. import lazyre
 from ..facts import Fact, ok
 from ..matrix import known_issues, loads, packages
 from . import ProbeContext, loader, register
@@ -156,3 +165,32 @@ def probe_gpu_packages(ctx: ProbeContext) -> Iterable[Fact]:
     if not found:
         return []
     return [ok("python.gpu_packages", found, "dir:" + found[0]["metadata"], "Packages with GPU code of their own")]
+
+
+#: NVML bindings: distribution -> its module file, relative to the site directory.
+NVML_BINDINGS = {"nvidia-ml-py": "pynvml.py"}
+#: An unversioned API function that only hands over to a versioned one (pynvml.py's form, ';' and all).
+_DELEGATES = lazyre.compile(r"^def (nvml\w+)\(handle\):[ \t]*\r?\n[ \t]+return (nvml\w+_v\d+)\(handle\)[ \t;]*$",
+                            re.MULTILINE)
+
+
+@register("nvmlbindings", "NVML bindings", order=93, produces=("python.nvml_bindings",))
+def probe_nvml_bindings(ctx: ProbeContext) -> Iterable[Fact]:
+    found: List[Dict[str, Any]] = []
+    seen = set()
+    for dist in ctx.host.distributions():
+        if dist.key not in NVML_BINDINGS or dist.key in seen:
+            continue
+        seen.add(dist.key)  # the first one on sys.path is the one imported
+        path = posixpath.join(dist.location, NVML_BINDINGS[dist.key])
+        text = ctx.host.read_text(path, limit=4 * 1024 * 1024)
+        entry: Dict[str, Any] = {"package": dist.key, "version": dist.version, "location": dist.location,
+                                 "file": path}
+        if text is None:
+            entry["unread"] = "%s cannot be read" % path
+        else:
+            entry["calls"] = {m.group(1): m.group(2) for m in _DELEGATES.finditer(text)}
+        found.append(entry)
+    if not found:
+        return []
+    return [ok("python.nvml_bindings", found, "file:" + found[0]["file"], "NVML bindings")]

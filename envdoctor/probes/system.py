@@ -44,6 +44,13 @@ def container_kind(host: Host) -> Optional[str]:
     env_container = host.getenv("container")
     if env_container:
         return env_container
+    # systemd's PID 1 writes the container manager's name ($container: lxc, docker, podman, systemd-nspawn) to
+    # /run/systemd/container and systemd's own container detection reads it back (systemd 252's binaries: "Failed
+    # to write /run/systemd/container", "Failed to read /run/systemd/container"): inside an LXD/LXC container with
+    # cgroup namespaces /proc/1/cgroup shows only "/", so this is the marker left to read.
+    written = (host.read_text("/run/systemd/container") or "").strip().splitlines()
+    if written and written[0].strip() and len(written[0]) <= 64:
+        return written[0].strip()
     cgroup = host.read_text("/proc/1/cgroup") or ""
     for marker, name in (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"),
                          ("lxc", "lxc"), ("libpod", "podman")):
@@ -106,8 +113,8 @@ def probe_os(ctx: ProbeContext) -> Iterable[Fact]:
     wsl = wsl_kind(host, u.get("release", ""))
     facts.append(ok("os.wsl", wsl, "file:/proc/version", "WSL"))
     container = container_kind(host)
-    facts.append(ok("os.container", container, "file:/.dockerenv,/run/.containerenv,/proc/1/cgroup",
-                    "Inside a container"))
+    facts.append(ok("os.container", container,
+                    "file:/.dockerenv,/run/.containerenv,/run/systemd/container,/proc/1/cgroup", "Inside a container"))
     return facts
 
 

@@ -33,16 +33,12 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
         return [_userspace_elsewhere(facts, elsewhere)]
     if without_gpus(facts):
         return []  # a container started without GPUs: driver.device_nodes_missing says so (one root cause)
+    if _has_libcuda(facts):
+        return [_nvml_missing(facts)]
     kver = facts.value("driver.kernel_module.version")
     flavor = facts.value("driver.kernel_module.flavor")
     branch = _branch(kver)
-    family = _family(facts)
-    if family == "debian" and branch:
-        cmds = ["sudo apt-get install -y libnvidia-compute-%s nvidia-utils-%s" % (branch, branch)]
-    elif family in ("rhel", "fedora"):
-        cmds = ["sudo %s install -y nvidia-driver-cuda nvidia-driver-cuda-libs" % rpm_tool(facts)]
-    else:
-        cmds = []
+    cmds = _userspace_commands(facts, branch)
     return [Finding(
         code="driver.userspace_missing", severity="error", components=["driver"],
         title="The %skernel module %s is loaded, but no user-space driver library (libnvidia-ml, libcuda) "
@@ -58,6 +54,52 @@ def _userspace_missing(facts: Facts) -> List[Finding]:
                      % (kver or "?"), commands=cmds,
                 install=install_line(facts, "driver", branch)),
     )]
+
+
+def _userspace_commands(facts: Facts, branch: Any) -> List[str]:
+    family = _family(facts)
+    if family == "debian" and branch:
+        return ["sudo apt-get install -y libnvidia-compute-%s nvidia-utils-%s" % (branch, branch)]
+    if family in ("rhel", "fedora"):
+        return ["sudo %s install -y nvidia-driver-cuda nvidia-driver-cuda-libs" % rpm_tool(facts)]
+    return []
+
+
+def _has_libcuda(facts: Facts) -> bool:
+    """A libcuda.so.<version> of the driver is where the loader looks, and no libnvidia-ml.so.<version> is (one
+    there that NVML could not load is not a package left out: the error below stands)."""
+    names = [posixpath.basename(p) for p in facts.strings("driver.userspace.libraries")]
+    return any(n.startswith("libcuda.so.") for n in names) and not any(n.startswith("libnvidia-ml.so.")
+                                                                         for n in names)
+
+
+def _nvml_missing(facts: Facts) -> Finding:
+    """NVML's library is not found but the driver's libcuda is: CUDA programs start (they load libcuda.so.1 only),
+    nvidia-smi and NVML-based tools see nothing. In a container this is how a distribution's CUDA-only package
+    lays out the driver (Ubuntu's libcuda1-<branch> carries libcuda, not libnvidia-ml or nvidia-smi, which belong to
+    nvidia-<branch>): information. On a host it is a partly installed driver: a warning."""
+    kver = facts.value("driver.kernel_module.version") or facts.value("driver.userspace.version")
+    branch = _branch(kver)
+    container = facts.value("os.container")
+    libs = [p for p in facts.strings("driver.userspace.libraries") if posixpath.basename(p).startswith("libcuda.so.")]
+    cmds = _userspace_commands(facts, branch)
+    return Finding(
+        code="driver.userspace_missing", severity="info" if container else "warning", components=["driver"],
+        title="Driver %s's libcuda is installed but its NVML library (libnvidia-ml) is not: CUDA programs run, "
+              "nvidia-smi and NVML-based tools do not" % (kver or "(version unknown)"),
+        detail="The driver's CUDA library is where the loader looks (%s), so CUDA programs start; libnvidia-ml.so.1 "
+               "(NVML: nvidia-smi, nvitop, gpustat, DCGM, monitoring agents) is not installed, so those see no "
+               "GPU and this report cannot read the GPUs' state through NVML.%s" % (
+                   ", ".join(libs),
+                   " Inside a container (%s) that is what a CUDA-only driver package gives; install the driver's "
+                   "NVML library only where such tools are wanted." % container if container else
+                   " On a host the driver's user-space half is only partly installed."),
+        evidence=_evidence(facts, "driver.userspace.libraries", "driver.kernel_module.version", "driver.nvml.status",
+                           "os.container"),
+        source=_source("nvml"),
+        fix=Fix(text="Install the NVML library and nvidia-smi of driver %s (the same version as the loaded module) "
+                     "where NVML-based tools are wanted." % (kver or "?"), commands=cmds),
+    )
 
 
 def _libcuda_missing(facts: Facts) -> List[Finding]:
