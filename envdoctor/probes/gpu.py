@@ -407,24 +407,13 @@ PEER_MEMORY_MODULES = ("nvidia_peermem", "nv_peer_mem")
 RDMA_DEVICES = "/sys/class/infiniband"
 
 
-def bar1_from_resource(text: Optional[str]) -> Optional[int]:
-    """BAR1's size from a PCI device's sysfs ``resource`` file (one line per BAR: start, end, flags in hex)."""
-    lines = (text or "").splitlines()
-    if len(lines) < 2:
-        return None
-    parts = lines[1].split()
-    try:
-        start, end = int(parts[0], 16), int(parts[1], 16)
-    except (IndexError, ValueError):
-        return None
-    return end - start + 1 if end > start else None
-
-
 def _bar1_facts(host: Host, data: Dict[str, Any], count: int,
                 pci: Optional[List[Dict[str, Optional[str]]]]) -> List[Fact]:
     """``gpu.N.bar1_total_bytes``: the GPU's BAR1 aperture, NVML's answer (nvmlDeviceGetBAR1MemoryInfo), else the
     size of BAR 1 in the GPU's sysfs ``resource`` file: by NVML's PCI bus id, or the one NVIDIA GPU on the bus when
     NVML counts one GPU and its bus id is not recorded. No fact when neither says."""
+    from .topology import bar1_from_resource
+
     out: List[Fact] = []
     on_bus = [str(d.get("bus_id")) for d in pci or [] if d.get("bus_id")]
     for i in range(count):

@@ -388,7 +388,7 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
             else:
                 entry["iommu_group"] = None
             if entry["bar1_bytes"] is None:
-                entry["bar1_bytes"] = _bar1_from_resource(sysfs.text(bus, "resource"))
+                entry["bar1_bytes"] = bar1_from_resource(sysfs.text(bus, "resource"))
         gpus.append(entry)
 
     gpu_buses = set(buses.values())
@@ -418,8 +418,9 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
     return facts
 
 
-def _bar1_from_resource(text: Optional[str]) -> Optional[int]:
-    """BAR1's size from a device's ``resource`` file (line 1: start, end, flags in hex)."""
+def bar1_from_resource(text: Optional[str]) -> Optional[int]:
+    """BAR1's size from a PCI device's sysfs ``resource`` file (one line per BAR: start, end, flags in hex; BAR1 is
+    line 1); None when it cannot be read."""
     lines = (text or "").splitlines()
     if len(lines) < 2:
         return None
