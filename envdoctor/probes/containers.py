@@ -30,6 +30,7 @@ from ..facts import Fact, ok, timed_out, unknown
 from ..host.base import FILE_FILTERS, FILE_PATTERN_FILTERS, CommandResult, Host
 from ..host.privacy import redact_environ
 from . import ProbeContext, register
+from .mounts import MOUNTS, MOUNTS_LINK, mount_table
 
 DOCKER_VERSION = ["docker", "version", "--format", "{{json .}}"]
 DOCKER_RUNTIMES = ["docker", "info", "--format", "{{json .Runtimes}}"]
@@ -768,9 +769,6 @@ def cdi_fact(host: Host) -> Fact:
     return ok("container.cdi_specs", value, "dir:" + ",".join(CDI_DIRS), "CDI specs")
 
 
-MOUNTS = "/proc/self/mounts"
-#: The same table under its older name (a link to self/mounts since Linux 2.4.19): read where the first is not.
-MOUNTS_LINK = "/proc/mounts"
 
 
 #: Mount points a snapshot keeps whatever their options: /dev/shm (NCCL's buffers) and the temporary folders where
@@ -816,21 +814,18 @@ FILE_FILTERS[MOUNTS_LINK] = keep_shm_mount
 def shm_fact(host: Host) -> Optional[Fact]:
     """``container.shm``: the size of /dev/shm (its tmpfs mount's ``size=``), where NCCL keeps its intra-node
     buffers; None where there is no /dev/shm mount to read."""
-    where = MOUNTS
-    text = host.read_text(MOUNTS, limit=256 * 1024)
-    if text is None:
-        where, text = MOUNTS_LINK, host.read_text(MOUNTS_LINK, limit=256 * 1024)
-    if text is None:
+    table = mount_table(host)
+    if table is None:
         return None
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 4 and parts[1] == "/dev/shm":
-            m = re.search(r"(?:^|,)size=(\d+)([kmgKMG]?)(?:,|$)", parts[3])
+    for mount in table.mounts:
+        if mount["point"] == "/dev/shm":
+            options = ",".join(mount["options"])
+            m = re.search(r"(?:^|,)size=(\d+)([kmgKMG]?)(?:,|$)", options)
             if not m:
-                return ok("container.shm", {"size_bytes": None, "options": parts[3][:200]}, "file:" + where,
+                return ok("container.shm", {"size_bytes": None, "options": options[:200]}, "file:" + table.where,
                           "/dev/shm")
             mult = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[m.group(2).lower()]
-            return ok("container.shm", {"size_bytes": int(m.group(1)) * mult}, "file:" + where, "/dev/shm")
+            return ok("container.shm", {"size_bytes": int(m.group(1)) * mult}, "file:" + table.where, "/dev/shm")
     return None
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional
 
 from .. import lazyre
 from ..facts import Fact, ok
@@ -92,45 +92,13 @@ def probe_environment(ctx: ProbeContext) -> Iterable[Fact]:
 #: TMP, then /tmp; ``getpass.getuser()`` LOGNAME, USER, LNAME, USERNAME.
 TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
 USER_VARIABLES = ("LOGNAME", "USER", "LNAME", "USERNAME")
-MOUNT_TABLES = ("/proc/self/mounts", "/proc/mounts")
-_OCTAL = lazyre.compile(r"\\([0-7]{3})")
-
-
-def _unescape(field: str) -> str:
-    """A mount table's path field (space, tab, newline and backslash written as octal escapes)."""
-    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
-
-
-def mount_of(mounts: List[Dict[str, Any]], path: str) -> Optional[Dict[str, Any]]:
-    """The mount a path lies on: the last-mounted entry whose mount point is the longest prefix of the path."""
-    best: Optional[Dict[str, Any]] = None
-    for m in mounts:
-        point = m["point"].rstrip("/") or "/"
-        if path == point or path.startswith(point + "/") or point == "/":
-            if best is None or len(point) >= len(best["point"].rstrip("/") or "/"):
-                best = m
-    return best
-
-
-def _mount_table(host: Host) -> Optional[Tuple[str, List[Dict[str, Any]]]]:
-    for where in MOUNT_TABLES:
-        text = host.read_text(where, limit=1024 * 1024)
-        if text is None:
-            continue
-        out = []
-        for line in text.splitlines():
-            parts = line.split()
-            if len(parts) >= 4 and parts[1].startswith("/"):
-                out.append({"point": _unescape(parts[1]), "fstype": parts[2], "options": parts[3].split(",")})
-        return where, out
-    return None
-
-
 def compile_cache(host: Host, env: Dict[str, str]) -> Optional[Fact]:
     """``env.compile_cache``: where torch.compile's Inductor and Triton caches go (``inductor``, ``triton``: each
     ``{"path", "from", "mount"}``, the mount ``{"point", "fstype", "noexec"}`` or None when not found) and the
     temporary folder (``temp_dir``, ``temp_from``); None when no mount table can be read."""
-    table = _mount_table(host)
+    from .mounts import mount_of, mount_table
+
+    table = mount_table(host)
     if table is None:
         return None
     where, mounts = table
