@@ -412,7 +412,7 @@ def _bar1_facts(host: Host, data: Dict[str, Any], count: int,
     """``gpu.N.bar1_total_bytes``: the GPU's BAR1 aperture, NVML's answer (nvmlDeviceGetBAR1MemoryInfo), else the
     size of BAR 1 in the GPU's sysfs ``resource`` file: by NVML's PCI bus id, or the one NVIDIA GPU on the bus when
     NVML counts one GPU and its bus id is not recorded. No fact when neither says."""
-    from .topology import bar1_from_resource
+    from .topology import bar1_of
 
     out: List[Fact] = []
     on_bus = [str(d.get("bus_id")) for d in pci or [] if d.get("bus_id")]
@@ -435,10 +435,9 @@ def _bar1_facts(host: Host, data: Dict[str, Any], count: int,
             name = on_bus[0]
         if name is None:
             continue
-        path = posixpath.join(PCI_DEVICES, name, "resource")
-        size = bar1_from_resource(host.read_text(path, limit=16 * 1024))
+        size = bar1_of(host, name)
         if size is not None:
-            out.append(ok(key, size, "file:" + path, label))
+            out.append(ok(key, size, "file:" + posixpath.join(PCI_DEVICES, name, "resource"), label))
     return out
 
 

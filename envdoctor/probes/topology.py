@@ -40,6 +40,8 @@ from ..host.base import Host
 from . import ProbeContext, register
 
 PCI_DEVICES = "/sys/bus/pci/devices"
+#: The most of one sysfs attribute file read (a device's ``resource`` table is about a kilobyte).
+SYSFS_LIMIT = 4096
 IOMMU_GROUPS = "/sys/kernel/iommu_groups"
 IB_DEVICES = "/sys/class/infiniband"
 
@@ -127,7 +129,7 @@ class _Sysfs:
         self.links: Dict[str, Dict[str, Any]] = {}
 
     def text(self, bdf: str, name: str) -> Optional[str]:
-        t = self.host.read_text(posixpath.join(PCI_DEVICES, bdf, name), limit=4096)
+        t = self.host.read_text(posixpath.join(PCI_DEVICES, bdf, name), limit=SYSFS_LIMIT)
         return t.strip() if t is not None else None
 
     def chain(self, bdf: str) -> Optional[List[str]]:
@@ -416,6 +418,12 @@ def probe_topology(ctx: ProbeContext) -> Iterable[Fact]:
     facts.append(ok("topology.pairs", pairs, SRC_NVML, "GPU pairs"))
     facts.append(_status(count, pairs, inc))
     return facts
+
+
+def bar1_of(host: Host, bdf: str) -> Optional[int]:
+    """The BAR1 size of the PCI device ``bdf`` from its sysfs ``resource`` file, read as :class:`_Sysfs` reads it
+    (one limit for one file, whichever probe asks first); None when it cannot be read."""
+    return bar1_from_resource(host.read_text(posixpath.join(PCI_DEVICES, bdf, "resource"), limit=SYSFS_LIMIT))
 
 
 def bar1_from_resource(text: Optional[str]) -> Optional[int]:
