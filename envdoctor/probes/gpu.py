@@ -404,7 +404,6 @@ def _device_facts(data: Dict[str, Any], i: int) -> List[Fact]:
 #: nvidia-peermem.o, so /sys/module/nvidia_peermem) and Mellanox's older nv_peer_mem (Mellanox/nv_peer_memory,
 #: Makefile: obj-m += nv_peer_mem.o).
 PEER_MEMORY_MODULES = ("nvidia_peermem", "nv_peer_mem")
-RDMA_DEVICES = "/sys/class/infiniband"
 
 
 def _bar1_facts(host: Host, data: Dict[str, Any], count: int,
@@ -444,6 +443,8 @@ def _bar1_facts(host: Host, data: Dict[str, Any], count: int,
 def _gpudirect_rdma(host: Host) -> Fact:
     """``gpu.gpudirect_rdma``: the GPU peer-memory modules loaded (``/sys/module/<name>``) and the RDMA devices the
     kernel shows (``/sys/class/infiniband``): ``{"peer_memory_modules": [...], "rdma_devices": [...]}``."""
+    from .containers import RDMA_DEVICES
+
     modules = [m for m in PEER_MEMORY_MODULES if host.is_dir("/sys/module/" + m)]
     devices = sorted(host.list_dir(RDMA_DEVICES).names())
     return ok("gpu.gpudirect_rdma", {"peer_memory_modules": modules, "rdma_devices": devices},
