@@ -112,7 +112,7 @@ def _no_module_for_kernel(facts: Facts) -> List[Finding]:
 @check("driver-health.module-for-kernel", requires=("driver.installed",), reads=READS, layers=("driver", "os"),
        codes=docs_for(DOCS, "driver.kernel_headers_missing", "driver.no_module_for_kernel"))
 def module_for_kernel(ctx: CheckContext) -> List[Finding]:
-    return _no_module_for_kernel(ctx.facts) if _installed(ctx.facts) or _driver_left_for_kernel(ctx.facts) else []
+    return _no_module_for_kernel(ctx.facts)  # it asks whether a driver is installed, or was left for this kernel
 
 
 def _dkms_managed(facts: Facts, release: str) -> bool:
