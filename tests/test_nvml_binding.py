@@ -90,14 +90,26 @@ def test_the_probe_reads_which_versioned_function_each_query_hands_over_to() -> 
               "    try:\n        return nvmlDeviceGetGraphicsRunningProcesses_v3(handle)\n"
               "    except NVMLError_FunctionNotFound:\n"
               "        return nvmlDeviceGetGraphicsRunningProcesses_v2(handle)\n")
-    host = make_host(files={site + "/nvidia_ml_py-12.535.77.dist-info/METADATA":
-                            "Metadata-Version: 2.1\nName: nvidia-ml-py\nVersion: 12.535.77\n",
-                            site + "/pynvml.py": module},
-                     python={"executable": "/home/user/venv/bin/python", "version": "3.10.12",
-                             "implementation": "cpython", "prefix": "/home/user/venv", "base_prefix": "/usr",
-                             "sys_path": [site]})
-    facts = Facts(f for r in run_probes(host, parallel=False, only=("python", "nvmlbindings")) for f in r.facts)
-    [entry] = facts.value("python.nvml_bindings")
+    def bindings(text: str) -> Any:
+        host = make_host(files={site + "/nvidia_ml_py-12.535.77.dist-info/METADATA":
+                                "Metadata-Version: 2.1\nName: nvidia-ml-py\nVersion: 12.535.77\n",
+                                site + "/pynvml.py": text},
+                         python={"executable": "/home/user/venv/bin/python", "version": "3.10.12",
+                                 "implementation": "cpython", "prefix": "/home/user/venv", "base_prefix": "/usr",
+                                 "sys_path": [site]})
+        return Facts(f for r in run_probes(host, parallel=False, only=("python", "nvmlbindings"))
+                     for f in r.facts).value("python.nvml_bindings")
+
+    [entry] = bindings(module)
     assert entry["package"] == "nvidia-ml-py" and entry["version"] == "12.535.77"
     # a query that falls back to the older function is not a hand-over to one function
     assert entry["calls"] == {"nvmlDeviceGetComputeRunningProcesses": "nvmlDeviceGetComputeRunningProcesses_v3"}
+    # a snapshot keeps only the hand-overs of the module, and its replay reads the same
+    from envdoctor.host.base import file_filter
+
+    keep = file_filter(site + "/pynvml.py")
+    assert keep is not None
+    kept = keep(module)
+    assert kept == ("def nvmlDeviceGetComputeRunningProcesses(handle):\n"
+                    "    return nvmlDeviceGetComputeRunningProcesses_v3(handle);\n")
+    assert bindings(kept)[0]["calls"] == entry["calls"]

@@ -45,6 +45,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from .. import lazyre
 from ..facts import Fact, ok
+from ..host.base import FILE_SUFFIX_FILTERS
 from ..matrix import known_issues, loads, packages
 from . import ProbeContext, loader, register
 from .frameworks import read_literals
@@ -172,6 +173,15 @@ NVML_BINDINGS = {"nvidia-ml-py": "pynvml.py"}
 #: An unversioned API function that only hands over to a versioned one (pynvml.py's form, ';' and all).
 _DELEGATES = lazyre.compile(r"^def (nvml\w+)\(handle\):[ \t]*\r?\n[ \t]+return (nvml\w+_v\d+)\(handle\)[ \t;]*$",
                             re.MULTILINE)
+
+
+def keep_delegates(text: str) -> str:
+    """What a snapshot keeps of an NVML binding's module (a quarter of a megabyte of Python): the functions that only
+    hand over to a versioned one, as they are written (what the probe reads); nothing else."""
+    return "".join(m.group(0) + "\n" for m in _DELEGATES.finditer(text))
+
+
+FILE_SUFFIX_FILTERS["/" + NVML_BINDINGS["nvidia-ml-py"]] = keep_delegates
 
 
 @register("nvmlbindings", "NVML bindings", order=93, produces=("python.nvml_bindings",))
