@@ -20,7 +20,9 @@ from .. import CheckContext, CodeDoc, Message, check
 from . import CHECKED, READS, _driver_label, _evidence, _installed
 
 #: Where each rule comes from.
-CUDA_H = "https://github.com/zspace/system.cuda-12.6/blob/b3d92c837713411301ae5df45b0c7758df7d931e/include/cuda.h"
+#: NVIDIA's page of the CUresult enum (cuda.h's doc comments; the catalog, matrix/data/cuda_results.json, holds them).
+CUDA_H = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
+CUDART = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
 CUINIT_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__INITIALIZE.html"
 UVM_HMM = ("https://github.com/NVIDIA/open-gpu-kernel-modules/blob/df1c9a3de2be4b130f4fc7680f7198193d8ac6ad/"
            "kernel-open/nvidia-uvm/uvm_hmm.c")
@@ -47,7 +49,7 @@ CODES = (
         messages=(Message("CUDA driver initialization failed, you might not have a CUDA gpu",
                           "https://github.com/pytorch/pytorch/blob/main/c10/cuda/CUDAFunctions.cpp"),
                   Message("cuInit(0) failed -> CUDA_ERROR_NOT_INITIALIZED", CUDA_H),
-                  Message("system not yet initialized", CUDA_H))),
+                  Message("system not yet initialized", CUDART))),
     CodeDoc("driver.uvm_hmm_breaks_cuinit", "error",
             "cuInit fails (CUDA_ERROR_NOT_INITIALIZED, or no device while NVML lists GPUs) while nvidia_uvm runs "
             "with HMM enabled (uvm_disable_hmm not set, its default on x86_64): the known failure of nvidia_uvm's "
