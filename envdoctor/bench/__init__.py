@@ -6,7 +6,7 @@ Never part of ``diagnose`` (it measures, and takes the GPU for a few seconds). T
    layer exists), through the host seam like every command, within the deadline;
 2. :mod:`.plan`: the GPUs to measure, the CPUs and NUMA node each is local to, the job;
 3. :mod:`.runner`: the job runs in a child process (:mod:`.child`, the CUDA driver API through ``ctypes``,
-   :mod:`.driver_api`) that the deadline kills; what it said before a hang or a crash is kept;
+   :mod:`envdoctor.host.driver_api`) that the deadline kills; what it said before a hang or a crash is kept;
 4. :mod:`.judge`: pure verdicts (results against the link's rate and the memory's bandwidth, findings, and
    ``bench.*`` facts that policies and fleets read like any other).
 

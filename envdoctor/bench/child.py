@@ -1,8 +1,8 @@
 """The process that measures: ``python child.py JOB`` (see :mod:`envdoctor.bench.runner`, which starts it).
 
 It binds itself to each GPU's local CPUs and NUMA node before it allocates, loads the CUDA driver
-(:mod:`driver_api`), copies, and writes one JSON object per line on its own copy of standard output as it goes
-(the driver's own prints go to /dev/null), so when a call hangs or crashes the lines before it survive and the
+(:mod:`envdoctor.host.driver_api`), copies, and writes one JSON object per line on its own copy of standard output as
+it goes (the driver's own prints go to /dev/null), so when a call hangs or crashes the lines before it survive and the
 copy it was in is known (``{"event": "doing", ...}`` comes first). It is killed at the deadline; nothing it does
 needs cleaning up after it. No envdoctor imports: it runs as a script (a fresh interpreter, in which nothing
 initialised CUDA before it).
@@ -24,9 +24,10 @@ import sys
 import threading
 import time
 
-try:  # run as a script (the usual way): the sibling module; imported as a package module (tests): relative
-    from . import driver_api  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - exercised by every real run, in the child
+try:  # imported as a package module (tests): the host seam's module
+    from ..host import driver_api  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - run as a script (every real run, in the child): from the host folder
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "host"))
     import driver_api  # type: ignore[no-redef]
 
 #: linux/mempolicy.h: MPOL_BIND, allocate only on the nodes of the mask.

@@ -185,6 +185,32 @@ class NvmlResult(NamedTuple):
         return self.data is not None
 
 
+class CudaInitResult(NamedTuple):
+    """Whether CUDA initialises: what ``cuInit(0)`` returned in a child process that loaded ``libcuda.so.1`` with the
+    user's environment (see :mod:`envdoctor.host.cudainit`), with the driver's CUDA version and the devices CUDA
+    counts; or why that is not known (``error``).
+
+    ``error``: None (``code`` is cuInit's answer); ``"not_recorded"`` (a snapshot from before it was asked, or a host
+    that cannot ask); ``"not_run"`` (nothing here for CUDA to find: no NVIDIA GPU on the PCI bus, no device node, no
+    driver library the loader finds); ``"no_library"`` (``libcuda.so.1`` did not load); ``"timed_out"`` (no answer
+    within the time limit: ``call`` is the call it hung in); ``"crashed"`` (the child died: ``signal`` or exit
+    status in ``message``); ``"garbled"`` (its output could not be read)."""
+
+    code: Optional[int] = None  # CUresult of cuInit(0); 0 CUDA_SUCCESS
+    name: str = ""  # the driver's name for it (cuGetErrorName)
+    driver_version: Optional[int] = None  # cuDriverGetVersion: 12040 for CUDA 12.4
+    device_count: Optional[int] = None  # cuDeviceGetCount, after a successful cuInit
+    bus_ids: Tuple[str, ...] = ()  # cuDeviceGetPCIBusId of each device, in CUDA's order
+    error: Optional[str] = None
+    message: str = ""
+    call: str = ""  # the call it was in when it hung or died
+    duration: float = 0.0
+
+    @property
+    def answered(self) -> bool:
+        return self.error is None and self.code is not None
+
+
 class ElfResult(NamedTuple):
     """Dynamic section of a shared object (see :mod:`envdoctor.host.elf`), or why it could not be read."""
 
@@ -393,6 +419,13 @@ class Host:
 
     def python(self) -> PythonInfo:
         raise NotImplementedError
+
+    def start_cuda_init(self) -> None:
+        """Start asking whether CUDA initialises, ahead of :meth:`cuda_init` (a host that runs nothing: no-op)."""
+
+    def cuda_init(self) -> CudaInitResult:
+        """Whether CUDA initialises on this machine (see :class:`CudaInitResult`)."""
+        return CudaInitResult(error="not_recorded", message="not asked on this host")
 
     def kernel_log(self) -> CommandResult:
         """The NVIDIA driver's lines of the kernel log (:func:`driver_log_lines` of ``dmesg``'s output, one per

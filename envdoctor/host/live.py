@@ -29,6 +29,7 @@ from .base import (
     KERNEL_LOG_TIMEOUT,
     MAX_FILE_BYTES,
     CommandResult,
+    CudaInitResult,
     DirResult,
     ElfResult,
     FatbinResult,
@@ -328,6 +329,10 @@ class LiveHost(Host):
         self._nvml_child_gone.set()
         self._nvml_library_absent: Optional[bool] = None  # decided once, by _nvml_absent
         self._python: Optional[PythonInfo] = None
+        #: The CUDA-initialisation child: a Started, the CommandResult saying why it did not start, False when not
+        #: worth asking here, None before :meth:`start_cuda_init`.
+        self._cuda_init_child: Any = None
+        self._cuda_init_table: Dict[str, CudaInitResult] = {}
 
     # -- time ----------------------------------------------------------
     def remaining(self, wanted: Optional[float] = None) -> float:
@@ -767,6 +772,41 @@ class LiveHost(Host):
         if "binding_error" in doc:
             return NvmlResult(error="no_binding", message=str(doc["binding_error"]), duration=duration)
         return NvmlResult(data=doc, duration=duration)
+
+    def start_cuda_init(self) -> None:
+        """Start the child that asks whether CUDA initialises (:mod:`envdoctor.host.cudainit`), where CUDA could find
+        anything: it then runs beside the probes, and :meth:`cuda_init` reads it. Elsewhere nothing starts."""
+        from . import cudainit
+
+        with self._lock:
+            if self._cuda_init_child is not None or self._cuda_init_table:
+                return
+            if not cudainit.worth_asking(nvml_dirs(), os.environ):
+                self._cuda_init_child = False
+                return
+            self._cuda_init_child = start_command(cudainit.argv(sys.executable),
+                                                  self.remaining(cudainit.TIMEOUT), env=dict(os.environ))
+
+    @property
+    def cuda_init_asked(self) -> bool:
+        return bool(self._cuda_init_table)
+
+    def cuda_init(self) -> CudaInitResult:
+        return self._once(self._cuda_init_table, "cuda_init", self._ask_cuda_init)  # type: ignore[no-any-return]
+
+    def _ask_cuda_init(self) -> CudaInitResult:
+        from . import cudainit
+
+        self.start_cuda_init()
+        child = self._cuda_init_child
+        if child is False or child is None:
+            return CudaInitResult(error="not_run", message="no NVIDIA GPU, driver device node or CUDA driver library "
+                                                           "here for CUDA to find")
+        if isinstance(child, CommandResult):
+            return cudainit.parse("", None, False, child.duration, 0.0, start_error=child.describe_failure())
+        res = child.finish()
+        return cudainit.parse(res.stdout, res.returncode, res.timed_out, res.duration, child.timeout,
+                              stderr=res.stderr, start_error=res.message if res.error else "")
 
     def python(self) -> PythonInfo:
         if self._python is None:

@@ -24,6 +24,7 @@ from .base import (
     IN_FLIGHT,
     MAX_FILE_BYTES,
     CommandResult,
+    CudaInitResult,
     DirResult,
     ElfResult,
     FatbinResult,
@@ -38,6 +39,8 @@ from .base import (
     SymbolsResult,
     file_filter,
 )
+from .cudainit import from_entry as cuda_init_result
+from .cudainit import to_entry as cuda_init_entry
 from .live import LiveHost
 from .privacy import Scrubber, is_path_name
 
@@ -109,6 +112,7 @@ def document_from_host(host: LiveHost, scrubber: Scrubber, envdoctor_version: st
         },
         "nvml": ({"data": nvml.data, "duration": round(nvml.duration, 4)} if nvml.ok else
                  {"error": nvml.error, "message": nvml.message, "duration": round(nvml.duration, 4)}),
+        **({"cuda_init": cuda_init_entry(host.cuda_init())} if getattr(host, "cuda_init_asked", False) else {}),
         "files": {p: _file_entry(r) for p, r in sorted(host.files.items())},
         "dirs": {p: ({"entries": list(r.entries)} if r.entries is not None else
                      {"error": r.error or "EIO", "message": r.message}) for p, r in sorted(host.dirs.items())},
@@ -479,7 +483,7 @@ def _parse(text: str, path: str, noun: str) -> Dict[str, Any]:
 
 #: The sections that hold evidence: envdoctor writes all of them, a hand-made snapshot at least one.
 EVIDENCE = ("files", "dirs", "links", "commands", "nvml", "environ", "uname", "python", "elf", "fatbin", "elf_names",
-            "elf_symbols")
+            "elf_symbols", "cuda_init")
 
 
 def not_a_snapshot(doc: Dict[str, Any]) -> Optional[str]:
@@ -681,6 +685,9 @@ class SnapshotHost(Host):
             return NvmlResult(data=n["data"], duration=float(n.get("duration") or 0.0))
         return NvmlResult(error=n.get("error") or "worker_failed", message=n.get("message", ""),
                           duration=float(n.get("duration") or 0.0))
+
+    def cuda_init(self) -> CudaInitResult:
+        return cuda_init_result(self.doc.get("cuda_init"))
 
     def python(self) -> PythonInfo:
         p = self.doc.get("python") or {}

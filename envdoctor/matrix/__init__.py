@@ -42,7 +42,7 @@ VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks",
                      "envdoctor.matrix.containers", "envdoctor.matrix.loads", "envdoctor.matrix.floors",
                      "envdoctor.matrix.packages",
                      "envdoctor.matrix.known_issues", "envdoctor.matrix.numba_paths", "envdoctor.matrix.jax_cuda",
-                     "envdoctor.matrix.trt_wheels")
+                     "envdoctor.matrix.trt_wheels", "envdoctor.matrix.cuda_results")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]
@@ -308,6 +308,7 @@ def clear_cache() -> None:
 VENDORS = {fw.matrix_area: fw.display for fw in framework_table.FRAMEWORKS if fw.matrix_area and fw.component}
 VENDORS.update({"cuda": "NVIDIA", "cudnn": "NVIDIA", "gpu_arch": "NVIDIA", "gpus": "NVIDIA", "tensorrt": "NVIDIA",
                 "driver_branches": "NVIDIA", "kernel_messages": "NVIDIA", "gpu_pci_ids": "NVIDIA",
+                "cuda_results": "NVIDIA",
                 "gpu_chips": "NVIDIA", "nccl_env": "NVIDIA", "nccl_arch": "NVIDIA", "container_toolkit_bugs": "NVIDIA",
                 "cdi_engines": "Podman", "triton": "Triton", "numba_cuda_paths": "Numba",
                 "container_compute_libraries": "NVIDIA", "container_gpu_brands": "NVIDIA",

@@ -40,6 +40,8 @@ class ProbeSpec(NamedTuple):
     #: the same reads the probe decides by: it runs while this process is small, and ends before the NVML query
     #: starts, so that their memory does not add up.
     launch: Optional[Callable[[Host], None]] = None
+    #: asks ``host.cuda_init()``: the child that asks is started before the probes run, beside them
+    uses_cuda_init: bool = False
 
 
 class ProbeResult:
@@ -106,9 +108,11 @@ _PRODUCERS: Dict[Tuple[str, Tuple[str, ...]], List[str]] = {}
 
 def register(name: str, title: str, order: int, uses_nvml: bool = False,
              produces: Sequence[str] = (), needs: Sequence[str] = (),
-             launch: Optional[Callable[[Host], None]] = None) -> Callable[[ProbeFn], ProbeFn]:
+             launch: Optional[Callable[[Host], None]] = None,
+             uses_cuda_init: bool = False) -> Callable[[ProbeFn], ProbeFn]:
     def deco(fn: ProbeFn) -> ProbeFn:
-        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces), tuple(needs), launch)
+        _REGISTRY[name] = ProbeSpec(name, title, fn, order, uses_nvml, tuple(produces), tuple(needs), launch,
+                                    uses_cuda_init)
         _PRODUCERS.clear()
         _IN_MODULES.clear()
         return fn
@@ -361,6 +365,11 @@ def run_probes(host: Host, deadline: Optional[float] = None, only: Optional[Sequ
     if start_nvml is not None and any(s.uses_nvml for s in specs):
         # Before any probe thread exists (the query is forked); after the programs launched ahead have ended.
         start_nvml()
+    start_cuda_init = getattr(host, "start_cuda_init", None)
+    if start_cuda_init is not None and any(s.uses_cuda_init for s in specs):
+        # A program of its own (a fresh interpreter that loads libcuda): it runs beside the probes; a machine where
+        # CUDA could find nothing starts nothing.
+        start_cuda_init()
     runner = _Runner(host, specs, deadline)
     if parallel:
         if not getattr(host, "reads_wait", True):

@@ -1111,9 +1111,70 @@ def _mps(host: Host) -> List[Fact]:
     return facts
 
 
-@register("driver", "NVIDIA driver", order=30, uses_nvml=True,
+#: nvidia_uvm's HMM switch (kernel-open/nvidia-uvm/uvm_hmm.c: ``module_param(uvm_disable_hmm, bool, 0444)``; default
+#: false, HMM on where the kernel supports it, on x86_64; true elsewhere): sysfs shows a bool parameter as Y or N.
+UVM_DISABLE_HMM = "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm"
+L_CUDA_INIT = "CUDA initialisation"
+
+
+def _cuda_version_text(version: int) -> str:
+    """cuDriverGetVersion's number as a CUDA version: 12040 -> "12.4"."""
+    return "%d.%d" % (version // 1000, (version % 1000) // 10)
+
+
+def _cuda_init_facts(host: Host) -> List[Fact]:
+    """``driver.cuda_init``: whether CUDA initialises (cuInit in a child with the inspected environment), the
+    devices CUDA counts and their PCI bus ids; where it fails, nvidia_uvm's HMM switch. None at all when it was
+    not asked (a snapshot from before it was, a machine with nothing for CUDA to find)."""
+    from ..matrix.cuda_results import name_of
+
+    res = host.cuda_init()
+    src = "cuda:cuInit"
+    if res.error in ("not_recorded", "not_run"):
+        return []
+    facts: List[Fact] = []
+    if res.answered:
+        code = int(res.code or 0)
+        name = name_of(code) if not res.name or res.name.startswith("CUDA error") or " " in res.name else res.name
+        facts.append(ok("driver.cuda_init", "%s (%d)" % (name, code) if code else "CUDA_SUCCESS", src, L_CUDA_INIT))
+        facts.append(ok("driver.cuda_init.code", code, src, "CUDA initialisation result (CUresult)"))
+    elif res.error == "timed_out":
+        facts.append(timed_out("driver.cuda_init", res.message, src, L_CUDA_INIT))
+    else:
+        facts.append(unknown("driver.cuda_init", res.message or "unverified: CUDA's answer could not be read", src,
+                             L_CUDA_INIT))
+    if res.error:
+        facts.append(ok("driver.cuda_init.failure", {"kind": res.error, "call": res.call, "message": res.message},
+                        src, "CUDA initialisation: no answer"))
+    if res.driver_version:
+        facts.append(ok("driver.cuda_init.driver_version", _cuda_version_text(res.driver_version),
+                        "cuda:cuDriverGetVersion", "CUDA version of the driver CUDA loads"))
+    if res.device_count is not None:
+        facts.append(ok("driver.cuda_init.device_count", res.device_count, "cuda:cuDeviceGetCount",
+                        "GPUs CUDA counts"))
+        facts.append(ok("driver.cuda_init.bus_ids", list(res.bus_ids), "cuda:cuDeviceGetPCIBusId",
+                        "PCI bus ids of the GPUs CUDA counts"))
+    if res.answered and res.code:
+        hmm = host.read_file(UVM_DISABLE_HMM, limit=16)
+        text = (hmm.text or "").strip().upper()
+        if hmm.ok and text in ("Y", "N", "1", "0"):
+            facts.append(ok("driver.uvm_disable_hmm", text in ("Y", "1"), "file:" + UVM_DISABLE_HMM,
+                            "nvidia_uvm uvm_disable_hmm"))
+        else:
+            facts.append(unknown("driver.uvm_disable_hmm", "cannot read %s (%s)" % (UVM_DISABLE_HMM, hmm.error or
+                                 "unexpected value"), "file:" + UVM_DISABLE_HMM, "nvidia_uvm uvm_disable_hmm"))
+    return facts
+
+
+@register("driver", "NVIDIA driver", order=30, uses_nvml=True, uses_cuda_init=True,
           produces=("driver.*", "driver.*.*", "kernel.headers"))
 def probe_driver(ctx: ProbeContext) -> Iterable[Fact]:
+    facts = list(_probe_driver(ctx))
+    facts.extend(_cuda_init_facts(ctx.host))
+    return facts
+
+
+def _probe_driver(ctx: ProbeContext) -> List[Fact]:
     host = ctx.host
     wsl, container = _os_context(ctx)
     facts: List[Fact] = []

@@ -1,7 +1,7 @@
 /*
  * A stand-in libcuda.so.1 for envdoctor bench's tests (no GPU runs here).
  *
- * It exports the CUDA driver API entry points envdoctor/bench/driver_api.py calls, with the prototypes of
+ * It exports the CUDA driver API entry points envdoctor/host/driver_api.py declares, with the prototypes of
  * NVIDIA's cuda.h, and answers from a "key=value" file named by $FAKE_CUDA_CONFIG (written by
  * tests/fakecuda/build.py from a JSON document):
  *

@@ -1,8 +1,9 @@
-"""The CUDA driver API calls ``envdoctor bench`` makes, through ``ctypes`` over ``libcuda.so.1``.
+"""The CUDA driver API calls envdoctor makes, through ``ctypes`` over ``libcuda.so.1``.
 
-Run inside the bench's child process only (:mod:`envdoctor.bench.child`, which loads this file as a sibling):
+Run inside a child process only: ``envdoctor bench``'s (:mod:`envdoctor.bench.child`) and the CUDA-initialisation
+question's (:mod:`envdoctor.host.cuinit_child`), each of which loads this file as a module of its own folder:
 loading the driver and initialising CUDA there means a driver that hangs or crashes takes that process down,
-never envdoctor.
+never envdoctor. It lives with the host seam (the lowest layer that runs anything) so both can use it.
 No envdoctor imports here.
 
 Every prototype is the one NVIDIA's ``cuda.h`` declares (checked against the headers of CUDA 12.6 and 13.0):
