@@ -1,0 +1,1 @@
+from cuquantum.custatevec.custatevec import *
