@@ -634,6 +634,78 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
     return out
 
 
+#: The most extension modules of installed distributions read in one run, and of one distribution.
+MAX_MODULE_FILES = 256
+MAX_MODULES_PER_DIST = 32
+#: An extension module Python imports (``custatevec.cpython-38-x86_64-linux-gnu.so``, ``_C.abi3.so``, ``_ext.so``):
+#: a shared object whose name ends in ``.so``, not a ``lib*`` library a package opens itself (a wheel that ships
+#: one library per CUDA release loads only the one that fits, so those are judged only as a module loads them).
+_EXTENSION_MODULE = lazyre.compile(r"^(?!lib)[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?\.so$")
+#: What every program loads: glibc's, the compiler's runtime and the interpreter's own (never a CUDA library's way).
+_SYSTEM_LIBRARY = lazyre.compile(r"^(?:libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+|libgomp|"
+                                 r"libpython[0-9.]*m?|ld-linux[a-z0-9_-]*)\.so")
+
+
+def _module_needs_cuda(host: Host, path: str, elf: Any) -> bool:
+    """An extension module that needs a CUDA, cuDNN, NCCL or TensorRT library itself, or through a library its own
+    RPATH/RUNPATH finds that needs one (cuQuantum's ``custatevec`` module and the ``libcustatevec.so.1`` it links,
+    which links cuBLAS)."""
+    if _needs_cuda(elf):
+        return True
+    rp, rn = own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(path))
+    for name in elf.needed:
+        if _SYSTEM_LIBRARY.match(name):
+            continue
+        for d in rp + rn:
+            if name in host.list_dir(d).names():
+                if _needs_cuda(host.elf(posixpath.join(d, name))):
+                    return True
+                break
+    return False
+
+
+def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], skip: Sequence[str],
+                     done: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """``linkage.packages`` entries for installed distributions (not a framework, not one requiring a framework,
+    not NVIDIA's library wheels, not one in ``done``) whose extension modules, as their RECORD lists them, need a
+    CUDA, cuDNN, NCCL or TensorRT library, themselves or through a library of their own RPATH/RUNPATH: the CUDA
+    libraries those modules load (NEEDED, transitively) as the loader resolves them on import. A wheel that takes
+    its CUDA libraries from NVIDIA's wheels through ``$ORIGIN`` paths resolves them there; one built for a CUDA
+    release the machine lacks resolves nothing (cuquantum's ``libcustatevec.so.1`` needs ``libcublas.so.11``)."""
+    from . import loader
+
+    fw_dists = [re.compile(r"^(?:%s)$" % f.distributions) for f in frameworks.FRAMEWORKS if f.distributions]
+    out: List[Dict[str, Any]] = []
+    read = 0
+    seen: Set[str] = set()
+    for d in dists:
+        if (d.key in FRAMEWORK_DISTS or d.key in skip or d.key in done or d.key.startswith("nvidia-")
+                or d.key in seen or any(r.match(d.key) for r in fw_dists) or not d.metadata_dir.endswith(".dist-info")):
+            continue
+        seen.add(d.key)
+        record = read_record(host, d.metadata_dir)
+        modules = [e.path for e in record.shared_objects
+                   if _EXTENSION_MODULE.match(posixpath.basename(e.path))][:MAX_MODULES_PER_DIST]
+        roots = []
+        for rel in modules:
+            if read >= MAX_MODULE_FILES:
+                break
+            read += 1
+            path = posixpath.join(d.location, rel)
+            elf = host.elf(path)
+            if elf.ok and _module_needs_cuda(host, path, elf):
+                roots.append(elf.path)
+        if not roots:
+            continue
+        c = loader.cuda_closure(host, config, roots, only_cuda=True)
+        # what the modules link (NEEDED): what a library may open at run time is optional to most of them
+        links = [{k: v for k, v in link.items() if k in _LINK_KEYS}
+                 for link in c["links"] if link.get("via") != "loaded" and link.get("how") == "NEEDED"]
+        out.append({"package": d.key, "version": d.version, "roots": roots, "links": links,
+                    "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": d.location})
+    return out
+
+
 def _needs_cuda(elf: Any) -> bool:
     """An ELF object (read) that names a CUDA, cuDNN, NCCL or TensorRT library among its NEEDED."""
     from . import loader
@@ -886,8 +958,9 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         cache = read or []
         cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
     config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
-    packages = (package_libraries(host, config, dists, on_frameworks) + conda_package_libraries(host, config)
-                + program_libraries(host, config))
+    packages = package_libraries(host, config, dists, on_frameworks)
+    packages += module_libraries(host, config, dists, on_frameworks, [p["package"] for p in packages])
+    packages += conda_package_libraries(host, config) + program_libraries(host, config)
     if packages:
         facts.append(ok("linkage.packages", packages, "elf:" + packages[0]["roots"][0],
                         "CUDA libraries other packages' bundled libraries load"))
