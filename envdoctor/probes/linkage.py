@@ -814,6 +814,59 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     return out
 
 
+#: How a TensorRT copy outside Python was found that the loader itself reaches (``libraries.tensorrt``'s
+#: ``found_by``): a copy only lying somewhere is loaded by nothing that does not name its folder.
+_ON_LOADER_PATH = ("LD_LIBRARY_PATH", "ldconfig cache", "default dir")
+#: The most TensorRT folders and libraries in one of them read in one run.
+MAX_TENSORRT_DIRS = 4
+MAX_TENSORRT_FILES = 24
+
+
+def system_tensorrt(host: Host, config: Any, copies: Any, sites: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """``linkage.packages`` entries for each TensorRT installed outside Python that the loader reaches (a release
+    tarball's ``lib`` on LD_LIBRARY_PATH, the distribution's ``libnvinfer`` packages in the cache): the CUDA, cuDNN
+    and TensorRT libraries its libraries link (NEEDED, transitively) as the loader resolves them. Every program
+    that uses TensorRT loads its libraries this way (trtexec and the Python bindings open ``libnvinfer_plugin``);
+    what TensorRT opens itself at run time (cuBLAS, cuDNN as tactic sources) is optional to it and left out.
+    Folders below a Python site directory (the wheels: the framework's checks) and those of ``sites`` (software
+    judged whole, with its programs) are left out."""
+    from . import loader
+
+    dirs: List[Tuple[str, Any]] = []
+    for c in copies if isinstance(copies, list) else []:
+        if not (isinstance(c, dict) and c.get("kind") == "library" and c.get("found_by") in _ON_LOADER_PATH):
+            continue
+        d = posixpath.dirname(str(c.get("resolved") or c.get("path") or ""))
+        parts = d.split("/")
+        if (not d or "site-packages" in parts or "dist-packages" in parts or posixpath.dirname(d) in sites
+                or any(d == x for x, _ in dirs)):
+            continue
+        dirs.append((d, c.get("version")))
+    out: List[Dict[str, Any]] = []
+    for d, version in dirs[:MAX_TENSORRT_DIRS]:
+        roots: List[str] = []
+        reals: Set[str] = set()
+        names = [n for n in sorted(host.list_dir(d).names()) if loader.CUDA_FAMILY.match(n)
+                 and loader.component(n) == "tensorrt"]
+        for name in names[:MAX_TENSORRT_FILES]:
+            real = host.resolve(posixpath.join(d, name))
+            if real in reals:
+                continue
+            reals.add(real)
+            elf = host.elf(real)
+            if _needs_cuda(elf):
+                roots.append(elf.path)
+        if not roots:
+            continue
+        c = loader.cuda_closure(host, config, roots, only_cuda=True)
+        links = [{k: v for k, v in link.items() if k in _LINK_KEYS}
+                 for link in c["links"] if link.get("via") != "loaded" and link.get("how") == "NEEDED"]
+        label = "TensorRT %s in %s" % (version, d) if version else "the TensorRT in %s" % d
+        out.append({"package": "tensorrt", "version": version, "label": label, "roots": roots, "links": links,
+                    "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": d})
+    return out
+
+
 #: The ONNX Runtime execution provider libraries other than CUDA's are optional to it: a session asks for them.
 ORT_PROVIDERS = lazyre.compile(r"^libonnxruntime_providers_(?!shared\.)[a-z0-9_]+\.so$")
 
@@ -853,7 +906,7 @@ def closure_fact(host: Host, name: str, value: Mapping[str, Any], main_path: str
 
 @register("linkage", "Framework library linkage", order=95,
           produces=("linkage.*", "linkage.*.elf", "linkage.*.abi", "linkage.*.extensions", "linkage.*.closure",
-                    "linkage.*.extension_symbols", "linkage.packages"), needs=("frameworks", "requires"))
+                    "linkage.*.extension_symbols", "linkage.packages"), needs=("frameworks", "requires", "libraries"))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")
@@ -961,6 +1014,8 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     packages = package_libraries(host, config, dists, on_frameworks)
     packages += module_libraries(host, config, dists, on_frameworks, [p["package"] for p in packages])
     packages += conda_package_libraries(host, config) + program_libraries(host, config)
+    packages += system_tensorrt(host, config, ctx.facts_of("libraries").value("libraries.tensorrt"),
+                                [str(p.get("site")) for p in packages if p.get("links")])
     if packages:
         facts.append(ok("linkage.packages", packages, "elf:" + packages[0]["roots"][0],
                         "CUDA libraries other packages' bundled libraries load"))
