@@ -814,15 +814,15 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     return out
 
 
-#: How a TensorRT copy outside Python was found that the loader itself reaches (``libraries.tensorrt``'s
-#: ``found_by``): a copy only lying somewhere is loaded by nothing that does not name its folder.
-_ON_LOADER_PATH = ("LD_LIBRARY_PATH", "ldconfig cache", "default dir")
+#: The sonames of TensorRT's main library by major (5 to 10): the loader's copy of each is a TensorRT it reaches.
+_NVINFER_SONAMES = tuple("libnvinfer.so.%d" % major for major in range(5, 11))
 #: The most TensorRT folders and libraries in one of them read in one run.
 MAX_TENSORRT_DIRS = 4
 MAX_TENSORRT_FILES = 24
 
 
-def system_tensorrt(host: Host, config: Any, copies: Any, sites: Sequence[str] = ()) -> List[Dict[str, Any]]:
+def system_tensorrt(host: Host, config: Any, ldp: Sequence[str], cache: List[Tuple[str, str, str]],
+                    sites: Sequence[str] = ()) -> List[Dict[str, Any]]:
     """``linkage.packages`` entries for each TensorRT installed outside Python that the loader reaches (a release
     tarball's ``lib`` on LD_LIBRARY_PATH, the distribution's ``libnvinfer`` packages in the cache): the CUDA, cuDNN
     and TensorRT libraries its libraries link (NEEDED, transitively) as the loader resolves them. Every program
@@ -833,15 +833,17 @@ def system_tensorrt(host: Host, config: Any, copies: Any, sites: Sequence[str] =
     from . import loader
 
     dirs: List[Tuple[str, Any]] = []
-    for c in copies if isinstance(copies, list) else []:
-        if not (isinstance(c, dict) and c.get("kind") == "library" and c.get("found_by") in _ON_LOADER_PATH):
+    for soname in _NVINFER_SONAMES:
+        res = resolve_soname(host, soname, ld_library_path=ldp, cache=cache)
+        if not res.get("path"):
             continue
-        d = posixpath.dirname(str(c.get("resolved") or c.get("path") or ""))
+        real = str(res.get("resolved") or res["path"])
+        d = posixpath.dirname(str(res["path"]))
         parts = d.split("/")
-        if (not d or "site-packages" in parts or "dist-packages" in parts or posixpath.dirname(d) in sites
+        if ("site-packages" in parts or "dist-packages" in parts or posixpath.dirname(d) in sites
                 or any(d == x for x, _ in dirs)):
             continue
-        dirs.append((d, c.get("version")))
+        dirs.append((d, loader.version_from_name(posixpath.basename(real))))
     out: List[Dict[str, Any]] = []
     for d, version in dirs[:MAX_TENSORRT_DIRS]:
         roots: List[str] = []
@@ -864,6 +866,70 @@ def system_tensorrt(host: Host, config: Any, copies: Any, sites: Sequence[str] =
         label = "TensorRT %s in %s" % (version, d) if version else "the TensorRT in %s" % d
         out.append({"package": "tensorrt", "version": version, "label": label, "roots": roots, "links": links,
                     "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": d})
+    return out
+
+
+#: cuTensorNet's and cuTENSOR's release, from their headers' version macros.
+_CUTENSORNET_MACROS = ("CUTENSORNET_MAJOR", "CUTENSORNET_MINOR", "CUTENSORNET_PATCH")
+_CUTENSOR_MACROS = ("CUTENSOR_MAJOR", "CUTENSOR_MINOR", "CUTENSOR_PATCH")
+HEADER_LIMIT = 256 * 1024
+
+
+def _header_version(host: Host, lib_dir: str, header: str, macros: Sequence[str]) -> Tuple[Optional[str], str]:
+    """The release a library's own header names: ``include/<header>`` of the folder holding its ``lib`` (an archive:
+    ``<root>/lib/libX.so`` or ``<root>/lib/11/libX.so`` beside ``<root>/include``); (None, "") when none is read."""
+    from .libraries import parse_header_version
+
+    d = lib_dir
+    for _ in range(3):
+        d = posixpath.dirname(d)
+        path = posixpath.join(d, "include", header)
+        if header in host.list_dir(posixpath.join(d, "include")).names():
+            version = parse_header_version(host.read_text(path, limit=HEADER_LIMIT) or "", macros)
+            return (version, path) if version else (None, "")
+    return None, ""
+
+
+def cutensornet_installs(host: Host, ldp: Sequence[str], cache: List[Tuple[str, str, str]],
+                         dists: Sequence[Distribution]) -> List[Dict[str, Any]]:
+    """``linkage.cutensornet``: each cuTensorNet a program here loads (the loader's ``libcutensornet.so.N``, the
+    one in ``$CUQUANTUM_ROOT/lib``, a cuquantum wheel's ``cuquantum/lib``) whose release its header names, with the
+    cuTENSOR its ``libcutensor.so.N`` resolves to for it (its own RUNPATH, LD_LIBRARY_PATH, the cache) and that
+    cuTENSOR's release: ``[{path, version, header, cutensor: {soname, path, resolved, via, version, header}}]``."""
+    candidates: List[str] = []
+    for soname in ("libcutensornet.so.1", "libcutensornet.so.2"):
+        res = resolve_soname(host, soname, ld_library_path=ldp, cache=cache)
+        if res.get("path"):
+            candidates.append(str(res["path"]))
+    root = host.getenv("CUQUANTUM_ROOT")
+    dirs = [posixpath.join(root, sub) for sub in ("lib", "lib64")] if root and root.startswith("/") else []
+    dirs += [posixpath.join(d.location, "cuquantum", "lib") for d in dists if d.key.startswith("cuquantum")]
+    for d in dirs:
+        for name in sorted(host.list_dir(d).names()):
+            if re.match(r"^libcutensornet\.so\.\d+$", name):
+                candidates.append(posixpath.join(d, name))
+    out: List[Dict[str, Any]] = []
+    seen: Set[str] = set()
+    for path in candidates[:8]:
+        real = host.resolve(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        version, header = _header_version(host, posixpath.dirname(path), "cutensornet.h", _CUTENSORNET_MACROS)
+        elf = host.elf(real)
+        if not version or not elf.ok:
+            continue
+        needed = [n for n in elf.needed if re.match(r"^libcutensor\.so\.\d+$", n)]
+        if not needed:
+            continue
+        rp, rn = own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(path))
+        res = resolve_soname(host, needed[0], runpath=rn, ld_library_path=ldp, cache=cache, rpath=rp)
+        tensor: Dict[str, Any] = {"soname": needed[0], "path": res.get("path"), "resolved": res.get("resolved"),
+                                  "via": res.get("via"), "version": None, "header": None}
+        if res.get("path"):
+            tensor["version"], tensor["header"] = _header_version(
+                host, posixpath.dirname(str(res["path"])), "cutensor.h", _CUTENSOR_MACROS)
+        out.append({"path": path, "version": version, "header": header, "cutensor": tensor})
     return out
 
 
@@ -906,7 +972,8 @@ def closure_fact(host: Host, name: str, value: Mapping[str, Any], main_path: str
 
 @register("linkage", "Framework library linkage", order=95,
           produces=("linkage.*", "linkage.*.elf", "linkage.*.abi", "linkage.*.extensions", "linkage.*.closure",
-                    "linkage.*.extension_symbols", "linkage.packages"), needs=("frameworks", "requires", "libraries"))
+                    "linkage.*.extension_symbols", "linkage.packages", "linkage.cutensornet"),
+          needs=("frameworks", "requires"))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")
@@ -1014,8 +1081,11 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     packages = package_libraries(host, config, dists, on_frameworks)
     packages += module_libraries(host, config, dists, on_frameworks, [p["package"] for p in packages])
     packages += conda_package_libraries(host, config) + program_libraries(host, config)
-    packages += system_tensorrt(host, config, ctx.facts_of("libraries").value("libraries.tensorrt"),
-                                [str(p.get("site")) for p in packages if p.get("links")])
+    packages += system_tensorrt(host, config, ldp, cache, [str(p.get("site")) for p in packages if p.get("links")])
+    tensornet = cutensornet_installs(host, ldp, cache, dists)
+    if tensornet:
+        facts.append(ok("linkage.cutensornet", tensornet, "elf:" + tensornet[0]["path"],
+                        "cuTensorNet and the cuTENSOR it loads"))
     if packages:
         facts.append(ok("linkage.packages", packages, "elf:" + packages[0]["roots"][0],
                         "CUDA libraries other packages' bundled libraries load"))
