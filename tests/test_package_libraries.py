@@ -61,3 +61,77 @@ def test_a_package_requiring_a_framework_is_left_to_the_framework_checks() -> No
     meta = [p for p in doc["files"] if p.endswith("ctranslate2-4.3.1.dist-info/METADATA")][0]
     doc["files"][meta]["text"] += "Requires-Dist: torch\n"
     assert _loud(doc) == []
+
+
+# -- a package's extension modules (RECORD) that link CUDA libraries, themselves or through a library of their own
+CUQUANTUM = ("b85h-ubuntu2004-driver47010301-pip-cuquantum-python-2203-custatevec-needs-libcublas11-only-cuda10-"
+             "libcublas10")
+
+
+def _with_ldconfig(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """The record ran /sbin/ldconfig -p but holds no /sbin/ldconfig (libc-bin, on every Ubuntu): put it back, so the
+    loader cache the record holds is read."""
+    doc["files"]["/sbin/ldconfig"] = {"text": ""}
+    doc["dirs"]["/sbin"] = {"entries": ["ldconfig"]}
+    doc["dirs"]["/"]["entries"].append("sbin")
+    return doc
+
+
+def _add_libraries(doc: Dict[str, Any], where: str, names: List[str]) -> None:
+    doc["dirs"][where] = {"entries": list(names)}
+    for name in names:
+        doc["files"]["%s/%s" % (where, name)] = {"text": ""}
+
+
+def test_an_extension_module_whose_own_library_needs_another_cuda_major() -> None:
+    found = [f for f in snapshot_findings(_with_ldconfig(corpus_snapshot(CUQUANTUM)))
+             if f.code == "cuda.framework_cannot_load"]
+    cublas = [f for f in found if "libcublas.so.11" in f.title]
+    assert len(cublas) == 1 and cublas[0].severity == "error"
+    assert "libcustatevec.so.1 (cuquantum-python 22.3.0)" in cublas[0].title
+    assert "libcublas.so.10" in cublas[0].title  # the major that is installed
+    # cuTENSOR's wheel ships one library per CUDA release (lib/10.2, lib/11, lib/11.0): only the one the modules'
+    # RPATH names is loaded, so no variant is judged alone
+    assert not any("(cutensor " in f.title for f in found)
+
+
+def test_with_the_cuda_11_cublas_on_the_loader_path_it_is_quiet() -> None:
+    doc = _with_ldconfig(corpus_snapshot(CUQUANTUM))
+    _add_libraries(doc, "/usr/local/cuda-11.4/lib64", ["libcublas.so.11", "libcublasLt.so.11"])
+    doc["environ"]["LD_LIBRARY_PATH"] = "/usr/local/cuda-11.4/lib64"
+    assert [f for f in snapshot_findings(doc) if f.code.endswith(".framework_cannot_load")] == []
+
+
+def test_an_unreadable_loader_cache_gives_no_error() -> None:
+    # the record as it is: without the cache, a library not found elsewhere may still be in it
+    assert [f for f in snapshot_findings(corpus_snapshot(CUQUANTUM)) if f.severity == "error"] == []
+
+
+# -- a TensorRT outside Python (a release tarball) that the loader reaches
+TRT_TARBALL = "b85k-ubuntu2204-rtx3090-driver53030-cuda121-tensorrt-8600-tarball-no-cudnn-plugin-lib-needs-libcudnn8"
+
+
+def _trt(doc: Dict[str, Any]) -> List[Any]:
+    return [f for f in snapshot_findings(doc) if f.code.endswith(".framework_cannot_load")]
+
+
+def test_a_tensorrt_tarball_plugin_library_needs_a_cudnn_that_is_not_installed() -> None:
+    found = _trt(corpus_snapshot(TRT_TARBALL))
+    assert [f.code for f in found] == ["cudnn.framework_cannot_load"]
+    assert found[0].severity == "error"
+    title = found[0].title
+    assert "libnvinfer_plugin.so.8" in title and "libcudnn.so.8" in title
+    assert "TensorRT 8.6.0 in /home/foo/TensorRT-8.6.0.12/lib" in title
+
+
+def test_a_tensorrt_tarball_with_cudnn_installed_is_quiet() -> None:
+    doc = corpus_snapshot(TRT_TARBALL)
+    doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"].append("libcudnn.so.8")
+    doc["files"]["/usr/lib/x86_64-linux-gnu/libcudnn.so.8"] = {"text": ""}
+    assert _trt(doc) == []
+
+
+def test_a_tensorrt_tarball_nothing_loads_is_not_judged() -> None:
+    doc = corpus_snapshot(TRT_TARBALL)
+    del doc["environ"]["LD_LIBRARY_PATH"]
+    assert _trt(doc) == []

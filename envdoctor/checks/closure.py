@@ -381,9 +381,11 @@ def _loaded_by_framework(facts: Facts, soname: str) -> List[str]:
 @check("package-libraries", requires=("linkage.packages",), reads=("linkage.*",), layers=("libraries", "cuda"),
        codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")))
 def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
-    """A package's own bundled libraries need a CUDA, cuDNN, NCCL or TensorRT library the loader cannot find, or
-    only another major of it: importing the package fails as a framework's import would. Judged by the closure
-    rules every library set is judged by (:func:`envdoctor.checks.closure.judge`)."""
+    """A package's own bundled libraries (auditwheel's ``<name>.libs``, the extension modules its RECORD lists and
+    what they link, a conda package's, software installed whole, a TensorRT outside Python the loader reaches) need
+    a CUDA, cuDNN, NCCL or TensorRT library the loader cannot find, or only another major of it: importing the
+    package (or loading the library) fails as a framework's import would. Judged by the closure rules every library
+    set is judged by (:func:`envdoctor.checks.closure.judge`)."""
     facts = ctx.facts
     fact = facts.get("linkage.packages")
     ev = [fact.to_dict()] if fact is not None else []

@@ -42,7 +42,8 @@ VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks",
                      "envdoctor.matrix.containers", "envdoctor.matrix.loads", "envdoctor.matrix.floors",
                      "envdoctor.matrix.packages",
                      "envdoctor.matrix.known_issues", "envdoctor.matrix.numba_paths", "envdoctor.matrix.jax_cuda",
-                     "envdoctor.matrix.trt_wheels", "envdoctor.matrix.cuda_results")
+                     "envdoctor.matrix.trt_wheels", "envdoctor.matrix.cuda_results",
+                     "envdoctor.matrix.cuquantum")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]

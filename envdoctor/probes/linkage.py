@@ -634,6 +634,78 @@ def package_libraries(host: Host, config: Any, dists: Sequence[Distribution], sk
     return out
 
 
+#: The most extension modules of installed distributions read in one run, and of one distribution.
+MAX_MODULE_FILES = 256
+MAX_MODULES_PER_DIST = 32
+#: An extension module Python imports (``custatevec.cpython-38-x86_64-linux-gnu.so``, ``_C.abi3.so``, ``_ext.so``):
+#: a shared object whose name ends in ``.so``, not a ``lib*`` library a package opens itself (a wheel that ships
+#: one library per CUDA release loads only the one that fits, so those are judged only as a module loads them).
+_EXTENSION_MODULE = lazyre.compile(r"^(?!lib)[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?\.so$")
+#: What every program loads: glibc's, the compiler's runtime and the interpreter's own (never a CUDA library's way).
+_SYSTEM_LIBRARY = lazyre.compile(r"^(?:libc|libm|libdl|librt|libpthread|libutil|libgcc_s|libstdc\+\+|libgomp|"
+                                 r"libpython[0-9.]*m?|ld-linux[a-z0-9_-]*)\.so")
+
+
+def _module_needs_cuda(host: Host, path: str, elf: Any) -> bool:
+    """An extension module that needs a CUDA, cuDNN, NCCL or TensorRT library itself, or through a library its own
+    RPATH/RUNPATH finds that needs one (cuQuantum's ``custatevec`` module and the ``libcustatevec.so.1`` it links,
+    which links cuBLAS)."""
+    if _needs_cuda(elf):
+        return True
+    rp, rn = own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(path))
+    for name in elf.needed:
+        if _SYSTEM_LIBRARY.match(name):
+            continue
+        for d in rp + rn:
+            if name in host.list_dir(d).names():
+                if _needs_cuda(host.elf(posixpath.join(d, name))):
+                    return True
+                break
+    return False
+
+
+def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], skip: Sequence[str],
+                     done: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """``linkage.packages`` entries for installed distributions (not a framework, not one requiring a framework,
+    not NVIDIA's library wheels, not one in ``done``) whose extension modules, as their RECORD lists them, need a
+    CUDA, cuDNN, NCCL or TensorRT library, themselves or through a library of their own RPATH/RUNPATH: the CUDA
+    libraries those modules load (NEEDED, transitively) as the loader resolves them on import. A wheel that takes
+    its CUDA libraries from NVIDIA's wheels through ``$ORIGIN`` paths resolves them there; one built for a CUDA
+    release the machine lacks resolves nothing (cuquantum's ``libcustatevec.so.1`` needs ``libcublas.so.11``)."""
+    from . import loader
+
+    fw_dists = [re.compile(r"^(?:%s)$" % f.distributions) for f in frameworks.FRAMEWORKS if f.distributions]
+    out: List[Dict[str, Any]] = []
+    read = 0
+    seen: Set[str] = set()
+    for d in dists:
+        if (d.key in FRAMEWORK_DISTS or d.key in skip or d.key in done or d.key.startswith("nvidia-")
+                or d.key in seen or any(r.match(d.key) for r in fw_dists) or not d.metadata_dir.endswith(".dist-info")):
+            continue
+        seen.add(d.key)
+        record = read_record(host, d.metadata_dir)
+        modules = [e.path for e in record.shared_objects
+                   if _EXTENSION_MODULE.match(posixpath.basename(e.path))][:MAX_MODULES_PER_DIST]
+        roots = []
+        for rel in modules:
+            if read >= MAX_MODULE_FILES:
+                break
+            read += 1
+            path = posixpath.join(d.location, rel)
+            elf = host.elf(path)
+            if elf.ok and _module_needs_cuda(host, path, elf):
+                roots.append(elf.path)
+        if not roots:
+            continue
+        c = loader.cuda_closure(host, config, roots, only_cuda=True)
+        # what the modules link (NEEDED): what a library may open at run time is optional to most of them
+        links = [{k: v for k, v in link.items() if k in _LINK_KEYS}
+                 for link in c["links"] if link.get("via") != "loaded" and link.get("how") == "NEEDED"]
+        out.append({"package": d.key, "version": d.version, "roots": roots, "links": links,
+                    "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": d.location})
+    return out
+
+
 def _needs_cuda(elf: Any) -> bool:
     """An ELF object (read) that names a CUDA, cuDNN, NCCL or TensorRT library among its NEEDED."""
     from . import loader
@@ -742,6 +814,125 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     return out
 
 
+#: The sonames of TensorRT's main library by major (5 to 10): the loader's copy of each is a TensorRT it reaches.
+_NVINFER_SONAMES = tuple("libnvinfer.so.%d" % major for major in range(5, 11))
+#: The most TensorRT folders and libraries in one of them read in one run.
+MAX_TENSORRT_DIRS = 4
+MAX_TENSORRT_FILES = 24
+
+
+def system_tensorrt(host: Host, config: Any, ldp: Sequence[str], cache: List[Tuple[str, str, str]],
+                    sites: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """``linkage.packages`` entries for each TensorRT installed outside Python that the loader reaches (a release
+    tarball's ``lib`` on LD_LIBRARY_PATH, the distribution's ``libnvinfer`` packages in the cache): the CUDA, cuDNN
+    and TensorRT libraries its libraries link (NEEDED, transitively) as the loader resolves them. Every program
+    that uses TensorRT loads its libraries this way (trtexec and the Python bindings open ``libnvinfer_plugin``);
+    what TensorRT opens itself at run time (cuBLAS, cuDNN as tactic sources) is optional to it and left out.
+    Folders below a Python site directory (the wheels: the framework's checks) and those of ``sites`` (software
+    judged whole, with its programs) are left out."""
+    from . import loader
+
+    dirs: List[Tuple[str, Any]] = []
+    for soname in _NVINFER_SONAMES:
+        res = resolve_soname(host, soname, ld_library_path=ldp, cache=cache)
+        if not res.get("path"):
+            continue
+        real = str(res.get("resolved") or res["path"])
+        d = posixpath.dirname(str(res["path"]))
+        parts = d.split("/")
+        if ("site-packages" in parts or "dist-packages" in parts or posixpath.dirname(d) in sites
+                or any(d == x for x, _ in dirs)):
+            continue
+        dirs.append((d, loader.version_from_name(posixpath.basename(real))))
+    out: List[Dict[str, Any]] = []
+    for d, version in dirs[:MAX_TENSORRT_DIRS]:
+        roots: List[str] = []
+        reals: Set[str] = set()
+        names = [n for n in sorted(host.list_dir(d).names()) if loader.CUDA_FAMILY.match(n)
+                 and loader.component(n) == "tensorrt"]
+        for name in names[:MAX_TENSORRT_FILES]:
+            real = host.resolve(posixpath.join(d, name))
+            if real in reals:
+                continue
+            reals.add(real)
+            elf = host.elf(real)
+            if _needs_cuda(elf):
+                roots.append(elf.path)
+        if not roots:
+            continue
+        c = loader.cuda_closure(host, config, roots, only_cuda=True)
+        links = [{k: v for k, v in link.items() if k in _LINK_KEYS}
+                 for link in c["links"] if link.get("via") != "loaded" and link.get("how") == "NEEDED"]
+        label = "TensorRT %s in %s" % (version, d) if version else "the TensorRT in %s" % d
+        out.append({"package": "tensorrt", "version": version, "label": label, "roots": roots, "links": links,
+                    "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": d})
+    return out
+
+
+#: cuTensorNet's and cuTENSOR's release, from their headers' version macros.
+_CUTENSORNET_MACROS = ("CUTENSORNET_MAJOR", "CUTENSORNET_MINOR", "CUTENSORNET_PATCH")
+_CUTENSOR_MACROS = ("CUTENSOR_MAJOR", "CUTENSOR_MINOR", "CUTENSOR_PATCH")
+HEADER_LIMIT = 256 * 1024
+
+
+def _header_version(host: Host, lib_dir: str, header: str, macros: Sequence[str]) -> Tuple[Optional[str], str]:
+    """The release a library's own header names: ``include/<header>`` of the folder holding its ``lib`` (an archive:
+    ``<root>/lib/libX.so`` or ``<root>/lib/11/libX.so`` beside ``<root>/include``); (None, "") when none is read."""
+    from .libraries import parse_header_version
+
+    d = lib_dir
+    for _ in range(3):
+        d = posixpath.dirname(d)
+        path = posixpath.join(d, "include", header)
+        if header in host.list_dir(posixpath.join(d, "include")).names():
+            version = parse_header_version(host.read_text(path, limit=HEADER_LIMIT) or "", macros)
+            return (version, path) if version else (None, "")
+    return None, ""
+
+
+def cutensornet_installs(host: Host, ldp: Sequence[str], cache: List[Tuple[str, str, str]],
+                         dists: Sequence[Distribution]) -> List[Dict[str, Any]]:
+    """``linkage.cutensornet``: each cuTensorNet a program here loads (the loader's ``libcutensornet.so.N``, the
+    one in ``$CUQUANTUM_ROOT/lib``, a cuquantum wheel's ``cuquantum/lib``) whose release its header names, with the
+    cuTENSOR its ``libcutensor.so.N`` resolves to for it (its own RUNPATH, LD_LIBRARY_PATH, the cache) and that
+    cuTENSOR's release: ``[{path, version, header, cutensor: {soname, path, resolved, via, version, header}}]``."""
+    candidates: List[str] = []
+    for soname in ("libcutensornet.so.1", "libcutensornet.so.2"):
+        res = resolve_soname(host, soname, ld_library_path=ldp, cache=cache)
+        if res.get("path"):
+            candidates.append(str(res["path"]))
+    root = host.getenv("CUQUANTUM_ROOT")
+    dirs = [posixpath.join(root, sub) for sub in ("lib", "lib64")] if root and root.startswith("/") else []
+    dirs += [posixpath.join(d.location, "cuquantum", "lib") for d in dists if d.key.startswith("cuquantum")]
+    for d in dirs:
+        for name in sorted(host.list_dir(d).names()):
+            if re.match(r"^libcutensornet\.so\.\d+$", name):
+                candidates.append(posixpath.join(d, name))
+    out: List[Dict[str, Any]] = []
+    seen: Set[str] = set()
+    for path in candidates[:8]:
+        real = host.resolve(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        version, header = _header_version(host, posixpath.dirname(path), "cutensornet.h", _CUTENSORNET_MACROS)
+        elf = host.elf(real)
+        if not version or not elf.ok:
+            continue
+        needed = [n for n in elf.needed if re.match(r"^libcutensor\.so\.\d+$", n)]
+        if not needed:
+            continue
+        rp, rn = own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(path))
+        res = resolve_soname(host, needed[0], runpath=rn, ld_library_path=ldp, cache=cache, rpath=rp)
+        tensor: Dict[str, Any] = {"soname": needed[0], "path": res.get("path"), "resolved": res.get("resolved"),
+                                  "via": res.get("via"), "version": None, "header": None}
+        if res.get("path"):
+            tensor["version"], tensor["header"] = _header_version(
+                host, posixpath.dirname(str(res["path"])), "cutensor.h", _CUTENSOR_MACROS)
+        out.append({"path": path, "version": version, "header": header, "cutensor": tensor})
+    return out
+
+
 #: The ONNX Runtime execution provider libraries other than CUDA's are optional to it: a session asks for them.
 ORT_PROVIDERS = lazyre.compile(r"^libonnxruntime_providers_(?!shared\.)[a-z0-9_]+\.so$")
 
@@ -781,7 +972,8 @@ def closure_fact(host: Host, name: str, value: Mapping[str, Any], main_path: str
 
 @register("linkage", "Framework library linkage", order=95,
           produces=("linkage.*", "linkage.*.elf", "linkage.*.abi", "linkage.*.extensions", "linkage.*.closure",
-                    "linkage.*.extension_symbols", "linkage.packages"), needs=("frameworks", "requires"))
+                    "linkage.*.extension_symbols", "linkage.packages", "linkage.cutensornet"),
+          needs=("frameworks", "requires"))
 def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     host = ctx.host
     fw = ctx.facts_of("frameworks")
@@ -886,8 +1078,14 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
         cache = read or []
         cache_why = None if read is not None else cache_fact.reason or "the loader cache could not be read"
     config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
-    packages = (package_libraries(host, config, dists, on_frameworks) + conda_package_libraries(host, config)
-                + program_libraries(host, config))
+    packages = package_libraries(host, config, dists, on_frameworks)
+    packages += module_libraries(host, config, dists, on_frameworks, [p["package"] for p in packages])
+    packages += conda_package_libraries(host, config) + program_libraries(host, config)
+    packages += system_tensorrt(host, config, ldp, cache, [str(p.get("site")) for p in packages if p.get("links")])
+    tensornet = cutensornet_installs(host, ldp, cache, dists)
+    if tensornet:
+        facts.append(ok("linkage.cutensornet", tensornet, "elf:" + tensornet[0]["path"],
+                        "cuTensorNet and the cuTENSOR it loads"))
     if packages:
         facts.append(ok("linkage.packages", packages, "elf:" + packages[0]["roots"][0],
                         "CUDA libraries other packages' bundled libraries load"))
