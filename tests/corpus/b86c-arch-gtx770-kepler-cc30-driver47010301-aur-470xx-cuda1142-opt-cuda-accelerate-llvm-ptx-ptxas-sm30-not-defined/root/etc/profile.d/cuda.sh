@@ -1,0 +1,3 @@
+export CUDA_PATH=/opt/cuda
+append_path '/opt/cuda/bin'
+export PATH
