@@ -98,6 +98,8 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/containers/podman/", "github.com/cncf-tags/container-device-interface/",
                 # runtime_loads.json: what CTranslate2's wheels load is its own build script and source
                 "github.com/OpenNMT/CTranslate2/",
+                # package_arch.json: the GPUs Triton supports are its own README's word
+                "github.com/triton-lang/triton/",
                 # driver_floors.json: the driver each nv-codec-headers release needs is that release's own README
                 # (the headers FFmpeg builds NVENC/NVDEC with, each tag naming the Video Codec SDK it matches), and
                 # the driver branch each NVISII wheel was built for is NVISII's own README

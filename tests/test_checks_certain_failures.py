@@ -31,7 +31,7 @@ def test_nvcc_default_ptx_the_driver_cannot_jit_is_an_error() -> None:
     assert "driver.minor_version_compat" not in found
 
 
-def _compat(cc: str, torch: bool = False) -> Dict[str, Any]:
+def _compat(cc: str, torch: bool = False, torch_cuda: str = "12.8") -> Dict[str, Any]:
     from envdoctor.checks.compat import compat
 
     facts = [ok("driver.version", "570.124.06", "nvml:system.driver_version"),
@@ -41,7 +41,7 @@ def _compat(cc: str, torch: bool = False) -> Dict[str, Any]:
              ok("cuda.nvcc", {"path": "/usr/local/cuda/bin/nvcc", "release": "12.9", "version": "12.9.86",
                               "toolkit": "/usr/local/cuda-12.9"}, "command:nvcc --version")]
     if torch:
-        facts.append(ok("framework.torch", {"version": "2.7.0", "public": "2.7.0", "cuda": "12.8", "build": "cuda",
+        facts.append(ok("framework.torch", {"version": "2.7.0", "public": "2.7.0", "cuda": torch_cuda, "build": "cuda",
                                             "path": "/site", "package": "torch"}, "file:/site/torch/version.py"))
     return {f.code: f for f in compat(CheckContext(Facts(facts), []))}
 
@@ -52,8 +52,21 @@ def test_nvcc_129_on_a_driver_for_128_by_the_gpu_it_must_jit_for() -> None:
     assert f.severity == "error" and "12.9" in f.title and "PTX" in f.title
     # a Maxwell GPU of 5.2 runs nvcc 12's default SASS (sm_52): no JIT, the runtime runs under minor-version compat
     assert _compat("5.2")["driver.minor_version_compat"].severity == "info"
-    # next to a CUDA build of torch, nvcc builds its extensions with -gencode for the GPU's own SASS
+    # next to a CUDA build of torch that runs natively on this driver, nvcc builds mostly its extensions, which
+    # torch.utils.cpp_extension gives the visible GPU's own SASS: the minor-version info
     found = _compat("8.9", torch=True)
+    assert "driver.too_old_for_toolkit" not in found and found["driver.minor_version_compat"].severity == "info"
+    # a torch built with a CUDA newer than the driver too: the toolkit its extensions are built with (of torch's
+    # CUDA) writes PTX this driver cannot JIT, and an extension built with its own -gencode flags or where the GPU
+    # was not visible reaches the GPU only through it (corpus b85j: GeneFace++'s extension, torch cu117 and nvcc
+    # 11.7 on R510, a V100): a warning, not a certain failure
+    found = _compat("8.9", torch=True, torch_cuda="12.9")
+    f = found["driver.too_old_for_toolkit"]
+    assert f.severity == "warning" and "570.124.06" in f.title and "12.9" in f.title and "8.9" in f.title
+    assert "torch.utils.cpp_extension" in f.detail and "torch 2.7.0" in f.detail
+    assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in f.detail
+    # a GPU nvcc's default SASS runs on: nothing to JIT, the minor-version info as without torch
+    found = _compat("5.2", torch=True, torch_cuda="12.9")
     assert "driver.too_old_for_toolkit" not in found
 
 

@@ -99,3 +99,28 @@ def test_a_vllm_built_here_from_its_checkout_is_not_held_to_the_published_floor(
 def test_flash_attn_2_built_from_source_still_refuses_turing():
     # its own csrc/flash_attn/flash_api.cpp refuses non-Ampere GPUs whatever built it
     assert [f.code for f in _run_local("flash_attn", "2.3.3", "7.5", "Tesla T4")[1]] == ["gpu.arch_not_in_build"]
+
+
+def test_triton_2_below_its_compute_capability_7_floor_is_a_warning_naming_what_fails():
+    # corpus b85i (oobabooga/textgen#5665): triton 2.2.0 (torch 2.2.1's) on a GTX 1080 Ti; Triton's README of the
+    # 2.x line: "Supported Hardware: NVIDIA GPUs (Compute Capability 7.0+)"; torch's own kernels run on 6.1
+    facts, found = _run("triton", "2.2.0", "6.1", "NVIDIA GeForce GTX 1080 Ti")
+    assert facts.value("python.gpu_packages")[0]["package"] == "triton"
+    assert [f.code for f in found] == ["framework.gpu_below_package_minimum"] and found[0].severity == "warning"
+    f = found[0]
+    assert "triton 2.2.0" in f.title and "7.0" in f.title and "sm_61" in f.title
+    assert "torch.compile" in f.detail and "the rest of the stack runs" in f.detail
+    assert "without torch.compile" in f.fix.text
+
+
+def test_triton_quiet_on_volta_and_newer_and_outside_its_rows():
+    assert _run("triton", "2.2.0", "7.0", "Tesla V100-SXM2-16GB")[1] == []
+    assert _run("triton", "2.1.0", "7.5", "Tesla T4")[1] == []
+    assert _run("triton", "3.0.0", "6.1", "NVIDIA GeForce GTX 1080 Ti")[1] == []  # no row: nothing claimed
+
+
+def test_a_fails_field_must_say_something():
+    row = dict(packages.arch_row("triton", "2.2.0") or {})
+    assert row and packages.validate([row]) == []
+    row["fails"] = " "
+    assert any("fails" in p for p in packages.validate([row]))

@@ -64,6 +64,8 @@ def validate(rows: List[Row]) -> List[str]:
             problems.append("%s: cc_min must be a compute capability X.Y" % where)
         if not isinstance(row.get("remedy"), str) or not row["remedy"].strip():
             problems.append("%s: remedy must say what the vendor says to do" % where)
+        if "fails" in row and (not isinstance(row["fails"], str) or not row["fails"].strip()):
+            problems.append("%s: fails must say what stops working on a GPU below the floor" % where)
         if not isinstance(row.get("source_builds", False), bool):
             problems.append("%s: source_builds must be true or false" % where)
     return problems

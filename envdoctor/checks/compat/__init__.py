@@ -125,6 +125,17 @@ DOCS = (
                   Message("* with CUDA capability sm_* is not compatible with the current PyTorch installation",
                 "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py"),
                   Message("Unsupported SM", "https://github.com/NVIDIA/TensorRT/issues/2332"),)),
+    CodeDoc("framework.gpu_below_package_minimum", "warning",
+            "A package in the environment supports GPUs of a compute capability above this GPU's only, while the "
+            "framework under it runs on the GPU: Triton 2.x (torch.compile's kernel compiler) supports compute "
+            "capability 7.0 and newer.",
+            "gpu.N.compute_capability, python.gpu_packages against package_arch.json's floor of its releases "
+            "(rows with 'fails': what stops working)",
+            "The framework's own kernels run; what the package does fails on this GPU (torch.compile and Triton "
+            "kernels: 'Found ... which is too old to be supported by the triton GPU compiler').",
+            "package_arch.json",
+        messages=(Message("which is too old to be supported by the triton GPU compiler",
+                "https://github.com/pytorch/pytorch/blob/v2.2.1/torch/_inductor/scheduler.py"),)),
     CodeDoc("gpu.arch_ptx_jit_only", "warning",
             "The framework build (or a package's or program's GPU code) reaches this GPU only through PTX JIT "
             "compilation (no SASS for its compute capability).",

@@ -160,12 +160,13 @@ def _driver_vs_cuda(facts: Facts) -> List[Finding]:
             if row is not None:
                 out.append(_too_old(facts, drv, need, row["min_driver_linux"], row, ["min_driver_linux"], ccs))
                 continue
+        extensions = _framework_extensions(facts)
         if verdict == "minor_compat" and need.kind == "toolkit" and "nvcc" in need.label \
-                and not _framework_extensions(facts):
+                and (not extensions or _framework_beyond_driver(facts, drv)):
             uncovered = [cc for cc in ccs if not _default_sass_runs(need.cuda[0], cc)]
             row = hw.cuda_release(_mm_str(need.cuda))
             if uncovered and row is not None:
-                out.append(_ptx_default(facts, drv, need, row, uncovered))
+                out.append(_ptx_default(facts, drv, need, row, uncovered, extensions=extensions))
                 if not users:
                     continue  # (a framework compiling with this toolkit at run time is told apart, below)
         if verdict == "minor_compat":
@@ -323,6 +324,17 @@ def _framework_extensions(facts: Facts) -> bool:
     return bool(torch.get("cuda"))
 
 
+def _framework_beyond_driver(facts: Facts, drv: Driver) -> bool:
+    """Whether the CUDA the installed PyTorch was built with is newer than the driver supports (torch itself runs
+    through minor-version compatibility): the toolkit its extensions are built with (of torch's CUDA, as
+    torch.utils.cpp_extension expects) then writes PTX this driver cannot JIT, whichever one is used."""
+    built = _mm(facts.mapping("framework.torch").get("cuda"))
+    have = drv.cuda
+    if built is None or built[1] is None or have is None or have[1] is None:
+        return False
+    return (built[0], built[1]) > (have[0], have[1])
+
+
 def _default_sass_runs(major: int, cc: str) -> bool:
     """Whether nvcc's default SASS (of CUDA ``major``) runs on a GPU of ``cc`` (same major, not older); unknown
     majors count as covered (nothing is claimed)."""
@@ -333,23 +345,34 @@ def _default_sass_runs(major: int, cc: str) -> bool:
     return want.release[0] == have.release[0] and want >= have
 
 
-def _ptx_default(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], uncovered: Sequence[str]) -> Finding:
+def _ptx_default(facts: Facts, drv: Driver, need: Need, row: Dict[str, Any], uncovered: Sequence[str],
+                 extensions: bool = False) -> Finding:
     """nvcc's default build reaches these GPUs only through PTX, newer than this driver can JIT: a certain
-    failure (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) for every program built without -arch."""
+    failure (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) for every program built without -arch. With a CUDA build of
+    PyTorch installed (``extensions``), what this nvcc builds is mostly torch extensions, which
+    torch.utils.cpp_extension compiles with the visible GPUs' own SASS unless TORCH_CUDA_ARCH_LIST or the
+    project's own -gencode/-arch flags say otherwise: a warning, not a certain failure, and said only where torch's
+    own CUDA is beyond the driver too (:func:`_framework_beyond_driver`)."""
     exact = row["min_driver_linux"]
     default = NVCC_DEFAULT_SASS[need.cuda[0]]
     sm = default.replace(".", "")
     gpus = ", ".join(sorted(set(uncovered), key=versions.sort_key))
+    torch = facts.mapping("framework.torch") if extensions else {}
+    extra = (" Extensions torch.utils.cpp_extension builds for torch %s with this nvcc get SASS for the GPUs "
+             "visible at build time and run; an extension built with its own -gencode/-arch flags or "
+             "TORCH_CUDA_ARCH_LIST without this GPU's SASS, or built where the GPU was not visible, reaches it only "
+             "through that PTX and fails the same way." % (torch.get("version") or "") if extensions else "")
     return Finding(
-        code="driver.too_old_for_toolkit", severity="error", components=["driver", need.component],
+        code="driver.too_old_for_toolkit", severity="warning" if extensions else "error",
+        components=["driver", need.component],
         title="%s, but %s builds by default PTX this driver cannot JIT for compute capability %s (driver >= %s "
               "needed)" % (drv.describe(), need.label, gpus, exact),
         detail="Without -arch, nvcc %s builds SASS for sm_%s and PTX for compute_%s only; a GPU of compute "
                "capability %s runs such a program only by JIT-compiling that PTX, and PTX of CUDA %s is newer "
                "than this driver (CUDA %s) knows: every such program fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION "
                "('the provided PTX was compiled with an unsupported toolchain'). Minor-version compatibility "
-               "does not cover PTX." % (_mm_str(need.cuda), sm, sm, gpus, _mm_str(need.cuda),
-                                        _mm_str(drv.cuda) if drv.cuda else "?"),
+               "does not cover PTX.%s" % (_mm_str(need.cuda), sm, sm, gpus, _mm_str(need.cuda),
+                                          _mm_str(drv.cuda) if drv.cuda else "?", extra),
         evidence=_ev(drv.version_fact, drv.cuda_fact, need.fact),
         source={"rule": "nvcc's default target is sm_%s + compute_%s (CUDA %d.x); PTX needs a driver of its CUDA "
                         "release to JIT; CUDA %s's driver is %s" % (sm, sm, need.cuda[0], _mm_str(need.cuda), exact),

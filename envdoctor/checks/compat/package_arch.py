@@ -4,7 +4,9 @@ A package's published builds have a floor (``matrix/data/package_arch.json``: th
 wheels carry kernels for, read from the wheels' fat binaries or the project's own support statement); a GPU below
 it gets no kernel, whatever the framework under it runs on. A package pip built here from a local checkout
 (``local_build``) was compiled for this machine's GPUs: it is judged only by rows whose floor is in the project's
-code itself (``source_builds``: FlashAttention-2's kernels refuse older GPUs at the first call)."""
+code itself (``source_builds``: FlashAttention-2's kernels refuse older GPUs at the first call). A row whose floor
+is of the package's own work only (``fails``: Triton 2.x compiles kernels for compute capability 7.0 and newer, while
+PyTorch's own kernels run on older GPUs) is a warning naming what fails, not an error."""
 
 from __future__ import annotations
 
@@ -65,6 +67,9 @@ def _package_arch(facts: Facts) -> List[Finding]:
             if want is None or want >= floor:
                 continue
             sm = "sm_" + cc.replace(".", "")
+            if row.get("fails"):
+                out.append(_below_minimum(name, version, row, cc, gpu, cc_fact, fact))
+                continue
             out.append(Finding(
                 code="gpu.arch_not_in_build", severity="error", components=["gpu"],
                 title="%s (%s, compute capability %s) is not supported by %s: its builds need compute capability "
@@ -79,8 +84,25 @@ def _package_arch(facts: Facts) -> List[Finding]:
     return out
 
 
+def _below_minimum(name: str, version: str, row: Dict[str, Any], cc: str, gpu: str, cc_fact: Any,
+                   fact: Any) -> Finding:
+    """A package whose floor is of its own work only (``fails``: Triton compiles kernels for compute capability
+    7.0 and newer, while torch's own kernels run on older GPUs): a warning naming what fails."""
+    sm = "sm_" + cc.replace(".", "")
+    return Finding(
+        code="framework.gpu_below_package_minimum", severity="warning", components=["gpu", "python"],
+        title="%s (%s, compute capability %s) is below what %s %s supports: compute capability %s or newer" % (
+            gpu, sm, cc, name, version, row["cc_min"]),
+        detail="%s releases %s support GPUs of compute capability %s and newer only. On %s %s fails; the rest "
+               "of the stack runs." % (name, row["releases"], row["cc_min"], sm, row["fails"]),
+        evidence=_ev(cc_fact, fact),
+        source=_source("package_arch.json: %s %s supports compute capability %s or newer" % (
+            name, row["releases"], row["cc_min"]), row),
+        fix=Fix(text=row["remedy"][0].upper() + row["remedy"][1:] + "."))
+
+
 @check("compat.package-arch", requires=("gpu.N.compute_capability", "python.gpu_packages"), reads=(), layers=("gpu",),
-       codes=docs_for(DOCS, "gpu.arch_not_in_build"))
+       codes=docs_for(DOCS, "gpu.arch_not_in_build", "framework.gpu_below_package_minimum"))
 def package_arch(ctx: CheckContext) -> List[Finding]:
     return _package_arch(ctx.facts)
 
