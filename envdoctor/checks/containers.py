@@ -17,6 +17,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..host.nvml_worker import MAX_GPUS
 from ..matrix.hardware import min_driver_for_cuda
+from ..probes.containers import OPERATOR_TOOLKIT_DIR
 from . import CheckContext, CodeDoc, Message, check
 from .suggest import INSTALL_LINE_READS, install_line
 
@@ -941,9 +942,12 @@ def toolkit_ldconfig(ctx: CheckContext) -> Iterable[Finding]:
             evidence=_ev(facts, "container.toolkit_ldconfig", "container.toolkit"),
             source={"rule": "nvidia-container-cli needs the ldconfig program; toolkit releases before 1.15.0 run the "
                             "configured path as is", "url": LDCONFIG_ISSUE, "checked": "2026-12-01"},
-            fix=Fix(text="Point the toolkit's ldconfig setting at the program itself%s (or update the toolkit to "
-                         "1.15.0 or newer, which picks ldconfig.real on its own)." % (
-                             " (ldconfig = \"%s\" in %s)" % (real, cfg["config"]) if cfg.get("real_present") else ""),
+            fix=Fix(text=("The GPU Operator writes this file each time its toolkit pod starts: use an operator "
+                          "release whose toolkit is 1.15.0 or newer (it picks ldconfig.real on its own); until then "
+                          "the edit below helps." if cfg["config"].startswith(OPERATOR_TOOLKIT_DIR + "/") else
+                          "Point the toolkit's ldconfig setting at the program itself%s, or update the toolkit to "
+                          "1.15.0 or newer, which picks ldconfig.real on its own." % (
+                              " (ldconfig = \"%s\")" % real if cfg.get("real_present") else "")),
                     commands=["sudo sed -i 's|^\\(\\s*ldconfig\\s*=\\s*\\)\"%s\"|\\1\"%s\"|' %s" % (
                         cfg["ldconfig"], real, cfg["config"])] if cfg.get("real_present") else []))
 
@@ -975,8 +979,8 @@ def kube_containerd(ctx: CheckContext) -> Iterable[Finding]:
     config, socket = str(cd.get("config")), str(cd.get("socket"))
     if cd.get("operator_toolkit"):
         fix = Fix(text="Point the GPU Operator's toolkit at this containerd: in the ClusterPolicy's toolkit.env set "
-                       "CONTAINERD_CONFIG=%s and CONTAINERD_SOCKET=%s (helm: --set toolkit.env[0].name="
-                       "CONTAINERD_CONFIG ...), then let the toolkit pod restart." % (
+                       "CONTAINERD_CONFIG=%s and CONTAINERD_SOCKET=%s (the helm chart's toolkit.env values), then "
+                       "let the toolkit pod restart." % (
                            config + ".tmpl" if rancher else config, socket))
     elif rancher:
         fix = Fix(text="Restart %s so it detects nvidia-container-runtime and adds the nvidia runtime to its "

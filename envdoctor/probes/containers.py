@@ -565,7 +565,7 @@ def operator_toolkit_release(host: Host) -> Optional[str]:
 def toolkit_ldconfig_fact(host: Host, toolkit: Fact) -> Optional[Fact]:
     """``container.toolkit_ldconfig``: the host ldconfig a toolkit config names (``ldconfig = "@/path"``) and
     whether that file is a shell script rather than the ELF program; None when no config names a host ldconfig."""
-    configs = []
+    configs: List[Dict[str, Any]] = []
     host_release = toolkit.value.get("version") if toolkit.known and isinstance(toolkit.value, dict) else None
     for path, release in ((TOOLKIT_CONFIG, host_release), (OPERATOR_TOOLKIT_CONFIG, None)):
         text = host.read_text(path, limit=256 * 1024)
@@ -583,7 +583,7 @@ def toolkit_ldconfig_fact(host: Host, toolkit: Fact) -> Optional[Fact]:
             "release": release if path == TOOLKIT_CONFIG else operator_toolkit_release(host)})
     if not configs:
         return None
-    return ok("container.toolkit_ldconfig", configs, "file:" + configs[0]["config"],
+    return ok("container.toolkit_ldconfig", configs, "file:" + str(configs[0]["config"]),
               "the host ldconfig the NVIDIA Container Toolkit runs")
 
 
@@ -603,7 +603,8 @@ CONTAINERD_SOCKET = "/run/containerd/containerd.sock"
 _CD_IMPORTS = lazyre.compile(r"^\s*imports\s*=\s*\[(.*?)\]", re.M | re.S)
 _CD_NVIDIA = lazyre.compile(r"""^\s*\[[^\]]*\.runtimes\.["']?nvidia[\w-]*["']?\s*\]|nvidia-container-runtime""", re.M)
 _CD_CDI = lazyre.compile(r"^\s*enable_cdi\s*=\s*true\b", re.M)
-_CD_NO_CRI = lazyre.compile(r"""^\s*disabled_plugins\s*=\s*\[[^\]]*["'](?:cri|io\.containerd\.grpc\.v1\.cri)["']""", re.M)
+_CD_NO_CRI = lazyre.compile(r"""^\s*disabled_plugins\s*=\s*\[[^\]]*["'](?:cri|io\.containerd\.grpc\.v1\.cri)["']""",
+                            re.M)
 
 
 def _containerd_texts(host: Host, path: str) -> Tuple[Optional[str], bool]:
@@ -614,7 +615,7 @@ def _containerd_texts(host: Host, path: str) -> Tuple[Optional[str], bool]:
         return None, True
     parts, complete = [text], True
     m = _CD_IMPORTS.search(text)
-    for item in re.findall(r"""["']([^"']+)["']""", m.group(1)) if m else []:
+    for item in (re.findall(r"""["']([^"']+)["']""", m.group(1)) if m else [])[:16]:
         item = item if item.startswith("/") else posixpath.join(posixpath.dirname(path), item)
         d, name = posixpath.split(item)
         names = [posixpath.join(d, n) for n in host.list_dir(d).names() if fnmatch.fnmatchcase(n, name)] \
@@ -631,15 +632,13 @@ def _containerd_texts(host: Host, path: str) -> Tuple[Optional[str], bool]:
 def kube_containerd_fact(host: Host) -> Optional[Fact]:
     """``container.kube_containerd``: on a Kubernetes node whose pods run under containerd, that containerd's
     config and whether it registers an NVIDIA runtime; None elsewhere (no kubelet, RKE2 or k3s)."""
-    flavour = config = socket = None
-    for name, markers, cfg, sock in KUBE_CONTAINERDS:
-        if any(host.exists(m) for m in markers):
-            flavour, config, socket = name, cfg, sock
-            break
-    if flavour is None:
+    found = next(((name, cfg, sock) for name, markers, cfg, sock in KUBE_CONTAINERDS
+                  if any(host.exists(m) for m in markers)), None)
+    if found is None:
         if not (host.which("kubelet") and host.which("containerd")):
             return None
-        flavour, config, socket = "containerd", CONTAINERD_CONFIG, CONTAINERD_SOCKET
+        found = ("containerd", CONTAINERD_CONFIG, CONTAINERD_SOCKET)
+    flavour, config, socket = found
     text, complete = _containerd_texts(host, config)
     value = {"flavour": flavour, "config": config, "socket": socket, "present": text is not None,
              "complete": complete,
