@@ -17,7 +17,14 @@ from envdoctor.checks import CheckContext
 from envdoctor.checks.compat.driver_floors import driver_floors
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import floors
-from envdoctor.probes.apps import find_nv_codec_headers, find_ollama, find_optix_packages, find_rapids
+from envdoctor.probes.apps import (
+    find_nv_codec_headers,
+    find_ollama,
+    find_optix_packages,
+    find_rapids,
+    jellyfin_nv_codec_headers,
+    packaged_nv_codec_headers,
+)
 
 from .conftest import make_host
 
@@ -280,6 +287,62 @@ def test_nv_codec_headers_found_on_pkg_config_path_and_not_another_projects_pc()
     assert find_nv_codec_headers(host) == [{"path": "/opt/ff/lib/pkgconfig/ffnvcodec.pc", "version": "11.1.5.3"}]
 
 
+
+# A dpkg status file with a Jellyfin FFmpeg package (fields in dpkg's order; other packages around it).
+JELLYFIN_STATUS = """Package: libc6
+Status: install ok installed
+Architecture: amd64
+Version: 2.35-0ubuntu3.8
+
+Package: %s
+Status: install ok installed
+Priority: optional
+Section: video
+Maintainer: Jellyfin Packaging Team <packaging@jellyfin.org>
+Architecture: %s
+Version: %s
+Description: Tools for transcoding, streaming and playing of multimedia files
+
+"""
+
+
+def jellyfin_judge(version, driver, name="jellyfin-ffmpeg6", arch="amd64"):
+    host = make_host(files={"/var/lib/dpkg/status": JELLYFIN_STATUS % (name, arch, version),
+                            "/usr/lib/jellyfin-ffmpeg/ffmpeg": ""})
+    facts = [ok("driver.version", driver, "test", "driver"),
+             ok("apps.nv_codec_headers", packaged_nv_codec_headers(host), "test", "h")]
+    return driver_floors(CheckContext(Facts(facts), []))
+
+
+@pytest.mark.parametrize("name,version,driver,headers,floor", [
+    ("jellyfin-ffmpeg6", "6.0-4-jammy", "470.182.03", "12.0.16.0", "520.56.06"),
+    ("jellyfin-ffmpeg6", "6.0.1-8-bookworm", "515.105.01", "12.0.16.1", "520.56.06"),
+    ("jellyfin-ffmpeg5", "5.1.2-5-focal", "460.91.03", "11.1.5.2", "470.57.02")])
+def test_jellyfin_ffmpeg_release_pins_nv_codec_headers_newer_than_the_driver(name, version, driver, headers, floor):
+    found = jellyfin_judge(version, driver, name)
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "warning")]
+    text = found[0].title + found[0].detail
+    assert floor in found[0].title and driver in text and "%s %s" % (name, version) in found[0].title
+    assert "nv-codec-headers %s" % headers in text and "install a release of %s" % name in text
+
+
+@pytest.mark.parametrize("version,driver,arch", [
+    ("6.0-4-jammy", "525.125.06", "amd64"),  # the driver meets NVENC API 12.0
+    ("5.1.2-4-bullseye", "470.182.03", "amd64"),  # 11.1.5.1: 470.57.02
+    ("7.1.1-1-noble", "470.182.03", "amd64"),  # a release whose build files were not read: not judged
+    ("6.0-4-jammy", "470.182.03", "arm64")])  # jellyfin-ffmpeg builds NVENC for amd64 only
+def test_jellyfin_ffmpeg_quiet_when_the_driver_meets_the_floor_or_the_release_is_unknown(version, driver, arch):
+    assert jellyfin_judge(version, driver, arch=arch) == []
+
+
+def test_jellyfin_ffmpeg_table_reads_package_versions():
+    assert jellyfin_nv_codec_headers("6.0-1") == "12.0.16.0"
+    assert jellyfin_nv_codec_headers("6.0.1-2-jammy") == "12.0.16.0"
+    assert jellyfin_nv_codec_headers("6.0.1-3-jammy") == "12.0.16.1"
+    assert jellyfin_nv_codec_headers("4.4.1-1-focal") == "11.0.10.1"
+    assert jellyfin_nv_codec_headers("4.3.0-1") is None and jellyfin_nv_codec_headers("not-a-version") is None
+
+
 SITE = "/usr/local/lib/python3.8/dist-packages"
 
 
@@ -371,3 +434,11 @@ def test_a_home_folder_full_of_folders_costs_a_bounded_number_of_questions():
     few = {BUNDLE + "/aliceVision/lib/libcudart.so.10.2.89": "", "/home/user/notes/a.txt": ""}
     assert [b["release"] for b in cuda.find_bundled_cudart(make_host(files=few, environ={"HOME": "/home/user"}))] \
         == ["10.2"]
+
+
+def test_a_snapshot_keeps_the_jellyfin_stanza_but_cuda_packages_do_not_list_it():
+    from envdoctor.probes.cuda import keep_cuda_stanzas, parse_dpkg_status
+    text = JELLYFIN_STATUS % ("jellyfin-ffmpeg6", "amd64", "6.0-4-jammy")
+    kept = keep_cuda_stanzas(text)
+    assert "Package: jellyfin-ffmpeg6" in kept and "Version: 6.0-4-jammy" in kept and "libc6" not in kept
+    assert parse_dpkg_status(text) == []

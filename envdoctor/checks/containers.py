@@ -17,6 +17,7 @@ from ..facts import Facts
 from ..findings import Finding, Fix
 from ..host.nvml_worker import MAX_GPUS
 from ..matrix.hardware import min_driver_for_cuda
+from ..probes.containers import OPERATOR_TOOLKIT_DIR
 from . import CheckContext, CodeDoc, Message, check
 from .suggest import INSTALL_LINE_READS, install_line
 
@@ -895,3 +896,115 @@ def apptainer_nvliblist(ctx: CheckContext) -> Iterable[Finding]:
                         lib, conf, ", or upgrade Apptainer to %s or later, whose default list has it" %
                         row.get("apptainer_lists_from") if upgrade else ""),
                     commands=["echo %s | sudo tee -a %s" % (lib, conf)]))
+
+
+LDCONFIG_ISSUE = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/553"
+#: The first toolkit release whose hook prefers ``<ldconfig>.real`` when it exists (NVIDIA/nvidia-container-toolkit
+#: commit 232df647, "Resolve LDConfig path passed to nvidia-container-cli", first in v1.15.0; its CHANGELOG: "Normalize
+#: ldconfig path on use. This automatically adjust the ldconfig setting applied to ldconfig.real on systems where
+#: this exists").
+LDCONFIG_NORMALIZED = Version("1.15.0")
+
+
+@check("container-toolkit.ldconfig", requires=("container.toolkit_ldconfig",), reads=("container.*",),
+       layers=("containers",), codes=(
+    CodeDoc("container-toolkit.ldconfig_is_wrapper_script", "warning", "The NVIDIA Container Toolkit's config names "
+            "a host ldconfig (ldconfig = \"@/sbin/ldconfig\") that is a shell script, not the ldconfig program: "
+            "Debian's and Ubuntu's libc-bin /sbin/ldconfig is a wrapper that execs /sbin/ldconfig.real.",
+            "container.toolkit_ldconfig",
+            "nvidia-container-cli runs that file for each GPU container; the script does not rebuild the "
+            "container's library cache, so the injected driver libraries are not found ('NVIDIA-SMI couldn't find "
+            "libnvidia-ml.so library in your system'; the GPU Operator's toolkit-validation exits with status 12). "
+            "Toolkit 1.15.0 and later use ldconfig.real themselves when it exists.", LDCONFIG_ISSUE),
+))
+def toolkit_ldconfig(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    for cfg in facts.value("container.toolkit_ldconfig") or []:
+        if not isinstance(cfg, dict) or not cfg.get("script"):
+            continue
+        release = versions.parse(cfg.get("release"))
+        real = cfg["ldconfig"] + ".real"
+        if cfg.get("real_present") and (release is None or release >= LDCONFIG_NORMALIZED):
+            continue  # the hook itself runs <ldconfig>.real (or the release that would say so is unknown)
+        yield Finding(
+            code="container-toolkit.ldconfig_is_wrapper_script", severity="warning",
+            components=["container-toolkit"],
+            title="The NVIDIA Container Toolkit%s runs ldconfig %s, which on this host is a shell script, not the "
+                  "ldconfig program" % (" %s" % cfg["release"] if cfg.get("release") else "", cfg["ldconfig"]),
+            detail="%s sets ldconfig = \"%s\" (the @ means the host's file). That file is a wrapper script (Debian's "
+                   "and Ubuntu's libc-bin ship /sbin/ldconfig as a script that execs /sbin/ldconfig.real); run for "
+                   "a container it does not rebuild the container's library cache, so GPU containers do not find "
+                   "the driver libraries the toolkit mounts (\"NVIDIA-SMI couldn't find libnvidia-ml.so\", the GPU "
+                   "Operator's toolkit-validation exits with status 12).%s" % (
+                       cfg["config"], cfg["ldconfig"],
+                       " %s exists beside it; toolkit 1.15.0 and later would use it on their own." % real[1:]
+                       if cfg.get("real_present") else ""),
+            evidence=_ev(facts, "container.toolkit_ldconfig", "container.toolkit"),
+            source={"rule": "nvidia-container-cli needs the ldconfig program; toolkit releases before 1.15.0 run the "
+                            "configured path as is", "url": LDCONFIG_ISSUE, "checked": "2026-12-01"},
+            fix=Fix(text=("The GPU Operator writes this file each time its toolkit pod starts: use an operator "
+                          "release whose toolkit is 1.15.0 or newer (it picks ldconfig.real on its own); until then "
+                          "the edit below helps." if cfg["config"].startswith(OPERATOR_TOOLKIT_DIR + "/") else
+                          "Point the toolkit's ldconfig setting at the program itself%s, or update the toolkit to "
+                          "1.15.0 or newer, which picks ldconfig.real on its own." % (
+                              " (ldconfig = \"%s\")" % real if cfg.get("real_present") else "")),
+                    commands=["sudo sed -i 's|^\\(\\s*ldconfig\\s*=\\s*\\)\"%s\"|\\1\"%s\"|' %s" % (
+                        cfg["ldconfig"], real, cfg["config"])] if cfg.get("real_present") else []))
+
+
+CONTAINERD_GUIDE = ("https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/getting-started.html"
+                    "#rancher-kubernetes-engine-2")
+K3S_NVIDIA = "https://docs.k3s.io/advanced#nvidia-container-runtime-support"
+
+
+@check("container-toolkit.containerd", requires=("container.kube_containerd",), reads=("container.*",),
+       layers=("containers",), codes=(
+    CodeDoc("container-toolkit.containerd_runtime_not_configured", "warning", "The NVIDIA Container Toolkit is "
+            "installed on a Kubernetes node, but the containerd that runs the node's pods (RKE2's or k3s's own "
+            "under /var/lib/rancher, or /etc/containerd's) has no nvidia runtime.", "container.kube_containerd",
+            "GPU pods and the GPU Operator's own pods do not start (RuntimeClass nvidia not handled, or no GPU in "
+            "the container); on RKE2/k3s a toolkit pointed at /etc/containerd/config.toml and "
+            "/run/containerd/containerd.sock configures a containerd that is not running ('Error signaling "
+            "containerd ... containerd.sock: connect: no such file or directory').", CONTAINERD_GUIDE),
+))
+def kube_containerd(ctx: CheckContext) -> Iterable[Finding]:
+    facts = ctx.facts
+    cd = facts.mapping("container.kube_containerd")
+    tk = facts.value("container.toolkit")
+    host_toolkit = isinstance(tk, dict) and bool(tk.get("installed"))
+    if not cd or not cd.get("present") or not cd.get("complete") or cd.get("nvidia_runtime") or cd.get("cdi") \
+            or cd.get("cri_disabled") or not (cd.get("operator_toolkit") or host_toolkit):
+        return
+    rancher = cd.get("flavour") in ("RKE2", "k3s")
+    config, socket = str(cd.get("config")), str(cd.get("socket"))
+    if cd.get("operator_toolkit"):
+        fix = Fix(text="Point the GPU Operator's toolkit at this containerd: in the ClusterPolicy's toolkit.env set "
+                       "CONTAINERD_CONFIG=%s and CONTAINERD_SOCKET=%s (the helm chart's toolkit.env values), then "
+                       "let the toolkit pod restart." % (
+                           config + ".tmpl" if rancher else config, socket))
+    elif rancher:
+        fix = Fix(text="Restart %s so it detects nvidia-container-runtime and adds the nvidia runtime to its "
+                       "generated config (edits to %s itself are overwritten; put custom settings in %s.tmpl)."
+                       % (cd["flavour"], config, config),
+                  commands=["sudo systemctl restart %s" % ("rke2-agent" if cd["flavour"] == "RKE2" else "k3s")])
+    else:
+        fix = Fix(text="Register the nvidia runtime with containerd and restart it.",
+                  commands=["sudo nvidia-ctk runtime configure --runtime=containerd",
+                            "sudo systemctl restart containerd"])
+    yield Finding(
+        code="container-toolkit.containerd_runtime_not_configured", severity="warning",
+        components=["container-toolkit"],
+        title="The NVIDIA Container Toolkit is installed, but %s containerd that runs this node's pods has no "
+              "nvidia runtime (%s)" % ("%s's own" % cd["flavour"] if rancher else "the", config),
+        detail="%s names no nvidia runtime, so GPU pods (RuntimeClass nvidia, or the GPU Operator's own pods) "
+               "cannot get the GPU.%s" % (
+                   config, " %s runs its own containerd, configured from %s (generated from %s.tmpl) and listening "
+                   "on %s; a toolkit left at the default /etc/containerd/config.toml and "
+                   "/run/containerd/containerd.sock configures a containerd that is not running here." % (
+                       cd["flavour"], config, config, socket) if rancher else ""),
+        evidence=_ev(facts, "container.kube_containerd", "container.toolkit"),
+        source={"rule": "containerd runs GPU pods through the nvidia runtime the toolkit registers in the config of "
+                        "the containerd the kubelet uses", "url": CONTAINERD_GUIDE if cd.get("operator_toolkit")
+                else K3S_NVIDIA if rancher else INSTALL_GUIDE + "#configuring-containerd-for-kubernetes",
+                "checked": "2026-12-01"},
+        fix=fix)

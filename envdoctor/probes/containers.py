@@ -20,6 +20,7 @@ not), so Podman needs no such care.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import posixpath
 import re
@@ -525,6 +526,126 @@ def toolkit_fact(host: Host) -> Fact:
         value.update(toolkit_settings(text) if text is not None else {"no_cgroups": None, "mode": None})
     src = "command:nvidia-ctk --version" if m1 else "command:nvidia-container-cli --version"
     return ok("container.toolkit", value, src, "NVIDIA Container Toolkit")
+
+
+#: Where the NVIDIA GPU Operator's toolkit daemonset installs the toolkit on the node, and the config.toml it writes
+#: there (gpu-operator assets/state-container-toolkit: toolkit install dir /usr/local/nvidia; the toolkit's installer
+#: writes .config/nvidia-container-runtime/config.toml under <dir>/toolkit).
+OPERATOR_TOOLKIT_DIR = "/usr/local/nvidia/toolkit"
+OPERATOR_TOOLKIT_CONFIG = OPERATOR_TOOLKIT_DIR + "/.config/nvidia-container-runtime/config.toml"
+_LIBNVC_RELEASE = r"libnvidia-container\.so\.(\d+\.\d+\.\d+)"
+_LDCONFIG_KEY = lazyre.compile(r"""^\s*ldconfig\s*=\s*["']([^"']*)["']\s*(?:#.*)?$""")
+
+
+def toolkit_ldconfig_setting(text: str) -> Optional[str]:
+    """The ``[nvidia-container-cli] ldconfig`` value a toolkit config.toml sets, or None."""
+    section = ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        sec = _TOML_SECTION.match(line)
+        if sec:
+            section = sec.group(1)
+            continue
+        m = _LDCONFIG_KEY.match(line)
+        if m and section == "nvidia-container-cli":
+            return m.group(1)
+    return None
+
+
+def operator_toolkit_release(host: Host) -> Optional[str]:
+    """The release of the toolkit the GPU Operator installed in :data:`OPERATOR_TOOLKIT_DIR`, from the
+    ``libnvidia-container.so.X.Y.Z`` it copies there (released in step with the toolkit), or None."""
+    found = host.glob_dir(OPERATOR_TOOLKIT_DIR, _LIBNVC_RELEASE)
+    releases = sorted({re.fullmatch(_LIBNVC_RELEASE, posixpath.basename(p)).group(1)  # type: ignore[union-attr]
+                       for p in found})
+    return releases[-1] if len(releases) == 1 else None
+
+
+def toolkit_ldconfig_fact(host: Host, toolkit: Fact) -> Optional[Fact]:
+    """``container.toolkit_ldconfig``: the host ldconfig a toolkit config names (``ldconfig = "@/path"``) and
+    whether that file is a shell script rather than the ELF program; None when no config names a host ldconfig."""
+    configs: List[Dict[str, Any]] = []
+    host_release = toolkit.value.get("version") if toolkit.known and isinstance(toolkit.value, dict) else None
+    for path, release in ((TOOLKIT_CONFIG, host_release), (OPERATOR_TOOLKIT_CONFIG, None)):
+        text = host.read_text(path, limit=256 * 1024)
+        if text is None:
+            continue
+        setting = toolkit_ldconfig_setting(text)
+        if not setting or not setting.startswith("@/"):
+            continue
+        target = setting[1:]
+        head = host.read_text(target, limit=64)
+        configs.append({
+            "config": path, "ldconfig": setting, "present": head is not None,
+            "script": head is not None and head.startswith("#!"),
+            "real_present": host.read_text(target + ".real", limit=4) is not None,
+            "release": release if path == TOOLKIT_CONFIG else operator_toolkit_release(host)})
+    if not configs:
+        return None
+    return ok("container.toolkit_ldconfig", configs, "file:" + str(configs[0]["config"]),
+              "the host ldconfig the NVIDIA Container Toolkit runs")
+
+
+#: The containerd that runs a Kubernetes node's pods, and its config: RKE2 and k3s run their own containerd,
+#: configured from <data-dir>/agent/etc/containerd/config.toml (generated from config.toml.tmpl when present) with
+#: its socket at /run/k3s/containerd/containerd.sock (k3s pkg/agent/config/config.go and config_linux.go; RKE2's
+#: data-dir defaults to /var/lib/rancher/rke2, docs.rke2.io/reference/linux_agent_config); any other node's
+#: containerd reads /etc/containerd/config.toml and listens on /run/containerd/containerd.sock.
+KUBE_CONTAINERDS = (
+    ("RKE2", ("/usr/local/bin/rke2", "/usr/bin/rke2", "/opt/rke2/bin/rke2", "/var/lib/rancher/rke2/bin/containerd"),
+     "/var/lib/rancher/rke2/agent/etc/containerd/config.toml", "/run/k3s/containerd/containerd.sock"),
+    ("k3s", ("/usr/local/bin/k3s", "/usr/bin/k3s"),
+     "/var/lib/rancher/k3s/agent/etc/containerd/config.toml", "/run/k3s/containerd/containerd.sock"),
+)
+CONTAINERD_CONFIG = "/etc/containerd/config.toml"
+CONTAINERD_SOCKET = "/run/containerd/containerd.sock"
+_CD_IMPORTS = lazyre.compile(r"^\s*imports\s*=\s*\[(.*?)\]", re.M | re.S)
+_CD_NVIDIA = lazyre.compile(r"""^\s*\[[^\]]*\.runtimes\.["']?nvidia[\w-]*["']?\s*\]|nvidia-container-runtime""", re.M)
+_CD_CDI = lazyre.compile(r"^\s*enable_cdi\s*=\s*true\b", re.M)
+_CD_NO_CRI = lazyre.compile(r"""^\s*disabled_plugins\s*=\s*\[[^\]]*["'](?:cri|io\.containerd\.grpc\.v1\.cri)["']""",
+                            re.M)
+
+
+def _containerd_texts(host: Host, path: str) -> Tuple[Optional[str], bool]:
+    """A containerd config's text with the files its ``imports`` name (globs in a directory); whether every
+    import could be read."""
+    text = host.read_text(path, limit=256 * 1024)
+    if text is None:
+        return None, True
+    parts, complete = [text], True
+    m = _CD_IMPORTS.search(text)
+    for item in (re.findall(r"""["']([^"']+)["']""", m.group(1)) if m else [])[:16]:
+        item = item if item.startswith("/") else posixpath.join(posixpath.dirname(path), item)
+        d, name = posixpath.split(item)
+        names = [posixpath.join(d, n) for n in host.list_dir(d).names() if fnmatch.fnmatchcase(n, name)] \
+            if any(c in name for c in "*?[") else [item]
+        for p in names[:32]:
+            t = host.read_text(p, limit=256 * 1024)
+            if t is None:
+                complete = False
+            else:
+                parts.append(t)
+    return "\n".join(parts), complete
+
+
+def kube_containerd_fact(host: Host) -> Optional[Fact]:
+    """``container.kube_containerd``: on a Kubernetes node whose pods run under containerd, that containerd's
+    config and whether it registers an NVIDIA runtime; None elsewhere (no kubelet, RKE2 or k3s)."""
+    found = next(((name, cfg, sock) for name, markers, cfg, sock in KUBE_CONTAINERDS
+                  if any(host.exists(m) for m in markers)), None)
+    if found is None:
+        if not (host.which("kubelet") and host.which("containerd")):
+            return None
+        found = ("containerd", CONTAINERD_CONFIG, CONTAINERD_SOCKET)
+    flavour, config, socket = found
+    text, complete = _containerd_texts(host, config)
+    value = {"flavour": flavour, "config": config, "socket": socket, "present": text is not None,
+             "complete": complete,
+             "nvidia_runtime": bool(text and _CD_NVIDIA.search(text)), "cdi": bool(text and _CD_CDI.search(text)),
+             "cri_disabled": bool(text and _CD_NO_CRI.search(text)),
+             "operator_toolkit": host.is_dir(OPERATOR_TOOLKIT_DIR)}
+    return ok("container.kube_containerd", value, "file:" + config, "the containerd that runs the node's pods")
 
 
 _KEY = lazyre.compile(r"""^(?P<indent>\s*)(?P<dash>-\s+)?"?(?P<key>[\w.-]+)"?\s*:\s*(?P<value>.*?)\s*$""")
@@ -1044,7 +1165,11 @@ def probe_containers(ctx: ProbeContext) -> Iterable[Fact]:
         facts.append(unknown("container.nvidia_runtime_configured",
                              f"the Docker daemon did not answer and {DAEMON_JSON} could not be used",
                              "file:" + DAEMON_JSON, label))
-    facts.append(toolkit_fact(host))
+    toolkit = toolkit_fact(host)
+    facts.append(toolkit)
+    for extra in (toolkit_ldconfig_fact(host, toolkit), kube_containerd_fact(host)):
+        if extra is not None:
+            facts.append(extra)
     dev_char = dev_char_fact(host)
     if dev_char is not None:
         facts.append(dev_char)

@@ -195,7 +195,7 @@ def _wanted(name: str) -> bool:
     return bool(_PKG_NAME.match(name)) or is_driver_package(name)
 
 
-def _candidate_lines(text: str) -> List[int]:
+def _candidate_lines(text: str, needles: Tuple[str, ...] = _PKG_NEEDLES) -> List[int]:
     """Offsets of the ``Package:`` lines that mention a CUDA-related name: one pass over the file with str.find
     (no regex over the whole file, and not one pass per name: a workstation's status file is megabytes)."""
     starts = []
@@ -204,17 +204,24 @@ def _candidate_lines(text: str) -> List[int]:
         end = text.find("\n", pos)
         if pos == 0 or text[pos - 1] == "\n":
             line = text[pos:] if end == -1 else text[pos:end]
-            if any(needle in line for needle in _PKG_NEEDLES):
+            if any(needle in line for needle in needles):
                 starts.append(pos)
         pos = -1 if end == -1 else text.find("Package:", end)
     return starts
 
 
-def _cuda_stanzas(text: str) -> Iterable[Tuple[str, str]]:
-    """(package name, its stanza) of every dpkg status stanza whose ``Package:`` is CUDA-related."""
-    for start in _candidate_lines(text):
+#: Packages other probes read from the dpkg status file, kept in a snapshot beside the CUDA ones (not CUDA packages:
+#: :func:`parse_dpkg_status` skips them): FFmpeg builds whose package release pins their NVENC API (``apps``).
+OTHER_DPKG_NAMES = lazyre.compile(r"^jellyfin-ffmpeg\d*$")
+_OTHER_NEEDLES = ("jellyfin-ffmpeg",)
+
+
+def _cuda_stanzas(text: str, others: bool = False) -> Iterable[Tuple[str, str]]:
+    """(package name, its stanza) of every dpkg status stanza whose ``Package:`` is CUDA-related (with ``others``:
+    or one :data:`OTHER_DPKG_NAMES` names)."""
+    for start in _candidate_lines(text, _PKG_NEEDLES + _OTHER_NEEDLES if others else _PKG_NEEDLES):
         m = _DPKG_PACKAGE.match(text, start)
-        if m is None or not _wanted(m.group(1)):
+        if m is None or not (_wanted(m.group(1)) or (others and OTHER_DPKG_NAMES.match(m.group(1)))):
             continue
         end = _DPKG_STANZA_END.search(text, m.end())
         yield m.group(1), text[m.start():end.start() if end else len(text)]
@@ -223,7 +230,7 @@ def _cuda_stanzas(text: str) -> Iterable[Tuple[str, str]]:
 def keep_cuda_stanzas(text: str) -> str:
     """What a snapshot keeps of the dpkg status file: the stanzas :func:`parse_dpkg_status` reads (the rest
     of the system's packages, most of a snapshot's size, says nothing about CUDA)."""
-    stanzas = [s.rstrip("\n") for _, s in _cuda_stanzas(text)]
+    stanzas = [s.rstrip("\n") for _, s in _cuda_stanzas(text, others=True)]
     return "\n\n".join(stanzas) + "\n" if stanzas else ""
 
 
@@ -231,6 +238,20 @@ def keep_cuda_rpm_lines(text: str) -> str:
     """What a snapshot keeps of ``rpm -qa``'s output: the lines :func:`parse_rpm_qa` reads."""
     return "".join(line for line in text.splitlines(True)
                    if len(line.split()) == 2 and _wanted(line.split()[0]))
+
+
+def other_dpkg_packages(text: str) -> List[Dict[str, str]]:
+    """The installed packages of the dpkg status file that :data:`OTHER_DPKG_NAMES` names: name and version."""
+    out = []
+    for name, stanza in _cuda_stanzas(text, others=True):
+        if not OTHER_DPKG_NAMES.match(name):
+            continue
+        fields = dict(line.partition(":")[::2] for line in stanza.splitlines()
+                      if line[:1] not in (" ", "\t") and ":" in line)
+        if fields.get("Status", "").split()[-1:] == ["installed"]:
+            out.append({"name": name, "version": fields.get("Version", "").strip(),
+                        "arch": fields.get("Architecture", "").strip()})
+    return out
 
 
 def parse_dpkg_status(text: str) -> List[Dict[str, str]]:

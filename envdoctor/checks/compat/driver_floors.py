@@ -109,13 +109,17 @@ def _nv_codec_headers(facts: Facts, drv: Driver, have: Version) -> List[Finding]
         if best is None or have >= best[0]:
             continue
         api = ".".join(str(pc["version"]).split(".")[:2])
-        what = "FFmpeg's NVENC/NVDEC headers nv-codec-headers %s (NVENC API %s, %s)" % (pc["version"], api,
-                                                                                       pc.get("path"))
+        what = ("%s, built against nv-codec-headers %s (NVENC API %s)" % (pc["built_into"], pc["version"], api)
+                if pc.get("built_into") else
+                "FFmpeg's NVENC/NVDEC headers nv-codec-headers %s (NVENC API %s, %s)" % (pc["version"], api,
+                                                                                        pc.get("path")))
         why = ("nv-codec-headers %s state Linux driver %s or newer (their README); an FFmpeg built against them "
                "needs NVENC API %s from the driver and refuses the NVENC encoders and NVDEC decoders on an older "
                "one ('Driver does not support the required nvenc API version. Required: %s Found: ...'). Either "
-               "update the driver, or rebuild FFmpeg against an nv-codec-headers release whose floor this driver "
-               "meets." % (pc["version"], best[1]["min_driver"], api, api))
+               "update the driver, or %s whose floor this driver meets." % (
+                   pc["version"], best[1]["min_driver"], api, api,
+                   "install a release of %s built against an nv-codec-headers release" % pc["built_into"].split()[0]
+                   if pc.get("built_into") else "rebuild FFmpeg against an nv-codec-headers release"))
         out.append(_finding(facts, drv, what, best[1], "warning", why, ("apps.nv_codec_headers",),
                             ("driver",)))
     return out
