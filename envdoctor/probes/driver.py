@@ -492,6 +492,53 @@ EGL_VENDOR_DIRS = ("/usr/share/glvnd/egl_vendor.d", "/etc/glvnd/egl_vendor.d")
 NVIDIA_INSTALLER = "/usr/bin/nvidia-installer"
 
 
+#: A library the driver ships that its own libraries name in NEEDED: libnvidia-<part> (libnvidia-eglcore,
+#: libnvidia-glcore, libnvidia-glsi, libnvidia-tls) or any name carrying the requester's own release number.
+_DRIVER_PART = lazyre.compile(r"^libnvidia-[\w.-]+\.so(?:\.[0-9.]+)?$")
+
+
+def _driver_needs(needed: Iterable[str], release: Optional[str]) -> List[str]:
+    """The NEEDED entries of a driver library that name other libraries of the driver: libnvidia-*, or a name
+    ending in the requester's own release (``.so.550.163.01``); libglvnd's, X11's and the C runtime's are not."""
+    return [n for n in needed if _DRIVER_PART.match(n) or (release and n.endswith(".so." + release))]
+
+
+def _unresolved_driver_needs(host: Host, libraries: List[str]) -> List[Dict[str, Any]]:
+    """Each graphics library of the driver that programs open by its soname (libglvnd dlopens libEGL_nvidia.so.0
+    and libGLX_nvidia.so.0 by name), as the loader finds it, whose NEEDED entries name other libraries of the
+    driver that the loader finds nowhere (glibc's rules, :func:`envdoctor.probes.loader.search`): ``{"library",
+    "needed" (the driver's ones), "missing"}``. A stale file of another release that no soname leads to is not
+    judged; a library whose headers cannot be read, or a search that depends on an unreadable loader cache, says
+    nothing."""
+    from .loader import loader_config, own_search_paths, search, version_from_name
+
+    sonames = sorted({posixpath.basename(p) for p in libraries if re.search(r"\.so\.\d+$", p)})
+    if not sonames:
+        return []
+    config = loader_config(host)
+    out: List[Dict[str, Any]] = []
+    seen: Set[str] = set()
+    for soname in sonames:
+        found = search(host, config, soname)
+        real = found["resolved"]
+        if not real or real in seen:
+            continue
+        seen.add(real)
+        elf = host.elf(real)
+        if not elf.ok:
+            continue
+        wanted = _driver_needs(elf.needed, version_from_name(posixpath.basename(real)))
+        rpath, runpath = own_search_paths(elf.rpath, elf.runpath, posixpath.dirname(real))
+        missing = []
+        for name in wanted:
+            res = search(host, config, name, rpath=rpath, runpath=runpath)
+            if res["path"] is None and res["certain"]:
+                missing.append(name)
+        if missing:
+            out.append({"library": real, "soname": soname, "needed": wanted, "missing": missing})
+    return out
+
+
 def _graphics_files(host: Host, libs: List[Tuple[str, str]]) -> Fact:
     """``driver.graphics_files``: the driver's graphics libraries where the loader looks, beside its compute ones,
     with its Vulkan ICD and EGL vendor files, and the .run installer's program when it installed the driver."""
@@ -500,7 +547,8 @@ def _graphics_files(host: Host, libs: List[Tuple[str, str]]) -> Fact:
     icd = sorted(p for d in VULKAN_ICD_DIRS for p in host.glob_dir(d, r"nvidia_icd.*\.json"))
     egl = sorted(p for d in EGL_VENDOR_DIRS for p in host.glob_dir(d, r".*nvidia.*\.json"))
     value = {"libraries": found, "vulkan_icd": icd, "egl_vendor": egl, "searched": dirs,
-             "installer": NVIDIA_INSTALLER if host.exists(NVIDIA_INSTALLER) else None}
+             "installer": NVIDIA_INSTALLER if host.exists(NVIDIA_INSTALLER) else None,
+             "unresolved": _unresolved_driver_needs(host, found)}
     return ok("driver.graphics_files", value, "dir:" + ",".join(dirs + list(VULKAN_ICD_DIRS + EGL_VENDOR_DIRS)),
               "Driver graphics libraries (OpenGL, EGL, Vulkan)")
 

@@ -8,6 +8,7 @@ driver's Vulkan or EGL driver (libGLX_nvidia, libEGL_nvidia, libnvidia-glcore, r
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any, Dict, List
 
 from ...facts import Facts
@@ -40,6 +41,84 @@ DOCS = (
             "CUDA works, but the renderer's Vulkan/EGL finds no NVIDIA driver and creates no GPU device (Isaac Sim: "
             "'No device could be created', its Vulkan table showing 'Driver Version: 0').", UBUNTU_GL_URL),
 )
+
+INCOMPLETE = "driver.graphics_libraries_incomplete"
+INCOMPLETE_DOCS = (
+    CodeDoc(INCOMPLETE, "warning",
+            "A graphics library of the driver that programs open by name (libEGL_nvidia.so.0, libGLX_nvidia.so.0: "
+            "libglvnd's EGL and GLX vendor libraries) is where the loader finds it, but driver libraries its NEEDED "
+            "entries name (libnvidia-eglcore, libnvidia-glcore, libnvidia-glsi of the same release) are found "
+            "nowhere the loader looks: a container runtime that made only part of the driver visible, or a driver "
+            "install with files missing. Judged from the library's own ELF headers; a compute-only install (no "
+            "graphics library at all) and a complete one stay quiet.",
+            "driver.graphics_files, driver.userspace.version, os.container, env.nvidia_driver_capabilities, "
+            "cuda.packages",
+            "The library fails to load: libglvnd silently skips the NVIDIA vendor, so EGL/OpenGL programs (headless "
+            "EGL rendering, Gazebo, Isaac Sim, CARLA) see no NVIDIA device and fall back to Mesa's software or "
+            "another GPU's renderer; CUDA is unaffected.", UBUNTU_GL_URL),
+)
+#: What each graphics library is to a user (the API it provides), by its soname's stem.
+_API = (("libEGL_", "EGL"), ("libGLX_", "OpenGL (GLX)"), ("libGLESv", "OpenGL ES"), ("libnvidia-eglcore", "EGL"),
+        ("libnvidia-glcore", "OpenGL"))
+
+
+def _api(name: str) -> str:
+    return next((api for stem, api in _API if name.startswith(stem)), "graphics")
+
+
+def _graphics_incomplete(facts: Facts) -> List[Finding]:
+    files = facts.value("driver.graphics_files")
+    broken = [u for u in (files.get("unresolved") or []) if isinstance(u, dict) and u.get("missing")] \
+        if isinstance(files, dict) else []
+    if not broken or facts.value("os.wsl") == "WSL2":
+        return []
+    version = facts.value("driver.userspace.version") or facts.value("driver.kernel_module.version")
+    missing = list(dict.fromkeys(str(n) for u in broken for n in u["missing"]))
+    apis = list(dict.fromkeys(_api(str(u.get("soname") or posixpath.basename(str(u["library"])))) for u in broken))
+    each = "; ".join("%s (%s) needs %s, not found" % (u.get("soname") or posixpath.basename(str(u["library"])),
+                                                       u["library"], ", ".join(u["missing"])) for u in broken)
+    caps = caps_without_graphics(facts)
+    container = facts.value("os.container")
+    compute, gl = driver_apt_flavours(facts)
+    commands: List[str] = []
+    if container and caps is not None:
+        why = ("This container was started with NVIDIA_DRIVER_CAPABILITIES=%s: the NVIDIA Container Toolkit mounts "
+               "the driver's OpenGL, EGL and Vulkan libraries only for the 'graphics' capability." % caps)
+        fix = "Start the container with the graphics capability (NVIDIA_DRIVER_CAPABILITIES=all, or add graphics)."
+        commands = ["docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=all ..."]
+    elif container:
+        why = ("This is a container (%s): its runtime made part of the host's driver visible here but not these "
+               "libraries of it." % container)
+        fix = ("Make the host driver's %s visible in the container where its loader looks (mount them from the "
+               "host, beside %s or in a directory named in LD_LIBRARY_PATH), and start it with the graphics "
+               "capability (NVIDIA_DRIVER_CAPABILITIES=all, or including graphics); the host's driver must have "
+               "them installed." % (", ".join(missing), broken[0]["library"]))
+    elif gl or compute:
+        flavour = sorted(gl)[-1] if gl else compute[-1]
+        why = "The driver is installed from Ubuntu's packages; its graphics libraries ship in libnvidia-gl-%s." % (
+            flavour)
+        fix = "%s libnvidia-gl-%s (the driver's graphics libraries, matching the installed driver)." % (
+            "Reinstall" if gl else "Install", flavour)
+        commands = ["sudo apt install %slibnvidia-gl-%s" % ("--reinstall " if gl else "", flavour)]
+    else:
+        why = "The driver's install is missing these files."
+        fix = ("Reinstall the driver%s with its graphics libraries, so that the libraries of its one release are "
+               "all installed together." % (" %s" % version if version else ""))
+    return [Finding(
+        code=INCOMPLETE, severity="warning", components=["driver"],
+        title="The NVIDIA driver's %s %s cannot load: driver libraries %s (%s) are missing" % (
+            " and ".join(apis), "libraries" if len(broken) > 1 else "library", "they need" if len(broken) > 1
+            else "it needs", ", ".join(missing)),
+        detail="%s %s. The loader cannot load %s, so libglvnd cannot use the NVIDIA vendor and %s programs see no "
+               "NVIDIA device (headless EGL rendering falls back to Mesa); CUDA is unaffected." % (
+                   why, each, "them" if len(broken) > 1 else "it", "/".join(apis)),
+        evidence=_evidence(facts, "driver.graphics_files", "driver.userspace.version", "os.container",
+                           "env.nvidia_driver_capabilities", "cuda.packages"),
+        source={"rule": "The driver's graphics libraries need its other libraries of the same release (their ELF "
+                        "NEEDED entries); NVIDIA's packaging installs them together (libnvidia-gl-<flavour>)",
+                "url": UBUNTU_GL_URL, "checked": CHECKED},
+        fix=Fix(text=fix, commands=commands),
+    )]
 
 
 def _renderers(facts: Facts) -> List[Dict[str, Any]]:
@@ -116,3 +195,11 @@ def _graphics_missing(facts: Facts) -> List[Finding]:
        layers=("driver",), codes=DOCS)
 def graphics_files(ctx: CheckContext) -> List[Finding]:
     return _graphics_missing(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.graphics-incomplete", requires=("driver.installed",),
+       reads=("driver.graphics_files", "driver.userspace.version", "driver.kernel_module.version", "os.wsl",
+              "os.container", "cuda.packages", "env.nvidia_driver_capabilities"),
+       layers=("driver",), codes=INCOMPLETE_DOCS)
+def graphics_incomplete(ctx: CheckContext) -> List[Finding]:
+    return _graphics_incomplete(ctx.facts) if _installed(ctx.facts) else []
