@@ -646,6 +646,11 @@ _SYSTEM_LIBRARY = lazyre.compile(r"^(?:libc|libm|libdl|librt|libpthread|libutil|
                                  r"libpython[0-9.]*m?|ld-linux[a-z0-9_-]*)\.so")
 
 
+def _links_framework(needed: Sequence[str]) -> bool:
+    """Whether NEEDED names one of a framework's own libraries (its extension modules link them)."""
+    return any(rx.match(n) for rx in FRAMEWORK_LIB.values() for n in needed)
+
+
 def _module_needs_cuda(host: Host, path: str, elf: Any) -> bool:
     """An extension module that needs a CUDA, cuDNN, NCCL or TensorRT library itself, or through a library its own
     RPATH/RUNPATH finds that needs one (cuQuantum's ``custatevec`` module and the ``libcustatevec.so.1`` it links,
@@ -693,7 +698,10 @@ def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], ski
             read += 1
             path = posixpath.join(d.location, rel)
             elf = host.elf(path)
-            if elf.ok and _module_needs_cuda(host, path, elf):
+            # a module that links a framework's own libraries (libc10.so, libtorch_cuda.so ...) is that framework's
+            # extension, imported after it: the CUDA libraries the framework loaded serve it, and
+            # extension_linkage judges it so (sgl-kernel declares no requirement on torch)
+            if elf.ok and not _links_framework(elf.needed) and _module_needs_cuda(host, path, elf):
                 roots.append(elf.path)
         if not roots:
             continue
