@@ -24,7 +24,7 @@ import fnmatch
 import json
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from .. import lazyre
 from ..facts import Fact, ok, timed_out, unknown
@@ -461,12 +461,9 @@ _TOML_SECTION = lazyre.compile(r"^\s*\[\s*([\w.-]+)\s*\]\s*(?:#.*)?$")
 _TOML_KEY = lazyre.compile(r"""^\s*"?([\w-]+)"?\s*=\s*(.*?)\s*(?:#.*)?$""")
 
 
-def toolkit_settings(text: str) -> Dict[str, Any]:
-    """The config.toml settings the checks judge: ``no_cgroups`` ([nvidia-container-cli] no-cgroups: True,
-    False, or None when not set; the toolkit's default is false) and ``mode`` ([nvidia-container-runtime] mode,
-    None when not set: "auto").  Commented-out lines (the packaged file lists every default that way) are not
-    settings.  A value that is not a TOML boolean or string reads as None, as if unset."""
-    out: Dict[str, Any] = {"no_cgroups": None, "mode": None}
+def _toml_lines(text: str) -> Iterator[Tuple[str, str]]:
+    """(section, line) for each line of a config.toml that is neither a comment (the packaged file lists every
+    default commented out) nor a section header."""
     section = ""
     for line in text.splitlines():
         if line.lstrip().startswith("#"):
@@ -475,6 +472,16 @@ def toolkit_settings(text: str) -> Dict[str, Any]:
         if sec:
             section = sec.group(1)
             continue
+        yield section, line
+
+
+def toolkit_settings(text: str) -> Dict[str, Any]:
+    """The config.toml settings the checks judge: ``no_cgroups`` ([nvidia-container-cli] no-cgroups: True,
+    False, or None when not set; the toolkit's default is false) and ``mode`` ([nvidia-container-runtime] mode,
+    None when not set: "auto").  Commented-out lines (the packaged file lists every default that way) are not
+    settings.  A value that is not a TOML boolean or string reads as None, as if unset."""
+    out: Dict[str, Any] = {"no_cgroups": None, "mode": None}
+    for section, line in _toml_lines(text):
         kv = _TOML_KEY.match(line)
         if not kv:
             continue
@@ -539,14 +546,7 @@ _LDCONFIG_KEY = lazyre.compile(r"""^\s*ldconfig\s*=\s*["']([^"']*)["']\s*(?:#.*)
 
 def toolkit_ldconfig_setting(text: str) -> Optional[str]:
     """The ``[nvidia-container-cli] ldconfig`` value a toolkit config.toml sets, or None."""
-    section = ""
-    for line in text.splitlines():
-        if line.lstrip().startswith("#"):
-            continue
-        sec = _TOML_SECTION.match(line)
-        if sec:
-            section = sec.group(1)
-            continue
+    for section, line in _toml_lines(text):
         m = _LDCONFIG_KEY.match(line)
         if m and section == "nvidia-container-cli":
             return m.group(1)

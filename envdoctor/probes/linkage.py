@@ -646,6 +646,19 @@ _SYSTEM_LIBRARY = lazyre.compile(r"^(?:libc|libm|libdl|librt|libpthread|libutil|
                                  r"libpython[0-9.]*m?|ld-linux[a-z0-9_-]*)\.so")
 
 
+def _needed_closure(host: Host, config: Any, roots: List[str], package: str, version: Any,
+                    site: str) -> Dict[str, Any]:
+    """A ``linkage.packages`` entry: the CUDA libraries ``roots`` link (NEEDED, transitively) as the loader resolves
+    them; what a library may open at run time is optional to most of them and left out."""
+    from . import loader
+
+    c = loader.cuda_closure(host, config, roots, only_cuda=True)
+    links = [{k: v for k, v in link.items() if k in _LINK_KEYS}
+             for link in c["links"] if link.get("via") != "loaded" and link.get("how") == "NEEDED"]
+    return {"package": package, "version": version, "roots": roots, "links": links, "unread": c["unread"],
+            "cache_unknown": c["cache_unknown"], "site": site}
+
+
 def _links_framework(needed: Sequence[str]) -> bool:
     """Whether NEEDED names one of a framework's own libraries (its extension modules link them)."""
     return any(rx.match(n) for rx in FRAMEWORK_LIB.values() for n in needed)
@@ -677,7 +690,6 @@ def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], ski
     libraries those modules load (NEEDED, transitively) as the loader resolves them on import. A wheel that takes
     its CUDA libraries from NVIDIA's wheels through ``$ORIGIN`` paths resolves them there; one built for a CUDA
     release the machine lacks resolves nothing (cuquantum's ``libcustatevec.so.1`` needs ``libcublas.so.11``)."""
-    from . import loader
 
     fw_dists = [re.compile(r"^(?:%s)$" % f.distributions) for f in frameworks.FRAMEWORKS if f.distributions]
     out: List[Dict[str, Any]] = []
@@ -705,12 +717,7 @@ def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], ski
                 roots.append(elf.path)
         if not roots:
             continue
-        c = loader.cuda_closure(host, config, roots, only_cuda=True)
-        # what the modules link (NEEDED): what a library may open at run time is optional to most of them
-        links = [{k: v for k, v in link.items() if k in _LINK_KEYS}
-                 for link in c["links"] if link.get("via") != "loaded" and link.get("how") == "NEEDED"]
-        out.append({"package": d.key, "version": d.version, "roots": roots, "links": links,
-                    "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": d.location})
+        out.append(_needed_closure(host, config, roots, d.key, d.version, d.location))
     return out
 
 
@@ -868,12 +875,10 @@ def system_tensorrt(host: Host, config: Any, ldp: Sequence[str], cache: List[Tup
                 roots.append(elf.path)
         if not roots:
             continue
-        c = loader.cuda_closure(host, config, roots, only_cuda=True)
-        links = [{k: v for k, v in link.items() if k in _LINK_KEYS}
-                 for link in c["links"] if link.get("via") != "loaded" and link.get("how") == "NEEDED"]
+        entry = _needed_closure(host, config, roots, "tensorrt", version, d)
         label = "TensorRT %s in %s" % (version, d) if version else "the TensorRT in %s" % d
-        out.append({"package": "tensorrt", "version": version, "label": label, "roots": roots, "links": links,
-                    "unread": c["unread"], "cache_unknown": c["cache_unknown"], "site": d})
+        out.append({"package": "tensorrt", "version": version, "label": label,
+                    **{k: v for k, v in entry.items() if k not in ("package", "version")}})
     return out
 
 
