@@ -100,8 +100,10 @@ class Server:
                     self.send_header("Content-Range", "bytes %d-%d/%d" % (lo, hi, len(data)))
                     self.send_header("Content-Length", str(len(part)))
                     self.end_headers()
-                    self.wfile.write(part)
+                    # counted before it is written: the client may have read it all, and the test asked, before
+                    # this thread runs again
                     outer.sent[path] = outer.sent.get(path, 0) + len(part)
+                    self.wfile.write(part)
                     return
                 start = 0
                 partial = rng and not outer.ignore_ranges and rng.startswith("bytes=") and rng.endswith("-") and (
