@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, Union
 
+from .. import lazyre
 from . import validate
 
 PLAN_SCHEMA_VERSION = 1
@@ -454,22 +455,23 @@ def conda_env_names(timeout: float = 120) -> List[str]:
 
 # -- actions, carried out for real ------------------------------------------
 #: Lines that say why a package manager failed, most telling first (the last line is often a summary such as
-#: pip's "ERROR: ..." hint or apt's "E: ..." count): network, then resolver, then disk, then PEP 668.
+#: pip's "ERROR: ..." hint or apt's "E: ..." count): network, then resolver, then disk, then PEP 668. Compiled on first
+#: use: only a failed command needs them, never a plan (``diagnose`` plans its fixes' install lines).
 WHY_PATTERNS = (
-    ("network", re.compile(r"Temporary failure in name resolution|Could not resolve host|Name or service not known|"
-                           r"Failed to establish a new connection|Network is unreachable|Connection refused|"
-                           r"Connection timed out|Read timed out|ConnectTimeoutError|Could not fetch URL|"
-                           r"Failed to fetch|Could not connect to|SSL: CERTIFICATE_VERIFY_FAILED|"
-                           r"Curl error|Cannot download|CondaHTTPError|ProxyError", re.I)),
-    ("resolver", re.compile(r"No matching distribution found|Could not find a version that satisfies|"
-                            r"ResolutionImpossible|conflicting dependencies|Unable to locate package|"
-                            r"has no installation candidate|Unable to correct problems|unmet dependencies|"
-                            r"No match for argument|nothing provides|conflicting requests|PackagesNotFoundError|"
-                            r"UnsatisfiableError|LibMambaUnsatisfiableError|Version '.*' for '.*' was not found|"
-                            r"is not a supported wheel|requires a different Python", re.I)),
-    ("disk", re.compile(r"No space left on device|Disk quota exceeded|ENOSPC|not enough (free )?space", re.I)),
-    ("environment", re.compile(r"externally-managed-environment|externally managed|ensurepip is not available|"
-                               r"Permission denied", re.I)),
+    ("network", lazyre.compile(r"Temporary failure in name resolution|Could not resolve host|Name or service not known|"
+                               r"Failed to establish a new connection|Network is unreachable|Connection refused|"
+                               r"Connection timed out|Read timed out|ConnectTimeoutError|Could not fetch URL|"
+                               r"Failed to fetch|Could not connect to|SSL: CERTIFICATE_VERIFY_FAILED|"
+                               r"Curl error|Cannot download|CondaHTTPError|ProxyError", re.I)),
+    ("resolver", lazyre.compile(r"No matching distribution found|Could not find a version that satisfies|"
+                                r"ResolutionImpossible|conflicting dependencies|Unable to locate package|"
+                                r"has no installation candidate|Unable to correct problems|unmet dependencies|"
+                                r"No match for argument|nothing provides|conflicting requests|PackagesNotFoundError|"
+                                r"UnsatisfiableError|LibMambaUnsatisfiableError|Version '.*' for '.*' was not found|"
+                                r"is not a supported wheel|requires a different Python", re.I)),
+    ("disk", lazyre.compile(r"No space left on device|Disk quota exceeded|ENOSPC|not enough (free )?space", re.I)),
+    ("environment", lazyre.compile(r"externally-managed-environment|externally managed|ensurepip is not available|"
+                                   r"Permission denied", re.I)),
 )
 
 
