@@ -8,7 +8,7 @@ its fixes' install lines with the machine's target, and needs none of that.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -80,3 +80,15 @@ def gpu_present(facts: Facts) -> Optional[bool]:
         return False
     return None
 
+
+def compute_capabilities(facts: Any) -> List[str]:
+    """Every GPU's compute capability (``gpu.N.compute_capability``), in GPU order."""
+    if facts is None:
+        return []
+    out = []
+    named = getattr(facts, "named", None)  # envdoctor.facts.Facts: the one field of every GPU, not all 44
+    for f in named("gpu.", "compute_capability") if named is not None else facts.with_prefix("gpu."):
+        parts = f.key.split(".")
+        if len(parts) == 3 and parts[2] == "compute_capability" and parts[1].isdigit() and f.known:
+            out.append((int(parts[1]), str(f.value)))
+    return [cc for _, cc in sorted(out)]

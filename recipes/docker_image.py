@@ -33,6 +33,7 @@ from packaging.version import Version
 from envdoctor import osinfo, versions
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, WriteFile, conda_env_exists, exists
+from envdoctor.machine import compute_capabilities  # noqa: F401 - the framework recipes' name for it
 from envdoctor.matrix import hardware
 
 from . import RecipeError, Target
@@ -173,19 +174,6 @@ def driver_version(facts: Any) -> Optional[Version]:
     if text is None or _v(text) is None:
         return None
     return DriverVersion(text.strip())
-
-
-def compute_capabilities(facts: Any) -> List[str]:
-    """Every GPU's compute capability (``gpu.N.compute_capability``), in GPU order."""
-    if facts is None:
-        return []
-    out = []
-    named = getattr(facts, "named", None)  # envdoctor.facts.Facts: the one field of every GPU, not all 44
-    for f in named("gpu.", "compute_capability") if named is not None else facts.with_prefix("gpu."):
-        parts = f.key.split(".")
-        if len(parts) == 3 and parts[2] == "compute_capability" and parts[1].isdigit() and f.known:
-            out.append((int(parts[1]), str(f.value)))
-    return [cc for _, cc in sorted(out)]
 
 
 _v = versions.parse
