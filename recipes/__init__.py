@@ -86,6 +86,8 @@ def target_from_facts(facts: Any) -> Target:
 # -- requests --------------------------------------------------------------
 @dataclass(frozen=True)
 class Request:
+    """What ``envdoctor install`` was asked: the component, its version and method, and the options that shape the
+    plan."""
     component: str
     version: Optional[str]
     method: Optional[str]

@@ -122,6 +122,7 @@ def has_content(path: str, content: str) -> Check:
 # -- actions ---------------------------------------------------------------
 @dataclass(frozen=True)
 class RunCommand:
+    """Run an argument list (never a shell string), within ``timeout`` seconds when one is given."""
     argv: List[str]
     timeout: Optional[float] = None
     kind: str = "run"
@@ -144,6 +145,7 @@ class RunCommand:
 
 @dataclass(frozen=True)
 class WriteFile:
+    """Write ``content`` to ``path`` with permissions ``mode``."""
     path: str
     content: str
     mode: int = 0o644
@@ -170,6 +172,7 @@ class WriteFile:
 
 @dataclass(frozen=True)
 class Download:
+    """Fetch ``url`` to ``dest``, verified by its sha256 (and its size, when known)."""
     url: str
     dest: str
     sha256: str
@@ -208,6 +211,7 @@ class Download:
 
 @dataclass(frozen=True)
 class Extract:
+    """Unpack a ``.tar.xz``/``.tar.gz`` ``archive`` into ``dest``."""
     archive: str
     dest: str
     strip_components: int = 0
@@ -342,6 +346,7 @@ class SpaceCheck:
 
 @dataclass(frozen=True)
 class Move:
+    """Rename the directory ``src`` into place at ``dest`` (atomic on one filesystem)."""
     src: str
     dest: str
     #: Replace an existing ``dest`` (only with ``--force``): it is moved aside to
@@ -389,6 +394,7 @@ class Move:
 
 @dataclass(frozen=True)
 class Remove:
+    """Delete a file or directory tree."""
     path: str
     kind: str = "remove"
 
@@ -684,6 +690,7 @@ Action = Union[RunCommand, WriteFile, Download, Extract, Move, Remove, PrivateDi
 
 @dataclass
 class Step:
+    """One step of a plan: exactly one action, whether it needs root, when it is already done, how it is verified."""
     id: str
     title: str
     action: Action
@@ -700,6 +707,7 @@ class Step:
 
 @dataclass
 class Plan:
+    """What an install will do, as data: made by a recipe, carried out by the executor, rendered as a script or JSON."""
     title: str
     component: str
     version: str
