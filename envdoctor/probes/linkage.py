@@ -414,7 +414,7 @@ def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution],
 
 #: A CUDA build named in a module's file name or in its directory (``_cuda_cu118.cpython-312-...so``, ``cu128/_C.so``):
 #: ``cu`` and the major and minor digits, not part of a longer word or number.
-_CUDA_TAG = re.compile(r"(?<![0-9A-Za-z])cu(\d{2})(\d)(?![0-9])|(?<![0-9A-Za-z])cu(\d)(\d)(?![0-9])")
+_CUDA_TAG = lazyre.compile(r"(?<![0-9A-Za-z])cu(\d{2})(\d)(?![0-9])|(?<![0-9A-Za-z])cu(\d)(\d)(?![0-9])")
 
 
 def _cuda_tag(text: str) -> Optional[Tuple[str, str, str]]:
