@@ -19,6 +19,8 @@ PLANNING_PROBES = ("os", "driver", "gpu", "python")
 
 @dataclass(frozen=True)
 class Target:
+    """The system (distribution, release, family, architecture) and machine (driver, GPUs, Python, platform)
+    planned for."""
     os_id: str = ""  # distro's id: "ubuntu", "debian", "rhel", "rocky" ... ("" when unknown)
     version: str = ""  # the release: "22.04", "12", "9" (a recipe target), or as the machine reports it
     family: str = ""  # "debian" | "rhel" (envdoctor.osinfo.FAMILIES)

@@ -13,6 +13,8 @@ from typing import Any, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
+from . import lazyre
+
 __all__ = ["Version", "parse", "release", "major", "major_minor", "branch", "pip_pin", "digits",
            "torch_arch_list_runs_on"]
 
@@ -79,7 +81,7 @@ def branch(driver: Any) -> Optional[str]:
 #: A Linux NVIDIA driver version as the driver's files carry it: a branch of three or more digits, then one or two
 #: numbers (``418.126.02``, ``535.54``). A library's soname suffix in another form (the Windows driver's
 #: ``libcuda.so.1.1`` that WSL2 mounts in /usr/lib/wsl/lib, ``libnvidia-egl-wayland.so.1.1.13``) is not one.
-DRIVER_VERSION = re.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
+DRIVER_VERSION = lazyre.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
 
 
 def is_driver_version(text: Any) -> bool:
@@ -93,7 +95,7 @@ def pip_pin(version: str) -> str:
     return ("==%s.*" % version) if v is not None and len(v.release) == 2 else ("==%s" % version)
 
 
-_CU_TAG = re.compile(r"^cu(\d+)(\d)$")
+_CU_TAG = lazyre.compile(r"^cu(\d+)(\d)$")
 
 
 def cuda_of_tag(tag: Any) -> Optional[str]:
@@ -133,7 +135,7 @@ def cuda_of_wheel(name: Any, stem: str) -> Optional[str]:
     return rest if text.startswith(prefix) and re.match(r"^\d+$", rest) else None
 
 
-_CUDART_FILE = re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
+_CUDART_FILE = lazyre.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$")
 
 
 def cuda_of_cudart(name: Any) -> Optional[str]:

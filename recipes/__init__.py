@@ -65,9 +65,9 @@ def parse_target(text: str, arch: str = "x86_64") -> Target:
 
 def target_from_facts(facts: Any) -> Target:
     """This machine's install target: the system side of the machine's one :class:`Target`
-    (:func:`envdoctor.advise.target_from_facts`, from ``os.id``, ``os.version`` and ``os.arch``), its release as
+    (:func:`envdoctor.machine.target_from_facts`, from ``os.id``, ``os.version`` and ``os.arch``), its release as
     NVIDIA's repositories name it, refused when no recipe targets it."""
-    from envdoctor.advise import target_from_facts as machine
+    from envdoctor.machine import target_from_facts as machine
 
     seen = machine(facts)
     os_id, version = seen.os_id, seen.version
@@ -86,6 +86,8 @@ def target_from_facts(facts: Any) -> Target:
 # -- requests --------------------------------------------------------------
 @dataclass(frozen=True)
 class Request:
+    """What ``envdoctor install`` was asked: the component, its version and method, and the options that shape the
+    plan."""
     component: str
     version: Optional[str]
     method: Optional[str]

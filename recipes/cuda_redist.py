@@ -31,15 +31,10 @@ from typing import Any, Dict, List, Optional, Sequence
 from packaging.version import Version
 
 from envdoctor.install import validate
+from envdoctor.install.archive import Download, Extract, Move, PrivateDir, Remove, SpaceCheck
 from envdoctor.install.plan import (
-    Download,
-    Extract,
-    Move,
     Plan,
-    PrivateDir,
-    Remove,
     RunCommand,
-    SpaceCheck,
     Step,
     WriteFile,
     absent,

@@ -33,6 +33,7 @@ from packaging.version import Version
 from envdoctor import osinfo, versions
 from envdoctor.install import validate
 from envdoctor.install.plan import Plan, RunCommand, Step, WriteFile, conda_env_exists, exists
+from envdoctor.machine import compute_capabilities  # noqa: F401 - the framework recipes' name for it
 from envdoctor.matrix import hardware
 
 from . import RecipeError, Target
@@ -112,7 +113,7 @@ def cpu_build_reason(request: Any, facts: Any, opts: Dict[str, str]) -> Optional
     NVIDIA GPU get it (a CUDA wheel there only adds gigabytes of libraries nothing can use), unless
     ``--option cuda=X`` asks for a CUDA build anyway; a Docker plan always builds a CUDA image.
     """
-    from envdoctor.advise import gpu_present
+    from envdoctor.machine import gpu_present
 
     want = opts.get("cuda", "").lower()
     if want == "cpu":
@@ -167,25 +168,12 @@ class DriverVersion(Version):
 
 def driver_version(facts: Any) -> Optional[Version]:
     """The machine's driver, read as `advise` reads it (NVML, else the kernel module, else the library)."""
-    from envdoctor.advise import machine_driver
+    from envdoctor.machine import machine_driver
 
     text = machine_driver(facts)[0] if facts is not None else None
     if text is None or _v(text) is None:
         return None
     return DriverVersion(text.strip())
-
-
-def compute_capabilities(facts: Any) -> List[str]:
-    """Every GPU's compute capability (``gpu.N.compute_capability``), in GPU order."""
-    if facts is None:
-        return []
-    out = []
-    named = getattr(facts, "named", None)  # envdoctor.facts.Facts: the one field of every GPU, not all 44
-    for f in named("gpu.", "compute_capability") if named is not None else facts.with_prefix("gpu."):
-        parts = f.key.split(".")
-        if len(parts) == 3 and parts[2] == "compute_capability" and parts[1].isdigit() and f.known:
-            out.append((int(parts[1]), str(f.value)))
-    return [cc for _, cc in sorted(out)]
 
 
 _v = versions.parse
@@ -197,7 +185,7 @@ def machine_target(facts: Any, target: Any = None, python: Optional[str] = None,
     (the advise side is :func:`envdoctor.advise.target_from_facts`): the driver, every GPU's compute
     capability, the wheels' platform (WSL2 from the facts, else the install target's architecture) and,
     when given, the Python the build must have wheels for (:func:`pip_python`)."""
-    from envdoctor.advise import target_from_facts
+    from envdoctor.machine import target_from_facts
 
     machine = target_from_facts(facts) if facts is not None else Target()  # the one reading of a machine's facts
     driver = None if ignore_driver or machine.driver is None else machine.driver.strip()
@@ -405,7 +393,7 @@ def pip_target(request: Any, facts: Any, component: str) -> Tuple[str, List[Step
 def smoke_for(plain: str, gpu_check: str, facts: Any) -> str:
     """The import check of a CUDA build: on a machine known to have an NVIDIA GPU, one that fails (exit 1, the
     reason on its last line) when the framework sees no GPU, so a build that cannot use it fails the install."""
-    from envdoctor.advise import gpu_present
+    from envdoctor.machine import gpu_present
 
     return gpu_check if facts is not None and gpu_present(facts) is True else plain
 

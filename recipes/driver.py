@@ -25,9 +25,10 @@ from packaging.version import Version
 
 from envdoctor import matrix
 from envdoctor.install.plan import Plan, RunCommand, Step, exists
+from envdoctor.machine import compute_capabilities
 from envdoctor.matrix import gpu_support, hardware
 
-from . import RecipeError, Request, Target, docker_image, install_step, pick_method, repo_steps, target_note
+from . import RecipeError, Request, Target, install_step, pick_method, repo_steps, target_note
 
 COMPONENT = "driver"
 METHODS: Tuple[str, ...] = ("repo",)
@@ -258,7 +259,7 @@ def choose_branch(target: Target, ccs: List[str]) -> Tuple[Optional[str], str]:
 
 def plan(request: Request, target: Target, facts: Any) -> Plan:
     method = pick_method(sys.modules[__name__], request, target)
-    ccs = docker_image.compute_capabilities(facts)
+    ccs = compute_capabilities(facts)
     # each GPU as driver-support judges it (matrix.gpu_support): its PCI device ID against NVIDIA's per-GPU lists,
     # its architecture by NVML's compute capability, else (the driver not loaded) by the lists' name for its ID
     gpus = gpu_support.machine_gpus(facts) if facts is not None else []

@@ -212,7 +212,7 @@ def no_executor(monkeypatch: Any) -> List[str]:
     import requests
 
     from envdoctor.cli import install as install_cli
-    from envdoctor.install import download, executor, plan
+    from envdoctor.install import archive, download, executor, plan
 
     reached: List[str] = []
 
@@ -227,8 +227,8 @@ def no_executor(monkeypatch: Any) -> List[str]:
     monkeypatch.setattr(executor, "check_holds", trap("executor.check_holds"))
     for name in ("check_holds", "_run"):  # what the plan's actions run (each action's run is trapped below too)
         monkeypatch.setattr(plan, name, trap("plan." + name))
-    for cls in (plan.RunCommand, plan.WriteFile, plan.Download, plan.Extract, plan.PrivateDir, plan.SpaceCheck,
-                plan.Move, plan.Remove):
+    for cls in (plan.RunCommand, plan.WriteFile, archive.Download, archive.Extract, archive.PrivateDir,
+                archive.SpaceCheck, archive.Move, archive.Remove):
         monkeypatch.setattr(cls, "run", trap(cls.__name__ + ".run"))
     monkeypatch.setattr(plan.Check, "holds", trap("Check.holds"))
     monkeypatch.setattr(install_cli, "rediagnose", trap("rediagnose"))

@@ -12,8 +12,9 @@ import os
 
 import pytest
 
+from envdoctor.install.archive import Download
 from envdoctor.install.download import DownloadError, DownloadOptions, download
-from envdoctor.install.plan import Download, action_sh
+from envdoctor.install.plan import action_sh
 
 from .loopback import Server
 

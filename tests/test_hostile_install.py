@@ -416,7 +416,8 @@ def _python_named(tmp, target: str) -> str:
 
 def test_the_script_carries_envdoctors_own_extractor_verbatim(tmp_path):
     from envdoctor.install import extract
-    from envdoctor.install.plan import Extract, Plan, Step, render_sh
+    from envdoctor.install.archive import Extract
+    from envdoctor.install.plan import Plan, Step, render_sh
 
     plan = Plan("p", "cuda", "1", "redist", "t", steps=[
         Step("u1", "unpack", Extract("/s/a.tar.xz", "/s/tree", 1, "/s/m/a.unpacked", "LICENSE.a")),

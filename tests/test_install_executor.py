@@ -17,10 +17,10 @@ from click.testing import CliRunner
 
 from envdoctor.cli.install import install
 from envdoctor.install import validate
+from envdoctor.install.archive import Remove
 from envdoctor.install.executor import Executor
 from envdoctor.install.plan import (
     Plan,
-    Remove,
     RunCommand,
     Step,
     WriteFile,
@@ -155,7 +155,8 @@ def test_rendered_script_runs_with_bash_and_skips_on_rerun(tmp_path):
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("sha256sum") is None, reason="needs bash/coreutils")
 def test_rendered_script_verifies_downloads_with_sha256sum(tmp_path):
-    from envdoctor.install.plan import Download, has_sha256
+    from envdoctor.install.archive import Download
+    from envdoctor.install.plan import has_sha256
 
     src = tmp_path / "archive.tar.xz"
     src.write_bytes(b"payload")

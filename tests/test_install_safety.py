@@ -26,10 +26,11 @@ from click.testing import CliRunner
 
 from envdoctor.cli.install import install
 from envdoctor.install import extract as extract_mod
+from envdoctor.install.archive import Extract
 from envdoctor.install.download import DownloadError, DownloadOptions, download
 from envdoctor.install.executor import Executor
 from envdoctor.install.lock import Busy, PrefixLock
-from envdoctor.install.plan import Extract, Plan, Step, render_sh
+from envdoctor.install.plan import Plan, Step, render_sh
 from envdoctor.recipes import cuda_redist
 from tests.loopback import Server
 from tests.test_install_redist import REAL_CUDA_12_4_1, _archive_bytes, make_plan, run_plan, served_manifest
@@ -390,7 +391,7 @@ def test_force_never_takes_a_system_or_home_directory(server, tmp_path, prefix):
 
 # -- space, a full disk ----------------------------------------------------------------
 def test_not_enough_free_space_is_said_before_any_download(server, tmp_path, monkeypatch):
-    from envdoctor.install import plan as actions
+    from envdoctor.install import archive as actions
 
     monkeypatch.setattr(actions, "free_bytes", lambda path: 1000)  # the one value a test cannot make for real
     prefix = str(tmp_path / "cuda")
@@ -484,7 +485,7 @@ def _bomb_server(tmp_path, unpacked: int) -> Server:
 def test_an_archive_unpacking_beyond_the_estimate_is_refused_before_unpacking(tmp_path, monkeypatch):
     """Free space for the downloads and the estimated tree, not for what the archive really unpacks to: the
     check before unpacking measures the archive's own size and stops with the figure, nothing unpacked."""
-    from envdoctor.install import plan as actions
+    from envdoctor.install import archive as actions
 
     srv = _bomb_server(tmp_path, 8 * 1024 * 1024)
     monkeypatch.setattr(actions, "free_bytes", lambda path: 4 * 1024 * 1024)  # more than the estimate, < 8 MiB

@@ -84,3 +84,13 @@ def test_one_reader_serves_the_linkage_and_the_gpu_code_probes():
     assert got == [SITE + "/roi_align_cuda.cpython-35m-x86_64-linux-gnu.so", egg + "/ops/cuda/_C.so"]
     assert got == (unrecorded_modules(host, roi) or []) + (
         unrecorded_modules(host, Distribution("ops", "1.0", egg + "/EGG-INFO", egg)) or [])
+
+
+def test_a_framework_distribution_is_told_by_the_frameworks_own_patterns():
+    """linkage skips a framework's own distribution (its builds are judged elsewhere) by the patterns
+    ``frameworks.of_distribution`` matches with, as the anchored ``^(?:...)$`` it used to compile did."""
+    from envdoctor.probes.linkage import _framework_key
+
+    assert _framework_key("torch") and _framework_key("tensorflow-gpu") and _framework_key("cupy-cuda12x")
+    assert _framework_key("torch\n")  # as "$" matched before a final newline
+    assert not _framework_key("cuquantum-cu12") and not _framework_key("torchx") and not _framework_key("xtorch")

@@ -107,7 +107,7 @@ _PATH_NAME = lazyre.compile(r"PATH$|(^|_)(HOME|DIRS?|ROOT|PREFIX(_[0-9]+)?|EXE|F
 _SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_WHITESPACE = re.compile(r"\s")
+_WHITESPACE = lazyre.compile(r"\s")
 #: A credential-like query parameter inside a URL: ``?private_token=...``, ``&sig=...``, ``;jsessionid=``.
 _QUERY_PARAM = lazyre.compile(r"(?P<lead>[?&;])(?P<name>[A-Za-z0-9_.\[\]%-]+)=(?P<value>[^&;#\s\"'<>]*)")
 #: conda's channel token: ``https://conda.anaconda.org/t/<token>/channel`` (repo.anaconda.cloud,
@@ -196,7 +196,7 @@ _TOKEN_RULES = tuple((needle, lazyre.compile(shape + r"(?![A-Za-z0-9_])")) for n
 #: No token shape is shorter (an AWS key id is 20 characters).
 _SHORTEST_TOKEN = 20
 
-_GPU_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_GPU_UUID = lazyre.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _IDENTITY_VARS = {"USER": "<user>", "LOGNAME": "<user>", "USERNAME": "<user>", "HOSTNAME": "<hostname>",
                   "HOST": "<hostname>"}
 #: Variables naming this machine (or the job's machines) for a scheduler: hidden whole, and each name in

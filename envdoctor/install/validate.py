@@ -15,17 +15,19 @@ from typing import Dict, Iterable, List, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from .. import lazyre
+
 
 class ValidationError(ValueError):
     """A value from the user or a manifest is not acceptable."""
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_RELEASE = re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}$")
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_REL_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*$")
-_PLATFORM = re.compile(r"^(?:linux|windows)-(?:x86_64|sbsa|aarch64|ppc64le)$")
+_CONTROL = lazyre.compile(r"[\x00-\x1f\x7f]")
+_RELEASE = lazyre.compile(r"^[0-9]+(?:\.[0-9]+){0,3}$")
+_NAME = lazyre.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_SHA256 = lazyre.compile(r"^[0-9a-f]{64}$")
+_REL_PATH = lazyre.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*$")
+_PLATFORM = lazyre.compile(r"^(?:linux|windows)-(?:x86_64|sbsa|aarch64|ppc64le)$")
 
 
 def _show(value: str) -> str:

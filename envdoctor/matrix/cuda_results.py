@@ -8,10 +8,11 @@ import functools
 import re
 from typing import Dict, List, Optional
 
+from .. import lazyre
 from . import DERIVED_CACHES, Row, load
 
 AREA = "cuda_results"
-_NAME = re.compile(r"^CUDA_(?:SUCCESS|ERROR_[A-Z0-9_]+)$")
+_NAME = lazyre.compile(r"^CUDA_(?:SUCCESS|ERROR_[A-Z0-9_]+)$")
 
 
 @functools.lru_cache(maxsize=1)

@@ -14,11 +14,12 @@ from typing import Any, Dict, List, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from .. import lazyre
 from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 AREA = "runtime_loads"
-_SONAME = re.compile(r"^lib[A-Za-z0-9_+-]+\.so\.\d+$")
+_SONAME = lazyre.compile(r"^lib[A-Za-z0-9_+-]+\.so\.\d+$")
 
 
 def loads_of(stem: str, major: Optional[str], version: Optional[str]) -> List[Row]:

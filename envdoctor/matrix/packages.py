@@ -11,13 +11,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
+from .. import lazyre
 from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 ARCH_AREA = "package_arch"
 COMPANION_AREA = "companion_cuda"
-_CC = re.compile(r"^\d+\.\d$")
-_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_CC = lazyre.compile(r"^\d+\.\d$")
+_NAME = lazyre.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
 @functools.lru_cache(maxsize=None)

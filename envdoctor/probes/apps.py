@@ -37,6 +37,7 @@ import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Optional
 
+from .. import lazyre
 from ..facts import Fact, ok, unknown
 from ..host.base import Host
 from ..matrix import loads
@@ -56,13 +57,13 @@ RAPIDS_PACKAGES = frozenset({
     "rapids", "cudf", "libcudf", "dask-cudf", "cuml", "libcuml", "cugraph", "libcugraph", "pylibcugraph", "rmm",
     "librmm", "cuspatial", "libcuspatial", "cuxfilter", "cucim", "raft-dask", "pylibraft", "libraft", "cuvs",
     "libcuvs", "nx-cugraph", "cudf-polars", "pylibcudf", "libkvikio", "kvikio"})
-_CONDA_CUDA = re.compile(r"(?:^|_)cuda_?(\d+)(?:[._]|$)")
-_PIP_CU = re.compile(r"^(.+)-cu(\d+)$")
-_RELEASE = re.compile(r"^(\d+)\.(\d+)")
+_CONDA_CUDA = lazyre.compile(r"(?:^|_)cuda_?(\d+)(?:[._]|$)")
+_PIP_CU = lazyre.compile(r"^(.+)-cu(\d+)$")
+_RELEASE = lazyre.compile(r"^(\d+)\.(\d+)")
 
 OLLAMA_BINARIES = ("/usr/local/bin/ollama", "/usr/bin/ollama")
 OLLAMA_LIBDIRS = ("/usr/local/lib/ollama", "/usr/lib/ollama")
-_OLLAMA_VERSION = re.compile(r"version is (\d+\.\d+\.\d+(?:-rc\d+)?)")
+_OLLAMA_VERSION = lazyre.compile(r"version is (\d+\.\d+\.\d+(?:-rc\d+)?)")
 
 
 def _release(version: str) -> Optional[str]:
@@ -167,7 +168,7 @@ def find_optix_packages(host: Host) -> List[Dict[str, Any]]:
 #: Applications (runtime_loads.json ``program``) with their display name, the places they are installed whole, and
 #: how their version is read: the ``<major>.<minor>`` folder beside the executable that holds this subfolder.
 PROGRAMS = {"blender": {"name": "Blender", "places": ("/snap/blender/current/blender",), "version_dir": "scripts"}}
-_MAJOR_MINOR = re.compile(r"^\d+\.\d+$")
+_MAJOR_MINOR = lazyre.compile(r"^\d+\.\d+$")
 
 
 def _program_version(host: Host, path: str, holds: str) -> Optional[str]:
@@ -205,8 +206,8 @@ def find_program_loads(host: Host) -> List[Dict[str, Any]]:
 
 
 FFNVCODEC_PC = "ffnvcodec.pc"
-_PC_NAME = re.compile(r"^Name:\s*ffnvcodec\s*$", re.M)
-_PC_VERSION = re.compile(r"^Version:\s*(\d+(?:\.\d+){1,3})\s*$", re.M)
+_PC_NAME = lazyre.compile(r"^Name:\s*ffnvcodec\s*$", re.M)
+_PC_VERSION = lazyre.compile(r"^Version:\s*(\d+(?:\.\d+){1,3})\s*$", re.M)
 
 
 def find_nv_codec_headers(host: Host) -> List[Dict[str, Any]]:
@@ -245,7 +246,7 @@ JELLYFIN_FFMPEG_NV_CODEC = (
     ("6.0.1-3", "7.0.2-5", "12.0.16.1"),
 )
 #: A Jellyfin FFmpeg package version: ``6.0-4-jammy``, ``7.0.2-4-bookworm``, ``5.1.2-5``: (upstream, revision).
-_JELLYFIN_VERSION = re.compile(r"^(?:\d+:)?(\d+(?:\.\d+)*)-(\d+)(?:-[a-z]+)?$")
+_JELLYFIN_VERSION = lazyre.compile(r"^(?:\d+:)?(\d+(?:\.\d+)*)-(\d+)(?:-[a-z]+)?$")
 
 
 def _jellyfin_key(version: str) -> Optional[tuple]:

@@ -776,7 +776,7 @@ def mxnet_fact(dists: Dict[str, Distribution], host: Optional[Host] = None) -> L
 
 #: A CUDA build of TVM links the CUDA runtime and driver into its runtime library (cmake/modules/CUDA.cmake appends
 #: CUDA_CUDART_LIBRARY and CUDA_CUDA_LIBRARY to TVM_RUNTIME_LINKER_LIBS when USE_CUDA is on); the NVRTC library too.
-_TVM_CUDA = re.compile(r"^lib(?:cudart|cuda|nvrtc)\.so(?:\.|$)")
+_TVM_CUDA = lazyre.compile(r"^lib(?:cudart|cuda|nvrtc)\.so(?:\.|$)")
 #: Where an installed TVM keeps its libraries (the wheel: tvm/; some builds: tvm/lib/ or build/).
 _TVM_LIBS = ("tvm/libtvm_runtime.so", "tvm/libtvm.so", "tvm/lib/libtvm_runtime.so", "tvm/lib/libtvm.so")
 

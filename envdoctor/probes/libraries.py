@@ -152,7 +152,7 @@ def _rank(copy: Dict[str, Any], ldp: Dict[str, int], cache_paths: Dict[str, int]
 
 
 #: A CUDA runtime's soname: libcudart.so.<major>[.<minor>] (per minor up to CUDA 10.2, then 11.0, 12, 13).
-CUDART_SONAME = re.compile(r"^libcudart\.so\.\d+(?:\.\d+)?$")
+CUDART_SONAME = lazyre.compile(r"^libcudart\.so\.\d+(?:\.\d+)?$")
 
 
 def _add_dir(host: Host, stem: str, d: str, how: str, version: Optional[str], copies: List[Dict[str, Any]],

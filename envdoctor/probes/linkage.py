@@ -414,7 +414,7 @@ def legacy_extension_files(host: Host, site: str, dists: Sequence[Distribution],
 
 #: A CUDA build named in a module's file name or in its directory (``_cuda_cu118.cpython-312-...so``, ``cu128/_C.so``):
 #: ``cu`` and the major and minor digits, not part of a longer word or number.
-_CUDA_TAG = re.compile(r"(?<![0-9A-Za-z])cu(\d{2})(\d)(?![0-9])|(?<![0-9A-Za-z])cu(\d)(\d)(?![0-9])")
+_CUDA_TAG = lazyre.compile(r"(?<![0-9A-Za-z])cu(\d{2})(\d)(?![0-9])|(?<![0-9A-Za-z])cu(\d)(\d)(?![0-9])")
 
 
 def _cuda_tag(text: str) -> Optional[Tuple[str, str, str]]:
@@ -682,6 +682,14 @@ def _module_needs_cuda(host: Host, path: str, elf: Any) -> bool:
     return False
 
 
+def _framework_key(key: str) -> bool:
+    """Whether ``key`` (a distribution's normalised name) is one a framework installs: its pattern matches all of
+    it, or all but a final newline (as ``^(?:pattern)$`` matches). Through ``re``'s cache of the patterns
+    :func:`envdoctor.frameworks.of_distribution` matches with, not a second, anchored compile of each."""
+    keys = (key, key[:-1]) if key.endswith("\n") else (key,)
+    return any(re.fullmatch(f.distributions, k) for f in frameworks.FRAMEWORKS if f.distributions for k in keys)
+
+
 def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], skip: Sequence[str],
                      done: Sequence[str] = ()) -> List[Dict[str, Any]]:
     """``linkage.packages`` entries for installed distributions (not a framework, not one requiring a framework,
@@ -691,13 +699,12 @@ def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], ski
     its CUDA libraries from NVIDIA's wheels through ``$ORIGIN`` paths resolves them there; one built for a CUDA
     release the machine lacks resolves nothing (cuquantum's ``libcustatevec.so.1`` needs ``libcublas.so.11``)."""
 
-    fw_dists = [re.compile(r"^(?:%s)$" % f.distributions) for f in frameworks.FRAMEWORKS if f.distributions]
     out: List[Dict[str, Any]] = []
     read = 0
     seen: Set[str] = set()
     for d in dists:
         if (d.key in FRAMEWORK_DISTS or d.key in skip or d.key in done or d.key.startswith("nvidia-")
-                or d.key in seen or any(r.match(d.key) for r in fw_dists) or not d.metadata_dir.endswith(".dist-info")):
+                or d.key in seen or _framework_key(d.key) or not d.metadata_dir.endswith(".dist-info")):
             continue
         seen.add(d.key)
         record = read_record(host, d.metadata_dir)

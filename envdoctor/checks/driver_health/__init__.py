@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from ... import versions
+from ... import lazyre, versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from ...osinfo import WSL_LIB_DIR
@@ -114,8 +114,8 @@ RULES: Dict[str, Dict[str, str]] = {
 RELOAD = "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
 
 #: Ubuntu's driver packages: its compute libraries, and its graphics libraries (OpenGL, EGL, Vulkan, OptiX).
-_APT_COMPUTE = re.compile(r"^libnvidia-compute-(\d{3}(?:-server)?)$")
-_APT_GL = re.compile(r"^libnvidia-gl-(\d{3}(?:-server)?)$")
+_APT_COMPUTE = lazyre.compile(r"^libnvidia-compute-(\d{3}(?:-server)?)$")
+_APT_GL = lazyre.compile(r"^libnvidia-gl-(\d{3}(?:-server)?)$")
 
 
 def driver_apt_flavours(facts: Facts) -> Tuple[List[str], Set[str]]:

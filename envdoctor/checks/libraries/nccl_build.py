@@ -15,10 +15,9 @@ gives programs that copy.
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ... import versions
+from ... import lazyre, versions
 from ...facts import Facts
 from ...findings import Finding, Fix
 from .. import CheckContext, CodeDoc, check
@@ -40,8 +39,8 @@ NCCL_MAKEFILE = "https://github.com/NVIDIA/nccl/blob/master/src/Makefile"
 WHEEL_RPATH = "https://github.com/pytorch/pytorch/blob/main/.ci/manywheel/build_cuda.sh"
 
 #: NVIDIA's NCCL packages: Debian/Ubuntu ``libnccl2``, RPM ``libnccl``; the CUDA build in the version's release part.
-_PACKAGE = re.compile(r"^libnccl\d*$")
-_CUDA_SUFFIX = re.compile(r"\+cuda(\d+)\.(\d+)(?![\d.])")
+_PACKAGE = lazyre.compile(r"^libnccl\d*$")
+_CUDA_SUFFIX = lazyre.compile(r"\+cuda(\d+)\.(\d+)(?![\d.])")
 _WHEEL = "nvidia-nccl"  # NVIDIA's wheel, its name without the CUDA major (versions.cu_wheel)
 #: The first CUDA release with minor-version compatibility (a runtime of X.y runs on a driver and beside programs of
 #: any X.z): https://docs.nvidia.com/deploy/cuda-compatibility/ ("Minor Version Compatibility", from CUDA 11).
