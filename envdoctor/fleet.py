@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from . import frameworks
 from .policy import gpu_keys
@@ -156,14 +157,14 @@ class Inputs:
     empty_dirs: List[str] = field(default_factory=list)  # held no *.json or *.json.gz file
     unlistable: List[str] = field(default_factory=list)  # "DIR: why it could not be listed"
     skipped: List[str] = field(default_factory=list)  # the file this run writes its output to
+    regular: Set[str] = field(default_factory=set)  # the files that were regular files when gathered
 
 
-def _identity(path: str) -> Optional[Tuple[int, int]]:
+def _stat(path: str) -> Optional[os.stat_result]:
     try:
-        st = os.stat(path)
+        return os.stat(path)
     except (OSError, ValueError):
         return None
-    return st.st_dev, st.st_ino
 
 
 def gather(paths: Sequence[str], output: Optional[Tuple[int, int]] = None) -> Inputs:
@@ -175,8 +176,8 @@ def gather(paths: Sequence[str], output: Optional[Tuple[int, int]] = None) -> In
     seen_real: Set[str] = set()
     seen_ids: Set[Tuple[int, int]] = set()
 
-    def add(path: str) -> bool:
-        ident = _identity(path)
+    def add(path: str, st: Optional[os.stat_result]) -> bool:
+        ident = None if st is None else (st.st_dev, st.st_ino)
         if output is not None and ident == output:
             found.skipped.append(path)
             return False
@@ -190,6 +191,8 @@ def gather(paths: Sequence[str], output: Optional[Tuple[int, int]] = None) -> In
                 return True
             seen_real.add(real)
         found.files.append(path)
+        if st is not None and path != "-" and stat.S_ISREG(st.st_mode):  # "-": standard input
+            found.regular.add(path)
         return True
 
     for p in paths:
@@ -201,11 +204,15 @@ def gather(paths: Sequence[str], output: Optional[Tuple[int, int]] = None) -> In
                 continue
             files = [os.path.join(p, n) for n in natural_sorted(entries)
                      if n.endswith((".json", ".json.gz")) and not n.startswith(".")]
-            added = [f for f in files if not os.path.isdir(f) and add(f)]
+            added = []
+            for f in files:  # one look at each file: a directory? which file? a regular one?
+                st = _stat(f)
+                if not (st is not None and stat.S_ISDIR(st.st_mode)) and add(f, st):
+                    added.append(f)
             if not added:
                 found.empty_dirs.append(p)
         else:
-            add(p)
+            add(p, _stat(p))
     return found
 
 
@@ -316,8 +323,6 @@ MAX_PIPES_AT_ONCE = 256
 
 
 def _regular(path: str) -> bool:
-    import stat
-
     try:
         return path != "-" and stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
@@ -347,15 +352,14 @@ def read_pipes(paths: Sequence[str], timeout: float) -> Dict[str, Any]:
         return dict(zip(pipes, pool.map(read, pipes)))
 
 
-def readers(paths: Sequence[str]) -> int:
+def readers(paths: Sequence[str], regular: Collection[str] = ()) -> int:
     """How many processes read the files: one per CPU (at most 8) for 64 or more regular files, else one
-    (a pipe or standard input is read by fleet itself, within --read-timeout)."""
-    import stat
-
+    (a pipe or standard input is read by fleet itself, within --read-timeout). ``regular``: paths known to be
+    regular files already (:attr:`Inputs.regular`), not looked at again."""
     if len(paths) < 64 or not hasattr(os, "fork"):
         return 1
     try:
-        if not all(p != "-" and stat.S_ISREG(os.stat(p).st_mode) for p in paths):
+        if not all(p in regular or (p != "-" and stat.S_ISREG(os.stat(p).st_mode)) for p in paths):
             return 1
     except OSError:
         return 1
@@ -364,21 +368,27 @@ def readers(paths: Sequence[str]) -> int:
 
 
 def load_nodes(paths: Sequence[str], names: Sequence[str], timeout: float, policy: Any = None,
-               summary: bool = False, workers: Optional[int] = None, replay: Optional[float] = None) -> List[Node]:
+               summary: bool = False, workers: Optional[int] = None, replay: Optional[float] = None,
+               regular: Collection[str] = ()) -> List[Node]:
     """Every file's node, in order, keeping only extracts; read by :func:`readers` processes in parallel
     (each parses whole reports, the parent keeps what comes back). ``timeout`` bounds the wait for a pipe,
-    ``replay`` (default: ``timeout``) the probes of a snapshot's replay."""
+    ``replay`` (default: ``timeout``) the probes of a snapshot's replay; ``regular``: the paths known to be regular
+    files (:attr:`Inputs.regular`)."""
     global _JOB
     jobs = list(zip(paths, names))
-    count = readers(paths) if workers is None else workers
+    count = readers(paths, regular) if workers is None else workers
     if count <= 1:
         piped = read_pipes(paths, timeout)
         return list(_interned(load_node(p, timeout, n, policy, summary, keep_facts=False, raw=piped.get(p),
                                         replay=replay) for p, n in jobs))
+    import codecs
     import multiprocessing
 
-    from .forked import reset_signals
+    from . import report  # noqa: F401 - what every reader imports to read a report (and the codec of its
+    from .forked import reset_signals  # text), imported once here, before the readers fork, not once in each
+    from .host import snapshot  # noqa: F401
 
+    codecs.lookup("utf-8-sig")
     _JOB = (timeout, policy, summary, replay)
     try:
         # The readers take the default signal actions: fleet's own handlers (end the children and

@@ -81,7 +81,7 @@ def fleet(files: Tuple[str, ...], baseline: Optional[str], uniform: bool, policy
         click.echo("envdoctor: no *.json or *.json.gz files in " + empty, err=True)
     replay = env_timeout()  # a snapshot's replay gets the probe budget (ENVDOCTOR_TIMEOUT), as a live run does
     nodes = logic.load_nodes(inputs.files, logic.unique_names(inputs.files), timeout, policy_obj,
-                             summary=fmt in ("junit", "prometheus"), replay=replay)
+                             summary=fmt in ("junit", "prometheus"), replay=replay, regular=inputs.regular)
     base = None
     if baseline is not None:
         base = logic.load_node(baseline, timeout, keep_facts=False, replay=replay)
