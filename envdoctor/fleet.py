@@ -29,8 +29,7 @@ from operator import itemgetter
 from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from . import frameworks
-from .policy import gpu_keys
-from .reportview import FactIndex, Found, ReportView
+from .reportview import FactIndex, Found, ReportView, gpu_keys
 
 FLEET_SCHEMA_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
@@ -334,13 +333,12 @@ def read_pipes(paths: Sequence[str], timeout: float) -> Dict[str, Any]:
     :class:`~envdoctor.host.snapshot.SnapshotError` saying why not, read at the same time (up to
     :data:`MAX_PIPES_AT_ONCE` at once), each allowed ``timeout``: forty stalled pipes cost one time-out,
     not forty."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .host.snapshot import SnapshotError, read_raw
-
     pipes = [p for p in dict.fromkeys(paths) if not _regular(p)]
     if not pipes:
         return {}
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .host.snapshot import SnapshotError, read_raw
 
     def read(path: str) -> Any:
         try:

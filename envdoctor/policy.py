@@ -44,7 +44,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from . import frameworks
-from .reportview import FactMap, Found, ReportView, fact, field, report_facts
+from .reportview import FactMap, Found, ReportView, fact, field, gpu_keys, report_facts
 
 POLICY_SCHEMA_VERSION = 1
 #: A policy is a page of text; anything much larger is not one (and is not parsed).
@@ -671,18 +671,6 @@ def _judge_one(req: Requirement, found: Found) -> str:
         return "unknown"  # not a version: cannot be compared
     return "pass" if found.value is not None and req.matches(found.value) else "fail"
 
-
-_GPU_KEYS: Dict[str, List[str]] = {}
-
-
-def gpu_keys(name: str, count: int) -> List[str]:
-    """``gpu.0.NAME`` ... ``gpu.<count-1>.NAME``, made once (a fleet asks for them on every node)."""
-    keys = _GPU_KEYS.get(name)
-    if keys is None or len(keys) < count:
-        keys = ["gpu.%d.%s" % (i, name) for i in range(max(count, 64))]
-        if len(_GPU_KEYS) < _MEMO_SIZE:
-            _GPU_KEYS[name] = keys
-    return keys[:count]
 
 
 _PLAIN = (str, int, float, bool)

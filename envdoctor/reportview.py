@@ -22,6 +22,21 @@ from typing import Any, Dict, List, Optional, Tuple
 
 FactMap = Dict[str, Dict[str, Any]]  # fact key -> the fact as a report holds it
 
+_GPU_KEYS: Dict[str, List[str]] = {}
+#: The most fact names whose per-GPU keys are kept.
+_GPU_KEYS_KEPT = 4096
+
+
+def gpu_keys(name: str, count: int) -> List[str]:
+    """``gpu.0.NAME`` ... ``gpu.<count-1>.NAME``, made once (a fleet asks for them on every node; here, not in
+    :mod:`envdoctor.policy`, so that a fleet without a policy does not import what a policy needs)."""
+    keys = _GPU_KEYS.get(name)
+    if keys is None or len(keys) < count:
+        keys = ["gpu.%d.%s" % (i, name) for i in range(max(count, 64))]
+        if len(_GPU_KEYS) < _GPU_KEYS_KEPT:
+            _GPU_KEYS[name] = keys
+    return keys[:count]
+
 
 class Found:
     """What the report says about one question: a value (None: the node has none, ``why`` says so), or unknown
