@@ -17,7 +17,7 @@ from envdoctor.checks.driver_health import driver_health
 from envdoctor.findings import Finding
 from envdoctor.host import cudainit
 from envdoctor.host.base import CudaInitResult
-from envdoctor.host.live import LiveHost, nvml_dirs, start_command
+from envdoctor.host.live import LiveHost, start_command
 from envdoctor.host.snapshot import SnapshotHost, validate_document
 from envdoctor.matrix import cuda_results
 from tests.conftest import probe_facts
@@ -124,46 +124,53 @@ def test_parse_truncated_mid_line_keeps_what_came_before():
 
 # -- when it is worth asking -----------------------------------------------------------------------------------
 
-def sysfs(tmp_path, devices: Dict[str, Dict[str, str]]) -> str:
-    pci = tmp_path / "pci"
-    for name, files in devices.items():
-        (pci / name).mkdir(parents=True)
-        for f, text in files.items():
-            (pci / name / f).write_text(text)
-    pci.mkdir(exist_ok=True)
-    return str(pci)
+def driver_tree(tmp_path, minors=(0,), nodes=("nvidiactl", "nvidia-uvm", "nvidia0"), loaded=True):
+    """A /dev and /proc/driver/nvidia as the NVIDIA module leaves them: its version file, one folder per GPU with
+    its ``Device Minor``, and the device nodes named."""
+    dev, proc = tmp_path / "dev", tmp_path / "proc"
+    dev.mkdir(parents=True, exist_ok=True)
+    (proc / "gpus").mkdir(parents=True, exist_ok=True)
+    if loaded:
+        (proc / "version").write_text("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20\n")
+    for i, minor in enumerate(minors):
+        gpu = proc / "gpus" / ("0000:%02x:00.0" % (i + 1))
+        gpu.mkdir()
+        (gpu / "information").write_text("Model: \t\t NVIDIA A100 80GB PCIe\nDevice Minor: \t %d\n" % minor)
+    for n in nodes:
+        (dev / n).write_text("")
+    return dict(dev=str(dev), proc_version=str(proc / "version"), proc_gpus=str(proc / "gpus"),
+                wsl_lib=str(tmp_path / "wsl"))
 
 
-def ask(tmp_path, pci: str, env: Optional[Dict[str, str]] = None, dev: Optional[str] = None) -> bool:
-    (tmp_path / "dev").mkdir(exist_ok=True)
-    return cudainit.worth_asking((), env or {}, pci=pci, dev=dev or str(tmp_path / "dev"),
-                                 cache_path=str(tmp_path / "no-cache"))
+def test_asked_where_the_module_is_loaded_and_every_node_exists(tmp_path):
+    assert cudainit.worth_asking(**driver_tree(tmp_path)) is True
 
 
-def test_not_worth_asking_without_gpu_node_or_library(tmp_path):
-    pci = sysfs(tmp_path, {"0000:00:02.0": {"vendor": "0x8086\n", "class": "0x030000\n"},
-                           "0000:07:00.0": {"vendor": "0x10de\n", "class": "0x068000\n"}})  # an NVSwitch bridge
-    assert ask(tmp_path, pci) is False
+def test_not_asked_where_libcuda_would_create_nodes_or_load_modules(tmp_path):
+    # libcuda run as root creates missing /dev/nvidia* nodes and runs nvidia-modprobe for nvidia_uvm: asking there
+    # would change the machine and hide what the device-node checks report
+    for i, kw in enumerate([dict(nodes=("nvidia-uvm", "nvidia0")), dict(nodes=("nvidiactl", "nvidia0")),
+                              dict(nodes=("nvidiactl", "nvidia-uvm")), dict(loaded=False),
+                              dict(minors=(0, 1))]):
+        assert cudainit.worth_asking(**driver_tree(tmp_path / str(i), **kw)) is False, kw
 
 
-def test_worth_asking_with_an_nvidia_display_controller(tmp_path):
-    assert ask(tmp_path, sysfs(tmp_path, {"0000:01:00.0": {"vendor": "0x10de\n", "class": "0x030200\n"}})) is True
-
-
-def test_worth_asking_with_the_control_node_or_a_library(tmp_path):
-    pci = sysfs(tmp_path, {})
+def test_not_asked_on_a_machine_without_the_driver(tmp_path):
     (tmp_path / "dev").mkdir()
-    (tmp_path / "dev" / "nvidiactl").write_text("")
-    assert ask(tmp_path, pci) is True
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (lib / "libcuda.so.1").write_text("")
-    assert cudainit.worth_asking((), {"LD_LIBRARY_PATH": str(lib)}, pci=pci, dev=str(tmp_path / "none"),
-                                 cache_path=str(tmp_path / "no-cache")) is True
+    assert cudainit.worth_asking(dev=str(tmp_path / "dev"), proc_version=str(tmp_path / "none"),
+                                 proc_gpus=str(tmp_path / "none"), wsl_lib=str(tmp_path / "wsl")) is False
+
+
+def test_wsl_is_asked_where_the_windows_driver_is_mounted(tmp_path):
+    kw = driver_tree(tmp_path, minors=(), nodes=("dxg",), loaded=False)
+    assert cudainit.worth_asking(**kw) is False
+    (tmp_path / "wsl").mkdir()
+    (tmp_path / "wsl" / "libcuda.so.1").write_text("")
+    assert cudainit.worth_asking(**kw) is True
 
 
 def test_this_machine_without_gpu_starts_nothing(monkeypatch):
-    if cudainit.worth_asking(nvml_dirs(), os.environ):
+    if cudainit.worth_asking():
         pytest.skip("this machine has an NVIDIA GPU, device node or libcuda")
     host = LiveHost(timeout=5.0)
     host.start_cuda_init()
@@ -190,6 +197,8 @@ def live(monkeypatch, tmp_path, lib_dir: str, config: Dict[str, Any], timeout: f
     monkeypatch.setenv("LD_LIBRARY_PATH", lib_dir)
     monkeypatch.setenv("FAKE_CUDA_CONFIG", conf)
     monkeypatch.setattr(cudainit, "TIMEOUT", timeout)
+    # no driver here: the stand-in answers for it (when the child may start is tested above)
+    monkeypatch.setattr(cudainit, "worth_asking", lambda *a, **k: True)
     host = LiveHost(timeout=30.0)
     host.start_cuda_init()
     assert host._cuda_init_child not in (None, False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional
 
 from .base import CudaInitResult
 
@@ -18,8 +18,6 @@ LIBRARY = "libcuda.so.1"
 #: The longest the child may take: cuInit on a machine of eight GPUs without persistence mode takes seconds (the
 #: driver brings every GPU up); a driver that takes longer than this hangs every CUDA program as long.
 TIMEOUT = 20.0
-#: PCI vendor id of NVIDIA, and the PCI class of display controllers (0x03xxxx: VGA, 3D).
-NVIDIA_VENDOR = "0x10de"
 #: What a snapshot keeps of the child's result (``cuda_init``), key by key.
 ENTRY_KEYS = ("code", "name", "driver_version", "device_count", "bus_ids", "error", "message", "call", "duration")
 
@@ -30,36 +28,43 @@ def argv(python: str) -> List[str]:
     return [python, "-E", "-s", CHILD]
 
 
-def worth_asking(usual_dirs: Sequence[str], environ: Mapping[str, str], pci: str = "/sys/bus/pci/devices",
-                 dev: str = "/dev", cache_path: str = "/etc/ld.so.cache") -> bool:
-    """Whether CUDA could find anything here: the NVIDIA control device node, an NVIDIA display controller on the
-    PCI bus, or a ``libcuda.so.1`` the loader may resolve (LD_LIBRARY_PATH, ``usual_dirs``, the loader cache).
-    Read from files only (cheap: a machine without any of them never starts the child)."""
-    if os.path.exists(os.path.join(dev, "nvidiactl")):
-        return True
+#: The NVIDIA kernel module's own file (present while it is loaded), its GPUs' folders, and WSL2's GPU device and
+#: the Windows driver's libraries as WSL mounts them.
+PROC_VERSION = "/proc/driver/nvidia/version"
+PROC_GPUS = "/proc/driver/nvidia/gpus"
+WSL_LIB = "/usr/lib/wsl/lib"
+_MINOR = "Device Minor:"
+
+
+def worth_asking(dev: str = "/dev", proc_version: str = PROC_VERSION, proc_gpus: str = PROC_GPUS,
+                 wsl_lib: str = WSL_LIB) -> bool:
+    """Whether asking CUDA can tell something and changes nothing on the machine.
+
+    libcuda run as root creates the NVIDIA device nodes it misses, and runs nvidia-modprobe to load nvidia_uvm, as
+    a CUDA program's first call does: asked where they are missing, the question would mend (for a while) what the
+    device-node and driver checks report. So the child starts only where the NVIDIA kernel module is loaded and
+    /dev/nvidiactl, /dev/nvidia-uvm and the node of every GPU the module lists already exist; on WSL2, where
+    /dev/dxg and the Windows driver's libcuda are all CUDA uses, where those two are. Read from files only (cheap:
+    elsewhere nothing starts)."""
+    if os.path.exists(os.path.join(dev, "dxg")):
+        return os.path.exists(os.path.join(wsl_lib, LIBRARY))
+    if not (os.path.exists(proc_version) and os.path.exists(os.path.join(dev, "nvidiactl"))
+            and os.path.exists(os.path.join(dev, "nvidia-uvm"))):
+        return False
     try:
-        devices = os.listdir(pci)
-    except OSError:
-        devices = []
-    for name in devices:
-        try:
-            with open(os.path.join(pci, name, "vendor"), encoding="ascii", errors="replace") as fh:
-                if fh.read(16).strip().lower() != NVIDIA_VENDOR:
-                    continue
-            with open(os.path.join(pci, name, "class"), encoding="ascii", errors="replace") as fh:
-                if fh.read(16).strip().lower().startswith("0x03"):
-                    return True
-        except OSError:
-            continue
-    dirs = [d for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d] + list(usual_dirs)
-    if any(os.path.exists(os.path.join(d, LIBRARY)) for d in dirs) or "libcuda" in environ.get("LD_PRELOAD", ""):
-        return True
-    try:
-        with open(cache_path, "rb") as fh:
-            cache = fh.read(16 * 1024 * 1024)
+        gpus = os.listdir(proc_gpus)
     except OSError:
         return False
-    return (LIBRARY.encode("ascii") + b"\0") in cache
+    for name in gpus[:256]:
+        try:
+            with open(os.path.join(proc_gpus, name, "information"), encoding="utf-8", errors="replace") as fh:
+                text = fh.read(8192)
+        except OSError:
+            return False
+        minor = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith(_MINOR)), "")
+        if not minor.isdigit() or not os.path.exists(os.path.join(dev, "nvidia" + minor)):
+            return False
+    return bool(gpus)
 
 
 def _events(text: str) -> Iterable[Dict[str, Any]]:

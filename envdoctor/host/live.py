@@ -781,7 +781,7 @@ class LiveHost(Host):
         with self._lock:
             if self._cuda_init_child is not None or self._cuda_init_table:
                 return
-            if not cudainit.worth_asking(nvml_dirs(), os.environ):
+            if not cudainit.worth_asking():
                 self._cuda_init_child = False
                 return
             self._cuda_init_child = start_command(cudainit.argv(sys.executable),
