@@ -28,16 +28,14 @@ def argv(python: str) -> List[str]:
     return [python, "-E", "-s", CHILD]
 
 
-#: The NVIDIA kernel module's own file (present while it is loaded), its GPUs' folders, and WSL2's GPU device and
-#: the Windows driver's libraries as WSL mounts them.
+#: The NVIDIA kernel module's own file (present while it is loaded) and its GPUs' folders.
 PROC_VERSION = "/proc/driver/nvidia/version"
 PROC_GPUS = "/proc/driver/nvidia/gpus"
-WSL_LIB = "/usr/lib/wsl/lib"
 _MINOR = "Device Minor:"
 
 
 def worth_asking(dev: str = "/dev", proc_version: str = PROC_VERSION, proc_gpus: str = PROC_GPUS,
-                 wsl_lib: str = WSL_LIB) -> bool:
+                 wsl_lib: Optional[str] = None) -> bool:
     """Whether asking CUDA can tell something and changes nothing on the machine.
 
     libcuda run as root creates the NVIDIA device nodes it misses, and runs nvidia-modprobe to load nvidia_uvm, as
@@ -47,7 +45,9 @@ def worth_asking(dev: str = "/dev", proc_version: str = PROC_VERSION, proc_gpus:
     /dev/dxg and the Windows driver's libcuda are all CUDA uses, where those two are. Read from files only (cheap:
     elsewhere nothing starts)."""
     if os.path.exists(os.path.join(dev, "dxg")):
-        return os.path.exists(os.path.join(wsl_lib, LIBRARY))
+        from ..osinfo import WSL_LIB_DIR  # where WSL mounts the Windows driver's libraries
+
+        return os.path.exists(os.path.join(wsl_lib or WSL_LIB_DIR, LIBRARY))
     if not (os.path.exists(proc_version) and os.path.exists(os.path.join(dev, "nvidiactl"))
             and os.path.exists(os.path.join(dev, "nvidia-uvm"))):
         return False

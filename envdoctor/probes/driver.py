@@ -38,10 +38,10 @@ from packaging.version import Version
 from .. import lazyre, versions
 from ..facts import Fact, not_supported, ok, timed_out, unknown
 from ..host.base import FILE_FILTERS, FILE_PATTERN_FILTERS, KERNEL_LOG_ARGV, CommandResult, Host
+from ..host.cudainit import PROC_VERSION
 from ..osinfo import DRIVER_DIRS, GPU_OPERATOR_ROOT, WSL_LIB_DIR
 from . import ProbeContext, register
 
-PROC_VERSION = "/proc/driver/nvidia/version"
 SYS_VERSION = "/sys/module/nvidia/version"
 SYS_TAINT = "/sys/module/nvidia/taint"
 
