@@ -16,13 +16,12 @@ from envdoctor import matrix
 from envdoctor.checks import CheckContext
 from envdoctor.checks.compat.driver_floors import driver_floors
 from envdoctor.facts import Facts, ok
-from envdoctor.matrix import floors
+from envdoctor.matrix import ffmpeg, floors
 from envdoctor.probes.apps import (
     find_nv_codec_headers,
     find_ollama,
     find_optix_packages,
     find_rapids,
-    jellyfin_nv_codec_headers,
     packaged_nv_codec_headers,
 )
 
@@ -336,11 +335,22 @@ def test_jellyfin_ffmpeg_quiet_when_the_driver_meets_the_floor_or_the_release_is
 
 
 def test_jellyfin_ffmpeg_table_reads_package_versions():
-    assert jellyfin_nv_codec_headers("6.0-1") == "12.0.16.0"
-    assert jellyfin_nv_codec_headers("6.0.1-2-jammy") == "12.0.16.0"
-    assert jellyfin_nv_codec_headers("6.0.1-3-jammy") == "12.0.16.1"
-    assert jellyfin_nv_codec_headers("4.4.1-1-focal") == "11.0.10.1"
-    assert jellyfin_nv_codec_headers("4.3.0-1") is None and jellyfin_nv_codec_headers("not-a-version") is None
+    assert ffmpeg.nv_codec_headers("jellyfin-ffmpeg", "6.0-1") == "12.0.16.0"
+    assert ffmpeg.nv_codec_headers("jellyfin-ffmpeg", "6.0.1-2-jammy") == "12.0.16.0"
+    assert ffmpeg.nv_codec_headers("jellyfin-ffmpeg", "6.0.1-3-jammy") == "12.0.16.1"
+    assert ffmpeg.nv_codec_headers("jellyfin-ffmpeg", "4.4.1-1-focal") == "11.0.10.1"
+    assert ffmpeg.nv_codec_headers("jellyfin-ffmpeg", "4.3.0-1") is None
+    assert ffmpeg.nv_codec_headers("jellyfin-ffmpeg", "not-a-version") is None
+    assert ffmpeg.nv_codec_headers("another-ffmpeg", "6.0-1") is None
+
+
+def test_ffmpeg_table_validator_catches_overlaps_and_bad_releases():
+    row = {"package": "jellyfin-ffmpeg", "first": "6.0-1", "until": "6.0.1-3", "nv_codec_headers": "12.0.16.0"}
+    assert ffmpeg._validate([row]) == []
+    assert "overlap" in " ".join(ffmpeg._validate([row, dict(row, first="6.0-4", until="7.0-1")]))
+    assert ffmpeg._validate([dict(row, until="5.0-1")])  # until before first
+    assert ffmpeg._validate([dict(row, nv_codec_headers="twelve")])
+    assert ffmpeg._validate([dict(row, package="ffmpeg")])
 
 
 SITE = "/usr/local/lib/python3.8/dist-packages"

@@ -43,7 +43,7 @@ VALIDATOR_MODULES = ("envdoctor.matrix.hardware", "envdoctor.matrix.frameworks",
                      "envdoctor.matrix.packages",
                      "envdoctor.matrix.known_issues", "envdoctor.matrix.numba_paths", "envdoctor.matrix.jax_cuda",
                      "envdoctor.matrix.trt_wheels", "envdoctor.matrix.cuda_results",
-                     "envdoctor.matrix.cuquantum")
+                     "envdoctor.matrix.cuquantum", "envdoctor.matrix.ffmpeg")
 
 Row = Dict[str, Any]
 Validator = Callable[[List[Row]], List[str]]

@@ -17,7 +17,7 @@
   ``ffnvcodec.pc`` (``Name: ffnvcodec``, ``Version: 13.0.19.0``) into ``<prefix>/lib/pkgconfig``, where FFmpeg's
   configure finds them; an FFmpeg built against them needs the driver their README states for that API level.
   A packaged FFmpeg installs no headers, but its release pins them: Jellyfin's jellyfin-ffmpeg* .debs
-  (:data:`JELLYFIN_FFMPEG_NV_CODEC`, from the dpkg status file).
+  (``matrix/data/ffmpeg_nv_codec.json``, from the dpkg status file).
   Fact ``apps.nv_codec_headers`` = ``[{path, version}]`` (pkg-config's directories and PKG_CONFIG_PATH's).
 * Python packages that render through the driver's own OptiX and state their driver floor per release (NVISII: one
   wheel per driver branch). Fact ``apps.optix_packages`` = ``[{package, name, version, where}]``.
@@ -40,7 +40,7 @@ from typing import Any, Dict, Iterable, List, Optional
 from .. import lazyre
 from ..facts import Fact, ok, unknown
 from ..host.base import Host
-from ..matrix import loads
+from ..matrix import ffmpeg, loads
 from . import ProbeContext, loader, register
 from .cuda import (
     CONDA_META_FILE,
@@ -231,47 +231,13 @@ def find_nv_codec_headers(host: Host) -> List[Dict[str, Any]]:
     return out
 
 
-#: The nv-codec-headers release each Jellyfin FFmpeg package release (jellyfin-ffmpeg, -ffmpeg5, -ffmpeg6, ...) is built
-#: against: its docker-build.sh (the .deb build) clones nv-codec-headers at a tag (``git clone -b n12.0.16.0 ...``,
-#: amd64 only), read at every release tag of jellyfin/jellyfin-ffmpeg from v4.3.1-1 to v7.0.2-4: n9.0.18.3 from
-#: v4.3.1-1, n11.0.10.1 from v4.4.1-1, n11.1.5.1 from v5.0.1-5, n11.1.5.2 from v5.1.2-5, n12.0.16.0 from v6.0-1
-#: (commit d9116cf4), n12.0.16.1 from v6.0.1-3 through v7.0.2-4 (commit 845992ea). (first release, next unknown
-#: release or None, nv-codec-headers); a release outside these ranges is not judged.
-JELLYFIN_FFMPEG_NV_CODEC = (
-    ("4.3.1-1", "4.4.1-1", "9.0.18.3"),
-    ("4.4.1-1", "5.0.1-5", "11.0.10.1"),
-    ("5.0.1-5", "5.1.2-5", "11.1.5.1"),
-    ("5.1.2-5", "6.0-1", "11.1.5.2"),
-    ("6.0-1", "6.0.1-3", "12.0.16.0"),
-    ("6.0.1-3", "7.0.2-5", "12.0.16.1"),
-)
-#: A Jellyfin FFmpeg package version: ``6.0-4-jammy``, ``7.0.2-4-bookworm``, ``5.1.2-5``: (upstream, revision).
-_JELLYFIN_VERSION = lazyre.compile(r"^(?:\d+:)?(\d+(?:\.\d+)*)-(\d+)(?:-[a-z]+)?$")
-
-
-def _jellyfin_key(version: str) -> Optional[tuple]:
-    m = _JELLYFIN_VERSION.match(version)
-    return (tuple(int(x) for x in m.group(1).split(".")), int(m.group(2))) if m else None
-
-
-def jellyfin_nv_codec_headers(version: str) -> Optional[str]:
-    """The nv-codec-headers release a Jellyfin FFmpeg package release was built against, or None when unknown."""
-    key = _jellyfin_key(version)
-    if key is None:
-        return None
-    for first, until, headers in JELLYFIN_FFMPEG_NV_CODEC:
-        if _jellyfin_key(first) <= key < _jellyfin_key(until):  # type: ignore[operator]
-            return headers
-    return None
-
-
 def packaged_nv_codec_headers(host: Host) -> List[Dict[str, Any]]:
     """nv-codec-headers that an installed FFmpeg package was built against (its release pins them; the headers
     themselves are not installed): Jellyfin's jellyfin-ffmpeg* .debs for amd64."""
     res = host.read_file(DPKG_STATUS, limit=DPKG_LIMIT)
     out: List[Dict[str, Any]] = []
     for pkg in other_dpkg_packages(res.text) if res.text else []:
-        headers = jellyfin_nv_codec_headers(pkg["version"])
+        headers = ffmpeg.nv_codec_headers("jellyfin-ffmpeg", pkg["version"])
         if headers and pkg.get("arch") in ("amd64", ""):
             out.append({"path": DPKG_STATUS, "version": headers,
                         "built_into": "%s %s" % (pkg["name"], pkg["version"])})
