@@ -1,0 +1,2 @@
+export CUDA_PATH=/opt/cuda
+append_path '/opt/cuda/bin'
