@@ -1,0 +1,1 @@
+. /home/erraticfox/torch/install/bin/torch-activate

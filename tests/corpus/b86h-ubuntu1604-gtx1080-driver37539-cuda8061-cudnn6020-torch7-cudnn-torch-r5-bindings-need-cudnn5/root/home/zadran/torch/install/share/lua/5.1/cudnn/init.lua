@@ -1,0 +1,3 @@
+require 'cunn'
+cudnn = require 'cudnn.env'
+require('cudnn.ffi')
