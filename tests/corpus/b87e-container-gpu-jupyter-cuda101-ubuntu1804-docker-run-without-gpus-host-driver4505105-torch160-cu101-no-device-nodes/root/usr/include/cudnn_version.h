@@ -1,0 +1,3 @@
+#define CUDNN_MAJOR 8
+#define CUDNN_MINOR 0
+#define CUDNN_PATCHLEVEL 5
