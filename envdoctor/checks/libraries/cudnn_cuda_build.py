@@ -21,9 +21,11 @@ from .. import CheckContext, CodeDoc, Message, check
 from ..suggest import INSTALL_LINE_READS, install_line
 from . import NAMES, _evidence, component_of
 
-#: cuDNN's support matrix: the driver each CUDA build needs (cuDNN 8.9.x: 'r525.60.13' for CUDA 12.x, 'r450.80.02'
-#: for 11.x; cuDNN 9: '>=525.60.13', '>= 450.80.02').
-CUDNN_MATRIX = "https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-897/support-matrix/index.html"
+#: cuDNN's support matrix, the driver each CUDA build needs (read 2026-12-01): cuDNN 8.9.6's Table 1 ('cuDNN 8.9.6 for
+#: CUDA 12.x | 12.2 ... 12.0 | >=525.60.13'; 'cuDNN 8.9.6 for CUDA 11.x | 11.8 ... 11.0 | >= 450.80.02'; 8.9.5's PDF
+#: the same), cuDNN 9.0.0's ('cuDNN 9.0.0 for CUDA 12.x | 12.3 | >=525.60.13'; 'for CUDA 11.x | 11.8 | >= 450.80.02';
+#: 9.5.1's and 9.10.2's the same, 9.10.2's 12.8/12.9 build '>=570.26', the CUDA 12.8 floor of cuda.json).
+CUDNN_MATRIX = "https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn-896/support-matrix"
 CUDNN9_MATRIX = "https://docs.nvidia.com/deeplearning/cudnn/backend/v9.0.0/reference/support-matrix.html"
 CHECKED = "2026-12-01"
 #: CTranslate2's CUDNN_CHECK (src/cuda/utils.h) prints the status cuDNN returned.
