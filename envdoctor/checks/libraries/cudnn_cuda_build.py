@@ -170,7 +170,8 @@ def _too_old(facts: Facts) -> Iterable[Finding]:
 
 
 @check("cudnn-cuda-build", requires=("driver.version", "libraries.cudnn"),
-       reads=("driver.*", "os.wsl", "cuda.packages", "libraries.*", "linkage.*", "framework.*") + INSTALL_LINE_READS,
+       reads=("driver.*", "os.wsl", "cuda.packages", "libraries.*", "linkage.*", "linkage.*.dlopen",
+              "framework.*") + INSTALL_LINE_READS,
        layers=("driver", "libraries"),
        # one root cause, one finding: the framework's own CUDA already needs the newer driver
        yields={"driver.too_old_for_cudnn": ("driver.too_old_for_framework>=error",)},
