@@ -735,14 +735,16 @@ def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], ski
 #: rules. No extension module names the provider among its NEEDED, so a package's module linkage never reaches it.
 ORT_BRIDGE_URL = ("https://github.com/microsoft/onnxruntime/blob/v1.17.1/onnxruntime/core/session/"
                   "provider_bridge_ort.cc")
-#: The most provider libraries of one distribution read, folders of a package without a RECORD listed.
+#: The most provider libraries of one distribution read, folders of a package without a RECORD listed, and such
+#: folders listed in one run.
 MAX_PROVIDER_FILES = 8
 MAX_PROVIDER_DIRS = 16
+MAX_PROVIDER_DIRS_IN_ALL = 256
 #: The release of a bundled ONNX Runtime, from its library's file name (``libonnxruntime.so.1.17.1``).
 _ORT_LIBRARY = lazyre.compile(r"^libonnxruntime\.so\.(\d+\.\d+\.\d+)$")
 
 
-def _provider_files(host: Host, d: Distribution) -> List[str]:
+def _provider_files(host: Host, d: Distribution, budget: List[int]) -> List[str]:
     """The ONNX Runtime execution provider libraries a distribution installed: those its RECORD lists (at any
     depth); without a RECORD, those in its package folders (``top_level.txt``'s names, else the one its own name
     names, as the wheel spec escapes it) and their sub-folders one level down (sherpa-onnx's ``sherpa_onnx/lib``)."""
@@ -754,13 +756,15 @@ def _provider_files(host: Host, d: Distribution) -> List[str]:
     names = names or [re.sub(r"[-.]+", "_", d.name)]
     out: List[str] = []
     dirs = 0
+    # budget[0]: the folders still to be listed in this run (shared by every distribution without a RECORD)
     for name in names[:MAX_PROVIDER_DIRS]:
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
             continue
         todo = [(posixpath.join(d.location, name), 0)]
-        while todo and dirs < MAX_PROVIDER_DIRS:
+        while todo and dirs < MAX_PROVIDER_DIRS and budget[0] > 0:
             folder, depth = todo.pop(0)
             dirs += 1
+            budget[0] -= 1
             for n in sorted(host.list_dir(folder).names()):
                 path = posixpath.join(folder, n)
                 if ORT_PROVIDERS.match(n):
@@ -781,11 +785,12 @@ def ort_provider_libraries(host: Host, config: Any, dists: Sequence[Distribution
     distribution declares (``requires`` maps a distribution to them); ``label`` names the bundled release."""
     out: List[Dict[str, Any]] = []
     seen: Set[str] = set()
+    budget = [MAX_PROVIDER_DIRS_IN_ALL]
     for d in dists:
         if (d.key in FRAMEWORK_DISTS or d.key.startswith("nvidia-") or d.key in seen or _framework_key(d.key)):
             continue
         seen.add(d.key)
-        roots = [p for p in _provider_files(host, d) if host.elf(p).ok]
+        roots = [p for p in _provider_files(host, d, budget) if host.elf(p).ok]
         if not roots:
             continue
         entry = _needed_closure(host, config, roots, d.key, d.version, d.location)
