@@ -558,7 +558,8 @@ def _graphics_files(host: Host, libs: List[Tuple[str, str]]) -> Fact:
 #: /usr/lib/i386-linux-gnu), Arch's and the .run installer's /usr/lib32 (its 32-bit compatibility libraries), and on
 #: the systems whose 64-bit libraries are in /usr/lib64 (Fedora, RHEL, openSUSE: their -32bit/.i686 packages),
 #: /usr/lib. The last is not read where it holds 64-bit objects (Arch: the loader cache flags them x86-64; without
-#: the cache, where /usr/lib64 is missing or a link to it). Subfolders named nvidia* (Ubuntu xenial's /usr/lib32/nvidia-384, Debian's nvidia/current) are read too.
+#: the cache, where /usr/lib64 is missing or a link to it). Subfolders named nvidia* of the others (Ubuntu xenial's
+#: /usr/lib32/nvidia-384, Debian's nvidia/current) are read too.
 LIB32_DIRS = ("/usr/lib/i386-linux-gnu", "/lib/i386-linux-gnu", "/usr/lib32", "/lib32", "/usr/lib")
 #: dpkg's list of the foreign architectures `dpkg --add-architecture` enabled (one a line).
 DPKG_ARCH = "/var/lib/dpkg/arch"
@@ -568,6 +569,16 @@ LIBC32_FILES = ("/lib/ld-linux.so.2", "/usr/lib/i386-linux-gnu/libc.so.6", "/lib
 APT_SOURCES_DIR = "/etc/apt/sources.list.d"
 #: NVIDIA's CUDA apt repository (its packages are amd64/arm64/... only: no i386 driver libraries).
 _CUDA_REPO = lazyre.compile(r"developer\.download\.nvidia\.com/compute/cuda/repos/")
+_APT_SOURCE_FILE = lazyre.compile(r"^/etc/apt/sources\.list\.d/[^/]+\.(?:list|sources)$")
+
+
+def keep_cuda_repo_lines(text: str) -> str:
+    """What a snapshot keeps of an apt source file: the lines naming NVIDIA's CUDA repository (other lines may name
+    private repositories, with credentials in their URLs)."""
+    return "".join(line for line in text.splitlines(True) if _CUDA_REPO.search(line))
+
+
+FILE_PATTERN_FILTERS.append((_APT_SOURCE_FILE, keep_cuda_repo_lines))
 #: The loader cache's flags of a 32-bit x86 object (glibc's ldconfig prints "libc6" alone for them).
 _FLAGS_32 = lazyre.compile(r"^libc6(?:,\s*hwcap:.*)?$")
 

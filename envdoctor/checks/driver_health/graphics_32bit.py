@@ -75,7 +75,8 @@ def _graphics_32bit_missing(facts: Facts) -> List[Finding]:
     if facts.value("os.family") == "debian" and flavour:
         if repo:
             why = ("The driver came from NVIDIA's CUDA apt repository (%s), which publishes no i386 packages: its "
-                   "32-bit OpenGL/Vulkan libraries (libnvidia-gl-%s:i386) cannot be installed from it." % (repo, flavour))
+                   "32-bit OpenGL/Vulkan libraries (libnvidia-gl-%s:i386) cannot be installed from it." % (
+                       repo, flavour))
             fix = ("Install libnvidia-gl-%s:i386 from the distribution's archive where it carries that branch (on "
                    "Ubuntu: its nvidia-driver-<branch> packages, whose libnvidia-gl-<branch> is built for i386 too), "
                    "or move to a driver branch that has it, so that the 32-bit libraries match the driver's release."
