@@ -12,7 +12,10 @@
   Kit applications (a folder holding ``kit/kit``: the workstation .zip unpacked at ``~/isaacsim``, the launcher's
   ``~/.local/share/ov/pkg/<app>-<version>``, the container's ``/isaac-sim``; the pip ``isaacsim`` package), CARLA
   (``CarlaUE4.sh``: the .deb's ``/opt/carla-simulator``, a release unpacked in the home folder) and Habitat-sim (its
-  Python package). Fact ``apps.renderers`` = ``[{name, path, version}]``.
+  Python package). Fact ``apps.renderers`` = ``[{name, path, version}]``. 32-bit ones (Steam's client, Debian's
+  wine32): ``apps.renderers_32bit`` = ``[{name, path}]``.
+* Flatpak's apps and runtimes (system and user installations), with the NVIDIA GL runtime extensions among them.
+  Fact ``apps.flatpak`` = ``{installations, apps, runtimes: [{id, arch, branch, path}], gl_drivers}``.
 * FFmpeg's NVENC/NVDEC headers (nv-codec-headers, one release per Video Codec SDK API level): their Makefile installs
   ``ffnvcodec.pc`` (``Name: ffnvcodec``, ``Version: 13.0.19.0``) into ``<prefix>/lib/pkgconfig``, where FFmpeg's
   configure finds them; an FFmpeg built against them needs the driver their README states for that API level.
@@ -155,6 +158,65 @@ def find_renderers(host: Host) -> List[Dict[str, Any]]:
     return out
 
 
+#: 32-bit (i386) programs that render through the driver's OpenGL/Vulkan: Steam's client is a 32-bit program
+#: (``ubuntu12_32/steam``, which the launcher unpacks into ``~/.local/share/Steam``, reached also through the
+#: ``~/.steam/steam`` link; the distributions' launcher packages install ``steam`` in /usr/games or /usr/bin and run
+#: that client), and Debian's and Ubuntu's wine32 package (its i386 Wine in /usr/lib/i386-linux-gnu/wine).
+STEAM_CLIENT_DIRS = (".local/share/Steam", ".steam/steam", ".steam/debian-installation")
+STEAM_LAUNCHERS = ("/usr/games/steam", "/usr/bin/steam")
+WINE32_DIRS = ("/usr/lib/i386-linux-gnu/wine",)
+
+
+def find_renderers_32bit(host: Host) -> List[Dict[str, Any]]:
+    """Installed 32-bit programs that render with the driver's 32-bit graphics libraries."""
+    out: List[Dict[str, Any]] = []
+    for home in user_homes(host):
+        client = next((p for p in (posixpath.join(home, d, "ubuntu12_32", "steam") for d in STEAM_CLIENT_DIRS)
+                       if host.exists(p)), None)
+        if client:
+            out.append({"name": "Steam's 32-bit client", "path": client})
+    if not out:
+        launcher = next((p for p in STEAM_LAUNCHERS if host.exists(p)), None)
+        if launcher:
+            out.append({"name": "Steam (its client is a 32-bit program)", "path": launcher})
+    out += [{"name": "Wine (32-bit)", "path": d} for d in WINE32_DIRS if host.is_dir(d)]
+    return out
+
+
+#: Flatpak's installations: the system one and each user's (``flatpak --user``); an app is
+#: ``app/<id>/<arch>/<branch>/active``, a runtime or runtime extension ``runtime/<id>/<arch>/<branch>/active``
+#: (https://docs.flatpak.org/en/latest/tips-and-tricks.html#the-flatpak-installation-directories).
+FLATPAK_SYSTEM = "/var/lib/flatpak"
+FLATPAK_USER = ".local/share/flatpak"
+#: The most refs of one kind read in one installation.
+MAX_FLATPAK_REFS = 256
+
+
+def _flatpak_refs(host: Host, installation: str, kind: str) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+    base = posixpath.join(installation, kind)
+    for ref in sorted(host.list_dir(base).names())[:MAX_FLATPAK_REFS]:
+        for arch in sorted(host.list_dir(posixpath.join(base, ref)).names())[:8]:
+            if arch in ("current",) or arch.startswith("."):
+                continue
+            for branch in sorted(host.list_dir(posixpath.join(base, ref, arch)).names())[:16]:
+                path = posixpath.join(base, ref, arch, branch)
+                if host.exists(posixpath.join(path, "active")):
+                    out.append({"id": ref, "arch": arch, "branch": branch, "path": path})
+    return out
+
+
+def find_flatpak(host: Host) -> Dict[str, Any]:
+    """Flatpak's installed apps and runtimes (with their extensions: org.freedesktop.Platform.GL.nvidia-<version>),
+    in the system installation and the user's."""
+    installations = [FLATPAK_SYSTEM] + [posixpath.join(h, FLATPAK_USER) for h in user_homes(host)]
+    found = [i for i in installations if host.is_dir(i)]
+    return {"installations": found,
+            "apps": [r for i in found for r in _flatpak_refs(host, i, "app")],
+            "runtimes": [r for i in found for r in _flatpak_refs(host, i, "runtime")],
+            "gl_drivers": host.getenv("FLATPAK_GL_DRIVERS")}
+
+
 #: Python packages (PEP 503 names) built on the driver's OptiX whose releases state a driver floor
 #: (driver_floors.json, product = the name).
 OPTIX_PACKAGES = {"nvisii": "NVISII"}
@@ -248,6 +310,10 @@ def packaged_nv_codec_headers(host: Host) -> List[Dict[str, Any]]:
 def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
     return [ok("apps.rapids", find_rapids(ctx.host), "derived", "RAPIDS packages"), find_ollama(ctx.host),
             ok("apps.renderers", find_renderers(ctx.host), "derived", "Programs that render with the driver"),
+            ok("apps.renderers_32bit", find_renderers_32bit(ctx.host), "derived",
+               "32-bit programs that render with the driver"),
+            ok("apps.flatpak", find_flatpak(ctx.host), "dir:%s,~/%s" % (FLATPAK_SYSTEM, FLATPAK_USER),
+               "Flatpak apps and runtimes"),
             ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host) + packaged_nv_codec_headers(ctx.host),
                "derived", "FFmpeg's NVENC/NVDEC headers"),
             ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX"),

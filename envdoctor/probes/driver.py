@@ -553,6 +553,79 @@ def _graphics_files(host: Host, libs: List[Tuple[str, str]]) -> Fact:
               "Driver graphics libraries (OpenGL, EGL, Vulkan)")
 
 
+#: Where 32-bit (i386) libraries live on x86_64 distributions: Debian's and Ubuntu's multiarch directories (Ubuntu's
+#: libnvidia-gl-<branch>:i386 installs libGLX_nvidia.so.0 and libnvidia-glcore.so.<version> in
+#: /usr/lib/i386-linux-gnu), Arch's and the .run installer's /usr/lib32 (its 32-bit compatibility libraries), and on
+#: the systems whose 64-bit libraries are in /usr/lib64 (Fedora, RHEL, openSUSE: their -32bit/.i686 packages),
+#: /usr/lib. The last is not read where it holds 64-bit objects (Arch: the loader cache flags them x86-64; without
+#: the cache, where /usr/lib64 is missing or a link to it). Subfolders named nvidia* of the others (Ubuntu xenial's
+#: /usr/lib32/nvidia-384, Debian's nvidia/current) are read too.
+LIB32_DIRS = ("/usr/lib/i386-linux-gnu", "/lib/i386-linux-gnu", "/usr/lib32", "/lib32", "/usr/lib")
+#: dpkg's list of the foreign architectures `dpkg --add-architecture` enabled (one a line).
+DPKG_ARCH = "/var/lib/dpkg/arch"
+#: Files only a 32-bit x86 C library installs: its dynamic loader and libc in the 32-bit directories.
+LIBC32_FILES = ("/lib/ld-linux.so.2", "/usr/lib/i386-linux-gnu/libc.so.6", "/lib/i386-linux-gnu/libc.so.6",
+                "/usr/lib32/libc.so.6")
+APT_SOURCES_DIR = "/etc/apt/sources.list.d"
+#: NVIDIA's CUDA apt repository (its packages are amd64/arm64/... only: no i386 driver libraries).
+_CUDA_REPO = lazyre.compile(r"developer\.download\.nvidia\.com/compute/cuda/repos/")
+_APT_SOURCE_FILE = lazyre.compile(r"^/etc/apt/sources\.list\.d/[^/]+\.(?:list|sources)$")
+
+
+def keep_cuda_repo_lines(text: str) -> str:
+    """What a snapshot keeps of an apt source file: the lines naming NVIDIA's CUDA repository (other lines may name
+    private repositories, with credentials in their URLs)."""
+    return "".join(line for line in text.splitlines(True) if _CUDA_REPO.search(line))
+
+
+FILE_PATTERN_FILTERS.append((_APT_SOURCE_FILE, keep_cuda_repo_lines))
+#: The loader cache's flags of a 32-bit x86 object (glibc's ldconfig prints "libc6" alone for them).
+_FLAGS_32 = lazyre.compile(r"^libc6(?:,\s*hwcap:.*)?$")
+
+
+def _graphics_files_32bit(host: Host) -> Fact:
+    """``driver.graphics_files_32bit``: the driver's 32-bit graphics libraries (libGLX_nvidia, libnvidia-glcore ...:
+    what 32-bit OpenGL/Vulkan programs load) in the 32-bit library directories and the loader cache's 32-bit
+    entries, with what says i386 programs run here (dpkg's foreign architectures, a 32-bit C library) and NVIDIA's
+    CUDA apt repository when it is configured (it publishes no i386 packages)."""
+    from .loader import read_ld_cache
+
+    entries, _ = read_ld_cache(host)
+    if entries:  # Arch's /usr/lib holds 64-bit objects: the cache flags them "x86-64"
+        usr_lib_64 = any(posixpath.dirname(path) == "/usr/lib" and "x86-64" in flags for _s, flags, path in entries)
+    else:  # /usr/lib is the 32-bit directory where /usr/lib64 is a folder of its own (Fedora, openSUSE)
+        usr_lib_64 = not host.is_dir("/usr/lib64") or host.read_link("/usr/lib64").ok
+    dirs: List[str] = []
+    for d in LIB32_DIRS:
+        if d == "/usr/lib" and usr_lib_64:
+            continue  # 64-bit libraries are here (Arch): not a 32-bit directory
+        dirs.append(d)
+        if d != "/usr/lib":  # Ubuntu's /usr/lib/nvidia-<branch> is 64-bit
+            dirs += sorted(posixpath.join(d, n) for n in host.list_dir(d).names()[:4096]
+                           if n.startswith("nvidia"))[:8]
+    dirs += [posixpath.join(d, "current") for d in dirs if posixpath.basename(d) == "nvidia"]
+    wide = {path for _s, flags, path in entries or () if "64" in flags}
+    found = sorted(p for p in (posixpath.join(d, n) for d in dirs for n in host.list_dir(d).names()
+                               if _GRAPHICS_LIB.match(n)) if p not in wide)
+    cached = sorted({path for soname, flags, path in entries or () if _GRAPHICS_LIB.match(soname)
+                     and _FLAGS_32.match(flags.strip())})
+    arch_text = host.read_text(DPKG_ARCH, limit=4096)
+    foreign = [a.strip() for a in arch_text.splitlines() if a.strip()] if arch_text is not None else None
+    libc32 = next((p for p in LIBC32_FILES if host.exists(p)), None)
+    if libc32 is None and entries:
+        libc32 = next((path for soname, flags, path in entries if soname == "libc.so.6"
+                       and _FLAGS_32.match(flags.strip())), None)
+    repo = None
+    for path in sorted(host.glob_dir(APT_SOURCES_DIR, r"[\w.+-]+\.(?:list|sources)"))[:32]:
+        if _CUDA_REPO.search(host.read_text(path, limit=16 * 1024) or ""):
+            repo = path
+            break
+    value = {"libraries": sorted(set(found) | set(cached)), "searched": dirs, "dpkg_architectures": foreign,
+             "libc32": libc32, "cuda_apt_repo": repo}
+    return ok("driver.graphics_files_32bit", value, "dir:" + ",".join(dirs + [DPKG_ARCH, APT_SOURCES_DIR]),
+              "Driver 32-bit graphics libraries (OpenGL, EGL, Vulkan)")
+
+
 #: Container runtimes that start GPU containers without root (a Slurm job through pyxis, a user's Apptainer
 #: run): they cannot load nvidia_uvm or create its device node on demand, as CUDA (setuid nvidia-modprobe) and
 #: Docker's toolkit (nvidia-container-cli --load-kmods) do, so the node must exist before the job starts
@@ -1306,6 +1379,8 @@ def _probe_driver(ctx: ProbeContext) -> List[Fact]:
                              "NVIDIA device nodes"))
     if libs:
         facts.append(_graphics_files(host, libs))
+        if host.uname().get("machine") == "x86_64":
+            facts.append(_graphics_files_32bit(host))
     facts.extend(_in_kernel_drivers(host))
     facts.append(_blacklist(host))
     if container:  # modules, signing and Secure Boot are the host's business, not visible from here
