@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Optional
 
 from ...findings import Finding, Fix
 from .. import CheckContext, check, docs_for
-from .cudnn_build import _CUDNN_VERSION_DOCS
 from . import _FRAMEWORK_LINKAGE_DOCS
+from .cudnn_build import _CUDNN_VERSION_DOCS
 
 SOURCE = {"rule": "cudnn.torch's ffi.lua (each branch R4-R7): the libcudnn names it opens and the "
                   "cudnnGetVersion() bounds it accepts",
@@ -34,9 +34,9 @@ def version_number(version: str) -> Optional[int]:
 
 def _accepts(b: Dict[str, Any]) -> str:
     lo, hi = b.get("min"), b.get("max")
-    if lo is not None and hi is not None:
+    if isinstance(lo, int) and isinstance(hi, int):
         return "%d <= version < %d" % (lo, hi)
-    return "version >= %d" % lo if lo is not None else "version < %d" % hi
+    return "version >= %s" % lo if isinstance(lo, int) else "version < %s" % hi
 
 
 def _major_of(number: int) -> int:
@@ -55,22 +55,31 @@ def _one(tree: Dict[str, Any], fact: Any) -> Optional[Finding]:
     wanted = "R%d" % branch if branch else "the branch for your cuDNN"
     if loaded.get("path") is None:
         names = ", ".join(b.get("libnames") or []) or "libcudnn"
-        where = ("the file CUDNN_PATH names" if loaded.get("via") == "CUDNN_PATH" else names)
+        by_path = loaded.get("via") == "CUDNN_PATH"
+        where = "the file CUDNN_PATH names" if by_path else names
+        why = ("ffi.load(CUDNN_PATH) fails" if by_path
+               else "they stop with 'libcudnn (...) not found in library path'")
         return Finding(
             code="cudnn.framework_cannot_load", severity="error", components=["cudnn"],
-            title="Torch7's cuDNN bindings (cudnn.torch %s) find no cuDNN: %s is not there" % (wanted, where),
-            detail="The bindings in %s open %s and stop with 'libcudnn (%s) not found in library path' when the "
-                   "loader finds none: require 'cudnn' fails." % (b.get("path"), where, wanted),
+            title="Torch7's cuDNN bindings (cudnn.torch %s) find no cuDNN: the loader finds no %s" % (wanted, where),
+            detail="The bindings in %s open %s by name and %s: require 'cudnn' fails." % (b.get("path"), where, why),
             evidence=[fact.to_dict()], source=dict(SOURCE),
-            fix=Fix(text="Install cuDNN %s.x where the loader finds it (or set CUDNN_PATH to its libcudnn.so), or "
-                         "install the cudnn.torch branch for the cuDNN you have (%s)." % (branch or "", BRANCHES)))
+            fix=Fix(text="Install the cuDNN the bindings are for where the loader finds it (or set CUDNN_PATH to "
+                         "its libcudnn.so file), or install the cudnn.torch branch for the cuDNN you have (%s)."
+                         % BRANCHES))
     version = str(loaded.get("version") or "")
     number = version_number(version)
-    if number is None:
+    if number is not None:
+        low = high = number
+    elif re.match(r"^[1-8]$", version):  # only the major is known (libcudnn.so.6): every release of it
+        low, high = int(version) * 1000, int(version) * 1000 + 999
+    else:
         return None
-    if (isinstance(lo, int) and number >= lo) and (not isinstance(hi, int) or number < hi):
-        return None
-    major = _major_of(number)
+    refused_low = isinstance(lo, int) and high < lo
+    refused_high = isinstance(hi, int) and low >= hi
+    if not refused_low and not refused_high:
+        return None  # accepted, or only some releases of that major are: cannot tell
+    major = _major_of(low)
     via = " through CUDNN_PATH" if loaded.get("via") == "CUDNN_PATH" else ""
     rockspec = "https://raw.githubusercontent.com/soumith/cudnn.torch/R%d/cudnn-scm-1.rockspec" % major
     return Finding(
@@ -78,16 +87,16 @@ def _one(tree: Dict[str, Any], fact: Any) -> Optional[Finding]:
         title="Torch7's cuDNN bindings (cudnn.torch %s) refuse the cuDNN %s they load: they accept %s" % (
             wanted, version, _accepts(b)),
         detail="cudnn.torch's ffi.lua in %s checks cudnnGetVersion() and stops with 'These bindings are for ... "
-               "while the loaded CuDNN is version: %d': it loads %s%s (cuDNN %s). Each branch of the bindings "
-               "(R4-R7) is for one cuDNN major." % (b.get("path"), number, loaded.get("resolved") or loaded.get(
-                   "path"), via, version),
+               "while the loaded CuDNN is version: %s': it loads %s%s (cuDNN %s). Each branch of the bindings "
+               "(R4-R7) is for one cuDNN major." % (b.get("path"), low if number is not None else "%d..." % major,
+                                                   loaded.get("resolved") or loaded.get("path"), via, version),
         evidence=[fact.to_dict()], source=dict(SOURCE),
         fix=Fix(text="Install the bindings' branch for cuDNN %d (R%d), or a cuDNN the installed bindings accept "
                      "(%s)." % (major, major, _accepts(b)),
                 commands=["luarocks install %s" % rockspec] if 4 <= major <= 7 else []))
 
 
-@check("libraries.rock-cudnn", requires=("lua.trees",), reads=(), layers=("cudnn",),
+@check("libraries.rock-cudnn", requires=("lua.trees",), reads=(), layers=("libraries",),
        codes=docs_for(_CUDNN_VERSION_DOCS, "cudnn.major_mismatch")
        + docs_for(_FRAMEWORK_LINKAGE_DOCS, "cudnn.framework_cannot_load"))
 def rock_cudnn(ctx: CheckContext) -> List[Finding]:
