@@ -100,6 +100,8 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/OpenNMT/CTranslate2/",
                 # package_arch.json: the GPUs Triton supports are its own README's word
                 "github.com/triton-lang/triton/",
+                # package_arch.json: the GPUs Torch7's cutorch supports are its own source's word
+                "github.com/torch/cutorch/",
                 # driver_floors.json: the driver each nv-codec-headers release needs is that release's own README
                 # (the headers FFmpeg builds NVENC/NVDEC with, each tag naming the Video Codec SDK it matches), and
                 # the driver branch each NVISII wheel was built for is NVISII's own README

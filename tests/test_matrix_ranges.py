@@ -58,6 +58,8 @@ def test_tables_answer_through_it():
     """What a user notices: a torch wheel with a local label and a damaged version both get an answer from the
     tables (the matching row, or none), never a traceback."""
     for row in load("package_arch"):
+        if row.get("ecosystem") == "luarocks":
+            continue  # a Lua rock's row has no releases (scm builds)
         low = next(s.version for s in release_range(row["releases"]) if s.operator in (">=", "=="))
         assert packages.arch_row(row["package"], low + "+cu121") is not None, row
         assert packages.arch_row(row["package"], "not-a-version") is None

@@ -38,11 +38,12 @@ def _component(key: str) -> Optional[str]:
 #: is in one of them, but the driver's and the GPUs' (NVML's hangs: driver.nvml_hung); tests/test_scope.py
 #: holds the list to the probes' declarations.
 _HUNG_LAYERS = (
-    ("os", ("os.", "kernel.", "libraries.", "cpu.", "memory.", "env.", "linkage.", "programs.", "libtorch."),
+    ("os", ("os.", "kernel.", "libraries.", "cpu.", "memory.", "env.", "linkage.", "programs.", "libtorch.",
+            "lua."),
      ("os.*", "kernel.release", "kernel.headers", "libraries.*", "cpu.*", "memory.*", "env.*", "linkage.*",
       "linkage.*.elf", "linkage.*.abi", "linkage.*.dlopen", "linkage.nvidia_wheels", "linkage.*.closure",
       "linkage.*.extensions", "linkage.*.extension_symbols", "programs.gpu_code", "libtorch.installs",
-      "libtorch.programs")),
+      "libtorch.programs", "lua.trees")),
     ("cuda", ("cuda.",), ("cuda.*",)),
     ("compilers", ("compiler.",), ("compiler.*",)),
     ("python", ("python.", "framework.", "conda.", "apps."),

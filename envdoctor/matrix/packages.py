@@ -32,9 +32,18 @@ def is_driver_package(name: str) -> bool:
     return any(p.fullmatch(name) for p in _driver_package_patterns())
 
 
+def _pypi(row: Row) -> bool:
+    return row.get("ecosystem", "pypi") == "pypi"
+
+
 def arch_packages() -> List[str]:
-    """The (normalised) package names the table has rows for."""
-    return sorted({str(r["package"]) for r in load(ARCH_AREA)})
+    """The (normalised) PyPI package names the table has rows for."""
+    return sorted({str(r["package"]) for r in load(ARCH_AREA) if _pypi(r)})
+
+
+def rock_arch_rows() -> List[Row]:
+    """The rows for Lua rocks (``ecosystem: luarocks``: Torch7's cutorch): their floor holds for every build."""
+    return [r for r in load(ARCH_AREA) if r.get("ecosystem") == "luarocks"]
 
 
 def arch_row(package: str, version: str) -> Optional[Row]:
@@ -46,7 +55,7 @@ def arch_row(package: str, version: str) -> Optional[Row]:
         return None
     public = Version(v.public)
     for row in load(ARCH_AREA):
-        if row.get("package") == package and in_range(row["releases"], public) is True:
+        if row.get("package") == package and _pypi(row) and in_range(row["releases"], public) is True:
             return row
     return None
 
@@ -58,9 +67,16 @@ def validate(rows: List[Row]) -> List[str]:
         where = "row %d" % i
         if not _NAME.match(str(row.get("package") or "")):
             problems.append("%s: package must be a normalised PyPI name (flash-attn)" % where)
-        said = range_problem(where, "releases", row.get("releases"), required=True)
-        if said:
-            problems.append(said)
+        if row.get("ecosystem", "pypi") not in ("pypi", "luarocks"):
+            problems.append("%s: ecosystem must be 'pypi' or 'luarocks'" % where)
+        elif row.get("ecosystem") == "luarocks":
+            if "releases" in row or not isinstance(row.get("framework"), str) or not row["framework"].strip():
+                problems.append("%s: a luarocks row names its framework and no releases (rocks are scm builds)"
+                                % where)
+        else:
+            said = range_problem(where, "releases", row.get("releases"), required=True)
+            if said:
+                problems.append(said)
         if not _CC.match(str(row.get("cc_min") or "")):
             problems.append("%s: cc_min must be a compute capability X.Y" % where)
         if not isinstance(row.get("remedy"), str) or not row["remedy"].strip():

@@ -94,6 +94,7 @@ PROBE_MODULES = (
     "envdoctor.probes.programs",
     "envdoctor.probes.libtorch",
     "envdoctor.probes.apps",
+    "envdoctor.probes.lua",
     "envdoctor.probes.gpupackages",
     "envdoctor.probes.dlopen",
     "envdoctor.probes.topology",

@@ -31,7 +31,9 @@ _CUDNN_VERSION_DOCS = (
             "with.", "linkage.<framework>, framework.<name>, libraries.cudnn", "cuDNN majors are not "
             "interchangeable: the framework fails to load or refuses cuDNN.", TORCH_CUDNN_RULE["url"],
         messages=(Message("Loaded runtime CuDNN library: * but source was compiled with: *",
-                "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),)),
+                "https://github.com/tensorflow/tensorflow/blob/master/third_party/xla/xla/stream_executor/cuda/cuda_dnn.cc"),
+                  Message("These bindings are for * while the loaded CuDNN is version: *",
+                          "https://github.com/soumith/cudnn.torch/blob/008c49de3982119378576fa4244e472a50fd9ebe/ffi.lua"))),
     CodeDoc("cudnn.too_old_for_framework", "error", "The cuDNN a framework loads is older than the one it was "
             "built with.", "linkage.<framework>, framework.<name>, libraries.cudnn",
             "torch raises 'cuDNN version incompatibility: PyTorch was compiled against ... but found runtime "
