@@ -539,6 +539,67 @@ def _unresolved_driver_needs(host: Host, libraries: List[str]) -> List[Dict[str,
     return out
 
 
+#: The registration files that name a graphics library for libglvnd's EGL and the Vulkan loader: their
+#: ``ICD.library_path`` is a soname the loader searches for (``libEGL_nvidia.so.0``) or an absolute path
+#: (https://github.com/NVIDIA/libglvnd/blob/master/src/EGL/icd_enumeration.md, "library_path").
+_ICD_LIMIT = 64 * 1024
+
+
+def _icd_library(host: Host, path: str) -> Optional[str]:
+    """The ``ICD.library_path`` a vendor JSON file names, or None (unreadable, not JSON, no such field)."""
+    import json
+
+    text = host.read_text(path, limit=_ICD_LIMIT)
+    try:
+        doc = json.loads(text) if text else None
+    except ValueError:
+        return None
+    icd = doc.get("ICD") if isinstance(doc, dict) else None
+    lib = icd.get("library_path") if isinstance(icd, dict) else None
+    return lib if isinstance(lib, str) and lib and len(lib) <= 4096 and "\0" not in lib else None
+
+
+#: A driver release as NVIDIA numbers it (``570.195.03``, ``390.157``): the soname's major alone (``.so.0``,
+#: ``.so.1``, Tegra's unversioned files) is no release.
+_DRIVER_RELEASE = lazyre.compile(r"^\d{3}\.\d+(?:\.\d+)?$")
+
+
+def _graphics_releases(host: Host, libraries: List[str], registered: List[str]) -> List[Dict[str, Any]]:
+    """The driver release of each graphics library programs would use: the vendor libraries opened by soname
+    (libEGL_nvidia.so.0, libGLX_nvidia.so.0: libglvnd dlopens them by name), as the loader finds them, and the
+    libraries the EGL vendor and Vulkan ICD files name (a soname, searched the same way, or an absolute path),
+    each with the release its real file's name carries (``libEGL_nvidia.so.570.195.03``): ``{"name", "library",
+    "release", "via"}``. A name the loader does not find, or a file whose name carries no release, is left out."""
+    from .loader import loader_config, search, version_from_name
+
+    wanted = [(n, "loader") for n in sorted({posixpath.basename(p) for p in libraries
+                                             if re.search(r"\.so\.\d+$", p)})]
+    for path in registered:
+        lib = _icd_library(host, path)
+        if lib:
+            wanted.append((lib, path))
+    if not wanted:
+        return []
+    config = loader_config(host)
+    out: List[Dict[str, Any]] = []
+    seen: Set[str] = set()
+    for name, via in wanted:
+        if name.startswith("/"):
+            real = host.resolve(name) if host.exists(name) else None
+        elif "/" in name:
+            real = None  # a relative path: resolved against the JSON file's directory by libglvnd; not judged
+        else:
+            real = search(host, config, name)["resolved"]
+        if not real or real in seen:
+            continue
+        release = version_from_name(posixpath.basename(real))
+        if not release or not _DRIVER_RELEASE.match(release):
+            continue
+        seen.add(real)
+        out.append({"name": name, "library": real, "release": release, "via": via})
+    return out
+
+
 def _graphics_files(host: Host, libs: List[Tuple[str, str]]) -> Fact:
     """``driver.graphics_files``: the driver's graphics libraries where the loader looks, beside its compute ones,
     with its Vulkan ICD and EGL vendor files, and the .run installer's program when it installed the driver."""
@@ -548,7 +609,10 @@ def _graphics_files(host: Host, libs: List[Tuple[str, str]]) -> Fact:
     egl = sorted(p for d in EGL_VENDOR_DIRS for p in host.glob_dir(d, r".*nvidia.*\.json"))
     value = {"libraries": found, "vulkan_icd": icd, "egl_vendor": egl, "searched": dirs,
              "installer": NVIDIA_INSTALLER if host.exists(NVIDIA_INSTALLER) else None,
-             "unresolved": _unresolved_driver_needs(host, found)}
+             "unresolved": _unresolved_driver_needs(host, found),
+             "releases": _graphics_releases(host, found, egl + icd),
+             # an Apptainer/Singularity container (its own variables; the os probe's container test does not see it)
+             "apptainer": host.getenv("APPTAINER_CONTAINER") or host.getenv("SINGULARITY_CONTAINER") or None}
     return ok("driver.graphics_files", value, "dir:" + ",".join(dirs + list(VULKAN_ICD_DIRS + EGL_VENDOR_DIRS)),
               "Driver graphics libraries (OpenGL, EGL, Vulkan)")
 
@@ -1377,7 +1441,7 @@ def _probe_driver(ctx: ProbeContext) -> List[Fact]:
     else:
         facts.append(unknown("driver.device_nodes", f"cannot list /dev ({dev.error})", "dir:/dev",
                              "NVIDIA device nodes"))
-    if libs:
+    if libs or loaded:  # a container's bound compute libraries may carry no release in their names
         facts.append(_graphics_files(host, libs))
         if host.uname().get("machine") == "x86_64":
             facts.append(_graphics_files_32bit(host))

@@ -9,7 +9,7 @@ driver's Vulkan or EGL driver (libGLX_nvidia, libEGL_nvidia, libnvidia-glcore, r
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from ...facts import Facts
 from ...findings import Finding, Fix
@@ -121,6 +121,93 @@ def _graphics_incomplete(facts: Facts) -> List[Finding]:
     )]
 
 
+MISMATCH = "driver.graphics_libraries_version_mismatch"
+#: The kernel module's own refusal of a driver component of another release: "NVRM: API mismatch: the client has
+#: the version %s, but NVRM: this kernel module has the version %s.  Please make sure that this kernel module and
+#: all NVIDIA driver components have the same version." (the resource manager's strings, nv-kernel.o_binary of the
+#: driver package; envdoctor/matrix/data/kernel_messages.json, api_mismatch_version).
+API_MISMATCH_URL = "https://download.nvidia.com/XFree86/Linux-x86_64/555.58.02/"
+MISMATCH_CHECKED = "2026-12-01"
+MISMATCH_DOCS = (
+    CodeDoc(MISMATCH, "warning",
+            "The driver's graphics vendor libraries that programs would use (libEGL_nvidia.so.0 and libGLX_nvidia.so.0 "
+            "as the loader finds them, and the libraries libglvnd's EGL vendor files and the Vulkan ICD file name) "
+            "are of another driver release than the loaded kernel module, judged from the release their real files' "
+            "names carry (libEGL_nvidia.so.570.195.03), while the compute libraries match the module (else "
+            "driver.library_mismatch speaks): a container image that bundles its own libnvidia-gl-<branch>, an "
+            "Apptainer --nv or toolkit mount of the host's compute libraries only, a partial driver upgrade. WSL and "
+            "files whose names carry no release stay quiet.",
+            "driver.graphics_files, driver.kernel_module.version, driver.userspace.version, os.container",
+            "The kernel module refuses a driver component of another release ('NVRM: API mismatch ... Please make "
+            "sure that this kernel module and all NVIDIA driver components have the same version'), so EGL and "
+            "OpenGL find no NVIDIA device (eglQueryDevicesEXT returns none; habitat-sim: 'no EGL devices found', "
+            "'Unable to create windowless context') and headless rendering fails or falls back to Mesa, while CUDA "
+            "and nvidia-smi work.", API_MISMATCH_URL),
+)
+
+
+def _release_key(text: str) -> Tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def _graphics_mismatch(facts: Facts) -> List[Finding]:
+    files = facts.value("driver.graphics_files")
+    if not isinstance(files, dict) or facts.value("os.wsl") == "WSL2":
+        return []
+    module = facts.text("driver.kernel_module.version")
+    if not module or not _release_key(module):
+        return []
+    user = facts.text("driver.userspace.version")
+    if user and _release_key(user) != _release_key(module):
+        return []  # the compute libraries differ too: driver.library_mismatch says so for the whole driver
+    other = [r for r in (files.get("releases") or []) if isinstance(r, dict) and isinstance(r.get("release"), str)
+             and r.get("library") and _release_key(r["release"]) and _release_key(r["release"]) != _release_key(module)]
+    if not other:
+        return []
+    releases = list(dict.fromkeys(str(r["release"]) for r in other))
+    apis = list(dict.fromkeys(_api(posixpath.basename(str(r["name"]))) for r in other))
+    each = "; ".join("%s -> %s (%s)" % (r["name"], r["library"], "found by the loader" if r.get("via") == "loader"
+                                         else "named by %s" % r["via"]) for r in other)
+    dirs = list(dict.fromkeys(posixpath.dirname(str(r["library"])) for r in other))
+    container = facts.value("os.container")
+    apptainer = files.get("apptainer")
+    compute = ("the compute libraries (libcuda, libnvidia-ml) are %s" % user if user
+               else "NVML and the compute libraries answer as %s" % module)
+    if apptainer or container:
+        where = ("this Apptainer container (%s)" % apptainer if apptainer else "this container (%s)" % container)
+        why = ("In %s the graphics libraries are the image's own copies (%s), not the host driver's: the runtime "
+               "made the host's compute libraries visible but not its graphics ones." % (where, ", ".join(dirs)))
+        fix = ("Use the host driver's graphics libraries in the container: remove the image's copies of driver %s "
+               "(on Ubuntu images the libnvidia-gl-<branch> package; libEGL_nvidia, libGLX_nvidia, "
+               "libnvidia-eglcore/glcore/glsi/tls) and have the runtime bring the host's (Apptainer --nv with "
+               "libEGL_nvidia, libGLX_nvidia, libnvidia-eglcore, libnvidia-glcore, libnvidia-glsi and libnvidia-tls "
+               "in its nvliblist.conf; the NVIDIA Container Toolkit with NVIDIA_DRIVER_CAPABILITIES including "
+               "graphics), or build the image with the graphics libraries of driver %s exactly."
+               % (" and ".join(releases), module))
+        commands: List[str] = []
+    else:
+        why = "The graphics libraries in %s are another release than the rest of the driver." % ", ".join(dirs)
+        fix = ("Make every part of the driver one release: install the graphics libraries of driver %s (on Ubuntu "
+               "libnvidia-gl-<branch> of that version), or upgrade the whole driver to %s and reboot so the module "
+               "is that release too." % (module, releases[-1]))
+        commands = []
+    return [Finding(
+        code=MISMATCH, severity="warning", components=["driver"],
+        title="The NVIDIA driver's %s libraries are release %s, but the loaded kernel module is %s" % (
+            " and ".join(apis), " and ".join(releases), module),
+        detail="%s %s. The kernel module %s accepts only driver components of its own release ('API mismatch'), "
+               "so %s programs find no NVIDIA device (EGL: eglQueryDevicesEXT returns none, 'no EGL devices found'; "
+               "headless rendering fails or falls back to Mesa's software renderer), while %s, so CUDA and "
+               "nvidia-smi work." % (why, each, module, "/".join(apis), compute),
+        evidence=_evidence(facts, "driver.graphics_files", "driver.kernel_module.version", "driver.userspace.version",
+                           "os.container"),
+        source={"rule": "The kernel module and all NVIDIA driver components must be the same version (the "
+                        "module's 'API mismatch' message); the graphics libraries' file names carry their release",
+                "url": API_MISMATCH_URL, "checked": MISMATCH_CHECKED},
+        fix=Fix(text=fix, commands=commands),
+    )]
+
+
 def _renderers(facts: Facts) -> List[Dict[str, Any]]:
     return [r for r in facts.items("apps.renderers") if isinstance(r, dict) and r.get("name")]
 
@@ -203,3 +290,11 @@ def graphics_files(ctx: CheckContext) -> List[Finding]:
        layers=("driver",), codes=INCOMPLETE_DOCS)
 def graphics_incomplete(ctx: CheckContext) -> List[Finding]:
     return _graphics_incomplete(ctx.facts) if _installed(ctx.facts) else []
+
+
+@check("driver-health.graphics-version-mismatch", requires=("driver.installed",),
+       reads=("driver.graphics_files", "driver.userspace.version", "driver.kernel_module.version", "os.wsl",
+              "os.container", "cuda.packages"),
+       layers=("driver",), codes=MISMATCH_DOCS)
+def graphics_version_mismatch(ctx: CheckContext) -> List[Finding]:
+    return _graphics_mismatch(ctx.facts) if _installed(ctx.facts) else []
