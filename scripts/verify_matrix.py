@@ -114,6 +114,9 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 # package_arch.json, tvm.json, runtime_loads.json: each project's own documentation and README
                 "huggingface.co/docs/bitsandbytes/", "github.com/Dao-AILab/flash-attention", "tvm.apache.org/docs/",
                 "docs.vllm.ai/",
+                # jit_toolkits.json: the CUDA Jittor supports and how it picks nvcc and the host compiler are its own
+                # README and source
+                "github.com/Jittor/jittor",
                 # driver_packages.json: the names RPM Fusion gives its driver packages are its own specs'
                 "github.com/rpmfusion/",
                 # numba_cuda_paths.json: where Numba looks for libNVVM and libdevice is its own source at each tag

@@ -48,7 +48,7 @@ _HUNG_LAYERS = (
     ("compilers", ("compiler.",), ("compiler.*",)),
     ("python", ("python.", "framework.", "conda.", "apps."),
      ("python.*", "python.nvidia_wheel_conflicts", "python.requirements", "python.static_cuda", "python.gpu_packages",
-      "python.nvml_bindings", "framework.*",
+      "python.nvml_bindings", "python.jit_toolkits", "framework.*",
       "framework.jax.ptxas", "framework.*.gpu_code", "apps.*")),
     ("containers", ("container.",), ("container.*",)),
 )

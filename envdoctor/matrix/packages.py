@@ -18,6 +18,7 @@ Row = Dict[str, Any]
 ARCH_AREA = "package_arch"
 COMPANION_AREA = "companion_cuda"
 _CC = lazyre.compile(r"^\d+\.\d$")
+_RELEASE = lazyre.compile(r"^\d+\.\d+$")
 _NAME = lazyre.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
@@ -129,4 +130,51 @@ def validate_companions(rows: List[Row]) -> List[str]:
     return problems
 
 
-VALIDATORS = {ARCH_AREA: validate, COMPANION_AREA: validate_companions}
+JIT_AREA = "jit_toolkits"
+
+
+def jit_packages() -> List[str]:
+    """The (normalised) names of the packages that compile their CUDA code at run time with a toolkit's nvcc."""
+    return sorted({str(r["package"]) for r in load(JIT_AREA)})
+
+
+def jit_row(package: str, version: str) -> Optional[Row]:
+    """The ``jit_toolkits`` row for ``package`` whose releases contain ``version`` (its local label ignored), or
+    None."""
+    try:
+        public = Version(Version(version).public)
+    except InvalidVersion:
+        return None
+    for row in load(JIT_AREA):
+        if row.get("package") == package and in_range(row["releases"], public) is True:
+            return row
+    return None
+
+
+def validate_jit(rows: List[Row]) -> List[str]:
+    """A normalised package name, a version specifier, a CUDA release "X.Y", how the nvcc and the host compiler are
+    chosen, and a remedy sentence."""
+    problems: List[str] = []
+    for i, row in enumerate(rows):
+        where = "row %d" % i
+        if not _NAME.match(str(row.get("package") or "")):
+            problems.append("%s: package must be a normalised PyPI name (jittor)" % where)
+        said = range_problem(where, "releases", row.get("releases"), required=True)
+        if said:
+            problems.append(said)
+        if not _RELEASE.match(str(row.get("cuda_min") or "")):
+            problems.append("%s: cuda_min must be a CUDA release X.Y" % where)
+        search = row.get("nvcc_search")
+        if not isinstance(search, list) or not search or not all(
+                isinstance(s, str) and (s == "PATH" or s.startswith("/")) for s in search):
+            problems.append("%s: nvcc_search must list 'PATH' or absolute paths" % where)
+        for field in ("label", "nvcc_env", "cc_env", "cc_default", "remedy"):
+            if not isinstance(row.get(field), str) or not row[field].strip():
+                problems.append("%s: %s must be a non-empty string" % (where, field))
+        own = row.get("own_toolkit")
+        if own is not None and (not isinstance(own, str) or not own.startswith(("~/", "/"))):
+            problems.append("%s: own_toolkit must be a path (~/... or /...)" % where)
+    return problems
+
+
+VALIDATORS = {ARCH_AREA: validate, COMPANION_AREA: validate_companions, JIT_AREA: validate_jit}

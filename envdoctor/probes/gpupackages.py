@@ -29,6 +29,16 @@ in a conda environment its ``lib``, where conda gives every shared object of the
 copies outside that search (``elsewhere``). Whether a library the framework loaded already has that soname is the
 check's to say (``linkage.<framework>``). The check ``package-loads`` judges it.
 
+Fact ``python.jit_toolkits`` = ``[{package, version, label, location, own_toolkit, nvcc, ccbin}]``: each installed
+package that compiles its CUDA code at run time with a toolkit's nvcc (``matrix/data/jit_toolkits.json``: Jittor),
+with what it would run: ``own_toolkit``, the directory of the toolkit of its own it prefers when that is there (else
+None); ``nvcc`` = ``{path, resolved, how}``, the nvcc its search finds (the variable that names one, the first on
+PATH, its fixed paths; None when none is found); ``ccbin`` = ``{path, resolved, how, version, banner}``, the host
+compiler it gives nvcc as -ccbin (the variable that names one, else its default looked up on PATH; ``version``
+absent when that compiler could not be asked). Absent when no such package is installed. The checks
+``compat.jit-toolkit`` (the toolkit's release against the package's floor) and ``compat.host-compiler-and-os``
+(that compiler against nvcc's GCC limit) judge it.
+
 Fact ``python.nvml_bindings`` = ``[{package, version, location, file, calls}]``: NVIDIA's Python binding of NVML
 (``nvidia-ml-py``, one module ``pynvml.py``) as the interpreter finds it first, with ``calls``: each unversioned API
 function whose body only returns a versioned one (``def nvmlDeviceGetComputeRunningProcesses(handle): return
@@ -48,6 +58,7 @@ from ..facts import Fact, ok
 from ..host.base import FILE_SUFFIX_FILTERS
 from ..matrix import known_issues, loads, packages
 from . import ProbeContext, loader, register
+from .compilers import parse_gcc_version
 from .frameworks import read_literals
 from .record import read_record
 
@@ -166,6 +177,69 @@ def probe_gpu_packages(ctx: ProbeContext) -> Iterable[Fact]:
     if not found:
         return []
     return [ok("python.gpu_packages", found, "dir:" + found[0]["metadata"], "Packages with GPU code of their own")]
+
+
+def _jit_nvcc(ctx: ProbeContext, row: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The nvcc a run-time compiling package's search finds: the variable that names one, else the places it looks
+    in order (``PATH``: the first nvcc on PATH)."""
+    host = ctx.host
+    var = str(row["nvcc_env"])
+    named = host.getenv(var)
+    if named:
+        path = named if named.startswith("/") else host.which(named)
+        return {"path": path or named, "resolved": host.resolve(path) if path else None, "how": "$" + var}
+    for place in row["nvcc_search"]:
+        path = host.which("nvcc") if place == "PATH" else (place if host.exists(place) else None)
+        if path:
+            return {"path": path, "resolved": host.resolve(path), "how": "PATH" if place == "PATH" else place}
+    return None
+
+
+def _jit_ccbin(ctx: ProbeContext, row: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The host compiler a run-time compiling package gives nvcc as -ccbin, with its version when it answers."""
+    host = ctx.host
+    var = str(row["cc_env"])
+    named = host.getenv(var)
+    prog, how = (named, "$" + var) if named else (str(row["cc_default"]), "PATH")
+    path = prog if prog.startswith("/") else host.which(prog)
+    if not path:
+        return None
+    out: Dict[str, Any] = {"path": path, "resolved": host.resolve(path), "how": how}
+    if "clang" in posixpath.basename(out["resolved"] or path):
+        return out  # nvcc's GCC limit says nothing of a clang
+    r = host.run([path, "--version"], timeout=10)
+    version = parse_gcc_version(r.stdout) if r.ok else None
+    if version:
+        out["version"] = version
+        out["banner"] = r.stdout.strip().splitlines()[0][:200]
+    return out
+
+
+@register("jittoolkits", "Packages compiling CUDA at run time", order=93, produces=("python.jit_toolkits",))
+def probe_jit_toolkits(ctx: ProbeContext) -> Iterable[Fact]:
+    wanted = set(packages.jit_packages())
+    found: List[Dict[str, Any]] = []
+    seen = set()
+    for dist in ctx.host.distributions():
+        if dist.key not in wanted or dist.key in seen:
+            continue
+        seen.add(dist.key)  # the first one on sys.path is the one imported
+        row = packages.jit_row(dist.key, dist.version)
+        if row is None:
+            continue
+        own = None
+        if row.get("own_toolkit"):
+            home = ctx.host.getenv("HOME") or ""
+            place = str(row["own_toolkit"])
+            place = posixpath.join(home, place[2:]) if place.startswith("~/") else place
+            if (home or not str(row["own_toolkit"]).startswith("~/")) and ctx.host.is_dir(place):
+                own = place
+        found.append({"package": dist.key, "version": dist.version, "label": row["label"],
+                      "location": dist.location, "own_toolkit": own, "nvcc": _jit_nvcc(ctx, row),
+                      "ccbin": _jit_ccbin(ctx, row)})
+    if not found:
+        return []
+    return [ok("python.jit_toolkits", found, "dir:" + found[0]["location"], "Packages compiling CUDA at run time")]
 
 
 #: NVML bindings: distribution -> its module file, relative to the site directory.

@@ -202,13 +202,24 @@ DOCS = (
             "The host GCC is newer than the active CUDA toolkit's nvcc accepts.",
             "compiler.gcc (else the compiler nvcc runs: compiler.nvcc_host from -ccbin/NVCC_CCBIN/CUDAHOSTCXX, "
             "compiler.nvcc_gcc from its nvcc.profile's PATH), compiler.extension_cc (CC, which "
-            "torch.utils.cpp_extension passes to nvcc as -ccbin), compiler.gcc_versions, the active toolkit",
+            "torch.utils.cpp_extension passes to nvcc as -ccbin), python.jit_toolkits (the host compiler a package "
+            "compiling CUDA at run time passes to nvcc as -ccbin: Jittor's cc_path, else g++ on PATH), "
+            "compiler.gcc_versions, the active toolkit",
             "nvcc stops with '#error -- unsupported GNU version! gcc versions later than N are not supported!' "
             "(crt/host_config.h), unless -allow-unsupported-compiler is given: the build fails. An error where the "
             "release's limit was verified, a warning otherwise.",
             "cuda.json (gcc_max, from each release's host_config.h); " + CPP_EXTENSION,
         messages=(Message("unsupported GNU version! gcc versions later than * are not supported!",
                 "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#host-compiler-support-policy"),)),
+    CodeDoc("framework.jit_toolkit_below_minimum", "error",
+            "A package that compiles its CUDA code at run time with the machine's nvcc (Jittor) would use a CUDA "
+            "toolkit older than the oldest release it supports.",
+            "python.jit_toolkits (the package, the nvcc its own search finds, the toolkit of its own it prefers), "
+            "cuda.nvcc, cuda.toolkits (that nvcc's release)",
+            "Its kernels are compiled when it first runs on the GPU: with a toolkit older than it supports, that "
+            "compilation (its own test, python -m jittor.test.test_example) fails. An error where the package's "
+            "floor was verified from its own documentation, a warning otherwise.",
+            "jit_toolkits.json (cuda_min, from Jittor's README and python/jittor/compiler.py)"),
     CodeDoc("compiler.glibc_too_new_for_cuda", "error",
             "The system glibc's headers use a construct the active CUDA toolkit's nvcc cannot parse (glibc 2.34+ "
             "with GCC 11+ before CUDA 11.6).",

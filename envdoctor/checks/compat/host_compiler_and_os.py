@@ -11,6 +11,7 @@ from ... import matrix
 from ...facts import Fact, Facts
 from ...findings import Finding, Fix
 from ...matrix import hardware as hw
+from ...matrix import packages
 from ...osinfo import nvidia_distro
 from .. import CheckContext, check, docs_for
 from ..suggest import INSTALL_LINE_READS, install_line, rpm_tool
@@ -38,50 +39,71 @@ def _host_compiler_and_os(facts: Facts) -> List[Finding]:
         return out
     version, how, tk_fact, row = active
     # the compiler nvcc runs by itself (-ccbin/NVCC_CCBIN/CUDAHOSTCXX, its nvcc.profile's gcc, gcc on PATH), then
-    # the one torch.utils.cpp_extension hands it as -ccbin $CC when CC is set
-    candidates = [_nvcc_host_compiler(facts), _extension_cc(facts)]
-    gcc, gv = None, None
-    for cand in candidates:
-        cv = _gcc_version_of(cand)
+    # the one torch.utils.cpp_extension hands it as -ccbin $CC when CC is set, then the one a package compiling its
+    # CUDA code at run time hands it as -ccbin (Jittor: $cc_path, else g++ on PATH)
+    candidates: List[Tuple[Fact, Dict[str, Any], str]] = []
+    for fact in (_nvcc_host_compiler(facts), _extension_cc(facts)):
+        if fact is not None and fact.known and isinstance(fact.value, dict):
+            candidates.append((fact, fact.value, ""))
+    candidates.extend(_jit_ccbins(facts))
+    too_new = []
+    for cand, value, label in candidates:
+        cv = _v(value.get("version"))
         if cv is not None and _gcc_too_new(cv, row["gcc_max"]):
-            gcc, gv = cand, cv
-            break
-    if gcc is not None and gv is not None and _can_compile(facts, tk_fact):
+            too_new.append((cand, value, label))
+    if too_new and _can_compile(facts, tk_fact):
+        gcc, gcc_value, jit_label = too_new[0]
         gmax_text = row["gcc_max"]
         gmax = int(Version(gmax_text).release[0])
-        others = [g for g in facts.items("compiler.gcc_versions") if isinstance(g, dict)]
-        fitting: List[Tuple[Version, Dict[str, Any]]] = []  # (version, entry) of the GCCs nvcc accepts
-        for g in others:
-            ov = _v(g.get("version"))
-            if ov is not None and not _gcc_too_new(ov, gmax_text):
-                fitting.append((ov, g))
         via_cc = gcc.key == "compiler.extension_cc"
-        var = "CC" if via_cc else "NVCC_CCBIN"
-        cmds = []
-        if fitting:
-            best = max(fitting, key=lambda vg: vg[0])[1]
-            path = str(best["path"])
-            cmds.append("export %s=%s" % (var, path if via_cc else path.replace("gcc", "g++")))
-        else:
-            cmds.append("sudo apt-get install gcc-%d g++-%d" % (gmax, gmax) if facts.value("os.id") == "ubuntu"
-                        else "sudo yum install devtoolset-%d" % gmax if rpm_tool(facts) == "yum"
-                        else "sudo dnf install gcc-toolset-%d" % gmax)
-            cmds.append("export %s=/usr/bin/%s-%d" % (var, "gcc" if via_cc else "g++", gmax))
-        if via_cc:
-            which = " (%s, CC: torch.utils.cpp_extension passes it to nvcc as -ccbin)" % gcc.value.get("path")
+        cmds: List[str] = []
+        install = None
+        # one line per way the too-new compiler reaches nvcc (NVCC_CCBIN for nvcc's own, CC for extension builds,
+        # a run-time compiling package's variable): a package's -ccbin outranks NVCC_CCBIN
+        seen_vars = set()
+        for cand, value, label in too_new:
+            c_via_cc = cand.key == "compiler.extension_cc"
+            var = str(value.get("var") or "cc_path") if label else "CC" if c_via_cc else "NVCC_CCBIN"
+            if var in seen_vars:
+                continue
+            seen_vars.add(var)
+            best = _fitting_compiler(facts, gmax_text, want_gxx=not c_via_cc)
+            if best is None:
+                install = ("sudo apt-get install gcc-%d g++-%d" % (gmax, gmax) if facts.value("os.id") == "ubuntu"
+                           else "sudo yum install devtoolset-%d" % gmax if rpm_tool(facts) == "yum"
+                           else "sudo dnf install gcc-toolset-%d" % gmax)
+                best = "/usr/bin/%s-%d" % ("gcc" if c_via_cc else "g++", gmax)
+            cmds.append("export %s=%s" % (var, best))
+        if install is not None:
+            cmds.insert(0, install)
+        if jit_label:
+            which = " (%s, which %s passes to nvcc as -ccbin)" % (gcc_value.get("path"), jit_label)
+        elif via_cc:
+            which = " (%s, CC: torch.utils.cpp_extension passes it to nvcc as -ccbin)" % gcc_value.get("path")
         elif gcc.key == "compiler.gcc":
             which = ""
         else:
-            which = " (%s, the one nvcc runs)" % gcc.value.get("path")
+            which = " (%s, the one nvcc runs)" % gcc_value.get("path")
+        points = []
+        for cand, value, label in too_new:
+            if label:
+                point = "%s, which %s gives nvcc as -ccbin" % (value.get("var") or "cc_path", label)
+            else:
+                point = "CC, which extension builds give nvcc" if cand.key == "compiler.extension_cc" \
+                    else "NVCC_CCBIN, -ccbin"
+            if point not in points:
+                points.append(point)
+        also = "".join(" %s also passes %s (GCC %s) to nvcc as -ccbin." % (label, value.get("path"), value["version"])
+                       for _cand, value, label in too_new[1:] if label)
+        evidence = [gcc] + [cand for cand, _value, _label in too_new[1:] if cand is not gcc]
         out.append(Finding(
             code="compiler.gcc_too_new_for_cuda", severity=_severity(row, ["gcc_max"]), components=["compiler", "cuda"],
             title="GCC %s%s is newer than CUDA %s's nvcc accepts (GCC <= %s)" % (
-                gcc.value["version"], which, version, gmax_text),
+                gcc_value["version"], which, version, gmax_text),
             detail="nvcc stops with '#error -- unsupported GNU version! gcc versions later than %s are not "
-                   "supported!'. Point nvcc at an older GCC (%s) or use a newer CUDA. "
-                   "(-allow-unsupported-compiler exists but is unsafe.)" % (
-                       gmax_text, "CC, which extension builds give nvcc" if via_cc else "NVCC_CCBIN, -ccbin"),
-            evidence=_ev(gcc, tk_fact),
+                   "supported!'.%s Point nvcc at an older GCC (%s) or use a newer CUDA. "
+                   "(-allow-unsupported-compiler exists but is unsafe.)" % (gmax_text, also, "; ".join(points)),
+            evidence=_ev(*(evidence + [tk_fact])),
             source=_source("CUDA %s supports host GCC up to %s" % (row["version"], row["gcc_max"]), row),
             fix=Fix(text="Use GCC %s or older for nvcc." % gmax_text, commands=cmds)))
     os_id, os_ver = facts.value("os.id"), facts.value("os.version")
@@ -165,6 +187,54 @@ def _nvcc_host_compiler(facts: Facts) -> Optional[Fact]:
     return facts.get("compiler.gcc")
 
 
+def _fitting_compiler(facts: Facts, gmax_text: str, want_gxx: bool) -> Optional[str]:
+    """The newest installed compiler nvcc accepts (GCC <= ``gmax_text``): its g++ (for -ccbin, NVCC_CCBIN, a
+    package's cc_path) when ``want_gxx``, its gcc otherwise (CC); None when there is none. The default gcc's g++ is
+    the g++ on PATH, whose version is its own (Ubuntu's alternatives can point gcc and g++ at different releases)."""
+    fitting: List[Tuple[Version, str]] = []
+    for g in facts.items("compiler.gcc_versions"):
+        if not isinstance(g, dict) or not g.get("path"):
+            continue
+        ov = _v(g.get("version"))
+        if ov is None or _gcc_too_new(ov, gmax_text):
+            continue
+        path = str(g["path"])
+        if want_gxx and g.get("kind") == "default":
+            gxx = facts.get("compiler.gxx")
+            gxx_value = gxx.value if gxx is not None and gxx.known and isinstance(gxx.value, dict) else {}
+            gxv = _v(gxx_value.get("version"))
+            if gxv is None or _gcc_too_new(gxv, gmax_text):
+                continue  # the g++ beside the default gcc is another release, too new
+            fitting.append((gxv, str(gxx_value.get("path") or path.replace("gcc", "g++"))))
+            continue
+        if want_gxx and g.get("gxx") is False:
+            continue
+        fitting.append((ov, path.replace("gcc", "g++") if want_gxx else path))
+    return max(fitting, key=lambda vp: vp[0])[1] if fitting else None
+
+
+def _jit_ccbins(facts: Facts) -> List[Tuple[Fact, Dict[str, Any], str]]:
+    """The host compilers the packages compiling their CUDA code at run time pass to nvcc as -ccbin
+    (``python.jit_toolkits``: Jittor's ``$cc_path``, else g++ on PATH), each as (the fact, ``{path, version, var}``,
+    the package's name), when their version is known; a package using a toolkit of its own is left out (its nvcc
+    is not the active toolkit's)."""
+    fact = facts.get("python.jit_toolkits")
+    if fact is None or not fact.known or not isinstance(fact.value, list):
+        return []
+    out: List[Tuple[Fact, Dict[str, Any], str]] = []
+    for entry in fact.value:
+        if not isinstance(entry, dict) or entry.get("own_toolkit") or not isinstance(entry.get("ccbin"), dict):
+            continue
+        ccbin = entry["ccbin"]
+        if not ccbin.get("version"):
+            continue
+        row = packages.jit_row(str(entry.get("package") or ""), str(entry.get("version") or ""))
+        var = str(row["cc_env"]) if row is not None else ""
+        out.append((fact, {"path": ccbin.get("path"), "version": ccbin["version"], "var": var},
+                    str(entry.get("label") or entry.get("package"))))
+    return out
+
+
 def _extension_cc(facts: Facts) -> Optional[Fact]:
     """The compiler CC names, which torch.utils.cpp_extension gives nvcc as ``-ccbin $CC`` (None when CC is unset,
     names the compiler already judged, or its version is unknown: a clang, a missing program)."""
@@ -192,7 +262,8 @@ def _cuda_for_os(facts: Facts, key: str, ver: str) -> Optional[str]:
     return None
 
 
-@check("compat.host-compiler-and-os", requires=("cuda.nvcc",), reads=("compiler.*", "cuda.*") + INSTALL_LINE_READS,
+@check("compat.host-compiler-and-os", requires=("cuda.nvcc",),
+       reads=("compiler.*", "cuda.*", "python.jit_toolkits") + INSTALL_LINE_READS,
        layers=("compilers", "os"),
        codes=docs_for(DOCS, "compiler.gcc_too_new_for_cuda", "os.unsupported_by_cuda"))
 def host_compiler_and_os(ctx: CheckContext) -> List[Finding]:
