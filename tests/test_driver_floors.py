@@ -18,8 +18,8 @@ from envdoctor.checks.compat.driver_floors import driver_floors
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import ffmpeg, floors
 from envdoctor.probes.apps import (
-    find_nv_codec_headers,
     find_floor_packages,
+    find_nv_codec_headers,
     find_ollama,
     find_optix_packages,
     find_rapids,

@@ -86,8 +86,8 @@ def test_quiet_when_cuda_h_is_where_triton_2_0_or_the_compiler_looks(kw):
     assert judged(host(**kw))[1] == []
 
 
-@pytest.mark.parametrize("package,version,kw", [("triton", "3.0.0", {}), ("triton", "1.1.1", {}), ("triton", "2.1.0", {}),
-                                                ("pytorch-triton", "2.2.0+e28a256d71", {}),
+@pytest.mark.parametrize("package,version,kw", [("triton", "3.0.0", {}), ("triton", "1.1.1", {}),
+                                                ("triton", "2.1.0", {}), ("pytorch-triton", "2.2.0+e28a256d71", {}),
                                                 ("torchtriton", "2.0.0+0d7e753227", {"bundle_dir": False})])
 def test_quiet_where_the_rule_or_the_install_layout_is_not_known(package, version, kw):
     # from 2.1 the launcher reads only the cuda.h every wheel bundles (2.1.0's triton/common/build.py), so a record

@@ -18,8 +18,8 @@ TRITON_CUDA_H_ISSUE = "https://github.com/pytorch/pytorch/issues/90757"
 TRITON_2_0_WHEEL = "https://pypi.org/project/triton/2.0.0/#files"
 
 
-def _toolkit_includes(ctx: CheckContext) -> List[str]:
-    """The include folders of the CUDA toolkits found on the machine that hold cuda.h (``cuda.toolkits``)."""
+def _toolkit_roots(ctx: CheckContext) -> List[str]:
+    """The folders of the CUDA toolkits found on the machine (``cuda.toolkits``)."""
     out: List[str] = []
     for tk in ctx.facts.items("cuda.toolkits"):
         root = tk.get("root") or tk.get("path") if isinstance(tk, dict) else None
@@ -29,7 +29,7 @@ def _toolkit_includes(ctx: CheckContext) -> List[str]:
 
 
 @check("frameworks.triton-launcher", requires=("framework.torch.triton",),
-       reads=("framework.torch.triton", "framework.torch", "cuda.toolkits"), layers=("frameworks",), codes=(
+       reads=("framework.torch.triton", "cuda.toolkits"), layers=("frameworks",), codes=(
     CodeDoc("framework.triton_launcher_cannot_build", "warning",
             "Triton compiles a small C launcher (including cuda.h) the first time a kernel runs, and the cuda.h it "
             "needs is nowhere it looks: not bundled with the installed Triton, not under CUDA_PATH / CUDA_HOME / "
@@ -50,7 +50,7 @@ def triton_launcher(ctx: CheckContext) -> Iterable[Finding]:
         return []
     searched = [p for p in launcher["searched"] if isinstance(p, str)]
     home, how = launcher.get("cuda_home"), launcher.get("cuda_home_from")
-    toolkits = [t for t in _toolkit_includes(ctx) if t != home]
+    toolkits = [t for t in _toolkit_roots(ctx) if t != home]
     if home and how != "default":
         where = "%s=%s (its include folder has no cuda.h)" % (how, home)
     elif home:
