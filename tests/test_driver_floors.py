@@ -18,6 +18,7 @@ from envdoctor.checks.compat.driver_floors import driver_floors
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import ffmpeg, floors
 from envdoctor.probes.apps import (
+    find_floor_packages,
     find_nv_codec_headers,
     find_ollama,
     find_optix_packages,
@@ -381,6 +382,63 @@ def test_nvisii_wheel_for_a_newer_driver_branch_fires(version, driver, branch):
                                             ("1.2.0", "418.56")])
 def test_nvisii_quiet_on_its_branch_or_a_release_without_a_stated_floor(version, driver):
     assert nvisii_judge(version, driver) == []
+
+
+VENV_SITE = "/home/user/newton/.venv/lib/python3.11/site-packages"
+
+
+def warp_judge(version, driver):
+    # warp-lang as its wheel installs it (warp/ beside warp_lang-<version>.dist-info; the version's +cu11/+cu13 label
+    # is the GitHub Releases builds', PyPI's and nightlies' carry none), in a uv venv as newton-physics/newton#174's
+    host = make_host(files={VENV_SITE + "/warp_lang-%s.dist-info/METADATA" % version:
+                            "Metadata-Version: 2.1\nName: warp-lang\nVersion: %s\n" % version,
+                            VENV_SITE + "/warp/__init__.py": "from warp.context import init\n"},
+                     python={"executable": "/home/user/newton/.venv/bin/python", "version": "3.11.12",
+                             "implementation": "cpython", "prefix": "/home/user/newton/.venv",
+                             "base_prefix": "/usr", "sys_path": [VENV_SITE]})
+    pkgs = find_floor_packages(host)
+    facts = [ok("driver.version", driver, "test", "driver"), ok("apps.floor_packages", pkgs, "test", "w")]
+    return pkgs, driver_floors(CheckContext(Facts(facts), []))
+
+
+@pytest.mark.parametrize("version,major", [("1.8.0.dev20250522", "12"), ("1.8.0", "12"), ("1.8.0+cu11", "11"),
+                                           ("1.10.0+cu13", "13"), ("1.2.3", "11"), ("1.3.0+cu12", "12")])
+def test_warp_build_cuda_major_from_its_label_or_its_release_default(version, major):
+    pkgs, _ = warp_judge(version, "580.65.06")
+    assert [(p["name"], p["version"], p["cuda_major"]) for p in pkgs] == [("Warp", version, major)]
+
+
+def test_warp_on_a_driver_below_cuda_12_3_warns_of_graph_capture_module_loading():
+    # the thread's machine: Warp 1.8.0 nightly (CUDA 12.8 build) on R535 (CUDA 12.2): error 900 during capture
+    _, found = warp_judge("1.8.0.dev20250522", "535.183.01")
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "warning")]
+    assert "Warp 1.8.0.dev20250522" in found[0].title and "545.23.06" in found[0].title
+    assert "graph capture" in found[0].title and "error 900" in found[0].detail
+    assert "github.com/NVIDIA/warp" in found[0].source["url"]
+
+
+@pytest.mark.parametrize("version,driver,floor", [("1.8.0", "520.61.05", "525.60.13"),
+                                                  ("1.10.0+cu13", "575.57.08", "580"),
+                                                  ("1.8.0+cu11", "465.19.01", "470")])
+def test_warp_below_its_builds_cuda_floor_errs_once(version, driver, floor):
+    # below the build's own floor Warp finds no usable CUDA device: that one finding, not the feature's as well
+    _, found = warp_judge(version, driver)
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "error")]
+    assert floor in found[0].title and "Insufficient CUDA driver version" in found[0].detail
+
+
+@pytest.mark.parametrize("version,driver", [("1.8.0.dev20250522", "545.23.06"), ("1.8.0", "570.124.06"),
+                                            ("1.10.0+cu13", "580.65.06"), ("1.2.3", "535.183.01")])
+def test_warp_quiet_on_a_driver_at_its_floors_or_a_release_without_them(version, driver):
+    assert warp_judge(version, driver)[1] == []
+
+
+def test_warp_with_a_garbled_version_or_driver_is_quiet():
+    assert warp_judge("not-a-version", "535.183.01")[1] == []
+    facts = [ok("driver.version", "garbled", "test", "d"),
+             ok("apps.floor_packages", [{"package": "warp-lang", "name": "Warp", "version": "1.8.0"}, "x", None],
+                "test", "w")]
+    assert driver_floors(CheckContext(Facts(facts), [])) == []
 
 
 BUNDLE = "/home/user/Meshroom-2020.1.0-av2.3.0-centos7-cuda10.2"

@@ -4,8 +4,11 @@ RAPIDS' support notices and platform-support table (per release and CUDA major o
 oldest driver (``min_driver``) or the oldest GPU (``min_cc``, with ``supported_by``: a release that still supports
 older GPUs, the last one unless ``supported_by_last`` is false; or ``other_build``: the CUDA major of the same
 release's packages that does); or the GPUs newer than the releases (``new_cc``, a range of compute capabilities,
-with ``supported_from``: the first release that supports them). Three questions: which driver-floor rows, which
-GPU-floor rows and which GPU-ceiling rows apply to an installed release."""
+with ``supported_from``: the first release that supports them). A Python package's rows (Warp's ``warp-lang``) may
+instead say which CUDA major the release's default wheels were built with (``wheel_cuda_major``: its version then
+carries no ``+cuNN`` label), or hold the floor of one feature only (``feature``, with the ``symptom`` it shows): the
+rest of the package runs below it. Four questions: which driver-floor rows, which GPU-floor rows and which GPU-ceiling
+rows apply to an installed release, and which CUDA major its default wheels carry."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from . import in_range, load, range_problem
 
 Row = Dict[str, Any]
 AREA = "driver_floors"
-PRODUCTS = ("rapids", "ollama", "tensorrt", "nv-codec-headers", "nvisii")
+PRODUCTS = ("rapids", "ollama", "tensorrt", "nv-codec-headers", "nvisii", "warp-lang")
 #: Products whose driver floor is one per release, keyed by neither CUDA major nor compute capability (FFmpeg's
 #: nv-codec-headers: one Video Codec SDK API level per release, README "Minimum required driver versions"; NVISII: one
 #: wheel per driver branch, README).
@@ -50,6 +53,14 @@ def floors_for(product: str, release: Any, cuda_major: Optional[Any] = None, cc:
             if "cc" not in row or (cc is not None and _contains(row["cc"], cc))]
 
 
+def wheel_cuda_major(product: str, release: Any) -> Optional[str]:
+    """The CUDA major of ``product``'s default wheels of ``release`` (``wheel_cuda_major`` rows), or None."""
+    for row in load(AREA):
+        if row.get("product") == product and "wheel_cuda_major" in row and _contains(row.get("releases"), release):
+            return str(row["wheel_cuda_major"])
+    return None
+
+
 def gpu_floors_for(product: str, release: Any, cuda_major: Optional[Any] = None) -> List[Row]:
     """The GPU-floor rows (``min_cc``) of ``product`` whose release range holds ``release``; a row keyed by a CUDA
     major applies only to a build of that major."""
@@ -77,6 +88,14 @@ def validate(rows: List[Row]) -> List[str]:
         if "new_cc" in row:
             problems += _gpu_ceiling_problems(row, where)
             continue
+        if "wheel_cuda_major" in row:
+            if not str(row["wheel_cuda_major"]).isdigit() or any(
+                    k in row for k in ("min_driver", "min_cc", "cc", "cuda_major", "feature")):
+                problems.append("%s: wheel_cuda_major must be digits, alone beside releases" % where)
+            continue
+        if "feature" in row and not (isinstance(row["feature"], str) and row["feature"] and "min_driver" in row
+                                     and "cuda_major" not in row and "cc" not in row):
+            problems.append("%s: a feature's floor is a min_driver keyed by neither cuda_major nor cc" % where)
         if ("min_driver" in row) == ("min_cc" in row):
             problems.append("%s: needs exactly one of min_driver and min_cc" % where)
             continue
@@ -85,7 +104,7 @@ def validate(rows: List[Row]) -> List[str]:
         if "min_cc" in row:
             problems += _gpu_floor_problems(row, where)
             continue
-        if row.get("product") in UNKEYED:
+        if row.get("product") in UNKEYED or "feature" in row:
             if "cuda_major" in row or "cc" in row:
                 problems.append("%s: %s's floors take no cuda_major or cc" % (where, row.get("product")))
         elif ("cuda_major" in row) == ("cc" in row):

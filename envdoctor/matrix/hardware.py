@@ -1041,6 +1041,14 @@ def validate_triton(rows: List[Row]) -> List[str]:
         cap = r.get("ptx_isa_max")
         if cap is not None and parse_version(cap) is None:
             problems.append(f"{w}: ptx_isa_max must be a version or null")
+        inc = r.get("launcher_include")
+        if inc is not None and not (
+                isinstance(inc, dict) and isinstance(inc.get("bundled"), str) and inc["bundled"].startswith("triton/")
+                and isinstance(inc.get("source"), dict) and inc["source"].get("url")
+                and all(isinstance(p, str) and p for p in inc.get("cuda_home") or [])
+                and (not inc.get("cuda_home") or str(inc["cuda_home"][-1]).startswith("/"))):
+            problems.append(f"{w}: launcher_include needs bundled (triton/...), a source, and cuda_home variables "
+                            "ending with a default folder")
     if [lo for lo, _ in lows] != sorted(lo for lo, _ in lows):
         problems.append("triton: rows are not sorted by their lowest release")
     for low, w in lows:

@@ -24,6 +24,11 @@
   Fact ``apps.nv_codec_headers`` = ``[{path, version}]`` (pkg-config's directories and PKG_CONFIG_PATH's).
 * Python packages that render through the driver's own OptiX and state their driver floor per release (NVISII: one
   wheel per driver branch). Fact ``apps.optix_packages`` = ``[{package, name, version, where}]``.
+* Python packages that state their own driver floors per release and per CUDA major of their build, and floors of
+  single features (Warp, ``warp-lang``: 470/525/580 for its CUDA 11/12/13 builds; module loading during CUDA graph
+  capture from CUDA 12.3's driver). The build's CUDA major is the version's ``+cuNN`` label (Warp's GitHub builds:
+  ``1.8.0+cu11``), else that of the release's default wheels (``driver_floors.json`` ``wheel_cuda_major``). Fact
+  ``apps.floor_packages`` = ``[{package, name, version, cuda_major, where}]``.
 * Applications that open a driver library by soname at run time (``matrix/data/runtime_loads.json`` rows keyed by
   ``program``: Blender's OptiX device opens ``libnvoptix.so.1``). Blender is found as ``blender`` on PATH (its link
   followed) or in a snap's current revision; its version is the ``<major>.<minor>`` folder holding ``scripts`` beside
@@ -43,7 +48,7 @@ from typing import Any, Dict, Iterable, List, Optional
 from .. import lazyre
 from ..facts import Fact, ok, unknown
 from ..host.base import Host
-from ..matrix import ffmpeg, loads
+from ..matrix import ffmpeg, floors, loads
 from . import ProbeContext, loader, register
 from .cuda import (
     CONDA_META_FILE,
@@ -227,6 +232,25 @@ def find_optix_packages(host: Host) -> List[Dict[str, Any]]:
             for dist in host.distributions() if dist.key in OPTIX_PACKAGES and dist.version]
 
 
+#: Python packages (PEP 503 names) whose releases state their own driver floors (driver_floors.json, product = the name)
+#: per CUDA major of the build or per feature, with their display name.
+FLOOR_PACKAGES = {"warp-lang": "Warp"}
+_LOCAL_CU = lazyre.compile(r"^cu(\d\d)")
+
+
+def find_floor_packages(host: Host) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+    for dist in host.distributions():
+        if dist.key not in FLOOR_PACKAGES or not dist.version:
+            continue
+        local = dist.version.partition("+")[2]
+        m = _LOCAL_CU.match(local.lower())
+        major = str(int(m.group(1))) if m else floors.wheel_cuda_major(dist.key, dist.version)
+        out.append({"package": dist.key, "name": FLOOR_PACKAGES[dist.key], "version": dist.version,
+                    "cuda_major": major, "where": dist.location})
+    return out
+
+
 #: Applications (runtime_loads.json ``program``) with their display name, the places they are installed whole, and
 #: how their version is read: the ``<major>.<minor>`` folder beside the executable that holds this subfolder.
 PROGRAMS = {"blender": {"name": "Blender", "places": ("/snap/blender/current/blender",), "version_dir": "scripts"}}
@@ -317,5 +341,7 @@ def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
             ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host) + packaged_nv_codec_headers(ctx.host),
                "derived", "FFmpeg's NVENC/NVDEC headers"),
             ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX"),
+            ok("apps.floor_packages", find_floor_packages(ctx.host), "derived",
+               "Python packages with their own driver floors"),
             ok("apps.program_loads", find_program_loads(ctx.host), "derived",
                "Applications that open driver libraries at run time")]

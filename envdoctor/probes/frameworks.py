@@ -568,7 +568,47 @@ def jax_fact(host: Host, dists: Dict[str, Distribution]) -> List[Fact]:
 
 # -- Triton (torch.compile's kernel compiler) --------------------------------------
 
-TRITON_PACKAGES = ("triton", "pytorch-triton")
+#: (torchtriton: the name of PyTorch's own Triton builds its nightlies pinned in late 2022, pytorch-triton since)
+TRITON_PACKAGES = ("triton", "pytorch-triton", "torchtriton")
+#: The C compiler's own include folders (GCC's on Debian/Ubuntu and Red Hat x86-64 and aarch64) and the variables that
+#: add to them: a header there needs no -I.
+CC_INCLUDE_DIRS = ("/usr/local/include", "/usr/include", "/usr/include/x86_64-linux-gnu",
+                   "/usr/include/aarch64-linux-gnu")
+CC_INCLUDE_VARS = ("CPATH", "C_INCLUDE_PATH")
+
+
+def _launcher_cuda_h(host: Host, d: Distribution, environ: Dict[str, str]) -> Optional[Dict[str, Any]]:
+    """Where this Triton's launcher build finds cuda.h (the matrix's ``launcher_include``): ``{found, searched,
+    cuda_home, bundled}``; None when the release's rule is not known, or its bundled CUDA folder (which every wheel of
+    these releases has, holding ptxas) is not there: the install's layout is then not what the rule reads."""
+    from ..matrix import hardware
+
+    row = hardware.triton_release(d.version)
+    inc = row.get("launcher_include") if row else None
+    if not isinstance(inc, dict):
+        return None
+    bundled = posixpath.join(d.location, inc["bundled"])
+    if not host.is_dir(posixpath.dirname(bundled)):
+        return None
+    searched: List[str] = []
+    home, how = None, None
+    chain = list(inc.get("cuda_home") or [])
+    for name in chain[:-1]:
+        if environ.get(name):
+            home, how = environ[name], name
+            break
+    if chain and home is None:
+        home, how = chain[-1], "default"
+    if home:
+        searched.append(posixpath.join(home, "include"))
+    searched.append(bundled)
+    for var in CC_INCLUDE_VARS:
+        searched += [p for p in (environ.get(var) or "").split(":") if p.startswith("/") and p not in searched]
+    searched += [p for p in CC_INCLUDE_DIRS if p not in searched]
+    found = next((p for p in searched if host.exists(posixpath.join(p, "cuda.h"))), None)
+    return {"found": posixpath.join(found, "cuda.h") if found else None, "searched": searched,
+            "cuda_home": home, "cuda_home_from": how, "bundled": bundled}
+
 
 
 def _triton_search(version: str) -> Tuple[List[str], Optional[str]]:
@@ -594,6 +634,9 @@ def triton_fact(host: Host, dists: Dict[str, Distribution]) -> Fact:
     value: Dict[str, Any] = {"package": d.key, "version": d.version, "ptxas": None, "from": None,
                              "release": None, "ptxas_version": None}
     environ = host.environ()
+    launcher = _launcher_cuda_h(host, d, environ)
+    if launcher is not None:
+        value["launcher_cuda_h"] = launcher
     places, gate = _triton_search(d.version)
     path, how = "", ""
     if gate and not environ.get(gate):

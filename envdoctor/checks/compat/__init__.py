@@ -67,7 +67,8 @@ DOCS = (
             "programs.gpu_code (GPU code whose PTX ISA is newer than the driver's CUDA, with no cubin for the GPU; "
             "its ISA not read, the CUDA runtime bundled beside it stands for the toolkit that built it: a warning); "
             "cuda.bundled_cudart (an application bundle's own libcudart.so.X.Y.Z); apps.* (floors software states "
-            "for itself, driver_floors.json: RAPIDS, Ollama, FFmpeg's nv-codec-headers, NVISII)",
+            "for itself, driver_floors.json: RAPIDS, Ollama, FFmpeg's nv-codec-headers, NVISII, Warp's builds and "
+            "its graph capture's module loading)",
             "The framework imports but finds no usable GPU (torch.cuda.is_available() is False, 'CUDA driver "
             "version is insufficient for CUDA runtime version'). Within one CUDA major a driver at or above the "
             "major's floor still runs newer minors (minor-version compatibility); across majors it cannot. "

@@ -5,6 +5,9 @@ states its floor per GPU compute capability and release (docs/gpu.mdx); FFmpeg's
 (nv-codec-headers, ``ffnvcodec.pc``) state theirs per Video Codec SDK API level (README: 9.0 needs Linux 418.30,
 13.0 needs 570.0), and an FFmpeg built against them refuses the encoder on an older driver; NVISII renders with
 the driver's own OptiX 7 and publishes one wheel per driver branch (README: 1.x.70 for R435, .71 R450, .72 R460).
+NVIDIA Warp (warp-lang) states 470/525/580 for its CUDA 11/12/13 builds (README, installation guide), and loads
+modules during CUDA graph capture only on drivers of CUDA 12.3 or newer (docs, generics: 'Module reloading is not
+allowed during graph capture in CUDA 12.2 or older'), the floor of one feature: a warning.
 
 And is every GPU at or above the oldest GPU generation an installed release still supports (the same data's
 ``min_cc`` rows)? Releases drop generations: RAPIDS 24.02 dropped Pascal (RSN 34), its CUDA 13 packages need Turing;
@@ -144,8 +147,40 @@ def _optix_packages(facts: Facts, drv: Driver, have: Version) -> List[Finding]:
     return out
 
 
+def _floor_packages(facts: Facts, drv: Driver, have: Version) -> List[Finding]:
+    """Python packages' own floors (Warp): the one of the build's CUDA major (the package then finds no usable GPU),
+    and those of single features (a warning: the rest of the package runs)."""
+    out: List[Finding] = []
+    for pkg in facts.items("apps.floor_packages"):
+        if not isinstance(pkg, dict) or not pkg.get("version") or not pkg.get("package"):
+            continue
+        rows = floors.floors_for(str(pkg["package"]), pkg["version"], cuda_major=pkg.get("cuda_major"))
+        name = "%s %s (%s%s)" % (pkg.get("name"), pkg["version"], pkg["package"],
+                                 ", a CUDA %s build" % pkg["cuda_major"] if pkg.get("cuda_major") else "")
+        whole = _floor([r for r in rows if "feature" not in r])
+        if whole is not None and have < whole[0]:
+            why = ("%s states driver %s or newer for its CUDA %s builds; below it Warp warns 'Insufficient CUDA "
+                   "driver version' when it starts and its CUDA devices are unavailable (only the CPU runs)." % (
+                       pkg.get("name"), whole[1]["min_driver"], pkg.get("cuda_major")))
+            out.append(_finding(facts, drv, name, whole[1], _severity(whole[1], ["min_driver"]), why,
+                                ("apps.floor_packages",), ("driver", "python")))
+            continue
+        for row in sorted((r for r in rows if "feature" in r), key=lambda r: _v(r["min_driver"]) or Version("0")):
+            floor = _v(row["min_driver"])
+            if floor is None or have >= floor:
+                continue
+            why = ("%s needs driver %s or newer for %s: an older driver refuses it (%s); the rest of %s runs. "
+                   "Either update the driver, or avoid the feature (with Warp: load every module before the capture "
+                   "starts, wp.load_module(), and declare generic kernels' overloads before it)." % (
+                       pkg.get("name"), row["min_driver"], row["feature"],
+                       "'%s'" % row["symptom"] if row.get("symptom") else "an error", pkg.get("name")))
+            out.append(_finding(facts, drv, "%s for %s" % (name, row["feature"]), row, "warning", why,
+                                ("apps.floor_packages",), ("driver", "python")))
+    return out
+
+
 @check("compat.driver-floors", requires=("driver.version",), reads=("apps.rapids", "apps.ollama",
-       "apps.nv_codec_headers", "apps.optix_packages", "gpu.*.name",
+       "apps.nv_codec_headers", "apps.optix_packages", "apps.floor_packages", "gpu.*.name",
        "gpu.*.compute_capability") + INSTALL_LINE_READS, layers=("driver",),
        codes=docs_for(DOCS, "driver.too_old_for_framework"))
 def driver_floors(ctx: CheckContext) -> List[Finding]:
@@ -154,7 +189,7 @@ def driver_floors(ctx: CheckContext) -> List[Finding]:
     if not drv.known or have is None or drv.wsl:
         return []
     return _rapids(ctx.facts, drv, have) + _ollama(ctx.facts, drv, have) + _nv_codec_headers(ctx.facts, drv, have) \
-        + _optix_packages(ctx.facts, drv, have)
+        + _optix_packages(ctx.facts, drv, have) + _floor_packages(ctx.facts, drv, have)
 
 
 def _installed_releases(facts: Facts) -> List[Tuple[str, str, Optional[str], str, str]]:
