@@ -21,8 +21,9 @@ Three places, each bounded:
   library built from source into ``/usr/local/lib`` or an install prefix named in ``/etc/ld.so.conf.d``), NVIDIA's
   own and the driver's left out, at most :data:`MAX_CACHE_LIBRARIES`;
 * **Python extension modules**: the shared objects each installed distribution's ``RECORD`` lists, or for one
-  installed without a wheel (an egg, a legacy ``.egg-info``) its own metadata (as :mod:`envdoctor.probes.staticcuda`
-  finds them), of the packages that are not frameworks.
+  installed without a wheel (an egg, a legacy ``.egg-info``) its own metadata, or for an editable install the source
+  tree its ``.pth`` path or setuptools finder names (as :mod:`envdoctor.probes.staticcuda` finds them), of the
+  packages that are not frameworks.
 
 A file is kept when it needs a CUDA library or the driver (``libcuda.so.1``) or carries a fat binary. Fact
 ``programs.gpu_code`` = ``[{kind, owner, version, path, sass, ptx, ptx_isa, nvrtc, cudart, prefix, toolkit}]``:

@@ -19,12 +19,14 @@ The questions asked: the shared objects it lists (:attr:`Record.shared_objects`,
 order listed; each caller keeps its own filter on top: a size floor, a soname pattern), and its text
 (:attr:`Record.text`, for a search of the whole file, such as the CPython tags of its extension modules).
 
-:func:`keep_libraries` is what a snapshot keeps of a RECORD: the lines of its shared objects.
+:func:`keep_libraries` is what a snapshot keeps of a RECORD: the lines of its shared objects, and of the ``.pth``
+files and finders through which an editable install reaches its source tree (:func:`editable_files`).
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import List, NamedTuple, Optional, Tuple
 
 from .. import lazyre
@@ -114,14 +116,30 @@ def read_record(host: Host, metadata_dir: str) -> Record:
 
 #: A RECORD line of a shared object (its path, then a comma).
 _RECORD_LIBRARY = lazyre.compile(SHARED_SUFFIX + ",")
+#: A RECORD line of a file an editable install (PEP 660) puts at the top of the site directory to reach its
+#: source tree: a ``.pth`` file (a path line: setuptools' ``__editable__.<name>-<version>.pth`` in its lax/static
+#: mode, hatchling's ``_<name>.pth``, flit's and pdm's ``<name>.pth``) or setuptools' import finder
+#: (``__editable___<name>_<version>_finder.py``, whose ``MAPPING`` names each top-level package's folder).
+_EDITABLE_LINE = lazyre.compile(r'^(?P<path>[^,/"\r\n]+\.pth|__editable__[^,/"\r\n]*_finder\.py),', re.M)
+
+
+def editable_files(text: Optional[str]) -> List[str]:
+    """The paths (relative to the distribution's location) of the ``.pth`` files and setuptools finders a RECORD
+    lists at the top of the site directory, in order, at most 8."""
+    return [m.group("path") for m in _EDITABLE_LINE.finditer(text or "")][:8]
+
+
+def _kept(line: str) -> bool:
+    return bool(_RECORD_LIBRARY.search(line) or _EDITABLE_LINE.search(line))
 
 
 def keep_libraries(text: str) -> str:
-    """What a snapshot keeps of a RECORD file: the lines of the shared objects (what the probes read); a last
-    line without its line break (a read cut by the limit) is kept without one, so that a replay reads it cut."""
+    """What a snapshot keeps of a RECORD file: the lines of the shared objects and of an editable install's
+    ``.pth`` files and finders (what the probes read); a last line without its line break (a read cut by the
+    limit) is kept without one, so that a replay reads it cut."""
     lines = text.splitlines()
-    kept = "".join(line + "\n" for line in lines if _RECORD_LIBRARY.search(line))
-    if kept and not text.endswith(("\n", "\r")) and _RECORD_LIBRARY.search(lines[-1]):
+    kept = "".join(line + "\n" for line in lines if _kept(line))
+    if kept and not text.endswith(("\n", "\r")) and _kept(lines[-1]):
         kept = kept[:-1]
     return kept
 

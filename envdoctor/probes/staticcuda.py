@@ -29,12 +29,21 @@ tree (:func:`develop_modules`). A ``.dist-info`` folder without its RECORD (an i
 packaging that left it out) is searched the same way, through the modules its ``top_level.txt`` names. Only a
 distribution with none of these is counted in ``unlisted``, not searched.
 
+An editable install (PEP 660: ``pip install -e``, ``uv pip install -e``) has a RECORD that lists only what the
+installer put in site-packages (its metadata and a ``.pth`` file, or setuptools' finder), not the extension modules
+``build_ext --inplace`` wrote in its source tree; when its RECORD lists no shared object and it is editable
+(``direct_url.json`` ``"dir_info": {"editable": true}``, PEP 610, or setuptools' ``__editable__`` files), the tree
+that ``.pth`` path or the finder's ``MAPPING`` names is searched as a development install's is
+(:func:`editable_modules`), at most :data:`MAX_EDITABLE_DISTS` distributions per run.
+
 Fact ``python.static_cuda`` = ``{"libraries": [{package, version, path, ptx_isa, sass, ptx, complete}],
 "unreadable": [{package, path, error}], "unlisted": int, "complete": bool}``.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -44,7 +53,7 @@ from ..facts import Fact, ok
 from ..host.base import Distribution, Host
 from . import ProbeContext, register
 from .loader import SHARED_OBJECT
-from .record import Entry, read_record
+from .record import Entry, editable_files, read_record
 
 #: The smallest file searched.  ``libcudart_static.a`` alone puts more than this into a library: a one-kernel
 #: library built with nvcc 13.0's default ``--cudart=static`` for one architecture (tests/data/fatbin/kernel.cu)
@@ -119,13 +128,20 @@ def develop_modules(host: Host, dist: Distribution) -> List[str]:
     ``pkg/ops/sub/ext.<tag>.so``). The packages are the ones ``top_level.txt`` names, else the folders beside the
     ``.egg-info`` that hold an ``__init__.py``; each is searched :data:`DEVELOP_DEPTH` deep, at most
     :data:`MAX_DEVELOP_DIRS` folders in all, hidden folders and build trees left out."""
-    root = dist.location
     names = (host.read_text(posixpath.join(dist.metadata_dir, "top_level.txt"), limit=64 * 1024) or "").split()
-    if not names:
+    return _tree_modules(host, dist.location, names)
+
+
+def _tree_modules(host: Host, root: str, names: List[str], packages: Optional[List[str]] = None) -> List[str]:
+    """The compiled modules built in place in a source tree: ``<root>/<name>*.so`` and every shared object in the
+    package folders ``<root>/<name>/`` (or, for ``packages``, the given folders), :data:`DEVELOP_DEPTH` deep, at
+    most :data:`MAX_DEVELOP_DIRS` folders in all; with neither names nor folders, the folders of ``root`` that hold
+    an ``__init__.py``."""
+    if not names and not packages:
         names = [n for n in sorted(host.list_dir(root).names())
                  if _MODULE.match(n) and n not in _NOT_PACKAGE and host.exists(posixpath.join(root, n, "__init__.py"))]
     out: List[str] = []
-    todo: List[Tuple[str, int]] = []
+    todo: List[Tuple[str, int]] = [(p, 0) for p in packages or []]
     for name in names:
         if not _MODULE.match(name):
             continue
@@ -142,6 +158,88 @@ def develop_modules(host: Host, dist: Distribution) -> List[str]:
             elif depth < DEVELOP_DEPTH and _MODULE.match(n) and n not in _NOT_PACKAGE and host.is_dir(path):
                 todo.append((path, depth + 1))
     return out
+
+
+#: The most editable installs whose source trees are searched in one run, and the most bytes of one ``.pth`` file,
+#: finder or ``direct_url.json`` read.
+MAX_EDITABLE_DISTS = 16
+EDITABLE_LIMIT = 256 * 1024
+#: setuptools' finder: ``MAPPING: dict[str, str] = {'pkg': '/src/pkg'}`` (``MAPPING = {...}`` before setuptools 69),
+#: on one line (setuptools/command/editable_wheel.py, ``_FINDER_TEMPLATE``).
+_FINDER_MAPPING = lazyre.compile(r"^MAPPING\s*(?::[^=\n]*)?=\s*(\{[^\n]*\})\s*$", re.M)
+
+
+def _editable(host: Host, dist: Distribution, files: List[str]) -> bool:
+    """Whether ``dist`` is an editable install: its ``direct_url.json`` says ``"dir_info": {"editable": true}``
+    (PEP 610, which pip and uv write for ``install -e``), or its RECORD lists setuptools' ``__editable__`` files."""
+    if any(posixpath.basename(f).startswith("__editable__") for f in files):
+        return True
+    text = host.read_text(posixpath.join(dist.metadata_dir, "direct_url.json"), limit=EDITABLE_LIMIT)
+    try:
+        doc = json.loads(text) if text else None
+    except ValueError:
+        return False
+    info = doc.get("dir_info") if isinstance(doc, dict) else None
+    return isinstance(info, dict) and info.get("editable") is True
+
+
+def _finder_mapping(text: str) -> Dict[str, str]:
+    """The ``MAPPING`` of a setuptools editable finder: top-level name -> its package folder (or module path
+    without its suffix); empty when it is missing or not a literal dict of strings."""
+    m = _FINDER_MAPPING.search(text)
+    if m is None or len(m.group(1)) > EDITABLE_LIMIT:
+        return {}
+    try:
+        value = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str) and v.startswith("/")}
+
+
+def editable_modules(host: Host, dist: Distribution, files: List[str]) -> List[str]:
+    """The compiled modules of an editable install (PEP 660: ``pip install -e``, ``uv pip install -e``), built in
+    place in its source tree (``build_ext --inplace``), which its RECORD does not list: the RECORD lists only what
+    the installer put in site-packages, ``files`` being its ``.pth`` files and setuptools finders
+    (:func:`~envdoctor.probes.record.editable_files`). A ``.pth`` path line is a folder put on ``sys.path`` (relative
+    to the site directory, as :mod:`site` reads it; ``import`` lines and comments are not paths): the packages
+    ``top_level.txt`` names are searched there, else the distribution's own name's, else every folder with an
+    ``__init__.py``; a finder's ``MAPPING`` names each top-level package's folder, searched whole. Each tree is
+    searched as a development install's is (:func:`develop_modules`), at most :data:`MAX_UNRECORDED_MODULES` modules
+    per distribution. Empty for an install that is not editable."""
+    if not files or not _editable(host, dist, files):
+        return []
+    site = dist.location
+    names: Optional[List[str]] = None
+    out: List[str] = []
+    for rel in files:
+        path = posixpath.normpath(posixpath.join(site, rel))
+        text = host.read_text(path, limit=EDITABLE_LIMIT) or ""
+        if rel.endswith(".py"):
+            mapping = _finder_mapping(text)
+            packages = [v for v in mapping.values() if host.is_dir(v)]
+            for v in mapping.values():  # a top-level module: its path without the suffix
+                out += host.glob_dir(posixpath.dirname(v), re.escape(posixpath.basename(v)) +
+                                     r"(?:\.[A-Za-z0-9_-]+)*\.so")
+            out += _tree_modules(host, site, [], packages) if packages else []
+            continue
+        for line in text.splitlines()[:64]:
+            line = line.rstrip()
+            if not line or line.startswith(("#", "import ", "import\t")):
+                continue
+            root = posixpath.normpath(posixpath.join(site, line))
+            if root == posixpath.normpath(site) or not host.is_dir(root):
+                continue
+            if names is None:
+                names = (host.read_text(posixpath.join(dist.metadata_dir, "top_level.txt"), limit=64 * 1024)
+                         or "").split()
+            own = re.sub(r"[-.]+", "_", dist.name)
+            here = names or ([own] if host.is_dir(posixpath.join(root, own)) else [])
+            out += _tree_modules(host, root, here)
+            if len(out) >= MAX_UNRECORDED_MODULES:
+                break
+    return sorted(set(out), key=out.index)[:MAX_UNRECORDED_MODULES]
 
 
 def unrecorded_modules(host: Host, dist: Distribution) -> Optional[List[str]]:
@@ -189,7 +287,7 @@ def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
     """The shared objects to open (each with its distribution), the number of distributions with no RECORD, and
     whether every RECORD was read whole."""
     out: List[Tuple[Distribution, str]] = []
-    unlisted, complete = 0, True
+    unlisted, complete, editables = 0, True, 0
     for dist in host.distributions():
         if dist.key.startswith("nvidia-"):
             continue
@@ -215,6 +313,12 @@ def _candidates(host: Host) -> Tuple[List[Tuple[Distribution, str]], int, bool]:
         complete = complete and not record.truncated
         for rel, _size in record_libraries(record.shared_objects):
             out.append((dist, posixpath.normpath(posixpath.join(dist.location, rel))))
+        if not record.shared_objects and editables < MAX_EDITABLE_DISTS:
+            # an editable install: its modules lie in its source tree, which its .pth files or finder name
+            files = editable_files(record.text)
+            if files:
+                editables += 1
+                out += [(dist, path) for path in editable_modules(host, dist, files)]
     return out, unlisted, complete
 
 

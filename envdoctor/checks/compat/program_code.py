@@ -158,11 +158,15 @@ def _not_in_build(files: List[Dict[str, Any]], build: Tuple[Any, ...], cc_fact: 
 
 def _rebuild(e: Dict[str, Any], sm: str, cc: str) -> str:
     """How to get code for the GPU into ``e``: a release built for it, or a rebuild naming its architecture in
-    the build's own terms (a Python package's extension: torch's TORCH_CUDA_ARCH_LIST; a library or program:
-    CMake's CMAKE_CUDA_ARCHITECTURES, CMake 3.18 and later)."""
+    the build's own terms (a Python package's extension: torch's TORCH_CUDA_ARCH_LIST, which
+    ``torch.utils.cpp_extension`` ignores when the extension's own nvcc flags already name an architecture
+    (``_get_cuda_arch_flags`` in https://github.com/pytorch/pytorch/blob/v2.3.0/torch/utils/cpp_extension.py,
+    checked 2026-12-01): those flags are where the GPU's goes; a library or program: CMake's
+    CMAKE_CUDA_ARCHITECTURES, CMake 3.18 and later)."""
     arch = cc.replace(".", "")
-    knob = ('TORCH_CUDA_ARCH_LIST="%s" for a torch extension' % cc if e.get("kind") == "python"
-            else "CMAKE_CUDA_ARCHITECTURES=%s for a CMake build" % arch)
+    knob = ('TORCH_CUDA_ARCH_LIST="%s" for a torch extension; one whose setup.py passes its own -gencode flags '
+            '(extra_compile_args["nvcc"]) ignores that list, so add this -gencode there' % cc
+            if e.get("kind") == "python" else "CMAKE_CUDA_ARCHITECTURES=%s for a CMake build" % arch)
     return ("Install a release of %s built for %s (compute capability %s), or rebuild it with -gencode "
             "arch=compute_%s,code=sm_%s (%s)." % (e.get("owner"), sm, cc, arch, arch, knob))
 
