@@ -10,6 +10,10 @@ Fixtures:
 - tests/data/fatbin/libsm75-sm90a-ptx80.so (nvcc 13.0 output, tests/data/fatbin/README.md): its ``.nv_fatbin``
   section written out as a file of its own is what ``nvcc -fatbin`` writes.
 - Driver and GPU facts as tests/test_checks_compat.py builds them.
+- Applications' engine backends: the corpus machine b88b-...-jan079-... (Jan 0.7.9's llama.cpp backend b8892 in its
+  data folder, its libraries' NEEDED as janhq/jan#8145 diagnoses them), and a miniature Ollama laid out as its install
+  script lays it out (``/usr/local/lib/ollama/cuda_v12`` with the CUDA libraries the runner ships; the ELF entries
+  are stand-ins with those names).
 """
 
 from __future__ import annotations
@@ -656,3 +660,64 @@ def test_package_below_its_published_builds_floor_is_reported_once_not_per_file(
     report = diagnose(_host(BNB_K80))
     found = [f for f in report.findings if f.code == "gpu.arch_not_in_build"]
     assert len(found) == 1 and "bitsandbytes 0.42.0" in found[0].title
+
+
+# -- an application's engine backends in a folder of its own (Jan's llama.cpp backends, Ollama's CUDA runners) ------
+
+JAN = "b88b-debian13-rtx5070ti-open58012618-cuda131-jan079-llamacpp-b8892-cuda13-backend-ci-runpath-needs-unbundled-libnccl"
+JAN_BIN = "/home/user/.local/share/Jan/data/llamacpp/backends/b8892/linux-cuda-13-common_cpus-x64/build/bin"
+
+
+def test_jan_backend_needing_a_cuda_library_no_path_provides() -> None:
+    # the corpus machine: the backend's libggml-cuda.so needs libnccl.so.2, which the bundle does not ship and the
+    # machine does not have; its CUDA 13 runtime and cuBLAS come from the toolkit through the loader cache
+    found = _program_findings(_host(JAN))
+    assert [(f.code, f.severity) for f in found] == [("nccl.framework_cannot_load", "error")]
+    assert "libggml-cuda.so" in found[0].title and "libnccl.so.2" in found[0].title
+    assert "Jan's backend b8892/linux-cuda-13-common_cpus-x64" in found[0].title
+    assert "rebuild" not in found[0].fix.text  # NCCL is missing, not a CUDA release the backend was built with
+
+
+def test_jan_backend_quiet_once_the_library_is_installed() -> None:
+    doc = load_snapshot(os.path.join(CORPUS, JAN, "snapshot.json"))
+    nccl = "/usr/lib/x86_64-linux-gnu/libnccl.so.2"
+    doc["files"][nccl] = {"text": ""}
+    doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"] = sorted(
+        doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"] + ["libnccl.so.2"])
+    for cmd in doc["commands"]:
+        if cmd["argv"] == ["/usr/sbin/ldconfig", "-p"]:
+            cmd["stdout"] += "\tlibnccl.so.2 (libc6,x86-64) => %s\n" % nccl
+    assert _program_findings(SnapshotHost(doc)) == []
+
+
+def _ollama_host(needed: str) -> SnapshotHost:
+    """Ollama as its install script lays it out: /usr/local/bin/ollama, /usr/local/lib/ollama/libggml-base.so and
+    the CUDA 12 runner's folder cuda_v12 holding libggml-cuda.so with the CUDA libraries it ships (libcudart.so.12,
+    libcublas.so.12, libcublasLt.so.12); ``needed`` is one more CUDA library the runner needs. The loader cache
+    lists no CUDA library (a machine without a toolkit)."""
+    from tests.conftest import make_host
+
+    lib = "/usr/local/lib/ollama"
+    shipped = ["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12"]
+    files = {"/usr/local/bin/ollama": "", lib + "/libggml-base.so": "", lib + "/cuda_v12/libggml-cuda.so": "",
+             "/sbin/ldconfig": ""}
+    files.update({lib + "/cuda_v12/" + n: "" for n in shipped})
+    host = make_host(files=files, commands=[{"argv": ["/sbin/ldconfig", "-p"],
+                                             "stdout": "1 libs found in cache `/etc/ld.so.cache'\n"
+                                             "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"}])
+    host.doc["elf"] = {
+        lib + "/libggml-base.so": {"soname": "libggml-base.so", "needed": ["libc.so.6"], "rpath": [],
+                                   "runpath": ["$ORIGIN"]},
+        lib + "/cuda_v12/libggml-cuda.so": {"soname": "libggml-cuda.so", "needed": ["libggml-base.so"] + shipped + [
+            needed, "libcuda.so.1", "libc.so.6"], "rpath": [], "runpath": ["$ORIGIN", "$ORIGIN/.."]}}
+    return SnapshotHost(host.doc)
+
+
+def test_ollama_runner_quiet_with_the_cuda_libraries_it_ships() -> None:
+    assert _program_findings(_ollama_host("libcublas.so.12")) == []
+
+
+def test_ollama_runner_needing_a_cuda_library_it_does_not_ship() -> None:
+    found = _program_findings(_ollama_host("libcufft.so.11"))
+    assert [(f.code, f.severity) for f in found] == [("cuda.framework_cannot_load", "error")]
+    assert "libggml-cuda.so (Ollama in /usr/local/lib/ollama) needs libcufft.so.11" in found[0].title
