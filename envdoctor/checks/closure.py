@@ -384,8 +384,9 @@ def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
     """A package's own bundled libraries (auditwheel's ``<name>.libs``, the extension modules its RECORD lists and
     what they link, a conda package's, software installed whole, a TensorRT outside Python the loader reaches) need
     a CUDA, cuDNN, NCCL or TensorRT library the loader cannot find, or only another major of it: importing the
-    package (or loading the library) fails as a framework's import would. Judged by the closure rules every library
-    set is judged by (:func:`envdoctor.checks.closure.judge`)."""
+    package (or loading the library) fails as a framework's import would. An application's downloaded engine backend
+    (Jan's llama.cpp backends) is said as a warning: the application loads it only when it picks it. Judged by the
+    closure rules every library set is judged by (:func:`envdoctor.checks.closure.judge`)."""
     facts = ctx.facts
     fact = facts.get("linkage.packages")
     ev = [fact.to_dict()] if fact is not None else []
@@ -405,6 +406,11 @@ def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
                 # a library the software was built against, of a CUDA release no longer installed
                 f.fix.text += (" Or rebuild %s against the CUDA installed here: it links the libraries of the release "
                                "it was built with." % subject)
+            if pkg.get("backend"):
+                # one of the backends an application downloaded: it fails when the application picks it
+                f.severity = "warning"
+                f.detail += (" The application loads this backend when it picks it for this machine; then its GPU "
+                             "support fails to start (it finds no GPU, or runs on the CPU).")
             with_fw = sorted({n for s in sonames for n in _loaded_by_framework(facts, s)})
             if with_fw:
                 f.detail += (" A program that imports %s first has that library loaded from %s's own copy and "

@@ -787,15 +787,15 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     are loaded by its programs with their paths, or a launcher's, not alone: of their links only a NEEDED CUDA
     library that no copy anywhere can supply is kept (the build links a CUDA release no longer installed), each
     loaded as its program would load it (the program's RPATH counts). An application's engine backend (Jan's
-    llama.cpp backends, Ollama's CUDA runners: :func:`envdoctor.probes.programs.backend_roots`) is all libraries of
-    that kind, its programs included, whichever folder holds them: its engine loads them with the paths it sets."""
+    llama.cpp backends: :func:`envdoctor.probes.programs.backend_roots`; ``backend`` true) is all libraries of that
+    kind, its programs included, whichever folder holds them: its engine loads them with the paths it sets."""
     from . import loader
     from .programs import MAX_FILES, backend_roots, module_libraries, program_roots, root_name
 
     out: List[Dict[str, Any]] = []
     opened = 0
     backends = {root: name for root, name, _files in backend_roots(host)}
-    for root, files in program_roots(host):
+    for root, files in program_roots(host) + [(root, files) for root, _name, files in backend_roots(host)]:
         roots: List[str] = []
         main: Optional[str] = None
         backend = backends.get(root)
@@ -843,6 +843,7 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
         out.append({"package": backend or root_name(root), "version": None,
                     "label": "%s in %s" % (backend, root) if backend else "the software in %s" % root,
                     "roots": roots + [p for p in libs if any(link.get("requester") == p for link in links)],
+                    "backend": backend is not None,
                     "links": links, "unread": unread, "cache_unknown": cache_unknown, "site": root})
     return out
 

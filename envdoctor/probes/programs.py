@@ -17,8 +17,6 @@ Three places, each bounded:
   components of that revision (``/snap/<name>/components/<revision>/<component>``, where snapd puts a strict
   snap's optional parts: a CUDA build of its engine), a Flatpak app's files (``/var/lib/flatpak/app/<id>/current/
   active/files``): their ``bin``, ``lib``, ``lib64`` and ``usr/bin``, ``usr/lib``, ``usr/lib64``;
-* **applications' engine backends** (:data:`APP_BACKENDS`: the llama.cpp backends Jan downloads into its data
-  folder, Ollama's CUDA runners): each backend's shared objects and programs;
 * **libraries the loader's cache lists outside the distribution's directories** (:func:`cache_libraries`: a C++
   library built from source into ``/usr/local/lib`` or an install prefix named in ``/etc/ld.so.conf.d``), NVIDIA's
   own and the driver's left out, at most :data:`MAX_CACHE_LIBRARIES`;
@@ -48,7 +46,6 @@ from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
-from .apps import OLLAMA_LIBDIRS
 from .cuda import CONDA_META_FILE, conda_prefixes, user_homes
 from .loader import SHARED_OBJECT, SHARED_SUFFIX, own_search_paths
 
@@ -331,18 +328,17 @@ def packaged_roots(host: Host) -> List[Tuple[str, List[str]]]:
     return out
 
 
-#: Applications that keep the GPU engine backends they download or ship in a folder of their own, one folder per
-#: backend (a llama.cpp release and build variant, a CUDA major's runner): (the application's name, the folder, a
-#: home-relative one when not absolute, how many folder levels below it each backend lies).
+#: Applications that keep the GPU engine backends they download in a folder of their own, one folder per backend
+#: (a llama.cpp release and build variant): (the application's name, the folder below the user's home, how many
+#: folder levels below it each backend lies).
 #: * Jan (0.7): ``~/.local/share/Jan/data/llamacpp/backends/<llama.cpp release>/<variant>``, the backend it picks
 #:   and downloads (its log: 'Determined best available backend: b8892/linux-cuda-13-common_cpus-x64'), whose
 #:   libraries (``libggml-cuda.so``...) llama.cpp's server loads (https://github.com/janhq/jan/issues/8145, Jan
-#:   0.7.9, checked 2026-12-01);
-#: * Ollama: its install folder ``<lib>/ollama`` (:data:`envdoctor.probes.apps.OLLAMA_LIBDIRS`), whose ``cuda_vNN``
-#:   folders hold the CUDA runners' libraries and the CUDA libraries they ship.
-APP_BACKENDS: Tuple[Tuple[str, str, int], ...] = (("Jan", ".local/share/Jan/data/llamacpp/backends", 2),) + tuple(
-    ("Ollama", d, 0) for d in OLLAMA_LIBDIRS)
-#: How deep below a backend's folder its libraries are looked for (``build/bin``, ``cuda_v12``).
+#:   0.7.9, checked 2026-12-01).
+#: An application that ships several backends and picks one per GPU (Ollama's ``<lib>/ollama/cuda_vNN`` runners)
+#: is not listed: the GPU code and the libraries of the runners it does not pick say nothing of the machine.
+APP_BACKENDS: Tuple[Tuple[str, str, int], ...] = (("Jan", ".local/share/Jan/data/llamacpp/backends", 2),)
+#: How deep below a backend's folder its libraries are looked for (``build/bin``).
 BACKEND_DEPTH = 2
 
 
@@ -370,8 +366,7 @@ def _backend_roots(host: Host) -> List[Tuple[str, str, List[str]]]:
     out: List[Tuple[str, str, List[str]]] = []
     homes = user_homes(host)
     for app, folder, levels in APP_BACKENDS:
-        tops = [folder] if folder.startswith("/") else [posixpath.join(h, folder) for h in homes]
-        for top in tops:
+        for top in [posixpath.join(h, folder) for h in homes]:
             found = [top] if host.is_dir(top) else []
             for _level in range(levels):
                 found = [posixpath.join(d, n) for d in found for n in sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]
@@ -379,15 +374,15 @@ def _backend_roots(host: Host) -> List[Tuple[str, str, List[str]]]:
             for root in found:
                 files = _backend_files(host, root) if len(out) < MAX_ROOTS else []
                 if files:
-                    rest = posixpath.relpath(root, top)
-                    out.append((root, "%s's backend %s" % (app, rest) if rest != "." else app, files))
+                    out.append((root, "%s's backend %s" % (app, posixpath.relpath(root, top)), files))
     return out
 
 
 def backend_roots(host: Host) -> List[Tuple[str, str, List[str]]]:
     """``(root, name, [files])`` of each GPU engine backend an application keeps in a folder of its own
-    (:data:`APP_BACKENDS`): its libraries are loaded by the application's engine, not alone. At most
-    :data:`MAX_ROOTS`; worked out once per host."""
+    (:data:`APP_BACKENDS`): its libraries are loaded by the application's engine, not alone, and only when it picks
+    that backend (the linkage probe reads them; their GPU code is not judged: which backend runs is the
+    application's choice). At most :data:`MAX_ROOTS`; worked out once per host."""
     return list(host.once("programs.backend_roots", lambda: _backend_roots(host)))
 
 
@@ -408,8 +403,7 @@ def program_roots(host: Host) -> List[Tuple[str, List[str]]]:
     """:func:`path_programs`, :func:`software_roots` then :func:`packaged_roots`, listed once per host: this probe
     and the linkage probe both read them."""
     return list(host.once("programs.roots",
-                          lambda: path_programs(host) + software_roots(host) + packaged_roots(host)
-                          + [(root, files) for root, _name, files in backend_roots(host)]))
+                          lambda: path_programs(host) + software_roots(host) + packaged_roots(host)))
 
 
 #: The most folders below a software root's ``lib`` looked into for plug-in modules, and how deep.
@@ -496,10 +490,9 @@ def find_gpu_code(host: Host) -> Dict[str, Any]:
         toolkit = toolkits[prefix]
         for lib in libs:
             reader.read(lib, "conda", package, version, prefix, toolkit)
-    backends = {root: name for root, name, _files in backend_roots(host)}
     for root, files in program_roots(host):
         for f in files:
-            reader.read(f, "program", backends.get(root) or root_name(root), None)
+            reader.read(f, "program", root_name(root), None)
     candidates, _unlisted, complete = candidates_once(host)
     for dist, path in candidates:
         reader.read(path, "python", dist.name, dist.version)
