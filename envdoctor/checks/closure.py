@@ -368,39 +368,65 @@ def _rebuild_fix(package: str, torch: Dict[str, Any], fw: str = "torch") -> Fix:
 from .libraries import _FRAMEWORK_LINKAGE_DOCS  # noqa: E402  (the codes the frameworks' linkage documents)
 
 
-def _loaded_by_framework(facts: Facts, soname: str) -> List[str]:
-    """The frameworks that load ``soname`` from a copy of their own (a program importing them first has it)."""
+def _frameworks_loading(facts: Facts, soname: str) -> List[str]:
+    """The frameworks (by name) that load ``soname`` from a copy of their own (a program importing them first has
+    it)."""
     out = []
     for fw in frameworks.having("links"):
         for e in facts.value("linkage." + fw) or []:
             if isinstance(e, dict) and e.get("soname") == soname and e.get("path"):
-                out.append(frameworks.BY_NAME[fw].display if fw in frameworks.BY_NAME else fw)
+                out.append(fw)
     return out
 
 
-@check("package-libraries", requires=("linkage.packages",), reads=("linkage.*",), layers=("libraries", "cuda"),
+def _loaded_by_framework(facts: Facts, soname: str) -> List[str]:
+    """The display names of the frameworks that load ``soname`` from a copy of their own."""
+    return [frameworks.BY_NAME[fw].display if fw in frameworks.BY_NAME else fw
+            for fw in _frameworks_loading(facts, soname)]
+
+
+@check("package-libraries", requires=("linkage.packages",), reads=("linkage.*", "gpu.count", "driver.nvidia_pci_gpus"),
+       layers=("libraries", "cuda"),
        codes=tuple(d for d in _FRAMEWORK_LINKAGE_DOCS if d.code.endswith(".framework_cannot_load")))
 def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
     """A package's own bundled libraries (auditwheel's ``<name>.libs``, the extension modules its RECORD lists and
     what they link, a conda package's, software installed whole, a TensorRT outside Python the loader reaches) need
     a CUDA, cuDNN, NCCL or TensorRT library the loader cannot find, or only another major of it: importing the
-    package (or loading the library) fails as a framework's import would. An application's downloaded engine backend
-    (Jan's llama.cpp backends) is said as a warning: the application loads it only when it picks it. Judged by the
-    closure rules every library set is judged by (:func:`envdoctor.checks.closure.judge`)."""
+    package (or loading the library) fails as a framework's import would. Judged by the closure rules every library
+    set is judged by (:func:`envdoctor.checks.closure.judge`).
+
+    ONNX Runtime's execution provider libraries a package ships beside its own ONNX Runtime (sherpa-onnx) are judged
+    as ONNX Runtime's own package's are: opened only when a session asks for the provider, so only on a machine with
+    a GPU, the providers other than CUDA's optional (``optional``, ``dlopened``); a library a framework the package
+    declares loads from its own copy is met when the package imports it (``requires``). An application's downloaded
+    engine backend (Jan's llama.cpp backends, ``backend``) is said as a warning: the application loads it only when
+    it picks it."""
     facts = ctx.facts
     fact = facts.get("linkage.packages")
     ev = [fact.to_dict()] if fact is not None else []
+    gpu = _gpu_present(facts)
     for pkg in facts.items("linkage.packages"):
         if not isinstance(pkg, dict):
             continue
         subject = str(pkg.get("label") or "%s %s" % (pkg.get("package"), pkg.get("version")))
-        for f in judge(pkg, subject, evidence=ev):
+        dlopened = {str(p) for p in pkg.get("dlopened") or []}
+        if dlopened and not gpu:
+            continue  # execution providers: opened for a session on a GPU only
+        required = {str(r) for r in pkg.get("requires") or []}
+        for f in judge(pkg, subject, optional=_member({str(p) for p in pkg.get("optional") or []}), evidence=ev):
             if f.severity != "error" or f.code not in ("linkage.missing", "linkage.wrong_major"):
                 continue
             comp = f.components[0] if f.components else "cuda"
             f.code = "%s.framework_cannot_load" % comp
             sonames = {str(link.get("soname")) for link in pkg.get("links") or [] if isinstance(link, dict)
                        and link.get("soname") and str(link.get("soname")) in f.title}
+            if required and sonames and all(required & set(_frameworks_loading(facts, s)) for s in sonames):
+                continue  # the package imports that framework, which has loaded the library by then
+            if dlopened and pkg.get("source"):
+                f.source = {"rule": "ONNX Runtime opens an execution provider library from its own library's folder; "
+                                    "the loader then resolves the provider's NEEDED by its rules (ld.so search order: "
+                                    "RUNPATH, LD_LIBRARY_PATH, the ld.so cache; a soname names one major)",
+                            "url": str(pkg["source"]), "checked": "2026-12-01"}
             if f.fix is not None and any(isinstance(link, dict) and link.get("built_against") and
                                          str(link.get("soname")) in sonames for link in pkg.get("links") or []):
                 # a library the software was built against, of a CUDA release no longer installed

@@ -728,6 +728,88 @@ def module_libraries(host: Host, config: Any, dists: Sequence[Distribution], ski
     return out
 
 
+#: ONNX Runtime loads an execution provider library (``libonnxruntime_providers_cuda.so``...) with dlopen by its full
+#: path, from the directory of the ONNX Runtime library itself (provider_bridge_ort.cc ``ProviderLibrary``:
+#: ``Env::Default().GetRuntimePath() + filename``; posix/env.cc ``GetRuntimePath`` is the folder ``dladdr`` names for
+#: libonnxruntime.so), whichever package ships the pair; the loader then resolves the provider's NEEDED by its
+#: rules. No extension module names the provider among its NEEDED, so a package's module linkage never reaches it.
+ORT_BRIDGE_URL = ("https://github.com/microsoft/onnxruntime/blob/v1.17.1/onnxruntime/core/session/"
+                  "provider_bridge_ort.cc")
+#: The most provider libraries of one distribution read, folders of a package without a RECORD listed, and such
+#: folders listed in one run.
+MAX_PROVIDER_FILES = 8
+MAX_PROVIDER_DIRS = 16
+MAX_PROVIDER_DIRS_IN_ALL = 256
+#: The release of a bundled ONNX Runtime, from its library's file name (``libonnxruntime.so.1.17.1``).
+_ORT_LIBRARY = lazyre.compile(r"^libonnxruntime\.so\.(\d+\.\d+\.\d+)$")
+
+
+def _provider_files(host: Host, d: Distribution, budget: List[int]) -> List[str]:
+    """The ONNX Runtime execution provider libraries a distribution installed: those its RECORD lists (at any
+    depth); without a RECORD, those in its package folders (``top_level.txt``'s names, else the one its own name
+    names, as the wheel spec escapes it) and their sub-folders one level down (sherpa-onnx's ``sherpa_onnx/lib``)."""
+    record = read_record(host, d.metadata_dir) if d.metadata_dir.endswith(".dist-info") else None
+    if record is not None and record.ok:
+        return [posixpath.join(d.location, e.path) for e in record.shared_objects
+                if ORT_PROVIDERS.match(posixpath.basename(e.path))][:MAX_PROVIDER_FILES]
+    names = (host.read_text(posixpath.join(d.metadata_dir, "top_level.txt"), limit=64 * 1024) or "").split()
+    names = names or [re.sub(r"[-.]+", "_", d.name)]
+    out: List[str] = []
+    dirs = 0
+    # budget[0]: the folders still to be listed in this run (shared by every distribution without a RECORD)
+    for name in names[:MAX_PROVIDER_DIRS]:
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            continue
+        todo = [(posixpath.join(d.location, name), 0)]
+        while todo and dirs < MAX_PROVIDER_DIRS and budget[0] > 0:
+            folder, depth = todo.pop(0)
+            dirs += 1
+            budget[0] -= 1
+            for n in sorted(host.list_dir(folder).names()):
+                path = posixpath.join(folder, n)
+                if ORT_PROVIDERS.match(n):
+                    out.append(path)
+                elif depth < 1 and n != "__pycache__" and "." not in n and host.is_dir(path):
+                    todo.append((path, depth + 1))
+    return out[:MAX_PROVIDER_FILES]
+
+
+def ort_provider_libraries(host: Host, config: Any, dists: Sequence[Distribution],
+                           requires: Mapping[str, Sequence[str]]) -> List[Dict[str, Any]]:
+    """``linkage.packages`` entries for installed distributions other than ONNX Runtime's own packages (and NVIDIA's
+    library wheels) that ship ONNX Runtime's execution provider libraries beside a bundled ONNX Runtime (sherpa-onnx's
+    ``sherpa_onnx/lib/libonnxruntime_providers_cuda.so``): the CUDA libraries those providers link (NEEDED,
+    transitively) as the loader resolves them when ONNX Runtime opens them, as ONNX Runtime's own providers are
+    (``linkage.onnxruntime.closure``). ``optional``: the providers other than CUDA's (a session asks for TensorRT's);
+    ``dlopened``: every provider (opened only when a session asks for it); ``requires``: the frameworks the
+    distribution declares (``requires`` maps a distribution to them); ``label`` names the bundled release."""
+    out: List[Dict[str, Any]] = []
+    seen: Set[str] = set()
+    budget = [MAX_PROVIDER_DIRS_IN_ALL]
+    for d in dists:
+        if (d.key in FRAMEWORK_DISTS or d.key.startswith("nvidia-") or d.key in seen or _framework_key(d.key)):
+            continue
+        seen.add(d.key)
+        roots = [p for p in _provider_files(host, d, budget) if host.elf(p).ok]
+        if not roots:
+            continue
+        entry = _needed_closure(host, config, roots, d.key, d.version, d.location)
+        if not entry["links"]:
+            continue
+        release = None
+        for folder in sorted({posixpath.dirname(p) for p in roots}):
+            for n in host.list_dir(folder).names():
+                m = _ORT_LIBRARY.match(n)
+                if m:
+                    release = m.group(1)
+        entry.update(
+            label="%s %s's ONNX Runtime%s" % (d.key, d.version, " %s" % release if release else ""),
+            optional=[p for p in roots if posixpath.basename(p) != "libonnxruntime_providers_cuda.so"],
+            dlopened=list(roots), requires=sorted(requires.get(d.key, ())), source=ORT_BRIDGE_URL)
+        out.append(entry)
+    return out
+
+
 def _needs_cuda(elf: Any) -> bool:
     """An ELF object (read) that names a CUDA, cuDNN, NCCL or TensorRT library among its NEEDED."""
     from . import loader
@@ -1112,6 +1194,11 @@ def probe_linkage(ctx: ProbeContext) -> Iterable[Fact]:
     config = loader_config(host, ldp, None if cache_why else cache, cache_why or "")
     packages = package_libraries(host, config, dists, on_frameworks)
     packages += module_libraries(host, config, dists, on_frameworks, [p["package"] for p in packages])
+    required_by: Dict[str, List[str]] = {}
+    for fw_name, fw_deps in (deps or {}).items():
+        for k in fw_deps if isinstance(fw_deps, list) else []:
+            required_by.setdefault(str(k), []).append(str(fw_name))
+    packages += ort_provider_libraries(host, config, dists, required_by)
     packages += conda_package_libraries(host, config) + program_libraries(host, config)
     packages += system_tensorrt(host, config, ldp, cache, [str(p.get("site")) for p in packages if p.get("links")])
     tensornet = cutensornet_installs(host, ldp, cache, dists)
