@@ -18,6 +18,7 @@ from envdoctor.checks.compat.driver_floors import driver_floors
 from envdoctor.facts import Facts, ok
 from envdoctor.matrix import ffmpeg, floors
 from envdoctor.probes.apps import (
+    bundled_ffmpeg_headers,
     find_floor_packages,
     find_nv_codec_headers,
     find_ollama,
@@ -343,6 +344,83 @@ def test_jellyfin_ffmpeg_table_reads_package_versions():
     assert ffmpeg.nv_codec_headers("jellyfin-ffmpeg", "4.3.0-1") is None
     assert ffmpeg.nv_codec_headers("jellyfin-ffmpeg", "not-a-version") is None
     assert ffmpeg.nv_codec_headers("another-ffmpeg", "6.0-1") is None
+
+
+# QNAP's package registry as QTS writes it (one INI section per QPKG; the sections of the jellyfin-qnap package and
+# of QNAP's NVIDIA GPU driver package, as tests/corpus/b88c-qnap-... records them), and the first lines of the
+# bundled FFmpeg's `-version`: jellyfin-ffmpeg's builds configure with --extra-version=Jellyfin (debian/rules,
+# builder/build.sh) and ffbuild/version.sh prints the VERSION file's release with it appended ("6.0.1-Jellyfin").
+QPKG_CONF = """[NVIDIA_GPU_DRV]
+Name = NVIDIA_GPU_DRV
+Display_Name = NVIDIA GPU Driver
+Version = 515.48.07
+Enable = TRUE
+Install_Path = /share/CACHEDEV1_DATA/.qpkg/NVIDIA_GPU_DRV
+Shell = /share/CACHEDEV1_DATA/.qpkg/NVIDIA_GPU_DRV/nvidia.sh
+
+[jellyfin]
+Name = jellyfin
+Display_Name = jellyfin
+Version = %s
+Enable = TRUE
+Install_Path = /share/CACHEDEV1_DATA/.qpkg/jellyfin
+Shell = /share/CACHEDEV1_DATA/.qpkg/jellyfin/jellyfin.sh
+"""
+QPKG_FFMPEG = "/share/CACHEDEV1_DATA/.qpkg/jellyfin/jellyfin-ffmpeg/ffmpeg"
+FFMPEG_VERSION = """ffmpeg version %s Copyright (c) 2000-2023 the FFmpeg developers
+built with gcc 12 (Debian 12.2.0-14)
+configuration: --prefix=/usr/lib/jellyfin-ffmpeg --target-os=linux --extra-version=Jellyfin --enable-ffnvcodec
+"""
+
+
+def qpkg_host(banner, conf=None, returncode=0):
+    return make_host(files={"/etc/config/qpkg.conf": QPKG_CONF % "10.9.2" if conf is None else conf,
+                            QPKG_FFMPEG: "", "/share/CACHEDEV1_DATA/.qpkg/jellyfin/jellyfin-ffmpeg/ffprobe": "",
+                            "/share/CACHEDEV1_DATA/.qpkg/NVIDIA_GPU_DRV/usr/bin/nvidia-smi": ""},
+                     commands=[{"argv": [QPKG_FFMPEG, "-version"], "stdout": FFMPEG_VERSION % banner,
+                                "returncode": returncode}])
+
+
+def qpkg_judge(banner, driver, **kw):
+    facts = [ok("driver.version", driver, "test", "driver"),
+             ok("apps.nv_codec_headers", bundled_ffmpeg_headers(qpkg_host(banner, **kw)), "test", "h")]
+    return driver_floors(CheckContext(Facts(facts), []))
+
+
+def test_nas_package_jellyfin_ffmpeg_newer_than_the_driver_fires():
+    found = qpkg_judge("6.0.1-Jellyfin", "515.48.07")
+    assert [(f.code, f.severity) for f in found] == [("driver.too_old_for_framework", "warning")]
+    title = found[0].title
+    assert "515.48.07" in title and "520.56.06" in title and "jellyfin-ffmpeg 6.0.1" in title
+    assert QPKG_FFMPEG in title and "NVENC API 12.0" in title
+
+
+@pytest.mark.parametrize("banner,driver", [
+    ("6.0.1-Jellyfin", "525.116.04"),  # the driver meets NVENC API 12.0's floor
+    ("7.0.2-Jellyfin", "515.48.07"),   # revisions beyond the table's last row: not every 7.0.2 build is known
+    ("4.4.2-0ubuntu0.22.04.1", "390.157"),  # a distribution's FFmpeg: no build family the table knows
+    ("n6.1.1", "470.57.02")])  # a build from FFmpeg's own tag, no extra version
+def test_nas_package_ffmpeg_quiet_when_the_floor_is_met_or_its_build_unknown(banner, driver):
+    assert qpkg_judge(banner, driver) == []
+
+
+def test_nas_package_ffmpeg_that_fails_or_a_garbled_registry_says_nothing():
+    assert bundled_ffmpeg_headers(qpkg_host("6.0.1-Jellyfin", returncode=1)) == []
+    assert bundled_ffmpeg_headers(qpkg_host("6.0.1-Jellyfin", conf="[jellyfin\nInstall_Path = relative/x\n\x00")) == []
+    # a registry naming a folder without an FFmpeg: nothing is run
+    assert bundled_ffmpeg_headers(make_host(files={"/etc/config/qpkg.conf": QPKG_CONF % "10.9.2"})) == []
+
+
+def test_ffmpeg_table_maps_a_release_without_its_revision():
+    # 6.0.1-1/-2 were built against 12.0.16.0, -3 on against 12.0.16.1: one API level, 12.0
+    assert ffmpeg.release_nv_codec_headers("jellyfin-ffmpeg", "6.0.1") == "12.0"
+    assert ffmpeg.release_nv_codec_headers("jellyfin-ffmpeg", "6.0") == "12.0.16.0"
+    # 5.0.1-1 to -4 were built against 11.0.10.1, -5 on against 11.1.5.1: the lower API level
+    assert ffmpeg.release_nv_codec_headers("jellyfin-ffmpeg", "5.0.1") == "11.0"
+    assert ffmpeg.release_nv_codec_headers("jellyfin-ffmpeg", "7.0.2") is None
+    assert ffmpeg.release_nv_codec_headers("jellyfin-ffmpeg", "4.2") is None
+    assert ffmpeg.release_nv_codec_headers("jellyfin-ffmpeg", "six") is None
+    assert ffmpeg.release_nv_codec_headers("another-ffmpeg", "6.0.1") is None
 
 
 def test_ffmpeg_table_validator_catches_overlaps_and_bad_releases():

@@ -10,6 +10,9 @@ Fixtures:
 - tests/data/fatbin/libsm75-sm90a-ptx80.so (nvcc 13.0 output, tests/data/fatbin/README.md): its ``.nv_fatbin``
   section written out as a file of its own is what ``nvcc -fatbin`` writes.
 - Driver and GPU facts as tests/test_checks_compat.py builds them.
+- Applications' engine backends: the corpus machine b88b-...-jan079-... (Jan 0.7.9's llama.cpp backend b8892 in its
+  data folder, its libraries' NEEDED as janhq/jan#8145 diagnoses them), and miniatures of Jan's data folder in that
+  layout (their ELF entries stand-ins with llama.cpp's names).
 """
 
 from __future__ import annotations
@@ -656,3 +659,74 @@ def test_package_below_its_published_builds_floor_is_reported_once_not_per_file(
     report = diagnose(_host(BNB_K80))
     found = [f for f in report.findings if f.code == "gpu.arch_not_in_build"]
     assert len(found) == 1 and "bitsandbytes 0.42.0" in found[0].title
+
+
+# -- an application's engine backends in a folder of its own (Jan's llama.cpp backends, Ollama's CUDA runners) ------
+
+JAN = ("b88b-debian13-rtx5070ti-open58012618-cuda131-jan079-llamacpp-b8892-cuda13-backend-ci-runpath-needs-"
+       "unbundled-libnccl")
+
+
+def test_jan_backend_needing_a_cuda_library_no_path_provides() -> None:
+    # the corpus machine: the backend's libggml-cuda.so needs libnccl.so.2, which the bundle does not ship and the
+    # machine does not have; its CUDA 13 runtime and cuBLAS come from the toolkit through the loader cache
+    found = _program_findings(_host(JAN))
+    assert [(f.code, f.severity) for f in found] == [("nccl.framework_cannot_load", "warning")]
+    assert "libggml-cuda.so" in found[0].title and "libnccl.so.2" in found[0].title
+    assert "Jan's backend b8892/linux-cuda-13-common_cpus-x64" in found[0].title
+    assert "rebuild" not in found[0].fix.text  # NCCL is missing, not a CUDA release the backend was built with
+
+
+def test_jan_backend_quiet_once_the_library_is_installed() -> None:
+    doc = load_snapshot(os.path.join(CORPUS, JAN, "snapshot.json"))
+    nccl = "/usr/lib/x86_64-linux-gnu/libnccl.so.2"
+    doc["files"][nccl] = {"text": ""}
+    doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"] = sorted(
+        doc["dirs"]["/usr/lib/x86_64-linux-gnu"]["entries"] + ["libnccl.so.2"])
+    for cmd in doc["commands"]:
+        if cmd["argv"] == ["/usr/sbin/ldconfig", "-p"]:
+            cmd["stdout"] += "\tlibnccl.so.2 (libc6,x86-64) => %s\n" % nccl
+    assert _program_findings(SnapshotHost(doc)) == []
+
+
+def _jan_host(needs: Dict[str, str], cache: str) -> SnapshotHost:
+    """Jan's data folder holding llama.cpp backends (``needs``: ``<release>/<variant>`` -> the CUDA library its
+    ``build/bin/libggml-cuda.so`` needs besides libcudart.so.12), the loader cache listing ``cache`` and CUDA 12's
+    runtime. The layout is the one janhq/jan#8145 names; the ELF entries are stand-ins with llama.cpp's names."""
+    from tests.conftest import make_host
+
+    top = "/home/u/.local/share/Jan/data/llamacpp/backends/"
+    cudart = "/usr/local/cuda-12.8/lib64/libcudart.so.12"
+    files = {cudart: "", "/usr/local/cuda-12.8/lib64/" + cache: "", "/sbin/ldconfig": ""}
+    elf = {}
+    for backend, needed in needs.items():
+        files.update({top + backend + "/build/bin/" + n: "" for n in ("llama-server", "libggml-base.so",
+                                                                      "libggml-cuda.so")})
+        elf[top + backend + "/build/bin/libggml-cuda.so"] = {
+            "soname": "libggml-cuda.so", "needed": ["libggml-base.so", "libcudart.so.12", needed, "libc.so.6"],
+            "rpath": [], "runpath": ["$ORIGIN"]}
+    host = make_host(files=files, environ={"HOME": "/home/u", "PATH": "/usr/bin:/bin"},
+                     commands=[{"argv": ["/sbin/ldconfig", "-p"],
+                                "stdout": "2 libs found in cache `/etc/ld.so.cache'\n"
+                                "\tlibcudart.so.12 (libc6,x86-64) => %s\n"
+                                "\t%s (libc6,x86-64) => /usr/local/cuda-12.8/lib64/%s\n" % (cudart, cache, cache)}])
+    host.doc["elf"] = elf
+    return SnapshotHost(host.doc)
+
+
+def test_each_downloaded_backend_is_judged_on_its_own() -> None:
+    found = _program_findings(_jan_host({"b6500/linux-cuda-12-common_cpus-x64": "libcublas.so.12",
+                                         "b8892/linux-cuda-12-common_cpus-x64": "libnccl.so.2"}, "libcublas.so.12"))
+    assert [(f.code, f.severity) for f in found] == [("nccl.framework_cannot_load", "warning")]
+    assert "Jan's backend b8892/linux-cuda-12-common_cpus-x64" in found[0].title
+    assert "libnccl.so.2" in found[0].title and "when it picks it" in found[0].detail
+
+
+def test_backend_whose_cuda_libraries_the_loader_finds_is_quiet() -> None:
+    assert _program_findings(_jan_host({"b8892/linux-cuda-12-common_cpus-x64": "libnccl.so.2"}, "libnccl.so.2")) == []
+
+
+def test_backends_are_not_read_as_gpu_code() -> None:
+    # which backend runs is the application's choice: their fat binaries are not judged against the GPU
+    host = _jan_host({"b8892/linux-cuda-12-common_cpus-x64": "libcublas.so.12"}, "libcublas.so.12")
+    assert find_gpu_code(host)["libraries"] == []

@@ -398,7 +398,9 @@ def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
     ONNX Runtime's execution provider libraries a package ships beside its own ONNX Runtime (sherpa-onnx) are judged
     as ONNX Runtime's own package's are: opened only when a session asks for the provider, so only on a machine with
     a GPU, the providers other than CUDA's optional (``optional``, ``dlopened``); a library a framework the package
-    declares loads from its own copy is met when the package imports it (``requires``)."""
+    declares loads from its own copy is met when the package imports it (``requires``). An application's downloaded
+    engine backend (Jan's llama.cpp backends, ``backend``) is said as a warning: the application loads it only when
+    it picks it."""
     facts = ctx.facts
     fact = facts.get("linkage.packages")
     ev = [fact.to_dict()] if fact is not None else []
@@ -430,6 +432,11 @@ def package_libraries(ctx: CheckContext) -> Iterable[Finding]:
                 # a library the software was built against, of a CUDA release no longer installed
                 f.fix.text += (" Or rebuild %s against the CUDA installed here: it links the libraries of the release "
                                "it was built with." % subject)
+            if pkg.get("backend"):
+                # one of the backends an application downloaded: it fails when the application picks it
+                f.severity = "warning"
+                f.detail += (" The application loads this backend when it picks it for this machine; then its GPU "
+                             "support fails to start (it finds no GPU, or runs on the CPU).")
             with_fw = sorted({n for s in sonames for n in _loaded_by_framework(facts, s)})
             if with_fw:
                 f.detail += (" A program that imports %s first has that library loaded from %s's own copy and "

@@ -36,6 +36,49 @@ def nv_codec_headers(package: str, version: str) -> Optional[str]:
     return None
 
 
+#: The ``--extra-version`` a package family's builds give FFmpeg's configure, which ``ffmpeg -version`` prints after
+#: the release ("ffmpeg version 6.0.1-Jellyfin": ffbuild/version.sh appends it to the VERSION file's release):
+#: jellyfin-ffmpeg's .deb build (debian/rules) and its portable builds (builder/build.sh) pass
+#: ``--extra-version=Jellyfin`` at every release tag from v4.4.1-1 (https://github.com/jellyfin/jellyfin-ffmpeg,
+#: tags v4.4.1-1 to v7.0.2-4, checked 2026-12-01). The portable builds pin nv-codec-headers by commit
+#: (builder/scripts.d/50-ffnvcodec.sh), at the same releases as the .deb's docker-build.sh from v5.1.2-5 on: n11.1.5.2,
+#: n12.0.16.0 (v6.0-1, v6.0.1-1), n12.0.16.1 (v6.0.1-3 to v7.0.2-4).
+EXTRA_VERSIONS = {"Jellyfin": "jellyfin-ffmpeg"}
+
+
+def _api(headers: str) -> str:
+    return ".".join(headers.split(".")[:2])
+
+
+def release_nv_codec_headers(package: str, release: str) -> Optional[str]:
+    """The nv-codec-headers an FFmpeg of ``package`` at upstream ``release`` (``6.0.1``, as ``ffmpeg -version``
+    prints it, without the package revision) was built against, whatever its revision: the release the rows give
+    when every revision of it has the same, else the lowest API level among them (``12.0``: the driver it needs is
+    at least that level's). None when the table does not cover every revision of that release (a release at or
+    beyond the last row's ``until``, one before the first row, a gap)."""
+    if not release or not all(part.isdigit() for part in release.split(".")):
+        return None
+    upstream = tuple(int(x) for x in release.split("."))
+    spans = []
+    for row in load(AREA):
+        first, until = _key(str(row["first"])), _key(str(row["until"]))
+        if row["package"] != package or first is None or until is None:
+            continue
+        # revisions count from 1: the row holds some revision of the release when [first, until) meets it
+        low = max(first, (upstream, 1))
+        if low[0] == upstream and low < until:
+            spans.append((first, until, str(row["nv_codec_headers"])))
+    spans.sort()
+    if not spans or spans[0][0] > (upstream, 1) or spans[-1][1][0] <= upstream:
+        return None
+    if any(a[1] != b[0] for a, b in zip(spans, spans[1:])):
+        return None
+    headers = [s[2] for s in spans]
+    if len(set(headers)) == 1:
+        return headers[0]
+    return min((_api(h) for h in headers), key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
 def _validate(rows: List[Row]) -> List[str]:
     problems = []
     spans = {}  # type: dict

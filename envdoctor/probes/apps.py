@@ -20,7 +20,9 @@
   ``ffnvcodec.pc`` (``Name: ffnvcodec``, ``Version: 13.0.19.0``) into ``<prefix>/lib/pkgconfig``, where FFmpeg's
   configure finds them; an FFmpeg built against them needs the driver their README states for that API level.
   A packaged FFmpeg installs no headers, but its release pins them: Jellyfin's jellyfin-ffmpeg* .debs
-  (``matrix/data/ffmpeg_nv_codec.json``, from the dpkg status file).
+  (``matrix/data/ffmpeg_nv_codec.json``, from the dpkg status file), and the jellyfin-ffmpeg a QNAP package (QPKG,
+  registered in ``/etc/config/qpkg.conf``) bundles in its folder, known from its own ``ffmpeg -version``
+  ("ffmpeg version 6.0.1-Jellyfin").
   Fact ``apps.nv_codec_headers`` = ``[{path, version}]`` (pkg-config's directories and PKG_CONFIG_PATH's).
 * Python packages that render through the driver's own OptiX and state their driver floor per release (NVISII: one
   wheel per driver branch). Fact ``apps.optix_packages`` = ``[{package, name, version, where}]``.
@@ -43,7 +45,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import lazyre
 from ..facts import Fact, ok, unknown
@@ -330,6 +332,71 @@ def packaged_nv_codec_headers(host: Host) -> List[Dict[str, Any]]:
     return out
 
 
+#: QNAP's package registry (QTS, QuTS hero): one INI section per installed QPKG, whose ``Install_Path`` is its folder
+#: (``/share/CACHEDEV1_DATA/.qpkg/<name>``). QPKGs keep their own programs there: an FFmpeg a media server bundles
+#: is known only from its own ``-version`` output.
+QPKG_CONF = "/etc/config/qpkg.conf"
+QPKG_LIMIT = 256 * 1024
+#: The most packages, and FFmpeg programs, looked at in one run.
+MAX_QPKGS = 64
+MAX_FFMPEGS = 8
+_INI_SECTION = lazyre.compile(r"^\s*\[([^\]]+)\]\s*$")
+_INI_INSTALL_PATH = lazyre.compile(r"^\s*Install_Path\s*=\s*(/[^\s]*)\s*$")
+#: ``ffmpeg -version``'s first line: "ffmpeg version 6.0.1-Jellyfin Copyright ..." (release, then the build's
+#: ``--extra-version``).
+_FFMPEG_BANNER = lazyre.compile(r"^ffmpeg version (\d+(?:\.\d+)*)-([A-Za-z][A-Za-z0-9]*)(?:\s|$)")
+
+
+def qpkg_folders(host: Host) -> List[Tuple[str, str]]:
+    """``(package, folder)`` of each QPKG QNAP's registry lists with an install folder (at most
+    :data:`MAX_QPKGS`)."""
+    text = host.read_text(QPKG_CONF, limit=QPKG_LIMIT) or ""
+    out: List[Tuple[str, str]] = []
+    section = None
+    for line in text.splitlines():
+        m = _INI_SECTION.match(line)
+        if m:
+            section = m.group(1).strip()
+            continue
+        m = _INI_INSTALL_PATH.match(line)
+        if m and section and len(out) < MAX_QPKGS:
+            out.append((section, posixpath.normpath(m.group(1))))
+    return out
+
+
+def qpkg_ffmpegs(host: Host) -> List[Tuple[str, str]]:
+    """``(package, path)`` of the FFmpeg programs QPKGs keep in their folders: ``ffmpeg`` in the folder, its
+    ``bin``, and the folders in it named for FFmpeg (``jellyfin-ffmpeg/ffmpeg``)."""
+    out: List[Tuple[str, str]] = []
+    for package, folder in qpkg_folders(host):
+        dirs = [folder, posixpath.join(folder, "bin")]
+        for name in sorted(host.list_dir(folder).names())[:64]:
+            if "ffmpeg" in name.lower() and name != "ffmpeg":
+                dirs += [posixpath.join(folder, name), posixpath.join(folder, name, "bin")]
+        for d in dirs:
+            path = posixpath.join(d, "ffmpeg")
+            if len(out) < MAX_FFMPEGS and path not in [p for _pkg, p in out] and host.exists(path):
+                out.append((package, path))
+    return out
+
+
+def bundled_ffmpeg_headers(host: Host) -> List[Dict[str, Any]]:
+    """nv-codec-headers that an FFmpeg a NAS package bundles was built against: its ``-version`` output names its
+    release and its build's ``--extra-version`` (``6.0.1-Jellyfin``), which ``matrix/data/ffmpeg_nv_codec.json``
+    maps to the headers (:func:`envdoctor.matrix.ffmpeg.release_nv_codec_headers`). An FFmpeg whose output names no
+    known package family, or a release the table does not cover, gives nothing."""
+    out: List[Dict[str, Any]] = []
+    for package, path in qpkg_ffmpegs(host):
+        res = host.run([path, "-version"], timeout=10)
+        m = _FFMPEG_BANNER.match((res.stdout or "").lstrip()) if res.ok else None
+        family = ffmpeg.EXTRA_VERSIONS.get(m.group(2)) if m else None
+        headers = ffmpeg.release_nv_codec_headers(family, m.group(1)) if m and family else None
+        if m and family and headers:
+            out.append({"path": path, "version": headers,
+                        "built_into": "%s %s (the QNAP package %s's %s)" % (family, m.group(1), package, path)})
+    return out
+
+
 @register("apps", "Applications with their own driver floors", order=97, produces=("apps.*",))
 def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
     return [ok("apps.rapids", find_rapids(ctx.host), "derived", "RAPIDS packages"), find_ollama(ctx.host),
@@ -338,7 +405,8 @@ def probe_apps(ctx: ProbeContext) -> Iterable[Fact]:
                "32-bit programs that render with the driver"),
             ok("apps.flatpak", find_flatpak(ctx.host), "dir:%s,~/%s" % (FLATPAK_SYSTEM, FLATPAK_USER),
                "Flatpak apps and runtimes"),
-            ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host) + packaged_nv_codec_headers(ctx.host),
+            ok("apps.nv_codec_headers", find_nv_codec_headers(ctx.host) + packaged_nv_codec_headers(ctx.host)
+               + bundled_ffmpeg_headers(ctx.host),
                "derived", "FFmpeg's NVENC/NVDEC headers"),
             ok("apps.optix_packages", find_optix_packages(ctx.host), "derived", "Python packages built on OptiX"),
             ok("apps.floor_packages", find_floor_packages(ctx.host), "derived",

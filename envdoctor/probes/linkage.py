@@ -45,7 +45,7 @@ from ..host.base import Distribution, Host, normalize_name
 from . import ProbeContext, register
 from .cuda import ld_library_path_dirs
 from .libraries import read_ld_cache, resolve_soname
-from .loader import loader_config, own_search_paths
+from .loader import SHARED_OBJECT, loader_config, own_search_paths
 from .record import read_record
 from .staticcuda import unrecorded_modules
 
@@ -868,15 +868,19 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
     Its libraries (``lib``, ``lib64`` and the module folders below them: an interpreter's ``lib/lua/5.1/*.so``)
     are loaded by its programs with their paths, or a launcher's, not alone: of their links only a NEEDED CUDA
     library that no copy anywhere can supply is kept (the build links a CUDA release no longer installed), each
-    loaded as its program would load it (the program's RPATH counts)."""
+    loaded as its program would load it (the program's RPATH counts). An application's engine backend (Jan's
+    llama.cpp backends: :func:`envdoctor.probes.programs.backend_roots`; ``backend`` true) is all libraries of that
+    kind, its programs included, whichever folder holds them: its engine loads them with the paths it sets."""
     from . import loader
-    from .programs import MAX_FILES, module_libraries, program_roots, root_name
+    from .programs import MAX_FILES, backend_roots, module_libraries, program_roots, root_name
 
     out: List[Dict[str, Any]] = []
     opened = 0
-    for root, files in program_roots(host):
+    backends = {root: name for root, name, _files in backend_roots(host)}
+    for root, files in program_roots(host) + [(root, files) for root, _name, files in backend_roots(host)]:
         roots: List[str] = []
         main: Optional[str] = None
+        backend = backends.get(root)
         for path in [f for f in files if posixpath.basename(posixpath.dirname(f)) in ("bin", "tools")]:
             if opened >= MAX_FILES:
                 break
@@ -884,11 +888,17 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
             elf = host.elf(path)
             if elf.ok and main is None and not elf.soname:
                 main = elf.path
-            if _needs_cuda(elf):
+            if _needs_cuda(elf) and backend is None:
                 roots.append(elf.path)
         libs: List[str] = []
-        lib_files = [f for f in files if posixpath.basename(posixpath.dirname(f)) in ("lib", "lib64")]
-        lib_files += module_libraries(host, root)
+        if backend is not None:
+            # an application's engine backend: its libraries are loaded by the application's engine, with the paths
+            # it sets (the backend's folder, its own CUDA libraries' folder), not alone
+            lib_files = [f for f in files if posixpath.basename(posixpath.dirname(f)) not in ("bin", "tools")
+                         or SHARED_OBJECT.search(posixpath.basename(f))]
+        else:
+            lib_files = [f for f in files if posixpath.basename(posixpath.dirname(f)) in ("lib", "lib64")]
+            lib_files += module_libraries(host, root)
         for path in lib_files:
             if opened >= MAX_FILES:
                 break
@@ -907,13 +917,15 @@ def program_libraries(host: Host, config: Any) -> List[Dict[str, Any]]:
         if libs:
             own = {posixpath.basename(f) for f in lib_files}
             c = loader.cuda_closure(host, config, libs, main=main, only_cuda=True)
-            links += [dict({k: v for k, v in link.items() if k in _LINK_KEYS}, built_against=True)
+            links += [dict({k: v for k, v in link.items() if k in _LINK_KEYS}, built_against=backend is None)
                       for link in c["links"] if link.get("via") != "loaded" and _absent_everywhere(link, own)]
             cache_unknown = cache_unknown or c["cache_unknown"]
         if not links and not roots:
             continue
-        out.append({"package": root_name(root), "version": None, "label": "the software in %s" % root,
+        out.append({"package": backend or root_name(root), "version": None,
+                    "label": "%s in %s" % (backend, root) if backend else "the software in %s" % root,
                     "roots": roots + [p for p in libs if any(link.get("requester") == p for link in links)],
+                    "backend": backend is not None,
                     "links": links, "unread": unread, "cache_unknown": cache_unknown, "site": root})
     return out
 

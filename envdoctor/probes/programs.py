@@ -47,7 +47,7 @@ from .. import frameworks, lazyre
 from ..facts import Fact, ok
 from ..host.base import Host
 from . import ProbeContext, register
-from .cuda import CONDA_META_FILE, conda_prefixes
+from .cuda import CONDA_META_FILE, conda_prefixes, user_homes
 from .loader import SHARED_OBJECT, SHARED_SUFFIX, own_search_paths
 
 #: The most files opened in one run, and the most bytes of one conda-meta record read.
@@ -327,6 +327,64 @@ def packaged_roots(host: Host) -> List[Tuple[str, List[str]]]:
         if files:
             out.append((root, files))
     return out
+
+
+#: Applications that keep the GPU engine backends they download in a folder of their own, one folder per backend
+#: (a llama.cpp release and build variant): (the application's name, the folder below the user's home, how many
+#: folder levels below it each backend lies).
+#: * Jan (0.7): ``~/.local/share/Jan/data/llamacpp/backends/<llama.cpp release>/<variant>``, the backend it picks
+#:   and downloads (its log: 'Determined best available backend: b8892/linux-cuda-13-common_cpus-x64'), whose
+#:   libraries (``libggml-cuda.so``...) llama.cpp's server loads (https://github.com/janhq/jan/issues/8145, Jan
+#:   0.7.9, checked 2026-12-01).
+#: An application that ships several backends and picks one per GPU (Ollama's ``<lib>/ollama/cuda_vNN`` runners)
+#: is not listed: the GPU code and the libraries of the runners it does not pick say nothing of the machine.
+APP_BACKENDS: Tuple[Tuple[str, str, int], ...] = (("Jan", ".local/share/Jan/data/llamacpp/backends", 2),)
+#: How deep below a backend's folder its libraries are looked for (``build/bin``).
+BACKEND_DEPTH = 2
+
+
+def _backend_files(host: Host, root: str) -> List[str]:
+    """A backend's shared objects, in its folder and the folders below it up to :data:`BACKEND_DEPTH` deep, and
+    every file of a ``bin`` folder (its programs)."""
+    files: List[str] = []
+    todo = [(root, 0)]
+    dirs = 0
+    while todo:
+        d, depth = todo.pop(0)
+        in_bin = posixpath.basename(d) == "bin"
+        for name in sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]:
+            path = posixpath.join(d, name)
+            if SHARED_OBJECT.search(name) or in_bin:
+                files.append(path)
+            elif (depth < BACKEND_DEPTH and dirs < MAX_MODULE_DIRS and not name.startswith(".")
+                  and host.is_dir(path)):
+                dirs += 1
+                todo.append((path, depth + 1))
+    return files
+
+
+def _backend_roots(host: Host) -> List[Tuple[str, str, List[str]]]:
+    out: List[Tuple[str, str, List[str]]] = []
+    homes = user_homes(host)
+    for app, folder, levels in APP_BACKENDS:
+        for top in [posixpath.join(h, folder) for h in homes]:
+            found = [top] if host.is_dir(top) else []
+            for _level in range(levels):
+                found = [posixpath.join(d, n) for d in found for n in sorted(host.list_dir(d).names())[:MAX_DIR_ENTRIES]
+                         if not n.startswith(".")][:MAX_ROOTS]
+            for root in found:
+                files = _backend_files(host, root) if len(out) < MAX_ROOTS else []
+                if files:
+                    out.append((root, "%s's backend %s" % (app, posixpath.relpath(root, top)), files))
+    return out
+
+
+def backend_roots(host: Host) -> List[Tuple[str, str, List[str]]]:
+    """``(root, name, [files])`` of each GPU engine backend an application keeps in a folder of its own
+    (:data:`APP_BACKENDS`): its libraries are loaded by the application's engine, not alone, and only when it picks
+    that backend (the linkage probe reads them; their GPU code is not judged: which backend runs is the
+    application's choice). At most :data:`MAX_ROOTS`; worked out once per host."""
+    return list(host.once("programs.backend_roots", lambda: _backend_roots(host)))
 
 
 def root_name(root: str) -> str:
