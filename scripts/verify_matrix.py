@@ -102,6 +102,9 @@ VENDOR_REPOS = ("github.com/pytorch/", "github.com/tensorflow/", "github.com/jax
                 "github.com/triton-lang/triton/",
                 # package_arch.json: the GPUs Torch7's cutorch supports are its own source's word
                 "github.com/torch/cutorch/",
+                # ffmpeg_nv_codec.json: the nv-codec-headers a Jellyfin FFmpeg release builds against is that
+                # release's own build script (docker-build.sh clones nv-codec-headers at a tag)
+                "github.com/jellyfin/jellyfin-ffmpeg/",
                 # driver_floors.json: the driver each nv-codec-headers release needs is that release's own README
                 # (the headers FFmpeg builds NVENC/NVDEC with, each tag naming the Video Codec SDK it matches), and
                 # the driver branch each NVISII wheel was built for is NVISII's own README
