@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
 from .. import lazyre
 from ..facts import Fact, ok
@@ -151,29 +151,37 @@ def _local_build(ctx: ProbeContext, metadata_dir: str) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("dir_info"), dict)
 
 
+def imported_distributions(host: Any, wanted: Callable[[str], bool]) -> Iterator[Any]:
+    """The installed distributions whose key ``wanted`` accepts, each key once: the first on sys.path, the one an
+    import finds."""
+    seen = set()
+    for dist in host.distributions():
+        if dist.key not in seen and wanted(dist.key):
+            seen.add(dist.key)
+            yield dist
+
+
 @register("gpupackages", "Packages with GPU code of their own", order=93, produces=("python.gpu_packages",))
 def probe_gpu_packages(ctx: ProbeContext) -> Iterable[Fact]:
     arch = set(packages.arch_packages())
     wanted = arch | set(BUILD_RECORDS) | set(loads.package_names())
     found: List[Dict[str, Any]] = []
-    seen = set()
-    for dist in ctx.host.distributions():
-        if (dist.key in wanted or known_issues.product_of_distribution(dist.key)) and dist.key not in seen:
-            seen.add(dist.key)  # the first one on sys.path is the one imported
-            entry: Dict[str, Any] = {"package": dist.key, "version": dist.version, "location": dist.location,
-                                     "metadata": dist.metadata_dir}
-            if dist.key in BUILD_RECORDS:
-                entry.update(build_record(ctx, dist.key, dist.location))
-            if dist.key in arch and _local_build(ctx, dist.metadata_dir):
-                entry["local_build"] = True
-            if known_issues.product_of_distribution(dist.key):
-                links = cuda_links(ctx, dist.metadata_dir, dist.location)
-                if links is not None:
-                    entry["links"] = links
-            opens = package_opens(ctx, dist.key, dist.version)
-            if opens:
-                entry["opens"] = opens
-            found.append(entry)
+    for dist in imported_distributions(ctx.host, lambda key: key in wanted
+                                       or bool(known_issues.product_of_distribution(key))):
+        entry: Dict[str, Any] = {"package": dist.key, "version": dist.version, "location": dist.location,
+                                 "metadata": dist.metadata_dir}
+        if dist.key in BUILD_RECORDS:
+            entry.update(build_record(ctx, dist.key, dist.location))
+        if dist.key in arch and _local_build(ctx, dist.metadata_dir):
+            entry["local_build"] = True
+        if known_issues.product_of_distribution(dist.key):
+            links = cuda_links(ctx, dist.metadata_dir, dist.location)
+            if links is not None:
+                entry["links"] = links
+        opens = package_opens(ctx, dist.key, dist.version)
+        if opens:
+            entry["opens"] = opens
+        found.append(entry)
     if not found:
         return []
     return [ok("python.gpu_packages", found, "dir:" + found[0]["metadata"], "Packages with GPU code of their own")]
@@ -219,11 +227,7 @@ def _jit_ccbin(ctx: ProbeContext, row: Dict[str, Any]) -> Optional[Dict[str, Any
 def probe_jit_toolkits(ctx: ProbeContext) -> Iterable[Fact]:
     wanted = set(packages.jit_packages())
     found: List[Dict[str, Any]] = []
-    seen = set()
-    for dist in ctx.host.distributions():
-        if dist.key not in wanted or dist.key in seen:
-            continue
-        seen.add(dist.key)  # the first one on sys.path is the one imported
+    for dist in imported_distributions(ctx.host, wanted.__contains__):
         row = packages.jit_row(dist.key, dist.version)
         if row is None:
             continue
@@ -261,11 +265,7 @@ FILE_SUFFIX_FILTERS["/" + NVML_BINDINGS["nvidia-ml-py"]] = keep_delegates
 @register("nvmlbindings", "NVML bindings", order=93, produces=("python.nvml_bindings",))
 def probe_nvml_bindings(ctx: ProbeContext) -> Iterable[Fact]:
     found: List[Dict[str, Any]] = []
-    seen = set()
-    for dist in ctx.host.distributions():
-        if dist.key not in NVML_BINDINGS or dist.key in seen:
-            continue
-        seen.add(dist.key)  # the first one on sys.path is the one imported
+    for dist in imported_distributions(ctx.host, NVML_BINDINGS.__contains__):
         path = posixpath.join(dist.location, NVML_BINDINGS[dist.key])
         text = ctx.host.read_text(path, limit=4 * 1024 * 1024)
         entry: Dict[str, Any] = {"package": dist.key, "version": dist.version, "location": dist.location,
